@@ -1,0 +1,1 @@
+//! The `advise` module (under construction).

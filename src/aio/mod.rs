@@ -1,0 +1,1 @@
+//! The `aio` module (under construction).

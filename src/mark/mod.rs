@@ -1,0 +1,1 @@
+//! The `mark` module (under construction).

@@ -1,0 +1,1 @@
+//! The `sched` module (under construction).

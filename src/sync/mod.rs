@@ -1,0 +1,1 @@
+//! The `sync` module (under construction).

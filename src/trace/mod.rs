@@ -1,0 +1,1 @@
+//! The `trace` module (under construction).

@@ -1,0 +1,5 @@
+//! Shared helpers for the posixrt command-line tools (`tfp`, `rtrace`, `rtstat`).
+//!
+//! Each tool is one file in `src/bin/`; put code that two tools share here.
+
+#![deny(unsafe_op_in_unsafe_fn)]
