@@ -1,0 +1,6 @@
+//! Tour section: `posixrt::sync`.
+
+/// Runs this section of the tour; prints what it shows.
+pub fn run() -> Result<(), Box<dyn std::error::Error>> {
+    Ok(())
+}
