@@ -169,9 +169,10 @@ impl LogWriter {
     pub(crate) fn new(mut file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
         let mut preamble = file_header().to_vec();
         preamble.extend_from_slice(&attr_record(attr, pid));
-        file.set_len(0)?;
-        file.seek(SeekFrom::Start(0))?;
-        file.write_all(&preamble)?;
+        // Devices and pipes cannot be truncated or sought: write from where they are.
+        let _ = file.set_len(0);
+        let _ = file.seek(SeekFrom::Start(0));
+        let pending = preamble.clone();
         let mut w = LogWriter {
             file,
             policy: attr.log_full_policy(),
@@ -182,7 +183,7 @@ impl LogWriter {
             kept: VecDeque::new(),
             kept_bytes: 0,
             event_bytes: 0,
-            pending: Vec::new(),
+            pending,
             rewrite: false,
             full: false,
             lost: 0,
@@ -190,7 +191,8 @@ impl LogWriter {
             pid,
         };
         w.sync_types();
-        w.commit()?;
+        // The first write happens in the flusher (so a failing log reports through
+        // the status and an ERROR event, as any later flush).
         Ok(w)
     }
 

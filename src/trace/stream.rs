@@ -718,6 +718,7 @@ impl Trace {
         let st = lock(&self.s.reader);
         for r in self.s.rings_snapshot() {
             r.clear();
+            r.lost_reported.store(r.lost.load(Relaxed), Relaxed);
         }
         drop(st);
         lock(&self.s.reader).pending.clear();
