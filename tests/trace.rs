@@ -78,21 +78,48 @@ fn event_id_rules() {
     assert!(a.equal(a) && !a.equal(b));
     assert!(!a.is_system());
     let t = Trace::create(&TraceAttr::new()).unwrap();
-    assert_eq!(t.eventid_open("tt.ids.a").unwrap(), a, "per-stream open gives the process id");
+    assert_eq!(
+        t.eventid_open("tt.ids.a").unwrap(),
+        a,
+        "per-stream open gives the process id"
+    );
     assert_eq!(t.eventid_name(a).unwrap(), "tt.ids.a");
     assert_eq!(t.eventid_name(EventId::START).unwrap(), "posix_trace_start");
-    assert_eq!(t.eventid_name(EventId::UNNAMED_USER).unwrap(), "posix_trace_unnamed_userevent");
-    let names: Vec<String> = t.event_types().map(|t| t.name).collect();
-    for n in ["posix_trace_start", "posix_trace_stop", "posix_trace_filter", "posix_trace_overflow",
-        "posix_trace_resume", "posix_trace_flush_start", "posix_trace_flush_stop",
-        "posix_trace_error", "tt.ids.a", "tt.ids.b"] {
-        assert!(names.iter().any(|x| x == n), "{n} missing from the type list");
-    }
-    assert_eq!(trace::eventid_open("").unwrap_err().kind(), ErrorKind::InvalidInput);
-    let long = "x".repeat(trace::TRACE_EVENT_NAME_MAX + 1);
-    assert_eq!(trace::eventid_open(&long).unwrap_err().kind(), ErrorKind::InvalidInput);
     assert_eq!(
-        t.eventid_name(EventId::from_raw(1000).unwrap()).unwrap_err().kind(),
+        t.eventid_name(EventId::UNNAMED_USER).unwrap(),
+        "posix_trace_unnamed_userevent"
+    );
+    let names: Vec<String> = t.event_types().map(|t| t.name).collect();
+    for n in [
+        "posix_trace_start",
+        "posix_trace_stop",
+        "posix_trace_filter",
+        "posix_trace_overflow",
+        "posix_trace_resume",
+        "posix_trace_flush_start",
+        "posix_trace_flush_stop",
+        "posix_trace_error",
+        "tt.ids.a",
+        "tt.ids.b",
+    ] {
+        assert!(
+            names.iter().any(|x| x == n),
+            "{n} missing from the type list"
+        );
+    }
+    assert_eq!(
+        trace::eventid_open("").unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let long = "x".repeat(trace::TRACE_EVENT_NAME_MAX + 1);
+    assert_eq!(
+        trace::eventid_open(&long).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        t.eventid_name(EventId::from_raw(1000).unwrap())
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidInput
     );
     assert!(EventId::from_raw(trace::ID_SPACE as u16).is_none());
@@ -101,7 +128,10 @@ fn event_id_rules() {
 #[test]
 fn event_sets() {
     let _g = serial();
-    static L: [sys::Field; 1] = [sys::Field { name: "x", ty: sys::FieldType::U32 }];
+    static L: [sys::Field; 1] = [sys::Field {
+        name: "x",
+        ty: sys::FieldType::U32,
+    }];
     let modev = sys::register("tt_sets_sys", &L).unwrap();
     let user = trace::eventid_open("tt.sets.user").unwrap();
     let mut s = EventSet::empty();
@@ -114,7 +144,11 @@ fn event_sets() {
     assert!(!s.contains(user));
     let mut sysset = EventSet::empty();
     sysset.fill(FillWhat::System);
-    assert!(sysset.contains(EventId::START) && sysset.contains(modev) && sysset.contains(EventId::ERROR));
+    assert!(
+        sysset.contains(EventId::START)
+            && sysset.contains(modev)
+            && sysset.contains(EventId::ERROR)
+    );
     assert!(!sysset.contains(user) && !sysset.contains(EventId::UNNAMED_USER));
     let mut wopid = EventSet::empty();
     wopid.fill(FillWhat::WithoutPid);
@@ -155,12 +189,24 @@ fn filters_and_filter_events() {
     let evs: Vec<Event> = t.events().collect();
     assert_eq!(
         ids(&evs),
-        [EventId::START, EventId::FILTER, keep, EventId::FILTER, EventId::FILTER, drop_, EventId::FILTER]
+        [
+            EventId::START,
+            EventId::FILTER,
+            keep,
+            EventId::FILTER,
+            EventId::FILTER,
+            drop_,
+            EventId::FILTER
+        ]
     );
     // FILTER payload: old set then new set, 128 bytes each.
     let f1 = &evs[1].data;
     assert_eq!(f1.len(), 256);
-    let layout = t.event_types().find(|x| x.id == EventId::FILTER).unwrap().fields;
+    let layout = t
+        .event_types()
+        .find(|x| x.id == EventId::FILTER)
+        .unwrap()
+        .fields;
     let vals = sys::decode(&layout, f1).unwrap();
     assert_eq!(vals[0], ("old", sys::Value::Set(vec![])));
     assert_eq!(vals[1], ("new", sys::Value::Set(vec![drop_.raw()])));
@@ -195,7 +241,10 @@ fn data_truncation() {
     assert_eq!(info.id, ev);
     assert_eq!((info.data_len, info.truncated, &buf), (3, true, b"abc"));
     assert_eq!(
-        TraceAttr::new().set_max_data_size(trace::MAX_DATA_SIZE_LIMIT + 1).unwrap_err().kind(),
+        TraceAttr::new()
+            .set_max_data_size(trace::MAX_DATA_SIZE_LIMIT + 1)
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidInput
     );
 }
@@ -210,21 +259,29 @@ fn getnext_blocks_timed_and_try() {
     t.start().unwrap();
     assert_eq!(t.try_getnext().unwrap().unwrap().id, EventId::START);
     assert_eq!(t.try_getnext().unwrap(), None);
-    let err = t.timed_getnext(Instant::now() + Duration::from_millis(30)).unwrap_err();
+    let err = t
+        .timed_getnext(Instant::now() + Duration::from_millis(30))
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::TimedOut);
     assert_eq!(err.errno(), Some(libc::ETIMEDOUT));
     let h = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(50));
         trace::event(ev, b"late");
     });
-    let e = t.getnext().unwrap().expect("getnext blocks until the event arrives");
+    let e = t
+        .getnext()
+        .unwrap()
+        .expect("getnext blocks until the event arrives");
     assert_eq!((e.id, e.data.as_slice()), (ev, &b"late"[..]));
     h.join().unwrap();
     let h = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(30));
         trace::event(ev, b"timed");
     });
-    let e = t.timed_getnext(Instant::now() + Duration::from_secs(30)).unwrap().unwrap();
+    let e = t
+        .timed_getnext(Instant::now() + Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
     assert_eq!(e.data, b"timed");
     h.join().unwrap();
     t.stop().unwrap();
@@ -322,12 +379,27 @@ fn stream_until_full_suspends_then_resumes_with_start() {
     let evs: Vec<Event> = std::iter::from_fn(|| t.try_getnext().unwrap()).collect();
     let stops: Vec<&Event> = evs.iter().filter(|e| e.id == EventId::STOP).collect();
     assert_eq!(stops.len(), 1);
-    assert_eq!(stops[0].data, 1u32.to_le_bytes(), "STOP reason 1 = stream full");
+    assert_eq!(
+        stops[0].data,
+        1u32.to_le_bytes(),
+        "STOP reason 1 = stream full"
+    );
     let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
-    assert!(user.len() >= (4096 - 16) / 24, "at least the lossless bound was kept");
-    assert_eq!(user, (0..user.len() as u64).collect::<Vec<_>>(), "the oldest are kept");
+    assert!(
+        user.len() >= (4096 - 16) / 24,
+        "at least the lossless bound was kept"
+    );
+    assert_eq!(
+        user,
+        (0..user.len() as u64).collect::<Vec<_>>(),
+        "the oldest are kept"
+    );
     assert_eq!(evs[evs.len() - 2].id, EventId::STOP);
-    assert_eq!(evs.last().unwrap().id, EventId::START, "resumed after reading");
+    assert_eq!(
+        evs.last().unwrap().id,
+        EventId::START,
+        "resumed after reading"
+    );
     let st = t.status();
     assert!(st.running && !st.full, "{st:?}");
     // Fill again, then clear(): resumes as well.
@@ -343,7 +415,13 @@ fn stream_until_full_suspends_then_resumes_with_start() {
 
 fn open_log(name: &str) -> (std::path::PathBuf, File) {
     let p = tmp(name);
-    let f = File::options().read(true).write(true).create(true).truncate(true).open(&p).unwrap();
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
     (p, f)
 }
 
@@ -361,7 +439,11 @@ fn log_round_trip() {
         a.set_name("roundtrip").unwrap();
     });
     let t = Trace::create_with_log(&a, f).unwrap();
-    assert_eq!(t.attr().stream_full_policy(), StreamFullPolicy::Flush, "FLUSH is the default with a log");
+    assert_eq!(
+        t.attr().stream_full_policy(),
+        StreamFullPolicy::Flush,
+        "FLUSH is the default with a log"
+    );
     assert_eq!(t.attr().log_full_policy(), LogFullPolicy::Loop);
     let ev = trace::eventid_open("tt.log.roundtrip").unwrap();
     t.start().unwrap();
@@ -390,7 +472,9 @@ fn log_round_trip() {
         assert_eq!(e.pid, std::process::id());
     }
     assert_eq!(user[100].data, b"after flush");
-    let first = evs.iter().find(|e| !matches!(e.id, EventId::FLUSH_START | EventId::FLUSH_STOP));
+    let first = evs
+        .iter()
+        .find(|e| !matches!(e.id, EventId::FLUSH_START | EventId::FLUSH_STOP));
     assert_eq!(first.unwrap().id, EventId::START);
     assert!(ids(&evs).contains(&EventId::FLUSH_START) && ids(&evs).contains(&EventId::FLUSH_STOP));
     let fs = evs.iter().find(|e| e.id == EventId::FLUSH_STOP).unwrap();
@@ -444,7 +528,11 @@ fn log_cut_at_every_byte() {
                 Err(e) => break Some(e.kind()),
             }
         };
-        assert_eq!(got[..], all[..got.len()], "at {len}: a prefix of the events");
+        assert_eq!(
+            got[..],
+            all[..got.len()],
+            "at {len}: a prefix of the events"
+        );
         if len == full.len() {
             assert_eq!((end, got.len()), (None, all.len()));
         } else {
@@ -474,12 +562,19 @@ fn log_cut_at_every_byte() {
     std::fs::write(&cut, &bad).unwrap();
     let mut l = TraceLog::open(&cut).unwrap();
     let r: Result<Vec<Event>, _> = l.events().collect();
-    assert!(matches!(r.unwrap_err().kind(), ErrorKind::Corrupt | ErrorKind::Truncated));
+    assert!(matches!(
+        r.unwrap_err().kind(),
+        ErrorKind::Corrupt | ErrorKind::Truncated
+    ));
     std::fs::write(&cut, b"not a trace log at all").unwrap();
     assert_eq!(TraceLog::open(&cut).unwrap_err().kind(), ErrorKind::Corrupt);
 }
 
-fn log_policy_run(policy: LogFullPolicy, name: &str, n: u64) -> (TraceLog, Vec<Event>, EventId, u64) {
+fn log_policy_run(
+    policy: LogFullPolicy,
+    name: &str,
+    n: u64,
+) -> (TraceLog, Vec<Event>, EventId, u64) {
     let (p, f) = open_log(name);
     let a = attr_with(|a| {
         a.set_log_full_policy(policy);
@@ -522,7 +617,10 @@ fn log_full_policies() {
     assert!(!user.is_empty() && (user.len() as u64) < n);
     assert_eq!(user, (0..user.len() as u64).collect::<Vec<_>>());
     let last = evs.last().unwrap();
-    assert_eq!((last.id, last.data.as_slice()), (EventId::STOP, &2u32.to_le_bytes()[..]));
+    assert_eq!(
+        (last.id, last.data.as_slice()),
+        (EventId::STOP, &2u32.to_le_bytes()[..])
+    );
     assert_eq!(flags, 3, "log full and log overrun");
     let st = l.status().unwrap();
     assert!(st.log_full && st.log_lost > 0);
@@ -563,7 +661,11 @@ fn stream_flush_policy_writes_to_the_log_and_goes_on() {
     let lost = l.status().unwrap().stream_lost;
     // Far more than one stream's worth reached the log; every event is either in the
     // log or counted as lost, in order.
-    assert!(user.len() > 4096 / 24 * 2, "only {} events in the log", user.len());
+    assert!(
+        user.len() > 4096 / 24 * 2,
+        "only {} events in the log",
+        user.len()
+    );
     assert_eq!(user.len() as u64 + lost, total);
     assert!(user.windows(2).all(|w| w[0] < w[1]));
     assert!(ids(&evs).contains(&EventId::FLUSH_START));
@@ -579,11 +681,18 @@ fn status_flush_error_is_reported_and_reset() {
     assert_eq!(err.errno(), Some(libc::ENOSPC));
     let st = t.status();
     assert_eq!(st.flush_error, libc::ENOSPC);
-    assert_eq!(t.status().flush_error, 0, "the flush error resets when read");
+    assert_eq!(
+        t.status().flush_error,
+        0,
+        "the flush error resets when read"
+    );
     t.stop().unwrap();
     // The ERROR event went to the stream, with the errno.
     let evs: Vec<Event> = t.events().collect();
-    let e = evs.iter().find(|e| e.id == EventId::ERROR).expect("an ERROR event");
+    let e = evs
+        .iter()
+        .find(|e| e.id == EventId::ERROR)
+        .expect("an ERROR event");
     assert_eq!(e.data, libc::ENOSPC.to_le_bytes());
 }
 
@@ -616,25 +725,44 @@ fn concurrent_threads_lose_nothing_under_the_bound() {
     let user: Vec<&Event> = evs.iter().filter(|e| e.id == ev).collect();
     assert_eq!(user.len() as u64, threads * per);
     for k in 0..threads {
-        let mine: Vec<u64> = user.iter().filter(|e| seq(e) >> 32 == k).map(|e| seq(e) & 0xffff_ffff).collect();
+        let mine: Vec<u64> = user
+            .iter()
+            .filter(|e| seq(e) >> 32 == k)
+            .map(|e| seq(e) & 0xffff_ffff)
+            .collect();
         assert_eq!(mine, (0..per).collect::<Vec<_>>(), "thread {k} in order");
         let tid = user.iter().find(|e| seq(e) >> 32 == k).unwrap().tid;
         assert_eq!(tid, tids[k as usize]);
     }
-    assert!(evs.windows(2).all(|w| w[0].timestamp <= w[1].timestamp), "merged oldest first");
+    assert!(
+        evs.windows(2).all(|w| w[0].timestamp <= w[1].timestamp),
+        "merged oldest first"
+    );
 }
 
 #[test]
 fn system_event_catalogue() {
     let _g = serial();
     static L: [sys::Field; 2] = [
-        sys::Field { name: "fd", ty: sys::FieldType::I32 },
-        sys::Field { name: "len", ty: sys::FieldType::U64 },
+        sys::Field {
+            name: "fd",
+            ty: sys::FieldType::I32,
+        },
+        sys::Field {
+            name: "len",
+            ty: sys::FieldType::U64,
+        },
     ];
     let id = sys::register("tt_cat_write", &L).unwrap();
     assert_eq!(sys::register("tt_cat_write", &L).unwrap(), id);
-    static L2: [sys::Field; 1] = [sys::Field { name: "fd", ty: sys::FieldType::I32 }];
-    assert_eq!(sys::register("tt_cat_write", &L2).unwrap_err().kind(), ErrorKind::InvalidInput);
+    static L2: [sys::Field; 1] = [sys::Field {
+        name: "fd",
+        ty: sys::FieldType::I32,
+    }];
+    assert_eq!(
+        sys::register("tt_cat_write", &L2).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
     assert!(id.is_system());
     let t = Trace::create(&TraceAttr::new()).unwrap();
     assert!(!sys::enabled());
@@ -663,24 +791,39 @@ fn refused_configurations() {
     let e = Trace::create_for_pid(other, &TraceAttr::new()).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
     assert!(e.hint().is_some());
-    Trace::create_for_pid(std::process::id(), &TraceAttr::new()).unwrap().shutdown().unwrap();
+    Trace::create_for_pid(std::process::id(), &TraceAttr::new())
+        .unwrap()
+        .shutdown()
+        .unwrap();
     let mut a = TraceAttr::new();
     a.set_inheritance(Inheritance::Inherited);
     let e = Trace::create(&a).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported);
     let mut a = TraceAttr::new();
     a.set_stream_full_policy(StreamFullPolicy::Flush);
-    assert_eq!(Trace::create(&a).unwrap_err().kind(), ErrorKind::InvalidInput);
-    assert_eq!(TraceAttr::new().set_stream_size(100).unwrap_err().kind(), ErrorKind::InvalidInput);
     assert_eq!(
-        TraceAttr::new().set_name(&"n".repeat(trace::TRACE_NAME_MAX + 1)).unwrap_err().kind(),
+        Trace::create(&a).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        TraceAttr::new().set_stream_size(100).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        TraceAttr::new()
+            .set_name(&"n".repeat(trace::TRACE_NAME_MAX + 1))
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidInput
     );
     // TRACE_SYS_MAX streams at once.
     let ts: Vec<Trace> = (0..trace::TRACE_SYS_MAX)
         .map(|_| Trace::create(&TraceAttr::new()).unwrap())
         .collect();
-    assert_eq!(Trace::create(&TraceAttr::new()).unwrap_err().kind(), ErrorKind::OutOfResources);
+    assert_eq!(
+        Trace::create(&TraceAttr::new()).unwrap_err().kind(),
+        ErrorKind::OutOfResources
+    );
     drop(ts);
     Trace::create(&TraceAttr::new()).unwrap();
 }
@@ -689,11 +832,17 @@ fn refused_configurations() {
 fn default_attributes() {
     let _g = serial();
     let a = TraceAttr::new();
-    assert_eq!(a.stream_full_policy(), StreamFullPolicy::Loop, "LOOP without a log");
+    assert_eq!(
+        a.stream_full_policy(),
+        StreamFullPolicy::Loop,
+        "LOOP without a log"
+    );
     assert_eq!(a.log_full_policy(), LogFullPolicy::Loop);
     assert_eq!(a.inheritance(), Inheritance::CloseForChild);
     assert_eq!(a.genversion(), trace::GEN_VERSION);
-    assert!(a.clock_resolution() > Duration::ZERO && a.clock_resolution() <= Duration::from_micros(1));
+    assert!(
+        a.clock_resolution() > Duration::ZERO && a.clock_resolution() <= Duration::from_micros(1)
+    );
     assert_eq!(a.max_system_event_size(), 16 + 256);
     let t = Trace::create(&a).unwrap();
     let ta = t.attr();

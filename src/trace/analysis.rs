@@ -38,7 +38,10 @@ pub struct TraceLog {
 
 impl std::fmt::Debug for TraceLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TraceLog").field("attr", &self.attr).field("complete", &self.complete).finish()
+        f.debug_struct("TraceLog")
+            .field("attr", &self.attr)
+            .field("complete", &self.complete)
+            .finish()
     }
 }
 
@@ -163,7 +166,9 @@ impl TraceLog {
                         "posix_trace_getnext_event",
                         "log ends without its shutdown record",
                     )
-                    .with_hint("the writer crashed or is still running; every complete record was read"));
+                    .with_hint(
+                        "the writer crashed or is still running; every complete record was read",
+                    ));
                 }
                 Err(e) => {
                     self.done = true;

@@ -114,7 +114,10 @@ impl TraceAttr {
         if name.len() > TRACE_NAME_MAX || name.contains('\0') {
             return Err(Error::invalid(
                 "posix_trace_attr_setname",
-                format!("name of {} bytes (max {TRACE_NAME_MAX}, no NUL)", name.len()),
+                format!(
+                    "name of {} bytes (max {TRACE_NAME_MAX}, no NUL)",
+                    name.len()
+                ),
             )
             .with_hint("use a shorter stream name (TRACE_NAME_MAX)"));
         }

@@ -104,7 +104,9 @@ fn pair() -> (u64, u64) {
 
 fn slope(t0: u64, m0: u64, t1: u64, m1: u64) -> u64 {
     let dt = t1.wrapping_sub(t0).max(1) as u128;
-    (((m1 - m0) as u128) << 32).checked_div(dt).unwrap_or(1 << 32) as u64
+    (((m1 - m0) as u128) << 32)
+        .checked_div(dt)
+        .unwrap_or(1 << 32) as u64
 }
 
 /// The raw clock value stored in records.
@@ -133,7 +135,10 @@ fn refine(c: &Calib) {
     let last = c.refined.load(Relaxed);
     let now = mono_ns();
     // Refine at most once a second, on a baseline that keeps growing.
-    if now > last + 1_000_000_000 && c.refined.compare_exchange(last, now, Relaxed, Relaxed).is_ok()
+    if now > last + 1_000_000_000
+        && c.refined
+            .compare_exchange(last, now, Relaxed, Relaxed)
+            .is_ok()
     {
         let (t1, m1) = pair();
         c.mult.store(slope(c.t0, c.m0, t1, m1), Relaxed);

@@ -168,9 +168,7 @@ fn check_name(call: &'static str, name: &str) -> crate::Result<()> {
     if name.is_empty() || name.len() > TRACE_EVENT_NAME_MAX || name.contains('\0') {
         return Err(crate::Error::invalid(
             call,
-            format!(
-                "event name {name:?} must be 1..={TRACE_EVENT_NAME_MAX} bytes without NUL"
-            ),
+            format!("event name {name:?} must be 1..={TRACE_EVENT_NAME_MAX} bytes without NUL"),
         )
         .with_hint("shorten the name (TRACE_EVENT_NAME_MAX)"));
     }
@@ -181,7 +179,12 @@ fn check_name(call: &'static str, name: &str) -> crate::Result<()> {
 pub(crate) fn open_user(name: &str) -> crate::Result<EventId> {
     check_name("posix_trace_eventid_open", name)?;
     Ok(with_names(|n| {
-        if let Some(t) = n.types.iter().flatten().find(|t| !t.id.is_system() && t.name == name) {
+        if let Some(t) = n
+            .types
+            .iter()
+            .flatten()
+            .find(|t| !t.id.is_system() && t.name == name)
+        {
             return t.id;
         }
         if (n.next_user as usize) >= ID_SPACE {
@@ -201,16 +204,20 @@ pub(crate) fn open_user(name: &str) -> crate::Result<EventId> {
 }
 
 /// Registers a system event type (idempotent by name).
-pub(crate) fn register_sys(
-    name: &str,
-    fields: &[Field],
-    wopid: bool,
-) -> crate::Result<EventId> {
+pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::Result<EventId> {
     check_name("trace::sys::register", name)?;
     with_names(|n| {
-        if let Some(t) = n.types.iter().flatten().find(|t| t.id.is_system() && t.name == name) {
+        if let Some(t) = n
+            .types
+            .iter()
+            .flatten()
+            .find(|t| t.id.is_system() && t.name == name)
+        {
             if t.fields.len() != fields.len()
-                || t.fields.iter().zip(fields).any(|(a, b)| a.0 != b.name || a.1 != b.ty)
+                || t.fields
+                    .iter()
+                    .zip(fields)
+                    .any(|(a, b)| a.0 != b.name || a.1 != b.ty)
             {
                 return Err(crate::Error::invalid(
                     "trace::sys::register",

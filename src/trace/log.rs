@@ -344,7 +344,10 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => {
-                return Err(Error::from_errno("read", e.raw_os_error().unwrap_or(libc::EIO)))
+                return Err(Error::from_errno(
+                    "read",
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                ))
             }
         }
     }
@@ -360,20 +363,32 @@ impl RecordReader {
         let mut h = [0u8; FILE_HEADER];
         let n = read_full(&mut r, &mut h)?;
         if n >= 8 && h[..8] != MAGIC || n < 8 && h[..n] != MAGIC[..n] {
-            return Err(Error::new(ErrorKind::Corrupt, "posix_trace_open", "not a posixrt trace log (bad magic)")
-                .with_hint("pass a log written by posixrt::trace (Trace::create_with_log)"));
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                "posix_trace_open",
+                "not a posixrt trace log (bad magic)",
+            )
+            .with_hint("pass a log written by posixrt::trace (Trace::create_with_log)"));
         }
         if n < FILE_HEADER {
-            return Err(Error::new(ErrorKind::Truncated, "posix_trace_open", format!("log header cut at {n} of {FILE_HEADER} bytes"))
-                .with_hint("the log was cut before its header was complete; nothing to read"));
+            return Err(Error::new(
+                ErrorKind::Truncated,
+                "posix_trace_open",
+                format!("log header cut at {n} of {FILE_HEADER} bytes"),
+            )
+            .with_hint("the log was cut before its header was complete; nothing to read"));
         }
         if crc32c(&h[..12]).to_le_bytes() != h[12..16] {
             return Err(corrupt("log header checksum mismatch".into()));
         }
         let v = u16::from_le_bytes([h[8], h[9]]);
         if v != VERSION {
-            return Err(Error::new(ErrorKind::Corrupt, "posix_trace_open", format!("log format version {v}, this build reads {VERSION}"))
-                .with_hint("read the log with the posixrt version that wrote it"));
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                "posix_trace_open",
+                format!("log format version {v}, this build reads {VERSION}"),
+            )
+            .with_hint("read the log with the posixrt version that wrote it"));
         }
         Ok(RecordReader { r })
     }
@@ -469,7 +484,11 @@ pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
         _ => LogFullPolicy::Append,
     };
     a.log_size = c.u64()?;
-    a.inherit = if c.u8()? != 0 { Inheritance::Inherited } else { Inheritance::CloseForChild };
+    a.inherit = if c.u8()? != 0 {
+        Inheritance::Inherited
+    } else {
+        Inheritance::CloseForChild
+    };
     a.with_log = true;
     let pid = c.u32()?;
     Ok((a, pid))
@@ -477,22 +496,30 @@ pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
 
 pub(crate) fn parse_type(c: &mut Cur<'_>) -> Result<EventType> {
     let raw = c.u16()?;
-    let id = EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    let id =
+        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
     let wopid = c.u8()? != 0;
     let name = c.str()?;
     let n = c.u8()?;
     let mut fields = Vec::with_capacity(n as usize);
     for _ in 0..n {
         let code = c.u8()?;
-        let ty = FieldType::from_code(code).ok_or_else(|| corrupt(format!("unknown field type {code}")))?;
+        let ty = FieldType::from_code(code)
+            .ok_or_else(|| corrupt(format!("unknown field type {code}")))?;
         fields.push((c.str()?, ty));
     }
-    Ok(EventType { id, name, fields, wopid })
+    Ok(EventType {
+        id,
+        name,
+        fields,
+        wopid,
+    })
 }
 
 pub(crate) fn parse_event(c: &mut Cur<'_>) -> Result<Event> {
     let raw = c.u16()?;
-    let id = EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    let id =
+        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
     let flags = c.u8()?;
     let pid = c.u32()?;
     let tid = c.u32()?;

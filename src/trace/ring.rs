@@ -114,7 +114,10 @@ impl Ring {
 
     /// Bytes in use.
     pub(crate) fn used(&self) -> u64 {
-        self.head.0.load(Acquire).wrapping_sub(self.tail.0.load(Acquire))
+        self.head
+            .0
+            .load(Acquire)
+            .wrapping_sub(self.tail.0.load(Acquire))
     }
 
     /// The length in bytes of the record (or padding) at `pos`, from its first word.
@@ -153,7 +156,12 @@ impl Ring {
             }
             let w0 = self.word(t).load(Relaxed);
             let len = self.len_at(t, w0);
-            if self.tail.0.compare_exchange(t, t + len, AcqRel, Relaxed).is_ok() && w0 as u16 != PAD_ID
+            if self
+                .tail
+                .0
+                .compare_exchange(t, t + len, AcqRel, Relaxed)
+                .is_ok()
+                && w0 as u16 != PAD_ID
             {
                 dropped += 1;
             }
@@ -162,7 +170,15 @@ impl Ring {
 
     /// Writer side: stores a record at `head` (room already checked) and publishes it.
     #[inline(always)]
-    pub(crate) fn put(&self, mut head: u64, id: u16, tid: u32, ticks: u64, data: &[u8], trunc: bool) {
+    pub(crate) fn put(
+        &self,
+        mut head: u64,
+        id: u16,
+        tid: u32,
+        ticks: u64,
+        data: &[u8],
+        trunc: bool,
+    ) {
         let len = data.len();
         let bytes = 8 * words_for(len);
         let to_end = self.cap - (head & (self.cap - 1));
@@ -253,7 +269,12 @@ impl Ring {
                 at += 8;
             }
             data.truncate(dlen);
-            if self.tail.0.compare_exchange(t, t + len, AcqRel, Relaxed).is_ok() {
+            if self
+                .tail
+                .0
+                .compare_exchange(t, t + len, AcqRel, Relaxed)
+                .is_ok()
+            {
                 return Some(RawRecord {
                     id: w0 as u16,
                     truncated: (w0 >> 31) & 1 != 0,

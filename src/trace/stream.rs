@@ -33,6 +33,30 @@ static GENS: [Padded<AtomicU64>; TRACE_SYS_MAX] =
 static FILTERS: [Padded<[AtomicU64; WORDS]>; TRACE_SYS_MAX] =
     [const { Padded([const { AtomicU64::new(0) }; WORDS]) }; TRACE_SYS_MAX];
 static SLOT_USED: Mutex<[bool; TRACE_SYS_MAX]> = Mutex::new([false; TRACE_SYS_MAX]);
+/// Per event id, whether some running stream records it: the union over running
+/// streams of the complement of their filters. All zero when nothing runs, so the
+/// first check of `event()` is one load and a bit test for both the stopped and the
+/// filtered case.
+static PASS: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+static PASS_LOCK: Mutex<()> = Mutex::new(());
+
+/// Recomputes `PASS` after a start, stop, filter change or shutdown.
+fn update_pass() {
+    let _g = lock(&PASS_LOCK);
+    let running = RUNNING.load(Acquire);
+    let mut pass = [0u64; WORDS];
+    for slot in 0..TRACE_SYS_MAX {
+        if running & (1 << slot) != 0 {
+            for (i, w) in pass.iter_mut().enumerate() {
+                *w |= !FILTERS[slot].0[i].load(Acquire);
+            }
+        }
+    }
+    for (i, w) in PASS.iter().enumerate() {
+        w.store(pass[i], Release);
+    }
+}
+
 /// Set when membarrier is unavailable: writers then pay a full fence.
 static NEED_FENCE: AtomicBool = AtomicBool::new(false);
 static PID: AtomicU32 = AtomicU32::new(0);
@@ -108,9 +132,10 @@ pub(crate) fn any_running() -> bool {
 /// process that does not filter `id`. A relaxed load and a branch when none runs.
 #[inline(always)]
 pub(crate) fn event(id: EventId, data: &[u8]) {
-    let mask = RUNNING.load(Relaxed);
-    if mask != 0 {
-        record_all(mask, id.0, data);
+    let i = id.0 as usize;
+    // `i < ID_SPACE` (EventId invariant); the mask keeps the index check away.
+    if PASS[(i / 64) & (WORDS - 1)].load(Relaxed) >> (i % 64) & 1 != 0 {
+        record_all(RUNNING.load(Relaxed), id.0, data);
     }
 }
 
@@ -119,7 +144,7 @@ fn filtered(slot: usize, id: u16) -> bool {
     FILTERS[slot].0[id as usize / 64].load(Relaxed) >> (id % 64) & 1 != 0
 }
 
-#[inline]
+#[inline(never)]
 fn record_all(mut mask: u32, id: u16, data: &[u8]) {
     if id as usize >= ids::ID_SPACE {
         return;
@@ -268,7 +293,8 @@ impl Stream {
         let mut rings = lock(&self.rings);
         let ptr: *const Ring = &*ring;
         rings.push(ring);
-        let snap: Box<Vec<*const Ring>> = Box::new(rings.iter().map(|r| &**r as *const Ring).collect());
+        let snap: Box<Vec<*const Ring>> =
+            Box::new(rings.iter().map(|r| &**r as *const Ring).collect());
         let raw = Box::into_raw(snap);
         self.ring_ptrs.store(raw, Release);
         // SAFETY: `raw` came from Box::into_raw just above; keep it alive for readers.
@@ -279,8 +305,16 @@ impl Stream {
     /// The recording path proper, on the calling thread's own ring.
     #[inline(always)]
     fn write(&self, r: &Ring, tid: u32, id: u16, data: &[u8], force: bool) -> bool {
-        let max = if id < ids::USER_BASE { MAX_SYS_PAYLOAD } else { self.max_data };
-        let (data, trunc) = if data.len() > max { (&data[..max], true) } else { (data, false) };
+        let max = if id < ids::USER_BASE {
+            MAX_SYS_PAYLOAD
+        } else {
+            self.max_data
+        };
+        let (data, trunc) = if data.len() > max {
+            (&data[..max], true)
+        } else {
+            (data, false)
+        };
         let head = r.head.0.load(Relaxed);
         let need = r.need(head, data.len());
         let reserve = if force { 0 } else { self.reserve };
@@ -312,8 +346,14 @@ impl Stream {
             StreamFullPolicy::UntilFull => {
                 r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
                 self.lost_total.fetch_add(1, Relaxed);
-                if !force && self.auto_suspended.compare_exchange(false, true, AcqRel, Relaxed).is_ok() {
+                if !force
+                    && self
+                        .auto_suspended
+                        .compare_exchange(false, true, AcqRel, Relaxed)
+                        .is_ok()
+                {
                     RUNNING.fetch_and(!(1 << self.slot), AcqRel);
+                    update_pass();
                     if !filtered(self.slot, EventId::STOP.0) {
                         let h = r.head.0.load(Relaxed);
                         let p = STOP_FULL.to_le_bytes();
@@ -419,10 +459,14 @@ impl Stream {
         }
         let half = self.cap as u64 / 2;
         if self.rings_snapshot().iter().all(|r| r.used() <= half)
-            && self.auto_suspended.compare_exchange(true, false, AcqRel, Relaxed).is_ok()
+            && self
+                .auto_suspended
+                .compare_exchange(true, false, AcqRel, Relaxed)
+                .is_ok()
         {
             self.control_event(EventId::START, &[]);
             RUNNING.fetch_or(1 << self.slot, AcqRel);
+            update_pass();
         }
     }
 
@@ -508,9 +552,12 @@ fn setup_process() {
         extern "C" fn child() {
             // POSIX_TRACE_CLOSE_FOR_CHILD: the child records nothing.
             RUNNING.store(0, Relaxed);
+            for w in PASS.iter() {
+                w.store(0, Relaxed);
+            }
             PID.store(0, Relaxed);
         }
-        // SAFETY: `child` is async-signal-safe (two atomic stores).
+        // SAFETY: `child` is async-signal-safe (atomic stores only).
         unsafe {
             libc::pthread_atfork(None, None, Some(child));
         }
@@ -563,8 +610,12 @@ impl Trace {
         if pid != 0 && pid != getpid() {
             return Err(Error::from_errno("posix_trace_create", libc::ENOSYS)
                 .with_kind(ErrorKind::Unsupported)
-                .with_message(format!("tracing another process (pid {pid}) is not supported"))
-                .with_hint("create the stream inside the traced process (pid 0) and read its log"));
+                .with_message(format!(
+                    "tracing another process (pid {pid}) is not supported"
+                ))
+                .with_hint(
+                    "create the stream inside the traced process (pid 0) and read its log",
+                ));
         }
         Trace::create(attr)
     }
@@ -583,28 +634,39 @@ impl Trace {
         if attr.inherit == Inheritance::Inherited {
             return Err(Error::from_errno("posix_trace_create", libc::EINVAL)
                 .with_kind(ErrorKind::Unsupported)
-                .with_message("POSIX_TRACE_INHERITED is not supported (streams are process-private)")
-                .with_hint("use Inheritance::CloseForChild and create a stream in the child after fork"));
+                .with_message(
+                    "POSIX_TRACE_INHERITED is not supported (streams are process-private)",
+                )
+                .with_hint(
+                    "use Inheritance::CloseForChild and create a stream in the child after fork",
+                ));
         }
         let mut a = attr.clone();
         a.with_log = log.is_some();
         let policy = a.stream_full_policy();
         if policy == StreamFullPolicy::Flush && log.is_none() {
-            return Err(Error::invalid("posix_trace_create", "POSIX_TRACE_FLUSH needs a log")
-                .with_hint("use Trace::create_with_log, or the LOOP or UNTIL_FULL policy"));
+            return Err(
+                Error::invalid("posix_trace_create", "POSIX_TRACE_FLUSH needs a log")
+                    .with_hint("use Trace::create_with_log, or the LOOP or UNTIL_FULL policy"),
+            );
         }
         setup_process();
         let pid = getpid();
         PID.store(pid, Relaxed);
         a.create_time = Some(Duration::from_nanos(clock::real_ns()));
         a.clock_res = Some(clock::resolution());
-        let max_event = a.max_user_event_size(a.max_data).max(a.max_system_event_size()) as u64;
+        let max_event = a
+            .max_user_event_size(a.max_data)
+            .max(a.max_system_event_size()) as u64;
         let reserve = 2 * a.max_system_event_size() as u64;
         let cap = (a.stream_size as u64 + max_event + reserve + 64).next_power_of_two() as usize;
         let writer = match log {
             Some(f) => Some(Mutex::new(LogWriter::new(f, &a, pid).map_err(|e| {
-                Error::from_errno("posix_trace_create_withlog", e.raw_os_error().unwrap_or(libc::EIO))
-                    .with_hint("pass a log file opened for writing")
+                Error::from_errno(
+                    "posix_trace_create_withlog",
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                )
+                .with_hint("pass a log file opened for writing")
             })?)),
             None => None,
         };
@@ -643,7 +705,9 @@ impl Trace {
             flush_error: AtomicI32::new(0),
             flush_done: AtomicU64::new(0),
             full_seen: AtomicBool::new(false),
-            reader: Mutex::new(ReaderState { pending: VecDeque::new() }),
+            reader: Mutex::new(ReaderState {
+                pending: VecDeque::new(),
+            }),
             log: writer,
             flusher: Mutex::new(None),
             wake: (Mutex::new(0), Condvar::new()),
@@ -657,7 +721,9 @@ impl Trace {
             let h = std::thread::Builder::new()
                 .name("posixrt-trace-flush".into())
                 .spawn(move || flusher(s2))
-                .map_err(|e| Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+                .map_err(|e| {
+                    Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
+                })?;
             *lock(&s.flusher) = Some(h);
         }
         Ok(Trace { s, shut: false })
@@ -665,11 +731,19 @@ impl Trace {
 
     fn check_owner(&self, call: &'static str) -> Result<()> {
         if self.shut {
-            return Err(Error::new(ErrorKind::InvalidState, call, "the stream was shut down"));
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                call,
+                "the stream was shut down",
+            ));
         }
         if PID.load(Relaxed) != self.s.pid {
-            return Err(Error::new(ErrorKind::InvalidState, call, "the stream belongs to the parent process")
-                .with_hint("POSIX_TRACE_CLOSE_FOR_CHILD: create a new stream in the child"));
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                call,
+                "the stream belongs to the parent process",
+            )
+            .with_hint("POSIX_TRACE_CLOSE_FOR_CHILD: create a new stream in the child"));
         }
         Ok(())
     }
@@ -686,6 +760,7 @@ impl Trace {
         self.s.auto_suspended.store(false, Release);
         self.s.control_event(EventId::START, &[]);
         RUNNING.fetch_or(1 << self.s.slot, AcqRel);
+        update_pass();
         Ok(())
     }
 
@@ -696,7 +771,9 @@ impl Trace {
             return Ok(());
         }
         RUNNING.fetch_and(!(1 << self.s.slot), AcqRel);
-        self.s.control_event(EventId::STOP, &STOP_CALL.to_le_bytes());
+        update_pass();
+        self.s
+            .control_event(EventId::STOP, &STOP_CALL.to_le_bytes());
         Ok(())
     }
 
@@ -747,7 +824,10 @@ impl Trace {
         let mut overrun = false;
         let mut full = s.auto_suspended.load(Acquire);
         let limit = s.cap as u64 - s.reserve;
-        let max_event = s.attr.max_user_event_size(s.max_data).max(s.attr.max_system_event_size()) as u64;
+        let max_event = s
+            .attr
+            .max_user_event_size(s.max_data)
+            .max(s.attr.max_system_event_size()) as u64;
         for r in s.rings_snapshot() {
             let lost = r.lost.load(Relaxed);
             if r.lost_acked.swap(lost, Relaxed) != lost {
@@ -794,6 +874,7 @@ impl Trace {
         for (i, w) in FILTERS[self.s.slot].0.iter().enumerate() {
             w.store(new.0[i], Release);
         }
+        update_pass();
         let mut p = Vec::with_capacity(2 * WORDS * 8);
         p.extend_from_slice(&old.to_bytes());
         p.extend_from_slice(&new.to_bytes());
@@ -817,8 +898,11 @@ impl Trace {
     /// `InvalidInput` for an id no type has.
     pub fn eventid_name(&self, id: EventId) -> Result<String> {
         ids::name_of(id).ok_or_else(|| {
-            Error::invalid("posix_trace_eventid_get_name", format!("no event type has id {}", id.0))
-                .with_hint("use an id from eventid_open or sys::register")
+            Error::invalid(
+                "posix_trace_eventid_get_name",
+                format!("no event type has id {}", id.0),
+            )
+            .with_hint("use an id from eventid_open or sys::register")
         })
     }
 
@@ -872,7 +956,10 @@ impl Trace {
             let now = Instant::now();
             if let Some(d) = deadline {
                 if now >= d {
-                    return Err(Error::from_errno("posix_trace_timedgetnext_event", libc::ETIMEDOUT));
+                    return Err(Error::from_errno(
+                        "posix_trace_timedgetnext_event",
+                        libc::ETIMEDOUT,
+                    ));
                 }
                 nap = nap.min(d - now);
             }
@@ -925,6 +1012,7 @@ impl Trace {
             return Ok(()); // a forked child: the parent owns the stream
         }
         RUNNING.fetch_and(!(1 << s.slot), AcqRel);
+        update_pass();
         let mut res = Ok(());
         if s.log.is_some() {
             s.stop_flusher.store(true, Release);
