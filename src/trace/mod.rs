@@ -89,6 +89,7 @@ mod attr;
 mod clock;
 mod crc;
 mod event;
+pub mod export;
 mod ids;
 mod log;
 mod ring;
