@@ -75,7 +75,8 @@ fn benches(c: &mut Criterion) {
 
     let mut f = EventSet::empty();
     f.add(other);
-    t.set_filter(&f, FilterHow::Set).unwrap_or_else(|e| panic!("{e}"));
+    t.set_filter(&f, FilterHow::Set)
+        .unwrap_or_else(|e| panic!("{e}"));
     g.bench_function("filtered", |b| b.iter(|| batch(other, BATCH)));
 
     g.throughput(Throughput::Elements(2 * BATCH));

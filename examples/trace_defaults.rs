@@ -19,7 +19,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(t) => println!("Trace stream creation time: {}", ctime(t.as_secs() as i64)),
         None => println!("Trace stream creation time: unknown"),
     }
-    println!("Trace stream clock resolution: {} ns", attr.clock_resolution().as_nanos());
+    println!(
+        "Trace stream clock resolution: {} ns",
+        attr.clock_resolution().as_nanos()
+    );
     let sp = match attr.stream_full_policy() {
         StreamFullPolicy::Loop => "POSIX_TRACE_LOOP",
         StreamFullPolicy::UntilFull => "POSIX_TRACE_UNTIL_FULL",
@@ -34,8 +37,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("Log full policy: {lp}");
     let mdatsz = attr.max_data_size();
     println!("Maximum user event data size: {mdatsz}");
-    println!("Maximum user event size: {}", attr.max_user_event_size(mdatsz));
-    println!("Maximum system event size: {}", attr.max_system_event_size());
+    println!(
+        "Maximum user event size: {}",
+        attr.max_user_event_size(mdatsz)
+    );
+    println!(
+        "Maximum system event size: {}",
+        attr.max_system_event_size()
+    );
     println!("Trace stream size: {}", attr.stream_size());
     // Beyond listing 8.18: the remaining attributes.
     println!("Log size: {}", attr.log_size());
@@ -60,6 +69,13 @@ fn ctime(t: i64) -> String {
     }
     // SAFETY: `buf` has room for 128 bytes, the format is NUL-terminated and `tm`
     // was initialised by localtime_r.
-    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), c"%c".as_ptr(), tm.as_ptr()) };
+    let n = unsafe {
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%c".as_ptr(),
+            tm.as_ptr(),
+        )
+    };
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }

@@ -12,7 +12,11 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         a.stream_size(),
         a.stream_full_policy(),
         a.clock_resolution().as_nanos(),
-        if trace::clock_is_tsc() { "TSC" } else { "CLOCK_MONOTONIC" }
+        if trace::clock_is_tsc() {
+            "TSC"
+        } else {
+            "CLOCK_MONOTONIC"
+        }
     );
     let tick = trace::eventid_open("tour tick")?;
     trace::event(tick, &0i32.to_le_bytes()); // suspended: costs a load and a branch
@@ -30,10 +34,17 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             e.data_i32().map(|v| v.to_string()).unwrap_or_default()
         };
-        println!("   +{:>8} ns  tid {:<7} {name} {data}", (e.timestamp - t0).as_nanos(), e.tid);
+        println!(
+            "   +{:>8} ns  tid {:<7} {name} {data}",
+            (e.timestamp - t0).as_nanos(),
+            e.tid
+        );
     }
     let st = t.status();
-    println!("   status: running={} full={} overrun={}", st.running, st.full, st.overrun);
+    println!(
+        "   status: running={} full={} overrun={}",
+        st.running, st.full, st.overrun
+    );
     t.shutdown()?;
     Ok(())
 }

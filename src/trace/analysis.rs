@@ -20,8 +20,7 @@ use crate::{Error, ErrorKind, Result};
 /// ```no_run
 /// use posixrt::trace::TraceLog;
 /// let mut log = TraceLog::open("philosophers.trace")?;
-/// for ev in log.events() {
-///     let ev = ev?;
+/// while let Some(ev) = log.next_event()? {
 ///     println!("{} {}", ev.timestamp.as_nanos(), log.name(ev.id).unwrap_or("?"));
 /// }
 /// # Ok::<(), posixrt::Error>(())

@@ -155,7 +155,7 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         let _ = write!(
             out,
             ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{ts:.3},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
-            json_str(&name_of(&l.log, e.id)),
+            json_str(&name_of(l.log, e.id)),
             if e.id.is_system() { "system" } else { "user" },
             e.tid
         );
@@ -241,7 +241,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     for id in &used {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
         let ty = l.log.event_type(eid);
-        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(&name_of(&l.log, eid)));
+        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(&name_of(l.log, eid)));
         match ty.filter(|t| !t.fields.is_empty()) {
             Some(t) => {
                 for (n, ft) in &t.fields {

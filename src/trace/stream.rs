@@ -45,10 +45,10 @@ fn update_pass() {
     let _g = lock(&PASS_LOCK);
     let running = RUNNING.load(Acquire);
     let mut pass = [0u64; WORDS];
-    for slot in 0..TRACE_SYS_MAX {
+    for (slot, filter) in FILTERS.iter().enumerate() {
         if running & (1 << slot) != 0 {
-            for (i, w) in pass.iter_mut().enumerate() {
-                *w |= !FILTERS[slot].0[i].load(Acquire);
+            for (w, f) in pass.iter_mut().zip(filter.0.iter()) {
+                *w |= !f.load(Acquire);
             }
         }
     }
@@ -255,8 +255,12 @@ pub(crate) struct Stream {
     max_data: usize,
     cap: usize,
     reserve: u64,
+    // Boxed: threads keep raw pointers to their ring, so rings must not move.
+    #[allow(clippy::vec_box)]
     rings: Mutex<Vec<Box<Ring>>>,
     ring_ptrs: AtomicPtr<Vec<*const Ring>>,
+    // Boxed: readers hold a raw pointer to a snapshot, which must not move.
+    #[allow(clippy::vec_box)]
     old_ptrs: Mutex<Vec<Box<Vec<*const Ring>>>>,
     auto_suspended: AtomicBool,
     flush_req: AtomicBool,
@@ -418,7 +422,7 @@ impl Stream {
             let mut best: Option<(u64, &Ring)> = None;
             for r in &rings {
                 if let Some(t) = r.peek_ticks() {
-                    if best.is_none_or(|(bt, _)| t < bt) {
+                    if best.map_or(true, |(bt, _)| t < bt) {
                         best = Some((t, r));
                     }
                 }
