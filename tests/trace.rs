@@ -849,3 +849,62 @@ fn default_attributes() {
     assert!(ta.create_time().is_some());
     assert_eq!(ta.stream_size(), a.stream_size());
 }
+
+#[test]
+fn forked_child_records_nothing_close_for_child() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("tt.fork").unwrap();
+    t.start().unwrap();
+    // SAFETY: the child only reads atomics, calls methods that do not allocate on
+    // these paths, and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let mut code = 0;
+        if sys::enabled() {
+            code |= 1; // the child must not be recording
+        }
+        trace::event(ev, b"child");
+        match t.start() {
+            Err(e) if e.kind() == ErrorKind::InvalidState => {}
+            _ => code |= 2,
+        }
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "child saw a running stream or could start it"
+    );
+    trace::event(ev, b"parent");
+    t.stop().unwrap();
+    let evs: Vec<Event> = t.events().filter(|e| e.id == ev).collect();
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].data, b"parent");
+}
+
+#[test]
+fn sys_event_static_declaration() {
+    let _g = serial();
+    static L: [sys::Field; 1] = [sys::Field {
+        name: "v",
+        ty: sys::FieldType::U32,
+    }];
+    static E: sys::SysEvent = sys::SysEvent::new("tt_static_sys", &L);
+    E.emit(&1u32.to_le_bytes()); // nothing running
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    t.start().unwrap();
+    E.emit(&2u32.to_le_bytes());
+    t.stop().unwrap();
+    let id = E.id().unwrap();
+    let evs: Vec<Event> = t.events().filter(|e| e.id == id).collect();
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].data, 2u32.to_le_bytes());
+    assert_eq!(t.eventid_name(id).unwrap(), "tt_static_sys");
+}

@@ -211,3 +211,67 @@ pub fn emit(id: EventId, payload: &[u8]) {
 pub fn enabled() -> bool {
     super::stream::any_running()
 }
+
+/// A system event declared as a `static`: registered on first use, then emitted
+/// with one relaxed load and a branch when no stream runs. The way modules declare
+/// their trace points.
+///
+/// ```
+/// use posixrt::trace::sys::{Field, FieldType, SysEvent};
+///
+/// static LAYOUT: [Field; 1] = [Field { name: "prio", ty: FieldType::I32 }];
+/// static SETPRIO: SysEvent = SysEvent::new("doc_setprio", &LAYOUT);
+///
+/// SETPRIO.emit(&10i32.to_le_bytes()); // nothing runs: a load and a branch
+/// assert!(SETPRIO.id().unwrap().is_system());
+/// ```
+pub struct SysEvent {
+    name: &'static str,
+    layout: &'static [Field],
+    /// The registered id + 1 (0: not registered yet).
+    id: std::sync::atomic::AtomicU16,
+}
+
+impl SysEvent {
+    /// Declares a system event (nothing is registered until first use).
+    pub const fn new(name: &'static str, layout: &'static [Field]) -> SysEvent {
+        SysEvent {
+            name,
+            layout,
+            id: std::sync::atomic::AtomicU16::new(0),
+        }
+    }
+
+    /// The event's id, registering it if needed (for filters and for matching
+    /// events read back).
+    ///
+    /// # Errors
+    /// As [`register`].
+    pub fn id(&self) -> crate::Result<EventId> {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        match self.id.load(Acquire) {
+            0 => {
+                let id = register(self.name, self.layout)?;
+                self.id.store(id.raw() + 1, Release);
+                Ok(id)
+            }
+            n => Ok(EventId(n - 1)),
+        }
+    }
+
+    /// Records the event (the fields packed little-endian, in layout order) in every
+    /// running stream that does not filter it.
+    #[inline]
+    pub fn emit(&self, payload: &[u8]) {
+        if enabled() {
+            self.emit_slow(payload);
+        }
+    }
+
+    #[cold]
+    fn emit_slow(&self, payload: &[u8]) {
+        if let Ok(id) = self.id() {
+            emit(id, payload);
+        }
+    }
+}
