@@ -181,6 +181,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .flat_map(|h| h.join().unwrap_or_default())
         .collect();
     let (mut one, mut two) = (Vec::new(), Vec::new());
+    // Each thread's own ns/event when alone and when both ran (contention shows as
+    // a slower own time; a busy machine shows as spans that do not overlap).
+    let own = |odd: bool| {
+        median(
+            spans
+                .iter()
+                .filter(|s| (s.0 % 2 == 1) == odd)
+                .map(|s| (s.2 - s.1).as_nanos() as f64 / pair_batch as f64)
+                .collect(),
+        )
+    };
+    let (own_alone, own_together) = (own(false), own(true));
     for round in 0..2 * pair_rounds {
         let r: Vec<_> = spans.iter().filter(|s| s.0 == round).collect();
         let (Some(start), Some(end)) = (r.iter().map(|s| s.1).min(), r.iter().map(|s| s.2).max())
@@ -223,6 +235,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("  stopped stream     {stopped:8.3} ns/event   goal <= 1 ns");
         println!("  filtered out       {filtered:8.3} ns/event   goal <= 1 ns");
         println!("  two threads        {pair:8.2} ns/event   speedup {speedup:.2}x   goal >= 1.6x");
+        println!("    (each thread's own time: {own_alone:.2} ns/event alone, {own_together:.2} ns/event with the other running)");
         println!(
             "  tracing crate      {tracing_ns:8.2} ns/event   (minimal subscriber, reference)"
         );
