@@ -86,6 +86,7 @@
 
 mod analysis;
 mod attr;
+pub mod catalog;
 mod clock;
 mod crc;
 mod event;

@@ -7,14 +7,7 @@
 //! `EventSet::fill(FillWhat::System)`, filterable like any other, and logs carry their
 //! layouts so `rtrace` prints their fields by name.
 //!
-//! Registered today:
-//!
-//! | name | payload |
-//! |---|---|
-//! | `aio_submit` | `fd: i32, op: u32, offset: u64, len: u64, req: u64` |
-//! | `aio_complete` | `fd: i32, op: u32, offset: u64, len: u64, result: i64, req: u64` |
-//! | `aio_cancel` | `fd: i32, op: u32, offset: u64, len: u64, result: i64, req: u64` |
-//! | `aio_list_start` / `aio_list_end` | `count: u32, mode: u32` |
+//! The events posixrt's own modules emit are listed in [`catalog`](super::catalog).
 //!
 //! ```
 //! use posixrt::trace::sys::{self, Field, FieldType};
