@@ -932,6 +932,10 @@ impl Trace {
     /// `posix_trace_getnext_event`: the oldest unread event; blocks while the stream
     /// is running and has none. `None` once it is suspended and empty.
     ///
+    /// Events come merged from the per-thread sub-buffers by timestamp. A stream with
+    /// a log is consumed by its flusher as well: read such a stream's events from
+    /// the log ([`TraceLog`](super::TraceLog)), or use a second stream without a log.
+    ///
     /// # References
     /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_getnext_event.html)
     pub fn getnext(&self) -> Result<Option<Event>> {
