@@ -919,3 +919,61 @@ fn sys_event_static_declaration() {
     assert_eq!(evs[0].data, 2u32.to_le_bytes());
     assert_eq!(t.eventid_name(id).unwrap(), "tt_static_sys");
 }
+
+#[test]
+fn status_flushing_while_the_log_write_blocks() {
+    let _g = serial();
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    // A pipe nobody reads yet: the flusher's write blocks once 64 KiB are in it.
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    // SAFETY: each fd is owned exactly once, by the File it becomes.
+    let (mut reader, writer) = unsafe {
+        (
+            File::from_raw_fd(r.into_raw_fd()),
+            File::from_raw_fd(w.into_raw_fd()),
+        )
+    };
+    let a = attr_with(|a| {
+        a.set_stream_size(64 << 10).unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, writer).unwrap();
+    let ev = trace::eventid_open("tt.flushing").unwrap();
+    t.start().unwrap();
+    let n = 3000u64; // 72 KB in the stream (over half of it), 138 KB in the log
+    for i in 0..n {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !t.status().flushing {
+        assert!(Instant::now() < deadline, "the flusher never started");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Blocked in write: still flushing.
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(t.status().flushing);
+    // Drain the pipe: the flush completes.
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while t.status().flushing {
+        assert!(Instant::now() < deadline, "the flush never finished");
+        let k = reader.read(&mut buf).unwrap();
+        bytes.extend_from_slice(&buf[..k]);
+    }
+    t.stop().unwrap();
+    let h = std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).unwrap();
+        rest
+    });
+    t.shutdown().unwrap();
+    bytes.extend(h.join().unwrap());
+    // What went through the pipe is a complete log with every event.
+    let p = tmp("pipe.trace");
+    std::fs::write(&p, &bytes).unwrap();
+    let (l, evs) = log_events(&p);
+    assert!(l.is_complete());
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert_eq!(user, (0..n).collect::<Vec<_>>());
+}

@@ -307,14 +307,18 @@ impl LogWriter {
     pub(crate) fn finish(&mut self, mut st: LogStatus) -> io::Result<()> {
         self.sync_types();
         st.log_lost = self.lost;
-        st.log_overrun = self.overrun;
+        st.log_overrun = self.lost > 0;
         st.log_full = self.full;
         self.commit()?;
         let mut tail = status_record(&st);
         frame(&[K_END], &mut tail);
         self.preamble.extend_from_slice(&tail);
         self.file.write_all(&tail)?;
-        self.file.sync_data()
+        match self.file.sync_data() {
+            // Pipes and character devices cannot be synced.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            r => r,
+        }
     }
 }
 

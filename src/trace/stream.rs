@@ -268,6 +268,9 @@ pub(crate) struct Stream {
     pub(crate) flush_error: AtomicI32,
     flush_done: AtomicU64,
     pub(crate) full_seen: AtomicBool,
+    /// Mirrors of the log writer's flags, so `status()` never waits for a flush.
+    log_overrun: AtomicBool,
+    log_full: AtomicBool,
     reader: Mutex<ReaderState>,
     pub(crate) log: Option<Mutex<LogWriter>>,
     flusher: Mutex<Option<JoinHandle<()>>>,
@@ -509,9 +512,13 @@ impl Stream {
             e.timestamp = Duration::from_nanos(clock::mono_ns());
             w.push(&e);
         }
+        if std::mem::take(&mut w.overrun) {
+            self.log_overrun.store(true, Release);
+        }
+        self.log_full.store(w.full, Release);
+        drop(st);
         let res = w.commit();
         drop(w);
-        drop(st);
         self.flush_done.fetch_add(1, Release);
         self.flushing.store(false, Release);
         self.maybe_resume();
@@ -709,6 +716,8 @@ impl Trace {
             flush_error: AtomicI32::new(0),
             flush_done: AtomicU64::new(0),
             full_seen: AtomicBool::new(false),
+            log_overrun: AtomicBool::new(false),
+            log_full: AtomicBool::new(false),
             reader: Mutex::new(ReaderState {
                 pending: VecDeque::new(),
             }),
@@ -841,14 +850,7 @@ impl Trace {
                 full = true;
             }
         }
-        let (log_overrun, log_full) = match &s.log {
-            Some(l) => {
-                let mut w = lock(l);
-                let o = std::mem::take(&mut w.overrun);
-                (o, w.full)
-            }
-            None => (false, false),
-        };
+        let (log_overrun, log_full) = (s.log_overrun.swap(false, AcqRel), s.log_full.load(Acquire));
         TraceStatus {
             running: s.running(),
             full,
