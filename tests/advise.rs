@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use posixrt::advise::{
-    direct_io_alignment, fadvise, fallocate, fallocate_mode, fdatasync, fsync, madvise,
-    page_size, sync, Advice, AlignedBuf, FallocateMode, MemAdvice,
+    direct_io_alignment, fadvise, fallocate, fallocate_mode, fdatasync, fsync, madvise, page_size,
+    sync, Advice, AlignedBuf, FallocateMode, MemAdvice,
 };
 use posixrt::ErrorKind;
 
@@ -132,7 +132,11 @@ fn fallocate_modes_and_errors() {
     let s = Scratch::new("fallocate");
     let f = s.rw();
     fallocate(&f, 0, 1 << 20).unwrap();
-    assert_eq!(f.metadata().unwrap().len(), 1 << 20, "posix_fallocate grows the file");
+    assert_eq!(
+        f.metadata().unwrap().len(),
+        1 << 20,
+        "posix_fallocate grows the file"
+    );
     let blocks_before = f.metadata().unwrap().blocks();
     assert!(blocks_before * 512 >= 1 << 20, "blocks are allocated");
 
@@ -197,7 +201,9 @@ fn madvise_on_owned_pages() {
                     assert_eq!(e.errno(), Some(libc::EINVAL));
                 }
             },
-            _ => buf.advise(advice).unwrap_or_else(|e| panic!("{}: {e}", advice.name())),
+            _ => buf
+                .advise(advice)
+                .unwrap_or_else(|e| panic!("{}: {e}", advice.name())),
         }
     }
     // POSIX_MADV_DONTNEED is a hint: data stays
@@ -227,8 +233,8 @@ fn madvise_on_owned_pages() {
     // SAFETY: as above.
     unsafe { madvise(p, buf.len(), MemAdvice::Sequential) }.unwrap();
     // SAFETY: the page range is unmapped address space near zero: ENOMEM, nothing touched.
-    let e = unsafe { madvise(page_size() as *mut u8, page_size(), MemAdvice::WillNeed) }
-        .unwrap_err();
+    let e =
+        unsafe { madvise(page_size() as *mut u8, page_size(), MemAdvice::WillNeed) }.unwrap_err();
     assert_eq!(e.errno(), Some(libc::ENOMEM), "{e}");
 }
 
@@ -240,7 +246,10 @@ fn sync_family_and_errors() {
     fsync(&f).unwrap();
     fdatasync(&f).unwrap();
     sync();
-    for e in [fsync(o_path(&s.path)).unwrap_err(), fdatasync(o_path(&s.path)).unwrap_err()] {
+    for e in [
+        fsync(o_path(&s.path)).unwrap_err(),
+        fdatasync(o_path(&s.path)).unwrap_err(),
+    ] {
         assert_eq!(e.kind(), ErrorKind::BadFd, "{e}");
         assert!(e.hint().is_some());
     }
@@ -267,7 +276,11 @@ fn direct_io_read_through_aligned_buf() {
         Ok(f) => f,
         Err(e) => {
             println!("skip: O_DIRECT open refused on {}: {e}", s.path.display());
-            assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "refusal must be EINVAL");
+            assert_eq!(
+                e.raw_os_error(),
+                Some(libc::EINVAL),
+                "refusal must be EINVAL"
+            );
             return;
         }
     };
@@ -285,11 +298,20 @@ fn direct_io_read_through_aligned_buf() {
     assert_eq!(&buf[..], &pattern[off as usize..off as usize + len]);
 
     // the rules, checked before the kernel would say EINVAL
-    assert_eq!(a.check(1, &buf).unwrap_err().kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        a.check(1, &buf).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
     if a.mem_align > 1 {
-        assert_eq!(a.check(0, &buf[1..]).unwrap_err().kind(), ErrorKind::InvalidInput);
+        assert_eq!(
+            a.check(0, &buf[1..]).unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
     }
-    assert_eq!(a.alloc(len + 1).unwrap_err().kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        a.alloc(len + 1).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
     if a.offset_align > 1 {
         // and the kernel does refuse a misaligned offset with EINVAL
         let e = rustix::io::pread(&f, &mut buf[..], 1).unwrap_err();
@@ -334,16 +356,24 @@ fn example_bin(name: &str) -> PathBuf {
 fn bytesum_matches_independent_sum() {
     let s = Scratch::new("bytesum");
     // every byte value, odd length, more than one BUFSIZ read
-    let data: Vec<u8> = (0..100_003u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let data: Vec<u8> = (0..100_003u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     s.rw().write_all(&data).unwrap();
-    let expected: i64 = data.iter().map(|&b| if b >= 128 { b as i64 - 256 } else { b as i64 }).sum();
+    let expected: i64 = data
+        .iter()
+        .map(|&b| if b >= 128 { b as i64 - 256 } else { b as i64 })
+        .sum();
     let unsigned: i64 = data.iter().map(|&b| b as i64).sum();
     assert_ne!(expected, unsigned, "the data exercises signed char");
 
     let bin = example_bin("bytesum");
     let out = Command::new(&bin).arg(&s.path).output().unwrap();
     assert!(out.status.success(), "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), expected.to_string());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected.to_string()
+    );
 
     let empty = Scratch::new("bytesum-empty");
     drop(empty.rw());
@@ -354,11 +384,17 @@ fn bytesum_matches_independent_sum() {
     for args in [&[][..], &["a", "b"][..]] {
         let out = Command::new(&bin).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(1));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("Usage"), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Usage"),
+            "{out:?}"
+        );
         assert!(out.stdout.is_empty());
     }
     // a missing file: exit code 2 as in the listing
-    let out = Command::new(&bin).arg("/nonexistent/posixrt").output().unwrap();
+    let out = Command::new(&bin)
+        .arg("/nonexistent/posixrt")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("OPEN"));
 }

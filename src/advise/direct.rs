@@ -69,7 +69,9 @@ pub fn direct_io_alignment<Fd: AsFd>(fd: Fd) -> Result<DirectIoAlignment> {
                     "statx",
                     "the file does not support O_DIRECT (STATX_DIOALIGN reports 0)",
                 )
-                .with_hint("use buffered I/O with fadvise, or put the file on ext4, xfs or a block device"));
+                .with_hint(
+                    "use buffered I/O with fadvise, or put the file on ext4, xfs or a block device",
+                ));
             }
             return Ok(DirectIoAlignment {
                 mem_align: st.stx_dio_mem_align as usize,
@@ -79,8 +81,9 @@ pub fn direct_io_alignment<Fd: AsFd>(fd: Fd) -> Result<DirectIoAlignment> {
         }
         Ok(_) => {}
         Err(e) if e == rustix::io::Errno::BADF => {
-            return Err(Error::from_errno("statx", e.raw_os_error())
-                .with_hint("the descriptor is closed"))
+            return Err(
+                Error::from_errno("statx", e.raw_os_error()).with_hint("the descriptor is closed")
+            )
         }
         Err(_) => {} // ENOSYS etc.: fall back
     }
@@ -126,7 +129,10 @@ impl DirectIoAlignment {
         if self.offset_align == 0 || len % self.offset_align != 0 {
             return Err(Error::invalid(
                 "posix_memalign",
-                format!("length {len} is not a multiple of the O_DIRECT block size {}", self.offset_align),
+                format!(
+                    "length {len} is not a multiple of the O_DIRECT block size {}",
+                    self.offset_align
+                ),
             )
             .with_hint("round the length up with DirectIoAlignment::round_up"));
         }

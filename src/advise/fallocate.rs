@@ -99,9 +99,9 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
         let err = Error::from_errno(call, e.raw_os_error())
             .with_message(format!("{} on {offset}+{len}", mode.name()));
         match err.kind() {
-            ErrorKind::Unsupported => {
-                err.with_hint("this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do")
-            }
+            ErrorKind::Unsupported => err.with_hint(
+                "this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do",
+            ),
             ErrorKind::BadFd => err.with_hint("open the file for writing (O_WRONLY or O_RDWR)"),
             _ if e == rustix::io::Errno::SPIPE => {
                 err.with_hint("fallocate applies to regular files, not pipes or FIFOs")

@@ -146,7 +146,9 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: MemAdvice) -> Result<()
             .with_message(format!("{} on {len} bytes at {addr:p}", advice.name()));
         match (e, advice) {
             (rustix::io::Errno::INVAL, MemAdvice::HugePage | MemAdvice::NoHugePage) => err
-                .with_hint("the kernel was built without transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)"),
+                .with_hint(
+                "the kernel was built without transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)",
+            ),
             (rustix::io::Errno::NOMEM, _) => err.with_hint("part of the range is not mapped"),
             _ => err,
         }
@@ -179,8 +181,11 @@ impl AlignedBuf {
     ///  - [Linux `madvise`](https://man7.org/linux/man-pages/man2/madvise.2.html)
     pub fn advise(&mut self, advice: MemAdvice) -> Result<()> {
         if advice == MemAdvice::DontFork {
-            return Err(Error::invalid("madvise", "MADV_DONTFORK through the safe API")
-                .with_hint("use the unsafe AlignedBuf::advise_dont_fork and follow its contract"));
+            return Err(
+                Error::invalid("madvise", "MADV_DONTFORK through the safe API").with_hint(
+                    "use the unsafe AlignedBuf::advise_dont_fork and follow its contract",
+                ),
+            );
         }
         self.advise_checked(advice)
     }
@@ -213,7 +218,9 @@ impl AlignedBuf {
                     super::page_size()
                 ),
             )
-            .with_hint("allocate it with AlignedBuf::with_pages so advice cannot reach other memory"));
+            .with_hint(
+                "allocate it with AlignedBuf::with_pages so advice cannot reach other memory",
+            ));
         }
         let (ptr, len) = (self.as_mut_ptr(), self.len());
         // SAFETY: the buffer is page-aligned and a whole number of pages long, so the

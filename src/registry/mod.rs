@@ -134,10 +134,9 @@ impl Mapping {
         };
         // SAFETY: a fresh mapping chosen by the kernel (null hint) of a file we hold
         // open; it aliases no Rust object.
-        let p = unsafe {
-            rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, file, 0)
-        }
-        .map_err(|e| Error::from_errno("mmap", e.raw_os_error()))?;
+        let p =
+            unsafe { rustix::mm::mmap(std::ptr::null_mut(), len, prot, MapFlags::SHARED, file, 0) }
+                .map_err(|e| Error::from_errno("mmap", e.raw_os_error()))?;
         Ok(Mapping {
             base: p.cast(),
             len,
@@ -164,7 +163,10 @@ impl Mapping {
 
     fn load_bytes(&self, off: usize, out: &mut [u8]) {
         for (i, b) in out.iter_mut().enumerate() {
-            let w = self.u32_at((off + i) & !3).load(Ordering::Relaxed).to_ne_bytes();
+            let w = self
+                .u32_at((off + i) & !3)
+                .load(Ordering::Relaxed)
+                .to_ne_bytes();
             *b = w[(off + i) & 3];
         }
     }
@@ -198,7 +200,9 @@ fn geometry(payload_size: usize, slot_count: u32) -> Result<(usize, usize, usize
 fn kind_bytes(kind: &str) -> Result<[u8; 16]> {
     if kind.is_empty()
         || kind.len() > 15
-        || !kind.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        || !kind
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
     {
         return Err(Error::invalid(
             "registry",
@@ -288,9 +292,12 @@ impl Registry {
         }
         map.u32_at(H_PID).store(pid as u32, Ordering::Relaxed);
         map.u64_at(H_START).store(starttime, Ordering::Relaxed);
-        map.u32_at(H_SLOT_SIZE).store(slot as u32, Ordering::Relaxed);
-        map.u32_at(H_SLOT_COUNT).store(slot_count, Ordering::Relaxed);
-        map.u32_at(H_PAYLOAD).store(payload as u32, Ordering::Relaxed);
+        map.u32_at(H_SLOT_SIZE)
+            .store(slot as u32, Ordering::Relaxed);
+        map.u32_at(H_SLOT_COUNT)
+            .store(slot_count, Ordering::Relaxed);
+        map.u32_at(H_PAYLOAD)
+            .store(payload as u32, Ordering::Relaxed);
         map.u32_at(H_HIGH_WATER).store(0, Ordering::Release);
         std::fs::rename(&tmp, &path).map_err(|e| fail(io_error("rename", &e)))?;
         register_exit_unlink(&path, pid);
@@ -361,18 +368,21 @@ impl Registry {
     /// are reclaimed; if none is, the error is
     /// [`OutOfResources`](crate::ErrorKind::OutOfResources).
     pub fn claim(&self, tid: i32, thread_start: u64) -> Result<SlotWriter<'_>> {
-        let idx = self.reserve_free().or_else(|| self.reserve_dead()).ok_or_else(|| {
-            Error::new(
-                ErrorKind::OutOfResources,
-                "registry",
-                format!(
-                    "all {} slots of {} are in use",
-                    self.slot_count,
-                    self.path.display()
-                ),
-            )
-            .with_hint("release slots you no longer need (threads that exit release theirs)")
-        })?;
+        let idx = self
+            .reserve_free()
+            .or_else(|| self.reserve_dead())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::OutOfResources,
+                    "registry",
+                    format!(
+                        "all {} slots of {} are in use",
+                        self.slot_count,
+                        self.path.display()
+                    ),
+                )
+                .with_hint("release slots you no longer need (threads that exit release theirs)")
+            })?;
         self.map
             .u32_at(H_HIGH_WATER)
             .fetch_max(idx + 1, Ordering::AcqRel);
@@ -551,7 +561,9 @@ impl Payload<'_> {
     #[inline]
     pub fn store_u64(&mut self, i: usize, v: u64) {
         assert!(i * 8 + 8 <= self.len, "payload word {i} out of range");
-        self.map.u64_at(self.off + i * 8).store(v, Ordering::Relaxed);
+        self.map
+            .u64_at(self.off + i * 8)
+            .store(v, Ordering::Relaxed);
     }
 
     /// Loads word `i`.
@@ -790,7 +802,10 @@ struct FileName {
 
 fn parse_name(kind: &str, name: &[u8]) -> Option<FileName> {
     let name = std::str::from_utf8(name).ok()?;
-    let rest = name.strip_prefix("posixrt-")?.strip_prefix(kind)?.strip_prefix('-')?;
+    let rest = name
+        .strip_prefix("posixrt-")?
+        .strip_prefix(kind)?
+        .strip_prefix('-')?;
     let (pid, start) = rest.split_once('-')?;
     Some(FileName {
         pid: pid.parse().ok()?,
@@ -926,7 +941,10 @@ fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotC
     {
         return None;
     }
-    let hw = map.u32_at(H_HIGH_WATER).load(Ordering::Acquire).min(slot_count);
+    let hw = map
+        .u32_at(H_HIGH_WATER)
+        .load(Ordering::Acquire)
+        .min(slot_count);
     let mut slots = Vec::new();
     let mut busy = 0;
     for i in 0..hw {
