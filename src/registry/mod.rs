@@ -53,7 +53,8 @@
 //! (release store). A reader loads the counter (acquire), retries while it is odd,
 //! copies state, owner and payload (relaxed atomic loads), issues an acquire fence
 //! and reloads the counter: if it changed, the copy may be torn and the reader
-//! retries, up to [`MAX_RETRIES`] times, then reports the slot as busy. This is the
+//! retries (yielding the CPU every 64 attempts), for at most [`RETRY_BUDGET`], then
+//! reports the slot as busy. This is the
 //! seed's "begin and end serial numbers" proposal, made data-race free with atomics.
 //!
 //! # Liveness
@@ -88,8 +89,11 @@ pub const VERSION: u32 = 1;
 pub const HEADER_SIZE: usize = 128;
 /// Size of a slot's own header (before the payload).
 pub const SLOT_HEADER_SIZE: usize = 32;
-/// How many times a reader retries a slot whose copy was torn.
-pub const MAX_RETRIES: u32 = 1000;
+/// How many times a reader retries a slot whose copy was torn (see also
+/// [`RETRY_BUDGET`]).
+pub const MAX_RETRIES: u32 = 1_000_000;
+/// How long a reader keeps retrying one slot before reporting it busy.
+pub const RETRY_BUDGET: Duration = Duration::from_millis(2);
 
 const STATE_FREE: u32 = 0;
 const STATE_RESERVED: u32 = 1;
@@ -790,7 +794,7 @@ pub struct Scan {
     pub unreadable: usize,
     /// Files of dead processes removed during the scan.
     pub removed: usize,
-    /// Slots skipped because they changed on every one of [`MAX_RETRIES`] reads.
+    /// Slots skipped because they changed on every read for [`RETRY_BUDGET`].
     pub busy: usize,
 }
 
@@ -983,8 +987,15 @@ enum Copied {
 fn copy_slot(map: &Mapping, off: usize, payload: usize) -> Copied {
     let seq = map.u32_at(off + S_SEQ);
     let mut words = vec![0u64; payload / 8];
+    let mut started: Option<std::time::Instant> = None;
     for attempt in 0..MAX_RETRIES {
         if attempt > 0 && attempt % 64 == 0 {
+            // A writer rewriting the slot in a tight loop can starve the copy; give
+            // it the CPU now and then, and give up after a time budget.
+            let t0 = *started.get_or_insert_with(std::time::Instant::now);
+            if t0.elapsed() > RETRY_BUDGET {
+                break;
+            }
             std::thread::yield_now();
         }
         let s1 = seq.load(Ordering::Acquire);
