@@ -38,15 +38,21 @@ fn child_process() {
             mark::write_raw(0, b"child raw block").unwrap();
             let (done_tx, done_rx) = mpsc::channel::<()>();
             let done_rx = Arc::new(std::sync::Mutex::new(done_rx));
+            let (wrote_tx, wrote_rx) = mpsc::channel::<()>();
             let mut workers = Vec::new();
             for n in 1..=3 {
                 let rx = done_rx.clone();
+                let wrote = wrote_tx.clone();
                 let w = mark::spawn_named(&format!("child worker {n}"), move || {
                     mark::write_raw(RAW_LEN - 1, &[n as u8]).unwrap();
+                    wrote.send(()).unwrap();
                     let _ = rx.lock().unwrap().recv();
                 })
                 .unwrap();
                 workers.push(w);
+            }
+            for _ in 0..3 {
+                wrote_rx.recv().unwrap();
             }
             let tids: Vec<String> = workers.iter().map(|w| w.tid().to_string()).collect();
             println!("READY {} {me} {}", std::process::id(), tids.join(" "));
