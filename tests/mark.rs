@@ -95,6 +95,16 @@ struct ChildProc {
     _out: BufReader<ChildStdout>,
 }
 
+impl Drop for ChildProc {
+    /// A failed assertion must not leave the child running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// The child is reaped by `ChildProc`'s destructor on every path.
+#[allow(clippy::zombie_processes)]
 fn spawn_child(mode: &str) -> ChildProc {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
@@ -410,4 +420,51 @@ fn spawn_named_marks_before_user_code() {
         .spawn(|| 5)
         .unwrap();
     assert_eq!(t.join().unwrap(), 5);
+}
+
+#[test]
+fn forked_child_gets_its_own_registry() {
+    mark::set("parent before fork").unwrap();
+    let parent = std::process::id() as i32;
+    let parent_tid = rustix::thread::gettid().as_raw_nonzero().get();
+    let parent_path = mark::registry_path().unwrap();
+    // SAFETY: the child only runs the checks below and leaves with `_exit`; glibc's
+    // malloc is usable after fork, which is all the marking path needs.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = (|| {
+            // The inherited slot belongs to the parent: marking must not write it.
+            mark::set("child after fork").ok()?;
+            let path = mark::registry_path()?;
+            let me = std::process::id() as i32;
+            if path == parent_path || !path.to_str()?.contains(&format!("-{me}-")) {
+                return Some(2);
+            }
+            let snap = mark::snapshot_pid(parent).ok()?;
+            let still = snap
+                .process(parent)?
+                .threads
+                .iter()
+                .any(|t| t.tid == parent_tid && t.marker == "parent before fork");
+            Some(if still { 0 } else { 3 })
+        })()
+        .unwrap_or(4);
+        // SAFETY: leaving the forked child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for the child we forked; `status` is a valid out pointer.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status), "child died: {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "child check failed");
+    assert_eq!(mark::current().as_deref(), Some("parent before fork"));
+    // `_exit` ran no atexit handler, so the file outlived the child; the next scan
+    // (this one, or a parallel test's) removes it.
+    assert!(mark::snapshot().unwrap().process(pid).is_none());
+    assert!(
+        registry_files(pid).is_empty(),
+        "the next scan removed the dead child's file"
+    );
+    mark::clear();
 }
