@@ -84,6 +84,26 @@ fn child_process() {
             stop.store(true, Ordering::Relaxed);
             writer.join().unwrap();
         }
+        "exec" => {
+            use std::os::unix::process::CommandExt;
+            mark::set("child before exec").unwrap();
+            println!("READY {} {me}", std::process::id());
+            // Replace the image: same pid and start time, marks not rewritten.
+            let err = Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "child_process",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, "idle")
+                .exec();
+            panic!("exec failed: {err}");
+        }
+        "idle" => {
+            println!("IDLE {}", std::process::id());
+            wait_stdin_eof();
+        }
         other => panic!("unknown child mode {other}"),
     }
 }
@@ -265,6 +285,34 @@ fn sigkilled_child_disappears() {
         registry_files(c.pid).is_empty(),
         "the reader removed the dead file"
     );
+}
+
+#[test]
+fn exec_leaves_no_live_marks() {
+    let mut c = spawn_child("exec");
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            c._out.read_line(&mut line).unwrap() > 0,
+            "child ended before IDLE"
+        );
+        if line.contains("IDLE ") {
+            break;
+        }
+    }
+    // Same pid and start time, but the new image holds no lock on the old file.
+    let snap = mark::snapshot_pid(c.pid).unwrap();
+    assert!(
+        snap.process(c.pid).is_none(),
+        "exec'd process listed: {snap:?}"
+    );
+    assert!(
+        registry_files(c.pid).is_empty(),
+        "the stale file was removed"
+    );
+    drop(c.child.stdin.take());
+    assert!(c.child.wait().unwrap().success());
 }
 
 #[test]

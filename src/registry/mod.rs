@@ -15,7 +15,10 @@
 //! filled in, then renamed, so readers never see a half-written header. It is
 //! removed at normal process exit (an `atexit` handler), and by the next [`scan`]
 //! or [`Registry::create`] of the same kind once the process is gone (pid missing,
-//! start time different, or a zombie).
+//! start time different, or a zombie). The owner also holds the file open
+//! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
+//! can take a shared lock knows the owner is gone even when the pid and start time
+//! still match (the process called `exec`); [`scan`] removes such a file too.
 //!
 //! All integers are native-endian (readers run on the same machine).
 //!
@@ -224,6 +227,10 @@ fn kind_bytes(kind: &str) -> Result<[u8; 16]> {
 /// [`claim`](Registry::claim) slots. Dropping it unmaps and removes the file.
 pub struct Registry {
     map: Mapping,
+    /// Held open (close-on-exec) with an exclusive `flock` for the process's life:
+    /// readers that can take a shared lock know the owner is gone (killed, or
+    /// replaced by `exec`, which keeps the pid and start time).
+    _file: File,
     path: PathBuf,
     pid: i32,
     starttime: u64,
@@ -268,6 +275,8 @@ impl Registry {
             let _ = std::fs::remove_file(&tmp);
             e
         };
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
         // umask can only clear bits, but make the mode exact anyway.
         rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(0o600))
             .map_err(|e| fail(Error::from_errno("fchmod", e.raw_os_error())))?;
@@ -307,6 +316,7 @@ impl Registry {
         register_exit_unlink(&path, pid);
         Ok(Registry {
             map,
+            _file: file,
             path,
             pid,
             starttime,
@@ -876,7 +886,12 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
             }
             Liveness::Unknown => out.unreadable += 1,
             Liveness::Alive(stat) => match read_file(&path, &kind_b, &name) {
-                Some((slots, busy)) => {
+                FileRead::Stale => {
+                    if std::fs::remove_file(&path).is_ok() {
+                        out.removed += 1;
+                    }
+                }
+                FileRead::Ok(slots, busy) => {
                     out.busy += busy;
                     out.processes.push(ProcessEntry {
                         pid: name.pid,
@@ -886,7 +901,7 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
                         slots,
                     });
                 }
-                None => out.unreadable += 1,
+                FileRead::Unreadable => out.unreadable += 1,
             },
         }
     }
@@ -906,18 +921,40 @@ fn process_exe(pid: i32) -> String {
     "(n/a)".to_string()
 }
 
-/// Maps one file read-only, validates it, and copies its live slots.
-fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotCopy>, usize)> {
-    let file = OpenOptions::new()
+enum FileRead {
+    Ok(Vec<SlotCopy>, usize),
+    /// The owner no longer holds its lock: it exec'd (same pid and start time).
+    Stale,
+    Unreadable,
+}
+
+/// Opens one file, checks that its owner still holds it, maps it read-only,
+/// validates it, and copies its live slots.
+fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
+    let Ok(file) = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
         .open(path)
-        .ok()?;
+    else {
+        return FileRead::Unreadable;
+    };
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {} // the owner holds it: alive
+        Ok(()) => return FileRead::Stale,
+        Err(_) => return FileRead::Unreadable,
+    }
+    match map_and_copy(&file, kind, name) {
+        Some((slots, busy)) => FileRead::Ok(slots, busy),
+        None => FileRead::Unreadable,
+    }
+}
+
+fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotCopy>, usize)> {
     let len = usize::try_from(rustix::fs::fstat(file.as_fd()).ok()?.st_size).ok()?;
     if len < HEADER_SIZE {
         return None;
     }
-    let map = Mapping::map(&file, len, false).ok()?;
+    let map = Mapping::map(file, len, false).ok()?;
     let mut magic = [0u8; 8];
     map.load_bytes(0, &mut magic);
     let mut k = [0u8; 16];
