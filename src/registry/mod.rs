@@ -249,6 +249,11 @@ impl Registry {
     pub fn create(kind: &str, payload_size: usize, slot_count: u32) -> Result<Registry> {
         let kind_b = kind_bytes(kind)?;
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
+        ATFORK.call_once(|| {
+            // SAFETY: registers a plain `extern "C"` function with no state; it only
+            // does an atomic increment, which is async-signal-safe.
+            unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        });
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let starttime = read_stat(&format!("/proc/{pid}/stat"))
             .map_err(|e| e.with_message("reading this process's start time"))?
@@ -728,6 +733,29 @@ pub fn current_thread() -> Result<(i32, u64)> {
 fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
     matches!(read_stat(&format!("/proc/{pid}/task/{tid}/stat")),
         Ok(st) if st.starttime == start && !st.is_dead())
+}
+
+// ---------------------------------------------------------------------------
+// Fork generation
+
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+static ATFORK: std::sync::Once = std::sync::Once::new();
+
+extern "C" fn after_fork_in_child() {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A counter bumped in the child of every `fork` (once a registry was created).
+///
+/// A forked child inherits the parent's registry mapping and any [`SlotWriter`]
+/// kept in thread-local or static storage, but those slots belong to the parent's
+/// file: writing them would change the parent's entries. Record the generation
+/// with a cached writer and compare before use (one relaxed load); on a mismatch,
+/// forget the writer without releasing it and create this process's own
+/// [`Registry`].
+#[inline]
+pub fn generation() -> u32 {
+    GENERATION.load(Ordering::Relaxed)
 }
 
 // ---------------------------------------------------------------------------
