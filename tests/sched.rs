@@ -1,0 +1,487 @@
+//! Integration tests for `posixrt::sched`.
+//!
+//! They run as root in CI. Tests that change scheduling hold `SERIAL` so they do not
+//! disturb each other; threads given an RT policy are pinned to one CPU and do not
+//! spin. The unprivileged path is tested in a re-executed copy of this binary that
+//! runs as uid 65534 with RLIMIT_RTPRIO 0.
+
+use std::sync::{Mutex, MutexGuard};
+
+use posixrt::sched::{self, Builder, CpuSet, Policy, Priority, Tid};
+use posixrt::ErrorKind;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The last CPU we may run on: RT demo threads go there.
+fn demo_cpu() -> usize {
+    CpuSet::allowed().unwrap().iter().last().unwrap()
+}
+
+/// A tid that is not in use: above pid_max.
+fn unused_tid() -> Tid {
+    let max: i32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    Tid::from_raw(max + 1).unwrap()
+}
+
+// ---------- policy and priority ----------
+
+#[test]
+fn priority_ranges_match_libc() {
+    for p in Policy::ALL {
+        // SAFETY: plain int argument.
+        let min = unsafe { libc::sched_get_priority_min(p.as_raw()) };
+        // SAFETY: plain int argument.
+        let max = unsafe { libc::sched_get_priority_max(p.as_raw()) };
+        assert_eq!(sched::priority_min(p).unwrap(), min, "{p}");
+        assert_eq!(sched::priority_max(p).unwrap(), max, "{p}");
+        assert_eq!(p.priority_range().unwrap(), min..=max);
+    }
+    assert_eq!(Policy::Fifo.priority_range().unwrap(), 1..=99);
+}
+
+#[test]
+fn invalid_priority_for_policy_is_invalid_input() {
+    for (policy, bad) in [
+        (Policy::Fifo, 0),
+        (Policy::Fifo, 100),
+        (Policy::RoundRobin, -1),
+        (Policy::Other, 1),
+        (Policy::Batch, 5),
+        (Policy::Idle, -3),
+        (Policy::Deadline, 1),
+    ] {
+        let e = Priority::new(policy, bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{policy} {bad}");
+        assert!(e.to_string().contains(policy.name()), "{e}");
+    }
+    // set_param checks against the target's *current* policy (SCHED_OTHER: only 0).
+    let _g = serial();
+    let h = Builder::new()
+        .scheduling(Priority::other())
+        .spawn(|| std::thread::park_timeout(std::time::Duration::from_millis(200)))
+        .unwrap();
+    let e = sched::set_thread_priority(h.tid(), 10).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = h.set_priority(10).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    h.join().unwrap();
+}
+
+// ---------- process-level calls ----------
+
+#[test]
+fn process_level_calls_round_trip_on_a_thread() {
+    let _g = serial();
+    // The process-level calls act on the calling thread with `None`: run them on a
+    // dedicated thread so the test harness threads are untouched.
+    let cpu = demo_cpu();
+    let h = Builder::new()
+        .affinity(CpuSet::single(cpu).unwrap())
+        .scheduling(Priority::other())
+        .spawn(move || -> posixrt::Result<Vec<String>> {
+            let mut log = Vec::new();
+            assert_eq!(sched::get_scheduler(None)?, Policy::Other);
+            assert_eq!(sched::get_param(None)?, 0);
+            sched::yield_now();
+            if is_root() {
+                sched::set_scheduler(None, Priority::round_robin(50)?)?;
+                assert_eq!(sched::get_scheduler(None)?, Policy::RoundRobin);
+                assert_eq!(sched::get_param(None)?, 50);
+                let q = sched::rr_interval(None)?;
+                let ms: u64 = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+                    .map(|s| s.trim().parse().unwrap_or(100))
+                    .unwrap_or(100);
+                assert_eq!(q.as_millis() as u64, ms, "RR quantum");
+                sched::set_param(None, 40)?;
+                assert_eq!(sched::get_param(None)?, 40);
+                // set_param keeps the policy's range: 0 is not a SCHED_RR priority.
+                assert_eq!(
+                    sched::set_param(None, 0).unwrap_err().kind(),
+                    ErrorKind::InvalidInput
+                );
+                sched::set_scheduler(None, Priority::fifo(30)?)?;
+                assert_eq!(sched::rr_interval(None)?, std::time::Duration::ZERO);
+                sched::yield_now();
+                sched::set_scheduler(None, Priority::other())?;
+                log.push("rt".into());
+            }
+            sched::set_scheduler(None, Priority::batch())?;
+            assert_eq!(sched::get_scheduler(None)?, Policy::Batch);
+            sched::set_scheduler(None, Priority::other())?;
+            assert_eq!(sched::get_scheduler(None)?, Policy::Other);
+            log.push("done".into());
+            Ok(log)
+        })
+        .unwrap();
+    let log = h.join().unwrap().unwrap();
+    assert_eq!(log.last().map(String::as_str), Some("done"));
+}
+
+#[test]
+fn deadline_priority_is_refused_by_priority_calls() {
+    let p = Priority::new(Policy::Deadline, 0).unwrap();
+    let e = sched::set_scheduler(None, p).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.hint().unwrap().contains("deadline::set"));
+    let e = Builder::new().scheduling(p).spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+// ---------- thread level ----------
+
+#[test]
+fn unknown_tid_is_not_found() {
+    let t = unused_tid();
+    let e = sched::thread_scheduling(t).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.to_string().contains(&t.to_string()), "{e}");
+    assert_eq!(
+        sched::set_thread_scheduling(t, Priority::other())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::get_scheduler(Some(t)).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::get_param(Some(t)).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::rr_interval(Some(t)).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::thread_affinity(t).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::set_thread_affinity(t, &CpuSet::single(0).unwrap())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::kernel_priority(t).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert!(Tid::from_raw(0).is_none() && Tid::from_raw(-1).is_none());
+}
+
+#[test]
+fn policy_priority_round_trip_on_a_spawned_thread() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("not root: covered by unprivileged_fifo_is_permission_denied_with_hint");
+        return;
+    }
+    let cpu = demo_cpu();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .affinity(CpuSet::single(cpu).unwrap())
+        .scheduling(Priority::other())
+        .spawn(move || {
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+            sched::current_scheduling().unwrap()
+        })
+        .unwrap();
+    let tid = h.tid();
+    // By tid (sched_setscheduler / sched_getscheduler on the tid).
+    sched::set_thread_scheduling(tid, Priority::fifo(33).unwrap()).unwrap();
+    assert_eq!(
+        sched::thread_scheduling(tid).unwrap(),
+        Priority::fifo(33).unwrap()
+    );
+    assert_eq!(sched::kernel_priority(tid).unwrap().rt_priority(), Some(33));
+    assert_eq!(sched::kernel_priority(tid).unwrap().raw(), -34);
+    sched::set_thread_priority(tid, 44).unwrap();
+    assert_eq!(sched::get_param(Some(tid)).unwrap(), 44);
+    // By handle (pthread_setschedparam / pthread_getschedparam / pthread_setschedprio).
+    h.set_scheduling(Priority::round_robin(20).unwrap())
+        .unwrap();
+    assert_eq!(h.scheduling().unwrap(), Priority::round_robin(20).unwrap());
+    assert_eq!(sched::get_scheduler(Some(tid)).unwrap(), Policy::RoundRobin);
+    h.set_priority(25).unwrap();
+    assert_eq!(
+        sched::thread_scheduling(tid).unwrap(),
+        Priority::round_robin(25).unwrap()
+    );
+    assert_eq!(sched::kernel_priority(tid).unwrap().rt_priority(), Some(25));
+    tx.send(()).unwrap();
+    // The thread saw the last setting from inside.
+    assert_eq!(h.join().unwrap(), Priority::round_robin(25).unwrap());
+}
+
+#[test]
+fn current_thread_calls_round_trip() {
+    let _g = serial();
+    let h = Builder::new()
+        .affinity(CpuSet::single(demo_cpu()).unwrap())
+        .spawn(
+            || -> posixrt::Result<(Priority, Option<Priority>, Priority)> {
+                let start = sched::current_scheduling()?;
+                let mut rt = None;
+                if is_root() {
+                    sched::set_current_scheduling(Priority::fifo(12)?)?;
+                    sched::set_current_priority(14)?;
+                    rt = Some(sched::thread_scheduling(sched::gettid())?);
+                    assert_eq!(
+                        sched::set_current_priority(100).unwrap_err().kind(),
+                        ErrorKind::InvalidInput
+                    );
+                }
+                sched::set_current_scheduling(Priority::other())?;
+                Ok((start, rt, sched::current_scheduling()?))
+            },
+        )
+        .unwrap();
+    let (start, rt, end) = h.join().unwrap().unwrap();
+    assert_eq!(start.policy(), Policy::Other);
+    if is_root() {
+        assert_eq!(rt, Some(Priority::fifo(14).unwrap()));
+    }
+    assert_eq!(end, Priority::other());
+}
+
+#[test]
+fn kernel_priority_of_a_normal_thread_is_20_plus_nice() {
+    let k = sched::kernel_priority(sched::gettid()).unwrap();
+    let nice = rustix::process::getpriority_process(None).unwrap();
+    if sched::current_scheduling().unwrap().policy() == Policy::Other {
+        assert_eq!(k.raw(), 20 + nice);
+        assert_eq!(k.nice(), Some(nice));
+        assert_eq!(k.rt_priority(), None);
+    }
+}
+
+#[test]
+fn creation_time_attributes_are_visible_as_the_first_action() {
+    let _g = serial();
+    let cpu = demo_cpu();
+    let stack = 256 * 1024;
+    let want = if is_root() {
+        Priority::fifo(61).unwrap()
+    } else {
+        Priority::other()
+    };
+    let h = Builder::new()
+        .name("attrs-probe")
+        .scheduling(want)
+        .affinity(CpuSet::single(cpu).unwrap())
+        .stack_size(stack)
+        .spawn(|| {
+            // The very first thing the thread does: look at itself.
+            let sched_seen = sched::current_scheduling();
+            let kernel = sched::kernel_priority(sched::gettid());
+            let cpus = sched::thread_affinity(sched::gettid());
+            let name = sched::current_name();
+            let size = sched::current_stack_size();
+            let tid = sched::gettid();
+            (sched_seen, kernel, cpus, name, size, tid)
+        })
+        .unwrap();
+    let tid = h.tid();
+    let (seen, kernel, cpus, name, size, inner_tid) = h.join().unwrap();
+    assert_eq!(inner_tid, tid, "tid known before spawn returned");
+    assert_eq!(seen.unwrap(), want);
+    if is_root() {
+        assert_eq!(kernel.unwrap().rt_priority(), Some(61));
+    }
+    assert_eq!(cpus.unwrap(), CpuSet::single(cpu).unwrap());
+    assert_eq!(name.unwrap(), "attrs-probe");
+    let size = size.unwrap();
+    assert!(
+        (stack..stack + 64 * 1024).contains(&size),
+        "stack size {size}, asked {stack}"
+    );
+}
+
+#[test]
+fn batch_and_idle_are_applied_before_the_closure_runs() {
+    let _g = serial();
+    for want in [Priority::batch(), Priority::idle()] {
+        let h = Builder::new()
+            .scheduling(want)
+            .spawn(sched::current_scheduling)
+            .unwrap();
+        assert_eq!(h.join().unwrap().unwrap(), want);
+    }
+}
+
+#[test]
+fn builder_refuses_bad_name_and_stack() {
+    let e = Builder::new()
+        .name("sixteen-bytes-xx")
+        .spawn(|| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = Builder::new().name("a\0b").spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = Builder::new().stack_size(1024).spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = Builder::new()
+        .affinity(CpuSet::new())
+        .spawn(|| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn join_returns_value_and_propagates_panic() {
+    let h = Builder::new().spawn(|| vec![1, 2, 3]).unwrap();
+    assert_eq!(h.join().unwrap(), vec![1, 2, 3]);
+    let h = Builder::new()
+        .spawn(|| -> u32 { panic!("boom 7") })
+        .unwrap();
+    let payload = h.join().unwrap_err();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom 7"));
+    // Dropping a handle detaches; the thread still runs to completion.
+    let (tx, rx) = std::sync::mpsc::channel();
+    drop(Builder::new().spawn(move || tx.send(5).unwrap()).unwrap());
+    assert_eq!(rx.recv().unwrap(), 5);
+}
+
+// ---------- affinity ----------
+
+#[test]
+fn affinity_round_trip() {
+    let _g = serial();
+    let allowed = CpuSet::allowed().unwrap();
+    let cpu = demo_cpu();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+            sched::current_cpu()
+        })
+        .unwrap();
+    assert_eq!(sched::thread_affinity(h.tid()).unwrap(), allowed);
+    let one = CpuSet::single(cpu).unwrap();
+    sched::set_thread_affinity(h.tid(), &one).unwrap();
+    assert_eq!(sched::thread_affinity(h.tid()).unwrap(), one);
+    assert_eq!(h.affinity().unwrap(), one);
+    h.set_affinity(&allowed).unwrap();
+    assert_eq!(h.affinity().unwrap(), allowed);
+    h.set_affinity(&one).unwrap();
+    tx.send(()).unwrap();
+    assert_eq!(h.join().unwrap(), cpu, "ran on the only CPU allowed");
+    // Empty and out-of-range sets are refused before any call.
+    assert_eq!(
+        sched::set_thread_affinity(sched::gettid(), &CpuSet::new())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        CpuSet::single(CpuSet::CAPACITY).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn process_affinity_sets_every_thread() {
+    let _g = serial();
+    let allowed = sched::process_affinity().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+        })
+        .unwrap();
+    let one = CpuSet::single(demo_cpu()).unwrap();
+    sched::set_process_affinity(&one).unwrap();
+    let seen_main = sched::process_affinity().unwrap();
+    let seen_thread = sched::thread_affinity(h.tid()).unwrap();
+    let seen_me = sched::thread_affinity(sched::gettid()).unwrap();
+    sched::set_process_affinity(&allowed).unwrap();
+    tx.send(()).unwrap();
+    h.join().unwrap();
+    assert_eq!((seen_main, seen_thread, seen_me), (one, one, one));
+    assert_eq!(sched::process_affinity().unwrap(), allowed);
+    assert!(sched::process_threads().unwrap().contains(&sched::gettid()));
+}
+
+// ---------- without privilege ----------
+
+const PROBE_ENV: &str = "POSIXRT_SCHED_UNPRIV_PROBE";
+
+/// Runs only inside the unprivileged child started by the test below.
+#[test]
+#[ignore = "helper: run by unprivileged_fifo_is_permission_denied_with_hint"]
+fn unprivileged_probe() {
+    if std::env::var_os(PROBE_ENV).is_none() {
+        return;
+    }
+    assert_ne!(rustix::process::geteuid().as_raw(), 0);
+    let e = sched::set_scheduler(None, Priority::fifo(10).unwrap()).unwrap_err();
+    println!("PROBE set_scheduler: {:?} {}", e.kind(), e);
+    let e2 = Builder::new()
+        .scheduling(Priority::fifo(10).unwrap())
+        .spawn(|| ())
+        .unwrap_err();
+    println!("PROBE spawn: {:?} {}", e2.kind(), e2);
+    let e3 = sched::set_current_scheduling(Priority::round_robin(5).unwrap()).unwrap_err();
+    println!("PROBE pthread_setschedparam: {:?} {}", e3.kind(), e3);
+}
+
+#[test]
+fn unprivileged_fifo_is_permission_denied_with_hint() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "unprivileged_probe",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(PROBE_ENV, "1");
+    if is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("PROBE ")).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    for l in lines {
+        assert!(l.contains("PermissionDenied"), "{l}");
+        assert!(l.contains("EPERM"), "{l}");
+        assert!(l.contains("CAP_SYS_NICE"), "{l}");
+        assert!(l.contains("lacks CAP_SYS_NICE"), "{l}");
+        assert!(l.contains("RLIMIT_RTPRIO"), "{l}");
+        assert!(l.contains("soft limit 0, hard limit 0"), "{l}");
+        assert!(l.contains("limits.conf"), "{l}");
+    }
+}
