@@ -485,3 +485,167 @@ fn unprivileged_fifo_is_permission_denied_with_hint() {
         assert!(l.contains("limits.conf"), "{l}");
     }
 }
+
+// ---------- SCHED_DEADLINE ----------
+
+use posixrt::sched::cputime::CpuClock;
+use posixrt::sched::deadline::{self, Deadline, DeadlineFlags};
+use std::time::Duration;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+#[test]
+fn deadline_bad_input_is_invalid_input() {
+    for (r, d, p) in [(0, 5, 10), (1, 0, 10), (1, 5, 0), (6, 5, 10), (1, 11, 10)] {
+        let e = Deadline::new(ms(r), ms(d), ms(p)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{r} {d} {p}: {e}");
+    }
+    let e = Deadline::new(ms(1), ms(5), Duration::ZERO).unwrap_err();
+    assert!(e.to_string().contains("period is zero"), "{e}");
+    let e = deadline::get(unused_tid()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    let dl = Deadline::new(ms(1), ms(5), ms(10)).unwrap();
+    assert_eq!(
+        deadline::set(unused_tid(), &dl).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    let e = Builder::new()
+        .deadline(dl)
+        .scheduling(Priority::other())
+        .spawn(|| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn deadline_set_and_read_back() {
+    let _g = serial();
+    let dl = Deadline::new(ms(2), ms(8), ms(10))
+        .unwrap()
+        .with_flags(DeadlineFlags::RESET_ON_FORK);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+            deadline::get(sched::gettid())
+        })
+        .unwrap();
+    let before = deadline::get(h.tid()).unwrap();
+    assert_eq!(before.policy, Policy::Other);
+    assert_eq!(before.deadline_params(), None);
+    let r = deadline::set(h.tid(), &dl);
+    if !is_root() {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+        assert!(e.hint().unwrap().contains("CAP_SYS_NICE"));
+        tx.send(()).unwrap();
+        h.join().unwrap().unwrap();
+        return;
+    }
+    r.unwrap();
+    let now = deadline::get(h.tid()).unwrap();
+    assert_eq!(now.policy, Policy::Deadline);
+    assert_eq!(now.deadline_params(), Some(dl));
+    assert_eq!(
+        (now.runtime, now.deadline, now.period),
+        (ms(2), ms(8), ms(10))
+    );
+    assert_eq!(
+        sched::get_scheduler(Some(h.tid())).unwrap(),
+        Policy::Deadline
+    );
+    assert!(sched::kernel_priority(h.tid()).unwrap().is_deadline());
+    assert_eq!(sched::kernel_priority(h.tid()).unwrap().raw(), -101);
+    tx.send(()).unwrap();
+    let inside = h.join().unwrap().unwrap();
+    assert_eq!(inside.deadline_params(), Some(dl), "seen from inside");
+
+    // At creation, through the builder.
+    let h = Builder::new()
+        .deadline(dl)
+        .spawn(|| deadline::get(sched::gettid()).map(|a| a.deadline_params()))
+        .unwrap();
+    assert_eq!(h.join().unwrap().unwrap(), Some(dl));
+}
+
+#[test]
+fn deadline_over_admission_is_busy_with_hint() {
+    let _g = serial();
+    if !is_root() {
+        return; // PermissionDenied is covered by deadline_set_and_read_back
+    }
+    // Each reservation asks for 0.9 CPU; the root domain admits at most
+    // 0.95 x CPUs, so by the (CPUs + 1)-th one admission control must refuse.
+    let cpus = CpuSet::allowed().unwrap().count();
+    let dl = Deadline::new(ms(9), ms(10), ms(10)).unwrap();
+    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+    let mut handles = Vec::new();
+    let mut busy = None;
+    for _ in 0..=cpus + 1 {
+        let rx = rx.clone();
+        let h = Builder::new()
+            .spawn(move || {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+            })
+            .unwrap();
+        let r = deadline::set(h.tid(), &dl);
+        handles.push(h);
+        if let Err(e) = r {
+            busy = Some(e);
+            break;
+        }
+    }
+    drop(tx);
+    for h in handles {
+        h.join().unwrap();
+    }
+    let e = busy.expect("admission control never refused");
+    eprintln!("over-admission: {e}");
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    assert_eq!(e.errno(), Some(libc::EBUSY));
+    let hint = e.hint().unwrap();
+    assert!(hint.contains("sched_rt_runtime_us"), "{hint}");
+    assert!(hint.contains("0.900 CPU"), "{hint}");
+}
+
+// ---------- CPU-time clocks ----------
+
+#[test]
+fn cpu_clocks_measure_consumed_time() {
+    let spin = |d: Duration| {
+        let c = CpuClock::current_thread();
+        let t0 = c.now().unwrap();
+        while c.now().unwrap() - t0 < d {
+            std::hint::black_box(0);
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            spin(ms(30));
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+            CpuClock::current_thread().now().unwrap()
+        })
+        .unwrap();
+    let by_tid = CpuClock::of_thread(h.tid()).unwrap();
+    let by_handle = h.cpu_clock().unwrap();
+    assert_eq!(by_tid, by_handle, "tid clock id = pthread_getcpuclockid");
+    // Wait until the spin is done (bounded: 10 s).
+    let t0 = std::time::Instant::now();
+    while by_tid.now().unwrap() < ms(30) && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(ms(5));
+    }
+    let seen = by_tid.now().unwrap();
+    assert!(seen >= ms(30), "{seen:?}");
+    tx.send(()).unwrap();
+    let inside = h.join().unwrap();
+    assert!(inside >= seen);
+    assert!(CpuClock::current_process().now().unwrap() >= inside);
+    assert_eq!(
+        CpuClock::of_thread(unused_tid()).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert!(CpuClock::of_process(Tid::process()).unwrap().now().unwrap() >= inside);
+}

@@ -13,6 +13,8 @@
 //! | `pthread_attr_setinheritsched(PTHREAD_EXPLICIT_SCHED)` + policy/param/affinity/stack | [`Builder`] |
 //! | `sched_getaffinity`/`sched_setaffinity`, `CPU_SET` | [`CpuSet`], [`thread_affinity`], [`set_thread_affinity`], [`set_process_affinity`] |
 //! | `gettid`, `/proc/self/task/TID/stat` prio | [`gettid`], [`kernel_priority`] |
+//! | `sched_setattr`/`sched_getattr` (`SCHED_DEADLINE`) | [`deadline`] |
+//! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID` | [`cputime`] |
 //!
 //! # The policies (POSIX rules, Linux behaviour)
 //!
@@ -27,8 +29,8 @@
 //! - **`SCHED_RR`**: `SCHED_FIFO` plus a quantum ([`rr_interval`]); a thread that used
 //!   its quantum goes to the tail of its list; a preempted thread finishes its quantum.
 //! - **`SCHED_SPORADIC`** (budget, replenishment period, low priority, max pending
-//!   replenishments) is not in Linux; `SCHED_DEADLINE` covers the budget part (see the
-//!   `deadline` module).
+//!   replenishments) is not in Linux; `SCHED_DEADLINE` covers the budget part (see
+//!   [`deadline`] for the mapping and what does not map).
 //! - **`SCHED_OTHER`** (priority 0): lets a portable program say it no longer needs
 //!   real-time scheduling. Linux adds `SCHED_BATCH` and `SCHED_IDLE`.
 //!
@@ -58,6 +60,8 @@
 //! ```
 
 mod affinity;
+pub mod cputime;
+pub mod deadline;
 pub(crate) mod hint;
 mod policy;
 mod process;

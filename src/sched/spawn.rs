@@ -6,6 +6,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use super::deadline::Deadline;
 use super::hint::sched_error;
 use super::thread::{self as th, gettid, Tid};
 use super::{CpuSet, Policy, Priority};
@@ -32,7 +33,9 @@ use crate::{Error, Result};
 ///   `/proc/self/task/TID/comm`);
 /// - `SCHED_BATCH` / `SCHED_IDLE`, which glibc's attribute object refuses: the
 ///   thread is created `SCHED_OTHER` (explicitly, not inherited) and the creator calls
-///   `sched_setscheduler(tid, ...)`.
+///   `sched_setscheduler(tid, ...)`;
+/// - `SCHED_DEADLINE` ([`Builder::deadline`]): the creator calls
+///   `sched_setattr(tid, ...)`.
 ///
 /// At that gate the new thread also publishes its kernel tid, so
 /// [`JoinHandle::tid`] is known when [`Builder::spawn`] returns. If the creator fails
@@ -79,6 +82,7 @@ pub struct Builder {
     scheduling: Option<Priority>,
     affinity: Option<CpuSet>,
     stack_size: Option<usize>,
+    deadline: Option<Deadline>,
 }
 
 impl Builder {
@@ -96,10 +100,18 @@ impl Builder {
     }
 
     /// Policy and priority, applied with `PTHREAD_EXPLICIT_SCHED`.
-    /// `Policy::Deadline` is refused at `spawn` (use [`deadline::set`](super::deadline::set)
-    /// from inside, or on the tid).
+    /// `Policy::Deadline` is refused at `spawn` (use [`Builder::deadline`]).
     pub fn scheduling(mut self, priority: Priority) -> Builder {
         self.scheduling = Some(priority);
+        self
+    }
+
+    /// Makes the thread a `SCHED_DEADLINE` task before its closure runs: the creator
+    /// calls `sched_setattr(tid, ...)` at the start gate (a `pthread_attr_t` cannot
+    /// carry it). Exclusive with [`scheduling`](Self::scheduling); a DEADLINE thread
+    /// must not have a restricted [`affinity`](Self::affinity) (EPERM).
+    pub fn deadline(mut self, params: Deadline) -> Builder {
+        self.deadline = Some(params);
         self
     }
 
@@ -142,19 +154,25 @@ impl Builder {
                 ));
             }
         }
+        if self.deadline.is_some() && self.scheduling.is_some() {
+            return Err(Error::invalid(
+                "sched_setattr",
+                "a thread gets either a deadline or a policy/priority, not both",
+            ));
+        }
         let (attr_prio, after_prio) = match self.scheduling {
             None => (None, None),
             Some(p) => match p.policy() {
                 Policy::Fifo | Policy::RoundRobin | Policy::Other => (Some(p), None),
                 // glibc's attr refuses these: create SCHED_OTHER explicitly, then switch.
                 Policy::Batch | Policy::Idle => (Some(Priority::other()), Some(p)),
-                Policy::Deadline => return Err(Error::invalid(
-                    "pthread_attr_setschedpolicy",
-                    "SCHED_DEADLINE cannot be set through a pthread attribute",
-                )
-                .with_hint(
-                    "spawn the thread, then call posixrt::sched::deadline::set(handle.tid(), ..)",
-                )),
+                Policy::Deadline => {
+                    return Err(Error::invalid(
+                        "pthread_attr_setschedpolicy",
+                        "SCHED_DEADLINE cannot be set through a pthread attribute",
+                    )
+                    .with_hint("use Builder::deadline(Deadline::new(runtime, deadline, period)?)"))
+                }
             },
         };
 
@@ -208,6 +226,9 @@ impl Builder {
             }
             if let Some(p) = after_prio {
                 th::set_thread_scheduling(tid, p)?;
+            }
+            if let Some(dl) = &self.deadline {
+                super::deadline::set(tid, dl)?;
             }
             Ok(tid)
         });
@@ -278,6 +299,11 @@ impl<T> JoinHandle<T> {
     #[inline]
     pub fn as_pthread_t(&self) -> libc::pthread_t {
         self.native
+    }
+
+    /// The thread's CPU-time clock (`pthread_getcpuclockid`).
+    pub fn cpu_clock(&self) -> Result<super::cputime::CpuClock> {
+        super::cputime::CpuClock::of_handle(self)
     }
 
     /// Whether the closure has returned (or panicked).
