@@ -436,6 +436,12 @@ fn unprivileged_probe() {
     println!("PROBE spawn: {:?} {}", e2.kind(), e2);
     let e3 = sched::set_current_scheduling(Priority::round_robin(5).unwrap()).unwrap_err();
     println!("PROBE pthread_setschedparam: {:?} {}", e3.kind(), e3);
+    let e4 = sched::rt::raise_rtprio_limit(10).unwrap_err();
+    println!("LIMIT rtprio: {:?} {}", e4.kind(), e4);
+    let e5 = sched::rt::lock_memory(sched::rt::LockFlags::default()).unwrap_err();
+    println!("LIMIT memlock: {:?} {}", e5.kind(), e5);
+    let e6 = sched::rt::CpuDmaLatency::hold(0).unwrap_err();
+    println!("LIMIT dma: {:?} {}", e6.kind(), e6);
 }
 
 #[test]
@@ -484,6 +490,23 @@ fn unprivileged_fifo_is_permission_denied_with_hint() {
         assert!(l.contains("soft limit 0, hard limit 0"), "{l}");
         assert!(l.contains("limits.conf"), "{l}");
     }
+    let limits: Vec<&str> = stdout.lines().filter(|l| l.contains("LIMIT ")).collect();
+    assert_eq!(limits.len(), 3, "{stdout}");
+    assert!(
+        limits[0].contains("PermissionDenied") && limits[0].contains("CAP_SYS_RESOURCE"),
+        "{}",
+        limits[0]
+    );
+    assert!(
+        limits[1].contains("RLIMIT_MEMLOCK") && limits[1].contains("CAP_IPC_LOCK"),
+        "{}",
+        limits[1]
+    );
+    assert!(
+        limits[2].contains("PermissionDenied") && limits[2].contains("root"),
+        "{}",
+        limits[2]
+    );
 }
 
 // ---------- SCHED_DEADLINE ----------
@@ -648,4 +671,181 @@ fn cpu_clocks_measure_consumed_time() {
         ErrorKind::NotFound
     );
     assert!(CpuClock::of_process(Tid::process()).unwrap().now().unwrap() >= inside);
+}
+
+// ---------- RT setup ----------
+
+use posixrt::sched::rt::{self, CpuDmaLatency, LockFlags, Outcome, Setup};
+
+#[test]
+fn rtprio_limit_raise_and_restore() {
+    let _g = serial();
+    let before = rt::rtprio_limit();
+    assert_eq!(
+        rt::raise_rtprio_limit(0).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        rt::raise_rtprio_limit(100).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let can_raise_hard = rustix::thread::capabilities(None)
+        .unwrap()
+        .effective
+        .contains(rustix::thread::CapabilitySet::SYS_RESOURCE);
+    if before.hard.is_some_and(|h| h < 7) && !can_raise_hard {
+        let e = rt::raise_rtprio_limit(7).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains("CAP_SYS_RESOURCE (this process lacks it"),
+            "{hint}"
+        );
+        assert_eq!(rt::rtprio_limit(), before, "unchanged on failure");
+        return;
+    }
+    let after = rt::raise_rtprio_limit(7).unwrap();
+    assert!(after.soft.map_or(true, |s| s >= 7), "{after}");
+    assert!(after.hard.map_or(true, |h| h >= 7), "{after}");
+    assert_eq!(after, rt::rtprio_limit());
+    // Restore (lowering is always allowed).
+    let lim = libc::rlimit {
+        rlim_cur: before.soft.unwrap_or(libc::RLIM_INFINITY),
+        rlim_max: before.hard.unwrap_or(libc::RLIM_INFINITY),
+    };
+    // SAFETY: `lim` is a valid rlimit.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) }, 0);
+    assert_eq!(rt::rtprio_limit(), before);
+}
+
+#[test]
+fn memory_lock_and_prefault() {
+    let _g = serial();
+    assert_eq!(
+        rt::lock_memory(LockFlags {
+            current: false,
+            future: false,
+            on_fault: false
+        })
+        .unwrap_err()
+        .kind(),
+        ErrorKind::InvalidInput
+    );
+    if is_root() {
+        let locked = rt::lock_memory(LockFlags::default()).unwrap();
+        assert!(locked > 0);
+        assert_eq!(rt::locked_bytes(), locked.max(rt::locked_bytes()));
+        rt::unlock_memory().unwrap();
+        assert_eq!(rt::locked_bytes(), 0);
+    }
+    rt::prefault_heap(1 << 20).unwrap();
+    let h = Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| {
+            (
+                rt::prefault_stack(128 * 1024),
+                rt::prefault_stack(512 * 1024).map_err(|e| e.kind()),
+            )
+        })
+        .unwrap();
+    let (ok, too_big) = h.join().unwrap();
+    ok.unwrap();
+    assert_eq!(too_big, Err(ErrorKind::InvalidInput));
+}
+
+#[test]
+fn cpu_dma_latency_is_held_while_the_guard_lives() {
+    let _g = serial();
+    let r = CpuDmaLatency::hold(0);
+    if !is_root() || !std::path::Path::new("/dev/cpu_dma_latency").exists() {
+        assert!(r.is_err());
+        return;
+    }
+    let g = r.unwrap();
+    assert_eq!(g.micros(), 0);
+    let v = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    assert_eq!(i32::from_ne_bytes(v[..4].try_into().unwrap()), 0);
+    drop(g);
+    let v = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    assert_ne!(
+        i32::from_ne_bytes(v[..4].try_into().unwrap()),
+        0,
+        "released on drop"
+    );
+    assert_eq!(
+        CpuDmaLatency::hold(-1).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn timer_slack_round_trip() {
+    let h = Builder::new()
+        .scheduling(Priority::other())
+        .spawn(|| {
+            let default = rt::timer_slack()?;
+            rt::set_timer_slack(1)?;
+            let one = rt::timer_slack()?;
+            rt::set_timer_slack(0)?;
+            Ok::<_, posixrt::Error>((default, one, rt::timer_slack()?))
+        })
+        .unwrap();
+    let (default, one, restored) = h.join().unwrap().unwrap();
+    assert_eq!(one, 1);
+    assert_eq!(restored, default);
+}
+
+#[test]
+fn setup_reports_every_step() {
+    let _g = serial();
+    let h = Builder::new()
+        .spawn(|| {
+            let report = Setup::new().raise_rtprio(None).apply();
+            let text = report.to_string();
+            let dma_held = report.cpu_dma_latency().is_some();
+            let unlocked = rt::unlock_memory();
+            (
+                text,
+                report.steps().len(),
+                report.all_ok(),
+                dma_held,
+                unlocked,
+                report,
+            )
+        })
+        .unwrap();
+    let (text, n, all_ok, dma_held, unlocked, report) = h.join().unwrap();
+    unlocked.unwrap();
+    println!("{text}");
+    assert_eq!(n, 7, "{text}");
+    assert!(text.starts_with("RT setup checklist:"), "{text}");
+    assert!(
+        text.contains("[-] raise RLIMIT_RTPRIO: not requested"),
+        "{text}"
+    );
+    assert!(text.contains("RT throttling"), "{text}");
+    if is_root() {
+        assert!(all_ok, "{text}");
+        assert!(
+            text.contains("[x] mlockall(MCL_CURRENT|MCL_FUTURE)"),
+            "{text}"
+        );
+        assert!(text.contains("[x] prefault 256 KiB of stack"), "{text}");
+        assert!(
+            text.contains("[x] hold /dev/cpu_dma_latency at 0 us"),
+            "{text}"
+        );
+        assert!(dma_held);
+    } else {
+        assert!(report.failures().count() >= 1);
+    }
+    assert!(report
+        .steps()
+        .iter()
+        .any(|s| matches!(s.outcome, Outcome::Skipped(_))));
+    let none = Setup::none().apply();
+    assert!(none
+        .steps()
+        .iter()
+        .all(|s| matches!(s.outcome, Outcome::Skipped(_))));
 }

@@ -15,6 +15,7 @@
 //! | `gettid`, `/proc/self/task/TID/stat` prio | [`gettid`], [`kernel_priority`] |
 //! | `sched_setattr`/`sched_getattr` (`SCHED_DEADLINE`) | [`deadline`] |
 //! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID` | [`cputime`] |
+//! | `mlockall`, prefault, `/dev/cpu_dma_latency`, `PR_SET_TIMERSLACK`, `RLIMIT_RTPRIO` | [`rt`], [`rt::setup`] |
 //!
 //! # The policies (POSIX rules, Linux behaviour)
 //!
@@ -65,6 +66,7 @@ pub mod deadline;
 pub(crate) mod hint;
 mod policy;
 mod process;
+pub mod rt;
 mod spawn;
 mod thread;
 
