@@ -203,7 +203,8 @@ fn child_marks_are_visible_to_parent() {
         let t = p.threads.iter().find(|t| t.tid == *tid).unwrap();
         assert_eq!(t.marker, format!("child worker {}", n + 1));
         assert_eq!(t.raw[RAW_LEN - 1], n as u8 + 1, "last raw byte is writable");
-        assert_eq!(t.sched.policy, mark::Policy::Other);
+        assert_eq!(t.sched.policy, Some(posixrt::sched::Policy::Other));
+        assert_eq!(t.sched.policy_short(), "OTHER");
         assert_eq!(t.sched.rt_priority, 0);
         assert!(t.sched.last_cpu >= 0);
     }
@@ -515,4 +516,49 @@ fn forked_child_gets_its_own_registry() {
         "the next scan removed the dead child's file"
     );
     mark::clear();
+}
+
+#[test]
+fn snapshot_reports_policy_priority_and_nice() {
+    let (tx, rx) = mpsc::channel::<i32>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let tx2 = tx.clone();
+    let fifo = mark::spawn_named("fifo thread", move || {
+        let p = libc::sched_param { sched_priority: 10 };
+        // SAFETY: sets the calling thread's policy (pid 0 = this thread on Linux).
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        tx.send(if rc == 0 { 0 } else { errno }).unwrap();
+        let _ = go_rx.recv(); // blocked, not spinning
+    })
+    .unwrap();
+    let (go2_tx, go2_rx) = mpsc::channel::<()>();
+    let nice = mark::spawn_named("nice thread", move || {
+        // SAFETY: sets the calling thread's nice value (who 0 = this thread).
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 5) };
+        tx2.send(if rc == 0 { 0 } else { -1 }).unwrap();
+        let _ = go2_rx.recv();
+    })
+    .unwrap();
+    let fifo_rc = rx.recv().unwrap();
+    assert_eq!(rx.recv().unwrap(), 0, "raising nice never needs privilege");
+    let me = std::process::id() as i32;
+    let snap = mark::snapshot_pid(me).unwrap();
+    let p = snap.process(me).unwrap();
+    let f = p.threads.iter().find(|t| t.tid == fifo.tid()).unwrap();
+    if fifo_rc == 0 {
+        assert_eq!(f.sched.policy, Some(posixrt::sched::Policy::Fifo));
+        assert_eq!(f.sched.policy_short(), "FIFO");
+        assert_eq!(f.sched.rt_priority, 10);
+    } else {
+        println!("skip FIFO check: sched_setscheduler refused (errno {fifo_rc})");
+        assert_eq!(fifo_rc, libc::EPERM);
+    }
+    let n = p.threads.iter().find(|t| t.tid == nice.tid()).unwrap();
+    assert_eq!(n.sched.nice, 5);
+    assert_eq!(n.sched.policy, Some(posixrt::sched::Policy::Other));
+    assert_eq!(n.sched.rt_priority, 0);
+    drop((go_tx, go2_tx));
+    fifo.join().unwrap();
+    nice.join().unwrap();
 }

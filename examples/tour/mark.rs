@@ -27,7 +27,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
             println!(
                 "   TID {:>9} {:<5} {:>3} {:>3} {}",
                 t.tid,
-                t.sched.policy.name(),
+                t.sched.policy_short(),
                 t.sched.rt_priority,
                 t.sched.nice,
                 t.marker

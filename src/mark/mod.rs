@@ -81,6 +81,6 @@ mod spawn;
 mod thread;
 
 pub use layout::{MARKER_MAX, RAW_LEN};
-pub use reader::{snapshot, snapshot_pid, Policy, ProcessMarks, SchedFacts, Snapshot, ThreadMark};
+pub use reader::{snapshot, snapshot_pid, ProcessMarks, SchedFacts, Snapshot, ThreadMark};
 pub use spawn::{spawn_named, Builder, MarkedThread};
 pub use thread::{clear, current, read_raw, registry_path, set, update, write_raw};
