@@ -883,7 +883,14 @@ fn process_state(name: &FileName) -> Liveness {
 }
 
 fn for_each_file(kind: &str, mut f: impl FnMut(&Path, &FileName)) -> Result<()> {
-    let dir = std::fs::read_dir(DIR).map_err(|e| io_error("opendir", &e))?;
+    let dir = match std::fs::read_dir(DIR) {
+        Ok(d) => d,
+        // No /dev/shm: nobody can have a registry.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(io_error("opendir", &e).with_message(format!("listing {DIR}")));
+        }
+    };
     for ent in dir.flatten() {
         let name = ent.file_name();
         if let Some(parsed) = parse_name(kind, name.as_bytes()) {
