@@ -53,12 +53,23 @@
 //!
 //! Only the owner writes a slot. A write makes the counter odd (relaxed store, then
 //! a release fence), stores the words (relaxed atomics), and makes it even again
-//! (release store). A reader loads the counter (acquire), retries while it is odd,
-//! copies state, owner and payload (relaxed atomic loads), issues an acquire fence
-//! and reloads the counter: if it changed, the copy may be torn and the reader
-//! retries (yielding the CPU every 64 attempts), for at most [`RETRY_BUDGET`], then
-//! reports the slot as busy. This is the
-//! seed's "begin and end serial numbers" proposal, made data-race free with atomics.
+//! (release store). A reader loads the counter (relaxed load, acquire fence),
+//! retries while it is odd, copies state, owner and payload (relaxed atomic loads),
+//! issues an acquire fence and reloads the counter: if it changed, the copy may be
+//! torn and the reader retries (yielding the CPU every 64 attempts), for at most
+//! [`RETRY_BUDGET`], then reports the slot as busy. This is the seed's "begin and
+//! end serial numbers" proposal, made data-race free with atomics (the scheme of
+//! Boehm, "Can seqlocks get along with programming language memory models?").
+//!
+//! Every access to the shared bytes is an atomic of at most 8 bytes, so there is no
+//! data race even with a writer in another process. Readers map the file
+//! read-only, and Rust defines only *relaxed* atomic loads on read-only memory, so
+//! the reader side never uses an acquire load or a read-modify-write: it pairs
+//! relaxed loads with acquire fences.
+//!
+//! If a writer panics inside [`SlotWriter::write`], the counter is still made even
+//! (a drop guard), so readers do not treat the slot as busy forever; a slot whose
+//! owner died mid-write (odd counter) is made consistent again when it is reclaimed.
 //!
 //! # Liveness
 //!
@@ -156,7 +167,10 @@ impl Mapping {
         debug_assert!(off % 4 == 0 && off + 4 <= self.len);
         // SAFETY: callers pass offsets inside the mapping (validated against the
         // header) and 4-aligned (the layout is 8-aligned and the base page-aligned);
-        // the memory lives as long as `self`; all access to it is atomic.
+        // the memory lives as long as `self`; all access to it is atomic (no plain
+        // reads or writes, so no data race with writers in other processes), and on
+        // a read-only mapping callers only do relaxed loads, the one atomic access
+        // Rust defines on read-only memory.
         unsafe { &*self.base.add(off).cast::<AtomicU32>() }
     }
 
@@ -405,7 +419,7 @@ impl Registry {
         self.map
             .u32_at(H_HIGH_WATER)
             .fetch_max(idx + 1, Ordering::AcqRel);
-        let mut w = SlotWriter {
+        let w = SlotWriter {
             reg: self,
             off: self.slot_off(idx),
             index: idx,
@@ -507,32 +521,46 @@ impl<'r> SlotWriter<'r> {
         self.reg.map.u32_at(self.off + S_SEQ)
     }
 
+    /// Makes the counter odd. `| 1` also repairs a counter left odd by an owner
+    /// that died mid-write (a reclaimed slot): the result is odd and differs from
+    /// the old value either way.
     #[inline]
-    fn begin(&mut self) {
+    fn begin(&self) {
         let s = self.seq().load(Ordering::Relaxed);
-        self.seq().store(s.wrapping_add(1), Ordering::Relaxed);
+        self.seq().store(s.wrapping_add(1) | 1, Ordering::Relaxed);
         fence(Ordering::Release);
     }
 
+    /// Makes the (odd) counter even again, publishing the writes.
     #[inline]
-    fn end(&mut self) {
+    fn end(&self) {
         let s = self.seq().load(Ordering::Relaxed);
         self.seq().store(s.wrapping_add(1), Ordering::Release);
     }
 
     /// Changes the payload under the sequence counter: readers that overlap the
     /// change retry and see either all of it or none of it.
+    ///
+    /// If `f` panics, the counter is still closed (made even) while unwinding, so
+    /// readers keep reading the slot (they may see the part `f` wrote).
     #[inline]
     pub fn write<R>(&mut self, f: impl FnOnce(&mut Payload<'_>) -> R) -> R {
+        /// Closes the write on every exit, unwinding included.
+        struct End<'w, 'r>(&'w SlotWriter<'r>);
+        impl Drop for End<'_, '_> {
+            #[inline]
+            fn drop(&mut self) {
+                self.0.end();
+            }
+        }
         self.begin();
+        let end = End(self);
         let mut p = Payload {
-            map: &self.reg.map,
-            off: self.off + SLOT_HEADER_SIZE,
-            len: self.reg.payload_size,
+            map: &end.0.reg.map,
+            off: end.0.off + SLOT_HEADER_SIZE,
+            len: end.0.reg.payload_size,
         };
-        let r = f(&mut p);
-        self.end();
-        r
+        f(&mut p)
     }
 
     /// Reads the payload (the owner reads its own writes; no retry needed).
@@ -546,7 +574,7 @@ impl<'r> SlotWriter<'r> {
     }
 
     /// Frees the slot: readers stop showing it at once; another owner may claim it.
-    pub fn release(mut self) {
+    pub fn release(self) {
         self.begin();
         let m = &self.reg.map;
         m.u32_at(self.off + S_STATE)
@@ -1017,10 +1045,15 @@ fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<Sl
     {
         return None;
     }
+    // The reader's mapping is read-only: Rust only defines atomic *relaxed* loads
+    // of at most 8 bytes on read-only memory (see `std::sync::atomic`, "Atomic
+    // accesses to read-only memory"), so every reader-side acquire is a relaxed
+    // load followed by an acquire fence, which orders the same way.
     let hw = map
         .u32_at(H_HIGH_WATER)
-        .load(Ordering::Acquire)
+        .load(Ordering::Relaxed)
         .min(slot_count);
+    fence(Ordering::Acquire);
     let mut slots = Vec::new();
     let mut busy = 0;
     for i in 0..hw {
@@ -1070,7 +1103,9 @@ fn copy_slot(map: &Mapping, off: usize, payload: usize) -> Copied {
             }
             std::thread::yield_now();
         }
-        let s1 = seq.load(Ordering::Acquire);
+        // Relaxed + acquire fence, not an acquire load: see `map_and_copy`.
+        let s1 = seq.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
         if s1 & 1 == 1 {
             std::hint::spin_loop();
             continue;
@@ -1164,5 +1199,40 @@ mod tests {
         drop(held);
         drop(reg);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn panicking_writer_still_closes_the_counter() {
+        let reg = Registry::create("regpanic", 16, 2).unwrap();
+        let (tid, start) = current_thread().unwrap();
+        let mut w = reg.claim(tid, start).unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            w.write(|p| {
+                p.store_u64(0, 7);
+                p.store_u64(5, 1); // out of range: panics mid-write
+            })
+        }));
+        assert!(r.is_err());
+        let s = scan("regpanic", Some(reg.pid())).unwrap();
+        assert_eq!(s.busy, 0, "the counter was left odd");
+        assert_eq!(s.processes[0].slots.len(), 1);
+        assert_eq!(s.processes[0].slots[0].payload[..8], 7u64.to_ne_bytes());
+    }
+
+    #[test]
+    fn reclaimed_slot_with_odd_counter_is_repaired() {
+        let reg = Registry::create("regodd", 16, 1).unwrap();
+        let ghost = reg.claim(i32::MAX - 1, 1).unwrap();
+        ghost.begin(); // its owner "dies" mid-write: the counter stays odd
+        let (tid, start) = current_thread().unwrap();
+        let mut w = reg
+            .claim(tid, start)
+            .expect("the dead owner's slot is reclaimed");
+        assert_eq!(w.index(), 0);
+        w.write(|p| p.store_u64(0, 9));
+        let s = scan("regodd", Some(reg.pid())).unwrap();
+        assert_eq!(s.busy, 0, "the reclaimed slot's counter is consistent");
+        assert_eq!(s.processes[0].slots.len(), 1);
+        assert_eq!(s.processes[0].slots[0].payload[..8], 9u64.to_ne_bytes());
     }
 }
