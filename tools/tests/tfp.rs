@@ -395,6 +395,43 @@ fn json_output() {
 }
 
 #[test]
+fn control_characters_are_escaped_in_text_and_kept_in_json() {
+    let marker = "evil\nTID 1 fake line \x1b[2J end";
+    let (w, _stop) = parked_worker(marker, b"");
+    let out = tfp(&["-v", "-p", &me().to_string()]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(
+        !text.contains('\x1b'),
+        "an escape sequence reached the terminal"
+    );
+    let block = own_block(&text);
+    let line = block
+        .iter()
+        .find(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
+        .expect("worker listed");
+    assert_eq!(
+        parse_tid(line).marker,
+        "evil\\nTID 1 fake line \\u{1b}[2J end",
+        "one line per thread, control characters escaped"
+    );
+    assert!(
+        !block.iter().any(|l| l.starts_with("TID 1 fake")),
+        "{block:?}"
+    );
+    // JSON carries the marker exactly
+    let j = parse_json(&stdout(&tfp(&["--json", "-p", &me().to_string()])));
+    let t = j.get("processes").arr()[0]
+        .get("threads")
+        .arr()
+        .iter()
+        .find(|t| t.get("tid").num() as i32 == w.tid())
+        .cloned()
+        .expect("worker listed");
+    assert_eq!(t.get("marker").str(), marker);
+}
+
+#[test]
 fn name_filter_keeps_matching_paths() {
     let (w, _stop) = parked_worker("tfp name worker", b"");
     let exe = std::env::current_exe().unwrap();
@@ -426,12 +463,45 @@ fn watch_refreshes_and_is_bounded() {
     let out = tfp(&["--watch", "0.05", "-n", "3", "-p", &me().to_string()]);
     assert!(out.status.success());
     let text = stdout(&out);
-    assert_eq!(text.matches("\x1b[H\x1b[2J").count(), 3, "{text:?}");
+    // stdout is a pipe here: no screen-clearing codes, a header line per refresh
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("tfp: every 0.05s, refresh "))
+            .count(),
+        3,
+        "{text:?}"
+    );
     assert_eq!(text.matches(&format!("PID {:>9}", me())).count(), 3);
+
+    // --json --watch: one JSON document per line and nothing else
+    let out = tfp(&[
+        "--json",
+        "--watch",
+        "0.05",
+        "-n",
+        "2",
+        "-p",
+        &me().to_string(),
+    ]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let docs: Vec<Json> = text.lines().map(parse_json).collect();
+    assert_eq!(docs.len(), 2, "{text:?}");
+    for d in &docs {
+        assert!(d
+            .get("processes")
+            .arr()
+            .iter()
+            .any(|p| p.get("pid").num() as i32 == me()));
+    }
+
     for bad in [
         &["--watch", "0"][..],
         &["--watch", "-1"],
         &["--watch", "x"],
+        &["--watch", "1e-9"],
+        &["--watch", "inf"],
         &["-n", "2"],
     ] {
         let o = tfp(bad);
