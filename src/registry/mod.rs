@@ -18,7 +18,13 @@
 //! start time different, or a zombie). The owner also holds the file open
 //! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
 //! can take a shared lock knows the owner is gone even when the pid and start time
-//! still match (the process called `exec`); [`scan`] removes such a file too.
+//! still match (the process called `exec`); [`scan`] removes such a file too. A
+//! child created by `fork` lets go of its inherited reference to that lock at once
+//! (a fork handler points its copy of the descriptor at `/dev/null`; the lock is
+//! taken on a second, never-mapped open of the file, because an inherited
+//! mapping would otherwise keep the locked file description alive), so a child
+//! that keeps running cannot keep its parent's stale file alive, and dropping an
+//! inherited [`Registry`] in a child never removes the parent's file.
 //!
 //! All integers are native-endian (readers run on the same machine).
 //!
@@ -83,11 +89,11 @@
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -243,8 +249,9 @@ pub struct Registry {
     map: Mapping,
     /// Held open (close-on-exec) with an exclusive `flock` for the process's life:
     /// readers that can take a shared lock know the owner is gone (killed, or
-    /// replaced by `exec`, which keeps the pid and start time).
-    _file: File,
+    /// replaced by `exec`, which keeps the pid and start time). A separate open
+    /// file description from the one mapped (see [`Registry::create`]).
+    lock_file: File,
     path: PathBuf,
     pid: i32,
     starttime: u64,
@@ -265,7 +272,7 @@ impl Registry {
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
         ATFORK.call_once(|| {
             // SAFETY: registers a plain `extern "C"` function with no state; it only
-            // does an atomic increment, which is async-signal-safe.
+            // makes async-signal-safe calls (see `after_fork_in_child`).
             unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
         });
         let pid = rustix::process::getpid().as_raw_nonzero().get();
@@ -294,8 +301,24 @@ impl Registry {
             let _ = std::fs::remove_file(&tmp);
             e
         };
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
+        // The lock lives on a second open file description of the same inode, one
+        // that is never mapped: a `flock` lasts until the last reference to its
+        // description goes, and a mapping is such a reference. If the mapped
+        // description held the lock, a forked child (which inherits the mapping)
+        // would keep it alive after this process exec'd. Reopening through
+        // /proc/self/fd names exactly this inode, whatever happens to the path.
+        let lock_file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| {
+                fail(io_error("open", &e).with_message("reopening the registry to lock it"))
+            })?;
+        rustix::fs::flock(
+            &lock_file,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        )
+        .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
         // umask can only clear bits, but make the mode exact anyway.
         rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(0o600))
             .map_err(|e| fail(Error::from_errno("fchmod", e.raw_os_error())))?;
@@ -333,9 +356,11 @@ impl Registry {
         map.u32_at(H_HIGH_WATER).store(0, Ordering::Release);
         std::fs::rename(&tmp, &path).map_err(|e| fail(io_error("rename", &e)))?;
         register_exit_unlink(&path, pid);
+        track_lock_fd(lock_file.as_raw_fd());
+        drop(file); // the mapping keeps the inode; the lock is on `lock_file`
         Ok(Registry {
             map,
-            _file: file,
+            lock_file,
             path,
             pid,
             starttime,
@@ -480,7 +505,14 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        let fd = self.lock_file.as_raw_fd();
+        for entry in &LOCK_FDS {
+            let _ = entry.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        // A forked child's inherited copy must not remove the parent's file.
+        if rustix::process::getpid().as_raw_nonzero().get() == self.pid {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -769,8 +801,54 @@ fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 static ATFORK: std::sync::Once = std::sync::Once::new();
 
+/// The descriptors (`-1`: free entry) through which this process holds the
+/// `flock` of its registry files, so that a forked child can let go of its
+/// inherited references: a `flock` belongs to the open file description, which
+/// `fork` shares, so without this a child that outlives its parent's `exec` would
+/// keep the parent's stale file looking owned. (More than 8 registries in one
+/// process keep working; the extra ones just lack this fork clean-up.)
+static LOCK_FDS: [AtomicI32; 8] = [const { AtomicI32::new(-1) }; 8];
+
+fn track_lock_fd(fd: i32) {
+    for entry in &LOCK_FDS {
+        if entry
+            .compare_exchange(-1, fd, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// Runs in the child of every `fork`, where only async-signal-safe calls are
+/// allowed (the parent may be multi-threaded): an atomic increment, and `open`,
+/// `dup3` and `close`.
 extern "C" fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
+    for entry in &LOCK_FDS {
+        let fd = entry.swap(-1, Ordering::Relaxed);
+        if fd >= 0 {
+            release_inherited_lock(fd);
+        }
+    }
+}
+
+/// Points the child's copy of a registry descriptor at `/dev/null`. `dup3`
+/// replaces it atomically, dropping this process's reference to the registry's
+/// open file description (and so to the parent's `flock`), while the descriptor
+/// number stays open, so the `File` that owns it still closes a valid descriptor.
+fn release_inherited_lock(fd: i32) {
+    // SAFETY: `open` gets a NUL-terminated literal path; `dup3` targets `fd`, a
+    // descriptor this process owns (the child's copy of a registry `File`), and
+    // keeps it open; `close` closes only the temporary descriptor just opened.
+    // All three are async-signal-safe, as a fork child handler requires.
+    unsafe {
+        let nul = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if nul >= 0 {
+            libc::dup3(nul, fd, libc::O_CLOEXEC);
+            libc::close(nul);
+        }
+    }
 }
 
 /// A counter bumped in the child of every `fork` (once a registry was created).
