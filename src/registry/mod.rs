@@ -1072,13 +1072,20 @@ enum FileRead {
 /// Opens one file, checks that its owner still holds it, maps it read-only,
 /// validates it, and copies its live slots.
 fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
+    // O_NONBLOCK: /dev/shm is world-writable, and opening a FIFO planted under a
+    // registry name would otherwise block the reader (tfp) forever. Only regular
+    // files are read.
     let Ok(file) = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
     else {
         return FileRead::Unreadable;
     };
+    match rustix::fs::fstat(&file) {
+        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {}
+        _ => return FileRead::Unreadable,
+    }
     match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => {} // the owner holds it: alive
         Ok(()) => return FileRead::Stale,
@@ -1312,5 +1319,28 @@ mod tests {
         assert_eq!(s.busy, 0, "the reclaimed slot's counter is consistent");
         assert_eq!(s.processes[0].slots.len(), 1);
         assert_eq!(s.processes[0].slots[0].payload[..8], 9u64.to_ne_bytes());
+    }
+
+    #[test]
+    fn a_planted_fifo_does_not_block_the_reader() {
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let start = read_stat("/proc/self/stat").unwrap().starttime;
+        let path = Path::new(DIR).join(format!("posixrt-fifotest-{pid}-{start}"));
+        let _ = std::fs::remove_file(&path);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(scan("fifotest", Some(pid))));
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        let _ = std::fs::remove_file(&path);
+        let s = got.expect("scan blocked on a FIFO").unwrap();
+        assert!(s.processes.is_empty());
+        assert_eq!(s.unreadable, 1);
     }
 }
