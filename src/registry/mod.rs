@@ -115,6 +115,11 @@ pub const MAX_RETRIES: u32 = 1_000_000;
 /// How long a reader keeps retrying one slot before reporting it busy.
 pub const RETRY_BUDGET: Duration = Duration::from_millis(2);
 
+/// The largest slot a reader accepts (a corrupt or hostile header is refused).
+const MAX_SLOT_SIZE: usize = 64 * 1024;
+/// The most slots a reader walks in one registry.
+const MAX_SLOT_COUNT: u32 = 1 << 20;
+
 const STATE_FREE: u32 = 0;
 const STATE_RESERVED: u32 = 1;
 const STATE_LIVE: u32 = 2;
@@ -209,18 +214,22 @@ impl Drop for Mapping {
 
 /// Geometry of a registry: slot size and count for a payload size.
 fn geometry(payload_size: usize, slot_count: u32) -> Result<(usize, usize, usize)> {
+    // Readers refuse anything larger, so a writer must not create it.
+    if payload_size > MAX_SLOT_SIZE - SLOT_HEADER_SIZE
+        || slot_count == 0
+        || slot_count > MAX_SLOT_COUNT
+    {
+        return Err(Error::invalid(
+            "registry",
+            format!(
+                "{slot_count} slots of {payload_size} bytes: want 1 to {MAX_SLOT_COUNT} slots of at most {} bytes",
+                MAX_SLOT_SIZE - SLOT_HEADER_SIZE
+            ),
+        ));
+    }
     let payload = payload_size.div_ceil(8) * 8;
     let slot = (SLOT_HEADER_SIZE + payload).div_ceil(64) * 64;
-    let total = (slot_count as usize)
-        .checked_mul(slot)
-        .and_then(|v| v.checked_add(HEADER_SIZE))
-        .filter(|_| slot <= u32::MAX as usize && slot_count > 0)
-        .ok_or_else(|| {
-            Error::invalid(
-                "registry",
-                format!("{slot_count} slots of {payload_size} bytes do not fit"),
-            )
-        })?;
+    let total = slot_count as usize * slot + HEADER_SIZE;
     Ok((payload, slot, total))
 }
 
@@ -1082,8 +1091,14 @@ fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
     else {
         return FileRead::Unreadable;
     };
+    // The file must belong to root or to one of the process's user ids: another
+    // user could plant a file under a live process's name (to show made-up marks
+    // for it, or to make the reader walk a huge fake registry).
     match rustix::fs::fstat(&file) {
-        Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFREG => {}
+        Ok(st)
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && (st.st_uid == 0
+                    || process_uids(name.pid).is_some_and(|u| u.contains(&st.st_uid))) => {}
         _ => return FileRead::Unreadable,
     }
     match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
@@ -1095,6 +1110,15 @@ fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
         Some((slots, busy)) => FileRead::Ok(slots, busy),
         None => FileRead::Unreadable,
     }
+}
+
+/// The real, effective, saved and filesystem user ids of a process
+/// (`/proc/<pid>/status`, line `Uid:`).
+fn process_uids(pid: i32) -> Option<[u32; 4]> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(|w| w.parse::<u32>().ok());
+    Some([ids.next()??, ids.next()??, ids.next()??, ids.next()??])
 }
 
 fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotCopy>, usize)> {
@@ -1121,6 +1145,8 @@ fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<Sl
     let slot_count = get(H_SLOT_COUNT);
     let payload = get(H_PAYLOAD) as usize;
     if slot_size % 64 != 0
+        || slot_size > MAX_SLOT_SIZE
+        || slot_count > MAX_SLOT_COUNT
         || payload % 8 != 0
         || SLOT_HEADER_SIZE + payload > slot_size
         || (slot_count as usize)
@@ -1243,6 +1269,11 @@ mod tests {
         assert!(kind_bytes("Mark").is_err());
         assert!(kind_bytes("").is_err());
         assert!(kind_bytes("sync").is_ok());
+        for (payload, slots) in [(usize::MAX, 1), (MAX_SLOT_SIZE, 1), (8, 0), (8, u32::MAX)] {
+            let e = geometry(payload, slots).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{payload} x {slots}");
+        }
+        assert_eq!(geometry(20, 8).unwrap(), (24, 64, 128 + 8 * 64));
     }
 
     #[test]
@@ -1342,5 +1373,27 @@ mod tests {
         let s = got.expect("scan blocked on a FIFO").unwrap();
         assert!(s.processes.is_empty());
         assert_eq!(s.unreadable, 1);
+    }
+
+    #[test]
+    fn a_file_owned_by_another_user_is_not_trusted() {
+        let reg = Registry::create("uidtest", 16, 2).unwrap();
+        let (tid, start) = current_thread().unwrap();
+        let mut w = reg.claim(tid, start).unwrap();
+        w.write(|p| p.store_u64(0, 1));
+        assert_eq!(scan("uidtest", Some(reg.pid())).unwrap().processes.len(), 1);
+        // Hand the file to `nobody`, as if that user had planted it under our name.
+        let nobody = Some(rustix::process::Uid::from_raw(65534));
+        match rustix::fs::chown(reg.path(), nobody, None) {
+            Ok(()) => {
+                let s = scan("uidtest", Some(reg.pid())).unwrap();
+                assert!(s.processes.is_empty(), "{s:?}");
+                assert_eq!(s.unreadable, 1);
+            }
+            Err(e) => {
+                println!("skip: chown needs root ({e})");
+                assert_eq!(e, rustix::io::Errno::PERM);
+            }
+        }
     }
 }
