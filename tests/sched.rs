@@ -849,3 +849,54 @@ fn setup_reports_every_step() {
         .iter()
         .all(|s| matches!(s.outcome, Outcome::Skipped(_))));
 }
+
+// ---------- periodic timer ----------
+
+use posixrt::sched::periodic::{LatencyStats, Periodic};
+
+#[test]
+fn periodic_wakeups_follow_the_grid() {
+    assert_eq!(
+        Periodic::new(Duration::ZERO).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let interval = Duration::from_millis(2);
+    let mut t = Periodic::new(interval).unwrap();
+    let first = t.next_ns();
+    let mut stats = LatencyStats::new(100);
+    let mut prev = None;
+    for _ in 0..10 {
+        let w = t.wait().unwrap();
+        assert!(w.latency_ns >= 0, "absolute sleep never wakes early");
+        assert_eq!((w.expected_ns - first) % 2_000_000, 0, "on the grid");
+        if let Some(p) = prev {
+            assert_eq!(w.expected_ns, p + 2_000_000 * (1 + w.overruns as i64));
+        }
+        prev = Some(w.expected_ns);
+        stats.record(&w);
+    }
+    assert_eq!(stats.count(), 10);
+    assert_eq!(stats.histogram().iter().sum::<u64>() + stats.beyond(), 10);
+    assert!(stats.min_us() <= stats.avg_us() && stats.avg_us() <= stats.max_us());
+    // Stay away for 3.5 periods: the next wake-up reports the periods
+    // missed and the timer skips to the next grid point in the future.
+    let w0 = t.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(7));
+    let w = t.wait().unwrap();
+    assert_eq!(
+        w.expected_ns,
+        w0.expected_ns + 2_000_000 * (1 + w0.overruns as i64)
+    );
+    assert!(w.latency_ns >= 5_000_000, "{w:?}");
+    // Missed grid points: every one in (expected, now], i.e. floor(latency / period).
+    assert_eq!(w.overruns, (w.latency_ns / 2_000_000) as u64, "{w:?}");
+    assert!(w.overruns >= 2, "{w:?}");
+    let w2 = t.wait().unwrap();
+    assert_eq!(
+        w2.expected_ns,
+        w.expected_ns + 2_000_000 * (1 + w.overruns as i64)
+    );
+    stats.record(&w);
+    assert!(stats.overruns() >= 2);
+    assert!(stats.to_string().starts_with("C:      11 Min:"), "{stats}");
+}

@@ -15,6 +15,7 @@
 //! | `gettid`, `/proc/self/task/TID/stat` prio | [`gettid`], [`kernel_priority`] |
 //! | `sched_setattr`/`sched_getattr` (`SCHED_DEADLINE`) | [`deadline`] |
 //! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID` | [`cputime`] |
+//! | `clock_nanosleep(TIMER_ABSTIME)` loop, cyclictest statistics | [`periodic`] |
 //! | `mlockall`, prefault, `/dev/cpu_dma_latency`, `PR_SET_TIMERSLACK`, `RLIMIT_RTPRIO` | [`rt`], [`rt::setup`] |
 //!
 //! # The policies (POSIX rules, Linux behaviour)
@@ -64,6 +65,7 @@ mod affinity;
 pub mod cputime;
 pub mod deadline;
 pub(crate) mod hint;
+pub mod periodic;
 mod policy;
 mod process;
 pub mod rt;
