@@ -129,7 +129,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok((stats, sched::current_scheduling()?))
     };
-    let handle = match builder.clone().scheduling(prio).spawn(measure.clone()) {
+    let handle = match builder.clone().scheduling(prio).spawn(measure) {
         Ok(h) => h,
         Err(e) if e.kind() == posixrt::ErrorKind::PermissionDenied => {
             eprintln!("cyclic: cannot run the measuring thread as {prio}: {e}");
