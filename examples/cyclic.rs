@@ -111,7 +111,9 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Priority::fifo(a.prio)?
     };
-    let mut builder = Builder::new().name("cyclic");
+    // A small stack: with mlockall(MCL_FUTURE) the whole stack is locked, and an
+    // unprivileged RLIMIT_MEMLOCK (often 8 MiB) would not fit the default 8 MiB.
+    let mut builder = Builder::new().name("cyclic").stack_size(256 * 1024);
     if let Some(cpu) = a.cpu {
         builder = builder.affinity(CpuSet::single(cpu)?);
     }
@@ -121,6 +123,9 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let measure = move || -> posixrt::Result<(LatencyStats, Priority)> {
         // Touch the stack this loop uses while memory is locked.
         let _ = posixrt::sched::rt::prefault_stack(64 * 1024);
+        // SCHED_OTHER timers are deferred by the timer slack (50 us by default); the
+        // kernel ignores it for SCHED_FIFO, so this only matters for the fallback.
+        let _ = posixrt::sched::rt::set_timer_slack(1);
         let mut stats = LatencyStats::new(buckets);
         let mut timer = Periodic::new(interval)?;
         for _ in 0..loops {

@@ -47,7 +47,7 @@ fn run() -> posixrt::Result<()> {
         }
         Err(e) => {
             println!("Switch to {rr50} refused: {e}");
-            println!("(still {policy} {prio}; the quantum below is this policy's time slice)");
+            println!("(still {policy} {prio}; sched_rr_get_interval below reports on that policy)");
             false
         }
     };
