@@ -20,6 +20,17 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+fn has_cap(cap: rustix::thread::CapabilitySet) -> bool {
+    rustix::thread::capabilities(None)
+        .map(|c| c.effective.contains(cap))
+        .unwrap_or(false)
+}
+
+/// May this process use SCHED_FIFO/RR and SCHED_DEADLINE?
+fn can_rt() -> bool {
+    has_cap(rustix::thread::CapabilitySet::SYS_NICE)
+}
+
 /// The last CPU we may run on: RT demo threads go there.
 fn demo_cpu() -> usize {
     CpuSet::allowed().unwrap().iter().last().unwrap()
@@ -95,7 +106,7 @@ fn process_level_calls_round_trip_on_a_thread() {
             assert_eq!(sched::get_scheduler(None)?, Policy::Other);
             assert_eq!(sched::get_param(None)?, 0);
             sched::yield_now();
-            if is_root() {
+            if can_rt() {
                 sched::set_scheduler(None, Priority::round_robin(50)?)?;
                 assert_eq!(sched::get_scheduler(None)?, Policy::RoundRobin);
                 assert_eq!(sched::get_param(None)?, 50);
@@ -185,7 +196,7 @@ fn unknown_tid_is_not_found() {
 #[test]
 fn policy_priority_round_trip_on_a_spawned_thread() {
     let _g = serial();
-    if !is_root() {
+    if !can_rt() {
         eprintln!("not root: covered by unprivileged_fifo_is_permission_denied_with_hint");
         return;
     }
@@ -235,7 +246,7 @@ fn current_thread_calls_round_trip() {
             || -> posixrt::Result<(Priority, Option<Priority>, Priority)> {
                 let start = sched::current_scheduling()?;
                 let mut rt = None;
-                if is_root() {
+                if can_rt() {
                     sched::set_current_scheduling(Priority::fifo(12)?)?;
                     sched::set_current_priority(14)?;
                     rt = Some(sched::thread_scheduling(sched::gettid())?);
@@ -251,7 +262,7 @@ fn current_thread_calls_round_trip() {
         .unwrap();
     let (start, rt, end) = h.join().unwrap().unwrap();
     assert_eq!(start.policy(), Policy::Other);
-    if is_root() {
+    if can_rt() {
         assert_eq!(rt, Some(Priority::fifo(14).unwrap()));
     }
     assert_eq!(end, Priority::other());
@@ -273,7 +284,7 @@ fn creation_time_attributes_are_visible_as_the_first_action() {
     let _g = serial();
     let cpu = demo_cpu();
     let stack = 256 * 1024;
-    let want = if is_root() {
+    let want = if can_rt() {
         Priority::fifo(61).unwrap()
     } else {
         Priority::other()
@@ -298,7 +309,7 @@ fn creation_time_attributes_are_visible_as_the_first_action() {
     let (seen, kernel, cpus, name, size, inner_tid) = h.join().unwrap();
     assert_eq!(inner_tid, tid, "tid known before spawn returned");
     assert_eq!(seen.unwrap(), want);
-    if is_root() {
+    if can_rt() {
         assert_eq!(kernel.unwrap().rt_priority(), Some(61));
     }
     assert_eq!(cpus.unwrap(), CpuSet::single(cpu).unwrap());
@@ -559,7 +570,7 @@ fn deadline_set_and_read_back() {
     assert_eq!(before.policy, Policy::Other);
     assert_eq!(before.deadline_params(), None);
     let r = deadline::set(h.tid(), &dl);
-    if !is_root() {
+    if !can_rt() {
         let e = r.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::PermissionDenied);
         assert!(e.hint().unwrap().contains("CAP_SYS_NICE"));
@@ -596,7 +607,7 @@ fn deadline_set_and_read_back() {
 #[test]
 fn deadline_over_admission_is_busy_with_hint() {
     let _g = serial();
-    if !is_root() {
+    if !can_rt() {
         return; // PermissionDenied is covered by deadline_set_and_read_back
     }
     // Each reservation asks for 0.9 CPU; the root domain admits at most
@@ -731,7 +742,7 @@ fn memory_lock_and_prefault() {
         .kind(),
         ErrorKind::InvalidInput
     );
-    if is_root() {
+    if has_cap(rustix::thread::CapabilitySet::IPC_LOCK) {
         let locked = rt::lock_memory(LockFlags::default()).unwrap();
         assert!(locked > 0);
         assert_eq!(rt::locked_bytes(), locked.max(rt::locked_bytes()));
@@ -824,7 +835,7 @@ fn setup_reports_every_step() {
         "{text}"
     );
     assert!(text.contains("RT throttling"), "{text}");
-    if is_root() {
+    if is_root() && has_cap(rustix::thread::CapabilitySet::IPC_LOCK) {
         assert!(all_ok, "{text}");
         assert!(
             text.contains("[x] mlockall(MCL_CURRENT|MCL_FUTURE)"),
@@ -899,4 +910,41 @@ fn periodic_wakeups_follow_the_grid() {
     stats.record(&w);
     assert!(stats.overruns() >= 2);
     assert!(stats.to_string().starts_with("C:      11 Min:"), "{stats}");
+}
+
+#[test]
+fn handle_exposes_pthread_t_tid_and_finished_state() {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = sched::spawn(Builder::new().name("handle-probe"), move || {
+        let _ = rx.recv_timeout(Duration::from_secs(10));
+        // SAFETY: pthread_self has no preconditions.
+        (
+            unsafe { libc::pthread_self() },
+            sched::gettid(),
+            Tid::current(),
+        )
+    })
+    .unwrap();
+    assert!(!h.is_finished());
+    // The native handle names the same thread: ask glibc for its name through it.
+    let mut buf = [0 as libc::c_char; 16];
+    // SAFETY: the handle keeps the pthread_t valid; `buf` is 16 writable bytes.
+    let r = unsafe { libc::pthread_getname_np(h.as_pthread_t(), buf.as_mut_ptr(), 16) };
+    assert_eq!(r, 0);
+    // SAFETY: NUL-terminated on success.
+    let name = unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) };
+    assert_eq!(name.to_str().unwrap(), "handle-probe");
+    let comm = std::fs::read_to_string(format!("/proc/self/task/{}/comm", h.tid())).unwrap();
+    assert_eq!(comm.trim(), "handle-probe");
+    tx.send(()).unwrap();
+    let t0 = std::time::Instant::now();
+    while !h.is_finished() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(ms(1));
+    }
+    assert!(h.is_finished());
+    let native = h.as_pthread_t();
+    let tid = h.tid();
+    let (inner_native, inner_tid, inner_current) = h.join().unwrap();
+    assert_eq!((inner_native, inner_tid, inner_current), (native, tid, tid));
+    assert_eq!(Tid::process().as_raw() as u32, std::process::id());
 }
