@@ -98,15 +98,16 @@ pub fn process_threads() -> Result<Vec<Tid>> {
     Ok(tids)
 }
 
-/// Policy and priority of thread `tid` (`sched_getscheduler` + `sched_getparam`).
+/// Policy and priority of thread `tid`, read in one `sched_getattr` call so the pair
+/// is consistent even if another thread changes it meanwhile (the POSIX pair
+/// `sched_getscheduler` + `sched_getparam` is [`get_scheduler`](super::get_scheduler)
+/// and [`get_param`](super::get_param)).
 ///
 /// # References
-///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
-///  - [`sched_getparam(2)`](https://man7.org/linux/man-pages/man2/sched_getparam.2.html)
+///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
-    let policy = raw_getscheduler(tid.as_raw())?;
-    let value = raw_getparam(tid.as_raw())?;
-    Ok(Priority::from_kernel(policy, value))
+    let a = super::deadline::get(tid)?;
+    Ok(Priority::from_kernel(a.policy, a.priority as i32))
 }
 
 /// Sets policy and priority of thread `tid` (`sched_setscheduler(tid, ...)`).
