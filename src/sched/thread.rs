@@ -126,8 +126,9 @@ pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
 /// (`sched_setparam(tid, ...)`). The value is checked against the range of the
 /// thread's current policy first (`InvalidInput` if outside).
 ///
-/// Unlike [`set_current_priority`] (`pthread_setschedprio`), a lowered thread goes to
-/// the tail of its new priority's list, as `sched_setparam` specifies.
+/// POSIX puts a thread whose priority `sched_setparam` changed at the tail of its new
+/// list; Linux applies the `pthread_setschedprio` rule to every call instead (raised:
+/// tail, lowered: head, unchanged: stays; see `sched(7)`).
 ///
 /// # References
 ///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)
