@@ -948,3 +948,24 @@ fn handle_exposes_pthread_t_tid_and_finished_state() {
     assert_eq!((inner_native, inner_tid, inner_current), (native, tid, tid));
     assert_eq!(Tid::process().as_raw() as u32, std::process::id());
 }
+
+#[test]
+fn spawn_fails_cleanly_when_the_creator_cannot_apply_an_attribute() {
+    let _g = serial();
+    // SCHED_DEADLINE with a restricted affinity is refused by the kernel (EPERM), and
+    // without CAP_SYS_NICE it is refused anyway: either way the closure must never run.
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ran.clone();
+    let r = Builder::new()
+        .deadline(Deadline::new(ms(1), ms(10), ms(10)).unwrap())
+        .affinity(CpuSet::single(demo_cpu()).unwrap())
+        .spawn(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    assert_eq!(e.call(), "sched_setattr");
+    assert!(e.hint().unwrap().contains("affinity"), "{e}");
+    assert!(
+        !ran.load(std::sync::atomic::Ordering::SeqCst),
+        "closure ran"
+    );
+}
