@@ -514,7 +514,7 @@ fn unreadable_processes_are_skipped_with_a_count() {
     let (w, _stop) = parked_worker("tfp private worker", b"");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("skip: needs root to run tfp as another user");
+        unreadable_without_root();
         return;
     }
     // As `nobody`, our root-owned 0600 registry cannot be opened.
@@ -537,6 +537,48 @@ fn unreadable_processes_are_skipped_with_a_count() {
         "{out:?}"
     );
     drop(w);
+}
+
+/// Without root: a helper `tfp --watch` (it marks its own main thread) gets its
+/// registry file's mode set to 0000, which its own user cannot open either.
+fn unreadable_without_root() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut helper = Command::new(env!("CARGO_BIN_EXE_tfp"))
+        .args(["--watch", "30", "-n", "2", "-p", "1"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = helper.id() as i32;
+    let prefix = format!("posixrt-mark-{pid}-");
+    let t0 = Instant::now();
+    let file = loop {
+        let found = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
+        if let Some(e) = found {
+            break e.path();
+        }
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "the helper never created its registry"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0)).unwrap();
+    let out = tfp(&["--json", "--no-self"]);
+    let _ = helper.kill();
+    let _ = helper.wait();
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{out:?}");
+    let j = parse_json(&stdout(&out));
+    assert!(j.get("unreadable").num() >= 1.0, "{j:?}");
+    assert!(j
+        .get("processes")
+        .arr()
+        .iter()
+        .all(|p| p.get("pid").num() as i32 != pid));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
 }
 
 static BIG: Mutex<()> = Mutex::new(());
