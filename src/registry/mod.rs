@@ -943,7 +943,10 @@ pub struct ProcessEntry {
 pub struct Scan {
     /// Processes with a registry of the kind, by pid.
     pub processes: Vec<ProcessEntry>,
-    /// Registries that could not be opened or mapped (permissions), or were malformed.
+    /// Registries that could not be opened or mapped (permissions), were malformed
+    /// or owned by a user the process does not run as, or belong to a process this
+    /// reader cannot see (`/proc` with `hidepid`) or to a dead process whose file
+    /// only its user or root may remove.
     pub unreadable: usize,
     /// Files of dead processes removed during the scan.
     pub removed: usize,
@@ -1029,11 +1032,16 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
     })?;
     for (path, name) in found {
         match process_state(&name) {
-            Liveness::Dead => {
-                if std::fs::remove_file(&path).is_ok() {
-                    out.removed += 1;
+            Liveness::Dead => match std::fs::remove_file(&path) {
+                Ok(()) => out.removed += 1,
+                // Another user's file in the sticky /dev/shm: either its process
+                // is hidden from us (/proc mounted with hidepid) or it is dead and
+                // only its user or root may remove it. Either way: skipped.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    out.unreadable += 1
                 }
-            }
+                Err(_) => {} // removed meanwhile by another reader
+            },
             Liveness::Unknown => out.unreadable += 1,
             Liveness::Alive(stat) => match read_file(&path, &kind_b, &name) {
                 FileRead::Stale => {
