@@ -1037,9 +1037,7 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
                 // Another user's file in the sticky /dev/shm: either its process
                 // is hidden from us (/proc mounted with hidepid) or it is dead and
                 // only its user or root may remove it. Either way: skipped.
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    out.unreadable += 1
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => out.unreadable += 1,
                 Err(_) => {} // removed meanwhile by another reader
             },
             Liveness::Unknown => out.unreadable += 1,

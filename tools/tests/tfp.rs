@@ -548,23 +548,8 @@ fn unreadable_without_root() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let file = wait_registry(helper.id() as i32);
     let pid = helper.id() as i32;
-    let prefix = format!("posixrt-mark-{pid}-");
-    let t0 = Instant::now();
-    let file = loop {
-        let found = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
-        if let Some(e) = found {
-            break e.path();
-        }
-        assert!(
-            t0.elapsed().as_secs() < 20,
-            "the helper never created its registry"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0)).unwrap();
     let out = tfp(&["--json", "--no-self"]);
     let _ = helper.kill();
@@ -579,6 +564,48 @@ fn unreadable_without_root() {
         .iter()
         .all(|p| p.get("pid").num() as i32 != pid));
     assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
+}
+
+/// Waits (bounded) for `pid`'s mark registry file to appear.
+fn wait_registry(pid: i32) -> std::path::PathBuf {
+    let prefix = format!("posixrt-mark-{pid}-");
+    let t0 = Instant::now();
+    loop {
+        let found = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
+        if let Some(e) = found {
+            return e.path();
+        }
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "pid {pid} never created its registry"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn watch_stops_cleanly_on_sigint_and_removes_its_registry() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let mut w = Command::new(env!("CARGO_BIN_EXE_tfp"))
+            .args(["--watch", "30", "-p", "1"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = w.id() as i32;
+        let file = wait_registry(pid);
+        // SAFETY: signals the child we spawned and have not reaped.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        let status = w.wait().unwrap();
+        assert!(status.success(), "signal {sig}: {status:?}");
+        assert!(
+            !file.exists(),
+            "signal {sig}: {} left behind",
+            file.display()
+        );
+    }
 }
 
 static BIG: Mutex<()> = Mutex::new(());

@@ -12,6 +12,7 @@
 
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use clap::Parser;
@@ -76,6 +77,9 @@ fn main() -> ExitCode {
         // The seed's tfp lists itself too; a failure here only loses that line.
         let _ = mark::set("Main thread TFP");
     }
+    if args.watch.is_some() {
+        install_stop_handlers();
+    }
     let mut out = io::stdout().lock();
     let tty = out.is_terminal();
     let mut iteration = 0u64;
@@ -112,12 +116,53 @@ fn main() -> ExitCode {
         iteration += 1;
         match args.watch {
             Some(secs) if args.iterations.map_or(true, |n| iteration < n) => {
-                std::thread::sleep(Duration::from_secs_f64(secs));
+                if !sleep_unless_stopped(Duration::from_secs_f64(secs)) {
+                    break;
+                }
             }
             _ => break,
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Set by SIGINT, SIGTERM or SIGHUP during --watch: leave the loop and exit
+/// normally, so tfp's own registry file is removed (a signal's default action
+/// would leave it for the next reader to clean up).
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: `sa` is zero-initialised plain data, then filled in; the handler
+        // only stores to an atomic, which is async-signal-safe; a null old-action
+        // pointer is allowed.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Sleeps `d` in short steps; false if a stop signal arrived.
+fn sleep_unless_stopped(d: Duration) -> bool {
+    let step = Duration::from_millis(20);
+    let end = std::time::Instant::now() + d;
+    loop {
+        if STOP.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep(step.min(end - now));
+    }
 }
 
 fn take(args: &Args) -> posixrt::Result<Snapshot> {
