@@ -550,7 +550,7 @@ fn unreadable_without_root() {
         .unwrap();
     let file = wait_registry(helper.id() as i32);
     let pid = helper.id() as i32;
-    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0)).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
     let out = tfp(&["--json", "--no-self"]);
     let _ = helper.kill();
     let _ = helper.wait();
