@@ -23,7 +23,8 @@ use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
 ///
 /// Each process prints a `PID <pid> "<path>"` line, then one line per marked
 /// thread: `TID <tid> <yyyy mm dd hh:mm:ss> <policy> <rt prio> <nice> <cpu s>
-/// <marker>` (the time is the marker's last update, local time). Processes whose
+/// <marker>` (the time is the marker's last update, local time; control characters
+/// in markers and paths are shown escaped, e.g. `\n`). Processes whose
 /// registry cannot be read (another user's, without root) are skipped and counted
 /// on standard error.
 #[derive(Parser, Debug)]
