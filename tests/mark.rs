@@ -3,8 +3,8 @@
 //! child disappears, the registry file is private, and the bounds are right.
 //!
 //! Child processes are this test binary run again with `POSIXRT_MARK_CHILD=<mode>`
-//! and the filter `child_process`: that test acts as the child when the variable
-//! is set (and does nothing otherwise).
+//! and `child_process --exact --ignored`: that (ignored) test acts as the child
+//! when the variable is set, and does nothing otherwise.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
@@ -26,7 +26,10 @@ fn wait_stdin_eof() {
 }
 
 /// The child side. Prints `READY <pid> <tid>...` once its marks are in place.
+/// Ignored in normal runs (it is not a test of its own); the other tests run it in
+/// child processes with `--ignored`.
 #[test]
+#[ignore = "entry point of the child processes the other tests spawn"]
 fn child_process() {
     let Ok(mode) = std::env::var(CHILD_ENV) else {
         return; // not a child run
@@ -95,6 +98,7 @@ fn child_process() {
                     "--exact",
                     "--nocapture",
                     "--test-threads=1",
+                    "--ignored",
                 ])
                 .env(CHILD_ENV, "idle")
                 .exec();
@@ -122,6 +126,7 @@ fn child_process() {
                     "--exact",
                     "--nocapture",
                     "--test-threads=1",
+                    "--ignored",
                 ])
                 .env(CHILD_ENV, "idle")
                 .exec();
@@ -205,6 +210,7 @@ fn spawn_child(mode: &str) -> ChildProc {
             "--exact",
             "--nocapture",
             "--test-threads=1",
+            "--ignored",
         ])
         .env(CHILD_ENV, mode)
         .stdin(Stdio::piped())
