@@ -348,6 +348,11 @@ fn example_bin(name: &str) -> PathBuf {
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
+    // The same features as this test build, so the nested build reuses the outer
+    // one's artifacts instead of rebuilding the crate with other features.
+    if cfg!(feature = "tokio") {
+        cmd.args(["--features", "tokio"]);
+    }
     let status = cmd.status().expect("run cargo build --example");
     assert!(status.success(), "cargo build --example {name}");
     assert!(bin.exists(), "{} missing", bin.display());
