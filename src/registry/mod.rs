@@ -286,7 +286,10 @@ impl Registry {
         });
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let starttime = read_stat(&format!("/proc/{pid}/stat"))
-            .map_err(|e| e.with_message("reading this process's start time"))?
+            .map_err(|e| {
+                e.with_message("reading this process's start time")
+                    .with_hint(PROC_HINT)
+            })?
             .starttime;
         let _ = cleanup(kind);
 
@@ -795,9 +798,12 @@ fn read_stat(path: &str) -> Result<TaskStat> {
 /// The calling thread's tid and start time, as [`Registry::claim`] wants them.
 pub fn current_thread() -> Result<(i32, u64)> {
     let tid = rustix::thread::gettid().as_raw_nonzero().get();
-    let st = read_stat("/proc/thread-self/stat")?;
+    let st = read_stat("/proc/thread-self/stat").map_err(|e| e.with_hint(PROC_HINT))?;
     Ok((tid, st.starttime))
 }
+
+const PROC_HINT: &str =
+    "registries name processes and threads by their /proc start time: mount /proc (mount -t proc proc /proc)";
 
 fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
     matches!(read_stat(&format!("/proc/{pid}/task/{tid}/stat")),
