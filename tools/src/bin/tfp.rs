@@ -74,12 +74,13 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // Before the registry file exists, so no stop signal can leave it behind.
+    if args.watch.is_some() {
+        install_stop_handlers();
+    }
     if !args.no_self {
         // The seed's tfp lists itself too; a failure here only loses that line.
         let _ = mark::set("Main thread TFP");
-    }
-    if args.watch.is_some() {
-        install_stop_handlers();
     }
     let mut out = io::stdout().lock();
     let tty = out.is_terminal();
