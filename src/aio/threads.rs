@@ -77,6 +77,8 @@ fn worker(inner: Arc<Inner>, w: u32) {
         if let Some(idx) = core.pop_ready() {
             let s = &mut core.slots[idx as usize];
             s.worker = w;
+            // Cancellable until the transfer starts (see `run`).
+            s.interruptible = true;
             let op = s.op;
             drop(core);
             let res = run(&inner, pool, w, idx, op);
@@ -159,6 +161,14 @@ fn run(inner: &Inner, pool: &Pool, w: u32, idx: u32, op: RawOp) -> i64 {
                 s.interruptible = false;
                 break;
             }
+        }
+    }
+    {
+        let mut c = inner.lock();
+        let s = &mut c.slots[idx as usize];
+        s.interruptible = false;
+        if s.cancel_req {
+            return -(libc::ECANCELED as i64);
         }
     }
     let len = op.len.min(MAX_RW);
