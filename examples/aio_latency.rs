@@ -30,6 +30,7 @@ struct Args {
     qd32_ops: usize,
     size_mb: usize,
     json: bool,
+    only: Option<String>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -38,6 +39,7 @@ fn parse() -> Result<Args, String> {
         qd32_ops: 200_000,
         size_mb: 64,
         json: false,
+        only: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
@@ -52,8 +54,9 @@ fn parse() -> Result<Args, String> {
             "--qd32-ops" => a.qd32_ops = num("--qd32-ops")?,
             "--file-size-mb" => a.size_mb = num("--file-size-mb")?,
             "--json" => a.json = true,
+            "--only" => a.only = it.next(),
             "-h" | "--help" => {
-                println!("usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--json]");
+                println!("usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other:?} (try --help)")),
@@ -222,7 +225,13 @@ fn glibc_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
         let mut list: Vec<*mut libc::aiocb> = cbs.iter_mut().map(|c| c as *mut _).collect();
         // SAFETY: the aiocbs and buffers outlive LIO_WAIT.
         unsafe {
-            if libc::lio_listio(libc::LIO_WAIT, list.as_mut_ptr(), QD as i32, std::ptr::null_mut()) != 0 {
+            if libc::lio_listio(
+                libc::LIO_WAIT,
+                list.as_mut_ptr(),
+                QD as i32,
+                std::ptr::null_mut(),
+            ) != 0
+            {
                 return Err(format!("lio_listio: {}", std::io::Error::last_os_error()));
             }
             for cb in cbs.iter_mut() {
@@ -336,24 +345,48 @@ fn run(a: &Args) -> Result<(), String> {
         let mut b = vec![0u8; 1 << 20];
         while r.read(&mut b).map_err(err)? > 0 {}
     }
-    let uring = Aio::builder().backend(Backend::Uring).build().map_err(err)?;
+    let uring = Aio::builder()
+        .backend(Backend::Uring)
+        .build()
+        .map_err(err)?;
     let threads = Aio::builder()
         .backend(Backend::Threads)
         .build()
         .map_err(err)?;
 
+    let on = |n: &str| a.only.as_deref().is_none_or(|o| o == n);
     let mut q1: Vec<(&str, Qd1)> = Vec::new();
-    q1.push(("posixrt_uring", posixrt_qd1(&f, &uring, a.ops, size)?));
-    q1.push(("posixrt_threads", posixrt_qd1(&f, &threads, a.ops, size)?));
-    q1.push(("glibc", glibc_qd1(&f, a.ops, size)?));
-    q1.push(("io_uring", uring_qd1(&f, a.ops, size)?));
-    q1.push(("pread", pread_qd1(&f, a.ops, size)?));
-    let q32: Vec<(&str, f64)> = vec![
-        ("posixrt_uring", posixrt_qd32(&f, &uring, a.qd32_ops, size)?),
-        ("posixrt_threads", posixrt_qd32(&f, &threads, a.qd32_ops, size)?),
-        ("glibc", glibc_qd32(&f, a.qd32_ops, size)?),
-        ("io_uring", uring_qd32(&f, a.qd32_ops, size)?),
-    ];
+    let mut q32: Vec<(&str, f64)> = Vec::new();
+    if on("posixrt_uring") {
+        q1.push(("posixrt_uring", posixrt_qd1(&f, &uring, a.ops, size)?));
+    }
+    if on("posixrt_threads") {
+        q1.push(("posixrt_threads", posixrt_qd1(&f, &threads, a.ops, size)?));
+    }
+    if on("glibc") {
+        q1.push(("glibc", glibc_qd1(&f, a.ops, size)?));
+    }
+    if on("io_uring") {
+        q1.push(("io_uring", uring_qd1(&f, a.ops, size)?));
+    }
+    if on("pread") {
+        q1.push(("pread", pread_qd1(&f, a.ops, size)?));
+    }
+    if on("posixrt_uring") {
+        q32.push(("posixrt_uring", posixrt_qd32(&f, &uring, a.qd32_ops, size)?));
+    }
+    if on("posixrt_threads") {
+        q32.push((
+            "posixrt_threads",
+            posixrt_qd32(&f, &threads, a.qd32_ops, size)?,
+        ));
+    }
+    if on("glibc") {
+        q32.push(("glibc", glibc_qd32(&f, a.qd32_ops, size)?));
+    }
+    if on("io_uring") {
+        q32.push(("io_uring", uring_qd32(&f, a.qd32_ops, size)?));
+    }
 
     if a.json {
         let qd1s: Vec<String> = q1
@@ -394,8 +427,18 @@ fn run(a: &Args) -> Result<(), String> {
     for (n, o) in &q32 {
         println!("{n:>20} {o:>12.0}");
     }
-    let p = |n: &str| q1.iter().find(|(m, _)| *m == n).map(|(_, q)| q.p50 as f64).unwrap_or(f64::NAN);
-    let t = |n: &str| q32.iter().find(|(m, _)| *m == n).map(|(_, o)| *o).unwrap_or(f64::NAN);
+    let p = |n: &str| {
+        q1.iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, q)| q.p50 as f64)
+            .unwrap_or(f64::NAN)
+    };
+    let t = |n: &str| {
+        q32.iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, o)| *o)
+            .unwrap_or(f64::NAN)
+    };
     println!();
     println!(
         "ratios: posixrt_uring/io_uring p50 = {:.2} (goal <= 1.30); posixrt_uring/glibc p50 = {:.2} (goal <= 0.35); QD32 posixrt_uring/io_uring = {:.2} (goal >= 0.90)",

@@ -102,10 +102,10 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                         let core = inner.lock();
                         r.cancel_async(user_data(idx, gen));
                         inner.release(core);
-                        let _ = inner.wait_until(
-                            Some(Instant::now() + Duration::from_millis(50)),
-                            |c| c.get(idx, gen).map_or(true, |s| s.state == State::Done),
-                        );
+                        let _ = inner
+                            .wait_until(Some(Instant::now() + Duration::from_millis(50)), |c| {
+                                c.get(idx, gen).map_or(true, |s| s.state == State::Done)
+                            });
                         match done(inner, idx, gen) {
                             Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
                             Some(_) => CancelResult::AllDone,

@@ -157,7 +157,12 @@ impl Aio {
         let notify = std::mem::take(&mut op.notify);
         self.inner.prepare_notify(&notify)?;
         let (idx, gen) = self.inner.submit_one(raw, prio, notify)?;
-        Ok(Request::new(Arc::clone(&self.inner), idx, gen, op.buf.take()))
+        Ok(Request::new(
+            Arc::clone(&self.inner),
+            idx,
+            gen,
+            op.buf.take(),
+        ))
     }
 
     /// `aio_read`: reads `buf.len()` bytes at `offset`.

@@ -144,6 +144,9 @@ pub(crate) struct Core {
     free: Vec<u32>,
     gates: Vec<Gate>,
     ready: BinaryHeap<Reverse<(u8, u64, u32)>>,
+    /// Requests admitted while the engine had room for all of them: issued in
+    /// submission order without going through the priority heap.
+    direct: VecDeque<(u64, u32)>,
     ready_live: usize,
     /// Requests in state `Issued`.
     pub inflight: u32,
@@ -182,6 +185,7 @@ impl Core {
             free: Vec::with_capacity(64),
             gates: Vec::new(),
             ready: BinaryHeap::with_capacity(64),
+            direct: VecDeque::with_capacity(64),
             ready_live: 0,
             inflight: 0,
             seq: 0,
@@ -206,7 +210,13 @@ impl Core {
     }
 
     /// Takes a free slot for a new request (not yet admitted).
-    pub(crate) fn alloc(&mut self, op: RawOp, reqprio: u8, notify: Notify, list: u32) -> (u32, u32) {
+    pub(crate) fn alloc(
+        &mut self,
+        op: RawOp,
+        reqprio: u8,
+        notify: Notify,
+        list: u32,
+    ) -> (u32, u32) {
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -231,7 +241,13 @@ impl Core {
         s.interruptible = false;
         s.cancel_req = false;
         let gen = s.gen;
-        hook::submit(user_data(idx, gen), op.fd, op.offset, op.len, op.kind.hook());
+        hook::submit(
+            user_data(idx, gen),
+            op.fd,
+            op.offset,
+            op.len,
+            op.kind.hook(),
+        );
         (idx, gen)
     }
 
@@ -245,7 +261,10 @@ impl Core {
 
     /// Admits a freshly allocated request: through its fd's ordering gate, then
     /// into the ready queue.
-    pub(crate) fn admit(&mut self, idx: u32) {
+    ///
+    /// `direct` (the engine has room for this whole submission and nothing waits)
+    /// skips the priority heap: every request will be issued right away anyway.
+    pub(crate) fn admit(&mut self, idx: u32, direct: bool) {
         let op = self.slots[idx as usize].op;
         let gate = self.gate(op.fd);
         let blocked = !gate.queue.is_empty() || (op.ordered && gate.issued > 0);
@@ -253,16 +272,20 @@ impl Core {
             gate.queue.push_back(idx);
             self.slots[idx as usize].state = State::FdQueued;
         } else {
-            self.pass_gate(idx);
+            self.pass_gate(idx, direct);
         }
     }
 
-    fn pass_gate(&mut self, idx: u32) {
+    fn pass_gate(&mut self, idx: u32, direct: bool) {
         let fd = self.slots[idx as usize].op.fd;
         self.gate(fd).issued += 1;
         let s = &mut self.slots[idx as usize];
         s.state = State::Ready;
-        self.ready.push(Reverse((s.reqprio, s.seq, idx)));
+        if direct {
+            self.direct.push_back((s.seq, idx));
+        } else {
+            self.ready.push(Reverse((s.reqprio, s.seq, idx)));
+        }
         self.ready_live += 1;
     }
 
@@ -274,6 +297,15 @@ impl Core {
 
     /// The next request to issue, in priority order; marks it `Issued`.
     pub(crate) fn pop_ready(&mut self) -> Option<u32> {
+        while let Some((seq, idx)) = self.direct.pop_front() {
+            let s = &mut self.slots[idx as usize];
+            if s.state == State::Ready && s.seq == seq {
+                s.state = State::Issued;
+                self.ready_live -= 1;
+                self.inflight += 1;
+                return Some(idx);
+            }
+        }
         while let Some(Reverse((_, seq, idx))) = self.ready.pop() {
             let s = &mut self.slots[idx as usize];
             if s.state == State::Ready && s.seq == seq {
@@ -300,7 +332,14 @@ impl Core {
         s.interruptible = false;
         let op = s.op;
         let gen = s.gen;
-        hook::complete(user_data(idx, gen), op.fd, op.offset, op.len, op.kind.hook(), res);
+        hook::complete(
+            user_data(idx, gen),
+            op.fd,
+            op.offset,
+            op.len,
+            op.kind.hook(),
+            res,
+        );
         if let Some(w) = s.waker.take() {
             self.wakers.push(w);
         }
@@ -339,7 +378,7 @@ impl Core {
                 break;
             }
             self.gate(fd).queue.pop_front();
-            self.pass_gate(front);
+            self.pass_gate(front, false);
         }
     }
 

@@ -139,8 +139,12 @@ impl Inner {
         let forced = match cfg.backend {
             Some(b) => Some((b, "chosen by the program")),
             None => match std::env::var("POSIXRT_AIO_BACKEND") {
-                Ok(v) if v == "threads" => Some((Backend::Threads, "forced by POSIXRT_AIO_BACKEND=threads")),
-                Ok(v) if v == "uring" => Some((Backend::Uring, "forced by POSIXRT_AIO_BACKEND=uring")),
+                Ok(v) if v == "threads" => {
+                    Some((Backend::Threads, "forced by POSIXRT_AIO_BACKEND=threads"))
+                }
+                Ok(v) if v == "uring" => {
+                    Some((Backend::Uring, "forced by POSIXRT_AIO_BACKEND=uring"))
+                }
                 Ok(v) if v.is_empty() => None,
                 Ok(v) => {
                     return Err(Error::invalid(
@@ -277,6 +281,19 @@ impl Inner {
                     None => cb(v),
                 },
             }
+        }
+    }
+
+    /// True if the engine takes `n` more requests at once and none is waiting, so
+    /// priority order cannot matter.
+    #[inline]
+    fn has_room(&self, core: &Core, n: usize) -> bool {
+        match &self.engine {
+            Engine::Uring(r) => {
+                core.ready_len() == 0
+                    && (core.inflight as usize).saturating_add(n) <= r.capacity as usize
+            }
+            Engine::Threads(_) => false,
         }
     }
 
@@ -429,9 +446,10 @@ impl Inner {
                 "the AIO context is shutting down",
             ));
         }
+        let direct = self.has_room(&core, ops.size_hint().1.unwrap_or(usize::MAX));
         for (op, prio, notify) in ops {
             let (idx, gen) = core.alloc(op, prio, notify, list);
-            core.admit(idx);
+            core.admit(idx, direct);
             out.push((idx, gen));
         }
         self.kick(&mut core);
@@ -451,8 +469,9 @@ impl Inner {
                 "the AIO context is shutting down",
             ));
         }
+        let direct = self.has_room(&core, 1);
         let (idx, gen) = core.alloc(op, prio, notify, NO_LIST);
-        core.admit(idx);
+        core.admit(idx, direct);
         self.kick(&mut core);
         self.release(core);
         Ok((idx, gen))

@@ -118,7 +118,12 @@ impl Aio {
             .map(|o| {
                 o.and_then(|mut op| {
                     let (idx, gen) = ids.next()?;
-                    Some(Request::new(Arc::clone(&self.inner), idx, gen, op.buf.take()))
+                    Some(Request::new(
+                        Arc::clone(&self.inner),
+                        idx,
+                        gen,
+                        op.buf.take(),
+                    ))
                 })
             })
             .collect();

@@ -158,10 +158,16 @@ impl<B> Op<B> {
         let mut ordered = matches!(kind, OpKind::Fsync | OpKind::Fdatasync);
         if matches!(kind, OpKind::Read | OpKind::Write) {
             if self.offset < 0 {
-                return Err(Error::invalid(call, format!("offset {} is negative", self.offset))
-                    .with_hint("aio_offset must be >= 0"));
+                return Err(
+                    Error::invalid(call, format!("offset {} is negative", self.offset))
+                        .with_hint("aio_offset must be >= 0"),
+                );
             }
-            if len > isize::MAX as usize || (self.offset as u64).checked_add(len as u64).map_or(true, |e| e > i64::MAX as u64) {
+            if len > isize::MAX as usize
+                || (self.offset as u64)
+                    .checked_add(len as u64)
+                    .map_or(true, |e| e > i64::MAX as u64)
+            {
                 return Err(Error::invalid(
                     call,
                     format!("offset {} + length {len} overflows off_t", self.offset),

@@ -195,7 +195,9 @@ impl<B: Send + 'static> Request<B> {
             .with_hint("aio_return may be called once per request; keep the first Completion"));
         }
         let mut core = self.inner.lock();
-        self.inner.poll_completions(&mut core);
+        if core.get(self.idx, self.gen).map(|s| s.state) != Some(State::Done) {
+            self.inner.poll_completions(&mut core);
+        }
         let res = match core.get(self.idx, self.gen) {
             Some(s) if s.state == State::Done => s.res,
             _ => {

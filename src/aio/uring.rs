@@ -201,7 +201,11 @@ fn sqe(op: &RawOp) -> squeue::Entry {
             .build(),
         OpKind::Write => {
             // Ordered writes (O_APPEND, streams) use the current position: -1.
-            let off = if op.ordered { u64::MAX } else { op.offset as u64 };
+            let off = if op.ordered {
+                u64::MAX
+            } else {
+                op.offset as u64
+            };
             opcode::Write::new(fd, op.ptr as *const u8, len)
                 .offset(off)
                 .build()
