@@ -115,7 +115,10 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
         other => {
             let mut st = shared.state.lock().unwrap();
             if let Err(e) = other {
-                let name = st.slots[no].as_ref().map(|s| s.name.clone()).unwrap_or_default();
+                let name = st.slots[no]
+                    .as_ref()
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default();
                 eprintln!("linecount_notify: {name}: {e}");
                 st.failed = true;
             }
