@@ -53,9 +53,7 @@ fn bench(c: &mut Criterion) {
                         Notify::None,
                     )
                     .unwrap();
-                for r in list.into_requests().into_iter().flatten() {
-                    let mut r = r;
-                    let c = r.aio_return().unwrap();
+                for c in list.take_all().unwrap().into_iter().flatten() {
                     black_box(c.result.as_ref().unwrap());
                     bufs.extend(c.buf);
                 }

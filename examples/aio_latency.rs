@@ -165,9 +165,7 @@ fn posixrt_qd32(f: &File, aio: &Aio, ops: usize, size: usize) -> Result<f64, Str
                 Notify::None,
             )
             .map_err(err)?;
-        for r in list.into_requests().into_iter().flatten() {
-            let mut r = r;
-            let c = r.aio_return().map_err(err)?;
+        for c in list.take_all().map_err(err)?.into_iter().flatten() {
             if c.result.map_err(err)? != BLOCK {
                 return Err("short read".into());
             }
@@ -354,7 +352,7 @@ fn run(a: &Args) -> Result<(), String> {
         .build()
         .map_err(err)?;
 
-    let on = |n: &str| a.only.as_deref().is_none_or(|o| o == n);
+    let on = |n: &str| a.only.as_deref().map_or(true, |o| o == n);
     let mut q1: Vec<(&str, Qd1)> = Vec::new();
     let mut q32: Vec<(&str, f64)> = Vec::new();
     if on("posixrt_uring") {

@@ -12,9 +12,15 @@ use posixrt::ErrorKind;
 
 fn run_child(mode: &str, seccomp: bool, backend_env: Option<&str>) -> String {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--ignored", "--exact", "child_entry", "--nocapture", "--test-threads=1"])
-        .env("POSIXRT_AIO_CHILD_MODE", mode)
-        .env_remove("POSIXRT_AIO_BACKEND");
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child_entry",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("POSIXRT_AIO_CHILD_MODE", mode)
+    .env_remove("POSIXRT_AIO_BACKEND");
     if let Some(v) = backend_env {
         cmd.env("POSIXRT_AIO_BACKEND", v);
     }
@@ -126,13 +132,19 @@ fn child_entry() {
             // Requiring io_uring gives the error and the fix, no fallback.
             let e = Aio::builder().backend(Backend::Uring).build().unwrap_err();
             assert_eq!(e.errno(), Some(libc::EPERM));
-            assert!(e.hint().unwrap().contains("POSIXRT_AIO_BACKEND=threads"), "{e}");
+            assert!(
+                e.hint().unwrap().contains("POSIXRT_AIO_BACKEND=threads"),
+                "{e}"
+            );
         }
         "env-threads" => {
             let aio = Aio::new().unwrap();
             assert_eq!(aio.backend().backend(), Backend::Threads);
             assert!(!aio.backend().is_fallback());
-            assert!(aio.backend().reason().contains("POSIXRT_AIO_BACKEND=threads"));
+            assert!(aio
+                .backend()
+                .reason()
+                .contains("POSIXRT_AIO_BACKEND=threads"));
             roundtrip(&aio);
         }
         "env-uring" => {

@@ -71,7 +71,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let mut by_size: Vec<(usize, &PathBuf)> = lines.iter().copied().zip(&paths).collect();
-    by_size.sort_by(|a, b| b.0.cmp(&a.0));
+    by_size.sort_by_key(|b| std::cmp::Reverse(b.0));
     for (n, p) in by_size.iter().take(5) {
         let shown = p.strip_prefix(&src).unwrap_or(p);
         println!("   {n:>6}  src/{}", shown.display());

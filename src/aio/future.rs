@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::core::State;
-use super::list::List;
+use super::list::{entry_done, List};
 use super::request::{Completion, Request};
 use crate::Result;
 
@@ -97,27 +97,28 @@ impl<B: Send + 'static> Future for ListFuture<B> {
                 "the future already completed",
             )));
         };
-        if let Err(e) = list.aio.inner.ensure_background() {
+        let inner = std::sync::Arc::clone(&list.aio.inner);
+        if let Err(e) = inner.ensure_background() {
             return Poll::Ready(Err(e));
         }
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
         let mut all = true;
-        for r in list.reqs.iter().flatten() {
-            if !check_or_register(r, cx) {
+        for e in list.entries.iter().flatten() {
+            if !entry_done(&core, e) {
                 all = false;
-                break;
+                let s = &mut core.slots[e.idx as usize];
+                match &s.waker {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => s.waker = Some(cx.waker().clone()),
+                }
             }
         }
+        inner.release(core);
         if !all {
             return Poll::Pending;
         }
-        let list = self.list.take().expect("checked above");
-        let mut out = Vec::with_capacity(list.reqs.len());
-        for r in list.into_requests() {
-            out.push(match r {
-                Some(mut r) => Some(r.aio_return()?),
-                None => None,
-            });
-        }
-        Poll::Ready(Ok(out))
+        let mut list = self.list.take().expect("checked above");
+        Poll::Ready(Ok(list.take_done()))
     }
 }

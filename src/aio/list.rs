@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use super::context::Aio;
-use super::core::{State, NO_LIST};
+use super::core::{Core, State};
 use super::hook;
 use super::notify::Notify;
 use super::op::Op;
-use super::request::Request;
+use super::request::{result_of, Completion, Request, RequestId};
 use crate::Result;
 
 /// `lio_listio`'s mode.
@@ -22,38 +22,131 @@ pub enum ListMode {
     NoWait,
 }
 
-/// The requests of one `lio_listio` call, in the order given; `None` where the
-/// entry was empty or `LIO_NOP`.
+pub(crate) struct Entry<B> {
+    pub idx: u32,
+    pub gen: u32,
+    pub buf: Option<B>,
+}
+
+/// The requests of one `lio_listio` call, by entry, in the order given (an empty
+/// or `LIO_NOP` entry has no request).
+///
+/// Take every result at once with [`List::take_all`] (one lock for the whole
+/// list), or turn the list into one [`Request`] handle per entry with
+/// [`List::into_requests`]. Dropping a list with unfinished requests cancels them,
+/// like dropping their handles.
 pub struct List<B: Send + 'static> {
     pub(crate) aio: Aio,
-    pub(crate) reqs: Vec<Option<Request<B>>>,
+    pub(crate) entries: Vec<Option<Entry<B>>>,
+}
+
+pub(crate) fn entry_done(core: &Core, e: &Entry<impl Sized>) -> bool {
+    core.get(e.idx, e.gen)
+        .map_or(true, |s| s.state == State::Done)
 }
 
 impl<B: Send + 'static> List<B> {
-    /// The requests, by entry.
-    pub fn requests(&self) -> &[Option<Request<B>>] {
-        &self.reqs
+    /// Number of entries (including empty ones).
+    pub fn len(&self) -> usize {
+        self.entries.len()
     }
-    /// The requests, by entry, mutably (to take results).
-    pub fn requests_mut(&mut self) -> &mut [Option<Request<B>>] {
-        &mut self.reqs
+
+    /// True for a list of no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
     }
-    /// The requests, by entry.
-    pub fn into_requests(self) -> Vec<Option<Request<B>>> {
-        self.reqs
+
+    /// The request of entry `i`, or `None` for an empty or `LIO_NOP` entry (or
+    /// `i` out of range). Usable in [`Aio::suspend`](super::Aio::suspend) lists.
+    pub fn id(&self, i: usize) -> Option<RequestId> {
+        let e = self.entries.get(i)?.as_ref()?;
+        Some(RequestId {
+            ctx: Arc::as_ptr(&self.aio.inner) as usize,
+            idx: e.idx,
+            gen: e.gen,
+        })
     }
+
+    /// Every entry's request (`None` for empty ones), for [`Aio::suspend`](super::Aio::suspend).
+    pub fn ids(&self) -> impl Iterator<Item = Option<RequestId>> + '_ {
+        (0..self.entries.len()).map(move |i| self.id(i))
+    }
+
     /// True once every request is done.
     pub fn is_done(&self) -> bool {
-        self.reqs.iter().flatten().all(Request::is_done)
+        let inner = &self.aio.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let done = self.entries.iter().flatten().all(|e| entry_done(&core, e));
+        inner.release(core);
+        done
     }
+
     /// Waits for every request (the calling thread reaps completions itself).
     pub fn wait_all(&self) -> Result<()> {
-        let ids: Vec<(u32, u32)> = self.reqs.iter().flatten().map(|r| (r.idx, r.gen)).collect();
         self.aio.inner.wait_until(None, |c| {
-            ids.iter()
-                .all(|&(i, g)| c.get(i, g).map_or(true, |s| s.state == State::Done))
+            self.entries.iter().flatten().all(|e| entry_done(c, e))
         })?;
         Ok(())
+    }
+
+    /// Waits for every request, then takes every result and buffer (each entry's
+    /// `aio_return`) under one lock. `None` for empty entries.
+    pub fn take_all(mut self) -> Result<Vec<Option<Completion<B>>>> {
+        self.wait_all()?;
+        Ok(self.take_done())
+    }
+
+    /// Takes the results of a list whose requests are all done.
+    pub(crate) fn take_done(&mut self) -> Vec<Option<Completion<B>>> {
+        let inner = Arc::clone(&self.aio.inner);
+        let mut core = inner.lock();
+        let out = self
+            .entries
+            .iter_mut()
+            .map(|e| {
+                let e = e.take()?;
+                let res = match core.get(e.idx, e.gen) {
+                    Some(s) if s.state == State::Done => {
+                        let r = s.res;
+                        core.free_slot(e.idx);
+                        r
+                    }
+                    _ => -(libc::ECANCELED as i64),
+                };
+                Some(Completion {
+                    result: result_of("aio_return", res),
+                    buf: e.buf,
+                })
+            })
+            .collect();
+        inner.release(core);
+        out
+    }
+
+    /// One [`Request`] handle per entry (`None` for empty ones).
+    pub fn into_requests(mut self) -> Vec<Option<Request<B>>> {
+        let inner = &self.aio.inner;
+        std::mem::take(&mut self.entries)
+            .into_iter()
+            .map(|e| e.map(|e| Request::new(Arc::clone(inner), e.idx, e.gen, e.buf)))
+            .collect()
+    }
+}
+
+impl<B: Send + 'static> Drop for List<B> {
+    fn drop(&mut self) {
+        if self.entries.iter().any(Option::is_some) {
+            // Dropping the handles cancels what is unfinished and keeps its buffers.
+            drop(
+                std::mem::take(&mut self.entries)
+                    .into_iter()
+                    .map(|e| {
+                        e.map(|e| Request::new(Arc::clone(&self.aio.inner), e.idx, e.gen, e.buf))
+                    })
+                    .collect::<Vec<_>>(),
+            );
+        }
     }
 }
 
@@ -63,9 +156,8 @@ impl Aio {
     ///
     /// Every entry is checked first; if one is invalid (EINVAL: reqprio, offset,
     /// length, signal) nothing is submitted. With [`ListMode::Wait`] the call
-    /// returns when all are done (check each with `error`/`aio_return`); with
-    /// [`ListMode::NoWait`] it returns at once and `notify` fires once, when all
-    /// are done.
+    /// returns when all are done (check each result); with [`ListMode::NoWait`]
+    /// it returns at once and `notify` fires once, when all are done.
     ///
     /// # References
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
@@ -79,8 +171,10 @@ impl Aio {
             .map(|o| o.filter(|o| !o.is_nop()))
             .collect();
         let mut raws = Vec::with_capacity(ops.len());
+        let mut need_notify = false;
         for op in ops.iter_mut().flatten() {
             raws.push(op.prepare("lio_listio")?);
+            need_notify |= !op.notify.is_none();
         }
         let notify = match mode {
             ListMode::Wait => Notify::None,
@@ -88,20 +182,20 @@ impl Aio {
         };
         notify.validate("lio_listio")?;
         self.inner.prepare_notify(&notify)?;
-        for op in ops.iter().flatten() {
-            self.inner.prepare_notify(&op.notify)?;
+        if need_notify {
+            for op in ops.iter().flatten() {
+                self.inner.prepare_notify(&op.notify)?;
+            }
         }
         let n = raws.len();
         let mut ids = Vec::with_capacity(n);
         {
             let mut core = self.inner.lock();
-            let list = if notify.is_none() {
-                NO_LIST
-            } else {
-                core.new_list(n as u32, notify)
-            };
+            // Every list gets a group, so its end is seen (trace hook) and its
+            // notification fires once.
+            let list = core.new_list(n as u32, notify);
             hook::list_start(list, n, mode == ListMode::Wait);
-            if list != NO_LIST && n == 0 {
+            if n == 0 {
                 core.finish_list(list);
             }
             self.inner.release(core);
@@ -113,23 +207,22 @@ impl Aio {
             self.inner.submit(&mut it, list, &mut ids)?;
         }
         let mut ids = ids.into_iter();
-        let reqs = ops
+        let entries = ops
             .into_iter()
             .map(|o| {
                 o.and_then(|mut op| {
                     let (idx, gen) = ids.next()?;
-                    Some(Request::new(
-                        Arc::clone(&self.inner),
+                    Some(Entry {
                         idx,
                         gen,
-                        op.buf.take(),
-                    ))
+                        buf: op.buf.take(),
+                    })
                 })
             })
             .collect();
         let list = List {
             aio: self.clone(),
-            reqs,
+            entries,
         };
         if mode == ListMode::Wait {
             list.wait_all()?;
