@@ -568,6 +568,45 @@ fn list_wait(b: Backend) {
 }
 both!(lio_wait_with_read_write_nop, list_wait);
 
+fn list_take_all_and_drop(b: Backend) {
+    let aio = ctx(b);
+    let s = scratch(false, &pattern(4096));
+    let list = aio
+        .lio_listio(
+            ListMode::NoWait,
+            [
+                None,
+                Some(Op::read(&s.file, 100, vec![0u8; 50])),
+                Some(Op::nop()),
+            ],
+            Notify::None,
+        )
+        .unwrap();
+    aio.suspend(list.ids(), None).unwrap();
+    let all = list.take_all().unwrap();
+    assert_eq!(all.len(), 3);
+    assert!(all[0].is_none() && all[2].is_none());
+    assert_eq!(all[1].as_ref().unwrap().data(), &pattern(4096)[100..150]);
+    // Dropping a list whose requests cannot finish cancels them and returns.
+    let (rd, wr) = pipe();
+    let list = aio
+        .lio_listio(
+            ListMode::NoWait,
+            (0..4).map(|_| Some(Op::read(&rd, 0, vec![0u8; 16]))),
+            Notify::None,
+        )
+        .unwrap();
+    drop(list);
+    assert_eq!(
+        aio.cancel_fd(rd.as_raw_fd()).unwrap(),
+        CancelResult::AllDone
+    );
+    rustix::io::write(&wr, b"after").unwrap();
+    let mut r = aio.read(&rd, 0, vec![0u8; 5]).unwrap();
+    assert_eq!(r.wait().unwrap().data(), b"after");
+}
+both!(list_take_all_and_drop_in_flight, list_take_all_and_drop);
+
 fn callback_resubmits(b: Backend) {
     // Listing 7.8's shape: each completion's callback takes the result and submits
     // the next read, until end of file.

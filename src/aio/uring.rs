@@ -145,11 +145,13 @@ impl Ring {
         }
     }
 
-    /// Synchronous cancel of one issued request (`IORING_REGISTER_SYNC_CANCEL`),
-    /// without waiting for one that already runs. Call WITHOUT the core lock.
+    /// Synchronous cancel of one issued request (`IORING_REGISTER_SYNC_CANCEL`).
+    /// A request that is running (a kernel worker is copying, or a poll wake-up is
+    /// being handled) is waited for at most a few milliseconds: ETIME then means
+    /// it could not be cancelled. Call WITHOUT the core lock.
     pub(crate) fn cancel_sync(&self, ud: u64) -> io::Result<()> {
         let r = self.ring.submitter().register_sync_cancel(
-            Some(types::Timespec::new()),
+            Some(types::Timespec::new().nsec(20_000_000)),
             types::CancelBuilder::user_data(ud),
         );
         match r {
