@@ -109,6 +109,30 @@ fn read_write_fsync(b: Backend) {
 }
 both!(read_write_fsync_roundtrip, read_write_fsync);
 
+fn aligned_buffers(b: Backend) {
+    // posixrt::advise::AlignedBuf (the buffer O_DIRECT needs) is an owned buffer.
+    use posixrt::advise::AlignedBuf;
+    let aio = ctx(b);
+    let data = pattern(8192);
+    let s = scratch(false, &data);
+    let mut r = aio
+        .read(&s.file, 4096, AlignedBuf::new(4096, 4096).unwrap())
+        .unwrap();
+    let c = r.wait().unwrap();
+    let buf = c.buf.unwrap();
+    assert_eq!(buf.as_ptr() as usize % 4096, 0);
+    assert_eq!(&buf[..], &data[4096..]);
+    let mut w = aio
+        .write(
+            &s.file,
+            0,
+            AlignedBuf::from_slice(b"aligned!", 512).unwrap(),
+        )
+        .unwrap();
+    assert_eq!(w.wait().unwrap().result.unwrap(), 8);
+}
+both!(aligned_buf_from_advise, aligned_buffers);
+
 fn fsync_covers_earlier(b: Backend) {
     // An fsync waits for every earlier request on its fd: when it is done, so are they.
     let aio = ctx(b);

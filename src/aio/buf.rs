@@ -126,3 +126,24 @@ unsafe impl IoBufMut for &'static mut [u8] {
         self.as_mut_ptr()
     }
 }
+
+// SAFETY: an AlignedBuf owns one heap block (posix_memalign) that does not move
+// when the value moves and stays valid until it is dropped.
+unsafe impl IoBuf for crate::advise::AlignedBuf {
+    #[inline]
+    fn stable_ptr(&self) -> *const u8 {
+        self.as_ptr()
+    }
+    #[inline]
+    fn bytes_len(&self) -> usize {
+        self.len()
+    }
+}
+
+// SAFETY: as above; `as_mut_ptr` covers `len()` zero-initialised bytes.
+unsafe impl IoBufMut for crate::advise::AlignedBuf {
+    #[inline]
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+}
