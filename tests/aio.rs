@@ -924,3 +924,43 @@ fn stress(b: Backend) {
     );
 }
 both!(stress_100k_mixed_with_cancels, stress);
+
+// ------------------------------------------------- the examples' line counter
+
+#[path = "../examples/support/newlines.rs"]
+#[allow(dead_code)]
+mod newlines;
+
+#[test]
+fn newline_counter_matches_naive_count() {
+    let mut x = 12345u64;
+    for len in [
+        0usize,
+        1,
+        31,
+        32,
+        127,
+        128,
+        129,
+        8160,
+        32 * 1024 + 77,
+        300_000,
+    ] {
+        let buf: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x % 5 == 0 {
+                    b'\n'
+                } else {
+                    b'a'
+                }
+            })
+            .collect();
+        let naive = buf.iter().filter(|&&b| b == b'\n').count();
+        assert_eq!(newlines::count_newlines(&buf), naive, "len {len}");
+    }
+    // All newlines: the byte lanes must not wrap.
+    assert_eq!(newlines::count_newlines(&vec![b'\n'; 100_000]), 100_000);
+}
