@@ -10,6 +10,9 @@ use super::hook;
 use crate::{Error, Result};
 
 /// The outcome of a cancel (`aio_cancel`'s return value).
+///
+/// # References
+/// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CancelResult {
     /// `AIO_CANCELED`: every request named was cancelled; each reports ECANCELED

@@ -26,6 +26,9 @@ use std::task::Waker;
 use super::hook::{self, HookOp};
 use super::notify::{Fire, Notify};
 
+/// fds below this get their order gate in a vector; larger ones in a map.
+const DENSE_FDS: i32 = 4096;
+
 /// Marks "no list".
 pub(crate) const NO_LIST: u32 = u32::MAX;
 
@@ -142,7 +145,9 @@ struct ListGroup {
 pub(crate) struct Core {
     pub slots: Vec<Slot>,
     free: Vec<u32>,
+    /// Order gates of fds below `DENSE_FDS`, indexed by fd; the rest in a map.
     gates: Vec<Gate>,
+    sparse_gates: std::collections::HashMap<i32, Gate>,
     ready: BinaryHeap<Reverse<(u8, u64, u32)>>,
     /// Requests admitted while the engine had room for all of them: issued in
     /// submission order without going through the priority heap.
@@ -184,6 +189,7 @@ impl Core {
             slots: Vec::with_capacity(64),
             free: Vec::with_capacity(64),
             gates: Vec::new(),
+            sparse_gates: std::collections::HashMap::new(),
             ready: BinaryHeap::with_capacity(64),
             direct: VecDeque::with_capacity(64),
             ready_live: 0,
@@ -252,6 +258,9 @@ impl Core {
     }
 
     fn gate(&mut self, fd: i32) -> &mut Gate {
+        if !(0..DENSE_FDS).contains(&fd) {
+            return self.sparse_gates.entry(fd).or_default();
+        }
         let i = fd as usize;
         if self.gates.len() <= i {
             self.gates.resize_with(i + 1, Gate::default);

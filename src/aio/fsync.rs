@@ -2,6 +2,10 @@
 //! the fd before it.
 
 /// Which flush an asynchronous fsync performs (`aio_fsync`'s `op`).
+///
+/// # References
+/// - [`aio_fsync(3)`](https://man7.org/linux/man-pages/man3/aio_fsync.3.html)
+/// - [`fsync(2)`](https://man7.org/linux/man-pages/man2/fsync.2.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SyncMode {
     /// `O_SYNC`: like `fsync(2)`: data and metadata (file integrity).

@@ -54,6 +54,10 @@ impl<B: IoBufMut> Op<B> {
     /// `LIO_READ` / `aio_read`: read `buf.len()` bytes from `fd` at `offset` into
     /// `buf`. On a pipe, socket or terminal the offset is ignored and the read takes
     /// the next bytes.
+    ///
+    /// # References
+    /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
+    /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
     pub fn read(fd: impl AsFd, offset: i64, buf: B) -> Op<B> {
         Op {
             kind: Kind::Io(OpKind::Read),
@@ -71,6 +75,10 @@ impl<B: IoBuf> Op<B> {
     /// `LIO_WRITE` / `aio_write`: write `buf` to `fd` at `offset`. On an `O_APPEND`
     /// fd the data goes to the end of the file; on a pipe, socket or terminal the
     /// offset is ignored. Either way writes land in the order they were submitted.
+    ///
+    /// # References
+    /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
+    /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
     pub fn write(fd: impl AsFd, offset: i64, buf: B) -> Op<B> {
         Op {
             kind: Kind::Io(OpKind::Write),
@@ -86,6 +94,9 @@ impl<B: IoBuf> Op<B> {
 
 impl<B> Op<B> {
     /// `LIO_NOP`: an entry `lio_listio` ignores.
+    ///
+    /// # References
+    /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
     pub fn nop() -> Op<B> {
         Op {
             kind: Kind::Nop,
@@ -100,6 +111,9 @@ impl<B> Op<B> {
 
     /// `aio_fsync(op, aiocb)`: flush `fd` once every request queued on it before
     /// this one has finished (`O_SYNC` → `fsync`, `O_DSYNC` → `fdatasync`).
+    ///
+    /// # References
+    /// - [`aio_fsync(3)`](https://man7.org/linux/man-pages/man3/aio_fsync.3.html)
     pub fn fsync(fd: impl AsFd, mode: SyncMode) -> Op<B> {
         Op {
             kind: Kind::Io(match mode {
