@@ -269,6 +269,33 @@ fn cancel_everything_on_fd(b: Backend) {
 }
 both!(cancel_all_on_fd, cancel_everything_on_fd);
 
+fn cancel_wakes_waiter(b: Backend) {
+    // A thread waits on a request queued behind a blocked ordered write; another
+    // thread cancels it before it reaches the engine: the waiter must wake up.
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let mut w0 = aio.write(&wr, 0, vec![1u8; cap]).unwrap();
+    assert_eq!(w0.wait().unwrap().result.unwrap(), cap); // the pipe is now full
+    let w1 = aio.write(&wr, 0, vec![2u8; 16]).unwrap(); // blocks in the engine
+    let w2 = Arc::new(Mutex::new(aio.write(&wr, 0, vec![3u8; 16]).unwrap())); // queued behind w1
+    std::thread::sleep(Duration::from_millis(20));
+    let id = w2.lock().unwrap().id();
+    let aio2 = aio.clone();
+    let waiter = std::thread::spawn(move || aio2.suspend([id], None));
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(w2.lock().unwrap().cancel().unwrap(), CancelResult::Canceled);
+    // A liveness check, not a timing one: without a wake-up it would never return.
+    assert!(
+        wait_for(|| waiter.is_finished()),
+        "the waiter was not woken by the cancel"
+    );
+    waiter.join().unwrap().unwrap();
+    assert_eq!(w1.cancel().unwrap(), CancelResult::Canceled);
+    drop(rd);
+}
+both!(cancel_of_queued_request_wakes_waiter, cancel_wakes_waiter);
+
 fn cancel_done(b: Backend) {
     let aio = ctx(b);
     let s = scratch(false, b"done");

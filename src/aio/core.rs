@@ -169,6 +169,9 @@ pub(crate) struct Core {
     pub wakers: Vec<Waker>,
     pub fires: Vec<Fire>,
     pub shutdown: bool,
+    /// A request finished without a kernel completion (cancelled before it was
+    /// issued) while a reaper may sleep in `io_uring_enter`: it must be woken.
+    pub nudge: bool,
 }
 
 /// Packs a request name into io_uring `user_data`.
@@ -203,6 +206,7 @@ impl Core {
             wakers: Vec::new(),
             fires: Vec::new(),
             shutdown: false,
+            nudge: false,
         }
     }
 
@@ -397,6 +401,7 @@ impl Core {
         match self.slots[idx as usize].state {
             State::FdQueued | State::Ready => {
                 self.complete(idx, -(libc::ECANCELED as i64));
+                self.nudge = true;
                 true
             }
             _ => false,

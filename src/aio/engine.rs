@@ -255,6 +255,14 @@ impl Inner {
     /// Releases the lock, then wakes waiters and fires notifications collected
     /// while it was held.
     pub(crate) fn release(&self, mut core: MutexGuard<'_, Core>) {
+        if core.nudge {
+            core.nudge = false;
+            if core.reaper {
+                if let Engine::Uring(r) = &self.engine {
+                    r.nudge();
+                }
+            }
+        }
         let wake_cond = core.completed && core.waiters > 0;
         core.completed = false;
         if core.wakers.is_empty() && core.fires.is_empty() {

@@ -161,6 +161,21 @@ impl Ring {
         }
     }
 
+    /// Posts a no-op completion so that a reaper sleeping in `io_uring_enter`
+    /// wakes up and looks at the request table again. Call with the core lock held.
+    pub(crate) fn nudge(&self) {
+        {
+            // SAFETY: under the core lock (see `issue`).
+            let mut sq = unsafe { self.ring.submission_shared() };
+            let e = opcode::Nop::new().build().user_data(INTERNAL);
+            // SAFETY: a no-op refers to no user memory.
+            if unsafe { sq.push(&e) }.is_err() {
+                return;
+            }
+        }
+        let _ = self.submit();
+    }
+
     /// Queues an asynchronous cancel of `ud` without waiting for it. Call with the
     /// core lock held.
     pub(crate) fn cancel_async(&self, ud: u64) {
