@@ -457,6 +457,57 @@ fn priority_order(b: Backend) {
 }
 both!(issued_in_priority_order, priority_order);
 
+static SCHED: Mutex<()> = Mutex::new(());
+
+fn thread_priority_counts(b: Backend) {
+    // POSIX: a request's priority is the submitting thread's minus reqprio. A
+    // SCHED_FIFO 10 thread's reqprio-5 request goes before an earlier reqprio-0
+    // request of a SCHED_OTHER thread.
+    let _g = SCHED.lock().unwrap_or_else(|p| p.into_inner());
+    let aio = Aio::builder()
+        .backend(b)
+        .entries(1)
+        .workers(1)
+        .build()
+        .unwrap();
+    let (rd, wr) = pipe();
+    let s = Arc::new(scratch(false, &pattern(4096)));
+    let mut blocker = aio.read(&rd, 0, vec![0u8; 1]).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let note = |v: i32| {
+        let o = Arc::clone(&order);
+        Notify::thread(v, move |x| o.lock().unwrap().push(x.int()))
+    };
+    let mut normal = aio
+        .submit(Op::read(&s.file, 0, vec![0u8; 8]).notify(note(1)))
+        .unwrap();
+    let (aio2, s2, n2) = (aio.clone(), Arc::clone(&s), note(2));
+    let rt = std::thread::spawn(move || {
+        let p = libc::sched_param { sched_priority: 10 };
+        // SAFETY: sets this thread's own policy; it only submits and exits.
+        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &p) };
+        let req = aio2
+            .submit(Op::read(&s2.file, 0, vec![0u8; 8]).reqprio(5).notify(n2))
+            .unwrap();
+        (rc, req)
+    });
+    let (rc, mut rt_req) = rt.join().unwrap();
+    if rc != 0 {
+        // Without CAP_SYS_NICE the documented error is EPERM; nothing to order then.
+        assert_eq!(rc, libc::EPERM);
+        rustix::io::write(&wr, b"x").unwrap();
+        return;
+    }
+    rustix::io::write(&wr, b"x").unwrap();
+    blocker.wait().unwrap().result.unwrap();
+    normal.wait().unwrap().result.unwrap();
+    rt_req.wait().unwrap().result.unwrap();
+    assert!(wait_for(|| order.lock().unwrap().len() == 2));
+    assert_eq!(*order.lock().unwrap(), vec![2, 1]);
+}
+both!(thread_priority_minus_reqprio, thread_priority_counts);
+
 // -------------------------------------------------------------- notification
 
 static SIG_SEEN: AtomicUsize = AtomicUsize::new(0);

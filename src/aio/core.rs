@@ -12,7 +12,8 @@
 //!   ordered (a write on an `O_APPEND` or non-seekable fd, or an fsync, which covers
 //!   everything queued on the fd before it);
 //! - `Ready`: admitted, waiting for the engine to have room, in priority order
-//!   (lower `reqprio` first, then submission order);
+//!   (highest effective priority first: the submitting thread's real-time
+//!   priority minus `reqprio`, then submission order);
 //! - `Issued`: owned by the kernel (io_uring) or by a pool thread;
 //! - `Done`: the result is final; `aio_return` frees the slot (bumping the
 //!   generation, so the stale name reads as "already taken").
@@ -81,6 +82,8 @@ pub(crate) struct Slot {
     pub state: State,
     pub op: RawOp,
     pub reqprio: u8,
+    /// Issue order key: lower first (`reqprio` minus the submitter's priority).
+    pub key: i32,
     pub seq: u64,
     /// Bytes transferred, or `-errno`.
     pub res: i64,
@@ -113,6 +116,7 @@ impl Slot {
                 ordered: false,
             },
             reqprio: 0,
+            key: 0,
             seq: 0,
             res: 0,
             notify: Notify::None,
@@ -148,7 +152,7 @@ pub(crate) struct Core {
     /// Order gates of fds below `DENSE_FDS`, indexed by fd; the rest in a map.
     gates: Vec<Gate>,
     sparse_gates: std::collections::HashMap<i32, Gate>,
-    ready: BinaryHeap<Reverse<(u8, u64, u32)>>,
+    ready: BinaryHeap<Reverse<(i32, u64, u32)>>,
     /// Requests admitted while the engine had room for all of them: issued in
     /// submission order without going through the priority heap.
     direct: VecDeque<(u64, u32)>,
@@ -220,10 +224,14 @@ impl Core {
     }
 
     /// Takes a free slot for a new request (not yet admitted).
+    ///
+    /// `base` is the submitting thread's scheduling priority; the request's
+    /// effective priority is `base - reqprio`.
     pub(crate) fn alloc(
         &mut self,
         op: RawOp,
         reqprio: u8,
+        base: i32,
         notify: Notify,
         list: u32,
     ) -> (u32, u32) {
@@ -240,6 +248,7 @@ impl Core {
         s.state = State::FdQueued;
         s.op = op;
         s.reqprio = reqprio;
+        s.key = reqprio as i32 - base;
         s.seq = seq;
         s.res = 0;
         s.notify = notify;
@@ -297,7 +306,7 @@ impl Core {
         if direct {
             self.direct.push_back((s.seq, idx));
         } else {
-            self.ready.push(Reverse((s.reqprio, s.seq, idx)));
+            self.ready.push(Reverse((s.key, s.seq, idx)));
         }
         self.ready_live += 1;
     }

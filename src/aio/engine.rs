@@ -455,8 +455,9 @@ impl Inner {
             ));
         }
         let direct = self.has_room(&core, ops.size_hint().1.unwrap_or(usize::MAX));
+        let base = if direct { 0 } else { thread_priority() };
         for (op, prio, notify) in ops {
-            let (idx, gen) = core.alloc(op, prio, notify, list);
+            let (idx, gen) = core.alloc(op, prio, base, notify, list);
             core.admit(idx, direct);
             out.push((idx, gen));
         }
@@ -478,7 +479,8 @@ impl Inner {
             ));
         }
         let direct = self.has_room(&core, 1);
-        let (idx, gen) = core.alloc(op, prio, notify, NO_LIST);
+        let base = if direct { 0 } else { thread_priority() };
+        let (idx, gen) = core.alloc(op, prio, base, notify, NO_LIST);
         core.admit(idx, direct);
         self.kick(&mut core);
         self.release(core);
@@ -535,6 +537,18 @@ impl Drop for Inner {
                 }
             }
         }
+    }
+}
+
+/// The calling thread's real-time priority (0 for SCHED_OTHER/BATCH/IDLE). Read
+/// only when a request may have to wait for the engine, where order matters.
+fn thread_priority() -> i32 {
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_getparam(0) writes one sched_param for the calling thread.
+    if unsafe { libc::sched_getparam(0, &mut p) } == 0 {
+        p.sched_priority
+    } else {
+        0
     }
 }
 

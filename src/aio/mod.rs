@@ -41,8 +41,9 @@
 //! several reads in flight on one pipe complete in unspecified order.
 //!
 //! When more requests are queued than the engine takes at once (the ring's size,
-//! or the pool's threads), they are issued lowest `reqprio` first, then in
-//! submission order.
+//! or the pool's threads), they are issued highest effective priority first (the
+//! submitting thread's real-time priority minus `reqprio`), then in submission
+//! order.
 //!
 //! # Example
 //!

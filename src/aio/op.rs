@@ -132,7 +132,8 @@ impl<B> Op<B> {
     /// `aio_reqprio`: lower this request's priority by `delta` (0..=20,
     /// [`AIO_PRIO_DELTA_MAX`]). Out of range is refused with EINVAL at submission.
     /// When more requests are queued than the engine takes at once, they are issued
-    /// lowest `reqprio` first, then in submission order.
+    /// highest effective priority first (the submitting thread's real-time priority
+    /// minus `reqprio`; 0 for `SCHED_OTHER` threads), then in submission order.
     #[must_use]
     pub fn reqprio(mut self, delta: i32) -> Op<B> {
         self.reqprio = delta;
