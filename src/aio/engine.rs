@@ -305,18 +305,32 @@ impl Inner {
         }
     }
 
-    /// Hands ready requests to the engine. Call with the lock held.
+    /// Hands ready requests to the engine. Call with the lock held. Returns true if the io_uring submission queue must be entered once the lock
+    /// is released (see [`Inner::unlock_and_enter`]).
     #[inline]
-    pub(crate) fn kick(&self, core: &mut Core) {
+    pub(crate) fn kick(&self, core: &mut Core) -> bool {
         match &self.engine {
-            Engine::Uring(r) => {
-                let _ = r.issue(core);
+            Engine::Uring(r) => r.push_ready(core) > 0,
+            Engine::Threads(p) => {
+                match core.ready_len() {
+                    0 => {}
+                    1 => p.work.notify_one(),
+                    _ => p.work.notify_all(),
+                }
+                false
             }
-            Engine::Threads(p) => match core.ready_len() {
-                0 => {}
-                1 => p.work.notify_one(),
-                _ => p.work.notify_all(),
-            },
+        }
+    }
+
+    /// Releases the lock, then enters the ring if `enter` (so inline I/O does not
+    /// run under the lock).
+    #[inline]
+    fn unlock_and_enter(&self, core: MutexGuard<'_, Core>, enter: bool) {
+        self.release(core);
+        if enter {
+            if let Engine::Uring(r) = &self.engine {
+                let _ = r.submit();
+            }
         }
     }
 
@@ -461,8 +475,8 @@ impl Inner {
             core.admit(idx, direct);
             out.push((idx, gen));
         }
-        self.kick(&mut core);
-        self.release(core);
+        let enter = self.kick(&mut core);
+        self.unlock_and_enter(core, enter);
         Ok(())
     }
 
@@ -482,8 +496,8 @@ impl Inner {
         let base = if direct { 0 } else { thread_priority() };
         let (idx, gen) = core.alloc(op, prio, base, notify, NO_LIST);
         core.admit(idx, direct);
-        self.kick(&mut core);
-        self.release(core);
+        let enter = self.kick(&mut core);
+        self.unlock_and_enter(core, enter);
         Ok((idx, gen))
     }
 

@@ -45,32 +45,40 @@ impl Ring {
     /// Moves ready requests into the submission queue (up to capacity) and
     /// submits them. Call with the core lock held.
     pub(crate) fn issue(&self, core: &mut Core) -> io::Result<()> {
-        let mut pushed = 0;
-        {
-            // SAFETY: the submission queue is only touched under the core lock,
-            // which the caller holds.
-            let mut sq = unsafe { self.ring.submission_shared() };
-            while core.inflight < self.capacity && !sq.is_full() {
-                let Some(idx) = core.pop_ready() else { break };
-                let s = &core.slots[idx as usize];
-                let entry = sqe(&s.op).user_data(user_data(idx, s.gen));
-                // SAFETY: the buffer (ptr, len) is owned by the runtime until this
-                // request completes: its handle holds it or the slot's orphan does,
-                // and neither is released before the completion is reaped.
-                unsafe {
-                    // Cannot fail: checked `is_full` above.
-                    let _ = sq.push(&entry);
-                }
-                pushed += 1;
-            }
-        }
-        if pushed > 0 {
+        if self.push_ready(core) > 0 {
             self.submit()?;
         }
         Ok(())
     }
 
-    fn submit(&self) -> io::Result<()> {
+    /// Moves ready requests into the submission queue (up to capacity) without
+    /// entering the kernel; returns how many. Call with the core lock held, then
+    /// [`submit`](Ring::submit) after releasing it, so the inline part of the I/O
+    /// (a cached read's copy) does not run under the lock.
+    pub(crate) fn push_ready(&self, core: &mut Core) -> usize {
+        let mut pushed = 0;
+        // SAFETY: the submission queue is only touched under the core lock, which
+        // the caller holds.
+        let mut sq = unsafe { self.ring.submission_shared() };
+        while core.inflight < self.capacity && !sq.is_full() {
+            let Some(idx) = core.pop_ready() else { break };
+            let s = &core.slots[idx as usize];
+            let entry = sqe(&s.op).user_data(user_data(idx, s.gen));
+            // SAFETY: the buffer (ptr, len) is owned by the runtime until this
+            // request completes: its handle holds it or the slot's orphan does, and
+            // neither is released before the completion is reaped.
+            unsafe {
+                // Cannot fail: checked `is_full` above.
+                let _ = sq.push(&entry);
+            }
+            pushed += 1;
+        }
+        pushed
+    }
+
+    /// Submits whatever is in the submission queue (any thread, lock not needed:
+    /// the kernel takes only entries published under the lock).
+    pub(crate) fn submit(&self) -> io::Result<()> {
         loop {
             match self.ring.submit() {
                 Ok(_) => return Ok(()),
