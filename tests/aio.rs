@@ -1042,3 +1042,44 @@ fn newline_counter_matches_naive_count() {
     // All newlines: the byte lanes must not wrap.
     assert_eq!(newlines::count_newlines(&vec![b'\n'; 100_000]), 100_000);
 }
+
+#[test]
+fn builder_checks_sizes() {
+    let e = Aio::builder().entries(100).build().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.hint().unwrap().contains("power of two"));
+    let e = Aio::builder().workers(0).build().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let aio = Aio::builder()
+        .backend(Backend::Threads)
+        .workers(2)
+        .build()
+        .unwrap();
+    assert!(aio.backend().reason().contains("2 workers"));
+    assert!(!aio.backend().is_fallback());
+}
+
+fn dropped_future_cancels(b: Backend) {
+    use std::future::{Future, IntoFuture};
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Noop;
+    impl Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let waker = Waker::from(Arc::new(Noop));
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let mut fut = Box::pin(aio.read(&rd, 0, vec![0u8; 8]).unwrap().into_future());
+    let mut cx = Context::from_waker(&waker);
+    assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Pending));
+    drop(fut);
+    // The dropped request no longer waits on the pipe: the next read gets the data.
+    assert_eq!(
+        aio.cancel_fd(rd.as_raw_fd()).unwrap(),
+        CancelResult::AllDone
+    );
+    rustix::io::write(&wr, b"fresh").unwrap();
+    let mut r = aio.read(&rd, 0, vec![0u8; 5]).unwrap();
+    assert_eq!(r.wait().unwrap().data(), b"fresh");
+}
+both!(dropping_a_pending_future_cancels, dropped_future_cancels);
