@@ -378,9 +378,12 @@ impl Inner {
                 .with_message("registering the completion eventfd")
         })?;
         let inner = Arc::clone(self);
+        let own = efd
+            .try_clone()
+            .map_err(|e| Error::from_errno("dup", e.raw_os_error().unwrap_or(libc::EMFILE)))?;
         std::thread::Builder::new()
             .name("posixrt-aio-complete".into())
-            .spawn(move || background(inner))
+            .spawn(move || background(inner, own))
             .map_err(|e| {
                 Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
                     .with_message("starting the AIO completion thread")
@@ -568,22 +571,10 @@ fn thread_priority() -> i32 {
 
 /// The completion thread of an io_uring context that has notifications or futures:
 /// woken by the ring's eventfd, reaps when no waiter is reaping.
-fn background(inner: Arc<Inner>) {
-    let Some(efd) = inner.bg.get().map(|f| {
-        // SAFETY: the eventfd lives as long as `inner`, which this thread holds.
-        unsafe { std::os::fd::BorrowedFd::borrow_raw(std::os::fd::AsRawFd::as_raw_fd(f)) }
-    }) else {
-        // Not yet stored: wait for the starter to set it.
-        loop {
-            if inner.bg.get().is_some() {
-                return background(inner);
-            }
-            std::thread::yield_now();
-        }
-    };
+fn background(inner: Arc<Inner>, efd: OwnedFd) {
     let mut buf = [0u8; 8];
     loop {
-        match rustix::io::read(efd, &mut buf) {
+        match rustix::io::read(&efd, &mut buf) {
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return,
