@@ -270,6 +270,7 @@ impl Core {
         (idx, gen)
     }
 
+    #[inline]
     fn gate(&mut self, fd: i32) -> &mut Gate {
         if !(0..DENSE_FDS).contains(&fd) {
             return self.sparse_gates.entry(fd).or_default();
@@ -372,15 +373,17 @@ impl Core {
         let list = s.list;
         let detached = s.detached;
         self.completed = true;
+        let gate = self.gate(op.fd);
         if was_queued {
-            let q = &mut self.gate(op.fd).queue;
-            if let Some(p) = q.iter().position(|&i| i == idx) {
-                q.remove(p);
+            if let Some(p) = gate.queue.iter().position(|&i| i == idx) {
+                gate.queue.remove(p);
             }
         } else {
-            self.gate(op.fd).issued -= 1;
+            gate.issued -= 1;
         }
-        self.release_gate(op.fd);
+        if !gate.queue.is_empty() {
+            self.release_gate(op.fd);
+        }
         if list != NO_LIST {
             self.list_member_done(list);
         }
