@@ -977,3 +977,53 @@ fn status_flushing_while_the_log_write_blocks() {
     let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
     assert_eq!(user, (0..n).collect::<Vec<_>>());
 }
+
+#[test]
+fn aio_requests_emit_system_events() {
+    let _g = serial();
+    use posixrt::aio::Aio;
+    use posixrt::trace::catalog;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let mut f =
+        File::from(rustix::fs::memfd_create("trace-aio", rustix::fs::MemfdFlags::empty()).unwrap());
+    f.write_all(b"one\ntwo\nthree\n").unwrap();
+    let aio = Aio::new().unwrap();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    t.start().unwrap();
+    let mut r = aio.read(&f, 4, vec![0u8; 4]).unwrap();
+    aio.suspend([&r], None).unwrap();
+    let done = r.aio_return().unwrap();
+    assert_eq!(done.data(), b"two\n");
+    t.stop().unwrap();
+    let sub = catalog::AIO_SUBMIT.id().unwrap();
+    let com = catalog::AIO_COMPLETE.id().unwrap();
+    let evs: Vec<Event> = t.events().filter(|e| e.id == sub || e.id == com).collect();
+    assert_eq!(ids(&evs), [sub, com], "{evs:?}");
+    let fields = |id| t.event_types().find(|x| x.id == id).unwrap().fields;
+    let (fs, fc) = (fields(sub), fields(com));
+    let s = sys::decode(&fs, &evs[0].data).unwrap();
+    let c = sys::decode(&fc, &evs[1].data).unwrap();
+    let fd = f.as_raw_fd() as i64;
+    assert_eq!(
+        s[1..],
+        [
+            ("fd", sys::Value::I(fd)),
+            ("op", sys::Value::U(0)),
+            ("offset", sys::Value::I(4)),
+            ("len", sys::Value::U(4))
+        ]
+    );
+    assert_eq!(
+        c[1..],
+        [
+            ("fd", sys::Value::I(fd)),
+            ("op", sys::Value::U(0)),
+            ("offset", sys::Value::I(4)),
+            ("len", sys::Value::U(4)),
+            ("result", sys::Value::I(4)),
+        ]
+    );
+    assert_eq!(s[0], c[0], "the same request id");
+    assert!(evs[0].timestamp <= evs[1].timestamp);
+}

@@ -20,9 +20,6 @@
 //! # Ok::<(), posixrt::Error>(())
 //! ```
 
-// The emitters are called from src/aio/hook.rs once the aio module is merged.
-#![allow(dead_code)]
-
 use super::sys::{Field, FieldType as T, SysEvent};
 
 const fn f(name: &'static str, ty: T) -> Field {
