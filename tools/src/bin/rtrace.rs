@@ -14,7 +14,13 @@ use posixrt::trace::{Event, EventId, TraceLog};
 /// A log cut short (a crash, a copy in progress) is read up to its last complete
 /// record; rtrace then says where it stopped and exits with status 2.
 #[derive(Parser)]
-#[command(name = "rtrace", version, about, long_about)]
+#[command(
+    name = "rtrace",
+    version,
+    about,
+    long_about,
+    after_help = "Examples:\n  rtrace dump philosophers.trace\n  rtrace stats philosophers.trace\n  rtrace export --format chrome philosophers.trace -o trace.json   # open in ui.perfetto.dev\n  rtrace export --format ctf philosophers.trace -o ctf/ && babeltrace2 ctf/\n\nExit status: 0 ok, 1 error (unreadable or not a log), 2 the log was cut short."
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
