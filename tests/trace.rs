@@ -411,6 +411,14 @@ fn stream_until_full_suspends_then_resumes_with_start() {
     assert!(t.status().running);
     let evs: Vec<Event> = t.events().collect();
     assert_eq!(ids(&evs), [EventId::START]);
+    // stop() while suspended by a full stream: it stays suspended after reading.
+    for i in 0..5000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    assert!(!t.status().running);
+    t.stop().unwrap();
+    while t.try_getnext().unwrap().is_some() {}
+    assert!(!t.status().running, "stop() cancels the automatic resume");
 }
 
 fn open_log(name: &str) -> (std::path::PathBuf, File) {

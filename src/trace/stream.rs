@@ -781,6 +781,8 @@ impl Trace {
     pub fn stop(&self) -> Result<()> {
         self.check_owner("posix_trace_stop")?;
         if !self.s.running() {
+            // Suspended by UNTIL_FULL: stay suspended once space frees up.
+            self.s.auto_suspended.store(false, Release);
             return Ok(());
         }
         RUNNING.fetch_and(!(1 << self.s.slot), AcqRel);
