@@ -118,9 +118,12 @@ pub use stream::{Trace, TRACE_SYS_MAX};
 /// process that does not filter `id`; data longer than the stream's maximum data
 /// size is truncated and flagged.
 ///
-/// When no stream runs: one relaxed load and a branch. Otherwise no lock, no
-/// allocation (except a thread's very first event, which maps its sub-buffer) and no
-/// syscall.
+/// When no stream runs, or every running stream filters `id`: one relaxed load and
+/// a bit test. Otherwise no lock, no allocation (except a thread's very first event
+/// in a stream, which maps its sub-buffer) and no syscall.
+///
+/// Not async-signal-safe: do not call it from a signal handler that may interrupt
+/// the same thread inside `event`.
 ///
 /// # References
 /// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_event.html)
