@@ -1035,3 +1035,46 @@ fn aio_requests_emit_system_events() {
     assert_eq!(s[0], c[0], "the same request id");
     assert!(evs[0].timestamp <= evs[1].timestamp);
 }
+
+#[test]
+fn sub_buffers_of_exited_threads_are_reclaimed_once_read() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("tt.reclaim").unwrap();
+    t.start().unwrap(); // START from this thread: one sub-buffer
+    assert_eq!(t.sub_buffers(), 1);
+    for k in 0..20u64 {
+        std::thread::spawn(move || {
+            for i in 0..5u64 {
+                trace::event(ev, &(k * 100 + i).to_le_bytes());
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    assert_eq!(
+        t.sub_buffers(),
+        21,
+        "exited threads keep their events until read"
+    );
+    let n = std::iter::from_fn(|| t.try_getnext().unwrap())
+        .filter(|e| e.id == ev)
+        .count();
+    assert_eq!(n, 100);
+    assert_eq!(
+        t.sub_buffers(),
+        1,
+        "drained sub-buffers of exited threads are unmapped"
+    );
+    // The stream goes on working, for this thread and for new ones.
+    std::thread::spawn(move || trace::event(ev, b"new"))
+        .join()
+        .unwrap();
+    trace::event(ev, b"main");
+    t.stop().unwrap();
+    let st = t.status();
+    assert!(!st.overrun, "{st:?}");
+    let data: Vec<Vec<u8>> = t.events().filter(|e| e.id == ev).map(|e| e.data).collect();
+    assert_eq!(data, [b"new".to_vec(), b"main".to_vec()]);
+    assert_eq!(t.sub_buffers(), 1);
+}

@@ -37,7 +37,8 @@
 //! checks the filter bitmap first, then writes a 16-byte header (id, length, tid,
 //! TSC) and the data into the calling thread's own sub-buffer: no lock, no
 //! allocation, no syscall, and no cache line written by two threads. Each thread gets
-//! its sub-buffer on its first event (that one call allocates). Readers merge the
+//! its sub-buffer on its first event (that one call allocates); the sub-buffer of a
+//! thread that exited is unmapped once it has been read empty. Readers merge the
 //! sub-buffers by timestamp, so events come oldest first.
 //!
 //! The stream size is per sub-buffer (rounded up to a power of two, plus room for one

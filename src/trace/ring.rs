@@ -45,6 +45,9 @@ pub(crate) struct Ring {
     /// Reader-side bookkeeping: losses already reported as OVERFLOW, and by status.
     pub(crate) lost_reported: AtomicU64,
     pub(crate) lost_acked: AtomicU64,
+    /// Its thread exited: once drained, the buffer can be unmapped.
+    pub(crate) orphan: AtomicBool,
+    mapped: AtomicBool,
     buf: NonNull<AtomicU64>,
     pub(crate) cap: u64,
     pub(crate) tid: u32,
@@ -77,9 +80,11 @@ fn map(cap: usize) -> Result<NonNull<AtomicU64>> {
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        // SAFETY: `buf` was mapped with length `cap` in `Ring::new` and no reference
-        // into it outlives the ring.
-        let _ = unsafe { rustix::mm::munmap(self.buf.as_ptr().cast(), self.cap as usize) };
+        if self.mapped.swap(false, AcqRel) {
+            // SAFETY: `buf` was mapped with length `cap` in `Ring::new`, is still
+            // mapped (`mapped` was true) and no reference into it outlives the ring.
+            let _ = unsafe { rustix::mm::munmap(self.buf.as_ptr().cast(), self.cap as usize) };
+        }
     }
 }
 
@@ -99,6 +104,8 @@ impl Ring {
             tail: Padded(AtomicU64::new(0)),
             lost_reported: AtomicU64::new(0),
             lost_acked: AtomicU64::new(0),
+            orphan: AtomicBool::new(false),
+            mapped: AtomicBool::new(true),
             buf: map(cap)?,
             cap: cap as u64,
             tid,
@@ -110,6 +117,18 @@ impl Ring {
         let i = ((pos & (self.cap - 1)) / 8) as usize;
         // SAFETY: `i < cap / 8`, inside the mapping, which lives as long as `self`.
         unsafe { &*self.buf.as_ptr().add(i) }
+    }
+
+    /// Unmaps the buffer of a drained ring whose thread exited. The caller holds the
+    /// stream's reader lock and has removed the ring from the snapshots that
+    /// readers of records use; only the counters (head, tail, lost) stay readable.
+    pub(crate) fn release_buffer(&self) {
+        if self.mapped.swap(false, AcqRel) {
+            // SAFETY: mapped in `Ring::new` with length `cap`; no writer exists (its
+            // thread exited) and no reader touches records of a ring outside the
+            // current snapshot, so nothing reads or writes the buffer any more.
+            let _ = unsafe { rustix::mm::munmap(self.buf.as_ptr().cast(), self.cap as usize) };
+        }
     }
 
     /// Bytes in use.

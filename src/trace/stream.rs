@@ -96,6 +96,22 @@ impl Drop for ThreadExit {
             if !l.busy.is_null() {
                 // SAFETY: `busy` points to a leaked, never-freed `Busy`.
                 let b: &'static Busy = unsafe { &*l.busy };
+                // Mark this thread's sub-buffers orphaned (under the busy protocol,
+                // so a stream being shut down is not touched).
+                b.0.store(1, Relaxed);
+                if NEED_FENCE.load(Relaxed) {
+                    std::sync::atomic::fence(SeqCst);
+                } else {
+                    compiler_fence(SeqCst);
+                }
+                for (slot, (ring, gen)) in l.rings.iter().enumerate() {
+                    if !ring.is_null() && GENS[slot].0.load(Relaxed) == *gen {
+                        // SAFETY: the generation is live and unchanged since `busy`
+                        // was set, so the stream and its rings are alive.
+                        unsafe { (**ring).orphan.store(true, Release) };
+                    }
+                }
+                b.0.store(0, Release);
                 l.busy = std::ptr::null();
                 l.rings = [(std::ptr::null(), 0); TRACE_SYS_MAX];
                 lock(&BUSY_FREE).push(b);
@@ -261,6 +277,10 @@ pub(crate) struct Stream {
     ring_ptrs: AtomicPtr<Vec<*const Ring>>,
     // Boxed: readers hold a raw pointer to a snapshot, which must not move.
     #[allow(clippy::vec_box)]
+    /// Rings removed after their thread exited: buffers unmapped, counters kept
+    /// (stale snapshots may still read them).
+    #[allow(clippy::vec_box)]
+    graveyard: Mutex<Vec<Box<Ring>>>,
     old_ptrs: Mutex<Vec<Box<Vec<*const Ring>>>>,
     auto_suspended: AtomicBool,
     flush_req: AtomicBool,
@@ -300,13 +320,51 @@ impl Stream {
         let mut rings = lock(&self.rings);
         let ptr: *const Ring = &*ring;
         rings.push(ring);
+        self.publish(&rings);
+        Some(ptr)
+    }
+
+    /// Publishes a new snapshot of the ring list (rings lock held).
+    fn publish(&self, rings: &[Box<Ring>]) {
         let snap: Box<Vec<*const Ring>> =
             Box::new(rings.iter().map(|r| &**r as *const Ring).collect());
         let raw = Box::into_raw(snap);
         self.ring_ptrs.store(raw, Release);
         // SAFETY: `raw` came from Box::into_raw just above; keep it alive for readers.
         lock(&self.old_ptrs).push(unsafe { Box::from_raw(raw) });
-        Some(ptr)
+    }
+
+    /// Unmaps the drained sub-buffers of exited threads (reader lock held).
+    fn reclaim(&self) {
+        let mut rings = lock(&self.rings);
+        if !rings.iter().any(|r| r.orphan.load(Acquire)) {
+            return;
+        }
+        let mut kept = Vec::with_capacity(rings.len());
+        let mut gone = Vec::new();
+        for r in rings.drain(..) {
+            let drained = r.used() == 0 && r.lost.load(Relaxed) == r.lost_reported.load(Relaxed);
+            if r.orphan.load(Acquire) && drained {
+                gone.push(r);
+            } else {
+                kept.push(r);
+            }
+        }
+        *rings = kept;
+        if gone.is_empty() {
+            return;
+        }
+        self.publish(&rings);
+        drop(rings);
+        for r in &gone {
+            r.release_buffer();
+        }
+        lock(&self.graveyard).extend(gone);
+    }
+
+    /// Sub-buffers currently mapped.
+    fn live_rings(&self) -> usize {
+        lock(&self.rings).len()
     }
 
     /// The recording path proper, on the calling thread's own ring.
@@ -507,6 +565,7 @@ impl Stream {
         for r in self.rings_snapshot() {
             r.flush_asked.store(false, Relaxed);
         }
+        self.reclaim();
         if marks && !filtered(self.slot, EventId::FLUSH_STOP.0) {
             let mut e = mark(EventId::FLUSH_STOP, n.to_le_bytes().to_vec());
             e.timestamp = Duration::from_nanos(clock::mono_ns());
@@ -710,6 +769,7 @@ impl Trace {
             rings: Mutex::new(Vec::new()),
             ring_ptrs: AtomicPtr::new(std::ptr::null_mut()),
             old_ptrs: Mutex::new(Vec::new()),
+            graveyard: Mutex::new(Vec::new()),
             auto_suspended: AtomicBool::new(false),
             flush_req: AtomicBool::new(false),
             flushing: AtomicBool::new(false),
@@ -864,6 +924,12 @@ impl Trace {
         }
     }
 
+    /// How many per-thread sub-buffers the stream holds now (a thread's first event
+    /// adds one; the sub-buffer of a thread that exited is unmapped once read empty).
+    pub fn sub_buffers(&self) -> usize {
+        self.s.live_rings()
+    }
+
     /// `posix_trace_get_filter`: the set of event types not recorded.
     pub fn filter(&self) -> EventSet {
         self.s.filter()
@@ -925,7 +991,11 @@ impl Trace {
         self.check_owner("posix_trace_trygetnext_event")?;
         let e = {
             let mut st = lock(&self.s.reader);
-            self.s.take(&mut st)
+            let e = self.s.take(&mut st);
+            if e.is_none() {
+                self.s.reclaim();
+            }
+            e
         };
         if e.is_some() {
             self.s.maybe_resume();
@@ -1034,10 +1104,7 @@ impl Trace {
             }
             res = s.flush_now(false);
             if let Some(log) = &s.log {
-                let mut lost = 0;
-                for r in s.rings_snapshot() {
-                    lost += r.lost.load(Relaxed);
-                }
+                let lost = s.lost_total.load(Relaxed);
                 let st = LogStatus {
                     stream_lost: lost,
                     stream_overrun: lost > 0,
