@@ -277,11 +277,11 @@ pub(crate) struct Stream {
     ring_ptrs: AtomicPtr<Vec<*const Ring>>,
     // Boxed: readers hold a raw pointer to a snapshot, which must not move.
     #[allow(clippy::vec_box)]
+    old_ptrs: Mutex<Vec<Box<Vec<*const Ring>>>>,
     /// Rings removed after their thread exited: buffers unmapped, counters kept
     /// (stale snapshots may still read them).
     #[allow(clippy::vec_box)]
     graveyard: Mutex<Vec<Box<Ring>>>,
-    old_ptrs: Mutex<Vec<Box<Vec<*const Ring>>>>,
     auto_suspended: AtomicBool,
     flush_req: AtomicBool,
     pub(crate) flushing: AtomicBool,
