@@ -42,9 +42,8 @@ pub(crate) struct Ring {
     pub(crate) lost: AtomicU64,
     pub(crate) flush_asked: AtomicBool,
     pub(crate) tail: Padded<AtomicU64>,
-    /// Reader-side bookkeeping: losses already reported as OVERFLOW, and by status.
+    /// Reader-side bookkeeping: losses already reported as OVERFLOW.
     pub(crate) lost_reported: AtomicU64,
-    pub(crate) lost_acked: AtomicU64,
     /// Its thread exited: once drained, the buffer can be unmapped.
     pub(crate) orphan: AtomicBool,
     mapped: AtomicBool,
@@ -103,7 +102,6 @@ impl Ring {
             flush_asked: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
             lost_reported: AtomicU64::new(0),
-            lost_acked: AtomicU64::new(0),
             orphan: AtomicBool::new(false),
             mapped: AtomicBool::new(true),
             buf: map(cap)?,

@@ -296,7 +296,8 @@ pub(crate) struct Stream {
     flusher: Mutex<Option<JoinHandle<()>>>,
     wake: (Mutex<u64>, Condvar),
     stop_flusher: AtomicBool,
-    pub(crate) lost_total: AtomicU64,
+    /// `lost_sum()` when the status was last read (the overrun flag resets).
+    lost_acked: AtomicU64,
 }
 
 // SAFETY: the raw ring pointers point into `rings`, owned by the stream.
@@ -305,6 +306,8 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 impl Stream {
+    /// The current rings. The caller holds the reader lock: old snapshots are freed
+    /// under it.
     fn rings_snapshot(&self) -> Vec<&Ring> {
         let p = self.ring_ptrs.load(Acquire);
         if p.is_null() {
@@ -356,10 +359,29 @@ impl Stream {
         }
         self.publish(&rings);
         drop(rings);
+        // Every snapshot reader holds the reader lock, as we do: only the current
+        // snapshot can be in use from now on.
+        {
+            let mut old = lock(&self.old_ptrs);
+            let current = old.pop();
+            old.clear();
+            old.extend(current);
+        }
         for r in &gone {
             r.release_buffer();
         }
         lock(&self.graveyard).extend(gone);
+    }
+
+    /// Events lost in every sub-buffer, live or reclaimed (each thread counts its
+    /// own losses, so the lossy paths share no cache line).
+    fn lost_sum(&self) -> u64 {
+        let live: u64 = lock(&self.rings).iter().map(|r| r.lost.load(Acquire)).sum();
+        let gone: u64 = lock(&self.graveyard)
+            .iter()
+            .map(|r| r.lost.load(Acquire))
+            .sum();
+        live + gone
     }
 
     /// Sub-buffers currently mapped.
@@ -400,17 +422,19 @@ impl Stream {
     /// The ring is full: apply the stream full policy. Returns whether to write.
     #[cold]
     fn full(&self, r: &Ring, head: u64, need: u64, tid: u32, force: bool) -> bool {
-        self.full_seen.store(true, Relaxed);
+        // Read before writing: in LOOP steady state every event comes here, and
+        // threads must not keep writing one shared line.
+        if !self.full_seen.load(Relaxed) {
+            self.full_seen.store(true, Relaxed);
+        }
         match self.policy {
             StreamFullPolicy::Loop => {
                 let n = r.overwrite_oldest(head, need);
                 r.lost.store(r.lost.load(Relaxed) + n, Relaxed);
-                self.lost_total.fetch_add(n, Relaxed);
                 true
             }
             StreamFullPolicy::UntilFull => {
                 r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
-                self.lost_total.fetch_add(1, Relaxed);
                 if !force
                     && self
                         .auto_suspended
@@ -431,9 +455,10 @@ impl Stream {
             }
             StreamFullPolicy::Flush => {
                 r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
-                self.lost_total.fetch_add(1, Relaxed);
-                r.flush_asked.store(true, Relaxed);
-                self.flush_req.store(true, Release);
+                if !r.flush_asked.load(Relaxed) {
+                    r.flush_asked.store(true, Relaxed);
+                    self.flush_req.store(true, Release);
+                }
                 false
             }
         }
@@ -523,6 +548,7 @@ impl Stream {
             return;
         }
         let half = self.cap as u64 / 2;
+        let _st = lock(&self.reader);
         if self.rings_snapshot().iter().all(|r| r.used() <= half)
             && self
                 .auto_suspended
@@ -785,7 +811,7 @@ impl Trace {
             flusher: Mutex::new(None),
             wake: (Mutex::new(0), Condvar::new()),
             stop_flusher: AtomicBool::new(false),
-            lost_total: AtomicU64::new(0),
+            lost_acked: AtomicU64::new(0),
         });
         SLOTS[slot].store(Arc::as_ptr(&s) as *mut Stream, Release);
         GENS[slot].0.store(gen, Release);
@@ -903,13 +929,16 @@ impl Trace {
             .attr
             .max_user_event_size(s.max_data)
             .max(s.attr.max_system_event_size()) as u64;
-        for r in s.rings_snapshot() {
-            let lost = r.lost.load(Relaxed);
-            if r.lost_acked.swap(lost, Relaxed) != lost {
-                overrun = true;
-            }
-            if r.used() + 2 * max_event > limit {
-                full = true;
+        let lost = s.lost_sum();
+        if s.lost_acked.swap(lost, AcqRel) != lost {
+            overrun = true;
+        }
+        {
+            let _st = lock(&s.reader);
+            for r in s.rings_snapshot() {
+                if r.used() + 2 * max_event > limit {
+                    full = true;
+                }
             }
         }
         let (log_overrun, log_full) = (s.log_overrun.swap(false, AcqRel), s.log_full.load(Acquire));
@@ -1104,7 +1133,7 @@ impl Trace {
             }
             res = s.flush_now(false);
             if let Some(log) = &s.log {
-                let lost = s.lost_total.load(Relaxed);
+                let lost = s.lost_sum();
                 let st = LogStatus {
                     stream_lost: lost,
                     stream_overrun: lost > 0,
