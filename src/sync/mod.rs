@@ -1,1 +1,69 @@
-//! The `sync` module (under construction).
+//! Priority-aware locks: the priority-inheritance mutex ([`PiMutex`]), the
+//! priority-ceiling mutex ([`CeilingMutex`]) and the plain futex mutex
+//! ([`NormalMutex`]), all with `lock_api` guards.
+//!
+//! POSIX bounds priority inversion with a mutex *protocol* (seed listing 6.7 shows the
+//! problem with a semaphore, which has none):
+//!
+//! | POSIX protocol | posixrt type | what the kernel/posixrt does |
+//! |---|---|---|
+//! | `PTHREAD_PRIO_NONE` | [`NormalMutex`] | nothing: a medium-priority thread can keep the owner off the CPU while a high-priority thread waits |
+//! | `PTHREAD_PRIO_INHERIT` | [`PiMutex`] | the kernel boosts the owner to the highest waiter's priority (PI futex) |
+//! | `PTHREAD_PRIO_PROTECT` | [`CeilingMutex`] | the owner runs at the mutex's ceiling while it holds it |
+//!
+//! Uncontended, each lock and unlock is one compare-and-swap in user space (the
+//! ceiling mutex adds the priority syscalls of its protocol). `lock()` from
+//! `lock_api` cannot return an error, so it **panics** when the kernel refuses the
+//! lock (relock by the owner, a caller above the ceiling, no privilege); the
+//! [`MutexExt`] methods (`lock_checked`, `try_lock_checked`, `lock_for_checked`,
+//! `lock_until_checked`) return [`Result`](crate::Result) instead.
+//!
+//! ```
+//! use posixrt::sync::{MutexExt, PiMutex};
+//! use std::time::Duration;
+//!
+//! let m = PiMutex::new(Vec::new());
+//! m.lock().push(1);
+//! {
+//!     let g = m.lock_checked()?;
+//!     assert_eq!(*g, [1]);
+//!     // Held: another thread's timed lock times out.
+//!     std::thread::scope(|s| {
+//!         s.spawn(|| assert!(m.try_lock_for(Duration::from_millis(5)).is_none()));
+//!     });
+//! }
+//! assert!(m.try_lock().is_some());
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+//!
+//! # References
+//! - [pthread_mutexattr_setprotocol(3p)](https://man7.org/linux/man-pages/man3/pthread_mutexattr_setprotocol.3p.html)
+//! - [futex(2)](https://man7.org/linux/man-pages/man2/futex.2.html)
+
+mod ceiling;
+mod checked;
+mod normal;
+mod pi;
+mod sys;
+
+pub use ceiling::{ceiling_mutex, CeilingMutex, CeilingMutexGuard, RawCeilingMutex};
+pub use checked::{MutexExt, RawMutexChecked};
+pub use normal::{NormalMutex, NormalMutexGuard, RawNormalMutex};
+pub use pi::{PiMutex, PiMutexGuard, RawPiMutex};
+
+/// The calling thread's kernel thread id (`gettid`), cached per thread: the value the
+/// lock words store for an owner.
+///
+/// # References
+/// - [gettid(2)](https://man7.org/linux/man-pages/man2/gettid.2.html)
+#[inline]
+pub fn current_tid() -> u32 {
+    sys::current_tid()
+}
+
+/// Whether the kernel has `FUTEX_LOCK_PI2` (Linux ≥ 5.14), so that timed PI locks
+/// wait on CLOCK_MONOTONIC. Before the first contended PI lock this answers `true`
+/// (not yet probed).
+pub fn has_lock_pi2() -> bool {
+    sys::has_lock_pi2()
+}
