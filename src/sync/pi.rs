@@ -53,6 +53,17 @@ use crate::{Error, ErrorKind, Result};
 /// assert!(m.try_lock().is_some());
 /// assert_eq!(*m.lock(), 1);
 /// ```
+///
+/// Unlocking from a thread that is not the owner cannot be written: the guard cannot
+/// move to another thread.
+///
+/// ```compile_fail
+/// let m = posixrt::sync::PiMutex::new(());
+/// let g = m.lock();
+/// std::thread::scope(|s| {
+///     s.spawn(move || drop(g));
+/// });
+/// ```
 pub type PiMutex<T> = lock_api::Mutex<RawPiMutex, T>;
 
 /// The guard of a [`PiMutex`].
