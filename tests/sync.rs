@@ -96,7 +96,12 @@ fn kernel_prio(tid: u32) -> i64 {
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("stat");
     let after = &s[s.rfind(')').expect("comm") + 2..];
     // `after` starts at field 3 (state); field 18 is index 15.
-    after.split(' ').nth(15).expect("field 18").parse().expect("prio")
+    after
+        .split(' ')
+        .nth(15)
+        .expect("field 18")
+        .parse()
+        .expect("prio")
 }
 
 /// Polls `cond` every millisecond for at most 5 s; returns its last value.
@@ -171,7 +176,11 @@ fn pi_boost_owner_runs_at_waiters_priority() {
     };
     // The waiter blocks in FUTEX_LOCK_PI: the kernel sets FUTEX_WAITERS and boosts.
     let boosted = poll(|| kernel_prio(otid) == -91);
-    assert!(boosted, "owner prio is {} while a FIFO-90 thread waits", kernel_prio(otid));
+    assert!(
+        boosted,
+        "owner prio is {} while a FIFO-90 thread waits",
+        kernel_prio(otid)
+    );
     assert!(unsafe { m.raw() }.has_waiters());
     release_tx.send(()).unwrap();
     let after = owner.join().unwrap();
@@ -202,7 +211,7 @@ fn ceiling_raises_while_held_and_restores_nested() {
         seen.push(kernel_prio(me)); // back to 30
         drop(ga);
         seen.push(kernel_prio(me)); // back to 10
-        // Out of order: lock a then b, unlock a first: still at b's ceiling.
+                                    // Out of order: lock a then b, unlock a first: still at b's ceiling.
         let ga = a.lock();
         let gb = b.lock();
         drop(ga);
@@ -254,7 +263,12 @@ fn ceiling_refuses_a_caller_above_it() {
     let m2 = m.clone();
     let (kind, errno, prio_after, held) = spawn_fifo(first_cpu(), 60, move || {
         let e = m2.lock_checked().unwrap_err();
-        (e.kind(), e.errno(), kernel_prio(current_tid()), m2.is_locked())
+        (
+            e.kind(),
+            e.errno(),
+            kernel_prio(current_tid()),
+            m2.is_locked(),
+        )
     })
     .join()
     .unwrap();
@@ -284,10 +298,14 @@ fn ceiling_bad_values_and_set_ceiling() {
     assert_eq!(unsafe { m.raw() }.ceiling(), 99);
     let _g = serial();
     if have_rt() {
-        let old = std::thread::spawn(move || unsafe { m.raw() }.set_ceiling(40).map(|o| (o, unsafe { m.raw() }.ceiling())))
-            .join()
-            .unwrap()
-            .unwrap();
+        let old = std::thread::spawn(move || {
+            unsafe { m.raw() }
+                .set_ceiling(40)
+                .map(|o| (o, unsafe { m.raw() }.ceiling()))
+        })
+        .join()
+        .unwrap()
+        .unwrap();
         assert_eq!(old, (99, 40));
     }
 }
@@ -398,7 +416,9 @@ fn pi_try_lock_timed_lock_and_relock() {
     assert_eq!(e.kind(), ErrorKind::Deadlock);
     assert_eq!(e.errno(), Some(libc::EDEADLK));
     assert_eq!(
-        m.lock_for_checked(Duration::from_millis(1)).unwrap_err().kind(),
+        m.lock_for_checked(Duration::from_millis(1))
+            .unwrap_err()
+            .kind(),
         ErrorKind::Deadlock
     );
     assert!(m.try_lock().is_none());
@@ -423,7 +443,11 @@ fn pi_owner_death_without_waiters_is_reported() {
     let g = m.lock();
     assert_eq!(*g, 5);
     assert!(unsafe { m.raw() }.owner_died());
-    assert_eq!(unsafe { m.raw() }.word() & 0x4000_0000, 0, "OWNER_DIED bit cleared in the word");
+    assert_eq!(
+        unsafe { m.raw() }.word() & 0x4000_0000,
+        0,
+        "OWNER_DIED bit cleared in the word"
+    );
 }
 
 #[test]
@@ -434,11 +458,11 @@ fn pi_lock_panics_on_relock_instead_of_hanging() {
         let _again = m.lock();
     }));
     let msg = r.unwrap_err();
-    let msg = msg
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
-    assert!(msg.contains("EDEADLK") && msg.contains("lock_checked"), "{msg}");
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("EDEADLK") && msg.contains("lock_checked"),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -535,4 +559,39 @@ fn raw_state_accessors() {
     assert_eq!(r.owner(), None);
     assert!(!r.has_waiters());
     assert_eq!(r.word(), 0);
+}
+
+#[test]
+fn ceiling_base_cache_is_opt_in_and_refreshable() {
+    let _g = serial();
+    if !have_rt() {
+        return unprivileged_ceiling_is_refused_with_hint();
+    }
+    let m = Arc::new(ceiling_mutex(30, ()).unwrap());
+    let seen = spawn_fifo(first_cpu(), 10, move || {
+        let me = current_tid();
+        posixrt::sync::cache_ceiling_base(true);
+        drop(m.lock());
+        let first = kernel_prio(me); // restored to 10
+                                     // Change the base behind the cache's back: the stale base (10) comes back
+                                     // on unlock, as documented.
+        set_self(libc::SCHED_FIFO, 20).unwrap();
+        drop(m.lock());
+        let stale = kernel_prio(me);
+        // After a refresh the new base is read and restored.
+        set_self(libc::SCHED_FIFO, 20).unwrap();
+        posixrt::sync::refresh_ceiling_base();
+        let g = m.lock();
+        let inside = kernel_prio(me);
+        drop(g);
+        let fresh = kernel_prio(me);
+        // Without the cache every outermost lock reads the base.
+        posixrt::sync::cache_ceiling_base(false);
+        set_self(libc::SCHED_FIFO, 25).unwrap();
+        drop(m.lock());
+        (first, stale, inside, fresh, kernel_prio(me))
+    })
+    .join()
+    .unwrap();
+    assert_eq!(seen, (-11, -11, -31, -21, -26));
 }

@@ -28,6 +28,9 @@
 //! - **Cost**: a thread already at or above the ceiling pays one syscall per outermost
 //!   lock (the `sched_getattr`); a thread below it pays three (read, raise, restore).
 //!   Nested locks that need no raise pay none. The CAS fast path is the normal mutex's.
+//!   A thread that does not change its own scheduling behind the mutex's back can
+//!   opt in to glibc's behaviour with [`cache_ceiling_base`]: the base is read once
+//!   and an at-ceiling lock+unlock makes no syscall.
 //! - SCHED_DEADLINE threads already outrank every SCHED_FIFO priority: their
 //!   attributes are left alone.
 //! - Changing the thread's priority yourself while it holds a ceiling mutex is
@@ -288,6 +291,10 @@ struct Tpp {
     base_flags: u64,
     /// The priority we raised the thread to (0: not raised).
     boost: u32,
+    /// The base fields hold what the kernel last said (set by a read or a restore).
+    cached: bool,
+    /// The thread promised its base does not change behind our back.
+    trust_cache: bool,
 }
 
 thread_local! {
@@ -300,6 +307,8 @@ thread_local! {
             base_nice: 0,
             base_flags: 0,
             boost: 0,
+            cached: false,
+            trust_cache: false,
         })
     };
 }
@@ -338,13 +347,14 @@ const SCHED_DEADLINE: u32 = 6;
 fn raise(ceiling: u32) -> Result<()> {
     TPP.with(|t| {
         let mut t = t.borrow_mut();
-        if t.held == 0 {
+        if t.held == 0 && !(t.trust_cache && t.cached) {
             let a = sys::sched_getattr_self().map_err(|e| Error::from_errno("sched_getattr", e))?;
             t.base_policy = a.sched_policy;
             t.base_priority = a.sched_priority;
             t.base_nice = a.sched_nice;
             t.base_flags = a.sched_flags;
             t.boost = 0;
+            t.cached = true;
         }
         if t.base_policy != SCHED_DEADLINE {
             let base = t.base_rt();
@@ -387,6 +397,36 @@ fn raise_error(errno: i32, ceiling: u32) -> Error {
     } else {
         e
     }
+}
+
+/// Lets the calling thread skip the `sched_getattr` of each outermost ceiling lock:
+/// the base policy and priority read once are reused until
+/// [`refresh_ceiling_base`] or `cache_ceiling_base(false)`.
+///
+/// This is what glibc always does (it caches the priority it read once in the thread
+/// descriptor). Turn it on only for a thread that does not change its own scheduling
+/// while the cache is on, or that calls [`refresh_ceiling_base`] after each change:
+/// with a stale base, the ceiling check (EINVAL above the ceiling) and the decision
+/// to raise use the old priority, and unlocking restores the old attributes. It cuts
+/// the cost of an uncontended lock+unlock by a thread already at or above the ceiling
+/// from one syscall to none.
+pub fn cache_ceiling_base(enable: bool) {
+    TPP.with(|t| {
+        let mut t = t.borrow_mut();
+        t.trust_cache = enable;
+        t.cached = t.held > 0 && t.cached;
+    })
+}
+
+/// Forgets the calling thread's cached base attributes (see [`cache_ceiling_base`]);
+/// the next outermost ceiling lock reads them again.
+pub fn refresh_ceiling_base() {
+    TPP.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.held == 0 {
+            t.cached = false;
+        }
+    })
 }
 
 /// After unlocking (or failing to lock) a mutex with `ceiling`: drop to the highest

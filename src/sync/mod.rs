@@ -46,7 +46,10 @@ mod normal;
 mod pi;
 mod sys;
 
-pub use ceiling::{ceiling_mutex, CeilingMutex, CeilingMutexGuard, RawCeilingMutex};
+pub use ceiling::{
+    cache_ceiling_base, ceiling_mutex, refresh_ceiling_base, CeilingMutex, CeilingMutexGuard,
+    RawCeilingMutex,
+};
 pub use checked::{MutexExt, RawMutexChecked};
 pub use normal::{NormalMutex, NormalMutexGuard, RawNormalMutex};
 pub use pi::{PiMutex, PiMutexGuard, RawPiMutex};

@@ -95,7 +95,10 @@ impl TidWord {
             match sys::wait(&self.0, cur | WAITERS, deadline) {
                 Ok(()) | Err(libc::EAGAIN) | Err(libc::EINTR) => {}
                 Err(libc::ETIMEDOUT) => {
-                    return Err(Error::from_errno("futex(FUTEX_WAIT_BITSET)", libc::ETIMEDOUT))
+                    return Err(Error::from_errno(
+                        "futex(FUTEX_WAIT_BITSET)",
+                        libc::ETIMEDOUT,
+                    ))
                 }
                 Err(e) => return Err(Error::from_errno("futex(FUTEX_WAIT_BITSET)", e)),
             }
@@ -237,6 +240,7 @@ impl RawMutexChecked for RawNormalMutex {
         if self.word.try_fast(tid) {
             return Ok(());
         }
-        self.word.lock_slow(tid, Some(deadline), "normal_mutex_timedlock")
+        self.word
+            .lock_slow(tid, Some(deadline), "normal_mutex_timedlock")
     }
 }

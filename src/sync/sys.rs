@@ -80,8 +80,10 @@ unsafe fn futex(
 }
 
 fn ts_add(now: rustix::time::Timespec, d: std::time::Duration) -> libc::timespec {
-    let mut sec = now.tv_sec.saturating_add(d.as_secs().min(i64::MAX as u64) as i64);
-    let mut nsec = now.tv_nsec as i64 + i64::from(d.subsec_nanos());
+    let mut sec = now
+        .tv_sec
+        .saturating_add(d.as_secs().min(i64::MAX as u64) as i64);
+    let mut nsec = now.tv_nsec + i64::from(d.subsec_nanos());
     if nsec >= 1_000_000_000 {
         nsec -= 1_000_000_000;
         sec = sec.saturating_add(1);
@@ -134,15 +136,31 @@ pub(crate) fn lock_pi(word: &AtomicU32, deadline: Option<Instant>) -> Result<(),
 /// `FUTEX_TRYLOCK_PI`: take the PI futex if free (or left by a dead owner).
 pub(crate) fn trylock_pi(word: &AtomicU32) -> Result<(), i32> {
     // SAFETY: `word` is a live AtomicU32; no timeout.
-    unsafe { futex(word, FUTEX_TRYLOCK_PI | FUTEX_PRIVATE_FLAG, 0, std::ptr::null(), 0) }
-        .map(drop)
+    unsafe {
+        futex(
+            word,
+            FUTEX_TRYLOCK_PI | FUTEX_PRIVATE_FLAG,
+            0,
+            std::ptr::null(),
+            0,
+        )
+    }
+    .map(drop)
 }
 
 /// `FUTEX_UNLOCK_PI`: hand the PI futex to the highest-priority waiter.
 pub(crate) fn unlock_pi(word: &AtomicU32) -> Result<(), i32> {
     // SAFETY: `word` is a live AtomicU32; no timeout.
-    unsafe { futex(word, FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG, 0, std::ptr::null(), 0) }
-        .map(drop)
+    unsafe {
+        futex(
+            word,
+            FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG,
+            0,
+            std::ptr::null(),
+            0,
+        )
+    }
+    .map(drop)
 }
 
 /// `FUTEX_WAIT_BITSET`: sleep while `*word == val`, until the absolute
@@ -167,8 +185,16 @@ pub(crate) fn wait(word: &AtomicU32, val: u32, deadline: Option<Instant>) -> Res
 pub(crate) fn wake(word: &AtomicU32, n: u32) -> u32 {
     // SAFETY: `word` is a live AtomicU32; no timeout. FUTEX_WAKE cannot fail on a
     // valid private address.
-    unsafe { futex(word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, n, std::ptr::null(), 0) }
-        .map_or(0, |n| n as u32)
+    unsafe {
+        futex(
+            word,
+            FUTEX_WAKE | FUTEX_PRIVATE_FLAG,
+            n,
+            std::ptr::null(),
+            0,
+        )
+    }
+    .map_or(0, |n| n as u32)
 }
 
 /// The calling thread's scheduling attributes (`sched_getattr(0)`).
