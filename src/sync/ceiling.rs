@@ -55,6 +55,7 @@ use super::checked::{deadline_after, lock_failed, RawMutexChecked};
 use super::normal::TidWord;
 use super::pi::relock_error;
 use super::sys::{self, current_tid, TID_MASK, WAITERS};
+use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
 
 /// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).
@@ -94,6 +95,7 @@ pub struct RawCeilingMutex {
     ceiling: AtomicU32,
     /// The ceiling the current owner raised itself to (written by the owner only).
     held_ceiling: AtomicU32,
+    track: Track,
 }
 
 fn check_ceiling(ceiling: u32) -> Result<()> {
@@ -115,7 +117,43 @@ impl RawCeilingMutex {
             word: TidWord::new(),
             ceiling: AtomicU32::new(FIFO_MAX),
             held_ceiling: AtomicU32::new(0),
+            track: Track::new(),
         }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Info (with the ceiling), statistics and waiters, if known to tracking; lock
+    /// state read live from the word.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.owner = self.owner();
+        s.info.locked = s.info.owner.is_some();
+        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        s.info.ceiling = Some(self.ceiling());
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the mutex a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::CeilingMutex, self.addr(), name);
+        self.track.set_ceiling(self.ceiling());
+    }
+
+    /// Forces the mutex to unlocked and wakes one waiter (Solaris `td_sync_setstate`).
+    /// The owner keeps its raised priority until its guard unlocks.
+    ///
+    /// # Safety
+    /// This breaks mutual exclusion (see [`RawNormalMutex::force_unlock`](super::RawNormalMutex::force_unlock)).
+    pub unsafe fn force_unlock(&self) {
+        if let Some(r) = self.track.get() {
+            r.set(track::W_OWNER, 0);
+        }
+        self.word.force_unlock();
     }
 
     /// A free lock with `ceiling` (1..=99), the analogue of
@@ -163,10 +201,18 @@ impl RawCeilingMutex {
         let ceiling = self.ceiling.load(Ordering::Relaxed);
         raise(ceiling)?;
         let r = if self.word.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::CeilingMutex, self.addr(), tid);
+                self.track.set_ceiling(ceiling);
+            }
             Ok(())
         } else {
-            self.word
-                .lock_slow(tid, deadline, "pthread_mutex_lock(PRIO_PROTECT)")
+            self.word.lock_slow(
+                tid,
+                deadline,
+                "pthread_mutex_lock(PRIO_PROTECT)",
+                (&self.track, Kind::CeilingMutex, self.addr()),
+            )
         };
         match r {
             Ok(()) => {
@@ -183,17 +229,33 @@ impl RawCeilingMutex {
     fn try_lock_impl(&self) -> Result<bool> {
         let tid = current_tid();
         if self.word.load() & TID_MASK != 0 {
+            if track::level() != 0 {
+                self.track.try_failed(Kind::CeilingMutex, self.addr());
+            }
             return Ok(false);
         }
         let ceiling = self.ceiling.load(Ordering::Relaxed);
         raise(ceiling)?;
         if self.word.try_fast(tid) {
             self.held_ceiling.store(ceiling, Ordering::Relaxed);
+            if track::level() != 0 {
+                self.track.try_acquired(Kind::CeilingMutex, self.addr(), tid);
+                self.track.set_ceiling(ceiling);
+            }
             Ok(true)
         } else {
             lower(ceiling);
+            if track::level() != 0 {
+                self.track.try_failed(Kind::CeilingMutex, self.addr());
+            }
             Ok(false)
         }
+    }
+}
+
+impl Drop for RawCeilingMutex {
+    fn drop(&mut self) {
+        self.track.release();
     }
 }
 
@@ -233,6 +295,9 @@ unsafe impl RawMutex for RawCeilingMutex {
     }
 
     unsafe fn unlock(&self) {
+        if track::level() != 0 {
+            self.track.releasing();
+        }
         let ceiling = self.held_ceiling.load(Ordering::Relaxed);
         if !self.word.unlock_fast(current_tid()) {
             self.word.unlock_slow();

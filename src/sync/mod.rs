@@ -42,9 +42,11 @@
 
 mod ceiling;
 mod checked;
+pub(crate) mod hook;
 mod normal;
 mod pi;
 mod sys;
+mod track;
 
 pub use ceiling::{
     cache_ceiling_base, ceiling_mutex, refresh_ceiling_base, CeilingMutex, CeilingMutexGuard,
@@ -53,6 +55,10 @@ pub use ceiling::{
 pub use checked::{MutexExt, RawMutexChecked};
 pub use normal::{NormalMutex, NormalMutexGuard, RawNormalMutex};
 pub use pi::{PiMutex, PiMutexGuard, RawPiMutex};
+pub use track::{
+    find_deadlocks, find_deadlocks_in, objects, reset_stats, set_tracking, tracking, Deadlock,
+    Info, Kind, Snapshot, Stats, Tracking,
+};
 
 /// The calling thread's kernel thread id (`gettid`), cached per thread: the value the
 /// lock words store for an owner.

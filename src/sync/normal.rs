@@ -21,6 +21,7 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 use super::checked::{deadline_after, lock_failed, RawMutexChecked};
 use super::pi::relock_error;
 use super::sys::{self, current_tid, TID_MASK, WAITERS};
+use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
 
 /// The futex word of the normal and ceiling mutexes: owner tid | waiters bit.
@@ -58,6 +59,8 @@ impl TidWord {
         }
     }
 
+    /// The contended path, with tracking of the wait for the object `(track, kind,
+    /// addr)` that owns this word.
     #[cold]
     #[inline(never)]
     pub(crate) fn lock_slow(
@@ -65,7 +68,34 @@ impl TidWord {
         tid: u32,
         deadline: Option<Instant>,
         call: &'static str,
+        t: (&Track, Kind, usize),
     ) -> Result<()> {
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            t.0.wait_begin(t.1, t.2, tid)
+        } else {
+            0
+        };
+        let r = self.lock_slow_inner(tid, deadline, call);
+        if tracked {
+            t.0.wait_end(tid);
+            if r.is_ok() {
+                t.0.acquired_after_wait(t.1, t.2, tid, t0);
+            }
+        }
+        super::hook::lock(
+            t.2,
+            self.load() & TID_MASK,
+            match &r {
+                Ok(()) => super::hook::LockResult::Acquired,
+                Err(e) if e.kind() == ErrorKind::TimedOut => super::hook::LockResult::TimedOut,
+                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
+            },
+        );
+        r
+    }
+
+    fn lock_slow_inner(&self, tid: u32, deadline: Option<Instant>, call: &'static str) -> Result<()> {
         loop {
             let cur = self.0.load(Ordering::Relaxed);
             let owner = cur & TID_MASK;
@@ -105,6 +135,12 @@ impl TidWord {
         }
     }
 
+    /// Forces the word to unlocked and wakes one sleeper.
+    pub(crate) fn force_unlock(&self) {
+        self.unlock_slow();
+        sys::wake(&self.0, 1);
+    }
+
     #[cold]
     #[inline(never)]
     pub(crate) fn unlock_slow(&self) {
@@ -132,6 +168,7 @@ pub type NormalMutexGuard<'a, T> = lock_api::MutexGuard<'a, RawNormalMutex, T>;
 /// a relock by the owner, [`RawMutexChecked`] reports it.
 pub struct RawNormalMutex {
     word: TidWord,
+    track: Track,
 }
 
 impl RawNormalMutex {
@@ -139,7 +176,46 @@ impl RawNormalMutex {
     pub const fn new() -> RawNormalMutex {
         RawNormalMutex {
             word: TidWord::new(),
+            track: Track::new(),
         }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    #[inline(always)]
+    fn t(&self) -> (&Track, Kind, usize) {
+        (&self.track, Kind::NormalMutex, self.addr())
+    }
+
+    /// Info, statistics and waiters, if known to tracking (see
+    /// [`set_tracking`](super::set_tracking)); lock state read live from the word.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.owner = self.owner();
+        s.info.locked = s.info.owner.is_some();
+        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the mutex a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::NormalMutex, self.addr(), name)
+    }
+
+    /// Forces the mutex to unlocked and wakes one waiter (Solaris `td_sync_setstate`).
+    ///
+    /// # Safety
+    /// This breaks mutual exclusion: the owner's guard still exists and its unlock
+    /// will release the lock from whoever holds it next; the data may be mid-update.
+    pub unsafe fn force_unlock(&self) {
+        if let Some(r) = self.track.get() {
+            r.set(track::W_OWNER, 0);
+        }
+        self.word.force_unlock();
     }
 
     /// The owner's thread id, if held (a snapshot).
@@ -152,6 +228,12 @@ impl RawNormalMutex {
     #[inline]
     pub fn has_waiters(&self) -> bool {
         self.word.load() & WAITERS != 0
+    }
+}
+
+impl Drop for RawNormalMutex {
+    fn drop(&mut self) {
+        self.track.release();
     }
 }
 
@@ -179,20 +261,25 @@ unsafe impl RawMutex for RawNormalMutex {
     #[inline]
     fn lock(&self) {
         let tid = current_tid();
-        if !self.word.try_fast(tid) {
-            if let Err(e) = self.word.lock_slow(tid, None, "normal_mutex_lock") {
-                lock_failed(e)
+        if self.word.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
             }
+        } else if let Err(e) = self.word.lock_slow(tid, None, "normal_mutex_lock", self.t()) {
+            lock_failed(e)
         }
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
-        self.word.try_fast(current_tid())
+        self.try_lock_checked().unwrap_or(false)
     }
 
     #[inline]
     unsafe fn unlock(&self) {
+        if track::level() != 0 {
+            self.track.releasing();
+        }
         if !self.word.unlock_fast(current_tid()) {
             self.word.unlock_slow();
         }
@@ -226,21 +313,37 @@ impl RawMutexChecked for RawNormalMutex {
     fn lock_checked(&self) -> Result<()> {
         let tid = current_tid();
         if self.word.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
+            }
             return Ok(());
         }
-        self.word.lock_slow(tid, None, "normal_mutex_lock")
+        self.word.lock_slow(tid, None, "normal_mutex_lock", self.t())
     }
 
+    #[inline]
     fn try_lock_checked(&self) -> Result<bool> {
-        Ok(self.word.try_fast(current_tid()))
+        let tid = current_tid();
+        let ok = self.word.try_fast(tid);
+        if track::level() != 0 {
+            if ok {
+                self.track.try_acquired(Kind::NormalMutex, self.addr(), tid);
+            } else {
+                self.track.try_failed(Kind::NormalMutex, self.addr());
+            }
+        }
+        Ok(ok)
     }
 
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
         let tid = current_tid();
         if self.word.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
+            }
             return Ok(());
         }
         self.word
-            .lock_slow(tid, Some(deadline), "normal_mutex_timedlock")
+            .lock_slow(tid, Some(deadline), "normal_mutex_timedlock", self.t())
     }
 }

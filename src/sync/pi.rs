@@ -35,6 +35,7 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
 use super::checked::{deadline_after, lock_failed, RawMutexChecked};
 use super::sys::{self, current_tid, OWNER_DIED, TID_MASK, WAITERS};
+use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
 
 /// A mutex with the priority-inheritance protocol (`PTHREAD_PRIO_INHERIT`), with
@@ -76,6 +77,7 @@ pub type PiMutexGuard<'a, T> = lock_api::MutexGuard<'a, RawPiMutex, T>;
 pub struct RawPiMutex {
     word: AtomicU32,
     owner_died: AtomicBool,
+    track: Track,
 }
 
 impl RawPiMutex {
@@ -84,7 +86,65 @@ impl RawPiMutex {
         RawPiMutex {
             word: AtomicU32::new(0),
             owner_died: AtomicBool::new(false),
+            track: Track::new(),
         }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Info, statistics and waiters, if the mutex is known to tracking (it was used
+    /// while [`set_tracking`](super::set_tracking) was on, or named). The lock state
+    /// (locked, owner, has-waiters) is read live from the futex word.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        let w = self.word();
+        s.info.owner = (w & TID_MASK != 0).then_some(w & TID_MASK);
+        s.info.locked = s.info.owner.is_some();
+        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        s.info.has_waiters |= w & WAITERS != 0;
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the mutex a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::PiMutex, self.addr(), name)
+    }
+
+    /// Forces the mutex to unlocked, whoever holds it: the analogue of Solaris
+    /// `td_sync_setstate`, for debuggers.
+    ///
+    /// Errors: [`Busy`](crate::ErrorKind::Busy) if threads are blocked in the kernel
+    /// (their PI state names the owner; only the owner can hand the lock over).
+    ///
+    /// # Safety
+    /// This breaks mutual exclusion: the owner's guard still exists and will unlock a
+    /// lock it no longer holds (a no-op here, or a steal from the next owner), and
+    /// the data may be mid-update. Use it only to unstick a program under a debugger.
+    pub unsafe fn force_unlock(&self) -> Result<()> {
+        let w = self.word();
+        if w & WAITERS != 0 {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                "force_unlock",
+                "threads are blocked in FUTEX_LOCK_PI on this mutex",
+            )
+            .with_hint("only the owner can unlock a PI futex with kernel waiters; make it exit or unlock"));
+        }
+        if self
+            .word
+            .compare_exchange(w, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(Error::new(ErrorKind::Busy, "force_unlock", "the mutex changed meanwhile"));
+        }
+        if let Some(r) = self.track.get() {
+            r.set(track::W_OWNER, 0);
+        }
+        Ok(())
     }
 
     /// The owner's thread id, if the lock is held (a snapshot).
@@ -139,6 +199,33 @@ impl RawPiMutex {
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            self.track.wait_begin(Kind::PiMutex, self.addr(), tid)
+        } else {
+            0
+        };
+        let r = self.lock_slow_inner(tid, deadline);
+        if tracked {
+            self.track.wait_end(tid);
+            if r.is_ok() {
+                self.track
+                    .acquired_after_wait(Kind::PiMutex, self.addr(), tid, t0);
+            }
+        }
+        super::hook::lock(
+            self.addr(),
+            self.word() & TID_MASK,
+            match &r {
+                Ok(()) => super::hook::LockResult::Acquired,
+                Err(e) if e.kind() == ErrorKind::TimedOut => super::hook::LockResult::TimedOut,
+                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
+            },
+        );
+        r
+    }
+
+    fn lock_slow_inner(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
         loop {
             let cur = self.word.load(Ordering::Relaxed);
             if cur & TID_MASK == tid {
@@ -222,6 +309,12 @@ pub(crate) fn relock_error(call: &'static str) -> Error {
         .with_hint("drop the guard before locking again, or use a recursive mutex")
 }
 
+impl Drop for RawPiMutex {
+    fn drop(&mut self) {
+        self.track.release();
+    }
+}
+
 impl Default for RawPiMutex {
     fn default() -> Self {
         RawPiMutex::new()
@@ -250,21 +343,25 @@ unsafe impl RawMutex for RawPiMutex {
     #[inline]
     fn lock(&self) {
         let tid = current_tid();
-        if !self.try_fast(tid) {
-            if let Err(e) = self.lock_slow(tid, None) {
-                lock_failed(e)
+        if self.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::PiMutex, self.addr(), tid);
             }
+        } else if let Err(e) = self.lock_slow(tid, None) {
+            lock_failed(e)
         }
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
-        let tid = current_tid();
-        self.try_fast(tid) || self.try_lock_slow(tid).unwrap_or(false)
+        self.try_lock_checked().unwrap_or(false)
     }
 
     #[inline]
     unsafe fn unlock(&self) {
+        if track::level() != 0 {
+            self.track.releasing();
+        }
         let tid = current_tid();
         if self
             .word
@@ -305,6 +402,9 @@ impl RawMutexChecked for RawPiMutex {
     fn lock_checked(&self) -> Result<()> {
         let tid = current_tid();
         if self.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::PiMutex, self.addr(), tid);
+            }
             Ok(())
         } else {
             self.lock_slow(tid, None)
@@ -314,16 +414,27 @@ impl RawMutexChecked for RawPiMutex {
     #[inline]
     fn try_lock_checked(&self) -> Result<bool> {
         let tid = current_tid();
-        if self.try_fast(tid) {
+        let r = if self.try_fast(tid) {
             Ok(true)
         } else {
             self.try_lock_slow(tid)
+        };
+        if track::level() != 0 {
+            match r {
+                Ok(true) => self.track.try_acquired(Kind::PiMutex, self.addr(), tid),
+                Ok(false) => self.track.try_failed(Kind::PiMutex, self.addr()),
+                Err(_) => {}
+            }
         }
+        r
     }
 
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
         let tid = current_tid();
         if self.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::PiMutex, self.addr(), tid);
+            }
             Ok(())
         } else {
             self.lock_slow(tid, Some(deadline))
