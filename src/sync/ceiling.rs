@@ -253,12 +253,6 @@ impl RawCeilingMutex {
     }
 }
 
-impl Drop for RawCeilingMutex {
-    fn drop(&mut self) {
-        self.track.release();
-    }
-}
-
 impl Default for RawCeilingMutex {
     fn default() -> Self {
         RawCeilingMutex::new()

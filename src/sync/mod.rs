@@ -42,9 +42,13 @@
 
 mod ceiling;
 mod checked;
+mod condvar;
 pub(crate) mod hook;
 mod normal;
 mod pi;
+mod recursive;
+mod rwlock;
+mod semaphore;
 mod sys;
 mod track;
 
@@ -54,7 +58,11 @@ pub use ceiling::{
 };
 pub use checked::{MutexExt, RawMutexChecked};
 pub use normal::{NormalMutex, NormalMutexGuard, RawNormalMutex};
+pub use condvar::Condvar;
 pub use pi::{PiMutex, PiMutexGuard, RawPiMutex};
+pub use recursive::{RecursiveMutex, RecursiveMutexGuard};
+pub use rwlock::{RawRwLock, RwLock};
+pub use semaphore::{Semaphore, SEM_VALUE_MAX};
 pub use track::{
     find_deadlocks, find_deadlocks_in, objects, reset_stats, set_tracking, tracking, Deadlock,
     Info, Kind, Snapshot, Stats, Tracking,

@@ -231,12 +231,6 @@ impl RawNormalMutex {
     }
 }
 
-impl Drop for RawNormalMutex {
-    fn drop(&mut self) {
-        self.track.release();
-    }
-}
-
 impl Default for RawNormalMutex {
     fn default() -> Self {
         RawNormalMutex::new()

@@ -309,12 +309,6 @@ pub(crate) fn relock_error(call: &'static str) -> Error {
         .with_hint("drop the guard before locking again, or use a recursive mutex")
 }
 
-impl Drop for RawPiMutex {
-    fn drop(&mut self) {
-        self.track.release();
-    }
-}
-
 impl Default for RawPiMutex {
     fn default() -> Self {
         RawPiMutex::new()

@@ -380,8 +380,8 @@ impl Track {
         }
     }
 
-    /// Forgets the object (its owner drops it): the record goes back to the slab.
-    pub(crate) fn release(&mut self) {
+    /// Forgets the object (it is dropped): the record goes back to the slab.
+    fn release(&mut self) {
         let p = *self.rec.get_mut();
         if !p.is_null() {
             // SAFETY: records are 'static.
@@ -391,6 +391,12 @@ impl Track {
             s.free.push(r);
             *self.rec.get_mut() = std::ptr::null_mut();
         }
+    }
+}
+
+impl Drop for Track {
+    fn drop(&mut self) {
+        self.release();
     }
 }
 
@@ -682,7 +688,7 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS]) -> Option<Snapshot> {
             info.owner_pid = None;
             info.sem_count = Some(state as u32);
             stats.posts = w[W_A];
-            stats.max_count = w[W_B];
+            stats.max_count = w[W_B].max(state);
             stats.min_count = if w[W_C] == u64::MAX { state } else { w[W_C] };
         }
         _ => {}
