@@ -23,8 +23,16 @@
 //! assert_eq!(e.errno(), Some(libc::EPERM));
 //! assert_eq!(e.call(), "sched_setscheduler");
 //! assert!(e.to_string().contains("CAP_SYS_NICE"));
+//!
+//! // Into io::Error: the hint's text survives, and the errno is one downcast away.
 //! let io: std::io::Error = e.into();
-//! assert_eq!(io.raw_os_error(), Some(libc::EPERM));
+//! assert_eq!(io.kind(), std::io::ErrorKind::PermissionDenied);
+//! let inner = io.get_ref().and_then(|e| e.downcast_ref::<Error>());
+//! assert_eq!(inner.and_then(Error::errno), Some(libc::EPERM));
+//!
+//! // A bare errno error converts to a raw OS error.
+//! let bare: std::io::Error = Error::from_errno("close", libc::EBADF).into();
+//! assert_eq!(bare.raw_os_error(), Some(libc::EBADF));
 //! ```
 
 use std::borrow::Cow;

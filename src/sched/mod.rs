@@ -1,1 +1,87 @@
-//! The `sched` module (under construction).
+//! Scheduling: policies and priorities, spawn with attributes applied at creation,
+//! affinity, and the kernel's view of a thread's priority.
+//!
+//! This is the POSIX scheduling chapter (listings 6.1–6.6 of the seed) on Linux:
+//!
+//! | POSIX / Linux call | here |
+//! |---|---|
+//! | `sched_getscheduler`, `sched_setscheduler`, `sched_getparam`, `sched_setparam` | [`get_scheduler`], [`set_scheduler`], [`get_param`], [`set_param`] |
+//! | `sched_get_priority_min/max` | [`Policy::priority_range`], [`Priority::new`] (validated) |
+//! | `sched_rr_get_interval`, `sched_yield` | [`rr_interval`], [`yield_now`] |
+//! | `pthread_getschedparam`, `pthread_setschedparam`, `pthread_setschedprio` | [`current_scheduling`], [`set_current_scheduling`], [`set_current_priority`], and the same on a [`JoinHandle`] |
+//! | `sched_*` on another thread's tid | [`thread_scheduling`], [`set_thread_scheduling`], [`set_thread_priority`] |
+//! | `pthread_attr_setinheritsched(PTHREAD_EXPLICIT_SCHED)` + policy/param/affinity/stack | [`Builder`] |
+//! | `sched_getaffinity`/`sched_setaffinity`, `CPU_SET` | [`CpuSet`], [`thread_affinity`], [`set_thread_affinity`], [`set_process_affinity`] |
+//! | `gettid`, `/proc/self/task/TID/stat` prio | [`gettid`], [`kernel_priority`] |
+//! | `sched_setattr`/`sched_getattr` (`SCHED_DEADLINE`) | [`deadline`] |
+//! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID` | [`cputime`] |
+//! | `mlockall`, prefault, `/dev/cpu_dma_latency`, `PR_SET_TIMERSLACK`, `RLIMIT_RTPRIO` | [`rt`], [`rt::setup`] |
+//!
+//! # The policies (POSIX rules, Linux behaviour)
+//!
+//! The scheduler runs the thread at the head of the highest-priority non-empty list.
+//!
+//! - **`SCHED_FIFO`** (1..=99): a preempted thread goes back to the *head* of its list;
+//!   a thread that becomes runnable goes to the *tail*; a thread whose policy or
+//!   priority is changed by `sched_setscheduler`/`sched_setparam`/`pthread_setschedparam`
+//!   goes to the tail of its new list; `pthread_setschedprio` raising it puts it at
+//!   the tail, lowering it at the *head*; `sched_yield` moves it to the tail. It runs
+//!   until it blocks, yields or is preempted.
+//! - **`SCHED_RR`**: `SCHED_FIFO` plus a quantum ([`rr_interval`]); a thread that used
+//!   its quantum goes to the tail of its list; a preempted thread finishes its quantum.
+//! - **`SCHED_SPORADIC`** (budget, replenishment period, low priority, max pending
+//!   replenishments) is not in Linux; `SCHED_DEADLINE` covers the budget part (see
+//!   [`deadline`] for the mapping and what does not map).
+//! - **`SCHED_OTHER`** (priority 0): lets a portable program say it no longer needs
+//!   real-time scheduling. Linux adds `SCHED_BATCH` and `SCHED_IDLE`.
+//!
+//! On Linux, RT throttling (`/proc/sys/kernel/sched_rt_runtime_us`, 950000 of
+//! 1000000 by default) leaves 5 % of each second to non-RT tasks.
+//!
+//! # Privilege
+//!
+//! Real-time policies need `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` at least as high as
+//! the priority. Every EPERM from a scheduling call is
+//! [`ErrorKind::PermissionDenied`](crate::ErrorKind::PermissionDenied) with a hint
+//! that names both, the current soft and hard limits, and the fixes.
+//!
+//! ```
+//! use posixrt::sched::{self, Policy, Priority};
+//!
+//! for p in [Policy::Fifo, Policy::RoundRobin, Policy::Other] {
+//!     let r = p.priority_range()?;
+//!     println!("{p}: {} to {}", r.start(), r.end());
+//! }
+//! match sched::set_current_scheduling(Priority::round_robin(50)?) {
+//!     Ok(()) => println!("now SCHED_RR 50, quantum {:?}", sched::rr_interval(None)?),
+//!     Err(e) => println!("refused: {e}"), // names CAP_SYS_NICE and RLIMIT_RTPRIO
+//! }
+//! sched::set_current_scheduling(Priority::other())?;
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+
+mod affinity;
+pub mod cputime;
+pub mod deadline;
+pub(crate) mod hint;
+mod policy;
+mod process;
+pub mod rt;
+mod spawn;
+mod thread;
+
+pub use affinity::{
+    current_cpu, process_affinity, set_process_affinity, set_thread_affinity, thread_affinity,
+    CpuSet,
+};
+pub use policy::{Policy, Priority};
+pub use process::{
+    get_param, get_scheduler, priority_max, priority_min, rr_interval, set_param, set_scheduler,
+    yield_now,
+};
+pub use spawn::{spawn, Builder, JoinHandle};
+pub use thread::{
+    current_name, current_scheduling, current_stack_size, gettid, kernel_priority, process_threads,
+    set_current_priority, set_current_scheduling, set_thread_priority, set_thread_scheduling,
+    thread_scheduling, KernelPriority, Tid,
+};

@@ -1,0 +1,78 @@
+//! The thread fingerprint "Hello, world" (QNX Cookbook), plus two named workers.
+//!
+//! ```text
+//! tfp_hello [FIRST_SECS [SECOND_SECS]]     (defaults: 60 and 10, as in the seed)
+//! ```
+//!
+//! The main thread marks itself "Main thread sleeping", sleeps FIRST_SECS, re-marks
+//! itself "Main thread about to exit", sleeps SECOND_SECS and exits. Two worker
+//! threads are created with `spawn_named` (the seed's `pthread_create_named`), so
+//! they are marked before their code runs; they count in their raw block and
+//! update their marker every 100 ms. Run `tfp -b tfp_hello` in another terminal
+//! meanwhile.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use posixrt::mark;
+
+fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
+    match arg {
+        None => Ok(Duration::from_secs_f64(default)),
+        Some(s) => match s.parse::<f64>() {
+            Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(Duration::from_secs_f64(v)),
+            _ => Err(format!("{s:?} is not a number of seconds")),
+        },
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut args = std::env::args().skip(1);
+    let (first, second) = match (secs(args.next(), 60.0), secs(args.next(), 10.0)) {
+        (Ok(a), Ok(b)) if args.next().is_none() => (a, b),
+        (a, b) => {
+            for e in [a.err(), b.err()].into_iter().flatten() {
+                eprintln!("tfp_hello: {e}");
+            }
+            eprintln!("Usage: tfp_hello [FIRST_SECS [SECOND_SECS]]");
+            std::process::exit(1);
+        }
+    };
+
+    println!("Hello, world");
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    for n in 1..=2 {
+        let stop = stop.clone();
+        let w = mark::spawn_named(&format!("worker {n}"), move || -> posixrt::Result<u64> {
+            let mut step = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                step += 1;
+                mark::write_raw(0, &step.to_le_bytes())?;
+                mark::update(&format!("worker {n}: step {step}"))?;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Ok(step)
+        })?;
+        println!("worker {n} is thread {}", w.tid());
+        workers.push(w);
+    }
+
+    mark::set("Main thread sleeping")?;
+    println!("pid {}: marked; sleeping {:?}", std::process::id(), first);
+    std::thread::sleep(first);
+    mark::set("Main thread about to exit")?;
+    println!("re-marked; sleeping {:?}", second);
+    std::thread::sleep(second);
+
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        match w.join() {
+            Ok(Ok(steps)) => println!("a worker stopped after {steps} steps"),
+            Ok(Err(e)) => eprintln!("a worker failed: {e}"),
+            Err(_) => eprintln!("a worker panicked"),
+        }
+    }
+    Ok(())
+}

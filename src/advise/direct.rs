@@ -1,0 +1,176 @@
+//! The alignment O_DIRECT I/O needs on a given file.
+
+use std::os::fd::AsFd;
+
+use super::AlignedBuf;
+use crate::{Error, ErrorKind, Result};
+
+/// Where a [`DirectIoAlignment`] came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AlignmentSource {
+    /// `statx(STATX_DIOALIGN)` (Linux 6.1+, filesystems that report it): exact.
+    Statx,
+    /// `ioctl(BLKSSZGET)` on the block device holding the file (or the file, if it
+    /// is a block device): the logical block size, used for both memory and offset
+    /// alignment, which is what O_DIRECT needed before Linux 6.1.
+    BlockDevice,
+}
+
+/// The alignment rules of O_DIRECT I/O on one file.
+///
+/// With O_DIRECT, the buffer address must be a multiple of
+/// [`mem_align`](DirectIoAlignment::mem_align), and the file offset and the length a
+/// multiple of [`offset_align`](DirectIoAlignment::offset_align); otherwise the read
+/// or write fails with EINVAL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DirectIoAlignment {
+    /// Required alignment of the buffer address, in bytes.
+    pub mem_align: usize,
+    /// Required alignment of the file offset and of the length, in bytes.
+    pub offset_align: usize,
+    /// How it was found.
+    pub source: AlignmentSource,
+}
+
+/// Finds the alignment O_DIRECT I/O on `fd` needs.
+///
+/// Asks `statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN)` first (`stx_dio_mem_align`,
+/// `stx_dio_offset_align`). Where the kernel or filesystem does not report it, falls
+/// back to the logical block size of the underlying block device (`BLKSSZGET` on
+/// the file itself if it is a block device, else on `/dev/block/MAJOR:MINOR`).
+///
+/// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) if statx reports that the
+/// file does not support O_DIRECT at all (both alignments zero), or if there is no
+/// block device to ask (e.g. a network or FUSE filesystem on an old kernel).
+///
+/// ```
+/// use posixrt::advise::direct_io_alignment;
+///
+/// let f = std::fs::File::open(std::env::temp_dir())?;
+/// match direct_io_alignment(&f) {
+///     Ok(a) => println!("O_DIRECT here: buffers aligned to {}, offsets to {}", a.mem_align, a.offset_align),
+///     Err(e) => println!("no O_DIRECT here: {e}"),
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # References
+///  - [Linux `statx`](https://man7.org/linux/man-pages/man2/statx.2.html) (`STATX_DIOALIGN`)
+///  - [Linux `open`](https://man7.org/linux/man-pages/man2/open.2.html) (O_DIRECT)
+///  - [Linux `ioctl`](https://man7.org/linux/man-pages/man2/ioctl.2.html) (`BLKSSZGET`)
+pub fn direct_io_alignment<Fd: AsFd>(fd: Fd) -> Result<DirectIoAlignment> {
+    use rustix::fs::{AtFlags, StatxFlags};
+    let fd = fd.as_fd();
+    match rustix::fs::statx(fd, "", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN) {
+        Ok(st) if st.stx_mask & StatxFlags::DIOALIGN.bits() != 0 => {
+            if st.stx_dio_mem_align == 0 || st.stx_dio_offset_align == 0 {
+                return Err(Error::new(
+                    ErrorKind::Unsupported,
+                    "statx",
+                    "the file does not support O_DIRECT (STATX_DIOALIGN reports 0)",
+                )
+                .with_hint(
+                    "use buffered I/O with fadvise, or put the file on ext4, xfs or a block device",
+                ));
+            }
+            return Ok(DirectIoAlignment {
+                mem_align: st.stx_dio_mem_align as usize,
+                offset_align: st.stx_dio_offset_align as usize,
+                source: AlignmentSource::Statx,
+            });
+        }
+        Ok(_) => {}
+        Err(e) if e == rustix::io::Errno::BADF => {
+            return Err(
+                Error::from_errno("statx", e.raw_os_error()).with_hint("the descriptor is closed")
+            )
+        }
+        Err(_) => {} // ENOSYS etc.: fall back
+    }
+    block_device_alignment(fd)
+}
+
+fn block_device_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<DirectIoAlignment> {
+    let st = rustix::fs::fstat(fd).map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?;
+    let from = |size: u32| DirectIoAlignment {
+        mem_align: size as usize,
+        offset_align: size as usize,
+        source: AlignmentSource::BlockDevice,
+    };
+    let file_type = st.st_mode & libc::S_IFMT;
+    if file_type == libc::S_IFBLK {
+        let size = rustix::fs::ioctl_blksszget(fd)
+            .map_err(|e| Error::from_errno("ioctl(BLKSSZGET)", e.raw_os_error()))?;
+        return Ok(from(size));
+    }
+    let dev = st.st_dev;
+    let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let path = format!("/dev/block/{major}:{minor}");
+    let dev_file = std::fs::File::open(&path).map_err(|e| {
+        Error::new(
+            ErrorKind::Unsupported,
+            "ioctl(BLKSSZGET)",
+            format!("statx gives no STATX_DIOALIGN and {path} cannot be opened: {e}"),
+        )
+        .with_hint("the file is not on a local block device (network, FUSE, overlay?); O_DIRECT may not work here")
+    })?;
+    let size = rustix::fs::ioctl_blksszget(&dev_file)
+        .map_err(|e| Error::from_errno("ioctl(BLKSSZGET)", e.raw_os_error()))?;
+    Ok(from(size))
+}
+
+impl DirectIoAlignment {
+    /// Allocates a zeroed buffer of `len` bytes aligned for O_DIRECT on this file.
+    ///
+    /// `len` must be a multiple of [`offset_align`](DirectIoAlignment::offset_align)
+    /// ([`InvalidInput`](crate::ErrorKind::InvalidInput) otherwise; see
+    /// [`round_up`](DirectIoAlignment::round_up)).
+    pub fn alloc(&self, len: usize) -> Result<AlignedBuf> {
+        if self.offset_align == 0 || len % self.offset_align != 0 {
+            return Err(Error::invalid(
+                "posix_memalign",
+                format!(
+                    "length {len} is not a multiple of the O_DIRECT block size {}",
+                    self.offset_align
+                ),
+            )
+            .with_hint("round the length up with DirectIoAlignment::round_up"));
+        }
+        let word = std::mem::size_of::<*const ()>();
+        AlignedBuf::new(len, self.mem_align.max(word))
+    }
+
+    /// `len` rounded up to a multiple of [`offset_align`](DirectIoAlignment::offset_align),
+    /// or `None` on overflow.
+    pub fn round_up(&self, len: usize) -> Option<usize> {
+        let a = self.offset_align.max(1);
+        len.checked_add(a - 1).map(|v| v / a * a)
+    }
+
+    /// Checks that a read or write of `buf` at file offset `offset` meets the rules:
+    /// [`InvalidInput`](crate::ErrorKind::InvalidInput) naming the first rule broken.
+    pub fn check(&self, offset: u64, buf: &[u8]) -> Result<()> {
+        let (m, o) = (self.mem_align.max(1), self.offset_align.max(1));
+        if buf.as_ptr() as usize % m != 0 {
+            return Err(Error::invalid(
+                "O_DIRECT",
+                format!("buffer address {:p} is not aligned to {m}", buf.as_ptr()),
+            )
+            .with_hint("allocate it with DirectIoAlignment::alloc"));
+        }
+        if offset % o as u64 != 0 {
+            return Err(Error::invalid(
+                "O_DIRECT",
+                format!("file offset {offset} is not a multiple of {o}"),
+            ));
+        }
+        if buf.len() % o != 0 {
+            return Err(Error::invalid(
+                "O_DIRECT",
+                format!("length {} is not a multiple of {o}", buf.len()),
+            )
+            .with_hint("round the length up with DirectIoAlignment::round_up"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,105 @@
+//! `posix_fadvise`: declare how a file will be read.
+
+use std::num::NonZeroU64;
+use std::os::fd::AsFd;
+
+use super::check_range;
+use crate::{Error, Result};
+
+/// The access pattern declared with [`fadvise`] (`POSIX_FADV_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Advice {
+    /// `POSIX_FADV_NORMAL`: no particular pattern (the default read-ahead).
+    Normal,
+    /// `POSIX_FADV_SEQUENTIAL`: read from lower to higher offsets; Linux doubles the
+    /// read-ahead window.
+    Sequential,
+    /// `POSIX_FADV_RANDOM`: random access; Linux turns read-ahead off.
+    Random,
+    /// `POSIX_FADV_NOREUSE`: the data is read once. Linux accepts it; since 6.3 it
+    /// lets the page cache reclaim such pages first.
+    NoReuse,
+    /// `POSIX_FADV_WILLNEED`: start reading the range into the page cache now.
+    WillNeed,
+    /// `POSIX_FADV_DONTNEED`: the range will not be needed soon; clean cached pages
+    /// are dropped (dirty ones are first written back only if already under I/O).
+    DontNeed,
+}
+
+impl Advice {
+    /// Every advice kind, in `POSIX_FADV_*` order.
+    pub const ALL: [Advice; 6] = [
+        Advice::Normal,
+        Advice::Sequential,
+        Advice::Random,
+        Advice::NoReuse,
+        Advice::WillNeed,
+        Advice::DontNeed,
+    ];
+
+    /// The C name, e.g. `"POSIX_FADV_SEQUENTIAL"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Advice::Normal => "POSIX_FADV_NORMAL",
+            Advice::Sequential => "POSIX_FADV_SEQUENTIAL",
+            Advice::Random => "POSIX_FADV_RANDOM",
+            Advice::NoReuse => "POSIX_FADV_NOREUSE",
+            Advice::WillNeed => "POSIX_FADV_WILLNEED",
+            Advice::DontNeed => "POSIX_FADV_DONTNEED",
+        }
+    }
+
+    fn raw(self) -> rustix::fs::Advice {
+        use rustix::fs::Advice as R;
+        match self {
+            Advice::Normal => R::Normal,
+            Advice::Sequential => R::Sequential,
+            Advice::Random => R::Random,
+            Advice::NoReuse => R::NoReuse,
+            Advice::WillNeed => R::WillNeed,
+            Advice::DontNeed => R::DontNeed,
+        }
+    }
+}
+
+/// `posix_fadvise(fd, offset, len, advice)`: declares the access pattern for a
+/// range of a file. `len == 0` means "to the end of the file", as in POSIX.
+///
+/// `offset` and `len` are `off_t` values as in C: negative ones are rejected with
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) before the call (the kernel
+/// would answer EINVAL). A pipe or FIFO gives ESPIPE
+/// ([`Other`](crate::ErrorKind::Other)); a descriptor that is not open for I/O
+/// gives [`BadFd`](crate::ErrorKind::BadFd).
+///
+/// ```
+/// use posixrt::advise::{fadvise, Advice};
+///
+/// let f = std::fs::File::open("/proc/self/exe")?;
+/// fadvise(&f, 0, 0, Advice::Sequential)?;
+/// fadvise(&f, 0, 0, Advice::NoReuse)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # References
+///  - [POSIX]
+///  - [Linux]
+///
+/// [POSIX]: https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_fadvise.html
+/// [Linux]: https://man7.org/linux/man-pages/man2/posix_fadvise.2.html
+#[doc(alias = "posix_fadvise")]
+pub fn fadvise<Fd: AsFd>(fd: Fd, offset: i64, len: i64, advice: Advice) -> Result<()> {
+    let (offset, len) = check_range("posix_fadvise", offset, len)?;
+    rustix::fs::fadvise(fd, offset, NonZeroU64::new(len), advice.raw()).map_err(|e| {
+        let err = Error::from_errno("posix_fadvise", e.raw_os_error())
+            .with_message(format!("{} on {offset}+{len}", advice.name()));
+        match e {
+            rustix::io::Errno::SPIPE => {
+                err.with_hint("fadvise applies to regular files, not pipes, FIFOs or sockets")
+            }
+            rustix::io::Errno::BADF => err.with_hint(
+                "the descriptor is closed or opened with O_PATH; open the file for reading",
+            ),
+            _ => err,
+        }
+    })
+}

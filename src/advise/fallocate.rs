@@ -1,0 +1,115 @@
+//! `posix_fallocate` and Linux `fallocate` modes: reserve or release file space.
+
+use std::os::fd::AsFd;
+
+use super::check_range;
+use crate::{Error, ErrorKind, Result};
+
+/// What [`fallocate`] does with the range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FallocateMode {
+    /// `posix_fallocate`: allocate the blocks, and grow the file if the range ends
+    /// beyond it. (glibc emulates it by writing zeros where the filesystem has no
+    /// `fallocate`; posixrt does not, it reports the filesystem's refusal.)
+    Allocate,
+    /// Linux `FALLOC_FL_KEEP_SIZE`: allocate the blocks but leave the file size as
+    /// it is (preallocation past the end, e.g. for a log that will grow).
+    KeepSize,
+    /// Linux `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE`: free the blocks of the
+    /// range; it reads back as zeros and the size does not change.
+    PunchHole,
+}
+
+impl FallocateMode {
+    fn flags(self) -> rustix::fs::FallocateFlags {
+        use rustix::fs::FallocateFlags as F;
+        match self {
+            FallocateMode::Allocate => F::empty(),
+            FallocateMode::KeepSize => F::KEEP_SIZE,
+            FallocateMode::PunchHole => F::PUNCH_HOLE | F::KEEP_SIZE,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FallocateMode::Allocate => "allocate",
+            FallocateMode::KeepSize => "FALLOC_FL_KEEP_SIZE",
+            FallocateMode::PunchHole => "FALLOC_FL_PUNCH_HOLE|FALLOC_FL_KEEP_SIZE",
+        }
+    }
+}
+
+/// `posix_fallocate(fd, offset, len)`: makes sure the blocks for `offset..offset+len`
+/// are allocated, growing the file if needed, so later writes cannot fail with
+/// ENOSPC.
+///
+/// Negative `offset` or a `len` that is not positive are
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput), as POSIX requires. See
+/// [`fallocate_mode`] for the Linux modes.
+///
+/// ```
+/// use posixrt::advise::fallocate;
+///
+/// let f = tempfile_in_tmp()?;
+/// fallocate(&f, 0, 1 << 20)?;
+/// assert_eq!(f.metadata()?.len(), 1 << 20);
+/// # fn tempfile_in_tmp() -> std::io::Result<std::fs::File> {
+/// #     let p = std::env::temp_dir().join(format!("posixrt-doc-fallocate-{}", std::process::id()));
+/// #     let f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&p)?;
+/// #     std::fs::remove_file(&p)?;
+/// #     Ok(f)
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # References
+///  - [POSIX]
+///  - [Linux `fallocate`]
+///
+/// [POSIX]: https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_fallocate.html
+/// [Linux `fallocate`]: https://man7.org/linux/man-pages/man2/fallocate.2.html
+#[doc(alias = "posix_fallocate")]
+pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
+    fallocate_mode(fd, FallocateMode::Allocate, offset, len)
+}
+
+/// `fallocate(fd, mode, offset, len)`: [`fallocate`] with a Linux mode (keep size,
+/// punch hole).
+///
+/// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a negative offset or
+/// a non-positive length; [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP)
+/// where the filesystem lacks the mode; [`BadFd`](crate::ErrorKind::BadFd) if the
+/// descriptor is not open for writing; ESPIPE for a pipe.
+///
+/// # References
+///  - [Linux]
+///
+/// [Linux]: https://man7.org/linux/man-pages/man2/fallocate.2.html
+pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i64) -> Result<()> {
+    let call = match mode {
+        FallocateMode::Allocate => "posix_fallocate",
+        _ => "fallocate",
+    };
+    if len == 0 {
+        return Err(Error::invalid(call, "length is zero")
+            .with_hint("POSIX requires a positive length; skip the call for an empty range"));
+    }
+    let (offset, len) = check_range(call, offset, len)?;
+    rustix::fs::fallocate(fd, mode.flags(), offset, len).map_err(|e| {
+        let err = Error::from_errno(call, e.raw_os_error())
+            .with_message(format!("{} on {offset}+{len}", mode.name()));
+        match err.kind() {
+            ErrorKind::Unsupported => err.with_hint(
+                "this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do",
+            ),
+            ErrorKind::BadFd => err.with_hint("open the file for writing (O_WRONLY or O_RDWR)"),
+            _ if e == rustix::io::Errno::SPIPE => {
+                err.with_hint("fallocate applies to regular files, not pipes or FIFOs")
+            }
+            _ if e == rustix::io::Errno::FBIG => {
+                err.with_hint("offset + len exceeds the filesystem's maximum file size")
+            }
+            _ => err,
+        }
+    })
+}

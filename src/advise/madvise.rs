@@ -1,0 +1,232 @@
+//! `posix_madvise` and Linux `madvise`: advice about memory the caller owns.
+
+use super::AlignedBuf;
+use crate::{Error, Result};
+
+/// Advice for [`AlignedBuf::advise`] and [`madvise`].
+///
+/// The first five are the POSIX kinds (`POSIX_MADV_*`); the rest are the Linux
+/// `MADV_*` kinds that real-time code uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MemAdvice {
+    /// `POSIX_MADV_NORMAL`: no special treatment.
+    Normal,
+    /// `POSIX_MADV_SEQUENTIAL`: expect sequential access (aggressive read-ahead,
+    /// early reclaim behind).
+    Sequential,
+    /// `POSIX_MADV_RANDOM`: expect random access (no read-ahead).
+    Random,
+    /// `POSIX_MADV_WILLNEED` / `MADV_WILLNEED`: the pages will be needed soon; the
+    /// kernel may fault them in ahead of time.
+    WillNeed,
+    /// `POSIX_MADV_DONTNEED`, as glibc implements it on Linux: a pure hint that
+    /// does nothing, because Linux's `MADV_DONTNEED` discards data. Use
+    /// [`MemAdvice::DontNeed`] to actually release the pages.
+    PosixDontNeed,
+    /// Linux `MADV_DONTNEED`: release the pages now. On private anonymous memory
+    /// (every [`AlignedBuf`]) the range reads back as **zeros** afterwards; the
+    /// safe [`AlignedBuf::advise`] takes `&mut self` for that reason.
+    DontNeed,
+    /// Linux `MADV_HUGEPAGE`: back the range with transparent huge pages where
+    /// possible (fewer TLB misses; needs THP in `madvise` or `always` mode).
+    HugePage,
+    /// Linux `MADV_NOHUGEPAGE`: do not use transparent huge pages for the range
+    /// (avoids khugepaged collapse latency spikes).
+    NoHugePage,
+    /// Linux `MADV_DONTFORK`: a child created by `fork` does not get the range at
+    /// all (no copy-on-write of large buffers or DMA memory). Only through the
+    /// `unsafe` [`AlignedBuf::advise_dont_fork`] or [`madvise`]: a forked child
+    /// that touches the range, even by dropping its copy of the owner, crashes.
+    DontFork,
+    /// Linux `MADV_DOFORK`: undo [`MemAdvice::DontFork`].
+    DoFork,
+}
+
+impl MemAdvice {
+    /// Every kind.
+    pub const ALL: [MemAdvice; 10] = [
+        MemAdvice::Normal,
+        MemAdvice::Sequential,
+        MemAdvice::Random,
+        MemAdvice::WillNeed,
+        MemAdvice::PosixDontNeed,
+        MemAdvice::DontNeed,
+        MemAdvice::HugePage,
+        MemAdvice::NoHugePage,
+        MemAdvice::DontFork,
+        MemAdvice::DoFork,
+    ];
+
+    /// The C name, e.g. `"MADV_HUGEPAGE"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemAdvice::Normal => "POSIX_MADV_NORMAL",
+            MemAdvice::Sequential => "POSIX_MADV_SEQUENTIAL",
+            MemAdvice::Random => "POSIX_MADV_RANDOM",
+            MemAdvice::WillNeed => "POSIX_MADV_WILLNEED",
+            MemAdvice::PosixDontNeed => "POSIX_MADV_DONTNEED",
+            MemAdvice::DontNeed => "MADV_DONTNEED",
+            MemAdvice::HugePage => "MADV_HUGEPAGE",
+            MemAdvice::NoHugePage => "MADV_NOHUGEPAGE",
+            MemAdvice::DontFork => "MADV_DONTFORK",
+            MemAdvice::DoFork => "MADV_DOFORK",
+        }
+    }
+}
+
+/// `madvise(addr, len, advice)` on memory the caller vouches for.
+///
+/// `addr` must be page-aligned ([`InvalidInput`](crate::ErrorKind::InvalidInput)
+/// otherwise); the kernel rounds `len` up to whole pages. `len == 0` succeeds
+/// without a call. ENOMEM means part of the range is not mapped; EINVAL for
+/// `HugePage` means the kernel has no transparent huge pages.
+///
+/// # Safety
+///
+/// The whole pages covering `addr..addr + len` must be memory the caller owns
+/// exclusively and may have changed under it:
+/// - [`MemAdvice::DontNeed`] replaces the contents of private anonymous pages with
+///   zeros (and re-reads file-backed ones), so no live reference may rely on them;
+/// - [`MemAdvice::DontFork`] removes the pages from any child created by `fork`, so
+///   no code in such a child may touch them (including destructors or the
+///   allocator);
+/// - the other kinds only change performance, but still apply to whole pages, so
+///   the range must not share a page with memory whose advice you do not control.
+///
+/// # References
+///  - [POSIX `posix_madvise`]
+///  - [Linux `madvise`]
+///
+/// [POSIX `posix_madvise`]: https://pubs.opengroup.org/onlinepubs/9799919799/functions/posix_madvise.html
+/// [Linux `madvise`]: https://man7.org/linux/man-pages/man2/madvise.2.html
+#[doc(alias = "posix_madvise")]
+pub unsafe fn madvise(addr: *mut u8, len: usize, advice: MemAdvice) -> Result<()> {
+    let call = match advice {
+        MemAdvice::Normal
+        | MemAdvice::Sequential
+        | MemAdvice::Random
+        | MemAdvice::WillNeed
+        | MemAdvice::PosixDontNeed => "posix_madvise",
+        _ => "madvise",
+    };
+    let page = super::page_size();
+    if addr as usize % page != 0 {
+        return Err(Error::invalid(
+            call,
+            format!("address {addr:p} is not aligned to the page size ({page})"),
+        )
+        .with_hint("allocate the memory with AlignedBuf::with_pages or mmap"));
+    }
+    if len == 0 {
+        return Ok(());
+    }
+    use rustix::mm::Advice as A;
+    let raw = match advice {
+        MemAdvice::Normal => A::Normal,
+        MemAdvice::Sequential => A::Sequential,
+        MemAdvice::Random => A::Random,
+        MemAdvice::WillNeed => A::WillNeed,
+        MemAdvice::PosixDontNeed => {
+            // glibc's posix_madvise ignores POSIX_MADV_DONTNEED on Linux (the kernel's
+            // MADV_DONTNEED would discard data); call it so the behaviour is glibc's.
+            // SAFETY: the caller guarantees the range (see the contract); with this
+            // advice glibc makes no system call at all.
+            let rc = unsafe { libc::posix_madvise(addr.cast(), len, libc::POSIX_MADV_DONTNEED) };
+            return crate::error::check_pthread(call, rc);
+        }
+        MemAdvice::DontNeed => A::LinuxDontNeed,
+        MemAdvice::HugePage => A::LinuxHugepage,
+        MemAdvice::NoHugePage => A::LinuxNoHugepage,
+        MemAdvice::DontFork => A::LinuxDontFork,
+        MemAdvice::DoFork => A::LinuxDoFork,
+    };
+    // SAFETY: the caller guarantees the range is theirs to advise (see the contract).
+    unsafe { rustix::mm::madvise(addr.cast(), len, raw) }.map_err(|e| {
+        let err = Error::from_errno(call, e.raw_os_error())
+            .with_message(format!("{} on {len} bytes at {addr:p}", advice.name()));
+        match (e, advice) {
+            (rustix::io::Errno::INVAL, MemAdvice::HugePage | MemAdvice::NoHugePage) => err
+                .with_hint(
+                "the kernel was built without transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)",
+            ),
+            (rustix::io::Errno::NOMEM, _) => err.with_hint("part of the range is not mapped"),
+            _ => err,
+        }
+    })
+}
+
+impl AlignedBuf {
+    /// `madvise` over the whole buffer, safely: the buffer must cover whole pages
+    /// ([`AlignedBuf::with_pages`], or page alignment and a page-multiple length),
+    /// so the advice reaches no memory outside it.
+    ///
+    /// [`MemAdvice::DontNeed`] zeroes the buffer (it is private anonymous memory);
+    /// that is why this takes `&mut self`. [`MemAdvice::DontFork`] is refused with
+    /// [`InvalidInput`](crate::ErrorKind::InvalidInput): use the `unsafe`
+    /// [`advise_dont_fork`](AlignedBuf::advise_dont_fork). An empty buffer
+    /// succeeds without a call.
+    ///
+    /// ```
+    /// use posixrt::advise::{AlignedBuf, MemAdvice};
+    ///
+    /// let mut buf = AlignedBuf::with_pages(4)?;
+    /// buf[0] = 7;
+    /// buf.advise(MemAdvice::WillNeed)?;
+    /// buf.advise(MemAdvice::DontNeed)?;
+    /// assert_eq!(buf[0], 0); // the pages were released and read back as zeros
+    /// # Ok::<(), posixrt::Error>(())
+    /// ```
+    ///
+    /// # References
+    ///  - [Linux `madvise`](https://man7.org/linux/man-pages/man2/madvise.2.html)
+    pub fn advise(&mut self, advice: MemAdvice) -> Result<()> {
+        if advice == MemAdvice::DontFork {
+            return Err(
+                Error::invalid("madvise", "MADV_DONTFORK through the safe API").with_hint(
+                    "use the unsafe AlignedBuf::advise_dont_fork and follow its contract",
+                ),
+            );
+        }
+        self.advise_checked(advice)
+    }
+
+    /// `madvise(MADV_DONTFORK)` over the whole (page-granular) buffer: a child
+    /// created by `fork` does not receive these pages.
+    ///
+    /// # Safety
+    ///
+    /// No code may touch the buffer in a child created by `fork` after this call,
+    /// including dropping the child's copy of this `AlignedBuf` (which would hand
+    /// the missing pages back to the child's allocator): such a child must `exec` or
+    /// `_exit`, or `std::mem::forget` the buffer. `posix_spawn` and
+    /// `std::process::Command` are unaffected.
+    pub unsafe fn advise_dont_fork(&mut self) -> Result<()> {
+        self.advise_checked(MemAdvice::DontFork)
+    }
+
+    fn advise_checked(&mut self, advice: MemAdvice) -> Result<()> {
+        if self.is_empty() {
+            return Ok(());
+        }
+        if !self.is_page_granular() {
+            return Err(Error::invalid(
+                "madvise",
+                format!(
+                    "buffer of {} bytes aligned to {} does not cover whole pages of {}",
+                    self.len(),
+                    self.align(),
+                    super::page_size()
+                ),
+            )
+            .with_hint(
+                "allocate it with AlignedBuf::with_pages so advice cannot reach other memory",
+            ));
+        }
+        let (ptr, len) = (self.as_mut_ptr(), self.len());
+        // SAFETY: the buffer is page-aligned and a whole number of pages long, so the
+        // advised pages belong to it alone; `&mut self` means no reference observes
+        // the zeroing by DONTNEED (zero is a valid `u8`); the DONTFORK case is only
+        // reached through `advise_dont_fork`, whose caller accepted its contract.
+        unsafe { madvise(ptr, len, advice) }
+    }
+}

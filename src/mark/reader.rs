@@ -1,0 +1,217 @@
+//! The reader side: every marked thread of every process, with scheduling facts.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::layout::{self, MARKER_MAX, RAW_LEN};
+use crate::registry::{self, TaskStat};
+use crate::Result;
+
+/// A thread's scheduling policy, as `/proc/<pid>/task/<tid>/stat` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// `SCHED_OTHER` (CFS/EEVDF, time-shared).
+    Other,
+    /// `SCHED_FIFO`.
+    Fifo,
+    /// `SCHED_RR`.
+    RoundRobin,
+    /// `SCHED_BATCH`.
+    Batch,
+    /// `SCHED_IDLE`.
+    Idle,
+    /// `SCHED_DEADLINE`.
+    Deadline,
+    /// A value this crate does not know.
+    Unknown(u32),
+}
+
+impl Policy {
+    /// From the kernel's `SCHED_*` number.
+    pub fn from_raw(p: u32) -> Policy {
+        match p {
+            0 => Policy::Other,
+            1 => Policy::Fifo,
+            2 => Policy::RoundRobin,
+            3 => Policy::Batch,
+            5 => Policy::Idle,
+            6 => Policy::Deadline,
+            n => Policy::Unknown(n),
+        }
+    }
+
+    /// A short name: `OTHER`, `FIFO`, `RR`, `BATCH`, `IDLE`, `DL` (`?` if unknown).
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "OTHER",
+            Policy::Fifo => "FIFO",
+            Policy::RoundRobin => "RR",
+            Policy::Batch => "BATCH",
+            Policy::Idle => "IDLE",
+            Policy::Deadline => "DL",
+            Policy::Unknown(_) => "?",
+        }
+    }
+}
+
+/// Scheduling facts of a thread, read from `/proc/<pid>/task/<tid>/stat`
+/// while taking the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedFacts {
+    /// The policy.
+    pub policy: Policy,
+    /// The real-time priority (1..=99 for FIFO/RR, 0 otherwise).
+    pub rt_priority: u32,
+    /// The nice value (meaningful for OTHER and BATCH).
+    pub nice: i32,
+    /// The CPU the thread last ran on.
+    pub last_cpu: i32,
+    /// CPU time in user mode.
+    pub user_time: Duration,
+    /// CPU time in kernel mode.
+    pub system_time: Duration,
+    /// The state letter (`R` running, `S` sleeping, `D` disk wait, ...).
+    pub state: char,
+    /// The kernel thread name (`comm`).
+    pub kernel_name: String,
+}
+
+impl SchedFacts {
+    fn from_stat(st: &TaskStat) -> SchedFacts {
+        SchedFacts {
+            policy: Policy::from_raw(st.policy),
+            rt_priority: st.rt_priority,
+            nice: st.nice,
+            last_cpu: st.processor,
+            user_time: st.user_time(),
+            system_time: st.system_time(),
+            state: st.state,
+            kernel_name: st.comm.clone(),
+        }
+    }
+}
+
+/// One marked thread, as a consistent copy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadMark {
+    /// The thread id.
+    pub tid: i32,
+    /// The marker (empty if only the raw block was written).
+    pub marker: String,
+    /// The 64-byte raw block.
+    pub raw: [u8; RAW_LEN],
+    /// Whether the raw block was ever written.
+    pub raw_written: bool,
+    /// When the marker or the raw block last changed (coarse wall clock).
+    pub updated: SystemTime,
+    /// The thread's scheduling facts.
+    pub sched: SchedFacts,
+}
+
+/// The marked threads of one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessMarks {
+    /// The process id.
+    pub pid: i32,
+    /// The executable path (`/proc/<pid>/exe`), or its command name, or `"(n/a)"`.
+    pub exe: String,
+    /// The marked threads, by tid.
+    pub threads: Vec<ThreadMark>,
+}
+
+/// What [`snapshot`] saw.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Processes with at least one live marked thread, by pid.
+    pub processes: Vec<ProcessMarks>,
+    /// Processes whose registry could not be read (another user's, without root).
+    pub unreadable: usize,
+    /// Threads skipped because their marker changed during every retry.
+    pub busy: usize,
+}
+
+impl Snapshot {
+    /// All marked threads, with their process.
+    pub fn threads(&self) -> impl Iterator<Item = (&ProcessMarks, &ThreadMark)> {
+        self.processes
+            .iter()
+            .flat_map(|p| p.threads.iter().map(move |t| (p, t)))
+    }
+
+    /// The process with this pid, if it has marked threads.
+    pub fn process(&self, pid: i32) -> Option<&ProcessMarks> {
+        self.processes.iter().find(|p| p.pid == pid)
+    }
+}
+
+/// Every marked thread of every process (the `tfp` listing), joined with its
+/// scheduling facts. Registry files of dead processes are removed on the way.
+///
+/// ```
+/// posixrt::mark::set("doc example")?;
+/// let snap = posixrt::mark::snapshot()?;
+/// let me = snap.process(std::process::id() as i32).expect("this process is marked");
+/// assert!(me.threads.iter().any(|t| t.marker == "doc example"));
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+pub fn snapshot() -> Result<Snapshot> {
+    read(None)
+}
+
+/// Like [`snapshot`], for one process.
+pub fn snapshot_pid(pid: i32) -> Result<Snapshot> {
+    read(Some(pid))
+}
+
+fn read(pid: Option<i32>) -> Result<Snapshot> {
+    let scan = registry::scan(layout::KIND, pid)?;
+    let mut snap = Snapshot {
+        processes: Vec::with_capacity(scan.processes.len()),
+        unreadable: scan.unreadable,
+        busy: scan.busy,
+    };
+    for p in scan.processes {
+        let mut threads: Vec<ThreadMark> = p
+            .slots
+            .iter()
+            .filter_map(|s| decode(s.tid, &s.payload, s.task.as_ref()?))
+            .collect();
+        if threads.is_empty() {
+            continue;
+        }
+        threads.sort_by_key(|t| t.tid);
+        snap.processes.push(ProcessMarks {
+            pid: p.pid,
+            exe: p.exe,
+            threads,
+        });
+    }
+    Ok(snap)
+}
+
+fn word(payload: &[u8], i: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = payload.get(i * 8..i * 8 + 8) {
+        b.copy_from_slice(s);
+    }
+    u64::from_ne_bytes(b)
+}
+
+fn decode(tid: i32, payload: &[u8], task: &TaskStat) -> Option<ThreadMark> {
+    let len_flags = word(payload, layout::W_LEN);
+    let len = (len_flags & 0xffff_ffff) as usize;
+    if len > MARKER_MAX || payload.len() < layout::PAYLOAD {
+        return None;
+    }
+    let marker = String::from_utf8_lossy(&payload[layout::MARKER_OFF..layout::MARKER_OFF + len])
+        .into_owned();
+    let mut raw = [0u8; RAW_LEN];
+    raw.copy_from_slice(&payload[layout::RAW_OFF..layout::RAW_OFF + RAW_LEN]);
+    Some(ThreadMark {
+        tid,
+        marker,
+        raw,
+        raw_written: len_flags & layout::FLAG_RAW != 0,
+        updated: UNIX_EPOCH + Duration::from_nanos(word(payload, layout::W_TIME)),
+        sched: SchedFacts::from_stat(task),
+    })
+}

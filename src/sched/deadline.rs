@@ -1,0 +1,424 @@
+//! `SCHED_DEADLINE`: earliest-deadline-first scheduling with CPU reservations, through
+//! the raw `sched_setattr` / `sched_getattr` system calls, addressed by **tid**.
+//!
+//! A deadline thread declares that every `period` it needs `runtime` of CPU, finished
+//! within `deadline` of the period's start (`runtime <= deadline <= period`). The
+//! kernel admits the reservation only if the sum of `runtime / period` of all deadline
+//! tasks stays within the RT bandwidth (`sched_rt_runtime_us / sched_rt_period_us` per
+//! CPU of the root domain); otherwise `sched_setattr` fails with EBUSY, which
+//! [`set`] reports as [`ErrorKind::Busy`] with the numbers. A
+//! thread that overruns its runtime is throttled until its next period.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use posixrt::sched::{self, deadline::{self, Deadline, DeadlineFlags}};
+//!
+//! let ms = Duration::from_millis;
+//! let dl = Deadline::new(ms(2), ms(8), ms(10))?.with_flags(DeadlineFlags::RESET_ON_FORK);
+//! deadline::set(sched::gettid(), &dl)?;     // needs CAP_SYS_NICE
+//! let now = deadline::get(sched::gettid())?;
+//! assert_eq!(now.deadline_params(), Some(dl));
+//! sched::yield_now();                       // ends this period's job early
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+//!
+//! # POSIX `SCHED_SPORADIC` and how it maps
+//!
+//! POSIX's sporadic server gives a thread a budget it may use at a high priority,
+//! replenished a period after it was consumed; Linux has no `SCHED_SPORADIC`.
+//!
+//! | `sched_param` field | meaning | `SCHED_DEADLINE` |
+//! |---|---|---|
+//! | `sched_ss_init_budget` | CPU time usable at `sched_priority` | `runtime` |
+//! | `sched_ss_repl_period` | consumed budget comes back this long after activation | `period` (and `deadline`, often `= period`) |
+//! | `sched_priority` | the priority while budget remains | none: deadline tasks run before every FIFO/RR task, ordered by absolute deadline (EDF) |
+//! | `sched_ss_low_priority` | priority to keep running at once the budget is spent | **does not map**: an exhausted deadline task is *throttled* (not run at all) until its next period |
+//! | `sched_ss_max_repl` | at most this many pending replenishments (`_POSIX_SS_REPL_MAX` = 4) | **does not map**: CBS refills the whole runtime at each period boundary instead of per-consumption replenishments |
+//!
+//! So DEADLINE gives the *protection* of a sporadic server (a thread cannot take more
+//! than its budget, others keep their guarantees) but not its *background execution*.
+//! `DeadlineFlags::RECLAIM` (GRUB) lets a task use bandwidth others left idle, which
+//! comes closest to low-priority execution. For exact POSIX semantics, a user-space
+//! server can combine a thread CPU-time clock ([`cputime`](super::cputime)), a timer
+//! and priority switches ([`set_thread_priority`](super::set_thread_priority)); this
+//! crate keeps those pieces one call away.
+//!
+//! # References
+//!  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
+//!  - [`sched(7)`](https://man7.org/linux/man-pages/man7/sched.7.html)
+//!  - [Deadline Task Scheduling](https://docs.kernel.org/scheduler/sched-deadline.html)
+
+use std::fmt;
+use std::ops::BitOr;
+use std::time::Duration;
+
+use super::hint::{rt_permission_hint, sched_error};
+use super::{Policy, Tid};
+use crate::{Error, ErrorKind, Result};
+
+/// `sched_attr.sched_flags` bits relevant to deadline tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct DeadlineFlags(u64);
+
+impl DeadlineFlags {
+    /// No flag.
+    pub const NONE: DeadlineFlags = DeadlineFlags(0);
+    /// `SCHED_FLAG_RESET_ON_FORK`: children start as `SCHED_OTHER` (a deadline task
+    /// cannot fork otherwise).
+    pub const RESET_ON_FORK: DeadlineFlags = DeadlineFlags(0x01);
+    /// `SCHED_FLAG_RECLAIM`: GRUB, may reclaim bandwidth left unused by others.
+    pub const RECLAIM: DeadlineFlags = DeadlineFlags(0x02);
+    /// `SCHED_FLAG_DL_OVERRUN`: send SIGXCPU when the task overruns its runtime.
+    pub const DL_OVERRUN: DeadlineFlags = DeadlineFlags(0x04);
+
+    /// The raw bits.
+    #[inline]
+    pub const fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// Flags from raw bits; `None` if a bit is not one of the three above.
+    pub const fn from_bits(bits: u64) -> Option<DeadlineFlags> {
+        if bits & !0x07 == 0 {
+            Some(DeadlineFlags(bits))
+        } else {
+            None
+        }
+    }
+
+    /// Whether every flag of `other` is set.
+    #[inline]
+    pub const fn contains(self, other: DeadlineFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl BitOr for DeadlineFlags {
+    type Output = DeadlineFlags;
+    fn bitor(self, rhs: DeadlineFlags) -> DeadlineFlags {
+        DeadlineFlags(self.0 | rhs.0)
+    }
+}
+
+/// Validated deadline parameters: `0 < runtime <= deadline <= period`, runtime at
+/// least 1024 ns, period within `/proc/sys/kernel/sched_deadline_period_{min,max}_us`.
+///
+/// # References
+///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Deadline {
+    runtime: Duration,
+    deadline: Duration,
+    period: Duration,
+    flags: DeadlineFlags,
+}
+
+impl Deadline {
+    /// Checks and builds the parameters. A zero runtime, deadline or period, an order
+    /// other than `runtime <= deadline <= period`, a runtime below 1024 ns or a period
+    /// outside the kernel's bounds is [`ErrorKind::InvalidInput`].
+    pub fn new(runtime: Duration, deadline: Duration, period: Duration) -> Result<Deadline> {
+        let call = "sched_setattr";
+        for (name, v) in [
+            ("runtime", runtime),
+            ("deadline", deadline),
+            ("period", period),
+        ] {
+            if v.is_zero() {
+                return Err(Error::invalid(call, format!("SCHED_DEADLINE {name} is zero"))
+                    .with_hint("give runtime, deadline and period, all > 0, with runtime <= deadline <= period"));
+            }
+            if v.as_nanos() >= 1u128 << 63 {
+                return Err(Error::invalid(
+                    call,
+                    format!("SCHED_DEADLINE {name} {v:?} is too large"),
+                ));
+            }
+        }
+        if runtime.as_nanos() < 1024 {
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "SCHED_DEADLINE runtime {runtime:?} is below the kernel minimum of 1024 ns"
+                ),
+            ));
+        }
+        if !(runtime <= deadline && deadline <= period) {
+            return Err(Error::invalid(
+                call,
+                format!(
+                    "SCHED_DEADLINE needs runtime <= deadline <= period; got {runtime:?}, {deadline:?}, {period:?}"
+                ),
+            ));
+        }
+        let (min, max) = period_bounds();
+        if period < min || period > max {
+            return Err(Error::invalid(
+                call,
+                format!("SCHED_DEADLINE period {period:?} is outside the kernel's bounds {min:?}..={max:?}"),
+            )
+            .with_hint("the bounds are /proc/sys/kernel/sched_deadline_period_min_us and _max_us"));
+        }
+        Ok(Deadline {
+            runtime,
+            deadline,
+            period,
+            flags: DeadlineFlags::NONE,
+        })
+    }
+
+    /// The same parameters with `flags`.
+    #[must_use]
+    pub fn with_flags(mut self, flags: DeadlineFlags) -> Deadline {
+        self.flags = flags;
+        self
+    }
+
+    /// CPU time per period.
+    #[inline]
+    pub fn runtime(&self) -> Duration {
+        self.runtime
+    }
+
+    /// Relative deadline.
+    #[inline]
+    pub fn deadline(&self) -> Duration {
+        self.deadline
+    }
+
+    /// Period.
+    #[inline]
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Flags.
+    #[inline]
+    pub fn flags(&self) -> DeadlineFlags {
+        self.flags
+    }
+
+    /// The CPU share asked for: `runtime / period`.
+    pub fn bandwidth(&self) -> f64 {
+        self.runtime.as_secs_f64() / self.period.as_secs_f64()
+    }
+}
+
+impl fmt::Display for Deadline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SCHED_DEADLINE runtime {:?} deadline {:?} period {:?}",
+            self.runtime, self.deadline, self.period
+        )
+    }
+}
+
+/// A thread's scheduling attributes as `sched_getattr` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SchedAttr {
+    /// The policy.
+    pub policy: Policy,
+    /// Raw `sched_flags` (including `SCHED_FLAG_RESET_ON_FORK`, 0x01).
+    pub flags: u64,
+    /// The nice value (fair policies).
+    pub nice: i32,
+    /// The static priority (FIFO/RR; 0 otherwise).
+    pub priority: u32,
+    /// Runtime (deadline tasks; 0 otherwise).
+    pub runtime: Duration,
+    /// Relative deadline (deadline tasks; 0 otherwise).
+    pub deadline: Duration,
+    /// Period (deadline tasks; 0 otherwise).
+    pub period: Duration,
+}
+
+impl SchedAttr {
+    /// The deadline parameters if the thread is a `SCHED_DEADLINE` task.
+    pub fn deadline_params(&self) -> Option<Deadline> {
+        if self.policy != Policy::Deadline {
+            return None;
+        }
+        Some(Deadline {
+            runtime: self.runtime,
+            deadline: self.deadline,
+            period: self.period,
+            flags: DeadlineFlags(self.flags & 0x07),
+        })
+    }
+}
+
+/// Makes thread `tid` a `SCHED_DEADLINE` task (`sched_setattr(tid, ...)`).
+///
+/// Errors: EBUSY (admission control) is [`ErrorKind::Busy`] with a hint naming the
+/// requested bandwidth and the limit (`sched_rt_runtime_us / sched_rt_period_us` ×
+/// CPUs); EPERM is `PermissionDenied` naming CAP_SYS_NICE and the affinity rule;
+/// ESRCH is `NotFound`.
+///
+/// # References
+///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
+pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
+    let attr = RawAttr {
+        size: std::mem::size_of::<RawAttr>() as u32,
+        sched_policy: libc::SCHED_DEADLINE as u32,
+        sched_flags: params.flags.bits(),
+        sched_nice: 0,
+        sched_priority: 0,
+        sched_runtime: params.runtime.as_nanos() as u64,
+        sched_deadline: params.deadline.as_nanos() as u64,
+        sched_period: params.period.as_nanos() as u64,
+    };
+    if let Err(errno) = sys_setattr(tid.as_raw(), &attr) {
+        return Err(match errno {
+            libc::EBUSY => Error::from_errno("sched_setattr", errno)
+                .with_message(format!("admission control refused {params} for tid {tid}"))
+                .with_hint(admission_hint(params)),
+            libc::EPERM => Error::from_errno("sched_setattr", errno)
+                .with_hint(rt_permission_hint(Some(Policy::Deadline), None)),
+            libc::EINVAL => Error::from_errno("sched_setattr", errno)
+                .with_message(format!("the kernel refused {params}")),
+            _ => sched_error(
+                "sched_setattr",
+                errno,
+                Some(tid.as_raw()),
+                Some(Policy::Deadline),
+                None,
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The scheduling attributes of thread `tid` (`sched_getattr`), for any policy.
+///
+/// # References
+///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
+pub fn get(tid: Tid) -> Result<SchedAttr> {
+    let raw = sys_getattr(tid.as_raw())
+        .map_err(|e| sched_error("sched_getattr", e, Some(tid.as_raw()), None, None))?;
+    let policy = Policy::from_raw(raw.sched_policy as i32).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Unsupported,
+            "sched_getattr",
+            format!("unknown policy {}", raw.sched_policy),
+        )
+    })?;
+    Ok(SchedAttr {
+        policy,
+        flags: raw.sched_flags,
+        nice: raw.sched_nice,
+        priority: raw.sched_priority,
+        runtime: Duration::from_nanos(raw.sched_runtime),
+        deadline: Duration::from_nanos(raw.sched_deadline),
+        period: Duration::from_nanos(raw.sched_period),
+    })
+}
+
+/// The admission-control hint: the request's bandwidth against the limit.
+fn admission_hint(params: &Deadline) -> String {
+    let read = |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let runtime_us = read("/proc/sys/kernel/sched_rt_runtime_us");
+    let period_us = read("/proc/sys/kernel/sched_rt_period_us");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let limit = match (runtime_us, period_us) {
+        (Some(-1), _) => "sched_rt_runtime_us = -1 (no limit)".to_string(),
+        (Some(r), Some(p)) if p > 0 => format!(
+            "sched_rt_runtime_us / sched_rt_period_us = {r} / {p} = {:.3} per CPU x {cpus} CPUs = {:.3} CPU",
+            r as f64 / p as f64,
+            r as f64 / p as f64 * cpus as f64
+        ),
+        _ => "sched_rt_runtime_us / sched_rt_period_us (unreadable)".to_string(),
+    };
+    format!(
+        "admission control: the sum of runtime/period of every SCHED_DEADLINE task in the root \
+         domain (plus the kernel's fair-server reservations on 6.12+) must stay within {limit}; \
+         this request adds {} / {} ns = {:.3} CPU; fix: ask for a smaller runtime or a longer \
+         period, end other deadline tasks, or raise kernel.sched_rt_runtime_us",
+        params.runtime.as_nanos(),
+        params.period.as_nanos(),
+        params.bandwidth()
+    )
+}
+
+fn period_bounds() -> (Duration, Duration) {
+    let read = |p: &str| -> Option<u64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
+    let min = read("/proc/sys/kernel/sched_deadline_period_min_us").unwrap_or(100);
+    let max = read("/proc/sys/kernel/sched_deadline_period_max_us").unwrap_or(1 << 22);
+    (Duration::from_micros(min), Duration::from_micros(max))
+}
+
+// ---- raw system calls ----
+
+/// `struct sched_attr`, `SCHED_ATTR_SIZE_VER0` (48 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct RawAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+}
+
+fn sys_setattr(tid: i32, attr: &RawAttr) -> std::result::Result<(), i32> {
+    // SAFETY: `attr` is a valid sched_attr whose `size` field is its true size; the
+    // kernel only reads it. flags must be 0.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, attr as *const RawAttr, 0u32) };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(())
+    }
+}
+
+fn sys_getattr(tid: i32) -> std::result::Result<RawAttr, i32> {
+    let mut attr = RawAttr::default();
+    let size = std::mem::size_of::<RawAttr>() as u32;
+    // SAFETY: `attr` is writable for `size` bytes; the kernel writes at most that much.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut attr as *mut RawAttr,
+            size,
+            0u32,
+        )
+    };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(attr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_ver0() {
+        assert_eq!(std::mem::size_of::<RawAttr>(), 48);
+    }
+
+    #[test]
+    fn validation() {
+        let ms = Duration::from_millis;
+        assert!(Deadline::new(ms(1), ms(2), ms(3)).is_ok());
+        for (r, d, p) in [(0, 2, 3), (1, 0, 3), (1, 2, 0), (3, 2, 3), (1, 4, 3)] {
+            let e = Deadline::new(ms(r), ms(d), ms(p)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{r} {d} {p}");
+        }
+        assert!(Deadline::new(Duration::from_nanos(500), ms(1), ms(1)).is_err());
+        assert!(Deadline::new(ms(1), ms(1), Duration::from_secs(60)).is_err());
+        let f = DeadlineFlags::RESET_ON_FORK | DeadlineFlags::RECLAIM;
+        assert!(f.contains(DeadlineFlags::RECLAIM) && !f.contains(DeadlineFlags::DL_OVERRUN));
+        assert_eq!(DeadlineFlags::from_bits(8), None);
+    }
+}

@@ -1,0 +1,139 @@
+//! Process-level scheduling calls of POSIX (listings 6.1–6.3 of the seed).
+//!
+//! Each function wraps one POSIX call. `pid` is `None` for the caller, as `0` is in C.
+//!
+//! **Linux note.** Linux schedules threads: these calls address *one thread*. With
+//! `None` they act on the calling thread; with the process id they act on the main
+//! thread only, and with a [`Tid`] on that thread. POSIX's "process scheduling"
+//! (every thread of a `PTHREAD_SCOPE_PROCESS` process) does not exist here. To set
+//! every thread, spawn them with a [`Builder`](super::Builder) or walk
+//! [`process_threads`](super::process_threads).
+//!
+//! ```
+//! use posixrt::sched::{self, Policy};
+//!
+//! let policy = sched::get_scheduler(None)?;
+//! let prio = sched::get_param(None)?;
+//! let range = policy.priority_range()?;
+//! assert!(range.contains(&prio));
+//! sched::yield_now();
+//! let q = sched::rr_interval(None)?; // the SCHED_RR quantum (0 for SCHED_FIFO threads)
+//! println!("{policy} {prio}, RR quantum {q:?}");
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+
+use std::time::Duration;
+
+use super::hint::sched_last_error;
+use super::thread::{raw_getparam, raw_getscheduler, raw_setparam, raw_setscheduler};
+use super::{Policy, Priority, Tid};
+use crate::Result;
+
+#[inline]
+fn raw(pid: Option<Tid>) -> i32 {
+    pid.map_or(0, Tid::as_raw)
+}
+
+/// The scheduling policy of `pid` (`sched_getscheduler`).
+///
+/// # References
+///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+///  - [POSIX `sched_getscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_getscheduler.html)
+#[inline]
+pub fn get_scheduler(pid: Option<Tid>) -> Result<Policy> {
+    raw_getscheduler(raw(pid))
+}
+
+/// Sets policy and priority of `pid` (`sched_setscheduler`).
+///
+/// A `Policy::Deadline` priority is `InvalidInput` (use
+/// [`deadline::set`](super::deadline::set)). EPERM comes with the hint naming
+/// CAP_SYS_NICE and RLIMIT_RTPRIO (soft and hard values) and the fixes. (POSIX returns
+/// the previous policy; Linux returns 0, so this returns `()`: read
+/// [`get_scheduler`] first if you need it.)
+///
+/// # References
+///  - [`sched_setscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_setscheduler.2.html)
+///  - [POSIX `sched_setscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setscheduler.html)
+#[inline]
+pub fn set_scheduler(pid: Option<Tid>, priority: Priority) -> Result<()> {
+    raw_setscheduler(raw(pid), priority)
+}
+
+/// The priority of `pid` (`sched_getparam`, field `sched_priority`).
+///
+/// # References
+///  - [`sched_getparam(2)`](https://man7.org/linux/man-pages/man2/sched_getparam.2.html)
+///  - [POSIX `sched_getparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_getparam.html)
+#[inline]
+pub fn get_param(pid: Option<Tid>) -> Result<i32> {
+    raw_getparam(raw(pid))
+}
+
+/// Sets only the priority of `pid` (`sched_setparam`). The value is checked against
+/// the range of `pid`'s current policy first (`InvalidInput` if outside); the thread
+/// goes to the tail of its new priority's list.
+///
+/// # References
+///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)
+///  - [POSIX `sched_setparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setparam.html)
+pub fn set_param(pid: Option<Tid>, value: i32) -> Result<()> {
+    let policy = raw_getscheduler(raw(pid))?;
+    raw_setparam(raw(pid), Priority::new(policy, value)?)
+}
+
+/// The lowest priority of `policy` (`sched_get_priority_min`).
+///
+/// # References
+///  - [`sched_get_priority_min(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_min.2.html)
+#[inline]
+pub fn priority_min(policy: Policy) -> Result<i32> {
+    policy.priority_min()
+}
+
+/// The highest priority of `policy` (`sched_get_priority_max`).
+///
+/// # References
+///  - [`sched_get_priority_max(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_max.2.html)
+#[inline]
+pub fn priority_max(policy: Policy) -> Result<i32> {
+    policy.priority_max()
+}
+
+/// The round-robin quantum of `pid` (`sched_rr_get_interval`): the time slice a
+/// `SCHED_RR` thread gets (100 ms by default on Linux, `/proc/sys/kernel/sched_rr_timeslice_ms`);
+/// zero for a `SCHED_FIFO` thread; for `SCHED_OTHER` the kernel reports the current
+/// fair slice.
+///
+/// # References
+///  - [`sched_rr_get_interval(2)`](https://man7.org/linux/man-pages/man2/sched_rr_get_interval.2.html)
+///  - [POSIX `sched_rr_get_interval`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_rr_get_interval.html)
+pub fn rr_interval(pid: Option<Tid>) -> Result<Duration> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let r = unsafe { libc::sched_rr_get_interval(raw(pid), &mut ts) };
+    if r == -1 {
+        return Err(sched_last_error(
+            "sched_rr_get_interval",
+            pid.map(Tid::as_raw),
+            None,
+            None,
+        ));
+    }
+    Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// Gives up the CPU: the caller goes to the tail of its priority's list
+/// (`sched_yield`). Under `SCHED_OTHER` the effect is weak; it matters for RT threads
+/// of equal priority.
+///
+/// # References
+///  - [`sched_yield(2)`](https://man7.org/linux/man-pages/man2/sched_yield.2.html)
+///  - [POSIX `sched_yield`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_yield.html)
+#[inline]
+pub fn yield_now() {
+    rustix::thread::sched_yield()
+}

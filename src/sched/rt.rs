@@ -1,0 +1,691 @@
+//! Real-time process setup: lock memory, prefault stack and heap, hold
+//! `/dev/cpu_dma_latency`, set the timer slack, raise `RLIMIT_RTPRIO`, and one
+//! [`setup`] call that runs the checklist and reports what it did.
+//!
+//! A real-time thread must not page-fault or wait for a deep C-state exit in its loop.
+//! The usual checklist (the one `cyclictest -m` and the RT wiki follow) is:
+//!
+//! 1. `mlockall(MCL_CURRENT | MCL_FUTURE)`: no page of the process is swapped out, and
+//!    future mappings are locked as they are made ([`lock_memory`]);
+//! 2. touch the stack and the heap once, so their pages exist before the loop
+//!    ([`prefault_stack`], [`prefault_heap`]);
+//! 3. write 0 to `/dev/cpu_dma_latency` and keep it open: CPUs stay out of deep idle
+//!    states while the file is open ([`CpuDmaLatency`]);
+//! 4. timer slack of 1 ns for `SCHED_OTHER` threads ([`set_timer_slack`]);
+//! 5. `RLIMIT_RTPRIO` high enough for the priorities used ([`raise_rtprio_limit`]).
+//!
+//! ```
+//! use posixrt::sched::rt::{self, Setup};
+//!
+//! let report = Setup::new()
+//!     .lock_memory(false) // keep the doctest light
+//!     .prefault_stack(64 * 1024)
+//!     .prefault_heap(1 << 20)
+//!     .apply();
+//! print!("{report}"); // a checklist: [x] done, [ ] failed (with the fix), [-] skipped
+//! assert!(report.failures().count() <= 2);
+//! // `report` holds the /dev/cpu_dma_latency guard: keep it alive while running.
+//! ```
+
+use std::fmt;
+use std::fs::File;
+use std::io::Write;
+
+use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+use rustix::thread::CapabilitySet;
+
+use super::hint::{fmt_limit, has_capability};
+use crate::{Error, ErrorKind, Result};
+
+// ---------------- rlimits ----------------
+
+/// A resource limit: `None` is unlimited (`RLIM_INFINITY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limit {
+    /// The soft (current) limit.
+    pub soft: Option<u64>,
+    /// The hard (maximum) limit.
+    pub hard: Option<u64>,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "soft {}, hard {}",
+            fmt_limit(self.soft),
+            fmt_limit(self.hard)
+        )
+    }
+}
+
+fn limit(r: Resource) -> Limit {
+    let l = getrlimit(r);
+    Limit {
+        soft: l.current,
+        hard: l.maximum,
+    }
+}
+
+/// `RLIMIT_RTPRIO`: the highest real-time priority an unprivileged thread may take.
+///
+/// # References
+///  - [`getrlimit(2)`](https://man7.org/linux/man-pages/man2/getrlimit.2.html)
+pub fn rtprio_limit() -> Limit {
+    limit(Resource::Rtprio)
+}
+
+/// `RLIMIT_MEMLOCK`: how many bytes an unprivileged process may lock.
+///
+/// # References
+///  - [`getrlimit(2)`](https://man7.org/linux/man-pages/man2/getrlimit.2.html)
+pub fn memlock_limit() -> Limit {
+    limit(Resource::Memlock)
+}
+
+/// Raises the `RLIMIT_RTPRIO` soft limit to `priority` (1..=99).
+///
+/// Within the hard limit this needs no privilege. Above it, the hard limit is raised
+/// too, which needs `CAP_SYS_RESOURCE`; without it the call fails with
+/// `PermissionDenied` and the limits unchanged (it never stops short silently). A soft
+/// limit already at or above `priority` is left alone. Returns the limits after.
+///
+/// # References
+///  - [`setrlimit(2)`](https://man7.org/linux/man-pages/man2/setrlimit.2.html)
+pub fn raise_rtprio_limit(priority: u32) -> Result<Limit> {
+    if !(1..=99).contains(&priority) {
+        return Err(Error::invalid(
+            "setrlimit",
+            format!("RLIMIT_RTPRIO {priority} is outside 1..=99"),
+        ));
+    }
+    let want = u64::from(priority);
+    let now = rtprio_limit();
+    if now.soft.map_or(true, |s| s >= want) {
+        return Ok(now);
+    }
+    let hard = match now.hard {
+        Some(h) if h < want => Some(want),
+        h => h,
+    };
+    setrlimit(
+        Resource::Rtprio,
+        Rlimit {
+            current: Some(want),
+            maximum: hard,
+        },
+    )
+    .map_err(|e| {
+        let cap = match has_capability(CapabilitySet::SYS_RESOURCE) {
+            Some(true) => "this process has it",
+            Some(false) => "this process lacks it",
+            None => "state unknown",
+        };
+        Error::from_errno("setrlimit", e.raw_os_error()).with_hint(format!(
+            "RLIMIT_RTPRIO is {now}; raising the hard limit to {priority} needs \
+             CAP_SYS_RESOURCE ({cap}; root in a container may lack it), or add \
+             `USER - rtprio {priority}` to /etc/security/limits.conf and log in again; \
+             CAP_SYS_NICE alone makes the limit irrelevant for real-time policies"
+        ))
+    })?;
+    Ok(rtprio_limit())
+}
+
+// ---------------- memory ----------------
+
+/// What [`lock_memory`] locks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LockFlags {
+    /// `MCL_CURRENT`: pages mapped now.
+    pub current: bool,
+    /// `MCL_FUTURE`: pages mapped later (stacks of new threads, heap growth).
+    pub future: bool,
+    /// `MCL_ONFAULT`: lock pages when first touched instead of populating now.
+    pub on_fault: bool,
+}
+
+impl Default for LockFlags {
+    /// `MCL_CURRENT | MCL_FUTURE`, as `cyclictest -m`.
+    fn default() -> LockFlags {
+        LockFlags {
+            current: true,
+            future: true,
+            on_fault: false,
+        }
+    }
+}
+
+/// Locks the process's memory (`mlockall`), after checking `RLIMIT_MEMLOCK`.
+///
+/// Without `CAP_IPC_LOCK`, locking more than `RLIMIT_MEMLOCK` bytes fails; this is
+/// checked first against the current size of the address space (`VmSize`), and the
+/// error ([`ErrorKind::OutOfResources`]) names both numbers and the fix. Returns the
+/// bytes locked after the call (`VmLck`).
+///
+/// # References
+///  - [`mlockall(2)`](https://man7.org/linux/man-pages/man2/mlockall.2.html)
+pub fn lock_memory(flags: LockFlags) -> Result<u64> {
+    use rustix::mm::MlockAllFlags;
+    let mut f = MlockAllFlags::empty();
+    if flags.current {
+        f |= MlockAllFlags::CURRENT;
+    }
+    if flags.future {
+        f |= MlockAllFlags::FUTURE;
+    }
+    if flags.on_fault {
+        f |= MlockAllFlags::ONFAULT;
+    }
+    if f.is_empty() {
+        return Err(Error::invalid(
+            "mlockall",
+            "no MCL_CURRENT or MCL_FUTURE flag",
+        ));
+    }
+    let lim = memlock_limit();
+    let privileged = has_capability(CapabilitySet::IPC_LOCK) == Some(true);
+    let vm = status_kib("VmSize:").map(|k| k * 1024);
+    let hint = |vm: Option<u64>| {
+        format!(
+            "RLIMIT_MEMLOCK is {lim} bytes, the address space is {} bytes, and this \
+             process {} CAP_IPC_LOCK; fix: run as root or `sudo setcap cap_ipc_lock+ep BINARY`, \
+             or add `USER - memlock unlimited` to /etc/security/limits.conf",
+            vm.map_or("?".into(), |v| v.to_string()),
+            if privileged { "has" } else { "lacks" }
+        )
+    };
+    if !privileged && flags.current {
+        if let (Some(soft), Some(vm)) = (lim.soft, vm) {
+            if vm > soft {
+                return Err(Error::new(
+                    ErrorKind::OutOfResources,
+                    "mlockall",
+                    format!("{vm} bytes mapped exceed RLIMIT_MEMLOCK ({soft})"),
+                )
+                .with_hint(hint(Some(vm))));
+            }
+        }
+    }
+    rustix::mm::mlockall(f)
+        .map_err(|e| Error::from_errno("mlockall", e.raw_os_error()).with_hint(hint(vm)))?;
+    Ok(status_kib("VmLck:").unwrap_or(0) * 1024)
+}
+
+/// Unlocks all memory (`munlockall`).
+///
+/// # References
+///  - [`munlockall(2)`](https://man7.org/linux/man-pages/man2/munlockall.2.html)
+pub fn unlock_memory() -> Result<()> {
+    rustix::mm::munlockall().map_err(|e| Error::from_errno("munlockall", e.raw_os_error()))
+}
+
+/// Bytes of this process locked in memory now (`VmLck` of `/proc/self/status`).
+pub fn locked_bytes() -> u64 {
+    status_kib("VmLck:").unwrap_or(0) * 1024
+}
+
+fn status_kib(field: &str) -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with(field))?;
+    line[field.len()..].split_whitespace().next()?.parse().ok()
+}
+
+const PAGE: usize = 4096;
+
+/// Touches `bytes` of the calling thread's stack below the current frame, so those
+/// pages are present (and, after `mlockall(MCL_FUTURE)`, locked) before a real-time
+/// loop needs them. More than the stack has left (less a 16 KiB margin) is
+/// `InvalidInput`, never an overflow.
+pub fn prefault_stack(bytes: usize) -> Result<()> {
+    let remaining = stack_remaining()?;
+    if bytes.saturating_add(16 * 1024) > remaining {
+        return Err(Error::invalid(
+            "prefault_stack",
+            format!("{bytes} bytes asked, only {remaining} left on this thread's stack"),
+        )
+        .with_hint("ask for less, or spawn the thread with a larger Builder::stack_size"));
+    }
+    touch_stack(bytes.div_ceil(PAGE));
+    Ok(())
+}
+
+#[inline(never)]
+fn touch_stack(pages: usize) {
+    let mut frame = [0u8; PAGE];
+    // black_box on both sides keeps the frame real and stops a tail call.
+    std::hint::black_box(&mut frame);
+    if pages > 1 {
+        touch_stack(pages - 1);
+    }
+    std::hint::black_box(&mut frame);
+}
+
+/// Bytes between the current frame and the low end of this thread's stack.
+fn stack_remaining() -> Result<usize> {
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: pthread_getattr_np initialises `attr` on success; destroyed below.
+    let r = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
+    crate::error::check_pthread("pthread_getattr_np", r)?;
+    let mut addr: *mut libc::c_void = std::ptr::null_mut();
+    let mut size = 0usize;
+    // SAFETY: `attr` is initialised; out-pointers are writable.
+    let r = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size) };
+    // SAFETY: `attr` is initialised and destroyed exactly once.
+    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
+    crate::error::check_pthread("pthread_attr_getstack", r)?;
+    let here = std::hint::black_box(0u8);
+    let here = &here as *const u8 as usize;
+    Ok(here.saturating_sub(addr as usize))
+}
+
+/// Prefaults `bytes` of heap and keeps them in the allocator: sets glibc's
+/// `M_MMAP_MAX` to 0 (no allocation goes to a separate `mmap` that `free` would
+/// unmap) and `M_TRIM_THRESHOLD` to "never", then allocates, touches every page and
+/// frees the block. Later allocations of the calling thread's arena reuse those
+/// present pages. (Threads other than the main one may use other glibc arenas.)
+///
+/// # References
+///  - [`mallopt(3)`](https://man7.org/linux/man-pages/man3/mallopt.3.html)
+pub fn prefault_heap(bytes: usize) -> Result<()> {
+    // SAFETY: mallopt takes two ints and changes allocator tuning only.
+    let ok1 = unsafe { libc::mallopt(libc::M_MMAP_MAX, 0) };
+    // SAFETY: as above; -1 as the threshold disables trimming.
+    let ok2 = unsafe { libc::mallopt(libc::M_TRIM_THRESHOLD, -1) };
+    if ok1 != 1 || ok2 != 1 {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "mallopt",
+            "the allocator refused M_MMAP_MAX/M_TRIM_THRESHOLD",
+        ));
+    }
+    if bytes == 0 {
+        return Ok(());
+    }
+    // SAFETY: malloc returns null or a block of `bytes` bytes that we own until free.
+    let p = unsafe { libc::malloc(bytes) }.cast::<u8>();
+    if p.is_null() {
+        return Err(
+            Error::from_errno("malloc", libc::ENOMEM).with_message(format!("{bytes} bytes"))
+        );
+    }
+    let mut off = 0;
+    while off < bytes {
+        // SAFETY: `off < bytes`, inside the block we own.
+        unsafe { std::ptr::write_volatile(p.add(off), 0) };
+        off += PAGE;
+    }
+    // SAFETY: `p` came from malloc and is freed once.
+    unsafe { libc::free(p.cast()) };
+    Ok(())
+}
+
+// ---------------- /dev/cpu_dma_latency ----------------
+
+/// Holds a CPU wake-up latency limit (`/dev/cpu_dma_latency`, PM QoS) for as long as
+/// it lives: with 0 µs, CPUs stay out of idle states whose exit takes longer. Dropping
+/// it closes the file and the limit goes away.
+///
+/// # References
+///  - [PM QoS interface](https://docs.kernel.org/power/pm_qos_interface.html)
+#[derive(Debug)]
+pub struct CpuDmaLatency {
+    _file: File,
+    micros: i32,
+}
+
+impl CpuDmaLatency {
+    /// Opens `/dev/cpu_dma_latency` and writes `micros` (a binary `s32`). Needs write
+    /// access to the device (root by default); otherwise `PermissionDenied` with a hint.
+    pub fn hold(micros: i32) -> Result<CpuDmaLatency> {
+        if micros < 0 {
+            return Err(Error::invalid(
+                "write /dev/cpu_dma_latency",
+                "negative latency",
+            ));
+        }
+        let io = |call, e: std::io::Error| {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            let err = Error::from_errno(call, errno);
+            match errno {
+                libc::EACCES | libc::EPERM => err.with_hint(
+                    "/dev/cpu_dma_latency is writable by root only by default; run as root or \
+                     give the user write access with a udev rule",
+                ),
+                libc::ENOENT => {
+                    err.with_hint("this kernel has no PM QoS device (CONFIG_CPU_IDLE off?)")
+                }
+                _ => err,
+            }
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/cpu_dma_latency")
+            .map_err(|e| io("open /dev/cpu_dma_latency", e))?;
+        file.write_all(&micros.to_ne_bytes())
+            .map_err(|e| io("write /dev/cpu_dma_latency", e))?;
+        Ok(CpuDmaLatency {
+            _file: file,
+            micros,
+        })
+    }
+
+    /// The latency held, in microseconds.
+    pub fn micros(&self) -> i32 {
+        self.micros
+    }
+}
+
+// ---------------- timer slack ----------------
+
+/// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`): how late the kernel
+/// may fire its timers to batch wake-ups (default 50 µs). `0` restores the default.
+/// The kernel ignores the slack of `SCHED_FIFO`/`SCHED_RR`/`SCHED_DEADLINE` threads
+/// (they always get 0), so this matters for the non-RT threads of an RT program.
+///
+/// # References
+///  - [`PR_SET_TIMERSLACK(2const)`](https://man7.org/linux/man-pages/man2/PR_SET_TIMERSLACK.2const.html)
+pub fn set_timer_slack(nanos: u64) -> Result<()> {
+    rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(nanos))
+        .map_err(|e| Error::from_errno("prctl(PR_SET_TIMERSLACK)", e.raw_os_error()))
+}
+
+/// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
+///
+/// # References
+///  - [`PR_GET_TIMERSLACK(2const)`](https://man7.org/linux/man-pages/man2/PR_GET_TIMERSLACK.2const.html)
+pub fn timer_slack() -> Result<u64> {
+    rustix::thread::current_timer_slack()
+        .map_err(|e| Error::from_errno("prctl(PR_GET_TIMERSLACK)", e.raw_os_error()))
+}
+
+// ---------------- setup ----------------
+
+/// What [`Setup::apply`] should do. Start from [`Setup::new`] (the recommended
+/// checklist) and turn steps off or adjust them.
+#[derive(Debug, Clone)]
+#[must_use = "a Setup does nothing until .apply()"]
+pub struct Setup {
+    lock: Option<LockFlags>,
+    stack: Option<usize>,
+    heap: Option<usize>,
+    dma: Option<i32>,
+    slack: Option<u64>,
+    rtprio: Option<u32>,
+}
+
+impl Default for Setup {
+    fn default() -> Setup {
+        Setup::new()
+    }
+}
+
+impl Setup {
+    /// The recommended checklist: `mlockall(MCL_CURRENT|MCL_FUTURE)`, prefault 256 KiB of
+    /// stack and 8 MiB of heap, hold `/dev/cpu_dma_latency` at 0, timer slack 1 ns. It
+    /// does not touch `RLIMIT_RTPRIO` unless asked ([`raise_rtprio`](Self::raise_rtprio)).
+    pub fn new() -> Setup {
+        Setup {
+            lock: Some(LockFlags::default()),
+            stack: Some(256 * 1024),
+            heap: Some(8 << 20),
+            dma: Some(0),
+            slack: Some(1),
+            rtprio: None,
+        }
+    }
+
+    /// A checklist with every step off.
+    pub fn none() -> Setup {
+        Setup {
+            lock: None,
+            stack: None,
+            heap: None,
+            dma: None,
+            slack: None,
+            rtprio: None,
+        }
+    }
+
+    /// Lock memory with `MCL_CURRENT | MCL_FUTURE` (or not).
+    pub fn lock_memory(mut self, on: bool) -> Setup {
+        self.lock = on.then(LockFlags::default);
+        self
+    }
+
+    /// Lock memory with these flags.
+    pub fn lock_memory_flags(mut self, flags: LockFlags) -> Setup {
+        self.lock = Some(flags);
+        self
+    }
+
+    /// Prefault this many bytes of the calling thread's stack (0: skip).
+    pub fn prefault_stack(mut self, bytes: usize) -> Setup {
+        self.stack = (bytes > 0).then_some(bytes);
+        self
+    }
+
+    /// Prefault this many bytes of heap (0: skip).
+    pub fn prefault_heap(mut self, bytes: usize) -> Setup {
+        self.heap = (bytes > 0).then_some(bytes);
+        self
+    }
+
+    /// Hold `/dev/cpu_dma_latency` at `micros` (`None`: skip).
+    pub fn cpu_dma_latency(mut self, micros: Option<i32>) -> Setup {
+        self.dma = micros;
+        self
+    }
+
+    /// Set the calling thread's timer slack (`None`: skip).
+    pub fn timer_slack(mut self, nanos: Option<u64>) -> Setup {
+        self.slack = nanos;
+        self
+    }
+
+    /// Raise `RLIMIT_RTPRIO` to `priority` (`None`: skip, the default).
+    pub fn raise_rtprio(mut self, priority: Option<u32>) -> Setup {
+        self.rtprio = priority;
+        self
+    }
+
+    /// Runs the checklist in order (limits first, then memory, then latency) and
+    /// reports each step. A step that fails does not stop the others.
+    pub fn apply(self) -> SetupReport {
+        let mut r = SetupReport {
+            steps: Vec::new(),
+            dma: None,
+        };
+        match self.rtprio {
+            None => r.skip(
+                "raise RLIMIT_RTPRIO",
+                format!("not requested ({})", rtprio_limit()),
+            ),
+            Some(p) => {
+                let what = format!("raise RLIMIT_RTPRIO to {p}");
+                match raise_rtprio_limit(p) {
+                    Ok(l) => r.done(what, format!("now {l}")),
+                    Err(e) => r.fail(what, e),
+                }
+            }
+        }
+        match self.lock {
+            None => r.skip("mlockall", "not requested".into()),
+            Some(f) => {
+                let what = format!(
+                    "mlockall({})",
+                    [
+                        (f.current, "MCL_CURRENT"),
+                        (f.future, "MCL_FUTURE"),
+                        (f.on_fault, "MCL_ONFAULT")
+                    ]
+                    .iter()
+                    .filter(|x| x.0)
+                    .map(|x| x.1)
+                    .collect::<Vec<_>>()
+                    .join("|")
+                );
+                match lock_memory(f) {
+                    Ok(b) => r.done(
+                        what,
+                        format!(
+                            "{} KiB locked, RLIMIT_MEMLOCK {}",
+                            b / 1024,
+                            memlock_limit()
+                        ),
+                    ),
+                    Err(e) => r.fail(what, e),
+                }
+            }
+        }
+        match self.stack {
+            None => r.skip("prefault stack", "not requested".into()),
+            Some(b) => {
+                let what = format!("prefault {} KiB of stack", b / 1024);
+                match prefault_stack(b) {
+                    Ok(()) => r.done(what, "touched".into()),
+                    Err(e) => r.fail(what, e),
+                }
+            }
+        }
+        match self.heap {
+            None => r.skip("prefault heap", "not requested".into()),
+            Some(b) => {
+                let what = format!("prefault {} KiB of heap", b / 1024);
+                match prefault_heap(b) {
+                    Ok(()) => r.done(what, "touched, M_MMAP_MAX 0, no trim".into()),
+                    Err(e) => r.fail(what, e),
+                }
+            }
+        }
+        match self.dma {
+            None => r.skip("/dev/cpu_dma_latency", "not requested".into()),
+            Some(us) => {
+                let what = format!("hold /dev/cpu_dma_latency at {us} us");
+                match CpuDmaLatency::hold(us) {
+                    Ok(g) => {
+                        r.dma = Some(g);
+                        r.done(what, "held while this report lives".into())
+                    }
+                    Err(e) => r.fail(what, e),
+                }
+            }
+        }
+        match self.slack {
+            None => r.skip("timer slack", "not requested".into()),
+            Some(ns) => {
+                let what = format!("timer slack {ns} ns (this thread)");
+                match set_timer_slack(ns).and_then(|()| timer_slack()) {
+                    Ok(v) => r.done(what, format!("now {v} ns")),
+                    Err(e) => r.fail(what, e),
+                }
+            }
+        }
+        let throttle = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "?".into());
+        r.skip(
+            "RT throttling (information)",
+            format!("sched_rt_runtime_us = {throttle} of sched_rt_period_us"),
+        );
+        r
+    }
+}
+
+/// Runs the recommended checklist ([`Setup::new`]) and returns its report.
+pub fn setup() -> SetupReport {
+    Setup::new().apply()
+}
+
+/// How one step of the checklist ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Done; what it did.
+    Done(String),
+    /// Not done on purpose; why.
+    Skipped(String),
+    /// Tried and failed; the error carries the fix.
+    Failed(Error),
+}
+
+/// One step of the checklist.
+#[derive(Debug)]
+pub struct Step {
+    /// What the step is.
+    pub what: String,
+    /// How it ended.
+    pub outcome: Outcome,
+}
+
+/// What [`Setup::apply`] did and could not do. `Display` prints a checklist. Holds the
+/// `/dev/cpu_dma_latency` guard: keep it alive for as long as the limit should hold.
+#[derive(Debug)]
+#[must_use = "dropping the report releases /dev/cpu_dma_latency"]
+pub struct SetupReport {
+    steps: Vec<Step>,
+    dma: Option<CpuDmaLatency>,
+}
+
+impl SetupReport {
+    /// Every step, in the order run.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
+    }
+
+    /// The steps that failed, with their errors.
+    pub fn failures(&self) -> impl Iterator<Item = (&str, &Error)> {
+        self.steps.iter().filter_map(|s| match &s.outcome {
+            Outcome::Failed(e) => Some((s.what.as_str(), e)),
+            _ => None,
+        })
+    }
+
+    /// Whether no step failed.
+    pub fn all_ok(&self) -> bool {
+        self.failures().next().is_none()
+    }
+
+    /// The `/dev/cpu_dma_latency` guard, if it is held.
+    pub fn cpu_dma_latency(&self) -> Option<&CpuDmaLatency> {
+        self.dma.as_ref()
+    }
+
+    /// Takes the guard out, so the report can be dropped while the limit holds.
+    pub fn take_cpu_dma_latency(&mut self) -> Option<CpuDmaLatency> {
+        self.dma.take()
+    }
+
+    fn done(&mut self, what: String, how: String) {
+        self.steps.push(Step {
+            what,
+            outcome: Outcome::Done(how),
+        });
+    }
+
+    fn skip(&mut self, what: &str, why: String) {
+        self.steps.push(Step {
+            what: what.to_string(),
+            outcome: Outcome::Skipped(why),
+        });
+    }
+
+    fn fail(&mut self, what: String, e: Error) {
+        self.steps.push(Step {
+            what,
+            outcome: Outcome::Failed(e),
+        });
+    }
+}
+
+impl fmt::Display for SetupReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "RT setup checklist:")?;
+        for s in &self.steps {
+            match &s.outcome {
+                Outcome::Done(how) => writeln!(f, "  [x] {}: {how}", s.what)?,
+                Outcome::Skipped(why) => writeln!(f, "  [-] {}: {why}", s.what)?,
+                Outcome::Failed(e) => writeln!(f, "  [ ] {}: {e}", s.what)?,
+            }
+        }
+        Ok(())
+    }
+}

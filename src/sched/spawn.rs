@@ -1,0 +1,602 @@
+//! Spawning threads with their scheduling attributes applied at creation: [`Builder`].
+
+use std::any::Any;
+use std::ffi::{c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use super::deadline::Deadline;
+use super::hint::sched_error;
+use super::thread::{self as th, gettid, Tid};
+use super::{CpuSet, Policy, Priority};
+use crate::{Error, Result};
+
+/// Builds a thread whose policy, priority, affinity, stack size and name are set **when
+/// it is created**.
+///
+/// [`Builder`] fills a `pthread_attr_t` and calls `pthread_create`, as listing 6.7 of
+/// the seed does:
+///
+/// - policy and priority: `pthread_attr_setinheritsched(PTHREAD_EXPLICIT_SCHED)`,
+///   `pthread_attr_setschedpolicy`, `pthread_attr_setschedparam` (without a policy the
+///   new thread *inherits* its creator's, the POSIX default);
+/// - affinity: `pthread_attr_setaffinity_np`;
+/// - stack size: `pthread_attr_setstacksize`.
+///
+/// The new thread therefore starts life with these attributes; it never changes them
+/// itself. Two things a `pthread_attr_t` cannot carry are applied by the **creator**
+/// on the new thread, after `pthread_create` and *before the closure runs* (the new
+/// thread waits at a gate until the creator opens it):
+///
+/// - the name (`pthread_setname_np(new_pthread_t, name)`, visible in
+///   `/proc/self/task/TID/comm`);
+/// - `SCHED_BATCH` / `SCHED_IDLE`, which glibc's attribute object refuses: the
+///   thread is created `SCHED_OTHER` (explicitly, not inherited) and the creator calls
+///   `sched_setscheduler(tid, ...)`;
+/// - `SCHED_DEADLINE` ([`Builder::deadline`]): the creator calls
+///   `sched_setattr(tid, ...)`.
+///
+/// At that gate the new thread also publishes its kernel tid, so
+/// [`JoinHandle::tid`] is known when [`Builder::spawn`] returns. If the creator fails
+/// to apply something, the closure never runs and `spawn` returns the error.
+///
+/// ```
+/// use posixrt::sched::{self, Builder, CpuSet, Priority};
+///
+/// let cpu = sched::CpuSet::allowed()?.iter().next().unwrap();
+/// let h = Builder::new()
+///     .name("worker")
+///     .affinity(CpuSet::single(cpu)?)
+///     .stack_size(256 * 1024)
+///     .scheduling(Priority::other())
+///     .spawn(|| (sched::current_name().unwrap(), sched::current_cpu()))?;
+/// println!("spawned tid {}", h.tid());
+/// let (name, ran_on) = h.join().unwrap();
+/// assert_eq!((name.as_str(), ran_on), ("worker", cpu));
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+///
+/// A real-time thread (needs CAP_SYS_NICE or RLIMIT_RTPRIO; otherwise `spawn` returns
+/// `PermissionDenied` with the hint):
+///
+/// ```no_run
+/// use posixrt::sched::{Builder, Priority};
+/// let h = Builder::new().name("rt-loop").scheduling(Priority::fifo(80)?).spawn(|| 42)?;
+/// assert_eq!(h.join().unwrap(), 42);
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+///
+/// # References
+///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
+///  - [`pthread_attr_setinheritsched(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setinheritsched.3.html)
+///  - [`pthread_attr_setschedpolicy(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setschedpolicy.3.html)
+///  - [`pthread_attr_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setschedparam.3.html)
+///  - [`pthread_attr_setaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setaffinity_np.3.html)
+///  - [`pthread_attr_setstacksize(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setstacksize.3.html)
+///  - [`pthread_setname_np(3)`](https://man7.org/linux/man-pages/man3/pthread_setname_np.3.html)
+#[derive(Debug, Clone, Default)]
+#[must_use = "a Builder does nothing until .spawn() is called"]
+pub struct Builder {
+    name: Option<String>,
+    scheduling: Option<Priority>,
+    affinity: Option<CpuSet>,
+    stack_size: Option<usize>,
+    deadline: Option<Deadline>,
+}
+
+impl Builder {
+    /// A builder with nothing set: the thread inherits its creator's scheduling and
+    /// affinity and gets the default stack size (`RLIMIT_STACK`, usually 8 MiB).
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// The thread name; at most 15 bytes and no NUL (checked at `spawn`, never
+    /// truncated).
+    pub fn name(mut self, name: impl Into<String>) -> Builder {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Policy and priority, applied with `PTHREAD_EXPLICIT_SCHED`.
+    /// `Policy::Deadline` is refused at `spawn` (use [`Builder::deadline`]).
+    pub fn scheduling(mut self, priority: Priority) -> Builder {
+        self.scheduling = Some(priority);
+        self
+    }
+
+    /// Makes the thread a `SCHED_DEADLINE` task before its closure runs: the creator
+    /// calls `sched_setattr(tid, ...)` at the start gate (a `pthread_attr_t` cannot
+    /// carry it). Exclusive with [`scheduling`](Self::scheduling); a DEADLINE thread
+    /// must not have a restricted [`affinity`](Self::affinity) (EPERM).
+    pub fn deadline(mut self, params: Deadline) -> Builder {
+        self.deadline = Some(params);
+        self
+    }
+
+    /// The CPUs the thread may run on (`pthread_attr_setaffinity_np`).
+    pub fn affinity(mut self, cpus: CpuSet) -> Builder {
+        self.affinity = Some(cpus);
+        self
+    }
+
+    /// The stack size in bytes; at least `PTHREAD_STACK_MIN` (16 KiB), checked at
+    /// `spawn`. glibc rounds it up to whole pages.
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Creates the thread, which runs `f` once the creator has applied every attribute.
+    ///
+    /// Errors: a bad name or stack size, or a `Deadline` policy, is `InvalidInput`;
+    /// EPERM from `pthread_create` (a real-time policy without privilege) is
+    /// `PermissionDenied` with the hint naming CAP_SYS_NICE and RLIMIT_RTPRIO; EAGAIN
+    /// (thread limit) is `WouldBlock`.
+    pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let name = match &self.name {
+            Some(n) => Some(check_name(n)?),
+            None => None,
+        };
+        if let Some(size) = self.stack_size {
+            if size < libc::PTHREAD_STACK_MIN {
+                return Err(Error::invalid(
+                    "pthread_attr_setstacksize",
+                    format!(
+                        "stack size {size} is below PTHREAD_STACK_MIN ({})",
+                        libc::PTHREAD_STACK_MIN
+                    ),
+                ));
+            }
+        }
+        if self.deadline.is_some() && self.scheduling.is_some() {
+            return Err(Error::invalid(
+                "sched_setattr",
+                "a thread gets either a deadline or a policy/priority, not both",
+            ));
+        }
+        let (attr_prio, after_prio) = match self.scheduling {
+            None => (None, None),
+            Some(p) => match p.policy() {
+                Policy::Fifo | Policy::RoundRobin | Policy::Other => (Some(p), None),
+                // glibc's attr refuses these: create SCHED_OTHER explicitly, then switch.
+                Policy::Batch | Policy::Idle => (Some(Priority::other()), Some(p)),
+                Policy::Deadline => {
+                    return Err(Error::invalid(
+                        "pthread_attr_setschedpolicy",
+                        "SCHED_DEADLINE cannot be set through a pthread attribute",
+                    )
+                    .with_hint("use Builder::deadline(Deadline::new(runtime, deadline, period)?)"))
+                }
+            },
+        };
+
+        let attr = Attr::new()?;
+        if let Some(size) = self.stack_size {
+            attr.stack_size(size)?;
+        }
+        if let Some(p) = attr_prio {
+            attr.explicit_sched(p)?;
+        }
+        if let Some(cpus) = &self.affinity {
+            attr.affinity(cpus)?;
+        }
+
+        let shared = Arc::new(Shared::<T> {
+            gate: Mutex::new(Gate {
+                tid: 0,
+                state: GateState::Wait,
+            }),
+            cv: Condvar::new(),
+            result: Mutex::new(None),
+            finished: AtomicBool::new(false),
+        });
+        let start = Box::new(Start {
+            f,
+            shared: Arc::clone(&shared),
+        });
+        let native = attr.create(start, attr_prio)?;
+
+        // Wait for the tid, apply what the attr could not carry, then open the gate.
+        let tid = {
+            let mut g = lock(&shared.gate);
+            while g.tid == 0 {
+                g = shared.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            g.tid
+        };
+        let tid = Tid::from_raw(tid).ok_or_else(|| {
+            Error::new(
+                crate::ErrorKind::Other,
+                "gettid",
+                "new thread reported no tid",
+            )
+        });
+        let applied = tid.and_then(|tid| {
+            if let Some(name) = &name {
+                // SAFETY: `native` is a live, joinable thread we created; `name` is a
+                // NUL-terminated string of at most 15 bytes.
+                let r = unsafe { libc::pthread_setname_np(native, name.as_ptr()) };
+                crate::error::check_pthread("pthread_setname_np", r)?;
+            }
+            if let Some(p) = after_prio {
+                th::set_thread_scheduling(tid, p)?;
+            }
+            if let Some(dl) = &self.deadline {
+                super::deadline::set(tid, dl)?;
+            }
+            Ok(tid)
+        });
+        let open = if applied.is_ok() {
+            GateState::Run
+        } else {
+            GateState::Abort
+        };
+        lock(&shared.gate).state = open;
+        shared.cv.notify_all();
+        match applied {
+            Ok(tid) => Ok(JoinHandle {
+                native,
+                tid,
+                shared,
+            }),
+            Err(e) => {
+                // SAFETY: `native` is joinable and joined exactly once, here.
+                unsafe { libc::pthread_join(native, std::ptr::null_mut()) };
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Spawns `f` on a thread built by `builder` (a shorthand for `builder.spawn(f)`).
+pub fn spawn<F, T>(builder: Builder, f: F) -> Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    builder.spawn(f)
+}
+
+fn check_name(name: &str) -> Result<CString> {
+    if name.len() > 15 {
+        return Err(Error::invalid(
+            "pthread_setname_np",
+            format!(
+                "thread name {name:?} is {} bytes; Linux allows 15",
+                name.len()
+            ),
+        ));
+    }
+    CString::new(name)
+        .map_err(|_| Error::invalid("pthread_setname_np", "thread name contains a NUL byte"))
+}
+
+/// A handle to a thread spawned by [`Builder`]: join it, and reach its native
+/// `pthread_t` and kernel tid. Dropping it detaches the thread.
+///
+/// While the handle lives the `pthread_t` stays valid (even after the thread ends, it
+/// stays joinable), so the methods that take it are safe.
+pub struct JoinHandle<T> {
+    native: libc::pthread_t,
+    tid: Tid,
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> JoinHandle<T> {
+    /// The kernel thread id (known since `spawn` returned).
+    #[inline]
+    pub fn tid(&self) -> Tid {
+        self.tid
+    }
+
+    /// The native `pthread_t`, valid until [`join`](Self::join) or drop.
+    #[inline]
+    pub fn as_pthread_t(&self) -> libc::pthread_t {
+        self.native
+    }
+
+    /// The thread's CPU-time clock (`pthread_getcpuclockid`).
+    pub fn cpu_clock(&self) -> Result<super::cputime::CpuClock> {
+        super::cputime::CpuClock::of_handle(self)
+    }
+
+    /// Whether the closure has returned (or panicked).
+    pub fn is_finished(&self) -> bool {
+        self.shared.finished.load(Ordering::Acquire)
+    }
+
+    /// Policy and priority as the kernel has them (`sched_getscheduler` +
+    /// `sched_getparam` on the tid; see [`current_scheduling`](super::current_scheduling)
+    /// for why not glibc's cached `pthread_getschedparam`). Errors with `NotFound` once
+    /// the thread has ended.
+    ///
+    /// # References
+    ///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+    pub fn scheduling(&self) -> Result<Priority> {
+        th::thread_scheduling(self.tid)
+    }
+
+    /// Sets policy and priority (`pthread_setschedparam`).
+    ///
+    /// # References
+    ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
+    pub fn set_scheduling(&self, priority: Priority) -> Result<()> {
+        th::pthread_setschedparam(self.native, priority)
+    }
+
+    /// Changes only the priority, checked against the thread's current policy
+    /// (`pthread_setschedprio`).
+    ///
+    /// # References
+    ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
+    pub fn set_priority(&self, value: i32) -> Result<()> {
+        th::pthread_setschedprio(self.native, self.tid, value)
+    }
+
+    /// The thread's CPU affinity (`pthread_getaffinity_np`).
+    ///
+    /// # References
+    ///  - [`pthread_getaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getaffinity_np.3.html)
+    pub fn affinity(&self) -> Result<CpuSet> {
+        let mut raw = *CpuSet::new().as_raw();
+        // SAFETY: `native` is valid while the handle lives; `raw` is writable.
+        let r = unsafe {
+            libc::pthread_getaffinity_np(
+                self.native,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &mut raw,
+            )
+        };
+        if r != 0 {
+            return Err(sched_error("pthread_getaffinity_np", r, None, None, None));
+        }
+        Ok(CpuSet::from_raw(raw))
+    }
+
+    /// Sets the thread's CPU affinity (`pthread_setaffinity_np`).
+    ///
+    /// # References
+    ///  - [`pthread_setaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_setaffinity_np.3.html)
+    pub fn set_affinity(&self, cpus: &CpuSet) -> Result<()> {
+        if cpus.is_empty() {
+            return Err(Error::invalid("pthread_setaffinity_np", "empty CPU set"));
+        }
+        // SAFETY: `native` is valid while the handle lives; `cpus` is only read.
+        let r = unsafe {
+            libc::pthread_setaffinity_np(
+                self.native,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                cpus.as_raw(),
+            )
+        };
+        if r != 0 {
+            return Err(sched_error("pthread_setaffinity_np", r, None, None, None));
+        }
+        Ok(())
+    }
+
+    /// Waits for the thread (`pthread_join`) and returns the closure's value, or, like
+    /// [`std::thread::JoinHandle::join`], `Err(payload)` if it panicked. Should
+    /// `pthread_join` itself fail (a thread joining itself: EDEADLK), the `Err` payload
+    /// is a [`posixrt::Error`](crate::Error).
+    ///
+    /// # References
+    ///  - [`pthread_join(3)`](https://man7.org/linux/man-pages/man3/pthread_join.3.html)
+    pub fn join(self) -> std::thread::Result<T> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `native` is joinable (never joined or detached: `self` is consumed
+        // and its Drop, which detaches, is suppressed).
+        let r = unsafe { libc::pthread_join(this.native, std::ptr::null_mut()) };
+        // SAFETY: `this.shared` is read out exactly once and `this` is never dropped.
+        let shared = unsafe { std::ptr::read(&this.shared) };
+        if r != 0 {
+            let e: Box<dyn Any + Send> = Box::new(Error::from_errno("pthread_join", r));
+            return Err(e);
+        }
+        let taken = lock(&shared.result).take();
+        taken.unwrap_or_else(|| {
+            Err(Box::new(Error::new(
+                crate::ErrorKind::Other,
+                "pthread_join",
+                "the thread ended without a result",
+            )))
+        })
+    }
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        // SAFETY: `native` is joinable and neither joined nor detached before.
+        unsafe { libc::pthread_detach(self.native) };
+    }
+}
+
+impl<T> std::fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("tid", &self.tid)
+            .field("finished", &self.is_finished())
+            .finish_non_exhaustive()
+    }
+}
+
+// ---- private machinery ----
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GateState {
+    Wait,
+    Run,
+    Abort,
+}
+
+struct Gate {
+    tid: i32,
+    state: GateState,
+}
+
+struct Shared<T> {
+    gate: Mutex<Gate>,
+    cv: Condvar,
+    result: Mutex<Option<std::thread::Result<T>>>,
+    finished: AtomicBool,
+}
+
+struct Start<F, T> {
+    f: F,
+    shared: Arc<Shared<T>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+extern "C" fn thread_start<F, T>(arg: *mut c_void) -> *mut c_void
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    // SAFETY: `arg` is the Box<Start<F, T>> that `Attr::create` leaked for exactly
+    // this thread; ownership passes here once.
+    let start = unsafe { Box::from_raw(arg.cast::<Start<F, T>>()) };
+    let Start { f, shared } = *start;
+    let run = {
+        let mut g = lock(&shared.gate);
+        g.tid = gettid().as_raw();
+        shared.cv.notify_all();
+        while g.state == GateState::Wait {
+            g = shared.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        g.state == GateState::Run
+    };
+    if run {
+        let r = catch_unwind(AssertUnwindSafe(f));
+        *lock(&shared.result) = Some(r);
+    }
+    shared.finished.store(true, Ordering::Release);
+    std::ptr::null_mut()
+}
+
+/// An initialised `pthread_attr_t`, destroyed on drop.
+struct Attr(Box<libc::pthread_attr_t>);
+
+impl Attr {
+    fn new() -> Result<Attr> {
+        // SAFETY: zeroed storage is only used after pthread_attr_init initialises it.
+        let mut a: Box<libc::pthread_attr_t> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: `a` points to writable storage for a pthread_attr_t.
+        let r = unsafe { libc::pthread_attr_init(&mut *a) };
+        crate::error::check_pthread("pthread_attr_init", r)?;
+        Ok(Attr(a))
+    }
+
+    fn ptr(&self) -> *mut libc::pthread_attr_t {
+        &*self.0 as *const libc::pthread_attr_t as *mut libc::pthread_attr_t
+    }
+
+    fn stack_size(&self, size: usize) -> Result<()> {
+        // SAFETY: the attr is initialised.
+        let r = unsafe { libc::pthread_attr_setstacksize(self.ptr(), size) };
+        crate::error::check_pthread("pthread_attr_setstacksize", r)
+    }
+
+    fn explicit_sched(&self, p: Priority) -> Result<()> {
+        let param = p.param();
+        // SAFETY: the attr is initialised; `param` is only read.
+        let r =
+            unsafe { libc::pthread_attr_setinheritsched(self.ptr(), libc::PTHREAD_EXPLICIT_SCHED) };
+        crate::error::check_pthread("pthread_attr_setinheritsched", r)?;
+        // SAFETY: as above.
+        let r = unsafe { libc::pthread_attr_setschedpolicy(self.ptr(), p.policy().as_raw()) };
+        if r != 0 {
+            return Err(sched_error(
+                "pthread_attr_setschedpolicy",
+                r,
+                None,
+                Some(p.policy()),
+                Some(p.value()),
+            ));
+        }
+        // SAFETY: as above.
+        let r = unsafe { libc::pthread_attr_setschedparam(self.ptr(), &param) };
+        if r != 0 {
+            return Err(sched_error(
+                "pthread_attr_setschedparam",
+                r,
+                None,
+                Some(p.policy()),
+                Some(p.value()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn affinity(&self, cpus: &CpuSet) -> Result<()> {
+        if cpus.is_empty() {
+            return Err(Error::invalid(
+                "pthread_attr_setaffinity_np",
+                "empty CPU set",
+            ));
+        }
+        // SAFETY: the attr is initialised; the set is only read (glibc copies it).
+        let r = unsafe {
+            libc::pthread_attr_setaffinity_np(
+                self.ptr(),
+                std::mem::size_of::<libc::cpu_set_t>(),
+                cpus.as_raw(),
+            )
+        };
+        crate::error::check_pthread("pthread_attr_setaffinity_np", r)
+    }
+
+    fn create<F, T>(
+        &self,
+        start: Box<Start<F, T>>,
+        prio: Option<Priority>,
+    ) -> Result<libc::pthread_t>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let arg = Box::into_raw(start);
+        let mut native: libc::pthread_t = 0;
+        // SAFETY: the attr is initialised; `thread_start::<F, T>` takes ownership of
+        // `arg` (a leaked Box<Start<F, T>>) if and only if creation succeeds.
+        let r = unsafe {
+            libc::pthread_create(&mut native, self.ptr(), thread_start::<F, T>, arg.cast())
+        };
+        if r != 0 {
+            // SAFETY: creation failed, so no thread took `arg`; reclaim it once.
+            drop(unsafe { Box::from_raw(arg) });
+            let e = sched_error(
+                "pthread_create",
+                r,
+                None,
+                prio.map(|p| p.policy()),
+                prio.map(|p| p.value()),
+            );
+            return Err(match r {
+                libc::EINVAL => e.with_message(
+                    "an attribute was refused (affinity naming no usable CPU, or a bad stack size)",
+                ),
+                libc::EAGAIN => e.with_message(
+                    "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",
+                ),
+                _ => e,
+            });
+        }
+        Ok(native)
+    }
+}
+
+impl Drop for Attr {
+    fn drop(&mut self) {
+        // SAFETY: the attr was initialised by pthread_attr_init and is destroyed once.
+        unsafe { libc::pthread_attr_destroy(&mut *self.0) };
+    }
+}

@@ -1,0 +1,438 @@
+//! Thread-level scheduling: thread ids, policy and priority of any thread, the
+//! priority the kernel is actually using, and facts about the current thread.
+//!
+//! Linux schedules threads, not processes. A thread is named here by its kernel
+//! [`Tid`]; calls on a tid use the `sched_*` system calls, which on Linux address one
+//! thread. Calls on the *current* thread use the POSIX `pthread_*` functions on
+//! `pthread_self()`; calls on a thread you spawned with [`Builder`](super::Builder) are
+//! methods of its [`JoinHandle`](super::JoinHandle), which keeps the `pthread_t`
+//! valid.
+//!
+//! ```
+//! use posixrt::sched::{self, Policy};
+//!
+//! let me = sched::gettid();
+//! let p = sched::thread_scheduling(me)?;
+//! assert_eq!(p, sched::current_scheduling()?);
+//! let k = sched::kernel_priority(me)?;
+//! if p.policy() == Policy::Other {
+//!     assert_eq!(k.rt_priority(), None);
+//! }
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+
+use std::ffi::CStr;
+use std::fmt;
+use std::num::NonZeroI32;
+
+use super::hint::{sched_error, sched_last_error};
+use super::{Policy, Priority};
+use crate::{Error, Result};
+
+/// A kernel thread id (what `gettid()` returns; the pid of a process is the tid of its
+/// main thread).
+///
+/// # References
+///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tid(NonZeroI32);
+
+impl Tid {
+    /// A tid from a raw value; `None` unless it is positive. Whether such a thread
+    /// exists is only known when it is used (ESRCH gives [`ErrorKind::NotFound`](crate::ErrorKind::NotFound)).
+    #[inline]
+    pub fn from_raw(raw: i32) -> Option<Tid> {
+        if raw > 0 {
+            NonZeroI32::new(raw).map(Tid)
+        } else {
+            None
+        }
+    }
+
+    /// The raw id.
+    #[inline]
+    pub fn as_raw(self) -> i32 {
+        self.0.get()
+    }
+
+    /// The calling thread's tid (`gettid`).
+    #[inline]
+    pub fn current() -> Tid {
+        gettid()
+    }
+
+    /// The process id, i.e. the tid of the main thread (`getpid`).
+    #[inline]
+    pub fn process() -> Tid {
+        Tid(rustix::process::getpid().as_raw_nonzero())
+    }
+}
+
+impl fmt::Display for Tid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The calling thread's kernel thread id.
+///
+/// # References
+///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
+#[inline]
+pub fn gettid() -> Tid {
+    Tid(rustix::thread::gettid().as_raw_nonzero())
+}
+
+/// The tids of every thread of this process (`/proc/self/task`).
+///
+/// # References
+///  - [`proc_pid_task(5)`](https://man7.org/linux/man-pages/man5/proc_pid_task.5.html)
+pub fn process_threads() -> Result<Vec<Tid>> {
+    let dir = std::fs::read_dir("/proc/self/task").map_err(|e| io_error("read_dir", e))?;
+    let mut tids: Vec<Tid> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+        .filter_map(Tid::from_raw)
+        .collect();
+    tids.sort();
+    Ok(tids)
+}
+
+/// Policy and priority of thread `tid` (`sched_getscheduler` + `sched_getparam`).
+///
+/// # References
+///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+///  - [`sched_getparam(2)`](https://man7.org/linux/man-pages/man2/sched_getparam.2.html)
+pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
+    let policy = raw_getscheduler(tid.as_raw())?;
+    let value = raw_getparam(tid.as_raw())?;
+    Ok(Priority::from_kernel(policy, value))
+}
+
+/// Sets policy and priority of thread `tid` (`sched_setscheduler(tid, ...)`).
+///
+/// For `SCHED_DEADLINE` use [`deadline::set`](super::deadline::set); passing a
+/// `Policy::Deadline` priority here is `InvalidInput`. EPERM carries the hint naming
+/// CAP_SYS_NICE and RLIMIT_RTPRIO.
+///
+/// # References
+///  - [`sched_setscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_setscheduler.2.html)
+pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
+    raw_setscheduler(tid.as_raw(), priority)
+}
+
+/// Changes only the priority of thread `tid`, within its current policy
+/// (`sched_setparam(tid, ...)`). The value is checked against the range of the
+/// thread's current policy first (`InvalidInput` if outside).
+///
+/// Unlike [`set_current_priority`] (`pthread_setschedprio`), a lowered thread goes to
+/// the tail of its new priority's list, as `sched_setparam` specifies.
+///
+/// # References
+///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)
+pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
+    let policy = raw_getscheduler(tid.as_raw())?;
+    let p = Priority::new(policy, value)?;
+    raw_setparam(tid.as_raw(), p)
+}
+
+/// Policy and priority of the calling thread, as the kernel has them
+/// (`sched_getscheduler(0)` + `sched_getparam(0)`).
+///
+/// This deliberately does not return `pthread_getschedparam(pthread_self())`: glibc
+/// answers that from a copy cached in the thread descriptor, which goes stale when the
+/// policy is changed through `sched_setscheduler` on the tid (by this crate's
+/// [`set_thread_scheduling`], by `chrt`, or by another process).
+///
+/// # References
+///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+///  - [`pthread_getschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_getschedparam.3.html)
+pub fn current_scheduling() -> Result<Priority> {
+    thread_scheduling(gettid())
+}
+
+/// Sets policy and priority of the calling thread
+/// (`pthread_setschedparam(pthread_self(), ...)`).
+///
+/// # References
+///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
+pub fn set_current_scheduling(priority: Priority) -> Result<()> {
+    // SAFETY: pthread_self() is always a valid handle for the calling thread.
+    pthread_setschedparam(unsafe { libc::pthread_self() }, priority)
+}
+
+/// Changes only the calling thread's priority (`pthread_setschedprio(pthread_self(), v)`).
+///
+/// POSIX: a thread whose priority is lowered this way goes to the *head* of its new
+/// list (it is not penalised), unlike `sched_setparam`.
+///
+/// # References
+///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
+pub fn set_current_priority(value: i32) -> Result<()> {
+    // SAFETY: pthread_self() is always a valid handle for the calling thread.
+    pthread_setschedprio(unsafe { libc::pthread_self() }, gettid(), value)
+}
+
+/// The calling thread's name (`pthread_getname_np`).
+///
+/// # References
+///  - [`pthread_getname_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getname_np.3.html)
+pub fn current_name() -> Result<String> {
+    let mut buf = [0 as libc::c_char; 16];
+    // SAFETY: pthread_self() is valid; `buf` is writable for the 16 bytes we pass.
+    let r = unsafe { libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr(), buf.len()) };
+    crate::error::check_pthread("pthread_getname_np", r)?;
+    // SAFETY: on success the buffer holds a NUL-terminated string within its 16 bytes.
+    let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
+    Ok(s.to_string_lossy().into_owned())
+}
+
+/// The size of the calling thread's stack as the thread library reports it
+/// (`pthread_getattr_np` + `pthread_attr_getstacksize`). For the main thread it is
+/// the current `RLIMIT_STACK`-bounded size.
+///
+/// # References
+///  - [`pthread_getattr_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getattr_np.3.html)
+pub fn current_stack_size() -> Result<usize> {
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: pthread_getattr_np initialises `attr` on success; we destroy it below.
+    let r = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
+    crate::error::check_pthread("pthread_getattr_np", r)?;
+    let mut size = 0usize;
+    // SAFETY: `attr` was initialised by pthread_getattr_np; `size` is writable.
+    let r = unsafe { libc::pthread_attr_getstacksize(attr.as_ptr(), &mut size) };
+    // SAFETY: `attr` is initialised and destroyed exactly once.
+    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
+    crate::error::check_pthread("pthread_attr_getstacksize", r)?;
+    Ok(size)
+}
+
+/// The priority the kernel is currently using for a thread (field 18, `prio`, of
+/// `/proc/self/task/TID/stat`): this is the *effective* priority, including a boost
+/// from a priority-inheritance mutex.
+///
+/// The field is the kernel's `task->prio - 100` (`task_prio()`), so on this kernel
+/// (verified on 6.x with a SCHED_FIFO thread, see `tests/sched.rs`):
+///
+/// | thread | `prio` field |
+/// |---|---|
+/// | `SCHED_FIFO`/`SCHED_RR` priority *p* (1..=99) | `-1 - p` (−2..=−100) |
+/// | `SCHED_OTHER`/`BATCH`/`IDLE` with nice *n* | `20 + n` (0..=39) |
+/// | `SCHED_DEADLINE` | `-101` |
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelPriority(i32);
+
+impl KernelPriority {
+    /// The raw `prio` field.
+    #[inline]
+    pub fn raw(self) -> i32 {
+        self.0
+    }
+
+    /// The effective real-time priority (1..=99) if the thread runs as RT now, by its
+    /// own policy or by a PI boost.
+    pub fn rt_priority(self) -> Option<i32> {
+        if (-100..=-2).contains(&self.0) {
+            Some(-(self.0 + 1))
+        } else {
+            None
+        }
+    }
+
+    /// The nice value if the thread runs under a fair policy now.
+    pub fn nice(self) -> Option<i32> {
+        if (0..=39).contains(&self.0) {
+            Some(self.0 - 20)
+        } else {
+            None
+        }
+    }
+
+    /// Whether the thread runs as `SCHED_DEADLINE` now (or is boosted by one).
+    pub fn is_deadline(self) -> bool {
+        self.0 == -101
+    }
+}
+
+impl fmt::Display for KernelPriority {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(p) = self.rt_priority() {
+            write!(f, "rt {p}")
+        } else if let Some(n) = self.nice() {
+            write!(f, "nice {n}")
+        } else if self.is_deadline() {
+            f.write_str("deadline")
+        } else {
+            write!(f, "prio {}", self.0)
+        }
+    }
+}
+
+/// The effective priority of thread `tid` of this process, as the kernel reports it
+/// in `/proc/self/task/TID/stat` (see [`KernelPriority`]). A tid that is not a thread
+/// of this process is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+///
+/// # References
+///  - [`proc_pid_stat(5)`](https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html)
+pub fn kernel_priority(tid: Tid) -> Result<KernelPriority> {
+    let path = format!("/proc/self/task/{tid}/stat");
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        io_error("read /proc/self/task/TID/stat", e)
+            .with_message(format!("no thread {tid} in this process ({path})"))
+    })?;
+    parse_stat_prio(&text).map(KernelPriority).ok_or_else(|| {
+        Error::new(
+            crate::ErrorKind::Corrupt,
+            "read /proc/self/task/TID/stat",
+            format!("cannot parse field 18 of {path}"),
+        )
+    })
+}
+
+/// Field 18 (`prio`) of a `stat` line. The name (field 2) is in parentheses and may
+/// itself hold spaces and parentheses, so count from the last `)`.
+fn parse_stat_prio(stat: &str) -> Option<i32> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // Fields after the name start at field 3 (state); field 18 is the 16th of them.
+    rest.split_ascii_whitespace().nth(15)?.parse().ok()
+}
+
+fn io_error(call: &'static str, e: std::io::Error) -> Error {
+    Error::from_errno(call, e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+// ---- raw calls (private backend) ----
+
+pub(crate) fn raw_getscheduler(tid: i32) -> Result<Policy> {
+    // SAFETY: sched_getscheduler takes a plain id and touches no memory.
+    let r = unsafe { libc::sched_getscheduler(tid) };
+    if r == -1 {
+        return Err(sched_last_error(
+            "sched_getscheduler",
+            Some(tid),
+            None,
+            None,
+        ));
+    }
+    Policy::from_raw(r).ok_or_else(|| unknown_policy("sched_getscheduler", r))
+}
+
+pub(crate) fn raw_getparam(tid: i32) -> Result<i32> {
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `p` is a valid, writable sched_param.
+    let r = unsafe { libc::sched_getparam(tid, &mut p) };
+    if r == -1 {
+        return Err(sched_last_error("sched_getparam", Some(tid), None, None));
+    }
+    Ok(p.sched_priority)
+}
+
+pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
+    if priority.policy() == Policy::Deadline {
+        return Err(deadline_needs_attr("sched_setscheduler"));
+    }
+    let param = priority.param();
+    // SAFETY: `param` is a valid sched_param the kernel only reads.
+    let r = unsafe { libc::sched_setscheduler(tid, priority.policy().as_raw(), &param) };
+    if r == -1 {
+        return Err(sched_last_error(
+            "sched_setscheduler",
+            Some(tid),
+            Some(priority.policy()),
+            Some(priority.value()),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
+    let param = priority.param();
+    // SAFETY: `param` is a valid sched_param the kernel only reads.
+    let r = unsafe { libc::sched_setparam(tid, &param) };
+    if r == -1 {
+        return Err(sched_last_error(
+            "sched_setparam",
+            Some(tid),
+            Some(priority.policy()),
+            Some(priority.value()),
+        ));
+    }
+    Ok(())
+}
+
+/// `pthread_setschedparam` on a valid handle.
+pub(crate) fn pthread_setschedparam(thread: libc::pthread_t, priority: Priority) -> Result<()> {
+    if priority.policy() == Policy::Deadline {
+        return Err(deadline_needs_attr("pthread_setschedparam"));
+    }
+    let param = priority.param();
+    // SAFETY: the caller guarantees `thread` is valid; `param` is only read.
+    let r = unsafe { libc::pthread_setschedparam(thread, priority.policy().as_raw(), &param) };
+    if r != 0 {
+        return Err(sched_error(
+            "pthread_setschedparam",
+            r,
+            None,
+            Some(priority.policy()),
+            Some(priority.value()),
+        ));
+    }
+    Ok(())
+}
+
+/// `pthread_setschedprio` on a valid handle whose kernel tid is `tid`; the value is
+/// checked against the thread's current policy (as the kernel has it) first.
+pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32) -> Result<()> {
+    let current = raw_getscheduler(tid.as_raw())?;
+    let p = Priority::new(current, value)?;
+    // SAFETY: the caller guarantees `thread` is valid.
+    let r = unsafe { libc::pthread_setschedprio(thread, p.value()) };
+    if r != 0 {
+        return Err(sched_error(
+            "pthread_setschedprio",
+            r,
+            None,
+            Some(p.policy()),
+            Some(p.value()),
+        ));
+    }
+    Ok(())
+}
+
+fn unknown_policy(call: &'static str, raw: i32) -> Error {
+    Error::new(
+        crate::ErrorKind::Unsupported,
+        call,
+        format!("the kernel reports policy {raw}, unknown to posixrt"),
+    )
+}
+
+fn deadline_needs_attr(call: &'static str) -> Error {
+    Error::invalid(
+        call,
+        "SCHED_DEADLINE has no priority; it is set with sched_setattr",
+    )
+    .with_hint("use posixrt::sched::deadline::set(tid, &Deadline::new(runtime, deadline, period)?)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_parse_handles_odd_names() {
+        let line = "1234 (a) b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 -51 0 1 0";
+        // fields after ')': S(3) 1(4) ... 13(16) 14(17) -51(18)
+        assert_eq!(parse_stat_prio(line), Some(-51));
+        assert_eq!(KernelPriority(-51).rt_priority(), Some(50));
+        assert_eq!(KernelPriority(20).nice(), Some(0));
+        assert!(KernelPriority(-101).is_deadline());
+    }
+
+    #[test]
+    fn tid_from_raw() {
+        assert!(Tid::from_raw(0).is_none());
+        assert!(Tid::from_raw(-5).is_none());
+        assert_eq!(Tid::from_raw(7).map(Tid::as_raw), Some(7));
+    }
+}

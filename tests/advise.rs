@@ -1,0 +1,400 @@
+//! Integration tests for `posixrt::advise`: every call, its bad-input errors, an
+//! O_DIRECT read through `AlignedBuf`, and the `bytesum` example (listing 7.10).
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use posixrt::advise::{
+    direct_io_alignment, fadvise, fallocate, fallocate_mode, fdatasync, fsync, madvise, page_size,
+    sync, Advice, AlignedBuf, FallocateMode, MemAdvice,
+};
+use posixrt::ErrorKind;
+
+/// A scratch file on the disk filesystem (`/tmp`, or `$TMPDIR`), removed on drop.
+struct Scratch {
+    path: PathBuf,
+}
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let path = std::env::temp_dir().join(format!(
+            "posixrt-advise-{tag}-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        Scratch { path }
+    }
+
+    fn rw(&self) -> File {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&self.path)
+            .expect("create scratch file")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn o_path(p: &Path) -> File {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH)
+        .open(p)
+        .expect("open O_PATH")
+}
+
+#[test]
+fn aligned_buf_alignment_rules() {
+    for align in [8usize, 16, 64, 512, 4096, 1 << 16] {
+        let buf = AlignedBuf::new(1000, align).unwrap();
+        assert_eq!(buf.as_ptr() as usize % align, 0, "align {align}");
+        assert_eq!(buf.len(), 1000);
+        assert_eq!(buf.align(), align);
+        assert!(buf.iter().all(|&b| b == 0), "zeroed");
+    }
+    // zero, non-power-of-two, and smaller than the pointer size are refused
+    for bad in [0usize, 3, 24, 100, 4097, 4, 2, 1] {
+        let e = AlignedBuf::new(64, bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "align {bad}");
+        assert_eq!(e.errno(), Some(libc::EINVAL));
+        assert!(e.to_string().contains("power of two"), "{e}");
+    }
+    // an absurd length is an error, not a panic
+    let e = AlignedBuf::new(usize::MAX - 10, 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn aligned_buf_zero_length_and_ownership() {
+    let empty = AlignedBuf::new(0, 4096).unwrap();
+    assert!(empty.is_empty());
+    assert_eq!(&empty[..], &[] as &[u8]);
+    assert_eq!(empty.as_ptr() as usize % 4096, 0);
+
+    let mut a = AlignedBuf::from_slice(b"abcdef", 64).unwrap();
+    let addr = a.as_ptr();
+    a[0] = b'X';
+    let moved = std::thread::spawn(move || a).join().unwrap(); // Send
+    assert_eq!(moved.as_ptr(), addr, "moving keeps the heap address");
+    assert_eq!(&moved[..], b"Xbcdef");
+    let c = moved.clone();
+    assert_eq!(c, moved);
+    assert_ne!(c.as_ptr(), moved.as_ptr());
+    assert_eq!(c.align(), 64);
+
+    let pages = AlignedBuf::with_pages(3).unwrap();
+    assert_eq!(pages.len(), 3 * page_size());
+    assert!(pages.is_page_granular());
+    fn shared<T: Sync + Send>(_: &T) {}
+    shared(&pages);
+}
+
+#[test]
+fn fadvise_every_kind_and_errors() {
+    let s = Scratch::new("fadvise");
+    let mut f = s.rw();
+    f.write_all(&vec![7u8; 64 * 1024]).unwrap();
+    for advice in Advice::ALL {
+        fadvise(&f, 0, 0, advice).unwrap_or_else(|e| panic!("{}: {e}", advice.name()));
+        fadvise(&f, 4096, 8192, advice).unwrap();
+    }
+    let e = fadvise(&f, 0, -1, Advice::Sequential).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("negative"), "{e}");
+    let e = fadvise(&f, -4096, 0, Advice::Sequential).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = fadvise(&f, i64::MAX, 1, Advice::Normal).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+
+    let e = fadvise(o_path(&s.path), 0, 0, Advice::Random).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadFd, "{e}");
+    assert!(e.hint().is_some());
+
+    let (r, _w) = rustix::pipe::pipe().unwrap();
+    let e = fadvise(&r, 0, 0, Advice::Sequential).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ESPIPE), "{e}");
+    assert!(e.hint().unwrap().contains("pipe"));
+}
+
+#[test]
+fn fallocate_modes_and_errors() {
+    let s = Scratch::new("fallocate");
+    let f = s.rw();
+    fallocate(&f, 0, 1 << 20).unwrap();
+    assert_eq!(
+        f.metadata().unwrap().len(),
+        1 << 20,
+        "posix_fallocate grows the file"
+    );
+    let blocks_before = f.metadata().unwrap().blocks();
+    assert!(blocks_before * 512 >= 1 << 20, "blocks are allocated");
+
+    // KEEP_SIZE: allocate past the end without changing the size
+    fallocate_mode(&f, FallocateMode::KeepSize, 1 << 20, 1 << 20).unwrap();
+    assert_eq!(f.metadata().unwrap().len(), 1 << 20);
+    assert!(f.metadata().unwrap().blocks() > blocks_before);
+
+    // PUNCH_HOLE: data reads back as zeros, size unchanged
+    let mut g = f.try_clone().unwrap();
+    g.seek(SeekFrom::Start(0)).unwrap();
+    g.write_all(&vec![0xAB; 256 * 1024]).unwrap();
+    g.sync_all().unwrap();
+    let before = f.metadata().unwrap().blocks();
+    match fallocate_mode(&f, FallocateMode::PunchHole, 64 * 1024, 128 * 1024) {
+        Ok(()) => {
+            assert_eq!(f.metadata().unwrap().len(), 1 << 20);
+            assert!(f.metadata().unwrap().blocks() < before, "hole freed blocks");
+            let mut back = vec![0u8; 256 * 1024];
+            g.seek(SeekFrom::Start(0)).unwrap();
+            g.read_exact(&mut back).unwrap();
+            assert!(back[..64 * 1024].iter().all(|&b| b == 0xAB));
+            assert!(back[64 * 1024..192 * 1024].iter().all(|&b| b == 0));
+            assert!(back[192 * 1024..].iter().all(|&b| b == 0xAB));
+        }
+        Err(e) => {
+            println!("skip punch-hole check: filesystem refused: {e}");
+            assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+        }
+    }
+
+    for (off, len) in [(0, 0), (0, -1), (-1, 10), (i64::MAX, 2)] {
+        let e = fallocate(&f, off, len).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{off}+{len}: {e}");
+    }
+    let ro = File::open(&s.path).unwrap();
+    let e = fallocate(&ro, 0, 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadFd, "{e}");
+    assert!(e.hint().unwrap().contains("writing"));
+    let (r, _w) = rustix::pipe::pipe().unwrap();
+    let e = fallocate(&_w, 0, 4096).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ESPIPE), "{e}");
+    drop(r);
+}
+
+#[test]
+fn madvise_on_owned_pages() {
+    let mut buf = AlignedBuf::with_pages(8).unwrap();
+    buf.fill(0x5A);
+    for advice in MemAdvice::ALL {
+        match advice {
+            MemAdvice::DontFork => {
+                let e = buf.advise(advice).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::InvalidInput);
+                assert!(e.hint().unwrap().contains("advise_dont_fork"));
+            }
+            MemAdvice::DontNeed => {}
+            MemAdvice::HugePage | MemAdvice::NoHugePage => match buf.advise(advice) {
+                Ok(()) => {}
+                Err(e) => {
+                    println!("no transparent huge pages here: {e}");
+                    assert_eq!(e.errno(), Some(libc::EINVAL));
+                }
+            },
+            _ => buf
+                .advise(advice)
+                .unwrap_or_else(|e| panic!("{}: {e}", advice.name())),
+        }
+    }
+    // POSIX_MADV_DONTNEED is a hint: data stays
+    assert!(buf.iter().all(|&b| b == 0x5A));
+    // MADV_DONTNEED releases private anonymous pages: they read back as zeros
+    buf.advise(MemAdvice::DontNeed).unwrap();
+    assert!(buf.iter().all(|&b| b == 0));
+    // SAFETY: this test process never forks.
+    unsafe { buf.advise_dont_fork() }.unwrap();
+    buf.advise(MemAdvice::DoFork).unwrap();
+
+    // a buffer that does not cover whole pages is refused (advice would leak out)
+    let mut small = AlignedBuf::new(100, 64).unwrap();
+    let e = small.advise(MemAdvice::WillNeed).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.hint().unwrap().contains("with_pages"));
+    let mut odd = AlignedBuf::new(page_size() + 1, page_size()).unwrap();
+    assert!(odd.advise(MemAdvice::Random).is_err());
+    let mut empty = AlignedBuf::new(0, 4096).unwrap();
+    empty.advise(MemAdvice::DontNeed).unwrap();
+
+    // the raw call checks the address alignment first
+    let p = buf.as_mut_ptr();
+    // SAFETY: the range is inside `buf`, which this test owns; advice is a hint.
+    let e = unsafe { madvise(p.add(1), 10, MemAdvice::WillNeed) }.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    // SAFETY: as above.
+    unsafe { madvise(p, buf.len(), MemAdvice::Sequential) }.unwrap();
+    // SAFETY: the page range is unmapped address space near zero: ENOMEM, nothing touched.
+    let e =
+        unsafe { madvise(page_size() as *mut u8, page_size(), MemAdvice::WillNeed) }.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ENOMEM), "{e}");
+}
+
+#[test]
+fn sync_family_and_errors() {
+    let s = Scratch::new("sync");
+    let mut f = s.rw();
+    f.write_all(b"durable").unwrap();
+    fsync(&f).unwrap();
+    fdatasync(&f).unwrap();
+    sync();
+    for e in [
+        fsync(o_path(&s.path)).unwrap_err(),
+        fdatasync(o_path(&s.path)).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::BadFd, "{e}");
+        assert!(e.hint().is_some());
+    }
+    let (r, _w) = rustix::pipe::pipe().unwrap();
+    let e = fsync(&r).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+    assert_eq!(e.call(), "fsync");
+}
+
+#[test]
+fn direct_io_read_through_aligned_buf() {
+    let s = Scratch::new("direct");
+    let pattern: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 % 251) as u8).collect();
+    {
+        let mut f = s.rw();
+        f.write_all(&pattern).unwrap();
+        f.sync_all().unwrap();
+    }
+    let f = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&s.path)
+    {
+        Ok(f) => f,
+        Err(e) => {
+            println!("skip: O_DIRECT open refused on {}: {e}", s.path.display());
+            assert_eq!(
+                e.raw_os_error(),
+                Some(libc::EINVAL),
+                "refusal must be EINVAL"
+            );
+            return;
+        }
+    };
+    let a = direct_io_alignment(&f).expect("alignment of a file that opened with O_DIRECT");
+    println!("O_DIRECT alignment: {a:?}");
+    assert!(a.mem_align.is_power_of_two() && a.offset_align.is_power_of_two());
+
+    let len = a.round_up(64 * 1024).unwrap();
+    let mut buf = a.alloc(len).unwrap();
+    a.check(0, &buf).unwrap();
+    let off = a.offset_align as u64 * 3;
+    a.check(off, &buf).unwrap();
+    let n = rustix::io::pread(&f, &mut buf[..], off).expect("O_DIRECT pread");
+    assert_eq!(n, len);
+    assert_eq!(&buf[..], &pattern[off as usize..off as usize + len]);
+
+    // the rules, checked before the kernel would say EINVAL
+    assert_eq!(
+        a.check(1, &buf).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    if a.mem_align > 1 {
+        assert_eq!(
+            a.check(0, &buf[1..]).unwrap_err().kind(),
+            ErrorKind::InvalidInput
+        );
+    }
+    assert_eq!(
+        a.alloc(len + 1).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    if a.offset_align > 1 {
+        // and the kernel does refuse a misaligned offset with EINVAL
+        let e = rustix::io::pread(&f, &mut buf[..], 1).unwrap_err();
+        assert_eq!(e, rustix::io::Errno::INVAL);
+    }
+    let _ = f.as_fd();
+}
+
+#[test]
+fn direct_io_alignment_errors() {
+    let s = Scratch::new("dio-bad");
+    let _f = s.rw();
+    let e = direct_io_alignment(o_path(&s.path));
+    // O_PATH descriptors do support statx; this must answer like the real file
+    let real = direct_io_alignment(File::open(&s.path).unwrap());
+    assert_eq!(e.is_ok(), real.is_ok());
+    // a pipe has no O_DIRECT support and no block device
+    let (r, _w) = rustix::pipe::pipe().unwrap();
+    let e = direct_io_alignment(&r).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.hint().is_some());
+}
+
+/// Finds (or builds) the `bytesum` example binary next to this test binary.
+fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().parent().unwrap().join("examples");
+    let bin = dir.join(name);
+    if !bin.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("run cargo build --example");
+        assert!(status.success(), "cargo build --example {name}");
+    }
+    assert!(bin.exists(), "{} missing", bin.display());
+    bin
+}
+
+#[test]
+fn bytesum_matches_independent_sum() {
+    let s = Scratch::new("bytesum");
+    // every byte value, odd length, more than one BUFSIZ read
+    let data: Vec<u8> = (0..100_003u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    s.rw().write_all(&data).unwrap();
+    let expected: i64 = data
+        .iter()
+        .map(|&b| if b >= 128 { b as i64 - 256 } else { b as i64 })
+        .sum();
+    let unsigned: i64 = data.iter().map(|&b| b as i64).sum();
+    assert_ne!(expected, unsigned, "the data exercises signed char");
+
+    let bin = example_bin("bytesum");
+    let out = Command::new(&bin).arg(&s.path).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected.to_string()
+    );
+
+    let empty = Scratch::new("bytesum-empty");
+    drop(empty.rw());
+    let out = Command::new(&bin).arg(&empty.path).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+
+    // usage error: message and exit code 1
+    for args in [&[][..], &["a", "b"][..]] {
+        let out = Command::new(&bin).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("Usage"),
+            "{out:?}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    // a missing file: exit code 2 as in the listing
+    let out = Command::new(&bin)
+        .arg("/nonexistent/posixrt")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("OPEN"));
+}

@@ -1,0 +1,851 @@
+//! Integration tests for `posixrt::sched`.
+//!
+//! They run as root in CI. Tests that change scheduling hold `SERIAL` so they do not
+//! disturb each other; threads given an RT policy are pinned to one CPU and do not
+//! spin. The unprivileged path is tested in a re-executed copy of this binary that
+//! runs as uid 65534 with RLIMIT_RTPRIO 0.
+
+use std::sync::{Mutex, MutexGuard};
+
+use posixrt::sched::{self, Builder, CpuSet, Policy, Priority, Tid};
+use posixrt::ErrorKind;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The last CPU we may run on: RT demo threads go there.
+fn demo_cpu() -> usize {
+    CpuSet::allowed().unwrap().iter().last().unwrap()
+}
+
+/// A tid that is not in use: above pid_max.
+fn unused_tid() -> Tid {
+    let max: i32 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    Tid::from_raw(max + 1).unwrap()
+}
+
+// ---------- policy and priority ----------
+
+#[test]
+fn priority_ranges_match_libc() {
+    for p in Policy::ALL {
+        // SAFETY: plain int argument.
+        let min = unsafe { libc::sched_get_priority_min(p.as_raw()) };
+        // SAFETY: plain int argument.
+        let max = unsafe { libc::sched_get_priority_max(p.as_raw()) };
+        assert_eq!(sched::priority_min(p).unwrap(), min, "{p}");
+        assert_eq!(sched::priority_max(p).unwrap(), max, "{p}");
+        assert_eq!(p.priority_range().unwrap(), min..=max);
+    }
+    assert_eq!(Policy::Fifo.priority_range().unwrap(), 1..=99);
+}
+
+#[test]
+fn invalid_priority_for_policy_is_invalid_input() {
+    for (policy, bad) in [
+        (Policy::Fifo, 0),
+        (Policy::Fifo, 100),
+        (Policy::RoundRobin, -1),
+        (Policy::Other, 1),
+        (Policy::Batch, 5),
+        (Policy::Idle, -3),
+        (Policy::Deadline, 1),
+    ] {
+        let e = Priority::new(policy, bad).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{policy} {bad}");
+        assert!(e.to_string().contains(policy.name()), "{e}");
+    }
+    // set_param checks against the target's *current* policy (SCHED_OTHER: only 0).
+    let _g = serial();
+    let h = Builder::new()
+        .scheduling(Priority::other())
+        .spawn(|| std::thread::park_timeout(std::time::Duration::from_millis(200)))
+        .unwrap();
+    let e = sched::set_thread_priority(h.tid(), 10).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = h.set_priority(10).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    h.join().unwrap();
+}
+
+// ---------- process-level calls ----------
+
+#[test]
+fn process_level_calls_round_trip_on_a_thread() {
+    let _g = serial();
+    // The process-level calls act on the calling thread with `None`: run them on a
+    // dedicated thread so the test harness threads are untouched.
+    let cpu = demo_cpu();
+    let h = Builder::new()
+        .affinity(CpuSet::single(cpu).unwrap())
+        .scheduling(Priority::other())
+        .spawn(move || -> posixrt::Result<Vec<String>> {
+            let mut log = Vec::new();
+            assert_eq!(sched::get_scheduler(None)?, Policy::Other);
+            assert_eq!(sched::get_param(None)?, 0);
+            sched::yield_now();
+            if is_root() {
+                sched::set_scheduler(None, Priority::round_robin(50)?)?;
+                assert_eq!(sched::get_scheduler(None)?, Policy::RoundRobin);
+                assert_eq!(sched::get_param(None)?, 50);
+                let q = sched::rr_interval(None)?;
+                let ms: u64 = std::fs::read_to_string("/proc/sys/kernel/sched_rr_timeslice_ms")
+                    .map(|s| s.trim().parse().unwrap_or(100))
+                    .unwrap_or(100);
+                assert_eq!(q.as_millis() as u64, ms, "RR quantum");
+                sched::set_param(None, 40)?;
+                assert_eq!(sched::get_param(None)?, 40);
+                // set_param keeps the policy's range: 0 is not a SCHED_RR priority.
+                assert_eq!(
+                    sched::set_param(None, 0).unwrap_err().kind(),
+                    ErrorKind::InvalidInput
+                );
+                sched::set_scheduler(None, Priority::fifo(30)?)?;
+                assert_eq!(sched::rr_interval(None)?, std::time::Duration::ZERO);
+                sched::yield_now();
+                sched::set_scheduler(None, Priority::other())?;
+                log.push("rt".into());
+            }
+            sched::set_scheduler(None, Priority::batch())?;
+            assert_eq!(sched::get_scheduler(None)?, Policy::Batch);
+            sched::set_scheduler(None, Priority::other())?;
+            assert_eq!(sched::get_scheduler(None)?, Policy::Other);
+            log.push("done".into());
+            Ok(log)
+        })
+        .unwrap();
+    let log = h.join().unwrap().unwrap();
+    assert_eq!(log.last().map(String::as_str), Some("done"));
+}
+
+#[test]
+fn deadline_priority_is_refused_by_priority_calls() {
+    let p = Priority::new(Policy::Deadline, 0).unwrap();
+    let e = sched::set_scheduler(None, p).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.hint().unwrap().contains("deadline::set"));
+    let e = Builder::new().scheduling(p).spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+// ---------- thread level ----------
+
+#[test]
+fn unknown_tid_is_not_found() {
+    let t = unused_tid();
+    let e = sched::thread_scheduling(t).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.to_string().contains(&t.to_string()), "{e}");
+    assert_eq!(
+        sched::set_thread_scheduling(t, Priority::other())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::get_scheduler(Some(t)).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::get_param(Some(t)).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::rr_interval(Some(t)).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::thread_affinity(t).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::set_thread_affinity(t, &CpuSet::single(0).unwrap())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        sched::kernel_priority(t).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert!(Tid::from_raw(0).is_none() && Tid::from_raw(-1).is_none());
+}
+
+#[test]
+fn policy_priority_round_trip_on_a_spawned_thread() {
+    let _g = serial();
+    if !is_root() {
+        eprintln!("not root: covered by unprivileged_fifo_is_permission_denied_with_hint");
+        return;
+    }
+    let cpu = demo_cpu();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .affinity(CpuSet::single(cpu).unwrap())
+        .scheduling(Priority::other())
+        .spawn(move || {
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+            sched::current_scheduling().unwrap()
+        })
+        .unwrap();
+    let tid = h.tid();
+    // By tid (sched_setscheduler / sched_getscheduler on the tid).
+    sched::set_thread_scheduling(tid, Priority::fifo(33).unwrap()).unwrap();
+    assert_eq!(
+        sched::thread_scheduling(tid).unwrap(),
+        Priority::fifo(33).unwrap()
+    );
+    assert_eq!(sched::kernel_priority(tid).unwrap().rt_priority(), Some(33));
+    assert_eq!(sched::kernel_priority(tid).unwrap().raw(), -34);
+    sched::set_thread_priority(tid, 44).unwrap();
+    assert_eq!(sched::get_param(Some(tid)).unwrap(), 44);
+    // By handle (pthread_setschedparam / pthread_getschedparam / pthread_setschedprio).
+    h.set_scheduling(Priority::round_robin(20).unwrap())
+        .unwrap();
+    assert_eq!(h.scheduling().unwrap(), Priority::round_robin(20).unwrap());
+    assert_eq!(sched::get_scheduler(Some(tid)).unwrap(), Policy::RoundRobin);
+    h.set_priority(25).unwrap();
+    assert_eq!(
+        sched::thread_scheduling(tid).unwrap(),
+        Priority::round_robin(25).unwrap()
+    );
+    assert_eq!(sched::kernel_priority(tid).unwrap().rt_priority(), Some(25));
+    tx.send(()).unwrap();
+    // The thread saw the last setting from inside.
+    assert_eq!(h.join().unwrap(), Priority::round_robin(25).unwrap());
+}
+
+#[test]
+fn current_thread_calls_round_trip() {
+    let _g = serial();
+    let h = Builder::new()
+        .affinity(CpuSet::single(demo_cpu()).unwrap())
+        .spawn(
+            || -> posixrt::Result<(Priority, Option<Priority>, Priority)> {
+                let start = sched::current_scheduling()?;
+                let mut rt = None;
+                if is_root() {
+                    sched::set_current_scheduling(Priority::fifo(12)?)?;
+                    sched::set_current_priority(14)?;
+                    rt = Some(sched::thread_scheduling(sched::gettid())?);
+                    assert_eq!(
+                        sched::set_current_priority(100).unwrap_err().kind(),
+                        ErrorKind::InvalidInput
+                    );
+                }
+                sched::set_current_scheduling(Priority::other())?;
+                Ok((start, rt, sched::current_scheduling()?))
+            },
+        )
+        .unwrap();
+    let (start, rt, end) = h.join().unwrap().unwrap();
+    assert_eq!(start.policy(), Policy::Other);
+    if is_root() {
+        assert_eq!(rt, Some(Priority::fifo(14).unwrap()));
+    }
+    assert_eq!(end, Priority::other());
+}
+
+#[test]
+fn kernel_priority_of_a_normal_thread_is_20_plus_nice() {
+    let k = sched::kernel_priority(sched::gettid()).unwrap();
+    let nice = rustix::process::getpriority_process(None).unwrap();
+    if sched::current_scheduling().unwrap().policy() == Policy::Other {
+        assert_eq!(k.raw(), 20 + nice);
+        assert_eq!(k.nice(), Some(nice));
+        assert_eq!(k.rt_priority(), None);
+    }
+}
+
+#[test]
+fn creation_time_attributes_are_visible_as_the_first_action() {
+    let _g = serial();
+    let cpu = demo_cpu();
+    let stack = 256 * 1024;
+    let want = if is_root() {
+        Priority::fifo(61).unwrap()
+    } else {
+        Priority::other()
+    };
+    let h = Builder::new()
+        .name("attrs-probe")
+        .scheduling(want)
+        .affinity(CpuSet::single(cpu).unwrap())
+        .stack_size(stack)
+        .spawn(|| {
+            // The very first thing the thread does: look at itself.
+            let sched_seen = sched::current_scheduling();
+            let kernel = sched::kernel_priority(sched::gettid());
+            let cpus = sched::thread_affinity(sched::gettid());
+            let name = sched::current_name();
+            let size = sched::current_stack_size();
+            let tid = sched::gettid();
+            (sched_seen, kernel, cpus, name, size, tid)
+        })
+        .unwrap();
+    let tid = h.tid();
+    let (seen, kernel, cpus, name, size, inner_tid) = h.join().unwrap();
+    assert_eq!(inner_tid, tid, "tid known before spawn returned");
+    assert_eq!(seen.unwrap(), want);
+    if is_root() {
+        assert_eq!(kernel.unwrap().rt_priority(), Some(61));
+    }
+    assert_eq!(cpus.unwrap(), CpuSet::single(cpu).unwrap());
+    assert_eq!(name.unwrap(), "attrs-probe");
+    let size = size.unwrap();
+    assert!(
+        (stack..stack + 64 * 1024).contains(&size),
+        "stack size {size}, asked {stack}"
+    );
+}
+
+#[test]
+fn batch_and_idle_are_applied_before_the_closure_runs() {
+    let _g = serial();
+    for want in [Priority::batch(), Priority::idle()] {
+        let h = Builder::new()
+            .scheduling(want)
+            .spawn(sched::current_scheduling)
+            .unwrap();
+        assert_eq!(h.join().unwrap().unwrap(), want);
+    }
+}
+
+#[test]
+fn builder_refuses_bad_name_and_stack() {
+    let e = Builder::new()
+        .name("sixteen-bytes-xx")
+        .spawn(|| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = Builder::new().name("a\0b").spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = Builder::new().stack_size(1024).spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = Builder::new()
+        .affinity(CpuSet::new())
+        .spawn(|| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn join_returns_value_and_propagates_panic() {
+    let h = Builder::new().spawn(|| vec![1, 2, 3]).unwrap();
+    assert_eq!(h.join().unwrap(), vec![1, 2, 3]);
+    let h = Builder::new()
+        .spawn(|| -> u32 { panic!("boom 7") })
+        .unwrap();
+    let payload = h.join().unwrap_err();
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"boom 7"));
+    // Dropping a handle detaches; the thread still runs to completion.
+    let (tx, rx) = std::sync::mpsc::channel();
+    drop(Builder::new().spawn(move || tx.send(5).unwrap()).unwrap());
+    assert_eq!(rx.recv().unwrap(), 5);
+}
+
+// ---------- affinity ----------
+
+#[test]
+fn affinity_round_trip() {
+    let _g = serial();
+    let allowed = CpuSet::allowed().unwrap();
+    let cpu = demo_cpu();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+            sched::current_cpu()
+        })
+        .unwrap();
+    assert_eq!(sched::thread_affinity(h.tid()).unwrap(), allowed);
+    let one = CpuSet::single(cpu).unwrap();
+    sched::set_thread_affinity(h.tid(), &one).unwrap();
+    assert_eq!(sched::thread_affinity(h.tid()).unwrap(), one);
+    assert_eq!(h.affinity().unwrap(), one);
+    h.set_affinity(&allowed).unwrap();
+    assert_eq!(h.affinity().unwrap(), allowed);
+    h.set_affinity(&one).unwrap();
+    tx.send(()).unwrap();
+    assert_eq!(h.join().unwrap(), cpu, "ran on the only CPU allowed");
+    // Empty and out-of-range sets are refused before any call.
+    assert_eq!(
+        sched::set_thread_affinity(sched::gettid(), &CpuSet::new())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        CpuSet::single(CpuSet::CAPACITY).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn process_affinity_sets_every_thread() {
+    let _g = serial();
+    let allowed = sched::process_affinity().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
+        })
+        .unwrap();
+    let one = CpuSet::single(demo_cpu()).unwrap();
+    sched::set_process_affinity(&one).unwrap();
+    let seen_main = sched::process_affinity().unwrap();
+    let seen_thread = sched::thread_affinity(h.tid()).unwrap();
+    let seen_me = sched::thread_affinity(sched::gettid()).unwrap();
+    sched::set_process_affinity(&allowed).unwrap();
+    tx.send(()).unwrap();
+    h.join().unwrap();
+    assert_eq!((seen_main, seen_thread, seen_me), (one, one, one));
+    assert_eq!(sched::process_affinity().unwrap(), allowed);
+    assert!(sched::process_threads().unwrap().contains(&sched::gettid()));
+}
+
+// ---------- without privilege ----------
+
+const PROBE_ENV: &str = "POSIXRT_SCHED_UNPRIV_PROBE";
+
+/// Runs only inside the unprivileged child started by the test below.
+#[test]
+#[ignore = "helper: run by unprivileged_fifo_is_permission_denied_with_hint"]
+fn unprivileged_probe() {
+    if std::env::var_os(PROBE_ENV).is_none() {
+        return;
+    }
+    assert_ne!(rustix::process::geteuid().as_raw(), 0);
+    let e = sched::set_scheduler(None, Priority::fifo(10).unwrap()).unwrap_err();
+    println!("PROBE set_scheduler: {:?} {}", e.kind(), e);
+    let e2 = Builder::new()
+        .scheduling(Priority::fifo(10).unwrap())
+        .spawn(|| ())
+        .unwrap_err();
+    println!("PROBE spawn: {:?} {}", e2.kind(), e2);
+    let e3 = sched::set_current_scheduling(Priority::round_robin(5).unwrap()).unwrap_err();
+    println!("PROBE pthread_setschedparam: {:?} {}", e3.kind(), e3);
+    let e4 = sched::rt::raise_rtprio_limit(10).unwrap_err();
+    println!("LIMIT rtprio: {:?} {}", e4.kind(), e4);
+    let e5 = sched::rt::lock_memory(sched::rt::LockFlags::default()).unwrap_err();
+    println!("LIMIT memlock: {:?} {}", e5.kind(), e5);
+    let e6 = sched::rt::CpuDmaLatency::hold(0).unwrap_err();
+    println!("LIMIT dma: {:?} {}", e6.kind(), e6);
+}
+
+#[test]
+fn unprivileged_fifo_is_permission_denied_with_hint() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "unprivileged_probe",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(PROBE_ENV, "1");
+    if is_root() {
+        cmd.uid(65534).gid(65534);
+    }
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("PROBE ")).collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    for l in lines {
+        assert!(l.contains("PermissionDenied"), "{l}");
+        assert!(l.contains("EPERM"), "{l}");
+        assert!(l.contains("CAP_SYS_NICE"), "{l}");
+        assert!(l.contains("lacks CAP_SYS_NICE"), "{l}");
+        assert!(l.contains("RLIMIT_RTPRIO"), "{l}");
+        assert!(l.contains("soft limit 0, hard limit 0"), "{l}");
+        assert!(l.contains("limits.conf"), "{l}");
+    }
+    let limits: Vec<&str> = stdout.lines().filter(|l| l.contains("LIMIT ")).collect();
+    assert_eq!(limits.len(), 3, "{stdout}");
+    assert!(
+        limits[0].contains("PermissionDenied") && limits[0].contains("CAP_SYS_RESOURCE"),
+        "{}",
+        limits[0]
+    );
+    assert!(
+        limits[1].contains("RLIMIT_MEMLOCK") && limits[1].contains("CAP_IPC_LOCK"),
+        "{}",
+        limits[1]
+    );
+    assert!(
+        limits[2].contains("PermissionDenied") && limits[2].contains("root"),
+        "{}",
+        limits[2]
+    );
+}
+
+// ---------- SCHED_DEADLINE ----------
+
+use posixrt::sched::cputime::CpuClock;
+use posixrt::sched::deadline::{self, Deadline, DeadlineFlags};
+use std::time::Duration;
+
+fn ms(v: u64) -> Duration {
+    Duration::from_millis(v)
+}
+
+#[test]
+fn deadline_bad_input_is_invalid_input() {
+    for (r, d, p) in [(0, 5, 10), (1, 0, 10), (1, 5, 0), (6, 5, 10), (1, 11, 10)] {
+        let e = Deadline::new(ms(r), ms(d), ms(p)).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{r} {d} {p}: {e}");
+    }
+    let e = Deadline::new(ms(1), ms(5), Duration::ZERO).unwrap_err();
+    assert!(e.to_string().contains("period is zero"), "{e}");
+    let e = deadline::get(unused_tid()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    let dl = Deadline::new(ms(1), ms(5), ms(10)).unwrap();
+    assert_eq!(
+        deadline::set(unused_tid(), &dl).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    let e = Builder::new()
+        .deadline(dl)
+        .scheduling(Priority::other())
+        .spawn(|| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+#[test]
+fn deadline_set_and_read_back() {
+    let _g = serial();
+    let dl = Deadline::new(ms(2), ms(8), ms(10))
+        .unwrap()
+        .with_flags(DeadlineFlags::RESET_ON_FORK);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+            deadline::get(sched::gettid())
+        })
+        .unwrap();
+    let before = deadline::get(h.tid()).unwrap();
+    assert_eq!(before.policy, Policy::Other);
+    assert_eq!(before.deadline_params(), None);
+    let r = deadline::set(h.tid(), &dl);
+    if !is_root() {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+        assert!(e.hint().unwrap().contains("CAP_SYS_NICE"));
+        tx.send(()).unwrap();
+        h.join().unwrap().unwrap();
+        return;
+    }
+    r.unwrap();
+    let now = deadline::get(h.tid()).unwrap();
+    assert_eq!(now.policy, Policy::Deadline);
+    assert_eq!(now.deadline_params(), Some(dl));
+    assert_eq!(
+        (now.runtime, now.deadline, now.period),
+        (ms(2), ms(8), ms(10))
+    );
+    assert_eq!(
+        sched::get_scheduler(Some(h.tid())).unwrap(),
+        Policy::Deadline
+    );
+    assert!(sched::kernel_priority(h.tid()).unwrap().is_deadline());
+    assert_eq!(sched::kernel_priority(h.tid()).unwrap().raw(), -101);
+    tx.send(()).unwrap();
+    let inside = h.join().unwrap().unwrap();
+    assert_eq!(inside.deadline_params(), Some(dl), "seen from inside");
+
+    // At creation, through the builder.
+    let h = Builder::new()
+        .deadline(dl)
+        .spawn(|| deadline::get(sched::gettid()).map(|a| a.deadline_params()))
+        .unwrap();
+    assert_eq!(h.join().unwrap().unwrap(), Some(dl));
+}
+
+#[test]
+fn deadline_over_admission_is_busy_with_hint() {
+    let _g = serial();
+    if !is_root() {
+        return; // PermissionDenied is covered by deadline_set_and_read_back
+    }
+    // Each reservation asks for 0.9 CPU; the root domain admits at most
+    // 0.95 x CPUs, so by the (CPUs + 1)-th one admission control must refuse.
+    let cpus = CpuSet::allowed().unwrap().count();
+    let dl = Deadline::new(ms(9), ms(10), ms(10)).unwrap();
+    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+    let mut handles = Vec::new();
+    let mut busy = None;
+    for _ in 0..=cpus + 1 {
+        let rx = rx.clone();
+        let h = Builder::new()
+            .spawn(move || {
+                let _ = rx.recv_timeout(Duration::from_secs(10));
+            })
+            .unwrap();
+        let r = deadline::set(h.tid(), &dl);
+        handles.push(h);
+        if let Err(e) = r {
+            busy = Some(e);
+            break;
+        }
+    }
+    drop(tx);
+    for h in handles {
+        h.join().unwrap();
+    }
+    let e = busy.expect("admission control never refused");
+    eprintln!("over-admission: {e}");
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    assert_eq!(e.errno(), Some(libc::EBUSY));
+    let hint = e.hint().unwrap();
+    assert!(hint.contains("sched_rt_runtime_us"), "{hint}");
+    assert!(hint.contains("0.900 CPU"), "{hint}");
+}
+
+// ---------- CPU-time clocks ----------
+
+#[test]
+fn cpu_clocks_measure_consumed_time() {
+    let spin = |d: Duration| {
+        let c = CpuClock::current_thread();
+        let t0 = c.now().unwrap();
+        while c.now().unwrap() - t0 < d {
+            std::hint::black_box(0);
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            spin(ms(30));
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+            CpuClock::current_thread().now().unwrap()
+        })
+        .unwrap();
+    let by_tid = CpuClock::of_thread(h.tid()).unwrap();
+    let by_handle = h.cpu_clock().unwrap();
+    assert_eq!(by_tid, by_handle, "tid clock id = pthread_getcpuclockid");
+    // Wait until the spin is done (bounded: 10 s).
+    let t0 = std::time::Instant::now();
+    while by_tid.now().unwrap() < ms(30) && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(ms(5));
+    }
+    let seen = by_tid.now().unwrap();
+    assert!(seen >= ms(30), "{seen:?}");
+    tx.send(()).unwrap();
+    let inside = h.join().unwrap();
+    assert!(inside >= seen);
+    assert!(CpuClock::current_process().now().unwrap() >= inside);
+    assert_eq!(
+        CpuClock::of_thread(unused_tid()).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert!(CpuClock::of_process(Tid::process()).unwrap().now().unwrap() >= inside);
+}
+
+// ---------- RT setup ----------
+
+use posixrt::sched::rt::{self, CpuDmaLatency, LockFlags, Outcome, Setup};
+
+#[test]
+fn rtprio_limit_raise_and_restore() {
+    let _g = serial();
+    let before = rt::rtprio_limit();
+    assert_eq!(
+        rt::raise_rtprio_limit(0).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        rt::raise_rtprio_limit(100).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let can_raise_hard = rustix::thread::capabilities(None)
+        .unwrap()
+        .effective
+        .contains(rustix::thread::CapabilitySet::SYS_RESOURCE);
+    if before.hard.is_some_and(|h| h < 7) && !can_raise_hard {
+        let e = rt::raise_rtprio_limit(7).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied);
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains("CAP_SYS_RESOURCE (this process lacks it"),
+            "{hint}"
+        );
+        assert_eq!(rt::rtprio_limit(), before, "unchanged on failure");
+        return;
+    }
+    let after = rt::raise_rtprio_limit(7).unwrap();
+    assert!(after.soft.map_or(true, |s| s >= 7), "{after}");
+    assert!(after.hard.map_or(true, |h| h >= 7), "{after}");
+    assert_eq!(after, rt::rtprio_limit());
+    // Restore (lowering is always allowed).
+    let lim = libc::rlimit {
+        rlim_cur: before.soft.unwrap_or(libc::RLIM_INFINITY),
+        rlim_max: before.hard.unwrap_or(libc::RLIM_INFINITY),
+    };
+    // SAFETY: `lim` is a valid rlimit.
+    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) }, 0);
+    assert_eq!(rt::rtprio_limit(), before);
+}
+
+#[test]
+fn memory_lock_and_prefault() {
+    let _g = serial();
+    assert_eq!(
+        rt::lock_memory(LockFlags {
+            current: false,
+            future: false,
+            on_fault: false
+        })
+        .unwrap_err()
+        .kind(),
+        ErrorKind::InvalidInput
+    );
+    if is_root() {
+        let locked = rt::lock_memory(LockFlags::default()).unwrap();
+        assert!(locked > 0);
+        assert_eq!(rt::locked_bytes(), locked.max(rt::locked_bytes()));
+        rt::unlock_memory().unwrap();
+        assert_eq!(rt::locked_bytes(), 0);
+    }
+    rt::prefault_heap(1 << 20).unwrap();
+    let h = Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(|| {
+            (
+                rt::prefault_stack(128 * 1024),
+                rt::prefault_stack(512 * 1024).map_err(|e| e.kind()),
+            )
+        })
+        .unwrap();
+    let (ok, too_big) = h.join().unwrap();
+    ok.unwrap();
+    assert_eq!(too_big, Err(ErrorKind::InvalidInput));
+}
+
+#[test]
+fn cpu_dma_latency_is_held_while_the_guard_lives() {
+    let _g = serial();
+    let r = CpuDmaLatency::hold(0);
+    if !is_root() || !std::path::Path::new("/dev/cpu_dma_latency").exists() {
+        assert!(r.is_err());
+        return;
+    }
+    let g = r.unwrap();
+    assert_eq!(g.micros(), 0);
+    let v = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    assert_eq!(i32::from_ne_bytes(v[..4].try_into().unwrap()), 0);
+    drop(g);
+    let v = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    assert_ne!(
+        i32::from_ne_bytes(v[..4].try_into().unwrap()),
+        0,
+        "released on drop"
+    );
+    assert_eq!(
+        CpuDmaLatency::hold(-1).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn timer_slack_round_trip() {
+    let h = Builder::new()
+        .scheduling(Priority::other())
+        .spawn(|| {
+            let default = rt::timer_slack()?;
+            rt::set_timer_slack(1)?;
+            let one = rt::timer_slack()?;
+            rt::set_timer_slack(0)?;
+            Ok::<_, posixrt::Error>((default, one, rt::timer_slack()?))
+        })
+        .unwrap();
+    let (default, one, restored) = h.join().unwrap().unwrap();
+    assert_eq!(one, 1);
+    assert_eq!(restored, default);
+}
+
+#[test]
+fn setup_reports_every_step() {
+    let _g = serial();
+    let h = Builder::new()
+        .spawn(|| {
+            let report = Setup::new().raise_rtprio(None).apply();
+            let text = report.to_string();
+            let dma_held = report.cpu_dma_latency().is_some();
+            let unlocked = rt::unlock_memory();
+            (
+                text,
+                report.steps().len(),
+                report.all_ok(),
+                dma_held,
+                unlocked,
+                report,
+            )
+        })
+        .unwrap();
+    let (text, n, all_ok, dma_held, unlocked, report) = h.join().unwrap();
+    unlocked.unwrap();
+    println!("{text}");
+    assert_eq!(n, 7, "{text}");
+    assert!(text.starts_with("RT setup checklist:"), "{text}");
+    assert!(
+        text.contains("[-] raise RLIMIT_RTPRIO: not requested"),
+        "{text}"
+    );
+    assert!(text.contains("RT throttling"), "{text}");
+    if is_root() {
+        assert!(all_ok, "{text}");
+        assert!(
+            text.contains("[x] mlockall(MCL_CURRENT|MCL_FUTURE)"),
+            "{text}"
+        );
+        assert!(text.contains("[x] prefault 256 KiB of stack"), "{text}");
+        assert!(
+            text.contains("[x] hold /dev/cpu_dma_latency at 0 us"),
+            "{text}"
+        );
+        assert!(dma_held);
+    } else {
+        assert!(report.failures().count() >= 1);
+    }
+    assert!(report
+        .steps()
+        .iter()
+        .any(|s| matches!(s.outcome, Outcome::Skipped(_))));
+    let none = Setup::none().apply();
+    assert!(none
+        .steps()
+        .iter()
+        .all(|s| matches!(s.outcome, Outcome::Skipped(_))));
+}
