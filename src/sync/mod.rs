@@ -49,6 +49,7 @@ mod pi;
 mod recursive;
 mod rwlock;
 mod semaphore;
+mod shared;
 mod sys;
 mod track;
 
@@ -63,6 +64,7 @@ pub use pi::{PiMutex, PiMutexGuard, RawPiMutex};
 pub use recursive::{RecursiveMutex, RecursiveMutexGuard};
 pub use rwlock::{RawRwLock, RwLock};
 pub use semaphore::{Semaphore, SEM_VALUE_MAX};
+pub use shared::{publish, read_process, PUBLISH_PERIOD, REGISTRY_KIND};
 pub use track::{
     find_deadlocks, find_deadlocks_in, objects, reset_stats, set_tracking, tracking, Deadlock,
     Info, Kind, Snapshot, Stats, Tracking,

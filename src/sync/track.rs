@@ -64,6 +64,9 @@ pub fn set_tracking(level: Tracking) {
         calibrate();
     }
     LEVEL.store(level as u8, Ordering::Relaxed);
+    if level != Tracking::Off {
+        super::shared::start_publisher();
+    }
 }
 
 /// The current tracking level.
@@ -115,8 +118,11 @@ fn calibrate() {
     PS_PER_TICK.store(1000, Ordering::Relaxed);
 }
 
-pub(crate) fn ticks_to_duration(t: u64) -> Duration {
-    let ps = PS_PER_TICK.load(Ordering::Relaxed);
+pub(crate) fn ps_per_tick() -> u64 {
+    PS_PER_TICK.load(Ordering::Relaxed)
+}
+
+fn ticks_at(t: u64, ps: u64) -> Duration {
     Duration::from_nanos((t as u128 * ps as u128 / 1000) as u64)
 }
 
@@ -617,7 +623,8 @@ fn copy(r: &Record) -> Option<[u64; WORDS]> {
     None
 }
 
-pub(crate) fn snapshot_words(w: &[u64; WORDS]) -> Option<Snapshot> {
+/// A snapshot from a record's words, with timing ticks of `ps` picoseconds.
+pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
     let meta = w[W_META];
     if meta & META_LIVE == 0 {
         return None;
@@ -636,7 +643,7 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS]) -> Option<Snapshot> {
         .collect();
     let nwait = w[W_WAITERS] as u32;
     let state = w[W_STATE];
-    let d = ticks_to_duration;
+    let d = |t| ticks_at(t, ps);
     let mut info = Info {
         kind,
         shared: meta & META_SHARED != 0,
@@ -700,9 +707,19 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS]) -> Option<Snapshot> {
     })
 }
 
+/// Every record ever allocated.
+pub(crate) fn all_records() -> Vec<&'static Record> {
+    slab().all.clone()
+}
+
+/// A consistent copy of a live record's words.
+pub(crate) fn copy_live(r: &Record) -> Option<[u64; WORDS]> {
+    copy(r).filter(|w| w[W_META] & META_LIVE != 0)
+}
+
 /// A consistent snapshot of one record, if it is live.
 pub(crate) fn snapshot(r: &Record) -> Option<Snapshot> {
-    snapshot_words(&copy(r)?)
+    snapshot_words(&copy(r)?, ps_per_tick())
 }
 
 /// Every known (tracked) object of this process: the analogue of Solaris
