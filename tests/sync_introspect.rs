@@ -519,9 +519,9 @@ fn another_process_reads_the_registry() {
     sync::publish().unwrap();
     child.stdin.take().unwrap().write_all(b"stop\n").unwrap();
     let out = BufReader::new(child.stdout.take().unwrap());
-    let line = out
-        .lines()
-        .map_while(Result::ok)
+    let all: Vec<String> = out.lines().map_while(Result::ok).collect();
+    let line = all
+        .iter()
         .find_map(|l| l.find("CHILD ").map(|i| l[i..].to_string()))
         .expect("child report");
     assert!(child.wait().unwrap().success(), "child failed: {line}");
