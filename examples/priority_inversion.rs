@@ -84,94 +84,60 @@ fn parse_args() -> Result<Args, String> {
 // Scheduling helpers.
 
 mod rt {
+    use posixrt::sched::{self, Builder, CpuSet, Priority, Tid};
+
     /// The CPU every thread of the demonstration runs on: the last one allowed.
     pub fn cpu() -> usize {
-        // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set);
-            (0..libc::CPU_SETSIZE as usize)
-                .rev()
-                .find(|&c| libc::CPU_ISSET(c, &set))
-                .unwrap_or(0)
-        }
+        CpuSet::allowed()
+            .ok()
+            .and_then(|s| s.iter().last())
+            .unwrap_or(0)
     }
 
-    fn pin(cpu: usize) -> Result<(), String> {
-        // SAFETY: a valid cpu_set_t for this thread.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(format!(
-                    "sched_setaffinity: {}",
-                    std::io::Error::last_os_error()
-                ));
-            }
+    fn priority_of(prio: i32) -> Result<Priority, String> {
+        if prio == 0 {
+            Ok(Priority::other())
+        } else {
+            Priority::fifo(prio).map_err(|e| e.to_string())
         }
-        Ok(())
     }
 
     /// Makes the calling thread SCHED_FIFO `prio` (0: SCHED_OTHER) on `cpu`.
     pub fn become_(prio: i32, cpu: usize) -> Result<(), String> {
-        pin(cpu)?;
-        let p = libc::sched_param {
-            sched_priority: prio,
-        };
-        let pol = if prio == 0 {
-            libc::SCHED_OTHER
-        } else {
-            libc::SCHED_FIFO
-        };
-        // SAFETY: pid 0 = calling thread, valid param.
-        if unsafe { libc::sched_setscheduler(0, pol, &p) } != 0 {
-            return Err(format!(
-                "sched_setscheduler(SCHED_FIFO, {prio}): {}",
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(())
+        let set = CpuSet::single(cpu).map_err(|e| e.to_string())?;
+        sched::set_thread_affinity(Tid::current(), &set).map_err(|e| e.to_string())?;
+        sched::set_current_scheduling(priority_of(prio)?).map_err(|e| e.to_string())
     }
 
-    /// Starts a thread at SCHED_FIFO `prio` on `cpu`.
+    /// Starts a thread with SCHED_FIFO `prio` and affinity `cpu` applied at creation
+    /// (PTHREAD_EXPLICIT_SCHED, as listing 6.7 does).
     pub fn spawn<T: Send + 'static>(
         name: &str,
         prio: i32,
         cpu: usize,
         f: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<std::thread::JoinHandle<T>, String> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let h = std::thread::Builder::new()
-            .name(name.into())
-            .spawn(move || {
-                let r = become_(prio, cpu);
-                let ok = r.is_ok();
-                let _ = tx.send(r);
-                if ok {
-                    Some(f())
-                } else {
-                    None
-                }
-            })
-            .map_err(|e| e.to_string())?;
-        rx.recv().map_err(|e| e.to_string())??;
-        Ok(std::thread::spawn(move || {
-            h.join().ok().flatten().expect("thread ran")
-        }))
+    ) -> Result<sched::JoinHandle<T>, String> {
+        Builder::new()
+            .name(name)
+            .scheduling(priority_of(prio)?)
+            .affinity(CpuSet::single(cpu).map_err(|e| e.to_string())?)
+            .spawn(f)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A thread's priority as `pthread_getschedparam` reports it.
+    pub fn priority_of_thread<T>(h: &sched::JoinHandle<T>) -> i32 {
+        h.scheduling().map(|p| p.value()).unwrap_or(-1)
     }
 
     /// The thread's own position in the priority lists of its CPU
     /// (`pthread_getschedparam`).
     pub fn priority() -> i32 {
-        let mut p = libc::sched_param { sched_priority: 0 };
-        // SAFETY: pid 0 = calling thread; p is writable.
-        unsafe { libc::sched_getparam(0, &mut p) };
-        p.sched_priority
+        sched::current_scheduling().map(|p| p.value()).unwrap_or(-1)
     }
 
     pub fn max_fifo() -> i32 {
-        // SAFETY: plain query.
-        unsafe { libc::sched_get_priority_max(libc::SCHED_FIFO) }
+        sched::priority_max(sched::Policy::Fifo).unwrap_or(99)
     }
 
     /// CLOCK_MONOTONIC now, in nanoseconds.
@@ -294,8 +260,16 @@ fn listing_6_7(quiet: bool, iterations: u64, cpu: usize) -> Result<Vec<String>, 
         })?
     };
     say(quiet, &events, format!("Low priority: {}", rt::priority()));
-    say(quiet, &events, format!("Medium priority: {}", low + 15));
-    say(quiet, &events, format!("High priority: {}", low + 30));
+    say(
+        quiet,
+        &events,
+        format!("Medium priority: {}", rt::priority_of_thread(&mi)),
+    );
+    say(
+        quiet,
+        &events,
+        format!("High priority: {}", rt::priority_of_thread(&hi)),
+    );
     say(
         quiet,
         &events,

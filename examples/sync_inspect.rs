@@ -26,8 +26,8 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use posixrt::sync::{
-    self, find_deadlocks, objects, Condvar, MutexExt, NormalMutex, PiMutex, RecursiveMutex,
-    RwLock, Semaphore, Snapshot, Tracking,
+    self, find_deadlocks, objects, Condvar, MutexExt, NormalMutex, PiMutex, RecursiveMutex, RwLock,
+    Semaphore, Snapshot, Tracking,
 };
 
 fn show(s: &Snapshot) {
@@ -265,7 +265,9 @@ fn main() {
         (Err(e), _) | (_, Err(e)) => say(format!("\n== shared registry unavailable: {e}")),
     }
     if hold_ms > 0 {
-        say(format!("holding the objects for {hold_ms} ms: rtstat {pid}"));
+        say(format!(
+            "holding the objects for {hold_ms} ms: rtstat {pid}"
+        ));
         std::thread::sleep(Duration::from_millis(hold_ms));
     }
     if json {

@@ -21,7 +21,9 @@ fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
     match arg {
         None => Ok(Duration::from_secs_f64(default)),
         Some(s) => match s.parse::<f64>() {
-            Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(Duration::from_secs_f64(v)),
+            Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => {
+                Ok(Duration::from_secs_f64(v))
+            }
             _ => Err(format!("{s:?} is not a number of seconds")),
         },
     }

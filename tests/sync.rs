@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use posixrt::sync::{
     ceiling_mutex, current_tid, CeilingMutex, MutexExt, NormalMutex, PiMutex, RawPiMutex,
 };
-use posixrt::ErrorKind;
+use posixrt::{sched, ErrorKind};
 
 static SCHED_LOCK: Mutex<()> = Mutex::new(());
 
@@ -24,31 +24,20 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 /// The first CPU this process may run on.
 fn first_cpu() -> usize {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most its size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        assert_eq!(
-            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
-            0
-        );
-        (0..libc::CPU_SETSIZE as usize)
-            .find(|&c| libc::CPU_ISSET(c, &set))
-            .expect("some CPU")
-    }
+    sched::CpuSet::allowed()
+        .unwrap()
+        .iter()
+        .next()
+        .expect("some CPU")
 }
 
 fn pin_self(cpu: usize) {
-    // SAFETY: as above; the set is valid for sched_setaffinity.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        assert_eq!(
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-            0
-        );
-    }
+    sched::set_thread_affinity(sched::Tid::current(), &sched::CpuSet::single(cpu).unwrap())
+        .unwrap();
 }
 
+/// Sets the calling thread's policy with a raw `sched_setscheduler` (behind the
+/// locks' back, on purpose).
 fn set_self(policy: i32, prio: i32) -> Result<(), i32> {
     let p = libc::sched_param {
         sched_priority: prio,
@@ -77,17 +66,17 @@ fn have_rt() -> bool {
         .unwrap()
 }
 
-/// Starts a thread pinned to `cpu` at SCHED_FIFO `prio`, before it runs `f`.
+/// Starts a thread pinned to `cpu` at SCHED_FIFO `prio`, both applied at creation.
 fn spawn_fifo<T: Send + 'static>(
     cpu: usize,
     prio: i32,
     f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    std::thread::spawn(move || {
-        pin_self(cpu);
-        set_self(libc::SCHED_FIFO, prio).expect("SCHED_FIFO");
-        f()
-    })
+) -> sched::JoinHandle<T> {
+    sched::Builder::new()
+        .scheduling(sched::Priority::fifo(prio).unwrap())
+        .affinity(sched::CpuSet::single(cpu).unwrap())
+        .spawn(f)
+        .expect("SCHED_FIFO thread")
 }
 
 /// Field 18 (prio) of /proc/self/task/TID/stat: the effective priority the kernel

@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use lock_api::RawMutex as _;
 use posixrt::sync::{
     self, current_tid, find_deadlocks, objects, Condvar, Kind, MutexExt, NormalMutex, PiMutex,
     RecursiveMutex, RwLock, Semaphore, Snapshot, Tracking,
@@ -66,7 +65,10 @@ fn three_contended<M: Sync>(
         );
         let s = snap(m).unwrap();
         assert!(s.info.has_waiters);
-        assert_eq!(sorted(s.waiters.clone()), sorted(tids.lock().unwrap().clone()));
+        assert_eq!(
+            sorted(s.waiters.clone()),
+            sorted(tids.lock().unwrap().clone())
+        );
         release();
     });
     let s = snap(m).unwrap();
@@ -116,7 +118,9 @@ fn normal_mutex_info_stats_and_waiters() {
     assert!(!s.info.locked);
     // The object is listed by the iteration.
     let addr = unsafe { m.raw() } as *const _ as usize;
-    assert!(objects().iter().any(|o| o.info.address == addr && o.info.kind == Kind::NormalMutex));
+    assert!(objects()
+        .iter()
+        .any(|o| o.info.address == addr && o.info.kind == Kind::NormalMutex));
 }
 
 #[test]
@@ -233,7 +237,10 @@ fn condvar_stats_and_waiters() {
         cv.notify_all();
     });
     let mut g = m.lock();
-    assert!(cv.wait_for(&mut g, Duration::from_millis(5)), "nobody signals: times out");
+    assert!(
+        cv.wait_for(&mut g, Duration::from_millis(5)),
+        "nobody signals: times out"
+    );
     drop(g);
     let s = cv.snapshot().unwrap();
     assert_eq!(s.info.kind, Kind::Condvar);
@@ -260,7 +267,10 @@ fn rwlock_info_stats_and_waiters() {
             *l.write() += 1;
         });
         assert!(poll(|| raw.snapshot().is_some_and(|s| s.info.waiters == 1)));
-        assert_eq!(raw.snapshot().unwrap().waiters, [writer_tid.load(Ordering::SeqCst)]);
+        assert_eq!(
+            raw.snapshot().unwrap().waiters,
+            [writer_tid.load(Ordering::SeqCst)]
+        );
         drop((r1, r2));
     });
     let w = l.write();
@@ -320,7 +330,10 @@ fn timing_level_records_hold_and_wait_times() {
     assert_eq!(st.contended, 1);
     assert!(st.hold_max >= Duration::from_millis(20), "{st:?}");
     assert!(st.hold_total >= st.hold_max);
-    assert!(st.wait_total > Duration::ZERO && st.wait_max <= st.wait_total, "{st:?}");
+    assert!(
+        st.wait_total > Duration::ZERO && st.wait_max <= st.wait_total,
+        "{st:?}"
+    );
     sync::set_tracking(Tracking::Counts);
 }
 
@@ -349,7 +362,10 @@ fn forcing_state() {
         unsafe { sem.force_count(3) }.unwrap();
     });
     assert_eq!(sem.value(), 2);
-    assert_eq!(unsafe { sem.force_count(u32::MAX) }.unwrap_err().kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        unsafe { sem.force_count(u32::MAX) }.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
 
     // A PI mutex with no kernel waiters can be forced; its raw unlock then is a no-op.
     let p = PiMutex::new(());
@@ -364,7 +380,10 @@ fn forcing_state() {
 /// `n` threads, `n` mutexes: thread i holds mutex i and then wants mutex i+1.
 fn make_cycle(n: usize) {
     let locks: Vec<NormalMutex<()>> = (0..n).map(|_| NormalMutex::new(())).collect();
-    let addrs: Vec<usize> = locks.iter().map(|l| unsafe { l.raw() } as *const _ as usize).collect();
+    let addrs: Vec<usize> = locks
+        .iter()
+        .map(|l| unsafe { l.raw() } as *const _ as usize)
+        .collect();
     let barrier = Barrier::new(n + 1);
     let tids = Mutex::new(vec![0u32; n]);
     let found = AtomicBool::new(false);
@@ -409,11 +428,18 @@ fn make_cycle(n: usize) {
             assert_eq!(d.locks[k], addrs[(i + 1) % n]);
             assert_eq!(d.threads[(k + 1) % n], tids[(i + 1) % n]);
         }
-        let timeouts = handles.into_iter().filter(|_| true).map(|h| h.join().unwrap()).filter(|&t| t).count();
+        let timeouts = handles
+            .into_iter()
+            .filter(|_| true)
+            .map(|h| h.join().unwrap())
+            .filter(|&t| t)
+            .count();
         assert!(timeouts >= 1, "a deadlock is only broken by a timeout");
     });
     // Broken: no cycle left among these threads.
-    assert!(find_deadlocks().iter().all(|d| !d.locks.iter().any(|l| addrs.contains(l))));
+    assert!(find_deadlocks()
+        .iter()
+        .all(|d| !d.locks.iter().any(|l| addrs.contains(l))));
 }
 
 #[test]
@@ -458,7 +484,11 @@ fn registry_reader_child() {
     while !stop.load(Ordering::SeqCst) {
         if let Some(o) = find() {
             assert_eq!(o.info.kind, Kind::NormalMutex);
-            assert!(o.stats.locks >= last, "locks went back: {} < {last}", o.stats.locks);
+            assert!(
+                o.stats.locks >= last,
+                "locks went back: {} < {last}",
+                o.stats.locks
+            );
             assert!(o.stats.contended <= o.stats.locks);
             assert!(o.stats.trylock_failures <= o.stats.trylocks);
             last = o.stats.locks;
@@ -467,7 +497,10 @@ fn registry_reader_child() {
         std::thread::sleep(Duration::from_millis(2));
     }
     let o = find().expect("final read");
-    println!("CHILD reads={reads} final_locks={} trylocks={}", o.stats.locks, o.stats.trylocks);
+    println!(
+        "CHILD reads={reads} final_locks={} trylocks={}",
+        o.stats.locks, o.stats.trylocks
+    );
 }
 
 #[test]
@@ -477,7 +510,12 @@ fn another_process_reads_the_registry() {
     unsafe { m.raw() }.set_name("hammered");
     sync::publish().unwrap();
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "registry_reader_child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "registry_reader_child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_ENV, std::process::id().to_string())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -489,15 +527,15 @@ fn another_process_reads_the_registry() {
         let hammers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
-                for i in 0..each {
-                    if i % 100 == 0 {
-                        if let Some(mut g) = m.try_lock() {
-                            *g += 1;
-                            continue;
+                    for i in 0..each {
+                        if i % 100 == 0 {
+                            if let Some(mut g) = m.try_lock() {
+                                *g += 1;
+                                continue;
+                            }
                         }
+                        *m.lock() += 1;
                     }
-                    *m.lock() += 1;
-                }
                 })
             })
             .collect();

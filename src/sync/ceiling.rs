@@ -239,7 +239,8 @@ impl RawCeilingMutex {
         if self.word.try_fast(tid) {
             self.held_ceiling.store(ceiling, Ordering::Relaxed);
             if track::level() != 0 {
-                self.track.try_acquired(Kind::CeilingMutex, self.addr(), tid);
+                self.track
+                    .try_acquired(Kind::CeilingMutex, self.addr(), tid);
                 self.track.set_ceiling(ceiling);
             }
             Ok(true)

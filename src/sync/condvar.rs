@@ -91,9 +91,8 @@ impl Condvar {
         let s = self.seq.load(Ordering::Relaxed);
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let mut timed_out = false;
-        MutexGuard::unlocked(guard, || match sys::wait(&self.seq, s, deadline) {
-            Err(libc::ETIMEDOUT) => timed_out = true,
-            _ => {}
+        MutexGuard::unlocked(guard, || {
+            timed_out = sys::wait(&self.seq, s, deadline) == Err(libc::ETIMEDOUT);
         });
         self.sleepers.fetch_sub(1, Ordering::Relaxed);
         if tracked {

@@ -58,8 +58,8 @@ pub use ceiling::{
     RawCeilingMutex,
 };
 pub use checked::{MutexExt, RawMutexChecked};
-pub use normal::{NormalMutex, NormalMutexGuard, RawNormalMutex};
 pub use condvar::Condvar;
+pub use normal::{NormalMutex, NormalMutexGuard, RawNormalMutex};
 pub use pi::{PiMutex, PiMutexGuard, RawPiMutex};
 pub use recursive::{RecursiveMutex, RecursiveMutexGuard};
 pub use rwlock::{RawRwLock, RwLock};

@@ -95,7 +95,12 @@ impl TidWord {
         r
     }
 
-    fn lock_slow_inner(&self, tid: u32, deadline: Option<Instant>, call: &'static str) -> Result<()> {
+    fn lock_slow_inner(
+        &self,
+        tid: u32,
+        deadline: Option<Instant>,
+        call: &'static str,
+    ) -> Result<()> {
         loop {
             let cur = self.0.load(Ordering::Relaxed);
             let owner = cur & TID_MASK;
@@ -259,7 +264,10 @@ unsafe impl RawMutex for RawNormalMutex {
             if track::level() != 0 {
                 self.track.acquired(Kind::NormalMutex, self.addr(), tid);
             }
-        } else if let Err(e) = self.word.lock_slow(tid, None, "normal_mutex_lock", self.t()) {
+        } else if let Err(e) = self
+            .word
+            .lock_slow(tid, None, "normal_mutex_lock", self.t())
+        {
             lock_failed(e)
         }
     }
@@ -312,7 +320,8 @@ impl RawMutexChecked for RawNormalMutex {
             }
             return Ok(());
         }
-        self.word.lock_slow(tid, None, "normal_mutex_lock", self.t())
+        self.word
+            .lock_slow(tid, None, "normal_mutex_lock", self.t())
     }
 
     #[inline]

@@ -132,14 +132,20 @@ impl RawPiMutex {
                 "force_unlock",
                 "threads are blocked in FUTEX_LOCK_PI on this mutex",
             )
-            .with_hint("only the owner can unlock a PI futex with kernel waiters; make it exit or unlock"));
+            .with_hint(
+                "only the owner can unlock a PI futex with kernel waiters; make it exit or unlock",
+            ));
         }
         if self
             .word
             .compare_exchange(w, 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
-            return Err(Error::new(ErrorKind::Busy, "force_unlock", "the mutex changed meanwhile"));
+            return Err(Error::new(
+                ErrorKind::Busy,
+                "force_unlock",
+                "the mutex changed meanwhile",
+            ));
         }
         if let Some(r) = self.track.get() {
             r.set(track::W_OWNER, 0);

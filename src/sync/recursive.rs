@@ -80,8 +80,10 @@ impl<T: ?Sized> RecursiveMutex<T> {
     fn relocked(&self) -> Result<()> {
         let c = self.count.load(Ordering::Relaxed);
         if c == u32::MAX {
-            return Err(Error::from_errno("pthread_mutex_lock(RECURSIVE)", libc::EAGAIN)
-                .with_message("the recursion count is at its maximum"));
+            return Err(
+                Error::from_errno("pthread_mutex_lock(RECURSIVE)", libc::EAGAIN)
+                    .with_message("the recursion count is at its maximum"),
+            );
         }
         self.count.store(c + 1, Ordering::Relaxed);
         if track::level() != 0 {
@@ -150,7 +152,8 @@ impl<T: ?Sized> RecursiveMutex<T> {
         if self.word.try_fast(tid) {
             self.count.store(1, Ordering::Relaxed);
             if track::level() != 0 {
-                self.track.try_acquired(Kind::RecursiveMutex, self.addr(), tid);
+                self.track
+                    .try_acquired(Kind::RecursiveMutex, self.addr(), tid);
                 self.track.set_state(Kind::RecursiveMutex, self.addr(), 1);
             }
             Some(RecursiveMutexGuard {

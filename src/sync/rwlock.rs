@@ -180,7 +180,8 @@ impl RawRwLock {
         if tracked {
             self.track.wait_end(tid);
             if ok {
-                self.track.acquired_after_wait(Kind::RwLock, self.addr(), tid, t0);
+                self.track
+                    .acquired_after_wait(Kind::RwLock, self.addr(), tid, t0);
             }
         }
         ok

@@ -90,7 +90,10 @@ impl Semaphore {
             r.max(track::W_WAIT_MAX, w);
         }
         r.w[track::W_C].fetch_min(u64::from(after), Ordering::Relaxed);
-        r.set(track::W_STATE, u64::from(self.value.load(Ordering::Relaxed)));
+        r.set(
+            track::W_STATE,
+            u64::from(self.value.load(Ordering::Relaxed)),
+        );
     }
 
     fn wait_impl(&self, deadline: Option<Instant>) -> Result<()> {

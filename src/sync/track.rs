@@ -805,7 +805,12 @@ pub fn find_deadlocks_in(objects: &[Snapshot]) -> Vec<Deadlock> {
             if let Some(pos) = path.iter().position(|&p| p == t) {
                 let cyc = &path[pos..];
                 // Rotate so the smallest tid comes first (one report per cycle).
-                let min = cyc.iter().enumerate().min_by_key(|(_, &v)| v).map(|(i, _)| i).unwrap_or(0);
+                let min = cyc
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, &v)| v)
+                    .map(|(i, _)| i)
+                    .unwrap_or(0);
                 let threads: Vec<u32> = cyc[min..].iter().chain(&cyc[..min]).copied().collect();
                 let locks = threads.iter().map(|t| waits[t].0).collect();
                 let d = Deadlock { threads, locks };

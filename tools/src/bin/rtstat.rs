@@ -154,7 +154,17 @@ fn main() -> ExitCode {
     );
     println!(
         "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9} {:>8} {:>9}",
-        "ADDRESS", "KIND", "NAME", "STATE", "WAITERS", "LOCKS", "CONT", "TRY/FAIL", "WAIT_MS", "MAX_MS", "HOLD_MS"
+        "ADDRESS",
+        "KIND",
+        "NAME",
+        "STATE",
+        "WAITERS",
+        "LOCKS",
+        "CONT",
+        "TRY/FAIL",
+        "WAIT_MS",
+        "MAX_MS",
+        "HOLD_MS"
     );
     for s in &objs {
         let (i, st) = (&s.info, &s.stats);

@@ -153,7 +153,10 @@ fn cpu_secs(t: &ThreadMark) -> f64 {
 
 fn print_text(out: &mut impl Write, snap: &Snapshot, args: &Args) -> io::Result<()> {
     if args.verbose {
-        writeln!(out, "# TID  yyyy mm dd hh:mm:ss  POLICY RTPRIO NICE CPU(s)  MARKER")?;
+        writeln!(
+            out,
+            "# TID  yyyy mm dd hh:mm:ss  POLICY RTPRIO NICE CPU(s)  MARKER"
+        )?;
     }
     for p in &snap.processes {
         print_process(out, p, args)?;
@@ -234,7 +237,12 @@ fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
         if i > 0 {
             write!(out, ",")?;
         }
-        write!(out, "{{\"pid\":{},\"exe\":{},\"threads\":[", p.pid, json_str(&p.exe))?;
+        write!(
+            out,
+            "{{\"pid\":{},\"exe\":{},\"threads\":[",
+            p.pid,
+            json_str(&p.exe)
+        )?;
         for (j, t) in p.threads.iter().enumerate() {
             if j > 0 {
                 write!(out, ",")?;
