@@ -465,23 +465,32 @@ impl Track {
         r.end(s);
     }
 
-    /// Before the owner releases the lock (tracking is on).
+    /// Before the owner releases the lock (tracking is on). At the counts level this
+    /// is one store (the owner word, a single atomic word needs no sequence); at the
+    /// timing level the hold time is added under the sequence counter.
     #[inline]
     pub(crate) fn releasing(&self) {
         if let Some(r) = self.get() {
-            let s = r.begin();
-            r.set(W_OWNER, 0);
             let acq = r.get(W_ACQ);
-            if acq != 0 && level() >= Tracking::Timing as u8 {
-                let h = ticks().saturating_sub(acq);
-                r.set(W_HOLD_TOTAL, r.get(W_HOLD_TOTAL).wrapping_add(h));
-                if h > r.get(W_HOLD_MAX) {
-                    r.set(W_HOLD_MAX, h);
-                }
-                r.set(W_ACQ, 0);
+            if acq == 0 {
+                r.set(W_OWNER, 0);
+                return;
             }
-            r.end(s);
+            self.release_timed(r, acq);
         }
+    }
+
+    #[inline(never)]
+    fn release_timed(&self, r: &Record, acq: u64) {
+        let s = r.begin();
+        r.set(W_OWNER, 0);
+        let h = ticks().saturating_sub(acq);
+        r.set(W_HOLD_TOTAL, r.get(W_HOLD_TOTAL).wrapping_add(h));
+        if h > r.get(W_HOLD_MAX) {
+            r.set(W_HOLD_MAX, h);
+        }
+        r.set(W_ACQ, 0);
+        r.end(s);
     }
 
     /// Sets the state word (recursion count, reader count, semaphore count) while the
