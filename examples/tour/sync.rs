@@ -47,8 +47,29 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok((_, Err(e), _)) => println!("   CeilingMutex needs privilege here: {e}"),
         Err(_) => println!("   CeilingMutex helper thread panicked"),
     }
-    println!(
-        "   see `cargo run --release --example priority_inversion` for the protocols side by side"
-    );
+    // Introspection: switch tracking on, use a lock, read its info and statistics.
+    posixrt::sync::set_tracking(posixrt::sync::Tracking::Counts);
+    let q = posixrt::sync::NormalMutex::new(0u32);
+    // SAFETY: raw() is only used to read the state, never to unlock.
+    let raw = unsafe { q.raw() };
+    raw.set_name("tour-queue");
+    for _ in 0..5 {
+        *q.lock() += 1;
+    }
+    let _ = q.try_lock();
+    if let Some(s) = raw.snapshot() {
+        println!(
+            "   tracked {} {:?}: locks={} trylocks={} contended={} owner={:?}",
+            s.info.kind.name(),
+            s.info.name.as_deref().unwrap_or("-"),
+            s.stats.locks,
+            s.stats.trylocks,
+            s.stats.contended,
+            s.info.owner
+        );
+    }
+    posixrt::sync::set_tracking(posixrt::sync::Tracking::Off);
+    println!("   see `priority_inversion` for the protocols side by side,");
+    println!("   and `sync_inspect` + `rtstat PID` for introspection from another process");
     Ok(())
 }
