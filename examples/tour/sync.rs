@@ -56,7 +56,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     for _ in 0..5 {
         *q.lock() += 1;
     }
-    let _ = q.try_lock();
+    drop(q.try_lock());
     if let Some(s) = raw.snapshot() {
         println!(
             "   tracked {} {:?}: locks={} trylocks={} contended={} owner={:?}",
