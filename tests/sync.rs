@@ -394,6 +394,21 @@ fn pi_try_lock_timed_lock_and_relock() {
             let e = m.lock_for_checked(Duration::from_millis(10)).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::TimedOut);
             assert!(m.is_locked());
+            // The timed wait went through FUTEX_LOCK_PI2 (CLOCK_MONOTONIC) on
+            // Linux >= 5.14, and fell back to FUTEX_LOCK_PI (CLOCK_REALTIME) before.
+            let release = rustix::system::uname()
+                .release()
+                .to_string_lossy()
+                .into_owned();
+            let mut v = release
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|x| x.parse::<u32>().ok());
+            let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+            assert_eq!(
+                posixrt::sync::has_lock_pi2(),
+                (major, minor) >= (5, 14),
+                "kernel {release}"
+            );
         },
     );
     // The holder exited without unlocking (forgotten guard): owner death is handled.
