@@ -4,61 +4,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::layout::{self, MARKER_MAX, RAW_LEN};
 use crate::registry::{self, TaskStat};
+use crate::sched::Policy;
 use crate::Result;
-
-/// A thread's scheduling policy, as `/proc/<pid>/task/<tid>/stat` reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Policy {
-    /// `SCHED_OTHER` (CFS/EEVDF, time-shared).
-    Other,
-    /// `SCHED_FIFO`.
-    Fifo,
-    /// `SCHED_RR`.
-    RoundRobin,
-    /// `SCHED_BATCH`.
-    Batch,
-    /// `SCHED_IDLE`.
-    Idle,
-    /// `SCHED_DEADLINE`.
-    Deadline,
-    /// A value this crate does not know.
-    Unknown(u32),
-}
-
-impl Policy {
-    /// From the kernel's `SCHED_*` number.
-    pub fn from_raw(p: u32) -> Policy {
-        match p {
-            0 => Policy::Other,
-            1 => Policy::Fifo,
-            2 => Policy::RoundRobin,
-            3 => Policy::Batch,
-            5 => Policy::Idle,
-            6 => Policy::Deadline,
-            n => Policy::Unknown(n),
-        }
-    }
-
-    /// A short name: `OTHER`, `FIFO`, `RR`, `BATCH`, `IDLE`, `DL` (`?` if unknown).
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Other => "OTHER",
-            Policy::Fifo => "FIFO",
-            Policy::RoundRobin => "RR",
-            Policy::Batch => "BATCH",
-            Policy::Idle => "IDLE",
-            Policy::Deadline => "DL",
-            Policy::Unknown(_) => "?",
-        }
-    }
-}
 
 /// Scheduling facts of a thread, read from `/proc/<pid>/task/<tid>/stat`
 /// while taking the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedFacts {
-    /// The policy.
-    pub policy: Policy,
+    /// The policy; `None` if the kernel reports one this crate does not know (see
+    /// [`policy_raw`](SchedFacts::policy_raw)).
+    pub policy: Option<Policy>,
+    /// The kernel's `SCHED_*` number.
+    pub policy_raw: u32,
     /// The real-time priority (1..=99 for FIFO/RR, 0 otherwise).
     pub rt_priority: u32,
     /// The nice value (meaningful for OTHER and BATCH).
@@ -76,9 +33,24 @@ pub struct SchedFacts {
 }
 
 impl SchedFacts {
+    /// A short policy name for columns: `OTHER`, `FIFO`, `RR`, `BATCH`, `IDLE`,
+    /// `DL`, or `?`.
+    pub fn policy_short(&self) -> &'static str {
+        match self.policy {
+            Some(Policy::Other) => "OTHER",
+            Some(Policy::Fifo) => "FIFO",
+            Some(Policy::RoundRobin) => "RR",
+            Some(Policy::Batch) => "BATCH",
+            Some(Policy::Idle) => "IDLE",
+            Some(Policy::Deadline) => "DL",
+            None => "?",
+        }
+    }
+
     fn from_stat(st: &TaskStat) -> SchedFacts {
         SchedFacts {
-            policy: Policy::from_raw(st.policy),
+            policy: i32::try_from(st.policy).ok().and_then(Policy::from_raw),
+            policy_raw: st.policy,
             rt_priority: st.rt_priority,
             nice: st.nice,
             last_cpu: st.processor,

@@ -2,22 +2,13 @@
 
 use std::cell::RefCell;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::Mutex;
 
 use super::layout::{self, MARKER_MAX, RAW_LEN};
 use crate::registry::{self, Payload, Registry, SlotWriter};
 use crate::{Error, ErrorKind, Result};
 
-/// Bumped in the child after `fork`: slots inherited from the parent belong to the
-/// parent's registry and must not be written (or freed) by the child.
-static GENERATION: AtomicU32 = AtomicU32::new(0);
 static REGISTRY: Mutex<Option<&'static Registry>> = Mutex::new(None);
-static ATFORK: Once = Once::new();
-
-extern "C" fn after_fork_in_child() {
-    GENERATION.fetch_add(1, Ordering::Relaxed);
-}
 
 /// This process's mark registry, created on first use (and again in a forked child).
 pub(super) fn registry() -> Result<&'static Registry> {
@@ -29,11 +20,6 @@ pub(super) fn registry() -> Result<&'static Registry> {
         }
         // A forked child: the parent's registry stays mapped but is never written.
     }
-    ATFORK.call_once(|| {
-        // SAFETY: registers a plain `extern "C"` function with no state; it only
-        // does an atomic increment, which is async-signal-safe.
-        unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-    });
     let r: &'static Registry = Box::leak(Box::new(Registry::create(
         layout::KIND,
         layout::PAYLOAD,
@@ -45,6 +31,8 @@ pub(super) fn registry() -> Result<&'static Registry> {
 
 /// The calling thread's slot and what it last told the kernel.
 struct Local {
+    /// [`registry::generation`] when the slot was claimed: a forked child sees a
+    /// different value and never writes or frees the parent's slot.
     generation: u32,
     slot: Option<SlotWriter<'static>>,
     /// The kernel name last applied by `set` (`comm_len == u8::MAX`: unknown).
@@ -55,7 +43,7 @@ struct Local {
 impl Drop for Local {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
-            if self.generation == GENERATION.load(Ordering::Relaxed) {
+            if self.generation == registry::generation() {
                 slot.release();
             }
         }
@@ -86,7 +74,7 @@ fn with_slot<R>(f: impl FnOnce(&mut SlotWriter<'static>, &mut Local2) -> R) -> R
                     "marked from inside a mark call (signal handler?)",
                 )
             })?;
-            let generation = GENERATION.load(Ordering::Relaxed);
+            let generation = registry::generation();
             let fresh = match local.as_ref() {
                 Some(l) => l.generation != generation || l.slot.is_none(),
                 None => true,
@@ -178,8 +166,8 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 /// thread name: the fast path for markers that change often (progress, state).
 ///
 /// Costs a thread-local lookup, the sequence-counter writes, one word store per 8
-/// bytes of marker and a `CLOCK_REALTIME_COARSE` read (about 10–20 ns; see the
-/// `mark` bench). The first call on a thread claims its slot (and the first in the
+/// bytes of marker and a `CLOCK_REALTIME_COARSE` read (14 ns in the `mark` bench,
+/// for a 17-byte and for a 128-byte marker). The first call on a thread claims its slot (and the first in the
 /// process creates the registry file), which costs a few microseconds.
 ///
 /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) if the marker is longer
@@ -196,9 +184,11 @@ pub fn update(marker: &str) -> Result<()> {
 /// boundary and at the first NUL) so `ps -L`, `top -H` and `perf` show it too.
 ///
 /// The kernel name is only rewritten when those first bytes change: re-marking
-/// with the same prefix ("worker 3: step 17" → "worker 3: step 18"… keeps
-/// "worker 3: step ") costs the same as [`update`]; a changed prefix adds the
-/// `prctl` system call (about 0.4 µs). Use [`update`] to never touch the kernel name.
+/// with the same prefix ("worker 3: step 17" → "worker 3: step 18" keeps
+/// "worker 3: step ") costs about the same as [`update`] (16 ns against 14 ns in
+/// the `mark` bench); a changed prefix adds the `prctl` system call (270 ns in
+/// total there, more on a loaded machine). Use [`update`] to never touch the kernel
+/// name. On the main thread the kernel name is also the process name `ps` shows.
 ///
 /// ```
 /// posixrt::mark::set("Main thread sleeping")?;
@@ -292,7 +282,7 @@ pub fn read_raw(offset: usize, out: &mut [u8]) -> Result<()> {
         if let Ok(l) = cell.try_borrow() {
             if let Some(slot) = l
                 .as_ref()
-                .filter(|l| l.generation == GENERATION.load(Ordering::Relaxed))
+                .filter(|l| l.generation == registry::generation())
                 .and_then(|l| l.slot.as_ref())
             {
                 slot.read(|p| p.load_bytes(layout::RAW_OFF + offset, out));
@@ -309,7 +299,7 @@ pub fn current() -> Option<String> {
             let l = cell.try_borrow().ok()?;
             let l = l
                 .as_ref()
-                .filter(|l| l.generation == GENERATION.load(Ordering::Relaxed))?;
+                .filter(|l| l.generation == registry::generation())?;
             let slot = l.slot.as_ref()?;
             Some(slot.read(|p| {
                 let len = (p.load_u64(layout::W_LEN) & 0xffff_ffff) as usize;

@@ -15,7 +15,10 @@
 //! filled in, then renamed, so readers never see a half-written header. It is
 //! removed at normal process exit (an `atexit` handler), and by the next [`scan`]
 //! or [`Registry::create`] of the same kind once the process is gone (pid missing,
-//! start time different, or a zombie).
+//! start time different, or a zombie). The owner also holds the file open
+//! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
+//! can take a shared lock knows the owner is gone even when the pid and start time
+//! still match (the process called `exec`); [`scan`] removes such a file too.
 //!
 //! All integers are native-endian (readers run on the same machine).
 //!
@@ -53,7 +56,8 @@
 //! (release store). A reader loads the counter (acquire), retries while it is odd,
 //! copies state, owner and payload (relaxed atomic loads), issues an acquire fence
 //! and reloads the counter: if it changed, the copy may be torn and the reader
-//! retries, up to [`MAX_RETRIES`] times, then reports the slot as busy. This is the
+//! retries (yielding the CPU every 64 attempts), for at most [`RETRY_BUDGET`], then
+//! reports the slot as busy. This is the
 //! seed's "begin and end serial numbers" proposal, made data-race free with atomics.
 //!
 //! # Liveness
@@ -88,8 +92,11 @@ pub const VERSION: u32 = 1;
 pub const HEADER_SIZE: usize = 128;
 /// Size of a slot's own header (before the payload).
 pub const SLOT_HEADER_SIZE: usize = 32;
-/// How many times a reader retries a slot whose copy was torn.
-pub const MAX_RETRIES: u32 = 1000;
+/// How many times a reader retries a slot whose copy was torn (see also
+/// [`RETRY_BUDGET`]).
+pub const MAX_RETRIES: u32 = 1_000_000;
+/// How long a reader keeps retrying one slot before reporting it busy.
+pub const RETRY_BUDGET: Duration = Duration::from_millis(2);
 
 const STATE_FREE: u32 = 0;
 const STATE_RESERVED: u32 = 1;
@@ -220,6 +227,10 @@ fn kind_bytes(kind: &str) -> Result<[u8; 16]> {
 /// [`claim`](Registry::claim) slots. Dropping it unmaps and removes the file.
 pub struct Registry {
     map: Mapping,
+    /// Held open (close-on-exec) with an exclusive `flock` for the process's life:
+    /// readers that can take a shared lock know the owner is gone (killed, or
+    /// replaced by `exec`, which keeps the pid and start time).
+    _file: File,
     path: PathBuf,
     pid: i32,
     starttime: u64,
@@ -238,6 +249,11 @@ impl Registry {
     pub fn create(kind: &str, payload_size: usize, slot_count: u32) -> Result<Registry> {
         let kind_b = kind_bytes(kind)?;
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
+        ATFORK.call_once(|| {
+            // SAFETY: registers a plain `extern "C"` function with no state; it only
+            // does an atomic increment, which is async-signal-safe.
+            unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+        });
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let starttime = read_stat(&format!("/proc/{pid}/stat"))
             .map_err(|e| e.with_message("reading this process's start time"))?
@@ -264,6 +280,8 @@ impl Registry {
             let _ = std::fs::remove_file(&tmp);
             e
         };
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
         // umask can only clear bits, but make the mode exact anyway.
         rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(0o600))
             .map_err(|e| fail(Error::from_errno("fchmod", e.raw_os_error())))?;
@@ -303,6 +321,7 @@ impl Registry {
         register_exit_unlink(&path, pid);
         Ok(Registry {
             map,
+            _file: file,
             path,
             pid,
             starttime,
@@ -717,6 +736,29 @@ fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
 }
 
 // ---------------------------------------------------------------------------
+// Fork generation
+
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+static ATFORK: std::sync::Once = std::sync::Once::new();
+
+extern "C" fn after_fork_in_child() {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A counter bumped in the child of every `fork` (once a registry was created).
+///
+/// A forked child inherits the parent's registry mapping and any [`SlotWriter`]
+/// kept in thread-local or static storage, but those slots belong to the parent's
+/// file: writing them would change the parent's entries. Record the generation
+/// with a cached writer and compare before use (one relaxed load); on a mismatch,
+/// forget the writer without releasing it and create this process's own
+/// [`Registry`].
+#[inline]
+pub fn generation() -> u32 {
+    GENERATION.load(Ordering::Relaxed)
+}
+
+// ---------------------------------------------------------------------------
 // Exit clean-up
 
 static EXIT_PATHS: Mutex<Vec<(CString, i32)>> = Mutex::new(Vec::new());
@@ -790,7 +832,7 @@ pub struct Scan {
     pub unreadable: usize,
     /// Files of dead processes removed during the scan.
     pub removed: usize,
-    /// Slots skipped because they changed on every one of [`MAX_RETRIES`] reads.
+    /// Slots skipped because they changed on every read for [`RETRY_BUDGET`].
     pub busy: usize,
 }
 
@@ -841,7 +883,14 @@ fn process_state(name: &FileName) -> Liveness {
 }
 
 fn for_each_file(kind: &str, mut f: impl FnMut(&Path, &FileName)) -> Result<()> {
-    let dir = std::fs::read_dir(DIR).map_err(|e| io_error("opendir", &e))?;
+    let dir = match std::fs::read_dir(DIR) {
+        Ok(d) => d,
+        // No /dev/shm: nobody can have a registry.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(io_error("opendir", &e).with_message(format!("listing {DIR}")));
+        }
+    };
     for ent in dir.flatten() {
         let name = ent.file_name();
         if let Some(parsed) = parse_name(kind, name.as_bytes()) {
@@ -872,7 +921,12 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
             }
             Liveness::Unknown => out.unreadable += 1,
             Liveness::Alive(stat) => match read_file(&path, &kind_b, &name) {
-                Some((slots, busy)) => {
+                FileRead::Stale => {
+                    if std::fs::remove_file(&path).is_ok() {
+                        out.removed += 1;
+                    }
+                }
+                FileRead::Ok(slots, busy) => {
                     out.busy += busy;
                     out.processes.push(ProcessEntry {
                         pid: name.pid,
@@ -882,7 +936,7 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
                         slots,
                     });
                 }
-                None => out.unreadable += 1,
+                FileRead::Unreadable => out.unreadable += 1,
             },
         }
     }
@@ -902,18 +956,40 @@ fn process_exe(pid: i32) -> String {
     "(n/a)".to_string()
 }
 
-/// Maps one file read-only, validates it, and copies its live slots.
-fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotCopy>, usize)> {
-    let file = OpenOptions::new()
+enum FileRead {
+    Ok(Vec<SlotCopy>, usize),
+    /// The owner no longer holds its lock: it exec'd (same pid and start time).
+    Stale,
+    Unreadable,
+}
+
+/// Opens one file, checks that its owner still holds it, maps it read-only,
+/// validates it, and copies its live slots.
+fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
+    let Ok(file) = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
         .open(path)
-        .ok()?;
+    else {
+        return FileRead::Unreadable;
+    };
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {} // the owner holds it: alive
+        Ok(()) => return FileRead::Stale,
+        Err(_) => return FileRead::Unreadable,
+    }
+    match map_and_copy(&file, kind, name) {
+        Some((slots, busy)) => FileRead::Ok(slots, busy),
+        None => FileRead::Unreadable,
+    }
+}
+
+fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotCopy>, usize)> {
     let len = usize::try_from(rustix::fs::fstat(file.as_fd()).ok()?.st_size).ok()?;
     if len < HEADER_SIZE {
         return None;
     }
-    let map = Mapping::map(&file, len, false).ok()?;
+    let map = Mapping::map(file, len, false).ok()?;
     let mut magic = [0u8; 8];
     map.load_bytes(0, &mut magic);
     let mut k = [0u8; 16];
@@ -983,8 +1059,15 @@ enum Copied {
 fn copy_slot(map: &Mapping, off: usize, payload: usize) -> Copied {
     let seq = map.u32_at(off + S_SEQ);
     let mut words = vec![0u64; payload / 8];
+    let mut started: Option<std::time::Instant> = None;
     for attempt in 0..MAX_RETRIES {
         if attempt > 0 && attempt % 64 == 0 {
+            // A writer rewriting the slot in a tight loop can starve the copy; give
+            // it the CPU now and then, and give up after a time budget.
+            let t0 = *started.get_or_insert_with(std::time::Instant::now);
+            if t0.elapsed() > RETRY_BUDGET {
+                break;
+            }
             std::thread::yield_now();
         }
         let s1 = seq.load(Ordering::Acquire);

@@ -76,6 +76,10 @@ pub(crate) fn sched_error(
 ) -> Error {
     let e = Error::from_errno(call, errno);
     match errno {
+        libc::EPERM if call.contains("affinity") => e.with_hint(
+            "changing the affinity of a thread owned by another user needs CAP_SYS_NICE; \
+             run as that user or as root, or `sudo setcap cap_sys_nice+ep BINARY`",
+        ),
         libc::EPERM => e.with_hint(rt_permission_hint(policy, priority)),
         libc::ESRCH => match tid {
             Some(t) => e.with_message(format!("no thread with tid {t}")),

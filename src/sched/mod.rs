@@ -8,13 +8,14 @@
 //! | `sched_getscheduler`, `sched_setscheduler`, `sched_getparam`, `sched_setparam` | [`get_scheduler`], [`set_scheduler`], [`get_param`], [`set_param`] |
 //! | `sched_get_priority_min/max` | [`Policy::priority_range`], [`Priority::new`] (validated) |
 //! | `sched_rr_get_interval`, `sched_yield` | [`rr_interval`], [`yield_now`] |
-//! | `pthread_getschedparam`, `pthread_setschedparam`, `pthread_setschedprio` | [`current_scheduling`], [`set_current_scheduling`], [`set_current_priority`], and the same on a [`JoinHandle`] |
+//! | `pthread_setschedparam`, `pthread_setschedprio` (reads go to the kernel, not glibc's `pthread_getschedparam` cache) | [`current_scheduling`], [`set_current_scheduling`], [`set_current_priority`], and the same on a [`JoinHandle`] |
 //! | `sched_*` on another thread's tid | [`thread_scheduling`], [`set_thread_scheduling`], [`set_thread_priority`] |
 //! | `pthread_attr_setinheritsched(PTHREAD_EXPLICIT_SCHED)` + policy/param/affinity/stack | [`Builder`] |
 //! | `sched_getaffinity`/`sched_setaffinity`, `CPU_SET` | [`CpuSet`], [`thread_affinity`], [`set_thread_affinity`], [`set_process_affinity`] |
 //! | `gettid`, `/proc/self/task/TID/stat` prio | [`gettid`], [`kernel_priority`] |
 //! | `sched_setattr`/`sched_getattr` (`SCHED_DEADLINE`) | [`deadline`] |
 //! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID` | [`cputime`] |
+//! | `clock_nanosleep(TIMER_ABSTIME)` loop, cyclictest statistics | [`periodic`] |
 //! | `mlockall`, prefault, `/dev/cpu_dma_latency`, `PR_SET_TIMERSLACK`, `RLIMIT_RTPRIO` | [`rt`], [`rt::setup`] |
 //!
 //! # The policies (POSIX rules, Linux behaviour)
@@ -26,7 +27,8 @@
 //!   priority is changed by `sched_setscheduler`/`sched_setparam`/`pthread_setschedparam`
 //!   goes to the tail of its new list; `pthread_setschedprio` raising it puts it at
 //!   the tail, lowering it at the *head*; `sched_yield` moves it to the tail. It runs
-//!   until it blocks, yields or is preempted.
+//!   until it blocks, yields or is preempted. (Linux applies the
+//!   `pthread_setschedprio` rule to every priority change, `sched(7)`.)
 //! - **`SCHED_RR`**: `SCHED_FIFO` plus a quantum ([`rr_interval`]); a thread that used
 //!   its quantum goes to the tail of its list; a preempted thread finishes its quantum.
 //! - **`SCHED_SPORADIC`** (budget, replenishment period, low priority, max pending
@@ -64,6 +66,7 @@ mod affinity;
 pub mod cputime;
 pub mod deadline;
 pub(crate) mod hint;
+pub mod periodic;
 mod policy;
 mod process;
 pub mod rt;

@@ -71,8 +71,9 @@ pub fn get_param(pid: Option<Tid>) -> Result<i32> {
 }
 
 /// Sets only the priority of `pid` (`sched_setparam`). The value is checked against
-/// the range of `pid`'s current policy first (`InvalidInput` if outside); the thread
-/// goes to the tail of its new priority's list.
+/// the range of `pid`'s current policy first (`InvalidInput` if outside). (POSIX puts
+/// the thread at the tail of its new list; Linux puts a raised thread at the tail and
+/// a lowered one at the head, see `sched(7)`.)
 ///
 /// # References
 ///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)
@@ -102,8 +103,8 @@ pub fn priority_max(policy: Policy) -> Result<i32> {
 
 /// The round-robin quantum of `pid` (`sched_rr_get_interval`): the time slice a
 /// `SCHED_RR` thread gets (100 ms by default on Linux, `/proc/sys/kernel/sched_rr_timeslice_ms`);
-/// zero for a `SCHED_FIFO` thread; for `SCHED_OTHER` the kernel reports the current
-/// fair slice.
+/// zero for a `SCHED_FIFO` thread; for the fair policies, whatever the kernel reports
+/// (0, or the task's current slice when its run queue is busy).
 ///
 /// # References
 ///  - [`sched_rr_get_interval(2)`](https://man7.org/linux/man-pages/man2/sched_rr_get_interval.2.html)

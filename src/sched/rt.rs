@@ -279,7 +279,7 @@ fn stack_remaining() -> Result<usize> {
 }
 
 /// Prefaults `bytes` of heap and keeps them in the allocator: sets glibc's
-/// `M_MMAP_MAX` to 0 (no allocation goes to a separate `mmap` that `free` would
+/// (process-wide) `M_MMAP_MAX` to 0 (no allocation goes to a separate `mmap` that `free` would
 /// unmap) and `M_TRIM_THRESHOLD` to "never", then allocates, touches every page and
 /// frees the block. Later allocations of the calling thread's arena reuse those
 /// present pages. (Threads other than the main one may use other glibc arenas.)

@@ -584,9 +584,24 @@ impl Attr {
                 libc::EINVAL => e.with_message(
                     "an attribute was refused (affinity naming no usable CPU, or a bad stack size)",
                 ),
-                libc::EAGAIN => e.with_message(
-                    "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",
-                ),
+                libc::EAGAIN => {
+                    let e = e.with_message(
+                        "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",
+                    );
+                    let locked = super::rt::locked_bytes();
+                    if locked > 0 {
+                        e.with_hint(format!(
+                            "memory is locked ({} KiB, mlockall MCL_FUTURE?): the new stack must \
+                             fit in RLIMIT_MEMLOCK ({}); give the thread a smaller \
+                             Builder::stack_size, raise memlock in /etc/security/limits.conf, \
+                             or run with CAP_IPC_LOCK",
+                            locked / 1024,
+                            super::rt::memlock_limit()
+                        ))
+                    } else {
+                        e
+                    }
+                }
                 _ => e,
             });
         }

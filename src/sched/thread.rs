@@ -98,15 +98,16 @@ pub fn process_threads() -> Result<Vec<Tid>> {
     Ok(tids)
 }
 
-/// Policy and priority of thread `tid` (`sched_getscheduler` + `sched_getparam`).
+/// Policy and priority of thread `tid`, read in one `sched_getattr` call so the pair
+/// is consistent even if another thread changes it meanwhile (the POSIX pair
+/// `sched_getscheduler` + `sched_getparam` is [`get_scheduler`](super::get_scheduler)
+/// and [`get_param`](super::get_param)).
 ///
 /// # References
-///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
-///  - [`sched_getparam(2)`](https://man7.org/linux/man-pages/man2/sched_getparam.2.html)
+///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
-    let policy = raw_getscheduler(tid.as_raw())?;
-    let value = raw_getparam(tid.as_raw())?;
-    Ok(Priority::from_kernel(policy, value))
+    let a = super::deadline::get(tid)?;
+    Ok(Priority::from_kernel(a.policy, a.priority as i32))
 }
 
 /// Sets policy and priority of thread `tid` (`sched_setscheduler(tid, ...)`).
@@ -125,8 +126,9 @@ pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
 /// (`sched_setparam(tid, ...)`). The value is checked against the range of the
 /// thread's current policy first (`InvalidInput` if outside).
 ///
-/// Unlike [`set_current_priority`] (`pthread_setschedprio`), a lowered thread goes to
-/// the tail of its new priority's list, as `sched_setparam` specifies.
+/// POSIX puts a thread whose priority `sched_setparam` changed at the tail of its new
+/// list; Linux applies the `pthread_setschedprio` rule to every call instead (raised:
+/// tail, lowered: head, unchanged: stays; see `sched(7)`).
 ///
 /// # References
 ///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)

@@ -1,0 +1,74 @@
+//! Listing 6.4 of the seed: query the scheduling policies and this process's
+//! scheduling attributes, then switch to SCHED_RR priority 50 and print the
+//! round-robin quantum (listing 6.5 shows the Linux output). The original policy is
+//! restored at the end.
+//!
+//! ```sh
+//! cargo run --example sched_info
+//! ```
+
+use posixrt::sched::{self, Policy, Priority};
+
+fn main() {
+    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
+        println!("usage: sched_info\n\nPrints the priority range of each scheduling policy, this process's policy and priority,\nthen switches to SCHED_RR 50, prints the RR quantum and restores the original policy.");
+        return;
+    }
+    if let Err(e) = run() {
+        eprintln!("sched_info: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> posixrt::Result<()> {
+    println!("Priority ranges of the scheduling policies");
+    for p in Policy::ALL {
+        let r = p.priority_range()?;
+        println!("{:<15}: {} to {}", p.name(), r.start(), r.end());
+    }
+
+    // sched_getscheduler(0) / sched_getparam(0): on Linux, the calling (main) thread.
+    let policy = sched::get_scheduler(None)?;
+    let prio = sched::get_param(None)?;
+    println!("Current scheduling policy of this process: {policy}");
+    println!("Current priority of this process: {prio}");
+    let original = Priority::new(policy, prio);
+
+    let rr50 = Priority::round_robin(50)?;
+    let switched = match sched::set_scheduler(None, rr50) {
+        Ok(()) => {
+            println!(
+                "Switched to {} (now {} {})",
+                rr50,
+                sched::get_scheduler(None)?,
+                sched::get_param(None)?
+            );
+            true
+        }
+        Err(e) => {
+            println!("Switch to {rr50} refused: {e}");
+            println!("(still {policy} {prio}; sched_rr_get_interval below reports on that policy)");
+            false
+        }
+    };
+
+    let q = sched::rr_interval(None)?;
+    println!(
+        "Round-robin quantum (sched_rr_get_interval): {} s",
+        q.as_secs_f64()
+    );
+
+    if switched {
+        match original {
+            Ok(p) if p.policy() != Policy::Deadline => {
+                sched::set_scheduler(None, p)?;
+                println!("Restored {}", sched::current_scheduling()?);
+            }
+            _ => {
+                sched::set_scheduler(None, Priority::other())?;
+                println!("Restored SCHED_OTHER 0 (the original {policy} {prio} cannot be set back with sched_setscheduler)");
+            }
+        }
+    }
+    Ok(())
+}

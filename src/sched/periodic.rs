@@ -1,0 +1,288 @@
+//! A periodic timer on absolute `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, with
+//! wake-up latency statistics recorded the way `cyclictest` does.
+//!
+//! Each period's wake-up time is computed from the start time (`start + k·interval`),
+//! never from "now", so the loop does not drift. Right after each wake-up the timer
+//! reads `CLOCK_MONOTONIC` once; the **latency** is `now − expected wake-up`. If a
+//! wake-up comes later than a whole period, the periods missed are counted as
+//! *overruns* and skipped (the next wake-up is the next one still in the future).
+//!
+//! ```
+//! use std::time::Duration;
+//! use posixrt::sched::periodic::{LatencyStats, Periodic};
+//!
+//! let mut timer = Periodic::new(Duration::from_micros(500))?;
+//! let mut stats = LatencyStats::new(1000); // 1 µs buckets up to 1 ms
+//! for _ in 0..20 {
+//!     let w = timer.wait()?;
+//!     stats.record(&w);
+//! }
+//! assert_eq!(stats.count(), 20);
+//! println!("min {:.1} avg {:.1} max {:.1} µs", stats.min_us(), stats.avg_us(), stats.max_us());
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+//!
+//! Run it as `SCHED_FIFO` with memory locked ([`rt::setup`](super::rt::setup)) for
+//! real-time figures; the `cyclic` example is a `cyclictest` work-alike.
+//!
+//! # References
+//!  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
+//!  - [`cyclictest(8)`](https://man7.org/linux/man-pages/man8/cyclictest.8.html)
+
+use std::fmt;
+use std::time::Duration;
+
+use rustix::thread::clock_nanosleep_absolute;
+use rustix::time::{clock_gettime, ClockId, Timespec};
+
+use crate::{Error, Result};
+
+const NS: i64 = 1_000_000_000;
+
+#[inline(always)]
+fn now_ns() -> i64 {
+    let t = clock_gettime(ClockId::Monotonic);
+    t.tv_sec * NS + t.tv_nsec
+}
+
+/// One wake-up of a [`Periodic`] timer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wakeup {
+    /// When the wake-up was due, in `CLOCK_MONOTONIC` nanoseconds.
+    pub expected_ns: i64,
+    /// How late it came: `now − expected`, in nanoseconds (never negative with an
+    /// absolute sleep; kept signed so a broken clock would show).
+    pub latency_ns: i64,
+    /// Whole periods missed before this wake-up (0 normally).
+    pub overruns: u64,
+}
+
+impl Wakeup {
+    /// The latency as a `Duration` (0 if it were negative).
+    pub fn latency(&self) -> Duration {
+        Duration::from_nanos(self.latency_ns.max(0) as u64)
+    }
+}
+
+/// A periodic timer: absolute sleeps on `CLOCK_MONOTONIC`, one `interval` apart.
+///
+/// # References
+///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
+#[derive(Debug, Clone)]
+pub struct Periodic {
+    interval_ns: i64,
+    next_ns: i64,
+}
+
+impl Periodic {
+    /// A timer whose first wake-up is one `interval` from now. A zero interval, or one
+    /// of more than 2^62 ns, is `InvalidInput`.
+    pub fn new(interval: Duration) -> Result<Periodic> {
+        let ns = interval.as_nanos();
+        if ns == 0 || ns > (1u128 << 62) {
+            return Err(Error::invalid(
+                "clock_nanosleep",
+                format!("period {interval:?} must be > 0 and below 2^62 ns"),
+            ));
+        }
+        let interval_ns = ns as i64;
+        Ok(Periodic {
+            interval_ns,
+            next_ns: now_ns() + interval_ns,
+        })
+    }
+
+    /// The period.
+    pub fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_ns as u64)
+    }
+
+    /// The next wake-up time, `CLOCK_MONOTONIC` nanoseconds.
+    pub fn next_ns(&self) -> i64 {
+        self.next_ns
+    }
+
+    /// Sleeps until the next period starts, then measures how late the wake-up was.
+    ///
+    /// Retries on EINTR (the absolute deadline stays the same).
+    #[inline]
+    pub fn wait(&mut self) -> Result<Wakeup> {
+        let expected = self.next_ns;
+        let ts = Timespec {
+            tv_sec: expected / NS,
+            tv_nsec: expected % NS,
+        };
+        loop {
+            match clock_nanosleep_absolute(ClockId::Monotonic, &ts) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(Error::from_errno("clock_nanosleep", e.raw_os_error())),
+            }
+        }
+        let now = now_ns();
+        let latency_ns = now - expected;
+        let mut next = expected + self.interval_ns;
+        let mut overruns = 0;
+        if next <= now {
+            let missed = (now - next) / self.interval_ns + 1;
+            next += missed * self.interval_ns;
+            overruns = missed as u64;
+        }
+        self.next_ns = next;
+        Ok(Wakeup {
+            expected_ns: expected,
+            latency_ns,
+            overruns,
+        })
+    }
+}
+
+/// Wake-up latency statistics, as `cyclictest` keeps them: count, min, average, max,
+/// the last value ("Act"), overruns and a histogram of 1 µs buckets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LatencyStats {
+    count: u64,
+    min_ns: i64,
+    max_ns: i64,
+    sum_ns: i128,
+    last_ns: i64,
+    overruns: u64,
+    histogram: Vec<u64>,
+    beyond: u64,
+}
+
+impl LatencyStats {
+    /// Empty statistics with `buckets` histogram buckets of 1 µs each (bucket *i*
+    /// counts latencies in `[i, i+1)` µs); later latencies are counted in
+    /// [`beyond`](Self::beyond). The histogram is allocated here, never while recording.
+    pub fn new(buckets: usize) -> LatencyStats {
+        let mut histogram = vec![0u64; buckets];
+        // A zeroed allocation may be untouched pages: touch them now, not in the loop.
+        for i in (0..histogram.len()).step_by(512) {
+            // SAFETY: `i` is in bounds; a volatile write keeps the touch.
+            unsafe { std::ptr::write_volatile(histogram.as_mut_ptr().add(i), 0) };
+        }
+        LatencyStats {
+            count: 0,
+            min_ns: i64::MAX,
+            max_ns: i64::MIN,
+            sum_ns: 0,
+            last_ns: 0,
+            overruns: 0,
+            histogram,
+            beyond: 0,
+        }
+    }
+
+    /// Adds one wake-up.
+    #[inline]
+    pub fn record(&mut self, w: &Wakeup) {
+        let l = w.latency_ns;
+        self.count += 1;
+        if l < self.min_ns {
+            self.min_ns = l;
+        }
+        if l > self.max_ns {
+            self.max_ns = l;
+        }
+        self.sum_ns += i128::from(l);
+        self.last_ns = l;
+        self.overruns += w.overruns;
+        let b = (l.max(0) / 1000) as usize;
+        match self.histogram.get_mut(b) {
+            Some(c) => *c += 1,
+            None => self.beyond += 1,
+        }
+    }
+
+    /// Number of wake-ups recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Smallest latency, µs (0 when empty).
+    pub fn min_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.min_ns as f64 / 1000.0
+        }
+    }
+
+    /// Largest latency, µs (0 when empty).
+    pub fn max_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.max_ns as f64 / 1000.0
+        }
+    }
+
+    /// Mean latency, µs (0 when empty).
+    pub fn avg_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64 / 1000.0
+        }
+    }
+
+    /// The last latency recorded, µs (cyclictest's "Act").
+    pub fn last_us(&self) -> f64 {
+        self.last_ns as f64 / 1000.0
+    }
+
+    /// Periods missed in total.
+    pub fn overruns(&self) -> u64 {
+        self.overruns
+    }
+
+    /// The histogram: element *i* counts latencies in `[i, i+1)` µs.
+    pub fn histogram(&self) -> &[u64] {
+        &self.histogram
+    }
+
+    /// Latencies beyond the last bucket.
+    pub fn beyond(&self) -> u64 {
+        self.beyond
+    }
+}
+
+impl fmt::Display for LatencyStats {
+    /// `C: N Min: a Act: b Avg: c Max: d` in µs, as cyclictest prints it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "C:{:>8} Min:{:>7.0} Act:{:>5.0} Avg:{:>5.0} Max:{:>8.0}",
+            self.count,
+            self.min_us(),
+            self.last_us(),
+            self.avg_us(),
+            self.max_us()
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_math() {
+        let mut s = LatencyStats::new(3);
+        for l in [500, 1500, 2500, 9000] {
+            s.record(&Wakeup {
+                expected_ns: 0,
+                latency_ns: l,
+                overruns: 0,
+            });
+        }
+        assert_eq!(s.count(), 4);
+        assert_eq!(s.min_us(), 0.5);
+        assert_eq!(s.max_us(), 9.0);
+        assert_eq!(s.avg_us(), 3.375);
+        assert_eq!(s.histogram(), &[1, 1, 1]);
+        assert_eq!(s.beyond(), 1);
+        assert_eq!(s.last_us(), 9.0);
+    }
+}

@@ -1,0 +1,564 @@
+//! Integration tests for `posixrt::mark`: a child process marks threads and this
+//! process reads them (torn-read safe), slots are freed on thread exit, a SIGKILLed
+//! child disappears, the registry file is private, and the bounds are right.
+//!
+//! Child processes are this test binary run again with `POSIXRT_MARK_CHILD=<mode>`
+//! and the filter `child_process`: that test acts as the child when the variable
+//! is set (and does nothing otherwise).
+
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::fs::MetadataExt;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use posixrt::mark::{self, MARKER_MAX, RAW_LEN};
+use posixrt::ErrorKind;
+
+const CHILD_ENV: &str = "POSIXRT_MARK_CHILD";
+const MARKER_A: &str = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+const MARKER_B: &str = "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
+
+fn wait_stdin_eof() {
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+}
+
+/// The child side. Prints `READY <pid> <tid>...` once its marks are in place.
+#[test]
+fn child_process() {
+    let Ok(mode) = std::env::var(CHILD_ENV) else {
+        return; // not a child run
+    };
+    let me = rustix::thread::gettid().as_raw_nonzero().get();
+    match mode.as_str() {
+        "basic" | "kill" => {
+            mark::set("child main thread").unwrap();
+            mark::write_raw(0, b"child raw block").unwrap();
+            let (done_tx, done_rx) = mpsc::channel::<()>();
+            let done_rx = Arc::new(std::sync::Mutex::new(done_rx));
+            let (wrote_tx, wrote_rx) = mpsc::channel::<()>();
+            let mut workers = Vec::new();
+            for n in 1..=3 {
+                let rx = done_rx.clone();
+                let wrote = wrote_tx.clone();
+                let w = mark::spawn_named(&format!("child worker {n}"), move || {
+                    mark::write_raw(RAW_LEN - 1, &[n as u8]).unwrap();
+                    wrote.send(()).unwrap();
+                    let _ = rx.lock().unwrap().recv();
+                })
+                .unwrap();
+                workers.push(w);
+            }
+            for _ in 0..3 {
+                wrote_rx.recv().unwrap();
+            }
+            let tids: Vec<String> = workers.iter().map(|w| w.tid().to_string()).collect();
+            println!("READY {} {me} {}", std::process::id(), tids.join(" "));
+            if mode == "kill" {
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+            }
+            wait_stdin_eof();
+            drop(done_tx);
+            for w in workers {
+                w.join().unwrap();
+            }
+        }
+        "torn" => {
+            let stop = Arc::new(AtomicBool::new(false));
+            let s2 = stop.clone();
+            let writer = mark::spawn_named("writer", move || {
+                let mut k = 0u8;
+                while !s2.load(Ordering::Relaxed) {
+                    k = k.wrapping_add(1);
+                    mark::update(if k & 1 == 0 { MARKER_A } else { MARKER_B }).unwrap();
+                    mark::write_raw(0, &[k; RAW_LEN]).unwrap();
+                }
+            })
+            .unwrap();
+            println!("READY {} {}", std::process::id(), writer.tid());
+            wait_stdin_eof();
+            stop.store(true, Ordering::Relaxed);
+            writer.join().unwrap();
+        }
+        "exec" => {
+            use std::os::unix::process::CommandExt;
+            mark::set("child before exec").unwrap();
+            println!("READY {} {me}", std::process::id());
+            // Replace the image: same pid and start time, marks not rewritten.
+            let err = Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "child_process",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, "idle")
+                .exec();
+            panic!("exec failed: {err}");
+        }
+        "idle" => {
+            println!("IDLE {}", std::process::id());
+            wait_stdin_eof();
+        }
+        other => panic!("unknown child mode {other}"),
+    }
+}
+
+struct ChildProc {
+    child: Child,
+    pid: i32,
+    tids: Vec<i32>,
+    _out: BufReader<ChildStdout>,
+}
+
+impl Drop for ChildProc {
+    /// A failed assertion must not leave the child running.
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// The child is reaped by `ChildProc`'s destructor on every path.
+#[allow(clippy::zombie_processes)]
+fn spawn_child(mode: &str) -> ChildProc {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_process",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn the child");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = out.read_line(&mut line).unwrap();
+        assert!(n > 0, "child ended before READY");
+        if let Some(pos) = line.find("READY ") {
+            let nums: Vec<i32> = line[pos + 6..]
+                .split_whitespace()
+                .map(|w| w.parse().unwrap())
+                .collect();
+            return ChildProc {
+                child,
+                pid: nums[0],
+                tids: nums[1..].to_vec(),
+                _out: out,
+            };
+        }
+    }
+}
+
+fn registry_files(pid: i32) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(&format!("posixrt-mark-{pid}-")))
+        })
+        .collect()
+}
+
+#[test]
+fn child_marks_are_visible_to_parent() {
+    let mut c = spawn_child("basic");
+    let snap = mark::snapshot_pid(c.pid).unwrap();
+    assert_eq!(snap.processes.len(), 1, "{snap:?}");
+    let p = &snap.processes[0];
+    assert_eq!(p.pid, c.pid);
+    let exe = std::env::current_exe().unwrap();
+    assert_eq!(p.exe, exe.to_string_lossy());
+    let tids: Vec<i32> = p.threads.iter().map(|t| t.tid).collect();
+    let mut want = c.tids.clone();
+    want.sort();
+    assert_eq!(tids, want, "exactly the marked threads, by tid");
+
+    let main = p.threads.iter().find(|t| t.tid == c.tids[0]).unwrap();
+    assert_eq!(main.marker, "child main thread");
+    assert_eq!(&main.raw[..15], b"child raw block");
+    assert!(main.raw_written);
+    assert_eq!(main.sched.kernel_name, "child main thre");
+    let age = std::time::SystemTime::now()
+        .duration_since(main.updated)
+        .unwrap_or_default();
+    assert!(
+        age < Duration::from_secs(120),
+        "timestamp is recent: {age:?}"
+    );
+    for (n, tid) in c.tids[1..].iter().enumerate() {
+        let t = p.threads.iter().find(|t| t.tid == *tid).unwrap();
+        assert_eq!(t.marker, format!("child worker {}", n + 1));
+        assert_eq!(t.raw[RAW_LEN - 1], n as u8 + 1, "last raw byte is writable");
+        assert_eq!(t.sched.policy, Some(posixrt::sched::Policy::Other));
+        assert_eq!(t.sched.policy_short(), "OTHER");
+        assert_eq!(t.sched.rt_priority, 0);
+        assert!(t.sched.last_cpu >= 0);
+    }
+    // the full listing has it too
+    let all = mark::snapshot().unwrap();
+    assert!(all.process(c.pid).is_some());
+
+    drop(c.child.stdin.take()); // EOF: the child exits normally
+    assert!(c.child.wait().unwrap().success());
+    assert!(mark::snapshot_pid(c.pid).unwrap().processes.is_empty());
+    assert!(registry_files(c.pid).is_empty(), "removed at exit");
+}
+
+#[test]
+fn torn_reads_never_mix_markers() {
+    let mut c = spawn_child("torn");
+    let writer = c.tids[0];
+    let (mut saw_a, mut saw_b, mut reads, mut busy) = (0u64, 0u64, 0u64, 0u64);
+    let t0 = Instant::now();
+    while (reads < 2000 || saw_a == 0 || saw_b == 0) && t0.elapsed() < Duration::from_secs(20) {
+        let snap = mark::snapshot_pid(c.pid).unwrap();
+        if snap.busy > 0 {
+            busy += 1;
+            reads += 1;
+            continue;
+        }
+        let p = snap.process(c.pid).expect("child listed");
+        let t = p
+            .threads
+            .iter()
+            .find(|t| t.tid == writer)
+            .expect("writer listed");
+        match t.marker.as_str() {
+            MARKER_A => saw_a += 1,
+            MARKER_B => saw_b += 1,
+            "writer" => {} // the name it was spawned with, before its first update
+            other => panic!("torn marker read: {other:?}"),
+        }
+        assert!(
+            t.raw.iter().all(|&b| b == t.raw[0]),
+            "torn raw block: {:?}",
+            t.raw
+        );
+        reads += 1;
+    }
+    println!(
+        "{reads} reads: {saw_a} A, {saw_b} B, {busy} busy, {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        saw_a > 0 && saw_b > 0,
+        "the writer was changing the marker meanwhile"
+    );
+    drop(c.child.stdin.take());
+    assert!(c.child.wait().unwrap().success());
+}
+
+#[test]
+fn sigkilled_child_disappears() {
+    let mut c = spawn_child("kill");
+    assert_eq!(
+        mark::snapshot()
+            .unwrap()
+            .process(c.pid)
+            .unwrap()
+            .threads
+            .len(),
+        4
+    );
+    assert_eq!(registry_files(c.pid).len(), 1);
+    c.child.kill().unwrap(); // SIGKILL: no destructor, no atexit
+    c.child.wait().unwrap();
+    let snap = mark::snapshot().unwrap();
+    assert!(
+        snap.process(c.pid).is_none(),
+        "dead process listed: {snap:?}"
+    );
+    assert!(
+        registry_files(c.pid).is_empty(),
+        "the reader removed the dead file"
+    );
+}
+
+#[test]
+fn exec_leaves_no_live_marks() {
+    let mut c = spawn_child("exec");
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            c._out.read_line(&mut line).unwrap() > 0,
+            "child ended before IDLE"
+        );
+        if line.contains("IDLE ") {
+            break;
+        }
+    }
+    // Same pid and start time, but the new image holds no lock on the old file.
+    let snap = mark::snapshot_pid(c.pid).unwrap();
+    assert!(
+        snap.process(c.pid).is_none(),
+        "exec'd process listed: {snap:?}"
+    );
+    assert!(
+        registry_files(c.pid).is_empty(),
+        "the stale file was removed"
+    );
+    drop(c.child.stdin.take());
+    assert!(c.child.wait().unwrap().success());
+}
+
+#[test]
+fn thread_exit_frees_slot() {
+    let me = std::process::id() as i32;
+    for round in 0..20 {
+        let (tx, rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let t = mark::spawn_named(&format!("short-lived {round}"), move || {
+            tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        })
+        .unwrap();
+        rx.recv().unwrap();
+        let tid = t.tid();
+        let snap = mark::snapshot_pid(me).unwrap();
+        let listed = snap
+            .process(me)
+            .unwrap()
+            .threads
+            .iter()
+            .any(|x| x.tid == tid);
+        assert!(listed, "live thread listed");
+        go_tx.send(()).unwrap();
+        t.join().unwrap();
+        let snap = mark::snapshot_pid(me).unwrap();
+        let still = snap
+            .process(me)
+            .is_some_and(|p| p.threads.iter().any(|x| x.tid == tid));
+        assert!(!still, "exited thread still listed");
+    }
+}
+
+#[test]
+fn registry_file_mode_is_0600() {
+    mark::set("mode check").unwrap();
+    let path = mark::registry_path().expect("registry exists after set");
+    let md = std::fs::metadata(&path).unwrap();
+    assert_eq!(md.mode() & 0o7777, 0o600, "{}", path.display());
+    assert_eq!(md.uid(), rustix::process::geteuid().as_raw());
+    let name = path.file_name().unwrap().to_str().unwrap().to_string();
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let after = &stat[stat.rfind(')').unwrap() + 2..];
+    let start = after.split_whitespace().nth(19).unwrap(); // field 22
+    assert_eq!(name, format!("posixrt-mark-{}-{start}", std::process::id()));
+    mark::clear();
+}
+
+#[test]
+fn raw_block_bounds() {
+    let full: Vec<u8> = (0..RAW_LEN as u8).collect();
+    mark::write_raw(0, &full).unwrap();
+    mark::write_raw(RAW_LEN - 1, &[0xEE]).unwrap(); // the seed's check refuses this one
+    mark::write_raw(RAW_LEN, &[]).unwrap();
+    mark::write_raw(10, &[1, 2, 3]).unwrap();
+    let mut back = [0u8; RAW_LEN];
+    mark::read_raw(0, &mut back).unwrap();
+    let mut want = full.clone();
+    want[RAW_LEN - 1] = 0xEE;
+    want[10..13].copy_from_slice(&[1, 2, 3]);
+    assert_eq!(&back[..], &want[..]);
+    let mut two = [0u8; 2];
+    mark::read_raw(RAW_LEN - 2, &mut two).unwrap();
+    assert_eq!(two, [RAW_LEN as u8 - 2, 0xEE]);
+
+    for (off, len) in [
+        (0, RAW_LEN + 1),
+        (RAW_LEN - 3, 4),
+        (RAW_LEN + 1, 0),
+        (usize::MAX, 2),
+    ] {
+        let e = mark::write_raw(off, &vec![0; len]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{off}+{len}");
+        let e = mark::read_raw(off, &mut vec![0; len]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    }
+    mark::clear();
+}
+
+fn comm() -> String {
+    std::fs::read_to_string("/proc/thread-self/comm")
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+#[test]
+fn marker_limits_kernel_name_and_clear() {
+    let max = "m".repeat(MARKER_MAX);
+    mark::set(&max).unwrap();
+    assert_eq!(mark::current().as_deref(), Some(max.as_str()));
+    let e = mark::set(&"m".repeat(MARKER_MAX + 1)).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert_eq!(
+        mark::update(&"x".repeat(MARKER_MAX + 1))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        mark::current().as_deref(),
+        Some(max.as_str()),
+        "a refused marker changes nothing"
+    );
+
+    mark::set("kernel name check 1").unwrap();
+    assert_eq!(comm(), "kernel name che");
+    mark::update("other prefix").unwrap();
+    assert_eq!(comm(), "kernel name che", "update leaves the kernel name");
+    assert_eq!(mark::current().as_deref(), Some("other prefix"));
+    mark::set("short").unwrap();
+    assert_eq!(comm(), "short");
+
+    let me = std::process::id() as i32;
+    let tid = rustix::thread::gettid().as_raw_nonzero().get();
+    let listed = |snap: &mark::Snapshot| {
+        snap.process(me).and_then(|p| {
+            p.threads
+                .iter()
+                .find(|t| t.tid == tid)
+                .map(|t| t.marker.clone())
+        })
+    };
+    assert_eq!(
+        listed(&mark::snapshot_pid(me).unwrap()).as_deref(),
+        Some("short")
+    );
+    mark::clear();
+    assert_eq!(mark::current(), None);
+    assert_eq!(
+        listed(&mark::snapshot_pid(me).unwrap()),
+        None,
+        "cleared threads are not listed"
+    );
+}
+
+#[test]
+fn spawn_named_marks_before_user_code() {
+    let t = mark::spawn_named("named worker thread", || (mark::current(), comm())).unwrap();
+    let tid = t.tid();
+    assert!(tid > 0);
+    let (marker, kname) = t.join().unwrap();
+    assert_eq!(marker.as_deref(), Some("named worker thread"));
+    assert_eq!(kname, "named worker th");
+    let e = mark::spawn_named("bad\0name", || ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let e = mark::Builder::new("x".repeat(MARKER_MAX + 1))
+        .spawn(|| ())
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let t = mark::Builder::new("small stack")
+        .stack_size(64 * 1024)
+        .spawn(|| 5)
+        .unwrap();
+    assert_eq!(t.join().unwrap(), 5);
+}
+
+#[test]
+fn forked_child_gets_its_own_registry() {
+    mark::set("parent before fork").unwrap();
+    let parent = std::process::id() as i32;
+    let parent_tid = rustix::thread::gettid().as_raw_nonzero().get();
+    let parent_path = mark::registry_path().unwrap();
+    // SAFETY: the child only runs the checks below and leaves with `_exit`; glibc's
+    // malloc is usable after fork, which is all the marking path needs.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let code = (|| {
+            // The inherited slot belongs to the parent: marking must not write it.
+            mark::set("child after fork").ok()?;
+            let path = mark::registry_path()?;
+            let me = std::process::id() as i32;
+            if path == parent_path || !path.to_str()?.contains(&format!("-{me}-")) {
+                return Some(2);
+            }
+            let snap = mark::snapshot_pid(parent).ok()?;
+            let still = snap
+                .process(parent)?
+                .threads
+                .iter()
+                .any(|t| t.tid == parent_tid && t.marker == "parent before fork");
+            Some(if still { 0 } else { 3 })
+        })()
+        .unwrap_or(4);
+        // SAFETY: leaving the forked child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for the child we forked; `status` is a valid out pointer.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status), "child died: {status:#x}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "child check failed");
+    assert_eq!(mark::current().as_deref(), Some("parent before fork"));
+    // `_exit` ran no atexit handler, so the file outlived the child; the next scan
+    // (this one, or a parallel test's) removes it.
+    assert!(mark::snapshot().unwrap().process(pid).is_none());
+    assert!(
+        registry_files(pid).is_empty(),
+        "the next scan removed the dead child's file"
+    );
+    mark::clear();
+}
+
+#[test]
+fn snapshot_reports_policy_priority_and_nice() {
+    let (tx, rx) = mpsc::channel::<i32>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let tx2 = tx.clone();
+    let fifo = mark::spawn_named("fifo thread", move || {
+        let p = libc::sched_param { sched_priority: 10 };
+        // SAFETY: sets the calling thread's policy (pid 0 = this thread on Linux).
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) };
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        tx.send(if rc == 0 { 0 } else { errno }).unwrap();
+        let _ = go_rx.recv(); // blocked, not spinning
+    })
+    .unwrap();
+    let (go2_tx, go2_rx) = mpsc::channel::<()>();
+    let nice = mark::spawn_named("nice thread", move || {
+        // SAFETY: sets the calling thread's nice value (who 0 = this thread).
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 5) };
+        tx2.send(if rc == 0 { 0 } else { -1 }).unwrap();
+        let _ = go2_rx.recv();
+    })
+    .unwrap();
+    let fifo_rc = rx.recv().unwrap();
+    assert_eq!(rx.recv().unwrap(), 0, "raising nice never needs privilege");
+    let me = std::process::id() as i32;
+    let snap = mark::snapshot_pid(me).unwrap();
+    let p = snap.process(me).unwrap();
+    let f = p.threads.iter().find(|t| t.tid == fifo.tid()).unwrap();
+    if fifo_rc == 0 {
+        assert_eq!(f.sched.policy, Some(posixrt::sched::Policy::Fifo));
+        assert_eq!(f.sched.policy_short(), "FIFO");
+        assert_eq!(f.sched.rt_priority, 10);
+    } else {
+        println!("skip FIFO check: sched_setscheduler refused (errno {fifo_rc})");
+        assert_eq!(fifo_rc, libc::EPERM);
+    }
+    let n = p.threads.iter().find(|t| t.tid == nice.tid()).unwrap();
+    assert_eq!(n.sched.nice, 5);
+    assert_eq!(n.sched.policy, Some(posixrt::sched::Policy::Other));
+    assert_eq!(n.sched.rt_priority, 0);
+    drop((go_tx, go2_tx));
+    fifo.join().unwrap();
+    nice.join().unwrap();
+}

@@ -1,0 +1,521 @@
+//! Tests of the `tfp` binary: output layout, `-b`, `--json`, NAME filters,
+//! `--watch`, unreadable processes, and the time to list 1000 marked threads.
+//!
+//! The marked process is this test process itself (tests filter by the tids they
+//! created, so they can run in parallel).
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Output};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::time::Instant;
+
+use posixrt::mark;
+
+fn tfp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfp"))
+        .args(args)
+        .output()
+        .expect("run tfp")
+}
+
+fn me() -> i32 {
+    std::process::id() as i32
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
+/// A marked worker that stays alive until the returned sender is dropped.
+fn parked_worker(marker: &str, raw: &[u8]) -> (mark::MarkedThread<()>, mpsc::Sender<()>) {
+    let (tx, rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let raw = raw.to_vec();
+    let t = mark::spawn_named(marker, move || {
+        mark::write_raw(0, &raw).unwrap();
+        ready_tx.send(()).unwrap();
+        let _ = rx.recv();
+    })
+    .unwrap();
+    ready_rx.recv().unwrap();
+    (t, tx)
+}
+
+/// One parsed `TID` line.
+#[derive(Debug)]
+struct TidLine {
+    tid: i32,
+    date: String,
+    policy: String,
+    rt: u32,
+    nice: i32,
+    cpu: f64,
+    marker: String,
+}
+
+fn parse_tid(line: &str) -> TidLine {
+    // TID <tid> yyyy mm dd hh:mm:ss POLICY RT NICE CPU marker...
+    let mut it = line.split_whitespace();
+    assert_eq!(it.next(), Some("TID"), "{line}");
+    let tid = it.next().unwrap().parse().unwrap();
+    let (y, mo, d, hms) = (
+        it.next().unwrap(),
+        it.next().unwrap(),
+        it.next().unwrap(),
+        it.next().unwrap(),
+    );
+    assert_eq!(
+        (y.len(), mo.len(), d.len(), hms.len()),
+        (4, 2, 2, 8),
+        "{line}"
+    );
+    assert!(y.parse::<u32>().unwrap() >= 2000);
+    assert!((1..=12).contains(&mo.parse::<u32>().unwrap()));
+    assert_eq!(hms.matches(':').count(), 2);
+    let policy = it.next().unwrap().to_string();
+    let rt = it.next().unwrap().parse().unwrap();
+    let nice = it.next().unwrap().parse().unwrap();
+    let cpu = it.next().unwrap().parse().unwrap();
+    // The marker is the rest of the line after the CPU column, spaces included.
+    let cpu_end = {
+        let mut pos = 0;
+        for _ in 0..10 {
+            let s = line[pos..].find(|c: char| !c.is_whitespace()).unwrap() + pos;
+            pos = line[s..]
+                .find(char::is_whitespace)
+                .map_or(line.len(), |e| s + e);
+        }
+        pos
+    };
+    let marker = line[cpu_end..].strip_prefix(' ').unwrap_or("").to_string();
+    TidLine {
+        tid,
+        date: format!("{y} {mo} {d} {hms}"),
+        policy,
+        rt,
+        nice,
+        cpu,
+        marker,
+    }
+}
+
+/// The lines of our own process's block in a text listing.
+fn own_block(out: &str) -> Vec<String> {
+    let header = format!("PID {:>9} ", me());
+    let mut lines = out.lines().skip_while(|l| !l.starts_with(&header));
+    let mut block = Vec::new();
+    if let Some(h) = lines.next() {
+        block.push(h.to_string());
+        block.extend(
+            lines
+                .take_while(|l| !l.starts_with("PID "))
+                .map(str::to_string),
+        );
+    }
+    block
+}
+
+#[test]
+fn text_layout_matches_the_seed() {
+    let (w, _stop) = parked_worker("tfp text worker: step 3", b"");
+    let out = tfp(&["-p", &me().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    let block = own_block(&text);
+    assert!(!block.is_empty(), "our process is listed:\n{text}");
+    let exe = std::env::current_exe().unwrap();
+    assert_eq!(block[0], format!("PID {:>9} \"{}\"", me(), exe.display()));
+    let lines: Vec<TidLine> = block[1..].iter().map(|l| parse_tid(l)).collect();
+    let t = lines
+        .iter()
+        .find(|t| t.tid == w.tid())
+        .expect("worker listed");
+    assert_eq!(t.marker, "tfp text worker: step 3");
+    assert_eq!(t.policy, "OTHER");
+    assert_eq!((t.rt, t.nice), (0, 0));
+    assert!(t.cpu >= 0.0);
+    assert_eq!(t.date.len(), 19);
+    // no -b: no dump lines
+    assert!(
+        block[1..].iter().all(|l| l.starts_with("TID ")),
+        "{block:?}"
+    );
+}
+
+#[test]
+fn block_dump_16_bytes_a_line() {
+    let raw: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
+    let (w, _stop) = parked_worker("tfp dump worker", &raw);
+    let out = tfp(&["-b", "-p", &me().to_string()]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let block = own_block(&text);
+    let at = block
+        .iter()
+        .position(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
+        .expect("worker listed");
+    let dump = &block[at + 1..at + 5];
+    for (k, line) in dump.iter().enumerate() {
+        assert!(line.starts_with("          "), "{line:?}");
+        let bytes: Vec<u8> = line
+            .split_whitespace()
+            .map(|h| {
+                assert_eq!(h.len(), 2);
+                assert_eq!(h, h.to_uppercase());
+                u8::from_str_radix(h, 16).unwrap()
+            })
+            .collect();
+        assert_eq!(bytes, raw[k * 16..k * 16 + 16]);
+    }
+    assert!(block.get(at + 5).map_or(true, |l| l.starts_with("TID")));
+}
+
+#[test]
+fn verbose_adds_details() {
+    let (w, _stop) = parked_worker("tfp verbose worker", b"");
+    let out = tfp(&["-v", "-p", &me().to_string()]);
+    let text = stdout(&out);
+    assert!(text.lines().next().unwrap().starts_with("# TID"), "{text}");
+    let block = own_block(&text);
+    let at = block
+        .iter()
+        .position(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
+        .unwrap();
+    let detail = &block[at + 1];
+    assert!(
+        detail.contains("state ") && detail.contains("kernel name \"tfp verbose wor\""),
+        "{detail}"
+    );
+    assert!(text.lines().last().unwrap().contains("marked thread(s)"));
+}
+
+// ---- a minimal JSON parser, enough to check the output is well formed ----
+
+#[derive(Debug, Clone, PartialEq)]
+enum Json {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    Arr(Vec<Json>),
+    Obj(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn get(&self, k: &str) -> &Json {
+        match self {
+            Json::Obj(v) => {
+                &v.iter()
+                    .find(|(n, _)| n == k)
+                    .unwrap_or_else(|| panic!("no key {k}"))
+                    .1
+            }
+            _ => panic!("not an object"),
+        }
+    }
+    fn arr(&self) -> &[Json] {
+        match self {
+            Json::Arr(v) => v,
+            _ => panic!("not an array"),
+        }
+    }
+    fn num(&self) -> f64 {
+        match self {
+            Json::Num(n) => *n,
+            _ => panic!("not a number: {self:?}"),
+        }
+    }
+    fn str(&self) -> &str {
+        match self {
+            Json::Str(s) => s,
+            _ => panic!("not a string: {self:?}"),
+        }
+    }
+}
+
+fn parse_json(s: &str) -> Json {
+    fn ws(b: &[u8], i: &mut usize) {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+    }
+    fn val(b: &[u8], i: &mut usize) -> Json {
+        ws(b, i);
+        match b[*i] {
+            b'{' => {
+                *i += 1;
+                let mut v = Vec::new();
+                ws(b, i);
+                if b[*i] == b'}' {
+                    *i += 1;
+                    return Json::Obj(v);
+                }
+                loop {
+                    ws(b, i);
+                    let Json::Str(k) = val(b, i) else {
+                        panic!("key")
+                    };
+                    ws(b, i);
+                    assert_eq!(b[*i], b':');
+                    *i += 1;
+                    v.push((k, val(b, i)));
+                    ws(b, i);
+                    match b[*i] {
+                        b',' => *i += 1,
+                        b'}' => {
+                            *i += 1;
+                            return Json::Obj(v);
+                        }
+                        c => panic!("unexpected {}", c as char),
+                    }
+                }
+            }
+            b'[' => {
+                *i += 1;
+                let mut v = Vec::new();
+                ws(b, i);
+                if b[*i] == b']' {
+                    *i += 1;
+                    return Json::Arr(v);
+                }
+                loop {
+                    v.push(val(b, i));
+                    ws(b, i);
+                    match b[*i] {
+                        b',' => *i += 1,
+                        b']' => {
+                            *i += 1;
+                            return Json::Arr(v);
+                        }
+                        c => panic!("unexpected {}", c as char),
+                    }
+                }
+            }
+            b'"' => {
+                *i += 1;
+                let mut out = String::new();
+                loop {
+                    match b[*i] {
+                        b'"' => {
+                            *i += 1;
+                            return Json::Str(out);
+                        }
+                        b'\\' => {
+                            *i += 1;
+                            match b[*i] {
+                                b'n' => out.push('\n'),
+                                b't' => out.push('\t'),
+                                b'r' => out.push('\r'),
+                                b'u' => {
+                                    let h = std::str::from_utf8(&b[*i + 1..*i + 5]).unwrap();
+                                    out.push(
+                                        char::from_u32(u32::from_str_radix(h, 16).unwrap())
+                                            .unwrap(),
+                                    );
+                                    *i += 4;
+                                }
+                                c => out.push(c as char),
+                            }
+                            *i += 1;
+                        }
+                        _ => {
+                            let start = *i;
+                            while b[*i] != b'"' && b[*i] != b'\\' {
+                                *i += 1;
+                            }
+                            out.push_str(std::str::from_utf8(&b[start..*i]).unwrap());
+                        }
+                    }
+                }
+            }
+            b't' => {
+                *i += 4;
+                Json::Bool(true)
+            }
+            b'f' => {
+                *i += 5;
+                Json::Bool(false)
+            }
+            b'n' => {
+                *i += 4;
+                Json::Null
+            }
+            _ => {
+                let start = *i;
+                while *i < b.len()
+                    && (b[*i] == b'-' || b[*i] == b'.' || b[*i].is_ascii_alphanumeric())
+                {
+                    *i += 1;
+                }
+                Json::Num(std::str::from_utf8(&b[start..*i]).unwrap().parse().unwrap())
+            }
+        }
+    }
+    let b = s.as_bytes();
+    let mut i = 0;
+    let v = val(b, &mut i);
+    ws(b, &mut i);
+    assert_eq!(i, b.len(), "trailing data after JSON");
+    v
+}
+
+#[test]
+fn json_output() {
+    let raw = [0xA5u8; 8];
+    let (w, _stop) = parked_worker("tfp json \"quoted\" \\ worker", &raw);
+    let out = tfp(&["--json", "-p", &me().to_string()]);
+    assert!(out.status.success());
+    let j = parse_json(&stdout(&out));
+    assert_eq!(j.get("unreadable").num(), 0.0);
+    let procs = j.get("processes").arr();
+    let p = procs
+        .iter()
+        .find(|p| p.get("pid").num() as i32 == me())
+        .expect("listed");
+    assert_eq!(
+        p.get("exe").str(),
+        std::env::current_exe().unwrap().to_str().unwrap()
+    );
+    let t = p
+        .get("threads")
+        .arr()
+        .iter()
+        .find(|t| t.get("tid").num() as i32 == w.tid())
+        .expect("worker listed");
+    assert_eq!(t.get("marker").str(), "tfp json \"quoted\" \\ worker");
+    assert_eq!(&t.get("raw").str()[..16], "a5a5a5a5a5a5a5a5");
+    assert_eq!(t.get("raw").str().len(), 128);
+    assert_eq!(t.get("raw_written"), &Json::Bool(true));
+    assert_eq!(t.get("policy").str(), "OTHER");
+    assert_eq!(t.get("rt_priority").num(), 0.0);
+    assert!(t.get("updated_ns").num() > 1.0e18);
+    assert!(t.get("last_cpu").num() >= 0.0);
+    assert!(t.get("user_s").num() >= 0.0 && t.get("system_s").num() >= 0.0);
+    assert_eq!(t.get("kernel_name").str(), "tfp json \"quote");
+}
+
+#[test]
+fn name_filter_keeps_matching_paths() {
+    let (w, _stop) = parked_worker("tfp name worker", b"");
+    let exe = std::env::current_exe().unwrap();
+    let file = exe.file_name().unwrap().to_str().unwrap();
+    let out = stdout(&tfp(&[file]));
+    let block = own_block(&out);
+    assert!(
+        block
+            .iter()
+            .any(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid()),
+        "{out}"
+    );
+    for l in out.lines().filter(|l| l.starts_with("PID ")) {
+        assert!(
+            l.trim_end_matches('"').ends_with(file),
+            "only matching paths: {l}"
+        );
+    }
+    let out = stdout(&tfp(&["no-such-program-posixrt"]));
+    assert!(out.lines().all(|l| !l.starts_with("PID ")), "{out}");
+    // several names: any of them
+    let out = stdout(&tfp(&["no-such-program-posixrt", file]));
+    assert!(!own_block(&out).is_empty());
+}
+
+#[test]
+fn watch_refreshes_and_is_bounded() {
+    let (_w, _stop) = parked_worker("tfp watch worker", b"");
+    let out = tfp(&["--watch", "0.05", "-n", "3", "-p", &me().to_string()]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert_eq!(text.matches("\x1b[H\x1b[2J").count(), 3, "{text:?}");
+    assert_eq!(text.matches(&format!("PID {:>9}", me())).count(), 3);
+    for bad in [
+        &["--watch", "0"][..],
+        &["--watch", "-1"],
+        &["--watch", "x"],
+        &["-n", "2"],
+    ] {
+        let o = tfp(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?} is a usage error");
+    }
+}
+
+#[test]
+fn unreadable_processes_are_skipped_with_a_count() {
+    let (w, _stop) = parked_worker("tfp private worker", b"");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skip: needs root to run tfp as another user");
+        return;
+    }
+    // As `nobody`, our root-owned 0600 registry cannot be opened.
+    let out = Command::new(env!("CARGO_BIN_EXE_tfp"))
+        .args(["--json", "--no-self"])
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let j = parse_json(&stdout(&out));
+    assert!(j.get("unreadable").num() >= 1.0);
+    assert!(j
+        .get("processes")
+        .arr()
+        .iter()
+        .all(|p| p.get("pid").num() as i32 != me()));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("skipped"),
+        "{out:?}"
+    );
+    drop(w);
+}
+
+static BIG: Mutex<()> = Mutex::new(());
+
+#[test]
+fn lists_1000_marked_threads() {
+    let _g = BIG.lock().unwrap();
+    const N: usize = 1000;
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let done_rx = Arc::new(Mutex::new(done_rx));
+    let ready = Arc::new(Barrier::new(N + 1));
+    let mut threads = Vec::with_capacity(N);
+    for n in 0..N {
+        let rx = done_rx.clone();
+        let ready = ready.clone();
+        threads.push(
+            mark::Builder::new(format!("tfp load worker {n}"))
+                .stack_size(64 * 1024)
+                .spawn(move || {
+                    ready.wait();
+                    let _ = rx.lock().map(|r| r.recv());
+                })
+                .unwrap(),
+        );
+    }
+    ready.wait();
+    let mut times = Vec::new();
+    let mut listed = 0;
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        let out = tfp(&["--no-self"]);
+        times.push(t0.elapsed());
+        assert!(out.status.success());
+        let text = stdout(&out);
+        listed = own_block(&text)
+            .iter()
+            .filter(|l| l.starts_with("TID") && parse_tid(l).marker.starts_with("tfp load worker "))
+            .count();
+        assert_eq!(listed, N, "every marked thread listed");
+    }
+    times.sort();
+    println!(
+        "tfp listed {listed} marked threads (whole process run, all processes): median {:?}, min {:?}, max {:?}",
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1]
+    );
+    drop(done_tx);
+    for t in threads {
+        t.join().unwrap();
+    }
+}
