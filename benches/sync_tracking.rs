@@ -10,8 +10,33 @@
 use std::hint::black_box;
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use criterion::{criterion_group, criterion_main, Criterion};
 use posixrt::sync::{self, NormalMutex, PiMutex, RwLock, Tracking};
+
+/// The posixrt uncontended path with no tracking check at all: CAS 0→tid, CAS
+/// tid→0 (the contended path is irrelevant here and omitted). "tracking off" minus
+/// this is the cost of the switch.
+struct PlainTidLock(AtomicU32);
+
+impl PlainTidLock {
+    #[inline]
+    fn with(&self, f: impl FnOnce()) {
+        let tid = sync::current_tid();
+        while self
+            .0
+            .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            std::hint::spin_loop();
+        }
+        f();
+        let _ = self
+            .0
+            .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed);
+    }
+}
 
 fn levels(c: &mut Criterion) {
     let mut g = c.benchmark_group("sync tracking: uncontended lock+unlock");
@@ -21,6 +46,12 @@ fn levels(c: &mut Criterion) {
     let std_m = std::sync::Mutex::new(0u64);
     g.bench_function("std::sync::Mutex (plain lock)", |b| {
         b.iter(|| *black_box(&std_m).lock().unwrap() += 1)
+    });
+
+    let plain = PlainTidLock(AtomicU32::new(0));
+    let mut v = 0u64;
+    g.bench_function("plain tid CAS lock (no tracking check)", |b| {
+        b.iter(|| black_box(&plain).with(|| v += 1))
     });
 
     for (name, level) in [
