@@ -5,7 +5,7 @@
 //! (EINVAL), no privilege to raise a priority (EPERM). [`RawMutexChecked`] is the raw
 //! side that reports those, and [`MutexExt`] gives every `lock_api::Mutex` built on
 //! such a raw lock `lock_checked`, `try_lock_checked`, `lock_for_checked` and
-//! `lock_until_checked`, which return a [`Result`](crate::Result) with a guard.
+//! `lock_until_checked`, which return a [`Result`] with a guard.
 
 use std::time::{Duration, Instant};
 

@@ -77,18 +77,18 @@
 //! - [futex(2)](https://man7.org/linux/man-pages/man2/futex.2.html)
 //! - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (Solaris)
 
-mod ceiling;
-mod checked;
-mod condvar;
+pub mod ceiling;
+pub mod checked;
+pub mod condvar;
 pub(crate) mod hook;
-mod normal;
-mod pi;
-mod recursive;
-mod rwlock;
-mod semaphore;
-mod shared;
+pub mod normal;
+pub mod pi;
+pub mod recursive;
+pub mod rwlock;
+pub mod semaphore;
+pub mod shared;
 mod sys;
-mod track;
+pub mod track;
 
 pub use ceiling::{
     cache_ceiling_base, ceiling_mutex, refresh_ceiling_base, CeilingMutex, CeilingMutexGuard,
