@@ -12,8 +12,8 @@
 //! - makes two helper threads deadlock on two mutexes, finds the cycle with
 //!   `find_deadlocks()`, and lets a lock timeout break it;
 //! - reads its own objects back through the shared-memory registry, as `rtstat
-//!   PID` does from another process, and with `--hold-ms N` stays alive N ms so you
-//!   can run `rtstat PID` yourself.
+//!   PID` does from another process; with `--hold-ms N` it keeps the deadlock (and
+//!   every object) for N ms so that `rtstat PID` shows them, cycle included.
 //!
 //! `--json` prints one object: `{"objects": N, "registry_objects": N,
 //! "contended_locks": N, "waiters_seen": N, "deadlocks_found": N, "deadlock_broken":
@@ -214,12 +214,15 @@ fn main() {
         let a = s.spawn(|| {
             let _g = left.lock();
             barrier.wait();
-            right.lock_for_checked(Duration::from_millis(500)).is_ok()
+            right
+                .lock_for_checked(Duration::from_millis(500 + hold_ms))
+                .is_ok()
         });
         let b = s.spawn(|| {
             let _g = right.lock();
             barrier.wait();
-            left.lock_for_checked(Duration::from_millis(2000)).is_ok()
+            left.lock_for_checked(Duration::from_millis(2000 + hold_ms))
+                .is_ok()
         });
         barrier.wait();
         let end = Instant::now() + Duration::from_secs(2);
@@ -244,6 +247,14 @@ fn main() {
                 d.threads, names
             ));
         }
+        if hold_ms > 0 {
+            let pid = std::process::id();
+            let _ = sync::publish();
+            say(format!(
+                "holding the deadlock and every object for {hold_ms} ms: run `rtstat {pid}` now"
+            ));
+            std::thread::sleep(Duration::from_millis(hold_ms));
+        }
         let (ra, rb) = (a.join().unwrap_or(false), b.join().unwrap_or(false));
         broken = !ra && rb;
         say(format!(
@@ -259,7 +270,7 @@ fn main() {
     let from_registry = sync::read_process(pid);
     match (&published, &from_registry) {
         (Ok(_), Ok(r)) => say(format!(
-            "\n== the shared registry of pid {pid} shows {} objects (run `rtstat {pid}` meanwhile to see them)",
+            "\n== the shared registry of pid {pid} shows {} objects (what `rtstat {pid}` reads)",
             r.len()
         )),
         (Err(e), _) | (_, Err(e)) => say(format!("\n== shared registry unavailable: {e}")),
