@@ -7,7 +7,7 @@
 //! pid 12345: 4 objects (tracking data at most 50 ms old)
 //! ADDRESS            KIND            NAME            STATE                 WAITERS  LOCKS  CONT  TRY/FAIL  WAIT_MS  MAX_MS  HOLD_MS
 //! 0x5581f2a3c010     mutex           queue           owner 12350           2: 12351 12352  ...
-//! DEADLOCK: thread 12360 waits for [0x55.. right] held by thread 12361 waits for [0x55.. left] held by 12360
+//! DEADLOCK: thread 12360 waits for [0x55.. right] held by thread 12361 waits for [0x55.. left] held by thread 12360
 //! ```
 //!
 //! The process must have switched tracking on (`posixrt::sync::set_tracking`); its
@@ -205,7 +205,7 @@ fn main() -> ExitCode {
                 .map_or(String::new(), |n| format!(" {n}"));
             line.push_str(&format!(" thread {t} waits for [{l:#x}{name}] held by"));
         }
-        line.push_str(&format!(" {}", d.threads[0]));
+        line.push_str(&format!(" thread {}", d.threads[0]));
         println!("{line}");
     }
     ExitCode::SUCCESS
