@@ -599,3 +599,90 @@ fn ceiling_base_cache_is_opt_in_and_refreshable() {
     .unwrap();
     assert_eq!(seen, (-11, -11, -31, -21, -26));
 }
+
+#[test]
+fn other_kinds_under_contention_are_exact() {
+    use posixrt::sync::{Condvar, RecursiveMutex, RwLock, Semaphore};
+    // RwLock: writers increment, readers check the value never goes back.
+    let l = RwLock::new(0u64);
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                for _ in 0..5_000 {
+                    *l.write() += 1;
+                }
+            });
+        }
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut last = 0;
+                for _ in 0..5_000 {
+                    let v = *l.read();
+                    assert!(v >= last);
+                    last = v;
+                }
+            });
+        }
+    });
+    assert_eq!(*l.read(), 15_000);
+    assert!(l.try_write_for(Duration::from_millis(1)).is_some());
+
+    // A binary semaphore as a lock around a non-atomic read-modify-write.
+    let sem = Semaphore::new(1).unwrap();
+    let cell = AtomicU32::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..5_000 {
+                    sem.wait();
+                    let v = cell.load(Ordering::Relaxed);
+                    cell.store(v + 1, Ordering::Relaxed);
+                    sem.post().unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(cell.load(Ordering::Relaxed), 20_000);
+    assert_eq!(sem.value(), 1);
+    assert!(sem.try_wait());
+    assert_eq!(
+        sem.wait_for(Duration::from_millis(5)).unwrap_err().kind(),
+        ErrorKind::TimedOut
+    );
+
+    // Recursive mutex: nested locks from several threads.
+    let r = RecursiveMutex::new(std::cell::Cell::new(0u32));
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| {
+                for _ in 0..3_000 {
+                    let a = r.lock();
+                    let b = r.lock();
+                    b.set(a.get() + 1);
+                }
+            });
+        }
+    });
+    assert_eq!(r.lock().get(), 9_000);
+    assert_eq!(r.recursion(), 0);
+
+    // Condvar ping-pong over a PI mutex: strict alternation.
+    let m = PiMutex::new(0u32);
+    let cv = Condvar::new();
+    std::thread::scope(|s| {
+        for me in 0..2u32 {
+            let (m, cv) = (&m, &cv);
+            s.spawn(move || {
+                for _ in 0..2_000 {
+                    let mut g = m.lock();
+                    while *g % 2 != me {
+                        cv.wait(&mut g);
+                    }
+                    *g += 1;
+                    cv.notify_all();
+                }
+            });
+        }
+    });
+    assert_eq!(*m.lock(), 4_000);
+}
