@@ -686,3 +686,120 @@ fn other_kinds_under_contention_are_exact() {
     });
     assert_eq!(*m.lock(), 4_000);
 }
+
+/// The `priority_inversion` example binary (built by a plain `cargo test`, which
+/// compiles the examples), if present.
+fn example_binary() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let p = exe.parent()?.parent()?.join("examples/priority_inversion");
+    p.exists().then_some(p)
+}
+
+#[test]
+fn priority_inversion_example_prints_listing_6_8_order() {
+    let _g = serial();
+    let Some(bin) = example_binary() else {
+        eprintln!("priority_inversion not built (run plain `cargo test`); nothing to check");
+        return;
+    };
+    let args = [
+        "--runs",
+        "1",
+        "--cs-ms",
+        "5",
+        "--medium-ms",
+        "20",
+        "--iterations",
+        "1000000",
+    ];
+    let out = std::process::Command::new(&bin)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !have_rt() {
+        assert!(text.contains("CAP_SYS_NICE"), "{text}");
+        return;
+    }
+    // Listing 6.8's order of events.
+    let expected = [
+        "Medium-priority thread before taking the semaphore",
+        "High-priority thread before taking the semaphore",
+        "Low priority: 68",
+        "Medium priority: 83",
+        "High priority: 98",
+        "Low-priority thread before releasing the semaphore for the medium-priority thread",
+        "Medium-priority thread before releasing the semaphore",
+        "Low-priority thread before releasing the semaphore for the high-priority thread",
+        "High-priority thread after taking the semaphore",
+    ];
+    let lines: Vec<&str> = text.lines().skip(1).take(expected.len()).collect();
+    assert_eq!(lines, expected, "{text}");
+    for p in ["none", "inherit", "protect"] {
+        assert!(text.contains(&format!("{p} ")), "{text}");
+    }
+    // --json: exactly one object with the three protocols.
+    let out = std::process::Command::new(&bin)
+        .args(args)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let json = String::from_utf8_lossy(&out.stdout);
+    let json = json.trim();
+    assert!(
+        json.starts_with("{\"critical_section_ms\": 5.000, \"blocked_ms\": {\"none\": "),
+        "{json}"
+    );
+    assert_eq!(json.lines().count(), 1);
+    assert!(!json.contains("null"), "{json}");
+}
+
+#[test]
+fn priority_inversion_example_without_privilege_explains_and_exits_0() {
+    let _g = serial();
+    let Some(bin) = example_binary() else {
+        eprintln!("priority_inversion not built (run plain `cargo test`); nothing to check");
+        return;
+    };
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(&bin);
+    cmd.args(["--json", "--runs", "1"]);
+    // SAFETY: between fork and exec the child only makes async-signal-safe syscalls.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Drop CAP_SYS_NICE from the bounding set and, as root, become nobody.
+            libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
+            if libc::geteuid() == 0 && libc::setresuid(65534, 65534, 65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = match cmd.output() {
+        Ok(o) => o,
+        // uid 65534 may be unable to execute a binary under /root: nothing to check.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return,
+        Err(e) => panic!("{e}"),
+    };
+    if out.status.code() == Some(126) {
+        return;
+    }
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "{\"critical_section_ms\": 50.000, \"blocked_ms\": {\"none\": null, \"inherit\": null, \"protect\": null}}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("EPERM") && err.contains("CAP_SYS_NICE"),
+        "{err}"
+    );
+}
