@@ -30,6 +30,10 @@ fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
+        println!("Usage: tfp_hello [FIRST_SECS [SECOND_SECS]]   (defaults: 60 and 10)");
+        return Ok(());
+    }
     let mut args = std::env::args().skip(1);
     let (first, second) = match (secs(args.next(), 60.0), secs(args.next(), 10.0)) {
         (Ok(a), Ok(b)) if args.next().is_none() => (a, b),

@@ -335,19 +335,26 @@ fn direct_io_alignment_errors() {
     assert!(e.hint().is_some());
 }
 
-/// Finds (or builds) the `bytesum` example binary next to this test binary.
+/// Builds the example (a no-op when it is fresh: `cargo test --test advise` alone
+/// does not rebuild examples, and a stale binary must not be tested) and returns
+/// its path next to this test binary.
 fn example_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().parent().unwrap().join("examples");
-    let bin = dir.join(name);
-    if !bin.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("run cargo build --example");
-        assert!(status.success(), "cargo build --example {name}");
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let bin = profile_dir.join("examples").join(name);
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--example", name])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
     }
+    // The same features as this test build, so the nested build reuses the outer
+    // one's artifacts instead of rebuilding the crate with other features.
+    if cfg!(feature = "tokio") {
+        cmd.args(["--features", "tokio"]);
+    }
+    let status = cmd.status().expect("run cargo build --example");
+    assert!(status.success(), "cargo build --example {name}");
     assert!(bin.exists(), "{} missing", bin.display());
     bin
 }
@@ -378,7 +385,47 @@ fn bytesum_matches_independent_sum() {
     let empty = Scratch::new("bytesum-empty");
     drop(empty.rw());
     let out = Command::new(&bin).arg(&empty.path).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+
+    // exactly three buffers, and a single 0xFF byte (C's signed char: -1)
+    for (tag, bytes, want) in [
+        ("bytesum-exact", vec![0x80u8; 3 * 8192], -128 * 3 * 8192),
+        ("bytesum-ff", vec![0xFF], -1),
+    ] {
+        let f = Scratch::new(tag);
+        f.rw().write_all(&bytes).unwrap();
+        let out = Command::new(&bin).arg(&f.path).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            want.to_string()
+        );
+    }
+
+    // /dev/stdin on a pipe: fadvise is refused (ESPIPE), reported, and the sum is
+    // still computed, as in the C program
+    let mut child = Command::new(&bin)
+        .arg("/dev/stdin")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feed = data.clone();
+    let writer = std::thread::spawn(move || stdin.write_all(&feed));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        expected.to_string()
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("POSIX_FADVISE"),
+        "{out:?}"
+    );
 
     // usage error: message and exit code 1
     for args in [&[][..], &["a", "b"][..]] {

@@ -3,8 +3,8 @@
 //! child disappears, the registry file is private, and the bounds are right.
 //!
 //! Child processes are this test binary run again with `POSIXRT_MARK_CHILD=<mode>`
-//! and the filter `child_process`: that test acts as the child when the variable
-//! is set (and does nothing otherwise).
+//! and `child_process --exact --ignored`: that (ignored) test acts as the child
+//! when the variable is set, and does nothing otherwise.
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::MetadataExt;
@@ -26,7 +26,10 @@ fn wait_stdin_eof() {
 }
 
 /// The child side. Prints `READY <pid> <tid>...` once its marks are in place.
+/// Ignored in normal runs (it is not a test of its own); the other tests run it in
+/// child processes with `--ignored`.
 #[test]
+#[ignore = "entry point of the child processes the other tests spawn"]
 fn child_process() {
     let Ok(mode) = std::env::var(CHILD_ENV) else {
         return; // not a child run
@@ -95,10 +98,85 @@ fn child_process() {
                     "--exact",
                     "--nocapture",
                     "--test-threads=1",
+                    "--ignored",
                 ])
                 .env(CHILD_ENV, "idle")
                 .exec();
             panic!("exec failed: {err}");
+        }
+        "fork-exec" => {
+            use std::os::unix::process::CommandExt;
+            mark::set("child before fork and exec").unwrap();
+            // SAFETY: the forked grandchild only makes async-signal-safe calls
+            // (read, _exit) before it leaves.
+            let grandchild = unsafe { libc::fork() };
+            assert!(grandchild >= 0, "fork failed");
+            if grandchild == 0 {
+                // Outlive the parent's exec: block until the test closes stdin.
+                let mut b = [0u8; 64];
+                // SAFETY: reads into a local buffer of the given size.
+                while unsafe { libc::read(0, b.as_mut_ptr().cast(), b.len()) } > 0 {}
+                // SAFETY: leaves without running the parent's destructors.
+                unsafe { libc::_exit(0) };
+            }
+            println!("READY {} {me} {grandchild}", std::process::id());
+            let err = Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "child_process",
+                    "--exact",
+                    "--nocapture",
+                    "--test-threads=1",
+                    "--ignored",
+                ])
+                .env(CHILD_ENV, "idle")
+                .exec();
+            panic!("exec failed: {err}");
+        }
+        "fork" => {
+            // Fork from a process with no other marking threads, so the forked
+            // child cannot inherit a lock another thread held at the fork.
+            mark::set("parent before fork").unwrap();
+            let parent = std::process::id() as i32;
+            let parent_tid = rustix::thread::gettid().as_raw_nonzero().get();
+            let parent_path = mark::registry_path().unwrap();
+            // SAFETY: the child only runs the checks below and leaves with `_exit`;
+            // no other thread of this process marks or allocates meanwhile.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let code = (|| {
+                    // The inherited slot belongs to the parent: marking must not
+                    // write it.
+                    mark::set("child after fork").ok()?;
+                    let path = mark::registry_path()?;
+                    let me = std::process::id() as i32;
+                    if path == parent_path || !path.to_str()?.contains(&format!("-{me}-")) {
+                        return Some(2);
+                    }
+                    let snap = mark::snapshot_pid(parent).ok()?;
+                    let still = snap
+                        .process(parent)?
+                        .threads
+                        .iter()
+                        .any(|t| t.tid == parent_tid && t.marker == "parent before fork");
+                    Some(if still { 0 } else { 3 })
+                })()
+                .unwrap_or(4);
+                // SAFETY: leaving the forked child without running the parent's
+                // destructors.
+                unsafe { libc::_exit(code) };
+            }
+            let mut status = 0;
+            // SAFETY: waiting for the child we forked; `status` is a valid pointer.
+            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            let code = if libc::WIFEXITED(status) {
+                libc::WEXITSTATUS(status)
+            } else {
+                100
+            };
+            let kept = mark::current().as_deref() == Some("parent before fork");
+            println!("READY {pid} {code} {}", i32::from(kept));
+            wait_stdin_eof();
         }
         "idle" => {
             println!("IDLE {}", std::process::id());
@@ -132,6 +210,7 @@ fn spawn_child(mode: &str) -> ChildProc {
             "--exact",
             "--nocapture",
             "--test-threads=1",
+            "--ignored",
         ])
         .env(CHILD_ENV, mode)
         .stdin(Stdio::piped())
@@ -288,9 +367,7 @@ fn sigkilled_child_disappears() {
     );
 }
 
-#[test]
-fn exec_leaves_no_live_marks() {
-    let mut c = spawn_child("exec");
+fn wait_idle(c: &mut ChildProc) {
     let mut line = String::new();
     loop {
         line.clear();
@@ -302,6 +379,12 @@ fn exec_leaves_no_live_marks() {
             break;
         }
     }
+}
+
+#[test]
+fn exec_leaves_no_live_marks() {
+    let mut c = spawn_child("exec");
+    wait_idle(&mut c);
     // Same pid and start time, but the new image holds no lock on the old file.
     let snap = mark::snapshot_pid(c.pid).unwrap();
     assert!(
@@ -313,6 +396,35 @@ fn exec_leaves_no_live_marks() {
         "the stale file was removed"
     );
     drop(c.child.stdin.take());
+    assert!(c.child.wait().unwrap().success());
+}
+
+#[test]
+fn exec_with_a_forked_child_still_alive_leaves_no_live_marks() {
+    // The child marks, forks a grandchild that keeps running, then execs. The
+    // grandchild inherited the registry descriptor, and a flock belongs to the open
+    // file description: unless the grandchild let go of it at fork time, the stale
+    // file would still look owned.
+    let mut c = spawn_child("fork-exec");
+    let grandchild = c.tids[1];
+    wait_idle(&mut c);
+    assert_eq!(
+        std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
+            .map(|s| s.contains(") S ") || s.contains(") R "))
+            .ok(),
+        Some(true),
+        "the forked grandchild is alive"
+    );
+    let snap = mark::snapshot_pid(c.pid).unwrap();
+    assert!(
+        snap.process(c.pid).is_none(),
+        "exec'd process listed while its forked child lives: {snap:?}"
+    );
+    assert!(
+        registry_files(c.pid).is_empty(),
+        "the stale file was removed"
+    );
+    drop(c.child.stdin.take()); // EOF for both the child and the grandchild
     assert!(c.child.wait().unwrap().success());
 }
 
@@ -473,49 +585,22 @@ fn spawn_named_marks_before_user_code() {
 
 #[test]
 fn forked_child_gets_its_own_registry() {
-    mark::set("parent before fork").unwrap();
-    let parent = std::process::id() as i32;
-    let parent_tid = rustix::thread::gettid().as_raw_nonzero().get();
-    let parent_path = mark::registry_path().unwrap();
-    // SAFETY: the child only runs the checks below and leaves with `_exit`; glibc's
-    // malloc is usable after fork, which is all the marking path needs.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork failed");
-    if pid == 0 {
-        let code = (|| {
-            // The inherited slot belongs to the parent: marking must not write it.
-            mark::set("child after fork").ok()?;
-            let path = mark::registry_path()?;
-            let me = std::process::id() as i32;
-            if path == parent_path || !path.to_str()?.contains(&format!("-{me}-")) {
-                return Some(2);
-            }
-            let snap = mark::snapshot_pid(parent).ok()?;
-            let still = snap
-                .process(parent)?
-                .threads
-                .iter()
-                .any(|t| t.tid == parent_tid && t.marker == "parent before fork");
-            Some(if still { 0 } else { 3 })
-        })()
-        .unwrap_or(4);
-        // SAFETY: leaving the forked child without running the parent's destructors.
-        unsafe { libc::_exit(code) };
-    }
-    let mut status = 0;
-    // SAFETY: waiting for the child we forked; `status` is a valid out pointer.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-    assert!(libc::WIFEXITED(status), "child died: {status:#x}");
-    assert_eq!(libc::WEXITSTATUS(status), 0, "child check failed");
-    assert_eq!(mark::current().as_deref(), Some("parent before fork"));
-    // `_exit` ran no atexit handler, so the file outlived the child; the next scan
-    // (this one, or a parallel test's) removes it.
-    assert!(mark::snapshot().unwrap().process(pid).is_none());
+    // The fork happens in a child process of its own (mode "fork"): forking this
+    // multi-threaded test process could copy a lock another test holds.
+    let mut c = spawn_child("fork");
+    // READY <forked pid> <its exit code> <1 if the parent kept its mark>
+    let (forked, code, kept) = (c.pid, c.tids[0], c.tids[1]);
+    assert_eq!(code, 0, "check in the forked process failed (2: shared registry, 3: parent's mark changed, 4: error, 100: crashed)");
+    assert_eq!(kept, 1, "the parent's own mark survived the fork");
+    // `_exit` ran no atexit handler, so the file outlived the forked process; the
+    // next scan removes it.
+    assert!(mark::snapshot().unwrap().process(forked).is_none());
     assert!(
-        registry_files(pid).is_empty(),
+        registry_files(forked).is_empty(),
         "the next scan removed the dead child's file"
     );
-    mark::clear();
+    drop(c.child.stdin.take());
+    assert!(c.child.wait().unwrap().success());
 }
 
 #[test]

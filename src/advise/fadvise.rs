@@ -6,7 +6,7 @@ use std::os::fd::AsFd;
 use super::check_range;
 use crate::{Error, Result};
 
-/// The access pattern declared with [`fadvise`] (`POSIX_FADV_*`).
+/// The access pattern declared with [`fadvise()`] (`POSIX_FADV_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Advice {
     /// `POSIX_FADV_NORMAL`: no particular pattern (the default read-ahead).

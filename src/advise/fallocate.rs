@@ -5,7 +5,7 @@ use std::os::fd::AsFd;
 use super::check_range;
 use crate::{Error, ErrorKind, Result};
 
-/// What [`fallocate`] does with the range.
+/// What [`fallocate()`] does with the range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FallocateMode {
     /// `posix_fallocate`: allocate the blocks, and grow the file if the range ends
@@ -73,7 +73,7 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
     fallocate_mode(fd, FallocateMode::Allocate, offset, len)
 }
 
-/// `fallocate(fd, mode, offset, len)`: [`fallocate`] with a Linux mode (keep size,
+/// `fallocate(fd, mode, offset, len)`: [`fallocate()`] with a Linux mode (keep size,
 /// punch hole).
 ///
 /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a negative offset or

@@ -3,7 +3,7 @@
 use super::AlignedBuf;
 use crate::{Error, Result};
 
-/// Advice for [`AlignedBuf::advise`] and [`madvise`].
+/// Advice for [`AlignedBuf::advise`] and [`madvise()`].
 ///
 /// The first five are the POSIX kinds (`POSIX_MADV_*`); the rest are the Linux
 /// `MADV_*` kinds that real-time code uses.
@@ -35,7 +35,7 @@ pub enum MemAdvice {
     NoHugePage,
     /// Linux `MADV_DONTFORK`: a child created by `fork` does not get the range at
     /// all (no copy-on-write of large buffers or DMA memory). Only through the
-    /// `unsafe` [`AlignedBuf::advise_dont_fork`] or [`madvise`]: a forked child
+    /// `unsafe` [`AlignedBuf::advise_dont_fork`] or [`madvise()`]: a forked child
     /// that touches the range, even by dropping its copy of the owner, crashes.
     DontFork,
     /// Linux `MADV_DOFORK`: undo [`MemAdvice::DontFork`].

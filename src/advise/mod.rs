@@ -3,9 +3,9 @@
 //!
 //! | POSIX / Linux call | here |
 //! |---|---|
-//! | `posix_fadvise` | [`fadvise`] with every [`Advice`] kind |
-//! | `posix_fallocate`, `fallocate` | [`fallocate`], [`fallocate_mode`] ([`FallocateMode::KeepSize`], [`FallocateMode::PunchHole`]) |
-//! | `posix_madvise`, `madvise` | [`AlignedBuf::advise`] (safe, on memory the buffer owns), [`madvise`] (`unsafe`, any memory), [`MemAdvice`] |
+//! | `posix_fadvise` | [`fadvise()`] with every [`Advice`] kind |
+//! | `posix_fallocate`, `fallocate` | [`fallocate()`], [`fallocate_mode`] ([`FallocateMode::KeepSize`], [`FallocateMode::PunchHole`]) |
+//! | `posix_madvise`, `madvise` | [`AlignedBuf::advise`] (safe, on memory the buffer owns), [`madvise()`] (`unsafe`, any memory), [`MemAdvice`] |
 //! | `posix_memalign` | [`AlignedBuf`] |
 //! | `statx(STATX_DIOALIGN)`, `BLKSSZGET` | [`direct_io_alignment`] |
 //! | `sync`, `fsync`, `fdatasync` | [`sync()`], [`fsync`], [`fdatasync`] |

@@ -1,1 +1,106 @@
-//! The `aio` module (under construction).
+//! POSIX asynchronous I/O on io_uring: `aio_read`, `aio_write`, `aio_fsync`,
+//! `lio_listio`, `aio_suspend`, `aio_error`, `aio_return`, `aio_cancel`, with
+//! `sigevent` notification, and futures for async/await.
+//!
+//! | POSIX | posixrt |
+//! |---|---|
+//! | `aio_read` / `aio_write` | [`Aio::read`], [`Aio::write`], [`Aio::submit`] with an [`Op`] |
+//! | `aio_fsync(O_SYNC / O_DSYNC)` | [`Aio::fsync`] with [`SyncMode`] |
+//! | `lio_listio(LIO_WAIT / LIO_NOWAIT)` | [`Aio::lio_listio`] with [`ListMode`]; `LIO_NOP` is [`Op::nop`], `NULL` is `None` |
+//! | `aio_suspend` | [`Aio::suspend`] (with an optional timeout) |
+//! | `aio_error` | [`Request::error`] (kind [`InProgress`](crate::ErrorKind::InProgress) until done) |
+//! | `aio_return` | [`Request::aio_return`], exactly once (then [`AlreadyTaken`](crate::ErrorKind::AlreadyTaken)) |
+//! | `aio_cancel(fd, aiocb)` / `aio_cancel(fd, NULL)` | [`Request::cancel`] / [`Aio::cancel_fd`] → [`CancelResult`] |
+//! | `aio_reqprio` | [`Op::reqprio`], 0..=[`AIO_PRIO_DELTA_MAX`] |
+//! | `aio_sigevent`: `SIGEV_NONE` / `SIGEV_SIGNAL` / `SIGEV_THREAD` | [`Notify`] |
+//!
+//! # Buffers are owned
+//!
+//! A request takes its buffer by value (`Vec<u8>`, `Box<[u8]>`, or any [`IoBufMut`]
+//! / [`IoBuf`]) and [`aio_return`](Request::aio_return) gives it back. Dropping a
+//! [`Request`] before it is done cancels it and keeps the buffer alive until the
+//! kernel is finished with it; dropping the last handle of a context cancels what
+//! is left and waits a bounded time (buffers still held by the kernel after that
+//! are leaked, never freed). Nothing ever blocks forever on drop.
+//!
+//! # Engines
+//!
+//! io_uring is the default. The thread that waits ([`Aio::suspend`], `LIO_WAIT`,
+//! [`Request::wait`], a poll of a future) reaps completions itself, so a
+//! synchronous wait costs one `io_uring_enter` and no thread hand-off. If
+//! `io_uring_setup` is refused (ENOSYS, EPERM from seccomp or
+//! `kernel.io_uring_disabled`, EINVAL), a thread pool takes over with the same
+//! semantics; [`Aio::backend`] says which is live and why.
+//! `POSIXRT_AIO_BACKEND=threads|uring` forces one. Resource errors (ENOMEM,
+//! EMFILE) are reported, never fallen back from.
+//!
+//! Writes on an `O_APPEND` fd or a pipe/socket/terminal, and fsyncs, are
+//! serialised per fd in the engine (the next one starts when the previous one is
+//! done), so they land in call order and an fsync covers everything queued on its
+//! fd before it. Reads on a pipe or stdin work (the offset is ignored there);
+//! several reads in flight on one pipe complete in unspecified order.
+//!
+//! When more requests are queued than the engine takes at once (the ring's size,
+//! or the pool's threads), they are issued highest effective priority first (the
+//! submitting thread's real-time priority minus `reqprio`), then in submission
+//! order.
+//!
+//! # Example
+//!
+//! ```
+//! use posixrt::aio::{Aio, ListMode, Op, Notify};
+//! use std::io::Write;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut f = std::fs::File::from(rustix::fs::memfd_create("demo", rustix::fs::MemfdFlags::empty())?);
+//! f.write_all(b"one\ntwo\nthree\n")?;
+//!
+//! let aio = Aio::new()?;
+//! println!("backend: {}", aio.backend());
+//!
+//! // aio_read + aio_suspend + aio_error + aio_return
+//! let mut r = aio.read(&f, 4, vec![0u8; 4])?;
+//! aio.suspend([&r], None)?;
+//! r.error()?;
+//! let done = r.aio_return()?;
+//! assert_eq!(done.data(), b"two\n");
+//!
+//! // lio_listio(LIO_WAIT) with a NULL entry and an LIO_NOP
+//! let list = aio.lio_listio(
+//!     ListMode::Wait,
+//!     [Some(Op::read(&f, 0, vec![0u8; 3])), None, Some(Op::nop()), Some(Op::read(&f, 8, vec![0u8; 5]))],
+//!     Notify::None,
+//! )?;
+//! let mut reqs = list.into_requests();
+//! assert!(reqs[1].is_none() && reqs[2].is_none());
+//! assert_eq!(reqs[3].as_mut().unwrap().aio_return()?.data(), b"three");
+//! # Ok(())
+//! # }
+//! ```
+
+mod buf;
+mod cancel;
+mod context;
+mod core;
+mod engine;
+mod fsync;
+mod future;
+pub(crate) mod hook;
+mod list;
+mod notify;
+mod op;
+mod request;
+mod suspend;
+mod threads;
+mod uring;
+
+pub use buf::{IoBuf, IoBufMut};
+pub use cancel::CancelResult;
+pub use context::{Aio, Builder};
+pub use engine::{Backend, BackendInfo};
+pub use fsync::SyncMode;
+pub use future::{ListFuture, RequestFuture};
+pub use list::{List, ListMode};
+pub use notify::{Callback, Notify, SigVal, SI_ASYNCIO};
+pub use op::{Op, AIO_PRIO_DELTA_MAX};
+pub use request::{AsRequestId, Completion, Request, RequestId};

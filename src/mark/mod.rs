@@ -25,6 +25,13 @@
 //! time and never listed; a process's file is removed at normal exit, and the file
 //! of a killed process is removed by the next reader or writer.
 //!
+//! `fork`: the child never writes or frees the parent's slots; its first mark
+//! creates the child's own registry (`posixrt-mark-<child pid>-...`), and the
+//! child's thread is listed there. As POSIX says for any child of a multi-threaded
+//! process, marking there before `exec` is only safe if no other thread of the
+//! parent was inside a first mark (creating the registry or claiming a slot, a few
+//! microseconds under a lock) at the instant of the fork.
+//!
 //! # Cost
 //!
 //! [`update`] (marker + timestamp, no system call) is the fast path: 14 ns in the

@@ -18,7 +18,13 @@
 //! start time different, or a zombie). The owner also holds the file open
 //! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
 //! can take a shared lock knows the owner is gone even when the pid and start time
-//! still match (the process called `exec`); [`scan`] removes such a file too.
+//! still match (the process called `exec`); [`scan`] removes such a file too. A
+//! child created by `fork` lets go of its inherited reference to that lock at once
+//! (a fork handler points its copy of the descriptor at `/dev/null`; the lock is
+//! taken on a second, never-mapped open of the file, because an inherited
+//! mapping would otherwise keep the locked file description alive), so a child
+//! that keeps running cannot keep its parent's stale file alive, and dropping an
+//! inherited [`Registry`] in a child never removes the parent's file.
 //!
 //! All integers are native-endian (readers run on the same machine).
 //!
@@ -53,12 +59,23 @@
 //!
 //! Only the owner writes a slot. A write makes the counter odd (relaxed store, then
 //! a release fence), stores the words (relaxed atomics), and makes it even again
-//! (release store). A reader loads the counter (acquire), retries while it is odd,
-//! copies state, owner and payload (relaxed atomic loads), issues an acquire fence
-//! and reloads the counter: if it changed, the copy may be torn and the reader
-//! retries (yielding the CPU every 64 attempts), for at most [`RETRY_BUDGET`], then
-//! reports the slot as busy. This is the
-//! seed's "begin and end serial numbers" proposal, made data-race free with atomics.
+//! (release store). A reader loads the counter (relaxed load, acquire fence),
+//! retries while it is odd, copies state, owner and payload (relaxed atomic loads),
+//! issues an acquire fence and reloads the counter: if it changed, the copy may be
+//! torn and the reader retries (yielding the CPU every 64 attempts), for at most
+//! [`RETRY_BUDGET`], then reports the slot as busy. This is the seed's "begin and
+//! end serial numbers" proposal, made data-race free with atomics (the scheme of
+//! Boehm, "Can seqlocks get along with programming language memory models?").
+//!
+//! Every access to the shared bytes is an atomic of at most 8 bytes, so there is no
+//! data race even with a writer in another process. Readers map the file
+//! read-only, and Rust defines only *relaxed* atomic loads on read-only memory, so
+//! the reader side never uses an acquire load or a read-modify-write: it pairs
+//! relaxed loads with acquire fences.
+//!
+//! If a writer panics inside [`SlotWriter::write`], the counter is still made even
+//! (a drop guard), so readers do not treat the slot as busy forever; a slot whose
+//! owner died mid-write (odd counter) is made consistent again when it is reclaimed.
 //!
 //! # Liveness
 //!
@@ -72,11 +89,11 @@
 
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -97,6 +114,11 @@ pub const SLOT_HEADER_SIZE: usize = 32;
 pub const MAX_RETRIES: u32 = 1_000_000;
 /// How long a reader keeps retrying one slot before reporting it busy.
 pub const RETRY_BUDGET: Duration = Duration::from_millis(2);
+
+/// The largest slot a reader accepts (a corrupt or hostile header is refused).
+const MAX_SLOT_SIZE: usize = 64 * 1024;
+/// The most slots a reader walks in one registry.
+const MAX_SLOT_COUNT: u32 = 1 << 20;
 
 const STATE_FREE: u32 = 0;
 const STATE_RESERVED: u32 = 1;
@@ -156,7 +178,10 @@ impl Mapping {
         debug_assert!(off % 4 == 0 && off + 4 <= self.len);
         // SAFETY: callers pass offsets inside the mapping (validated against the
         // header) and 4-aligned (the layout is 8-aligned and the base page-aligned);
-        // the memory lives as long as `self`; all access to it is atomic.
+        // the memory lives as long as `self`; all access to it is atomic (no plain
+        // reads or writes, so no data race with writers in other processes), and on
+        // a read-only mapping callers only do relaxed loads, the one atomic access
+        // Rust defines on read-only memory.
         unsafe { &*self.base.add(off).cast::<AtomicU32>() }
     }
 
@@ -189,18 +214,22 @@ impl Drop for Mapping {
 
 /// Geometry of a registry: slot size and count for a payload size.
 fn geometry(payload_size: usize, slot_count: u32) -> Result<(usize, usize, usize)> {
+    // Readers refuse anything larger, so a writer must not create it.
+    if payload_size > MAX_SLOT_SIZE - SLOT_HEADER_SIZE
+        || slot_count == 0
+        || slot_count > MAX_SLOT_COUNT
+    {
+        return Err(Error::invalid(
+            "registry",
+            format!(
+                "{slot_count} slots of {payload_size} bytes: want 1 to {MAX_SLOT_COUNT} slots of at most {} bytes",
+                MAX_SLOT_SIZE - SLOT_HEADER_SIZE
+            ),
+        ));
+    }
     let payload = payload_size.div_ceil(8) * 8;
     let slot = (SLOT_HEADER_SIZE + payload).div_ceil(64) * 64;
-    let total = (slot_count as usize)
-        .checked_mul(slot)
-        .and_then(|v| v.checked_add(HEADER_SIZE))
-        .filter(|_| slot <= u32::MAX as usize && slot_count > 0)
-        .ok_or_else(|| {
-            Error::invalid(
-                "registry",
-                format!("{slot_count} slots of {payload_size} bytes do not fit"),
-            )
-        })?;
+    let total = slot_count as usize * slot + HEADER_SIZE;
     Ok((payload, slot, total))
 }
 
@@ -229,8 +258,9 @@ pub struct Registry {
     map: Mapping,
     /// Held open (close-on-exec) with an exclusive `flock` for the process's life:
     /// readers that can take a shared lock know the owner is gone (killed, or
-    /// replaced by `exec`, which keeps the pid and start time).
-    _file: File,
+    /// replaced by `exec`, which keeps the pid and start time). A separate open
+    /// file description from the one mapped (see [`Registry::create`]).
+    lock_file: File,
     path: PathBuf,
     pid: i32,
     starttime: u64,
@@ -251,12 +281,15 @@ impl Registry {
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
         ATFORK.call_once(|| {
             // SAFETY: registers a plain `extern "C"` function with no state; it only
-            // does an atomic increment, which is async-signal-safe.
+            // makes async-signal-safe calls (see `after_fork_in_child`).
             unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
         });
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let starttime = read_stat(&format!("/proc/{pid}/stat"))
-            .map_err(|e| e.with_message("reading this process's start time"))?
+            .map_err(|e| {
+                e.with_message("reading this process's start time")
+                    .with_hint(PROC_HINT)
+            })?
             .starttime;
         let _ = cleanup(kind);
 
@@ -280,8 +313,24 @@ impl Registry {
             let _ = std::fs::remove_file(&tmp);
             e
         };
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
+        // The lock lives on a second open file description of the same inode, one
+        // that is never mapped: a `flock` lasts until the last reference to its
+        // description goes, and a mapping is such a reference. If the mapped
+        // description held the lock, a forked child (which inherits the mapping)
+        // would keep it alive after this process exec'd. Reopening through
+        // /proc/self/fd names exactly this inode, whatever happens to the path.
+        let lock_file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| {
+                fail(io_error("open", &e).with_message("reopening the registry to lock it"))
+            })?;
+        rustix::fs::flock(
+            &lock_file,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        )
+        .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
         // umask can only clear bits, but make the mode exact anyway.
         rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(0o600))
             .map_err(|e| fail(Error::from_errno("fchmod", e.raw_os_error())))?;
@@ -319,9 +368,11 @@ impl Registry {
         map.u32_at(H_HIGH_WATER).store(0, Ordering::Release);
         std::fs::rename(&tmp, &path).map_err(|e| fail(io_error("rename", &e)))?;
         register_exit_unlink(&path, pid);
+        track_lock_fd(lock_file.as_raw_fd());
+        drop(file); // the mapping keeps the inode; the lock is on `lock_file`
         Ok(Registry {
             map,
-            _file: file,
+            lock_file,
             path,
             pid,
             starttime,
@@ -405,7 +456,7 @@ impl Registry {
         self.map
             .u32_at(H_HIGH_WATER)
             .fetch_max(idx + 1, Ordering::AcqRel);
-        let mut w = SlotWriter {
+        let w = SlotWriter {
             reg: self,
             off: self.slot_off(idx),
             index: idx,
@@ -466,7 +517,14 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        let fd = self.lock_file.as_raw_fd();
+        for entry in &LOCK_FDS {
+            let _ = entry.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        // A forked child's inherited copy must not remove the parent's file.
+        if rustix::process::getpid().as_raw_nonzero().get() == self.pid {
+            let _ = std::fs::remove_file(&self.path);
+        }
     }
 }
 
@@ -507,32 +565,46 @@ impl<'r> SlotWriter<'r> {
         self.reg.map.u32_at(self.off + S_SEQ)
     }
 
+    /// Makes the counter odd. `| 1` also repairs a counter left odd by an owner
+    /// that died mid-write (a reclaimed slot): the result is odd and differs from
+    /// the old value either way.
     #[inline]
-    fn begin(&mut self) {
+    fn begin(&self) {
         let s = self.seq().load(Ordering::Relaxed);
-        self.seq().store(s.wrapping_add(1), Ordering::Relaxed);
+        self.seq().store(s.wrapping_add(1) | 1, Ordering::Relaxed);
         fence(Ordering::Release);
     }
 
+    /// Makes the (odd) counter even again, publishing the writes.
     #[inline]
-    fn end(&mut self) {
+    fn end(&self) {
         let s = self.seq().load(Ordering::Relaxed);
         self.seq().store(s.wrapping_add(1), Ordering::Release);
     }
 
     /// Changes the payload under the sequence counter: readers that overlap the
     /// change retry and see either all of it or none of it.
+    ///
+    /// If `f` panics, the counter is still closed (made even) while unwinding, so
+    /// readers keep reading the slot (they may see the part `f` wrote).
     #[inline]
     pub fn write<R>(&mut self, f: impl FnOnce(&mut Payload<'_>) -> R) -> R {
+        /// Closes the write on every exit, unwinding included.
+        struct End<'w, 'r>(&'w SlotWriter<'r>);
+        impl Drop for End<'_, '_> {
+            #[inline]
+            fn drop(&mut self) {
+                self.0.end();
+            }
+        }
         self.begin();
+        let end = End(self);
         let mut p = Payload {
-            map: &self.reg.map,
-            off: self.off + SLOT_HEADER_SIZE,
-            len: self.reg.payload_size,
+            map: &end.0.reg.map,
+            off: end.0.off + SLOT_HEADER_SIZE,
+            len: end.0.reg.payload_size,
         };
-        let r = f(&mut p);
-        self.end();
-        r
+        f(&mut p)
     }
 
     /// Reads the payload (the owner reads its own writes; no retry needed).
@@ -546,7 +618,7 @@ impl<'r> SlotWriter<'r> {
     }
 
     /// Frees the slot: readers stop showing it at once; another owner may claim it.
-    pub fn release(mut self) {
+    pub fn release(self) {
         self.begin();
         let m = &self.reg.map;
         m.u32_at(self.off + S_STATE)
@@ -726,9 +798,12 @@ fn read_stat(path: &str) -> Result<TaskStat> {
 /// The calling thread's tid and start time, as [`Registry::claim`] wants them.
 pub fn current_thread() -> Result<(i32, u64)> {
     let tid = rustix::thread::gettid().as_raw_nonzero().get();
-    let st = read_stat("/proc/thread-self/stat")?;
+    let st = read_stat("/proc/thread-self/stat").map_err(|e| e.with_hint(PROC_HINT))?;
     Ok((tid, st.starttime))
 }
+
+const PROC_HINT: &str =
+    "registries name processes and threads by their /proc start time: mount /proc (mount -t proc proc /proc)";
 
 fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
     matches!(read_stat(&format!("/proc/{pid}/task/{tid}/stat")),
@@ -741,8 +816,54 @@ fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
 static GENERATION: AtomicU32 = AtomicU32::new(0);
 static ATFORK: std::sync::Once = std::sync::Once::new();
 
+/// The descriptors (`-1`: free entry) through which this process holds the
+/// `flock` of its registry files, so that a forked child can let go of its
+/// inherited references: a `flock` belongs to the open file description, which
+/// `fork` shares, so without this a child that outlives its parent's `exec` would
+/// keep the parent's stale file looking owned. (More than 8 registries in one
+/// process keep working; the extra ones just lack this fork clean-up.)
+static LOCK_FDS: [AtomicI32; 8] = [const { AtomicI32::new(-1) }; 8];
+
+fn track_lock_fd(fd: i32) {
+    for entry in &LOCK_FDS {
+        if entry
+            .compare_exchange(-1, fd, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// Runs in the child of every `fork`, where only async-signal-safe calls are
+/// allowed (the parent may be multi-threaded): an atomic increment, and `open`,
+/// `dup3` and `close`.
 extern "C" fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
+    for entry in &LOCK_FDS {
+        let fd = entry.swap(-1, Ordering::Relaxed);
+        if fd >= 0 {
+            release_inherited_lock(fd);
+        }
+    }
+}
+
+/// Points the child's copy of a registry descriptor at `/dev/null`. `dup3`
+/// replaces it atomically, dropping this process's reference to the registry's
+/// open file description (and so to the parent's `flock`), while the descriptor
+/// number stays open, so the `File` that owns it still closes a valid descriptor.
+fn release_inherited_lock(fd: i32) {
+    // SAFETY: `open` gets a NUL-terminated literal path; `dup3` targets `fd`, a
+    // descriptor this process owns (the child's copy of a registry `File`), and
+    // keeps it open; `close` closes only the temporary descriptor just opened.
+    // All three are async-signal-safe, as a fork child handler requires.
+    unsafe {
+        let nul = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if nul >= 0 {
+            libc::dup3(nul, fd, libc::O_CLOEXEC);
+            libc::close(nul);
+        }
+    }
 }
 
 /// A counter bumped in the child of every `fork` (once a registry was created).
@@ -828,7 +949,10 @@ pub struct ProcessEntry {
 pub struct Scan {
     /// Processes with a registry of the kind, by pid.
     pub processes: Vec<ProcessEntry>,
-    /// Registries that could not be opened or mapped (permissions), or were malformed.
+    /// Registries that could not be opened or mapped (permissions), were malformed
+    /// or owned by a user the process does not run as, or belong to a process this
+    /// reader cannot see (`/proc` with `hidepid`) or to a dead process whose file
+    /// only its user or root may remove.
     pub unreadable: usize,
     /// Files of dead processes removed during the scan.
     pub removed: usize,
@@ -914,11 +1038,14 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
     })?;
     for (path, name) in found {
         match process_state(&name) {
-            Liveness::Dead => {
-                if std::fs::remove_file(&path).is_ok() {
-                    out.removed += 1;
-                }
-            }
+            Liveness::Dead => match std::fs::remove_file(&path) {
+                Ok(()) => out.removed += 1,
+                // Another user's file in the sticky /dev/shm: either its process
+                // is hidden from us (/proc mounted with hidepid) or it is dead and
+                // only its user or root may remove it. Either way: skipped.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => out.unreadable += 1,
+                Err(_) => {} // removed meanwhile by another reader
+            },
             Liveness::Unknown => out.unreadable += 1,
             Liveness::Alive(stat) => match read_file(&path, &kind_b, &name) {
                 FileRead::Stale => {
@@ -966,13 +1093,26 @@ enum FileRead {
 /// Opens one file, checks that its owner still holds it, maps it read-only,
 /// validates it, and copies its live slots.
 fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
+    // O_NONBLOCK: /dev/shm is world-writable, and opening a FIFO planted under a
+    // registry name would otherwise block the reader (tfp) forever. Only regular
+    // files are read.
     let Ok(file) = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
     else {
         return FileRead::Unreadable;
     };
+    // The file must belong to root or to one of the process's user ids: another
+    // user could plant a file under a live process's name (to show made-up marks
+    // for it, or to make the reader walk a huge fake registry).
+    match rustix::fs::fstat(&file) {
+        Ok(st)
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && (st.st_uid == 0
+                    || process_uids(name.pid).is_some_and(|u| u.contains(&st.st_uid))) => {}
+        _ => return FileRead::Unreadable,
+    }
     match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => {} // the owner holds it: alive
         Ok(()) => return FileRead::Stale,
@@ -982,6 +1122,15 @@ fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
         Some((slots, busy)) => FileRead::Ok(slots, busy),
         None => FileRead::Unreadable,
     }
+}
+
+/// The real, effective, saved and filesystem user ids of a process
+/// (`/proc/<pid>/status`, line `Uid:`).
+fn process_uids(pid: i32) -> Option<[u32; 4]> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(|w| w.parse::<u32>().ok());
+    Some([ids.next()??, ids.next()??, ids.next()??, ids.next()??])
 }
 
 fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotCopy>, usize)> {
@@ -1008,6 +1157,8 @@ fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<Sl
     let slot_count = get(H_SLOT_COUNT);
     let payload = get(H_PAYLOAD) as usize;
     if slot_size % 64 != 0
+        || slot_size > MAX_SLOT_SIZE
+        || slot_count > MAX_SLOT_COUNT
         || payload % 8 != 0
         || SLOT_HEADER_SIZE + payload > slot_size
         || (slot_count as usize)
@@ -1017,10 +1168,15 @@ fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<Sl
     {
         return None;
     }
+    // The reader's mapping is read-only: Rust only defines atomic *relaxed* loads
+    // of at most 8 bytes on read-only memory (see `std::sync::atomic`, "Atomic
+    // accesses to read-only memory"), so every reader-side acquire is a relaxed
+    // load followed by an acquire fence, which orders the same way.
     let hw = map
         .u32_at(H_HIGH_WATER)
-        .load(Ordering::Acquire)
+        .load(Ordering::Relaxed)
         .min(slot_count);
+    fence(Ordering::Acquire);
     let mut slots = Vec::new();
     let mut busy = 0;
     for i in 0..hw {
@@ -1070,7 +1226,9 @@ fn copy_slot(map: &Mapping, off: usize, payload: usize) -> Copied {
             }
             std::thread::yield_now();
         }
-        let s1 = seq.load(Ordering::Acquire);
+        // Relaxed + acquire fence, not an acquire load: see `map_and_copy`.
+        let s1 = seq.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
         if s1 & 1 == 1 {
             std::hint::spin_loop();
             continue;
@@ -1123,6 +1281,11 @@ mod tests {
         assert!(kind_bytes("Mark").is_err());
         assert!(kind_bytes("").is_err());
         assert!(kind_bytes("sync").is_ok());
+        for (payload, slots) in [(usize::MAX, 1), (MAX_SLOT_SIZE, 1), (8, 0), (8, u32::MAX)] {
+            let e = geometry(payload, slots).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{payload} x {slots}");
+        }
+        assert_eq!(geometry(20, 8).unwrap(), (24, 64, 128 + 8 * 64));
     }
 
     #[test]
@@ -1164,5 +1327,85 @@ mod tests {
         drop(held);
         drop(reg);
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn panicking_writer_still_closes_the_counter() {
+        let reg = Registry::create("regpanic", 16, 2).unwrap();
+        let (tid, start) = current_thread().unwrap();
+        let mut w = reg.claim(tid, start).unwrap();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            w.write(|p| {
+                p.store_u64(0, 7);
+                p.store_u64(5, 1); // out of range: panics mid-write
+            })
+        }));
+        assert!(r.is_err());
+        let s = scan("regpanic", Some(reg.pid())).unwrap();
+        assert_eq!(s.busy, 0, "the counter was left odd");
+        assert_eq!(s.processes[0].slots.len(), 1);
+        assert_eq!(s.processes[0].slots[0].payload[..8], 7u64.to_ne_bytes());
+    }
+
+    #[test]
+    fn reclaimed_slot_with_odd_counter_is_repaired() {
+        let reg = Registry::create("regodd", 16, 1).unwrap();
+        let ghost = reg.claim(i32::MAX - 1, 1).unwrap();
+        ghost.begin(); // its owner "dies" mid-write: the counter stays odd
+        let (tid, start) = current_thread().unwrap();
+        let mut w = reg
+            .claim(tid, start)
+            .expect("the dead owner's slot is reclaimed");
+        assert_eq!(w.index(), 0);
+        w.write(|p| p.store_u64(0, 9));
+        let s = scan("regodd", Some(reg.pid())).unwrap();
+        assert_eq!(s.busy, 0, "the reclaimed slot's counter is consistent");
+        assert_eq!(s.processes[0].slots.len(), 1);
+        assert_eq!(s.processes[0].slots[0].payload[..8], 9u64.to_ne_bytes());
+    }
+
+    #[test]
+    fn a_planted_fifo_does_not_block_the_reader() {
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let start = read_stat("/proc/self/stat").unwrap().starttime;
+        let path = Path::new(DIR).join(format!("posixrt-fifotest-{pid}-{start}"));
+        let _ = std::fs::remove_file(&path);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(scan("fifotest", Some(pid))));
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        let _ = std::fs::remove_file(&path);
+        let s = got.expect("scan blocked on a FIFO").unwrap();
+        assert!(s.processes.is_empty());
+        assert_eq!(s.unreadable, 1);
+    }
+
+    #[test]
+    fn a_file_owned_by_another_user_is_not_trusted() {
+        let reg = Registry::create("uidtest", 16, 2).unwrap();
+        let (tid, start) = current_thread().unwrap();
+        let mut w = reg.claim(tid, start).unwrap();
+        w.write(|p| p.store_u64(0, 1));
+        assert_eq!(scan("uidtest", Some(reg.pid())).unwrap().processes.len(), 1);
+        // Hand the file to `nobody`, as if that user had planted it under our name.
+        let nobody = Some(rustix::process::Uid::from_raw(65534));
+        match rustix::fs::chown(reg.path(), nobody, None) {
+            Ok(()) => {
+                let s = scan("uidtest", Some(reg.pid())).unwrap();
+                assert!(s.processes.is_empty(), "{s:?}");
+                assert_eq!(s.unreadable, 1);
+            }
+            Err(e) => {
+                println!("skip: chown needs root ({e})");
+                assert_eq!(e, rustix::io::Errno::PERM);
+            }
+        }
     }
 }

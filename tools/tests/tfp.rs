@@ -395,6 +395,43 @@ fn json_output() {
 }
 
 #[test]
+fn control_characters_are_escaped_in_text_and_kept_in_json() {
+    let marker = "evil\nTID 1 fake line \x1b[2J end";
+    let (w, _stop) = parked_worker(marker, b"");
+    let out = tfp(&["-v", "-p", &me().to_string()]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(
+        !text.contains('\x1b'),
+        "an escape sequence reached the terminal"
+    );
+    let block = own_block(&text);
+    let line = block
+        .iter()
+        .find(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
+        .expect("worker listed");
+    assert_eq!(
+        parse_tid(line).marker,
+        "evil\\nTID 1 fake line \\u{1b}[2J end",
+        "one line per thread, control characters escaped"
+    );
+    assert!(
+        !block.iter().any(|l| l.starts_with("TID 1 fake")),
+        "{block:?}"
+    );
+    // JSON carries the marker exactly
+    let j = parse_json(&stdout(&tfp(&["--json", "-p", &me().to_string()])));
+    let t = j.get("processes").arr()[0]
+        .get("threads")
+        .arr()
+        .iter()
+        .find(|t| t.get("tid").num() as i32 == w.tid())
+        .cloned()
+        .expect("worker listed");
+    assert_eq!(t.get("marker").str(), marker);
+}
+
+#[test]
 fn name_filter_keeps_matching_paths() {
     let (w, _stop) = parked_worker("tfp name worker", b"");
     let exe = std::env::current_exe().unwrap();
@@ -426,12 +463,45 @@ fn watch_refreshes_and_is_bounded() {
     let out = tfp(&["--watch", "0.05", "-n", "3", "-p", &me().to_string()]);
     assert!(out.status.success());
     let text = stdout(&out);
-    assert_eq!(text.matches("\x1b[H\x1b[2J").count(), 3, "{text:?}");
+    // stdout is a pipe here: no screen-clearing codes, a header line per refresh
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("tfp: every 0.05s, refresh "))
+            .count(),
+        3,
+        "{text:?}"
+    );
     assert_eq!(text.matches(&format!("PID {:>9}", me())).count(), 3);
+
+    // --json --watch: one JSON document per line and nothing else
+    let out = tfp(&[
+        "--json",
+        "--watch",
+        "0.05",
+        "-n",
+        "2",
+        "-p",
+        &me().to_string(),
+    ]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let docs: Vec<Json> = text.lines().map(parse_json).collect();
+    assert_eq!(docs.len(), 2, "{text:?}");
+    for d in &docs {
+        assert!(d
+            .get("processes")
+            .arr()
+            .iter()
+            .any(|p| p.get("pid").num() as i32 == me()));
+    }
+
     for bad in [
         &["--watch", "0"][..],
         &["--watch", "-1"],
         &["--watch", "x"],
+        &["--watch", "1e-9"],
+        &["--watch", "inf"],
         &["-n", "2"],
     ] {
         let o = tfp(bad);
@@ -444,7 +514,7 @@ fn unreadable_processes_are_skipped_with_a_count() {
     let (w, _stop) = parked_worker("tfp private worker", b"");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        println!("skip: needs root to run tfp as another user");
+        unreadable_without_root();
         return;
     }
     // As `nobody`, our root-owned 0600 registry cannot be opened.
@@ -467,6 +537,75 @@ fn unreadable_processes_are_skipped_with_a_count() {
         "{out:?}"
     );
     drop(w);
+}
+
+/// Without root: a helper `tfp --watch` (it marks its own main thread) gets its
+/// registry file's mode set to 0000, which its own user cannot open either.
+fn unreadable_without_root() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut helper = Command::new(env!("CARGO_BIN_EXE_tfp"))
+        .args(["--watch", "30", "-n", "2", "-p", "1"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let file = wait_registry(helper.id() as i32);
+    let pid = helper.id() as i32;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let out = tfp(&["--json", "--no-self"]);
+    let _ = helper.kill();
+    let _ = helper.wait();
+    let _ = std::fs::remove_file(&file);
+    assert!(out.status.success(), "{out:?}");
+    let j = parse_json(&stdout(&out));
+    assert!(j.get("unreadable").num() >= 1.0, "{j:?}");
+    assert!(j
+        .get("processes")
+        .arr()
+        .iter()
+        .all(|p| p.get("pid").num() as i32 != pid));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
+}
+
+/// Waits (bounded) for `pid`'s mark registry file to appear.
+fn wait_registry(pid: i32) -> std::path::PathBuf {
+    let prefix = format!("posixrt-mark-{pid}-");
+    let t0 = Instant::now();
+    loop {
+        let found = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
+        if let Some(e) = found {
+            return e.path();
+        }
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "pid {pid} never created its registry"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn watch_stops_cleanly_on_sigint_and_removes_its_registry() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let mut w = Command::new(env!("CARGO_BIN_EXE_tfp"))
+            .args(["--watch", "30", "-p", "1"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = w.id() as i32;
+        let file = wait_registry(pid);
+        // SAFETY: signals the child we spawned and have not reaped.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+        let status = w.wait().unwrap();
+        assert!(status.success(), "signal {sig}: {status:?}");
+        assert!(
+            !file.exists(),
+            "signal {sig}: {} left behind",
+            file.display()
+        );
+    }
 }
 
 static BIG: Mutex<()> = Mutex::new(());

@@ -10,8 +10,9 @@
 //! Columns after the time: policy, real-time priority, nice, CPU time (user +
 //! system, seconds), marker.
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use clap::Parser;
@@ -22,7 +23,8 @@ use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
 ///
 /// Each process prints a `PID <pid> "<path>"` line, then one line per marked
 /// thread: `TID <tid> <yyyy mm dd hh:mm:ss> <policy> <rt prio> <nice> <cpu s>
-/// <marker>` (the time is the marker's last update, local time). Processes whose
+/// <marker>` (the time is the marker's last update, local time; control characters
+/// in markers and paths are shown escaped, e.g. `\n`). Processes whose
 /// registry cannot be read (another user's, without root) are skipped and counted
 /// on standard error.
 #[derive(Parser, Debug)]
@@ -44,7 +46,9 @@ struct Args {
     /// Machine-readable JSON instead of text.
     #[arg(long)]
     json: bool,
-    /// Refresh every SECS seconds, like top (clears the screen with ANSI codes).
+    /// Refresh every SECS seconds (0.01 to 86400), like top: on a terminal the
+    /// screen is cleared before each refresh; otherwise each refresh starts with a
+    /// `tfp: ...` line, and with --json each refresh is one JSON document per line.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     watch: Option<f64>,
     /// With --watch: stop after N refreshes (default: until interrupted).
@@ -55,20 +59,31 @@ struct Args {
     no_self: bool,
 }
 
+/// The shortest --watch interval: each refresh reads /proc for every marked
+/// thread, so a near-zero interval would be a busy loop.
+const MIN_WATCH_SECS: f64 = 0.01;
+
 fn parse_secs(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!("{s:?} is not a number of seconds in (0, 86400]")),
+        Ok(v) if v.is_finite() && (MIN_WATCH_SECS..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds from {MIN_WATCH_SECS} to 86400"
+        )),
     }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // Before the registry file exists, so no stop signal can leave it behind.
+    if args.watch.is_some() {
+        install_stop_handlers();
+    }
     if !args.no_self {
         // The seed's tfp lists itself too; a failure here only loses that line.
         let _ = mark::set("Main thread TFP");
     }
     let mut out = io::stdout().lock();
+    let tty = out.is_terminal();
     let mut iteration = 0u64;
     loop {
         let snap = match take(&args) {
@@ -78,8 +93,12 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
         };
-        if let Some(secs) = args.watch {
-            let _ = write!(out, "\x1b[H\x1b[2J");
+        // With --json every refresh is one JSON line (nothing else on stdout), so
+        // `tfp --json --watch 1` is a stream a program can read line by line.
+        if let (Some(secs), false) = (args.watch, args.json) {
+            if tty {
+                let _ = write!(out, "\x1b[H\x1b[2J");
+            }
             let _ = writeln!(out, "tfp: every {secs}s, refresh {}", iteration + 1);
         }
         let r = if args.json {
@@ -99,12 +118,53 @@ fn main() -> ExitCode {
         iteration += 1;
         match args.watch {
             Some(secs) if args.iterations.map_or(true, |n| iteration < n) => {
-                std::thread::sleep(Duration::from_secs_f64(secs));
+                if !sleep_unless_stopped(Duration::from_secs_f64(secs)) {
+                    break;
+                }
             }
             _ => break,
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Set by SIGINT, SIGTERM or SIGHUP during --watch: leave the loop and exit
+/// normally, so tfp's own registry file is removed (a signal's default action
+/// would leave it for the next reader to clean up).
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn install_stop_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: `sa` is zero-initialised plain data, then filled in; the handler
+        // only stores to an atomic, which is async-signal-safe; a null old-action
+        // pointer is allowed.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// Sleeps `d` in short steps; false if a stop signal arrived.
+fn sleep_unless_stopped(d: Duration) -> bool {
+    let step = Duration::from_millis(20);
+    let end = std::time::Instant::now() + d;
+    loop {
+        if STOP.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        if now >= end {
+            return true;
+        }
+        std::thread::sleep(step.min(end - now));
+    }
 }
 
 fn take(args: &Args) -> posixrt::Result<Snapshot> {
@@ -120,9 +180,31 @@ fn take(args: &Args) -> posixrt::Result<Snapshot> {
     Ok(snap)
 }
 
-/// The seed's rule: the path ends with the name (or equals it).
+/// The seed's rule: the path ends with the name (or equals it). A binary replaced
+/// while it runs reads as `/path/prog (deleted)` in /proc; it still matches `prog`.
 fn name_matches(path: &str, name: &str) -> bool {
     path.ends_with(name)
+        || path
+            .strip_suffix(" (deleted)")
+            .is_some_and(|p| p.ends_with(name))
+}
+
+/// Text for a terminal: control characters (newlines, ESC sequences) in a marker,
+/// a path or a kernel name are shown escaped (`\n`, `\u{1b}`), so one thread is
+/// always one line and a marker cannot drive the terminal of whoever runs tfp.
+fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            o.extend(c.escape_default());
+        } else {
+            o.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(o)
 }
 
 fn local_time(t: std::time::SystemTime) -> String {
@@ -176,7 +258,7 @@ fn print_text(out: &mut impl Write, snap: &Snapshot, args: &Args) -> io::Result<
 }
 
 fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Result<()> {
-    writeln!(out, "PID {:>9} \"{}\"", p.pid, p.exe)?;
+    writeln!(out, "PID {:>9} \"{}\"", p.pid, printable(&p.exe))?;
     for t in &p.threads {
         writeln!(
             out,
@@ -187,7 +269,7 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
             t.sched.rt_priority,
             t.sched.nice,
             cpu_secs(t),
-            t.marker
+            printable(&t.marker)
         )?;
         if args.verbose {
             writeln!(
@@ -197,7 +279,7 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
                 t.sched.last_cpu,
                 t.sched.user_time.as_secs_f64(),
                 t.sched.system_time.as_secs_f64(),
-                t.sched.kernel_name
+                printable(&t.sched.kernel_name)
             )?;
         }
         if args.block {

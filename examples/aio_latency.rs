@@ -1,0 +1,448 @@
+//! AIO latency and throughput, side by side: posixrt on io_uring, posixrt on the
+//! thread pool, glibc POSIX AIO (`aio_read` + `aio_suspend`), the raw `io-uring`
+//! crate, and plain `pread`.
+//!
+//! It creates a test file, warms the page cache, then measures in one process:
+//! - QD1: 4 KiB random reads, submit to completion, one at a time (p50/p99/p99.9
+//!   latency and ops/s);
+//! - QD32: 4 KiB random reads in batches of 32 (submit 32, wait for all), ops/s.
+//!
+//! ```text
+//! cargo run --release --example aio_latency -- [--ops N] [--qd32-ops N] [--file-size-mb N] [--json]
+//! ```
+//!
+//! `--json` prints one object:
+//! `{"qd1": {ENGINE: {"p50_ns": N, "p99_ns": N, "p999_ns": N, "ops_per_s": F}, ...},
+//! "qd32": {ENGINE: {"ops_per_s": F}, ...}}`.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::time::Instant;
+
+use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
+
+const BLOCK: usize = 4096;
+const QD: usize = 32;
+
+struct Args {
+    ops: usize,
+    qd32_ops: usize,
+    size_mb: usize,
+    json: bool,
+    only: Option<String>,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        ops: 20_000,
+        qd32_ops: 200_000,
+        size_mb: 64,
+        json: false,
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(s) = it.next() {
+        let mut num = |name: &str| -> Result<usize, String> {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .filter(|&v: &usize| v > 0)
+                .ok_or(format!("{name} needs a positive number"))
+        };
+        match s.as_str() {
+            "--ops" => a.ops = num("--ops")?,
+            "--qd32-ops" => a.qd32_ops = num("--qd32-ops")?,
+            "--file-size-mb" => a.size_mb = num("--file-size-mb")?,
+            "--json" => a.json = true,
+            "--only" => a.only = it.next(),
+            "-h" | "--help" => {
+                println!("usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]");
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other:?} (try --help)")),
+        }
+    }
+    Ok(a)
+}
+
+struct Offsets {
+    list: Vec<i64>,
+    i: usize,
+}
+
+impl Offsets {
+    fn new(n: usize, size: usize) -> Offsets {
+        let blocks = (size / BLOCK) as u64;
+        let mut x = 0x2545f4914f6cdd1du64;
+        let list = (0..n.max(1))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                ((x % blocks) * BLOCK as u64) as i64
+            })
+            .collect();
+        Offsets { list, i: 0 }
+    }
+    #[inline]
+    fn next(&mut self) -> i64 {
+        let o = self.list[self.i];
+        self.i = (self.i + 1) % self.list.len();
+        o
+    }
+}
+
+struct Qd1 {
+    p50: u64,
+    p99: u64,
+    p999: u64,
+    ops_per_s: f64,
+}
+
+fn qd1(ops: usize, mut one: impl FnMut() -> Result<(), String>) -> Result<Qd1, String> {
+    for _ in 0..(ops / 10).clamp(100, 2000) {
+        one()?;
+    }
+    let mut lat = Vec::with_capacity(ops);
+    let t0 = Instant::now();
+    for _ in 0..ops {
+        let t = Instant::now();
+        one()?;
+        lat.push(t.elapsed().as_nanos() as u64);
+    }
+    let total = t0.elapsed().as_secs_f64();
+    lat.sort_unstable();
+    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    Ok(Qd1 {
+        p50: pct(0.50),
+        p99: pct(0.99),
+        p999: pct(0.999),
+        ops_per_s: ops as f64 / total,
+    })
+}
+
+fn qd32(ops: usize, mut batch: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    let rounds = ops.div_ceil(QD);
+    for _ in 0..(rounds / 10).clamp(10, 200) {
+        batch()?;
+    }
+    let t0 = Instant::now();
+    for _ in 0..rounds {
+        batch()?;
+    }
+    Ok((rounds * QD) as f64 / t0.elapsed().as_secs_f64())
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+// ------------------------------------------------------------------ engines
+
+fn posixrt_qd1(f: &File, aio: &Aio, ops: usize, size: usize) -> Result<Qd1, String> {
+    let mut offs = Offsets::new(ops, size);
+    let mut buf = Some(vec![0u8; BLOCK]);
+    qd1(ops, || {
+        let mut r = aio.read(f, offs.next(), buf.take().unwrap()).map_err(err)?;
+        aio.suspend([&r], None).map_err(err)?;
+        let c = r.aio_return().map_err(err)?;
+        if c.result.map_err(err)? != BLOCK {
+            return Err("short read".into());
+        }
+        buf = c.buf;
+        Ok(())
+    })
+}
+
+fn posixrt_qd32(f: &File, aio: &Aio, ops: usize, size: usize) -> Result<f64, String> {
+    let mut offs = Offsets::new(ops, size);
+    let mut bufs: Vec<Vec<u8>> = (0..QD).map(|_| vec![0u8; BLOCK]).collect();
+    qd32(ops, || {
+        let list = aio
+            .lio_listio(
+                ListMode::Wait,
+                bufs.drain(..).map(|b| Some(Op::read(f, offs.next(), b))),
+                Notify::None,
+            )
+            .map_err(err)?;
+        for c in list.take_all().map_err(err)?.into_iter().flatten() {
+            if c.result.map_err(err)? != BLOCK {
+                return Err("short read".into());
+            }
+            bufs.extend(c.buf);
+        }
+        Ok(())
+    })
+}
+
+fn glibc_qd1(f: &File, ops: usize, size: usize) -> Result<Qd1, String> {
+    let mut offs = Offsets::new(ops, size);
+    let mut buf = vec![0u8; BLOCK];
+    // SAFETY: aiocb is plain data; all-zero is a valid initial state (SIGEV_NONE = 1
+    // is set below).
+    let mut cb: libc::aiocb = unsafe { std::mem::zeroed() };
+    cb.aio_fildes = f.as_raw_fd();
+    cb.aio_nbytes = BLOCK;
+    cb.aio_sigevent.sigev_notify = libc::SIGEV_NONE;
+    qd1(ops, || {
+        cb.aio_offset = offs.next();
+        cb.aio_buf = buf.as_mut_ptr().cast();
+        // SAFETY: cb and buf outlive the request: we wait for it before returning.
+        unsafe {
+            if libc::aio_read(&mut cb) != 0 {
+                return Err(format!("aio_read: {}", std::io::Error::last_os_error()));
+            }
+            let list = [&cb as *const libc::aiocb];
+            while libc::aio_error(&cb) == libc::EINPROGRESS {
+                libc::aio_suspend(list.as_ptr(), 1, std::ptr::null());
+            }
+            if libc::aio_return(&mut cb) != BLOCK as isize {
+                return Err("glibc: short read".into());
+            }
+        }
+        Ok(())
+    })
+}
+
+fn glibc_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
+    let mut offs = Offsets::new(ops, size);
+    let mut bufs = vec![0u8; BLOCK * QD];
+    // SAFETY: as above.
+    let mut cbs: Vec<libc::aiocb> = (0..QD).map(|_| unsafe { std::mem::zeroed() }).collect();
+    for (i, cb) in cbs.iter_mut().enumerate() {
+        cb.aio_fildes = f.as_raw_fd();
+        cb.aio_nbytes = BLOCK;
+        cb.aio_lio_opcode = libc::LIO_READ;
+        cb.aio_sigevent.sigev_notify = libc::SIGEV_NONE;
+        cb.aio_buf = bufs[i * BLOCK..].as_mut_ptr().cast();
+    }
+    qd32(ops, || {
+        for cb in cbs.iter_mut() {
+            cb.aio_offset = offs.next();
+        }
+        let mut list: Vec<*mut libc::aiocb> = cbs.iter_mut().map(|c| c as *mut _).collect();
+        // SAFETY: the aiocbs and buffers outlive LIO_WAIT.
+        unsafe {
+            if libc::lio_listio(
+                libc::LIO_WAIT,
+                list.as_mut_ptr(),
+                QD as i32,
+                std::ptr::null_mut(),
+            ) != 0
+            {
+                return Err(format!("lio_listio: {}", std::io::Error::last_os_error()));
+            }
+            for cb in cbs.iter_mut() {
+                if libc::aio_return(cb) != BLOCK as isize {
+                    return Err("glibc: short read".into());
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+fn uring_qd1(f: &File, ops: usize, size: usize) -> Result<Qd1, String> {
+    use io_uring::{opcode, types, IoUring};
+    let mut ring = IoUring::new(256).map_err(err)?;
+    let mut offs = Offsets::new(ops, size);
+    let mut buf = vec![0u8; BLOCK];
+    let fd = types::Fd(f.as_raw_fd());
+    qd1(ops, || {
+        let e = opcode::Read::new(fd, buf.as_mut_ptr(), BLOCK as u32)
+            .offset(offs.next() as u64)
+            .build()
+            .user_data(1);
+        // SAFETY: buf outlives the request: we wait for its completion below.
+        unsafe { ring.submission().push(&e).map_err(err)? };
+        ring.submit_and_wait(1).map_err(err)?;
+        let cqe = ring.completion().next().ok_or("no completion")?;
+        if cqe.result() != BLOCK as i32 {
+            return Err("io_uring: short read".into());
+        }
+        Ok(())
+    })
+}
+
+fn uring_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
+    use io_uring::{opcode, types, IoUring};
+    let mut ring = IoUring::new(256).map_err(err)?;
+    let mut offs = Offsets::new(ops, size);
+    let mut bufs = vec![0u8; BLOCK * QD];
+    let fd = types::Fd(f.as_raw_fd());
+    qd32(ops, || {
+        for i in 0..QD {
+            let e = opcode::Read::new(fd, bufs[i * BLOCK..].as_mut_ptr(), BLOCK as u32)
+                .offset(offs.next() as u64)
+                .build()
+                .user_data(i as u64);
+            // SAFETY: bufs outlives the batch: we wait for every completion.
+            unsafe { ring.submission().push(&e).map_err(err)? };
+        }
+        ring.submit_and_wait(QD).map_err(err)?;
+        let mut n = 0;
+        while n < QD {
+            for cqe in ring.completion() {
+                if cqe.result() != BLOCK as i32 {
+                    return Err("io_uring: short read".into());
+                }
+                n += 1;
+            }
+            if n < QD {
+                ring.submit_and_wait(QD - n).map_err(err)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+fn pread_qd1(f: &File, ops: usize, size: usize) -> Result<Qd1, String> {
+    use std::os::unix::fs::FileExt;
+    let mut offs = Offsets::new(ops, size);
+    let mut buf = vec![0u8; BLOCK];
+    qd1(ops, || {
+        let n = f.read_at(&mut buf, offs.next() as u64).map_err(err)?;
+        if n != BLOCK {
+            return Err("pread: short read".into());
+        }
+        Ok(())
+    })
+}
+
+fn main() {
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("aio_latency: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&a) {
+        eprintln!("aio_latency: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    let size = a.size_mb * 1024 * 1024;
+    let path = std::env::temp_dir().join(format!("posixrt-aio-latency-{}", std::process::id()));
+    let f = {
+        let mut w = File::create(&path).map_err(err)?;
+        let chunk: Vec<u8> = (0..1 << 20).map(|i| (i * 31 % 253) as u8).collect();
+        for _ in 0..a.size_mb {
+            w.write_all(&chunk).map_err(err)?;
+        }
+        drop(w);
+        File::open(&path).map_err(err)?
+    };
+    let _ = std::fs::remove_file(&path);
+    // Warm the page cache.
+    {
+        use std::io::Read;
+        let mut r = &f;
+        let mut b = vec![0u8; 1 << 20];
+        while r.read(&mut b).map_err(err)? > 0 {}
+    }
+    let uring = Aio::builder()
+        .backend(Backend::Uring)
+        .build()
+        .map_err(err)?;
+    let threads = Aio::builder()
+        .backend(Backend::Threads)
+        .build()
+        .map_err(err)?;
+
+    let on = |n: &str| a.only.as_deref().map_or(true, |o| o == n);
+    let mut q1: Vec<(&str, Qd1)> = Vec::new();
+    let mut q32: Vec<(&str, f64)> = Vec::new();
+    if on("posixrt_uring") {
+        q1.push(("posixrt_uring", posixrt_qd1(&f, &uring, a.ops, size)?));
+    }
+    if on("posixrt_threads") {
+        q1.push(("posixrt_threads", posixrt_qd1(&f, &threads, a.ops, size)?));
+    }
+    if on("glibc") {
+        q1.push(("glibc", glibc_qd1(&f, a.ops, size)?));
+    }
+    if on("io_uring") {
+        q1.push(("io_uring", uring_qd1(&f, a.ops, size)?));
+    }
+    if on("pread") {
+        q1.push(("pread", pread_qd1(&f, a.ops, size)?));
+    }
+    if on("posixrt_uring") {
+        q32.push(("posixrt_uring", posixrt_qd32(&f, &uring, a.qd32_ops, size)?));
+    }
+    if on("posixrt_threads") {
+        q32.push((
+            "posixrt_threads",
+            posixrt_qd32(&f, &threads, a.qd32_ops, size)?,
+        ));
+    }
+    if on("glibc") {
+        q32.push(("glibc", glibc_qd32(&f, a.qd32_ops, size)?));
+    }
+    if on("io_uring") {
+        q32.push(("io_uring", uring_qd32(&f, a.qd32_ops, size)?));
+    }
+
+    if a.json {
+        let qd1s: Vec<String> = q1
+            .iter()
+            .map(|(n, q)| {
+                format!(
+                    "\"{n}\": {{\"p50_ns\": {}, \"p99_ns\": {}, \"p999_ns\": {}, \"ops_per_s\": {:.1}}}",
+                    q.p50, q.p99, q.p999, q.ops_per_s
+                )
+            })
+            .collect();
+        let qd32s: Vec<String> = q32
+            .iter()
+            .map(|(n, o)| format!("\"{n}\": {{\"ops_per_s\": {o:.1}}}"))
+            .collect();
+        println!(
+            "{{\"qd1\": {{{}}}, \"qd32\": {{{}}}}}",
+            qd1s.join(", "),
+            qd32s.join(", ")
+        );
+        return Ok(());
+    }
+    println!(
+        "4 KiB random reads from a cached {} MiB file; QD1: {} ops, QD32: {} ops (batches of 32)",
+        a.size_mb, a.ops, a.qd32_ops
+    );
+    println!("posixrt uring backend: {}", uring.backend());
+    println!();
+    println!("QD1          engine     p50 ns     p99 ns   p99.9 ns        ops/s");
+    for (n, q) in &q1 {
+        println!(
+            "{n:>20} {:>10} {:>10} {:>10} {:>12.0}",
+            q.p50, q.p99, q.p999, q.ops_per_s
+        );
+    }
+    println!();
+    println!("QD32         engine        ops/s");
+    for (n, o) in &q32 {
+        println!("{n:>20} {o:>12.0}");
+    }
+    let p = |n: &str| {
+        q1.iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, q)| q.p50 as f64)
+            .unwrap_or(f64::NAN)
+    };
+    let t = |n: &str| {
+        q32.iter()
+            .find(|(m, _)| *m == n)
+            .map(|(_, o)| *o)
+            .unwrap_or(f64::NAN)
+    };
+    println!();
+    println!(
+        "ratios: posixrt_uring/io_uring p50 = {:.2} (goal <= 1.30); posixrt_uring/glibc p50 = {:.2} (goal <= 0.35); QD32 posixrt_uring/io_uring = {:.2} (goal >= 0.90)",
+        p("posixrt_uring") / p("io_uring"),
+        p("posixrt_uring") / p("glibc"),
+        t("posixrt_uring") / t("io_uring")
+    );
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! Listing 7.8: count the lines of the files named on the command line (or of
+//! standard input, when there are none or for `-`), with `SIGEV_THREAD`
+//! notification: each completed read runs a callback on the notification thread,
+//! which takes the result with `aio_return`, counts the newlines and submits the
+//! next read. The main thread waits on a condition variable until every file is
+//! closed, then prints the total (equal to `cat FILES | wc -l`).
+//!
+//! ```text
+//! cargo run --release --example linecount_notify -- FILE... [-]
+//! ```
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::{Arc, Condvar, Mutex};
+
+use posixrt::aio::{Aio, Notify, Op, Request, SigVal};
+
+const BUF: usize = 128 * 1024;
+
+#[path = "support/newlines.rs"]
+mod newlines;
+use newlines::count_newlines;
+
+enum Src {
+    Owned(OwnedFd),
+    Stdin(io::Stdin),
+}
+
+impl Src {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Src::Owned(f) => f.as_fd(),
+            Src::Stdin(s) => s.as_fd(),
+        }
+    }
+}
+
+struct Slot {
+    name: String,
+    src: Src,
+    offset: i64,
+    req: Option<Request<Vec<u8>>>,
+}
+
+struct State {
+    slots: Vec<Option<Slot>>,
+    lines: u64,
+    failed: bool,
+}
+
+struct Shared {
+    aio: Aio,
+    state: Mutex<State>,
+    /// Signalled whenever a file is closed (`open_files_cond`).
+    closed: Condvar,
+}
+
+/// The request's sigevent: call `end_of_aio_op(i)` on the notification thread.
+fn notify(shared: &Arc<Shared>, i: usize) -> Notify {
+    let s = Arc::clone(shared);
+    Notify::thread(i, move |v| end_of_aio_op(&s, v))
+}
+
+/// `end_of_aio_op`: the callback run when read number `v` completes.
+fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
+    let no = v.0;
+    // The submitter stores the handle before releasing the lock, so it is there.
+    let mut req = {
+        let mut st = shared.state.lock().unwrap();
+        match st.slots[no].as_mut().and_then(|s| s.req.take()) {
+            Some(r) => r,
+            None => return,
+        }
+    };
+    let done = match req.aio_return() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("linecount_notify: aio_return: {e}");
+            return;
+        }
+    };
+    let buf = done.buf.unwrap_or_default();
+    match done.result {
+        Ok(n) if n > 0 => {
+            let lines = count_newlines(&buf[..n]) as u64;
+            let mut st = shared.state.lock().unwrap();
+            st.lines += lines;
+            let slot = st.slots[no].as_mut().expect("slot of a request in flight");
+            slot.offset += n as i64;
+            let op = Op::read(slot.src.fd(), slot.offset, buf).notify(notify(shared, no));
+            match shared.aio.submit(op) {
+                Ok(r) => slot.req = Some(r),
+                Err(e) => {
+                    eprintln!("linecount_notify: {}: {e}", slot.name);
+                    st.failed = true;
+                    st.slots[no] = None;
+                    shared.closed.notify_all();
+                }
+            }
+        }
+        other => {
+            let mut st = shared.state.lock().unwrap();
+            if let Err(e) = other {
+                let name = st.slots[no]
+                    .as_ref()
+                    .map(|s| s.name.clone())
+                    .unwrap_or_default();
+                eprintln!("linecount_notify: {name}: {e}");
+                st.failed = true;
+            }
+            // End of file: close it and tell the main thread.
+            st.slots[no] = None;
+            shared.closed.notify_all();
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(args) {
+        Ok((n, ok)) => {
+            println!("{n}");
+            if !ok {
+                std::process::exit(1);
+            }
+        }
+        Err(e) => {
+            eprintln!("linecount_notify: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
+    let names = if args.is_empty() {
+        vec!["-".to_string()]
+    } else {
+        args
+    };
+    let shared = Arc::new(Shared {
+        aio: Aio::new()?,
+        state: Mutex::new(State {
+            slots: Vec::new(),
+            lines: 0,
+            failed: false,
+        }),
+        closed: Condvar::new(),
+    });
+    let mut stdin_used = false;
+    let mut st = shared.state.lock().unwrap();
+    for name in names {
+        let src = if name == "-" {
+            if !stdin_used {
+                stdin_used = true;
+                Src::Stdin(io::stdin())
+            } else {
+                match rustix::io::fcntl_dupfd_cloexec(io::stdin(), 0) {
+                    Ok(fd) => Src::Owned(fd),
+                    Err(e) => {
+                        eprintln!("linecount_notify: -: {e}");
+                        st.failed = true;
+                        continue;
+                    }
+                }
+            }
+        } else {
+            match File::open(&name) {
+                Ok(f) => Src::Owned(f.into()),
+                Err(e) => {
+                    eprintln!("linecount_notify: {name}: {e}");
+                    st.failed = true;
+                    continue;
+                }
+            }
+        };
+        let i = st.slots.len();
+        let op = Op::read(src.fd(), 0, vec![0u8; BUF]).notify(notify(&shared, i));
+        // The state lock is held: a callback for this request waits until the
+        // handle is stored.
+        let req = shared.aio.submit(op)?;
+        st.slots.push(Some(Slot {
+            name,
+            src,
+            offset: 0,
+            req: Some(req),
+        }));
+    }
+    // Wait until every file is closed.
+    while st.slots.iter().any(Option::is_some) {
+        st = shared.closed.wait(st).unwrap();
+    }
+    Ok((st.lines, !st.failed))
+}

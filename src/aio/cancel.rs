@@ -1,0 +1,165 @@
+//! `aio_cancel`: of one request, or of every request on an fd.
+
+use std::os::fd::RawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::core::{user_data, State};
+use super::engine::{Engine, Inner};
+use super::hook;
+use crate::{Error, Result};
+
+/// The outcome of a cancel (`aio_cancel`'s return value).
+///
+/// # References
+/// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CancelResult {
+    /// `AIO_CANCELED`: every request named was cancelled; each reports ECANCELED
+    /// and sends its notification.
+    Canceled,
+    /// `AIO_NOTCANCELED`: at least one request was already running and could not be
+    /// stopped; check each with `error`.
+    NotCanceled,
+    /// `AIO_ALLDONE`: every request named had already finished.
+    AllDone,
+}
+
+impl CancelResult {
+    /// The C value: `AIO_CANCELED`, `AIO_NOTCANCELED` or `AIO_ALLDONE`.
+    pub fn as_raw(self) -> i32 {
+        match self {
+            CancelResult::Canceled => libc::AIO_CANCELED,
+            CancelResult::NotCanceled => libc::AIO_NOTCANCELED,
+            CancelResult::AllDone => libc::AIO_ALLDONE,
+        }
+    }
+
+    /// Combines the outcomes of several requests the way `aio_cancel(fd, NULL)`
+    /// reports them.
+    pub(crate) fn merge(self, other: CancelResult) -> CancelResult {
+        use CancelResult::*;
+        match (self, other) {
+            (NotCanceled, _) | (_, NotCanceled) => NotCanceled,
+            (Canceled, _) | (_, Canceled) => Canceled,
+            _ => AllDone,
+        }
+    }
+}
+
+const SETTLE: Duration = Duration::from_secs(5);
+
+fn done(inner: &Inner, idx: u32, gen: u32) -> Option<i64> {
+    let core = inner.lock();
+    let r = match core.get(idx, gen) {
+        Some(s) if s.state == State::Done => Some(s.res),
+        Some(_) => None,
+        None => Some(0),
+    };
+    drop(core);
+    r
+}
+
+fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
+    let _ = inner.wait_until(Some(Instant::now() + SETTLE), |c| {
+        c.get(idx, gen).map_or(true, |s| s.state == State::Done)
+    });
+    match done(inner, idx, gen) {
+        Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
+        Some(_) => CancelResult::AllDone,
+        None => CancelResult::NotCanceled,
+    }
+}
+
+/// Cancels request `(idx, gen)`.
+pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult {
+    let mut core = inner.lock();
+    inner.poll_completions(&mut core);
+    let Some(s) = core.get(idx, gen) else {
+        inner.release(core);
+        return CancelResult::AllDone;
+    };
+    let op = s.op;
+    let outcome = match s.state {
+        State::Done | State::Free => {
+            inner.release(core);
+            CancelResult::AllDone
+        }
+        State::FdQueued | State::Ready => {
+            core.cancel_unissued(idx);
+            inner.release(core);
+            CancelResult::Canceled
+        }
+        State::Issued => match &inner.engine {
+            Engine::Uring(r) => {
+                inner.release(core);
+                match r.cancel_sync(user_data(idx, gen)) {
+                    Ok(()) => settle(inner, idx, gen),
+                    Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                        settle(inner, idx, gen);
+                        CancelResult::AllDone
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                        // No synchronous cancel (kernel < 6.0): ask asynchronously
+                        // and give it a moment.
+                        let core = inner.lock();
+                        r.cancel_async(user_data(idx, gen));
+                        inner.release(core);
+                        let _ = inner
+                            .wait_until(Some(Instant::now() + Duration::from_millis(50)), |c| {
+                                c.get(idx, gen).map_or(true, |s| s.state == State::Done)
+                            });
+                        match done(inner, idx, gen) {
+                            Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
+                            Some(_) => CancelResult::AllDone,
+                            None => CancelResult::NotCanceled,
+                        }
+                    }
+                    Err(_) => CancelResult::NotCanceled,
+                }
+            }
+            Engine::Threads(p) => {
+                let s = &mut core.slots[idx as usize];
+                if s.interruptible {
+                    s.cancel_req = true;
+                    p.interrupt(s.worker);
+                    inner.release(core);
+                    settle(inner, idx, gen)
+                } else {
+                    inner.release(core);
+                    CancelResult::NotCanceled
+                }
+            }
+        },
+    };
+    hook::cancel(
+        user_data(idx, gen),
+        op.fd,
+        op.offset,
+        op.len,
+        op.kind.hook(),
+        outcome.as_raw(),
+    );
+    outcome
+}
+
+/// `aio_cancel(fd, NULL)`: cancels every request on `fd`.
+pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
+    // SAFETY: F_GETFD on any int is safe; it tells whether the fd is open.
+    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(Error::from_errno("aio_cancel", libc::EBADF)
+            .with_hint(format!("fd {fd} is not an open file descriptor")));
+    }
+    let ids = {
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let ids = core.on_fd(fd);
+        inner.release(core);
+        ids
+    };
+    let mut out = CancelResult::AllDone;
+    for (idx, gen) in ids {
+        out = out.merge(cancel_one(inner, idx, gen));
+    }
+    Ok(out)
+}

@@ -1,0 +1,499 @@
+//! The request table and state machine, independent of the Rust handle types.
+//!
+//! A request lives in a [`Slot`] of a slab, named by `(index, generation)`: the
+//! same identity a C `struct aiocb *` will later map to. Its life is
+//!
+//! ```text
+//! Free -> FdQueued -> Ready -> Issued -> Done -> Free
+//!            \__________\________\______/ (cancel / failure)
+//! ```
+//!
+//! - `FdQueued`: waiting behind earlier requests on the same fd, because it must be
+//!   ordered (a write on an `O_APPEND` or non-seekable fd, or an fsync, which covers
+//!   everything queued on the fd before it);
+//! - `Ready`: admitted, waiting for the engine to have room, in priority order
+//!   (highest effective priority first: the submitting thread's real-time
+//!   priority minus `reqprio`, then submission order);
+//! - `Issued`: owned by the kernel (io_uring) or by a pool thread;
+//! - `Done`: the result is final; `aio_return` frees the slot (bumping the
+//!   generation, so the stale name reads as "already taken").
+//!
+//! All of it is guarded by the engine mutex; nothing here makes a system call.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::task::Waker;
+
+use super::hook::{self, HookOp};
+use super::notify::{Fire, Notify};
+
+/// fds below this get their order gate in a vector; larger ones in a map.
+const DENSE_FDS: i32 = 4096;
+
+/// Marks "no list".
+pub(crate) const NO_LIST: u32 = u32::MAX;
+
+/// The operation of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    Read,
+    Write,
+    Fsync,
+    Fdatasync,
+}
+
+impl OpKind {
+    pub(crate) fn hook(self) -> HookOp {
+        match self {
+            OpKind::Read => HookOp::Read,
+            OpKind::Write => HookOp::Write,
+            OpKind::Fsync => HookOp::Fsync,
+            OpKind::Fdatasync => HookOp::Fdatasync,
+        }
+    }
+}
+
+/// What the engine needs to perform a request: plain data, no Rust ownership.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawOp {
+    pub kind: OpKind,
+    pub fd: i32,
+    pub offset: i64,
+    /// Buffer address (as an integer so the table is `Send`).
+    pub ptr: usize,
+    pub len: usize,
+    /// Must wait for every earlier request on `fd` to finish before it starts.
+    pub ordered: bool,
+}
+
+/// Where a request is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Free,
+    FdQueued,
+    Ready,
+    Issued,
+    Done,
+}
+
+/// One request.
+pub(crate) struct Slot {
+    pub gen: u32,
+    pub state: State,
+    pub op: RawOp,
+    pub reqprio: u8,
+    /// Issue order key: lower first (`reqprio` minus the submitter's priority).
+    pub key: i32,
+    pub seq: u64,
+    /// Bytes transferred, or `-errno`.
+    pub res: i64,
+    pub notify: Notify,
+    pub list: u32,
+    pub waker: Option<Waker>,
+    /// The buffer of a request whose handle was dropped while in flight; freed on
+    /// completion, never earlier.
+    pub orphan: Option<Box<dyn Send>>,
+    /// No handle refers to this slot any more: free it when done.
+    pub detached: bool,
+    /// Thread backend: which worker runs it, whether that worker sleeps in `poll`
+    /// (and so can be interrupted), and whether a cancel asked it to stop.
+    pub worker: u32,
+    pub interruptible: bool,
+    pub cancel_req: bool,
+}
+
+impl Slot {
+    fn empty() -> Slot {
+        Slot {
+            gen: 0,
+            state: State::Free,
+            op: RawOp {
+                kind: OpKind::Read,
+                fd: -1,
+                offset: 0,
+                ptr: 0,
+                len: 0,
+                ordered: false,
+            },
+            reqprio: 0,
+            key: 0,
+            seq: 0,
+            res: 0,
+            notify: Notify::None,
+            list: NO_LIST,
+            waker: None,
+            orphan: None,
+            detached: false,
+            worker: u32::MAX,
+            interruptible: false,
+            cancel_req: false,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Gate {
+    /// Requests on this fd past the gate and not yet done.
+    issued: u32,
+    /// Requests held back to keep order.
+    queue: VecDeque<u32>,
+}
+
+struct ListGroup {
+    remaining: u32,
+    notify: Notify,
+    live: bool,
+}
+
+/// The request table of one context.
+pub(crate) struct Core {
+    pub slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Order gates of fds below `DENSE_FDS`, indexed by fd; the rest in a map.
+    gates: Vec<Gate>,
+    sparse_gates: std::collections::HashMap<i32, Gate>,
+    ready: BinaryHeap<Reverse<(i32, u64, u32)>>,
+    /// Requests admitted while the engine had room for all of them: issued in
+    /// submission order without going through the priority heap.
+    direct: VecDeque<(u64, u32)>,
+    ready_live: usize,
+    /// Requests in state `Issued`.
+    pub inflight: u32,
+    seq: u64,
+    lists: Vec<ListGroup>,
+    free_lists: Vec<u32>,
+    /// A thread is blocked in `io_uring_enter` waiting for completions: only it
+    /// reaps the completion queue until it clears the flag.
+    pub reaper: bool,
+    /// Threads waiting on the completion condvar.
+    pub waiters: u32,
+    /// Something completed since the condvar was last signalled.
+    pub completed: bool,
+    /// Wakers and notifications to run once the lock is released.
+    pub wakers: Vec<Waker>,
+    pub fires: Vec<Fire>,
+    pub shutdown: bool,
+    /// A request finished without a kernel completion (cancelled before it was
+    /// issued) while a reaper may sleep in `io_uring_enter`: it must be woken.
+    pub nudge: bool,
+}
+
+/// Packs a request name into io_uring `user_data`.
+#[inline]
+pub(crate) fn user_data(idx: u32, gen: u32) -> u64 {
+    ((gen as u64) << 32) | idx as u64
+}
+
+/// Unpacks io_uring `user_data`.
+#[inline]
+pub(crate) fn split_user_data(ud: u64) -> (u32, u32) {
+    (ud as u32, (ud >> 32) as u32)
+}
+
+impl Core {
+    pub(crate) fn new() -> Core {
+        Core {
+            slots: Vec::with_capacity(64),
+            free: Vec::with_capacity(64),
+            gates: Vec::new(),
+            sparse_gates: std::collections::HashMap::new(),
+            ready: BinaryHeap::with_capacity(64),
+            direct: VecDeque::with_capacity(64),
+            ready_live: 0,
+            inflight: 0,
+            seq: 0,
+            lists: Vec::new(),
+            free_lists: Vec::new(),
+            reaper: false,
+            waiters: 0,
+            completed: false,
+            wakers: Vec::new(),
+            fires: Vec::new(),
+            shutdown: false,
+            nudge: false,
+        }
+    }
+
+    /// The live slot named `(idx, gen)`, if the name is not stale.
+    #[inline]
+    pub(crate) fn get(&self, idx: u32, gen: u32) -> Option<&Slot> {
+        match self.slots.get(idx as usize) {
+            Some(s) if s.gen == gen && s.state != State::Free => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Takes a free slot for a new request (not yet admitted).
+    ///
+    /// `base` is the submitting thread's scheduling priority; the request's
+    /// effective priority is `base - reqprio`.
+    pub(crate) fn alloc(
+        &mut self,
+        op: RawOp,
+        reqprio: u8,
+        base: i32,
+        notify: Notify,
+        list: u32,
+    ) -> (u32, u32) {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot::empty());
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.seq += 1;
+        let seq = self.seq;
+        let s = &mut self.slots[idx as usize];
+        s.state = State::FdQueued;
+        s.op = op;
+        s.reqprio = reqprio;
+        s.key = reqprio as i32 - base;
+        s.seq = seq;
+        s.res = 0;
+        s.notify = notify;
+        s.list = list;
+        s.waker = None;
+        s.orphan = None;
+        s.detached = false;
+        s.worker = u32::MAX;
+        s.interruptible = false;
+        s.cancel_req = false;
+        let gen = s.gen;
+        hook::submit(
+            user_data(idx, gen),
+            op.fd,
+            op.offset,
+            op.len,
+            op.kind.hook(),
+        );
+        (idx, gen)
+    }
+
+    #[inline]
+    fn gate(&mut self, fd: i32) -> &mut Gate {
+        if !(0..DENSE_FDS).contains(&fd) {
+            return self.sparse_gates.entry(fd).or_default();
+        }
+        let i = fd as usize;
+        if self.gates.len() <= i {
+            self.gates.resize_with(i + 1, Gate::default);
+        }
+        &mut self.gates[i]
+    }
+
+    /// Admits a freshly allocated request: through its fd's ordering gate, then
+    /// into the ready queue.
+    ///
+    /// `direct` (the engine has room for this whole submission and nothing waits)
+    /// skips the priority heap: every request will be issued right away anyway.
+    pub(crate) fn admit(&mut self, idx: u32, direct: bool) {
+        let op = self.slots[idx as usize].op;
+        let gate = self.gate(op.fd);
+        let blocked = !gate.queue.is_empty() || (op.ordered && gate.issued > 0);
+        if blocked {
+            gate.queue.push_back(idx);
+            self.slots[idx as usize].state = State::FdQueued;
+        } else {
+            self.pass_gate(idx, direct);
+        }
+    }
+
+    fn pass_gate(&mut self, idx: u32, direct: bool) {
+        let fd = self.slots[idx as usize].op.fd;
+        self.gate(fd).issued += 1;
+        let s = &mut self.slots[idx as usize];
+        s.state = State::Ready;
+        if direct {
+            self.direct.push_back((s.seq, idx));
+        } else {
+            self.ready.push(Reverse((s.key, s.seq, idx)));
+        }
+        self.ready_live += 1;
+    }
+
+    /// Requests waiting for the engine.
+    #[inline]
+    pub(crate) fn ready_len(&self) -> usize {
+        self.ready_live
+    }
+
+    /// The next request to issue, in priority order; marks it `Issued`.
+    pub(crate) fn pop_ready(&mut self) -> Option<u32> {
+        while let Some((seq, idx)) = self.direct.pop_front() {
+            let s = &mut self.slots[idx as usize];
+            if s.state == State::Ready && s.seq == seq {
+                s.state = State::Issued;
+                self.ready_live -= 1;
+                self.inflight += 1;
+                return Some(idx);
+            }
+        }
+        while let Some(Reverse((_, seq, idx))) = self.ready.pop() {
+            let s = &mut self.slots[idx as usize];
+            if s.state == State::Ready && s.seq == seq {
+                s.state = State::Issued;
+                self.ready_live -= 1;
+                self.inflight += 1;
+                return Some(idx);
+            }
+        }
+        None
+    }
+
+    /// Records the final result of request `idx` and releases whatever waited on it.
+    pub(crate) fn complete(&mut self, idx: u32, res: i64) {
+        let s = &mut self.slots[idx as usize];
+        match s.state {
+            State::Issued => self.inflight -= 1,
+            State::Ready => self.ready_live -= 1,
+            State::FdQueued | State::Done | State::Free => {}
+        }
+        let was_queued = s.state == State::FdQueued;
+        s.state = State::Done;
+        s.res = res;
+        s.interruptible = false;
+        let op = s.op;
+        let gen = s.gen;
+        hook::complete(
+            user_data(idx, gen),
+            op.fd,
+            op.offset,
+            op.len,
+            op.kind.hook(),
+            res,
+        );
+        if let Some(w) = s.waker.take() {
+            self.wakers.push(w);
+        }
+        let notify = std::mem::take(&mut s.notify);
+        if let Some(f) = Fire::from_notify(notify) {
+            self.fires.push(f);
+        }
+        let list = s.list;
+        let detached = s.detached;
+        self.completed = true;
+        let gate = self.gate(op.fd);
+        if was_queued {
+            if let Some(p) = gate.queue.iter().position(|&i| i == idx) {
+                gate.queue.remove(p);
+            }
+        } else {
+            gate.issued -= 1;
+        }
+        if !gate.queue.is_empty() {
+            self.release_gate(op.fd);
+        }
+        if list != NO_LIST {
+            self.list_member_done(list);
+        }
+        if detached {
+            self.free_slot(idx);
+        }
+    }
+
+    fn release_gate(&mut self, fd: i32) {
+        loop {
+            let gate = self.gate(fd);
+            let Some(&front) = gate.queue.front() else {
+                break;
+            };
+            let issued = gate.issued;
+            if self.slots[front as usize].op.ordered && issued > 0 {
+                break;
+            }
+            self.gate(fd).queue.pop_front();
+            self.pass_gate(front, false);
+        }
+    }
+
+    /// Cancels a request that has not been issued yet. Returns false if it was
+    /// already issued or done.
+    pub(crate) fn cancel_unissued(&mut self, idx: u32) -> bool {
+        match self.slots[idx as usize].state {
+            State::FdQueued | State::Ready => {
+                self.complete(idx, -(libc::ECANCELED as i64));
+                self.nudge = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Returns slot `idx` to the free list (its name becomes stale).
+    pub(crate) fn free_slot(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        debug_assert_eq!(s.state, State::Done);
+        s.state = State::Free;
+        s.gen = s.gen.wrapping_add(1);
+        s.orphan = None;
+        s.waker = None;
+        s.detached = false;
+        self.free.push(idx);
+    }
+
+    /// Starts a `lio_listio` notification group of `n` members.
+    pub(crate) fn new_list(&mut self, n: u32, notify: Notify) -> u32 {
+        let g = ListGroup {
+            remaining: n,
+            notify,
+            live: true,
+        };
+        match self.free_lists.pop() {
+            Some(i) => {
+                self.lists[i as usize] = g;
+                i
+            }
+            None => {
+                self.lists.push(g);
+                (self.lists.len() - 1) as u32
+            }
+        }
+    }
+
+    fn list_member_done(&mut self, list: u32) {
+        let g = &mut self.lists[list as usize];
+        if !g.live {
+            return;
+        }
+        g.remaining -= 1;
+        if g.remaining == 0 {
+            self.finish_list(list);
+        }
+    }
+
+    /// Fires a list's notification (once) and frees the group.
+    pub(crate) fn finish_list(&mut self, list: u32) {
+        let g = &mut self.lists[list as usize];
+        if !g.live {
+            return;
+        }
+        g.live = false;
+        let n = std::mem::take(&mut g.notify);
+        if let Some(f) = Fire::from_notify(n) {
+            self.fires.push(f);
+        }
+        hook::list_end(list);
+        self.free_lists.push(list);
+    }
+
+    /// Slots of live requests on `fd`.
+    pub(crate) fn on_fd(&self, fd: i32) -> Vec<(u32, u32)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.state != State::Free && s.op.fd == fd && !s.detached)
+            .map(|(i, s)| (i as u32, s.gen))
+            .collect()
+    }
+
+    /// Every request not yet done.
+    pub(crate) fn unfinished(&self) -> Vec<(u32, u32)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !matches!(s.state, State::Free | State::Done))
+            .map(|(i, s)| (i as u32, s.gen))
+            .collect()
+    }
+}

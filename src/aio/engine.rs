@@ -1,0 +1,596 @@
+//! Engine choice and the shared context: the request table under one mutex, the
+//! backend, the wait loop (where the waiting thread reaps completions itself) and
+//! the hand-over of wakers and notifications after the lock is released.
+
+use std::fmt;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::core::{Core, RawOp, State, NO_LIST};
+use super::notify::{send_signal, Fire, Notifier, Notify};
+use super::threads::Pool;
+use super::uring::Ring;
+use crate::{Error, ErrorKind, Result};
+
+/// Which engine runs the requests of a context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// io_uring (the default).
+    Uring,
+    /// A pool of threads doing `pread`/`pwrite` (the fallback).
+    Threads,
+}
+
+impl Backend {
+    /// `"uring"` or `"threads"`, the values `POSIXRT_AIO_BACKEND` accepts.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Uring => "uring",
+            Backend::Threads => "threads",
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which backend is live and why it was chosen.
+#[derive(Debug, Clone)]
+pub struct BackendInfo {
+    backend: Backend,
+    reason: String,
+    refused: Option<Error>,
+}
+
+impl BackendInfo {
+    /// The live backend.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+    /// Why this backend was chosen, in words (e.g. "io_uring_setup refused with
+    /// EPERM (seccomp filter?): using the thread pool").
+    pub fn reason(&self) -> &str {
+        &self.reason
+    }
+    /// The `io_uring_setup` error that made the context fall back, if it did.
+    pub fn refused(&self) -> Option<&Error> {
+        self.refused.as_ref()
+    }
+    /// True if io_uring was wanted but refused.
+    pub fn is_fallback(&self) -> bool {
+        self.refused.is_some()
+    }
+}
+
+impl fmt::Display for BackendInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.backend, self.reason)
+    }
+}
+
+pub(crate) enum Engine {
+    Uring(Box<Ring>),
+    Threads(Pool),
+}
+
+/// Explains an `io_uring_setup` errno: whether to fall back, and the hint.
+fn classify_setup_error(errno: i32) -> (bool, String) {
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    match errno {
+        libc::ENOSYS => (
+            true,
+            "the kernel has no io_uring (ENOSYS; CONFIG_IO_URING is off): using the thread pool".into(),
+        ),
+        libc::EPERM | libc::EACCES => {
+            let why = match sysctl {
+                Some(2) => "io_uring is disabled by sysctl kernel.io_uring_disabled=2 (set it to 0 to enable)".to_string(),
+                Some(1) => "io_uring is limited by sysctl kernel.io_uring_disabled=1 to the group in kernel.io_uring_group (join it, or set the sysctl to 0)".to_string(),
+                _ => "io_uring_setup was refused with EPERM (a seccomp filter or LSM policy, e.g. a container runtime default profile; allow io_uring_setup/io_uring_enter/io_uring_register)".to_string(),
+            };
+            (true, format!("{why}: using the thread pool"))
+        }
+        libc::EINVAL => (
+            true,
+            "io_uring_setup rejected the ring parameters (EINVAL; kernel too old?): using the thread pool".into(),
+        ),
+        libc::ENOMEM => (
+            false,
+            "io_uring_setup ran out of locked memory: raise RLIMIT_MEMLOCK (ulimit -l) or ask for fewer entries".into(),
+        ),
+        libc::EMFILE | libc::ENFILE => (
+            false,
+            "out of file descriptors for the ring: raise RLIMIT_NOFILE (ulimit -n)".into(),
+        ),
+        _ => (
+            false,
+            "io_uring_setup failed with a resource error; posixrt does not silently fall back from it (set POSIXRT_AIO_BACKEND=threads to choose the thread pool)".into(),
+        ),
+    }
+}
+
+pub(crate) struct Inner {
+    core: Mutex<Core>,
+    cond: Condvar,
+    pub engine: Engine,
+    pub info: BackendInfo,
+    /// Aio and Request handles alive; at zero the context shuts down.
+    users: AtomicUsize,
+    notifier: OnceLock<Notifier>,
+    bg: OnceLock<OwnedFd>,
+    init: Mutex<()>,
+}
+
+/// Parameters of a new context.
+pub(crate) struct Config {
+    pub backend: Option<Backend>,
+    pub entries: u32,
+    pub workers: usize,
+}
+
+impl Inner {
+    pub(crate) fn new(cfg: &Config) -> Result<Arc<Inner>> {
+        let forced = match cfg.backend {
+            Some(b) => Some((b, "chosen by the program")),
+            None => match std::env::var("POSIXRT_AIO_BACKEND") {
+                Ok(v) if v == "threads" => {
+                    Some((Backend::Threads, "forced by POSIXRT_AIO_BACKEND=threads"))
+                }
+                Ok(v) if v == "uring" => {
+                    Some((Backend::Uring, "forced by POSIXRT_AIO_BACKEND=uring"))
+                }
+                Ok(v) if v.is_empty() => None,
+                Ok(v) => {
+                    return Err(Error::invalid(
+                        "posixrt::aio::Aio::new",
+                        format!("POSIXRT_AIO_BACKEND={v:?} is not a backend"),
+                    )
+                    .with_hint("set POSIXRT_AIO_BACKEND to `uring` or `threads`, or unset it"))
+                }
+                Err(_) => None,
+            },
+        };
+        let (engine, info) = match forced {
+            Some((Backend::Threads, why)) => (
+                Engine::Threads(Pool::new(cfg.workers)?),
+                BackendInfo {
+                    backend: Backend::Threads,
+                    reason: format!("thread pool of {} workers, {why}", cfg.workers),
+                    refused: None,
+                },
+            ),
+            Some((Backend::Uring, why)) => match Ring::new(cfg.entries) {
+                Ok(r) => (
+                    Engine::Uring(Box::new(r)),
+                    BackendInfo {
+                        backend: Backend::Uring,
+                        reason: format!("io_uring, {why}"),
+                        refused: None,
+                    },
+                ),
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    let (_, hint) = classify_setup_error(errno);
+                    let hint = hint.replace(": using the thread pool", "");
+                    return Err(Error::from_errno("io_uring_setup", errno).with_hint(format!(
+                        "{hint}; io_uring was required ({why}), so there is no fallback (set POSIXRT_AIO_BACKEND=threads to use the thread pool)"
+                    )));
+                }
+            },
+            None => match Ring::new(cfg.entries) {
+                Ok(r) => (
+                    Engine::Uring(Box::new(r)),
+                    BackendInfo {
+                        backend: Backend::Uring,
+                        reason: "io_uring (default)".into(),
+                        refused: None,
+                    },
+                ),
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    let (fallback, hint) = classify_setup_error(errno);
+                    let err = Error::from_errno("io_uring_setup", errno).with_hint(hint.clone());
+                    if !fallback {
+                        return Err(err);
+                    }
+                    (
+                        Engine::Threads(Pool::new(cfg.workers)?),
+                        BackendInfo {
+                            backend: Backend::Threads,
+                            reason: hint,
+                            refused: Some(err),
+                        },
+                    )
+                }
+            },
+        };
+        let workers = match &engine {
+            Engine::Threads(p) => p.workers(),
+            Engine::Uring(_) => 0,
+        };
+        let inner = Arc::new(Inner {
+            core: Mutex::new(Core::new()),
+            cond: Condvar::new(),
+            engine,
+            info,
+            users: AtomicUsize::new(0),
+            notifier: OnceLock::new(),
+            bg: OnceLock::new(),
+            init: Mutex::new(()),
+        });
+        if workers > 0 {
+            if let Err(e) = Pool::spawn(&inner, workers) {
+                inner.lock().shutdown = true;
+                if let Engine::Threads(p) = &inner.engine {
+                    p.work.notify_all();
+                }
+                return Err(e);
+            }
+        }
+        Ok(inner)
+    }
+
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn add_user(&self) {
+        self.users.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Drops one user; the last one shuts the context down.
+    pub(crate) fn drop_user(&self) {
+        if self.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.shutdown();
+        }
+    }
+
+    /// Releases the lock, then wakes waiters and fires notifications collected
+    /// while it was held.
+    pub(crate) fn release(&self, mut core: MutexGuard<'_, Core>) {
+        if core.nudge {
+            core.nudge = false;
+            if core.reaper {
+                if let Engine::Uring(r) = &self.engine {
+                    r.nudge();
+                }
+            }
+        }
+        let wake_cond = core.completed && core.waiters > 0;
+        core.completed = false;
+        if core.wakers.is_empty() && core.fires.is_empty() {
+            drop(core);
+            if wake_cond {
+                self.cond.notify_all();
+            }
+            return;
+        }
+        let wakers = std::mem::take(&mut core.wakers);
+        let fires = std::mem::take(&mut core.fires);
+        drop(core);
+        if wake_cond {
+            self.cond.notify_all();
+        }
+        for w in wakers {
+            w.wake();
+        }
+        for f in fires {
+            match f {
+                Fire::Signal(signo, v) => send_signal(signo, v),
+                Fire::Thread(cb, v) => match self.notifier.get() {
+                    Some(n) => n.post(cb, v),
+                    None => cb(v),
+                },
+            }
+        }
+    }
+
+    /// True if the engine takes `n` more requests at once and none is waiting, so
+    /// priority order cannot matter.
+    #[inline]
+    fn has_room(&self, core: &Core, n: usize) -> bool {
+        match &self.engine {
+            Engine::Uring(r) => {
+                core.ready_len() == 0
+                    && (core.inflight as usize).saturating_add(n) <= r.capacity as usize
+            }
+            Engine::Threads(_) => false,
+        }
+    }
+
+    /// Hands ready requests to the engine. Call with the lock held. Returns true if the io_uring submission queue must be entered once the lock
+    /// is released (see [`Inner::unlock_and_enter`]).
+    #[inline]
+    pub(crate) fn kick(&self, core: &mut Core) -> bool {
+        match &self.engine {
+            Engine::Uring(r) => r.push_ready(core) > 0,
+            Engine::Threads(p) => {
+                match core.ready_len() {
+                    0 => {}
+                    1 => p.work.notify_one(),
+                    _ => p.work.notify_all(),
+                }
+                false
+            }
+        }
+    }
+
+    /// Releases the lock, then enters the ring if `enter` (so inline I/O does not
+    /// run under the lock).
+    #[inline]
+    fn unlock_and_enter(&self, core: MutexGuard<'_, Core>, enter: bool) {
+        self.release(core);
+        if enter {
+            if let Engine::Uring(r) = &self.engine {
+                let _ = r.submit();
+            }
+        }
+    }
+
+    /// Reaps completions without blocking, if no other thread is the reaper.
+    #[inline]
+    pub(crate) fn poll_completions(&self, core: &mut Core) {
+        if let Engine::Uring(r) = &self.engine {
+            if !core.reaper && r.reap(core) > 0 && core.ready_len() > 0 {
+                let _ = r.issue(core);
+            }
+        }
+    }
+
+    /// Makes sure completions are noticed with nobody waiting: the notification
+    /// thread for callbacks, and for io_uring an eventfd-driven completion thread
+    /// (started only when a request asks for a notification or a future waits).
+    pub(crate) fn prepare_notify(self: &Arc<Inner>, n: &Notify) -> Result<()> {
+        if n.is_none() {
+            return Ok(());
+        }
+        if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {
+            let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
+            if self.notifier.get().is_none() {
+                let _ = self.notifier.set(Notifier::start()?);
+            }
+        }
+        self.ensure_background()
+    }
+
+    pub(crate) fn ensure_background(self: &Arc<Inner>) -> Result<()> {
+        let Engine::Uring(ring) = &self.engine else {
+            return Ok(());
+        };
+        if self.bg.get().is_some() {
+            return Ok(());
+        }
+        let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
+        if self.bg.get().is_some() {
+            return Ok(());
+        }
+        let efd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)
+            .map_err(|e| Error::from_errno("eventfd", e.raw_os_error()))?;
+        ring.register_eventfd(&efd).map_err(|e| {
+            Error::from_errno("io_uring_register", e.raw_os_error().unwrap_or(libc::EIO))
+                .with_message("registering the completion eventfd")
+        })?;
+        let inner = Arc::clone(self);
+        let own = efd
+            .try_clone()
+            .map_err(|e| Error::from_errno("dup", e.raw_os_error().unwrap_or(libc::EMFILE)))?;
+        std::thread::Builder::new()
+            .name("posixrt-aio-complete".into())
+            .spawn(move || background(inner, own))
+            .map_err(|e| {
+                Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
+                    .with_message("starting the AIO completion thread")
+            })?;
+        let _ = self.bg.set(efd);
+        Ok(())
+    }
+
+    /// Waits until `done` holds or `deadline` passes (false). The waiting thread
+    /// reaps completions itself when it can.
+    pub(crate) fn wait_until(
+        &self,
+        deadline: Option<Instant>,
+        mut done: impl FnMut(&Core) -> bool,
+    ) -> Result<bool> {
+        let mut core = self.lock();
+        loop {
+            self.poll_completions(&mut core);
+            if done(&core) {
+                self.release(core);
+                return Ok(true);
+            }
+            let remaining = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        self.release(core);
+                        return Ok(false);
+                    }
+                    Some(d - now)
+                }
+                None => None,
+            };
+            match &self.engine {
+                Engine::Uring(r) if !core.reaper => {
+                    core.reaper = true;
+                    self.release(core);
+                    let res = r.wait(remaining);
+                    core = self.lock();
+                    core.reaper = false;
+                    core.completed = true;
+                    r.reap(&mut core);
+                    if core.ready_len() > 0 {
+                        let _ = r.issue(&mut core);
+                    }
+                    if let Err(e) = res {
+                        self.release(core);
+                        return Err(Error::from_errno(
+                            "io_uring_enter",
+                            e.raw_os_error().unwrap_or(libc::EIO),
+                        ));
+                    }
+                }
+                _ => {
+                    core.waiters += 1;
+                    core = match remaining {
+                        Some(t) => {
+                            self.cond
+                                .wait_timeout(core, t)
+                                .unwrap_or_else(|p| p.into_inner())
+                                .0
+                        }
+                        None => self.cond.wait(core).unwrap_or_else(|p| p.into_inner()),
+                    };
+                    core.waiters -= 1;
+                }
+            }
+        }
+    }
+
+    /// Submits requests: allocation, ordering gate, priority queue, engine, all under
+    /// one lock and (io_uring) one `io_uring_enter`.
+    pub(crate) fn submit(
+        &self,
+        ops: &mut dyn Iterator<Item = (RawOp, u8, Notify)>,
+        list: u32,
+        out: &mut Vec<(u32, u32)>,
+    ) -> Result<()> {
+        let mut core = self.lock();
+        if core.shutdown {
+            drop(core);
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "aio_read",
+                "the AIO context is shutting down",
+            ));
+        }
+        let direct = self.has_room(&core, ops.size_hint().1.unwrap_or(usize::MAX));
+        let base = if direct { 0 } else { thread_priority() };
+        for (op, prio, notify) in ops {
+            let (idx, gen) = core.alloc(op, prio, base, notify, list);
+            core.admit(idx, direct);
+            out.push((idx, gen));
+        }
+        let enter = self.kick(&mut core);
+        self.unlock_and_enter(core, enter);
+        Ok(())
+    }
+
+    /// Fast path for one request.
+    #[inline]
+    pub(crate) fn submit_one(&self, op: RawOp, prio: u8, notify: Notify) -> Result<(u32, u32)> {
+        let mut core = self.lock();
+        if core.shutdown {
+            drop(core);
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "aio_read",
+                "the AIO context is shutting down",
+            ));
+        }
+        let direct = self.has_room(&core, 1);
+        let base = if direct { 0 } else { thread_priority() };
+        let (idx, gen) = core.alloc(op, prio, base, notify, NO_LIST);
+        core.admit(idx, direct);
+        let enter = self.kick(&mut core);
+        self.unlock_and_enter(core, enter);
+        Ok((idx, gen))
+    }
+
+    /// Stops the context once no handle is left: cancels what is still running,
+    /// waits a bounded time for it, and leaves buffers the kernel may still hold
+    /// leaked rather than freed.
+    fn shutdown(&self) {
+        let mut core = self.lock();
+        core.shutdown = true;
+        for (idx, _) in core.unfinished() {
+            core.cancel_unissued(idx);
+        }
+        let issued: Vec<(u32, u32, bool)> = core
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.state == State::Issued)
+            .map(|(i, s)| (i as u32, s.worker, s.interruptible))
+            .collect();
+        if let Engine::Threads(p) = &self.engine {
+            for &(idx, w, intr) in &issued {
+                if intr {
+                    core.slots[idx as usize].cancel_req = true;
+                    p.interrupt(w);
+                }
+            }
+            p.work.notify_all();
+        }
+        self.release(core);
+        if let Engine::Uring(r) = &self.engine {
+            if !issued.is_empty() {
+                r.cancel_everything(Duration::from_millis(500));
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let _ = self.wait_until(Some(deadline), |c| c.inflight == 0);
+        if let Some(efd) = self.bg.get() {
+            let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let core = self.core.get_mut().unwrap_or_else(|p| p.into_inner());
+        for s in core.slots.iter_mut() {
+            if s.state == State::Issued {
+                // The kernel or a worker may still write here: leak, never free.
+                if let Some(b) = s.orphan.take() {
+                    std::mem::forget(b);
+                }
+            }
+        }
+    }
+}
+
+/// The calling thread's real-time priority (0 for SCHED_OTHER/BATCH/IDLE). Read
+/// only when a request may have to wait for the engine, where order matters.
+fn thread_priority() -> i32 {
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_getparam(0) writes one sched_param for the calling thread.
+    if unsafe { libc::sched_getparam(0, &mut p) } == 0 {
+        p.sched_priority
+    } else {
+        0
+    }
+}
+
+/// The completion thread of an io_uring context that has notifications or futures:
+/// woken by the ring's eventfd, reaps when no waiter is reaping.
+fn background(inner: Arc<Inner>, efd: OwnedFd) {
+    let mut buf = [0u8; 8];
+    loop {
+        match rustix::io::read(&efd, &mut buf) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
+        }
+        let mut core = inner.lock();
+        if core.shutdown && core.inflight == 0 {
+            drop(core);
+            return;
+        }
+        inner.poll_completions(&mut core);
+        inner.release(core);
+        let c = inner.lock();
+        let stop = c.shutdown && c.inflight == 0;
+        drop(c);
+        if stop {
+            return;
+        }
+    }
+}

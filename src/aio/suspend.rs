@@ -1,0 +1,72 @@
+//! `aio_suspend`: wait until at least one of a list of requests is done.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::context::Aio;
+use super::core::{Core, State};
+use super::request::{AsRequestId, RequestId};
+use crate::{Error, ErrorKind, Result};
+
+/// Up to this many requests are checked without allocating.
+const INLINE: usize = 16;
+
+fn any_done(core: &Core, ids: &[(u32, u32)]) -> bool {
+    ids.iter()
+        .any(|&(i, g)| core.get(i, g).map_or(true, |s| s.state == State::Done))
+}
+
+impl Aio {
+    /// `aio_suspend`: blocks until at least one request in `list` is done, or
+    /// `timeout` passes. Empty entries (`None`, C's `NULL`) are skipped; a list
+    /// with none is done at once. The waiting thread reaps completions itself.
+    ///
+    /// # Errors
+    /// [`ErrorKind::TimedOut`] (EAGAIN, as `aio_suspend` reports it) when the
+    /// timeout expires; EINVAL for a request of another context.
+    ///
+    /// # References
+    /// - [`aio_suspend(3)`](https://man7.org/linux/man-pages/man3/aio_suspend.3.html)
+    pub fn suspend<I>(&self, list: I, timeout: Option<Duration>) -> Result<()>
+    where
+        I: IntoIterator,
+        I::Item: AsRequestId,
+    {
+        let ctx = Arc::as_ptr(&self.inner) as usize;
+        let mut inline = [(0u32, 0u32); INLINE];
+        let mut n = 0;
+        let mut heap: Vec<(u32, u32)> = Vec::new();
+        for item in list {
+            let Some(RequestId { ctx: c, idx, gen }) = item.request_id() else {
+                continue;
+            };
+            if c != ctx {
+                return Err(Error::invalid(
+                    "aio_suspend",
+                    "a request in the list belongs to another AIO context",
+                ));
+            }
+            if n < INLINE {
+                inline[n] = (idx, gen);
+                n += 1;
+            } else {
+                if heap.is_empty() {
+                    heap.extend_from_slice(&inline);
+                }
+                heap.push((idx, gen));
+            }
+        }
+        let ids: &[(u32, u32)] = if heap.is_empty() { &inline[..n] } else { &heap };
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        if self.inner.wait_until(deadline, |c| any_done(c, ids))? {
+            Ok(())
+        } else {
+            Err(Error::from_errno("aio_suspend", libc::EAGAIN)
+                .with_kind(ErrorKind::TimedOut)
+                .with_message("the timeout expired before any request finished"))
+        }
+    }
+}
