@@ -166,12 +166,18 @@ impl RawCeilingMutex {
     }
 
     /// The priority ceiling (`pthread_mutex_getprioceiling`).
+    ///
+    /// # References
+    /// - [pthread_mutex_getprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_getprioceiling.3p.html)
     pub fn ceiling(&self) -> u32 {
         self.ceiling.load(Ordering::Relaxed)
     }
 
     /// Changes the ceiling and returns the old one (`pthread_mutex_setprioceiling`):
     /// like POSIX, it locks the mutex (under the old ceiling) to do so.
+    ///
+    /// # References
+    /// - [pthread_mutex_setprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_setprioceiling.3p.html)
     pub fn set_ceiling(&self, ceiling: u32) -> Result<u32> {
         check_ceiling(ceiling)?;
         self.lock_checked()?;

@@ -113,12 +113,19 @@ impl Condvar {
 
     /// Unlocks the guard's mutex, sleeps until notified, relocks
     /// (`pthread_cond_wait`). Spurious wake-ups are possible.
+    ///
+    /// # References
+    /// - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)
     pub fn wait<R: RawMutex, T: ?Sized>(&self, guard: &mut MutexGuard<'_, R, T>) {
         self.wait_impl(guard, None);
     }
 
     /// Like [`wait`](Self::wait) with an absolute deadline (`pthread_cond_timedwait`
     /// on CLOCK_MONOTONIC); returns `true` if it timed out.
+    ///
+    /// # References
+    /// - [pthread_cond_timedwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_timedwait.3p.html)
+    /// - [pthread_cond_clockwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_clockwait.3p.html)
     pub fn wait_until<R: RawMutex, T: ?Sized>(
         &self,
         guard: &mut MutexGuard<'_, R, T>,
@@ -137,11 +144,17 @@ impl Condvar {
     }
 
     /// Wakes one waiter (`pthread_cond_signal`); returns whether one was woken.
+    ///
+    /// # References
+    /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
     pub fn notify_one(&self) -> bool {
         self.notify(false) > 0
     }
 
     /// Wakes every waiter (`pthread_cond_broadcast`); returns how many were woken.
+    ///
+    /// # References
+    /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
     pub fn notify_all(&self) -> u32 {
         self.notify(true)
     }

@@ -177,6 +177,9 @@ impl RawPiMutex {
 
     /// Declares the protected data consistent again (the analogue of
     /// `pthread_mutex_consistent`).
+    ///
+    /// # References
+    /// - [pthread_mutex_consistent(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_consistent.3p.html)
     pub fn clear_owner_died(&self) {
         self.owner_died.store(false, Ordering::Relaxed)
     }

@@ -133,6 +133,10 @@ impl<T: ?Sized> RecursiveMutex<T> {
     /// Locks (again, if the caller owns it), blocking.
     ///
     /// Panics only if the recursion count would overflow `u32`.
+    ///
+    /// # References
+    /// - [pthread_mutex_lock(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_lock.3p.html)
+    /// - [pthread_mutexattr_settype(3p)](https://man7.org/linux/man-pages/man3/pthread_mutexattr_settype.3p.html)
     pub fn lock(&self) -> RecursiveMutexGuard<'_, T> {
         match self.lock_impl(None) {
             Ok(g) => g,

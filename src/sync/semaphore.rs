@@ -144,11 +144,17 @@ impl Semaphore {
     }
 
     /// Decrements the count, sleeping while it is 0 (`sem_wait`).
+    ///
+    /// # References
+    /// - [sem_wait(3p)](https://man7.org/linux/man-pages/man3/sem_wait.3p.html)
     pub fn wait(&self) {
         let _ = self.wait_impl(None);
     }
 
     /// Decrements the count if it is positive (`sem_trywait`); `false` if it was 0.
+    ///
+    /// # References
+    /// - [sem_trywait(3p)](https://man7.org/linux/man-pages/man3/sem_trywait.3p.html)
     pub fn try_wait(&self) -> bool {
         let r = self.try_take();
         if track::level() != 0 {
@@ -164,6 +170,10 @@ impl Semaphore {
 
     /// [`wait`](Self::wait) until the absolute `deadline` at most (`sem_timedwait`,
     /// on CLOCK_MONOTONIC like `sem_clockwait`): [`TimedOut`](crate::ErrorKind::TimedOut).
+    ///
+    /// # References
+    /// - [sem_timedwait(3p)](https://man7.org/linux/man-pages/man3/sem_timedwait.3p.html)
+    /// - [sem_clockwait(3)](https://man7.org/linux/man-pages/man3/sem_clockwait.3.html)
     pub fn wait_until(&self, deadline: Instant) -> Result<()> {
         self.wait_impl(Some(deadline))
     }
@@ -177,6 +187,9 @@ impl Semaphore {
     ///
     /// Errors: `EOVERFLOW` ([`InvalidInput`](crate::ErrorKind::InvalidInput)) at
     /// [`SEM_VALUE_MAX`].
+    ///
+    /// # References
+    /// - [sem_post(3p)](https://man7.org/linux/man-pages/man3/sem_post.3p.html)
     pub fn post(&self) -> Result<()> {
         let mut v = self.value.load(Ordering::Relaxed);
         loop {
@@ -205,6 +218,9 @@ impl Semaphore {
     }
 
     /// The current count (`sem_getvalue`).
+    ///
+    /// # References
+    /// - [sem_getvalue(3p)](https://man7.org/linux/man-pages/man3/sem_getvalue.3p.html)
     pub fn value(&self) -> u32 {
         self.value.load(Ordering::Relaxed)
     }
