@@ -133,7 +133,6 @@ impl RawCeilingMutex {
         s.info.owner = self.owner();
         s.info.locked = s.info.owner.is_some();
         s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.has_waiters |= self.has_waiters();
         s.info.ceiling = Some(self.ceiling());
         s.info.address = self.addr();
         Some(s)
