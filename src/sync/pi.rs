@@ -104,7 +104,6 @@ impl RawPiMutex {
         s.info.owner = (w & TID_MASK != 0).then_some(w & TID_MASK);
         s.info.locked = s.info.owner.is_some();
         s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.has_waiters |= w & WAITERS != 0;
         s.info.address = self.addr();
         Some(s)
     }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
 use super::normal::TidWord;
-use super::sys::{current_tid, WAITERS};
+use super::sys::current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 
@@ -203,7 +203,6 @@ impl<T: ?Sized> RecursiveMutex<T> {
         s.info.locked = s.info.owner.is_some();
         s.info.owner_pid = s.info.owner.map(|_| std::process::id());
         s.info.recursion = self.recursion();
-        s.info.has_waiters |= self.word.load() & WAITERS != 0;
         s.info.address = self.addr();
         Some(s)
     }
