@@ -162,6 +162,9 @@ impl RawPiMutex {
     }
 
     /// Whether the kernel has marked threads as blocked on the lock (`FUTEX_WAITERS`).
+    /// The kernel sets the bit on every hand-off to a waiter, so it may stay set after
+    /// the last waiter got the lock, until the next unlock; the tracked waiter count
+    /// ([`snapshot`](Self::snapshot)) is exact.
     #[inline]
     pub fn has_waiters(&self) -> bool {
         self.word.load(Ordering::Relaxed) & WAITERS != 0
