@@ -21,12 +21,13 @@ use clap::Parser;
 use posixrt::sync::{self, Snapshot};
 
 /// List a posixrt process's tracked synchronization objects (info, statistics,
-/// waiters) and the deadlock cycles among them.
+/// waiters) and the deadlock cycles among them; without PID, every such process
+/// (with `--json`, an array of the per-process objects).
 #[derive(Parser, Debug)]
 #[command(name = "rtstat", version)]
 struct Args {
-    /// The process id.
-    pid: u32,
+    /// The process id; without it, every process that publishes sync objects.
+    pid: Option<u32>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
@@ -134,21 +135,52 @@ fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> String {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    let objs = match sync::read_process(args.pid) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("rtstat: {e}");
-            return ExitCode::from(1);
-        }
+    let pids = match args.pid {
+        Some(p) => vec![p],
+        None => match posixrt::registry::scan(sync::REGISTRY_KIND, None) {
+            Ok(s) => s.processes.iter().map(|p| p.pid as u32).collect(),
+            Err(e) => {
+                eprintln!("rtstat: {e}");
+                return ExitCode::from(1);
+            }
+        },
     };
-    let dl = sync::find_deadlocks_in(&objs);
+    let mut results = Vec::new();
+    for pid in pids {
+        match sync::read_process(pid) {
+            Ok(o) => results.push((pid, o)),
+            Err(e) if args.pid.is_some() => {
+                eprintln!("rtstat: {e}");
+                return ExitCode::from(1);
+            }
+            Err(_) => {} // gone meanwhile, or not readable
+        }
+    }
     if args.json {
-        println!("{}", json(args.pid, &objs, &dl));
+        let all: Vec<String> = results
+            .iter()
+            .map(|(pid, objs)| json(*pid, objs, &sync::find_deadlocks_in(objs)))
+            .collect();
+        match args.pid {
+            Some(_) => println!("{}", all.first().map_or("{}", |s| s.as_str())),
+            None => println!("[{}]", all.join(", ")),
+        }
         return ExitCode::SUCCESS;
     }
+    if results.is_empty() {
+        println!("no process publishes posixrt sync objects (tracking off everywhere?)");
+    }
+    for (pid, objs) in &results {
+        table(*pid, objs);
+    }
+    ExitCode::SUCCESS
+}
+
+fn table(pid: u32, objs: &[Snapshot]) {
+    let dl = sync::find_deadlocks_in(objs);
     println!(
         "pid {}: {} objects (published every {} ms while tracking is on)",
-        args.pid,
+        pid,
         objs.len(),
         sync::PUBLISH_PERIOD.as_millis()
     );
@@ -166,7 +198,7 @@ fn main() -> ExitCode {
         "MAX_MS",
         "HOLD_MS"
     );
-    for s in &objs {
+    for s in objs {
         let (i, st) = (&s.info, &s.stats);
         let waiters = if i.waiters == 0 {
             "0".to_string()
@@ -208,5 +240,4 @@ fn main() -> ExitCode {
         line.push_str(&format!(" thread {}", d.threads[0]));
         println!("{line}");
     }
-    ExitCode::SUCCESS
 }
