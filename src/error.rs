@@ -338,7 +338,6 @@ impl From<rustix::io::Errno> for Error {
     }
 }
 
-#[allow(dead_code)] // used by the modules as they land
 /// Turns a libc-style return (`-1` and errno) into a [`Result`].
 #[inline]
 pub(crate) fn check(call: &'static str, ret: libc::c_int) -> Result<libc::c_int> {
@@ -349,7 +348,6 @@ pub(crate) fn check(call: &'static str, ret: libc::c_int) -> Result<libc::c_int>
     }
 }
 
-#[allow(dead_code)] // used by the modules as they land
 /// Turns a pthread-style return (`0` or an errno value) into a [`Result`].
 #[inline]
 pub(crate) fn check_pthread(call: &'static str, ret: libc::c_int) -> Result<()> {

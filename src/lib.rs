@@ -6,7 +6,7 @@
 //! | module | what it covers |
 //! |---|---|
 //! | [`sched`] | policies and priorities, RR quantum, yield, spawn with attributes applied at creation, affinity, SCHED_DEADLINE, memory locking and the RT setup checklist, periodic timers |
-//! | [`sync`] | priority-inheritance and priority-ceiling mutexes (and later semaphores, rwlocks, condvars with introspection) |
+//! | [`sync`] | PI, priority-ceiling, normal and recursive mutexes, condvars, semaphores, rwlocks; tracking with info, statistics, waiters and deadlock detection, readable by `rtstat` from another process |
 //! | [`aio`] | POSIX asynchronous I/O on io_uring, with a thread-pool fallback |
 //! | [`trace`] | the POSIX trace facility: streams, filters, logs, analysis |
 //! | [`advise`] | fadvise, fallocate, madvise, aligned buffers, the fsync family |

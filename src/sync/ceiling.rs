@@ -1,0 +1,531 @@
+//! The priority-ceiling mutex ([`CeilingMutex`], [`RawCeilingMutex`]):
+//! `PTHREAD_PRIO_PROTECT`, the immediate priority ceiling protocol.
+//!
+//! While a thread holds a ceiling mutex it runs at least at the mutex's **ceiling**
+//! priority, so no thread that also locks the mutex (all of them have priorities at
+//! or below the ceiling) can preempt it inside the critical section, and a
+//! medium-priority thread cannot either if its priority is below the ceiling.
+//!
+//! # Design
+//!
+//! posixrt implements the protocol itself, on its own futex word (owner tid |
+//! waiters bit, the word of [`NormalMutex`](super::NormalMutex)) and a per-thread
+//! record of the ceilings it holds, instead of wrapping glibc's `PTHREAD_PRIO_PROTECT`
+//! pthread mutex:
+//!
+//! - **lock**: if the thread holds no ceiling mutex yet, one `sched_getattr(0)` reads
+//!   its *base* policy and priority (never a cache that could be stale: glibc caches
+//!   the priority it read once and misses later `sched_setscheduler` calls). A caller
+//!   whose base SCHED_FIFO/SCHED_RR priority is **above** the ceiling gets EINVAL
+//!   ([`InvalidInput`](crate::ErrorKind::InvalidInput)), as POSIX requires. If the
+//!   ceiling is above the thread's current priority, one `sched_setattr` raises it to
+//!   the ceiling *before* the lock is taken (SCHED_RR stays RR; SCHED_OTHER, BATCH and
+//!   IDLE threads become SCHED_FIFO at the ceiling, where glibc fails with EINVAL).
+//! - **unlock**: the word is released first, then the priority drops to the highest
+//!   ceiling still held, or back to the saved base attributes (policy, priority,
+//!   nice, reset-on-fork) when none is left. Ceilings are counted per priority, so
+//!   nested locks restore correctly even when unlocked out of order.
+//! - **Cost**: a thread already at or above the ceiling pays one syscall per outermost
+//!   lock (the `sched_getattr`); a thread below it pays three (read, raise, restore).
+//!   Nested locks that need no raise pay none. The CAS fast path is the normal mutex's.
+//!   A thread that does not change its own scheduling behind the mutex's back can
+//!   opt in to glibc's behaviour with [`cache_ceiling_base`]: the base is read once
+//!   and an at-ceiling lock+unlock makes no syscall.
+//! - SCHED_DEADLINE threads already outrank every SCHED_FIFO priority: their
+//!   attributes are left alone.
+//! - Changing the thread's priority yourself while it holds a ceiling mutex is
+//!   overridden when the last ceiling mutex is unlocked (the saved base comes back).
+//!
+//! Raising to SCHED_FIFO needs CAP_SYS_NICE or RLIMIT_RTPRIO ≥ the ceiling; without
+//! it the lock fails with EPERM and a hint ([`MutexExt::lock_checked`](super::MutexExt)),
+//! and `lock()` panics (see [`RawMutexChecked`]).
+//!
+//! # References
+//! - [pthread_mutexattr_setprotocol(3p)](https://man7.org/linux/man-pages/man3/pthread_mutexattr_setprotocol.3p.html) (PTHREAD_PRIO_PROTECT)
+//! - [pthread_mutex_setprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_setprioceiling.3p.html)
+//! - [sched_setattr(2)](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
+
+use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::normal::TidWord;
+use super::pi::relock_error;
+use super::sys::{self, current_tid, TID_MASK, WAITERS};
+use super::track::{self, Kind, Snapshot, Track};
+use crate::{Error, ErrorKind, Result};
+
+/// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).
+const FIFO_MAX: u32 = 99;
+const SCHED_FLAG_RESET_ON_FORK: u64 = 1;
+
+/// A mutex with the priority-ceiling protocol (`PTHREAD_PRIO_PROTECT`), with
+/// `lock_api` guards. `CeilingMutex::new(v)` has the ceiling 99 (the highest); build
+/// one with another ceiling with [`ceiling_mutex`].
+///
+/// ```no_run
+/// use posixrt::sync::{ceiling_mutex, MutexExt};
+///
+/// let m = ceiling_mutex(50, 0u64)?;
+/// *m.lock_checked()? += 1; // runs at SCHED_FIFO 50 inside (needs CAP_SYS_NICE)
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+pub type CeilingMutex<T> = lock_api::Mutex<RawCeilingMutex, T>;
+
+/// The guard of a [`CeilingMutex`].
+pub type CeilingMutexGuard<'a, T> = lock_api::MutexGuard<'a, RawCeilingMutex, T>;
+
+/// A [`CeilingMutex`] with the given ceiling (a SCHED_FIFO priority, 1..=99).
+///
+/// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a ceiling outside the
+/// SCHED_FIFO range.
+pub fn ceiling_mutex<T>(ceiling: u32, value: T) -> Result<CeilingMutex<T>> {
+    Ok(lock_api::Mutex::from_raw(
+        RawCeilingMutex::with_ceiling(ceiling)?,
+        value,
+    ))
+}
+
+/// The raw priority-ceiling lock (see the [module docs](self)).
+pub struct RawCeilingMutex {
+    word: TidWord,
+    ceiling: AtomicU32,
+    /// The ceiling the current owner raised itself to (written by the owner only).
+    held_ceiling: AtomicU32,
+    track: Track,
+}
+
+fn check_ceiling(ceiling: u32) -> Result<()> {
+    if (1..=FIFO_MAX).contains(&ceiling) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "pthread_mutexattr_setprioceiling",
+            format!("ceiling {ceiling} is outside the SCHED_FIFO range 1..=99"),
+        )
+        .with_hint("use the highest SCHED_FIFO priority of any thread that locks the mutex"))
+    }
+}
+
+impl RawCeilingMutex {
+    /// A free lock with the ceiling 99.
+    pub const fn new() -> RawCeilingMutex {
+        RawCeilingMutex {
+            word: TidWord::new(),
+            ceiling: AtomicU32::new(FIFO_MAX),
+            held_ceiling: AtomicU32::new(0),
+            track: Track::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Info (with the ceiling), statistics and waiters, if known to tracking; lock
+    /// state read live from the word.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.owner = self.owner();
+        s.info.locked = s.info.owner.is_some();
+        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        s.info.ceiling = Some(self.ceiling());
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the mutex a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::CeilingMutex, self.addr(), name);
+        self.track.set_ceiling(self.ceiling());
+    }
+
+    /// Forces the mutex to unlocked and wakes one waiter (Solaris `td_sync_setstate`).
+    /// The owner keeps its raised priority until its guard unlocks.
+    ///
+    /// # Safety
+    /// This breaks mutual exclusion (see [`RawNormalMutex::force_unlock`](super::RawNormalMutex::force_unlock)).
+    pub unsafe fn force_unlock(&self) {
+        if let Some(r) = self.track.get() {
+            r.set(track::W_OWNER, 0);
+        }
+        self.word.force_unlock();
+    }
+
+    /// A free lock with `ceiling` (1..=99), the analogue of
+    /// `pthread_mutexattr_setprioceiling`.
+    pub fn with_ceiling(ceiling: u32) -> Result<RawCeilingMutex> {
+        check_ceiling(ceiling)?;
+        let m = RawCeilingMutex::new();
+        m.ceiling.store(ceiling, Ordering::Relaxed);
+        Ok(m)
+    }
+
+    /// The priority ceiling (`pthread_mutex_getprioceiling`).
+    ///
+    /// # References
+    /// - [pthread_mutex_getprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_getprioceiling.3p.html)
+    pub fn ceiling(&self) -> u32 {
+        self.ceiling.load(Ordering::Relaxed)
+    }
+
+    /// Changes the ceiling and returns the old one (`pthread_mutex_setprioceiling`):
+    /// like POSIX, it locks the mutex (under the old ceiling) to do so.
+    ///
+    /// # References
+    /// - [pthread_mutex_setprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_setprioceiling.3p.html)
+    pub fn set_ceiling(&self, ceiling: u32) -> Result<u32> {
+        check_ceiling(ceiling)?;
+        self.lock_checked()?;
+        let old = self.ceiling.swap(ceiling, Ordering::Relaxed);
+        // SAFETY: locked by this thread just above.
+        unsafe { self.unlock() };
+        Ok(old)
+    }
+
+    /// The owner's thread id, if held (a snapshot).
+    #[inline]
+    pub fn owner(&self) -> Option<u32> {
+        self.word.owner()
+    }
+
+    /// Whether a thread has announced it sleeps on the lock.
+    #[inline]
+    pub fn has_waiters(&self) -> bool {
+        self.word.load() & WAITERS != 0
+    }
+
+    fn lock_impl(&self, deadline: Option<Instant>) -> Result<()> {
+        let tid = current_tid();
+        if self.word.load() & TID_MASK == tid {
+            return Err(relock_error("pthread_mutex_lock(PRIO_PROTECT)"));
+        }
+        let ceiling = self.ceiling.load(Ordering::Relaxed);
+        raise(ceiling)?;
+        let r = if self.word.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::CeilingMutex, self.addr(), tid);
+                self.track.set_ceiling(ceiling);
+            }
+            Ok(())
+        } else {
+            self.word.lock_slow(
+                tid,
+                deadline,
+                "pthread_mutex_lock(PRIO_PROTECT)",
+                (&self.track, Kind::CeilingMutex, self.addr()),
+            )
+        };
+        match r {
+            Ok(()) => {
+                self.held_ceiling.store(ceiling, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                lower(ceiling);
+                Err(e)
+            }
+        }
+    }
+
+    fn try_lock_impl(&self) -> Result<bool> {
+        let tid = current_tid();
+        if self.word.load() & TID_MASK != 0 {
+            if track::level() != 0 {
+                self.track.try_failed(Kind::CeilingMutex, self.addr());
+            }
+            return Ok(false);
+        }
+        let ceiling = self.ceiling.load(Ordering::Relaxed);
+        raise(ceiling)?;
+        if self.word.try_fast(tid) {
+            self.held_ceiling.store(ceiling, Ordering::Relaxed);
+            if track::level() != 0 {
+                self.track
+                    .try_acquired(Kind::CeilingMutex, self.addr(), tid);
+                self.track.set_ceiling(ceiling);
+            }
+            Ok(true)
+        } else {
+            lower(ceiling);
+            if track::level() != 0 {
+                self.track.try_failed(Kind::CeilingMutex, self.addr());
+            }
+            Ok(false)
+        }
+    }
+}
+
+impl Default for RawCeilingMutex {
+    fn default() -> Self {
+        RawCeilingMutex::new()
+    }
+}
+
+impl std::fmt::Debug for RawCeilingMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawCeilingMutex")
+            .field("owner", &self.owner())
+            .field("ceiling", &self.ceiling())
+            .finish()
+    }
+}
+
+// SAFETY: exclusive by the tid word (CAS 0→tid Acquire, release Release); guards are
+// !Send, so the owner thread releases and restores its own priority.
+unsafe impl RawMutex for RawCeilingMutex {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: RawCeilingMutex = RawCeilingMutex::new();
+    type GuardMarker = GuardNoSend;
+
+    /// Panics when the protocol refuses (caller above the ceiling, no privilege to
+    /// raise, relock); use [`MutexExt::lock_checked`](super::MutexExt) to get the error.
+    fn lock(&self) {
+        if let Err(e) = self.lock_impl(None) {
+            lock_failed(e)
+        }
+    }
+
+    /// `false` when held or when the protocol refuses.
+    fn try_lock(&self) -> bool {
+        self.try_lock_impl().unwrap_or(false)
+    }
+
+    unsafe fn unlock(&self) {
+        if track::level() != 0 {
+            self.track.releasing();
+        }
+        let ceiling = self.held_ceiling.load(Ordering::Relaxed);
+        if !self.word.unlock_fast(current_tid()) {
+            self.word.unlock_slow();
+        }
+        lower(ceiling);
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.word.load() & TID_MASK != 0
+    }
+}
+
+// SAFETY: same exclusivity as `lock`.
+unsafe impl RawMutexTimed for RawCeilingMutex {
+    type Duration = Duration;
+    type Instant = Instant;
+
+    fn try_lock_until(&self, deadline: Instant) -> bool {
+        match self.lock_impl(Some(deadline)) {
+            Ok(()) => true,
+            Err(e) if e.kind() == ErrorKind::TimedOut => false,
+            Err(e) => lock_failed(e),
+        }
+    }
+
+    fn try_lock_for(&self, timeout: Duration) -> bool {
+        self.try_lock_until(deadline_after(timeout))
+    }
+}
+
+impl RawMutexChecked for RawCeilingMutex {
+    fn lock_checked(&self) -> Result<()> {
+        self.lock_impl(None)
+    }
+
+    fn try_lock_checked(&self) -> Result<bool> {
+        self.try_lock_impl()
+    }
+
+    fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
+        self.lock_impl(Some(deadline))
+    }
+}
+
+/// The calling thread's ceiling bookkeeping.
+struct Tpp {
+    /// Ceiling mutexes held (all ceilings).
+    held: u32,
+    /// How many held mutexes have each ceiling.
+    counts: [u16; FIFO_MAX as usize + 1],
+    /// Base attributes, read when the first ceiling mutex was locked.
+    base_policy: u32,
+    base_priority: u32,
+    base_nice: i32,
+    base_flags: u64,
+    /// The priority we raised the thread to (0: not raised).
+    boost: u32,
+    /// The base fields hold what the kernel last said (set by a read or a restore).
+    cached: bool,
+    /// The thread promised its base does not change behind our back.
+    trust_cache: bool,
+}
+
+thread_local! {
+    static TPP: RefCell<Tpp> = const {
+        RefCell::new(Tpp {
+            held: 0,
+            counts: [0; FIFO_MAX as usize + 1],
+            base_policy: 0,
+            base_priority: 0,
+            base_nice: 0,
+            base_flags: 0,
+            boost: 0,
+            cached: false,
+            trust_cache: false,
+        })
+    };
+}
+
+impl Tpp {
+    fn base_rt(&self) -> u32 {
+        match self.base_policy as i32 {
+            libc::SCHED_FIFO | libc::SCHED_RR => self.base_priority,
+            _ => 0,
+        }
+    }
+
+    fn attr(&self, policy: u32, priority: u32, nice: i32) -> libc::sched_attr {
+        // SAFETY: sched_attr is plain data; all-zero is valid.
+        let mut a: libc::sched_attr = unsafe { std::mem::zeroed() };
+        a.sched_policy = policy;
+        a.sched_priority = priority;
+        a.sched_nice = nice;
+        a.sched_flags = self.base_flags & SCHED_FLAG_RESET_ON_FORK;
+        a
+    }
+
+    fn set_rt(&self, priority: u32) -> std::result::Result<(), i32> {
+        let policy = if self.base_policy as i32 == libc::SCHED_RR {
+            libc::SCHED_RR
+        } else {
+            libc::SCHED_FIFO
+        };
+        sys::sched_setattr_self(&self.attr(policy as u32, priority, 0))
+    }
+}
+
+const SCHED_DEADLINE: u32 = 6;
+
+/// Before locking a mutex with `ceiling`: check the caller against it and raise.
+fn raise(ceiling: u32) -> Result<()> {
+    TPP.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.held == 0 && !(t.trust_cache && t.cached) {
+            let a = sys::sched_getattr_self().map_err(|e| Error::from_errno("sched_getattr", e))?;
+            t.base_policy = a.sched_policy;
+            t.base_priority = a.sched_priority;
+            t.base_nice = a.sched_nice;
+            t.base_flags = a.sched_flags;
+            t.boost = 0;
+            t.cached = true;
+        }
+        if t.base_policy != SCHED_DEADLINE {
+            let base = t.base_rt();
+            if base > ceiling {
+                return Err(Error::invalid(
+                    "pthread_mutex_lock(PRIO_PROTECT)",
+                    format!(
+                        "the calling thread's priority {base} is above the mutex's ceiling {ceiling}"
+                    ),
+                )
+                .with_hint(
+                    "set the ceiling (set_ceiling) to at least the highest priority of any thread that locks this mutex",
+                ));
+            }
+            if ceiling > base.max(t.boost) {
+                t.set_rt(ceiling).map_err(|e| raise_error(e, ceiling))?;
+                t.boost = ceiling;
+            }
+        }
+        t.counts[ceiling as usize] += 1;
+        t.held += 1;
+        Ok(())
+    })
+}
+
+fn raise_error(errno: i32, ceiling: u32) -> Error {
+    let e = Error::from_errno("sched_setattr", errno)
+        .with_message(format!("raising the lock holder to the ceiling {ceiling}"));
+    if errno == libc::EPERM {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: `lim` is a writable rlimit.
+        unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) };
+        e.with_hint(format!(
+            "a priority-ceiling mutex needs CAP_SYS_NICE or RLIMIT_RTPRIO >= {ceiling} (soft limit is {}, hard {}); run as root, `setcap cap_sys_nice+ep BINARY`, or raise `rtprio` in /etc/security/limits.conf",
+            lim.rlim_cur, lim.rlim_max
+        ))
+    } else {
+        e
+    }
+}
+
+/// Lets the calling thread skip the `sched_getattr` of each outermost ceiling lock:
+/// the base policy and priority read once are reused until
+/// [`refresh_ceiling_base`] or `cache_ceiling_base(false)`.
+///
+/// This is what glibc always does (it caches the priority it read once in the thread
+/// descriptor). Turn it on only for a thread that does not change its own scheduling
+/// while the cache is on, or that calls [`refresh_ceiling_base`] after each change:
+/// with a stale base, the ceiling check (EINVAL above the ceiling) and the decision
+/// to raise use the old priority, and unlocking restores the old attributes. It cuts
+/// the cost of an uncontended lock+unlock by a thread already at or above the ceiling
+/// from one syscall to none.
+pub fn cache_ceiling_base(enable: bool) {
+    TPP.with(|t| {
+        let mut t = t.borrow_mut();
+        t.trust_cache = enable;
+        t.cached = t.held > 0 && t.cached;
+    })
+}
+
+/// Forgets the calling thread's cached base attributes (see [`cache_ceiling_base`]);
+/// the next outermost ceiling lock reads them again.
+pub fn refresh_ceiling_base() {
+    TPP.with(|t| {
+        let mut t = t.borrow_mut();
+        if t.held == 0 {
+            t.cached = false;
+        }
+    })
+}
+
+/// After unlocking (or failing to lock) a mutex with `ceiling`: drop to the highest
+/// ceiling still held, or restore the base attributes.
+fn lower(ceiling: u32) {
+    // try_with: during thread exit the TLS may be gone; nothing to restore then.
+    let _ = TPP.try_with(|t| {
+        let mut t = t.borrow_mut();
+        let c = ceiling as usize;
+        if t.counts[c] == 0 || t.held == 0 {
+            return;
+        }
+        t.counts[c] -= 1;
+        t.held -= 1;
+        if t.boost == 0 {
+            return;
+        }
+        let top = (1..=FIFO_MAX as usize)
+            .rev()
+            .find(|&p| t.counts[p] > 0)
+            .unwrap_or(0) as u32;
+        if top >= t.boost {
+            return;
+        }
+        // Lowering one's own priority needs no privilege; an error here would leave
+        // the thread boosted and cannot be reported through unlock, so it is ignored.
+        if top > t.base_rt() {
+            let _ = t.set_rt(top);
+            t.boost = top;
+        } else {
+            let base = t.attr(t.base_policy, t.base_priority, t.base_nice);
+            let _ = sys::sched_setattr_self(&base);
+            t.boost = 0;
+        }
+    });
+}

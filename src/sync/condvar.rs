@@ -1,0 +1,205 @@
+//! The condition variable ([`Condvar`]) for the posixrt mutexes: a futex sequence
+//! counter.
+//!
+//! `wait` reads the counter while the mutex is held, unlocks the mutex through its
+//! guard (`lock_api::MutexGuard::unlocked`), sleeps in `FUTEX_WAIT_BITSET` while the
+//! counter is unchanged (absolute CLOCK_MONOTONIC deadline for timed waits) and
+//! relocks. `notify_one` / `notify_all` advance the counter and wake one or all
+//! sleepers; with no sleeper they make no syscall. Spurious wake-ups are possible, as
+//! with `pthread_cond_wait`: wait in a loop on your predicate.
+//!
+//! Works with any `lock_api` mutex ([`PiMutex`](super::PiMutex),
+//! [`CeilingMutex`](super::CeilingMutex), [`NormalMutex`](super::NormalMutex)); a PI
+//! mutex is relocked with `FUTEX_LOCK_PI`, so priority inheritance holds on the way
+//! back (but the wake-up itself is not requeued onto the PI futex).
+//!
+//! # References
+//! - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)
+//! - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{MutexGuard, RawMutex};
+
+use super::checked::deadline_after;
+use super::sys::{self, current_tid};
+use super::track::{self, Kind, Snapshot, Track};
+
+/// A condition variable (see the [module docs](self)).
+///
+/// ```
+/// use posixrt::sync::{Condvar, PiMutex};
+///
+/// let ready = PiMutex::new(false);
+/// let cv = Condvar::new();
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         *ready.lock() = true;
+///         cv.notify_one();
+///     });
+///     let mut g = ready.lock();
+///     while !*g {
+///         cv.wait(&mut g);
+///     }
+/// });
+/// ```
+pub struct Condvar {
+    seq: AtomicU32,
+    sleepers: AtomicU32,
+    track: Track,
+}
+
+impl Condvar {
+    /// A condition variable (`pthread_cond_init`).
+    pub const fn new() -> Condvar {
+        Condvar {
+            seq: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
+            track: Track::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    fn wait_impl<R: RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, R, T>,
+        deadline: Option<Instant>,
+    ) -> bool {
+        let tid = current_tid();
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            let r = self.track.record(Kind::Condvar, self.addr());
+            r.add(track::W_LOCKS, 1);
+            r.add(track::W_CONTENDED, 1);
+            if deadline.is_some() {
+                r.add(track::W_A, 1);
+            }
+            self.track.wait_begin(Kind::Condvar, self.addr(), tid)
+        } else {
+            0
+        };
+        super::hook::cond_wait(
+            self.addr(),
+            MutexGuard::mutex(guard) as *const _ as *const u8 as usize,
+            deadline.is_some(),
+        );
+        let s = self.seq.load(Ordering::Relaxed);
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let mut timed_out = false;
+        MutexGuard::unlocked(guard, || {
+            timed_out = sys::wait(&self.seq, s, deadline) == Err(libc::ETIMEDOUT);
+        });
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
+        if tracked {
+            self.track.wait_end(tid);
+            if let Some(r) = self.track.get() {
+                if timed_out {
+                    r.add(track::W_B, 1);
+                }
+                if t0 != 0 {
+                    let w = track::ticks().saturating_sub(t0);
+                    r.add(track::W_WAIT_TOTAL, w);
+                    r.max(track::W_WAIT_MAX, w);
+                }
+            }
+        }
+        timed_out
+    }
+
+    /// Unlocks the guard's mutex, sleeps until notified, relocks
+    /// (`pthread_cond_wait`). Spurious wake-ups are possible.
+    ///
+    /// # References
+    /// - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)
+    pub fn wait<R: RawMutex, T: ?Sized>(&self, guard: &mut MutexGuard<'_, R, T>) {
+        self.wait_impl(guard, None);
+    }
+
+    /// Like [`wait`](Self::wait) with an absolute deadline (`pthread_cond_timedwait`
+    /// on CLOCK_MONOTONIC); returns `true` if it timed out.
+    ///
+    /// # References
+    /// - [pthread_cond_timedwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_timedwait.3p.html)
+    /// - [pthread_cond_clockwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_clockwait.3p.html)
+    pub fn wait_until<R: RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, R, T>,
+        deadline: Instant,
+    ) -> bool {
+        self.wait_impl(guard, Some(deadline))
+    }
+
+    /// Like [`wait`](Self::wait) for at most `timeout`; returns `true` if it timed out.
+    pub fn wait_for<R: RawMutex, T: ?Sized>(
+        &self,
+        guard: &mut MutexGuard<'_, R, T>,
+        timeout: Duration,
+    ) -> bool {
+        self.wait_impl(guard, Some(deadline_after(timeout)))
+    }
+
+    /// Wakes one waiter (`pthread_cond_signal`); returns whether one was woken.
+    ///
+    /// # References
+    /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
+    pub fn notify_one(&self) -> bool {
+        self.notify(false) > 0
+    }
+
+    /// Wakes every waiter (`pthread_cond_broadcast`); returns how many were woken.
+    ///
+    /// # References
+    /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
+    pub fn notify_all(&self) -> u32 {
+        self.notify(true)
+    }
+
+    fn notify(&self, all: bool) -> u32 {
+        if track::level() != 0 {
+            let r = self.track.record(Kind::Condvar, self.addr());
+            r.add(if all { track::W_D } else { track::W_C }, 1);
+        }
+        super::hook::cond_signal(self.addr(), all);
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return 0;
+        }
+        sys::wake(&self.seq, if all { i32::MAX as u32 } else { 1 })
+    }
+
+    /// How many threads are in `wait` (a snapshot).
+    pub fn waiters(&self) -> u32 {
+        self.sleepers.load(Ordering::Relaxed)
+    }
+
+    /// Info, statistics and waiters, if known to tracking.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the condvar a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::Condvar, self.addr(), name)
+    }
+}
+
+impl Default for Condvar {
+    fn default() -> Self {
+        Condvar::new()
+    }
+}
+
+impl std::fmt::Debug for Condvar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Condvar")
+            .field("waiters", &self.waiters())
+            .finish()
+    }
+}

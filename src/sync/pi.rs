@@ -1,0 +1,448 @@
+//! The priority-inheritance mutex ([`PiMutex`], [`RawPiMutex`]) on Linux PI futexes.
+//!
+//! The lock word is the kernel's PI futex word: 0 when free, otherwise the owner's
+//! thread id, with `FUTEX_WAITERS` (bit 31) set by the kernel while threads are
+//! blocked and `FUTEX_OWNER_DIED` (bit 30) set when an owner died holding it.
+//!
+//! - **Uncontended**: lock is one compare-and-swap 0 → tid, unlock one
+//!   compare-and-swap tid → 0, both inline, no syscall, no allocation.
+//! - **Contended**: `FUTEX_LOCK_PI2` (Linux ≥ 5.14; timeouts on CLOCK_MONOTONIC) or,
+//!   on older kernels, `FUTEX_LOCK_PI` (whose timeout the kernel measures on
+//!   CLOCK_REALTIME, absolute: posixrt converts the monotonic deadline, so a wall
+//!   clock step during the wait shifts it). The kernel queues the waiter on an
+//!   rt_mutex and **boosts the owner to the highest waiter's priority** until it
+//!   unlocks (`FUTEX_UNLOCK_PI` hands the lock to the highest-priority waiter).
+//! - **Relock by the owner** is detected before any syscall: [`Deadlock`](crate::ErrorKind::Deadlock).
+//! - **Owner death** (a thread exits holding the lock, e.g. after `mem::forget` of a
+//!   guard): when nobody waits yet, the next locker gets ESRCH from the kernel; posixrt
+//!   then takes the lock over (marking the word `FUTEX_OWNER_DIED`, as a robust
+//!   futex would be), acquires it, and sets a sticky flag, [`RawPiMutex::owner_died`],
+//!   that says the protected data may be inconsistent (the analogue of EOWNERDEAD;
+//!   clear it with [`RawPiMutex::clear_owner_died`] once repaired). If threads were
+//!   already blocked when the owner died, the kernel itself hands the lock to the top
+//!   waiter on the owner's exit and the death is not visible. glibc's non-robust PI
+//!   mutexes hang forever in the first case.
+//!
+//! # References
+//! - [futex(2)](https://man7.org/linux/man-pages/man2/futex.2.html) (FUTEX_LOCK_PI, FUTEX_LOCK_PI2, FUTEX_UNLOCK_PI, FUTEX_TRYLOCK_PI)
+//! - [pthread_mutexattr_setprotocol(3p)](https://man7.org/linux/man-pages/man3/pthread_mutexattr_setprotocol.3p.html) (PTHREAD_PRIO_INHERIT)
+//! - [Documentation/locking/pi-futex.rst](https://docs.kernel.org/locking/pi-futex.html)
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
+
+use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::sys::{self, current_tid, OWNER_DIED, TID_MASK, WAITERS};
+use super::track::{self, Kind, Snapshot, Track};
+use crate::{Error, ErrorKind, Result};
+
+/// A mutex with the priority-inheritance protocol (`PTHREAD_PRIO_INHERIT`), with
+/// `lock_api` guards.
+///
+/// `lock`, `try_lock`, `try_lock_for`, `try_lock_until` come from `lock_api`; the
+/// fallible forms come from [`MutexExt`](super::MutexExt). Guards are not `Send`: a
+/// PI futex belongs to the thread that locked it, and only that thread can unlock it,
+/// so unlocking by a non-owner cannot be written through the guard API.
+///
+/// ```
+/// use posixrt::sync::PiMutex;
+///
+/// let m = PiMutex::new(0u32);
+/// *m.lock() += 1;
+/// assert!(m.try_lock().is_some());
+/// assert_eq!(*m.lock(), 1);
+/// ```
+///
+/// Unlocking from a thread that is not the owner cannot be written: the guard cannot
+/// move to another thread.
+///
+/// ```compile_fail
+/// let m = posixrt::sync::PiMutex::new(());
+/// let g = m.lock();
+/// std::thread::scope(|s| {
+///     s.spawn(move || drop(g));
+/// });
+/// ```
+pub type PiMutex<T> = lock_api::Mutex<RawPiMutex, T>;
+
+/// The guard of a [`PiMutex`].
+pub type PiMutexGuard<'a, T> = lock_api::MutexGuard<'a, RawPiMutex, T>;
+
+/// The raw priority-inheritance lock: a PI futex word (see the [module docs](self)).
+///
+/// The `lock_api` methods panic if the kernel refuses the lock (relock by the owner,
+/// or an unexpected errno); [`RawMutexChecked`] returns those as errors instead.
+pub struct RawPiMutex {
+    word: AtomicU32,
+    owner_died: AtomicBool,
+    track: Track,
+}
+
+impl RawPiMutex {
+    /// A free lock.
+    pub const fn new() -> RawPiMutex {
+        RawPiMutex {
+            word: AtomicU32::new(0),
+            owner_died: AtomicBool::new(false),
+            track: Track::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Info, statistics and waiters, if the mutex is known to tracking (it was used
+    /// while [`set_tracking`](super::set_tracking) was on, or named). The lock state
+    /// (locked, owner, has-waiters) is read live from the futex word.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        let w = self.word();
+        s.info.owner = (w & TID_MASK != 0).then_some(w & TID_MASK);
+        s.info.locked = s.info.owner.is_some();
+        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the mutex a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::PiMutex, self.addr(), name)
+    }
+
+    /// Forces the mutex to unlocked, whoever holds it: the analogue of Solaris
+    /// `td_sync_setstate`, for debuggers.
+    ///
+    /// Errors: [`Busy`](crate::ErrorKind::Busy) if threads are blocked in the kernel
+    /// (their PI state names the owner; only the owner can hand the lock over).
+    ///
+    /// # Safety
+    /// This breaks mutual exclusion: the owner's guard still exists and will unlock a
+    /// lock it no longer holds (a no-op here, or a steal from the next owner), and
+    /// the data may be mid-update. Use it only to unstick a program under a debugger.
+    pub unsafe fn force_unlock(&self) -> Result<()> {
+        let w = self.word();
+        if w & WAITERS != 0 {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                "force_unlock",
+                "threads are blocked in FUTEX_LOCK_PI on this mutex",
+            )
+            .with_hint(
+                "only the owner can unlock a PI futex with kernel waiters; make it exit or unlock",
+            ));
+        }
+        if self
+            .word
+            .compare_exchange(w, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                "force_unlock",
+                "the mutex changed meanwhile",
+            ));
+        }
+        if let Some(r) = self.track.get() {
+            r.set(track::W_OWNER, 0);
+        }
+        Ok(())
+    }
+
+    /// The owner's thread id, if the lock is held (a snapshot).
+    #[inline]
+    pub fn owner(&self) -> Option<u32> {
+        match self.word.load(Ordering::Relaxed) & TID_MASK {
+            0 => None,
+            t => Some(t),
+        }
+    }
+
+    /// Whether the kernel has marked threads as blocked on the lock (`FUTEX_WAITERS`).
+    /// The kernel sets the bit on every hand-off to a waiter, so it may stay set after
+    /// the last waiter got the lock, until the next unlock; the tracked waiter count
+    /// ([`snapshot`](Self::snapshot)) is exact.
+    #[inline]
+    pub fn has_waiters(&self) -> bool {
+        self.word.load(Ordering::Relaxed) & WAITERS != 0
+    }
+
+    /// Whether a previous owner died holding the lock (the analogue of EOWNERDEAD):
+    /// the data it protects may be half-updated. Sticky until
+    /// [`clear_owner_died`](Self::clear_owner_died).
+    pub fn owner_died(&self) -> bool {
+        self.owner_died.load(Ordering::Relaxed)
+    }
+
+    /// Declares the protected data consistent again (the analogue of
+    /// `pthread_mutex_consistent`).
+    ///
+    /// # References
+    /// - [pthread_mutex_consistent(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_consistent.3p.html)
+    pub fn clear_owner_died(&self) {
+        self.owner_died.store(false, Ordering::Relaxed)
+    }
+
+    /// The raw futex word (owner tid and kernel bits), for introspection.
+    #[inline]
+    pub fn word(&self) -> u32 {
+        self.word.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    fn try_fast(&self, tid: u32) -> bool {
+        self.word
+            .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// After the kernel gave us the lock: clear and record `FUTEX_OWNER_DIED`.
+    fn acquired_from_kernel(&self) {
+        if self.word.load(Ordering::Relaxed) & OWNER_DIED != 0 {
+            self.word.fetch_and(!OWNER_DIED, Ordering::Relaxed);
+            self.owner_died.store(true, Ordering::Relaxed);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            self.track.wait_begin(Kind::PiMutex, self.addr(), tid)
+        } else {
+            0
+        };
+        let r = self.lock_slow_inner(tid, deadline);
+        if tracked {
+            self.track.wait_end(tid);
+            if r.is_ok() {
+                self.track
+                    .acquired_after_wait(Kind::PiMutex, self.addr(), tid, t0);
+            }
+        }
+        super::hook::lock(
+            self.addr(),
+            self.word() & TID_MASK,
+            match &r {
+                Ok(()) => super::hook::LockResult::Acquired,
+                Err(e) if e.kind() == ErrorKind::TimedOut => super::hook::LockResult::TimedOut,
+                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
+            },
+        );
+        r
+    }
+
+    fn lock_slow_inner(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
+        loop {
+            let cur = self.word.load(Ordering::Relaxed);
+            if cur & TID_MASK == tid {
+                return Err(relock_error("pi_mutex_lock"));
+            }
+            if cur == 0 {
+                if self.try_fast(tid) {
+                    return Ok(());
+                }
+                continue;
+            }
+            match sys::lock_pi(&self.word, deadline) {
+                Ok(()) => {
+                    self.acquired_from_kernel();
+                    return Ok(());
+                }
+                Err(libc::EINTR) | Err(libc::EAGAIN) => continue,
+                Err(libc::ESRCH) => self.take_over_from_dead(cur),
+                Err(libc::ETIMEDOUT) => {
+                    return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", libc::ETIMEDOUT))
+                }
+                Err(libc::EDEADLK) => return Err(relock_error("futex(FUTEX_LOCK_PI)")),
+                Err(e) => return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", e)),
+            }
+        }
+    }
+
+    /// The kernel said the tid in the word belongs to no live thread: the owner exited
+    /// holding the lock. Clear the tid and set `FUTEX_OWNER_DIED`, as robust-futex
+    /// exit handling does; the next `FUTEX_LOCK_PI` then grants the lock.
+    fn take_over_from_dead(&self, seen: u32) {
+        let now = self.word.load(Ordering::Relaxed);
+        if now & TID_MASK == seen & TID_MASK && now & TID_MASK != 0 {
+            let _ = self.word.compare_exchange(
+                now,
+                OWNER_DIED | (now & WAITERS),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn try_lock_slow(&self, tid: u32) -> Result<bool> {
+        let cur = self.word.load(Ordering::Relaxed);
+        if cur & TID_MASK != 0 || cur & OWNER_DIED == 0 {
+            // Held (by anyone, including us), or freed meanwhile (retry once).
+            return Ok(cur == 0 && self.try_fast(tid));
+        }
+        // Free but marked OWNER_DIED: let the kernel grant it and keep the mark.
+        match sys::trylock_pi(&self.word) {
+            Ok(()) => {
+                self.acquired_from_kernel();
+                Ok(true)
+            }
+            Err(libc::EWOULDBLOCK) | Err(libc::EBUSY) => Ok(false),
+            Err(e) => Err(Error::from_errno("futex(FUTEX_TRYLOCK_PI)", e)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unlock_slow(&self) {
+        // Waiters are queued in the kernel: it hands the lock to the top waiter and
+        // ends the owner's boost.
+        loop {
+            match sys::unlock_pi(&self.word) {
+                Err(libc::EINTR) | Err(libc::EAGAIN) => continue,
+                // EPERM (not the owner) cannot happen through a guard; ignore the rest.
+                _ => return,
+            }
+        }
+    }
+}
+
+/// The error for a relock by the lock's own owner.
+pub(crate) fn relock_error(call: &'static str) -> Error {
+    Error::from_errno(call, libc::EDEADLK)
+        .with_message("the calling thread already owns this mutex")
+        .with_hint("drop the guard before locking again, or use a recursive mutex")
+}
+
+impl Default for RawPiMutex {
+    fn default() -> Self {
+        RawPiMutex::new()
+    }
+}
+
+impl std::fmt::Debug for RawPiMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawPiMutex")
+            .field("owner", &self.owner())
+            .field("has_waiters", &self.has_waiters())
+            .field("owner_died", &self.owner_died())
+            .finish()
+    }
+}
+
+// SAFETY: the lock is exclusive: the futex word holds at most one owner tid, set by a
+// successful CAS 0→tid (Acquire) or by the kernel; unlock is a CAS tid→0 (Release) or
+// FUTEX_UNLOCK_PI. Guards are !Send, so a lock is always released by its owner thread.
+unsafe impl RawMutex for RawPiMutex {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: RawPiMutex = RawPiMutex::new();
+    type GuardMarker = GuardNoSend;
+
+    /// One CAS when free; `FUTEX_LOCK_PI2` otherwise. Panics on a relock by the owner.
+    #[inline]
+    fn lock(&self) {
+        let tid = current_tid();
+        if self.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::PiMutex, self.addr(), tid);
+            }
+        } else if let Err(e) = self.lock_slow(tid, None) {
+            lock_failed(e)
+        }
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        self.try_lock_checked().unwrap_or(false)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self) {
+        if track::level() != 0 {
+            self.track.releasing();
+        }
+        let tid = current_tid();
+        if self
+            .word
+            .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            self.unlock_slow();
+        }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.word.load(Ordering::Relaxed) & TID_MASK != 0
+    }
+}
+
+// SAFETY: timed acquisition has the same exclusivity as `lock`.
+unsafe impl RawMutexTimed for RawPiMutex {
+    type Duration = Duration;
+    type Instant = Instant;
+
+    /// `false` on timeout; panics on other refusals (see [`RawMutexChecked`]).
+    fn try_lock_until(&self, deadline: Instant) -> bool {
+        match self.lock_until_checked(deadline) {
+            Ok(()) => true,
+            Err(e) if e.kind() == ErrorKind::TimedOut => false,
+            Err(e) => lock_failed(e),
+        }
+    }
+
+    fn try_lock_for(&self, timeout: Duration) -> bool {
+        self.try_lock_until(deadline_after(timeout))
+    }
+}
+
+impl RawMutexChecked for RawPiMutex {
+    #[inline]
+    fn lock_checked(&self) -> Result<()> {
+        let tid = current_tid();
+        if self.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::PiMutex, self.addr(), tid);
+            }
+            Ok(())
+        } else {
+            self.lock_slow(tid, None)
+        }
+    }
+
+    #[inline]
+    fn try_lock_checked(&self) -> Result<bool> {
+        let tid = current_tid();
+        let r = if self.try_fast(tid) {
+            Ok(true)
+        } else {
+            self.try_lock_slow(tid)
+        };
+        if track::level() != 0 {
+            match r {
+                Ok(true) => self.track.try_acquired(Kind::PiMutex, self.addr(), tid),
+                Ok(false) => self.track.try_failed(Kind::PiMutex, self.addr()),
+                Err(_) => {}
+            }
+        }
+        r
+    }
+
+    fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
+        let tid = current_tid();
+        if self.try_fast(tid) {
+            if track::level() != 0 {
+                self.track.acquired(Kind::PiMutex, self.addr(), tid);
+            }
+            Ok(())
+        } else {
+            self.lock_slow(tid, Some(deadline))
+        }
+    }
+}

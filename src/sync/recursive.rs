@@ -1,0 +1,268 @@
+//! The recursive mutex ([`RecursiveMutex`]): `PTHREAD_MUTEX_RECURSIVE`.
+//!
+//! The owner may lock it again; each lock needs its own unlock (its guard), and the
+//! lock is released when the recursion count returns to zero. The lock word is the
+//! normal mutex's (owner tid | waiters bit, plain futex), the count is written only
+//! by the owner. Guards give shared access (`&T`), as `lock_api::ReentrantMutex`
+//! does: two guards of one thread may coexist.
+//!
+//! # References
+//! - [pthread_mutexattr_settype(3p)](https://man7.org/linux/man-pages/man3/pthread_mutexattr_settype.3p.html) (PTHREAD_MUTEX_RECURSIVE)
+
+use std::marker::PhantomData;
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::checked::deadline_after;
+use super::normal::TidWord;
+use super::sys::current_tid;
+use super::track::{self, Kind, Snapshot, Track};
+use crate::{Error, Result};
+
+/// A recursive mutex protecting a `T` (see the [module docs](self)).
+///
+/// ```
+/// use posixrt::sync::RecursiveMutex;
+///
+/// let m = RecursiveMutex::new(5);
+/// let a = m.lock();
+/// let b = m.lock(); // the owner may lock again
+/// assert_eq!(m.recursion(), 2);
+/// assert_eq!(*a + *b, 10);
+/// drop(b);
+/// drop(a);
+/// assert_eq!(m.recursion(), 0);
+/// ```
+pub struct RecursiveMutex<T: ?Sized> {
+    word: TidWord,
+    count: AtomicU32,
+    track: Track,
+    data: T,
+}
+
+// SAFETY: the data is reached only by the owner thread (one at a time); T: Send is
+// enough as for lock_api::ReentrantMutex.
+unsafe impl<T: ?Sized + Send> Send for RecursiveMutex<T> {}
+// SAFETY: as above.
+unsafe impl<T: ?Sized + Send> Sync for RecursiveMutex<T> {}
+
+/// The guard of a [`RecursiveMutex`]: shared access; not `Send`.
+#[must_use = "the mutex is unlocked when the guard is dropped"]
+pub struct RecursiveMutexGuard<'a, T: ?Sized> {
+    m: &'a RecursiveMutex<T>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl<T> RecursiveMutex<T> {
+    /// A free recursive mutex.
+    pub const fn new(value: T) -> RecursiveMutex<T> {
+        RecursiveMutex {
+            word: TidWord::new(),
+            count: AtomicU32::new(0),
+            track: Track::new(),
+            data: value,
+        }
+    }
+
+    /// Consumes the mutex, returning the data.
+    pub fn into_inner(self) -> T {
+        self.data
+    }
+}
+
+impl<T: ?Sized> RecursiveMutex<T> {
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as *const u8 as usize
+    }
+
+    fn relocked(&self) -> Result<()> {
+        let c = self.count.load(Ordering::Relaxed);
+        if c == u32::MAX {
+            return Err(
+                Error::from_errno("pthread_mutex_lock(RECURSIVE)", libc::EAGAIN)
+                    .with_message("the recursion count is at its maximum"),
+            );
+        }
+        self.count.store(c + 1, Ordering::Relaxed);
+        if track::level() != 0 {
+            let r = self.track.record(Kind::RecursiveMutex, self.addr());
+            let s = r.begin();
+            r.bump(track::W_LOCKS);
+            r.set(track::W_STATE, u64::from(c + 1));
+            r.end(s);
+        }
+        Ok(())
+    }
+
+    /// The first (outermost) acquisition: already done by the fast CAS, or `slow`.
+    fn first(&self, tid: u32, slow: bool, deadline: Option<Instant>) -> Result<()> {
+        if slow {
+            self.word.lock_slow(
+                tid,
+                deadline,
+                "pthread_mutex_lock(RECURSIVE)",
+                (&self.track, Kind::RecursiveMutex, self.addr()),
+            )?;
+        } else if track::level() != 0 {
+            self.track.acquired(Kind::RecursiveMutex, self.addr(), tid);
+        }
+        self.count.store(1, Ordering::Relaxed);
+        if let Some(r) = self.track.get() {
+            r.set(track::W_STATE, 1);
+        }
+        Ok(())
+    }
+
+    fn lock_impl(&self, deadline: Option<Instant>) -> Result<RecursiveMutexGuard<'_, T>> {
+        let tid = current_tid();
+        if self.word.owner() == Some(tid) {
+            self.relocked()?;
+        } else if self.word.try_fast(tid) {
+            self.first(tid, false, None)?;
+        } else {
+            self.first(tid, true, deadline)?;
+        }
+        Ok(RecursiveMutexGuard {
+            m: self,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// Locks (again, if the caller owns it), blocking.
+    ///
+    /// Panics only if the recursion count would overflow `u32`.
+    ///
+    /// # References
+    /// - [pthread_mutex_lock(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_lock.3p.html)
+    /// - [pthread_mutexattr_settype(3p)](https://man7.org/linux/man-pages/man3/pthread_mutexattr_settype.3p.html)
+    pub fn lock(&self) -> RecursiveMutexGuard<'_, T> {
+        match self.lock_impl(None) {
+            Ok(g) => g,
+            Err(e) => super::checked::lock_failed(e),
+        }
+    }
+
+    /// Locks if free or owned by the caller.
+    pub fn try_lock(&self) -> Option<RecursiveMutexGuard<'_, T>> {
+        let tid = current_tid();
+        if self.word.owner() == Some(tid) {
+            return self.relocked().ok().map(|()| RecursiveMutexGuard {
+                m: self,
+                _not_send: PhantomData,
+            });
+        }
+        if self.word.try_fast(tid) {
+            self.count.store(1, Ordering::Relaxed);
+            if track::level() != 0 {
+                self.track
+                    .try_acquired(Kind::RecursiveMutex, self.addr(), tid);
+                self.track.set_state(Kind::RecursiveMutex, self.addr(), 1);
+            }
+            Some(RecursiveMutexGuard {
+                m: self,
+                _not_send: PhantomData,
+            })
+        } else {
+            if track::level() != 0 {
+                self.track.try_failed(Kind::RecursiveMutex, self.addr());
+            }
+            None
+        }
+    }
+
+    /// Locks, waiting until `deadline` at most ([`TimedOut`](crate::ErrorKind::TimedOut)).
+    pub fn lock_until(&self, deadline: Instant) -> Result<RecursiveMutexGuard<'_, T>> {
+        self.lock_impl(Some(deadline))
+    }
+
+    /// Locks, waiting `timeout` at most ([`TimedOut`](crate::ErrorKind::TimedOut)).
+    pub fn lock_for(&self, timeout: Duration) -> Result<RecursiveMutexGuard<'_, T>> {
+        self.lock_until(deadline_after(timeout))
+    }
+
+    /// The recursion count (0 when free; a snapshot when another thread owns it).
+    pub fn recursion(&self) -> u32 {
+        if self.word.owner().is_some() {
+            self.count.load(Ordering::Relaxed)
+        } else {
+            0
+        }
+    }
+
+    /// The owner's tid, if held.
+    pub fn owner(&self) -> Option<u32> {
+        self.word.owner()
+    }
+
+    /// Info, statistics and waiters, if known to tracking; state read live.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.owner = self.owner();
+        s.info.locked = s.info.owner.is_some();
+        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        s.info.recursion = self.recursion();
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the mutex a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::RecursiveMutex, self.addr(), name)
+    }
+
+    /// Forces the mutex to unlocked (count 0) and wakes one waiter (Solaris
+    /// `td_sync_setstate`).
+    ///
+    /// # Safety
+    /// This breaks mutual exclusion: the owner's guards still exist and will unlock
+    /// a lock they no longer hold.
+    pub unsafe fn force_unlock(&self) {
+        self.count.store(0, Ordering::Relaxed);
+        if let Some(r) = self.track.get() {
+            r.set(track::W_OWNER, 0);
+        }
+        self.word.force_unlock();
+    }
+
+    fn unlock(&self) {
+        let c = self.count.load(Ordering::Relaxed);
+        if c > 1 {
+            self.count.store(c - 1, Ordering::Relaxed);
+            if let (true, Some(r)) = (track::level() != 0, self.track.get()) {
+                r.set(track::W_STATE, u64::from(c - 1));
+            }
+            return;
+        }
+        self.count.store(0, Ordering::Relaxed);
+        if track::level() != 0 {
+            self.track.releasing();
+        }
+        if !self.word.unlock_fast(current_tid()) {
+            self.word.unlock_slow();
+        }
+    }
+}
+
+impl<T: ?Sized> Deref for RecursiveMutexGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.m.data
+    }
+}
+
+impl<T: ?Sized> Drop for RecursiveMutexGuard<'_, T> {
+    fn drop(&mut self) {
+        self.m.unlock()
+    }
+}
+
+impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for RecursiveMutex<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecursiveMutex")
+            .field("owner", &self.owner())
+            .field("recursion", &self.recursion())
+            .finish_non_exhaustive()
+    }
+}

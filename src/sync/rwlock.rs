@@ -1,0 +1,393 @@
+//! The reader-writer lock ([`RwLock`], [`RawRwLock`]) on a futex, with `lock_api`
+//! guards.
+//!
+//! The futex word counts readers (bits 0..30) and has a writer bit (bit 30).
+//! Writers are preferred: once a writer waits, new readers wait too (so a stream of
+//! readers cannot starve it; a thread that read-locks recursively while a writer
+//! waits deadlocks, as `lock_api` documents). Sleepers wait in `FUTEX_WAIT_BITSET`
+//! on the word and are all woken when it changes in their favour. The writer's tid
+//! is kept beside the word for introspection.
+//!
+//! # References
+//! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
+//! - [pthread_rwlock_wrlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_wrlock.3p.html)
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{GuardNoSend, RawRwLockTimed};
+
+use super::checked::deadline_after;
+use super::sys::{self, current_tid};
+use super::track::{self, Kind, Snapshot, Track};
+
+const WRITER: u32 = 1 << 30;
+const READERS: u32 = WRITER - 1;
+
+/// A reader-writer lock (see the [module docs](self)).
+///
+/// ```
+/// use posixrt::sync::RwLock;
+///
+/// let l = RwLock::new(1);
+/// {
+///     let a = l.read();
+///     let b = l.read();
+///     assert_eq!(*a + *b, 2);
+/// }
+/// *l.write() += 1;
+/// assert_eq!(*l.read(), 2);
+/// ```
+pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
+
+/// The raw reader-writer lock.
+pub struct RawRwLock {
+    state: AtomicU32,
+    writers_waiting: AtomicU32,
+    sleepers: AtomicU32,
+    writer: AtomicU32,
+    track: Track,
+}
+
+impl RawRwLock {
+    /// A free lock.
+    pub const fn new() -> RawRwLock {
+        RawRwLock {
+            state: AtomicU32::new(0),
+            writers_waiting: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
+            writer: AtomicU32::new(0),
+            track: Track::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Readers holding the lock now.
+    pub fn readers(&self) -> u32 {
+        self.state.load(Ordering::Relaxed) & READERS
+    }
+
+    /// The writer's tid, if write-locked.
+    pub fn writer(&self) -> Option<u32> {
+        if self.state.load(Ordering::Relaxed) & WRITER != 0 {
+            match self.writer.load(Ordering::Relaxed) {
+                0 => None,
+                t => Some(t),
+            }
+        } else {
+            None
+        }
+    }
+
+    #[inline]
+    fn try_read_fast(&self) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        s & WRITER == 0
+            && s & READERS < READERS - 1
+            && self.writers_waiting.load(Ordering::Relaxed) == 0
+            && self
+                .state
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    fn read_slow(&self, deadline: Option<Instant>) -> bool {
+        let tid = current_tid();
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            self.track.wait_begin(Kind::RwLock, self.addr(), tid)
+        } else {
+            0
+        };
+        let ok = loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & WRITER == 0 && self.writers_waiting.load(Ordering::Relaxed) == 0 {
+                if self
+                    .state
+                    .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break true;
+                }
+                continue;
+            }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let w = sys::wait(&self.state, s, deadline);
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+            if let Err(libc::ETIMEDOUT) = w {
+                break false;
+            }
+        };
+        if tracked {
+            self.track.wait_end(tid);
+            if let (true, Some(r)) = (ok, self.track.get()) {
+                r.add(track::W_A, 1);
+                r.add(track::W_B, 1);
+                if t0 != 0 {
+                    r.add(track::W_C, track::ticks().saturating_sub(t0));
+                }
+            }
+        }
+        ok
+    }
+
+    #[inline]
+    fn read_tracked(&self) {
+        let r = self.track.record(Kind::RwLock, self.addr());
+        r.add(track::W_A, 1);
+    }
+
+    fn write_slow(&self, deadline: Option<Instant>) -> bool {
+        let tid = current_tid();
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            self.track.wait_begin(Kind::RwLock, self.addr(), tid)
+        } else {
+            0
+        };
+        self.writers_waiting.fetch_add(1, Ordering::SeqCst);
+        let ok = loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s == 0 {
+                if self
+                    .state
+                    .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    break true;
+                }
+                continue;
+            }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let w = sys::wait(&self.state, s, deadline);
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+            if let Err(libc::ETIMEDOUT) = w {
+                break false;
+            }
+        };
+        self.writers_waiting.fetch_sub(1, Ordering::SeqCst);
+        if !ok && self.sleepers.load(Ordering::SeqCst) > 0 {
+            // Readers held back by this writer may go now.
+            sys::wake(&self.state, i32::MAX as u32);
+        }
+        if ok {
+            self.writer.store(tid, Ordering::Relaxed);
+        }
+        if tracked {
+            self.track.wait_end(tid);
+            if ok {
+                self.track
+                    .acquired_after_wait(Kind::RwLock, self.addr(), tid, t0);
+            }
+        }
+        ok
+    }
+
+    fn wake_all(&self) {
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            sys::wake(&self.state, i32::MAX as u32);
+        }
+    }
+
+    /// Info (readers, writer), statistics and waiters, if known to tracking; state
+    /// read live.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.readers = self.readers();
+        s.info.owner = self.writer();
+        s.info.write_locked = self.state.load(Ordering::Relaxed) & WRITER != 0;
+        s.info.locked = s.info.write_locked || s.info.readers > 0;
+        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the lock a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::RwLock, self.addr(), name)
+    }
+
+    /// Forces the lock to free (no readers, no writer) and wakes every waiter
+    /// (Solaris `td_sync_setstate`).
+    ///
+    /// # Safety
+    /// This breaks the exclusion: existing guards will later unlock a lock they no
+    /// longer hold, corrupting the reader count.
+    pub unsafe fn force_unlock(&self) {
+        self.writer.store(0, Ordering::Relaxed);
+        self.state.store(0, Ordering::SeqCst);
+        if let Some(r) = self.track.get() {
+            r.set(track::W_OWNER, 0);
+        }
+        sys::wake(&self.state, i32::MAX as u32);
+    }
+}
+
+impl Default for RawRwLock {
+    fn default() -> Self {
+        RawRwLock::new()
+    }
+}
+
+impl std::fmt::Debug for RawRwLock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawRwLock")
+            .field("readers", &self.readers())
+            .field("writer", &self.writer())
+            .finish()
+    }
+}
+
+// SAFETY: a writer holds WRITER alone (CAS 0→WRITER, Acquire); readers increment the
+// count only while WRITER is clear (CAS, Acquire); releases are Release. Guards are
+// !Send, so locks are released by the threads that took them.
+unsafe impl lock_api::RawRwLock for RawRwLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: RawRwLock = RawRwLock::new();
+    type GuardMarker = GuardNoSend;
+
+    #[inline]
+    fn lock_shared(&self) {
+        if self.try_read_fast() {
+            if track::level() != 0 {
+                self.read_tracked();
+            }
+        } else {
+            self.read_slow(None);
+        }
+    }
+
+    #[inline]
+    fn try_lock_shared(&self) -> bool {
+        let ok = self.try_read_fast();
+        if track::level() != 0 {
+            let r = self.track.record(Kind::RwLock, self.addr());
+            r.add(track::W_TRY, 1);
+            if ok {
+                r.add(track::W_A, 1);
+            } else {
+                r.add(track::W_TRY_FAIL, 1);
+            }
+        }
+        ok
+    }
+
+    #[inline]
+    unsafe fn unlock_shared(&self) {
+        let prev = self.state.fetch_sub(1, Ordering::SeqCst);
+        if prev & READERS == 1 {
+            self.wake_all();
+        }
+    }
+
+    #[inline]
+    fn lock_exclusive(&self) {
+        if self
+            .state
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            let tid = current_tid();
+            self.writer.store(tid, Ordering::Relaxed);
+            if track::level() != 0 {
+                self.track.acquired(Kind::RwLock, self.addr(), tid);
+            }
+        } else {
+            self.write_slow(None);
+        }
+    }
+
+    #[inline]
+    fn try_lock_exclusive(&self) -> bool {
+        let ok = self
+            .state
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok();
+        if ok {
+            let tid = current_tid();
+            self.writer.store(tid, Ordering::Relaxed);
+            if track::level() != 0 {
+                self.track.try_acquired(Kind::RwLock, self.addr(), tid);
+            }
+        } else if track::level() != 0 {
+            self.track.try_failed(Kind::RwLock, self.addr());
+        }
+        ok
+    }
+
+    #[inline]
+    unsafe fn unlock_exclusive(&self) {
+        if track::level() != 0 {
+            self.track.releasing();
+        }
+        self.writer.store(0, Ordering::Relaxed);
+        self.state.store(0, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) != 0
+    }
+
+    #[inline]
+    fn is_locked_exclusive(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & WRITER != 0
+    }
+}
+
+// SAFETY: same exclusion as the untimed methods.
+unsafe impl RawRwLockTimed for RawRwLock {
+    type Duration = Duration;
+    type Instant = Instant;
+
+    fn try_lock_shared_for(&self, timeout: Duration) -> bool {
+        self.try_lock_shared_until(deadline_after(timeout))
+    }
+
+    fn try_lock_shared_until(&self, deadline: Instant) -> bool {
+        if self.try_read_fast() {
+            if track::level() != 0 {
+                self.read_tracked();
+            }
+            true
+        } else {
+            self.read_slow(Some(deadline))
+        }
+    }
+
+    fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
+        self.try_lock_exclusive_until(deadline_after(timeout))
+    }
+
+    fn try_lock_exclusive_until(&self, deadline: Instant) -> bool {
+        if self.try_lock_exclusive_quiet() {
+            true
+        } else {
+            self.write_slow(Some(deadline))
+        }
+    }
+}
+
+impl RawRwLock {
+    fn try_lock_exclusive_quiet(&self) -> bool {
+        if self
+            .state
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            let tid = current_tid();
+            self.writer.store(tid, Ordering::Relaxed);
+            if track::level() != 0 {
+                self.track.acquired(Kind::RwLock, self.addr(), tid);
+            }
+            true
+        } else {
+            false
+        }
+    }
+}

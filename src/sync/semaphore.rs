@@ -1,0 +1,274 @@
+//! The counting semaphore ([`Semaphore`]): `sem_wait` / `sem_trywait` /
+//! `sem_timedwait` / `sem_post` on a futex.
+//!
+//! The count is the futex word. `wait` decrements it with a CAS when it is positive,
+//! otherwise sleeps in `FUTEX_WAIT_BITSET` while it is 0; `post` increments it and
+//! wakes one sleeper only if there is one. Semaphores have no owner, so no priority
+//! protocol applies (the seed's point about listing 6.7).
+//!
+//! # References
+//! - [sem_wait(3p)](https://man7.org/linux/man-pages/man3/sem_wait.3p.html)
+//! - [sem_post(3p)](https://man7.org/linux/man-pages/man3/sem_post.3p.html)
+//! - [sem_overview(7)](https://man7.org/linux/man-pages/man7/sem_overview.7.html)
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::checked::deadline_after;
+use super::sys::{self, current_tid};
+use super::track::{self, Kind, Snapshot, Track};
+use crate::{Error, Result};
+
+/// `SEM_VALUE_MAX` on Linux.
+pub const SEM_VALUE_MAX: u32 = i32::MAX as u32;
+
+/// A counting semaphore (see the [module docs](self)).
+///
+/// ```
+/// use posixrt::sync::Semaphore;
+///
+/// let s = Semaphore::new(1)?;
+/// s.wait();
+/// assert!(!s.try_wait());
+/// s.post()?;
+/// assert_eq!(s.value(), 1);
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+pub struct Semaphore {
+    value: AtomicU32,
+    sleepers: AtomicU32,
+    track: Track,
+}
+
+impl Semaphore {
+    /// A semaphore with the count `value` (`sem_init`).
+    ///
+    /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) above [`SEM_VALUE_MAX`].
+    pub fn new(value: u32) -> Result<Semaphore> {
+        if value > SEM_VALUE_MAX {
+            return Err(Error::invalid(
+                "sem_init",
+                format!("initial value {value} exceeds SEM_VALUE_MAX ({SEM_VALUE_MAX})"),
+            ));
+        }
+        Ok(Semaphore {
+            value: AtomicU32::new(value),
+            sleepers: AtomicU32::new(0),
+            track: Track::new(),
+        })
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    #[inline]
+    fn try_take(&self) -> Option<u32> {
+        let mut v = self.value.load(Ordering::Relaxed);
+        while v > 0 {
+            match self
+                .value
+                .compare_exchange_weak(v, v - 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return Some(v - 1),
+                Err(now) => v = now,
+            }
+        }
+        None
+    }
+
+    fn taken(&self, after: u32, contended: bool, t0: u64) {
+        let r = self.track.record(Kind::Semaphore, self.addr());
+        r.add(track::W_LOCKS, 1);
+        if contended {
+            r.add(track::W_CONTENDED, 1);
+        }
+        if t0 != 0 {
+            let w = track::ticks().saturating_sub(t0);
+            r.add(track::W_WAIT_TOTAL, w);
+            r.max(track::W_WAIT_MAX, w);
+        }
+        r.w[track::W_C].fetch_min(u64::from(after), Ordering::Relaxed);
+        r.set(
+            track::W_STATE,
+            u64::from(self.value.load(Ordering::Relaxed)),
+        );
+    }
+
+    fn wait_impl(&self, deadline: Option<Instant>) -> Result<()> {
+        if let Some(after) = self.try_take() {
+            if track::level() != 0 {
+                self.taken(after, false, 0);
+            }
+            super::hook::sem_wait(self.addr(), after, super::hook::LockResult::Acquired);
+            return Ok(());
+        }
+        let tid = current_tid();
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            self.track.wait_begin(Kind::Semaphore, self.addr(), tid)
+        } else {
+            0
+        };
+        let r = loop {
+            if let Some(after) = self.try_take() {
+                break Ok(after);
+            }
+            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            let w = sys::wait(&self.value, 0, deadline);
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+            if let Err(libc::ETIMEDOUT) = w {
+                // A post may have raced with the timeout: take it if it is there.
+                break self
+                    .try_take()
+                    .ok_or_else(|| Error::from_errno("sem_timedwait", libc::ETIMEDOUT));
+            }
+        };
+        if tracked {
+            self.track.wait_end(tid);
+            if let Ok(after) = r {
+                self.taken(after, true, t0);
+            }
+        }
+        super::hook::sem_wait(
+            self.addr(),
+            self.value(),
+            if r.is_ok() {
+                super::hook::LockResult::Acquired
+            } else {
+                super::hook::LockResult::TimedOut
+            },
+        );
+        r.map(drop)
+    }
+
+    /// Decrements the count, sleeping while it is 0 (`sem_wait`).
+    ///
+    /// # References
+    /// - [sem_wait(3p)](https://man7.org/linux/man-pages/man3/sem_wait.3p.html)
+    pub fn wait(&self) {
+        let _ = self.wait_impl(None);
+    }
+
+    /// Decrements the count if it is positive (`sem_trywait`); `false` if it was 0.
+    ///
+    /// # References
+    /// - [sem_trywait(3p)](https://man7.org/linux/man-pages/man3/sem_trywait.3p.html)
+    pub fn try_wait(&self) -> bool {
+        let r = self.try_take();
+        if track::level() != 0 {
+            let rec = self.track.record(Kind::Semaphore, self.addr());
+            rec.add(track::W_TRY, 1);
+            match r {
+                Some(after) => self.taken(after, false, 0),
+                None => rec.add(track::W_TRY_FAIL, 1),
+            }
+        }
+        r.is_some()
+    }
+
+    /// [`wait`](Self::wait) until the absolute `deadline` at most (`sem_timedwait`,
+    /// on CLOCK_MONOTONIC like `sem_clockwait`): [`TimedOut`](crate::ErrorKind::TimedOut).
+    ///
+    /// # References
+    /// - [sem_timedwait(3p)](https://man7.org/linux/man-pages/man3/sem_timedwait.3p.html)
+    /// - [sem_clockwait(3)](https://man7.org/linux/man-pages/man3/sem_clockwait.3.html)
+    pub fn wait_until(&self, deadline: Instant) -> Result<()> {
+        self.wait_impl(Some(deadline))
+    }
+
+    /// [`wait`](Self::wait) for `timeout` at most.
+    pub fn wait_for(&self, timeout: Duration) -> Result<()> {
+        self.wait_until(deadline_after(timeout))
+    }
+
+    /// Increments the count and wakes one waiter if any (`sem_post`).
+    ///
+    /// Errors: `EOVERFLOW` ([`InvalidInput`](crate::ErrorKind::InvalidInput)) at
+    /// [`SEM_VALUE_MAX`].
+    ///
+    /// # References
+    /// - [sem_post(3p)](https://man7.org/linux/man-pages/man3/sem_post.3p.html)
+    pub fn post(&self) -> Result<()> {
+        let mut v = self.value.load(Ordering::Relaxed);
+        loop {
+            if v >= SEM_VALUE_MAX {
+                return Err(Error::from_errno("sem_post", libc::EOVERFLOW));
+            }
+            match self
+                .value
+                .compare_exchange_weak(v, v + 1, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => v = now,
+            }
+        }
+        if track::level() != 0 {
+            let r = self.track.record(Kind::Semaphore, self.addr());
+            r.add(track::W_A, 1);
+            r.max(track::W_B, u64::from(v + 1));
+            r.set(track::W_STATE, u64::from(v + 1));
+        }
+        super::hook::sem_post(self.addr(), v + 1);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            sys::wake(&self.value, 1);
+        }
+        Ok(())
+    }
+
+    /// The current count (`sem_getvalue`).
+    ///
+    /// # References
+    /// - [sem_getvalue(3p)](https://man7.org/linux/man-pages/man3/sem_getvalue.3p.html)
+    pub fn value(&self) -> u32 {
+        self.value.load(Ordering::Relaxed)
+    }
+
+    /// How many threads sleep in `wait` (a snapshot).
+    pub fn waiters(&self) -> u32 {
+        self.sleepers.load(Ordering::Relaxed)
+    }
+
+    /// Info (with the count), statistics and waiters, if known to tracking.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.sem_count = Some(self.value());
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the semaphore a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::Semaphore, self.addr(), name);
+        self.track
+            .set_state(Kind::Semaphore, self.addr(), u64::from(self.value()));
+    }
+
+    /// Forces the count to `value` and wakes every waiter (Solaris `td_sync_setstate`).
+    ///
+    /// # Safety
+    /// This breaks the semaphore's accounting: resources it counts may be handed out
+    /// twice or never. Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) above
+    /// [`SEM_VALUE_MAX`].
+    pub unsafe fn force_count(&self, value: u32) -> Result<()> {
+        if value > SEM_VALUE_MAX {
+            return Err(Error::invalid("force_count", "above SEM_VALUE_MAX"));
+        }
+        self.value.store(value, Ordering::SeqCst);
+        if let Some(r) = self.track.get() {
+            r.set(track::W_STATE, u64::from(value));
+        }
+        sys::wake(&self.value, i32::MAX as u32);
+        Ok(())
+    }
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("value", &self.value())
+            .field("waiters", &self.waiters())
+            .finish()
+    }
+}

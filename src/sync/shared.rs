@@ -1,0 +1,136 @@
+//! The tracked objects in shared memory, for other processes: a publisher that
+//! copies every known object's record into this process's `"sync"` registry
+//! ([`crate::registry`], the seqlock slot registry also used by `mark`), and the
+//! reader used by the `rtstat` tool.
+//!
+//! The lock paths never touch shared memory: they write the in-process records (see
+//! [`set_tracking`](super::set_tracking)). While tracking is on, a publisher thread
+//! copies each record (a consistent copy, under the record's sequence counter) into
+//! a registry slot every [`PUBLISH_PERIOD`], and [`publish`] does it at once. So a
+//! reader in another process sees a consistent snapshot of each object that is at
+//! most one period old. The file is `/dev/shm/posixrt-sync-<pid>-<starttime>`, mode
+//! 0600, removed at exit.
+//!
+//! Payload of a slot (64-bit words): the record's 32 words, except word 0, which
+//! holds the picoseconds per timing tick (so the reader converts times).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use super::track::{self, Snapshot, WORDS};
+use crate::registry::{self, Registry, SlotWriter};
+use crate::{Error, Result};
+
+/// The registry kind of the sync objects (`/dev/shm/posixrt-sync-*`).
+pub const REGISTRY_KIND: &str = "sync";
+/// How often the publisher refreshes the shared copies while tracking is on.
+pub const PUBLISH_PERIOD: Duration = Duration::from_millis(50);
+const SLOTS: u32 = 1024;
+
+static REGISTRY: OnceLock<std::result::Result<Registry, Error>> = OnceLock::new();
+/// Record address -> its slot.
+static SLOTS_OF: Mutex<Vec<(usize, SlotWriter<'static>)>> = Mutex::new(Vec::new());
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+fn registry() -> Result<&'static Registry> {
+    REGISTRY
+        .get_or_init(|| Registry::create(REGISTRY_KIND, WORDS * 8, SLOTS))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Starts the publisher thread (once), when tracking is switched on.
+pub(crate) fn start_publisher() {
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("posixrt-syncpub".into())
+        .spawn(|| loop {
+            std::thread::sleep(PUBLISH_PERIOD);
+            if track::level() != 0 {
+                let _ = publish();
+            }
+        });
+}
+
+/// Copies every known object's record into the shared registry now, and frees the
+/// slots of objects that were dropped. Returns how many objects were published.
+///
+/// Errors: the registry could not be created (e.g. no `/dev/shm`; the hint says how
+/// to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources)).
+pub fn publish() -> Result<usize> {
+    let reg = registry()?;
+    let mut slots = SLOTS_OF.lock().unwrap_or_else(|e| e.into_inner());
+    let records = track::all_records();
+    let ps = track::ps_per_tick();
+    let mut live = Vec::new();
+    let mut n = 0;
+    for r in records {
+        let key = r as *const track::Record as usize;
+        let Some(words) = track::copy_live(r) else {
+            continue;
+        };
+        live.push(key);
+        let pos = match slots.iter().position(|(k, _)| *k == key) {
+            Some(p) => p,
+            None => {
+                slots.push((key, reg.claim(0, 0)?));
+                slots.len() - 1
+            }
+        };
+        slots[pos].1.write(|p| {
+            p.store_u64(0, ps);
+            for (i, w) in words.iter().enumerate().skip(1) {
+                p.store_u64(i, *w);
+            }
+        });
+        n += 1;
+    }
+    // Free the slots of records that are no longer live.
+    let mut i = 0;
+    while i < slots.len() {
+        if live.contains(&slots[i].0) {
+            i += 1;
+        } else {
+            let (_, w) = slots.swap_remove(i);
+            w.release();
+        }
+    }
+    Ok(n)
+}
+
+/// The tracked objects another posixrt process `pid` has published (what `rtstat`
+/// shows), as consistent snapshots.
+///
+/// Errors: [`NotFound`](crate::ErrorKind::NotFound) if `pid` has no sync registry
+/// (not a posixrt process, or tracking was never switched on there).
+pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
+    let scan = registry::scan(REGISTRY_KIND, Some(pid as i32))?;
+    let Some(p) = scan.processes.into_iter().find(|p| p.pid == pid as i32) else {
+        return Err(Error::new(
+            crate::ErrorKind::NotFound,
+            "rtstat",
+            format!("process {pid} has no posixrt sync registry"),
+        )
+        .with_hint("the process must use posixrt::sync with set_tracking(Tracking::Counts or Timing) on, and you need to be root or its user"));
+    };
+    let mut out = Vec::new();
+    for s in p.slots {
+        let mut words = [0u64; WORDS];
+        for (i, w) in words.iter_mut().enumerate() {
+            let mut b = [0u8; 8];
+            if let Some(src) = s.payload.get(i * 8..i * 8 + 8) {
+                b.copy_from_slice(src);
+            }
+            *w = u64::from_ne_bytes(b);
+        }
+        let ps = words[0];
+        if let Some(mut snap) = track::snapshot_words(&words, ps) {
+            snap.info.owner_pid = snap.info.owner.map(|_| pid);
+            out.push(snap);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,229 @@
+//! The raw calls behind `sync`: futex operations, the cached thread id, and the
+//! calling thread's scheduling attributes. Everything here is private to the crate.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::time::Instant;
+
+/// Bit 31 of a PI futex word: threads may be blocked in the kernel (`FUTEX_WAITERS`).
+pub(crate) const WAITERS: u32 = 0x8000_0000;
+/// Bit 30 of a PI futex word: the owner died without unlocking (`FUTEX_OWNER_DIED`).
+pub(crate) const OWNER_DIED: u32 = 0x4000_0000;
+/// The owner's thread id in a futex word (`FUTEX_TID_MASK`).
+pub(crate) const TID_MASK: u32 = 0x3fff_ffff;
+
+const FUTEX_WAIT_BITSET: libc::c_int = 9;
+const FUTEX_WAKE: libc::c_int = 1;
+const FUTEX_LOCK_PI: libc::c_int = 6;
+const FUTEX_UNLOCK_PI: libc::c_int = 7;
+const FUTEX_TRYLOCK_PI: libc::c_int = 8;
+const FUTEX_LOCK_PI2: libc::c_int = 13;
+const FUTEX_PRIVATE_FLAG: libc::c_int = 128;
+const FUTEX_BITSET_MATCH_ANY: u32 = 0xffff_ffff;
+
+thread_local! {
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The calling thread's kernel thread id, cached per thread (one TLS load after the
+/// first call).
+#[inline(always)]
+pub(crate) fn current_tid() -> u32 {
+    let t = TID.with(Cell::get);
+    if t != 0 {
+        t
+    } else {
+        current_tid_slow()
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn current_tid_slow() -> u32 {
+    let t = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    TID.with(|c| c.set(t));
+    t
+}
+
+/// One futex call; returns the result or the errno.
+///
+/// # Safety
+/// `uaddr` must point to a live, 4-byte aligned futex word for the duration of the
+/// call; `timeout` is null or points to a valid timespec.
+unsafe fn futex(
+    uaddr: *const AtomicU32,
+    op: libc::c_int,
+    val: u32,
+    timeout: *const libc::timespec,
+    val3: u32,
+) -> Result<libc::c_long, i32> {
+    // SAFETY: the caller guarantees `uaddr` and `timeout`; the other arguments are
+    // plain values and uaddr2 is unused by the operations used here.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            uaddr,
+            op,
+            val,
+            timeout,
+            std::ptr::null::<u32>(),
+            val3,
+        )
+    };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(r)
+    }
+}
+
+fn ts_add(now: rustix::time::Timespec, d: std::time::Duration) -> libc::timespec {
+    let mut sec = now
+        .tv_sec
+        .saturating_add(d.as_secs().min(i64::MAX as u64) as i64);
+    let mut nsec = now.tv_nsec + i64::from(d.subsec_nanos());
+    if nsec >= 1_000_000_000 {
+        nsec -= 1_000_000_000;
+        sec = sec.saturating_add(1);
+    }
+    libc::timespec {
+        tv_sec: sec as libc::time_t,
+        tv_nsec: nsec as _,
+    }
+}
+
+/// An [`Instant`] deadline as an absolute time on `clock`.
+fn abs_timespec(deadline: Instant, clock: rustix::time::ClockId) -> libc::timespec {
+    let left = deadline.saturating_duration_since(Instant::now());
+    ts_add(rustix::time::clock_gettime(clock), left)
+}
+
+/// 0 = not probed, 1 = FUTEX_LOCK_PI2 works, 2 = ENOSYS (kernel before 5.14).
+static LOCK_PI2: AtomicU8 = AtomicU8::new(0);
+
+/// Whether the kernel has `FUTEX_LOCK_PI2` (Linux 5.14), which takes a
+/// CLOCK_MONOTONIC timeout; otherwise `FUTEX_LOCK_PI` with CLOCK_REALTIME is used.
+pub(crate) fn has_lock_pi2() -> bool {
+    LOCK_PI2.load(Ordering::Relaxed) != 2
+}
+
+/// `FUTEX_LOCK_PI2` (or `FUTEX_LOCK_PI`): block until the PI futex is ours, boosting
+/// its owner meanwhile. `deadline` is absolute.
+pub(crate) fn lock_pi(word: &AtomicU32, deadline: Option<Instant>) -> Result<(), i32> {
+    if LOCK_PI2.load(Ordering::Relaxed) != 2 {
+        let ts = deadline.map(|d| abs_timespec(d, rustix::time::ClockId::Monotonic));
+        let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+        // SAFETY: `word` is a live AtomicU32 borrowed for the call; `tp` is null or
+        // points to `ts` on this stack frame.
+        match unsafe { futex(word, FUTEX_LOCK_PI2 | FUTEX_PRIVATE_FLAG, 0, tp, 0) } {
+            Err(libc::ENOSYS) => LOCK_PI2.store(2, Ordering::Relaxed),
+            r => {
+                LOCK_PI2.store(1, Ordering::Relaxed);
+                return r.map(drop);
+            }
+        }
+    }
+    // Before Linux 5.14 FUTEX_LOCK_PI measures its timeout on CLOCK_REALTIME
+    // (absolute), whatever the flags say; convert the monotonic deadline.
+    let ts = deadline.map(|d| abs_timespec(d, rustix::time::ClockId::Realtime));
+    let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+    // SAFETY: as above.
+    unsafe { futex(word, FUTEX_LOCK_PI | FUTEX_PRIVATE_FLAG, 0, tp, 0) }.map(drop)
+}
+
+/// `FUTEX_TRYLOCK_PI`: take the PI futex if free (or left by a dead owner).
+pub(crate) fn trylock_pi(word: &AtomicU32) -> Result<(), i32> {
+    // SAFETY: `word` is a live AtomicU32; no timeout.
+    unsafe {
+        futex(
+            word,
+            FUTEX_TRYLOCK_PI | FUTEX_PRIVATE_FLAG,
+            0,
+            std::ptr::null(),
+            0,
+        )
+    }
+    .map(drop)
+}
+
+/// `FUTEX_UNLOCK_PI`: hand the PI futex to the highest-priority waiter.
+pub(crate) fn unlock_pi(word: &AtomicU32) -> Result<(), i32> {
+    // SAFETY: `word` is a live AtomicU32; no timeout.
+    unsafe {
+        futex(
+            word,
+            FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG,
+            0,
+            std::ptr::null(),
+            0,
+        )
+    }
+    .map(drop)
+}
+
+/// `FUTEX_WAIT_BITSET`: sleep while `*word == val`, until the absolute
+/// CLOCK_MONOTONIC `deadline`.
+pub(crate) fn wait(word: &AtomicU32, val: u32, deadline: Option<Instant>) -> Result<(), i32> {
+    let ts = deadline.map(|d| abs_timespec(d, rustix::time::ClockId::Monotonic));
+    let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+    // SAFETY: `word` is a live AtomicU32; `tp` is null or points to `ts`.
+    unsafe {
+        futex(
+            word,
+            FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+            val,
+            tp,
+            FUTEX_BITSET_MATCH_ANY,
+        )
+    }
+    .map(drop)
+}
+
+/// `FUTEX_WAKE`: wake up to `n` threads sleeping on `word`; returns how many woke.
+pub(crate) fn wake(word: &AtomicU32, n: u32) -> u32 {
+    // SAFETY: `word` is a live AtomicU32; no timeout. FUTEX_WAKE cannot fail on a
+    // valid private address.
+    unsafe {
+        futex(
+            word,
+            FUTEX_WAKE | FUTEX_PRIVATE_FLAG,
+            n,
+            std::ptr::null(),
+            0,
+        )
+    }
+    .map_or(0, |n| n as u32)
+}
+
+/// The calling thread's scheduling attributes (`sched_getattr(0)`).
+pub(crate) fn sched_getattr_self() -> Result<libc::sched_attr, i32> {
+    // SAFETY: sched_attr is plain data; all-zero is a valid value.
+    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::sched_attr>() as u32;
+    // SAFETY: `attr` is a writable sched_attr of `size` bytes; pid 0 = this thread.
+    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr, size, 0) };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(attr)
+    }
+}
+
+/// Sets the calling thread's scheduling attributes (`sched_setattr(0)`).
+pub(crate) fn sched_setattr_self(attr: &libc::sched_attr) -> Result<(), i32> {
+    let mut a = *attr;
+    a.size = std::mem::size_of::<libc::sched_attr>() as u32;
+    // SAFETY: `a` is a valid sched_attr whose size field matches; pid 0 = this thread.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &a, 0) };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(())
+    }
+}
