@@ -1054,6 +1054,18 @@ impl Trace {
         self.wait_next(Some(deadline))
     }
 
+    /// `posix_trace_timedgetnext_event` with the C API's CLOCK_REALTIME absolute
+    /// deadline (a deadline in the past polls once).
+    ///
+    /// # Errors
+    /// `TimedOut` (ETIMEDOUT) when the deadline passes with no event.
+    pub fn timed_getnext_realtime(&self, deadline: std::time::SystemTime) -> Result<Option<Event>> {
+        let left = deadline
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        self.wait_next(Some(Instant::now() + left))
+    }
+
     fn wait_next(&self, deadline: Option<Instant>) -> Result<Option<Event>> {
         let mut nap = Duration::from_micros(20);
         loop {
