@@ -284,6 +284,14 @@ fn getnext_blocks_timed_and_try() {
         .unwrap();
     assert_eq!(e.data, b"timed");
     h.join().unwrap();
+    let past = std::time::SystemTime::now() - Duration::from_secs(1);
+    assert_eq!(
+        t.timed_getnext_realtime(past).unwrap_err().kind(),
+        ErrorKind::TimedOut
+    );
+    trace::event(ev, b"rt");
+    let soon = std::time::SystemTime::now() + Duration::from_secs(30);
+    assert_eq!(t.timed_getnext_realtime(soon).unwrap().unwrap().data, b"rt");
     t.stop().unwrap();
     assert_eq!(t.getnext().unwrap().unwrap().id, EventId::STOP);
     assert_eq!(t.getnext().unwrap(), None);
