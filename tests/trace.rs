@@ -1086,3 +1086,34 @@ fn sub_buffers_of_exited_threads_are_reclaimed_once_read() {
     assert_eq!(data, [b"new".to_vec(), b"main".to_vec()]);
     assert_eq!(t.sub_buffers(), 1);
 }
+
+#[test]
+fn lossless_guarantee_at_the_boundary_with_flush_policy() {
+    let _g = serial();
+    let size = 4096;
+    let (p, f) = open_log("boundary-flush.trace");
+    let a = attr_with(|a| {
+        a.set_stream_size(size).unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    assert_eq!(t.attr().stream_full_policy(), StreamFullPolicy::Flush);
+    let mut quiet = EventSet::empty();
+    quiet.add(EventId::FLUSH_START);
+    quiet.add(EventId::FLUSH_STOP);
+    quiet.add(EventId::FILTER);
+    t.set_filter(&quiet, FilterHow::Set).unwrap();
+    let ev = trace::eventid_open("tt.boundary.flush").unwrap();
+    let n = (size - a.max_user_event_size(0)) / a.max_user_event_size(8);
+    t.start().unwrap();
+    for i in 0..n as u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    assert!(!t.status().overrun);
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert_eq!(user, (0..n as u64).collect::<Vec<_>>());
+    assert_eq!(l.status().unwrap().stream_lost, 0);
+}
