@@ -207,6 +207,7 @@ impl RawCeilingMutex {
         let ceiling = self.ceiling.load(Ordering::Relaxed);
         raise(ceiling)?;
         let r = if self.word.try_fast(tid) {
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::CeilingMutex, self.addr(), tid);
                 self.track.set_ceiling(ceiling);
@@ -235,6 +236,11 @@ impl RawCeilingMutex {
     fn try_lock_impl(&self) -> Result<bool> {
         let tid = current_tid();
         if self.word.load() & TID_MASK != 0 {
+            super::hook::trylock(
+                self.addr(),
+                || self.word.load() & TID_MASK,
+                super::hook::LockResult::Busy,
+            );
             if track::level() != 0 {
                 self.track.try_failed(Kind::CeilingMutex, self.addr());
             }
@@ -243,6 +249,7 @@ impl RawCeilingMutex {
         let ceiling = self.ceiling.load(Ordering::Relaxed);
         raise(ceiling)?;
         if self.word.try_fast(tid) {
+            super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
             self.held_ceiling.store(ceiling, Ordering::Relaxed);
             if track::level() != 0 {
                 self.track
@@ -252,6 +259,11 @@ impl RawCeilingMutex {
             Ok(true)
         } else {
             lower(ceiling);
+            super::hook::trylock(
+                self.addr(),
+                || self.word.load() & TID_MASK,
+                super::hook::LockResult::Busy,
+            );
             if track::level() != 0 {
                 self.track.try_failed(Kind::CeilingMutex, self.addr());
             }
@@ -296,6 +308,7 @@ unsafe impl RawMutex for RawCeilingMutex {
     }
 
     unsafe fn unlock(&self) {
+        super::hook::unlock(self.addr());
         if track::level() != 0 {
             self.track.releasing();
         }

@@ -85,7 +85,7 @@ impl Condvar {
         };
         super::hook::cond_wait(
             self.addr(),
-            MutexGuard::mutex(guard) as *const _ as *const u8 as usize,
+            super::hook::raw_addr(MutexGuard::mutex(guard)),
             deadline.is_some(),
         );
         let s = self.seq.load(Ordering::Relaxed);

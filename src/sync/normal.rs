@@ -261,6 +261,7 @@ unsafe impl RawMutex for RawNormalMutex {
     fn lock(&self) {
         let tid = current_tid();
         if self.word.try_fast(tid) {
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::NormalMutex, self.addr(), tid);
             }
@@ -279,6 +280,7 @@ unsafe impl RawMutex for RawNormalMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
+        super::hook::unlock(self.addr());
         if track::level() != 0 {
             self.track.releasing();
         }
@@ -315,6 +317,7 @@ impl RawMutexChecked for RawNormalMutex {
     fn lock_checked(&self) -> Result<()> {
         let tid = current_tid();
         if self.word.try_fast(tid) {
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::NormalMutex, self.addr(), tid);
             }
@@ -328,6 +331,11 @@ impl RawMutexChecked for RawNormalMutex {
     fn try_lock_checked(&self) -> Result<bool> {
         let tid = current_tid();
         let ok = self.word.try_fast(tid);
+        super::hook::trylock(
+            self.addr(),
+            || self.word.load() & TID_MASK,
+            super::hook::LockResult::of_try(ok),
+        );
         if track::level() != 0 {
             if ok {
                 self.track.try_acquired(Kind::NormalMutex, self.addr(), tid);
@@ -341,6 +349,7 @@ impl RawMutexChecked for RawNormalMutex {
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
         let tid = current_tid();
         if self.word.try_fast(tid) {
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::NormalMutex, self.addr(), tid);
             }

@@ -349,6 +349,7 @@ unsafe impl RawMutex for RawPiMutex {
     fn lock(&self) {
         let tid = current_tid();
         if self.try_fast(tid) {
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::PiMutex, self.addr(), tid);
             }
@@ -364,6 +365,7 @@ unsafe impl RawMutex for RawPiMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
+        super::hook::unlock(self.addr());
         if track::level() != 0 {
             self.track.releasing();
         }
@@ -407,6 +409,7 @@ impl RawMutexChecked for RawPiMutex {
     fn lock_checked(&self) -> Result<()> {
         let tid = current_tid();
         if self.try_fast(tid) {
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::PiMutex, self.addr(), tid);
             }
@@ -424,6 +427,11 @@ impl RawMutexChecked for RawPiMutex {
         } else {
             self.try_lock_slow(tid)
         };
+        super::hook::trylock(
+            self.addr(),
+            || self.word() & TID_MASK,
+            super::hook::LockResult::of_try(matches!(r, Ok(true))),
+        );
         if track::level() != 0 {
             match r {
                 Ok(true) => self.track.try_acquired(Kind::PiMutex, self.addr(), tid),
@@ -437,6 +445,7 @@ impl RawMutexChecked for RawPiMutex {
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
         let tid = current_tid();
         if self.try_fast(tid) {
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::PiMutex, self.addr(), tid);
             }

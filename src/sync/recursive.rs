@@ -119,8 +119,10 @@ impl<T: ?Sized> RecursiveMutex<T> {
         let tid = current_tid();
         if self.word.owner() == Some(tid) {
             self.relocked()?;
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
         } else if self.word.try_fast(tid) {
             self.first(tid, false, None)?;
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
         } else {
             self.first(tid, true, deadline)?;
         }
@@ -148,12 +150,14 @@ impl<T: ?Sized> RecursiveMutex<T> {
     pub fn try_lock(&self) -> Option<RecursiveMutexGuard<'_, T>> {
         let tid = current_tid();
         if self.word.owner() == Some(tid) {
+            super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
             return self.relocked().ok().map(|()| RecursiveMutexGuard {
                 m: self,
                 _not_send: PhantomData,
             });
         }
         if self.word.try_fast(tid) {
+            super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
             self.count.store(1, Ordering::Relaxed);
             if track::level() != 0 {
                 self.track
@@ -165,6 +169,11 @@ impl<T: ?Sized> RecursiveMutex<T> {
                 _not_send: PhantomData,
             })
         } else {
+            super::hook::trylock(
+                self.addr(),
+                || self.word.owner().unwrap_or(0),
+                super::hook::LockResult::Busy,
+            );
             if track::level() != 0 {
                 self.track.try_failed(Kind::RecursiveMutex, self.addr());
             }
@@ -227,6 +236,7 @@ impl<T: ?Sized> RecursiveMutex<T> {
     }
 
     fn unlock(&self) {
+        super::hook::unlock(self.addr());
         let c = self.count.load(Ordering::Relaxed);
         if c > 1 {
             self.count.store(c - 1, Ordering::Relaxed);

@@ -132,6 +132,15 @@ impl RawRwLock {
                 }
             }
         }
+        super::hook::rdlock(
+            self.addr(),
+            false,
+            if ok {
+                super::hook::LockResult::Acquired
+            } else {
+                super::hook::LockResult::TimedOut
+            },
+        );
         ok
     }
 
@@ -184,6 +193,15 @@ impl RawRwLock {
                     .acquired_after_wait(Kind::RwLock, self.addr(), tid, t0);
             }
         }
+        super::hook::lock(
+            self.addr(),
+            self.writer.load(Ordering::Relaxed),
+            if ok {
+                super::hook::LockResult::Acquired
+            } else {
+                super::hook::LockResult::TimedOut
+            },
+        );
         ok
     }
 
@@ -253,6 +271,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
     #[inline]
     fn lock_shared(&self) {
         if self.try_read_fast() {
+            super::hook::rdlock(self.addr(), false, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.read_tracked();
             }
@@ -264,6 +283,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
     #[inline]
     fn try_lock_shared(&self) -> bool {
         let ok = self.try_read_fast();
+        super::hook::rdlock(self.addr(), true, super::hook::LockResult::of_try(ok));
         if track::level() != 0 {
             let r = self.track.record(Kind::RwLock, self.addr());
             r.add(track::W_TRY, 1);
@@ -278,6 +298,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     unsafe fn unlock_shared(&self) {
+        super::hook::rdunlock(self.addr());
         let prev = self.state.fetch_sub(1, Ordering::SeqCst);
         if prev & READERS == 1 {
             self.wake_all();
@@ -293,6 +314,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         {
             let tid = current_tid();
             self.writer.store(tid, Ordering::Relaxed);
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::RwLock, self.addr(), tid);
             }
@@ -307,6 +329,17 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
             .state
             .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
             .is_ok();
+        super::hook::trylock(
+            self.addr(),
+            || {
+                if ok {
+                    current_tid()
+                } else {
+                    self.writer.load(Ordering::Relaxed)
+                }
+            },
+            super::hook::LockResult::of_try(ok),
+        );
         if ok {
             let tid = current_tid();
             self.writer.store(tid, Ordering::Relaxed);
@@ -321,6 +354,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
+        super::hook::unlock(self.addr());
         if track::level() != 0 {
             self.track.releasing();
         }
@@ -351,6 +385,7 @@ unsafe impl RawRwLockTimed for RawRwLock {
 
     fn try_lock_shared_until(&self, deadline: Instant) -> bool {
         if self.try_read_fast() {
+            super::hook::rdlock(self.addr(), false, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.read_tracked();
             }
@@ -382,6 +417,7 @@ impl RawRwLock {
         {
             let tid = current_tid();
             self.writer.store(tid, Ordering::Relaxed);
+            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
                 self.track.acquired(Kind::RwLock, self.addr(), tid);
             }

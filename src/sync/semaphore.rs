@@ -157,6 +157,13 @@ impl Semaphore {
     /// - [sem_trywait(3p)](https://man7.org/linux/man-pages/man3/sem_trywait.3p.html)
     pub fn try_wait(&self) -> bool {
         let r = self.try_take();
+        super::hook::sem_wait(
+            self.addr(),
+            r.unwrap_or(0),
+            r.map_or(super::hook::LockResult::Error(libc::EAGAIN), |_| {
+                super::hook::LockResult::Acquired
+            }),
+        );
         if track::level() != 0 {
             let rec = self.track.record(Kind::Semaphore, self.addr());
             rec.add(track::W_TRY, 1);

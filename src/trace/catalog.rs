@@ -9,9 +9,28 @@
 //! | `aio_cancel` | `req: u64, fd: i32, op: u32, offset: i64, len: u64, outcome: i32` (`AIO_CANCELED` 0, `AIO_NOTCANCELED` 1, `AIO_ALLDONE` 2) | every cancel attempt on a request |
 //! | `aio_list_start` | `list: u32, entries: u32, wait: u32` | `lio_listio` start |
 //! | `aio_list_end` | `list: u32` | `lio_listio`: every entry final |
+//! | `sync_lock` | `addr: hex64, tid: u32, owner: u32, result: i32` | every blocking or timed lock of a mutex (normal, recursive, PI, ceiling) and every write lock of a rwlock |
+//! | `sync_trylock` | `addr: hex64, tid: u32, owner: u32, result: i32` | every trylock of those |
+//! | `sync_unlock` | `addr: hex64, tid: u32, result: i32` | every unlock of those (recorded before the lock is released) |
+//! | `sync_rdlock` | `addr: hex64, tid: u32, try: u32, result: i32` | every read lock of a rwlock (`try` 1 for a try) |
+//! | `sync_rdunlock` | `addr: hex64, tid: u32` | every read unlock |
+//! | `sync_cond_wait` | `addr: hex64, mutex: hex64, tid: u32, timed: u32` | a thread starts waiting on a condition variable |
+//! | `sync_cond_signal` | `addr: hex64, tid: u32, broadcast: u32` | `notify_one` (0), `notify_all` (1) |
+//! | `sync_sem_wait` | `addr: hex64, tid: u32, value: u32, result: i32` | a semaphore wait ended (`value` after it) |
+//! | `sync_sem_post` | `addr: hex64, tid: u32, value: u32` | a semaphore post (`value` after it) |
+//! | `sched_change` | `tid: i32, old_policy: i32, old_prio: i32, new_policy: i32, new_prio: i32, result: i32` | every policy or priority change through `sched` |
+//! | `sched_affinity` | `tid: i32, old_cpus: hex64, new_cpus: hex64, result: i32` | every `set_thread_affinity` (CPUs 0–63 as a bit mask) |
+//! | `sched_thread_create` | `tid: i32, policy: i32, prio: i32, cpus: hex64` | every thread made by `sched::Builder`, with the attributes the kernel applied |
+//! | `mark_set` | `tid: u32, how: u32, len: u32`, then the marker bytes (at most 128) | every `mark::update` (`how` 0), `mark::set` (1), `mark::clear` (2, empty text) |
 //!
-//! `op` is 0 read, 1 write, 2 fsync, 3 fdatasync. Get an id for a filter with
-//! `catalog::AIO_SUBMIT.id()`.
+//! `op` is 0 read, 1 write, 2 fsync, 3 fdatasync. `result` of the sync events is 0
+//! when acquired, else an errno (`EBUSY` for a trylock that found the lock held,
+//! `ETIMEDOUT`, `EDEADLK`...); `owner` is the owner's tid after the attempt (0: free).
+//! Policies are the `SCHED_*` numbers (0 OTHER, 1 FIFO, 2 RR, 3 BATCH, 5 IDLE,
+//! 6 DEADLINE; -1 when the old value could not be read). The marker text of
+//! `mark_set` follows the fixed fields: `len` bytes of UTF-8 (decoders that only know
+//! the fields ignore it; `rtrace dump` prints it as `text=`). Get an id for a filter
+//! with `catalog::AIO_SUBMIT.id()`.
 //!
 //! ```
 //! use posixrt::trace::{catalog, EventSet};
@@ -62,6 +81,127 @@ pub static AIO_CANCEL: SysEvent = SysEvent::new("aio_cancel", &CANCEL_L);
 pub static AIO_LIST_START: SysEvent = SysEvent::new("aio_list_start", &LIST_START_L);
 /// `aio_list_end`: every entry of a `lio_listio` call is final.
 pub static AIO_LIST_END: SysEvent = SysEvent::new("aio_list_end", &LIST_END_L);
+
+static LOCK_L: [Field; 4] = [
+    f("addr", T::Hex64),
+    f("tid", T::U32),
+    f("owner", T::U32),
+    f("result", T::I32),
+];
+static UNLOCK_L: [Field; 3] = [f("addr", T::Hex64), f("tid", T::U32), f("result", T::I32)];
+static RDLOCK_L: [Field; 4] = [
+    f("addr", T::Hex64),
+    f("tid", T::U32),
+    f("try", T::U32),
+    f("result", T::I32),
+];
+static RDUNLOCK_L: [Field; 2] = [f("addr", T::Hex64), f("tid", T::U32)];
+static COND_WAIT_L: [Field; 4] = [
+    f("addr", T::Hex64),
+    f("mutex", T::Hex64),
+    f("tid", T::U32),
+    f("timed", T::U32),
+];
+static COND_SIGNAL_L: [Field; 3] = [
+    f("addr", T::Hex64),
+    f("tid", T::U32),
+    f("broadcast", T::U32),
+];
+static SEM_WAIT_L: [Field; 4] = [
+    f("addr", T::Hex64),
+    f("tid", T::U32),
+    f("value", T::U32),
+    f("result", T::I32),
+];
+static SEM_POST_L: [Field; 3] = [f("addr", T::Hex64), f("tid", T::U32), f("value", T::U32)];
+static SCHED_CHANGE_L: [Field; 6] = [
+    f("tid", T::I32),
+    f("old_policy", T::I32),
+    f("old_prio", T::I32),
+    f("new_policy", T::I32),
+    f("new_prio", T::I32),
+    f("result", T::I32),
+];
+static AFFINITY_L: [Field; 4] = [
+    f("tid", T::I32),
+    f("old_cpus", T::Hex64),
+    f("new_cpus", T::Hex64),
+    f("result", T::I32),
+];
+static THREAD_CREATE_L: [Field; 4] = [
+    f("tid", T::I32),
+    f("policy", T::I32),
+    f("prio", T::I32),
+    f("cpus", T::Hex64),
+];
+static MARK_L: [Field; 3] = [f("tid", T::U32), f("how", T::U32), f("len", T::U32)];
+
+/// `sync_lock`: a blocking or timed lock of a mutex or a rwlock's write lock.
+pub static SYNC_LOCK: SysEvent = SysEvent::new("sync_lock", &LOCK_L);
+/// `sync_trylock`: a trylock of a mutex or a rwlock's write lock.
+pub static SYNC_TRYLOCK: SysEvent = SysEvent::new("sync_trylock", &LOCK_L);
+/// `sync_unlock`: an unlock of a mutex or a rwlock's write lock.
+pub static SYNC_UNLOCK: SysEvent = SysEvent::new("sync_unlock", &UNLOCK_L);
+/// `sync_rdlock`: a read lock (or try) of a rwlock.
+pub static SYNC_RDLOCK: SysEvent = SysEvent::new("sync_rdlock", &RDLOCK_L);
+/// `sync_rdunlock`: a read unlock of a rwlock.
+pub static SYNC_RDUNLOCK: SysEvent = SysEvent::new("sync_rdunlock", &RDUNLOCK_L);
+/// `sync_cond_wait`: a thread starts waiting on a condition variable.
+pub static SYNC_COND_WAIT: SysEvent = SysEvent::new("sync_cond_wait", &COND_WAIT_L);
+/// `sync_cond_signal`: a condition variable was signalled or broadcast.
+pub static SYNC_COND_SIGNAL: SysEvent = SysEvent::new("sync_cond_signal", &COND_SIGNAL_L);
+/// `sync_sem_wait`: a semaphore wait ended.
+pub static SYNC_SEM_WAIT: SysEvent = SysEvent::new("sync_sem_wait", &SEM_WAIT_L);
+/// `sync_sem_post`: a semaphore was posted.
+pub static SYNC_SEM_POST: SysEvent = SysEvent::new("sync_sem_post", &SEM_POST_L);
+/// `sched_change`: a policy or priority change.
+pub static SCHED_CHANGE: SysEvent = SysEvent::new("sched_change", &SCHED_CHANGE_L);
+/// `sched_affinity`: an affinity change.
+pub static SCHED_AFFINITY: SysEvent = SysEvent::new("sched_affinity", &AFFINITY_L);
+/// `sched_thread_create`: a thread was created with attributes.
+pub static SCHED_THREAD_CREATE: SysEvent = SysEvent::new("sched_thread_create", &THREAD_CREATE_L);
+/// `mark_set`: a thread's marker changed (the text follows the fields).
+pub static MARK_SET: SysEvent = SysEvent::new("mark_set", &MARK_L);
+
+/// Packs little-endian fields into a fixed buffer (for the hooks of other modules).
+pub(crate) struct Packer<const N: usize> {
+    b: [u8; N],
+    at: usize,
+}
+
+impl<const N: usize> Packer<N> {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        Packer { b: [0u8; N], at: 0 }
+    }
+    #[inline(always)]
+    pub(crate) fn u32(mut self, v: u32) -> Self {
+        put(&mut self.b, &mut self.at, &v.to_le_bytes());
+        self
+    }
+    #[inline(always)]
+    pub(crate) fn i32(mut self, v: i32) -> Self {
+        put(&mut self.b, &mut self.at, &v.to_le_bytes());
+        self
+    }
+    #[inline(always)]
+    pub(crate) fn u64(mut self, v: u64) -> Self {
+        put(&mut self.b, &mut self.at, &v.to_le_bytes());
+        self
+    }
+    /// Appends as many bytes of `v` as fit.
+    #[inline]
+    pub(crate) fn bytes(mut self, v: &[u8]) -> Self {
+        let n = v.len().min(N - self.at);
+        put(&mut self.b, &mut self.at, &v[..n]);
+        self
+    }
+    /// Emits the packed payload as `ev`.
+    #[inline]
+    pub(crate) fn emit(&self, ev: &SysEvent) {
+        ev.emit(&self.b[..self.at]);
+    }
+}
 
 #[inline(always)]
 fn put<const N: usize>(b: &mut [u8; N], at: &mut usize, v: &[u8]) {
