@@ -82,6 +82,7 @@
 //!  - [Linux `prctl(PR_SET_NAME)`](https://man7.org/linux/man-pages/man2/pr_set_name.2const.html)
 //!  - [Linux `proc_pid_stat(5)`](https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html)
 
+pub(crate) mod hook;
 mod layout;
 mod reader;
 mod spawn;

@@ -176,6 +176,7 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 #[inline]
 pub fn update(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
+    super::hook::marker(super::hook::How::Update, bytes);
     with_slot(|slot, _| slot.write(|p| store_marker(p, bytes)))
 }
 
@@ -200,6 +201,7 @@ pub fn update(marker: &str) -> Result<()> {
 ///  - [Linux `prctl(PR_SET_NAME)`](https://man7.org/linux/man-pages/man2/pr_set_name.2const.html)
 pub fn set(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
+    super::hook::marker(super::hook::How::Set, bytes);
     let name = kernel_name(bytes);
     with_slot(|slot, local| {
         slot.write(|p| store_marker(p, bytes));
@@ -233,6 +235,7 @@ fn kernel_name(bytes: &[u8]) -> &[u8] {
 /// the thread (the raw block goes too). The kernel thread name is left as it is.
 /// Does nothing if the thread is not marked.
 pub fn clear() {
+    super::hook::marker(super::hook::How::Clear, &[]);
     let _ = LOCAL.try_with(|cell| {
         if let Ok(mut l) = cell.try_borrow_mut() {
             *l = None;

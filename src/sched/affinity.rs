@@ -223,6 +223,10 @@ pub fn thread_affinity(tid: Tid) -> Result<CpuSet> {
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
 pub fn set_thread_affinity(tid: Tid, cpus: &CpuSet) -> Result<()> {
+    super::hook::affinity(tid, || set_thread_affinity_raw(tid, cpus))
+}
+
+fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
     if cpus.is_empty() {
         return Err(Error::invalid("sched_setaffinity", "empty CPU set"));
     }

@@ -66,6 +66,7 @@ mod affinity;
 pub mod cputime;
 pub mod deadline;
 pub(crate) mod hint;
+pub(crate) mod hook;
 pub mod periodic;
 mod policy;
 mod process;

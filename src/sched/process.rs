@@ -57,7 +57,7 @@ pub fn get_scheduler(pid: Option<Tid>) -> Result<Policy> {
 ///  - [POSIX `sched_setscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setscheduler.html)
 #[inline]
 pub fn set_scheduler(pid: Option<Tid>, priority: Priority) -> Result<()> {
-    raw_setscheduler(raw(pid), priority)
+    super::hook::change(raw(pid), || raw_setscheduler(raw(pid), priority))
 }
 
 /// The priority of `pid` (`sched_getparam`, field `sched_priority`).
@@ -80,7 +80,9 @@ pub fn get_param(pid: Option<Tid>) -> Result<i32> {
 ///  - [POSIX `sched_setparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setparam.html)
 pub fn set_param(pid: Option<Tid>, value: i32) -> Result<()> {
     let policy = raw_getscheduler(raw(pid))?;
-    raw_setparam(raw(pid), Priority::new(policy, value)?)
+    super::hook::change(raw(pid), || {
+        raw_setparam(raw(pid), Priority::new(policy, value)?)
+    })
 }
 
 /// The lowest priority of `policy` (`sched_get_priority_min`).

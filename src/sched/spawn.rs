@@ -232,6 +232,7 @@ impl Builder {
             }
             Ok(tid)
         });
+        super::hook::thread_created(&applied);
         let open = if applied.is_ok() {
             GateState::Run
         } else {
@@ -327,7 +328,9 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
     pub fn set_scheduling(&self, priority: Priority) -> Result<()> {
-        th::pthread_setschedparam(self.native, priority)
+        super::hook::change(self.tid.as_raw(), || {
+            th::pthread_setschedparam(self.native, priority)
+        })
     }
 
     /// Changes only the priority, checked against the thread's current policy
@@ -336,7 +339,9 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
     pub fn set_priority(&self, value: i32) -> Result<()> {
-        th::pthread_setschedprio(self.native, self.tid, value)
+        super::hook::change(self.tid.as_raw(), || {
+            th::pthread_setschedprio(self.native, self.tid, value)
+        })
     }
 
     /// The thread's CPU affinity (`pthread_getaffinity_np`).

@@ -119,7 +119,7 @@ pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
 /// # References
 ///  - [`sched_setscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_setscheduler.2.html)
 pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
-    raw_setscheduler(tid.as_raw(), priority)
+    super::hook::change(tid.as_raw(), || raw_setscheduler(tid.as_raw(), priority))
 }
 
 /// Changes only the priority of thread `tid`, within its current policy
@@ -135,7 +135,7 @@ pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
 pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
     let policy = raw_getscheduler(tid.as_raw())?;
     let p = Priority::new(policy, value)?;
-    raw_setparam(tid.as_raw(), p)
+    super::hook::change(tid.as_raw(), || raw_setparam(tid.as_raw(), p))
 }
 
 /// Policy and priority of the calling thread, as the kernel has them
@@ -160,7 +160,9 @@ pub fn current_scheduling() -> Result<Priority> {
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
 pub fn set_current_scheduling(priority: Priority) -> Result<()> {
     // SAFETY: pthread_self() is always a valid handle for the calling thread.
-    pthread_setschedparam(unsafe { libc::pthread_self() }, priority)
+    super::hook::change(0, || {
+        pthread_setschedparam(unsafe { libc::pthread_self() }, priority)
+    })
 }
 
 /// Changes only the calling thread's priority (`pthread_setschedprio(pthread_self(), v)`).
@@ -172,7 +174,9 @@ pub fn set_current_scheduling(priority: Priority) -> Result<()> {
 ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
 pub fn set_current_priority(value: i32) -> Result<()> {
     // SAFETY: pthread_self() is always a valid handle for the calling thread.
-    pthread_setschedprio(unsafe { libc::pthread_self() }, gettid(), value)
+    super::hook::change(0, || {
+        pthread_setschedprio(unsafe { libc::pthread_self() }, gettid(), value)
+    })
 }
 
 /// The calling thread's name (`pthread_getname_np`).

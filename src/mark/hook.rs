@@ -1,0 +1,39 @@
+//! Trace hook of the thread markers: the `mark_set` system event (payload layout in
+//! [`crate::trace::catalog`]). One relaxed load and a branch when no trace stream
+//! runs.
+
+use crate::trace::catalog as tc;
+
+/// How the marker changed (the `how` field).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum How {
+    /// `mark::update`.
+    Update = 0,
+    /// `mark::set`.
+    Set = 1,
+    /// `mark::clear`.
+    Clear = 2,
+}
+
+/// The fixed fields, then at most this many bytes of marker text.
+const TEXT_MAX: usize = 128;
+
+/// The calling thread's marker became `text` (empty for a clear).
+#[inline(always)]
+pub(crate) fn marker(how: How, text: &[u8]) {
+    if crate::trace::sys::enabled() {
+        emit(how, text)
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn emit(how: How, text: &[u8]) {
+    let text = &text[..text.len().min(TEXT_MAX)];
+    tc::Packer::<{ 12 + TEXT_MAX }>::new()
+        .u32(crate::sync::current_tid())
+        .u32(how as u32)
+        .u32(text.len() as u32)
+        .bytes(text)
+        .emit(&tc::MARK_SET)
+}
