@@ -97,6 +97,53 @@ fn fmt_ts(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
+/// The errno names a trace point's `result` field shows most often.
+fn errno_name(e: i64) -> Option<&'static str> {
+    Some(match e as i32 {
+        libc::EPERM => "EPERM",
+        libc::ESRCH => "ESRCH",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::EAGAIN => "EAGAIN",
+        libc::EBUSY => "EBUSY",
+        libc::EINVAL => "EINVAL",
+        libc::EDEADLK => "EDEADLK",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ECANCELED => "ECANCELED",
+        libc::EOWNERDEAD => "EOWNERDEAD",
+        _ => return None,
+    })
+}
+
+/// A payload for `dump`: system events by field (a nonzero `result` of a sync or
+/// sched event with its errno name, e.g. `result=16(EBUSY)`), then any bytes past
+/// the fields (the marker text of `mark_set`) as `text="..."`; user data as
+/// [`payload`] prints it.
+fn describe(ty: Option<&posixrt::trace::EventType>, e: &Event) -> String {
+    let Some(t) = ty.filter(|t| !t.fields.is_empty()) else {
+        return payload(ty, e);
+    };
+    let Some(vals) = posixrt::trace::sys::decode(&t.fields, &e.data) else {
+        return payload(ty, e);
+    };
+    let named = t.name.starts_with("sync_") || t.name.starts_with("sched_");
+    let mut out: Vec<String> = vals
+        .iter()
+        .map(|(n, v)| match (named && *n == "result", v) {
+            (true, posixrt::trace::sys::Value::I(c)) if *c != 0 => match errno_name(*c) {
+                Some(name) => format!("{n}={c}({name})"),
+                None => format!("{n}={c}"),
+            },
+            _ => format!("{n}={v}"),
+        })
+        .collect();
+    let used: usize = t.fields.iter().map(|f| f.1.size()).sum();
+    if let Some(rest) = e.data.get(used..).filter(|r| !r.is_empty()) {
+        out.push(format!("text={:?}", String::from_utf8_lossy(rest)));
+    }
+    out.join(" ")
+}
+
 fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, String> {
     let l = load(path)?;
     let base = if absolute {
@@ -119,7 +166,7 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, String> {
     }
     for e in &l.events {
         let ty = l.log.event_type(e.id);
-        let p = payload(ty, e);
+        let p = describe(ty, e);
         println!(
             "{:>20} pid {:<7} tid {:<7} {}{}{}{}",
             fmt_ts(e.timestamp.as_nanos().saturating_sub(base)),
