@@ -159,8 +159,8 @@ pub fn current_scheduling() -> Result<Priority> {
 /// # References
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
 pub fn set_current_scheduling(priority: Priority) -> Result<()> {
-    // SAFETY: pthread_self() is always a valid handle for the calling thread.
     super::hook::change(0, || {
+        // SAFETY: pthread_self() is always a valid handle for the calling thread.
         pthread_setschedparam(unsafe { libc::pthread_self() }, priority)
     })
 }
@@ -173,8 +173,8 @@ pub fn set_current_scheduling(priority: Priority) -> Result<()> {
 /// # References
 ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
 pub fn set_current_priority(value: i32) -> Result<()> {
-    // SAFETY: pthread_self() is always a valid handle for the calling thread.
     super::hook::change(0, || {
+        // SAFETY: pthread_self() is always a valid handle for the calling thread.
         pthread_setschedprio(unsafe { libc::pthread_self() }, gettid(), value)
     })
 }
