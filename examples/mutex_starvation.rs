@@ -130,11 +130,20 @@ fn spawn<T: Send + 'static>(
     match b.spawn(f.clone()) {
         Ok(h) => Ok(h),
         Err(e) => {
+            // Pinning needs no privilege: keep it if only the policy was refused.
+            let pinned = cpu
+                .and_then(|c| CpuSet::single(c).ok())
+                .map(|set| Builder::new().name(name).affinity(set));
+            let (h, how) = match pinned.map(|b| b.spawn(f.clone())) {
+                Some(Ok(h)) => (h, "pinned, SCHED_OTHER"),
+                _ => (Builder::new().name(name).spawn(f)?, "unpinned, SCHED_OTHER"),
+            };
             notes.push(format!(
-                "{name}: SCHED_FIFO {prio} on one CPU refused ({e}); running it SCHED_OTHER \
-                 unpinned, so wakeups may jitter"
+                "{name}: SCHED_FIFO {prio} refused ({:?}); running it {how}, so wakeups may \
+                 jitter",
+                e.kind()
             ));
-            Builder::new().name(name).spawn(f)
+            Ok(h)
         }
     }
 }
@@ -270,7 +279,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         cycles,
         match cpu {
             Some(c) if notes.is_empty() => format!("both SCHED_FIFO on CPU {c}"),
-            _ => "not pinned / not SCHED_FIFO".to_string(),
+            _ => "without SCHED_FIFO (see the notes above)".to_string(),
         }
     );
     println!("Events placed in the trace stream for mutex {addr:#x} (time since the epoch):");
