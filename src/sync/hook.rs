@@ -63,12 +63,13 @@ fn tid() -> u32 {
 #[cold]
 #[inline(never)]
 fn emit_lock(ev: &SysEvent, addr: usize, owner: u32, result: LockResult) {
+    let Some(id) = tc::recorded(ev) else { return };
     tc::Packer::<20>::new()
         .u64(addr as u64)
         .u32(tid())
         .u32(owner)
         .i32(result.code())
-        .emit(ev)
+        .emit_id(id)
 }
 
 /// A mutex or rwlock write lock was locked (or the attempt failed): object address,
@@ -92,11 +93,14 @@ pub(crate) fn trylock(addr: usize, owner: impl FnOnce() -> u32, result: LockResu
 #[cold]
 #[inline(never)]
 fn emit_unlock(addr: usize) {
+    let Some(id) = tc::recorded(&tc::SYNC_UNLOCK) else {
+        return;
+    };
     tc::Packer::<16>::new()
         .u64(addr as u64)
         .u32(tid())
         .i32(0)
-        .emit(&tc::SYNC_UNLOCK)
+        .emit_id(id)
 }
 
 /// A mutex or rwlock write lock is about to be unlocked by the calling thread.
@@ -110,12 +114,15 @@ pub(crate) fn unlock(addr: usize) {
 #[cold]
 #[inline(never)]
 fn emit_rdlock(addr: usize, is_try: bool, result: LockResult) {
+    let Some(id) = tc::recorded(&tc::SYNC_RDLOCK) else {
+        return;
+    };
     tc::Packer::<20>::new()
         .u64(addr as u64)
         .u32(tid())
         .u32(is_try as u32)
         .i32(result.code())
-        .emit(&tc::SYNC_RDLOCK)
+        .emit_id(id)
 }
 
 /// A rwlock read lock (or try: `is_try`) ended with `result`.
@@ -129,10 +136,13 @@ pub(crate) fn rdlock(addr: usize, is_try: bool, result: LockResult) {
 #[cold]
 #[inline(never)]
 fn emit_rdunlock(addr: usize) {
+    let Some(id) = tc::recorded(&tc::SYNC_RDUNLOCK) else {
+        return;
+    };
     tc::Packer::<12>::new()
         .u64(addr as u64)
         .u32(tid())
-        .emit(&tc::SYNC_RDUNLOCK)
+        .emit_id(id)
 }
 
 /// A rwlock read lock is about to be released by the calling thread.
@@ -146,12 +156,15 @@ pub(crate) fn rdunlock(addr: usize) {
 #[cold]
 #[inline(never)]
 fn emit_cond_wait(addr: usize, mutex: usize, timed: bool) {
+    let Some(id) = tc::recorded(&tc::SYNC_COND_WAIT) else {
+        return;
+    };
     tc::Packer::<24>::new()
         .u64(addr as u64)
         .u64(mutex as u64)
         .u32(tid())
         .u32(timed as u32)
-        .emit(&tc::SYNC_COND_WAIT)
+        .emit_id(id)
 }
 
 /// A thread starts waiting on a condition variable (`timed`: with a deadline).
@@ -165,11 +178,14 @@ pub(crate) fn cond_wait(addr: usize, mutex: usize, timed: bool) {
 #[cold]
 #[inline(never)]
 fn emit_cond_signal(addr: usize, broadcast: bool) {
+    let Some(id) = tc::recorded(&tc::SYNC_COND_SIGNAL) else {
+        return;
+    };
     tc::Packer::<16>::new()
         .u64(addr as u64)
         .u32(tid())
         .u32(broadcast as u32)
-        .emit(&tc::SYNC_COND_SIGNAL)
+        .emit_id(id)
 }
 
 /// A condition variable was signalled (`broadcast`: all waiters).
@@ -183,12 +199,15 @@ pub(crate) fn cond_signal(addr: usize, broadcast: bool) {
 #[cold]
 #[inline(never)]
 fn emit_sem_wait(addr: usize, value: u32, result: LockResult) {
+    let Some(id) = tc::recorded(&tc::SYNC_SEM_WAIT) else {
+        return;
+    };
     tc::Packer::<20>::new()
         .u64(addr as u64)
         .u32(tid())
         .u32(value)
         .i32(result.code())
-        .emit(&tc::SYNC_SEM_WAIT)
+        .emit_id(id)
 }
 
 /// A semaphore wait ended with `result`; `value` is the count after it.
@@ -202,11 +221,14 @@ pub(crate) fn sem_wait(addr: usize, value: u32, result: LockResult) {
 #[cold]
 #[inline(never)]
 fn emit_sem_post(addr: usize, value: u32) {
+    let Some(id) = tc::recorded(&tc::SYNC_SEM_POST) else {
+        return;
+    };
     tc::Packer::<16>::new()
         .u64(addr as u64)
         .u32(tid())
         .u32(value)
-        .emit(&tc::SYNC_SEM_POST)
+        .emit_id(id)
 }
 
 /// A semaphore was posted; `value` is the count after it.

@@ -201,6 +201,21 @@ impl<const N: usize> Packer<N> {
     pub(crate) fn emit(&self, ev: &SysEvent) {
         ev.emit(&self.b[..self.at]);
     }
+
+    /// Emits the packed payload under an id from [`recorded`].
+    #[inline]
+    pub(crate) fn emit_id(&self, id: super::EventId) {
+        super::sys::emit(id, &self.b[..self.at]);
+    }
+}
+
+/// The id of `ev` if some running stream records it (registered on first use), so a
+/// trace point builds its payload only then: a stopped or filtering stream costs
+/// a load and a bit test after the registration check.
+#[inline]
+pub(crate) fn recorded(ev: &SysEvent) -> Option<super::EventId> {
+    let id = ev.id().ok()?;
+    super::stream::passes(id).then_some(id)
 }
 
 #[inline(always)]

@@ -144,6 +144,14 @@ pub(crate) fn any_running() -> bool {
     RUNNING.load(Relaxed) != 0
 }
 
+/// Whether some running stream records `id`: one relaxed load and a bit test (lets a
+/// trace point skip building a payload that every stream filters).
+#[inline(always)]
+pub(crate) fn passes(id: EventId) -> bool {
+    let i = id.0 as usize;
+    PASS[(i / 64) & (WORDS - 1)].load(Relaxed) >> (i % 64) & 1 != 0
+}
+
 /// `posix_trace_event`: records `data` under `id` in every running stream of the
 /// process that does not filter `id`. A relaxed load and a branch when none runs.
 #[inline(always)]
