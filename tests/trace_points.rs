@@ -387,6 +387,10 @@ fn system_set_includes_every_trace_point_and_the_filter_drops_them() {
     sem.wait();
     Condvar::new().notify_all();
     posixrt::mark::update("filtered").unwrap();
+    let me = posixrt::sched::gettid();
+    let cpus = posixrt::sched::thread_affinity(me).unwrap();
+    posixrt::sched::set_thread_affinity(me, &cpus).unwrap(); // unchanged: no privilege needed
+    posixrt::sched::Builder::new().spawn(|| ()).unwrap().join().unwrap();
     posixrt::trace::event(user, &7i32.to_le_bytes());
     t.stop().unwrap();
     let ids: Vec<_> = t.events().map(|e| e.id).collect();

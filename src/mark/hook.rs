@@ -29,11 +29,14 @@ pub(crate) fn marker(how: How, text: &[u8]) {
 #[cold]
 #[inline(never)]
 fn emit(how: How, text: &[u8]) {
+    let Some(id) = tc::recorded(&tc::MARK_SET) else {
+        return;
+    };
     let text = &text[..text.len().min(TEXT_MAX)];
     tc::Packer::<{ 12 + TEXT_MAX }>::new()
         .u32(crate::sync::current_tid())
         .u32(how as u32)
         .u32(text.len() as u32)
         .bytes(text)
-        .emit(&tc::MARK_SET)
+        .emit_id(id)
 }

@@ -3,7 +3,8 @@
 //! [`crate::trace::catalog`]).
 //!
 //! With no trace stream running each hook is one relaxed load and a branch around
-//! the wrapped call. With a stream running, the hooks read the thread's state from
+//! the wrapped call; with streams that all filter the event, a bit test more. When
+//! a stream records it, the hooks read the thread's state from
 //! the kernel before and after the change (`sched_getscheduler`, `sched_getparam`,
 //! `sched_getaffinity`: a few hundred nanoseconds), so the event shows what the kernel
 //! really applied, old and new, and the call's result.
@@ -11,6 +12,7 @@
 use super::affinity::{thread_affinity, CpuSet};
 use super::thread::{gettid, raw_getparam, raw_getscheduler, Tid};
 use crate::trace::catalog as tc;
+use crate::trace::EventId;
 
 /// The policy and priority of `tid` as the kernel has them (-1, -1 if unreadable).
 fn sched_of(tid: i32) -> (i32, i32) {
@@ -55,14 +57,21 @@ fn who(tid: i32) -> i32 {
 /// `sched_change` with the state before and after.
 #[inline]
 pub(crate) fn change<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate::Result<R> {
-    if !crate::trace::sys::enabled() {
-        return f();
+    match crate::trace::sys::enabled()
+        .then(|| tc::recorded(&tc::SCHED_CHANGE))
+        .flatten()
+    {
+        Some(id) => change_traced(who(tid), f, id),
+        None => f(),
     }
-    change_traced(who(tid), f)
 }
 
 #[cold]
-fn change_traced<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate::Result<R> {
+fn change_traced<R>(
+    tid: i32,
+    f: impl FnOnce() -> crate::Result<R>,
+    id: EventId,
+) -> crate::Result<R> {
     let old = sched_of(tid);
     let r = f();
     let new = sched_of(tid);
@@ -73,7 +82,7 @@ fn change_traced<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate::Re
         .i32(new.0)
         .i32(new.1)
         .i32(code(&r))
-        .emit(&tc::SCHED_CHANGE);
+        .emit_id(id);
     r
 }
 
@@ -81,14 +90,21 @@ fn change_traced<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate::Re
 /// masks before and after.
 #[inline]
 pub(crate) fn affinity(tid: Tid, f: impl FnOnce() -> crate::Result<()>) -> crate::Result<()> {
-    if !crate::trace::sys::enabled() {
-        return f();
+    match crate::trace::sys::enabled()
+        .then(|| tc::recorded(&tc::SCHED_AFFINITY))
+        .flatten()
+    {
+        Some(id) => affinity_traced(tid.as_raw(), f, id),
+        None => f(),
     }
-    affinity_traced(tid.as_raw(), f)
 }
 
 #[cold]
-fn affinity_traced(tid: i32, f: impl FnOnce() -> crate::Result<()>) -> crate::Result<()> {
+fn affinity_traced(
+    tid: i32,
+    f: impl FnOnce() -> crate::Result<()>,
+    id: EventId,
+) -> crate::Result<()> {
     let old = affinity_of(tid);
     let r = f();
     let new = affinity_of(tid);
@@ -97,7 +113,7 @@ fn affinity_traced(tid: i32, f: impl FnOnce() -> crate::Result<()>) -> crate::Re
         .u64(old)
         .u64(new)
         .i32(code(&r))
-        .emit(&tc::SCHED_AFFINITY);
+        .emit_id(id);
     r
 }
 
@@ -112,11 +128,14 @@ pub(crate) fn thread_created(tid: &crate::Result<Tid>) {
 
 #[cold]
 fn thread_created_traced(tid: i32) {
+    let Some(id) = tc::recorded(&tc::SCHED_THREAD_CREATE) else {
+        return;
+    };
     let (policy, prio) = sched_of(tid);
     tc::Packer::<20>::new()
         .i32(tid)
         .i32(policy)
         .i32(prio)
         .u64(affinity_of(tid))
-        .emit(&tc::SCHED_THREAD_CREATE);
+        .emit_id(id);
 }

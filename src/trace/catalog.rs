@@ -196,12 +196,6 @@ impl<const N: usize> Packer<N> {
         put(&mut self.b, &mut self.at, &v[..n]);
         self
     }
-    /// Emits the packed payload as `ev`.
-    #[inline]
-    pub(crate) fn emit(&self, ev: &SysEvent) {
-        ev.emit(&self.b[..self.at]);
-    }
-
     /// Emits the packed payload under an id from [`recorded`].
     #[inline]
     pub(crate) fn emit_id(&self, id: super::EventId) {
