@@ -390,7 +390,11 @@ fn system_set_includes_every_trace_point_and_the_filter_drops_them() {
     let me = posixrt::sched::gettid();
     let cpus = posixrt::sched::thread_affinity(me).unwrap();
     posixrt::sched::set_thread_affinity(me, &cpus).unwrap(); // unchanged: no privilege needed
-    posixrt::sched::Builder::new().spawn(|| ()).unwrap().join().unwrap();
+    posixrt::sched::Builder::new()
+        .spawn(|| ())
+        .unwrap()
+        .join()
+        .unwrap();
     posixrt::trace::event(user, &7i32.to_le_bytes());
     t.stop().unwrap();
     let ids: Vec<_> = t.events().map(|e| e.id).collect();
@@ -603,4 +607,50 @@ fn aio_events_complete_set() {
     // Each request's submit comes before its completion.
     let pos = |n: &str, off: i64| mine.iter().position(|m| m.0 == n && m.1 == off).unwrap();
     assert!(pos("aio_submit", 5) < pos("aio_complete", 5));
+}
+
+#[test]
+fn deadline_change_event() {
+    use posixrt::sched::{self, deadline, Priority};
+    let _g = SCHED.lock().unwrap_or_else(|e| e.into_inner());
+    let t = new_trace();
+    t.start().unwrap();
+    // A fresh, unpinned thread (SCHED_DEADLINE refuses threads pinned to a subset).
+    let (tid, r) = std::thread::spawn(|| {
+        let me = sched::gettid();
+        let p = deadline::Deadline::new(
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+            Duration::from_millis(100),
+        )
+        .unwrap();
+        let r = deadline::set(me, &p).map_err(|e| e.errno().unwrap_or(-1));
+        if r.is_ok() {
+            sched::set_current_scheduling(Priority::other()).unwrap();
+        }
+        (me.as_raw(), r)
+    })
+    .join()
+    .unwrap();
+    t.stop().unwrap();
+    let ch: Vec<_> = decoded(&t)
+        .into_iter()
+        .filter(|e| e.name == "sched_change" && e.i("tid") as i32 == tid)
+        .map(|e| {
+            (
+                e.i("old_policy"),
+                e.i("new_policy"),
+                e.i("new_prio"),
+                e.i("result"),
+            )
+        })
+        .collect();
+    let dl = i64::from(libc::SCHED_DEADLINE);
+    match r {
+        Ok(()) => assert_eq!(ch, [(0, dl, 0, 0), (dl, 0, 0, 0)]),
+        Err(errno) => {
+            eprintln!("SCHED_DEADLINE refused (errno {errno}): the refusal is traced");
+            assert_eq!(ch, [(0, 0, 0, i64::from(errno))]);
+        }
+    }
 }

@@ -61,7 +61,19 @@ pub(crate) fn change<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate
         .then(|| tc::recorded(&tc::SCHED_CHANGE))
         .flatten()
     {
-        Some(id) => change_traced(who(tid), f, id),
+        Some(id) => change_traced(who(tid), f, code, id),
+        None => f(),
+    }
+}
+
+/// [`change`] for a raw call that returns the errno (`sched_setattr`).
+#[inline]
+pub(crate) fn change_raw(tid: i32, f: impl FnOnce() -> Result<(), i32>) -> Result<(), i32> {
+    match crate::trace::sys::enabled()
+        .then(|| tc::recorded(&tc::SCHED_CHANGE))
+        .flatten()
+    {
+        Some(id) => change_traced(who(tid), f, |r| r.err().unwrap_or(0), id),
         None => f(),
     }
 }
@@ -69,9 +81,10 @@ pub(crate) fn change<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate
 #[cold]
 fn change_traced<R>(
     tid: i32,
-    f: impl FnOnce() -> crate::Result<R>,
+    f: impl FnOnce() -> R,
+    code: impl FnOnce(&R) -> i32,
     id: EventId,
-) -> crate::Result<R> {
+) -> R {
     let old = sched_of(tid);
     let r = f();
     let new = sched_of(tid);

@@ -18,7 +18,7 @@
 //! | `sync_cond_signal` | `addr: hex64, tid: u32, broadcast: u32` | `notify_one` (0), `notify_all` (1) |
 //! | `sync_sem_wait` | `addr: hex64, tid: u32, value: u32, result: i32` | a semaphore wait ended (`value` after it) |
 //! | `sync_sem_post` | `addr: hex64, tid: u32, value: u32` | a semaphore post (`value` after it) |
-//! | `sched_change` | `tid: i32, old_policy: i32, old_prio: i32, new_policy: i32, new_prio: i32, result: i32` | every policy or priority change through `sched` |
+//! | `sched_change` | `tid: i32, old_policy: i32, old_prio: i32, new_policy: i32, new_prio: i32, result: i32` | every policy or priority change through `sched` (also `deadline::set`) |
 //! | `sched_affinity` | `tid: i32, old_cpus: hex64, new_cpus: hex64, result: i32` | every `set_thread_affinity` (CPUs 0–63 as a bit mask) |
 //! | `sched_thread_create` | `tid: i32, policy: i32, prio: i32, cpus: hex64` | every thread made by `sched::Builder`, with the attributes the kernel applied |
 //! | `mark_set` | `tid: u32, how: u32, len: u32`, then the marker bytes (at most 128) | every `mark::update` (`how` 0), `mark::set` (1), `mark::clear` (2, empty text) |
