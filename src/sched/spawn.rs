@@ -200,8 +200,16 @@ impl Builder {
             f,
             shared: Arc::clone(&shared),
         });
-        let native = attr.create(start, attr_prio)?;
+        let native = attr.create(start, attr_prio, self.affinity.as_ref())?;
 
+        // From here the new thread waits at the gate. The guard opens it (Abort) and
+        // joins the thread on every way out that does not hand it to a JoinHandle,
+        // including a panic, so the thread can neither wait forever nor leak.
+        let gate = GateGuard {
+            shared: &shared,
+            native,
+            armed: true,
+        };
         // Wait for the tid, apply what the attr could not carry, then open the gate.
         let tid = {
             let mut g = lock(&shared.gate);
@@ -216,40 +224,56 @@ impl Builder {
                 "gettid",
                 "new thread reported no tid",
             )
-        });
-        let applied = tid.and_then(|tid| {
-            if let Some(name) = &name {
-                // SAFETY: `native` is a live, joinable thread we created; `name` is a
-                // NUL-terminated string of at most 15 bytes.
-                let r = unsafe { libc::pthread_setname_np(native, name.as_ptr()) };
-                crate::error::check_pthread("pthread_setname_np", r)?;
-            }
-            if let Some(p) = after_prio {
-                th::set_thread_scheduling(tid, p)?;
-            }
-            if let Some(dl) = &self.deadline {
-                super::deadline::set(tid, dl)?;
-            }
-            Ok(tid)
-        });
-        let open = if applied.is_ok() {
-            GateState::Run
-        } else {
-            GateState::Abort
-        };
-        lock(&shared.gate).state = open;
-        shared.cv.notify_all();
-        match applied {
-            Ok(tid) => Ok(JoinHandle {
-                native,
-                tid,
-                shared,
-            }),
-            Err(e) => {
-                // SAFETY: `native` is joinable and joined exactly once, here.
-                unsafe { libc::pthread_join(native, std::ptr::null_mut()) };
-                Err(e)
-            }
+        })?;
+        if let Some(name) = &name {
+            // SAFETY: `native` is a live, joinable thread we created; `name` is a
+            // NUL-terminated string of at most 15 bytes.
+            let r = unsafe { libc::pthread_setname_np(native, name.as_ptr()) };
+            crate::error::check_pthread("pthread_setname_np", r)?;
+        }
+        if let Some(p) = after_prio {
+            th::set_thread_scheduling(tid, p)?;
+        }
+        if let Some(dl) = &self.deadline {
+            super::deadline::set(tid, dl)?;
+        }
+        gate.open();
+        Ok(JoinHandle {
+            native,
+            tid,
+            shared,
+        })
+    }
+}
+
+/// Holds a new thread at its start gate; see [`Builder::spawn`].
+struct GateGuard<'a, T> {
+    shared: &'a Shared<T>,
+    native: libc::pthread_t,
+    armed: bool,
+}
+
+impl<T> GateGuard<'_, T> {
+    /// Lets the closure run; the thread now belongs to the caller's JoinHandle.
+    fn open(mut self) {
+        self.armed = false;
+        self.set(GateState::Run);
+    }
+
+    fn set(&self, state: GateState) {
+        lock(&self.shared.gate).state = state;
+        self.shared.cv.notify_all();
+    }
+}
+
+impl<T> Drop for GateGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.set(GateState::Abort);
+            // SAFETY: `native` is joinable (created by us, never joined or detached:
+            // no JoinHandle owns it while the guard is armed) and is joined once, here.
+            // The thread returns promptly: it sees Abort and skips the closure.
+            unsafe { libc::pthread_join(self.native, std::ptr::null_mut()) };
         }
     }
 }
@@ -396,7 +420,14 @@ impl<T> JoinHandle<T> {
         // SAFETY: `this.shared` is read out exactly once and `this` is never dropped.
         let shared = unsafe { std::ptr::read(&this.shared) };
         if r != 0 {
-            let e: Box<dyn Any + Send> = Box::new(Error::from_errno("pthread_join", r));
+            // Not joined (EDEADLK: the thread tried to join itself). Detach it so its
+            // stack is still freed when it ends, as dropping the handle would.
+            // SAFETY: `native` is still joinable and is detached exactly once.
+            unsafe { libc::pthread_detach(this.native) };
+            let e: Box<dyn Any + Send> = Box::new(
+                Error::from_errno("pthread_join", r)
+                    .with_hint("a thread cannot join itself; the thread is detached instead"),
+            );
             return Err(e);
         }
         let taken = lock(&shared.result).take();
@@ -558,6 +589,7 @@ impl Attr {
         &self,
         start: Box<Start<F, T>>,
         prio: Option<Priority>,
+        affinity: Option<&CpuSet>,
     ) -> Result<libc::pthread_t>
     where
         F: FnOnce() -> T + Send + 'static,
