@@ -7,7 +7,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use posixrt::sched::{self, Builder, CpuSet, Policy, Priority, Tid};
+use posixrt::sched::{self, Builder, CpuSet, JoinHandle, Policy, Priority, Tid};
 use posixrt::ErrorKind;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -447,6 +447,15 @@ fn unprivileged_probe() {
     println!("PROBE spawn: {:?} {}", e2.kind(), e2);
     let e3 = sched::set_current_scheduling(Priority::round_robin(5).unwrap()).unwrap_err();
     println!("PROBE pthread_setschedparam: {:?} {}", e3.kind(), e3);
+    // Leaving SCHED_IDLE is bounded by RLIMIT_NICE (0 here), not by RLIMIT_RTPRIO.
+    let fair = Builder::new()
+        .scheduling(Priority::idle())
+        .spawn(|| sched::set_current_scheduling(Priority::other()))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap_err();
+    println!("FAIRPROBE: {:?} {}", fair.kind(), fair);
     // Only meaningful for the uid-65534 variant; the parent decides what to check.
     let show = |what: &str, r: Result<String, posixrt::Error>| match r {
         Ok(v) => println!("LIMIT {what}: Ok {v}"),
@@ -491,7 +500,9 @@ fn run_probe(as_nobody: bool) -> std::io::Result<std::process::Output> {
                 rlim_cur: 0,
                 rlim_max: 0,
             };
-            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0
+                || libc::setrlimit(libc::RLIMIT_NICE, &lim) != 0
+            {
                 return Err(std::io::Error::last_os_error());
             }
             if !as_nobody && libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0) != 0 {
@@ -543,7 +554,23 @@ fn check_probe(out: std::process::Output, as_nobody: bool) {
         assert!(l.contains("RLIMIT_RTPRIO"), "{l}");
         assert!(l.contains("soft limit 0, hard limit 0"), "{l}");
         assert!(l.contains("limits.conf"), "{l}");
+        // The hard limit is 0: raising the soft limit cannot help and is not offered.
+        assert!(!l.contains("raise_rtprio_limit"), "{l}");
+        if as_nobody {
+            assert!(l.contains("sudo setcap cap_sys_nice+ep"), "{l}");
+        } else {
+            // Root without the capability is told how to grant it, not to be root.
+            assert!(l.contains("runs as root but lacks CAP_SYS_NICE"), "{l}");
+            assert!(l.contains("--cap-add SYS_NICE"), "{l}");
+        }
     }
+    let fair: Vec<&str> = stdout.lines().filter(|l| l.contains("FAIRPROBE")).collect();
+    assert_eq!(fair.len(), 1, "{stdout}");
+    let l = fair[0];
+    assert!(l.contains("PermissionDenied") && l.contains("EPERM"), "{l}");
+    assert!(l.contains("switching to SCHED_OTHER was refused"), "{l}");
+    assert!(l.contains("RLIMIT_NICE (soft 0, hard 0: nice down to 20)"), "{l}");
+    assert!(!l.contains("RLIMIT_RTPRIO"), "{l}");
     if !as_nobody {
         return; // root keeps CAP_IPC_LOCK and /dev/cpu_dma_latency: no LIMIT checks
     }
@@ -1027,4 +1054,57 @@ fn spawn_fails_cleanly_when_the_creator_cannot_apply_an_attribute() {
         !ran.load(std::sync::atomic::Ordering::SeqCst),
         "closure ran"
     );
+}
+
+#[test]
+fn a_thread_joining_itself_gets_deadlock() {
+    let (tx, rx) = std::sync::mpsc::channel::<JoinHandle<()>>();
+    let (res_tx, res_rx) = std::sync::mpsc::channel();
+    let h = Builder::new()
+        .spawn(move || {
+            let me = rx.recv().unwrap();
+            let r = me.join();
+            let e = r
+                .err()
+                .and_then(|p| p.downcast_ref::<posixrt::Error>().cloned());
+            res_tx.send(e).unwrap();
+        })
+        .unwrap();
+    tx.send(h).unwrap();
+    // The handle is consumed by its own thread, which detaches itself instead of
+    // leaking (see JoinHandle::join).
+    let e = res_rx
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap()
+        .expect("join of itself must fail with a posixrt::Error payload");
+    assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+    assert_eq!(e.errno(), Some(libc::EDEADLK));
+    assert!(e.hint().unwrap().contains("detached"), "{e}");
+}
+
+#[test]
+fn affinity_to_a_cpu_that_is_not_usable_says_which_are() {
+    let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
+    // A CPU number this machine does not have (all machines here have < 1024).
+    let absent = CpuSet::CAPACITY - 1;
+    let allowed = CpuSet::allowed().unwrap();
+    if allowed.contains(absent) {
+        return; // a 1024-CPU machine: nothing absent to name
+    }
+    let set = CpuSet::single(absent).unwrap();
+    let e = sched::set_thread_affinity(sched::gettid(), &set).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    let hint = e.hint().unwrap();
+    assert!(hint.contains("online") && hint.contains("allowed"), "{hint} ({possible})");
+    assert_eq!(sched::thread_affinity(sched::gettid()).unwrap(), allowed, "unchanged");
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ran.clone();
+    let e = Builder::new()
+        .affinity(set)
+        .spawn(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.to_string().contains(&format!("the affinity {absent}")), "{e}");
+    assert!(e.hint().unwrap().contains("online"), "{e}");
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
 }

@@ -52,7 +52,7 @@ use std::fmt;
 use std::ops::BitOr;
 use std::time::Duration;
 
-use super::hint::{rt_permission_hint, sched_error};
+use super::hint::sched_error;
 use super::{Policy, Tid};
 use crate::{Error, ErrorKind, Result};
 
@@ -273,8 +273,6 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("admission control refused {params} for tid {tid}"))
                 .with_hint(admission_hint(params)),
-            libc::EPERM => Error::from_errno("sched_setattr", errno)
-                .with_hint(rt_permission_hint(Some(Policy::Deadline), None)),
             libc::EINVAL => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("the kernel refused {params}")),
             _ => sched_error(

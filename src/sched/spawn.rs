@@ -351,7 +351,7 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
     pub fn set_scheduling(&self, priority: Priority) -> Result<()> {
-        th::pthread_setschedparam(self.native, priority)
+        th::pthread_setschedparam(self.native, self.tid, priority)
     }
 
     /// Changes only the priority, checked against the thread's current policy
@@ -378,7 +378,13 @@ impl<T> JoinHandle<T> {
             )
         };
         if r != 0 {
-            return Err(sched_error("pthread_getaffinity_np", r, None, None, None));
+            return Err(sched_error(
+                "pthread_getaffinity_np",
+                r,
+                Some(self.tid.as_raw()),
+                None,
+                None,
+            ));
         }
         Ok(CpuSet::from_raw(raw))
     }
@@ -400,7 +406,13 @@ impl<T> JoinHandle<T> {
             )
         };
         if r != 0 {
-            return Err(sched_error("pthread_setaffinity_np", r, None, None, None));
+            return Err(sched_error(
+                "pthread_setaffinity_np",
+                r,
+                Some(self.tid.as_raw()),
+                None,
+                None,
+            ));
         }
         Ok(())
     }
@@ -613,9 +625,14 @@ impl Attr {
                 prio.map(|p| p.value()),
             );
             return Err(match r {
-                libc::EINVAL => e.with_message(
-                    "an attribute was refused (affinity naming no usable CPU, or a bad stack size)",
-                ),
+                libc::EINVAL => match affinity {
+                    Some(cpus) => e
+                        .with_message(format!(
+                            "the affinity {cpus} names no CPU the thread may use"
+                        ))
+                        .with_hint(super::hint::affinity_einval_hint("pthread_create")),
+                    None => e.with_message("an attribute (the stack size) was refused"),
+                },
                 libc::EAGAIN => {
                     let e = e.with_message(
                         "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",

@@ -160,7 +160,7 @@ pub fn current_scheduling() -> Result<Priority> {
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
 pub fn set_current_scheduling(priority: Priority) -> Result<()> {
     // SAFETY: pthread_self() is always a valid handle for the calling thread.
-    pthread_setschedparam(unsafe { libc::pthread_self() }, priority)
+    pthread_setschedparam(unsafe { libc::pthread_self() }, gettid(), priority)
 }
 
 /// Changes only the calling thread's priority (`pthread_setschedprio(pthread_self(), v)`).
@@ -362,8 +362,12 @@ pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
     Ok(())
 }
 
-/// `pthread_setschedparam` on a valid handle.
-pub(crate) fn pthread_setschedparam(thread: libc::pthread_t, priority: Priority) -> Result<()> {
+/// `pthread_setschedparam` on a valid handle whose kernel tid is `tid`.
+pub(crate) fn pthread_setschedparam(
+    thread: libc::pthread_t,
+    tid: Tid,
+    priority: Priority,
+) -> Result<()> {
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("pthread_setschedparam"));
     }
@@ -374,7 +378,7 @@ pub(crate) fn pthread_setschedparam(thread: libc::pthread_t, priority: Priority)
         return Err(sched_error(
             "pthread_setschedparam",
             r,
-            None,
+            Some(tid.as_raw()),
             Some(priority.policy()),
             Some(priority.value()),
         ));
@@ -393,7 +397,7 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
         return Err(sched_error(
             "pthread_setschedprio",
             r,
-            None,
+            Some(tid.as_raw()),
             Some(p.policy()),
             Some(p.value()),
         ));
