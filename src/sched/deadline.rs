@@ -39,9 +39,11 @@
 //! than its budget, others keep their guarantees) but not its *background execution*.
 //! `DeadlineFlags::RECLAIM` (GRUB) lets a task use bandwidth others left idle, which
 //! comes closest to low-priority execution. For exact POSIX semantics, a user-space
-//! server can combine a thread CPU-time clock ([`cputime`](super::cputime)), a timer
-//! and priority switches ([`set_thread_priority`](super::set_thread_priority)); this
-//! crate keeps those pieces one call away.
+//! server combines a thread CPU-time budget ([`cputime::Budget`](super::cputime::Budget)
+//! on [`JoinHandle::cpu_clock`](super::JoinHandle::cpu_clock)), a replenishment timer
+//! ([`periodic`](super::periodic)) and priority switches
+//! ([`JoinHandle::set_scheduling`](super::JoinHandle::set_scheduling)); the
+//! [`cputime`](super::cputime) module docs show the budget check.
 //!
 //! # References
 //!  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
