@@ -597,7 +597,10 @@ fn check_probe(out: std::process::Output, as_nobody: bool) {
     let l = fair[0];
     assert!(l.contains("PermissionDenied") && l.contains("EPERM"), "{l}");
     assert!(l.contains("switching to SCHED_OTHER was refused"), "{l}");
-    assert!(l.contains("RLIMIT_NICE (soft 0, hard 0: nice down to 20)"), "{l}");
+    assert!(
+        l.contains("RLIMIT_NICE (soft 0, hard 0: nice down to 20)"),
+        "{l}"
+    );
     assert!(!l.contains("RLIMIT_RTPRIO"), "{l}");
     if !as_nobody {
         return; // root keeps CAP_IPC_LOCK and /dev/cpu_dma_latency: no LIMIT checks
@@ -716,7 +719,12 @@ fn deadline_over_admission_is_busy_with_hint() {
         )
         .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
-        assert!(e.hint().unwrap().contains("SCHED_DEADLINE needs CAP_SYS_NICE"), "{e}");
+        assert!(
+            e.hint()
+                .unwrap()
+                .contains("SCHED_DEADLINE needs CAP_SYS_NICE"),
+            "{e}"
+        );
         return;
     }
     // Each reservation asks for 0.9 CPU; the root domain admits at most
@@ -1148,8 +1156,15 @@ fn affinity_to_a_cpu_that_is_not_usable_says_which_are() {
     let e = sched::set_thread_affinity(sched::gettid(), &set).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     let hint = e.hint().unwrap();
-    assert!(hint.contains("online") && hint.contains("allowed"), "{hint} ({possible})");
-    assert_eq!(sched::thread_affinity(sched::gettid()).unwrap(), allowed, "unchanged");
+    assert!(
+        hint.contains("online") && hint.contains("allowed"),
+        "{hint} ({possible})"
+    );
+    assert_eq!(
+        sched::thread_affinity(sched::gettid()).unwrap(),
+        allowed,
+        "unchanged"
+    );
     let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = ran.clone();
     let e = Builder::new()
@@ -1157,7 +1172,10 @@ fn affinity_to_a_cpu_that_is_not_usable_says_which_are() {
         .spawn(move || flag.store(true, std::sync::atomic::Ordering::SeqCst))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
-    assert!(e.to_string().contains(&format!("the affinity {absent}")), "{e}");
+    assert!(
+        e.to_string().contains(&format!("the affinity {absent}")),
+        "{e}"
+    );
     assert!(e.hint().unwrap().contains("online"), "{e}");
     assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
 }

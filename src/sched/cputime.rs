@@ -142,6 +142,9 @@ impl CpuClock {
     }
 
     /// The CPU time consumed so far (`clock_gettime`).
+    ///
+    /// # References
+    ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     pub fn now(&self) -> Result<Duration> {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -154,6 +157,9 @@ impl CpuClock {
     }
 
     /// The clock's resolution (`clock_getres`).
+    ///
+    /// # References
+    ///  - [`clock_getres(2)`](https://man7.org/linux/man-pages/man2/clock_getres.2.html)
     pub fn resolution(&self) -> Result<Duration> {
         let mut ts = libc::timespec {
             tv_sec: 0,

@@ -59,6 +59,9 @@ use super::{Policy, Tid};
 use crate::{Error, ErrorKind, Result};
 
 /// `sched_attr.sched_flags` bits relevant to deadline tasks.
+///
+/// # References
+///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DeadlineFlags(u64);
 
@@ -217,6 +220,9 @@ impl fmt::Display for Deadline {
 }
 
 /// A thread's scheduling attributes as `sched_getattr` reports them.
+///
+/// # References
+///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SchedAttr {
     /// The policy.

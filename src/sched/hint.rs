@@ -93,23 +93,20 @@ impl Facts {
              capability set"
                 .into()
         } else {
-            format!(
-                "run as root, or `sudo setcap cap_sys_nice+ep {}`",
-                self.exe
-            )
+            format!("run as root, or `sudo setcap cap_sys_nice+ep {}`", self.exe)
         }
     }
 
     /// Another user's thread: a fact that explains EPERM whatever the policy.
     fn owner_note(&self) -> Option<String> {
         match self.target_uid {
-            Some((tid, uid)) if uid != self.euid && self.cap_sys_nice != Some(true) => Some(
-                format!(
+            Some((tid, uid)) if uid != self.euid && self.cap_sys_nice != Some(true) => {
+                Some(format!(
                     "; note: thread {tid} belongs to uid {uid} and this process runs as uid {}: \
                      changing another user's thread always needs CAP_SYS_NICE",
                     self.euid
-                ),
-            ),
+                ))
+            }
             _ => None,
         }
     }
@@ -378,12 +375,21 @@ mod tests {
     #[test]
     fn unprivileged_user_gets_setcap_and_limits_conf() {
         let h = rt_hint(&facts(), Some(Policy::Fifo), Some(80));
-        assert!(h.contains("SCHED_FIFO priority 80 needs CAP_SYS_NICE"), "{h}");
+        assert!(
+            h.contains("SCHED_FIFO priority 80 needs CAP_SYS_NICE"),
+            "{h}"
+        );
         assert!(h.contains("RLIMIT_RTPRIO >= 80"), "{h}");
         assert!(h.contains("(uid 1000) lacks CAP_SYS_NICE"), "{h}");
         assert!(h.contains("soft limit 0, hard limit 0"), "{h}");
-        assert!(h.contains("sudo setcap cap_sys_nice+ep /usr/bin/app"), "{h}");
-        assert!(h.contains("`alice - rtprio 99` to /etc/security/limits.conf"), "{h}");
+        assert!(
+            h.contains("sudo setcap cap_sys_nice+ep /usr/bin/app"),
+            "{h}"
+        );
+        assert!(
+            h.contains("`alice - rtprio 99` to /etc/security/limits.conf"),
+            "{h}"
+        );
         // The hard limit is 0: raising the soft limit cannot help, so it is not offered.
         assert!(!h.contains("raise_rtprio_limit"), "{h}");
     }
@@ -397,7 +403,9 @@ mod tests {
         let h = rt_hint(&f, Some(Policy::RoundRobin), Some(50));
         let fix = h.split("fix: ").nth(1).unwrap();
         assert!(
-            fix.starts_with("the hard limit allows it: call posixrt::sched::rt::raise_rtprio_limit(50)"),
+            fix.starts_with(
+                "the hard limit allows it: call posixrt::sched::rt::raise_rtprio_limit(50)"
+            ),
             "{h}"
         );
         let f = Facts {
@@ -409,10 +417,7 @@ mod tests {
 
     #[test]
     fn root_without_the_capability_is_not_told_to_run_as_root() {
-        let f = Facts {
-            euid: 0,
-            ..facts()
-        };
+        let f = Facts { euid: 0, ..facts() };
         let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
         assert!(h.contains("runs as root but lacks CAP_SYS_NICE"), "{h}");
         assert!(h.contains("--cap-add SYS_NICE"), "{h}");
@@ -443,7 +448,10 @@ mod tests {
         let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
         assert!(h.contains("thread 4242 belongs to uid 33"), "{h}");
         let h = fair_hint(&f, Policy::Other);
-        assert!(h.contains("RLIMIT_NICE (soft 0, hard 0: nice down to 20)"), "{h}");
+        assert!(
+            h.contains("RLIMIT_NICE (soft 0, hard 0: nice down to 20)"),
+            "{h}"
+        );
         assert!(h.contains("thread 4242 belongs to uid 33"), "{h}");
         assert!(!h.contains("RLIMIT_RTPRIO"), "{h}");
     }

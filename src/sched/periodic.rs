@@ -105,6 +105,10 @@ impl Periodic {
     /// Sleeps until the next period starts, then measures how late the wake-up was.
     ///
     /// Retries on EINTR (the absolute deadline stays the same).
+    ///
+    /// # References
+    ///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
+    ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     #[inline]
     pub fn wait(&mut self) -> Result<Wakeup> {
         let expected = self.next_ns;

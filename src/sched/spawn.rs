@@ -134,6 +134,9 @@ impl Builder {
     /// EPERM from `pthread_create` (a real-time policy without privilege) is
     /// `PermissionDenied` with the hint naming CAP_SYS_NICE and RLIMIT_RTPRIO; EAGAIN
     /// (thread limit) is `WouldBlock`.
+    ///
+    /// # References
+    ///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
     pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -279,6 +282,9 @@ impl<T> Drop for GateGuard<'_, T> {
 }
 
 /// Spawns `f` on a thread built by `builder` (a shorthand for `builder.spawn(f)`).
+///
+/// # References
+///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
 pub fn spawn<F, T>(builder: Builder, f: F) -> Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -306,6 +312,10 @@ fn check_name(name: &str) -> Result<CString> {
 ///
 /// While the handle lives the `pthread_t` stays valid (even after the thread ends, it
 /// stays joinable), so the methods that take it are safe.
+///
+/// # References
+///  - [`pthread_join(3)`](https://man7.org/linux/man-pages/man3/pthread_join.3.html)
+///  - [`pthread_detach(3)`](https://man7.org/linux/man-pages/man3/pthread_detach.3.html)
 pub struct JoinHandle<T> {
     native: libc::pthread_t,
     tid: Tid,
@@ -326,6 +336,9 @@ impl<T> JoinHandle<T> {
     }
 
     /// The thread's CPU-time clock (`pthread_getcpuclockid`).
+    ///
+    /// # References
+    ///  - [`pthread_getcpuclockid(3)`](https://man7.org/linux/man-pages/man3/pthread_getcpuclockid.3.html)
     pub fn cpu_clock(&self) -> Result<super::cputime::CpuClock> {
         super::cputime::CpuClock::of_handle(self)
     }
@@ -335,13 +348,12 @@ impl<T> JoinHandle<T> {
         self.shared.finished.load(Ordering::Acquire)
     }
 
-    /// Policy and priority as the kernel has them (`sched_getscheduler` +
-    /// `sched_getparam` on the tid; see [`current_scheduling`](super::current_scheduling)
-    /// for why not glibc's cached `pthread_getschedparam`). Errors with `NotFound` once
-    /// the thread has ended.
+    /// Policy and priority as the kernel has them (`sched_getattr` on the tid; see
+    /// [`current_scheduling`](super::current_scheduling) for why not glibc's cached
+    /// `pthread_getschedparam`). Errors with `NotFound` once the thread has ended.
     ///
     /// # References
-    ///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+    ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
     pub fn scheduling(&self) -> Result<Priority> {
         th::thread_scheduling(self.tid)
     }

@@ -57,12 +57,18 @@ impl Tid {
 
     /// The calling thread's tid (`gettid`).
     #[inline]
+    ///
+    /// # References
+    ///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
     pub fn current() -> Tid {
         gettid()
     }
 
     /// The process id, i.e. the tid of the main thread (`getpid`).
     #[inline]
+    ///
+    /// # References
+    ///  - [`getpid(2)`](https://man7.org/linux/man-pages/man2/getpid.2.html)
     pub fn process() -> Tid {
         Tid(rustix::process::getpid().as_raw_nonzero())
     }
@@ -138,8 +144,8 @@ pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
     raw_setparam(tid.as_raw(), p)
 }
 
-/// Policy and priority of the calling thread, as the kernel has them
-/// (`sched_getscheduler(0)` + `sched_getparam(0)`).
+/// Policy and priority of the calling thread, as the kernel has them (one
+/// `sched_getattr` on its tid, like [`thread_scheduling`]).
 ///
 /// This deliberately does not return `pthread_getschedparam(pthread_self())`: glibc
 /// answers that from a copy cached in the thread descriptor, which goes stale when the
@@ -147,7 +153,7 @@ pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
 /// [`set_thread_scheduling`], by `chrt`, or by another process).
 ///
 /// # References
-///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 ///  - [`pthread_getschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_getschedparam.3.html)
 pub fn current_scheduling() -> Result<Priority> {
     thread_scheduling(gettid())
@@ -221,6 +227,9 @@ pub fn current_stack_size() -> Result<usize> {
 /// | `SCHED_FIFO`/`SCHED_RR` priority *p* (1..=99) | `-1 - p` (−2..=−100) |
 /// | `SCHED_OTHER`/`BATCH`/`IDLE` with nice *n* | `20 + n` (0..=39) |
 /// | `SCHED_DEADLINE` | `-101` |
+///
+/// # References
+///  - [`proc_pid_stat(5)`](https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KernelPriority(i32);
 
