@@ -425,8 +425,13 @@ fn affinity_round_trip() {
             .kind(),
         ErrorKind::InvalidInput
     );
+    let e = CpuSet::single(CpuSet::CAPACITY).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.hint().unwrap().contains("0..=1023"), "{e}");
     assert_eq!(
-        CpuSet::single(CpuSet::CAPACITY).unwrap_err().kind(),
+        CpuSet::from_cpus([0, CpuSet::CAPACITY + 5])
+            .unwrap_err()
+            .kind(),
         ErrorKind::InvalidInput
     );
 }
