@@ -1184,3 +1184,42 @@ fn affinity_to_a_cpu_that_is_not_usable_says_which_are() {
     assert!(e.hint().unwrap().contains("online"), "{e}");
     assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
 }
+
+#[test]
+fn handle_methods_after_the_closure_returned_are_not_found_and_never_hit_the_caller() {
+    let _g = serial();
+    // The caller is a thread of our own at SCHED_OTHER; the hazard being tested is
+    // glibc re-reading a dying thread's tid as 0 (= the caller) inside
+    // pthread_setschedparam, which would turn the *caller* into SCHED_BATCH.
+    let caller = Builder::new()
+        .scheduling(Priority::other())
+        .spawn(|| {
+            let mut kinds = Vec::new();
+            for _ in 0..50 {
+                let h = Builder::new().spawn(|| 7).unwrap();
+                let t0 = std::time::Instant::now();
+                while !h.is_finished() && t0.elapsed() < Duration::from_secs(10) {
+                    std::hint::spin_loop();
+                }
+                assert!(h.is_finished());
+                kinds.push(h.set_scheduling(Priority::batch()).map_err(|e| e.kind()));
+                kinds.push(h.set_priority(0).map_err(|e| e.kind()));
+                kinds.push(h.scheduling().map(|_| ()).map_err(|e| e.kind()));
+                kinds.push(h.affinity().map(|_| ()).map_err(|e| e.kind()));
+                kinds.push(
+                    h.set_affinity(&CpuSet::allowed().unwrap())
+                        .map_err(|e| e.kind()),
+                );
+                kinds.push(h.cpu_clock().map(|_| ()).map_err(|e| e.kind()));
+                assert_eq!(h.join().unwrap(), 7);
+            }
+            (kinds, sched::current_scheduling().unwrap())
+        })
+        .unwrap();
+    let (kinds, me) = caller.join().unwrap();
+    assert!(
+        kinds.iter().all(|k| *k == Err(ErrorKind::NotFound)),
+        "{kinds:?}"
+    );
+    assert_eq!(me, Priority::other(), "the caller's own policy was changed");
+}

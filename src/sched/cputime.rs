@@ -123,12 +123,16 @@ impl CpuClock {
 
     /// The CPU clock of a thread spawned by [`Builder`](super::Builder)
     /// (`pthread_getcpuclockid`).
+    /// `NotFound` once the thread's closure has returned.
+    #[inline]
     pub fn of_handle<T>(handle: &JoinHandle<T>) -> Result<CpuClock> {
-        let mut id: libc::clockid_t = 0;
-        // SAFETY: the handle keeps its pthread_t valid; `id` is writable.
-        let r = unsafe { libc::pthread_getcpuclockid(handle.as_pthread_t(), &mut id) };
-        crate::error::check_pthread("pthread_getcpuclockid", r)?;
-        Ok(CpuClock { id })
+        handle.cpu_clock()
+    }
+
+    /// A clock from a `clockid_t` that `pthread_getcpuclockid` produced.
+    #[inline]
+    pub(crate) const fn from_id(id: libc::clockid_t) -> CpuClock {
+        CpuClock { id }
     }
 
     /// The CPU clock of process `pid` (`clock_getcpuclockid`); reading another

@@ -340,10 +340,39 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_getcpuclockid(3)`](https://man7.org/linux/man-pages/man3/pthread_getcpuclockid.3.html)
     pub fn cpu_clock(&self) -> Result<super::cputime::CpuClock> {
-        super::cputime::CpuClock::of_handle(self)
+        self.while_running("pthread_getcpuclockid", || {
+            let mut id: libc::clockid_t = 0;
+            // SAFETY: `native` is valid while the handle lives, and the thread is
+            // running (see `while_running`); `id` is writable.
+            let r = unsafe { libc::pthread_getcpuclockid(self.native, &mut id) };
+            crate::error::check_pthread("pthread_getcpuclockid", r)?;
+            Ok(super::cputime::CpuClock::from_id(id))
+        })
     }
 
-    /// Whether the closure has returned (or panicked).
+    /// Runs `f` (a `pthread_*` call on `native`) while the thread is guaranteed not to
+    /// exit, or fails with `NotFound` if its closure has already returned.
+    ///
+    /// glibc checks a handle's kernel tid and then reads it *again* for the system
+    /// call; a thread that exits in between has tid 0 there, and 0 means "the calling
+    /// thread": `pthread_setschedparam` on a dying thread could change the *caller's*
+    /// policy. Holding the gate lock keeps the thread from passing its exit point.
+    fn while_running<R>(&self, call: &'static str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let _alive = lock(&self.shared.gate);
+        if self.shared.finished.load(Ordering::Acquire) {
+            return Err(sched_error(
+                call,
+                libc::ESRCH,
+                Some(self.tid.as_raw()),
+                None,
+                None,
+            ));
+        }
+        f()
+    }
+
+    /// Whether the closure has returned (or panicked). From then on the methods that
+    /// act on the thread fail with `NotFound`.
     pub fn is_finished(&self) -> bool {
         self.shared.finished.load(Ordering::Acquire)
     }
@@ -355,7 +384,7 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
     pub fn scheduling(&self) -> Result<Priority> {
-        th::thread_scheduling(self.tid)
+        self.while_running("sched_getattr", || th::thread_scheduling(self.tid))
     }
 
     /// Sets policy and priority (`pthread_setschedparam`).
@@ -363,7 +392,9 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
     pub fn set_scheduling(&self, priority: Priority) -> Result<()> {
-        th::pthread_setschedparam(self.native, self.tid, priority)
+        self.while_running("pthread_setschedparam", || {
+            th::pthread_setschedparam(self.native, self.tid, priority)
+        })
     }
 
     /// Changes only the priority, checked against the thread's current policy
@@ -372,7 +403,9 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
     pub fn set_priority(&self, value: i32) -> Result<()> {
-        th::pthread_setschedprio(self.native, self.tid, value)
+        self.while_running("pthread_setschedprio", || {
+            th::pthread_setschedprio(self.native, self.tid, value)
+        })
     }
 
     /// The thread's CPU affinity (`pthread_getaffinity_np`).
@@ -380,25 +413,28 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_getaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getaffinity_np.3.html)
     pub fn affinity(&self) -> Result<CpuSet> {
-        let mut raw = *CpuSet::new().as_raw();
-        // SAFETY: `native` is valid while the handle lives; `raw` is writable.
-        let r = unsafe {
-            libc::pthread_getaffinity_np(
-                self.native,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                &mut raw,
-            )
-        };
-        if r != 0 {
-            return Err(sched_error(
-                "pthread_getaffinity_np",
-                r,
-                Some(self.tid.as_raw()),
-                None,
-                None,
-            ));
-        }
-        Ok(CpuSet::from_raw(raw))
+        self.while_running("pthread_getaffinity_np", || {
+            let mut raw = *CpuSet::new().as_raw();
+            // SAFETY: `native` is valid while the handle lives and the thread is
+            // running (see `while_running`); `raw` is writable.
+            let r = unsafe {
+                libc::pthread_getaffinity_np(
+                    self.native,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    &mut raw,
+                )
+            };
+            if r != 0 {
+                return Err(sched_error(
+                    "pthread_getaffinity_np",
+                    r,
+                    Some(self.tid.as_raw()),
+                    None,
+                    None,
+                ));
+            }
+            Ok(CpuSet::from_raw(raw))
+        })
     }
 
     /// Sets the thread's CPU affinity (`pthread_setaffinity_np`).
@@ -409,24 +445,27 @@ impl<T> JoinHandle<T> {
         if cpus.is_empty() {
             return Err(Error::invalid("pthread_setaffinity_np", "empty CPU set"));
         }
-        // SAFETY: `native` is valid while the handle lives; `cpus` is only read.
-        let r = unsafe {
-            libc::pthread_setaffinity_np(
-                self.native,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                cpus.as_raw(),
-            )
-        };
-        if r != 0 {
-            return Err(sched_error(
-                "pthread_setaffinity_np",
-                r,
-                Some(self.tid.as_raw()),
-                None,
-                None,
-            ));
-        }
-        Ok(())
+        self.while_running("pthread_setaffinity_np", || {
+            // SAFETY: `native` is valid while the handle lives and the thread is
+            // running (see `while_running`); `cpus` is only read.
+            let r = unsafe {
+                libc::pthread_setaffinity_np(
+                    self.native,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    cpus.as_raw(),
+                )
+            };
+            if r != 0 {
+                return Err(sched_error(
+                    "pthread_setaffinity_np",
+                    r,
+                    Some(self.tid.as_raw()),
+                    None,
+                    None,
+                ));
+            }
+            Ok(())
+        })
     }
 
     /// Waits for the thread (`pthread_join`) and returns the closure's value, or, like
@@ -533,7 +572,11 @@ where
         let r = catch_unwind(AssertUnwindSafe(f));
         *lock(&shared.result) = Some(r);
     }
+    // Under the gate lock: a JoinHandle method that holds it either sees `finished`
+    // or knows this thread cannot exit (and its tid cannot become 0) until it is done.
+    let g = lock(&shared.gate);
     shared.finished.store(true, Ordering::Release);
+    drop(g);
     std::ptr::null_mut()
 }
 
