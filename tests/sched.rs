@@ -814,6 +814,26 @@ fn cpu_clocks_measure_consumed_time() {
     assert!(CpuClock::of_process(Tid::process()).unwrap().now().unwrap() >= inside);
 }
 
+#[test]
+fn budget_counts_cpu_time_until_replenished() {
+    use posixrt::sched::cputime::Budget;
+    let me = CpuClock::current_thread();
+    let e = Budget::new(me, Duration::ZERO).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let mut b = Budget::new(me, ms(3)).unwrap();
+    assert_eq!(b.budget(), ms(3));
+    assert!(!b.exhausted().unwrap());
+    // Spend it (bounded by CPU time, at SCHED_OTHER).
+    while !b.exhausted().unwrap() {
+        std::hint::black_box(0);
+    }
+    assert!(b.used().unwrap() >= ms(3));
+    assert_eq!(b.remaining().unwrap(), Duration::ZERO);
+    b.replenish().unwrap();
+    assert!(b.used().unwrap() < ms(3), "{:?}", b.used());
+    assert!(b.remaining().unwrap() > Duration::ZERO);
+}
+
 // ---------- RT setup ----------
 
 use posixrt::sched::rt::{self, CpuDmaLatency, LockFlags, Outcome, Setup};
