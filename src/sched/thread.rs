@@ -357,6 +357,9 @@ pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
 }
 
 pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
+    if priority.policy() == Policy::Deadline {
+        return Err(deadline_needs_attr("sched_setparam"));
+    }
     let param = priority.param();
     // SAFETY: `param` is a valid sched_param the kernel only reads.
     let r = unsafe { libc::sched_setparam(tid, &param) };
@@ -399,6 +402,9 @@ pub(crate) fn pthread_setschedparam(
 /// checked against the thread's current policy (as the kernel has it) first.
 pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32) -> Result<()> {
     let current = raw_getscheduler(tid.as_raw())?;
+    if current == Policy::Deadline {
+        return Err(deadline_needs_attr("pthread_setschedprio"));
+    }
     let p = Priority::new(current, value)?;
     // SAFETY: the caller guarantees `thread` is valid.
     let r = unsafe { libc::pthread_setschedprio(thread, p.value()) };
