@@ -1202,6 +1202,8 @@ fn a_thread_joining_itself_gets_deadlock() {
 
 #[test]
 fn affinity_to_a_cpu_that_is_not_usable_says_which_are() {
+    // process_affinity_sets_every_thread changes this thread's mask for a moment.
+    let _g = serial();
     let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap();
     // A CPU number this machine does not have (all machines here have < 1024).
     let absent = CpuSet::CAPACITY - 1;
