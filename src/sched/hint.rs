@@ -97,13 +97,14 @@ impl Facts {
         }
     }
 
-    /// Another user's thread: a fact that explains EPERM whatever the policy.
+    /// Another user's thread: a fact that explains EPERM whatever the policy, so it
+    /// leads the hint.
     fn owner_note(&self) -> Option<String> {
         match self.target_uid {
             Some((tid, uid)) if uid != self.euid && self.cap_sys_nice != Some(true) => {
                 Some(format!(
-                    "; note: thread {tid} belongs to uid {uid} and this process runs as uid {}: \
-                     changing another user's thread always needs CAP_SYS_NICE",
+                    "thread {tid} belongs to uid {uid} and this process runs as uid {}: changing \
+                     another user's thread always needs CAP_SYS_NICE, whatever the limits; ",
                     self.euid
                 ))
             }
@@ -172,22 +173,22 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
     if policy == Some(Policy::Deadline) {
         if f.cap_sys_nice == Some(true) {
             return format!(
-                "{}: SCHED_DEADLINE is refused with EPERM when the thread's CPU affinity does \
+                "{owner}{}: SCHED_DEADLINE is refused with EPERM when the thread's CPU affinity does \
                  not cover every CPU of its root domain (do not restrict the affinity of a \
                  DEADLINE thread, or give it an exclusive cpuset), or by RT group scheduling \
-                 (the cgroup needs real-time budget){owner}",
+                 (the cgroup needs real-time budget)",
                 f.cap_text()
             );
         }
         return format!(
-            "SCHED_DEADLINE needs CAP_SYS_NICE ({}; RLIMIT_RTPRIO does not grant it, {limits}); \
-             fix: {}; the thread's CPU affinity must also cover every CPU of its root domain{owner}",
+            "{owner}SCHED_DEADLINE needs CAP_SYS_NICE ({}; RLIMIT_RTPRIO does not grant it, {limits}); \
+             fix: {}; the thread's CPU affinity must also cover every CPU of its root domain",
             f.cap_text(),
             f.cap_fix()
         );
     }
     if f.cap_sys_nice == Some(true) {
-        return format!("{}{owner}", f.cgroup_note());
+        return format!("{owner}{}", f.cgroup_note());
     }
     let want = match (policy, priority) {
         (Some(p), Some(v)) => format!("{p} priority {v} needs"),
@@ -215,8 +216,8 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
         f.user
     ));
     format!(
-        "{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need}; {}, RLIMIT_RTPRIO is {limits}; \
-         fix: {}{owner}",
+        "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need}; {}, RLIMIT_RTPRIO is \
+         {limits}; fix: {}",
         f.cap_text(),
         fixes.join("; or ")
     )
@@ -233,16 +234,16 @@ pub(crate) fn fair_hint(f: &Facts, policy: Policy) -> String {
         Some(r) => (20 - r.min(40) as i64).to_string(),
     };
     format!(
-        "switching to {policy} was refused; {}. Without it, a thread may leave SCHED_IDLE, \
+        "{}switching to {policy} was refused; {}. Without it, a thread may leave SCHED_IDLE, \
          or lower its nice value, only as far as RLIMIT_NICE (soft {}, hard {}: nice down \
          to {}) allows, and may not change another user's thread; fix: {}, or raise `nice` \
-         in /etc/security/limits.conf{}",
+         in /etc/security/limits.conf",
+        f.owner_note().unwrap_or_default(),
         f.cap_text(),
         fmt_limit(soft),
         fmt_limit(hard),
         floor(soft),
-        f.cap_fix(),
-        f.owner_note().unwrap_or_default()
+        f.cap_fix()
     )
 }
 
@@ -291,11 +292,11 @@ pub(crate) fn sched_error(
         libc::EPERM if affinity => {
             let f = Facts::gather(tid);
             e.with_hint(format!(
-                "changing the affinity of another user's thread needs CAP_SYS_NICE ({}); fix: \
-                 run as that user, or {}{}",
+                "{}changing the affinity of another user's thread needs CAP_SYS_NICE ({}); \
+                 fix: run as that user, or {}",
+                f.owner_note().unwrap_or_default(),
                 f.cap_text(),
-                f.cap_fix(),
-                f.owner_note().unwrap_or_default()
+                f.cap_fix()
             ))
         }
         libc::EPERM => {
@@ -446,13 +447,13 @@ mod tests {
             ..facts()
         };
         let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
-        assert!(h.contains("thread 4242 belongs to uid 33"), "{h}");
+        assert!(h.starts_with("thread 4242 belongs to uid 33"), "{h}");
         let h = fair_hint(&f, Policy::Other);
         assert!(
             h.contains("RLIMIT_NICE (soft 0, hard 0: nice down to 20)"),
             "{h}"
         );
-        assert!(h.contains("thread 4242 belongs to uid 33"), "{h}");
+        assert!(h.starts_with("thread 4242 belongs to uid 33"), "{h}");
         assert!(!h.contains("RLIMIT_RTPRIO"), "{h}");
     }
 
