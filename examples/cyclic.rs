@@ -15,6 +15,7 @@
 //! normal priority.
 
 use std::process::exit;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use posixrt::sched::periodic::{LatencyStats, Periodic};
@@ -36,6 +37,8 @@ absolute CLOCK_MONOTONIC deadline every INTERVAL_US and records now - deadline.
   --no-pin        let the measuring thread run on any allowed CPU
   --json          print one JSON object instead of the cyclictest line
   -h, --help      this text
+
+Ctrl-C (SIGINT) or SIGTERM ends the run early; the figures so far are printed.
 
 Output (as cyclictest -q): T: 0 (tid) P:80 I:1000 C: N Min: Act: Avg: Max:  (us,
 truncated to whole us as cyclictest does; --json gives exact values, percentiles,
@@ -121,6 +124,25 @@ struct Measured {
     major_faults: i64,
 }
 
+/// Set by SIGINT/SIGTERM: like cyclictest, stop early and print what was measured.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags).
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: `sa` is initialised and names a handler that only does an atomic
+        // store; a null old-action pointer is allowed.
+        unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+    }
+}
+
 fn main() {
     let args = match parse() {
         Ok(a) => a,
@@ -129,6 +151,7 @@ fn main() {
             exit(2);
         }
     };
+    catch_stop_signals();
     if let Err(e) = run(args) {
         eprintln!("cyclic: {e}");
         exit(1);
@@ -185,6 +208,9 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         for _ in 0..loops {
             let w = timer.wait()?;
             stats.record(&w);
+            if STOP.load(Ordering::Relaxed) {
+                break;
+            }
         }
         let (minor1, major1) = thread_faults();
         Ok(Measured {
