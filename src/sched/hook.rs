@@ -133,9 +133,9 @@ fn affinity_traced(
 /// A thread was created (and its attributes applied): emits `sched_thread_create`
 /// with the policy, priority and CPUs the kernel gave it.
 #[inline]
-pub(crate) fn thread_created(tid: &crate::Result<Tid>) {
-    if let (true, Ok(t)) = (crate::trace::sys::enabled(), tid) {
-        thread_created_traced(t.as_raw())
+pub(crate) fn thread_created(tid: Tid) {
+    if crate::trace::sys::enabled() {
+        thread_created_traced(tid.as_raw())
     }
 }
 
