@@ -47,6 +47,15 @@ impl LockResult {
             LockResult::Busy
         }
     }
+
+    /// From a checked trylock's result (a refusal keeps its errno).
+    #[inline(always)]
+    pub(crate) fn of_try_result(r: &crate::Result<bool>) -> LockResult {
+        match r {
+            Ok(ok) => LockResult::of_try(*ok),
+            Err(e) => LockResult::Error(e.errno().unwrap_or(libc::EINVAL)),
+        }
+    }
 }
 
 /// Whether a hook has anything to do: one relaxed load.

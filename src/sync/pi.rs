@@ -430,7 +430,7 @@ impl RawMutexChecked for RawPiMutex {
         super::hook::trylock(
             self.addr(),
             || self.word() & TID_MASK,
-            super::hook::LockResult::of_try(matches!(r, Ok(true))),
+            super::hook::LockResult::of_try_result(&r),
         );
         if track::level() != 0 {
             match r {
