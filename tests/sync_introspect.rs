@@ -575,3 +575,49 @@ fn another_process_reads_the_registry() {
     assert_eq!(field("final_locks"), expected_locks, "{line}");
     assert_eq!(field("trylocks"), st.trylocks, "{line}");
 }
+
+/// Successful trylocks are counted by the owner (plain stores), failed ones by the
+/// failing thread (atomic add) in a separate word: hammering both at once loses no
+/// count.
+#[test]
+fn trylock_counts_stay_exact_under_concurrent_failures() {
+    use std::sync::atomic::AtomicU64;
+    let _g = serial(Tracking::Counts);
+    let pi = PiMutex::new(0u64);
+    let normal = NormalMutex::new(0u64);
+    fn run<R: lock_api::RawMutex + Sync>(m: &lock_api::Mutex<R, u64>) -> (u64, u64) {
+        let (ok, failed) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..20_000 {
+                        match m.try_lock() {
+                            Some(mut g) => {
+                                *g += 1;
+                                ok.fetch_add(1, Ordering::Relaxed);
+                            }
+                            None => {
+                                failed.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (ok.into_inner(), failed.into_inner())
+    }
+    let (ok, failed) = run(&pi);
+    let s = unsafe { pi.raw() }.snapshot().expect("known");
+    assert_eq!(
+        (s.stats.locks, s.stats.trylocks, s.stats.trylock_failures),
+        (ok, 60_000, failed)
+    );
+    assert_eq!(*pi.lock(), ok);
+    let (ok, failed) = run(&normal);
+    let s = unsafe { normal.raw() }.snapshot().expect("known");
+    assert_eq!(
+        (s.stats.locks, s.stats.trylocks, s.stats.trylock_failures),
+        (ok, 60_000, failed)
+    );
+    sync::set_tracking(Tracking::Off);
+}

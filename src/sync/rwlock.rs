@@ -308,8 +308,8 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         let ok = self.try_read_fast();
         if track::level() != 0 {
             let r = self.track.record(Kind::RwLock, self.addr());
-            r.add(track::W_TRY, 1);
             if ok {
+                r.add(track::W_TRY, 1);
                 r.add(track::W_A, 1);
             } else {
                 r.add(track::W_TRY_FAIL, 1);

@@ -159,9 +159,11 @@ impl Semaphore {
         let r = self.try_take();
         if track::level() != 0 {
             let rec = self.track.record(Kind::Semaphore, self.addr());
-            rec.add(track::W_TRY, 1);
             match r {
-                Some(after) => self.taken(after, false, 0),
+                Some(after) => {
+                    rec.add(track::W_TRY, 1);
+                    self.taken(after, false, 0)
+                }
                 None => rec.add(track::W_TRY_FAIL, 1),
             }
         }

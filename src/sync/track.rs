@@ -436,11 +436,14 @@ impl Track {
         r.end(s);
     }
 
-    /// After a trylock that found the lock held (not the owner: atomic adds).
+    /// After a trylock that found the lock held (not the owner: an atomic add).
+    ///
+    /// Only `W_TRY_FAIL` is touched: `W_TRY` (successful trylocks) is written by the
+    /// owner with a plain load and store, and a concurrent `fetch_add` on it from a
+    /// failing thread could be lost; [`Stats::trylocks`] is the sum of the two.
     #[cold]
     pub(crate) fn try_failed(&self, kind: Kind, addr: usize) {
         let r = self.record(kind, addr);
-        r.add(W_TRY, 1);
         r.add(W_TRY_FAIL, 1);
     }
 
@@ -676,7 +679,7 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
         wait_max: d(w[W_WAIT_MAX]),
         hold_total: d(w[W_HOLD_TOTAL]),
         hold_max: d(w[W_HOLD_MAX]),
-        trylocks: w[W_TRY],
+        trylocks: w[W_TRY].wrapping_add(w[W_TRY_FAIL]),
         trylock_failures: w[W_TRY_FAIL],
         ..Stats::default()
     };
