@@ -687,21 +687,60 @@ fn other_kinds_under_contention_are_exact() {
     assert_eq!(*m.lock(), 4_000);
 }
 
-/// The `priority_inversion` example binary (built by a plain `cargo test`, which
-/// compiles the examples), if present.
-fn example_binary() -> Option<std::path::PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("examples/priority_inversion");
-    p.exists().then_some(p)
+/// The `priority_inversion` example binary of this test's profile. A plain `cargo
+/// test` builds the examples; `cargo test --test sync` does not, so when it is
+/// missing it is built here with the same cargo, profile and target directory.
+fn example_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/sync-HASH -> target/<profile>
+    let profile_dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>/deps");
+    let bin = profile_dir.join("examples/priority_inversion");
+    if !bin.exists() {
+        let target_dir = profile_dir.parent().expect("target dir");
+        let mut cmd = std::process::Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "--example", "priority_inversion"])
+            .arg("--manifest-path")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(target_dir);
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+            None => panic!("unexpected target layout {}", exe.display()),
+        }
+        let st = cmd.status().expect("run cargo to build the example");
+        assert!(st.success(), "cargo build --example priority_inversion failed");
+    }
+    assert!(bin.exists(), "{} missing after the build", bin.display());
+    bin
+}
+
+/// A copy of `bin` that any user can execute (mode 0755 in a fresh 0755 directory
+/// under the system temp dir): the target directory may sit under a home directory
+/// that uid 65534 cannot traverse.
+fn world_executable_copy(bin: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("posixrt-sync-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.join("priority_inversion");
+    std::fs::copy(bin, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy
 }
 
 #[test]
 fn priority_inversion_example_prints_listing_6_8_order() {
     let _g = serial();
-    let Some(bin) = example_binary() else {
-        eprintln!("priority_inversion not built (run plain `cargo test`); nothing to check");
-        return;
-    };
+    let bin = example_binary();
     let args = [
         "--runs",
         "1",
@@ -758,10 +797,7 @@ fn priority_inversion_example_prints_listing_6_8_order() {
 #[test]
 fn priority_inversion_example_without_privilege_explains_and_exits_0() {
     let _g = serial();
-    let Some(bin) = example_binary() else {
-        eprintln!("priority_inversion not built (run plain `cargo test`); nothing to check");
-        return;
-    };
+    let bin = world_executable_copy(&example_binary());
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&bin);
     cmd.args(["--json", "--runs", "1"]);
@@ -775,23 +811,22 @@ fn priority_inversion_example_without_privilege_explains_and_exits_0() {
             if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            // Drop CAP_SYS_NICE from the bounding set and, as root, become nobody.
+            // Drop CAP_SYS_NICE from the bounding set (best effort: needs
+            // CAP_SETPCAP) and, as root, become nobody, which loses it anyway.
             libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
-            if libc::geteuid() == 0 && libc::setresuid(65534, 65534, 65534) != 0 {
-                return Err(std::io::Error::last_os_error());
+            if libc::geteuid() == 0 {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(65534, 65534, 65534) != 0
+                    || libc::setresuid(65534, 65534, 65534) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             Ok(())
         });
     }
-    let out = match cmd.output() {
-        Ok(o) => o,
-        // uid 65534 may be unable to execute a binary under /root: nothing to check.
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return,
-        Err(e) => panic!("{e}"),
-    };
-    if out.status.code() == Some(126) {
-        return;
-    }
+    let out = cmd.output().expect("run the example without privilege");
+    let _ = std::fs::remove_dir_all(bin.parent().unwrap());
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
