@@ -1125,3 +1125,34 @@ fn stress_condvar_bounded_queue_notify_one() {
     assert!(q.m.lock().is_empty());
     assert_eq!((q.not_empty.waiters(), q.not_full.waiters()), (0, 0));
 }
+
+/// Two PI mutexes locked in opposite orders: the kernel walks the PI chain when the
+/// second wait would close the cycle and refuses it with EDEADLK, reported as a
+/// deadlock (not as a relock); the other thread then gets its lock.
+#[test]
+fn pi_deadlock_cycle_is_refused_by_the_kernel() {
+    let a = PiMutex::new(());
+    let b = PiMutex::new(());
+    let barrier = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        let first = s.spawn(|| {
+            let _ga = a.lock();
+            barrier.wait();
+            // Blocks in FUTEX_LOCK_PI until the other thread gives up `b`.
+            b.lock_checked().map(drop)
+        });
+        let second = s.spawn(|| {
+            let gb = b.lock();
+            barrier.wait();
+            assert!(poll(|| unsafe { b.raw() }.has_waiters()), "first never blocked");
+            let e = a.lock_checked().map(drop).unwrap_err();
+            drop(gb);
+            e
+        });
+        let e = second.join().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+        assert!(e.to_string().contains("deadlock"), "{e}");
+        assert!(first.join().unwrap().is_ok());
+    });
+    assert!(a.try_lock().is_some() && b.try_lock().is_some());
+}

@@ -13,6 +13,11 @@
 //!   rt_mutex and **boosts the owner to the highest waiter's priority** until it
 //!   unlocks (`FUTEX_UNLOCK_PI` hands the lock to the highest-priority waiter).
 //! - **Relock by the owner** is detected before any syscall: [`Deadlock`](crate::ErrorKind::Deadlock).
+//! - **Deadlock cycles** across PI mutexes are detected by the kernel when the wait
+//!   that would close the cycle starts: that lock fails with EDEADLK
+//!   ([`Deadlock`](crate::ErrorKind::Deadlock), the message says it is a cycle), so
+//!   with PI mutexes a thread of the cycle gets an error (a panic through `lock()`)
+//!   instead of all of them hanging.
 //! - **Owner death** (a thread exits holding the lock, e.g. after `mem::forget` of a
 //!   guard): when nobody waits yet, the next locker gets ESRCH from the kernel; posixrt
 //!   then takes the lock over (marking the word `FUTEX_OWNER_DIED`, as a robust
@@ -258,7 +263,18 @@ impl RawPiMutex {
                 Err(libc::ETIMEDOUT) => {
                     return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", libc::ETIMEDOUT))
                 }
-                Err(libc::EDEADLK) => return Err(relock_error("futex(FUTEX_LOCK_PI)")),
+                // A relock by the owner was caught above, before the syscall: the
+                // kernel's EDEADLK here is a cycle it found walking the PI chain
+                // (this thread's wait would close a circle of owners and waiters).
+                Err(libc::EDEADLK) => {
+                    return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", libc::EDEADLK)
+                        .with_message(
+                            "the kernel found a deadlock: the owner of this mutex waits, directly or through other PI mutexes, for a lock the calling thread holds",
+                        )
+                        .with_hint(
+                            "lock PI mutexes in one global order; posixrt::sync::find_deadlocks (tracking on) lists the cycle of threads and locks",
+                        ))
+                }
                 Err(e) => return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", e)),
             }
         }
