@@ -717,7 +717,10 @@ fn example_binary() -> std::path::PathBuf {
             None => panic!("unexpected target layout {}", exe.display()),
         }
         let st = cmd.status().expect("run cargo to build the example");
-        assert!(st.success(), "cargo build --example priority_inversion failed");
+        assert!(
+            st.success(),
+            "cargo build --example priority_inversion failed"
+        );
     }
     assert!(bin.exists(), "{} missing after the build", bin.display());
     bin
@@ -872,7 +875,11 @@ fn stress_run(threads: usize, body: impl Fn(usize) + Send + Sync + 'static) {
 
 /// Enters a critical section: asserts nobody else is inside.
 fn enter(inside: &AtomicU32) {
-    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two threads inside");
+    assert_eq!(
+        inside.fetch_add(1, Ordering::SeqCst),
+        0,
+        "two threads inside"
+    );
 }
 
 fn leave(inside: &AtomicU32) {
@@ -883,7 +890,10 @@ fn leave(inside: &AtomicU32) {
 /// increments the protected counter non-atomically, and counts try/timeout misses.
 fn stress_mutex<R>(m: &'static lock_api::Mutex<R, u64>, threads: usize, each: usize)
 where
-    R: posixrt::sync::RawMutexChecked + lock_api::RawMutexTimed<Duration = Duration> + Sync + 'static,
+    R: posixrt::sync::RawMutexChecked
+        + lock_api::RawMutexTimed<Duration = Duration>
+        + Sync
+        + 'static,
 {
     let inside: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
     stress_run(threads, move |t| {
@@ -1144,7 +1154,10 @@ fn pi_deadlock_cycle_is_refused_by_the_kernel() {
         let second = s.spawn(|| {
             let gb = b.lock();
             barrier.wait();
-            assert!(poll(|| unsafe { b.raw() }.has_waiters()), "first never blocked");
+            assert!(
+                poll(|| unsafe { b.raw() }.has_waiters()),
+                "first never blocked"
+            );
             let e = a.lock_checked().map(drop).unwrap_err();
             drop(gb);
             e

@@ -206,7 +206,11 @@ impl RawRwLock {
     /// `blocked()` re-check here. Sleeping on the epoch instead of the state word
     /// also avoids the ABA of a state that goes 0 → WRITER → 0 between the check and
     /// the sleep.
-    fn sleep_while(&self, blocked: impl Fn() -> bool, deadline: Option<Instant>) -> Result<(), i32> {
+    fn sleep_while(
+        &self,
+        blocked: impl Fn() -> bool,
+        deadline: Option<Instant>,
+    ) -> Result<(), i32> {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let e = self.epoch.load(Ordering::SeqCst);
         let r = if blocked() {
