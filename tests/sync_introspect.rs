@@ -621,3 +621,19 @@ fn trylock_counts_stay_exact_under_concurrent_failures() {
     );
     sync::set_tracking(Tracking::Off);
 }
+
+/// `read_process` (what `rtstat PID` calls) tells a missing process from one without
+/// a registry, and rejects a pid that cannot be one.
+#[test]
+fn read_process_errors_name_the_cause() {
+    // A pid above pid_max (at most 2^22) is never a live process.
+    let e = sync::read_process(4_194_305 + 7).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.to_string().contains("no process with pid"), "{e}");
+    // pid 1 exists but publishes nothing (it is not this test).
+    let e = sync::read_process(1).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.to_string().contains("has no posixrt sync registry"), "{e}");
+    let e = sync::read_process(u32::MAX).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}

@@ -104,11 +104,35 @@ pub fn publish() -> Result<usize> {
 /// The tracked objects another posixrt process `pid` has published (what `rtstat`
 /// shows), as consistent snapshots.
 ///
-/// Errors: [`NotFound`](crate::ErrorKind::NotFound) if `pid` has no sync registry
-/// (not a posixrt process, or tracking was never switched on there).
+/// Errors: [`NotFound`](crate::ErrorKind::NotFound) if there is no such process, or
+/// it has no sync registry (not a posixrt process, or tracking was never switched on
+/// there); [`PermissionDenied`](crate::ErrorKind::PermissionDenied) if its registry
+/// exists but this user may not read it; [`InvalidInput`](crate::ErrorKind::InvalidInput)
+/// for a pid above `i32::MAX`.
 pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
-    let scan = registry::scan(REGISTRY_KIND, Some(pid as i32))?;
-    let Some(p) = scan.processes.into_iter().find(|p| p.pid == pid as i32) else {
+    let pid_i = i32::try_from(pid).map_err(|_| {
+        Error::invalid("rtstat", format!("{pid} is not a valid process id"))
+            .with_hint("pass the pid of a running process (see `pgrep NAME`)")
+    })?;
+    let scan = registry::scan(REGISTRY_KIND, Some(pid_i))?;
+    let unreadable = scan.unreadable;
+    let Some(p) = scan.processes.into_iter().find(|p| p.pid == pid_i) else {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(Error::new(
+                crate::ErrorKind::NotFound,
+                "rtstat",
+                format!("no process with pid {pid}"),
+            )
+            .with_hint("check the pid (`pgrep NAME`); the process may have exited"));
+        }
+        if unreadable > 0 {
+            return Err(Error::new(
+                crate::ErrorKind::PermissionDenied,
+                "rtstat",
+                format!("the sync registry of process {pid} is not readable by this user"),
+            )
+            .with_hint("the registry file is mode 0600: run rtstat as the process's user or as root"));
+        }
         return Err(Error::new(
             crate::ErrorKind::NotFound,
             "rtstat",
