@@ -637,3 +637,29 @@ fn read_process_errors_name_the_cause() {
     let e = sync::read_process(u32::MAX).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }
+
+/// More live objects than registry slots: publishing reports the overflow (after
+/// publishing what fits), and once objects are dropped their slots serve new ones.
+#[test]
+fn full_registry_recovers_when_objects_are_dropped() {
+    let _g = serial(Tracking::Counts);
+    let many: Vec<NormalMutex<()>> = (0..1100).map(|_| NormalMutex::new(())).collect();
+    for m in &many {
+        drop(m.lock());
+    }
+    let e = sync::publish().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfResources, "{e}");
+    drop(many);
+    let fresh: Vec<NormalMutex<()>> = (0..10).map(|_| NormalMutex::new(())).collect();
+    for m in &fresh {
+        drop(m.lock());
+    }
+    let n = sync::publish().expect("room again");
+    assert!(n >= 10, "{n}");
+    let mine = sync::read_process(std::process::id()).unwrap();
+    for m in &fresh {
+        let a = unsafe { m.raw() }.snapshot().unwrap().info.address;
+        assert!(mine.iter().any(|s| s.info.address == a));
+    }
+    sync::set_tracking(Tracking::Off);
+}

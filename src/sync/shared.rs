@@ -59,26 +59,45 @@ pub(crate) fn start_publisher() {
 /// slots of objects that were dropped. Returns how many objects were published.
 ///
 /// Errors: the registry could not be created (e.g. no `/dev/shm`; the hint says how
-/// to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources)).
+/// to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources),
+/// after publishing every object that has a slot; slots of dropped objects are freed
+/// first, so new objects get in as old ones go).
 pub fn publish() -> Result<usize> {
     let reg = registry()?;
     let mut slots = SLOTS_OF.lock().unwrap_or_else(|e| e.into_inner());
     let records = track::all_records();
     let ps = track::ps_per_tick();
-    let mut live = Vec::new();
-    let mut n = 0;
-    for r in records {
-        let key = r as *const track::Record as usize;
-        let Some(words) = track::copy_live(r) else {
-            continue;
-        };
-        live.push(key);
-        let pos = match slots.iter().position(|(k, _)| *k == key) {
+    let copies: Vec<(usize, [u64; WORDS])> = records
+        .into_iter()
+        .filter_map(|r| Some((r as *const track::Record as usize, track::copy_live(r)?)))
+        .collect();
+    // Free the slots of records that are no longer live first, so that a full
+    // registry makes room for new objects as soon as old ones are dropped.
+    let mut i = 0;
+    while i < slots.len() {
+        if copies.iter().any(|(k, _)| *k == slots[i].0) {
+            i += 1;
+        } else {
+            let (_, w) = slots.swap_remove(i);
+            w.release();
+        }
+    }
+    let (mut n, mut skipped, mut err) = (0, 0, None);
+    for (key, words) in &copies {
+        let pos = match slots.iter().position(|(k, _)| k == key) {
             Some(p) => p,
-            None => {
-                slots.push((key, reg.claim(0, 0)?));
-                slots.len() - 1
-            }
+            None => match reg.claim(0, 0) {
+                Ok(w) => {
+                    slots.push((*key, w));
+                    slots.len() - 1
+                }
+                Err(e) => {
+                    // Full: the other objects are still published.
+                    skipped += 1;
+                    err.get_or_insert(e);
+                    continue;
+                }
+            },
         };
         slots[pos].1.write(|p| {
             p.store_u64(0, ps);
@@ -88,17 +107,12 @@ pub fn publish() -> Result<usize> {
         });
         n += 1;
     }
-    // Free the slots of records that are no longer live.
-    let mut i = 0;
-    while i < slots.len() {
-        if live.contains(&slots[i].0) {
-            i += 1;
-        } else {
-            let (_, w) = slots.swap_remove(i);
-            w.release();
-        }
+    match err {
+        None => Ok(n),
+        Some(e) => Err(e.with_message(format!(
+            "{skipped} tracked objects not published ({n} were): the registry holds {SLOTS}"
+        ))),
     }
-    Ok(n)
 }
 
 /// The tracked objects another posixrt process `pid` has published (what `rtstat`
