@@ -93,6 +93,17 @@ fn kernel_prio(tid: u32) -> i64 {
         .expect("prio")
 }
 
+/// `voluntary_ctxt_switches` of thread `tid` of this process.
+fn voluntary_switches(tid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .expect("voluntary_ctxt_switches")
+        .trim()
+        .parse()
+        .expect("count")
+}
+
 /// Polls `cond` every millisecond for at most 5 s; returns its last value.
 fn poll(mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + Duration::from_secs(5);
@@ -817,13 +828,12 @@ fn priority_inversion_example_without_privilege_explains_and_exits_0() {
             // Drop CAP_SYS_NICE from the bounding set (best effort: needs
             // CAP_SETPCAP) and, as root, become nobody, which loses it anyway.
             libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
-            if libc::geteuid() == 0 {
-                if libc::setgroups(0, std::ptr::null()) != 0
+            if libc::geteuid() == 0
+                && (libc::setgroups(0, std::ptr::null()) != 0
                     || libc::setresgid(65534, 65534, 65534) != 0
-                    || libc::setresuid(65534, 65534, 65534) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
+                    || libc::setresuid(65534, 65534, 65534) != 0)
+            {
+                return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
@@ -1168,4 +1178,168 @@ fn pi_deadlock_cycle_is_refused_by_the_kernel() {
         assert!(first.join().unwrap().is_ok());
     });
     assert!(a.try_lock().is_some() && b.try_lock().is_some());
+}
+
+// ---- PiCondvar: requeue-PI ----
+
+#[test]
+fn stress_pi_condvar_queue_notify_one_and_all() {
+    use posixrt::sync::PiCondvar;
+    use std::collections::VecDeque;
+    const PER_PRODUCER: u64 = 10_000;
+    struct Q {
+        m: PiMutex<VecDeque<u64>>,
+        not_empty: PiCondvar,
+        not_full: PiCondvar,
+        sum: std::sync::atomic::AtomicU64,
+        got: AtomicU32,
+    }
+    let q: &'static Q = Box::leak(Box::new(Q {
+        m: PiMutex::new(VecDeque::new()),
+        not_empty: PiCondvar::new(),
+        not_full: PiCondvar::new(),
+        sum: std::sync::atomic::AtomicU64::new(0),
+        got: AtomicU32::new(0),
+    }));
+    stress_run(5, move |t| {
+        if t < 2 {
+            for v in 1..=PER_PRODUCER {
+                let mut g = q.m.lock();
+                while g.len() >= 4 {
+                    q.not_full.wait(&mut g).unwrap();
+                }
+                g.push_back(v);
+                // Notify while holding (requeue onto the held mutex) or after.
+                if v % 2 == 0 {
+                    q.not_empty.notify_one();
+                    drop(g);
+                } else {
+                    drop(g);
+                    q.not_empty.notify_all();
+                }
+            }
+        } else {
+            let mut i = 0u64;
+            loop {
+                let mut g = q.m.lock();
+                while g.is_empty() && q.got.load(Ordering::SeqCst) < 2 * PER_PRODUCER as u32 {
+                    i += 1;
+                    if i % 3 == 0 {
+                        q.not_empty.wait(&mut g).unwrap();
+                    } else {
+                        q.not_empty
+                            .wait_for(&mut g, Duration::from_micros(300))
+                            .unwrap();
+                    }
+                }
+                let Some(v) = g.pop_front() else {
+                    return; // everything was consumed
+                };
+                q.got.fetch_add(1, Ordering::SeqCst);
+                q.not_full.notify_all();
+                drop(g);
+                q.sum.fetch_add(v, Ordering::Relaxed);
+            }
+        }
+    });
+    assert_eq!(q.got.load(Ordering::SeqCst) as u64, 2 * PER_PRODUCER);
+    assert_eq!(
+        q.sum.load(Ordering::Relaxed),
+        2 * (PER_PRODUCER * (PER_PRODUCER + 1) / 2)
+    );
+    assert_eq!(unsafe { q.m.raw() }.word(), 0);
+    assert_eq!((q.not_empty.waiters(), q.not_full.waiters()), (0, 0));
+}
+
+#[test]
+fn pi_condvar_refuses_a_second_mutex_while_waited_on() {
+    use posixrt::sync::PiCondvar;
+    let (a, b) = (PiMutex::new(false), PiMutex::new(()));
+    let cv = PiCondvar::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut g = a.lock();
+            while !*g {
+                cv.wait(&mut g).unwrap();
+            }
+        });
+        assert!(poll(|| cv.waiters() == 1 && !a.is_locked()));
+        let mut gb = b.lock();
+        let e = cv.wait(&mut gb).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        // Nothing was unlocked: still ours.
+        assert_eq!(unsafe { b.raw() }.owner(), Some(current_tid()));
+        drop(gb);
+        *a.lock() = true;
+        cv.notify_all();
+    });
+    // Nobody waits any more: the condvar may serve another mutex now.
+    let mut gb = b.lock();
+    assert!(cv.wait_for(&mut gb, Duration::from_millis(1)).unwrap());
+}
+
+/// The point of requeue-PI: a FIFO-90 waiter notified while a FIFO-10 thread holds
+/// the mutex is requeued onto the mutex as a PI waiter inside `notify_one`, so the
+/// holder runs at 90 when `notify_one` returns, without the waiter having run.
+#[test]
+fn pi_condvar_requeue_boosts_the_holder_inside_notify() {
+    use posixrt::sync::PiCondvar;
+    let _g = serial();
+    if !have_rt() {
+        assert_eq!(set_self(libc::SCHED_FIFO, 10), Err(libc::EPERM));
+        return;
+    }
+    let cpu = first_cpu();
+    let shared = Arc::new((PiMutex::new(false), PiCondvar::new()));
+    let waiter_tid = Arc::new(AtomicU32::new(0));
+    let waiter = {
+        let (shared, waiter_tid) = (shared.clone(), waiter_tid.clone());
+        spawn_fifo(cpu, 90, move || {
+            waiter_tid.store(current_tid(), Ordering::SeqCst);
+            let (m, cv) = (&shared.0, &shared.1);
+            let mut g = m.lock();
+            while !*g {
+                cv.wait(&mut g).unwrap();
+            }
+            kernel_prio(current_tid())
+        })
+    };
+    // The waiter is asleep in FUTEX_WAIT_REQUEUE_PI: counted, mutex free, state S.
+    assert!(poll(|| {
+        let t = waiter_tid.load(Ordering::SeqCst);
+        t != 0
+            && shared.1.waiters() == 1
+            && !shared.0.is_locked()
+            && std::fs::read_to_string(format!("/proc/self/task/{t}/stat"))
+                .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('S'))
+                .unwrap_or(false)
+    }));
+    let wtid = waiter_tid.load(Ordering::SeqCst);
+    let holder = {
+        let shared = shared.clone();
+        spawn_fifo(cpu, 10, move || {
+            let (m, cv) = (&shared.0, &shared.1);
+            let mut g = m.lock();
+            let before = kernel_prio(current_tid());
+            let switches = voluntary_switches(wtid);
+            *g = true;
+            let woke = cv.notify_one();
+            // Requeued onto our mutex: boosted now, before we unlock.
+            let during = kernel_prio(current_tid());
+            let has_waiters = unsafe { m.raw() }.has_waiters();
+            // The waiter never ran: a plain wake-up would have run it at once (same
+            // CPU, higher priority) to block again in FUTEX_LOCK_PI.
+            let not_woken = voluntary_switches(wtid) == switches;
+            drop(g);
+            let after = kernel_prio(current_tid());
+            (before, woke, during, has_waiters, not_woken, after)
+        })
+    };
+    let (before, woke, during, has_waiters, not_woken, after) = holder.join().unwrap();
+    assert_eq!((before, woke), (-11, true));
+    assert!(not_woken, "the waiter ran between notify_one and unlock");
+    assert_eq!(during, -91, "the holder was not boosted inside notify_one");
+    assert!(has_waiters);
+    assert_eq!(after, -11);
+    assert_eq!(waiter.join().unwrap(), -91);
 }
