@@ -204,6 +204,28 @@ impl RawPiMutex {
             .is_ok()
     }
 
+    /// The PI futex word, for [`PiCondvar`](super::PiCondvar)'s requeue.
+    #[inline]
+    pub(crate) fn futex_word(&self) -> &AtomicU32 {
+        &self.word
+    }
+
+    /// After `FUTEX_WAIT_REQUEUE_PI` made `tid` the owner: the bookkeeping of a
+    /// contended acquisition (owner-died mark, tracking, trace hook).
+    pub(crate) fn acquired_by_requeue(&self, tid: u32) {
+        self.acquired_from_kernel();
+        if track::level() != 0 {
+            let t0 = if track::level() >= track::Tracking::Timing as u8 {
+                track::ticks().max(1)
+            } else {
+                0
+            };
+            self.track
+                .acquired_after_wait(Kind::PiMutex, self.addr(), tid, t0);
+        }
+        super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
+    }
+
     /// After the kernel gave us the lock: clear and record `FUTEX_OWNER_DIED`.
     fn acquired_from_kernel(&self) {
         if self.word.load(Ordering::Relaxed) & OWNER_DIED != 0 {

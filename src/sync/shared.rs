@@ -145,7 +145,9 @@ pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
                 "rtstat",
                 format!("the sync registry of process {pid} is not readable by this user"),
             )
-            .with_hint("the registry file is mode 0600: run rtstat as the process's user or as root"));
+            .with_hint(
+                "the registry file is mode 0600: run rtstat as the process's user or as root",
+            ));
         }
         return Err(Error::new(
             crate::ErrorKind::NotFound,

@@ -227,3 +227,72 @@ pub(crate) fn sched_setattr_self(attr: &libc::sched_attr) -> Result<(), i32> {
         Ok(())
     }
 }
+
+const FUTEX_WAIT_REQUEUE_PI: libc::c_int = 11;
+const FUTEX_CMP_REQUEUE_PI: libc::c_int = 12;
+
+/// `FUTEX_WAIT_REQUEUE_PI`: sleep on `cond` while `*cond == val`, to be requeued
+/// by [`cmp_requeue_pi`] onto the PI futex `pi` (or handed it directly). `Ok` means
+/// the caller now **owns** `pi`; any error (EAGAIN: `cond` changed before the sleep;
+/// ETIMEDOUT: the absolute CLOCK_MONOTONIC `deadline` passed) means it does not.
+pub(crate) fn wait_requeue_pi(
+    cond: &AtomicU32,
+    val: u32,
+    pi: &AtomicU32,
+    deadline: Option<Instant>,
+) -> Result<(), i32> {
+    let ts = deadline.map(|d| abs_timespec(d, rustix::time::ClockId::Monotonic));
+    let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+    // SAFETY: `cond` and `pi` are live AtomicU32s borrowed for the call (the kernel
+    // keeps only their keys); `tp` is null or points to `ts` on this frame.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            cond as *const AtomicU32,
+            FUTEX_WAIT_REQUEUE_PI | FUTEX_PRIVATE_FLAG,
+            val,
+            tp,
+            pi as *const AtomicU32,
+            0u32,
+        )
+    };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(())
+    }
+}
+
+/// `FUTEX_CMP_REQUEUE_PI`: if `*cond == expected`, hand the PI futex `pi` to the
+/// top waiter of `cond` if it is free (waking it), and requeue up to `requeue`
+/// others (or that one, if `pi` is held) onto `pi`'s kernel queue, where they boost
+/// its owner. Returns how many were woken or requeued; EAGAIN if `cond` changed.
+pub(crate) fn cmp_requeue_pi(
+    cond: &AtomicU32,
+    expected: u32,
+    pi: &AtomicU32,
+    requeue: u32,
+) -> Result<u32, i32> {
+    // SAFETY: `cond` and `pi` are live AtomicU32s; the timeout argument slot carries
+    // the requeue count (val2), as futex(2) specifies for the requeue operations.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            cond as *const AtomicU32,
+            FUTEX_CMP_REQUEUE_PI | FUTEX_PRIVATE_FLAG,
+            1u32,
+            requeue as usize,
+            pi as *const AtomicU32,
+            expected,
+        )
+    };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(r as u32)
+    }
+}
