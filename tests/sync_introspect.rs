@@ -633,7 +633,10 @@ fn read_process_errors_name_the_cause() {
     // pid 1 exists but publishes nothing (it is not this test).
     let e = sync::read_process(1).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
-    assert!(e.to_string().contains("has no posixrt sync registry"), "{e}");
+    assert!(
+        e.to_string().contains("has no posixrt sync registry"),
+        "{e}"
+    );
     let e = sync::read_process(u32::MAX).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }

@@ -252,10 +252,11 @@ impl PiCondvar {
             if m == 0 {
                 return 0;
             }
-            // SAFETY: `m` is the futex word of the PiMutex the current waiters
-            // passed to `wait`; it outlives them (their guards borrow it), and
-            // requeue-PI only uses the address as a key.
-            let word = unsafe { &*(m as *const AtomicU32) };
+            // The futex word of the PiMutex the waiters named, as an address only:
+            // it may have been freed if they all left meanwhile, but the kernel
+            // touches it only after matching it against the key a *current* waiter
+            // gave (whose guard keeps the mutex alive), EINVAL otherwise.
+            let word = m as *const AtomicU32;
             match sys::cmp_requeue_pi(&self.seq, s, word, requeue) {
                 Ok(n) => return n,
                 // Another notify moved the sequence: retry with its value.

@@ -265,18 +265,21 @@ pub(crate) fn wait_requeue_pi(
     }
 }
 
-/// `FUTEX_CMP_REQUEUE_PI`: if `*cond == expected`, hand the PI futex `pi` to the
+/// `FUTEX_CMP_REQUEUE_PI`: if `*cond == expected`, hand the PI futex at `pi` to the
 /// top waiter of `cond` if it is free (waking it), and requeue up to `requeue`
 /// others (or that one, if `pi` is held) onto `pi`'s kernel queue, where they boost
 /// its owner. Returns how many were woken or requeued; EAGAIN if `cond` changed.
 pub(crate) fn cmp_requeue_pi(
     cond: &AtomicU32,
     expected: u32,
-    pi: &AtomicU32,
+    pi: *const AtomicU32,
     requeue: u32,
 ) -> Result<u32, i32> {
-    // SAFETY: `cond` and `pi` are live AtomicU32s; the timeout argument slot carries
-    // the requeue count (val2), as futex(2) specifies for the requeue operations.
+    // SAFETY: `cond` is a live AtomicU32. `pi` is passed as an address only: the
+    // kernel reads or writes it only after matching it against the key a current
+    // FUTEX_WAIT_REQUEUE_PI waiter named (EINVAL otherwise), and faults are caught
+    // by the kernel (EFAULT). The timeout argument slot carries the requeue count
+    // (val2), as futex(2) specifies for the requeue operations.
     let r = unsafe {
         libc::syscall(
             libc::SYS_futex,
@@ -284,7 +287,7 @@ pub(crate) fn cmp_requeue_pi(
             FUTEX_CMP_REQUEUE_PI | FUTEX_PRIVATE_FLAG,
             1u32,
             requeue as usize,
-            pi as *const AtomicU32,
+            pi,
             expected,
         )
     };
