@@ -228,7 +228,9 @@ impl RawPiMutex {
 
     /// After the kernel gave us the lock: clear and record `FUTEX_OWNER_DIED`.
     fn acquired_from_kernel(&self) {
-        if self.word.load(Ordering::Relaxed) & OWNER_DIED != 0 {
+        // The previous owner's FUTEX_UNLOCK_PI (after its Release fence) made the
+        // kernel write our tid into the word; pair with it.
+        if self.word.load(Ordering::Acquire) & OWNER_DIED != 0 {
             self.word.fetch_and(!OWNER_DIED, Ordering::Relaxed);
             self.owner_died.store(true, Ordering::Relaxed);
         }
@@ -340,7 +342,9 @@ impl RawPiMutex {
     #[inline(never)]
     fn unlock_slow(&self) {
         // Waiters are queued in the kernel: it hands the lock to the top waiter and
-        // ends the owner's boost.
+        // ends the owner's boost. The failed CAS was only a Relaxed load: order the
+        // critical section's writes before the kernel's hand-off explicitly.
+        std::sync::atomic::fence(Ordering::Release);
         loop {
             match sys::unlock_pi(&self.word) {
                 Err(libc::EINTR) | Err(libc::EAGAIN) => continue,
