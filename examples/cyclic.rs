@@ -8,10 +8,14 @@
 //!
 //! Compare with `cyclictest -m -p 80 -i 1000 -l 10000 -q`. Like `cyclictest -m` it
 //! locks memory (mlockall) and, as cyclictest does by default, holds
-//! `/dev/cpu_dma_latency` at 0. Without the privilege for SCHED_FIFO it says so and
-//! measures at normal priority.
+//! `/dev/cpu_dma_latency` at 0 and pins the measuring thread to the first CPU this
+//! process may use (cyclictest pins thread N to the N-th allowed CPU even without
+//! `-a`; an unpinned thread that migrates shows different tails, so compare like
+//! with like). Without the privilege for SCHED_FIFO it says so and measures at
+//! normal priority.
 
 use std::process::exit;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use posixrt::sched::periodic::{LatencyStats, Periodic};
@@ -19,7 +23,7 @@ use posixrt::sched::rt::Setup;
 use posixrt::sched::{self, Builder, CpuSet, Priority};
 
 const USAGE: &str = "\
-usage: cyclic [-p PRIO] [-i INTERVAL_US] [-l LOOPS] [-c CPU] [--json]
+usage: cyclic [-p PRIO] [-i INTERVAL_US] [-l LOOPS] [-a CPU | --no-pin] [--json]
 
 Measures timer wake-up latency like cyclictest: one SCHED_FIFO thread sleeps on an
 absolute CLOCK_MONOTONIC deadline every INTERVAL_US and records now - deadline.
@@ -28,17 +32,24 @@ absolute CLOCK_MONOTONIC deadline every INTERVAL_US and records now - deadline.
                   0 runs it SCHED_OTHER)
   -i INTERVAL_US  period in microseconds (default 1000)
   -l LOOPS        number of wake-ups (default 10000)
-  -c CPU          pin the measuring thread to CPU
+  -a CPU, -c CPU  pin the measuring thread to CPU (default: the first CPU this
+                  process may use, as cyclictest does)
+  --no-pin        let the measuring thread run on any allowed CPU
   --json          print one JSON object instead of the cyclictest line
   -h, --help      this text
 
-Output (as cyclictest -q): T: 0 (tid) P:80 I:1000 C: N Min: Act: Avg: Max:  (us)";
+Ctrl-C (SIGINT) or SIGTERM ends the run early; the figures so far are printed.
+
+Output (as cyclictest -q): T: 0 (tid) P:80 I:1000 C: N Min: Act: Avg: Max:  (us,
+truncated to whole us as cyclictest does; --json gives exact values, percentiles,
+the loop index of the maximum and the page faults taken inside the loop)";
 
 struct Args {
     prio: i32,
     interval_us: u64,
     loops: u64,
     cpu: Option<usize>,
+    pin: bool,
     json: bool,
 }
 
@@ -48,6 +59,7 @@ fn parse() -> Result<Args, String> {
         interval_us: 1000,
         loops: 10000,
         cpu: None,
+        pin: true,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -61,18 +73,30 @@ fn parse() -> Result<Args, String> {
                 exit(0);
             }
             "--json" => a.json = true,
+            "--no-pin" => a.pin = false,
             "-p" => a.prio = num(&value("-p")?, "-p")?,
             "-i" => a.interval_us = num(&value("-i")?, "-i")?,
             "-l" => a.loops = num(&value("-l")?, "-l")?,
-            "-c" => a.cpu = Some(num(&value("-c")?, "-c")?),
+            "-a" | "-c" => a.cpu = Some(num(&value(&arg)?, &arg)?),
             other => return Err(format!("unknown argument {other:?}")),
         }
+    }
+    if !(0..=99).contains(&a.prio) {
+        return Err(format!(
+            "-p {}: SCHED_FIFO priorities are 1..=99 (0 for SCHED_OTHER)",
+            a.prio
+        ));
     }
     if a.interval_us == 0 {
         return Err("-i must be at least 1".into());
     }
+    Periodic::new(Duration::from_micros(a.interval_us))
+        .map_err(|e| format!("-i {}: {e}", a.interval_us))?;
     if a.loops == 0 {
         return Err("-l must be at least 1".into());
+    }
+    if a.cpu.is_some() && !a.pin {
+        return Err("-a/-c and --no-pin exclude each other".into());
     }
     Ok(a)
 }
@@ -80,6 +104,43 @@ fn parse() -> Result<Args, String> {
 fn num<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, String> {
     s.parse()
         .map_err(|_| format!("{name}: {s:?} is not a valid number"))
+}
+
+/// Minor and major page faults of the calling thread so far (`getrusage(RUSAGE_THREAD)`).
+fn thread_faults() -> (i64, i64) {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `ru` is a valid, writable rusage; RUSAGE_THREAD names the caller.
+    if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
+        return (-1, -1);
+    }
+    (ru.ru_minflt, ru.ru_majflt)
+}
+
+struct Measured {
+    stats: LatencyStats,
+    ran_as: Priority,
+    minor_faults: i64,
+    major_faults: i64,
+}
+
+/// Set by SIGINT/SIGTERM: like cyclictest, stop early and print what was measured.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn catch_stop_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: an all-zero sigaction is a valid value (empty mask, no flags).
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = on_stop as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: `sa` is initialised and names a handler that only does an atomic
+        // store; a null old-action pointer is allowed.
+        unsafe { libc::sigaction(sig, &sa, std::ptr::null_mut()) };
+    }
 }
 
 fn main() {
@@ -90,6 +151,7 @@ fn main() {
             exit(2);
         }
     };
+    catch_stop_signals();
     if let Err(e) = run(args) {
         eprintln!("cyclic: {e}");
         exit(1);
@@ -111,16 +173,30 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         Priority::fifo(a.prio)?
     };
+    // As cyclictest: thread 0 on the first CPU this process may use, unless told.
+    let allowed = CpuSet::allowed()?;
+    let cpu = match (a.pin, a.cpu) {
+        (false, _) => None,
+        (true, Some(c)) if allowed.contains(c) => Some(c),
+        (true, Some(c)) => {
+            return Err(format!(
+                "-a {c}: this process may run on CPUs {allowed} only (taskset, cgroup cpuset \
+                 or offline CPUs); pick one of those"
+            )
+            .into())
+        }
+        (true, None) => allowed.iter().next(),
+    };
     // A small stack: with mlockall(MCL_FUTURE) the whole stack is locked, and an
     // unprivileged RLIMIT_MEMLOCK (often 8 MiB) would not fit the default 8 MiB.
     let mut builder = Builder::new().name("cyclic").stack_size(256 * 1024);
-    if let Some(cpu) = a.cpu {
+    if let Some(cpu) = cpu {
         builder = builder.affinity(CpuSet::single(cpu)?);
     }
     let interval = Duration::from_micros(a.interval_us);
     let loops = a.loops;
     let buckets = 10_000; // 1 us buckets up to 10 ms, as cyclictest -h 10000
-    let measure = move || -> posixrt::Result<(LatencyStats, Priority)> {
+    let measure = move || -> posixrt::Result<Measured> {
         // Touch the stack this loop uses while memory is locked.
         let _ = posixrt::sched::rt::prefault_stack(64 * 1024);
         // SCHED_OTHER timers are deferred by the timer slack (50 us by default); the
@@ -128,11 +204,21 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         let _ = posixrt::sched::rt::set_timer_slack(1);
         let mut stats = LatencyStats::new(buckets);
         let mut timer = Periodic::new(interval)?;
+        let (minor0, major0) = thread_faults();
         for _ in 0..loops {
             let w = timer.wait()?;
             stats.record(&w);
+            if STOP.load(Ordering::Relaxed) {
+                break;
+            }
         }
-        Ok((stats, sched::current_scheduling()?))
+        let (minor1, major1) = thread_faults();
+        Ok(Measured {
+            stats,
+            ran_as: sched::current_scheduling()?,
+            minor_faults: minor1 - minor0,
+            major_faults: major1 - major0,
+        })
     };
     let handle = match builder.clone().scheduling(prio).spawn(measure) {
         Ok(h) => h,
@@ -146,9 +232,14 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(e.into()),
     };
     let tid = handle.tid();
-    let (stats, ran_as) = match handle.join() {
+    let m = match handle.join() {
         Ok(r) => r?,
         Err(_) => return Err("the measuring thread panicked".into()),
+    };
+    let (stats, ran_as) = (&m.stats, m.ran_as);
+    let pct = |q: f64| match stats.percentile_us(q) {
+        Some(v) => format!("{v:.0}"),
+        None => "null".into(),
     };
 
     if a.json {
@@ -160,7 +251,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             .map(|(us, n)| format!("\"{us}\": {n}"))
             .collect();
         println!(
-            "{{\"loops\": {}, \"min_us\": {:.3}, \"avg_us\": {:.3}, \"max_us\": {:.3}, \"histogram_us\": {{{}}}, \"beyond_histogram\": {}, \"overruns\": {}, \"policy\": \"{}\", \"priority\": {}, \"interval_us\": {}}}",
+            "{{\"loops\": {}, \"min_us\": {:.3}, \"avg_us\": {:.3}, \"max_us\": {:.3}, \"histogram_us\": {{{}}}, \"beyond_histogram\": {}, \"overruns\": {}, \"p50_us\": {}, \"p99_us\": {}, \"p999_us\": {}, \"max_at_loop\": {}, \"minor_faults_in_loop\": {}, \"major_faults_in_loop\": {}, \"policy\": \"{}\", \"priority\": {}, \"interval_us\": {}, \"cpu\": {}, \"tid\": {}}}",
             stats.count(),
             stats.min_us(),
             stats.avg_us(),
@@ -168,9 +259,17 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             hist.join(", "),
             stats.beyond(),
             stats.overruns(),
+            pct(0.50),
+            pct(0.99),
+            pct(0.999),
+            stats.max_index(),
+            m.minor_faults,
+            m.major_faults,
             ran_as.policy(),
             ran_as.value(),
-            a.interval_us
+            a.interval_us,
+            cpu.map_or("null".to_string(), |c| c.to_string()),
+            tid.as_raw()
         );
     } else {
         println!(

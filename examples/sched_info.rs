@@ -22,7 +22,15 @@ fn main() {
 
 fn run() -> posixrt::Result<()> {
     println!("Priority ranges of the scheduling policies");
-    for p in Policy::ALL {
+    // Listing 6.4's order (the POSIX policies), then the ones Linux adds.
+    for p in [
+        Policy::Fifo,
+        Policy::RoundRobin,
+        Policy::Other,
+        Policy::Batch,
+        Policy::Idle,
+        Policy::Deadline,
+    ] {
         let r = p.priority_range()?;
         println!("{:<15}: {} to {}", p.name(), r.start(), r.end());
     }
@@ -33,6 +41,8 @@ fn run() -> posixrt::Result<()> {
     println!("Current scheduling policy of this process: {policy}");
     println!("Current priority of this process: {prio}");
     let original = Priority::new(policy, prio);
+    // A SCHED_DEADLINE caller has no priority to restore; keep its parameters.
+    let original_deadline = sched::deadline::get(sched::gettid())?.deadline_params();
 
     let rr50 = Priority::round_robin(50)?;
     let switched = match sched::set_scheduler(None, rr50) {
@@ -59,14 +69,18 @@ fn run() -> posixrt::Result<()> {
     );
 
     if switched {
-        match original {
-            Ok(p) if p.policy() != Policy::Deadline => {
+        match (original, original_deadline) {
+            (_, Some(dl)) => {
+                sched::deadline::set(sched::gettid(), &dl)?;
+                println!("Restored {dl}");
+            }
+            (Ok(p), None) => {
                 sched::set_scheduler(None, p)?;
                 println!("Restored {}", sched::current_scheduling()?);
             }
-            _ => {
+            (Err(e), None) => {
                 sched::set_scheduler(None, Priority::other())?;
-                println!("Restored SCHED_OTHER 0 (the original {policy} {prio} cannot be set back with sched_setscheduler)");
+                println!("Restored SCHED_OTHER 0 (the original {policy} {prio} is not valid: {e})");
             }
         }
     }

@@ -315,13 +315,11 @@ fn cancel_bad_fd(b: Backend) {
     let e = aio.cancel_fd(100_000).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadFd);
     assert!(e.hint().unwrap().contains("100000"));
-    // A request on a closed fd fails with EBADF.
-    let (rd, wr) = pipe();
-    let raw = rd.as_raw_fd();
-    drop(rd);
-    drop(wr);
-    // SAFETY: the fd is closed; the engine must report EBADF, not touch memory.
-    let bad = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
+    // A request on an fd that is not open fails with EBADF. (Not a just-closed fd:
+    // other test threads open files concurrently and could reuse its number.)
+    // SAFETY: fd 100001 is far above any fd this test process opens; the engine must
+    // report EBADF, not touch memory.
+    let bad = unsafe { std::os::fd::BorrowedFd::borrow_raw(100_001) };
     let mut r = aio.read(bad, 0, vec![0u8; 4]).unwrap();
     let c = r.wait().unwrap();
     assert_eq!(c.result.unwrap_err().kind(), ErrorKind::BadFd);

@@ -3,11 +3,13 @@
 //! Every request passes through [`submit`], then either [`complete`] or [`cancel`]
 //! (a cancelled request also passes [`complete`] with `-ECANCELED`); every
 //! `lio_listio` call passes [`list_start`] and, when its last entry is final,
-//! [`list_end`]. They are no-ops today; the trace module wires them to trace events.
+//! [`list_end`]. Each emits a system trace event (see [`crate::trace::catalog`]:
+//! `aio_submit`, `aio_complete`, `aio_cancel`, `aio_list_start`, `aio_list_end`),
+//! which costs one relaxed load and a branch when no trace stream runs.
 //! They are called with the engine lock held, so they must stay cheap and must not
 //! call back into `aio`.
 
-#![allow(unused_variables)]
+use crate::trace::catalog as tc;
 
 /// The operation a hook reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,23 +20,46 @@ pub(crate) enum HookOp {
     Fdatasync,
 }
 
+impl HookOp {
+    /// The `op` code in the trace payloads.
+    #[inline(always)]
+    fn code(self) -> u32 {
+        match self {
+            HookOp::Read => 0,
+            HookOp::Write => 1,
+            HookOp::Fsync => 2,
+            HookOp::Fdatasync => 3,
+        }
+    }
+}
+
 /// A request entered the engine (accepted, possibly queued).
 #[inline(always)]
-pub(crate) fn submit(id: u64, fd: i32, offset: i64, len: usize, op: HookOp) {}
+pub(crate) fn submit(id: u64, fd: i32, offset: i64, len: usize, op: HookOp) {
+    tc::aio_submit(id, fd, op.code(), offset, len);
+}
 
 /// A request reached its final state; `result` is bytes transferred or `-errno`.
 #[inline(always)]
-pub(crate) fn complete(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, result: i64) {}
+pub(crate) fn complete(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, result: i64) {
+    tc::aio_complete(id, fd, op.code(), offset, len, result);
+}
 
 /// A cancel was attempted on a request; `outcome` is `AIO_CANCELED`,
 /// `AIO_NOTCANCELED` or `AIO_ALLDONE`.
 #[inline(always)]
-pub(crate) fn cancel(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, outcome: i32) {}
+pub(crate) fn cancel(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, outcome: i32) {
+    tc::aio_cancel(id, fd, op.code(), offset, len, outcome);
+}
 
 /// A `lio_listio` call started with `entries` live entries.
 #[inline(always)]
-pub(crate) fn list_start(list: u32, entries: usize, wait: bool) {}
+pub(crate) fn list_start(list: u32, entries: usize, wait: bool) {
+    tc::aio_list_start(list, entries, wait);
+}
 
 /// Every entry of a `lio_listio` call is final.
 #[inline(always)]
-pub(crate) fn list_end(list: u32) {}
+pub(crate) fn list_end(list: u32) {
+    tc::aio_list_end(list);
+}

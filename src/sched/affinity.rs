@@ -69,7 +69,14 @@ impl CpuSet {
             return Err(Error::invalid(
                 "CPU_SET",
                 format!("CPU {cpu} is beyond CPU_SETSIZE ({})", Self::CAPACITY),
-            ));
+            )
+            .with_hint(format!(
+                "CpuSet is the C cpu_set_t and names CPUs 0..={}; this machine's CPUs are {}",
+                Self::CAPACITY - 1,
+                std::fs::read_to_string("/sys/devices/system/cpu/possible")
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_else(|_| "unknown".into())
+            )));
         }
         let word = std::mem::size_of::<u64>() * 8;
         let words = self.words_mut();
@@ -127,9 +134,10 @@ impl CpuSet {
 
     fn words(&self) -> &[u64; 16] {
         const _: () = assert!(std::mem::size_of::<libc::cpu_set_t>() == 128);
-        // SAFETY: cpu_set_t is 128 bytes of plain bits (asserted above) with alignment
-        // 8 on 64-bit Linux (an array of unsigned long); [u64; 16] has the same size and
-        // no invalid bit patterns.
+        const _: () = assert!(std::mem::align_of::<libc::cpu_set_t>() >= 8);
+        // SAFETY: cpu_set_t is 128 bytes of plain bits aligned to at least 8 (both
+        // asserted above at compile time); [u64; 16] has the same size, alignment 8 and
+        // no invalid bit patterns, and the borrow lives as long as `self`'s.
         unsafe { &*(&self.raw as *const libc::cpu_set_t as *const [u64; 16]) }
     }
 
@@ -182,18 +190,6 @@ impl fmt::Display for CpuSet {
             i = j + 1;
         }
         Ok(())
-    }
-}
-
-impl FromIterator<usize> for CpuSet {
-    /// Collects CPUs; CPUs beyond [`CpuSet::CAPACITY`] are ignored (use
-    /// [`CpuSet::from_cpus`] to have them reported).
-    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> CpuSet {
-        let mut s = CpuSet::new();
-        for c in iter {
-            let _ = s.insert(c);
-        }
-        s
     }
 }
 

@@ -2,9 +2,12 @@
 //!
 //! These are the building block of a user-space sporadic server (POSIX
 //! `SCHED_SPORADIC` does not exist on Linux): read a thread's consumed time, compare
-//! it with its budget, and switch its priority with
-//! [`set_thread_priority`](super::set_thread_priority). A [`CpuClock`] also works with
-//! `clock_nanosleep` / `timer_create` through [`CpuClock::as_raw`].
+//! it with its budget ([`Budget`]), and switch its priority
+//! ([`JoinHandle::set_scheduling`](super::JoinHandle::set_scheduling),
+//! [`set_thread_scheduling`](super::set_thread_scheduling) by tid). A [`CpuClock`]
+//! also works with `timer_create` through [`CpuClock::as_raw`], for a timer that
+//! fires when the budget is spent instead of polling. (`clock_nanosleep` accepts
+//! only *process* CPU clocks on Linux, not thread ones.)
 //!
 //! ```
 //! use posixrt::sched::{self, cputime::CpuClock, Builder};
@@ -23,6 +26,47 @@
 //! h.join().unwrap();
 //! # Ok::<(), posixrt::Error>(())
 //! ```
+//!
+//! # A sporadic-server budget check
+//!
+//! The worker may use `budget` of CPU at its high priority; once that is spent it
+//! drops to the low priority until the budget is replenished (POSIX
+//! `sched_ss_init_budget`, `sched_priority`, `sched_ss_low_priority`):
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use posixrt::sched::{cputime::Budget, Builder, Priority};
+//!
+//! // A real server uses Priority::fifo(high) / Priority::fifo(low) (CAP_SYS_NICE);
+//! // SCHED_OTHER / SCHED_BATCH keep this example runnable without privilege.
+//! let (high, low) = (Priority::other(), Priority::batch());
+//! let (stop, stopped) = std::sync::mpsc::channel::<()>();
+//! let worker = Builder::new().scheduling(high).spawn(move || {
+//!     // Work that wants more CPU than its budget.
+//!     while stopped.try_recv().is_err() {
+//!         std::hint::spin_loop();
+//!     }
+//! })?;
+//! let mut budget = Budget::new(worker.cpu_clock()?, Duration::from_millis(5))?;
+//! let t0 = Instant::now();
+//! while !budget.exhausted()? && t0.elapsed() < Duration::from_secs(5) {
+//!     std::thread::sleep(Duration::from_millis(1));
+//! }
+//! worker.set_scheduling(low)?; // budget spent: background priority
+//! assert_eq!(worker.scheduling()?, low);
+//! // ... one replenishment period after activation:
+//! budget.replenish()?;
+//! worker.set_scheduling(high)?;
+//! assert!(budget.remaining()? > Duration::ZERO);
+//! stop.send(()).unwrap();
+//! worker.join().unwrap();
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+//!
+//! For a kernel-enforced budget without the low-priority phase, see
+//! [`deadline`](super::deadline) (`SCHED_DEADLINE`, with
+//! [`DeadlineFlags::DL_OVERRUN`](super::deadline::DeadlineFlags::DL_OVERRUN) to get
+//! `SIGXCPU` on overrun).
 
 use std::time::Duration;
 
@@ -79,12 +123,16 @@ impl CpuClock {
 
     /// The CPU clock of a thread spawned by [`Builder`](super::Builder)
     /// (`pthread_getcpuclockid`).
+    /// `NotFound` once the thread's closure has returned.
+    #[inline]
     pub fn of_handle<T>(handle: &JoinHandle<T>) -> Result<CpuClock> {
-        let mut id: libc::clockid_t = 0;
-        // SAFETY: the handle keeps its pthread_t valid; `id` is writable.
-        let r = unsafe { libc::pthread_getcpuclockid(handle.as_pthread_t(), &mut id) };
-        crate::error::check_pthread("pthread_getcpuclockid", r)?;
-        Ok(CpuClock { id })
+        handle.cpu_clock()
+    }
+
+    /// A clock from a `clockid_t` that `pthread_getcpuclockid` produced.
+    #[inline]
+    pub(crate) const fn from_id(id: libc::clockid_t) -> CpuClock {
+        CpuClock { id }
     }
 
     /// The CPU clock of process `pid` (`clock_getcpuclockid`); reading another
@@ -98,6 +146,9 @@ impl CpuClock {
     }
 
     /// The CPU time consumed so far (`clock_gettime`).
+    ///
+    /// # References
+    ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     pub fn now(&self) -> Result<Duration> {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -110,6 +161,9 @@ impl CpuClock {
     }
 
     /// The clock's resolution (`clock_getres`).
+    ///
+    /// # References
+    ///  - [`clock_getres(2)`](https://man7.org/linux/man-pages/man2/clock_getres.2.html)
     pub fn resolution(&self) -> Result<Duration> {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -125,5 +179,65 @@ impl CpuClock {
     #[inline]
     pub const fn as_raw(&self) -> libc::clockid_t {
         self.id
+    }
+}
+
+/// A CPU-time budget on a [`CpuClock`]: how much of `budget` the clock's thread has
+/// used since the last [`replenish`](Budget::replenish). The accounting half of a
+/// sporadic server; see the [module docs](self) for the priority half.
+///
+/// # References
+///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    clock: CpuClock,
+    budget: Duration,
+    base: Duration,
+}
+
+impl Budget {
+    /// A full budget of `budget` on `clock`, counted from the clock's value now.
+    /// A zero budget is `InvalidInput`.
+    pub fn new(clock: CpuClock, budget: Duration) -> Result<Budget> {
+        if budget.is_zero() {
+            return Err(Error::invalid("clock_gettime", "a zero CPU budget")
+                .with_hint("give the budget (POSIX sched_ss_init_budget) a positive length"));
+        }
+        Ok(Budget {
+            clock,
+            budget,
+            base: clock.now()?,
+        })
+    }
+
+    /// The budget's size.
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+
+    /// The clock it is counted on.
+    pub fn clock(&self) -> CpuClock {
+        self.clock
+    }
+
+    /// CPU time used since the budget was (re)filled.
+    pub fn used(&self) -> Result<Duration> {
+        Ok(self.clock.now()?.saturating_sub(self.base))
+    }
+
+    /// What is left (zero once spent).
+    pub fn remaining(&self) -> Result<Duration> {
+        Ok(self.budget.saturating_sub(self.used()?))
+    }
+
+    /// Whether the budget is spent.
+    pub fn exhausted(&self) -> Result<bool> {
+        Ok(self.used()? >= self.budget)
+    }
+
+    /// Fills the budget again: counting restarts from the clock's value now.
+    pub fn replenish(&mut self) -> Result<()> {
+        self.base = self.clock.now()?;
+        Ok(())
     }
 }

@@ -39,9 +39,11 @@
 //! than its budget, others keep their guarantees) but not its *background execution*.
 //! `DeadlineFlags::RECLAIM` (GRUB) lets a task use bandwidth others left idle, which
 //! comes closest to low-priority execution. For exact POSIX semantics, a user-space
-//! server can combine a thread CPU-time clock ([`cputime`](super::cputime)), a timer
-//! and priority switches ([`set_thread_priority`](super::set_thread_priority)); this
-//! crate keeps those pieces one call away.
+//! server combines a thread CPU-time budget ([`cputime::Budget`](super::cputime::Budget)
+//! on [`JoinHandle::cpu_clock`](super::JoinHandle::cpu_clock)), a replenishment timer
+//! ([`periodic`](super::periodic)) and priority switches
+//! ([`JoinHandle::set_scheduling`](super::JoinHandle::set_scheduling)); the
+//! [`cputime`](super::cputime) module docs show the budget check.
 //!
 //! # References
 //!  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
@@ -52,11 +54,14 @@ use std::fmt;
 use std::ops::BitOr;
 use std::time::Duration;
 
-use super::hint::{rt_permission_hint, sched_error};
+use super::hint::sched_error;
 use super::{Policy, Tid};
 use crate::{Error, ErrorKind, Result};
 
 /// `sched_attr.sched_flags` bits relevant to deadline tasks.
+///
+/// # References
+///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DeadlineFlags(u64);
 
@@ -215,6 +220,9 @@ impl fmt::Display for Deadline {
 }
 
 /// A thread's scheduling attributes as `sched_getattr` reports them.
+///
+/// # References
+///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SchedAttr {
     /// The policy.
@@ -273,8 +281,6 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("admission control refused {params} for tid {tid}"))
                 .with_hint(admission_hint(params)),
-            libc::EPERM => Error::from_errno("sched_setattr", errno)
-                .with_hint(rt_permission_hint(Some(Policy::Deadline), None)),
             libc::EINVAL => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("the kernel refused {params}")),
             _ => sched_error(

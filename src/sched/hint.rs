@@ -1,4 +1,9 @@
-//! The hints attached to scheduling errors: what privilege is missing and how to get it.
+//! The hints attached to scheduling errors: what is missing, the current values, and
+//! how to fix it.
+//!
+//! The facts (capabilities, limits, uid, cgroup budget, CPUs) are gathered when the
+//! error is built, and the text is made from them by pure functions so every branch
+//! can be tested without changing the process's privileges.
 
 use rustix::process::{getrlimit, Resource};
 use rustix::thread::CapabilitySet;
@@ -22,32 +27,168 @@ pub(crate) fn fmt_limit(v: Option<u64>) -> String {
     }
 }
 
-/// The current RLIMIT_RTPRIO as `(soft, hard)`; `None` means unlimited.
-pub(crate) fn rtprio_limit() -> (Option<u64>, Option<u64>) {
-    let l = getrlimit(Resource::Rtprio);
-    (l.current, l.maximum)
+/// What the permission hints are made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Facts {
+    /// CAP_SYS_NICE in the effective set (`None`: unknown).
+    pub cap_sys_nice: Option<bool>,
+    /// The effective uid.
+    pub euid: u32,
+    /// RLIMIT_RTPRIO soft and hard (`None` = unlimited).
+    pub rtprio: (Option<u64>, Option<u64>),
+    /// RLIMIT_NICE soft and hard (`None` = unlimited).
+    pub nice: (Option<u64>, Option<u64>),
+    /// The running binary, for the `setcap` line.
+    pub exe: String,
+    /// The login name, for the limits.conf line.
+    pub user: String,
+    /// `cpu.rt_runtime_us` of this process's cgroup, if RT group scheduling exposes it.
+    pub cgroup_rt_runtime: Option<(String, i64)>,
+    /// The effective uid of the target thread, when it is not the caller.
+    pub target_uid: Option<(i32, u32)>,
 }
 
-/// The fix for EPERM when asking for a real-time policy (or raising a priority).
-///
-/// Names CAP_SYS_NICE (and whether this process has it), RLIMIT_RTPRIO with its current
-/// soft and hard values, and the three ways out.
-pub(crate) fn rt_permission_hint(policy: Option<Policy>, priority: Option<i32>) -> String {
-    let cap = match has_capability(CapabilitySet::SYS_NICE) {
-        Some(true) => "this process has CAP_SYS_NICE",
-        Some(false) => "this process lacks CAP_SYS_NICE",
-        None => "CAP_SYS_NICE state unknown",
-    };
-    let (soft, hard) = rtprio_limit();
+impl Facts {
+    /// The facts of this process now; `tid` is the target thread, if any.
+    pub(crate) fn gather(tid: Option<i32>) -> Facts {
+        let l = getrlimit(Resource::Rtprio);
+        let n = getrlimit(Resource::Nice);
+        let euid = rustix::process::geteuid().as_raw();
+        let target_uid = tid
+            .filter(|&t| t > 0 && t != rustix::thread::gettid().as_raw_nonzero().get())
+            .and_then(|t| thread_euid(t).map(|u| (t, u)));
+        Facts {
+            cap_sys_nice: has_capability(CapabilitySet::SYS_NICE),
+            euid,
+            rtprio: (l.current, l.maximum),
+            nice: (n.current, n.maximum),
+            exe: std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "BINARY".into()),
+            user: std::env::var("USER")
+                .ok()
+                .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
+                .unwrap_or_else(|| "USER".into()),
+            cgroup_rt_runtime: cgroup_rt_runtime(),
+            target_uid,
+        }
+    }
+
+    fn cap_text(&self) -> String {
+        match self.cap_sys_nice {
+            Some(true) => "this process has CAP_SYS_NICE".into(),
+            Some(false) if self.euid == 0 => "this process runs as root but lacks CAP_SYS_NICE \
+                 (a container or a dropped capability bounding set)"
+                .into(),
+            Some(false) => format!("this process (uid {}) lacks CAP_SYS_NICE", self.euid),
+            None => "CAP_SYS_NICE state unknown".into(),
+        }
+    }
+
+    /// How to get CAP_SYS_NICE, worded for who we are.
+    fn cap_fix(&self) -> String {
+        if self.euid == 0 {
+            "grant CAP_SYS_NICE to the container or service (`docker run --cap-add SYS_NICE`, \
+             systemd `AmbientCapabilities=CAP_SYS_NICE`), or run it outside the restricted \
+             capability set"
+                .into()
+        } else {
+            format!("run as root, or `sudo setcap cap_sys_nice+ep {}`", self.exe)
+        }
+    }
+
+    /// Another user's thread: a fact that explains EPERM whatever the policy, so it
+    /// leads the hint.
+    fn owner_note(&self) -> Option<String> {
+        match self.target_uid {
+            Some((tid, uid)) if uid != self.euid && self.cap_sys_nice != Some(true) => {
+                Some(format!(
+                    "thread {tid} belongs to uid {uid} and this process runs as uid {}: changing \
+                     another user's thread always needs CAP_SYS_NICE, whatever the limits; ",
+                    self.euid
+                ))
+            }
+            _ => None,
+        }
+    }
+
+    /// With CAP_SYS_NICE, EPERM for an RT policy comes from RT group scheduling.
+    fn cgroup_note(&self) -> String {
+        let where_ = match &self.cgroup_rt_runtime {
+            Some((path, v)) => format!(" ({path} is {v})"),
+            None => String::new(),
+        };
+        format!(
+            "{}, so the refusal is not about privilege: with RT group scheduling \
+             (CONFIG_RT_GROUP_SCHED) the thread's cgroup has no real-time budget{where_}; \
+             give the cgroup one (write e.g. 950000 to its cpu.rt_runtime_us, after its parent) \
+             or run the program in a cgroup that has one",
+            self.cap_text()
+        )
+    }
+}
+
+/// The effective uid of thread `tid` (`Uid:` line of `/proc/TID/status`).
+fn thread_euid(tid: i32) -> Option<u32> {
+    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let line = s.lines().find(|l| l.starts_with("Uid:"))?;
+    line.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// `cpu.rt_runtime_us` of this process's cgroup (v1 `cpu` controller, or v2 when the
+/// kernel exposes it), with its path.
+fn cgroup_rt_runtime() -> Option<(String, i64)> {
+    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    for line in cg.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let base = if controllers.is_empty() {
+            "/sys/fs/cgroup".to_string()
+        } else if controllers.split(',').any(|c| c == "cpu") {
+            format!("/sys/fs/cgroup/{controllers}")
+        } else {
+            continue;
+        };
+        let file = format!("{base}{path}/cpu.rt_runtime_us");
+        if let Some(v) = std::fs::read_to_string(&file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+        {
+            return Some((file, v));
+        }
+    }
+    None
+}
+
+/// The fix for EPERM when asking for a real-time policy (or raising a priority),
+/// from the gathered facts.
+pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) -> String {
+    let (soft, hard) = f.rtprio;
+    let limits = format!(
+        "soft limit {}, hard limit {}",
+        fmt_limit(soft),
+        fmt_limit(hard)
+    );
+    let owner = f.owner_note().unwrap_or_default();
     if policy == Some(Policy::Deadline) {
+        if f.cap_sys_nice == Some(true) {
+            return format!(
+                "{owner}{}: SCHED_DEADLINE is refused with EPERM when the thread's CPU affinity does \
+                 not cover every CPU of its root domain (do not restrict the affinity of a \
+                 DEADLINE thread, or give it an exclusive cpuset), or by RT group scheduling \
+                 (the cgroup needs real-time budget)",
+                f.cap_text()
+            );
+        }
         return format!(
-            "SCHED_DEADLINE needs CAP_SYS_NICE ({cap}; RLIMIT_RTPRIO does not grant it, \
-             soft {} hard {}), and the thread's CPU affinity must cover every CPU of its \
-             root domain; run as root or `sudo setcap cap_sys_nice+ep BINARY`, and do not \
-             restrict the affinity of a DEADLINE thread",
-            fmt_limit(soft),
-            fmt_limit(hard)
+            "{owner}SCHED_DEADLINE needs CAP_SYS_NICE ({}; RLIMIT_RTPRIO does not grant it, {limits}); \
+             fix: {}; the thread's CPU affinity must also cover every CPU of its root domain",
+            f.cap_text(),
+            f.cap_fix()
         );
+    }
+    if f.cap_sys_nice == Some(true) {
+        return format!("{owner}{}", f.cgroup_note());
     }
     let want = match (policy, priority) {
         (Some(p), Some(v)) => format!("{p} priority {v} needs"),
@@ -55,18 +196,89 @@ pub(crate) fn rt_permission_hint(policy: Option<Policy>, priority: Option<i32>) 
         _ => "real-time scheduling needs".to_string(),
     };
     let need = priority.map_or("N".to_string(), |v| v.to_string());
+    let need_n = priority.and_then(|v| u64::try_from(v).ok());
+    let mut fixes = Vec::new();
+    // The cheapest fix first: the hard limit already allows it.
+    if let Some(n) = need_n {
+        let hard_ok = hard.map_or(true, |h| h >= n);
+        let soft_low = soft.is_some_and(|s| s < n);
+        if hard_ok && soft_low {
+            fixes.push(format!(
+                "the hard limit allows it: call posixrt::sched::rt::raise_rtprio_limit({n}) \
+                 first, or start the program under `prlimit --rtprio={n}`"
+            ));
+        }
+    }
+    fixes.push(f.cap_fix());
+    fixes.push(format!(
+        "add `{} - rtprio 99` to /etc/security/limits.conf and log in again \
+         (`LimitRTPRIO=99` for a systemd service)",
+        f.user
+    ));
     format!(
-        "{want} CAP_SYS_NICE ({cap}) or RLIMIT_RTPRIO >= {need} (soft limit {}, hard limit {}); \
-         fix: run as root or `sudo setcap cap_sys_nice+ep BINARY`, or add \
-         `USER - rtprio 99` to /etc/security/limits.conf and log in again, or, when the hard \
-         limit allows it, call posixrt::sched::rt::raise_rtprio_limit({need})",
-        fmt_limit(soft),
-        fmt_limit(hard)
+        "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need}; {}, RLIMIT_RTPRIO is \
+         {limits}; fix: {}",
+        f.cap_text(),
+        fixes.join("; or ")
     )
 }
 
-/// The error for a failed scheduling call: EPERM gets [`rt_permission_hint`], ESRCH
-/// says which id was not found.
+/// The fix for EPERM when switching to a fair policy (`SCHED_OTHER`, `SCHED_BATCH`,
+/// `SCHED_IDLE`): leaving `SCHED_IDLE` is bounded by RLIMIT_NICE, and another user's
+/// thread needs CAP_SYS_NICE.
+pub(crate) fn fair_hint(f: &Facts, policy: Policy) -> String {
+    let (soft, hard) = f.nice;
+    // RLIMIT_NICE r allows nice values down to 20 - r.
+    let floor = |r: Option<u64>| match r {
+        None => "any".to_string(),
+        Some(r) => (20 - r.min(40) as i64).to_string(),
+    };
+    format!(
+        "{}switching to {policy} was refused; {}. Without it, a thread may leave SCHED_IDLE, \
+         or lower its nice value, only as far as RLIMIT_NICE (soft {}, hard {}: nice down \
+         to {}) allows, and may not change another user's thread; fix: {}, or raise `nice` \
+         in /etc/security/limits.conf",
+        f.owner_note().unwrap_or_default(),
+        f.cap_text(),
+        fmt_limit(soft),
+        fmt_limit(hard),
+        floor(soft),
+        f.cap_fix()
+    )
+}
+
+/// What to say when an affinity call gets EINVAL: which CPUs are usable.
+pub(crate) fn affinity_einval_hint(call: &str) -> String {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    if call.contains("getaffinity") {
+        return format!(
+            "the kernel's CPU mask is larger than CpuSet's {} CPUs (possible CPUs: {possible}); \
+             posixrt's CpuSet is the C cpu_set_t and cannot describe CPUs beyond {}",
+            super::CpuSet::CAPACITY,
+            super::CpuSet::CAPACITY - 1
+        );
+    }
+    let allowed = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Cpus_allowed_list:"))
+                .map(|l| l["Cpus_allowed_list:".len()..].trim().to_string())
+        })
+        .unwrap_or_else(|| "?".into());
+    format!(
+        "no CPU of the set is both online ({online}) and allowed by this process's cpuset \
+         (main thread allows {allowed}); name at least one CPU from both lists"
+    )
+}
+
+/// The error for a failed scheduling call, with a hint for EPERM, EINVAL, EBUSY and
+/// ESRCH that names the cause and the fix with the current values.
 pub(crate) fn sched_error(
     call: &'static str,
     errno: i32,
@@ -75,18 +287,56 @@ pub(crate) fn sched_error(
     priority: Option<i32>,
 ) -> Error {
     let e = Error::from_errno(call, errno);
+    let affinity = call.contains("affinity");
     match errno {
-        libc::EPERM if call.contains("affinity") => e.with_hint(
-            "changing the affinity of a thread owned by another user needs CAP_SYS_NICE; \
-             run as that user or as root, or `sudo setcap cap_sys_nice+ep BINARY`",
+        libc::EPERM if affinity => {
+            let f = Facts::gather(tid);
+            e.with_hint(format!(
+                "{}changing the affinity of another user's thread needs CAP_SYS_NICE ({}); \
+                 fix: run as that user, or {}",
+                f.owner_note().unwrap_or_default(),
+                f.cap_text(),
+                f.cap_fix()
+            ))
+        }
+        libc::EPERM => {
+            let f = Facts::gather(tid);
+            match policy {
+                Some(p @ (Policy::Other | Policy::Batch | Policy::Idle)) => {
+                    e.with_hint(fair_hint(&f, p))
+                }
+                _ => e.with_hint(rt_hint(&f, policy, priority)),
+            }
+        }
+        libc::ESRCH => {
+            let e = match tid {
+                Some(t) => e.with_message(format!("no thread with tid {t}")),
+                None => e.with_message("the thread has ended"),
+            };
+            e.with_hint(
+                "the thread has exited (tids are reused: take them fresh from \
+                 process_threads() or a JoinHandle), or it is in another PID namespace",
+            )
+        }
+        libc::EINVAL if affinity => e.with_hint(affinity_einval_hint(call)),
+        libc::EBUSY if affinity => e.with_hint(
+            "the thread is SCHED_DEADLINE: its affinity must include every CPU of its root \
+             domain; switch it to another policy first, or give it an exclusive cpuset",
         ),
-        libc::EPERM => e.with_hint(rt_permission_hint(policy, priority)),
-        libc::ESRCH => match tid {
-            Some(t) => e.with_message(format!("no thread with tid {t}")),
-            None => e,
-        },
         libc::EINVAL => match (policy, priority) {
-            (Some(p), Some(v)) => e.with_message(format!("{p} priority {v} refused")),
+            (Some(p), Some(v)) => {
+                let range = p
+                    .priority_range()
+                    .map(|r| format!("{}..={}", r.start(), r.end()))
+                    .unwrap_or_else(|_| "?".into());
+                e.with_message(format!("{p} priority {v} refused"))
+                    .with_hint(format!(
+                        "{p} takes priorities {range} (sched_get_priority_min/max); the value \
+                         was checked against the policy read just before the call, so another \
+                         thread or process changed it meanwhile: read it again \
+                         (thread_scheduling) and retry"
+                    ))
+            }
             _ => e,
         },
         _ => e,
@@ -110,13 +360,105 @@ pub(crate) fn sched_last_error(
 mod tests {
     use super::*;
 
+    fn facts() -> Facts {
+        Facts {
+            cap_sys_nice: Some(false),
+            euid: 1000,
+            rtprio: (Some(0), Some(0)),
+            nice: (Some(0), Some(0)),
+            exe: "/usr/bin/app".into(),
+            user: "alice".into(),
+            cgroup_rt_runtime: None,
+            target_uid: None,
+        }
+    }
+
     #[test]
-    fn hint_names_cap_and_rlimit() {
-        let h = rt_permission_hint(Some(Policy::Fifo), Some(80));
-        assert!(h.contains("CAP_SYS_NICE"), "{h}");
+    fn unprivileged_user_gets_setcap_and_limits_conf() {
+        let h = rt_hint(&facts(), Some(Policy::Fifo), Some(80));
+        assert!(
+            h.contains("SCHED_FIFO priority 80 needs CAP_SYS_NICE"),
+            "{h}"
+        );
         assert!(h.contains("RLIMIT_RTPRIO >= 80"), "{h}");
-        assert!(h.contains("soft limit"), "{h}");
-        assert!(h.contains("raise_rtprio_limit(80)"), "{h}");
+        assert!(h.contains("(uid 1000) lacks CAP_SYS_NICE"), "{h}");
+        assert!(h.contains("soft limit 0, hard limit 0"), "{h}");
+        assert!(
+            h.contains("sudo setcap cap_sys_nice+ep /usr/bin/app"),
+            "{h}"
+        );
+        assert!(
+            h.contains("`alice - rtprio 99` to /etc/security/limits.conf"),
+            "{h}"
+        );
+        // The hard limit is 0: raising the soft limit cannot help, so it is not offered.
+        assert!(!h.contains("raise_rtprio_limit"), "{h}");
+    }
+
+    #[test]
+    fn a_hard_limit_that_allows_it_is_offered_first() {
+        let f = Facts {
+            rtprio: (Some(0), Some(95)),
+            ..facts()
+        };
+        let h = rt_hint(&f, Some(Policy::RoundRobin), Some(50));
+        let fix = h.split("fix: ").nth(1).unwrap();
+        assert!(
+            fix.starts_with(
+                "the hard limit allows it: call posixrt::sched::rt::raise_rtprio_limit(50)"
+            ),
+            "{h}"
+        );
+        let f = Facts {
+            rtprio: (Some(0), None),
+            ..facts()
+        };
+        assert!(rt_hint(&f, Some(Policy::Fifo), Some(99)).contains("raise_rtprio_limit(99)"));
+    }
+
+    #[test]
+    fn root_without_the_capability_is_not_told_to_run_as_root() {
+        let f = Facts { euid: 0, ..facts() };
+        let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+        assert!(h.contains("runs as root but lacks CAP_SYS_NICE"), "{h}");
+        assert!(h.contains("--cap-add SYS_NICE"), "{h}");
+        assert!(!h.contains("run as root"), "{h}");
+    }
+
+    #[test]
+    fn with_the_capability_the_cgroup_budget_is_named() {
+        let f = Facts {
+            cap_sys_nice: Some(true),
+            cgroup_rt_runtime: Some(("/sys/fs/cgroup/cpu/x/cpu.rt_runtime_us".into(), 0)),
+            ..facts()
+        };
+        let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+        assert!(h.contains("has CAP_SYS_NICE"), "{h}");
+        assert!(h.contains("cpu/x/cpu.rt_runtime_us is 0"), "{h}");
+        assert!(!h.contains("setcap"), "{h}");
+        let d = rt_hint(&f, Some(Policy::Deadline), None);
+        assert!(d.contains("affinity"), "{d}");
+    }
+
+    #[test]
+    fn another_users_thread_is_named() {
+        let f = Facts {
+            target_uid: Some((4242, 33)),
+            ..facts()
+        };
+        let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+        assert!(h.starts_with("thread 4242 belongs to uid 33"), "{h}");
+        let h = fair_hint(&f, Policy::Other);
+        assert!(
+            h.contains("RLIMIT_NICE (soft 0, hard 0: nice down to 20)"),
+            "{h}"
+        );
+        assert!(h.starts_with("thread 4242 belongs to uid 33"), "{h}");
+        assert!(!h.contains("RLIMIT_RTPRIO"), "{h}");
+    }
+
+    #[test]
+    fn errors_carry_hints() {
         let e = sched_error(
             "sched_setscheduler",
             libc::EPERM,
@@ -124,6 +466,23 @@ mod tests {
             Some(Policy::Fifo),
             Some(1),
         );
-        assert!(e.hint().unwrap().contains("limits.conf"));
+        assert!(e.hint().unwrap().contains("CAP_SYS_NICE"));
+        let e = sched_error("sched_setparam", libc::ESRCH, Some(7), None, None);
+        assert!(e.to_string().contains("no thread with tid 7"), "{e}");
+        assert!(e.hint().unwrap().contains("exited"));
+        let e = sched_error("sched_setaffinity", libc::EINVAL, Some(7), None, None);
+        assert!(e.hint().unwrap().contains("online"), "{e}");
+        let e = sched_error("sched_setaffinity", libc::EBUSY, Some(7), None, None);
+        assert!(e.hint().unwrap().contains("SCHED_DEADLINE"), "{e}");
+        let e = sched_error("sched_getaffinity", libc::EINVAL, Some(7), None, None);
+        assert!(e.hint().unwrap().contains("1024"), "{e}");
+        let e = sched_error(
+            "sched_setparam",
+            libc::EINVAL,
+            Some(7),
+            Some(Policy::Fifo),
+            Some(5),
+        );
+        assert!(e.hint().unwrap().contains("1..=99"), "{e}");
     }
 }

@@ -14,7 +14,7 @@
 //! | `sched_getaffinity`/`sched_setaffinity`, `CPU_SET` | [`CpuSet`], [`thread_affinity`], [`set_thread_affinity`], [`set_process_affinity`] |
 //! | `gettid`, `/proc/self/task/TID/stat` prio | [`gettid`], [`kernel_priority`] |
 //! | `sched_setattr`/`sched_getattr` (`SCHED_DEADLINE`) | [`deadline`] |
-//! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID` | [`cputime`] |
+//! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID`, a sporadic-server budget | [`cputime`], [`cputime::Budget`] |
 //! | `clock_nanosleep(TIMER_ABSTIME)` loop, cyclictest statistics | [`periodic`] |
 //! | `mlockall`, prefault, `/dev/cpu_dma_latency`, `PR_SET_TIMERSLACK`, `RLIMIT_RTPRIO` | [`rt`], [`rt::setup`] |
 //!
@@ -33,7 +33,8 @@
 //!   its quantum goes to the tail of its list; a preempted thread finishes its quantum.
 //! - **`SCHED_SPORADIC`** (budget, replenishment period, low priority, max pending
 //!   replenishments) is not in Linux; `SCHED_DEADLINE` covers the budget part (see
-//!   [`deadline`] for the mapping and what does not map).
+//!   [`deadline`] for the mapping and what does not map); a user-space server is a
+//!   [`cputime::Budget`] plus priority switches (example in [`cputime`]).
 //! - **`SCHED_OTHER`** (priority 0): lets a portable program say it no longer needs
 //!   real-time scheduling. Linux adds `SCHED_BATCH` and `SCHED_IDLE`.
 //!

@@ -105,6 +105,10 @@ impl Periodic {
     /// Sleeps until the next period starts, then measures how late the wake-up was.
     ///
     /// Retries on EINTR (the absolute deadline stays the same).
+    ///
+    /// # References
+    ///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
+    ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     #[inline]
     pub fn wait(&mut self) -> Result<Wakeup> {
         let expected = self.next_ns;
@@ -139,12 +143,20 @@ impl Periodic {
 
 /// Wake-up latency statistics, as `cyclictest` keeps them: count, min, average, max,
 /// the last value ("Act"), overruns and a histogram of 1 µs buckets.
+///
+/// The accessors (`min_us`, `avg_us`, ...) are exact (nanosecond sums). `Display`
+/// prints the `cyclictest` line with cyclictest's own arithmetic, which truncates
+/// each latency to whole microseconds before summing and truncates the average, so
+/// the two lines can be compared digit for digit (cyclictest's `Avg` is therefore
+/// about 0.5–1 µs below the exact mean).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LatencyStats {
     count: u64,
     min_ns: i64,
     max_ns: i64,
+    max_index: u64,
     sum_ns: i128,
+    sum_whole_us: i128,
     last_ns: i64,
     overruns: u64,
     histogram: Vec<u64>,
@@ -166,7 +178,9 @@ impl LatencyStats {
             count: 0,
             min_ns: i64::MAX,
             max_ns: i64::MIN,
+            max_index: 0,
             sum_ns: 0,
+            sum_whole_us: 0,
             last_ns: 0,
             overruns: 0,
             histogram,
@@ -178,14 +192,16 @@ impl LatencyStats {
     #[inline]
     pub fn record(&mut self, w: &Wakeup) {
         let l = w.latency_ns;
-        self.count += 1;
         if l < self.min_ns {
             self.min_ns = l;
         }
         if l > self.max_ns {
             self.max_ns = l;
+            self.max_index = self.count;
         }
+        self.count += 1;
         self.sum_ns += i128::from(l);
+        self.sum_whole_us += i128::from(l / 1000);
         self.last_ns = l;
         self.overruns += w.overruns;
         let b = (l.max(0) / 1000) as usize;
@@ -227,6 +243,32 @@ impl LatencyStats {
         }
     }
 
+    /// Which wake-up (0-based, in recording order) had the largest latency: a maximum
+    /// at index 0 or 1 points at a cold start rather than at the system.
+    pub fn max_index(&self) -> u64 {
+        self.max_index
+    }
+
+    /// The latency below which a fraction `q` (0.0..=1.0) of the wake-ups fell, µs,
+    /// read from the histogram (so to 1 µs: the upper edge of the bucket that holds
+    /// it). `None` when empty, when `q` is outside 0..=1, or when that wake-up lies
+    /// beyond the histogram.
+    pub fn percentile_us(&self, q: f64) -> Option<f64> {
+        if self.count == 0 || !(0.0..=1.0).contains(&q) {
+            return None;
+        }
+        // The rank of the wake-up asked for, 1-based, at least 1.
+        let rank = ((q * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0u64;
+        for (us, n) in self.histogram.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return Some((us + 1) as f64);
+            }
+        }
+        None
+    }
+
     /// The last latency recorded, µs (cyclictest's "Act").
     pub fn last_us(&self) -> f64 {
         self.last_ns as f64 / 1000.0
@@ -249,16 +291,27 @@ impl LatencyStats {
 }
 
 impl fmt::Display for LatencyStats {
-    /// `C: N Min: a Act: b Avg: c Max: d` in µs, as cyclictest prints it.
+    /// `C: N Min: a Act: b Avg: c Max: d` in whole µs, with cyclictest's arithmetic
+    /// (each latency truncated to µs, the average of those truncated).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (min, max) = if self.count == 0 {
+            (0, 0)
+        } else {
+            (self.min_ns / 1000, self.max_ns / 1000)
+        };
+        let avg = if self.count == 0 {
+            0
+        } else {
+            self.sum_whole_us / i128::from(self.count)
+        };
         write!(
             f,
-            "C:{:>8} Min:{:>7.0} Act:{:>5.0} Avg:{:>5.0} Max:{:>8.0}",
+            "C:{:>8} Min:{:>7} Act:{:>5} Avg:{:>5} Max:{:>8}",
             self.count,
-            self.min_us(),
-            self.last_us(),
-            self.avg_us(),
-            self.max_us()
+            min,
+            self.last_ns / 1000,
+            avg,
+            max
         )
     }
 }
@@ -284,5 +337,18 @@ mod tests {
         assert_eq!(s.histogram(), &[1, 1, 1]);
         assert_eq!(s.beyond(), 1);
         assert_eq!(s.last_us(), 9.0);
+        assert_eq!(s.max_index(), 3);
+        // cyclictest arithmetic: 0+1+2+9 whole µs = 12, / 4 = 3.
+        assert_eq!(
+            s.to_string(),
+            "C:       4 Min:      0 Act:    9 Avg:    3 Max:       9"
+        );
+        // Ranks 1..=3 are in the histogram, the 4th (9 µs) is beyond it.
+        assert_eq!(s.percentile_us(0.25), Some(1.0));
+        assert_eq!(s.percentile_us(0.5), Some(2.0));
+        assert_eq!(s.percentile_us(0.75), Some(3.0));
+        assert_eq!(s.percentile_us(1.0), None);
+        assert_eq!(s.percentile_us(1.5), None);
+        assert_eq!(LatencyStats::new(3).percentile_us(0.5), None);
     }
 }

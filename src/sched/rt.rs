@@ -220,6 +220,9 @@ pub fn unlock_memory() -> Result<()> {
 }
 
 /// Bytes of this process locked in memory now (`VmLck` of `/proc/self/status`).
+///
+/// # References
+///  - [`proc_pid_status(5)`](https://man7.org/linux/man-pages/man5/proc_pid_status.5.html)
 pub fn locked_bytes() -> u64 {
     status_kib("VmLck:").unwrap_or(0) * 1024
 }
@@ -236,6 +239,9 @@ const PAGE: usize = 4096;
 /// pages are present (and, after `mlockall(MCL_FUTURE)`, locked) before a real-time
 /// loop needs them. More than the stack has left (less a 16 KiB margin) is
 /// `InvalidInput`, never an overflow.
+///
+/// # References
+///  - [`pthread_getattr_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getattr_np.3.html)
 pub fn prefault_stack(bytes: usize) -> Result<()> {
     let remaining = stack_remaining()?;
     if bytes.saturating_add(16 * 1024) > remaining {
@@ -592,6 +598,11 @@ impl Setup {
 }
 
 /// Runs the recommended checklist ([`Setup::new`]) and returns its report.
+///
+/// # References
+///  - [`mlockall(2)`](https://man7.org/linux/man-pages/man2/mlockall.2.html)
+///  - [`PR_SET_TIMERSLACK(2const)`](https://man7.org/linux/man-pages/man2/PR_SET_TIMERSLACK.2const.html)
+///  - [`setrlimit(2)`](https://man7.org/linux/man-pages/man2/setrlimit.2.html)
 pub fn setup() -> SetupReport {
     Setup::new().apply()
 }

@@ -134,6 +134,9 @@ impl Builder {
     /// EPERM from `pthread_create` (a real-time policy without privilege) is
     /// `PermissionDenied` with the hint naming CAP_SYS_NICE and RLIMIT_RTPRIO; EAGAIN
     /// (thread limit) is `WouldBlock`.
+    ///
+    /// # References
+    ///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
     pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -200,8 +203,16 @@ impl Builder {
             f,
             shared: Arc::clone(&shared),
         });
-        let native = attr.create(start, attr_prio)?;
+        let native = attr.create(start, attr_prio, self.affinity.as_ref())?;
 
+        // From here the new thread waits at the gate. The guard opens it (Abort) and
+        // joins the thread on every way out that does not hand it to a JoinHandle,
+        // including a panic, so the thread can neither wait forever nor leak.
+        let gate = GateGuard {
+            shared: &shared,
+            native,
+            armed: true,
+        };
         // Wait for the tid, apply what the attr could not carry, then open the gate.
         let tid = {
             let mut g = lock(&shared.gate);
@@ -216,45 +227,64 @@ impl Builder {
                 "gettid",
                 "new thread reported no tid",
             )
-        });
-        let applied = tid.and_then(|tid| {
-            if let Some(name) = &name {
-                // SAFETY: `native` is a live, joinable thread we created; `name` is a
-                // NUL-terminated string of at most 15 bytes.
-                let r = unsafe { libc::pthread_setname_np(native, name.as_ptr()) };
-                crate::error::check_pthread("pthread_setname_np", r)?;
-            }
-            if let Some(p) = after_prio {
-                th::set_thread_scheduling(tid, p)?;
-            }
-            if let Some(dl) = &self.deadline {
-                super::deadline::set(tid, dl)?;
-            }
-            Ok(tid)
-        });
-        let open = if applied.is_ok() {
-            GateState::Run
-        } else {
-            GateState::Abort
-        };
-        lock(&shared.gate).state = open;
-        shared.cv.notify_all();
-        match applied {
-            Ok(tid) => Ok(JoinHandle {
-                native,
-                tid,
-                shared,
-            }),
-            Err(e) => {
-                // SAFETY: `native` is joinable and joined exactly once, here.
-                unsafe { libc::pthread_join(native, std::ptr::null_mut()) };
-                Err(e)
-            }
+        })?;
+        if let Some(name) = &name {
+            // SAFETY: `native` is a live, joinable thread we created; `name` is a
+            // NUL-terminated string of at most 15 bytes.
+            let r = unsafe { libc::pthread_setname_np(native, name.as_ptr()) };
+            crate::error::check_pthread("pthread_setname_np", r)?;
+        }
+        if let Some(p) = after_prio {
+            th::set_thread_scheduling(tid, p)?;
+        }
+        if let Some(dl) = &self.deadline {
+            super::deadline::set(tid, dl)?;
+        }
+        gate.open();
+        Ok(JoinHandle {
+            native,
+            tid,
+            shared,
+        })
+    }
+}
+
+/// Holds a new thread at its start gate; see [`Builder::spawn`].
+struct GateGuard<'a, T> {
+    shared: &'a Shared<T>,
+    native: libc::pthread_t,
+    armed: bool,
+}
+
+impl<T> GateGuard<'_, T> {
+    /// Lets the closure run; the thread now belongs to the caller's JoinHandle.
+    fn open(mut self) {
+        self.armed = false;
+        self.set(GateState::Run);
+    }
+
+    fn set(&self, state: GateState) {
+        lock(&self.shared.gate).state = state;
+        self.shared.cv.notify_all();
+    }
+}
+
+impl<T> Drop for GateGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.set(GateState::Abort);
+            // SAFETY: `native` is joinable (created by us, never joined or detached:
+            // no JoinHandle owns it while the guard is armed) and is joined once, here.
+            // The thread returns promptly: it sees Abort and skips the closure.
+            unsafe { libc::pthread_join(self.native, std::ptr::null_mut()) };
         }
     }
 }
 
 /// Spawns `f` on a thread built by `builder` (a shorthand for `builder.spawn(f)`).
+///
+/// # References
+///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
 pub fn spawn<F, T>(builder: Builder, f: F) -> Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -282,6 +312,10 @@ fn check_name(name: &str) -> Result<CString> {
 ///
 /// While the handle lives the `pthread_t` stays valid (even after the thread ends, it
 /// stays joinable), so the methods that take it are safe.
+///
+/// # References
+///  - [`pthread_join(3)`](https://man7.org/linux/man-pages/man3/pthread_join.3.html)
+///  - [`pthread_detach(3)`](https://man7.org/linux/man-pages/man3/pthread_detach.3.html)
 pub struct JoinHandle<T> {
     native: libc::pthread_t,
     tid: Tid,
@@ -302,24 +336,55 @@ impl<T> JoinHandle<T> {
     }
 
     /// The thread's CPU-time clock (`pthread_getcpuclockid`).
+    ///
+    /// # References
+    ///  - [`pthread_getcpuclockid(3)`](https://man7.org/linux/man-pages/man3/pthread_getcpuclockid.3.html)
     pub fn cpu_clock(&self) -> Result<super::cputime::CpuClock> {
-        super::cputime::CpuClock::of_handle(self)
+        self.while_running("pthread_getcpuclockid", || {
+            let mut id: libc::clockid_t = 0;
+            // SAFETY: `native` is valid while the handle lives, and the thread is
+            // running (see `while_running`); `id` is writable.
+            let r = unsafe { libc::pthread_getcpuclockid(self.native, &mut id) };
+            crate::error::check_pthread("pthread_getcpuclockid", r)?;
+            Ok(super::cputime::CpuClock::from_id(id))
+        })
     }
 
-    /// Whether the closure has returned (or panicked).
+    /// Runs `f` (a `pthread_*` call on `native`) while the thread is guaranteed not to
+    /// exit, or fails with `NotFound` if its closure has already returned.
+    ///
+    /// glibc checks a handle's kernel tid and then reads it *again* for the system
+    /// call; a thread that exits in between has tid 0 there, and 0 means "the calling
+    /// thread": `pthread_setschedparam` on a dying thread could change the *caller's*
+    /// policy. Holding the gate lock keeps the thread from passing its exit point.
+    fn while_running<R>(&self, call: &'static str, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        let _alive = lock(&self.shared.gate);
+        if self.shared.finished.load(Ordering::Acquire) {
+            return Err(sched_error(
+                call,
+                libc::ESRCH,
+                Some(self.tid.as_raw()),
+                None,
+                None,
+            ));
+        }
+        f()
+    }
+
+    /// Whether the closure has returned (or panicked). From then on the methods that
+    /// act on the thread fail with `NotFound`.
     pub fn is_finished(&self) -> bool {
         self.shared.finished.load(Ordering::Acquire)
     }
 
-    /// Policy and priority as the kernel has them (`sched_getscheduler` +
-    /// `sched_getparam` on the tid; see [`current_scheduling`](super::current_scheduling)
-    /// for why not glibc's cached `pthread_getschedparam`). Errors with `NotFound` once
-    /// the thread has ended.
+    /// Policy and priority as the kernel has them (`sched_getattr` on the tid; see
+    /// [`current_scheduling`](super::current_scheduling) for why not glibc's cached
+    /// `pthread_getschedparam`). Errors with `NotFound` once the thread has ended.
     ///
     /// # References
-    ///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+    ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
     pub fn scheduling(&self) -> Result<Priority> {
-        th::thread_scheduling(self.tid)
+        self.while_running("sched_getattr", || th::thread_scheduling(self.tid))
     }
 
     /// Sets policy and priority (`pthread_setschedparam`).
@@ -327,7 +392,9 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
     pub fn set_scheduling(&self, priority: Priority) -> Result<()> {
-        th::pthread_setschedparam(self.native, priority)
+        self.while_running("pthread_setschedparam", || {
+            th::pthread_setschedparam(self.native, self.tid, priority)
+        })
     }
 
     /// Changes only the priority, checked against the thread's current policy
@@ -336,7 +403,9 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
     pub fn set_priority(&self, value: i32) -> Result<()> {
-        th::pthread_setschedprio(self.native, self.tid, value)
+        self.while_running("pthread_setschedprio", || {
+            th::pthread_setschedprio(self.native, self.tid, value)
+        })
     }
 
     /// The thread's CPU affinity (`pthread_getaffinity_np`).
@@ -344,19 +413,28 @@ impl<T> JoinHandle<T> {
     /// # References
     ///  - [`pthread_getaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getaffinity_np.3.html)
     pub fn affinity(&self) -> Result<CpuSet> {
-        let mut raw = *CpuSet::new().as_raw();
-        // SAFETY: `native` is valid while the handle lives; `raw` is writable.
-        let r = unsafe {
-            libc::pthread_getaffinity_np(
-                self.native,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                &mut raw,
-            )
-        };
-        if r != 0 {
-            return Err(sched_error("pthread_getaffinity_np", r, None, None, None));
-        }
-        Ok(CpuSet::from_raw(raw))
+        self.while_running("pthread_getaffinity_np", || {
+            let mut raw = *CpuSet::new().as_raw();
+            // SAFETY: `native` is valid while the handle lives and the thread is
+            // running (see `while_running`); `raw` is writable.
+            let r = unsafe {
+                libc::pthread_getaffinity_np(
+                    self.native,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    &mut raw,
+                )
+            };
+            if r != 0 {
+                return Err(sched_error(
+                    "pthread_getaffinity_np",
+                    r,
+                    Some(self.tid.as_raw()),
+                    None,
+                    None,
+                ));
+            }
+            Ok(CpuSet::from_raw(raw))
+        })
     }
 
     /// Sets the thread's CPU affinity (`pthread_setaffinity_np`).
@@ -367,18 +445,27 @@ impl<T> JoinHandle<T> {
         if cpus.is_empty() {
             return Err(Error::invalid("pthread_setaffinity_np", "empty CPU set"));
         }
-        // SAFETY: `native` is valid while the handle lives; `cpus` is only read.
-        let r = unsafe {
-            libc::pthread_setaffinity_np(
-                self.native,
-                std::mem::size_of::<libc::cpu_set_t>(),
-                cpus.as_raw(),
-            )
-        };
-        if r != 0 {
-            return Err(sched_error("pthread_setaffinity_np", r, None, None, None));
-        }
-        Ok(())
+        self.while_running("pthread_setaffinity_np", || {
+            // SAFETY: `native` is valid while the handle lives and the thread is
+            // running (see `while_running`); `cpus` is only read.
+            let r = unsafe {
+                libc::pthread_setaffinity_np(
+                    self.native,
+                    std::mem::size_of::<libc::cpu_set_t>(),
+                    cpus.as_raw(),
+                )
+            };
+            if r != 0 {
+                return Err(sched_error(
+                    "pthread_setaffinity_np",
+                    r,
+                    Some(self.tid.as_raw()),
+                    None,
+                    None,
+                ));
+            }
+            Ok(())
+        })
     }
 
     /// Waits for the thread (`pthread_join`) and returns the closure's value, or, like
@@ -396,7 +483,14 @@ impl<T> JoinHandle<T> {
         // SAFETY: `this.shared` is read out exactly once and `this` is never dropped.
         let shared = unsafe { std::ptr::read(&this.shared) };
         if r != 0 {
-            let e: Box<dyn Any + Send> = Box::new(Error::from_errno("pthread_join", r));
+            // Not joined (EDEADLK: the thread tried to join itself). Detach it so its
+            // stack is still freed when it ends, as dropping the handle would.
+            // SAFETY: `native` is still joinable and is detached exactly once.
+            unsafe { libc::pthread_detach(this.native) };
+            let e: Box<dyn Any + Send> = Box::new(
+                Error::from_errno("pthread_join", r)
+                    .with_hint("a thread cannot join itself; the thread is detached instead"),
+            );
             return Err(e);
         }
         let taken = lock(&shared.result).take();
@@ -478,7 +572,11 @@ where
         let r = catch_unwind(AssertUnwindSafe(f));
         *lock(&shared.result) = Some(r);
     }
+    // Under the gate lock: a JoinHandle method that holds it either sees `finished`
+    // or knows this thread cannot exit (and its tid cannot become 0) until it is done.
+    let g = lock(&shared.gate);
     shared.finished.store(true, Ordering::Release);
+    drop(g);
     std::ptr::null_mut()
 }
 
@@ -558,6 +656,7 @@ impl Attr {
         &self,
         start: Box<Start<F, T>>,
         prio: Option<Priority>,
+        affinity: Option<&CpuSet>,
     ) -> Result<libc::pthread_t>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -581,9 +680,14 @@ impl Attr {
                 prio.map(|p| p.value()),
             );
             return Err(match r {
-                libc::EINVAL => e.with_message(
-                    "an attribute was refused (affinity naming no usable CPU, or a bad stack size)",
-                ),
+                libc::EINVAL => match affinity {
+                    Some(cpus) => e
+                        .with_message(format!(
+                            "the affinity {cpus} names no CPU the thread may use"
+                        ))
+                        .with_hint(super::hint::affinity_einval_hint("pthread_create")),
+                    None => e.with_message("an attribute (the stack size) was refused"),
+                },
                 libc::EAGAIN => {
                     let e = e.with_message(
                         "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",

@@ -57,12 +57,18 @@ impl Tid {
 
     /// The calling thread's tid (`gettid`).
     #[inline]
+    ///
+    /// # References
+    ///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
     pub fn current() -> Tid {
         gettid()
     }
 
     /// The process id, i.e. the tid of the main thread (`getpid`).
     #[inline]
+    ///
+    /// # References
+    ///  - [`getpid(2)`](https://man7.org/linux/man-pages/man2/getpid.2.html)
     pub fn process() -> Tid {
         Tid(rustix::process::getpid().as_raw_nonzero())
     }
@@ -138,8 +144,8 @@ pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
     raw_setparam(tid.as_raw(), p)
 }
 
-/// Policy and priority of the calling thread, as the kernel has them
-/// (`sched_getscheduler(0)` + `sched_getparam(0)`).
+/// Policy and priority of the calling thread, as the kernel has them (one
+/// `sched_getattr` on its tid, like [`thread_scheduling`]).
 ///
 /// This deliberately does not return `pthread_getschedparam(pthread_self())`: glibc
 /// answers that from a copy cached in the thread descriptor, which goes stale when the
@@ -147,7 +153,7 @@ pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
 /// [`set_thread_scheduling`], by `chrt`, or by another process).
 ///
 /// # References
-///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
+///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 ///  - [`pthread_getschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_getschedparam.3.html)
 pub fn current_scheduling() -> Result<Priority> {
     thread_scheduling(gettid())
@@ -160,7 +166,7 @@ pub fn current_scheduling() -> Result<Priority> {
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
 pub fn set_current_scheduling(priority: Priority) -> Result<()> {
     // SAFETY: pthread_self() is always a valid handle for the calling thread.
-    pthread_setschedparam(unsafe { libc::pthread_self() }, priority)
+    pthread_setschedparam(unsafe { libc::pthread_self() }, gettid(), priority)
 }
 
 /// Changes only the calling thread's priority (`pthread_setschedprio(pthread_self(), v)`).
@@ -221,6 +227,9 @@ pub fn current_stack_size() -> Result<usize> {
 /// | `SCHED_FIFO`/`SCHED_RR` priority *p* (1..=99) | `-1 - p` (−2..=−100) |
 /// | `SCHED_OTHER`/`BATCH`/`IDLE` with nice *n* | `20 + n` (0..=39) |
 /// | `SCHED_DEADLINE` | `-101` |
+///
+/// # References
+///  - [`proc_pid_stat(5)`](https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KernelPriority(i32);
 
@@ -348,6 +357,9 @@ pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
 }
 
 pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
+    if priority.policy() == Policy::Deadline {
+        return Err(deadline_needs_attr("sched_setparam"));
+    }
     let param = priority.param();
     // SAFETY: `param` is a valid sched_param the kernel only reads.
     let r = unsafe { libc::sched_setparam(tid, &param) };
@@ -362,8 +374,12 @@ pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
     Ok(())
 }
 
-/// `pthread_setschedparam` on a valid handle.
-pub(crate) fn pthread_setschedparam(thread: libc::pthread_t, priority: Priority) -> Result<()> {
+/// `pthread_setschedparam` on a valid handle whose kernel tid is `tid`.
+pub(crate) fn pthread_setschedparam(
+    thread: libc::pthread_t,
+    tid: Tid,
+    priority: Priority,
+) -> Result<()> {
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("pthread_setschedparam"));
     }
@@ -374,7 +390,7 @@ pub(crate) fn pthread_setschedparam(thread: libc::pthread_t, priority: Priority)
         return Err(sched_error(
             "pthread_setschedparam",
             r,
-            None,
+            Some(tid.as_raw()),
             Some(priority.policy()),
             Some(priority.value()),
         ));
@@ -386,6 +402,9 @@ pub(crate) fn pthread_setschedparam(thread: libc::pthread_t, priority: Priority)
 /// checked against the thread's current policy (as the kernel has it) first.
 pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32) -> Result<()> {
     let current = raw_getscheduler(tid.as_raw())?;
+    if current == Policy::Deadline {
+        return Err(deadline_needs_attr("pthread_setschedprio"));
+    }
     let p = Priority::new(current, value)?;
     // SAFETY: the caller guarantees `thread` is valid.
     let r = unsafe { libc::pthread_setschedprio(thread, p.value()) };
@@ -393,7 +412,7 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
         return Err(sched_error(
             "pthread_setschedprio",
             r,
-            None,
+            Some(tid.as_raw()),
             Some(p.policy()),
             Some(p.value()),
         ));

@@ -1,1 +1,164 @@
-//! The `trace` module (under construction).
+//! The POSIX trace facility: streams, filters, event types, logs and analysis.
+//!
+//! Linux has no `<trace.h>`; this module is the whole POSIX trace option as a Rust
+//! API, with a recording path near the hardware floor.
+//!
+//! | POSIX | here |
+//! |---|---|
+//! | `trace_attr_t`, `posix_trace_attr_*` | [`TraceAttr`] |
+//! | `posix_trace_create`, `_create_withlog` | [`Trace::create`], [`Trace::create_with_log`] |
+//! | `posix_trace_start`, `_stop`, `_shutdown`, `_flush`, `_clear` | methods of [`Trace`] |
+//! | `posix_trace_get_attr`, `_get_status` | [`Trace::attr`], [`Trace::status`] ([`TraceStatus`]) |
+//! | `posix_trace_get_filter`, `_set_filter`, `posix_trace_eventset_*` | [`Trace::filter`], [`Trace::set_filter`], [`EventSet`] |
+//! | `posix_trace_eventid_open`, `_trid_eventid_open`, `_eventid_get_name`, `_eventid_equal` | [`eventid_open`], [`Trace::eventid_open`], [`Trace::eventid_name`], [`EventId::equal`] |
+//! | `posix_trace_eventtypelist_getnext_id`, `_rewind` | [`Trace::event_types`] |
+//! | `posix_trace_event` | [`event`] |
+//! | `posix_trace_getnext_event`, `_timedgetnext_event`, `_trygetnext_event` | [`Trace::getnext`], [`Trace::timed_getnext`], [`Trace::try_getnext`], [`Trace::events`] |
+//! | `posix_trace_open`, `_rewind`, `_close` | [`TraceLog`] |
+//! | implementation-defined system events | [`sys`]: a catalogue other modules register into |
+//!
+//! ```
+//! use posixrt::trace::{self, EventId, Trace, TraceAttr};
+//!
+//! let t = Trace::create(&TraceAttr::new())?;
+//! let grab = trace::eventid_open("fork grab")?;
+//! t.start()?;
+//! trace::event(grab, &1i32.to_le_bytes());
+//! t.stop()?;
+//! let ids: Vec<EventId> = t.events().map(|e| e.id).collect();
+//! assert_eq!(ids, [EventId::START, grab, EventId::STOP]);
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+//!
+//! # Recording
+//!
+//! [`event`] loads one process-wide word (the running streams, a bit each) and
+//! returns if it is zero: a load and a branch. Otherwise, per running stream, it
+//! checks the filter bitmap first, then writes a 16-byte header (id, length, tid,
+//! TSC) and the data into the calling thread's own sub-buffer: no lock, no
+//! allocation, no syscall, and no cache line written by two threads. Each thread gets
+//! its sub-buffer on its first event (that one call allocates); the sub-buffer of a
+//! thread that exited is unmapped once it has been read empty. Readers merge the
+//! sub-buffers by timestamp, so events come oldest first.
+//!
+//! The stream size is per sub-buffer (rounded up to a power of two, plus room for one
+//! event of maximum size and a STOP event): while the sum of the maximum sizes of the
+//! events a thread records does not exceed the stream size, nothing is lost. LOOP
+//! overwrites the oldest events of the recording thread's sub-buffer.
+//!
+//! Timestamps are TSC ticks calibrated against `CLOCK_MONOTONIC` when the TSC is
+//! invariant (`constant_tsc` and `nonstop_tsc`), else `CLOCK_MONOTONIC` itself; events
+//! carry `CLOCK_MONOTONIC` nanoseconds. The program address is not recorded (0).
+//!
+//! A stream with a log has a flusher thread that writes the log; traced threads never
+//! write files. `POSIX_TRACE_INHERITED` and tracing another process are refused
+//! ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)); a forked child
+//! records nothing (`POSIX_TRACE_CLOSE_FOR_CHILD`).
+//!
+//! # Log file format
+//!
+//! Version 1, all integers little-endian:
+//!
+//! - **File header**, 16 bytes: magic `"PXTRLOG\0"`, `u16` version (1), `u16` flags
+//!   (0), `u32` CRC-32C of the first 12 bytes.
+//! - **Records**, back to back: `u32` body length `n` (1..=1 MiB), `u32` CRC-32C of
+//!   the body, then the body: `u8` kind and its fields. Strings are `u16` length +
+//!   UTF-8 bytes.
+//!   - kind 1, **attributes**: name, genversion, `u64` creation time (ns of
+//!     CLOCK_REALTIME), `u64` clock resolution (ns), `u64` stream size, `u32` max data
+//!     size, `u8` stream full policy (0 LOOP, 1 UNTIL_FULL, 2 FLUSH), `u8` log full
+//!     policy (0 LOOP, 1 UNTIL_FULL, 2 APPEND), `u64` log size, `u8` inherited, `u32` pid.
+//!   - kind 2, **event type**: `u16` id, `u8` without-pid, name, `u8` field count,
+//!     then per field `u8` type code (1 u8, 2 u16, 3 u32, 4 u64, 5 i32, 6 i64,
+//!     7 hex u64, 8 event set of 128 bytes) and its name. Written as names are
+//!     registered, before any event that uses them, so a cut log keeps its names.
+//!   - kind 3, **event**: `u16` id, `u8` flags (bit 0 truncated), `u32` pid, `u32` tid,
+//!     `u64` timestamp (ns of CLOCK_MONOTONIC), `u64` program address, `u16` data
+//!     length, data.
+//!   - kind 4, **status** (at shutdown): `u64` events lost in the stream, `u64` events
+//!     lost by the log, `u8` flags (bit 0 stream overrun, bit 1 log overrun, bit 2
+//!     log full).
+//!   - kind 5, **end**: the log was shut down cleanly.
+//!
+//! A reader stops at the first record that is cut (`ErrorKind::Truncated`) or fails
+//! its checksum (`ErrorKind::Corrupt`); a log without the end record is reported as
+//! truncated after its last event. The log size counts event records only; log LOOP
+//! rewrites the file with the newest events that fit.
+
+mod analysis;
+mod attr;
+pub mod catalog;
+mod clock;
+mod crc;
+mod event;
+pub mod export;
+mod ids;
+mod log;
+mod ring;
+mod set;
+mod status;
+mod stream;
+pub mod sys;
+
+pub use analysis::TraceLog;
+pub use attr::{
+    Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, GEN_VERSION, MAX_DATA_SIZE_LIMIT,
+    MAX_SYS_PAYLOAD, MIN_STREAM_SIZE, RECORD_HEADER, TRACE_NAME_MAX,
+};
+pub use event::{Event, EventInfo};
+pub use ids::{
+    EventId, EventType, FieldDesc, ID_SPACE, TRACE_EVENT_NAME_MAX, TRACE_SYS_EVENT_MAX,
+    TRACE_USER_EVENT_MAX,
+};
+pub use log::{LogStatus, MAGIC as LOG_MAGIC, VERSION as LOG_VERSION};
+pub use set::{EventSet, FillWhat, FilterHow};
+pub use status::TraceStatus;
+pub use stream::{Trace, TRACE_SYS_MAX};
+
+/// `posix_trace_event`: records an event with `data` in every running stream of the
+/// process that does not filter `id`; data longer than the stream's maximum data
+/// size is truncated and flagged.
+///
+/// When no stream runs, or every running stream filters `id`: one relaxed load and
+/// a bit test. Otherwise no lock, no allocation (except a thread's very first event
+/// in a stream, which maps its sub-buffer) and no syscall.
+///
+/// Not async-signal-safe: do not call it from a signal handler that may interrupt
+/// the same thread inside `event`.
+///
+/// # References
+/// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_event.html)
+#[inline(always)]
+pub fn event(id: EventId, data: &[u8]) {
+    stream::event(id, data)
+}
+
+/// `posix_trace_eventid_open`: the process-wide id of a user event name; the same
+/// name gives the same id. Past [`TRACE_USER_EVENT_MAX`] names it returns
+/// [`EventId::UNNAMED_USER`].
+///
+/// # Errors
+/// `InvalidInput` for an empty name, one over [`TRACE_EVENT_NAME_MAX`] bytes, or one
+/// with NUL.
+///
+/// # References
+/// - [`posix_trace_eventid_open`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_eventid_open.html)
+pub fn eventid_open(name: &str) -> crate::Result<EventId> {
+    ids::open_user(name)
+}
+
+/// The name of any event type known to this process.
+pub fn eventid_name(id: EventId) -> Option<String> {
+    ids::name_of(id)
+}
+
+/// The raw timestamp clock's reading converted like recorded events (ns of CLOCK_MONOTONIC).
+pub fn now() -> std::time::Duration {
+    clock::init();
+    std::time::Duration::from_nanos(clock::to_ns(clock::ticks()))
+}
+
+/// Whether recorded timestamps come from the TSC (else CLOCK_MONOTONIC).
+pub fn clock_is_tsc() -> bool {
+    clock::uses_tsc()
+}

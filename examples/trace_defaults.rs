@@ -1,0 +1,81 @@
+//! The default attributes of a trace stream (listings 8.17 and 8.18): create a
+//! stream with default attributes, read them back with `get_attr`, print each.
+//!
+//! ```sh
+//! cargo run --example trace_defaults
+//! ```
+
+use posixrt::trace::{LogFullPolicy, StreamFullPolicy, Trace, TraceAttr};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // posix_trace_create (0, NULL, &trid)
+    let trid = Trace::create(&TraceAttr::new())?;
+    // posix_trace_get_attr (trid, &attr)
+    let attr = trid.attr();
+
+    println!("Trace system version: {}", attr.genversion());
+    println!("Trace stream name: {}", attr.name());
+    match attr.create_time() {
+        Some(t) => println!("Trace stream creation time: {}", ctime(t.as_secs() as i64)),
+        None => println!("Trace stream creation time: unknown"),
+    }
+    println!(
+        "Trace stream clock resolution: {} ns",
+        attr.clock_resolution().as_nanos()
+    );
+    let sp = match attr.stream_full_policy() {
+        StreamFullPolicy::Loop => "POSIX_TRACE_LOOP",
+        StreamFullPolicy::UntilFull => "POSIX_TRACE_UNTIL_FULL",
+        StreamFullPolicy::Flush => "POSIX_TRACE_FLUSH",
+    };
+    println!("Stream full policy: {sp}");
+    let lp = match attr.log_full_policy() {
+        LogFullPolicy::Loop => "POSIX_TRACE_LOOP",
+        LogFullPolicy::UntilFull => "POSIX_TRACE_UNTIL_FULL",
+        LogFullPolicy::Append => "POSIX_TRACE_APPEND",
+    };
+    println!("Log full policy: {lp}");
+    let mdatsz = attr.max_data_size();
+    println!("Maximum user event data size: {mdatsz}");
+    println!(
+        "Maximum user event size: {}",
+        attr.max_user_event_size(mdatsz)
+    );
+    println!(
+        "Maximum system event size: {}",
+        attr.max_system_event_size()
+    );
+    println!("Trace stream size: {}", attr.stream_size());
+    // Beyond listing 8.18: the remaining attributes.
+    println!("Log size: {}", attr.log_size());
+    println!("Inheritance: {:?}", attr.inheritance());
+    println!(
+        "Events of maximum size the stream holds without loss: {}",
+        attr.stream_size() / attr.max_user_event_size(mdatsz)
+    );
+    trid.shutdown()?;
+    Ok(())
+}
+
+/// `strftime("%c", localtime(t))`.
+fn ctime(t: i64) -> String {
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    let mut buf = [0u8; 128];
+    let tt: libc::time_t = t as libc::time_t;
+    // SAFETY: `tt` and `tm` are valid for the call; localtime_r fills `tm`.
+    let ok = unsafe { !libc::localtime_r(&tt, tm.as_mut_ptr()).is_null() };
+    if !ok {
+        return format!("{t} s since the epoch");
+    }
+    // SAFETY: `buf` has room for 128 bytes, the format is NUL-terminated and `tm`
+    // was initialised by localtime_r.
+    let n = unsafe {
+        libc::strftime(
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            c"%c".as_ptr(),
+            tm.as_ptr(),
+        )
+    };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}

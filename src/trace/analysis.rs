@@ -1,0 +1,192 @@
+//! Reading a log for analysis: `posix_trace_open`, `posix_trace_rewind`,
+//! `posix_trace_close`.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::attr::TraceAttr;
+use super::event::Event;
+use super::ids::{EventId, EventType, ID_SPACE};
+use super::log::{self, Cur, LogStatus, RecordReader};
+use crate::{Error, ErrorKind, Result};
+
+/// A trace log opened for analysis (`posix_trace_open`): attributes, event types and
+/// the events, oldest first.
+///
+/// A log cut at any byte reads back every complete record, then
+/// [`next_event`](Self::next_event) returns an error of kind
+/// [`ErrorKind::Truncated`]; a damaged record gives [`ErrorKind::Corrupt`].
+///
+/// ```no_run
+/// use posixrt::trace::TraceLog;
+/// let mut log = TraceLog::open("philosophers.trace")?;
+/// while let Some(ev) = log.next_event()? {
+///     println!("{} {}", ev.timestamp.as_nanos(), log.name(ev.id).unwrap_or("?"));
+/// }
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+pub struct TraceLog {
+    reader: RecordReader,
+    attr: Option<TraceAttr>,
+    pid: u32,
+    types: Vec<Option<EventType>>,
+    status: Option<LogStatus>,
+    complete: bool,
+    done: bool,
+}
+
+impl std::fmt::Debug for TraceLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceLog")
+            .field("attr", &self.attr)
+            .field("complete", &self.complete)
+            .finish()
+    }
+}
+
+impl TraceLog {
+    /// `posix_trace_open` on a path.
+    ///
+    /// # Errors
+    /// `NotFound`/`PermissionDenied` from `open`; `Corrupt` for a file that is not a
+    /// version-1 log; `Truncated` when even the 16-byte header is cut.
+    pub fn open(path: impl AsRef<Path>) -> Result<TraceLog> {
+        let p = path.as_ref();
+        let f = File::open(p).map_err(|e| {
+            Error::from_errno("open", e.raw_os_error().unwrap_or(libc::EIO))
+                .with_message(format!("{}", p.display()))
+        })?;
+        TraceLog::from_file(f)
+    }
+
+    /// `posix_trace_open` on an open file.
+    pub fn from_file(f: File) -> Result<TraceLog> {
+        let reader = RecordReader::open(f)?;
+        let mut l = TraceLog {
+            reader,
+            attr: None,
+            pid: 0,
+            types: vec![None; ID_SPACE],
+            status: None,
+            complete: false,
+            done: false,
+        };
+        // Pre-scan for the service records; stop quietly at the first bad record
+        // (next_event reports it in order).
+        while let Ok(Some(body)) = l.reader.next() {
+            l.service(&body);
+        }
+        l.rewind()?;
+        Ok(l)
+    }
+
+    fn service(&mut self, body: &[u8]) {
+        let mut c = Cur(&body[1..]);
+        match body[0] {
+            log::K_ATTR => {
+                if let Ok((a, pid)) = log::parse_attr(&mut c) {
+                    self.attr = Some(a);
+                    self.pid = pid;
+                }
+            }
+            log::K_TYPE => {
+                if let Ok(t) = log::parse_type(&mut c) {
+                    let i = t.id.raw() as usize;
+                    self.types[i] = Some(t);
+                }
+            }
+            log::K_STATUS => self.status = log::parse_status(&mut c).ok(),
+            log::K_END => self.complete = true,
+            _ => {}
+        }
+    }
+
+    /// `posix_trace_rewind`: back to the first event.
+    pub fn rewind(&mut self) -> Result<()> {
+        self.done = false;
+        self.reader.rewind()
+    }
+
+    /// `posix_trace_close` (dropping does the same).
+    pub fn close(self) {}
+
+    /// The stream's attributes, if the log got as far as recording them.
+    pub fn attr(&self) -> Option<&TraceAttr> {
+        self.attr.as_ref()
+    }
+
+    /// The traced process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The final status record (absent in a cut log).
+    pub fn status(&self) -> Option<LogStatus> {
+        self.status
+    }
+
+    /// Whether the log ends with its shutdown record.
+    pub fn is_complete(&self) -> bool {
+        self.complete
+    }
+
+    /// The event types named in the log, in id order.
+    pub fn event_types(&self) -> impl Iterator<Item = &EventType> {
+        self.types.iter().flatten()
+    }
+
+    /// The type of an id.
+    pub fn event_type(&self, id: EventId) -> Option<&EventType> {
+        self.types.get(id.raw() as usize)?.as_ref()
+    }
+
+    /// The name of an id (`posix_trace_eventid_get_name`).
+    pub fn name(&self, id: EventId) -> Option<&str> {
+        self.event_type(id).map(|t| t.name.as_str())
+    }
+
+    /// `posix_trace_getnext_event`: the next event; `Ok(None)` after the shutdown
+    /// record.
+    ///
+    /// # Errors
+    /// `Truncated` when the log ends inside a record or without its shutdown record
+    /// (returned once; then `Ok(None)`); `Corrupt` for a checksum mismatch.
+    pub fn next_event(&mut self) -> Result<Option<Event>> {
+        if self.done {
+            return Ok(None);
+        }
+        loop {
+            let body = match self.reader.next() {
+                Ok(Some(b)) => b,
+                Ok(None) => {
+                    self.done = true;
+                    return Err(Error::new(
+                        ErrorKind::Truncated,
+                        "posix_trace_getnext_event",
+                        "log ends without its shutdown record",
+                    )
+                    .with_hint(
+                        "the writer crashed or is still running; every complete record was read",
+                    ));
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Err(e);
+                }
+            };
+            if body[0] == log::K_EVENT {
+                return log::parse_event(&mut Cur(&body[1..])).map(Some);
+            }
+            if body[0] == log::K_END {
+                self.done = true;
+                return Ok(None);
+            }
+            self.service(&body);
+        }
+    }
+
+    /// An iterator over the events; yields the truncation error (if any) last.
+    pub fn events(&mut self) -> impl Iterator<Item = Result<Event>> + '_ {
+        std::iter::from_fn(move || self.next_event().transpose())
+    }
+}

@@ -1,0 +1,258 @@
+//! Trace stream attributes (`trace_attr_t`).
+
+use std::time::Duration;
+
+use super::clock;
+use crate::{Error, Result};
+
+/// Maximum length of a stream name in bytes (`TRACE_NAME_MAX`).
+pub const TRACE_NAME_MAX: usize = 64;
+/// The generation version of this trace system (`posix_trace_attr_getgenversion`).
+pub const GEN_VERSION: &str = "posixrt-trace 1.0 (log format 1)";
+/// Bytes of record header in a stream: id, data length, tid, timestamp.
+pub const RECORD_HEADER: usize = 16;
+/// Largest payload of a system event (the FILTER event's two sets).
+pub const MAX_SYS_PAYLOAD: usize = 256;
+/// Largest accepted `max_data_size`.
+pub const MAX_DATA_SIZE_LIMIT: usize = 4096;
+/// Smallest accepted stream size.
+pub const MIN_STREAM_SIZE: usize = 4096;
+
+/// What a stream does when it is full (`posix_trace_attr_setstreamfullpolicy`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum StreamFullPolicy {
+    /// `POSIX_TRACE_LOOP`: overwrite the oldest events (of the recording thread's
+    /// sub-buffer) and set the overrun flag.
+    Loop,
+    /// `POSIX_TRACE_UNTIL_FULL`: suspend with a STOP event; resume with a START event
+    /// once reading or clearing frees space.
+    UntilFull,
+    /// `POSIX_TRACE_FLUSH`: flush to the log when full and go on.
+    Flush,
+}
+
+/// What a log does when it reaches its size (`posix_trace_attr_setlogfullpolicy`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum LogFullPolicy {
+    /// `POSIX_TRACE_LOOP`: keep the newest events within the log size.
+    Loop,
+    /// `POSIX_TRACE_UNTIL_FULL`: stop writing; a STOP event is the last event.
+    UntilFull,
+    /// `POSIX_TRACE_APPEND`: grow without bound (the log size is ignored).
+    Append,
+}
+
+/// Whether children inherit the stream (`posix_trace_attr_setinherited`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Inheritance {
+    /// `POSIX_TRACE_CLOSE_FOR_CHILD` (default): a forked child records nothing.
+    CloseForChild,
+    /// `POSIX_TRACE_INHERITED`: not supported; creating a stream with it fails with
+    /// [`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported).
+    Inherited,
+}
+
+/// Trace stream attributes (`trace_attr_t`), a plain value: build it with the
+/// setters, pass it to [`Trace::create`](super::Trace::create), read a stream's with
+/// [`Trace::attr`](super::Trace::attr).
+///
+/// # References
+/// - [`posix_trace_attr_init`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_attr_init.html)
+/// - [`posix_trace_attr_getstreamsize`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_attr_getmaxdatasize.html)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceAttr {
+    pub(crate) name: String,
+    pub(crate) create_time: Option<Duration>,
+    pub(crate) clock_res: Option<Duration>,
+    pub(crate) stream_size: usize,
+    pub(crate) stream_full: Option<StreamFullPolicy>,
+    pub(crate) log_full: LogFullPolicy,
+    pub(crate) log_size: u64,
+    pub(crate) max_data: usize,
+    pub(crate) inherit: Inheritance,
+    pub(crate) with_log: bool,
+}
+
+impl Default for TraceAttr {
+    fn default() -> Self {
+        TraceAttr::new()
+    }
+}
+
+impl TraceAttr {
+    /// `posix_trace_attr_init`: the default attributes.
+    pub fn new() -> TraceAttr {
+        TraceAttr {
+            name: "trace".to_string(),
+            create_time: None,
+            clock_res: None,
+            stream_size: 1 << 20,
+            stream_full: None,
+            log_full: LogFullPolicy::Loop,
+            log_size: 16 << 20,
+            max_data: 256,
+            inherit: Inheritance::CloseForChild,
+            with_log: false,
+        }
+    }
+
+    /// `posix_trace_attr_getgenversion`: the trace system's version (read-only).
+    pub fn genversion(&self) -> &'static str {
+        GEN_VERSION
+    }
+
+    /// `posix_trace_attr_getname`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `posix_trace_attr_setname`.
+    ///
+    /// # Errors
+    /// `InvalidInput` if longer than [`TRACE_NAME_MAX`] bytes or containing NUL.
+    pub fn set_name(&mut self, name: &str) -> Result<&mut Self> {
+        if name.len() > TRACE_NAME_MAX || name.contains('\0') {
+            return Err(Error::invalid(
+                "posix_trace_attr_setname",
+                format!(
+                    "name of {} bytes (max {TRACE_NAME_MAX}, no NUL)",
+                    name.len()
+                ),
+            )
+            .with_hint("use a shorter stream name (TRACE_NAME_MAX)"));
+        }
+        self.name = name.to_string();
+        Ok(self)
+    }
+
+    /// `posix_trace_attr_getcreatetime`: CLOCK_REALTIME when the stream was created
+    /// (`None` for an attribute object not read from a stream).
+    pub fn create_time(&self) -> Option<Duration> {
+        self.create_time
+    }
+
+    /// `posix_trace_attr_getclockres`: the real resolution of the timestamp clock
+    /// (the TSC, rounded up to 1 ns, or CLOCK_MONOTONIC's `clock_getres`).
+    pub fn clock_resolution(&self) -> Duration {
+        self.clock_res.unwrap_or_else(clock::resolution)
+    }
+
+    /// `posix_trace_attr_getstreamsize`: the minimum bytes reserved for events.
+    pub fn stream_size(&self) -> usize {
+        self.stream_size
+    }
+
+    /// `posix_trace_attr_setstreamsize`. While the sum of the maximum sizes of the
+    /// recorded events does not exceed it, no event is lost. Each recording thread
+    /// gets a sub-buffer of at least this size (virtual memory, touched as used).
+    ///
+    /// # Errors
+    /// `InvalidInput` below [`MIN_STREAM_SIZE`] or above 1 GiB.
+    pub fn set_stream_size(&mut self, size: usize) -> Result<&mut Self> {
+        if !(MIN_STREAM_SIZE..=1 << 30).contains(&size) {
+            return Err(Error::invalid(
+                "posix_trace_attr_setstreamsize",
+                format!("stream size {size} outside {MIN_STREAM_SIZE}..=1 GiB"),
+            )
+            .with_hint("pick a stream size between 4 KiB and 1 GiB"));
+        }
+        self.stream_size = size;
+        Ok(self)
+    }
+
+    /// `posix_trace_attr_getstreamfullpolicy`: FLUSH for a stream with a log, LOOP
+    /// without, unless set.
+    pub fn stream_full_policy(&self) -> StreamFullPolicy {
+        self.stream_full.unwrap_or(if self.with_log {
+            StreamFullPolicy::Flush
+        } else {
+            StreamFullPolicy::Loop
+        })
+    }
+
+    /// `posix_trace_attr_setstreamfullpolicy`. (FLUSH without a log is refused at
+    /// creation.)
+    pub fn set_stream_full_policy(&mut self, p: StreamFullPolicy) -> &mut Self {
+        self.stream_full = Some(p);
+        self
+    }
+
+    /// `posix_trace_attr_getlogfullpolicy` (default LOOP).
+    pub fn log_full_policy(&self) -> LogFullPolicy {
+        self.log_full
+    }
+
+    /// `posix_trace_attr_setlogfullpolicy`.
+    pub fn set_log_full_policy(&mut self, p: LogFullPolicy) -> &mut Self {
+        self.log_full = p;
+        self
+    }
+
+    /// `posix_trace_attr_getlogsize`: the bytes of event records a log keeps
+    /// (ignored with APPEND).
+    pub fn log_size(&self) -> u64 {
+        self.log_size
+    }
+
+    /// `posix_trace_attr_setlogsize`.
+    ///
+    /// # Errors
+    /// `InvalidInput` below 1024 bytes.
+    pub fn set_log_size(&mut self, size: u64) -> Result<&mut Self> {
+        if size < 1024 {
+            return Err(Error::invalid(
+                "posix_trace_attr_setlogsize",
+                format!("log size {size} below 1024 bytes"),
+            )
+            .with_hint("use a log size of at least 1024 bytes, or APPEND"));
+        }
+        self.log_size = size;
+        Ok(self)
+    }
+
+    /// `posix_trace_attr_getmaxdatasize`: bytes of user data kept per event (longer
+    /// data is truncated and flagged).
+    pub fn max_data_size(&self) -> usize {
+        self.max_data
+    }
+
+    /// `posix_trace_attr_setmaxdatasize`.
+    ///
+    /// # Errors
+    /// `InvalidInput` above [`MAX_DATA_SIZE_LIMIT`].
+    pub fn set_max_data_size(&mut self, n: usize) -> Result<&mut Self> {
+        if n > MAX_DATA_SIZE_LIMIT {
+            return Err(Error::invalid(
+                "posix_trace_attr_setmaxdatasize",
+                format!("{n} bytes above the limit of {MAX_DATA_SIZE_LIMIT}"),
+            )
+            .with_hint("record large data in several events"));
+        }
+        self.max_data = n;
+        Ok(self)
+    }
+
+    /// `posix_trace_attr_getmaxsystemeventsize`: the largest system event, record
+    /// header and padding included.
+    pub fn max_system_event_size(&self) -> usize {
+        RECORD_HEADER + MAX_SYS_PAYLOAD.next_multiple_of(8)
+    }
+
+    /// `posix_trace_attr_getmaxusereventsize`: the size a user event with `data_len`
+    /// bytes of data takes in the stream, header and padding included.
+    pub fn max_user_event_size(&self, data_len: usize) -> usize {
+        RECORD_HEADER + data_len.min(self.max_data).next_multiple_of(8)
+    }
+
+    /// `posix_trace_attr_getinherited` (default CLOSE_FOR_CHILD).
+    pub fn inheritance(&self) -> Inheritance {
+        self.inherit
+    }
+
+    /// `posix_trace_attr_setinherited`. INHERITED is refused at creation
+    /// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
+    pub fn set_inheritance(&mut self, i: Inheritance) -> &mut Self {
+        self.inherit = i;
+        self
+    }
+}

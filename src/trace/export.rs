@@ -1,0 +1,310 @@
+//! Exporters for viewers: Chrome trace-event JSON (Perfetto) and CTF 1.8
+//! (babeltrace2, Trace Compass), plus readable payloads. Used by the `rtrace` tool.
+//!
+//! ```no_run
+//! use posixrt::trace::{export, TraceLog};
+//! let mut log = TraceLog::open("philosophers.trace")?;
+//! let events: Vec<_> = log.events().filter_map(Result::ok).collect();
+//! std::fs::write("out.json", export::chrome_json(&log, &events)).unwrap();
+//! export::write_ctf(&log, &events, std::path::Path::new("ctf"))?;
+//! # Ok::<(), posixrt::Error>(())
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::sys;
+use super::{Event, EventId, EventType, TraceLog};
+use crate::{Error, Result};
+
+struct Loaded<'a> {
+    log: &'a TraceLog,
+    events: &'a [Event],
+}
+
+fn io_err(call: &'static str, e: std::io::Error) -> Error {
+    Error::from_errno(call, e.raw_os_error().unwrap_or(libc::EIO))
+        .with_hint("check the output directory (exists, writable, space left)")
+}
+
+fn name_of(log: &TraceLog, id: EventId) -> String {
+    log.name(id)
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("event#{}", id.raw()))
+}
+
+/// A readable payload: fields of system events, a number, text or hex for user data.
+pub fn payload(ty: Option<&EventType>, e: &Event) -> String {
+    if let Some(t) = ty.filter(|t| !t.fields.is_empty()) {
+        if let Some(vals) = sys::decode(&t.fields, &e.data) {
+            return vals
+                .iter()
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+    }
+    user_data(&e.data)
+}
+
+/// User data as text: a 4- or 8-byte integer, a printable string, or hex.
+pub fn user_data(d: &[u8]) -> String {
+    match d.len() {
+        0 => String::new(),
+        4 => i32::from_le_bytes([d[0], d[1], d[2], d[3]]).to_string(),
+        8 => i64::from_le_bytes(d.try_into().unwrap_or([0; 8])).to_string(),
+        _ => match std::str::from_utf8(d) {
+            Ok(s) if s.chars().all(|c| !c.is_control()) => format!("{s:?}"),
+            _ => hex(d),
+        },
+    }
+}
+
+/// Bytes as lowercase hex.
+pub fn hex(d: &[u8]) -> String {
+    let mut s = String::with_capacity(d.len() * 2);
+    for b in d {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Escapes a string for JSON.
+pub fn json_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(o, "\\u{:04x}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): process
+/// and thread name metadata, one instant event (`"ph":"i"`, thread scope) per trace
+/// event, with decoded system payloads or user data (hex and readable) as `args`.
+pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
+    let l = Loaded { log, events };
+    let pid = l.log.pid();
+    let base = l.events.first().map_or(0, |e| e.timestamp.as_nanos());
+    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    let name = l
+        .log
+        .attr()
+        .map(|a| a.name().to_string())
+        .unwrap_or_default();
+    let _ = write!(
+        out,
+        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
+        json_str(&format!("{name} (pid {pid})"))
+    );
+    let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).collect();
+    tids.sort_unstable();
+    tids.dedup();
+    for t in &tids {
+        let _ = write!(
+            out,
+            ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
+            json_str(&format!("tid {t}"))
+        );
+    }
+    for e in l.events {
+        let ts = (e.timestamp.as_nanos().saturating_sub(base)) as f64 / 1000.0;
+        let ty = l.log.event_type(e.id);
+        let mut args = String::new();
+        let mut sep = "";
+        let fields = ty
+            .filter(|t| !t.fields.is_empty())
+            .and_then(|t| sys::decode(&t.fields, &e.data));
+        match fields {
+            Some(vals) => {
+                for (n, v) in vals {
+                    let v = match v {
+                        sys::Value::U(x) => x.to_string(),
+                        sys::Value::I(x) => x.to_string(),
+                        other => json_str(&other.to_string()),
+                    };
+                    let _ = write!(args, "{sep}{}:{v}", json_str(n));
+                    sep = ",";
+                }
+            }
+            None if !e.data.is_empty() => {
+                let _ = write!(
+                    args,
+                    "\"data\":{},\"value\":{}",
+                    json_str(&hex(&e.data)),
+                    json_str(&user_data(&e.data))
+                );
+                sep = ",";
+            }
+            None => {}
+        }
+        if e.truncated {
+            let _ = write!(args, "{sep}\"truncated\":true");
+        }
+        let _ = write!(
+            out,
+            ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{ts:.3},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
+            json_str(&name_of(l.log, e.id)),
+            if e.id.is_system() { "system" } else { "user" },
+            e.tid
+        );
+    }
+    out.push_str("\n]}\n");
+    out
+}
+
+/// A CTF identifier from a field name.
+fn ident(s: &str) -> String {
+    let mut o: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if o.is_empty() || o.starts_with(|c: char| c.is_ascii_digit()) {
+        o.insert(0, '_');
+    }
+    o
+}
+
+fn tsdl_str(s: &str) -> String {
+    let mut o = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if c.is_control() => o.push('_'),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+const CTF_MAGIC: u32 = 0xC1FC_1FC1;
+
+/// Writes a CTF 1.8 trace into `dir`: a TSDL `metadata` file and one binary
+/// `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
+/// fields by name; user events get `truncated`, `data_len` and a `data` byte sequence.
+///
+/// # Errors
+/// The errno of creating the directory or writing the files.
+pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
+    let l = Loaded { log, events };
+    use sys::FieldType as F;
+    std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", e))?;
+    let mut m = String::from("/* CTF 1.8 */\n\n");
+    for (name, size, signed, base) in [
+        ("uint8_t", 8, false, 10),
+        ("uint16_t", 16, false, 10),
+        ("uint32_t", 32, false, 10),
+        ("uint64_t", 64, false, 10),
+        ("int32_t", 32, true, 10),
+        ("int64_t", 64, true, 10),
+        ("hex64_t", 64, false, 16),
+    ] {
+        let _ = writeln!(m, "typealias integer {{ size = {size}; align = 8; signed = {signed}; base = {base}; }} := {name};");
+    }
+    let pid = l.log.pid();
+    let name = l
+        .log
+        .attr()
+        .map(|a| a.name().to_string())
+        .unwrap_or_default();
+    let _ = write!(
+        m,
+        "\ntrace {{\n    major = 1;\n    minor = 8;\n    byte_order = le;\n    packet.header := struct {{\n        uint32_t magic;\n        uint32_t stream_id;\n    }};\n}};\n\n\
+env {{\n    domain = \"posixrt\";\n    tracer_name = \"posixrt-trace\";\n    trace_name = {};\n    pid = {pid};\n}};\n\n\
+clock {{\n    name = monotonic;\n    description = \"CLOCK_MONOTONIC\";\n    freq = 1000000000;\n    offset = 0;\n    absolute = false;\n}};\n\n\
+typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := clock_ns_t;\n\n\
+stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
+        tsdl_str(&name)
+    );
+    let mut used: Vec<u16> = l.events.iter().map(|e| e.id.raw()).collect();
+    used.sort_unstable();
+    used.dedup();
+    for id in &used {
+        let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
+        let ty = l.log.event_type(eid);
+        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(&name_of(l.log, eid)));
+        match ty.filter(|t| !t.fields.is_empty()) {
+            Some(t) => {
+                for (n, ft) in &t.fields {
+                    let decl = match ft {
+                        F::U8 => format!("uint8_t {}", ident(n)),
+                        F::U16 => format!("uint16_t {}", ident(n)),
+                        F::U32 => format!("uint32_t {}", ident(n)),
+                        F::U64 => format!("uint64_t {}", ident(n)),
+                        F::I32 => format!("int32_t {}", ident(n)),
+                        F::I64 => format!("int64_t {}", ident(n)),
+                        F::Hex64 => format!("hex64_t {}", ident(n)),
+                        F::EventSet => format!("uint64_t {}[{}]", ident(n), ft.size() / 8),
+                    };
+                    let _ = writeln!(m, "        {decl};");
+                }
+            }
+            None if eid.is_system() => {
+                // A payload-less system event: an empty struct.
+            }
+            None => {
+                m.push_str("        uint8_t truncated;\n        uint16_t data_len;\n        uint8_t data[data_len];\n");
+            }
+        }
+        m.push_str("    };\n};\n");
+    }
+    // One packet holding every event.
+    let mut body = Vec::new();
+    for e in l.events {
+        body.extend_from_slice(&e.id.raw().to_le_bytes());
+        body.extend_from_slice(&(e.timestamp.as_nanos() as u64).to_le_bytes());
+        body.extend_from_slice(&e.pid.to_le_bytes());
+        body.extend_from_slice(&e.tid.to_le_bytes());
+        match l.log.event_type(e.id).filter(|t| !t.fields.is_empty()) {
+            Some(t) => {
+                let size: usize = t.fields.iter().map(|f| f.1.size()).sum();
+                let mut p = e.data.clone();
+                p.resize(size, 0);
+                body.extend_from_slice(&p);
+            }
+            None if e.id.is_system() => {}
+            None => {
+                body.push(e.truncated as u8);
+                body.extend_from_slice(&(e.data.len() as u16).to_le_bytes());
+                body.extend_from_slice(&e.data);
+            }
+        }
+    }
+    let first = l
+        .events
+        .first()
+        .map_or(0, |e| e.timestamp.as_nanos() as u64);
+    let last = l.events.last().map_or(0, |e| e.timestamp.as_nanos() as u64);
+    let header_len = 8 + 32;
+    let total_bits = ((header_len + body.len()) * 8) as u64;
+    let mut s = Vec::with_capacity(header_len + body.len());
+    s.extend_from_slice(&CTF_MAGIC.to_le_bytes());
+    s.extend_from_slice(&0u32.to_le_bytes());
+    s.extend_from_slice(&total_bits.to_le_bytes());
+    s.extend_from_slice(&total_bits.to_le_bytes());
+    s.extend_from_slice(&first.to_le_bytes());
+    s.extend_from_slice(&last.to_le_bytes());
+    s.extend_from_slice(&body);
+    std::fs::write(dir.join("metadata"), m).map_err(|e| io_err("write", e))?;
+    std::fs::write(dir.join("stream_0"), s).map_err(|e| io_err("write", e))?;
+    Ok(())
+}

@@ -1,0 +1,270 @@
+//! Event type identifiers and the process-wide table of event names.
+//!
+//! One id space of [`ID_SPACE`] ids, shared by every stream of the process:
+//!
+//! | ids | what |
+//! |---|---|
+//! | 0..=7 | the POSIX system events START, STOP, FILTER, OVERFLOW, RESUME, FLUSH_START, FLUSH_STOP, ERROR |
+//! | 8..128 | system events registered by other modules through [`sys::register`](super::sys::register) |
+//! | 128 | `posix_trace_unnamed_userevent`, given once [`TRACE_USER_EVENT_MAX`] names are taken |
+//! | 129..1024 | user events opened by name |
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use super::sys::{Field, FieldType};
+
+/// A payload field as stored in a type description: its name and type.
+pub type FieldDesc = (String, FieldType);
+
+/// Size of the event id space (system and user); a filter is a bitmap of this many bits.
+pub const ID_SPACE: usize = 1024;
+/// First user event id.
+pub(crate) const USER_BASE: u16 = 128;
+/// Maximum number of named user event types per process (`TRACE_USER_EVENT_MAX`).
+pub const TRACE_USER_EVENT_MAX: usize = ID_SPACE - USER_BASE as usize - 1;
+/// Maximum system event types (built-in and registered).
+pub const TRACE_SYS_EVENT_MAX: usize = USER_BASE as usize;
+/// Maximum length of an event name in bytes (`TRACE_EVENT_NAME_MAX`).
+pub const TRACE_EVENT_NAME_MAX: usize = 64;
+
+/// An event type identifier (`trace_event_id_t`).
+///
+/// Obtained from [`eventid_open`](super::eventid_open), [`Trace::eventid_open`](super::Trace::eventid_open),
+/// [`sys::register`](super::sys::register) or the constants below. Ids are process-wide:
+/// the same name gives the same id in every stream.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct EventId(pub(crate) u16);
+
+impl EventId {
+    /// `POSIX_TRACE_START`: the stream started (payload: none).
+    pub const START: EventId = EventId(0);
+    /// `POSIX_TRACE_STOP`: the stream stopped (payload: `u32` reason: 0 = `stop()`, 1 = stream full, 2 = log full).
+    pub const STOP: EventId = EventId(1);
+    /// `POSIX_TRACE_FILTER`: the filter changed (payload: old set, new set, each 128 bytes: a bitmap of [`ID_SPACE`] bits, little-endian `u64` words).
+    pub const FILTER: EventId = EventId(2);
+    /// `POSIX_TRACE_OVERFLOW`: events were lost (payload: `u64` lost count, `u32` tid of the sub-buffer that lost them).
+    pub const OVERFLOW: EventId = EventId(3);
+    /// `POSIX_TRACE_RESUME`: recording resumed after an overflow (payload: none).
+    pub const RESUME: EventId = EventId(4);
+    /// `POSIX_TRACE_FLUSH_START`: a flush to the log began (payload: none).
+    pub const FLUSH_START: EventId = EventId(5);
+    /// `POSIX_TRACE_FLUSH_STOP`: a flush to the log ended (payload: `u64` events written).
+    pub const FLUSH_STOP: EventId = EventId(6);
+    /// `POSIX_TRACE_ERROR`: writing the log failed (payload: `i32` errno).
+    pub const ERROR: EventId = EventId(7);
+    /// `POSIX_TRACE_UNNAMED_USEREVENT`: given when the user event limit is reached.
+    pub const UNNAMED_USER: EventId = EventId(USER_BASE);
+
+    /// The raw id (stable within a process and recorded in logs).
+    #[inline]
+    pub fn raw(self) -> u16 {
+        self.0
+    }
+
+    /// An id from its raw value, if it is inside the id space.
+    pub fn from_raw(raw: u16) -> Option<EventId> {
+        ((raw as usize) < ID_SPACE).then_some(EventId(raw))
+    }
+
+    /// Whether this is a system event (built-in or registered by a module).
+    #[inline]
+    pub fn is_system(self) -> bool {
+        self.0 < USER_BASE
+    }
+
+    /// `posix_trace_eventid_equal`: whether two ids denote the same type.
+    #[inline]
+    pub fn equal(self, other: EventId) -> bool {
+        self == other
+    }
+}
+
+/// The description of one event type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventType {
+    /// Its id.
+    pub id: EventId,
+    /// Its name.
+    pub name: String,
+    /// Payload layout of a system event (empty for user events: opaque bytes).
+    pub fields: Vec<FieldDesc>,
+    /// A system event not associated with a process (`POSIX_TRACE_WOPID_EVENTS`); recorded with pid 0.
+    pub wopid: bool,
+}
+
+pub(crate) struct Names {
+    pub(crate) types: Vec<Option<EventType>>,
+    next_sys: u16,
+    next_user: u16,
+}
+
+static NAMES: Mutex<Option<Names>> = Mutex::new(None);
+/// Bumped whenever a name is added, so log writers know to write the new names.
+pub(crate) static NAMES_GEN: AtomicUsize = AtomicUsize::new(0);
+
+const fn f(name: &'static str, ty: FieldType) -> Field {
+    Field { name, ty }
+}
+
+pub(crate) static STOP_FIELDS: [Field; 1] = [f("reason", FieldType::U32)];
+pub(crate) static FILTER_FIELDS: [Field; 2] =
+    [f("old", FieldType::EventSet), f("new", FieldType::EventSet)];
+pub(crate) static OVERFLOW_FIELDS: [Field; 2] =
+    [f("lost", FieldType::U64), f("tid", FieldType::U32)];
+pub(crate) static FLUSH_STOP_FIELDS: [Field; 1] = [f("written", FieldType::U64)];
+pub(crate) static ERROR_FIELDS: [Field; 1] = [f("errno", FieldType::I32)];
+
+fn builtin() -> Names {
+    let mut types = vec![None; ID_SPACE];
+    let sys: [(&str, &[Field], bool); 8] = [
+        ("posix_trace_start", &[], false),
+        ("posix_trace_stop", &STOP_FIELDS, false),
+        ("posix_trace_filter", &FILTER_FIELDS, false),
+        ("posix_trace_overflow", &OVERFLOW_FIELDS, true),
+        ("posix_trace_resume", &[], true),
+        ("posix_trace_flush_start", &[], true),
+        ("posix_trace_flush_stop", &FLUSH_STOP_FIELDS, true),
+        ("posix_trace_error", &ERROR_FIELDS, true),
+    ];
+    for (i, (name, fields, wopid)) in sys.iter().enumerate() {
+        types[i] = Some(EventType {
+            id: EventId(i as u16),
+            name: (*name).to_string(),
+            fields: fields.iter().map(|f| (f.name.to_string(), f.ty)).collect(),
+            wopid: *wopid,
+        });
+    }
+    types[USER_BASE as usize] = Some(EventType {
+        id: EventId::UNNAMED_USER,
+        name: "posix_trace_unnamed_userevent".to_string(),
+        fields: Vec::new(),
+        wopid: false,
+    });
+    Names {
+        types,
+        next_sys: 8,
+        next_user: USER_BASE + 1,
+    }
+}
+
+pub(crate) fn names() -> MutexGuard<'static, Option<Names>> {
+    let mut g = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if g.is_none() {
+        *g = Some(builtin());
+    }
+    g
+}
+
+pub(crate) fn with_names<R>(f: impl FnOnce(&mut Names) -> R) -> R {
+    let mut g = names();
+    match g.as_mut() {
+        Some(n) => f(n),
+        None => unreachable!("names() initialises the table"),
+    }
+}
+
+fn check_name(call: &'static str, name: &str) -> crate::Result<()> {
+    if name.is_empty() || name.len() > TRACE_EVENT_NAME_MAX || name.contains('\0') {
+        return Err(crate::Error::invalid(
+            call,
+            format!("event name {name:?} must be 1..={TRACE_EVENT_NAME_MAX} bytes without NUL"),
+        )
+        .with_hint("shorten the name (TRACE_EVENT_NAME_MAX)"));
+    }
+    Ok(())
+}
+
+/// Opens a user event type by name (`posix_trace_eventid_open`).
+pub(crate) fn open_user(name: &str) -> crate::Result<EventId> {
+    check_name("posix_trace_eventid_open", name)?;
+    Ok(with_names(|n| {
+        if let Some(t) = n
+            .types
+            .iter()
+            .flatten()
+            .find(|t| !t.id.is_system() && t.name == name)
+        {
+            return t.id;
+        }
+        if (n.next_user as usize) >= ID_SPACE {
+            return EventId::UNNAMED_USER;
+        }
+        let id = EventId(n.next_user);
+        n.next_user += 1;
+        n.types[id.0 as usize] = Some(EventType {
+            id,
+            name: name.to_string(),
+            fields: Vec::new(),
+            wopid: false,
+        });
+        NAMES_GEN.fetch_add(1, Ordering::Release);
+        id
+    }))
+}
+
+/// Registers a system event type (idempotent by name).
+pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::Result<EventId> {
+    check_name("trace::sys::register", name)?;
+    with_names(|n| {
+        if let Some(t) = n
+            .types
+            .iter()
+            .flatten()
+            .find(|t| t.id.is_system() && t.name == name)
+        {
+            if t.fields.len() != fields.len()
+                || t.fields
+                    .iter()
+                    .zip(fields)
+                    .any(|(a, b)| a.0 != b.name || a.1 != b.ty)
+            {
+                return Err(crate::Error::invalid(
+                    "trace::sys::register",
+                    format!("system event {name:?} already registered with another layout"),
+                )
+                .with_hint("register each system event name once, with one layout"));
+            }
+            return Ok(t.id);
+        }
+        if n.next_sys >= USER_BASE {
+            return Err(crate::Error::new(
+                crate::ErrorKind::OutOfResources,
+                "trace::sys::register",
+                format!("all {TRACE_SYS_EVENT_MAX} system event ids are taken"),
+            )
+            .with_hint("register fewer system event types"));
+        }
+        let size: usize = fields.iter().map(|f| f.ty.size()).sum();
+        if size > super::attr::MAX_SYS_PAYLOAD {
+            return Err(crate::Error::invalid(
+                "trace::sys::register",
+                format!(
+                    "payload of {size} bytes exceeds {} bytes",
+                    super::attr::MAX_SYS_PAYLOAD
+                ),
+            )
+            .with_hint("split the event or shrink its fields"));
+        }
+        let id = EventId(n.next_sys);
+        n.next_sys += 1;
+        n.types[id.0 as usize] = Some(EventType {
+            id,
+            name: name.to_string(),
+            fields: fields.iter().map(|f| (f.name.to_string(), f.ty)).collect(),
+            wopid,
+        });
+        NAMES_GEN.fetch_add(1, Ordering::Release);
+        Ok(id)
+    })
+}
+
+/// The name of an id (`posix_trace_eventid_get_name`).
+pub(crate) fn name_of(id: EventId) -> Option<String> {
+    with_names(|n| n.types.get(id.0 as usize)?.as_ref().map(|t| t.name.clone()))
+}
+
+/// Every known type, in id order.
+pub(crate) fn all_types() -> Vec<EventType> {
+    with_names(|n| n.types.iter().flatten().cloned().collect())
+}

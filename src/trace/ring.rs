@@ -1,0 +1,316 @@
+//! One thread's sub-buffer of a stream: a single-writer ring of 8-byte words.
+//!
+//! Record layout (8-byte aligned, never split across the end of the ring):
+//!
+//! | word | bits | content |
+//! |---|---|---|
+//! | 0 | 0..16 | event id (`0xFFFF`: padding up to the end of the ring) |
+//! | 0 | 16..31 | data length in bytes |
+//! | 0 | 31 | truncated |
+//! | 0 | 32..64 | tid |
+//! | 1 | | raw timestamp (ticks) |
+//! | 2.. | | data, zero-padded to a word |
+//!
+//! The owner thread is the only writer of records and of `head`; readers (one at a
+//! time, under the stream's reader lock) advance `tail` with a CAS. Under the LOOP
+//! policy the writer also advances `tail` over the oldest records with a CAS, so a
+//! reader validates every copy by its CAS and retries when it lost the race.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+
+use crate::{Error, Result};
+
+pub(crate) const PAD_ID: u16 = 0xFFFF;
+
+#[repr(align(64))]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+/// A record copied out of a ring.
+pub(crate) struct RawRecord {
+    pub(crate) id: u16,
+    pub(crate) truncated: bool,
+    pub(crate) tid: u32,
+    pub(crate) ticks: u64,
+    pub(crate) data: Vec<u8>,
+}
+
+pub(crate) struct Ring {
+    pub(crate) head: Padded<AtomicU64>,
+    /// Writer-private: last tail seen, events lost, flush requested.
+    pub(crate) cached_tail: Padded<AtomicU64>,
+    pub(crate) lost: AtomicU64,
+    pub(crate) flush_asked: AtomicBool,
+    pub(crate) tail: Padded<AtomicU64>,
+    /// Reader-side bookkeeping: losses already reported as OVERFLOW.
+    pub(crate) lost_reported: AtomicU64,
+    /// Its thread exited: once drained, the buffer can be unmapped.
+    pub(crate) orphan: AtomicBool,
+    mapped: AtomicBool,
+    buf: NonNull<AtomicU64>,
+    pub(crate) cap: u64,
+    pub(crate) tid: u32,
+}
+
+// SAFETY: the buffer is only accessed through atomics; `buf` is owned by the ring.
+unsafe impl Send for Ring {}
+// SAFETY: as above; all shared state is atomic.
+unsafe impl Sync for Ring {}
+
+/// Maps `cap` bytes of zeroed anonymous memory (pages are touched only as used).
+fn map(cap: usize) -> Result<NonNull<AtomicU64>> {
+    use rustix::mm::{mmap_anonymous, MapFlags, ProtFlags};
+    // SAFETY: a fresh anonymous private mapping at a kernel-chosen address does not
+    // alias any Rust object; it is unmapped only in `Ring::drop`.
+    let p = unsafe {
+        mmap_anonymous(
+            std::ptr::null_mut(),
+            cap,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE | MapFlags::NORESERVE,
+        )
+    }
+    .map_err(|e| {
+        Error::from_errno("mmap", e.raw_os_error())
+            .with_hint("lower the stream size (TraceAttr::set_stream_size) or raise RLIMIT_AS")
+    })?;
+    NonNull::new(p.cast::<AtomicU64>()).ok_or_else(|| Error::from_errno("mmap", libc::ENOMEM))
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        if self.mapped.swap(false, AcqRel) {
+            // SAFETY: `buf` was mapped with length `cap` in `Ring::new`, is still
+            // mapped (`mapped` was true) and no reference into it outlives the ring.
+            let _ = unsafe { rustix::mm::munmap(self.buf.as_ptr().cast(), self.cap as usize) };
+        }
+    }
+}
+
+#[inline(always)]
+pub(crate) fn words_for(len: usize) -> u64 {
+    2 + len.div_ceil(8) as u64
+}
+
+impl Ring {
+    pub(crate) fn new(cap: usize, tid: u32) -> Result<Box<Ring>> {
+        debug_assert!(cap.is_power_of_two() && cap >= 64);
+        Ok(Box::new(Ring {
+            head: Padded(AtomicU64::new(0)),
+            cached_tail: Padded(AtomicU64::new(0)),
+            lost: AtomicU64::new(0),
+            flush_asked: AtomicBool::new(false),
+            tail: Padded(AtomicU64::new(0)),
+            lost_reported: AtomicU64::new(0),
+            orphan: AtomicBool::new(false),
+            mapped: AtomicBool::new(true),
+            buf: map(cap)?,
+            cap: cap as u64,
+            tid,
+        }))
+    }
+
+    #[inline(always)]
+    fn word(&self, pos: u64) -> &AtomicU64 {
+        let i = ((pos & (self.cap - 1)) / 8) as usize;
+        // SAFETY: `i < cap / 8`, inside the mapping, which lives as long as `self`.
+        unsafe { &*self.buf.as_ptr().add(i) }
+    }
+
+    /// Unmaps the buffer of a drained ring whose thread exited. The caller holds the
+    /// stream's reader lock and has removed the ring from the snapshots that
+    /// readers of records use; only the counters (head, tail, lost) stay readable.
+    pub(crate) fn release_buffer(&self) {
+        if self.mapped.swap(false, AcqRel) {
+            // SAFETY: mapped in `Ring::new` with length `cap`; no writer exists (its
+            // thread exited) and no reader touches records of a ring outside the
+            // current snapshot, so nothing reads or writes the buffer any more.
+            let _ = unsafe { rustix::mm::munmap(self.buf.as_ptr().cast(), self.cap as usize) };
+        }
+    }
+
+    /// Bytes in use.
+    pub(crate) fn used(&self) -> u64 {
+        self.head
+            .0
+            .load(Acquire)
+            .wrapping_sub(self.tail.0.load(Acquire))
+    }
+
+    /// The length in bytes of the record (or padding) at `pos`, from its first word.
+    #[inline]
+    fn len_at(&self, pos: u64, w0: u64) -> u64 {
+        if w0 as u16 == PAD_ID {
+            self.cap - (pos & (self.cap - 1))
+        } else {
+            8 * words_for(((w0 >> 16) & 0x7fff) as usize)
+        }
+    }
+
+    /// Writer side: tries to make room for `need` more bytes (plus `reserve`).
+    /// Returns false when the ring is full.
+    #[inline]
+    pub(crate) fn has_room(&self, head: u64, need: u64, reserve: u64) -> bool {
+        let limit = self.cap - reserve;
+        let ct = self.cached_tail.0.load(Relaxed);
+        if head + need - ct <= limit {
+            return true;
+        }
+        let t = self.tail.0.load(Acquire);
+        self.cached_tail.0.store(t, Relaxed);
+        head + need - t <= limit
+    }
+
+    /// Writer side, LOOP policy: drops the oldest records until `need` bytes fit.
+    /// Returns how many events were dropped.
+    pub(crate) fn overwrite_oldest(&self, head: u64, need: u64) -> u64 {
+        let mut dropped = 0;
+        loop {
+            let t = self.tail.0.load(Acquire);
+            if head + need - t <= self.cap || t == head {
+                self.cached_tail.0.store(t, Relaxed);
+                return dropped;
+            }
+            let w0 = self.word(t).load(Relaxed);
+            let len = self.len_at(t, w0);
+            if self
+                .tail
+                .0
+                .compare_exchange(t, t + len, AcqRel, Relaxed)
+                .is_ok()
+                && w0 as u16 != PAD_ID
+            {
+                dropped += 1;
+            }
+        }
+    }
+
+    /// Writer side: stores a record at `head` (room already checked) and publishes it.
+    #[inline(always)]
+    pub(crate) fn put(
+        &self,
+        mut head: u64,
+        id: u16,
+        tid: u32,
+        ticks: u64,
+        data: &[u8],
+        trunc: bool,
+    ) {
+        let len = data.len();
+        let bytes = 8 * words_for(len);
+        let to_end = self.cap - (head & (self.cap - 1));
+        if bytes > to_end {
+            self.word(head).store(PAD_ID as u64, Relaxed);
+            head += to_end;
+        }
+        let w0 = id as u64 | (len as u64) << 16 | (trunc as u64) << 31 | (tid as u64) << 32;
+        self.word(head).store(w0, Relaxed);
+        self.word(head + 8).store(ticks, Relaxed);
+        let mut at = head + 16;
+        let mut chunks = data.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(at).store(u64::from_le_bytes(w), Relaxed);
+            at += 8;
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.word(at).store(u64::from_le_bytes(w), Relaxed);
+        }
+        self.head.0.store(head + bytes, Release);
+    }
+
+    /// Bytes a record of `len` data bytes needs at `head`, counting padding.
+    #[inline(always)]
+    pub(crate) fn need(&self, head: u64, len: usize) -> u64 {
+        let bytes = 8 * words_for(len);
+        let to_end = self.cap - (head & (self.cap - 1));
+        if bytes > to_end {
+            bytes + to_end
+        } else {
+            bytes
+        }
+    }
+
+    /// Reader side: the timestamp of the oldest record, skipping padding.
+    pub(crate) fn peek_ticks(&self) -> Option<u64> {
+        loop {
+            let t = self.tail.0.load(Acquire);
+            let h = self.head.0.load(Acquire);
+            if t == h {
+                return None;
+            }
+            let w0 = self.word(t).load(Relaxed);
+            if w0 as u16 == PAD_ID {
+                let len = self.len_at(t, w0);
+                let _ = self.tail.0.compare_exchange(t, t + len, AcqRel, Relaxed);
+                continue;
+            }
+            let ticks = self.word(t + 8).load(Relaxed);
+            if self.tail.0.load(Acquire) == t {
+                return Some(ticks);
+            }
+        }
+    }
+
+    /// Reader side: copies and consumes the oldest record.
+    pub(crate) fn pop(&self) -> Option<RawRecord> {
+        loop {
+            let t = self.tail.0.load(Acquire);
+            let h = self.head.0.load(Acquire);
+            if t == h {
+                return None;
+            }
+            let w0 = self.word(t).load(Relaxed);
+            let len = self.len_at(t, w0);
+            if len > h - t || len > self.cap {
+                // Torn by a concurrent overwrite: the CAS below would fail; retry.
+                if self.tail.0.load(Acquire) == t {
+                    return None;
+                }
+                continue;
+            }
+            if w0 as u16 == PAD_ID {
+                let _ = self.tail.0.compare_exchange(t, t + len, AcqRel, Relaxed);
+                continue;
+            }
+            let dlen = ((w0 >> 16) & 0x7fff) as usize;
+            let ticks = self.word(t + 8).load(Relaxed);
+            let mut data = Vec::with_capacity(dlen.next_multiple_of(8));
+            let mut at = t + 16;
+            while data.len() < dlen {
+                data.extend_from_slice(&self.word(at).load(Relaxed).to_le_bytes());
+                at += 8;
+            }
+            data.truncate(dlen);
+            if self
+                .tail
+                .0
+                .compare_exchange(t, t + len, AcqRel, Relaxed)
+                .is_ok()
+            {
+                return Some(RawRecord {
+                    id: w0 as u16,
+                    truncated: (w0 >> 31) & 1 != 0,
+                    tid: (w0 >> 32) as u32,
+                    ticks,
+                    data,
+                });
+            }
+        }
+    }
+
+    /// Reader side: drops every record.
+    pub(crate) fn clear(&self) {
+        loop {
+            let t = self.tail.0.load(Acquire);
+            let h = self.head.0.load(Acquire);
+            if t == h || self.tail.0.compare_exchange(t, h, AcqRel, Relaxed).is_ok() {
+                return;
+            }
+        }
+    }
+}

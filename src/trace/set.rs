@@ -1,0 +1,124 @@
+//! Event sets (`trace_event_set_t`) and filters.
+
+use super::ids::{self, EventId, ID_SPACE, USER_BASE};
+
+pub(crate) const WORDS: usize = ID_SPACE / 64;
+
+/// A set of event types (`trace_event_set_t`), used as a stream filter: events whose
+/// type is in the filter are not recorded.
+///
+/// ```
+/// use posixrt::trace::{EventId, EventSet, FillWhat};
+/// let mut s = EventSet::empty();
+/// s.fill(FillWhat::System);
+/// assert!(s.contains(EventId::START));
+/// s.del(EventId::START);
+/// assert!(!s.contains(EventId::START));
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct EventSet(pub(crate) [u64; WORDS]);
+
+/// What [`EventSet::fill`] adds (`posix_trace_eventset_fill`'s `what`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FillWhat {
+    /// `POSIX_TRACE_WOPID_EVENTS`: system events not associated with a process.
+    WithoutPid,
+    /// `POSIX_TRACE_SYSTEM_EVENTS`: every system event (built-in and registered).
+    System,
+    /// `POSIX_TRACE_ALL_EVENTS`: every event type, system and user.
+    All,
+}
+
+/// How [`Trace::set_filter`](super::Trace::set_filter) combines the set with the current filter.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FilterHow {
+    /// `POSIX_TRACE_SET_EVENTSET`: the filter becomes the set.
+    Set,
+    /// `POSIX_TRACE_ADD_EVENTSET`: the union of filter and set.
+    Add,
+    /// `POSIX_TRACE_SUB_EVENTSET`: the filter minus the set.
+    Sub,
+}
+
+impl EventSet {
+    /// `posix_trace_eventset_empty`.
+    pub const fn empty() -> EventSet {
+        EventSet([0; WORDS])
+    }
+
+    /// `posix_trace_eventset_fill`: adds the event types `what` names. System ranges
+    /// cover every system id, including ones modules register later.
+    pub fn fill(&mut self, what: FillWhat) {
+        match what {
+            FillWhat::All => self.0 = [!0; WORDS],
+            FillWhat::System => {
+                for i in 0..USER_BASE {
+                    self.add(EventId(i));
+                }
+            }
+            FillWhat::WithoutPid => {
+                for t in ids::all_types() {
+                    if t.wopid {
+                        self.add(t.id);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `posix_trace_eventset_add` (adding a member is not an error).
+    #[inline]
+    pub fn add(&mut self, id: EventId) {
+        self.0[id.0 as usize / 64] |= 1 << (id.0 % 64);
+    }
+
+    /// `posix_trace_eventset_del` (deleting a non-member is not an error).
+    #[inline]
+    pub fn del(&mut self, id: EventId) {
+        self.0[id.0 as usize / 64] &= !(1 << (id.0 % 64));
+    }
+
+    /// `posix_trace_eventset_ismember`.
+    #[inline]
+    pub fn contains(&self, id: EventId) -> bool {
+        self.0[id.0 as usize / 64] >> (id.0 % 64) & 1 != 0
+    }
+
+    /// Whether no type is in the set.
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|w| *w == 0)
+    }
+
+    /// The members, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = EventId> + '_ {
+        (0..ID_SPACE as u16)
+            .map(EventId)
+            .filter(|id| self.contains(*id))
+    }
+
+    /// Union with another set.
+    pub fn union(&self, other: &EventSet) -> EventSet {
+        let mut r = *self;
+        for (a, b) in r.0.iter_mut().zip(other.0.iter()) {
+            *a |= *b;
+        }
+        r
+    }
+
+    /// This set minus another.
+    pub fn minus(&self, other: &EventSet) -> EventSet {
+        let mut r = *self;
+        for (a, b) in r.0.iter_mut().zip(other.0.iter()) {
+            *a &= !*b;
+        }
+        r
+    }
+
+    pub(crate) fn to_bytes(self) -> [u8; WORDS * 8] {
+        let mut out = [0u8; WORDS * 8];
+        for (i, w) in self.0.iter().enumerate() {
+            out[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        out
+    }
+}

@@ -1,0 +1,25 @@
+//! Stream status (`struct posix_trace_status_info`).
+
+/// A stream's status (`struct posix_trace_status_info`), from
+/// [`Trace::status`](super::Trace::status). Reading it resets the two overrun flags
+/// and the flush error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TraceStatus {
+    /// `posix_stream_status`: `POSIX_TRACE_RUNNING` (true) or `POSIX_TRACE_SUSPENDED`.
+    pub running: bool,
+    /// `posix_stream_full_status`: `POSIX_TRACE_FULL`: a sub-buffer has no room for
+    /// an event of maximum size (or an UNTIL_FULL stream suspended itself).
+    pub full: bool,
+    /// `posix_stream_overrun_status`: `POSIX_TRACE_OVERRUN`: events were lost since
+    /// the last status read.
+    pub overrun: bool,
+    /// `posix_stream_flush_status`: `POSIX_TRACE_FLUSHING`: a flush is in progress.
+    pub flushing: bool,
+    /// `posix_stream_flush_error`: the errno of the first failed flush since the last
+    /// read, 0 if none.
+    pub flush_error: i32,
+    /// `posix_log_overrun_status`: events did not fit in the log since the last read.
+    pub log_overrun: bool,
+    /// `posix_log_full_status`: the log reached its size.
+    pub log_full: bool,
+}

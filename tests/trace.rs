@@ -1,0 +1,1119 @@
+//! Integration tests of the POSIX trace facility (`posixrt::trace`).
+//!
+//! Streams are process-wide (every running stream records every `event()` call of
+//! the process), so the tests serialise on one lock.
+
+use std::fs::File;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use posixrt::trace::{
+    self, sys, Event, EventId, EventSet, FillWhat, FilterHow, Inheritance, LogFullPolicy,
+    StreamFullPolicy, Trace, TraceAttr, TraceLog,
+};
+use posixrt::ErrorKind;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("posixrt-trace-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn ids(evs: &[Event]) -> Vec<EventId> {
+    evs.iter().map(|e| e.id).collect()
+}
+
+fn seq(e: &Event) -> u64 {
+    u64::from_le_bytes(e.data[..8].try_into().unwrap())
+}
+
+fn attr_with(f: impl FnOnce(&mut TraceAttr)) -> TraceAttr {
+    let mut a = TraceAttr::new();
+    f(&mut a);
+    a
+}
+
+#[test]
+fn start_stop_events_and_ignored_repeats() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("tt.start_stop").unwrap();
+    trace::event(ev, b"before"); // suspended: not recorded
+    assert!(!t.status().running);
+    t.start().unwrap();
+    t.start().unwrap(); // ignored
+    assert!(t.status().running);
+    trace::event(ev, &7u64.to_le_bytes());
+    t.stop().unwrap();
+    t.stop().unwrap(); // ignored
+    assert!(!t.status().running);
+    trace::event(ev, b"after");
+    let evs: Vec<Event> = t.events().collect();
+    assert_eq!(ids(&evs), [EventId::START, ev, EventId::STOP]);
+    let pid = std::process::id();
+    assert!(evs.iter().all(|e| e.pid == pid));
+    assert_eq!(evs[1].data, 7u64.to_le_bytes());
+    assert_eq!(evs[2].data, 0u32.to_le_bytes(), "STOP reason 0 = stop()");
+    let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    assert!(evs.iter().all(|e| e.tid == tid));
+    assert!(evs.windows(2).all(|w| w[0].timestamp <= w[1].timestamp));
+    // Timestamps are CLOCK_MONOTONIC.
+    let now = trace::now();
+    assert!(evs[2].timestamp <= now && now - evs[2].timestamp < Duration::from_secs(10));
+    t.shutdown().unwrap();
+}
+
+#[test]
+fn event_id_rules() {
+    let _g = serial();
+    let a = trace::eventid_open("tt.ids.a").unwrap();
+    let b = trace::eventid_open("tt.ids.b").unwrap();
+    assert_eq!(trace::eventid_open("tt.ids.a").unwrap(), a);
+    assert!(a.equal(a) && !a.equal(b));
+    assert!(!a.is_system());
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    assert_eq!(
+        t.eventid_open("tt.ids.a").unwrap(),
+        a,
+        "per-stream open gives the process id"
+    );
+    assert_eq!(t.eventid_name(a).unwrap(), "tt.ids.a");
+    assert_eq!(t.eventid_name(EventId::START).unwrap(), "posix_trace_start");
+    assert_eq!(
+        t.eventid_name(EventId::UNNAMED_USER).unwrap(),
+        "posix_trace_unnamed_userevent"
+    );
+    let names: Vec<String> = t.event_types().map(|t| t.name).collect();
+    for n in [
+        "posix_trace_start",
+        "posix_trace_stop",
+        "posix_trace_filter",
+        "posix_trace_overflow",
+        "posix_trace_resume",
+        "posix_trace_flush_start",
+        "posix_trace_flush_stop",
+        "posix_trace_error",
+        "tt.ids.a",
+        "tt.ids.b",
+    ] {
+        assert!(
+            names.iter().any(|x| x == n),
+            "{n} missing from the type list"
+        );
+    }
+    assert_eq!(
+        trace::eventid_open("").unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    let long = "x".repeat(trace::TRACE_EVENT_NAME_MAX + 1);
+    assert_eq!(
+        trace::eventid_open(&long).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        t.eventid_name(EventId::from_raw(1000).unwrap())
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+    assert!(EventId::from_raw(trace::ID_SPACE as u16).is_none());
+}
+
+#[test]
+fn event_sets() {
+    let _g = serial();
+    static L: [sys::Field; 1] = [sys::Field {
+        name: "x",
+        ty: sys::FieldType::U32,
+    }];
+    let modev = sys::register("tt_sets_sys", &L).unwrap();
+    let user = trace::eventid_open("tt.sets.user").unwrap();
+    let mut s = EventSet::empty();
+    assert!(s.is_empty() && !s.contains(EventId::START));
+    s.add(user);
+    s.add(user); // adding twice is fine
+    assert!(s.contains(user));
+    s.del(user);
+    s.del(user); // deleting a non-member is fine
+    assert!(!s.contains(user));
+    let mut sysset = EventSet::empty();
+    sysset.fill(FillWhat::System);
+    assert!(
+        sysset.contains(EventId::START)
+            && sysset.contains(modev)
+            && sysset.contains(EventId::ERROR)
+    );
+    assert!(!sysset.contains(user) && !sysset.contains(EventId::UNNAMED_USER));
+    let mut wopid = EventSet::empty();
+    wopid.fill(FillWhat::WithoutPid);
+    assert!(wopid.contains(EventId::OVERFLOW) && wopid.contains(EventId::FLUSH_START));
+    assert!(!wopid.contains(EventId::START) && !wopid.contains(modev));
+    let mut all = EventSet::empty();
+    all.fill(FillWhat::All);
+    assert!(all.contains(user) && all.contains(EventId::STOP));
+}
+
+#[test]
+fn filters_and_filter_events() {
+    let _g = serial();
+    let keep = trace::eventid_open("tt.filter.keep").unwrap();
+    let drop_ = trace::eventid_open("tt.filter.drop").unwrap();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    assert!(t.filter().is_empty(), "a new stream's filter is empty");
+    t.start().unwrap();
+    let mut s = EventSet::empty();
+    s.add(drop_);
+    t.set_filter(&s, FilterHow::Set).unwrap();
+    assert_eq!(t.filter(), s);
+    trace::event(keep, b"k");
+    trace::event(drop_, b"d");
+    let mut s2 = EventSet::empty();
+    s2.add(keep);
+    t.set_filter(&s2, FilterHow::Add).unwrap();
+    assert!(t.filter().contains(keep) && t.filter().contains(drop_));
+    trace::event(keep, b"k2");
+    t.set_filter(&s, FilterHow::Sub).unwrap();
+    assert!(t.filter().contains(keep) && !t.filter().contains(drop_));
+    trace::event(drop_, b"d2");
+    // Filtering a system event: STOP is not recorded.
+    let mut stop = EventSet::empty();
+    stop.add(EventId::STOP);
+    t.set_filter(&stop, FilterHow::Add).unwrap();
+    t.stop().unwrap();
+    let evs: Vec<Event> = t.events().collect();
+    assert_eq!(
+        ids(&evs),
+        [
+            EventId::START,
+            EventId::FILTER,
+            keep,
+            EventId::FILTER,
+            EventId::FILTER,
+            drop_,
+            EventId::FILTER
+        ]
+    );
+    // FILTER payload: old set then new set, 128 bytes each.
+    let f1 = &evs[1].data;
+    assert_eq!(f1.len(), 256);
+    let layout = t
+        .event_types()
+        .find(|x| x.id == EventId::FILTER)
+        .unwrap()
+        .fields;
+    let vals = sys::decode(&layout, f1).unwrap();
+    assert_eq!(vals[0], ("old", sys::Value::Set(vec![])));
+    assert_eq!(vals[1], ("new", sys::Value::Set(vec![drop_.raw()])));
+    assert_eq!(evs[5].data, b"d2");
+}
+
+#[test]
+fn data_truncation() {
+    let _g = serial();
+    let a = attr_with(|a| {
+        a.set_max_data_size(8).unwrap();
+    });
+    assert_eq!(a.max_user_event_size(100), 16 + 8);
+    assert_eq!(a.max_user_event_size(3), 16 + 8);
+    let t = Trace::create(&a).unwrap();
+    let ev = trace::eventid_open("tt.trunc").unwrap();
+    t.start().unwrap();
+    trace::event(ev, b"0123456789abcdef");
+    trace::event(ev, b"01234567");
+    t.stop().unwrap();
+    let evs: Vec<Event> = t.events().filter(|e| e.id == ev).collect();
+    assert_eq!(evs.len(), 2);
+    assert!(evs[0].truncated);
+    assert_eq!(evs[0].data, b"01234567");
+    assert!(!evs[1].truncated);
+    // Reading into a small buffer truncates too, and says so.
+    t.start().unwrap();
+    trace::event(ev, b"abcdefgh");
+    let mut buf = [0u8; 3];
+    let _start = t.getnext_into(&mut buf).unwrap().unwrap();
+    let info = t.getnext_into(&mut buf).unwrap().unwrap();
+    assert_eq!(info.id, ev);
+    assert_eq!((info.data_len, info.truncated, &buf), (3, true, b"abc"));
+    assert_eq!(
+        TraceAttr::new()
+            .set_max_data_size(trace::MAX_DATA_SIZE_LIMIT + 1)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[test]
+fn getnext_blocks_timed_and_try() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("tt.block").unwrap();
+    // Suspended and empty: getnext does not block.
+    assert_eq!(t.getnext().unwrap(), None);
+    t.start().unwrap();
+    assert_eq!(t.try_getnext().unwrap().unwrap().id, EventId::START);
+    assert_eq!(t.try_getnext().unwrap(), None);
+    let err = t
+        .timed_getnext(Instant::now() + Duration::from_millis(30))
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    assert_eq!(err.errno(), Some(libc::ETIMEDOUT));
+    let h = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        trace::event(ev, b"late");
+    });
+    let e = t
+        .getnext()
+        .unwrap()
+        .expect("getnext blocks until the event arrives");
+    assert_eq!((e.id, e.data.as_slice()), (ev, &b"late"[..]));
+    h.join().unwrap();
+    let h = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        trace::event(ev, b"timed");
+    });
+    let e = t
+        .timed_getnext(Instant::now() + Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.data, b"timed");
+    h.join().unwrap();
+    let past = std::time::SystemTime::now() - Duration::from_secs(1);
+    assert_eq!(
+        t.timed_getnext_realtime(past).unwrap_err().kind(),
+        ErrorKind::TimedOut
+    );
+    trace::event(ev, b"rt");
+    let soon = std::time::SystemTime::now() + Duration::from_secs(30);
+    assert_eq!(t.timed_getnext_realtime(soon).unwrap().unwrap().data, b"rt");
+    t.stop().unwrap();
+    assert_eq!(t.getnext().unwrap().unwrap().id, EventId::STOP);
+    assert_eq!(t.getnext().unwrap(), None);
+}
+
+/// Records user events with 8 bytes of data until the sum of maximum sizes reaches
+/// exactly the stream size (START included), and checks none is lost.
+fn boundary(policy: StreamFullPolicy) {
+    let size = 4096;
+    let a = attr_with(|a| {
+        a.set_stream_size(size).unwrap();
+        a.set_stream_full_policy(policy);
+    });
+    let t = Trace::create(&a).unwrap();
+    let ev = trace::eventid_open("tt.boundary").unwrap();
+    let start_size = a.max_user_event_size(0); // START has no payload: 16 bytes
+    let per = a.max_user_event_size(8);
+    assert_eq!((size - start_size) % per, 0, "the test fills exactly");
+    let n = (size - start_size) / per;
+    t.start().unwrap();
+    for i in 0..n as u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let st = t.status();
+    assert!(!st.overrun, "{policy:?}: nothing lost at the boundary");
+    assert!(st.running && !st.full, "{policy:?}: {st:?}");
+    let evs: Vec<Event> = std::iter::from_fn(|| t.try_getnext().unwrap()).collect();
+    assert_eq!(evs.len(), n + 1);
+    assert_eq!(evs[0].id, EventId::START);
+    for (i, e) in evs[1..].iter().enumerate() {
+        assert_eq!((e.id, seq(e)), (ev, i as u64));
+    }
+    t.shutdown().unwrap();
+}
+
+#[test]
+fn lossless_guarantee_exactly_at_the_boundary() {
+    let _g = serial();
+    boundary(StreamFullPolicy::UntilFull);
+    boundary(StreamFullPolicy::Loop);
+}
+
+#[test]
+fn stream_loop_overwrites_oldest_and_sets_overrun() {
+    let _g = serial();
+    let a = attr_with(|a| {
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::Loop);
+    });
+    let t = Trace::create(&a).unwrap();
+    let ev = trace::eventid_open("tt.loop").unwrap();
+    t.start().unwrap();
+    let total = 5000u64;
+    for i in 0..total {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let st = t.status();
+    assert!(st.overrun && st.full && st.running, "{st:?}");
+    assert!(!t.status().overrun, "overrun resets when read");
+    t.stop().unwrap();
+    let evs: Vec<Event> = t.events().collect();
+    assert_eq!(evs[0].id, EventId::OVERFLOW);
+    let lost = u64::from_le_bytes(evs[0].data[..8].try_into().unwrap());
+    assert_eq!(evs[0].pid, 0, "OVERFLOW is a without-pid event");
+    assert_eq!(evs[1].id, EventId::RESUME);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    // The newest events survive, contiguous, up to the last one.
+    assert_eq!(*user.last().unwrap(), total - 1);
+    assert!(user.windows(2).all(|w| w[1] == w[0] + 1));
+    assert!(user.len() as u64 * a.max_user_event_size(8) as u64 >= 4096 - 16);
+    // Every event is either read or counted as lost (START was overwritten too).
+    assert_eq!(lost, total + 1 - user.len() as u64);
+    assert_eq!(evs.last().unwrap().id, EventId::STOP);
+}
+
+#[test]
+fn stream_until_full_suspends_then_resumes_with_start() {
+    let _g = serial();
+    let a = attr_with(|a| {
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    });
+    let t = Trace::create(&a).unwrap();
+    let ev = trace::eventid_open("tt.untilfull").unwrap();
+    t.start().unwrap();
+    for i in 0..5000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let st = t.status();
+    assert!(!st.running && st.full && st.overrun, "{st:?}");
+    trace::event(ev, b"ignored while suspended");
+    // Read everything: the stream resumes and records START.
+    let evs: Vec<Event> = std::iter::from_fn(|| t.try_getnext().unwrap()).collect();
+    let stops: Vec<&Event> = evs.iter().filter(|e| e.id == EventId::STOP).collect();
+    assert_eq!(stops.len(), 1);
+    assert_eq!(
+        stops[0].data,
+        1u32.to_le_bytes(),
+        "STOP reason 1 = stream full"
+    );
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert!(
+        user.len() >= (4096 - 16) / 24,
+        "at least the lossless bound was kept"
+    );
+    assert_eq!(
+        user,
+        (0..user.len() as u64).collect::<Vec<_>>(),
+        "the oldest are kept"
+    );
+    assert_eq!(evs[evs.len() - 2].id, EventId::STOP);
+    assert_eq!(
+        evs.last().unwrap().id,
+        EventId::START,
+        "resumed after reading"
+    );
+    let st = t.status();
+    assert!(st.running && !st.full, "{st:?}");
+    // Fill again, then clear(): resumes as well.
+    for i in 0..5000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    assert!(!t.status().running);
+    t.clear().unwrap();
+    assert!(t.status().running);
+    let evs: Vec<Event> = t.events().collect();
+    assert_eq!(ids(&evs), [EventId::START]);
+    // stop() while suspended by a full stream: it stays suspended after reading.
+    for i in 0..5000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    assert!(!t.status().running);
+    t.stop().unwrap();
+    while t.try_getnext().unwrap().is_some() {}
+    assert!(!t.status().running, "stop() cancels the automatic resume");
+}
+
+fn open_log(name: &str) -> (std::path::PathBuf, File) {
+    let p = tmp(name);
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    (p, f)
+}
+
+fn log_events(p: &std::path::Path) -> (TraceLog, Vec<Event>) {
+    let mut l = TraceLog::open(p).unwrap();
+    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    (l, evs)
+}
+
+#[test]
+fn log_round_trip() {
+    let _g = serial();
+    let (p, f) = open_log("roundtrip.trace");
+    let a = attr_with(|a| {
+        a.set_name("roundtrip").unwrap();
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    assert_eq!(
+        t.attr().stream_full_policy(),
+        StreamFullPolicy::Flush,
+        "FLUSH is the default with a log"
+    );
+    assert_eq!(t.attr().log_full_policy(), LogFullPolicy::Loop);
+    let ev = trace::eventid_open("tt.log.roundtrip").unwrap();
+    t.start().unwrap();
+    for i in 0..100u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    t.flush().unwrap();
+    let st = t.status();
+    assert_eq!((st.flushing, st.flush_error), (false, 0));
+    trace::event(ev, b"after flush");
+    t.stop().unwrap();
+    let created = t.attr().create_time().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    assert!(l.is_complete());
+    let la = l.attr().unwrap();
+    assert_eq!(la.name(), "roundtrip");
+    assert_eq!(la.create_time(), Some(created));
+    assert_eq!(l.pid(), std::process::id());
+    assert_eq!(l.name(ev), Some("tt.log.roundtrip"));
+    assert_eq!(l.name(EventId::STOP), Some("posix_trace_stop"));
+    let user: Vec<&Event> = evs.iter().filter(|e| e.id == ev).collect();
+    assert_eq!(user.len(), 101);
+    for (i, e) in user[..100].iter().enumerate() {
+        assert_eq!(seq(e), i as u64);
+        assert_eq!(e.pid, std::process::id());
+    }
+    assert_eq!(user[100].data, b"after flush");
+    let first = evs
+        .iter()
+        .find(|e| !matches!(e.id, EventId::FLUSH_START | EventId::FLUSH_STOP));
+    assert_eq!(first.unwrap().id, EventId::START);
+    assert!(ids(&evs).contains(&EventId::FLUSH_START) && ids(&evs).contains(&EventId::FLUSH_STOP));
+    let fs = evs.iter().find(|e| e.id == EventId::FLUSH_STOP).unwrap();
+    assert_eq!(fs.pid, 0);
+    assert_eq!(l.status().unwrap().stream_lost, 0);
+    // Rewind gives the same events again.
+    let mut l = l;
+    l.rewind().unwrap();
+    let again: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    assert_eq!(again, evs);
+}
+
+#[test]
+fn log_cut_at_every_byte() {
+    let _g = serial();
+    let (p, f) = open_log("cut.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    let ev = trace::eventid_open("tt.log.cut").unwrap();
+    t.start().unwrap();
+    for i in 0..6u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let full = std::fs::read(&p).unwrap();
+    let (_, all) = log_events(&p);
+    let cut = tmp("cut-part.trace");
+    // Where the name of `ev` is complete: the first length at which a cut log knows it.
+    let mut named_from = None;
+    for len in 0..=full.len() {
+        std::fs::write(&cut, &full[..len]).unwrap();
+        let mut l = match TraceLog::open(&cut) {
+            Ok(l) => l,
+            Err(e) => {
+                assert!(len < 16, "open failed at {len}: {e}");
+                assert_eq!(e.kind(), ErrorKind::Truncated, "at {len}");
+                continue;
+            }
+        };
+        if l.name(ev).is_some() && named_from.is_none() {
+            named_from = Some(len);
+        }
+        if named_from.is_some() {
+            assert_eq!(l.name(ev), Some("tt.log.cut"), "at {len}");
+        }
+        let mut got = Vec::new();
+        let end = loop {
+            match l.next_event() {
+                Ok(Some(e)) => got.push(e),
+                Ok(None) => break None,
+                Err(e) => break Some(e.kind()),
+            }
+        };
+        assert_eq!(
+            got[..],
+            all[..got.len()],
+            "at {len}: a prefix of the events"
+        );
+        if len == full.len() {
+            assert_eq!((end, got.len()), (None, all.len()));
+        } else {
+            assert_eq!(end, Some(ErrorKind::Truncated), "at {len}");
+        }
+        // After the error the reader is done.
+        assert!(matches!(l.next_event(), Ok(None)));
+    }
+    // The user name is known before the first user event is complete.
+    let first_user_end = {
+        let mut n = 0;
+        for len in 16..=full.len() {
+            std::fs::write(&cut, &full[..len]).unwrap();
+            let mut l = TraceLog::open(&cut).unwrap();
+            if l.events().filter_map(|e| e.ok()).any(|e| e.id == ev) {
+                n = len;
+                break;
+            }
+        }
+        n
+    };
+    assert!(named_from.unwrap() <= first_user_end);
+    // A flipped byte is caught by the checksum.
+    let mut bad = full.clone();
+    let at = full.len() - 20;
+    bad[at] ^= 0x40;
+    std::fs::write(&cut, &bad).unwrap();
+    let mut l = TraceLog::open(&cut).unwrap();
+    let r: Result<Vec<Event>, _> = l.events().collect();
+    assert!(matches!(
+        r.unwrap_err().kind(),
+        ErrorKind::Corrupt | ErrorKind::Truncated
+    ));
+    std::fs::write(&cut, b"not a trace log at all").unwrap();
+    assert_eq!(TraceLog::open(&cut).unwrap_err().kind(), ErrorKind::Corrupt);
+}
+
+fn log_policy_run(
+    policy: LogFullPolicy,
+    name: &str,
+    n: u64,
+) -> (TraceLog, Vec<Event>, EventId, u64) {
+    let (p, f) = open_log(name);
+    let a = attr_with(|a| {
+        a.set_log_full_policy(policy);
+        a.set_log_size(4096).unwrap();
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let ev = trace::eventid_open("tt.log.policy").unwrap();
+    t.start().unwrap();
+    for i in 0..n {
+        trace::event(ev, &i.to_le_bytes());
+        if i % 50 == 49 {
+            t.flush().unwrap();
+        }
+    }
+    t.flush().unwrap();
+    let st = t.status();
+    let full_flag = st.log_full as u64 | (st.log_overrun as u64) << 1;
+    if policy != LogFullPolicy::Append {
+        assert!(!t.status().log_overrun, "log overrun resets when read");
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    (l, evs, ev, full_flag)
+}
+
+#[test]
+fn log_full_policies() {
+    let _g = serial();
+    let n = 500;
+    // APPEND: everything, beyond the log size.
+    let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::Append, "append.trace", n);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert_eq!(user, (0..n).collect::<Vec<_>>());
+    assert_eq!(flags, 0);
+    assert!(!l.status().unwrap().log_overrun);
+    // UNTIL_FULL: the oldest, then a STOP (reason 2) as the last event.
+    let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::UntilFull, "untilfull.trace", n);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert!(!user.is_empty() && (user.len() as u64) < n);
+    assert_eq!(user, (0..user.len() as u64).collect::<Vec<_>>());
+    let last = evs.last().unwrap();
+    assert_eq!(
+        (last.id, last.data.as_slice()),
+        (EventId::STOP, &2u32.to_le_bytes()[..])
+    );
+    assert_eq!(flags, 3, "log full and log overrun");
+    let st = l.status().unwrap();
+    assert!(st.log_full && st.log_lost > 0);
+    // LOOP: the newest events within the log size.
+    let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::Loop, "loop.trace", n);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert!(!user.is_empty() && (user.len() as u64) < n);
+    assert_eq!(*user.last().unwrap(), n - 1);
+    assert!(user.windows(2).all(|w| w[1] == w[0] + 1));
+    let bytes: usize = evs.iter().map(|e| 38 + e.data.len()).sum();
+    assert!(bytes <= 4096, "{bytes} bytes of events in a 4096-byte log");
+    assert_eq!(flags & 2, 2);
+    assert!(l.status().unwrap().log_lost > 0);
+}
+
+#[test]
+fn stream_flush_policy_writes_to_the_log_and_goes_on() {
+    let _g = serial();
+    let (p, f) = open_log("flushpolicy.trace");
+    let a = attr_with(|a| {
+        a.set_stream_size(4096).unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let ev = trace::eventid_open("tt.flushpolicy").unwrap();
+    t.start().unwrap();
+    // Ten chunks of 200 events (4800 bytes each: more than half the sub-buffer, so
+    // the flusher is asked to flush, and less than all of it, so nothing is lost).
+    let chunks = 10u64;
+    let per = 200u64;
+    for c in 0..chunks {
+        let before = std::fs::metadata(&p).unwrap().len();
+        for i in 0..per {
+            trace::event(ev, &(c * per + i).to_le_bytes());
+        }
+        // The flusher thread (not this one) writes the chunk to the log.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::fs::metadata(&p).unwrap().len() < before + per * 46 {
+            assert!(
+                Instant::now() < deadline,
+                "the flusher did not write chunk {c}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    assert!(!t.status().overrun);
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    // Five times what the stream holds went through it, none lost, in order.
+    assert_eq!(user, (0..chunks * per).collect::<Vec<_>>());
+    assert_eq!(l.status().unwrap().stream_lost, 0);
+    let flushes = evs.iter().filter(|e| e.id == EventId::FLUSH_START).count();
+    assert!(flushes as u64 >= chunks, "{flushes} flushes");
+    assert_eq!(
+        flushes,
+        evs.iter().filter(|e| e.id == EventId::FLUSH_STOP).count()
+    );
+}
+
+#[test]
+fn status_flush_error_is_reported_and_reset() {
+    let _g = serial();
+    let f = File::options().write(true).open("/dev/full").unwrap();
+    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    t.start().unwrap();
+    let err = t.flush().unwrap_err();
+    assert_eq!(err.errno(), Some(libc::ENOSPC));
+    let st = t.status();
+    assert_eq!(st.flush_error, libc::ENOSPC);
+    assert_eq!(
+        t.status().flush_error,
+        0,
+        "the flush error resets when read"
+    );
+    t.stop().unwrap();
+    // The ERROR event went to the stream, with the errno.
+    let evs: Vec<Event> = t.events().collect();
+    let e = evs
+        .iter()
+        .find(|e| e.id == EventId::ERROR)
+        .expect("an ERROR event");
+    assert_eq!(e.data, libc::ENOSPC.to_le_bytes());
+}
+
+#[test]
+fn concurrent_threads_lose_nothing_under_the_bound() {
+    let _g = serial();
+    let threads = 4u64;
+    let per = 2000u64;
+    let a = attr_with(|a| {
+        a.set_stream_size(per as usize * 24 + 64).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    });
+    let t = Trace::create(&a).unwrap();
+    let ev = trace::eventid_open("tt.concurrent").unwrap();
+    t.start().unwrap();
+    let hs: Vec<_> = (0..threads)
+        .map(|k| {
+            std::thread::spawn(move || {
+                for i in 0..per {
+                    trace::event(ev, &(k << 32 | i).to_le_bytes());
+                }
+                rustix::thread::gettid().as_raw_nonzero().get() as u32
+            })
+        })
+        .collect();
+    let tids: Vec<u32> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+    t.stop().unwrap();
+    assert!(!t.status().overrun);
+    let evs: Vec<Event> = t.events().collect();
+    let user: Vec<&Event> = evs.iter().filter(|e| e.id == ev).collect();
+    assert_eq!(user.len() as u64, threads * per);
+    for k in 0..threads {
+        let mine: Vec<u64> = user
+            .iter()
+            .filter(|e| seq(e) >> 32 == k)
+            .map(|e| seq(e) & 0xffff_ffff)
+            .collect();
+        assert_eq!(mine, (0..per).collect::<Vec<_>>(), "thread {k} in order");
+        let tid = user.iter().find(|e| seq(e) >> 32 == k).unwrap().tid;
+        assert_eq!(tid, tids[k as usize]);
+    }
+    assert!(
+        evs.windows(2).all(|w| w[0].timestamp <= w[1].timestamp),
+        "merged oldest first"
+    );
+}
+
+#[test]
+fn system_event_catalogue() {
+    let _g = serial();
+    static L: [sys::Field; 2] = [
+        sys::Field {
+            name: "fd",
+            ty: sys::FieldType::I32,
+        },
+        sys::Field {
+            name: "len",
+            ty: sys::FieldType::U64,
+        },
+    ];
+    let id = sys::register("tt_cat_write", &L).unwrap();
+    assert_eq!(sys::register("tt_cat_write", &L).unwrap(), id);
+    static L2: [sys::Field; 1] = [sys::Field {
+        name: "fd",
+        ty: sys::FieldType::I32,
+    }];
+    assert_eq!(
+        sys::register("tt_cat_write", &L2).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert!(id.is_system());
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    assert!(!sys::enabled());
+    t.start().unwrap();
+    assert!(sys::enabled());
+    let mut p = Vec::new();
+    p.extend_from_slice(&(-3i32).to_le_bytes());
+    p.extend_from_slice(&4096u64.to_le_bytes());
+    sys::emit(id, &p);
+    let mut f = EventSet::empty();
+    f.fill(FillWhat::System);
+    t.set_filter(&f, FilterHow::Set).unwrap();
+    sys::emit(id, &p); // filtered
+    t.stop().unwrap(); // STOP filtered too
+    let evs: Vec<Event> = t.events().collect();
+    assert_eq!(ids(&evs), [EventId::START, id]);
+    let ty = t.event_types().find(|x| x.id == id).unwrap();
+    let v = sys::decode(&ty.fields, &evs[1].data).unwrap();
+    assert_eq!(v, [("fd", sys::Value::I(-3)), ("len", sys::Value::U(4096))]);
+}
+
+#[test]
+fn refused_configurations() {
+    let _g = serial();
+    let other = std::process::id() + 1;
+    let e = Trace::create_for_pid(other, &TraceAttr::new()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(e.hint().is_some());
+    Trace::create_for_pid(std::process::id(), &TraceAttr::new())
+        .unwrap()
+        .shutdown()
+        .unwrap();
+    let mut a = TraceAttr::new();
+    a.set_inheritance(Inheritance::Inherited);
+    let e = Trace::create(&a).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    let mut a = TraceAttr::new();
+    a.set_stream_full_policy(StreamFullPolicy::Flush);
+    assert_eq!(
+        Trace::create(&a).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        TraceAttr::new().set_stream_size(100).unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    assert_eq!(
+        TraceAttr::new()
+            .set_name(&"n".repeat(trace::TRACE_NAME_MAX + 1))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::InvalidInput
+    );
+    // TRACE_SYS_MAX streams at once.
+    let ts: Vec<Trace> = (0..trace::TRACE_SYS_MAX)
+        .map(|_| Trace::create(&TraceAttr::new()).unwrap())
+        .collect();
+    assert_eq!(
+        Trace::create(&TraceAttr::new()).unwrap_err().kind(),
+        ErrorKind::OutOfResources
+    );
+    drop(ts);
+    Trace::create(&TraceAttr::new()).unwrap();
+}
+
+#[test]
+fn default_attributes() {
+    let _g = serial();
+    let a = TraceAttr::new();
+    assert_eq!(
+        a.stream_full_policy(),
+        StreamFullPolicy::Loop,
+        "LOOP without a log"
+    );
+    assert_eq!(a.log_full_policy(), LogFullPolicy::Loop);
+    assert_eq!(a.inheritance(), Inheritance::CloseForChild);
+    assert_eq!(a.genversion(), trace::GEN_VERSION);
+    assert!(
+        a.clock_resolution() > Duration::ZERO && a.clock_resolution() <= Duration::from_micros(1)
+    );
+    assert_eq!(a.max_system_event_size(), 16 + 256);
+    let t = Trace::create(&a).unwrap();
+    let ta = t.attr();
+    assert!(ta.create_time().is_some());
+    assert_eq!(ta.stream_size(), a.stream_size());
+}
+
+#[test]
+fn forked_child_records_nothing_close_for_child() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("tt.fork").unwrap();
+    t.start().unwrap();
+    // SAFETY: the child only reads atomics, calls methods that do not allocate on
+    // these paths, and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let mut code = 0;
+        if sys::enabled() {
+            code |= 1; // the child must not be recording
+        }
+        trace::event(ev, b"child");
+        match t.start() {
+            Err(e) if e.kind() == ErrorKind::InvalidState => {}
+            _ => code |= 2,
+        }
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waiting for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "child saw a running stream or could start it"
+    );
+    trace::event(ev, b"parent");
+    t.stop().unwrap();
+    let evs: Vec<Event> = t.events().filter(|e| e.id == ev).collect();
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].data, b"parent");
+}
+
+#[test]
+fn sys_event_static_declaration() {
+    let _g = serial();
+    static L: [sys::Field; 1] = [sys::Field {
+        name: "v",
+        ty: sys::FieldType::U32,
+    }];
+    static E: sys::SysEvent = sys::SysEvent::new("tt_static_sys", &L);
+    E.emit(&1u32.to_le_bytes()); // nothing running
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    t.start().unwrap();
+    E.emit(&2u32.to_le_bytes());
+    t.stop().unwrap();
+    let id = E.id().unwrap();
+    let evs: Vec<Event> = t.events().filter(|e| e.id == id).collect();
+    assert_eq!(evs.len(), 1);
+    assert_eq!(evs[0].data, 2u32.to_le_bytes());
+    assert_eq!(t.eventid_name(id).unwrap(), "tt_static_sys");
+}
+
+#[test]
+fn status_flushing_while_the_log_write_blocks() {
+    let _g = serial();
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    // A pipe nobody reads yet: the flusher's write blocks once 64 KiB are in it.
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    // SAFETY: each fd is owned exactly once, by the File it becomes.
+    let (mut reader, writer) = unsafe {
+        (
+            File::from_raw_fd(r.into_raw_fd()),
+            File::from_raw_fd(w.into_raw_fd()),
+        )
+    };
+    let a = attr_with(|a| {
+        a.set_stream_size(64 << 10).unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, writer).unwrap();
+    let ev = trace::eventid_open("tt.flushing").unwrap();
+    t.start().unwrap();
+    let n = 3000u64; // 72 KB in the stream (over half of it), 138 KB in the log
+    for i in 0..n {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !t.status().flushing {
+        assert!(Instant::now() < deadline, "the flusher never started");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Blocked in write: still flushing.
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(t.status().flushing);
+    // Drain the pipe: the flush completes.
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 1 << 16];
+    while t.status().flushing {
+        assert!(Instant::now() < deadline, "the flush never finished");
+        let k = reader.read(&mut buf).unwrap();
+        bytes.extend_from_slice(&buf[..k]);
+    }
+    t.stop().unwrap();
+    let h = std::thread::spawn(move || {
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).unwrap();
+        rest
+    });
+    t.shutdown().unwrap();
+    bytes.extend(h.join().unwrap());
+    // What went through the pipe is a complete log with every event.
+    let p = tmp("pipe.trace");
+    std::fs::write(&p, &bytes).unwrap();
+    let (l, evs) = log_events(&p);
+    assert!(l.is_complete());
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert_eq!(user, (0..n).collect::<Vec<_>>());
+}
+
+#[test]
+fn aio_requests_emit_system_events() {
+    let _g = serial();
+    use posixrt::aio::Aio;
+    use posixrt::trace::catalog;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let mut f =
+        File::from(rustix::fs::memfd_create("trace-aio", rustix::fs::MemfdFlags::empty()).unwrap());
+    f.write_all(b"one\ntwo\nthree\n").unwrap();
+    let aio = Aio::new().unwrap();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    t.start().unwrap();
+    let mut r = aio.read(&f, 4, vec![0u8; 4]).unwrap();
+    aio.suspend([&r], None).unwrap();
+    let done = r.aio_return().unwrap();
+    assert_eq!(done.data(), b"two\n");
+    t.stop().unwrap();
+    let sub = catalog::AIO_SUBMIT.id().unwrap();
+    let com = catalog::AIO_COMPLETE.id().unwrap();
+    let evs: Vec<Event> = t.events().filter(|e| e.id == sub || e.id == com).collect();
+    assert_eq!(ids(&evs), [sub, com], "{evs:?}");
+    let fields = |id| t.event_types().find(|x| x.id == id).unwrap().fields;
+    let (fs, fc) = (fields(sub), fields(com));
+    let s = sys::decode(&fs, &evs[0].data).unwrap();
+    let c = sys::decode(&fc, &evs[1].data).unwrap();
+    let fd = f.as_raw_fd() as i64;
+    assert_eq!(
+        s[1..],
+        [
+            ("fd", sys::Value::I(fd)),
+            ("op", sys::Value::U(0)),
+            ("offset", sys::Value::I(4)),
+            ("len", sys::Value::U(4))
+        ]
+    );
+    assert_eq!(
+        c[1..],
+        [
+            ("fd", sys::Value::I(fd)),
+            ("op", sys::Value::U(0)),
+            ("offset", sys::Value::I(4)),
+            ("len", sys::Value::U(4)),
+            ("result", sys::Value::I(4)),
+        ]
+    );
+    assert_eq!(s[0], c[0], "the same request id");
+    assert!(evs[0].timestamp <= evs[1].timestamp);
+}
+
+#[test]
+fn sub_buffers_of_exited_threads_are_reclaimed_once_read() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("tt.reclaim").unwrap();
+    t.start().unwrap(); // START from this thread: one sub-buffer
+    assert_eq!(t.sub_buffers(), 1);
+    for k in 0..20u64 {
+        std::thread::spawn(move || {
+            for i in 0..5u64 {
+                trace::event(ev, &(k * 100 + i).to_le_bytes());
+            }
+        })
+        .join()
+        .unwrap();
+    }
+    assert_eq!(
+        t.sub_buffers(),
+        21,
+        "exited threads keep their events until read"
+    );
+    let n = std::iter::from_fn(|| t.try_getnext().unwrap())
+        .filter(|e| e.id == ev)
+        .count();
+    assert_eq!(n, 100);
+    assert_eq!(
+        t.sub_buffers(),
+        1,
+        "drained sub-buffers of exited threads are unmapped"
+    );
+    // The stream goes on working, for this thread and for new ones.
+    std::thread::spawn(move || trace::event(ev, b"new"))
+        .join()
+        .unwrap();
+    trace::event(ev, b"main");
+    t.stop().unwrap();
+    let st = t.status();
+    assert!(!st.overrun, "{st:?}");
+    let data: Vec<Vec<u8>> = t.events().filter(|e| e.id == ev).map(|e| e.data).collect();
+    assert_eq!(data, [b"new".to_vec(), b"main".to_vec()]);
+    assert_eq!(t.sub_buffers(), 1);
+}
+
+#[test]
+fn lossless_guarantee_at_the_boundary_with_flush_policy() {
+    let _g = serial();
+    let size = 4096;
+    let (p, f) = open_log("boundary-flush.trace");
+    let a = attr_with(|a| {
+        a.set_stream_size(size).unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    assert_eq!(t.attr().stream_full_policy(), StreamFullPolicy::Flush);
+    let mut quiet = EventSet::empty();
+    quiet.add(EventId::FLUSH_START);
+    quiet.add(EventId::FLUSH_STOP);
+    quiet.add(EventId::FILTER);
+    t.set_filter(&quiet, FilterHow::Set).unwrap();
+    let ev = trace::eventid_open("tt.boundary.flush").unwrap();
+    let n = (size - a.max_user_event_size(0)) / a.max_user_event_size(8);
+    t.start().unwrap();
+    for i in 0..n as u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    assert!(!t.status().overrun);
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert_eq!(user, (0..n as u64).collect::<Vec<_>>());
+    assert_eq!(l.status().unwrap().stream_lost, 0);
+}

@@ -1,0 +1,392 @@
+//! Exports of a trace log: CTF 1.8 read back by `babeltrace2` (when installed; CI
+//! installs it) and Chrome trace-event JSON checked by a small JSON parser.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::process::Command;
+
+use posixrt::trace::{self, export, sys, Event, Trace, TraceAttr, TraceLog};
+
+/// Streams record every event of the process: one test at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Writes a log with user events, a registered system event and START/STOP.
+fn make_log(dir: &std::path::Path) -> (TraceLog, Vec<Event>) {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    static L: [sys::Field; 3] = [
+        sys::Field {
+            name: "fd",
+            ty: sys::FieldType::I32,
+        },
+        sys::Field {
+            name: "offset",
+            ty: sys::FieldType::U64,
+        },
+        sys::Field {
+            name: "result",
+            ty: sys::FieldType::I64,
+        },
+    ];
+    let io = sys::register("ctf_test_io", &L).unwrap();
+    let p = dir.join("x.trace");
+    let mut a = TraceAttr::new();
+    a.set_name("export \"test\"").unwrap();
+    let t = Trace::create_with_log(&a, File::create(&p).unwrap()).unwrap();
+    let req = trace::eventid_open("fork request").unwrap();
+    let note = trace::eventid_open("note").unwrap();
+    let mut f = trace::EventSet::empty();
+    f.add(trace::EventId::FLUSH_START);
+    f.add(trace::EventId::FLUSH_STOP);
+    f.add(trace::EventId::FILTER);
+    t.set_filter(&f, trace::FilterHow::Set).unwrap();
+    t.start().unwrap();
+    trace::event(req, &7i32.to_le_bytes());
+    trace::event(note, b"say \"hi\" \\ ok");
+    let mut p2 = Vec::new();
+    p2.extend_from_slice(&5i32.to_le_bytes());
+    p2.extend_from_slice(&4096u64.to_le_bytes());
+    p2.extend_from_slice(&(-11i64).to_le_bytes());
+    sys::emit(io, &p2);
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(&p).unwrap();
+    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    assert_eq!(evs.len(), 5);
+    (l, evs)
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("posixrt-ctf-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn ctf_export_reads_back_in_babeltrace2() {
+    let d = scratch("ctf");
+    let (l, evs) = make_log(&d);
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    assert!(meta.starts_with("/* CTF 1.8 */"));
+    assert!(meta.contains("name = \"fork request\";"));
+    let stream = std::fs::read(out.join("stream_0")).unwrap();
+    assert_eq!(&stream[..4], &0xC1FC_1FC1u32.to_le_bytes());
+    if Command::new("babeltrace2")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed (apt-get install babeltrace2; .ci/run installs it)");
+        return;
+    }
+    let o = Command::new("babeltrace2").arg(&out).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "babeltrace2 failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    assert!(lines[0].contains("posix_trace_start:"), "{text}");
+    assert!(
+        lines[1].contains("fork request:")
+            && lines[1].contains("data_len = 4")
+            && lines[1].contains("[0] = 7"),
+        "{text}"
+    );
+    assert!(
+        lines[2].contains("note:") && lines[2].contains("data_len = 13"),
+        "{text}"
+    );
+    assert!(lines[3].contains("ctf_test_io:"), "{text}");
+    assert!(
+        lines[3].contains("fd = 5")
+            && lines[3].contains("offset = 4096")
+            && lines[3].contains("result = -11"),
+        "{text}"
+    );
+    assert!(
+        lines[4].contains("posix_trace_stop:") && lines[4].contains("reason = 0"),
+        "{text}"
+    );
+    let pid = format!("pid = {}", std::process::id());
+    assert!(lines.iter().all(|l| l.contains(&pid)), "{text}");
+}
+
+// ------------------------------------------------------------ a small JSON parser
+
+#[derive(Debug, Clone, PartialEq)]
+enum J {
+    Null,
+    Bool(bool),
+    Num(f64),
+    Str(String),
+    Arr(Vec<J>),
+    Obj(BTreeMap<String, J>),
+}
+
+impl J {
+    fn get(&self, k: &str) -> Option<&J> {
+        match self {
+            J::Obj(m) => m.get(k),
+            _ => None,
+        }
+    }
+    fn str(&self) -> Option<&str> {
+        match self {
+            J::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn num(&self) -> Option<f64> {
+        match self {
+            J::Num(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
+struct P<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl P<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\n' | b'\r' | b'\t') {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, c: u8) -> Result<(), String> {
+        self.ws();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(format!("expected {:?} at {}", c as char, self.i))
+        }
+    }
+    fn value(&mut self) -> Result<J, String> {
+        self.ws();
+        match self.s.get(self.i).copied() {
+            Some(b'{') => {
+                self.i += 1;
+                let mut m = BTreeMap::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                    return Ok(J::Obj(m));
+                }
+                loop {
+                    self.ws();
+                    let k = self.string()?;
+                    self.eat(b':')?;
+                    let v = self.value()?;
+                    if m.insert(k.clone(), v).is_some() {
+                        return Err(format!("duplicate key {k}"));
+                    }
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(J::Obj(m));
+                        }
+                        _ => return Err(format!("bad object at {}", self.i)),
+                    }
+                }
+            }
+            Some(b'[') => {
+                self.i += 1;
+                let mut v = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(J::Arr(v));
+                }
+                loop {
+                    v.push(self.value()?);
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(J::Arr(v));
+                        }
+                        _ => return Err(format!("bad array at {}", self.i)),
+                    }
+                }
+            }
+            Some(b'"') => Ok(J::Str(self.string()?)),
+            Some(b't') if self.s[self.i..].starts_with(b"true") => {
+                self.i += 4;
+                Ok(J::Bool(true))
+            }
+            Some(b'f') if self.s[self.i..].starts_with(b"false") => {
+                self.i += 5;
+                Ok(J::Bool(false))
+            }
+            Some(b'n') if self.s[self.i..].starts_with(b"null") => {
+                self.i += 4;
+                Ok(J::Null)
+            }
+            Some(c) if c == b'-' || c.is_ascii_digit() => {
+                let st = self.i;
+                while self.i < self.s.len()
+                    && matches!(
+                        self.s[self.i],
+                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+                    )
+                {
+                    self.i += 1;
+                }
+                let t = std::str::from_utf8(&self.s[st..self.i]).unwrap();
+                t.parse().map(J::Num).map_err(|_| format!("bad number {t}"))
+            }
+            _ => Err(format!("unexpected at {}", self.i)),
+        }
+    }
+    fn string(&mut self) -> Result<String, String> {
+        if self.s.get(self.i) != Some(&b'"') {
+            return Err(format!("expected string at {}", self.i));
+        }
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            let c = *self.s.get(self.i).ok_or("unterminated string")?;
+            self.i += 1;
+            match c {
+                b'"' => return String::from_utf8(out).map_err(|e| e.to_string()),
+                b'\\' => {
+                    let e = *self.s.get(self.i).ok_or("bad escape")?;
+                    self.i += 1;
+                    match e {
+                        b'"' => out.push(b'"'),
+                        b'\\' => out.push(b'\\'),
+                        b'/' => out.push(b'/'),
+                        b'n' => out.push(b'\n'),
+                        b't' => out.push(b'\t'),
+                        b'r' => out.push(b'\r'),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'u' => {
+                            let h = std::str::from_utf8(&self.s[self.i..self.i + 4]).unwrap();
+                            self.i += 4;
+                            let cp = u32::from_str_radix(h, 16).map_err(|e| e.to_string())?;
+                            let ch = char::from_u32(cp).ok_or("bad code point")?;
+                            out.extend_from_slice(ch.to_string().as_bytes());
+                        }
+                        _ => return Err("bad escape".into()),
+                    }
+                }
+                c if c < 0x20 => {
+                    return Err(format!("raw control character in string at {}", self.i))
+                }
+                c => out.push(c),
+            }
+        }
+    }
+}
+
+fn parse(s: &str) -> Result<J, String> {
+    let mut p = P {
+        s: s.as_bytes(),
+        i: 0,
+    };
+    let v = p.value()?;
+    p.ws();
+    if p.i != s.len() {
+        return Err(format!("trailing data at {}", p.i));
+    }
+    Ok(v)
+}
+
+#[test]
+fn json_parser_self_check() {
+    assert!(parse("{\"a\":[1,2.5,-3e2,true,null,\"x\\u0041\"]}").is_ok());
+    assert!(parse("{\"a\":1,}").is_err());
+    assert!(parse("\"raw\ttab\"").is_err());
+}
+
+#[test]
+fn chrome_json_export_is_valid_trace_event_json() {
+    let d = scratch("chrome");
+    let (l, evs) = make_log(&d);
+    let text = export::chrome_json(&l, &evs);
+    let j = parse(&text).unwrap_or_else(|e| panic!("invalid JSON: {e}\n{text}"));
+    let list = match j.get("traceEvents") {
+        Some(J::Arr(v)) => v,
+        other => panic!("no traceEvents array: {other:?}"),
+    };
+    let pid = std::process::id() as f64;
+    let meta: Vec<&J> = list
+        .iter()
+        .filter(|e| e.get("ph").and_then(J::str) == Some("M"))
+        .collect();
+    let pname = meta
+        .iter()
+        .find(|e| e.get("name").and_then(J::str) == Some("process_name"))
+        .unwrap();
+    assert_eq!(pname.get("pid").and_then(J::num), Some(pid));
+    let shown = pname
+        .get("args")
+        .and_then(|a| a.get("name"))
+        .and_then(J::str)
+        .unwrap();
+    assert!(shown.contains("export \"test\""), "{shown}");
+    assert!(meta
+        .iter()
+        .any(|e| e.get("name").and_then(J::str) == Some("thread_name")));
+    let inst: Vec<&J> = list
+        .iter()
+        .filter(|e| e.get("ph").and_then(J::str) == Some("i"))
+        .collect();
+    assert_eq!(inst.len(), evs.len());
+    let names: Vec<&str> = inst
+        .iter()
+        .map(|e| e.get("name").and_then(J::str).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "posix_trace_start",
+            "fork request",
+            "note",
+            "ctf_test_io",
+            "posix_trace_stop"
+        ]
+    );
+    let mut last = -1.0;
+    for (e, ev) in inst.iter().zip(&evs) {
+        assert_eq!(e.get("pid").and_then(J::num), Some(pid));
+        assert_eq!(e.get("tid").and_then(J::num), Some(ev.tid as f64));
+        assert_eq!(e.get("s").and_then(J::str), Some("t"));
+        let ts = e.get("ts").and_then(J::num).unwrap();
+        assert!(ts >= last);
+        last = ts;
+    }
+    let note = inst[2].get("args").unwrap();
+    assert_eq!(
+        note.get("value").and_then(J::str),
+        Some(r#""say \"hi\" \\ ok""#)
+    );
+    assert_eq!(
+        note.get("data").and_then(J::str),
+        Some(export::hex(b"say \"hi\" \\ ok").as_str())
+    );
+    assert_eq!(export::json_str("a\tb\"\u{1}"), r#""a\tb\"\u0001""#);
+    let io = inst[3].get("args").unwrap();
+    assert_eq!(io.get("fd").and_then(J::num), Some(5.0));
+    assert_eq!(io.get("offset").and_then(J::num), Some(4096.0));
+    assert_eq!(io.get("result").and_then(J::num), Some(-11.0));
+    assert_eq!(
+        inst[1]
+            .get("args")
+            .and_then(|a| a.get("value"))
+            .and_then(J::str),
+        Some("7")
+    );
+}

@@ -1,0 +1,152 @@
+//! The `rtrace` command line: dump, stats, both exports, a bad file and a cut log.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use posixrt::trace::{self, sys, Trace, TraceAttr};
+
+fn rtrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rtrace-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A small log: START, three user events, one system event with fields, STOP.
+fn make_log(p: &Path) {
+    static L: [sys::Field; 2] = [
+        sys::Field {
+            name: "fd",
+            ty: sys::FieldType::I32,
+        },
+        sys::Field {
+            name: "len",
+            ty: sys::FieldType::U64,
+        },
+    ];
+    let io = sys::register("rtrace_test_io", &L).unwrap();
+    let mut a = TraceAttr::new();
+    a.set_name("rtrace-test").unwrap();
+    let t = Trace::create_with_log(&a, File::create(p).unwrap()).unwrap();
+    let req = trace::eventid_open("fork request").unwrap();
+    t.start().unwrap();
+    for i in 1..=3i32 {
+        trace::event(req, &i.to_le_bytes());
+    }
+    let mut pl = 9i32.to_le_bytes().to_vec();
+    pl.extend_from_slice(&4096u64.to_le_bytes());
+    sys::emit(io, &pl);
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+}
+
+#[test]
+fn dump_stats_export_and_errors() {
+    let d = dir();
+    let log = d.join("t.trace");
+    make_log(&log);
+    let logs = log.to_str().unwrap();
+
+    let o = rtrace(&["dump", logs]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = text(&o);
+    let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
+    let names: Vec<&str> = lines
+        .iter()
+        .filter(|l| !l.contains("posix_trace_flush"))
+        .map(|l| l.split_whitespace().nth(5).unwrap_or(""))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "posix_trace_start",
+            "fork",
+            "fork",
+            "fork",
+            "rtrace_test_io",
+            "posix_trace_stop"
+        ],
+        "{out}"
+    );
+    assert!(
+        out.contains("fork request 1") && out.contains("fork request 3"),
+        "{out}"
+    );
+    assert!(out.contains("rtrace_test_io fd=9 len=4096"), "{out}");
+    assert!(out.contains("posix_trace_stop reason=0"), "{out}");
+
+    let o = rtrace(&["stats", logs]);
+    assert!(o.status.success());
+    let s = text(&o);
+    assert!(
+        s.contains("fork request") && s.contains("lost:       0 in the stream, 0 by the log"),
+        "{s}"
+    );
+    assert!(
+        s.lines()
+            .any(|l| l.trim_start().starts_with("3 ") && l.contains("fork request")),
+        "{s}"
+    );
+
+    let json = d.join("t.json");
+    let o = rtrace(&[
+        "export",
+        "--format",
+        "chrome",
+        logs,
+        "-o",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    let j = std::fs::read_to_string(&json).unwrap();
+    assert!(j.starts_with('{') && j.contains("\"traceEvents\"") && j.contains("\"ph\":\"i\""));
+    assert_eq!(j.matches("\"name\":\"fork request\"").count(), 3);
+
+    let ctf = d.join("ctf");
+    let o = rtrace(&[
+        "export",
+        "--format",
+        "ctf",
+        logs,
+        "-o",
+        ctf.to_str().unwrap(),
+    ]);
+    assert!(o.status.success());
+    assert!(std::fs::read_to_string(ctf.join("metadata"))
+        .unwrap()
+        .starts_with("/* CTF 1.8 */"));
+
+    // Not a log: exit 1 with a message that says so.
+    let bad = d.join("bad.trace");
+    std::fs::write(&bad, b"hello, world, this is not a trace").unwrap();
+    let o = rtrace(&["dump", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a posixrt trace log"));
+    let o = rtrace(&["stats", d.join("missing.trace").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ENOENT"));
+
+    // A cut log: what is complete is printed, then exit 2 with "cut short".
+    let full = std::fs::read(&log).unwrap();
+    let cut = d.join("cut.trace");
+    std::fs::write(&cut, &full[..full.len() - 30]).unwrap();
+    let o = rtrace(&["dump", cut.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).contains("fork request 3"));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cut short"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
