@@ -666,3 +666,28 @@ fn full_registry_recovers_when_objects_are_dropped() {
     }
     sync::set_tracking(Tracking::Off);
 }
+
+/// Up to 24 waiter tids are listed (the count is exact beyond that): 20 blocked
+/// threads are all named.
+#[test]
+fn twenty_waiters_are_all_listed() {
+    let _g = serial(Tracking::Counts);
+    let m = NormalMutex::new(());
+    let held = m.lock();
+    let tids = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..20 {
+            s.spawn(|| {
+                tids.lock().unwrap().push(current_tid());
+                drop(m.lock());
+            });
+        }
+        let snap = || unsafe { m.raw() }.snapshot().unwrap();
+        assert!(poll(|| snap().info.waiters == 20), "{:?}", snap());
+        assert_eq!(sorted(snap().waiters), sorted(tids.lock().unwrap().clone()));
+        drop(held);
+    });
+    let s = unsafe { m.raw() }.snapshot().unwrap();
+    assert_eq!((s.info.waiters, s.waiters.len()), (0, 0));
+    sync::set_tracking(Tracking::Off);
+}

@@ -11,7 +11,7 @@
 //! most one period old. The file is `/dev/shm/posixrt-sync-<pid>-<starttime>`, mode
 //! 0600, removed at exit.
 //!
-//! Payload of a slot (64-bit words): the record's 32 words, except word 0, which
+//! Payload of a slot (64-bit words): the record's 48 words, except word 0, which
 //! holds the picoseconds per timing tick (so the reader converts times).
 
 use std::sync::atomic::{AtomicBool, Ordering};
