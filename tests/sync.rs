@@ -1343,3 +1343,73 @@ fn pi_condvar_requeue_boosts_the_holder_inside_notify() {
     assert_eq!(after, -11);
     assert_eq!(waiter.join().unwrap(), -91);
 }
+
+// ---- timeouts survive signals (EINTR retries) ----
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Runs `timed()` (which must time out after `wait`) on a thread that receives a
+/// stream of SIGUSR2 signals from a handler installed **without** SA_RESTART, so
+/// every futex sleep returns EINTR. The wait must neither return early nor succeed.
+fn timed_wait_under_signals(wait: Duration, timed: impl Fn() -> bool + Send + Sync) {
+    // SAFETY: a handler that does nothing is async-signal-safe; the sigaction is
+    // fully initialised (no SA_RESTART on purpose).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = ignore_signal as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = 0;
+        assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+    }
+    let done = AtomicBool::new(false);
+    let pt = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            // SAFETY: pthread_self has no preconditions.
+            pt.store(unsafe { libc::pthread_self() } as u64, Ordering::SeqCst);
+            let t0 = Instant::now();
+            let got = timed();
+            done.store(true, Ordering::SeqCst);
+            (got, t0.elapsed())
+        });
+        while pt.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        let pt = pt.load(Ordering::SeqCst) as libc::pthread_t;
+        let mut sent = 0;
+        while !done.load(Ordering::SeqCst) {
+            // SAFETY: the thread is alive until `done` (joined below).
+            unsafe { libc::pthread_kill(pt, libc::SIGUSR2) };
+            sent += 1;
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let (got, took) = h.join().unwrap();
+        assert!(!got, "acquired a lock that stayed held");
+        assert!(
+            took >= wait,
+            "returned after {took:?} < {wait:?} ({sent} signals)"
+        );
+        assert!(sent > 5, "only {sent} signals were sent");
+    });
+}
+
+#[test]
+fn timed_waits_retry_after_eintr() {
+    use posixrt::sync::{RwLock, Semaphore};
+    let wait = Duration::from_millis(60);
+    let n = NormalMutex::new(());
+    let g = n.lock();
+    timed_wait_under_signals(wait, || n.try_lock_for(wait).is_some());
+    drop(g);
+    let p = PiMutex::new(());
+    let g = p.lock();
+    timed_wait_under_signals(wait, || p.try_lock_for(wait).is_some());
+    drop(g);
+    let sem = Semaphore::new(0).unwrap();
+    timed_wait_under_signals(wait, || sem.wait_for(wait).is_ok());
+    let l = RwLock::new(());
+    let g = l.write();
+    timed_wait_under_signals(wait, || l.try_read_for(wait).is_some());
+    timed_wait_under_signals(wait, || l.try_write_for(wait).is_some());
+    drop(g);
+}
