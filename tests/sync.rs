@@ -1356,7 +1356,7 @@ fn timed_wait_under_signals(wait: Duration, timed: impl Fn() -> bool + Send + Sy
     // fully initialised (no SA_RESTART on purpose).
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = ignore_signal as usize;
+        sa.sa_sigaction = ignore_signal as extern "C" fn(libc::c_int) as usize;
         libc::sigemptyset(&mut sa.sa_mask);
         sa.sa_flags = 0;
         assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
