@@ -1413,3 +1413,44 @@ fn timed_waits_retry_after_eintr() {
     timed_wait_under_signals(wait, || l.try_write_for(wait).is_some());
     drop(g);
 }
+
+/// A forked child's thread has a new tid: the cached tid is forgotten at fork, so a
+/// PI lock in the child stores the child's tid (not the parent's, which the kernel
+/// would treat as a dead owner and let a second locker in).
+#[test]
+fn forked_child_locks_with_its_own_tid() {
+    let m = PiMutex::new(());
+    let parent = current_tid();
+    // SAFETY: the child only makes raw syscalls, TLS accesses and lock-free atomic
+    // operations (no allocation, no locks another thread could hold), then _exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: gettid has no preconditions.
+        let real = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+        let code = if current_tid() != real || real == parent {
+            1
+        } else {
+            let g = m.lock();
+            let ok = unsafe { m.raw() }.owner() == Some(real);
+            drop(g);
+            if ok {
+                0
+            } else {
+                2
+            }
+        };
+        // SAFETY: _exit is async-signal-safe and ends the child here.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status), "child status {status:#x}");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "1: stale cached tid, 2: lock stored the wrong owner"
+    );
+    assert_eq!(current_tid(), parent);
+}

@@ -40,9 +40,23 @@ pub(crate) fn current_tid() -> u32 {
 #[cold]
 #[inline(never)]
 fn current_tid_slow() -> u32 {
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    AT_FORK.call_once(|| {
+        // SAFETY: registers a plain `extern "C"` function with no preconditions as
+        // the child handler; it only writes this thread's TLS cell.
+        unsafe { libc::pthread_atfork(None, None, Some(forget_tid_after_fork)) };
+    });
     let t = rustix::thread::gettid().as_raw_nonzero().get() as u32;
     TID.with(|c| c.set(t));
     t
+}
+
+/// `pthread_atfork` child handler: the forking thread's cached tid is the parent's;
+/// the child's only thread has a new one. Without this, a forked child would lock
+/// PI futexes with its parent's tid (the kernel would then treat the owner as dead
+/// and let a second thread in). Async-signal-safe: one TLS store.
+extern "C" fn forget_tid_after_fork() {
+    let _ = TID.try_with(|c| c.set(0));
 }
 
 /// One futex call; returns the result or the errno.
