@@ -691,3 +691,32 @@ fn twenty_waiters_are_all_listed() {
     assert_eq!((s.info.waiters, s.waiters.len()), (0, 0));
     sync::set_tracking(Tracking::Off);
 }
+
+/// A forked child inherits the parent's registry mapping: its `publish` is refused
+/// instead of overwriting the parent's published objects.
+#[test]
+fn forked_child_does_not_publish_into_the_parents_registry() {
+    let _g = serial(Tracking::Counts);
+    let m = NormalMutex::new(());
+    drop(m.lock());
+    sync::publish().expect("parent publishes");
+    // SAFETY: the child calls publish (which returns at its pid check, allocating
+    // only the error, which glibc's fork-safe malloc allows) and _exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = match sync::publish() {
+            Err(e) if e.kind() == ErrorKind::Unsupported => 0,
+            Err(_) => 2,
+            Ok(_) => 1,
+        };
+        // SAFETY: ends the child.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert_eq!(libc::WEXITSTATUS(status), 0, "status {status:#x}");
+    assert!(sync::publish().is_ok());
+    sync::set_tracking(Tracking::Off);
+}

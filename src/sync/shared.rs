@@ -58,12 +58,23 @@ pub(crate) fn start_publisher() {
 /// Copies every known object's record into the shared registry now, and frees the
 /// slots of objects that were dropped. Returns how many objects were published.
 ///
-/// Errors: the registry could not be created (e.g. no `/dev/shm`; the hint says how
-/// to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources),
+/// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) in a child created by
+/// `fork` after the registry was made (it belongs to the parent); the registry could
+/// not be created (e.g. no `/dev/shm`; the hint says how to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources),
 /// after publishing every object that has a slot; slots of dropped objects are freed
 /// first, so new objects get in as old ones go).
 pub fn publish() -> Result<usize> {
     let reg = registry()?;
+    if reg.pid() != std::process::id() as i32 {
+        // A forked child inherited the parent's mapping: writing would overwrite the
+        // parent's published objects with the child's.
+        return Err(Error::new(
+            crate::ErrorKind::Unsupported,
+            "publish",
+            "a forked child does not publish its sync objects (the registry belongs to the parent)",
+        )
+        .with_hint("in-process introspection (objects(), snapshot()) works in the child; exec a posixrt program to publish from a new process"));
+    }
     let mut slots = SLOTS_OF.lock().unwrap_or_else(|e| e.into_inner());
     let records = track::all_records();
     let ps = track::ps_per_tick();
