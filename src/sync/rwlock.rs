@@ -101,6 +101,8 @@ impl RawRwLock {
                 .is_ok()
     }
 
+    #[cold]
+    #[inline(never)]
     fn read_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
         let tracked = track::level() != 0;
@@ -151,6 +153,8 @@ impl RawRwLock {
         r.add(track::W_A, 1);
     }
 
+    #[cold]
+    #[inline(never)]
     fn write_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
         let tracked = track::level() != 0;
