@@ -5,14 +5,20 @@
 //!
 //! Goals (issue 6): off ≤ +0.5 ns, counts ≤ +2 ns, timing ≤ +15 ns.
 //!
-//! `cargo bench --bench sync_tracking`
+//! After criterion, a **paired summary** runs the plain lock and the PiMutex and
+//! NormalMutex at each level interleaved (31 rounds of 2M iterations, pinned to one
+//! CPU; each variant switches the level before its run) and prints the median
+//! ns/op and the median per-round differences against the goals, with the load
+//! average.
+//!
+//! `cargo bench --bench sync_tracking` (`PAIRED_ONLY=1` skips criterion).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use posixrt::sync::{self, NormalMutex, PiMutex, RwLock, Tracking};
 
 /// The posixrt uncontended path with no tracking check at all: CAS 0→tid, CAS
@@ -78,4 +84,162 @@ fn levels(c: &mut Criterion) {
 }
 
 criterion_group!(benches, levels);
-criterion_main!(benches);
+
+fn summary() {
+    let cpu = pin_to_last_cpu();
+    let plain = PlainTidLock(AtomicU32::new(0));
+    let mut v = 0u64;
+    let mut f_plain = |n: u64| {
+        for _ in 0..n {
+            black_box(&plain).with(|| v += 1);
+        }
+    };
+    let pis = [PiMutex::new(0u64), PiMutex::new(0u64), PiMutex::new(0u64)];
+    let normals = [
+        NormalMutex::new(0u64),
+        NormalMutex::new(0u64),
+        NormalMutex::new(0u64),
+    ];
+    let levels = [Tracking::Off, Tracking::Counts, Tracking::Timing];
+    // Register the tracked objects once (first use with tracking on).
+    for (i, level) in levels.iter().enumerate() {
+        sync::set_tracking(*level);
+        *pis[i].lock() += 1;
+        *normals[i].lock() += 1;
+    }
+    sync::set_tracking(Tracking::Off);
+    let mk_pi = |i: usize| {
+        let (m, level) = (&pis[i], levels[i]);
+        move |n: u64| {
+            sync::set_tracking(level);
+            for _ in 0..n {
+                *black_box(m).lock() += 1;
+            }
+        }
+    };
+    let mk_normal = |i: usize| {
+        let (m, level) = (&normals[i], levels[i]);
+        move |n: u64| {
+            sync::set_tracking(level);
+            for _ in 0..n {
+                *black_box(m).lock() += 1;
+            }
+        }
+    };
+    let (mut p0, mut p1, mut p2) = (mk_pi(0), mk_pi(1), mk_pi(2));
+    let (mut n0, mut n1, mut n2) = (mk_normal(0), mk_normal(1), mk_normal(2));
+    let mut variants: [Variant<'_>; 7] = [
+        ("plain tid CAS lock", &mut f_plain),
+        ("PiMutex off", &mut p0),
+        ("PiMutex counts", &mut p1),
+        ("PiMutex timing", &mut p2),
+        ("NormalMutex off", &mut n0),
+        ("NormalMutex counts", &mut n1),
+        ("NormalMutex timing", &mut n2),
+    ];
+    let r = paired(31, 2_000_000, &mut variants);
+    sync::set_tracking(Tracking::Off);
+    println!(
+        "\npaired summary: uncontended lock+unlock, pinned to CPU {}, load average {}",
+        cpu.map_or("-".into(), |c| c.to_string()),
+        load_average()
+    );
+    for (i, (name, _)) in variants.iter().enumerate() {
+        println!(
+            "  {:<20} median {:>6.2} ns, min {:>6.2} ns",
+            name,
+            median(&r[i]),
+            min(&r[i])
+        );
+    }
+    let diff = |a: usize, b: usize| {
+        let d: Vec<f64> = r[a].iter().zip(&r[b]).map(|(x, y)| x - y).collect();
+        median(&d)
+    };
+    let dmin = |a: usize, b: usize| min(&r[a]) - min(&r[b]);
+    for (kind, off) in [("PiMutex", 1), ("NormalMutex", 4)] {
+        println!(
+            "  {kind}: off - plain {:+.2} ns (goal <= +0.5), counts - off {:+.2} ns (goal <= +2), timing - off {:+.2} ns (goal <= +15): median of per-round differences",
+            diff(off, 0),
+            diff(off + 1, off),
+            diff(off + 2, off)
+        );
+        println!(
+            "  {kind}: off - plain {:+.2} ns, counts - off {:+.2} ns, timing - off {:+.2} ns: differences of the mins",
+            dmin(off, 0),
+            dmin(off + 1, off),
+            dmin(off + 2, off)
+        );
+    }
+}
+
+fn main() {
+    if std::env::var_os("PAIRED_ONLY").is_none() {
+        benches();
+        Criterion::default().configure_from_args().final_summary();
+    }
+    // `cargo test --benches` runs benches without `--bench`: skip the long summary.
+    if std::env::args().any(|a| a == "--bench") {
+        summary();
+    }
+}
+
+// ---- paired summary: a compact, load-robust comparison printed after criterion ----
+
+/// Pins the calling thread to the last CPU it may run on (less migration noise).
+fn pin_to_last_cpu() -> Option<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` is a writable cpu_set_t of `size` bytes; pid 0 = this thread.
+    if unsafe { libc::sched_getaffinity(0, size, &mut set) } != 0 {
+        return None;
+    }
+    // SAFETY: CPU_ISSET reads the set built above; the index is in range.
+    let cpu = (0..libc::CPU_SETSIZE as usize)
+        .rev()
+        .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })?;
+    // SAFETY: as above.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `cpu` < CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpu, &mut one) };
+    // SAFETY: `one` is a valid cpu_set_t of `size` bytes.
+    (unsafe { libc::sched_setaffinity(0, size, &one) } == 0).then_some(cpu)
+}
+
+/// One variant: a name and a body that runs `n` lock+unlock iterations.
+type Variant<'a> = (&'a str, &'a mut dyn FnMut(u64));
+
+/// Runs every variant `rounds` times, interleaved (A B C, A B C, ...), `iters`
+/// iterations per run, and returns each variant's per-round ns/op. Interleaving
+/// exposes all variants to the same load, so per-round differences are fair.
+fn paired(rounds: usize, iters: u64, variants: &mut [Variant<'_>]) -> Vec<Vec<f64>> {
+    let mut out = vec![Vec::with_capacity(rounds); variants.len()];
+    for (_, f) in variants.iter_mut() {
+        f(iters / 4); // warm-up
+    }
+    for _ in 0..rounds {
+        for (i, (_, f)) in variants.iter_mut().enumerate() {
+            let t = std::time::Instant::now();
+            f(iters);
+            out[i].push(t.elapsed().as_nanos() as f64 / iters as f64);
+        }
+    }
+    out
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn min(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::INFINITY, f64::min)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
+}

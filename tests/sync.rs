@@ -93,6 +93,17 @@ fn kernel_prio(tid: u32) -> i64 {
         .expect("prio")
 }
 
+/// `voluntary_ctxt_switches` of thread `tid` of this process.
+fn voluntary_switches(tid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).expect("status");
+    s.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .expect("voluntary_ctxt_switches")
+        .trim()
+        .parse()
+        .expect("count")
+}
+
 /// Polls `cond` every millisecond for at most 5 s; returns its last value.
 fn poll(mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + Duration::from_secs(5);
@@ -687,21 +698,63 @@ fn other_kinds_under_contention_are_exact() {
     assert_eq!(*m.lock(), 4_000);
 }
 
-/// The `priority_inversion` example binary (built by a plain `cargo test`, which
-/// compiles the examples), if present.
-fn example_binary() -> Option<std::path::PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let p = exe.parent()?.parent()?.join("examples/priority_inversion");
-    p.exists().then_some(p)
+/// The `priority_inversion` example binary of this test's profile. A plain `cargo
+/// test` builds the examples; `cargo test --test sync` does not, so when it is
+/// missing it is built here with the same cargo, profile and target directory.
+fn example_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    // target/<profile>/deps/sync-HASH -> target/<profile>
+    let profile_dir = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>/deps");
+    let bin = profile_dir.join("examples/priority_inversion");
+    if !bin.exists() {
+        let target_dir = profile_dir.parent().expect("target dir");
+        let mut cmd = std::process::Command::new(env!("CARGO"));
+        cmd.args(["build", "--quiet", "--example", "priority_inversion"])
+            .arg("--manifest-path")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+            .arg("--target-dir")
+            .arg(target_dir);
+        match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                cmd.arg("--release");
+            }
+            Some(other) => {
+                cmd.args(["--profile", other]);
+            }
+            None => panic!("unexpected target layout {}", exe.display()),
+        }
+        let st = cmd.status().expect("run cargo to build the example");
+        assert!(
+            st.success(),
+            "cargo build --example priority_inversion failed"
+        );
+    }
+    assert!(bin.exists(), "{} missing after the build", bin.display());
+    bin
+}
+
+/// A copy of `bin` that any user can execute (mode 0755 in a fresh 0755 directory
+/// under the system temp dir): the target directory may sit under a home directory
+/// that uid 65534 cannot traverse.
+fn world_executable_copy(bin: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("posixrt-sync-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let copy = dir.join("priority_inversion");
+    std::fs::copy(bin, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy
 }
 
 #[test]
 fn priority_inversion_example_prints_listing_6_8_order() {
     let _g = serial();
-    let Some(bin) = example_binary() else {
-        eprintln!("priority_inversion not built (run plain `cargo test`); nothing to check");
-        return;
-    };
+    let bin = example_binary();
     let args = [
         "--runs",
         "1",
@@ -758,10 +811,7 @@ fn priority_inversion_example_prints_listing_6_8_order() {
 #[test]
 fn priority_inversion_example_without_privilege_explains_and_exits_0() {
     let _g = serial();
-    let Some(bin) = example_binary() else {
-        eprintln!("priority_inversion not built (run plain `cargo test`); nothing to check");
-        return;
-    };
+    let bin = world_executable_copy(&example_binary());
     use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&bin);
     cmd.args(["--json", "--runs", "1"]);
@@ -775,23 +825,21 @@ fn priority_inversion_example_without_privilege_explains_and_exits_0() {
             if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            // Drop CAP_SYS_NICE from the bounding set and, as root, become nobody.
+            // Drop CAP_SYS_NICE from the bounding set (best effort: needs
+            // CAP_SETPCAP) and, as root, become nobody, which loses it anyway.
             libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
-            if libc::geteuid() == 0 && libc::setresuid(65534, 65534, 65534) != 0 {
+            if libc::geteuid() == 0
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(65534, 65534, 65534) != 0
+                    || libc::setresuid(65534, 65534, 65534) != 0)
+            {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
         });
     }
-    let out = match cmd.output() {
-        Ok(o) => o,
-        // uid 65534 may be unable to execute a binary under /root: nothing to check.
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => return,
-        Err(e) => panic!("{e}"),
-    };
-    if out.status.code() == Some(126) {
-        return;
-    }
+    let out = cmd.output().expect("run the example without privilege");
+    let _ = std::fs::remove_dir_all(bin.parent().unwrap());
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
@@ -802,4 +850,607 @@ fn priority_inversion_example_without_privilege_explains_and_exits_0() {
         err.contains("EPERM") && err.contains("CAP_SYS_NICE"),
         "{err}"
     );
+}
+
+// ---- stress: every kind, every acquisition path, exact counts ----
+//
+// Each test runs a fixed number of operations (a few seconds at most on two busy
+// cores) on detached threads and fails instead of hanging if one gets stuck: a lost
+// wake-up shows up as a thread that never finishes. Mutual exclusion is checked with
+// an "inside" counter that must be 0 on entry, and with a non-atomic
+// read-modify-write whose final value must be exact.
+
+/// Runs `body(i)` on `threads` threads; panics if any does not finish within 60 s.
+fn stress_run(threads: usize, body: impl Fn(usize) + Send + Sync + 'static) {
+    let body = Arc::new(body);
+    let start = Arc::new(std::sync::Barrier::new(threads));
+    let (tx, rx) = mpsc::channel::<bool>();
+    for i in 0..threads {
+        let (b, tx, start) = (body.clone(), tx.clone(), start.clone());
+        std::thread::spawn(move || {
+            start.wait();
+            let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b(i))).is_ok();
+            let _ = tx.send(ok);
+        });
+    }
+    drop(tx);
+    for _ in 0..threads {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(true) => {}
+            Ok(false) => panic!("a stress thread panicked"),
+            Err(_) => panic!("a stress thread is stuck after 60 s (lost wake-up?)"),
+        }
+    }
+}
+
+/// Enters a critical section: asserts nobody else is inside.
+fn enter(inside: &AtomicU32) {
+    assert_eq!(
+        inside.fetch_add(1, Ordering::SeqCst),
+        0,
+        "two threads inside"
+    );
+}
+
+fn leave(inside: &AtomicU32) {
+    inside.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Locks `m` by path `i % 4` (lock, try_lock spin, timed lock retry, lock_checked),
+/// increments the protected counter non-atomically, and counts try/timeout misses.
+fn stress_mutex<R>(m: &'static lock_api::Mutex<R, u64>, threads: usize, each: usize)
+where
+    R: posixrt::sync::RawMutexChecked
+        + lock_api::RawMutexTimed<Duration = Duration>
+        + Sync
+        + 'static,
+{
+    let inside: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    stress_run(threads, move |t| {
+        for i in 0..each {
+            let mut g = match (t + i) % 4 {
+                0 => m.lock(),
+                1 => loop {
+                    if let Some(g) = m.try_lock() {
+                        break g;
+                    }
+                    std::thread::yield_now();
+                },
+                2 => loop {
+                    if let Some(g) = m.try_lock_for(Duration::from_micros(50)) {
+                        break g;
+                    }
+                },
+                _ => m.lock_checked().expect("lock_checked"),
+            };
+            enter(inside);
+            let v = *g;
+            std::hint::spin_loop();
+            *g = v + 1;
+            leave(inside);
+        }
+    });
+    assert_eq!(*m.lock(), (threads * each) as u64);
+    assert!(!m.is_locked());
+}
+
+#[test]
+fn stress_pi_mutex() {
+    let m: &'static PiMutex<u64> = Box::leak(Box::new(PiMutex::new(0)));
+    stress_mutex(m, 4, 20_000);
+    // Every kernel waiter was handed the lock and the last unlock cleared the word.
+    assert_eq!(unsafe { m.raw() }.word(), 0);
+}
+
+#[test]
+fn stress_normal_mutex() {
+    let m: &'static NormalMutex<u64> = Box::leak(Box::new(NormalMutex::new(0)));
+    stress_mutex(m, 4, 20_000);
+}
+
+#[test]
+fn stress_ceiling_mutex() {
+    let _g = serial();
+    let m: &'static CeilingMutex<u64> = Box::leak(Box::new(ceiling_mutex(5, 0).unwrap()));
+    if !have_rt() {
+        let e = m.lock_checked().unwrap_err();
+        assert_eq!(e.errno(), Some(libc::EPERM));
+        return;
+    }
+    stress_mutex(m, 3, 1_500);
+    // Every thread's priority was restored: a fresh check from SCHED_OTHER threads.
+    let (tx, rx) = mpsc::channel();
+    stress_run(3, move |_| {
+        for _ in 0..200 {
+            let g = m.lock();
+            assert_eq!(self_policy(), (libc::SCHED_FIFO, 5));
+            drop(g);
+            assert_eq!(self_policy(), (libc::SCHED_OTHER, 0));
+        }
+        let _ = tx.clone().send(());
+    });
+    assert_eq!(rx.try_iter().count(), 3);
+}
+
+#[test]
+fn stress_recursive_mutex() {
+    use posixrt::sync::RecursiveMutex;
+    let m: &'static RecursiveMutex<std::cell::Cell<u64>> =
+        Box::leak(Box::new(RecursiveMutex::new(std::cell::Cell::new(0))));
+    let inside: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    stress_run(4, move |t| {
+        for i in 0..10_000 {
+            let a = match (t + i) % 3 {
+                0 => m.lock(),
+                1 => loop {
+                    if let Some(g) = m.try_lock() {
+                        break g;
+                    }
+                    std::thread::yield_now();
+                },
+                _ => loop {
+                    if let Ok(g) = m.lock_for(Duration::from_micros(50)) {
+                        break g;
+                    }
+                },
+            };
+            enter(inside);
+            let b = m.try_lock().expect("the owner relocks");
+            assert_eq!(m.recursion(), 2);
+            b.set(a.get() + 1);
+            drop(b);
+            assert_eq!(m.recursion(), 1);
+            leave(inside);
+        }
+    });
+    assert_eq!(m.lock().get(), 40_000);
+    assert_eq!((m.recursion(), m.owner()), (0, None));
+}
+
+#[test]
+fn stress_rwlock_writers_readers_and_timeouts() {
+    use posixrt::sync::RwLock;
+    // Writers keep (a, b) equal; readers must never see them differ. Timed reads and
+    // writes with tiny timeouts exercise the give-up paths (a writer that times out
+    // must let the readers it held back go).
+    let l: &'static RwLock<(u64, u64)> = Box::leak(Box::new(RwLock::new((0, 0))));
+    let writes: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    stress_run(6, move |t| {
+        let end = Instant::now() + Duration::from_millis(1500);
+        let mut i = 0u64;
+        while Instant::now() < end {
+            i += 1;
+            if t < 2 {
+                let g = if i % 2 == 0 {
+                    Some(l.write())
+                } else {
+                    l.try_write_for(Duration::from_micros(20))
+                };
+                if let Some(mut g) = g {
+                    g.0 += 1;
+                    for _ in 0..50 {
+                        std::hint::spin_loop();
+                    }
+                    g.1 = g.0;
+                    writes.fetch_add(1, Ordering::Relaxed);
+                }
+            } else {
+                let g = if i % 3 == 0 {
+                    l.try_read_for(Duration::from_micros(20))
+                } else if i % 3 == 1 {
+                    l.try_read()
+                } else {
+                    Some(l.read())
+                };
+                if let Some(g) = g {
+                    assert_eq!(g.0, g.1, "a reader saw a half-done write");
+                }
+            }
+        }
+    });
+    let g = l.read();
+    assert_eq!(g.0, u64::from(writes.load(Ordering::Relaxed)));
+    assert_eq!(g.0, g.1);
+    drop(g);
+    assert!(l.try_write().is_some());
+}
+
+#[test]
+fn stress_semaphore_producers_consumers() {
+    use posixrt::sync::Semaphore;
+    const EACH: u32 = 20_000;
+    let sem: &'static Semaphore = Box::leak(Box::new(Semaphore::new(0).unwrap()));
+    let taken: &'static AtomicU32 = Box::leak(Box::new(AtomicU32::new(0)));
+    stress_run(5, move |t| {
+        if t < 2 {
+            for _ in 0..EACH {
+                sem.post().unwrap();
+            }
+        } else {
+            let mut i = 0u32;
+            while taken.load(Ordering::SeqCst) < 2 * EACH {
+                i += 1;
+                let ok = match i % 3 {
+                    0 => sem.try_wait(),
+                    1 => sem.wait_for(Duration::from_micros(100)).is_ok(),
+                    _ => sem.wait_for(Duration::from_millis(20)).is_ok(),
+                };
+                if ok {
+                    taken.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+    });
+    assert_eq!(taken.load(Ordering::SeqCst), 2 * EACH);
+    assert_eq!(sem.value(), 0);
+    assert_eq!(sem.waiters(), 0);
+}
+
+#[test]
+fn stress_condvar_bounded_queue_notify_one() {
+    use posixrt::sync::Condvar;
+    use std::collections::VecDeque;
+    // A bounded queue with notify_one on two condvars: a lost wake-up leaves a
+    // producer or consumer asleep forever (caught by stress_run's 60 s watchdog).
+    const PER_PRODUCER: u64 = 10_000;
+    struct Q {
+        m: NormalMutex<VecDeque<u64>>,
+        not_empty: Condvar,
+        not_full: Condvar,
+        sum: std::sync::atomic::AtomicU64,
+        got: AtomicU32,
+    }
+    let q: &'static Q = Box::leak(Box::new(Q {
+        m: NormalMutex::new(VecDeque::new()),
+        not_empty: Condvar::new(),
+        not_full: Condvar::new(),
+        sum: std::sync::atomic::AtomicU64::new(0),
+        got: AtomicU32::new(0),
+    }));
+    stress_run(4, move |t| {
+        if t < 2 {
+            for v in 1..=PER_PRODUCER {
+                let mut g = q.m.lock();
+                while g.len() >= 4 {
+                    q.not_full.wait(&mut g);
+                }
+                g.push_back(v);
+                drop(g);
+                q.not_empty.notify_one();
+            }
+        } else {
+            for _ in 0..PER_PRODUCER {
+                let mut g = q.m.lock();
+                while g.is_empty() {
+                    // Mix untimed and timed waits; a timeout is just a re-check.
+                    if t == 2 {
+                        q.not_empty.wait(&mut g);
+                    } else {
+                        q.not_empty.wait_for(&mut g, Duration::from_micros(200));
+                    }
+                }
+                let v = g.pop_front().expect("non-empty");
+                drop(g);
+                q.not_full.notify_one();
+                q.sum.fetch_add(v, Ordering::Relaxed);
+                q.got.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    assert_eq!(q.got.load(Ordering::Relaxed) as u64, 2 * PER_PRODUCER);
+    assert_eq!(
+        q.sum.load(Ordering::Relaxed),
+        2 * (PER_PRODUCER * (PER_PRODUCER + 1) / 2)
+    );
+    assert!(q.m.lock().is_empty());
+    assert_eq!((q.not_empty.waiters(), q.not_full.waiters()), (0, 0));
+}
+
+/// Two PI mutexes locked in opposite orders: the kernel walks the PI chain when the
+/// second wait would close the cycle and refuses it with EDEADLK, reported as a
+/// deadlock (not as a relock); the other thread then gets its lock.
+#[test]
+fn pi_deadlock_cycle_is_refused_by_the_kernel() {
+    let a = PiMutex::new(());
+    let b = PiMutex::new(());
+    let barrier = std::sync::Barrier::new(2);
+    std::thread::scope(|s| {
+        let first = s.spawn(|| {
+            let _ga = a.lock();
+            barrier.wait();
+            // Blocks in FUTEX_LOCK_PI until the other thread gives up `b`.
+            b.lock_checked().map(drop)
+        });
+        let second = s.spawn(|| {
+            let gb = b.lock();
+            barrier.wait();
+            assert!(
+                poll(|| unsafe { b.raw() }.has_waiters()),
+                "first never blocked"
+            );
+            let e = a.lock_checked().map(drop).unwrap_err();
+            drop(gb);
+            e
+        });
+        let e = second.join().unwrap();
+        assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+        assert!(e.to_string().contains("deadlock"), "{e}");
+        assert!(first.join().unwrap().is_ok());
+    });
+    assert!(a.try_lock().is_some() && b.try_lock().is_some());
+}
+
+// ---- PiCondvar: requeue-PI ----
+
+#[test]
+fn stress_pi_condvar_queue_notify_one_and_all() {
+    use posixrt::sync::PiCondvar;
+    use std::collections::VecDeque;
+    const PER_PRODUCER: u64 = 10_000;
+    struct Q {
+        m: PiMutex<VecDeque<u64>>,
+        not_empty: PiCondvar,
+        not_full: PiCondvar,
+        sum: std::sync::atomic::AtomicU64,
+        got: AtomicU32,
+    }
+    let q: &'static Q = Box::leak(Box::new(Q {
+        m: PiMutex::new(VecDeque::new()),
+        not_empty: PiCondvar::new(),
+        not_full: PiCondvar::new(),
+        sum: std::sync::atomic::AtomicU64::new(0),
+        got: AtomicU32::new(0),
+    }));
+    stress_run(5, move |t| {
+        if t < 2 {
+            for v in 1..=PER_PRODUCER {
+                let mut g = q.m.lock();
+                while g.len() >= 4 {
+                    q.not_full.wait(&mut g).unwrap();
+                }
+                g.push_back(v);
+                // Notify while holding (requeue onto the held mutex) or after.
+                if v % 2 == 0 {
+                    q.not_empty.notify_one();
+                    drop(g);
+                } else {
+                    drop(g);
+                    q.not_empty.notify_all();
+                }
+            }
+        } else {
+            let mut i = 0u64;
+            loop {
+                let mut g = q.m.lock();
+                while g.is_empty() && q.got.load(Ordering::SeqCst) < 2 * PER_PRODUCER as u32 {
+                    i += 1;
+                    if i % 3 == 0 {
+                        q.not_empty.wait(&mut g).unwrap();
+                    } else {
+                        q.not_empty
+                            .wait_for(&mut g, Duration::from_micros(300))
+                            .unwrap();
+                    }
+                }
+                let Some(v) = g.pop_front() else {
+                    return; // everything was consumed
+                };
+                q.got.fetch_add(1, Ordering::SeqCst);
+                q.not_full.notify_all();
+                drop(g);
+                q.sum.fetch_add(v, Ordering::Relaxed);
+            }
+        }
+    });
+    assert_eq!(q.got.load(Ordering::SeqCst) as u64, 2 * PER_PRODUCER);
+    assert_eq!(
+        q.sum.load(Ordering::Relaxed),
+        2 * (PER_PRODUCER * (PER_PRODUCER + 1) / 2)
+    );
+    assert_eq!(unsafe { q.m.raw() }.word(), 0);
+    assert_eq!((q.not_empty.waiters(), q.not_full.waiters()), (0, 0));
+}
+
+#[test]
+fn pi_condvar_refuses_a_second_mutex_while_waited_on() {
+    use posixrt::sync::PiCondvar;
+    let (a, b) = (PiMutex::new(false), PiMutex::new(()));
+    let cv = PiCondvar::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut g = a.lock();
+            while !*g {
+                cv.wait(&mut g).unwrap();
+            }
+        });
+        assert!(poll(|| cv.waiters() == 1 && !a.is_locked()));
+        let mut gb = b.lock();
+        let e = cv.wait(&mut gb).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput);
+        // Nothing was unlocked: still ours.
+        assert_eq!(unsafe { b.raw() }.owner(), Some(current_tid()));
+        drop(gb);
+        *a.lock() = true;
+        cv.notify_all();
+    });
+    // Nobody waits any more: the condvar may serve another mutex now.
+    let mut gb = b.lock();
+    assert!(cv.wait_for(&mut gb, Duration::from_millis(1)).unwrap());
+}
+
+/// The point of requeue-PI: a FIFO-90 waiter notified while a FIFO-10 thread holds
+/// the mutex is requeued onto the mutex as a PI waiter inside `notify_one`, so the
+/// holder runs at 90 when `notify_one` returns, without the waiter having run.
+#[test]
+fn pi_condvar_requeue_boosts_the_holder_inside_notify() {
+    use posixrt::sync::PiCondvar;
+    let _g = serial();
+    if !have_rt() {
+        assert_eq!(set_self(libc::SCHED_FIFO, 10), Err(libc::EPERM));
+        return;
+    }
+    let cpu = first_cpu();
+    let shared = Arc::new((PiMutex::new(false), PiCondvar::new()));
+    let waiter_tid = Arc::new(AtomicU32::new(0));
+    let waiter = {
+        let (shared, waiter_tid) = (shared.clone(), waiter_tid.clone());
+        spawn_fifo(cpu, 90, move || {
+            waiter_tid.store(current_tid(), Ordering::SeqCst);
+            let (m, cv) = (&shared.0, &shared.1);
+            let mut g = m.lock();
+            while !*g {
+                cv.wait(&mut g).unwrap();
+            }
+            kernel_prio(current_tid())
+        })
+    };
+    // The waiter is asleep in FUTEX_WAIT_REQUEUE_PI: counted, mutex free, state S.
+    assert!(poll(|| {
+        let t = waiter_tid.load(Ordering::SeqCst);
+        t != 0
+            && shared.1.waiters() == 1
+            && !shared.0.is_locked()
+            && std::fs::read_to_string(format!("/proc/self/task/{t}/stat"))
+                .map(|s| s[s.rfind(')').unwrap() + 2..].starts_with('S'))
+                .unwrap_or(false)
+    }));
+    let wtid = waiter_tid.load(Ordering::SeqCst);
+    let holder = {
+        let shared = shared.clone();
+        spawn_fifo(cpu, 10, move || {
+            let (m, cv) = (&shared.0, &shared.1);
+            let mut g = m.lock();
+            let before = kernel_prio(current_tid());
+            let switches = voluntary_switches(wtid);
+            *g = true;
+            let woke = cv.notify_one();
+            // Requeued onto our mutex: boosted now, before we unlock.
+            let during = kernel_prio(current_tid());
+            let has_waiters = unsafe { m.raw() }.has_waiters();
+            // The waiter never ran: a plain wake-up would have run it at once (same
+            // CPU, higher priority) to block again in FUTEX_LOCK_PI.
+            let not_woken = voluntary_switches(wtid) == switches;
+            drop(g);
+            let after = kernel_prio(current_tid());
+            (before, woke, during, has_waiters, not_woken, after)
+        })
+    };
+    let (before, woke, during, has_waiters, not_woken, after) = holder.join().unwrap();
+    assert_eq!((before, woke), (-11, true));
+    assert!(not_woken, "the waiter ran between notify_one and unlock");
+    assert_eq!(during, -91, "the holder was not boosted inside notify_one");
+    assert!(has_waiters);
+    assert_eq!(after, -11);
+    assert_eq!(waiter.join().unwrap(), -91);
+}
+
+// ---- timeouts survive signals (EINTR retries) ----
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Runs `timed()` (which must time out after `wait`) on a thread that receives a
+/// stream of SIGUSR2 signals from a handler installed **without** SA_RESTART, so
+/// every futex sleep returns EINTR. The wait must neither return early nor succeed.
+fn timed_wait_under_signals(wait: Duration, timed: impl Fn() -> bool + Send + Sync) {
+    // SAFETY: a handler that does nothing is async-signal-safe; the sigaction is
+    // fully initialised (no SA_RESTART on purpose).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = ignore_signal as extern "C" fn(libc::c_int) as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        sa.sa_flags = 0;
+        assert_eq!(libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut()), 0);
+    }
+    let done = AtomicBool::new(false);
+    let pt = std::sync::atomic::AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let h = s.spawn(|| {
+            // SAFETY: pthread_self has no preconditions.
+            pt.store(unsafe { libc::pthread_self() } as u64, Ordering::SeqCst);
+            let t0 = Instant::now();
+            let got = timed();
+            done.store(true, Ordering::SeqCst);
+            (got, t0.elapsed())
+        });
+        while pt.load(Ordering::SeqCst) == 0 {
+            std::thread::yield_now();
+        }
+        let pt = pt.load(Ordering::SeqCst) as libc::pthread_t;
+        let mut sent = 0;
+        while !done.load(Ordering::SeqCst) {
+            // SAFETY: the thread is alive until `done` (joined below).
+            unsafe { libc::pthread_kill(pt, libc::SIGUSR2) };
+            sent += 1;
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let (got, took) = h.join().unwrap();
+        assert!(!got, "acquired a lock that stayed held");
+        assert!(
+            took >= wait,
+            "returned after {took:?} < {wait:?} ({sent} signals)"
+        );
+        assert!(sent > 5, "only {sent} signals were sent");
+    });
+}
+
+#[test]
+fn timed_waits_retry_after_eintr() {
+    use posixrt::sync::{RwLock, Semaphore};
+    let wait = Duration::from_millis(60);
+    let n = NormalMutex::new(());
+    let g = n.lock();
+    timed_wait_under_signals(wait, || n.try_lock_for(wait).is_some());
+    drop(g);
+    let p = PiMutex::new(());
+    let g = p.lock();
+    timed_wait_under_signals(wait, || p.try_lock_for(wait).is_some());
+    drop(g);
+    let sem = Semaphore::new(0).unwrap();
+    timed_wait_under_signals(wait, || sem.wait_for(wait).is_ok());
+    let l = RwLock::new(());
+    let g = l.write();
+    timed_wait_under_signals(wait, || l.try_read_for(wait).is_some());
+    timed_wait_under_signals(wait, || l.try_write_for(wait).is_some());
+    drop(g);
+}
+
+/// A forked child's thread has a new tid: the cached tid is forgotten at fork, so a
+/// PI lock in the child stores the child's tid (not the parent's, which the kernel
+/// would treat as a dead owner and let a second locker in).
+#[test]
+fn forked_child_locks_with_its_own_tid() {
+    let m = PiMutex::new(());
+    let parent = current_tid();
+    // SAFETY: the child only makes raw syscalls, TLS accesses and lock-free atomic
+    // operations (no allocation, no locks another thread could hold), then _exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        // SAFETY: gettid has no preconditions.
+        let real = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+        let code = if current_tid() != real || real == parent {
+            1
+        } else {
+            let g = m.lock();
+            let ok = unsafe { m.raw() }.owner() == Some(real);
+            drop(g);
+            if ok {
+                0
+            } else {
+                2
+            }
+        };
+        // SAFETY: _exit is async-signal-safe and ends the child here.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status), "child status {status:#x}");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "1: stale cached tid, 2: lock stored the wrong owner"
+    );
+    assert_eq!(current_tid(), parent);
 }

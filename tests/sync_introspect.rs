@@ -575,3 +575,148 @@ fn another_process_reads_the_registry() {
     assert_eq!(field("final_locks"), expected_locks, "{line}");
     assert_eq!(field("trylocks"), st.trylocks, "{line}");
 }
+
+/// Successful trylocks are counted by the owner (plain stores), failed ones by the
+/// failing thread (atomic add) in a separate word: hammering both at once loses no
+/// count.
+#[test]
+fn trylock_counts_stay_exact_under_concurrent_failures() {
+    use std::sync::atomic::AtomicU64;
+    let _g = serial(Tracking::Counts);
+    let pi = PiMutex::new(0u64);
+    let normal = NormalMutex::new(0u64);
+    fn run<R: lock_api::RawMutex + Sync>(m: &lock_api::Mutex<R, u64>) -> (u64, u64) {
+        let (ok, failed) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|s| {
+            for _ in 0..3 {
+                s.spawn(|| {
+                    for _ in 0..20_000 {
+                        match m.try_lock() {
+                            Some(mut g) => {
+                                *g += 1;
+                                ok.fetch_add(1, Ordering::Relaxed);
+                            }
+                            None => {
+                                failed.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        (ok.into_inner(), failed.into_inner())
+    }
+    let (ok, failed) = run(&pi);
+    let s = unsafe { pi.raw() }.snapshot().expect("known");
+    assert_eq!(
+        (s.stats.locks, s.stats.trylocks, s.stats.trylock_failures),
+        (ok, 60_000, failed)
+    );
+    assert_eq!(*pi.lock(), ok);
+    let (ok, failed) = run(&normal);
+    let s = unsafe { normal.raw() }.snapshot().expect("known");
+    assert_eq!(
+        (s.stats.locks, s.stats.trylocks, s.stats.trylock_failures),
+        (ok, 60_000, failed)
+    );
+    sync::set_tracking(Tracking::Off);
+}
+
+/// `read_process` (what `rtstat PID` calls) tells a missing process from one without
+/// a registry, and rejects a pid that cannot be one.
+#[test]
+fn read_process_errors_name_the_cause() {
+    // A pid above pid_max (at most 2^22) is never a live process.
+    let e = sync::read_process(4_194_305 + 7).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(e.to_string().contains("no process with pid"), "{e}");
+    // pid 1 exists but publishes nothing (it is not this test).
+    let e = sync::read_process(1).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    assert!(
+        e.to_string().contains("has no posixrt sync registry"),
+        "{e}"
+    );
+    let e = sync::read_process(u32::MAX).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+/// More live objects than registry slots: publishing reports the overflow (after
+/// publishing what fits), and once objects are dropped their slots serve new ones.
+#[test]
+fn full_registry_recovers_when_objects_are_dropped() {
+    let _g = serial(Tracking::Counts);
+    let many: Vec<NormalMutex<()>> = (0..1100).map(|_| NormalMutex::new(())).collect();
+    for m in &many {
+        drop(m.lock());
+    }
+    let e = sync::publish().unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfResources, "{e}");
+    drop(many);
+    let fresh: Vec<NormalMutex<()>> = (0..10).map(|_| NormalMutex::new(())).collect();
+    for m in &fresh {
+        drop(m.lock());
+    }
+    let n = sync::publish().expect("room again");
+    assert!(n >= 10, "{n}");
+    let mine = sync::read_process(std::process::id()).unwrap();
+    for m in &fresh {
+        let a = unsafe { m.raw() }.snapshot().unwrap().info.address;
+        assert!(mine.iter().any(|s| s.info.address == a));
+    }
+    sync::set_tracking(Tracking::Off);
+}
+
+/// Up to 24 waiter tids are listed (the count is exact beyond that): 20 blocked
+/// threads are all named.
+#[test]
+fn twenty_waiters_are_all_listed() {
+    let _g = serial(Tracking::Counts);
+    let m = NormalMutex::new(());
+    let held = m.lock();
+    let tids = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..20 {
+            s.spawn(|| {
+                tids.lock().unwrap().push(current_tid());
+                drop(m.lock());
+            });
+        }
+        let snap = || unsafe { m.raw() }.snapshot().unwrap();
+        assert!(poll(|| snap().info.waiters == 20), "{:?}", snap());
+        assert_eq!(sorted(snap().waiters), sorted(tids.lock().unwrap().clone()));
+        drop(held);
+    });
+    let s = unsafe { m.raw() }.snapshot().unwrap();
+    assert_eq!((s.info.waiters, s.waiters.len()), (0, 0));
+    sync::set_tracking(Tracking::Off);
+}
+
+/// A forked child inherits the parent's registry mapping: its `publish` is refused
+/// instead of overwriting the parent's published objects.
+#[test]
+fn forked_child_does_not_publish_into_the_parents_registry() {
+    let _g = serial(Tracking::Counts);
+    let m = NormalMutex::new(());
+    drop(m.lock());
+    sync::publish().expect("parent publishes");
+    // SAFETY: the child calls publish (which returns at its pid check, allocating
+    // only the error, which glibc's fork-safe malloc allows) and _exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = match sync::publish() {
+            Err(e) if e.kind() == ErrorKind::Unsupported => 0,
+            Err(_) => 2,
+            Ok(_) => 1,
+        };
+        // SAFETY: ends the child.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: `pid` is our child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert_eq!(libc::WEXITSTATUS(status), 0, "status {status:#x}");
+    assert!(sync::publish().is_ok());
+    sync::set_tracking(Tracking::Off);
+}

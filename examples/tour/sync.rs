@@ -47,6 +47,37 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok((_, Err(e), _)) => println!("   CeilingMutex needs privilege here: {e}"),
         Err(_) => println!("   CeilingMutex helper thread panicked"),
     }
+    // Requeue-PI: waiters notified while the mutex is held move straight onto the
+    // PI mutex's kernel queue (as PI waiters) instead of waking up to block again.
+    let pair = (PiMutex::new(0u32), posixrt::sync::PiCondvar::new());
+    let requeued = std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                let mut g = pair.0.lock();
+                while *g == 0 {
+                    if pair.1.wait(&mut g).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while (pair.1.waiters() < 2 || pair.0.is_locked()) && std::time::Instant::now() < end {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let mut g = pair.0.lock();
+        *g = 1;
+        let n = pair.1.notify_all();
+        // SAFETY: raw() is only used to read the state.
+        let queued = unsafe { pair.0.raw() }.has_waiters();
+        drop(g);
+        (n, queued)
+    });
+    println!(
+        "   PiCondvar: notify_all under the lock requeued {} waiters onto the PiMutex (kernel waiters bit set: {})",
+        requeued.0, requeued.1
+    );
+
     // Introspection: switch tracking on, use a lock, read its info and statistics.
     posixrt::sync::set_tracking(posixrt::sync::Tracking::Counts);
     let q = posixrt::sync::NormalMutex::new(0u32);

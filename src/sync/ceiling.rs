@@ -362,7 +362,7 @@ struct Tpp {
     /// Ceiling mutexes held (all ceilings).
     held: u32,
     /// How many held mutexes have each ceiling.
-    counts: [u16; FIFO_MAX as usize + 1],
+    counts: [u32; FIFO_MAX as usize + 1],
     /// Base attributes, read when the first ceiling mutex was locked.
     base_policy: u32,
     base_priority: u32,

@@ -11,7 +11,8 @@
 //! Works with any `lock_api` mutex ([`PiMutex`](super::PiMutex),
 //! [`CeilingMutex`](super::CeilingMutex), [`NormalMutex`](super::NormalMutex)); a PI
 //! mutex is relocked with `FUTEX_LOCK_PI`, so priority inheritance holds on the way
-//! back (but the wake-up itself is not requeued onto the PI futex).
+//! back (but the wake-up itself is not requeued onto the PI futex: use
+//! [`PiCondvar`](super::PiCondvar) for that).
 //!
 //! # References
 //! - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)

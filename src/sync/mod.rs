@@ -43,6 +43,7 @@
 //! |---|---|
 //! | `PTHREAD_MUTEX_RECURSIVE` | [`RecursiveMutex`] |
 //! | `pthread_cond_t` | [`Condvar`] (works with every mutex above) |
+//! | `pthread_cond_t` with a PI mutex | [`PiCondvar`] (requeue-PI: waiters are requeued onto the [`PiMutex`] as PI waiters) |
 //! | `sem_t` (unnamed) | [`Semaphore`] |
 //! | `pthread_rwlock_t` | [`RwLock`] (`lock_api::RwLock`, writer-preferring) |
 //!
@@ -83,6 +84,7 @@ pub mod condvar;
 pub(crate) mod hook;
 pub mod normal;
 pub mod pi;
+pub mod pi_condvar;
 pub mod recursive;
 pub mod rwlock;
 pub mod semaphore;
@@ -98,6 +100,7 @@ pub use checked::{MutexExt, RawMutexChecked};
 pub use condvar::Condvar;
 pub use normal::{NormalMutex, NormalMutexGuard, RawNormalMutex};
 pub use pi::{PiMutex, PiMutexGuard, RawPiMutex};
+pub use pi_condvar::PiCondvar;
 pub use recursive::{RecursiveMutex, RecursiveMutexGuard};
 pub use rwlock::{RawRwLock, RwLock};
 pub use semaphore::{Semaphore, SEM_VALUE_MAX};

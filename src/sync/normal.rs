@@ -234,6 +234,20 @@ impl RawNormalMutex {
     pub fn has_waiters(&self) -> bool {
         self.word.load() & WAITERS != 0
     }
+
+    /// The contended `lock()`, out of line: keeps the inlined fast path as small as
+    /// the PI mutex's (with the four-argument slow call inline, the compiler stopped
+    /// inlining `lock()` into callers, which cost a call per lock).
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self, tid: u32) {
+        if let Err(e) = self
+            .word
+            .lock_slow(tid, None, "normal_mutex_lock", self.t())
+        {
+            lock_failed(e)
+        }
+    }
 }
 
 impl Default for RawNormalMutex {
@@ -265,11 +279,8 @@ unsafe impl RawMutex for RawNormalMutex {
             if track::level() != 0 {
                 self.track.acquired(Kind::NormalMutex, self.addr(), tid);
             }
-        } else if let Err(e) = self
-            .word
-            .lock_slow(tid, None, "normal_mutex_lock", self.t())
-        {
-            lock_failed(e)
+        } else {
+            self.lock_contended(tid)
         }
     }
 

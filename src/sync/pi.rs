@@ -13,6 +13,11 @@
 //!   rt_mutex and **boosts the owner to the highest waiter's priority** until it
 //!   unlocks (`FUTEX_UNLOCK_PI` hands the lock to the highest-priority waiter).
 //! - **Relock by the owner** is detected before any syscall: [`Deadlock`](crate::ErrorKind::Deadlock).
+//! - **Deadlock cycles** across PI mutexes are detected by the kernel when the wait
+//!   that would close the cycle starts: that lock fails with EDEADLK
+//!   ([`Deadlock`](crate::ErrorKind::Deadlock), the message says it is a cycle), so
+//!   with PI mutexes a thread of the cycle gets an error (a panic through `lock()`)
+//!   instead of all of them hanging.
 //! - **Owner death** (a thread exits holding the lock, e.g. after `mem::forget` of a
 //!   guard): when nobody waits yet, the next locker gets ESRCH from the kernel; posixrt
 //!   then takes the lock over (marking the word `FUTEX_OWNER_DIED`, as a robust
@@ -199,9 +204,33 @@ impl RawPiMutex {
             .is_ok()
     }
 
+    /// The PI futex word, for [`PiCondvar`](super::PiCondvar)'s requeue.
+    #[inline]
+    pub(crate) fn futex_word(&self) -> &AtomicU32 {
+        &self.word
+    }
+
+    /// After `FUTEX_WAIT_REQUEUE_PI` made `tid` the owner: the bookkeeping of a
+    /// contended acquisition (owner-died mark, tracking, trace hook).
+    pub(crate) fn acquired_by_requeue(&self, tid: u32) {
+        self.acquired_from_kernel();
+        if track::level() != 0 {
+            let t0 = if track::level() >= track::Tracking::Timing as u8 {
+                track::ticks().max(1)
+            } else {
+                0
+            };
+            self.track
+                .acquired_after_wait(Kind::PiMutex, self.addr(), tid, t0);
+        }
+        super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
+    }
+
     /// After the kernel gave us the lock: clear and record `FUTEX_OWNER_DIED`.
     fn acquired_from_kernel(&self) {
-        if self.word.load(Ordering::Relaxed) & OWNER_DIED != 0 {
+        // The previous owner's FUTEX_UNLOCK_PI (after its Release fence) made the
+        // kernel write our tid into the word; pair with it.
+        if self.word.load(Ordering::Acquire) & OWNER_DIED != 0 {
             self.word.fetch_and(!OWNER_DIED, Ordering::Relaxed);
             self.owner_died.store(true, Ordering::Relaxed);
         }
@@ -258,7 +287,18 @@ impl RawPiMutex {
                 Err(libc::ETIMEDOUT) => {
                     return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", libc::ETIMEDOUT))
                 }
-                Err(libc::EDEADLK) => return Err(relock_error("futex(FUTEX_LOCK_PI)")),
+                // A relock by the owner was caught above, before the syscall: the
+                // kernel's EDEADLK here is a cycle it found walking the PI chain
+                // (this thread's wait would close a circle of owners and waiters).
+                Err(libc::EDEADLK) => {
+                    return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", libc::EDEADLK)
+                        .with_message(
+                            "the kernel found a deadlock: the owner of this mutex waits, directly or through other PI mutexes, for a lock the calling thread holds",
+                        )
+                        .with_hint(
+                            "lock PI mutexes in one global order; posixrt::sync::find_deadlocks (tracking on) lists the cycle of threads and locks",
+                        ))
+                }
                 Err(e) => return Err(Error::from_errno("futex(FUTEX_LOCK_PI)", e)),
             }
         }
@@ -302,7 +342,9 @@ impl RawPiMutex {
     #[inline(never)]
     fn unlock_slow(&self) {
         // Waiters are queued in the kernel: it hands the lock to the top waiter and
-        // ends the owner's boost.
+        // ends the owner's boost. The failed CAS was only a Relaxed load: order the
+        // critical section's writes before the kernel's hand-off explicitly.
+        std::sync::atomic::fence(Ordering::Release);
         loop {
             match sys::unlock_pi(&self.word) {
                 Err(libc::EINTR) | Err(libc::EAGAIN) => continue,

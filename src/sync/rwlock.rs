@@ -5,7 +5,9 @@
 //! Writers are preferred: once a writer waits, new readers wait too (so a stream of
 //! readers cannot starve it; a thread that read-locks recursively while a writer
 //! waits deadlocks, as `lock_api` documents). Sleepers wait in `FUTEX_WAIT_BITSET`
-//! on the word and are all woken when it changes in their favour. The writer's tid
+//! on a separate epoch word that every unblocking change advances (so a state that
+//! goes free → write-locked → free between a check and the sleep cannot strand a
+//! sleeper), and are all woken when it changes in their favour. The writer's tid
 //! is kept beside the word for introspection.
 //!
 //! # References
@@ -45,6 +47,9 @@ pub struct RawRwLock {
     state: AtomicU32,
     writers_waiting: AtomicU32,
     sleepers: AtomicU32,
+    /// The futex word sleepers wait on: advanced by every change that may unblock
+    /// them (see [`RawRwLock::sleep_while`]).
+    epoch: AtomicU32,
     writer: AtomicU32,
     track: Track,
 }
@@ -56,6 +61,7 @@ impl RawRwLock {
             state: AtomicU32::new(0),
             writers_waiting: AtomicU32::new(0),
             sleepers: AtomicU32::new(0),
+            epoch: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             track: Track::new(),
         }
@@ -95,6 +101,8 @@ impl RawRwLock {
                 .is_ok()
     }
 
+    #[cold]
+    #[inline(never)]
     fn read_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
         let tracked = track::level() != 0;
@@ -104,8 +112,11 @@ impl RawRwLock {
             0
         };
         let ok = loop {
-            let s = self.state.load(Ordering::Relaxed);
+            let s = self.state.load(Ordering::Acquire);
             if s & WRITER == 0 && self.writers_waiting.load(Ordering::Relaxed) == 0 {
+                if s & READERS >= READERS - 1 {
+                    reader_overflow();
+                }
                 if self
                     .state
                     .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
@@ -115,10 +126,11 @@ impl RawRwLock {
                 }
                 continue;
             }
-            self.sleepers.fetch_add(1, Ordering::SeqCst);
-            let w = sys::wait(&self.state, s, deadline);
-            self.sleepers.fetch_sub(1, Ordering::Relaxed);
-            if let Err(libc::ETIMEDOUT) = w {
+            let blocked = || {
+                self.state.load(Ordering::SeqCst) & WRITER != 0
+                    || self.writers_waiting.load(Ordering::SeqCst) != 0
+            };
+            if let Err(libc::ETIMEDOUT) = self.sleep_while(blocked, deadline) {
                 break false;
             }
         };
@@ -150,6 +162,8 @@ impl RawRwLock {
         r.add(track::W_A, 1);
     }
 
+    #[cold]
+    #[inline(never)]
     fn write_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
         let tracked = track::level() != 0;
@@ -171,17 +185,15 @@ impl RawRwLock {
                 }
                 continue;
             }
-            self.sleepers.fetch_add(1, Ordering::SeqCst);
-            let w = sys::wait(&self.state, s, deadline);
-            self.sleepers.fetch_sub(1, Ordering::Relaxed);
-            if let Err(libc::ETIMEDOUT) = w {
+            let blocked = || self.state.load(Ordering::SeqCst) != 0;
+            if let Err(libc::ETIMEDOUT) = self.sleep_while(blocked, deadline) {
                 break false;
             }
         };
         self.writers_waiting.fetch_sub(1, Ordering::SeqCst);
-        if !ok && self.sleepers.load(Ordering::SeqCst) > 0 {
+        if !ok {
             // Readers held back by this writer may go now.
-            sys::wake(&self.state, i32::MAX as u32);
+            self.wake_all();
         }
         if ok {
             self.writer.store(tid, Ordering::Relaxed);
@@ -205,9 +217,38 @@ impl RawRwLock {
         ok
     }
 
+    /// Sleeps on the epoch word while `blocked()` holds (checked after announcing the
+    /// sleeper and reading the epoch), until woken, a spurious wake-up or `deadline`.
+    ///
+    /// Lost wake-ups cannot happen: a thread that unblocks others first changes the
+    /// state (SeqCst), then reads `sleepers` (SeqCst) and, if any, advances the epoch
+    /// before waking. Either it sees this sleeper, and the epoch this sleeper read is
+    /// stale by the time the kernel compares it (or the wake finds it queued), or it
+    /// does not, and then the SeqCst order puts its state change before the
+    /// `blocked()` re-check here. Sleeping on the epoch instead of the state word
+    /// also avoids the ABA of a state that goes 0 → WRITER → 0 between the check and
+    /// the sleep.
+    fn sleep_while(
+        &self,
+        blocked: impl Fn() -> bool,
+        deadline: Option<Instant>,
+    ) -> Result<(), i32> {
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let e = self.epoch.load(Ordering::SeqCst);
+        let r = if blocked() {
+            sys::wait(&self.epoch, e, deadline)
+        } else {
+            Ok(())
+        };
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        r
+    }
+
+    /// After a change that may unblock sleepers (SeqCst, see [`Self::sleep_while`]).
     fn wake_all(&self) {
         if self.sleepers.load(Ordering::SeqCst) > 0 {
-            sys::wake(&self.state, i32::MAX as u32);
+            self.epoch.fetch_add(1, Ordering::SeqCst);
+            sys::wake(&self.epoch, i32::MAX as u32);
         }
     }
 
@@ -241,8 +282,17 @@ impl RawRwLock {
         if let Some(r) = self.track.get() {
             r.set(track::W_OWNER, 0);
         }
-        sys::wake(&self.state, i32::MAX as u32);
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        sys::wake(&self.epoch, i32::MAX as u32);
     }
+}
+
+/// More than 2^30 - 2 read locks held at once (e.g. leaked guards): the count would
+/// overflow into the writer bit.
+#[cold]
+#[inline(never)]
+fn reader_overflow() -> ! {
+    panic!("posixrt RwLock: reader count overflow (2^30 - 2 read locks held at once)")
 }
 
 impl Default for RawRwLock {
@@ -286,8 +336,8 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         super::hook::rdlock(self.addr(), true, super::hook::LockResult::of_try(ok));
         if track::level() != 0 {
             let r = self.track.record(Kind::RwLock, self.addr());
-            r.add(track::W_TRY, 1);
             if ok {
+                r.add(track::W_TRY, 1);
                 r.add(track::W_A, 1);
             } else {
                 r.add(track::W_TRY_FAIL, 1);

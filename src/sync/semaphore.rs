@@ -166,9 +166,11 @@ impl Semaphore {
         );
         if track::level() != 0 {
             let rec = self.track.record(Kind::Semaphore, self.addr());
-            rec.add(track::W_TRY, 1);
             match r {
-                Some(after) => self.taken(after, false, 0),
+                Some(after) => {
+                    rec.add(track::W_TRY, 1);
+                    self.taken(after, false, 0)
+                }
                 None => rec.add(track::W_TRY_FAIL, 1),
             }
         }
@@ -194,6 +196,13 @@ impl Semaphore {
     ///
     /// Errors: `EOVERFLOW` ([`InvalidInput`](crate::ErrorKind::InvalidInput)) at
     /// [`SEM_VALUE_MAX`].
+    ///
+    /// Like `sem_post`, it may be called from a signal handler (a CAS, a load and
+    /// at most one `FUTEX_WAKE`), with one exception: while tracking is on, the
+    /// first use of a semaphore registers it (a lock and an allocation), so name it
+    /// ([`set_name`](Self::set_name)) or use it once outside the handler first. The
+    /// error path allocates: ignore the result in a handler only if the count cannot
+    /// reach [`SEM_VALUE_MAX`].
     ///
     /// # References
     /// - [sem_post(3p)](https://man7.org/linux/man-pages/man3/sem_post.3p.html)

@@ -11,7 +11,7 @@
 //! most one period old. The file is `/dev/shm/posixrt-sync-<pid>-<starttime>`, mode
 //! 0600, removed at exit.
 //!
-//! Payload of a slot (64-bit words): the record's 32 words, except word 0, which
+//! Payload of a slot (64-bit words): the record's 48 words, except word 0, which
 //! holds the picoseconds per timing tick (so the reader converts times).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,27 +58,57 @@ pub(crate) fn start_publisher() {
 /// Copies every known object's record into the shared registry now, and frees the
 /// slots of objects that were dropped. Returns how many objects were published.
 ///
-/// Errors: the registry could not be created (e.g. no `/dev/shm`; the hint says how
-/// to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources)).
+/// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) in a child created by
+/// `fork` after the registry was made (it belongs to the parent); the registry could
+/// not be created (e.g. no `/dev/shm`; the hint says how to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources),
+/// after publishing every object that has a slot; slots of dropped objects are freed
+/// first, so new objects get in as old ones go).
 pub fn publish() -> Result<usize> {
     let reg = registry()?;
+    if reg.pid() != std::process::id() as i32 {
+        // A forked child inherited the parent's mapping: writing would overwrite the
+        // parent's published objects with the child's.
+        return Err(Error::new(
+            crate::ErrorKind::Unsupported,
+            "publish",
+            "a forked child does not publish its sync objects (the registry belongs to the parent)",
+        )
+        .with_hint("in-process introspection (objects(), snapshot()) works in the child; exec a posixrt program to publish from a new process"));
+    }
     let mut slots = SLOTS_OF.lock().unwrap_or_else(|e| e.into_inner());
     let records = track::all_records();
     let ps = track::ps_per_tick();
-    let mut live = Vec::new();
-    let mut n = 0;
-    for r in records {
-        let key = r as *const track::Record as usize;
-        let Some(words) = track::copy_live(r) else {
-            continue;
-        };
-        live.push(key);
-        let pos = match slots.iter().position(|(k, _)| *k == key) {
+    let copies: Vec<(usize, [u64; WORDS])> = records
+        .into_iter()
+        .filter_map(|r| Some((r as *const track::Record as usize, track::copy_live(r)?)))
+        .collect();
+    // Free the slots of records that are no longer live first, so that a full
+    // registry makes room for new objects as soon as old ones are dropped.
+    let mut i = 0;
+    while i < slots.len() {
+        if copies.iter().any(|(k, _)| *k == slots[i].0) {
+            i += 1;
+        } else {
+            let (_, w) = slots.swap_remove(i);
+            w.release();
+        }
+    }
+    let (mut n, mut skipped, mut err) = (0, 0, None);
+    for (key, words) in &copies {
+        let pos = match slots.iter().position(|(k, _)| k == key) {
             Some(p) => p,
-            None => {
-                slots.push((key, reg.claim(0, 0)?));
-                slots.len() - 1
-            }
+            None => match reg.claim(0, 0) {
+                Ok(w) => {
+                    slots.push((*key, w));
+                    slots.len() - 1
+                }
+                Err(e) => {
+                    // Full: the other objects are still published.
+                    skipped += 1;
+                    err.get_or_insert(e);
+                    continue;
+                }
+            },
         };
         slots[pos].1.write(|p| {
             p.store_u64(0, ps);
@@ -88,27 +118,48 @@ pub fn publish() -> Result<usize> {
         });
         n += 1;
     }
-    // Free the slots of records that are no longer live.
-    let mut i = 0;
-    while i < slots.len() {
-        if live.contains(&slots[i].0) {
-            i += 1;
-        } else {
-            let (_, w) = slots.swap_remove(i);
-            w.release();
-        }
+    match err {
+        None => Ok(n),
+        Some(e) => Err(e.with_message(format!(
+            "{skipped} tracked objects not published ({n} were): the registry holds {SLOTS}"
+        ))),
     }
-    Ok(n)
 }
 
 /// The tracked objects another posixrt process `pid` has published (what `rtstat`
 /// shows), as consistent snapshots.
 ///
-/// Errors: [`NotFound`](crate::ErrorKind::NotFound) if `pid` has no sync registry
-/// (not a posixrt process, or tracking was never switched on there).
+/// Errors: [`NotFound`](crate::ErrorKind::NotFound) if there is no such process, or
+/// it has no sync registry (not a posixrt process, or tracking was never switched on
+/// there); [`PermissionDenied`](crate::ErrorKind::PermissionDenied) if its registry
+/// exists but this user may not read it; [`InvalidInput`](crate::ErrorKind::InvalidInput)
+/// for a pid above `i32::MAX`.
 pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
-    let scan = registry::scan(REGISTRY_KIND, Some(pid as i32))?;
-    let Some(p) = scan.processes.into_iter().find(|p| p.pid == pid as i32) else {
+    let pid_i = i32::try_from(pid).map_err(|_| {
+        Error::invalid("rtstat", format!("{pid} is not a valid process id"))
+            .with_hint("pass the pid of a running process (see `pgrep NAME`)")
+    })?;
+    let scan = registry::scan(REGISTRY_KIND, Some(pid_i))?;
+    let unreadable = scan.unreadable;
+    let Some(p) = scan.processes.into_iter().find(|p| p.pid == pid_i) else {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(Error::new(
+                crate::ErrorKind::NotFound,
+                "rtstat",
+                format!("no process with pid {pid}"),
+            )
+            .with_hint("check the pid (`pgrep NAME`); the process may have exited"));
+        }
+        if unreadable > 0 {
+            return Err(Error::new(
+                crate::ErrorKind::PermissionDenied,
+                "rtstat",
+                format!("the sync registry of process {pid} is not readable by this user"),
+            )
+            .with_hint(
+                "the registry file is mode 0600: run rtstat as the process's user or as root",
+            ));
+        }
         return Err(Error::new(
             crate::ErrorKind::NotFound,
             "rtstat",

@@ -40,9 +40,23 @@ pub(crate) fn current_tid() -> u32 {
 #[cold]
 #[inline(never)]
 fn current_tid_slow() -> u32 {
+    static AT_FORK: std::sync::Once = std::sync::Once::new();
+    AT_FORK.call_once(|| {
+        // SAFETY: registers a plain `extern "C"` function with no preconditions as
+        // the child handler; it only writes this thread's TLS cell.
+        unsafe { libc::pthread_atfork(None, None, Some(forget_tid_after_fork)) };
+    });
     let t = rustix::thread::gettid().as_raw_nonzero().get() as u32;
     TID.with(|c| c.set(t));
     t
+}
+
+/// `pthread_atfork` child handler: the forking thread's cached tid is the parent's;
+/// the child's only thread has a new one. Without this, a forked child would lock
+/// PI futexes with its parent's tid (the kernel would then treat the owner as dead
+/// and let a second thread in). Async-signal-safe: one TLS store.
+extern "C" fn forget_tid_after_fork() {
+    let _ = TID.try_with(|c| c.set(0));
 }
 
 /// One futex call; returns the result or the errno.
@@ -225,5 +239,77 @@ pub(crate) fn sched_setattr_self(attr: &libc::sched_attr) -> Result<(), i32> {
             .unwrap_or(libc::EIO))
     } else {
         Ok(())
+    }
+}
+
+const FUTEX_WAIT_REQUEUE_PI: libc::c_int = 11;
+const FUTEX_CMP_REQUEUE_PI: libc::c_int = 12;
+
+/// `FUTEX_WAIT_REQUEUE_PI`: sleep on `cond` while `*cond == val`, to be requeued
+/// by [`cmp_requeue_pi`] onto the PI futex `pi` (or handed it directly). `Ok` means
+/// the caller now **owns** `pi`; any error (EAGAIN: `cond` changed before the sleep;
+/// ETIMEDOUT: the absolute CLOCK_MONOTONIC `deadline` passed) means it does not.
+pub(crate) fn wait_requeue_pi(
+    cond: &AtomicU32,
+    val: u32,
+    pi: &AtomicU32,
+    deadline: Option<Instant>,
+) -> Result<(), i32> {
+    let ts = deadline.map(|d| abs_timespec(d, rustix::time::ClockId::Monotonic));
+    let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
+    // SAFETY: `cond` and `pi` are live AtomicU32s borrowed for the call (the kernel
+    // keeps only their keys); `tp` is null or points to `ts` on this frame.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            cond as *const AtomicU32,
+            FUTEX_WAIT_REQUEUE_PI | FUTEX_PRIVATE_FLAG,
+            val,
+            tp,
+            pi as *const AtomicU32,
+            0u32,
+        )
+    };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(())
+    }
+}
+
+/// `FUTEX_CMP_REQUEUE_PI`: if `*cond == expected`, hand the PI futex at `pi` to the
+/// top waiter of `cond` if it is free (waking it), and requeue up to `requeue`
+/// others (or that one, if `pi` is held) onto `pi`'s kernel queue, where they boost
+/// its owner. Returns how many were woken or requeued; EAGAIN if `cond` changed.
+pub(crate) fn cmp_requeue_pi(
+    cond: &AtomicU32,
+    expected: u32,
+    pi: *const AtomicU32,
+    requeue: u32,
+) -> Result<u32, i32> {
+    // SAFETY: `cond` is a live AtomicU32. `pi` is passed as an address only: the
+    // kernel reads or writes it only after matching it against the key a current
+    // FUTEX_WAIT_REQUEUE_PI waiter named (EINVAL otherwise), and faults are caught
+    // by the kernel (EFAULT). The timeout argument slot carries the requeue count
+    // (val2), as futex(2) specifies for the requeue operations.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            cond as *const AtomicU32,
+            FUTEX_CMP_REQUEUE_PI | FUTEX_PRIVATE_FLAG,
+            1u32,
+            requeue as usize,
+            pi,
+            expected,
+        )
+    };
+    if r == -1 {
+        Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(r as u32)
     }
 }

@@ -24,7 +24,7 @@
 //!
 //! # Records
 //!
-//! A record is 32 64-bit words in a slab that is never freed (records are recycled
+//! A record is 48 64-bit words in a slab that is never freed (records are recycled
 //! when their object is dropped), so a reader never follows a dangling pointer. The
 //! lock holder writes its words under a sequence counter (odd while writing); a
 //! reader copies the record and retries if the counter moved, so it never sees a
@@ -128,7 +128,7 @@ fn ticks_at(t: u64, ps: u64) -> Duration {
 
 // ---- records ----
 
-pub(crate) const WORDS: usize = 32;
+pub(crate) const WORDS: usize = 48;
 pub(crate) const W_SEQ: usize = 0;
 pub(crate) const W_META: usize = 1;
 pub(crate) const W_ADDR: usize = 2;
@@ -150,8 +150,21 @@ pub(crate) const W_E: usize = 17;
 pub(crate) const W_ACQ: usize = 18;
 pub(crate) const W_WAITERS: usize = 19;
 pub(crate) const W_WAITER0: usize = 20;
-pub(crate) const MAX_WAITER_TIDS: usize = 8;
 pub(crate) const W_NAME: usize = 28;
+/// The second block of waiter words, after the name.
+const W_WAITER8: usize = 32;
+/// How many waiter tids a record lists (`info.waiters` counts all of them).
+pub(crate) const MAX_WAITER_TIDS: usize = 24;
+
+/// The word of waiter slot `i` (0..MAX_WAITER_TIDS).
+#[inline]
+const fn waiter_word(i: usize) -> usize {
+    if i < 8 {
+        W_WAITER0 + i
+    } else {
+        W_WAITER8 + (i - 8)
+    }
+}
 const NAME_BYTES: usize = 32;
 
 const META_LIVE: u64 = 1 << 8;
@@ -258,7 +271,7 @@ impl Record {
     pub(crate) fn add_waiter(&self, tid: u32) {
         self.add(W_WAITERS, 1);
         for i in 0..MAX_WAITER_TIDS {
-            if self.w[W_WAITER0 + i]
+            if self.w[waiter_word(i)]
                 .compare_exchange(0, tid as u64, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
@@ -270,7 +283,7 @@ impl Record {
     pub(crate) fn remove_waiter(&self, tid: u32) {
         self.w[W_WAITERS].fetch_sub(1, Ordering::Relaxed);
         for i in 0..MAX_WAITER_TIDS {
-            if self.w[W_WAITER0 + i]
+            if self.w[waiter_word(i)]
                 .compare_exchange(tid as u64, 0, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
@@ -436,11 +449,14 @@ impl Track {
         r.end(s);
     }
 
-    /// After a trylock that found the lock held (not the owner: atomic adds).
+    /// After a trylock that found the lock held (not the owner: an atomic add).
+    ///
+    /// Only `W_TRY_FAIL` is touched: `W_TRY` (successful trylocks) is written by the
+    /// owner with a plain load and store, and a concurrent `fetch_add` on it from a
+    /// failing thread could be lost; [`Stats::trylocks`] is the sum of the two.
     #[cold]
     pub(crate) fn try_failed(&self, kind: Kind, addr: usize) {
         let r = self.record(kind, addr);
-        r.add(W_TRY, 1);
         r.add(W_TRY_FAIL, 1);
     }
 
@@ -609,7 +625,7 @@ pub struct Snapshot {
     pub info: Info,
     /// Its statistics.
     pub stats: Stats,
-    /// Tids of threads blocked on it (up to 8 are listed; `info.waiters` counts all).
+    /// Tids of threads blocked on it (up to 24 are listed; `info.waiters` counts all).
     pub waiters: Vec<u32>,
 }
 
@@ -647,7 +663,7 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
     let name = (end > 0).then(|| String::from_utf8_lossy(&name[..end]).into_owned());
     let owner = (w[W_OWNER] != 0).then_some(w[W_OWNER] as u32);
     let waiters: Vec<u32> = (0..MAX_WAITER_TIDS)
-        .map(|i| w[W_WAITER0 + i] as u32)
+        .map(|i| w[waiter_word(i)] as u32)
         .filter(|&t| t != 0)
         .collect();
     let nwait = w[W_WAITERS] as u32;
@@ -676,7 +692,7 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
         wait_max: d(w[W_WAIT_MAX]),
         hold_total: d(w[W_HOLD_TOTAL]),
         hold_max: d(w[W_HOLD_MAX]),
-        trylocks: w[W_TRY],
+        trylocks: w[W_TRY].wrapping_add(w[W_TRY_FAIL]),
         trylock_failures: w[W_TRY_FAIL],
         ..Stats::default()
     };

@@ -135,10 +135,14 @@ fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> String {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    let mut unreadable = 0;
     let pids = match args.pid {
         Some(p) => vec![p],
         None => match posixrt::registry::scan(sync::REGISTRY_KIND, None) {
-            Ok(s) => s.processes.iter().map(|p| p.pid as u32).collect(),
+            Ok(s) => {
+                unreadable = s.unreadable;
+                s.processes.iter().map(|p| p.pid as u32).collect()
+            }
             Err(e) => {
                 eprintln!("rtstat: {e}");
                 return ExitCode::from(1);
@@ -169,6 +173,12 @@ fn main() -> ExitCode {
     }
     if results.is_empty() {
         println!("no process publishes posixrt sync objects (tracking off everywhere?)");
+    }
+    if unreadable > 0 {
+        eprintln!(
+            "rtstat: {unreadable} registr{} of other users not readable (mode 0600): run as their user or as root to see them",
+            if unreadable == 1 { "y" } else { "ies" }
+        );
     }
     for (pid, objs) in &results {
         table(*pid, objs);

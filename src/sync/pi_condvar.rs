@@ -1,0 +1,305 @@
+//! The condition variable of the priority-inheritance mutex ([`PiCondvar`]), with
+//! **requeue-PI**: waiters move from the condition variable straight onto the PI
+//! mutex's kernel queue, so priority inheritance holds across the wake-up.
+//!
+//! With a plain condition variable ([`Condvar`](super::Condvar), and glibc's
+//! `pthread_cond_t` since 2.25), `notify` wakes the waiters, and each one then calls
+//! `FUTEX_LOCK_PI` to take the mutex back. Between the two steps a woken
+//! high-priority waiter is *not* a PI waiter: a medium-priority thread can keep the
+//! mutex owner off the CPU meanwhile (unbounded priority inversion), and a broadcast
+//! wakes every waiter only to have all but one block again (thundering herd).
+//!
+//! `PiCondvar` uses the kernel's requeue-PI operations, made for this:
+//!
+//! - `wait` unlocks the mutex and sleeps in `FUTEX_WAIT_REQUEUE_PI` on a sequence
+//!   word, naming the mutex's PI futex as the target.
+//! - `notify_one` / `notify_all` advance the sequence and call
+//!   `FUTEX_CMP_REQUEUE_PI`: the kernel hands the mutex directly to the top waiter
+//!   if it is free (the waiter returns owning it), and otherwise **requeues** the
+//!   waiters onto the mutex's rt_mutex, where they are PI waiters at once: the
+//!   owner (often the notifier itself) is boosted to the highest waiter's priority
+//!   before `notify` returns, and `unlock` hands the mutex to them one at a time in
+//!   priority order. With no waiter, `notify` makes no syscall.
+//! - A waiter whose sleep ended before a requeue (timeout, or the sequence moved
+//!   before it slept) relocks the mutex itself with `FUTEX_LOCK_PI`.
+//!
+//! A `PiCondvar` serves one [`PiMutex`](super::PiMutex) at a time (the kernel
+//! requeues onto one futex): a `wait` with another mutex while threads wait with the
+//! first is refused with [`InvalidInput`](crate::ErrorKind::InvalidInput). When no
+//! thread waits, the next `wait` may use another mutex (e.g. after the pair moved).
+//! Spurious wake-ups are possible, as with `pthread_cond_wait`: wait in a loop.
+//!
+//! # References
+//! - [futex(2)](https://man7.org/linux/man-pages/man2/futex.2.html) (FUTEX_WAIT_REQUEUE_PI, FUTEX_CMP_REQUEUE_PI)
+//! - [Documentation/locking/futex-requeue-pi.rst](https://docs.kernel.org/locking/futex-requeue-pi.html)
+//! - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use lock_api::{MutexGuard, RawMutex};
+
+use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::pi::{PiMutexGuard, RawPiMutex};
+use super::sys::{self, current_tid};
+use super::track::{self, Kind, Snapshot, Track};
+use crate::{Error, Result};
+
+/// A condition variable for [`PiMutex`](super::PiMutex) with requeue-PI (see the
+/// [module docs](self)).
+///
+/// ```
+/// use posixrt::sync::{PiCondvar, PiMutex};
+///
+/// let ready = PiMutex::new(false);
+/// let cv = PiCondvar::new();
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         let mut g = ready.lock();
+///         *g = true;
+///         cv.notify_one(); // the waiter is requeued onto `ready`, boosting us
+///     });
+///     let mut g = ready.lock();
+///     while !*g {
+///         cv.wait(&mut g)?;
+///     }
+///     Ok::<(), posixrt::Error>(())
+/// })?;
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+pub struct PiCondvar {
+    seq: AtomicU32,
+    sleepers: AtomicU32,
+    /// Address of the PI futex word of the mutex the waiters use (0: none yet).
+    mutex: AtomicUsize,
+    track: Track,
+}
+
+impl PiCondvar {
+    /// A condition variable (`pthread_cond_init`).
+    pub const fn new() -> PiCondvar {
+        PiCondvar {
+            seq: AtomicU32::new(0),
+            sleepers: AtomicU32::new(0),
+            mutex: AtomicUsize::new(0),
+            track: Track::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn addr(&self) -> usize {
+        self as *const Self as usize
+    }
+
+    /// Announces a sleeper and binds the condvar to `word` (the mutex's PI futex).
+    fn bind(&self, word: usize) -> Result<()> {
+        let n = self.sleepers.fetch_add(1, Ordering::SeqCst) + 1;
+        let cur = self.mutex.load(Ordering::SeqCst);
+        if cur == word {
+            return Ok(());
+        }
+        // Unbound, or bound to a mutex nobody waits with any more: take it over.
+        if (cur == 0 || n == 1)
+            && self
+                .mutex
+                .compare_exchange(cur, word, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            return Ok(());
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        Err(Error::invalid(
+            "pthread_cond_wait",
+            "this PiCondvar has waiters on another PiMutex",
+        )
+        .with_hint(
+            "use one PiCondvar per PiMutex: the kernel requeues its waiters onto a single mutex",
+        ))
+    }
+
+    fn wait_impl<T: ?Sized>(
+        &self,
+        guard: &mut PiMutexGuard<'_, T>,
+        deadline: Option<Instant>,
+    ) -> Result<bool> {
+        // SAFETY: only the raw lock's futex word and its lock/unlock are used below,
+        // on behalf of the guard, which holds the lock on entry and on exit.
+        let raw: &RawPiMutex = unsafe { MutexGuard::mutex(guard).raw() };
+        let word = raw.futex_word();
+        self.bind(word as *const AtomicU32 as usize)?;
+        let tid = current_tid();
+        let tracked = track::level() != 0;
+        let t0 = if tracked {
+            let r = self.track.record(Kind::Condvar, self.addr());
+            r.add(track::W_LOCKS, 1);
+            r.add(track::W_CONTENDED, 1);
+            if deadline.is_some() {
+                r.add(track::W_A, 1);
+            }
+            self.track.wait_begin(Kind::Condvar, self.addr(), tid)
+        } else {
+            0
+        };
+        super::hook::cond_wait(self.addr(), raw as *const _ as usize, deadline.is_some());
+        let s = self.seq.load(Ordering::Relaxed);
+        // SAFETY: the guard proves this thread holds the lock; it is relocked (by
+        // the kernel's requeue or below) before the guard is used again.
+        unsafe { raw.unlock() };
+        let r = sys::wait_requeue_pi(&self.seq, s, word, deadline);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        let timed_out = match r {
+            Ok(()) => {
+                raw.acquired_by_requeue(tid);
+                false
+            }
+            Err(e) => {
+                // Not requeued (EAGAIN: notified before we slept; ETIMEDOUT; or a
+                // kernel without requeue-PI): take the mutex back ourselves. The
+                // guard must hold the lock when we return, so a refusal panics, as
+                // a relock through `lock_api` would.
+                if let Err(err) = raw.lock_checked() {
+                    lock_failed(err)
+                }
+                e == libc::ETIMEDOUT
+            }
+        };
+        if tracked {
+            self.track.wait_end(tid);
+            if let Some(r) = self.track.get() {
+                if timed_out {
+                    r.add(track::W_B, 1);
+                }
+                if t0 != 0 {
+                    let w = track::ticks().saturating_sub(t0);
+                    r.add(track::W_WAIT_TOTAL, w);
+                    r.max(track::W_WAIT_MAX, w);
+                }
+            }
+        }
+        Ok(timed_out)
+    }
+
+    /// Unlocks the guard's mutex, sleeps until notified, and returns owning it again
+    /// (`pthread_cond_wait`); when notified while the mutex is held, this thread
+    /// waits on the mutex as a PI waiter. Spurious wake-ups are possible.
+    ///
+    /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) if other threads wait
+    /// on this condvar with another mutex (nothing is unlocked then).
+    ///
+    /// Panics only if the kernel refuses to give the mutex back after a timeout or
+    /// an early wake-up (as `PiMutex::lock` does, e.g. on a deadlock cycle).
+    ///
+    /// # References
+    /// - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)
+    pub fn wait<T: ?Sized>(&self, guard: &mut PiMutexGuard<'_, T>) -> Result<()> {
+        self.wait_impl(guard, None).map(drop)
+    }
+
+    /// Like [`wait`](Self::wait) with an absolute deadline (`pthread_cond_timedwait`
+    /// on CLOCK_MONOTONIC); `Ok(true)` if it timed out.
+    ///
+    /// # References
+    /// - [pthread_cond_timedwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_timedwait.3p.html)
+    pub fn wait_until<T: ?Sized>(
+        &self,
+        guard: &mut PiMutexGuard<'_, T>,
+        deadline: Instant,
+    ) -> Result<bool> {
+        self.wait_impl(guard, Some(deadline))
+    }
+
+    /// Like [`wait`](Self::wait) for at most `timeout`; `Ok(true)` if it timed out.
+    pub fn wait_for<T: ?Sized>(
+        &self,
+        guard: &mut PiMutexGuard<'_, T>,
+        timeout: Duration,
+    ) -> Result<bool> {
+        self.wait_impl(guard, Some(deadline_after(timeout)))
+    }
+
+    /// Wakes one waiter, or requeues it onto the mutex if the mutex is held
+    /// (`pthread_cond_signal`); returns whether there was one.
+    ///
+    /// # References
+    /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
+    pub fn notify_one(&self) -> bool {
+        self.notify(false) > 0
+    }
+
+    /// Hands the mutex to the top waiter if it is free and requeues every other
+    /// waiter onto the mutex (`pthread_cond_broadcast` without the thundering herd);
+    /// returns how many waiters were woken or requeued.
+    ///
+    /// # References
+    /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
+    pub fn notify_all(&self) -> u32 {
+        self.notify(true)
+    }
+
+    fn notify(&self, all: bool) -> u32 {
+        if track::level() != 0 {
+            let r = self.track.record(Kind::Condvar, self.addr());
+            r.add(if all { track::W_D } else { track::W_C }, 1);
+        }
+        super::hook::cond_signal(self.addr(), all);
+        let mut s = self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return 0;
+        }
+        let requeue = if all { i32::MAX as u32 } else { 0 };
+        loop {
+            let m = self.mutex.load(Ordering::SeqCst);
+            if m == 0 {
+                return 0;
+            }
+            // The futex word of the PiMutex the waiters named, as an address only:
+            // it may have been freed if they all left meanwhile, but the kernel
+            // touches it only after matching it against the key a *current* waiter
+            // gave (whose guard keeps the mutex alive), EINVAL otherwise.
+            let word = m as *const AtomicU32;
+            match sys::cmp_requeue_pi(&self.seq, s, word, requeue) {
+                Ok(n) => return n,
+                // Another notify moved the sequence: retry with its value.
+                Err(libc::EAGAIN) => s = self.seq.load(Ordering::SeqCst),
+                // EINVAL: a waiter rebound the condvar to another mutex meanwhile
+                // (retry with the new one) or no waiter is left; ENOSYS: no
+                // requeue-PI in this kernel, and the waiters' own wait failed the
+                // same way, so they relock by themselves.
+                Err(libc::EINVAL) if self.mutex.load(Ordering::SeqCst) != m => {}
+                Err(_) => return 0,
+            }
+        }
+    }
+
+    /// How many threads are in `wait` (a snapshot; a thread requeued onto the mutex
+    /// counts until it owns the mutex).
+    pub fn waiters(&self) -> u32 {
+        self.sleepers.load(Ordering::Relaxed)
+    }
+
+    /// Info, statistics and waiters, if known to tracking.
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let mut s = track::snapshot(self.track.get()?)?;
+        s.info.address = self.addr();
+        Some(s)
+    }
+
+    /// Gives the condvar a name shown by introspection (and registers it now).
+    pub fn set_name(&self, name: &str) {
+        self.track.set_name(Kind::Condvar, self.addr(), name)
+    }
+}
+
+impl Default for PiCondvar {
+    fn default() -> Self {
+        PiCondvar::new()
+    }
+}
+
+impl std::fmt::Debug for PiCondvar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PiCondvar")
+            .field("waiters", &self.waiters())
+            .finish()
+    }
+}
