@@ -1117,3 +1117,137 @@ fn lossless_guarantee_at_the_boundary_with_flush_policy() {
     assert_eq!(user, (0..n as u64).collect::<Vec<_>>());
     assert_eq!(l.status().unwrap().stream_lost, 0);
 }
+
+/// A small deterministic PRNG (xorshift64*) for the reader fuzz test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Reads a (possibly damaged) log to its end, with a bound on the number of calls so
+/// a reader that loops forever fails the test instead of hanging it. Returns the
+/// events read and how it ended: `None` after a clean end, else the error kind.
+fn read_damaged(path: &std::path::Path, bound: usize) -> (Vec<Event>, Option<ErrorKind>) {
+    let mut l = match TraceLog::open(path) {
+        Ok(l) => l,
+        Err(e) => return (Vec::new(), Some(e.kind())),
+    };
+    let mut got = Vec::new();
+    for _ in 0..bound {
+        match l.next_event() {
+            Ok(Some(e)) => got.push(e),
+            Ok(None) => return (got, None),
+            Err(e) => {
+                // After an error the reader is done, and stays done.
+                assert!(matches!(l.next_event(), Ok(None)));
+                assert!(matches!(l.next_event(), Ok(None)));
+                return (got, Some(e.kind()));
+            }
+        }
+    }
+    panic!("reader did not end within {bound} calls");
+}
+
+#[test]
+fn log_reader_survives_random_damage() {
+    let _g = serial();
+    let (p, f) = open_log("fuzz-src.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    let ev = trace::eventid_open("tt.log.fuzz").unwrap();
+    t.start().unwrap();
+    for i in 0..12u64 {
+        trace::event(ev, &i.to_le_bytes()[..(i as usize % 9)]);
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let full = std::fs::read(&p).unwrap();
+    let (_, all) = log_events(&p);
+    assert!(all.len() >= 14, "START, 12 events, STOP");
+    let bound = all.len() + 8;
+    let bad = tmp("fuzz-case.trace");
+    let ok_kinds = [ErrorKind::Corrupt, ErrorKind::Truncated];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let check = |bytes: &[u8], must_fail: bool, what: &str| {
+        std::fs::write(&bad, bytes).unwrap();
+        let (got, end) = read_damaged(&bad, bound);
+        // Every record is checksummed: whatever is returned is a prefix of the truth.
+        assert!(got.len() <= all.len(), "{what}: more events than written");
+        assert_eq!(got[..], all[..got.len()], "{what}: a prefix of the events");
+        if let Some(k) = end {
+            assert!(ok_kinds.contains(&k), "{what}: error kind {k:?}");
+        }
+        if must_fail {
+            assert!(end.is_some(), "{what}: damage went unnoticed");
+        }
+    };
+
+    // 1. Flip 1..=4 random bytes anywhere (header included): always detected.
+    for case in 0..2000 {
+        let mut b = full.clone();
+        for _ in 0..1 + rng.below(4) {
+            let i = rng.below(b.len());
+            b[i] ^= 1 + rng.below(255) as u8;
+        }
+        check(&b, b != full, &format!("flip case {case}"));
+    }
+    // 2. Cut at a random byte and flip one byte before the cut.
+    for case in 0..500 {
+        let len = 1 + rng.below(full.len() - 1);
+        let mut b = full[..len].to_vec();
+        let i = rng.below(len);
+        b[i] ^= 1 + rng.below(255) as u8;
+        check(&b, true, &format!("cut+flip case {case}"));
+    }
+    // 3. Random garbage files, 0..300 bytes (sometimes starting with the magic).
+    for case in 0..500 {
+        let n = rng.below(300);
+        let mut b: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+        if case % 2 == 0 && n >= 8 {
+            b[..8].copy_from_slice(&trace::LOG_MAGIC);
+        }
+        check(&b, true, &format!("garbage case {case} ({n} bytes)"));
+    }
+    // 4. A valid header followed by garbage.
+    for case in 0..500 {
+        let n = 1 + rng.below(300);
+        let mut b = full[..16].to_vec();
+        b.extend((0..n).map(|_| rng.next() as u8));
+        check(&b, true, &format!("header+garbage case {case}"));
+    }
+    // 5. Record length fields replaced: zero, just over the cap, the cap with a short
+    //    file, u32::MAX, and random values, at the first record and at a later one.
+    let second = 16 + 8 + u32::from_le_bytes(full[16..20].try_into().unwrap()) as usize;
+    for at in [16, second] {
+        for len in [0u32, 1, 7, 1 << 20, (1 << 20) + 1, u32::MAX, 0x8000_0000] {
+            let mut b = full.clone();
+            b[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            check(&b, true, &format!("length {len} at {at}"));
+        }
+        for case in 0..200 {
+            let mut b = full.clone();
+            let len = rng.next() as u32;
+            b[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            check(&b, b != full, &format!("random length case {case} at {at}"));
+        }
+    }
+    // 6. Zero-length file and a bare header: nothing to read, a clear error.
+    check(&[], true, "empty file");
+    let (_, end) = {
+        std::fs::write(&bad, &full[..16]).unwrap();
+        read_damaged(&bad, bound)
+    };
+    assert_eq!(end, Some(ErrorKind::Truncated), "bare header");
+    // 7. The intact log still reads cleanly.
+    check(&full, false, "intact");
+    std::fs::write(&bad, &full).unwrap();
+    assert_eq!(read_damaged(&bad, bound), (all.clone(), None));
+}
