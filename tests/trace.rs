@@ -1251,3 +1251,44 @@ fn log_reader_survives_random_damage() {
     std::fs::write(&bad, &full).unwrap();
     assert_eq!(read_damaged(&bad, bound), (all.clone(), None));
 }
+
+#[test]
+fn clear_empties_stream_and_log_but_keeps_service_data() {
+    let _g = serial();
+    let (p, f) = open_log("clear.trace");
+    let a = attr_with(|a| {
+        a.set_name("cleared").unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let mut quiet = EventSet::empty();
+    quiet.add(EventId::FLUSH_START);
+    quiet.add(EventId::FLUSH_STOP);
+    t.set_filter(&quiet, FilterHow::Set).unwrap();
+    let before = trace::eventid_open("tt.clear.before").unwrap();
+    t.start().unwrap();
+    for i in 0..3u64 {
+        trace::event(before, &i.to_le_bytes());
+    }
+    t.flush().unwrap(); // in the log now
+    for i in 3..5u64 {
+        trace::event(before, &i.to_le_bytes()); // still in the stream
+    }
+    t.clear().unwrap();
+    assert!(t.try_getnext().unwrap().is_none(), "the stream is empty");
+    assert!(t.status().running, "clear does not stop the stream");
+    let after = trace::eventid_open("tt.clear.after").unwrap();
+    trace::event(after, &9u64.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    // Events before the clear are gone from the log, those after it are there.
+    assert_eq!(ids(&evs), [after, EventId::STOP]);
+    assert_eq!(seq(&evs[0]), 9);
+    // The service data survived: attributes, and the names of both event types.
+    assert_eq!(l.attr().unwrap().name(), "cleared");
+    assert_eq!(l.name(before), Some("tt.clear.before"));
+    assert_eq!(l.name(after), Some("tt.clear.after"));
+    assert_eq!(l.name(EventId::START), Some("posix_trace_start"));
+    assert!(l.is_complete());
+}
