@@ -124,7 +124,8 @@ pub use stream::{Trace, TRACE_SYS_MAX};
 /// in a stream, which maps its sub-buffer) and no syscall.
 ///
 /// Not async-signal-safe: do not call it from a signal handler that may interrupt
-/// the same thread inside `event`.
+/// the same thread inside `event`, nor from a custom `#[global_allocator]` (a
+/// thread's first event in a stream allocates its sub-buffer).
 ///
 /// # References
 /// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_event.html)

@@ -113,7 +113,11 @@ impl Ring {
     #[inline(always)]
     fn word(&self, pos: u64) -> &AtomicU64 {
         let i = ((pos & (self.cap - 1)) / 8) as usize;
-        // SAFETY: `i < cap / 8`, inside the mapping, which lives as long as `self`.
+        // SAFETY: `i < cap / 8`, so the word is inside the `cap`-byte mapping. The
+        // mapping is live: it is unmapped only by `Drop` (no `&self` left) or by
+        // `release_buffer`, which runs once the owner thread exited (no writer calls
+        // `word` again) and after the ring left every snapshot readers use (no reader
+        // calls it again); the counters kept afterwards are fields, not words.
         unsafe { &*self.buf.as_ptr().add(i) }
     }
 

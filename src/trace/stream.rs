@@ -180,8 +180,11 @@ fn record_all(mut mask: u32, id: u16, data: &[u8]) {
 fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
     LOCAL
         .try_with(|l| {
-            // SAFETY: LOCAL is only touched by its own thread; `record` is not
-            // re-entered from inside itself (no callbacks, no allocation hooks).
+            // SAFETY: LOCAL is only touched by its own thread, and `record` is not
+            // re-entered on it: it calls no user code, and the one allocation (a
+            // thread's first event maps its sub-buffer) does not record events
+            // unless a custom global allocator calls `event()`, which the docs of
+            // `trace::event` forbid, as they forbid signal handlers calling it.
             let l = unsafe { &mut *l.get() };
             record_local(l, slot, id, data, force)
         })
@@ -1168,9 +1171,18 @@ impl Trace {
                 std::sync::atomic::fence(SeqCst);
             }
         }
+        // A writer inside a record finishes it in nanoseconds, unless it was
+        // preempted there: spin briefly, then yield so a preempted writer sharing
+        // this CPU gets to run.
         for b in lock(&BUSY_ALL).iter() {
+            let mut spins = 0u32;
             while b.0.load(Acquire) != 0 {
-                std::hint::spin_loop();
+                if spins < 1000 {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
             }
         }
         lock(&SLOT_USED)[s.slot] = false;
