@@ -1292,3 +1292,20 @@ fn clear_empties_stream_and_log_but_keeps_service_data() {
     assert_eq!(l.name(EventId::START), Some("posix_trace_start"));
     assert!(l.is_complete());
 }
+
+#[test]
+fn sub_buffer_memory_is_reported() {
+    let _g = serial();
+    let a = attr_with(|a| {
+        a.set_stream_size(100_000).unwrap();
+    });
+    let t = Trace::create(&a).unwrap();
+    let b = t.sub_buffer_bytes();
+    assert!(b.is_power_of_two());
+    assert!(b >= 100_000 + a.max_user_event_size(a.max_data_size()) + 2 * a.max_system_event_size());
+    assert_eq!(b, 131_072);
+    assert_eq!(t.sub_buffers(), 0, "nothing mapped before a thread records");
+    t.start().unwrap(); // START, recorded from this thread, maps its sub-buffer
+    assert_eq!(t.sub_buffers(), 1);
+    t.shutdown().unwrap();
+}

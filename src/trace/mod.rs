@@ -44,7 +44,10 @@
 //! The stream size is per sub-buffer (rounded up to a power of two, plus room for one
 //! event of maximum size and a STOP event): while the sum of the maximum sizes of the
 //! events a thread records does not exceed the stream size, nothing is lost. LOOP
-//! overwrites the oldest events of the recording thread's sub-buffer.
+//! overwrites the oldest events of the recording thread's sub-buffer. Memory: up to
+//! [`Trace::sub_buffer_bytes`] (2 MiB for the default 1 MiB stream size) per thread
+//! that ever recorded into the stream, until it exits and its sub-buffer is read
+//! empty.
 //!
 //! Timestamps are TSC ticks calibrated against `CLOCK_MONOTONIC` when the TSC is
 //! invariant (`constant_tsc` and `nonstop_tsc`), else `CLOCK_MONOTONIC` itself; events

@@ -962,6 +962,13 @@ impl Trace {
         self.s.live_rings()
     }
 
+    /// Bytes of each per-thread sub-buffer: the stream size plus room for one event
+    /// of maximum size and the control events, rounded up to a power of two. The
+    /// stream's memory is up to this times [`sub_buffers`](Self::sub_buffers).
+    pub fn sub_buffer_bytes(&self) -> usize {
+        self.s.cap
+    }
+
     /// `posix_trace_get_filter`: the set of event types not recorded.
     pub fn filter(&self) -> EventSet {
         self.s.filter()
