@@ -1309,3 +1309,14 @@ fn sub_buffer_memory_is_reported() {
     assert_eq!(t.sub_buffers(), 1);
     t.shutdown().unwrap();
 }
+
+#[test]
+fn opening_a_directory_or_missing_log_is_a_clear_error() {
+    let dir = tmp("a-directory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = TraceLog::open(&dir).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("is a directory"), "{e}");
+    let e = TraceLog::open(tmp("no-such.trace")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+}

@@ -480,12 +480,14 @@ pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
     a.stream_full = Some(match c.u8()? {
         0 => StreamFullPolicy::Loop,
         1 => StreamFullPolicy::UntilFull,
-        _ => StreamFullPolicy::Flush,
+        2 => StreamFullPolicy::Flush,
+        x => return Err(corrupt(format!("unknown stream full policy code {x}"))),
     });
     a.log_full = match c.u8()? {
         0 => LogFullPolicy::Loop,
         1 => LogFullPolicy::UntilFull,
-        _ => LogFullPolicy::Append,
+        2 => LogFullPolicy::Append,
+        x => return Err(corrupt(format!("unknown log full policy code {x}"))),
     };
     a.log_size = c.u64()?;
     a.inherit = if c.u8()? != 0 {
@@ -553,4 +555,28 @@ pub(crate) fn parse_status(c: &mut Cur<'_>) -> Result<LogStatus> {
         log_overrun: f & 2 != 0,
         log_full: f & 4 != 0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_policy_codes_are_corrupt_not_guessed() {
+        let rec = attr_record(&TraceAttr::new(), 1);
+        let body = &rec[8..];
+        // The policy bytes sit after kind, two strings, 3 u64 and a u32.
+        let name_len = u16::from_le_bytes([body[1], body[2]]) as usize;
+        let gen_at = 3 + name_len;
+        let gen_len = u16::from_le_bytes([body[gen_at], body[gen_at + 1]]) as usize;
+        let sfp = gen_at + 2 + gen_len + 8 + 8 + 8 + 4;
+        for at in [sfp, sfp + 1] {
+            let mut b = body.to_vec();
+            assert!(b[at] <= 2);
+            b[at] = 7;
+            let e = parse_attr(&mut Cur(&b[1..])).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "byte {at}");
+        }
+        assert!(parse_attr(&mut Cur(&body[1..])).is_ok());
+    }
 }
