@@ -599,10 +599,12 @@ fn log_policy_run(
     let t = Trace::create_with_log(&a, f).unwrap();
     let ev = trace::eventid_open("tt.log.policy").unwrap();
     t.start().unwrap();
+    let mut max_len = 0;
     for i in 0..n {
         trace::event(ev, &i.to_le_bytes());
         if i % 50 == 49 {
             t.flush().unwrap();
+            max_len = max_len.max(std::fs::metadata(&p).unwrap().len());
         }
     }
     t.flush().unwrap();
@@ -613,6 +615,11 @@ fn log_policy_run(
     }
     t.stop().unwrap();
     t.shutdown().unwrap();
+    if policy != LogFullPolicy::Append {
+        // While running, a LOOP log is compacted before it passes twice the log size.
+        let end = std::fs::metadata(&p).unwrap().len();
+        assert!(max_len <= end + 4096 + 64, "{max_len} bytes before shutdown, {end} after");
+    }
     let (l, evs) = log_events(&p);
     (l, evs, ev, full_flag)
 }

@@ -34,7 +34,9 @@ pub enum StreamFullPolicy {
 /// What a log does when it reaches its size (`posix_trace_attr_setlogfullpolicy`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum LogFullPolicy {
-    /// `POSIX_TRACE_LOOP`: keep the newest events within the log size.
+    /// `POSIX_TRACE_LOOP`: keep the newest events within the log size (exactly at
+    /// shutdown; while running the file may hold up to twice the log size, as it is
+    /// compacted only then, to bound the rewriting).
     Loop,
     /// `POSIX_TRACE_UNTIL_FULL`: stop writing; a STOP event is the last event.
     UntilFull,

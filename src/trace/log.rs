@@ -158,7 +158,10 @@ pub(crate) struct LogWriter {
     kept_bytes: u64,
     event_bytes: u64,
     pending: Vec<u8>,
+    /// LOOP: the file holds events older than `kept` (compact it when it grows).
     rewrite: bool,
+    /// Bytes written to the file so far.
+    file_len: u64,
     pub(crate) full: bool,
     pub(crate) lost: u64,
     pub(crate) overrun: bool,
@@ -185,6 +188,7 @@ impl LogWriter {
             event_bytes: 0,
             pending,
             rewrite: false,
+            file_len: 0,
             full: false,
             lost: 0,
             overrun: false,
@@ -274,19 +278,34 @@ impl LogWriter {
     }
 
     /// Writes what is queued to the file.
+    ///
+    /// Log LOOP appends as the other policies do, and compacts the file (rewrites it
+    /// with the newest events within the log size) only when appending would take
+    /// it past twice the log size, at `clear` and at shutdown: each event is
+    /// written at most about three times, instead of the whole log at every flush.
     pub(crate) fn commit(&mut self) -> io::Result<()> {
-        if self.rewrite {
-            self.rewrite = false;
+        self.commit_inner(false)
+    }
+
+    fn commit_inner(&mut self, compact: bool) -> io::Result<()> {
+        let limit = self.preamble.len() as u64 + 2 * self.size;
+        if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
             let mut all = self.preamble.clone();
             for r in &self.kept {
                 all.extend_from_slice(r);
             }
-            self.file.set_len(0)?;
+            // Overwrite in place, then cut: a crash in between leaves the new
+            // records first, then a damaged tail the reader reports, rather than
+            // an empty file.
             self.file.seek(SeekFrom::Start(0))?;
             self.file.write_all(&all)?;
+            self.file.set_len(all.len() as u64)?;
+            self.file_len = all.len() as u64;
+            self.rewrite = false;
             self.pending.clear();
         } else if !self.pending.is_empty() {
             self.file.write_all(&self.pending)?;
+            self.file_len += self.pending.len() as u64;
             self.pending.clear();
         }
         Ok(())
@@ -300,7 +319,7 @@ impl LogWriter {
         self.full = false;
         self.pending.clear();
         self.rewrite = true;
-        self.commit()
+        self.commit_inner(true)
     }
 
     /// Writes the service records (status, end) and syncs.
@@ -309,7 +328,7 @@ impl LogWriter {
         st.log_lost = self.lost;
         st.log_overrun = self.lost > 0;
         st.log_full = self.full;
-        self.commit()?;
+        self.commit_inner(true)?;
         let mut tail = status_record(&st);
         frame(&[K_END], &mut tail);
         self.preamble.extend_from_slice(&tail);

@@ -85,8 +85,11 @@
 //!
 //! A reader stops at the first record that is cut (`ErrorKind::Truncated`) or fails
 //! its checksum (`ErrorKind::Corrupt`); a log without the end record is reported as
-//! truncated after its last event. The log size counts event records only; log LOOP
-//! rewrites the file with the newest events that fit.
+//! truncated after its last event. The log size counts event records only. Log LOOP
+//! appends, and compacts the file to the newest events within the log size when it
+//! would pass twice the log size, at `clear` and at shutdown: a shut-down log holds
+//! at most the log size of events; a log read while running (or after a crash) may
+//! hold up to twice that, oldest first.
 
 mod analysis;
 mod attr;
