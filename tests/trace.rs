@@ -618,7 +618,10 @@ fn log_policy_run(
     if policy != LogFullPolicy::Append {
         // While running, a LOOP log is compacted before it passes twice the log size.
         let end = std::fs::metadata(&p).unwrap().len();
-        assert!(max_len <= end + 4096 + 64, "{max_len} bytes before shutdown, {end} after");
+        assert!(
+            max_len <= end + 4096 + 64,
+            "{max_len} bytes before shutdown, {end} after"
+        );
     }
     let (l, evs) = log_events(&p);
     (l, evs, ev, full_flag)
@@ -1309,7 +1312,9 @@ fn sub_buffer_memory_is_reported() {
     let t = Trace::create(&a).unwrap();
     let b = t.sub_buffer_bytes();
     assert!(b.is_power_of_two());
-    assert!(b >= 100_000 + a.max_user_event_size(a.max_data_size()) + 2 * a.max_system_event_size());
+    assert!(
+        b >= 100_000 + a.max_user_event_size(a.max_data_size()) + 2 * a.max_system_event_size()
+    );
     assert_eq!(b, 131_072);
     assert_eq!(t.sub_buffers(), 0, "nothing mapped before a thread records");
     t.start().unwrap(); // START, recorded from this thread, maps its sub-buffer
