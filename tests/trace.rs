@@ -1332,3 +1332,41 @@ fn opening_a_directory_or_missing_log_is_a_clear_error() {
     let e = TraceLog::open(tmp("no-such.trace")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound);
 }
+
+#[test]
+fn racing_starts_and_stops_record_one_event_each() {
+    let _g = serial();
+    let t = std::sync::Arc::new(Trace::create(&TraceAttr::new()).unwrap());
+    let rounds = 200;
+    for _ in 0..rounds {
+        let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let h = {
+            let (t, go) = (t.clone(), go.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                t.start().unwrap();
+            })
+        };
+        go.wait();
+        t.start().unwrap();
+        h.join().unwrap();
+        let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let h = {
+            let (t, go) = (t.clone(), go.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                t.stop().unwrap();
+            })
+        };
+        go.wait();
+        t.stop().unwrap();
+        h.join().unwrap();
+    }
+    let evs: Vec<Event> = t.events().collect();
+    let starts = evs.iter().filter(|e| e.id == EventId::START).count();
+    let stops = evs.iter().filter(|e| e.id == EventId::STOP).count();
+    assert_eq!((starts, stops), (rounds, rounds));
+    // Alternating, START first.
+    let ctl: Vec<EventId> = ids(&evs);
+    assert!(ctl.chunks(2).all(|c| c == [EventId::START, EventId::STOP]));
+}

@@ -286,6 +286,10 @@ pub(crate) struct Stream {
     #[allow(clippy::vec_box)]
     graveyard: Mutex<Vec<Box<Ring>>>,
     auto_suspended: AtomicBool,
+    /// Serialises start, stop, filter changes and the automatic resume, so racing
+    /// calls record one START or STOP, not two. Never held with the reader lock
+    /// taken after it.
+    ctl: Mutex<()>,
     flush_req: AtomicBool,
     pub(crate) flushing: AtomicBool,
     pub(crate) flush_error: AtomicI32,
@@ -552,6 +556,7 @@ impl Stream {
         }
         let half = self.cap as u64 / 2;
         let _st = lock(&self.reader);
+        let _ctl = lock(&self.ctl);
         if self.rings_snapshot().iter().all(|r| r.used() <= half)
             && self
                 .auto_suspended
@@ -800,6 +805,7 @@ impl Trace {
             old_ptrs: Mutex::new(Vec::new()),
             graveyard: Mutex::new(Vec::new()),
             auto_suspended: AtomicBool::new(false),
+            ctl: Mutex::new(()),
             flush_req: AtomicBool::new(false),
             flushing: AtomicBool::new(false),
             flush_error: AtomicI32::new(0),
@@ -856,6 +862,7 @@ impl Trace {
     /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_start.html)
     pub fn start(&self) -> Result<()> {
         self.check_owner("posix_trace_start")?;
+        let _ctl = lock(&self.s.ctl);
         if self.s.running() {
             return Ok(());
         }
@@ -869,6 +876,7 @@ impl Trace {
     /// `posix_trace_stop`: records STOP and suspends (ignored when suspended).
     pub fn stop(&self) -> Result<()> {
         self.check_owner("posix_trace_stop")?;
+        let _ctl = lock(&self.s.ctl);
         if !self.s.running() {
             // Suspended by UNTIL_FULL: stay suspended once space frees up.
             self.s.auto_suspended.store(false, Release);
@@ -978,6 +986,7 @@ impl Trace {
     /// and new sets (unless the new filter excludes FILTER itself).
     pub fn set_filter(&self, set: &EventSet, how: FilterHow) -> Result<()> {
         self.check_owner("posix_trace_set_filter")?;
+        let _ctl = lock(&self.s.ctl);
         let old = self.s.filter();
         let new = match how {
             FilterHow::Set => *set,
