@@ -1213,17 +1213,25 @@ impl Drop for Trace {
 }
 
 fn flusher(s: Arc<Stream>) {
+    // Writers never wake anyone (no syscall on the recording path): poll. Idle, every
+    // 2 ms; while writers keep asking for flushes, every 100 µs, since a sub-buffer
+    // fills in well under a millisecond at full recording rate.
+    const IDLE: Duration = Duration::from_millis(2);
+    const BUSY: Duration = Duration::from_micros(100);
+    let mut nap = IDLE;
     loop {
-        {
+        if !s.flush_req.load(Acquire) {
             let g = lock(&s.wake.0);
-            let _ = s.wake.1.wait_timeout(g, Duration::from_millis(2));
+            let _ = s.wake.1.wait_timeout(g, nap);
         }
         if s.stop_flusher.load(Acquire) {
             return;
         }
-        let asked = s.flush_req.swap(false, AcqRel);
-        if asked {
+        if s.flush_req.swap(false, AcqRel) {
             let _ = s.flush_now(false);
+            nap = BUSY;
+        } else {
+            nap = (nap * 2).min(IDLE);
         }
     }
 }
