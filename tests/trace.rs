@@ -1370,3 +1370,80 @@ fn racing_starts_and_stops_record_one_event_each() {
     let ctl: Vec<EventId> = ids(&evs);
     assert!(ctl.chunks(2).all(|c| c == [EventId::START, EventId::STOP]));
 }
+
+#[test]
+fn flush_policy_under_overload_ends_each_flush_and_drops_in_runs() {
+    let _g = serial();
+    let (p, f) = open_log("overload.trace");
+    let a = attr_with(|a| {
+        a.set_stream_size(4096).unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = std::sync::Arc::new(Trace::create_with_log(&a, f).unwrap());
+    assert_eq!(t.attr().stream_full_policy(), StreamFullPolicy::Flush);
+    let ev = trace::eventid_open("tt.overload").unwrap();
+    t.start().unwrap();
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let going = std::sync::Arc::new(AtomicBool::new(false));
+    let h = {
+        let (stop, going) = (stop.clone(), going.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Relaxed) {
+                trace::event(ev, &i.to_le_bytes());
+                i += 1;
+                if i == 20_000 {
+                    going.store(true, Relaxed);
+                }
+            }
+            i
+        })
+    };
+    while !going.load(Relaxed) {
+        std::thread::yield_now();
+    }
+    // A writer that never pauses must not keep a flush going forever: each flush
+    // takes what was there when it began, and returns.
+    for _ in 0..5 {
+        t.flush().unwrap();
+    }
+    stop.store(true, Relaxed);
+    let sent = h.join().unwrap();
+    t.stop().unwrap();
+    let t = std::sync::Arc::try_unwrap(t).unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let overflows: Vec<&Event> = evs.iter().filter(|e| e.id == EventId::OVERFLOW).collect();
+    let lost: u64 = overflows
+        .iter()
+        .map(|e| u64::from_le_bytes(e.data[..8].try_into().unwrap()))
+        .sum();
+    // Every event is in the log or counted as lost.
+    assert_eq!(user.len() as u64 + lost, sent);
+    assert_eq!(l.status().unwrap().stream_lost, lost);
+    assert!(user.windows(2).all(|w| w[0] < w[1]), "in order");
+    // Once full, the writer drops until half the sub-buffer is free: losses come in
+    // runs, each followed by many recorded events, not one OVERFLOW per event.
+    let per_run = (t_cap_half(&a) / a.max_user_event_size(8)) as u64;
+    assert!(
+        user.len() as u64 >= overflows.len().saturating_sub(1) as u64 * per_run,
+        "{} events, {} overflows",
+        user.len(),
+        overflows.len()
+    );
+}
+
+/// Half a sub-buffer minus the control-event reserve: what a FLUSH writer records
+/// at least between two losses.
+fn t_cap_half(a: &TraceAttr) -> usize {
+    let t = Trace::create(&attr_with(|x| {
+        x.set_stream_size(a.stream_size()).unwrap();
+        x.set_stream_full_policy(StreamFullPolicy::Loop);
+    }))
+    .unwrap();
+    let b = t.sub_buffer_bytes();
+    t.shutdown().unwrap();
+    b / 2 - 2 * a.max_system_event_size()
+}

@@ -107,7 +107,10 @@ pub(crate) fn type_record(t: &EventType) -> Vec<u8> {
 /// Appends one framed event record.
 pub(crate) fn event_record(e: &Event, out: &mut Vec<u8>) {
     let data = &e.data[..e.data.len().min(u16::MAX as usize)];
-    let mut b = Vec::with_capacity(30 + data.len());
+    // Framed in place: length and checksum are patched in after the body.
+    let at = out.len();
+    out.extend_from_slice(&[0u8; 8]);
+    let b = out;
     b.push(K_EVENT);
     b.extend_from_slice(&e.id.0.to_le_bytes());
     b.push(e.truncated as u8);
@@ -117,7 +120,13 @@ pub(crate) fn event_record(e: &Event, out: &mut Vec<u8>) {
     b.extend_from_slice(&e.prog_address.to_le_bytes());
     b.extend_from_slice(&(data.len() as u16).to_le_bytes());
     b.extend_from_slice(data);
-    frame(&b, out);
+    let body = &b[at + 8..];
+    let (len, crc) = (
+        (body.len() as u32).to_le_bytes(),
+        crc32c(body).to_le_bytes(),
+    );
+    b[at..at + 4].copy_from_slice(&len);
+    b[at + 4..at + 8].copy_from_slice(&crc);
 }
 
 /// The loss and fullness counters written at shutdown.
@@ -260,7 +269,8 @@ impl LogWriter {
                     return false;
                 }
                 self.kept_bytes += n;
-                self.kept.push_back(rec.clone());
+                self.pending.extend_from_slice(&rec);
+                self.kept.push_back(rec);
                 while self.kept_bytes > self.size {
                     if let Some(old) = self.kept.pop_front() {
                         self.kept_bytes -= old.len() as u64;
@@ -270,7 +280,6 @@ impl LogWriter {
                         self.rewrite = true;
                     }
                 }
-                self.pending.extend_from_slice(&rec);
             }
         }
         self.event_bytes += n;

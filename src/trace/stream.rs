@@ -11,12 +11,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::attr::{Inheritance, StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD};
+use super::attr::{Inheritance, StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD, RECORD_HEADER};
 use super::clock;
 use super::event::Event;
 use super::ids::{self, EventId};
 use super::log::{LogStatus, LogWriter};
-use super::ring::{Padded, Ring};
+use super::ring::{Padded, Ring, NO_ROOM, ROOM_AFTER_GAP};
 use super::set::{EventSet, FilterHow, WORDS};
 use super::status::TraceStatus;
 use crate::{Error, ErrorKind, Result};
@@ -412,7 +412,8 @@ impl Stream {
         let head = r.head.0.load(Relaxed);
         let need = r.need(head, data.len());
         let reserve = if force { 0 } else { self.reserve };
-        if !r.has_room(head, need, reserve) && !self.full(r, head, need, tid, force) {
+        let room = r.room(head, need, reserve);
+        if room == NO_ROOM && !self.full(r, head, need, tid, force) {
             return false;
         }
         if self.policy == StreamFullPolicy::Flush
@@ -422,7 +423,15 @@ impl Stream {
             r.flush_asked.store(true, Relaxed);
             self.flush_req.store(true, Release);
         }
-        r.put(head, id, tid, clock::ticks(), data, trunc);
+        r.put(
+            head,
+            id,
+            tid,
+            clock::ticks(),
+            data,
+            trunc,
+            room == ROOM_AFTER_GAP,
+        );
         true
     }
 
@@ -454,7 +463,7 @@ impl Stream {
                         let h = r.head.0.load(Relaxed);
                         let p = STOP_FULL.to_le_bytes();
                         if r.has_room(h, r.need(h, p.len()), 0) {
-                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false);
+                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, false);
                         }
                     }
                 }
@@ -462,6 +471,12 @@ impl Stream {
             }
             StreamFullPolicy::Flush => {
                 r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
+                if !force {
+                    // Drop until the flusher has freed half the sub-buffer, rather
+                    // than record one event per event read (an OVERFLOW/RESUME
+                    // pair per event in the log).
+                    r.draining.store(true, Relaxed);
+                }
                 if !r.flush_asked.load(Relaxed) {
                     r.flush_asked.store(true, Relaxed);
                     self.flush_req.store(true, Release);
@@ -510,42 +525,71 @@ impl Stream {
         if let Some(e) = st.pending.pop_front() {
             return Some(e);
         }
-        let rings = self.rings_snapshot();
+        self.take_from(&self.rings_snapshot(), st)
+    }
+
+    /// [`take`](Self::take) with a snapshot the caller keeps across calls (reader
+    /// lock held throughout, so the snapshot stays valid).
+    fn take_from(&self, rings: &[&Ring], st: &mut ReaderState) -> Option<Event> {
+        if let Some(e) = st.pending.pop_front() {
+            return Some(e);
+        }
         loop {
             let mut best: Option<(u64, &Ring)> = None;
-            for r in &rings {
+            for &r in rings {
                 if let Some(t) = r.peek_ticks() {
                     if best.map_or(true, |(bt, _)| t < bt) {
                         best = Some((t, r));
                     }
                 }
             }
-            let (_, r) = best?;
-            let Some(rec) = r.pop() else { continue };
-            let ev = self.to_event(rec);
-            let lost = r.lost.load(Relaxed);
-            let reported = r.lost_reported.load(Relaxed);
-            if lost > reported {
-                r.lost_reported.store(lost, Relaxed);
-                let mut p = (lost - reported).to_le_bytes().to_vec();
-                p.extend_from_slice(&r.tid.to_le_bytes());
-                for (id, data) in [(EventId::OVERFLOW, p), (EventId::RESUME, Vec::new())] {
-                    if !filtered(self.slot, id.0) {
-                        st.pending.push_back(Event {
-                            id,
-                            pid: 0,
-                            tid: r.tid,
-                            timestamp: ev.timestamp,
-                            truncated: false,
-                            prog_address: 0,
-                            data,
-                        });
-                    }
+            let Some((_, r)) = best else {
+                // Losses after a sub-buffer's last record (a FLUSH writer still
+                // dropping, or stopped while dropping) are reported at the end.
+                let now = Duration::from_nanos(clock::mono_ns());
+                for &r in rings {
+                    self.report_loss(r, now, st);
                 }
-                st.pending.push_back(ev);
                 return st.pending.pop_front();
+            };
+            let Some(rec) = r.pop() else { continue };
+            let gap = rec.gap;
+            let ev = self.to_event(rec);
+            // LOOP and UNTIL_FULL lose events before the oldest unread one; a FLUSH
+            // writer drops new ones and marks the record that ends the gap.
+            if self.policy != StreamFullPolicy::Flush || gap {
+                self.report_loss(r, ev.timestamp, st);
             }
-            return Some(ev);
+            if st.pending.is_empty() {
+                return Some(ev);
+            }
+            st.pending.push_back(ev);
+            return st.pending.pop_front();
+        }
+    }
+
+    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` not yet reported.
+    fn report_loss(&self, r: &Ring, timestamp: Duration, st: &mut ReaderState) {
+        let lost = r.lost.load(Relaxed);
+        let reported = r.lost_reported.load(Relaxed);
+        if lost <= reported {
+            return;
+        }
+        r.lost_reported.store(lost, Relaxed);
+        let mut p = (lost - reported).to_le_bytes().to_vec();
+        p.extend_from_slice(&r.tid.to_le_bytes());
+        for (id, data) in [(EventId::OVERFLOW, p), (EventId::RESUME, Vec::new())] {
+            if !filtered(self.slot, id.0) {
+                st.pending.push_back(Event {
+                    id,
+                    pid: 0,
+                    tid: r.tid,
+                    timestamp,
+                    truncated: false,
+                    prog_address: 0,
+                    data,
+                });
+            }
         }
     }
 
@@ -591,7 +635,19 @@ impl Stream {
             w.push(&mark(EventId::FLUSH_START, Vec::new()));
         }
         let mut n = 0u64;
-        while let Some(e) = self.take(&mut st) {
+        let rings = self.rings_snapshot();
+        // Take at most one full sub-buffer of records per sub-buffer (a record is at
+        // least a header; each ring may add an OVERFLOW/RESUME pair): what is there
+        // and what arrives meanwhile, but writers that keep recording must not keep
+        // one flush going forever, with nothing committed and the queued bytes
+        // growing without bound.
+        let mut budget = st.pending.len() as u64
+            + rings.len() as u64 * (self.cap as u64 / RECORD_HEADER as u64 + 2);
+        while budget > 0 {
+            let Some(e) = self.take_from(&rings, &mut st) else {
+                break;
+            };
+            budget -= 1;
             w.sync_types();
             w.push(&e);
             n += 1;
