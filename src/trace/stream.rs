@@ -546,7 +546,7 @@ impl Stream {
             let Some((_, r)) = best else {
                 // Losses after a sub-buffer's last record (a FLUSH writer still
                 // dropping, or stopped while dropping) are reported at the end.
-                let now = Duration::from_nanos(clock::mono_ns());
+                let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
                 for &r in rings {
                     self.report_loss(r, now, st);
                 }
@@ -620,7 +620,7 @@ impl Stream {
         let mut w = lock(log);
         w.sync_types();
         let tid = current_tid();
-        let now = Duration::from_nanos(clock::mono_ns());
+        let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
         let mark = |id: EventId, data: Vec<u8>| Event {
             id,
             pid: 0,
@@ -658,7 +658,7 @@ impl Stream {
         self.reclaim();
         if marks && !filtered(self.slot, EventId::FLUSH_STOP.0) {
             let mut e = mark(EventId::FLUSH_STOP, n.to_le_bytes().to_vec());
-            e.timestamp = Duration::from_nanos(clock::mono_ns());
+            e.timestamp = Duration::from_nanos(clock::to_ns(clock::ticks()));
             w.push(&e);
         }
         if std::mem::take(&mut w.overrun) {
