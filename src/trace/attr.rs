@@ -38,7 +38,9 @@ pub enum LogFullPolicy {
     /// shutdown; while running the file may hold up to twice the log size, as it is
     /// compacted only then, to bound the rewriting).
     Loop,
-    /// `POSIX_TRACE_UNTIL_FULL`: stop writing; a STOP event is the last event.
+    /// `POSIX_TRACE_UNTIL_FULL`: stop writing; a STOP event is the last event, and
+    /// the stream is suspended when the log fills (`start` runs it again, but the
+    /// log keeps nothing more until `clear`).
     UntilFull,
     /// `POSIX_TRACE_APPEND`: grow without bound (the log size is ignored).
     Append,

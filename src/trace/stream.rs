@@ -11,7 +11,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::attr::{Inheritance, StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD, RECORD_HEADER};
+use super::attr::{
+    Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD, RECORD_HEADER,
+};
 use super::clock;
 use super::event::Event;
 use super::ids::{self, EventId};
@@ -654,6 +656,16 @@ impl Stream {
         }
         for r in self.rings_snapshot() {
             r.flush_asked.store(false, Relaxed);
+        }
+        if w.full && self.attr.log_full_policy() == LogFullPolicy::UntilFull {
+            // Log UNTIL_FULL: the log ends with its STOP event, and the stream
+            // stops with it (the STOP is the last recorded event).
+            let _ctl = lock(&self.ctl);
+            if self.running() {
+                self.auto_suspended.store(false, Release);
+                RUNNING.fetch_and(!(1 << self.slot), AcqRel);
+                update_pass();
+            }
         }
         self.reclaim();
         if marks && !filtered(self.slot, EventId::FLUSH_STOP.0) {
