@@ -6,6 +6,13 @@ use std::process::{Command, Output};
 
 use posixrt::trace::{self, sys, Trace, TraceAttr};
 
+/// Streams record every `event()` of the process: tests that record take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn rtrace(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtrace"))
         .args(args)
@@ -53,6 +60,7 @@ fn make_log(p: &Path) {
 
 #[test]
 fn dump_stats_export_and_errors() {
+    let _g = serial();
     let d = dir();
     let log = d.join("t.trace");
     make_log(&log);
@@ -153,6 +161,7 @@ fn dump_stats_export_and_errors() {
 
 #[test]
 fn closed_stdout_and_directory_give_clean_exits() {
+    let _g = serial();
     use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
