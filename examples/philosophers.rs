@@ -81,6 +81,9 @@ fn dine(no: i32, left: Arc<Mutex<()>>, right: Arc<Mutex<()>>, rounds: u32, ev: [
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `philosophers | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let a = args()?;
     // The stream we read back, and the one with a log.
     let t = Trace::create(&TraceAttr::new())?;

@@ -5,7 +5,7 @@
 //! cargo run --example trace_defaults
 //! ```
 
-use posixrt::trace::{LogFullPolicy, StreamFullPolicy, Trace, TraceAttr};
+use posixrt::trace::{Inheritance, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // posix_trace_create (0, NULL, &trid)
@@ -48,7 +48,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("Trace stream size: {}", attr.stream_size());
     // Beyond listing 8.18: the remaining attributes.
     println!("Log size: {}", attr.log_size());
-    println!("Inheritance: {:?}", attr.inheritance());
+    println!(
+        "Inheritance: {}",
+        match attr.inheritance() {
+            Inheritance::CloseForChild => "POSIX_TRACE_CLOSE_FOR_CHILD",
+            Inheritance::Inherited => "POSIX_TRACE_INHERITED",
+        }
+    );
+    println!(
+        "Memory per recording thread (sub-buffer): {}",
+        trid.sub_buffer_bytes()
+    );
     println!(
         "Events of maximum size the stream holds without loss: {}",
         attr.stream_size() / attr.max_user_event_size(mdatsz)

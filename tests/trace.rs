@@ -599,20 +599,30 @@ fn log_policy_run(
     let t = Trace::create_with_log(&a, f).unwrap();
     let ev = trace::eventid_open("tt.log.policy").unwrap();
     t.start().unwrap();
+    let mut max_len = 0;
     for i in 0..n {
         trace::event(ev, &i.to_le_bytes());
         if i % 50 == 49 {
             t.flush().unwrap();
+            max_len = max_len.max(std::fs::metadata(&p).unwrap().len());
         }
     }
     t.flush().unwrap();
     let st = t.status();
-    let full_flag = st.log_full as u64 | (st.log_overrun as u64) << 1;
+    let full_flag = st.log_full as u64 | (st.log_overrun as u64) << 1 | (st.running as u64) << 2;
     if policy != LogFullPolicy::Append {
         assert!(!t.status().log_overrun, "log overrun resets when read");
     }
     t.stop().unwrap();
     t.shutdown().unwrap();
+    if policy != LogFullPolicy::Append {
+        // While running, a LOOP log is compacted before it passes twice the log size.
+        let end = std::fs::metadata(&p).unwrap().len();
+        assert!(
+            max_len <= end + 4096 + 64,
+            "{max_len} bytes before shutdown, {end} after"
+        );
+    }
     let (l, evs) = log_events(&p);
     (l, evs, ev, full_flag)
 }
@@ -625,7 +635,7 @@ fn log_full_policies() {
     let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::Append, "append.trace", n);
     let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
     assert_eq!(user, (0..n).collect::<Vec<_>>());
-    assert_eq!(flags, 0);
+    assert_eq!(flags, 4, "running, log neither full nor overrun");
     assert!(!l.status().unwrap().log_overrun);
     // UNTIL_FULL: the oldest, then a STOP (reason 2) as the last event.
     let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::UntilFull, "untilfull.trace", n);
@@ -637,7 +647,7 @@ fn log_full_policies() {
         (last.id, last.data.as_slice()),
         (EventId::STOP, &2u32.to_le_bytes()[..])
     );
-    assert_eq!(flags, 3, "log full and log overrun");
+    assert_eq!(flags, 3, "log full and log overrun, the stream suspended");
     let st = l.status().unwrap();
     assert!(st.log_full && st.log_lost > 0);
     // LOOP: the newest events within the log size.
@@ -648,7 +658,7 @@ fn log_full_policies() {
     assert!(user.windows(2).all(|w| w[1] == w[0] + 1));
     let bytes: usize = evs.iter().map(|e| 38 + e.data.len()).sum();
     assert!(bytes <= 4096, "{bytes} bytes of events in a 4096-byte log");
-    assert_eq!(flags & 2, 2);
+    assert_eq!(flags & 6, 6, "log overrun, the stream still running");
     assert!(l.status().unwrap().log_lost > 0);
 }
 
@@ -970,13 +980,22 @@ fn status_flushing_while_the_log_write_blocks() {
     std::thread::sleep(Duration::from_millis(20));
     assert!(t.status().flushing);
     // Drain the pipe: the flush completes.
+    // Non-blocking reads: the flush may end (or the next one start) between a
+    // status read and a read of the pipe, which must not then block forever.
+    rustix::io::ioctl_fionbio(&reader, true).unwrap();
     let mut bytes = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     while t.status().flushing {
         assert!(Instant::now() < deadline, "the flush never finished");
-        let k = reader.read(&mut buf).unwrap();
-        bytes.extend_from_slice(&buf[..k]);
+        match reader.read(&mut buf) {
+            Ok(k) => bytes.extend_from_slice(&buf[..k]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err(e) => panic!("{e}"),
+        }
     }
+    rustix::io::ioctl_fionbio(&reader, false).unwrap();
     t.stop().unwrap();
     let h = std::thread::spawn(move || {
         let mut rest = Vec::new();
@@ -1116,4 +1135,324 @@ fn lossless_guarantee_at_the_boundary_with_flush_policy() {
     let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
     assert_eq!(user, (0..n as u64).collect::<Vec<_>>());
     assert_eq!(l.status().unwrap().stream_lost, 0);
+}
+
+/// A small deterministic PRNG (xorshift64*) for the reader fuzz test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Reads a (possibly damaged) log to its end, with a bound on the number of calls so
+/// a reader that loops forever fails the test instead of hanging it. Returns the
+/// events read and how it ended: `None` after a clean end, else the error kind.
+fn read_damaged(path: &std::path::Path, bound: usize) -> (Vec<Event>, Option<ErrorKind>) {
+    let mut l = match TraceLog::open(path) {
+        Ok(l) => l,
+        Err(e) => return (Vec::new(), Some(e.kind())),
+    };
+    let mut got = Vec::new();
+    for _ in 0..bound {
+        match l.next_event() {
+            Ok(Some(e)) => got.push(e),
+            Ok(None) => return (got, None),
+            Err(e) => {
+                // After an error the reader is done, and stays done.
+                assert!(matches!(l.next_event(), Ok(None)));
+                assert!(matches!(l.next_event(), Ok(None)));
+                return (got, Some(e.kind()));
+            }
+        }
+    }
+    panic!("reader did not end within {bound} calls");
+}
+
+#[test]
+fn log_reader_survives_random_damage() {
+    let _g = serial();
+    let (p, f) = open_log("fuzz-src.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    let ev = trace::eventid_open("tt.log.fuzz").unwrap();
+    t.start().unwrap();
+    for i in 0..12u64 {
+        trace::event(ev, &i.to_le_bytes()[..(i as usize % 9)]);
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let full = std::fs::read(&p).unwrap();
+    let (_, all) = log_events(&p);
+    assert!(all.len() >= 14, "START, 12 events, STOP");
+    let bound = all.len() + 8;
+    let bad = tmp("fuzz-case.trace");
+    let ok_kinds = [ErrorKind::Corrupt, ErrorKind::Truncated];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let check = |bytes: &[u8], must_fail: bool, what: &str| {
+        std::fs::write(&bad, bytes).unwrap();
+        let (got, end) = read_damaged(&bad, bound);
+        // Every record is checksummed: whatever is returned is a prefix of the truth.
+        assert!(got.len() <= all.len(), "{what}: more events than written");
+        assert_eq!(got[..], all[..got.len()], "{what}: a prefix of the events");
+        if let Some(k) = end {
+            assert!(ok_kinds.contains(&k), "{what}: error kind {k:?}");
+        }
+        if must_fail {
+            assert!(end.is_some(), "{what}: damage went unnoticed");
+        }
+    };
+
+    // 1. Flip 1..=4 random bytes anywhere (header included): always detected.
+    for case in 0..2000 {
+        let mut b = full.clone();
+        for _ in 0..1 + rng.below(4) {
+            let i = rng.below(b.len());
+            b[i] ^= 1 + rng.below(255) as u8;
+        }
+        check(&b, b != full, &format!("flip case {case}"));
+    }
+    // 2. Cut at a random byte and flip one byte before the cut.
+    for case in 0..500 {
+        let len = 1 + rng.below(full.len() - 1);
+        let mut b = full[..len].to_vec();
+        let i = rng.below(len);
+        b[i] ^= 1 + rng.below(255) as u8;
+        check(&b, true, &format!("cut+flip case {case}"));
+    }
+    // 3. Random garbage files, 0..300 bytes (sometimes starting with the magic).
+    for case in 0..500 {
+        let n = rng.below(300);
+        let mut b: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+        if case % 2 == 0 && n >= 8 {
+            b[..8].copy_from_slice(&trace::LOG_MAGIC);
+        }
+        check(&b, true, &format!("garbage case {case} ({n} bytes)"));
+    }
+    // 4. A valid header followed by garbage.
+    for case in 0..500 {
+        let n = 1 + rng.below(300);
+        let mut b = full[..16].to_vec();
+        b.extend((0..n).map(|_| rng.next() as u8));
+        check(&b, true, &format!("header+garbage case {case}"));
+    }
+    // 5. Record length fields replaced: zero, just over the cap, the cap with a short
+    //    file, u32::MAX, and random values, at the first record and at a later one.
+    let second = 16 + 8 + u32::from_le_bytes(full[16..20].try_into().unwrap()) as usize;
+    for at in [16, second] {
+        for len in [0u32, 1, 7, 1 << 20, (1 << 20) + 1, u32::MAX, 0x8000_0000] {
+            let mut b = full.clone();
+            b[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            check(&b, true, &format!("length {len} at {at}"));
+        }
+        for case in 0..200 {
+            let mut b = full.clone();
+            let len = rng.next() as u32;
+            b[at..at + 4].copy_from_slice(&len.to_le_bytes());
+            check(&b, b != full, &format!("random length case {case} at {at}"));
+        }
+    }
+    // 6. Zero-length file and a bare header: nothing to read, a clear error.
+    check(&[], true, "empty file");
+    let (_, end) = {
+        std::fs::write(&bad, &full[..16]).unwrap();
+        read_damaged(&bad, bound)
+    };
+    assert_eq!(end, Some(ErrorKind::Truncated), "bare header");
+    // 7. The intact log still reads cleanly.
+    check(&full, false, "intact");
+    std::fs::write(&bad, &full).unwrap();
+    assert_eq!(read_damaged(&bad, bound), (all.clone(), None));
+}
+
+#[test]
+fn clear_empties_stream_and_log_but_keeps_service_data() {
+    let _g = serial();
+    let (p, f) = open_log("clear.trace");
+    let a = attr_with(|a| {
+        a.set_name("cleared").unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let mut quiet = EventSet::empty();
+    quiet.add(EventId::FLUSH_START);
+    quiet.add(EventId::FLUSH_STOP);
+    t.set_filter(&quiet, FilterHow::Set).unwrap();
+    let before = trace::eventid_open("tt.clear.before").unwrap();
+    t.start().unwrap();
+    for i in 0..3u64 {
+        trace::event(before, &i.to_le_bytes());
+    }
+    t.flush().unwrap(); // in the log now
+    for i in 3..5u64 {
+        trace::event(before, &i.to_le_bytes()); // still in the stream
+    }
+    t.clear().unwrap();
+    assert!(t.try_getnext().unwrap().is_none(), "the stream is empty");
+    assert!(t.status().running, "clear does not stop the stream");
+    let after = trace::eventid_open("tt.clear.after").unwrap();
+    trace::event(after, &9u64.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    // Events before the clear are gone from the log, those after it are there.
+    assert_eq!(ids(&evs), [after, EventId::STOP]);
+    assert_eq!(seq(&evs[0]), 9);
+    // The service data survived: attributes, and the names of both event types.
+    assert_eq!(l.attr().unwrap().name(), "cleared");
+    assert_eq!(l.name(before), Some("tt.clear.before"));
+    assert_eq!(l.name(after), Some("tt.clear.after"));
+    assert_eq!(l.name(EventId::START), Some("posix_trace_start"));
+    assert!(l.is_complete());
+}
+
+#[test]
+fn sub_buffer_memory_is_reported() {
+    let _g = serial();
+    let a = attr_with(|a| {
+        a.set_stream_size(100_000).unwrap();
+    });
+    let t = Trace::create(&a).unwrap();
+    let b = t.sub_buffer_bytes();
+    assert!(b.is_power_of_two());
+    assert!(
+        b >= 100_000 + a.max_user_event_size(a.max_data_size()) + 2 * a.max_system_event_size()
+    );
+    assert_eq!(b, 131_072);
+    assert_eq!(t.sub_buffers(), 0, "nothing mapped before a thread records");
+    t.start().unwrap(); // START, recorded from this thread, maps its sub-buffer
+    assert_eq!(t.sub_buffers(), 1);
+    t.shutdown().unwrap();
+}
+
+#[test]
+fn opening_a_directory_or_missing_log_is_a_clear_error() {
+    let dir = tmp("a-directory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let e = TraceLog::open(&dir).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("is a directory"), "{e}");
+    let e = TraceLog::open(tmp("no-such.trace")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn racing_starts_and_stops_record_one_event_each() {
+    let _g = serial();
+    let t = std::sync::Arc::new(Trace::create(&TraceAttr::new()).unwrap());
+    let rounds = 200;
+    for _ in 0..rounds {
+        let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let h = {
+            let (t, go) = (t.clone(), go.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                t.start().unwrap();
+            })
+        };
+        go.wait();
+        t.start().unwrap();
+        h.join().unwrap();
+        let go = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let h = {
+            let (t, go) = (t.clone(), go.clone());
+            std::thread::spawn(move || {
+                go.wait();
+                t.stop().unwrap();
+            })
+        };
+        go.wait();
+        t.stop().unwrap();
+        h.join().unwrap();
+    }
+    let evs: Vec<Event> = t.events().collect();
+    let starts = evs.iter().filter(|e| e.id == EventId::START).count();
+    let stops = evs.iter().filter(|e| e.id == EventId::STOP).count();
+    assert_eq!((starts, stops), (rounds, rounds));
+    // Alternating, START first.
+    let ctl: Vec<EventId> = ids(&evs);
+    assert!(ctl.chunks(2).all(|c| c == [EventId::START, EventId::STOP]));
+}
+
+#[test]
+fn flush_policy_under_overload_ends_each_flush_and_drops_in_runs() {
+    let _g = serial();
+    let (p, f) = open_log("overload.trace");
+    let a = attr_with(|a| {
+        a.set_stream_size(4096).unwrap();
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = std::sync::Arc::new(Trace::create_with_log(&a, f).unwrap());
+    assert_eq!(t.attr().stream_full_policy(), StreamFullPolicy::Flush);
+    let ev = trace::eventid_open("tt.overload").unwrap();
+    t.start().unwrap();
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let going = std::sync::Arc::new(AtomicBool::new(false));
+    let h = {
+        let (stop, going) = (stop.clone(), going.clone());
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Relaxed) {
+                trace::event(ev, &i.to_le_bytes());
+                i += 1;
+                if i == 20_000 {
+                    going.store(true, Relaxed);
+                }
+            }
+            i
+        })
+    };
+    while !going.load(Relaxed) {
+        std::thread::yield_now();
+    }
+    // A writer that never pauses must not keep a flush going forever: each flush
+    // takes what was there when it began, and returns.
+    for _ in 0..5 {
+        t.flush().unwrap();
+    }
+    stop.store(true, Relaxed);
+    let sent = h.join().unwrap();
+    t.stop().unwrap();
+    let t = std::sync::Arc::try_unwrap(t).unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let overflows: Vec<&Event> = evs.iter().filter(|e| e.id == EventId::OVERFLOW).collect();
+    let lost: u64 = overflows
+        .iter()
+        .map(|e| u64::from_le_bytes(e.data[..8].try_into().unwrap()))
+        .sum();
+    // Every event is in the log or counted as lost.
+    assert_eq!(user.len() as u64 + lost, sent);
+    assert_eq!(l.status().unwrap().stream_lost, lost);
+    assert!(user.windows(2).all(|w| w[0] < w[1]), "in order");
+    // Once full, the writer drops until half the sub-buffer is free: losses come in
+    // runs, each followed by many recorded events, not one OVERFLOW per event.
+    let per_run = (t_cap_half(&a) / a.max_user_event_size(8)) as u64;
+    assert!(
+        user.len() as u64 >= overflows.len().saturating_sub(1) as u64 * per_run,
+        "{} events, {} overflows",
+        user.len(),
+        overflows.len()
+    );
+}
+
+/// Half a sub-buffer minus the control-event reserve: what a FLUSH writer records
+/// at least between two losses.
+fn t_cap_half(a: &TraceAttr) -> usize {
+    let t = Trace::create(&attr_with(|x| {
+        x.set_stream_size(a.stream_size()).unwrap();
+        x.set_stream_full_policy(StreamFullPolicy::Loop);
+    }))
+    .unwrap();
+    let b = t.sub_buffer_bytes();
+    t.shutdown().unwrap();
+    b / 2 - 2 * a.max_system_event_size()
 }

@@ -48,14 +48,20 @@ impl TraceLog {
     /// `posix_trace_open` on a path.
     ///
     /// # Errors
-    /// `NotFound`/`PermissionDenied` from `open`; `Corrupt` for a file that is not a
-    /// version-1 log; `Truncated` when even the 16-byte header is cut.
+    /// `NotFound`/`PermissionDenied` from `open`; `InvalidInput` for a directory;
+    /// `Corrupt` for a file that is not a version-1 log; `Truncated` when even the 16-byte header is cut.
     pub fn open(path: impl AsRef<Path>) -> Result<TraceLog> {
         let p = path.as_ref();
         let f = File::open(p).map_err(|e| {
             Error::from_errno("open", e.raw_os_error().unwrap_or(libc::EIO))
                 .with_message(format!("{}", p.display()))
         })?;
+        if f.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(Error::from_errno("posix_trace_open", libc::EISDIR)
+                .with_kind(ErrorKind::InvalidInput)
+                .with_message(format!("{} is a directory, not a trace log", p.display()))
+                .with_hint("pass the log file written by Trace::create_with_log"));
+        }
         TraceLog::from_file(f)
     }
 

@@ -34,9 +34,13 @@ pub enum StreamFullPolicy {
 /// What a log does when it reaches its size (`posix_trace_attr_setlogfullpolicy`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum LogFullPolicy {
-    /// `POSIX_TRACE_LOOP`: keep the newest events within the log size.
+    /// `POSIX_TRACE_LOOP`: keep the newest events within the log size (exactly at
+    /// shutdown; while running the file may hold up to twice the log size, as it is
+    /// compacted only then, to bound the rewriting).
     Loop,
-    /// `POSIX_TRACE_UNTIL_FULL`: stop writing; a STOP event is the last event.
+    /// `POSIX_TRACE_UNTIL_FULL`: stop writing; a STOP event is the last event, and
+    /// the stream is suspended when the log fills (`start` runs it again, but the
+    /// log keeps nothing more until `clear`).
     UntilFull,
     /// `POSIX_TRACE_APPEND`: grow without bound (the log size is ignored).
     Append,
@@ -143,8 +147,15 @@ impl TraceAttr {
     }
 
     /// `posix_trace_attr_setstreamsize`. While the sum of the maximum sizes of the
-    /// recorded events does not exceed it, no event is lost. Each recording thread
-    /// gets a sub-buffer of at least this size (virtual memory, touched as used).
+    /// recorded events does not exceed it, no event is lost.
+    ///
+    /// Memory: each thread that records gets its own sub-buffer of
+    /// `(size + max event + 2 * max system event + 64).next_power_of_two()` bytes
+    /// (the default 1 MiB gives 2 MiB per recording thread; see
+    /// [`Trace::sub_buffer_bytes`](super::Trace::sub_buffer_bytes)). It is virtual
+    /// memory, touched as it is used: a stream read often stays small, a LOOP stream
+    /// in steady state touches all of it. So the guarantee holds per thread, which
+    /// is stronger than the POSIX one, and the memory is up to threads × that.
     ///
     /// # Errors
     /// `InvalidInput` below [`MIN_STREAM_SIZE`] or above 1 GiB.

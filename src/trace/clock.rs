@@ -94,12 +94,21 @@ pub(crate) fn init() {
     });
 }
 
+/// A (ticks, CLOCK_MONOTONIC ns) pair: the clock read bracketed by two TSC reads,
+/// taking the middle; the tightest bracket of a few tries, so a preemption (a vCPU
+/// descheduled between the reads) does not skew the calibration by milliseconds.
 fn pair() -> (u64, u64) {
-    // Bracket the clock read with two TSC reads and take the middle.
-    let a = rdtsc();
-    let m = mono_ns();
-    let b = rdtsc();
-    (a + (b.wrapping_sub(a)) / 2, m)
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..16 {
+        let a = rdtsc();
+        let m = mono_ns();
+        let b = rdtsc();
+        let w = b.wrapping_sub(a);
+        if w < best.0 {
+            best = (w, a + w / 2, m);
+        }
+    }
+    (best.1, best.2)
 }
 
 fn slope(t0: u64, m0: u64, t1: u64, m1: u64) -> u64 {

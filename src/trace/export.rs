@@ -22,9 +22,16 @@ struct Loaded<'a> {
     events: &'a [Event],
 }
 
-fn io_err(call: &'static str, e: std::io::Error) -> Error {
-    Error::from_errno(call, e.raw_os_error().unwrap_or(libc::EIO))
-        .with_hint("check the output directory (exists, writable, space left)")
+fn io_err(call: &'static str, path: &std::path::Path, e: std::io::Error) -> Error {
+    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+    let hint = if errno == libc::EEXIST || errno == libc::ENOTDIR {
+        "the output path is a file: pass a directory path for the CTF trace"
+    } else {
+        "check the output directory (exists, writable, space left)"
+    };
+    Error::from_errno(call, errno)
+        .with_message(path.display().to_string())
+        .with_hint(hint)
 }
 
 fn name_of(log: &TraceLog, id: EventId) -> String {
@@ -207,7 +214,7 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     let l = Loaded { log, events };
     use sys::FieldType as F;
-    std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", e))?;
+    std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
     let mut m = String::from("/* CTF 1.8 */\n\n");
     for (name, size, signed, base) in [
         ("uint8_t", 8, false, 10),
@@ -304,7 +311,8 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     s.extend_from_slice(&first.to_le_bytes());
     s.extend_from_slice(&last.to_le_bytes());
     s.extend_from_slice(&body);
-    std::fs::write(dir.join("metadata"), m).map_err(|e| io_err("write", e))?;
-    std::fs::write(dir.join("stream_0"), s).map_err(|e| io_err("write", e))?;
+    let (mp, sp) = (dir.join("metadata"), dir.join("stream_0"));
+    std::fs::write(&mp, m).map_err(|e| io_err("write", &mp, e))?;
+    std::fs::write(&sp, s).map_err(|e| io_err("write", &sp, e))?;
     Ok(())
 }

@@ -107,7 +107,10 @@ pub(crate) fn type_record(t: &EventType) -> Vec<u8> {
 /// Appends one framed event record.
 pub(crate) fn event_record(e: &Event, out: &mut Vec<u8>) {
     let data = &e.data[..e.data.len().min(u16::MAX as usize)];
-    let mut b = Vec::with_capacity(30 + data.len());
+    // Framed in place: length and checksum are patched in after the body.
+    let at = out.len();
+    out.extend_from_slice(&[0u8; 8]);
+    let b = out;
     b.push(K_EVENT);
     b.extend_from_slice(&e.id.0.to_le_bytes());
     b.push(e.truncated as u8);
@@ -117,7 +120,13 @@ pub(crate) fn event_record(e: &Event, out: &mut Vec<u8>) {
     b.extend_from_slice(&e.prog_address.to_le_bytes());
     b.extend_from_slice(&(data.len() as u16).to_le_bytes());
     b.extend_from_slice(data);
-    frame(&b, out);
+    let body = &b[at + 8..];
+    let (len, crc) = (
+        (body.len() as u32).to_le_bytes(),
+        crc32c(body).to_le_bytes(),
+    );
+    b[at..at + 4].copy_from_slice(&len);
+    b[at + 4..at + 8].copy_from_slice(&crc);
 }
 
 /// The loss and fullness counters written at shutdown.
@@ -158,7 +167,10 @@ pub(crate) struct LogWriter {
     kept_bytes: u64,
     event_bytes: u64,
     pending: Vec<u8>,
+    /// LOOP: the file holds events older than `kept` (compact it when it grows).
     rewrite: bool,
+    /// Bytes written to the file so far.
+    file_len: u64,
     pub(crate) full: bool,
     pub(crate) lost: u64,
     pub(crate) overrun: bool,
@@ -185,6 +197,7 @@ impl LogWriter {
             event_bytes: 0,
             pending,
             rewrite: false,
+            file_len: 0,
             full: false,
             lost: 0,
             overrun: false,
@@ -256,7 +269,8 @@ impl LogWriter {
                     return false;
                 }
                 self.kept_bytes += n;
-                self.kept.push_back(rec.clone());
+                self.pending.extend_from_slice(&rec);
+                self.kept.push_back(rec);
                 while self.kept_bytes > self.size {
                     if let Some(old) = self.kept.pop_front() {
                         self.kept_bytes -= old.len() as u64;
@@ -266,7 +280,6 @@ impl LogWriter {
                         self.rewrite = true;
                     }
                 }
-                self.pending.extend_from_slice(&rec);
             }
         }
         self.event_bytes += n;
@@ -274,19 +287,34 @@ impl LogWriter {
     }
 
     /// Writes what is queued to the file.
+    ///
+    /// Log LOOP appends as the other policies do, and compacts the file (rewrites it
+    /// with the newest events within the log size) only when appending would take
+    /// it past twice the log size, at `clear` and at shutdown: each event is
+    /// written at most about three times, instead of the whole log at every flush.
     pub(crate) fn commit(&mut self) -> io::Result<()> {
-        if self.rewrite {
-            self.rewrite = false;
+        self.commit_inner(false)
+    }
+
+    fn commit_inner(&mut self, compact: bool) -> io::Result<()> {
+        let limit = self.preamble.len() as u64 + 2 * self.size;
+        if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
             let mut all = self.preamble.clone();
             for r in &self.kept {
                 all.extend_from_slice(r);
             }
-            self.file.set_len(0)?;
+            // Overwrite in place, then cut: a crash in between leaves the new
+            // records first, then a damaged tail the reader reports, rather than
+            // an empty file.
             self.file.seek(SeekFrom::Start(0))?;
             self.file.write_all(&all)?;
+            self.file.set_len(all.len() as u64)?;
+            self.file_len = all.len() as u64;
+            self.rewrite = false;
             self.pending.clear();
         } else if !self.pending.is_empty() {
             self.file.write_all(&self.pending)?;
+            self.file_len += self.pending.len() as u64;
             self.pending.clear();
         }
         Ok(())
@@ -300,7 +328,7 @@ impl LogWriter {
         self.full = false;
         self.pending.clear();
         self.rewrite = true;
-        self.commit()
+        self.commit_inner(true)
     }
 
     /// Writes the service records (status, end) and syncs.
@@ -309,7 +337,7 @@ impl LogWriter {
         st.log_lost = self.lost;
         st.log_overrun = self.lost > 0;
         st.log_full = self.full;
-        self.commit()?;
+        self.commit_inner(true)?;
         let mut tail = status_record(&st);
         frame(&[K_END], &mut tail);
         self.preamble.extend_from_slice(&tail);
@@ -480,12 +508,14 @@ pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
     a.stream_full = Some(match c.u8()? {
         0 => StreamFullPolicy::Loop,
         1 => StreamFullPolicy::UntilFull,
-        _ => StreamFullPolicy::Flush,
+        2 => StreamFullPolicy::Flush,
+        x => return Err(corrupt(format!("unknown stream full policy code {x}"))),
     });
     a.log_full = match c.u8()? {
         0 => LogFullPolicy::Loop,
         1 => LogFullPolicy::UntilFull,
-        _ => LogFullPolicy::Append,
+        2 => LogFullPolicy::Append,
+        x => return Err(corrupt(format!("unknown log full policy code {x}"))),
     };
     a.log_size = c.u64()?;
     a.inherit = if c.u8()? != 0 {
@@ -553,4 +583,28 @@ pub(crate) fn parse_status(c: &mut Cur<'_>) -> Result<LogStatus> {
         log_overrun: f & 2 != 0,
         log_full: f & 4 != 0,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_policy_codes_are_corrupt_not_guessed() {
+        let rec = attr_record(&TraceAttr::new(), 1);
+        let body = &rec[8..];
+        // The policy bytes sit after kind, two strings, 3 u64 and a u32.
+        let name_len = u16::from_le_bytes([body[1], body[2]]) as usize;
+        let gen_at = 3 + name_len;
+        let gen_len = u16::from_le_bytes([body[gen_at], body[gen_at + 1]]) as usize;
+        let sfp = gen_at + 2 + gen_len + 8 + 8 + 8 + 4;
+        for at in [sfp, sfp + 1] {
+            let mut b = body.to_vec();
+            assert!(b[at] <= 2);
+            b[at] = 7;
+            let e = parse_attr(&mut Cur(&b[1..])).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "byte {at}");
+        }
+        assert!(parse_attr(&mut Cur(&body[1..])).is_ok());
+    }
 }

@@ -44,7 +44,10 @@
 //! The stream size is per sub-buffer (rounded up to a power of two, plus room for one
 //! event of maximum size and a STOP event): while the sum of the maximum sizes of the
 //! events a thread records does not exceed the stream size, nothing is lost. LOOP
-//! overwrites the oldest events of the recording thread's sub-buffer.
+//! overwrites the oldest events of the recording thread's sub-buffer. Memory: up to
+//! [`Trace::sub_buffer_bytes`] (2 MiB for the default 1 MiB stream size) per thread
+//! that ever recorded into the stream, until it exits and its sub-buffer is read
+//! empty.
 //!
 //! Timestamps are TSC ticks calibrated against `CLOCK_MONOTONIC` when the TSC is
 //! invariant (`constant_tsc` and `nonstop_tsc`), else `CLOCK_MONOTONIC` itself; events
@@ -82,8 +85,11 @@
 //!
 //! A reader stops at the first record that is cut (`ErrorKind::Truncated`) or fails
 //! its checksum (`ErrorKind::Corrupt`); a log without the end record is reported as
-//! truncated after its last event. The log size counts event records only; log LOOP
-//! rewrites the file with the newest events that fit.
+//! truncated after its last event. The log size counts event records only. Log LOOP
+//! appends, and compacts the file to the newest events within the log size when it
+//! would pass twice the log size, at `clear` and at shutdown: a shut-down log holds
+//! at most the log size of events; a log read while running (or after a crash) may
+//! hold up to twice that, oldest first.
 
 mod analysis;
 mod attr;
@@ -124,7 +130,8 @@ pub use stream::{Trace, TRACE_SYS_MAX};
 /// in a stream, which maps its sub-buffer) and no syscall.
 ///
 /// Not async-signal-safe: do not call it from a signal handler that may interrupt
-/// the same thread inside `event`.
+/// the same thread inside `event`, nor from a custom `#[global_allocator]` (a
+/// thread's first event in a stream allocates its sub-buffer).
 ///
 /// # References
 /// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_event.html)

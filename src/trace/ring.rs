@@ -5,7 +5,8 @@
 //! | word | bits | content |
 //! |---|---|---|
 //! | 0 | 0..16 | event id (`0xFFFF`: padding up to the end of the ring) |
-//! | 0 | 16..31 | data length in bytes |
+//! | 0 | 16..30 | data length in bytes |
+//! | 0 | 30 | gap: the writer dropped events just before this one (FLUSH policy) |
 //! | 0 | 31 | truncated |
 //! | 0 | 32..64 | tid |
 //! | 1 | | raw timestamp (ticks) |
@@ -22,14 +23,26 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use crate::{Error, Result};
 
 pub(crate) const PAD_ID: u16 = 0xFFFF;
+/// Data length bits of a record's first word (14 bits: data is at most
+/// `MAX_DATA_SIZE_LIMIT`, 4096 bytes).
+const LEN_MASK: u64 = 0x3fff;
 
 #[repr(align(64))]
 pub(crate) struct Padded<T>(pub(crate) T);
+
+/// [`Ring::room`]: no room.
+pub(crate) const NO_ROOM: u8 = 0;
+/// [`Ring::room`]: room.
+pub(crate) const ROOM: u8 = 1;
+/// [`Ring::room`]: room, after a run of dropped events.
+pub(crate) const ROOM_AFTER_GAP: u8 = 2;
 
 /// A record copied out of a ring.
 pub(crate) struct RawRecord {
     pub(crate) id: u16,
     pub(crate) truncated: bool,
+    /// The writer dropped events just before this record.
+    pub(crate) gap: bool,
     pub(crate) tid: u32,
     pub(crate) ticks: u64,
     pub(crate) data: Vec<u8>,
@@ -41,6 +54,9 @@ pub(crate) struct Ring {
     pub(crate) cached_tail: Padded<AtomicU64>,
     pub(crate) lost: AtomicU64,
     pub(crate) flush_asked: AtomicBool,
+    /// Writer-private, FLUSH policy: the ring overflowed; record again only once
+    /// half of it is free.
+    pub(crate) draining: AtomicBool,
     pub(crate) tail: Padded<AtomicU64>,
     /// Reader-side bookkeeping: losses already reported as OVERFLOW.
     pub(crate) lost_reported: AtomicU64,
@@ -100,6 +116,7 @@ impl Ring {
             cached_tail: Padded(AtomicU64::new(0)),
             lost: AtomicU64::new(0),
             flush_asked: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
             lost_reported: AtomicU64::new(0),
             orphan: AtomicBool::new(false),
@@ -113,7 +130,11 @@ impl Ring {
     #[inline(always)]
     fn word(&self, pos: u64) -> &AtomicU64 {
         let i = ((pos & (self.cap - 1)) / 8) as usize;
-        // SAFETY: `i < cap / 8`, inside the mapping, which lives as long as `self`.
+        // SAFETY: `i < cap / 8`, so the word is inside the `cap`-byte mapping. The
+        // mapping is live: it is unmapped only by `Drop` (no `&self` left) or by
+        // `release_buffer`, which runs once the owner thread exited (no writer calls
+        // `word` again) and after the ring left every snapshot readers use (no reader
+        // calls it again); the counters kept afterwards are fields, not words.
         unsafe { &*self.buf.as_ptr().add(i) }
     }
 
@@ -143,22 +164,41 @@ impl Ring {
         if w0 as u16 == PAD_ID {
             self.cap - (pos & (self.cap - 1))
         } else {
-            8 * words_for(((w0 >> 16) & 0x7fff) as usize)
+            8 * words_for(((w0 >> 16) & LEN_MASK) as usize)
         }
     }
 
-    /// Writer side: tries to make room for `need` more bytes (plus `reserve`).
-    /// Returns false when the ring is full.
+    /// Writer side: whether `need` more bytes (plus `reserve`) fit.
     #[inline]
     pub(crate) fn has_room(&self, head: u64, need: u64, reserve: u64) -> bool {
+        self.room(head, need, reserve) != NO_ROOM
+    }
+
+    /// Writer side: [`ROOM`], [`NO_ROOM`], or [`ROOM_AFTER_GAP`] when this record
+    /// ends a run of events dropped while the ring was draining (FLUSH policy).
+    #[inline]
+    pub(crate) fn room(&self, head: u64, need: u64, reserve: u64) -> u8 {
         let limit = self.cap - reserve;
         let ct = self.cached_tail.0.load(Relaxed);
         if head + need - ct <= limit {
-            return true;
+            return ROOM;
         }
         let t = self.tail.0.load(Acquire);
+        let mut ok = ROOM;
+        if reserve != 0 && self.draining.load(Relaxed) {
+            // Not updating `cached_tail` keeps later events on this slow path.
+            if head + need - t > self.cap / 2 {
+                return NO_ROOM;
+            }
+            self.draining.store(false, Relaxed);
+            ok = ROOM_AFTER_GAP;
+        }
         self.cached_tail.0.store(t, Relaxed);
-        head + need - t <= limit
+        if head + need - t <= limit {
+            ok
+        } else {
+            NO_ROOM
+        }
     }
 
     /// Writer side, LOOP policy: drops the oldest records until `need` bytes fit.
@@ -187,6 +227,7 @@ impl Ring {
 
     /// Writer side: stores a record at `head` (room already checked) and publishes it.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // the record's fields, on the hot path
     pub(crate) fn put(
         &self,
         mut head: u64,
@@ -195,6 +236,7 @@ impl Ring {
         ticks: u64,
         data: &[u8],
         trunc: bool,
+        gap: bool,
     ) {
         let len = data.len();
         let bytes = 8 * words_for(len);
@@ -203,7 +245,12 @@ impl Ring {
             self.word(head).store(PAD_ID as u64, Relaxed);
             head += to_end;
         }
-        let w0 = id as u64 | (len as u64) << 16 | (trunc as u64) << 31 | (tid as u64) << 32;
+        debug_assert!(len as u64 <= LEN_MASK);
+        let w0 = id as u64
+            | (len as u64) << 16
+            | (gap as u64) << 30
+            | (trunc as u64) << 31
+            | (tid as u64) << 32;
         self.word(head).store(w0, Relaxed);
         self.word(head + 8).store(ticks, Relaxed);
         let mut at = head + 16;
@@ -277,7 +324,7 @@ impl Ring {
                 let _ = self.tail.0.compare_exchange(t, t + len, AcqRel, Relaxed);
                 continue;
             }
-            let dlen = ((w0 >> 16) & 0x7fff) as usize;
+            let dlen = ((w0 >> 16) & LEN_MASK) as usize;
             let ticks = self.word(t + 8).load(Relaxed);
             let mut data = Vec::with_capacity(dlen.next_multiple_of(8));
             let mut at = t + 16;
@@ -295,6 +342,7 @@ impl Ring {
                 return Some(RawRecord {
                     id: w0 as u16,
                     truncated: (w0 >> 31) & 1 != 0,
+                    gap: (w0 >> 30) & 1 != 0,
                     tid: (w0 >> 32) as u32,
                     ticks,
                     data,

@@ -11,12 +11,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::attr::{Inheritance, StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD};
+use super::attr::{
+    Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD, RECORD_HEADER,
+};
 use super::clock;
 use super::event::Event;
 use super::ids::{self, EventId};
 use super::log::{LogStatus, LogWriter};
-use super::ring::{Padded, Ring};
+use super::ring::{Padded, Ring, NO_ROOM, ROOM_AFTER_GAP};
 use super::set::{EventSet, FilterHow, WORDS};
 use super::status::TraceStatus;
 use crate::{Error, ErrorKind, Result};
@@ -188,8 +190,11 @@ fn record_all(mut mask: u32, id: u16, data: &[u8]) {
 fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
     LOCAL
         .try_with(|l| {
-            // SAFETY: LOCAL is only touched by its own thread; `record` is not
-            // re-entered from inside itself (no callbacks, no allocation hooks).
+            // SAFETY: LOCAL is only touched by its own thread, and `record` is not
+            // re-entered on it: it calls no user code, and the one allocation (a
+            // thread's first event maps its sub-buffer) does not record events
+            // unless a custom global allocator calls `event()`, which the docs of
+            // `trace::event` forbid, as they forbid signal handlers calling it.
             let l = unsafe { &mut *l.get() };
             record_local(l, slot, id, data, force)
         })
@@ -291,6 +296,10 @@ pub(crate) struct Stream {
     #[allow(clippy::vec_box)]
     graveyard: Mutex<Vec<Box<Ring>>>,
     auto_suspended: AtomicBool,
+    /// Serialises start, stop, filter changes and the automatic resume, so racing
+    /// calls record one START or STOP, not two. Never held with the reader lock
+    /// taken after it.
+    ctl: Mutex<()>,
     flush_req: AtomicBool,
     pub(crate) flushing: AtomicBool,
     pub(crate) flush_error: AtomicI32,
@@ -413,7 +422,8 @@ impl Stream {
         let head = r.head.0.load(Relaxed);
         let need = r.need(head, data.len());
         let reserve = if force { 0 } else { self.reserve };
-        if !r.has_room(head, need, reserve) && !self.full(r, head, need, tid, force) {
+        let room = r.room(head, need, reserve);
+        if room == NO_ROOM && !self.full(r, head, need, tid, force) {
             return false;
         }
         if self.policy == StreamFullPolicy::Flush
@@ -423,7 +433,15 @@ impl Stream {
             r.flush_asked.store(true, Relaxed);
             self.flush_req.store(true, Release);
         }
-        r.put(head, id, tid, clock::ticks(), data, trunc);
+        r.put(
+            head,
+            id,
+            tid,
+            clock::ticks(),
+            data,
+            trunc,
+            room == ROOM_AFTER_GAP,
+        );
         true
     }
 
@@ -455,7 +473,7 @@ impl Stream {
                         let h = r.head.0.load(Relaxed);
                         let p = STOP_FULL.to_le_bytes();
                         if r.has_room(h, r.need(h, p.len()), 0) {
-                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false);
+                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, false);
                         }
                     }
                 }
@@ -463,6 +481,12 @@ impl Stream {
             }
             StreamFullPolicy::Flush => {
                 r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
+                if !force {
+                    // Drop until the flusher has freed half the sub-buffer, rather
+                    // than record one event per event read (an OVERFLOW/RESUME
+                    // pair per event in the log).
+                    r.draining.store(true, Relaxed);
+                }
                 if !r.flush_asked.load(Relaxed) {
                     r.flush_asked.store(true, Relaxed);
                     self.flush_req.store(true, Release);
@@ -511,42 +535,71 @@ impl Stream {
         if let Some(e) = st.pending.pop_front() {
             return Some(e);
         }
-        let rings = self.rings_snapshot();
+        self.take_from(&self.rings_snapshot(), st)
+    }
+
+    /// [`take`](Self::take) with a snapshot the caller keeps across calls (reader
+    /// lock held throughout, so the snapshot stays valid).
+    fn take_from(&self, rings: &[&Ring], st: &mut ReaderState) -> Option<Event> {
+        if let Some(e) = st.pending.pop_front() {
+            return Some(e);
+        }
         loop {
             let mut best: Option<(u64, &Ring)> = None;
-            for r in &rings {
+            for &r in rings {
                 if let Some(t) = r.peek_ticks() {
                     if best.map_or(true, |(bt, _)| t < bt) {
                         best = Some((t, r));
                     }
                 }
             }
-            let (_, r) = best?;
-            let Some(rec) = r.pop() else { continue };
-            let ev = self.to_event(rec);
-            let lost = r.lost.load(Relaxed);
-            let reported = r.lost_reported.load(Relaxed);
-            if lost > reported {
-                r.lost_reported.store(lost, Relaxed);
-                let mut p = (lost - reported).to_le_bytes().to_vec();
-                p.extend_from_slice(&r.tid.to_le_bytes());
-                for (id, data) in [(EventId::OVERFLOW, p), (EventId::RESUME, Vec::new())] {
-                    if !filtered(self.slot, id.0) {
-                        st.pending.push_back(Event {
-                            id,
-                            pid: 0,
-                            tid: r.tid,
-                            timestamp: ev.timestamp,
-                            truncated: false,
-                            prog_address: 0,
-                            data,
-                        });
-                    }
+            let Some((_, r)) = best else {
+                // Losses after a sub-buffer's last record (a FLUSH writer still
+                // dropping, or stopped while dropping) are reported at the end.
+                let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
+                for &r in rings {
+                    self.report_loss(r, now, st);
                 }
-                st.pending.push_back(ev);
                 return st.pending.pop_front();
+            };
+            let Some(rec) = r.pop() else { continue };
+            let gap = rec.gap;
+            let ev = self.to_event(rec);
+            // LOOP and UNTIL_FULL lose events before the oldest unread one; a FLUSH
+            // writer drops new ones and marks the record that ends the gap.
+            if self.policy != StreamFullPolicy::Flush || gap {
+                self.report_loss(r, ev.timestamp, st);
             }
-            return Some(ev);
+            if st.pending.is_empty() {
+                return Some(ev);
+            }
+            st.pending.push_back(ev);
+            return st.pending.pop_front();
+        }
+    }
+
+    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` not yet reported.
+    fn report_loss(&self, r: &Ring, timestamp: Duration, st: &mut ReaderState) {
+        let lost = r.lost.load(Relaxed);
+        let reported = r.lost_reported.load(Relaxed);
+        if lost <= reported {
+            return;
+        }
+        r.lost_reported.store(lost, Relaxed);
+        let mut p = (lost - reported).to_le_bytes().to_vec();
+        p.extend_from_slice(&r.tid.to_le_bytes());
+        for (id, data) in [(EventId::OVERFLOW, p), (EventId::RESUME, Vec::new())] {
+            if !filtered(self.slot, id.0) {
+                st.pending.push_back(Event {
+                    id,
+                    pid: 0,
+                    tid: r.tid,
+                    timestamp,
+                    truncated: false,
+                    prog_address: 0,
+                    data,
+                });
+            }
         }
     }
 
@@ -557,6 +610,7 @@ impl Stream {
         }
         let half = self.cap as u64 / 2;
         let _st = lock(&self.reader);
+        let _ctl = lock(&self.ctl);
         if self.rings_snapshot().iter().all(|r| r.used() <= half)
             && self
                 .auto_suspended
@@ -576,7 +630,7 @@ impl Stream {
         let mut w = lock(log);
         w.sync_types();
         let tid = current_tid();
-        let now = Duration::from_nanos(clock::mono_ns());
+        let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
         let mark = |id: EventId, data: Vec<u8>| Event {
             id,
             pid: 0,
@@ -591,7 +645,19 @@ impl Stream {
             w.push(&mark(EventId::FLUSH_START, Vec::new()));
         }
         let mut n = 0u64;
-        while let Some(e) = self.take(&mut st) {
+        let rings = self.rings_snapshot();
+        // Take at most one full sub-buffer of records per sub-buffer (a record is at
+        // least a header; each ring may add an OVERFLOW/RESUME pair): what is there
+        // and what arrives meanwhile, but writers that keep recording must not keep
+        // one flush going forever, with nothing committed and the queued bytes
+        // growing without bound.
+        let mut budget = st.pending.len() as u64
+            + rings.len() as u64 * (self.cap as u64 / RECORD_HEADER as u64 + 2);
+        while budget > 0 {
+            let Some(e) = self.take_from(&rings, &mut st) else {
+                break;
+            };
+            budget -= 1;
             w.sync_types();
             w.push(&e);
             n += 1;
@@ -599,10 +665,20 @@ impl Stream {
         for r in self.rings_snapshot() {
             r.flush_asked.store(false, Relaxed);
         }
+        if w.full && self.attr.log_full_policy() == LogFullPolicy::UntilFull {
+            // Log UNTIL_FULL: the log ends with its STOP event, and the stream
+            // stops with it (the STOP is the last recorded event).
+            let _ctl = lock(&self.ctl);
+            if self.running() {
+                self.auto_suspended.store(false, Release);
+                RUNNING.fetch_and(!(1 << self.slot), AcqRel);
+                update_pass();
+            }
+        }
         self.reclaim();
         if marks && !filtered(self.slot, EventId::FLUSH_STOP.0) {
             let mut e = mark(EventId::FLUSH_STOP, n.to_le_bytes().to_vec());
-            e.timestamp = Duration::from_nanos(clock::mono_ns());
+            e.timestamp = Duration::from_nanos(clock::to_ns(clock::ticks()));
             w.push(&e);
         }
         if std::mem::take(&mut w.overrun) {
@@ -805,6 +881,7 @@ impl Trace {
             old_ptrs: Mutex::new(Vec::new()),
             graveyard: Mutex::new(Vec::new()),
             auto_suspended: AtomicBool::new(false),
+            ctl: Mutex::new(()),
             flush_req: AtomicBool::new(false),
             flushing: AtomicBool::new(false),
             flush_error: AtomicI32::new(0),
@@ -861,6 +938,7 @@ impl Trace {
     /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_start.html)
     pub fn start(&self) -> Result<()> {
         self.check_owner("posix_trace_start")?;
+        let _ctl = lock(&self.s.ctl);
         if self.s.running() {
             return Ok(());
         }
@@ -874,6 +952,7 @@ impl Trace {
     /// `posix_trace_stop`: records STOP and suspends (ignored when suspended).
     pub fn stop(&self) -> Result<()> {
         self.check_owner("posix_trace_stop")?;
+        let _ctl = lock(&self.s.ctl);
         if !self.s.running() {
             // Suspended by UNTIL_FULL: stay suspended once space frees up.
             self.s.auto_suspended.store(false, Release);
@@ -967,6 +1046,13 @@ impl Trace {
         self.s.live_rings()
     }
 
+    /// Bytes of each per-thread sub-buffer: the stream size plus room for one event
+    /// of maximum size and the control events, rounded up to a power of two. The
+    /// stream's memory is up to this times [`sub_buffers`](Self::sub_buffers).
+    pub fn sub_buffer_bytes(&self) -> usize {
+        self.s.cap
+    }
+
     /// `posix_trace_get_filter`: the set of event types not recorded.
     pub fn filter(&self) -> EventSet {
         self.s.filter()
@@ -976,6 +1062,7 @@ impl Trace {
     /// and new sets (unless the new filter excludes FILTER itself).
     pub fn set_filter(&self, set: &EventSet, how: FilterHow) -> Result<()> {
         self.check_owner("posix_trace_set_filter")?;
+        let _ctl = lock(&self.s.ctl);
         let old = self.s.filter();
         let new = match how {
             FilterHow::Set => *set,
@@ -1176,9 +1263,18 @@ impl Trace {
                 std::sync::atomic::fence(SeqCst);
             }
         }
+        // A writer inside a record finishes it in nanoseconds, unless it was
+        // preempted there: spin briefly, then yield so a preempted writer sharing
+        // this CPU gets to run.
         for b in lock(&BUSY_ALL).iter() {
+            let mut spins = 0u32;
             while b.0.load(Acquire) != 0 {
-                std::hint::spin_loop();
+                if spins < 1000 {
+                    spins += 1;
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
             }
         }
         lock(&SLOT_USED)[s.slot] = false;
@@ -1193,17 +1289,25 @@ impl Drop for Trace {
 }
 
 fn flusher(s: Arc<Stream>) {
+    // Writers never wake anyone (no syscall on the recording path): poll. Idle, every
+    // 2 ms; while writers keep asking for flushes, every 100 µs, since a sub-buffer
+    // fills in well under a millisecond at full recording rate.
+    const IDLE: Duration = Duration::from_millis(2);
+    const BUSY: Duration = Duration::from_micros(100);
+    let mut nap = IDLE;
     loop {
-        {
+        if !s.flush_req.load(Acquire) {
             let g = lock(&s.wake.0);
-            let _ = s.wake.1.wait_timeout(g, Duration::from_millis(2));
+            let _ = s.wake.1.wait_timeout(g, nap);
         }
         if s.stop_flusher.load(Acquire) {
             return;
         }
-        let asked = s.flush_req.swap(false, AcqRel);
-        if asked {
+        if s.flush_req.swap(false, AcqRel) {
             let _ = s.flush_now(false);
+            nap = BUSY;
+        } else {
+            nap = (nap * 2).min(IDLE);
         }
     }
 }

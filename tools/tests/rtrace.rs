@@ -6,6 +6,13 @@ use std::process::{Command, Output};
 
 use posixrt::trace::{self, sys, Trace, TraceAttr};
 
+/// Streams record every `event()` of the process: tests that record take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn rtrace(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtrace"))
         .args(args)
@@ -53,6 +60,7 @@ fn make_log(p: &Path) {
 
 #[test]
 fn dump_stats_export_and_errors() {
+    let _g = serial();
     let d = dir();
     let log = d.join("t.trace");
     make_log(&log);
@@ -149,4 +157,49 @@ fn dump_stats_export_and_errors() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+#[test]
+fn closed_stdout_and_directory_give_clean_exits() {
+    let _g = serial();
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let d = dir().join("pipe");
+    std::fs::create_dir_all(&d).unwrap();
+    // A log long enough to fill a pipe: 20000 events.
+    let p = d.join("big.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+    let ev = trace::eventid_open("rtrace_test_many").unwrap();
+    t.start().unwrap();
+    for i in 0..20_000u64 {
+        trace::event(ev, &i.to_le_bytes());
+        if i % 5000 == 4999 {
+            t.flush().unwrap();
+        }
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    // `rtrace dump LOG | head -1`: the reader goes away; rtrace ends by SIGPIPE,
+    // without a panic message.
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["dump", p.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = c.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    out.read_exact(&mut first).unwrap();
+    drop(out);
+    let mut err = String::new();
+    c.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let st = c.wait().unwrap();
+    assert_eq!(st.signal(), Some(libc::SIGPIPE), "{st:?}");
+    assert!(!err.contains("panicked"), "{err}");
+    // A directory: a message saying so, exit 1.
+    let o = rtrace(&["dump", d.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("is a directory"), "{e}");
 }

@@ -278,6 +278,11 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, String> {
 }
 
 fn main() -> ExitCode {
+    // A closed pipe (`rtrace dump LOG | head`) ends rtrace quietly, as it does any
+    // filter, instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
     match run(cli) {
         Ok(None) => ExitCode::SUCCESS,
