@@ -1083,3 +1083,97 @@ fn dropped_future_cancels(b: Backend) {
     assert_eq!(r.wait().unwrap().data(), b"fresh");
 }
 both!(dropping_a_pending_future_cancels, dropped_future_cancels);
+
+fn list_wait_with_failing_entry(b: Backend) {
+    // lio_listio(LIO_WAIT) where one entry fails: C returns -1/EIO; here the list
+    // comes back (it owns the buffers), `status()` is the EIO and each entry keeps
+    // its own aio_error.
+    let aio = ctx(b);
+    let s = scratch(false, b"0123456789");
+    let wonly = OpenOptions::new().write(true).open(&s.path).unwrap();
+    let list = aio
+        .lio_listio(
+            ListMode::Wait,
+            [
+                Some(Op::read(&s.file, 2, vec![0u8; 3])),
+                Some(Op::read(&wonly, 0, vec![0u8; 3])), // EBADF: not open for reading
+                None,
+                Some(Op::nop()),
+            ],
+            Notify::None,
+        )
+        .unwrap();
+    let e = list.status().unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EIO));
+    assert!(e.hint().unwrap().contains("List::error"));
+    list.error(0).unwrap();
+    assert_eq!(list.error(1).unwrap_err().kind(), ErrorKind::BadFd);
+    for i in [2, 3, 99] {
+        assert_eq!(list.error(i).unwrap_err().kind(), ErrorKind::InvalidInput);
+    }
+    let all = list.take_all().unwrap();
+    assert_eq!(all[0].as_ref().unwrap().data(), b"234");
+    assert_eq!(
+        all[1].as_ref().unwrap().result.as_ref().unwrap_err().kind(),
+        ErrorKind::BadFd
+    );
+    // An all-good list reports Ok; a running one InProgress.
+    let ok = aio
+        .lio_listio(
+            ListMode::Wait,
+            [Some(Op::read(&s.file, 0, vec![0u8; 1]))],
+            Notify::None,
+        )
+        .unwrap();
+    ok.status().unwrap();
+    let (rd, wr) = pipe();
+    let running = aio
+        .lio_listio(
+            ListMode::NoWait,
+            [Some(Op::read(&rd, 0, vec![0u8; 1]))],
+            Notify::None,
+        )
+        .unwrap();
+    assert_eq!(running.status().unwrap_err().kind(), ErrorKind::InProgress);
+    assert_eq!(running.error(0).unwrap_err().kind(), ErrorKind::InProgress);
+    rustix::io::write(&wr, b"x").unwrap();
+    running.wait_all().unwrap();
+    running.status().unwrap();
+}
+both!(lio_wait_reports_failed_entry, list_wait_with_failing_entry);
+
+fn drop_context_with_pending_pipe_read(b: Backend) {
+    // Drop every handle and the context while reads on an empty pipe are pending.
+    // Afterwards, data written to the pipe must still be in the pipe: had a read
+    // survived the drop, the kernel (or a pool thread) would have consumed it into
+    // a buffer the program no longer owns.
+    let (rd, wr) = pipe();
+    {
+        let aio = ctx(b);
+        let reqs: Vec<_> = (0..4)
+            .map(|_| aio.read(&rd, 0, vec![0u8; 64]).unwrap())
+            .collect();
+        let list = aio
+            .lio_listio(
+                ListMode::NoWait,
+                (0..4).map(|_| Some(Op::read(&rd, 0, vec![0u8; 64]))),
+                Notify::None,
+            )
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(reqs.iter().all(|r| !r.is_done()));
+        drop(list);
+        drop(reqs);
+        drop(aio); // the last user: shuts down, bounded
+    }
+    let canary = b"canary-after-drop";
+    assert_eq!(rustix::io::write(&wr, canary).unwrap(), canary.len());
+    drop(wr);
+    let mut got = Vec::new();
+    File::from(rd).read_to_end(&mut got).unwrap();
+    assert_eq!(got, canary, "a dropped request consumed pipe data");
+}
+both!(
+    dropping_context_leaves_pipe_data_alone,
+    drop_context_with_pending_pipe_read
+);

@@ -9,7 +9,7 @@ use super::hook;
 use super::notify::Notify;
 use super::op::Op;
 use super::request::{result_of, Completion, Request, RequestId};
-use crate::Result;
+use crate::{Error, Result};
 
 /// `lio_listio`'s mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,6 +70,81 @@ impl<B: Send + 'static> List<B> {
     /// Every entry's request (`None` for empty ones), for [`Aio::suspend`](super::Aio::suspend).
     pub fn ids(&self) -> impl Iterator<Item = Option<RequestId>> + '_ {
         (0..self.entries.len()).map(move |i| self.id(i))
+    }
+
+    /// `aio_error` of entry `i`: `Ok(())` if it succeeded, [`ErrorKind::InProgress`]
+    /// while it runs, otherwise its error (ECANCELED if cancelled). EINVAL for an
+    /// empty or `LIO_NOP` entry, an index out of range, or an entry whose result was
+    /// already taken.
+    ///
+    /// # References
+    /// - [`aio_error(3)`](https://man7.org/linux/man-pages/man3/aio_error.3.html)
+    ///
+    /// [`ErrorKind::InProgress`]: crate::ErrorKind::InProgress
+    pub fn error(&self, i: usize) -> Result<()> {
+        let Some(e) = self.entries.get(i).and_then(Option::as_ref) else {
+            return Err(Error::invalid(
+                "aio_error",
+                format!("entry {i} of the list has no request"),
+            )
+            .with_hint(
+                "empty (None) and LIO_NOP entries are not requests; a taken entry has no status",
+            ));
+        };
+        match self.raw_result(e) {
+            None => Err(Error::from_errno("aio_error", libc::EINPROGRESS)),
+            Some(r) => result_of("aio_error", r).map(drop),
+        }
+    }
+
+    /// What `lio_listio` itself reports about the list, checked at any time:
+    /// `Ok(())` when every request succeeded, [`ErrorKind::InProgress`] while one
+    /// still runs, and EIO when all are done and at least one failed (or was
+    /// cancelled): then check each entry with [`List::error`].
+    ///
+    /// [`Aio::lio_listio`] in [`ListMode::Wait`] returns the list (which owns the
+    /// buffers) even when an entry failed; `status()` gives C's `-1`/EIO.
+    ///
+    /// # References
+    /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
+    ///
+    /// [`ErrorKind::InProgress`]: crate::ErrorKind::InProgress
+    pub fn status(&self) -> Result<()> {
+        let inner = &self.aio.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let mut failed = 0usize;
+        let mut running = false;
+        for e in self.entries.iter().flatten() {
+            match core.get(e.idx, e.gen) {
+                Some(s) if s.state == State::Done => failed += (s.res < 0) as usize,
+                Some(_) => running = true,
+                None => {}
+            }
+        }
+        inner.release(core);
+        if running {
+            Err(Error::from_errno("lio_listio", libc::EINPROGRESS))
+        } else if failed > 0 {
+            Err(Error::from_errno("lio_listio", libc::EIO)
+                .with_message(format!("{failed} of the list's requests failed"))
+                .with_hint("check each entry with List::error(i) (aio_error)"))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn raw_result(&self, e: &Entry<B>) -> Option<i64> {
+        let inner = &self.aio.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let r = match core.get(e.idx, e.gen) {
+            Some(s) if s.state == State::Done => Some(s.res),
+            Some(_) => None,
+            None => Some(-(libc::ECANCELED as i64)),
+        };
+        inner.release(core);
+        r
     }
 
     /// True once every request is done.
@@ -158,6 +233,10 @@ impl Aio {
     /// length, signal) nothing is submitted. With [`ListMode::Wait`] the call
     /// returns when all are done (check each result); with [`ListMode::NoWait`]
     /// it returns at once and `notify` fires once, when all are done.
+    ///
+    /// Unlike C's `lio_listio`, which returns `-1`/EIO in `LIO_WAIT` mode when an
+    /// entry failed, this returns the list (it owns the buffers) either way:
+    /// [`List::status`] gives the EIO, [`List::error`] each entry's error.
     ///
     /// # References
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
