@@ -1177,3 +1177,37 @@ both!(
     dropping_context_leaves_pipe_data_alone,
     drop_context_with_pending_pipe_read
 );
+
+fn fsync_waits_for_blocked_write(b: Backend) {
+    // An fsync queued behind a write that cannot finish (a full pipe) must not run
+    // before it: it stays in progress until the write is done. (fsync of a pipe
+    // then fails with EINVAL, which is fine: the point is when it runs.)
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let mut fill = aio.write(&wr, 0, vec![1u8; cap]).unwrap();
+    assert_eq!(fill.wait().unwrap().result.unwrap(), cap);
+    let mut w = aio.write(&wr, 0, vec![2u8; 100]).unwrap();
+    let mut f = aio.fsync(&wr, SyncMode::Sync).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(w.error().unwrap_err().kind(), ErrorKind::InProgress);
+    assert_eq!(
+        f.error().unwrap_err().kind(),
+        ErrorKind::InProgress,
+        "the fsync ran before the write queued ahead of it"
+    );
+    let mut sink = vec![0u8; cap + 100];
+    let mut got = 0;
+    while got < cap + 100 {
+        got += rustix::io::read(&rd, &mut sink[got..]).unwrap();
+    }
+    assert_eq!(w.wait().unwrap().result.unwrap(), 100);
+    assert_eq!(
+        f.wait().unwrap().result.unwrap_err().errno(),
+        Some(libc::EINVAL)
+    );
+}
+both!(
+    fsync_waits_for_earlier_blocked_write,
+    fsync_waits_for_blocked_write
+);
