@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use super::context::Aio;
-use super::core::{Core, State};
+use super::core::{Core, RawOp, State};
+use super::engine::Inner;
 use super::hook;
 use super::notify::Notify;
 use super::op::Op;
@@ -168,14 +169,38 @@ impl<B: Send + 'static> List<B> {
     /// Waits for every request, then takes every result and buffer (each entry's
     /// `aio_return`) under one lock. `None` for empty entries.
     pub fn take_all(mut self) -> Result<Vec<Option<Completion<B>>>> {
+        if let Some(all) = self.try_take_done() {
+            return Ok(all);
+        }
         self.wait_all()?;
         Ok(self.take_done())
+    }
+
+    /// Takes every result under one lock if every request is done (the usual case
+    /// after `LIO_WAIT`), without a separate wait pass.
+    fn try_take_done(&mut self) -> Option<Vec<Option<Completion<B>>>> {
+        let inner = Arc::clone(&self.aio.inner);
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        if !self.entries.iter().flatten().all(|e| entry_done(&core, e)) {
+            inner.release(core);
+            return None;
+        }
+        Some(self.take_locked(&inner, core))
     }
 
     /// Takes the results of a list whose requests are all done.
     pub(crate) fn take_done(&mut self) -> Vec<Option<Completion<B>>> {
         let inner = Arc::clone(&self.aio.inner);
-        let mut core = inner.lock();
+        let core = inner.lock();
+        self.take_locked(&inner, core)
+    }
+
+    fn take_locked(
+        &mut self,
+        inner: &Inner,
+        mut core: std::sync::MutexGuard<'_, Core>,
+    ) -> Vec<Option<Completion<B>>> {
         let out = self
             .entries
             .iter_mut()
@@ -245,15 +270,27 @@ impl Aio {
         B: Send + 'static,
         I: IntoIterator<Item = Option<Op<B>>>,
     {
-        let mut ops: Vec<Option<Op<B>>> = entries
-            .into_iter()
-            .map(|o| o.filter(|o| !o.is_nop()))
-            .collect();
-        let mut raws = Vec::with_capacity(ops.len());
+        // One pass: check every entry and split it into what the engine needs and
+        // the buffer the list keeps (nothing is submitted if one is invalid).
+        let it = entries.into_iter();
+        let mut entries: Vec<Option<Entry<B>>> = Vec::with_capacity(it.size_hint().0);
+        let mut raws: Vec<(RawOp, u8, Notify)> = Vec::with_capacity(it.size_hint().0);
         let mut need_notify = false;
-        for op in ops.iter_mut().flatten() {
-            raws.push(op.prepare("lio_listio")?);
-            need_notify |= !op.notify.is_none();
+        for o in it {
+            match o {
+                Some(mut op) if !op.is_nop() => {
+                    let (raw, prio) = op.prepare("lio_listio")?;
+                    let n = std::mem::take(&mut op.notify);
+                    need_notify |= !n.is_none();
+                    raws.push((raw, prio, n));
+                    entries.push(Some(Entry {
+                        idx: u32::MAX,
+                        gen: 0,
+                        buf: op.buf.take(),
+                    }));
+                }
+                _ => entries.push(None),
+            }
         }
         let notify = match mode {
             ListMode::Wait => Notify::None,
@@ -262,8 +299,8 @@ impl Aio {
         notify.validate("lio_listio")?;
         self.inner.prepare_notify(&notify)?;
         if need_notify {
-            for op in ops.iter().flatten() {
-                self.inner.prepare_notify(&op.notify)?;
+            for (_, _, n) in &raws {
+                self.inner.prepare_notify(n)?;
             }
         }
         let n = raws.len();
@@ -278,27 +315,12 @@ impl Aio {
                 core.finish_list(list);
             }
             self.inner.release(core);
-            let mut it = ops
-                .iter_mut()
-                .flatten()
-                .zip(raws)
-                .map(|(op, (raw, prio))| (raw, prio, std::mem::take(&mut op.notify)));
-            self.inner.submit(&mut it, list, &mut ids)?;
+            self.inner.submit(&mut raws.into_iter(), list, &mut ids)?;
         }
-        let mut ids = ids.into_iter();
-        let entries = ops
-            .into_iter()
-            .map(|o| {
-                o.and_then(|mut op| {
-                    let (idx, gen) = ids.next()?;
-                    Some(Entry {
-                        idx,
-                        gen,
-                        buf: op.buf.take(),
-                    })
-                })
-            })
-            .collect();
+        for (e, (idx, gen)) in entries.iter_mut().flatten().zip(ids) {
+            e.idx = idx;
+            e.gen = gen;
+        }
         let list = List {
             aio: self.clone(),
             entries,

@@ -13,6 +13,7 @@ use std::time::Duration;
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::core::{user_data, Core, OpKind, RawOp};
+use super::notify::Notify;
 
 /// `user_data` of internal requests (cancels) whose completions are ignored.
 const INTERNAL: u64 = u64::MAX;
@@ -74,6 +75,61 @@ impl Ring {
             pushed += 1;
         }
         pushed
+    }
+
+    /// The submission fast path, when the ring has room for every request of this
+    /// submission and nothing waits in the priority queue (so order cannot
+    /// matter): each request is allocated and, unless its fd's order gate holds it
+    /// back, goes straight into the submission queue, skipping the ready queue.
+    /// Returns how many entries were pushed. Call with the core lock held, then
+    /// [`submit`](Ring::submit) after releasing it.
+    pub(crate) fn push_direct(
+        &self,
+        core: &mut Core,
+        ops: &mut dyn Iterator<Item = (RawOp, u8, Notify)>,
+        list: u32,
+        out: &mut Vec<(u32, u32)>,
+    ) -> usize {
+        let mut pushed = 0;
+        // SAFETY: the submission queue is only touched under the core lock, which
+        // the caller holds.
+        let mut sq = unsafe { self.ring.submission_shared() };
+        for (op, prio, notify) in ops {
+            let (idx, gen) = core.alloc(op, prio, 0, notify, list);
+            out.push((idx, gen));
+            if !sq.is_full() && core.issue_now(idx) {
+                let entry = sqe(&op).user_data(user_data(idx, gen));
+                // SAFETY: as in `push_ready`: the buffer is owned by the runtime
+                // until this request's completion is reaped.
+                unsafe {
+                    // Cannot fail: checked `is_full` above.
+                    let _ = sq.push(&entry);
+                }
+                pushed += 1;
+            } else {
+                core.admit(idx, false);
+            }
+        }
+        pushed
+    }
+
+    /// [`push_direct`](Ring::push_direct) for one request already allocated as
+    /// `(idx, gen)`: true if it went into the submission queue.
+    pub(crate) fn push_one(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
+        // SAFETY: the submission queue is only touched under the core lock, which
+        // the caller holds.
+        let mut sq = unsafe { self.ring.submission_shared() };
+        if sq.is_full() || !core.issue_now(idx) {
+            return false;
+        }
+        let entry = sqe(&core.slots[idx as usize].op).user_data(user_data(idx, gen));
+        // SAFETY: as in `push_ready`: the buffer is owned by the runtime until this
+        // request's completion is reaped.
+        unsafe {
+            // Cannot fail: checked `is_full` above.
+            let _ = sq.push(&entry);
+        }
+        true
     }
 
     /// Submits whatever is in the submission queue (any thread, lock not needed:
