@@ -1211,3 +1211,54 @@ both!(
     fsync_waits_for_earlier_blocked_write,
     fsync_waits_for_blocked_write
 );
+
+fn long_pipe_write_is_whole(b: Backend) {
+    // aio_write behaves like write(2) on a blocking fd: a write bigger than the
+    // pipe returns every byte once the reader has drained it (io_uring on its own
+    // completes such a write short, with what fitted in the pipe).
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let n = cap * 4 + 123;
+    let data = pattern(n);
+    let mut w = aio.write(&wr, 0, data.clone()).unwrap();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        let mut got = Vec::new();
+        File::from(rd).read_to_end(&mut got).unwrap();
+        got
+    });
+    assert_eq!(w.wait().unwrap().result.unwrap(), n);
+    drop(wr);
+    assert_eq!(reader.join().unwrap(), data);
+}
+both!(long_pipe_write_is_not_short, long_pipe_write_is_whole);
+
+fn cancel_running_write(b: Backend) {
+    // A write bigger than the pipe has started (the pipe is full of its first part)
+    // when the cancel comes: it cannot be cancelled (AIO_NOTCANCELED), and its
+    // result counts exactly the bytes that went into the pipe.
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let mut w = aio.write(&wr, 0, vec![9u8; cap * 4]).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(w.cancel().unwrap(), CancelResult::NotCanceled);
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        File::from(rd).read_to_end(&mut got).unwrap();
+        got.len()
+    });
+    let written = w.wait().unwrap().result.unwrap();
+    assert!(
+        written >= cap,
+        "{written} bytes written, the pipe holds {cap}"
+    );
+    drop(aio);
+    drop(wr);
+    assert_eq!(reader.join().unwrap(), written);
+}
+both!(
+    cancel_of_running_write_is_not_canceled,
+    cancel_running_write
+);

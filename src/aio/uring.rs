@@ -151,6 +151,7 @@ impl Ring {
     #[inline]
     pub(crate) fn reap(&self, core: &mut Core) -> usize {
         let mut n = 0;
+        let mut more = false;
         // SAFETY: the completion queue is only touched under the core lock, by one
         // thread at a time (see the reaper rule in the engine).
         let cq = unsafe { self.ring.completion_shared() };
@@ -160,12 +161,51 @@ impl Ring {
                 continue;
             }
             let (idx, gen) = super::core::split_user_data(ud);
-            if let Some(s) = core.slots.get(idx as usize) {
-                if s.gen == gen && s.state == super::core::State::Issued {
-                    core.complete(idx, cqe.result() as i64);
-                    n += 1;
-                }
+            let Some(s) = core.slots.get_mut(idx as usize) else {
+                continue;
+            };
+            if s.gen != gen || s.state != super::core::State::Issued {
+                continue;
             }
+            let res = cqe.result() as i64;
+            // `s.res` holds the bytes written by earlier rounds of this request.
+            if s.op.kind == OpKind::Write && res > 0 && (res as usize) < s.op.len {
+                // A short write (io_uring gives one on a pipe or socket that fills
+                // up): write(2) on a blocking fd would go on until every byte is
+                // written, and so does aio_write: issue the rest, same request.
+                s.res += res;
+                s.op.ptr += res as usize;
+                s.op.len -= res as usize;
+                if !s.op.ordered {
+                    s.op.offset += res;
+                }
+                let entry = sqe(&s.op).user_data(ud);
+                // SAFETY: the submission queue is only touched under the core
+                // lock, which the caller holds; the rest of the buffer is owned
+                // by the runtime until this request completes, as in `push_ready`.
+                // The request still counts as in flight, so the queue has room.
+                let pushed = unsafe { self.ring.submission_shared().push(&entry) }.is_ok();
+                if pushed {
+                    more = true;
+                    continue;
+                }
+                let total = s.res;
+                core.complete(idx, total);
+                n += 1;
+                continue;
+            }
+            // An error after part of the data was written reports the part, as
+            // write(2) does.
+            let total = match (res, s.res) {
+                (r, done) if r >= 0 => done + r,
+                (_, done) if done > 0 => done,
+                (r, _) => r,
+            };
+            core.complete(idx, total);
+            n += 1;
+        }
+        if more {
+            let _ = self.submit();
         }
         n
     }
