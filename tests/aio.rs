@@ -1262,3 +1262,71 @@ both!(
     cancel_of_running_write_is_not_canceled,
     cancel_running_write
 );
+
+/// Child side of `reads_standard_input`: reads fd 0 to its end with aio reads and
+/// prints the byte count and a checksum.
+#[test]
+#[ignore = "entry point of the child process started by reads_standard_input"]
+fn stdin_child() {
+    let b = match std::env::var("POSIXRT_AIO_TEST_BACKEND").as_deref() {
+        Ok("threads") => Backend::Threads,
+        _ => Backend::Uring,
+    };
+    let aio = ctx(b);
+    let stdin = std::io::stdin();
+    let (mut total, mut sum) = (0usize, 0u64);
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let mut r = aio.read(&stdin, 0, buf).unwrap();
+        aio.suspend([&r], None).unwrap();
+        let c = r.aio_return().unwrap();
+        let n = c.result.unwrap();
+        buf = c.buf.unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n;
+        sum = buf[..n]
+            .iter()
+            .fold(sum, |s, &x| s.wrapping_mul(31).wrapping_add(x as u64));
+    }
+    println!("STDIN {total} {sum}");
+}
+
+fn reads_stdin(b: Backend) {
+    // The examples read standard input: a child reads its stdin (a pipe fed in
+    // pieces) to the end through aio, on this backend.
+    use std::process::{Command, Stdio};
+    let data = pattern(300_000);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "stdin_child", "--nocapture", "-q"])
+        .env(
+            "POSIXRT_AIO_TEST_BACKEND",
+            if b == Backend::Threads {
+                "threads"
+            } else {
+                "uring"
+            },
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for part in data.chunks(70_001) {
+        input.write_all(part).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sum = data
+        .iter()
+        .fold(0u64, |s, &x| s.wrapping_mul(31).wrapping_add(x as u64));
+    assert!(
+        text.contains(&format!("STDIN {} {sum}", data.len())),
+        "child said: {text}"
+    );
+}
+both!(reads_standard_input, reads_stdin);
