@@ -183,7 +183,8 @@ impl Ring {
                 // SAFETY: the submission queue is only touched under the core
                 // lock, which the caller holds; the rest of the buffer is owned
                 // by the runtime until this request completes, as in `push_ready`.
-                // The request still counts as in flight, so the queue has room.
+                // (If the queue is full of internal entries the push fails and the
+                // request ends below with the bytes written so far.)
                 let pushed = unsafe { self.ring.submission_shared().push(&entry) }.is_ok();
                 if pushed {
                     more = true;
