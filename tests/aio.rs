@@ -315,11 +315,16 @@ fn cancel_bad_fd(b: Backend) {
     let e = aio.cancel_fd(100_000).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadFd);
     assert!(e.hint().unwrap().contains("100000"));
-    // A request on a closed fd fails with EBADF.
-    let (rd, wr) = pipe();
-    let raw = rd.as_raw_fd();
-    drop(rd);
-    drop(wr);
+    // A request on a closed fd fails with EBADF. The fd is the highest one the
+    // process may have (the kernel hands out the lowest free number, so the tests
+    // running in parallel threads do not reuse it, as they would a just-closed one).
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let raw = lim.current.unwrap_or(1 << 20).min(1 << 20) as i32 - 1;
+    // SAFETY: F_GETFD only asks whether `raw` is open.
+    assert!(
+        unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0,
+        "fd {raw} is open"
+    );
     // SAFETY: the fd is closed; the engine must report EBADF, not touch memory.
     let bad = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
     let mut r = aio.read(bad, 0, vec![0u8; 4]).unwrap();
