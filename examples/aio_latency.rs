@@ -7,6 +7,10 @@
 //!   latency and ops/s);
 //! - QD32: 4 KiB random reads in batches of 32 (submit 32, wait for all), ops/s.
 //!
+//! The engines of each table take turns in 10 slices (rotating who goes first), so
+//! a load change on a shared machine hits all of them alike; QD32 ops/s is the
+//! median over an engine's slices.
+//!
 //! ```text
 //! cargo run --release --example aio_latency -- [--ops N] [--qd32-ops N] [--file-size-mb N] [--json]
 //! ```
@@ -24,6 +28,13 @@ use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
 
 const BLOCK: usize = 4096;
 const QD: usize = 32;
+const ENGINES: [&str; 5] = [
+    "posixrt_uring",
+    "posixrt_threads",
+    "glibc",
+    "io_uring",
+    "pread",
+];
 
 struct Args {
     ops: usize,
@@ -54,7 +65,13 @@ fn parse() -> Result<Args, String> {
             "--qd32-ops" => a.qd32_ops = num("--qd32-ops")?,
             "--file-size-mb" => a.size_mb = num("--file-size-mb")?,
             "--json" => a.json = true,
-            "--only" => a.only = it.next(),
+            "--only" => {
+                let e = it.next().unwrap_or_default();
+                if !ENGINES.contains(&e.as_str()) {
+                    return Err(format!("--only needs one of {}", ENGINES.join(", ")));
+                }
+                a.only = Some(e);
+            }
             "-h" | "--help" => {
                 println!("usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]");
                 std::process::exit(0);
@@ -99,38 +116,99 @@ struct Qd1 {
     ops_per_s: f64,
 }
 
-fn qd1(ops: usize, mut one: impl FnMut() -> Result<(), String>) -> Result<Qd1, String> {
-    for _ in 0..(ops / 10).clamp(100, 2000) {
-        one()?;
+/// Slices per engine: the engines of one table take turns (rotating who goes
+/// first), so a load change on a shared machine hits every engine alike instead of
+/// whichever happened to run during it.
+const SLICES: usize = 10;
+
+type Step<'a> = Box<dyn FnMut() -> Result<(), String> + 'a>;
+
+/// QD1: every engine does `ops` submit-to-completion reads, interleaved in
+/// [`SLICES`] slices; latency percentiles over all of them, ops/s from the time
+/// spent in the engine's own slices.
+fn qd1_all(
+    ops: usize,
+    engines: &mut [(&'static str, Step<'_>)],
+) -> Result<Vec<(&'static str, Qd1)>, String> {
+    let warm = (ops / 10).clamp(100, 2000);
+    for (_, one) in engines.iter_mut() {
+        for _ in 0..warm {
+            one()?;
+        }
     }
-    let mut lat = Vec::with_capacity(ops);
-    let t0 = Instant::now();
-    for _ in 0..ops {
-        let t = Instant::now();
-        one()?;
-        lat.push(t.elapsed().as_nanos() as u64);
+    let per = ops.div_ceil(SLICES);
+    let n = engines.len();
+    let mut lat: Vec<Vec<u64>> = (0..n).map(|_| Vec::with_capacity(per * SLICES)).collect();
+    let mut secs = vec![0f64; n];
+    for slice in 0..SLICES {
+        for k in 0..n {
+            let e = (slice + k) % n;
+            let one = &mut engines[e].1;
+            let t0 = Instant::now();
+            for _ in 0..per {
+                let t = Instant::now();
+                one()?;
+                lat[e].push(t.elapsed().as_nanos() as u64);
+            }
+            secs[e] += t0.elapsed().as_secs_f64();
+        }
     }
-    let total = t0.elapsed().as_secs_f64();
-    lat.sort_unstable();
-    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
-    Ok(Qd1 {
-        p50: pct(0.50),
-        p99: pct(0.99),
-        p999: pct(0.999),
-        ops_per_s: ops as f64 / total,
-    })
+    Ok(engines
+        .iter()
+        .zip(lat)
+        .zip(secs)
+        .map(|(((name, _), mut l), s)| {
+            l.sort_unstable();
+            let pct = |p: f64| l[((l.len() as f64 * p) as usize).min(l.len() - 1)];
+            (
+                *name,
+                Qd1 {
+                    p50: pct(0.50),
+                    p99: pct(0.99),
+                    p999: pct(0.999),
+                    ops_per_s: l.len() as f64 / s,
+                },
+            )
+        })
+        .collect())
 }
 
-fn qd32(ops: usize, mut batch: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+/// QD32: every engine does `ops / 32` batches (submit 32, wait for all),
+/// interleaved in [`SLICES`] slices; ops/s is the median over its slices (robust
+/// to a slice that another process's burst landed on).
+fn qd32_all(
+    ops: usize,
+    engines: &mut [(&'static str, Step<'_>)],
+) -> Result<Vec<(&'static str, f64)>, String> {
     let rounds = ops.div_ceil(QD);
-    for _ in 0..(rounds / 10).clamp(10, 200) {
-        batch()?;
+    let warm = (rounds / 10).clamp(10, 200);
+    for (_, batch) in engines.iter_mut() {
+        for _ in 0..warm {
+            batch()?;
+        }
     }
-    let t0 = Instant::now();
-    for _ in 0..rounds {
-        batch()?;
+    let per = rounds.div_ceil(SLICES);
+    let n = engines.len();
+    let mut rates: Vec<Vec<f64>> = (0..n).map(|_| Vec::with_capacity(SLICES)).collect();
+    for slice in 0..SLICES {
+        for k in 0..n {
+            let e = (slice + k) % n;
+            let batch = &mut engines[e].1;
+            let t0 = Instant::now();
+            for _ in 0..per {
+                batch()?;
+            }
+            rates[e].push((per * QD) as f64 / t0.elapsed().as_secs_f64());
+        }
     }
-    Ok((rounds * QD) as f64 / t0.elapsed().as_secs_f64())
+    Ok(engines
+        .iter()
+        .zip(rates)
+        .map(|((name, _), mut r)| {
+            r.sort_by(f64::total_cmp);
+            (*name, r[r.len() / 2])
+        })
+        .collect())
 }
 
 fn err(e: impl std::fmt::Display) -> String {
@@ -139,11 +217,14 @@ fn err(e: impl std::fmt::Display) -> String {
 
 // ------------------------------------------------------------------ engines
 
-fn posixrt_qd1(f: &File, aio: &Aio, ops: usize, size: usize) -> Result<Qd1, String> {
+fn posixrt_qd1<'a>(f: &'a File, aio: &'a Aio, ops: usize, size: usize) -> Result<Step<'a>, String> {
     let mut offs = Offsets::new(ops, size);
     let mut buf = Some(vec![0u8; BLOCK]);
-    qd1(ops, || {
-        let mut r = aio.read(f, offs.next(), buf.take().unwrap()).map_err(err)?;
+    Ok(Box::new(move || {
+        let b = buf
+            .take()
+            .ok_or("the buffer was lost by an earlier error")?;
+        let mut r = aio.read(f, offs.next(), b).map_err(err)?;
         aio.suspend([&r], None).map_err(err)?;
         let c = r.aio_return().map_err(err)?;
         if c.result.map_err(err)? != BLOCK {
@@ -151,13 +232,18 @@ fn posixrt_qd1(f: &File, aio: &Aio, ops: usize, size: usize) -> Result<Qd1, Stri
         }
         buf = c.buf;
         Ok(())
-    })
+    }))
 }
 
-fn posixrt_qd32(f: &File, aio: &Aio, ops: usize, size: usize) -> Result<f64, String> {
+fn posixrt_qd32<'a>(
+    f: &'a File,
+    aio: &'a Aio,
+    ops: usize,
+    size: usize,
+) -> Result<Step<'a>, String> {
     let mut offs = Offsets::new(ops, size);
     let mut bufs: Vec<Vec<u8>> = (0..QD).map(|_| vec![0u8; BLOCK]).collect();
-    qd32(ops, || {
+    Ok(Box::new(move || {
         let list = aio
             .lio_listio(
                 ListMode::Wait,
@@ -172,43 +258,52 @@ fn posixrt_qd32(f: &File, aio: &Aio, ops: usize, size: usize) -> Result<f64, Str
             bufs.extend(c.buf);
         }
         Ok(())
-    })
+    }))
 }
 
-fn glibc_qd1(f: &File, ops: usize, size: usize) -> Result<Qd1, String> {
+fn glibc_qd1<'a>(f: &'a File, ops: usize, size: usize) -> Result<Step<'a>, String> {
     let mut offs = Offsets::new(ops, size);
     let mut buf = vec![0u8; BLOCK];
+    // glibc's worker thread still reads the aiocb (its sigevent, in `__aio_notify`)
+    // for a moment after `aio_error` reports the request done, so the control block
+    // is leaked: freeing it when this engine is dropped would be a use-after-free.
     // SAFETY: aiocb is plain data; all-zero is a valid initial state (SIGEV_NONE = 1
     // is set below).
-    let mut cb: libc::aiocb = unsafe { std::mem::zeroed() };
+    let cb: &'static mut libc::aiocb = Box::leak(Box::new(unsafe { std::mem::zeroed() }));
     cb.aio_fildes = f.as_raw_fd();
     cb.aio_nbytes = BLOCK;
     cb.aio_sigevent.sigev_notify = libc::SIGEV_NONE;
-    qd1(ops, || {
+    Ok(Box::new(move || {
         cb.aio_offset = offs.next();
         cb.aio_buf = buf.as_mut_ptr().cast();
         // SAFETY: cb and buf outlive the request: we wait for it before returning.
         unsafe {
-            if libc::aio_read(&mut cb) != 0 {
+            if libc::aio_read(cb) != 0 {
                 return Err(format!("aio_read: {}", std::io::Error::last_os_error()));
             }
-            let list = [&cb as *const libc::aiocb];
-            while libc::aio_error(&cb) == libc::EINPROGRESS {
+            let list = [&*cb as *const libc::aiocb];
+            while libc::aio_error(cb) == libc::EINPROGRESS {
                 libc::aio_suspend(list.as_ptr(), 1, std::ptr::null());
             }
-            if libc::aio_return(&mut cb) != BLOCK as isize {
+            if libc::aio_return(cb) != BLOCK as isize {
                 return Err("glibc: short read".into());
             }
         }
         Ok(())
-    })
+    }))
 }
 
-fn glibc_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
+fn glibc_qd32<'a>(f: &'a File, ops: usize, size: usize) -> Result<Step<'a>, String> {
     let mut offs = Offsets::new(ops, size);
-    let mut bufs = vec![0u8; BLOCK * QD];
+    // The closure below never names `bufs` (the aiocbs point into it), so it would
+    // not capture it: leak it, like the aiocbs, so it lives as long as they do.
+    let bufs: &'static mut [u8] = vec![0u8; BLOCK * QD].leak();
+    // Leaked for the same reason as in `glibc_qd1`.
     // SAFETY: as above.
-    let mut cbs: Vec<libc::aiocb> = (0..QD).map(|_| unsafe { std::mem::zeroed() }).collect();
+    let cbs: &'static mut [libc::aiocb] = (0..QD)
+        .map(|_| unsafe { std::mem::zeroed() })
+        .collect::<Vec<libc::aiocb>>()
+        .leak();
     for (i, cb) in cbs.iter_mut().enumerate() {
         cb.aio_fildes = f.as_raw_fd();
         cb.aio_nbytes = BLOCK;
@@ -216,7 +311,7 @@ fn glibc_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
         cb.aio_sigevent.sigev_notify = libc::SIGEV_NONE;
         cb.aio_buf = bufs[i * BLOCK..].as_mut_ptr().cast();
     }
-    qd32(ops, || {
+    Ok(Box::new(move || {
         for cb in cbs.iter_mut() {
             cb.aio_offset = offs.next();
         }
@@ -239,16 +334,16 @@ fn glibc_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
             }
         }
         Ok(())
-    })
+    }))
 }
 
-fn uring_qd1(f: &File, ops: usize, size: usize) -> Result<Qd1, String> {
+fn uring_qd1<'a>(f: &'a File, ops: usize, size: usize) -> Result<Step<'a>, String> {
     use io_uring::{opcode, types, IoUring};
     let mut ring = IoUring::new(256).map_err(err)?;
     let mut offs = Offsets::new(ops, size);
     let mut buf = vec![0u8; BLOCK];
     let fd = types::Fd(f.as_raw_fd());
-    qd1(ops, || {
+    Ok(Box::new(move || {
         let e = opcode::Read::new(fd, buf.as_mut_ptr(), BLOCK as u32)
             .offset(offs.next() as u64)
             .build()
@@ -261,16 +356,16 @@ fn uring_qd1(f: &File, ops: usize, size: usize) -> Result<Qd1, String> {
             return Err("io_uring: short read".into());
         }
         Ok(())
-    })
+    }))
 }
 
-fn uring_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
+fn uring_qd32<'a>(f: &'a File, ops: usize, size: usize) -> Result<Step<'a>, String> {
     use io_uring::{opcode, types, IoUring};
     let mut ring = IoUring::new(256).map_err(err)?;
     let mut offs = Offsets::new(ops, size);
     let mut bufs = vec![0u8; BLOCK * QD];
     let fd = types::Fd(f.as_raw_fd());
-    qd32(ops, || {
+    Ok(Box::new(move || {
         for i in 0..QD {
             let e = opcode::Read::new(fd, bufs[i * BLOCK..].as_mut_ptr(), BLOCK as u32)
                 .offset(offs.next() as u64)
@@ -293,20 +388,20 @@ fn uring_qd32(f: &File, ops: usize, size: usize) -> Result<f64, String> {
             }
         }
         Ok(())
-    })
+    }))
 }
 
-fn pread_qd1(f: &File, ops: usize, size: usize) -> Result<Qd1, String> {
+fn pread_qd1<'a>(f: &'a File, ops: usize, size: usize) -> Result<Step<'a>, String> {
     use std::os::unix::fs::FileExt;
     let mut offs = Offsets::new(ops, size);
     let mut buf = vec![0u8; BLOCK];
-    qd1(ops, || {
+    Ok(Box::new(move || {
         let n = f.read_at(&mut buf, offs.next() as u64).map_err(err)?;
         if n != BLOCK {
             return Err("pread: short read".into());
         }
         Ok(())
-    })
+    }))
 }
 
 fn main() {
@@ -352,39 +447,35 @@ fn run(a: &Args) -> Result<(), String> {
         .build()
         .map_err(err)?;
 
+    let mut q1_engines: Vec<(&'static str, Step<'_>)> = Vec::new();
+    let mut q32_engines: Vec<(&'static str, Step<'_>)> = Vec::new();
     let on = |n: &str| a.only.as_deref().map_or(true, |o| o == n);
-    let mut q1: Vec<(&str, Qd1)> = Vec::new();
-    let mut q32: Vec<(&str, f64)> = Vec::new();
     if on("posixrt_uring") {
-        q1.push(("posixrt_uring", posixrt_qd1(&f, &uring, a.ops, size)?));
+        q1_engines.push(("posixrt_uring", posixrt_qd1(&f, &uring, a.ops, size)?));
+        q32_engines.push(("posixrt_uring", posixrt_qd32(&f, &uring, a.qd32_ops, size)?));
     }
     if on("posixrt_threads") {
-        q1.push(("posixrt_threads", posixrt_qd1(&f, &threads, a.ops, size)?));
-    }
-    if on("glibc") {
-        q1.push(("glibc", glibc_qd1(&f, a.ops, size)?));
-    }
-    if on("io_uring") {
-        q1.push(("io_uring", uring_qd1(&f, a.ops, size)?));
-    }
-    if on("pread") {
-        q1.push(("pread", pread_qd1(&f, a.ops, size)?));
-    }
-    if on("posixrt_uring") {
-        q32.push(("posixrt_uring", posixrt_qd32(&f, &uring, a.qd32_ops, size)?));
-    }
-    if on("posixrt_threads") {
-        q32.push((
+        q1_engines.push(("posixrt_threads", posixrt_qd1(&f, &threads, a.ops, size)?));
+        q32_engines.push((
             "posixrt_threads",
             posixrt_qd32(&f, &threads, a.qd32_ops, size)?,
         ));
     }
     if on("glibc") {
-        q32.push(("glibc", glibc_qd32(&f, a.qd32_ops, size)?));
+        q1_engines.push(("glibc", glibc_qd1(&f, a.ops, size)?));
+        q32_engines.push(("glibc", glibc_qd32(&f, a.qd32_ops, size)?));
     }
     if on("io_uring") {
-        q32.push(("io_uring", uring_qd32(&f, a.qd32_ops, size)?));
+        q1_engines.push(("io_uring", uring_qd1(&f, a.ops, size)?));
+        q32_engines.push(("io_uring", uring_qd32(&f, a.qd32_ops, size)?));
     }
+    if on("pread") {
+        q1_engines.push(("pread", pread_qd1(&f, a.ops, size)?));
+    }
+    let q1 = qd1_all(a.ops, &mut q1_engines)?;
+    drop(q1_engines);
+    let q32 = qd32_all(a.qd32_ops, &mut q32_engines)?;
+    drop(q32_engines);
 
     if a.json {
         let qd1s: Vec<String> = q1

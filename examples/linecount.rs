@@ -11,7 +11,7 @@
 //! total equals `cat FILES | wc -l`.
 //!
 //! ```text
-//! cargo run --release --example linecount -- [-j N] FILE... [-]
+//! cargo run --release --example linecount -- [-j N] [--] FILE... [-]
 //! ```
 
 use std::fs::File;
@@ -103,12 +103,22 @@ fn open_inputs(args: &[String]) -> (Vec<Input>, bool) {
             }
             _ => (true, 0),
         };
+        // Like `cat`: stdin redirected from a file is read from its current
+        // position, and a second `-` finds it at end of file (the first one read it
+        // all), so `linecount - - < f` counts f once, as `cat - - < f | wc -l` does.
+        let next = match (&src, stream) {
+            (Src::Stdin(s), false) => {
+                rustix::fs::seek(s, rustix::fs::SeekFrom::Current(0)).map_or(0, |p| p as i64)
+            }
+            (Src::Owned(_), false) if name == "-" => size,
+            _ => 0,
+        };
         inputs.push(Input {
             name,
             src,
             stream,
             size,
-            next: 0,
+            next,
             inflight: 0,
             eof: false,
         });
@@ -141,10 +151,23 @@ fn next_read(f: &mut Input) -> Option<i64> {
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // Options come first; `--` ends them (so a file may be called `-j`).
+    let files_from = args.iter().position(|a| a == "--");
+    if args[..files_from.unwrap_or(args.len())]
+        .iter()
+        .any(|a| a == "-h" || a == "--help")
+    {
+        println!("usage: linecount [-j N] [--] [FILE...]  (no FILE, or `-`: standard input)");
+        println!("prints the total number of lines, like `cat FILE... | wc -l`");
+        return;
+    }
     // -j N: split the files over N threads, each running the listing's loop with
     // its own AIO context (default: one per CPU; -j 1 is the listing exactly).
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Some(i) = args.iter().position(|a| a == "-j") {
+    if let Some(i) = args[..files_from.unwrap_or(args.len())]
+        .iter()
+        .position(|a| a == "-j")
+    {
         match args.get(i + 1).and_then(|v| v.parse::<usize>().ok()) {
             Some(n) if (1..=64).contains(&n) => jobs = n,
             _ => {
@@ -153,6 +176,9 @@ fn main() {
             }
         }
         args.drain(i..i + 2);
+    }
+    if let Some(i) = args.iter().position(|a| a == "--") {
+        args.remove(i);
     }
     match run(&args, jobs) {
         Ok((n, ok)) => {

@@ -117,7 +117,18 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("-h" | "--help") => {
+            println!("usage: linecount_notify [--] [FILE...]  (no FILE, or `-`: standard input)");
+            println!("prints the total number of lines, like `cat FILE... | wc -l`");
+            return;
+        }
+        Some("--") => {
+            args.remove(0);
+        }
+        _ => {}
+    }
     match run(args) {
         Ok((n, ok)) => {
             println!("{n}");
@@ -174,15 +185,28 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
                 }
             }
         };
+        // Like `cat`: stdin redirected from a file is read from its current
+        // position, and a second `-` finds it at end of file.
+        let offset = match (&src, rustix::fs::fstat(src.fd())) {
+            (Src::Stdin(s), Ok(m)) if rustix::fs::FileType::from_raw_mode(m.st_mode).is_file() => {
+                rustix::fs::seek(s, rustix::fs::SeekFrom::Current(0)).map_or(0, |p| p as i64)
+            }
+            (Src::Owned(_), Ok(m))
+                if name == "-" && rustix::fs::FileType::from_raw_mode(m.st_mode).is_file() =>
+            {
+                m.st_size
+            }
+            _ => 0,
+        };
         let i = st.slots.len();
-        let op = Op::read(src.fd(), 0, vec![0u8; BUF]).notify(notify(&shared, i));
+        let op = Op::read(src.fd(), offset, vec![0u8; BUF]).notify(notify(&shared, i));
         // The state lock is held: a callback for this request waits until the
         // handle is stored.
         let req = shared.aio.submit(op)?;
         st.slots.push(Some(Slot {
             name,
             src,
-            offset: 0,
+            offset,
             req: Some(req),
         }));
     }

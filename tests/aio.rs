@@ -315,11 +315,18 @@ fn cancel_bad_fd(b: Backend) {
     let e = aio.cancel_fd(100_000).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadFd);
     assert!(e.hint().unwrap().contains("100000"));
-    // A request on an fd that is not open fails with EBADF. (Not a just-closed fd:
-    // other test threads open files concurrently and could reuse its number.)
-    // SAFETY: fd 100001 is far above any fd this test process opens; the engine must
-    // report EBADF, not touch memory.
-    let bad = unsafe { std::os::fd::BorrowedFd::borrow_raw(100_001) };
+    // A request on a closed fd fails with EBADF. The fd is the highest one the
+    // process may have (the kernel hands out the lowest free number, so the tests
+    // running in parallel threads do not reuse it, as they would a just-closed one).
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let raw = lim.current.unwrap_or(1 << 20).min(1 << 20) as i32 - 1;
+    // SAFETY: F_GETFD only asks whether `raw` is open.
+    assert!(
+        unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0,
+        "fd {raw} is open"
+    );
+    // SAFETY: the fd is closed; the engine must report EBADF, not touch memory.
+    let bad = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw) };
     let mut r = aio.read(bad, 0, vec![0u8; 4]).unwrap();
     let c = r.wait().unwrap();
     assert_eq!(c.result.unwrap_err().kind(), ErrorKind::BadFd);
@@ -1081,3 +1088,252 @@ fn dropped_future_cancels(b: Backend) {
     assert_eq!(r.wait().unwrap().data(), b"fresh");
 }
 both!(dropping_a_pending_future_cancels, dropped_future_cancels);
+
+fn list_wait_with_failing_entry(b: Backend) {
+    // lio_listio(LIO_WAIT) where one entry fails: C returns -1/EIO; here the list
+    // comes back (it owns the buffers), `status()` is the EIO and each entry keeps
+    // its own aio_error.
+    let aio = ctx(b);
+    let s = scratch(false, b"0123456789");
+    let wonly = OpenOptions::new().write(true).open(&s.path).unwrap();
+    let list = aio
+        .lio_listio(
+            ListMode::Wait,
+            [
+                Some(Op::read(&s.file, 2, vec![0u8; 3])),
+                Some(Op::read(&wonly, 0, vec![0u8; 3])), // EBADF: not open for reading
+                None,
+                Some(Op::nop()),
+            ],
+            Notify::None,
+        )
+        .unwrap();
+    let e = list.status().unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EIO));
+    assert!(e.hint().unwrap().contains("List::error"));
+    list.error(0).unwrap();
+    assert_eq!(list.error(1).unwrap_err().kind(), ErrorKind::BadFd);
+    for i in [2, 3, 99] {
+        assert_eq!(list.error(i).unwrap_err().kind(), ErrorKind::InvalidInput);
+    }
+    let all = list.take_all().unwrap();
+    assert_eq!(all[0].as_ref().unwrap().data(), b"234");
+    assert_eq!(
+        all[1].as_ref().unwrap().result.as_ref().unwrap_err().kind(),
+        ErrorKind::BadFd
+    );
+    // An all-good list reports Ok; a running one InProgress.
+    let ok = aio
+        .lio_listio(
+            ListMode::Wait,
+            [Some(Op::read(&s.file, 0, vec![0u8; 1]))],
+            Notify::None,
+        )
+        .unwrap();
+    ok.status().unwrap();
+    let (rd, wr) = pipe();
+    let running = aio
+        .lio_listio(
+            ListMode::NoWait,
+            [Some(Op::read(&rd, 0, vec![0u8; 1]))],
+            Notify::None,
+        )
+        .unwrap();
+    assert_eq!(running.status().unwrap_err().kind(), ErrorKind::InProgress);
+    assert_eq!(running.error(0).unwrap_err().kind(), ErrorKind::InProgress);
+    rustix::io::write(&wr, b"x").unwrap();
+    running.wait_all().unwrap();
+    running.status().unwrap();
+}
+both!(lio_wait_reports_failed_entry, list_wait_with_failing_entry);
+
+fn drop_context_with_pending_pipe_read(b: Backend) {
+    // Drop every handle and the context while reads on an empty pipe are pending.
+    // Afterwards, data written to the pipe must still be in the pipe: had a read
+    // survived the drop, the kernel (or a pool thread) would have consumed it into
+    // a buffer the program no longer owns.
+    let (rd, wr) = pipe();
+    {
+        let aio = ctx(b);
+        let reqs: Vec<_> = (0..4)
+            .map(|_| aio.read(&rd, 0, vec![0u8; 64]).unwrap())
+            .collect();
+        let list = aio
+            .lio_listio(
+                ListMode::NoWait,
+                (0..4).map(|_| Some(Op::read(&rd, 0, vec![0u8; 64]))),
+                Notify::None,
+            )
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(reqs.iter().all(|r| !r.is_done()));
+        drop(list);
+        drop(reqs);
+        drop(aio); // the last user: shuts down, bounded
+    }
+    let canary = b"canary-after-drop";
+    assert_eq!(rustix::io::write(&wr, canary).unwrap(), canary.len());
+    drop(wr);
+    let mut got = Vec::new();
+    File::from(rd).read_to_end(&mut got).unwrap();
+    assert_eq!(got, canary, "a dropped request consumed pipe data");
+}
+both!(
+    dropping_context_leaves_pipe_data_alone,
+    drop_context_with_pending_pipe_read
+);
+
+fn fsync_waits_for_blocked_write(b: Backend) {
+    // An fsync queued behind a write that cannot finish (a full pipe) must not run
+    // before it: it stays in progress until the write is done. (fsync of a pipe
+    // then fails with EINVAL, which is fine: the point is when it runs.)
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let mut fill = aio.write(&wr, 0, vec![1u8; cap]).unwrap();
+    assert_eq!(fill.wait().unwrap().result.unwrap(), cap);
+    let mut w = aio.write(&wr, 0, vec![2u8; 100]).unwrap();
+    let mut f = aio.fsync(&wr, SyncMode::Sync).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(w.error().unwrap_err().kind(), ErrorKind::InProgress);
+    assert_eq!(
+        f.error().unwrap_err().kind(),
+        ErrorKind::InProgress,
+        "the fsync ran before the write queued ahead of it"
+    );
+    let mut sink = vec![0u8; cap + 100];
+    let mut got = 0;
+    while got < cap + 100 {
+        got += rustix::io::read(&rd, &mut sink[got..]).unwrap();
+    }
+    assert_eq!(w.wait().unwrap().result.unwrap(), 100);
+    assert_eq!(
+        f.wait().unwrap().result.unwrap_err().errno(),
+        Some(libc::EINVAL)
+    );
+}
+both!(
+    fsync_waits_for_earlier_blocked_write,
+    fsync_waits_for_blocked_write
+);
+
+fn long_pipe_write_is_whole(b: Backend) {
+    // aio_write behaves like write(2) on a blocking fd: a write bigger than the
+    // pipe returns every byte once the reader has drained it (io_uring on its own
+    // completes such a write short, with what fitted in the pipe).
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let n = cap * 4 + 123;
+    let data = pattern(n);
+    let mut w = aio.write(&wr, 0, data.clone()).unwrap();
+    let reader = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        let mut got = Vec::new();
+        File::from(rd).read_to_end(&mut got).unwrap();
+        got
+    });
+    assert_eq!(w.wait().unwrap().result.unwrap(), n);
+    drop(wr);
+    assert_eq!(reader.join().unwrap(), data);
+}
+both!(long_pipe_write_is_not_short, long_pipe_write_is_whole);
+
+fn cancel_running_write(b: Backend) {
+    // A write bigger than the pipe has started (the pipe is full of its first part)
+    // when the cancel comes: it cannot be cancelled (AIO_NOTCANCELED), and its
+    // result counts exactly the bytes that went into the pipe.
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let mut w = aio.write(&wr, 0, vec![9u8; cap * 4]).unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(w.cancel().unwrap(), CancelResult::NotCanceled);
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        File::from(rd).read_to_end(&mut got).unwrap();
+        got.len()
+    });
+    let written = w.wait().unwrap().result.unwrap();
+    assert!(
+        written >= cap,
+        "{written} bytes written, the pipe holds {cap}"
+    );
+    drop(aio);
+    drop(wr);
+    assert_eq!(reader.join().unwrap(), written);
+}
+both!(
+    cancel_of_running_write_is_not_canceled,
+    cancel_running_write
+);
+
+/// Child side of `reads_standard_input`: reads fd 0 to its end with aio reads and
+/// prints the byte count and a checksum.
+#[test]
+#[ignore = "entry point of the child process started by reads_standard_input"]
+fn stdin_child() {
+    // Only as a child: run by hand (`--ignored`) it would wait on a terminal.
+    let b = match std::env::var("POSIXRT_AIO_TEST_BACKEND").as_deref() {
+        Ok("threads") => Backend::Threads,
+        Ok("uring") => Backend::Uring,
+        _ => return,
+    };
+    let aio = ctx(b);
+    let stdin = std::io::stdin();
+    let (mut total, mut sum) = (0usize, 0u64);
+    let mut buf = vec![0u8; 4096];
+    loop {
+        let mut r = aio.read(&stdin, 0, buf).unwrap();
+        aio.suspend([&r], None).unwrap();
+        let c = r.aio_return().unwrap();
+        let n = c.result.unwrap();
+        buf = c.buf.unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n;
+        sum = buf[..n]
+            .iter()
+            .fold(sum, |s, &x| s.wrapping_mul(31).wrapping_add(x as u64));
+    }
+    println!("STDIN {total} {sum}");
+}
+
+fn reads_stdin(b: Backend) {
+    // The examples read standard input: a child reads its stdin (a pipe fed in
+    // pieces) to the end through aio, on this backend.
+    use std::process::{Command, Stdio};
+    let data = pattern(300_000);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", "stdin_child", "--nocapture", "-q"])
+        .env(
+            "POSIXRT_AIO_TEST_BACKEND",
+            if b == Backend::Threads {
+                "threads"
+            } else {
+                "uring"
+            },
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    for part in data.chunks(70_001) {
+        input.write_all(part).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let sum = data
+        .iter()
+        .fold(0u64, |s, &x| s.wrapping_mul(31).wrapping_add(x as u64));
+    assert!(
+        text.contains(&format!("STDIN {} {sum}", data.len())),
+        "child said: {text}"
+    );
+}
+both!(reads_standard_input, reads_stdin);

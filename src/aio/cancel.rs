@@ -64,10 +64,11 @@ fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
     let _ = inner.wait_until(Some(Instant::now() + SETTLE), |c| {
         c.get(idx, gen).map_or(true, |s| s.state == State::Done)
     });
+    // The request was running when the cancel came: unless it ended cancelled, it
+    // was not cancelled (it finished, or part of a write went through first).
     match done(inner, idx, gen) {
         Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
-        Some(_) => CancelResult::AllDone,
-        None => CancelResult::NotCanceled,
+        _ => CancelResult::NotCanceled,
     }
 }
 

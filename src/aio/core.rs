@@ -299,6 +299,21 @@ impl Core {
         }
     }
 
+    /// Issues a freshly allocated request at once if its fd's order gate lets it
+    /// pass (marks it `Issued`); false if it must be admitted the normal way.
+    #[inline]
+    pub(crate) fn issue_now(&mut self, idx: u32) -> bool {
+        let op = self.slots[idx as usize].op;
+        let gate = self.gate(op.fd);
+        if !gate.queue.is_empty() || (op.ordered && gate.issued > 0) {
+            return false;
+        }
+        gate.issued += 1;
+        self.slots[idx as usize].state = State::Issued;
+        self.inflight += 1;
+        true
+    }
+
     fn pass_gate(&mut self, idx: u32, direct: bool) {
         let fd = self.slots[idx as usize].op.fd;
         self.gate(fd).issued += 1;

@@ -472,13 +472,21 @@ impl Inner {
             ));
         }
         let direct = self.has_room(&core, ops.size_hint().1.unwrap_or(usize::MAX));
-        let base = if direct { 0 } else { thread_priority() };
-        for (op, prio, notify) in ops {
-            let (idx, gen) = core.alloc(op, prio, base, notify, list);
-            core.admit(idx, direct);
-            out.push((idx, gen));
-        }
-        let enter = self.kick(&mut core);
+        let enter = match &self.engine {
+            Engine::Uring(r) if direct => {
+                let pushed = r.push_direct(&mut core, ops, list, out);
+                (core.ready_len() > 0 && self.kick(&mut core)) || pushed > 0
+            }
+            _ => {
+                let base = if direct { 0 } else { thread_priority() };
+                for (op, prio, notify) in ops {
+                    let (idx, gen) = core.alloc(op, prio, base, notify, list);
+                    core.admit(idx, direct);
+                    out.push((idx, gen));
+                }
+                self.kick(&mut core)
+            }
+        };
         self.unlock_and_enter(core, enter);
         Ok(())
     }
@@ -498,8 +506,14 @@ impl Inner {
         let direct = self.has_room(&core, 1);
         let base = if direct { 0 } else { thread_priority() };
         let (idx, gen) = core.alloc(op, prio, base, notify, NO_LIST);
-        core.admit(idx, direct);
-        let enter = self.kick(&mut core);
+        let enter = match &self.engine {
+            // The fast path: straight into the submission queue.
+            Engine::Uring(r) if direct && r.push_one(&mut core, idx, gen) => true,
+            _ => {
+                core.admit(idx, direct);
+                self.kick(&mut core)
+            }
+        };
         self.unlock_and_enter(core, enter);
         Ok((idx, gen))
     }

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use super::context::Aio;
-use super::core::{Core, State};
+use super::core::{Core, RawOp, State};
+use super::engine::Inner;
 use super::hook;
 use super::notify::Notify;
 use super::op::Op;
 use super::request::{result_of, Completion, Request, RequestId};
-use crate::Result;
+use crate::{Error, Result};
 
 /// `lio_listio`'s mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,6 +73,81 @@ impl<B: Send + 'static> List<B> {
         (0..self.entries.len()).map(move |i| self.id(i))
     }
 
+    /// `aio_error` of entry `i`: `Ok(())` if it succeeded, [`ErrorKind::InProgress`]
+    /// while it runs, otherwise its error (ECANCELED if cancelled). EINVAL for an
+    /// empty or `LIO_NOP` entry, an index out of range, or an entry whose result was
+    /// already taken.
+    ///
+    /// # References
+    /// - [`aio_error(3)`](https://man7.org/linux/man-pages/man3/aio_error.3.html)
+    ///
+    /// [`ErrorKind::InProgress`]: crate::ErrorKind::InProgress
+    pub fn error(&self, i: usize) -> Result<()> {
+        let Some(e) = self.entries.get(i).and_then(Option::as_ref) else {
+            return Err(Error::invalid(
+                "aio_error",
+                format!("entry {i} of the list has no request"),
+            )
+            .with_hint(
+                "empty (None) and LIO_NOP entries are not requests; a taken entry has no status",
+            ));
+        };
+        match self.raw_result(e) {
+            None => Err(Error::from_errno("aio_error", libc::EINPROGRESS)),
+            Some(r) => result_of("aio_error", r).map(drop),
+        }
+    }
+
+    /// What `lio_listio` itself reports about the list, checked at any time:
+    /// `Ok(())` when every request succeeded, [`ErrorKind::InProgress`] while one
+    /// still runs, and EIO when all are done and at least one failed (or was
+    /// cancelled): then check each entry with [`List::error`].
+    ///
+    /// [`Aio::lio_listio`] in [`ListMode::Wait`] returns the list (which owns the
+    /// buffers) even when an entry failed; `status()` gives C's `-1`/EIO.
+    ///
+    /// # References
+    /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
+    ///
+    /// [`ErrorKind::InProgress`]: crate::ErrorKind::InProgress
+    pub fn status(&self) -> Result<()> {
+        let inner = &self.aio.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let mut failed = 0usize;
+        let mut running = false;
+        for e in self.entries.iter().flatten() {
+            match core.get(e.idx, e.gen) {
+                Some(s) if s.state == State::Done => failed += (s.res < 0) as usize,
+                Some(_) => running = true,
+                None => {}
+            }
+        }
+        inner.release(core);
+        if running {
+            Err(Error::from_errno("lio_listio", libc::EINPROGRESS))
+        } else if failed > 0 {
+            Err(Error::from_errno("lio_listio", libc::EIO)
+                .with_message(format!("{failed} of the list's requests failed"))
+                .with_hint("check each entry with List::error(i) (aio_error)"))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn raw_result(&self, e: &Entry<B>) -> Option<i64> {
+        let inner = &self.aio.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let r = match core.get(e.idx, e.gen) {
+            Some(s) if s.state == State::Done => Some(s.res),
+            Some(_) => None,
+            None => Some(-(libc::ECANCELED as i64)),
+        };
+        inner.release(core);
+        r
+    }
+
     /// True once every request is done.
     pub fn is_done(&self) -> bool {
         let inner = &self.aio.inner;
@@ -93,14 +169,38 @@ impl<B: Send + 'static> List<B> {
     /// Waits for every request, then takes every result and buffer (each entry's
     /// `aio_return`) under one lock. `None` for empty entries.
     pub fn take_all(mut self) -> Result<Vec<Option<Completion<B>>>> {
+        if let Some(all) = self.try_take_done() {
+            return Ok(all);
+        }
         self.wait_all()?;
         Ok(self.take_done())
+    }
+
+    /// Takes every result under one lock if every request is done (the usual case
+    /// after `LIO_WAIT`), without a separate wait pass.
+    fn try_take_done(&mut self) -> Option<Vec<Option<Completion<B>>>> {
+        let inner = Arc::clone(&self.aio.inner);
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        if !self.entries.iter().flatten().all(|e| entry_done(&core, e)) {
+            inner.release(core);
+            return None;
+        }
+        Some(self.take_locked(&inner, core))
     }
 
     /// Takes the results of a list whose requests are all done.
     pub(crate) fn take_done(&mut self) -> Vec<Option<Completion<B>>> {
         let inner = Arc::clone(&self.aio.inner);
-        let mut core = inner.lock();
+        let core = inner.lock();
+        self.take_locked(&inner, core)
+    }
+
+    fn take_locked(
+        &mut self,
+        inner: &Inner,
+        mut core: std::sync::MutexGuard<'_, Core>,
+    ) -> Vec<Option<Completion<B>>> {
         let out = self
             .entries
             .iter_mut()
@@ -159,6 +259,10 @@ impl Aio {
     /// returns when all are done (check each result); with [`ListMode::NoWait`]
     /// it returns at once and `notify` fires once, when all are done.
     ///
+    /// Unlike C's `lio_listio`, which returns `-1`/EIO in `LIO_WAIT` mode when an
+    /// entry failed, this returns the list (it owns the buffers) either way:
+    /// [`List::status`] gives the EIO, [`List::error`] each entry's error.
+    ///
     /// # References
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
     pub fn lio_listio<B, I>(&self, mode: ListMode, entries: I, notify: Notify) -> Result<List<B>>
@@ -166,15 +270,27 @@ impl Aio {
         B: Send + 'static,
         I: IntoIterator<Item = Option<Op<B>>>,
     {
-        let mut ops: Vec<Option<Op<B>>> = entries
-            .into_iter()
-            .map(|o| o.filter(|o| !o.is_nop()))
-            .collect();
-        let mut raws = Vec::with_capacity(ops.len());
+        // One pass: check every entry and split it into what the engine needs and
+        // the buffer the list keeps (nothing is submitted if one is invalid).
+        let it = entries.into_iter();
+        let mut entries: Vec<Option<Entry<B>>> = Vec::with_capacity(it.size_hint().0);
+        let mut raws: Vec<(RawOp, u8, Notify)> = Vec::with_capacity(it.size_hint().0);
         let mut need_notify = false;
-        for op in ops.iter_mut().flatten() {
-            raws.push(op.prepare("lio_listio")?);
-            need_notify |= !op.notify.is_none();
+        for o in it {
+            match o {
+                Some(mut op) if !op.is_nop() => {
+                    let (raw, prio) = op.prepare("lio_listio")?;
+                    let n = std::mem::take(&mut op.notify);
+                    need_notify |= !n.is_none();
+                    raws.push((raw, prio, n));
+                    entries.push(Some(Entry {
+                        idx: u32::MAX,
+                        gen: 0,
+                        buf: op.buf.take(),
+                    }));
+                }
+                _ => entries.push(None),
+            }
         }
         let notify = match mode {
             ListMode::Wait => Notify::None,
@@ -183,8 +299,8 @@ impl Aio {
         notify.validate("lio_listio")?;
         self.inner.prepare_notify(&notify)?;
         if need_notify {
-            for op in ops.iter().flatten() {
-                self.inner.prepare_notify(&op.notify)?;
+            for (_, _, n) in &raws {
+                self.inner.prepare_notify(n)?;
             }
         }
         let n = raws.len();
@@ -199,27 +315,12 @@ impl Aio {
                 core.finish_list(list);
             }
             self.inner.release(core);
-            let mut it = ops
-                .iter_mut()
-                .flatten()
-                .zip(raws)
-                .map(|(op, (raw, prio))| (raw, prio, std::mem::take(&mut op.notify)));
-            self.inner.submit(&mut it, list, &mut ids)?;
+            self.inner.submit(&mut raws.into_iter(), list, &mut ids)?;
         }
-        let mut ids = ids.into_iter();
-        let entries = ops
-            .into_iter()
-            .map(|o| {
-                o.and_then(|mut op| {
-                    let (idx, gen) = ids.next()?;
-                    Some(Entry {
-                        idx,
-                        gen,
-                        buf: op.buf.take(),
-                    })
-                })
-            })
-            .collect();
+        for (e, (idx, gen)) in entries.iter_mut().flatten().zip(ids) {
+            e.idx = idx;
+            e.gen = gen;
+        }
         let list = List {
             aio: self.clone(),
             entries,

@@ -100,20 +100,26 @@ impl Notify {
         matches!(self, Notify::None)
     }
 
+    #[inline]
     pub(crate) fn validate(&self, call: &'static str) -> Result<()> {
-        if let Notify::Signal { signo, .. } = *self {
-            if signo <= 0
-                || signo > libc::SIGRTMAX()
-                || signo == libc::SIGKILL
-                || signo == libc::SIGSTOP
-            {
-                return Err(Error::invalid(call, format!("signal number {signo} is not valid"))
+        match *self {
+            Notify::Signal { signo, .. } => Notify::validate_signal(signo, call),
+            _ => Ok(()),
+        }
+    }
+
+    fn validate_signal(signo: i32, call: &'static str) -> Result<()> {
+        if signo <= 0
+            || signo > libc::SIGRTMAX()
+            || signo == libc::SIGKILL
+            || signo == libc::SIGSTOP
+        {
+            return Err(Error::invalid(call, format!("signal number {signo} is not valid"))
                     .with_hint(format!(
                         "use a real-time signal in SIGRTMIN..=SIGRTMAX ({}..={}) with a handler installed",
                         libc::SIGRTMIN(),
                         libc::SIGRTMAX()
                     )));
-            }
         }
         Ok(())
     }

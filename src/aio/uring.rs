@@ -13,6 +13,7 @@ use std::time::Duration;
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::core::{user_data, Core, OpKind, RawOp};
+use super::notify::Notify;
 
 /// `user_data` of internal requests (cancels) whose completions are ignored.
 const INTERNAL: u64 = u64::MAX;
@@ -76,6 +77,61 @@ impl Ring {
         pushed
     }
 
+    /// The submission fast path, when the ring has room for every request of this
+    /// submission and nothing waits in the priority queue (so order cannot
+    /// matter): each request is allocated and, unless its fd's order gate holds it
+    /// back, goes straight into the submission queue, skipping the ready queue.
+    /// Returns how many entries were pushed. Call with the core lock held, then
+    /// [`submit`](Ring::submit) after releasing it.
+    pub(crate) fn push_direct(
+        &self,
+        core: &mut Core,
+        ops: &mut dyn Iterator<Item = (RawOp, u8, Notify)>,
+        list: u32,
+        out: &mut Vec<(u32, u32)>,
+    ) -> usize {
+        let mut pushed = 0;
+        // SAFETY: the submission queue is only touched under the core lock, which
+        // the caller holds.
+        let mut sq = unsafe { self.ring.submission_shared() };
+        for (op, prio, notify) in ops {
+            let (idx, gen) = core.alloc(op, prio, 0, notify, list);
+            out.push((idx, gen));
+            if !sq.is_full() && core.issue_now(idx) {
+                let entry = sqe(&op).user_data(user_data(idx, gen));
+                // SAFETY: as in `push_ready`: the buffer is owned by the runtime
+                // until this request's completion is reaped.
+                unsafe {
+                    // Cannot fail: checked `is_full` above.
+                    let _ = sq.push(&entry);
+                }
+                pushed += 1;
+            } else {
+                core.admit(idx, false);
+            }
+        }
+        pushed
+    }
+
+    /// [`push_direct`](Ring::push_direct) for one request already allocated as
+    /// `(idx, gen)`: true if it went into the submission queue.
+    pub(crate) fn push_one(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
+        // SAFETY: the submission queue is only touched under the core lock, which
+        // the caller holds.
+        let mut sq = unsafe { self.ring.submission_shared() };
+        if sq.is_full() || !core.issue_now(idx) {
+            return false;
+        }
+        let entry = sqe(&core.slots[idx as usize].op).user_data(user_data(idx, gen));
+        // SAFETY: as in `push_ready`: the buffer is owned by the runtime until this
+        // request's completion is reaped.
+        unsafe {
+            // Cannot fail: checked `is_full` above.
+            let _ = sq.push(&entry);
+        }
+        true
+    }
+
     /// Submits whatever is in the submission queue (any thread, lock not needed:
     /// the kernel takes only entries published under the lock).
     pub(crate) fn submit(&self) -> io::Result<()> {
@@ -95,6 +151,7 @@ impl Ring {
     #[inline]
     pub(crate) fn reap(&self, core: &mut Core) -> usize {
         let mut n = 0;
+        let mut more = false;
         // SAFETY: the completion queue is only touched under the core lock, by one
         // thread at a time (see the reaper rule in the engine).
         let cq = unsafe { self.ring.completion_shared() };
@@ -104,12 +161,52 @@ impl Ring {
                 continue;
             }
             let (idx, gen) = super::core::split_user_data(ud);
-            if let Some(s) = core.slots.get(idx as usize) {
-                if s.gen == gen && s.state == super::core::State::Issued {
-                    core.complete(idx, cqe.result() as i64);
-                    n += 1;
-                }
+            let Some(s) = core.slots.get_mut(idx as usize) else {
+                continue;
+            };
+            if s.gen != gen || s.state != super::core::State::Issued {
+                continue;
             }
+            let res = cqe.result() as i64;
+            // `s.res` holds the bytes written by earlier rounds of this request.
+            if s.op.kind == OpKind::Write && res > 0 && (res as usize) < s.op.len {
+                // A short write (io_uring gives one on a pipe or socket that fills
+                // up): write(2) on a blocking fd would go on until every byte is
+                // written, and so does aio_write: issue the rest, same request.
+                s.res += res;
+                s.op.ptr += res as usize;
+                s.op.len -= res as usize;
+                if !s.op.ordered {
+                    s.op.offset += res;
+                }
+                let entry = sqe(&s.op).user_data(ud);
+                // SAFETY: the submission queue is only touched under the core
+                // lock, which the caller holds; the rest of the buffer is owned
+                // by the runtime until this request completes, as in `push_ready`.
+                // (If the queue is full of internal entries the push fails and the
+                // request ends below with the bytes written so far.)
+                let pushed = unsafe { self.ring.submission_shared().push(&entry) }.is_ok();
+                if pushed {
+                    more = true;
+                    continue;
+                }
+                let total = s.res;
+                core.complete(idx, total);
+                n += 1;
+                continue;
+            }
+            // An error after part of the data was written reports the part, as
+            // write(2) does.
+            let total = match (res, s.res) {
+                (r, done) if r >= 0 => done + r,
+                (_, done) if done > 0 => done,
+                (r, _) => r,
+            };
+            core.complete(idx, total);
+            n += 1;
+        }
+        if more {
+            let _ = self.submit();
         }
         n
     }
