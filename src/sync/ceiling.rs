@@ -54,8 +54,9 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 use super::checked::{deadline_after, lock_failed, RawMutexChecked};
 use super::normal::TidWord;
 use super::pi::relock_error;
-use super::sys::{self, current_tid, TID_MASK, WAITERS};
+use super::sys::{current_tid, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
+use crate::sched::deadline::{sys_getattr, sys_setattr, RawAttr};
 use crate::{Error, ErrorKind, Result};
 
 /// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).
@@ -400,14 +401,15 @@ impl Tpp {
         }
     }
 
-    fn attr(&self, policy: u32, priority: u32, nice: i32) -> libc::sched_attr {
-        // SAFETY: sched_attr is plain data; all-zero is valid.
-        let mut a: libc::sched_attr = unsafe { std::mem::zeroed() };
-        a.sched_policy = policy;
-        a.sched_priority = priority;
-        a.sched_nice = nice;
-        a.sched_flags = self.base_flags & SCHED_FLAG_RESET_ON_FORK;
-        a
+    fn attr(&self, policy: u32, priority: u32, nice: i32) -> RawAttr {
+        RawAttr {
+            size: std::mem::size_of::<RawAttr>() as u32,
+            sched_policy: policy,
+            sched_priority: priority,
+            sched_nice: nice,
+            sched_flags: self.base_flags & SCHED_FLAG_RESET_ON_FORK,
+            ..RawAttr::default()
+        }
     }
 
     fn set_rt(&self, priority: u32) -> std::result::Result<(), i32> {
@@ -416,7 +418,7 @@ impl Tpp {
         } else {
             libc::SCHED_FIFO
         };
-        sys::sched_setattr_self(&self.attr(policy as u32, priority, 0))
+        sys_setattr(0, &self.attr(policy as u32, priority, 0))
     }
 }
 
@@ -427,7 +429,7 @@ fn raise(ceiling: u32) -> Result<()> {
     TPP.with(|t| {
         let mut t = t.borrow_mut();
         if t.held == 0 && !(t.trust_cache && t.cached) {
-            let a = sys::sched_getattr_self().map_err(|e| Error::from_errno("sched_getattr", e))?;
+            let a = sys_getattr(0).map_err(|e| Error::from_errno("sched_getattr", e))?;
             t.base_policy = a.sched_policy;
             t.base_priority = a.sched_priority;
             t.base_nice = a.sched_nice;
@@ -537,7 +539,7 @@ fn lower(ceiling: u32) {
             t.boost = top;
         } else {
             let base = t.attr(t.base_policy, t.base_priority, t.base_nice);
-            let _ = sys::sched_setattr_self(&base);
+            let _ = sys_setattr(0, &base);
             t.boost = 0;
         }
     });

@@ -211,37 +211,6 @@ pub(crate) fn wake(word: &AtomicU32, n: u32) -> u32 {
     .map_or(0, |n| n as u32)
 }
 
-/// The calling thread's scheduling attributes (`sched_getattr(0)`).
-pub(crate) fn sched_getattr_self() -> Result<libc::sched_attr, i32> {
-    // SAFETY: sched_attr is plain data; all-zero is a valid value.
-    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::sched_attr>() as u32;
-    // SAFETY: `attr` is a writable sched_attr of `size` bytes; pid 0 = this thread.
-    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr, size, 0) };
-    if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(attr)
-    }
-}
-
-/// Sets the calling thread's scheduling attributes (`sched_setattr(0)`).
-pub(crate) fn sched_setattr_self(attr: &libc::sched_attr) -> Result<(), i32> {
-    let mut a = *attr;
-    a.size = std::mem::size_of::<libc::sched_attr>() as u32;
-    // SAFETY: `a` is a valid sched_attr whose size field matches; pid 0 = this thread.
-    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &a, 0) };
-    if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(())
-    }
-}
-
 const FUTEX_WAIT_REQUEUE_PI: libc::c_int = 11;
 const FUTEX_CMP_REQUEUE_PI: libc::c_int = 12;
 
