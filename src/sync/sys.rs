@@ -85,12 +85,24 @@ unsafe fn futex(
         )
     };
     if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
+        Err(last_errno())
     } else {
         Ok(r)
     }
+}
+
+/// A private futex operation `op` with no timeout and no `val3`, on a word borrowed
+/// for the call (so it is live and aligned): the safe form of [`futex`].
+fn futex_untimed(word: &AtomicU32, op: libc::c_int, val: u32) -> Result<libc::c_long, i32> {
+    // SAFETY: `word` is a live, aligned AtomicU32 for the call; no timeout.
+    unsafe { futex(word, op | FUTEX_PRIVATE_FLAG, val, std::ptr::null(), 0) }
+}
+
+/// The errno of the failed call just made (EIO if the OS gave none).
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 fn ts_add(now: rustix::time::Timespec, d: std::time::Duration) -> libc::timespec {
@@ -149,32 +161,12 @@ pub(crate) fn lock_pi(word: &AtomicU32, deadline: Option<Instant>) -> Result<(),
 
 /// `FUTEX_TRYLOCK_PI`: take the PI futex if free (or left by a dead owner).
 pub(crate) fn trylock_pi(word: &AtomicU32) -> Result<(), i32> {
-    // SAFETY: `word` is a live AtomicU32; no timeout.
-    unsafe {
-        futex(
-            word,
-            FUTEX_TRYLOCK_PI | FUTEX_PRIVATE_FLAG,
-            0,
-            std::ptr::null(),
-            0,
-        )
-    }
-    .map(drop)
+    futex_untimed(word, FUTEX_TRYLOCK_PI, 0).map(drop)
 }
 
 /// `FUTEX_UNLOCK_PI`: hand the PI futex to the highest-priority waiter.
 pub(crate) fn unlock_pi(word: &AtomicU32) -> Result<(), i32> {
-    // SAFETY: `word` is a live AtomicU32; no timeout.
-    unsafe {
-        futex(
-            word,
-            FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG,
-            0,
-            std::ptr::null(),
-            0,
-        )
-    }
-    .map(drop)
+    futex_untimed(word, FUTEX_UNLOCK_PI, 0).map(drop)
 }
 
 /// `FUTEX_WAIT_BITSET`: sleep while `*word == val`, until the absolute
@@ -197,18 +189,8 @@ pub(crate) fn wait(word: &AtomicU32, val: u32, deadline: Option<Instant>) -> Res
 
 /// `FUTEX_WAKE`: wake up to `n` threads sleeping on `word`; returns how many woke.
 pub(crate) fn wake(word: &AtomicU32, n: u32) -> u32 {
-    // SAFETY: `word` is a live AtomicU32; no timeout. FUTEX_WAKE cannot fail on a
-    // valid private address.
-    unsafe {
-        futex(
-            word,
-            FUTEX_WAKE | FUTEX_PRIVATE_FLAG,
-            n,
-            std::ptr::null(),
-            0,
-        )
-    }
-    .map_or(0, |n| n as u32)
+    // FUTEX_WAKE cannot fail on a valid private address.
+    futex_untimed(word, FUTEX_WAKE, n).map_or(0, |n| n as u32)
 }
 
 const FUTEX_WAIT_REQUEUE_PI: libc::c_int = 11;
@@ -240,9 +222,7 @@ pub(crate) fn wait_requeue_pi(
         )
     };
     if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
+        Err(last_errno())
     } else {
         Ok(())
     }
@@ -275,9 +255,7 @@ pub(crate) fn cmp_requeue_pi(
         )
     };
     if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
+        Err(last_errno())
     } else {
         Ok(r as u32)
     }
