@@ -51,13 +51,13 @@ use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
-use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::normal::TidWord;
 use super::pi::relock_error;
 use super::sys::{current_tid, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
 use crate::sched::deadline::{sys_getattr, sys_setattr, RawAttr};
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, Result};
 
 /// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).
 const FIFO_MAX: u32 = 99;
@@ -332,11 +332,7 @@ unsafe impl RawMutexTimed for RawCeilingMutex {
     type Instant = Instant;
 
     fn try_lock_until(&self, deadline: Instant) -> bool {
-        match self.lock_impl(Some(deadline)) {
-            Ok(()) => true,
-            Err(e) if e.kind() == ErrorKind::TimedOut => false,
-            Err(e) => lock_failed(e),
-        }
+        timed_outcome(self.lock_impl(Some(deadline)))
     }
 
     fn try_lock_for(&self, timeout: Duration) -> bool {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
-use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::pi::relock_error;
 use super::sys::{self, current_tid, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
@@ -312,11 +312,7 @@ unsafe impl RawMutexTimed for RawNormalMutex {
     type Instant = Instant;
 
     fn try_lock_until(&self, deadline: Instant) -> bool {
-        match self.lock_until_checked(deadline) {
-            Ok(()) => true,
-            Err(e) if e.kind() == ErrorKind::TimedOut => false,
-            Err(e) => lock_failed(e),
-        }
+        timed_outcome(self.lock_until_checked(deadline))
     }
 
     fn try_lock_for(&self, timeout: Duration) -> bool {

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
-use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::sys::{self, current_tid, OWNER_DIED, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
@@ -434,11 +434,7 @@ unsafe impl RawMutexTimed for RawPiMutex {
 
     /// `false` on timeout; panics on other refusals (see [`RawMutexChecked`]).
     fn try_lock_until(&self, deadline: Instant) -> bool {
-        match self.lock_until_checked(deadline) {
-            Ok(()) => true,
-            Err(e) if e.kind() == ErrorKind::TimedOut => false,
-            Err(e) => lock_failed(e),
-        }
+        timed_outcome(self.lock_until_checked(deadline))
     }
 
     fn try_lock_for(&self, timeout: Duration) -> bool {
