@@ -309,10 +309,7 @@ unsafe impl RawMutex for RawCeilingMutex {
     }
 
     unsafe fn unlock(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         let ceiling = self.held_ceiling.load(Ordering::Relaxed);
         if !self.word.unlock_fast(current_tid()) {
             self.word.unlock_slow();

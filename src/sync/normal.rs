@@ -275,10 +275,8 @@ unsafe impl RawMutex for RawNormalMutex {
     fn lock(&self) {
         let tid = current_tid();
         if self.word.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
-            }
+            self.track
+                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
         } else {
             self.lock_contended(tid)
         }
@@ -291,10 +289,7 @@ unsafe impl RawMutex for RawNormalMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         if !self.word.unlock_fast(current_tid()) {
             self.word.unlock_slow();
         }
@@ -324,10 +319,8 @@ impl RawMutexChecked for RawNormalMutex {
     fn lock_checked(&self) -> Result<()> {
         let tid = current_tid();
         if self.word.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
-            }
+            self.track
+                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
             return Ok(());
         }
         self.word
@@ -356,10 +349,8 @@ impl RawMutexChecked for RawNormalMutex {
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
         let tid = current_tid();
         if self.word.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
-            }
+            self.track
+                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
             return Ok(());
         }
         self.word

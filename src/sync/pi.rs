@@ -391,10 +391,7 @@ unsafe impl RawMutex for RawPiMutex {
     fn lock(&self) {
         let tid = current_tid();
         if self.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::PiMutex, self.addr(), tid);
-            }
+            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
         } else if let Err(e) = self.lock_slow(tid, None) {
             lock_failed(e)
         }
@@ -407,10 +404,7 @@ unsafe impl RawMutex for RawPiMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         let tid = current_tid();
         if self
             .word
@@ -447,10 +441,7 @@ impl RawMutexChecked for RawPiMutex {
     fn lock_checked(&self) -> Result<()> {
         let tid = current_tid();
         if self.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::PiMutex, self.addr(), tid);
-            }
+            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
             Ok(())
         } else {
             self.lock_slow(tid, None)
@@ -483,10 +474,7 @@ impl RawMutexChecked for RawPiMutex {
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
         let tid = current_tid();
         if self.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::PiMutex, self.addr(), tid);
-            }
+            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
             Ok(())
         } else {
             self.lock_slow(tid, Some(deadline))

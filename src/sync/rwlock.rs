@@ -364,10 +364,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         {
             let tid = current_tid();
             self.writer.store(tid, Ordering::Relaxed);
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::RwLock, self.addr(), tid);
-            }
+            self.track.on_fast_acquired(Kind::RwLock, self.addr(), tid);
         } else {
             self.write_slow(None);
         }
@@ -404,10 +401,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         self.writer.store(0, Ordering::Relaxed);
         self.state.store(0, Ordering::SeqCst);
         self.wake_all();
@@ -467,10 +461,7 @@ impl RawRwLock {
         {
             let tid = current_tid();
             self.writer.store(tid, Ordering::Relaxed);
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::RwLock, self.addr(), tid);
-            }
+            self.track.on_fast_acquired(Kind::RwLock, self.addr(), tid);
             true
         } else {
             false

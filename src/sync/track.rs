@@ -422,6 +422,27 @@ impl Drop for Track {
 // ---- lock-side helpers used by the mutex kinds ----
 
 impl Track {
+    /// The fast-path acquisition report every lock kind makes: the trace hook,
+    /// then (only when tracking is on) [`acquired`](Self::acquired). Inlined so the
+    /// tracking-off fast path stays one level load and branch.
+    #[inline(always)]
+    pub(crate) fn on_fast_acquired(&self, kind: Kind, addr: usize, tid: u32) {
+        super::hook::lock(addr, tid, super::hook::LockResult::Acquired);
+        if level() != 0 {
+            self.acquired(kind, addr, tid);
+        }
+    }
+
+    /// The unlock report every exclusive lock makes before releasing its word: the
+    /// trace hook, then (only when tracking is on) [`releasing`](Self::releasing).
+    #[inline(always)]
+    pub(crate) fn on_unlock(&self, addr: usize) {
+        super::hook::unlock(addr);
+        if level() != 0 {
+            self.releasing();
+        }
+    }
+
     /// After an uncontended acquisition by `tid` (tracking is on).
     #[inline]
     pub(crate) fn acquired(&self, kind: Kind, addr: usize, tid: u32) {
