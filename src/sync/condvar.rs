@@ -180,9 +180,7 @@ impl Condvar {
 
     /// Info, statistics and waiters, if known to tracking.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
-        s.info.address = self.addr();
-        Some(s)
+        self.track.snapshot_at(self.addr())
     }
 
     /// Gives the condvar a name shown by introspection (and registers it now).

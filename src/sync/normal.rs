@@ -198,11 +198,8 @@ impl RawNormalMutex {
     /// Info, statistics and waiters, if known to tracking (see
     /// [`set_tracking`](super::set_tracking)); lock state read live from the word.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
-        s.info.owner = self.owner();
-        s.info.locked = s.info.owner.is_some();
-        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.address = self.addr();
+        let mut s = self.track.snapshot_at(self.addr())?;
+        s.info.set_live_owner(self.owner());
         Some(s)
     }
 

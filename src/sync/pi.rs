@@ -104,12 +104,10 @@ impl RawPiMutex {
     /// while [`set_tracking`](super::set_tracking) was on, or named). The lock state
     /// (locked, owner, has-waiters) is read live from the futex word.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
+        let mut s = self.track.snapshot_at(self.addr())?;
         let w = self.word();
-        s.info.owner = (w & TID_MASK != 0).then_some(w & TID_MASK);
-        s.info.locked = s.info.owner.is_some();
-        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.address = self.addr();
+        s.info
+            .set_live_owner((w & TID_MASK != 0).then_some(w & TID_MASK));
         Some(s)
     }
 

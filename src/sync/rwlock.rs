@@ -255,13 +255,12 @@ impl RawRwLock {
     /// Info (readers, writer), statistics and waiters, if known to tracking; state
     /// read live.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
+        let mut s = self.track.snapshot_at(self.addr())?;
         s.info.readers = self.readers();
         s.info.owner = self.writer();
         s.info.write_locked = self.state.load(Ordering::Relaxed) & WRITER != 0;
         s.info.locked = s.info.write_locked || s.info.readers > 0;
         s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.address = self.addr();
         Some(s)
     }
 

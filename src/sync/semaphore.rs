@@ -248,9 +248,8 @@ impl Semaphore {
 
     /// Info (with the count), statistics and waiters, if known to tracking.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
+        let mut s = self.track.snapshot_at(self.addr())?;
         s.info.sem_count = Some(self.value());
-        s.info.address = self.addr();
         Some(s)
     }
 

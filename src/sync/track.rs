@@ -422,6 +422,14 @@ impl Drop for Track {
 // ---- lock-side helpers used by the mutex kinds ----
 
 impl Track {
+    /// [`snapshot`] of this object's record with `info.address` set; `None` when
+    /// it has none or the record is not live.
+    pub(crate) fn snapshot_at(&self, addr: usize) -> Option<Snapshot> {
+        let mut s = snapshot(self.get()?)?;
+        s.info.address = addr;
+        Some(s)
+    }
+
     /// The fast-path acquisition report every lock kind makes: the trace hook,
     /// then (only when tracking is on) [`acquired`](Self::acquired). Inlined so the
     /// tracking-off fast path stays one level load and branch.
@@ -594,6 +602,16 @@ pub struct Info {
     pub write_locked: bool,
     /// Semaphores: the current count.
     pub sem_count: Option<u32>,
+}
+
+impl Info {
+    /// Sets the live owner of an exclusive lock read from its word: `owner`,
+    /// `locked` (held iff owned) and `owner_pid` (this process when owned).
+    pub(crate) fn set_live_owner(&mut self, owner: Option<u32>) {
+        self.owner = owner;
+        self.locked = owner.is_some();
+        self.owner_pid = owner.map(|_| std::process::id());
+    }
 }
 
 /// Usage statistics since the object became known: the analogue of Solaris
