@@ -22,7 +22,7 @@ use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked
 use super::pi::relock_error;
 use super::sys::{self, current_tid, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, Result};
 
 /// The futex word of the normal and ceiling mutexes: owner tid | waiters bit.
 pub(crate) struct TidWord(AtomicU32);
@@ -70,29 +70,13 @@ impl TidWord {
         call: &'static str,
         t: (&Track, Kind, usize),
     ) -> Result<()> {
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            t.0.wait_begin(t.1, t.2, tid)
-        } else {
-            0
-        };
-        let r = self.lock_slow_inner(tid, deadline, call);
-        if tracked {
-            t.0.wait_end(tid);
-            if r.is_ok() {
-                t.0.acquired_after_wait(t.1, t.2, tid, t0);
-            }
-        }
-        super::hook::lock(
+        t.0.contended_lock(
+            t.1,
             t.2,
-            self.load() & TID_MASK,
-            match &r {
-                Ok(()) => super::hook::LockResult::Acquired,
-                Err(e) if e.kind() == ErrorKind::TimedOut => super::hook::LockResult::TimedOut,
-                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
-            },
-        );
-        r
+            tid,
+            || self.lock_slow_inner(tid, deadline, call),
+            || self.load() & TID_MASK,
+        )
     }
 
     fn lock_slow_inner(

@@ -237,30 +237,13 @@ impl RawPiMutex {
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::PiMutex, self.addr(), tid)
-        } else {
-            0
-        };
-        let r = self.lock_slow_inner(tid, deadline);
-        if tracked {
-            self.track.wait_end(tid);
-            if r.is_ok() {
-                self.track
-                    .acquired_after_wait(Kind::PiMutex, self.addr(), tid, t0);
-            }
-        }
-        super::hook::lock(
+        self.track.contended_lock(
+            Kind::PiMutex,
             self.addr(),
-            self.word() & TID_MASK,
-            match &r {
-                Ok(()) => super::hook::LockResult::Acquired,
-                Err(e) if e.kind() == ErrorKind::TimedOut => super::hook::LockResult::TimedOut,
-                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
-            },
-        );
-        r
+            tid,
+            || self.lock_slow_inner(tid, deadline),
+            || self.word() & TID_MASK,
+        )
     }
 
     fn lock_slow_inner(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {

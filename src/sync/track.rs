@@ -441,6 +441,48 @@ impl Track {
         }
     }
 
+    /// `Some(start tick)` after recording that `tid` starts waiting for the object,
+    /// when tracking is on; `None` (nothing recorded) when it is off.
+    #[inline]
+    pub(crate) fn wait_start(&self, kind: Kind, addr: usize, tid: u32) -> Option<u64> {
+        (level() != 0).then(|| self.wait_begin(kind, addr, tid))
+    }
+
+    /// The contended acquisition of an exclusive lock, shared by the mutex kinds:
+    /// records the wait around `inner` (tracking on) and the acquisition after it,
+    /// then reports the result to the trace hook with the owner read by `owner`
+    /// afterwards.
+    #[inline]
+    pub(crate) fn contended_lock(
+        &self,
+        kind: Kind,
+        addr: usize,
+        tid: u32,
+        inner: impl FnOnce() -> crate::Result<()>,
+        owner: impl FnOnce() -> u32,
+    ) -> crate::Result<()> {
+        let wait = self.wait_start(kind, addr, tid);
+        let r = inner();
+        if let Some(t0) = wait {
+            self.wait_end(tid);
+            if r.is_ok() {
+                self.acquired_after_wait(kind, addr, tid, t0);
+            }
+        }
+        super::hook::lock(
+            addr,
+            owner(),
+            match &r {
+                Ok(()) => super::hook::LockResult::Acquired,
+                Err(e) if e.kind() == crate::ErrorKind::TimedOut => {
+                    super::hook::LockResult::TimedOut
+                }
+                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
+            },
+        );
+        r
+    }
+
     /// The unlock report every exclusive lock makes before releasing its word: the
     /// trace hook, then (only when tracking is on) [`releasing`](Self::releasing).
     #[inline(always)]
