@@ -105,12 +105,7 @@ impl RawRwLock {
     #[inline(never)]
     fn read_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::RwLock, self.addr(), tid)
-        } else {
-            0
-        };
+        let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
         let ok = loop {
             let s = self.state.load(Ordering::Acquire);
             if s & WRITER == 0 && self.writers_waiting.load(Ordering::Relaxed) == 0 {
@@ -134,7 +129,7 @@ impl RawRwLock {
                 break false;
             }
         };
-        if tracked {
+        if let Some(t0) = wait {
             self.track.wait_end(tid);
             if let (true, Some(r)) = (ok, self.track.get()) {
                 r.add(track::W_A, 1);
@@ -166,12 +161,7 @@ impl RawRwLock {
     #[inline(never)]
     fn write_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::RwLock, self.addr(), tid)
-        } else {
-            0
-        };
+        let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
         self.writers_waiting.fetch_add(1, Ordering::SeqCst);
         let ok = loop {
             let s = self.state.load(Ordering::Relaxed);
@@ -198,7 +188,7 @@ impl RawRwLock {
         if ok {
             self.writer.store(tid, Ordering::Relaxed);
         }
-        if tracked {
+        if let Some(t0) = wait {
             self.track.wait_end(tid);
             if ok {
                 self.track

@@ -105,12 +105,7 @@ impl Semaphore {
             return Ok(());
         }
         let tid = current_tid();
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::Semaphore, self.addr(), tid)
-        } else {
-            0
-        };
+        let wait = self.track.wait_start(Kind::Semaphore, self.addr(), tid);
         let r = loop {
             if let Some(after) = self.try_take() {
                 break Ok(after);
@@ -125,7 +120,7 @@ impl Semaphore {
                     .ok_or_else(|| Error::from_errno("sem_timedwait", libc::ETIMEDOUT));
             }
         };
-        if tracked {
+        if let Some(t0) = wait {
             self.track.wait_end(tid);
             if let Ok(after) = r {
                 self.taken(after, true, t0);
