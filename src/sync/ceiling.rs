@@ -231,18 +231,24 @@ impl RawCeilingMutex {
         }
     }
 
+    /// A trylock that found the mutex held: report it to the trace hook and to
+    /// tracking; returns `false`.
+    fn try_busy(&self) -> bool {
+        super::hook::trylock(
+            self.addr(),
+            || self.word.load() & TID_MASK,
+            super::hook::LockResult::Busy,
+        );
+        if track::level() != 0 {
+            self.track.try_failed(Kind::CeilingMutex, self.addr());
+        }
+        false
+    }
+
     fn try_lock_impl(&self) -> Result<bool> {
         let tid = current_tid();
         if self.word.load() & TID_MASK != 0 {
-            super::hook::trylock(
-                self.addr(),
-                || self.word.load() & TID_MASK,
-                super::hook::LockResult::Busy,
-            );
-            if track::level() != 0 {
-                self.track.try_failed(Kind::CeilingMutex, self.addr());
-            }
-            return Ok(false);
+            return Ok(self.try_busy());
         }
         let ceiling = self.ceiling.load(Ordering::Relaxed);
         raise(ceiling)?;
@@ -257,15 +263,7 @@ impl RawCeilingMutex {
             Ok(true)
         } else {
             lower(ceiling);
-            super::hook::trylock(
-                self.addr(),
-                || self.word.load() & TID_MASK,
-                super::hook::LockResult::Busy,
-            );
-            if track::level() != 0 {
-                self.track.try_failed(Kind::CeilingMutex, self.addr());
-            }
-            Ok(false)
+            Ok(self.try_busy())
         }
     }
 }
