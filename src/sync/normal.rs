@@ -216,6 +216,19 @@ impl RawNormalMutex {
         self.word.load() & WAITERS != 0
     }
 
+    /// The checked lock, untimed or until `deadline`: the CAS fast path, else the
+    /// tracked futex wait (errors named after `call`).
+    #[inline]
+    fn lock_by(&self, deadline: Option<Instant>, call: &'static str) -> Result<()> {
+        let tid = current_tid();
+        if self.word.try_fast(tid) {
+            self.track
+                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
+            return Ok(());
+        }
+        self.word.lock_slow(tid, deadline, call, self.t())
+    }
+
     /// The contended `lock()`, out of line: keeps the inlined fast path as small as
     /// the PI mutex's (with the four-argument slow call inline, the compiler stopped
     /// inlining `lock()` into callers, which cost a call per lock).
@@ -298,14 +311,7 @@ unsafe impl RawMutexTimed for RawNormalMutex {
 
 impl RawMutexChecked for RawNormalMutex {
     fn lock_checked(&self) -> Result<()> {
-        let tid = current_tid();
-        if self.word.try_fast(tid) {
-            self.track
-                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
-            return Ok(());
-        }
-        self.word
-            .lock_slow(tid, None, "normal_mutex_lock", self.t())
+        self.lock_by(None, "normal_mutex_lock")
     }
 
     #[inline]
@@ -328,13 +334,6 @@ impl RawMutexChecked for RawNormalMutex {
     }
 
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
-        let tid = current_tid();
-        if self.word.try_fast(tid) {
-            self.track
-                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
-            return Ok(());
-        }
-        self.word
-            .lock_slow(tid, Some(deadline), "normal_mutex_timedlock", self.t())
+        self.lock_by(Some(deadline), "normal_mutex_timedlock")
     }
 }

@@ -234,6 +234,19 @@ impl RawPiMutex {
         }
     }
 
+    /// The checked lock, untimed or until `deadline`: one CAS when free, else
+    /// `FUTEX_LOCK_PI2`.
+    #[inline]
+    fn lock_by(&self, deadline: Option<Instant>) -> Result<()> {
+        let tid = current_tid();
+        if self.try_fast(tid) {
+            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
+            Ok(())
+        } else {
+            self.lock_slow(tid, deadline)
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
@@ -420,13 +433,7 @@ unsafe impl RawMutexTimed for RawPiMutex {
 impl RawMutexChecked for RawPiMutex {
     #[inline]
     fn lock_checked(&self) -> Result<()> {
-        let tid = current_tid();
-        if self.try_fast(tid) {
-            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
-            Ok(())
-        } else {
-            self.lock_slow(tid, None)
-        }
+        self.lock_by(None)
     }
 
     #[inline]
@@ -453,12 +460,6 @@ impl RawMutexChecked for RawPiMutex {
     }
 
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
-        let tid = current_tid();
-        if self.try_fast(tid) {
-            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
-            Ok(())
-        } else {
-            self.lock_slow(tid, Some(deadline))
-        }
+        self.lock_by(Some(deadline))
     }
 }
