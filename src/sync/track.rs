@@ -483,6 +483,39 @@ impl Track {
         r
     }
 
+    /// The start of a condition-variable wait by `tid` (either condvar kind): when
+    /// tracking is on, counts the wait (and a timed one in `W_A`) and returns
+    /// `Some(start tick)` for [`cond_wait_done`](Self::cond_wait_done).
+    pub(crate) fn cond_wait_start(&self, addr: usize, tid: u32, timed: bool) -> Option<u64> {
+        if level() == 0 {
+            return None;
+        }
+        let r = self.record(Kind::Condvar, addr);
+        r.add(W_LOCKS, 1);
+        r.add(W_CONTENDED, 1);
+        if timed {
+            r.add(W_A, 1);
+        }
+        Some(self.wait_begin(Kind::Condvar, addr, tid))
+    }
+
+    /// The end of a condvar wait begun by [`cond_wait_start`](Self::cond_wait_start):
+    /// counts a timeout in `W_B` and adds the wait time (timing level).
+    pub(crate) fn cond_wait_done(&self, tid: u32, wait: Option<u64>, timed_out: bool) {
+        let Some(t0) = wait else { return };
+        self.wait_end(tid);
+        if let Some(r) = self.get() {
+            if timed_out {
+                r.add(W_B, 1);
+            }
+            if t0 != 0 {
+                let w = ticks().saturating_sub(t0);
+                r.add(W_WAIT_TOTAL, w);
+                r.max(W_WAIT_MAX, w);
+            }
+        }
+    }
+
     /// The unlock report every exclusive lock makes before releasing its word: the
     /// trace hook, then (only when tracking is on) [`releasing`](Self::releasing).
     #[inline(always)]
