@@ -346,15 +346,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     fn lock_exclusive(&self) {
-        if self
-            .state
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            let tid = current_tid();
-            self.writer.store(tid, Ordering::Relaxed);
-            self.track.on_fast_acquired(Kind::RwLock, self.addr(), tid);
-        } else {
+        if !self.try_lock_exclusive_quiet() {
             self.write_slow(None);
         }
     }
@@ -442,6 +434,9 @@ unsafe impl RawRwLockTimed for RawRwLock {
 }
 
 impl RawRwLock {
+    /// The write fast path: one CAS 0 → WRITER; on success records the writer and
+    /// reports the acquisition. Shared by `lock_exclusive` and `try_lock_exclusive_until`.
+    #[inline]
     fn try_lock_exclusive_quiet(&self) -> bool {
         if self
             .state
