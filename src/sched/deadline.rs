@@ -355,21 +355,24 @@ fn period_bounds() -> (Duration, Duration) {
 
 // ---- raw system calls ----
 
-/// `struct sched_attr`, `SCHED_ATTR_SIZE_VER0` (48 bytes).
+/// `struct sched_attr`, `SCHED_ATTR_SIZE_VER0` (48 bytes). `pub(crate)` with
+/// [`sys_getattr`] / [`sys_setattr`] so `sync`'s priority-ceiling code uses the same
+/// raw calls.
 #[repr(C)]
 #[derive(Default)]
-struct RawAttr {
-    size: u32,
-    sched_policy: u32,
-    sched_flags: u64,
-    sched_nice: i32,
-    sched_priority: u32,
-    sched_runtime: u64,
-    sched_deadline: u64,
-    sched_period: u64,
+pub(crate) struct RawAttr {
+    pub(crate) size: u32,
+    pub(crate) sched_policy: u32,
+    pub(crate) sched_flags: u64,
+    pub(crate) sched_nice: i32,
+    pub(crate) sched_priority: u32,
+    pub(crate) sched_runtime: u64,
+    pub(crate) sched_deadline: u64,
+    pub(crate) sched_period: u64,
 }
 
-fn sys_setattr(tid: i32, attr: &RawAttr) -> std::result::Result<(), i32> {
+/// Raw `sched_setattr(tid, attr, 0)`; `attr.size` must be its true size.
+pub(crate) fn sys_setattr(tid: i32, attr: &RawAttr) -> std::result::Result<(), i32> {
     // SAFETY: `attr` is a valid sched_attr whose `size` field is its true size; the
     // kernel only reads it. flags must be 0.
     let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, attr as *const RawAttr, 0u32) };
@@ -382,7 +385,8 @@ fn sys_setattr(tid: i32, attr: &RawAttr) -> std::result::Result<(), i32> {
     }
 }
 
-fn sys_getattr(tid: i32) -> std::result::Result<RawAttr, i32> {
+/// Raw `sched_getattr(tid)` of a VER0 `sched_attr`.
+pub(crate) fn sys_getattr(tid: i32) -> std::result::Result<RawAttr, i32> {
     let mut attr = RawAttr::default();
     let size = std::mem::size_of::<RawAttr>() as u32;
     // SAFETY: `attr` is writable for `size` bytes; the kernel writes at most that much.

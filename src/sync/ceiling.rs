@@ -51,12 +51,13 @@ use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
-use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::normal::TidWord;
 use super::pi::relock_error;
-use super::sys::{self, current_tid, TID_MASK, WAITERS};
+use super::sys::{current_tid, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
-use crate::{Error, ErrorKind, Result};
+use crate::sched::deadline::{sys_getattr, sys_setattr, RawAttr};
+use crate::{Error, Result};
 
 /// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).
 const FIFO_MAX: u32 = 99;
@@ -129,12 +130,9 @@ impl RawCeilingMutex {
     /// Info (with the ceiling), statistics and waiters, if known to tracking; lock
     /// state read live from the word.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
-        s.info.owner = self.owner();
-        s.info.locked = s.info.owner.is_some();
-        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        let mut s = self.track.snapshot_at(self.addr())?;
+        s.info.set_live_owner(self.owner());
         s.info.ceiling = Some(self.ceiling());
-        s.info.address = self.addr();
         Some(s)
     }
 
@@ -233,18 +231,24 @@ impl RawCeilingMutex {
         }
     }
 
+    /// A trylock that found the mutex held: report it to the trace hook and to
+    /// tracking; returns `false`.
+    fn try_busy(&self) -> bool {
+        super::hook::trylock(
+            self.addr(),
+            || self.word.load() & TID_MASK,
+            super::hook::LockResult::Busy,
+        );
+        if track::level() != 0 {
+            self.track.try_failed(Kind::CeilingMutex, self.addr());
+        }
+        false
+    }
+
     fn try_lock_impl(&self) -> Result<bool> {
         let tid = current_tid();
         if self.word.load() & TID_MASK != 0 {
-            super::hook::trylock(
-                self.addr(),
-                || self.word.load() & TID_MASK,
-                super::hook::LockResult::Busy,
-            );
-            if track::level() != 0 {
-                self.track.try_failed(Kind::CeilingMutex, self.addr());
-            }
-            return Ok(false);
+            return Ok(self.try_busy());
         }
         let ceiling = self.ceiling.load(Ordering::Relaxed);
         raise(ceiling)?;
@@ -259,15 +263,7 @@ impl RawCeilingMutex {
             Ok(true)
         } else {
             lower(ceiling);
-            super::hook::trylock(
-                self.addr(),
-                || self.word.load() & TID_MASK,
-                super::hook::LockResult::Busy,
-            );
-            if track::level() != 0 {
-                self.track.try_failed(Kind::CeilingMutex, self.addr());
-            }
-            Ok(false)
+            Ok(self.try_busy())
         }
     }
 }
@@ -308,10 +304,7 @@ unsafe impl RawMutex for RawCeilingMutex {
     }
 
     unsafe fn unlock(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         let ceiling = self.held_ceiling.load(Ordering::Relaxed);
         if !self.word.unlock_fast(current_tid()) {
             self.word.unlock_slow();
@@ -331,11 +324,7 @@ unsafe impl RawMutexTimed for RawCeilingMutex {
     type Instant = Instant;
 
     fn try_lock_until(&self, deadline: Instant) -> bool {
-        match self.lock_impl(Some(deadline)) {
-            Ok(()) => true,
-            Err(e) if e.kind() == ErrorKind::TimedOut => false,
-            Err(e) => lock_failed(e),
-        }
+        timed_outcome(self.lock_impl(Some(deadline)))
     }
 
     fn try_lock_for(&self, timeout: Duration) -> bool {
@@ -400,14 +389,15 @@ impl Tpp {
         }
     }
 
-    fn attr(&self, policy: u32, priority: u32, nice: i32) -> libc::sched_attr {
-        // SAFETY: sched_attr is plain data; all-zero is valid.
-        let mut a: libc::sched_attr = unsafe { std::mem::zeroed() };
-        a.sched_policy = policy;
-        a.sched_priority = priority;
-        a.sched_nice = nice;
-        a.sched_flags = self.base_flags & SCHED_FLAG_RESET_ON_FORK;
-        a
+    fn attr(&self, policy: u32, priority: u32, nice: i32) -> RawAttr {
+        RawAttr {
+            size: std::mem::size_of::<RawAttr>() as u32,
+            sched_policy: policy,
+            sched_priority: priority,
+            sched_nice: nice,
+            sched_flags: self.base_flags & SCHED_FLAG_RESET_ON_FORK,
+            ..RawAttr::default()
+        }
     }
 
     fn set_rt(&self, priority: u32) -> std::result::Result<(), i32> {
@@ -416,7 +406,7 @@ impl Tpp {
         } else {
             libc::SCHED_FIFO
         };
-        sys::sched_setattr_self(&self.attr(policy as u32, priority, 0))
+        sys_setattr(0, &self.attr(policy as u32, priority, 0))
     }
 }
 
@@ -427,7 +417,7 @@ fn raise(ceiling: u32) -> Result<()> {
     TPP.with(|t| {
         let mut t = t.borrow_mut();
         if t.held == 0 && !(t.trust_cache && t.cached) {
-            let a = sys::sched_getattr_self().map_err(|e| Error::from_errno("sched_getattr", e))?;
+            let a = sys_getattr(0).map_err(|e| Error::from_errno("sched_getattr", e))?;
             t.base_policy = a.sched_policy;
             t.base_priority = a.sched_priority;
             t.base_nice = a.sched_nice;
@@ -537,7 +527,7 @@ fn lower(ceiling: u32) {
             t.boost = top;
         } else {
             let base = t.attr(t.base_policy, t.base_priority, t.base_nice);
-            let _ = sys::sched_setattr_self(&base);
+            let _ = sys_setattr(0, &base);
             t.boost = 0;
         }
     });

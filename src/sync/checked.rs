@@ -92,6 +92,16 @@ impl<R: RawMutexChecked, T: ?Sized> MutexExt<R, T> for Mutex<R, T> {
     }
 }
 
+/// `RawMutexTimed::try_lock_until`'s answer from a checked timed lock: `true` when
+/// acquired, `false` on timeout, and [`lock_failed`] for any other refusal.
+pub(crate) fn timed_outcome(r: Result<()>) -> bool {
+    match r {
+        Ok(()) => true,
+        Err(e) if e.kind() == crate::ErrorKind::TimedOut => false,
+        Err(e) => lock_failed(e),
+    }
+}
+
 /// What the panicking lock_api methods do with a refusal.
 #[cold]
 #[inline(never)]

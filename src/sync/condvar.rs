@@ -72,18 +72,9 @@ impl Condvar {
         deadline: Option<Instant>,
     ) -> bool {
         let tid = current_tid();
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            let r = self.track.record(Kind::Condvar, self.addr());
-            r.add(track::W_LOCKS, 1);
-            r.add(track::W_CONTENDED, 1);
-            if deadline.is_some() {
-                r.add(track::W_A, 1);
-            }
-            self.track.wait_begin(Kind::Condvar, self.addr(), tid)
-        } else {
-            0
-        };
+        let wait = self
+            .track
+            .cond_wait_start(self.addr(), tid, deadline.is_some());
         super::hook::cond_wait(
             self.addr(),
             super::hook::raw_addr(MutexGuard::mutex(guard)),
@@ -96,19 +87,7 @@ impl Condvar {
             timed_out = sys::wait(&self.seq, s, deadline) == Err(libc::ETIMEDOUT);
         });
         self.sleepers.fetch_sub(1, Ordering::Relaxed);
-        if tracked {
-            self.track.wait_end(tid);
-            if let Some(r) = self.track.get() {
-                if timed_out {
-                    r.add(track::W_B, 1);
-                }
-                if t0 != 0 {
-                    let w = track::ticks().saturating_sub(t0);
-                    r.add(track::W_WAIT_TOTAL, w);
-                    r.max(track::W_WAIT_MAX, w);
-                }
-            }
-        }
+        self.track.cond_wait_done(tid, wait, timed_out);
         timed_out
     }
 
@@ -180,9 +159,7 @@ impl Condvar {
 
     /// Info, statistics and waiters, if known to tracking.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
-        s.info.address = self.addr();
-        Some(s)
+        self.track.snapshot_at(self.addr())
     }
 
     /// Gives the condvar a name shown by introspection (and registers it now).

@@ -18,11 +18,11 @@ use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
-use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::pi::relock_error;
 use super::sys::{self, current_tid, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, Result};
 
 /// The futex word of the normal and ceiling mutexes: owner tid | waiters bit.
 pub(crate) struct TidWord(AtomicU32);
@@ -70,29 +70,13 @@ impl TidWord {
         call: &'static str,
         t: (&Track, Kind, usize),
     ) -> Result<()> {
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            t.0.wait_begin(t.1, t.2, tid)
-        } else {
-            0
-        };
-        let r = self.lock_slow_inner(tid, deadline, call);
-        if tracked {
-            t.0.wait_end(tid);
-            if r.is_ok() {
-                t.0.acquired_after_wait(t.1, t.2, tid, t0);
-            }
-        }
-        super::hook::lock(
+        t.0.contended_lock(
+            t.1,
             t.2,
-            self.load() & TID_MASK,
-            match &r {
-                Ok(()) => super::hook::LockResult::Acquired,
-                Err(e) if e.kind() == ErrorKind::TimedOut => super::hook::LockResult::TimedOut,
-                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
-            },
-        );
-        r
+            tid,
+            || self.lock_slow_inner(tid, deadline, call),
+            || self.load() & TID_MASK,
+        )
     }
 
     fn lock_slow_inner(
@@ -198,11 +182,8 @@ impl RawNormalMutex {
     /// Info, statistics and waiters, if known to tracking (see
     /// [`set_tracking`](super::set_tracking)); lock state read live from the word.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
-        s.info.owner = self.owner();
-        s.info.locked = s.info.owner.is_some();
-        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.address = self.addr();
+        let mut s = self.track.snapshot_at(self.addr())?;
+        s.info.set_live_owner(self.owner());
         Some(s)
     }
 
@@ -233,6 +214,19 @@ impl RawNormalMutex {
     #[inline]
     pub fn has_waiters(&self) -> bool {
         self.word.load() & WAITERS != 0
+    }
+
+    /// The checked lock, untimed or until `deadline`: the CAS fast path, else the
+    /// tracked futex wait (errors named after `call`).
+    #[inline]
+    fn lock_by(&self, deadline: Option<Instant>, call: &'static str) -> Result<()> {
+        let tid = current_tid();
+        if self.word.try_fast(tid) {
+            self.track
+                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
+            return Ok(());
+        }
+        self.word.lock_slow(tid, deadline, call, self.t())
     }
 
     /// The contended `lock()`, out of line: keeps the inlined fast path as small as
@@ -275,10 +269,8 @@ unsafe impl RawMutex for RawNormalMutex {
     fn lock(&self) {
         let tid = current_tid();
         if self.word.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
-            }
+            self.track
+                .on_fast_acquired(Kind::NormalMutex, self.addr(), tid);
         } else {
             self.lock_contended(tid)
         }
@@ -291,10 +283,7 @@ unsafe impl RawMutex for RawNormalMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         if !self.word.unlock_fast(current_tid()) {
             self.word.unlock_slow();
         }
@@ -312,11 +301,7 @@ unsafe impl RawMutexTimed for RawNormalMutex {
     type Instant = Instant;
 
     fn try_lock_until(&self, deadline: Instant) -> bool {
-        match self.lock_until_checked(deadline) {
-            Ok(()) => true,
-            Err(e) if e.kind() == ErrorKind::TimedOut => false,
-            Err(e) => lock_failed(e),
-        }
+        timed_outcome(self.lock_until_checked(deadline))
     }
 
     fn try_lock_for(&self, timeout: Duration) -> bool {
@@ -326,16 +311,7 @@ unsafe impl RawMutexTimed for RawNormalMutex {
 
 impl RawMutexChecked for RawNormalMutex {
     fn lock_checked(&self) -> Result<()> {
-        let tid = current_tid();
-        if self.word.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
-            }
-            return Ok(());
-        }
-        self.word
-            .lock_slow(tid, None, "normal_mutex_lock", self.t())
+        self.lock_by(None, "normal_mutex_lock")
     }
 
     #[inline]
@@ -358,15 +334,6 @@ impl RawMutexChecked for RawNormalMutex {
     }
 
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
-        let tid = current_tid();
-        if self.word.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::NormalMutex, self.addr(), tid);
-            }
-            return Ok(());
-        }
-        self.word
-            .lock_slow(tid, Some(deadline), "normal_mutex_timedlock", self.t())
+        self.lock_by(Some(deadline), "normal_mutex_timedlock")
     }
 }

@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
-use super::checked::{deadline_after, lock_failed, RawMutexChecked};
+use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::sys::{self, current_tid, OWNER_DIED, TID_MASK, WAITERS};
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
@@ -104,12 +104,10 @@ impl RawPiMutex {
     /// while [`set_tracking`](super::set_tracking) was on, or named). The lock state
     /// (locked, owner, has-waiters) is read live from the futex word.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
+        let mut s = self.track.snapshot_at(self.addr())?;
         let w = self.word();
-        s.info.owner = (w & TID_MASK != 0).then_some(w & TID_MASK);
-        s.info.locked = s.info.owner.is_some();
-        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.address = self.addr();
+        s.info
+            .set_live_owner((w & TID_MASK != 0).then_some(w & TID_MASK));
         Some(s)
     }
 
@@ -236,33 +234,29 @@ impl RawPiMutex {
         }
     }
 
+    /// The checked lock, untimed or until `deadline`: one CAS when free, else
+    /// `FUTEX_LOCK_PI2`.
+    #[inline]
+    fn lock_by(&self, deadline: Option<Instant>) -> Result<()> {
+        let tid = current_tid();
+        if self.try_fast(tid) {
+            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
+            Ok(())
+        } else {
+            self.lock_slow(tid, deadline)
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::PiMutex, self.addr(), tid)
-        } else {
-            0
-        };
-        let r = self.lock_slow_inner(tid, deadline);
-        if tracked {
-            self.track.wait_end(tid);
-            if r.is_ok() {
-                self.track
-                    .acquired_after_wait(Kind::PiMutex, self.addr(), tid, t0);
-            }
-        }
-        super::hook::lock(
+        self.track.contended_lock(
+            Kind::PiMutex,
             self.addr(),
-            self.word() & TID_MASK,
-            match &r {
-                Ok(()) => super::hook::LockResult::Acquired,
-                Err(e) if e.kind() == ErrorKind::TimedOut => super::hook::LockResult::TimedOut,
-                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
-            },
-        );
-        r
+            tid,
+            || self.lock_slow_inner(tid, deadline),
+            || self.word() & TID_MASK,
+        )
     }
 
     fn lock_slow_inner(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
@@ -391,10 +385,7 @@ unsafe impl RawMutex for RawPiMutex {
     fn lock(&self) {
         let tid = current_tid();
         if self.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::PiMutex, self.addr(), tid);
-            }
+            self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
         } else if let Err(e) = self.lock_slow(tid, None) {
             lock_failed(e)
         }
@@ -407,10 +398,7 @@ unsafe impl RawMutex for RawPiMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         let tid = current_tid();
         if self
             .word
@@ -434,11 +422,7 @@ unsafe impl RawMutexTimed for RawPiMutex {
 
     /// `false` on timeout; panics on other refusals (see [`RawMutexChecked`]).
     fn try_lock_until(&self, deadline: Instant) -> bool {
-        match self.lock_until_checked(deadline) {
-            Ok(()) => true,
-            Err(e) if e.kind() == ErrorKind::TimedOut => false,
-            Err(e) => lock_failed(e),
-        }
+        timed_outcome(self.lock_until_checked(deadline))
     }
 
     fn try_lock_for(&self, timeout: Duration) -> bool {
@@ -449,16 +433,7 @@ unsafe impl RawMutexTimed for RawPiMutex {
 impl RawMutexChecked for RawPiMutex {
     #[inline]
     fn lock_checked(&self) -> Result<()> {
-        let tid = current_tid();
-        if self.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::PiMutex, self.addr(), tid);
-            }
-            Ok(())
-        } else {
-            self.lock_slow(tid, None)
-        }
+        self.lock_by(None)
     }
 
     #[inline]
@@ -485,15 +460,6 @@ impl RawMutexChecked for RawPiMutex {
     }
 
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
-        let tid = current_tid();
-        if self.try_fast(tid) {
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::PiMutex, self.addr(), tid);
-            }
-            Ok(())
-        } else {
-            self.lock_slow(tid, Some(deadline))
-        }
+        self.lock_by(Some(deadline))
     }
 }

@@ -207,12 +207,9 @@ impl<T: ?Sized> RecursiveMutex<T> {
 
     /// Info, statistics and waiters, if known to tracking; state read live.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
-        s.info.owner = self.owner();
-        s.info.locked = s.info.owner.is_some();
-        s.info.owner_pid = s.info.owner.map(|_| std::process::id());
+        let mut s = self.track.snapshot_at(self.addr())?;
+        s.info.set_live_owner(self.owner());
         s.info.recursion = self.recursion();
-        s.info.address = self.addr();
         Some(s)
     }
 

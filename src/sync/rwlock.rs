@@ -105,12 +105,7 @@ impl RawRwLock {
     #[inline(never)]
     fn read_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::RwLock, self.addr(), tid)
-        } else {
-            0
-        };
+        let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
         let ok = loop {
             let s = self.state.load(Ordering::Acquire);
             if s & WRITER == 0 && self.writers_waiting.load(Ordering::Relaxed) == 0 {
@@ -134,7 +129,7 @@ impl RawRwLock {
                 break false;
             }
         };
-        if tracked {
+        if let Some(t0) = wait {
             self.track.wait_end(tid);
             if let (true, Some(r)) = (ok, self.track.get()) {
                 r.add(track::W_A, 1);
@@ -166,12 +161,7 @@ impl RawRwLock {
     #[inline(never)]
     fn write_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::RwLock, self.addr(), tid)
-        } else {
-            0
-        };
+        let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
         self.writers_waiting.fetch_add(1, Ordering::SeqCst);
         let ok = loop {
             let s = self.state.load(Ordering::Relaxed);
@@ -198,7 +188,7 @@ impl RawRwLock {
         if ok {
             self.writer.store(tid, Ordering::Relaxed);
         }
-        if tracked {
+        if let Some(t0) = wait {
             self.track.wait_end(tid);
             if ok {
                 self.track
@@ -255,13 +245,12 @@ impl RawRwLock {
     /// Info (readers, writer), statistics and waiters, if known to tracking; state
     /// read live.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
+        let mut s = self.track.snapshot_at(self.addr())?;
         s.info.readers = self.readers();
         s.info.owner = self.writer();
         s.info.write_locked = self.state.load(Ordering::Relaxed) & WRITER != 0;
         s.info.locked = s.info.write_locked || s.info.readers > 0;
         s.info.owner_pid = s.info.owner.map(|_| std::process::id());
-        s.info.address = self.addr();
         Some(s)
     }
 
@@ -357,18 +346,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     fn lock_exclusive(&self) {
-        if self
-            .state
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            let tid = current_tid();
-            self.writer.store(tid, Ordering::Relaxed);
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::RwLock, self.addr(), tid);
-            }
-        } else {
+        if !self.try_lock_exclusive_quiet() {
             self.write_slow(None);
         }
     }
@@ -404,10 +382,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        super::hook::unlock(self.addr());
-        if track::level() != 0 {
-            self.track.releasing();
-        }
+        self.track.on_unlock(self.addr());
         self.writer.store(0, Ordering::Relaxed);
         self.state.store(0, Ordering::SeqCst);
         self.wake_all();
@@ -459,6 +434,9 @@ unsafe impl RawRwLockTimed for RawRwLock {
 }
 
 impl RawRwLock {
+    /// The write fast path: one CAS 0 → WRITER; on success records the writer and
+    /// reports the acquisition. Shared by `lock_exclusive` and `try_lock_exclusive_until`.
+    #[inline]
     fn try_lock_exclusive_quiet(&self) -> bool {
         if self
             .state
@@ -467,10 +445,7 @@ impl RawRwLock {
         {
             let tid = current_tid();
             self.writer.store(tid, Ordering::Relaxed);
-            super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.track.acquired(Kind::RwLock, self.addr(), tid);
-            }
+            self.track.on_fast_acquired(Kind::RwLock, self.addr(), tid);
             true
         } else {
             false

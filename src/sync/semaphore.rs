@@ -105,12 +105,7 @@ impl Semaphore {
             return Ok(());
         }
         let tid = current_tid();
-        let tracked = track::level() != 0;
-        let t0 = if tracked {
-            self.track.wait_begin(Kind::Semaphore, self.addr(), tid)
-        } else {
-            0
-        };
+        let wait = self.track.wait_start(Kind::Semaphore, self.addr(), tid);
         let r = loop {
             if let Some(after) = self.try_take() {
                 break Ok(after);
@@ -125,7 +120,7 @@ impl Semaphore {
                     .ok_or_else(|| Error::from_errno("sem_timedwait", libc::ETIMEDOUT));
             }
         };
-        if tracked {
+        if let Some(t0) = wait {
             self.track.wait_end(tid);
             if let Ok(after) = r {
                 self.taken(after, true, t0);
@@ -248,9 +243,8 @@ impl Semaphore {
 
     /// Info (with the count), statistics and waiters, if known to tracking.
     pub fn snapshot(&self) -> Option<Snapshot> {
-        let mut s = track::snapshot(self.track.get()?)?;
+        let mut s = self.track.snapshot_at(self.addr())?;
         s.info.sem_count = Some(self.value());
-        s.info.address = self.addr();
         Some(s)
     }
 

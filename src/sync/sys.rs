@@ -85,12 +85,24 @@ unsafe fn futex(
         )
     };
     if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
+        Err(last_errno())
     } else {
         Ok(r)
     }
+}
+
+/// A private futex operation `op` with no timeout and no `val3`, on a word borrowed
+/// for the call (so it is live and aligned): the safe form of [`futex`].
+fn futex_untimed(word: &AtomicU32, op: libc::c_int, val: u32) -> Result<libc::c_long, i32> {
+    // SAFETY: `word` is a live, aligned AtomicU32 for the call; no timeout.
+    unsafe { futex(word, op | FUTEX_PRIVATE_FLAG, val, std::ptr::null(), 0) }
+}
+
+/// The errno of the failed call just made (EIO if the OS gave none).
+fn last_errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
 fn ts_add(now: rustix::time::Timespec, d: std::time::Duration) -> libc::timespec {
@@ -149,32 +161,12 @@ pub(crate) fn lock_pi(word: &AtomicU32, deadline: Option<Instant>) -> Result<(),
 
 /// `FUTEX_TRYLOCK_PI`: take the PI futex if free (or left by a dead owner).
 pub(crate) fn trylock_pi(word: &AtomicU32) -> Result<(), i32> {
-    // SAFETY: `word` is a live AtomicU32; no timeout.
-    unsafe {
-        futex(
-            word,
-            FUTEX_TRYLOCK_PI | FUTEX_PRIVATE_FLAG,
-            0,
-            std::ptr::null(),
-            0,
-        )
-    }
-    .map(drop)
+    futex_untimed(word, FUTEX_TRYLOCK_PI, 0).map(drop)
 }
 
 /// `FUTEX_UNLOCK_PI`: hand the PI futex to the highest-priority waiter.
 pub(crate) fn unlock_pi(word: &AtomicU32) -> Result<(), i32> {
-    // SAFETY: `word` is a live AtomicU32; no timeout.
-    unsafe {
-        futex(
-            word,
-            FUTEX_UNLOCK_PI | FUTEX_PRIVATE_FLAG,
-            0,
-            std::ptr::null(),
-            0,
-        )
-    }
-    .map(drop)
+    futex_untimed(word, FUTEX_UNLOCK_PI, 0).map(drop)
 }
 
 /// `FUTEX_WAIT_BITSET`: sleep while `*word == val`, until the absolute
@@ -197,49 +189,8 @@ pub(crate) fn wait(word: &AtomicU32, val: u32, deadline: Option<Instant>) -> Res
 
 /// `FUTEX_WAKE`: wake up to `n` threads sleeping on `word`; returns how many woke.
 pub(crate) fn wake(word: &AtomicU32, n: u32) -> u32 {
-    // SAFETY: `word` is a live AtomicU32; no timeout. FUTEX_WAKE cannot fail on a
-    // valid private address.
-    unsafe {
-        futex(
-            word,
-            FUTEX_WAKE | FUTEX_PRIVATE_FLAG,
-            n,
-            std::ptr::null(),
-            0,
-        )
-    }
-    .map_or(0, |n| n as u32)
-}
-
-/// The calling thread's scheduling attributes (`sched_getattr(0)`).
-pub(crate) fn sched_getattr_self() -> Result<libc::sched_attr, i32> {
-    // SAFETY: sched_attr is plain data; all-zero is a valid value.
-    let mut attr: libc::sched_attr = unsafe { std::mem::zeroed() };
-    let size = std::mem::size_of::<libc::sched_attr>() as u32;
-    // SAFETY: `attr` is a writable sched_attr of `size` bytes; pid 0 = this thread.
-    let r = unsafe { libc::syscall(libc::SYS_sched_getattr, 0, &mut attr, size, 0) };
-    if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(attr)
-    }
-}
-
-/// Sets the calling thread's scheduling attributes (`sched_setattr(0)`).
-pub(crate) fn sched_setattr_self(attr: &libc::sched_attr) -> Result<(), i32> {
-    let mut a = *attr;
-    a.size = std::mem::size_of::<libc::sched_attr>() as u32;
-    // SAFETY: `a` is a valid sched_attr whose size field matches; pid 0 = this thread.
-    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &a, 0) };
-    if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(())
-    }
+    // FUTEX_WAKE cannot fail on a valid private address.
+    futex_untimed(word, FUTEX_WAKE, n).map_or(0, |n| n as u32)
 }
 
 const FUTEX_WAIT_REQUEUE_PI: libc::c_int = 11;
@@ -271,9 +222,7 @@ pub(crate) fn wait_requeue_pi(
         )
     };
     if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
+        Err(last_errno())
     } else {
         Ok(())
     }
@@ -306,9 +255,7 @@ pub(crate) fn cmp_requeue_pi(
         )
     };
     if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
+        Err(last_errno())
     } else {
         Ok(r as u32)
     }

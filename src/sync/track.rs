@@ -422,6 +422,110 @@ impl Drop for Track {
 // ---- lock-side helpers used by the mutex kinds ----
 
 impl Track {
+    /// [`snapshot`] of this object's record with `info.address` set; `None` when
+    /// it has none or the record is not live.
+    pub(crate) fn snapshot_at(&self, addr: usize) -> Option<Snapshot> {
+        let mut s = snapshot(self.get()?)?;
+        s.info.address = addr;
+        Some(s)
+    }
+
+    /// The fast-path acquisition report every lock kind makes: the trace hook,
+    /// then (only when tracking is on) [`acquired`](Self::acquired). Inlined so the
+    /// tracking-off fast path stays one level load and branch.
+    #[inline(always)]
+    pub(crate) fn on_fast_acquired(&self, kind: Kind, addr: usize, tid: u32) {
+        super::hook::lock(addr, tid, super::hook::LockResult::Acquired);
+        if level() != 0 {
+            self.acquired(kind, addr, tid);
+        }
+    }
+
+    /// `Some(start tick)` after recording that `tid` starts waiting for the object,
+    /// when tracking is on; `None` (nothing recorded) when it is off.
+    #[inline]
+    pub(crate) fn wait_start(&self, kind: Kind, addr: usize, tid: u32) -> Option<u64> {
+        (level() != 0).then(|| self.wait_begin(kind, addr, tid))
+    }
+
+    /// The contended acquisition of an exclusive lock, shared by the mutex kinds:
+    /// records the wait around `inner` (tracking on) and the acquisition after it,
+    /// then reports the result to the trace hook with the owner read by `owner`
+    /// afterwards.
+    #[inline]
+    pub(crate) fn contended_lock(
+        &self,
+        kind: Kind,
+        addr: usize,
+        tid: u32,
+        inner: impl FnOnce() -> crate::Result<()>,
+        owner: impl FnOnce() -> u32,
+    ) -> crate::Result<()> {
+        let wait = self.wait_start(kind, addr, tid);
+        let r = inner();
+        if let Some(t0) = wait {
+            self.wait_end(tid);
+            if r.is_ok() {
+                self.acquired_after_wait(kind, addr, tid, t0);
+            }
+        }
+        super::hook::lock(
+            addr,
+            owner(),
+            match &r {
+                Ok(()) => super::hook::LockResult::Acquired,
+                Err(e) if e.kind() == crate::ErrorKind::TimedOut => {
+                    super::hook::LockResult::TimedOut
+                }
+                Err(e) => super::hook::LockResult::Error(e.errno().unwrap_or(0)),
+            },
+        );
+        r
+    }
+
+    /// The start of a condition-variable wait by `tid` (either condvar kind): when
+    /// tracking is on, counts the wait (and a timed one in `W_A`) and returns
+    /// `Some(start tick)` for [`cond_wait_done`](Self::cond_wait_done).
+    pub(crate) fn cond_wait_start(&self, addr: usize, tid: u32, timed: bool) -> Option<u64> {
+        if level() == 0 {
+            return None;
+        }
+        let r = self.record(Kind::Condvar, addr);
+        r.add(W_LOCKS, 1);
+        r.add(W_CONTENDED, 1);
+        if timed {
+            r.add(W_A, 1);
+        }
+        Some(self.wait_begin(Kind::Condvar, addr, tid))
+    }
+
+    /// The end of a condvar wait begun by [`cond_wait_start`](Self::cond_wait_start):
+    /// counts a timeout in `W_B` and adds the wait time (timing level).
+    pub(crate) fn cond_wait_done(&self, tid: u32, wait: Option<u64>, timed_out: bool) {
+        let Some(t0) = wait else { return };
+        self.wait_end(tid);
+        if let Some(r) = self.get() {
+            if timed_out {
+                r.add(W_B, 1);
+            }
+            if t0 != 0 {
+                let w = ticks().saturating_sub(t0);
+                r.add(W_WAIT_TOTAL, w);
+                r.max(W_WAIT_MAX, w);
+            }
+        }
+    }
+
+    /// The unlock report every exclusive lock makes before releasing its word: the
+    /// trace hook, then (only when tracking is on) [`releasing`](Self::releasing).
+    #[inline(always)]
+    pub(crate) fn on_unlock(&self, addr: usize) {
+        super::hook::unlock(addr);
+        if level() != 0 {
+            self.releasing();
+        }
+    }
+
     /// After an uncontended acquisition by `tid` (tracking is on).
     #[inline]
     pub(crate) fn acquired(&self, kind: Kind, addr: usize, tid: u32) {
@@ -573,6 +677,16 @@ pub struct Info {
     pub write_locked: bool,
     /// Semaphores: the current count.
     pub sem_count: Option<u32>,
+}
+
+impl Info {
+    /// Sets the live owner of an exclusive lock read from its word: `owner`,
+    /// `locked` (held iff owned) and `owner_pid` (this process when owned).
+    pub(crate) fn set_live_owner(&mut self, owner: Option<u32>) {
+        self.owner = owner;
+        self.locked = owner.is_some();
+        self.owner_pid = owner.map(|_| std::process::id());
+    }
 }
 
 /// Usage statistics since the object became known: the analogue of Solaris

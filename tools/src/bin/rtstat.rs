@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use posixrt::sync::{self, Snapshot};
+use posixrt_tools::json_str;
 
 /// List a posixrt process's tracked synchronization objects (info, statistics,
 /// waiters) and the deadlock cycles among them; without PID, every such process
@@ -51,20 +52,6 @@ fn state(s: &Snapshot) -> String {
             None => "free".into(),
         },
     }
-}
-
-fn json_str(s: &str) -> String {
-    let mut o = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
 }
 
 fn opt<T: std::fmt::Display>(v: Option<T>) -> String {

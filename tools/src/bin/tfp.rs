@@ -17,6 +17,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use clap::Parser;
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
+use posixrt_tools::json_str;
 
 /// List marked threads ("thread fingerprints") of every process, or of the
 /// processes whose executable path ends with NAME.
@@ -293,24 +294,6 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
         }
     }
     Ok(())
-}
-
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
 }
 
 fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
