@@ -247,6 +247,17 @@ impl RawPiMutex {
         }
     }
 
+    /// `RawMutex::lock`'s contended path, out of line with its panic so that `lock`
+    /// itself stays small enough to inline (the `Result` and its drop glue would
+    /// otherwise be inlined into every locking call site).
+    #[cold]
+    #[inline(never)]
+    fn lock_contended(&self, tid: u32) {
+        if let Err(e) = self.lock_slow(tid, None) {
+            lock_failed(e)
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
@@ -386,8 +397,8 @@ unsafe impl RawMutex for RawPiMutex {
         let tid = current_tid();
         if self.try_fast(tid) {
             self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
-        } else if let Err(e) = self.lock_slow(tid, None) {
-            lock_failed(e)
+        } else {
+            self.lock_contended(tid)
         }
     }
 
