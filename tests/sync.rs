@@ -1235,8 +1235,13 @@ fn stress_pi_condvar_queue_notify_one_and_all() {
                 let Some(v) = g.pop_front() else {
                     return; // everything was consumed
                 };
-                q.got.fetch_add(1, Ordering::SeqCst);
+                let got = q.got.fetch_add(1, Ordering::SeqCst) + 1;
                 q.not_full.notify_all();
+                if got == 2 * PER_PRODUCER as u32 {
+                    // The last item: wake consumers asleep in an untimed wait, or they
+                    // would wait for an item that never comes.
+                    q.not_empty.notify_all();
+                }
                 drop(g);
                 q.sum.fetch_add(v, Ordering::Relaxed);
             }
