@@ -4,29 +4,10 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-/// Quotes `s` as a JSON string literal: `"` and `\` are escaped, `\n`, `\r` and
-/// `\t` get their short escapes and every other control character below U+0020
-/// becomes `\u00XX`, so a thread or object name cannot break the document.
-pub fn json_str(s: &str) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
+/// Quotes `s` as a JSON string literal (`"` and `\` escaped, `\n`, `\r`, `\t` short,
+/// other control characters as `\u00XX`), so a thread or object name cannot break the
+/// document. The library's own escaper, which the trace exports use too.
+pub use posixrt::trace::export::json_str;
 
 #[cfg(test)]
 mod tests {
