@@ -14,9 +14,8 @@
 //! time order. Across batches the order can still go back a little: an event a
 //! thread had stamped but not yet published when a flush took the others goes into
 //! the next batch. Readers that need time to go forward sort by timestamp (the
-//! [exporters](super::export) do; `rtrace stats` spans oldest to newest; `rtrace dump`
-//! prints the log
-//! order with times relative to the oldest event).
+//! [exporters](super::export) do); `rtrace stats` spans oldest to newest, and
+//! `rtrace dump` prints the log order with times relative to the oldest event.
 
 use std::collections::VecDeque;
 use std::fs::File;
