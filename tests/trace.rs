@@ -1456,3 +1456,56 @@ fn t_cap_half(a: &TraceAttr) -> usize {
     t.shutdown().unwrap();
     b / 2 - 2 * a.max_system_event_size()
 }
+
+/// A log written through flushes is in time order: FLUSH_START used to be written
+/// before the older events of the batch it flushed, stamped with the flush time.
+#[test]
+fn log_with_flushes_is_in_time_order() {
+    let _g = serial();
+    let (p, f) = open_log("ordered.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    let ev = trace::eventid_open("tt.log.ordered").unwrap();
+    t.start().unwrap();
+    for i in 0..10u64 {
+        trace::event(ev, &i.to_le_bytes());
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    t.flush().unwrap();
+    for i in 10..20u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    std::thread::sleep(Duration::from_millis(2));
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (_l, evs) = log_events(&p);
+    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    assert_eq!(user, (0..20).collect::<Vec<_>>());
+    for w in evs.windows(2) {
+        assert!(
+            w[0].timestamp <= w[1].timestamp,
+            "log out of time order: {:?} at {:?} then {:?} at {:?}",
+            w[0].id,
+            w[0].timestamp,
+            w[1].id,
+            w[1].timestamp
+        );
+    }
+    // FLUSH_START/FLUSH_STOP still bracket each flush: they alternate, and the
+    // explicit flush comes after the first ten events (all recorded before it began).
+    let marks: Vec<EventId> = ids(&evs)
+        .into_iter()
+        .filter(|&i| matches!(i, EventId::FLUSH_START | EventId::FLUSH_STOP))
+        .collect();
+    assert!(marks.len() >= 2 && marks.len() % 2 == 0, "{marks:?}");
+    for pair in marks.chunks(2) {
+        assert_eq!(pair, [EventId::FLUSH_START, EventId::FLUSH_STOP]);
+    }
+    let first_start = evs
+        .iter()
+        .position(|e| e.id == EventId::FLUSH_START)
+        .unwrap();
+    let tenth = evs.iter().position(|e| e.id == ev && seq(e) == 9).unwrap();
+    assert!(tenth < first_start, "{:?}", ids(&evs));
+    let span = evs.last().unwrap().timestamp - evs[0].timestamp;
+    assert!(span >= Duration::from_millis(2), "span {span:?}");
+}

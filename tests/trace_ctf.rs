@@ -390,3 +390,95 @@ fn chrome_json_export_is_valid_trace_event_json() {
         Some("7")
     );
 }
+
+/// A log written through flushes (FLUSH_START/FLUSH_STOP kept), exported to CTF, is
+/// read by babeltrace2: its muxer refuses a stream whose time goes backwards. Events
+/// handed over in any order are exported oldest first.
+#[test]
+fn ctf_export_of_a_flushed_log_is_time_ordered() {
+    let d = scratch("flushed");
+    let p = d.join("f.trace");
+    let (l, evs) = {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        let ev = trace::eventid_open("ctf ordered").unwrap();
+        t.start().unwrap();
+        for i in 0..5i32 {
+            trace::event(ev, &i.to_le_bytes());
+        }
+        t.flush().unwrap();
+        for i in 5..10i32 {
+            trace::event(ev, &i.to_le_bytes());
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+        (l, evs)
+    };
+    assert!(evs.iter().any(|e| e.id == trace::EventId::FLUSH_START));
+    let ts_of = |out: &std::path::Path| -> Vec<u64> {
+        // The event timestamps as babeltrace2 reads them (`[ns] name: ...`).
+        let o = Command::new("babeltrace2")
+            .args(["--clock-cycles"])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "babeltrace2 failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| {
+                let n = l.trim_start_matches('[');
+                n[..n.find(']').unwrap()].trim().parse::<u64>().unwrap()
+            })
+            .collect()
+    };
+    let mut reversed = evs.clone();
+    reversed.reverse();
+    for (name, list) in [("log order", &evs), ("reversed", &reversed)] {
+        let out = d.join(name.replace(' ', "_"));
+        export::write_ctf(&l, list, &out).unwrap();
+        let meta_ok = std::fs::read_to_string(out.join("metadata")).unwrap();
+        assert!(meta_ok.starts_with("/* CTF 1.8 */"));
+        if Command::new("babeltrace2")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed");
+            continue;
+        }
+        let ts = ts_of(&out);
+        assert_eq!(ts.len(), evs.len(), "{name}");
+        assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{name}: {ts:?}");
+        let mut want: Vec<u64> = evs.iter().map(|e| e.timestamp.as_nanos() as u64).collect();
+        want.sort_unstable();
+        assert_eq!(ts, want, "{name}");
+    }
+}
+
+/// The Chrome export is oldest first too, with times relative to the oldest event.
+#[test]
+fn chrome_json_export_is_time_ordered() {
+    let d = scratch("chrome-order");
+    let (l, mut evs) = make_log(&d);
+    evs.reverse();
+    let j = export::chrome_json(&l, &evs);
+    let ts: Vec<f64> = j
+        .lines()
+        .filter(|l| l.contains("\"ph\":\"i\""))
+        .map(|l| {
+            let at = l.find("\"ts\":").unwrap() + 5;
+            let rest = &l[at..];
+            rest[..rest.find(',').unwrap()].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(ts.len(), evs.len());
+    assert_eq!(ts[0], 0.0);
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+    assert!(ts[ts.len() - 1] > 0.0, "{ts:?}");
+}

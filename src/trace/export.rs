@@ -19,7 +19,20 @@ use crate::{Error, Result};
 
 struct Loaded<'a> {
     log: &'a TraceLog,
-    events: &'a [Event],
+    /// The events in non-decreasing timestamp order (stable: equal timestamps keep
+    /// their log order).
+    events: Vec<&'a Event>,
+}
+
+impl<'a> Loaded<'a> {
+    /// Sorts the events by timestamp: a log is in time order per flush, but events
+    /// of different threads can interleave across flushes, and viewers need time
+    /// to go forward (CTF requires it within a stream).
+    fn new(log: &'a TraceLog, events: &'a [Event]) -> Loaded<'a> {
+        let mut events: Vec<&Event> = events.iter().collect();
+        events.sort_by_key(|e| e.timestamp);
+        Loaded { log, events }
+    }
 }
 
 fn io_err(call: &'static str, path: &std::path::Path, e: std::io::Error) -> Error {
@@ -100,8 +113,10 @@ pub fn json_str(s: &str) -> String {
 /// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): process
 /// and thread name metadata, one instant event (`"ph":"i"`, thread scope) per trace
 /// event, with decoded system payloads or user data (hex and readable) as `args`.
+/// Events are written oldest first (a stable sort by timestamp), with times relative
+/// to the oldest one.
 pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
-    let l = Loaded { log, events };
+    let l = Loaded::new(log, events);
     let pid = l.log.pid();
     let base = l.events.first().map_or(0, |e| e.timestamp.as_nanos());
     let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
@@ -125,7 +140,7 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
             json_str(&format!("tid {t}"))
         );
     }
-    for e in l.events {
+    for e in &l.events {
         let ts = (e.timestamp.as_nanos().saturating_sub(base)) as f64 / 1000.0;
         let ty = l.log.event_type(e.id);
         let mut args = String::new();
@@ -208,11 +223,13 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 /// Writes a CTF 1.8 trace into `dir`: a TSDL `metadata` file and one binary
 /// `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
 /// fields by name; user events get `truncated`, `data_len` and a `data` byte sequence.
+/// Events are written in non-decreasing timestamp order (a stable sort, whatever the
+/// order of `events`), as CTF requires within a stream.
 ///
 /// # Errors
 /// The errno of creating the directory or writing the files.
 pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
-    let l = Loaded { log, events };
+    let l = Loaded::new(log, events);
     use sys::FieldType as F;
     std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
     let mut m = String::from("/* CTF 1.8 */\n\n");
@@ -276,7 +293,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     }
     // One packet holding every event.
     let mut body = Vec::new();
-    for e in l.events {
+    for e in &l.events {
         body.extend_from_slice(&e.id.raw().to_le_bytes());
         body.extend_from_slice(&(e.timestamp.as_nanos() as u64).to_le_bytes());
         body.extend_from_slice(&e.pid.to_le_bytes());

@@ -1,6 +1,21 @@
 //! The log file format (version 1) and its writer and reader.
 //!
 //! See the [module docs](super#log-file-format) for the byte layout.
+//!
+//! # Event order
+//!
+//! The flusher writes each flush as one batch in timestamp order (a stable sort,
+//! so an OVERFLOW stays before the event that ends its gap). `FLUSH_START` carries
+//! the time the flush began and is written where that time belongs in the batch:
+//! after the events recorded before the flush began (which it flushes), before
+//! any recorded while it ran; `FLUSH_STOP` (the count of events flushed) is
+//! stamped when the flush ends and follows the batch. So `FLUSH_START` and
+//! `FLUSH_STOP` still bracket the time each flush ran, and a log of one thread is in
+//! time order. Across batches the order can still go back a little: an event a
+//! thread had stamped but not yet published when a flush took the others goes into
+//! the next batch. Readers that need time to go forward sort by timestamp (the
+//! [exporters](super::export) do); `rtrace stats` spans oldest to newest, and
+//! `rtrace dump` prints the log order with times relative to the oldest event.
 
 use std::collections::VecDeque;
 use std::fs::File;

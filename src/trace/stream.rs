@@ -641,10 +641,6 @@ impl Stream {
             data,
         };
         let marks = explicit || self.policy == StreamFullPolicy::Flush;
-        if marks && !filtered(self.slot, EventId::FLUSH_START.0) {
-            w.push(&mark(EventId::FLUSH_START, Vec::new()));
-        }
-        let mut n = 0u64;
         let rings = self.rings_snapshot();
         // Take at most one full sub-buffer of records per sub-buffer (a record is at
         // least a header; each ring may add an OVERFLOW/RESUME pair): what is there
@@ -653,14 +649,30 @@ impl Stream {
         // growing without bound.
         let mut budget = st.pending.len() as u64
             + rings.len() as u64 * (self.cap as u64 / RECORD_HEADER as u64 + 2);
+        let mut batch = Vec::new();
         while budget > 0 {
             let Some(e) = self.take_from(&rings, &mut st) else {
                 break;
             };
             budget -= 1;
-            w.sync_types();
-            w.push(&e);
-            n += 1;
+            batch.push(e);
+        }
+        let n = batch.len() as u64;
+        // The log is written in time order as far as one flush can see: the batch
+        // is sorted by timestamp (stable, so an OVERFLOW stays before the event that
+        // ends its gap; sub-buffers are merged by timestamp already, but a record
+        // published late by its thread can come after a newer one of another
+        // thread), and FLUSH_START goes where its timestamp belongs: after the
+        // events recorded before the flush began, before those recorded during it.
+        batch.sort_by_key(|e| e.timestamp);
+        if marks && !filtered(self.slot, EventId::FLUSH_START.0) {
+            let at = batch.partition_point(|e| e.timestamp <= now);
+            batch.insert(at, mark(EventId::FLUSH_START, Vec::new()));
+        }
+        // Every name an event of the batch uses was registered before it was taken.
+        w.sync_types();
+        for e in &batch {
+            w.push(e);
         }
         for r in self.rings_snapshot() {
             r.flush_asked.store(false, Relaxed);

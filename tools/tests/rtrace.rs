@@ -203,3 +203,89 @@ fn closed_stdout_and_directory_give_clean_exits() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("is a directory"), "{e}");
 }
+
+/// A log written through an explicit flush, with its FLUSH_START/FLUSH_STOP marks:
+/// `dump` shows offsets from the oldest event (not everything at zero), `stats` the
+/// whole span, and the CTF export reads back in babeltrace2.
+#[test]
+fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
+    let _g = serial();
+    let d = dir().join("flushed");
+    std::fs::create_dir_all(&d).unwrap();
+    let p = d.join("f.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+    let ev = trace::eventid_open("rtrace_test_ordered").unwrap();
+    t.start().unwrap();
+    for i in 0..4i32 {
+        trace::event(ev, &i.to_le_bytes());
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    t.flush().unwrap();
+    for i in 4..8i32 {
+        trace::event(ev, &i.to_le_bytes());
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let ps = p.to_str().unwrap();
+
+    let o = rtrace(&["dump", ps]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = text(&o);
+    let rows: Vec<(f64, &str)> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            let ts = w.next().unwrap().parse::<f64>().unwrap();
+            (ts, w.nth(4).unwrap())
+        })
+        .collect();
+    assert!(
+        rows.iter().any(|r| r.1 == "posix_trace_flush_start"),
+        "{out}"
+    );
+    assert_eq!(rows[0].0, 0.0, "{out}");
+    let user: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.1 == "rtrace_test_ordered")
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(user.len(), 8, "{out}");
+    // Recorded a millisecond apart: every one after the first has its own offset.
+    assert!(user[1..].iter().all(|&x| x > 0.0), "{out}");
+    assert!(user.windows(2).all(|w| w[0] < w[1]), "{out}");
+    assert!(rows.windows(2).all(|w| w[0].0 <= w[1].0), "{out}");
+
+    let o = rtrace(&["stats", ps]);
+    assert!(o.status.success());
+    let s = text(&o);
+    let span_line = s.lines().find(|l| l.starts_with("time span:")).unwrap();
+    let secs: f64 = span_line
+        .rsplit('(')
+        .next()
+        .unwrap()
+        .trim_end_matches(" s)")
+        .parse()
+        .unwrap();
+    assert!(secs >= 0.007, "{s}");
+
+    let ctf = d.join("ctf");
+    let o = rtrace(&["export", "--format", "ctf", ps, "-o", ctf.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    if Command::new("babeltrace2")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed");
+        return;
+    }
+    let o = Command::new("babeltrace2").arg(&ctf).output().unwrap();
+    assert!(
+        o.status.success(),
+        "babeltrace2 failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(text(&o).matches("rtrace_test_ordered:").count(), 8);
+}

@@ -149,7 +149,13 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, String> {
     let base = if absolute {
         0
     } else {
-        l.events.first().map_or(0, |e| e.timestamp.as_nanos())
+        // The oldest event, wherever it is in the log: events of different threads
+        // can interleave across flushes, so the first one need not be the oldest.
+        l.events
+            .iter()
+            .map(|e| e.timestamp.as_nanos())
+            .min()
+            .unwrap_or(0)
     };
     if let Some(a) = l.log.attr() {
         println!(
@@ -169,7 +175,7 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, String> {
         let p = describe(ty, e);
         println!(
             "{:>20} pid {:<7} tid {:<7} {}{}{}{}",
-            fmt_ts(e.timestamp.as_nanos().saturating_sub(base)),
+            fmt_ts(e.timestamp.as_nanos() - base),
             e.pid,
             e.tid,
             name_of(&l.log, e.id),
@@ -204,13 +210,14 @@ fn stats(path: &Path) -> Result<Option<posixrt::Error>, String> {
         );
     }
     println!("events:     {}", l.events.len());
-    if let (Some(f), Some(last)) = (l.events.first(), l.events.last()) {
-        let span = last.timestamp.saturating_sub(f.timestamp);
+    let oldest = l.events.iter().map(|e| e.timestamp).min();
+    let newest = l.events.iter().map(|e| e.timestamp).max();
+    if let (Some(f), Some(last)) = (oldest, newest) {
         println!(
             "time span:  {} .. {} ({:.6} s)",
-            fmt_ts(f.timestamp.as_nanos()),
-            fmt_ts(last.timestamp.as_nanos()),
-            span.as_secs_f64()
+            fmt_ts(f.as_nanos()),
+            fmt_ts(last.as_nanos()),
+            (last - f).as_secs_f64()
         );
     }
     let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).collect();
