@@ -60,7 +60,10 @@
 //!
 //! # Log file format
 //!
-//! Version 1, all integers little-endian:
+//! Version 1, all integers little-endian. Events are in time order within each flush
+//! (FLUSH_START sits where its timestamp belongs); across flushes an event that was
+//! timestamped but not yet visible can come slightly late: see the log module's
+//! "Event order" section. `rtrace` and the exports sort by timestamp.
 //!
 //! - **File header**, 16 bytes: magic `"PXTRLOG\0"`, `u16` version (1), `u16` flags
 //!   (0), `u32` CRC-32C of the first 12 bytes.
