@@ -26,6 +26,10 @@ use posixrt::advise::{fadvise, Advice, AlignedBuf};
 const BUFSIZ: usize = 8192;
 
 fn main() -> ExitCode {
+    // `bytesum | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args: Vec<String> = std::env::args().collect();
     if args.len() != 2 {
         let me = args.first().map(String::as_str).unwrap_or("bytesum");

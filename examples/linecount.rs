@@ -150,6 +150,10 @@ fn next_read(f: &mut Input) -> Option<i64> {
 }
 
 fn main() {
+    // `linecount | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     // Options come first; `--` ends them (so a file may be called `-j`).
     let files_from = args.iter().position(|a| a == "--");

@@ -117,6 +117,10 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
 }
 
 fn main() {
+    // `linecount_notify | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("-h" | "--help") => {

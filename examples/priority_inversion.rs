@@ -385,6 +385,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    // `priority_inversion | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

@@ -71,6 +71,10 @@ fn show(s: &Snapshot) {
 }
 
 fn main() {
+    // `sync_inspect | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut json = false;
     let mut hold_ms = 0u64;
     let mut args = std::env::args().skip(1);

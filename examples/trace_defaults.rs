@@ -8,6 +8,10 @@
 use posixrt::trace::{Inheritance, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `trace_defaults | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     // posix_trace_create (0, NULL, &trid)
     let trid = Trace::create(&TraceAttr::new())?;
     // posix_trace_get_attr (trid, &attr)

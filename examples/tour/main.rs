@@ -14,6 +14,10 @@ mod trace;
 type Section = fn() -> Result<(), Box<dyn std::error::Error>>;
 
 fn main() {
+    // `tour | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let sections: [(&str, Section); 6] = [
         ("sched", sched::run),
         ("sync", sync::run),

@@ -121,6 +121,10 @@ fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> String {
 }
 
 fn main() -> ExitCode {
+    // `rtstat | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = Args::parse();
     let mut unreadable = 0;
     let pids = match args.pid {

@@ -74,6 +74,10 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
+    // `tfp | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = Args::parse();
     // Before the registry file exists, so no stop signal can leave it behind.
     if args.watch.is_some() {
