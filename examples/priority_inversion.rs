@@ -65,9 +65,10 @@ fn parse_args() -> Result<Args, String> {
             "--medium-ms" => a.medium_ms = num("--medium-ms")?,
             "--iterations" => a.iterations = num("--iterations")? as u64,
             "-h" | "--help" => {
-                return Err("usage: priority_inversion [--json] [--runs N] [--cs-ms MS] [--medium-ms MS] [--iterations N]".into())
+                println!("{USAGE}");
+                std::process::exit(0);
             }
-            other => return Err(format!("unknown argument {other:?}")),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     if a.medium_ms > 800.0 || a.cs_ms > 400.0 {
@@ -383,6 +384,9 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
 }
+
+const USAGE: &str =
+    "usage: priority_inversion [--json] [--runs N] [--cs-ms MS] [--medium-ms MS] [--iterations N]";
 
 fn main() {
     // `priority_inversion | head` ends quietly instead of a panic in println!.

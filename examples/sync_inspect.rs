@@ -88,7 +88,12 @@ fn main() {
                     std::process::exit(2);
                 }
             },
-            _ => {
+            "-h" | "--help" => {
+                println!("usage: sync_inspect [--json] [--hold-ms N]");
+                std::process::exit(0);
+            }
+            other => {
+                eprintln!("sync_inspect: unknown argument {other:?}");
                 eprintln!("usage: sync_inspect [--json] [--hold-ms N]");
                 std::process::exit(2);
             }
