@@ -122,13 +122,10 @@ fn main() {
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("-h" | "--help") => {
-            println!("usage: linecount_notify [--] [FILE...]  (no FILE, or `-`: standard input)");
-            println!("prints the total number of lines, like `cat FILE... | wc -l`");
-            return;
-        }
-        _ => {}
+    if let Some("-h" | "--help") = args.first().map(String::as_str) {
+        println!("usage: linecount_notify [--] [FILE...]  (no FILE, or `-`: standard input)");
+        println!("prints the total number of lines, like `cat FILE... | wc -l`");
+        return;
     }
     // It takes no options: anything that looks like one before `--` is a mistake,
     // not a file name (`-` alone is standard input; `-- -x` counts a file `-x`).
