@@ -405,6 +405,10 @@ fn pread_qd1<'a>(f: &'a File, ops: usize, size: usize) -> Result<Step<'a>, Strin
 }
 
 fn main() {
+    // `aio_latency | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let a = match parse() {
         Ok(a) => a,
         Err(e) => {

@@ -17,6 +17,10 @@ const CHUNK: usize = 64 * 1024;
 const CHUNKS: usize = 64;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `aio_tokio | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -14,6 +14,8 @@
 //! (On arm64, where `char` is unsigned, the C program would print a different
 //! number for files with such bytes; this example always uses the x86-64 meaning.)
 //!
+//! `-h`/`--help` prints the usage to stdout and exits 0 (a file of that name can
+//! still be read as `./--help`).
 //! Exit codes as in the listing: 1 with a usage message for a wrong argument count,
 //! 2 if the file cannot be opened (or a read fails), 0 otherwise.
 
@@ -26,7 +28,18 @@ use posixrt::advise::{fadvise, Advice, AlignedBuf};
 const BUFSIZ: usize = 8192;
 
 fn main() -> ExitCode {
+    // `bytesum | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args: Vec<String> = std::env::args().collect();
+    if args.len() == 2 && matches!(args[1].as_str(), "-h" | "--help") {
+        let me = args.first().map(String::as_str).unwrap_or("bytesum");
+        println!(
+            "Usage: {me} FILE\n\nPrints the sum of the bytes of FILE (each read as a signed char)."
+        );
+        return ExitCode::SUCCESS;
+    }
     if args.len() != 2 {
         let me = args.first().map(String::as_str).unwrap_or("bytesum");
         eprintln!("Usage: {me} FILE");

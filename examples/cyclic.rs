@@ -30,7 +30,7 @@ absolute CLOCK_MONOTONIC deadline every INTERVAL_US and records now - deadline.
 
   -p PRIO         SCHED_FIFO priority of the measuring thread (1..=99, default 80;
                   0 runs it SCHED_OTHER)
-  -i INTERVAL_US  period in microseconds (default 1000)
+  -i INTERVAL_US  period in microseconds (1..=10000000, default 1000)
   -l LOOPS        number of wake-ups (default 10000)
   -a CPU, -c CPU  pin the measuring thread to CPU (default: the first CPU this
                   process may use, as cyclictest does)
@@ -43,6 +43,9 @@ Ctrl-C (SIGINT) or SIGTERM ends the run early; the figures so far are printed.
 Output (as cyclictest -q): T: 0 (tid) P:80 I:1000 C: N Min: Act: Avg: Max:  (us,
 truncated to whole us as cyclictest does; --json gives exact values, percentiles,
 the loop index of the maximum and the page faults taken inside the loop)";
+
+/// The longest period accepted by `-i`, in microseconds (10 s).
+const MAX_INTERVAL_US: u64 = 10_000_000;
 
 struct Args {
     prio: i32,
@@ -89,6 +92,12 @@ fn parse() -> Result<Args, String> {
     }
     if a.interval_us == 0 {
         return Err("-i must be at least 1".into());
+    }
+    if a.interval_us > MAX_INTERVAL_US {
+        return Err(format!(
+            "-i {}: the interval may be at most {MAX_INTERVAL_US} us (10 s)",
+            a.interval_us
+        ));
     }
     Periodic::new(Duration::from_micros(a.interval_us))
         .map_err(|e| format!("-i {}: {e}", a.interval_us))?;
@@ -143,7 +152,24 @@ fn catch_stop_signals() {
     }
 }
 
+/// Blocks SIGINT and SIGTERM in the calling thread (`pthread_sigmask`).
+fn block_stop_signals() {
+    // SAFETY: an all-zero sigset_t is a valid value; sigemptyset initialises it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable sigset_t; a null old-set pointer is allowed.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 fn main() {
+    // `cyclic | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
@@ -206,10 +232,10 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         let mut timer = Periodic::new(interval)?;
         let (minor0, major0) = thread_faults();
         for _ in 0..loops {
-            let w = timer.wait()?;
-            stats.record(&w);
-            if STOP.load(Ordering::Relaxed) {
-                break;
+            // A SIGINT/SIGTERM interrupts the sleep (EINTR) and sets STOP.
+            match timer.wait_unless(&STOP)? {
+                Some(w) => stats.record(&w),
+                None => break,
             }
         }
         let (minor1, major1) = thread_faults();
@@ -232,6 +258,22 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(e.into()),
     };
     let tid = handle.tid();
+    // Route SIGINT/SIGTERM to the measuring thread, so they interrupt its sleep: block
+    // them here (the thread was spawned with them unblocked), and pass on one that
+    // arrived before the block.
+    block_stop_signals();
+    if STOP.load(Ordering::Relaxed) {
+        // SAFETY: tgkill with our own pid only reaches a thread of this process; the
+        // handler only stores to an atomic.
+        unsafe {
+            libc::syscall(
+                libc::SYS_tgkill,
+                libc::getpid(),
+                tid.as_raw(),
+                libc::SIGTERM,
+            )
+        };
+    }
     let m = match handle.join() {
         Ok(r) => r?,
         Err(_) => return Err("the measuring thread panicked".into()),

@@ -150,6 +150,10 @@ fn next_read(f: &mut Input) -> Option<i64> {
 }
 
 fn main() {
+    // `linecount | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     // Options come first; `--` ends them (so a file may be called `-j`).
     let files_from = args.iter().position(|a| a == "--");
@@ -177,16 +181,26 @@ fn main() {
         }
         args.drain(i..i + 2);
     }
-    if let Some(i) = args.iter().position(|a| a == "--") {
+    // Anything else that looks like an option before `--` is a mistake, not a file
+    // name (`-` alone is standard input; `-- -x` counts a file called `-x`).
+    let files_from = args.iter().position(|a| a == "--");
+    if let Some(bad) = args[..files_from.unwrap_or(args.len())]
+        .iter()
+        .find(|a| a.len() > 1 && a.starts_with('-'))
+    {
+        eprintln!("linecount: unknown option {bad:?} (use `-- {bad}` for a file of that name)");
+        eprintln!("usage: linecount [-j N] [--] [FILE...]");
+        std::process::exit(2);
+    }
+    if let Some(i) = files_from {
         args.remove(i);
     }
     match run(&args, jobs) {
-        Ok((n, ok)) => {
+        // A file that could not be read was reported: print no (partial) count.
+        Ok((_, false)) => std::process::exit(1),
+        Ok((n, true)) => {
             println!("{n}");
             let _ = io::stdout().flush();
-            if !ok {
-                std::process::exit(1);
-            }
         }
         Err(e) => {
             eprintln!("linecount: {e}");

@@ -117,25 +117,36 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
 }
 
 fn main() {
+    // `linecount_notify | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("-h" | "--help") => {
-            println!("usage: linecount_notify [--] [FILE...]  (no FILE, or `-`: standard input)");
-            println!("prints the total number of lines, like `cat FILE... | wc -l`");
-            return;
-        }
-        Some("--") => {
-            args.remove(0);
-        }
-        _ => {}
+    if let Some("-h" | "--help") = args.first().map(String::as_str) {
+        println!("usage: linecount_notify [--] [FILE...]  (no FILE, or `-`: standard input)");
+        println!("prints the total number of lines, like `cat FILE... | wc -l`");
+        return;
+    }
+    // It takes no options: anything that looks like one before `--` is a mistake,
+    // not a file name (`-` alone is standard input; `-- -x` counts a file `-x`).
+    let files_from = args.iter().position(|a| a == "--");
+    if let Some(bad) = args[..files_from.unwrap_or(args.len())]
+        .iter()
+        .find(|a| a.len() > 1 && a.starts_with('-'))
+    {
+        eprintln!(
+            "linecount_notify: unknown option {bad:?} (use `-- {bad}` for a file of that name)"
+        );
+        eprintln!("usage: linecount_notify [--] [FILE...]");
+        std::process::exit(2);
+    }
+    if let Some(i) = files_from {
+        args.remove(i);
     }
     match run(args) {
-        Ok((n, ok)) => {
-            println!("{n}");
-            if !ok {
-                std::process::exit(1);
-            }
-        }
+        // A file that could not be read was reported: print no (partial) count.
+        Ok((_, false)) => std::process::exit(1),
+        Ok((n, true)) => println!("{n}"),
         Err(e) => {
             eprintln!("linecount_notify: {e}");
             std::process::exit(1);

@@ -329,6 +329,10 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() {
+    // `mutex_starvation | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) => {

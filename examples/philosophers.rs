@@ -80,11 +80,26 @@ fn dine(no: i32, left: Arc<Mutex<()>>, right: Arc<Mutex<()>>, rounds: u32, ev: [
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
     // `philosophers | head` ends quietly instead of a panic in println!.
     // SAFETY: restores the default disposition of SIGPIPE before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let a = args()?;
+    // Errors in plain words on stderr (not Rust's Debug quoting): 2 for bad
+    // arguments, 1 for a failed run.
+    let a = match args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("philosophers: {e}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(a) {
+        eprintln!("philosophers: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The stream we read back, and the one with a log.
     let t = Trace::create(&TraceAttr::new())?;
     let log_file = File::create(&a.log).map_err(|e| format!("{}: {e}", a.log.display()))?;

@@ -65,9 +65,10 @@ fn parse_args() -> Result<Args, String> {
             "--medium-ms" => a.medium_ms = num("--medium-ms")?,
             "--iterations" => a.iterations = num("--iterations")? as u64,
             "-h" | "--help" => {
-                return Err("usage: priority_inversion [--json] [--runs N] [--cs-ms MS] [--medium-ms MS] [--iterations N]".into())
+                println!("{USAGE}");
+                std::process::exit(0);
             }
-            other => return Err(format!("unknown argument {other:?}")),
+            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     if a.medium_ms > 800.0 || a.cs_ms > 400.0 {
@@ -384,7 +385,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+const USAGE: &str =
+    "usage: priority_inversion [--json] [--runs N] [--cs-ms MS] [--medium-ms MS] [--iterations N]";
+
 fn main() {
+    // `priority_inversion | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {

@@ -71,6 +71,10 @@ fn show(s: &Snapshot) {
 }
 
 fn main() {
+    // `sync_inspect | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut json = false;
     let mut hold_ms = 0u64;
     let mut args = std::env::args().skip(1);
@@ -84,7 +88,12 @@ fn main() {
                     std::process::exit(2);
                 }
             },
-            _ => {
+            "-h" | "--help" => {
+                println!("usage: sync_inspect [--json] [--hold-ms N]");
+                std::process::exit(0);
+            }
+            other => {
+                eprintln!("sync_inspect: unknown argument {other:?}");
                 eprintln!("usage: sync_inspect [--json] [--hold-ms N]");
                 std::process::exit(2);
             }

@@ -30,6 +30,10 @@ fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `tfp_hello | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
         println!("Usage: tfp_hello [FIRST_SECS [SECOND_SECS]]   (defaults: 60 and 10)");
         return Ok(());

@@ -109,6 +109,10 @@ fn tracing_batch(n: u64) -> f64 {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // `trace_overhead | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let a = args()?;
     let batch = 20_000u64;
     let rounds = (a.events / batch).max(5);

@@ -437,6 +437,16 @@ fn bytesum_matches_independent_sum() {
         );
         assert!(out.stdout.is_empty());
     }
+    // --help: usage on stdout, exit 0, not opened as a file
+    for arg in ["--help", "-h"] {
+        let out = Command::new(&bin).arg(arg).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{out:?}"
+        );
+        assert!(out.stderr.is_empty(), "{out:?}");
+    }
     // a missing file: exit code 2 as in the listing
     let out = Command::new(&bin)
         .arg("/nonexistent/posixrt")

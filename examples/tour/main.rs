@@ -14,6 +14,20 @@ mod trace;
 type Section = fn() -> Result<(), Box<dyn std::error::Error>>;
 
 fn main() {
+    // `tour | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    const USAGE: &str =
+        "usage: tour\n\nRuns one short section per posixrt module and prints what each shows.";
+    if let Some(arg) = std::env::args().nth(1) {
+        if arg == "-h" || arg == "--help" {
+            println!("{USAGE}");
+            return;
+        }
+        eprintln!("tour: unknown argument {arg:?}\n{USAGE}");
+        std::process::exit(2);
+    }
     let sections: [(&str, Section); 6] = [
         ("sched", sched::run),
         ("sync", sync::run),

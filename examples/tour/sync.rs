@@ -41,9 +41,15 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         .join()
     });
     match inside {
-        Ok((b, Ok(i), a)) => println!(
-            "   CeilingMutex(ceiling 20): kernel prio {b:?} before, {i:?} while held (SCHED_FIFO 20 = -21), {a:?} after"
-        ),
+        Ok((b, Ok(i), a)) => {
+            let show = |p: Option<i64>| p.map_or("unknown".to_string(), |v| v.to_string());
+            println!(
+                "   CeilingMutex(ceiling 20): kernel prio {} before, {} while held (SCHED_FIFO 20 = -21), {} after",
+                show(b),
+                show(i),
+                show(a)
+            )
+        }
         Ok((_, Err(e), _)) => println!("   CeilingMutex needs privilege here: {e}"),
         Err(_) => println!("   CeilingMutex helper thread panicked"),
     }

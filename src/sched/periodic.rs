@@ -30,6 +30,7 @@
 //!  - [`cyclictest(8)`](https://man7.org/linux/man-pages/man8/cyclictest.8.html)
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use rustix::thread::clock_nanosleep_absolute;
@@ -111,17 +112,48 @@ impl Periodic {
     ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     #[inline]
     pub fn wait(&mut self) -> Result<Wakeup> {
+        loop {
+            if let Some(w) = self.wait_once()? {
+                return Ok(w);
+            }
+        }
+    }
+
+    /// Like [`wait`](Self::wait), but gives up when `stop` is set: it is checked
+    /// before sleeping and whenever a signal handler interrupts the sleep (EINTR), so
+    /// a handler that sets `stop` ends the wait promptly. Returns `Ok(None)` when
+    /// stopped; the deadline is kept, so a later call waits for the same period.
+    ///
+    /// The signal must be delivered to the sleeping thread (block it in the others
+    /// with `pthread_sigmask`) for the sleep to be interrupted.
+    ///
+    /// # References
+    ///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
+    ///  - [`signal(7)`](https://man7.org/linux/man-pages/man7/signal.7.html)
+    #[inline]
+    pub fn wait_unless(&mut self, stop: &AtomicBool) -> Result<Option<Wakeup>> {
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            if let Some(w) = self.wait_once()? {
+                return Ok(Some(w));
+            }
+        }
+    }
+
+    /// One absolute sleep to the deadline: `None` when a signal interrupted it.
+    #[inline(always)]
+    fn wait_once(&mut self) -> Result<Option<Wakeup>> {
         let expected = self.next_ns;
         let ts = Timespec {
             tv_sec: expected / NS,
             tv_nsec: expected % NS,
         };
-        loop {
-            match clock_nanosleep_absolute(ClockId::Monotonic, &ts) {
-                Ok(()) => break,
-                Err(rustix::io::Errno::INTR) => continue,
-                Err(e) => return Err(Error::from_errno("clock_nanosleep", e.raw_os_error())),
-            }
+        match clock_nanosleep_absolute(ClockId::Monotonic, &ts) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::INTR) => return Ok(None),
+            Err(e) => return Err(Error::from_errno("clock_nanosleep", e.raw_os_error())),
         }
         let now = now_ns();
         let latency_ns = now - expected;
@@ -133,11 +165,11 @@ impl Periodic {
             overruns = missed as u64;
         }
         self.next_ns = next;
-        Ok(Wakeup {
+        Ok(Some(Wakeup {
             expected_ns: expected,
             latency_ns,
             overruns,
-        })
+        }))
     }
 }
 

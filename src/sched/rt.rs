@@ -586,12 +586,16 @@ impl Setup {
                 }
             }
         }
-        let throttle = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "?".into());
+        let read = |f: &str| {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{f}"))
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "?".into())
+        };
+        let throttle = read("sched_rt_runtime_us");
+        let period = read("sched_rt_period_us");
         r.skip(
             "RT throttling (information)",
-            format!("sched_rt_runtime_us = {throttle} of sched_rt_period_us"),
+            format!("sched_rt_runtime_us = {throttle} of sched_rt_period_us = {period}"),
         );
         r
     }

@@ -510,6 +510,20 @@ fn watch_refreshes_and_is_bounded() {
 }
 
 #[test]
+fn a_pid_without_a_process_is_an_error() {
+    // pids are below pid_max, so pid_max itself names no process
+    let pid_max = std::fs::read_to_string("/proc/sys/kernel/pid_max").unwrap();
+    let pid = pid_max.trim();
+    let o = tfp(&["-p", pid]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!("no process with pid {pid}")),
+        "{o:?}"
+    );
+}
+
+#[test]
 fn unreadable_processes_are_skipped_with_a_count() {
     let (w, _stop) = parked_worker("tfp private worker", b"");
     // SAFETY: geteuid has no preconditions.

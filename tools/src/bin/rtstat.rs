@@ -120,7 +120,21 @@ fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> String {
     out
 }
 
+/// An error's text without a leading "rtstat failed: " (the program's name is
+/// already the prefix of the line).
+fn plain(e: &posixrt::Error) -> String {
+    let s = e.to_string();
+    match s.strip_prefix("rtstat failed: ") {
+        Some(rest) => rest.to_string(),
+        None => s,
+    }
+}
+
 fn main() -> ExitCode {
+    // `rtstat | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = Args::parse();
     let mut unreadable = 0;
     let pids = match args.pid {
@@ -131,7 +145,7 @@ fn main() -> ExitCode {
                 s.processes.iter().map(|p| p.pid as u32).collect()
             }
             Err(e) => {
-                eprintln!("rtstat: {e}");
+                eprintln!("rtstat: {}", plain(&e));
                 return ExitCode::from(1);
             }
         },
@@ -141,7 +155,7 @@ fn main() -> ExitCode {
         match sync::read_process(pid) {
             Ok(o) => results.push((pid, o)),
             Err(e) if args.pid.is_some() => {
-                eprintln!("rtstat: {e}");
+                eprintln!("rtstat: {}", plain(&e));
                 return ExitCode::from(1);
             }
             Err(_) => {} // gone meanwhile, or not readable

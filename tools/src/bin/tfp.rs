@@ -74,7 +74,20 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
+    // `tfp | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = Args::parse();
+    // A pid that names no process is a mistake worth saying, not an empty listing.
+    if let Some(pid) = args
+        .pids
+        .iter()
+        .find(|&&p| p <= 0 || !std::path::Path::new(&format!("/proc/{p}")).exists())
+    {
+        eprintln!("tfp: no process with pid {pid}");
+        return ExitCode::from(1);
+    }
     // Before the registry file exists, so no stop signal can leave it behind.
     if args.watch.is_some() {
         install_stop_handlers();
