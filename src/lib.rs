@@ -116,6 +116,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+mod sys;
 
 pub mod advise;
 pub mod aio;

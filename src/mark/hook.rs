@@ -34,7 +34,7 @@ fn emit(how: How, text: &[u8]) {
     };
     let text = &text[..text.len().min(TEXT_MAX)];
     tc::Packer::<{ 12 + TEXT_MAX }>::new()
-        .u32(crate::sync::current_tid())
+        .u32(crate::sys::tid::current())
         .u32(how as u32)
         .u32(text.len() as u32)
         .bytes(text)

@@ -279,11 +279,8 @@ impl Registry {
     pub fn create(kind: &str, payload_size: usize, slot_count: u32) -> Result<Registry> {
         let kind_b = kind_bytes(kind)?;
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
-        ATFORK.call_once(|| {
-            // SAFETY: registers a plain `extern "C"` function with no state; it only
-            // makes async-signal-safe calls (see `after_fork_in_child`).
-            unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
-        });
+        // `after_fork_in_child` makes only async-signal-safe calls.
+        crate::sys::fork::on_child(after_fork_in_child);
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let starttime = read_stat(&format!("/proc/{pid}/stat"))
             .map_err(|e| {
@@ -797,7 +794,7 @@ fn read_stat(path: &str) -> Result<TaskStat> {
 
 /// The calling thread's tid and start time, as [`Registry::claim`] wants them.
 pub fn current_thread() -> Result<(i32, u64)> {
-    let tid = rustix::thread::gettid().as_raw_nonzero().get();
+    let tid = crate::sys::tid::current() as i32;
     let st = read_stat("/proc/thread-self/stat").map_err(|e| e.with_hint(PROC_HINT))?;
     Ok((tid, st.starttime))
 }
@@ -814,7 +811,6 @@ fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
 // Fork generation
 
 static GENERATION: AtomicU32 = AtomicU32::new(0);
-static ATFORK: std::sync::Once = std::sync::Once::new();
 
 /// The descriptors (`-1`: free entry) through which this process holds the
 /// `flock` of its registry files, so that a forked child can let go of its
@@ -838,7 +834,7 @@ fn track_lock_fd(fd: i32) {
 /// Runs in the child of every `fork`, where only async-signal-safe calls are
 /// allowed (the parent may be multi-threaded): an atomic increment, and `open`,
 /// `dup3` and `close`.
-extern "C" fn after_fork_in_child() {
+fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
     for entry in &LOCK_FDS {
         let fd = entry.swap(-1, Ordering::Relaxed);

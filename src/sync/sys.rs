@@ -1,7 +1,6 @@
 //! The raw calls behind `sync`: futex operations, the cached thread id, and the
 //! calling thread's scheduling attributes. Everything here is private to the crate.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::time::Instant;
 
@@ -21,43 +20,8 @@ const FUTEX_LOCK_PI2: libc::c_int = 13;
 const FUTEX_PRIVATE_FLAG: libc::c_int = 128;
 const FUTEX_BITSET_MATCH_ANY: u32 = 0xffff_ffff;
 
-thread_local! {
-    static TID: Cell<u32> = const { Cell::new(0) };
-}
-
-/// The calling thread's kernel thread id, cached per thread (one TLS load after the
-/// first call).
-#[inline(always)]
-pub(crate) fn current_tid() -> u32 {
-    let t = TID.with(Cell::get);
-    if t != 0 {
-        t
-    } else {
-        current_tid_slow()
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn current_tid_slow() -> u32 {
-    static AT_FORK: std::sync::Once = std::sync::Once::new();
-    AT_FORK.call_once(|| {
-        // SAFETY: registers a plain `extern "C"` function with no preconditions as
-        // the child handler; it only writes this thread's TLS cell.
-        unsafe { libc::pthread_atfork(None, None, Some(forget_tid_after_fork)) };
-    });
-    let t = rustix::thread::gettid().as_raw_nonzero().get() as u32;
-    TID.with(|c| c.set(t));
-    t
-}
-
-/// `pthread_atfork` child handler: the forking thread's cached tid is the parent's;
-/// the child's only thread has a new one. Without this, a forked child would lock
-/// PI futexes with its parent's tid (the kernel would then treat the owner as dead
-/// and let a second thread in). Async-signal-safe: one TLS store.
-extern "C" fn forget_tid_after_fork() {
-    let _ = TID.try_with(|c| c.set(0));
-}
+/// The calling thread's kernel thread id (see [`crate::sys::tid`]).
+pub(crate) use crate::sys::tid::current as current_tid;
 
 /// One futex call; returns the result or the errno.
 ///

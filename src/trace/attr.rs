@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::clock;
+use crate::sys::clock;
 use crate::{Error, Result};
 
 /// Maximum length of a stream name in bytes (`TRACE_NAME_MAX`).

@@ -97,7 +97,6 @@
 mod analysis;
 mod attr;
 pub mod catalog;
-mod clock;
 mod crc;
 mod event;
 pub mod export;
@@ -164,11 +163,12 @@ pub fn eventid_name(id: EventId) -> Option<String> {
 
 /// The raw timestamp clock's reading converted like recorded events (ns of CLOCK_MONOTONIC).
 pub fn now() -> std::time::Duration {
-    clock::init();
+    crate::sys::clock::init();
+    use crate::sys::clock;
     std::time::Duration::from_nanos(clock::to_ns(clock::ticks()))
 }
 
 /// Whether recorded timestamps come from the TSC (else CLOCK_MONOTONIC).
 pub fn clock_is_tsc() -> bool {
-    clock::uses_tsc()
+    crate::sys::clock::uses_tsc()
 }

@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 use super::attr::{
     Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD, RECORD_HEADER,
 };
-use super::clock;
 use super::event::Event;
 use super::ids::{self, EventId};
 use super::log::{LogStatus, LogWriter};
 use super::ring::{Padded, Ring, NO_ROOM, ROOM_AFTER_GAP};
 use super::set::{EventSet, FilterHow, WORDS};
 use super::status::TraceStatus;
+use crate::sys::clock;
 use crate::{Error, ErrorKind, Result};
 
 /// Streams that may exist at once in a process (`TRACE_SYS_MAX`).
@@ -72,7 +72,6 @@ static BUSY_FREE: Mutex<Vec<&'static Busy>> = Mutex::new(Vec::new());
 
 struct Local {
     busy: *const Busy,
-    tid: u32,
     rings: [(*const Ring, u64); TRACE_SYS_MAX],
 }
 
@@ -80,7 +79,6 @@ thread_local! {
     static LOCAL: UnsafeCell<Local> = const {
         UnsafeCell::new(Local {
             busy: std::ptr::null(),
-            tid: 0,
             rings: [(std::ptr::null(), 0); TRACE_SYS_MAX],
         })
     };
@@ -126,19 +124,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The calling thread's kernel tid (cached).
-pub(crate) fn current_tid() -> u32 {
-    LOCAL
-        .try_with(|l| {
-            // SAFETY: own thread's LOCAL, not re-entrant.
-            let l = unsafe { &mut *l.get() };
-            if l.tid == 0 {
-                l.tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
-            }
-            l.tid
-        })
-        .unwrap_or_else(|_| rustix::thread::gettid().as_raw_nonzero().get() as u32)
-}
+/// The calling thread's kernel tid (cached; reset in a forked child).
+pub(crate) use crate::sys::tid::current as current_tid;
 
 /// Whether any stream is running: one relaxed load.
 #[inline(always)]
@@ -229,7 +216,7 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -
             // SAFETY: the slot's generation is live (odd) and unchanged since `busy`
             // was set, so the stream and its rings are alive until `busy` is cleared.
             let (s, r) = unsafe { (&*sp, &*ring) };
-            done = s.write(r, l.tid, id, data, force);
+            done = s.write(r, r.tid, id, data, force);
         }
     }
     busy.0.store(0, Release);
@@ -244,9 +231,6 @@ fn register_thread(l: &mut Local) {
         b
     });
     l.busy = b;
-    if l.tid == 0 {
-        l.tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
-    }
     let _ = THREAD_EXIT.try_with(|_| ());
 }
 
@@ -258,7 +242,7 @@ fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> *const Ring {
     }
     // SAFETY: as in `record_local`: the generation is live while `busy` is set.
     let s = unsafe { &*sp };
-    match s.add_ring(l.tid) {
+    match s.add_ring(crate::sys::tid::current()) {
         Some(r) => {
             l.rings[slot] = (r, gen);
             r
@@ -741,7 +725,7 @@ fn setup_process() {
         if membarrier(MembarrierCommand::RegisterPrivateExpedited).is_err() {
             NEED_FENCE.store(true, Relaxed);
         }
-        extern "C" fn child() {
+        fn child() {
             // POSIX_TRACE_CLOSE_FOR_CHILD: the child records nothing.
             RUNNING.store(0, Relaxed);
             for w in PASS.iter() {
@@ -749,10 +733,8 @@ fn setup_process() {
             }
             PID.store(0, Relaxed);
         }
-        // SAFETY: `child` is async-signal-safe (atomic stores only).
-        unsafe {
-            libc::pthread_atfork(None, None, Some(child));
-        }
+        // `child` is async-signal-safe (atomic stores only).
+        crate::sys::fork::on_child(child);
     });
 }
 

@@ -1,5 +1,6 @@
-//! The trace clock: the TSC, calibrated against `CLOCK_MONOTONIC`, or
-//! `CLOCK_MONOTONIC` itself where the TSC is not invariant.
+//! The one clock of the crate: the TSC, calibrated against `CLOCK_MONOTONIC`, or
+//! `CLOCK_MONOTONIC` itself where the TSC is not invariant. Used by trace (event
+//! timestamps) and by sync tracking (hold and wait times).
 //!
 //! Recording stores raw ticks (one `rdtsc`, ~7 ns here, against ~20 ns for a vDSO
 //! `clock_gettime`); readers convert ticks to nanoseconds of `CLOCK_MONOTONIC` with a

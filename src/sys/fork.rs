@@ -1,0 +1,65 @@
+//! The one fork hook of the crate.
+//!
+//! A single `pthread_atfork` child handler runs in a forked child. It resets the
+//! cached thread id ([`super::tid`]) and then calls every reset function that a
+//! subsystem registered with [`on_child`] (trace: streams are closed for the child;
+//! registry: the parent's shared-memory files are not the child's; aio: the
+//! parent's rings and requests are not the child's). Each reset function must be
+//! async-signal-safe: atomic stores, no allocation, no locks.
+//!
+//! # References
+//! - [`pthread_atfork`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_atfork.html)
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
+
+/// How many reset functions can be registered (one per subsystem).
+const MAX_HOOKS: usize = 16;
+
+static HOOKS: [AtomicUsize; MAX_HOOKS] = [const { AtomicUsize::new(0) }; MAX_HOOKS];
+
+/// Installs the child handler (once per process; idempotent).
+pub(crate) fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a plain `extern "C"` function without state as the
+        // child handler; it only makes async-signal-safe calls (see `child`).
+        unsafe { libc::pthread_atfork(None, None, Some(child)) };
+    });
+}
+
+/// Registers `reset` to run in every forked child, after the tid cache is reset.
+/// Registering the same function twice runs it once. `reset` must be
+/// async-signal-safe (atomic stores only: the child of a multi-threaded process may
+/// find any lock held by a thread that does not exist there).
+///
+/// # Panics
+/// If more than 16 distinct functions are registered: a bug in the crate, since
+/// each subsystem registers one.
+pub(crate) fn on_child(reset: fn()) {
+    install();
+    let f = reset as usize;
+    for h in HOOKS.iter() {
+        match h.compare_exchange(0, f, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(cur) if cur == f => return,
+            Err(_) => {}
+        }
+    }
+    panic!("posixrt: more than {MAX_HOOKS} fork hooks registered");
+}
+
+extern "C" fn child() {
+    super::tid::forget();
+    for h in HOOKS.iter() {
+        let f = h.load(Ordering::Acquire);
+        if f == 0 {
+            break;
+        }
+        // SAFETY: every non-zero entry was stored by `on_child` from a `fn()`, and
+        // function pointers and usize have the same size on every target Rust
+        // supports for this crate (Linux).
+        let reset: fn() = unsafe { std::mem::transmute::<usize, fn()>(f) };
+        reset();
+    }
+}

@@ -1,0 +1,43 @@
+//! The calling thread's kernel thread id, cached per thread.
+//!
+//! The cache is reset in a forked child by the one fork hook ([`super::fork`]):
+//! the forking thread's cached tid is the parent's, the child's only thread has a
+//! new one. Without the reset a forked child would lock PI futexes with its
+//! parent's tid and stamp trace events with it.
+//!
+//! # References
+//! - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
+
+use std::cell::Cell;
+
+thread_local! {
+    static TID: Cell<u32> = const { Cell::new(0) };
+}
+
+/// `gettid()`: the calling thread's kernel thread id (one TLS load after the first
+/// call in a thread).
+#[inline(always)]
+pub(crate) fn current() -> u32 {
+    let t = TID.with(Cell::get);
+    if t != 0 {
+        t
+    } else {
+        current_slow()
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn current_slow() -> u32 {
+    super::fork::install();
+    let t = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    // A thread being torn down (TLS destroyed) still gets its tid, uncached.
+    let _ = TID.try_with(|c| c.set(t));
+    t
+}
+
+/// Forgets the calling thread's cached tid. Called by the fork hook in the child;
+/// async-signal-safe (one TLS store).
+pub(super) fn forget() {
+    let _ = TID.try_with(|c| c.set(0));
+}
