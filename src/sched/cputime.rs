@@ -70,7 +70,7 @@
 
 use std::time::Duration;
 
-use super::{JoinHandle, Tid};
+use super::Tid;
 use crate::{Error, ErrorKind, Result};
 
 /// A clock that measures consumed CPU time (`CLOCK_THREAD_CPUTIME_ID`, a thread's or a
@@ -119,14 +119,6 @@ impl CpuClock {
             )),
             Err(e) => Err(e),
         }
-    }
-
-    /// The CPU clock of a thread spawned by [`Builder`](super::Builder)
-    /// (`pthread_getcpuclockid`).
-    /// `NotFound` once the thread's closure has returned.
-    #[inline]
-    pub fn of_handle<T>(handle: &JoinHandle<T>) -> Result<CpuClock> {
-        handle.cpu_clock()
     }
 
     /// A clock from a `clockid_t` that `pthread_getcpuclockid` produced.

@@ -55,6 +55,7 @@ use std::ops::BitOr;
 use std::time::Duration;
 
 use super::hint::sched_error;
+use crate::sys::sched::{self as sys, SchedAttr as RawAttr};
 use super::{Policy, Tid};
 use crate::{Error, ErrorKind, Result};
 
@@ -267,7 +268,7 @@ impl SchedAttr {
 ///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
 pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
     let attr = RawAttr {
-        size: std::mem::size_of::<RawAttr>() as u32,
+        size: RawAttr::SIZE,
         sched_policy: libc::SCHED_DEADLINE as u32,
         sched_flags: params.flags.bits(),
         sched_nice: 0,
@@ -276,7 +277,7 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
         sched_deadline: params.deadline.as_nanos() as u64,
         sched_period: params.period.as_nanos() as u64,
     };
-    if let Err(errno) = super::hook::change_raw(tid.as_raw(), || sys_setattr(tid.as_raw(), &attr)) {
+    if let Err(errno) = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr)) {
         return Err(match errno {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("admission control refused {params} for tid {tid}"))
@@ -300,7 +301,7 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
 /// # References
 ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 pub fn get(tid: Tid) -> Result<SchedAttr> {
-    let raw = sys_getattr(tid.as_raw())
+    let raw = sys::getattr(tid.as_raw())
         .map_err(|e| sched_error("sched_getattr", e, Some(tid.as_raw()), None, None))?;
     let policy = Policy::from_raw(raw.sched_policy as i32).ok_or_else(|| {
         Error::new(
@@ -353,69 +354,9 @@ fn period_bounds() -> (Duration, Duration) {
     (Duration::from_micros(min), Duration::from_micros(max))
 }
 
-// ---- raw system calls ----
-
-/// `struct sched_attr`, `SCHED_ATTR_SIZE_VER0` (48 bytes). `pub(crate)` with
-/// [`sys_getattr`] / [`sys_setattr`] so `sync`'s priority-ceiling code uses the same
-/// raw calls.
-#[repr(C)]
-#[derive(Default)]
-pub(crate) struct RawAttr {
-    pub(crate) size: u32,
-    pub(crate) sched_policy: u32,
-    pub(crate) sched_flags: u64,
-    pub(crate) sched_nice: i32,
-    pub(crate) sched_priority: u32,
-    pub(crate) sched_runtime: u64,
-    pub(crate) sched_deadline: u64,
-    pub(crate) sched_period: u64,
-}
-
-/// Raw `sched_setattr(tid, attr, 0)`; `attr.size` must be its true size.
-pub(crate) fn sys_setattr(tid: i32, attr: &RawAttr) -> std::result::Result<(), i32> {
-    // SAFETY: `attr` is a valid sched_attr whose `size` field is its true size; the
-    // kernel only reads it. flags must be 0.
-    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, attr as *const RawAttr, 0u32) };
-    if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(())
-    }
-}
-
-/// Raw `sched_getattr(tid)` of a VER0 `sched_attr`.
-pub(crate) fn sys_getattr(tid: i32) -> std::result::Result<RawAttr, i32> {
-    let mut attr = RawAttr::default();
-    let size = std::mem::size_of::<RawAttr>() as u32;
-    // SAFETY: `attr` is writable for `size` bytes; the kernel writes at most that much.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_sched_getattr,
-            tid,
-            &mut attr as *mut RawAttr,
-            size,
-            0u32,
-        )
-    };
-    if r == -1 {
-        Err(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(attr)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn layout_is_ver0() {
-        assert_eq!(std::mem::size_of::<RawAttr>(), 48);
-    }
 
     #[test]
     fn validation() {

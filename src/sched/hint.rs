@@ -343,19 +343,6 @@ pub(crate) fn sched_error(
     }
 }
 
-/// [`sched_error`] for the current `errno`.
-pub(crate) fn sched_last_error(
-    call: &'static str,
-    tid: Option<i32>,
-    policy: Option<Policy>,
-    priority: Option<i32>,
-) -> Error {
-    let errno = std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO);
-    sched_error(call, errno, tid, policy, priority)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,16 +9,17 @@
 //! `sched_getaffinity`: a few hundred nanoseconds), so the event shows what the kernel
 //! really applied, old and new, and the call's result.
 
-use super::affinity::{thread_affinity, CpuSet};
-use super::thread::{gettid, raw_getparam, raw_getscheduler, Tid};
+use super::cpuset::CpuSet;
+use super::tid::{gettid, Tid};
+use crate::sys::sched as sys;
 use crate::trace::catalog as tc;
 use crate::trace::EventId;
 
 /// The policy and priority of `tid` as the kernel has them (-1, -1 if unreadable).
 fn sched_of(tid: i32) -> (i32, i32) {
-    match (raw_getscheduler(tid), raw_getparam(tid)) {
-        (Ok(p), Ok(v)) => (p.as_raw(), v),
-        (Ok(p), Err(_)) => (p.as_raw(), -1),
+    match (sys::getscheduler(tid), sys::getparam(tid)) {
+        (Ok(p), Ok(v)) => (p, v),
+        (Ok(p), Err(_)) => (p, -1),
         _ => (-1, -1),
     }
 }
@@ -31,9 +32,11 @@ fn mask(set: &CpuSet) -> u64 {
 }
 
 fn affinity_of(tid: i32) -> u64 {
-    Tid::from_raw(tid)
-        .and_then(|t| thread_affinity(t).ok())
-        .map_or(0, |s| mask(&s))
+    let mut set = CpuSet::new();
+    match sys::getaffinity(tid, &mut set.raw) {
+        Ok(()) => mask(&set),
+        Err(_) => 0,
+    }
 }
 
 /// The errno of a result (0 for success, EINVAL for a refusal without one).

@@ -64,6 +64,7 @@
 //! ```
 
 mod affinity;
+mod cpuset;
 pub mod cputime;
 pub mod deadline;
 pub(crate) mod hint;
@@ -74,11 +75,12 @@ mod process;
 pub mod rt;
 mod spawn;
 mod thread;
+mod tid;
 
 pub use affinity::{
     current_cpu, process_affinity, set_process_affinity, set_thread_affinity, thread_affinity,
-    CpuSet,
 };
+pub use cpuset::CpuSet;
 pub use policy::{Policy, Priority};
 pub use process::{
     get_param, get_scheduler, priority_max, priority_min, rr_interval, set_param, set_scheduler,
@@ -86,7 +88,8 @@ pub use process::{
 };
 pub use spawn::{spawn, Builder, JoinHandle};
 pub use thread::{
-    current_name, current_scheduling, current_stack_size, gettid, kernel_priority, process_threads,
-    set_current_priority, set_current_scheduling, set_thread_priority, set_thread_scheduling,
-    thread_scheduling, KernelPriority, Tid,
+    current_name, current_scheduling, current_stack_size, kernel_priority, set_current_priority,
+    set_current_scheduling, set_thread_priority, set_thread_scheduling, thread_scheduling,
+    KernelPriority,
 };
+pub use tid::{gettid, process_threads, Tid};

@@ -97,9 +97,8 @@ impl Policy {
     /// # References
     ///  - [`sched_get_priority_min(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_min.2.html)
     pub fn priority_min(self) -> Result<i32> {
-        // SAFETY: sched_get_priority_min takes a plain int and touches no memory.
-        let r = unsafe { libc::sched_get_priority_min(self.as_raw()) };
-        crate::error::check("sched_get_priority_min", r)
+        crate::sys::sched::priority_min(self.as_raw())
+            .map_err(|e| Error::from_errno("sched_get_priority_min", e))
     }
 
     /// The highest priority of this policy.
@@ -107,9 +106,8 @@ impl Policy {
     /// # References
     ///  - [`sched_get_priority_max(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_max.2.html)
     pub fn priority_max(self) -> Result<i32> {
-        // SAFETY: sched_get_priority_max takes a plain int and touches no memory.
-        let r = unsafe { libc::sched_get_priority_max(self.as_raw()) };
-        crate::error::check("sched_get_priority_max", r)
+        crate::sys::sched::priority_max(self.as_raw())
+            .map_err(|e| Error::from_errno("sched_get_priority_max", e))
     }
 
     /// `priority_min()..=priority_max()` (1..=99 for FIFO and RR on Linux, 0..=0 for

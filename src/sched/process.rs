@@ -24,7 +24,6 @@
 
 use std::time::Duration;
 
-use super::hint::sched_last_error;
 use super::thread::{raw_getparam, raw_getscheduler, raw_setparam, raw_setscheduler};
 use super::{Policy, Priority, Tid};
 use crate::Result;
@@ -112,21 +111,9 @@ pub fn priority_max(policy: Policy) -> Result<i32> {
 ///  - [`sched_rr_get_interval(2)`](https://man7.org/linux/man-pages/man2/sched_rr_get_interval.2.html)
 ///  - [POSIX `sched_rr_get_interval`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_rr_get_interval.html)
 pub fn rr_interval(pid: Option<Tid>) -> Result<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let r = unsafe { libc::sched_rr_get_interval(raw(pid), &mut ts) };
-    if r == -1 {
-        return Err(sched_last_error(
-            "sched_rr_get_interval",
-            pid.map(Tid::as_raw),
-            None,
-            None,
-        ));
-    }
-    Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    crate::sys::sched::rr_get_interval(raw(pid)).map_err(|e| {
+        super::hint::sched_error("sched_rr_get_interval", e, pid.map(Tid::as_raw), None, None)
+    })
 }
 
 /// Gives up the CPU: the caller goes to the tail of its priority's list

@@ -6,9 +6,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use super::cputime::CpuClock;
 use super::deadline::Deadline;
 use super::hint::sched_error;
-use super::thread::{self as th, gettid, Tid};
+use super::thread as th;
+use super::tid::{gettid, Tid};
 use super::{CpuSet, Policy, Priority};
 use crate::{Error, Result};
 
@@ -722,5 +724,15 @@ impl Drop for Attr {
     fn drop(&mut self) {
         // SAFETY: the attr was initialised by pthread_attr_init and is destroyed once.
         unsafe { libc::pthread_attr_destroy(&mut *self.0) };
+    }
+}
+
+impl CpuClock {
+    /// The CPU clock of a thread spawned by [`Builder`](super::Builder)
+    /// (`pthread_getcpuclockid`).
+    /// `NotFound` once the thread's closure has returned.
+    #[inline]
+    pub fn of_handle<T>(handle: &JoinHandle<T>) -> Result<CpuClock> {
+        handle.cpu_clock()
     }
 }

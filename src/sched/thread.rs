@@ -23,86 +23,12 @@
 
 use std::ffi::CStr;
 use std::fmt;
-use std::num::NonZeroI32;
 
-use super::hint::{sched_error, sched_last_error};
+use super::hint::sched_error;
+use crate::sys::sched as sys;
+use super::tid::{gettid, Tid};
 use super::{Policy, Priority};
 use crate::{Error, Result};
-
-/// A kernel thread id (what `gettid()` returns; the pid of a process is the tid of its
-/// main thread).
-///
-/// # References
-///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Tid(NonZeroI32);
-
-impl Tid {
-    /// A tid from a raw value; `None` unless it is positive. Whether such a thread
-    /// exists is only known when it is used (ESRCH gives [`ErrorKind::NotFound`](crate::ErrorKind::NotFound)).
-    #[inline]
-    pub fn from_raw(raw: i32) -> Option<Tid> {
-        if raw > 0 {
-            NonZeroI32::new(raw).map(Tid)
-        } else {
-            None
-        }
-    }
-
-    /// The raw id.
-    #[inline]
-    pub fn as_raw(self) -> i32 {
-        self.0.get()
-    }
-
-    /// The calling thread's tid (`gettid`).
-    #[inline]
-    ///
-    /// # References
-    ///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
-    pub fn current() -> Tid {
-        gettid()
-    }
-
-    /// The process id, i.e. the tid of the main thread (`getpid`).
-    #[inline]
-    ///
-    /// # References
-    ///  - [`getpid(2)`](https://man7.org/linux/man-pages/man2/getpid.2.html)
-    pub fn process() -> Tid {
-        Tid(rustix::process::getpid().as_raw_nonzero())
-    }
-}
-
-impl fmt::Display for Tid {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
-
-/// The calling thread's kernel thread id.
-///
-/// # References
-///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
-#[inline]
-pub fn gettid() -> Tid {
-    Tid(rustix::thread::gettid().as_raw_nonzero())
-}
-
-/// The tids of every thread of this process (`/proc/self/task`).
-///
-/// # References
-///  - [`proc_pid_task(5)`](https://man7.org/linux/man-pages/man5/proc_pid_task.5.html)
-pub fn process_threads() -> Result<Vec<Tid>> {
-    let dir = std::fs::read_dir("/proc/self/task").map_err(|e| io_error("read_dir", e))?;
-    let mut tids: Vec<Tid> = dir
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
-        .filter_map(Tid::from_raw)
-        .collect();
-    tids.sort();
-    Ok(tids)
-}
 
 /// Policy and priority of thread `tid`, read in one `sched_getattr` call so the pair
 /// is consistent even if another thread changes it meanwhile (the POSIX pair
@@ -319,63 +245,43 @@ fn io_error(call: &'static str, e: std::io::Error) -> Error {
 // ---- raw calls (private backend) ----
 
 pub(crate) fn raw_getscheduler(tid: i32) -> Result<Policy> {
-    // SAFETY: sched_getscheduler takes a plain id and touches no memory.
-    let r = unsafe { libc::sched_getscheduler(tid) };
-    if r == -1 {
-        return Err(sched_last_error(
-            "sched_getscheduler",
-            Some(tid),
-            None,
-            None,
-        ));
-    }
+    let r = sys::getscheduler(tid)
+        .map_err(|e| sched_error("sched_getscheduler", e, Some(tid), None, None))?;
     Policy::from_raw(r).ok_or_else(|| unknown_policy("sched_getscheduler", r))
 }
 
 pub(crate) fn raw_getparam(tid: i32) -> Result<i32> {
-    let mut p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `p` is a valid, writable sched_param.
-    let r = unsafe { libc::sched_getparam(tid, &mut p) };
-    if r == -1 {
-        return Err(sched_last_error("sched_getparam", Some(tid), None, None));
-    }
-    Ok(p.sched_priority)
+    sys::getparam(tid).map_err(|e| sched_error("sched_getparam", e, Some(tid), None, None))
 }
 
 pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("sched_setscheduler"));
     }
-    let param = priority.param();
-    // SAFETY: `param` is a valid sched_param the kernel only reads.
-    let r = unsafe { libc::sched_setscheduler(tid, priority.policy().as_raw(), &param) };
-    if r == -1 {
-        return Err(sched_last_error(
+    sys::setscheduler(tid, priority.policy().as_raw(), priority.value()).map_err(|e| {
+        sched_error(
             "sched_setscheduler",
+            e,
             Some(tid),
             Some(priority.policy()),
             Some(priority.value()),
-        ));
-    }
-    Ok(())
+        )
+    })
 }
 
 pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("sched_setparam"));
     }
-    let param = priority.param();
-    // SAFETY: `param` is a valid sched_param the kernel only reads.
-    let r = unsafe { libc::sched_setparam(tid, &param) };
-    if r == -1 {
-        return Err(sched_last_error(
+    sys::setparam(tid, priority.value()).map_err(|e| {
+        sched_error(
             "sched_setparam",
+            e,
             Some(tid),
             Some(priority.policy()),
             Some(priority.value()),
-        ));
-    }
-    Ok(())
+        )
+    })
 }
 
 /// `pthread_setschedparam` on a valid handle whose kernel tid is `tid`.
@@ -387,10 +293,9 @@ pub(crate) fn pthread_setschedparam(
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("pthread_setschedparam"));
     }
-    let param = priority.param();
-    // SAFETY: the caller guarantees `thread` is valid; `param` is only read.
-    let r = unsafe { libc::pthread_setschedparam(thread, priority.policy().as_raw(), &param) };
-    if r != 0 {
+    // SAFETY: the caller guarantees `thread` is valid.
+    let r = unsafe { sys::pthread_setschedparam(thread, priority.policy().as_raw(), priority.value()) };
+    if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedparam",
             r,
@@ -411,8 +316,8 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
     }
     let p = Priority::new(current, value)?;
     // SAFETY: the caller guarantees `thread` is valid.
-    let r = unsafe { libc::pthread_setschedprio(thread, p.value()) };
-    if r != 0 {
+    let r = unsafe { sys::pthread_setschedprio(thread, p.value()) };
+    if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedprio",
             r,

@@ -54,9 +54,10 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::normal::TidWord;
 use super::pi::relock_error;
-use super::sys::{current_tid, TID_MASK, WAITERS};
+use crate::sys::futex::{TID_MASK, WAITERS};
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
-use crate::sched::deadline::{sys_getattr, sys_setattr, RawAttr};
+use crate::sys::sched::{self as sys_sched, SchedAttr};
 use crate::{Error, Result};
 
 /// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).
@@ -389,14 +390,14 @@ impl Tpp {
         }
     }
 
-    fn attr(&self, policy: u32, priority: u32, nice: i32) -> RawAttr {
-        RawAttr {
-            size: std::mem::size_of::<RawAttr>() as u32,
+    fn attr(&self, policy: u32, priority: u32, nice: i32) -> SchedAttr {
+        SchedAttr {
+            size: SchedAttr::SIZE,
             sched_policy: policy,
             sched_priority: priority,
             sched_nice: nice,
             sched_flags: self.base_flags & SCHED_FLAG_RESET_ON_FORK,
-            ..RawAttr::default()
+            ..SchedAttr::default()
         }
     }
 
@@ -406,7 +407,7 @@ impl Tpp {
         } else {
             libc::SCHED_FIFO
         };
-        sys_setattr(0, &self.attr(policy as u32, priority, 0))
+        sys_sched::setattr(0, &self.attr(policy as u32, priority, 0))
     }
 }
 
@@ -417,7 +418,7 @@ fn raise(ceiling: u32) -> Result<()> {
     TPP.with(|t| {
         let mut t = t.borrow_mut();
         if t.held == 0 && !(t.trust_cache && t.cached) {
-            let a = sys_getattr(0).map_err(|e| Error::from_errno("sched_getattr", e))?;
+            let a = sys_sched::getattr(0).map_err(|e| Error::from_errno("sched_getattr", e))?;
             t.base_policy = a.sched_policy;
             t.base_priority = a.sched_priority;
             t.base_nice = a.sched_nice;
@@ -527,7 +528,7 @@ fn lower(ceiling: u32) {
             t.boost = top;
         } else {
             let base = t.attr(t.base_policy, t.base_priority, t.base_nice);
-            let _ = sys_setattr(0, &base);
+            let _ = sys_sched::setattr(0, &base);
             t.boost = 0;
         }
     });

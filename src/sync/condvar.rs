@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use lock_api::{MutexGuard, RawMutex};
 
 use super::checked::deadline_after;
-use super::sys::{self, current_tid};
+use crate::sys::futex;
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 
 /// A condition variable (see the [module docs](self)).
@@ -84,7 +85,7 @@ impl Condvar {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let mut timed_out = false;
         MutexGuard::unlocked(guard, || {
-            timed_out = sys::wait(&self.seq, s, deadline) == Err(libc::ETIMEDOUT);
+            timed_out = futex::wait(&self.seq, s, deadline) == Err(libc::ETIMEDOUT);
         });
         self.sleepers.fetch_sub(1, Ordering::Relaxed);
         self.track.cond_wait_done(tid, wait, timed_out);
@@ -149,7 +150,7 @@ impl Condvar {
         if self.sleepers.load(Ordering::SeqCst) == 0 {
             return 0;
         }
-        sys::wake(&self.seq, if all { i32::MAX as u32 } else { 1 })
+        futex::wake(&self.seq, if all { i32::MAX as u32 } else { 1 })
     }
 
     /// How many threads are in `wait` (a snapshot).

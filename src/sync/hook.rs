@@ -66,7 +66,7 @@ fn on() -> bool {
 
 #[inline(always)]
 fn tid() -> u32 {
-    super::sys::current_tid()
+    crate::sys::tid::current()
 }
 
 #[cold]

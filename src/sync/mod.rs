@@ -89,7 +89,7 @@ pub mod recursive;
 pub mod rwlock;
 pub mod semaphore;
 pub mod shared;
-mod sys;
+
 pub mod track;
 
 pub use ceiling::{
@@ -117,12 +117,12 @@ pub use track::{
 /// - [gettid(2)](https://man7.org/linux/man-pages/man2/gettid.2.html)
 #[inline]
 pub fn current_tid() -> u32 {
-    sys::current_tid()
+    crate::sys::tid::current()
 }
 
 /// Whether the kernel has `FUTEX_LOCK_PI2` (Linux ≥ 5.14), so that timed PI locks
 /// wait on CLOCK_MONOTONIC. Before the first contended PI lock this answers `true`
 /// (not yet probed).
 pub fn has_lock_pi2() -> bool {
-    sys::has_lock_pi2()
+    crate::sys::futex::has_lock_pi2()
 }

@@ -20,7 +20,8 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::pi::relock_error;
-use super::sys::{self, current_tid, TID_MASK, WAITERS};
+use crate::sys::futex::{self, TID_MASK, WAITERS};
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 
@@ -111,7 +112,7 @@ impl TidWord {
             {
                 continue;
             }
-            match sys::wait(&self.0, cur | WAITERS, deadline) {
+            match futex::wait(&self.0, cur | WAITERS, deadline) {
                 Ok(()) | Err(libc::EAGAIN) | Err(libc::EINTR) => {}
                 Err(libc::ETIMEDOUT) => {
                     return Err(Error::from_errno(
@@ -127,14 +128,14 @@ impl TidWord {
     /// Forces the word to unlocked and wakes one sleeper.
     pub(crate) fn force_unlock(&self) {
         self.unlock_slow();
-        sys::wake(&self.0, 1);
+        futex::wake(&self.0, 1);
     }
 
     #[cold]
     #[inline(never)]
     pub(crate) fn unlock_slow(&self) {
         if self.0.swap(0, Ordering::Release) & WAITERS != 0 {
-            sys::wake(&self.0, 1);
+            futex::wake(&self.0, 1);
         }
     }
 }

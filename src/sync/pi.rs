@@ -39,7 +39,8 @@ use std::time::{Duration, Instant};
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
-use super::sys::{self, current_tid, OWNER_DIED, TID_MASK, WAITERS};
+use crate::sys::futex::{self, OWNER_DIED, TID_MASK, WAITERS};
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
 
@@ -282,7 +283,7 @@ impl RawPiMutex {
                 }
                 continue;
             }
-            match sys::lock_pi(&self.word, deadline) {
+            match futex::lock_pi(&self.word, deadline) {
                 Ok(()) => {
                     self.acquired_from_kernel();
                     return Ok(());
@@ -333,7 +334,7 @@ impl RawPiMutex {
             return Ok(cur == 0 && self.try_fast(tid));
         }
         // Free but marked OWNER_DIED: let the kernel grant it and keep the mark.
-        match sys::trylock_pi(&self.word) {
+        match futex::trylock_pi(&self.word) {
             Ok(()) => {
                 self.acquired_from_kernel();
                 Ok(true)
@@ -351,7 +352,7 @@ impl RawPiMutex {
         // critical section's writes before the kernel's hand-off explicitly.
         std::sync::atomic::fence(Ordering::Release);
         loop {
-            match sys::unlock_pi(&self.word) {
+            match futex::unlock_pi(&self.word) {
                 Err(libc::EINTR) | Err(libc::EAGAIN) => continue,
                 // EPERM (not the owner) cannot happen through a guard; ignore the rest.
                 _ => return,

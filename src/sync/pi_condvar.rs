@@ -41,7 +41,8 @@ use lock_api::{MutexGuard, RawMutex};
 
 use super::checked::{deadline_after, lock_failed, RawMutexChecked};
 use super::pi::{PiMutexGuard, RawPiMutex};
-use super::sys::{self, current_tid};
+use crate::sys::futex;
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 
@@ -136,7 +137,7 @@ impl PiCondvar {
         // SAFETY: the guard proves this thread holds the lock; it is relocked (by
         // the kernel's requeue or below) before the guard is used again.
         unsafe { raw.unlock() };
-        let r = sys::wait_requeue_pi(&self.seq, s, word, deadline);
+        let r = futex::wait_requeue_pi(&self.seq, s, word, deadline);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
         let timed_out = match r {
             Ok(()) => {
@@ -236,7 +237,7 @@ impl PiCondvar {
             // touches it only after matching it against the key a *current* waiter
             // gave (whose guard keeps the mutex alive), EINVAL otherwise.
             let word = m as *const AtomicU32;
-            match sys::cmp_requeue_pi(&self.seq, s, word, requeue) {
+            match futex::cmp_requeue_pi(&self.seq, s, word, requeue) {
                 Ok(n) => return n,
                 // Another notify moved the sequence: retry with its value.
                 Err(libc::EAGAIN) => s = self.seq.load(Ordering::SeqCst),

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
 use super::normal::TidWord;
-use super::sys::current_tid;
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 

@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use lock_api::{GuardNoSend, RawRwLockTimed};
 
 use super::checked::deadline_after;
-use super::sys::{self, current_tid};
+use crate::sys::futex;
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 
 const WRITER: u32 = 1 << 30;
@@ -226,7 +227,7 @@ impl RawRwLock {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let e = self.epoch.load(Ordering::SeqCst);
         let r = if blocked() {
-            sys::wait(&self.epoch, e, deadline)
+            futex::wait(&self.epoch, e, deadline)
         } else {
             Ok(())
         };
@@ -238,7 +239,7 @@ impl RawRwLock {
     fn wake_all(&self) {
         if self.sleepers.load(Ordering::SeqCst) > 0 {
             self.epoch.fetch_add(1, Ordering::SeqCst);
-            sys::wake(&self.epoch, i32::MAX as u32);
+            futex::wake(&self.epoch, i32::MAX as u32);
         }
     }
 
@@ -272,7 +273,7 @@ impl RawRwLock {
             r.set(track::W_OWNER, 0);
         }
         self.epoch.fetch_add(1, Ordering::SeqCst);
-        sys::wake(&self.epoch, i32::MAX as u32);
+        futex::wake(&self.epoch, i32::MAX as u32);
     }
 }
 

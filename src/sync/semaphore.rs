@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
-use super::sys::{self, current_tid};
+use crate::sys::futex;
+use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 
@@ -111,7 +112,7 @@ impl Semaphore {
                 break Ok(after);
             }
             self.sleepers.fetch_add(1, Ordering::SeqCst);
-            let w = sys::wait(&self.value, 0, deadline);
+            let w = futex::wait(&self.value, 0, deadline);
             self.sleepers.fetch_sub(1, Ordering::Relaxed);
             if let Err(libc::ETIMEDOUT) = w {
                 // A post may have raced with the timeout: take it if it is there.
@@ -223,7 +224,7 @@ impl Semaphore {
         }
         super::hook::sem_post(self.addr(), v + 1);
         if self.sleepers.load(Ordering::SeqCst) > 0 {
-            sys::wake(&self.value, 1);
+            futex::wake(&self.value, 1);
         }
         Ok(())
     }
@@ -269,7 +270,7 @@ impl Semaphore {
         if let Some(r) = self.track.get() {
             r.set(track::W_STATE, u64::from(value));
         }
-        sys::wake(&self.value, i32::MAX as u32);
+        futex::wake(&self.value, i32::MAX as u32);
         Ok(())
     }
 }

@@ -10,4 +10,6 @@
 
 pub(crate) mod clock;
 pub(crate) mod fork;
+pub(crate) mod futex;
+pub(crate) mod sched;
 pub(crate) mod tid;
