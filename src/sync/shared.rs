@@ -18,7 +18,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use super::track::{self, Snapshot, WORDS};
+use super::track::level::level;
+use super::track::record::{Record, WORDS};
+use super::track::slab::all_records;
+use super::track::snapshot::{copy_live, snapshot_words, Snapshot};
+use super::track::level::ps_per_tick;
 use crate::registry::{self, Registry, SlotWriter};
 use crate::{Error, Result};
 
@@ -49,7 +53,7 @@ pub(crate) fn start_publisher() {
         .name("posixrt-syncpub".into())
         .spawn(|| loop {
             std::thread::sleep(PUBLISH_PERIOD);
-            if track::level() != 0 {
+            if level() != 0 {
                 let _ = publish();
             }
         });
@@ -76,11 +80,11 @@ pub fn publish() -> Result<usize> {
         .with_hint("in-process introspection (objects(), snapshot()) works in the child; exec a posixrt program to publish from a new process"));
     }
     let mut slots = SLOTS_OF.lock().unwrap_or_else(|e| e.into_inner());
-    let records = track::all_records();
-    let ps = track::ps_per_tick();
+    let records = all_records();
+    let ps = ps_per_tick();
     let copies: Vec<(usize, [u64; WORDS])> = records
         .into_iter()
-        .filter_map(|r| Some((r as *const track::Record as usize, track::copy_live(r)?)))
+        .filter_map(|r| Some((r as *const Record as usize, copy_live(r)?)))
         .collect();
     // Free the slots of records that are no longer live first, so that a full
     // registry makes room for new objects as soon as old ones are dropped.
@@ -178,7 +182,7 @@ pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
             *w = u64::from_ne_bytes(b);
         }
         let ps = words[0];
-        if let Some(mut snap) = track::snapshot_words(&words, ps) {
+        if let Some(mut snap) = snapshot_words(&words, ps) {
             snap.info.owner_pid = snap.info.owner.map(|_| pid);
             out.push(snap);
         }

@@ -1,0 +1,72 @@
+//! Tracking of synchronization objects: the run-time switch, the per-object record,
+//! the process-wide list of known objects, snapshots ([`Info`], [`Stats`], waiters)
+//! and [`find_deadlocks`].
+//!
+//! # Levels and cost
+//!
+//! [`set_tracking`] switches tracking for the whole process (the analogue of
+//! `td_ta_sync_tracking_enable`):
+//!
+//! - [`Tracking::Off`]: each lock and unlock adds one relaxed load of a global and a
+//!   not-taken branch to the uncontended path. Nothing is recorded.
+//! - [`Tracking::Counts`]: an object becomes *known* the first time it is used (it
+//!   gets a record, allocated once, off the fast path). Counters are written only by
+//!   the thread that holds the lock, with plain relaxed stores inside a sequence
+//!   counter (no read-modify-write atomics on the uncontended path beyond the
+//!   lock's own CAS). Failed trylocks, waiters, condition variables, semaphores and
+//!   read locks (which have no single owner) use `fetch_add`.
+//! - [`Tracking::Timing`]: adds wait and hold times. Hold time needs a timestamp at
+//!   lock and one at unlock (the TSC on x86-64, `CLOCK_MONOTONIC` elsewhere); wait
+//!   times are taken on the contended path only.
+//!
+//! Statistics count from the moment an object became known (or from
+//! [`reset_stats`]).
+//!
+//! # Records
+//!
+//! A record is 48 64-bit words in a slab that is never freed (records are recycled
+//! when their object is dropped), so a reader never follows a dangling pointer. The
+//! lock holder writes its words under a sequence counter (odd while writing); a
+//! reader copies the record and retries if the counter moved, so it never sees a
+//! torn set of counters.
+//!
+//! # Files
+//!
+//! | file | concern |
+//! |---|---|
+//! | `level` | the run-time switch and the clock of wait and hold times |
+//! | `record` | the record layout (48 words under a sequence counter) |
+//! | `slab` | records: allocation and recycling (lock-free but for one PI lock), the [`Track`] handle |
+//! | `pilock` | the internal priority-inheriting lock of `slab` |
+//! | `ops` | the lock-side helpers the sync objects call |
+//! | `snapshot` | [`Info`], [`Stats`], [`Snapshot`], [`objects`] |
+//! | `deadlock` | [`find_deadlocks`] |
+
+mod deadlock;
+pub(crate) mod level;
+mod ops;
+mod pilock;
+pub(crate) mod record;
+pub(crate) mod slab;
+pub(crate) mod snapshot;
+
+pub use deadlock::{find_deadlocks, find_deadlocks_in, Deadlock};
+pub use level::{tracking, Tracking};
+pub(crate) use level::{level, ticks};
+pub use record::Kind;
+pub(crate) use record::*;
+pub(crate) use slab::Track;
+pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
+
+/// Switches tracking on or off for the whole process (the analogue of Solaris
+/// `td_ta_sync_tracking_enable`). Objects used while it is on become known; switching
+/// it off keeps the known objects and their statistics but stops updating them.
+///
+/// # References
+/// - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (`td_ta_sync_tracking_enable`)
+pub fn set_tracking(level: Tracking) {
+    level::set_level_and_clock(level);
+    if level != Tracking::Off {
+        super::shared::start_publisher();
+    }
+}

@@ -1,0 +1,230 @@
+//! The lock-side helpers the sync objects call on their [`Track`]: fast and slow
+//! acquisitions, unlocks, waiters, tries.
+
+
+use super::level::*;
+use super::record::*;
+use super::slab::Track;
+use super::snapshot::{snapshot, Snapshot};
+
+
+impl Track {
+    /// [`snapshot`] of this object's record with `info.address` set; `None` when
+    /// it has none or the record is not live.
+    pub(crate) fn snapshot_at(&self, addr: usize) -> Option<Snapshot> {
+        let mut s = snapshot(self.get()?)?;
+        s.info.address = addr;
+        Some(s)
+    }
+
+    /// The fast-path acquisition report every lock kind makes: the trace hook,
+    /// then (only when tracking is on) [`acquired`](Self::acquired). Inlined so the
+    /// tracking-off fast path stays one level load and branch.
+    #[inline(always)]
+    pub(crate) fn on_fast_acquired(&self, kind: Kind, addr: usize, tid: u32) {
+        crate::sync::hook::lock(addr, tid, crate::sync::hook::LockResult::Acquired);
+        if level() != 0 {
+            self.acquired(kind, addr, tid);
+        }
+    }
+
+    /// `Some(start tick)` after recording that `tid` starts waiting for the object,
+    /// when tracking is on; `None` (nothing recorded) when it is off.
+    #[inline]
+    pub(crate) fn wait_start(&self, kind: Kind, addr: usize, tid: u32) -> Option<u64> {
+        (level() != 0).then(|| self.wait_begin(kind, addr, tid))
+    }
+
+    /// The contended acquisition of an exclusive lock, shared by the mutex kinds:
+    /// records the wait around `inner` (tracking on) and the acquisition after it,
+    /// then reports the result to the trace hook with the owner read by `owner`
+    /// afterwards.
+    #[inline]
+    pub(crate) fn contended_lock(
+        &self,
+        kind: Kind,
+        addr: usize,
+        tid: u32,
+        inner: impl FnOnce() -> crate::Result<()>,
+        owner: impl FnOnce() -> u32,
+    ) -> crate::Result<()> {
+        let wait = self.wait_start(kind, addr, tid);
+        let r = inner();
+        if let Some(t0) = wait {
+            self.wait_end(tid);
+            if r.is_ok() {
+                self.acquired_after_wait(kind, addr, tid, t0);
+            }
+        }
+        crate::sync::hook::lock(
+            addr,
+            owner(),
+            match &r {
+                Ok(()) => crate::sync::hook::LockResult::Acquired,
+                Err(e) if e.kind() == crate::ErrorKind::TimedOut => {
+                    crate::sync::hook::LockResult::TimedOut
+                }
+                Err(e) => crate::sync::hook::LockResult::Error(e.errno().unwrap_or(0)),
+            },
+        );
+        r
+    }
+
+    /// The start of a condition-variable wait by `tid` (either condvar kind): when
+    /// tracking is on, counts the wait (and a timed one in `W_A`) and returns
+    /// `Some(start tick)` for [`cond_wait_done`](Self::cond_wait_done).
+    pub(crate) fn cond_wait_start(&self, addr: usize, tid: u32, timed: bool) -> Option<u64> {
+        if level() == 0 {
+            return None;
+        }
+        let r = self.record(Kind::Condvar, addr);
+        r.add(W_LOCKS, 1);
+        r.add(W_CONTENDED, 1);
+        if timed {
+            r.add(W_A, 1);
+        }
+        Some(self.wait_begin(Kind::Condvar, addr, tid))
+    }
+
+    /// The end of a condvar wait begun by [`cond_wait_start`](Self::cond_wait_start):
+    /// counts a timeout in `W_B` and adds the wait time (timing level).
+    pub(crate) fn cond_wait_done(&self, tid: u32, wait: Option<u64>, timed_out: bool) {
+        let Some(t0) = wait else { return };
+        self.wait_end(tid);
+        if let Some(r) = self.get() {
+            if timed_out {
+                r.add(W_B, 1);
+            }
+            if t0 != 0 {
+                let w = ticks().saturating_sub(t0);
+                r.add(W_WAIT_TOTAL, w);
+                r.max(W_WAIT_MAX, w);
+            }
+        }
+    }
+
+    /// The unlock report every exclusive lock makes before releasing its word: the
+    /// trace hook, then (only when tracking is on) [`releasing`](Self::releasing).
+    #[inline(always)]
+    pub(crate) fn on_unlock(&self, addr: usize) {
+        crate::sync::hook::unlock(addr);
+        if level() != 0 {
+            self.releasing();
+        }
+    }
+
+    /// After an uncontended acquisition by `tid` (tracking is on).
+    #[inline]
+    pub(crate) fn acquired(&self, kind: Kind, addr: usize, tid: u32) {
+        let r = self.record(kind, addr);
+        let s = r.begin();
+        r.bump(W_LOCKS);
+        r.set(W_OWNER, u64::from(tid));
+        if level() >= Tracking::Timing as u8 {
+            r.set(W_ACQ, ticks());
+        }
+        r.end(s);
+    }
+
+    /// After a trylock by `tid` that acquired the lock.
+    #[inline]
+    pub(crate) fn try_acquired(&self, kind: Kind, addr: usize, tid: u32) {
+        let r = self.record(kind, addr);
+        let s = r.begin();
+        r.bump(W_LOCKS);
+        r.bump(W_TRY);
+        r.set(W_OWNER, u64::from(tid));
+        if level() >= Tracking::Timing as u8 {
+            r.set(W_ACQ, ticks());
+        }
+        r.end(s);
+    }
+
+    /// After a trylock that found the lock held (not the owner: an atomic add).
+    ///
+    /// Only `W_TRY_FAIL` is touched: `W_TRY` (successful trylocks) is written by the
+    /// owner with a plain load and store, and a concurrent `fetch_add` on it from a
+    /// failing thread could be lost; [`Stats::trylocks`] is the sum of the two.
+    #[cold]
+    pub(crate) fn try_failed(&self, kind: Kind, addr: usize) {
+        let r = self.record(kind, addr);
+        r.add(W_TRY_FAIL, 1);
+    }
+
+    /// After a contended acquisition by `tid` that waited from `t0` (ticks, 0 if not
+    /// timing).
+    #[cold]
+    pub(crate) fn acquired_after_wait(&self, kind: Kind, addr: usize, tid: u32, t0: u64) {
+        let r = self.record(kind, addr);
+        let s = r.begin();
+        r.bump(W_LOCKS);
+        r.bump(W_CONTENDED);
+        r.set(W_OWNER, u64::from(tid));
+        if t0 != 0 {
+            let now = ticks();
+            let w = now.saturating_sub(t0);
+            r.set(W_WAIT_TOTAL, r.get(W_WAIT_TOTAL).wrapping_add(w));
+            if w > r.get(W_WAIT_MAX) {
+                r.set(W_WAIT_MAX, w);
+            }
+            r.set(W_ACQ, now);
+        }
+        r.end(s);
+    }
+
+    /// Before the owner releases the lock (tracking is on). At the counts level this
+    /// is one store (the owner word, a single atomic word needs no sequence); at the
+    /// timing level the hold time is added under the sequence counter.
+    #[inline]
+    pub(crate) fn releasing(&self) {
+        if let Some(r) = self.get() {
+            let acq = r.get(W_ACQ);
+            if acq == 0 {
+                r.set(W_OWNER, 0);
+                return;
+            }
+            self.release_timed(r, acq);
+        }
+    }
+
+    #[inline(never)]
+    fn release_timed(&self, r: &Record, acq: u64) {
+        let s = r.begin();
+        r.set(W_OWNER, 0);
+        let h = ticks().saturating_sub(acq);
+        r.set(W_HOLD_TOTAL, r.get(W_HOLD_TOTAL).wrapping_add(h));
+        if h > r.get(W_HOLD_MAX) {
+            r.set(W_HOLD_MAX, h);
+        }
+        r.set(W_ACQ, 0);
+        r.end(s);
+    }
+
+    /// Sets the state word (recursion count, reader count, semaphore count) while the
+    /// caller holds the right to write it.
+    #[inline]
+    pub(crate) fn set_state(&self, kind: Kind, addr: usize, v: u64) {
+        let r = self.record(kind, addr);
+        r.set(W_STATE, v);
+    }
+
+    /// A waiter starts blocking: count it and list its tid; returns the start time.
+    #[cold]
+    pub(crate) fn wait_begin(&self, kind: Kind, addr: usize, tid: u32) -> u64 {
+        let r = self.record(kind, addr);
+        r.add_waiter(tid);
+        if level() >= Tracking::Timing as u8 {
+            ticks().max(1)
+        } else {
+            0
+        }
+    }
+
+    /// A waiter stopped blocking.
+    #[cold]
+    pub(crate) fn wait_end(&self, tid: u32) {
+        if let Some(r) = self.get() {
+            r.remove_waiter(tid);
+        }
+    }
+}

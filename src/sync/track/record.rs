@@ -1,0 +1,199 @@
+//! The per-object record: 48 words under a sequence counter, and their layout
+//! (also the layout published to the shared registry).
+
+use std::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
+
+
+pub(crate) const WORDS: usize = 48;
+pub(crate) const W_SEQ: usize = 0;
+pub(crate) const W_META: usize = 1;
+pub(crate) const W_ADDR: usize = 2;
+pub(crate) const W_OWNER: usize = 3;
+pub(crate) const W_STATE: usize = 4;
+pub(crate) const W_LOCKS: usize = 5;
+pub(crate) const W_CONTENDED: usize = 6;
+pub(crate) const W_WAIT_TOTAL: usize = 7;
+pub(crate) const W_WAIT_MAX: usize = 8;
+pub(crate) const W_HOLD_TOTAL: usize = 9;
+pub(crate) const W_HOLD_MAX: usize = 10;
+pub(crate) const W_TRY: usize = 11;
+pub(crate) const W_TRY_FAIL: usize = 12;
+pub(crate) const W_A: usize = 13;
+pub(crate) const W_B: usize = 14;
+pub(crate) const W_C: usize = 15;
+pub(crate) const W_D: usize = 16;
+pub(crate) const W_E: usize = 17;
+pub(crate) const W_ACQ: usize = 18;
+pub(crate) const W_WAITERS: usize = 19;
+pub(crate) const W_WAITER0: usize = 20;
+pub(crate) const W_NAME: usize = 28;
+/// The second block of waiter words, after the name.
+pub(crate) const W_WAITER8: usize = 32;
+/// How many waiter tids a record lists (`info.waiters` counts all of them).
+pub(crate) const MAX_WAITER_TIDS: usize = 24;
+
+/// The word of waiter slot `i` (0..MAX_WAITER_TIDS).
+#[inline]
+pub(crate) const fn waiter_word(i: usize) -> usize {
+    if i < 8 {
+        W_WAITER0 + i
+    } else {
+        W_WAITER8 + (i - 8)
+    }
+}
+pub(crate) const NAME_BYTES: usize = 32;
+
+pub(crate) const META_LIVE: u64 = 1 << 8;
+pub(crate) const META_SHARED: u64 = 1 << 9;
+
+/// The kind of a synchronization object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Kind {
+    /// [`NormalMutex`](super::NormalMutex) (`PTHREAD_MUTEX_NORMAL`, no protocol).
+    NormalMutex = 1,
+    /// [`RecursiveMutex`](super::RecursiveMutex) (`PTHREAD_MUTEX_RECURSIVE`).
+    RecursiveMutex = 2,
+    /// [`PiMutex`](super::PiMutex) (`PTHREAD_PRIO_INHERIT`).
+    PiMutex = 3,
+    /// [`CeilingMutex`](super::CeilingMutex) (`PTHREAD_PRIO_PROTECT`).
+    CeilingMutex = 4,
+    /// [`Condvar`](super::Condvar).
+    Condvar = 5,
+    /// [`Semaphore`](super::Semaphore).
+    Semaphore = 6,
+    /// [`RwLock`](super::RwLock).
+    RwLock = 7,
+}
+
+impl Kind {
+    pub(crate) fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::NormalMutex,
+            2 => Kind::RecursiveMutex,
+            3 => Kind::PiMutex,
+            4 => Kind::CeilingMutex,
+            5 => Kind::Condvar,
+            6 => Kind::Semaphore,
+            7 => Kind::RwLock,
+            _ => return None,
+        })
+    }
+
+    /// Whether it is one of the mutex kinds.
+    pub fn is_mutex(self) -> bool {
+        matches!(
+            self,
+            Kind::NormalMutex | Kind::RecursiveMutex | Kind::PiMutex | Kind::CeilingMutex
+        )
+    }
+
+    /// A short lower-case name (`"pi_mutex"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::NormalMutex => "mutex",
+            Kind::RecursiveMutex => "recursive_mutex",
+            Kind::PiMutex => "pi_mutex",
+            Kind::CeilingMutex => "ceiling_mutex",
+            Kind::Condvar => "condvar",
+            Kind::Semaphore => "semaphore",
+            Kind::RwLock => "rwlock",
+        }
+    }
+}
+
+/// One object's record (see the [module docs](self)).
+#[repr(C, align(64))]
+pub(crate) struct Record {
+    pub(crate) w: [AtomicU64; WORDS],
+    /// The next record of the list of every record ([`super::slab`]), fixed once set.
+    pub(crate) next_all: AtomicPtr<Record>,
+    /// The next record of the free list while this one is free ([`super::slab`]).
+    pub(crate) next_free: AtomicPtr<Record>,
+}
+
+impl Record {
+    #[inline(always)]
+    pub(crate) fn get(&self, i: usize) -> u64 {
+        self.w[i].load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    pub(crate) fn set(&self, i: usize, v: u64) {
+        self.w[i].store(v, Ordering::Relaxed)
+    }
+    #[inline(always)]
+    pub(crate) fn bump(&self, i: usize) {
+        self.set(i, self.get(i).wrapping_add(1))
+    }
+    #[inline(always)]
+    pub(crate) fn add(&self, i: usize, v: u64) {
+        self.w[i].fetch_add(v, Ordering::Relaxed);
+    }
+    #[inline(always)]
+    pub(crate) fn max(&self, i: usize, v: u64) {
+        self.w[i].fetch_max(v, Ordering::Relaxed);
+    }
+    /// Starts an owner-side write (the sequence counter becomes odd).
+    #[inline(always)]
+    pub(crate) fn begin(&self) -> u64 {
+        let s = self.get(W_SEQ);
+        self.set(W_SEQ, s.wrapping_add(1));
+        fence(Ordering::Release);
+        s
+    }
+    /// Ends an owner-side write.
+    #[inline(always)]
+    pub(crate) fn end(&self, s: u64) {
+        self.w[W_SEQ].store(s.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Adds a waiter tid to the small waiter table (if there is room) and counts it.
+    pub(crate) fn add_waiter(&self, tid: u32) {
+        self.add(W_WAITERS, 1);
+        for i in 0..MAX_WAITER_TIDS {
+            if self.w[waiter_word(i)]
+                .compare_exchange(0, tid as u64, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn remove_waiter(&self, tid: u32) {
+        self.w[W_WAITERS].fetch_sub(1, Ordering::Relaxed);
+        for i in 0..MAX_WAITER_TIDS {
+            if self.w[waiter_word(i)]
+                .compare_exchange(tid as u64, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+            {
+                return;
+            }
+        }
+    }
+
+    pub(crate) fn clear(&self) {
+        for w in &self.w {
+            w.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+pub(crate) fn copy(r: &Record) -> Option<[u64; WORDS]> {
+    for _ in 0..10_000 {
+        let s0 = r.w[W_SEQ].load(Ordering::Acquire);
+        if s0 & 1 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let mut out = [0u64; WORDS];
+        for (o, w) in out.iter_mut().zip(r.w.iter()) {
+            *o = w.load(Ordering::Relaxed);
+        }
+        fence(Ordering::Acquire);
+        if r.w[W_SEQ].load(Ordering::Relaxed) == s0 {
+            return Some(out);
+        }
+    }
+    None
+}

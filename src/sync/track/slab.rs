@@ -1,0 +1,202 @@
+//! Where records come from: the slab of records (never freed, recycled when their
+//! object is dropped) and [`Track`], the handle every sync object embeds.
+
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use super::pilock::PiLock;
+use super::record::*;
+
+// Every record ever allocated is on ALL (a push-only list: records are never
+// freed), and the records of dropped objects are on FREE (a stack). Pushing onto
+// either is one CAS, so `release` (on drop) and the readers (`all_records`, the
+// publisher) take no lock. Taking a record off FREE is serialized by POP, a
+// priority-inheriting lock: with a single popper at a time, a record on the stack
+// cannot be popped and pushed back between a popper's read of the head and its
+// CAS, so the stack has no ABA problem. A real-time thread that blocks on POP
+// boosts the holder, which holds it for a few loads and one CAS.
+
+static ALL: AtomicPtr<Record> = AtomicPtr::new(std::ptr::null_mut());
+static FREE: AtomicPtr<Record> = AtomicPtr::new(std::ptr::null_mut());
+static POP: PiLock = PiLock::new();
+
+/// In a forked child, POP may have been held by a parent thread that does not
+/// exist there; the lists themselves are always consistent between two CASes.
+fn after_fork_in_child() {
+    POP.reset_in_child();
+}
+
+fn push_all(r: &'static Record) {
+    let mut head = ALL.load(Ordering::Acquire);
+    loop {
+        r.next_all.store(head, Ordering::Relaxed);
+        match ALL.compare_exchange_weak(
+            head,
+            r as *const Record as *mut Record,
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return,
+            Err(h) => head = h,
+        }
+    }
+}
+
+fn push_free(r: &'static Record) {
+    let mut head = FREE.load(Ordering::Acquire);
+    loop {
+        r.next_free.store(head, Ordering::Relaxed);
+        match FREE.compare_exchange_weak(
+            head,
+            r as *const Record as *mut Record,
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => return,
+            Err(h) => head = h,
+        }
+    }
+}
+
+fn pop_free() -> Option<&'static Record> {
+    let _one_popper = POP.lock();
+    let mut head = FREE.load(Ordering::Acquire);
+    loop {
+        if head.is_null() {
+            return None;
+        }
+        // SAFETY: records are leaked ('static) and never freed.
+        let r: &'static Record = unsafe { &*head };
+        let next = r.next_free.load(Ordering::Relaxed);
+        match FREE.compare_exchange_weak(head, next, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => return Some(r),
+            Err(h) => head = h,
+        }
+    }
+}
+
+fn new_record() -> &'static Record {
+    static FORK_HOOK: std::sync::Once = std::sync::Once::new();
+    FORK_HOOK.call_once(|| crate::sys::fork::on_child(after_fork_in_child));
+    let r: &'static Record = Box::leak(Box::new(Record {
+        w: [const { AtomicU64::new(0) }; WORDS],
+        next_all: AtomicPtr::new(std::ptr::null_mut()),
+        next_free: AtomicPtr::new(std::ptr::null_mut()),
+    }));
+    push_all(r);
+    r
+}
+
+/// The tracking handle embedded in every sync object: a pointer to its record, null
+/// until the object is first used with tracking on.
+pub(crate) struct Track {
+    rec: AtomicPtr<Record>,
+}
+
+impl Track {
+    pub(crate) const fn new() -> Track {
+        Track {
+            rec: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// The record, registering the object on first use.
+    #[inline(always)]
+    pub(crate) fn record(&self, kind: Kind, addr: usize) -> &'static Record {
+        let p = self.rec.load(Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: records are leaked ('static) and never freed.
+            return unsafe { &*p };
+        }
+        self.register(kind, addr)
+    }
+
+    /// The record if the object is known.
+    #[inline(always)]
+    pub(crate) fn get(&self) -> Option<&'static Record> {
+        let p = self.rec.load(Ordering::Acquire);
+        // SAFETY: records are leaked ('static) and never freed.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn register(&self, kind: Kind, addr: usize) -> &'static Record {
+        let r = pop_free().unwrap_or_else(new_record);
+        r.clear();
+        r.set(W_ADDR, addr as u64);
+        r.set(W_META, kind as u64 | META_LIVE);
+        if kind == Kind::Semaphore {
+            r.set(W_C, u64::MAX);
+        }
+        let p = r as *const Record as *mut Record;
+        match self
+            .rec
+            .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => r,
+            Err(theirs) => {
+                // Another thread registered the object meanwhile: use its record.
+                r.set(W_META, 0);
+                push_free(r);
+                // SAFETY: records are leaked ('static) and never freed.
+                unsafe { &*theirs }
+            }
+        }
+    }
+
+    /// Registers the object now (whatever the level) and sets its name.
+    pub(crate) fn set_name(&self, kind: Kind, addr: usize, name: &str) {
+        let r = self.record(kind, addr);
+        let mut buf = [0u8; NAME_BYTES];
+        let n = name.len().min(NAME_BYTES);
+        buf[..n].copy_from_slice(&name.as_bytes()[..n]);
+        // One namer at a time, so two names never mix.
+        let _one_namer = POP.lock();
+        for i in 0..NAME_BYTES / 8 {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&buf[i * 8..i * 8 + 8]);
+            r.set(W_NAME + i, u64::from_ne_bytes(b));
+        }
+    }
+
+    /// Sets the priority ceiling shown in the info.
+    pub(crate) fn set_ceiling(&self, ceiling: u32) {
+        if let Some(r) = self.get() {
+            let m = r.get(W_META) & 0xffff;
+            r.set(W_META, m | (u64::from(ceiling) << 16));
+        }
+    }
+
+    /// Forgets the object (it is dropped): the record goes back to the slab.
+    fn release(&mut self) {
+        let p = *self.rec.get_mut();
+        if !p.is_null() {
+            // SAFETY: records are 'static.
+            let r: &'static Record = unsafe { &*p };
+            r.set(W_META, 0);
+            *self.rec.get_mut() = std::ptr::null_mut();
+            push_free(r);
+        }
+    }
+}
+
+impl Drop for Track {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Every record ever allocated.
+pub(crate) fn all_records() -> Vec<&'static Record> {
+    let mut out = Vec::new();
+    let mut p = ALL.load(Ordering::Acquire);
+    while !p.is_null() {
+        // SAFETY: records are leaked ('static) and never freed.
+        let r: &'static Record = unsafe { &*p };
+        out.push(r);
+        p = r.next_all.load(Ordering::Relaxed);
+    }
+    // Oldest first, as before.
+    out.reverse();
+    out
+}

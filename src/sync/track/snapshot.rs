@@ -1,0 +1,241 @@
+//! Snapshots of records: [`Info`], [`Stats`], [`Snapshot`], [`objects`] and
+//! [`reset_stats`].
+
+use std::time::Duration;
+
+use super::level::*;
+use super::record::*;
+use super::slab::all_records;
+
+
+/// What an object is and what state it is in: the analogue of Solaris
+/// `td_syncinfo_t`. Fields that do not apply to a kind are `None`/zero.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Info {
+    /// The kind of object.
+    pub kind: Kind,
+    /// Whether it is process-shared (always `false`: posixrt's objects are
+    /// process-private for now).
+    pub shared: bool,
+    /// Its address when it became known (objects may move while unlocked).
+    pub address: usize,
+    /// The name given with `set_name`, if any.
+    pub name: Option<String>,
+    /// Mutexes and rwlocks: held (by a writer, for rwlocks) or not.
+    pub locked: bool,
+    /// Mutexes and rwlocks: the owner thread's tid (the writer, for rwlocks).
+    pub owner: Option<u32>,
+    /// Mutexes and rwlocks: the owner's process id (this process).
+    pub owner_pid: Option<u32>,
+    /// Whether at least one thread is blocked on it.
+    pub has_waiters: bool,
+    /// How many threads are blocked on it (counted while tracking is on).
+    pub waiters: u32,
+    /// Recursive mutexes: the recursion count while held.
+    pub recursion: u32,
+    /// Ceiling mutexes: the priority ceiling.
+    pub ceiling: Option<u32>,
+    /// Rwlocks: readers currently holding it.
+    pub readers: u32,
+    /// Rwlocks: held by a writer.
+    pub write_locked: bool,
+    /// Semaphores: the current count.
+    pub sem_count: Option<u32>,
+}
+
+impl Info {
+    /// Sets the live owner of an exclusive lock read from its word: `owner`,
+    /// `locked` (held iff owned) and `owner_pid` (this process when owned).
+    pub(crate) fn set_live_owner(&mut self, owner: Option<u32>) {
+        self.owner = owner;
+        self.locked = owner.is_some();
+        self.owner_pid = owner.map(|_| std::process::id());
+    }
+}
+
+/// Usage statistics since the object became known: the analogue of Solaris
+/// `td_syncstats_t`. Which fields apply depends on the kind (see each field).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Mutex: lock acquisitions (including successful trylocks); rwlock: write
+    /// acquisitions; condvar: waits; semaphore: successful waits (incl. trywaits).
+    pub locks: u64,
+    /// Acquisitions (or waits) that had to sleep.
+    pub contended: u64,
+    /// Total time spent blocked before acquiring (timing level).
+    pub wait_total: Duration,
+    /// Longest single wait (timing level).
+    pub wait_max: Duration,
+    /// Mutex and rwlock writer: total time held (timing level).
+    pub hold_total: Duration,
+    /// Longest single hold (timing level).
+    pub hold_max: Duration,
+    /// Trylock (trywait) calls.
+    pub trylocks: u64,
+    /// Trylock (trywait) calls that failed.
+    pub trylock_failures: u64,
+    /// Rwlock: read acquisitions.
+    pub read_locks: u64,
+    /// Rwlock: read acquisitions that had to sleep.
+    pub read_contended: u64,
+    /// Rwlock: total read wait time (timing level).
+    pub read_wait_total: Duration,
+    /// Condvar: timed waits.
+    pub timed_waits: u64,
+    /// Condvar: timed waits that timed out.
+    pub timeouts: u64,
+    /// Condvar: signals.
+    pub signals: u64,
+    /// Condvar: broadcasts.
+    pub broadcasts: u64,
+    /// Semaphore: posts.
+    pub posts: u64,
+    /// Semaphore: the highest count seen.
+    pub max_count: u64,
+    /// Semaphore: the lowest count seen.
+    pub min_count: u64,
+}
+
+/// A consistent copy of one known object: info, statistics and waiters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// What it is and its state.
+    pub info: Info,
+    /// Its statistics.
+    pub stats: Stats,
+    /// Tids of threads blocked on it (up to 24 are listed; `info.waiters` counts all).
+    pub waiters: Vec<u32>,
+}
+
+
+/// A snapshot from a record's words, with timing ticks of `ps` picoseconds.
+pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
+    let meta = w[W_META];
+    if meta & META_LIVE == 0 {
+        return None;
+    }
+    let kind = Kind::from_u8(meta as u8)?;
+    let mut name = Vec::new();
+    for i in 0..NAME_BYTES / 8 {
+        name.extend_from_slice(&w[W_NAME + i].to_ne_bytes());
+    }
+    let end = name.iter().position(|&b| b == 0).unwrap_or(NAME_BYTES);
+    let name = (end > 0).then(|| String::from_utf8_lossy(&name[..end]).into_owned());
+    let owner = (w[W_OWNER] != 0).then_some(w[W_OWNER] as u32);
+    let waiters: Vec<u32> = (0..MAX_WAITER_TIDS)
+        .map(|i| w[waiter_word(i)] as u32)
+        .filter(|&t| t != 0)
+        .collect();
+    let nwait = w[W_WAITERS] as u32;
+    let state = w[W_STATE];
+    let d = |t| ticks_at(t, ps);
+    let mut info = Info {
+        kind,
+        shared: meta & META_SHARED != 0,
+        address: w[W_ADDR] as usize,
+        name,
+        locked: owner.is_some(),
+        owner,
+        owner_pid: owner.map(|_| std::process::id()),
+        has_waiters: nwait > 0,
+        waiters: nwait,
+        recursion: 0,
+        ceiling: None,
+        readers: 0,
+        write_locked: false,
+        sem_count: None,
+    };
+    let mut stats = Stats {
+        locks: w[W_LOCKS],
+        contended: w[W_CONTENDED],
+        wait_total: d(w[W_WAIT_TOTAL]),
+        wait_max: d(w[W_WAIT_MAX]),
+        hold_total: d(w[W_HOLD_TOTAL]),
+        hold_max: d(w[W_HOLD_MAX]),
+        trylocks: w[W_TRY].wrapping_add(w[W_TRY_FAIL]),
+        trylock_failures: w[W_TRY_FAIL],
+        ..Stats::default()
+    };
+    match kind {
+        Kind::RecursiveMutex => info.recursion = if owner.is_some() { state as u32 } else { 0 },
+        Kind::CeilingMutex => info.ceiling = Some((meta >> 16) as u32 & 0xff),
+        Kind::RwLock => {
+            info.readers = state as u32;
+            info.write_locked = owner.is_some();
+            stats.read_locks = w[W_A];
+            stats.read_contended = w[W_B];
+            stats.read_wait_total = d(w[W_C]);
+        }
+        Kind::Condvar => {
+            info.locked = false;
+            info.owner_pid = None;
+            stats.timed_waits = w[W_A];
+            stats.timeouts = w[W_B];
+            stats.signals = w[W_C];
+            stats.broadcasts = w[W_D];
+        }
+        Kind::Semaphore => {
+            info.locked = false;
+            info.owner = None;
+            info.owner_pid = None;
+            info.sem_count = Some(state as u32);
+            stats.posts = w[W_A];
+            stats.max_count = w[W_B].max(state);
+            stats.min_count = if w[W_C] == u64::MAX { state } else { w[W_C] };
+        }
+        _ => {}
+    }
+    Some(Snapshot {
+        info,
+        stats,
+        waiters,
+    })
+}
+
+
+/// A consistent copy of a live record's words.
+pub(crate) fn copy_live(r: &Record) -> Option<[u64; WORDS]> {
+    copy(r).filter(|w| w[W_META] & META_LIVE != 0)
+}
+
+/// A consistent snapshot of one record, if it is live.
+pub(crate) fn snapshot(r: &Record) -> Option<Snapshot> {
+    snapshot_words(&copy(r)?, ps_per_tick())
+}
+
+/// Every known (tracked) object of this process: the analogue of Solaris
+/// `td_ta_sync_iter`. Each item is a consistent copy taken at iteration time.
+pub fn objects() -> Vec<Snapshot> {
+    let all: Vec<&'static Record> = all_records();
+    all.into_iter().filter_map(snapshot).collect()
+}
+
+/// Clears the statistics of every known object (the counters restart from 0).
+pub fn reset_stats() {
+    let all: Vec<&'static Record> = all_records();
+    for r in all {
+        for i in [
+            W_LOCKS,
+            W_CONTENDED,
+            W_WAIT_TOTAL,
+            W_WAIT_MAX,
+            W_HOLD_TOTAL,
+            W_HOLD_MAX,
+            W_TRY,
+            W_TRY_FAIL,
+            W_A,
+            W_B,
+            W_D,
+            W_E,
+        ] {
+            r.set(i, 0);
+        }
+        let c = if r.get(W_META) as u8 == Kind::Semaphore as u8 {
+            u64::MAX
+        } else {
+            0
+        };
+        r.set(W_C, c);
+    }
+}
+
