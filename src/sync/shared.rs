@@ -15,10 +15,11 @@
 //! holds the picoseconds per timing tick (so the reader converts times).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::track::level::level;
+use super::track::pilock::PiLocked;
 use super::track::record::{Record, WORDS};
 use super::track::slab::all_records;
 use super::track::snapshot::{copy_live, snapshot_words, Snapshot};
@@ -33,8 +34,10 @@ pub const PUBLISH_PERIOD: Duration = Duration::from_millis(50);
 const SLOTS: u32 = 1024;
 
 static REGISTRY: OnceLock<std::result::Result<Registry, Error>> = OnceLock::new();
-/// Record address -> its slot.
-static SLOTS_OF: Mutex<Vec<(usize, SlotWriter<'static>)>> = Mutex::new(Vec::new());
+/// Record address -> its slot. Taken by the publisher thread and by [`publish`]
+/// only (never by a sync object's operation); priority-inheriting, so a real-time
+/// caller of `publish` boosts the publisher instead of waiting behind it.
+static SLOTS_OF: PiLocked<Vec<(usize, SlotWriter<'static>)>> = PiLocked::new(Vec::new());
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 fn registry() -> Result<&'static Registry> {
@@ -79,7 +82,7 @@ pub fn publish() -> Result<usize> {
         )
         .with_hint("in-process introspection (objects(), snapshot()) works in the child; exec a posixrt program to publish from a new process"));
     }
-    let mut slots = SLOTS_OF.lock().unwrap_or_else(|e| e.into_inner());
+    let mut slots = SLOTS_OF.lock();
     let records = all_records();
     let ps = ps_per_tick();
     let copies: Vec<(usize, [u64; WORDS])> = records

@@ -45,7 +45,7 @@
 mod deadlock;
 pub(crate) mod level;
 mod ops;
-mod pilock;
+pub(crate) mod pilock;
 pub(crate) mod record;
 pub(crate) mod slab;
 pub(crate) mod snapshot;

@@ -1,5 +1,6 @@
-//! [`PiLock`]: the crate's internal lock for the few places where tracking must
-//! serialize (taking a record off the free list, naming an object). It is a bare
+//! [`PiLocked`]: the crate's internal lock for the few places where tracking must
+//! serialize (taking a record off the free list, naming an object, the publisher's
+//! slot table). It is a bare
 //! PI futex, so a real-time thread that blocks on it lends its priority to the
 //! holder (no unbounded inversion behind a preempted low-priority holder), and it
 //! is not itself tracked (no recursion into tracking).
@@ -11,38 +12,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::sys::futex;
 
-/// A priority-inheriting lock around nothing (the guarded data lives beside it).
-pub(crate) struct PiLock {
+/// A priority-inheriting raw lock for [`lock_api`]: the futex word holds the
+/// owner's tid (plus `FUTEX_WAITERS` when threads are queued in the kernel).
+pub(crate) struct RawPiLock {
     word: AtomicU32,
 }
 
-/// Unlocks on drop.
-pub(crate) struct PiLockGuard<'a> {
-    lock: &'a PiLock,
-    tid: u32,
-}
+/// A value behind a [`RawPiLock`].
+pub(crate) type PiLocked<T> = lock_api::Mutex<RawPiLock, T>;
 
-impl PiLock {
-    pub(crate) const fn new() -> PiLock {
-        PiLock {
-            word: AtomicU32::new(0),
-        }
-    }
-
-    /// Takes the lock: one CAS when free, `FUTEX_LOCK_PI` (boosting the holder)
-    /// otherwise.
-    pub(crate) fn lock(&self) -> PiLockGuard<'_> {
-        let tid = crate::sys::tid::current();
-        if self
-            .word
-            .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            self.lock_slow(tid);
-        }
-        PiLockGuard { lock: self, tid }
-    }
-
+impl RawPiLock {
     #[cold]
     fn lock_slow(&self, tid: u32) {
         loop {
@@ -53,11 +32,7 @@ impl PiLock {
                 // Not expected from the kernel for a private lock we do not hold
                 // (ENOMEM, ESRCH of a vanished owner): fall back to polling.
                 Err(_) => {
-                    if self
-                        .word
-                        .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
-                        .is_ok()
-                    {
+                    if self.try_fast(tid) {
                         return;
                     }
                     std::thread::yield_now();
@@ -66,23 +41,54 @@ impl PiLock {
         }
     }
 
-    /// Forgets any holder: for the fork hook, in a child whose only thread holds
+    #[inline]
+    fn try_fast(&self, tid: u32) -> bool {
+        self.word
+            .compare_exchange(0, tid, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Forgets any holder: for a fork hook, in a child whose only thread holds
     /// nothing (the holder, if any, was another thread of the parent).
     pub(crate) fn reset_in_child(&self) {
         self.word.store(0, Ordering::Relaxed);
     }
 }
 
-impl Drop for PiLockGuard<'_> {
-    fn drop(&mut self) {
+// SAFETY: the lock is exclusive (the futex word names one owner), and the guard is
+// not Send: only the thread that locked a PI futex may unlock it.
+unsafe impl lock_api::RawMutex for RawPiLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: RawPiLock = RawPiLock {
+        word: AtomicU32::new(0),
+    };
+    type GuardMarker = lock_api::GuardNoSend;
+
+    /// One CAS when free, `FUTEX_LOCK_PI` (boosting the holder) otherwise.
+    fn lock(&self) {
+        let tid = crate::sys::tid::current();
+        if !self.try_fast(tid) {
+            self.lock_slow(tid);
+        }
+    }
+
+    fn try_lock(&self) -> bool {
+        self.try_fast(crate::sys::tid::current())
+    }
+
+    unsafe fn unlock(&self) {
+        let tid = crate::sys::tid::current();
         if self
-            .lock
             .word
-            .compare_exchange(self.tid, 0, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
             // Waiters are queued in the kernel: hand the lock to the highest.
-            let _ = futex::unlock_pi(&self.lock.word);
+            let _ = futex::unlock_pi(&self.word);
         }
+    }
+
+    fn is_locked(&self) -> bool {
+        self.word.load(Ordering::Relaxed) != 0
     }
 }

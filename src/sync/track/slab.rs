@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use super::pilock::PiLock;
+use super::pilock::PiLocked;
 use super::record::*;
 
 // Every record ever allocated is on ALL (a push-only list: records are never
@@ -17,12 +17,13 @@ use super::record::*;
 
 static ALL: AtomicPtr<Record> = AtomicPtr::new(std::ptr::null_mut());
 static FREE: AtomicPtr<Record> = AtomicPtr::new(std::ptr::null_mut());
-static POP: PiLock = PiLock::new();
+static POP: PiLocked<()> = PiLocked::new(());
 
 /// In a forked child, POP may have been held by a parent thread that does not
 /// exist there; the lists themselves are always consistent between two CASes.
 fn after_fork_in_child() {
-    POP.reset_in_child();
+    // SAFETY: the child has one thread, which holds nothing.
+    unsafe { POP.raw() }.reset_in_child();
 }
 
 fn push_all(r: &'static Record) {
