@@ -386,6 +386,15 @@ fn a_pid_without_a_process_is_an_error() {
         String::from_utf8_lossy(&o.stderr).contains(&format!("no process with pid {pid}")),
         "{o:?}"
     );
+    // A negative pid is a bad pid, not an option to pass after `--`.
+    let o = tfp(&["-p", "-1"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("not a process id") && !e.contains("-- -1"),
+        "{e}"
+    );
 }
 
 #[test]

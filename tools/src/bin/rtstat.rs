@@ -18,6 +18,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+
+const PROG: &str = "rtstat";
 use posixrt::sync::{self, Snapshot};
 use serde_json::{json, Value};
 
@@ -28,10 +30,15 @@ use serde_json::{json, Value};
 #[command(name = "rtstat", version)]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
+    #[arg(allow_negative_numbers = true, value_parser = pid_arg)]
     pid: Option<u32>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+fn pid_arg(s: &str) -> Result<u32, String> {
+    posixrt_tools::parse_pid(s).map(|p| p as u32)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -128,7 +135,7 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args = Args::parse();
+    let args: Args = posixrt_tools::parse_args(PROG);
     let mut unreadable = 0;
     let pids = match args.pid {
         Some(p) => vec![p],

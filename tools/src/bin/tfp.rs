@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use clap::Parser;
+
+const PROG: &str = "tfp";
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
 use serde::Serialize;
 
@@ -35,7 +37,8 @@ struct Args {
     #[arg(value_name = "NAME")]
     names: Vec<String>,
     /// Keep only this process (may be repeated).
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    #[arg(short = 'p', long = "pid", value_name = "PID", allow_negative_numbers = true,
+          value_parser = posixrt_tools::parse_pid)]
     pids: Vec<i32>,
     /// Add a hex dump of each thread's 64-byte raw block, 16 bytes a line.
     #[arg(short = 'b', long = "block")]
@@ -78,7 +81,7 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args = Args::parse();
+    let args: Args = posixrt_tools::parse_args(PROG);
     // A pid that names no process is a mistake worth saying, not an empty listing.
     if let Some(pid) = args
         .pids
