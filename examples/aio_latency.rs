@@ -26,6 +26,9 @@ use std::time::Instant;
 
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
 
+#[path = "support/args.rs"]
+mod args;
+
 const BLOCK: usize = 4096;
 const QD: usize = 32;
 const ENGINES: [&str; 5] = [
@@ -44,7 +47,20 @@ struct Args {
     only: Option<String>,
 }
 
-fn parse() -> Result<Args, String> {
+const USAGE: &str =
+    "usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]
+
+  --ops N            QD1 reads per engine (1 to 10000000, default 20000)
+  --qd32-ops N       QD32 reads per engine (32 to 100000000, default 200000)
+  --file-size-mb N   size of the test file in MiB (1 to 65536, default 64; it must
+                     fit in the free space of the temp dir, $TMPDIR or /tmp)
+  --only ENGINE      measure one engine: posixrt_uring, posixrt_threads, glibc,
+                     io_uring or pread (ratios that need another engine print n/a)
+  --json             one JSON object instead of the tables
+
+The test file is unlinked as soon as it is created: an interrupted run leaves nothing.";
+
+fn parse() -> Args {
     let mut a = Args {
         ops: 20_000,
         qd32_ops: 200_000,
@@ -52,34 +68,45 @@ fn parse() -> Result<Args, String> {
         json: false,
         only: None,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args::Args::new("aio_latency", USAGE);
     while let Some(s) = it.next() {
-        let mut num = |name: &str| -> Result<usize, String> {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .filter(|&v: &usize| v > 0)
-                .ok_or(format!("{name} needs a positive number"))
-        };
         match s.as_str() {
-            "--ops" => a.ops = num("--ops")?,
-            "--qd32-ops" => a.qd32_ops = num("--qd32-ops")?,
-            "--file-size-mb" => a.size_mb = num("--file-size-mb")?,
+            "--ops" => a.ops = it.value_in("--ops", 1..=10_000_000),
+            "--qd32-ops" => a.qd32_ops = it.value_in("--qd32-ops", 32..=100_000_000),
+            "--file-size-mb" => a.size_mb = it.value_in("--file-size-mb", 1..=65_536),
             "--json" => a.json = true,
             "--only" => {
-                let e = it.next().unwrap_or_default();
+                let e: String = it.value("--only");
                 if !ENGINES.contains(&e.as_str()) {
-                    return Err(format!("--only needs one of {}", ENGINES.join(", ")));
+                    it.fail(format!("--only needs one of {}", ENGINES.join(", ")));
                 }
                 a.only = Some(e);
             }
-            "-h" | "--help" => {
-                println!("usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other:?} (try --help)")),
+            other => it.unknown(other),
         }
     }
-    Ok(a)
+    // The file must fit, with room to spare, where it is written.
+    let dir = std::env::temp_dir();
+    if let Ok(st) = rustix::fs::statvfs(&dir) {
+        let free_mb = st.f_bavail.saturating_mul(st.f_frsize) / (1 << 20);
+        if a.size_mb as u64 + 64 > free_mb {
+            it.fail(format!(
+                "--file-size-mb {}: {} has {free_mb} MiB free (the file needs that much plus 64 MiB)",
+                a.size_mb,
+                dir.display()
+            ));
+        }
+    }
+    a
+}
+
+/// `a / b` with two decimals, or `n/a` when a figure is missing (an engine left
+/// out with --only) or zero.
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 && a.is_finite() && b.is_finite() => format!("{:.2}", a / b),
+        _ => "n/a".to_string(),
+    }
 }
 
 struct Offsets {
@@ -409,13 +436,7 @@ fn main() {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("aio_latency: {e}");
-            std::process::exit(2);
-        }
-    };
+    let a = parse();
     if let Err(e) = run(&a) {
         eprintln!("aio_latency: {e}");
         std::process::exit(1);
@@ -425,16 +446,23 @@ fn main() {
 fn run(a: &Args) -> Result<(), String> {
     let size = a.size_mb * 1024 * 1024;
     let path = std::env::temp_dir().join(format!("posixrt-aio-latency-{}", std::process::id()));
+    // Unlinked right after it is created, before the (long) writes: a run that is
+    // interrupted (SIGINT, SIGTERM, a full disk) leaves no file behind.
     let f = {
-        let mut w = File::create(&path).map_err(err)?;
+        let w = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let chunk: Vec<u8> = (0..1 << 20).map(|i| (i * 31 % 253) as u8).collect();
+        let mut out = &w;
         for _ in 0..a.size_mb {
-            w.write_all(&chunk).map_err(err)?;
+            out.write_all(&chunk).map_err(err)?;
         }
-        drop(w);
-        File::open(&path).map_err(err)?
+        w
     };
-    let _ = std::fs::remove_file(&path);
     // Warm the page cache.
     {
         use std::io::Read;
@@ -520,24 +548,14 @@ fn run(a: &Args) -> Result<(), String> {
     for (n, o) in &q32 {
         println!("{n:>20} {o:>12.0}");
     }
-    let p = |n: &str| {
-        q1.iter()
-            .find(|(m, _)| *m == n)
-            .map(|(_, q)| q.p50 as f64)
-            .unwrap_or(f64::NAN)
-    };
-    let t = |n: &str| {
-        q32.iter()
-            .find(|(m, _)| *m == n)
-            .map(|(_, o)| *o)
-            .unwrap_or(f64::NAN)
-    };
+    let p = |n: &str| q1.iter().find(|(m, _)| *m == n).map(|(_, q)| q.p50 as f64);
+    let t = |n: &str| q32.iter().find(|(m, _)| *m == n).map(|(_, o)| *o);
     println!();
     println!(
-        "ratios: posixrt_uring/io_uring p50 = {:.2} (goal <= 1.30); posixrt_uring/glibc p50 = {:.2} (goal <= 0.35); QD32 posixrt_uring/io_uring = {:.2} (goal >= 0.90)",
-        p("posixrt_uring") / p("io_uring"),
-        p("posixrt_uring") / p("glibc"),
-        t("posixrt_uring") / t("io_uring")
+        "ratios: posixrt_uring/io_uring p50 = {} (goal <= 1.30); posixrt_uring/glibc p50 = {} (goal <= 0.35); QD32 posixrt_uring/io_uring = {} (goal >= 0.90)",
+        ratio(p("posixrt_uring"), p("io_uring")),
+        ratio(p("posixrt_uring"), p("glibc")),
+        ratio(t("posixrt_uring"), t("io_uring"))
     );
     Ok(())
 }

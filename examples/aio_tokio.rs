@@ -13,6 +13,9 @@ use std::sync::Arc;
 
 use posixrt::aio::{Aio, ListMode, Notify, Op};
 
+#[path = "support/args.rs"]
+mod args;
+
 const CHUNK: usize = 64 * 1024;
 const CHUNKS: usize = 64;
 
@@ -21,6 +24,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    args::Args::new(
+        "aio_tokio",
+        "usage: aio_tokio\n\nWrites a 4 MiB memory file with one lio_listio, then checksums it with 64 tokio tasks,\neach awaiting its own 64 KiB read, and prints the AIO backend in use.",
+    )
+    .none();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -17,12 +17,17 @@
 //! `-h`/`--help` prints the usage to stdout and exits 0 (a file of that name can
 //! still be read as `./--help`).
 //! Exit codes as in the listing: 1 with a usage message for a wrong argument count,
-//! 2 if the file cannot be opened (or a read fails), 0 otherwise.
+//! 2 if the file cannot be opened or read (a directory: `READ: DIR: Is a directory`,
+//! and no sum is printed), 0 otherwise; an unknown option (`-x`) is a usage error,
+//! exit 2.
 
 use std::io::Read;
 use std::process::ExitCode;
 
 use posixrt::advise::{fadvise, Advice, AlignedBuf};
+
+#[path = "support/args.rs"]
+mod args;
 
 /// glibc's `BUFSIZ`, the buffer size and alignment of the listing.
 const BUFSIZ: usize = 8192;
@@ -40,6 +45,11 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
+    // An option is not a file name (a file called `-x` is `./-x`); `-` alone is
+    // not special either (the listing has no standard input), so it is a file name.
+    if args.len() == 2 && args[1].len() > 1 && args[1].starts_with('-') {
+        args::usage_error("bytesum", format!("unknown option {:?}", args[1]));
+    }
     if args.len() != 2 {
         let me = args.first().map(String::as_str).unwrap_or("bytesum");
         eprintln!("Usage: {me} FILE");
@@ -48,7 +58,7 @@ fn main() -> ExitCode {
     let mut file = match std::fs::File::open(&args[1]) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("OPEN: {}: {e}", args[1]);
+            eprintln!("OPEN: {}: {}", args[1], plain(&e));
             return ExitCode::from(2);
         }
     };
@@ -69,19 +79,24 @@ fn main() -> ExitCode {
     };
 
     let mut sum: i64 = 0;
-    let mut status = ExitCode::SUCCESS;
     loop {
         match file.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => sum += buf[..n].iter().map(|&b| i64::from(b as i8)).sum::<i64>(),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("READ: {e}");
-                status = ExitCode::from(2);
-                break;
+                // No (partial) sum on stdout: the failure is the whole result.
+                eprintln!("READ: {}: {}", args[1], plain(&e));
+                return ExitCode::from(2);
             }
         }
     }
     println!("{sum}");
-    status
+    ExitCode::SUCCESS
+}
+
+/// An I/O error's text without Rust's " (os error N)", as perror prints it.
+fn plain(e: &std::io::Error) -> String {
+    let t = e.to_string();
+    t.split(" (os error").next().unwrap_or(&t).to_string()
 }

@@ -22,6 +22,9 @@ use posixrt::sched::periodic::{LatencyStats, Periodic};
 use posixrt::sched::rt::Setup;
 use posixrt::sched::{self, Builder, CpuSet, Priority};
 
+#[path = "support/args.rs"]
+mod args;
+
 const USAGE: &str = "\
 usage: cyclic [-p PRIO] [-i INTERVAL_US] [-l LOOPS] [-a CPU | --no-pin] [--json]
 
@@ -65,16 +68,12 @@ fn parse() -> Result<Args, String> {
         pin: true,
         json: false,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args::Args::new("cyclic", USAGE);
     while let Some(arg) = it.next() {
         let mut value = |name: &str| -> Result<String, String> {
             it.next().ok_or_else(|| format!("{name} needs a value"))
         };
         match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                exit(0);
-            }
             "--json" => a.json = true,
             "--no-pin" => a.pin = false,
             "-p" => a.prio = num(&value("-p")?, "-p")?,
@@ -172,10 +171,7 @@ fn main() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = match parse() {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("cyclic: {e}\n\n{USAGE}");
-            exit(2);
-        }
+        Err(e) => args::usage_error("cyclic", e),
     };
     catch_stop_signals();
     if let Err(e) = run(args) {

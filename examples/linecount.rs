@@ -8,7 +8,8 @@
 //! keeps two 64 KiB reads in flight per regular file and counts newlines with
 //! AVX2, and by default it splits the files over one thread per CPU, each running
 //! that loop with its own AIO context (`-j 1` runs the listing's single loop). The
-//! total equals `cat FILES | wc -l`.
+//! total equals `cat FILES | wc -l`: a file that cannot be read is reported on
+//! standard error, the others are still counted, and the exit status is then 1.
 //!
 //! ```text
 //! cargo run --release --example linecount -- [-j N] [--] FILE... [-]
@@ -26,6 +27,8 @@ const BUF: usize = 64 * 1024;
 /// Reads in flight per regular file.
 const AHEAD: usize = 2;
 
+#[path = "support/args.rs"]
+mod args;
 #[path = "support/newlines.rs"]
 mod newlines;
 use newlines::count_newlines;
@@ -91,7 +94,7 @@ fn open_inputs(args: &[String]) -> (Vec<Input>, bool) {
             match File::open(&name) {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
-                    eprintln!("linecount: {name}: {e}");
+                    eprintln!("linecount: {name}: {}", io_reason(&e));
                     failed = true;
                     continue;
                 }
@@ -100,6 +103,11 @@ fn open_inputs(args: &[String]) -> (Vec<Input>, bool) {
         let (stream, size) = match rustix::fs::fstat(src.fd()) {
             Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() => {
                 (false, st.st_size)
+            }
+            Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
+                eprintln!("linecount: {name}: Is a directory");
+                failed = true;
+                continue;
             }
             _ => (true, 0),
         };
@@ -154,17 +162,9 @@ fn main() {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args = args::Args::new("linecount", HELP).rest();
     // Options come first; `--` ends them (so a file may be called `-j`).
     let files_from = args.iter().position(|a| a == "--");
-    if args[..files_from.unwrap_or(args.len())]
-        .iter()
-        .any(|a| a == "-h" || a == "--help")
-    {
-        println!("usage: linecount [-j N] [--] [FILE...]  (no FILE, or `-`: standard input)");
-        println!("prints the total number of lines, like `cat FILE... | wc -l`");
-        return;
-    }
     // -j N: split the files over N threads, each running the listing's loop with
     // its own AIO context (default: one per CPU; -j 1 is the listing exactly).
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -174,10 +174,7 @@ fn main() {
     {
         match args.get(i + 1).and_then(|v| v.parse::<usize>().ok()) {
             Some(n) if (1..=64).contains(&n) => jobs = n,
-            _ => {
-                eprintln!("linecount: -j needs a number in 1..=64");
-                std::process::exit(2);
-            }
+            _ => args::usage_error("linecount", "-j needs a number from 1 to 64"),
         }
         args.drain(i..i + 2);
     }
@@ -188,25 +185,49 @@ fn main() {
         .iter()
         .find(|a| a.len() > 1 && a.starts_with('-'))
     {
-        eprintln!("linecount: unknown option {bad:?} (use `-- {bad}` for a file of that name)");
-        eprintln!("usage: linecount [-j N] [--] [FILE...]");
-        std::process::exit(2);
+        args::usage_error(
+            "linecount",
+            format!("unknown option {bad:?} (a file of that name: linecount -- {bad})"),
+        );
     }
     if let Some(i) = files_from {
         args.remove(i);
     }
     match run(&args, jobs) {
-        // A file that could not be read was reported: print no (partial) count.
-        Ok((_, false)) => std::process::exit(1),
-        Ok((n, true)) => {
+        // As `cat FILE... | wc -l`: the lines of what could be read; a file that
+        // could not be read was reported on stderr and makes the exit status 1.
+        Ok((n, ok)) => {
             println!("{n}");
             let _ = io::stdout().flush();
+            if !ok {
+                std::process::exit(1);
+            }
         }
         Err(e) => {
             eprintln!("linecount: {e}");
             std::process::exit(1);
         }
     }
+}
+
+const HELP: &str = "usage: linecount [-j N] [--] [FILE...]  (no FILE, or `-`: standard input)
+prints the total number of lines, like `cat FILE... | wc -l`: a file that cannot be
+read (missing, a directory) is reported on stderr and the others are still counted;
+the exit status is then 1.
+  -j N  split the files over N threads (1 to 64; default: one per CPU)";
+
+/// An error as `cat` says it: the system's text for its errno, else the whole error.
+fn reason(e: &posixrt::Error) -> String {
+    match e.errno() {
+        Some(n) => io_reason(&io::Error::from_raw_os_error(n)),
+        None => e.to_string(),
+    }
+}
+
+/// An I/O error's text without Rust's " (os error N)".
+fn io_reason(e: &io::Error) -> String {
+    let t = e.to_string();
+    t.split(" (os error").next().unwrap_or(&t).to_string()
 }
 
 fn run(args: &[String], jobs: usize) -> posixrt::Result<(u64, bool)> {
@@ -294,7 +315,7 @@ fn count(mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
                     }
                 }
                 Err(e) => {
-                    eprintln!("linecount: {}: {e}", f.name);
+                    eprintln!("linecount: {}: {}", f.name, reason(&e));
                     ok = false;
                     f.eof = true;
                 }

@@ -18,6 +18,8 @@ use posixrt::aio::{Aio, Notify, Op, Request, SigVal};
 
 const BUF: usize = 128 * 1024;
 
+#[path = "support/args.rs"]
+mod args;
 #[path = "support/newlines.rs"]
 mod newlines;
 use newlines::count_newlines;
@@ -106,7 +108,7 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
                     .as_ref()
                     .map(|s| s.name.clone())
                     .unwrap_or_default();
-                eprintln!("linecount_notify: {name}: {e}");
+                eprintln!("linecount_notify: {name}: {}", reason(&e));
                 st.failed = true;
             }
             // End of file: close it and tell the main thread.
@@ -121,12 +123,7 @@ fn main() {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some("-h" | "--help") = args.first().map(String::as_str) {
-        println!("usage: linecount_notify [--] [FILE...]  (no FILE, or `-`: standard input)");
-        println!("prints the total number of lines, like `cat FILE... | wc -l`");
-        return;
-    }
+    let mut args = args::Args::new("linecount_notify", HELP).rest();
     // It takes no options: anything that looks like one before `--` is a mistake,
     // not a file name (`-` alone is standard input; `-- -x` counts a file `-x`).
     let files_from = args.iter().position(|a| a == "--");
@@ -134,24 +131,47 @@ fn main() {
         .iter()
         .find(|a| a.len() > 1 && a.starts_with('-'))
     {
-        eprintln!(
-            "linecount_notify: unknown option {bad:?} (use `-- {bad}` for a file of that name)"
+        args::usage_error(
+            "linecount_notify",
+            format!("unknown option {bad:?} (a file of that name: linecount_notify -- {bad})"),
         );
-        eprintln!("usage: linecount_notify [--] [FILE...]");
-        std::process::exit(2);
     }
     if let Some(i) = files_from {
         args.remove(i);
     }
     match run(args) {
-        // A file that could not be read was reported: print no (partial) count.
-        Ok((_, false)) => std::process::exit(1),
-        Ok((n, true)) => println!("{n}"),
+        // As `cat FILE... | wc -l`: the lines of what could be read; a file that
+        // could not be read was reported on stderr and makes the exit status 1.
+        Ok((n, ok)) => {
+            println!("{n}");
+            if !ok {
+                std::process::exit(1);
+            }
+        }
         Err(e) => {
             eprintln!("linecount_notify: {e}");
             std::process::exit(1);
         }
     }
+}
+
+const HELP: &str = "usage: linecount_notify [--] [FILE...]  (no FILE, or `-`: standard input)
+prints the total number of lines, like `cat FILE... | wc -l`: a file that cannot be
+read (missing, a directory) is reported on stderr and the others are still counted;
+the exit status is then 1.";
+
+/// An error as `cat` says it: the system's text for its errno, else the whole error.
+fn reason(e: &posixrt::Error) -> String {
+    match e.errno() {
+        Some(n) => io_reason(&io::Error::from_raw_os_error(n)),
+        None => e.to_string(),
+    }
+}
+
+/// An I/O error's text without Rust's " (os error N)".
+fn io_reason(e: &io::Error) -> String {
+    let t = e.to_string();
+    t.split(" (os error").next().unwrap_or(&t).to_string()
 }
 
 fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
@@ -190,12 +210,19 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
             match File::open(&name) {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
-                    eprintln!("linecount_notify: {name}: {e}");
+                    eprintln!("linecount_notify: {name}: {}", io_reason(&e));
                     st.failed = true;
                     continue;
                 }
             }
         };
+        if rustix::fs::fstat(src.fd())
+            .is_ok_and(|m| rustix::fs::FileType::from_raw_mode(m.st_mode).is_dir())
+        {
+            eprintln!("linecount_notify: {name}: Is a directory");
+            st.failed = true;
+            continue;
+        }
         // Like `cat`: stdin redirected from a file is read from its current
         // position, and a second `-` finds it at end of file.
         let offset = match (&src, rustix::fs::fstat(src.fd())) {

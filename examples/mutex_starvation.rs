@@ -36,6 +36,9 @@ use posixrt::trace::{catalog, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
 use rustix::thread::clock_nanosleep_absolute;
 use rustix::time::{ClockId, Timespec};
 
+#[path = "support/args.rs"]
+mod args;
+
 struct Args {
     json: bool,
     cycles: u64,
@@ -54,7 +57,10 @@ fn parse_args() -> Result<Args, String> {
         offset_ns: 5_000_000,
         multiple: 1,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args::Args::new(
+        "mutex_starvation",
+        "usage: mutex_starvation [--json] [--cycles N] [--period-ms MS] [--hold-ms MS] [--offset-ms MS] [--multiple M]",
+    );
     while let Some(arg) = it.next() {
         let mut num = |name: &str| -> Result<f64, String> {
             it.next()
@@ -70,14 +76,7 @@ fn parse_args() -> Result<Args, String> {
             "--hold-ms" => a.hold_ns = ms(num("--hold-ms")?),
             "--offset-ms" => a.offset_ns = ms(num("--offset-ms")?),
             "--multiple" => a.multiple = num("--multiple")? as u64,
-            "-h" | "--help" => {
-                println!(
-                    "usage: mutex_starvation [--json] [--cycles N] [--period-ms MS] \
-                     [--hold-ms MS] [--offset-ms MS] [--multiple M]"
-                );
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other:?} (try --help)")),
+            other => return Err(format!("unknown argument {other:?}")),
         }
     }
     if a.cycles == 0 || a.cycles > 10_000 || a.multiple == 0 {
@@ -335,10 +334,7 @@ fn main() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let a = match parse_args() {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("mutex_starvation: {e}");
-            std::process::exit(2);
-        }
+        Err(e) => args::usage_error("mutex_starvation", e),
     };
     if let Err(e) = run(&a) {
         eprintln!("mutex_starvation: {e}");

@@ -20,6 +20,9 @@ use std::time::Duration;
 
 use posixrt::trace::{self, EventId, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
 
+#[path = "support/args.rs"]
+mod args;
+
 struct Args {
     rounds: u32,
     philosophers: u32,
@@ -28,39 +31,22 @@ struct Args {
 
 const USAGE: &str = "usage: philosophers [--rounds N (1..=1000, default 3)] [--philosophers N (2..=32, default 5)] [--log PATH (default philosophers.trace)]";
 
-fn args() -> Result<Args, String> {
+fn args() -> Args {
     let mut a = Args {
         rounds: 3,
         philosophers: 5,
         log: PathBuf::from("philosophers.trace"),
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args::Args::new("philosophers", USAGE);
     while let Some(x) = it.next() {
-        let mut val = |what: &str| it.next().ok_or(format!("{what} needs a value\n{USAGE}"));
         match x.as_str() {
-            "--rounds" => {
-                a.rounds = val("--rounds")?
-                    .parse()
-                    .ok()
-                    .filter(|n| (1..=1000).contains(n))
-                    .ok_or(USAGE)?
-            }
-            "--philosophers" => {
-                a.philosophers = val("--philosophers")?
-                    .parse()
-                    .ok()
-                    .filter(|n| (2..=32).contains(n))
-                    .ok_or(USAGE)?
-            }
-            "--log" => a.log = PathBuf::from(val("--log")?),
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            "--rounds" => a.rounds = it.value_in("--rounds", 1..=1000),
+            "--philosophers" => a.philosophers = it.value_in("--philosophers", 2..=32),
+            "--log" => a.log = PathBuf::from(it.value::<String>("--log")),
+            _ => it.unknown(&x),
         }
     }
-    Ok(a)
+    a
 }
 
 fn dine(no: i32, left: Arc<Mutex<()>>, right: Arc<Mutex<()>>, rounds: u32, ev: [EventId; 3]) {
@@ -86,13 +72,7 @@ fn main() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     // Errors in plain words on stderr (not Rust's Debug quoting): 2 for bad
     // arguments, 1 for a failed run.
-    let a = match args() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("philosophers: {e}");
-            std::process::exit(2);
-        }
-    };
+    let a = args();
     if let Err(e) = run(a) {
         eprintln!("philosophers: {e}");
         std::process::exit(1);

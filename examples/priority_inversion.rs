@@ -34,6 +34,9 @@ use std::time::Duration;
 
 use posixrt::sync::{ceiling_mutex, MutexExt, NormalMutex, PiMutex};
 
+#[path = "support/args.rs"]
+mod args;
+
 struct Args {
     json: bool,
     runs: usize,
@@ -50,7 +53,7 @@ fn parse_args() -> Result<Args, String> {
         medium_ms: 300.0,
         iterations: 100_000_000,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args::Args::new("priority_inversion", USAGE);
     while let Some(arg) = it.next() {
         let mut num = |name: &str| -> Result<f64, String> {
             it.next()
@@ -60,15 +63,11 @@ fn parse_args() -> Result<Args, String> {
         };
         match arg.as_str() {
             "--json" => a.json = true,
-            "--runs" => a.runs = num("--runs")? as usize,
+            "--runs" => a.runs = it.value_in("--runs", 1..=100),
             "--cs-ms" => a.cs_ms = num("--cs-ms")?,
             "--medium-ms" => a.medium_ms = num("--medium-ms")?,
-            "--iterations" => a.iterations = num("--iterations")? as u64,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
+            "--iterations" => a.iterations = it.value_in("--iterations", 1..=100_000_000_000),
+            other => return Err(format!("unknown argument {other:?}")),
         }
     }
     if a.medium_ms > 800.0 || a.cs_ms > 400.0 {
@@ -77,7 +76,6 @@ fn parse_args() -> Result<Args, String> {
                 .into(),
         );
     }
-    a.runs = a.runs.max(1);
     Ok(a)
 }
 
@@ -395,10 +393,7 @@ fn main() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = match parse_args() {
         Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
+        Err(e) => args::usage_error("priority_inversion", e),
     };
     let cpu = rt::cpu();
     let need = rt::max_fifo() - 1;
@@ -407,21 +402,15 @@ fn main() {
         println!("== Listing 6.7: priority inversion with semaphores (all threads on CPU {cpu})");
     }
     if let Err(e) = listing_6_7(args.json, args.iterations, cpu) {
-        let msg = format!(
-            "cannot run the demonstration: {e}\nIt needs SCHED_FIFO up to priority {need}: run as root, \
+        // A refused privilege is a failed run: the error and the fix on stderr,
+        // nothing (no JSON with empty figures) on stdout, exit 1.
+        eprintln!(
+            "priority_inversion: cannot run the demonstration: {e}\n\
+             hint: it needs SCHED_FIFO up to priority {need}: run as root, \
              give the binary CAP_SYS_NICE (`setcap cap_sys_nice+ep BINARY`), or raise RLIMIT_RTPRIO \
              to {need} (`rtprio` in /etc/security/limits.conf, then `ulimit -r {need}`)."
         );
-        if args.json {
-            eprintln!("{msg}");
-            println!(
-                "{{\"critical_section_ms\": {:.3}, \"blocked_ms\": {{\"none\": null, \"inherit\": null, \"protect\": null}}}}",
-                args.cs_ms
-            );
-        } else {
-            println!("{msg}");
-        }
-        return;
+        std::process::exit(1);
     }
 
     if !args.json {

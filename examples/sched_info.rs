@@ -9,15 +9,15 @@
 
 use posixrt::sched::{self, Policy, Priority};
 
+#[path = "support/args.rs"]
+mod args;
+
 fn main() {
     // `sched_info | head` ends quietly instead of a panic in println!.
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
-        println!("usage: sched_info\n\nPrints the priority range of each scheduling policy, this process's policy and priority,\nthen switches to SCHED_RR 50, prints the RR quantum and restores the original policy.");
-        return;
-    }
+    args::Args::new("sched_info", "usage: sched_info\n\nPrints the priority range of each scheduling policy, this process's policy and priority,\nthen switches to SCHED_RR 50, prints the RR quantum and restores the original policy.").none();
     if let Err(e) = run() {
         eprintln!("sched_info: {e}");
         std::process::exit(1);

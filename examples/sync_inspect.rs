@@ -30,6 +30,9 @@ use posixrt::sync::{
     Semaphore, Snapshot, Tracking,
 };
 
+#[path = "support/args.rs"]
+mod args;
+
 fn show(s: &Snapshot) {
     let (i, st) = (&s.info, &s.stats);
     let name = i.name.as_deref().unwrap_or("-");
@@ -77,26 +80,15 @@ fn main() {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut json = false;
     let mut hold_ms = 0u64;
-    let mut args = std::env::args().skip(1);
+    let mut args = args::Args::new(
+        "sync_inspect",
+        "usage: sync_inspect [--json] [--hold-ms N (0..=60000, default 0)]",
+    );
     while let Some(a) = args.next() {
         match a.as_str() {
             "--json" => json = true,
-            "--hold-ms" => match args.next().and_then(|v| v.parse().ok()) {
-                Some(v) => hold_ms = v,
-                None => {
-                    eprintln!("--hold-ms needs a number of milliseconds");
-                    std::process::exit(2);
-                }
-            },
-            "-h" | "--help" => {
-                println!("usage: sync_inspect [--json] [--hold-ms N]");
-                std::process::exit(0);
-            }
-            other => {
-                eprintln!("sync_inspect: unknown argument {other:?}");
-                eprintln!("usage: sync_inspect [--json] [--hold-ms N]");
-                std::process::exit(2);
-            }
+            "--hold-ms" => hold_ms = args.value_in("--hold-ms", 0..=60_000),
+            other => args.unknown(other),
         }
     }
     sync::set_tracking(Tracking::Timing);

@@ -17,6 +17,9 @@ use std::time::Duration;
 
 use posixrt::mark;
 
+#[path = "support/args.rs"]
+mod args;
+
 fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
     match arg {
         None => Ok(Duration::from_secs_f64(default)),
@@ -34,21 +37,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    if std::env::args().skip(1).any(|a| a == "-h" || a == "--help") {
-        println!("Usage: tfp_hello [FIRST_SECS [SECOND_SECS]]   (defaults: 60 and 10)");
-        return Ok(());
-    }
-    let mut args = std::env::args().skip(1);
+    let mut args = args::Args::new(
+        "tfp_hello",
+        "usage: tfp_hello [FIRST_SECS [SECOND_SECS]]   (defaults: 60 and 10)",
+    );
     let (first, second) = match (secs(args.next(), 60.0), secs(args.next(), 10.0)) {
-        (Ok(a), Ok(b)) if args.next().is_none() => (a, b),
-        (a, b) => {
-            for e in [a.err(), b.err()].into_iter().flatten() {
-                eprintln!("tfp_hello: {e}");
-            }
-            eprintln!("Usage: tfp_hello [FIRST_SECS [SECOND_SECS]]");
-            std::process::exit(1);
-        }
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(e), _) | (_, Err(e)) => args.fail(e),
     };
+    if let Some(extra) = args.next() {
+        args.unknown(&extra);
+    }
 
     println!("Hello, world");
     let stop = Arc::new(AtomicBool::new(false));

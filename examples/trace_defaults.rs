@@ -7,20 +7,27 @@
 
 use posixrt::trace::{Inheritance, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr};
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+#[path = "support/args.rs"]
+mod args;
+
+fn main() {
     // `trace_defaults | head` ends quietly instead of a panic in println!.
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    const USAGE: &str = "usage: trace_defaults\n\nCreates a trace stream with default attributes and prints each of them.";
-    if let Some(arg) = std::env::args().nth(1) {
-        if arg == "-h" || arg == "--help" {
-            println!("{USAGE}");
-            return Ok(());
-        }
-        eprintln!("trace_defaults: unknown argument {arg:?}\n{USAGE}");
-        std::process::exit(2);
+    args::Args::new(
+        "trace_defaults",
+        "usage: trace_defaults\n\nCreates a trace stream with default attributes and prints each of them.",
+    )
+    .none();
+    // Errors in plain words on stderr (not Rust's Debug quoting), exit 1.
+    if let Err(e) = run() {
+        eprintln!("trace_defaults: {e}");
+        std::process::exit(1);
     }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     // posix_trace_create (0, NULL, &trid)
     let trid = Trace::create(&TraceAttr::new())?;
     // posix_trace_get_attr (trid, &attr)

@@ -17,35 +17,31 @@ use std::time::Instant;
 
 use posixrt::trace::{self, EventId, EventSet, FilterHow, StreamFullPolicy, Trace, TraceAttr};
 
+#[path = "support/args.rs"]
+mod args;
+
 struct Args {
     json: bool,
     events: u64,
 }
 
-fn args() -> Result<Args, String> {
+fn args() -> Args {
     let mut a = Args {
         json: false,
         events: 1_000_000,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = args::Args::new(
+        "trace_overhead",
+        "usage: trace_overhead [--json] [--events N (1000..=1000000000, default 1000000)]\n\nMeasures ns per trace event (running, stopped, filtered, two threads) and the tracing crate with a minimal subscriber.",
+    );
     while let Some(x) = it.next() {
         match x.as_str() {
             "--json" => a.json = true,
-            "--events" => {
-                a.events = it
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|n| *n >= 1000)
-                    .ok_or("--events needs a number >= 1000")?
-            }
-            "-h" | "--help" => {
-                println!("usage: trace_overhead [--json] [--events N]\n\nMeasures ns per trace event (running, stopped, filtered, two threads) and the tracing crate with a minimal subscriber.");
-                std::process::exit(0);
-            }
-            other => return Err(format!("unknown argument {other:?} (try --help)")),
+            "--events" => a.events = it.value_in("--events", 1000..=1_000_000_000),
+            _ => it.unknown(&x),
         }
     }
-    Ok(a)
+    a
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -108,12 +104,20 @@ fn tracing_batch(n: u64) -> f64 {
     t0.elapsed().as_nanos() as f64 / n as f64
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
     // `trace_overhead | head` ends quietly instead of a panic in println!.
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let a = args()?;
+    let a = args();
+    // Errors in plain words on stderr (not Rust's Debug quoting), exit 1.
+    if let Err(e) = run(a) {
+        eprintln!("trace_overhead: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let batch = 20_000u64;
     let rounds = (a.events / batch).max(5);
     let ev = trace::eventid_open("overhead")?;

@@ -55,11 +55,27 @@ fn make_log(dir: &std::path::Path) -> (TraceLog, Vec<Event>) {
     (l, evs)
 }
 
-fn scratch(name: &str) -> std::path::PathBuf {
+/// A scratch directory, removed with its contents when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("posixrt-ctf-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 #[test]

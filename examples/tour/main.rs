@@ -6,6 +6,8 @@
 
 mod advise;
 mod aio;
+#[path = "../support/args.rs"]
+mod args;
 mod mark;
 mod sched;
 mod sync;
@@ -18,16 +20,11 @@ fn main() {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    const USAGE: &str =
-        "usage: tour\n\nRuns one short section per posixrt module and prints what each shows.";
-    if let Some(arg) = std::env::args().nth(1) {
-        if arg == "-h" || arg == "--help" {
-            println!("{USAGE}");
-            return;
-        }
-        eprintln!("tour: unknown argument {arg:?}\n{USAGE}");
-        std::process::exit(2);
-    }
+    args::Args::new(
+        "tour",
+        "usage: tour\n\nRuns one short section per posixrt module and prints what each shows.",
+    )
+    .none();
     let sections: [(&str, Section); 6] = [
         ("sched", sched::run),
         ("sync", sync::run),

@@ -163,8 +163,10 @@ impl Priority {
     pub fn new(policy: Policy, value: i32) -> Result<Priority> {
         let range = policy.priority_range()?;
         if !range.contains(&value) {
+            // No call failed: the value is checked here, against the range
+            // sched_get_priority_min/max reported.
             return Err(Error::invalid(
-                "sched_get_priority_max",
+                "posixrt::sched::Priority::new",
                 format!(
                     "priority {value} is outside {policy}'s range {}..={}",
                     range.start(),

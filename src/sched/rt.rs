@@ -208,6 +208,7 @@ pub fn lock_memory(flags: LockFlags) -> Result<u64> {
     }
     rustix::mm::mlockall(f)
         .map_err(|e| Error::from_errno("mlockall", e.raw_os_error()).with_hint(hint(vm)))?;
+    LOCKED_FUTURE.store(flags.future, std::sync::atomic::Ordering::Relaxed);
     Ok(status_kib("VmLck:").unwrap_or(0) * 1024)
 }
 
@@ -216,8 +217,14 @@ pub fn lock_memory(flags: LockFlags) -> Result<u64> {
 /// # References
 ///  - [`munlockall(2)`](https://man7.org/linux/man-pages/man2/munlockall.2.html)
 pub fn unlock_memory() -> Result<()> {
-    rustix::mm::munlockall().map_err(|e| Error::from_errno("munlockall", e.raw_os_error()))
+    rustix::mm::munlockall().map_err(|e| Error::from_errno("munlockall", e.raw_os_error()))?;
+    LOCKED_FUTURE.store(false, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
 }
+
+/// Whether [`lock_memory`] last locked future mappings (`MCL_FUTURE`): then every
+/// heap growth counts against `RLIMIT_MEMLOCK`.
+static LOCKED_FUTURE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Bytes of this process locked in memory now (`VmLck` of `/proc/self/status`).
 ///
@@ -310,9 +317,7 @@ pub fn prefault_heap(bytes: usize) -> Result<()> {
     // SAFETY: malloc returns null or a block of `bytes` bytes that we own until free.
     let p = unsafe { libc::malloc(bytes) }.cast::<u8>();
     if p.is_null() {
-        return Err(
-            Error::from_errno("malloc", libc::ENOMEM).with_message(format!("{bytes} bytes"))
-        );
+        return Err(heap_enomem(bytes));
     }
     let mut off = 0;
     while off < bytes {
@@ -323,6 +328,26 @@ pub fn prefault_heap(bytes: usize) -> Result<()> {
     // SAFETY: `p` came from malloc and is freed once.
     unsafe { libc::free(p.cast()) };
     Ok(())
+}
+
+/// The ENOMEM of [`prefault_heap`], with its likely cause: after
+/// `mlockall(MCL_FUTURE)` every new mapping is locked, so without `CAP_IPC_LOCK` the
+/// heap can grow only while the locked total stays within `RLIMIT_MEMLOCK`.
+fn heap_enomem(bytes: usize) -> Error {
+    let e = Error::from_errno("malloc", libc::ENOMEM).with_message(format!("{bytes} bytes"));
+    let locked = status_kib("VmLck:").unwrap_or(0) * 1024;
+    if !LOCKED_FUTURE.load(std::sync::atomic::Ordering::Relaxed)
+        || has_capability(CapabilitySet::IPC_LOCK) == Some(true)
+    {
+        return e;
+    }
+    e.with_hint(format!(
+        "memory is locked (mlockall MCL_FUTURE; {locked} bytes locked now): a new block must fit \
+         in RLIMIT_MEMLOCK ({}); fix: prefault less, raise RLIMIT_MEMLOCK (`ulimit -l`, or \
+         `USER - memlock unlimited` in /etc/security/limits.conf), or run as root or with \
+         `sudo setcap cap_ipc_lock+ep BINARY`",
+        memlock_limit()
+    ))
 }
 
 // ---------------- /dev/cpu_dma_latency ----------------

@@ -123,8 +123,8 @@ fn builtin() -> Names {
         ("posix_trace_filter", &FILTER_FIELDS, false),
         ("posix_trace_overflow", &OVERFLOW_FIELDS, true),
         ("posix_trace_resume", &[], true),
-        ("posix_trace_flush_start", &[], true),
-        ("posix_trace_flush_stop", &FLUSH_STOP_FIELDS, true),
+        ("posix_trace_flush_start", &[], false),
+        ("posix_trace_flush_stop", &FLUSH_STOP_FIELDS, false),
         ("posix_trace_error", &ERROR_FIELDS, true),
     ];
     for (i, (name, fields, wopid)) in sys.iter().enumerate() {

@@ -615,9 +615,11 @@ impl Stream {
         w.sync_types();
         let tid = current_tid();
         let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
+        // The flush runs on a thread of this process (its tid is recorded): the
+        // marks carry the process's pid, as every reader and export shows it.
         let mark = |id: EventId, data: Vec<u8>| Event {
             id,
-            pid: 0,
+            pid: self.pid,
             tid,
             timestamp: now,
             truncated: false,

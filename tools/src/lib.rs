@@ -1,23 +1,74 @@
 //! Shared helpers for the posixrt command-line tools (`tfp`, `rtrace`, `rtstat`).
 //!
-//! Each tool is one file in `src/bin/`; put code that two tools share here.
+//! Each tool is one file in `src/bin/`; put code that two tools share here. JSON
+//! output goes through `serde_json`, so every string is escaped whatever it holds.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-/// Quotes `s` as a JSON string literal (`"` and `\` escaped, `\n`, `\r`, `\t` short,
-/// other control characters as `\u00XX`), so a thread or object name cannot break the
-/// document. The library's own escaper, which the trace exports use too.
-pub use posixrt::trace::export::json_str;
+use clap::error::ErrorKind;
+
+/// Parses the command line as every posixrt program does: `--help` and `--version`
+/// print to standard output and exit 0; a bad command line prints one line on
+/// standard error (`PROG: unexpected argument '--x' found (see PROG --help)`) and
+/// exits 2. A missing subcommand prints the help on standard error, exit 2.
+pub fn parse_args<T: clap::Parser>(prog: &str) -> T {
+    match T::try_parse() {
+        Ok(a) => a,
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            _ => {
+                eprintln!(
+                    "{prog}: {} (see {prog} --help)",
+                    one_line(&e.render().to_string())
+                );
+                std::process::exit(2)
+            }
+        },
+    }
+}
+
+/// A process id from the command line: a positive number. (Negative numbers reach
+/// this parser, with `allow_negative_numbers`, so `-1` is reported as a bad pid, not
+/// as an unknown option.)
+pub fn parse_pid(s: &str) -> Result<i32, String> {
+    match s.parse::<i64>() {
+        Ok(p) if p > 0 && p <= i64::from(i32::MAX) => Ok(p as i32),
+        Ok(_) => Err(format!("{s} is not a process id (pids are positive)")),
+        Err(_) => Err(format!("{s:?} is not a process id (a positive number)")),
+    }
+}
+
+/// clap's error text as one line: the message and the items listed under it, without
+/// the tips and the usage that follow.
+fn one_line(text: &str) -> String {
+    let words: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    let line = words.join(" ");
+    match line.strip_prefix("error: ") {
+        Some(rest) => rest.to_string(),
+        None if line.is_empty() => "invalid command line".to_string(),
+        None => line,
+    }
+}
 
 #[cfg(test)]
 mod tests {
-    use super::json_str;
+    use super::one_line;
 
     #[test]
-    fn json_str_escapes() {
-        assert_eq!(json_str("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(json_str("x\ny\r\tz"), r#""x\ny\r\tz""#);
-        assert_eq!(json_str("\u{1b}[2J"), r#""\u001b[2J""#);
-        assert_eq!(json_str("héllo"), "\"héllo\"");
+    fn clap_errors_become_one_line() {
+        let text = "error: the following required arguments were not provided:\n  <LOG>\n\nUsage: rtrace dump <LOG>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(text),
+            "the following required arguments were not provided: <LOG>"
+        );
+        let text = "error: unexpected argument '-1' found\n\n  tip: to pass '-1' as a value, use '-- -1'\n\nUsage: rtstat [OPTIONS] [PID]\n";
+        assert_eq!(one_line(text), "unexpected argument '-1' found");
     }
 }

@@ -24,10 +24,31 @@ fn text(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rtrace-test-{}", std::process::id()));
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scratch directory for one test, removed with its contents when dropped.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn dir(name: &str) -> Scratch {
+    let d = std::env::temp_dir().join(format!("rtrace-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 /// A small log: START, three user events, one system event with fields, STOP.
@@ -61,7 +82,7 @@ fn make_log(p: &Path) {
 #[test]
 fn dump_stats_export_and_errors() {
     let _g = serial();
-    let d = dir();
+    let d = dir("main");
     let log = d.join("t.trace");
     make_log(&log);
     let logs = log.to_str().unwrap();
@@ -135,28 +156,125 @@ fn dump_stats_export_and_errors() {
         .unwrap()
         .starts_with("/* CTF 1.8 */"));
 
-    // Not a log: exit 1 with a message that says so.
+    // Not a log: exit 3 (corrupt) with a message that says so.
     let bad = d.join("bad.trace");
     std::fs::write(&bad, b"hello, world, this is not a trace").unwrap();
     let o = rtrace(&["dump", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    assert!(stderr(&o).contains("not a posixrt trace log"));
+    // Missing: exit 1, the name said once.
+    let missing = d.join("missing.trace");
+    let o = rtrace(&["stats", missing.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("not a posixrt trace log"));
-    let o = rtrace(&["stats", d.join("missing.trace").to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("ENOENT"));
+    assert!(stderr(&o).contains("ENOENT"));
+    assert_eq!(
+        stderr(&o).matches("missing.trace").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
 
-    // A cut log: what is complete is printed, then exit 2 with "cut short".
+    // A cut log: what is complete is printed, then exit 4 with "cut short".
     let full = std::fs::read(&log).unwrap();
     let cut = d.join("cut.trace");
     std::fs::write(&cut, &full[..full.len() - 30]).unwrap();
     let o = rtrace(&["dump", cut.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(text(&o).contains("fork request 3"));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("cut short"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(stderr(&o).contains("cut short"), "{}", stderr(&o));
+    // An empty file is a log cut short too.
+    let empty = d.join("empty.trace");
+    std::fs::write(&empty, b"").unwrap();
+    let o = rtrace(&["dump", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+
+    // A damaged record (one byte flipped in the last event's data): the events
+    // before it are printed, then exit 3 (corrupt).
+    let mut damaged = full.clone();
+    let at = damaged.len() - 60;
+    damaged[at] ^= 0x55;
+    let dmg = d.join("damaged.trace");
+    std::fs::write(&dmg, &damaged).unwrap();
+    let o = rtrace(&["dump", dmg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(text(&o).contains("fork request 1"), "{}", text(&o));
+    assert!(stderr(&o).contains("corrupt"), "{}", stderr(&o));
+}
+
+/// Usage errors exit 2 with one line; `-h` is rtrace's own text, with the exit codes.
+#[test]
+fn usage_errors_and_help() {
+    for bad in [&["dump"][..], &["nosuch"], &["dump", "--bogus", "x"], &[]] {
+        let o = rtrace(bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {o:?}");
+        if !bad.is_empty() {
+            assert_eq!(stderr(&o).lines().count(), 1, "{bad:?}: {}", stderr(&o));
+        }
+    }
+    let o = rtrace(&["-h"]);
+    assert!(o.status.success());
+    let h = text(&o);
+    assert!(h.starts_with("Read posixrt trace logs"), "{h}");
+    assert!(!h.contains("Command-line tools for posixrt"), "{h}");
+    for code in ["2  usage error", "3  corrupt", "4  cut short"] {
+        assert!(h.contains(code), "{h}");
+    }
+}
+
+/// `-o -` writes the Chrome JSON to standard output (no file named `-`); a log can
+/// come from a pipe, as `-` or as /dev/stdin.
+#[test]
+fn stdout_output_and_piped_input() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let _g = serial();
+    let d = dir("stdio");
+    let log = d.join("t.trace");
+    make_log(&log);
+    let o = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["export", "--format", "chrome", "t.trace", "-o", "-"])
+        .current_dir(&*d)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert!(j["traceEvents"].is_array());
+    assert!(!d.join("-").exists(), "a file named '-' was created");
+    let o = rtrace(&[
+        "export",
+        "--format",
+        "ctf",
+        log.to_str().unwrap(),
+        "-o",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+
+    let bytes = std::fs::read(&log).unwrap();
+    for name in ["-", "/dev/stdin"] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+            .args(["stats", name])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut input = c.stdin.take().unwrap();
+        let b = bytes.clone();
+        let w = std::thread::spawn(move || {
+            let _ = input.write_all(&b);
+        });
+        let o = c.wait_with_output().unwrap();
+        w.join().unwrap();
+        assert!(o.status.success(), "{name}: {}", stderr(&o));
+        assert!(
+            text(&o)
+                .lines()
+                .any(|l| l.trim_start().starts_with("3 ") && l.contains("fork request")),
+            "{name}: {}",
+            text(&o)
+        );
+    }
 }
 
 #[test]
@@ -165,8 +283,7 @@ fn closed_stdout_and_directory_give_clean_exits() {
     use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
-    let d = dir().join("pipe");
-    std::fs::create_dir_all(&d).unwrap();
+    let d = dir("pipe");
     // A log long enough to fill a pipe: 20000 events.
     let p = d.join("big.trace");
     let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
@@ -210,8 +327,7 @@ fn closed_stdout_and_directory_give_clean_exits() {
 #[test]
 fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
     let _g = serial();
-    let d = dir().join("flushed");
-    std::fs::create_dir_all(&d).unwrap();
+    let d = dir("flushed");
     let p = d.join("f.trace");
     let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
     let ev = trace::eventid_open("rtrace_test_ordered").unwrap();
@@ -245,6 +361,11 @@ fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
         rows.iter().any(|r| r.1 == "posix_trace_flush_start"),
         "{out}"
     );
+    // The flush marks carry this process's pid, as the Chrome export shows them.
+    let me = std::process::id().to_string();
+    for l in out.lines().filter(|l| l.contains("posix_trace_flush")) {
+        assert_eq!(l.split_whitespace().nth(2), Some(me.as_str()), "{l}");
+    }
     assert_eq!(rows[0].0, 0.0, "{out}");
     let user: Vec<f64> = rows
         .iter()
@@ -287,5 +408,14 @@ fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
         "babeltrace2 failed: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert_eq!(text(&o).matches("rtrace_test_ordered:").count(), 8);
+    let bt = text(&o);
+    assert_eq!(bt.matches("rtrace_test_ordered:").count(), 8);
+    let flush: Vec<&str> = bt
+        .lines()
+        .filter(|l| l.contains("posix_trace_flush"))
+        .collect();
+    assert!(!flush.is_empty(), "{bt}");
+    for l in flush {
+        assert!(l.contains(&format!("pid = {me}")), "{l}");
+    }
 }

@@ -10,6 +10,7 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::Instant;
 
 use posixrt::mark;
+use serde_json::Value as Json;
 
 fn tfp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tfp"))
@@ -189,174 +190,21 @@ fn verbose_adds_details() {
     assert!(text.lines().last().unwrap().contains("marked thread(s)"));
 }
 
-// ---- a minimal JSON parser, enough to check the output is well formed ----
-
-#[derive(Debug, Clone, PartialEq)]
-enum Json {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(Vec<(String, Json)>),
-}
-
-impl Json {
-    fn get(&self, k: &str) -> &Json {
-        match self {
-            Json::Obj(v) => {
-                &v.iter()
-                    .find(|(n, _)| n == k)
-                    .unwrap_or_else(|| panic!("no key {k}"))
-                    .1
-            }
-            _ => panic!("not an object"),
-        }
-    }
-    fn arr(&self) -> &[Json] {
-        match self {
-            Json::Arr(v) => v,
-            _ => panic!("not an array"),
-        }
-    }
-    fn num(&self) -> f64 {
-        match self {
-            Json::Num(n) => *n,
-            _ => panic!("not a number: {self:?}"),
-        }
-    }
-    fn str(&self) -> &str {
-        match self {
-            Json::Str(s) => s,
-            _ => panic!("not a string: {self:?}"),
-        }
-    }
-}
-
+/// Parses one JSON document strictly (serde_json): anything malformed fails the test.
 fn parse_json(s: &str) -> Json {
-    fn ws(b: &[u8], i: &mut usize) {
-        while *i < b.len() && b[*i].is_ascii_whitespace() {
-            *i += 1;
-        }
-    }
-    fn val(b: &[u8], i: &mut usize) -> Json {
-        ws(b, i);
-        match b[*i] {
-            b'{' => {
-                *i += 1;
-                let mut v = Vec::new();
-                ws(b, i);
-                if b[*i] == b'}' {
-                    *i += 1;
-                    return Json::Obj(v);
-                }
-                loop {
-                    ws(b, i);
-                    let Json::Str(k) = val(b, i) else {
-                        panic!("key")
-                    };
-                    ws(b, i);
-                    assert_eq!(b[*i], b':');
-                    *i += 1;
-                    v.push((k, val(b, i)));
-                    ws(b, i);
-                    match b[*i] {
-                        b',' => *i += 1,
-                        b'}' => {
-                            *i += 1;
-                            return Json::Obj(v);
-                        }
-                        c => panic!("unexpected {}", c as char),
-                    }
-                }
-            }
-            b'[' => {
-                *i += 1;
-                let mut v = Vec::new();
-                ws(b, i);
-                if b[*i] == b']' {
-                    *i += 1;
-                    return Json::Arr(v);
-                }
-                loop {
-                    v.push(val(b, i));
-                    ws(b, i);
-                    match b[*i] {
-                        b',' => *i += 1,
-                        b']' => {
-                            *i += 1;
-                            return Json::Arr(v);
-                        }
-                        c => panic!("unexpected {}", c as char),
-                    }
-                }
-            }
-            b'"' => {
-                *i += 1;
-                let mut out = String::new();
-                loop {
-                    match b[*i] {
-                        b'"' => {
-                            *i += 1;
-                            return Json::Str(out);
-                        }
-                        b'\\' => {
-                            *i += 1;
-                            match b[*i] {
-                                b'n' => out.push('\n'),
-                                b't' => out.push('\t'),
-                                b'r' => out.push('\r'),
-                                b'u' => {
-                                    let h = std::str::from_utf8(&b[*i + 1..*i + 5]).unwrap();
-                                    out.push(
-                                        char::from_u32(u32::from_str_radix(h, 16).unwrap())
-                                            .unwrap(),
-                                    );
-                                    *i += 4;
-                                }
-                                c => out.push(c as char),
-                            }
-                            *i += 1;
-                        }
-                        _ => {
-                            let start = *i;
-                            while b[*i] != b'"' && b[*i] != b'\\' {
-                                *i += 1;
-                            }
-                            out.push_str(std::str::from_utf8(&b[start..*i]).unwrap());
-                        }
-                    }
-                }
-            }
-            b't' => {
-                *i += 4;
-                Json::Bool(true)
-            }
-            b'f' => {
-                *i += 5;
-                Json::Bool(false)
-            }
-            b'n' => {
-                *i += 4;
-                Json::Null
-            }
-            _ => {
-                let start = *i;
-                while *i < b.len()
-                    && (b[*i] == b'-' || b[*i] == b'.' || b[*i].is_ascii_alphanumeric())
-                {
-                    *i += 1;
-                }
-                Json::Num(std::str::from_utf8(&b[start..*i]).unwrap().parse().unwrap())
-            }
-        }
-    }
-    let b = s.as_bytes();
-    let mut i = 0;
-    let v = val(b, &mut i);
-    ws(b, &mut i);
-    assert_eq!(i, b.len(), "trailing data after JSON");
-    v
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("invalid JSON ({e}): {s}"))
+}
+
+fn num(j: &Json) -> f64 {
+    j.as_f64().unwrap_or_else(|| panic!("not a number: {j}"))
+}
+
+fn string(j: &Json) -> &str {
+    j.as_str().unwrap_or_else(|| panic!("not a string: {j}"))
+}
+
+fn arr(j: &Json) -> &[Json] {
+    j.as_array().unwrap_or_else(|| panic!("not an array: {j}"))
 }
 
 #[test]
@@ -366,32 +214,53 @@ fn json_output() {
     let out = tfp(&["--json", "-p", &me().to_string()]);
     assert!(out.status.success());
     let j = parse_json(&stdout(&out));
-    assert_eq!(j.get("unreadable").num(), 0.0);
-    let procs = j.get("processes").arr();
+    assert_eq!(num(&j["unreadable"]), 0.0);
+    let procs = arr(&j["processes"]);
     let p = procs
         .iter()
-        .find(|p| p.get("pid").num() as i32 == me())
+        .find(|p| num(&p["pid"]) as i32 == me())
         .expect("listed");
     assert_eq!(
-        p.get("exe").str(),
+        string(&p["exe"]),
         std::env::current_exe().unwrap().to_str().unwrap()
     );
-    let t = p
-        .get("threads")
-        .arr()
+    let t = arr(&p["threads"])
         .iter()
-        .find(|t| t.get("tid").num() as i32 == w.tid())
+        .find(|t| num(&t["tid"]) as i32 == w.tid())
         .expect("worker listed");
-    assert_eq!(t.get("marker").str(), "tfp json \"quoted\" \\ worker");
-    assert_eq!(&t.get("raw").str()[..16], "a5a5a5a5a5a5a5a5");
-    assert_eq!(t.get("raw").str().len(), 128);
-    assert_eq!(t.get("raw_written"), &Json::Bool(true));
-    assert_eq!(t.get("policy").str(), "OTHER");
-    assert_eq!(t.get("rt_priority").num(), 0.0);
-    assert!(t.get("updated_ns").num() > 1.0e18);
-    assert!(t.get("last_cpu").num() >= 0.0);
-    assert!(t.get("user_s").num() >= 0.0 && t.get("system_s").num() >= 0.0);
-    assert_eq!(t.get("kernel_name").str(), "tfp json \"quote");
+    assert_eq!(string(&t["marker"]), "tfp json \"quoted\" \\ worker");
+    assert_eq!(&string(&t["raw"])[..16], "a5a5a5a5a5a5a5a5");
+    assert_eq!(string(&t["raw"]).len(), 128);
+    assert_eq!(t["raw_written"], Json::Bool(true));
+    assert_eq!(string(&t["policy"]), "OTHER");
+    assert_eq!(num(&t["rt_priority"]), 0.0);
+    assert!(num(&t["updated_ns"]) > 1.0e18);
+    assert!(num(&t["last_cpu"]) >= 0.0);
+    assert!(num(&t["user_s"]) >= 0.0 && num(&t["system_s"]) >= 0.0);
+    assert_eq!(string(&t["kernel_name"]), "tfp json \"quote");
+}
+
+/// Whatever a marker holds (quotes, backslashes, every control character), `--json`
+/// is one valid document that carries it exactly.
+#[test]
+fn json_is_valid_whatever_the_marker_holds() {
+    let marker: String = "q\"b\\s/"
+        .chars()
+        .chain((1u8..0x20).map(char::from))
+        .chain(['\u{7f}', '\u{2028}', 'é', '"'])
+        .collect();
+    let (w, _stop) = parked_worker(&marker, b"");
+    let out = tfp(&["--json", "-p", &me().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "one line: {text:?}");
+    let j = parse_json(&text);
+    let t = arr(&arr(&j["processes"])[0]["threads"])
+        .iter()
+        .find(|t| num(&t["tid"]) as i32 == w.tid())
+        .cloned()
+        .expect("worker listed");
+    assert_eq!(string(&t["marker"]), marker);
 }
 
 #[test]
@@ -421,14 +290,12 @@ fn control_characters_are_escaped_in_text_and_kept_in_json() {
     );
     // JSON carries the marker exactly
     let j = parse_json(&stdout(&tfp(&["--json", "-p", &me().to_string()])));
-    let t = j.get("processes").arr()[0]
-        .get("threads")
-        .arr()
+    let t = arr(&arr(&j["processes"])[0]["threads"])
         .iter()
-        .find(|t| t.get("tid").num() as i32 == w.tid())
+        .find(|t| num(&t["tid"]) as i32 == w.tid())
         .cloned()
         .expect("worker listed");
-    assert_eq!(t.get("marker").str(), marker);
+    assert_eq!(string(&t["marker"]), marker);
 }
 
 #[test]
@@ -489,11 +356,9 @@ fn watch_refreshes_and_is_bounded() {
     let docs: Vec<Json> = text.lines().map(parse_json).collect();
     assert_eq!(docs.len(), 2, "{text:?}");
     for d in &docs {
-        assert!(d
-            .get("processes")
-            .arr()
+        assert!(arr(&d["processes"])
             .iter()
-            .any(|p| p.get("pid").num() as i32 == me()));
+            .any(|p| num(&p["pid"]) as i32 == me()));
     }
 
     for bad in [
@@ -521,6 +386,15 @@ fn a_pid_without_a_process_is_an_error() {
         String::from_utf8_lossy(&o.stderr).contains(&format!("no process with pid {pid}")),
         "{o:?}"
     );
+    // A negative pid is a bad pid, not an option to pass after `--`.
+    let o = tfp(&["-p", "-1"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains("not a process id") && !e.contains("-- -1"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -531,8 +405,10 @@ fn unreadable_processes_are_skipped_with_a_count() {
         unreadable_without_root();
         return;
     }
-    // As `nobody`, our root-owned 0600 registry cannot be opened.
-    let out = Command::new(env!("CARGO_BIN_EXE_tfp"))
+    // As `nobody`, our root-owned 0600 registry cannot be opened. `nobody` may not
+    // reach the build's tfp (a checkout in a 0700 directory): run a copy that it can.
+    let copy = WorldExecutable::of(env!("CARGO_BIN_EXE_tfp"));
+    let out = Command::new(&copy.bin)
         .args(["--json", "--no-self"])
         .uid(65534)
         .gid(65534)
@@ -540,17 +416,45 @@ fn unreadable_processes_are_skipped_with_a_count() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let j = parse_json(&stdout(&out));
-    assert!(j.get("unreadable").num() >= 1.0);
-    assert!(j
-        .get("processes")
-        .arr()
+    assert!(num(&j["unreadable"]) >= 1.0);
+    assert!(arr(&j["processes"])
         .iter()
-        .all(|p| p.get("pid").num() as i32 != me()));
+        .all(|p| num(&p["pid"]) as i32 != me()));
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("skipped"),
         "{out:?}"
     );
     drop(w);
+}
+
+/// A copy of a binary that any user can run: mode 0755 in a fresh 0755 directory
+/// under the system temp dir (the build directory may sit in a 0700 directory that
+/// uid 65534 cannot traverse). The directory is removed on drop.
+struct WorldExecutable {
+    dir: std::path::PathBuf,
+    bin: std::path::PathBuf,
+}
+
+impl WorldExecutable {
+    fn of(bin: &str) -> WorldExecutable {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("posixrt-tfp-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = WorldExecutable {
+            bin: dir.join("tfp"),
+            dir,
+        };
+        std::fs::set_permissions(&copy.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::copy(bin, &copy.bin).unwrap();
+        std::fs::set_permissions(&copy.bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    }
+}
+
+impl Drop for WorldExecutable {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 /// Without root: a helper `tfp --watch` (it marks its own main thread) gets its
@@ -571,12 +475,10 @@ fn unreadable_without_root() {
     let _ = std::fs::remove_file(&file);
     assert!(out.status.success(), "{out:?}");
     let j = parse_json(&stdout(&out));
-    assert!(j.get("unreadable").num() >= 1.0, "{j:?}");
-    assert!(j
-        .get("processes")
-        .arr()
+    assert!(num(&j["unreadable"]) >= 1.0, "{j:?}");
+    assert!(arr(&j["processes"])
         .iter()
-        .all(|p| p.get("pid").num() as i32 != pid));
+        .all(|p| num(&p["pid"]) as i32 != pid));
     assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
 }
 

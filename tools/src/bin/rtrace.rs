@@ -2,6 +2,10 @@
 //! JSON (Perfetto) or CTF 1.8 (babeltrace2, Trace Compass).
 
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::fd::{AsFd, FromRawFd};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -9,17 +13,19 @@ use clap::{Parser, Subcommand, ValueEnum};
 use posixrt::trace::export::{chrome_json, payload, write_ctf};
 use posixrt::trace::{Event, EventId, TraceLog};
 
-/// Read posixrt trace logs (written by `Trace::create_with_log`).
+/// Read posixrt trace logs: dump, statistics, export for Perfetto or babeltrace2.
 ///
-/// A log cut short (a crash, a copy in progress) is read up to its last complete
-/// record; rtrace then says where it stopped and exits with status 2.
+/// The logs are those written by `Trace::create_with_log`. `dump` prints every
+/// event, `stats` counts them, `export` converts them to Chrome trace JSON (for
+/// Perfetto) or to CTF (for babeltrace2). LOG may be `-` (standard input) or a pipe: rtrace reads it to the end first. A
+/// log cut short (a crash, a copy in progress) or damaged is read up to its last
+/// good record; rtrace then says where it stopped and exits with status 4 (cut
+/// short) or 3 (corrupt).
 #[derive(Parser)]
 #[command(
     name = "rtrace",
     version,
-    about,
-    long_about,
-    after_help = "Examples:\n  rtrace dump philosophers.trace\n  rtrace stats philosophers.trace\n  rtrace export --format chrome philosophers.trace -o trace.json   # open in ui.perfetto.dev\n  rtrace export --format ctf philosophers.trace -o ctf/ && babeltrace2 ctf/\n\nExit status: 0 ok, 1 error (unreadable or not a log), 2 the log was cut short."
+    after_help = "Examples:\n  rtrace dump philosophers.trace\n  rtrace stats philosophers.trace\n  rtrace export --format chrome philosophers.trace -o trace.json   # open in ui.perfetto.dev\n  rtrace export --format chrome philosophers.trace -o - | head\n  rtrace export --format ctf philosophers.trace -o ctf/ && babeltrace2 ctf/\n\nExit status:\n  0  ok\n  1  error: the log cannot be read (missing, a directory, no permission) or the output cannot be written\n  2  usage error (bad command line)\n  3  corrupt: not a posixrt trace log, or a record failed its checksum (records before it are shown)\n  4  cut short: the log ends inside a record or before its end record (records before the cut are shown)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -50,7 +56,7 @@ enum Cmd {
         format: Format,
         /// The log file.
         log: PathBuf,
-        /// Output: a .json file for chrome, a directory for ctf.
+        /// Output: a .json file for chrome (`-`: standard output), a directory for ctf.
         #[arg(short, long)]
         output: PathBuf,
     },
@@ -70,8 +76,97 @@ struct Loaded {
     cut: Option<posixrt::Error>,
 }
 
-fn load(path: &Path) -> Result<Loaded, String> {
-    let mut log = TraceLog::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Exit status 1: the log cannot be read, or the output cannot be written.
+const EXIT_ERROR: u8 = 1;
+/// Exit status 3: not a posixrt trace log, or a record failed its checksum.
+const EXIT_CORRUPT: u8 = 3;
+/// Exit status 4: the log ends inside a record or before its end record.
+const EXIT_CUT: u8 = 4;
+
+/// A failure: the message for standard error and the exit status.
+struct Failure {
+    msg: String,
+    code: u8,
+}
+
+impl Failure {
+    fn error(msg: String) -> Failure {
+        Failure {
+            msg,
+            code: EXIT_ERROR,
+        }
+    }
+}
+
+/// The exit status for a reader error.
+fn code_of(e: &posixrt::Error) -> u8 {
+    match e.kind() {
+        posixrt::ErrorKind::Truncated => EXIT_CUT,
+        posixrt::ErrorKind::Corrupt => EXIT_CORRUPT,
+        _ => EXIT_ERROR,
+    }
+}
+
+/// A reader error naming the log once (the library names it already when `open`
+/// itself failed).
+fn log_failure(path: &Path, e: &posixrt::Error) -> Failure {
+    let text = e.to_string();
+    let shown = path.display().to_string();
+    Failure {
+        msg: if text.contains(&shown) {
+            text
+        } else {
+            format!("{shown}: {text}")
+        },
+        code: code_of(e),
+    }
+}
+
+/// Opens a log. A pipe, a terminal or `-` (standard input) cannot be read twice, as
+/// the reader needs: its bytes are copied into an anonymous memory file first.
+fn open_log(path: &Path) -> Result<TraceLog, Failure> {
+    let unseekable = |f: &File| {
+        f.metadata().is_ok_and(|m| {
+            let t = m.file_type();
+            t.is_fifo() || t.is_socket() || t.is_char_device()
+        })
+    };
+    let input = if path.as_os_str() == "-" {
+        Some(File::from(
+            io::stdin()
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| Failure::error(format!("standard input: {e}")))?,
+        ))
+    } else {
+        match File::open(path) {
+            Ok(f) if unseekable(&f) => Some(f),
+            _ => None,
+        }
+    };
+    let Some(mut input) = input else {
+        return TraceLog::open(path).map_err(|e| log_failure(path, &e));
+    };
+    let mut copy = memory_file().map_err(|e| Failure::error(format!("memfd_create: {e}")))?;
+    io::copy(&mut input, &mut copy)
+        .map_err(|e| Failure::error(format!("{}: {e}", path.display())))?;
+    TraceLog::from_file(copy).map_err(|e| log_failure(path, &e))
+}
+
+/// An anonymous file in memory (`memfd_create`).
+fn memory_file() -> io::Result<File> {
+    // SAFETY: the name is a NUL-terminated string; the returned descriptor, when
+    // valid, is new and owned by nobody else.
+    let fd = unsafe { libc::memfd_create(c"rtrace-input".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a valid descriptor that this function owns.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
+fn load(path: &Path) -> Result<Loaded, Failure> {
+    let mut log = open_log(path)?;
     let mut events = Vec::new();
     let mut cut = None;
     loop {
@@ -144,7 +239,7 @@ fn describe(ty: Option<&posixrt::trace::EventType>, e: &Event) -> String {
     out.join(" ")
 }
 
-fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, String> {
+fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> {
     let l = load(path)?;
     let base = if absolute {
         0
@@ -187,7 +282,7 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, String> {
     Ok(l.cut)
 }
 
-fn stats(path: &Path) -> Result<Option<posixrt::Error>, String> {
+fn stats(path: &Path) -> Result<Option<posixrt::Error>, Failure> {
     let l = load(path)?;
     let mut counts: BTreeMap<u16, u64> = BTreeMap::new();
     let mut overflow_lost = 0u64;
@@ -259,7 +354,7 @@ fn yes(b: bool) -> &'static str {
     }
 }
 
-fn run(cli: Cli) -> Result<Option<posixrt::Error>, String> {
+fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
     match cli.cmd {
         Cmd::Dump { log, absolute } => dump(&log, absolute),
         Cmd::Stats { log } => stats(&log),
@@ -268,20 +363,41 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, String> {
             log,
             output,
         } => {
+            let to_stdout = output.as_os_str() == "-";
+            if to_stdout && matches!(format, Format::Ctf) {
+                usage_error("--format ctf writes a directory: -o - (standard output) is for --format chrome only");
+            }
             let l = load(&log)?;
             match format {
+                Format::Chrome if to_stdout => {
+                    let mut out = io::stdout().lock();
+                    out.write_all(chrome_json(&l.log, &l.events).as_bytes())
+                        .and_then(|()| out.flush())
+                        .map_err(|e| Failure::error(format!("standard output: {e}")))?
+                }
                 Format::Chrome => std::fs::write(&output, chrome_json(&l.log, &l.events))
-                    .map_err(|e| format!("{}: {e}", output.display()))?,
-                Format::Ctf => write_ctf(&l.log, &l.events, &output).map_err(|e| e.to_string())?,
+                    .map_err(|e| Failure::error(format!("{}: {e}", output.display())))?,
+                Format::Ctf => write_ctf(&l.log, &l.events, &output)
+                    .map_err(|e| Failure::error(e.to_string()))?,
             }
             eprintln!(
                 "rtrace: wrote {} events to {}",
                 l.events.len(),
-                output.display()
+                if to_stdout {
+                    "standard output".to_string()
+                } else {
+                    output.display().to_string()
+                }
             );
             Ok(l.cut)
         }
     }
+}
+
+/// A usage error found after parsing: one line, exit 2 (as clap's own).
+fn usage_error(msg: &str) -> ! {
+    eprintln!("rtrace: {msg} (see rtrace --help)");
+    std::process::exit(2)
 }
 
 fn main() -> ExitCode {
@@ -290,16 +406,22 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli = Cli::parse();
+    let cli: Cli = posixrt_tools::parse_args("rtrace");
     match run(cli) {
         Ok(None) => ExitCode::SUCCESS,
-        Ok(Some(cut)) => {
-            eprintln!("rtrace: stopped early: {cut}");
-            ExitCode::from(2)
+        Ok(Some(stop)) => {
+            let code = code_of(&stop);
+            let what = match code {
+                EXIT_CORRUPT => "corrupt",
+                EXIT_CUT => "cut short",
+                _ => "read error",
+            };
+            eprintln!("rtrace: stopped early ({what}): {stop}");
+            ExitCode::from(code)
         }
-        Err(e) => {
-            eprintln!("rtrace: {e}");
-            ExitCode::FAILURE
+        Err(f) => {
+            eprintln!("rtrace: {}", f.msg);
+            ExitCode::from(f.code)
         }
     }
 }

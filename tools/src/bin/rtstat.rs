@@ -18,8 +18,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+
+const PROG: &str = "rtstat";
 use posixrt::sync::{self, Snapshot};
-use posixrt_tools::json_str;
+use serde_json::{json, Value};
 
 /// List a posixrt process's tracked synchronization objects (info, statistics,
 /// waiters) and the deadlock cycles among them; without PID, every such process
@@ -28,10 +30,15 @@ use posixrt_tools::json_str;
 #[command(name = "rtstat", version)]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
+    #[arg(allow_negative_numbers = true, value_parser = pid_arg)]
     pid: Option<u32>,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+fn pid_arg(s: &str) -> Result<u32, String> {
+    posixrt_tools::parse_pid(s).map(|p| p as u32)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -54,70 +61,63 @@ fn state(s: &Snapshot) -> String {
     }
 }
 
-fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
-    v.map_or("null".into(), |v| v.to_string())
+/// Milliseconds rounded to nanoseconds (6 decimals), as before.
+fn ms6(d: Duration) -> f64 {
+    (ms(d) * 1e6).round() / 1e6
 }
 
-fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> String {
-    let mut out = format!("{{\"pid\": {pid}, \"objects\": [");
-    for (k, s) in objs.iter().enumerate() {
-        let (i, st) = (&s.info, &s.stats);
-        if k > 0 {
-            out.push_str(", ");
-        }
-        out.push_str(&format!(
-            "{{\"address\": \"{:#x}\", \"kind\": \"{}\", \"name\": {}, \"shared\": {}, \"locked\": {}, \"owner\": {}, \"owner_pid\": {}, \
-             \"waiters\": {}, \"waiter_tids\": {:?}, \"recursion\": {}, \"ceiling\": {}, \"readers\": {}, \"write_locked\": {}, \"sem_count\": {}, \
-             \"stats\": {{\"locks\": {}, \"contended\": {}, \"wait_total_ms\": {:.6}, \"wait_max_ms\": {:.6}, \"hold_total_ms\": {:.6}, \"hold_max_ms\": {:.6}, \
-             \"trylocks\": {}, \"trylock_failures\": {}, \"read_locks\": {}, \"read_contended\": {}, \"timed_waits\": {}, \"timeouts\": {}, \
-             \"signals\": {}, \"broadcasts\": {}, \"posts\": {}, \"max_count\": {}, \"min_count\": {}}}}}",
-            i.address,
-            i.kind.name(),
-            i.name.as_deref().map_or("null".into(), json_str),
-            i.shared,
-            i.locked,
-            opt(i.owner),
-            opt(i.owner_pid),
-            i.waiters,
-            s.waiters,
-            i.recursion,
-            opt(i.ceiling),
-            i.readers,
-            i.write_locked,
-            opt(i.sem_count),
-            st.locks,
-            st.contended,
-            ms(st.wait_total),
-            ms(st.wait_max),
-            ms(st.hold_total),
-            ms(st.hold_max),
-            st.trylocks,
-            st.trylock_failures,
-            st.read_locks,
-            st.read_contended,
-            st.timed_waits,
-            st.timeouts,
-            st.signals,
-            st.broadcasts,
-            st.posts,
-            st.max_count,
-            st.min_count
-        ));
-    }
-    out.push_str("], \"deadlocks\": [");
-    for (k, d) in dl.iter().enumerate() {
-        if k > 0 {
-            out.push_str(", ");
-        }
-        let locks: Vec<String> = d.locks.iter().map(|l| format!("\"{l:#x}\"")).collect();
-        out.push_str(&format!(
-            "{{\"threads\": {:?}, \"locks\": [{}]}}",
-            d.threads,
-            locks.join(", ")
-        ));
-    }
-    out.push_str("]}");
-    out
+/// One process's objects and deadlocks as a JSON value (`{"pid", "objects",
+/// "deadlocks"}`); serde escapes every name.
+fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> Value {
+    let objects: Vec<Value> = objs
+        .iter()
+        .map(|s| {
+            let (i, st) = (&s.info, &s.stats);
+            json!({
+                "address": format!("{:#x}", i.address),
+                "kind": i.kind.name(),
+                "name": i.name,
+                "shared": i.shared,
+                "locked": i.locked,
+                "owner": i.owner,
+                "owner_pid": i.owner_pid,
+                "waiters": i.waiters,
+                "waiter_tids": s.waiters,
+                "recursion": i.recursion,
+                "ceiling": i.ceiling,
+                "readers": i.readers,
+                "write_locked": i.write_locked,
+                "sem_count": i.sem_count,
+                "stats": {
+                    "locks": st.locks,
+                    "contended": st.contended,
+                    "wait_total_ms": ms6(st.wait_total),
+                    "wait_max_ms": ms6(st.wait_max),
+                    "hold_total_ms": ms6(st.hold_total),
+                    "hold_max_ms": ms6(st.hold_max),
+                    "trylocks": st.trylocks,
+                    "trylock_failures": st.trylock_failures,
+                    "read_locks": st.read_locks,
+                    "read_contended": st.read_contended,
+                    "timed_waits": st.timed_waits,
+                    "timeouts": st.timeouts,
+                    "signals": st.signals,
+                    "broadcasts": st.broadcasts,
+                    "posts": st.posts,
+                    "max_count": st.max_count,
+                    "min_count": st.min_count,
+                },
+            })
+        })
+        .collect();
+    let deadlocks: Vec<Value> = dl
+        .iter()
+        .map(|d| {
+            let locks: Vec<String> = d.locks.iter().map(|l| format!("{l:#x}")).collect();
+            json!({ "threads": d.threads, "locks": locks })
+        })
+        .collect();
+    json!({ "pid": pid, "objects": objects, "deadlocks": deadlocks })
 }
 
 /// An error's text without a leading "rtstat failed: " (the program's name is
@@ -135,7 +135,7 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args = Args::parse();
+    let args: Args = posixrt_tools::parse_args(PROG);
     let mut unreadable = 0;
     let pids = match args.pid {
         Some(p) => vec![p],
@@ -162,14 +162,15 @@ fn main() -> ExitCode {
         }
     }
     if args.json {
-        let all: Vec<String> = results
+        let mut all: Vec<Value> = results
             .iter()
             .map(|(pid, objs)| json(*pid, objs, &sync::find_deadlocks_in(objs)))
             .collect();
-        match args.pid {
-            Some(_) => println!("{}", all.first().map_or("{}", |s| s.as_str())),
-            None => println!("[{}]", all.join(", ")),
-        }
+        let doc = match args.pid {
+            Some(_) => all.pop().unwrap_or_else(|| json!({})),
+            None => Value::Array(all),
+        };
+        println!("{doc}");
         return ExitCode::SUCCESS;
     }
     if results.is_empty() {

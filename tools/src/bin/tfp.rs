@@ -16,8 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
 
 use clap::Parser;
+
+const PROG: &str = "tfp";
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
-use posixrt_tools::json_str;
+use serde::Serialize;
 
 /// List marked threads ("thread fingerprints") of every process, or of the
 /// processes whose executable path ends with NAME.
@@ -35,7 +37,8 @@ struct Args {
     #[arg(value_name = "NAME")]
     names: Vec<String>,
     /// Keep only this process (may be repeated).
-    #[arg(short = 'p', long = "pid", value_name = "PID")]
+    #[arg(short = 'p', long = "pid", value_name = "PID", allow_negative_numbers = true,
+          value_parser = posixrt_tools::parse_pid)]
     pids: Vec<i32>,
     /// Add a hex dump of each thread's 64-byte raw block, 16 bytes a line.
     #[arg(short = 'b', long = "block")]
@@ -78,7 +81,7 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args = Args::parse();
+    let args: Args = posixrt_tools::parse_args(PROG);
     // A pid that names no process is a mistake worth saying, not an empty listing.
     if let Some(pid) = args
         .pids
@@ -309,54 +312,81 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
     Ok(())
 }
 
+/// `--json`: one document, `{"processes": [{"pid", "exe", "threads": [...]}],
+/// "unreadable", "busy"}` (serde escapes every string, whatever a marker holds).
+#[derive(Serialize)]
+struct JsonSnapshot<'a> {
+    processes: Vec<JsonProcess<'a>>,
+    unreadable: usize,
+    busy: usize,
+}
+
+#[derive(Serialize)]
+struct JsonProcess<'a> {
+    pid: i32,
+    exe: &'a str,
+    threads: Vec<JsonThread<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonThread<'a> {
+    tid: i32,
+    marker: &'a str,
+    updated_ns: u64,
+    time: String,
+    raw: String,
+    raw_written: bool,
+    policy: &'static str,
+    rt_priority: u32,
+    nice: i32,
+    last_cpu: i32,
+    user_s: f64,
+    system_s: f64,
+    state: String,
+    kernel_name: &'a str,
+}
+
+/// Seconds rounded to milliseconds, as the text listing shows them.
+fn secs3(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e3).round() / 1e3
+}
+
 fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
-    write!(out, "{{\"processes\":[")?;
-    for (i, p) in snap.processes.iter().enumerate() {
-        if i > 0 {
-            write!(out, ",")?;
-        }
-        write!(
-            out,
-            "{{\"pid\":{},\"exe\":{},\"threads\":[",
-            p.pid,
-            json_str(&p.exe)
-        )?;
-        for (j, t) in p.threads.iter().enumerate() {
-            if j > 0 {
-                write!(out, ",")?;
-            }
-            let ns = t
-                .updated
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            let raw: String = t.raw.iter().map(|b| format!("{b:02x}")).collect();
-            write!(
-                out,
-                "{{\"tid\":{},\"marker\":{},\"updated_ns\":{},\"time\":{},\"raw\":\"{}\",\"raw_written\":{},\
-                 \"policy\":\"{}\",\"rt_priority\":{},\"nice\":{},\"last_cpu\":{},\
-                 \"user_s\":{:.3},\"system_s\":{:.3},\"state\":{},\"kernel_name\":{}}}",
-                t.tid,
-                json_str(&t.marker),
-                ns,
-                json_str(&local_time(t.updated)),
-                raw,
-                t.raw_written,
-                t.sched.policy_short(),
-                t.sched.rt_priority,
-                t.sched.nice,
-                t.sched.last_cpu,
-                t.sched.user_time.as_secs_f64(),
-                t.sched.system_time.as_secs_f64(),
-                json_str(&t.sched.state.to_string()),
-                json_str(&t.sched.kernel_name),
-            )?;
-        }
-        write!(out, "]}}")?;
-    }
-    writeln!(
-        out,
-        "],\"unreadable\":{},\"busy\":{}}}",
-        snap.unreadable, snap.busy
-    )
+    let doc = JsonSnapshot {
+        processes: snap
+            .processes
+            .iter()
+            .map(|p| JsonProcess {
+                pid: p.pid,
+                exe: &p.exe,
+                threads: p
+                    .threads
+                    .iter()
+                    .map(|t| JsonThread {
+                        tid: t.tid,
+                        marker: &t.marker,
+                        updated_ns: t
+                            .updated
+                            .duration_since(UNIX_EPOCH)
+                            .map_or(0, |d| d.as_nanos() as u64),
+                        time: local_time(t.updated),
+                        raw: t.raw.iter().map(|b| format!("{b:02x}")).collect(),
+                        raw_written: t.raw_written,
+                        policy: t.sched.policy_short(),
+                        rt_priority: t.sched.rt_priority,
+                        nice: t.sched.nice,
+                        last_cpu: t.sched.last_cpu,
+                        user_s: secs3(t.sched.user_time),
+                        system_s: secs3(t.sched.system_time),
+                        state: t.sched.state.to_string(),
+                        kernel_name: &t.sched.kernel_name,
+                    })
+                    .collect(),
+            })
+            .collect(),
+        unreadable: snap.unreadable,
+        busy: snap.busy,
+    };
+    serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
+    writeln!(out)
 }

@@ -1,0 +1,121 @@
+//! The command line of the examples, one convention for all of them:
+//!
+//! - `-h`/`--help` prints the usage on standard output and exits 0;
+//! - a wrong argument (unknown, missing value, out of range) prints one line on
+//!   standard error, `PROG: what is wrong (see PROG --help)`, and exits 2.
+//!
+//! Include it with `#[path = "support/args.rs"] mod args;` and read the arguments in
+//! a loop:
+//!
+//! ```ignore
+//! let mut a = args::Args::new("prog", "usage: prog [--json] [--runs N]\n\n...");
+//! while let Some(x) = a.next() {
+//!     match x.as_str() {
+//!         "--json" => json = true,
+//!         "--runs" => runs = a.value_in("--runs", 1..=100),
+//!         _ => a.unknown(&x),
+//!     }
+//! }
+//! ```
+
+#![allow(dead_code)] // each example uses the part it needs
+
+use std::fmt::Display;
+use std::ops::RangeInclusive;
+use std::str::FromStr;
+
+/// Exit status of a usage error.
+pub const USAGE_ERROR: i32 = 2;
+
+pub struct Args {
+    prog: &'static str,
+    rest: std::vec::IntoIter<String>,
+}
+
+impl Args {
+    /// The process's arguments. `-h` or `--help` before any `--` prints `help` on
+    /// standard output and exits 0.
+    pub fn new(prog: &'static str, help: &str) -> Args {
+        let all: Vec<String> = std::env::args().skip(1).collect();
+        if all
+            .iter()
+            .take_while(|a| a.as_str() != "--")
+            .any(|a| a == "-h" || a == "--help")
+        {
+            println!("{}", help.trim_end());
+            std::process::exit(0);
+        }
+        Args {
+            prog,
+            rest: all.into_iter(),
+        }
+    }
+
+    /// The next argument, if any.
+    pub fn next(&mut self) -> Option<String> {
+        self.rest.next()
+    }
+
+    /// The arguments not read yet.
+    pub fn rest(&mut self) -> Vec<String> {
+        self.rest.by_ref().collect()
+    }
+
+    /// For programs that take no arguments: any argument is a usage error.
+    pub fn none(mut self) {
+        if let Some(x) = self.next() {
+            self.unknown(&x);
+        }
+    }
+
+    /// The value after `flag`, parsed; a usage error if it is missing or does not
+    /// parse.
+    pub fn value<T: FromStr>(&mut self, flag: &str) -> T {
+        let Some(v) = self.next() else {
+            self.fail(format!("{flag} needs a value"));
+        };
+        match v.parse() {
+            Ok(x) => x,
+            Err(_) => self.fail(format!("{flag}: {v:?} is not a valid value")),
+        }
+    }
+
+    /// The value after `flag`, parsed and within `range` (nothing is clamped: a
+    /// value outside is a usage error that names the range).
+    pub fn value_in<T>(&mut self, flag: &str, range: RangeInclusive<T>) -> T
+    where
+        T: FromStr + PartialOrd + Display,
+    {
+        let Some(v) = self.next() else {
+            self.fail(format!(
+                "{flag} needs a value from {} to {}",
+                range.start(),
+                range.end()
+            ));
+        };
+        match v.parse::<T>() {
+            Ok(x) if range.contains(&x) => x,
+            _ => self.fail(format!(
+                "{flag}: {v:?} is not a number from {} to {}",
+                range.start(),
+                range.end()
+            )),
+        }
+    }
+
+    /// An argument the program does not know: a usage error.
+    pub fn unknown(&self, arg: &str) -> ! {
+        self.fail(format!("unknown argument {arg:?}"))
+    }
+
+    /// A usage error: one line on standard error, exit 2.
+    pub fn fail(&self, msg: impl Display) -> ! {
+        usage_error(self.prog, msg)
+    }
+}
+
+/// A usage error found outside [`Args`]: one line on standard error, exit 2.
+pub fn usage_error(prog: &str, msg: impl Display) -> ! {
+    eprintln!("{prog}: {msg} (see {prog} --help)");
+    std::process::exit(USAGE_ERROR)
+}

@@ -1,0 +1,245 @@
+//! What a new user meets first: messages of the library for common mistakes, and the
+//! command lines of the examples (bad arguments, bad input, interrupted runs).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use posixrt::sched::rt::{self, LockFlags};
+use posixrt::sched::Priority;
+use posixrt::ErrorKind;
+
+/// Builds the example with this test's profile and features and returns its path.
+fn example_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let bin = profile_dir.join("examples").join(name);
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--quiet", "--example", name])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    if cfg!(feature = "tokio") {
+        cmd.args(["--features", "tokio"]);
+    }
+    let status = cmd.status().expect("run cargo build --example");
+    assert!(status.success(), "cargo build --example {name}");
+    bin
+}
+
+fn run(bin: &Path, args: &[&str]) -> Output {
+    Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scratch directory, removed with its contents when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let d =
+            std::env::temp_dir().join(format!("posixrt-first-use-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Scratch(d)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+// ---- library messages ----
+
+/// A priority outside the range is the caller's mistake: the error names the range
+/// and does not blame a system call that did not fail.
+#[test]
+fn an_out_of_range_priority_blames_no_system_call() {
+    let e = Priority::fifo(0).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let text = e.to_string();
+    assert!(!text.contains("sched_get_priority_max failed"), "{text}");
+    assert!(!e.call().starts_with("sched_"), "{text}");
+    assert!(text.contains("1..=99"), "{text}");
+}
+
+const CHILD: &str = "POSIXRT_FIRST_USE_CHILD";
+
+/// The child half of the test below (does nothing in a normal run): locks future
+/// mappings and prefaults more heap than RLIMIT_MEMLOCK allows, then prints the error.
+#[test]
+fn heap_prefault_child() {
+    if std::env::var_os(CHILD).is_none() {
+        return;
+    }
+    let only_future = LockFlags {
+        current: false,
+        future: true,
+        on_fault: false,
+    };
+    rt::lock_memory(only_future).expect("mlockall(MCL_FUTURE)");
+    // More than a thread arena can hold (64 MiB): the block must come from the
+    // main heap, whose growth counts against the limit.
+    let e = rt::prefault_heap(128 << 20).expect_err("128 MiB must not fit in 8 MiB locked");
+    println!("ERROR: {e}");
+}
+
+/// Without CAP_IPC_LOCK, after `mlockall(MCL_FUTURE)` a heap prefault larger than
+/// RLIMIT_MEMLOCK fails with ENOMEM; the error names RLIMIT_MEMLOCK and the fix.
+#[test]
+fn heap_prefault_beyond_memlock_names_the_limit() {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "heap_prefault_child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD, "1");
+    // SAFETY: between fork and exec the child only makes async-signal-safe syscalls.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 8 << 20,
+                rlim_max: 8 << 20,
+            };
+            if libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Drop CAP_IPC_LOCK (14) from the bounding set, so the exec'd test
+            // binary lacks it even as root (best effort: needs CAP_SETPCAP; an
+            // unprivileged run lacks CAP_IPC_LOCK anyway).
+            libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let line = text
+        .lines()
+        .find_map(|l| l.split_once("ERROR: ").map(|x| x.1))
+        .unwrap_or_else(|| panic!("no error line: {text}"));
+    assert!(line.contains("ENOMEM"), "{line}");
+    assert!(line.contains("RLIMIT_MEMLOCK"), "{line}");
+    assert!(
+        line.contains("memlock") && line.contains("ulimit -l"),
+        "{line}"
+    );
+}
+
+// ---- examples ----
+
+/// `bytesum DIR`: the directory named, no sum on stdout, exit 2.
+#[test]
+fn bytesum_of_a_directory_says_so_and_prints_no_sum() {
+    let bin = example_bin("bytesum");
+    let d = Scratch::new("bytesum");
+    let ds = d.0.to_str().unwrap();
+    let o = run(&bin, &[ds]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    assert_eq!(stderr(&o).trim(), format!("READ: {ds}: Is a directory"));
+}
+
+/// Size arguments are bounded; `--only` prints n/a for the ratios it cannot form.
+#[test]
+fn aio_latency_bounds_sizes_and_prints_na() {
+    let bin = example_bin("aio_latency");
+    for bad in [
+        &["--file-size-mb", "999999999"][..],
+        &["--file-size-mb", "0"],
+        &["--ops", "99999999999"],
+        &["--qd32-ops", "-1"],
+        &["--only", "nosuch"],
+    ] {
+        let o = run(&bin, bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {o:?}");
+        assert_eq!(stderr(&o).lines().count(), 1, "{bad:?}: {}", stderr(&o));
+    }
+    // More than the temp dir's free space: refused before anything is written.
+    let d = Scratch::new("aio-full");
+    let st = rustix::fs::statvfs(&d.0).unwrap();
+    let free_mb = st.f_bavail * st.f_frsize / (1 << 20);
+    if free_mb < 65_536 {
+        let o = Command::new(&bin)
+            .args(["--file-size-mb", &free_mb.max(1).to_string()])
+            .env("TMPDIR", &d.0)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        assert!(stderr(&o).contains("MiB free"), "{}", stderr(&o));
+    }
+
+    let o = run(
+        &bin,
+        &[
+            "--only",
+            "glibc",
+            "--ops",
+            "200",
+            "--qd32-ops",
+            "320",
+            "--file-size-mb",
+            "1",
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("NaN"), "{out}");
+    assert!(out.contains("= n/a"), "{out}");
+}
+
+/// SIGINT or SIGTERM while the test file is being written leaves no file behind.
+#[test]
+fn aio_latency_interrupted_leaves_no_file() {
+    let bin = example_bin("aio_latency");
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let d = Scratch::new("aio-signal");
+        let mut c = Command::new(&bin)
+            .args(["--file-size-mb", "1024"])
+            .env("TMPDIR", &d.0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: signals the child we spawned and have not reaped.
+        unsafe { libc::kill(c.id() as i32, sig) };
+        let _ = c.wait();
+        let left: Vec<_> = std::fs::read_dir(&d.0).unwrap().flatten().collect();
+        assert!(left.is_empty(), "signal {sig}: left {left:?}");
+    }
+}
+
+/// A value out of range says which and why, in one line, exit 2.
+#[test]
+fn bad_values_are_one_line_usage_errors() {
+    for (name, args, says) in [
+        ("philosophers", &["--rounds", "0"][..], "--rounds"),
+        ("trace_overhead", &["--events", "5"], "--events"),
+        ("trace_overhead", &["--bogus"], "unknown argument"),
+        ("sched_info", &["--bogus"], "unknown argument"),
+    ] {
+        let o = run(&example_bin(name), args);
+        assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {o:?}");
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{name} {args:?}: {e}");
+        assert!(
+            e.starts_with(&format!("{name}: ")) && e.contains(says),
+            "{e}"
+        );
+        assert!(o.stdout.is_empty(), "{name} {args:?}: {o:?}");
+    }
+}
