@@ -124,6 +124,8 @@ pub mod sched;
 pub mod sync;
 pub mod trace;
 
+mod sys;
+
 #[doc(hidden)]
 pub mod registry;
 

@@ -73,6 +73,7 @@ mod policy;
 mod process;
 pub mod rt;
 mod spawn;
+pub mod sporadic;
 mod thread;
 
 pub use affinity::{

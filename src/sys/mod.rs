@@ -1,0 +1,3 @@
+//! The private system layer: raw calls that the subsystems share.
+
+pub(crate) mod timer;
