@@ -441,11 +441,12 @@ impl SporadicState {
         if self.blocked {
             return out;
         }
-        if let Some(act) = self.activation.take() {
+        self.blocked = true;
+        if let Some(act) = self.activation {
             self.charge(cpu);
+            self.activation = None;
             self.schedule(act.at, cpu.saturating_sub(act.cpu), now, cpu, &mut out);
         }
-        self.blocked = true;
         self.relevel(cpu, &mut out);
         out
     }
@@ -497,7 +498,9 @@ impl SporadicState {
                 break;
             }
             self.pending.remove(0);
-            self.apply(r, cpu, out);
+            // Carried out late (the server's wake-up latency): the thread is
+            // activated when a kernel would have done it.
+            self.apply(r, r.at, cpu, out);
             self.check_exhausted(now, cpu, out);
         }
     }
@@ -516,8 +519,8 @@ impl SporadicState {
         self.cpu_mark = cpu;
         self.activation = None;
         out.push(Transition::Exhausted { consumed, overrun });
-        self.schedule(act.at, consumed, now, cpu, out);
         self.set_level(Level::Low, out);
+        self.schedule(act.at, consumed, now, cpu, out);
     }
 
     /// Schedules `amount` at `activation + period`; carried out at once if that time
@@ -539,14 +542,22 @@ impl SporadicState {
         };
         out.push(Transition::Scheduled(r));
         if r.at <= now {
-            self.apply(r, cpu, out);
+            self.apply(r, now, cpu, out);
         } else {
             let i = self.pending.partition_point(|p| p.at <= r.at);
             self.pending.insert(i, r);
         }
     }
 
-    fn apply(&mut self, r: Replenishment, cpu: Duration, out: &mut Vec<Transition>) {
+    /// Carries out `r`; a thread it lifts from the low priority is activated at
+    /// `activation`.
+    fn apply(
+        &mut self,
+        r: Replenishment,
+        activation: Duration,
+        cpu: Duration,
+        out: &mut Vec<Transition>,
+    ) {
         self.charge(cpu);
         self.capacity = (self.capacity + r.amount).min(self.params.init_budget);
         out.push(Transition::Replenished {
@@ -559,9 +570,11 @@ impl SporadicState {
         }
         self.relevel(cpu, out);
         if !self.blocked && self.level == Level::Normal {
-            // Ready at the low priority: to the tail of the normal list, activated
-            // when the replenishment was due.
-            self.activation = Some(Activation { at: r.at, cpu });
+            // Ready at the low priority: to the tail of the normal list.
+            self.activation = Some(Activation {
+                at: activation,
+                cpu,
+            });
         }
     }
 }
@@ -1014,7 +1027,21 @@ struct Entry {
     mono_timer: st::ThreadTimer,
     armed_cpu: Option<Duration>,
     armed_mono: Option<Duration>,
+    /// The shortest wait before the next look at the CPU clock (see [`step`]).
+    floor: Duration,
+    /// The CPU clock at the previous step.
+    last_cpu: Duration,
 }
+
+/// The shortest wait between two looks at a served thread's CPU clock. The server
+/// may share the thread's CPU: re-arming for the last few microseconds of budget
+/// would wake it before the thread could run again, a loop that starves the very
+/// thread it waits for. This floor bounds the overrun it adds.
+const PROBE_FLOOR: Duration = Duration::from_micros(10);
+
+/// The longest that floor grows to while the thread makes no progress (preempted,
+/// or blocked without saying so), so the server does not wake needlessly.
+const PROBE_FLOOR_MAX: Duration = Duration::from_millis(1);
 
 fn run(rx: crossbeam_channel::Receiver<Command>, signo: i32) {
     let me = super::gettid().as_raw();
@@ -1084,6 +1111,8 @@ fn new_entry(shared: Arc<Shared>, state: SporadicState, signo: i32, me: i32) -> 
         mono_timer,
         armed_cpu: None,
         armed_mono: None,
+        floor: PROBE_FLOOR,
+        last_cpu: Duration::ZERO,
     })
 }
 
@@ -1101,7 +1130,23 @@ fn step(e: &mut Entry) -> bool {
     if want_cpu != e.armed_cpu && e.cpu_timer.set_abs(want_cpu).is_ok() {
         e.armed_cpu = want_cpu;
     }
-    let want_mono = e.state.next_wakeup(now, cpu);
+    // The monotonic timer: the next replenishment, or the earliest time the budget
+    // can run out (CPU time advances at most one second per second), but no sooner
+    // than the floor, which doubles while the thread makes no progress.
+    e.floor = if cpu == e.last_cpu {
+        (e.floor * 2).min(PROBE_FLOOR_MAX)
+    } else {
+        PROBE_FLOOR
+    };
+    e.last_cpu = cpu;
+    let probe = e
+        .state
+        .cpu_deadline()
+        .map(|_| now + e.state.remaining(cpu).max(e.floor));
+    let want_mono = match (e.state.pending().first().map(|r| r.at), probe) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     if want_mono != e.armed_mono && e.mono_timer.set_abs(want_mono).is_ok() {
         e.armed_mono = want_mono;
     }
