@@ -74,6 +74,7 @@ mod policy;
 mod process;
 pub mod rt;
 mod spawn;
+pub mod sporadic;
 mod thread;
 mod tid;
 

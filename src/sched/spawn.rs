@@ -85,6 +85,7 @@ pub struct Builder {
     affinity: Option<CpuSet>,
     stack_size: Option<usize>,
     deadline: Option<Deadline>,
+    sporadic: Option<(super::sporadic::SporadicParams, i32)>,
 }
 
 impl Builder {
@@ -114,6 +115,22 @@ impl Builder {
     /// must not have a restricted [`affinity`](Self::affinity) (EPERM).
     pub fn deadline(mut self, params: Deadline) -> Builder {
         self.deadline = Some(params);
+        self
+    }
+
+    /// Makes the thread a POSIX `SCHED_SPORADIC` thread under the user-space sporadic
+    /// server ([`sporadic`](super::sporadic)): it is created `SCHED_FIFO` at
+    /// `normal_priority` and placed under the server with a full budget before its
+    /// closure runs. Exclusive with [`scheduling`](Self::scheduling) and
+    /// [`deadline`](Self::deadline). The parameters are checked at `spawn`
+    /// ([`SporadicParams::validate`](super::sporadic::SporadicParams::validate)).
+    #[doc(alias = "SCHED_SPORADIC")]
+    pub fn sporadic(
+        mut self,
+        params: super::sporadic::SporadicParams,
+        normal_priority: i32,
+    ) -> Builder {
+        self.sporadic = Some((params, normal_priority));
         self
     }
 
@@ -165,7 +182,21 @@ impl Builder {
                 "a thread gets either a deadline or a policy/priority, not both",
             ));
         }
-        let (attr_prio, after_prio) = match self.scheduling {
+        let scheduling = match self.sporadic {
+            None => self.scheduling,
+            Some((params, normal)) => {
+                if self.scheduling.is_some() || self.deadline.is_some() {
+                    return Err(Error::invalid(
+                        "sched_setparam",
+                        "a sporadic thread gets its priorities from Builder::sporadic, \
+                         not also a policy or a deadline",
+                    ));
+                }
+                params.validate(normal)?;
+                Some(Priority::fifo(normal)?)
+            }
+        };
+        let (attr_prio, after_prio) = match scheduling {
             None => (None, None),
             Some(p) => match p.policy() {
                 Policy::Fifo | Policy::RoundRobin | Policy::Other => (Some(p), None),
@@ -201,6 +232,21 @@ impl Builder {
             result: Mutex::new(None),
             finished: AtomicBool::new(false),
         });
+        let served = self.sporadic.is_some();
+        let f = move || {
+            // A served thread leaves the server when its closure ends (or unwinds),
+            // before its tid can be reused.
+            struct Leave(bool);
+            impl Drop for Leave {
+                fn drop(&mut self) {
+                    if self.0 {
+                        super::sporadic::leave_current();
+                    }
+                }
+            }
+            let _leave = Leave(served);
+            f()
+        };
         let start = Box::new(Start {
             f,
             shared: Arc::clone(&shared),
@@ -242,12 +288,17 @@ impl Builder {
         if let Some(dl) = &self.deadline {
             super::deadline::set(tid, dl)?;
         }
+        let sporadic = match self.sporadic {
+            Some((params, normal)) => Some(super::sporadic::serve(tid, params, normal)?),
+            None => None,
+        };
         super::hook::thread_created(tid);
         gate.open();
         Ok(JoinHandle {
             native,
             tid,
             shared,
+            sporadic,
         })
     }
 }
@@ -323,9 +374,31 @@ pub struct JoinHandle<T> {
     native: libc::pthread_t,
     tid: Tid,
     shared: Arc<Shared<T>>,
+    sporadic: Option<super::sporadic::Served>,
 }
 
 impl<T> JoinHandle<T> {
+    /// The thread's place under the sporadic server, if it was spawned with
+    /// [`Builder::sporadic`].
+    pub fn sporadic(&self) -> Option<&super::sporadic::Served> {
+        self.sporadic.as_ref()
+    }
+
+    /// The sporadic budget it has left now (`None` if it is not a sporadic thread or
+    /// has ended); see [`Served::remaining_budget`](super::sporadic::Served::remaining_budget).
+    pub fn remaining_budget(&self) -> Option<std::time::Duration> {
+        self.sporadic.as_ref()?.remaining_budget().ok()
+    }
+
+    /// Its pending sporadic replenishments, earliest first (empty if it is not a
+    /// sporadic thread).
+    pub fn pending_replenishments(&self) -> Vec<super::sporadic::Replenishment> {
+        self.sporadic
+            .as_ref()
+            .map(|s| s.pending_replenishments())
+            .unwrap_or_default()
+    }
+
     /// The kernel thread id (known since `spawn` returned).
     #[inline]
     pub fn tid(&self) -> Tid {
@@ -489,6 +562,9 @@ impl<T> JoinHandle<T> {
         let r = unsafe { libc::pthread_join(this.native, std::ptr::null_mut()) };
         // SAFETY: `this.shared` is read out exactly once and `this` is never dropped.
         let shared = unsafe { std::ptr::read(&this.shared) };
+        // SAFETY: as above, for the sporadic handle (read once; dropped here, which
+        // takes the ended thread off the server).
+        drop(unsafe { std::ptr::read(&this.sporadic) });
         if r != 0 {
             // Not joined (EDEADLK: the thread tried to join itself). Detach it so its
             // stack is still freed when it ends, as dropping the handle would.

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`tid`] | `gettid`, cached per thread |
 //! | [`fork`] | the one `pthread_atfork` child handler, which resets every per-process cache |
+//! | [`timer`] | POSIX per-thread CPU-time and monotonic timers (`timer_create` with `SIGEV_THREAD_ID`) |
 //! | [`clock`] | the TSC (invariant check, calibration) and `CLOCK_MONOTONIC` / `CLOCK_REALTIME` |
 
 pub(crate) mod clock;
@@ -13,3 +14,4 @@ pub(crate) mod fork;
 pub(crate) mod futex;
 pub(crate) mod sched;
 pub(crate) mod tid;
+pub(crate) mod timer;

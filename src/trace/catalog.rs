@@ -22,6 +22,9 @@
 //! | `sched_affinity` | `tid: i32, old_cpus: hex64, new_cpus: hex64, result: i32` | every `set_thread_affinity` (CPUs 0–63 as a bit mask) |
 //! | `sched_thread_create` | `tid: i32, policy: i32, prio: i32, cpus: hex64` | every thread made by `sched::Builder`, with the attributes the kernel applied |
 //! | `mark_set` | `tid: u32, how: u32, len: u32`, then the marker bytes (at most 128) | every `mark::update` (`how` 0), `mark::set` (1), `mark::clear` (2, empty text) |
+//! | `sched_ss_exhausted` | `tid: i32, consumed_ns: u64, overrun_ns: u64, pending: u32` | the sporadic server saw a served thread spend its budget (`consumed` since activation, `overrun` past the budget, replenishments pending after it) |
+//! | `sched_ss_replenished` | `tid: i32, amount_ns: u64, budget_ns: u64, pending: u32` | a replenishment of a served thread was applied (`budget` after it, capped at the initial budget) |
+//! | `sched_ss_switch` | `tid: i32, prio: i32, high: u32, result: i32` | the sporadic server switched a served thread between its normal (`high` 1) and low priority |
 //!
 //! `op` is 0 read, 1 write, 2 fsync, 3 fdatasync. `result` of the sync events is 0
 //! when acquired, else an errno (`EBUSY` for a trylock that found the lock held,
@@ -162,6 +165,32 @@ pub static SCHED_AFFINITY: SysEvent = SysEvent::new("sched_affinity", &AFFINITY_
 pub static SCHED_THREAD_CREATE: SysEvent = SysEvent::new("sched_thread_create", &THREAD_CREATE_L);
 /// `mark_set`: a thread's marker changed (the text follows the fields).
 pub static MARK_SET: SysEvent = SysEvent::new("mark_set", &MARK_L);
+
+static SS_EXHAUSTED_L: [Field; 4] = [
+    f("tid", T::I32),
+    f("consumed_ns", T::U64),
+    f("overrun_ns", T::U64),
+    f("pending", T::U32),
+];
+static SS_REPLENISHED_L: [Field; 4] = [
+    f("tid", T::I32),
+    f("amount_ns", T::U64),
+    f("budget_ns", T::U64),
+    f("pending", T::U32),
+];
+static SS_SWITCH_L: [Field; 4] = [
+    f("tid", T::I32),
+    f("prio", T::I32),
+    f("high", T::U32),
+    f("result", T::I32),
+];
+/// `sched_ss_exhausted`: a sporadic-served thread spent its budget.
+pub static SCHED_SS_EXHAUSTED: SysEvent = SysEvent::new("sched_ss_exhausted", &SS_EXHAUSTED_L);
+/// `sched_ss_replenished`: a replenishment of a sporadic-served thread was applied.
+pub static SCHED_SS_REPLENISHED: SysEvent =
+    SysEvent::new("sched_ss_replenished", &SS_REPLENISHED_L);
+/// `sched_ss_switch`: the sporadic server switched a thread's priority.
+pub static SCHED_SS_SWITCH: SysEvent = SysEvent::new("sched_ss_switch", &SS_SWITCH_L);
 
 /// Packs little-endian fields into a fixed buffer (for the hooks of other modules).
 pub(crate) struct Packer<const N: usize> {
