@@ -7,9 +7,9 @@
 //! parallel.
 //!
 //! - **Allocations**: a counting global allocator counts every `alloc`, `realloc`
-//!   and `dealloc` made by the measuring thread while it runs the path (and, for
-//!   cases with no helper thread of their own, by every thread of the process but
-//!   the main one, where the test harness waits).
+//!   and `dealloc` made while the path runs, by the measuring thread and by every
+//!   other thread but the harness's main thread and the sync tracking publisher
+//!   (see [`excluded_thread`]).
 //! - **System calls** (x86-64): the measuring thread installs a seccomp filter that
 //!   traps every system call except `exit_group` and a `write` to one report fd
 //!   (plus the calls a case declares, e.g. `sched_getattr` for a ceiling mutex
@@ -58,9 +58,7 @@ thread_local! {
 }
 
 fn note(what: &'static str, size: usize) {
-    // The process's main thread is the test harness's (waiting for the test thread:
-    // its first wait sets up a channel context); posixrt's helpers never run there.
-    if ARMED.load(Relaxed) && !IN_HOOK.with(Cell::get) && !on_main_thread() {
+    if ARMED.load(Relaxed) && !IN_HOOK.with(Cell::get) && !excluded_thread() {
         let n = PROCESS_CALLS.fetch_add(1, Relaxed);
         if n == 0 && !MEASURING.with(Cell::get) {
             IN_HOOK.with(|h| h.set(true));
@@ -90,9 +88,21 @@ fn note(what: &'static str, size: usize) {
     });
 }
 
-fn on_main_thread() -> bool {
-    // SAFETY: plain syscalls without arguments (only made while `ARMED`).
-    unsafe { libc::gettid() == libc::getpid() }
+/// Threads whose allocations are not the hot path's: the process's main thread,
+/// where the test harness waits for the test thread (its first wait sets up a
+/// channel context), and the sync tracking publisher, which copies the tracked
+/// objects to shared memory every 50 ms (`sync::PUBLISH_PERIOD`) off the hot path.
+fn excluded_thread() -> bool {
+    // SAFETY: gettid and getpid have no arguments; PR_GET_NAME writes at most 16
+    // bytes into the 16-byte buffer. Only made while `ARMED`.
+    unsafe {
+        if libc::gettid() == libc::getpid() {
+            return true;
+        }
+        let mut name = [0u8; 16];
+        libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr());
+        name.starts_with(b"posixrt-syncpub\0")
+    }
 }
 
 // SAFETY: every call is forwarded unchanged to the system allocator; the counting
@@ -139,9 +149,6 @@ struct Case {
     /// Iterations for warm-up and for the measurement.
     warm: usize,
     runs: usize,
-    /// Helper threads of the library may allocate meanwhile (e.g. the tracking
-    /// publisher): count only the measuring thread.
-    helpers: bool,
     /// System calls the path is documented to make (seccomp allows them).
     allowed: &'static [libc::c_long],
     /// Trap `clock_nanosleep`, count it, and emulate it (spin to the deadline).
@@ -154,7 +161,6 @@ impl Case {
             step: Box::new(step),
             warm: 100,
             runs: 1000,
-            helpers: false,
             allowed: &[],
             count_nanosleep: false,
         }
@@ -186,7 +192,7 @@ fn lock_case(kind: &str, counts: bool) -> Option<Case> {
     if counts {
         sync::set_tracking(Tracking::Counts);
     }
-    let mut case = match kind {
+    let case = match kind {
         "pi" => {
             let m = PiMutex::new(0u64);
             Case::new(move || *m.lock() += 1)
@@ -242,7 +248,6 @@ fn lock_case(kind: &str, counts: bool) -> Option<Case> {
         }
         other => panic!("unknown lock kind {other}"),
     };
-    case.helpers = counts;
     Some(case)
 }
 
@@ -363,9 +368,10 @@ fn child_entry() {
     for _ in 0..c.warm {
         (c.step)();
     }
+    inject(&mut c);
     match mode.as_str() {
         "alloc" => {
-            ARMED.store(!c.helpers, Relaxed);
+            ARMED.store(true, Relaxed);
             MEASURING.with(|m| m.set(true));
             for _ in 0..c.runs {
                 (c.step)();
@@ -388,6 +394,46 @@ fn child_entry() {
         "syscalls" => syscalls(c),
         m => panic!("unknown mode {m}"),
     }
+}
+
+/// `POSIXRT_RT_INJECT` adds a fault to each measured step, to show the checks see
+/// it: `alloc` (a `Vec::with_capacity(1)`), `syscall` (a `getpid`), or
+/// `helper_alloc` (another thread allocates once during the measurement).
+fn inject(c: &mut Case) {
+    let what = std::env::var("POSIXRT_RT_INJECT").unwrap_or_default();
+    let mut step = std::mem::replace(&mut c.step, Box::new(|| ()));
+    c.step = match what.as_str() {
+        "" => step,
+        "alloc" => Box::new(move || {
+            step();
+            std::hint::black_box(Vec::<u8>::with_capacity(1));
+        }),
+        "syscall" => Box::new(move || {
+            step();
+            // SAFETY: getpid has no preconditions.
+            std::hint::black_box(unsafe { libc::getpid() });
+        }),
+        "helper_alloc" => {
+            static GO: AtomicBool = AtomicBool::new(false);
+            static DONE: AtomicBool = AtomicBool::new(false);
+            std::thread::spawn(|| {
+                while !GO.load(Relaxed) {
+                    std::thread::yield_now();
+                }
+                std::hint::black_box(Vec::<u8>::with_capacity(1));
+                DONE.store(true, Relaxed);
+            });
+            Box::new(move || {
+                step();
+                GO.store(true, Relaxed);
+                // Yield: both threads may be SCHED_FIFO on one CPU.
+                while !DONE.load(Relaxed) {
+                    std::thread::yield_now();
+                }
+            })
+        }
+        other => panic!("unknown POSIXRT_RT_INJECT={other}"),
+    };
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -621,8 +667,14 @@ struct Outcome {
     text: String,
 }
 
-fn run_child(name: &str, mode: &str) -> Outcome {
-    let out = Command::new(std::env::current_exe().expect("test binary"))
+/// Runs one case in a child; `inject` sets `POSIXRT_RT_INJECT` (else the child
+/// inherits the parent's, for a manual check that every test can fail).
+fn run_child(name: &str, mode: &str, inject: Option<&str>) -> Outcome {
+    let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
+    if let Some(i) = inject {
+        cmd.env("POSIXRT_RT_INJECT", i);
+    }
+    let out = cmd
         .args([
             "--ignored",
             "--exact",
@@ -654,12 +706,12 @@ fn skipped(o: &Outcome, name: &str) -> bool {
     false
 }
 
-/// Zero allocator calls by the measuring thread (and by the process where the case
-/// has no helper thread).
-fn assert_no_alloc(name: &str) {
-    let o = run_child(name, "alloc");
+/// The allocator calls the measured runs made: (measuring thread, other threads but
+/// the main one, the child's output); `None` when the case was skipped.
+fn alloc_calls(name: &str, inject: Option<&str>) -> Option<(usize, usize, String)> {
+    let o = run_child(name, "alloc", inject);
     if skipped(&o, name) {
-        return;
+        return None;
     }
     assert!(
         o.code == Some(0) && o.text.contains("test result: ok. 1 passed"),
@@ -678,20 +730,25 @@ fn assert_no_alloc(name: &str) {
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("{name}: no {key} in {line}"))
     };
-    let thread = field("thread_allocs=");
-    let process = field("process_allocs=");
-    assert_eq!(
-        (thread, process),
-        (0, 0),
-        "{name}: the hot path called the allocator ({line}):\n{}",
-        o.text
-    );
+    Some((field("thread_allocs="), field("process_allocs="), o.text))
+}
+
+/// Zero allocator calls by the measuring thread (and by the process where the case
+/// has no helper thread).
+fn assert_no_alloc(name: &str) {
+    if let Some((thread, process, text)) = alloc_calls(name, None) {
+        assert_eq!(
+            (thread, process),
+            (0, 0),
+            "{name}: the hot path called the allocator (thread, other threads):\n{text}"
+        );
+    }
 }
 
 /// The measured path ran under the filter without a trap; returns the count of
 /// emulated `clock_nanosleep` calls.
 fn assert_no_syscall(name: &str) -> usize {
-    let o = run_child(name, "syscalls");
+    let o = run_child(name, "syscalls", None);
     if skipped(&o, name) {
         return 0;
     }
@@ -779,4 +836,47 @@ fn alloc_aio_read_reusing_buffer() {
 #[test]
 fn syscalls_aio_read_only_io_uring_enter() {
     assert_eq!(assert_no_syscall("aio_read"), 0);
+}
+
+// ---------------------------------------------------------------------------
+// The checks can fail
+// ---------------------------------------------------------------------------
+
+/// One `Vec::with_capacity(1)` per step: an alloc and a dealloc each, all seen.
+#[test]
+fn checker_sees_an_allocation() {
+    let (thread, process, text) = alloc_calls("normal_off", Some("alloc")).expect("runs");
+    assert_eq!((thread, process), (2 * 1000, 2 * 1000), "{text}");
+}
+
+/// Another thread's allocation during the measurement is seen process-wide.
+#[test]
+fn checker_sees_a_helper_thread_allocation() {
+    let (thread, process, text) = alloc_calls("normal_off", Some("helper_alloc")).expect("runs");
+    assert_eq!(thread, 0, "{text}");
+    assert!(process >= 1, "{text}");
+}
+
+/// A `getpid` in the step traps and names the call.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn checker_sees_a_syscall() {
+    let o = run_child("normal_off", "syscalls", Some("syscall"));
+    assert_eq!(o.code, Some(EXIT_TRAPPED), "{}", o.text);
+    let want = format!("TRAP syscall={} addr=0x", libc::SYS_getpid);
+    assert!(o.text.contains(&want), "{}", o.text);
+}
+
+/// The periodic timer's own `clock_nanosleep` is counted, and any other call traps.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn checker_sees_a_syscall_beside_nanosleep() {
+    let o = run_child("periodic", "syscalls", Some("syscall"));
+    assert_eq!(o.code, Some(EXIT_TRAPPED), "{}", o.text);
+    assert!(
+        o.text
+            .contains(&format!("TRAP syscall={} ", libc::SYS_getpid)),
+        "{}",
+        o.text
+    );
 }
