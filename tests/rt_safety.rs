@@ -167,7 +167,7 @@ impl Case {
     }
 }
 
-const LOCK_KINDS: [&str; 8] = [
+const LOCK_KINDS: [&str; 9] = [
     "pi",
     "ceiling_cached",
     "normal",
@@ -176,6 +176,7 @@ const LOCK_KINDS: [&str; 8] = [
     "rwlock_write",
     "semaphore",
     "ceiling_default",
+    "ceiling_raise",
 ];
 
 /// Moves the calling thread to SCHED_FIFO `prio`; false without the privilege.
@@ -244,6 +245,17 @@ fn lock_case(kind: &str, counts: bool) -> Option<Case> {
             let m: CeilingMutex<u64> = ceiling_mutex(1, 0).expect("ceiling 1");
             let mut c = Case::new(move || *m.lock() += 1);
             c.allowed = &[libc::SYS_sched_getattr];
+            c
+        }
+        // A SCHED_OTHER thread: each lock raises it to SCHED_FIFO 1 and each unlock
+        // restores it (read, raise, restore: the protocol's three calls).
+        "ceiling_raise" => {
+            let m: CeilingMutex<u64> = ceiling_mutex(1, 0).expect("ceiling 1");
+            if sync::MutexExt::lock_checked(&m).is_err() {
+                return None;
+            }
+            let mut c = Case::new(move || *m.lock() += 1);
+            c.allowed = &[libc::SYS_sched_getattr, libc::SYS_sched_setattr];
             c
         }
         other => panic!("unknown lock kind {other}"),
@@ -365,6 +377,13 @@ fn child_entry() {
         println!("SKIP {name}: needs CAP_SYS_NICE (SCHED_FIFO)");
         return;
     };
+    // `POSIXRT_RT_WARM` overrides the warm-up (0 shows what a cold first call costs).
+    if let Some(w) = std::env::var("POSIXRT_RT_WARM")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        c.warm = w;
+    }
     for _ in 0..c.warm {
         (c.step)();
     }
@@ -803,6 +822,8 @@ cases! {
     alloc_ceiling_cached_counts, syscalls_ceiling_cached_counts => "ceiling_cached_counts";
     alloc_ceiling_default_off, syscalls_ceiling_default_off => "ceiling_default_off";
     alloc_ceiling_default_counts, syscalls_ceiling_default_counts => "ceiling_default_counts";
+    alloc_ceiling_raise_off, syscalls_ceiling_raise_off => "ceiling_raise_off";
+    alloc_ceiling_raise_counts, syscalls_ceiling_raise_counts => "ceiling_raise_counts";
     alloc_normal_off, syscalls_normal_off => "normal_off";
     alloc_normal_counts, syscalls_normal_counts => "normal_counts";
     alloc_recursive_off, syscalls_recursive_off => "recursive_off";
