@@ -20,6 +20,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::backtrace::Backtrace;
 use std::cell::Cell;
 use std::process::Command;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -28,8 +29,8 @@ use posixrt::aio::{Aio, Backend};
 use posixrt::mark;
 use posixrt::sched::periodic::Periodic;
 use posixrt::sync::{
-    self, ceiling_mutex, CeilingMutex, NormalMutex, PiMutex, RecursiveMutex, RwLock, Semaphore,
-    Tracking,
+    self, ceiling_mutex, CeilingMutex, NormalMutex, PiMutex, RawCeilingMutex, RawNormalMutex,
+    RawPiMutex, RecursiveMutex, RwLock, Semaphore, Tracking,
 };
 use posixrt::trace::{self, EventSet, FilterHow, Trace, TraceAttr};
 
@@ -153,6 +154,9 @@ struct Case {
     allowed: &'static [libc::c_long],
     /// Trap `clock_nanosleep`, count it, and emulate it (spin to the deadline).
     count_nanosleep: bool,
+    /// Run after the measurement (allocation mode) with the number of steps taken:
+    /// the path did its work.
+    check: Box<dyn Fn(u64)>,
 }
 
 impl Case {
@@ -163,6 +167,7 @@ impl Case {
             runs: 1000,
             allowed: &[],
             count_nanosleep: false,
+            check: Box::new(|_| ()),
         }
     }
 }
@@ -188,44 +193,121 @@ fn make_fifo(prio: i32) -> bool {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
 }
 
+/// After the runs: every step took the lock (`value` counts them), and tracking saw
+/// each one when on and nothing when off.
+fn lock_check(
+    counts: bool,
+    value: impl Fn() -> u64 + 'static,
+    snapshot: impl Fn() -> Option<sync::Snapshot> + 'static,
+) -> Box<dyn Fn(u64)> {
+    Box::new(move |steps| {
+        assert_eq!(value(), steps, "every step ran once");
+        match snapshot() {
+            Some(s) => {
+                assert!(counts, "tracking is off, yet the object is known: {s:?}");
+                let seen = s.stats.locks + s.stats.read_locks;
+                assert!(seen >= steps, "tracking counted {seen} of {steps} steps");
+            }
+            None => assert!(!counts, "tracking is on, yet the object is unknown"),
+        }
+    })
+}
+
+/// A lock+unlock of a `lock_api` mutex per step.
+fn mutex_case<R: lock_api::RawMutex + 'static>(
+    m: lock_api::Mutex<R, u64>,
+    counts: bool,
+    snapshot: fn(&R) -> Option<sync::Snapshot>,
+) -> Case {
+    let m = Rc::new(m);
+    let (step_m, value_m) = (Rc::clone(&m), Rc::clone(&m));
+    let mut c = Case::new(move || *step_m.lock() += 1);
+    c.check = lock_check(
+        counts,
+        move || *value_m.lock(),
+        // SAFETY: the raw lock is only asked for its snapshot.
+        move || snapshot(unsafe { m.raw() }),
+    );
+    c
+}
+
+/// A priority-ceiling mutex of ceiling 1, if this thread may lock it (the raise
+/// to SCHED_FIFO needs CAP_SYS_NICE).
+fn ceiling_1() -> Option<CeilingMutex<u64>> {
+    let m: CeilingMutex<u64> = ceiling_mutex(1, 0).expect("ceiling 1");
+    let ok = sync::MutexExt::lock_checked(&m).is_ok();
+    ok.then_some(m)
+}
+
 /// A lock case; `None` when the case needs a privilege this process lacks.
 fn lock_case(kind: &str, counts: bool) -> Option<Case> {
     if counts {
         sync::set_tracking(Tracking::Counts);
     }
     let case = match kind {
-        "pi" => {
-            let m = PiMutex::new(0u64);
-            Case::new(move || *m.lock() += 1)
-        }
-        "normal" => {
-            let m = NormalMutex::new(0u64);
-            Case::new(move || *m.lock() += 1)
-        }
+        "pi" => mutex_case(PiMutex::new(0), counts, RawPiMutex::snapshot),
+        "normal" => mutex_case(NormalMutex::new(0), counts, RawNormalMutex::snapshot),
         "recursive" => {
-            let m = RecursiveMutex::new(0u64);
-            Case::new(move || {
-                let outer = m.lock();
-                let inner = m.lock();
-                std::hint::black_box((&outer, &inner));
-            })
+            let m = Rc::new(RecursiveMutex::new(Cell::new(0u64)));
+            let (step_m, value_m) = (Rc::clone(&m), Rc::clone(&m));
+            let mut c = Case::new(move || {
+                let outer = step_m.lock();
+                let inner = step_m.lock();
+                inner.set(inner.get() + 1);
+                drop(outer);
+            });
+            c.check = lock_check(counts, move || value_m.lock().get(), move || m.snapshot());
+            c
         }
         "rwlock_read" => {
-            let m = RwLock::new(0u64);
-            Case::new(move || {
-                std::hint::black_box(*m.read());
-            })
+            let m = Rc::new(RwLock::new(0u64));
+            let n = Rc::new(Cell::new(0u64));
+            let (step_m, step_n) = (Rc::clone(&m), Rc::clone(&n));
+            let mut c = Case::new(move || {
+                let g = step_m.read();
+                step_n.set(step_n.get() + 1 + *g);
+            });
+            // SAFETY: the raw lock is only asked for its snapshot.
+            c.check = lock_check(
+                counts,
+                move || n.get(),
+                move || unsafe { m.raw() }.snapshot(),
+            );
+            c
         }
         "rwlock_write" => {
-            let m = RwLock::new(0u64);
-            Case::new(move || *m.write() += 1)
+            let m = Rc::new(RwLock::new(0u64));
+            let (step_m, value_m) = (Rc::clone(&m), Rc::clone(&m));
+            let mut c = Case::new(move || *step_m.write() += 1);
+            c.check = lock_check(
+                counts,
+                move || *value_m.read(),
+                // SAFETY: the raw lock is only asked for its snapshot.
+                move || unsafe { m.raw() }.snapshot(),
+            );
+            c
         }
         "semaphore" => {
-            let s = Semaphore::new(0).expect("semaphore");
-            Case::new(move || {
-                s.post().expect("sem_post");
-                s.wait();
-            })
+            let s = Rc::new(Semaphore::new(0).expect("semaphore"));
+            let n = Rc::new(Cell::new(0u64));
+            let (step_s, step_n) = (Rc::clone(&s), Rc::clone(&n));
+            let mut c = Case::new(move || {
+                step_s.post().expect("sem_post");
+                step_s.wait();
+                step_n.set(step_n.get() + 1);
+            });
+            c.check = lock_check(
+                counts,
+                {
+                    let s = Rc::clone(&s);
+                    move || {
+                        assert_eq!(s.value(), 0, "every post was taken");
+                        n.get()
+                    }
+                },
+                move || s.snapshot(),
+            );
+            c
         }
         // The thread runs at SCHED_FIFO 1, the mutex's ceiling, with the base cached:
         // the documented syscall-free configuration.
@@ -234,27 +316,21 @@ fn lock_case(kind: &str, counts: bool) -> Option<Case> {
                 return None;
             }
             sync::cache_ceiling_base(true);
-            let m: CeilingMutex<u64> = ceiling_mutex(1, 0).expect("ceiling 1");
-            Case::new(move || *m.lock() += 1)
+            mutex_case(ceiling_1()?, counts, RawCeilingMutex::snapshot)
         }
         // The default: each outermost lock reads the base (one `sched_getattr`).
         "ceiling_default" => {
             if !make_fifo(1) {
                 return None;
             }
-            let m: CeilingMutex<u64> = ceiling_mutex(1, 0).expect("ceiling 1");
-            let mut c = Case::new(move || *m.lock() += 1);
+            let mut c = mutex_case(ceiling_1()?, counts, RawCeilingMutex::snapshot);
             c.allowed = &[libc::SYS_sched_getattr];
             c
         }
         // A SCHED_OTHER thread: each lock raises it to SCHED_FIFO 1 and each unlock
         // restores it (read, raise, restore: the protocol's three calls).
         "ceiling_raise" => {
-            let m: CeilingMutex<u64> = ceiling_mutex(1, 0).expect("ceiling 1");
-            if sync::MutexExt::lock_checked(&m).is_err() {
-                return None;
-            }
-            let mut c = Case::new(move || *m.lock() += 1);
+            let mut c = mutex_case(ceiling_1()?, counts, RawCeilingMutex::snapshot);
             c.allowed = &[libc::SYS_sched_getattr, libc::SYS_sched_setattr];
             c
         }
@@ -263,34 +339,57 @@ fn lock_case(kind: &str, counts: bool) -> Option<Case> {
     Some(case)
 }
 
+/// A trace stream running, stopped, or filtering the measured event id; afterwards
+/// the stream holds every measured event (running) or none of them.
 fn trace_case(which: &str) -> Case {
     let mut attr = TraceAttr::new();
     attr.set_stream_size(1 << 20).expect("stream size");
-    let t = Trace::create(&attr).expect("posix_trace_create");
+    let t = Rc::new(Trace::create(&attr).expect("posix_trace_create"));
     let id = trace::eventid_open("rt-safety").expect("eventid_open");
     let other = trace::eventid_open("rt-safety other").expect("eventid_open");
     t.start().expect("posix_trace_start");
     // The thread's sub-buffer is mapped on its first event: part of the set-up.
-    trace::event(id, &1u64.to_le_bytes());
-    match which {
-        "running" => {}
-        "stopped" => t.stop().expect("posix_trace_stop"),
+    trace::event(id, &0u64.to_le_bytes());
+    let running = match which {
+        "running" => true,
+        "stopped" => {
+            t.stop().expect("posix_trace_stop");
+            false
+        }
         "filtered" => {
             let mut set = EventSet::empty();
             set.add(id);
             t.set_filter(&set, FilterHow::Set)
                 .expect("posix_trace_set_filter");
-            // The stream runs: another id still records.
-            trace::event(other, &[]);
+            false
         }
         w => panic!("unknown trace case {w}"),
-    }
+    };
     let mut n = 0u64;
-    Case::new(move || {
+    let step_t = Rc::clone(&t);
+    let mut c = Case::new(move || {
         n += 1;
         trace::event(id, &n.to_le_bytes());
-        let _ = &t;
-    })
+        let _ = &step_t;
+    });
+    let filtered = which == "filtered";
+    c.check = Box::new(move |steps| {
+        if filtered {
+            // The stream was running: another id still records.
+            trace::event(other, &[]);
+        }
+        let _ = t.stop();
+        let all: Vec<_> = t.events().collect();
+        let ours: Vec<_> = all.iter().filter(|e| e.id == id).collect();
+        let want = if running { 1 + steps } else { 1 };
+        assert_eq!(ours.len() as u64, want, "events of the measured id");
+        let last = ours.last().expect("the set-up event");
+        let want_last = if running { steps } else { 0 };
+        assert_eq!(last.data, want_last.to_le_bytes());
+        let others = all.iter().filter(|e| e.id == other).count();
+        assert_eq!(others, usize::from(filtered), "events of the other id");
+    });
+    c
 }
 
 fn case(name: &str) -> Option<Case> {
@@ -301,17 +400,31 @@ fn case(name: &str) -> Option<Case> {
         "mark_update" => {
             let mut i = 0usize;
             const MARKS: [&str; 2] = ["worker: step 17", "worker: a longer marker, step 18"];
-            Case::new(move || {
+            let mut c = Case::new(move || {
                 i += 1;
                 mark::update(MARKS[i % 2]).expect("mark::update");
-            })
+            });
+            c.check = Box::new(|steps| {
+                assert_eq!(mark::current().as_deref(), Some(MARKS[steps as usize % 2]));
+            });
+            c
         }
         "periodic" => {
             let mut p = Periodic::new(Duration::from_millis(1)).expect("periodic 1 ms");
+            // (expected time, overruns) of the previous wake-up, and the count.
+            let prev = Rc::new(Cell::new((0i64, 0u64, 0u64)));
+            let step_prev = Rc::clone(&prev);
             let mut c = Case::new(move || {
                 let w = p.wait().expect("clock_nanosleep");
                 assert!(w.latency_ns >= 0, "woke before the deadline: {w:?}");
+                let (at, missed, n) = step_prev.get();
+                if n > 0 {
+                    let next = at + (1 + missed as i64) * 1_000_000;
+                    assert_eq!(w.expected_ns, next, "the next period");
+                }
+                step_prev.set((w.expected_ns, w.overruns, n + 1));
             });
+            c.check = Box::new(move |steps| assert_eq!(prev.get().2, steps));
             c.warm = 2;
             c.runs = 5;
             c.count_nanosleep = true;
@@ -328,13 +441,19 @@ fn case(name: &str) -> Option<Case> {
             );
             std::io::Write::write_all(&mut &f, &[7u8; 4096]).expect("write");
             let mut buf = Some(vec![0u8; 4096]);
+            let reads = Rc::new(Cell::new(0u64));
+            let step_reads = Rc::clone(&reads);
             let mut c = Case::new(move || {
-                let b = buf.take().expect("the buffer is back");
+                let mut b = buf.take().expect("the buffer is back");
+                b.fill(0);
                 let mut r = aio.read(&f, 0, b).expect("aio_read");
                 let done = r.wait().expect("aio_suspend");
                 assert_eq!(*done.result.as_ref().expect("aio_return"), 4096);
+                assert!(done.data().iter().all(|&x| x == 7), "the data was read");
                 buf = done.buf;
+                step_reads.set(step_reads.get() + 1);
             });
+            c.check = Box::new(move |steps| assert_eq!(reads.get(), steps));
             c.warm = 20;
             c.runs = 200;
             c.allowed = &[libc::SYS_io_uring_enter];
@@ -397,6 +516,8 @@ fn child_entry() {
             }
             MEASURING.with(|m| m.set(false));
             ARMED.store(false, Relaxed);
+            (c.check)((c.warm + c.runs) as u64);
+            println!("CHECKED the path did its work");
             let thread = THREAD_CALLS.with(Cell::get);
             let process = PROCESS_CALLS.load(Relaxed);
             println!(
@@ -749,6 +870,11 @@ fn alloc_calls(name: &str, inject: Option<&str>) -> Option<(usize, usize, String
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("{name}: no {key} in {line}"))
     };
+    assert!(
+        o.text.contains("CHECKED"),
+        "{name}: no CHECKED line:\n{}",
+        o.text
+    );
     Some((field("thread_allocs="), field("process_allocs="), o.text))
 }
 
