@@ -240,10 +240,9 @@ fn ceiling_1() -> Option<CeilingMutex<u64>> {
 }
 
 /// A lock case; `None` when the case needs a privilege this process lacks.
-fn lock_case(kind: &str, counts: bool) -> Option<Case> {
-    if counts {
-        sync::set_tracking(Tracking::Counts);
-    }
+fn lock_case(kind: &str, level: Tracking) -> Option<Case> {
+    sync::set_tracking(level);
+    let counts = level != Tracking::Off;
     let case = match kind {
         "pi" => mutex_case(PiMutex::new(0), counts, RawPiMutex::snapshot),
         "normal" => mutex_case(NormalMutex::new(0), counts, RawNormalMutex::snapshot),
@@ -409,6 +408,24 @@ fn case(name: &str) -> Option<Case> {
             });
             c
         }
+        // `mark::set` with an unchanged 15-byte prefix: the kernel name is not
+        // rewritten, so no `prctl`.
+        "mark_set_same_prefix" => {
+            let mut i = 0u64;
+            let mut text = [0u8; 32];
+            text[..15].copy_from_slice(b"worker 3: step ");
+            let mut c = Case::new(move || {
+                i += 1;
+                let n = put_dec(&mut text, 15, i);
+                let marker = std::str::from_utf8(&text[..n]).expect("ASCII");
+                mark::set(marker).expect("mark::set");
+            });
+            c.check = Box::new(|steps| {
+                let want = format!("worker 3: step {steps}");
+                assert_eq!(mark::current().as_deref(), Some(want.as_str()));
+            });
+            c
+        }
         "periodic" => {
             let mut p = Periodic::new(Duration::from_millis(1)).expect("periodic 1 ms");
             // (expected time, overruns) of the previous wake-up, and the count.
@@ -460,15 +477,17 @@ fn case(name: &str) -> Option<Case> {
             c
         }
         other => {
-            let (kind, counts) = if let Some(k) = other.strip_suffix("_counts") {
-                (k, true)
+            let (kind, level) = if let Some(k) = other.strip_suffix("_counts") {
+                (k, Tracking::Counts)
+            } else if let Some(k) = other.strip_suffix("_timing") {
+                (k, Tracking::Timing)
             } else if let Some(k) = other.strip_suffix("_off") {
-                (k, false)
+                (k, Tracking::Off)
             } else {
                 panic!("unknown case {other}")
             };
             assert!(LOCK_KINDS.contains(&kind), "unknown case {other}");
-            return lock_case(kind, counts);
+            return lock_case(kind, level);
         }
     })
 }
@@ -950,6 +969,14 @@ cases! {
     alloc_ceiling_default_counts, syscalls_ceiling_default_counts => "ceiling_default_counts";
     alloc_ceiling_raise_off, syscalls_ceiling_raise_off => "ceiling_raise_off";
     alloc_ceiling_raise_counts, syscalls_ceiling_raise_counts => "ceiling_raise_counts";
+    alloc_mark_set_same_prefix, syscalls_mark_set_same_prefix => "mark_set_same_prefix";
+    alloc_pi_timing, syscalls_pi_timing => "pi_timing";
+    alloc_ceiling_cached_timing, syscalls_ceiling_cached_timing => "ceiling_cached_timing";
+    alloc_normal_timing, syscalls_normal_timing => "normal_timing";
+    alloc_recursive_timing, syscalls_recursive_timing => "recursive_timing";
+    alloc_rwlock_read_timing, syscalls_rwlock_read_timing => "rwlock_read_timing";
+    alloc_rwlock_write_timing, syscalls_rwlock_write_timing => "rwlock_write_timing";
+    alloc_semaphore_timing, syscalls_semaphore_timing => "semaphore_timing";
     alloc_normal_off, syscalls_normal_off => "normal_off";
     alloc_normal_counts, syscalls_normal_counts => "normal_counts";
     alloc_recursive_off, syscalls_recursive_off => "recursive_off";
