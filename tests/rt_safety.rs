@@ -391,8 +391,9 @@ fn trace_case(which: &str) -> Case {
     c
 }
 
-fn case(name: &str) -> Option<Case> {
-    Some(match name {
+/// The set-up of case `name`, or why it cannot run here.
+fn case(name: &str) -> Result<Case, String> {
+    Ok(match name {
         "trace_running" => trace_case("running"),
         "trace_stopped" => trace_case("stopped"),
         "trace_filtered" => trace_case("filtered"),
@@ -448,10 +449,15 @@ fn case(name: &str) -> Option<Case> {
             c
         }
         "aio_read" => {
-            let aio = Aio::builder()
-                .backend(Backend::Uring)
-                .build()
-                .expect("io_uring");
+            let aio = Aio::builder().backend(Backend::Uring).build();
+            let aio = match aio {
+                Ok(a) => a,
+                // A sandbox that refuses io_uring (EPERM from seccomp, ENOSYS).
+                Err(e) if matches!(e.errno(), Some(libc::EPERM | libc::ENOSYS)) => {
+                    return Err(format!("io_uring is refused here: {e}"));
+                }
+                Err(e) => panic!("io_uring: {e}"),
+            };
             let f = std::fs::File::from(
                 rustix::fs::memfd_create("rt-safety", rustix::fs::MemfdFlags::CLOEXEC)
                     .expect("memfd"),
@@ -487,7 +493,8 @@ fn case(name: &str) -> Option<Case> {
                 panic!("unknown case {other}")
             };
             assert!(LOCK_KINDS.contains(&kind), "unknown case {other}");
-            return lock_case(kind, level);
+            return lock_case(kind, level)
+                .ok_or_else(|| "needs CAP_SYS_NICE or RLIMIT_RTPRIO (SCHED_FIFO)".to_string());
         }
     })
 }
@@ -511,9 +518,12 @@ static NANOSLEEPS: AtomicUsize = AtomicUsize::new(0);
 fn child_entry() {
     let name = std::env::var("POSIXRT_RT_CASE").expect("run by the parent tests");
     let mode = std::env::var("POSIXRT_RT_MODE").expect("run by the parent tests");
-    let Some(mut c) = case(&name) else {
-        println!("SKIP {name}: needs CAP_SYS_NICE (SCHED_FIFO)");
-        return;
+    let mut c = match case(&name) {
+        Ok(c) => c,
+        Err(why) => {
+            println!("SKIP {name}: {why}");
+            return;
+        }
     };
     // `POSIXRT_RT_WARM` overrides the warm-up (0 shows what a cold first call costs).
     if let Some(w) = std::env::var("POSIXRT_RT_WARM")
