@@ -150,6 +150,10 @@ struct Case {
     /// Iterations for warm-up and for the measurement.
     warm: usize,
     runs: usize,
+    /// The measured runs last at least about this long (a calibration loop after
+    /// the warm-up counts how many steps fit): long enough to span the tracking
+    /// publisher's 50 ms period and any other time-driven slow path.
+    min_time: Duration,
     /// System calls the path is documented to make (seccomp allows them).
     allowed: &'static [libc::c_long],
     /// Trap `clock_nanosleep`, count it, and emulate it (spin to the deadline).
@@ -165,6 +169,7 @@ impl Case {
             step: Box::new(step),
             warm: 100,
             runs: 1000,
+            min_time: Duration::from_millis(60),
             allowed: &[],
             count_nanosleep: false,
             check: Box::new(|_| ()),
@@ -366,11 +371,18 @@ fn trace_case(which: &str) -> Case {
     };
     let mut n = 0u64;
     let step_t = Rc::clone(&t);
+    // A running stream holds every event only while they fit: bound by count.
+    let min_time = if running {
+        Duration::ZERO
+    } else {
+        Duration::from_millis(60)
+    };
     let mut c = Case::new(move || {
         n += 1;
         trace::event(id, &n.to_le_bytes());
         let _ = &step_t;
     });
+    c.min_time = min_time;
     let filtered = which == "filtered";
     c.check = Box::new(move |steps| {
         if filtered {
@@ -445,6 +457,7 @@ fn case(name: &str) -> Result<Case, String> {
             c.check = Box::new(move |steps| assert_eq!(prev.get().2, steps));
             c.warm = 2;
             c.runs = 5;
+            c.min_time = Duration::ZERO;
             c.count_nanosleep = true;
             c
         }
@@ -535,6 +548,14 @@ fn child_entry() {
     for _ in 0..c.warm {
         (c.step)();
     }
+    let t0 = std::time::Instant::now();
+    let mut fit = 0;
+    while t0.elapsed() < c.min_time {
+        (c.step)();
+        fit += 1;
+    }
+    c.warm += fit;
+    c.runs = c.runs.max(fit);
     inject(&mut c);
     match mode.as_str() {
         "alloc" => {
@@ -875,9 +896,20 @@ fn skipped(o: &Outcome, name: &str) -> bool {
     false
 }
 
-/// The allocator calls the measured runs made: (measuring thread, other threads but
-/// the main one, the child's output); `None` when the case was skipped.
-fn alloc_calls(name: &str, inject: Option<&str>) -> Option<(usize, usize, String)> {
+/// What a child measured in allocation mode.
+struct Allocs {
+    /// Measured steps.
+    runs: usize,
+    /// Allocator calls by the measuring thread.
+    thread: usize,
+    /// Allocator calls by every thread but the excluded ones.
+    process: usize,
+    /// The child's output.
+    text: String,
+}
+
+/// The allocator calls the measured runs made; `None` when the case was skipped.
+fn alloc_calls(name: &str, inject: Option<&str>) -> Option<Allocs> {
     let o = run_child(name, "alloc", inject);
     if skipped(&o, name) {
         return None;
@@ -904,17 +936,23 @@ fn alloc_calls(name: &str, inject: Option<&str>) -> Option<(usize, usize, String
         "{name}: no CHECKED line:\n{}",
         o.text
     );
-    Some((field("thread_allocs="), field("process_allocs="), o.text))
+    Some(Allocs {
+        runs: field("runs="),
+        thread: field("thread_allocs="),
+        process: field("process_allocs="),
+        text: o.text,
+    })
 }
 
 /// Zero allocator calls by the measuring thread (and by the process where the case
 /// has no helper thread).
 fn assert_no_alloc(name: &str) {
-    if let Some((thread, process, text)) = alloc_calls(name, None) {
+    if let Some(a) = alloc_calls(name, None) {
         assert_eq!(
-            (thread, process),
+            (a.thread, a.process),
             (0, 0),
-            "{name}: the hot path called the allocator (thread, other threads):\n{text}"
+            "{name}: the hot path called the allocator (thread, all threads):\n{}",
+            a.text
         );
     }
 }
@@ -1029,16 +1067,22 @@ fn syscalls_aio_read_only_io_uring_enter() {
 /// One `Vec::with_capacity(1)` per step: an alloc and a dealloc each, all seen.
 #[test]
 fn checker_sees_an_allocation() {
-    let (thread, process, text) = alloc_calls("normal_off", Some("alloc")).expect("runs");
-    assert_eq!((thread, process), (2 * 1000, 2 * 1000), "{text}");
+    let a = alloc_calls("normal_off", Some("alloc")).expect("runs");
+    assert!(a.runs >= 1000, "{}", a.text);
+    assert_eq!(
+        (a.thread, a.process),
+        (2 * a.runs, 2 * a.runs),
+        "{}",
+        a.text
+    );
 }
 
 /// Another thread's allocation during the measurement is seen process-wide.
 #[test]
 fn checker_sees_a_helper_thread_allocation() {
-    let (thread, process, text) = alloc_calls("normal_off", Some("helper_alloc")).expect("runs");
-    assert_eq!(thread, 0, "{text}");
-    assert!(process >= 1, "{text}");
+    let a = alloc_calls("normal_off", Some("helper_alloc")).expect("runs");
+    assert_eq!(a.thread, 0, "{}", a.text);
+    assert!(a.process >= 1, "{}", a.text);
 }
 
 /// A `getpid` in the step traps and names the call.
