@@ -15,6 +15,18 @@
 //!   (plus the calls a case declares, e.g. `sched_getattr` for a ceiling mutex
 //!   without a cached base). A trap prints the syscall number and the calling
 //!   address and ends the child; a clean run ends it with [`EXIT_CLEAN`].
+//!   `Periodic` waits may make `clock_nanosleep` only, once per wait: the handler
+//!   counts it and emulates it by spinning on the vDSO clock to the deadline.
+//!
+//! Each child warms the path up (first-use set-up: the thread's trace sub-buffer,
+//! its tid cache, its mark slot, tracking's record of the object, the AIO fd's
+//! order gate), runs it for at least 60 ms, then measures as many steps, and (in
+//! allocation mode) checks the path did its work. The `checker_*` tests show the
+//! checks fail on an injected allocation, system call or helper-thread allocation.
+//!
+//! Knobs for a manual look: `POSIXRT_RT_INJECT=alloc|syscall|helper_alloc` makes
+//! every case fail; `POSIXRT_RT_WARM=0` (run the child by hand with
+//! `POSIXRT_RT_CASE` and `POSIXRT_RT_MODE=alloc|syscalls`) shows a cold first call.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::backtrace::Backtrace;
