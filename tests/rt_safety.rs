@@ -31,7 +31,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::backtrace::Backtrace;
 use std::cell::Cell;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -876,7 +876,7 @@ fn run_child(name: &str, mode: &str, inject: Option<&str>) -> Outcome {
     if let Some(i) = inject {
         cmd.env("POSIXRT_RT_INJECT", i);
     }
-    let out = cmd
+    let child = cmd
         .args([
             "--ignored",
             "--exact",
@@ -888,8 +888,13 @@ fn run_child(name: &str, mode: &str, inject: Option<&str>) -> Outcome {
         .env("POSIXRT_RT_MODE", mode)
         .env_remove("POSIXRT_AIO_BACKEND")
         .env("RUST_BACKTRACE", "1")
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run the child");
+    let pid = child.id();
+    let out = child.wait_with_output().expect("the child's output");
+    remove_registry_files(pid);
     Outcome {
         code: out.status.code(),
         text: format!(
@@ -897,6 +902,26 @@ fn run_child(name: &str, mode: &str, inject: Option<&str>) -> Outcome {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         ),
+    }
+}
+
+/// A child that ends in `exit_group` skips its exit handlers: remove the shared
+/// memory registries (`posixrt-<kind>-<pid>-<start>`: marks, sync tracking) it made.
+fn remove_registry_files(pid: u32) {
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    let pid = pid.to_string();
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Some(rest) = name.strip_prefix("posixrt-") else {
+            continue;
+        };
+        // <kind>-<pid>-<start>
+        if rest.rsplitn(3, '-').nth(1) == Some(pid.as_str()) {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
