@@ -919,7 +919,7 @@ fn remove_registry_files(pid: u32) {
             continue;
         };
         // <kind>-<pid>-<start>
-        if rest.rsplitn(3, '-').nth(1) == Some(pid.as_str()) {
+        if rest.rsplit('-').nth(1) == Some(pid.as_str()) {
             let _ = std::fs::remove_file(e.path());
         }
     }
