@@ -520,7 +520,7 @@ fn log_round_trip() {
     assert_eq!(first.unwrap().id, EventId::START);
     assert!(ids(&evs).contains(&EventId::FLUSH_START) && ids(&evs).contains(&EventId::FLUSH_STOP));
     let fs = evs.iter().find(|e| e.id == EventId::FLUSH_STOP).unwrap();
-    assert_eq!(fs.pid, 0);
+    assert_eq!(fs.pid, std::process::id());
     assert_eq!(l.status().unwrap().stream_lost, 0);
     // Rewind gives the same events again.
     let mut l = l;
