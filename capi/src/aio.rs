@@ -45,6 +45,38 @@ pub(crate) fn debug(args: std::fmt::Arguments<'_>) {
     }
 }
 
+thread_local! {
+    /// This thread is inside a library call that may take the engine lock: a
+    /// signal handler calling `aio_error`/`aio_return` must not take it again.
+    static IN_LIB: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the calling thread as inside the library for its lifetime.
+struct InLib;
+impl InLib {
+    fn enter() -> InLib {
+        IN_LIB.with(|c| c.set(c.get() + 1));
+        InLib
+    }
+}
+impl Drop for InLib {
+    fn drop(&mut self) {
+        IN_LIB.with(|c| c.set(c.get() - 1));
+    }
+}
+
+/// Reaps finished requests unless this thread is already inside the library
+/// (then `aio_error` was called from a signal handler: it reports what is known).
+fn poll_if_safe() {
+    if IN_LIB.with(|c| c.get()) > 0 {
+        return;
+    }
+    if let Some(eng) = engine_if_started() {
+        let _g = InLib::enter();
+        eng.poll();
+    }
+}
+
 fn set_errno(e: i32) {
     // SAFETY: __errno_location returns the calling thread's errno.
     unsafe { *libc::__errno_location() = e };
@@ -250,6 +282,7 @@ unsafe fn in_flight(cb: *const Aiocb) -> bool {
 /// `cb` is null or points to a valid `struct aiocb` whose buffer stays valid
 /// until the request is done.
 unsafe fn submit_one(cb: *mut Aiocb, op: Option<COp>, sync_op: c_int) -> c_int {
+    let _g = InLib::enter();
     if cb.is_null() {
         return fail(libc::EINVAL);
     }
@@ -376,9 +409,7 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
     if e != libc::EINPROGRESS {
         return e;
     }
-    if let Some(eng) = engine_if_started() {
-        eng.poll();
-    }
+    poll_if_safe();
     // SAFETY: valid by contract.
     unsafe { raw::error_code(cb) }
 }
@@ -399,9 +430,7 @@ pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
     // SAFETY: valid by contract.
     let mut e = unsafe { raw::error_code(cb) };
     if e == libc::EINPROGRESS {
-        if let Some(eng) = engine_if_started() {
-            eng.poll();
-        }
+        poll_if_safe();
         // SAFETY: valid by contract.
         e = unsafe { raw::error_code(cb) };
         if e == libc::EINPROGRESS {
@@ -473,6 +502,7 @@ pub unsafe extern "C" fn aio_suspend(
     let Some(eng) = engine_if_started() else {
         return 0;
     };
+    let _g = InLib::enter();
     let mut done = || {
         cbs.iter()
             // SAFETY: as above.
@@ -512,6 +542,7 @@ pub unsafe extern "C" fn aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int {
     let Some(eng) = engine_if_started() else {
         return libc::AIO_ALLDONE;
     };
+    let _g = InLib::enter();
     if cb.is_null() {
         return eng.cancel_fd(fd);
     }
@@ -588,6 +619,7 @@ pub unsafe extern "C" fn lio_listio(
             Err(e) => refused.push((cb, e)),
         }
     }
+    let _g = InLib::enter();
     let eng = match engine() {
         Ok(e) => e,
         Err(e) => return fail(e),

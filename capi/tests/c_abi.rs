@@ -475,3 +475,82 @@ fn listings_are_the_seed_text() {
         assert!(seed_all.contains(&ours), "{name} differs from the seed text beyond whitespace");
     }
 }
+
+// --- install, pkg-config, static library -------------------------------------
+
+/// `capi/install.sh` into a scratch prefix; a program built with
+/// `pkg-config --cflags --libs posixrt` runs on libposixrt, and so does one
+/// linked with `libposixrt.a` and `pkg-config --static --libs`' private libs.
+#[test]
+fn install_pkg_config_and_static_library() {
+    let prefix = scratch().join("prefix");
+    cleanup_later();
+    let profile = lib_dir()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let profile = if profile == "release" { "release" } else { "debug" };
+    let st = Command::new(Path::new(CRATE).join("install.sh"))
+        .arg("--prefix")
+        .arg(&prefix)
+        .args(["--profile", profile])
+        .output()
+        .expect("run install.sh");
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let pc_dir = prefix.join("lib/pkgconfig");
+    let pc = std::fs::read_to_string(pc_dir.join("posixrt.pc")).expect("posixrt.pc installed");
+    assert!(pc.contains("-lposixrt") && !pc.contains('@'), "{pc}");
+    let Ok(o) = Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", &pc_dir)
+        .args(["--cflags", "--libs", "posixrt"])
+        .output()
+    else {
+        eprintln!("pkg-config not installed: the .pc file was checked by hand only");
+        return;
+    };
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let flags = String::from_utf8_lossy(&o.stdout).into_owned();
+    let libdir = prefix.join("lib");
+    assert!(flags.contains(&format!("-L{}", libdir.display())) && flags.contains("-lposixrt"), "{flags}");
+    let src = c_src("aio_semantics.c");
+    let exe = scratch().join("sem-pkgconfig");
+    let o = Command::new("cc")
+        .args(strict())
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .args(flags.split_whitespace())
+        .arg(format!("-Wl,-rpath,{}", libdir.display()))
+        .output()
+        .expect("cc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = run(&exe, Link::Linked, &["all"], &[("POSIXRT_AIO_DEBUG", "1")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("libposixrt: engine: uring "));
+
+    // Static: the archive plus the private libraries.
+    let o = Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", &pc_dir)
+        .args(["--static", "--libs-only-l", "posixrt"])
+        .output()
+        .expect("pkg-config --static");
+    let private: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .filter(|f| *f != "-lposixrt")
+        .map(str::to_owned)
+        .collect();
+    let exe = scratch().join("sem-static");
+    let o = Command::new("cc")
+        .args(strict())
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .arg(libdir.join("libposixrt.a"))
+        .args(&private)
+        .output()
+        .expect("cc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = run(&exe, Link::Linked, &["all"], &[("POSIXRT_AIO_DEBUG", "1"), ("POSIXRT_AIO_BACKEND", "threads")]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("libposixrt: engine: threads "));
+}

@@ -162,8 +162,27 @@ pub(crate) fn completed(cb: usize, res: i64) {
     LIVE.fetch_sub(1, Ordering::Relaxed);
     SEQ.fetch_add(1, Ordering::Release);
     if WAITERS.load(Ordering::Relaxed) > 0 {
-        let _ = rustix::thread::futex::wake(&SEQ, rustix::thread::futex::Flags::PRIVATE, u32::MAX);
+        let _ = rustix::thread::futex::wake(&SEQ, rustix::thread::futex::Flags::PRIVATE, i32::MAX as u32);
     }
+}
+
+/// Runs `f` with every blockable signal blocked in the calling thread, so the
+/// threads it starts inherit a full mask.
+fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
+    // writes `old`, both valid for the call.
+    let ok = unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_BLOCK, all.as_ptr(), old.as_mut_ptr()) == 0
+    };
+    let r = f();
+    if ok {
+        // SAFETY: `old` was written by the successful call above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
+    }
+    r
 }
 
 /// The calling thread's real-time priority (0 for non-RT policies).
@@ -189,10 +208,14 @@ impl CEngine {
     /// threads as [`Aio::new`](super::Aio::new) does; `POSIXRT_AIO_BACKEND` is
     /// honoured). At most `max` C requests may be in flight at once.
     pub fn new(entries: u32, workers: usize, max: usize) -> Result<CEngine> {
-        let inner = Inner::new(&Config {
-            backend: None,
-            entries,
-            workers,
+        // The pool's threads inherit the mask: no signal of the program lands on
+        // a thread that may hold the engine lock (as glibc's AIO threads).
+        let inner = with_signals_blocked(|| {
+            Inner::new(&Config {
+                backend: None,
+                entries,
+                workers,
+            })
         })?;
         // The process-wide engine is never shut down.
         inner.add_user();
@@ -234,7 +257,7 @@ impl CEngine {
         let needs_bg = reqs.iter().any(|r| !r.notify.is_none())
             || list.as_ref().is_some_and(|(n, _)| !n.is_none());
         if needs_bg {
-            self.inner.ensure_background()?;
+            with_signals_blocked(|| self.inner.ensure_background())?;
         }
         let inner = &self.inner;
         let mut core = inner.lock();
@@ -414,7 +437,7 @@ impl CEngine {
                         let _ = rustix::thread::futex::wake(
                             &SEQ,
                             rustix::thread::futex::Flags::PRIVATE,
-                            u32::MAX,
+                            i32::MAX as u32,
                         );
                     }
                     inner.release(core);
