@@ -88,7 +88,11 @@ fn fail(e: i32) -> c_int {
 }
 
 fn tag_for(cb: *const Aiocb) -> u64 {
-    MAGIC ^ (cb as u64).rotate_left(29) ^ EPOCH.load(Ordering::Relaxed).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    MAGIC
+        ^ (cb as u64).rotate_left(29)
+        ^ EPOCH
+            .load(Ordering::Relaxed)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// # Safety
@@ -148,7 +152,9 @@ fn env_usize(name: &str) -> Option<usize> {
     match v.trim().parse::<usize>() {
         Ok(n) if n > 0 => Some(n),
         _ => {
-            debug(format_args!("{name}={v:?} is not a positive number: ignored"));
+            debug(format_args!(
+                "{name}={v:?} is not a positive number: ignored"
+            ));
             None
         }
     }
@@ -240,15 +246,23 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
         )
     };
     if !(0..=AIO_PRIO_DELTA_MAX).contains(&prio) {
-        debug(format_args!("aio_reqprio {prio} is not in 0..={AIO_PRIO_DELTA_MAX}: EINVAL"));
+        debug(format_args!(
+            "aio_reqprio {prio} is not in 0..={AIO_PRIO_DELTA_MAX}: EINVAL"
+        ));
         return Err(libc::EINVAL);
     }
     if offset < 0 {
         debug(format_args!("aio_offset {offset} is negative: EINVAL"));
         return Err(libc::EINVAL);
     }
-    if len > isize::MAX as usize || (offset as u64).checked_add(len as u64).map_or(true, |e| e > i64::MAX as u64) {
-        debug(format_args!("aio_offset {offset} + aio_nbytes {len} overflows: EINVAL"));
+    if len > isize::MAX as usize
+        || (offset as u64)
+            .checked_add(len as u64)
+            .map_or(true, |e| e > i64::MAX as u64)
+    {
+        debug(format_args!(
+            "aio_offset {offset} + aio_nbytes {len} overflows: EINVAL"
+        ));
         return Err(libc::EINVAL);
     }
     let ordered = match op {
@@ -327,7 +341,9 @@ unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
     } else if op == libc::O_DSYNC {
         COp::Fdatasync
     } else {
-        debug(format_args!("aio_fsync op {op:#x} is neither O_SYNC nor O_DSYNC: EINVAL"));
+        debug(format_args!(
+            "aio_fsync op {op:#x} is neither O_SYNC nor O_DSYNC: EINVAL"
+        ));
         return Err(libc::EINVAL);
     };
     // SAFETY: the caller guarantees `cb` is valid.
@@ -335,7 +351,9 @@ unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
     // SAFETY: fcntl(F_GETFL) on any int is safe.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
-        debug(format_args!("aio_fsync: fd {fd} is not open for writing: EBADF"));
+        debug(format_args!(
+            "aio_fsync: fd {fd} is not open for writing: EBADF"
+        ));
         return Err(libc::EBADF);
     }
     let notify = from_sigevent(&ev)?;
@@ -456,7 +474,10 @@ fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
     // SAFETY: non-null timespec pointers are valid by the C contract.
     let t = unsafe { *t };
     if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
-        debug(format_args!("timeout {{{}, {}}} is not a valid timespec: EINVAL", t.tv_sec, t.tv_nsec));
+        debug(format_args!(
+            "timeout {{{}, {}}} is not a valid timespec: EINVAL",
+            t.tv_sec, t.tv_nsec
+        ));
         return Err(libc::EINVAL);
     }
     let d = Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
@@ -547,7 +568,8 @@ pub unsafe extern "C" fn aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int {
         return eng.cancel_fd(fd);
     }
     // SAFETY: valid by contract; the name was stored at submission.
-    let ud = unsafe { AtomicU64::from_ptr(std::ptr::addr_of_mut!((*cb).__next_prio)) }.load(Ordering::Relaxed);
+    let ud = unsafe { AtomicU64::from_ptr(std::ptr::addr_of_mut!((*cb).__next_prio)) }
+        .load(Ordering::Relaxed);
     eng.cancel(ud)
 }
 
@@ -569,7 +591,9 @@ pub unsafe extern "C" fn lio_listio(
     sig: *const raw::SigEvent,
 ) -> c_int {
     if mode != libc::LIO_WAIT && mode != libc::LIO_NOWAIT {
-        debug(format_args!("lio_listio mode {mode} is neither LIO_WAIT nor LIO_NOWAIT: EINVAL"));
+        debug(format_args!(
+            "lio_listio mode {mode} is neither LIO_WAIT nor LIO_NOWAIT: EINVAL"
+        ));
         return fail(libc::EINVAL);
     }
     if nent < 0 || (nent > 0 && list.is_null()) {
@@ -602,14 +626,18 @@ pub unsafe extern "C" fn lio_listio(
             libc::LIO_WRITE => COp::Write,
             libc::LIO_NOP => continue,
             other => {
-                debug(format_args!("aio_lio_opcode {other} is not LIO_READ, LIO_WRITE or LIO_NOP: EINVAL"));
+                debug(format_args!(
+                    "aio_lio_opcode {other} is not LIO_READ, LIO_WRITE or LIO_NOP: EINVAL"
+                ));
                 refused.push((cb, libc::EINVAL));
                 continue;
             }
         };
         // SAFETY: valid (contract).
         if unsafe { in_flight(cb) } {
-            debug(format_args!("aiocb {cb:p} is already in flight: not resubmitted"));
+            debug(format_args!(
+                "aiocb {cb:p} is already in flight: not resubmitted"
+            ));
             busy += 1;
             continue;
         }

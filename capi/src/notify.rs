@@ -18,7 +18,10 @@ type NotifyFn = extern "C" fn(libc::sigval);
 
 extern "C" {
     // Not in the libc crate.
-    fn pthread_attr_getdetachstate(attr: *const libc::pthread_attr_t, state: *mut libc::c_int) -> libc::c_int;
+    fn pthread_attr_getdetachstate(
+        attr: *const libc::pthread_attr_t,
+        state: *mut libc::c_int,
+    ) -> libc::c_int;
 }
 
 /// Checks a sigevent and turns it into a notification; `Err(EINVAL)` if invalid.
@@ -31,7 +34,9 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
         }
         libc::SIGEV_THREAD => {
             if ev.un[0] == 0 {
-                debug(format_args!("SIGEV_THREAD without sigev_notify_function: EINVAL"));
+                debug(format_args!(
+                    "SIGEV_THREAD without sigev_notify_function: EINVAL"
+                ));
                 return Err(libc::EINVAL);
             }
             // SAFETY: a non-null `sigev_notify_function` is, by the C contract, a
@@ -47,7 +52,9 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
             check_signal(ev.sigev_signo)?;
             let tid = ev.un[0] as u32 as i32;
             if tid <= 0 || !thread_exists(tid) {
-                debug(format_args!("SIGEV_THREAD_ID names no thread of this process ({tid}): EINVAL"));
+                debug(format_args!(
+                    "SIGEV_THREAD_ID names no thread of this process ({tid}): EINVAL"
+                ));
                 return Err(libc::EINVAL);
             }
             let signo = ev.sigev_signo;
@@ -63,8 +70,7 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
 }
 
 fn check_signal(signo: i32) -> Result<(), i32> {
-    if signo <= 0 || signo > libc::SIGRTMAX() || signo == libc::SIGKILL || signo == libc::SIGSTOP
-    {
+    if signo <= 0 || signo > libc::SIGRTMAX() || signo == libc::SIGKILL || signo == libc::SIGSTOP {
         debug(format_args!("signal number {signo} is not valid: EINVAL"));
         return Err(libc::EINVAL);
     }
@@ -146,7 +152,9 @@ fn spawn_notify(f: NotifyFn, attr: *const libc::pthread_attr_t, value: SigVal) {
     if let Err(e) = r {
         // SAFETY: the thread was not created, so `call` is still ours.
         drop(unsafe { Box::from_raw(call) });
-        debug(format_args!("SIGEV_THREAD: pthread_create failed with errno {e}; notification lost"));
+        debug(format_args!(
+            "SIGEV_THREAD: pthread_create failed with errno {e}; notification lost"
+        ));
     }
 }
 
@@ -179,9 +187,7 @@ unsafe fn create(attr: *const libc::pthread_attr_t, arg: *mut c_void) -> Result<
             return Err(r);
         }
         let mut st = 0;
-        if pthread_attr_getdetachstate(attr, &mut st) == 0
-            && st == libc::PTHREAD_CREATE_JOINABLE
-        {
+        if pthread_attr_getdetachstate(attr, &mut st) == 0 && st == libc::PTHREAD_CREATE_JOINABLE {
             // Nobody joins a notification thread.
             libc::pthread_detach(tid);
         }

@@ -26,7 +26,8 @@ fn lib_dir() -> &'static Path {
         if !dir.join("libposixrt.so").exists() {
             let release = dir.file_name().is_some_and(|n| n == "release");
             let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-            cmd.args(["build", "-p", "posixrt-capi", "--lib"]).current_dir(CRATE);
+            cmd.args(["build", "-p", "posixrt-capi", "--lib"])
+                .current_dir(CRATE);
             if release {
                 cmd.arg("--release");
             }
@@ -97,7 +98,11 @@ fn build(src: &Path, link: Link, extra: &[&str]) -> PathBuf {
     let name = format!(
         "{}-{}-{}",
         src.file_stem().unwrap().to_string_lossy(),
-        if link == Link::Linked { "linked" } else { "glibc" },
+        if link == Link::Linked {
+            "linked"
+        } else {
+            "glibc"
+        },
         map.len()
     );
     let out = scratch().join(name);
@@ -194,8 +199,15 @@ fn semantics(link: Link, backend: &str, extra: &[&str]) {
     );
     // The library, not glibc, ran the requests, on the engine asked for (the
     // parent's engine, then the forked child's fresh one).
-    let engines: Vec<&str> = err.lines().filter(|l| l.starts_with("libposixrt: engine: ")).collect();
-    assert_eq!(engines.len(), 2, "{link:?} {backend}: expected 2 engine lines:\n{err}");
+    let engines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("libposixrt: engine: "))
+        .collect();
+    assert_eq!(
+        engines.len(),
+        2,
+        "{link:?} {backend}: expected 2 engine lines:\n{err}"
+    );
     for l in engines {
         assert!(
             l.starts_with(&format!("libposixrt: engine: {backend} ")),
@@ -235,7 +247,10 @@ fn semantics_large_file_names_preloaded_and_linked() {
     });
     if let Ok(o) = Command::new("nm").arg("-D").arg(&exe).output() {
         let syms = String::from_utf8_lossy(&o.stdout);
-        assert!(syms.contains("aio_read64"), "not built against aio_read64:\n{syms}");
+        assert!(
+            syms.contains("aio_read64"),
+            "not built against aio_read64:\n{syms}"
+        );
     }
     semantics(Link::Preloaded, "uring", &flags);
     semantics(Link::Linked, "threads", &flags);
@@ -246,8 +261,16 @@ fn silent_without_debug() {
     for link in [Link::Linked, Link::Preloaded] {
         let exe = build(&c_src("aio_semantics.c"), link, &strict());
         let o = run(&exe, link, &["all"], &[]);
-        assert!(o.status.success(), "{link:?}: {}", String::from_utf8_lossy(&o.stderr));
-        assert!(o.stderr.is_empty(), "{link:?} printed: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{link:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            o.stderr.is_empty(),
+            "{link:?} printed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
 }
 
@@ -329,8 +352,14 @@ fn layout_matches_the_system_header() {
         ("sigevent.sigev_signo", offset_of!(SigEvent, sigev_signo)),
         ("sigevent.sigev_notify", offset_of!(SigEvent, sigev_notify)),
         ("sigevent._sigev_un._tid", offset_of!(SigEvent, un)),
-        ("sigevent._sigev_un._sigev_thread._function", offset_of!(SigEvent, un)),
-        ("sigevent._sigev_un._sigev_thread._attribute", offset_of!(SigEvent, un) + 8),
+        (
+            "sigevent._sigev_un._sigev_thread._function",
+            offset_of!(SigEvent, un),
+        ),
+        (
+            "sigevent._sigev_un._sigev_thread._attribute",
+            offset_of!(SigEvent, un) + 8,
+        ),
         // struct aioinit: eight ints; the library reads the first two.
         ("aioinit.size", 32),
         ("aioinit.aio_threads", 0),
@@ -364,8 +393,14 @@ fn exports_the_glibc_names() {
         })
         .collect();
     for base in [
-        "aio_read", "aio_write", "aio_fsync", "aio_error", "aio_return", "aio_suspend",
-        "aio_cancel", "lio_listio",
+        "aio_read",
+        "aio_write",
+        "aio_fsync",
+        "aio_error",
+        "aio_return",
+        "aio_suspend",
+        "aio_cancel",
+        "lio_listio",
     ] {
         assert!(exported.contains(&base), "{base} not exported");
         let b64 = format!("{base}64");
@@ -383,7 +418,12 @@ fn seed_src(name: &str) -> PathBuf {
 /// Files to count, with their `wc -l` total.
 fn count_inputs() -> (Vec<String>, u64) {
     let mut files: Vec<String> = Vec::new();
-    for f in ["Cargo.toml", "src/aio.rs", "tests/c/aio_semantics.c", "tests/seed/listing_7_7.c"] {
+    for f in [
+        "Cargo.toml",
+        "src/aio.rs",
+        "tests/c/aio_semantics.c",
+        "tests/seed/listing_7_7.c",
+    ] {
         files.push(Path::new(CRATE).join(f).display().to_string());
     }
     // A file larger than one BUFSIZ read, and one without a final newline.
@@ -396,7 +436,11 @@ fn count_inputs() -> (Vec<String>, u64) {
     std::fs::write(&big, s).expect("write input");
     files.push(big.display().to_string());
     cleanup_later();
-    let o = Command::new("wc").arg("-l").args(&files).output().expect("run wc -l");
+    let o = Command::new("wc")
+        .arg("-l")
+        .args(&files)
+        .output()
+        .expect("run wc -l");
     let text = String::from_utf8_lossy(&o.stdout);
     let total = text
         .lines()
@@ -408,7 +452,11 @@ fn count_inputs() -> (Vec<String>, u64) {
 }
 
 fn listing(name: &str) {
-    let exe = build(&seed_src(name), Link::Preloaded, &["-std=gnu99", "-w", "-O1"]);
+    let exe = build(
+        &seed_src(name),
+        Link::Preloaded,
+        &["-std=gnu99", "-w", "-O1"],
+    );
     let (files, total) = count_inputs();
     let args: Vec<&str> = files.iter().map(String::as_str).collect();
     for backend in ["uring", "threads"] {
@@ -424,7 +472,10 @@ fn listing(name: &str) {
             err.contains(&format!("libposixrt: engine: {backend} ")),
             "{name} did not run on libposixrt/{backend}: {err}"
         );
-        let got: u64 = String::from_utf8_lossy(&o.stdout).trim().parse().expect("a count");
+        let got: u64 = String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .expect("a count");
         assert_eq!(got, total, "{name} {backend} vs wc -l");
     }
 }
@@ -472,7 +523,10 @@ fn listings_are_the_seed_text() {
     for name in ["listing_7_7.c", "listing_7_8.c"] {
         let ours = squash(&std::fs::read_to_string(seed_src(name)).expect("read listing"));
         assert!(ours.len() > 1000);
-        assert!(seed_all.contains(&ours), "{name} differs from the seed text beyond whitespace");
+        assert!(
+            seed_all.contains(&ours),
+            "{name} differs from the seed text beyond whitespace"
+        );
     }
 }
 
@@ -489,14 +543,22 @@ fn install_pkg_config_and_static_library() {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let profile = if profile == "release" { "release" } else { "debug" };
+    let profile = if profile == "release" {
+        "release"
+    } else {
+        "debug"
+    };
     let st = Command::new(Path::new(CRATE).join("install.sh"))
         .arg("--prefix")
         .arg(&prefix)
         .args(["--profile", profile])
         .output()
         .expect("run install.sh");
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let pc_dir = prefix.join("lib/pkgconfig");
     let pc = std::fs::read_to_string(pc_dir.join("posixrt.pc")).expect("posixrt.pc installed");
     assert!(pc.contains("-lposixrt") && !pc.contains('@'), "{pc}");
@@ -511,7 +573,10 @@ fn install_pkg_config_and_static_library() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let flags = String::from_utf8_lossy(&o.stdout).into_owned();
     let libdir = prefix.join("lib");
-    assert!(flags.contains(&format!("-L{}", libdir.display())) && flags.contains("-lposixrt"), "{flags}");
+    assert!(
+        flags.contains(&format!("-L{}", libdir.display())) && flags.contains("-lposixrt"),
+        "{flags}"
+    );
     let src = c_src("aio_semantics.c");
     let exe = scratch().join("sem-pkgconfig");
     let o = Command::new("cc")
@@ -525,7 +590,11 @@ fn install_pkg_config_and_static_library() {
         .expect("cc");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = run(&exe, Link::Linked, &["all"], &[("POSIXRT_AIO_DEBUG", "1")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("libposixrt: engine: uring "));
 
     // Static: the archive plus the private libraries.
@@ -550,7 +619,19 @@ fn install_pkg_config_and_static_library() {
         .output()
         .expect("cc");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = run(&exe, Link::Linked, &["all"], &[("POSIXRT_AIO_DEBUG", "1"), ("POSIXRT_AIO_BACKEND", "threads")]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(
+        &exe,
+        Link::Linked,
+        &["all"],
+        &[
+            ("POSIXRT_AIO_DEBUG", "1"),
+            ("POSIXRT_AIO_BACKEND", "threads"),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("libposixrt: engine: threads "));
 }

@@ -162,7 +162,11 @@ pub(crate) fn completed(cb: usize, res: i64) {
     LIVE.fetch_sub(1, Ordering::Relaxed);
     SEQ.fetch_add(1, Ordering::Release);
     if WAITERS.load(Ordering::Relaxed) > 0 {
-        let _ = rustix::thread::futex::wake(&SEQ, rustix::thread::futex::Flags::PRIVATE, i32::MAX as u32);
+        let _ = rustix::thread::futex::wake(
+            &SEQ,
+            rustix::thread::futex::Flags::PRIVATE,
+            i32::MAX as u32,
+        );
     }
 }
 
@@ -264,10 +268,12 @@ impl CEngine {
         let n = reqs.len();
         if LIVE.load(Ordering::Relaxed).saturating_add(n) > self.max {
             drop(core);
-            return Err(Error::from_errno("aio_read", libc::EAGAIN).with_hint(format!(
-                "more than {} requests in flight (POSIXRT_AIO_MAX)",
-                self.max
-            )));
+            return Err(
+                Error::from_errno("aio_read", libc::EAGAIN).with_hint(format!(
+                    "more than {} requests in flight (POSIXRT_AIO_MAX)",
+                    self.max
+                )),
+            );
         }
         if core.shutdown {
             drop(core);
@@ -290,7 +296,8 @@ impl CEngine {
         };
         let direct = match &inner.engine {
             Engine::Uring(r) => {
-                core.ready_len() == 0 && (core.inflight as usize).saturating_add(n) <= r.capacity as usize
+                core.ready_len() == 0
+                    && (core.inflight as usize).saturating_add(n) <= r.capacity as usize
             }
             Engine::Threads(_) => false,
         };
@@ -597,9 +604,7 @@ impl CEngine {
                 .iter()
                 .enumerate()
                 .filter(|(_, s)| {
-                    s.aiocb != 0
-                        && s.op.fd == fd
-                        && !matches!(s.state, State::Free | State::Done)
+                    s.aiocb != 0 && s.op.fd == fd && !matches!(s.state, State::Free | State::Done)
                 })
                 .map(|(i, s)| user_data(i as u32, s.gen))
                 .collect();
