@@ -100,6 +100,9 @@ pub(crate) struct Slot {
     pub worker: u32,
     pub interruptible: bool,
     pub cancel_req: bool,
+    /// A C request (`posixrt-capi`): the address of the caller's `struct aiocb`,
+    /// whose status fields get the result when the request is done (0 otherwise).
+    pub aiocb: usize,
 }
 
 impl Slot {
@@ -127,6 +130,7 @@ impl Slot {
             worker: u32::MAX,
             interruptible: false,
             cancel_req: false,
+            aiocb: 0,
         }
     }
 }
@@ -259,6 +263,7 @@ impl Core {
         s.worker = u32::MAX;
         s.interruptible = false;
         s.cancel_req = false;
+        s.aiocb = 0;
         let gen = s.gen;
         hook::submit(
             user_data(idx, gen),
@@ -368,6 +373,11 @@ impl Core {
         s.state = State::Done;
         s.res = res;
         s.interruptible = false;
+        if s.aiocb != 0 {
+            // A C request: its status goes into the caller's aiocb before anyone
+            // is woken or notified.
+            super::capi::completed(s.aiocb, res);
+        }
         let op = s.op;
         let gen = s.gen;
         hook::complete(

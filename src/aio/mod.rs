@@ -80,6 +80,8 @@
 
 mod buf;
 mod cancel;
+#[doc(hidden)]
+pub mod capi;
 mod context;
 mod core;
 mod engine;

@@ -312,6 +312,41 @@ impl Ring {
     pub(crate) fn register_eventfd(&self, fd: &OwnedFd) -> io::Result<()> {
         self.ring.submitter().register_eventfd(fd.as_raw_fd())
     }
+
+    /// [`wait`](Ring::wait) for the C ABI, which must report a signal handler run
+    /// during the wait: EINTR is returned, not swallowed. Call WITHOUT the core
+    /// lock, as the reaper.
+    pub(crate) fn wait_interruptible(&self, timeout: Option<Duration>) -> io::Result<()> {
+        let r = match timeout {
+            Some(t) if self.ext_arg => {
+                let ts = types::Timespec::new()
+                    .sec(t.as_secs())
+                    .nsec(t.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            Some(t) => {
+                let mut pfd = libc::pollfd {
+                    fd: self.ring.as_raw_fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let ms = t.as_millis().min(i32::MAX as u128) as i32;
+                // SAFETY: one valid pollfd.
+                if unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(0)
+                }
+            }
+            None => self.ring.submitter().submit_and_wait(1),
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 fn sqe(op: &RawOp) -> squeue::Entry {

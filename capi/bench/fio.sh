@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# fio, 4 KiB random reads of a cached 256 MiB file (--invalidate=0), at QD1 and
+# QD32, three ways in the same run:
+#   posixaio          glibc's POSIX AIO (user-space threads)
+#   posixaio+preload  the same fio under LD_PRELOAD=libposixrt.so
+#   io_uring          fio's own io_uring engine (the floor)
+# Prints one JSON document: IOPS and mean latency of each, the ratios the
+# targets are stated in, and the load average (the machine may be shared).
+#
+# Usage: capi/bench/fio.sh [--runtime SECONDS] [--dir DIR] [--lib PATH]
+#   --runtime  seconds per fio run (default 5)
+#   --dir      where the 256 MiB file goes (default: a new temporary directory)
+#   --lib      libposixrt.so to preload (default: target/release/libposixrt.so,
+#              built with `cargo build --release -p posixrt-capi` if missing)
+# fio is installed with apt-get (Debian's package) when missing.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+runtime=5
+dir=""
+lib=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runtime) runtime=${2:?--runtime needs a value}; shift 2 ;;
+    --dir) dir=${2:?--dir needs a value}; shift 2 ;;
+    --lib) lib=${2:?--lib needs a value}; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "fio.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+if ! command -v fio >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "fio.sh: fio is not installed (apt-get install fio as root)" >&2
+    exit 1
+  fi
+  echo "fio.sh: installing fio" >&2
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >&2
+fi
+
+if [ -z "$lib" ]; then
+  lib="$root/target/release/libposixrt.so"
+  if [ ! -e "$lib" ]; then
+    (cd "$root" && cargo build --release -p posixrt-capi >&2)
+  fi
+fi
+[ -e "$lib" ] || { echo "fio.sh: no $lib" >&2; exit 1; }
+
+made_dir=""
+if [ -z "$dir" ]; then
+  dir=$(mktemp -d)
+  made_dir=$dir
+fi
+file="$dir/posixrt-fio.dat"
+cleanup() { rm -f "$file"; [ -n "$made_dir" ] && rmdir "$made_dir" 2>/dev/null; true; }
+trap cleanup EXIT
+
+# The file, written once and read once so it sits in the page cache.
+if [ ! -e "$file" ] || [ "$(stat -c %s "$file")" != 268435456 ]; then
+  head -c 268435456 /dev/urandom >"$file"
+fi
+cat "$file" >/dev/null
+
+# One fio run; prints "IOPS MEAN_LATENCY_US" (terse v3: field 8 is read IOPS,
+# field 40 the mean total latency in microseconds).
+run() {
+  local engine=$1 qd=$2 preload=${3:-}
+  local out
+  out=$(env ${preload:+LD_PRELOAD="$preload"} fio --name=randread --filename="$file" \
+    --rw=randread --bs=4k --size=256m --invalidate=0 --ioengine="$engine" \
+    --iodepth="$qd" --time_based --runtime="$runtime" --ramp_time=1 \
+    --output-format=terse --terse-version=3 2>/dev/null | tail -1)
+  echo "$out" | awk -F';' '{ printf "%s %s\n", $8, $40 }'
+}
+
+load=$(cut -d' ' -f1-3 /proc/loadavg)
+results=()
+declare -A iops lat
+for qd in 1 32; do
+  for mode in posixaio posixaio+preload io_uring; do
+    case $mode in
+      posixaio) r=$(run posixaio "$qd") ;;
+      posixaio+preload) r=$(run posixaio "$qd" "$lib") ;;
+      io_uring) r=$(run io_uring "$qd") ;;
+    esac
+    read -r i l <<<"$r"
+    iops[$mode,$qd]=$i
+    lat[$mode,$qd]=$l
+    results+=("{\"engine\": \"$mode\", \"qd\": $qd, \"iops\": $i, \"lat_mean_us\": $l}")
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "null" }'; }
+{
+  echo "{"
+  echo "  \"bench\": \"fio 4k randread, cached 256 MiB file, --invalidate=0, ${runtime}s per run\","
+  echo "  \"fio\": \"$(fio --version)\","
+  echo "  \"load_avg_before\": \"$load\","
+  echo "  \"load_avg_after\": \"$load_after\","
+  echo "  \"results\": ["
+  n=${#results[@]}
+  for k in "${!results[@]}"; do
+    sep=","; [ "$k" = $((n - 1)) ] && sep=""
+    echo "    ${results[$k]}$sep"
+  done
+  echo "  ],"
+  echo "  \"ratios\": {"
+  echo "    \"qd1_preload_vs_glibc_iops\": $(ratio "${iops[posixaio+preload,1]}" "${iops[posixaio,1]}"),"
+  echo "    \"qd1_preload_vs_io_uring_iops\": $(ratio "${iops[posixaio+preload,1]}" "${iops[io_uring,1]}"),"
+  echo "    \"qd32_preload_vs_glibc_iops\": $(ratio "${iops[posixaio+preload,32]}" "${iops[posixaio,32]}"),"
+  echo "    \"qd32_preload_vs_io_uring_iops\": $(ratio "${iops[posixaio+preload,32]}" "${iops[io_uring,32]}")"
+  echo "  },"
+  echo "  \"targets\": {\"qd1_vs_glibc\": 3.0, \"qd1_vs_io_uring\": 0.8, \"qd32_vs_glibc\": 1.2, \"qd32_vs_io_uring\": 0.9}"
+  echo "}"
+}

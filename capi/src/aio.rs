@@ -1,0 +1,766 @@
+//! The exported `aio_*` functions.
+//!
+//! An aiocb the library knows carries a tag in `__glibc_reserved[0]` (a constant
+//! mixed with the aiocb's address and the process's fork generation), written at
+//! submission and cleared by `aio_return`; the status is `__error_code` /
+//! `__return_value`, as in glibc, so `aio_error` is a load.
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use rt::aio::capi::{self as raw, Aiocb, CEngine, COp, CRequest};
+use rt::aio::{Notify, AIO_PRIO_DELTA_MAX};
+
+use crate::notify::from_sigevent;
+
+const MAGIC: u64 = 0x7072_7472_6169_6f63;
+
+/// Bumped in a forked child: aiocbs tagged before the fork are unknown there.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+static ENGINE: AtomicPtr<CEngine> = AtomicPtr::new(std::ptr::null_mut());
+static INIT: AtomicBool = AtomicBool::new(false);
+static ATFORK: AtomicBool = AtomicBool::new(false);
+/// `aio_init` settings: ring entries and pool threads (0: defaults).
+static CFG_ENTRIES: AtomicU32 = AtomicU32::new(0);
+static CFG_WORKERS: AtomicU32 = AtomicU32::new(0);
+
+const DEFAULT_ENTRIES: u32 = 256;
+const DEFAULT_WORKERS: u32 = 16;
+const DEFAULT_MAX: usize = 1 << 20;
+
+/// Prints a line on stderr if `POSIXRT_AIO_DEBUG` is set (and not empty or `0`).
+pub(crate) fn debug(args: std::fmt::Arguments<'_>) {
+    static STATE: AtomicU32 = AtomicU32::new(0); // 0 unknown, 1 off, 2 on
+    let mut s = STATE.load(Ordering::Relaxed);
+    if s == 0 {
+        s = match std::env::var_os("POSIXRT_AIO_DEBUG") {
+            Some(v) if !v.is_empty() && v != "0" => 2,
+            _ => 1,
+        };
+        STATE.store(s, Ordering::Relaxed);
+    }
+    if s == 2 {
+        eprintln!("libposixrt: {args}");
+    }
+}
+
+thread_local! {
+    /// This thread is inside a library call that may take the engine lock: a
+    /// signal handler calling `aio_error`/`aio_return` must not take it again.
+    static IN_LIB: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks the calling thread as inside the library for its lifetime.
+struct InLib;
+impl InLib {
+    fn enter() -> InLib {
+        IN_LIB.with(|c| c.set(c.get() + 1));
+        InLib
+    }
+}
+impl Drop for InLib {
+    fn drop(&mut self) {
+        IN_LIB.with(|c| c.set(c.get() - 1));
+    }
+}
+
+/// Reaps finished requests unless this thread is already inside the library
+/// (then `aio_error` was called from a signal handler: it reports what is known).
+fn poll_if_safe() {
+    if IN_LIB.with(|c| c.get()) > 0 {
+        return;
+    }
+    if let Some(eng) = engine_if_started() {
+        let _g = InLib::enter();
+        eng.poll();
+    }
+}
+
+fn set_errno(e: i32) {
+    // SAFETY: __errno_location returns the calling thread's errno.
+    unsafe { *libc::__errno_location() = e };
+}
+
+fn fail(e: i32) -> c_int {
+    set_errno(e);
+    -1
+}
+
+fn tag_for(cb: *const Aiocb) -> u64 {
+    MAGIC
+        ^ (cb as u64).rotate_left(29)
+        ^ EPOCH
+            .load(Ordering::Relaxed)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+/// # Safety
+/// `cb` points to a `struct aiocb`.
+unsafe fn tag_cell<'a>(cb: *const Aiocb) -> &'a AtomicU64 {
+    // SAFETY: the caller guarantees `cb` is valid; the field is an aligned u64.
+    unsafe { AtomicU64::from_ptr(std::ptr::addr_of!((*cb).__glibc_reserved[0]) as *mut u64) }
+}
+
+/// True if the library submitted this aiocb (and `aio_return` has not taken it).
+///
+/// # Safety
+/// `cb` points to a `struct aiocb`.
+unsafe fn known(cb: *const Aiocb) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { tag_cell(cb) }.load(Ordering::Acquire) == tag_for(cb)
+}
+
+/// # Safety
+/// `cb` points to a `struct aiocb`.
+unsafe fn set_tag(cb: *mut Aiocb, on: bool) {
+    let v = if on { tag_for(cb) } else { 0 };
+    // SAFETY: forwarded contract.
+    unsafe { tag_cell(cb) }.store(v, Ordering::Release);
+}
+
+/// Stores a final status into an aiocb that never reached the engine (a refused
+/// `lio_listio` entry), so `aio_error`/`aio_return` report it.
+///
+/// # Safety
+/// `cb` points to a writable `struct aiocb` not in flight.
+unsafe fn set_failed(cb: *mut Aiocb, err: i32) {
+    // SAFETY: forwarded contract; the aiocb is not in flight, nothing else writes it.
+    unsafe {
+        (*cb).__return_value = -1;
+        (*cb).__error_code = err;
+        set_tag(cb, true);
+    }
+}
+
+fn engine_if_started() -> Option<&'static CEngine> {
+    let p = ENGINE.load(Ordering::Acquire);
+    // SAFETY: a non-null ENGINE is a leaked Box that is never freed.
+    unsafe { p.as_ref() }
+}
+
+extern "C" fn atfork_child() {
+    // The parent's engine (its ring, threads and requests) is not ours: leak it.
+    ENGINE.store(std::ptr::null_mut(), Ordering::Relaxed);
+    INIT.store(false, Ordering::Relaxed);
+    EPOCH.fetch_add(1, Ordering::Relaxed);
+    CEngine::after_fork_child();
+}
+
+fn env_usize(name: &str) -> Option<usize> {
+    let v = std::env::var(name).ok()?;
+    match v.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => {
+            debug(format_args!(
+                "{name}={v:?} is not a positive number: ignored"
+            ));
+            None
+        }
+    }
+}
+
+/// The process's engine, started on first use.
+fn engine() -> Result<&'static CEngine, i32> {
+    if let Some(e) = engine_if_started() {
+        return Ok(e);
+    }
+    while INIT
+        .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        std::thread::yield_now();
+    }
+    if let Some(e) = engine_if_started() {
+        INIT.store(false, Ordering::Release);
+        return Ok(e);
+    }
+    if !ATFORK.swap(true, Ordering::Relaxed) {
+        // SAFETY: `atfork_child` only does atomic stores.
+        unsafe { libc::pthread_atfork(None, None, Some(atfork_child)) };
+    }
+    let entries = match CFG_ENTRIES.load(Ordering::Relaxed) {
+        0 => DEFAULT_ENTRIES,
+        n => n,
+    };
+    let workers = match CFG_WORKERS.load(Ordering::Relaxed) {
+        0 => DEFAULT_WORKERS,
+        n => n,
+    } as usize;
+    let max = env_usize("POSIXRT_AIO_MAX").unwrap_or(DEFAULT_MAX);
+    let r = match CEngine::new(entries, workers, max) {
+        Ok(e) => {
+            debug(format_args!("engine: {}", e.backend()));
+            let p = Box::into_raw(Box::new(e));
+            ENGINE.store(p, Ordering::Release);
+            // SAFETY: just leaked; never freed.
+            Ok(unsafe { &*p })
+        }
+        Err(e) => {
+            debug(format_args!("no AIO engine: {e}"));
+            Err(libc::EAGAIN)
+        }
+    };
+    INIT.store(false, Ordering::Release);
+    r
+}
+
+/// True for an `O_APPEND` fd or one that cannot seek: writes on it go in order.
+/// `Err(EBADF)` for a closed fd.
+fn ordered_write(fd: i32) -> Result<bool, i32> {
+    // SAFETY: fcntl(F_GETFL) on any int is safe.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 {
+        return Err(libc::EBADF);
+    }
+    if fl & libc::O_ACCMODE == libc::O_RDONLY {
+        return Err(libc::EBADF);
+    }
+    if fl & libc::O_APPEND != 0 {
+        return Ok(true);
+    }
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes one struct stat.
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return Err(libc::EBADF);
+    }
+    // SAFETY: fstat succeeded.
+    let mode = unsafe { st.assume_init() }.st_mode & libc::S_IFMT;
+    Ok(mode != libc::S_IFREG && mode != libc::S_IFBLK)
+}
+
+/// Reads and checks one read/write aiocb: the request, or the errno.
+///
+/// # Safety
+/// `cb` points to a valid `struct aiocb`.
+unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
+    // SAFETY: the caller guarantees `cb` is valid; the fields are read by value.
+    let (fd, prio, buf, len, offset, ev) = unsafe {
+        (
+            (*cb).aio_fildes,
+            (*cb).aio_reqprio,
+            (*cb).aio_buf,
+            (*cb).aio_nbytes,
+            (*cb).aio_offset,
+            (*cb).aio_sigevent,
+        )
+    };
+    if !(0..=AIO_PRIO_DELTA_MAX).contains(&prio) {
+        debug(format_args!(
+            "aio_reqprio {prio} is not in 0..={AIO_PRIO_DELTA_MAX}: EINVAL"
+        ));
+        return Err(libc::EINVAL);
+    }
+    if offset < 0 {
+        debug(format_args!("aio_offset {offset} is negative: EINVAL"));
+        return Err(libc::EINVAL);
+    }
+    if len > isize::MAX as usize
+        || (offset as u64)
+            .checked_add(len as u64)
+            .map_or(true, |e| e > i64::MAX as u64)
+    {
+        debug(format_args!(
+            "aio_offset {offset} + aio_nbytes {len} overflows: EINVAL"
+        ));
+        return Err(libc::EINVAL);
+    }
+    let ordered = match op {
+        COp::Write => ordered_write(fd)?,
+        _ => false,
+    };
+    let notify = from_sigevent(&ev)?;
+    Ok(CRequest {
+        cb,
+        op,
+        fd,
+        offset,
+        buf: buf as *mut u8,
+        len,
+        reqprio: prio as u8,
+        ordered,
+        notify,
+    })
+}
+
+/// # Safety
+/// `cb` points to a `struct aiocb`.
+unsafe fn in_flight(cb: *const Aiocb) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { known(cb) && raw::error_code(cb) == libc::EINPROGRESS }
+}
+
+/// Submits one request: 0, or -1 with errno.
+///
+/// # Safety
+/// `cb` is null or points to a valid `struct aiocb` whose buffer stays valid
+/// until the request is done.
+unsafe fn submit_one(cb: *mut Aiocb, op: Option<COp>, sync_op: c_int) -> c_int {
+    let _g = InLib::enter();
+    if cb.is_null() {
+        return fail(libc::EINVAL);
+    }
+    // SAFETY: `cb` is valid (caller's contract).
+    if unsafe { in_flight(cb) } {
+        debug(format_args!("aiocb {cb:p} is already in flight: EINVAL"));
+        return fail(libc::EINVAL);
+    }
+    let req = match op {
+        // SAFETY: `cb` is valid.
+        Some(op) => unsafe { prepare_rw(cb, op) },
+        // SAFETY: `cb` is valid.
+        None => unsafe { prepare_fsync(cb, sync_op) },
+    };
+    let req = match req {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let eng = match engine() {
+        Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    // SAFETY: `cb` is valid; the tag is written before the request can complete.
+    unsafe { set_tag(cb, true) };
+    // SAFETY: the caller keeps `cb` and its buffer valid until the request is done.
+    match unsafe { eng.submit(vec![req], None, false) } {
+        Ok(_) => 0,
+        Err(e) => {
+            // SAFETY: not submitted: the aiocb is ours to untag.
+            unsafe { set_tag(cb, false) };
+            debug(format_args!("submission refused: {e}"));
+            fail(e.errno().unwrap_or(libc::EAGAIN))
+        }
+    }
+}
+
+/// # Safety
+/// `cb` points to a valid `struct aiocb`.
+unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
+    let mode = if op == libc::O_SYNC {
+        COp::Fsync
+    } else if op == libc::O_DSYNC {
+        COp::Fdatasync
+    } else {
+        debug(format_args!(
+            "aio_fsync op {op:#x} is neither O_SYNC nor O_DSYNC: EINVAL"
+        ));
+        return Err(libc::EINVAL);
+    };
+    // SAFETY: the caller guarantees `cb` is valid.
+    let (fd, ev) = unsafe { ((*cb).aio_fildes, (*cb).aio_sigevent) };
+    // SAFETY: fcntl(F_GETFL) on any int is safe.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
+        debug(format_args!(
+            "aio_fsync: fd {fd} is not open for writing: EBADF"
+        ));
+        return Err(libc::EBADF);
+    }
+    let notify = from_sigevent(&ev)?;
+    Ok(CRequest {
+        cb,
+        op: mode,
+        fd,
+        offset: 0,
+        buf: std::ptr::null_mut(),
+        len: 0,
+        reqprio: 0,
+        ordered: true,
+        notify,
+    })
+}
+
+/// `aio_read`: queue a read of `aio_nbytes` bytes at `aio_offset` of
+/// `aio_fildes` into `aio_buf` (`aio_lio_opcode` is ignored).
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_read.html>
+///
+/// # Safety
+/// `cb` is null or a valid `struct aiocb`; it and its buffer stay valid until
+/// the request is done.
+#[no_mangle]
+pub unsafe extern "C" fn aio_read(cb: *mut Aiocb) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { submit_one(cb, Some(COp::Read), 0) }
+}
+
+/// `aio_write`: queue a write (in order on an `O_APPEND` or non-seekable fd).
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_write.html>
+///
+/// # Safety
+/// As [`aio_read`].
+#[no_mangle]
+pub unsafe extern "C" fn aio_write(cb: *mut Aiocb) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { submit_one(cb, Some(COp::Write), 0) }
+}
+
+/// `aio_fsync`: `O_SYNC` (fsync) or `O_DSYNC` (fdatasync) of `aio_fildes`, once
+/// every request queued on it before has finished.
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_fsync.html>
+///
+/// # Safety
+/// As [`aio_read`].
+#[no_mangle]
+pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { submit_one(cb, None, op) }
+}
+
+/// `aio_error`: EINPROGRESS, 0, or the request's errno; -1/EINVAL for an aiocb
+/// that is not a submitted request (or whose result `aio_return` took).
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_error.html>
+///
+/// # Safety
+/// `cb` is null or a valid `struct aiocb`.
+#[no_mangle]
+pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
+    // SAFETY: checked for null; valid by contract.
+    if cb.is_null() || !unsafe { known(cb) } {
+        return fail(libc::EINVAL);
+    }
+    // SAFETY: valid by contract.
+    let e = unsafe { raw::error_code(cb) };
+    if e != libc::EINPROGRESS {
+        return e;
+    }
+    poll_if_safe();
+    // SAFETY: valid by contract.
+    unsafe { raw::error_code(cb) }
+}
+
+/// `aio_return`: the request's result (bytes, or -1 with errno), once; then the
+/// aiocb is the program's again (a second call: -1/EINVAL).
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_return.html>
+///
+/// # Safety
+/// `cb` is null or a valid `struct aiocb`.
+#[no_mangle]
+pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
+    // SAFETY: checked for null; valid by contract.
+    if cb.is_null() || !unsafe { known(cb) } {
+        return fail(libc::EINVAL) as isize;
+    }
+    // SAFETY: valid by contract.
+    let mut e = unsafe { raw::error_code(cb) };
+    if e == libc::EINPROGRESS {
+        poll_if_safe();
+        // SAFETY: valid by contract.
+        e = unsafe { raw::error_code(cb) };
+        if e == libc::EINPROGRESS {
+            return fail(libc::EINPROGRESS) as isize;
+        }
+    }
+    // SAFETY: valid by contract; the request is done, the library no longer
+    // writes this aiocb.
+    let ret = unsafe { (*cb).__return_value };
+    // SAFETY: as above.
+    unsafe { set_tag(cb, false) };
+    if e != 0 {
+        set_errno(e);
+        return -1;
+    }
+    ret
+}
+
+fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
+    if t.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null timespec pointers are valid by the C contract.
+    let t = unsafe { *t };
+    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+        debug(format_args!(
+            "timeout {{{}, {}}} is not a valid timespec: EINVAL",
+            t.tv_sec, t.tv_nsec
+        ));
+        return Err(libc::EINVAL);
+    }
+    let d = Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+    // A timeout too far to represent is no timeout.
+    Ok(Instant::now().checked_add(d))
+}
+
+/// `aio_suspend`: wait until one of the listed requests is done (NULL entries
+/// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR).
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
+///
+/// # Safety
+/// `list` holds `nent` pointers, each null or a valid `struct aiocb`; `timeout`
+/// is null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn aio_suspend(
+    list: *const *const Aiocb,
+    nent: c_int,
+    timeout: *const libc::timespec,
+) -> c_int {
+    if nent < 0 || (nent > 0 && list.is_null()) {
+        return fail(libc::EINVAL);
+    }
+    let deadline = match deadline_of(timeout) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    // SAFETY: `list` holds `nent` pointers (contract).
+    let cbs = unsafe { std::slice::from_raw_parts(list, nent as usize) };
+    let mut any = false;
+    for &cb in cbs.iter().filter(|p| !p.is_null()) {
+        // SAFETY: non-null entries are valid aiocbs (contract).
+        if !unsafe { in_flight(cb) } {
+            // Done (or not a request at all): nothing to wait for.
+            return 0;
+        }
+        any = true;
+    }
+    if !any {
+        return 0;
+    }
+    let Some(eng) = engine_if_started() else {
+        return 0;
+    };
+    let _g = InLib::enter();
+    let mut done = || {
+        cbs.iter()
+            // SAFETY: as above.
+            .any(|&cb| !cb.is_null() && unsafe { raw::error_code(cb) } != libc::EINPROGRESS)
+    };
+    match eng.wait(deadline, &mut done) {
+        Ok(true) => 0,
+        Ok(false) => fail(libc::EAGAIN),
+        Err(e) => fail(e),
+    }
+}
+
+/// `aio_cancel`: cancel one request (`cb`) or every request on `fd` (`cb` NULL):
+/// `AIO_CANCELED`, `AIO_NOTCANCELED`, `AIO_ALLDONE`; -1/EBADF for a bad fd,
+/// -1/EINVAL if `cb->aio_fildes != fd`.
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_cancel.html>
+///
+/// # Safety
+/// `cb` is null or a valid `struct aiocb`.
+#[no_mangle]
+pub unsafe extern "C" fn aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int {
+    // SAFETY: fcntl(F_GETFD) on any int is safe.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return fail(libc::EBADF);
+    }
+    if !cb.is_null() {
+        // SAFETY: valid by contract.
+        if unsafe { (*cb).aio_fildes } != fd {
+            return fail(libc::EINVAL);
+        }
+        // SAFETY: valid by contract.
+        if !unsafe { in_flight(cb) } {
+            return libc::AIO_ALLDONE;
+        }
+    }
+    let Some(eng) = engine_if_started() else {
+        return libc::AIO_ALLDONE;
+    };
+    let _g = InLib::enter();
+    if cb.is_null() {
+        return eng.cancel_fd(fd);
+    }
+    // SAFETY: valid by contract; the name was stored at submission.
+    let ud = unsafe { AtomicU64::from_ptr(std::ptr::addr_of_mut!((*cb).__next_prio)) }
+        .load(Ordering::Relaxed);
+    eng.cancel(ud)
+}
+
+/// `lio_listio`: submit a list (`LIO_READ`, `LIO_WRITE`, `LIO_NOP`, NULL
+/// entries skipped); `LIO_WAIT` waits for all, `LIO_NOWAIT` notifies `sig` once
+/// when all are done. An invalid entry gets its own status (EINVAL) and the call
+/// returns -1/EIO; the valid entries still run.
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/lio_listio.html>
+///
+/// # Safety
+/// `list` holds `nent` pointers, each null or a valid `struct aiocb` whose
+/// buffer stays valid until its request is done; `sig` is null or valid.
+#[no_mangle]
+pub unsafe extern "C" fn lio_listio(
+    mode: c_int,
+    list: *const *mut Aiocb,
+    nent: c_int,
+    sig: *const raw::SigEvent,
+) -> c_int {
+    if mode != libc::LIO_WAIT && mode != libc::LIO_NOWAIT {
+        debug(format_args!(
+            "lio_listio mode {mode} is neither LIO_WAIT nor LIO_NOWAIT: EINVAL"
+        ));
+        return fail(libc::EINVAL);
+    }
+    if nent < 0 || (nent > 0 && list.is_null()) {
+        return fail(libc::EINVAL);
+    }
+    let list_notify = if mode == libc::LIO_NOWAIT && !sig.is_null() {
+        // SAFETY: non-null `sig` is valid (contract).
+        match from_sigevent(unsafe { &*sig }) {
+            Ok(n) => n,
+            Err(e) => return fail(e),
+        }
+    } else {
+        Notify::None
+    };
+    // SAFETY: `list` holds `nent` pointers (contract).
+    let cbs: &[*mut Aiocb] = if nent == 0 {
+        &[]
+    } else {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(list, nent as usize) }
+    };
+    let mut reqs = Vec::with_capacity(cbs.len());
+    let mut refused: Vec<(*mut Aiocb, i32)> = Vec::new();
+    let mut busy = 0usize;
+    for &cb in cbs.iter().filter(|p| !p.is_null()) {
+        // SAFETY: non-null entries are valid (contract).
+        let opcode = unsafe { (*cb).aio_lio_opcode };
+        let op = match opcode {
+            libc::LIO_READ => COp::Read,
+            libc::LIO_WRITE => COp::Write,
+            libc::LIO_NOP => continue,
+            other => {
+                debug(format_args!(
+                    "aio_lio_opcode {other} is not LIO_READ, LIO_WRITE or LIO_NOP: EINVAL"
+                ));
+                refused.push((cb, libc::EINVAL));
+                continue;
+            }
+        };
+        // SAFETY: valid (contract).
+        if unsafe { in_flight(cb) } {
+            debug(format_args!(
+                "aiocb {cb:p} is already in flight: not resubmitted"
+            ));
+            busy += 1;
+            continue;
+        }
+        // SAFETY: valid (contract).
+        match unsafe { prepare_rw(cb, op) } {
+            Ok(r) => reqs.push(r),
+            Err(e) => refused.push((cb, e)),
+        }
+    }
+    let _g = InLib::enter();
+    let eng = match engine() {
+        Ok(e) => e,
+        Err(e) => return fail(e),
+    };
+    let cbs_ok: Vec<*mut Aiocb> = reqs.iter().map(|r| r.cb).collect();
+    for &cb in &cbs_ok {
+        // SAFETY: valid (contract); tagged before the request can complete.
+        unsafe { set_tag(cb, true) };
+    }
+    let wait = mode == libc::LIO_WAIT;
+    // SAFETY: the caller keeps the aiocbs and buffers valid until done.
+    let names = match unsafe { eng.submit(reqs, Some((list_notify, wait)), wait) } {
+        Ok(n) => n,
+        Err(e) => {
+            let errno = e.errno().unwrap_or(libc::EAGAIN);
+            debug(format_args!("lio_listio refused: {e}"));
+            for &cb in &cbs_ok {
+                // SAFETY: not submitted; each entry reports why.
+                unsafe { set_failed(cb, errno) };
+            }
+            for &(cb, err) in &refused {
+                // SAFETY: not submitted.
+                unsafe { set_failed(cb, err) };
+            }
+            return fail(errno);
+        }
+    };
+    for &(cb, err) in &refused {
+        // SAFETY: not submitted; each entry reports why.
+        unsafe { set_failed(cb, err) };
+    }
+    let bad = refused.len() + busy;
+    if wait {
+        match eng.wait_kept(&names) {
+            Ok(failed) if failed + bad == 0 => 0,
+            Ok(_) => fail(libc::EIO),
+            Err(e) => fail(e),
+        }
+    } else if bad > 0 {
+        fail(libc::EIO)
+    } else {
+        0
+    }
+}
+
+/// glibc's `struct aioinit`.
+#[repr(C)]
+pub struct AioInit {
+    aio_threads: c_int,
+    aio_num: c_int,
+    aio_locks: c_int,
+    aio_usedba: c_int,
+    aio_debug: c_int,
+    aio_numusers: c_int,
+    aio_idle_time: c_int,
+    aio_reserved: c_int,
+}
+
+/// `aio_init` (GNU): `aio_threads` sizes the fallback thread pool (1..=1024),
+/// `aio_num` the io_uring ring (rounded up to a power of two, at most 32768).
+/// Only before the first request; the other fields are ignored.
+///
+/// # Safety
+/// `init` is null or a valid `struct aioinit`.
+#[no_mangle]
+pub unsafe extern "C" fn aio_init(init: *const AioInit) {
+    if init.is_null() {
+        return;
+    }
+    // SAFETY: valid by contract.
+    let (threads, num) = unsafe { ((*init).aio_threads, (*init).aio_num) };
+    if engine_if_started().is_some() {
+        debug(format_args!("aio_init after the first request: no effect"));
+        return;
+    }
+    if (1..=1024).contains(&threads) {
+        CFG_WORKERS.store(threads as u32, Ordering::Relaxed);
+    }
+    if num > 0 {
+        let n = (num as u32).min(32768).next_power_of_two();
+        CFG_ENTRIES.store(n, Ordering::Relaxed);
+    }
+}
+
+macro_rules! alias64 {
+    ($($name:ident => $target:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty;)*) => {$(
+        /// The `*64` name (large-file interface; the same ABI on LP64 targets).
+        ///
+        /// # Safety
+        /// As the function without the suffix.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+            // SAFETY: forwarded contract.
+            unsafe { $target($($arg),*) }
+        }
+    )*};
+}
+
+alias64! {
+    aio_read64 => aio_read(cb: *mut Aiocb) -> c_int;
+    aio_write64 => aio_write(cb: *mut Aiocb) -> c_int;
+    aio_fsync64 => aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int;
+    aio_error64 => aio_error(cb: *const Aiocb) -> c_int;
+    aio_return64 => aio_return(cb: *mut Aiocb) -> isize;
+    aio_suspend64 => aio_suspend(list: *const *const Aiocb, nent: c_int, timeout: *const libc::timespec) -> c_int;
+    aio_cancel64 => aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int;
+    lio_listio64 => lio_listio(mode: c_int, list: *const *mut Aiocb, nent: c_int, sig: *const raw::SigEvent) -> c_int;
+}
+
+#[allow(dead_code)]
+fn _assert_layout() {
+    const _: () = assert!(std::mem::size_of::<Aiocb>() == 168);
+    const _: () = assert!(std::mem::size_of::<raw::SigEvent>() == 64);
+    const _: () = assert!(std::mem::size_of::<AioInit>() == 32);
+    let _ = std::ptr::null::<c_void>();
+}

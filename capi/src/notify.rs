@@ -1,0 +1,196 @@
+//! `struct sigevent` → [`Notify`]: SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD (a new
+//! thread per notification, created with `sigev_notify_attributes`, as glibc
+//! does) and SIGEV_THREAD_ID (a queued signal to one thread).
+
+use std::ffi::c_void;
+
+use rt::aio::capi::SigEvent;
+use rt::aio::{Notify, SigVal};
+
+use crate::aio::debug;
+
+/// `si_code` of an AIO completion signal.
+const SI_ASYNCIO: i32 = -4;
+/// Linux's `SIGEV_THREAD_ID`.
+pub(crate) const SIGEV_THREAD_ID: i32 = 4;
+
+type NotifyFn = extern "C" fn(libc::sigval);
+
+extern "C" {
+    // Not in the libc crate.
+    fn pthread_attr_getdetachstate(
+        attr: *const libc::pthread_attr_t,
+        state: *mut libc::c_int,
+    ) -> libc::c_int;
+}
+
+/// Checks a sigevent and turns it into a notification; `Err(EINVAL)` if invalid.
+pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
+    match ev.sigev_notify {
+        libc::SIGEV_NONE => Ok(Notify::None),
+        libc::SIGEV_SIGNAL => {
+            check_signal(ev.sigev_signo)?;
+            Ok(Notify::signal(ev.sigev_signo, SigVal(ev.sigev_value)))
+        }
+        libc::SIGEV_THREAD => {
+            if ev.un[0] == 0 {
+                debug(format_args!(
+                    "SIGEV_THREAD without sigev_notify_function: EINVAL"
+                ));
+                return Err(libc::EINVAL);
+            }
+            // SAFETY: a non-null `sigev_notify_function` is, by the C contract, a
+            // function `void (*)(union sigval)`; `union sigval` is one pointer-sized
+            // word passed like `libc::sigval`.
+            let f: NotifyFn = unsafe { std::mem::transmute::<usize, NotifyFn>(ev.un[0]) };
+            let attr = ev.un[1];
+            Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
+                spawn_notify(f, attr as *const libc::pthread_attr_t, v)
+            }))
+        }
+        SIGEV_THREAD_ID => {
+            check_signal(ev.sigev_signo)?;
+            let tid = ev.un[0] as u32 as i32;
+            if tid <= 0 || !thread_exists(tid) {
+                debug(format_args!(
+                    "SIGEV_THREAD_ID names no thread of this process ({tid}): EINVAL"
+                ));
+                return Err(libc::EINVAL);
+            }
+            let signo = ev.sigev_signo;
+            Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
+                send_to_thread(tid, signo, v)
+            }))
+        }
+        other => {
+            debug(format_args!("sigev_notify {other} is not SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD or SIGEV_THREAD_ID: EINVAL"));
+            Err(libc::EINVAL)
+        }
+    }
+}
+
+fn check_signal(signo: i32) -> Result<(), i32> {
+    if signo <= 0 || signo > libc::SIGRTMAX() || signo == libc::SIGKILL || signo == libc::SIGSTOP {
+        debug(format_args!("signal number {signo} is not valid: EINVAL"));
+        return Err(libc::EINVAL);
+    }
+    Ok(())
+}
+
+fn thread_exists(tid: i32) -> bool {
+    // SAFETY: tgkill with signal 0 only checks that the thread exists.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) == 0 }
+}
+
+/// The kernel's `siginfo_t` for a queued signal (`_rt` member of the union).
+#[repr(C)]
+struct KernelSigInfo {
+    signo: i32,
+    errno: i32,
+    code: i32,
+    _pad: i32,
+    pid: i32,
+    uid: u32,
+    value: usize,
+    _rest: [u8; 128 - 32],
+}
+
+/// Queues `signo` with `value` and `SI_ASYNCIO` to thread `tid` of this process.
+fn send_to_thread(tid: i32, signo: i32, value: SigVal) {
+    // SAFETY: getpid and getuid have no preconditions.
+    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
+    let info = KernelSigInfo {
+        signo,
+        errno: 0,
+        code: SI_ASYNCIO,
+        _pad: 0,
+        pid,
+        uid,
+        value: value.0,
+        _rest: [0; 96],
+    };
+    // SAFETY: rt_tgsigqueueinfo reads a 128-byte siginfo, valid for the call;
+    // a negative si_code to our own process is allowed.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_rt_tgsigqueueinfo,
+            pid,
+            tid,
+            signo,
+            &info as *const KernelSigInfo,
+        )
+    };
+    if r != 0 {
+        debug(format_args!(
+            "SIGEV_THREAD_ID: rt_tgsigqueueinfo to thread {tid} failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+}
+
+struct Call {
+    f: NotifyFn,
+    value: usize,
+}
+
+extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
+    // SAFETY: `arg` is the `Box<Call>` leaked by `spawn_notify` for this thread.
+    let call = unsafe { Box::from_raw(arg as *mut Call) };
+    (call.f)(libc::sigval {
+        sival_ptr: call.value as *mut c_void,
+    });
+    std::ptr::null_mut()
+}
+
+/// Runs `f(value)` on a new thread made with `attr` (or detached defaults).
+fn spawn_notify(f: NotifyFn, attr: *const libc::pthread_attr_t, value: SigVal) {
+    let call = Box::into_raw(Box::new(Call { f, value: value.0 }));
+    // SAFETY: `attr` is null or, by the caller's contract for
+    // `sigev_notify_attributes`, a valid initialized attribute object until the
+    // notification; the default attribute object lives for the call.
+    let r = unsafe { create(attr, call as *mut c_void) };
+    if let Err(e) = r {
+        // SAFETY: the thread was not created, so `call` is still ours.
+        drop(unsafe { Box::from_raw(call) });
+        debug(format_args!(
+            "SIGEV_THREAD: pthread_create failed with errno {e}; notification lost"
+        ));
+    }
+}
+
+/// `pthread_create` of a notification thread, detached either way.
+///
+/// # Safety
+/// `attr` is null or a valid attribute object; `arg` is a leaked `Box<Call>`.
+unsafe fn create(attr: *const libc::pthread_attr_t, arg: *mut c_void) -> Result<(), i32> {
+    let mut tid: libc::pthread_t = 0;
+    if attr.is_null() {
+        let mut a = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+        // SAFETY: pthread_attr_init initializes `a`; it is destroyed below.
+        unsafe {
+            if libc::pthread_attr_init(a.as_mut_ptr()) != 0 {
+                return Err(libc::ENOMEM);
+            }
+            libc::pthread_attr_setdetachstate(a.as_mut_ptr(), libc::PTHREAD_CREATE_DETACHED);
+            let r = libc::pthread_create(&mut tid, a.as_ptr(), trampoline, arg);
+            libc::pthread_attr_destroy(a.as_mut_ptr());
+            if r != 0 {
+                return Err(r);
+            }
+        }
+        return Ok(());
+    }
+    // SAFETY: the caller guarantees `attr` is valid.
+    unsafe {
+        let r = libc::pthread_create(&mut tid, attr, trampoline, arg);
+        if r != 0 {
+            return Err(r);
+        }
+        let mut st = 0;
+        if pthread_attr_getdetachstate(attr, &mut st) == 0 && st == libc::PTHREAD_CREATE_JOINABLE {
+            // Nobody joins a notification thread.
+            libc::pthread_detach(tid);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,785 @@
+/* Every function and every error of the C AIO interface, run against
+ * libposixrt (linked with -lposixrt or preloaded). Exits 0 when every check
+ * passes; otherwise prints the failed check and exits 1.
+ *
+ * Usage: aio_semantics [all | idle | eagain]
+ *   all     every check (the default)
+ *   idle    a program that never calls aio_* has no ring and no extra thread
+ *   eagain  run with POSIXRT_AIO_MAX=4: lio_listio of 8 entries gives EAGAIN
+ */
+#define _GNU_SOURCE
+#include <aio.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int failures;
+static char tmpl[64];
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__,    \
+                    __LINE__, #cond, errno, strerror(errno));                        \
+            failures++;                                                              \
+        }                                                                            \
+    } while (0)
+
+/* Pointers the compiler cannot prove null (the prototypes say nonnull). */
+static struct aiocb *volatile null_cb;
+static const struct aiocb *const *volatile null_list;
+
+static int make_file(const char *content) {
+    strcpy(tmpl, "/tmp/posixrt-capi-XXXXXX");
+    int fd = mkstemp(tmpl);
+    if (fd < 0) {
+        perror("mkstemp");
+        exit(1);
+    }
+    unlink(tmpl);
+    if (content != NULL && write(fd, content, strlen(content)) != (ssize_t)strlen(content)) {
+        perror("write");
+        exit(1);
+    }
+    return fd;
+}
+
+static void init_cb(struct aiocb *cb, int fd, void *buf, size_t n, off_t off) {
+    memset(cb, 0, sizeof *cb);
+    cb->aio_fildes = fd;
+    cb->aio_buf = buf;
+    cb->aio_nbytes = n;
+    cb->aio_offset = off;
+    cb->aio_sigevent.sigev_notify = SIGEV_NONE;
+}
+
+static void wait_one(struct aiocb *cb) {
+    const struct aiocb *list[1] = {cb};
+    while (aio_error(cb) == EINPROGRESS) {
+        if (aio_suspend(list, 1, NULL) != 0 && errno != EINTR) {
+            CHECK(!"aio_suspend failed");
+            return;
+        }
+    }
+}
+
+static void test_read_write_return(void) {
+    int fd = make_file(NULL);
+    char out[] = "hello, posix aio\n";
+    char in[64];
+    struct aiocb cb;
+
+    init_cb(&cb, fd, out, strlen(out), 0);
+    cb.aio_lio_opcode = 12345; /* ignored by aio_write */
+    CHECK(aio_write(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == (ssize_t)strlen(out));
+    /* A second aio_return, and aio_error after it: not a request any more. */
+    errno = 0;
+    CHECK(aio_return(&cb) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(aio_error(&cb) == -1 && errno == EINVAL);
+
+    /* Reuse of the same aiocb after aio_return. */
+    memset(in, 0, sizeof in);
+    init_cb(&cb, fd, in, sizeof in, 7);
+    cb.aio_lio_opcode = LIO_WRITE; /* ignored by aio_read */
+    CHECK(aio_read(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == (ssize_t)strlen(out) - 7);
+    CHECK(memcmp(in, "posix aio\n", 10) == 0);
+
+    /* Reading at end of file: 0 bytes. */
+    init_cb(&cb, fd, in, sizeof in, 1000);
+    CHECK(aio_read(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 0);
+
+    /* Zero bytes. */
+    init_cb(&cb, fd, in, 0, 0);
+    CHECK(aio_read(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 0);
+    close(fd);
+}
+
+static void test_null_and_unknown(void) {
+    struct aiocb never;
+    memset(&never, 0, sizeof never);
+    errno = 0;
+    CHECK(aio_read(null_cb) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(aio_write(null_cb) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(aio_fsync(O_SYNC, null_cb) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(aio_error(null_cb) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(aio_return(null_cb) == -1 && errno == EINVAL);
+    /* Never submitted: not a request. */
+    errno = 0;
+    CHECK(aio_error(&never) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(aio_return(&never) == -1 && errno == EINVAL);
+    /* Garbage in the private fields does not make it one. */
+    memset(&never, 0xa5, sizeof never);
+    errno = 0;
+    CHECK(aio_error(&never) == -1 && errno == EINVAL);
+    /* A copy of a submitted aiocb is not that request. */
+    {
+        int fd = make_file("abc");
+        char b[4];
+        struct aiocb cb, copy;
+        init_cb(&cb, fd, b, 3, 0);
+        CHECK(aio_read(&cb) == 0);
+        memcpy(&copy, &cb, sizeof cb);
+        errno = 0;
+        CHECK(aio_error(&copy) == -1 && errno == EINVAL);
+        wait_one(&cb);
+        CHECK(aio_return(&cb) == 3);
+        close(fd);
+    }
+}
+
+static void test_invalid_fields(void) {
+    int fd = make_file("data");
+    char b[8];
+    struct aiocb cb;
+
+    init_cb(&cb, fd, b, 4, 0);
+    cb.aio_reqprio = -1;
+    errno = 0;
+    CHECK(aio_read(&cb) == -1 && errno == EINVAL);
+    cb.aio_reqprio = 21; /* AIO_PRIO_DELTA_MAX is 20 */
+    errno = 0;
+    CHECK(aio_read(&cb) == -1 && errno == EINVAL);
+    cb.aio_reqprio = 20;
+    CHECK(aio_read(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 4);
+
+    init_cb(&cb, fd, b, 4, -1);
+    errno = 0;
+    CHECK(aio_read(&cb) == -1 && errno == EINVAL);
+
+    init_cb(&cb, fd, b, 4, 0);
+    cb.aio_sigevent.sigev_notify = 99;
+    errno = 0;
+    CHECK(aio_read(&cb) == -1 && errno == EINVAL);
+    cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+    cb.aio_sigevent.sigev_signo = 0;
+    errno = 0;
+    CHECK(aio_read(&cb) == -1 && errno == EINVAL);
+    cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+    cb.aio_sigevent.sigev_notify_function = NULL;
+    errno = 0;
+    CHECK(aio_read(&cb) == -1 && errno == EINVAL);
+
+    /* A bad fd: EBADF, at once or as the request's status. */
+    init_cb(&cb, 987, b, 4, 0);
+    errno = 0;
+    if (aio_read(&cb) == 0) {
+        wait_one(&cb);
+        CHECK(aio_error(&cb) == EBADF);
+        CHECK(aio_return(&cb) == -1);
+    } else {
+        CHECK(errno == EBADF);
+    }
+    /* Writing to a read-only fd. */
+    {
+        int ro = open("/dev/null", O_RDONLY);
+        init_cb(&cb, ro, b, 4, 0);
+        errno = 0;
+        if (aio_write(&cb) == 0) {
+            wait_one(&cb);
+            CHECK(aio_error(&cb) == EBADF);
+            CHECK(aio_return(&cb) == -1);
+        } else {
+            CHECK(errno == EBADF);
+        }
+        close(ro);
+    }
+    close(fd);
+}
+
+static void test_fsync(void) {
+    int fd = make_file("x");
+    char b[] = "more";
+    struct aiocb w, s;
+
+    init_cb(&w, fd, b, 4, 1);
+    CHECK(aio_write(&w) == 0);
+    init_cb(&s, fd, NULL, 0, 0);
+    CHECK(aio_fsync(O_SYNC, &s) == 0);
+    wait_one(&s);
+    /* The fsync covers the write queued before it: that one is done too. */
+    CHECK(aio_error(&w) != EINPROGRESS);
+    CHECK(aio_return(&s) == 0);
+    wait_one(&w);
+    CHECK(aio_return(&w) == 4);
+
+    init_cb(&s, fd, NULL, 0, 0);
+    CHECK(aio_fsync(O_DSYNC, &s) == 0);
+    wait_one(&s);
+    CHECK(aio_return(&s) == 0);
+
+    init_cb(&s, fd, NULL, 0, 0);
+    errno = 0;
+    CHECK(aio_fsync(0x7, &s) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(aio_fsync(O_APPEND, &s) == -1 && errno == EINVAL);
+
+    {
+        int ro = open("/dev/null", O_RDONLY);
+        init_cb(&s, ro, NULL, 0, 0);
+        errno = 0;
+        CHECK(aio_fsync(O_SYNC, &s) == -1 && errno == EBADF);
+        close(ro);
+    }
+    init_cb(&s, 987, NULL, 0, 0);
+    errno = 0;
+    CHECK(aio_fsync(O_SYNC, &s) == -1 && errno == EBADF);
+    close(fd);
+}
+
+static volatile sig_atomic_t sig_count;
+static volatile sig_atomic_t sig_code;
+static volatile sig_atomic_t sig_value;
+static volatile sig_atomic_t sig_tid;
+
+static void on_signal(int signo, siginfo_t *info, void *ctx) {
+    (void)signo;
+    (void)ctx;
+    sig_count++;
+    sig_code = info->si_code;
+    sig_value = info->si_value.sival_int;
+    sig_tid = (sig_atomic_t)syscall(SYS_gettid);
+}
+
+static void install(int signo) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO; /* no SA_RESTART: waits see EINTR */
+    sigemptyset(&sa.sa_mask);
+    sigaction(signo, &sa, NULL);
+}
+
+static void wait_signals(int n) {
+    for (int i = 0; i < 2000 && sig_count < n; i++) {
+        usleep(1000);
+    }
+}
+
+static void test_lio_listio(void) {
+    int fd = make_file("0123456789abcdef");
+    char b1[4], b2[4], w[] = "WXYZ";
+    struct aiocb r1, r2, wr, nop, bad;
+    struct aiocb *list[6];
+
+    errno = 0;
+    CHECK(lio_listio(7, list, 0, NULL) == -1 && errno == EINVAL);
+    errno = 0;
+    CHECK(lio_listio(LIO_WAIT, list, -1, NULL) == -1 && errno == EINVAL);
+    CHECK(lio_listio(LIO_WAIT, list, 0, NULL) == 0);
+
+    init_cb(&r1, fd, b1, 4, 0);
+    r1.aio_lio_opcode = LIO_READ;
+    init_cb(&r2, fd, b2, 4, 10);
+    r2.aio_lio_opcode = LIO_READ;
+    init_cb(&wr, fd, w, 4, 16);
+    wr.aio_lio_opcode = LIO_WRITE;
+    init_cb(&nop, fd, NULL, 0, 0);
+    nop.aio_lio_opcode = LIO_NOP;
+    list[0] = &r1;
+    list[1] = NULL;
+    list[2] = &nop;
+    list[3] = &r2;
+    list[4] = &wr;
+    CHECK(lio_listio(LIO_WAIT, list, 5, NULL) == 0);
+    CHECK(aio_error(&r1) == 0 && aio_return(&r1) == 4 && memcmp(b1, "0123", 4) == 0);
+    CHECK(aio_error(&r2) == 0 && aio_return(&r2) == 4 && memcmp(b2, "abcd", 4) == 0);
+    CHECK(aio_error(&wr) == 0 && aio_return(&wr) == 4);
+    errno = 0;
+    CHECK(aio_error(&nop) == -1 && errno == EINVAL); /* LIO_NOP is not a request */
+
+    /* A bad opcode: that entry reports EINVAL, the others run, the call says EIO. */
+    init_cb(&r1, fd, b1, 4, 0);
+    r1.aio_lio_opcode = LIO_READ;
+    init_cb(&bad, fd, b2, 4, 0);
+    bad.aio_lio_opcode = 42;
+    list[0] = &r1;
+    list[1] = &bad;
+    errno = 0;
+    CHECK(lio_listio(LIO_WAIT, list, 2, NULL) == -1 && errno == EIO);
+    CHECK(aio_error(&bad) == EINVAL && aio_return(&bad) == -1);
+    CHECK(aio_error(&r1) == 0 && aio_return(&r1) == 4);
+
+    /* An entry that fails in the kernel: EIO, its own status EBADF. */
+    init_cb(&r1, fd, b1, 4, 0);
+    r1.aio_lio_opcode = LIO_READ;
+    init_cb(&bad, 987, b2, 4, 0);
+    bad.aio_lio_opcode = LIO_READ;
+    list[0] = &r1;
+    list[1] = &bad;
+    errno = 0;
+    CHECK(lio_listio(LIO_WAIT, list, 2, NULL) == -1 && errno == EIO);
+    CHECK(aio_error(&bad) == EBADF && aio_return(&bad) == -1);
+    CHECK(aio_error(&r1) == 0 && aio_return(&r1) == 4);
+
+    /* LIO_NOWAIT with a signal when all are done, once. */
+    {
+        struct sigevent ev;
+        int signo = SIGRTMIN + 2;
+        install(signo);
+        sig_count = 0;
+        memset(&ev, 0, sizeof ev);
+        ev.sigev_notify = SIGEV_SIGNAL;
+        ev.sigev_signo = signo;
+        ev.sigev_value.sival_int = 77;
+        init_cb(&r1, fd, b1, 4, 0);
+        r1.aio_lio_opcode = LIO_READ;
+        init_cb(&r2, fd, b2, 4, 4);
+        r2.aio_lio_opcode = LIO_READ;
+        list[0] = &r1;
+        list[1] = &r2;
+        CHECK(lio_listio(LIO_NOWAIT, list, 2, &ev) == 0);
+        wait_signals(1);
+        usleep(20000);
+        CHECK(sig_count == 1);
+        CHECK(sig_value == 77);
+        CHECK(sig_code == SI_ASYNCIO);
+        wait_one(&r1);
+        wait_one(&r2);
+        CHECK(aio_return(&r1) == 4 && aio_return(&r2) == 4);
+        /* An invalid list sigevent. */
+        ev.sigev_notify = 1234;
+        errno = 0;
+        CHECK(lio_listio(LIO_NOWAIT, list, 2, &ev) == -1 && errno == EINVAL);
+        /* An empty LIO_NOWAIT list notifies at once. */
+        ev.sigev_notify = SIGEV_SIGNAL;
+        sig_count = 0;
+        CHECK(lio_listio(LIO_NOWAIT, list, 0, &ev) == 0);
+        wait_signals(1);
+        CHECK(sig_count == 1);
+    }
+    close(fd);
+}
+
+static void test_suspend(void) {
+    int p[2];
+    char b[8];
+    struct aiocb cb;
+    const struct aiocb *list[3];
+    struct timespec ts = {0, 50 * 1000 * 1000};
+
+    CHECK(pipe(p) == 0);
+    /* Only NULL entries, or none: nothing to wait for. */
+    list[0] = NULL;
+    list[1] = NULL;
+    CHECK(aio_suspend(list, 2, NULL) == 0);
+    CHECK(aio_suspend(list, 0, NULL) == 0);
+    errno = 0;
+    CHECK(aio_suspend(null_list, 1, NULL) == -1 && errno == EINVAL);
+
+    init_cb(&cb, p[0], b, sizeof b, 0);
+    CHECK(aio_read(&cb) == 0);
+    CHECK(aio_error(&cb) == EINPROGRESS);
+    list[0] = NULL;
+    list[1] = &cb;
+    list[2] = NULL;
+    errno = 0;
+    CHECK(aio_suspend(list, 3, &ts) == -1 && errno == EAGAIN);
+    ts.tv_nsec = 2000000000L;
+    errno = 0;
+    CHECK(aio_suspend(list, 3, &ts) == -1 && errno == EINVAL);
+    ts.tv_nsec = 0;
+    errno = 0;
+    CHECK(aio_suspend(list, 3, &ts) == -1 && errno == EAGAIN);
+
+    /* A signal handler run during the wait: EINTR. */
+    {
+        struct itimerval it;
+        install(SIGALRM);
+        memset(&it, 0, sizeof it);
+        it.it_value.tv_usec = 30000;
+        setitimer(ITIMER_REAL, &it, NULL);
+        errno = 0;
+        CHECK(aio_suspend(list, 3, NULL) == -1 && errno == EINTR);
+        signal(SIGALRM, SIG_IGN);
+    }
+    CHECK(write(p[1], "ping", 4) == 4);
+    CHECK(aio_suspend(list, 3, NULL) == 0);
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == 4);
+    /* A done entry: at once. */
+    init_cb(&cb, p[0], b, sizeof b, 0);
+    CHECK(write(p[1], "pong", 4) == 4);
+    CHECK(aio_read(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_suspend(list, 3, NULL) == 0);
+    CHECK(aio_return(&cb) == 4);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void test_cancel(void) {
+    int p[2];
+    char b1[8], b2[8];
+    struct aiocb c1, c2, never;
+
+    CHECK(pipe(p) == 0);
+    errno = 0;
+    CHECK(aio_cancel(987, NULL) == -1 && errno == EBADF);
+    /* Nothing in flight on the fd. */
+    CHECK(aio_cancel(p[0], NULL) == AIO_ALLDONE);
+    memset(&never, 0, sizeof never);
+    never.aio_fildes = p[0];
+    CHECK(aio_cancel(p[0], &never) == AIO_ALLDONE);
+
+    init_cb(&c1, p[0], b1, sizeof b1, 0);
+    CHECK(aio_read(&c1) == 0);
+    errno = 0;
+    CHECK(aio_cancel(p[1], &c1) == -1 && errno == EINVAL); /* not its fd */
+    CHECK(aio_cancel(p[0], &c1) == AIO_CANCELED);
+    CHECK(aio_error(&c1) == ECANCELED);
+    CHECK(aio_return(&c1) == -1);
+    /* Cancelling it again: done. */
+    CHECK(aio_cancel(p[0], &c1) == AIO_ALLDONE);
+
+    /* aio_cancel(fd, NULL): every request on the fd. */
+    init_cb(&c1, p[0], b1, sizeof b1, 0);
+    init_cb(&c2, p[0], b2, sizeof b2, 0);
+    CHECK(aio_read(&c1) == 0);
+    CHECK(aio_read(&c2) == 0);
+    CHECK(aio_cancel(p[0], NULL) == AIO_CANCELED);
+    CHECK(aio_error(&c1) == ECANCELED && aio_error(&c2) == ECANCELED);
+    CHECK(aio_return(&c1) == -1 && aio_return(&c2) == -1);
+
+    /* A finished request: AIO_ALLDONE. */
+    CHECK(write(p[1], "x", 1) == 1);
+    init_cb(&c1, p[0], b1, sizeof b1, 0);
+    CHECK(aio_read(&c1) == 0);
+    wait_one(&c1);
+    CHECK(aio_cancel(p[0], &c1) == AIO_ALLDONE);
+    CHECK(aio_return(&c1) == 1);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void test_sigev_signal(void) {
+    int fd = make_file("signal");
+    char b[8];
+    struct aiocb cb;
+    int signo = SIGRTMIN + 1;
+
+    install(signo);
+    sig_count = 0;
+    init_cb(&cb, fd, b, 6, 0);
+    cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
+    cb.aio_sigevent.sigev_signo = signo;
+    cb.aio_sigevent.sigev_value.sival_int = 4242;
+    CHECK(aio_read(&cb) == 0);
+    wait_signals(1);
+    CHECK(sig_count == 1);
+    CHECK(sig_code == SI_ASYNCIO);
+    CHECK(sig_value == 4242);
+    /* The status is stored before the signal is sent. */
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == 6);
+    close(fd);
+}
+
+struct tid_target {
+    sem_t ready;
+    pid_t tid;
+    int got;
+    int value;
+};
+
+static void *tid_thread(void *arg) {
+    struct tid_target *t = arg;
+    sigset_t set;
+    siginfo_t info;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 3);
+    t->tid = (pid_t)syscall(SYS_gettid);
+    sem_post(&t->ready);
+    if (sigwaitinfo(&set, &info) > 0) {
+        t->got = info.si_code == SI_ASYNCIO;
+        t->value = info.si_value.sival_int;
+    }
+    return NULL;
+}
+
+static void test_sigev_thread_id(void) {
+    int fd = make_file("tid");
+    char b[4];
+    struct aiocb cb;
+    struct tid_target t;
+    pthread_t th;
+    sigset_t set, old;
+
+    /* Blocked everywhere, taken by sigwaitinfo in the target thread only. */
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 3);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    memset(&t, 0, sizeof t);
+    sem_init(&t.ready, 0, 0);
+    pthread_create(&th, NULL, tid_thread, &t);
+    sem_wait(&t.ready);
+
+    init_cb(&cb, fd, b, 3, 0);
+    cb.aio_sigevent.sigev_notify = SIGEV_THREAD_ID;
+    cb.aio_sigevent.sigev_signo = SIGRTMIN + 3;
+    cb.aio_sigevent.sigev_value.sival_int = 99;
+    cb.aio_sigevent._sigev_un._tid = t.tid;
+    CHECK(aio_read(&cb) == 0);
+    pthread_join(th, NULL);
+    CHECK(t.got == 1);
+    CHECK(t.value == 99);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 3);
+
+    /* A thread id that is not ours. */
+    init_cb(&cb, fd, b, 3, 0);
+    cb.aio_sigevent.sigev_notify = SIGEV_THREAD_ID;
+    cb.aio_sigevent.sigev_signo = SIGRTMIN + 3;
+    cb.aio_sigevent._sigev_un._tid = 0x7ffffff0;
+    errno = 0;
+    CHECK(aio_read(&cb) == -1 && errno == EINVAL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(fd);
+}
+
+static sem_t thread_done;
+static volatile int thread_value;
+static volatile size_t thread_stack;
+static volatile ssize_t thread_ret;
+static struct aiocb thread_cb;
+
+static void on_thread(union sigval v) {
+    pthread_attr_t a;
+    size_t sz = 0;
+    thread_value = v.sival_int;
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        pthread_attr_getstacksize(&a, &sz);
+        pthread_attr_destroy(&a);
+    }
+    thread_stack = sz;
+    /* The status is final in the callback: aio_return works here. */
+    thread_ret = aio_return(&thread_cb);
+    sem_post(&thread_done);
+}
+
+static void test_sigev_thread(void) {
+    int fd = make_file("thread!");
+    char b[8];
+    pthread_attr_t attr;
+    size_t want = 4 * 1024 * 1024;
+
+    sem_init(&thread_done, 0, 0);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, want);
+    init_cb(&thread_cb, fd, b, 7, 0);
+    thread_cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+    thread_cb.aio_sigevent.sigev_notify_function = on_thread;
+    thread_cb.aio_sigevent.sigev_notify_attributes = &attr;
+    thread_cb.aio_sigevent.sigev_value.sival_int = 31337;
+    CHECK(aio_read(&thread_cb) == 0);
+    CHECK(sem_wait(&thread_done) == 0);
+    CHECK(thread_value == 31337);
+    CHECK(thread_stack >= want); /* sigev_notify_attributes honoured */
+    CHECK(thread_ret == 7);
+    pthread_attr_destroy(&attr);
+
+    /* Without attributes. */
+    init_cb(&thread_cb, fd, b, 5, 0);
+    thread_cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+    thread_cb.aio_sigevent.sigev_notify_function = on_thread;
+    thread_cb.aio_sigevent.sigev_notify_attributes = NULL;
+    thread_cb.aio_sigevent.sigev_value.sival_int = 5;
+    CHECK(aio_read(&thread_cb) == 0);
+    CHECK(sem_wait(&thread_done) == 0);
+    CHECK(thread_value == 5 && thread_ret == 5);
+    close(fd);
+}
+
+static void test_fork(void) {
+    int fd = make_file("parent and child");
+    char b[8];
+    struct aiocb cb;
+    pid_t pid;
+    int st;
+
+    init_cb(&cb, fd, b, 6, 0);
+    CHECK(aio_read(&cb) == 0);
+    pid = fork();
+    if (pid == 0) {
+        /* The child: no requests of the parent, a fresh engine that works. */
+        char c[8];
+        struct aiocb k;
+        int bad = 0;
+        errno = 0;
+        if (!(aio_error(&cb) == -1 && errno == EINVAL)) bad |= 1;
+        init_cb(&k, fd, c, 5, 11);
+        if (aio_read(&k) != 0) bad |= 2;
+        wait_one(&k);
+        if (aio_return(&k) != 5 || memcmp(c, "child", 5) != 0) bad |= 4;
+        _exit(bad);
+    }
+    CHECK(pid > 0);
+    CHECK(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 6);
+    close(fd);
+}
+
+#define NTHREADS 8
+#define NLOOPS 200
+
+static int shared_fd;
+
+static void *hammer(void *arg) {
+    long id = (long)arg;
+    char b[16];
+    struct aiocb cb;
+    long bad = 0;
+    for (int i = 0; i < NLOOPS; i++) {
+        const struct aiocb *list[1] = {&cb};
+        off_t off = (id * NLOOPS + i) % 64;
+        init_cb(&cb, shared_fd, b, 4, off * 4);
+        if (aio_read(&cb) != 0) {
+            bad++;
+            continue;
+        }
+        while (aio_error(&cb) == EINPROGRESS) {
+            aio_suspend(list, 1, NULL);
+        }
+        if (aio_return(&cb) != 4 || b[0] != (char)('A' + off % 26)) bad++;
+    }
+    return (void *)bad;
+}
+
+static void test_threads(void) {
+    char data[256];
+    pthread_t th[NTHREADS];
+    for (int i = 0; i < 64; i++) memset(data + i * 4, 'A' + i % 26, 4);
+    shared_fd = make_file(NULL);
+    CHECK(write(shared_fd, data, sizeof data) == (ssize_t)sizeof data);
+    for (long i = 0; i < NTHREADS; i++) pthread_create(&th[i], NULL, hammer, (void *)i);
+    for (int i = 0; i < NTHREADS; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        CHECK(r == NULL);
+    }
+    close(shared_fd);
+}
+
+static int count_dir(const char *path, const char *match) {
+    DIR *d = opendir(path);
+    struct dirent *e;
+    int n = 0;
+    char p[512], link[256];
+    if (d == NULL) return -1;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.') continue;
+        if (match == NULL) {
+            n++;
+            continue;
+        }
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        ssize_t l = readlink(p, link, sizeof link - 1);
+        if (l > 0) {
+            link[l] = 0;
+            if (strstr(link, match) != NULL) n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+static void test_idle(void) {
+    /* Loaded (linked or preloaded) but unused: no thread, no ring. */
+    CHECK(count_dir("/proc/self/task", NULL) == 1);
+    CHECK(count_dir("/proc/self/fd", "io_uring") == 0);
+}
+
+static void test_eagain(void) {
+    /* Run with POSIXRT_AIO_MAX=4. */
+    int p[2];
+    char b[8][4];
+    struct aiocb cbs[8];
+    struct aiocb *list[8];
+    CHECK(pipe(p) == 0);
+    for (int i = 0; i < 8; i++) {
+        init_cb(&cbs[i], p[0], b[i], 4, 0);
+        cbs[i].aio_lio_opcode = LIO_READ;
+        list[i] = &cbs[i];
+    }
+    errno = 0;
+    CHECK(lio_listio(LIO_NOWAIT, list, 8, NULL) == -1 && errno == EAGAIN);
+    for (int i = 0; i < 8; i++) {
+        CHECK(aio_error(&cbs[i]) == EAGAIN);
+        CHECK(aio_return(&cbs[i]) == -1);
+    }
+    /* Four fit; the fifth single request does not. */
+    CHECK(lio_listio(LIO_NOWAIT, list, 4, NULL) == 0);
+    errno = 0;
+    CHECK(aio_read(&cbs[4]) == -1 && errno == EAGAIN);
+    CHECK(aio_cancel(p[0], NULL) == AIO_CANCELED);
+    for (int i = 0; i < 4; i++) CHECK(aio_return(&cbs[i]) == -1);
+    close(p[0]);
+    close(p[1]);
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "all";
+    if (strcmp(mode, "idle") == 0) {
+        test_idle();
+    } else if (strcmp(mode, "eagain") == 0) {
+        test_eagain();
+    } else if (strcmp(mode, "all") == 0) {
+        struct aioinit init;
+        memset(&init, 0, sizeof init);
+        init.aio_threads = 4;
+        init.aio_num = 64;
+        aio_init(&init);
+        test_read_write_return();
+        test_null_and_unknown();
+        test_invalid_fields();
+        test_fsync();
+        test_lio_listio();
+        test_suspend();
+        test_cancel();
+        test_sigev_signal();
+        test_sigev_thread_id();
+        test_sigev_thread();
+        test_fork();
+        test_threads();
+    } else {
+        fprintf(stderr, "usage: aio_semantics [all | idle | eagain]\n");
+        return 2;
+    }
+    if (failures != 0) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}

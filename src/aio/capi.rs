@@ -1,0 +1,633 @@
+//! Raw entry points for the C ABI (the `posixrt-capi` crate, `libposixrt.so`):
+//! requests on a raw fd and a raw buffer that the C caller owns, whose status is
+//! stored into the caller's glibc `struct aiocb` when they complete.
+//!
+//! Not part of the public API (hidden, no stability promise): the C library is
+//! its only user. A C request lives in the same request table and runs on the
+//! same engine as a Rust one. The difference is that nobody holds a handle: the
+//! completion stores `__return_value` then `__error_code` into the aiocb and the
+//! slot is freed at once, so `aio_error` is a load of `__error_code` and a
+//! program that never calls `aio_return` leaks nothing. The request's name
+//! (`(slot, generation)` as io_uring `user_data`) is kept in `__next_prio`, for
+//! `aio_cancel`.
+//!
+//! Waits (`aio_suspend`, `LIO_WAIT`) return EINTR when a signal handler runs, as
+//! C requires: the waiting thread either reaps the ring itself
+//! ([`Ring::wait_interruptible`](super::uring::Ring)) or sleeps on a futex word
+//! bumped by every C completion.
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::core::{user_data, Core, OpKind, RawOp, State, NO_LIST};
+use super::engine::{BackendInfo, Config, Engine, Inner};
+use super::hook;
+use super::notify::Notify;
+use crate::{Error, ErrorKind, Result};
+
+/// glibc's `struct sigevent` (64 bytes on LP64 targets).
+#[doc(hidden)]
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct SigEvent {
+    /// `sigev_value` (`union sigval`).
+    pub sigev_value: usize,
+    /// `sigev_signo`.
+    pub sigev_signo: c_int,
+    /// `sigev_notify`.
+    pub sigev_notify: c_int,
+    /// The union: `_tid` (SIGEV_THREAD_ID) in the low 32 bits of word 0, or
+    /// `_function` (word 0) and `_attribute` (word 1) for SIGEV_THREAD.
+    pub un: [usize; 6],
+}
+
+/// glibc's `struct aiocb` (and `struct aiocb64`, the same on LP64 targets).
+#[doc(hidden)]
+#[repr(C)]
+pub struct Aiocb {
+    pub aio_fildes: c_int,
+    pub aio_lio_opcode: c_int,
+    pub aio_reqprio: c_int,
+    pub aio_buf: *mut c_void,
+    pub aio_nbytes: usize,
+    pub aio_sigevent: SigEvent,
+    /// posixrt: the request's name (io_uring `user_data`) while it runs.
+    pub __next_prio: u64,
+    pub __abs_prio: c_int,
+    pub __policy: c_int,
+    /// posixrt: EINPROGRESS, then 0 or the errno (what `aio_error` returns).
+    pub __error_code: c_int,
+    /// posixrt: bytes transferred, or -1 (what `aio_return` returns).
+    pub __return_value: isize,
+    pub aio_offset: i64,
+    /// posixrt: a tag telling an aiocb it knows from garbage (the capi crate's).
+    pub __glibc_reserved: [u64; 4],
+}
+
+/// The operation of a C request.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum COp {
+    /// `LIO_READ` / `aio_read`.
+    Read,
+    /// `LIO_WRITE` / `aio_write`.
+    Write,
+    /// `aio_fsync(O_SYNC)`.
+    Fsync,
+    /// `aio_fsync(O_DSYNC)`.
+    Fdatasync,
+}
+
+/// One C request, checked by the caller.
+#[doc(hidden)]
+pub struct CRequest {
+    /// The caller's control block: gets the status.
+    pub cb: *mut Aiocb,
+    pub op: COp,
+    pub fd: i32,
+    pub offset: i64,
+    pub buf: *mut u8,
+    pub len: usize,
+    pub reqprio: u8,
+    /// Must wait for every earlier request on `fd` (O_APPEND or stream write, fsync).
+    pub ordered: bool,
+    pub notify: Notify,
+}
+
+/// Bumped by every C completion; waiters that do not reap sleep on it.
+static SEQ: AtomicU32 = AtomicU32::new(0);
+/// Threads sleeping on `SEQ`.
+static WAITERS: AtomicU32 = AtomicU32::new(0);
+/// C requests submitted and not yet done.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// The status of a C request's aiocb, as `aio_error` reads it.
+///
+/// # Safety
+/// `cb` points to a live `struct aiocb`.
+#[doc(hidden)]
+#[inline]
+pub unsafe fn error_code(cb: *const Aiocb) -> i32 {
+    // SAFETY: the caller guarantees `cb` is valid; the field is an aligned int,
+    // written by completions on other threads with release ordering.
+    unsafe { AtomicI32::from_ptr(std::ptr::addr_of!((*cb).__error_code) as *mut i32) }
+        .load(Ordering::Acquire)
+}
+
+/// Stores `res` (bytes, or `-errno`) into the aiocb: the value, then the error
+/// code with release ordering, so whoever sees the code sees the value.
+///
+/// # Safety
+/// `cb` points to a live `struct aiocb` that the library may write.
+unsafe fn store_status(cb: *mut Aiocb, res: i64) {
+    let (err, ret) = if res >= 0 {
+        (0, res as isize)
+    } else {
+        ((-res) as i32, -1)
+    };
+    // SAFETY: the caller guarantees `cb` is valid and writable; both fields are
+    // aligned and only written by the library while the request is in flight.
+    unsafe {
+        AtomicI64::from_ptr(std::ptr::addr_of_mut!((*cb).__return_value) as *mut i64)
+            .store(ret as i64, Ordering::Relaxed);
+        AtomicI32::from_ptr(std::ptr::addr_of_mut!((*cb).__error_code))
+            .store(err, Ordering::Release);
+    }
+}
+
+/// Marks the aiocb as in flight under name `ud`.
+///
+/// # Safety
+/// `cb` points to a live `struct aiocb` that the library may write.
+unsafe fn store_started(cb: *mut Aiocb, ud: u64) {
+    // SAFETY: as in `store_status`.
+    unsafe {
+        AtomicU64::from_ptr(std::ptr::addr_of_mut!((*cb).__next_prio)).store(ud, Ordering::Relaxed);
+        AtomicI64::from_ptr(std::ptr::addr_of_mut!((*cb).__return_value) as *mut i64)
+            .store(0, Ordering::Relaxed);
+        AtomicI32::from_ptr(std::ptr::addr_of_mut!((*cb).__error_code))
+            .store(libc::EINPROGRESS, Ordering::Release);
+    }
+}
+
+/// Called by the core (lock held) when a C request is done: stores its status
+/// into the aiocb, then wakes the C waiters.
+pub(crate) fn completed(cb: usize, res: i64) {
+    // SAFETY: `cb` was recorded by `CEngine::submit`, whose contract keeps the aiocb
+    // valid until the request is done; this is that moment, and the slot is freed
+    // (or read by the canceller) right after, never touching the aiocb again.
+    unsafe { store_status(cb as *mut Aiocb, res) };
+    LIVE.fetch_sub(1, Ordering::Relaxed);
+    SEQ.fetch_add(1, Ordering::Release);
+    if WAITERS.load(Ordering::Relaxed) > 0 {
+        let _ = rustix::thread::futex::wake(
+            &SEQ,
+            rustix::thread::futex::Flags::PRIVATE,
+            i32::MAX as u32,
+        );
+    }
+}
+
+/// Runs `f` with every blockable signal blocked in the calling thread, so the
+/// threads it starts inherit a full mask.
+fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
+    // writes `old`, both valid for the call.
+    let ok = unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_BLOCK, all.as_ptr(), old.as_mut_ptr()) == 0
+    };
+    let r = f();
+    if ok {
+        // SAFETY: `old` was written by the successful call above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
+    }
+    r
+}
+
+/// The calling thread's real-time priority (0 for non-RT policies).
+fn thread_priority() -> i32 {
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_getparam(0) writes one sched_param for the calling thread.
+    if unsafe { libc::sched_getparam(0, &mut p) } == 0 {
+        p.sched_priority
+    } else {
+        0
+    }
+}
+
+/// The engine of the C library: one per process (a new one in a forked child).
+#[doc(hidden)]
+pub struct CEngine {
+    inner: Arc<Inner>,
+    max: usize,
+}
+
+impl CEngine {
+    /// Starts an engine: io_uring with `entries` (falling back to `workers` pool
+    /// threads as [`Aio::new`](super::Aio::new) does; `POSIXRT_AIO_BACKEND` is
+    /// honoured). At most `max` C requests may be in flight at once.
+    pub fn new(entries: u32, workers: usize, max: usize) -> Result<CEngine> {
+        // The pool's threads inherit the mask: no signal of the program lands on
+        // a thread that may hold the engine lock (as glibc's AIO threads).
+        let inner = with_signals_blocked(|| {
+            Inner::new(&Config {
+                backend: None,
+                entries,
+                workers,
+            })
+        })?;
+        // The process-wide engine is never shut down.
+        inner.add_user();
+        Ok(CEngine { inner, max })
+    }
+
+    /// Which engine runs the requests and why.
+    pub fn backend(&self) -> &BackendInfo {
+        &self.inner.info
+    }
+
+    /// Resets the process-wide counters in a forked child (the parent's requests
+    /// do not exist there). Call before any new engine is made.
+    pub fn after_fork_child() {
+        WAITERS.store(0, Ordering::Relaxed);
+        LIVE.store(0, Ordering::Relaxed);
+    }
+
+    /// Submits C requests with one lock and (io_uring) one `io_uring_enter`.
+    /// With `list`, they form a `lio_listio` group whose notification fires once,
+    /// when the last is done (at once for an empty group). EAGAIN (nothing
+    /// submitted) when the requests would exceed the limit given to `new`.
+    ///
+    /// Returns each request's name. With `keep`, the slots outlive the requests
+    /// until [`wait_kept`](CEngine::wait_kept) reads and frees them (so a
+    /// `LIO_WAIT` never reads an aiocb a notification may already have freed).
+    ///
+    /// # Safety
+    /// For every request: `cb` points to a valid `struct aiocb` and `buf..buf+len`
+    /// to memory valid for the operation (writable for a read); both stay valid,
+    /// and the buffer is not accessed by the program, until the request is done
+    /// (its `__error_code` is no longer EINPROGRESS).
+    pub unsafe fn submit(
+        &self,
+        reqs: Vec<CRequest>,
+        list: Option<(Notify, bool)>,
+        keep: bool,
+    ) -> Result<Vec<u64>> {
+        let needs_bg = reqs.iter().any(|r| !r.notify.is_none())
+            || list.as_ref().is_some_and(|(n, _)| !n.is_none());
+        if needs_bg {
+            with_signals_blocked(|| self.inner.ensure_background())?;
+        }
+        let inner = &self.inner;
+        let mut core = inner.lock();
+        let n = reqs.len();
+        if LIVE.load(Ordering::Relaxed).saturating_add(n) > self.max {
+            drop(core);
+            return Err(
+                Error::from_errno("aio_read", libc::EAGAIN).with_hint(format!(
+                    "more than {} requests in flight (POSIXRT_AIO_MAX)",
+                    self.max
+                )),
+            );
+        }
+        if core.shutdown {
+            drop(core);
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "aio_read",
+                "the AIO context is shutting down",
+            ));
+        }
+        let list_id = match list {
+            Some((notify, wait)) => {
+                let l = core.new_list(n as u32, notify);
+                hook::list_start(l, n, wait);
+                if n == 0 {
+                    core.finish_list(l);
+                }
+                l
+            }
+            None => NO_LIST,
+        };
+        let direct = match &inner.engine {
+            Engine::Uring(r) => {
+                core.ready_len() == 0
+                    && (core.inflight as usize).saturating_add(n) <= r.capacity as usize
+            }
+            Engine::Threads(_) => false,
+        };
+        let base = if direct { 0 } else { thread_priority() };
+        LIVE.fetch_add(n, Ordering::Relaxed);
+        let mut enter = false;
+        let mut names = Vec::with_capacity(n);
+        for r in reqs {
+            let kind = match r.op {
+                COp::Read => OpKind::Read,
+                COp::Write => OpKind::Write,
+                COp::Fsync => OpKind::Fsync,
+                COp::Fdatasync => OpKind::Fdatasync,
+            };
+            let raw = RawOp {
+                kind,
+                fd: r.fd,
+                offset: r.offset,
+                ptr: r.buf as usize,
+                len: r.len,
+                ordered: r.ordered,
+            };
+            let (idx, gen) = core.alloc(raw, r.reqprio, base, r.notify, list_id);
+            let s = &mut core.slots[idx as usize];
+            s.aiocb = r.cb as usize;
+            s.detached = !keep;
+            names.push(user_data(idx, gen));
+            // SAFETY: the caller guarantees `cb` is valid; the request cannot
+            // complete before the lock is released.
+            unsafe { store_started(r.cb, user_data(idx, gen)) };
+            match &inner.engine {
+                Engine::Uring(ring) if direct && ring.push_one(&mut core, idx, gen) => enter = true,
+                _ => core.admit(idx, direct),
+            }
+        }
+        if core.ready_len() > 0 {
+            enter |= inner.kick(&mut core);
+        }
+        inner.release(core);
+        if enter {
+            if let Engine::Uring(r) = &inner.engine {
+                let _ = r.submit();
+            }
+        }
+        Ok(names)
+    }
+
+    /// Waits for every request named in `names` (submitted with `keep`), then
+    /// frees their slots and returns how many failed (an error, or cancelled).
+    /// A signal handler run during the wait gives `Err(EINTR)`: the unfinished
+    /// requests then free their slots themselves when done.
+    pub fn wait_kept(&self, names: &[u64]) -> std::result::Result<usize, i32> {
+        let all_done = |c: &Core| {
+            names.iter().all(|&ud| {
+                let (i, g) = super::core::split_user_data(ud);
+                c.get(i, g).map_or(true, |s| s.state == State::Done)
+            })
+        };
+        let r = self.wait_core(None, &mut |c: &Core| all_done(c));
+        let inner = &self.inner;
+        let mut core = inner.lock();
+        let mut failed = 0;
+        for &ud in names {
+            let (i, g) = super::core::split_user_data(ud);
+            match core.get(i, g).map(|s| (s.state, s.res)) {
+                Some((State::Done, res)) => {
+                    failed += (res < 0) as usize;
+                    core.free_slot(i);
+                }
+                Some(_) => core.slots[i as usize].detached = true,
+                None => {}
+            }
+        }
+        inner.release(core);
+        match r {
+            Ok(_) => Ok(failed),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reaps finished requests without blocking (io_uring), so their aiocbs get
+    /// their status.
+    #[inline]
+    pub fn poll(&self) {
+        if let Engine::Uring(_) = &self.inner.engine {
+            let mut core = self.inner.lock();
+            self.inner.poll_completions(&mut core);
+            self.inner.release(core);
+        }
+    }
+
+    /// Waits until `done()` holds (it is called with the engine lock held, after
+    /// completions were reaped), or `deadline` passes (`Ok(false)`). A signal
+    /// handler run during the wait gives `Err(EINTR)`; another errno is an engine
+    /// failure.
+    pub fn wait(
+        &self,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut() -> bool,
+    ) -> std::result::Result<bool, i32> {
+        self.wait_core(deadline, &mut |_| done())
+    }
+
+    fn wait_core(
+        &self,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut(&Core) -> bool,
+    ) -> std::result::Result<bool, i32> {
+        let inner = &self.inner;
+        loop {
+            let mut core = inner.lock();
+            inner.poll_completions(&mut core);
+            if done(&core) {
+                inner.release(core);
+                return Ok(true);
+            }
+            let remaining = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        inner.release(core);
+                        return Ok(false);
+                    }
+                    Some(d - now)
+                }
+                None => None,
+            };
+            match &inner.engine {
+                Engine::Uring(r) if !core.reaper => {
+                    core.reaper = true;
+                    inner.release(core);
+                    let res = r.wait_interruptible(remaining);
+                    let mut core = inner.lock();
+                    core.reaper = false;
+                    core.completed = true;
+                    r.reap(&mut core);
+                    if core.ready_len() > 0 {
+                        let _ = r.issue(&mut core);
+                    }
+                    let now_done = done(&core);
+                    // Whoever sleeps on the futex may now become the reaper.
+                    SEQ.fetch_add(1, Ordering::Release);
+                    if WAITERS.load(Ordering::Relaxed) > 0 {
+                        let _ = rustix::thread::futex::wake(
+                            &SEQ,
+                            rustix::thread::futex::Flags::PRIVATE,
+                            i32::MAX as u32,
+                        );
+                    }
+                    inner.release(core);
+                    if now_done {
+                        return Ok(true);
+                    }
+                    if let Err(e) = res {
+                        return Err(e.raw_os_error().unwrap_or(libc::EIO));
+                    }
+                }
+                engine => {
+                    let seen = SEQ.load(Ordering::Acquire);
+                    WAITERS.fetch_add(1, Ordering::Relaxed);
+                    inner.release(core);
+                    // Another thread reaps the ring: it bumps SEQ when it stops,
+                    // but a Rust-side reaper (a cancel settling) does not, so do
+                    // not sleep long on io_uring.
+                    let slice = match engine {
+                        Engine::Uring(_) => Some(Duration::from_millis(5)),
+                        Engine::Threads(_) => None,
+                    };
+                    let t = match (remaining, slice) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    let ts = t.map(|t| rustix::thread::futex::Timespec {
+                        tv_sec: t.as_secs() as i64,
+                        tv_nsec: t.subsec_nanos() as _,
+                    });
+                    let r = rustix::thread::futex::wait(
+                        &SEQ,
+                        rustix::thread::futex::Flags::PRIVATE,
+                        seen,
+                        ts.as_ref(),
+                    );
+                    WAITERS.fetch_sub(1, Ordering::Relaxed);
+                    if r == Err(rustix::io::Errno::INTR) {
+                        return Err(libc::EINTR);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits (not interruptibly) at most `t` for slot `(idx, gen)` to be done.
+    fn settle(&self, idx: u32, gen: u32, t: Duration) {
+        let deadline = Instant::now() + t;
+        loop {
+            match self.wait_core(Some(deadline), &mut |c: &Core| {
+                c.get(idx, gen).map_or(true, |s| s.state == State::Done)
+            }) {
+                Err(libc::EINTR) => continue,
+                _ => return,
+            }
+        }
+    }
+
+    /// `aio_cancel` of the request named `ud` (from the aiocb's `__next_prio`):
+    /// `AIO_CANCELED`, `AIO_NOTCANCELED` or `AIO_ALLDONE`. The aiocb of a
+    /// cancelled request gets ECANCELED and its notification fires.
+    pub fn cancel(&self, ud: u64) -> i32 {
+        let (idx, gen) = super::core::split_user_data(ud);
+        let inner = &self.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let Some(s) = core.get(idx, gen) else {
+            inner.release(core);
+            return libc::AIO_ALLDONE;
+        };
+        if s.aiocb == 0 {
+            inner.release(core);
+            return libc::AIO_ALLDONE;
+        }
+        let op = s.op;
+        let outcome = match s.state {
+            State::Done | State::Free => {
+                inner.release(core);
+                libc::AIO_ALLDONE
+            }
+            State::FdQueued | State::Ready => {
+                core.cancel_unissued(idx);
+                inner.release(core);
+                libc::AIO_CANCELED
+            }
+            State::Issued => {
+                // Keep the slot when it completes, to read how it ended.
+                core.slots[idx as usize].detached = false;
+                let mut all_done = false;
+                match &inner.engine {
+                    Engine::Uring(r) => {
+                        inner.release(core);
+                        match r.cancel_sync(ud) {
+                            Ok(()) => self.settle(idx, gen, Duration::from_secs(5)),
+                            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                                all_done = true;
+                                self.settle(idx, gen, Duration::from_secs(5));
+                            }
+                            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                                let core = inner.lock();
+                                r.cancel_async(ud);
+                                inner.release(core);
+                                self.settle(idx, gen, Duration::from_millis(50));
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                    Engine::Threads(p) => {
+                        let s = &mut core.slots[idx as usize];
+                        if s.interruptible {
+                            s.cancel_req = true;
+                            p.interrupt(s.worker);
+                            inner.release(core);
+                            self.settle(idx, gen, Duration::from_secs(5));
+                        } else {
+                            inner.release(core);
+                        }
+                    }
+                }
+                let mut core = inner.lock();
+                let out = match core.get(idx, gen).map(|s| (s.state, s.res)) {
+                    Some((State::Done, res)) => {
+                        core.free_slot(idx);
+                        if res == -(libc::ECANCELED as i64) {
+                            libc::AIO_CANCELED
+                        } else if all_done {
+                            libc::AIO_ALLDONE
+                        } else {
+                            libc::AIO_NOTCANCELED
+                        }
+                    }
+                    Some(_) => {
+                        // Still running: it frees itself when done.
+                        core.slots[idx as usize].detached = true;
+                        libc::AIO_NOTCANCELED
+                    }
+                    // Another canceller took it: it is done.
+                    None => libc::AIO_ALLDONE,
+                };
+                inner.release(core);
+                out
+            }
+        };
+        hook::cancel(ud, op.fd, op.offset, op.len, op.kind.hook(), outcome);
+        outcome
+    }
+
+    /// `aio_cancel(fd, NULL)`: cancels every C request on `fd` and combines the
+    /// outcomes (`AIO_NOTCANCELED` if one could not be stopped, else
+    /// `AIO_CANCELED` if one was, else `AIO_ALLDONE`).
+    pub fn cancel_fd(&self, fd: i32) -> i32 {
+        let ids: Vec<u64> = {
+            let inner = &self.inner;
+            let mut core = inner.lock();
+            inner.poll_completions(&mut core);
+            let ids = core
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.aiocb != 0 && s.op.fd == fd && !matches!(s.state, State::Free | State::Done)
+                })
+                .map(|(i, s)| user_data(i as u32, s.gen))
+                .collect();
+            inner.release(core);
+            ids
+        };
+        let mut out = libc::AIO_ALLDONE;
+        for ud in ids {
+            let r = self.cancel(ud);
+            out = match (out, r) {
+                (libc::AIO_NOTCANCELED, _) | (_, libc::AIO_NOTCANCELED) => libc::AIO_NOTCANCELED,
+                (libc::AIO_CANCELED, _) | (_, libc::AIO_CANCELED) => libc::AIO_CANCELED,
+                _ => libc::AIO_ALLDONE,
+            };
+        }
+        out
+    }
+}
+
+impl std::fmt::Debug for CEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CEngine")
+            .field("backend", &self.inner.info)
+            .finish()
+    }
+}
