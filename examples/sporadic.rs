@@ -306,7 +306,7 @@ fn run(cpu: usize, seconds: f64, which: Served) -> posixrt::Result<Outcome> {
     let competitor = || {
         Builder::new()
             .name("competitor")
-            .affinity(pin.clone())
+            .affinity(pin)
             .scheduling(Priority::fifo(MIDDLE)?)
             .spawn(body)
     };
@@ -316,7 +316,7 @@ fn run(cpu: usize, seconds: f64, which: Served) -> posixrt::Result<Outcome> {
             let params = SporadicParams::new(LOW, PERIOD, BUDGET, 4);
             let h = Builder::new()
                 .name("served")
-                .affinity(pin.clone())
+                .affinity(pin)
                 .sporadic(params, NORMAL)
                 .spawn(move || {
                     // A declared block: the server charges nothing while it sleeps.
@@ -347,7 +347,7 @@ fn run(cpu: usize, seconds: f64, which: Served) -> posixrt::Result<Outcome> {
             let dl = Deadline::new(BUDGET, PERIOD, PERIOD)?;
             let mut b = Builder::new().name("served").deadline(dl);
             if pinned {
-                b = b.affinity(pin.clone());
+                b = b.affinity(pin);
             }
             let h = b.spawn(body)?;
             let competitor = competitor()?;
