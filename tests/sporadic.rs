@@ -606,3 +606,40 @@ fn an_existing_thread_is_served_by_tid_and_reports_trace_events() {
         assert!(names.iter().any(|n| n == want), "no {want} in {names:?}");
     }
 }
+
+#[test]
+fn a_spawned_sporadic_thread_stays_served_when_its_handle_is_dropped() {
+    let _g = serial();
+    if !can_rt() {
+        return; // the refusal is asserted by the test above
+    }
+    let cpu = CpuSet::allowed().unwrap().iter().last().unwrap();
+    sporadic::set_server_affinity(&CpuSet::single(cpu).unwrap()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .affinity(CpuSet::single(cpu).unwrap())
+        .sporadic(SporadicParams::new(10, ms(50), ms(2), 4), 50)
+        .spawn(move || {
+            let t0 = Instant::now();
+            while !stop2.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                std::hint::spin_loop();
+            }
+            let _ = done_tx.send(());
+        })
+        .unwrap();
+    let tid = h.tid();
+    drop(h); // detached
+             // Served still: demoted, replenished, demoted again (an unserved thread would
+             // stay at whichever priority it had).
+    for (prio, what) in [(10, "demoted"), (50, "replenished"), (10, "demoted again")] {
+        assert!(
+            wait_for(Duration::from_secs(2), || sched::thread_scheduling(tid)
+                .is_ok_and(|p| p == Priority::fifo(prio).unwrap())),
+            "the detached thread was not {what}: the server dropped it"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    done_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+}

@@ -705,10 +705,18 @@ struct Shared {
 }
 
 /// A thread placed under the sporadic server (by [`serve`], [`serve_handle`] or
-/// [`Builder::sporadic`](super::Builder::sporadic)). Dropping it stops serving: the
-/// thread keeps the priority it has at that moment.
+/// [`Builder::sporadic`](super::Builder::sporadic)).
+///
+/// Dropping one that [`serve`] or [`serve_handle`] returned stops serving: the thread
+/// keeps the priority it has at that moment. Drop it before the thread ends: the
+/// server only notices an ended thread at its next step, and the kernel may give the
+/// tid to a new thread. A thread spawned with `Builder::sporadic` is served until its
+/// closure returns, whether its `JoinHandle` is kept or not.
 pub struct Served {
     shared: Arc<Shared>,
+    /// Whether dropping the handle ends the service (not for `Builder::sporadic`,
+    /// whose thread leaves the server itself when its closure ends).
+    owned: bool,
 }
 
 impl std::fmt::Debug for Served {
@@ -792,10 +800,17 @@ impl Served {
 
 impl Drop for Served {
     fn drop(&mut self) {
-        served_set().remove(&self.shared.tid.as_raw());
-        if let Some(s) = SERVER.get() {
-            s.send(Command::Remove(self.shared.tid));
+        if self.owned {
+            unserve(self.shared.tid);
         }
+    }
+}
+
+/// Takes `tid` off the server.
+fn unserve(tid: Tid) {
+    served_set().remove(&tid.as_raw());
+    if let Some(s) = SERVER.get() {
+        s.send(Command::Remove(tid));
     }
 }
 
@@ -969,10 +984,25 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
     });
     shared.snap.publish(&state);
     srv.send(Command::Add(Arc::clone(&shared), state));
-    Ok(Served { shared })
+    Ok(Served {
+        shared,
+        owned: true,
+    })
 }
 
-/// [`serve`] for a thread spawned by [`Builder`](super::Builder).
+/// [`serve`] for a thread spawned with `Builder::sporadic`: it leaves the server when
+/// its closure ends, not when the handle is dropped.
+pub(crate) fn serve_spawned(
+    tid: Tid,
+    params: SporadicParams,
+    normal_priority: i32,
+) -> Result<Served> {
+    let mut s = serve(tid, params, normal_priority)?;
+    s.owned = false;
+    Ok(s)
+}
+
+/// [`serve`] for a thread spawned by [`Builder`].
 pub fn serve_handle<T>(
     handle: &JoinHandle<T>,
     params: SporadicParams,
@@ -1013,9 +1043,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 /// [`Builder::sporadic`](super::Builder::sporadic) returns, so the server never acts
 /// on a tid the kernel may reuse).
 pub(crate) fn leave_current() {
-    if let Some(srv) = SERVER.get() {
-        srv.send(Command::Remove(super::gettid()));
-    }
+    unserve(super::gettid());
 }
 
 struct Entry {
