@@ -789,11 +789,13 @@ impl Served {
         }
     }
 
-    /// The error of the server's last failed priority switch of this thread, if any.
+    /// The error of the server's last failed priority switch of this thread, or of
+    /// the creation of its timers (then [`is_served`](Self::is_served) is false).
     pub fn last_error(&self) -> Option<Error> {
         match self.shared.last_errno.load(Ordering::Relaxed) {
             0 => None,
-            e => Some(Error::from_errno("sched_setscheduler", e)),
+            e if self.is_served() => Some(Error::from_errno("sched_setscheduler", e)),
+            e => Some(Error::from_errno("timer_create", e)),
         }
     }
 }
@@ -1079,14 +1081,16 @@ fn run(rx: crossbeam_channel::Receiver<Command>, signo: i32) {
             match cmd {
                 Command::Add(shared, state) => {
                     let tid = shared.tid.as_raw();
-                    match new_entry(shared, state, signo, me) {
+                    match new_entry(Arc::clone(&shared), state, signo, me) {
                         Ok(e) => {
                             entries.insert(tid, e);
                         }
                         Err(e) => {
-                            // Timers refused: the thread stays at its normal priority
+                            // Timers refused: the thread stays at its normal priority,
                             // unserved; its handle reports it.
-                            let _ = e;
+                            let errno = e.errno().unwrap_or(libc::EAGAIN);
+                            shared.last_errno.store(errno, Ordering::Relaxed);
+                            shared.gone.store(true, Ordering::Release);
                         }
                     }
                 }
