@@ -697,6 +697,8 @@ struct Shared {
     gone: AtomicBool,
     /// The errno of the last failed priority switch (0: none).
     last_errno: AtomicI32,
+    /// The errno with which the server could not create its timers (0: none).
+    timer_errno: AtomicI32,
     exhaustions: AtomicU64,
     replenishments: AtomicU64,
     switches: AtomicU64,
@@ -792,9 +794,11 @@ impl Served {
     /// The error of the server's last failed priority switch of this thread, or of
     /// the creation of its timers (then [`is_served`](Self::is_served) is false).
     pub fn last_error(&self) -> Option<Error> {
-        match self.shared.last_errno.load(Ordering::Relaxed) {
-            0 => None,
-            e if self.is_served() => Some(Error::from_errno("sched_setscheduler", e)),
+        match self.shared.timer_errno.load(Ordering::Relaxed) {
+            0 => match self.shared.last_errno.load(Ordering::Relaxed) {
+                0 => None,
+                e => Some(Error::from_errno("sched_setscheduler", e)),
+            },
             e => Some(Error::from_errno("timer_create", e)),
         }
     }
@@ -978,6 +982,7 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
         snap: Snapshot::new(),
         gone: AtomicBool::new(false),
         last_errno: AtomicI32::new(0),
+        timer_errno: AtomicI32::new(0),
         exhaustions: AtomicU64::new(0),
         replenishments: AtomicU64::new(0),
         switches: AtomicU64::new(0),
@@ -1089,7 +1094,7 @@ fn run(rx: crossbeam_channel::Receiver<Command>, signo: i32) {
                             // Timers refused: the thread stays at its normal priority,
                             // unserved; its handle reports it.
                             let errno = e.errno().unwrap_or(libc::EAGAIN);
-                            shared.last_errno.store(errno, Ordering::Relaxed);
+                            shared.timer_errno.store(errno, Ordering::Relaxed);
                             shared.gone.store(true, Ordering::Release);
                         }
                     }
