@@ -5,7 +5,7 @@
 //!
 //! 1. **sporadic**: the served thread runs at priority 50 while it has budget, at 10
 //!    once it is spent (the competitor is at 30), under `posixrt::sched::sporadic`;
-//!    the server thread is pinned to the same CPU;
+//!    the server thread is pinned to the same CPU (`--server-cpu` moves it);
 //! 2. **deadline**: the same thread as `SCHED_DEADLINE` (runtime 2 ms, period 10 ms).
 //!
 //! ```sh
@@ -37,7 +37,7 @@ use posixrt::sched::sporadic::{self, SporadicParams};
 use posixrt::sched::{cputime::CpuClock, Builder, CpuSet, Priority};
 
 const USAGE: &str = "\
-usage: sporadic [--seconds S] [-c CPU] [--json]
+usage: sporadic [--seconds S] [-c CPU] [--server-cpu CPU] [--json]
 
 A CPU-bound thread with a 2 ms budget every 10 ms (SCHED_SPORADIC from
 posixrt::sched::sporadic: priority 50 with budget, 10 without) and a CPU-bound
@@ -46,6 +46,9 @@ SCHED_FIFO 30 competitor on one CPU; then the same thread as SCHED_DEADLINE
 
   --seconds S   length of each run (0.1..=10, default 2)
   -c CPU        the CPU to use (default: the last CPU this process may use)
+  --server-cpu CPU
+                pin the sporadic server thread there (default: the same CPU, where
+                it stops the served thread the moment it wakes)
   --json        print one line: {\"sporadic\": {served_share, overrun_p99_us,
                 overrun_max_us, competitor_share, max_starved_periods},
                 \"deadline\": {the same}}
@@ -66,6 +69,7 @@ const BURST_GAP_NS: u64 = 1_000_000;
 struct Args {
     seconds: f64,
     cpu: Option<usize>,
+    server_cpu: Option<usize>,
     json: bool,
 }
 
@@ -73,6 +77,7 @@ fn parse() -> Result<Args, String> {
     let mut a = Args {
         seconds: 2.0,
         cpu: None,
+        server_cpu: None,
         json: false,
     };
     let mut it = std::env::args().skip(1);
@@ -91,6 +96,13 @@ fn parse() -> Result<Args, String> {
                 if !(0.1..=10.0).contains(&a.seconds) {
                     return Err(format!("--seconds: {v} is outside 0.1..=10"));
                 }
+            }
+            "--server-cpu" => {
+                let v = it.next().ok_or("--server-cpu needs a value")?;
+                a.server_cpu = Some(
+                    v.parse()
+                        .map_err(|_| format!("--server-cpu: {v:?} is not a CPU number"))?,
+                );
             }
             "-c" => {
                 let v = it.next().ok_or("-c needs a value")?;
@@ -293,7 +305,7 @@ struct Outcome {
     note: String,
 }
 
-fn run(cpu: usize, seconds: f64, which: Served) -> posixrt::Result<Outcome> {
+fn run(cpu: usize, server_cpu: usize, seconds: f64, which: Served) -> posixrt::Result<Outcome> {
     let pin = CpuSet::single(cpu)?;
     let start = now_ns() + 50_000_000;
     let end = start + (seconds * 1e9) as u64;
@@ -312,7 +324,7 @@ fn run(cpu: usize, seconds: f64, which: Served) -> posixrt::Result<Outcome> {
     };
     let (served, note, competitor) = match which {
         Served::Sporadic => {
-            sporadic::set_server_affinity(&pin)?;
+            sporadic::set_server_affinity(&CpuSet::single(server_cpu)?)?;
             let params = SporadicParams::new(LOW, PERIOD, BUDGET, 4);
             let h = Builder::new()
                 .name("served")
@@ -404,18 +416,36 @@ fn main() {
         }
         None => allowed.iter().last().unwrap_or(0),
     };
+    let server_cpu = match args.server_cpu {
+        Some(c) if allowed.contains(c) => c,
+        Some(c) => {
+            eprintln!("sporadic: CPU {c} is not one this process may use ({allowed})");
+            exit(2);
+        }
+        None => cpu,
+    };
     let load_before = loadavg();
-    let sp = match run(cpu, args.seconds, Served::Sporadic) {
+    let sp = match run(cpu, server_cpu, args.seconds, Served::Sporadic) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("sporadic: the sporadic run failed: {e}");
             exit(1);
         }
     };
-    let dl = match run(cpu, args.seconds, Served::Deadline { pinned: true }) {
+    let dl = match run(
+        cpu,
+        server_cpu,
+        args.seconds,
+        Served::Deadline { pinned: true },
+    ) {
         Ok(o) => o,
         Err(e) if e.kind() == posixrt::ErrorKind::PermissionDenied => {
-            match run(cpu, args.seconds, Served::Deadline { pinned: false }) {
+            match run(
+                cpu,
+                server_cpu,
+                args.seconds,
+                Served::Deadline { pinned: false },
+            ) {
                 Ok(o) => o,
                 Err(e) => {
                     eprintln!("sporadic: the deadline run failed: {e}");
@@ -437,8 +467,8 @@ fn main() {
         return;
     }
     println!(
-        "budget {BUDGET:?} every {PERIOD:?} on CPU {cpu}, {} s per run, load average {load_before} \
-         (before) {} (after)",
+        "budget {BUDGET:?} every {PERIOD:?} on CPU {cpu} (server on CPU {server_cpu}), {} s per \
+         run, load average {load_before} (before) {} (after)",
         args.seconds,
         loadavg()
     );
