@@ -20,8 +20,9 @@
 //! - `served_share`: the served thread's CPU time over the run's length (at the
 //!   low priority it cannot run: the competitor always wants the CPU);
 //! - `overrun_p99_us`, `overrun_max_us`: per burst (runs less than 1 ms apart), the
-//!   CPU time past the 2 ms budget (first and last burst left out: the run's edges
-//!   cut them);
+//!   CPU time past the 2 ms budget (left out: the first and last burst, which the
+//!   run's edges cut, and bursts right after a stall of 1 ms or more in which
+//!   neither thread ran, where a delayed sporadic thread legitimately catches up);
 //! - `competitor_share`: the competitor's CPU time over the run's length;
 //! - `max_starved_periods`: the longest time the competitor did not run, in periods.
 //!
@@ -243,18 +244,18 @@ fn figures(served: &Record, competitor: &Record, start: u64, end: u64) -> Figure
     // The first and the last burst are cut by the run's edges.
     for k in 1..burst_starts.len().saturating_sub(2) {
         let (b, next) = (burst_starts[k], burst_starts[k + 1]);
-        // A burst that follows a stall longer than a period (neither thread ran:
-        // RT throttling or the fair-share server stopped every RT thread of the CPU)
-        // may carry two activations back to back: POSIX dates a replenishment from
-        // the activation, so a delayed thread catches up. Those are not overruns of
-        // one budget.
+        // A burst right after a stall (neither thread ran for a millisecond or more:
+        // RT throttling, the fair-share server or the hypervisor stopped every RT
+        // thread of the CPU) may carry two activations back to back: a thread
+        // delayed past activation + period is replenished at once (POSIX), so it
+        // catches up. Those are not overruns of one budget.
         let prev_end = runs[b - 1].end;
         let idle = (runs[b].start - prev_end).saturating_sub(ran_within(
             &competitor.runs,
             prev_end,
             runs[b].start,
         ));
-        if idle > period {
+        if idle >= BURST_GAP_NS {
             after_stall += 1;
             continue;
         }
@@ -501,8 +502,8 @@ fn main() {
     }
     println!(
         "after_stall: bursts left out of the overrun figures because every RT thread of \
-         the CPU had been stopped for more than a period before them (RT throttling, the \
-         fair-share server); longest_gap_ms: the longest time the competitor did not run, \
+         the CPU had been stopped for 1 ms or more right before them (RT throttling, the \
+         fair-share server, the hypervisor); longest_gap_ms: the longest time the competitor did not run, \
          whoever ran instead (max_starved_periods counts only the served thread's share)"
     );
     for o in [&sp, &dl] {
