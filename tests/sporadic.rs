@@ -606,3 +606,126 @@ fn an_existing_thread_is_served_by_tid_and_reports_trace_events() {
         assert!(names.iter().any(|n| n == want), "no {want} in {names:?}");
     }
 }
+
+#[test]
+fn a_spawned_sporadic_thread_stays_served_when_its_handle_is_dropped() {
+    let _g = serial();
+    if !can_rt() {
+        return; // the refusal is asserted by the test above
+    }
+    let cpu = CpuSet::allowed().unwrap().iter().last().unwrap();
+    sporadic::set_server_affinity(&CpuSet::single(cpu).unwrap()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .affinity(CpuSet::single(cpu).unwrap())
+        .sporadic(SporadicParams::new(10, ms(50), ms(2), 4), 50)
+        .spawn(move || {
+            let t0 = Instant::now();
+            while !stop2.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                std::hint::spin_loop();
+            }
+            let _ = done_tx.send(());
+        })
+        .unwrap();
+    let tid = h.tid();
+    drop(h); // detached
+             // Served still: demoted, replenished, demoted again (an unserved thread would
+             // stay at whichever priority it had).
+    for (prio, what) in [(10, "demoted"), (50, "replenished"), (10, "demoted again")] {
+        assert!(
+            wait_for(Duration::from_secs(2), || sched::thread_scheduling(tid)
+                .is_ok_and(|p| p == Priority::fifo(prio).unwrap())),
+            "the detached thread was not {what}: the server dropped it"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    done_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn the_server_events_are_system_events() {
+    use posixrt::trace::{catalog, EventSet, FillWhat};
+    let mut system = EventSet::empty();
+    system.fill(FillWhat::System);
+    for ev in [
+        &catalog::SCHED_SS_EXHAUSTED,
+        &catalog::SCHED_SS_REPLENISHED,
+        &catalog::SCHED_SS_SWITCH,
+    ] {
+        let id = ev.id().unwrap();
+        assert!(id.is_system() && system.contains(id), "{id:?}");
+    }
+}
+
+// ---------- without privilege ----------
+
+const PROBE_ENV: &str = "POSIXRT_SPORADIC_UNPRIV_PROBE";
+
+/// Runs only inside the unprivileged child started by the test below.
+#[test]
+#[ignore = "helper: run by without_privilege_serving_is_permission_denied_with_hint"]
+fn unprivileged_probe() {
+    if std::env::var_os(PROBE_ENV).is_none() {
+        return;
+    }
+    assert!(!can_rt(), "the probe must run without CAP_SYS_NICE");
+    let e = sporadic::serve(sched::gettid(), p2of10(), 50).unwrap_err();
+    println!("PROBE serve: {:?} {}", e.kind(), e);
+    let e = Builder::new()
+        .sporadic(p2of10(), 50)
+        .spawn(|| ())
+        .unwrap_err();
+    println!("PROBE spawn: {:?} {}", e.kind(), e);
+}
+
+/// `CAP_SYS_NICE` from `<linux/capability.h>`.
+const CAP_SYS_NICE: libc::c_ulong = 23;
+
+#[test]
+fn without_privilege_serving_is_permission_denied_with_hint() {
+    use std::os::unix::process::CommandExt;
+    if !rustix::process::geteuid().is_root() {
+        return; // dropping CAP_SYS_NICE from the bounding set needs root
+    }
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "unprivileged_probe",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(PROBE_ENV, "1");
+    // SAFETY: setrlimit and prctl are async-signal-safe system calls; nothing else
+    // runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let zero = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) != 0
+                || libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("PROBE ")).collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    for l in lines {
+        assert!(l.contains("PermissionDenied"), "{l}");
+        assert!(l.contains("CAP_SYS_NICE"), "{l}");
+        assert!(l.contains("RLIMIT_RTPRIO"), "{l}");
+    }
+}

@@ -38,12 +38,29 @@
 //! So DEADLINE gives the *protection* of a sporadic server (a thread cannot take more
 //! than its budget, others keep their guarantees) but not its *background execution*.
 //! `DeadlineFlags::RECLAIM` (GRUB) lets a task use bandwidth others left idle, which
-//! comes closest to low-priority execution. For exact POSIX semantics, a user-space
-//! server combines a thread CPU-time budget ([`cputime::Budget`](super::cputime::Budget)
-//! on [`JoinHandle::cpu_clock`](super::JoinHandle::cpu_clock)), a replenishment timer
-//! ([`periodic`](super::periodic)) and priority switches
-//! ([`JoinHandle::set_scheduling`](super::JoinHandle::set_scheduling)); the
-//! [`cputime`](super::cputime) module docs show the budget check.
+//! comes closest to low-priority execution.
+//!
+//! For the POSIX semantics, [`sporadic`](super::sporadic) is a user-space sporadic
+//! server ([`Builder::sporadic`](super::Builder::sporadic),
+//! [`sporadic::serve`](super::sporadic::serve)): one top-priority thread per process
+//! counts the budget on the served thread's CPU-time clock, arms `CLOCK_MONOTONIC`
+//! timers for the replenishments and switches the thread between `sched_priority`
+//! and `sched_ss_low_priority` by tid, following POSIX's rules for activation time,
+//! replenishment amounts and `max_repl` exactly.
+//!
+//! | | user-space server ([`sporadic`](super::sporadic)) | `SCHED_DEADLINE` |
+//! |---|---|---|
+//! | budget counted on | the thread's CPU clock | the thread's runtime |
+//! | enforcement | within the server's wake-up latency (tens of us; README figures) | by the kernel, at the tick or hrtick |
+//! | after the budget | runs on at `sched_ss_low_priority` | throttled, does not run |
+//! | replenishment | per consumed chunk at activation + period, at most `max_repl` pending | whole runtime at each period |
+//! | blocking | charged when the thread says so ([`sporadic::blocking`](super::sporadic::blocking)) | seen by the kernel |
+//! | exhausted thread goes to | the head of the low list (Linux's rule for a lowered priority; POSIX says tail) | the throttled set |
+//! | admission control | none (priorities only) | bandwidth test, EBUSY |
+//!
+//! What only a kernel could do (see the [`sporadic`](super::sporadic) docs): see a
+//! block without being told, enforce with no overrun at all, queue an exhausted
+//! thread at the tail of its low-priority list, and keep the policy across `fork`.
 //!
 //! # References
 //!  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)

@@ -15,6 +15,7 @@
 //! | `gettid`, `/proc/self/task/TID/stat` prio | [`gettid`], [`kernel_priority`] |
 //! | `sched_setattr`/`sched_getattr` (`SCHED_DEADLINE`) | [`deadline`] |
 //! | `pthread_getcpuclockid`, `CLOCK_THREAD_CPUTIME_ID`, a sporadic-server budget | [`cputime`], [`cputime::Budget`] |
+//! | `SCHED_SPORADIC` (`sched_ss_low_priority`, `sched_ss_repl_period`, `sched_ss_init_budget`, `sched_ss_max_repl`) | [`sporadic`], [`Builder::sporadic`] |
 //! | `clock_nanosleep(TIMER_ABSTIME)` loop, cyclictest statistics | [`periodic`] |
 //! | `mlockall`, prefault, `/dev/cpu_dma_latency`, `PR_SET_TIMERSLACK`, `RLIMIT_RTPRIO` | [`rt`], [`rt::setup`] |
 //!
@@ -32,9 +33,13 @@
 //! - **`SCHED_RR`**: `SCHED_FIFO` plus a quantum ([`rr_interval`]); a thread that used
 //!   its quantum goes to the tail of its list; a preempted thread finishes its quantum.
 //! - **`SCHED_SPORADIC`** (budget, replenishment period, low priority, max pending
-//!   replenishments) is not in Linux; `SCHED_DEADLINE` covers the budget part (see
-//!   [`deadline`] for the mapping and what does not map); a user-space server is a
-//!   [`cputime::Budget`] plus priority switches (example in [`cputime`]).
+//!   replenishments) is not in Linux. [`sporadic`] implements it in user space: a
+//!   server thread enforces the budget on the thread's CPU-time clock, replenishes
+//!   by POSIX's rules and switches priorities by tid; it guarantees the rules and
+//!   bounds the overrun by its wake-up latency, but sees a block only when the thread
+//!   declares it ([`sporadic::blocking`]). `SCHED_DEADLINE` covers the budget part in
+//!   the kernel without the low-priority phase (see [`deadline`] for the mapping and
+//!   the comparison).
 //! - **`SCHED_OTHER`** (priority 0): lets a portable program say it no longer needs
 //!   real-time scheduling. Linux adds `SCHED_BATCH` and `SCHED_IDLE`.
 //!

@@ -289,7 +289,7 @@ impl Builder {
             super::deadline::set(tid, dl)?;
         }
         let sporadic = match self.sporadic {
-            Some((params, normal)) => Some(super::sporadic::serve(tid, params, normal)?),
+            Some((params, normal)) => Some(super::sporadic::serve_spawned(tid, params, normal)?),
             None => None,
         };
         super::hook::thread_created(tid);
@@ -562,8 +562,7 @@ impl<T> JoinHandle<T> {
         let r = unsafe { libc::pthread_join(this.native, std::ptr::null_mut()) };
         // SAFETY: `this.shared` is read out exactly once and `this` is never dropped.
         let shared = unsafe { std::ptr::read(&this.shared) };
-        // SAFETY: as above, for the sporadic handle (read once; dropped here, which
-        // takes the ended thread off the server).
+        // SAFETY: as above, for the sporadic handle (read once, dropped here).
         drop(unsafe { std::ptr::read(&this.sporadic) });
         if r != 0 {
             // Not joined (EDEADLK: the thread tried to join itself). Detach it so its

@@ -697,6 +697,8 @@ struct Shared {
     gone: AtomicBool,
     /// The errno of the last failed priority switch (0: none).
     last_errno: AtomicI32,
+    /// The errno with which the server could not create its timers (0: none).
+    timer_errno: AtomicI32,
     exhaustions: AtomicU64,
     replenishments: AtomicU64,
     switches: AtomicU64,
@@ -705,10 +707,18 @@ struct Shared {
 }
 
 /// A thread placed under the sporadic server (by [`serve`], [`serve_handle`] or
-/// [`Builder::sporadic`](super::Builder::sporadic)). Dropping it stops serving: the
-/// thread keeps the priority it has at that moment.
+/// [`Builder::sporadic`](super::Builder::sporadic)).
+///
+/// Dropping one that [`serve`] or [`serve_handle`] returned stops serving: the thread
+/// keeps the priority it has at that moment. Drop it before the thread ends: the
+/// server only notices an ended thread at its next step, and the kernel may give the
+/// tid to a new thread. A thread spawned with `Builder::sporadic` is served until its
+/// closure returns, whether its `JoinHandle` is kept or not.
 pub struct Served {
     shared: Arc<Shared>,
+    /// Whether dropping the handle ends the service (not for `Builder::sporadic`,
+    /// whose thread leaves the server itself when its closure ends).
+    owned: bool,
 }
 
 impl std::fmt::Debug for Served {
@@ -781,21 +791,32 @@ impl Served {
         }
     }
 
-    /// The error of the server's last failed priority switch of this thread, if any.
+    /// The error of the server's last failed priority switch of this thread, or of
+    /// the creation of its timers (then [`is_served`](Self::is_served) is false).
     pub fn last_error(&self) -> Option<Error> {
-        match self.shared.last_errno.load(Ordering::Relaxed) {
-            0 => None,
-            e => Some(Error::from_errno("sched_setscheduler", e)),
+        match self.shared.timer_errno.load(Ordering::Relaxed) {
+            0 => match self.shared.last_errno.load(Ordering::Relaxed) {
+                0 => None,
+                e => Some(Error::from_errno("sched_setscheduler", e)),
+            },
+            e => Some(Error::from_errno("timer_create", e)),
         }
     }
 }
 
 impl Drop for Served {
     fn drop(&mut self) {
-        served_set().remove(&self.shared.tid.as_raw());
-        if let Some(s) = SERVER.get() {
-            s.send(Command::Remove(self.shared.tid));
+        if self.owned {
+            unserve(self.shared.tid);
         }
+    }
+}
+
+/// Takes `tid` off the server.
+fn unserve(tid: Tid) {
+    served_set().remove(&tid.as_raw());
+    if let Some(s) = SERVER.get() {
+        s.send(Command::Remove(tid));
     }
 }
 
@@ -901,8 +922,12 @@ pub fn server_tid() -> Result<Tid> {
 /// Where it runs matters for overrun: a top-priority thread preempts whatever runs
 /// on the CPU it wakes on, so on the served thread's CPU the served thread stops the
 /// moment the server wakes; on another CPU it keeps running until the server's
-/// `sched_setscheduler` reaches its CPU (an inter-processor interrupt). By default the
-/// server inherits the affinity of the thread that started it.
+/// `sched_setscheduler` reaches its CPU (an inter-processor interrupt), and its own
+/// wake-up waits for whatever kernel work that CPU is doing. Measured with the
+/// `sporadic` example: about 20 us of overrun on the served thread's CPU, up to about
+/// 1 ms on a CPU busy with compilers. With several served threads on different CPUs,
+/// pin it to the CPU whose thread needs the tightest budget. By default the server
+/// inherits the affinity of the thread that started it.
 ///
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
@@ -961,6 +986,7 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
         snap: Snapshot::new(),
         gone: AtomicBool::new(false),
         last_errno: AtomicI32::new(0),
+        timer_errno: AtomicI32::new(0),
         exhaustions: AtomicU64::new(0),
         replenishments: AtomicU64::new(0),
         switches: AtomicU64::new(0),
@@ -969,10 +995,25 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
     });
     shared.snap.publish(&state);
     srv.send(Command::Add(Arc::clone(&shared), state));
-    Ok(Served { shared })
+    Ok(Served {
+        shared,
+        owned: true,
+    })
 }
 
-/// [`serve`] for a thread spawned by [`Builder`](super::Builder).
+/// [`serve`] for a thread spawned with `Builder::sporadic`: it leaves the server when
+/// its closure ends, not when the handle is dropped.
+pub(crate) fn serve_spawned(
+    tid: Tid,
+    params: SporadicParams,
+    normal_priority: i32,
+) -> Result<Served> {
+    let mut s = serve(tid, params, normal_priority)?;
+    s.owned = false;
+    Ok(s)
+}
+
+/// [`serve`] for a thread spawned by [`Builder`].
 pub fn serve_handle<T>(
     handle: &JoinHandle<T>,
     params: SporadicParams,
@@ -1013,9 +1054,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 /// [`Builder::sporadic`](super::Builder::sporadic) returns, so the server never acts
 /// on a tid the kernel may reuse).
 pub(crate) fn leave_current() {
-    if let Some(srv) = SERVER.get() {
-        srv.send(Command::Remove(super::gettid()));
-    }
+    unserve(super::gettid());
 }
 
 struct Entry {
@@ -1051,14 +1090,16 @@ fn run(rx: crossbeam_channel::Receiver<Command>, signo: i32) {
             match cmd {
                 Command::Add(shared, state) => {
                     let tid = shared.tid.as_raw();
-                    match new_entry(shared, state, signo, me) {
+                    match new_entry(Arc::clone(&shared), state, signo, me) {
                         Ok(e) => {
                             entries.insert(tid, e);
                         }
                         Err(e) => {
-                            // Timers refused: the thread stays at its normal priority
+                            // Timers refused: the thread stays at its normal priority,
                             // unserved; its handle reports it.
-                            let _ = e;
+                            let errno = e.errno().unwrap_or(libc::EAGAIN);
+                            shared.timer_errno.store(errno, Ordering::Relaxed);
+                            shared.gone.store(true, Ordering::Release);
                         }
                     }
                 }
