@@ -4,7 +4,7 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use posixrt::sync::{self, MutexExt, NormalMutex, Tracking};
+use posixrt::sync::{self, NormalMutex, Tracking};
 
 fn rtstat(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtstat"))
