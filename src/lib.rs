@@ -111,6 +111,34 @@
 //! # Ok::<(), posixrt::Error>(())
 //! ```
 
+//!
+//! # Examples and tools
+//!
+//! Start with the tour: one short section per module, printing what each shows.
+//!
+//! ```sh
+//! cargo run --release --example tour
+//! ```
+//!
+//! Each module has its own examples (the seed listings, in `examples/`): `sched_info`
+//! and `cyclic` (sched), `priority_inversion` and `sync_inspect` (sync), `linecount`,
+//! `linecount_notify`, `aio_latency` and `aio_tokio` (aio), `trace_defaults`,
+//! `philosophers`, `trace_overhead` and `mutex_starvation` (trace), `bytesum`
+//! (advise), `tfp_hello` (mark). Every one takes `--help`.
+//!
+//! The `posixrt-tools` package (`tools/`) has the command-line tools that read what a
+//! running or finished program left behind:
+//!
+//! - `tfp`: the marked threads of every process ([`mark`]), as the QNX `tfp` lists them;
+//! - `rtstat PID`: the tracked locks of a process, their waiters and deadlocks ([`sync`]);
+//! - `rtrace dump|stats|export LOG`: trace logs, exported for Perfetto or babeltrace2
+//!   ([`trace`]).
+//!
+//! ```sh
+//! cargo build --release -p posixrt-tools
+//! ./target/release/tfp --help
+//! ```
+
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
@@ -129,3 +157,8 @@ pub mod trace;
 pub mod registry;
 
 pub use error::{Error, ErrorKind, Result};
+
+/// The Rust snippets of README.md, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

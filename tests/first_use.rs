@@ -243,3 +243,34 @@ fn bad_values_are_one_line_usage_errors() {
         assert!(o.stdout.is_empty(), "{name} {args:?}: {o:?}");
     }
 }
+
+// ---- documentation ----
+
+/// Every Rust snippet of README.md runs (as a doctest through src/lib.rs), and the
+/// crate docs point a new user to the tour and to the tools.
+#[test]
+fn readme_snippets_run_and_crate_docs_point_to_the_tour_and_tools() {
+    let readme = include_str!("../README.md");
+    let lib = include_str!("../src/lib.rs");
+    assert!(lib.contains("#[doc = include_str!(\"../README.md\")]"));
+    for fence in ["```rust,ignore", "```rust,no_run", "```ignore"] {
+        assert!(
+            !readme.contains(fence),
+            "README has a snippet that does not run: {fence}"
+        );
+    }
+    let docs: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for needle in [
+        "--example tour",
+        "`tfp`",
+        "`rtstat",
+        "`rtrace",
+        "posixrt-tools",
+    ] {
+        assert!(docs.contains(needle), "crate docs do not mention {needle}");
+    }
+}
