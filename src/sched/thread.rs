@@ -230,12 +230,9 @@ pub fn kernel_priority(tid: Tid) -> Result<KernelPriority> {
     })
 }
 
-/// Field 18 (`prio`) of a `stat` line. The name (field 2) is in parentheses and may
-/// itself hold spaces and parentheses, so count from the last `)`.
+/// Field 18 (`prio`) of a `stat` line, through the crate's one `/proc` parser.
 fn parse_stat_prio(stat: &str) -> Option<i32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    // Fields after the name start at field 3 (state); field 18 is the 16th of them.
-    rest.split_ascii_whitespace().nth(15)?.parse().ok()
+    crate::sys::proc::TaskStat::parse(stat).map(|s| s.prio)
 }
 
 fn io_error(call: &'static str, e: std::io::Error) -> Error {
@@ -351,7 +348,8 @@ mod tests {
 
     #[test]
     fn stat_parse_handles_odd_names() {
-        let line = "1234 (a) b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 -51 0 1 0";
+        let line = "1234 (a) b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 -51 0 1 0 \
+                    777 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 50 1 0 0 0 0 0 0 0 0 0 0 0 0";
         // fields after ')': S(3) 1(4) ... 13(16) 14(17) -51(18)
         assert_eq!(parse_stat_prio(line), Some(-51));
         assert_eq!(KernelPriority(-51).rt_priority(), Some(50));

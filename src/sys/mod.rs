@@ -11,5 +11,6 @@
 pub(crate) mod clock;
 pub(crate) mod fork;
 pub(crate) mod futex;
+pub(crate) mod proc;
 pub(crate) mod sched;
 pub(crate) mod tid;
