@@ -451,22 +451,16 @@ fn raise(ceiling: u32) -> Result<()> {
 }
 
 fn raise_error(errno: i32, ceiling: u32) -> Error {
-    let e = Error::from_errno("sched_setattr", errno)
-        .with_message(format!("raising the lock holder to the ceiling {ceiling}"));
-    if errno == libc::EPERM {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: `lim` is a writable rlimit.
-        unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) };
-        e.with_hint(format!(
-            "a priority-ceiling mutex needs CAP_SYS_NICE or RLIMIT_RTPRIO >= {ceiling} (soft limit is {}, hard {}); run as root, `setcap cap_sys_nice+ep BINARY`, or raise `rtprio` in /etc/security/limits.conf",
-            lim.rlim_cur, lim.rlim_max
-        ))
-    } else {
-        e
-    }
+    // The same error and hint as sched's own calls (EPERM: what is missing and the
+    // fix, from CAP_SYS_NICE and RLIMIT_RTPRIO as they are now).
+    crate::sched::hint::sched_error(
+        "sched_setattr",
+        errno,
+        None,
+        Some(crate::sched::Policy::Fifo),
+        i32::try_from(ceiling).ok(),
+    )
+    .with_message(format!("raising the lock holder to the ceiling {ceiling}"))
 }
 
 /// Lets the calling thread skip the `sched_getattr` of each outermost ceiling lock:
