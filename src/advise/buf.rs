@@ -79,7 +79,7 @@ impl AlignedBuf {
     /// Allocates `pages` whole pages, page-aligned: the shape that
     /// [`advise`](AlignedBuf::advise) (`madvise`) and O_DIRECT on any device accept.
     pub fn with_pages(pages: usize) -> Result<AlignedBuf> {
-        let page = super::page_size();
+        let page = super::range::page_size();
         let len = pages.checked_mul(page).ok_or_else(|| {
             Error::invalid("posix_memalign", format!("{pages} pages overflow usize"))
         })?;
@@ -139,7 +139,7 @@ impl AlignedBuf {
     /// that is a multiple of the page size), so that page-granular calls such as
     /// `madvise` touch no memory outside it.
     pub fn is_page_granular(&self) -> bool {
-        let page = super::page_size();
+        let page = super::range::page_size();
         self.align >= page && self.len % page == 0
     }
 }

@@ -49,17 +49,8 @@ pub(crate) fn after_fork_in_child() {
 /// open file description (and so to the parent's `flock`), while the descriptor
 /// number stays open, so the `File` that owns it still closes a valid descriptor.
 pub(crate) fn release_inherited_lock(fd: i32) {
-    // SAFETY: `open` gets a NUL-terminated literal path; `dup3` targets `fd`, a
-    // descriptor this process owns (the child's copy of a registry `File`), and
-    // keeps it open; `close` closes only the temporary descriptor just opened.
-    // All three are async-signal-safe, as a fork child handler requires.
-    unsafe {
-        let nul = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if nul >= 0 {
-            libc::dup3(nul, fd, libc::O_CLOEXEC);
-            libc::close(nul);
-        }
-    }
+    // Async-signal-safe, as a fork child handler requires.
+    crate::sys::process::redirect_to_dev_null(fd);
 }
 
 /// A counter bumped in the child of every `fork` (once a registry was created).
@@ -85,8 +76,7 @@ extern "C" fn unlink_at_exit() {
     if let Ok(paths) = EXIT_PATHS.try_lock() {
         for (p, owner) in paths.iter() {
             if *owner == pid {
-                // SAFETY: `p` is a valid NUL-terminated path.
-                unsafe { libc::unlink(p.as_ptr()) };
+                crate::sys::process::unlink_quietly(p);
             }
         }
     }
@@ -100,8 +90,7 @@ pub(crate) fn register_exit_unlink(path: &Path, pid: i32) {
         return;
     };
     if paths.is_empty() {
-        // SAFETY: registering a plain `extern "C"` function with no captured state.
-        unsafe { libc::atexit(unlink_at_exit) };
+        crate::sys::process::atexit(unlink_at_exit);
     }
     paths.push((c, pid));
 }

@@ -7,10 +7,17 @@
 //! | [`tid`] | `gettid`, cached per thread |
 //! | [`fork`] | the one `pthread_atfork` child handler, which resets every per-process cache |
 //! | [`clock`] | the TSC (invariant check, calibration) and `CLOCK_MONOTONIC` / `CLOCK_REALTIME` |
+//! | [`futex`] | the futex operations of `sync` (through `rustix::thread::futex`) |
+//! | [`sched`] | `sched_*`, `pthread_setschedparam`, `sched_attr`, affinity |
+//! | [`proc`] | the one `/proc/.../stat` parser |
+//! | [`process`] | `atexit`, `unlink` at exit, a descriptor pointed at `/dev/null` (fork-safe) |
+//! | [`mm`] | `posix_madvise` (glibc's behaviour for `POSIX_MADV_DONTNEED`) |
 
 pub(crate) mod clock;
 pub(crate) mod fork;
 pub(crate) mod futex;
+pub(crate) mod mm;
 pub(crate) mod proc;
+pub(crate) mod process;
 pub(crate) mod sched;
 pub(crate) mod tid;
