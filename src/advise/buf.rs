@@ -60,6 +60,8 @@ impl AlignedBuf {
     /// not a power of two, or not a multiple of `size_of::<*const ()>()`, or if
     /// `len` rounded up to `align` overflows `isize`;
     /// [`OutOfResources`](crate::ErrorKind::OutOfResources) if the allocator refuses.
+    #[doc(alias = "posix_memalign")]
+    #[doc(alias = "aligned_alloc")]
     pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
         let layout = layout_for("posix_memalign", len, align)?;
         if len == 0 {

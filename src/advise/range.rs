@@ -5,6 +5,8 @@ use crate::{Error, Result};
 
 /// The system page size (`sysconf(_SC_PAGESIZE)`).
 #[inline]
+#[doc(alias = "sysconf")]
+#[doc(alias = "getpagesize")]
 pub fn page_size() -> usize {
     rustix::param::page_size()
 }

@@ -89,6 +89,7 @@ impl CpuClock {
     /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`; read through the vDSO
     /// is not possible for CPU clocks: one system call per read).
     #[inline]
+    #[doc(alias = "CLOCK_THREAD_CPUTIME_ID")]
     pub const fn current_thread() -> CpuClock {
         CpuClock {
             id: libc::CLOCK_THREAD_CPUTIME_ID,
@@ -97,6 +98,7 @@ impl CpuClock {
 
     /// This process's CPU time, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
     #[inline]
+    #[doc(alias = "CLOCK_PROCESS_CPUTIME_ID")]
     pub const fn current_process() -> CpuClock {
         CpuClock {
             id: libc::CLOCK_PROCESS_CPUTIME_ID,
@@ -129,6 +131,7 @@ impl CpuClock {
 
     /// The CPU clock of process `pid` (`clock_getcpuclockid`); reading another
     /// process's clock may need privilege.
+    #[doc(alias = "clock_getcpuclockid")]
     pub fn of_process(pid: Tid) -> Result<CpuClock> {
         let mut id: libc::clockid_t = 0;
         // SAFETY: `id` is writable.
@@ -141,6 +144,7 @@ impl CpuClock {
     ///
     /// # References
     ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+    #[doc(alias = "clock_gettime")]
     pub fn now(&self) -> Result<Duration> {
         let mut ts = libc::timespec {
             tv_sec: 0,
@@ -156,6 +160,7 @@ impl CpuClock {
     ///
     /// # References
     ///  - [`clock_getres(2)`](https://man7.org/linux/man-pages/man2/clock_getres.2.html)
+    #[doc(alias = "clock_getres")]
     pub fn resolution(&self) -> Result<Duration> {
         let mut ts = libc::timespec {
             tv_sec: 0,

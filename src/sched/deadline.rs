@@ -266,6 +266,7 @@ impl SchedAttr {
 ///
 /// # References
 ///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
+#[doc(alias = "sched_setattr")]
 pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
     let attr = RawAttr {
         size: RawAttr::SIZE,
@@ -300,6 +301,7 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
 ///
 /// # References
 ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
+#[doc(alias = "sched_getattr")]
 pub fn get(tid: Tid) -> Result<SchedAttr> {
     let raw = sys::getattr(tid.as_raw())
         .map_err(|e| sched_error("sched_getattr", e, Some(tid.as_raw()), None, None))?;

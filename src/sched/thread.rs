@@ -37,6 +37,7 @@ use crate::{Error, Result};
 ///
 /// # References
 ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
+#[doc(alias = "sched_getattr")]
 pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
     let a = super::deadline::get(tid)?;
     Ok(Priority::from_kernel(a.policy, a.priority as i32))
@@ -50,6 +51,7 @@ pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
 ///
 /// # References
 ///  - [`sched_setscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_setscheduler.2.html)
+#[doc(alias = "sched_setscheduler")]
 pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
     super::hook::change(tid.as_raw(), || raw_setscheduler(tid.as_raw(), priority))
 }
@@ -64,6 +66,7 @@ pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
 ///
 /// # References
 ///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)
+#[doc(alias = "sched_setparam")]
 pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
     let policy = raw_getscheduler(tid.as_raw())?;
     let p = Priority::new(policy, value)?;
@@ -81,6 +84,7 @@ pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
 /// # References
 ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 ///  - [`pthread_getschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_getschedparam.3.html)
+#[doc(alias = "pthread_getschedparam")]
 pub fn current_scheduling() -> Result<Priority> {
     thread_scheduling(gettid())
 }
@@ -90,6 +94,7 @@ pub fn current_scheduling() -> Result<Priority> {
 ///
 /// # References
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
+#[doc(alias = "pthread_setschedparam")]
 pub fn set_current_scheduling(priority: Priority) -> Result<()> {
     super::hook::change(0, || {
         // SAFETY: pthread_self() is always a valid handle for the calling thread.
@@ -104,6 +109,7 @@ pub fn set_current_scheduling(priority: Priority) -> Result<()> {
 ///
 /// # References
 ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
+#[doc(alias = "pthread_setschedprio")]
 pub fn set_current_priority(value: i32) -> Result<()> {
     super::hook::change(0, || {
         // SAFETY: pthread_self() is always a valid handle for the calling thread.
@@ -115,6 +121,7 @@ pub fn set_current_priority(value: i32) -> Result<()> {
 ///
 /// # References
 ///  - [`pthread_getname_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getname_np.3.html)
+#[doc(alias = "pthread_getname_np")]
 pub fn current_name() -> Result<String> {
     let mut buf = [0 as libc::c_char; 16];
     // SAFETY: pthread_self() is valid; `buf` is writable for the 16 bytes we pass.
@@ -131,6 +138,7 @@ pub fn current_name() -> Result<String> {
 ///
 /// # References
 ///  - [`pthread_getattr_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getattr_np.3.html)
+#[doc(alias = "pthread_attr_getstacksize")]
 pub fn current_stack_size() -> Result<usize> {
     let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
     // SAFETY: pthread_getattr_np initialises `attr` on success; we destroy it below.

@@ -75,6 +75,9 @@ const SCHED_FLAG_RESET_ON_FORK: u64 = 1;
 /// *m.lock_checked()? += 1; // runs at SCHED_FIFO 50 inside (needs CAP_SYS_NICE)
 /// # Ok::<(), posixrt::Error>(())
 /// ```
+#[doc(alias = "PTHREAD_PRIO_PROTECT")]
+#[doc(alias = "pthread_mutexattr_setprotocol")]
+#[doc(alias = "pthread_mutexattr_setprioceiling")]
 pub type CeilingMutex<T> = lock_api::Mutex<RawCeilingMutex, T>;
 
 /// The guard of a [`CeilingMutex`].
@@ -168,6 +171,7 @@ impl RawCeilingMutex {
     ///
     /// # References
     /// - [pthread_mutex_getprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_getprioceiling.3p.html)
+    #[doc(alias = "pthread_mutex_getprioceiling")]
     pub fn ceiling(&self) -> u32 {
         self.ceiling.load(Ordering::Relaxed)
     }
@@ -177,6 +181,7 @@ impl RawCeilingMutex {
     ///
     /// # References
     /// - [pthread_mutex_setprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_setprioceiling.3p.html)
+    #[doc(alias = "pthread_mutex_setprioceiling")]
     pub fn set_ceiling(&self, ceiling: u32) -> Result<u32> {
         check_ceiling(ceiling)?;
         self.lock_checked()?;

@@ -149,6 +149,7 @@ impl TidWord {
 /// m.lock().push(2);
 /// assert_eq!(m.lock().len(), 2);
 /// ```
+#[doc(alias = "PTHREAD_MUTEX_NORMAL")]
 pub type NormalMutex<T> = lock_api::Mutex<RawNormalMutex, T>;
 
 /// The guard of a [`NormalMutex`].

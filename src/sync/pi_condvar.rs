@@ -181,6 +181,7 @@ impl PiCondvar {
     ///
     /// # References
     /// - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)
+    #[doc(alias = "pthread_cond_wait")]
     pub fn wait<T: ?Sized>(&self, guard: &mut PiMutexGuard<'_, T>) -> Result<()> {
         self.wait_impl(guard, None).map(drop)
     }
@@ -190,6 +191,8 @@ impl PiCondvar {
     ///
     /// # References
     /// - [pthread_cond_timedwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_timedwait.3p.html)
+    #[doc(alias = "pthread_cond_clockwait")]
+    #[doc(alias = "pthread_cond_timedwait")]
     pub fn wait_until<T: ?Sized>(
         &self,
         guard: &mut PiMutexGuard<'_, T>,
@@ -212,6 +215,7 @@ impl PiCondvar {
     ///
     /// # References
     /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
+    #[doc(alias = "pthread_cond_signal")]
     pub fn notify_one(&self) -> bool {
         self.notify(false) > 0
     }
@@ -222,6 +226,7 @@ impl PiCondvar {
     ///
     /// # References
     /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
+    #[doc(alias = "pthread_cond_broadcast")]
     pub fn notify_all(&self) -> u32 {
         self.notify(true)
     }

@@ -34,6 +34,7 @@ use crate::{Error, Result};
 /// drop(a);
 /// assert_eq!(m.recursion(), 0);
 /// ```
+#[doc(alias = "PTHREAD_MUTEX_RECURSIVE")]
 pub struct RecursiveMutex<T: ?Sized> {
     word: TidWord,
     count: AtomicU32,

@@ -41,6 +41,10 @@ const READERS: u32 = WRITER - 1;
 /// *l.write() += 1;
 /// assert_eq!(*l.read(), 2);
 /// ```
+#[doc(alias = "pthread_rwlock_t")]
+#[doc(alias = "pthread_rwlock_rdlock")]
+#[doc(alias = "pthread_rwlock_wrlock")]
+#[doc(alias = "pthread_rwlock_unlock")]
 pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 
 /// The raw reader-writer lock.

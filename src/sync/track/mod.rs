@@ -64,6 +64,7 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 ///
 /// # References
 /// - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (`td_ta_sync_tracking_enable`)
+#[doc(alias = "td_ta_sync_tracking_enable")]
 pub fn set_tracking(level: Tracking) {
     level::set_level_and_clock(level);
     if level != Tracking::Off {

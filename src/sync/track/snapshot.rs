@@ -205,6 +205,7 @@ pub(crate) fn snapshot(r: &Record) -> Option<Snapshot> {
 
 /// Every known (tracked) object of this process: the analogue of Solaris
 /// `td_ta_sync_iter`. Each item is a consistent copy taken at iteration time.
+#[doc(alias = "td_ta_sync_iter")]
 pub fn objects() -> Vec<Snapshot> {
     let all: Vec<&'static Record> = all_records();
     all.into_iter().filter_map(snapshot).collect()
