@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::track::level::level;
-use super::track::pilock::PiLocked;
+use crate::sys::pilock::PiLocked;
 use super::track::record::{Record, WORDS};
 use super::track::slab::all_records;
 use super::track::snapshot::{copy_live, snapshot_words, Snapshot};

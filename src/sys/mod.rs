@@ -11,12 +11,14 @@
 //! | [`sched`] | `sched_*`, `pthread_setschedparam`, `sched_attr`, affinity |
 //! | [`proc`] | the one `/proc/.../stat` parser |
 //! | [`process`] | `atexit`, `unlink` at exit, a descriptor pointed at `/dev/null` (fork-safe) |
+//! | [`pilock`] | the crate's internal priority-inheriting lock (a bare PI futex) |
 //! | [`mm`] | `posix_madvise` (glibc's behaviour for `POSIX_MADV_DONTNEED`) |
 
 pub(crate) mod clock;
 pub(crate) mod fork;
 pub(crate) mod futex;
 pub(crate) mod mm;
+pub(crate) mod pilock;
 pub(crate) mod proc;
 pub(crate) mod process;
 pub(crate) mod sched;

@@ -36,8 +36,7 @@
 //! |---|---|
 //! | `level` | the run-time switch and the clock of wait and hold times |
 //! | `record` | the record layout (48 words under a sequence counter) |
-//! | `slab` | records: allocation and recycling (lock-free but for one PI lock), the [`Track`] handle |
-//! | `pilock` | the internal priority-inheriting lock of `slab` |
+//! | `slab` | records: allocation and recycling (lock-free but for one `sys::pilock`), the [`Track`] handle |
 //! | `ops` | the lock-side helpers the sync objects call |
 //! | `snapshot` | [`Info`], [`Stats`], [`Snapshot`], [`objects`] |
 //! | `deadlock` | [`find_deadlocks`] |
@@ -45,7 +44,6 @@
 mod deadlock;
 pub(crate) mod level;
 mod ops;
-pub(crate) mod pilock;
 pub(crate) mod record;
 pub(crate) mod slab;
 pub(crate) mod snapshot;

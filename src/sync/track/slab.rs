@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use super::pilock::PiLocked;
+use crate::sys::pilock::PiLocked;
 use super::record::*;
 
 // Every record ever allocated is on ALL (a push-only list: records are never
