@@ -304,9 +304,20 @@ fn broadcast_summary() {
         "\npaired summary: notify_all under the lock to {WAITERS} waiters until all have passed the PiMutex, load average {}",
         load_average()
     );
-    println!("  Condvar + PiMutex        median {:>8.1} us, min {:>8.1} us ({ROUNDS} rounds)", median(&plain), min(&plain));
-    println!("  PiCondvar (requeue-PI)   median {:>8.1} us, min {:>8.1} us ({ROUNDS} rounds)", median(&pi), min(&pi));
-    println!("  PiCondvar / Condvar = {:.3} (median per-round ratio)", median(&ratio));
+    println!(
+        "  Condvar + PiMutex        median {:>8.1} us, min {:>8.1} us ({ROUNDS} rounds)",
+        median(&plain),
+        min(&plain)
+    );
+    println!(
+        "  PiCondvar (requeue-PI)   median {:>8.1} us, min {:>8.1} us ({ROUNDS} rounds)",
+        median(&pi),
+        min(&pi)
+    );
+    println!(
+        "  PiCondvar / Condvar = {:.3} (median per-round ratio)",
+        median(&ratio)
+    );
 }
 
 fn main() {

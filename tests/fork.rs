@@ -90,7 +90,12 @@ fn forked_child_trace_events_carry_the_child_tid() {
             let me = kernel_tid();
             let ev = record_one("fork test child", 2)
                 .map_err(|e| Fail(10, format!("trace in the child: {e}")))?;
-            check!(11, ev.len() == 1, "child recorded {} events, not 1", ev.len());
+            check!(
+                11,
+                ev.len() == 1,
+                "child recorded {} events, not 1",
+                ev.len()
+            );
             check!(
                 12,
                 ev[0].tid == me,
@@ -131,8 +136,18 @@ fn forked_child_has_fresh_tid_clock_and_registry_in_every_subsystem() {
             let me = kernel_tid();
             let pid = std::process::id() as i32;
             // sched and sync: the cached tid is the child's.
-            check!(1, sched::gettid().as_raw() as u32 == me, "sched::gettid {} != {me}", sched::gettid());
-            check!(2, sync::current_tid() == me, "sync::current_tid {} != {me}", sync::current_tid());
+            check!(
+                1,
+                sched::gettid().as_raw() as u32 == me,
+                "sched::gettid {} != {me}",
+                sched::gettid()
+            );
+            check!(
+                2,
+                sync::current_tid() == me,
+                "sync::current_tid {} != {me}",
+                sync::current_tid()
+            );
             // sync: a PiMutex locked in the child holds the child's tid, and the
             // tracking snapshot names the child as owner.
             let m2 = PiMutex::new(0u32);
@@ -140,35 +155,62 @@ fn forked_child_has_fresh_tid_clock_and_registry_in_every_subsystem() {
             // SAFETY: `raw()` only reads the lock's state here.
             let raw = unsafe { m2.raw() };
             let owner = raw.owner();
-            check!(3, owner == Some(me), "PiMutex owner {owner:?}, child is {me}");
+            check!(
+                3,
+                owner == Some(me),
+                "PiMutex owner {owner:?}, child is {me}"
+            );
             let snap_owner = raw.snapshot().and_then(|s| s.info.owner);
-            check!(4, snap_owner == Some(me), "tracked owner {snap_owner:?}, child is {me}");
+            check!(
+                4,
+                snap_owner == Some(me),
+                "tracked owner {snap_owner:?}, child is {me}"
+            );
             drop(g);
             // The parent's mutex, unlocked at the fork, works in the child.
             *m.lock() += 1;
             // mark: the child gets its own registry file and slot.
             mark::update("fork test: child").map_err(|e| Fail(5, format!("mark::update: {e}")))?;
             let file = mark::registry_path();
-            check!(6, file.as_ref() != Some(&parent_file), "child writes the parent's file {parent_file:?}");
+            check!(
+                6,
+                file.as_ref() != Some(&parent_file),
+                "child writes the parent's file {parent_file:?}"
+            );
             let named = file
                 .as_ref()
                 .and_then(|f| f.file_name())
                 .map(|n| n.to_string_lossy().contains(&format!("-{pid}-")))
                 .unwrap_or(false);
-            check!(7, named, "child's registry file {file:?} does not name pid {pid}");
-            let snap = mark::snapshot_pid(pid).map_err(|e| Fail(8, format!("snapshot_pid: {e}")))?;
+            check!(
+                7,
+                named,
+                "child's registry file {file:?} does not name pid {pid}"
+            );
+            let snap =
+                mark::snapshot_pid(pid).map_err(|e| Fail(8, format!("snapshot_pid: {e}")))?;
             let mine: Vec<_> = snap
                 .threads()
                 .filter(|(_, t)| t.marker == "fork test: child")
                 .map(|(_, t)| t.tid)
                 .collect();
-            check!(9, mine == vec![me as i32], "child's mark slots {mine:?}, child tid {me}");
+            check!(
+                9,
+                mine == vec![me as i32],
+                "child's mark slots {mine:?}, child tid {me}"
+            );
             // trace and the clock: the child's events carry its tid, and their
             // timestamps fall between two CLOCK_MONOTONIC readings around them.
             let t0 = Instant::now();
-            let ev = record_one("fork test child 2", 2).map_err(|e| Fail(10, format!("trace: {e}")))?;
+            let ev =
+                record_one("fork test child 2", 2).map_err(|e| Fail(10, format!("trace: {e}")))?;
             let t1 = Instant::now();
-            check!(11, ev.len() == 1 && ev[0].tid == me, "child events {:?}", ev.iter().map(|e| e.tid).collect::<Vec<_>>());
+            check!(
+                11,
+                ev.len() == 1 && ev[0].tid == me,
+                "child events {:?}",
+                ev.iter().map(|e| e.tid).collect::<Vec<_>>()
+            );
             let mono = |i: Instant| -> Duration {
                 // Instant is CLOCK_MONOTONIC on Linux; anchor it on a fresh reading.
                 let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);

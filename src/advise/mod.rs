@@ -46,6 +46,6 @@ pub use buf::AlignedBuf;
 pub use direct::{direct_io_alignment, AlignmentSource, DirectIoAlignment};
 pub use fadvise::{fadvise, Advice};
 pub use fallocate::{fallocate, fallocate_mode, FallocateMode};
-pub use madvise::{madvise, MemAdvice};
 pub use flush::{fdatasync, fsync, sync};
+pub use madvise::{madvise, MemAdvice};
 pub use range::page_size;

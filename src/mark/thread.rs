@@ -16,6 +16,8 @@ static REGISTRY: PiLocked<Option<&'static Registry>> = PiLocked::new(None);
 
 /// This process's mark registry, created on first use (and again in a forked child).
 pub(super) fn registry() -> Result<&'static Registry> {
+    static FORK_HOOK: std::sync::Once = std::sync::Once::new();
+    FORK_HOOK.call_once(|| crate::sys::fork::on_child(after_fork_in_child));
     let mut guard = REGISTRY.lock();
     let pid = rustix::process::getpid().as_raw_nonzero().get();
     if let Some(r) = *guard {
@@ -31,6 +33,13 @@ pub(super) fn registry() -> Result<&'static Registry> {
     )?));
     *guard = Some(r);
     Ok(r)
+}
+
+/// In a forked child, the lock may have been held by a parent thread that does not
+/// exist there (the handle it guards is one pointer, always consistent).
+fn after_fork_in_child() {
+    // SAFETY: the child has one thread, which holds nothing.
+    unsafe { REGISTRY.raw() }.reset_in_child();
 }
 
 /// The calling thread's slot and what it last told the kernel.

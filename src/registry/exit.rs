@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Mutex;
 
-
 // Fork generation
 
 pub(crate) static GENERATION: AtomicU32 = AtomicU32::new(0);

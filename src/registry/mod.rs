@@ -85,7 +85,6 @@
 //! through a raw `exit` syscall) is never shown as alive, and its slot is reclaimed
 //! by the next [`Registry::claim`] that finds the registry full.
 
-
 #![allow(clippy::len_without_is_empty)]
 
 mod exit;
@@ -261,4 +260,3 @@ mod tests {
         }
     }
 }
-

@@ -1,7 +1,6 @@
 //! Thread facts from `/proc`: the start time that names a thread or process, and
 //! whether a recorded thread is still alive.
 
-
 use crate::{Error, ErrorKind, Result};
 
 pub use crate::sys::proc::TaskStat;

@@ -235,7 +235,11 @@ pub(crate) fn process_uids(pid: i32) -> Option<[u32; 4]> {
     Some([ids.next()??, ids.next()??, ids.next()??, ids.next()??])
 }
 
-pub(crate) fn map_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Option<(Vec<SlotCopy>, usize)> {
+pub(crate) fn map_and_copy(
+    file: &File,
+    kind: &[u8; 16],
+    name: &FileName,
+) -> Option<(Vec<SlotCopy>, usize)> {
     let len = usize::try_from(rustix::fs::fstat(file.as_fd()).ok()?.st_size).ok()?;
     if len < HEADER_SIZE {
         return None;

@@ -55,8 +55,8 @@ use std::ops::BitOr;
 use std::time::Duration;
 
 use super::hint::sched_error;
-use crate::sys::sched::{self as sys, SchedAttr as RawAttr};
 use super::{Policy, Tid};
+use crate::sys::sched::{self as sys, SchedAttr as RawAttr};
 use crate::{Error, ErrorKind, Result};
 
 /// `sched_attr.sched_flags` bits relevant to deadline tasks.
@@ -278,7 +278,8 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
         sched_deadline: params.deadline.as_nanos() as u64,
         sched_period: params.period.as_nanos() as u64,
     };
-    if let Err(errno) = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr)) {
+    if let Err(errno) = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr))
+    {
         return Err(match errno {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("admission control refused {params} for tid {tid}"))

@@ -25,9 +25,9 @@ use std::ffi::CStr;
 use std::fmt;
 
 use super::hint::sched_error;
-use crate::sys::sched as sys;
 use super::tid::{gettid, Tid};
 use super::{Policy, Priority};
+use crate::sys::sched as sys;
 use crate::{Error, Result};
 
 /// Policy and priority of thread `tid`, read in one `sched_getattr` call so the pair
@@ -299,7 +299,8 @@ pub(crate) fn pthread_setschedparam(
         return Err(deadline_needs_attr("pthread_setschedparam"));
     }
     // SAFETY: the caller guarantees `thread` is valid.
-    let r = unsafe { sys::pthread_setschedparam(thread, priority.policy().as_raw(), priority.value()) };
+    let r =
+        unsafe { sys::pthread_setschedparam(thread, priority.policy().as_raw(), priority.value()) };
     if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedparam",

@@ -54,10 +54,10 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::normal::TidWord;
 use super::pi::relock_error;
-use crate::sys::futex::{TID_MASK, WAITERS};
-use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
+use crate::sys::futex::{TID_MASK, WAITERS};
 use crate::sys::sched::{self as sys_sched, SchedAttr};
+use crate::sys::tid::current as current_tid;
 use crate::{Error, Result};
 
 /// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).

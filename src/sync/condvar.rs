@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use lock_api::{MutexGuard, RawMutex};
 
 use super::checked::deadline_after;
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 
 /// A condition variable (see the [module docs](self)).
 ///

@@ -39,9 +39,9 @@ use std::time::{Duration, Instant};
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex::{self, OWNER_DIED, TID_MASK, WAITERS};
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
 
 /// A mutex with the priority-inheritance protocol (`PTHREAD_PRIO_INHERIT`), with

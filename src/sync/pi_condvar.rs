@@ -51,9 +51,9 @@ use lock_api::{MutexGuard, RawMutex};
 
 use super::checked::{deadline_after, lock_failed, RawMutexChecked};
 use super::pi::{PiMutexGuard, RawPiMutex};
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 
 /// A condition variable for [`PiMutex`](super::PiMutex) with requeue-PI (see the

@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use lock_api::{GuardNoSend, RawRwLockTimed};
 
 use super::checked::deadline_after;
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 
 const WRITER: u32 = 1 << 30;
 const READERS: u32 = WRITER - 1;

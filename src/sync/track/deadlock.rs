@@ -78,4 +78,3 @@ pub fn find_deadlocks_in(objects: &[Snapshot]) -> Vec<Deadlock> {
     }
     found
 }
-

@@ -44,7 +44,6 @@ pub fn tracking() -> Tracking {
     }
 }
 
-
 /// A cheap timestamp: a tick of the crate's one clock ([`crate::sys::clock`]: the
 /// TSC when it is invariant, `CLOCK_MONOTONIC` nanoseconds otherwise).
 #[inline(always)]

@@ -49,8 +49,8 @@ pub(crate) mod slab;
 pub(crate) mod snapshot;
 
 pub use deadlock::{find_deadlocks, find_deadlocks_in, Deadlock};
-pub use level::{tracking, Tracking};
 pub(crate) use level::{level, ticks};
+pub use level::{tracking, Tracking};
 pub use record::Kind;
 pub(crate) use record::*;
 pub(crate) use slab::Track;

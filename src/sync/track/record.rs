@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
 
-
 pub(crate) const WORDS: usize = 48;
 pub(crate) const W_SEQ: usize = 0;
 pub(crate) const W_META: usize = 1;
