@@ -8,7 +8,6 @@
 //! this process holds a crate lock would leave that lock held in the child.
 
 use std::io::Read;
-use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -58,7 +57,7 @@ fn in_forked_child(child: impl FnOnce() -> Result<(), Fail>) -> (i32, String) {
     }
     drop(w);
     let mut msg = String::new();
-    let mut f = std::fs::File::from(OwnedFd::from(r));
+    let mut f = std::fs::File::from(r);
     let _ = f.read_to_string(&mut msg);
     let mut status = 0;
     // SAFETY: waits for our own child; `status` is writable.
