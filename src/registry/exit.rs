@@ -54,12 +54,12 @@ pub(crate) fn release_inherited_lock(fd: i32) {
 
 /// A counter bumped in the child of every `fork` (once a registry was created).
 ///
-/// A forked child inherits the parent's registry mapping and any [`SlotWriter`]
+/// A forked child inherits the parent's registry mapping and any [`SlotWriter`](super::SlotWriter)
 /// kept in thread-local or static storage, but those slots belong to the parent's
 /// file: writing them would change the parent's entries. Record the generation
 /// with a cached writer and compare before use (one relaxed load); on a mismatch,
 /// forget the writer without releasing it and create this process's own
-/// [`Registry`].
+/// [`Registry`](super::Registry).
 #[inline]
 pub fn generation() -> u32 {
     GENERATION.load(Ordering::Relaxed)

@@ -4,7 +4,7 @@
 //! `"mark"`) and, later, tracked synchronisation objects (kind `"sync"`). A process
 //! creates one registry file per kind; its threads claim fixed-size slots and write
 //! them under a sequence counter; any process with read access to the file (root,
-//! or the same user) lists all registries of a kind with [`scan`] and gets a
+//! or the same user) lists all registries of a kind with [`scan()`] and gets a
 //! consistent copy of each live slot.
 //!
 //! # The file
@@ -13,12 +13,12 @@
 //! field 22 of `/proc/<PID>/stat` (clock ticks since boot at process start), so a
 //! recycled pid never matches an old file. It is created under a temporary name,
 //! filled in, then renamed, so readers never see a half-written header. It is
-//! removed at normal process exit (an `atexit` handler), and by the next [`scan`]
+//! removed at normal process exit (an `atexit` handler), and by the next [`scan()`]
 //! or [`Registry::create`] of the same kind once the process is gone (pid missing,
 //! start time different, or a zombie). The owner also holds the file open
 //! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
 //! can take a shared lock knows the owner is gone even when the pid and start time
-//! still match (the process called `exec`); [`scan`] removes such a file too. A
+//! still match (the process called `exec`); [`scan()`] removes such a file too. A
 //! child created by `fork` lets go of its inherited reference to that lock at once
 //! (a fork handler points its copy of the descriptor at `/dev/null`; the lock is
 //! taken on a second, never-mapped open of the file, because an inherited

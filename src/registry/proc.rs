@@ -18,7 +18,7 @@ pub(crate) fn read_stat(path: &str) -> Result<TaskStat> {
         .ok_or_else(|| Error::new(ErrorKind::Corrupt, "read", format!("cannot parse {path}")))
 }
 
-/// The calling thread's tid and start time, as [`Registry::claim`] wants them.
+/// The calling thread's tid and start time, as [`Registry::claim`](super::Registry::claim) wants them.
 pub fn current_thread() -> Result<(i32, u64)> {
     let tid = crate::sys::tid::current() as i32;
     let st = read_stat("/proc/thread-self/stat").map_err(|e| e.with_hint(PROC_HINT))?;

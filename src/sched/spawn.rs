@@ -742,7 +742,7 @@ impl Drop for Attr {
 }
 
 impl CpuClock {
-    /// The CPU clock of a thread spawned by [`Builder`](super::Builder)
+    /// The CPU clock of a thread spawned by [`Builder`]
     /// (`pthread_getcpuclockid`).
     /// `NotFound` once the thread's closure has returned.
     #[inline]

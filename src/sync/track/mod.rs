@@ -36,7 +36,7 @@
 //! |---|---|
 //! | `level` | the run-time switch and the clock of wait and hold times |
 //! | `record` | the record layout (48 words under a sequence counter) |
-//! | `slab` | records: allocation and recycling (lock-free but for one `sys::pilock`), the [`Track`] handle |
+//! | `slab` | records: allocation and recycling (lock-free but for one `sys::pilock`), the `Track` handle |
 //! | `ops` | the lock-side helpers the sync objects call |
 //! | `snapshot` | [`Info`], [`Stats`], [`Snapshot`], [`objects`] |
 //! | `deadlock` | [`find_deadlocks`] |
