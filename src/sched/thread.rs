@@ -21,7 +21,6 @@
 //! # Ok::<(), posixrt::Error>(())
 //! ```
 
-use std::ffi::CStr;
 use std::fmt;
 
 use super::hint::sched_error;
@@ -97,8 +96,7 @@ pub fn current_scheduling() -> Result<Priority> {
 #[doc(alias = "pthread_setschedparam")]
 pub fn set_current_scheduling(priority: Priority) -> Result<()> {
     super::hook::change(0, || {
-        // SAFETY: pthread_self() is always a valid handle for the calling thread.
-        pthread_setschedparam(unsafe { libc::pthread_self() }, gettid(), priority)
+        pthread_setschedparam(crate::sys::thread::pthread_self(), gettid(), priority)
     })
 }
 
@@ -112,8 +110,7 @@ pub fn set_current_scheduling(priority: Priority) -> Result<()> {
 #[doc(alias = "pthread_setschedprio")]
 pub fn set_current_priority(value: i32) -> Result<()> {
     super::hook::change(0, || {
-        // SAFETY: pthread_self() is always a valid handle for the calling thread.
-        pthread_setschedprio(unsafe { libc::pthread_self() }, gettid(), value)
+        pthread_setschedprio(crate::sys::thread::pthread_self(), gettid(), value)
     })
 }
 
@@ -123,13 +120,7 @@ pub fn set_current_priority(value: i32) -> Result<()> {
 ///  - [`pthread_getname_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getname_np.3.html)
 #[doc(alias = "pthread_getname_np")]
 pub fn current_name() -> Result<String> {
-    let mut buf = [0 as libc::c_char; 16];
-    // SAFETY: pthread_self() is valid; `buf` is writable for the 16 bytes we pass.
-    let r = unsafe { libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr(), buf.len()) };
-    crate::error::check_pthread("pthread_getname_np", r)?;
-    // SAFETY: on success the buffer holds a NUL-terminated string within its 16 bytes.
-    let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
-    Ok(s.to_string_lossy().into_owned())
+    crate::sys::thread::current_name().map_err(|e| Error::from_errno("pthread_getname_np", e))
 }
 
 /// The size of the calling thread's stack as the thread library reports it
@@ -140,17 +131,7 @@ pub fn current_name() -> Result<String> {
 ///  - [`pthread_getattr_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getattr_np.3.html)
 #[doc(alias = "pthread_attr_getstacksize")]
 pub fn current_stack_size() -> Result<usize> {
-    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
-    // SAFETY: pthread_getattr_np initialises `attr` on success; we destroy it below.
-    let r = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
-    crate::error::check_pthread("pthread_getattr_np", r)?;
-    let mut size = 0usize;
-    // SAFETY: `attr` was initialised by pthread_getattr_np; `size` is writable.
-    let r = unsafe { libc::pthread_attr_getstacksize(attr.as_ptr(), &mut size) };
-    // SAFETY: `attr` is initialised and destroyed exactly once.
-    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
-    crate::error::check_pthread("pthread_attr_getstacksize", r)?;
-    Ok(size)
+    crate::sys::thread::current_stack_size().map_err(|(call, e)| Error::from_errno(call, e))
 }
 
 /// The priority the kernel is currently using for a thread (field 18, `prio`, of
