@@ -15,14 +15,18 @@
 //! goal: ≤ 1.2), with the load average: on a shared, noisy machine the per-round
 //! ratio is steadier than two criterion runs taken seconds apart.
 //!
+//! A second paired summary shows where `PiCondvar` wins over `Condvar` with a
+//! `PiMutex`: `notify_all` under the lock to 16 waiters (no herd: the waiters are
+//! requeued onto the mutex instead of woken to block again).
+//!
 //! `cargo bench --bench locks` (`PAIRED_ONLY=1` skips criterion and prints only the
-//! summary).
+//! summaries).
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, Criterion};
-use posixrt::sync::{ceiling_mutex, MutexExt, NormalMutex, PiMutex};
+use posixrt::sync::{ceiling_mutex, Condvar, MutexExt, NormalMutex, PiCondvar, PiMutex};
 
 mod paired;
 use paired::{load_average, median, min, paired, pin_to_last_cpu, Variant};
@@ -208,6 +212,114 @@ fn summary() {
     );
 }
 
+/// Which condition variable a broadcast round uses.
+#[derive(Clone, Copy)]
+enum Cv {
+    Plain,
+    RequeuePi,
+}
+
+/// The state of the broadcast bench: a generation counter under a PiMutex, and
+/// both condition variables.
+struct Herd {
+    m: PiMutex<(u64, u32, u32)>, // (generation, waiting, done)
+    plain: Condvar,
+    pi: PiCondvar,
+}
+
+/// One round: `n` threads wait on the condvar under the PiMutex; the notifier
+/// broadcasts under the lock and unlocks; the round's time runs from the broadcast
+/// until the last waiter has taken and released the mutex.
+fn broadcast_round(h: &Herd, cv: Cv, n: u32) -> f64 {
+    let gen = h.m.lock().0;
+    std::thread::scope(|s| {
+        for _ in 0..n {
+            s.spawn(move || {
+                let mut g = h.m.lock();
+                g.1 += 1;
+                while g.0 == gen {
+                    match cv {
+                        Cv::Plain => h.plain.wait(&mut g),
+                        Cv::RequeuePi => h.pi.wait(&mut g).expect("wait"),
+                    }
+                }
+                g.2 += 1;
+            });
+        }
+        loop {
+            let g = h.m.lock();
+            if g.1 == n {
+                break;
+            }
+            drop(g);
+            std::thread::yield_now();
+        }
+        let t0 = std::time::Instant::now();
+        {
+            let mut g = h.m.lock();
+            g.0 += 1;
+            match cv {
+                Cv::Plain => {
+                    h.plain.notify_all();
+                }
+                Cv::RequeuePi => {
+                    h.pi.notify_all();
+                }
+            }
+        }
+        loop {
+            let g = h.m.lock();
+            if g.2 == n {
+                let mut g = g;
+                g.1 = 0;
+                g.2 = 0;
+                return t0.elapsed().as_secs_f64() * 1e6;
+            }
+            drop(g);
+            std::thread::yield_now();
+        }
+    })
+}
+
+/// Where `PiCondvar` wins: a broadcast to many waiters. A plain condvar wakes them
+/// all and each one blocks again on the mutex (the herd); requeue-PI moves them
+/// onto the mutex's kernel queue without waking them, and unlock hands the mutex
+/// to one at a time.
+fn broadcast_summary() {
+    const WAITERS: u32 = 16;
+    const ROUNDS: usize = 41;
+    let h = Herd {
+        m: PiMutex::new((0, 0, 0)),
+        plain: Condvar::new(),
+        pi: PiCondvar::new(),
+    };
+    let mut plain = Vec::new();
+    let mut pi = Vec::new();
+    for _ in 0..ROUNDS {
+        plain.push(broadcast_round(&h, Cv::Plain, WAITERS));
+        pi.push(broadcast_round(&h, Cv::RequeuePi, WAITERS));
+    }
+    let ratio: Vec<f64> = pi.iter().zip(&plain).map(|(a, b)| a / b).collect();
+    println!(
+        "\npaired summary: notify_all under the lock to {WAITERS} waiters until all have passed the PiMutex, load average {}",
+        load_average()
+    );
+    println!(
+        "  Condvar + PiMutex        median {:>8.1} us, min {:>8.1} us ({ROUNDS} rounds)",
+        median(&plain),
+        min(&plain)
+    );
+    println!(
+        "  PiCondvar (requeue-PI)   median {:>8.1} us, min {:>8.1} us ({ROUNDS} rounds)",
+        median(&pi),
+        min(&pi)
+    );
+    println!(
+        "  PiCondvar / Condvar = {:.3} (median per-round ratio)",
+        median(&ratio)
+    );
+}
+
 fn main() {
     if std::env::var_os("PAIRED_ONLY").is_none() {
         benches();
@@ -216,5 +328,6 @@ fn main() {
     // `cargo test --benches` runs benches without `--bench`: skip the long summary.
     if std::env::args().any(|a| a == "--bench") {
         summary();
+        broadcast_summary();
     }
 }

@@ -338,8 +338,11 @@ impl From<rustix::io::Errno> for Error {
     }
 }
 
-/// Turns a libc-style return (`-1` and errno) into a [`Result`].
+/// Turns a libc-style return (`-1` and errno) into a [`Result`]. (The raw calls
+/// now live in `sys` and return the errno; kept for callers that still get a
+/// libc-style return.)
 #[inline]
+#[allow(dead_code)]
 pub(crate) fn check(call: &'static str, ret: libc::c_int) -> Result<libc::c_int> {
     if ret == -1 {
         Err(Error::last_os_error(call))

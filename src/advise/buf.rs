@@ -60,6 +60,8 @@ impl AlignedBuf {
     /// not a power of two, or not a multiple of `size_of::<*const ()>()`, or if
     /// `len` rounded up to `align` overflows `isize`;
     /// [`OutOfResources`](crate::ErrorKind::OutOfResources) if the allocator refuses.
+    #[doc(alias = "posix_memalign")]
+    #[doc(alias = "aligned_alloc")]
     pub fn new(len: usize, align: usize) -> Result<AlignedBuf> {
         let layout = layout_for("posix_memalign", len, align)?;
         if len == 0 {
@@ -79,7 +81,7 @@ impl AlignedBuf {
     /// Allocates `pages` whole pages, page-aligned: the shape that
     /// [`advise`](AlignedBuf::advise) (`madvise`) and O_DIRECT on any device accept.
     pub fn with_pages(pages: usize) -> Result<AlignedBuf> {
-        let page = super::page_size();
+        let page = super::range::page_size();
         let len = pages.checked_mul(page).ok_or_else(|| {
             Error::invalid("posix_memalign", format!("{pages} pages overflow usize"))
         })?;
@@ -139,7 +141,7 @@ impl AlignedBuf {
     /// that is a multiple of the page size), so that page-granular calls such as
     /// `madvise` touch no memory outside it.
     pub fn is_page_granular(&self) -> bool {
-        let page = super::page_size();
+        let page = super::range::page_size();
         self.align >= page && self.len % page == 0
     }
 }

@@ -2,7 +2,7 @@
 
 use std::os::fd::AsFd;
 
-use super::AlignedBuf;
+use super::buf::AlignedBuf;
 use crate::{Error, ErrorKind, Result};
 
 /// Where a [`DirectIoAlignment`] came from.

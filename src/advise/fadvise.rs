@@ -3,7 +3,7 @@
 use std::num::NonZeroU64;
 use std::os::fd::AsFd;
 
-use super::check_range;
+use super::range::check_range;
 use crate::{Error, Result};
 
 /// The access pattern declared with [`fadvise()`] (`POSIX_FADV_*`).

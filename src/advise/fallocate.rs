@@ -2,7 +2,7 @@
 
 use std::os::fd::AsFd;
 
-use super::check_range;
+use super::range::check_range;
 use crate::{Error, ErrorKind, Result};
 
 /// What [`fallocate()`] does with the range.

@@ -1,6 +1,6 @@
 //! `posix_madvise` and Linux `madvise`: advice about memory the caller owns.
 
-use super::AlignedBuf;
+use super::buf::AlignedBuf;
 use crate::{Error, Result};
 
 /// Advice for [`AlignedBuf::advise`] and [`madvise()`].
@@ -109,7 +109,7 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: MemAdvice) -> Result<()
         | MemAdvice::PosixDontNeed => "posix_madvise",
         _ => "madvise",
     };
-    let page = super::page_size();
+    let page = super::range::page_size();
     if addr as usize % page != 0 {
         return Err(Error::invalid(
             call,
@@ -131,7 +131,7 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: MemAdvice) -> Result<()
             // MADV_DONTNEED would discard data); call it so the behaviour is glibc's.
             // SAFETY: the caller guarantees the range (see the contract); with this
             // advice glibc makes no system call at all.
-            let rc = unsafe { libc::posix_madvise(addr.cast(), len, libc::POSIX_MADV_DONTNEED) };
+            let rc = unsafe { crate::sys::mm::posix_madvise_dontneed(addr, len) };
             return crate::error::check_pthread(call, rc);
         }
         MemAdvice::DontNeed => A::LinuxDontNeed,
@@ -215,7 +215,7 @@ impl AlignedBuf {
                     "buffer of {} bytes aligned to {} does not cover whole pages of {}",
                     self.len(),
                     self.align(),
-                    super::page_size()
+                    super::range::page_size()
                 ),
             )
             .with_hint(

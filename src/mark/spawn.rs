@@ -42,6 +42,7 @@ impl Builder {
     /// Returns once the mark is in place, so a reader that runs after this returns
     /// sees the thread. If marking fails (bad marker, registry full), `f` never runs
     /// and the error is returned.
+    #[doc(alias = "pthread_create")]
     pub fn spawn<F, T>(self, f: F) -> Result<MarkedThread<T>>
     where
         F: FnOnce() -> T + Send + 'static,

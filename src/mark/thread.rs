@@ -2,17 +2,23 @@
 
 use std::cell::RefCell;
 use std::ffi::CStr;
-use std::sync::Mutex;
 
 use super::layout::{self, MARKER_MAX, RAW_LEN};
 use crate::registry::{self, Payload, Registry, SlotWriter};
+use crate::sys::pilock::PiLocked;
 use crate::{Error, ErrorKind, Result};
 
-static REGISTRY: Mutex<Option<&'static Registry>> = Mutex::new(None);
+/// Taken on a thread's first mark (and by `registry_path`), never on the update
+/// path; priority-inheriting, so a real-time thread's first mark boosts a
+/// lower-priority thread that is creating the registry instead of waiting behind
+/// it.
+static REGISTRY: PiLocked<Option<&'static Registry>> = PiLocked::new(None);
 
 /// This process's mark registry, created on first use (and again in a forked child).
 pub(super) fn registry() -> Result<&'static Registry> {
-    let mut guard = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    static FORK_HOOK: std::sync::Once = std::sync::Once::new();
+    FORK_HOOK.call_once(|| crate::sys::fork::on_child(after_fork_in_child));
+    let mut guard = REGISTRY.lock();
     let pid = rustix::process::getpid().as_raw_nonzero().get();
     if let Some(r) = *guard {
         if r.pid() == pid {
@@ -27,6 +33,13 @@ pub(super) fn registry() -> Result<&'static Registry> {
     )?));
     *guard = Some(r);
     Ok(r)
+}
+
+/// In a forked child, the lock may have been held by a parent thread that does not
+/// exist there (the handle it guards is one pointer, always consistent).
+fn after_fork_in_child() {
+    // SAFETY: the child has one thread, which holds nothing.
+    unsafe { REGISTRY.raw() }.reset_in_child();
 }
 
 /// The calling thread's slot and what it last told the kernel.
@@ -317,7 +330,7 @@ pub fn current() -> Option<String> {
 
 /// This process's registry file, once a thread has been marked.
 pub fn registry_path() -> Option<std::path::PathBuf> {
-    let guard = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = REGISTRY.lock();
     let pid = rustix::process::getpid().as_raw_nonzero().get();
     guard
         .filter(|r| r.pid() == pid)

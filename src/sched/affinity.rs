@@ -30,6 +30,7 @@ impl CpuSet {
     ///
     /// # References
     ///  - [`sched_getaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_getaffinity.2.html)
+    #[doc(alias = "sched_getaffinity")]
     pub fn allowed() -> Result<CpuSet> {
         thread_affinity(super::gettid())
     }
@@ -39,6 +40,7 @@ impl CpuSet {
 ///
 /// # References
 ///  - [`sched_getaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_getaffinity.2.html)
+#[doc(alias = "sched_getaffinity")]
 pub fn thread_affinity(tid: Tid) -> Result<CpuSet> {
     let mut set = CpuSet::new();
     crate::sys::sched::getaffinity(tid.as_raw(), &mut set.raw)
@@ -51,6 +53,7 @@ pub fn thread_affinity(tid: Tid) -> Result<CpuSet> {
 ///
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
+#[doc(alias = "sched_setaffinity")]
 pub fn set_thread_affinity(tid: Tid, cpus: &CpuSet) -> Result<()> {
     super::hook::affinity(tid, || set_thread_affinity_raw(tid, cpus))
 }
@@ -67,6 +70,7 @@ fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
 ///
 /// # References
 ///  - [`sched_getaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_getaffinity.2.html)
+#[doc(alias = "sched_getaffinity")]
 pub fn process_affinity() -> Result<CpuSet> {
     thread_affinity(Tid::process())
 }
@@ -81,6 +85,7 @@ pub fn process_affinity() -> Result<CpuSet> {
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
 ///  - [`proc_pid_task(5)`](https://man7.org/linux/man-pages/man5/proc_pid_task.5.html)
+#[doc(alias = "sched_setaffinity")]
 pub fn set_process_affinity(cpus: &CpuSet) -> Result<()> {
     for tid in super::tid::process_threads()? {
         match set_thread_affinity(tid, cpus) {
@@ -96,6 +101,7 @@ pub fn set_process_affinity(cpus: &CpuSet) -> Result<()> {
 /// # References
 ///  - [`sched_getcpu(3)`](https://man7.org/linux/man-pages/man3/sched_getcpu.3.html)
 #[inline]
+#[doc(alias = "sched_getcpu")]
 pub fn current_cpu() -> usize {
     rustix::thread::sched_getcpu()
 }

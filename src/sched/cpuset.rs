@@ -11,6 +11,7 @@ use crate::{Error, Result};
 /// # References
 ///  - [`CPU_SET(3)`](https://man7.org/linux/man-pages/man3/CPU_SET.3.html)
 #[derive(Clone, Copy)]
+#[doc(alias = "cpu_set_t")]
 pub struct CpuSet {
     pub(super) raw: libc::cpu_set_t,
 }
@@ -20,6 +21,7 @@ impl CpuSet {
     pub const CAPACITY: usize = libc::CPU_SETSIZE as usize;
 
     /// The empty set (`CPU_ZERO`).
+    #[doc(alias = "CPU_ZERO")]
     pub fn new() -> CpuSet {
         // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set (CPU_ZERO).
         let raw = unsafe { std::mem::zeroed() };
@@ -43,6 +45,7 @@ impl CpuSet {
     }
 
     /// Adds `cpu` (`CPU_SET`); `cpu >= CAPACITY` is `InvalidInput`.
+    #[doc(alias = "CPU_SET")]
     pub fn insert(&mut self, cpu: usize) -> Result<()> {
         if cpu >= Self::CAPACITY {
             return Err(Error::invalid(
@@ -64,6 +67,7 @@ impl CpuSet {
     }
 
     /// Removes `cpu` (`CPU_CLR`); a CPU beyond the capacity is never in the set.
+    #[doc(alias = "CPU_CLR")]
     pub fn remove(&mut self, cpu: usize) {
         if cpu < Self::CAPACITY {
             let words = self.words_mut();
@@ -72,11 +76,13 @@ impl CpuSet {
     }
 
     /// Whether `cpu` is in the set (`CPU_ISSET`).
+    #[doc(alias = "CPU_ISSET")]
     pub fn contains(&self, cpu: usize) -> bool {
         cpu < Self::CAPACITY && self.words()[cpu / 64] & (1u64 << (cpu % 64)) != 0
     }
 
     /// How many CPUs are in the set (`CPU_COUNT`).
+    #[doc(alias = "CPU_COUNT")]
     pub fn count(&self) -> usize {
         self.words().iter().map(|w| w.count_ones() as usize).sum()
     }

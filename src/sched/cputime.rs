@@ -89,6 +89,7 @@ impl CpuClock {
     /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`; read through the vDSO
     /// is not possible for CPU clocks: one system call per read).
     #[inline]
+    #[doc(alias = "CLOCK_THREAD_CPUTIME_ID")]
     pub const fn current_thread() -> CpuClock {
         CpuClock {
             id: libc::CLOCK_THREAD_CPUTIME_ID,
@@ -97,6 +98,7 @@ impl CpuClock {
 
     /// This process's CPU time, all threads (`CLOCK_PROCESS_CPUTIME_ID`).
     #[inline]
+    #[doc(alias = "CLOCK_PROCESS_CPUTIME_ID")]
     pub const fn current_process() -> CpuClock {
         CpuClock {
             id: libc::CLOCK_PROCESS_CPUTIME_ID,
@@ -129,11 +131,10 @@ impl CpuClock {
 
     /// The CPU clock of process `pid` (`clock_getcpuclockid`); reading another
     /// process's clock may need privilege.
+    #[doc(alias = "clock_getcpuclockid")]
     pub fn of_process(pid: Tid) -> Result<CpuClock> {
-        let mut id: libc::clockid_t = 0;
-        // SAFETY: `id` is writable.
-        let r = unsafe { libc::clock_getcpuclockid(pid.as_raw(), &mut id) };
-        crate::error::check_pthread("clock_getcpuclockid", r)?;
+        let id = crate::sys::cputime::getcpuclockid(pid.as_raw())
+            .map_err(|e| Error::from_errno("clock_getcpuclockid", e))?;
         Ok(CpuClock { id })
     }
 
@@ -141,30 +142,18 @@ impl CpuClock {
     ///
     /// # References
     ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
+    #[doc(alias = "clock_gettime")]
     pub fn now(&self) -> Result<Duration> {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is writable.
-        let r = unsafe { libc::clock_gettime(self.id, &mut ts) };
-        crate::error::check("clock_gettime", r)?;
-        Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+        crate::sys::cputime::gettime(self.id).map_err(|e| Error::from_errno("clock_gettime", e))
     }
 
     /// The clock's resolution (`clock_getres`).
     ///
     /// # References
     ///  - [`clock_getres(2)`](https://man7.org/linux/man-pages/man2/clock_getres.2.html)
+    #[doc(alias = "clock_getres")]
     pub fn resolution(&self) -> Result<Duration> {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is writable.
-        let r = unsafe { libc::clock_getres(self.id, &mut ts) };
-        crate::error::check("clock_getres", r)?;
-        Ok(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+        crate::sys::cputime::getres(self.id).map_err(|e| Error::from_errno("clock_getres", e))
     }
 
     /// The raw `clockid_t`, for `timer_create` or `clock_nanosleep`.

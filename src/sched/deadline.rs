@@ -72,8 +72,8 @@ use std::ops::BitOr;
 use std::time::Duration;
 
 use super::hint::sched_error;
-use crate::sys::sched::{self as sys, SchedAttr as RawAttr};
 use super::{Policy, Tid};
+use crate::sys::sched::{self as sys, SchedAttr as RawAttr};
 use crate::{Error, ErrorKind, Result};
 
 /// `sched_attr.sched_flags` bits relevant to deadline tasks.
@@ -283,6 +283,7 @@ impl SchedAttr {
 ///
 /// # References
 ///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
+#[doc(alias = "sched_setattr")]
 pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
     let attr = RawAttr {
         size: RawAttr::SIZE,
@@ -294,7 +295,8 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
         sched_deadline: params.deadline.as_nanos() as u64,
         sched_period: params.period.as_nanos() as u64,
     };
-    if let Err(errno) = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr)) {
+    if let Err(errno) = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr))
+    {
         return Err(match errno {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("admission control refused {params} for tid {tid}"))
@@ -317,6 +319,7 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
 ///
 /// # References
 ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
+#[doc(alias = "sched_getattr")]
 pub fn get(tid: Tid) -> Result<SchedAttr> {
     let raw = sys::getattr(tid.as_raw())
         .map_err(|e| sched_error("sched_getattr", e, Some(tid.as_raw()), None, None))?;

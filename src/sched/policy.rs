@@ -96,6 +96,7 @@ impl Policy {
     ///
     /// # References
     ///  - [`sched_get_priority_min(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_min.2.html)
+    #[doc(alias = "sched_get_priority_min")]
     pub fn priority_min(self) -> Result<i32> {
         crate::sys::sched::priority_min(self.as_raw())
             .map_err(|e| Error::from_errno("sched_get_priority_min", e))
@@ -105,6 +106,7 @@ impl Policy {
     ///
     /// # References
     ///  - [`sched_get_priority_max(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_max.2.html)
+    #[doc(alias = "sched_get_priority_max")]
     pub fn priority_max(self) -> Result<i32> {
         crate::sys::sched::priority_max(self.as_raw())
             .map_err(|e| Error::from_errno("sched_get_priority_max", e))

@@ -39,6 +39,7 @@ fn raw(pid: Option<Tid>) -> i32 {
 ///  - [`sched_getscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_getscheduler.2.html)
 ///  - [POSIX `sched_getscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_getscheduler.html)
 #[inline]
+#[doc(alias = "sched_getscheduler")]
 pub fn get_scheduler(pid: Option<Tid>) -> Result<Policy> {
     raw_getscheduler(raw(pid))
 }
@@ -55,6 +56,7 @@ pub fn get_scheduler(pid: Option<Tid>) -> Result<Policy> {
 ///  - [`sched_setscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_setscheduler.2.html)
 ///  - [POSIX `sched_setscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setscheduler.html)
 #[inline]
+#[doc(alias = "sched_setscheduler")]
 pub fn set_scheduler(pid: Option<Tid>, priority: Priority) -> Result<()> {
     super::hook::change(raw(pid), || raw_setscheduler(raw(pid), priority))
 }
@@ -65,6 +67,7 @@ pub fn set_scheduler(pid: Option<Tid>, priority: Priority) -> Result<()> {
 ///  - [`sched_getparam(2)`](https://man7.org/linux/man-pages/man2/sched_getparam.2.html)
 ///  - [POSIX `sched_getparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_getparam.html)
 #[inline]
+#[doc(alias = "sched_getparam")]
 pub fn get_param(pid: Option<Tid>) -> Result<i32> {
     raw_getparam(raw(pid))
 }
@@ -77,6 +80,7 @@ pub fn get_param(pid: Option<Tid>) -> Result<i32> {
 /// # References
 ///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)
 ///  - [POSIX `sched_setparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setparam.html)
+#[doc(alias = "sched_setparam")]
 pub fn set_param(pid: Option<Tid>, value: i32) -> Result<()> {
     let policy = raw_getscheduler(raw(pid))?;
     super::hook::change(raw(pid), || {
@@ -89,6 +93,7 @@ pub fn set_param(pid: Option<Tid>, value: i32) -> Result<()> {
 /// # References
 ///  - [`sched_get_priority_min(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_min.2.html)
 #[inline]
+#[doc(alias = "sched_get_priority_min")]
 pub fn priority_min(policy: Policy) -> Result<i32> {
     policy.priority_min()
 }
@@ -98,6 +103,7 @@ pub fn priority_min(policy: Policy) -> Result<i32> {
 /// # References
 ///  - [`sched_get_priority_max(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_max.2.html)
 #[inline]
+#[doc(alias = "sched_get_priority_max")]
 pub fn priority_max(policy: Policy) -> Result<i32> {
     policy.priority_max()
 }
@@ -110,6 +116,7 @@ pub fn priority_max(policy: Policy) -> Result<i32> {
 /// # References
 ///  - [`sched_rr_get_interval(2)`](https://man7.org/linux/man-pages/man2/sched_rr_get_interval.2.html)
 ///  - [POSIX `sched_rr_get_interval`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_rr_get_interval.html)
+#[doc(alias = "sched_rr_get_interval")]
 pub fn rr_interval(pid: Option<Tid>) -> Result<Duration> {
     crate::sys::sched::rr_get_interval(raw(pid)).map_err(|e| {
         super::hint::sched_error("sched_rr_get_interval", e, pid.map(Tid::as_raw), None, None)
@@ -124,6 +131,7 @@ pub fn rr_interval(pid: Option<Tid>) -> Result<Duration> {
 ///  - [`sched_yield(2)`](https://man7.org/linux/man-pages/man2/sched_yield.2.html)
 ///  - [POSIX `sched_yield`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_yield.html)
 #[inline]
+#[doc(alias = "sched_yield")]
 pub fn yield_now() {
     rustix::thread::sched_yield()
 }

@@ -97,6 +97,7 @@ impl Builder {
 
     /// The thread name; at most 15 bytes and no NUL (checked at `spawn`, never
     /// truncated).
+    #[doc(alias = "pthread_setname_np")]
     pub fn name(mut self, name: impl Into<String>) -> Builder {
         self.name = Some(name.into());
         self
@@ -104,6 +105,9 @@ impl Builder {
 
     /// Policy and priority, applied with `PTHREAD_EXPLICIT_SCHED`.
     /// `Policy::Deadline` is refused at `spawn` (use [`Builder::deadline`]).
+    #[doc(alias = "pthread_attr_setschedpolicy")]
+    #[doc(alias = "pthread_attr_setschedparam")]
+    #[doc(alias = "pthread_attr_setinheritsched")]
     pub fn scheduling(mut self, priority: Priority) -> Builder {
         self.scheduling = Some(priority);
         self
@@ -135,6 +139,7 @@ impl Builder {
     }
 
     /// The CPUs the thread may run on (`pthread_attr_setaffinity_np`).
+    #[doc(alias = "pthread_attr_setaffinity_np")]
     pub fn affinity(mut self, cpus: CpuSet) -> Builder {
         self.affinity = Some(cpus);
         self
@@ -142,6 +147,7 @@ impl Builder {
 
     /// The stack size in bytes; at least `PTHREAD_STACK_MIN` (16 KiB), checked at
     /// `spawn`. glibc rounds it up to whole pages.
+    #[doc(alias = "pthread_attr_setstacksize")]
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = Some(bytes);
         self
@@ -156,6 +162,7 @@ impl Builder {
     ///
     /// # References
     ///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
+    #[doc(alias = "pthread_create")]
     pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -339,6 +346,7 @@ impl<T> Drop for GateGuard<'_, T> {
 ///
 /// # References
 ///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
+#[doc(alias = "pthread_create")]
 pub fn spawn<F, T>(builder: Builder, f: F) -> Result<JoinHandle<T>>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -415,6 +423,7 @@ impl<T> JoinHandle<T> {
     ///
     /// # References
     ///  - [`pthread_getcpuclockid(3)`](https://man7.org/linux/man-pages/man3/pthread_getcpuclockid.3.html)
+    #[doc(alias = "pthread_getcpuclockid")]
     pub fn cpu_clock(&self) -> Result<super::cputime::CpuClock> {
         self.while_running("pthread_getcpuclockid", || {
             let mut id: libc::clockid_t = 0;
@@ -467,6 +476,7 @@ impl<T> JoinHandle<T> {
     ///
     /// # References
     ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
+    #[doc(alias = "pthread_setschedparam")]
     pub fn set_scheduling(&self, priority: Priority) -> Result<()> {
         super::hook::change(self.tid.as_raw(), || {
             self.while_running("pthread_setschedparam", || {
@@ -480,6 +490,7 @@ impl<T> JoinHandle<T> {
     ///
     /// # References
     ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
+    #[doc(alias = "pthread_setschedprio")]
     pub fn set_priority(&self, value: i32) -> Result<()> {
         super::hook::change(self.tid.as_raw(), || {
             self.while_running("pthread_setschedprio", || {
@@ -492,6 +503,7 @@ impl<T> JoinHandle<T> {
     ///
     /// # References
     ///  - [`pthread_getaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getaffinity_np.3.html)
+    #[doc(alias = "pthread_getaffinity_np")]
     pub fn affinity(&self) -> Result<CpuSet> {
         self.while_running("pthread_getaffinity_np", || {
             let mut raw = *CpuSet::new().as_raw();
@@ -521,6 +533,7 @@ impl<T> JoinHandle<T> {
     ///
     /// # References
     ///  - [`pthread_setaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_setaffinity_np.3.html)
+    #[doc(alias = "pthread_setaffinity_np")]
     pub fn set_affinity(&self, cpus: &CpuSet) -> Result<()> {
         if cpus.is_empty() {
             return Err(Error::invalid("pthread_setaffinity_np", "empty CPU set"));
@@ -555,6 +568,7 @@ impl<T> JoinHandle<T> {
     ///
     /// # References
     ///  - [`pthread_join(3)`](https://man7.org/linux/man-pages/man3/pthread_join.3.html)
+    #[doc(alias = "pthread_join")]
     pub fn join(self) -> std::thread::Result<T> {
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: `native` is joinable (never joined or detached: `self` is consumed
@@ -803,10 +817,11 @@ impl Drop for Attr {
 }
 
 impl CpuClock {
-    /// The CPU clock of a thread spawned by [`Builder`](super::Builder)
+    /// The CPU clock of a thread spawned by [`Builder`]
     /// (`pthread_getcpuclockid`).
     /// `NotFound` once the thread's closure has returned.
     #[inline]
+    #[doc(alias = "pthread_getcpuclockid")]
     pub fn of_handle<T>(handle: &JoinHandle<T>) -> Result<CpuClock> {
         handle.cpu_clock()
     }

@@ -21,13 +21,12 @@
 //! # Ok::<(), posixrt::Error>(())
 //! ```
 
-use std::ffi::CStr;
 use std::fmt;
 
 use super::hint::sched_error;
-use crate::sys::sched as sys;
 use super::tid::{gettid, Tid};
 use super::{Policy, Priority};
+use crate::sys::sched as sys;
 use crate::{Error, Result};
 
 /// Policy and priority of thread `tid`, read in one `sched_getattr` call so the pair
@@ -37,6 +36,7 @@ use crate::{Error, Result};
 ///
 /// # References
 ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
+#[doc(alias = "sched_getattr")]
 pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
     let a = super::deadline::get(tid)?;
     Ok(Priority::from_kernel(a.policy, a.priority as i32))
@@ -50,6 +50,7 @@ pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
 ///
 /// # References
 ///  - [`sched_setscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_setscheduler.2.html)
+#[doc(alias = "sched_setscheduler")]
 pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
     super::hook::change(tid.as_raw(), || raw_setscheduler(tid.as_raw(), priority))
 }
@@ -64,6 +65,7 @@ pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
 ///
 /// # References
 ///  - [`sched_setparam(2)`](https://man7.org/linux/man-pages/man2/sched_setparam.2.html)
+#[doc(alias = "sched_setparam")]
 pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
     let policy = raw_getscheduler(tid.as_raw())?;
     let p = Priority::new(policy, value)?;
@@ -81,6 +83,7 @@ pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
 /// # References
 ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
 ///  - [`pthread_getschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_getschedparam.3.html)
+#[doc(alias = "pthread_getschedparam")]
 pub fn current_scheduling() -> Result<Priority> {
     thread_scheduling(gettid())
 }
@@ -90,10 +93,10 @@ pub fn current_scheduling() -> Result<Priority> {
 ///
 /// # References
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
+#[doc(alias = "pthread_setschedparam")]
 pub fn set_current_scheduling(priority: Priority) -> Result<()> {
     super::hook::change(0, || {
-        // SAFETY: pthread_self() is always a valid handle for the calling thread.
-        pthread_setschedparam(unsafe { libc::pthread_self() }, gettid(), priority)
+        pthread_setschedparam(crate::sys::thread::pthread_self(), gettid(), priority)
     })
 }
 
@@ -104,10 +107,10 @@ pub fn set_current_scheduling(priority: Priority) -> Result<()> {
 ///
 /// # References
 ///  - [`pthread_setschedprio(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedprio.3.html)
+#[doc(alias = "pthread_setschedprio")]
 pub fn set_current_priority(value: i32) -> Result<()> {
     super::hook::change(0, || {
-        // SAFETY: pthread_self() is always a valid handle for the calling thread.
-        pthread_setschedprio(unsafe { libc::pthread_self() }, gettid(), value)
+        pthread_setschedprio(crate::sys::thread::pthread_self(), gettid(), value)
     })
 }
 
@@ -115,14 +118,9 @@ pub fn set_current_priority(value: i32) -> Result<()> {
 ///
 /// # References
 ///  - [`pthread_getname_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getname_np.3.html)
+#[doc(alias = "pthread_getname_np")]
 pub fn current_name() -> Result<String> {
-    let mut buf = [0 as libc::c_char; 16];
-    // SAFETY: pthread_self() is valid; `buf` is writable for the 16 bytes we pass.
-    let r = unsafe { libc::pthread_getname_np(libc::pthread_self(), buf.as_mut_ptr(), buf.len()) };
-    crate::error::check_pthread("pthread_getname_np", r)?;
-    // SAFETY: on success the buffer holds a NUL-terminated string within its 16 bytes.
-    let s = unsafe { CStr::from_ptr(buf.as_ptr()) };
-    Ok(s.to_string_lossy().into_owned())
+    crate::sys::thread::current_name().map_err(|e| Error::from_errno("pthread_getname_np", e))
 }
 
 /// The size of the calling thread's stack as the thread library reports it
@@ -131,18 +129,9 @@ pub fn current_name() -> Result<String> {
 ///
 /// # References
 ///  - [`pthread_getattr_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getattr_np.3.html)
+#[doc(alias = "pthread_attr_getstacksize")]
 pub fn current_stack_size() -> Result<usize> {
-    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
-    // SAFETY: pthread_getattr_np initialises `attr` on success; we destroy it below.
-    let r = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
-    crate::error::check_pthread("pthread_getattr_np", r)?;
-    let mut size = 0usize;
-    // SAFETY: `attr` was initialised by pthread_getattr_np; `size` is writable.
-    let r = unsafe { libc::pthread_attr_getstacksize(attr.as_ptr(), &mut size) };
-    // SAFETY: `attr` is initialised and destroyed exactly once.
-    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
-    crate::error::check_pthread("pthread_attr_getstacksize", r)?;
-    Ok(size)
+    crate::sys::thread::current_stack_size().map_err(|(call, e)| Error::from_errno(call, e))
 }
 
 /// The priority the kernel is currently using for a thread (field 18, `prio`, of
@@ -230,12 +219,9 @@ pub fn kernel_priority(tid: Tid) -> Result<KernelPriority> {
     })
 }
 
-/// Field 18 (`prio`) of a `stat` line. The name (field 2) is in parentheses and may
-/// itself hold spaces and parentheses, so count from the last `)`.
+/// Field 18 (`prio`) of a `stat` line, through the crate's one `/proc` parser.
 fn parse_stat_prio(stat: &str) -> Option<i32> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    // Fields after the name start at field 3 (state); field 18 is the 16th of them.
-    rest.split_ascii_whitespace().nth(15)?.parse().ok()
+    crate::sys::proc::TaskStat::parse(stat).map(|s| s.prio)
 }
 
 fn io_error(call: &'static str, e: std::io::Error) -> Error {
@@ -294,7 +280,8 @@ pub(crate) fn pthread_setschedparam(
         return Err(deadline_needs_attr("pthread_setschedparam"));
     }
     // SAFETY: the caller guarantees `thread` is valid.
-    let r = unsafe { sys::pthread_setschedparam(thread, priority.policy().as_raw(), priority.value()) };
+    let r =
+        unsafe { sys::pthread_setschedparam(thread, priority.policy().as_raw(), priority.value()) };
     if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedparam",
@@ -351,7 +338,8 @@ mod tests {
 
     #[test]
     fn stat_parse_handles_odd_names() {
-        let line = "1234 (a) b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 -51 0 1 0";
+        let line = "1234 (a) b) c) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 -51 0 1 0 \
+                    777 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 50 1 0 0 0 0 0 0 0 0 0 0 0 0";
         // fields after ')': S(3) 1(4) ... 13(16) 14(17) -51(18)
         assert_eq!(parse_stat_prio(line), Some(-51));
         assert_eq!(KernelPriority(-51).rt_priority(), Some(50));

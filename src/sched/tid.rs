@@ -45,6 +45,7 @@ impl Tid {
     ///
     /// # References
     ///  - [`getpid(2)`](https://man7.org/linux/man-pages/man2/getpid.2.html)
+    #[doc(alias = "getpid")]
     pub fn process() -> Tid {
         Tid(rustix::process::getpid().as_raw_nonzero())
     }

@@ -54,10 +54,10 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::normal::TidWord;
 use super::pi::relock_error;
-use crate::sys::futex::{TID_MASK, WAITERS};
-use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
+use crate::sys::futex::{TID_MASK, WAITERS};
 use crate::sys::sched::{self as sys_sched, SchedAttr};
+use crate::sys::tid::current as current_tid;
 use crate::{Error, Result};
 
 /// The highest SCHED_FIFO priority on Linux (`sched_get_priority_max(SCHED_FIFO)`).
@@ -75,6 +75,9 @@ const SCHED_FLAG_RESET_ON_FORK: u64 = 1;
 /// *m.lock_checked()? += 1; // runs at SCHED_FIFO 50 inside (needs CAP_SYS_NICE)
 /// # Ok::<(), posixrt::Error>(())
 /// ```
+#[doc(alias = "PTHREAD_PRIO_PROTECT")]
+#[doc(alias = "pthread_mutexattr_setprotocol")]
+#[doc(alias = "pthread_mutexattr_setprioceiling")]
 pub type CeilingMutex<T> = lock_api::Mutex<RawCeilingMutex, T>;
 
 /// The guard of a [`CeilingMutex`].
@@ -168,6 +171,7 @@ impl RawCeilingMutex {
     ///
     /// # References
     /// - [pthread_mutex_getprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_getprioceiling.3p.html)
+    #[doc(alias = "pthread_mutex_getprioceiling")]
     pub fn ceiling(&self) -> u32 {
         self.ceiling.load(Ordering::Relaxed)
     }
@@ -177,6 +181,7 @@ impl RawCeilingMutex {
     ///
     /// # References
     /// - [pthread_mutex_setprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_setprioceiling.3p.html)
+    #[doc(alias = "pthread_mutex_setprioceiling")]
     pub fn set_ceiling(&self, ceiling: u32) -> Result<u32> {
         check_ceiling(ceiling)?;
         self.lock_checked()?;
@@ -451,22 +456,16 @@ fn raise(ceiling: u32) -> Result<()> {
 }
 
 fn raise_error(errno: i32, ceiling: u32) -> Error {
-    let e = Error::from_errno("sched_setattr", errno)
-        .with_message(format!("raising the lock holder to the ceiling {ceiling}"));
-    if errno == libc::EPERM {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: `lim` is a writable rlimit.
-        unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) };
-        e.with_hint(format!(
-            "a priority-ceiling mutex needs CAP_SYS_NICE or RLIMIT_RTPRIO >= {ceiling} (soft limit is {}, hard {}); run as root, `setcap cap_sys_nice+ep BINARY`, or raise `rtprio` in /etc/security/limits.conf",
-            lim.rlim_cur, lim.rlim_max
-        ))
-    } else {
-        e
-    }
+    // The same error and hint as sched's own calls (EPERM: what is missing and the
+    // fix, from CAP_SYS_NICE and RLIMIT_RTPRIO as they are now).
+    crate::sched::hint::sched_error(
+        "sched_setattr",
+        errno,
+        None,
+        Some(crate::sched::Policy::Fifo),
+        i32::try_from(ceiling).ok(),
+    )
+    .with_message(format!("raising the lock holder to the ceiling {ceiling}"))
 }
 
 /// Lets the calling thread skip the `sched_getattr` of each outermost ceiling lock:

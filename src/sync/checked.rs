@@ -45,10 +45,14 @@ pub trait RawMutexChecked: RawMutex {
 /// ```
 pub trait MutexExt<R: RawMutexChecked, T: ?Sized> {
     /// Locks, or returns the kernel's refusal (e.g. [`Deadlock`](crate::ErrorKind::Deadlock)).
+    #[doc(alias = "pthread_mutex_lock")]
     fn lock_checked(&self) -> Result<MutexGuard<'_, R, T>>;
     /// Locks if free: `Ok(None)` if held.
+    #[doc(alias = "pthread_mutex_trylock")]
     fn try_lock_checked(&self) -> Result<Option<MutexGuard<'_, R, T>>>;
     /// Locks, waiting until `deadline` at most ([`TimedOut`](crate::ErrorKind::TimedOut)).
+    #[doc(alias = "pthread_mutex_clocklock")]
+    #[doc(alias = "pthread_mutex_timedlock")]
     fn lock_until_checked(&self, deadline: Instant) -> Result<MutexGuard<'_, R, T>>;
     /// Locks, waiting `timeout` at most ([`TimedOut`](crate::ErrorKind::TimedOut)).
     fn lock_for_checked(&self, timeout: Duration) -> Result<MutexGuard<'_, R, T>>;

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 use lock_api::{MutexGuard, RawMutex};
 
 use super::checked::deadline_after;
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 
 /// A condition variable (see the [module docs](self)).
 ///
@@ -46,6 +46,7 @@ use super::track::{self, Kind, Snapshot, Track};
 ///     }
 /// });
 /// ```
+#[doc(alias = "pthread_cond_t")]
 pub struct Condvar {
     seq: AtomicU32,
     sleepers: AtomicU32,
@@ -97,6 +98,7 @@ impl Condvar {
     ///
     /// # References
     /// - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)
+    #[doc(alias = "pthread_cond_wait")]
     pub fn wait<R: RawMutex, T: ?Sized>(&self, guard: &mut MutexGuard<'_, R, T>) {
         self.wait_impl(guard, None);
     }
@@ -107,6 +109,8 @@ impl Condvar {
     /// # References
     /// - [pthread_cond_timedwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_timedwait.3p.html)
     /// - [pthread_cond_clockwait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_clockwait.3p.html)
+    #[doc(alias = "pthread_cond_clockwait")]
+    #[doc(alias = "pthread_cond_timedwait")]
     pub fn wait_until<R: RawMutex, T: ?Sized>(
         &self,
         guard: &mut MutexGuard<'_, R, T>,
@@ -128,6 +132,7 @@ impl Condvar {
     ///
     /// # References
     /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
+    #[doc(alias = "pthread_cond_signal")]
     pub fn notify_one(&self) -> bool {
         self.notify(false) > 0
     }
@@ -136,6 +141,7 @@ impl Condvar {
     ///
     /// # References
     /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
+    #[doc(alias = "pthread_cond_broadcast")]
     pub fn notify_all(&self) -> u32 {
         self.notify(true)
     }

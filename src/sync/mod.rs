@@ -116,6 +116,7 @@ pub use track::{
 /// # References
 /// - [gettid(2)](https://man7.org/linux/man-pages/man2/gettid.2.html)
 #[inline]
+#[doc(alias = "gettid")]
 pub fn current_tid() -> u32 {
     crate::sys::tid::current()
 }

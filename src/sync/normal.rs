@@ -20,9 +20,9 @@ use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
 use super::pi::relock_error;
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex::{self, TID_MASK, WAITERS};
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 
 /// The futex word of the normal and ceiling mutexes: owner tid | waiters bit.
@@ -149,6 +149,7 @@ impl TidWord {
 /// m.lock().push(2);
 /// assert_eq!(m.lock().len(), 2);
 /// ```
+#[doc(alias = "PTHREAD_MUTEX_NORMAL")]
 pub type NormalMutex<T> = lock_api::Mutex<RawNormalMutex, T>;
 
 /// The guard of a [`NormalMutex`].

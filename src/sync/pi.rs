@@ -39,9 +39,9 @@ use std::time::{Duration, Instant};
 use lock_api::{GuardNoSend, RawMutex, RawMutexTimed};
 
 use super::checked::{deadline_after, lock_failed, timed_outcome, RawMutexChecked};
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex::{self, OWNER_DIED, TID_MASK, WAITERS};
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, ErrorKind, Result};
 
 /// A mutex with the priority-inheritance protocol (`PTHREAD_PRIO_INHERIT`), with
@@ -71,6 +71,9 @@ use crate::{Error, ErrorKind, Result};
 ///     s.spawn(move || drop(g));
 /// });
 /// ```
+#[doc(alias = "PTHREAD_PRIO_INHERIT")]
+#[doc(alias = "pthread_mutexattr_setprotocol")]
+#[doc(alias = "pthread_mutex_t")]
 pub type PiMutex<T> = lock_api::Mutex<RawPiMutex, T>;
 
 /// The guard of a [`PiMutex`].
@@ -127,6 +130,7 @@ impl RawPiMutex {
     /// This breaks mutual exclusion: the owner's guard still exists and will unlock a
     /// lock it no longer holds (a no-op here, or a steal from the next owner), and
     /// the data may be mid-update. Use it only to unstick a program under a debugger.
+    #[doc(alias = "td_sync_setstate")]
     pub unsafe fn force_unlock(&self) -> Result<()> {
         let w = self.word();
         if w & WAITERS != 0 {
@@ -186,6 +190,7 @@ impl RawPiMutex {
     ///
     /// # References
     /// - [pthread_mutex_consistent(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_consistent.3p.html)
+    #[doc(alias = "pthread_mutex_consistent")]
     pub fn clear_owner_died(&self) {
         self.owner_died.store(false, Ordering::Relaxed)
     }

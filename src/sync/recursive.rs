@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
 use super::normal::TidWord;
-use crate::sys::tid::current as current_tid;
 use super::track::{self, Kind, Snapshot, Track};
+use crate::sys::tid::current as current_tid;
 use crate::{Error, Result};
 
 /// A recursive mutex protecting a `T` (see the [module docs](self)).
@@ -34,6 +34,7 @@ use crate::{Error, Result};
 /// drop(a);
 /// assert_eq!(m.recursion(), 0);
 /// ```
+#[doc(alias = "PTHREAD_MUTEX_RECURSIVE")]
 pub struct RecursiveMutex<T: ?Sized> {
     word: TidWord,
     count: AtomicU32,

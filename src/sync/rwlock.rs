@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 use lock_api::{GuardNoSend, RawRwLockTimed};
 
 use super::checked::deadline_after;
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 
 const WRITER: u32 = 1 << 30;
 const READERS: u32 = WRITER - 1;
@@ -41,6 +41,10 @@ const READERS: u32 = WRITER - 1;
 /// *l.write() += 1;
 /// assert_eq!(*l.read(), 2);
 /// ```
+#[doc(alias = "pthread_rwlock_t")]
+#[doc(alias = "pthread_rwlock_rdlock")]
+#[doc(alias = "pthread_rwlock_wrlock")]
+#[doc(alias = "pthread_rwlock_unlock")]
 pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 
 /// The raw reader-writer lock.

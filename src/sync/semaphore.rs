@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
+use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
-use super::track::{self, Kind, Snapshot, Track};
 use crate::{Error, Result};
 
 /// `SEM_VALUE_MAX` on Linux.
@@ -35,6 +35,7 @@ pub const SEM_VALUE_MAX: u32 = i32::MAX as u32;
 /// assert_eq!(s.value(), 1);
 /// # Ok::<(), posixrt::Error>(())
 /// ```
+#[doc(alias = "sem_t")]
 pub struct Semaphore {
     value: AtomicU32,
     sleepers: AtomicU32,
@@ -45,6 +46,7 @@ impl Semaphore {
     /// A semaphore with the count `value` (`sem_init`).
     ///
     /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) above [`SEM_VALUE_MAX`].
+    #[doc(alias = "sem_init")]
     pub fn new(value: u32) -> Result<Semaphore> {
         if value > SEM_VALUE_MAX {
             return Err(Error::invalid(
@@ -143,6 +145,7 @@ impl Semaphore {
     ///
     /// # References
     /// - [sem_wait(3p)](https://man7.org/linux/man-pages/man3/sem_wait.3p.html)
+    #[doc(alias = "sem_wait")]
     pub fn wait(&self) {
         let _ = self.wait_impl(None);
     }
@@ -151,6 +154,7 @@ impl Semaphore {
     ///
     /// # References
     /// - [sem_trywait(3p)](https://man7.org/linux/man-pages/man3/sem_trywait.3p.html)
+    #[doc(alias = "sem_trywait")]
     pub fn try_wait(&self) -> bool {
         let r = self.try_take();
         super::hook::sem_wait(
@@ -179,6 +183,8 @@ impl Semaphore {
     /// # References
     /// - [sem_timedwait(3p)](https://man7.org/linux/man-pages/man3/sem_timedwait.3p.html)
     /// - [sem_clockwait(3)](https://man7.org/linux/man-pages/man3/sem_clockwait.3.html)
+    #[doc(alias = "sem_clockwait")]
+    #[doc(alias = "sem_timedwait")]
     pub fn wait_until(&self, deadline: Instant) -> Result<()> {
         self.wait_impl(Some(deadline))
     }
@@ -202,6 +208,7 @@ impl Semaphore {
     ///
     /// # References
     /// - [sem_post(3p)](https://man7.org/linux/man-pages/man3/sem_post.3p.html)
+    #[doc(alias = "sem_post")]
     pub fn post(&self) -> Result<()> {
         let mut v = self.value.load(Ordering::Relaxed);
         loop {
@@ -233,6 +240,7 @@ impl Semaphore {
     ///
     /// # References
     /// - [sem_getvalue(3p)](https://man7.org/linux/man-pages/man3/sem_getvalue.3p.html)
+    #[doc(alias = "sem_getvalue")]
     pub fn value(&self) -> u32 {
         self.value.load(Ordering::Relaxed)
     }

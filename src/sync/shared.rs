@@ -19,12 +19,12 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::track::level::level;
-use super::track::pilock::PiLocked;
+use super::track::level::ps_per_tick;
 use super::track::record::{Record, WORDS};
 use super::track::slab::all_records;
 use super::track::snapshot::{copy_live, snapshot_words, Snapshot};
-use super::track::level::ps_per_tick;
 use crate::registry::{self, Registry, SlotWriter};
+use crate::sys::pilock::PiLocked;
 use crate::{Error, Result};
 
 /// The registry kind of the sync objects (`/dev/shm/posixrt-sync-*`).

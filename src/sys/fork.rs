@@ -1,11 +1,12 @@
 //! The one fork hook of the crate.
 //!
-//! A single `pthread_atfork` child handler runs in a forked child. It resets the
-//! cached thread id ([`super::tid`]) and then calls every reset function that a
-//! subsystem registered with [`on_child`] (trace: streams are closed for the child;
-//! registry: the parent's shared-memory files are not the child's; aio: the
-//! parent's rings and requests are not the child's). Each reset function must be
-//! async-signal-safe: atomic stores, no allocation, no locks.
+//! A single `pthread_atfork` child handler runs in a forked child. It calls every
+//! reset function registered with [`on_child`], in registration order: the cached
+//! thread id ([`super::tid`], registered on the first `gettid`); trace (streams are
+//! closed for the child); registry (the parent's shared-memory files are not the
+//! child's); sync tracking (its internal lock); aio (the parent's rings and requests
+//! are not the child's). Each reset function must be async-signal-safe: atomic
+//! stores, no allocation, no locks.
 //!
 //! # References
 //! - [`pthread_atfork`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_atfork.html)
@@ -28,7 +29,8 @@ pub(crate) fn install() {
     });
 }
 
-/// Registers `reset` to run in every forked child, after the tid cache is reset.
+/// Registers `reset` to run in every forked child. No reset function may read the
+/// cached tid (the order between them is the order of registration).
 /// Registering the same function twice runs it once. `reset` must be
 /// async-signal-safe (atomic stores only: the child of a multi-threaded process may
 /// find any lock held by a thread that does not exist there).
@@ -50,7 +52,6 @@ pub(crate) fn on_child(reset: fn()) {
 }
 
 extern "C" fn child() {
-    super::tid::forget();
     for h in HOOKS.iter() {
         let f = h.load(Ordering::Acquire);
         if f == 0 {

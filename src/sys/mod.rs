@@ -8,10 +8,24 @@
 //! | [`fork`] | the one `pthread_atfork` child handler, which resets every per-process cache |
 //! | [`timer`] | POSIX per-thread CPU-time and monotonic timers (`timer_create` with `SIGEV_THREAD_ID`) |
 //! | [`clock`] | the TSC (invariant check, calibration) and `CLOCK_MONOTONIC` / `CLOCK_REALTIME` |
+//! | [`futex`] | the futex operations of `sync` (through `rustix::thread::futex`) |
+//! | [`sched`] | `sched_*`, `pthread_setschedparam`, `sched_attr`, affinity |
+//! | [`thread`] | `pthread_self`, the calling thread's name and stack size |
+//! | [`cputime`] | CPU-time clocks (`clock_getcpuclockid`, `clock_gettime` on a dynamic id) |
+//! | [`proc`] | the one `/proc/.../stat` parser |
+//! | [`process`] | `atexit`, `unlink` at exit, a descriptor pointed at `/dev/null` (fork-safe) |
+//! | [`pilock`] | the crate's internal priority-inheriting lock (a bare PI futex) |
+//! | [`mm`] | `posix_madvise` (glibc's behaviour for `POSIX_MADV_DONTNEED`) |
 
 pub(crate) mod clock;
+pub(crate) mod cputime;
 pub(crate) mod fork;
 pub(crate) mod futex;
+pub(crate) mod mm;
+pub(crate) mod pilock;
+pub(crate) mod proc;
+pub(crate) mod process;
 pub(crate) mod sched;
+pub(crate) mod thread;
 pub(crate) mod tid;
 pub(crate) mod timer;

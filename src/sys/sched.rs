@@ -134,7 +134,10 @@ pub(crate) unsafe fn pthread_setschedparam(
 ///
 /// # References
 /// - [`pthread_setschedprio`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_setschedprio.html)
-pub(crate) unsafe fn pthread_setschedprio(thread: libc::pthread_t, priority: i32) -> Result<(), i32> {
+pub(crate) unsafe fn pthread_setschedprio(
+    thread: libc::pthread_t,
+    priority: i32,
+) -> Result<(), i32> {
     // SAFETY: the caller guarantees `thread`.
     match unsafe { libc::pthread_setschedprio(thread, priority) } {
         0 => Ok(()),

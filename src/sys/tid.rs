@@ -29,15 +29,17 @@ pub(crate) fn current() -> u32 {
 #[cold]
 #[inline(never)]
 fn current_slow() -> u32 {
-    super::fork::install();
+    // The child handler forgets this cache in a forked child (registering the
+    // same function again is a no-op).
+    super::fork::on_child(forget);
     let t = rustix::thread::gettid().as_raw_nonzero().get() as u32;
     // A thread being torn down (TLS destroyed) still gets its tid, uncached.
     let _ = TID.try_with(|c| c.set(t));
     t
 }
 
-/// Forgets the calling thread's cached tid. Called by the fork hook in the child;
-/// async-signal-safe (one TLS store).
-pub(super) fn forget() {
+/// Forgets the calling thread's cached tid. Registered with the fork hook, which
+/// calls it in the child; async-signal-safe (one TLS store).
+fn forget() {
     let _ = TID.try_with(|c| c.set(0));
 }

@@ -10,7 +10,7 @@ pub struct Deadlock {
     /// The threads of the cycle, in order: `threads[i]` waits for `locks[i]`, which is
     /// held by `threads[(i + 1) % len]`.
     pub threads: Vec<u32>,
-    /// The addresses of the locks of the cycle (as in [`Info::address`]).
+    /// The addresses of the locks of the cycle (as in [`Info::address`](super::Info::address)).
     pub locks: Vec<usize>,
 }
 
@@ -78,4 +78,3 @@ pub fn find_deadlocks_in(objects: &[Snapshot]) -> Vec<Deadlock> {
     }
     found
 }
-

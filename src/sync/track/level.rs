@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::time::Duration;
 
-/// How much the sync objects record (see the [module docs](self)).
+/// How much the sync objects record (see the [module docs](crate::sync::track)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tracking {
     /// Nothing is recorded; objects are not registered.
@@ -43,7 +43,6 @@ pub fn tracking() -> Tracking {
         _ => Tracking::Timing,
     }
 }
-
 
 /// A cheap timestamp: a tick of the crate's one clock ([`crate::sys::clock`]: the
 /// TSC when it is invariant, `CLOCK_MONOTONIC` nanoseconds otherwise).

@@ -36,8 +36,7 @@
 //! |---|---|
 //! | `level` | the run-time switch and the clock of wait and hold times |
 //! | `record` | the record layout (48 words under a sequence counter) |
-//! | `slab` | records: allocation and recycling (lock-free but for one PI lock), the [`Track`] handle |
-//! | `pilock` | the internal priority-inheriting lock of `slab` |
+//! | `slab` | records: allocation and recycling (lock-free but for one `sys::pilock`), the `Track` handle |
 //! | `ops` | the lock-side helpers the sync objects call |
 //! | `snapshot` | [`Info`], [`Stats`], [`Snapshot`], [`objects`] |
 //! | `deadlock` | [`find_deadlocks`] |
@@ -45,14 +44,13 @@
 mod deadlock;
 pub(crate) mod level;
 mod ops;
-pub(crate) mod pilock;
 pub(crate) mod record;
 pub(crate) mod slab;
 pub(crate) mod snapshot;
 
 pub use deadlock::{find_deadlocks, find_deadlocks_in, Deadlock};
-pub use level::{tracking, Tracking};
 pub(crate) use level::{level, ticks};
+pub use level::{tracking, Tracking};
 pub use record::Kind;
 pub(crate) use record::*;
 pub(crate) use slab::Track;
@@ -64,6 +62,7 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 ///
 /// # References
 /// - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (`td_ta_sync_tracking_enable`)
+#[doc(alias = "td_ta_sync_tracking_enable")]
 pub fn set_tracking(level: Tracking) {
     level::set_level_and_clock(level);
     if level != Tracking::Off {

@@ -1,12 +1,10 @@
 //! The lock-side helpers the sync objects call on their [`Track`]: fast and slow
 //! acquisitions, unlocks, waiters, tries.
 
-
 use super::level::*;
 use super::record::*;
 use super::slab::Track;
 use super::snapshot::{snapshot, Snapshot};
-
 
 impl Track {
     /// [`snapshot`] of this object's record with `info.address` set; `None` when

@@ -3,7 +3,6 @@
 
 use std::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
 
-
 pub(crate) const WORDS: usize = 48;
 pub(crate) const W_SEQ: usize = 0;
 pub(crate) const W_META: usize = 1;
@@ -50,19 +49,19 @@ pub(crate) const META_SHARED: u64 = 1 << 9;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Kind {
-    /// [`NormalMutex`](super::NormalMutex) (`PTHREAD_MUTEX_NORMAL`, no protocol).
+    /// [`NormalMutex`](crate::sync::NormalMutex) (`PTHREAD_MUTEX_NORMAL`, no protocol).
     NormalMutex = 1,
-    /// [`RecursiveMutex`](super::RecursiveMutex) (`PTHREAD_MUTEX_RECURSIVE`).
+    /// [`RecursiveMutex`](crate::sync::RecursiveMutex) (`PTHREAD_MUTEX_RECURSIVE`).
     RecursiveMutex = 2,
-    /// [`PiMutex`](super::PiMutex) (`PTHREAD_PRIO_INHERIT`).
+    /// [`PiMutex`](crate::sync::PiMutex) (`PTHREAD_PRIO_INHERIT`).
     PiMutex = 3,
-    /// [`CeilingMutex`](super::CeilingMutex) (`PTHREAD_PRIO_PROTECT`).
+    /// [`CeilingMutex`](crate::sync::CeilingMutex) (`PTHREAD_PRIO_PROTECT`).
     CeilingMutex = 4,
-    /// [`Condvar`](super::Condvar).
+    /// [`Condvar`](crate::sync::Condvar).
     Condvar = 5,
-    /// [`Semaphore`](super::Semaphore).
+    /// [`Semaphore`](crate::sync::Semaphore).
     Semaphore = 6,
-    /// [`RwLock`](super::RwLock).
+    /// [`RwLock`](crate::sync::RwLock).
     RwLock = 7,
 }
 
@@ -102,7 +101,7 @@ impl Kind {
     }
 }
 
-/// One object's record (see the [module docs](self)).
+/// One object's record (see the [module docs](crate::sync::track)).
 #[repr(C, align(64))]
 pub(crate) struct Record {
     pub(crate) w: [AtomicU64; WORDS],

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
-use super::pilock::PiLocked;
 use super::record::*;
+use crate::sys::pilock::PiLocked;
 
 // Every record ever allocated is on ALL (a push-only list: records are never
 // freed), and the records of dropped objects are on FREE (a stack). Pushing onto
@@ -130,10 +130,12 @@ impl Track {
             r.set(W_C, u64::MAX);
         }
         let p = r as *const Record as *mut Record;
-        match self
-            .rec
-            .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
-        {
+        match self.rec.compare_exchange(
+            std::ptr::null_mut(),
+            p,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
             Ok(_) => r,
             Err(theirs) => {
                 // Another thread registered the object meanwhile: use its record.

@@ -7,7 +7,6 @@ use super::level::*;
 use super::record::*;
 use super::slab::all_records;
 
-
 /// What an object is and what state it is in: the analogue of Solaris
 /// `td_syncinfo_t`. Fields that do not apply to a kind are `None`/zero.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,7 +106,6 @@ pub struct Snapshot {
     pub waiters: Vec<u32>,
 }
 
-
 /// A snapshot from a record's words, with timing ticks of `ps` picoseconds.
 pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
     let meta = w[W_META];
@@ -192,7 +190,6 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
     })
 }
 
-
 /// A consistent copy of a live record's words.
 pub(crate) fn copy_live(r: &Record) -> Option<[u64; WORDS]> {
     copy(r).filter(|w| w[W_META] & META_LIVE != 0)
@@ -205,6 +202,7 @@ pub(crate) fn snapshot(r: &Record) -> Option<Snapshot> {
 
 /// Every known (tracked) object of this process: the analogue of Solaris
 /// `td_ta_sync_iter`. Each item is a consistent copy taken at iteration time.
+#[doc(alias = "td_ta_sync_iter")]
 pub fn objects() -> Vec<Snapshot> {
     let all: Vec<&'static Record> = all_records();
     all.into_iter().filter_map(snapshot).collect()
@@ -238,4 +236,3 @@ pub fn reset_stats() {
         r.set(W_C, c);
     }
 }
-

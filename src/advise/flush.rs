@@ -1,4 +1,6 @@
-//! `sync`, `fsync`, `fdatasync` (listing 7.6): push cached data to stable storage.
+//! The fsync family (`sync`, `fsync`, `fdatasync`, listing 7.6): push cached data
+//! to stable storage. (The file is `flush`, not `sync`, so that no name means both
+//! this and [`crate::sync`].)
 
 use std::os::fd::AsFd;
 

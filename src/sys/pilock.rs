@@ -1,7 +1,7 @@
-//! [`PiLocked`]: the crate's internal lock for the few places where tracking must
-//! serialize (taking a record off the free list, naming an object, the publisher's
-//! slot table). It is a bare
-//! PI futex, so a real-time thread that blocks on it lends its priority to the
+//! [`PiLocked`]: the crate's internal lock, for the few places where a subsystem
+//! must serialize on a path a real-time thread can reach (sync tracking: taking a
+//! record off the free list, naming an object, the publisher's slot table; mark:
+//! the registry handle). It is a bare PI futex, so a real-time thread that blocks on it lends its priority to the
 //! holder (no unbounded inversion behind a preempted low-priority holder), and it
 //! is not itself tracked (no recursion into tracking).
 //!
@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::sys::futex;
+use super::futex;
 
 /// A priority-inheriting raw lock for [`lock_api`]: the futex word holds the
 /// owner's tid (plus `FUTEX_WAITERS` when threads are queued in the kernel).
@@ -66,18 +66,18 @@ unsafe impl lock_api::RawMutex for RawPiLock {
 
     /// One CAS when free, `FUTEX_LOCK_PI` (boosting the holder) otherwise.
     fn lock(&self) {
-        let tid = crate::sys::tid::current();
+        let tid = super::tid::current();
         if !self.try_fast(tid) {
             self.lock_slow(tid);
         }
     }
 
     fn try_lock(&self) -> bool {
-        self.try_fast(crate::sys::tid::current())
+        self.try_fast(super::tid::current())
     }
 
     unsafe fn unlock(&self) {
-        let tid = crate::sys::tid::current();
+        let tid = super::tid::current();
         if self
             .word
             .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)

@@ -1,0 +1,34 @@
+//! Thread facts from `/proc`: the start time that names a thread or process, and
+//! whether a recorded thread is still alive.
+
+use crate::{Error, ErrorKind, Result};
+
+pub use crate::sys::proc::TaskStat;
+
+pub(crate) fn io_error(call: &'static str, e: &std::io::Error) -> Error {
+    match e.raw_os_error() {
+        Some(errno) => Error::from_errno(call, errno),
+        None => Error::new(ErrorKind::Other, call, e.to_string()),
+    }
+}
+
+pub(crate) fn read_stat(path: &str) -> Result<TaskStat> {
+    let text = std::fs::read_to_string(path).map_err(|e| io_error("read", &e))?;
+    TaskStat::parse(&text)
+        .ok_or_else(|| Error::new(ErrorKind::Corrupt, "read", format!("cannot parse {path}")))
+}
+
+/// The calling thread's tid and start time, as [`Registry::claim`](super::Registry::claim) wants them.
+pub fn current_thread() -> Result<(i32, u64)> {
+    let tid = crate::sys::tid::current() as i32;
+    let st = read_stat("/proc/thread-self/stat").map_err(|e| e.with_hint(PROC_HINT))?;
+    Ok((tid, st.starttime))
+}
+
+pub(crate) const PROC_HINT: &str =
+    "registries name processes and threads by their /proc start time: mount /proc (mount -t proc proc /proc)";
+
+pub(crate) fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
+    matches!(read_stat(&format!("/proc/{pid}/task/{tid}/stat")),
+        Ok(st) if st.starttime == start && !st.is_dead())
+}

@@ -1,0 +1,363 @@
+//! The reader side: [`scan`] and [`cleanup`] of the registry files of a kind.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{fence, Ordering};
+
+use crate::{ErrorKind, Result};
+
+use super::layout::*;
+use super::map::*;
+use super::proc::*;
+
+// Reader
+
+/// A consistent copy of one live slot.
+#[derive(Debug, Clone)]
+pub struct SlotCopy {
+    /// The slot index.
+    pub index: u32,
+    /// The owner tid (0: owned by the process).
+    pub tid: i32,
+    /// The owner's start time.
+    pub thread_start: u64,
+    /// The payload bytes.
+    pub payload: Vec<u8>,
+    /// The owner thread's `/proc/<pid>/task/<tid>/stat` (None for process-owned slots).
+    pub task: Option<TaskStat>,
+}
+
+/// One process's registry, as read by [`scan`].
+#[derive(Debug, Clone)]
+pub struct ProcessEntry {
+    /// The pid.
+    pub pid: i32,
+    /// The process start time (clock ticks since boot).
+    pub starttime: u64,
+    /// The executable (`/proc/<pid>/exe`), or the first word of its command line,
+    /// or `"(n/a)"`.
+    pub exe: String,
+    /// The process's `/proc/<pid>/stat`.
+    pub stat: TaskStat,
+    /// The live slots whose owners are alive.
+    pub slots: Vec<SlotCopy>,
+}
+
+/// What [`scan`] found.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    /// Processes with a registry of the kind, by pid.
+    pub processes: Vec<ProcessEntry>,
+    /// Registries that could not be opened or mapped (permissions), were malformed
+    /// or owned by a user the process does not run as, or belong to a process this
+    /// reader cannot see (`/proc` with `hidepid`) or to a dead process whose file
+    /// only its user or root may remove.
+    pub unreadable: usize,
+    /// Files of dead processes removed during the scan.
+    pub removed: usize,
+    /// Slots skipped because they changed on every read for [`RETRY_BUDGET`].
+    pub busy: usize,
+}
+
+#[derive(Clone, Copy)]
+pub(crate) struct FileName {
+    pub(crate) pid: i32,
+    pub(crate) starttime: u64,
+}
+
+pub(crate) fn parse_name(kind: &str, name: &[u8]) -> Option<FileName> {
+    let name = std::str::from_utf8(name).ok()?;
+    let rest = name
+        .strip_prefix("posixrt-")?
+        .strip_prefix(kind)?
+        .strip_prefix('-')?;
+    let (pid, start) = rest.split_once('-')?;
+    Some(FileName {
+        pid: pid.parse().ok()?,
+        starttime: start.parse().ok()?,
+    })
+}
+
+/// Removes registry files of `kind` whose process is gone; returns how many.
+pub fn cleanup(kind: &str) -> Result<usize> {
+    let mut removed = 0;
+    for_each_file(kind, |path, name| {
+        if process_state(name) == Liveness::Dead && std::fs::remove_file(path).is_ok() {
+            removed += 1;
+        }
+    })?;
+    Ok(removed)
+}
+
+#[derive(PartialEq)]
+pub(crate) enum Liveness {
+    Alive(TaskStat),
+    Dead,
+    Unknown,
+}
+
+pub(crate) fn process_state(name: &FileName) -> Liveness {
+    match read_stat(&format!("/proc/{}/stat", name.pid)) {
+        Ok(st) if st.starttime == name.starttime && !st.is_dead() => Liveness::Alive(st),
+        Ok(_) => Liveness::Dead,
+        Err(e) if e.kind() == ErrorKind::NotFound => Liveness::Dead,
+        Err(_) => Liveness::Unknown,
+    }
+}
+
+pub(crate) fn for_each_file(kind: &str, mut f: impl FnMut(&Path, &FileName)) -> Result<()> {
+    let dir = match std::fs::read_dir(DIR) {
+        Ok(d) => d,
+        // No /dev/shm: nobody can have a registry.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(io_error("opendir", &e).with_message(format!("listing {DIR}")));
+        }
+    };
+    for ent in dir.flatten() {
+        let name = ent.file_name();
+        if let Some(parsed) = parse_name(kind, name.as_bytes()) {
+            f(&ent.path(), &parsed);
+        }
+    }
+    Ok(())
+}
+
+/// Lists every process's registry of `kind` (or only `pid`'s), with a consistent
+/// copy of each live slot whose owner is alive, and removes files of dead
+/// processes on the way. Processes are sorted by pid, slots by index.
+pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
+    let kind_b = kind_bytes(kind)?;
+    let mut out = Scan::default();
+    let mut found = Vec::new();
+    for_each_file(kind, |path, name| {
+        if pid.map_or(true, |p| p == name.pid) {
+            found.push((path.to_path_buf(), *name));
+        }
+    })?;
+    for (path, name) in found {
+        match process_state(&name) {
+            Liveness::Dead => match std::fs::remove_file(&path) {
+                Ok(()) => out.removed += 1,
+                // Another user's file in the sticky /dev/shm: either its process
+                // is hidden from us (/proc mounted with hidepid) or it is dead and
+                // only its user or root may remove it. Either way: skipped.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => out.unreadable += 1,
+                Err(_) => {} // removed meanwhile by another reader
+            },
+            Liveness::Unknown => out.unreadable += 1,
+            Liveness::Alive(stat) => match read_file(&path, &kind_b, &name) {
+                FileRead::Stale => {
+                    if std::fs::remove_file(&path).is_ok() {
+                        out.removed += 1;
+                    }
+                }
+                FileRead::Ok(slots, busy) => {
+                    out.busy += busy;
+                    out.processes.push(ProcessEntry {
+                        pid: name.pid,
+                        starttime: name.starttime,
+                        exe: process_exe(name.pid),
+                        stat,
+                        slots,
+                    });
+                }
+                FileRead::Unreadable => out.unreadable += 1,
+            },
+        }
+    }
+    out.processes.sort_by_key(|p| p.pid);
+    Ok(out)
+}
+
+pub(crate) fn process_exe(pid: i32) -> String {
+    if let Ok(p) = std::fs::read_link(format!("/proc/{pid}/exe")) {
+        return p.to_string_lossy().into_owned();
+    }
+    if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+        if let Some(first) = c.split(|&b| b == 0).next().filter(|s| !s.is_empty()) {
+            return String::from_utf8_lossy(first).into_owned();
+        }
+    }
+    "(n/a)".to_string()
+}
+
+pub(crate) enum FileRead {
+    Ok(Vec<SlotCopy>, usize),
+    /// The owner no longer holds its lock: it exec'd (same pid and start time).
+    Stale,
+    Unreadable,
+}
+
+/// Opens one file, checks that its owner still holds it, maps it read-only,
+/// validates it, and copies its live slots.
+pub(crate) fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
+    // O_NONBLOCK: /dev/shm is world-writable, and opening a FIFO planted under a
+    // registry name would otherwise block the reader (tfp) forever. Only regular
+    // files are read.
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return FileRead::Unreadable;
+    };
+    // The file must belong to root or to one of the process's user ids: another
+    // user could plant a file under a live process's name (to show made-up marks
+    // for it, or to make the reader walk a huge fake registry).
+    match rustix::fs::fstat(&file) {
+        Ok(st)
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && (st.st_uid == 0
+                    || process_uids(name.pid).is_some_and(|u| u.contains(&st.st_uid))) => {}
+        _ => return FileRead::Unreadable,
+    }
+    match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {} // the owner holds it: alive
+        Ok(()) => return FileRead::Stale,
+        Err(_) => return FileRead::Unreadable,
+    }
+    match map_and_copy(&file, kind, name) {
+        Some((slots, busy)) => FileRead::Ok(slots, busy),
+        None => FileRead::Unreadable,
+    }
+}
+
+/// The real, effective, saved and filesystem user ids of a process
+/// (`/proc/<pid>/status`, line `Uid:`).
+pub(crate) fn process_uids(pid: i32) -> Option<[u32; 4]> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    let mut ids = line.split_whitespace().map(|w| w.parse::<u32>().ok());
+    Some([ids.next()??, ids.next()??, ids.next()??, ids.next()??])
+}
+
+pub(crate) fn map_and_copy(
+    file: &File,
+    kind: &[u8; 16],
+    name: &FileName,
+) -> Option<(Vec<SlotCopy>, usize)> {
+    let len = usize::try_from(rustix::fs::fstat(file.as_fd()).ok()?.st_size).ok()?;
+    if len < HEADER_SIZE {
+        return None;
+    }
+    let map = Mapping::map(file, len, false).ok()?;
+    let mut magic = [0u8; 8];
+    map.load_bytes(0, &mut magic);
+    let mut k = [0u8; 16];
+    map.load_bytes(H_KIND, &mut k);
+    let get = |o| map.u32_at(o).load(Ordering::Relaxed);
+    if magic != MAGIC
+        || get(H_VERSION) != VERSION
+        || get(H_HEADER_SIZE) as usize != HEADER_SIZE
+        || &k != kind
+        || get(H_PID) as i32 != name.pid
+        || map.u64_at(H_START).load(Ordering::Relaxed) != name.starttime
+    {
+        return None;
+    }
+    let slot_size = get(H_SLOT_SIZE) as usize;
+    let slot_count = get(H_SLOT_COUNT);
+    let payload = get(H_PAYLOAD) as usize;
+    if slot_size % 64 != 0
+        || slot_size > MAX_SLOT_SIZE
+        || slot_count > MAX_SLOT_COUNT
+        || payload % 8 != 0
+        || SLOT_HEADER_SIZE + payload > slot_size
+        || (slot_count as usize)
+            .checked_mul(slot_size)
+            .and_then(|v| v.checked_add(HEADER_SIZE))
+            .map_or(true, |need| need > len)
+    {
+        return None;
+    }
+    // The reader's mapping is read-only: Rust only defines atomic *relaxed* loads
+    // of at most 8 bytes on read-only memory (see `std::sync::atomic`, "Atomic
+    // accesses to read-only memory"), so every reader-side acquire is a relaxed
+    // load followed by an acquire fence, which orders the same way.
+    let hw = map
+        .u32_at(H_HIGH_WATER)
+        .load(Ordering::Relaxed)
+        .min(slot_count);
+    fence(Ordering::Acquire);
+    let mut slots = Vec::new();
+    let mut busy = 0;
+    for i in 0..hw {
+        let off = HEADER_SIZE + i as usize * slot_size;
+        match copy_slot(&map, off, payload) {
+            Copied::Live(tid, start, bytes) => {
+                let task = if tid == 0 {
+                    None
+                } else {
+                    match read_stat(&format!("/proc/{}/task/{tid}/stat", name.pid)) {
+                        Ok(st) if st.starttime == start && !st.is_dead() => Some(st),
+                        _ => continue, // the owner thread is gone
+                    }
+                };
+                slots.push(SlotCopy {
+                    index: i,
+                    tid,
+                    thread_start: start,
+                    payload: bytes,
+                    task,
+                });
+            }
+            Copied::Free => {}
+            Copied::Busy => busy += 1,
+        }
+    }
+    Some((slots, busy))
+}
+
+pub(crate) enum Copied {
+    Live(i32, u64, Vec<u8>),
+    Free,
+    Busy,
+}
+
+pub(crate) fn copy_slot(map: &Mapping, off: usize, payload: usize) -> Copied {
+    let seq = map.u32_at(off + S_SEQ);
+    let mut words = vec![0u64; payload / 8];
+    let mut started: Option<std::time::Instant> = None;
+    for attempt in 0..MAX_RETRIES {
+        if attempt > 0 && attempt % 64 == 0 {
+            // A writer rewriting the slot in a tight loop can starve the copy; give
+            // it the CPU now and then, and give up after a time budget.
+            let t0 = *started.get_or_insert_with(std::time::Instant::now);
+            if t0.elapsed() > RETRY_BUDGET {
+                break;
+            }
+            std::thread::yield_now();
+        }
+        // Relaxed + acquire fence, not an acquire load: see `map_and_copy`.
+        let s1 = seq.load(Ordering::Relaxed);
+        fence(Ordering::Acquire);
+        if s1 & 1 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let state = map.u32_at(off + S_STATE).load(Ordering::Relaxed);
+        let tid = map.u32_at(off + S_TID).load(Ordering::Relaxed) as i32;
+        let start = map.u64_at(off + S_TSTART).load(Ordering::Relaxed);
+        if state == STATE_LIVE {
+            for (k, w) in words.iter_mut().enumerate() {
+                *w = map
+                    .u64_at(off + SLOT_HEADER_SIZE + k * 8)
+                    .load(Ordering::Relaxed);
+            }
+        }
+        fence(Ordering::Acquire);
+        if seq.load(Ordering::Relaxed) != s1 {
+            continue;
+        }
+        if state != STATE_LIVE {
+            return Copied::Free;
+        }
+        let bytes = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        return Copied::Live(tid, start, bytes);
+    }
+    Copied::Busy
+}

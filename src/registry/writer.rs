@@ -1,0 +1,476 @@
+//! The writer side: [`Registry`] (create, claim) and [`SlotWriter`] (the seqlock
+//! write of one slot).
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+
+use crate::{Error, ErrorKind, Result};
+
+use super::exit::*;
+use super::layout::*;
+use super::map::*;
+use super::proc::*;
+use super::scan::cleanup;
+
+/// This process's registry of one kind: the writer side.
+///
+/// Create it once per process and kind (usually kept in a `static`); threads then
+/// [`claim`](Registry::claim) slots. Dropping it unmaps and removes the file.
+pub struct Registry {
+    map: Mapping,
+    /// Held open (close-on-exec) with an exclusive `flock` for the process's life:
+    /// readers that can take a shared lock know the owner is gone (killed, or
+    /// replaced by `exec`, which keeps the pid and start time). A separate open
+    /// file description from the one mapped (see [`Registry::create`]).
+    lock_file: File,
+    path: PathBuf,
+    pid: i32,
+    starttime: u64,
+    slot_size: usize,
+    slot_count: u32,
+    payload_size: usize,
+}
+
+impl Registry {
+    /// Creates `/dev/shm/posixrt-<kind>-<pid>-<starttime>` (mode 0600) with
+    /// `slot_count` slots holding `payload_size` bytes each (rounded up to 8), after
+    /// removing files of dead processes of the same kind.
+    ///
+    /// The file is removed again when the process exits normally, or when this
+    /// `Registry` is dropped.
+    pub fn create(kind: &str, payload_size: usize, slot_count: u32) -> Result<Registry> {
+        let kind_b = kind_bytes(kind)?;
+        let (payload, slot, total) = geometry(payload_size, slot_count)?;
+        // `after_fork_in_child` makes only async-signal-safe calls.
+        crate::sys::fork::on_child(after_fork_in_child);
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let starttime = read_stat(&format!("/proc/{pid}/stat"))
+            .map_err(|e| {
+                e.with_message("reading this process's start time")
+                    .with_hint(PROC_HINT)
+            })?
+            .starttime;
+        let _ = cleanup(kind);
+
+        let name = format!("posixrt-{kind}-{pid}-{starttime}");
+        let path = Path::new(DIR).join(&name);
+        let tmp = Path::new(DIR).join(format!(".{name}.tmp"));
+        let _ = std::fs::remove_file(&tmp);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&tmp)
+            .map_err(|e| {
+                io_error("open", &e).with_message(format!("creating {}", tmp.display())).with_hint(
+                    "posixrt registries live in /dev/shm: mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm)",
+                )
+            })?;
+        let fail = |e: Error| {
+            let _ = std::fs::remove_file(&tmp);
+            e
+        };
+        // The lock lives on a second open file description of the same inode, one
+        // that is never mapped: a `flock` lasts until the last reference to its
+        // description goes, and a mapping is such a reference. If the mapped
+        // description held the lock, a forked child (which inherits the mapping)
+        // would keep it alive after this process exec'd. Reopening through
+        // /proc/self/fd names exactly this inode, whatever happens to the path.
+        let lock_file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| {
+                fail(io_error("open", &e).with_message("reopening the registry to lock it"))
+            })?;
+        rustix::fs::flock(
+            &lock_file,
+            rustix::fs::FlockOperation::NonBlockingLockExclusive,
+        )
+        .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
+        // umask can only clear bits, but make the mode exact anyway.
+        rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(0o600))
+            .map_err(|e| fail(Error::from_errno("fchmod", e.raw_os_error())))?;
+        rustix::fs::ftruncate(&file, total as u64).map_err(|e| {
+            fail(
+                Error::from_errno("ftruncate", e.raw_os_error())
+                    .with_hint("/dev/shm is full or limited; free space there"),
+            )
+        })?;
+        let map = Mapping::map(&file, total, true).map_err(fail)?;
+        // Header (the file is fresh: all zero).
+        for (i, chunk) in MAGIC.chunks(4).enumerate() {
+            map.u32_at(i * 4).store(
+                u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
+                Ordering::Relaxed,
+            );
+        }
+        map.u32_at(H_VERSION).store(VERSION, Ordering::Relaxed);
+        map.u32_at(H_HEADER_SIZE)
+            .store(HEADER_SIZE as u32, Ordering::Relaxed);
+        for (i, chunk) in kind_b.chunks(4).enumerate() {
+            map.u32_at(H_KIND + i * 4).store(
+                u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
+                Ordering::Relaxed,
+            );
+        }
+        map.u32_at(H_PID).store(pid as u32, Ordering::Relaxed);
+        map.u64_at(H_START).store(starttime, Ordering::Relaxed);
+        map.u32_at(H_SLOT_SIZE)
+            .store(slot as u32, Ordering::Relaxed);
+        map.u32_at(H_SLOT_COUNT)
+            .store(slot_count, Ordering::Relaxed);
+        map.u32_at(H_PAYLOAD)
+            .store(payload as u32, Ordering::Relaxed);
+        map.u32_at(H_HIGH_WATER).store(0, Ordering::Release);
+        std::fs::rename(&tmp, &path).map_err(|e| fail(io_error("rename", &e)))?;
+        register_exit_unlink(&path, pid);
+        track_lock_fd(lock_file.as_raw_fd());
+        drop(file); // the mapping keeps the inode; the lock is on `lock_file`
+        Ok(Registry {
+            map,
+            lock_file,
+            path,
+            pid,
+            starttime,
+            slot_size: slot,
+            slot_count,
+            payload_size: payload,
+        })
+    }
+
+    /// The registry file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The pid that created the registry.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// The creating process's start time (clock ticks since boot).
+    pub fn starttime(&self) -> u64 {
+        self.starttime
+    }
+
+    /// The number of slots.
+    pub fn slot_count(&self) -> u32 {
+        self.slot_count
+    }
+
+    /// The payload size of each slot, in bytes (a multiple of 8).
+    pub fn payload_size(&self) -> usize {
+        self.payload_size
+    }
+
+    /// The number of live (claimed and published) slots.
+    pub fn live_slots(&self) -> usize {
+        let hw = self.high_water();
+        (0..hw)
+            .filter(|&i| self.state(i).load(Ordering::Acquire) == STATE_LIVE)
+            .count()
+    }
+
+    fn high_water(&self) -> u32 {
+        self.map
+            .u32_at(H_HIGH_WATER)
+            .load(Ordering::Acquire)
+            .min(self.slot_count)
+    }
+
+    fn slot_off(&self, i: u32) -> usize {
+        HEADER_SIZE + i as usize * self.slot_size
+    }
+
+    fn state(&self, i: u32) -> &AtomicU32 {
+        self.map.u32_at(self.slot_off(i) + S_STATE)
+    }
+
+    /// Claims a free slot for an owner: `tid` and its start time `thread_start`
+    /// (see [`current_thread`]), or `tid == 0` for a slot owned by the process.
+    ///
+    /// The payload starts zeroed and the slot is live (visible to readers) when
+    /// this returns. If every slot is taken, slots of threads that no longer exist
+    /// are reclaimed; if none is, the error is
+    /// [`OutOfResources`](crate::ErrorKind::OutOfResources).
+    pub fn claim(&self, tid: i32, thread_start: u64) -> Result<SlotWriter<'_>> {
+        let idx = self
+            .reserve_free()
+            .or_else(|| self.reserve_dead())
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::OutOfResources,
+                    "registry",
+                    format!(
+                        "all {} slots of {} are in use",
+                        self.slot_count,
+                        self.path.display()
+                    ),
+                )
+                .with_hint("release slots you no longer need (threads that exit release theirs)")
+            })?;
+        self.map
+            .u32_at(H_HIGH_WATER)
+            .fetch_max(idx + 1, Ordering::AcqRel);
+        let w = SlotWriter {
+            reg: self,
+            off: self.slot_off(idx),
+            index: idx,
+        };
+        w.begin();
+        let base = w.off;
+        self.map
+            .u32_at(base + S_TID)
+            .store(tid as u32, Ordering::Relaxed);
+        self.map
+            .u64_at(base + S_TSTART)
+            .store(thread_start, Ordering::Relaxed);
+        for k in 0..self.payload_size / 8 {
+            self.map
+                .u64_at(base + SLOT_HEADER_SIZE + k * 8)
+                .store(0, Ordering::Relaxed);
+        }
+        self.map
+            .u32_at(base + S_STATE)
+            .store(STATE_LIVE, Ordering::Relaxed);
+        w.end();
+        Ok(w)
+    }
+
+    fn reserve_free(&self) -> Option<u32> {
+        (0..self.slot_count).find(|&i| {
+            self.state(i)
+                .compare_exchange(
+                    STATE_FREE,
+                    STATE_RESERVED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+        })
+    }
+
+    fn reserve_dead(&self) -> Option<u32> {
+        (0..self.slot_count).find(|&i| {
+            let off = self.slot_off(i);
+            let tid = self.map.u32_at(off + S_TID).load(Ordering::Relaxed) as i32;
+            let start = self.map.u64_at(off + S_TSTART).load(Ordering::Relaxed);
+            tid != 0
+                && self.state(i).load(Ordering::Acquire) == STATE_LIVE
+                && !thread_alive(self.pid, tid, start)
+                && self
+                    .state(i)
+                    .compare_exchange(
+                        STATE_LIVE,
+                        STATE_RESERVED,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+        })
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let fd = self.lock_file.as_raw_fd();
+        for entry in &LOCK_FDS {
+            let _ = entry.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        // A forked child's inherited copy must not remove the parent's file.
+        if rustix::process::getpid().as_raw_nonzero().get() == self.pid {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("path", &self.path)
+            .field("slot_count", &self.slot_count)
+            .field("payload_size", &self.payload_size)
+            .finish()
+    }
+}
+
+/// The writer of one claimed slot. Only its owner writes; [`write`](SlotWriter::write)
+/// wraps a change in the sequence counter so readers never keep a torn copy.
+///
+/// Dropping it does **not** free the slot (a thread-local may outlive the moment the
+/// owner wants to let go); call [`release`](SlotWriter::release).
+pub struct SlotWriter<'r> {
+    reg: &'r Registry,
+    off: usize,
+    index: u32,
+}
+
+impl<'r> SlotWriter<'r> {
+    /// The slot's index in the registry.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The registry the slot belongs to.
+    pub fn registry(&self) -> &'r Registry {
+        self.reg
+    }
+
+    #[inline]
+    fn seq(&self) -> &AtomicU32 {
+        self.reg.map.u32_at(self.off + S_SEQ)
+    }
+
+    /// Makes the counter odd. `| 1` also repairs a counter left odd by an owner
+    /// that died mid-write (a reclaimed slot): the result is odd and differs from
+    /// the old value either way.
+    #[inline]
+    pub(crate) fn begin(&self) {
+        let s = self.seq().load(Ordering::Relaxed);
+        self.seq().store(s.wrapping_add(1) | 1, Ordering::Relaxed);
+        fence(Ordering::Release);
+    }
+
+    /// Makes the (odd) counter even again, publishing the writes.
+    #[inline]
+    fn end(&self) {
+        let s = self.seq().load(Ordering::Relaxed);
+        self.seq().store(s.wrapping_add(1), Ordering::Release);
+    }
+
+    /// Changes the payload under the sequence counter: readers that overlap the
+    /// change retry and see either all of it or none of it.
+    ///
+    /// If `f` panics, the counter is still closed (made even) while unwinding, so
+    /// readers keep reading the slot (they may see the part `f` wrote).
+    #[inline]
+    pub fn write<R>(&mut self, f: impl FnOnce(&mut Payload<'_>) -> R) -> R {
+        /// Closes the write on every exit, unwinding included.
+        struct End<'w, 'r>(&'w SlotWriter<'r>);
+        impl Drop for End<'_, '_> {
+            #[inline]
+            fn drop(&mut self) {
+                self.0.end();
+            }
+        }
+        self.begin();
+        let end = End(self);
+        let mut p = Payload {
+            map: &end.0.reg.map,
+            off: end.0.off + SLOT_HEADER_SIZE,
+            len: end.0.reg.payload_size,
+        };
+        f(&mut p)
+    }
+
+    /// Reads the payload (the owner reads its own writes; no retry needed).
+    #[inline]
+    pub fn read<R>(&self, f: impl FnOnce(&Payload<'_>) -> R) -> R {
+        f(&Payload {
+            map: &self.reg.map,
+            off: self.off + SLOT_HEADER_SIZE,
+            len: self.reg.payload_size,
+        })
+    }
+
+    /// Frees the slot: readers stop showing it at once; another owner may claim it.
+    pub fn release(self) {
+        self.begin();
+        let m = &self.reg.map;
+        m.u32_at(self.off + S_STATE)
+            .store(STATE_RESERVED, Ordering::Relaxed);
+        m.u32_at(self.off + S_TID).store(0, Ordering::Relaxed);
+        m.u64_at(self.off + S_TSTART).store(0, Ordering::Relaxed);
+        self.end();
+        m.u32_at(self.off + S_STATE)
+            .store(STATE_FREE, Ordering::Release);
+    }
+}
+
+/// A slot's payload, as 64-bit words (byte access is built on them).
+pub struct Payload<'a> {
+    map: &'a Mapping,
+    off: usize,
+    len: usize,
+}
+
+impl Payload<'_> {
+    /// The payload size in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Stores word `i` (byte offset `8 * i`).
+    ///
+    /// # Panics
+    /// If the word is outside the payload (a bug in the caller's layout).
+    #[inline]
+    pub fn store_u64(&mut self, i: usize, v: u64) {
+        assert!(i * 8 + 8 <= self.len, "payload word {i} out of range");
+        self.map
+            .u64_at(self.off + i * 8)
+            .store(v, Ordering::Relaxed);
+    }
+
+    /// Loads word `i`.
+    ///
+    /// # Panics
+    /// If the word is outside the payload.
+    #[inline]
+    pub fn load_u64(&self, i: usize) -> u64 {
+        assert!(i * 8 + 8 <= self.len, "payload word {i} out of range");
+        self.map.u64_at(self.off + i * 8).load(Ordering::Relaxed)
+    }
+
+    /// Stores `data` at byte offset `at` (edge words are merged).
+    ///
+    /// # Panics
+    /// If the range is outside the payload.
+    pub fn store_bytes(&mut self, at: usize, data: &[u8]) {
+        assert!(
+            at <= self.len && data.len() <= self.len - at,
+            "payload bytes out of range"
+        );
+        let mut pos = at;
+        let mut rest = data;
+        while !rest.is_empty() {
+            let w = pos / 8;
+            let within = pos % 8;
+            let n = (8 - within).min(rest.len());
+            let v = if within == 0 && n == 8 {
+                u64::from_ne_bytes([
+                    rest[0], rest[1], rest[2], rest[3], rest[4], rest[5], rest[6], rest[7],
+                ])
+            } else {
+                let mut b = self.load_u64(w).to_ne_bytes();
+                b[within..within + n].copy_from_slice(&rest[..n]);
+                u64::from_ne_bytes(b)
+            };
+            self.store_u64(w, v);
+            pos += n;
+            rest = &rest[n..];
+        }
+    }
+
+    /// Loads bytes from offset `at` into `out`.
+    ///
+    /// # Panics
+    /// If the range is outside the payload.
+    pub fn load_bytes(&self, at: usize, out: &mut [u8]) {
+        assert!(
+            at <= self.len && out.len() <= self.len - at,
+            "payload bytes out of range"
+        );
+        for (i, b) in out.iter_mut().enumerate() {
+            let p = at + i;
+            *b = self.load_u64(p / 8).to_ne_bytes()[p % 8];
+        }
+    }
+}

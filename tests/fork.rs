@@ -1,0 +1,237 @@
+//! A forked child gets fresh per-process state in every subsystem: its own thread
+//! id everywhere (trace events, sync lock words and owners, sched, mark), its own
+//! mark registry file, and a working clock.
+//!
+//! Each test forks, runs its checks in the child and reports through the exit
+//! code (0: all good; otherwise the number of the failed check) and a pipe (the
+//! failure's text). The tests are serialized: a fork while another test thread of
+//! this process holds a crate lock would leave that lock held in the child.
+
+use std::io::Read;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use posixrt::sync::{self, PiMutex, Tracking};
+use posixrt::trace::{self, Trace, TraceAttr};
+use posixrt::{mark, sched};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The kernel's tid of the calling thread, uncached.
+fn kernel_tid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+/// A failed check in the child: its number and text.
+struct Fail(i32, String);
+
+macro_rules! check {
+    ($n:expr, $cond:expr, $($msg:tt)*) => {
+        if !$cond {
+            return Err(Fail($n, format!($($msg)*)));
+        }
+    };
+}
+
+/// Forks; the child runs `child` and exits with its result; the parent returns
+/// the child's exit code and message.
+fn in_forked_child(child: impl FnOnce() -> Result<(), Fail>) -> (i32, String) {
+    let (r, w) = rustix::pipe::pipe().expect("pipe");
+    // SAFETY: the child only runs `child` and then `_exit`s; the tests are
+    // serialized so no other test thread holds a crate lock at the fork.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        drop(r);
+        let code = match child() {
+            Ok(()) => 0,
+            Err(Fail(n, msg)) => {
+                let _ = rustix::io::write(&w, msg.as_bytes());
+                n
+            }
+        };
+        // SAFETY: ends the child without running the parent's atexit handlers or
+        // the test harness's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    drop(w);
+    let mut msg = String::new();
+    let mut f = std::fs::File::from(r);
+    let _ = f.read_to_string(&mut msg);
+    let mut status = 0;
+    // SAFETY: waits for our own child; `status` is writable.
+    let got = unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert_eq!(got, pid);
+    assert!(libc::WIFEXITED(status), "child died: status {status:#x}");
+    (libc::WEXITSTATUS(status), msg)
+}
+
+/// Records one event on a fresh stream and returns the events of that id.
+fn record_one(name: &str, payload: u32) -> posixrt::Result<Vec<trace::Event>> {
+    let t = Trace::create(&TraceAttr::new())?;
+    let id = trace::eventid_open(name)?;
+    t.start()?;
+    trace::event(id, &payload.to_le_bytes());
+    t.stop()?;
+    Ok(t.events().filter(|e| e.id == id).collect())
+}
+
+#[test]
+fn forked_child_trace_events_carry_the_child_tid() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A thread that has already recorded events (its tid is cached) forks.
+    let (code, msg) = std::thread::spawn(|| {
+        let before = record_one("fork test parent", 1).expect("parent trace");
+        assert_eq!(before.len(), 1);
+        assert_eq!(before[0].tid, kernel_tid());
+        in_forked_child(|| {
+            let me = kernel_tid();
+            let ev = record_one("fork test child", 2)
+                .map_err(|e| Fail(10, format!("trace in the child: {e}")))?;
+            check!(
+                11,
+                ev.len() == 1,
+                "child recorded {} events, not 1",
+                ev.len()
+            );
+            check!(
+                12,
+                ev[0].tid == me,
+                "child's event has tid {}, the child's is {me} (the parent thread's)",
+                ev[0].tid
+            );
+            check!(
+                13,
+                ev[0].pid == std::process::id(),
+                "child's event has pid {}, not {}",
+                ev[0].pid,
+                std::process::id()
+            );
+            Ok(())
+        })
+    })
+    .join()
+    .expect("forking thread");
+    assert_eq!(code, 0, "check {code} failed in the child: {msg}");
+}
+
+#[test]
+fn forked_child_has_fresh_tid_clock_and_registry_in_every_subsystem() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (code, msg) = std::thread::spawn(|| {
+        // Warm every per-thread and per-process cache in the parent.
+        sync::set_tracking(Tracking::Counts);
+        let parent_tid = kernel_tid();
+        assert_eq!(sync::current_tid(), parent_tid);
+        assert_eq!(sched::gettid().as_raw() as u32, parent_tid);
+        mark::update("fork test: parent").expect("mark");
+        let parent_file = mark::registry_path().expect("registry file");
+        let m = PiMutex::new(0u32);
+        *m.lock() += 1;
+        record_one("fork test parent 2", 1).expect("parent trace");
+
+        let r = in_forked_child(move || {
+            let me = kernel_tid();
+            let pid = std::process::id() as i32;
+            // sched and sync: the cached tid is the child's.
+            check!(
+                1,
+                sched::gettid().as_raw() as u32 == me,
+                "sched::gettid {} != {me}",
+                sched::gettid()
+            );
+            check!(
+                2,
+                sync::current_tid() == me,
+                "sync::current_tid {} != {me}",
+                sync::current_tid()
+            );
+            // sync: a PiMutex locked in the child holds the child's tid, and the
+            // tracking snapshot names the child as owner.
+            let m2 = PiMutex::new(0u32);
+            let g = m2.lock();
+            // SAFETY: `raw()` only reads the lock's state here.
+            let raw = unsafe { m2.raw() };
+            let owner = raw.owner();
+            check!(
+                3,
+                owner == Some(me),
+                "PiMutex owner {owner:?}, child is {me}"
+            );
+            let snap_owner = raw.snapshot().and_then(|s| s.info.owner);
+            check!(
+                4,
+                snap_owner == Some(me),
+                "tracked owner {snap_owner:?}, child is {me}"
+            );
+            drop(g);
+            // The parent's mutex, unlocked at the fork, works in the child.
+            *m.lock() += 1;
+            // mark: the child gets its own registry file and slot.
+            mark::update("fork test: child").map_err(|e| Fail(5, format!("mark::update: {e}")))?;
+            let file = mark::registry_path();
+            check!(
+                6,
+                file.as_ref() != Some(&parent_file),
+                "child writes the parent's file {parent_file:?}"
+            );
+            let named = file
+                .as_ref()
+                .and_then(|f| f.file_name())
+                .map(|n| n.to_string_lossy().contains(&format!("-{pid}-")))
+                .unwrap_or(false);
+            check!(
+                7,
+                named,
+                "child's registry file {file:?} does not name pid {pid}"
+            );
+            let snap =
+                mark::snapshot_pid(pid).map_err(|e| Fail(8, format!("snapshot_pid: {e}")))?;
+            let mine: Vec<_> = snap
+                .threads()
+                .filter(|(_, t)| t.marker == "fork test: child")
+                .map(|(_, t)| t.tid)
+                .collect();
+            check!(
+                9,
+                mine == vec![me as i32],
+                "child's mark slots {mine:?}, child tid {me}"
+            );
+            // trace and the clock: the child's events carry its tid, and their
+            // timestamps fall between two CLOCK_MONOTONIC readings around them.
+            let t0 = Instant::now();
+            let ev =
+                record_one("fork test child 2", 2).map_err(|e| Fail(10, format!("trace: {e}")))?;
+            let t1 = Instant::now();
+            check!(
+                11,
+                ev.len() == 1 && ev[0].tid == me,
+                "child events {:?}",
+                ev.iter().map(|e| e.tid).collect::<Vec<_>>()
+            );
+            let mono = |i: Instant| -> Duration {
+                // Instant is CLOCK_MONOTONIC on Linux; anchor it on a fresh reading.
+                let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+                let now = Duration::new(now.tv_sec as u64, now.tv_nsec as u32);
+                now.saturating_sub(i.elapsed())
+            };
+            let (lo, hi) = (mono(t0), mono(t1));
+            let slack = Duration::from_millis(2);
+            check!(
+                12,
+                ev[0].timestamp + slack >= lo && ev[0].timestamp <= hi + slack,
+                "child's event at {:?}, recorded between {lo:?} and {hi:?}",
+                ev[0].timestamp
+            );
+            mark::clear();
+            Ok(())
+        });
+        mark::clear();
+        sync::set_tracking(Tracking::Off);
+        r
+    })
+    .join()
+    .expect("forking thread");
+    assert_eq!(code, 0, "check {code} failed in the child: {msg}");
+}
