@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use rt::aio::capi::{self as raw, Aiocb, CEngine, COp, CRequest};
 use rt::aio::{Notify, AIO_PRIO_DELTA_MAX};
 
+use crate::debug::debug;
 use crate::notify::from_sigevent;
 
 const MAGIC: u64 = 0x7072_7472_6169_6f63;
@@ -28,22 +29,6 @@ static CFG_WORKERS: AtomicU32 = AtomicU32::new(0);
 const DEFAULT_ENTRIES: u32 = 256;
 const DEFAULT_WORKERS: u32 = 16;
 const DEFAULT_MAX: usize = 1 << 20;
-
-/// Prints a line on stderr if `POSIXRT_AIO_DEBUG` is set (and not empty or `0`).
-pub(crate) fn debug(args: std::fmt::Arguments<'_>) {
-    static STATE: AtomicU32 = AtomicU32::new(0); // 0 unknown, 1 off, 2 on
-    let mut s = STATE.load(Ordering::Relaxed);
-    if s == 0 {
-        s = match std::env::var_os("POSIXRT_AIO_DEBUG") {
-            Some(v) if !v.is_empty() && v != "0" => 2,
-            _ => 1,
-        };
-        STATE.store(s, Ordering::Relaxed);
-    }
-    if s == 2 {
-        eprintln!("libposixrt: {args}");
-    }
-}
 
 thread_local! {
     /// This thread is inside a library call that may take the engine lock: a

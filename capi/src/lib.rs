@@ -14,6 +14,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod aio;
+mod debug;
 mod notify;
 
 pub use aio::*;

@@ -7,7 +7,7 @@ use std::ffi::c_void;
 use rt::aio::capi::SigEvent;
 use rt::aio::{Notify, SigVal};
 
-use crate::aio::debug;
+use crate::debug::debug;
 
 /// `si_code` of an AIO completion signal.
 const SI_ASYNCIO: i32 = -4;
