@@ -136,6 +136,15 @@ struct Call {
 extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
     // SAFETY: `arg` is the `Box<Call>` leaked by `spawn_notify` for this thread.
     let call = unsafe { Box::from_raw(arg as *mut Call) };
+    // The thread was made by whichever thread reaped the completion (one of the
+    // library's, which block every signal, or a program thread): start the
+    // program's function with no signal blocked, as glibc does.
+    let mut none = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigemptyset initializes `none`; pthread_sigmask reads it.
+    unsafe {
+        libc::sigemptyset(none.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
+    }
     (call.f)(libc::sigval {
         sival_ptr: call.value as *mut c_void,
     });

@@ -570,11 +570,18 @@ static sem_t thread_done;
 static volatile int thread_value;
 static volatile size_t thread_stack;
 static volatile ssize_t thread_ret;
+static volatile int thread_blocked;
 static struct aiocb thread_cb;
 
 static void on_thread(union sigval v) {
     pthread_attr_t a;
     size_t sz = 0;
+    sigset_t cur;
+    /* The callback starts with no signal blocked (as glibc's), whichever
+     * thread noticed the completion. */
+    sigemptyset(&cur);
+    pthread_sigmask(SIG_BLOCK, NULL, &cur);
+    thread_blocked = sigismember(&cur, SIGUSR2) + sigismember(&cur, SIGRTMIN + 5);
     thread_value = v.sival_int;
     if (pthread_getattr_np(pthread_self(), &a) == 0) {
         pthread_attr_getstacksize(&a, &sz);
@@ -605,6 +612,7 @@ static void test_sigev_thread(void) {
     CHECK(thread_value == 31337);
     CHECK(thread_stack >= want); /* sigev_notify_attributes honoured */
     CHECK(thread_ret == 7);
+    CHECK(thread_blocked == 0);
     pthread_attr_destroy(&attr);
 
     /* Without attributes. */
@@ -616,6 +624,7 @@ static void test_sigev_thread(void) {
     CHECK(aio_read(&thread_cb) == 0);
     CHECK(sem_wait(&thread_done) == 0);
     CHECK(thread_value == 5 && thread_ret == 5);
+    CHECK(thread_blocked == 0);
     close(fd);
 }
 
