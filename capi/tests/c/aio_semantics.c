@@ -659,6 +659,32 @@ static void test_fork(void) {
     close(fd);
 }
 
+/* Requests submitted back to back while others are in flight, then left
+ * alone (no aio_* call at all): the library still performs them, soon. */
+static void test_fire_and_forget(void) {
+    int fd = make_file(NULL);
+    char a[] = "first ", b[] = "second ", c[] = "third\n";
+    char got[32];
+    struct aiocb w[3];
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    init_cb(&w[0], fd, a, 6, 0);
+    init_cb(&w[1], fd, b, 7, 6);
+    init_cb(&w[2], fd, c, 6, 13);
+    for (int i = 0; i < 3; i++) CHECK(aio_write(&w[i]) == 0);
+    /* Look at the file only, for at most 2 s. */
+    for (int i = 0; i < 100; i++) {
+        memset(got, 0, sizeof got);
+        if (pread(fd, got, sizeof got, 0) == 19) break;
+        nanosleep(&nap, NULL);
+    }
+    CHECK(memcmp(got, "first second third\n", 19) == 0);
+    for (int i = 0; i < 3; i++) {
+        wait_one(&w[i]);
+        CHECK(aio_return(&w[i]) == (ssize_t)w[i].aio_nbytes);
+    }
+    close(fd);
+}
+
 #define NTHREADS 8
 #define NLOOPS 200
 
@@ -781,6 +807,7 @@ int main(int argc, char **argv) {
         test_sigev_thread();
         test_fork();
         test_threads();
+        test_fire_and_forget();
     } else {
         fprintf(stderr, "usage: aio_semantics [all | idle | eagain]\n");
         return 2;
