@@ -67,6 +67,11 @@ fn set_errno(e: i32) {
     unsafe { *libc::__errno_location() = e };
 }
 
+fn errno() -> i32 {
+    // SAFETY: __errno_location returns the calling thread's errno.
+    unsafe { *libc::__errno_location() }
+}
+
 fn fail(e: i32) -> c_int {
     set_errno(e);
     -1
@@ -470,27 +475,46 @@ fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
     Ok(Instant::now().checked_add(d))
 }
 
-/// `aio_suspend`: wait until one of the listed requests is done (NULL entries
-/// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR).
+/// How long `aio_suspend` blocks before it looks for a pending
+/// `pthread_cancel` (glibc delivers a deferred cancel without a signal, so a
+/// wait outside glibc's own system call wrappers must look).
+const CANCEL_SLICE: Duration = Duration::from_millis(20);
+
+extern "C-unwind" {
+    // A cancellation point: acting on a cancel unwinds (a forced unwind) through
+    // its caller, so it is declared "C-unwind" and called only from frames
+    // without anything to drop.
+    fn pthread_testcancel();
+}
+
+/// Acts on a pending `pthread_cancel` of the calling thread (does not return
+/// then).
 ///
-/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
+/// Call it only from an `extern "C-unwind"` function with no live value that
+/// has drop glue: the forced unwind then crosses plain frames only.
+#[inline]
+fn testcancel() {
+    // SAFETY: no arguments; the caller's frame has nothing to drop (see above).
+    unsafe { pthread_testcancel() };
+}
+
+/// What one bounded wait of `aio_suspend` came to.
+enum Suspend {
+    /// The call's result (0, or -1 with errno set).
+    Ret(c_int),
+    /// `until` passed with every listed request still in flight.
+    TimedOut,
+}
+
+/// `aio_suspend` until `until` (or without bound): the whole call but the
+/// timeout and cancellation handling.
 ///
 /// # Safety
-/// `list` holds `nent` pointers, each null or a valid `struct aiocb`; `timeout`
-/// is null or valid.
-#[no_mangle]
-pub unsafe extern "C" fn aio_suspend(
-    list: *const *const Aiocb,
-    nent: c_int,
-    timeout: *const libc::timespec,
-) -> c_int {
+/// As [`aio_suspend`].
+unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<Instant>) -> Suspend {
     if nent < 0 || (nent > 0 && list.is_null()) {
-        return fail(libc::EINVAL);
+        return Suspend::Ret(fail(libc::EINVAL));
     }
-    let deadline = match deadline_of(timeout) {
-        Ok(d) => d,
-        Err(e) => return fail(e),
-    };
     // SAFETY: `list` holds `nent` pointers (contract).
     let cbs = unsafe { std::slice::from_raw_parts(list, nent as usize) };
     let mut any = false;
@@ -498,15 +522,15 @@ pub unsafe extern "C" fn aio_suspend(
         // SAFETY: non-null entries are valid aiocbs (contract).
         if !unsafe { in_flight(cb) } {
             // Done (or not a request at all): nothing to wait for.
-            return 0;
+            return Suspend::Ret(0);
         }
         any = true;
     }
     if !any {
-        return 0;
+        return Suspend::Ret(0);
     }
     let Some(eng) = engine_if_started() else {
-        return 0;
+        return Suspend::Ret(0);
     };
     let _g = InLib::enter();
     let mut done = || {
@@ -514,10 +538,53 @@ pub unsafe extern "C" fn aio_suspend(
             // SAFETY: as above.
             .any(|&cb| !cb.is_null() && unsafe { raw::error_code(cb) } != libc::EINPROGRESS)
     };
-    match eng.wait(deadline, &mut done) {
-        Ok(true) => 0,
-        Ok(false) => fail(libc::EAGAIN),
-        Err(e) => fail(e),
+    match eng.wait(until, &mut done) {
+        Ok(true) => Suspend::Ret(0),
+        Ok(false) => Suspend::TimedOut,
+        Err(e) => Suspend::Ret(fail(e)),
+    }
+}
+
+/// `aio_suspend`: wait until one of the listed requests is done (NULL entries
+/// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR).
+/// A cancellation point, as POSIX requires: a `pthread_cancel` of the waiting
+/// thread is acted upon within [`CANCEL_SLICE`].
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
+///
+/// # Safety
+/// `list` holds `nent` pointers, each null or a valid `struct aiocb`; `timeout`
+/// is null or valid.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn aio_suspend(
+    list: *const *const Aiocb,
+    nent: c_int,
+    timeout: *const libc::timespec,
+) -> c_int {
+    // Only plain values live in this frame (see `testcancel`).
+    testcancel();
+    let deadline = match deadline_of(timeout) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    loop {
+        let slice = Instant::now().checked_add(CANCEL_SLICE);
+        let (until, last) = match (deadline, slice) {
+            (Some(d), Some(s)) if d <= s => (Some(d), true),
+            (Some(d), None) => (Some(d), true),
+            (_, s) => (s, false),
+        };
+        // SAFETY: forwarded contract.
+        match unsafe { suspend_until(list, nent, until) } {
+            Suspend::Ret(r) => {
+                if r == -1 && errno() == libc::EINTR {
+                    testcancel();
+                }
+                return r;
+            }
+            Suspend::TimedOut if last => return fail(libc::EAGAIN),
+            Suspend::TimedOut => testcancel(),
+        }
     }
 }
 
@@ -720,11 +787,13 @@ pub unsafe extern "C" fn aio_init(init: *const AioInit) {
 macro_rules! alias64 {
     ($($name:ident => $target:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty;)*) => {$(
         /// The `*64` name (large-file interface; the same ABI on LP64 targets).
+        /// "C-unwind" (the C calling convention) so that the cancellation of
+        /// `aio_suspend64` may unwind through it: it holds nothing to drop.
         ///
         /// # Safety
         /// As the function without the suffix.
         #[no_mangle]
-        pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
+        pub unsafe extern "C-unwind" fn $name($($arg: $ty),*) -> $ret {
             // SAFETY: forwarded contract.
             unsafe { $target($($arg),*) }
         }

@@ -659,6 +659,57 @@ static void test_fork(void) {
     close(fd);
 }
 
+/* aio_suspend is a cancellation point: a thread waiting in it on a request
+ * that never completes is cancelled (deferred type), its cleanup handlers run. */
+static struct aiocb cancel_cb;
+static volatile int cancel_cleaned;
+
+static void cancel_cleanup(void *arg) {
+    (void)arg;
+    cancel_cleaned = 1;
+}
+
+static void *cancel_waiter(void *arg) {
+    const struct aiocb *list[1] = {&cancel_cb};
+    (void)arg;
+    pthread_cleanup_push(cancel_cleanup, NULL);
+    for (;;) aio_suspend(list, 1, NULL);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+static void test_suspend_cancellation_point(void) {
+    int p[2];
+    char b[8];
+    pthread_t th;
+    void *res = NULL;
+    struct timespec until;
+    struct timespec nap = {0, 30 * 1000 * 1000};
+
+    CHECK(pipe(p) == 0);
+    init_cb(&cancel_cb, p[0], b, sizeof b, 0);
+    CHECK(aio_read(&cancel_cb) == 0);
+    cancel_cleaned = 0;
+    CHECK(pthread_create(&th, NULL, cancel_waiter, NULL) == 0);
+    nanosleep(&nap, NULL);
+    CHECK(pthread_cancel(th) == 0);
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    if (pthread_timedjoin_np(th, &res, &until) != 0) {
+        CHECK(!"the thread in aio_suspend was not cancelled within 5 s");
+        /* Let it go: unblock it and leave the process to exit. */
+        CHECK(write(p[1], "x", 1) == 1);
+        pthread_detach(th);
+        return;
+    }
+    CHECK(res == PTHREAD_CANCELED);
+    CHECK(cancel_cleaned == 1);
+    CHECK(aio_cancel(p[0], &cancel_cb) == AIO_CANCELED);
+    CHECK(aio_return(&cancel_cb) == -1);
+    close(p[0]);
+    close(p[1]);
+}
+
 /* Requests submitted back to back while others are in flight, then left
  * alone (no aio_* call at all): the library still performs them, soon. */
 static void test_fire_and_forget(void) {
@@ -808,6 +859,7 @@ int main(int argc, char **argv) {
         test_fork();
         test_threads();
         test_fire_and_forget();
+        test_suspend_cancellation_point();
     } else {
         fprintf(stderr, "usage: aio_semantics [all | idle | eagain]\n");
         return 2;
