@@ -309,6 +309,38 @@ fn eagain_over_the_request_limit() {
     }
 }
 
+/// io_uring refused (a seccomp filter answering EPERM, as container runtimes
+/// do): the library falls back to its thread engine, says why only with
+/// `POSIXRT_AIO_DEBUG`, and every call works.
+#[test]
+fn io_uring_refused_falls_back_to_threads() {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src("aio_semantics.c"), link, &strict());
+        let o = run(&exe, link, &["noring"], &[("POSIXRT_AIO_DEBUG", "1")]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+            "{link:?}: {:?}\n{err}",
+            o.status
+        );
+        let engine = err
+            .lines()
+            .find(|l| l.starts_with("libposixrt: engine: "))
+            .unwrap_or_default();
+        assert!(
+            engine.starts_with("libposixrt: engine: threads ") && engine.contains("EPERM"),
+            "{link:?}: {err}"
+        );
+        let quiet = run(&exe, link, &["noring"], &[]);
+        assert!(
+            quiet.status.success() && quiet.stderr.is_empty(),
+            "{link:?}: {:?} {}",
+            quiet.status,
+            String::from_utf8_lossy(&quiet.stderr)
+        );
+    }
+}
+
 #[test]
 fn layout_matches_the_system_header() {
     let exe = build(&c_src("layout.c"), Link::Preloaded, &strict());

@@ -6,10 +6,16 @@
  *   all     every check (the default)
  *   idle    a program that never calls aio_* has no ring and no extra thread
  *   eagain  run with POSIXRT_AIO_MAX=4: lio_listio of 8 entries gives EAGAIN
+ *   noring  io_uring_setup refused (EPERM, by a seccomp filter installed
+ *           before the first request): the library falls back to its threads
  */
 #define _GNU_SOURCE
 #include <aio.h>
 #include <dirent.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -834,12 +840,42 @@ static void test_eagain(void) {
     close(p[1]);
 }
 
+/* A seccomp filter that refuses io_uring_setup with EPERM, as container
+ * runtimes' default profiles do. */
+static void refuse_io_uring(void) {
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+        perror("seccomp");
+        exit(1);
+    }
+    errno = 0;
+    CHECK(syscall(__NR_io_uring_setup, 4, NULL) == -1 && errno == EPERM);
+}
+
+static void test_noring(void) {
+    refuse_io_uring();
+    test_read_write_return();
+    test_lio_listio();
+    test_suspend();
+    test_cancel();
+    CHECK(count_dir("/proc/self/fd", "io_uring") == 0);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "all";
     if (strcmp(mode, "idle") == 0) {
         test_idle();
     } else if (strcmp(mode, "eagain") == 0) {
         test_eagain();
+    } else if (strcmp(mode, "noring") == 0) {
+        test_noring();
     } else if (strcmp(mode, "all") == 0) {
         struct aioinit init;
         memset(&init, 0, sizeof init);
@@ -861,7 +897,7 @@ int main(int argc, char **argv) {
         test_fire_and_forget();
         test_suspend_cancellation_point();
     } else {
-        fprintf(stderr, "usage: aio_semantics [all | idle | eagain]\n");
+        fprintf(stderr, "usage: aio_semantics [all | idle | eagain | noring]\n");
         return 2;
     }
     if (failures != 0) {
