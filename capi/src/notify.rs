@@ -1,4 +1,5 @@
-//! `struct sigevent` → [`Notify`]: SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD (a new
+//! `struct sigevent` → [`Notify`]: SIGEV_NONE, SIGEV_SIGNAL (with signal 0, the
+//! null signal, sending nothing), SIGEV_THREAD (a new
 //! thread per notification, created with `sigev_notify_attributes`, as glibc
 //! does) and SIGEV_THREAD_ID (a queued signal to one thread).
 
@@ -28,6 +29,10 @@ extern "C" {
 pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
     match ev.sigev_notify {
         libc::SIGEV_NONE => Ok(Notify::None),
+        // Signal 0 is the null signal: nothing to send. A zeroed aiocb (the
+        // sigevent never filled in) has it, with sigev_notify 0 = SIGEV_SIGNAL;
+        // glibc accepts it, so do we.
+        libc::SIGEV_SIGNAL if ev.sigev_signo == 0 => Ok(Notify::None),
         libc::SIGEV_SIGNAL => {
             check_signal(ev.sigev_signo)?;
             Ok(Notify::signal(ev.sigev_signo, SigVal(ev.sigev_value)))

@@ -12,8 +12,10 @@ use rt::aio::capi::{Aiocb, SigEvent};
 const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The directory holding `libposixrt.so` of this build profile
-/// (`target/<profile>`, the parent of this test's `deps/`). Built on demand if
-/// cargo did not build it for this test run.
+/// (`target/<profile>`, the parent of this test's `deps/`). `cargo test` does
+/// not build a cdylib-only crate for its integration tests, so this runs
+/// `cargo build -p posixrt-capi --lib` once per test process: a no-op when the
+/// library is fresh, and never a stale library tested.
 fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
@@ -23,7 +25,7 @@ fn lib_dir() -> &'static Path {
             .and_then(Path::parent)
             .expect("target/<profile>/deps")
             .to_path_buf();
-        if !dir.join("libposixrt.so").exists() {
+        {
             let release = dir.file_name().is_some_and(|n| n == "release");
             let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
             cmd.args(["build", "-p", "posixrt-capi", "--lib"])

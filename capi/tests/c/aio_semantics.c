@@ -123,6 +123,39 @@ static void test_read_write_return(void) {
     close(fd);
 }
 
+/* A zeroed aiocb, filled without touching aio_sigevent (as many programs and
+ * test suites do): sigev_notify 0 is SIGEV_SIGNAL and signal 0 the null
+ * signal. Accepted, as glibc does, and nothing is sent. */
+static void test_zeroed_sigevent(void) {
+    int fd = make_file("zeroed sigevent");
+    char b[16];
+    struct aiocb cb;
+    struct aiocb *list[1] = {&cb};
+    struct sigevent ev;
+
+    memset(&cb, 0, sizeof cb);
+    cb.aio_fildes = fd;
+    cb.aio_buf = b;
+    cb.aio_nbytes = 6;
+    CHECK(cb.aio_sigevent.sigev_notify == SIGEV_SIGNAL);
+    CHECK(aio_read(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 6 && memcmp(b, "zeroed", 6) == 0);
+    CHECK(aio_write(&cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 6);
+    CHECK(aio_fsync(O_SYNC, &cb) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 0);
+    /* The same for lio_listio's sigevent. */
+    memset(&ev, 0, sizeof ev);
+    cb.aio_lio_opcode = LIO_READ;
+    CHECK(lio_listio(LIO_NOWAIT, list, 1, &ev) == 0);
+    wait_one(&cb);
+    CHECK(aio_return(&cb) == 6);
+    close(fd);
+}
+
 static void test_null_and_unknown(void) {
     struct aiocb never;
     memset(&never, 0, sizeof never);
@@ -187,7 +220,7 @@ static void test_invalid_fields(void) {
     errno = 0;
     CHECK(aio_read(&cb) == -1 && errno == EINVAL);
     cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
-    cb.aio_sigevent.sigev_signo = 0;
+    cb.aio_sigevent.sigev_signo = 65; /* above SIGRTMAX */
     errno = 0;
     CHECK(aio_read(&cb) == -1 && errno == EINVAL);
     cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
@@ -883,6 +916,7 @@ int main(int argc, char **argv) {
         init.aio_num = 64;
         aio_init(&init);
         test_read_write_return();
+        test_zeroed_sigevent();
         test_null_and_unknown();
         test_invalid_fields();
         test_fsync();
