@@ -196,27 +196,26 @@ fn engine() -> Result<&'static CEngine, i32> {
 }
 
 /// True for an `O_APPEND` fd or one that cannot seek: writes on it go in order.
-/// `Err(EBADF)` for a closed fd.
-fn ordered_write(fd: i32) -> Result<bool, i32> {
+/// A closed fd, or one not open for writing, is not refused here: the write
+/// fails with EBADF as the request's status, as glibc's does (and the
+/// request still notifies, which a `lio_listio` list counts on).
+fn ordered_write(fd: i32) -> bool {
     // SAFETY: fcntl(F_GETFL) on any int is safe.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if fl < 0 {
-        return Err(libc::EBADF);
-    }
-    if fl & libc::O_ACCMODE == libc::O_RDONLY {
-        return Err(libc::EBADF);
+    if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
+        return false;
     }
     if fl & libc::O_APPEND != 0 {
-        return Ok(true);
+        return true;
     }
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes one struct stat.
     if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        return Err(libc::EBADF);
+        return false;
     }
     // SAFETY: fstat succeeded.
     let mode = unsafe { st.assume_init() }.st_mode & libc::S_IFMT;
-    Ok(mode != libc::S_IFREG && mode != libc::S_IFBLK)
+    mode != libc::S_IFREG && mode != libc::S_IFBLK
 }
 
 /// Reads and checks one read/write aiocb: the request, or the errno.
@@ -256,7 +255,7 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
         return Err(libc::EINVAL);
     }
     let ordered = match op {
-        COp::Write => ordered_write(fd)?,
+        COp::Write => ordered_write(fd),
         _ => false,
     };
     let notify = from_sigevent(&ev)?;
@@ -423,7 +422,8 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
 }
 
 /// `aio_return`: the request's result (bytes, or -1 with errno), once; then the
-/// aiocb is the program's again (a second call: -1/EINVAL).
+/// aiocb is the program's again (a second call: -1/EINVAL). Before the request
+/// is done: 0, and nothing is taken (as glibc).
 ///
 /// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_return.html>
 ///
@@ -442,7 +442,9 @@ pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
         // SAFETY: valid by contract.
         e = unsafe { raw::error_code(cb) };
         if e == libc::EINPROGRESS {
-            return fail(libc::EINPROGRESS) as isize;
+            // Too early (POSIX: undefined). As glibc: 0, errno untouched, and
+            // the request goes on; its result is still to be taken.
+            return 0;
         }
     }
     // SAFETY: valid by contract; the request is done, the library no longer

@@ -448,7 +448,10 @@ impl CEngine {
             };
             let raw = RawOp {
                 kind,
-                fd: r.fd,
+                // A negative fd (C programs pass -1) is no fd: the engines
+                // take fds as `BorrowedFd`, where -1 is not a value. Name one
+                // that cannot be open instead, so the kernel says EBADF.
+                fd: if r.fd < 0 { i32::MAX } else { r.fd },
                 offset: r.offset,
                 ptr: r.buf as usize,
                 len: r.len,
