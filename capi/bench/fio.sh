@@ -4,27 +4,31 @@
 #   posixaio          glibc's POSIX AIO (user-space threads)
 #   posixaio+preload  the same fio under LD_PRELOAD=libposixrt.so
 #   io_uring          fio's own io_uring engine (the floor)
-# Prints one JSON document: IOPS and mean latency of each, the ratios the
-# targets are stated in, and the load average (the machine may be shared).
+# Prints one JSON document: IOPS and mean latency of each run, the medians
+# over the repeats, the ratios the targets are stated in (of the medians), and
+# the load average (the machine may be shared).
 #
-# Usage: capi/bench/fio.sh [--runtime SECONDS] [--dir DIR] [--lib PATH]
+# Usage: capi/bench/fio.sh [--runtime SECONDS] [--repeat N] [--dir DIR] [--lib PATH]
 #   --runtime  seconds per fio run (default 5)
+#   --repeat   rounds of all six runs, interleaved (default 3)
 #   --dir      where the 256 MiB file goes (default: a new temporary directory)
 #   --lib      libposixrt.so to preload (default: target/release/libposixrt.so,
-#              built with `cargo build --release -p posixrt-capi` if missing)
+#              built first with `cargo build --release -p posixrt-capi`)
 # fio is installed with apt-get (Debian's package) when missing.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runtime=5
+repeat=3
 dir=""
 lib=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --runtime) runtime=${2:?--runtime needs a value}; shift 2 ;;
+    --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
     --lib) lib=${2:?--lib needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fio.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -40,10 +44,9 @@ if ! command -v fio >/dev/null 2>&1; then
 fi
 
 if [ -z "$lib" ]; then
+  # Always (a no-op when fresh): a stale library must not be measured.
   lib="$root/target/release/libposixrt.so"
-  if [ ! -e "$lib" ]; then
-    (cd "$root" && cargo build --release -p posixrt-capi >&2)
-  fi
+  (cd "$root" && cargo build --release -p posixrt-capi >&2)
 fi
 [ -e "$lib" ] || { echo "fio.sh: no $lib" >&2; exit 1; }
 
@@ -77,40 +80,59 @@ run() {
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 results=()
 declare -A iops lat
-for qd in 1 32; do
-  for mode in posixaio posixaio+preload io_uring; do
-    case $mode in
-      posixaio) r=$(run posixaio "$qd") ;;
-      posixaio+preload) r=$(run posixaio "$qd" "$lib") ;;
-      io_uring) r=$(run io_uring "$qd") ;;
-    esac
-    read -r i l <<<"$r"
-    iops[$mode,$qd]=$i
-    lat[$mode,$qd]=$l
-    results+=("{\"engine\": \"$mode\", \"qd\": $qd, \"iops\": $i, \"lat_mean_us\": $l}")
+for rep in $(seq 1 "$repeat"); do
+  for qd in 1 32; do
+    for mode in posixaio posixaio+preload io_uring; do
+      case $mode in
+        posixaio) r=$(run posixaio "$qd") ;;
+        posixaio+preload) r=$(run posixaio "$qd" "$lib") ;;
+        io_uring) r=$(run io_uring "$qd") ;;
+      esac
+      read -r i l <<<"$r"
+      iops[$mode,$qd]+="$i "
+      lat[$mode,$qd]+="$l "
+      results+=("{\"round\": $rep, \"engine\": \"$mode\", \"qd\": $qd, \"iops\": $i, \"lat_mean_us\": $l, \"load1\": $(cut -d' ' -f1 /proc/loadavg)}")
+    done
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+declare -A med medlat
+for qd in 1 32; do
+  for mode in posixaio posixaio+preload io_uring; do
+    med[$mode,$qd]=$(echo "${iops[$mode,$qd]}" | median)
+    medlat[$mode,$qd]=$(echo "${lat[$mode,$qd]}" | median)
+  done
+done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "null" }'; }
 {
   echo "{"
-  echo "  \"bench\": \"fio 4k randread, cached 256 MiB file, --invalidate=0, ${runtime}s per run\","
+  echo "  \"bench\": \"fio 4k randread, cached 256 MiB file, --invalidate=0, ${runtime}s per run, $repeat interleaved rounds\","
   echo "  \"fio\": \"$(fio --version)\","
+  echo "  \"nproc\": $(nproc),"
   echo "  \"load_avg_before\": \"$load\","
   echo "  \"load_avg_after\": \"$load_after\","
-  echo "  \"results\": ["
+  echo "  \"runs\": ["
   n=${#results[@]}
   for k in "${!results[@]}"; do
     sep=","; [ "$k" = $((n - 1)) ] && sep=""
     echo "    ${results[$k]}$sep"
   done
   echo "  ],"
+  echo "  \"medians\": ["
+  for qd in 1 32; do
+    for mode in posixaio posixaio+preload io_uring; do
+      sep=","; [ "$qd,$mode" = "32,io_uring" ] && sep=""
+      echo "    {\"engine\": \"$mode\", \"qd\": $qd, \"iops\": ${med[$mode,$qd]}, \"lat_mean_us\": ${medlat[$mode,$qd]}}$sep"
+    done
+  done
+  echo "  ],"
   echo "  \"ratios\": {"
-  echo "    \"qd1_preload_vs_glibc_iops\": $(ratio "${iops[posixaio+preload,1]}" "${iops[posixaio,1]}"),"
-  echo "    \"qd1_preload_vs_io_uring_iops\": $(ratio "${iops[posixaio+preload,1]}" "${iops[io_uring,1]}"),"
-  echo "    \"qd32_preload_vs_glibc_iops\": $(ratio "${iops[posixaio+preload,32]}" "${iops[posixaio,32]}"),"
-  echo "    \"qd32_preload_vs_io_uring_iops\": $(ratio "${iops[posixaio+preload,32]}" "${iops[io_uring,32]}")"
+  echo "    \"qd1_preload_vs_glibc_iops\": $(ratio "${med[posixaio+preload,1]}" "${med[posixaio,1]}"),"
+  echo "    \"qd1_preload_vs_io_uring_iops\": $(ratio "${med[posixaio+preload,1]}" "${med[io_uring,1]}"),"
+  echo "    \"qd32_preload_vs_glibc_iops\": $(ratio "${med[posixaio+preload,32]}" "${med[posixaio,32]}"),"
+  echo "    \"qd32_preload_vs_io_uring_iops\": $(ratio "${med[posixaio+preload,32]}" "${med[io_uring,32]}")"
   echo "  },"
   echo "  \"targets\": {\"qd1_vs_glibc\": 3.0, \"qd1_vs_io_uring\": 0.8, \"qd32_vs_glibc\": 1.2, \"qd32_vs_io_uring\": 0.9}"
   echo "}"

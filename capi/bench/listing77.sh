@@ -7,7 +7,7 @@
 #
 # Usage: capi/bench/listing77.sh [--runs N] [--lib PATH]
 #   --runs  runs of each variant (default 11)
-#   --lib   libposixrt.so (default target/release/libposixrt.so, built if missing)
+#   --lib   libposixrt.so (default target/release/libposixrt.so, built first)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,8 +22,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ -z "$lib" ]; then
+  # Always (a no-op when fresh): a stale library must not be measured.
   lib="$root/target/release/libposixrt.so"
-  [ -e "$lib" ] || (cd "$root" && cargo build --release -p posixrt-capi >&2)
+  (cd "$root" && cargo build --release -p posixrt-capi >&2)
 fi
 
 dir=$(mktemp -d)
