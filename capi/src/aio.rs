@@ -7,7 +7,6 @@
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 use rt::aio::capi::{self as raw, Aiocb, CEngine, COp, CRequest};
 use rt::aio::{Notify, AIO_PRIO_DELTA_MAX};
@@ -37,9 +36,9 @@ thread_local! {
 }
 
 /// Marks the calling thread as inside the library for its lifetime.
-struct InLib;
+pub(crate) struct InLib;
 impl InLib {
-    fn enter() -> InLib {
+    pub(crate) fn enter() -> InLib {
         IN_LIB.with(|c| c.set(c.get() + 1));
         InLib
     }
@@ -67,12 +66,12 @@ fn set_errno(e: i32) {
     unsafe { *libc::__errno_location() = e };
 }
 
-fn errno() -> i32 {
+pub(crate) fn errno() -> i32 {
     // SAFETY: __errno_location returns the calling thread's errno.
     unsafe { *libc::__errno_location() }
 }
 
-fn fail(e: i32) -> c_int {
+pub(crate) fn fail(e: i32) -> c_int {
     set_errno(e);
     -1
 }
@@ -123,7 +122,7 @@ unsafe fn set_failed(cb: *mut Aiocb, err: i32) {
     }
 }
 
-fn engine_if_started() -> Option<&'static CEngine> {
+pub(crate) fn engine_if_started() -> Option<&'static CEngine> {
     let p = ENGINE.load(Ordering::Acquire);
     // SAFETY: a non-null ENGINE is a leaked Box that is never freed.
     unsafe { p.as_ref() }
@@ -274,7 +273,7 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
 
 /// # Safety
 /// `cb` points to a `struct aiocb`.
-unsafe fn in_flight(cb: *const Aiocb) -> bool {
+pub(crate) unsafe fn in_flight(cb: *const Aiocb) -> bool {
     // SAFETY: forwarded contract.
     unsafe { known(cb) && raw::error_code(cb) == libc::EINPROGRESS }
 }
@@ -457,137 +456,6 @@ pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
         return -1;
     }
     ret
-}
-
-fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
-    if t.is_null() {
-        return Ok(None);
-    }
-    // SAFETY: non-null timespec pointers are valid by the C contract.
-    let t = unsafe { *t };
-    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
-        debug(format_args!(
-            "timeout {{{}, {}}} is not a valid timespec: EINVAL",
-            t.tv_sec, t.tv_nsec
-        ));
-        return Err(libc::EINVAL);
-    }
-    let d = Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
-    // A timeout too far to represent is no timeout.
-    Ok(Instant::now().checked_add(d))
-}
-
-/// How long `aio_suspend` blocks before it looks for a pending
-/// `pthread_cancel` (glibc delivers a deferred cancel without a signal, so a
-/// wait outside glibc's own system call wrappers must look).
-const CANCEL_SLICE: Duration = Duration::from_millis(20);
-
-extern "C-unwind" {
-    // A cancellation point: acting on a cancel unwinds (a forced unwind) through
-    // its caller, so it is declared "C-unwind" and called only from frames
-    // without anything to drop.
-    fn pthread_testcancel();
-}
-
-/// Acts on a pending `pthread_cancel` of the calling thread (does not return
-/// then).
-///
-/// Call it only from an `extern "C-unwind"` function with no live value that
-/// has drop glue: the forced unwind then crosses plain frames only.
-#[inline]
-fn testcancel() {
-    // SAFETY: no arguments; the caller's frame has nothing to drop (see above).
-    unsafe { pthread_testcancel() };
-}
-
-/// What one bounded wait of `aio_suspend` came to.
-enum Suspend {
-    /// The call's result (0, or -1 with errno set).
-    Ret(c_int),
-    /// `until` passed with every listed request still in flight.
-    TimedOut,
-}
-
-/// `aio_suspend` until `until` (or without bound): the whole call but the
-/// timeout and cancellation handling.
-///
-/// # Safety
-/// As [`aio_suspend`].
-unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<Instant>) -> Suspend {
-    if nent < 0 || (nent > 0 && list.is_null()) {
-        return Suspend::Ret(fail(libc::EINVAL));
-    }
-    // SAFETY: `list` holds `nent` pointers (contract).
-    let cbs = unsafe { std::slice::from_raw_parts(list, nent as usize) };
-    let mut any = false;
-    for &cb in cbs.iter().filter(|p| !p.is_null()) {
-        // SAFETY: non-null entries are valid aiocbs (contract).
-        if !unsafe { in_flight(cb) } {
-            // Done (or not a request at all): nothing to wait for.
-            return Suspend::Ret(0);
-        }
-        any = true;
-    }
-    if !any {
-        return Suspend::Ret(0);
-    }
-    let Some(eng) = engine_if_started() else {
-        return Suspend::Ret(0);
-    };
-    let _g = InLib::enter();
-    let mut done = || {
-        cbs.iter()
-            // SAFETY: as above.
-            .any(|&cb| !cb.is_null() && unsafe { raw::error_code(cb) } != libc::EINPROGRESS)
-    };
-    match eng.wait(until, &mut done) {
-        Ok(true) => Suspend::Ret(0),
-        Ok(false) => Suspend::TimedOut,
-        Err(e) => Suspend::Ret(fail(e)),
-    }
-}
-
-/// `aio_suspend`: wait until one of the listed requests is done (NULL entries
-/// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR).
-/// A cancellation point, as POSIX requires: a `pthread_cancel` of the waiting
-/// thread is acted upon within [`CANCEL_SLICE`].
-///
-/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
-///
-/// # Safety
-/// `list` holds `nent` pointers, each null or a valid `struct aiocb`; `timeout`
-/// is null or valid.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn aio_suspend(
-    list: *const *const Aiocb,
-    nent: c_int,
-    timeout: *const libc::timespec,
-) -> c_int {
-    // Only plain values live in this frame (see `testcancel`).
-    testcancel();
-    let deadline = match deadline_of(timeout) {
-        Ok(d) => d,
-        Err(e) => return fail(e),
-    };
-    loop {
-        let slice = Instant::now().checked_add(CANCEL_SLICE);
-        let (until, last) = match (deadline, slice) {
-            (Some(d), Some(s)) if d <= s => (Some(d), true),
-            (Some(d), None) => (Some(d), true),
-            (_, s) => (s, false),
-        };
-        // SAFETY: forwarded contract.
-        match unsafe { suspend_until(list, nent, until) } {
-            Suspend::Ret(r) => {
-                if r == -1 && errno() == libc::EINTR {
-                    testcancel();
-                }
-                return r;
-            }
-            Suspend::TimedOut if last => return fail(libc::EAGAIN),
-            Suspend::TimedOut => testcancel(),
-        }
-    }
 }
 
 /// `aio_cancel`: cancel one request (`cb`) or every request on `fd` (`cb` NULL):
@@ -784,33 +652,6 @@ pub unsafe extern "C" fn aio_init(init: *const AioInit) {
         let n = (num as u32).min(32768).next_power_of_two();
         CFG_ENTRIES.store(n, Ordering::Relaxed);
     }
-}
-
-macro_rules! alias64 {
-    ($($name:ident => $target:ident ( $($arg:ident : $ty:ty),* ) -> $ret:ty;)*) => {$(
-        /// The `*64` name (large-file interface; the same ABI on LP64 targets).
-        /// "C-unwind" (the C calling convention) so that the cancellation of
-        /// `aio_suspend64` may unwind through it: it holds nothing to drop.
-        ///
-        /// # Safety
-        /// As the function without the suffix.
-        #[no_mangle]
-        pub unsafe extern "C-unwind" fn $name($($arg: $ty),*) -> $ret {
-            // SAFETY: forwarded contract.
-            unsafe { $target($($arg),*) }
-        }
-    )*};
-}
-
-alias64! {
-    aio_read64 => aio_read(cb: *mut Aiocb) -> c_int;
-    aio_write64 => aio_write(cb: *mut Aiocb) -> c_int;
-    aio_fsync64 => aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int;
-    aio_error64 => aio_error(cb: *const Aiocb) -> c_int;
-    aio_return64 => aio_return(cb: *mut Aiocb) -> isize;
-    aio_suspend64 => aio_suspend(list: *const *const Aiocb, nent: c_int, timeout: *const libc::timespec) -> c_int;
-    aio_cancel64 => aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int;
-    lio_listio64 => lio_listio(mode: c_int, list: *const *mut Aiocb, nent: c_int, sig: *const raw::SigEvent) -> c_int;
 }
 
 #[allow(dead_code)]

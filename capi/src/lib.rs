@@ -14,7 +14,11 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod aio;
+mod alias;
 mod debug;
 mod notify;
+mod suspend;
 
 pub use aio::*;
+pub use alias::*;
+pub use suspend::*;

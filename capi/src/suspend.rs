@@ -1,0 +1,141 @@
+//! `aio_suspend`: the wait for any of a list of requests, bounded by the
+//! caller's timeout, interrupted by signal handlers, and a cancellation point.
+
+use std::ffi::c_int;
+use std::time::{Duration, Instant};
+
+use rt::aio::capi::{self as raw, Aiocb};
+
+use crate::aio::{engine_if_started, errno, fail, in_flight, InLib};
+use crate::debug::debug;
+
+fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
+    if t.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-null timespec pointers are valid by the C contract.
+    let t = unsafe { *t };
+    if t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec) {
+        debug(format_args!(
+            "timeout {{{}, {}}} is not a valid timespec: EINVAL",
+            t.tv_sec, t.tv_nsec
+        ));
+        return Err(libc::EINVAL);
+    }
+    let d = Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+    // A timeout too far to represent is no timeout.
+    Ok(Instant::now().checked_add(d))
+}
+
+/// How long `aio_suspend` blocks before it looks for a pending
+/// `pthread_cancel` (glibc delivers a deferred cancel without a signal, so a
+/// wait outside glibc's own system call wrappers must look).
+const CANCEL_SLICE: Duration = Duration::from_millis(20);
+
+extern "C-unwind" {
+    // A cancellation point: acting on a cancel unwinds (a forced unwind) through
+    // its caller, so it is declared "C-unwind" and called only from frames
+    // without anything to drop.
+    fn pthread_testcancel();
+}
+
+/// Acts on a pending `pthread_cancel` of the calling thread (does not return
+/// then).
+///
+/// Call it only from an `extern "C-unwind"` function with no live value that
+/// has drop glue: the forced unwind then crosses plain frames only.
+#[inline]
+fn testcancel() {
+    // SAFETY: no arguments; the caller's frame has nothing to drop (see above).
+    unsafe { pthread_testcancel() };
+}
+
+/// What one bounded wait of `aio_suspend` came to.
+enum Suspend {
+    /// The call's result (0, or -1 with errno set).
+    Ret(c_int),
+    /// `until` passed with every listed request still in flight.
+    TimedOut,
+}
+
+/// `aio_suspend` until `until` (or without bound): the whole call but the
+/// timeout and cancellation handling.
+///
+/// # Safety
+/// As [`aio_suspend`].
+unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<Instant>) -> Suspend {
+    if nent < 0 || (nent > 0 && list.is_null()) {
+        return Suspend::Ret(fail(libc::EINVAL));
+    }
+    // SAFETY: `list` holds `nent` pointers (contract).
+    let cbs = unsafe { std::slice::from_raw_parts(list, nent as usize) };
+    let mut any = false;
+    for &cb in cbs.iter().filter(|p| !p.is_null()) {
+        // SAFETY: non-null entries are valid aiocbs (contract).
+        if !unsafe { in_flight(cb) } {
+            // Done (or not a request at all): nothing to wait for.
+            return Suspend::Ret(0);
+        }
+        any = true;
+    }
+    if !any {
+        return Suspend::Ret(0);
+    }
+    let Some(eng) = engine_if_started() else {
+        return Suspend::Ret(0);
+    };
+    let _g = InLib::enter();
+    let mut done = || {
+        cbs.iter()
+            // SAFETY: as above.
+            .any(|&cb| !cb.is_null() && unsafe { raw::error_code(cb) } != libc::EINPROGRESS)
+    };
+    match eng.wait(until, &mut done) {
+        Ok(true) => Suspend::Ret(0),
+        Ok(false) => Suspend::TimedOut,
+        Err(e) => Suspend::Ret(fail(e)),
+    }
+}
+
+/// `aio_suspend`: wait until one of the listed requests is done (NULL entries
+/// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR).
+/// A cancellation point, as POSIX requires: a `pthread_cancel` of the waiting
+/// thread is acted upon within [`CANCEL_SLICE`].
+///
+/// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
+///
+/// # Safety
+/// `list` holds `nent` pointers, each null or a valid `struct aiocb`; `timeout`
+/// is null or valid.
+#[no_mangle]
+pub unsafe extern "C-unwind" fn aio_suspend(
+    list: *const *const Aiocb,
+    nent: c_int,
+    timeout: *const libc::timespec,
+) -> c_int {
+    // Only plain values live in this frame (see `testcancel`).
+    testcancel();
+    let deadline = match deadline_of(timeout) {
+        Ok(d) => d,
+        Err(e) => return fail(e),
+    };
+    loop {
+        let slice = Instant::now().checked_add(CANCEL_SLICE);
+        let (until, last) = match (deadline, slice) {
+            (Some(d), Some(s)) if d <= s => (Some(d), true),
+            (Some(d), None) => (Some(d), true),
+            (_, s) => (s, false),
+        };
+        // SAFETY: forwarded contract.
+        match unsafe { suspend_until(list, nent, until) } {
+            Suspend::Ret(r) => {
+                if r == -1 && errno() == libc::EINTR {
+                    testcancel();
+                }
+                return r;
+            }
+            Suspend::TimedOut if last => return fail(libc::EAGAIN),
+            Suspend::TimedOut => testcancel(),
+        }
+    }
+}
