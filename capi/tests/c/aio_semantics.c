@@ -496,6 +496,32 @@ static void test_suspend(void) {
         CHECK(aio_suspend(list, 3, NULL) == -1 && errno == EINTR);
         signal(SIGALRM, SIG_IGN);
     }
+    /* lio_listio(LIO_WAIT) interrupted by a signal handler: -1/EINTR, and the
+     * request goes on; it completes and reports normally afterwards. */
+    {
+        struct itimerval it;
+        struct aiocb lw;
+        struct aiocb *ll[1] = {&lw};
+        char lb[8];
+        int q[2];
+        CHECK(pipe(q) == 0);
+        init_cb(&lw, q[0], lb, sizeof lb, 0);
+        lw.aio_lio_opcode = LIO_READ;
+        install(SIGALRM);
+        memset(&it, 0, sizeof it);
+        it.it_value.tv_usec = 30000;
+        setitimer(ITIMER_REAL, &it, NULL);
+        errno = 0;
+        CHECK(lio_listio(LIO_WAIT, ll, 1, NULL) == -1 && errno == EINTR);
+        signal(SIGALRM, SIG_IGN);
+        CHECK(aio_error(&lw) == EINPROGRESS);
+        CHECK(write(q[1], "lio!", 4) == 4);
+        wait_one(&lw);
+        CHECK(aio_error(&lw) == 0);
+        CHECK(aio_return(&lw) == 4 && memcmp(lb, "lio!", 4) == 0);
+        close(q[0]);
+        close(q[1]);
+    }
     CHECK(write(p[1], "ping", 4) == 4);
     CHECK(aio_suspend(list, 3, NULL) == 0);
     CHECK(aio_error(&cb) == 0);
