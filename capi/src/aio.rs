@@ -49,10 +49,16 @@ impl Drop for InLib {
     }
 }
 
+/// True if the calling thread is inside a library call: a signal handler
+/// interrupted it, and must not take the engine lock.
+pub(crate) fn in_lib() -> bool {
+    IN_LIB.with(|c| c.get()) > 0
+}
+
 /// Reaps finished requests unless this thread is already inside the library
 /// (then `aio_error` was called from a signal handler: it reports what is known).
 fn poll_if_safe() {
-    if IN_LIB.with(|c| c.get()) > 0 {
+    if in_lib() {
         return;
     }
     if let Some(eng) = engine_if_started() {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rt::aio::capi::{self as raw, Aiocb};
 
-use crate::aio::{engine_if_started, errno, fail, in_flight, InLib};
+use crate::aio::{engine_if_started, errno, fail, in_flight, in_lib, InLib};
 use crate::debug::debug;
 
 fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
@@ -31,6 +31,10 @@ fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
 /// `pthread_cancel` (glibc delivers a deferred cancel without a signal, so a
 /// wait outside glibc's own system call wrappers must look).
 const CANCEL_SLICE: Duration = Duration::from_millis(20);
+
+/// How often `aio_suspend` looks at the status words when it runs in a signal
+/// handler that interrupted the library (and so cannot wait on the engine).
+const LOCKLESS_POLL: Duration = Duration::from_micros(100);
 
 extern "C-unwind" {
     // A cancellation point: acting on a cancel unwinds (a forced unwind) through
@@ -84,12 +88,28 @@ unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<In
     let Some(eng) = engine_if_started() else {
         return Suspend::Ret(0);
     };
-    let _g = InLib::enter();
-    let mut done = || {
+    let any_done = || {
         cbs.iter()
             // SAFETY: as above.
             .any(|&cb| !cb.is_null() && unsafe { raw::error_code(cb) } != libc::EINPROGRESS)
     };
+    if in_lib() {
+        // A signal handler (aio_suspend is async-signal-safe) that interrupted
+        // a library call of this thread, which may hold the engine lock: watch
+        // the status words without the lock; other threads, the library's own
+        // included, store them.
+        loop {
+            if any_done() {
+                return Suspend::Ret(0);
+            }
+            if until.is_some_and(|u| Instant::now() >= u) {
+                return Suspend::TimedOut;
+            }
+            std::thread::sleep(LOCKLESS_POLL);
+        }
+    }
+    let _g = InLib::enter();
+    let mut done = any_done;
     match eng.wait(until, &mut done) {
         Ok(true) => Suspend::Ret(0),
         Ok(false) => Suspend::TimedOut,
