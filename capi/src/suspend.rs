@@ -27,11 +27,6 @@ fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
     Ok(Instant::now().checked_add(d))
 }
 
-/// How long `aio_suspend` blocks before it looks for a pending
-/// `pthread_cancel` (glibc delivers a deferred cancel without a signal, so a
-/// wait outside glibc's own system call wrappers must look).
-const CANCEL_SLICE: Duration = Duration::from_millis(20);
-
 /// How often `aio_suspend` looks at the status words when it runs in a signal
 /// handler that interrupted the library (and so cannot wait on the engine).
 const LOCKLESS_POLL: Duration = Duration::from_micros(100);
@@ -120,7 +115,11 @@ unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<In
 /// `aio_suspend`: wait until one of the listed requests is done (NULL entries
 /// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR).
 /// A cancellation point, as POSIX requires: a `pthread_cancel` of the waiting
-/// thread is acted upon within [`CANCEL_SLICE`].
+/// thread is acted upon at entry, or when the wait ends with EINTR. (A cancel
+/// requested while the thread already waits is acted upon when the wait ends:
+/// glibc delivers a deferred cancel without a signal, and looking for one
+/// between slices of the wait would lose the EINTR of a signal that lands
+/// between two slices.)
 ///
 /// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
 ///
@@ -139,23 +138,14 @@ pub unsafe extern "C-unwind" fn aio_suspend(
         Ok(d) => d,
         Err(e) => return fail(e),
     };
-    loop {
-        let slice = Instant::now().checked_add(CANCEL_SLICE);
-        let (until, last) = match (deadline, slice) {
-            (Some(d), Some(s)) if d <= s => (Some(d), true),
-            (Some(d), None) => (Some(d), true),
-            (_, s) => (s, false),
-        };
-        // SAFETY: forwarded contract.
-        match unsafe { suspend_until(list, nent, until) } {
-            Suspend::Ret(r) => {
-                if r == -1 && errno() == libc::EINTR {
-                    testcancel();
-                }
-                return r;
+    // SAFETY: forwarded contract.
+    match unsafe { suspend_until(list, nent, deadline) } {
+        Suspend::Ret(r) => {
+            if r == -1 && errno() == libc::EINTR {
+                testcancel();
             }
-            Suspend::TimedOut if last => return fail(libc::EAGAIN),
-            Suspend::TimedOut => testcancel(),
+            r
         }
+        Suspend::TimedOut => fail(libc::EAGAIN),
     }
 }

@@ -759,10 +759,12 @@ static void test_fork(void) {
     close(fd);
 }
 
-/* aio_suspend is a cancellation point: a thread waiting in it on a request
- * that never completes is cancelled (deferred type), its cleanup handlers run. */
+/* aio_suspend is a cancellation point: a thread with a cancel pending (it
+ * arrived while cancellation was disabled) is cancelled when it calls
+ * aio_suspend on a request that never completes; its cleanup handlers run. */
 static struct aiocb cancel_cb;
 static volatile int cancel_cleaned;
+static sem_t cancel_go;
 
 static void cancel_cleanup(void *arg) {
     (void)arg;
@@ -772,7 +774,12 @@ static void cancel_cleanup(void *arg) {
 static void *cancel_waiter(void *arg) {
     const struct aiocb *list[1] = {&cancel_cb};
     (void)arg;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
     pthread_cleanup_push(cancel_cleanup, NULL);
+    while (sem_wait(&cancel_go) != 0) {
+    }
+    /* Not a cancellation point: the cancel stays pending. */
+    pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
     for (;;) aio_suspend(list, 1, NULL);
     pthread_cleanup_pop(0);
     return NULL;
@@ -784,19 +791,19 @@ static void test_suspend_cancellation_point(void) {
     pthread_t th;
     void *res = NULL;
     struct timespec until;
-    struct timespec nap = {0, 30 * 1000 * 1000};
 
     CHECK(pipe(p) == 0);
     init_cb(&cancel_cb, p[0], b, sizeof b, 0);
     CHECK(aio_read(&cancel_cb) == 0);
     cancel_cleaned = 0;
+    sem_init(&cancel_go, 0, 0);
     CHECK(pthread_create(&th, NULL, cancel_waiter, NULL) == 0);
-    nanosleep(&nap, NULL);
     CHECK(pthread_cancel(th) == 0);
+    sem_post(&cancel_go);
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 5;
     if (pthread_timedjoin_np(th, &res, &until) != 0) {
-        CHECK(!"the thread in aio_suspend was not cancelled within 5 s");
+        CHECK(!"aio_suspend did not act on the pending cancel within 5 s");
         /* Let it go: unblock it and leave the process to exit. */
         CHECK(write(p[1], "x", 1) == 1);
         pthread_detach(th);
@@ -825,7 +832,8 @@ static void test_fire_and_forget(void) {
     /* Look at the file only, for at most 2 s. */
     for (int i = 0; i < 100; i++) {
         memset(got, 0, sizeof got);
-        if (pread(fd, got, sizeof got, 0) == 19) break;
+        if (pread(fd, got, sizeof got, 0) == 19 && memcmp(got, "first second third\n", 19) == 0)
+            break;
         nanosleep(&nap, NULL);
     }
     CHECK(memcmp(got, "first second third\n", 19) == 0);
