@@ -602,22 +602,15 @@ impl CEngine {
                         return Err(e.raw_os_error().unwrap_or(libc::EIO));
                     }
                 }
-                engine => {
+                _ => {
                     let seen = SEQ.load(Ordering::Acquire);
                     WAITERS.fetch_add(1, Ordering::Relaxed);
                     inner.release(core);
-                    // Another thread reaps the ring: it bumps SEQ when it stops,
-                    // but a Rust-side reaper (a cancel settling) does not, so do
-                    // not sleep long on io_uring.
-                    let slice = match engine {
-                        Engine::Uring(_) => Some(Duration::from_millis(5)),
-                        Engine::Threads(_) => None,
-                    };
-                    let t = match (remaining, slice) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                    let ts = t.map(|t| rustix::thread::futex::Timespec {
+                    // Another thread reaps the ring (or the pool completes):
+                    // every C completion bumps SEQ, and so does a reaper when it
+                    // stops, under the lock held while `seen` was read. No
+                    // slices: a signal landing between two would lose its EINTR.
+                    let ts = remaining.map(|t| rustix::thread::futex::Timespec {
                         tv_sec: t.as_secs() as i64,
                         tv_nsec: t.subsec_nanos() as _,
                     });

@@ -491,9 +491,12 @@ static void test_suspend(void) {
         install(SIGALRM);
         memset(&it, 0, sizeof it);
         it.it_value.tv_usec = 30000;
+        it.it_interval.tv_usec = 30000; /* again, if one lands before the wait */
         setitimer(ITIMER_REAL, &it, NULL);
         errno = 0;
         CHECK(aio_suspend(list, 3, NULL) == -1 && errno == EINTR);
+        memset(&it, 0, sizeof it);
+        setitimer(ITIMER_REAL, &it, NULL);
         signal(SIGALRM, SIG_IGN);
     }
     /* lio_listio(LIO_WAIT) interrupted by a signal handler: -1/EINTR, and the
@@ -510,9 +513,12 @@ static void test_suspend(void) {
         install(SIGALRM);
         memset(&it, 0, sizeof it);
         it.it_value.tv_usec = 30000;
+        it.it_interval.tv_usec = 30000; /* again, if one lands before the wait */
         setitimer(ITIMER_REAL, &it, NULL);
         errno = 0;
         CHECK(lio_listio(LIO_WAIT, ll, 1, NULL) == -1 && errno == EINTR);
+        memset(&it, 0, sizeof it);
+        setitimer(ITIMER_REAL, &it, NULL);
         signal(SIGALRM, SIG_IGN);
         CHECK(aio_error(&lw) == EINPROGRESS);
         CHECK(write(q[1], "lio!", 4) == 4);
@@ -759,6 +765,59 @@ static void test_fork(void) {
     close(fd);
 }
 
+/* Two threads wait in aio_suspend at once (one reaps the ring, the other
+ * sleeps until told): a signal handler run in each gives each -1/EINTR. */
+struct intr_waiter {
+    struct aiocb cb;
+    char buf[4];
+    sem_t in;
+    volatile int result, err;
+};
+
+static void *intr_wait(void *arg) {
+    struct intr_waiter *w = arg;
+    const struct aiocb *list[1] = {&w->cb};
+    sem_post(&w->in);
+    errno = 0;
+    w->result = aio_suspend(list, 1, NULL);
+    w->err = errno;
+    return NULL;
+}
+
+static void test_suspend_eintr_two_waiters(void) {
+    int p[2];
+    pthread_t th[2];
+    static struct intr_waiter w[2];
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    CHECK(pipe(p) == 0);
+    install(SIGUSR1);
+    for (int i = 0; i < 2; i++) {
+        init_cb(&w[i].cb, p[0], w[i].buf, sizeof w[i].buf, 0);
+        w[i].result = 7;
+        sem_init(&w[i].in, 0, 0);
+        CHECK(aio_read(&w[i].cb) == 0);
+    }
+    for (int i = 0; i < 2; i++) {
+        CHECK(pthread_create(&th[i], NULL, intr_wait, &w[i]) == 0);
+        sem_wait(&w[i].in);
+    }
+    for (int i = 0; i < 2; i++) {
+        /* Again and again: a signal that lands before the wait starts is
+         * handled without interrupting anything. */
+        for (int k = 0; k < 200 && w[i].result == 7; k++) {
+            CHECK(pthread_kill(th[i], SIGUSR1) == 0);
+            nanosleep(&nap, NULL);
+        }
+        pthread_join(th[i], NULL);
+        CHECK(w[i].result == -1 && w[i].err == EINTR);
+    }
+    CHECK(aio_cancel(p[0], NULL) == AIO_CANCELED);
+    for (int i = 0; i < 2; i++) CHECK(aio_return(&w[i].cb) == -1);
+    signal(SIGUSR1, SIG_DFL);
+    close(p[0]);
+    close(p[1]);
+}
+
 /* aio_suspend is a cancellation point: a thread with a cancel pending (it
  * arrived while cancellation was disabled) is cancelled when it calls
  * aio_suspend on a request that never completes; its cleanup handlers run. */
@@ -999,6 +1058,7 @@ int main(int argc, char **argv) {
         test_threads();
         test_fire_and_forget();
         test_suspend_cancellation_point();
+        test_suspend_eintr_two_waiters();
     } else {
         fprintf(stderr, "usage: aio_semantics [all | idle | eagain | noring]\n");
         return 2;
