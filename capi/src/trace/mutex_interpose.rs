@@ -17,23 +17,10 @@ use super::ids::{ext_id, EXT_LOCK, EXT_TRYLOCK, EXT_UNLOCK};
 
 type MutexFn = unsafe extern "C" fn(*mut libc::pthread_mutex_t) -> c_int;
 
-extern "C" {
-    // glibc's own entry points (GLIBC_2.2.5), used while `dlsym` is resolving the
-    // next definition, in case `dlsym` itself locks a mutex through ours.
-    fn __pthread_mutex_lock(m: *mut libc::pthread_mutex_t) -> c_int;
-    fn __pthread_mutex_trylock(m: *mut libc::pthread_mutex_t) -> c_int;
-    fn __pthread_mutex_unlock(m: *mut libc::pthread_mutex_t) -> c_int;
-}
-
 const NAMES: [&CStr; 3] = [
     c"pthread_mutex_lock",
     c"pthread_mutex_trylock",
     c"pthread_mutex_unlock",
-];
-const FALLBACK: [MutexFn; 3] = [
-    __pthread_mutex_lock,
-    __pthread_mutex_trylock,
-    __pthread_mutex_unlock,
 ];
 static REAL: [AtomicPtr<c_void>; 3] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 3];
 
@@ -46,18 +33,35 @@ thread_local! {
 #[inline(never)]
 fn resolve(i: usize) -> MutexFn {
     if RESOLVING.with(Cell::get) {
-        return FALLBACK[i];
+        // `dlsym` locked a mutex through us: there is no next definition to call.
+        eprintln!("libposixrt: pthread_mutex_* called from inside dlsym; aborting");
+        std::process::abort();
     }
     RESOLVING.with(|r| r.set(true));
     // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name has no other precondition.
     let p = unsafe { libc::dlsym(libc::RTLD_NEXT, NAMES[i].as_ptr()) };
     RESOLVING.with(|r| r.set(false));
     if p.is_null() {
-        return FALLBACK[i];
+        eprintln!("libposixrt: no next definition of {:?}; aborting", NAMES[i]);
+        std::process::abort();
     }
     REAL[i].store(p, Ordering::Release);
     // SAFETY: the next definition of this pthread function has its signature.
     unsafe { std::mem::transmute::<*mut c_void, MutexFn>(p) }
+}
+
+/// Resolves the three functions at load time, while the process is still
+/// single-threaded.
+#[used]
+#[link_section = ".init_array"]
+static RESOLVE_AT_LOAD: extern "C" fn() = resolve_all;
+
+extern "C" fn resolve_all() {
+    for i in 0..NAMES.len() {
+        if REAL[i].load(Ordering::Acquire).is_null() {
+            resolve(i);
+        }
+    }
 }
 
 #[inline(always)]
