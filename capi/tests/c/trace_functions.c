@@ -801,6 +801,82 @@ static void t_open_rewind_close(void)
     close(wo);
 }
 
+/* Reads the mutex events on `m` left in `t` into kinds[] (1 lock, 2 trylock,
+ * 3 unlock) and checks their payload. */
+static int mutex_events(trace_id_t t, pthread_mutex_t *m, int *kinds, long long *errs, int max)
+{
+    struct posix_trace_event_info info;
+    unsigned long long d[16];
+    size_t len;
+    int un, n = 0;
+    for (;;) {
+        OK(posix_trace_trygetnext_event(t, &info, d, sizeof d, &len, &un));
+        if (un)
+            return n;
+        if (info.posix_event_id != traceMutexLock && info.posix_event_id != traceMutexTryLock &&
+            info.posix_event_id != traceMutexUnlock)
+            continue;
+        EQ(len, 40);
+        if ((void *)(unsigned long)d[3] != (void *)m)
+            continue;
+        EQ(d[1], info.posix_thread_id); /* the caller */
+        if (n < max) {
+            kinds[n] = info.posix_event_id == traceMutexLock      ? 1
+                       : info.posix_event_id == traceMutexTryLock ? 2
+                                                                  : 3;
+            errs[n] = (long long)d[0];
+            if (kinds[n] != 3)
+                EQ(d[4], info.posix_thread_id); /* this thread owns it */
+            else
+                EQ(d[4], 0);
+        }
+        n++;
+    }
+}
+
+static void t_mutex_events(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    trace_id_t t = new_stream();
+    trace_event_set_t f;
+    int kinds[8];
+    long long errs[8];
+    /* No stream runs: nothing is recorded. */
+    OK(pthread_mutex_lock(&m));
+    OK(pthread_mutex_unlock(&m));
+    OK(posix_trace_start(t));
+    OK(pthread_mutex_lock(&m));
+    EQ(pthread_mutex_trylock(&m), EBUSY);
+    OK(pthread_mutex_unlock(&m));
+    OK(posix_trace_stop(t));
+    EQ(mutex_events(t, &m, kinds, errs, 8), 3);
+    EQ(kinds[0], 1);
+    EQ(errs[0], 0);
+    EQ(kinds[1], 2);
+    EQ(errs[1], EBUSY);
+    EQ(kinds[2], 3);
+    EQ(errs[2], 0);
+    /* A stream that filters traceMutexLock records the others only. */
+    OK(posix_trace_eventset_empty(&f));
+    OK(posix_trace_eventset_add(traceMutexLock, &f));
+    OK(posix_trace_set_filter(t, &f, POSIX_TRACE_SET_EVENTSET));
+    OK(posix_trace_start(t));
+    OK(pthread_mutex_lock(&m));
+    OK(pthread_mutex_unlock(&m));
+    OK(posix_trace_stop(t));
+    EQ(mutex_events(t, &m, kinds, errs, 8), 1);
+    EQ(kinds[0], 3);
+    /* Filtering all system events: none. */
+    OK(posix_trace_eventset_fill(&f, POSIX_TRACE_SYSTEM_EVENTS));
+    OK(posix_trace_set_filter(t, &f, POSIX_TRACE_SET_EVENTSET));
+    OK(posix_trace_start(t));
+    OK(pthread_mutex_lock(&m));
+    OK(pthread_mutex_unlock(&m));
+    OK(posix_trace_stop(t));
+    EQ(mutex_events(t, &m, kinds, errs, 8), 0);
+    OK(posix_trace_shutdown(t));
+}
+
 struct test {
     const char *name;
     void (*fn)(void);
@@ -841,6 +917,7 @@ static const struct test TESTS[] = {
     {"timedgetnext", t_timedgetnext},
     {"trygetnext", t_trygetnext},
     {"open_rewind_close", t_open_rewind_close},
+    {"mutex_events", t_mutex_events},
 };
 
 int main(int argc, char **argv)
