@@ -571,7 +571,7 @@ static void t_eventid_equal(void)
 static void t_eventtypelist(void)
 {
     trace_id_t t = new_stream();
-    trace_event_id_t a, id, first;
+    trace_event_id_t a, id, first = 0;
     int un, n = 0, seen_start = 0, seen_a = 0;
     OK(posix_trace_eventid_open("listed", &a));
     for (;;) {
