@@ -102,7 +102,14 @@ fn build(src: &Path, flags: &[&str], strict: bool) -> PathBuf {
     out
 }
 
-const STRICT: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror", "-O1"];
+const STRICT: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-pedantic",
+    "-Werror",
+    "-O1",
+];
 
 /// Runs a program (killed after 60 s), optionally with libposixrt preloaded.
 fn run(exe: &Path, args: &[&str], preload: bool) -> Output {
@@ -217,8 +224,8 @@ function_tests!(
 fn every_c_test_is_run() {
     let src = std::fs::read_to_string(Path::new(CRATE).join("tests/c/trace_functions.c"))
         .expect("read trace_functions.c");
-    let this = std::fs::read_to_string(Path::new(CRATE).join("tests/trace.rs"))
-        .expect("read trace.rs");
+    let this =
+        std::fs::read_to_string(Path::new(CRATE).join("tests/trace.rs")).expect("read trace.rs");
     let listed = this
         .split("function_tests!(")
         .nth(1)
@@ -266,8 +273,14 @@ fn header_is_strict_c99_and_cxx() {
     )
     .expect("write");
     for (cc, flags) in [
-        ("cc", &["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"][..]),
-        ("c++", &["-x", "c++", "-Wall", "-Wextra", "-pedantic", "-Werror"][..]),
+        (
+            "cc",
+            &["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror"][..],
+        ),
+        (
+            "c++",
+            &["-x", "c++", "-Wall", "-Wextra", "-pedantic", "-Werror"][..],
+        ),
     ] {
         let o = Command::new(cc)
             .args(flags)
@@ -457,7 +470,11 @@ fn fork_events<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<(char, u32)> {
 
 #[test]
 fn philosophers_trace_and_its_log() {
-    let exe = build(&Path::new(CRATE).join("examples/philosophers.c"), STRICT, true);
+    let exe = build(
+        &Path::new(CRATE).join("examples/philosophers.c"),
+        STRICT,
+        true,
+    );
     let log = scratch().join("philosophers.trace");
     let log_s = log.to_string_lossy().into_owned();
     let out = ok_stdout(&run(&exe, &[&log_s], false), "philosophers");
@@ -485,7 +502,10 @@ fn philosophers_trace_and_its_log() {
         if *k == 'g' {
             ate[i] += 1;
             // Neighbours share a fork: they never eat together.
-            assert!(!holding[(i + 4) % 5] && !holding[(i + 1) % 5], "{n} and a neighbour ate together");
+            assert!(
+                !holding[(i + 4) % 5] && !holding[(i + 1) % 5],
+                "{n} and a neighbour ate together"
+            );
         }
         holding[i] = *k == 'g';
     }
@@ -505,7 +525,11 @@ fn philosophers_trace_and_its_log() {
 
 #[test]
 fn c_and_rust_events_come_out_of_one_stream_in_time_order() {
-    let exe = build(&Path::new(CRATE).join("tests/c/trace_mixed.c"), STRICT, true);
+    let exe = build(
+        &Path::new(CRATE).join("tests/c/trace_mixed.c"),
+        STRICT,
+        true,
+    );
     let out = ok_stdout(&run(&exe, &[], false), "trace_mixed");
     let ev: Vec<(u64, &str, &str, i64)> = out
         .lines()
@@ -540,7 +564,11 @@ fn c_and_rust_events_come_out_of_one_stream_in_time_order() {
     }
     // Per C thread, each round: before, lock, unlock, submit, after (the
     // completion may be recorded by an engine thread).
-    let mut tids: Vec<&str> = ev.iter().filter(|e| e.2 == "c_before").map(|e| e.1).collect();
+    let mut tids: Vec<&str> = ev
+        .iter()
+        .filter(|e| e.2 == "c_before")
+        .map(|e| e.1)
+        .collect();
     tids.sort_unstable();
     tids.dedup();
     assert_eq!(tids.len(), 2);
@@ -550,7 +578,13 @@ fn c_and_rust_events_come_out_of_one_stream_in_time_order() {
             .filter(|e| e.1 == t && e.2 != "aio_complete")
             .map(|e| e.2)
             .collect();
-        let round = ["c_before", "traceMutexLock", "traceMutexUnlock", "aio_submit", "c_after"];
+        let round = [
+            "c_before",
+            "traceMutexLock",
+            "traceMutexUnlock",
+            "aio_submit",
+            "c_after",
+        ];
         assert_eq!(seq.len(), 20 * round.len(), "{seq:?}");
         for (i, c) in seq.chunks(round.len()).enumerate() {
             assert_eq!(c, round, "thread {t} round {i}");

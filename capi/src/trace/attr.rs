@@ -236,8 +236,7 @@ pub unsafe extern "C" fn posix_trace_attr_getcreatetime(
     attr: *const CAttr,
     createtime: *mut libc::timespec,
 ) -> c_int {
-    ret(attr_ref(attr)
-        .and_then(|a| out(createtime, ts(Duration::from_nanos(a.create_time_ns)))))
+    ret(attr_ref(attr).and_then(|a| out(createtime, ts(Duration::from_nanos(a.create_time_ns)))))
 }
 
 #[no_mangle]

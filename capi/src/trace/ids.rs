@@ -91,7 +91,10 @@ pub(crate) fn to_rust(id: c_uint) -> Option<EventId> {
 /// The C id of a Rust id recorded in this process.
 pub(crate) fn to_c(id: EventId) -> c_uint {
     let raw = id.raw() as u32 + 1;
-    match EXT_IDS.iter().position(|e| e.load(Ordering::Relaxed) == raw) {
+    match EXT_IDS
+        .iter()
+        .position(|e| e.load(Ordering::Relaxed) == raw)
+    {
         Some(i) => EXT_BASE + 1 + i as c_uint,
         None => id.raw() as c_uint,
     }
@@ -260,10 +263,7 @@ pub unsafe extern "C" fn posix_trace_trid_eventid_open(
         Obj::Log { log, .. } => {
             let n = name_arg(event_name)?;
             let l = lock(log);
-            let t = l
-                .event_types()
-                .find(|t| t.name == n)
-                .ok_or(libc::EINVAL)?;
+            let t = l.event_types().find(|t| t.name == n).ok_or(libc::EINVAL)?;
             out(event, to_c_named(t.id, Some(&t.name)))
         }
     }))
@@ -305,7 +305,11 @@ pub unsafe extern "C" fn posix_trace_eventid_get_name(
 
 /// Non-zero if the two ids denote the same event type (no error result).
 #[no_mangle]
-pub extern "C" fn posix_trace_eventid_equal(trid: c_ulong, event1: c_uint, event2: c_uint) -> c_int {
+pub extern "C" fn posix_trace_eventid_equal(
+    trid: c_ulong,
+    event1: c_uint,
+    event2: c_uint,
+) -> c_int {
     let _ = trid;
     match (to_rust(event1), to_rust(event2)) {
         (Some(a), Some(b)) => a.equal(b) as c_int,

@@ -19,7 +19,11 @@ const USER_BASE: c_uint = 128;
 /// running stream of the process that does not filter it (the same streams Rust's
 /// `trace::event` records into). System ids and unknown ids are ignored.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_event(event_id: c_uint, data_ptr: *const c_void, data_len: usize) {
+pub unsafe extern "C" fn posix_trace_event(
+    event_id: c_uint,
+    data_ptr: *const c_void,
+    data_len: usize,
+) {
     if event_id.wrapping_sub(USER_BASE) < (ID_SPACE as c_uint - USER_BASE) {
         let data: &[u8] = if data_ptr.is_null() || data_len == 0 {
             &[]

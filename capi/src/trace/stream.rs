@@ -189,10 +189,7 @@ pub struct CStatus {
 /// Reading resets the overrun flags and the flush error, as POSIX says. For a log:
 /// suspended, with the flags of its final status record.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_get_status(
-    trid: c_ulong,
-    statusinfo: *mut CStatus,
-) -> c_int {
+pub unsafe extern "C" fn posix_trace_get_status(trid: c_ulong, statusinfo: *mut CStatus) -> c_int {
     ret(get(trid).and_then(|o| {
         if statusinfo.is_null() {
             return Err(libc::EINVAL);
@@ -229,7 +226,9 @@ pub unsafe extern "C" fn posix_trace_get_status(
 
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_get_filter(trid: c_ulong, set: *mut CSet) -> c_int {
-    ret(with_stream(trid, |t, _| out(set, CSet::from_rust(&t.filter()))))
+    ret(with_stream(trid, |t, _| {
+        out(set, CSet::from_rust(&t.filter()))
+    }))
 }
 
 /// `how`: `POSIX_TRACE_SET_EVENTSET` (0), `_ADD_EVENTSET` (1), `_SUB_EVENTSET` (2).
