@@ -346,8 +346,12 @@ fn listing_8_17_prints_stream_defaults() {
     assert!(lines[2].ends_with(&year), "{}", lines[2]);
 }
 
-/// One line of listing 8.24's report: (kind, error code, thread, owner).
-fn mutex_report(out: &str) -> (String, Vec<(char, i64, String, Option<String>)>) {
+/// One event of listing 8.24's report: kind ('l' lock, 't' trylock, 'u' unlock),
+/// error code, thread, owner.
+type MutexLine = (char, i64, String, Option<String>);
+
+/// Listing 8.24's header line and events.
+fn mutex_report(out: &str) -> (String, Vec<MutexLine>) {
     let mut lines = out.lines();
     let head = lines.next().unwrap_or_default().to_string();
     let mut ev = Vec::new();

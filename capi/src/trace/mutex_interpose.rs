@@ -57,8 +57,8 @@ fn resolve(i: usize) -> MutexFn {
 static RESOLVE_AT_LOAD: extern "C" fn() = resolve_all;
 
 extern "C" fn resolve_all() {
-    for i in 0..NAMES.len() {
-        if REAL[i].load(Ordering::Acquire).is_null() {
+    for (i, r) in REAL.iter().enumerate() {
+        if r.load(Ordering::Acquire).is_null() {
             resolve(i);
         }
     }
