@@ -18,6 +18,7 @@ mod read;
 mod stream;
 
 use std::ffi::{c_int, c_ulong};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rt::trace::{Trace, TraceLog};
@@ -30,6 +31,8 @@ pub(crate) enum Obj {
         trace: Trace,
         /// `posix_trace_eventtypelist_getnext_id`'s position.
         cursor: Mutex<usize>,
+        /// Started and not stopped through this API (for [`PASS`]).
+        started: AtomicBool,
     },
     /// A log opened with `posix_trace_open`.
     Log {
@@ -98,6 +101,42 @@ pub(crate) fn remove(trid: c_ulong, keep: impl Fn(&Obj) -> bool) -> Result<Arc<O
         return Err(libc::EINVAL);
     }
     t.slots[i].take().ok_or(libc::EINVAL)
+}
+
+/// trace.h's inline fast path of `posix_trace_event`: bit `id` is set if some
+/// stream started through this API (and not stopped through it) does not filter
+/// `id`. A superset of what the Rust core records (a stream suspended by
+/// UNTIL_FULL stays in it), so the inline test only skips calls that would
+/// record nothing; the exported function checks again. Read by C as
+/// `volatile const unsigned long long __posixrt_trace_pass[16]`.
+#[no_mangle]
+#[allow(non_upper_case_globals)]
+pub static __posixrt_trace_pass: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+
+/// Recomputes [`__posixrt_trace_pass`] from the started streams.
+pub(crate) fn update_pass() {
+    static ONE: Mutex<()> = Mutex::new(());
+    let _one = lock(&ONE);
+    let streams: Vec<Arc<Obj>> = lock(&TABLE).slots.iter().flatten().cloned().collect();
+    let mut pass = [0u64; 16];
+    for o in &streams {
+        if let Obj::Stream { trace, started, .. } = &**o {
+            if started.load(Ordering::Acquire) {
+                let f = trace.filter();
+                for (i, w) in pass.iter_mut().enumerate() {
+                    for b in 0..64 {
+                        let id = rt::trace::EventId::from_raw((i * 64 + b) as u16);
+                        if id.is_some_and(|id| !f.contains(id)) {
+                            *w |= 1 << b;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (w, p) in __posixrt_trace_pass.iter().zip(pass) {
+        w.store(p, Ordering::Release);
+    }
 }
 
 /// The errno a C caller gets for a posixrt error.
