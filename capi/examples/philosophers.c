@@ -13,7 +13,10 @@
  * Philosophers ask a waiter thread for their forks with a real-time signal
  * (SIGRTMIN, value no > 0), give them back with value -no; the waiter grants
  * a request when both forks are free and wakes the philosopher with a
- * semaphore. A POSIX timer (SIGRTMIN + 1) ends the dinner.
+ * semaphore. A POSIX timer (SIGRTMIN + 1) ends the dinner. libposixrt records
+ * the signal events the listing prints (traceSigGeneration from sigqueue,
+ * traceSigDelivery from sigwaitinfo and sigwait); traceSigCatchFunc never occurs
+ * (no handler runs).
  *
  *   cc -pthread -I capi/include capi/examples/philosophers.c -L target/release -lposixrt
  */

@@ -24,9 +24,15 @@
  *       (0 if none).
  * posix_thread_id in struct posix_trace_event_info is the kernel thread id
  * (gettid()) of the recording thread, so [4] compares with it.
- * traceSigGeneration, traceSigDelivery and traceSigCatchFunc (oc2000 signal
- * events) are declared so programs written for oc2000 compile; this
- * implementation never records them.
+ * traceSigGeneration and traceSigDelivery (oc2000 signal events) are
+ * recorded the same way by the interposed sigqueue, kill, pthread_kill,
+ * pthread_sigqueue (generation, recorded as the call is made: six 32-bit
+ * words [0] sender tid, [1] target pid, [2] signal, [3] value, [4] 1 if sent
+ * to a thread, [5] the target's tid if it is the sender, else 0) and
+ * sigwaitinfo, sigtimedwait, sigwait (delivery, when a signal is taken: three
+ * 32-bit words [0] receiver tid, [1] signal, [2] value, 0 from sigwait).
+ * traceSigCatchFunc is declared so oc2000 programs compile; it is never
+ * recorded (signal handlers are not tracked).
  */
 #ifndef POSIXRT_TRACE_H
 #define POSIXRT_TRACE_H

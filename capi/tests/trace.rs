@@ -217,6 +217,7 @@ function_tests!(
     trygetnext,
     open_rewind_close,
     mutex_events,
+    signal_events,
 );
 
 /// Every test the C program has is run by one of the tests above.
@@ -472,6 +473,23 @@ fn fork_events<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<(char, u32)> {
         .collect()
 }
 
+/// A signal line of the philosophers' report: ('g' generated / 'd' delivered,
+/// signal number, value).
+fn signal_event(l: &str) -> Option<(char, i32, i32)> {
+    let num = |s: &str, after: &str| -> Option<i32> {
+        let i = s.find(after)? + after.len();
+        s[i..].split_whitespace().next()?.parse().ok()
+    };
+    let kind = if l.contains(" порожден сигнал ") {
+        'g'
+    } else if l.contains(" доставлен сигнал ") {
+        'd'
+    } else {
+        return None;
+    };
+    Some((kind, num(l, "с номером ")?, num(l, "и значением ")?))
+}
+
 #[test]
 fn philosophers_trace_and_its_log() {
     let exe = build(
@@ -489,7 +507,12 @@ fn philosophers_trace_and_its_log() {
     );
     let printed: Vec<&str> = lines.collect();
     let ev = fork_events(printed.iter().copied());
-    assert_eq!(ev.len(), printed.len(), "only fork events are printed");
+    let sigs: Vec<_> = printed.iter().filter_map(|l| signal_event(l)).collect();
+    assert_eq!(
+        ev.len() + sigs.len(),
+        printed.len(),
+        "only fork and signal events are printed"
+    );
     // Per philosopher: request, grab, free, in turn; every one ate.
     let mut state = [0u8; 5];
     let mut ate = [0u32; 5];
@@ -514,6 +537,37 @@ fn philosophers_trace_and_its_log() {
         holding[i] = *k == 'g';
     }
     assert!(ate.iter().all(|a| *a > 0), "{ate:?}");
+    // Signals, in causal order: each request signal (SIGRTMIN, value n) is
+    // generated, then delivered to the waiter, then logged as a request (n > 0)
+    // or a release (n < 0); the dinner's timer (SIGRTMIN + 1) is delivered once.
+    let rtmin = libc::SIGRTMIN();
+    let mut generated: HashMap<i32, i32> = HashMap::new();
+    let mut delivered: HashMap<i32, i32> = HashMap::new();
+    let mut timer = 0;
+    for l in &printed {
+        if let Some((k, sig, v)) = signal_event(l) {
+            match (k, sig) {
+                ('g', s) if s == rtmin => *generated.entry(v).or_default() += 1,
+                ('d', s) if s == rtmin => {
+                    let g = generated.entry(v).or_default();
+                    assert!(*g > 0, "value {v} delivered before it was generated");
+                    *g -= 1;
+                    *delivered.entry(v).or_default() += 1;
+                }
+                ('d', s) if s == rtmin + 1 => timer += 1,
+                _ => panic!("unexpected signal line {l:?}"),
+            }
+        } else if let Some(&(k, n)) = fork_events(std::iter::once(*l)).first() {
+            if k != 'g' {
+                let v = if k == 'r' { n as i32 } else { -(n as i32) };
+                let d = delivered.entry(v).or_default();
+                assert!(*d > 0, "{l:?} before its signal was delivered");
+                *d -= 1;
+            }
+        }
+    }
+    assert_eq!(timer, 1, "the timer's signal");
+    assert_eq!(delivered.get(&0), Some(&1), "the end-of-dinner request");
     // The log holds the same events, in the same order, as rtrace dumps them.
     let dump = Command::new(rtrace())
         .arg("dump")
@@ -523,6 +577,11 @@ fn philosophers_trace_and_its_log() {
     let text = ok_stdout(&dump, "rtrace dump");
     assert!(text.contains("posix_trace_start"), "{text}");
     assert_eq!(fork_events(text.lines()), ev);
+    let gens = text
+        .lines()
+        .filter(|l| l.contains("traceSigGeneration "))
+        .count();
+    assert_eq!(gens, sigs.iter().filter(|s| s.0 == 'g').count());
 }
 
 // --- C and Rust events in one stream ----------------------------------------------

@@ -54,6 +54,27 @@ pub(crate) const EXT_NAMES: [&str; 6] = [
 pub(crate) const EXT_LOCK: usize = 0;
 pub(crate) const EXT_TRYLOCK: usize = 1;
 pub(crate) const EXT_UNLOCK: usize = 2;
+pub(crate) const EXT_SIG_GENERATION: usize = 3;
+pub(crate) const EXT_SIG_DELIVERY: usize = 4;
+
+const fn field(name: &'static str) -> Field {
+    Field {
+        name,
+        ty: FieldType::I32,
+    }
+}
+
+/// `traceSigGeneration`: six 32-bit words (see the signal interposer).
+static SIG_GENERATION_LAYOUT: [Field; 6] = [
+    field("sender"),
+    field("pid"),
+    field("signo"),
+    field("value"),
+    field("thread_directed"),
+    field("target"),
+];
+/// `traceSigDelivery`: three 32-bit words.
+static SIG_DELIVERY_LAYOUT: [Field; 3] = [field("receiver"), field("signo"), field("value")];
 
 /// Registered Rust id + 1 of each extension (0: not registered yet).
 static EXT_IDS: [AtomicU32; 6] = [const { AtomicU32::new(0) }; 6];
@@ -61,7 +82,12 @@ static EXT_IDS: [AtomicU32; 6] = [const { AtomicU32::new(0) }; 6];
 /// The Rust id of extension `i`, registering it on first use.
 #[cold]
 fn register_ext(i: usize) -> Option<EventId> {
-    let layout: &'static [Field] = if i <= EXT_UNLOCK { &MUTEX_LAYOUT } else { &[] };
+    let layout: &'static [Field] = match i {
+        EXT_SIG_GENERATION => &SIG_GENERATION_LAYOUT,
+        EXT_SIG_DELIVERY => &SIG_DELIVERY_LAYOUT,
+        _ if i <= EXT_UNLOCK => &MUTEX_LAYOUT,
+        _ => &[],
+    };
     let id = rt::trace::sys::register(EXT_NAMES[i], layout).ok()?;
     EXT_IDS[i].store(id.raw() as u32 + 1, Ordering::Release);
     Some(id)

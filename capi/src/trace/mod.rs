@@ -5,7 +5,9 @@
 //! - [`ids`]: event sets and event type ids;
 //! - [`read`]: `posix_trace_event`, the getnext family and logs;
 //! - [`mutex_interpose`]: `pthread_mutex_lock`/`trylock`/`unlock` emitting the
-//!   oc2000 mutex events.
+//!   oc2000 mutex events;
+//! - [`signal_interpose`]: `sigqueue`, `kill`, ... and `sigwaitinfo`, ... emitting
+//!   the oc2000 signal generation and delivery events.
 //!
 //! A `trace_id_t` is a slot of a process-wide table (index + 1 in the low 32 bits, a
 //! generation in the high bits), so a stale or made-up id is `EINVAL`, never a
@@ -15,6 +17,7 @@ mod attr;
 mod ids;
 mod mutex_interpose;
 mod read;
+mod signal_interpose;
 mod stream;
 
 use std::ffi::{c_int, c_ulong};

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -877,6 +878,57 @@ static void t_mutex_events(void)
     OK(posix_trace_shutdown(t));
 }
 
+static void t_signal_events(void)
+{
+    trace_id_t t = new_stream();
+    struct posix_trace_event_info info;
+    int d[16], un, sig, n = 0, gen = 0, del = 0;
+    size_t len;
+    sigset_t set;
+    siginfo_t si;
+    union sigval v;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN);
+    OK(pthread_sigmask(SIG_BLOCK, &set, NULL));
+    v.sival_int = 7;
+    /* No stream runs: nothing is recorded. */
+    OK(sigqueue(getpid(), SIGRTMIN, v));
+    EQ(sigwaitinfo(&set, &si), SIGRTMIN);
+    OK(posix_trace_start(t));
+    OK(sigqueue(getpid(), SIGRTMIN, v));
+    EQ(sigwaitinfo(&set, &si), SIGRTMIN);
+    OK(pthread_kill(pthread_self(), SIGRTMIN));
+    OK(sigwait(&set, &sig));
+    EQ(sig, SIGRTMIN);
+    OK(posix_trace_stop(t));
+    for (;;) {
+        OK(posix_trace_trygetnext_event(t, &info, d, sizeof d, &len, &un));
+        if (un)
+            break;
+        if (info.posix_event_id == traceSigGeneration) {
+            EQ(len, 24);
+            EQ(d[0], info.posix_thread_id);
+            EQ(d[1], getpid());
+            EQ(d[2], SIGRTMIN);
+            EQ(d[3], gen == 0 ? 7 : 0);
+            EQ(d[4], gen == 0 ? 0 : 1); /* sigqueue: the process; pthread_kill: a thread */
+            EQ(d[5], gen == 0 ? 0 : d[0]);
+            EQ(del, gen); /* generated before delivered */
+            gen++;
+        } else if (info.posix_event_id == traceSigDelivery) {
+            EQ(len, 12);
+            EQ(d[0], info.posix_thread_id);
+            EQ(d[1], SIGRTMIN);
+            EQ(d[2], del == 0 ? 7 : 0);
+            del++;
+        }
+        n++;
+    }
+    EQ(gen, 2);
+    EQ(del, 2);
+    OK(posix_trace_shutdown(t));
+}
+
 struct test {
     const char *name;
     void (*fn)(void);
@@ -918,6 +970,7 @@ static const struct test TESTS[] = {
     {"trygetnext", t_trygetnext},
     {"open_rewind_close", t_open_rewind_close},
     {"mutex_events", t_mutex_events},
+    {"signal_events", t_signal_events},
 };
 
 int main(int argc, char **argv)
