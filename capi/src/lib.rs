@@ -15,5 +15,6 @@
 
 mod aio;
 mod notify;
+mod trace;
 
 pub use aio::*;
