@@ -225,6 +225,7 @@ fn step(e: &mut Entry) -> bool {
         return false;
     }
     let want_cpu = e.state.cpu_deadline();
+    let want_cpu = want_cpu.map(clamp_timespec);
     if want_cpu != e.armed_cpu && e.cpu_timer.set_abs(want_cpu).is_ok() {
         e.armed_cpu = want_cpu;
     }
@@ -240,15 +241,25 @@ fn step(e: &mut Entry) -> bool {
     let probe = e
         .state
         .cpu_deadline()
-        .map(|_| now + e.state.remaining(cpu).max(e.floor));
+        .map(|_| now.saturating_add(e.state.remaining(cpu).max(e.floor)));
     let want_mono = match (e.state.pending().first().map(|r| r.at), probe) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
+    let want_mono = want_mono.map(clamp_timespec);
     if want_mono != e.armed_mono && e.mono_timer.set_abs(want_mono).is_ok() {
         e.armed_mono = want_mono;
     }
     true
+}
+
+/// The latest time a C `timespec` can hold (`i64::MAX` seconds): a time past it
+/// (a `Duration::MAX` period or budget) means "never", not a wrapped, negative
+/// `tv_sec`.
+const TIMESPEC_MAX: Duration = Duration::new(i64::MAX as u64, 999_999_999);
+
+fn clamp_timespec(t: Duration) -> Duration {
+    t.min(TIMESPEC_MAX)
 }
 
 /// The id of a system event if tracing is on and a stream records it.

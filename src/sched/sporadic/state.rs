@@ -156,7 +156,8 @@ impl SporadicState {
     /// The CPU-clock value at which the budget runs out, while the thread is active at
     /// the normal priority (what the CPU-time timer is armed at).
     pub fn cpu_deadline(&self) -> Option<Duration> {
-        self.activation.map(|_| self.cpu_mark + self.capacity)
+        self.activation
+            .map(|_| self.cpu_mark.saturating_add(self.capacity))
     }
 
     /// The next time the server must look (`CLOCK_MONOTONIC`): the earliest pending
@@ -164,7 +165,9 @@ impl SporadicState {
     /// advances at most one second per second), whichever comes first.
     pub fn next_wakeup(&self, now: Duration, cpu: Duration) -> Option<Duration> {
         let repl = self.pending.first().map(|r| r.at);
-        let exhaust = self.activation.map(|_| now + self.remaining(cpu));
+        let exhaust = self
+            .activation
+            .map(|_| now.saturating_add(self.remaining(cpu)));
         match (repl, exhaust) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -289,7 +292,7 @@ impl SporadicState {
             return;
         }
         let r = Replenishment {
-            at: activation + self.params.repl_period,
+            at: activation.saturating_add(self.params.repl_period),
             amount,
         };
         out.push(Transition::Scheduled(r));
@@ -311,7 +314,10 @@ impl SporadicState {
         out: &mut Vec<Transition>,
     ) {
         self.charge(cpu);
-        self.capacity = (self.capacity + r.amount).min(self.params.init_budget);
+        self.capacity = self
+            .capacity
+            .saturating_add(r.amount)
+            .min(self.params.init_budget);
         out.push(Transition::Replenished {
             amount: r.amount,
             budget: self.capacity,
