@@ -116,6 +116,7 @@ impl Periodic {
     ///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
     ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     #[inline]
+    #[doc(alias = "clock_nanosleep")]
     pub fn wait(&mut self) -> Result<Wakeup> {
         loop {
             if let Some(w) = self.wait_once()? {
@@ -136,6 +137,7 @@ impl Periodic {
     ///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
     ///  - [`signal(7)`](https://man7.org/linux/man-pages/man7/signal.7.html)
     #[inline]
+    #[doc(alias = "clock_nanosleep")]
     pub fn wait_unless(&mut self, stop: &AtomicBool) -> Result<Option<Wakeup>> {
         loop {
             if stop.load(Ordering::Relaxed) {

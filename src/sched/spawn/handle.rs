@@ -111,6 +111,8 @@ impl<T> JoinHandle<T> {
     ///
     /// # References
     ///  - [`sched_getattr(2)`](https://man7.org/linux/man-pages/man2/sched_getattr.2.html)
+    #[doc(alias = "pthread_getschedparam")]
+    #[doc(alias = "sched_getattr")]
     pub fn scheduling(&self) -> Result<Priority> {
         self.while_running("sched_getattr", || th::thread_scheduling(self.tid))
     }

@@ -121,6 +121,8 @@ impl Builder {
     /// calls `sched_setattr(tid, ...)` at the start gate (a `pthread_attr_t` cannot
     /// carry it). Exclusive with [`scheduling`](Self::scheduling); a DEADLINE thread
     /// must not have a restricted [`affinity`](Self::affinity) (EPERM).
+    #[doc(alias = "sched_setattr")]
+    #[doc(alias = "SCHED_DEADLINE")]
     pub fn deadline(mut self, params: Deadline) -> Builder {
         self.deadline = Some(params);
         self
