@@ -10,8 +10,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use posixrt::sync::{
-    ceiling_mutex, current_tid, CeilingMutex, Condvar, MutexExt, NormalMutex, PiCondvar,
-    PiMutex, RawPiMutex, RecursiveMutex, RwLock, Semaphore,
+    ceiling_mutex, current_tid, CeilingMutex, Condvar, MutexExt, NormalMutex, PiCondvar, PiMutex,
+    RawPiMutex, RecursiveMutex, RwLock, Semaphore,
 };
 use posixrt::{sched, ErrorKind};
 
