@@ -28,7 +28,7 @@
 //! handler runs in the child when the child first runs, not when `fork` returns
 //! in the parent: a parent that execs before its new child was ever scheduled
 //! leaves a stale file that still looks owned until the child runs (it is then
-//! listed with no live threads, and removed by the next scan).
+//! shows no live slot, and the first scan after the child ran removes it).
 //!
 //! All integers are native-endian (readers run on the same machine).
 //!
