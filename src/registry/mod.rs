@@ -27,7 +27,7 @@
 //! inherited [`Registry`] in a child never removes the parent's file. The fork
 //! handler runs in the child when the child first runs, not when `fork` returns
 //! in the parent: a parent that execs before its new child was ever scheduled
-//! leaves a stale file that still looks owned until the child runs (it is then
+//! leaves a stale file that still looks owned until the child runs (the file
 //! shows no live slot, and the first scan after the child ran removes it).
 //!
 //! All integers are native-endian (readers run on the same machine).
