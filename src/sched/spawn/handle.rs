@@ -106,7 +106,7 @@ impl<T> JoinHandle<T> {
     }
 
     /// Policy and priority as the kernel has them (`sched_getattr` on the tid; see
-    /// [`current_scheduling`](super::current_scheduling) for why not glibc's cached
+    /// [`current_scheduling`](crate::sched::current_scheduling) for why not glibc's cached
     /// `pthread_getschedparam`). Errors with `NotFound` once the thread has ended.
     ///
     /// # References

@@ -221,7 +221,7 @@ pub(crate) fn serve_spawned(
     Ok(s)
 }
 
-/// [`serve`] for a thread spawned by [`Builder`].
+/// [`serve`] for a thread spawned by [`Builder`](crate::sched::Builder).
 pub fn serve_handle<T>(
     handle: &JoinHandle<T>,
     params: SporadicParams,
