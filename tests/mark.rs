@@ -107,11 +107,28 @@ fn child_process() {
         "fork-exec" => {
             use std::os::unix::process::CommandExt;
             mark::set("child before fork and exec").unwrap();
+            // The grandchild lets go of the inherited registry lock in posixrt's
+            // fork child handler, which runs in the grandchild when it is first
+            // scheduled, not when `fork` returns here. Without waiting for it, this
+            // process could exec (and the test scan) while the grandchild still
+            // holds the lock: the stale file then looks owned and is kept.
+            let mut ready = [0i32; 2];
+            // SAFETY: `ready` has room for the two descriptors.
+            assert_eq!(
+                unsafe { libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) },
+                0
+            );
             // SAFETY: the forked grandchild only makes async-signal-safe calls
-            // (read, _exit) before it leaves.
+            // (write, close, read, _exit) before it leaves.
             let grandchild = unsafe { libc::fork() };
             assert!(grandchild >= 0, "fork failed");
             if grandchild == 0 {
+                // The fork child handlers have run: say so.
+                // SAFETY: writes one byte from a static buffer to our pipe end.
+                unsafe {
+                    libc::write(ready[1], b"f".as_ptr().cast(), 1);
+                    libc::close(ready[1]);
+                }
                 // Outlive the parent's exec: block until the test closes stdin.
                 let mut b = [0u8; 64];
                 // SAFETY: reads into a local buffer of the given size.
@@ -119,6 +136,14 @@ fn child_process() {
                 // SAFETY: leaves without running the parent's destructors.
                 unsafe { libc::_exit(0) };
             }
+            let mut b = [0u8; 1];
+            // SAFETY: closes our copy of the write end, then reads one byte into a
+            // local buffer; EOF (0) would mean the grandchild died first.
+            let n = unsafe {
+                libc::close(ready[1]);
+                libc::read(ready[0], b.as_mut_ptr().cast(), 1)
+            };
+            assert_eq!(n, 1, "the grandchild never ran its fork handlers");
             println!("READY {} {me} {grandchild}", std::process::id());
             let err = Command::new(std::env::current_exe().unwrap())
                 .args([

@@ -1072,6 +1072,33 @@ fn setup_reports_every_step() {
 
 use posixrt::sched::periodic::{LatencyStats, Periodic};
 
+/// An endless period (`Duration::MAX`, or `i64::MAX` seconds as in the largest C
+/// timespec) is valid and means "never": the next wake-up saturates at the end of
+/// CLOCK_MONOTONIC, the sleep does not fail and does not return at once (a wrapped,
+/// negative timespec would). The old code refused it, and overflowed past 2^62 ns.
+#[test]
+fn periodic_with_an_endless_interval_never_fires_and_never_panics() {
+    for d in [Duration::MAX, Duration::from_secs(i64::MAX as u64)] {
+        let t = Periodic::new(d).unwrap();
+        assert_eq!(t.next_ns(), i64::MAX, "{d:?}");
+        assert_eq!(t.interval(), Duration::from_nanos(i64::MAX as u64));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let mut t = Periodic::new(Duration::MAX).unwrap();
+    assert_eq!(t.wait_unless(&stop).unwrap(), None);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = t.wait().map(|w| w.expected_ns);
+        let _ = tx.send(r);
+    });
+    // Still asleep: it neither failed (EINVAL) nor woke (a time in the past). The
+    // thread is left asleep; it ends with the test process.
+    assert!(matches!(
+        rx.recv_timeout(Duration::from_millis(100)),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+    ));
+}
+
 #[test]
 fn periodic_wakeups_follow_the_grid() {
     assert_eq!(

@@ -354,6 +354,34 @@ fn pending_replenishments_never_exceed_max_repl() {
     }
 }
 
+// ---------- no limit: Duration::MAX never overflows ----------
+
+/// A `Duration::MAX` period and budget mean "no limit": every deadline saturates
+/// (the old code panicked with "overflow when adding durations").
+#[test]
+fn an_endless_period_and_budget_saturate_instead_of_overflowing() {
+    let p = SporadicParams::new(10, Duration::MAX, Duration::MAX, 4);
+    let mut s = SporadicState::new(p, 50, ms(5), ms(5)).unwrap();
+    assert_eq!(s.cpu_deadline(), Some(Duration::MAX));
+    assert_eq!(s.next_wakeup(ms(5), ms(5)), Some(Duration::MAX));
+    assert_eq!(s.remaining(ms(7)), Duration::MAX - ms(2));
+    // Blocking after 2 ms schedules the chunk at activation + MAX: never.
+    let t = s.block(ms(8), ms(7));
+    assert_eq!(t, [Scheduled(repl(Duration::MAX, ms(2)))]);
+    assert_eq!(s.pending(), [repl(Duration::MAX, ms(2))]);
+    let t = s.wake(ms(9), ms(7));
+    assert!(t.is_empty(), "{t:?}");
+    assert_eq!(s.level(), Level::Normal);
+    assert_eq!(s.next_wakeup(ms(9), ms(7)), Some(Duration::MAX));
+    // i64::MAX seconds, the largest C timespec, likewise.
+    let big = Duration::from_secs(i64::MAX as u64);
+    let p = SporadicParams::new(10, big, big, 1);
+    let mut s = SporadicState::new(p, 50, big, big).unwrap();
+    assert_eq!(s.cpu_deadline(), Some(big + big));
+    assert_eq!(s.next_wakeup(big, big), Some(big + big));
+    let t = s.advance(big, big + ms(1));
+    assert!(t.is_empty(), "{t:?}");
+}
 // ---------- parameters ----------
 
 fn invalid(p: SporadicParams, normal: i32, says: &str) {
@@ -536,6 +564,58 @@ fn the_server_switches_a_cpu_bound_thread_between_its_priorities() {
     assert_eq!(served.last_error(), None);
     stop.store(true, Ordering::Relaxed);
     h.join().unwrap();
+}
+
+/// The server thread survives a `Duration::MAX` period and budget: the old code
+/// panicked in it ("overflow when adding durations"), so a thread served after it
+/// was never demoted.
+#[test]
+fn the_server_survives_an_endless_period_and_keeps_serving() {
+    let _g = serial();
+    if !can_rt() {
+        return;
+    }
+    let cpu = CpuSet::allowed().unwrap().iter().last().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let spin = |name: &str| {
+        let stop = Arc::clone(&stop);
+        Builder::new()
+            .name(name)
+            .affinity(CpuSet::single(cpu).unwrap())
+            .spawn(move || {
+                let t0 = Instant::now();
+                while !stop.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                    std::thread::sleep(us(200));
+                    let t1 = Instant::now();
+                    while t1.elapsed() < ms(1) {
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+            .unwrap()
+    };
+    let a = spin("ss-endless");
+    let b = spin("ss-bounded");
+    let endless = SporadicParams::new(10, Duration::MAX, Duration::MAX, 4);
+    let sa = sporadic::serve_handle(&a, endless, 50).unwrap();
+    // Served after it: 1 ms every 50 ms, so it is soon exhausted.
+    let sb = sporadic::serve_handle(&b, SporadicParams::new(10, ms(50), ms(1), 4), 50).unwrap();
+    let low = Priority::fifo(10).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(2), || sched::thread_scheduling(b.tid())
+            .is_ok_and(|p| p == low)),
+        "the server stopped serving after the endless thread"
+    );
+    assert!(sched::thread_scheduling(sporadic::server_tid().unwrap()).is_ok());
+    assert_eq!(sa.level(), Level::Normal);
+    // Published in u64 nanoseconds: about 584 years at most.
+    assert!(sa.remaining_budget().unwrap() > Duration::from_secs(1 << 33));
+    assert_eq!(sa.stats().exhaustions, 0);
+    assert_eq!(sa.last_error(), None);
+    stop.store(true, Ordering::Relaxed);
+    drop((sa, sb));
+    a.join().unwrap();
+    b.join().unwrap();
 }
 
 #[test]

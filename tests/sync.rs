@@ -10,7 +10,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use posixrt::sync::{
-    ceiling_mutex, current_tid, CeilingMutex, MutexExt, NormalMutex, PiMutex, RawPiMutex,
+    ceiling_mutex, current_tid, CeilingMutex, Condvar, MutexExt, NormalMutex, PiCondvar, PiMutex,
+    RawPiMutex, RecursiveMutex, RwLock, Semaphore,
 };
 use posixrt::{sched, ErrorKind};
 
@@ -1456,4 +1457,63 @@ fn forked_child_locks_with_its_own_tid() {
         "1: stale cached tid, 2: lock stored the wrong owner"
     );
     assert_eq!(current_tid(), parent);
+}
+
+// ---------- endless timeouts ----------
+
+/// `Duration::MAX`, `i64::MAX` seconds (the largest C timespec) and a far `Instant`
+/// mean "no limit" on every timed wait: no overflow panic, no wrapped timespec that
+/// would time out at once. Each lock is held, a waiter with such a timeout starts,
+/// and gets it once the holder lets go.
+#[test]
+fn endless_timeouts_mean_no_limit_on_every_timed_wait() {
+    let far = Instant::now() + Duration::from_secs(i64::MAX as u64 / 4);
+    for limit in [Duration::MAX, Duration::from_secs(i64::MAX as u64)] {
+        let pi = PiMutex::new(0);
+        let normal = NormalMutex::new(0);
+        let rec = RecursiveMutex::new(0);
+        let rw = RwLock::new(0);
+        let sem = Semaphore::new(0).unwrap();
+        let g = (pi.lock(), normal.lock(), rec.lock(), rw.write());
+        std::thread::scope(|s| {
+            let w = s.spawn(|| {
+                assert!(pi.try_lock_for(limit).is_some());
+                assert!(pi.try_lock_until(far).is_some());
+                assert!(normal.try_lock_for(limit).is_some());
+                assert!(rec.lock_for(limit).is_ok());
+                assert!(rec.lock_until(far).is_ok());
+                assert!(rw.try_read_for(limit).is_some());
+                assert!(rw.try_write_until(far).is_some());
+                sem.wait_for(limit).unwrap();
+                sem.wait_until(far).unwrap();
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            drop(g);
+            sem.post().unwrap();
+            sem.post().unwrap();
+            w.join().unwrap();
+        });
+        // Condition variables: notified, not timed out.
+        let m = PiMutex::new(false);
+        let cv = PiCondvar::new();
+        let nm = NormalMutex::new(false);
+        let ncv = Condvar::new();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut g = m.lock();
+                while !*g {
+                    assert!(!cv.wait_for(&mut g, limit).unwrap(), "timed out");
+                }
+                let mut g = nm.lock();
+                while !*g {
+                    assert!(!ncv.wait_for(&mut g, limit), "timed out");
+                }
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            *m.lock() = true;
+            cv.notify_all();
+            *nm.lock() = true;
+            ncv.notify_all();
+        });
+    }
 }

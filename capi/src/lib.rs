@@ -18,6 +18,7 @@ mod alias;
 mod debug;
 mod notify;
 mod suspend;
+mod trace;
 
 pub use aio::*;
 pub use alias::*;

@@ -85,6 +85,7 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 ///  - [Linux]
 ///
 /// [Linux]: https://man7.org/linux/man-pages/man2/fallocate.2.html
+#[doc(alias = "fallocate")]
 pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i64) -> Result<()> {
     let call = match mode {
         FallocateMode::Allocate => "posix_fallocate",

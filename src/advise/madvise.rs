@@ -179,6 +179,8 @@ impl AlignedBuf {
     ///
     /// # References
     ///  - [Linux `madvise`](https://man7.org/linux/man-pages/man2/madvise.2.html)
+    #[doc(alias = "madvise")]
+    #[doc(alias = "posix_madvise")]
     pub fn advise(&mut self, advice: MemAdvice) -> Result<()> {
         if advice == MemAdvice::DontFork {
             return Err(

@@ -107,6 +107,8 @@ impl Builder {
 
 /// `pthread_create_named`: spawns a thread marked `marker` before it runs `f`.
 /// See [`Builder`] for a stack size.
+#[doc(alias = "pthread_create")]
+#[doc(alias = "pthread_setname_np")]
 pub fn spawn_named<F, T>(marker: &str, f: F) -> Result<MarkedThread<T>>
 where
     F: FnOnce() -> T + Send + 'static,

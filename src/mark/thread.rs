@@ -212,6 +212,8 @@ pub fn update(marker: &str) -> Result<()> {
 ///
 /// # References
 ///  - [Linux `prctl(PR_SET_NAME)`](https://man7.org/linux/man-pages/man2/pr_set_name.2const.html)
+#[doc(alias = "prctl")]
+#[doc(alias = "PR_SET_NAME")]
 pub fn set(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
     super::hook::marker(super::hook::How::Set, bytes);

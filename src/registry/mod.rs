@@ -24,7 +24,11 @@
 //! taken on a second, never-mapped open of the file, because an inherited
 //! mapping would otherwise keep the locked file description alive), so a child
 //! that keeps running cannot keep its parent's stale file alive, and dropping an
-//! inherited [`Registry`] in a child never removes the parent's file.
+//! inherited [`Registry`] in a child never removes the parent's file. The fork
+//! handler runs in the child when the child first runs, not when `fork` returns
+//! in the parent: a parent that execs before its new child was ever scheduled
+//! leaves a stale file that still looks owned until the child runs (the file
+//! shows no live slot, and the first scan after the child ran removes it).
 //!
 //! All integers are native-endian (readers run on the same machine).
 //!

@@ -108,6 +108,8 @@ impl CpuClock {
     /// The CPU clock of thread `tid` of this process (the kernel's
     /// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`, what `pthread_getcpuclockid`
     /// returns). `NotFound` if no such thread exists in this process.
+    #[doc(alias = "pthread_getcpuclockid")]
+    #[doc(alias = "clock_getcpuclockid")]
     pub fn of_thread(tid: Tid) -> Result<CpuClock> {
         // ~tid << 3 | CPUCLOCK_PERTHREAD_MASK (4) | CPUCLOCK_SCHED (2)
         let id = ((!tid.as_raw()) << 3) | 6;

@@ -76,20 +76,25 @@ pub struct Periodic {
 }
 
 impl Periodic {
-    /// A timer whose first wake-up is one `interval` from now. A zero interval, or one
-    /// of more than 2^62 ns, is `InvalidInput`.
+    /// A timer whose first wake-up is one `interval` from now. A zero interval is
+    /// `InvalidInput`.
+    ///
+    /// Any other interval is valid: one longer than `i64::MAX` nanoseconds (about 292
+    /// years; `Duration::MAX`, or `i64::MAX` seconds as in the largest C `timespec`)
+    /// counts as `i64::MAX` ns, and wake-up times saturate at the end of
+    /// `CLOCK_MONOTONIC`'s range: such a timer never fires, it never panics and never
+    /// wraps to a time in the past.
     pub fn new(interval: Duration) -> Result<Periodic> {
-        let ns = interval.as_nanos();
-        if ns == 0 || ns > (1u128 << 62) {
+        if interval.is_zero() {
             return Err(Error::invalid(
                 "clock_nanosleep",
-                format!("period {interval:?} must be > 0 and below 2^62 ns"),
+                format!("period {interval:?} must be > 0"),
             ));
         }
-        let interval_ns = ns as i64;
+        let interval_ns = i64::try_from(interval.as_nanos()).unwrap_or(i64::MAX);
         Ok(Periodic {
             interval_ns,
-            next_ns: now_ns() + interval_ns,
+            next_ns: now_ns().saturating_add(interval_ns),
         })
     }
 
@@ -111,6 +116,7 @@ impl Periodic {
     ///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
     ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     #[inline]
+    #[doc(alias = "clock_nanosleep")]
     pub fn wait(&mut self) -> Result<Wakeup> {
         loop {
             if let Some(w) = self.wait_once()? {
@@ -131,6 +137,7 @@ impl Periodic {
     ///  - [`clock_nanosleep(2)`](https://man7.org/linux/man-pages/man2/clock_nanosleep.2.html)
     ///  - [`signal(7)`](https://man7.org/linux/man-pages/man7/signal.7.html)
     #[inline]
+    #[doc(alias = "clock_nanosleep")]
     pub fn wait_unless(&mut self, stop: &AtomicBool) -> Result<Option<Wakeup>> {
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -157,13 +164,7 @@ impl Periodic {
         }
         let now = now_ns();
         let latency_ns = now - expected;
-        let mut next = expected + self.interval_ns;
-        let mut overruns = 0;
-        if next <= now {
-            let missed = (now - next) / self.interval_ns + 1;
-            next += missed * self.interval_ns;
-            overruns = missed as u64;
-        }
+        let (next, overruns) = next_wakeup(expected, now, self.interval_ns);
         self.next_ns = next;
         Ok(Some(Wakeup {
             expected_ns: expected,
@@ -171,6 +172,21 @@ impl Periodic {
             overruns,
         }))
     }
+}
+
+/// The wake-up after one due at `expected` and seen at `now`, `interval` ns apart,
+/// and the whole periods missed on the way. Saturates at `i64::MAX` ns (a time that
+/// never comes) instead of overflowing.
+fn next_wakeup(expected: i64, now: i64, interval: i64) -> (i64, u64) {
+    let next = expected.saturating_add(interval);
+    if next > now || next == i64::MAX {
+        return (next, 0);
+    }
+    let missed = (now - next) / interval + 1;
+    (
+        next.saturating_add(missed.saturating_mul(interval)),
+        missed as u64,
+    )
 }
 
 /// Wake-up latency statistics, as `cyclictest` keeps them: count, min, average, max,
@@ -382,5 +398,21 @@ mod tests {
         assert_eq!(s.percentile_us(1.0), None);
         assert_eq!(s.percentile_us(1.5), None);
         assert_eq!(LatencyStats::new(3).percentile_us(0.5), None);
+    }
+
+    #[test]
+    fn next_wakeup_steps_one_period_and_counts_missed_ones() {
+        assert_eq!(next_wakeup(1_000, 1_100, 500), (1_500, 0));
+        // Seen at 2_700: 1_500, 2_000 and 2_500 passed; the next is 3_000.
+        assert_eq!(next_wakeup(1_000, 2_700, 500), (3_000, 3));
+    }
+
+    #[test]
+    fn next_wakeup_saturates_instead_of_overflowing() {
+        let big = i64::MAX - 10;
+        assert_eq!(next_wakeup(big, big + 1, 1 << 62), (i64::MAX, 0));
+        assert_eq!(next_wakeup(i64::MAX, i64::MAX, i64::MAX), (i64::MAX, 0));
+        // A late wake-up whose catch-up would pass the end of the range.
+        assert_eq!(next_wakeup(0, i64::MAX - 1, i64::MAX / 2), (i64::MAX, 2));
     }
 }

@@ -117,6 +117,8 @@ impl Policy {
     ///
     /// # References
     ///  - [`sched_get_priority_min(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_min.2.html)
+    #[doc(alias = "sched_get_priority_min")]
+    #[doc(alias = "sched_get_priority_max")]
     pub fn priority_range(self) -> Result<RangeInclusive<i32>> {
         Ok(self.priority_min()?..=self.priority_max()?)
     }

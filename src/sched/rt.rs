@@ -71,6 +71,8 @@ fn limit(r: Resource) -> Limit {
 ///
 /// # References
 ///  - [`getrlimit(2)`](https://man7.org/linux/man-pages/man2/getrlimit.2.html)
+#[doc(alias = "getrlimit")]
+#[doc(alias = "RLIMIT_RTPRIO")]
 pub fn rtprio_limit() -> Limit {
     limit(Resource::Rtprio)
 }
@@ -79,6 +81,8 @@ pub fn rtprio_limit() -> Limit {
 ///
 /// # References
 ///  - [`getrlimit(2)`](https://man7.org/linux/man-pages/man2/getrlimit.2.html)
+#[doc(alias = "getrlimit")]
+#[doc(alias = "RLIMIT_MEMLOCK")]
 pub fn memlock_limit() -> Limit {
     limit(Resource::Memlock)
 }
@@ -92,6 +96,7 @@ pub fn memlock_limit() -> Limit {
 ///
 /// # References
 ///  - [`setrlimit(2)`](https://man7.org/linux/man-pages/man2/setrlimit.2.html)
+#[doc(alias = "setrlimit")]
 pub fn raise_rtprio_limit(priority: u32) -> Result<Limit> {
     if !(1..=99).contains(&priority) {
         return Err(Error::invalid(
@@ -164,6 +169,7 @@ impl Default for LockFlags {
 ///
 /// # References
 ///  - [`mlockall(2)`](https://man7.org/linux/man-pages/man2/mlockall.2.html)
+#[doc(alias = "mlockall")]
 pub fn lock_memory(flags: LockFlags) -> Result<u64> {
     use rustix::mm::MlockAllFlags;
     let mut f = MlockAllFlags::empty();
@@ -216,6 +222,7 @@ pub fn lock_memory(flags: LockFlags) -> Result<u64> {
 ///
 /// # References
 ///  - [`munlockall(2)`](https://man7.org/linux/man-pages/man2/munlockall.2.html)
+#[doc(alias = "munlockall")]
 pub fn unlock_memory() -> Result<()> {
     rustix::mm::munlockall().map_err(|e| Error::from_errno("munlockall", e.raw_os_error()))?;
     LOCKED_FUTURE.store(false, std::sync::atomic::Ordering::Relaxed);
@@ -632,6 +639,7 @@ impl Setup {
 ///  - [`mlockall(2)`](https://man7.org/linux/man-pages/man2/mlockall.2.html)
 ///  - [`PR_SET_TIMERSLACK(2const)`](https://man7.org/linux/man-pages/man2/PR_SET_TIMERSLACK.2const.html)
 ///  - [`setrlimit(2)`](https://man7.org/linux/man-pages/man2/setrlimit.2.html)
+#[doc(alias = "mlockall")]
 pub fn setup() -> SetupReport {
     Setup::new().apply()
 }

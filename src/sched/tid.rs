@@ -36,6 +36,7 @@ impl Tid {
     ///
     /// # References
     ///  - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
+    #[doc(alias = "gettid")]
     pub fn current() -> Tid {
         gettid()
     }

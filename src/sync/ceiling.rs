@@ -160,6 +160,7 @@ impl RawCeilingMutex {
 
     /// A free lock with `ceiling` (1..=99), the analogue of
     /// `pthread_mutexattr_setprioceiling`.
+    #[doc(alias = "pthread_mutexattr_setprioceiling")]
     pub fn with_ceiling(ceiling: u32) -> Result<RawCeilingMutex> {
         check_ceiling(ceiling)?;
         let m = RawCeilingMutex::new();

@@ -55,6 +55,7 @@ pub struct Condvar {
 
 impl Condvar {
     /// A condition variable (`pthread_cond_init`).
+    #[doc(alias = "pthread_cond_init")]
     pub const fn new() -> Condvar {
         Condvar {
             seq: AtomicU32::new(0),

@@ -88,6 +88,7 @@ pub struct PiCondvar {
 
 impl PiCondvar {
     /// A condition variable (`pthread_cond_init`).
+    #[doc(alias = "pthread_cond_init")]
     pub const fn new() -> PiCondvar {
         PiCondvar {
             seq: AtomicU32::new(0),

@@ -1,0 +1,256 @@
+//! Recording (`posix_trace_event`), reading (the getnext family) and logs
+//! (`posix_trace_open`, `_rewind`, `_close`).
+
+use std::ffi::{c_int, c_uint, c_ulong, c_void};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use rt::trace::{Event, EventId, TraceLog, ID_SPACE};
+
+use super::attr::out;
+use super::ids::{to_c, to_c_named};
+use super::stream::dup_fd;
+use super::{errno_of, get, insert, lock, remove, ret, Obj};
+
+/// First user event id: system ids are not recorded from C.
+const USER_BASE: c_uint = 128;
+
+/// `posix_trace_event`: records `data_len` bytes under a user event id in every
+/// running stream of the process that does not filter it (the same streams Rust's
+/// `trace::event` records into). System ids and unknown ids are ignored.
+#[no_mangle]
+pub unsafe extern "C" fn posix_trace_event(
+    event_id: c_uint,
+    data_ptr: *const c_void,
+    data_len: usize,
+) {
+    if event_id.wrapping_sub(USER_BASE) < (ID_SPACE as c_uint - USER_BASE) {
+        let data: &[u8] = if data_ptr.is_null() || data_len == 0 {
+            &[]
+        } else {
+            // SAFETY: the caller passes `data_len` readable bytes at `data_ptr`.
+            unsafe { std::slice::from_raw_parts(data_ptr.cast::<u8>(), data_len) }
+        };
+        if let Some(id) = EventId::from_raw(event_id as u16) {
+            rt::trace::event(id, data);
+        }
+    }
+}
+
+/// `struct posix_trace_event_info`.
+#[repr(C)]
+pub struct CEventInfo {
+    event_id: c_uint,
+    pid: libc::pid_t,
+    prog_address: *mut c_void,
+    truncation: c_int,
+    timestamp: libc::timespec,
+    thread_id: libc::pthread_t,
+}
+
+/// The caller's out-pointers of a getnext call.
+struct Outs {
+    event: *mut CEventInfo,
+    data: *mut c_void,
+    num_bytes: usize,
+    data_len: *mut usize,
+    unavailable: *mut c_int,
+}
+
+impl Outs {
+    fn check(&self) -> Result<(), c_int> {
+        if self.event.is_null()
+            || self.data_len.is_null()
+            || self.unavailable.is_null()
+            || (self.data.is_null() && self.num_bytes > 0)
+        {
+            return Err(libc::EINVAL);
+        }
+        Ok(())
+    }
+
+    fn none(&self) -> Result<(), c_int> {
+        out(self.data_len, 0)?;
+        out(self.unavailable, 1)
+    }
+
+    fn put(&self, e: &Event, id: c_uint) -> Result<(), c_int> {
+        let n = e.data.len().min(self.num_bytes);
+        if n > 0 {
+            // SAFETY: `data` has `num_bytes >= n` writable bytes (caller's contract).
+            unsafe { std::ptr::copy_nonoverlapping(e.data.as_ptr(), self.data.cast::<u8>(), n) };
+        }
+        let truncation = if e.truncated {
+            1
+        } else if n < e.data.len() {
+            2
+        } else {
+            0
+        };
+        out(
+            self.event,
+            CEventInfo {
+                event_id: id,
+                pid: e.pid as libc::pid_t,
+                prog_address: std::ptr::null_mut(),
+                truncation,
+                timestamp: libc::timespec {
+                    tv_sec: e.timestamp.as_secs() as libc::time_t,
+                    tv_nsec: e.timestamp.subsec_nanos() as libc::c_long,
+                },
+                thread_id: e.tid as libc::pthread_t,
+            },
+        )?;
+        out(self.data_len, n)?;
+        out(self.unavailable, 0)
+    }
+}
+
+enum Mode {
+    Block,
+    Try,
+    Until(SystemTime),
+}
+
+fn getnext(trid: c_ulong, o: &Outs, mode: Mode) -> Result<(), c_int> {
+    o.check()?;
+    let obj = get(trid)?;
+    match &*obj {
+        Obj::Stream { trace, .. } => {
+            let r = match mode {
+                Mode::Block => trace.getnext(),
+                Mode::Try => trace.try_getnext(),
+                Mode::Until(t) => trace.timed_getnext_realtime(t),
+            };
+            match r.map_err(|e| errno_of(&e))? {
+                Some(e) => o.put(&e, to_c(e.id)),
+                None => o.none(),
+            }
+        }
+        Obj::Log { log, .. } => {
+            if !matches!(mode, Mode::Block) {
+                return Err(libc::EINVAL);
+            }
+            let mut l = lock(log);
+            match l.next_event() {
+                Ok(Some(e)) => {
+                    let id = to_c_named(e.id, l.name(e.id));
+                    o.put(&e, id)
+                }
+                Ok(None) => o.none(),
+                // A log cut short (its writer still running or crashed) ends
+                // after its last complete event.
+                Err(e) if e.kind() == rt::ErrorKind::Truncated => o.none(),
+                Err(_) => Err(libc::EIO),
+            }
+        }
+    }
+}
+
+/// Blocks while the stream runs and holds no event; `*unavailable = 1` once it is
+/// suspended and empty, or at the end of a log.
+#[no_mangle]
+pub unsafe extern "C" fn posix_trace_getnext_event(
+    trid: c_ulong,
+    event: *mut CEventInfo,
+    data_ptr: *mut c_void,
+    num_bytes: usize,
+    data_len: *mut usize,
+    unavailable: *mut c_int,
+) -> c_int {
+    let o = Outs {
+        event,
+        data: data_ptr,
+        num_bytes,
+        data_len,
+        unavailable,
+    };
+    ret(getnext(trid, &o, Mode::Block))
+}
+
+/// `abstime` is CLOCK_REALTIME; `ETIMEDOUT` when it passes with no event; `EINVAL`
+/// for a log or a bad `abstime`.
+#[no_mangle]
+pub unsafe extern "C" fn posix_trace_timedgetnext_event(
+    trid: c_ulong,
+    event: *mut CEventInfo,
+    data_ptr: *mut c_void,
+    num_bytes: usize,
+    data_len: *mut usize,
+    unavailable: *mut c_int,
+    abstime: *const libc::timespec,
+) -> c_int {
+    // SAFETY: a non-null timespec pointer points to one (caller's contract).
+    let Some(t) = (unsafe { abstime.as_ref() }) else {
+        return libc::EINVAL;
+    };
+    if !(0..1_000_000_000).contains(&t.tv_nsec) || t.tv_sec < 0 {
+        return libc::EINVAL;
+    }
+    let when = SystemTime::UNIX_EPOCH + Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+    let o = Outs {
+        event,
+        data: data_ptr,
+        num_bytes,
+        data_len,
+        unavailable,
+    };
+    ret(getnext(trid, &o, Mode::Until(when)))
+}
+
+/// Never blocks; `EINVAL` for a log.
+#[no_mangle]
+pub unsafe extern "C" fn posix_trace_trygetnext_event(
+    trid: c_ulong,
+    event: *mut CEventInfo,
+    data_ptr: *mut c_void,
+    num_bytes: usize,
+    data_len: *mut usize,
+    unavailable: *mut c_int,
+) -> c_int {
+    let o = Outs {
+        event,
+        data: data_ptr,
+        num_bytes,
+        data_len,
+        unavailable,
+    };
+    ret(getnext(trid, &o, Mode::Try))
+}
+
+/// `EBADF` for a descriptor not open for reading; `EINVAL` for a file that is not
+/// a trace log.
+#[no_mangle]
+pub unsafe extern "C" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
+    if trid.is_null() {
+        return libc::EINVAL;
+    }
+    ret(dup_fd(fildes, false).and_then(|f| {
+        let l = TraceLog::from_file(f).map_err(|e| match e.kind() {
+            rt::ErrorKind::Corrupt | rt::ErrorKind::Truncated => libc::EINVAL,
+            _ => errno_of(&e),
+        })?;
+        out(
+            trid,
+            insert(Obj::Log {
+                log: Mutex::new(l),
+                cursor: Mutex::new(0),
+            }),
+        )
+    }))
+}
+
+/// `EINVAL` for an active stream.
+#[no_mangle]
+pub extern "C" fn posix_trace_rewind(trid: c_ulong) -> c_int {
+    ret(get(trid).and_then(|o| match &*o {
+        Obj::Log { log, .. } => lock(log).rewind().map_err(|e| errno_of(&e)),
+        Obj::Stream { .. } => Err(libc::EINVAL),
+    }))
+}
+
+/// `EINVAL` for an active stream (use `posix_trace_shutdown`).
+#[no_mangle]
+pub extern "C" fn posix_trace_close(trid: c_ulong) -> c_int {
+    ret(remove(trid, |o| matches!(o, Obj::Log { .. })).map(drop))
+}

@@ -1,0 +1,840 @@
+//! posixrt AIO against the Rust crates a user would pick instead, side by side.
+//!
+//! The method is `aio_latency`'s: 4 KiB random reads of a cached file, QD1 latency
+//! (p50, p99) and QD32 throughput. Engines:
+//!
+//! | engine | what runs |
+//! |---|---|
+//! | `posixrt_suspend` | `aio.read` + `aio.suspend`; QD32: `lio_listio(Wait)` of 32 |
+//! | `posixrt_await` | `aio.read(..).await` on a tokio `current_thread` runtime; QD32: 32 futures in flight |
+//! | `io_uring` | the raw `io-uring` crate: push, `submit_and_wait`; QD32: submit 32, wait all |
+//! | `tokio_uring` | `tokio_uring::fs::File::read_at`; QD32: 32 tasks in flight |
+//! | `monoio` | `monoio::fs::File::read_at` (io_uring driver); QD32: 32 tasks in flight |
+//! | `tokio_fs` | `tokio::fs::File` seek + read; QD32: 32 tasks, one file handle each |
+//! | `pread` | serial `pread(2)` (QD1 only) |
+//!
+//! Engines take turns round by round (the first engine rotates), so a load change on
+//! a shared machine hits all of them alike; each figure is the median over the
+//! rounds.
+//!
+//! ```text
+//! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--json]
+//! ```
+//!
+//! `--json` prints one line: `{ENGINE: {"qd1_p50_ns": N, "qd1_p99_ns": N,
+//! "qd32_ops_per_s": F|null}, ..., "ratios": {...}}`.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
+
+#[path = "support/args.rs"]
+mod args;
+
+const BLOCK: usize = 4096;
+const QD: usize = 32;
+const ENGINES: [&str; 7] = [
+    "posixrt_suspend",
+    "posixrt_await",
+    "io_uring",
+    "tokio_uring",
+    "monoio",
+    "tokio_fs",
+    "pread",
+];
+
+const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]
+
+Measures 4 KiB random reads of a cached file with posixrt (suspend and .await) and
+with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
+
+  --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 7)
+  --ops N            QD1 reads per engine per round (100 to 1000000, default 5000)
+  --qd32-ops N       QD32 reads per engine per round (320 to 10000000, default 64000)
+  --file-size-mb N   size of the test file in MiB (1 to 4096, default 256; it must fit
+                     in the free space of the temp dir, $TMPDIR or /tmp)
+  --only ENGINE      measure one engine (ratios that need another print n/a)
+  --json             one JSON line instead of the table
+
+Build with `--features peers` (the peers are optional dependencies).";
+
+struct Args {
+    rounds: usize,
+    ops: usize,
+    qd32_ops: usize,
+    size_mb: usize,
+    only: Option<String>,
+    json: bool,
+}
+
+fn parse() -> Args {
+    let mut a = Args {
+        rounds: 7,
+        ops: 5000,
+        qd32_ops: 64_000,
+        size_mb: 256,
+        only: None,
+        json: false,
+    };
+    let mut it = args::Args::new("aio_peers", USAGE);
+    while let Some(s) = it.next() {
+        match s.as_str() {
+            "--rounds" => a.rounds = it.value_in("--rounds", 3..=99),
+            "--ops" => a.ops = it.value_in("--ops", 100..=1_000_000),
+            "--qd32-ops" => a.qd32_ops = it.value_in("--qd32-ops", 320..=10_000_000),
+            "--file-size-mb" => a.size_mb = it.value_in("--file-size-mb", 1..=4096),
+            "--json" => a.json = true,
+            "--only" => {
+                let e: String = it.value("--only");
+                if !ENGINES.contains(&e.as_str()) {
+                    it.fail(format!("--only needs one of {}", ENGINES.join(", ")));
+                }
+                a.only = Some(e);
+            }
+            other => it.unknown(other),
+        }
+    }
+    let dir = std::env::temp_dir();
+    if let Ok(st) = rustix::fs::statvfs(&dir) {
+        let free_mb = st.f_bavail.saturating_mul(st.f_frsize) / (1 << 20);
+        if a.size_mb as u64 + 64 > free_mb {
+            it.fail(format!(
+                "--file-size-mb {}: {} has {free_mb} MiB free (the file needs that much plus 64 MiB)",
+                a.size_mb,
+                dir.display()
+            ));
+        }
+    }
+    a
+}
+
+fn err(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+/// Random block offsets, the same xorshift sequence as `aio_latency`.
+struct Offsets {
+    x: u64,
+    blocks: u64,
+}
+
+impl Offsets {
+    fn new(size: usize, seed: u64) -> Offsets {
+        Offsets {
+            x: 0x2545f4914f6cdd1d ^ seed.wrapping_mul(0x9e3779b97f4a7c15),
+            blocks: (size / BLOCK).max(1) as u64,
+        }
+    }
+    fn next(&mut self) -> u64 {
+        self.x ^= self.x << 13;
+        self.x ^= self.x >> 7;
+        self.x ^= self.x << 17;
+        (self.x % self.blocks) * BLOCK as u64
+    }
+}
+
+fn check(n: usize) -> Result<(), String> {
+    if n == BLOCK {
+        Ok(())
+    } else {
+        Err(format!("short read: {n} bytes"))
+    }
+}
+
+/// One engine: a QD1 round (latencies in ns pushed to `lat`) and a QD32 round
+/// (ops/s returned), or `None` for an engine without a QD32 figure.
+trait Engine {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String>;
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String>;
+}
+
+// ------------------------------------------------------------------ posixrt
+
+struct PosixrtSuspend {
+    aio: Aio,
+    file: Arc<File>,
+    offs: Offsets,
+    bufs: Vec<Vec<u8>>,
+}
+
+impl Engine for PosixrtSuspend {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        let mut buf = self.bufs.pop().unwrap_or_else(|| vec![0u8; BLOCK]);
+        for _ in 0..ops {
+            let t = Instant::now();
+            let mut r = self
+                .aio
+                .read(&*self.file, self.offs.next() as i64, buf)
+                .map_err(err)?;
+            self.aio.suspend([&r], None).map_err(err)?;
+            let c = r.aio_return().map_err(err)?;
+            check(c.result.map_err(err)?)?;
+            buf = c.buf.ok_or("the buffer did not come back")?;
+            lat.push(t.elapsed().as_nanos() as u64);
+        }
+        self.bufs.push(buf);
+        Ok(())
+    }
+
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+        self.bufs.resize_with(QD, || vec![0u8; BLOCK]);
+        let t = Instant::now();
+        for _ in 0..ops / QD {
+            let file = &*self.file;
+            let offs = &mut self.offs;
+            let list = self
+                .aio
+                .lio_listio(
+                    ListMode::Wait,
+                    self.bufs
+                        .drain(..)
+                        .map(|b| Some(Op::read(file, offs.next() as i64, b))),
+                    Notify::None,
+                )
+                .map_err(err)?;
+            for c in list.take_all().map_err(err)?.into_iter().flatten() {
+                check(c.result.map_err(err)?)?;
+                self.bufs.extend(c.buf);
+            }
+        }
+        Ok(Some((ops / QD * QD) as f64 / t.elapsed().as_secs_f64()))
+    }
+}
+
+struct PosixrtAwait {
+    rt: tokio::runtime::Runtime,
+    aio: Aio,
+    file: Arc<File>,
+    seed: u64,
+}
+
+impl Engine for PosixrtAwait {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        self.seed += 1;
+        let mut offs = Offsets::new(file_len(&self.file), self.seed);
+        let (aio, file) = (&self.aio, &self.file);
+        self.rt.block_on(async {
+            let mut buf = vec![0u8; BLOCK];
+            for _ in 0..ops {
+                let t = Instant::now();
+                let c = aio
+                    .read(&**file, offs.next() as i64, buf)
+                    .map_err(err)?
+                    .await
+                    .map_err(err)?;
+                check(c.result.map_err(err)?)?;
+                buf = c.buf.ok_or("the buffer did not come back")?;
+                lat.push(t.elapsed().as_nanos() as u64);
+            }
+            Ok(())
+        })
+    }
+
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+        let per = ops / QD;
+        let size = file_len(&self.file);
+        self.seed += 1;
+        let seed = self.seed;
+        let t = Instant::now();
+        self.rt.block_on(async {
+            let tasks: Vec<_> = (0..QD)
+                .map(|k| {
+                    let (aio, file) = (self.aio.clone(), Arc::clone(&self.file));
+                    tokio::spawn(async move {
+                        let mut offs = Offsets::new(size, seed * 64 + k as u64);
+                        let mut buf = vec![0u8; BLOCK];
+                        for _ in 0..per {
+                            let c = aio
+                                .read(&*file, offs.next() as i64, buf)
+                                .map_err(err)?
+                                .await
+                                .map_err(err)?;
+                            check(c.result.map_err(err)?)?;
+                            buf = c.buf.ok_or("the buffer did not come back")?;
+                        }
+                        Ok::<_, String>(())
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.map_err(err)??;
+            }
+            Ok::<_, String>(())
+        })?;
+        Ok(Some((per * QD) as f64 / t.elapsed().as_secs_f64()))
+    }
+}
+
+// ------------------------------------------------------------------ raw io_uring
+
+struct RawUring {
+    ring: io_uring::IoUring,
+    file: Arc<File>,
+    offs: Offsets,
+    bufs: Vec<u8>,
+}
+
+impl Engine for RawUring {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        use io_uring::{opcode, types};
+        let fd = types::Fd(self.file.as_raw_fd());
+        for _ in 0..ops {
+            let t = Instant::now();
+            let e = opcode::Read::new(fd, self.bufs.as_mut_ptr(), BLOCK as u32)
+                .offset(self.offs.next())
+                .build()
+                .user_data(1);
+            // SAFETY: the buffer outlives the request: we wait for its completion below.
+            unsafe { self.ring.submission().push(&e).map_err(err)? };
+            self.ring.submit_and_wait(1).map_err(err)?;
+            let cqe = self.ring.completion().next().ok_or("no completion")?;
+            check(cqe.result().max(0) as usize)?;
+            lat.push(t.elapsed().as_nanos() as u64);
+        }
+        Ok(())
+    }
+
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+        use io_uring::{opcode, types};
+        let fd = types::Fd(self.file.as_raw_fd());
+        let t = Instant::now();
+        for _ in 0..ops / QD {
+            for i in 0..QD {
+                let e = opcode::Read::new(fd, self.bufs[i * BLOCK..].as_mut_ptr(), BLOCK as u32)
+                    .offset(self.offs.next())
+                    .build()
+                    .user_data(i as u64);
+                // SAFETY: the buffers outlive the batch: we wait for every completion.
+                unsafe { self.ring.submission().push(&e).map_err(err)? };
+            }
+            let mut n = 0;
+            while n < QD {
+                self.ring.submit_and_wait(QD - n).map_err(err)?;
+                for cqe in self.ring.completion() {
+                    check(cqe.result().max(0) as usize)?;
+                    n += 1;
+                }
+            }
+        }
+        Ok(Some((ops / QD * QD) as f64 / t.elapsed().as_secs_f64()))
+    }
+}
+
+// ------------------------------------------------------------------ tokio-uring
+
+struct TokioUring {
+    rt: tokio_uring::Runtime,
+    file: Rc<tokio_uring::fs::File>,
+    size: usize,
+    seed: u64,
+}
+
+impl Engine for TokioUring {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        self.seed += 1;
+        let mut offs = Offsets::new(self.size, self.seed);
+        let file = Rc::clone(&self.file);
+        self.rt.block_on(async move {
+            let mut buf = vec![0u8; BLOCK];
+            for _ in 0..ops {
+                let t = Instant::now();
+                let (r, b) = file.read_at(buf, offs.next()).await;
+                check(r.map_err(err)?)?;
+                buf = b;
+                lat.push(t.elapsed().as_nanos() as u64);
+            }
+            Ok(())
+        })
+    }
+
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+        let per = ops / QD;
+        self.seed += 1;
+        let (seed, size) = (self.seed, self.size);
+        let file = Rc::clone(&self.file);
+        let t = Instant::now();
+        self.rt.block_on(async move {
+            let tasks: Vec<_> = (0..QD)
+                .map(|k| {
+                    let file = Rc::clone(&file);
+                    tokio_uring::spawn(async move {
+                        let mut offs = Offsets::new(size, seed * 64 + k as u64);
+                        let mut buf = vec![0u8; BLOCK];
+                        for _ in 0..per {
+                            let (r, b) = file.read_at(buf, offs.next()).await;
+                            check(r.map_err(err)?)?;
+                            buf = b;
+                        }
+                        Ok::<_, String>(())
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.map_err(err)??;
+            }
+            Ok::<_, String>(())
+        })?;
+        Ok(Some((per * QD) as f64 / t.elapsed().as_secs_f64()))
+    }
+}
+
+// ------------------------------------------------------------------ monoio
+
+struct Monoio {
+    rt: monoio::Runtime<monoio::time::TimeDriver<monoio::IoUringDriver>>,
+    file: Rc<monoio::fs::File>,
+    size: usize,
+    seed: u64,
+}
+
+impl Engine for Monoio {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        self.seed += 1;
+        let mut offs = Offsets::new(self.size, self.seed);
+        let file = Rc::clone(&self.file);
+        self.rt.block_on(async move {
+            let mut buf = vec![0u8; BLOCK];
+            for _ in 0..ops {
+                let t = Instant::now();
+                let (r, b) = file.read_at(buf, offs.next()).await;
+                check(r.map_err(err)?)?;
+                buf = b;
+                lat.push(t.elapsed().as_nanos() as u64);
+            }
+            Ok(())
+        })
+    }
+
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+        let per = ops / QD;
+        self.seed += 1;
+        let (seed, size) = (self.seed, self.size);
+        let file = Rc::clone(&self.file);
+        let t = Instant::now();
+        self.rt.block_on(async move {
+            let tasks: Vec<_> = (0..QD)
+                .map(|k| {
+                    let file = Rc::clone(&file);
+                    monoio::spawn(async move {
+                        let mut offs = Offsets::new(size, seed * 64 + k as u64);
+                        let mut buf = vec![0u8; BLOCK];
+                        for _ in 0..per {
+                            let (r, b) = file.read_at(buf, offs.next()).await;
+                            check(r.map_err(err)?)?;
+                            buf = b;
+                        }
+                        Ok::<_, String>(())
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await?;
+            }
+            Ok::<_, String>(())
+        })?;
+        Ok(Some((per * QD) as f64 / t.elapsed().as_secs_f64()))
+    }
+}
+
+// ------------------------------------------------------------------ tokio::fs
+
+struct TokioFs {
+    rt: tokio::runtime::Runtime,
+    /// One handle per task: a `tokio::fs::File` has one cursor (seek + read).
+    files: Vec<Rc<RefCell<Option<tokio::fs::File>>>>,
+    size: usize,
+    seed: u64,
+}
+
+async fn seek_read(f: &mut tokio::fs::File, off: u64, buf: &mut [u8]) -> Result<(), String> {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    f.seek(std::io::SeekFrom::Start(off)).await.map_err(err)?;
+    f.read_exact(buf).await.map_err(err)?;
+    Ok(())
+}
+
+impl Engine for TokioFs {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        self.seed += 1;
+        let mut offs = Offsets::new(self.size, self.seed);
+        let mut f = self.files[0].borrow_mut().take().ok_or("file lost")?;
+        let r = self.rt.block_on(async {
+            let mut buf = vec![0u8; BLOCK];
+            for _ in 0..ops {
+                let t = Instant::now();
+                seek_read(&mut f, offs.next(), &mut buf).await?;
+                lat.push(t.elapsed().as_nanos() as u64);
+            }
+            Ok(())
+        });
+        *self.files[0].borrow_mut() = Some(f);
+        r
+    }
+
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+        let per = ops / QD;
+        self.seed += 1;
+        let (seed, size) = (self.seed, self.size);
+        let mut files = Vec::with_capacity(QD);
+        for f in &self.files {
+            files.push(f.borrow_mut().take().ok_or("file lost")?);
+        }
+        let t = Instant::now();
+        let back = self.rt.block_on(async move {
+            let tasks: Vec<_> = files
+                .into_iter()
+                .enumerate()
+                .map(|(k, mut f)| {
+                    tokio::spawn(async move {
+                        let mut offs = Offsets::new(size, seed * 64 + k as u64);
+                        let mut buf = vec![0u8; BLOCK];
+                        for _ in 0..per {
+                            seek_read(&mut f, offs.next(), &mut buf).await?;
+                        }
+                        Ok::<_, String>(f)
+                    })
+                })
+                .collect();
+            let mut back = Vec::with_capacity(QD);
+            for t in tasks {
+                back.push(t.await.map_err(err)??);
+            }
+            Ok::<_, String>(back)
+        })?;
+        let rate = (per * QD) as f64 / t.elapsed().as_secs_f64();
+        for (slot, f) in self.files.iter().zip(back) {
+            *slot.borrow_mut() = Some(f);
+        }
+        Ok(Some(rate))
+    }
+}
+
+// ------------------------------------------------------------------ pread
+
+struct Pread {
+    file: Arc<File>,
+    offs: Offsets,
+    buf: Vec<u8>,
+}
+
+impl Engine for Pread {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        use std::os::unix::fs::FileExt;
+        for _ in 0..ops {
+            let t = Instant::now();
+            check(
+                self.file
+                    .read_at(&mut self.buf, self.offs.next())
+                    .map_err(err)?,
+            )?;
+            lat.push(t.elapsed().as_nanos() as u64);
+        }
+        Ok(())
+    }
+
+    fn qd32(&mut self, _ops: usize) -> Result<Option<f64>, String> {
+        Ok(None)
+    }
+}
+
+// ------------------------------------------------------------------ main
+
+fn file_len(f: &File) -> usize {
+    f.metadata().map_or(BLOCK, |m| m.len() as usize)
+}
+
+fn build(
+    name: &str,
+    file: &Arc<File>,
+    path: &std::path::Path,
+    size: usize,
+) -> Result<Box<dyn Engine>, String> {
+    Ok(match name {
+        "posixrt_suspend" => Box::new(PosixrtSuspend {
+            aio: Aio::builder()
+                .backend(Backend::Uring)
+                .build()
+                .map_err(err)?,
+            file: Arc::clone(file),
+            offs: Offsets::new(size, 1),
+            bufs: Vec::new(),
+        }),
+        "posixrt_await" => Box::new(PosixrtAwait {
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(err)?,
+            aio: Aio::builder()
+                .backend(Backend::Uring)
+                .build()
+                .map_err(err)?,
+            file: Arc::clone(file),
+            seed: 2,
+        }),
+        "io_uring" => Box::new(RawUring {
+            ring: io_uring::IoUring::new(256).map_err(err)?,
+            file: Arc::clone(file),
+            offs: Offsets::new(size, 3),
+            bufs: vec![0u8; BLOCK * QD],
+        }),
+        "tokio_uring" => {
+            let rt = tokio_uring::Runtime::new(&tokio_uring::builder()).map_err(err)?;
+            let f = rt
+                .block_on(tokio_uring::fs::File::open(path))
+                .map_err(err)?;
+            Box::new(TokioUring {
+                rt,
+                file: Rc::new(f),
+                size,
+                seed: 4,
+            })
+        }
+        "monoio" => {
+            let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+                .enable_timer()
+                .build()
+                .map_err(err)?;
+            let f = rt.block_on(monoio::fs::File::open(path)).map_err(err)?;
+            Box::new(Monoio {
+                rt,
+                file: Rc::new(f),
+                size,
+                seed: 5,
+            })
+        }
+        "tokio_fs" => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(err)?;
+            let files = rt.block_on(async {
+                let mut v = Vec::with_capacity(QD);
+                for _ in 0..QD {
+                    let f = tokio::fs::File::open(path).await.map_err(err)?;
+                    v.push(Rc::new(RefCell::new(Some(f))));
+                }
+                Ok::<_, String>(v)
+            })?;
+            Box::new(TokioFs {
+                rt,
+                files,
+                size,
+                seed: 6,
+            })
+        }
+        "pread" => Box::new(Pread {
+            file: Arc::clone(file),
+            offs: Offsets::new(size, 7),
+            buf: vec![0u8; BLOCK],
+        }),
+        other => return Err(format!("unknown engine {other}")),
+    })
+}
+
+/// Removes the test file when dropped (the peers open it by path, so it cannot be
+/// unlinked before they have).
+struct Unlink(std::path::PathBuf);
+
+impl Drop for Unlink {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[derive(Default)]
+struct Figures {
+    p50: Vec<u64>,
+    p99: Vec<u64>,
+    qd32: Vec<f64>,
+}
+
+fn median_u(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+fn median_f(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+fn main() {
+    // `aio_peers | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let a = parse();
+    if let Err(e) = run(&a) {
+        eprintln!("aio_peers: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(a: &Args) -> Result<(), String> {
+    let size = a.size_mb << 20;
+    let path = std::env::temp_dir().join(format!("posixrt-aio-peers-{}", std::process::id()));
+    let file = {
+        let w = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let _guard = Unlink(path.clone());
+        let chunk: Vec<u8> = (0..1 << 20).map(|i| (i * 31 % 253) as u8).collect();
+        let mut out = &w;
+        for _ in 0..a.size_mb {
+            out.write_all(&chunk).map_err(err)?;
+        }
+        std::mem::forget(_guard);
+        Arc::new(w)
+    };
+    let guard = Unlink(path.clone());
+    {
+        use std::io::Read;
+        let mut r = &*file;
+        let mut b = vec![0u8; 1 << 20];
+        while r.read(&mut b).map_err(err)? > 0 {}
+    }
+    let names: Vec<&str> = ENGINES
+        .iter()
+        .copied()
+        .filter(|n| a.only.as_deref().map_or(true, |o| o == *n))
+        .collect();
+    let mut engines = Vec::new();
+    for n in &names {
+        engines.push(build(n, &file, &path, size)?);
+    }
+    drop(guard); // every engine has the file open: unlink it now
+
+    // Warm-up: one short round each.
+    let mut scratch = Vec::new();
+    for e in engines.iter_mut() {
+        e.qd1(200.min(a.ops), &mut scratch)?;
+        e.qd32(QD * 4)?;
+    }
+    let n = engines.len();
+    let mut figs: Vec<Figures> = (0..n).map(|_| Figures::default()).collect();
+    let mut lat = Vec::with_capacity(a.ops);
+    for round in 0..a.rounds {
+        for k in 0..n {
+            let e = (round + k) % n;
+            lat.clear();
+            engines[e].qd1(a.ops, &mut lat)?;
+            lat.sort_unstable();
+            let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+            figs[e].p50.push(pct(0.50));
+            figs[e].p99.push(pct(0.99));
+        }
+        for k in 0..n {
+            let e = (round + k) % n;
+            if let Some(r) = engines[e].qd32(a.qd32_ops)? {
+                figs[e].qd32.push(r);
+            }
+        }
+    }
+    let rows: Vec<(&str, u64, u64, Option<f64>)> = names
+        .iter()
+        .zip(figs.iter_mut())
+        .map(|(n, f)| {
+            (
+                *n,
+                median_u(&mut f.p50),
+                median_u(&mut f.p99),
+                median_f(&mut f.qd32),
+            )
+        })
+        .collect();
+    let get = |n: &str| rows.iter().find(|r| r.0 == n);
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    let p50 = |n: &str| get(n).map(|r| r.1 as f64);
+    let p99 = |n: &str| get(n).map(|r| r.2 as f64);
+    let q32 = |n: &str| get(n).and_then(|r| r.3);
+    let ratios = [
+        (
+            "await_p50_vs_suspend",
+            ratio(p50("posixrt_await"), p50("posixrt_suspend")),
+            "<= 1.10",
+        ),
+        (
+            "await_p99_vs_suspend",
+            ratio(p99("posixrt_await"), p99("posixrt_suspend")),
+            "<= 1.10",
+        ),
+        (
+            "await_qd32_vs_io_uring",
+            ratio(q32("posixrt_await"), q32("io_uring")),
+            ">= 0.90",
+        ),
+        (
+            "await_p50_vs_monoio",
+            ratio(p50("posixrt_await"), p50("monoio")),
+            "<= 1.00",
+        ),
+        (
+            "await_p50_vs_tokio_uring",
+            ratio(p50("posixrt_await"), p50("tokio_uring")),
+            "<= 0.55",
+        ),
+        (
+            "suspend_qd32_vs_io_uring",
+            ratio(q32("posixrt_suspend"), q32("io_uring")),
+            "",
+        ),
+    ];
+    let num = |x: Option<f64>, d: usize| x.map_or("null".to_string(), |x| format!("{x:.d$}"));
+    if a.json {
+        let mut parts: Vec<String> = rows
+            .iter()
+            .map(|(n, p50, p99, q)| {
+                format!(
+                    "\"{n}\": {{\"qd1_p50_ns\": {p50}, \"qd1_p99_ns\": {p99}, \"qd32_ops_per_s\": {}}}",
+                    num(*q, 1)
+                )
+            })
+            .collect();
+        let rs: Vec<String> = ratios
+            .iter()
+            .map(|(k, v, _)| format!("\"{k}\": {}", num(*v, 3)))
+            .collect();
+        parts.push(format!("\"ratios\": {{{}}}", rs.join(", ")));
+        parts.push(format!(
+            "\"method\": {{\"rounds\": {}, \"qd1_ops\": {}, \"qd32_ops\": {}, \"file_mb\": {}}}",
+            a.rounds, a.ops, a.qd32_ops, a.size_mb
+        ));
+        println!("{{{}}}", parts.join(", "));
+        return Ok(());
+    }
+    println!(
+        "4 KiB random reads of a cached {} MiB file; medians of {} interleaved rounds ({} QD1 ops, {} QD32 ops per engine per round)",
+        a.size_mb, a.rounds, a.ops, a.qd32_ops
+    );
+    println!();
+    println!(
+        "{:>16} {:>10} {:>10} {:>14}",
+        "engine", "QD1 p50", "QD1 p99", "QD32 ops/s"
+    );
+    for (n, p50, p99, q) in &rows {
+        let q = q.map_or("-".to_string(), |q| format!("{q:.0}"));
+        println!("{n:>16} {:>8}ns {:>8}ns {q:>14}", p50, p99);
+    }
+    println!();
+    for (k, v, goal) in &ratios {
+        let v = v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
+        if goal.is_empty() {
+            println!("{k:>26} = {v}");
+        } else {
+            println!("{k:>26} = {v} (goal {goal})");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! `pthread_attr_t`: the attributes a thread is created with, and `pthread_create`.
+
+use super::start::{thread_start, Start};
+use crate::sched::hint::sched_error;
+use crate::sched::{CpuSet, Priority};
+use crate::{Error, Result};
+
+/// An initialised `pthread_attr_t`, destroyed on drop.
+pub(super) struct Attr(Box<libc::pthread_attr_t>);
+
+impl Attr {
+    pub(super) fn new() -> Result<Attr> {
+        // SAFETY: zeroed storage is only used after pthread_attr_init initialises it.
+        let mut a: Box<libc::pthread_attr_t> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: `a` points to writable storage for a pthread_attr_t.
+        let r = unsafe { libc::pthread_attr_init(&mut *a) };
+        crate::error::check_pthread("pthread_attr_init", r)?;
+        Ok(Attr(a))
+    }
+
+    fn ptr(&self) -> *mut libc::pthread_attr_t {
+        &*self.0 as *const libc::pthread_attr_t as *mut libc::pthread_attr_t
+    }
+
+    pub(super) fn stack_size(&self, size: usize) -> Result<()> {
+        // SAFETY: the attr is initialised.
+        let r = unsafe { libc::pthread_attr_setstacksize(self.ptr(), size) };
+        crate::error::check_pthread("pthread_attr_setstacksize", r)
+    }
+
+    pub(super) fn explicit_sched(&self, p: Priority) -> Result<()> {
+        let param = p.param();
+        // SAFETY: the attr is initialised; `param` is only read.
+        let r =
+            unsafe { libc::pthread_attr_setinheritsched(self.ptr(), libc::PTHREAD_EXPLICIT_SCHED) };
+        crate::error::check_pthread("pthread_attr_setinheritsched", r)?;
+        // SAFETY: as above.
+        let r = unsafe { libc::pthread_attr_setschedpolicy(self.ptr(), p.policy().as_raw()) };
+        if r != 0 {
+            return Err(sched_error(
+                "pthread_attr_setschedpolicy",
+                r,
+                None,
+                Some(p.policy()),
+                Some(p.value()),
+            ));
+        }
+        // SAFETY: as above.
+        let r = unsafe { libc::pthread_attr_setschedparam(self.ptr(), &param) };
+        if r != 0 {
+            return Err(sched_error(
+                "pthread_attr_setschedparam",
+                r,
+                None,
+                Some(p.policy()),
+                Some(p.value()),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn affinity(&self, cpus: &CpuSet) -> Result<()> {
+        if cpus.is_empty() {
+            return Err(Error::invalid(
+                "pthread_attr_setaffinity_np",
+                "empty CPU set",
+            ));
+        }
+        // SAFETY: the attr is initialised; the set is only read (glibc copies it).
+        let r = unsafe {
+            libc::pthread_attr_setaffinity_np(
+                self.ptr(),
+                std::mem::size_of::<libc::cpu_set_t>(),
+                cpus.as_raw(),
+            )
+        };
+        crate::error::check_pthread("pthread_attr_setaffinity_np", r)
+    }
+
+    pub(super) fn create<F, T>(
+        &self,
+        start: Box<Start<F, T>>,
+        prio: Option<Priority>,
+        affinity: Option<&CpuSet>,
+    ) -> Result<libc::pthread_t>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let arg = Box::into_raw(start);
+        let mut native: libc::pthread_t = 0;
+        // SAFETY: the attr is initialised; `thread_start::<F, T>` takes ownership of
+        // `arg` (a leaked Box<Start<F, T>>) if and only if creation succeeds.
+        let r = unsafe {
+            libc::pthread_create(&mut native, self.ptr(), thread_start::<F, T>, arg.cast())
+        };
+        if r != 0 {
+            // SAFETY: creation failed, so no thread took `arg`; reclaim it once.
+            drop(unsafe { Box::from_raw(arg) });
+            let e = sched_error(
+                "pthread_create",
+                r,
+                None,
+                prio.map(|p| p.policy()),
+                prio.map(|p| p.value()),
+            );
+            return Err(match r {
+                libc::EINVAL => match affinity {
+                    Some(cpus) => e
+                        .with_message(format!(
+                            "the affinity {cpus} names no CPU the thread may use"
+                        ))
+                        .with_hint(crate::sched::hint::affinity_einval_hint("pthread_create")),
+                    None => e.with_message("an attribute (the stack size) was refused"),
+                },
+                libc::EAGAIN => {
+                    let e = e.with_message(
+                        "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",
+                    );
+                    let locked = crate::sched::rt::locked_bytes();
+                    if locked > 0 {
+                        e.with_hint(format!(
+                            "memory is locked ({} KiB, mlockall MCL_FUTURE?): the new stack must \
+                             fit in RLIMIT_MEMLOCK ({}); give the thread a smaller \
+                             Builder::stack_size, raise memlock in /etc/security/limits.conf, \
+                             or run with CAP_IPC_LOCK",
+                            locked / 1024,
+                            crate::sched::rt::memlock_limit()
+                        ))
+                    } else {
+                        e
+                    }
+                }
+                _ => e,
+            });
+        }
+        Ok(native)
+    }
+}
+
+impl Drop for Attr {
+    fn drop(&mut self) {
+        // SAFETY: the attr was initialised by pthread_attr_init and is destroyed once.
+        unsafe { libc::pthread_attr_destroy(&mut *self.0) };
+    }
+}

@@ -1,0 +1,376 @@
+//! Spawning threads with their scheduling attributes applied at creation: [`Builder`].
+
+mod attr;
+mod handle;
+mod start;
+
+use std::ffi::CString;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Condvar, Mutex};
+
+use self::attr::Attr;
+use self::start::{lock, Gate, GateState, Shared, Start};
+use super::deadline::Deadline;
+use super::thread as th;
+use super::tid::Tid;
+use super::{CpuSet, Policy, Priority};
+use crate::{Error, Result};
+
+pub use self::handle::JoinHandle;
+
+/// Builds a thread whose policy, priority, affinity, stack size and name are set **when
+/// it is created**.
+///
+/// [`Builder`] fills a `pthread_attr_t` and calls `pthread_create`, as listing 6.7 of
+/// the seed does:
+///
+/// - policy and priority: `pthread_attr_setinheritsched(PTHREAD_EXPLICIT_SCHED)`,
+///   `pthread_attr_setschedpolicy`, `pthread_attr_setschedparam` (without a policy the
+///   new thread *inherits* its creator's, the POSIX default);
+/// - affinity: `pthread_attr_setaffinity_np`;
+/// - stack size: `pthread_attr_setstacksize`.
+///
+/// The new thread therefore starts life with these attributes; it never changes them
+/// itself. Two things a `pthread_attr_t` cannot carry are applied by the **creator**
+/// on the new thread, after `pthread_create` and *before the closure runs* (the new
+/// thread waits at a gate until the creator opens it):
+///
+/// - the name (`pthread_setname_np(new_pthread_t, name)`, visible in
+///   `/proc/self/task/TID/comm`);
+/// - `SCHED_BATCH` / `SCHED_IDLE`, which glibc's attribute object refuses: the
+///   thread is created `SCHED_OTHER` (explicitly, not inherited) and the creator calls
+///   `sched_setscheduler(tid, ...)`;
+/// - `SCHED_DEADLINE` ([`Builder::deadline`]): the creator calls
+///   `sched_setattr(tid, ...)`.
+///
+/// At that gate the new thread also publishes its kernel tid, so
+/// [`JoinHandle::tid`] is known when [`Builder::spawn`] returns. If the creator fails
+/// to apply something, the closure never runs and `spawn` returns the error.
+///
+/// ```
+/// use posixrt::sched::{self, Builder, CpuSet, Priority};
+///
+/// let cpu = sched::CpuSet::allowed()?.iter().next().unwrap();
+/// let h = Builder::new()
+///     .name("worker")
+///     .affinity(CpuSet::single(cpu)?)
+///     .stack_size(256 * 1024)
+///     .scheduling(Priority::other())
+///     .spawn(|| (sched::current_name().unwrap(), sched::current_cpu()))?;
+/// println!("spawned tid {}", h.tid());
+/// let (name, ran_on) = h.join().unwrap();
+/// assert_eq!((name.as_str(), ran_on), ("worker", cpu));
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+///
+/// A real-time thread (needs CAP_SYS_NICE or RLIMIT_RTPRIO; otherwise `spawn` returns
+/// `PermissionDenied` with the hint):
+///
+/// ```no_run
+/// use posixrt::sched::{Builder, Priority};
+/// let h = Builder::new().name("rt-loop").scheduling(Priority::fifo(80)?).spawn(|| 42)?;
+/// assert_eq!(h.join().unwrap(), 42);
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+///
+/// # References
+///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
+///  - [`pthread_attr_setinheritsched(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setinheritsched.3.html)
+///  - [`pthread_attr_setschedpolicy(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setschedpolicy.3.html)
+///  - [`pthread_attr_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setschedparam.3.html)
+///  - [`pthread_attr_setaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setaffinity_np.3.html)
+///  - [`pthread_attr_setstacksize(3)`](https://man7.org/linux/man-pages/man3/pthread_attr_setstacksize.3.html)
+///  - [`pthread_setname_np(3)`](https://man7.org/linux/man-pages/man3/pthread_setname_np.3.html)
+#[derive(Debug, Clone, Default)]
+#[must_use = "a Builder does nothing until .spawn() is called"]
+pub struct Builder {
+    name: Option<String>,
+    scheduling: Option<Priority>,
+    affinity: Option<CpuSet>,
+    stack_size: Option<usize>,
+    deadline: Option<Deadline>,
+    sporadic: Option<(super::sporadic::SporadicParams, i32)>,
+}
+
+impl Builder {
+    /// A builder with nothing set: the thread inherits its creator's scheduling and
+    /// affinity and gets the default stack size (`RLIMIT_STACK`, usually 8 MiB).
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// The thread name; at most 15 bytes and no NUL (checked at `spawn`, never
+    /// truncated).
+    #[doc(alias = "pthread_setname_np")]
+    pub fn name(mut self, name: impl Into<String>) -> Builder {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Policy and priority, applied with `PTHREAD_EXPLICIT_SCHED`.
+    /// `Policy::Deadline` is refused at `spawn` (use [`Builder::deadline`]).
+    #[doc(alias = "pthread_attr_setschedpolicy")]
+    #[doc(alias = "pthread_attr_setschedparam")]
+    #[doc(alias = "pthread_attr_setinheritsched")]
+    pub fn scheduling(mut self, priority: Priority) -> Builder {
+        self.scheduling = Some(priority);
+        self
+    }
+
+    /// Makes the thread a `SCHED_DEADLINE` task before its closure runs: the creator
+    /// calls `sched_setattr(tid, ...)` at the start gate (a `pthread_attr_t` cannot
+    /// carry it). Exclusive with [`scheduling`](Self::scheduling); a DEADLINE thread
+    /// must not have a restricted [`affinity`](Self::affinity) (EPERM).
+    #[doc(alias = "sched_setattr")]
+    #[doc(alias = "SCHED_DEADLINE")]
+    pub fn deadline(mut self, params: Deadline) -> Builder {
+        self.deadline = Some(params);
+        self
+    }
+
+    /// Makes the thread a POSIX `SCHED_SPORADIC` thread under the user-space sporadic
+    /// server ([`sporadic`](super::sporadic)): it is created `SCHED_FIFO` at
+    /// `normal_priority` and placed under the server with a full budget before its
+    /// closure runs. Exclusive with [`scheduling`](Self::scheduling) and
+    /// [`deadline`](Self::deadline). The parameters are checked at `spawn`
+    /// ([`SporadicParams::validate`](super::sporadic::SporadicParams::validate)).
+    #[doc(alias = "SCHED_SPORADIC")]
+    pub fn sporadic(
+        mut self,
+        params: super::sporadic::SporadicParams,
+        normal_priority: i32,
+    ) -> Builder {
+        self.sporadic = Some((params, normal_priority));
+        self
+    }
+
+    /// The CPUs the thread may run on (`pthread_attr_setaffinity_np`).
+    #[doc(alias = "pthread_attr_setaffinity_np")]
+    pub fn affinity(mut self, cpus: CpuSet) -> Builder {
+        self.affinity = Some(cpus);
+        self
+    }
+
+    /// The stack size in bytes; at least `PTHREAD_STACK_MIN` (16 KiB), checked at
+    /// `spawn`. glibc rounds it up to whole pages.
+    #[doc(alias = "pthread_attr_setstacksize")]
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Creates the thread, which runs `f` once the creator has applied every attribute.
+    ///
+    /// Errors: a bad name or stack size, or a `Deadline` policy, is `InvalidInput`;
+    /// EPERM from `pthread_create` (a real-time policy without privilege) is
+    /// `PermissionDenied` with the hint naming CAP_SYS_NICE and RLIMIT_RTPRIO; EAGAIN
+    /// (thread limit) is `WouldBlock`.
+    ///
+    /// # References
+    ///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
+    #[doc(alias = "pthread_create")]
+    pub fn spawn<F, T>(self, f: F) -> Result<JoinHandle<T>>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let name = match &self.name {
+            Some(n) => Some(check_name(n)?),
+            None => None,
+        };
+        if let Some(size) = self.stack_size {
+            if size < libc::PTHREAD_STACK_MIN {
+                return Err(Error::invalid(
+                    "pthread_attr_setstacksize",
+                    format!(
+                        "stack size {size} is below PTHREAD_STACK_MIN ({})",
+                        libc::PTHREAD_STACK_MIN
+                    ),
+                ));
+            }
+        }
+        if self.deadline.is_some() && self.scheduling.is_some() {
+            return Err(Error::invalid(
+                "sched_setattr",
+                "a thread gets either a deadline or a policy/priority, not both",
+            ));
+        }
+        let scheduling = match self.sporadic {
+            None => self.scheduling,
+            Some((params, normal)) => {
+                if self.scheduling.is_some() || self.deadline.is_some() {
+                    return Err(Error::invalid(
+                        "sched_setparam",
+                        "a sporadic thread gets its priorities from Builder::sporadic, \
+                         not also a policy or a deadline",
+                    ));
+                }
+                params.validate(normal)?;
+                Some(Priority::fifo(normal)?)
+            }
+        };
+        let (attr_prio, after_prio) = match scheduling {
+            None => (None, None),
+            Some(p) => match p.policy() {
+                Policy::Fifo | Policy::RoundRobin | Policy::Other => (Some(p), None),
+                // glibc's attr refuses these: create SCHED_OTHER explicitly, then switch.
+                Policy::Batch | Policy::Idle => (Some(Priority::other()), Some(p)),
+                Policy::Deadline => {
+                    return Err(Error::invalid(
+                        "pthread_attr_setschedpolicy",
+                        "SCHED_DEADLINE cannot be set through a pthread attribute",
+                    )
+                    .with_hint("use Builder::deadline(Deadline::new(runtime, deadline, period)?)"))
+                }
+            },
+        };
+
+        let attr = Attr::new()?;
+        if let Some(size) = self.stack_size {
+            attr.stack_size(size)?;
+        }
+        if let Some(p) = attr_prio {
+            attr.explicit_sched(p)?;
+        }
+        if let Some(cpus) = &self.affinity {
+            attr.affinity(cpus)?;
+        }
+
+        let shared = Arc::new(Shared::<T> {
+            gate: Mutex::new(Gate {
+                tid: 0,
+                state: GateState::Wait,
+            }),
+            cv: Condvar::new(),
+            result: Mutex::new(None),
+            finished: AtomicBool::new(false),
+        });
+        let served = self.sporadic.is_some();
+        let f = move || {
+            // A served thread leaves the server when its closure ends (or unwinds),
+            // before its tid can be reused.
+            struct Leave(bool);
+            impl Drop for Leave {
+                fn drop(&mut self) {
+                    if self.0 {
+                        super::sporadic::leave_current();
+                    }
+                }
+            }
+            let _leave = Leave(served);
+            f()
+        };
+        let start = Box::new(Start {
+            f,
+            shared: Arc::clone(&shared),
+        });
+        let native = attr.create(start, attr_prio, self.affinity.as_ref())?;
+
+        // From here the new thread waits at the gate. The guard opens it (Abort) and
+        // joins the thread on every way out that does not hand it to a JoinHandle,
+        // including a panic, so the thread can neither wait forever nor leak.
+        let gate = GateGuard {
+            shared: &shared,
+            native,
+            armed: true,
+        };
+        // Wait for the tid, apply what the attr could not carry, then open the gate.
+        let tid = {
+            let mut g = lock(&shared.gate);
+            while g.tid == 0 {
+                g = shared.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            g.tid
+        };
+        let tid = Tid::from_raw(tid).ok_or_else(|| {
+            Error::new(
+                crate::ErrorKind::Other,
+                "gettid",
+                "new thread reported no tid",
+            )
+        })?;
+        if let Some(name) = &name {
+            // SAFETY: `native` is a live, joinable thread we created; `name` is a
+            // NUL-terminated string of at most 15 bytes.
+            let r = unsafe { libc::pthread_setname_np(native, name.as_ptr()) };
+            crate::error::check_pthread("pthread_setname_np", r)?;
+        }
+        if let Some(p) = after_prio {
+            th::set_thread_scheduling(tid, p)?;
+        }
+        if let Some(dl) = &self.deadline {
+            super::deadline::set(tid, dl)?;
+        }
+        let sporadic = match self.sporadic {
+            Some((params, normal)) => Some(super::sporadic::serve_spawned(tid, params, normal)?),
+            None => None,
+        };
+        super::hook::thread_created(tid);
+        gate.open();
+        Ok(JoinHandle {
+            native,
+            tid,
+            shared,
+            sporadic,
+        })
+    }
+}
+
+/// Holds a new thread at its start gate; see [`Builder::spawn`].
+struct GateGuard<'a, T> {
+    shared: &'a Shared<T>,
+    native: libc::pthread_t,
+    armed: bool,
+}
+
+impl<T> GateGuard<'_, T> {
+    /// Lets the closure run; the thread now belongs to the caller's JoinHandle.
+    fn open(mut self) {
+        self.armed = false;
+        self.set(GateState::Run);
+    }
+
+    fn set(&self, state: GateState) {
+        lock(&self.shared.gate).state = state;
+        self.shared.cv.notify_all();
+    }
+}
+
+impl<T> Drop for GateGuard<'_, T> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.set(GateState::Abort);
+            // SAFETY: `native` is joinable (created by us, never joined or detached:
+            // no JoinHandle owns it while the guard is armed) and is joined once, here.
+            // The thread returns promptly: it sees Abort and skips the closure.
+            unsafe { libc::pthread_join(self.native, std::ptr::null_mut()) };
+        }
+    }
+}
+
+/// Spawns `f` on a thread built by `builder` (a shorthand for `builder.spawn(f)`).
+///
+/// # References
+///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
+#[doc(alias = "pthread_create")]
+pub fn spawn<F, T>(builder: Builder, f: F) -> Result<JoinHandle<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    builder.spawn(f)
+}
+
+fn check_name(name: &str) -> Result<CString> {
+    if name.len() > 15 {
+        return Err(Error::invalid(
+            "pthread_setname_np",
+            format!(
+                "thread name {name:?} is {} bytes; Linux allows 15",
+                name.len()
+            ),
+        ));
+    }
+    CString::new(name)
+        .map_err(|_| Error::invalid("pthread_setname_np", "thread name contains a NUL byte"))
+}

@@ -1,0 +1,266 @@
+//! Placing threads under the server, and the handle that reads their state.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::params::{SporadicParams, CALL};
+use super::server::{server, Command, SERVER};
+use super::shared::{Shared, Snapshot, SporadicStats};
+use super::state::{Level, Replenishment, SporadicState};
+use crate::sched::cputime::CpuClock;
+use crate::sched::{JoinHandle, Priority, Tid};
+use crate::sys::timer as st;
+use crate::{Error, ErrorKind, Result};
+
+/// A thread placed under the sporadic server (by [`serve`], [`serve_handle`] or
+/// [`Builder::sporadic`](crate::sched::Builder::sporadic)).
+///
+/// Dropping one that [`serve`] or [`serve_handle`] returned stops serving: the thread
+/// keeps the priority it has at that moment. Drop it before the thread ends: the
+/// server only notices an ended thread at its next step, and the kernel may give the
+/// tid to a new thread. A thread spawned with `Builder::sporadic` is served until its
+/// closure returns, whether its `JoinHandle` is kept or not.
+pub struct Served {
+    shared: Arc<Shared>,
+    /// Whether dropping the handle ends the service (not for `Builder::sporadic`,
+    /// whose thread leaves the server itself when its closure ends).
+    owned: bool,
+}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Served")
+            .field("tid", &self.shared.tid)
+            .field("params", &self.shared.params)
+            .field("normal_priority", &self.shared.normal_priority)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Served {
+    /// The served thread.
+    pub fn tid(&self) -> Tid {
+        self.shared.tid
+    }
+
+    /// Its sporadic parameters.
+    pub fn params(&self) -> SporadicParams {
+        self.shared.params
+    }
+
+    /// Its normal priority (`sched_priority`).
+    pub fn normal_priority(&self) -> i32 {
+        self.shared.normal_priority
+    }
+
+    /// Whether the server still serves it (false once the thread ended).
+    pub fn is_served(&self) -> bool {
+        !self.shared.gone.load(Ordering::Acquire)
+    }
+
+    /// The level the server has put it at.
+    pub fn level(&self) -> Level {
+        if self.shared.snap.read().normal {
+            Level::Normal
+        } else {
+            Level::Low
+        }
+    }
+
+    /// The available budget now: the budget as of the server's last step minus what
+    /// the thread consumed at the normal priority since (read from its CPU clock).
+    /// `NotFound` once the thread has ended.
+    pub fn remaining_budget(&self) -> Result<Duration> {
+        let v = self.shared.snap.read();
+        if !v.active {
+            return Ok(v.capacity);
+        }
+        let cpu = self.shared.clock.now()?;
+        Ok(v.capacity.saturating_sub(cpu.saturating_sub(v.cpu_mark)))
+    }
+
+    /// The pending replenishments, earliest first (times on `CLOCK_MONOTONIC`).
+    pub fn pending_replenishments(&self) -> Vec<Replenishment> {
+        self.shared.snap.read().pending
+    }
+
+    /// The server's counters for this thread.
+    pub fn stats(&self) -> SporadicStats {
+        let s = &self.shared;
+        let r = Ordering::Relaxed;
+        SporadicStats {
+            exhaustions: s.exhaustions.load(r),
+            replenishments: s.replenishments.load(r),
+            switches: s.switches.load(r),
+            max_overrun: Duration::from_nanos(s.max_overrun.load(r)),
+            total_overrun: Duration::from_nanos(s.total_overrun.load(r)),
+        }
+    }
+
+    /// The error of the server's last failed priority switch of this thread, or of
+    /// the creation of its timers (then [`is_served`](Self::is_served) is false).
+    pub fn last_error(&self) -> Option<Error> {
+        match self.shared.timer_errno.load(Ordering::Relaxed) {
+            0 => match self.shared.last_errno.load(Ordering::Relaxed) {
+                0 => None,
+                e => Some(Error::from_errno("sched_setscheduler", e)),
+            },
+            e => Some(Error::from_errno("timer_create", e)),
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.owned {
+            unserve(self.shared.tid);
+        }
+    }
+}
+
+/// Takes `tid` off the server.
+fn unserve(tid: Tid) {
+    served_set().remove(&tid.as_raw());
+    if let Some(s) = SERVER.get() {
+        s.send(Command::Remove(tid));
+    }
+}
+
+static SERVED: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+
+struct ServedSet(std::sync::MutexGuard<'static, Option<HashSet<i32>>>);
+
+impl ServedSet {
+    fn remove(&mut self, tid: &i32) {
+        if let Some(s) = self.0.as_mut() {
+            s.remove(tid);
+        }
+    }
+}
+
+fn served_set() -> ServedSet {
+    ServedSet(SERVED.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Places thread `tid` of this process under the sporadic server: sets it to
+/// `SCHED_FIFO` at `normal_priority` with a full budget (its activation is now) and
+/// lets the server enforce `params` from then on.
+///
+/// Errors: parameters that break POSIX's rules are `InvalidInput` with a hint
+/// ([`SporadicParams::validate`]); a tid that is not a thread of this process is
+/// `NotFound`; a thread already served is `Busy`; no privilege for `SCHED_FIFO` is
+/// `PermissionDenied` (CAP_SYS_NICE, RLIMIT_RTPRIO).
+///
+/// # References
+///  - [`sched_setscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setscheduler.html)
+#[doc(alias = "sched_setscheduler")]
+#[doc(alias = "SCHED_SPORADIC")]
+pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<Served> {
+    params.validate(normal_priority)?;
+    let clock = CpuClock::of_thread(tid)?;
+    {
+        let mut set = served_set();
+        let set = set.0.get_or_insert_with(HashSet::new);
+        if !set.insert(tid.as_raw()) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                CALL,
+                format!("thread {tid} is already under the sporadic server"),
+            )
+            .with_hint("drop its Served handle first to change its parameters"));
+        }
+    }
+    let undo = |e: Error| {
+        served_set().remove(&tid.as_raw());
+        e
+    };
+    let srv = server().map_err(undo)?;
+    let normal = Priority::fifo(normal_priority).map_err(undo)?;
+    crate::sched::set_thread_scheduling(tid, normal).map_err(undo)?;
+    let state = SporadicState::new(
+        params,
+        normal_priority,
+        st::monotonic_now(),
+        clock.now().map_err(undo)?,
+    )
+    .map_err(undo)?;
+    let shared = Arc::new(Shared {
+        tid,
+        clock,
+        params,
+        normal_priority,
+        snap: Snapshot::new(),
+        gone: AtomicBool::new(false),
+        last_errno: AtomicI32::new(0),
+        timer_errno: AtomicI32::new(0),
+        exhaustions: AtomicU64::new(0),
+        replenishments: AtomicU64::new(0),
+        switches: AtomicU64::new(0),
+        max_overrun: AtomicU64::new(0),
+        total_overrun: AtomicU64::new(0),
+    });
+    shared.snap.publish(&state);
+    srv.send(Command::Add(Arc::clone(&shared), state));
+    Ok(Served {
+        shared,
+        owned: true,
+    })
+}
+
+/// [`serve`] for a thread spawned with `Builder::sporadic`: it leaves the server when
+/// its closure ends, not when the handle is dropped.
+pub(crate) fn serve_spawned(
+    tid: Tid,
+    params: SporadicParams,
+    normal_priority: i32,
+) -> Result<Served> {
+    let mut s = serve(tid, params, normal_priority)?;
+    s.owned = false;
+    Ok(s)
+}
+
+/// [`serve`] for a thread spawned by [`Builder`](crate::sched::Builder).
+pub fn serve_handle<T>(
+    handle: &JoinHandle<T>,
+    params: SporadicParams,
+    normal_priority: i32,
+) -> Result<Served> {
+    if handle.is_finished() {
+        return Err(Error::new(
+            ErrorKind::NotFound,
+            CALL,
+            format!("thread {} has ended", handle.tid()),
+        ));
+    }
+    serve(handle.tid(), params, normal_priority)
+}
+
+/// Runs `f`, a call that may block, telling the server that the calling thread
+/// blocks before it and woke after it, so that POSIX's block rules apply (what it
+/// consumed since activation is charged and scheduled for replenishment; waking is a
+/// new activation). On a thread that is not served it just runs `f`.
+///
+/// The server cannot see a block by itself; see the [module docs](super).
+pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    let Some(srv) = SERVER.get() else {
+        return f();
+    };
+    let tid = crate::sched::gettid();
+    let me = CpuClock::current_thread();
+    let stamp = || (st::monotonic_now(), me.now().unwrap_or_default());
+    let (now, cpu) = stamp();
+    srv.send(Command::Block(tid, now, cpu));
+    let r = f();
+    let (now, cpu) = stamp();
+    srv.send(Command::Wake(tid, now, cpu));
+    r
+}
+
+/// Stops serving the calling thread if it is served (used when a thread spawned with
+/// [`Builder::sporadic`](crate::sched::Builder::sporadic) returns, so the server never acts
+/// on a tid the kernel may reuse).
+pub(crate) fn leave_current() {
+    unserve(crate::sched::gettid());
+}

@@ -1,0 +1,133 @@
+//! What the server shares with a served thread's handles: counters and a snapshot
+//! of the state under a sequence lock.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::params::{SporadicParams, SS_REPL_MAX};
+use super::state::{Level, Replenishment, SporadicState};
+use crate::sched::cputime::CpuClock;
+use crate::sched::Tid;
+
+/// Counters of a served thread, kept by the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SporadicStats {
+    /// Times the budget ran out.
+    pub exhaustions: u64,
+    /// Replenishments carried out.
+    pub replenishments: u64,
+    /// Priority switches made.
+    pub switches: u64,
+    /// The largest overrun seen at an exhaustion (CPU time past the budget before
+    /// the server demoted the thread).
+    pub max_overrun: Duration,
+    /// The sum of those overruns.
+    pub total_overrun: Duration,
+}
+
+/// What the server publishes for readers, under a sequence lock (the server is the
+/// only writer and never waits for a reader).
+pub(super) struct Snapshot {
+    seq: AtomicU64,
+    normal: AtomicBool,
+    active: AtomicBool,
+    capacity: AtomicU64,
+    cpu_mark: AtomicU64,
+    npending: AtomicUsize,
+    at: [AtomicU64; SS_REPL_MAX],
+    amount: [AtomicU64; SS_REPL_MAX],
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct View {
+    pub(super) normal: bool,
+    pub(super) active: bool,
+    pub(super) capacity: Duration,
+    pub(super) cpu_mark: Duration,
+    pub(super) pending: Vec<Replenishment>,
+}
+
+pub(super) fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Snapshot {
+    pub(super) fn new() -> Snapshot {
+        Snapshot {
+            seq: AtomicU64::new(0),
+            normal: AtomicBool::new(true),
+            active: AtomicBool::new(false),
+            capacity: AtomicU64::new(0),
+            cpu_mark: AtomicU64::new(0),
+            npending: AtomicUsize::new(0),
+            at: std::array::from_fn(|_| AtomicU64::new(0)),
+            amount: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+
+    pub(super) fn publish(&self, s: &SporadicState) {
+        let r = Ordering::Relaxed;
+        let seq = self.seq.load(r);
+        self.seq.store(seq.wrapping_add(1), r);
+        std::sync::atomic::fence(Ordering::Release);
+        self.normal.store(s.level == Level::Normal, r);
+        self.active.store(s.activation.is_some(), r);
+        self.capacity.store(ns(s.capacity), r);
+        self.cpu_mark.store(ns(s.cpu_mark), r);
+        let n = s.pending.len().min(SS_REPL_MAX);
+        for (i, p) in s.pending.iter().take(n).enumerate() {
+            self.at[i].store(ns(p.at), r);
+            self.amount[i].store(ns(p.amount), r);
+        }
+        self.npending.store(n, r);
+        self.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+
+    pub(super) fn read(&self) -> View {
+        let r = Ordering::Relaxed;
+        loop {
+            let s0 = self.seq.load(Ordering::Acquire);
+            if s0 % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let n = self.npending.load(r).min(SS_REPL_MAX);
+            let v = View {
+                normal: self.normal.load(r),
+                active: self.active.load(r),
+                capacity: Duration::from_nanos(self.capacity.load(r)),
+                cpu_mark: Duration::from_nanos(self.cpu_mark.load(r)),
+                pending: (0..n)
+                    .map(|i| Replenishment {
+                        at: Duration::from_nanos(self.at[i].load(r)),
+                        amount: Duration::from_nanos(self.amount[i].load(r)),
+                    })
+                    .collect(),
+            };
+            std::sync::atomic::fence(Ordering::Acquire);
+            if self.seq.load(r) == s0 {
+                return v;
+            }
+        }
+    }
+}
+
+/// What a served thread shares between the server and its handles.
+pub(super) struct Shared {
+    pub(super) tid: Tid,
+    pub(super) clock: CpuClock,
+    pub(super) params: SporadicParams,
+    pub(super) normal_priority: i32,
+    pub(super) snap: Snapshot,
+    /// The server no longer serves it (removed, or the thread ended).
+    pub(super) gone: AtomicBool,
+    /// The errno of the last failed priority switch (0: none).
+    pub(super) last_errno: AtomicI32,
+    /// The errno with which the server could not create its timers (0: none).
+    pub(super) timer_errno: AtomicI32,
+    pub(super) exhaustions: AtomicU64,
+    pub(super) replenishments: AtomicU64,
+    pub(super) switches: AtomicU64,
+    pub(super) max_overrun: AtomicU64,
+    pub(super) total_overrun: AtomicU64,
+}

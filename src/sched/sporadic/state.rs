@@ -1,0 +1,338 @@
+//! The `SCHED_SPORADIC` rules as a state machine fed with times (no system call).
+
+use std::time::Duration;
+
+use super::params::SporadicParams;
+use crate::Result;
+
+/// The priority a served thread should run at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// `sched_priority`: budget left and fewer than `max_repl` replenishments pending.
+    Normal,
+    /// `sched_ss_low_priority`.
+    Low,
+}
+
+/// A scheduled replenishment: `amount` of budget comes back at `at` (on the
+/// `CLOCK_MONOTONIC` time line the state machine is fed with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Replenishment {
+    /// When it is carried out.
+    pub at: Duration,
+    /// How much budget it gives back.
+    pub amount: Duration,
+}
+
+/// What a step of [`SporadicState`] did, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transition {
+    /// The budget ran out at the normal priority. `consumed` is the CPU time since
+    /// activation, `overrun` how far past the budget the thread got before the step
+    /// saw it.
+    Exhausted {
+        /// CPU time consumed since the activation.
+        consumed: Duration,
+        /// CPU time consumed past the budget.
+        overrun: Duration,
+    },
+    /// A replenishment was scheduled.
+    Scheduled(Replenishment),
+    /// A replenishment was carried out; `budget` is the available budget after it.
+    Replenished {
+        /// The amount added (before the cap at `init_budget`).
+        amount: Duration,
+        /// The budget after it.
+        budget: Duration,
+    },
+    /// The thread must now run at this level.
+    Switched(Level),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Activation {
+    at: Duration,
+    cpu: Duration,
+}
+
+/// The `SCHED_SPORADIC` rules as a state machine fed with times: `now` on
+/// `CLOCK_MONOTONIC` and `cpu`, the served thread's CPU-time clock, both as
+/// [`Duration`]s since the clocks' origins. It performs no system call; the server
+/// feeds it, and tests drive it with made-up times.
+///
+/// A thread placed under the server is taken to be ready at the normal priority:
+/// its activation is the time of [`new`](Self::new). Every step first catches up
+/// with what is due at `now` (exhaustion, then replenishments whose time has come),
+/// and returns the [`Transition`]s in the order they happened.
+///
+/// ```
+/// use std::time::Duration;
+/// use posixrt::sched::sporadic::{Level, Replenishment, SporadicParams, SporadicState};
+///
+/// let ms = Duration::from_millis;
+/// let p = SporadicParams::new(10, ms(10), ms(2), 4);
+/// let mut s = SporadicState::new(p, 50, ms(0), ms(0))?;
+/// s.advance(ms(3), ms(2)); // ran 2 ms of CPU: exhausted
+/// assert_eq!(s.level(), Level::Low);
+/// assert_eq!(s.pending(), [Replenishment { at: ms(10), amount: ms(2) }]);
+/// s.advance(ms(10), ms(2)); // replenished: back to the normal priority
+/// assert_eq!((s.level(), s.remaining(ms(2))), (Level::Normal, ms(2)));
+/// # Ok::<(), posixrt::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SporadicState {
+    pub(super) params: SporadicParams,
+    /// Available budget as of `cpu_mark`.
+    pub(super) capacity: Duration,
+    /// The CPU clock when `capacity` was last brought up to date.
+    pub(super) cpu_mark: Duration,
+    /// Some while the thread is ready or running at the normal priority.
+    pub(super) activation: Option<Activation>,
+    pub(super) level: Level,
+    blocked: bool,
+    /// Sorted by time.
+    pub(super) pending: Vec<Replenishment>,
+}
+
+impl SporadicState {
+    /// A thread placed under the rules at `now` with CPU clock `cpu`: full budget, the
+    /// normal priority, activated now. The parameters are [validated](SporadicParams::validate).
+    pub fn new(
+        params: SporadicParams,
+        normal_priority: i32,
+        now: Duration,
+        cpu: Duration,
+    ) -> Result<SporadicState> {
+        params.validate(normal_priority)?;
+        Ok(SporadicState {
+            params,
+            capacity: params.init_budget,
+            cpu_mark: cpu,
+            activation: Some(Activation { at: now, cpu }),
+            level: Level::Normal,
+            blocked: false,
+            pending: Vec::with_capacity(params.max_repl),
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> SporadicParams {
+        self.params
+    }
+
+    /// The level the thread must run at now.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// Whether the thread is blocked (between [`block`](Self::block) and
+    /// [`wake`](Self::wake)).
+    pub fn is_blocked(&self) -> bool {
+        self.blocked
+    }
+
+    /// The activation time, while the thread is ready or running at the normal
+    /// priority.
+    pub fn activation(&self) -> Option<Duration> {
+        self.activation.map(|a| a.at)
+    }
+
+    /// The pending replenishments, earliest first.
+    pub fn pending(&self) -> &[Replenishment] {
+        &self.pending
+    }
+
+    /// The available budget when the thread's CPU clock reads `cpu` (what it consumed
+    /// at the normal priority since the last step is subtracted).
+    pub fn remaining(&self, cpu: Duration) -> Duration {
+        match self.activation {
+            Some(_) => self
+                .capacity
+                .saturating_sub(cpu.saturating_sub(self.cpu_mark)),
+            None => self.capacity,
+        }
+    }
+
+    /// The CPU-clock value at which the budget runs out, while the thread is active at
+    /// the normal priority (what the CPU-time timer is armed at).
+    pub fn cpu_deadline(&self) -> Option<Duration> {
+        self.activation
+            .map(|_| self.cpu_mark.saturating_add(self.capacity))
+    }
+
+    /// The next time the server must look (`CLOCK_MONOTONIC`): the earliest pending
+    /// replenishment, or the earliest wall time the budget could run out (the CPU clock
+    /// advances at most one second per second), whichever comes first.
+    pub fn next_wakeup(&self, now: Duration, cpu: Duration) -> Option<Duration> {
+        let repl = self.pending.first().map(|r| r.at);
+        let exhaust = self
+            .activation
+            .map(|_| now.saturating_add(self.remaining(cpu)));
+        match (repl, exhaust) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn eligible(&self, cpu: Duration) -> bool {
+        self.remaining(cpu) > Duration::ZERO && self.pending.len() < self.params.max_repl
+    }
+
+    /// Brings the state up to `now`: an exhausted budget demotes the thread, then
+    /// every replenishment due by `now` is carried out (in time order).
+    pub fn advance(&mut self, now: Duration, cpu: Duration) -> Vec<Transition> {
+        let mut out = Vec::new();
+        self.catch_up(now, cpu, &mut out);
+        out
+    }
+
+    /// The thread blocks (at `now`, its CPU clock reading `cpu`). At the normal
+    /// priority, what it consumed since activation is charged and a replenishment of
+    /// it is scheduled at activation + period. The level it will wake at is decided
+    /// now (a [`Transition::Switched`] if it changes).
+    pub fn block(&mut self, now: Duration, cpu: Duration) -> Vec<Transition> {
+        let mut out = Vec::new();
+        self.catch_up(now, cpu, &mut out);
+        if self.blocked {
+            return out;
+        }
+        self.blocked = true;
+        if let Some(act) = self.activation {
+            self.charge(cpu);
+            self.activation = None;
+            self.schedule(act.at, cpu.saturating_sub(act.cpu), now, cpu, &mut out);
+        }
+        self.relevel(cpu, &mut out);
+        out
+    }
+
+    /// The thread woke up (it was made ready at `now`). At the normal priority this is
+    /// its new activation.
+    pub fn wake(&mut self, now: Duration, cpu: Duration) -> Vec<Transition> {
+        let mut out = Vec::new();
+        self.catch_up(now, cpu, &mut out);
+        if !self.blocked {
+            return out;
+        }
+        self.blocked = false;
+        self.cpu_mark = cpu;
+        self.relevel(cpu, &mut out);
+        if self.level == Level::Normal {
+            self.activation = Some(Activation { at: now, cpu });
+        }
+        out
+    }
+
+    /// Subtracts what was consumed at the normal priority since `cpu_mark`.
+    fn charge(&mut self, cpu: Duration) {
+        self.capacity = self.remaining(cpu);
+        self.cpu_mark = cpu;
+    }
+
+    fn set_level(&mut self, level: Level, out: &mut Vec<Transition>) {
+        if self.level != level {
+            self.level = level;
+            out.push(Transition::Switched(level));
+        }
+    }
+
+    /// The level of a thread that is not active at the normal priority.
+    fn relevel(&mut self, cpu: Duration, out: &mut Vec<Transition>) {
+        let l = if self.eligible(cpu) {
+            Level::Normal
+        } else {
+            Level::Low
+        };
+        self.set_level(l, out);
+    }
+
+    fn catch_up(&mut self, now: Duration, cpu: Duration, out: &mut Vec<Transition>) {
+        self.check_exhausted(now, cpu, out);
+        while let Some(r) = self.pending.first().copied() {
+            if r.at > now {
+                break;
+            }
+            self.pending.remove(0);
+            // Carried out late (the server's wake-up latency): the thread is
+            // activated when a kernel would have done it.
+            self.apply(r, r.at, cpu, out);
+            self.check_exhausted(now, cpu, out);
+        }
+    }
+
+    fn check_exhausted(&mut self, now: Duration, cpu: Duration, out: &mut Vec<Transition>) {
+        let Some(act) = self.activation else {
+            return;
+        };
+        let used = cpu.saturating_sub(self.cpu_mark);
+        if used < self.capacity {
+            return;
+        }
+        let overrun = used - self.capacity;
+        let consumed = cpu.saturating_sub(act.cpu);
+        self.capacity = Duration::ZERO;
+        self.cpu_mark = cpu;
+        self.activation = None;
+        out.push(Transition::Exhausted { consumed, overrun });
+        self.set_level(Level::Low, out);
+        self.schedule(act.at, consumed, now, cpu, out);
+    }
+
+    /// Schedules `amount` at `activation + period`; carried out at once if that time
+    /// has passed. A zero amount is not scheduled (it would only take a slot).
+    fn schedule(
+        &mut self,
+        activation: Duration,
+        amount: Duration,
+        now: Duration,
+        cpu: Duration,
+        out: &mut Vec<Transition>,
+    ) {
+        if amount.is_zero() {
+            return;
+        }
+        let r = Replenishment {
+            at: activation.saturating_add(self.params.repl_period),
+            amount,
+        };
+        out.push(Transition::Scheduled(r));
+        if r.at <= now {
+            self.apply(r, now, cpu, out);
+        } else {
+            let i = self.pending.partition_point(|p| p.at <= r.at);
+            self.pending.insert(i, r);
+        }
+    }
+
+    /// Carries out `r`; a thread it lifts from the low priority is activated at
+    /// `activation`.
+    fn apply(
+        &mut self,
+        r: Replenishment,
+        activation: Duration,
+        cpu: Duration,
+        out: &mut Vec<Transition>,
+    ) {
+        self.charge(cpu);
+        self.capacity = self
+            .capacity
+            .saturating_add(r.amount)
+            .min(self.params.init_budget);
+        out.push(Transition::Replenished {
+            amount: r.amount,
+            budget: self.capacity,
+        });
+        if self.activation.is_some() {
+            // Running or ready at the normal priority: keeps its activation.
+            return;
+        }
+        self.relevel(cpu, out);
+        if !self.blocked && self.level == Level::Normal {
+            // Ready at the low priority: to the tail of the normal list.
+            self.activation = Some(Activation {
+                at: activation,
+                cpu,
+            });
+        }
+    }
+}
