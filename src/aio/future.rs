@@ -58,7 +58,7 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
                 "the future already completed",
             )));
         };
-        if let Err(e) = req.inner.ensure_background() {
+        if let Err(e) = req.inner.arm_wakeup() {
             return Poll::Ready(Err(e));
         }
         if check_or_register(req, cx) {
@@ -98,7 +98,7 @@ impl<B: Send + 'static> Future for ListFuture<B> {
             )));
         };
         let inner = std::sync::Arc::clone(&list.aio.inner);
-        if let Err(e) = inner.ensure_background() {
+        if let Err(e) = inner.arm_wakeup() {
             return Poll::Ready(Err(e));
         }
         let mut core = inner.lock();
