@@ -123,7 +123,13 @@ pub(crate) struct Inner {
     /// Aio and Request handles alive; at zero the context shuts down.
     users: AtomicUsize,
     notifier: OnceLock<Notifier>,
-    bg: OnceLock<OwnedFd>,
+    /// The ring's completion eventfd, once registered.
+    efd: OnceLock<OwnedFd>,
+    /// Set once the completion thread runs.
+    bg: OnceLock<()>,
+    /// Per tokio runtime, the reactor registration of the completion eventfd.
+    #[cfg(feature = "tokio")]
+    pub(crate) reactors: super::tokio_reap::Reactors,
     init: Mutex<()>,
 }
 
@@ -221,7 +227,10 @@ impl Inner {
             info,
             users: AtomicUsize::new(0),
             notifier: OnceLock::new(),
+            efd: OnceLock::new(),
             bg: OnceLock::new(),
+            #[cfg(feature = "tokio")]
+            reactors: Default::default(),
             init: Mutex::new(()),
         });
         if workers > 0 {
@@ -360,16 +369,19 @@ impl Inner {
         self.ensure_background()
     }
 
-    pub(crate) fn ensure_background(self: &Arc<Inner>) -> Result<()> {
+    /// The ring's completion eventfd, registered on first use (io_uring only): the
+    /// completion thread reads it, and under the `tokio` feature the runtime's
+    /// reactor watches it, so a future is woken without a helper thread.
+    pub(crate) fn completion_eventfd(&self) -> Result<Option<&OwnedFd>> {
         let Engine::Uring(ring) = &self.engine else {
-            return Ok(());
+            return Ok(None);
         };
-        if self.bg.get().is_some() {
-            return Ok(());
+        if let Some(efd) = self.efd.get() {
+            return Ok(Some(efd));
         }
         let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
-        if self.bg.get().is_some() {
-            return Ok(());
+        if let Some(efd) = self.efd.get() {
+            return Ok(Some(efd));
         }
         let efd = rustix::event::eventfd(0, rustix::event::EventfdFlags::CLOEXEC)
             .map_err(|e| Error::from_errno("eventfd", e.raw_os_error()))?;
@@ -377,6 +389,22 @@ impl Inner {
             Error::from_errno("io_uring_register", e.raw_os_error().unwrap_or(libc::EIO))
                 .with_message("registering the completion eventfd")
         })?;
+        Ok(Some(self.efd.get_or_init(|| efd)))
+    }
+
+    /// Starts the completion thread of an io_uring context (once): it reads the
+    /// completion eventfd and reaps when no waiter is reaping.
+    pub(crate) fn ensure_background(self: &Arc<Inner>) -> Result<()> {
+        if self.bg.get().is_some() {
+            return Ok(());
+        }
+        let Some(efd) = self.completion_eventfd()? else {
+            return Ok(());
+        };
+        let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
+        if self.bg.get().is_some() {
+            return Ok(());
+        }
         let inner = Arc::clone(self);
         let own = efd
             .try_clone()
@@ -388,8 +416,19 @@ impl Inner {
                 Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
                     .with_message("starting the AIO completion thread")
             })?;
-        let _ = self.bg.set(efd);
+        let _ = self.bg.set(());
         Ok(())
+    }
+
+    /// What a future's poll does so that it is woken: under tokio, the runtime's
+    /// reactor watches the completion eventfd (no thread); elsewhere, the
+    /// completion thread.
+    pub(crate) fn arm_wakeup(self: &Arc<Inner>) -> Result<()> {
+        #[cfg(feature = "tokio")]
+        if super::tokio_reap::arm(self) {
+            return Ok(());
+        }
+        self.ensure_background()
     }
 
     /// Waits until `done` holds or `deadline` passes (false). The waiting thread
@@ -551,7 +590,7 @@ impl Inner {
         }
         let deadline = Instant::now() + Duration::from_secs(2);
         let _ = self.wait_until(Some(deadline), |c| c.inflight == 0);
-        if let Some(efd) = self.bg.get() {
+        if let Some(efd) = self.efd.get() {
             let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
         }
     }

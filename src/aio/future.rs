@@ -58,10 +58,17 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
                 "the future already completed",
             )));
         };
-        if let Err(e) = req.inner.ensure_background() {
-            return Poll::Ready(Err(e));
-        }
-        if check_or_register(req, cx) {
+        // Reap first: a request that completed inline needs no wake-up source.
+        // Otherwise the task's waker is in the slot; arm the wake-up source
+        // (reactor or completion thread), then look once more, so a completion
+        // that landed before the source was armed is not missed.
+        let done = check_or_register(req, cx) || {
+            if let Err(e) = req.inner.arm_wakeup() {
+                return Poll::Ready(Err(e));
+            }
+            check_or_register(req, cx)
+        };
+        if done {
             let mut req = self.req.take().expect("checked above");
             Poll::Ready(req.aio_return())
         } else {
@@ -98,7 +105,7 @@ impl<B: Send + 'static> Future for ListFuture<B> {
             )));
         };
         let inner = std::sync::Arc::clone(&list.aio.inner);
-        if let Err(e) = inner.ensure_background() {
+        if let Err(e) = inner.arm_wakeup() {
             return Poll::Ready(Err(e));
         }
         let mut core = inner.lock();

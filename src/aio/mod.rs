@@ -94,6 +94,8 @@ mod op;
 mod request;
 mod suspend;
 mod threads;
+#[cfg(feature = "tokio")]
+mod tokio_reap;
 mod uring;
 
 pub use buf::{IoBuf, IoBufMut};

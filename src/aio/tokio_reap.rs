@@ -1,0 +1,140 @@
+//! Under tokio, futures are woken by the runtime's own reactor, with no helper thread.
+//!
+//! The ring's completion eventfd is registered with the reactor of each tokio runtime
+//! that polls a request future (an [`AsyncFd`] on a `dup` of it). The waker given to
+//! the reactor is not a task's: it is [`Reap`], which, when the eventfd fires, reaps
+//! the completion queue in place and wakes the tasks whose requests completed
+//! (through the wakers they left in their slots). So a completion reaches its task in
+//! the reactor's own turn: no completion thread, no hand-off, no extra syscall when
+//! the CQE is already there (a poll reaps first).
+//!
+//! Arming follows the edge-triggered contract: the registration is re-armed
+//! (readiness cleared until the reactor reports `Pending`) *before* the completion
+//! queue is reaped, so a completion that lands after the reap still fires.
+//!
+//! A poll outside any tokio runtime (another executor) falls back to the completion
+//! thread. Inside a tokio runtime, the runtime must have its I/O driver
+//! (`enable_io` or `enable_all`, as `#[tokio::main]` does), as for any tokio I/O
+//! type: tokio panics when asked to register with a runtime that has none.
+
+use std::os::fd::OwnedFd;
+use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+
+use tokio::io::unix::AsyncFd;
+use tokio::runtime::{Handle, Id};
+
+use super::engine::Inner;
+
+/// The reactor registrations of one context, one per live runtime that polled it.
+#[derive(Default)]
+pub(crate) struct Reactors {
+    list: Mutex<Vec<(Id, Arc<Reap>)>>,
+}
+
+/// One runtime's registration of the completion eventfd; also the waker the
+/// reactor calls when it fires.
+struct Reap {
+    inner: Weak<Inner>,
+    afd: AsyncFd<OwnedFd>,
+}
+
+impl Reap {
+    /// Clears readiness until the reactor would wake `self` on the next
+    /// completion. False if the registration is dead (its runtime shut down).
+    fn rearm(self: &Arc<Self>) -> bool {
+        let waker = Waker::from(Arc::clone(self));
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            match self.afd.poll_read_ready(&mut cx) {
+                Poll::Pending => return true,
+                Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
+                Poll::Ready(Err(_)) => return false,
+            }
+        }
+    }
+}
+
+impl Wake for Reap {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.rearm() {
+            return;
+        }
+        if let Some(inner) = self.inner.upgrade() {
+            let mut core = inner.lock();
+            inner.poll_completions(&mut core);
+            inner.release(core);
+        }
+    }
+}
+
+/// Makes sure the current tokio runtime's reactor wakes `inner`'s futures. False
+/// when there is no usable runtime here (the caller then starts the completion
+/// thread), or when the engine has no eventfd (the thread engine wakes futures
+/// from its workers).
+pub(crate) fn arm(inner: &Arc<Inner>) -> bool {
+    let Ok(handle) = Handle::try_current() else {
+        return false;
+    };
+    let id = handle.id();
+    let reap = {
+        let mut list = inner
+            .reactors
+            .list
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match list.iter().position(|(i, _)| *i == id) {
+            Some(k) => Arc::clone(&list[k].1),
+            None => {
+                let Some(reap) = register(inner) else {
+                    return false;
+                };
+                // A runtime id can be reused once its runtime is gone: drop
+                // registrations whose runtime shut down while we are here.
+                list.retain(|(_, r)| r.rearm());
+                list.push((id, Arc::clone(&reap)));
+                reap
+            }
+        }
+    };
+    if reap.rearm() {
+        return true;
+    }
+    // The runtime with this id is a new one (the old one shut down): register again.
+    let mut list = inner
+        .reactors
+        .list
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    list.retain(|(i, _)| *i != id);
+    match register(inner) {
+        Some(reap) if reap.rearm() => {
+            list.push((id, reap));
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A new registration of the completion eventfd with the current runtime's reactor.
+fn register(inner: &Arc<Inner>) -> Option<Arc<Reap>> {
+    let efd = inner.completion_eventfd().ok()??;
+    let dup = efd.try_clone().ok()?;
+    let afd = register_fd(dup)?;
+    Some(Arc::new(Reap {
+        inner: Arc::downgrade(inner),
+        afd,
+    }))
+}
+
+/// `dup` registered with the current runtime's reactor, for readability.
+fn register_fd(dup: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
+    // SAFETY: `register_with_interest` needs the fd to stay open and the same for
+    // the AsyncFd's whole life: the AsyncFd owns `dup` (an `OwnedFd`, whose
+    // `as_raw_fd` never changes) and nothing else closes it.
+    unsafe { AsyncFd::register_with_interest(dup, tokio::io::Interest::READABLE) }.ok()
+}
