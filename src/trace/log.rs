@@ -26,7 +26,7 @@ use super::attr::{Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr};
 use super::crc::crc32c;
 use super::event::Event;
 use super::ids::{self, EventId, EventType};
-use super::sys::FieldType;
+use super::schema::FieldType;
 use crate::{Error, ErrorKind, Result};
 
 /// The first 8 bytes of every log.

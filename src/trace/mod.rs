@@ -15,7 +15,7 @@
 //! | `posix_trace_event` | [`event`] |
 //! | `posix_trace_getnext_event`, `_timedgetnext_event`, `_trygetnext_event` | [`Trace::getnext`], [`Trace::timed_getnext`], [`Trace::try_getnext`], [`Trace::events`] |
 //! | `posix_trace_open`, `_rewind`, `_close` | [`TraceLog`] |
-//! | implementation-defined system events | [`sys`]: a catalogue other modules register into |
+//! | implementation-defined system events | [`system_events`]: a catalogue other modules register into ([`schema`]: their payload layouts) |
 //!
 //! ```
 //! use posixrt::trace::{self, EventId, Trace, TraceAttr};
@@ -97,16 +97,28 @@
 mod analysis;
 mod attr;
 pub mod catalog;
+mod control;
 mod crc;
 mod event;
 pub mod export;
+mod flush;
+mod getnext;
+mod handle;
 mod ids;
+mod local;
 mod log;
+mod read;
 mod ring;
+pub mod schema;
 mod set;
+mod slots;
 mod status;
 mod stream;
-pub mod sys;
+pub mod system_events;
+
+/// The old name of [`system_events`], kept while callers move over.
+#[doc(hidden)]
+pub use system_events as sys;
 
 pub use analysis::TraceLog;
 pub use attr::{
@@ -114,14 +126,15 @@ pub use attr::{
     MAX_SYS_PAYLOAD, MIN_STREAM_SIZE, RECORD_HEADER, TRACE_NAME_MAX,
 };
 pub use event::{Event, EventInfo};
+pub use handle::Trace;
 pub use ids::{
     EventId, EventType, FieldDesc, ID_SPACE, TRACE_EVENT_NAME_MAX, TRACE_SYS_EVENT_MAX,
     TRACE_USER_EVENT_MAX,
 };
 pub use log::{LogStatus, MAGIC as LOG_MAGIC, VERSION as LOG_VERSION};
 pub use set::{EventSet, FillWhat, FilterHow};
+pub use slots::TRACE_SYS_MAX;
 pub use status::TraceStatus;
-pub use stream::{Trace, TRACE_SYS_MAX};
 
 /// `posix_trace_event`: records an event with `data` in every running stream of the
 /// process that does not filter `id`; data longer than the stream's maximum data
@@ -139,7 +152,7 @@ pub use stream::{Trace, TRACE_SYS_MAX};
 /// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_event.html)
 #[inline(always)]
 pub fn event(id: EventId, data: &[u8]) {
-    stream::event(id, data)
+    local::event(id, data)
 }
 
 /// `posix_trace_eventid_open`: the process-wide id of a user event name; the same
