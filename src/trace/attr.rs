@@ -17,6 +17,9 @@ pub const MAX_SYS_PAYLOAD: usize = 256;
 pub const MAX_DATA_SIZE_LIMIT: usize = 4096;
 /// Smallest accepted stream size.
 pub const MIN_STREAM_SIZE: usize = 4096;
+/// How often a stream with a log writes what it holds, by default
+/// ([`TraceAttr::set_flush_interval`]).
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What a stream does when it is full (`posix_trace_attr_setstreamfullpolicy`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -75,6 +78,7 @@ pub struct TraceAttr {
     pub(crate) max_data: usize,
     pub(crate) inherit: Inheritance,
     pub(crate) with_log: bool,
+    pub(crate) flush_interval: Duration,
 }
 
 impl Default for TraceAttr {
@@ -97,6 +101,7 @@ impl TraceAttr {
             max_data: 256,
             inherit: Inheritance::CloseForChild,
             with_log: false,
+            flush_interval: DEFAULT_FLUSH_INTERVAL,
         }
     }
 
@@ -265,5 +270,35 @@ impl TraceAttr {
     pub fn set_inheritance(&mut self, i: Inheritance) -> &mut Self {
         self.inherit = i;
         self
+    }
+
+    /// How often, at most, a stream with a log leaves what it holds unwritten
+    /// (default [`DEFAULT_FLUSH_INTERVAL`], 100 ms). A posixrt extension: POSIX
+    /// leaves the timing of writes to the log to the implementation.
+    ///
+    /// The flusher thread writes the stream's records to the log at least this
+    /// often while there are any, so a process that dies without shutting the
+    /// stream down (a kill it cannot catch, a power cut) loses at most this much
+    /// of its trace; process exit and SIGINT, SIGTERM, SIGSEGV and SIGABRT write
+    /// everything (see [`Trace::create_with_log`](super::Trace::create_with_log)).
+    /// These writes add no FLUSH_START / FLUSH_STOP events.
+    pub fn flush_interval(&self) -> Duration {
+        self.flush_interval
+    }
+
+    /// Sets [`flush_interval`](Self::flush_interval).
+    ///
+    /// # Errors
+    /// `InvalidInput` below 1 ms or above 1 hour.
+    pub fn set_flush_interval(&mut self, every: Duration) -> Result<&mut Self> {
+        if every < Duration::from_millis(1) || every > Duration::from_secs(3600) {
+            return Err(Error::invalid(
+                "TraceAttr::set_flush_interval",
+                format!("flush interval {every:?} outside 1 ms ..= 1 h"),
+            )
+            .with_hint("pass an interval between 1 ms and 1 hour (default 100 ms)"));
+        }
+        self.flush_interval = every;
+        Ok(self)
     }
 }

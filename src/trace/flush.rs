@@ -1,21 +1,103 @@
-//! Writing a stream to its log: one flush (take, sort, encode, write) and the
-//! flusher thread that runs them, so traced threads never write files.
+//! One flush of a stream to its log: take what the sub-buffers hold, in
+//! timestamp order, encode it as log records and write it in one sequential write.
+//!
+//! A stream whose writers never move the tail (FLUSH and UNTIL_FULL) is read in
+//! place: the flush merges the sub-buffers by timestamp up to the heads it saw
+//! when it began and encodes each record straight from the ring into the log's
+//! buffer (no event objects, no allocation per event). A LOOP stream, whose
+//! writers overwrite concurrently, goes through the validated reader of `read.rs`.
 
 use std::sync::atomic::Ordering::*;
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::attr::{LogFullPolicy, StreamFullPolicy, RECORD_HEADER};
 use super::event::Event;
 use super::ids::EventId;
 use super::local::control_event;
+use super::log::LogWriter;
+use super::read::is_wopid_cached;
+use super::ring::{Ring, PAD_ID};
 use super::slots::{filtered, lock, set_running};
-use super::stream::Stream;
+use super::stream::{ReaderState, Stream};
 use crate::sys::clock;
 use crate::{Error, Result};
 
+/// Which marks a flush writes around its batch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Marks {
+    /// FLUSH_START and FLUSH_STOP (an explicit flush, or a FLUSH stream's flush).
+    Posix,
+    /// None: a periodic or crash-time write of what the stream holds.
+    Quiet,
+}
+
+/// One sub-buffer being merged: its next record and where its visible part ends.
+struct Cursor<'a> {
+    r: &'a Ring,
+    pos: u64,
+    end: u64,
+    /// First word and ticks of the record at `pos` (valid while `pos < end`).
+    w0: u64,
+    ticks: u64,
+    len: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(r: &'a Ring) -> Cursor<'a> {
+        let end = r.head.0.load(Acquire);
+        let pos = r.tail.0.load(Acquire);
+        let mut c = Cursor {
+            r,
+            pos,
+            end,
+            w0: 0,
+            ticks: 0,
+            len: 0,
+        };
+        c.load();
+        c
+    }
+
+    /// Reads the record at `pos`, skipping padding.
+    #[inline]
+    fn load(&mut self) {
+        while self.pos < self.end {
+            let (w0, ticks, len) = self.r.at(self.pos);
+            if w0 as u16 != PAD_ID {
+                (self.w0, self.ticks, self.len) = (w0, ticks, len);
+                return;
+            }
+            self.pos += len;
+        }
+    }
+
+    #[inline]
+    fn next(&mut self) {
+        self.pos += self.len;
+        self.r.set_tail(self.pos);
+        self.load();
+    }
+
+    #[inline]
+    fn live(&self) -> bool {
+        self.pos < self.end
+    }
+}
+
 impl Stream {
+    /// `posix_trace_flush`, or a FLUSH stream's flush when its writers ask: with
+    /// the FLUSH_START / FLUSH_STOP marks if `explicit` or the policy is FLUSH.
     pub(super) fn flush_now(&self, explicit: bool) -> Result<()> {
+        let marks = if explicit || self.policy == StreamFullPolicy::Flush {
+            Marks::Posix
+        } else {
+            Marks::Quiet
+        };
+        self.flush_with(marks)
+    }
+
+    /// Writes what the stream holds to the log.
+    pub(super) fn flush_with(&self, marks: Marks) -> Result<()> {
         let Some(log) = &self.log else { return Ok(()) };
         self.flushing.store(true, Release);
         let mut st = lock(&self.reader);
@@ -34,40 +116,23 @@ impl Stream {
             prog_address: 0,
             data,
         };
-        let marks = explicit || self.policy == StreamFullPolicy::Flush;
+        let marks = marks == Marks::Posix;
         let rings = self.rings_snapshot();
-        // Take at most one full sub-buffer of records per sub-buffer (a record is at
-        // least a header; each ring may add an OVERFLOW/RESUME pair): what is there
-        // and what arrives meanwhile, but writers that keep recording must not keep
-        // one flush going forever, with nothing committed and the queued bytes
-        // growing without bound.
-        let mut budget = st.pending.len() as u64
-            + rings.len() as u64 * (self.cap as u64 / RECORD_HEADER as u64 + 2);
-        let mut batch = Vec::new();
-        while budget > 0 {
-            let Some(e) = self.take_from(&rings, &mut st) else {
-                break;
-            };
-            budget -= 1;
-            batch.push(e);
-        }
-        let n = batch.len() as u64;
-        // The log is written in time order as far as one flush can see: the batch
-        // is sorted by timestamp (stable, so an OVERFLOW stays before the event that
-        // ends its gap; sub-buffers are merged by timestamp already, but a record
-        // published late by its thread can come after a newer one of another
-        // thread), and FLUSH_START goes where its timestamp belongs: after the
-        // events recorded before the flush began, before those recorded during it.
-        batch.sort_by_key(|e| e.timestamp);
-        if marks && !filtered(self.slot, EventId::FLUSH_START.0) {
-            let at = batch.partition_point(|e| e.timestamp <= now);
-            batch.insert(at, mark(EventId::FLUSH_START, Vec::new()));
-        }
-        // Every name an event of the batch uses was registered before it was taken.
-        w.sync_types();
-        for e in &batch {
-            w.push(e);
-        }
+        let start = marks && !filtered(self.slot, EventId::FLUSH_START.0);
+        let n = if self.policy == StreamFullPolicy::Loop || !st.pending.is_empty() {
+            self.flush_events(
+                &rings,
+                &mut st,
+                &mut w,
+                start.then(|| mark(EventId::FLUSH_START, Vec::new())),
+            )
+        } else {
+            // Every name an event of the batch uses was registered before the
+            // event was recorded, so before the heads were read.
+            let curs: Vec<Cursor<'_>> = rings.iter().map(|r| Cursor::new(r)).collect();
+            w.sync_types();
+            self.flush_raw(curs, &mut w, start.then_some((now.as_nanos() as u64, tid)))
+        };
         for r in self.rings_snapshot() {
             r.flush_asked.store(false, Relaxed);
         }
@@ -105,28 +170,127 @@ impl Stream {
         }
         Ok(())
     }
-}
 
-pub(super) fn flusher(s: Arc<Stream>) {
-    // Writers never wake anyone (no syscall on the recording path): poll. Idle, every
-    // 2 ms; while writers keep asking for flushes, every 100 µs, since a sub-buffer
-    // fills in well under a millisecond at full recording rate.
-    const IDLE: Duration = Duration::from_millis(2);
-    const BUSY: Duration = Duration::from_micros(100);
-    let mut nap = IDLE;
-    loop {
-        if !s.flush_req.load(Acquire) {
-            let g = lock(&s.wake.0);
-            let _ = s.wake.1.wait_timeout(g, nap);
+    /// The validated path (LOOP streams, or events a reader left pending): takes
+    /// the events, sorts them and queues them. Returns how many it queued.
+    fn flush_events(
+        &self,
+        rings: &[&Ring],
+        st: &mut ReaderState,
+        w: &mut LogWriter,
+        start: Option<Event>,
+    ) -> u64 {
+        // Take at most one full sub-buffer of records per sub-buffer (a record is at
+        // least a header; each ring may add an OVERFLOW/RESUME pair): what is there
+        // and what arrives meanwhile, but writers that keep recording must not keep
+        // one flush going forever, with nothing committed and the queued bytes
+        // growing without bound.
+        let mut budget = st.pending.len() as u64
+            + rings.len() as u64 * (self.cap as u64 / RECORD_HEADER as u64 + 2);
+        let mut batch = Vec::new();
+        while budget > 0 {
+            let Some(e) = self.take_from(rings, st) else {
+                break;
+            };
+            budget -= 1;
+            batch.push(e);
         }
-        if s.stop_flusher.load(Acquire) {
-            return;
+        let n = batch.len() as u64;
+        // The log is written in time order as far as one flush can see: the batch
+        // is sorted by timestamp (stable, so an OVERFLOW stays before the event that
+        // ends its gap; sub-buffers are merged by timestamp already, but a record
+        // published late by its thread can come after a newer one of another
+        // thread), and FLUSH_START goes where its timestamp belongs: after the
+        // events recorded before the flush began, before those recorded during it.
+        batch.sort_by_key(|e| e.timestamp);
+        if let Some(m) = start {
+            let at = batch.partition_point(|e| e.timestamp <= m.timestamp);
+            batch.insert(at, m);
         }
-        if s.flush_req.swap(false, AcqRel) {
-            let _ = s.flush_now(false);
-            nap = BUSY;
-        } else {
-            nap = (nap * 2).min(IDLE);
+        // Every name an event of the batch uses was registered before it was taken.
+        w.sync_types();
+        for e in &batch {
+            w.push(e);
         }
+        n
+    }
+
+    /// The in-place path: merges the sub-buffers by timestamp up to the heads
+    /// read when the flush began, encoding each record straight into the log's
+    /// buffer. `start` is FLUSH_START's time (ns) and the flushing thread's tid.
+    /// Returns how many events it queued (OVERFLOW and RESUME included).
+    fn flush_raw(
+        &self,
+        mut curs: Vec<Cursor<'_>>,
+        w: &mut LogWriter,
+        mut start: Option<(u64, u32)>,
+    ) -> u64 {
+        let mut n = 0u64;
+        let mut data = Vec::with_capacity(4096);
+        loop {
+            let mut best: Option<usize> = None;
+            for (i, c) in curs.iter().enumerate() {
+                if c.live() && best.is_none_or(|b| c.ticks < curs[b].ticks) {
+                    best = Some(i);
+                }
+            }
+            let Some(b) = best else { break };
+            let c = &mut curs[b];
+            let ns = clock::to_ns(c.ticks);
+            if let Some((at, tid)) = start {
+                if ns > at {
+                    w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
+                    start = None;
+                }
+            }
+            let w0 = c.w0;
+            if (w0 >> 30) & 1 != 0 {
+                // The writer dropped events just before this one.
+                n += self.loss_records(c.r, ns, w);
+            }
+            let id = w0 as u16;
+            let pid = if id < super::ids::USER_BASE && is_wopid_cached(EventId(id)) {
+                0
+            } else {
+                self.pid
+            };
+            data.clear();
+            c.r.data_into(c.pos, w0, &mut data);
+            w.push_record(id, (w0 >> 31) & 1 != 0, pid, (w0 >> 32) as u32, ns, &data);
+            n += 1;
+            c.next();
+        }
+        if let Some((at, tid)) = start {
+            w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
+        }
+        // Losses after a sub-buffer's last record (a FLUSH writer still dropping,
+        // or stopped while dropping) are reported at the end.
+        let now = clock::to_ns(clock::ticks());
+        for c in &curs {
+            n += self.loss_records(c.r, now, w);
+        }
+        n
+    }
+
+    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` not yet
+    /// reported; returns how many records it queued.
+    fn loss_records(&self, r: &Ring, ns: u64, w: &mut LogWriter) -> u64 {
+        let lost = r.lost.load(Relaxed);
+        let reported = r.lost_reported.load(Relaxed);
+        if lost <= reported {
+            return 0;
+        }
+        r.lost_reported.store(lost, Relaxed);
+        let mut p = [0u8; 12];
+        p[..8].copy_from_slice(&(lost - reported).to_le_bytes());
+        p[8..].copy_from_slice(&r.tid.to_le_bytes());
+        let mut n = 0;
+        for (id, data) in [(EventId::OVERFLOW, &p[..]), (EventId::RESUME, &[][..])] {
+            if !filtered(self.slot, id.0) {
+                w.push_record(id.0, false, 0, r.tid, ns, data);
+                n += 1;
+            }
+        }
+        n
     }
 }

@@ -5,11 +5,11 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering::*};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::attr::{Inheritance, StreamFullPolicy, TraceAttr};
-use super::flush::flusher;
+use super::flusher;
 use super::local;
 use super::log::{LogStatus, LogWriter};
 use super::slots::{self, lock, set_running, GENS, PID, TRACE_SYS_MAX};
@@ -154,7 +154,6 @@ impl Trace {
             }),
             log: writer,
             flusher: Mutex::new(None),
-            wake: (Mutex::new(0), Condvar::new()),
             stop_flusher: AtomicBool::new(false),
             lost_acked: AtomicU64::new(0),
         });
@@ -164,7 +163,7 @@ impl Trace {
             let s2 = Arc::clone(&s);
             let h = std::thread::Builder::new()
                 .name("posixrt-trace-flush".into())
-                .spawn(move || flusher(s2))
+                .spawn(move || flusher::run(s2))
                 .map_err(|e| {
                     Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
                 })?;
@@ -213,8 +212,7 @@ impl Trace {
         set_running(s.slot, false);
         let mut res = Ok(());
         if s.log.is_some() {
-            s.stop_flusher.store(true, Release);
-            s.wake.1.notify_all();
+            flusher::stop(s);
             if let Some(h) = lock(&s.flusher).take() {
                 let _ = h.join();
             }

@@ -119,29 +119,39 @@ pub(crate) fn type_record(t: &EventType) -> Vec<u8> {
     out
 }
 
-/// Appends one framed event record.
-pub(crate) fn event_record(e: &Event, out: &mut Vec<u8>) {
-    let data = &e.data[..e.data.len().min(u16::MAX as usize)];
-    // Framed in place: length and checksum are patched in after the body.
+/// Appends one framed event record from its fields (no intermediate [`Event`]).
+#[allow(clippy::too_many_arguments)] // the record's fields
+#[inline]
+pub(crate) fn encode_event(
+    out: &mut Vec<u8>,
+    id: u16,
+    truncated: bool,
+    pid: u32,
+    tid: u32,
+    ts_ns: u64,
+    prog: u64,
+    data: &[u8],
+) {
+    let data = &data[..data.len().min(u16::MAX as usize)];
+    let body_len = EVENT_RECORD_FIXED - 8 + data.len();
     let at = out.len();
-    out.extend_from_slice(&[0u8; 8]);
-    let b = out;
-    b.push(K_EVENT);
-    b.extend_from_slice(&e.id.0.to_le_bytes());
-    b.push(e.truncated as u8);
-    b.extend_from_slice(&e.pid.to_le_bytes());
-    b.extend_from_slice(&e.tid.to_le_bytes());
-    b.extend_from_slice(&(e.timestamp.as_nanos() as u64).to_le_bytes());
-    b.extend_from_slice(&e.prog_address.to_le_bytes());
-    b.extend_from_slice(&(data.len() as u16).to_le_bytes());
-    b.extend_from_slice(data);
-    let body = &b[at + 8..];
-    let (len, crc) = (
-        (body.len() as u32).to_le_bytes(),
-        crc32c(body).to_le_bytes(),
-    );
-    b[at..at + 4].copy_from_slice(&len);
-    b[at + 4..at + 8].copy_from_slice(&crc);
+    out.reserve(8 + body_len);
+    // Framed in place: length and checksum are patched in after the body.
+    out.extend_from_slice(&(body_len as u32).to_le_bytes());
+    out.extend_from_slice(&[0u8; 4]);
+    let mut fixed = [0u8; EVENT_RECORD_FIXED - 8];
+    fixed[0] = K_EVENT;
+    fixed[1..3].copy_from_slice(&id.to_le_bytes());
+    fixed[3] = truncated as u8;
+    fixed[4..8].copy_from_slice(&pid.to_le_bytes());
+    fixed[8..12].copy_from_slice(&tid.to_le_bytes());
+    fixed[12..20].copy_from_slice(&ts_ns.to_le_bytes());
+    fixed[20..28].copy_from_slice(&prog.to_le_bytes());
+    fixed[28..30].copy_from_slice(&(data.len() as u16).to_le_bytes());
+    out.extend_from_slice(&fixed);
+    out.extend_from_slice(data);
+    let crc = crc32c(&out[at + 8..]).to_le_bytes();
+    out[at + 4..at + 8].copy_from_slice(&crc);
 }
 
 /// The loss and fullness counters written at shutdown.
@@ -177,8 +187,11 @@ pub(crate) struct LogWriter {
     preamble: Vec<u8>,
     types_seen: Vec<bool>,
     names_gen: usize,
-    /// Event records kept in memory for LOOP (to rewrite the newest ones).
-    kept: VecDeque<Vec<u8>>,
+    /// Event records kept in memory for LOOP (to rewrite the newest ones): their
+    /// bytes back to back from `kept_start`, and each one's length, oldest first.
+    kept: Vec<u8>,
+    kept_start: usize,
+    kept_lens: VecDeque<u32>,
     kept_bytes: u64,
     event_bytes: u64,
     pending: Vec<u8>,
@@ -207,7 +220,9 @@ impl LogWriter {
             preamble,
             types_seen: vec![false; ids::ID_SPACE],
             names_gen: usize::MAX,
-            kept: VecDeque::new(),
+            kept: Vec::new(),
+            kept_start: 0,
+            kept_lens: VecDeque::new(),
             kept_bytes: 0,
             event_bytes: 0,
             pending,
@@ -244,12 +259,30 @@ impl LogWriter {
 
     /// Queues one event; returns whether the log kept it.
     pub(crate) fn push(&mut self, e: &Event) -> bool {
-        let mut rec = Vec::new();
-        event_record(e, &mut rec);
-        let n = rec.len() as u64;
+        self.push_record(
+            e.id.0,
+            e.truncated,
+            e.pid,
+            e.tid,
+            e.timestamp.as_nanos() as u64,
+            &e.data,
+        )
+    }
+
+    /// Queues one event from its fields; returns whether the log kept it.
+    pub(crate) fn push_record(
+        &mut self,
+        id: u16,
+        truncated: bool,
+        pid: u32,
+        tid: u32,
+        ts_ns: u64,
+        data: &[u8],
+    ) -> bool {
+        let n = (EVENT_RECORD_FIXED + data.len().min(u16::MAX as usize)) as u64;
         match self.policy {
             LogFullPolicy::Append => {
-                self.pending.extend_from_slice(&rec);
+                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
             }
             LogFullPolicy::UntilFull => {
                 if self.full {
@@ -259,23 +292,24 @@ impl LogWriter {
                 }
                 let stop_size = (EVENT_RECORD_FIXED + 4) as u64;
                 if self.event_bytes + n + stop_size > self.size {
-                    let stop = Event {
-                        id: EventId::STOP,
-                        pid: self.pid,
-                        tid: e.tid,
-                        timestamp: e.timestamp,
-                        truncated: false,
-                        prog_address: 0,
-                        data: 2u32.to_le_bytes().to_vec(),
-                    };
-                    event_record(&stop, &mut self.pending);
+                    let stop = 2u32.to_le_bytes();
+                    encode_event(
+                        &mut self.pending,
+                        EventId::STOP.0,
+                        false,
+                        self.pid,
+                        tid,
+                        ts_ns,
+                        0,
+                        &stop,
+                    );
                     self.event_bytes += stop_size;
                     self.full = true;
                     self.lost += 1;
                     self.overrun = true;
                     return false;
                 }
-                self.pending.extend_from_slice(&rec);
+                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
             }
             LogFullPolicy::Loop => {
                 if n > self.size {
@@ -283,22 +317,35 @@ impl LogWriter {
                     self.overrun = true;
                     return false;
                 }
+                let at = self.pending.len();
+                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+                self.kept.extend_from_slice(&self.pending[at..]);
+                self.kept_lens.push_back(n as u32);
                 self.kept_bytes += n;
-                self.pending.extend_from_slice(&rec);
-                self.kept.push_back(rec);
                 while self.kept_bytes > self.size {
-                    if let Some(old) = self.kept.pop_front() {
-                        self.kept_bytes -= old.len() as u64;
-                        self.lost += 1;
-                        self.overrun = true;
-                        self.full = true;
-                        self.rewrite = true;
-                    }
+                    let Some(old) = self.kept_lens.pop_front() else {
+                        break;
+                    };
+                    self.kept_start += old as usize;
+                    self.kept_bytes -= old as u64;
+                    self.lost += 1;
+                    self.overrun = true;
+                    self.full = true;
+                    self.rewrite = true;
+                }
+                if self.kept_start > self.kept.len() / 2 {
+                    self.kept.drain(..self.kept_start);
+                    self.kept_start = 0;
                 }
             }
         }
         self.event_bytes += n;
         true
+    }
+
+    /// Whether bytes wait to be written (names, the header of a new log).
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// Writes what is queued to the file.
@@ -315,9 +362,7 @@ impl LogWriter {
         let limit = self.preamble.len() as u64 + 2 * self.size;
         if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
             let mut all = self.preamble.clone();
-            for r in &self.kept {
-                all.extend_from_slice(r);
-            }
+            all.extend_from_slice(&self.kept[self.kept_start..]);
             // Overwrite in place, then cut: a crash in between leaves the new
             // records first, then a damaged tail the reader reports, rather than
             // an empty file.
@@ -338,6 +383,8 @@ impl LogWriter {
     /// Empties the log of events, keeping header, attributes and names.
     pub(crate) fn clear(&mut self) -> io::Result<()> {
         self.kept.clear();
+        self.kept_start = 0;
+        self.kept_lens.clear();
         self.kept_bytes = 0;
         self.event_bytes = 0;
         self.full = false;

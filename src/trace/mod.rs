@@ -102,6 +102,7 @@ mod crc;
 mod event;
 pub mod export;
 mod flush;
+mod flusher;
 mod getnext;
 mod handle;
 mod ids;
@@ -122,8 +123,8 @@ pub use system_events as sys;
 
 pub use analysis::TraceLog;
 pub use attr::{
-    Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, GEN_VERSION, MAX_DATA_SIZE_LIMIT,
-    MAX_SYS_PAYLOAD, MIN_STREAM_SIZE, RECORD_HEADER, TRACE_NAME_MAX,
+    Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, DEFAULT_FLUSH_INTERVAL, GEN_VERSION,
+    MAX_DATA_SIZE_LIMIT, MAX_SYS_PAYLOAD, MIN_STREAM_SIZE, RECORD_HEADER, TRACE_NAME_MAX,
 };
 pub use event::{Event, EventInfo};
 pub use handle::Trace;

@@ -126,7 +126,7 @@ impl Stream {
 static WOPID: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
 static WOPID_GEN: AtomicU64 = AtomicU64::new(u64::MAX);
 
-fn is_wopid_cached(id: EventId) -> bool {
+pub(super) fn is_wopid_cached(id: EventId) -> bool {
     let g = ids::NAMES_GEN.load(Acquire) as u64;
     if WOPID_GEN.load(Acquire) != g {
         let mut w = [0u64; 2];

@@ -351,6 +351,40 @@ impl Ring {
         }
     }
 
+    /// Reader side, for a stream whose writer never moves the tail (FLUSH and
+    /// UNTIL_FULL): the record at `pos` (`tail <= pos < head`, head loaded with
+    /// Acquire): its first word, its timestamp and its size in bytes. Padding has
+    /// id [`PAD_ID`] and no timestamp.
+    #[inline]
+    pub(crate) fn at(&self, pos: u64) -> (u64, u64, u64) {
+        let w0 = self.word(pos).load(Relaxed);
+        let len = self.len_at(pos, w0);
+        if w0 as u16 == PAD_ID {
+            return (w0, 0, len);
+        }
+        (w0, self.word(pos + 8).load(Relaxed), len)
+    }
+
+    /// Reader side: appends the data of the record at `pos` (first word `w0`) to
+    /// `out`.
+    #[inline]
+    pub(crate) fn data_into(&self, pos: u64, w0: u64, out: &mut Vec<u8>) {
+        let dlen = ((w0 >> 16) & LEN_MASK) as usize;
+        let start = out.len();
+        let mut at = pos + 16;
+        while out.len() - start < dlen {
+            out.extend_from_slice(&self.word(at).load(Relaxed).to_le_bytes());
+            at += 8;
+        }
+        out.truncate(start + dlen);
+    }
+
+    /// Reader side, as [`at`](Self::at): frees the records before `pos`.
+    #[inline]
+    pub(crate) fn set_tail(&self, pos: u64) {
+        self.tail.0.store(pos, Release);
+    }
+
     /// Reader side: drops every record.
     pub(crate) fn clear(&self) {
         loop {

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering::*};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 
 use super::attr::{StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD};
@@ -62,7 +62,6 @@ pub(super) struct Stream {
     pub(super) reader: Mutex<ReaderState>,
     pub(super) log: Option<Mutex<LogWriter>>,
     pub(super) flusher: Mutex<Option<JoinHandle<()>>>,
-    pub(super) wake: (Mutex<u64>, Condvar),
     pub(super) stop_flusher: AtomicBool,
     /// `lost_sum()` when the status was last read (the overrun flag resets).
     pub(super) lost_acked: AtomicU64,

@@ -1,0 +1,146 @@
+//! The end of a process: a hook that runs on the fatal signals SIGINT, SIGTERM,
+//! SIGSEGV and SIGABRT before the signal takes its previous course, and blocking
+//! those signals in a helper thread (so the hook never runs there).
+//!
+//! The handler calls one async-signal-safe hook, then restores the disposition the
+//! signal had before and lets the signal act again: a fault (SIGSEGV raised by the
+//! CPU) re-executes the faulting instruction; any other signal is raised again,
+//! pending until the handler returns. A signal that was ignored when the hook was
+//! installed stays ignored (the hook is not installed for it).
+//!
+//! # References
+//! - [`sigaction`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigaction.html)
+//! - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
+//! - [`raise`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/raise.html)
+//! - [`signal-safety(7)`](https://man7.org/linux/man-pages/man7/signal-safety.7.html)
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::Once;
+
+/// The signals the hook runs on.
+pub(crate) const FATAL: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGSEGV, libc::SIGABRT];
+
+/// The hook (`fn()` as usize; 0: none).
+static HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// The disposition each fatal signal had before ours (written once, before our
+/// handler is installed for that signal; read only by the handler).
+struct Saved(
+    UnsafeCell<[MaybeUninit<libc::sigaction>; 4]>,
+    [AtomicBool; 4],
+);
+
+// SAFETY: each entry is written once, before its `AtomicBool` is set with Release,
+// and only read after that flag is seen with Acquire.
+unsafe impl Sync for Saved {}
+
+static SAVED: Saved = Saved(
+    UnsafeCell::new([const { MaybeUninit::uninit() }; 4]),
+    [const { AtomicBool::new(false) }; 4],
+);
+
+/// Installs `hook` to run on each fatal signal of [`FATAL`] (once per process; a
+/// later call does not replace the first hook). `hook` must be async-signal-safe.
+///
+/// # References
+/// - [`sigaction`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigaction.html)
+pub(crate) fn on_fatal_signal(hook: fn()) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        HOOK.store(hook as usize, Release);
+        for (i, &sig) in FATAL.iter().enumerate() {
+            install(i, sig);
+        }
+    });
+}
+
+fn install(i: usize, sig: i32) {
+    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: queries the current action into a zeroed, properly sized struct.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) } != 0 {
+        return;
+    }
+    // SAFETY: `sigaction` succeeded, so `old` is initialised.
+    let old = unsafe { old.assume_init() };
+    if old.sa_sigaction == libc::SIG_IGN {
+        return; // ignored (nohup, a shell's background job): leave it so
+    }
+    // SAFETY: entry `i` is written only here, once (under the `Once`), before the
+    // handler that reads it exists.
+    unsafe { (*SAVED.0.get())[i].write(old) };
+    SAVED.1[i].store(true, Release);
+    // SAFETY: a zeroed sigaction is valid; we fill the handler, flags and mask.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler as *const () as usize;
+    act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+    // SAFETY: `act.sa_mask` is a valid sigset; `handler` has the SA_SIGINFO
+    // signature and is async-signal-safe.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(sig, &act, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+    let h = HOOK.load(Acquire);
+    if h != 0 {
+        // SAFETY: `HOOK` holds a `fn()` stored by `on_fatal_signal`.
+        let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(h) };
+        f();
+    }
+    let Some(i) = FATAL.iter().position(|&s| s == sig) else {
+        return;
+    };
+    // Back to the previous disposition (the default if we know none).
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+    let mut prev: libc::sigaction = unsafe { std::mem::zeroed() };
+    if SAVED.1[i].load(Acquire) {
+        // SAFETY: the flag says entry `i` was written, and it is never written again.
+        prev = unsafe { (*SAVED.0.get())[i].assume_init_read() };
+    }
+    // SAFETY: restores a disposition read from the kernel; async-signal-safe.
+    unsafe { libc::sigaction(sig, &prev, std::ptr::null_mut()) };
+    // SAFETY: `info` is the kernel's siginfo for this delivery (SA_SIGINFO).
+    let code = if info.is_null() {
+        0
+    } else {
+        unsafe { (*info).si_code }
+    };
+    if sig == libc::SIGSEGV && code > 0 {
+        // A fault: returning re-executes the instruction under `prev`.
+        return;
+    }
+    // Sent (kill, raise, abort): raise it again; it is blocked while this handler
+    // runs and acts under `prev` once it returns.
+    // SAFETY: `raise` is async-signal-safe.
+    unsafe { libc::raise(sig) };
+}
+
+/// Blocks SIGINT, SIGTERM and SIGABRT in the calling thread, so that the
+/// process-directed ones are handled by another thread (SIGSEGV, raised by a fault,
+/// cannot be moved).
+///
+/// # References
+/// - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
+pub(crate) fn block_in_this_thread() {
+    // SAFETY: builds a signal set on the stack and changes only the calling
+    // thread's mask.
+    unsafe {
+        let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+        libc::sigemptyset(set.as_mut_ptr());
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGABRT] {
+            libc::sigaddset(set.as_mut_ptr(), s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
+    }
+}
+
+/// `gettid()` without the per-thread cache: async-signal-safe (one system call).
+///
+/// # References
+/// - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
+pub(crate) fn caller_tid() -> u32 {
+    rustix::thread::gettid().as_raw_nonzero().get() as u32
+}
