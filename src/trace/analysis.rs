@@ -169,10 +169,10 @@ impl TraceLog {
                     return Err(Error::new(
                         ErrorKind::Truncated,
                         "posix_trace_getnext_event",
-                        "log ends without its shutdown record",
+                        "log cut cleanly after its last complete record (no shutdown record)",
                     )
                     .with_hint(
-                        "the writer crashed or is still running; every complete record was read",
+                        "the writer was killed or is still running; every record up to the cut was read",
                     ));
                 }
                 Err(e) => {
