@@ -1535,3 +1535,36 @@ fn log_with_flushes_is_in_time_order() {
     let span = evs.last().unwrap().timestamp - evs[0].timestamp;
     assert!(span >= Duration::from_millis(2), "span {span:?}");
 }
+
+/// A deadline too far ahead for the monotonic clock (a C caller's `{LONG_MAX, 0}`
+/// or `Duration::MAX`) means no limit: no panic, and the reader still gets an event
+/// recorded while it waits.
+#[test]
+fn huge_timeouts_mean_no_limit() {
+    use posixrt::trace::{self, Trace, TraceAttr};
+    use std::time::{Duration, SystemTime};
+
+    let t = std::sync::Arc::new(Trace::create(&TraceAttr::new()).unwrap());
+    let id = trace::eventid_open("limits.late").unwrap();
+    t.start().unwrap();
+    assert_eq!(
+        t.try_getnext().unwrap().unwrap().id,
+        posixrt::trace::EventId::START
+    );
+    let far = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 62);
+    for k in 0..2u8 {
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            trace::event(id, &[k]);
+        });
+        let e = if k == 0 {
+            t.timed_getnext_for(Duration::MAX)
+        } else {
+            t.timed_getnext_realtime(far)
+        };
+        let e = e.unwrap().unwrap();
+        assert_eq!((e.id, e.data.as_slice()), (id, &[k][..]));
+        h.join().unwrap();
+    }
+    t.stop().unwrap();
+}

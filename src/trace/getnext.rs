@@ -45,20 +45,37 @@ impl Trace {
     ///
     /// # Errors
     /// `TimedOut` (ETIMEDOUT) when the deadline passes with no event.
+    ///
+    /// # References
+    /// - [`posix_trace_timedgetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799/functions/posix_trace_getnext_event.html)
+    #[doc(alias = "posix_trace_timedgetnext_event")]
     pub fn timed_getnext(&self, deadline: Instant) -> Result<Option<Event>> {
         self.wait_next(Some(deadline))
     }
 
+    /// `posix_trace_timedgetnext_event` with a timeout relative to now. A timeout
+    /// too large to express as a deadline (`Duration::MAX`, years) means no limit,
+    /// as [`getnext`](Self::getnext).
+    ///
+    /// # Errors
+    /// `TimedOut` (ETIMEDOUT) when the timeout passes with no event.
+    #[doc(alias = "posix_trace_timedgetnext_event")]
+    pub fn timed_getnext_for(&self, timeout: Duration) -> Result<Option<Event>> {
+        self.wait_next(Instant::now().checked_add(timeout))
+    }
+
     /// `posix_trace_timedgetnext_event` with the C API's CLOCK_REALTIME absolute
-    /// deadline (a deadline in the past polls once).
+    /// deadline (a deadline in the past polls once; one too far ahead to express
+    /// on the monotonic clock means no limit).
     ///
     /// # Errors
     /// `TimedOut` (ETIMEDOUT) when the deadline passes with no event.
+    #[doc(alias = "posix_trace_timedgetnext_event")]
     pub fn timed_getnext_realtime(&self, deadline: std::time::SystemTime) -> Result<Option<Event>> {
         let left = deadline
             .duration_since(std::time::SystemTime::now())
             .unwrap_or_default();
-        self.wait_next(Some(Instant::now() + left))
+        self.timed_getnext_for(left)
     }
 
     fn wait_next(&self, deadline: Option<Instant>) -> Result<Option<Event>> {
