@@ -1541,6 +1541,7 @@ fn log_with_flushes_is_in_time_order() {
 /// recorded while it waits.
 #[test]
 fn huge_timeouts_mean_no_limit() {
+    let _g = serial();
     use posixrt::trace::{self, Trace, TraceAttr};
     use std::time::{Duration, SystemTime};
 

@@ -20,6 +20,8 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
+use super::attr::MAX_SYS_PAYLOAD;
+use crate::sys::clock;
 use crate::{Error, Result};
 
 pub(crate) const PAD_ID: u16 = 0xFFFF;
@@ -65,6 +67,12 @@ pub(crate) struct Ring {
     mapped: AtomicBool,
     buf: NonNull<AtomicU64>,
     pub(crate) cap: u64,
+    /// Writer fast path: a record goes straight in while the bytes in use (by the
+    /// cached tail) stay within this (the room left for control events, or half
+    /// the ring for the FLUSH policy, whose writers ask for a flush there).
+    soft: u64,
+    /// Largest user data kept per event (the stream's maximum data size).
+    max_user: usize,
     pub(crate) tid: u32,
 }
 
@@ -109,7 +117,9 @@ pub(crate) fn words_for(len: usize) -> u64 {
 }
 
 impl Ring {
-    pub(crate) fn new(cap: usize, tid: u32) -> Result<Box<Ring>> {
+    /// A ring of `cap` bytes for thread `tid`; `soft` and `max_user` set the
+    /// writer's fast path (see the fields).
+    pub(crate) fn new(cap: usize, tid: u32, soft: u64, max_user: usize) -> Result<Box<Ring>> {
         debug_assert!(cap.is_power_of_two() && cap >= 64);
         Ok(Box::new(Ring {
             head: Padded(AtomicU64::new(0)),
@@ -123,6 +133,8 @@ impl Ring {
             mapped: AtomicBool::new(true),
             buf: map(cap)?,
             cap: cap as u64,
+            soft,
+            max_user,
             tid,
         }))
     }
@@ -225,6 +237,50 @@ impl Ring {
         }
     }
 
+    /// Writer side, the fast path: stores and publishes a record of `data` under
+    /// `id` if it needs nothing special (no truncation, no padding at the end of
+    /// the ring, within the soft limit by the cached tail). Returns `false`,
+    /// having written nothing, otherwise.
+    #[inline(always)]
+    pub(crate) fn put_fast(&self, id: u16, data: &[u8], user: bool) -> bool {
+        let len = data.len();
+        let max = if user { self.max_user } else { MAX_SYS_PAYLOAD };
+        let bytes = 8 * words_for(len);
+        let head = self.head.0.load(Relaxed);
+        let off = head & (self.cap - 1);
+        if len > max
+            || off + bytes > self.cap
+            || head + bytes - self.cached_tail.0.load(Relaxed) > self.soft
+        {
+            return false;
+        }
+        let w0 = id as u64 | (len as u64) << 16 | (self.tid as u64) << 32;
+        let ticks = clock::ticks();
+        self.word(head).store(w0, Relaxed);
+        self.word(head + 8).store(ticks, Relaxed);
+        self.put_data(head + 16, data);
+        self.head.0.store(head + bytes, Release);
+        true
+    }
+
+    /// Stores `data` from `at`, zero-padded to a word.
+    #[inline(always)]
+    fn put_data(&self, mut at: u64, data: &[u8]) {
+        let mut chunks = data.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(at).store(u64::from_le_bytes(w), Relaxed);
+            at += 8;
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.word(at).store(u64::from_le_bytes(w), Relaxed);
+        }
+    }
+
     /// Writer side: stores a record at `head` (room already checked) and publishes it.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the record's fields, on the hot path
@@ -253,20 +309,7 @@ impl Ring {
             | (tid as u64) << 32;
         self.word(head).store(w0, Relaxed);
         self.word(head + 8).store(ticks, Relaxed);
-        let mut at = head + 16;
-        let mut chunks = data.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.word(at).store(u64::from_le_bytes(w), Relaxed);
-            at += 8;
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.word(at).store(u64::from_le_bytes(w), Relaxed);
-        }
+        self.put_data(head + 16, data);
         self.head.0.store(head + bytes, Release);
     }
 

@@ -11,7 +11,7 @@ use super::attr::{StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD};
 use super::event::Event;
 use super::ids::{self, EventId};
 use super::log::LogWriter;
-use super::ring::{Ring, NO_ROOM, ROOM_AFTER_GAP};
+use super::ring::{Ring, NO_ROOM, ROOM, ROOM_AFTER_GAP};
 use super::set::EventSet;
 use super::slots::{filter_words, filtered, is_running, lock, set_running};
 use crate::sys::clock;
@@ -86,7 +86,12 @@ impl Stream {
     }
 
     pub(super) fn add_ring(&self, tid: u32) -> Option<*const Ring> {
-        let ring = Ring::new(self.cap, tid).ok()?;
+        let soft = if self.policy == StreamFullPolicy::Flush {
+            self.cap as u64 / 2
+        } else {
+            self.cap as u64 - self.reserve
+        };
+        let ring = Ring::new(self.cap, tid, soft, self.max_data).ok()?;
         let mut rings = lock(&self.rings);
         let ptr: *const Ring = &*ring;
         rings.push(ring);
@@ -158,7 +163,17 @@ impl Stream {
 
     /// The recording path proper, on the calling thread's own ring.
     #[inline(always)]
-    pub(super) fn write(&self, r: &Ring, tid: u32, id: u16, data: &[u8], force: bool) -> bool {
+    pub(super) fn write(&self, r: &Ring, id: u16, data: &[u8], force: bool) -> bool {
+        if !force && r.put_fast(id, data, id >= ids::USER_BASE) {
+            return true;
+        }
+        self.write_slow(r, r.tid, id, data, force)
+    }
+
+    /// Everything but the fast path: truncation, padding at the end of the ring,
+    /// a full ring, a FLUSH stream's request for a flush, control events.
+    #[inline(never)]
+    fn write_slow(&self, r: &Ring, tid: u32, id: u16, data: &[u8], force: bool) -> bool {
         let max = if id < ids::USER_BASE {
             MAX_SYS_PAYLOAD
         } else {
@@ -178,10 +193,15 @@ impl Stream {
         }
         if self.policy == StreamFullPolicy::Flush
             && head + need - r.cached_tail.0.load(Relaxed) > self.cap as u64 / 2
-            && !r.flush_asked.load(Relaxed)
         {
-            r.flush_asked.store(true, Relaxed);
-            self.flush_req.store(true, Release);
+            if !r.flush_asked.load(Relaxed) {
+                r.flush_asked.store(true, Relaxed);
+                self.flush_req.store(true, Release);
+            } else if room == ROOM && !r.draining.load(Relaxed) {
+                // Past half by the cached tail: look at the real one, so that once
+                // the flusher has freed space the fast path takes over again.
+                r.cached_tail.0.store(r.tail.0.load(Acquire), Relaxed);
+            }
         }
         r.put(
             head,
