@@ -22,6 +22,30 @@ use super::stream::{ReaderState, Stream};
 use crate::sys::clock;
 use crate::{Error, Result};
 
+/// Ticks to ns of CLOCK_MONOTONIC for one flush: `clock::to_ns` at a base point
+/// and its slope, so each record costs a multiply instead of a clock read (the
+/// conversion refines its calibration against the clock).
+struct TickConv {
+    t: u64,
+    ns: u64,
+    mult: i128,
+}
+
+impl TickConv {
+    fn new(base: u64) -> TickConv {
+        let ns = clock::to_ns(base);
+        // `to_ns` is `m0 + (d * mult) >> 32`: one 2^32-tick step adds `mult` exactly.
+        let mult = clock::to_ns(base.wrapping_add(1 << 32)) as i128 - ns as i128;
+        TickConv { t: base, ns, mult }
+    }
+
+    #[inline]
+    fn ns(&self, t: u64) -> u64 {
+        let d = t.wrapping_sub(self.t) as i64 as i128;
+        (self.ns as i128 + ((d * self.mult) >> 32)).max(0) as u64
+    }
+}
+
 /// Which marks a flush writes around its batch.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Marks {
@@ -72,9 +96,13 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    fn next(&mut self) {
+    fn next(&mut self, taken: u64) {
         self.pos += self.len;
-        self.r.set_tail(self.pos);
+        // Free space in steps, not per record: the writer reads the tail only on
+        // its slow path, and one store per record would keep the line bouncing.
+        if taken % 1024 == 0 {
+            self.r.set_tail(self.pos);
+        }
         self.load();
     }
 
@@ -227,6 +255,8 @@ impl Stream {
     ) -> u64 {
         let mut n = 0u64;
         let mut data = Vec::with_capacity(4096);
+        let base = curs.iter().filter(|c| c.live()).map(|c| c.ticks).min();
+        let conv = TickConv::new(base.unwrap_or_else(clock::ticks));
         loop {
             let mut best: Option<usize> = None;
             for (i, c) in curs.iter().enumerate() {
@@ -236,7 +266,7 @@ impl Stream {
             }
             let Some(b) = best else { break };
             let c = &mut curs[b];
-            let ns = clock::to_ns(c.ticks);
+            let ns = conv.ns(c.ticks);
             if let Some((at, tid)) = start {
                 if ns > at {
                     w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
@@ -246,7 +276,7 @@ impl Stream {
             let w0 = c.w0;
             if (w0 >> 30) & 1 != 0 {
                 // The writer dropped events just before this one.
-                n += self.loss_records(c.r, ns, w);
+                n += self.loss_records(c.r, c.r.lost_at_gap.load(Relaxed), ns, w);
             }
             let id = w0 as u16;
             let pid = if id < super::ids::USER_BASE && is_wopid_cached(EventId(id)) {
@@ -258,24 +288,31 @@ impl Stream {
             c.r.data_into(c.pos, w0, &mut data);
             w.push_record(id, (w0 >> 31) & 1 != 0, pid, (w0 >> 32) as u32, ns, &data);
             n += 1;
-            c.next();
+            c.next(n);
+        }
+        for c in &curs {
+            c.r.set_tail(c.pos);
         }
         if let Some((at, tid)) = start {
             w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
         }
-        // Losses after a sub-buffer's last record (a FLUSH writer still dropping,
-        // or stopped while dropping) are reported at the end.
+        // Losses after a sub-buffer's last record are reported at the end once the
+        // writer stopped dropping, or the stream stopped; a writer still dropping
+        // reports its whole run with the record that ends it (one OVERFLOW per run,
+        // however many flushes it spans).
         let now = clock::to_ns(clock::ticks());
+        let running = self.running();
         for c in &curs {
-            n += self.loss_records(c.r, now, w);
+            if !running || !c.r.draining.load(Relaxed) {
+                n += self.loss_records(c.r, c.r.lost.load(Relaxed), now, w);
+            }
         }
         n
     }
 
-    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` not yet
-    /// reported; returns how many records it queued.
-    fn loss_records(&self, r: &Ring, ns: u64, w: &mut LogWriter) -> u64 {
-        let lost = r.lost.load(Relaxed);
+    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` up to `lost`
+    /// not yet reported; returns how many records it queued.
+    fn loss_records(&self, r: &Ring, lost: u64, ns: u64, w: &mut LogWriter) -> u64 {
         let reported = r.lost_reported.load(Relaxed);
         if lost <= reported {
             return 0;

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
+use super::attr::StreamFullPolicy;
 use super::flush::Marks;
 use super::slots::{lock, TRACE_SYS_MAX};
 use super::stream::Stream;
@@ -131,7 +132,10 @@ pub(super) fn run(s: Arc<Stream>) {
         if s.stop_flusher.load(Acquire) {
             break;
         }
-        let asked = s.flush_req.swap(false, AcqRel);
+        // A FLUSH stream is also written once a sub-buffer holds an eighth of its
+        // size, so writers rarely reach the half where they ask (and drop past
+        // the end).
+        let asked = s.flush_req.swap(false, AcqRel) || s.needs_flush();
         let kicked = k != served;
         let mut due = last.elapsed() >= interval;
         if due && !asked && !kicked && !s.has_unwritten() {
@@ -162,6 +166,16 @@ pub(super) fn run(s: Arc<Stream>) {
 }
 
 impl Stream {
+    /// A FLUSH stream with a sub-buffer an eighth full.
+    fn needs_flush(&self) -> bool {
+        if self.policy != StreamFullPolicy::Flush {
+            return false;
+        }
+        let _st = lock(&self.reader);
+        let eighth = self.cap as u64 / 8;
+        self.rings_snapshot().iter().any(|r| r.used() > eighth)
+    }
+
     /// Whether the stream holds records or log bytes not written yet.
     fn has_unwritten(&self) -> bool {
         {

@@ -102,17 +102,24 @@ pub(crate) fn event(id: EventId, data: &[u8]) {
     }
 }
 
+/// The recording path out of line: the caller inlines only the pass check.
 #[inline(never)]
 fn record_all(id: u16, data: &[u8]) {
-    if id as usize >= ID_SPACE {
-        return;
-    }
-    let mut mask = RUNNING.load(Relaxed);
-    if mask & (mask.wrapping_sub(1)) == 0 {
-        // One running stream: its filter let `id` through (the pass bit is set).
+    let mask = RUNNING.load(Relaxed);
+    if mask & mask.wrapping_sub(1) == 0 {
+        // One running stream (or none left): its filter let `id` through, since
+        // the pass bit is set.
         if mask != 0 {
             record(mask.trailing_zeros() as usize, id, data, false);
         }
+        return;
+    }
+    record_each(mask, id, data);
+}
+
+#[inline(never)]
+fn record_each(mut mask: u32, id: u16, data: &[u8]) {
+    if id as usize >= ID_SPACE {
         return;
     }
     while mask != 0 {
@@ -135,17 +142,16 @@ pub(super) fn control_event(slot: usize, id: EventId, payload: &[u8]) {
 /// Records into one slot's stream. `force` ignores the running bit (control events).
 #[inline(always)]
 fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
-    LOCAL
-        .try_with(|l| {
-            // SAFETY: LOCAL is only touched by its own thread, and `record` is not
-            // re-entered on it: it calls no user code, and the one allocation (a
-            // thread's first event maps its sub-buffer) does not record events
-            // unless a custom global allocator calls `event()`, which the docs of
-            // `trace::event` forbid, as they forbid signal handlers calling it.
-            let l = unsafe { &mut *l.get() };
-            record_local(l, slot, id, data, force)
-        })
-        .unwrap_or(false)
+    let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
+        return false; // the thread is exiting
+    };
+    // SAFETY: LOCAL is only touched by its own thread, and `record` is not
+    // re-entered on it: it calls no user code, and the one allocation (a thread's
+    // first event maps its sub-buffer) does not record events unless a custom
+    // global allocator calls `event()`, which the docs of `trace::event` forbid, as
+    // they forbid signal handlers calling it.
+    let l = unsafe { &mut *l };
+    record_local(l, slot, id, data, force)
 }
 
 #[inline(always)]
@@ -163,7 +169,7 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -
     let mut done = false;
     if gen & 1 == 1 {
         let mut c = l.slots[slot];
-        if c.gen != gen || c.ring.is_null() {
+        if c.gen != gen {
             c = attach_ring(l, slot, gen);
         }
         if !c.ring.is_null() {

@@ -55,6 +55,10 @@ pub(crate) struct Ring {
     /// Writer-private: last tail seen, events lost, flush requested.
     pub(crate) cached_tail: Padded<AtomicU64>,
     pub(crate) lost: AtomicU64,
+    /// Writer side, FLUSH policy: `lost` when the last record ending a run of
+    /// drops was written (a reader reports the run with that record, not the
+    /// drops of a run still going on).
+    pub(crate) lost_at_gap: AtomicU64,
     pub(crate) flush_asked: AtomicBool,
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once
     /// half of it is free.
@@ -111,6 +115,36 @@ impl Drop for Ring {
     }
 }
 
+/// Stores `data` into the words from `at` on, zero-padded to a word.
+///
+/// # Safety
+/// `at` and the `len.div_ceil(8)` words after it are inside a live ring mapping.
+#[inline(always)]
+unsafe fn put_words(at: *const AtomicU64, data: &[u8]) {
+    if let Ok(w) = <[u8; 8]>::try_from(data) {
+        // The common payload (one u64 or two u32): one store.
+        // SAFETY: one word, within the record (the caller's contract).
+        unsafe { (*at).store(u64::from_le_bytes(w), Relaxed) };
+        return;
+    }
+    let mut chunks = data.chunks_exact(8);
+    let mut i = 0;
+    for c in &mut chunks {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        // SAFETY: word `i` is within the record (the caller's contract).
+        unsafe { (*at.add(i)).store(u64::from_le_bytes(w), Relaxed) };
+        i += 1;
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        // SAFETY: as above: the last, partly filled word of the record.
+        unsafe { (*at.add(i)).store(u64::from_le_bytes(w), Relaxed) };
+    }
+}
+
 #[inline(always)]
 pub(crate) fn words_for(len: usize) -> u64 {
     2 + len.div_ceil(8) as u64
@@ -125,6 +159,7 @@ impl Ring {
             head: Padded(AtomicU64::new(0)),
             cached_tail: Padded(AtomicU64::new(0)),
             lost: AtomicU64::new(0),
+            lost_at_gap: AtomicU64::new(0),
             flush_asked: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
@@ -243,22 +278,30 @@ impl Ring {
     /// having written nothing, otherwise.
     #[inline(always)]
     pub(crate) fn put_fast(&self, id: u16, data: &[u8], user: bool) -> bool {
+        // Read once: the stores below go through atomics, after which the
+        // compiler would read the ring's fields again.
+        let (cap, buf, tid) = (self.cap, self.buf, self.tid);
         let len = data.len();
         let max = if user { self.max_user } else { MAX_SYS_PAYLOAD };
         let bytes = 8 * words_for(len);
         let head = self.head.0.load(Relaxed);
-        let off = head & (self.cap - 1);
+        let off = head & (cap - 1);
         if len > max
-            || off + bytes > self.cap
+            || off + bytes > cap
             || head + bytes - self.cached_tail.0.load(Relaxed) > self.soft
         {
             return false;
         }
-        let w0 = id as u64 | (len as u64) << 16 | (self.tid as u64) << 32;
+        let w0 = id as u64 | (len as u64) << 16 | (tid as u64) << 32;
         let ticks = clock::ticks();
-        self.word(head).store(w0, Relaxed);
-        self.word(head + 8).store(ticks, Relaxed);
-        self.put_data(head + 16, data);
+        // SAFETY: `off + bytes <= cap`: every word of the record is inside the
+        // mapping (see `word`), which is live while its writer records.
+        unsafe {
+            let at = buf.as_ptr().add((off / 8) as usize);
+            (*at).store(w0, Relaxed);
+            (*at.add(1)).store(ticks, Relaxed);
+            put_words(at.add(2), data);
+        }
         self.head.0.store(head + bytes, Release);
         true
     }

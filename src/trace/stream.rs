@@ -194,14 +194,22 @@ impl Stream {
         if self.policy == StreamFullPolicy::Flush
             && head + need - r.cached_tail.0.load(Relaxed) > self.cap as u64 / 2
         {
-            if !r.flush_asked.load(Relaxed) {
-                r.flush_asked.store(true, Relaxed);
-                self.flush_req.store(true, Release);
-            } else if room == ROOM && !r.draining.load(Relaxed) {
-                // Past half by the cached tail: look at the real one, so that once
-                // the flusher has freed space the fast path takes over again.
+            if room == ROOM && !r.draining.load(Relaxed) {
+                // Past half by the cached tail: look at the real one first, so that
+                // once the flusher has freed space the fast path takes over again
+                // (while draining, `room` manages the cached tail itself).
                 r.cached_tail.0.store(r.tail.0.load(Acquire), Relaxed);
             }
+            if head + need - r.cached_tail.0.load(Relaxed) > self.cap as u64 / 2
+                && !r.flush_asked.load(Relaxed)
+            {
+                r.flush_asked.store(true, Relaxed);
+                self.flush_req.store(true, Release);
+            }
+        }
+        if room == ROOM_AFTER_GAP {
+            // Published with the record (the head store releases it).
+            r.lost_at_gap.store(r.lost.load(Relaxed), Relaxed);
         }
         r.put(
             head,
