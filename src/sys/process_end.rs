@@ -118,23 +118,29 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
     unsafe { libc::raise(sig) };
 }
 
-/// Blocks SIGINT, SIGTERM and SIGABRT in the calling thread, so that the
-/// process-directed ones are handled by another thread (SIGSEGV, raised by a fault,
-/// cannot be moved).
+/// Runs `f` (which starts a helper thread) with SIGINT, SIGTERM and SIGABRT
+/// blocked in the calling thread, so the thread it starts inherits the mask: those
+/// process-directed signals are then never handled there, not even before the
+/// thread runs its first line. The caller's mask is restored afterwards.
 ///
 /// # References
 /// - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
-pub(crate) fn block_in_this_thread() {
+pub(crate) fn spawn_blocked<R>(f: impl FnOnce() -> R) -> R {
+    let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
     // SAFETY: builds a signal set on the stack and changes only the calling
-    // thread's mask.
+    // thread's mask, saving the previous one into `old`.
     unsafe {
         let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
         libc::sigemptyset(set.as_mut_ptr());
         for s in [libc::SIGINT, libc::SIGTERM, libc::SIGABRT] {
             libc::sigaddset(set.as_mut_ptr(), s);
         }
-        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), old.as_mut_ptr());
     }
+    let r = f();
+    // SAFETY: restores the mask saved above (filled in by the kernel).
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
+    r
 }
 
 /// `gettid()` without the per-thread cache: async-signal-safe (one system call).

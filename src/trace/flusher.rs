@@ -110,20 +110,38 @@ fn install_hooks() {
     });
 }
 
+/// Starts a stream's flusher: registered for the exit and signal hooks at once
+/// (a signal that comes before the thread runs still waits for its first flush),
+/// with the fatal signals blocked from its first instruction.
+pub(super) fn spawn(s: &Arc<Stream>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    install_hooks();
+    let slot = s.slot;
+    FLUSHER_TID[slot].store(0, Release);
+    DONE[slot].store(WAKE[slot].load(Acquire), Release);
+    LOGGED.fetch_or(1 << slot, AcqRel);
+    let s2 = Arc::clone(s);
+    let h = process_end::spawn_blocked(|| {
+        std::thread::Builder::new()
+            .name("posixrt-trace-flush".into())
+            .spawn(move || run(s2))
+    });
+    if h.is_err() {
+        LOGGED.fetch_and(!(1 << slot), AcqRel);
+    }
+    h
+}
+
 /// The flusher thread's body.
-pub(super) fn run(s: Arc<Stream>) {
+fn run(s: Arc<Stream>) {
     // Writers never wake anyone (no syscall on the recording path): poll. Idle,
     // every 2 ms; while writers keep asking for flushes, every 100 µs, since a
     // sub-buffer fills in well under a millisecond at full recording rate.
     const IDLE: Duration = Duration::from_millis(2);
     const BUSY: Duration = Duration::from_micros(100);
-    process_end::block_in_this_thread();
-    install_hooks();
     let slot = s.slot;
     FLUSHER_TID[slot].store(crate::sys::tid::current(), Release);
-    let mut served = WAKE[slot].load(Acquire);
-    DONE[slot].store(served, Release);
-    LOGGED.fetch_or(1 << slot, AcqRel);
+    // Kicks since `spawn` registered the stream are served by the first pass.
+    let mut served = DONE[slot].load(Acquire);
     let interval = s.attr.flush_interval();
     let mut nap = IDLE;
     let mut last = Instant::now();

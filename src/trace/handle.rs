@@ -160,13 +160,19 @@ impl Trace {
         local::publish(slot, Arc::as_ptr(&s));
         GENS[slot].0.store(gen, Release);
         if s.log.is_some() {
-            let s2 = Arc::clone(&s);
-            let h = std::thread::Builder::new()
-                .name("posixrt-trace-flush".into())
-                .spawn(move || flusher::run(s2))
-                .map_err(|e| {
-                    Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                })?;
+            let h = match flusher::spawn(&s) {
+                Ok(h) => h,
+                Err(e) => {
+                    // Nothing recorded yet: take the stream out of its slot again.
+                    slots::retire(slot, gen);
+                    local::unpublish(slot);
+                    slots::release(slot);
+                    return Err(Error::from_errno(
+                        "pthread_create",
+                        e.raw_os_error().unwrap_or(libc::EAGAIN),
+                    ));
+                }
+            };
             *lock(&s.flusher) = Some(h);
         }
         Ok(Trace { s, shut: false })
