@@ -40,11 +40,11 @@ fn args() -> Args {
         json: false,
         events: 1_000_000,
         flush_rate: 12_000_000,
-        flush_secs: 1,
+        flush_secs: 2,
     };
     let mut it = args::Args::new(
         "trace_overhead",
-        "usage: trace_overhead [--json] [--events N (1000..=1000000000, default 1000000)] [--flush-rate EVENTS_PER_S (1000..=1000000000, default 12000000)] [--flush-secs S (1..=60, default 1)]\n\nMeasures ns per trace event (running, stopped, filtered, two threads), the floor (rdtsc + a 24-byte store), the tracing crate with a minimal subscriber, and the sustained rate of a stream with a log.",
+        "usage: trace_overhead [--json] [--events N (1000..=1000000000, default 1000000)] [--flush-rate EVENTS_PER_S (1000..=1000000000, default 12000000)] [--flush-secs S (1..=60, default 2)]\n\nMeasures ns per trace event (running, stopped, filtered, two threads), the floor (rdtsc + a 24-byte store), the tracing crate with a minimal subscriber, and the sustained rate of a stream with a log.",
     );
     while let Some(x) = it.next() {
         match x.as_str() {
