@@ -50,6 +50,10 @@ impl TraceLog {
     /// # Errors
     /// `NotFound`/`PermissionDenied` from `open`; `InvalidInput` for a directory;
     /// `Corrupt` for a file that is not a version-1 log; `Truncated` when even the 16-byte header is cut.
+    ///
+    /// # References
+    /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_open")]
     pub fn open(path: impl AsRef<Path>) -> Result<TraceLog> {
         let p = path.as_ref();
         let f = File::open(p).map_err(|e| {
@@ -66,6 +70,10 @@ impl TraceLog {
     }
 
     /// `posix_trace_open` on an open file.
+    ///
+    /// # References
+    /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_open")]
     pub fn from_file(f: File) -> Result<TraceLog> {
         let reader = RecordReader::open(f)?;
         let mut l = TraceLog {
@@ -108,15 +116,27 @@ impl TraceLog {
     }
 
     /// `posix_trace_rewind`: back to the first event.
+    ///
+    /// # References
+    /// - [`posix_trace_rewind`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_rewind")]
     pub fn rewind(&mut self) -> Result<()> {
         self.done = false;
         self.reader.rewind()
     }
 
     /// `posix_trace_close` (dropping does the same).
+    ///
+    /// # References
+    /// - [`posix_trace_close`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_close")]
     pub fn close(self) {}
 
     /// The stream's attributes, if the log got as far as recording them.
+    ///
+    /// # References
+    /// - [`posix_trace_get_attr`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_attr.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_get_attr")]
     pub fn attr(&self) -> Option<&TraceAttr> {
         self.attr.as_ref()
     }
@@ -157,6 +177,10 @@ impl TraceLog {
     /// # Errors
     /// `Truncated` when the log ends inside a record or without its shutdown record
     /// (returned once; then `Ok(None)`); `Corrupt` for a checksum mismatch.
+    ///
+    /// # References
+    /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_getnext_event")]
     pub fn next_event(&mut self) -> Result<Option<Event>> {
         if self.done {
             return Ok(None);
@@ -192,6 +216,10 @@ impl TraceLog {
     }
 
     /// An iterator over the events; yields the truncation error (if any) last.
+    ///
+    /// # References
+    /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_getnext_event")]
     pub fn events(&mut self) -> impl Iterator<Item = Result<Event>> + '_ {
         std::iter::from_fn(move || self.next_event().transpose())
     }

@@ -17,7 +17,8 @@ impl Trace {
     /// `posix_trace_start`: records START and runs (ignored when running).
     ///
     /// # References
-    /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_start.html)
+    /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html)
+    #[doc(alias = "posix_trace_start")]
     pub fn start(&self) -> Result<()> {
         self.check_owner("posix_trace_start")?;
         let _ctl = lock(&self.s.ctl);
@@ -31,6 +32,10 @@ impl Trace {
     }
 
     /// `posix_trace_stop`: records STOP and suspends (ignored when suspended).
+    ///
+    /// # References
+    /// - [`posix_trace_stop`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_stop")]
     pub fn stop(&self) -> Result<()> {
         self.check_owner("posix_trace_stop")?;
         let _ctl = lock(&self.s.ctl);
@@ -46,6 +51,10 @@ impl Trace {
 
     /// `posix_trace_flush`: writes the stream's events to the log now and frees
     /// their space. Without a log: `InvalidInput`.
+    ///
+    /// # References
+    /// - [`posix_trace_flush`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_flush")]
     pub fn flush(&self) -> Result<()> {
         self.check_owner("posix_trace_flush")?;
         if self.s.log.is_none() {
@@ -57,6 +66,10 @@ impl Trace {
 
     /// `posix_trace_clear`: empties the stream and the log of events, keeping the
     /// service data (attributes, names); resumes an UNTIL_FULL stream.
+    ///
+    /// # References
+    /// - [`posix_trace_clear`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_clear.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_clear")]
     pub fn clear(&self) -> Result<()> {
         self.check_owner("posix_trace_clear")?;
         let st = lock(&self.s.reader);
@@ -78,6 +91,10 @@ impl Trace {
 
     /// `posix_trace_get_attr`: the stream's attributes (with creation time and clock
     /// resolution filled in).
+    ///
+    /// # References
+    /// - [`posix_trace_get_attr`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_attr.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_get_attr")]
     pub fn attr(&self) -> TraceAttr {
         self.s.attr.clone()
     }
@@ -85,7 +102,8 @@ impl Trace {
     /// `posix_trace_get_status`. The overrun flags and the flush error reset when read.
     ///
     /// # References
-    /// - [`posix_trace_get_status`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_get_status.html)
+    /// - [`posix_trace_get_status`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_status.html)
+    #[doc(alias = "posix_trace_get_status")]
     pub fn status(&self) -> TraceStatus {
         let s = &self.s;
         let mut overrun = false;
@@ -133,12 +151,20 @@ impl Trace {
     }
 
     /// `posix_trace_get_filter`: the set of event types not recorded.
+    ///
+    /// # References
+    /// - [`posix_trace_get_filter`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_filter.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_get_filter")]
     pub fn filter(&self) -> EventSet {
         self.s.filter()
     }
 
     /// `posix_trace_set_filter`: changes the filter and records FILTER with the old
     /// and new sets (unless the new filter excludes FILTER itself).
+    ///
+    /// # References
+    /// - [`posix_trace_set_filter`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_filter.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_set_filter")]
     pub fn set_filter(&self, set: &EventSet, how: FilterHow) -> Result<()> {
         self.check_owner("posix_trace_set_filter")?;
         let _ctl = lock(&self.s.ctl);
@@ -158,6 +184,10 @@ impl Trace {
 
     /// `posix_trace_trid_eventid_open`: the id of a user event name (same name, same
     /// id); the unnamed user event past [`TRACE_USER_EVENT_MAX`](super::TRACE_USER_EVENT_MAX).
+    ///
+    /// # References
+    /// - [`posix_trace_trid_eventid_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trid_eventid_open")]
     pub fn eventid_open(&self, name: &str) -> Result<EventId> {
         ids::open_user(name)
     }
@@ -166,6 +196,10 @@ impl Trace {
     ///
     /// # Errors
     /// `InvalidInput` for an id no type has.
+    ///
+    /// # References
+    /// - [`posix_trace_eventid_get_name`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_eventid_get_name")]
     pub fn eventid_name(&self, id: EventId) -> Result<String> {
         ids::name_of(id).ok_or_else(|| {
             Error::invalid(
@@ -178,6 +212,12 @@ impl Trace {
 
     /// `posix_trace_eventtypelist_getnext_id` / `_rewind`: the event types of the
     /// stream, in id order (call again to rewind).
+    ///
+    /// # References
+    /// - [`posix_trace_eventtypelist_getnext_id`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventtypelist_getnext_id.html) (POSIX.1-2008)
+    /// - [`posix_trace_eventtypelist_rewind`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventtypelist_getnext_id.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_eventtypelist_getnext_id")]
+    #[doc(alias = "posix_trace_eventtypelist_rewind")]
     pub fn event_types(&self) -> impl Iterator<Item = ids::EventType> {
         ids::all_types().into_iter()
     }

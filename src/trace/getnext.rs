@@ -11,6 +11,10 @@ use crate::{Error, Result};
 
 impl Trace {
     /// `posix_trace_trygetnext_event`: the oldest unread event, or `None` at once.
+    ///
+    /// # References
+    /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trygetnext_event")]
     pub fn try_getnext(&self) -> Result<Option<Event>> {
         self.check_owner("posix_trace_trygetnext_event")?;
         let e = {
@@ -35,7 +39,8 @@ impl Trace {
     /// the log ([`TraceLog`](super::TraceLog)), or use a second stream without a log.
     ///
     /// # References
-    /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_getnext_event.html)
+    /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html)
+    #[doc(alias = "posix_trace_getnext_event")]
     pub fn getnext(&self) -> Result<Option<Event>> {
         self.wait_next(None)
     }
@@ -47,7 +52,7 @@ impl Trace {
     /// `TimedOut` (ETIMEDOUT) when the deadline passes with no event.
     ///
     /// # References
-    /// - [`posix_trace_timedgetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799/functions/posix_trace_getnext_event.html)
+    /// - [`posix_trace_timedgetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html)
     #[doc(alias = "posix_trace_timedgetnext_event")]
     pub fn timed_getnext(&self, deadline: Instant) -> Result<Option<Event>> {
         self.wait_next(Some(deadline))
@@ -106,6 +111,10 @@ impl Trace {
 
     /// Reads into a caller's buffer without allocating the event's data
     /// (`posix_trace_trygetnext_event` with `data_ptr`/`num_bytes`).
+    ///
+    /// # References
+    /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trygetnext_event")]
     pub fn getnext_into(&self, buf: &mut [u8]) -> Result<Option<EventInfo>> {
         Ok(self.try_getnext()?.map(|e| {
             let n = e.data.len().min(buf.len());
@@ -124,6 +133,10 @@ impl Trace {
 
     /// An iterator over the unread events, oldest first, ending when none is left
     /// (it does not block).
+    ///
+    /// # References
+    /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trygetnext_event")]
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
         std::iter::from_fn(move || self.try_getnext().ok().flatten())
     }

@@ -44,7 +44,8 @@ impl Trace {
     /// policy without a log; `OutOfResources` when [`TRACE_SYS_MAX`] streams exist.
     ///
     /// # References
-    /// - [`posix_trace_create`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_create.html)
+    /// - [`posix_trace_create`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)
+    #[doc(alias = "posix_trace_create")]
     pub fn create(attr: &TraceAttr) -> Result<Trace> {
         Trace::build(attr, None)
     }
@@ -55,6 +56,10 @@ impl Trace {
     /// # Errors
     /// `Unsupported` (with ENOSYS) for another process: tracing another process needs
     /// a shared-memory stream, which this version does not have.
+    ///
+    /// # References
+    /// - [`posix_trace_create`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_create")]
     pub fn create_for_pid(pid: u32, attr: &TraceAttr) -> Result<Trace> {
         if pid != 0 && pid != slots::getpid() {
             return Err(Error::from_errno("posix_trace_create", libc::ENOSYS)
@@ -74,7 +79,8 @@ impl Trace {
     /// FLUSH. A flusher thread writes the log; the traced threads never do.
     ///
     /// # References
-    /// - [`posix_trace_create_withlog`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_create.html)
+    /// - [`posix_trace_create_withlog`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)
+    #[doc(alias = "posix_trace_create_withlog")]
     pub fn create_with_log(attr: &TraceAttr, log: File) -> Result<Trace> {
         Trace::build(attr, Some(log))
     }
@@ -201,7 +207,8 @@ impl Trace {
     /// service records (status, end) and closes it, and frees the stream.
     ///
     /// # References
-    /// - [`posix_trace_shutdown`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_shutdown.html)
+    /// - [`posix_trace_shutdown`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_shutdown.html)
+    #[doc(alias = "posix_trace_shutdown")]
     pub fn shutdown(mut self) -> Result<()> {
         self.do_shutdown()
     }

@@ -75,7 +75,11 @@ impl EventId {
     }
 
     /// `posix_trace_eventid_equal`: whether two ids denote the same type.
+    ///
+    /// # References
+    /// - [`posix_trace_eventid_equal`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
     #[inline]
+    #[doc(alias = "posix_trace_eventid_equal")]
     pub fn equal(self, other: EventId) -> bool {
         self == other
     }

@@ -3,6 +3,12 @@
 //! Linux has no `<trace.h>`; this module is the whole POSIX trace option as a Rust
 //! API, with a recording path near the hardware floor.
 //!
+//! The links to POSIX in this module go to the 2008 edition (Issue 7), not to the
+//! 2024 edition the rest of the crate links: the Trace option was marked
+//! obsolescent in 2008 and POSIX.1-2024 (Issue 8) removed it, so Issue 7 is the
+//! last edition that specifies these functions. Each item carries its C name as a
+//! documentation alias (search the docs for `posix_trace_create`).
+//!
 //! | POSIX | here |
 //! |---|---|
 //! | `trace_attr_t`, `posix_trace_attr_*` | [`TraceAttr`] |
@@ -150,8 +156,9 @@ pub use status::TraceStatus;
 /// thread's first event in a stream allocates its sub-buffer).
 ///
 /// # References
-/// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_event.html)
+/// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_event.html)
 #[inline(always)]
+#[doc(alias = "posix_trace_event")]
 pub fn event(id: EventId, data: &[u8]) {
     local::event(id, data)
 }
@@ -165,12 +172,17 @@ pub fn event(id: EventId, data: &[u8]) {
 /// with NUL.
 ///
 /// # References
-/// - [`posix_trace_eventid_open`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_eventid_open.html)
+/// - [`posix_trace_eventid_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_open.html)
+#[doc(alias = "posix_trace_eventid_open")]
 pub fn eventid_open(name: &str) -> crate::Result<EventId> {
     ids::open_user(name)
 }
 
 /// The name of any event type known to this process.
+///
+/// # References
+/// - [`posix_trace_eventid_get_name`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
+#[doc(alias = "posix_trace_eventid_get_name")]
 pub fn eventid_name(id: EventId) -> Option<String> {
     ids::name_of(id)
 }
