@@ -134,7 +134,7 @@ fn flush_rate(rate: u64, secs: u64) -> Result<(f64, u64), Box<dyn std::error::Er
                         std::thread::sleep(wait);
                     }
                     for i in 0..CHUNK {
-                        trace::event(id, &(k << 48 | c * CHUNK + i).to_le_bytes());
+                        trace::event(id, &((k << 48) | (c * CHUNK + i)).to_le_bytes());
                     }
                 }
                 total_chunks * CHUNK

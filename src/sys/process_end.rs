@@ -102,10 +102,10 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
     }
     // SAFETY: restores a disposition read from the kernel; async-signal-safe.
     unsafe { libc::sigaction(sig, &prev, std::ptr::null_mut()) };
-    // SAFETY: `info` is the kernel's siginfo for this delivery (SA_SIGINFO).
     let code = if info.is_null() {
         0
     } else {
+        // SAFETY: `info` is the kernel's siginfo for this delivery (SA_SIGINFO).
         unsafe { (*info).si_code }
     };
     if sig == libc::SIGSEGV && code > 0 {

@@ -260,7 +260,7 @@ impl Stream {
         loop {
             let mut best: Option<usize> = None;
             for (i, c) in curs.iter().enumerate() {
-                if c.live() && best.is_none_or(|b| c.ticks < curs[b].ticks) {
+                if c.live() && best.map_or(true, |b| c.ticks < curs[b].ticks) {
                     best = Some(i);
                 }
             }
