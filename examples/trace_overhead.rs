@@ -156,6 +156,44 @@ fn flush_rate(rate: u64, secs: u64) -> Result<(f64, u64), Box<dyn std::error::Er
     Ok((written as f64 / took, offered - written))
 }
 
+/// CPU time of the calling thread, in ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to fill; the clock id is a constant.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What one flush costs the thread that runs it, in CPU ns per event: `events`
+/// recorded first (UNTIL_FULL stream large enough for all of them, no periodic
+/// write), then one `flush()` on this thread, timed by its CPU clock, so a busy
+/// machine does not inflate it. 1e9 / this is what a flusher with a CPU of its own
+/// writes per second.
+fn flush_cpu_ns(events: u64) -> Result<f64, Box<dyn std::error::Error>> {
+    let path =
+        std::env::temp_dir().join(format!("trace_overhead-cap-{}.trace", std::process::id()));
+    let mut attr = TraceAttr::new();
+    attr.set_stream_size((events as usize * 24).next_power_of_two())?;
+    attr.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    attr.set_log_full_policy(LogFullPolicy::Append);
+    attr.set_flush_interval(Duration::from_secs(3600))?;
+    let t = Trace::create_with_log(&attr, std::fs::File::create(&path)?)?;
+    let id = trace::eventid_open("overhead.capacity")?;
+    t.start()?;
+    for i in 0..events {
+        trace::event(id, &i.to_le_bytes());
+    }
+    let c0 = thread_cpu_ns();
+    t.flush()?;
+    let ns = (thread_cpu_ns() - c0) as f64 / events as f64;
+    t.shutdown()?;
+    let _ = std::fs::remove_file(&path);
+    Ok(ns)
+}
+
 mod minimal {
     //! The smallest useful `tracing` subscriber: keeps the last u64 field per thread.
     use std::cell::Cell;
@@ -333,6 +371,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         Err(_) => unreachable!("threads joined"),
     }
     let (flush_events_per_s, flush_lost) = flush_rate(a.flush_rate, a.flush_secs)?;
+    let flush_cpu = flush_cpu_ns(a.events.clamp(100_000, 2_000_000))?;
     let load = std::fs::read_to_string("/proc/loadavg")
         .ok()
         .and_then(|l| l.split_whitespace().next().map(str::to_string))
@@ -340,7 +379,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     if a.json {
         println!(
-            "{{\"running_ns\": {running:.2}, \"stopped_ns\": {stopped:.3}, \"filtered_ns\": {filtered:.3}, \"two_thread_speedup\": {speedup:.2}, \"tracing_crate_ns\": {tracing_ns:.2}, \"floor_ns\": {floor:.2}, \"running_over_floor\": {:.3}, \"flush_events_per_s\": {flush_events_per_s:.0}, \"flush_lost\": {flush_lost}, \"flush_offered_per_s\": {}, \"loadavg_1m\": {load}}}",
+            "{{\"running_ns\": {running:.2}, \"stopped_ns\": {stopped:.3}, \"filtered_ns\": {filtered:.3}, \"two_thread_speedup\": {speedup:.2}, \"tracing_crate_ns\": {tracing_ns:.2}, \"floor_ns\": {floor:.2}, \"running_over_floor\": {:.3}, \"flush_events_per_s\": {flush_events_per_s:.0}, \"flush_lost\": {flush_lost}, \"flush_offered_per_s\": {}, \"flush_cpu_ns_per_event\": {flush_cpu:.1}, \"loadavg_1m\": {load}}}",
             running / floor,
             a.flush_rate
         );
@@ -375,6 +414,10 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             flush_events_per_s / 1e6,
             a.flush_rate as f64 / 1e6,
             a.flush_secs
+        );
+        println!(
+            "  one flush          {flush_cpu:8.2} CPU ns/event   ({:.1} M events/s for a flusher with a CPU of its own)",
+            1e3 / flush_cpu
         );
         println!("  load average       {load}");
     }

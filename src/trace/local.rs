@@ -9,7 +9,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, Ordering::*};
 
-use super::ids::{EventId, ID_SPACE};
+use super::ids::{EventId, ID_SPACE, USER_BASE};
 use super::ring::Ring;
 use super::slots::{
     filtered, give_busy, pass_bit, take_busy, writer_fence, Busy, GENS, RUNNING, TRACE_SYS_MAX,
@@ -103,18 +103,53 @@ pub(crate) fn event(id: EventId, data: &[u8]) {
 }
 
 /// The recording path out of line: the caller inlines only the pass check.
+///
+/// Its common case (one running stream, the thread's ring there cached, a record
+/// that fits) makes no call, so it needs no stack frame; anything else goes to
+/// [`record_slow`] before it has written anything.
 #[inline(never)]
 fn record_all(id: u16, data: &[u8]) {
     let mask = RUNNING.load(Relaxed);
-    if mask & mask.wrapping_sub(1) == 0 {
-        // One running stream (or none left): its filter let `id` through, since
-        // the pass bit is set.
-        if mask != 0 {
-            record(mask.trailing_zeros() as usize, id, data, false);
-        }
-        return;
+    if mask == 0 || mask & mask.wrapping_sub(1) != 0 {
+        // None left, or several: each stream's filter decides.
+        return record_each(mask, id, data);
     }
-    record_each(mask, id, data);
+    // One running stream: its filter let `id` through, since the pass bit is set.
+    let slot = mask.trailing_zeros() as usize & (TRACE_SYS_MAX - 1);
+    let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
+        return; // the thread is exiting
+    };
+    // SAFETY: LOCAL is only touched by its own thread, never re-entrantly (see
+    // `record`); this reads a copy of two of its fields.
+    let (busy, c) = unsafe { ((*l).busy, (*l).slots[slot]) };
+    if busy.is_null() || c.ring.is_null() {
+        return record_slow(slot, id, data);
+    }
+    // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
+    let busy = unsafe { &*busy };
+    busy.0.store(1, Relaxed);
+    writer_fence();
+    // The busy protocol of `record_local`: the generation is checked after `busy`
+    // is set, so the cached ring is alive until `busy` is cleared.
+    if GENS[slot].0.load(Relaxed) == c.gen {
+        // SAFETY: the cached generation is live and unchanged since `busy` was
+        // set, so the ring is alive until `busy` is cleared.
+        let r = unsafe { &*c.ring };
+        if r.put_fast(id, data, id >= USER_BASE) {
+            busy.0.store(0, Release);
+            return;
+        }
+    }
+    busy.0.store(0, Release);
+    record_slow(slot, id, data)
+}
+
+/// [`record_all`]'s general case for one slot: first event of the thread, a new
+/// stream in the slot, a record the fast path does not take.
+#[cold]
+#[inline(never)]
+fn record_slow(slot: usize, id: u16, data: &[u8]) {
+    record(slot, id, data, false);
 }
 
 #[inline(never)]
