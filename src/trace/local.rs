@@ -9,7 +9,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicPtr, Ordering::*};
 
-use super::ids::{EventId, ID_SPACE, USER_BASE};
+use super::ids::{EventId, ID_SPACE};
 use super::ring::Ring;
 use super::slots::{
     filtered, give_busy, pass_bit, take_busy, writer_fence, Busy, GENS, RUNNING, TRACE_SYS_MAX,
@@ -135,7 +135,7 @@ fn record_all(id: u16, data: &[u8]) {
         // SAFETY: the cached generation is live and unchanged since `busy` was
         // set, so the ring is alive until `busy` is cleared.
         let r = unsafe { &*c.ring };
-        if r.put_fast(id, data, id >= USER_BASE) {
+        if r.put_fast(id, data) {
             busy.0.store(0, Release);
             return;
         }

@@ -20,7 +20,6 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
-use super::attr::MAX_SYS_PAYLOAD;
 use crate::sys::clock;
 use crate::{Error, Result};
 
@@ -75,8 +74,11 @@ pub(crate) struct Ring {
     /// cached tail) stay within this (the room left for control events, or half
     /// the ring for the FLUSH policy, whose writers ask for a flush there).
     soft: u64,
-    /// Largest user data kept per event (the stream's maximum data size).
-    max_user: usize,
+    /// Most data the fast path takes: 8 bytes, or the stream's maximum data size
+    /// if smaller (longer data, or a user event to truncate, takes the slow path).
+    fast_max: usize,
+    /// The clock is the TSC: the fast path reads it directly.
+    tsc: bool,
     pub(crate) tid: u32,
 }
 
@@ -115,33 +117,25 @@ impl Drop for Ring {
     }
 }
 
-/// Stores `data` into the words from `at` on, zero-padded to a word.
-///
-/// # Safety
-/// `at` and the `len.div_ceil(8)` words after it are inside a live ring mapping.
+/// Up to 8 bytes as a little-endian word, zero above their length, without a
+/// call (two overlapping loads for 2..8 bytes).
 #[inline(always)]
-unsafe fn put_words(at: *const AtomicU64, data: &[u8]) {
-    if let Ok(w) = <[u8; 8]>::try_from(data) {
-        // The common payload (one u64 or two u32): one store.
-        // SAFETY: one word, within the record (the caller's contract).
-        unsafe { (*at).store(u64::from_le_bytes(w), Relaxed) };
-        return;
-    }
-    let mut chunks = data.chunks_exact(8);
-    let mut i = 0;
-    for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        // SAFETY: word `i` is within the record (the caller's contract).
-        unsafe { (*at.add(i)).store(u64::from_le_bytes(w), Relaxed) };
-        i += 1;
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        // SAFETY: as above: the last, partly filled word of the record.
-        unsafe { (*at.add(i)).store(u64::from_le_bytes(w), Relaxed) };
+fn small_word(d: &[u8]) -> u64 {
+    let n = d.len();
+    if n >= 8 {
+        u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+    } else if n >= 4 {
+        let lo = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as u64;
+        let hi = u32::from_le_bytes([d[n - 4], d[n - 3], d[n - 2], d[n - 1]]) as u64;
+        lo | hi << (8 * (n - 4))
+    } else if n >= 2 {
+        let lo = u16::from_le_bytes([d[0], d[1]]) as u64;
+        let hi = u16::from_le_bytes([d[n - 2], d[n - 1]]) as u64;
+        lo | hi << (8 * (n - 2))
+    } else if n == 1 {
+        d[0] as u64
+    } else {
+        0
     }
 }
 
@@ -169,7 +163,8 @@ impl Ring {
             buf: map(cap)?,
             cap: cap as u64,
             soft,
-            max_user,
+            fast_max: max_user.min(8),
+            tsc: clock::uses_tsc(),
             tid,
         }))
     }
@@ -273,34 +268,38 @@ impl Ring {
     }
 
     /// Writer side, the fast path: stores and publishes a record of `data` under
-    /// `id` if it needs nothing special (no truncation, no padding at the end of
-    /// the ring, within the soft limit by the cached tail). Returns `false`,
-    /// having written nothing, otherwise.
+    /// `id` if it needs nothing special (at most 8 bytes of data, no padding at
+    /// the end of the ring, within the soft limit by the cached tail, the TSC as
+    /// the clock). Returns `false`, having written nothing, otherwise. It calls
+    /// nothing, so its caller needs no stack frame.
     #[inline(always)]
-    pub(crate) fn put_fast(&self, id: u16, data: &[u8], user: bool) -> bool {
+    pub(crate) fn put_fast(&self, id: u16, data: &[u8]) -> bool {
         // Read once: the stores below go through atomics, after which the
         // compiler would read the ring's fields again.
         let (cap, buf, tid) = (self.cap, self.buf, self.tid);
         let len = data.len();
-        let max = if user { self.max_user } else { MAX_SYS_PAYLOAD };
-        let bytes = 8 * words_for(len);
+        let bytes = if len == 0 { 16 } else { 24 };
         let head = self.head.0.load(Relaxed);
         let off = head & (cap - 1);
-        if len > max
+        if len > self.fast_max
+            || !self.tsc
             || off + bytes > cap
             || head + bytes - self.cached_tail.0.load(Relaxed) > self.soft
         {
             return false;
         }
         let w0 = id as u64 | (len as u64) << 16 | (tid as u64) << 32;
-        let ticks = clock::ticks();
+        let word = small_word(data);
+        let ticks = clock::rdtsc();
         // SAFETY: `off + bytes <= cap`: every word of the record is inside the
         // mapping (see `word`), which is live while its writer records.
         unsafe {
             let at = buf.as_ptr().add((off / 8) as usize);
             (*at).store(w0, Relaxed);
             (*at.add(1)).store(ticks, Relaxed);
-            put_words(at.add(2), data);
+            if len != 0 {
+                (*at.add(2)).store(word, Relaxed);
+            }
         }
         self.head.0.store(head + bytes, Release);
         true

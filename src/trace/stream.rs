@@ -164,7 +164,7 @@ impl Stream {
     /// The recording path proper, on the calling thread's own ring.
     #[inline(always)]
     pub(super) fn write(&self, r: &Ring, id: u16, data: &[u8], force: bool) -> bool {
-        if !force && r.put_fast(id, data, id >= ids::USER_BASE) {
+        if !force && r.put_fast(id, data) {
             return true;
         }
         self.write_slow(r, r.tid, id, data, force)
