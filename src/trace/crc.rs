@@ -42,14 +42,58 @@ fn crc32c_table(data: &[u8]) -> u32 {
     !c
 }
 
+/// CRC-32C of three little-endian words followed by `tail` (an event record's body
+/// built in registers: no pass over a buffer for its first 24 bytes).
+pub(crate) fn crc32c_words(words: [u64; 3], tail: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU supports SSE4.2 (checked just above).
+        return unsafe { crc32c_words_sse42(words, tail) };
+    }
+    let mut b = Vec::with_capacity(24 + tail.len());
+    for w in words {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    b.extend_from_slice(tail);
+    crc32c_table(&b)
+}
+
 /// # Safety
 /// The CPU must support SSE4.2.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
 #[allow(unused_unsafe)] // the intrinsics are safe here from Rust 1.86 on
-unsafe fn crc32c_sse42(data: &[u8]) -> u32 {
-    use std::arch::x86_64::{_mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64, _mm_crc32_u8};
+unsafe fn crc32c_words_sse42(words: [u64; 3], tail: &[u8]) -> u32 {
+    use std::arch::x86_64::_mm_crc32_u64;
     let mut c = !0u64;
+    for w in words {
+        // SAFETY: SSE4.2 is enabled for this function (caller's contract).
+        c = unsafe { _mm_crc32_u64(c, w) };
+    }
+    // SAFETY: as above.
+    !unsafe { crc32c_sse42_from(c as u32, tail) }
+}
+
+/// # Safety
+/// The CPU must support SSE4.2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(data: &[u8]) -> u32 {
+    // SAFETY: SSE4.2 is enabled for this function (caller's contract).
+    !unsafe { crc32c_sse42_from(!0, data) }
+}
+
+/// The CRC state after `data`, from state `c` (not inverted at either end).
+///
+/// # Safety
+/// The CPU must support SSE4.2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+#[inline]
+#[allow(unused_unsafe)] // the intrinsics are safe here from Rust 1.86 on
+unsafe fn crc32c_sse42_from(c: u32, data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64, _mm_crc32_u8};
+    let mut c = c as u64;
     let mut chunks = data.chunks_exact(8);
     for ch in &mut chunks {
         let mut w = [0u8; 8];
@@ -76,7 +120,7 @@ unsafe fn crc32c_sse42(data: &[u8]) -> u32 {
         // SAFETY: as above.
         c = unsafe { _mm_crc32_u8(c, b) };
     }
-    !c
+    c
 }
 
 #[cfg(test)]
@@ -85,6 +129,25 @@ mod tests {
     fn check_value() {
         assert_eq!(super::crc32c(b"123456789"), 0xE306_9283);
         assert_eq!(super::crc32c_table(b"123456789"), 0xE306_9283);
+    }
+
+    #[test]
+    fn words_then_tail_is_the_crc_of_the_bytes() {
+        let words = [0x0123_4567_89ab_cdefu64, 7, u64::MAX];
+        let mut bytes = Vec::new();
+        for w in words {
+            bytes.extend_from_slice(&w.to_le_bytes());
+        }
+        for n in 0..20u8 {
+            let tail: Vec<u8> = (0..n).map(|i| i.wrapping_mul(31) + 1).collect();
+            let mut all = bytes.clone();
+            all.extend_from_slice(&tail);
+            assert_eq!(
+                super::crc32c_words(words, &tail),
+                super::crc32c_table(&all),
+                "{n}"
+            );
+        }
     }
 
     #[test]

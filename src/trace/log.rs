@@ -23,7 +23,7 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::time::Duration;
 
 use super::attr::{Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr};
-use super::crc::crc32c;
+use super::crc::{crc32c, crc32c_words};
 use super::event::Event;
 use super::ids::{self, EventId, EventType};
 use super::schema::FieldType;
@@ -132,6 +132,9 @@ pub(crate) fn encode_event(
     prog: u64,
     data: &[u8],
 ) {
+    if data.len() <= 8 {
+        return encode_small(out, id, truncated, pid, tid, ts_ns, prog, data);
+    }
     let data = &data[..data.len().min(u16::MAX as usize)];
     let body_len = EVENT_RECORD_FIXED - 8 + data.len();
     let at = out.len();
@@ -152,6 +155,41 @@ pub(crate) fn encode_event(
     out.extend_from_slice(data);
     let crc = crc32c(&out[at + 8..]).to_le_bytes();
     out[at + 4..at + 8].copy_from_slice(&crc);
+}
+
+/// [`encode_event`] for data of at most 8 bytes (the common case): the body's
+/// first 24 bytes are checksummed as words from registers and the record is
+/// appended in one copy.
+#[allow(clippy::too_many_arguments)] // the record's fields
+#[inline]
+fn encode_small(
+    out: &mut Vec<u8>,
+    id: u16,
+    truncated: bool,
+    pid: u32,
+    tid: u32,
+    ts_ns: u64,
+    prog: u64,
+    data: &[u8],
+) {
+    let n = data.len();
+    // Body bytes 0..24: kind, id, flags, pid | tid, timestamp low | timestamp high,
+    // program address low; then program address high, data length, data.
+    let w0 = K_EVENT as u64 | (id as u64) << 8 | (truncated as u64) << 24 | (pid as u64) << 32;
+    let w1 = tid as u64 | ts_ns << 32;
+    let w2 = ts_ns >> 32 | prog << 32;
+    let mut rec = [0u8; EVENT_RECORD_FIXED + 8];
+    let body_len = EVENT_RECORD_FIXED - 8 + n;
+    rec[0..4].copy_from_slice(&(body_len as u32).to_le_bytes());
+    rec[8..16].copy_from_slice(&w0.to_le_bytes());
+    rec[16..24].copy_from_slice(&w1.to_le_bytes());
+    rec[24..32].copy_from_slice(&w2.to_le_bytes());
+    rec[32..36].copy_from_slice(&((prog >> 32) as u32).to_le_bytes());
+    rec[36..38].copy_from_slice(&(n as u16).to_le_bytes());
+    rec[38..38 + n].copy_from_slice(data);
+    let crc = crc32c_words([w0, w1, w2], &rec[32..38 + n]);
+    rec[4..8].copy_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&rec[..EVENT_RECORD_FIXED + n]);
 }
 
 /// The loss and fullness counters written at shutdown.
@@ -650,6 +688,49 @@ pub(crate) fn parse_status(c: &mut Cur<'_>) -> Result<LogStatus> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_records_encode_as_the_general_path_does() {
+        for n in 0..=8usize {
+            let data: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37) + 5).collect();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            encode_small(
+                &mut a,
+                0x0123,
+                true,
+                0xdead_beef,
+                77,
+                u64::MAX - 5,
+                1 << 40,
+                &data,
+            );
+            // The general path, on data padded past 8 bytes, then cut back.
+            let mut long = data.clone();
+            long.extend_from_slice(&[0xAA; 9]);
+            encode_event(
+                &mut b,
+                0x0123,
+                true,
+                0xdead_beef,
+                77,
+                u64::MAX - 5,
+                1 << 40,
+                &long,
+            );
+            let body_len = EVENT_RECORD_FIXED - 8 + n;
+            b.truncate(8 + body_len);
+            b[0..4].copy_from_slice(&(body_len as u32).to_le_bytes());
+            b[8 + 28..8 + 30].copy_from_slice(&(n as u16).to_le_bytes());
+            let crc = crc32c(&b[8..]).to_le_bytes();
+            b[4..8].copy_from_slice(&crc);
+            assert_eq!(a, b, "{n} bytes");
+            let e = parse_event(&mut Cur(&a[9..])).unwrap();
+            assert_eq!(
+                (e.id.0, e.pid, e.tid, e.data),
+                (0x0123, 0xdead_beef, 77, data)
+            );
+        }
+    }
 
     #[test]
     fn unknown_policy_codes_are_corrupt_not_guessed() {
