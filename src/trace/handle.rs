@@ -78,6 +78,12 @@ impl Trace {
     /// (truncated and written from the start). The stream full policy defaults to
     /// FLUSH. A flusher thread writes the log; the traced threads never do.
     ///
+    /// The log survives the end of the process: the flusher writes at least every
+    /// [`TraceAttr::flush_interval`] (100 ms by default), and everything at process
+    /// exit and on SIGINT, SIGTERM, SIGSEGV and SIGABRT (installed on the first
+    /// stream with a log; a signal ignored at that time stays ignored). The handler
+    /// restores the disposition the signal had before and lets it act again.
+    ///
     /// # References
     /// - [`posix_trace_create_withlog`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)
     #[doc(alias = "posix_trace_create_withlog")]

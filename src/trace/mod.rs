@@ -38,11 +38,14 @@
 //!
 //! # Recording
 //!
-//! [`event`] loads one process-wide word (the running streams, a bit each) and
-//! returns if it is zero: a load and a branch. Otherwise, per running stream, it
-//! checks the filter bitmap first, then writes a 16-byte header (id, length, tid,
-//! TSC) and the data into the calling thread's own sub-buffer: no lock, no
-//! allocation, no syscall, and no cache line written by two threads. Each thread gets
+//! [`event`] loads one process-wide word (a bit per event id: whether some running
+//! stream records it) and returns if the bit is clear: a load and a branch, inlined
+//! into the caller, whether no stream runs or every running one filters the id.
+//! Otherwise, per running stream (one running stream needs no filter check), it
+//! writes a 16-byte header (id, length, tid, TSC) and the data into the calling
+//! thread's own sub-buffer: no lock, no allocation, no syscall, and no cache line
+//! written by two threads. A record of up to 8 bytes of data that fits takes a path
+//! without a call or a loop. Each thread gets
 //! its sub-buffer on its first event (that one call allocates); the sub-buffer of a
 //! thread that exited is unmapped once it has been read empty. Readers merge the
 //! sub-buffers by timestamp, so events come oldest first.
@@ -60,7 +63,14 @@
 //! carry `CLOCK_MONOTONIC` nanoseconds. The program address is not recorded (0).
 //!
 //! A stream with a log has a flusher thread that writes the log; traced threads never
-//! write files. `POSIX_TRACE_INHERITED` and tracing another process are refused
+//! write files and never wait for it. It writes when a FLUSH stream's sub-buffer is
+//! an eighth full, at least every [`TraceAttr::flush_interval`] (100 ms by default)
+//! while anything is unwritten, at `shutdown`, at process exit, and on SIGINT,
+//! SIGTERM, SIGSEGV and SIGABRT: the signal handler (async-signal-safe) has the
+//! flusher write everything, then the signal takes its previous disposition. A log
+//! whose process was killed ends cleanly after its last record, without the end
+//! record; readers report it as cut ([`ErrorKind::Truncated`](crate::ErrorKind::Truncated)).
+//! `POSIX_TRACE_INHERITED` and tracing another process are refused
 //! ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)); a forked child
 //! records nothing (`POSIX_TRACE_CLOSE_FOR_CHILD`).
 //!
