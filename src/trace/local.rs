@@ -114,8 +114,12 @@ fn record_all(id: u16, data: &[u8]) {
         // None left, or several: each stream's filter decides.
         return record_each(mask, id, data);
     }
-    // One running stream: its filter let `id` through, since the pass bit is set.
+    // One running stream. The pass bit says its filter lets `id` through, unless
+    // another stream stopped between the two loads: check the filter too.
     let slot = mask.trailing_zeros() as usize & (TRACE_SYS_MAX - 1);
+    if filtered(slot, id) {
+        return;
+    }
     let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
         return; // the thread is exiting
     };
