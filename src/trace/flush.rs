@@ -46,6 +46,9 @@ impl TickConv {
     }
 }
 
+/// Bytes a flush queues before it writes them (one large sequential write each).
+const WRITE_STEP: usize = 4 << 20;
+
 /// Which marks a flush writes around its batch.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Marks {
@@ -289,6 +292,7 @@ impl Stream {
             w.push_record(id, (w0 >> 31) & 1 != 0, pid, (w0 >> 32) as u32, ns, &data);
             n += 1;
             c.next(n);
+            w.commit_over(WRITE_STEP);
         }
         for c in &curs {
             c.r.set_tail(c.pos);

@@ -241,6 +241,9 @@ pub(crate) struct LogWriter {
     pub(crate) lost: u64,
     pub(crate) overrun: bool,
     pid: u32,
+    /// A write that failed inside a flush ([`commit_over`](Self::commit_over)),
+    /// reported by the flush's final [`commit`](Self::commit).
+    failed: Option<io::Error>,
 }
 
 impl LogWriter {
@@ -270,6 +273,7 @@ impl LogWriter {
             lost: 0,
             overrun: false,
             pid,
+            failed: None,
         };
         w.sync_types();
         // The first write happens in the flusher (so a failing log reports through
@@ -393,7 +397,22 @@ impl LogWriter {
     /// it past twice the log size, at `clear` and at shutdown: each event is
     /// written at most about three times, instead of the whole log at every flush.
     pub(crate) fn commit(&mut self) -> io::Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
         self.commit_inner(false)
+    }
+
+    /// Writes what is queued once it passes `limit` bytes, so a long flush writes
+    /// in large steps and its buffer stays bounded; a failure waits for the
+    /// flush's final [`commit`](Self::commit).
+    #[inline]
+    pub(crate) fn commit_over(&mut self, limit: usize) {
+        if self.pending.len() > limit && self.failed.is_none() {
+            if let Err(e) = self.commit_inner(false) {
+                self.failed = Some(e);
+            }
+        }
     }
 
     fn commit_inner(&mut self, compact: bool) -> io::Result<()> {
