@@ -7,7 +7,8 @@ use std::path::Path;
 use super::attr::TraceAttr;
 use super::event::Event;
 use super::ids::{EventId, EventType, ID_SPACE};
-use super::log::{self, Cur, LogStatus, RecordReader};
+use super::log::{self, LogStatus};
+use super::log_read::{self, Cur, RecordReader};
 use crate::{Error, ErrorKind, Result};
 
 /// A trace log opened for analysis (`posix_trace_open`): attributes, event types and
@@ -98,18 +99,18 @@ impl TraceLog {
         let mut c = Cur(&body[1..]);
         match body[0] {
             log::K_ATTR => {
-                if let Ok((a, pid)) = log::parse_attr(&mut c) {
+                if let Ok((a, pid)) = log_read::parse_attr(&mut c) {
                     self.attr = Some(a);
                     self.pid = pid;
                 }
             }
             log::K_TYPE => {
-                if let Ok(t) = log::parse_type(&mut c) {
+                if let Ok(t) = log_read::parse_type(&mut c) {
                     let i = t.id.raw() as usize;
                     self.types[i] = Some(t);
                 }
             }
-            log::K_STATUS => self.status = log::parse_status(&mut c).ok(),
+            log::K_STATUS => self.status = log_read::parse_status(&mut c).ok(),
             log::K_END => self.complete = true,
             _ => {}
         }
@@ -205,7 +206,7 @@ impl TraceLog {
                 }
             };
             if body[0] == log::K_EVENT {
-                return log::parse_event(&mut Cur(&body[1..])).map(Some);
+                return log_read::parse_event(&mut Cur(&body[1..])).map(Some);
             }
             if body[0] == log::K_END {
                 self.done = true;

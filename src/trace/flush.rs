@@ -14,7 +14,7 @@ use super::attr::{LogFullPolicy, StreamFullPolicy, RECORD_HEADER};
 use super::event::Event;
 use super::ids::EventId;
 use super::local::control_event;
-use super::log::LogWriter;
+use super::log_writer::LogWriter;
 use super::read::is_wopid_cached;
 use super::ring::{Ring, PAD_ID};
 use super::slots::{filtered, lock, set_running};

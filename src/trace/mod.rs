@@ -124,6 +124,8 @@ mod handle;
 mod ids;
 mod local;
 mod log;
+mod log_read;
+mod log_writer;
 mod read;
 mod ring;
 pub mod schema;

@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use super::attr::{StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD};
 use super::event::Event;
 use super::ids::{self, EventId};
-use super::log::LogWriter;
+use super::log_writer::LogWriter;
 use super::ring::{Ring, NO_ROOM, ROOM, ROOM_AFTER_GAP};
 use super::set::EventSet;
 use super::slots::{filter_words, filtered, is_running, lock, set_running};
