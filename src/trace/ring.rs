@@ -75,10 +75,13 @@ pub(crate) struct Ring {
     /// the ring for the FLUSH policy, whose writers ask for a flush there).
     soft: u64,
     /// Most data the fast path takes: 8 bytes, or the stream's maximum data size
-    /// if smaller (longer data, or a user event to truncate, takes the slow path).
-    fast_max: usize,
-    /// The clock is the TSC: the fast path reads it directly.
-    tsc: bool,
+    /// if smaller (longer data, or a user event to truncate, takes the slow path);
+    /// -1 when the clock is not the TSC, which the fast path reads directly.
+    fast_max: i64,
+    /// `cap - 24`: the last offset where a fast-path record fits before the end.
+    last_off: u64,
+    /// `tid << 32`, the thread id's place in a record's first word.
+    w0_tid: u64,
     pub(crate) tid: u32,
 }
 
@@ -163,8 +166,13 @@ impl Ring {
             buf: map(cap)?,
             cap: cap as u64,
             soft,
-            fast_max: max_user.min(8),
-            tsc: clock::uses_tsc(),
+            fast_max: if clock::uses_tsc() {
+                max_user.min(8) as i64
+            } else {
+                -1
+            },
+            last_off: cap as u64 - 24,
+            w0_tid: (tid as u64) << 32,
             tid,
         }))
     }
@@ -276,30 +284,30 @@ impl Ring {
     pub(crate) fn put_fast(&self, id: u16, data: &[u8]) -> bool {
         // Read once: the stores below go through atomics, after which the
         // compiler would read the ring's fields again.
-        let (cap, buf, tid) = (self.cap, self.buf, self.tid);
+        let (buf, w0_tid) = (self.buf, self.w0_tid);
         let len = data.len();
-        let bytes = if len == 0 { 16 } else { 24 };
         let head = self.head.0.load(Relaxed);
-        let off = head & (cap - 1);
-        if len > self.fast_max
-            || !self.tsc
-            || off + bytes > cap
-            || head + bytes - self.cached_tail.0.load(Relaxed) > self.soft
+        let off = head & (self.cap - 1);
+        // 24 bytes, the most a fast-path record takes, for the room checks.
+        if len as i64 > self.fast_max
+            || off > self.last_off
+            || head + 24 - self.cached_tail.0.load(Relaxed) > self.soft
         {
             return false;
         }
-        let w0 = id as u64 | (len as u64) << 16 | (tid as u64) << 32;
+        let bytes = if len == 0 { 16 } else { 24 };
+        let w0 = id as u64 | (len as u64) << 16 | w0_tid;
         let word = small_word(data);
         let ticks = clock::rdtsc();
-        // SAFETY: `off + bytes <= cap`: every word of the record is inside the
-        // mapping (see `word`), which is live while its writer records.
+        // SAFETY: `off + 24 <= cap`: the three words are inside the mapping (see
+        // `word`), which is live while its writer records. The third is free space
+        // for a record without data (the room check counted 24 bytes), so it is
+        // stored unconditionally.
         unsafe {
             let at = buf.as_ptr().add((off / 8) as usize);
             (*at).store(w0, Relaxed);
             (*at.add(1)).store(ticks, Relaxed);
-            if len != 0 {
-                (*at.add(2)).store(word, Relaxed);
-            }
+            (*at.add(2)).store(word, Relaxed);
         }
         self.head.0.store(head + bytes, Release);
         true
