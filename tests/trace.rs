@@ -1569,3 +1569,32 @@ fn huge_timeouts_mean_no_limit() {
     }
     t.stop().unwrap();
 }
+
+/// Every data length from 0 to 16 bytes reads back as written (the writer's fast
+/// path takes up to 8 bytes, the slow path the rest), and a maximum data size of 4
+/// truncates and flags longer data on either path.
+#[test]
+fn every_short_data_length_round_trips() {
+    let _g = serial();
+    let id = trace::eventid_open("tt.lengths").unwrap();
+    for max in [256usize, 4] {
+        let t = Trace::create(&attr_with(|a| {
+            a.set_max_data_size(max).unwrap();
+        }))
+        .unwrap();
+        t.start().unwrap();
+        for n in 0..=16u8 {
+            let data: Vec<u8> = (0..n).map(|i| 0xA0 ^ i ^ n).collect();
+            trace::event(id, &data);
+        }
+        t.stop().unwrap();
+        let got: Vec<Event> = t.events().filter(|e| e.id == id).collect();
+        assert_eq!(got.len(), 17);
+        for (n, e) in got.iter().enumerate() {
+            let data: Vec<u8> = (0..n as u8).map(|i| 0xA0 ^ i ^ n as u8).collect();
+            let keep = n.min(max);
+            assert_eq!(e.data, &data[..keep], "max {max}, {n} bytes");
+            assert_eq!(e.truncated, n > max, "max {max}, {n} bytes");
+        }
+    }
+}
