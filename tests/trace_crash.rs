@@ -20,7 +20,18 @@ use posixrt::ErrorKind;
 /// Events each of the child's two threads records.
 const PER_THREAD: u32 = 5000;
 
+static HANDLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_term(_sig: i32) {
+    HANDLED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 fn child_main(mode: &str, log: &Path) -> ! {
+    if mode == "handler" {
+        // The program's own SIGTERM handler, installed before the trace's.
+        // SAFETY: installs a handler that only stores to an atomic.
+        unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
+    }
     let mut a = TraceAttr::new();
     a.set_name("crash").unwrap();
     a.set_stream_size(4 << 20).unwrap();
@@ -53,6 +64,15 @@ fn child_main(mode: &str, log: &Path) -> ! {
         }
         "abort" => std::process::abort(),
         "exit" => std::process::exit(7),
+        "handler" => {
+            println!("ready");
+            while !HANDLED.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Without atexit handlers: only the signal hook can have written.
+            // SAFETY: ends the process at once, as a crash would.
+            unsafe { libc::_exit(3) }
+        }
         _ => {
             println!("ready");
             loop {
@@ -164,6 +184,16 @@ fn sigsegv_fault_keeps_the_trace() {
 #[test]
 fn sigabrt_keeps_the_trace() {
     killed_by(libc::SIGABRT, "abort");
+}
+
+/// A program that handles SIGTERM itself keeps doing so, and the trace is written
+/// before its handler runs.
+#[test]
+fn an_earlier_handler_still_runs_and_the_trace_is_kept() {
+    let log = log_path("handler");
+    let st = run_child("handler", &log, Some(libc::SIGTERM));
+    assert_eq!(st.code(), Some(3), "the program's handler ran: {st:?}");
+    check_log(&log);
 }
 
 #[test]

@@ -2,11 +2,14 @@
 //! SIGSEGV and SIGABRT before the signal takes its previous course, and blocking
 //! those signals in a helper thread (so the hook never runs there).
 //!
-//! The handler calls one async-signal-safe hook, then restores the disposition the
-//! signal had before and lets the signal act again: a fault (SIGSEGV raised by the
-//! CPU) re-executes the faulting instruction; any other signal is raised again,
-//! pending until the handler returns. A signal that was ignored when the hook was
-//! installed stays ignored (the hook is not installed for it).
+//! The handler calls one async-signal-safe hook, then gives the signal the
+//! disposition it had before: a handler the program installed earlier is called
+//! (with its own signature; our handler stays installed, unless the earlier one
+//! was one-shot); the default action is restored and the signal acts again: a
+//! fault (SIGSEGV raised by the CPU) re-executes the faulting instruction, any
+//! other signal is raised again, pending until the handler returns. A signal that
+//! was ignored when the hook was installed stays ignored (the hook is not installed
+//! for it).
 //!
 //! # References
 //! - [`sigaction`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigaction.html)
@@ -83,7 +86,7 @@ fn install(i: usize, sig: i32) {
     }
 }
 
-extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_void) {
+extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let h = HOOK.load(Acquire);
     if h != 0 {
         // SAFETY: `HOOK` holds a `fn()` stored by `on_fatal_signal`.
@@ -93,15 +96,35 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
     let Some(i) = FATAL.iter().position(|&s| s == sig) else {
         return;
     };
-    // Back to the previous disposition (the default if we know none).
+    // The previous disposition (the default if we know none).
     // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
     let mut prev: libc::sigaction = unsafe { std::mem::zeroed() };
     if SAVED.1[i].load(Acquire) {
         // SAFETY: the flag says entry `i` was written, and it is never written again.
         prev = unsafe { (*SAVED.0.get())[i].assume_init_read() };
     }
-    // SAFETY: restores a disposition read from the kernel; async-signal-safe.
-    unsafe { libc::sigaction(sig, &prev, std::ptr::null_mut()) };
+    if prev.sa_sigaction != libc::SIG_DFL && prev.sa_sigaction != libc::SIG_IGN {
+        // A handler the program installed before us: run it as the kernel would
+        // have, and stay installed (a program that handles SIGINT and goes on
+        // gets its trace written at every SIGINT).
+        if prev.sa_flags & libc::SA_RESETHAND != 0 {
+            reset_to_default(sig);
+        }
+        if prev.sa_flags & libc::SA_SIGINFO != 0 {
+            type Action = extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
+            // SAFETY: with SA_SIGINFO the handler has the three-argument signature.
+            let f: Action = unsafe { std::mem::transmute::<usize, Action>(prev.sa_sigaction) };
+            f(sig, info, ctx);
+        } else {
+            // SAFETY: without SA_SIGINFO the handler takes the signal number.
+            let f: extern "C" fn(i32) =
+                unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(prev.sa_sigaction) };
+            f(sig);
+        }
+        return;
+    }
+    // The default action: restore it and let the signal act again.
+    reset_to_default(sig);
     let code = if info.is_null() {
         0
     } else {
@@ -109,13 +132,23 @@ extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::c_v
         unsafe { (*info).si_code }
     };
     if sig == libc::SIGSEGV && code > 0 {
-        // A fault: returning re-executes the instruction under `prev`.
+        // A fault: returning re-executes the instruction, which faults again.
         return;
     }
     // Sent (kill, raise, abort): raise it again; it is blocked while this handler
-    // runs and acts under `prev` once it returns.
+    // runs and acts once it returns.
     // SAFETY: `raise` is async-signal-safe.
     unsafe { libc::raise(sig) };
+}
+
+/// `sigaction(sig, SIG_DFL)`, async-signal-safe.
+fn reset_to_default(sig: i32) {
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask; `sigaction` is
+    // async-signal-safe.
+    unsafe {
+        let dfl: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
+    }
 }
 
 /// Runs `f` (which starts a helper thread) with SIGINT, SIGTERM and SIGABRT
