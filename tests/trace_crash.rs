@@ -160,7 +160,7 @@ fn check_log(log: &Path) {
 }
 
 fn killed_by(sig: i32, mode: &str) {
-    let log = log_path(mode);
+    let log = log_path(&format!("{mode}-{sig}"));
     let st = run_child(mode, &log, (mode == "kill").then_some(sig));
     assert_eq!(st.signal(), Some(sig), "{st:?}");
     check_log(&log);
