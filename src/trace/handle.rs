@@ -83,7 +83,8 @@ impl Trace {
     /// [`TraceAttr::flush_interval`] (100 ms by default), and everything at process
     /// exit and on SIGINT, SIGTERM, SIGSEGV and SIGABRT (installed on the first
     /// stream with a log; a signal ignored at that time stays ignored). The handler
-    /// restores the disposition the signal had before and lets it act again.
+    /// then gives the signal the disposition it had before: a handler the program
+    /// installed earlier is called, the default action acts (the process ends).
     ///
     /// # References
     /// - [`posix_trace_create_withlog`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)

@@ -67,7 +67,8 @@
 //! an eighth full, at least every [`TraceAttr::flush_interval`] (100 ms by default)
 //! while anything is unwritten, at `shutdown`, at process exit, and on SIGINT,
 //! SIGTERM, SIGSEGV and SIGABRT: the signal handler (async-signal-safe) has the
-//! flusher write everything, then the signal takes its previous disposition. A log
+//! flusher write everything, then the signal takes its previous disposition (a
+//! handler installed earlier runs; the default action ends the process). A log
 //! whose process was killed ends cleanly after its last record, without the end
 //! record; readers report it as cut ([`ErrorKind::Truncated`](crate::ErrorKind::Truncated)).
 //! `POSIX_TRACE_INHERITED` and tracing another process are refused
