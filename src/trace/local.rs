@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicPtr, Ordering::*};
 use super::ids::{EventId, ID_SPACE};
 use super::ring::Ring;
 use super::slots::{
-    filtered, give_busy, pass_bit, take_busy, writer_fence, Busy, GENS, RUNNING, TRACE_SYS_MAX,
+    filtered, give_busy, pass_of, take_busy, writer_fence, Busy, GENS, PASS_MANY, RUNNING,
+    TRACE_SYS_MAX,
 };
 use super::stream::Stream;
 
@@ -97,29 +98,26 @@ impl Drop for ThreadExit {
 /// process that does not filter `id`. A relaxed load and a branch when none runs.
 #[inline(always)]
 pub(crate) fn event(id: EventId, data: &[u8]) {
-    if pass_bit(id.0) {
-        record_all(id.0, data);
+    let pass = pass_of(id.0);
+    if pass != 0 {
+        record_all(pass, id.0, data);
     }
 }
 
 /// The recording path out of line: the caller inlines only the pass check.
 ///
-/// Its common case (one running stream, the thread's ring there cached, a record
-/// that fits) makes no call, so it needs no stack frame; anything else goes to
-/// [`record_slow`] before it has written anything.
+/// Its common case (one stream records `id`, the thread's ring there cached, a
+/// record that fits) makes no call, so it needs no stack frame; anything else goes
+/// to [`record_slow`] before it has written anything.
 #[inline(never)]
-fn record_all(id: u16, data: &[u8]) {
-    let mask = RUNNING.load(Relaxed);
-    if mask == 0 || mask & mask.wrapping_sub(1) != 0 {
-        // None left, or several: each stream's filter decides.
-        return record_each(mask, id, data);
+fn record_all(pass: u8, id: u16, data: &[u8]) {
+    if pass == PASS_MANY {
+        // Several streams: each one's filter decides.
+        return record_each(RUNNING.load(Relaxed), id, data);
     }
-    // One running stream. The pass bit says its filter lets `id` through, unless
-    // another stream stopped between the two loads: check the filter too.
-    let slot = mask.trailing_zeros() as usize & (TRACE_SYS_MAX - 1);
-    if filtered(slot, id) {
-        return;
-    }
+    // Exactly one stream records `id`: the entry names its slot, its filter
+    // already applied.
+    let slot = (pass - 1) as usize & (TRACE_SYS_MAX - 1);
     let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
         return; // the thread is exiting
     };
@@ -153,7 +151,10 @@ fn record_all(id: u16, data: &[u8]) {
 #[cold]
 #[inline(never)]
 fn record_slow(slot: usize, id: u16, data: &[u8]) {
-    record(slot, id, data, false);
+    // The pass entry was read before: the slot may hold another stream by now.
+    if RUNNING.load(Relaxed) & (1 << slot) != 0 && !filtered(slot, id) {
+        record(slot, id, data, false);
+    }
 }
 
 #[inline(never)]

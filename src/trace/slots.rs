@@ -4,10 +4,12 @@
 //! A stream owns one of [`TRACE_SYS_MAX`] slots. The recording fast path reads only
 //! these statics (and the calling thread's own sub-buffer), never a lock.
 
-use std::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{
+    compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*,
+};
 use std::sync::{Mutex, MutexGuard, Once};
 
-use super::ids::EventId;
+use super::ids::{EventId, ID_SPACE};
 use super::ring::Padded;
 use super::set::WORDS;
 use crate::sys::clock;
@@ -24,11 +26,14 @@ pub(super) static GENS: [Padded<AtomicU64>; TRACE_SYS_MAX] =
 pub(super) static FILTERS: [Padded<[AtomicU64; WORDS]>; TRACE_SYS_MAX] =
     [const { Padded([const { AtomicU64::new(0) }; WORDS]) }; TRACE_SYS_MAX];
 static SLOT_USED: Mutex<[bool; TRACE_SYS_MAX]> = Mutex::new([false; TRACE_SYS_MAX]);
-/// Per event id, whether some running stream records it: the union over running
-/// streams of the complement of their filters. All zero when nothing runs, so the
-/// first check of `event()` is one load and a bit test for both the stopped and the
-/// filtered case.
-static PASS: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+/// Per event id, which running streams record it: 0 none, `1 + slot` exactly
+/// the stream in `slot`, [`PASS_MANY`] several (each one's filter decides). All
+/// zero when nothing runs, so the first check of `event()` is one byte load and a
+/// branch for both the stopped and the filtered case, and the common case of one
+/// stream finds its slot without reading the running mask or the filter.
+static PASS: [AtomicU8; ID_SPACE] = [const { AtomicU8::new(0) }; ID_SPACE];
+/// [`PASS`]: several running streams record the id.
+pub(super) const PASS_MANY: u8 = 0xFF;
 static PASS_LOCK: Mutex<()> = Mutex::new(());
 
 /// Set when membarrier is unavailable: writers then pay a full fence.
@@ -51,16 +56,20 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub(super) fn update_pass() {
     let _g = lock(&PASS_LOCK);
     let running = RUNNING.load(Acquire);
-    let mut pass = [0u64; WORDS];
-    for (slot, filter) in FILTERS.iter().enumerate() {
+    let mut filters = [[!0u64; WORDS]; TRACE_SYS_MAX];
+    for (slot, f) in filters.iter_mut().enumerate() {
         if running & (1 << slot) != 0 {
-            for (w, f) in pass.iter_mut().zip(filter.0.iter()) {
-                *w |= !f.load(Acquire);
-            }
+            *f = filter_words(slot);
         }
     }
-    for (i, w) in PASS.iter().enumerate() {
-        w.store(pass[i], Release);
+    for (id, p) in PASS.iter().enumerate() {
+        let mut v = 0u8;
+        for (slot, f) in filters.iter().enumerate() {
+            if f[id / 64] >> (id % 64) & 1 == 0 {
+                v = if v == 0 { 1 + slot as u8 } else { PASS_MANY };
+            }
+        }
+        p.store(v, Release);
     }
 }
 
@@ -86,18 +95,17 @@ pub(crate) fn any_running() -> bool {
     RUNNING.load(Relaxed) != 0
 }
 
-/// Whether some running stream records `id`: one relaxed load and a bit test (lets a
+/// Whether some running stream records `id`: one relaxed load and a test (lets a
 /// trace point skip building a payload that every stream filters).
 #[inline(always)]
 pub(crate) fn passes(id: EventId) -> bool {
-    pass_bit(id.0)
+    pass_of(id.0) != 0
 }
 
-/// The pass bit of a raw id (`id < ID_SPACE`; the mask keeps the index check away).
+/// The pass entry of a raw id (`id < ID_SPACE`; the mask keeps the index check away).
 #[inline(always)]
-pub(super) fn pass_bit(id: u16) -> bool {
-    let i = id as usize;
-    PASS[(i / 64) & (WORDS - 1)].load(Relaxed) >> (i % 64) & 1 != 0
+pub(super) fn pass_of(id: u16) -> u8 {
+    PASS[id as usize & (ID_SPACE - 1)].load(Relaxed)
 }
 
 /// Whether slot `slot` filters `id` out.
@@ -203,8 +211,8 @@ pub(super) fn setup_process() {
         fn child() {
             // POSIX_TRACE_CLOSE_FOR_CHILD: the child records nothing.
             RUNNING.store(0, Relaxed);
-            for w in PASS.iter() {
-                w.store(0, Relaxed);
+            for p in PASS.iter() {
+                p.store(0, Relaxed);
             }
             PID.store(0, Relaxed);
         }
