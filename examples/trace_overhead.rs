@@ -137,23 +137,24 @@ fn flush_rate(
     let t = Trace::create_with_log(&attr, std::fs::File::create(&path)?)?;
     let id = trace::eventid_open("overhead.flush")?;
     t.start()?;
-    const CHUNK: u64 = 2000;
     let per_thread = rate / 2;
-    let total_chunks = (per_thread * secs).div_ceil(CHUNK);
+    // Chunks of at most 2000 events, at least 100 per second per thread.
+    let chunk = (per_thread / 100).clamp(1, 2000);
+    let total_chunks = (per_thread * secs).div_ceil(chunk);
     let t0 = Instant::now();
     let hs: Vec<_> = (0..2u64)
         .map(|k| {
             std::thread::spawn(move || {
                 for c in 0..total_chunks {
-                    let due = Duration::from_secs_f64((c * CHUNK) as f64 / per_thread as f64);
+                    let due = Duration::from_secs_f64((c * chunk) as f64 / per_thread as f64);
                     if let Some(wait) = due.checked_sub(t0.elapsed()) {
                         std::thread::sleep(wait);
                     }
-                    for i in 0..CHUNK {
-                        trace::event(id, &((k << 48) | (c * CHUNK + i)).to_le_bytes());
+                    for i in 0..chunk {
+                        trace::event(id, &((k << 48) | (c * chunk + i)).to_le_bytes());
                     }
                 }
-                total_chunks * CHUNK
+                total_chunks * chunk
             })
         })
         .collect();
