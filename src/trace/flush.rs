@@ -287,9 +287,17 @@ impl Stream {
             } else {
                 self.pid
             };
-            data.clear();
-            c.r.data_into(c.pos, w0, &mut data);
-            w.push_record(id, (w0 >> 31) & 1 != 0, pid, (w0 >> 32) as u32, ns, &data);
+            let (trunc, tid) = ((w0 >> 31) & 1 != 0, (w0 >> 32) as u32);
+            let dlen = c.r.data_len(w0);
+            if dlen <= 8 {
+                // The common record: its data is one word, copied without a buffer.
+                let word = c.r.first_data_word(c.pos).to_le_bytes();
+                w.push_record(id, trunc, pid, tid, ns, &word[..dlen]);
+            } else {
+                data.clear();
+                c.r.data_into(c.pos, w0, &mut data);
+                w.push_record(id, trunc, pid, tid, ns, &data);
+            }
             n += 1;
             c.next(n);
             w.commit_over(WRITE_STEP);

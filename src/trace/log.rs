@@ -182,7 +182,23 @@ fn encode_small(
     rec[38..38 + n].copy_from_slice(data);
     let crc = crc32c_words([w0, w1, w2], &rec[32..38 + n]);
     rec[4..8].copy_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&rec[..EVENT_RECORD_FIXED + n]);
+    append_prefix(out, &rec, EVENT_RECORD_FIXED + n);
+}
+
+/// Appends the first `len` bytes of `rec` with a copy of all of it (a fixed size
+/// the compiler does in a few stores, where a copy of `len` bytes is a call).
+#[inline(always)]
+fn append_prefix<const N: usize>(out: &mut Vec<u8>, rec: &[u8; N], len: usize) {
+    let len = len.min(N);
+    out.reserve(N);
+    let at = out.len();
+    let spare = out.spare_capacity_mut();
+    for (d, s) in spare[..N].iter_mut().zip(rec) {
+        d.write(*s);
+    }
+    // SAFETY: `reserve(N)` made room for N more bytes, the loop initialised the N
+    // bytes after `at`, and `len <= N` of them become part of the vector.
+    unsafe { out.set_len(at + len) };
 }
 
 /// The loss and fullness counters written at shutdown.

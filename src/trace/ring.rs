@@ -458,6 +458,19 @@ impl Ring {
         (w0, self.word(pos + 8).load(Relaxed), len)
     }
 
+    /// The data length of a record from its first word.
+    #[inline]
+    pub(crate) fn data_len(&self, w0: u64) -> usize {
+        ((w0 >> 16) & LEN_MASK) as usize
+    }
+
+    /// Reader side, as [`at`](Self::at): the first data word of the record at
+    /// `pos` (meaningful for as many bytes as its data length, up to 8).
+    #[inline]
+    pub(crate) fn first_data_word(&self, pos: u64) -> u64 {
+        self.word(pos + 16).load(Relaxed)
+    }
+
     /// Reader side: appends the data of the record at `pos` (first word `w0`) to
     /// `out`.
     #[inline]
