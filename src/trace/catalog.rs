@@ -42,7 +42,7 @@
 //! # Ok::<(), posixrt::Error>(())
 //! ```
 
-use super::system_events::{Field, FieldType as T, SysEvent};
+use super::sys::{Field, FieldType as T, SysEvent};
 
 const fn f(name: &'static str, ty: T) -> Field {
     Field { name, ty }
@@ -228,7 +228,7 @@ impl<const N: usize> Packer<N> {
     /// Emits the packed payload under an id from [`recorded`].
     #[inline]
     pub(crate) fn emit_id(&self, id: super::EventId) {
-        super::system_events::emit(id, &self.b[..self.at]);
+        super::sys::emit(id, &self.b[..self.at]);
     }
 }
 
@@ -267,7 +267,7 @@ fn req_fields<const N: usize>(
 /// Emits `aio_submit` (a load and a branch when no stream runs).
 #[inline(always)]
 pub(crate) fn aio_submit(req: u64, fd: i32, op: u32, offset: i64, len: usize) {
-    if super::system_events::enabled() {
+    if super::sys::enabled() {
         let mut b = [0u8; 32];
         let n = req_fields(&mut b, req, fd, op, offset, len);
         AIO_SUBMIT.emit(&b[..n]);
@@ -277,7 +277,7 @@ pub(crate) fn aio_submit(req: u64, fd: i32, op: u32, offset: i64, len: usize) {
 /// Emits `aio_complete`.
 #[inline(always)]
 pub(crate) fn aio_complete(req: u64, fd: i32, op: u32, offset: i64, len: usize, result: i64) {
-    if super::system_events::enabled() {
+    if super::sys::enabled() {
         let mut b = [0u8; 40];
         let mut n = req_fields(&mut b, req, fd, op, offset, len);
         put(&mut b, &mut n, &result.to_le_bytes());
@@ -288,7 +288,7 @@ pub(crate) fn aio_complete(req: u64, fd: i32, op: u32, offset: i64, len: usize, 
 /// Emits `aio_cancel`.
 #[inline(always)]
 pub(crate) fn aio_cancel(req: u64, fd: i32, op: u32, offset: i64, len: usize, outcome: i32) {
-    if super::system_events::enabled() {
+    if super::sys::enabled() {
         let mut b = [0u8; 40];
         let mut n = req_fields(&mut b, req, fd, op, offset, len);
         put(&mut b, &mut n, &outcome.to_le_bytes());
@@ -299,7 +299,7 @@ pub(crate) fn aio_cancel(req: u64, fd: i32, op: u32, offset: i64, len: usize, ou
 /// Emits `aio_list_start`.
 #[inline(always)]
 pub(crate) fn aio_list_start(list: u32, entries: usize, wait: bool) {
-    if super::system_events::enabled() {
+    if super::sys::enabled() {
         let mut b = [0u8; 12];
         let mut n = 0;
         put(&mut b, &mut n, &list.to_le_bytes());
@@ -312,7 +312,7 @@ pub(crate) fn aio_list_start(list: u32, entries: usize, wait: bool) {
 /// Emits `aio_list_end`.
 #[inline(always)]
 pub(crate) fn aio_list_end(list: u32) {
-    if super::system_events::enabled() {
+    if super::sys::enabled() {
         AIO_LIST_END.emit(&list.to_le_bytes());
     }
 }
@@ -320,7 +320,7 @@ pub(crate) fn aio_list_end(list: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{system_events as sys, Trace, TraceAttr};
+    use crate::trace::{sys, Trace, TraceAttr};
 
     #[test]
     fn aio_payloads_decode_by_layout() {
