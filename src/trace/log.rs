@@ -19,8 +19,9 @@
 //! `rtrace dump` prints the log order with times relative to the oldest event.
 
 use super::attr::{Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr};
-use super::crc::{crc32c, crc32c_words};
+use super::crc::{crc32c, crc32c_record};
 use super::ids::EventType;
+use super::ring::small_word;
 
 /// The first 8 bytes of every log.
 pub const MAGIC: [u8; 8] = *b"PXTRLOG\0";
@@ -150,9 +151,9 @@ pub(crate) fn encode_event(
     out[at + 4..at + 8].copy_from_slice(&crc);
 }
 
-/// [`encode_event`] for data of at most 8 bytes (the common case): the body's
-/// first 24 bytes are checksummed as words from registers and the record is
-/// appended in one copy.
+/// [`encode_event`] for data of at most 8 bytes (the common case): the body is
+/// built and checksummed in registers and stored straight into `out` (no buffer
+/// on the stack, whose small stores a wide load would wait for).
 #[allow(clippy::too_many_arguments)] // the record's fields
 #[inline]
 fn encode_small(
@@ -165,40 +166,30 @@ fn encode_small(
     prog: u64,
     data: &[u8],
 ) {
-    let n = data.len();
+    let n = data.len().min(8);
     // Body bytes 0..24: kind, id, flags, pid | tid, timestamp low | timestamp high,
-    // program address low; then program address high, data length, data.
+    // program address low; then 6 + n bytes: program address high, data length,
+    // data.
     let w0 = K_EVENT as u64 | (id as u64) << 8 | (truncated as u64) << 24 | (pid as u64) << 32;
     let w1 = tid as u64 | ts_ns << 32;
     let w2 = ts_ns >> 32 | prog << 32;
-    let mut rec = [0u8; EVENT_RECORD_FIXED + 8];
-    let body_len = EVENT_RECORD_FIXED - 8 + n;
-    rec[0..4].copy_from_slice(&(body_len as u32).to_le_bytes());
-    rec[8..16].copy_from_slice(&w0.to_le_bytes());
-    rec[16..24].copy_from_slice(&w1.to_le_bytes());
-    rec[24..32].copy_from_slice(&w2.to_le_bytes());
-    rec[32..36].copy_from_slice(&((prog >> 32) as u32).to_le_bytes());
-    rec[36..38].copy_from_slice(&(n as u16).to_le_bytes());
-    rec[38..38 + n].copy_from_slice(data);
-    let crc = crc32c_words([w0, w1, w2], &rec[32..38 + n]);
-    rec[4..8].copy_from_slice(&crc.to_le_bytes());
-    append_prefix(out, &rec, EVENT_RECORD_FIXED + n);
-}
-
-/// Appends the first `len` bytes of `rec` with a copy of all of it (a fixed size
-/// the compiler does in a few stores, where a copy of `len` bytes is a call).
-#[inline(always)]
-fn append_prefix<const N: usize>(out: &mut Vec<u8>, rec: &[u8; N], len: usize) {
-    let len = len.min(N);
-    out.reserve(N);
+    let tail = (prog >> 32) as u128 | (n as u128) << 32 | (small_word(data) as u128) << 48;
+    let crc = crc32c_record([w0, w1, w2], tail, 6 + n);
+    let body_len = (EVENT_RECORD_FIXED - 8 + n) as u64;
+    out.reserve(48);
     let at = out.len();
-    let spare = out.spare_capacity_mut();
-    for (d, s) in spare[..N].iter_mut().zip(rec) {
-        d.write(*s);
+    // SAFETY: `reserve(48)` made room for 48 bytes after `at`; the stores fill
+    // all of them (unaligned: a Vec<u8> has no alignment), and the record's
+    // `38 + n <= 46` of them become part of the vector.
+    unsafe {
+        let p = out.as_mut_ptr().add(at);
+        std::ptr::write_unaligned(p.cast::<u64>(), body_len | (crc as u64) << 32);
+        std::ptr::write_unaligned(p.add(8).cast::<u64>(), w0);
+        std::ptr::write_unaligned(p.add(16).cast::<u64>(), w1);
+        std::ptr::write_unaligned(p.add(24).cast::<u64>(), w2);
+        std::ptr::write_unaligned(p.add(32).cast::<u128>(), tail);
+        out.set_len(at + EVENT_RECORD_FIXED + n);
     }
-    // SAFETY: `reserve(N)` made room for N more bytes, the loop initialised the N
-    // bytes after `at`, and `len <= N` of them become part of the vector.
-    unsafe { out.set_len(at + len) };
 }
 
 /// The loss and fullness counters written at shutdown.

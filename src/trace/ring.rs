@@ -123,7 +123,7 @@ impl Drop for Ring {
 /// Up to 8 bytes as a little-endian word, zero above their length, without a
 /// call (two overlapping loads for 2..8 bytes).
 #[inline(always)]
-fn small_word(d: &[u8]) -> u64 {
+pub(crate) fn small_word(d: &[u8]) -> u64 {
     let n = d.len();
     if n >= 8 {
         u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
