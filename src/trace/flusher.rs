@@ -3,9 +3,10 @@
 //!
 //! Traced threads never write files and never wake anyone (no syscall on the
 //! recording path), so the flusher polls: every 2 ms when idle, every 100 µs while
-//! writers of a FLUSH stream ask for flushes. It writes
+//! a FLUSH stream has work. It writes
 //!
-//! - when a FLUSH stream's sub-buffer is half full;
+//! - when a FLUSH stream's sub-buffer is an eighth full (its writers ask at half,
+//!   and drop events once it is full);
 //! - at least every [`TraceAttr::flush_interval`](super::TraceAttr::flush_interval)
 //!   (100 ms by default) while the stream holds anything unwritten;
 //! - when kicked: at process exit (`atexit`) and on a fatal signal.
@@ -18,8 +19,10 @@
 //! complete up to the signal but has no end record: readers report it as cut
 //! ([`ErrorKind::Truncated`](crate::ErrorKind::Truncated)) after its last event.
 //! If the signal interrupts a thread inside the trace reader or a flush (holding
-//! the locks the flusher needs), the wait times out and the log keeps what the
-//! previous periodic write left.
+//! the locks the flusher needs), or inside the allocator, the wait times out and
+//! the log keeps what the previous periodic write left. A program that installs
+//! its own handler for one of these signals after creating the stream replaces
+//! this one for that signal (a handler installed before is called by it).
 
 use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::sync::{Arc, Once};
