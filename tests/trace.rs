@@ -1535,3 +1535,66 @@ fn log_with_flushes_is_in_time_order() {
     let span = evs.last().unwrap().timestamp - evs[0].timestamp;
     assert!(span >= Duration::from_millis(2), "span {span:?}");
 }
+
+/// A deadline too far ahead for the monotonic clock (a C caller's `{LONG_MAX, 0}`
+/// or `Duration::MAX`) means no limit: no panic, and the reader still gets an event
+/// recorded while it waits.
+#[test]
+fn huge_timeouts_mean_no_limit() {
+    let _g = serial();
+    use posixrt::trace::{self, Trace, TraceAttr};
+    use std::time::{Duration, SystemTime};
+
+    let t = std::sync::Arc::new(Trace::create(&TraceAttr::new()).unwrap());
+    let id = trace::eventid_open("limits.late").unwrap();
+    t.start().unwrap();
+    assert_eq!(
+        t.try_getnext().unwrap().unwrap().id,
+        posixrt::trace::EventId::START
+    );
+    let far = SystemTime::UNIX_EPOCH + Duration::from_secs(1 << 62);
+    for k in 0..2u8 {
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            trace::event(id, &[k]);
+        });
+        let e = if k == 0 {
+            t.timed_getnext_for(Duration::MAX)
+        } else {
+            t.timed_getnext_realtime(far)
+        };
+        let e = e.unwrap().unwrap();
+        assert_eq!((e.id, e.data.as_slice()), (id, &[k][..]));
+        h.join().unwrap();
+    }
+    t.stop().unwrap();
+}
+
+/// Every data length from 0 to 16 bytes reads back as written (the writer's fast
+/// path takes up to 8 bytes, the slow path the rest), and a maximum data size of 4
+/// truncates and flags longer data on either path.
+#[test]
+fn every_short_data_length_round_trips() {
+    let _g = serial();
+    let id = trace::eventid_open("tt.lengths").unwrap();
+    for max in [256usize, 4] {
+        let t = Trace::create(&attr_with(|a| {
+            a.set_max_data_size(max).unwrap();
+        }))
+        .unwrap();
+        t.start().unwrap();
+        for n in 0..=16u8 {
+            let data: Vec<u8> = (0..n).map(|i| 0xA0 ^ i ^ n).collect();
+            trace::event(id, &data);
+        }
+        t.stop().unwrap();
+        let got: Vec<Event> = t.events().filter(|e| e.id == id).collect();
+        assert_eq!(got.len(), 17);
+        for (n, e) in got.iter().enumerate() {
+            let data: Vec<u8> = (0..n as u8).map(|i| 0xA0 ^ i ^ n as u8).collect();
+            let keep = n.min(max);
+            assert_eq!(e.data, &data[..keep], "max {max}, {n} bytes");
+            assert_eq!(e.truncated, n > max, "max {max}, {n} bytes");
+        }
+    }
+}

@@ -37,16 +37,18 @@ pub(crate) fn real_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// The raw TSC (what [`ticks`] returns when [`uses_tsc`]): for a hot path that
+/// checked [`uses_tsc`] once and must not branch on it per call.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn rdtsc() -> u64 {
+pub(crate) fn rdtsc() -> u64 {
     // SAFETY: `rdtsc` has no memory effects; it is always available on x86_64.
     unsafe { core::arch::x86_64::_rdtsc() }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn rdtsc() -> u64 {
+pub(crate) fn rdtsc() -> u64 {
     mono_ns()
 }
 

@@ -14,6 +14,7 @@
 //! | [`cputime`] | CPU-time clocks (`clock_getcpuclockid`, `clock_gettime` on a dynamic id) |
 //! | [`proc`] | the one `/proc/.../stat` parser |
 //! | [`process`] | `atexit`, `unlink` at exit, a descriptor pointed at `/dev/null` (fork-safe) |
+//! | [`process_end`] | a hook on the fatal signals (`sigaction`, chained to the previous disposition), blocking them in a helper thread |
 //! | [`pilock`] | the crate's internal priority-inheriting lock (a bare PI futex) |
 //! | [`mm`] | `posix_madvise` (glibc's behaviour for `POSIX_MADV_DONTNEED`) |
 
@@ -25,6 +26,7 @@ pub(crate) mod mm;
 pub(crate) mod pilock;
 pub(crate) mod proc;
 pub(crate) mod process;
+pub(crate) mod process_end;
 pub(crate) mod sched;
 pub(crate) mod thread;
 pub(crate) mod tid;

@@ -7,7 +7,8 @@ use std::path::Path;
 use super::attr::TraceAttr;
 use super::event::Event;
 use super::ids::{EventId, EventType, ID_SPACE};
-use super::log::{self, Cur, LogStatus, RecordReader};
+use super::log::{self, LogStatus};
+use super::log_read::{self, Cur, RecordReader};
 use crate::{Error, ErrorKind, Result};
 
 /// A trace log opened for analysis (`posix_trace_open`): attributes, event types and
@@ -50,6 +51,10 @@ impl TraceLog {
     /// # Errors
     /// `NotFound`/`PermissionDenied` from `open`; `InvalidInput` for a directory;
     /// `Corrupt` for a file that is not a version-1 log; `Truncated` when even the 16-byte header is cut.
+    ///
+    /// # References
+    /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_open")]
     pub fn open(path: impl AsRef<Path>) -> Result<TraceLog> {
         let p = path.as_ref();
         let f = File::open(p).map_err(|e| {
@@ -66,6 +71,10 @@ impl TraceLog {
     }
 
     /// `posix_trace_open` on an open file.
+    ///
+    /// # References
+    /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_open")]
     pub fn from_file(f: File) -> Result<TraceLog> {
         let reader = RecordReader::open(f)?;
         let mut l = TraceLog {
@@ -90,33 +99,45 @@ impl TraceLog {
         let mut c = Cur(&body[1..]);
         match body[0] {
             log::K_ATTR => {
-                if let Ok((a, pid)) = log::parse_attr(&mut c) {
+                if let Ok((a, pid)) = log_read::parse_attr(&mut c) {
                     self.attr = Some(a);
                     self.pid = pid;
                 }
             }
             log::K_TYPE => {
-                if let Ok(t) = log::parse_type(&mut c) {
+                if let Ok(t) = log_read::parse_type(&mut c) {
                     let i = t.id.raw() as usize;
                     self.types[i] = Some(t);
                 }
             }
-            log::K_STATUS => self.status = log::parse_status(&mut c).ok(),
+            log::K_STATUS => self.status = log_read::parse_status(&mut c).ok(),
             log::K_END => self.complete = true,
             _ => {}
         }
     }
 
     /// `posix_trace_rewind`: back to the first event.
+    ///
+    /// # References
+    /// - [`posix_trace_rewind`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_rewind")]
     pub fn rewind(&mut self) -> Result<()> {
         self.done = false;
         self.reader.rewind()
     }
 
     /// `posix_trace_close` (dropping does the same).
+    ///
+    /// # References
+    /// - [`posix_trace_close`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_close")]
     pub fn close(self) {}
 
     /// The stream's attributes, if the log got as far as recording them.
+    ///
+    /// # References
+    /// - [`posix_trace_get_attr`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_attr.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_get_attr")]
     pub fn attr(&self) -> Option<&TraceAttr> {
         self.attr.as_ref()
     }
@@ -157,6 +178,10 @@ impl TraceLog {
     /// # Errors
     /// `Truncated` when the log ends inside a record or without its shutdown record
     /// (returned once; then `Ok(None)`); `Corrupt` for a checksum mismatch.
+    ///
+    /// # References
+    /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_getnext_event")]
     pub fn next_event(&mut self) -> Result<Option<Event>> {
         if self.done {
             return Ok(None);
@@ -169,10 +194,10 @@ impl TraceLog {
                     return Err(Error::new(
                         ErrorKind::Truncated,
                         "posix_trace_getnext_event",
-                        "log ends without its shutdown record",
+                        "log cut cleanly after its last complete record (no shutdown record)",
                     )
                     .with_hint(
-                        "the writer crashed or is still running; every complete record was read",
+                        "the writer was killed or is still running; every record up to the cut was read",
                     ));
                 }
                 Err(e) => {
@@ -181,7 +206,7 @@ impl TraceLog {
                 }
             };
             if body[0] == log::K_EVENT {
-                return log::parse_event(&mut Cur(&body[1..])).map(Some);
+                return log_read::parse_event(&mut Cur(&body[1..])).map(Some);
             }
             if body[0] == log::K_END {
                 self.done = true;
@@ -192,6 +217,10 @@ impl TraceLog {
     }
 
     /// An iterator over the events; yields the truncation error (if any) last.
+    ///
+    /// # References
+    /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_getnext_event")]
     pub fn events(&mut self) -> impl Iterator<Item = Result<Event>> + '_ {
         std::iter::from_fn(move || self.next_event().transpose())
     }

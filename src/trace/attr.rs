@@ -17,6 +17,9 @@ pub const MAX_SYS_PAYLOAD: usize = 256;
 pub const MAX_DATA_SIZE_LIMIT: usize = 4096;
 /// Smallest accepted stream size.
 pub const MIN_STREAM_SIZE: usize = 4096;
+/// How often a stream with a log writes what it holds, by default
+/// ([`TraceAttr::set_flush_interval`]).
+pub const DEFAULT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
 /// What a stream does when it is full (`posix_trace_attr_setstreamfullpolicy`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -61,8 +64,8 @@ pub enum Inheritance {
 /// [`Trace::attr`](super::Trace::attr).
 ///
 /// # References
-/// - [`posix_trace_attr_init`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_attr_init.html)
-/// - [`posix_trace_attr_getstreamsize`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_attr_getmaxdatasize.html)
+/// - [`posix_trace_attr_init`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_init.html)
+/// - [`posix_trace_attr_getstreamsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getmaxdatasize.html)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceAttr {
     pub(crate) name: String,
@@ -75,6 +78,7 @@ pub struct TraceAttr {
     pub(crate) max_data: usize,
     pub(crate) inherit: Inheritance,
     pub(crate) with_log: bool,
+    pub(crate) flush_interval: Duration,
 }
 
 impl Default for TraceAttr {
@@ -85,6 +89,10 @@ impl Default for TraceAttr {
 
 impl TraceAttr {
     /// `posix_trace_attr_init`: the default attributes.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_init`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_destroy.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_init")]
     pub fn new() -> TraceAttr {
         TraceAttr {
             name: "trace".to_string(),
@@ -97,15 +105,24 @@ impl TraceAttr {
             max_data: 256,
             inherit: Inheritance::CloseForChild,
             with_log: false,
+            flush_interval: DEFAULT_FLUSH_INTERVAL,
         }
     }
 
     /// `posix_trace_attr_getgenversion`: the trace system's version (read-only).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getgenversion`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getgenversion")]
     pub fn genversion(&self) -> &'static str {
         GEN_VERSION
     }
 
     /// `posix_trace_attr_getname`.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getname`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getname")]
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -114,6 +131,10 @@ impl TraceAttr {
     ///
     /// # Errors
     /// `InvalidInput` if longer than [`TRACE_NAME_MAX`] bytes or containing NUL.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setname`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setname")]
     pub fn set_name(&mut self, name: &str) -> Result<&mut Self> {
         if name.len() > TRACE_NAME_MAX || name.contains('\0') {
             return Err(Error::invalid(
@@ -131,17 +152,29 @@ impl TraceAttr {
 
     /// `posix_trace_attr_getcreatetime`: CLOCK_REALTIME when the stream was created
     /// (`None` for an attribute object not read from a stream).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getcreatetime`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getcreatetime")]
     pub fn create_time(&self) -> Option<Duration> {
         self.create_time
     }
 
     /// `posix_trace_attr_getclockres`: the real resolution of the timestamp clock
     /// (the TSC, rounded up to 1 ns, or CLOCK_MONOTONIC's `clock_getres`).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getclockres`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getclockres")]
     pub fn clock_resolution(&self) -> Duration {
         self.clock_res.unwrap_or_else(clock::resolution)
     }
 
     /// `posix_trace_attr_getstreamsize`: the minimum bytes reserved for events.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getstreamsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getstreamsize")]
     pub fn stream_size(&self) -> usize {
         self.stream_size
     }
@@ -159,6 +192,10 @@ impl TraceAttr {
     ///
     /// # Errors
     /// `InvalidInput` below [`MIN_STREAM_SIZE`] or above 1 GiB.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setstreamsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setstreamsize")]
     pub fn set_stream_size(&mut self, size: usize) -> Result<&mut Self> {
         if !(MIN_STREAM_SIZE..=1 << 30).contains(&size) {
             return Err(Error::invalid(
@@ -173,6 +210,10 @@ impl TraceAttr {
 
     /// `posix_trace_attr_getstreamfullpolicy`: FLUSH for a stream with a log, LOOP
     /// without, unless set.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getstreamfullpolicy`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getinherited.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getstreamfullpolicy")]
     pub fn stream_full_policy(&self) -> StreamFullPolicy {
         self.stream_full.unwrap_or(if self.with_log {
             StreamFullPolicy::Flush
@@ -183,17 +224,29 @@ impl TraceAttr {
 
     /// `posix_trace_attr_setstreamfullpolicy`. (FLUSH without a log is refused at
     /// creation.)
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setstreamfullpolicy`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getinherited.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setstreamfullpolicy")]
     pub fn set_stream_full_policy(&mut self, p: StreamFullPolicy) -> &mut Self {
         self.stream_full = Some(p);
         self
     }
 
     /// `posix_trace_attr_getlogfullpolicy` (default LOOP).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getlogfullpolicy`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getinherited.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getlogfullpolicy")]
     pub fn log_full_policy(&self) -> LogFullPolicy {
         self.log_full
     }
 
     /// `posix_trace_attr_setlogfullpolicy`.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setlogfullpolicy`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getinherited.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setlogfullpolicy")]
     pub fn set_log_full_policy(&mut self, p: LogFullPolicy) -> &mut Self {
         self.log_full = p;
         self
@@ -201,6 +254,10 @@ impl TraceAttr {
 
     /// `posix_trace_attr_getlogsize`: the bytes of event records a log keeps
     /// (ignored with APPEND).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getlogsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getlogsize")]
     pub fn log_size(&self) -> u64 {
         self.log_size
     }
@@ -209,6 +266,10 @@ impl TraceAttr {
     ///
     /// # Errors
     /// `InvalidInput` below 1024 bytes.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setlogsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setlogsize")]
     pub fn set_log_size(&mut self, size: u64) -> Result<&mut Self> {
         if size < 1024 {
             return Err(Error::invalid(
@@ -223,6 +284,10 @@ impl TraceAttr {
 
     /// `posix_trace_attr_getmaxdatasize`: bytes of user data kept per event (longer
     /// data is truncated and flagged).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getmaxdatasize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getmaxdatasize")]
     pub fn max_data_size(&self) -> usize {
         self.max_data
     }
@@ -231,6 +296,10 @@ impl TraceAttr {
     ///
     /// # Errors
     /// `InvalidInput` above [`MAX_DATA_SIZE_LIMIT`].
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setmaxdatasize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setmaxdatasize")]
     pub fn set_max_data_size(&mut self, n: usize) -> Result<&mut Self> {
         if n > MAX_DATA_SIZE_LIMIT {
             return Err(Error::invalid(
@@ -245,25 +314,71 @@ impl TraceAttr {
 
     /// `posix_trace_attr_getmaxsystemeventsize`: the largest system event, record
     /// header and padding included.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getmaxsystemeventsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getmaxsystemeventsize")]
     pub fn max_system_event_size(&self) -> usize {
         RECORD_HEADER + MAX_SYS_PAYLOAD.next_multiple_of(8)
     }
 
     /// `posix_trace_attr_getmaxusereventsize`: the size a user event with `data_len`
     /// bytes of data takes in the stream, header and padding included.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getmaxusereventsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getlogsize.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getmaxusereventsize")]
     pub fn max_user_event_size(&self, data_len: usize) -> usize {
         RECORD_HEADER + data_len.min(self.max_data).next_multiple_of(8)
     }
 
     /// `posix_trace_attr_getinherited` (default CLOSE_FOR_CHILD).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getinherited`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getinherited.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getinherited")]
     pub fn inheritance(&self) -> Inheritance {
         self.inherit
     }
 
     /// `posix_trace_attr_setinherited`. INHERITED is refused at creation
     /// ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)).
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setinherited`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getinherited.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setinherited")]
     pub fn set_inheritance(&mut self, i: Inheritance) -> &mut Self {
         self.inherit = i;
         self
+    }
+
+    /// How often, at most, a stream with a log leaves what it holds unwritten
+    /// (default [`DEFAULT_FLUSH_INTERVAL`], 100 ms). A posixrt extension: POSIX
+    /// leaves the timing of writes to the log to the implementation.
+    ///
+    /// The flusher thread writes the stream's records to the log at least this
+    /// often while there are any, so a process that dies without shutting the
+    /// stream down (a kill it cannot catch, a power cut) loses at most this much
+    /// of its trace; process exit and SIGINT, SIGTERM, SIGSEGV and SIGABRT write
+    /// everything (see [`Trace::create_with_log`](super::Trace::create_with_log)).
+    /// These writes add no FLUSH_START / FLUSH_STOP events.
+    pub fn flush_interval(&self) -> Duration {
+        self.flush_interval
+    }
+
+    /// Sets [`flush_interval`](Self::flush_interval).
+    ///
+    /// # Errors
+    /// `InvalidInput` below 1 ms or above 1 hour.
+    pub fn set_flush_interval(&mut self, every: Duration) -> Result<&mut Self> {
+        if every < Duration::from_millis(1) || every > Duration::from_secs(3600) {
+            return Err(Error::invalid(
+                "TraceAttr::set_flush_interval",
+                format!("flush interval {every:?} outside 1 ms ..= 1 h"),
+            )
+            .with_hint("pass an interval between 1 ms and 1 hour (default 100 ms)"));
+        }
+        self.flush_interval = every;
+        Ok(self)
     }
 }

@@ -238,7 +238,7 @@ impl<const N: usize> Packer<N> {
 #[inline]
 pub(crate) fn recorded(ev: &SysEvent) -> Option<super::EventId> {
     let id = ev.id().ok()?;
-    super::stream::passes(id).then_some(id)
+    super::slots::passes(id).then_some(id)
 }
 
 #[inline(always)]

@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::sys;
+use super::schema;
 use super::{Event, EventId, EventType, TraceLog};
 use crate::{Error, Result};
 
@@ -56,7 +56,7 @@ fn name_of(log: &TraceLog, id: EventId) -> String {
 /// A readable payload: fields of system events, a number, text or hex for user data.
 pub fn payload(ty: Option<&EventType>, e: &Event) -> String {
     if let Some(t) = ty.filter(|t| !t.fields.is_empty()) {
-        if let Some(vals) = sys::decode(&t.fields, &e.data) {
+        if let Some(vals) = schema::decode(&t.fields, &e.data) {
             return vals
                 .iter()
                 .map(|(n, v)| format!("{n}={v}"))
@@ -147,13 +147,13 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         let mut sep = "";
         let fields = ty
             .filter(|t| !t.fields.is_empty())
-            .and_then(|t| sys::decode(&t.fields, &e.data));
+            .and_then(|t| schema::decode(&t.fields, &e.data));
         match fields {
             Some(vals) => {
                 for (n, v) in vals {
                     let v = match v {
-                        sys::Value::U(x) => x.to_string(),
-                        sys::Value::I(x) => x.to_string(),
+                        schema::Value::U(x) => x.to_string(),
+                        schema::Value::I(x) => x.to_string(),
                         other => json_str(&other.to_string()),
                     };
                     let _ = write!(args, "{sep}{}:{v}", json_str(n));
@@ -230,7 +230,7 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 /// The errno of creating the directory or writing the files.
 pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     let l = Loaded::new(log, events);
-    use sys::FieldType as F;
+    use schema::FieldType as F;
     std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
     let mut m = String::from("/* CTF 1.8 */\n\n");
     for (name, size, signed, base) in [

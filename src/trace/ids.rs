@@ -5,20 +5,21 @@
 //! | ids | what |
 //! |---|---|
 //! | 0..=7 | the POSIX system events START, STOP, FILTER, OVERFLOW, RESUME, FLUSH_START, FLUSH_STOP, ERROR |
-//! | 8..128 | system events registered by other modules through [`sys::register`](super::sys::register) |
+//! | 8..128 | system events registered by other modules through [`system_events::register`](super::system_events::register) |
 //! | 128 | `posix_trace_unnamed_userevent`, given once [`TRACE_USER_EVENT_MAX`] names are taken |
 //! | 129..1024 | user events opened by name |
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use super::sys::{Field, FieldType};
+use super::schema::{Field, FieldType};
 
 /// A payload field as stored in a type description: its name and type.
 pub type FieldDesc = (String, FieldType);
 
 /// Size of the event id space (system and user); a filter is a bitmap of this many bits.
 pub const ID_SPACE: usize = 1024;
+const _: () = assert!(ID_SPACE / 8 == super::schema::EVENT_SET_BYTES);
 /// First user event id.
 pub(crate) const USER_BASE: u16 = 128;
 /// Maximum number of named user event types per process (`TRACE_USER_EVENT_MAX`).
@@ -31,7 +32,7 @@ pub const TRACE_EVENT_NAME_MAX: usize = 64;
 /// An event type identifier (`trace_event_id_t`).
 ///
 /// Obtained from [`eventid_open`](super::eventid_open), [`Trace::eventid_open`](super::Trace::eventid_open),
-/// [`sys::register`](super::sys::register) or the constants below. Ids are process-wide:
+/// [`system_events::register`](super::system_events::register) or the constants below. Ids are process-wide:
 /// the same name gives the same id in every stream.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct EventId(pub(crate) u16);
@@ -74,7 +75,11 @@ impl EventId {
     }
 
     /// `posix_trace_eventid_equal`: whether two ids denote the same type.
+    ///
+    /// # References
+    /// - [`posix_trace_eventid_equal`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
     #[inline]
+    #[doc(alias = "posix_trace_eventid_equal")]
     pub fn equal(self, other: EventId) -> bool {
         self == other
     }

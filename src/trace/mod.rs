@@ -3,6 +3,12 @@
 //! Linux has no `<trace.h>`; this module is the whole POSIX trace option as a Rust
 //! API, with a recording path near the hardware floor.
 //!
+//! The links to POSIX in this module go to the 2008 edition (Issue 7), not to the
+//! 2024 edition the rest of the crate links: the Trace option was marked
+//! obsolescent in 2008 and POSIX.1-2024 (Issue 8) removed it, so Issue 7 is the
+//! last edition that specifies these functions. Each item carries its C name as a
+//! documentation alias (search the docs for `posix_trace_create`).
+//!
 //! | POSIX | here |
 //! |---|---|
 //! | `trace_attr_t`, `posix_trace_attr_*` | [`TraceAttr`] |
@@ -15,7 +21,7 @@
 //! | `posix_trace_event` | [`event`] |
 //! | `posix_trace_getnext_event`, `_timedgetnext_event`, `_trygetnext_event` | [`Trace::getnext`], [`Trace::timed_getnext`], [`Trace::try_getnext`], [`Trace::events`] |
 //! | `posix_trace_open`, `_rewind`, `_close` | [`TraceLog`] |
-//! | implementation-defined system events | [`sys`]: a catalogue other modules register into |
+//! | implementation-defined system events | [`system_events`]: a catalogue other modules register into ([`schema`]: their payload layouts) |
 //!
 //! ```
 //! use posixrt::trace::{self, EventId, Trace, TraceAttr};
@@ -32,11 +38,14 @@
 //!
 //! # Recording
 //!
-//! [`event`] loads one process-wide word (the running streams, a bit each) and
-//! returns if it is zero: a load and a branch. Otherwise, per running stream, it
-//! checks the filter bitmap first, then writes a 16-byte header (id, length, tid,
-//! TSC) and the data into the calling thread's own sub-buffer: no lock, no
-//! allocation, no syscall, and no cache line written by two threads. Each thread gets
+//! [`event`] loads one process-wide word (a bit per event id: whether some running
+//! stream records it) and returns if the bit is clear: a load and a branch, inlined
+//! into the caller, whether no stream runs or every running one filters the id.
+//! Otherwise, per running stream (one running stream needs no filter check), it
+//! writes a 16-byte header (id, length, tid, TSC) and the data into the calling
+//! thread's own sub-buffer: no lock, no allocation, no syscall, and no cache line
+//! written by two threads. A record of up to 8 bytes of data that fits takes a path
+//! without a call or a loop. Each thread gets
 //! its sub-buffer on its first event (that one call allocates); the sub-buffer of a
 //! thread that exited is unmapped once it has been read empty. Readers merge the
 //! sub-buffers by timestamp, so events come oldest first.
@@ -54,7 +63,15 @@
 //! carry `CLOCK_MONOTONIC` nanoseconds. The program address is not recorded (0).
 //!
 //! A stream with a log has a flusher thread that writes the log; traced threads never
-//! write files. `POSIX_TRACE_INHERITED` and tracing another process are refused
+//! write files and never wait for it. It writes when a FLUSH stream's sub-buffer is
+//! an eighth full, at least every [`TraceAttr::flush_interval`] (100 ms by default)
+//! while anything is unwritten, at `shutdown`, at process exit, and on SIGINT,
+//! SIGTERM, SIGSEGV and SIGABRT: the signal handler (async-signal-safe) has the
+//! flusher write everything, then the signal takes its previous disposition (a
+//! handler installed earlier runs; the default action ends the process). A log
+//! whose process was killed ends cleanly after its last record, without the end
+//! record; readers report it as cut ([`ErrorKind::Truncated`](crate::ErrorKind::Truncated)).
+//! `POSIX_TRACE_INHERITED` and tracing another process are refused
 //! ([`ErrorKind::Unsupported`](crate::ErrorKind::Unsupported)); a forked child
 //! records nothing (`POSIX_TRACE_CLOSE_FOR_CHILD`).
 //!
@@ -97,31 +114,47 @@
 mod analysis;
 mod attr;
 pub mod catalog;
+mod control;
 mod crc;
 mod event;
 pub mod export;
+mod flush;
+mod flusher;
+mod getnext;
+mod handle;
 mod ids;
+mod local;
 mod log;
+mod log_read;
+mod log_writer;
+mod read;
 mod ring;
+pub mod schema;
 mod set;
+mod slots;
 mod status;
 mod stream;
-pub mod sys;
+pub mod system_events;
+
+/// The old name of [`system_events`], kept while callers move over.
+#[doc(hidden)]
+pub use system_events as sys;
 
 pub use analysis::TraceLog;
 pub use attr::{
-    Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, GEN_VERSION, MAX_DATA_SIZE_LIMIT,
-    MAX_SYS_PAYLOAD, MIN_STREAM_SIZE, RECORD_HEADER, TRACE_NAME_MAX,
+    Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr, DEFAULT_FLUSH_INTERVAL, GEN_VERSION,
+    MAX_DATA_SIZE_LIMIT, MAX_SYS_PAYLOAD, MIN_STREAM_SIZE, RECORD_HEADER, TRACE_NAME_MAX,
 };
 pub use event::{Event, EventInfo};
+pub use handle::Trace;
 pub use ids::{
     EventId, EventType, FieldDesc, ID_SPACE, TRACE_EVENT_NAME_MAX, TRACE_SYS_EVENT_MAX,
     TRACE_USER_EVENT_MAX,
 };
 pub use log::{LogStatus, MAGIC as LOG_MAGIC, VERSION as LOG_VERSION};
 pub use set::{EventSet, FillWhat, FilterHow};
+pub use slots::TRACE_SYS_MAX;
 pub use status::TraceStatus;
-pub use stream::{Trace, TRACE_SYS_MAX};
 
 /// `posix_trace_event`: records an event with `data` in every running stream of the
 /// process that does not filter `id`; data longer than the stream's maximum data
@@ -136,10 +169,11 @@ pub use stream::{Trace, TRACE_SYS_MAX};
 /// thread's first event in a stream allocates its sub-buffer).
 ///
 /// # References
-/// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_event.html)
+/// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_event.html)
 #[inline(always)]
+#[doc(alias = "posix_trace_event")]
 pub fn event(id: EventId, data: &[u8]) {
-    stream::event(id, data)
+    local::event(id, data)
 }
 
 /// `posix_trace_eventid_open`: the process-wide id of a user event name; the same
@@ -151,12 +185,17 @@ pub fn event(id: EventId, data: &[u8]) {
 /// with NUL.
 ///
 /// # References
-/// - [`posix_trace_eventid_open`](https://pubs.opengroup.org/onlinepubs/009695399/functions/posix_trace_eventid_open.html)
+/// - [`posix_trace_eventid_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_open.html)
+#[doc(alias = "posix_trace_eventid_open")]
 pub fn eventid_open(name: &str) -> crate::Result<EventId> {
     ids::open_user(name)
 }
 
 /// The name of any event type known to this process.
+///
+/// # References
+/// - [`posix_trace_eventid_get_name`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
+#[doc(alias = "posix_trace_eventid_get_name")]
 pub fn eventid_name(id: EventId) -> Option<String> {
     ids::name_of(id)
 }

@@ -20,6 +20,7 @@
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
+use crate::sys::clock;
 use crate::{Error, Result};
 
 pub(crate) const PAD_ID: u16 = 0xFFFF;
@@ -53,6 +54,10 @@ pub(crate) struct Ring {
     /// Writer-private: last tail seen, events lost, flush requested.
     pub(crate) cached_tail: Padded<AtomicU64>,
     pub(crate) lost: AtomicU64,
+    /// Writer side, FLUSH policy: `lost` when the last record ending a run of
+    /// drops was written (a reader reports the run with that record, not the
+    /// drops of a run still going on).
+    pub(crate) lost_at_gap: AtomicU64,
     pub(crate) flush_asked: AtomicBool,
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once
     /// half of it is free.
@@ -65,6 +70,18 @@ pub(crate) struct Ring {
     mapped: AtomicBool,
     buf: NonNull<AtomicU64>,
     pub(crate) cap: u64,
+    /// Writer fast path: a record goes straight in while the bytes in use (by the
+    /// cached tail) stay within this (the room left for control events, or half
+    /// the ring for the FLUSH policy, whose writers ask for a flush there).
+    soft: u64,
+    /// Most data the fast path takes: 8 bytes, or the stream's maximum data size
+    /// if smaller (longer data, or a user event to truncate, takes the slow path);
+    /// -1 when the clock is not the TSC, which the fast path reads directly.
+    fast_max: i64,
+    /// `cap - 24`: the last offset where a fast-path record fits before the end.
+    last_off: u64,
+    /// `tid << 32`, the thread id's place in a record's first word.
+    w0_tid: u64,
     pub(crate) tid: u32,
 }
 
@@ -103,18 +120,43 @@ impl Drop for Ring {
     }
 }
 
+/// Up to 8 bytes as a little-endian word, zero above their length, without a
+/// call (two overlapping loads for 2..8 bytes).
+#[inline(always)]
+pub(crate) fn small_word(d: &[u8]) -> u64 {
+    let n = d.len();
+    if n >= 8 {
+        u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+    } else if n >= 4 {
+        let lo = u32::from_le_bytes([d[0], d[1], d[2], d[3]]) as u64;
+        let hi = u32::from_le_bytes([d[n - 4], d[n - 3], d[n - 2], d[n - 1]]) as u64;
+        lo | hi << (8 * (n - 4))
+    } else if n >= 2 {
+        let lo = u16::from_le_bytes([d[0], d[1]]) as u64;
+        let hi = u16::from_le_bytes([d[n - 2], d[n - 1]]) as u64;
+        lo | hi << (8 * (n - 2))
+    } else if n == 1 {
+        d[0] as u64
+    } else {
+        0
+    }
+}
+
 #[inline(always)]
 pub(crate) fn words_for(len: usize) -> u64 {
     2 + len.div_ceil(8) as u64
 }
 
 impl Ring {
-    pub(crate) fn new(cap: usize, tid: u32) -> Result<Box<Ring>> {
+    /// A ring of `cap` bytes for thread `tid`; `soft` and `max_user` set the
+    /// writer's fast path (see the fields).
+    pub(crate) fn new(cap: usize, tid: u32, soft: u64, max_user: usize) -> Result<Box<Ring>> {
         debug_assert!(cap.is_power_of_two() && cap >= 64);
         Ok(Box::new(Ring {
             head: Padded(AtomicU64::new(0)),
             cached_tail: Padded(AtomicU64::new(0)),
             lost: AtomicU64::new(0),
+            lost_at_gap: AtomicU64::new(0),
             flush_asked: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
@@ -123,6 +165,14 @@ impl Ring {
             mapped: AtomicBool::new(true),
             buf: map(cap)?,
             cap: cap as u64,
+            soft,
+            fast_max: if clock::uses_tsc() {
+                max_user.min(8) as i64
+            } else {
+                -1
+            },
+            last_off: cap as u64 - 24,
+            w0_tid: (tid as u64) << 32,
             tid,
         }))
     }
@@ -225,6 +275,62 @@ impl Ring {
         }
     }
 
+    /// Writer side, the fast path: stores and publishes a record of `data` under
+    /// `id` if it needs nothing special (at most 8 bytes of data, no padding at
+    /// the end of the ring, within the soft limit by the cached tail, the TSC as
+    /// the clock). Returns `false`, having written nothing, otherwise. It calls
+    /// nothing, so its caller needs no stack frame.
+    #[inline(always)]
+    pub(crate) fn put_fast(&self, id: u16, data: &[u8]) -> bool {
+        // Read once: the stores below go through atomics, after which the
+        // compiler would read the ring's fields again.
+        let (buf, w0_tid) = (self.buf, self.w0_tid);
+        let len = data.len();
+        let head = self.head.0.load(Relaxed);
+        let off = head & (self.cap - 1);
+        // 24 bytes, the most a fast-path record takes, for the room checks.
+        if len as i64 > self.fast_max
+            || off > self.last_off
+            || head + 24 - self.cached_tail.0.load(Relaxed) > self.soft
+        {
+            return false;
+        }
+        let bytes = if len == 0 { 16 } else { 24 };
+        let w0 = id as u64 | (len as u64) << 16 | w0_tid;
+        let word = small_word(data);
+        let ticks = clock::rdtsc();
+        // SAFETY: `off + 24 <= cap`: the three words are inside the mapping (see
+        // `word`), which is live while its writer records. The third is free space
+        // for a record without data (the room check counted 24 bytes), so it is
+        // stored unconditionally.
+        unsafe {
+            let at = buf.as_ptr().add((off / 8) as usize);
+            (*at).store(w0, Relaxed);
+            (*at.add(1)).store(ticks, Relaxed);
+            (*at.add(2)).store(word, Relaxed);
+        }
+        self.head.0.store(head + bytes, Release);
+        true
+    }
+
+    /// Stores `data` from `at`, zero-padded to a word.
+    #[inline(always)]
+    fn put_data(&self, mut at: u64, data: &[u8]) {
+        let mut chunks = data.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.word(at).store(u64::from_le_bytes(w), Relaxed);
+            at += 8;
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut w = [0u8; 8];
+            w[..rest.len()].copy_from_slice(rest);
+            self.word(at).store(u64::from_le_bytes(w), Relaxed);
+        }
+    }
+
     /// Writer side: stores a record at `head` (room already checked) and publishes it.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the record's fields, on the hot path
@@ -253,20 +359,7 @@ impl Ring {
             | (tid as u64) << 32;
         self.word(head).store(w0, Relaxed);
         self.word(head + 8).store(ticks, Relaxed);
-        let mut at = head + 16;
-        let mut chunks = data.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.word(at).store(u64::from_le_bytes(w), Relaxed);
-            at += 8;
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.word(at).store(u64::from_le_bytes(w), Relaxed);
-        }
+        self.put_data(head + 16, data);
         self.head.0.store(head + bytes, Release);
     }
 
@@ -349,6 +442,53 @@ impl Ring {
                 });
             }
         }
+    }
+
+    /// Reader side, for a stream whose writer never moves the tail (FLUSH and
+    /// UNTIL_FULL): the record at `pos` (`tail <= pos < head`, head loaded with
+    /// Acquire): its first word, its timestamp and its size in bytes. Padding has
+    /// id [`PAD_ID`] and no timestamp.
+    #[inline]
+    pub(crate) fn at(&self, pos: u64) -> (u64, u64, u64) {
+        let w0 = self.word(pos).load(Relaxed);
+        let len = self.len_at(pos, w0);
+        if w0 as u16 == PAD_ID {
+            return (w0, 0, len);
+        }
+        (w0, self.word(pos + 8).load(Relaxed), len)
+    }
+
+    /// The data length of a record from its first word.
+    #[inline]
+    pub(crate) fn data_len(&self, w0: u64) -> usize {
+        ((w0 >> 16) & LEN_MASK) as usize
+    }
+
+    /// Reader side, as [`at`](Self::at): the first data word of the record at
+    /// `pos` (meaningful for as many bytes as its data length, up to 8).
+    #[inline]
+    pub(crate) fn first_data_word(&self, pos: u64) -> u64 {
+        self.word(pos + 16).load(Relaxed)
+    }
+
+    /// Reader side: appends the data of the record at `pos` (first word `w0`) to
+    /// `out`.
+    #[inline]
+    pub(crate) fn data_into(&self, pos: u64, w0: u64, out: &mut Vec<u8>) {
+        let dlen = ((w0 >> 16) & LEN_MASK) as usize;
+        let start = out.len();
+        let mut at = pos + 16;
+        while out.len() - start < dlen {
+            out.extend_from_slice(&self.word(at).load(Relaxed).to_le_bytes());
+            at += 8;
+        }
+        out.truncate(start + dlen);
+    }
+
+    /// Reader side, as [`at`](Self::at): frees the records before `pos`.
+    #[inline]
+    pub(crate) fn set_tail(&self, pos: u64) {
+        self.tail.0.store(pos, Release);
     }
 
     /// Reader side: drops every record.

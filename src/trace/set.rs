@@ -42,12 +42,20 @@ pub enum FilterHow {
 
 impl EventSet {
     /// `posix_trace_eventset_empty`.
+    ///
+    /// # References
+    /// - [`posix_trace_eventset_empty`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventset_add.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_eventset_empty")]
     pub const fn empty() -> EventSet {
         EventSet([0; WORDS])
     }
 
     /// `posix_trace_eventset_fill`: adds the event types `what` names. System ranges
     /// cover every system id, including ones modules register later.
+    ///
+    /// # References
+    /// - [`posix_trace_eventset_fill`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventset_add.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_eventset_fill")]
     pub fn fill(&mut self, what: FillWhat) {
         match what {
             FillWhat::All => self.0 = [!0; WORDS],
@@ -67,19 +75,31 @@ impl EventSet {
     }
 
     /// `posix_trace_eventset_add` (adding a member is not an error).
+    ///
+    /// # References
+    /// - [`posix_trace_eventset_add`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventset_add.html) (POSIX.1-2008)
     #[inline]
+    #[doc(alias = "posix_trace_eventset_add")]
     pub fn add(&mut self, id: EventId) {
         self.0[id.0 as usize / 64] |= 1 << (id.0 % 64);
     }
 
     /// `posix_trace_eventset_del` (deleting a non-member is not an error).
+    ///
+    /// # References
+    /// - [`posix_trace_eventset_del`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventset_add.html) (POSIX.1-2008)
     #[inline]
+    #[doc(alias = "posix_trace_eventset_del")]
     pub fn del(&mut self, id: EventId) {
         self.0[id.0 as usize / 64] &= !(1 << (id.0 % 64));
     }
 
     /// `posix_trace_eventset_ismember`.
+    ///
+    /// # References
+    /// - [`posix_trace_eventset_ismember`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventset_add.html) (POSIX.1-2008)
     #[inline]
+    #[doc(alias = "posix_trace_eventset_ismember")]
     pub fn contains(&self, id: EventId) -> bool {
         self.0[id.0 as usize / 64] >> (id.0 % 64) & 1 != 0
     }

@@ -411,7 +411,11 @@ fn main() -> ExitCode {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some(stop)) => {
             let code = code_of(&stop);
+            // A log whose writer was killed ends at a record boundary: nothing is
+            // damaged, only the shutdown record is missing.
+            let clean = code == EXIT_CUT && stop.to_string().contains("cut cleanly");
             let what = match code {
+                EXIT_CUT if clean => "cut short, clean truncation",
                 EXIT_CORRUPT => "corrupt",
                 EXIT_CUT => "cut short",
                 _ => "read error",

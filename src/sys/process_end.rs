@@ -1,0 +1,185 @@
+//! The end of a process: a hook that runs on the fatal signals SIGINT, SIGTERM,
+//! SIGSEGV and SIGABRT before the signal takes its previous course, and blocking
+//! those signals in a helper thread (so the hook never runs there).
+//!
+//! The handler calls one async-signal-safe hook, then gives the signal the
+//! disposition it had before: a handler the program installed earlier is called
+//! (with its own signature; our handler stays installed, unless the earlier one
+//! was one-shot); the default action is restored and the signal acts again: a
+//! fault (SIGSEGV raised by the CPU) re-executes the faulting instruction, any
+//! other signal is raised again, pending until the handler returns. A signal that
+//! was ignored when the hook was installed stays ignored (the hook is not installed
+//! for it).
+//!
+//! # References
+//! - [`sigaction`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigaction.html)
+//! - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
+//! - [`raise`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/raise.html)
+//! - [`signal-safety(7)`](https://man7.org/linux/man-pages/man7/signal-safety.7.html)
+
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::Once;
+
+/// The signals the hook runs on.
+pub(crate) const FATAL: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGSEGV, libc::SIGABRT];
+
+/// The hook (`fn()` as usize; 0: none).
+static HOOK: AtomicUsize = AtomicUsize::new(0);
+
+/// The disposition each fatal signal had before ours (written once, before our
+/// handler is installed for that signal; read only by the handler).
+struct Saved(
+    UnsafeCell<[MaybeUninit<libc::sigaction>; 4]>,
+    [AtomicBool; 4],
+);
+
+// SAFETY: each entry is written once, before its `AtomicBool` is set with Release,
+// and only read after that flag is seen with Acquire.
+unsafe impl Sync for Saved {}
+
+static SAVED: Saved = Saved(
+    UnsafeCell::new([const { MaybeUninit::uninit() }; 4]),
+    [const { AtomicBool::new(false) }; 4],
+);
+
+/// Installs `hook` to run on each fatal signal of [`FATAL`] (once per process; a
+/// later call does not replace the first hook). `hook` must be async-signal-safe.
+///
+/// # References
+/// - [`sigaction`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigaction.html)
+pub(crate) fn on_fatal_signal(hook: fn()) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        HOOK.store(hook as usize, Release);
+        for (i, &sig) in FATAL.iter().enumerate() {
+            install(i, sig);
+        }
+    });
+}
+
+fn install(i: usize, sig: i32) {
+    let mut old = MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: queries the current action into a zeroed, properly sized struct.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) } != 0 {
+        return;
+    }
+    // SAFETY: `sigaction` succeeded, so `old` is initialised.
+    let old = unsafe { old.assume_init() };
+    if old.sa_sigaction == libc::SIG_IGN {
+        return; // ignored (nohup, a shell's background job): leave it so
+    }
+    // SAFETY: entry `i` is written only here, once (under the `Once`), before the
+    // handler that reads it exists.
+    unsafe { (*SAVED.0.get())[i].write(old) };
+    SAVED.1[i].store(true, Release);
+    // SAFETY: a zeroed sigaction is valid; we fill the handler, flags and mask.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = handler as *const () as usize;
+    act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+    // SAFETY: `act.sa_mask` is a valid sigset; `handler` has the SA_SIGINFO
+    // signature and is async-signal-safe.
+    unsafe {
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(sig, &act, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let h = HOOK.load(Acquire);
+    if h != 0 {
+        // SAFETY: `HOOK` holds a `fn()` stored by `on_fatal_signal`.
+        let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(h) };
+        f();
+    }
+    let Some(i) = FATAL.iter().position(|&s| s == sig) else {
+        return;
+    };
+    // The previous disposition (the default if we know none).
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+    let mut prev: libc::sigaction = unsafe { std::mem::zeroed() };
+    if SAVED.1[i].load(Acquire) {
+        // SAFETY: the flag says entry `i` was written, and it is never written again.
+        prev = unsafe { (*SAVED.0.get())[i].assume_init_read() };
+    }
+    if prev.sa_sigaction != libc::SIG_DFL && prev.sa_sigaction != libc::SIG_IGN {
+        // A handler the program installed before us: run it as the kernel would
+        // have, and stay installed (a program that handles SIGINT and goes on
+        // gets its trace written at every SIGINT).
+        if prev.sa_flags & libc::SA_RESETHAND != 0 {
+            reset_to_default(sig);
+        }
+        if prev.sa_flags & libc::SA_SIGINFO != 0 {
+            type Action = extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
+            // SAFETY: with SA_SIGINFO the handler has the three-argument signature.
+            let f: Action = unsafe { std::mem::transmute::<usize, Action>(prev.sa_sigaction) };
+            f(sig, info, ctx);
+        } else {
+            // SAFETY: without SA_SIGINFO the handler takes the signal number.
+            let f: extern "C" fn(i32) =
+                unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(prev.sa_sigaction) };
+            f(sig);
+        }
+        return;
+    }
+    // The default action: restore it and let the signal act again.
+    reset_to_default(sig);
+    let code = if info.is_null() {
+        0
+    } else {
+        // SAFETY: `info` is the kernel's siginfo for this delivery (SA_SIGINFO).
+        unsafe { (*info).si_code }
+    };
+    if sig == libc::SIGSEGV && code > 0 {
+        // A fault: returning re-executes the instruction, which faults again.
+        return;
+    }
+    // Sent (kill, raise, abort): raise it again; it is blocked while this handler
+    // runs and acts once it returns.
+    // SAFETY: `raise` is async-signal-safe.
+    unsafe { libc::raise(sig) };
+}
+
+/// `sigaction(sig, SIG_DFL)`, async-signal-safe.
+fn reset_to_default(sig: i32) {
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask; `sigaction` is
+    // async-signal-safe.
+    unsafe {
+        let dfl: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, &dfl, std::ptr::null_mut());
+    }
+}
+
+/// Runs `f` (which starts a helper thread) with SIGINT, SIGTERM and SIGABRT
+/// blocked in the calling thread, so the thread it starts inherits the mask: those
+/// process-directed signals are then never handled there, not even before the
+/// thread runs its first line. The caller's mask is restored afterwards.
+///
+/// # References
+/// - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
+pub(crate) fn spawn_blocked<R>(f: impl FnOnce() -> R) -> R {
+    let mut old = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: builds a signal set on the stack and changes only the calling
+    // thread's mask, saving the previous one into `old`.
+    unsafe {
+        let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+        libc::sigemptyset(set.as_mut_ptr());
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGABRT] {
+            libc::sigaddset(set.as_mut_ptr(), s);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), old.as_mut_ptr());
+    }
+    let r = f();
+    // SAFETY: restores the mask saved above (filled in by the kernel).
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
+    r
+}
+
+/// `gettid()` without the per-thread cache: async-signal-safe (one system call).
+///
+/// # References
+/// - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
+pub(crate) fn caller_tid() -> u32 {
+    rustix::thread::gettid().as_raw_nonzero().get() as u32
+}

@@ -1,0 +1,224 @@
+//! The control operations of a stream: start, stop, flush, clear, attributes,
+//! status, filters and event names.
+
+use std::sync::atomic::Ordering::*;
+
+use super::attr::TraceAttr;
+use super::handle::Trace;
+use super::ids::{self, EventId};
+use super::local::control_event;
+use super::set::{EventSet, FilterHow, WORDS};
+use super::slots::{lock, set_filter_words, set_running};
+use super::status::TraceStatus;
+use super::stream::STOP_CALL;
+use crate::{Error, Result};
+
+impl Trace {
+    /// `posix_trace_start`: records START and runs (ignored when running).
+    ///
+    /// # References
+    /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html)
+    #[doc(alias = "posix_trace_start")]
+    pub fn start(&self) -> Result<()> {
+        self.check_owner("posix_trace_start")?;
+        let _ctl = lock(&self.s.ctl);
+        if self.s.running() {
+            return Ok(());
+        }
+        self.s.auto_suspended.store(false, Release);
+        control_event(self.s.slot, EventId::START, &[]);
+        set_running(self.s.slot, true);
+        Ok(())
+    }
+
+    /// `posix_trace_stop`: records STOP and suspends (ignored when suspended).
+    ///
+    /// # References
+    /// - [`posix_trace_stop`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_stop")]
+    pub fn stop(&self) -> Result<()> {
+        self.check_owner("posix_trace_stop")?;
+        let _ctl = lock(&self.s.ctl);
+        if !self.s.running() {
+            // Suspended by UNTIL_FULL: stay suspended once space frees up.
+            self.s.auto_suspended.store(false, Release);
+            return Ok(());
+        }
+        set_running(self.s.slot, false);
+        control_event(self.s.slot, EventId::STOP, &STOP_CALL.to_le_bytes());
+        Ok(())
+    }
+
+    /// `posix_trace_flush`: writes the stream's events to the log now and frees
+    /// their space. Without a log: `InvalidInput`.
+    ///
+    /// # References
+    /// - [`posix_trace_flush`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_flush")]
+    pub fn flush(&self) -> Result<()> {
+        self.check_owner("posix_trace_flush")?;
+        if self.s.log.is_none() {
+            return Err(Error::invalid("posix_trace_flush", "the stream has no log")
+                .with_hint("create the stream with Trace::create_with_log"));
+        }
+        self.s.flush_now(true)
+    }
+
+    /// `posix_trace_clear`: empties the stream and the log of events, keeping the
+    /// service data (attributes, names); resumes an UNTIL_FULL stream.
+    ///
+    /// # References
+    /// - [`posix_trace_clear`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_clear.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_clear")]
+    pub fn clear(&self) -> Result<()> {
+        self.check_owner("posix_trace_clear")?;
+        let st = lock(&self.s.reader);
+        for r in self.s.rings_snapshot() {
+            r.clear();
+            r.lost_reported.store(r.lost.load(Relaxed), Relaxed);
+        }
+        drop(st);
+        lock(&self.s.reader).pending.clear();
+        self.s.full_seen.store(false, Relaxed);
+        if let Some(log) = &self.s.log {
+            lock(log).clear().map_err(|e| {
+                Error::from_errno("posix_trace_clear", e.raw_os_error().unwrap_or(libc::EIO))
+            })?;
+        }
+        self.s.maybe_resume();
+        Ok(())
+    }
+
+    /// `posix_trace_get_attr`: the stream's attributes (with creation time and clock
+    /// resolution filled in).
+    ///
+    /// # References
+    /// - [`posix_trace_get_attr`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_attr.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_get_attr")]
+    pub fn attr(&self) -> TraceAttr {
+        self.s.attr.clone()
+    }
+
+    /// `posix_trace_get_status`. The overrun flags and the flush error reset when read.
+    ///
+    /// # References
+    /// - [`posix_trace_get_status`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_status.html)
+    #[doc(alias = "posix_trace_get_status")]
+    pub fn status(&self) -> TraceStatus {
+        let s = &self.s;
+        let mut overrun = false;
+        let mut full = s.auto_suspended.load(Acquire);
+        let limit = s.cap as u64 - s.reserve;
+        let max_event = s
+            .attr
+            .max_user_event_size(s.max_data)
+            .max(s.attr.max_system_event_size()) as u64;
+        let lost = s.lost_sum();
+        if s.lost_acked.swap(lost, AcqRel) != lost {
+            overrun = true;
+        }
+        {
+            let _st = lock(&s.reader);
+            for r in s.rings_snapshot() {
+                if r.used() + 2 * max_event > limit {
+                    full = true;
+                }
+            }
+        }
+        let (log_overrun, log_full) = (s.log_overrun.swap(false, AcqRel), s.log_full.load(Acquire));
+        TraceStatus {
+            running: s.running(),
+            full,
+            overrun,
+            flushing: s.flushing.load(Acquire),
+            flush_error: s.flush_error.swap(0, AcqRel),
+            log_overrun,
+            log_full,
+        }
+    }
+
+    /// How many per-thread sub-buffers the stream holds now (a thread's first event
+    /// adds one; the sub-buffer of a thread that exited is unmapped once read empty).
+    pub fn sub_buffers(&self) -> usize {
+        self.s.live_rings()
+    }
+
+    /// Bytes of each per-thread sub-buffer: the stream size plus room for one event
+    /// of maximum size and the control events, rounded up to a power of two. The
+    /// stream's memory is up to this times [`sub_buffers`](Self::sub_buffers).
+    pub fn sub_buffer_bytes(&self) -> usize {
+        self.s.cap
+    }
+
+    /// `posix_trace_get_filter`: the set of event types not recorded.
+    ///
+    /// # References
+    /// - [`posix_trace_get_filter`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_filter.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_get_filter")]
+    pub fn filter(&self) -> EventSet {
+        self.s.filter()
+    }
+
+    /// `posix_trace_set_filter`: changes the filter and records FILTER with the old
+    /// and new sets (unless the new filter excludes FILTER itself).
+    ///
+    /// # References
+    /// - [`posix_trace_set_filter`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_filter.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_set_filter")]
+    pub fn set_filter(&self, set: &EventSet, how: FilterHow) -> Result<()> {
+        self.check_owner("posix_trace_set_filter")?;
+        let _ctl = lock(&self.s.ctl);
+        let old = self.s.filter();
+        let new = match how {
+            FilterHow::Set => *set,
+            FilterHow::Add => old.union(set),
+            FilterHow::Sub => old.minus(set),
+        };
+        set_filter_words(self.s.slot, &new.0);
+        let mut p = Vec::with_capacity(2 * WORDS * 8);
+        p.extend_from_slice(&old.to_bytes());
+        p.extend_from_slice(&new.to_bytes());
+        control_event(self.s.slot, EventId::FILTER, &p);
+        Ok(())
+    }
+
+    /// `posix_trace_trid_eventid_open`: the id of a user event name (same name, same
+    /// id); the unnamed user event past [`TRACE_USER_EVENT_MAX`](super::TRACE_USER_EVENT_MAX).
+    ///
+    /// # References
+    /// - [`posix_trace_trid_eventid_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trid_eventid_open")]
+    pub fn eventid_open(&self, name: &str) -> Result<EventId> {
+        ids::open_user(name)
+    }
+
+    /// `posix_trace_eventid_get_name`.
+    ///
+    /// # Errors
+    /// `InvalidInput` for an id no type has.
+    ///
+    /// # References
+    /// - [`posix_trace_eventid_get_name`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_eventid_get_name")]
+    pub fn eventid_name(&self, id: EventId) -> Result<String> {
+        ids::name_of(id).ok_or_else(|| {
+            Error::invalid(
+                "posix_trace_eventid_get_name",
+                format!("no event type has id {}", id.0),
+            )
+            .with_hint("use an id from eventid_open or sys::register")
+        })
+    }
+
+    /// `posix_trace_eventtypelist_getnext_id` / `_rewind`: the event types of the
+    /// stream, in id order (call again to rewind).
+    ///
+    /// # References
+    /// - [`posix_trace_eventtypelist_getnext_id`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventtypelist_getnext_id.html) (POSIX.1-2008)
+    /// - [`posix_trace_eventtypelist_rewind`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventtypelist_getnext_id.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_eventtypelist_getnext_id")]
+    #[doc(alias = "posix_trace_eventtypelist_rewind")]
+    pub fn event_types(&self) -> impl Iterator<Item = ids::EventType> {
+        ids::all_types().into_iter()
+    }
+}

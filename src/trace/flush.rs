@@ -1,0 +1,345 @@
+//! One flush of a stream to its log: take what the sub-buffers hold, in
+//! timestamp order, encode it as log records and write it in one sequential write.
+//!
+//! A stream whose writers never move the tail (FLUSH and UNTIL_FULL) is read in
+//! place: the flush merges the sub-buffers by timestamp up to the heads it saw
+//! when it began and encodes each record straight from the ring into the log's
+//! buffer (no event objects, no allocation per event). A LOOP stream, whose
+//! writers overwrite concurrently, goes through the validated reader of `read.rs`.
+
+use std::sync::atomic::Ordering::*;
+use std::time::Duration;
+
+use super::attr::{LogFullPolicy, StreamFullPolicy, RECORD_HEADER};
+use super::event::Event;
+use super::ids::EventId;
+use super::local::control_event;
+use super::log_writer::LogWriter;
+use super::read::is_wopid_cached;
+use super::ring::{Ring, PAD_ID};
+use super::slots::{filtered, lock, set_running};
+use super::stream::{ReaderState, Stream};
+use crate::sys::clock;
+use crate::{Error, Result};
+
+/// Ticks to ns of CLOCK_MONOTONIC for one flush: `clock::to_ns` at a base point
+/// and its slope, so each record costs a multiply instead of a clock read (the
+/// conversion refines its calibration against the clock).
+struct TickConv {
+    t: u64,
+    ns: u64,
+    mult: i128,
+}
+
+impl TickConv {
+    fn new(base: u64) -> TickConv {
+        let ns = clock::to_ns(base);
+        // `to_ns` is `m0 + (d * mult) >> 32`: one 2^32-tick step adds `mult` exactly.
+        let mult = clock::to_ns(base.wrapping_add(1 << 32)) as i128 - ns as i128;
+        TickConv { t: base, ns, mult }
+    }
+
+    #[inline]
+    fn ns(&self, t: u64) -> u64 {
+        let d = t.wrapping_sub(self.t) as i64 as i128;
+        (self.ns as i128 + ((d * self.mult) >> 32)).max(0) as u64
+    }
+}
+
+/// Bytes a flush queues before it writes them (one large sequential write each).
+const WRITE_STEP: usize = 4 << 20;
+
+/// Which marks a flush writes around its batch.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Marks {
+    /// FLUSH_START and FLUSH_STOP (an explicit flush, or a FLUSH stream's flush).
+    Posix,
+    /// None: a periodic or crash-time write of what the stream holds.
+    Quiet,
+}
+
+/// One sub-buffer being merged: its next record and where its visible part ends.
+struct Cursor<'a> {
+    r: &'a Ring,
+    pos: u64,
+    end: u64,
+    /// First word and ticks of the record at `pos` (valid while `pos < end`).
+    w0: u64,
+    ticks: u64,
+    len: u64,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(r: &'a Ring) -> Cursor<'a> {
+        let end = r.head.0.load(Acquire);
+        let pos = r.tail.0.load(Acquire);
+        let mut c = Cursor {
+            r,
+            pos,
+            end,
+            w0: 0,
+            ticks: 0,
+            len: 0,
+        };
+        c.load();
+        c
+    }
+
+    /// Reads the record at `pos`, skipping padding.
+    #[inline]
+    fn load(&mut self) {
+        while self.pos < self.end {
+            let (w0, ticks, len) = self.r.at(self.pos);
+            if w0 as u16 != PAD_ID {
+                (self.w0, self.ticks, self.len) = (w0, ticks, len);
+                return;
+            }
+            self.pos += len;
+        }
+    }
+
+    #[inline]
+    fn next(&mut self, taken: u64) {
+        self.pos += self.len;
+        // Free space in steps, not per record: the writer reads the tail only on
+        // its slow path, and one store per record would keep the line bouncing.
+        if taken % 1024 == 0 {
+            self.r.set_tail(self.pos);
+        }
+        self.load();
+    }
+
+    #[inline]
+    fn live(&self) -> bool {
+        self.pos < self.end
+    }
+}
+
+impl Stream {
+    /// `posix_trace_flush`, or a FLUSH stream's flush when its writers ask: with
+    /// the FLUSH_START / FLUSH_STOP marks if `explicit` or the policy is FLUSH.
+    pub(super) fn flush_now(&self, explicit: bool) -> Result<()> {
+        let marks = if explicit || self.policy == StreamFullPolicy::Flush {
+            Marks::Posix
+        } else {
+            Marks::Quiet
+        };
+        self.flush_with(marks)
+    }
+
+    /// Writes what the stream holds to the log.
+    pub(super) fn flush_with(&self, marks: Marks) -> Result<()> {
+        let Some(log) = &self.log else { return Ok(()) };
+        self.flushing.store(true, Release);
+        let mut st = lock(&self.reader);
+        let mut w = lock(log);
+        w.sync_types();
+        let tid = crate::sys::tid::current();
+        let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
+        // The flush runs on a thread of this process (its tid is recorded): the
+        // marks carry the process's pid, as every reader and export shows it.
+        let mark = |id: EventId, data: Vec<u8>| Event {
+            id,
+            pid: self.pid,
+            tid,
+            timestamp: now,
+            truncated: false,
+            prog_address: 0,
+            data,
+        };
+        let marks = marks == Marks::Posix;
+        let rings = self.rings_snapshot();
+        let start = marks && !filtered(self.slot, EventId::FLUSH_START.0);
+        let n = if self.policy == StreamFullPolicy::Loop || !st.pending.is_empty() {
+            self.flush_events(
+                &rings,
+                &mut st,
+                &mut w,
+                start.then(|| mark(EventId::FLUSH_START, Vec::new())),
+            )
+        } else {
+            // Every name an event of the batch uses was registered before the
+            // event was recorded, so before the heads were read.
+            let curs: Vec<Cursor<'_>> = rings.iter().map(|r| Cursor::new(r)).collect();
+            w.sync_types();
+            self.flush_raw(curs, &mut w, start.then_some((now.as_nanos() as u64, tid)))
+        };
+        for r in self.rings_snapshot() {
+            r.flush_asked.store(false, Relaxed);
+        }
+        if w.full && self.attr.log_full_policy() == LogFullPolicy::UntilFull {
+            // Log UNTIL_FULL: the log ends with its STOP event, and the stream
+            // stops with it (the STOP is the last recorded event).
+            let _ctl = lock(&self.ctl);
+            if self.running() {
+                self.auto_suspended.store(false, Release);
+                set_running(self.slot, false);
+            }
+        }
+        self.reclaim();
+        if marks && !filtered(self.slot, EventId::FLUSH_STOP.0) {
+            let mut e = mark(EventId::FLUSH_STOP, n.to_le_bytes().to_vec());
+            e.timestamp = Duration::from_nanos(clock::to_ns(clock::ticks()));
+            w.push(&e);
+        }
+        if std::mem::take(&mut w.overrun) {
+            self.log_overrun.store(true, Release);
+        }
+        self.log_full.store(w.full, Release);
+        drop(st);
+        let res = w.commit();
+        drop(w);
+        self.flush_done.fetch_add(1, Release);
+        self.flushing.store(false, Release);
+        self.maybe_resume();
+        if let Err(e) = res {
+            let errno = e.raw_os_error().unwrap_or(libc::EIO);
+            let _ = self.flush_error.compare_exchange(0, errno, AcqRel, Relaxed);
+            control_event(self.slot, EventId::ERROR, &errno.to_le_bytes());
+            return Err(Error::from_errno("posix_trace_flush", errno)
+                .with_hint("check the log file system (space, permissions)"));
+        }
+        Ok(())
+    }
+
+    /// The validated path (LOOP streams, or events a reader left pending): takes
+    /// the events, sorts them and queues them. Returns how many it queued.
+    fn flush_events(
+        &self,
+        rings: &[&Ring],
+        st: &mut ReaderState,
+        w: &mut LogWriter,
+        start: Option<Event>,
+    ) -> u64 {
+        // Take at most one full sub-buffer of records per sub-buffer (a record is at
+        // least a header; each ring may add an OVERFLOW/RESUME pair): what is there
+        // and what arrives meanwhile, but writers that keep recording must not keep
+        // one flush going forever, with nothing committed and the queued bytes
+        // growing without bound.
+        let mut budget = st.pending.len() as u64
+            + rings.len() as u64 * (self.cap as u64 / RECORD_HEADER as u64 + 2);
+        let mut batch = Vec::new();
+        while budget > 0 {
+            let Some(e) = self.take_from(rings, st) else {
+                break;
+            };
+            budget -= 1;
+            batch.push(e);
+        }
+        let n = batch.len() as u64;
+        // The log is written in time order as far as one flush can see: the batch
+        // is sorted by timestamp (stable, so an OVERFLOW stays before the event that
+        // ends its gap; sub-buffers are merged by timestamp already, but a record
+        // published late by its thread can come after a newer one of another
+        // thread), and FLUSH_START goes where its timestamp belongs: after the
+        // events recorded before the flush began, before those recorded during it.
+        batch.sort_by_key(|e| e.timestamp);
+        if let Some(m) = start {
+            let at = batch.partition_point(|e| e.timestamp <= m.timestamp);
+            batch.insert(at, m);
+        }
+        // Every name an event of the batch uses was registered before it was taken.
+        w.sync_types();
+        for e in &batch {
+            w.push(e);
+        }
+        n
+    }
+
+    /// The in-place path: merges the sub-buffers by timestamp up to the heads
+    /// read when the flush began, encoding each record straight into the log's
+    /// buffer. `start` is FLUSH_START's time (ns) and the flushing thread's tid.
+    /// Returns how many events it queued (OVERFLOW and RESUME included).
+    fn flush_raw(
+        &self,
+        mut curs: Vec<Cursor<'_>>,
+        w: &mut LogWriter,
+        mut start: Option<(u64, u32)>,
+    ) -> u64 {
+        let mut n = 0u64;
+        let mut data = Vec::with_capacity(4096);
+        let base = curs.iter().filter(|c| c.live()).map(|c| c.ticks).min();
+        let conv = TickConv::new(base.unwrap_or_else(clock::ticks));
+        loop {
+            let mut best: Option<usize> = None;
+            for (i, c) in curs.iter().enumerate() {
+                if c.live() && best.map_or(true, |b| c.ticks < curs[b].ticks) {
+                    best = Some(i);
+                }
+            }
+            let Some(b) = best else { break };
+            let c = &mut curs[b];
+            let ns = conv.ns(c.ticks);
+            if let Some((at, tid)) = start {
+                if ns > at {
+                    w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
+                    start = None;
+                }
+            }
+            let w0 = c.w0;
+            if (w0 >> 30) & 1 != 0 {
+                // The writer dropped events just before this one.
+                n += self.loss_records(c.r, c.r.lost_at_gap.load(Relaxed), ns, w);
+            }
+            let id = w0 as u16;
+            let pid = if id < super::ids::USER_BASE && is_wopid_cached(EventId(id)) {
+                0
+            } else {
+                self.pid
+            };
+            let (trunc, tid) = ((w0 >> 31) & 1 != 0, (w0 >> 32) as u32);
+            let dlen = c.r.data_len(w0);
+            if dlen <= 8 {
+                // The common record: its data is one word, copied without a buffer.
+                let word = c.r.first_data_word(c.pos).to_le_bytes();
+                w.push_record(id, trunc, pid, tid, ns, &word[..dlen]);
+            } else {
+                data.clear();
+                c.r.data_into(c.pos, w0, &mut data);
+                w.push_record(id, trunc, pid, tid, ns, &data);
+            }
+            n += 1;
+            c.next(n);
+            w.commit_over(WRITE_STEP);
+        }
+        for c in &curs {
+            c.r.set_tail(c.pos);
+        }
+        if let Some((at, tid)) = start {
+            w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
+        }
+        // Losses after a sub-buffer's last record are reported at the end once the
+        // writer stopped dropping, or the stream stopped; a writer still dropping
+        // reports its whole run with the record that ends it (one OVERFLOW per run,
+        // however many flushes it spans).
+        let now = clock::to_ns(clock::ticks());
+        let running = self.running();
+        for c in &curs {
+            if !running || !c.r.draining.load(Relaxed) {
+                n += self.loss_records(c.r, c.r.lost.load(Relaxed), now, w);
+            }
+        }
+        n
+    }
+
+    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` up to `lost`
+    /// not yet reported; returns how many records it queued.
+    fn loss_records(&self, r: &Ring, lost: u64, ns: u64, w: &mut LogWriter) -> u64 {
+        let reported = r.lost_reported.load(Relaxed);
+        if lost <= reported {
+            return 0;
+        }
+        r.lost_reported.store(lost, Relaxed);
+        let mut p = [0u8; 12];
+        p[..8].copy_from_slice(&(lost - reported).to_le_bytes());
+        p[8..].copy_from_slice(&r.tid.to_le_bytes());
+        let mut n = 0;
+        for (id, data) in [(EventId::OVERFLOW, &p[..]), (EventId::RESUME, &[][..])] {
+            if !filtered(self.slot, id.0) {
+                w.push_record(id.0, false, 0, r.tid, ns, data);
+                n += 1;
+            }
+        }
+        n
+    }
+}

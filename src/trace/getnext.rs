@@ -1,0 +1,143 @@
+//! Reading a stream's events through its handle: `posix_trace_getnext_event`,
+//! `_timedgetnext_event`, `_trygetnext_event`.
+
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+use super::event::{Event, EventInfo};
+use super::handle::Trace;
+use super::slots::lock;
+use crate::{Error, Result};
+
+impl Trace {
+    /// `posix_trace_trygetnext_event`: the oldest unread event, or `None` at once.
+    ///
+    /// # References
+    /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trygetnext_event")]
+    pub fn try_getnext(&self) -> Result<Option<Event>> {
+        self.check_owner("posix_trace_trygetnext_event")?;
+        let e = {
+            let mut st = lock(&self.s.reader);
+            let e = self.s.take(&mut st);
+            if e.is_none() {
+                self.s.reclaim();
+            }
+            e
+        };
+        if e.is_some() {
+            self.s.maybe_resume();
+        }
+        Ok(e)
+    }
+
+    /// `posix_trace_getnext_event`: the oldest unread event; blocks while the stream
+    /// is running and has none. `None` once it is suspended and empty.
+    ///
+    /// Events come merged from the per-thread sub-buffers by timestamp. A stream with
+    /// a log is consumed by its flusher as well: read such a stream's events from
+    /// the log ([`TraceLog`](super::TraceLog)), or use a second stream without a log.
+    ///
+    /// # References
+    /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html)
+    #[doc(alias = "posix_trace_getnext_event")]
+    pub fn getnext(&self) -> Result<Option<Event>> {
+        self.wait_next(None)
+    }
+
+    /// `posix_trace_timedgetnext_event`: like [`getnext`](Self::getnext) with an
+    /// absolute deadline.
+    ///
+    /// # Errors
+    /// `TimedOut` (ETIMEDOUT) when the deadline passes with no event.
+    ///
+    /// # References
+    /// - [`posix_trace_timedgetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html)
+    #[doc(alias = "posix_trace_timedgetnext_event")]
+    pub fn timed_getnext(&self, deadline: Instant) -> Result<Option<Event>> {
+        self.wait_next(Some(deadline))
+    }
+
+    /// `posix_trace_timedgetnext_event` with a timeout relative to now. A timeout
+    /// too large to express as a deadline (`Duration::MAX`, years) means no limit,
+    /// as [`getnext`](Self::getnext).
+    ///
+    /// # Errors
+    /// `TimedOut` (ETIMEDOUT) when the timeout passes with no event.
+    #[doc(alias = "posix_trace_timedgetnext_event")]
+    pub fn timed_getnext_for(&self, timeout: Duration) -> Result<Option<Event>> {
+        self.wait_next(Instant::now().checked_add(timeout))
+    }
+
+    /// `posix_trace_timedgetnext_event` with the C API's CLOCK_REALTIME absolute
+    /// deadline (a deadline in the past polls once; one too far ahead to express
+    /// on the monotonic clock means no limit).
+    ///
+    /// # Errors
+    /// `TimedOut` (ETIMEDOUT) when the deadline passes with no event.
+    #[doc(alias = "posix_trace_timedgetnext_event")]
+    pub fn timed_getnext_realtime(&self, deadline: std::time::SystemTime) -> Result<Option<Event>> {
+        let left = deadline
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        self.timed_getnext_for(left)
+    }
+
+    fn wait_next(&self, deadline: Option<Instant>) -> Result<Option<Event>> {
+        let mut nap = Duration::from_micros(20);
+        loop {
+            if let Some(e) = self.try_getnext()? {
+                return Ok(Some(e));
+            }
+            if !self.s.running() && !self.s.auto_suspended.load(Acquire) {
+                // Recheck: an event may have landed between the read and the check.
+                return self.try_getnext();
+            }
+            let now = Instant::now();
+            if let Some(d) = deadline {
+                if now >= d {
+                    return Err(Error::from_errno(
+                        "posix_trace_timedgetnext_event",
+                        libc::ETIMEDOUT,
+                    ));
+                }
+                nap = nap.min(d - now);
+            }
+            // Writers never make a syscall, so readers poll with a growing nap.
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(1));
+        }
+    }
+
+    /// Reads into a caller's buffer without allocating the event's data
+    /// (`posix_trace_trygetnext_event` with `data_ptr`/`num_bytes`).
+    ///
+    /// # References
+    /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trygetnext_event")]
+    pub fn getnext_into(&self, buf: &mut [u8]) -> Result<Option<EventInfo>> {
+        Ok(self.try_getnext()?.map(|e| {
+            let n = e.data.len().min(buf.len());
+            buf[..n].copy_from_slice(&e.data[..n]);
+            EventInfo {
+                id: e.id,
+                pid: e.pid,
+                tid: e.tid,
+                timestamp: e.timestamp,
+                truncated: e.truncated || n < e.data.len(),
+                prog_address: e.prog_address,
+                data_len: n,
+            }
+        }))
+    }
+
+    /// An iterator over the unread events, oldest first, ending when none is left
+    /// (it does not block).
+    ///
+    /// # References
+    /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_trygetnext_event")]
+    pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
+        std::iter::from_fn(move || self.try_getnext().ok().flatten())
+    }
+}

@@ -1,0 +1,255 @@
+//! The per-thread fast path of `posix_trace_event`: the calling thread finds its
+//! own sub-buffer in each running stream through a thread-local cache, and writes
+//! there under its "inside a record" flag.
+//!
+//! A thread's first event in a stream maps its sub-buffer (the one allocation of
+//! the path); every later one is loads, a timestamp and stores into memory only
+//! this thread writes.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicPtr, Ordering::*};
+
+use super::ids::{EventId, ID_SPACE};
+use super::ring::Ring;
+use super::slots::{
+    filtered, give_busy, pass_of, take_busy, writer_fence, Busy, GENS, PASS_MANY, RUNNING,
+    TRACE_SYS_MAX,
+};
+use super::stream::Stream;
+
+/// Per slot, the live stream (set by create, cleared after its slot is retired).
+static SLOTS: [AtomicPtr<Stream>; TRACE_SYS_MAX] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; TRACE_SYS_MAX];
+
+/// Makes a new stream findable by writers (its generation is stored after this).
+pub(super) fn publish(slot: usize, s: *const Stream) {
+    SLOTS[slot].store(s.cast_mut(), Release);
+}
+
+/// Forgets a retired stream (after [`retire`](super::slots::retire): no writer can
+/// reach it any more).
+pub(super) fn unpublish(slot: usize) {
+    SLOTS[slot].store(std::ptr::null_mut(), Release);
+}
+
+/// What a thread caches about one slot: its ring there, the stream, and the
+/// generation both belong to.
+#[derive(Clone, Copy)]
+struct Cached {
+    ring: *const Ring,
+    stream: *const Stream,
+    gen: u64,
+}
+
+const EMPTY: Cached = Cached {
+    ring: std::ptr::null(),
+    stream: std::ptr::null(),
+    gen: 0,
+};
+
+struct Local {
+    busy: *const Busy,
+    slots: [Cached; TRACE_SYS_MAX],
+}
+
+thread_local! {
+    static LOCAL: UnsafeCell<Local> = const {
+        UnsafeCell::new(Local {
+            busy: std::ptr::null(),
+            slots: [EMPTY; TRACE_SYS_MAX],
+        })
+    };
+    static THREAD_EXIT: ThreadExit = const { ThreadExit };
+}
+
+/// Marks the thread's sub-buffers orphaned and returns its busy flag to the pool
+/// when the thread exits.
+struct ThreadExit;
+
+impl Drop for ThreadExit {
+    fn drop(&mut self) {
+        let _ = LOCAL.try_with(|l| {
+            // SAFETY: LOCAL is only touched by its own thread, never re-entrantly.
+            let l = unsafe { &mut *l.get() };
+            if l.busy.is_null() {
+                return;
+            }
+            // SAFETY: `busy` points to a leaked, never-freed `Busy`.
+            let b: &'static Busy = unsafe { &*l.busy };
+            // Under the busy protocol, so a stream being shut down is not touched.
+            b.0.store(1, Relaxed);
+            writer_fence();
+            for (slot, c) in l.slots.iter().enumerate() {
+                if !c.ring.is_null() && GENS[slot].0.load(Relaxed) == c.gen {
+                    // SAFETY: the generation is live and unchanged since `busy` was
+                    // set, so the stream and its rings are alive.
+                    unsafe { (*c.ring).orphan.store(true, Release) };
+                }
+            }
+            b.0.store(0, Release);
+            l.busy = std::ptr::null();
+            l.slots = [EMPTY; TRACE_SYS_MAX];
+            give_busy(b);
+        });
+    }
+}
+
+/// `posix_trace_event`: records `data` under `id` in every running stream of the
+/// process that does not filter `id`. A relaxed load and a branch when none runs.
+#[inline(always)]
+pub(crate) fn event(id: EventId, data: &[u8]) {
+    let pass = pass_of(id.0);
+    if pass != 0 {
+        record_all(pass, id.0, data);
+    }
+}
+
+/// The recording path out of line: the caller inlines only the pass check.
+///
+/// Its common case (one stream records `id`, the thread's ring there cached, a
+/// record that fits) makes no call, so it needs no stack frame; anything else goes
+/// to [`record_slow`] before it has written anything.
+#[inline(never)]
+fn record_all(pass: u8, id: u16, data: &[u8]) {
+    if pass == PASS_MANY {
+        // Several streams: each one's filter decides.
+        return record_each(RUNNING.load(Relaxed), id, data);
+    }
+    // Exactly one stream records `id`: the entry names its slot, its filter
+    // already applied.
+    let slot = (pass - 1) as usize & (TRACE_SYS_MAX - 1);
+    let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
+        return; // the thread is exiting
+    };
+    // SAFETY: LOCAL is only touched by its own thread, never re-entrantly (see
+    // `record`); this reads a copy of two of its fields.
+    let (busy, c) = unsafe { ((*l).busy, (*l).slots[slot]) };
+    if busy.is_null() || c.ring.is_null() {
+        return record_slow(slot, id, data);
+    }
+    // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
+    let busy = unsafe { &*busy };
+    busy.0.store(1, Relaxed);
+    writer_fence();
+    // The busy protocol of `record_local`: the generation is checked after `busy`
+    // is set, so the cached ring is alive until `busy` is cleared.
+    if GENS[slot].0.load(Relaxed) == c.gen {
+        // SAFETY: the cached generation is live and unchanged since `busy` was
+        // set, so the ring is alive until `busy` is cleared.
+        let r = unsafe { &*c.ring };
+        if r.put_fast(id, data) {
+            busy.0.store(0, Release);
+            return;
+        }
+    }
+    busy.0.store(0, Release);
+    record_slow(slot, id, data)
+}
+
+/// [`record_all`]'s general case for one slot: first event of the thread, a new
+/// stream in the slot, a record the fast path does not take.
+#[cold]
+#[inline(never)]
+fn record_slow(slot: usize, id: u16, data: &[u8]) {
+    // The pass entry was read before: the slot may hold another stream by now.
+    if RUNNING.load(Relaxed) & (1 << slot) != 0 && !filtered(slot, id) {
+        record(slot, id, data, false);
+    }
+}
+
+#[inline(never)]
+fn record_each(mut mask: u32, id: u16, data: &[u8]) {
+    if id as usize >= ID_SPACE {
+        return;
+    }
+    while mask != 0 {
+        let slot = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        if !filtered(slot, id) {
+            record(slot, id, data, false);
+        }
+    }
+}
+
+/// Records a control event (START, STOP, FILTER, ERROR...) into one slot's stream
+/// from the calling thread, whether it runs or not, unless its filter excludes it.
+pub(super) fn control_event(slot: usize, id: EventId, payload: &[u8]) {
+    if !filtered(slot, id.0) {
+        record(slot, id.0, payload, true);
+    }
+}
+
+/// Records into one slot's stream. `force` ignores the running bit (control events).
+#[inline(always)]
+fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
+    let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
+        return false; // the thread is exiting
+    };
+    // SAFETY: LOCAL is only touched by its own thread, and `record` is not
+    // re-entered on it: it calls no user code, and the one allocation (a thread's
+    // first event maps its sub-buffer) does not record events unless a custom
+    // global allocator calls `event()`, which the docs of `trace::event` forbid, as
+    // they forbid signal handlers calling it.
+    let l = unsafe { &mut *l };
+    record_local(l, slot, id, data, force)
+}
+
+#[inline(always)]
+fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -> bool {
+    if l.busy.is_null() {
+        register_thread(l);
+    }
+    // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
+    let busy = unsafe { &*l.busy };
+    busy.0.store(1, Relaxed);
+    writer_fence();
+    // Checked after `busy` is set: shutdown retires the generation, runs a
+    // membarrier, then waits for `busy == 0`, so a stale stream is never touched.
+    let gen = GENS[slot].0.load(Relaxed);
+    let mut done = false;
+    if gen & 1 == 1 {
+        let mut c = l.slots[slot];
+        if c.gen != gen {
+            c = attach_ring(l, slot, gen);
+        }
+        if !c.ring.is_null() {
+            // SAFETY: the slot's generation is live (odd) and unchanged since `busy`
+            // was set, so the stream and its rings are alive until `busy` is cleared.
+            let (s, r) = unsafe { (&*c.stream, &*c.ring) };
+            // A normal event's caller saw the slot running (its pass bit and
+            // RUNNING); the generation check above is what makes the write safe.
+            done = s.write(r, id, data, force);
+        }
+    }
+    busy.0.store(0, Release);
+    done
+}
+
+#[cold]
+fn register_thread(l: &mut Local) {
+    l.busy = take_busy();
+    let _ = THREAD_EXIT.try_with(|_| ());
+}
+
+#[cold]
+fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> Cached {
+    let sp = SLOTS[slot].load(Acquire);
+    if sp.is_null() {
+        return EMPTY;
+    }
+    // SAFETY: as in `record_local`: the generation is live while `busy` is set, and
+    // the slot's pointer is cleared only after its generation is retired.
+    let s = unsafe { &*sp };
+    match s.add_ring(crate::sys::tid::current()) {
+        Some(r) => {
+            let c = Cached {
+                ring: r,
+                stream: sp,
+                gen,
+            };
+            l.slots[slot] = c;
+            c
+        }
+        None => EMPTY,
+    }
+}

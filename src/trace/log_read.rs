@@ -1,0 +1,247 @@
+//! The log reader: framed records with their checksums, and the parsers of each
+//! record kind.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::time::Duration;
+
+use super::attr::{Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr};
+use super::crc::crc32c;
+use super::event::Event;
+use super::ids::{EventId, EventType};
+use super::log::{LogStatus, FILE_HEADER, MAGIC, MAX_RECORD, VERSION};
+use super::schema::FieldType;
+use crate::{Error, ErrorKind, Result};
+
+/// Reads framed records from a log.
+pub(crate) struct RecordReader {
+    r: BufReader<File>,
+}
+
+fn truncated(what: &str) -> Error {
+    Error::new(ErrorKind::Truncated, "posix_trace_getnext_event", format!("log cut short {what}"))
+        .with_hint("the log was cut (crash or copy in progress); every complete record before the cut was read")
+}
+
+fn corrupt(what: String) -> Error {
+    Error::new(ErrorKind::Corrupt, "posix_trace_getnext_event", what)
+        .with_hint("the log is damaged or not a posixrt trace log")
+}
+
+/// Reads as many bytes as available up to `buf.len()`; returns the count.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(Error::from_errno(
+                    "read",
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                ))
+            }
+        }
+    }
+    Ok(got)
+}
+
+impl RecordReader {
+    /// Opens a log and checks its header.
+    pub(crate) fn open(mut file: File) -> Result<RecordReader> {
+        file.seek(SeekFrom::Start(0))
+            .map_err(|e| Error::from_errno("lseek", e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let mut r = BufReader::with_capacity(64 << 10, file);
+        let mut h = [0u8; FILE_HEADER];
+        let n = read_full(&mut r, &mut h)?;
+        if n >= 8 && h[..8] != MAGIC || n < 8 && h[..n] != MAGIC[..n] {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                "posix_trace_open",
+                "not a posixrt trace log (bad magic)",
+            )
+            .with_hint("pass a log written by posixrt::trace (Trace::create_with_log)"));
+        }
+        if n < FILE_HEADER {
+            return Err(Error::new(
+                ErrorKind::Truncated,
+                "posix_trace_open",
+                format!("log header cut at {n} of {FILE_HEADER} bytes"),
+            )
+            .with_hint("the log was cut before its header was complete; nothing to read"));
+        }
+        if crc32c(&h[..12]).to_le_bytes() != h[12..16] {
+            return Err(corrupt("log header checksum mismatch".into()));
+        }
+        let v = u16::from_le_bytes([h[8], h[9]]);
+        if v != VERSION {
+            return Err(Error::new(
+                ErrorKind::Corrupt,
+                "posix_trace_open",
+                format!("log format version {v}, this build reads {VERSION}"),
+            )
+            .with_hint("read the log with the posixrt version that wrote it"));
+        }
+        Ok(RecordReader { r })
+    }
+
+    pub(crate) fn rewind(&mut self) -> Result<()> {
+        self.r
+            .seek(SeekFrom::Start(FILE_HEADER as u64))
+            .map(|_| ())
+            .map_err(|e| Error::from_errno("lseek", e.raw_os_error().unwrap_or(libc::EIO)))
+    }
+
+    /// The next record body; `Ok(None)` at a clean end of file.
+    pub(crate) fn next(&mut self) -> Result<Option<Vec<u8>>> {
+        let mut h = [0u8; 8];
+        let n = read_full(&mut self.r, &mut h)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        if n < 8 {
+            return Err(truncated("inside a record header"));
+        }
+        let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        if len == 0 || len > MAX_RECORD {
+            return Err(corrupt(format!("record length {len} out of range")));
+        }
+        let mut body = vec![0u8; len];
+        let got = read_full(&mut self.r, &mut body)?;
+        if got < len {
+            return Err(truncated("inside a record"));
+        }
+        if crc32c(&body) != crc {
+            return Err(corrupt("record checksum mismatch".into()));
+        }
+        Ok(Some(body))
+    }
+}
+
+/// A cursor over a record body.
+pub(crate) struct Cur<'a>(pub(crate) &'a [u8]);
+
+impl<'a> Cur<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            return Err(corrupt("record shorter than its fields".into()));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    pub(crate) fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    pub(crate) fn u16(&mut self) -> Result<u16> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    pub(crate) fn u32(&mut self) -> Result<u32> {
+        let mut w = [0u8; 4];
+        w.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(w))
+    }
+    pub(crate) fn u64(&mut self) -> Result<u64> {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(w))
+    }
+    pub(crate) fn str(&mut self) -> Result<String> {
+        let n = self.u16()? as usize;
+        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
+    }
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        self.take(n)
+    }
+}
+
+pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
+    let mut a = TraceAttr::new();
+    a.name = c.str()?;
+    let _gen = c.str()?;
+    a.create_time = Some(Duration::from_nanos(c.u64()?));
+    a.clock_res = Some(Duration::from_nanos(c.u64()?));
+    a.stream_size = c.u64()? as usize;
+    a.max_data = c.u32()? as usize;
+    a.stream_full = Some(match c.u8()? {
+        0 => StreamFullPolicy::Loop,
+        1 => StreamFullPolicy::UntilFull,
+        2 => StreamFullPolicy::Flush,
+        x => return Err(corrupt(format!("unknown stream full policy code {x}"))),
+    });
+    a.log_full = match c.u8()? {
+        0 => LogFullPolicy::Loop,
+        1 => LogFullPolicy::UntilFull,
+        2 => LogFullPolicy::Append,
+        x => return Err(corrupt(format!("unknown log full policy code {x}"))),
+    };
+    a.log_size = c.u64()?;
+    a.inherit = if c.u8()? != 0 {
+        Inheritance::Inherited
+    } else {
+        Inheritance::CloseForChild
+    };
+    a.with_log = true;
+    let pid = c.u32()?;
+    Ok((a, pid))
+}
+
+pub(crate) fn parse_type(c: &mut Cur<'_>) -> Result<EventType> {
+    let raw = c.u16()?;
+    let id =
+        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    let wopid = c.u8()? != 0;
+    let name = c.str()?;
+    let n = c.u8()?;
+    let mut fields = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let code = c.u8()?;
+        let ty = FieldType::from_code(code)
+            .ok_or_else(|| corrupt(format!("unknown field type {code}")))?;
+        fields.push((c.str()?, ty));
+    }
+    Ok(EventType {
+        id,
+        name,
+        fields,
+        wopid,
+    })
+}
+
+pub(crate) fn parse_event(c: &mut Cur<'_>) -> Result<Event> {
+    let raw = c.u16()?;
+    let id =
+        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    let flags = c.u8()?;
+    let pid = c.u32()?;
+    let tid = c.u32()?;
+    let ts = c.u64()?;
+    let prog = c.u64()?;
+    let n = c.u16()? as usize;
+    let data = c.bytes(n)?.to_vec();
+    Ok(Event {
+        id,
+        pid,
+        tid,
+        timestamp: Duration::from_nanos(ts),
+        truncated: flags & 1 != 0,
+        prog_address: prog,
+        data,
+    })
+}
+
+pub(crate) fn parse_status(c: &mut Cur<'_>) -> Result<LogStatus> {
+    let stream_lost = c.u64()?;
+    let log_lost = c.u64()?;
+    let f = c.u8()?;
+    Ok(LogStatus {
+        stream_lost,
+        log_lost,
+        stream_overrun: f & 1 != 0,
+        log_overrun: f & 2 != 0,
+        log_full: f & 4 != 0,
+    })
+}

@@ -1,0 +1,267 @@
+//! The log writer: queues records, applies the log full policy (APPEND,
+//! UNTIL_FULL, LOOP) and writes the file in large sequential writes. Owned by the
+//! flusher (and `shutdown`).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+
+use super::attr::{LogFullPolicy, TraceAttr};
+use super::event::Event;
+use super::ids::{self, EventId};
+use super::log::{
+    attr_record, encode_event, file_header, frame, status_record, type_record, LogStatus,
+    EVENT_RECORD_FIXED, K_END,
+};
+
+/// Writes a log, applying the log full policy. Owned by the flusher.
+pub(crate) struct LogWriter {
+    file: File,
+    policy: LogFullPolicy,
+    size: u64,
+    preamble: Vec<u8>,
+    types_seen: Vec<bool>,
+    names_gen: usize,
+    /// Event records kept in memory for LOOP (to rewrite the newest ones): their
+    /// bytes back to back from `kept_start`, and each one's length, oldest first.
+    kept: Vec<u8>,
+    kept_start: usize,
+    kept_lens: VecDeque<u32>,
+    kept_bytes: u64,
+    event_bytes: u64,
+    pending: Vec<u8>,
+    /// LOOP: the file holds events older than `kept` (compact it when it grows).
+    rewrite: bool,
+    /// Bytes written to the file so far.
+    file_len: u64,
+    pub(crate) full: bool,
+    pub(crate) lost: u64,
+    pub(crate) overrun: bool,
+    pid: u32,
+    /// A write that failed inside a flush ([`commit_over`](Self::commit_over)),
+    /// reported by the flush's final [`commit`](Self::commit).
+    failed: Option<io::Error>,
+}
+
+impl LogWriter {
+    pub(crate) fn new(mut file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
+        let mut preamble = file_header().to_vec();
+        preamble.extend_from_slice(&attr_record(attr, pid));
+        // Devices and pipes cannot be truncated or sought: write from where they are.
+        let _ = file.set_len(0);
+        let _ = file.seek(SeekFrom::Start(0));
+        let pending = preamble.clone();
+        let mut w = LogWriter {
+            file,
+            policy: attr.log_full_policy(),
+            size: attr.log_size(),
+            preamble,
+            types_seen: vec![false; ids::ID_SPACE],
+            names_gen: usize::MAX,
+            kept: Vec::new(),
+            kept_start: 0,
+            kept_lens: VecDeque::new(),
+            kept_bytes: 0,
+            event_bytes: 0,
+            pending,
+            rewrite: false,
+            file_len: 0,
+            full: false,
+            lost: 0,
+            overrun: false,
+            pid,
+            failed: None,
+        };
+        w.sync_types();
+        // The first write happens in the flusher (so a failing log reports through
+        // the status and an ERROR event, as any later flush).
+        Ok(w)
+    }
+
+    /// Adds TYPE records for names registered since the last call (before any event
+    /// that could use them, so a cut log keeps its names).
+    pub(crate) fn sync_types(&mut self) {
+        let g = ids::NAMES_GEN.load(std::sync::atomic::Ordering::Acquire);
+        if g == self.names_gen {
+            return;
+        }
+        self.names_gen = g;
+        for t in ids::all_types() {
+            if !self.types_seen[t.id.0 as usize] {
+                self.types_seen[t.id.0 as usize] = true;
+                let r = type_record(&t);
+                self.preamble.extend_from_slice(&r);
+                self.pending.extend_from_slice(&r);
+            }
+        }
+    }
+
+    /// Queues one event; returns whether the log kept it.
+    pub(crate) fn push(&mut self, e: &Event) -> bool {
+        self.push_record(
+            e.id.0,
+            e.truncated,
+            e.pid,
+            e.tid,
+            e.timestamp.as_nanos() as u64,
+            &e.data,
+        )
+    }
+
+    /// Queues one event from its fields; returns whether the log kept it.
+    pub(crate) fn push_record(
+        &mut self,
+        id: u16,
+        truncated: bool,
+        pid: u32,
+        tid: u32,
+        ts_ns: u64,
+        data: &[u8],
+    ) -> bool {
+        let n = (EVENT_RECORD_FIXED + data.len().min(u16::MAX as usize)) as u64;
+        match self.policy {
+            LogFullPolicy::Append => {
+                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+            }
+            LogFullPolicy::UntilFull => {
+                if self.full {
+                    self.lost += 1;
+                    self.overrun = true;
+                    return false;
+                }
+                let stop_size = (EVENT_RECORD_FIXED + 4) as u64;
+                if self.event_bytes + n + stop_size > self.size {
+                    let stop = 2u32.to_le_bytes();
+                    encode_event(
+                        &mut self.pending,
+                        EventId::STOP.0,
+                        false,
+                        self.pid,
+                        tid,
+                        ts_ns,
+                        0,
+                        &stop,
+                    );
+                    self.event_bytes += stop_size;
+                    self.full = true;
+                    self.lost += 1;
+                    self.overrun = true;
+                    return false;
+                }
+                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+            }
+            LogFullPolicy::Loop => {
+                if n > self.size {
+                    self.lost += 1;
+                    self.overrun = true;
+                    return false;
+                }
+                let at = self.pending.len();
+                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+                self.kept.extend_from_slice(&self.pending[at..]);
+                self.kept_lens.push_back(n as u32);
+                self.kept_bytes += n;
+                while self.kept_bytes > self.size {
+                    let Some(old) = self.kept_lens.pop_front() else {
+                        break;
+                    };
+                    self.kept_start += old as usize;
+                    self.kept_bytes -= old as u64;
+                    self.lost += 1;
+                    self.overrun = true;
+                    self.full = true;
+                    self.rewrite = true;
+                }
+                if self.kept_start > self.kept.len() / 2 {
+                    self.kept.drain(..self.kept_start);
+                    self.kept_start = 0;
+                }
+            }
+        }
+        self.event_bytes += n;
+        true
+    }
+
+    /// Whether bytes wait to be written (names, the header of a new log).
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Writes what is queued to the file.
+    ///
+    /// Log LOOP appends as the other policies do, and compacts the file (rewrites it
+    /// with the newest events within the log size) only when appending would take
+    /// it past twice the log size, at `clear` and at shutdown: each event is
+    /// written at most about three times, instead of the whole log at every flush.
+    pub(crate) fn commit(&mut self) -> io::Result<()> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.commit_inner(false)
+    }
+
+    /// Writes what is queued once it passes `limit` bytes, so a long flush writes
+    /// in large steps and its buffer stays bounded; a failure waits for the
+    /// flush's final [`commit`](Self::commit).
+    #[inline]
+    pub(crate) fn commit_over(&mut self, limit: usize) {
+        if self.pending.len() > limit && self.failed.is_none() {
+            if let Err(e) = self.commit_inner(false) {
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    fn commit_inner(&mut self, compact: bool) -> io::Result<()> {
+        let limit = self.preamble.len() as u64 + 2 * self.size;
+        if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
+            let mut all = self.preamble.clone();
+            all.extend_from_slice(&self.kept[self.kept_start..]);
+            // Overwrite in place, then cut: a crash in between leaves the new
+            // records first, then a damaged tail the reader reports, rather than
+            // an empty file.
+            self.file.seek(SeekFrom::Start(0))?;
+            self.file.write_all(&all)?;
+            self.file.set_len(all.len() as u64)?;
+            self.file_len = all.len() as u64;
+            self.rewrite = false;
+            self.pending.clear();
+        } else if !self.pending.is_empty() {
+            self.file.write_all(&self.pending)?;
+            self.file_len += self.pending.len() as u64;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    /// Empties the log of events, keeping header, attributes and names.
+    pub(crate) fn clear(&mut self) -> io::Result<()> {
+        self.kept.clear();
+        self.kept_start = 0;
+        self.kept_lens.clear();
+        self.kept_bytes = 0;
+        self.event_bytes = 0;
+        self.full = false;
+        self.pending.clear();
+        self.rewrite = true;
+        self.commit_inner(true)
+    }
+
+    /// Writes the service records (status, end) and syncs.
+    pub(crate) fn finish(&mut self, mut st: LogStatus) -> io::Result<()> {
+        self.sync_types();
+        st.log_lost = self.lost;
+        st.log_overrun = self.lost > 0;
+        st.log_full = self.full;
+        self.commit_inner(true)?;
+        let mut tail = status_record(&st);
+        frame(&[K_END], &mut tail);
+        self.preamble.extend_from_slice(&tail);
+        self.file.write_all(&tail)?;
+        match self.file.sync_data() {
+            // Pipes and character devices cannot be synced.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+            r => r,
+        }
+    }
+}

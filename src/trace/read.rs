@@ -1,0 +1,143 @@
+//! Reading a stream: the merge of the per-thread sub-buffers by timestamp, the
+//! OVERFLOW and RESUME events that report losses, and the automatic resume of an
+//! UNTIL_FULL stream.
+
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::time::Duration;
+
+use super::attr::StreamFullPolicy;
+use super::event::Event;
+use super::ids::{self, EventId};
+use super::local::control_event;
+use super::ring::{RawRecord, Ring};
+use super::slots::{filtered, lock, set_running};
+use super::stream::{ReaderState, Stream};
+use crate::sys::clock;
+
+impl Stream {
+    /// Converts a raw record to an event.
+    pub(super) fn to_event(&self, r: RawRecord) -> Event {
+        let id = EventId(r.id);
+        let wopid = id.is_system() && is_wopid_cached(id);
+        Event {
+            id,
+            pid: if wopid { 0 } else { self.pid },
+            tid: r.tid,
+            timestamp: Duration::from_nanos(clock::to_ns(r.ticks)),
+            truncated: r.truncated,
+            prog_address: 0,
+            data: r.data,
+        }
+    }
+
+    /// Takes the oldest unread event of all sub-buffers (reader lock held).
+    pub(super) fn take(&self, st: &mut ReaderState) -> Option<Event> {
+        if let Some(e) = st.pending.pop_front() {
+            return Some(e);
+        }
+        self.take_from(&self.rings_snapshot(), st)
+    }
+
+    /// [`take`](Self::take) with a snapshot the caller keeps across calls (reader
+    /// lock held throughout, so the snapshot stays valid).
+    pub(super) fn take_from(&self, rings: &[&Ring], st: &mut ReaderState) -> Option<Event> {
+        if let Some(e) = st.pending.pop_front() {
+            return Some(e);
+        }
+        loop {
+            let mut best: Option<(u64, &Ring)> = None;
+            for &r in rings {
+                if let Some(t) = r.peek_ticks() {
+                    if best.map_or(true, |(bt, _)| t < bt) {
+                        best = Some((t, r));
+                    }
+                }
+            }
+            let Some((_, r)) = best else {
+                // Losses after a sub-buffer's last record (a FLUSH writer still
+                // dropping, or stopped while dropping) are reported at the end.
+                let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
+                for &r in rings {
+                    self.report_loss(r, now, st);
+                }
+                return st.pending.pop_front();
+            };
+            let Some(rec) = r.pop() else { continue };
+            let gap = rec.gap;
+            let ev = self.to_event(rec);
+            // LOOP and UNTIL_FULL lose events before the oldest unread one; a FLUSH
+            // writer drops new ones and marks the record that ends the gap.
+            if self.policy != StreamFullPolicy::Flush || gap {
+                self.report_loss(r, ev.timestamp, st);
+            }
+            if st.pending.is_empty() {
+                return Some(ev);
+            }
+            st.pending.push_back(ev);
+            return st.pending.pop_front();
+        }
+    }
+
+    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` not yet reported.
+    pub(super) fn report_loss(&self, r: &Ring, timestamp: Duration, st: &mut ReaderState) {
+        let lost = r.lost.load(Relaxed);
+        let reported = r.lost_reported.load(Relaxed);
+        if lost <= reported {
+            return;
+        }
+        r.lost_reported.store(lost, Relaxed);
+        let mut p = (lost - reported).to_le_bytes().to_vec();
+        p.extend_from_slice(&r.tid.to_le_bytes());
+        for (id, data) in [(EventId::OVERFLOW, p), (EventId::RESUME, Vec::new())] {
+            if !filtered(self.slot, id.0) {
+                st.pending.push_back(Event {
+                    id,
+                    pid: 0,
+                    tid: r.tid,
+                    timestamp,
+                    truncated: false,
+                    prog_address: 0,
+                    data,
+                });
+            }
+        }
+    }
+
+    /// After reading or clearing: resume an UNTIL_FULL stream once space is free.
+    pub(super) fn maybe_resume(&self) {
+        if !self.auto_suspended.load(Acquire) {
+            return;
+        }
+        let half = self.cap as u64 / 2;
+        let _st = lock(&self.reader);
+        let _ctl = lock(&self.ctl);
+        if self.rings_snapshot().iter().all(|r| r.used() <= half)
+            && self
+                .auto_suspended
+                .compare_exchange(true, false, AcqRel, Relaxed)
+                .is_ok()
+        {
+            control_event(self.slot, EventId::START, &[]);
+            set_running(self.slot, true);
+        }
+    }
+}
+
+static WOPID: [AtomicU64; 2] = [AtomicU64::new(0), AtomicU64::new(0)];
+static WOPID_GEN: AtomicU64 = AtomicU64::new(u64::MAX);
+
+pub(super) fn is_wopid_cached(id: EventId) -> bool {
+    let g = ids::NAMES_GEN.load(Acquire) as u64;
+    if WOPID_GEN.load(Acquire) != g {
+        let mut w = [0u64; 2];
+        for t in ids::all_types() {
+            if t.wopid && t.id.is_system() {
+                w[t.id.0 as usize / 64] |= 1 << (t.id.0 % 64);
+            }
+        }
+        WOPID[0].store(w[0], Relaxed);
+        WOPID[1].store(w[1], Relaxed);
+        WOPID_GEN.store(g, Release);
+    }
+    WOPID[id.0 as usize / 64].load(Relaxed) >> (id.0 % 64) & 1 != 0
+}

@@ -1,0 +1,226 @@
+//! The process-wide slot table: which streams exist, which run, what each filters,
+//! and the per-thread "inside a record" flags that let a stream be freed safely.
+//!
+//! A stream owns one of [`TRACE_SYS_MAX`] slots. The recording fast path reads only
+//! these statics (and the calling thread's own sub-buffer), never a lock.
+
+use std::sync::atomic::{
+    compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*,
+};
+use std::sync::{Mutex, MutexGuard, Once};
+
+use super::ids::{EventId, ID_SPACE};
+use super::ring::Padded;
+use super::set::WORDS;
+use crate::sys::clock;
+
+/// Streams that may exist at once in a process (`TRACE_SYS_MAX`).
+pub const TRACE_SYS_MAX: usize = 8;
+
+/// One bit per slot whose stream is running.
+pub(super) static RUNNING: AtomicU32 = AtomicU32::new(0);
+/// Per slot, the stream's generation: odd while a stream lives in the slot.
+pub(super) static GENS: [Padded<AtomicU64>; TRACE_SYS_MAX] =
+    [const { Padded(AtomicU64::new(0)) }; TRACE_SYS_MAX];
+/// Per slot, the filter: a bit per event id that is not recorded.
+pub(super) static FILTERS: [Padded<[AtomicU64; WORDS]>; TRACE_SYS_MAX] =
+    [const { Padded([const { AtomicU64::new(0) }; WORDS]) }; TRACE_SYS_MAX];
+static SLOT_USED: Mutex<[bool; TRACE_SYS_MAX]> = Mutex::new([false; TRACE_SYS_MAX]);
+/// Per event id, which running streams record it: 0 none, `1 + slot` exactly
+/// the stream in `slot`, [`PASS_MANY`] several (each one's filter decides). All
+/// zero when nothing runs, so the first check of `event()` is one byte load and a
+/// branch for both the stopped and the filtered case, and the common case of one
+/// stream finds its slot without reading the running mask or the filter.
+static PASS: [AtomicU8; ID_SPACE] = [const { AtomicU8::new(0) }; ID_SPACE];
+/// [`PASS`]: several running streams record the id.
+pub(super) const PASS_MANY: u8 = 0xFF;
+static PASS_LOCK: Mutex<()> = Mutex::new(());
+
+/// Set when membarrier is unavailable: writers then pay a full fence.
+pub(super) static NEED_FENCE: AtomicBool = AtomicBool::new(false);
+/// The pid that owns the streams (0 in a forked child: it records nothing).
+pub(super) static PID: AtomicU32 = AtomicU32::new(0);
+
+/// A thread's "inside a record" flag, read by shutdown after a membarrier.
+#[repr(align(64))]
+pub(super) struct Busy(pub(super) AtomicU32);
+
+static BUSY_ALL: Mutex<Vec<&'static Busy>> = Mutex::new(Vec::new());
+static BUSY_FREE: Mutex<Vec<&'static Busy>> = Mutex::new(Vec::new());
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Recomputes `PASS` after a start, stop, filter change or shutdown.
+pub(super) fn update_pass() {
+    let _g = lock(&PASS_LOCK);
+    let running = RUNNING.load(Acquire);
+    let mut filters = [[!0u64; WORDS]; TRACE_SYS_MAX];
+    for (slot, f) in filters.iter_mut().enumerate() {
+        if running & (1 << slot) != 0 {
+            *f = filter_words(slot);
+        }
+    }
+    for (id, p) in PASS.iter().enumerate() {
+        let mut v = 0u8;
+        for (slot, f) in filters.iter().enumerate() {
+            if f[id / 64] >> (id % 64) & 1 == 0 {
+                v = if v == 0 { 1 + slot as u8 } else { PASS_MANY };
+            }
+        }
+        p.store(v, Release);
+    }
+}
+
+/// Marks a slot running or not, and updates the pass table.
+pub(super) fn set_running(slot: usize, on: bool) {
+    if on {
+        RUNNING.fetch_or(1 << slot, AcqRel);
+    } else {
+        RUNNING.fetch_and(!(1 << slot), AcqRel);
+    }
+    update_pass();
+}
+
+/// Whether a slot's stream runs.
+#[inline]
+pub(super) fn is_running(slot: usize) -> bool {
+    RUNNING.load(Acquire) & (1 << slot) != 0
+}
+
+/// Whether any stream is running: one relaxed load.
+#[inline(always)]
+pub(crate) fn any_running() -> bool {
+    RUNNING.load(Relaxed) != 0
+}
+
+/// Whether some running stream records `id`: one relaxed load and a test (lets a
+/// trace point skip building a payload that every stream filters).
+#[inline(always)]
+pub(crate) fn passes(id: EventId) -> bool {
+    pass_of(id.0) != 0
+}
+
+/// The pass entry of a raw id (`id < ID_SPACE`; the mask keeps the index check away).
+#[inline(always)]
+pub(super) fn pass_of(id: u16) -> u8 {
+    PASS[id as usize & (ID_SPACE - 1)].load(Relaxed)
+}
+
+/// Whether slot `slot` filters `id` out.
+#[inline]
+pub(super) fn filtered(slot: usize, id: u16) -> bool {
+    FILTERS[slot].0[(id as usize / 64) & (WORDS - 1)].load(Relaxed) >> (id % 64) & 1 != 0
+}
+
+/// The filter bitmap of a slot.
+pub(super) fn filter_words(slot: usize) -> [u64; WORDS] {
+    let mut w = [0u64; WORDS];
+    for (i, f) in FILTERS[slot].0.iter().enumerate() {
+        w[i] = f.load(Acquire);
+    }
+    w
+}
+
+/// Replaces the filter of a slot (and updates the pass table).
+pub(super) fn set_filter_words(slot: usize, words: &[u64; WORDS]) {
+    for (i, w) in FILTERS[slot].0.iter().enumerate() {
+        w.store(words[i], Release);
+    }
+    update_pass();
+}
+
+/// Takes a free slot; returns it with the generation a new stream there gets (odd).
+pub(super) fn claim() -> Option<(usize, u64)> {
+    let mut used = lock(&SLOT_USED);
+    let i = used.iter().position(|u| !u)?;
+    used[i] = true;
+    for w in FILTERS[i].0.iter() {
+        w.store(0, Relaxed);
+    }
+    Some((i, GENS[i].0.load(Acquire) + 1))
+}
+
+/// Returns a slot to the free list (after [`retire`]).
+pub(super) fn release(slot: usize) {
+    lock(&SLOT_USED)[slot] = false;
+}
+
+/// A busy flag for a thread's first event (reused from exited threads).
+#[cold]
+pub(super) fn take_busy() -> &'static Busy {
+    lock(&BUSY_FREE).pop().unwrap_or_else(|| {
+        let b: &'static Busy = Box::leak(Box::new(Busy(AtomicU32::new(0))));
+        lock(&BUSY_ALL).push(b);
+        b
+    })
+}
+
+/// Gives an exited thread's busy flag back.
+pub(super) fn give_busy(b: &'static Busy) {
+    lock(&BUSY_FREE).push(b);
+}
+
+/// The writer side of the busy protocol: after setting its busy flag, a writer
+/// orders that store before its reads of the generation.
+#[inline(always)]
+pub(super) fn writer_fence() {
+    if NEED_FENCE.load(Relaxed) {
+        fence(SeqCst);
+    } else {
+        compiler_fence(SeqCst);
+    }
+}
+
+/// Retires a slot's generation and waits until no writer can still touch the
+/// stream that lived there: writers check the generation after setting `busy`.
+pub(super) fn retire(slot: usize, gen: u64) {
+    GENS[slot].0.store(gen + 1, Release);
+    if !NEED_FENCE.load(Relaxed) {
+        use rustix::thread::{membarrier, MembarrierCommand};
+        if membarrier(MembarrierCommand::PrivateExpedited).is_err() {
+            fence(SeqCst);
+        }
+    }
+    // A writer inside a record finishes it in nanoseconds, unless it was
+    // preempted there: spin briefly, then yield so a preempted writer sharing
+    // this CPU gets to run.
+    for b in lock(&BUSY_ALL).iter() {
+        let mut spins = 0u32;
+        while b.0.load(Acquire) != 0 {
+            if spins < 1000 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// One-time process setup: the clock, membarrier registration and the fork hook.
+pub(super) fn setup_process() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        clock::init();
+        use rustix::thread::{membarrier, MembarrierCommand};
+        if membarrier(MembarrierCommand::RegisterPrivateExpedited).is_err() {
+            NEED_FENCE.store(true, Relaxed);
+        }
+        fn child() {
+            // POSIX_TRACE_CLOSE_FOR_CHILD: the child records nothing.
+            RUNNING.store(0, Relaxed);
+            for p in PASS.iter() {
+                p.store(0, Relaxed);
+            }
+            PID.store(0, Relaxed);
+        }
+        // `child` is async-signal-safe (atomic stores only).
+        crate::sys::fork::on_child(child);
+    });
+}
+
+pub(super) fn getpid() -> u32 {
+    rustix::process::getpid().as_raw_nonzero().get() as u32
+}
