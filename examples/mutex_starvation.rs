@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use posixrt::sched::{self, Builder, CpuSet, Priority};
 use posixrt::sync::NormalMutex;
-use posixrt::trace::sys::{self, Value};
+use posixrt::trace::system_events::{self as sys, Value};
 use posixrt::trace::{catalog, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
 use rustix::thread::clock_nanosleep_absolute;
 use rustix::time::{ClockId, Timespec};

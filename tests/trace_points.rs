@@ -14,7 +14,7 @@ use posixrt::sync::{
     ceiling_mutex, current_tid, Condvar, MutexExt, NormalMutex, PiMutex, RecursiveMutex, RwLock,
     Semaphore,
 };
-use posixrt::trace::sys::{self, Value};
+use posixrt::trace::system_events::{self as sys, Value};
 use posixrt::trace::{catalog, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
 
 static SCHED: Mutex<()> = Mutex::new(());

@@ -21,7 +21,7 @@ const TEXT_MAX: usize = 128;
 /// The calling thread's marker became `text` (empty for a clear).
 #[inline(always)]
 pub(crate) fn marker(how: How, text: &[u8]) {
-    if crate::trace::sys::enabled() {
+    if crate::trace::system_events::enabled() {
         emit(how, text)
     }
 }

@@ -60,7 +60,7 @@ fn who(tid: i32) -> i32 {
 /// `sched_change` with the state before and after.
 #[inline]
 pub(crate) fn change<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate::Result<R> {
-    match crate::trace::sys::enabled()
+    match crate::trace::system_events::enabled()
         .then(|| tc::recorded(&tc::SCHED_CHANGE))
         .flatten()
     {
@@ -72,7 +72,7 @@ pub(crate) fn change<R>(tid: i32, f: impl FnOnce() -> crate::Result<R>) -> crate
 /// [`change`] for a raw call that returns the errno (`sched_setattr`).
 #[inline]
 pub(crate) fn change_raw(tid: i32, f: impl FnOnce() -> Result<(), i32>) -> Result<(), i32> {
-    match crate::trace::sys::enabled()
+    match crate::trace::system_events::enabled()
         .then(|| tc::recorded(&tc::SCHED_CHANGE))
         .flatten()
     {
@@ -106,7 +106,7 @@ fn change_traced<R>(
 /// masks before and after.
 #[inline]
 pub(crate) fn affinity(tid: Tid, f: impl FnOnce() -> crate::Result<()>) -> crate::Result<()> {
-    match crate::trace::sys::enabled()
+    match crate::trace::system_events::enabled()
         .then(|| tc::recorded(&tc::SCHED_AFFINITY))
         .flatten()
     {
@@ -137,7 +137,7 @@ fn affinity_traced(
 /// with the policy, priority and CPUs the kernel gave it.
 #[inline]
 pub(crate) fn thread_created(tid: Tid) {
-    if crate::trace::sys::enabled() {
+    if crate::trace::system_events::enabled() {
         thread_created_traced(tid.as_raw())
     }
 }

@@ -3,7 +3,7 @@
 //! [`crate::trace::catalog`]).
 //!
 //! Each hook is `#[inline(always)]` and is one relaxed load and a predicted branch
-//! when no trace stream runs (`trace::sys::enabled()`); the payload is built in a
+//! when no trace stream runs (`trace::system_events::enabled()`); the payload is built in a
 //! `#[cold]` out-of-line function, so the lock's fast path keeps its shape. When a
 //! stream runs but filters the event, the cold path costs the filter-bit test.
 //! Lock and trylock hooks are called after the attempt; unlock hooks before the
@@ -11,7 +11,7 @@
 //! lock.
 
 use crate::trace::catalog as tc;
-use crate::trace::sys::SysEvent;
+use crate::trace::system_events::SysEvent;
 
 /// The result of a lock attempt, as a trace payload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,7 +61,7 @@ impl LockResult {
 /// Whether a hook has anything to do: one relaxed load.
 #[inline(always)]
 fn on() -> bool {
-    crate::trace::sys::enabled()
+    crate::trace::system_events::enabled()
 }
 
 #[inline(always)]

@@ -10,7 +10,8 @@
 //! | 129..1024 | user events opened by name |
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use crate::sys::pilock::{PiLocked, RawPiLock};
+use lock_api::RawMutex as _;
 
 use super::schema::{Field, FieldType};
 
@@ -104,7 +105,16 @@ pub(crate) struct Names {
     next_user: u16,
 }
 
-static NAMES: Mutex<Option<Names>> = Mutex::new(None);
+/// The name table. Priority-inheriting: a system event's id is registered on its
+/// first emission, which can be on an RT thread's path (a lock's trace point).
+static NAMES: PiLocked<Option<Names>> = PiLocked::const_new(RawPiLock::INIT, None);
+/// In a forked child: forgets a holder of the name table (a parent thread that
+/// does not exist there). Async-signal-safe (one atomic store).
+pub(super) fn names_reset_in_child() {
+    // SAFETY: the child has one thread, which holds nothing.
+    unsafe { NAMES.raw() }.reset_in_child();
+}
+
 /// Bumped whenever a name is added, so log writers know to write the new names.
 pub(crate) static NAMES_GEN: AtomicUsize = AtomicUsize::new(0);
 
@@ -153,8 +163,8 @@ fn builtin() -> Names {
     }
 }
 
-pub(crate) fn names() -> MutexGuard<'static, Option<Names>> {
-    let mut g = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+pub(crate) fn names() -> lock_api::MutexGuard<'static, RawPiLock, Option<Names>> {
+    let mut g = NAMES.lock();
     if g.is_none() {
         *g = Some(builtin());
     }
@@ -210,7 +220,7 @@ pub(crate) fn open_user(name: &str) -> crate::Result<EventId> {
 
 /// Registers a system event type (idempotent by name).
 pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::Result<EventId> {
-    check_name("trace::sys::register", name)?;
+    check_name("trace::system_events::register", name)?;
     with_names(|n| {
         if let Some(t) = n
             .types
@@ -225,7 +235,7 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
                     .any(|(a, b)| a.0 != b.name || a.1 != b.ty)
             {
                 return Err(crate::Error::invalid(
-                    "trace::sys::register",
+                    "trace::system_events::register",
                     format!("system event {name:?} already registered with another layout"),
                 )
                 .with_hint("register each system event name once, with one layout"));
@@ -235,7 +245,7 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
         if n.next_sys >= USER_BASE {
             return Err(crate::Error::new(
                 crate::ErrorKind::OutOfResources,
-                "trace::sys::register",
+                "trace::system_events::register",
                 format!("all {TRACE_SYS_EVENT_MAX} system event ids are taken"),
             )
             .with_hint("register fewer system event types"));
@@ -243,7 +253,7 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
         let size: usize = fields.iter().map(|f| f.ty.size()).sum();
         if size > super::attr::MAX_SYS_PAYLOAD {
             return Err(crate::Error::invalid(
-                "trace::sys::register",
+                "trace::system_events::register",
                 format!(
                     "payload of {size} bytes exceeds {} bytes",
                     super::attr::MAX_SYS_PAYLOAD

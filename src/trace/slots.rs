@@ -13,6 +13,8 @@ use super::ids::{EventId, ID_SPACE};
 use super::ring::Padded;
 use super::set::WORDS;
 use crate::sys::clock;
+use crate::sys::pilock::{PiLocked, RawPiLock};
+use lock_api::RawMutex as _;
 
 /// Streams that may exist at once in a process (`TRACE_SYS_MAX`).
 pub const TRACE_SYS_MAX: usize = 8;
@@ -45,8 +47,12 @@ pub(super) static PID: AtomicU32 = AtomicU32::new(0);
 #[repr(align(64))]
 pub(super) struct Busy(pub(super) AtomicU32);
 
-static BUSY_ALL: Mutex<Vec<&'static Busy>> = Mutex::new(Vec::new());
-static BUSY_FREE: Mutex<Vec<&'static Busy>> = Mutex::new(Vec::new());
+/// Every thread's busy flag, and the flags of exited threads ready for reuse. A
+/// thread's first trace event takes these, so they are priority-inheriting: an RT
+/// thread's first event never waits behind a preempted low-priority thread that
+/// is exiting (the hazard of issue 18's tracking registry).
+static BUSY_ALL: PiLocked<Vec<&'static Busy>> = PiLocked::const_new(RawPiLock::INIT, Vec::new());
+static BUSY_FREE: PiLocked<Vec<&'static Busy>> = PiLocked::const_new(RawPiLock::INIT, Vec::new());
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -150,16 +156,16 @@ pub(super) fn release(slot: usize) {
 /// A busy flag for a thread's first event (reused from exited threads).
 #[cold]
 pub(super) fn take_busy() -> &'static Busy {
-    lock(&BUSY_FREE).pop().unwrap_or_else(|| {
+    BUSY_FREE.lock().pop().unwrap_or_else(|| {
         let b: &'static Busy = Box::leak(Box::new(Busy(AtomicU32::new(0))));
-        lock(&BUSY_ALL).push(b);
+        BUSY_ALL.lock().push(b);
         b
     })
 }
 
 /// Gives an exited thread's busy flag back.
 pub(super) fn give_busy(b: &'static Busy) {
-    lock(&BUSY_FREE).push(b);
+    BUSY_FREE.lock().push(b);
 }
 
 /// The writer side of the busy protocol: after setting its busy flag, a writer
@@ -186,7 +192,7 @@ pub(super) fn retire(slot: usize, gen: u64) {
     // A writer inside a record finishes it in nanoseconds, unless it was
     // preempted there: spin briefly, then yield so a preempted writer sharing
     // this CPU gets to run.
-    for b in lock(&BUSY_ALL).iter() {
+    for b in BUSY_ALL.lock().iter() {
         let mut spins = 0u32;
         while b.0.load(Acquire) != 0 {
             if spins < 1000 {
@@ -215,6 +221,13 @@ pub(super) fn setup_process() {
                 p.store(0, Relaxed);
             }
             PID.store(0, Relaxed);
+            // SAFETY: the child has one thread, which holds nothing; a parent
+            // thread that held these locks does not exist here.
+            unsafe {
+                BUSY_ALL.raw().reset_in_child();
+                BUSY_FREE.raw().reset_in_child();
+            }
+            super::ids::names_reset_in_child();
         }
         // `child` is async-signal-safe (atomic stores only).
         crate::sys::fork::on_child(child);

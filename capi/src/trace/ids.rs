@@ -8,7 +8,7 @@
 use std::ffi::{c_char, c_int, c_uint, c_ulong};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use rt::trace::sys::{Field, FieldType};
+use rt::trace::system_events::{Field, FieldType};
 use rt::trace::{EventId, EventSet, FillWhat, ID_SPACE};
 
 use super::attr::{out, out_str};
@@ -88,7 +88,7 @@ fn register_ext(i: usize) -> Option<EventId> {
         _ if i <= EXT_UNLOCK => &MUTEX_LAYOUT,
         _ => &[],
     };
-    let id = rt::trace::sys::register(EXT_NAMES[i], layout).ok()?;
+    let id = rt::trace::system_events::register(EXT_NAMES[i], layout).ok()?;
     EXT_IDS[i].store(id.raw() as u32 + 1, Ordering::Release);
     Some(id)
 }

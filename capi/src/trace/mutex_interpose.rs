@@ -105,7 +105,7 @@ fn emit(which: usize, m: *mut libc::pthread_mutex_t, err: c_int) {
     for (c, w) in p.chunks_exact_mut(8).zip(words) {
         c.copy_from_slice(&w.to_le_bytes());
     }
-    rt::trace::sys::emit(id, &p);
+    rt::trace::system_events::emit(id, &p);
 }
 
 #[inline(always)]
@@ -113,7 +113,7 @@ fn call(which: usize, m: *mut libc::pthread_mutex_t) -> c_int {
     let f = real(which);
     // SAFETY: `m` is the caller's mutex, passed through unchanged.
     let r = unsafe { f(m) };
-    if rt::trace::sys::enabled() && !m.is_null() {
+    if rt::trace::system_events::enabled() && !m.is_null() {
         emit(which, m, r);
     }
     r

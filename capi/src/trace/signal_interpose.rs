@@ -85,7 +85,7 @@ fn generation(pid: i32, sig: c_int, value: i32, thread: Option<bool>) {
             None => (0, 0),
             Some(is_self) => (1, if is_self { me } else { 0 }),
         };
-        rt::trace::sys::emit(id, &words(&[me, pid, sig, value, directed, target]));
+        rt::trace::system_events::emit(id, &words(&[me, pid, sig, value, directed, target]));
     }
 }
 
@@ -93,7 +93,7 @@ fn generation(pid: i32, sig: c_int, value: i32, thread: Option<bool>) {
 #[inline(never)]
 fn delivery(sig: c_int, value: i32) {
     if let Some(id) = ext_id(EXT_SIG_DELIVERY) {
-        rt::trace::sys::emit(id, &words(&[tid(), sig, value]));
+        rt::trace::system_events::emit(id, &words(&[tid(), sig, value]));
     }
 }
 
@@ -127,7 +127,7 @@ pub unsafe extern "C" fn sigqueue(pid: libc::pid_t, sig: c_int, value: libc::sig
     type F = unsafe extern "C" fn(libc::pid_t, c_int, libc::sigval) -> c_int;
     // SAFETY: the next definition of sigqueue has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(SIGQUEUE)) };
-    if sig != 0 && rt::trace::sys::enabled() {
+    if sig != 0 && rt::trace::system_events::enabled() {
         generation(pid, sig, sival_int(value), None);
     }
     // SAFETY: the caller's arguments, passed through.
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn kill(pid: libc::pid_t, sig: c_int) -> c_int {
     type F = unsafe extern "C" fn(libc::pid_t, c_int) -> c_int;
     // SAFETY: the next definition of kill has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(KILL)) };
-    if sig != 0 && rt::trace::sys::enabled() {
+    if sig != 0 && rt::trace::system_events::enabled() {
         generation(pid, sig, 0, None);
     }
     // SAFETY: the caller's arguments, passed through.
@@ -151,7 +151,7 @@ pub unsafe extern "C" fn pthread_kill(t: libc::pthread_t, sig: c_int) -> c_int {
     type F = unsafe extern "C" fn(libc::pthread_t, c_int) -> c_int;
     // SAFETY: the next definition of pthread_kill has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(PTHREAD_KILL)) };
-    if sig != 0 && rt::trace::sys::enabled() {
+    if sig != 0 && rt::trace::system_events::enabled() {
         generation(pid_self(), sig, 0, Some(is_self(t)));
     }
     // SAFETY: the caller's arguments, passed through.
@@ -167,7 +167,7 @@ pub unsafe extern "C" fn pthread_sigqueue(
     type F = unsafe extern "C" fn(libc::pthread_t, c_int, libc::sigval) -> c_int;
     // SAFETY: the next definition of pthread_sigqueue has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(PTHREAD_SIGQUEUE)) };
-    if sig != 0 && rt::trace::sys::enabled() {
+    if sig != 0 && rt::trace::system_events::enabled() {
         generation(pid_self(), sig, sival_int(value), Some(is_self(t)));
     }
     // SAFETY: the caller's arguments, passed through.
@@ -182,10 +182,10 @@ pub unsafe extern "C" fn sigwaitinfo(
     type F = unsafe extern "C" fn(*const libc::sigset_t, *mut libc::siginfo_t) -> c_int;
     // SAFETY: the next definition of sigwaitinfo has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(SIGWAITINFO)) };
-    if !rt::trace::sys::enabled() || !info.is_null() {
+    if !rt::trace::system_events::enabled() || !info.is_null() {
         // SAFETY: the caller's arguments, passed through.
         let r = unsafe { f(set, info) };
-        if r > 0 && rt::trace::sys::enabled() {
+        if r > 0 && rt::trace::system_events::enabled() {
             delivery(r, info_value(info));
         }
         return r;
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn sigtimedwait(
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(SIGTIMEDWAIT)) };
     // SAFETY: the caller's arguments, passed through.
     let r = unsafe { f(set, info, timeout) };
-    if r > 0 && rt::trace::sys::enabled() {
+    if r > 0 && rt::trace::system_events::enabled() {
         delivery(r, info_value(info));
     }
     r
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn sigwait(set: *const libc::sigset_t, sig: *mut c_int) ->
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(SIGWAIT)) };
     // SAFETY: the caller's arguments, passed through.
     let r = unsafe { f(set, sig) };
-    if r == 0 && !sig.is_null() && rt::trace::sys::enabled() {
+    if r == 0 && !sig.is_null() && rt::trace::system_events::enabled() {
         // SAFETY: sigwait stored the signal number there.
         delivery(unsafe { *sig }, 0);
     }

@@ -264,8 +264,8 @@ fn clamp_timespec(t: Duration) -> Duration {
 
 /// The id of a system event if tracing is on and a stream records it.
 #[inline]
-fn rec(ev: &crate::trace::sys::SysEvent) -> Option<crate::trace::EventId> {
-    crate::trace::sys::enabled()
+fn rec(ev: &crate::trace::system_events::SysEvent) -> Option<crate::trace::EventId> {
+    crate::trace::system_events::enabled()
         .then(|| tc::recorded(ev))
         .flatten()
 }

@@ -218,14 +218,14 @@ fn describe(ty: Option<&posixrt::trace::EventType>, e: &Event) -> String {
     let Some(t) = ty.filter(|t| !t.fields.is_empty()) else {
         return payload(ty, e);
     };
-    let Some(vals) = posixrt::trace::sys::decode(&t.fields, &e.data) else {
+    let Some(vals) = posixrt::trace::system_events::decode(&t.fields, &e.data) else {
         return payload(ty, e);
     };
     let named = t.name.starts_with("sync_") || t.name.starts_with("sched_");
     let mut out: Vec<String> = vals
         .iter()
         .map(|(n, v)| match (named && *n == "result", v) {
-            (true, posixrt::trace::sys::Value::I(c)) if *c != 0 => match errno_name(*c) {
+            (true, posixrt::trace::system_events::Value::I(c)) if *c != 0 => match errno_name(*c) {
                 Some(name) => format!("{n}={c}({name})"),
                 None => format!("{n}={c}"),
             },
