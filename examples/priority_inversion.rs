@@ -22,9 +22,9 @@
 //!
 //! `--json` prints one JSON object:
 //! `{"critical_section_ms": F, "blocked_ms": {"none": F, "inherit": F, "protect": F}}`.
-//! Without the privilege for SCHED_FIFO (CAP_SYS_NICE or RLIMIT_RTPRIO ≥ 98) it says
-//! what it needs and exits 0; with `--json` it then prints the same object with
-//! `null` blocked times (the reason goes to stderr).
+//! Without the privilege for SCHED_FIFO (CAP_SYS_NICE or RLIMIT_RTPRIO ≥ 98) the run
+//! fails: the error and what it needs go to stderr, nothing (no JSON with empty
+//! figures) to stdout, and the exit status is 1.
 //!
 //! Usage: `priority_inversion [--json] [--runs N] [--cs-ms MS] [--medium-ms MS] [--iterations N]`
 

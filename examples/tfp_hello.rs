@@ -27,7 +27,9 @@ fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
             Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => {
                 Ok(Duration::from_secs_f64(v))
             }
-            _ => Err(format!("{s:?} is not a number of seconds")),
+            // `--json`, `-v`: an option this program does not have, not a bad number.
+            Err(_) if s.starts_with('-') => Err(format!("unknown argument {s:?}")),
+            _ => Err(format!("{s:?} is not a number of seconds from 0 to 86400")),
         },
     }
 }

@@ -120,11 +120,16 @@
 //! cargo run --release --example tour
 //! ```
 //!
-//! Each module has its own examples (the seed listings, in `examples/`): `sched_info`
-//! and `cyclic` (sched), `priority_inversion` and `sync_inspect` (sync), `linecount`,
-//! `linecount_notify`, `aio_latency` and `aio_tokio` (aio), `trace_defaults`,
-//! `philosophers`, `trace_overhead` and `mutex_starvation` (trace), `bytesum`
-//! (advise), `tfp_hello` (mark). Every one takes `--help`.
+//! Each module has its own examples (the seed listings, in `examples/`): `sched_info`,
+//! `cyclic` and `sporadic` (sched), `priority_inversion` and `sync_inspect` (sync),
+//! `linecount`, `linecount_notify`, `aio_latency`, `aio_tokio` (`--features tokio`)
+//! and `aio_peers` (`--features peers`) (aio), `trace_defaults`, `philosophers`,
+//! `trace_overhead` and `mutex_starvation` (trace), `bytesum` (advise), `tfp_hello`
+//! (mark). Every one takes `--help`:
+//!
+//! ```sh
+//! cargo run --release --example cyclic -- --help
+//! ```
 //!
 //! The `posixrt-tools` package (`tools/`) has the command-line tools that read what a
 //! running or finished program left behind:

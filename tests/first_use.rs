@@ -231,6 +231,8 @@ fn bad_values_are_one_line_usage_errors() {
         ("trace_overhead", &["--events", "5"], "--events"),
         ("trace_overhead", &["--bogus"], "unknown argument"),
         ("sched_info", &["--bogus"], "unknown argument"),
+        ("tfp_hello", &["--bogus"], "unknown argument"),
+        ("tfp_hello", &["-5"], "not a number of seconds"),
     ] {
         let o = run(&example_bin(name), args);
         assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {o:?}");
@@ -242,6 +244,59 @@ fn bad_values_are_one_line_usage_errors() {
         );
         assert!(o.stdout.is_empty(), "{name} {args:?}: {o:?}");
     }
+}
+
+/// Without the privilege for SCHED_FIFO, `priority_inversion` (text output) fails:
+/// exit 1, the error with its hint on stderr, no error text on stdout.
+#[test]
+fn priority_inversion_refused_privilege_is_a_failure_on_stderr() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    // uid 65534 may not reach the build directory (a checkout in a 0700
+    // directory): run a world-executable copy.
+    let d = Scratch::new("priority-inversion");
+    std::fs::set_permissions(&d.0, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = d.0.join("priority_inversion");
+    std::fs::copy(example_bin("priority_inversion"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = Command::new(&bin);
+    cmd.args(["--runs", "1", "--cs-ms", "5", "--medium-ms", "20"])
+        .current_dir(&d.0)
+        .stdin(Stdio::null());
+    // SAFETY: between fork and exec the child only makes async-signal-safe syscalls.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Drop CAP_SYS_NICE (23) from the bounding set (best effort) and, as
+            // root, become nobody, which loses it anyway.
+            libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
+            if libc::geteuid() == 0
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(65534, 65534, 65534) != 0
+                    || libc::setresuid(65534, 65534, 65534) != 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        !out.contains("EPERM") && !out.contains("CAP_SYS_NICE"),
+        "error text on stdout: {out}"
+    );
+    let e = stderr(&o);
+    assert!(e.starts_with("priority_inversion: "), "{e}");
+    assert!(e.contains("EPERM") && e.contains("CAP_SYS_NICE"), "{e}");
+    assert!(e.contains("RLIMIT_RTPRIO"), "{e}");
 }
 
 // ---- documentation ----
@@ -273,4 +328,30 @@ fn readme_snippets_run_and_crate_docs_point_to_the_tour_and_tools() {
     ] {
         assert!(docs.contains(needle), "crate docs do not mention {needle}");
     }
+    // Every example is named in the crate docs' list (a new one gets added there).
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            if p.join("main.rs").is_file() {
+                p.file_name().map(|n| n.to_string_lossy().into_owned())
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                p.file_stem().map(|n| n.to_string_lossy().into_owned())
+            } else {
+                None
+            }
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10, "{names:?}");
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| !docs.contains(&format!("`{n}`")) && !docs.contains(&format!("example {n}")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "crate docs do not name the examples {missing:?}"
+    );
 }
