@@ -87,7 +87,7 @@ fn current_thread_reads(b: Backend) {
         let tasks: Vec<_> = (0..CHUNKS)
             .map(|i| tokio::spawn(read_chunk(aio.clone(), Arc::clone(&f), i)))
             .collect();
-        let mut seen = vec![false; CHUNKS];
+        let mut seen = [false; CHUNKS];
         for t in tasks {
             seen[t.await.unwrap()] = true;
         }

@@ -770,12 +770,15 @@ fn priority_inversion_example_prints_listing_6_8_order() {
         .args(args)
         .output()
         .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8_lossy(&out.stdout);
     if !have_rt() {
-        assert!(text.contains("CAP_SYS_NICE"), "{text}");
+        // A refused privilege is a failure: exit 1, the error and its hint on stderr.
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("CAP_SYS_NICE"), "{err}");
         return;
     }
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
     // Listing 6.8's order of events.
     let expected = [
         "Medium-priority thread before taking the semaphore",

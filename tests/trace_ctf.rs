@@ -1,11 +1,10 @@
 //! Exports of a trace log: CTF 1.8 read back by `babeltrace2` (when installed; CI
-//! installs it) and Chrome trace-event JSON checked by a small JSON parser.
+//! installs it) and Chrome trace-event JSON read back with serde_json.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::process::Command;
 
-use posixrt::trace::{self, export, sys, Event, Trace, TraceAttr, TraceLog};
+use posixrt::trace::{self, export, system_events as sys, Event, Trace, TraceAttr, TraceLog};
 
 /// Streams record every event of the process: one test at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -132,238 +131,46 @@ fn ctf_export_reads_back_in_babeltrace2() {
     assert!(lines.iter().all(|l| l.contains(&pid)), "{text}");
 }
 
-// ------------------------------------------------------------ a small JSON parser
-
-#[derive(Debug, Clone, PartialEq)]
-enum J {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Arr(Vec<J>),
-    Obj(BTreeMap<String, J>),
-}
-
-impl J {
-    fn get(&self, k: &str) -> Option<&J> {
-        match self {
-            J::Obj(m) => m.get(k),
-            _ => None,
-        }
-    }
-    fn str(&self) -> Option<&str> {
-        match self {
-            J::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-    fn num(&self) -> Option<f64> {
-        match self {
-            J::Num(n) => Some(*n),
-            _ => None,
-        }
-    }
-}
-
-struct P<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl P<'_> {
-    fn ws(&mut self) {
-        while self.i < self.s.len() && matches!(self.s[self.i], b' ' | b'\n' | b'\r' | b'\t') {
-            self.i += 1;
-        }
-    }
-    fn eat(&mut self, c: u8) -> Result<(), String> {
-        self.ws();
-        if self.s.get(self.i) == Some(&c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected {:?} at {}", c as char, self.i))
-        }
-    }
-    fn value(&mut self) -> Result<J, String> {
-        self.ws();
-        match self.s.get(self.i).copied() {
-            Some(b'{') => {
-                self.i += 1;
-                let mut m = BTreeMap::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(J::Obj(m));
-                }
-                loop {
-                    self.ws();
-                    let k = self.string()?;
-                    self.eat(b':')?;
-                    let v = self.value()?;
-                    if m.insert(k.clone(), v).is_some() {
-                        return Err(format!("duplicate key {k}"));
-                    }
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(J::Obj(m));
-                        }
-                        _ => return Err(format!("bad object at {}", self.i)),
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.i += 1;
-                let mut v = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(J::Arr(v));
-                }
-                loop {
-                    v.push(self.value()?);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(J::Arr(v));
-                        }
-                        _ => return Err(format!("bad array at {}", self.i)),
-                    }
-                }
-            }
-            Some(b'"') => Ok(J::Str(self.string()?)),
-            Some(b't') if self.s[self.i..].starts_with(b"true") => {
-                self.i += 4;
-                Ok(J::Bool(true))
-            }
-            Some(b'f') if self.s[self.i..].starts_with(b"false") => {
-                self.i += 5;
-                Ok(J::Bool(false))
-            }
-            Some(b'n') if self.s[self.i..].starts_with(b"null") => {
-                self.i += 4;
-                Ok(J::Null)
-            }
-            Some(c) if c == b'-' || c.is_ascii_digit() => {
-                let st = self.i;
-                while self.i < self.s.len()
-                    && matches!(
-                        self.s[self.i],
-                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-                    )
-                {
-                    self.i += 1;
-                }
-                let t = std::str::from_utf8(&self.s[st..self.i]).unwrap();
-                t.parse().map(J::Num).map_err(|_| format!("bad number {t}"))
-            }
-            _ => Err(format!("unexpected at {}", self.i)),
-        }
-    }
-    fn string(&mut self) -> Result<String, String> {
-        if self.s.get(self.i) != Some(&b'"') {
-            return Err(format!("expected string at {}", self.i));
-        }
-        self.i += 1;
-        let mut out = Vec::new();
-        loop {
-            let c = *self.s.get(self.i).ok_or("unterminated string")?;
-            self.i += 1;
-            match c {
-                b'"' => return String::from_utf8(out).map_err(|e| e.to_string()),
-                b'\\' => {
-                    let e = *self.s.get(self.i).ok_or("bad escape")?;
-                    self.i += 1;
-                    match e {
-                        b'"' => out.push(b'"'),
-                        b'\\' => out.push(b'\\'),
-                        b'/' => out.push(b'/'),
-                        b'n' => out.push(b'\n'),
-                        b't' => out.push(b'\t'),
-                        b'r' => out.push(b'\r'),
-                        b'b' => out.push(8),
-                        b'f' => out.push(12),
-                        b'u' => {
-                            let h = std::str::from_utf8(&self.s[self.i..self.i + 4]).unwrap();
-                            self.i += 4;
-                            let cp = u32::from_str_radix(h, 16).map_err(|e| e.to_string())?;
-                            let ch = char::from_u32(cp).ok_or("bad code point")?;
-                            out.extend_from_slice(ch.to_string().as_bytes());
-                        }
-                        _ => return Err("bad escape".into()),
-                    }
-                }
-                c if c < 0x20 => {
-                    return Err(format!("raw control character in string at {}", self.i))
-                }
-                c => out.push(c),
-            }
-        }
-    }
-}
-
-fn parse(s: &str) -> Result<J, String> {
-    let mut p = P {
-        s: s.as_bytes(),
-        i: 0,
-    };
-    let v = p.value()?;
-    p.ws();
-    if p.i != s.len() {
-        return Err(format!("trailing data at {}", p.i));
-    }
-    Ok(v)
-}
-
-#[test]
-fn json_parser_self_check() {
-    assert!(parse("{\"a\":[1,2.5,-3e2,true,null,\"x\\u0041\"]}").is_ok());
-    assert!(parse("{\"a\":1,}").is_err());
-    assert!(parse("\"raw\ttab\"").is_err());
-}
+// The Chrome export is read with serde_json: what it accepts, a viewer accepts.
+type J = serde_json::Value;
 
 #[test]
 fn chrome_json_export_is_valid_trace_event_json() {
     let d = scratch("chrome");
     let (l, evs) = make_log(&d);
     let text = export::chrome_json(&l, &evs);
-    let j = parse(&text).unwrap_or_else(|e| panic!("invalid JSON: {e}\n{text}"));
+    let j: J = serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON: {e}\n{text}"));
     let list = match j.get("traceEvents") {
-        Some(J::Arr(v)) => v,
+        Some(J::Array(v)) => v,
         other => panic!("no traceEvents array: {other:?}"),
     };
     let pid = std::process::id() as f64;
     let meta: Vec<&J> = list
         .iter()
-        .filter(|e| e.get("ph").and_then(J::str) == Some("M"))
+        .filter(|e| e.get("ph").and_then(J::as_str) == Some("M"))
         .collect();
     let pname = meta
         .iter()
-        .find(|e| e.get("name").and_then(J::str) == Some("process_name"))
+        .find(|e| e.get("name").and_then(J::as_str) == Some("process_name"))
         .unwrap();
-    assert_eq!(pname.get("pid").and_then(J::num), Some(pid));
+    assert_eq!(pname.get("pid").and_then(J::as_f64), Some(pid));
     let shown = pname
         .get("args")
         .and_then(|a| a.get("name"))
-        .and_then(J::str)
+        .and_then(J::as_str)
         .unwrap();
     assert!(shown.contains("export \"test\""), "{shown}");
     assert!(meta
         .iter()
-        .any(|e| e.get("name").and_then(J::str) == Some("thread_name")));
+        .any(|e| e.get("name").and_then(J::as_str) == Some("thread_name")));
     let inst: Vec<&J> = list
         .iter()
-        .filter(|e| e.get("ph").and_then(J::str) == Some("i"))
+        .filter(|e| e.get("ph").and_then(J::as_str) == Some("i"))
         .collect();
     assert_eq!(inst.len(), evs.len());
     let names: Vec<&str> = inst
         .iter()
-        .map(|e| e.get("name").and_then(J::str).unwrap())
+        .map(|e| e.get("name").and_then(J::as_str).unwrap())
         .collect();
     assert_eq!(
         names,
@@ -377,32 +184,32 @@ fn chrome_json_export_is_valid_trace_event_json() {
     );
     let mut last = -1.0;
     for (e, ev) in inst.iter().zip(&evs) {
-        assert_eq!(e.get("pid").and_then(J::num), Some(pid));
-        assert_eq!(e.get("tid").and_then(J::num), Some(ev.tid as f64));
-        assert_eq!(e.get("s").and_then(J::str), Some("t"));
-        let ts = e.get("ts").and_then(J::num).unwrap();
+        assert_eq!(e.get("pid").and_then(J::as_f64), Some(pid));
+        assert_eq!(e.get("tid").and_then(J::as_f64), Some(ev.tid as f64));
+        assert_eq!(e.get("s").and_then(J::as_str), Some("t"));
+        let ts = e.get("ts").and_then(J::as_f64).unwrap();
         assert!(ts >= last);
         last = ts;
     }
     let note = inst[2].get("args").unwrap();
     assert_eq!(
-        note.get("value").and_then(J::str),
+        note.get("value").and_then(J::as_str),
         Some(r#""say \"hi\" \\ ok""#)
     );
     assert_eq!(
-        note.get("data").and_then(J::str),
+        note.get("data").and_then(J::as_str),
         Some(export::hex(b"say \"hi\" \\ ok").as_str())
     );
     assert_eq!(export::json_str("a\tb\"\u{1}"), r#""a\tb\"\u0001""#);
     let io = inst[3].get("args").unwrap();
-    assert_eq!(io.get("fd").and_then(J::num), Some(5.0));
-    assert_eq!(io.get("offset").and_then(J::num), Some(4096.0));
-    assert_eq!(io.get("result").and_then(J::num), Some(-11.0));
+    assert_eq!(io.get("fd").and_then(J::as_f64), Some(5.0));
+    assert_eq!(io.get("offset").and_then(J::as_f64), Some(4096.0));
+    assert_eq!(io.get("result").and_then(J::as_f64), Some(-11.0));
     assert_eq!(
         inst[1]
             .get("args")
             .and_then(|a| a.get("value"))
-            .and_then(J::str),
+            .and_then(J::as_str),
         Some("7")
     );
 }

@@ -37,9 +37,8 @@ fn lib_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = target_dir();
-        if !dir.join("libposixrt.so").exists() {
-            cargo_build(&["-p", "posixrt-capi", "--lib"]);
-        }
+        // Always (a no-op when fresh): a stale library must never be tested.
+        cargo_build(&["-p", "posixrt-capi", "--lib"]);
         assert!(dir.join("libposixrt.so").exists(), "no libposixrt.so");
         dir
     })
@@ -48,19 +47,27 @@ fn lib_dir() -> &'static Path {
 fn rtrace() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        let bin = target_dir().join("rtrace");
-        if !bin.exists() {
-            cargo_build(&["-p", "posixrt-tools", "--bin", "rtrace"]);
-        }
-        bin
+        cargo_build(&["-p", "posixrt-tools", "--bin", "rtrace"]);
+        target_dir().join("rtrace")
     })
 }
 
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+
+/// Removes the scratch dir when the test process exits (tests run in threads of
+/// one process, so no single test can own it).
+extern "C" fn remove_scratch() {
+    if let Some(d) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 fn scratch() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
+    SCRATCH.get_or_init(|| {
         let d = std::env::temp_dir().join(format!("posixrt-trace-test-{}", std::process::id()));
         std::fs::create_dir_all(&d).expect("create scratch dir");
+        // SAFETY: atexit only records the address of a plain extern "C" function.
+        unsafe { libc::atexit(remove_scratch) };
         d
     })
 }

@@ -9,9 +9,9 @@
 //! | 128 | `posix_trace_unnamed_userevent`, given once [`TRACE_USER_EVENT_MAX`] names are taken |
 //! | 129..1024 | user events opened by name |
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::sys::pilock::{PiLocked, RawPiLock};
 use lock_api::RawMutex as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::schema::{Field, FieldType};
 
