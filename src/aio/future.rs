@@ -5,7 +5,7 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::core::State;
+use super::table::State;
 use super::list::{entry_done, List};
 use super::request::{Completion, Request};
 use crate::Result;

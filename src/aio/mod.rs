@@ -83,7 +83,6 @@ mod cancel;
 #[doc(hidden)]
 pub mod capi;
 mod context;
-mod core;
 mod engine;
 mod fsync;
 mod future;
@@ -92,7 +91,9 @@ mod list;
 mod notify;
 mod op;
 mod request;
+mod submit;
 mod suspend;
+mod table;
 mod threads;
 mod uring;
 
@@ -103,6 +104,6 @@ pub use engine::{Backend, BackendInfo};
 pub use fsync::SyncMode;
 pub use future::{ListFuture, RequestFuture};
 pub use list::{List, ListMode};
-pub use notify::{Callback, Notify, SigVal, SI_ASYNCIO};
-pub use op::{Op, AIO_PRIO_DELTA_MAX};
+pub use notify::{Callback, Notify, SigVal, MAX_NOTIFY_THREADS, SI_ASYNCIO};
+pub use op::{BorrowFd, Op, AIO_PRIO_DELTA_MAX};
 pub use request::{AsRequestId, Completion, Request, RequestId};
