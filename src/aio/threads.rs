@@ -157,7 +157,9 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
         if let Some(idx) = core.pop_ready() {
             let s = &mut core.slots[idx as usize];
             s.worker = w;
-            s.interruptible = false;
+            // A transfer on a pollable fd is a non-blocking attempt: a cancel
+            // meanwhile is honoured when it would block (see `park`).
+            s.interruptible = s.fd_kind.is_some_and(FdKind::is_stream);
             let job = Job {
                 op: s.op,
                 fd: s.io_fd(),
