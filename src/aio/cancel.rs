@@ -14,6 +14,9 @@ use crate::{Error, Result};
 /// # References
 /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "AIO_CANCELED")]
+#[doc(alias = "AIO_NOTCANCELED")]
+#[doc(alias = "AIO_ALLDONE")]
 pub enum CancelResult {
     /// `AIO_CANCELED`: every request named was cancelled; each reports ECANCELED
     /// and sends its notification.

@@ -14,6 +14,8 @@ use crate::{Error, Result};
 
 /// `lio_listio`'s mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "LIO_WAIT")]
+#[doc(alias = "LIO_NOWAIT")]
 pub enum ListMode {
     /// `LIO_WAIT`: return when every request is done (the list notification is
     /// ignored; per-request notifications still fire).

@@ -10,6 +10,7 @@ use crate::{Error, Result};
 /// The value carried by a notification (`union sigval`): an integer or a pointer-sized
 /// word, chosen by the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[doc(alias = "sigval")]
 pub struct SigVal(pub usize);
 
 impl SigVal {
@@ -48,6 +49,10 @@ pub type Callback = Arc<dyn Fn(SigVal) + Send + Sync + 'static>;
 /// # References
 /// - [`sigevent(7)`](https://man7.org/linux/man-pages/man7/sigevent.7.html)
 #[derive(Clone, Default)]
+#[doc(alias = "sigevent")]
+#[doc(alias = "SIGEV_NONE")]
+#[doc(alias = "SIGEV_SIGNAL")]
+#[doc(alias = "SIGEV_THREAD")]
 pub enum Notify {
     /// `SIGEV_NONE`: no notification; poll with `error`, wait with `suspend`.
     #[default]

@@ -32,6 +32,17 @@ use crate::{Error, Result};
 ///
 /// Closing the caller's handle early therefore does not stop the I/O: the file
 /// stays open until the request completes (cancel it first to stop it).
+///
+/// An unsubmitted [`Op`] keeps its descriptor borrowed:
+///
+/// ```compile_fail
+/// use posixrt::aio::{Aio, Op};
+/// let aio = Aio::new().unwrap();
+/// let f = std::fs::File::open("/etc/hostname").unwrap();
+/// let op = Op::read(&f, 0, vec![0u8; 4]);
+/// drop(f); // error: `f` is still borrowed by `op`
+/// aio.submit(op).unwrap();
+/// ```
 pub trait BorrowFd<'fd> {
     /// The borrowed descriptor.
     fn borrow_fd(self) -> BorrowedFd<'fd>;
@@ -59,6 +70,8 @@ pub(crate) struct Prepared<'fd> {
     pub kind: Option<FdKind>,
     /// The fd is `O_NONBLOCK` (valid when `checked`).
     pub nonblock: bool,
+    /// The fd is `O_APPEND` (valid when `checked`).
+    pub append: bool,
     /// Kind and flags were looked at.
     pub checked: bool,
     /// The request's own copy of the fd, if one was taken.
@@ -82,6 +95,7 @@ impl Prepared<'_> {
         }
         let fl = sio::status_flags(self.fd())?;
         self.nonblock = fl & libc::O_NONBLOCK != 0;
+        self.append = fl & libc::O_APPEND != 0;
         self.kind = Some(sio::kind(self.fd())?);
         self.checked = true;
         Ok(())
@@ -115,6 +129,7 @@ pub(crate) enum Kind {
 ///
 /// [`Aio::submit`]: super::Aio::submit
 /// [`Aio::lio_listio`]: super::Aio::lio_listio
+#[doc(alias = "aiocb")]
 pub struct Op<'fd, B> {
     pub(crate) kind: Kind,
     pub(crate) fd: RawFd,
@@ -294,6 +309,7 @@ impl<'fd, B> Op<'fd, B> {
             reqprio: if sync { 0 } else { self.reqprio as u8 },
             kind: None,
             nonblock: false,
+            append: false,
             checked: false,
             own: None,
             fd: PhantomData,
@@ -322,7 +338,7 @@ impl<'fd, B> Op<'fd, B> {
         if kind == OpKind::Write || threads {
             // A bad fd is reported by the engine (EBADF as the request's result).
             if p.check().is_ok() {
-                let append = sio::status_flags(p.fd()).map_or(false, |f| f & libc::O_APPEND != 0);
+                let append = p.append;
                 let stream = p.kind.is_some_and(FdKind::is_stream);
                 if kind == OpKind::Write {
                     p.raw.ordered = append || stream;

@@ -63,7 +63,7 @@ impl Inner {
         &self,
         ops: impl ExactSizeIterator<Item = (Prepared<'fd>, Notify)>,
         list: u32,
-        out: &mut Vec<(u32, u32)>,
+        out: &mut impl Extend<(u32, u32)>,
     ) -> Result<()> {
         let threads = matches!(self.engine, Engine::Threads(_));
         let mut core = self.lock();
@@ -84,7 +84,7 @@ impl Inner {
         let mut enter = false;
         for (p, notify) in ops {
             let id = self.place(&mut core, p, notify, list, class, direct, can_probe, &mut enter, &mut probes);
-            out.push(id);
+            out.extend(Some(id));
         }
         if core.ready_len() > 0 {
             enter |= self.kick(&mut core);
@@ -102,9 +102,9 @@ impl Inner {
     /// Fast path for one request.
     #[inline]
     pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
-        let mut out = Vec::new();
+        let mut out = One(None);
         self.submit_many(std::iter::once((p, notify)), super::table::NO_LIST, &mut out)?;
-        out.pop().ok_or_else(shutting_down)
+        out.0.ok_or_else(shutting_down)
     }
 
     /// Puts one request in the table and gives it to the engine or a queue.
@@ -225,6 +225,17 @@ impl Inner {
         core.probing -= 1;
         core.completed = true;
         self.release(core);
+    }
+}
+
+/// The name of one request (no allocation on the single-request path).
+struct One(Option<(u32, u32)>);
+
+impl Extend<(u32, u32)> for One {
+    fn extend<I: IntoIterator<Item = (u32, u32)>>(&mut self, it: I) {
+        if let Some(x) = it.into_iter().last() {
+            self.0 = Some(x);
+        }
     }
 }
 

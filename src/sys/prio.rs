@@ -3,7 +3,8 @@
 //! (`ioprio`) an io_uring request carries.
 //!
 //! # References
-//! - [`pthread_getschedparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_getschedparam.html)
+//! - [`sched_getscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_getscheduler.html)
+//! - [`pthread_setschedparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_setschedparam.html)
 //! - [`ioprio_set(2)`](https://man7.org/linux/man-pages/man2/ioprio_set.2.html)
 
 /// A scheduling policy and static priority (0 for the non-real-time policies).
@@ -27,53 +28,50 @@ impl SchedClass {
     }
 }
 
-/// `pthread_getschedparam(pthread_self())`: the calling thread's policy and
-/// priority (`SCHED_OTHER` 0 if the call fails, which it cannot for oneself).
-/// `SCHED_RESET_ON_FORK` is masked off.
+/// `sched_getscheduler(0)` and `sched_getparam(0)`: the calling thread's policy
+/// and priority (`SCHED_OTHER` 0 if the call fails, which it cannot for
+/// oneself). `SCHED_RESET_ON_FORK` is masked off.
 pub(crate) fn current() -> SchedClass {
     let c = read_current();
-    CACHED.with(|x| x.set((c, Some(std::time::Instant::now()))));
+    CACHED.with(|x| x.set((c, CACHE_USES)));
     c
 }
 
 fn read_current() -> SchedClass {
-    let mut policy = 0;
-    let mut p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: both out-pointers are valid and writable; pthread_self is live.
-    let r = unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) };
-    if r != 0 {
+    // The kernel's view (not glibc's cached one: a class set with
+    // sched_setscheduler or from outside the thread is seen too).
+    let Ok(policy) = super::sched::getscheduler(0) else {
         return SchedClass::OTHER;
-    }
+    };
+    let priority = super::sched::getparam(0).unwrap_or(0);
     SchedClass {
         policy: policy & !libc::SCHED_RESET_ON_FORK,
-        priority: p.sched_priority,
+        priority,
     }
 }
 
 thread_local! {
-    /// The calling thread's class as last read, and when.
-    static CACHED: std::cell::Cell<(SchedClass, Option<std::time::Instant>)> =
-        const { std::cell::Cell::new((SchedClass::OTHER, None)) };
+    /// The calling thread's class as last read, and how many more times
+    /// [`current_cached`] may return it before reading it again.
+    static CACHED: std::cell::Cell<(SchedClass, u32)> =
+        const { std::cell::Cell::new((SchedClass::OTHER, 0)) };
 }
 
-/// How long [`current_cached`] trusts a value it read.
-const CACHE_AGE: std::time::Duration = std::time::Duration::from_millis(1);
+/// How many submissions [`current_cached`] serves from one read.
+const CACHE_USES: u32 = 64;
 
-/// [`current`], read at most once a millisecond per thread: for the io_uring
-/// fast path, where the class only sets a request's `ioprio` and trace field
-/// (queued requests, whose order depends on it, read it exactly).
+/// [`current`], read again every [`CACHE_USES`] calls per thread (and whenever
+/// this thread changes its class through [`set_current`] or calls [`current`]):
+/// for the io_uring fast path, where the class only sets a request's `ioprio`
+/// and trace field. Queued requests, whose order depends on it, read it exactly.
 #[inline]
 pub(crate) fn current_cached() -> SchedClass {
-    let now = std::time::Instant::now();
-    let (c, at) = CACHED.with(|x| x.get());
-    if let Some(at) = at {
-        if now.saturating_duration_since(at) < CACHE_AGE {
-            return c;
-        }
+    let (c, left) = CACHED.with(|x| x.get());
+    if left > 0 {
+        CACHED.with(|x| x.set((c, left - 1)));
+        return c;
     }
-    let c = current();
-    CACHED.with(|x| x.set((c, Some(now))));
-    c
+    current()
 }
 
 /// `pthread_setschedparam(pthread_self(), policy, priority)`: switches the calling
@@ -85,7 +83,7 @@ pub(crate) fn set_current(c: SchedClass) -> Result<(), i32> {
     // SAFETY: `p` is a valid sched_param the call only reads.
     match unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) } {
         0 => {
-            CACHED.with(|x| x.set((c, Some(std::time::Instant::now()))));
+            CACHED.with(|x| x.set((c, CACHE_USES)));
             Ok(())
         }
         e => Err(e),
