@@ -52,7 +52,10 @@ fn pin_to_cpu0() -> Result<(), String> {
     // SAFETY: `set` is a valid cpu_set_t of the size given.
     match unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } {
         0 => Ok(()),
-        _ => Err(format!("sched_setaffinity: {}", std::io::Error::last_os_error())),
+        _ => Err(format!(
+            "sched_setaffinity: {}",
+            std::io::Error::last_os_error()
+        )),
     }
 }
 
@@ -110,10 +113,7 @@ fn ordering(aio: &Aio, other: usize, workers: usize) -> Result<f64, String> {
     // The SCHED_OTHER submitter (this thread): thousands of requests.
     let mut others = Vec::with_capacity(other);
     for _ in 0..other {
-        others.push(
-            aio.read(&*rd, 0, vec![0u8; 4])
-                .map_err(|e| e.to_string())?,
-        );
+        others.push(aio.read(&*rd, 0, vec![0u8; 4]).map_err(|e| e.to_string())?);
     }
     // The SCHED_FIFO 80 submitter. On one CPU it runs alone from here until it
     // waits: it notes how much of the pipe was consumed (the ranks issued before
@@ -125,7 +125,10 @@ fn ordering(aio: &Aio, other: usize, workers: usize) -> Result<f64, String> {
         let consumed = total - left / 4;
         let mut mine = Vec::with_capacity(RT_REQUESTS);
         for _ in 0..RT_REQUESTS {
-            mine.push(aio2.read(&*rd2, 0, vec![0u8; 4]).map_err(|e| e.to_string())?);
+            mine.push(
+                aio2.read(&*rd2, 0, vec![0u8; 4])
+                    .map_err(|e| e.to_string())?,
+            );
         }
         let mut ranks = Vec::with_capacity(RT_REQUESTS);
         for r in &mut mine {
@@ -183,7 +186,10 @@ fn worker_priority(aio: &Aio) -> Result<(i32, i32), String> {
         let mut r = aio2
             .submit(Op::read(&*src, 0, vec![0u8; 32 << 20]).reqprio(REQPRIO))
             .map_err(|e| e.to_string())?;
-        r.wait().map_err(|e| e.to_string())?.result.map_err(|e| e.to_string())?;
+        r.wait()
+            .map_err(|e| e.to_string())?
+            .result
+            .map_err(|e| e.to_string())?;
         Ok(())
     });
     let r = rt.join().map_err(|_| "the RT thread panicked")?;
@@ -251,7 +257,10 @@ fn run(json: bool, other: usize) -> Result<(), String> {
         );
     } else {
         println!("thread engine, one CPU, {other} SCHED_OTHER reads queued, then {RT_REQUESTS} from SCHED_FIFO {RT_PRIO}");
-        println!("  RT requests issued before the first queued OTHER one: {:.1}%", fraction * 100.0);
+        println!(
+            "  RT requests issued before the first queued OTHER one: {:.1}%",
+            fraction * 100.0
+        );
         println!(
             "  worker class while serving FIFO {RT_PRIO} reqprio {REQPRIO}: {} {seen} (expected SCHED_FIFO {expected})",
             policy_name(pol)

@@ -262,7 +262,10 @@ fn run(args: &[String], jobs: usize) -> posixrt::Result<(u64, bool)> {
 fn count(mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
     let aio = Aio::new()?;
     // The descriptors, borrowed by the requests while `inputs` changes.
-    let srcs: Vec<std::sync::Arc<Src>> = inputs.iter().map(|f| std::sync::Arc::clone(&f.src)).collect();
+    let srcs: Vec<std::sync::Arc<Src>> = inputs
+        .iter()
+        .map(|f| std::sync::Arc::clone(&f.src))
+        .collect();
     let mut ok = true;
     let mut spare: Vec<Vec<u8>> = Vec::new();
     let take_buf = |spare: &mut Vec<Vec<u8>>| spare.pop().unwrap_or_else(|| vec![0u8; BUF]);

@@ -80,10 +80,16 @@ fn closing_early_cannot_redirect(b: Backend) {
     let (mut rd, got) = reader.join().unwrap();
     if let Some(f) = &intruder {
         let st = rustix::fs::fstat(f).unwrap();
-        assert_eq!(st.st_size, 0, "a write went to the file that reused the number");
+        assert_eq!(
+            st.st_size, 0,
+            "a write went to the file that reused the number"
+        );
     }
     assert_eq!(got.len(), want, "bytes missing from the pipe");
-    assert!(got.ends_with(b"MARK"), "the last write did not reach the pipe");
+    assert!(
+        got.ends_with(b"MARK"),
+        "the last write did not reach the pipe"
+    );
     // The pipe's write end was closed by the request when it finished: EOF.
     let mut tail = [0u8; 1];
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -98,12 +104,20 @@ fn closing_early_cannot_redirect(b: Backend) {
         }
     }
 }
-both!(closing_the_callers_fd_early_cannot_redirect_io, closing_early_cannot_redirect);
+both!(
+    closing_the_callers_fd_early_cannot_redirect_io,
+    closing_early_cannot_redirect
+);
 
 fn queued_read_after_close(b: Backend) {
     // Reads held back (one ring entry / one worker busy) start after the call
     // returned: they must read the original file, not the one reusing its number.
-    let aio = Aio::builder().backend(b).entries(1).workers(1).build().unwrap();
+    let aio = Aio::builder()
+        .backend(b)
+        .entries(1)
+        .workers(1)
+        .build()
+        .unwrap();
     let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
     a.set_nonblocking(true).unwrap();
     while a.send(&[0u8; 256]).is_ok() {}
@@ -138,4 +152,7 @@ fn queued_read_after_close(b: Backend) {
         assert_eq!(r.wait().unwrap().data(), b"original");
     }
 }
-both!(a_queued_read_reads_the_original_file, queued_read_after_close);
+both!(
+    a_queued_read_reads_the_original_file,
+    queued_read_after_close
+);

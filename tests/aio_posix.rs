@@ -83,7 +83,10 @@ fn fsync_checked_at_submission(b: Backend) {
     // fsync would still be refused for the pipe below or succeed harmlessly.
     let bad = unsafe { BorrowedFd::borrow_raw(dead) };
     let e = aio.fsync(bad, SyncMode::Sync).unwrap_err();
-    assert!(matches!(e.errno(), Some(libc::EBADF) | Some(libc::EINVAL)), "{e}");
+    assert!(
+        matches!(e.errno(), Some(libc::EBADF) | Some(libc::EINVAL)),
+        "{e}"
+    );
     // Not open for writing: EBADF.
     let f = file(b"data");
     let ro = File::open(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap();
@@ -113,7 +116,7 @@ fn install(signo: i32, restart: bool) {
     // SAFETY: installs a handler that does nothing; the struct is fully set.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_usr as usize;
+        sa.sa_sigaction = on_usr as *const () as usize;
         sa.sa_flags = if restart { libc::SA_RESTART } else { 0 };
         libc::sigemptyset(&mut sa.sa_mask);
         assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
@@ -141,7 +144,11 @@ fn signal_interrupts_waits(b: Backend) {
         let t0 = Instant::now();
         let e = aio.suspend([&r], Some(Duration::from_secs(3))).unwrap_err();
         k.join().unwrap();
-        assert_eq!(e.kind(), ErrorKind::Interrupted, "suspend, SA_RESTART={restart}: {e}");
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Interrupted,
+            "suspend, SA_RESTART={restart}: {e}"
+        );
         assert!(t0.elapsed() < Duration::from_secs(2));
         // The request is unaffected: it completes later.
         rustix::io::write(&wr, b"abcd").unwrap();
@@ -160,7 +167,11 @@ fn signal_interrupts_waits(b: Backend) {
             .err()
             .expect("lio_listio returned without data");
         k.join().unwrap();
-        assert_eq!(e.kind(), ErrorKind::Interrupted, "lio_listio, SA_RESTART={restart}: {e}");
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Interrupted,
+            "lio_listio, SA_RESTART={restart}: {e}"
+        );
         rustix::io::write(&wr, b"xy").unwrap();
         // The interrupted list's read goes on: it takes the data.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -170,7 +181,10 @@ fn signal_interrupts_waits(b: Backend) {
         }
     }
 }
-both!(signals_interrupt_suspend_and_list_wait, signal_interrupts_waits);
+both!(
+    signals_interrupt_suspend_and_list_wait,
+    signal_interrupts_waits
+);
 
 // -------------------------------------------------------- 3. any timeout
 
@@ -207,21 +221,32 @@ fn blocked_callback_does_not_delay(b: Backend) {
             .unwrap()
             .recv_timeout(Duration::from_secs(3))
             .is_ok();
-        let _ = s1.send(if ok { "first-released" } else { "first-timed-out" });
+        let _ = s1.send(if ok {
+            "first-released"
+        } else {
+            "first-timed-out"
+        });
     });
-    let mut r1 = aio.submit(Op::read(&f, 0, vec![0u8; 2]).notify(first)).unwrap();
+    let mut r1 = aio
+        .submit(Op::read(&f, 0, vec![0u8; 2]).notify(first))
+        .unwrap();
     r1.wait().unwrap().result.unwrap();
     let second = Notify::thread(2, move |_| {
         let _ = seen_tx.send("second");
         let _ = tx.send(());
     });
-    let mut r2 = aio.submit(Op::read(&f, 2, vec![0u8; 2]).notify(second)).unwrap();
+    let mut r2 = aio
+        .submit(Op::read(&f, 2, vec![0u8; 2]).notify(second))
+        .unwrap();
     r2.wait().unwrap().result.unwrap();
     let a = seen_rx.recv_timeout(Duration::from_secs(5)).unwrap();
     let c = seen_rx.recv_timeout(Duration::from_secs(5)).unwrap();
     assert_eq!((a, c), ("second", "first-released"));
 }
-both!(sigev_thread_callbacks_do_not_wait_for_each_other, blocked_callback_does_not_delay);
+both!(
+    sigev_thread_callbacks_do_not_wait_for_each_other,
+    blocked_callback_does_not_delay
+);
 
 // ----------------------------------------------------------- 5. O_NONBLOCK
 
@@ -231,7 +256,10 @@ fn nonblocking_gives_eagain(b: Backend) {
     let (rd, wr) = pipe();
     set_nonblocking(&rd);
     let mut r = aio.read(&rd, 0, vec![0u8; 8]).unwrap();
-    assert!(done_within(&aio, &r, Duration::from_secs(3)), "read stays in progress");
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(3)),
+        "read stays in progress"
+    );
     let e = r.aio_return().unwrap().result.unwrap_err();
     assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
     // A full O_NONBLOCK pipe: a write that would block gives EAGAIN.
@@ -240,14 +268,20 @@ fn nonblocking_gives_eagain(b: Backend) {
     while rustix::io::write(&wr, &junk).is_ok() {}
     junk.truncate(4096);
     let mut w = aio.write(&wr, 0, junk).unwrap();
-    assert!(done_within(&aio, &w, Duration::from_secs(3)), "write stays in progress");
+    assert!(
+        done_within(&aio, &w, Duration::from_secs(3)),
+        "write stays in progress"
+    );
     let e = w.aio_return().unwrap().result.unwrap_err();
     assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
     // An O_NONBLOCK socket with nothing to read, read at an offset.
     let (s1, _s2) = UnixStream::pair().unwrap();
     s1.set_nonblocking(true).unwrap();
     let mut r = aio.read(&s1, 100, vec![0u8; 8]).unwrap();
-    assert!(done_within(&aio, &r, Duration::from_secs(3)), "socket read stays in progress");
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(3)),
+        "socket read stays in progress"
+    );
     let e = r.aio_return().unwrap().result.unwrap_err();
     assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
     // With data there, the O_NONBLOCK read just reads.
@@ -293,7 +327,10 @@ fn offsets_ignored_on_streams(b: Backend) {
     let mut r = aio.read(&d1, 55, vec![0u8; 16]).unwrap();
     assert_eq!(r.wait().unwrap().data(), b"dgram");
 }
-both!(non_seekable_files_ignore_the_offset, offsets_ignored_on_streams);
+both!(
+    non_seekable_files_ignore_the_offset,
+    offsets_ignored_on_streams
+);
 
 // ---------------------------- 7. blocked descriptors never starve the rest
 
@@ -327,7 +364,10 @@ fn idle_pipes_do_not_starve(b: Backend) {
         assert_eq!(r.wait().unwrap().result.unwrap(), 1);
     }
 }
-both!(idle_pipe_reads_do_not_starve_a_file_read, idle_pipes_do_not_starve);
+both!(
+    idle_pipe_reads_do_not_starve_a_file_read,
+    idle_pipes_do_not_starve
+);
 
 fn datagram_write_without_pollout(b: Backend) {
     let aio = ctx(b);
@@ -362,4 +402,7 @@ fn datagram_write_without_pollout(b: Backend) {
     assert_eq!(d2.recv(&mut buf).unwrap(), n);
     assert!(buf.iter().all(|&x| x == 2));
 }
-both!(datagram_write_does_not_wait_for_pollout, datagram_write_without_pollout);
+both!(
+    datagram_write_does_not_wait_for_pollout,
+    datagram_write_without_pollout
+);

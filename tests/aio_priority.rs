@@ -98,14 +98,22 @@ fn counter_pipe(n: u8) -> (Arc<OwnedFd>, OwnedFd) {
 
 fn ordering(b: Backend) {
     let _g = serial();
-    let aio = Aio::builder().backend(b).entries(1).workers(1).build().unwrap();
+    let aio = Aio::builder()
+        .backend(b)
+        .entries(1)
+        .workers(1)
+        .build()
+        .unwrap();
     let hold = blocker(&aio);
     let (rd, _wr) = counter_pipe(16);
     let mut reqs: Vec<(&str, Request<Vec<u8>>)> = Vec::new();
     let submit = |policy: i32, prio: i32, reqprio: i32| {
         let (aio, rd) = (aio.clone(), Arc::clone(&rd));
         if policy == libc::SCHED_OTHER {
-            return Some(aio.submit(Op::read(&*rd, 0, vec![0u8; 1]).reqprio(reqprio)).unwrap());
+            return Some(
+                aio.submit(Op::read(&*rd, 0, vec![0u8; 1]).reqprio(reqprio))
+                    .unwrap(),
+            );
         }
         on_thread(policy, prio, move || {
             aio.submit(Op::read(&*rd, 0, vec![0u8; 1]).reqprio(reqprio))
@@ -147,7 +155,10 @@ fn ordering(b: Backend) {
         ]
     );
 }
-both!(queues_order_by_effective_priority_across_submitters, ordering);
+both!(
+    queues_order_by_effective_priority_across_submitters,
+    ordering
+);
 
 /// `(policy, rt_priority)` of every `posixrt-aio-<n>` worker thread now.
 fn worker_classes() -> Vec<(i32, i32)> {
@@ -266,7 +277,11 @@ fn worker_priority(b: Backend) {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
-        assert!(back, "a worker stayed real-time while idle: {:?}", worker_classes());
+        assert!(
+            back,
+            "a worker stayed real-time while idle: {:?}",
+            worker_classes()
+        );
     }
 }
 both!(worker_runs_at_the_effective_priority, worker_priority);
@@ -297,7 +312,8 @@ fn other_never_raises(b: Backend) {
     let (seen, eff) = run_sampled(&aio, libc::SCHED_OTHER, 0, 0).unwrap();
     assert_eq!(eff, 0);
     assert!(
-        seen.iter().all(|&(pol, p)| pol == libc::SCHED_OTHER && p == 0),
+        seen.iter()
+            .all(|&(pol, p)| pol == libc::SCHED_OTHER && p == 0),
         "a worker ran above SCHED_OTHER for a SCHED_OTHER caller: {seen:?}"
     );
 }

@@ -19,7 +19,7 @@ fn failed_signal_counted(b: Backend) {
     // SAFETY: installs a handler that only counts; the struct is fully set.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_sig as usize;
+        sa.sa_sigaction = on_sig as *const () as usize;
         libc::sigemptyset(&mut sa.sa_mask);
         assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
     }

@@ -4,9 +4,9 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::table::{user_data, State};
 use super::engine::{Engine, Inner};
 use super::hook;
+use super::table::{user_data, State};
 use crate::{Error, Result};
 
 /// The outcome of a cancel (`aio_cancel`'s return value).

@@ -21,10 +21,10 @@ use std::sync::atomic::{AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize,
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::table::{user_data, Core, OpKind, RawOp, State, NO_LIST};
 use super::engine::{BackendInfo, Config, Engine, Inner};
 use super::hook;
 use super::notify::Notify;
+use super::table::{user_data, Core, OpKind, RawOp, State, NO_LIST};
 use crate::{Error, ErrorKind, Result};
 
 /// glibc's `struct sigevent` (64 bytes on LP64 targets).

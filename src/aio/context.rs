@@ -140,14 +140,19 @@ impl Builder {
         let aio = Aio { inner };
         if let Engine::Uring(r) = &aio.inner.engine {
             let reg = |e: std::io::Error, what: &str| {
-                Error::from_errno("io_uring_register", e.raw_os_error().unwrap_or(libc::EINVAL))
-                    .with_message(format!("setting the io_uring kernel workers' {what}"))
+                Error::from_errno(
+                    "io_uring_register",
+                    e.raw_os_error().unwrap_or(libc::EINVAL),
+                )
+                .with_message(format!("setting the io_uring kernel workers' {what}"))
             };
             if let Some(s) = &set {
-                r.set_worker_affinity(s).map_err(|e| reg(e, "CPU affinity (IORING_REGISTER_IOWQ_AFF)"))?;
+                r.set_worker_affinity(s)
+                    .map_err(|e| reg(e, "CPU affinity (IORING_REGISTER_IOWQ_AFF)"))?;
             }
             if let Some((b, u)) = self.max_workers {
-                r.set_max_workers(b, u).map_err(|e| reg(e, "limits (IORING_REGISTER_IOWQ_MAX_WORKERS)"))?;
+                r.set_max_workers(b, u)
+                    .map_err(|e| reg(e, "limits (IORING_REGISTER_IOWQ_MAX_WORKERS)"))?;
             }
         }
         Ok(aio)

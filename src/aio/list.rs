@@ -8,8 +8,8 @@ use super::engine::{Engine, Inner};
 use super::hook;
 use super::notify::Notify;
 use super::op::Op;
-use super::table::{Core, State};
 use super::request::{result_of, Completion, Request, RequestId};
+use super::table::{Core, State};
 use crate::{Error, Result};
 
 /// `lio_listio`'s mode.

@@ -218,7 +218,11 @@ impl Notifier {
                 cv: std::sync::Condvar::new(),
             }),
         };
-        n.shared.st.lock().unwrap_or_else(|p| p.into_inner()).threads = 1;
+        n.shared
+            .st
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .threads = 1;
         n.spawn()?;
         Ok(n)
     }
@@ -257,7 +261,11 @@ impl Notifier {
 
 impl Drop for Notifier {
     fn drop(&mut self) {
-        self.shared.st.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        self.shared
+            .st
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .closed = true;
         self.shared.cv.notify_all();
     }
 }

@@ -345,7 +345,10 @@ impl<'fd, B> Op<'fd, B> {
                 }
                 if threads || (kind == OpKind::Write && stream) {
                     // Used after this call returns (see `BorrowFd`).
-                    p.own().map_err(|e| Error::from_errno("fcntl", e).with_message("F_DUPFD_CLOEXEC: copying the request's descriptor"))?;
+                    p.own().map_err(|e| {
+                        Error::from_errno("fcntl", e)
+                            .with_message("F_DUPFD_CLOEXEC: copying the request's descriptor")
+                    })?;
                 }
             }
         }

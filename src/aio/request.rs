@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::cancel::{cancel_one, CancelResult};
-use super::table::State;
 use super::engine::{Engine, Inner};
+use super::table::State;
 use crate::{Error, ErrorKind, Result};
 
 /// The name of a request, usable in [`Aio::suspend`](super::Aio::suspend) lists.

@@ -83,7 +83,17 @@ impl Inner {
         let mut probes = Probes::default();
         let mut enter = false;
         for (p, notify) in ops {
-            let id = self.place(&mut core, p, notify, list, class, direct, can_probe, &mut enter, &mut probes);
+            let id = self.place(
+                &mut core,
+                p,
+                notify,
+                list,
+                class,
+                direct,
+                can_probe,
+                &mut enter,
+                &mut probes,
+            );
             out.extend(Some(id));
         }
         if core.ready_len() > 0 {
@@ -103,7 +113,11 @@ impl Inner {
     #[inline]
     pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
         let mut out = One(None);
-        self.submit_many(std::iter::once((p, notify)), super::table::NO_LIST, &mut out)?;
+        self.submit_many(
+            std::iter::once((p, notify)),
+            super::table::NO_LIST,
+            &mut out,
+        )?;
         out.0.ok_or_else(shutting_down)
     }
 

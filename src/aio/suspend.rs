@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::context::Aio;
-use super::table::{Core, State};
 use super::request::{AsRequestId, RequestId};
+use super::table::{Core, State};
 use crate::{Error, ErrorKind, Result};
 
 /// Up to this many requests are checked without allocating.

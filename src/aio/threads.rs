@@ -69,8 +69,8 @@ fn errno_of(e: rustix::io::Errno, call: &'static str) -> Error {
 
 impl Pool {
     pub(crate) fn new(workers: usize) -> Result<Pool> {
-        let ep = epoll::create(epoll::CreateFlags::CLOEXEC)
-            .map_err(|e| errno_of(e, "epoll_create1"))?;
+        let ep =
+            epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| errno_of(e, "epoll_create1"))?;
         let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
             .map_err(|e| errno_of(e, "eventfd"))?;
         epoll::add(
@@ -393,7 +393,11 @@ fn positioned(j: &Job) -> i64 {
 fn stream(j: &Job, k: FdKind) -> Outcome {
     let write = j.op.kind == OpKind::Write;
     let sock = matches!(k, FdKind::Datagram | FdKind::StreamSocket);
-    let mut mode = if sock { Mode::SocketNoWait } else { Mode::NoWait };
+    let mut mode = if sock {
+        Mode::SocketNoWait
+    } else {
+        Mode::NoWait
+    };
     let mut moved = 0usize;
     loop {
         let len = (j.op.len - moved).min(MAX_RW);

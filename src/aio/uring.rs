@@ -239,9 +239,7 @@ impl Ring {
         };
         match r {
             Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => {
-                Ok(())
-            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
             // EINTR: a signal handler ran; the caller decides (POSIX waits
             // return it, internal waits go on).
             Err(e) => Err(e),
@@ -374,7 +372,7 @@ fn sqe(s: &Slot) -> squeue::Entry {
     } else {
         0
     };
-    let e = match op.kind {
+    match op.kind {
         OpKind::Read => {
             // Non-seekable: the offset means nothing (a socket refuses one).
             let off = if stream { u64::MAX } else { op.offset as u64 };
@@ -401,8 +399,7 @@ fn sqe(s: &Slot) -> squeue::Entry {
         OpKind::Fdatasync => opcode::Fsync::new(fd)
             .flags(types::FsyncFlags::DATASYNC)
             .build(),
-    };
-    e
+    }
 }
 
 /// `IOPRIO_CLASS_RT` with a level from the effective priority for a real-time
