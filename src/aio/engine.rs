@@ -3,7 +3,7 @@
 //! the hand-over of wakers and notifications after the lock is released.
 
 use std::fmt;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
@@ -268,21 +268,26 @@ impl Inner {
             }
         }
         let wake_cond = core.completed && core.waiters > 0;
-        let wake_fds = core.completed && !core.wait_fds.is_empty();
+        // Interruptible waiters are woken after the lock is released (so they do
+        // not wake into a held lock), through shared handles of their eventfds
+        // (open while we write, whatever the waiter does meanwhile).
+        let fds: Vec<Arc<OwnedFd>> = if core.completed && !core.wait_fds.is_empty() {
+            core.wait_fds.clone()
+        } else {
+            Vec::new()
+        };
         core.completed = false;
-        if wake_fds {
-            for &fd in &core.wait_fds {
-                // SAFETY: a waiter's eventfd stays open while it is listed (it is
-                // removed under this lock before the waiter returns).
-                let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-                let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
+        let wake_fds = |fds: &[Arc<OwnedFd>]| {
+            for fd in fds {
+                let _ = rustix::io::write(&**fd, &1u64.to_ne_bytes());
             }
-        }
+        };
         if core.wakers.is_empty() && core.fires.is_empty() {
             drop(core);
             if wake_cond {
                 self.cond.notify_all();
             }
+            wake_fds(&fds);
             return;
         }
         let wakers = std::mem::take(&mut core.wakers);
@@ -291,6 +296,7 @@ impl Inner {
         if wake_cond {
             self.cond.notify_all();
         }
+        wake_fds(&fds);
         for w in wakers {
             w.wake();
         }
@@ -495,11 +501,11 @@ impl Inner {
                 }
                 _ => match intr.and_then(|c| wait_fd().map(|fd| (c, fd))) {
                     Some((call, fd)) => {
-                        core.wait_fds.push(fd);
+                        core.wait_fds.push(Arc::clone(&fd));
                         self.release(core);
-                        let r = sleep_on(fd, remaining);
+                        let r = sleep_on(&fd, remaining);
                         core = self.lock();
-                        if let Some(p) = core.wait_fds.iter().position(|&f| f == fd) {
+                        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
                             core.wait_fds.swap_remove(p);
                         }
                         if r == Err(libc::EINTR) && !done(&core) {
@@ -585,31 +591,30 @@ fn interrupted(call: &'static str) -> Error {
 
 thread_local! {
     /// This thread's eventfd for interruptible waits (made on first use).
-    static WAIT_FD: Option<OwnedFd> = rustix::event::eventfd(
+    static WAIT_FD: Option<Arc<OwnedFd>> = rustix::event::eventfd(
         0,
         rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
     )
-    .ok();
+    .ok()
+    .map(Arc::new);
 }
 
 /// The calling thread's wait eventfd, drained; None if it could not be made.
-fn wait_fd() -> Option<i32> {
+fn wait_fd() -> Option<Arc<OwnedFd>> {
     WAIT_FD.with(|f| {
         f.as_ref().map(|f| {
             let mut b = [0u8; 8];
-            let _ = rustix::io::read(f, &mut b);
-            f.as_raw_fd()
+            let _ = rustix::io::read(&**f, &mut b);
+            Arc::clone(f)
         })
     })
 }
 
 /// `poll` on the thread's wait eventfd: woken by a completion, the timeout, or
 /// a signal handler (EINTR: `poll` is never restarted, whatever SA_RESTART).
-fn sleep_on(fd: i32, t: Option<Duration>) -> std::result::Result<(), i32> {
+fn sleep_on(fd: &OwnedFd, t: Option<Duration>) -> std::result::Result<(), i32> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    // SAFETY: the thread-local eventfd lives as long as the thread.
-    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    let mut fds = [PollFd::new(&bfd, PollFlags::IN)];
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
     let ts = t.map(|t| Timespec {
         tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
         tv_nsec: t.subsec_nanos() as _,

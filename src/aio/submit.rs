@@ -81,6 +81,9 @@ impl Inner {
         };
         let can_probe = !threads && !core.reaper;
         let mut probes = Probes::default();
+        if can_probe && ops.len() > 1 {
+            probes.more.reserve(ops.len() - 1);
+        }
         let mut enter = false;
         for (p, notify) in ops {
             let id = self.place(

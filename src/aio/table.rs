@@ -264,7 +264,7 @@ pub(crate) struct Core {
     pub probing: u32,
     /// Per-thread eventfds of threads waiting interruptibly; written when
     /// something completes.
-    pub wait_fds: Vec<i32>,
+    pub wait_fds: Vec<std::sync::Arc<OwnedFd>>,
     /// Called when a C request is done, with the address of its `struct aiocb`
     /// and the result (set by the C ABI; the table itself knows no aiocb).
     on_aiocb: fn(usize, i64),
