@@ -160,7 +160,7 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             // A transfer on a pollable fd is a non-blocking attempt: a cancel
             // meanwhile is honoured when it would block (see `park`).
             s.interruptible = s.fd_kind.is_some_and(FdKind::is_stream);
-            let job = Job {
+            let mut job = Job {
                 op: s.op,
                 fd: s.io_fd(),
                 kind: s.fd_kind,
@@ -168,12 +168,31 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                 class: s.class,
                 done: s.res,
             };
+            let learn = job.kind.is_none() && matches!(job.op.kind, OpKind::Read | OpKind::Write);
+            if learn {
+                // A C request (the C ABI checks nothing): learn the fd's kind
+                // and flags here; its fd stays open until it is done (the C
+                // contract). A cancel meanwhile is honoured if it would block.
+                s.interruptible = true;
+            }
             drop(core);
+            if learn {
+                if let Ok(k) = sio::kind(borrow(job.fd)) {
+                    job.kind = Some(k);
+                }
+                job.nonblock = sio::status_flags(borrow(job.fd))
+                    .is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+            }
             if job.class != cur && switch(job.class, pool) {
                 cur = job.class;
             }
             let out = run(&job);
             let mut c = host.table();
+            if learn {
+                let s = &mut c.slots[idx as usize];
+                s.fd_kind = job.kind;
+                s.nonblock = job.nonblock;
+            }
             match out {
                 Outcome::Done(res) => c.complete(idx, res),
                 Outcome::Park { moved } => park(&mut c, pool, idx, moved),
