@@ -178,11 +178,12 @@ impl Inner {
         for _ in 0..4 {
             r.reap(&mut core);
             let mut again = false;
-            for &(i, g, _) in probes.iter() {
+            for &(i, g, fd) in probes.iter() {
                 let retry = core
                     .get(i, g)
                     .is_some_and(|s| s.state == State::Issued && s.espipe);
                 if retry {
+                    core.set_fd_not_pollable(fd, false);
                     let s = &mut core.slots[i as usize];
                     s.espipe = false;
                     s.fd_kind = Some(FdKind::StreamSocket);
@@ -201,31 +202,34 @@ impl Inner {
             core = self.lock();
         }
         // Reads still in the kernel: on an O_NONBLOCK pipe, socket or terminal
-        // they must end with EAGAIN instead of waiting.
-        let pending: Vec<(u32, u32, i32)> = probes
-            .iter()
-            .copied()
-            .filter(|&(i, g, _)| core.get(i, g).is_some_and(|s| s.state == State::Issued))
-            .collect();
+        // they must end with EAGAIN instead of waiting. (A regular file's read
+        // waits for a kernel worker: once an fd number was seen to be one, its
+        // later reads skip the check, so the common path makes no system call.)
+        let mut pending = Vec::new();
+        for &(i, g, fd) in probes.iter() {
+            if core.get(i, g).is_some_and(|s| s.state == State::Issued) && !core.fd_not_pollable(fd)
+            {
+                pending.push((i, g, fd));
+            }
+        }
         if !pending.is_empty() {
             self.release(core);
-            let mut stop = Vec::new();
+            let mut seen = Vec::with_capacity(pending.len());
             for (i, g, fd) in pending {
                 // SAFETY: `fd` is borrowed by the submitting call, which has not
                 // returned yet (this runs inside it).
                 let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
                 let nonblock = sio::status_flags(bfd).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
-                if nonblock {
-                    if let Ok(k) = sio::kind(bfd) {
-                        if k.is_stream() {
-                            stop.push((i, g, k));
-                        }
-                    }
-                }
+                seen.push((i, g, fd, sio::kind(bfd).ok(), nonblock));
             }
             core = self.lock();
-            for (i, g, k) in stop {
-                if core.get(i, g).is_some_and(|s| s.state == State::Issued) {
+            for (i, g, fd, k, nonblock) in seen {
+                let Some(k) = k else { continue };
+                if !k.is_stream() {
+                    core.set_fd_not_pollable(fd, true);
+                    continue;
+                }
+                if nonblock && core.get(i, g).is_some_and(|s| s.state == State::Issued) {
                     let s = &mut core.slots[i as usize];
                     s.eagain = true;
                     s.nonblock = true;

@@ -220,6 +220,10 @@ struct Gate {
     issued: u32,
     /// Requests held back to keep order.
     queue: VecDeque<u32>,
+    /// A read on this fd number was seen waiting in the kernel and the fd was a
+    /// regular file, block device or directory (which cannot become pollable
+    /// without being closed): later reads skip the `O_NONBLOCK` check.
+    not_pollable: bool,
 }
 
 struct ListGroup {
@@ -455,6 +459,18 @@ impl Core {
             self.ready.push(Reverse((s.key, s.seq, idx)));
         }
         self.ready_live += 1;
+    }
+
+    /// True if fd number `fd` was seen to name a file that cannot be polled.
+    #[inline]
+    pub(crate) fn fd_not_pollable(&mut self, fd: i32) -> bool {
+        self.gate(fd).not_pollable
+    }
+
+    /// Records what fd number `fd` names (see [`fd_not_pollable`](Core::fd_not_pollable)).
+    #[inline]
+    pub(crate) fn set_fd_not_pollable(&mut self, fd: i32, v: bool) {
+        self.gate(fd).not_pollable = v;
     }
 
     /// Requests waiting for the engine.

@@ -180,8 +180,8 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                 if let Ok(k) = sio::kind(borrow(job.fd)) {
                     job.kind = Some(k);
                 }
-                job.nonblock = sio::status_flags(borrow(job.fd))
-                    .is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+                job.nonblock =
+                    sio::status_flags(borrow(job.fd)).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
             }
             if job.class != cur && switch(job.class, pool) {
                 cur = job.class;
@@ -300,10 +300,21 @@ fn poller<H: Host>(host: Arc<H>) {
                 .get(idx as usize)
                 .is_some_and(|s| s.gen == gen && s.state == State::Issued && s.parked);
             if parked {
-                let fd = core.slots[idx as usize].io_fd();
-                let _ = epoll::delete(&pool.epoll, borrow(fd));
-                core.slots[idx as usize].interruptible = false;
-                core.requeue(idx);
+                let shutdown = core.shutdown;
+                let s = &mut core.slots[idx as usize];
+                let _ = epoll::delete(&pool.epoll, borrow(s.io_fd()));
+                s.interruptible = false;
+                if s.cancel_req || shutdown {
+                    // A cancel came first: it wins over the readiness.
+                    let res = if s.res > 0 {
+                        s.res
+                    } else {
+                        -(libc::ECANCELED as i64)
+                    };
+                    core.complete(idx, res);
+                } else {
+                    core.requeue(idx);
+                }
             }
         }
         if woken || core.shutdown {

@@ -32,12 +32,6 @@ impl SchedClass {
 /// and priority (`SCHED_OTHER` 0 if the call fails, which it cannot for
 /// oneself). `SCHED_RESET_ON_FORK` is masked off.
 pub(crate) fn current() -> SchedClass {
-    let c = read_current();
-    CACHED.with(|x| x.set((c, CACHE_USES)));
-    c
-}
-
-fn read_current() -> SchedClass {
     // The kernel's view (not glibc's cached one: a class set with
     // sched_setscheduler or from outside the thread is seen too).
     let Ok(policy) = super::sched::getscheduler(0) else {
@@ -50,28 +44,24 @@ fn read_current() -> SchedClass {
     }
 }
 
-thread_local! {
-    /// The calling thread's class as last read, and how many more times
-    /// [`current_cached`] may return it before reading it again.
-    static CACHED: std::cell::Cell<(SchedClass, u32)> =
-        const { std::cell::Cell::new((SchedClass::OTHER, 0)) };
-}
-
-/// How many submissions [`current_cached`] serves from one read.
-const CACHE_USES: u32 = 64;
-
-/// [`current`], read again every [`CACHE_USES`] calls per thread (and whenever
-/// this thread changes its class through [`set_current`] or calls [`current`]):
-/// for the io_uring fast path, where the class only sets a request's `ioprio`
-/// and trace field. Queued requests, whose order depends on it, read it exactly.
+/// The calling thread's class as the C library knows it
+/// (`pthread_getschedparam(pthread_self())`): no system call after the first
+/// (glibc keeps it, and updates it on `pthread_setschedparam`), but a change made
+/// with `sched_setscheduler` or from outside the thread is not seen. For the
+/// io_uring fast path, where the class only sets a request's `ioprio` and trace
+/// field; queued requests, whose order depends on it, use [`current`].
 #[inline]
 pub(crate) fn current_cached() -> SchedClass {
-    let (c, left) = CACHED.with(|x| x.get());
-    if left > 0 {
-        CACHED.with(|x| x.set((c, left - 1)));
-        return c;
+    let mut policy = 0;
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both out-pointers are valid and writable; pthread_self is live.
+    if unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) } != 0 {
+        return SchedClass::OTHER;
     }
-    current()
+    SchedClass {
+        policy: policy & !libc::SCHED_RESET_ON_FORK,
+        priority: p.sched_priority,
+    }
 }
 
 /// `pthread_setschedparam(pthread_self(), policy, priority)`: switches the calling
@@ -82,10 +72,7 @@ pub(crate) fn set_current(c: SchedClass) -> Result<(), i32> {
     };
     // SAFETY: `p` is a valid sched_param the call only reads.
     match unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) } {
-        0 => {
-            CACHED.with(|x| x.set((c, CACHE_USES)));
-            Ok(())
-        }
+        0 => Ok(()),
         e => Err(e),
     }
 }
