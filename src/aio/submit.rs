@@ -15,6 +15,15 @@
 //!
 //! Meanwhile no other thread blocks as the reaper (`Core::probing`), so the
 //! submitter sees its own completions.
+//!
+//! A read that completes inline (a cached regular file) or fails at once costs
+//! no system call besides `io_uring_enter`. A read left waiting on an fd number
+//! that was already seen, in this context, to name a regular file, block device
+//! or directory skips the flags check too (such a file cannot become pollable
+//! while it stays open). The limit of that shortcut: if the program closes such
+//! a descriptor and the number is reused by an `O_NONBLOCK` pipe or socket, a
+//! read there that would block waits for data (or a cancel) instead of
+//! returning EAGAIN.
 
 use super::engine::{Engine, Inner};
 use super::notify::Notify;

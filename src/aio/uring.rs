@@ -222,18 +222,7 @@ impl Ring {
             }
             Some(t) => {
                 // Old kernels: poll the ring fd instead of a timed enter.
-                let mut pfd = libc::pollfd {
-                    fd: self.ring.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                let ms = t.as_millis().min(i32::MAX as u128) as i32;
-                // SAFETY: one valid pollfd.
-                if unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(0)
-                }
+                poll_ring(&self.ring, t)
             }
             None => self.ring.submitter().submit_and_wait(1),
         };
@@ -321,20 +310,7 @@ impl Ring {
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args)
             }
-            Some(t) => {
-                let mut pfd = libc::pollfd {
-                    fd: self.ring.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                let ms = t.as_millis().min(i32::MAX as u128) as i32;
-                // SAFETY: one valid pollfd.
-                if unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(0)
-                }
-            }
+            Some(t) => poll_ring(&self.ring, t),
             None => self.ring.submitter().submit_and_wait(1),
         };
         match r {
@@ -357,6 +333,20 @@ impl Ring {
         let mut v = [bounded, unbounded];
         self.ring.submitter().register_iowq_max_workers(&mut v)
     }
+}
+
+/// `poll` on the ring's fd for at most `t` (kernels without timed enter).
+fn poll_ring(ring: &IoUring, t: Duration) -> io::Result<usize> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    // SAFETY: the ring's fd is open as long as `ring`, which outlives the call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(ring.as_raw_fd()) };
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let t = t.max(Duration::from_millis(1));
+    let ts = Timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
+        tv_nsec: t.subsec_nanos() as _,
+    };
+    poll(&mut fds, Some(&ts)).map_err(io::Error::from)
 }
 
 /// The submission queue entry of a request, as its slot stands: its own fd copy
