@@ -44,24 +44,44 @@ pub(crate) fn current() -> SchedClass {
     }
 }
 
+thread_local! {
+    /// The calling thread's class as last read by [`current_cached`], and how
+    /// many more calls may use it.
+    static CACHED: std::cell::Cell<(SchedClass, u32)> =
+        const { std::cell::Cell::new((SchedClass::OTHER, 0)) };
+}
+
+/// How many calls [`current_cached`] answers from one read.
+const CACHE_USES: u32 = 64;
+
 /// The calling thread's class as the C library knows it
-/// (`pthread_getschedparam(pthread_self())`): no system call after the first
-/// (glibc keeps it, and updates it on `pthread_setschedparam`), but a change made
-/// with `sched_setscheduler` or from outside the thread is not seen. For the
-/// io_uring fast path, where the class only sets a request's `ioprio` and trace
-/// field; queued requests, whose order depends on it, use [`current`].
+/// (`pthread_getschedparam(pthread_self())`, which makes no system call after
+/// its first: glibc keeps the class and updates it on `pthread_setschedparam`),
+/// read again every [`CACHE_USES`] calls and after [`set_current`]. A change
+/// made with `sched_setscheduler` or from outside the thread is not seen. For
+/// the io_uring fast path, where the class only sets a request's `ioprio` and
+/// trace field; queued requests, whose order depends on it, use [`current`].
 #[inline]
 pub(crate) fn current_cached() -> SchedClass {
+    let (c, left) = CACHED.with(|x| x.get());
+    if left > 0 {
+        CACHED.with(|x| x.set((c, left - 1)));
+        return c;
+    }
     let mut policy = 0;
     let mut p = libc::sched_param { sched_priority: 0 };
     // SAFETY: both out-pointers are valid and writable; pthread_self is live.
-    if unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) } != 0 {
-        return SchedClass::OTHER;
-    }
-    SchedClass {
-        policy: policy & !libc::SCHED_RESET_ON_FORK,
-        priority: p.sched_priority,
-    }
+    let c =
+        if unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) } != 0 {
+            SchedClass::OTHER
+        } else {
+            SchedClass {
+                policy: policy & !libc::SCHED_RESET_ON_FORK,
+                priority: p.sched_priority,
+            }
+        };
+    CACHED.with(|x| x.set((c, CACHE_USES)));
+    c
 }
 
 /// `pthread_setschedparam(pthread_self(), policy, priority)`: switches the calling
@@ -72,7 +92,10 @@ pub(crate) fn set_current(c: SchedClass) -> Result<(), i32> {
     };
     // SAFETY: `p` is a valid sched_param the call only reads.
     match unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) } {
-        0 => Ok(()),
+        0 => {
+            CACHED.with(|x| x.set((SchedClass::OTHER, 0)));
+            Ok(())
+        }
         e => Err(e),
     }
 }
