@@ -49,7 +49,7 @@ impl Src {
 
 struct Input {
     name: String,
-    src: Src,
+    src: std::sync::Arc<Src>,
     /// Pipe, terminal, socket: one read at a time, offsets ignored.
     stream: bool,
     /// Size of a regular file when opened (a hint: reads go on until one returns 0).
@@ -123,7 +123,7 @@ fn open_inputs(args: &[String]) -> (Vec<Input>, bool) {
         };
         inputs.push(Input {
             name,
-            src,
+            src: std::sync::Arc::new(src),
             stream,
             size,
             next,
@@ -261,6 +261,11 @@ fn run(args: &[String], jobs: usize) -> posixrt::Result<(u64, bool)> {
 /// Listing 7.7's loop over `inputs`, with its own AIO context.
 fn count(mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
     let aio = Aio::new()?;
+    // The descriptors, borrowed by the requests while `inputs` changes.
+    let srcs: Vec<std::sync::Arc<Src>> = inputs
+        .iter()
+        .map(|f| std::sync::Arc::clone(&f.src))
+        .collect();
     let mut ok = true;
     let mut spare: Vec<Vec<u8>> = Vec::new();
     let take_buf = |spare: &mut Vec<Vec<u8>>| spare.pop().unwrap_or_else(|| vec![0u8; BUF]);
@@ -270,7 +275,7 @@ fn count(mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
     let mut meta = Vec::new();
     for (i, f) in inputs.iter_mut().enumerate() {
         while let Some(off) = next_read(f) {
-            first.push(Some(Op::read(f.src.fd(), off, take_buf(&mut spare))));
+            first.push(Some(Op::read(srcs[i].fd(), off, take_buf(&mut spare))));
             meta.push((i, off));
         }
     }
@@ -305,7 +310,7 @@ fn count(mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
                         // Short read: fetch the rest of this block next.
                         let off = p.offset + n as i64;
                         f.inflight += 1;
-                        again.push(Op::read(f.src.fd(), off, buf));
+                        again.push(Op::read(srcs[p.file].fd(), off, buf));
                         again_at.push((i, p.file, off));
                         *slot = None;
                         continue;
@@ -322,7 +327,7 @@ fn count(mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
             }
             match next_read(f) {
                 Some(off) => {
-                    again.push(Op::read(f.src.fd(), off, buf));
+                    again.push(Op::read(srcs[p.file].fd(), off, buf));
                     again_at.push((i, p.file, off));
                 }
                 None => spare.push(buf),

@@ -4,9 +4,9 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::core::{user_data, State};
 use super::engine::{Engine, Inner};
 use super::hook;
+use super::table::{user_data, State};
 use crate::{Error, Result};
 
 /// The outcome of a cancel (`aio_cancel`'s return value).
@@ -14,6 +14,9 @@ use crate::{Error, Result};
 /// # References
 /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "AIO_CANCELED")]
+#[doc(alias = "AIO_NOTCANCELED")]
+#[doc(alias = "AIO_ALLDONE")]
 pub enum CancelResult {
     /// `AIO_CANCELED`: every request named was cancelled; each reports ECANCELED
     /// and sends its notification.
@@ -61,7 +64,7 @@ fn done(inner: &Inner, idx: u32, gen: u32) -> Option<i64> {
 }
 
 fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
-    let _ = inner.wait_until(Some(Instant::now() + SETTLE), |c| {
+    let _ = inner.wait_until(Instant::now().checked_add(SETTLE), None, |c| {
         c.get(idx, gen).map_or(true, |s| s.state == State::Done)
     });
     // The request was running when the cancel came: unless it ended cancelled, it
@@ -106,10 +109,11 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                         let core = inner.lock();
                         r.cancel_async(user_data(idx, gen));
                         inner.release(core);
-                        let _ = inner
-                            .wait_until(Some(Instant::now() + Duration::from_millis(50)), |c| {
-                                c.get(idx, gen).map_or(true, |s| s.state == State::Done)
-                            });
+                        let _ = inner.wait_until(
+                            Instant::now().checked_add(Duration::from_millis(50)),
+                            None,
+                            |c| c.get(idx, gen).map_or(true, |s| s.state == State::Done),
+                        );
                         match done(inner, idx, gen) {
                             Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
                             Some(_) => CancelResult::AllDone,
@@ -146,8 +150,9 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
 
 /// `aio_cancel(fd, NULL)`: cancels every request on `fd`.
 pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
-    // SAFETY: F_GETFD on any int is safe; it tells whether the fd is open.
-    if fd < 0 || unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+    // SAFETY: the descriptor is only asked whether it is open (F_GETFD), which
+    // is harmless whatever `fd` is; it is not kept.
+    if fd < 0 || !crate::sys::io::is_open(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }) {
         return Err(Error::from_errno("aio_cancel", libc::EBADF)
             .with_hint(format!("fd {fd} is not an open file descriptor")));
     }

@@ -32,10 +32,10 @@ use std::sync::atomic::{
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::core::{user_data, Core, OpKind, RawOp, State, NO_LIST};
 use super::engine::{BackendInfo, Config, Engine, Inner};
 use super::hook;
 use super::notify::Notify;
+use super::table::{user_data, Core, OpKind, RawOp, State, NO_LIST};
 use crate::{Error, ErrorKind, Result};
 
 /// glibc's `struct sigevent` (64 bytes on LP64 targets).
@@ -292,6 +292,7 @@ impl CEngine {
                 workers,
             })
         })?;
+        inner.lock().set_aiocb_hook(completed);
         // The process-wide engine is never shut down.
         inner.add_user();
         Ok(CEngine { inner, max })
@@ -497,7 +498,7 @@ impl CEngine {
     pub fn wait_kept(&self, names: &[u64]) -> std::result::Result<usize, i32> {
         let all_done = |c: &Core| {
             names.iter().all(|&ud| {
-                let (i, g) = super::core::split_user_data(ud);
+                let (i, g) = super::table::split_user_data(ud);
                 c.get(i, g).map_or(true, |s| s.state == State::Done)
             })
         };
@@ -506,7 +507,7 @@ impl CEngine {
         let mut core = inner.lock();
         let mut failed = 0;
         for &ud in names {
-            let (i, g) = super::core::split_user_data(ud);
+            let (i, g) = super::table::split_user_data(ud);
             match core.get(i, g).map(|s| (s.state, s.res)) {
                 Some((State::Done, res)) => {
                     failed += (res < 0) as usize;
@@ -646,7 +647,7 @@ impl CEngine {
     /// `AIO_CANCELED`, `AIO_NOTCANCELED` or `AIO_ALLDONE`. The aiocb of a
     /// cancelled request gets ECANCELED and its notification fires.
     pub fn cancel(&self, ud: u64) -> i32 {
-        let (idx, gen) = super::core::split_user_data(ud);
+        let (idx, gen) = super::table::split_user_data(ud);
         let inner = &self.inner;
         // A deferred entry is not in the kernel yet: an io_uring cancel would not
         // find it.

@@ -1,13 +1,14 @@
 //! The AIO context: engine choice, submission of single requests, cancel by fd.
 
-use std::os::fd::{AsFd, RawFd};
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::buf::{IoBuf, IoBufMut};
 use super::cancel::{cancel_fd, CancelResult};
-use super::engine::{Backend, BackendInfo, Config, Inner};
+use super::engine::{Backend, BackendInfo, Config, Engine, Inner};
 use super::fsync::SyncMode;
-use super::op::{Kind, Op};
+use super::op::{BorrowFd, Kind, Op};
 use super::request::Request;
 use crate::{Error, Result};
 
@@ -17,6 +18,8 @@ pub struct Builder {
     backend: Option<Backend>,
     entries: u32,
     workers: usize,
+    worker_affinity: Option<Vec<usize>>,
+    max_workers: Option<(u32, u32)>,
 }
 
 impl Default for Builder {
@@ -25,6 +28,8 @@ impl Default for Builder {
             backend: None,
             entries: 256,
             workers: 8,
+            worker_affinity: None,
+            max_workers: None,
         }
     }
 }
@@ -58,6 +63,36 @@ impl Builder {
         self
     }
 
+    /// io_uring: the CPUs the ring's kernel workers (io-wq, which run requests
+    /// the kernel cannot complete inline) may run on
+    /// (`IORING_REGISTER_IOWQ_AFF`). Ignored by the thread engine (pin its
+    /// workers with the process's affinity).
+    ///
+    /// # References
+    /// - [`io_uring_register(2)`](https://man7.org/linux/man-pages/man2/io_uring_register.2.html)
+    #[must_use]
+    #[doc(alias = "IORING_REGISTER_IOWQ_AFF")]
+    #[doc(alias = "io_uring_register_iowq_aff")]
+    pub fn worker_affinity(mut self, cpus: impl IntoIterator<Item = usize>) -> Builder {
+        self.worker_affinity = Some(cpus.into_iter().collect());
+        self
+    }
+
+    /// io_uring: at most `bounded` kernel workers for bounded work (regular
+    /// files, block devices) and `unbounded` for unbounded work (sockets, pipes),
+    /// per NUMA node (`IORING_REGISTER_IOWQ_MAX_WORKERS`; 0 keeps the kernel's
+    /// limit). Ignored by the thread engine (see [`workers`](Builder::workers)).
+    ///
+    /// # References
+    /// - [`io_uring_register(2)`](https://man7.org/linux/man-pages/man2/io_uring_register.2.html)
+    #[must_use]
+    #[doc(alias = "IORING_REGISTER_IOWQ_MAX_WORKERS")]
+    #[doc(alias = "io_uring_register_iowq_max_workers")]
+    pub fn max_workers(mut self, bounded: u32, unbounded: u32) -> Builder {
+        self.max_workers = Some((bounded, unbounded));
+        self
+    }
+
     /// Creates the context (`io_uring_setup`, or the thread pool).
     ///
     /// # Errors
@@ -78,13 +113,49 @@ impl Builder {
             )
             .with_hint("workers must be in 1..=1024"));
         }
+        let mut set = None;
+        if let Some(cpus) = &self.worker_affinity {
+            // SAFETY: an all-zero cpu_set_t is a valid, empty set.
+            let mut s: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+            let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+            for &c in cpus {
+                if c >= max {
+                    return Err(Error::invalid(
+                        "io_uring_register",
+                        format!("CPU {c} is out of range"),
+                    )
+                    .with_hint(format!("worker_affinity takes CPU numbers below {max}")));
+                }
+                // SAFETY: `c` is below the set's size, checked above.
+                unsafe { libc::CPU_SET(c, &mut s) };
+            }
+            set = Some(s);
+        }
         let inner = Inner::new(&Config {
             backend: self.backend,
             entries: self.entries,
             workers: self.workers,
         })?;
         inner.add_user();
-        Ok(Aio { inner })
+        let aio = Aio { inner };
+        if let Engine::Uring(r) = &aio.inner.engine {
+            let reg = |e: std::io::Error, what: &str| {
+                Error::from_errno(
+                    "io_uring_register",
+                    e.raw_os_error().unwrap_or(libc::EINVAL),
+                )
+                .with_message(format!("setting the io_uring kernel workers' {what}"))
+            };
+            if let Some(s) = &set {
+                r.set_worker_affinity(s)
+                    .map_err(|e| reg(e, "CPU affinity (IORING_REGISTER_IOWQ_AFF)"))?;
+            }
+            if let Some((b, u)) = self.max_workers {
+                r.set_max_workers(b, u)
+                    .map_err(|e| reg(e, "limits (IORING_REGISTER_IOWQ_MAX_WORKERS)"))?;
+            }
+        }
+        Ok(aio)
     }
 }
 
@@ -146,17 +217,21 @@ impl Aio {
     /// # References
     /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
     /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
-    pub fn submit<B: Send + 'static>(&self, mut op: Op<B>) -> Result<Request<B>> {
+    #[doc(alias = "aio_read")]
+    #[doc(alias = "aio_write")]
+    #[doc(alias = "aio_fsync")]
+    pub fn submit<B: Send + 'static>(&self, mut op: Op<'_, B>) -> Result<Request<B>> {
         let call = match op.kind {
-            Kind::Io(super::core::OpKind::Read) => "aio_read",
-            Kind::Io(super::core::OpKind::Write) => "aio_write",
+            Kind::Io(super::table::OpKind::Read) => "aio_read",
+            Kind::Io(super::table::OpKind::Write) => "aio_write",
             Kind::Io(_) => "aio_fsync",
             Kind::Nop => "aio_read",
         };
-        let (raw, prio) = op.prepare(call)?;
+        let threads = matches!(self.inner.engine, Engine::Threads(_));
+        let p = op.prepare(call, threads)?;
         let notify = std::mem::take(&mut op.notify);
         self.inner.prepare_notify(&notify)?;
-        let (idx, gen) = self.inner.submit_one(raw, prio, notify)?;
+        let (idx, gen) = self.inner.submit_one(p, notify)?;
         Ok(Request::new(
             Arc::clone(&self.inner),
             idx,
@@ -170,7 +245,13 @@ impl Aio {
     /// # References
     /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
     #[inline]
-    pub fn read<B: IoBufMut>(&self, fd: impl AsFd, offset: i64, buf: B) -> Result<Request<B>> {
+    #[doc(alias = "aio_read")]
+    pub fn read<'fd, B: IoBufMut>(
+        &self,
+        fd: impl BorrowFd<'fd>,
+        offset: i64,
+        buf: B,
+    ) -> Result<Request<B>> {
         self.submit(Op::read(fd, offset, buf))
     }
 
@@ -179,7 +260,13 @@ impl Aio {
     /// # References
     /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
     #[inline]
-    pub fn write<B: IoBuf>(&self, fd: impl AsFd, offset: i64, buf: B) -> Result<Request<B>> {
+    #[doc(alias = "aio_write")]
+    pub fn write<'fd, B: IoBuf>(
+        &self,
+        fd: impl BorrowFd<'fd>,
+        offset: i64,
+        buf: B,
+    ) -> Result<Request<B>> {
         self.submit(Op::write(fd, offset, buf))
     }
 
@@ -187,8 +274,13 @@ impl Aio {
     ///
     /// # References
     /// - [`aio_fsync(3)`](https://man7.org/linux/man-pages/man3/aio_fsync.3.html)
+    ///
+    /// # Errors
+    /// EBADF if `fd` is not open for writing; EINVAL if it cannot be synchronised
+    /// (a pipe, socket, FIFO or terminal). Both at submission, as POSIX says.
     #[inline]
-    pub fn fsync(&self, fd: impl AsFd, mode: SyncMode) -> Result<Request<()>> {
+    #[doc(alias = "aio_fsync")]
+    pub fn fsync<'fd>(&self, fd: impl BorrowFd<'fd>, mode: SyncMode) -> Result<Request<()>> {
         self.submit(Op::<()>::fsync(fd, mode))
     }
 
@@ -199,7 +291,16 @@ impl Aio {
     ///
     /// # References
     /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
+    #[doc(alias = "aio_cancel")]
     pub fn cancel_fd(&self, fd: RawFd) -> Result<CancelResult> {
         cancel_fd(&self.inner, fd)
+    }
+
+    /// How many `SIGEV_SIGNAL` notifications of this context could not be queued
+    /// (`rt_sigqueueinfo` failed, EAGAIN when `RLIMIT_SIGPENDING` is reached).
+    /// Each failure also emits the `aio_notify_failed` trace event.
+    #[doc(alias = "rt_sigqueueinfo")]
+    pub fn failed_notifications(&self) -> u64 {
+        self.inner.notify_failed.load(Ordering::Relaxed)
     }
 }

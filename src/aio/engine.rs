@@ -4,15 +4,16 @@
 
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::core::{Core, RawOp, State, NO_LIST};
+use super::hook;
 use super::notify::{send_signal, Fire, Notifier, Notify};
-use super::threads::Pool;
+use super::table::{Core, State};
+use super::threads::{Host, Pool};
 use super::uring::Ring;
-use crate::{Error, ErrorKind, Result};
+use crate::{Error, Result};
 
 /// Which engine runs the requests of a context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -131,6 +132,8 @@ pub(crate) struct Inner {
     #[cfg(feature = "tokio")]
     pub(crate) reactors: super::tokio_reap::Reactors,
     init: Mutex<()>,
+    /// `SIGEV_SIGNAL` notifications that could not be queued.
+    pub notify_failed: AtomicU64,
 }
 
 /// Parameters of a new context.
@@ -232,6 +235,7 @@ impl Inner {
             #[cfg(feature = "tokio")]
             reactors: Default::default(),
             init: Mutex::new(()),
+            notify_failed: AtomicU64::new(0),
         });
         if workers > 0 {
             if let Err(e) = Pool::spawn(&inner, workers) {
@@ -273,12 +277,26 @@ impl Inner {
             }
         }
         let wake_cond = core.completed && core.waiters > 0;
+        // Interruptible waiters are woken after the lock is released (so they do
+        // not wake into a held lock), through shared handles of their eventfds
+        // (open while we write, whatever the waiter does meanwhile).
+        let fds: Vec<Arc<OwnedFd>> = if core.completed && !core.wait_fds.is_empty() {
+            core.wait_fds.clone()
+        } else {
+            Vec::new()
+        };
         core.completed = false;
+        let wake_fds = |fds: &[Arc<OwnedFd>]| {
+            for fd in fds {
+                let _ = rustix::io::write(&**fd, &1u64.to_ne_bytes());
+            }
+        };
         if core.wakers.is_empty() && core.fires.is_empty() {
             drop(core);
             if wake_cond {
                 self.cond.notify_all();
             }
+            wake_fds(&fds);
             return;
         }
         let wakers = std::mem::take(&mut core.wakers);
@@ -287,12 +305,20 @@ impl Inner {
         if wake_cond {
             self.cond.notify_all();
         }
+        wake_fds(&fds);
         for w in wakers {
             w.wake();
         }
         for f in fires {
             match f {
-                Fire::Signal(signo, v) => send_signal(signo, v),
+                Fire::Signal(signo, v) => {
+                    if let Err(e) = send_signal(signo, v) {
+                        // RLIMIT_SIGPENDING reached (EAGAIN): counted and traced,
+                        // never silently lost.
+                        self.notify_failed.fetch_add(1, Ordering::Relaxed);
+                        hook::notify_failed(signo, e);
+                    }
+                }
                 Fire::Thread(cb, v) => match self.notifier.get() {
                     Some(n) => n.post(cb, v),
                     None => cb(v),
@@ -304,7 +330,7 @@ impl Inner {
     /// True if the engine takes `n` more requests at once and none is waiting, so
     /// priority order cannot matter.
     #[inline]
-    fn has_room(&self, core: &Core, n: usize) -> bool {
+    pub(crate) fn has_room(&self, core: &Core, n: usize) -> bool {
         match &self.engine {
             Engine::Uring(r) => {
                 core.ready_len() == 0
@@ -334,11 +360,28 @@ impl Inner {
     /// Releases the lock, then enters the ring if `enter` (so inline I/O does not
     /// run under the lock).
     #[inline]
-    fn unlock_and_enter(&self, core: MutexGuard<'_, Core>, enter: bool) {
+    pub(crate) fn unlock_and_enter(&self, core: MutexGuard<'_, Core>, enter: bool) {
         self.release(core);
         if enter {
             if let Engine::Uring(r) = &self.engine {
-                let _ = r.submit();
+                // EBUSY: the completion queue overflowed and the kernel took no
+                // entry; make room and try again, so the entries reach the
+                // kernel before the submitting call returns.
+                for _ in 0..8 {
+                    if r.submit().is_ok() {
+                        break;
+                    }
+                    let mut core = self.lock();
+                    if !core.reaper {
+                        r.reap(&mut core);
+                    }
+                    let pending = r.sq_pending();
+                    self.release(core);
+                    if !pending {
+                        break;
+                    }
+                    std::thread::yield_now();
+                }
             }
         }
     }
@@ -432,10 +475,16 @@ impl Inner {
     }
 
     /// Waits until `done` holds or `deadline` passes (false). The waiting thread
-    /// reaps completions itself when it can.
+    /// reaps completions itself when it can. With `intr`, a signal handler run
+    /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), as
+    /// `aio_suspend` and `lio_listio(LIO_WAIT)` must (never restarted); the
+    /// requests are unaffected.
+    ///
+    /// [`ErrorKind::Interrupted`]: crate::ErrorKind::Interrupted
     pub(crate) fn wait_until(
         &self,
         deadline: Option<Instant>,
+        intr: Option<&'static str>,
         mut done: impl FnMut(&Core) -> bool,
     ) -> Result<bool> {
         let mut core = self.lock();
@@ -457,7 +506,7 @@ impl Inner {
                 None => None,
             };
             match &self.engine {
-                Engine::Uring(r) if !core.reaper => {
+                Engine::Uring(r) if !core.reaper && core.probing == 0 => {
                     core.reaper = true;
                     self.release(core);
                     let res = r.wait(remaining);
@@ -468,93 +517,57 @@ impl Inner {
                     if core.ready_len() > 0 {
                         let _ = r.issue(&mut core);
                     }
-                    if let Err(e) = res {
-                        self.release(core);
-                        return Err(Error::from_errno(
-                            "io_uring_enter",
-                            e.raw_os_error().unwrap_or(libc::EIO),
-                        ));
+                    match res {
+                        Ok(()) => {}
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                            if let Some(call) = intr {
+                                if done(&core) {
+                                    self.release(core);
+                                    return Ok(true);
+                                }
+                                self.release(core);
+                                return Err(interrupted(call));
+                            }
+                        }
+                        Err(e) => {
+                            self.release(core);
+                            return Err(Error::from_errno(
+                                "io_uring_enter",
+                                e.raw_os_error().unwrap_or(libc::EIO),
+                            ));
+                        }
                     }
                 }
-                _ => {
-                    core.waiters += 1;
-                    core = match remaining {
-                        Some(t) => {
-                            self.cond
-                                .wait_timeout(core, t)
-                                .unwrap_or_else(|p| p.into_inner())
-                                .0
+                _ => match intr.and_then(|c| wait_fd().map(|fd| (c, fd))) {
+                    Some((call, fd)) => {
+                        core.wait_fds.push(Arc::clone(&fd));
+                        self.release(core);
+                        let r = sleep_on(&fd, remaining);
+                        core = self.lock();
+                        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
+                            core.wait_fds.swap_remove(p);
                         }
-                        None => self.cond.wait(core).unwrap_or_else(|p| p.into_inner()),
-                    };
-                    core.waiters -= 1;
-                }
+                        if r == Err(libc::EINTR) && !done(&core) {
+                            self.release(core);
+                            return Err(interrupted(call));
+                        }
+                    }
+                    None => {
+                        core.waiters += 1;
+                        core = match remaining {
+                            Some(t) => {
+                                self.cond
+                                    .wait_timeout(core, t)
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .0
+                            }
+                            None => self.cond.wait(core).unwrap_or_else(|p| p.into_inner()),
+                        };
+                        core.waiters -= 1;
+                    }
+                },
             }
         }
-    }
-
-    /// Submits requests: allocation, ordering gate, priority queue, engine, all under
-    /// one lock and (io_uring) one `io_uring_enter`.
-    pub(crate) fn submit(
-        &self,
-        ops: &mut dyn Iterator<Item = (RawOp, u8, Notify)>,
-        list: u32,
-        out: &mut Vec<(u32, u32)>,
-    ) -> Result<()> {
-        let mut core = self.lock();
-        if core.shutdown {
-            drop(core);
-            return Err(Error::new(
-                ErrorKind::InvalidState,
-                "aio_read",
-                "the AIO context is shutting down",
-            ));
-        }
-        let direct = self.has_room(&core, ops.size_hint().1.unwrap_or(usize::MAX));
-        let enter = match &self.engine {
-            Engine::Uring(r) if direct => {
-                let pushed = r.push_direct(&mut core, ops, list, out);
-                (core.ready_len() > 0 && self.kick(&mut core)) || pushed > 0
-            }
-            _ => {
-                let base = if direct { 0 } else { thread_priority() };
-                for (op, prio, notify) in ops {
-                    let (idx, gen) = core.alloc(op, prio, base, notify, list);
-                    core.admit(idx, direct);
-                    out.push((idx, gen));
-                }
-                self.kick(&mut core)
-            }
-        };
-        self.unlock_and_enter(core, enter);
-        Ok(())
-    }
-
-    /// Fast path for one request.
-    #[inline]
-    pub(crate) fn submit_one(&self, op: RawOp, prio: u8, notify: Notify) -> Result<(u32, u32)> {
-        let mut core = self.lock();
-        if core.shutdown {
-            drop(core);
-            return Err(Error::new(
-                ErrorKind::InvalidState,
-                "aio_read",
-                "the AIO context is shutting down",
-            ));
-        }
-        let direct = self.has_room(&core, 1);
-        let base = if direct { 0 } else { thread_priority() };
-        let (idx, gen) = core.alloc(op, prio, base, notify, NO_LIST);
-        let enter = match &self.engine {
-            // The fast path: straight into the submission queue.
-            Engine::Uring(r) if direct && r.push_one(&mut core, idx, gen) => true,
-            _ => {
-                core.admit(idx, direct);
-                self.kick(&mut core)
-            }
-        };
-        self.unlock_and_enter(core, enter);
-        Ok((idx, gen))
     }
 
     /// Stops the context once no handle is left: cancels what is still running,
@@ -588,8 +601,8 @@ impl Inner {
                 r.cancel_everything(Duration::from_millis(500));
             }
         }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let _ = self.wait_until(Some(deadline), |c| c.inflight == 0);
+        let deadline = Instant::now().checked_add(Duration::from_secs(2));
+        let _ = self.wait_until(deadline, None, |c| c.inflight == 0);
         if let Some(efd) = self.efd.get() {
             let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
         }
@@ -610,15 +623,62 @@ impl Drop for Inner {
     }
 }
 
-/// The calling thread's real-time priority (0 for SCHED_OTHER/BATCH/IDLE). Read
-/// only when a request may have to wait for the engine, where order matters.
-fn thread_priority() -> i32 {
-    let mut p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_getparam(0) writes one sched_param for the calling thread.
-    if unsafe { libc::sched_getparam(0, &mut p) } == 0 {
-        p.sched_priority
-    } else {
-        0
+fn interrupted(call: &'static str) -> Error {
+    Error::from_errno(call, libc::EINTR)
+        .with_message("a signal handler ran during the wait; the requests go on")
+}
+
+thread_local! {
+    /// This thread's eventfd for interruptible waits (made on first use).
+    static WAIT_FD: Option<Arc<OwnedFd>> = rustix::event::eventfd(
+        0,
+        rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+    )
+    .ok()
+    .map(Arc::new);
+}
+
+/// The calling thread's wait eventfd, drained; None if it could not be made.
+fn wait_fd() -> Option<Arc<OwnedFd>> {
+    WAIT_FD.with(|f| {
+        f.as_ref().map(|f| {
+            let mut b = [0u8; 8];
+            let _ = rustix::io::read(&**f, &mut b);
+            Arc::clone(f)
+        })
+    })
+}
+
+/// `poll` on the thread's wait eventfd: woken by a completion, the timeout, or
+/// a signal handler (EINTR: `poll` is never restarted, whatever SA_RESTART).
+fn sleep_on(fd: &OwnedFd, t: Option<Duration>) -> std::result::Result<(), i32> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    let ts = t.map(|t| Timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
+        tv_nsec: t.subsec_nanos() as _,
+    });
+    match poll(&mut fds, ts.as_ref()) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e.raw_os_error()),
+    }
+}
+
+impl Host for Inner {
+    #[inline]
+    fn table(&self) -> MutexGuard<'_, Core> {
+        self.lock()
+    }
+    #[inline]
+    fn release(&self, t: MutexGuard<'_, Core>) {
+        Inner::release(self, t)
+    }
+    #[inline]
+    fn pool(&self) -> Option<&Pool> {
+        match &self.engine {
+            Engine::Threads(p) => Some(p),
+            Engine::Uring(_) => None,
+        }
     }
 }
 

@@ -7,6 +7,8 @@
 /// - [`aio_fsync(3)`](https://man7.org/linux/man-pages/man3/aio_fsync.3.html)
 /// - [`fsync(2)`](https://man7.org/linux/man-pages/man2/fsync.2.html)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "O_SYNC")]
+#[doc(alias = "O_DSYNC")]
 pub enum SyncMode {
     /// `O_SYNC`: like `fsync(2)`: data and metadata (file integrity).
     Sync,

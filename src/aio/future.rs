@@ -5,9 +5,9 @@ use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::core::State;
 use super::list::{entry_done, List};
 use super::request::{Completion, Request};
+use super::table::State;
 use crate::Result;
 
 /// Resolves to the request's [`Completion`] (its `aio_return`).

@@ -35,14 +35,23 @@ impl HookOp {
 
 /// A request entered the engine (accepted, possibly queued).
 #[inline(always)]
-pub(crate) fn submit(id: u64, fd: i32, offset: i64, len: usize, op: HookOp) {
-    tc::aio_submit(id, fd, op.code(), offset, len);
+pub(crate) fn submit(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, prio: i32) {
+    tc::aio_submit(id, fd, op.code(), offset, len, prio);
 }
 
 /// A request reached its final state; `result` is bytes transferred or `-errno`.
 #[inline(always)]
-pub(crate) fn complete(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, result: i64) {
-    tc::aio_complete(id, fd, op.code(), offset, len, result);
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn complete(
+    id: u64,
+    fd: i32,
+    offset: i64,
+    len: usize,
+    op: HookOp,
+    result: i64,
+    prio: i32,
+) {
+    tc::aio_complete(id, fd, op.code(), offset, len, result, prio);
 }
 
 /// A cancel was attempted on a request; `outcome` is `AIO_CANCELED`,
@@ -50,6 +59,13 @@ pub(crate) fn complete(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, re
 #[inline(always)]
 pub(crate) fn cancel(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, outcome: i32) {
     tc::aio_cancel(id, fd, op.code(), offset, len, outcome);
+}
+
+/// A `SIGEV_SIGNAL` notification could not be queued (`rt_sigqueueinfo` failed
+/// with `errno`, EAGAIN when `RLIMIT_SIGPENDING` is reached).
+#[inline(always)]
+pub(crate) fn notify_failed(signo: i32, errno: i32) {
+    tc::aio_notify_failed(signo, errno);
 }
 
 /// A `lio_listio` call started with `entries` live entries.

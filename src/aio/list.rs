@@ -4,16 +4,18 @@
 use std::sync::Arc;
 
 use super::context::Aio;
-use super::core::{Core, RawOp, State};
-use super::engine::Inner;
+use super::engine::{Engine, Inner};
 use super::hook;
 use super::notify::Notify;
 use super::op::Op;
 use super::request::{result_of, Completion, Request, RequestId};
+use super::table::{Core, State};
 use crate::{Error, Result};
 
 /// `lio_listio`'s mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "LIO_WAIT")]
+#[doc(alias = "LIO_NOWAIT")]
 pub enum ListMode {
     /// `LIO_WAIT`: return when every request is done (the list notification is
     /// ignored; per-request notifications still fire).
@@ -160,10 +162,31 @@ impl<B: Send + 'static> List<B> {
 
     /// Waits for every request (the calling thread reaps completions itself).
     pub fn wait_all(&self) -> Result<()> {
-        self.aio.inner.wait_until(None, |c| {
+        self.aio.inner.wait_until(None, None, |c| {
             self.entries.iter().flatten().all(|e| entry_done(c, e))
         })?;
         Ok(())
+    }
+
+    /// Lets the requests run on without this list: each frees its slot (and its
+    /// buffer) when done; nothing is cancelled.
+    fn detach(&mut self) {
+        let inner = &self.aio.inner;
+        let mut core = inner.lock();
+        for e in std::mem::take(&mut self.entries).into_iter().flatten() {
+            match core.get(e.idx, e.gen).map(|s| s.state) {
+                Some(State::Done) => core.free_slot(e.idx),
+                Some(_) => {
+                    let s = &mut core.slots[e.idx as usize];
+                    s.detached = true;
+                    if let Some(b) = e.buf {
+                        s.orphan = Some(Box::new(b));
+                    }
+                }
+                None => {}
+            }
+        }
+        inner.release(core);
     }
 
     /// Waits for every request, then takes every result and buffer (each entry's
@@ -263,26 +286,38 @@ impl Aio {
     /// entry failed, this returns the list (it owns the buffers) either way:
     /// [`List::status`] gives the EIO, [`List::error`] each entry's error.
     ///
+    /// # Errors
+    /// [`ErrorKind::Interrupted`](crate::ErrorKind::Interrupted) (EINTR) when a
+    /// signal handler runs while [`ListMode::Wait`] waits (never restarted, as
+    /// POSIX says): the requests go on, and notify, as submitted; their buffers
+    /// are freed when they are done.
+    ///
     /// # References
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
-    pub fn lio_listio<B, I>(&self, mode: ListMode, entries: I, notify: Notify) -> Result<List<B>>
+    pub fn lio_listio<'fd, B, I>(
+        &self,
+        mode: ListMode,
+        entries: I,
+        notify: Notify,
+    ) -> Result<List<B>>
     where
         B: Send + 'static,
-        I: IntoIterator<Item = Option<Op<B>>>,
+        I: IntoIterator<Item = Option<Op<'fd, B>>>,
     {
+        let threads = matches!(self.inner.engine, Engine::Threads(_));
         // One pass: check every entry and split it into what the engine needs and
         // the buffer the list keeps (nothing is submitted if one is invalid).
         let it = entries.into_iter();
         let mut entries: Vec<Option<Entry<B>>> = Vec::with_capacity(it.size_hint().0);
-        let mut raws: Vec<(RawOp, u8, Notify)> = Vec::with_capacity(it.size_hint().0);
+        let mut raws = Vec::with_capacity(it.size_hint().0);
         let mut need_notify = false;
         for o in it {
             match o {
                 Some(mut op) if !op.is_nop() => {
-                    let (raw, prio) = op.prepare("lio_listio")?;
+                    let p = op.prepare("lio_listio", threads)?;
                     let n = std::mem::take(&mut op.notify);
                     need_notify |= !n.is_none();
-                    raws.push((raw, prio, n));
+                    raws.push((p, n));
                     entries.push(Some(Entry {
                         idx: u32::MAX,
                         gen: 0,
@@ -299,7 +334,7 @@ impl Aio {
         notify.validate("lio_listio")?;
         self.inner.prepare_notify(&notify)?;
         if need_notify {
-            for (_, _, n) in &raws {
+            for (_, n) in &raws {
                 self.inner.prepare_notify(n)?;
             }
         }
@@ -315,18 +350,24 @@ impl Aio {
                 core.finish_list(list);
             }
             self.inner.release(core);
-            self.inner.submit(&mut raws.into_iter(), list, &mut ids)?;
+            self.inner.submit_many(raws.into_iter(), list, &mut ids)?;
         }
         for (e, (idx, gen)) in entries.iter_mut().flatten().zip(ids) {
             e.idx = idx;
             e.gen = gen;
         }
-        let list = List {
+        let mut list = List {
             aio: self.clone(),
             entries,
         };
         if mode == ListMode::Wait {
-            list.wait_all()?;
+            let r = self.inner.wait_until(None, Some("lio_listio"), |c| {
+                list.entries.iter().flatten().all(|e| entry_done(c, e))
+            });
+            if let Err(e) = r {
+                list.detach();
+                return Err(e);
+            }
         }
         Ok(list)
     }

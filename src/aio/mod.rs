@@ -37,13 +37,36 @@
 //! Writes on an `O_APPEND` fd or a pipe/socket/terminal, and fsyncs, are
 //! serialised per fd in the engine (the next one starts when the previous one is
 //! done), so they land in call order and an fsync covers everything queued on its
-//! fd before it. Reads on a pipe or stdin work (the offset is ignored there);
-//! several reads in flight on one pipe complete in unspecified order.
+//! fd before it. On a pipe, FIFO, socket or terminal the offset is ignored on
+//! both engines; several reads in flight on one pipe complete in unspecified
+//! order. On an `O_NONBLOCK` one, a transfer that would block ends with EAGAIN,
+//! as `read(2)`/`write(2)` would. `aio_fsync` is checked when it is called:
+//! EBADF for a descriptor not open for writing, EINVAL for one that cannot be
+//! synchronised (a pipe, FIFO, socket or terminal).
 //!
-//! When more requests are queued than the engine takes at once (the ring's size,
-//! or the pool's threads), they are issued highest effective priority first (the
-//! submitting thread's real-time priority minus `reqprio`), then in submission
-//! order.
+//! [`Aio::suspend`] and `lio_listio(LIO_WAIT)` return
+//! [`Interrupted`](crate::ErrorKind::Interrupted) when a signal handler runs
+//! while they wait (with or without `SA_RESTART`); any timeout is valid
+//! ([`Duration::MAX`](std::time::Duration::MAX) waits without limit).
+//!
+//! # Priorities
+//!
+//! A request records its submitter's policy and priority; its effective priority
+//! is that priority minus `reqprio`, clamped at the policy's minimum (0 for
+//! `SCHED_OTHER`). Whenever requests wait for the engine (the ring is full, the
+//! pool's threads are busy), they are issued highest effective priority first
+//! across all submitters, every real-time request before every `SCHED_OTHER`
+//! one, then lower `reqprio`, then in submission order. The thread engine runs
+//! each request at its effective policy and priority; io_uring tags a real-time
+//! request's SQE with `IOPRIO_CLASS_RT` (see [`Builder::worker_affinity`] and
+//! [`Builder::max_workers`] for the kernel's workers). Trace events carry the
+//! effective priority.
+//!
+//! # I/O safety
+//!
+//! A request never uses the caller's descriptor number after the submitting call
+//! returns (see [`BorrowFd`]): closing the handle early cannot redirect the I/O
+//! to another file.
 //!
 //! # Example
 //!
@@ -83,7 +106,6 @@ mod cancel;
 #[doc(hidden)]
 pub mod capi;
 mod context;
-mod core;
 mod engine;
 mod fsync;
 mod future;
@@ -92,7 +114,9 @@ mod list;
 mod notify;
 mod op;
 mod request;
+mod submit;
 mod suspend;
+mod table;
 mod threads;
 #[cfg(feature = "tokio")]
 mod tokio_reap;
@@ -105,6 +129,6 @@ pub use engine::{Backend, BackendInfo};
 pub use fsync::SyncMode;
 pub use future::{ListFuture, RequestFuture};
 pub use list::{List, ListMode};
-pub use notify::{Callback, Notify, SigVal, SI_ASYNCIO};
-pub use op::{Op, AIO_PRIO_DELTA_MAX};
+pub use notify::{Callback, Notify, SigVal, MAX_NOTIFY_THREADS, SI_ASYNCIO};
+pub use op::{BorrowFd, Op, AIO_PRIO_DELTA_MAX};
 pub use request::{AsRequestId, Completion, Request, RequestId};

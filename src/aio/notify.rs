@@ -10,6 +10,7 @@ use crate::{Error, Result};
 /// The value carried by a notification (`union sigval`): an integer or a pointer-sized
 /// word, chosen by the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[doc(alias = "sigval")]
 pub struct SigVal(pub usize);
 
 impl SigVal {
@@ -48,6 +49,10 @@ pub type Callback = Arc<dyn Fn(SigVal) + Send + Sync + 'static>;
 /// # References
 /// - [`sigevent(7)`](https://man7.org/linux/man-pages/man7/sigevent.7.html)
 #[derive(Clone, Default)]
+#[doc(alias = "sigevent")]
+#[doc(alias = "SIGEV_NONE")]
+#[doc(alias = "SIGEV_SIGNAL")]
+#[doc(alias = "SIGEV_THREAD")]
 pub enum Notify {
     /// `SIGEV_NONE`: no notification; poll with `error`, wait with `suspend`.
     #[default]
@@ -60,7 +65,9 @@ pub enum Notify {
         /// The value the handler finds in `si_value`.
         value: SigVal,
     },
-    /// `SIGEV_THREAD`: `callback(value)` runs on the context's notification thread.
+    /// `SIGEV_THREAD`: `callback(value)` runs as if in a new thread: on one of the
+    /// context's notification threads, a pool that grows on demand (up to
+    /// [`MAX_NOTIFY_THREADS`]) so a callback that blocks does not delay another.
     /// The callback may submit new requests.
     Thread {
         /// The function to call.
@@ -142,42 +149,11 @@ impl fmt::Debug for Notify {
 /// `si_code` of an AIO completion signal.
 pub const SI_ASYNCIO: i32 = -4;
 
-/// The kernel's `siginfo_t` for a queued signal (`_rt` member of the union).
-#[repr(C)]
-struct KernelSigInfo {
-    signo: i32,
-    errno: i32,
-    code: i32,
-    _pad: i32,
-    pid: i32,
-    uid: u32,
-    value: usize,
-    _rest: [u8; 128 - 32],
-}
-
-/// Queues `signo` with `value` and `SI_ASYNCIO` to this process.
-pub(crate) fn send_signal(signo: i32, value: SigVal) {
-    let info = KernelSigInfo {
-        signo,
-        errno: 0,
-        code: SI_ASYNCIO,
-        _pad: 0,
-        pid: std::process::id() as i32,
-        // SAFETY: getuid has no preconditions.
-        uid: unsafe { libc::getuid() },
-        value: value.0,
-        _rest: [0; 96],
-    };
-    // SAFETY: rt_sigqueueinfo reads a 128-byte siginfo from `info`, which is valid for
-    // the call. Sending to our own pid with a negative si_code is always allowed.
-    unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigqueueinfo,
-            std::process::id() as libc::pid_t,
-            signo,
-            &info as *const KernelSigInfo,
-        );
-    }
+/// Queues `signo` with `value` and `SI_ASYNCIO` to this process
+/// (`rt_sigqueueinfo`). Returns the errno when the signal could not be queued
+/// (EAGAIN: `RLIMIT_SIGPENDING` reached).
+pub(crate) fn send_signal(signo: i32, value: SigVal) -> std::result::Result<(), i32> {
+    crate::sys::signal::queue_to_self(signo, SI_ASYNCIO, value.0)
 }
 
 /// A notification due to fire once the engine lock is released.
@@ -196,30 +172,128 @@ impl Fire {
     }
 }
 
-/// The notification thread: runs `SIGEV_THREAD` callbacks in completion order.
+/// Most threads that run `SIGEV_THREAD` callbacks at once, per context.
+///
+/// Each callback runs "as if in a new thread": a callback that blocks does not
+/// delay another's, until this many callbacks block at the same time; then the
+/// next ones wait for one of them to return.
+pub const MAX_NOTIFY_THREADS: usize = 64;
+
+/// How long an idle notification thread stays before it exits (one always stays).
+const IDLE_EXIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+type Job = (Callback, SigVal);
+
+struct PoolState {
+    queue: std::collections::VecDeque<Job>,
+    /// Threads alive.
+    threads: usize,
+    /// Threads waiting for a job.
+    waiting: usize,
+    /// The context is gone: threads exit once the queue is empty.
+    closed: bool,
+}
+
+struct Shared {
+    st: std::sync::Mutex<PoolState>,
+    cv: std::sync::Condvar,
+}
+
+/// The notification threads of a context: a pool that grows on demand up to
+/// [`MAX_NOTIFY_THREADS`], so a blocked callback never holds up another one.
 pub(crate) struct Notifier {
-    tx: crossbeam_channel::Sender<(Callback, SigVal)>,
+    shared: Arc<Shared>,
 }
 
 impl Notifier {
     pub(crate) fn start() -> Result<Notifier> {
-        let (tx, rx) = crossbeam_channel::unbounded::<(Callback, SigVal)>();
+        let n = Notifier {
+            shared: Arc::new(Shared {
+                st: std::sync::Mutex::new(PoolState {
+                    queue: std::collections::VecDeque::new(),
+                    threads: 0,
+                    waiting: 0,
+                    closed: false,
+                }),
+                cv: std::sync::Condvar::new(),
+            }),
+        };
+        n.shared
+            .st
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .threads = 1;
+        n.spawn()?;
+        Ok(n)
+    }
+
+    fn spawn(&self) -> Result<()> {
+        let sh = Arc::clone(&self.shared);
         std::thread::Builder::new()
             .name("posixrt-aio-notify".into())
-            .spawn(move || {
-                while let Ok((cb, v)) = rx.recv() {
-                    // A panicking callback must not take the notification thread down.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(v)));
-                }
-            })
+            .spawn(move || run(sh))
+            .map(drop)
             .map_err(|e| {
                 Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                    .with_message("starting the AIO notification thread")
-            })?;
-        Ok(Notifier { tx })
+                    .with_message("starting an AIO notification thread")
+            })
     }
 
     pub(crate) fn post(&self, cb: Callback, v: SigVal) {
-        let _ = self.tx.send((cb, v));
+        let mut st = self.shared.st.lock().unwrap_or_else(|p| p.into_inner());
+        st.queue.push_back((cb, v));
+        let grow = st.queue.len() > st.waiting && st.threads < MAX_NOTIFY_THREADS;
+        if grow {
+            st.threads += 1;
+        }
+        drop(st);
+        self.shared.cv.notify_one();
+        if grow && self.spawn().is_err() {
+            // The queued job is run by a thread already there.
+            self.shared
+                .st
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .threads -= 1;
+        }
+    }
+}
+
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        self.shared
+            .st
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .closed = true;
+        self.shared.cv.notify_all();
+    }
+}
+
+fn run(sh: Arc<Shared>) {
+    let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        if let Some((cb, v)) = st.queue.pop_front() {
+            drop(st);
+            // A panicking callback must not take the notification thread down.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(v)));
+            st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
+            continue;
+        }
+        if st.closed {
+            st.threads -= 1;
+            return;
+        }
+        st.waiting += 1;
+        let (g, to) = sh
+            .cv
+            .wait_timeout(st, IDLE_EXIT)
+            .unwrap_or_else(|p| p.into_inner());
+        st = g;
+        st.waiting -= 1;
+        if to.timed_out() && st.queue.is_empty() && st.threads > 1 {
+            st.threads -= 1;
+            return;
+        }
     }
 }

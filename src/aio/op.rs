@@ -1,13 +1,114 @@
 //! Request descriptions (the Rust shape of a `struct aiocb`): what to do, on which
 //! fd, where, with which buffer, at which priority, and how to notify.
 
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::marker::PhantomData;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 use super::buf::{IoBuf, IoBufMut};
-use super::core::{OpKind, RawOp};
 use super::fsync::SyncMode;
 use super::notify::Notify;
+use super::table::{OpKind, RawOp};
+use crate::sys::io::{self as sio, FdKind};
 use crate::{Error, Result};
+
+/// A file descriptor borrowed for `'fd`: `&T` for any `T: AsFd` (`&File`,
+/// `&OwnedFd`, `&UnixStream`, `&Stdin`...) or a [`BorrowedFd<'fd>`].
+///
+/// An [`Op`] keeps the borrow until it is submitted, so the descriptor cannot be
+/// closed (and its number reused by another file) between building a request and
+/// submitting it.
+///
+/// # I/O safety
+///
+/// A submitted request never uses the caller's descriptor *number* after the
+/// submitting call returns, so closing the caller's handle early cannot send the
+/// I/O to another file:
+/// - on io_uring, a request that enters the kernel during the call is bound to
+///   the open file there (the kernel holds its own reference);
+/// - a request that may start, or resume, after the call returns (held back in
+///   a queue, every request of the thread engine, a write to a pipe or socket
+///   that may be resumed after a short write) gets its own copy of the
+///   descriptor (`F_DUPFD_CLOEXEC`), closed when the request is done.
+///
+/// Closing the caller's handle early therefore does not stop the I/O: the file
+/// stays open until the request completes (cancel it first to stop it).
+///
+/// An unsubmitted [`Op`] keeps its descriptor borrowed:
+///
+/// ```compile_fail
+/// use posixrt::aio::{Aio, Op};
+/// let aio = Aio::new().unwrap();
+/// let f = std::fs::File::open("/etc/hostname").unwrap();
+/// let op = Op::read(&f, 0, vec![0u8; 4]);
+/// drop(f); // error: `f` is still borrowed by `op`
+/// aio.submit(op).unwrap();
+/// ```
+pub trait BorrowFd<'fd> {
+    /// The borrowed descriptor.
+    fn borrow_fd(self) -> BorrowedFd<'fd>;
+}
+
+impl<'fd, T: AsFd + ?Sized> BorrowFd<'fd> for &'fd T {
+    #[inline]
+    fn borrow_fd(self) -> BorrowedFd<'fd> {
+        self.as_fd()
+    }
+}
+
+impl<'fd> BorrowFd<'fd> for BorrowedFd<'fd> {
+    #[inline]
+    fn borrow_fd(self) -> BorrowedFd<'fd> {
+        self
+    }
+}
+
+/// A checked request, ready for the engine; still borrows the caller's fd.
+pub(crate) struct Prepared<'fd> {
+    pub raw: RawOp,
+    pub reqprio: u8,
+    /// The kind of the fd, if it was looked at.
+    pub kind: Option<FdKind>,
+    /// The fd is `O_NONBLOCK` (valid when `checked`).
+    pub nonblock: bool,
+    /// The fd is `O_APPEND` (valid when `checked`).
+    pub append: bool,
+    /// Kind and flags were looked at.
+    pub checked: bool,
+    /// The request's own copy of the fd, if one was taken.
+    pub own: Option<OwnedFd>,
+    pub fd: PhantomData<BorrowedFd<'fd>>,
+}
+
+impl Prepared<'_> {
+    /// The caller's descriptor, borrowed for as long as `self`.
+    #[inline]
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: `raw.fd` came from a `BorrowedFd<'fd>` that `self` still
+        // borrows (the PhantomData), so it is open for `self`'s life.
+        unsafe { BorrowedFd::borrow_raw(self.raw.fd) }
+    }
+
+    /// Looks at the fd's kind and flags (if not done yet).
+    pub(crate) fn check(&mut self) -> std::result::Result<(), i32> {
+        if self.checked {
+            return Ok(());
+        }
+        let fl = sio::status_flags(self.fd())?;
+        self.nonblock = fl & libc::O_NONBLOCK != 0;
+        self.append = fl & libc::O_APPEND != 0;
+        self.kind = Some(sio::kind(self.fd())?);
+        self.checked = true;
+        Ok(())
+    }
+
+    /// Takes a copy of the fd for the request (if it has none yet).
+    pub(crate) fn own(&mut self) -> std::result::Result<(), i32> {
+        if self.own.is_none() {
+            self.own = Some(sio::dup(self.fd())?);
+        }
+        Ok(())
+    }
+}
 
 /// Largest `reqprio`: a request may lower its priority by at most this much
 /// (`AIO_PRIO_DELTA_MAX`).
@@ -28,9 +129,11 @@ pub(crate) enum Kind {
 ///
 /// [`Aio::submit`]: super::Aio::submit
 /// [`Aio::lio_listio`]: super::Aio::lio_listio
-pub struct Op<B> {
+#[doc(alias = "aiocb")]
+pub struct Op<'fd, B> {
     pub(crate) kind: Kind,
     pub(crate) fd: RawFd,
+    pub(crate) borrow: PhantomData<BorrowedFd<'fd>>,
     pub(crate) offset: i64,
     pub(crate) buf: Option<B>,
     ptr_of: fn(&mut B) -> (usize, usize),
@@ -50,7 +153,7 @@ fn no_ptr<B>(_: &mut B) -> (usize, usize) {
     (0, 0)
 }
 
-impl<B: IoBufMut> Op<B> {
+impl<'fd, B: IoBufMut> Op<'fd, B> {
     /// `LIO_READ` / `aio_read`: read `buf.len()` bytes from `fd` at `offset` into
     /// `buf`. On a pipe, socket or terminal the offset is ignored and the read takes
     /// the next bytes.
@@ -58,10 +161,12 @@ impl<B: IoBufMut> Op<B> {
     /// # References
     /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
-    pub fn read(fd: impl AsFd, offset: i64, buf: B) -> Op<B> {
+    #[doc(alias = "aio_read")]
+    pub fn read(fd: impl BorrowFd<'fd>, offset: i64, buf: B) -> Op<'fd, B> {
         Op {
             kind: Kind::Io(OpKind::Read),
-            fd: fd.as_fd().as_raw_fd(),
+            fd: fd.borrow_fd().as_raw_fd(),
+            borrow: PhantomData,
             offset,
             buf: Some(buf),
             ptr_of: read_ptr::<B>,
@@ -71,7 +176,7 @@ impl<B: IoBufMut> Op<B> {
     }
 }
 
-impl<B: IoBuf> Op<B> {
+impl<'fd, B: IoBuf> Op<'fd, B> {
     /// `LIO_WRITE` / `aio_write`: write `buf` to `fd` at `offset`. On an `O_APPEND`
     /// fd the data goes to the end of the file; on a pipe, socket or terminal the
     /// offset is ignored. Either way writes land in the order they were submitted.
@@ -79,10 +184,12 @@ impl<B: IoBuf> Op<B> {
     /// # References
     /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
-    pub fn write(fd: impl AsFd, offset: i64, buf: B) -> Op<B> {
+    #[doc(alias = "aio_write")]
+    pub fn write(fd: impl BorrowFd<'fd>, offset: i64, buf: B) -> Op<'fd, B> {
         Op {
             kind: Kind::Io(OpKind::Write),
-            fd: fd.as_fd().as_raw_fd(),
+            fd: fd.borrow_fd().as_raw_fd(),
+            borrow: PhantomData,
             offset,
             buf: Some(buf),
             ptr_of: write_ptr::<B>,
@@ -92,15 +199,17 @@ impl<B: IoBuf> Op<B> {
     }
 }
 
-impl<B> Op<B> {
+impl<'fd, B> Op<'fd, B> {
     /// `LIO_NOP`: an entry `lio_listio` ignores.
     ///
     /// # References
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)
-    pub fn nop() -> Op<B> {
+    #[doc(alias = "LIO_NOP")]
+    pub fn nop() -> Op<'fd, B> {
         Op {
             kind: Kind::Nop,
             fd: -1,
+            borrow: PhantomData,
             offset: 0,
             buf: None,
             ptr_of: no_ptr::<B>,
@@ -114,13 +223,21 @@ impl<B> Op<B> {
     ///
     /// # References
     /// - [`aio_fsync(3)`](https://man7.org/linux/man-pages/man3/aio_fsync.3.html)
-    pub fn fsync(fd: impl AsFd, mode: SyncMode) -> Op<B> {
+    ///
+    /// Checked at submission, as POSIX says the call itself fails: EBADF if `fd`
+    /// is not open for writing, EINVAL if it cannot be synchronised (a pipe,
+    /// socket, FIFO or terminal: only regular files, directories and block
+    /// devices can). `reqprio` is ignored for an fsync, like every field other
+    /// than the fd and the notification.
+    #[doc(alias = "aio_fsync")]
+    pub fn fsync(fd: impl BorrowFd<'fd>, mode: SyncMode) -> Op<'fd, B> {
         Op {
             kind: Kind::Io(match mode {
                 SyncMode::Sync => OpKind::Fsync,
                 SyncMode::DataSync => OpKind::Fdatasync,
             }),
-            fd: fd.as_fd().as_raw_fd(),
+            fd: fd.borrow_fd().as_raw_fd(),
+            borrow: PhantomData,
             offset: 0,
             buf: None,
             ptr_of: no_ptr::<B>,
@@ -133,16 +250,21 @@ impl<B> Op<B> {
     /// [`AIO_PRIO_DELTA_MAX`]). Out of range is refused with EINVAL at submission.
     /// When more requests are queued than the engine takes at once, they are issued
     /// highest effective priority first (the submitting thread's real-time priority
-    /// minus `reqprio`; 0 for `SCHED_OTHER` threads), then in submission order.
+    /// minus `reqprio`, clamped at the policy's minimum; every real-time request
+    /// before every `SCHED_OTHER` one), then lower `reqprio`, then submission
+    /// order. The thread engine also runs the request at that policy and
+    /// priority. Ignored for [`fsync`](Op::fsync).
     #[must_use]
-    pub fn reqprio(mut self, delta: i32) -> Op<B> {
+    #[doc(alias = "aio_reqprio")]
+    pub fn reqprio(mut self, delta: i32) -> Op<'fd, B> {
         self.reqprio = delta;
         self
     }
 
     /// `aio_sigevent`: how to notify when this request is done.
     #[must_use]
-    pub fn notify(mut self, notify: Notify) -> Op<B> {
+    #[doc(alias = "aio_sigevent")]
+    pub fn notify(mut self, notify: Notify) -> Op<'fd, B> {
         self.notify = notify;
         self
     }
@@ -154,11 +276,16 @@ impl<B> Op<B> {
 
     /// Checks the request and computes what the engine needs. Does not consume the
     /// buffer, so a refused request gives nothing to the kernel.
-    pub(crate) fn prepare(&mut self, call: &'static str) -> Result<(RawOp, u8)> {
+    ///
+    /// `threads`: the thread engine runs it (then the fd is always looked at and
+    /// copied). On io_uring a read makes no system call here: the engine settles
+    /// it after entering the kernel (see `Inner::settle_probes`).
+    pub(crate) fn prepare(&mut self, call: &'static str, threads: bool) -> Result<Prepared<'fd>> {
         let Kind::Io(kind) = self.kind else {
             return Err(Error::invalid(call, "LIO_NOP is not a request"));
         };
-        if !(0..=AIO_PRIO_DELTA_MAX).contains(&self.reqprio) {
+        let sync = matches!(kind, OpKind::Fsync | OpKind::Fdatasync);
+        if !sync && !(0..=AIO_PRIO_DELTA_MAX).contains(&self.reqprio) {
             return Err(Error::invalid(
                 call,
                 format!("reqprio {} is out of range", self.reqprio),
@@ -170,8 +297,26 @@ impl<B> Op<B> {
             Some(b) => (self.ptr_of)(b),
             None => (0, 0),
         };
-        let mut ordered = matches!(kind, OpKind::Fsync | OpKind::Fdatasync);
-        if matches!(kind, OpKind::Read | OpKind::Write) {
+        let mut p = Prepared {
+            raw: RawOp {
+                kind,
+                fd: self.fd,
+                offset: if sync { 0 } else { self.offset },
+                ptr,
+                len,
+                ordered: sync,
+            },
+            reqprio: if sync { 0 } else { self.reqprio as u8 },
+            kind: None,
+            nonblock: false,
+            append: false,
+            checked: false,
+            own: None,
+            fd: PhantomData,
+        };
+        if sync {
+            check_sync(p.fd(), call)?;
+        } else {
             if self.offset < 0 {
                 return Err(
                     Error::invalid(call, format!("offset {} is negative", self.offset))
@@ -189,42 +334,43 @@ impl<B> Op<B> {
                 )
                 .with_hint("keep aio_offset + aio_nbytes <= i64::MAX"));
             }
-            if kind == OpKind::Write {
-                ordered = is_stream_or_append(self.fd);
+        }
+        if kind == OpKind::Write || threads {
+            // A bad fd is reported by the engine (EBADF as the request's result).
+            if p.check().is_ok() {
+                let append = p.append;
+                let stream = p.kind.is_some_and(FdKind::is_stream);
+                if kind == OpKind::Write {
+                    p.raw.ordered = append || stream;
+                }
+                if threads || (kind == OpKind::Write && stream) {
+                    // Used after this call returns (see `BorrowFd`).
+                    p.own().map_err(|e| {
+                        Error::from_errno("fcntl", e)
+                            .with_message("F_DUPFD_CLOEXEC: copying the request's descriptor")
+                    })?;
+                }
             }
         }
-        Ok((
-            RawOp {
-                kind,
-                fd: self.fd,
-                offset: self.offset,
-                ptr,
-                len,
-                ordered,
-            },
-            self.reqprio as u8,
-        ))
+        Ok(p)
     }
 }
 
-/// True for an `O_APPEND` fd or one that cannot seek (pipe, socket, terminal):
-/// writes on it must land in submission order.
-fn is_stream_or_append(fd: RawFd) -> bool {
-    // SAFETY: fcntl(F_GETFL) on any int is safe; a bad fd gives -1.
-    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if fl < 0 {
-        return false; // the engine reports EBADF
+/// `aio_fsync`'s checks: EBADF for a bad fd or one not open for writing, EINVAL
+/// for one that cannot be synchronised.
+fn check_sync(fd: BorrowedFd<'_>, call: &'static str) -> Result<()> {
+    let fl = sio::status_flags(fd).map_err(|e| {
+        Error::from_errno(call, e).with_hint("aio_fildes is not an open file descriptor")
+    })?;
+    let acc = fl & libc::O_ACCMODE;
+    if acc != libc::O_WRONLY && acc != libc::O_RDWR {
+        return Err(Error::from_errno(call, libc::EBADF)
+            .with_hint("aio_fsync needs a descriptor open for writing (O_WRONLY or O_RDWR)"));
     }
-    if fl & libc::O_APPEND != 0 {
-        return true;
-    }
-    // SAFETY: the fd was valid a moment ago; a closed fd gives EBADF, never UB.
-    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    match rustix::fs::fstat(bfd) {
-        Ok(st) => !matches!(
-            rustix::fs::FileType::from_raw_mode(st.st_mode),
-            rustix::fs::FileType::RegularFile | rustix::fs::FileType::BlockDevice
-        ),
-        Err(_) => false,
+    match sio::kind(fd) {
+        Ok(FdKind::Regular | FdKind::Dir | FdKind::Block) => Ok(()),
+        Ok(_) => Err(Error::from_errno(call, libc::EINVAL)
+            .with_hint("only regular files, directories and block devices can be synchronised (not a pipe, FIFO, socket or terminal)")),
+        Err(e) => Err(Error::from_errno(call, e)),
     }
 }

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::cancel::{cancel_one, CancelResult};
-use super::core::State;
 use super::engine::{Engine, Inner};
+use super::table::State;
 use crate::{Error, ErrorKind, Result};
 
 /// The name of a request, usable in [`Aio::suspend`](super::Aio::suspend) lists.
@@ -167,6 +167,7 @@ impl<B: Send + 'static> Request<B> {
     ///
     /// # References
     /// - [`aio_error(3)`](https://man7.org/linux/man-pages/man3/aio_error.3.html)
+    #[doc(alias = "aio_error")]
     pub fn error(&self) -> Result<()> {
         match self.raw_status() {
             None => Err(Error::from_errno("aio_error", libc::EINPROGRESS)),
@@ -220,7 +221,7 @@ impl<B: Send + 'static> Request<B> {
     pub fn wait(&mut self) -> Result<Completion<B>> {
         if self.taken.is_none() {
             let (idx, gen) = (self.idx, self.gen);
-            self.inner.wait_until(None, |c| {
+            self.inner.wait_until(None, None, |c| {
                 c.get(idx, gen).map_or(true, |s| s.state == State::Done)
             })?;
         }
@@ -234,6 +235,7 @@ impl<B: Send + 'static> Request<B> {
     ///
     /// # References
     /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
+    #[doc(alias = "aio_cancel")]
     pub fn cancel(&self) -> Result<CancelResult> {
         if self.taken.is_some() {
             return Ok(CancelResult::AllDone);
@@ -269,7 +271,7 @@ impl<B: Send + 'static> Drop for Request<B> {
                     if !core.cancel_unissued(self.idx) {
                         match &self.inner.engine {
                             Engine::Uring(r) => {
-                                r.cancel_async(super::core::user_data(self.idx, self.gen))
+                                r.cancel_async(super::table::user_data(self.idx, self.gen))
                             }
                             Engine::Threads(p) => {
                                 let s = &mut core.slots[self.idx as usize];

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::context::Aio;
-use super::core::{Core, State};
 use super::request::{AsRequestId, RequestId};
+use super::table::{Core, State};
 use crate::{Error, ErrorKind, Result};
 
 /// Up to this many requests are checked without allocating.
@@ -21,12 +21,18 @@ impl Aio {
     /// `timeout` passes. Empty entries (`None`, C's `NULL`) are skipped; a list
     /// with none is done at once. The waiting thread reaps completions itself.
     ///
+    /// Any timeout is valid: one too large to add to the clock (up to
+    /// [`Duration::MAX`]) waits without limit.
+    ///
     /// # Errors
     /// [`ErrorKind::TimedOut`] (EAGAIN, as `aio_suspend` reports it) when the
-    /// timeout expires; EINVAL for a request of another context.
+    /// timeout expires; [`ErrorKind::Interrupted`] (EINTR) when a signal handler
+    /// runs during the wait (never restarted, as POSIX says; the requests go on);
+    /// EINVAL for a request of another context.
     ///
     /// # References
     /// - [`aio_suspend(3)`](https://man7.org/linux/man-pages/man3/aio_suspend.3.html)
+    #[doc(alias = "aio_suspend")]
     pub fn suspend<I>(&self, list: I, timeout: Option<Duration>) -> Result<()>
     where
         I: IntoIterator,
@@ -60,8 +66,12 @@ impl Aio {
         if ids.is_empty() {
             return Ok(());
         }
-        let deadline = timeout.map(|t| Instant::now() + t);
-        if self.inner.wait_until(deadline, |c| any_done(c, ids))? {
+        // A deadline past the clock's range is no deadline.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        if self
+            .inner
+            .wait_until(deadline, Some("aio_suspend"), |c| any_done(c, ids))?
+        {
             Ok(())
         } else {
             Err(Error::from_errno("aio_suspend", libc::EAGAIN)

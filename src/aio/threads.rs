@@ -1,218 +1,483 @@
 //! The thread-pool backend: used when io_uring is refused (or forced with
-//! `POSIXRT_AIO_BACKEND=threads`). Same semantics as the io_uring backend:
-//! workers take ready requests in priority order and run `pread`/`pwrite`/`read`/
-//! `write`/`fsync`/`fdatasync`.
+//! `POSIXRT_AIO_BACKEND=threads`). Same semantics as the io_uring backend.
 //!
-//! A request on a pipe, socket or terminal first sleeps in `poll` together with the
-//! worker's eventfd, so a cancel can stop a read that would block forever (a read
-//! from an empty pipe is `AIO_CANCELED`, as on io_uring). Once the transfer itself
-//! runs it cannot be cancelled (`AIO_NOTCANCELED`).
+//! A leaf, like a flavor of crossbeam-channel: it knows the request table, and
+//! reaches the context that owns it only through the small [`Host`] trait.
+//!
+//! - **Workers** take ready requests in priority order (see the table's
+//!   effective priority) and run each at the request's effective policy and
+//!   priority: a worker switches itself (`pthread_setschedparam`) when the next
+//!   request's class differs from its own, and back to `SCHED_OTHER` before it
+//!   sleeps. A worker never runs above the class of the request it serves, so a
+//!   `SCHED_OTHER` submitter never raises one. A switch is two system calls at
+//!   most (measured by the `aio_priority` example: `switch_ns`).
+//! - **Regular files and block devices**: `pread`/`pwrite`/`fsync`/`fdatasync`.
+//! - **Pipes, FIFOs, sockets, terminals** (pollable descriptors): the worker makes
+//!   one non-blocking attempt (`RWF_NOWAIT`, or `MSG_DONTWAIT` on a socket). On an
+//!   `O_NONBLOCK` descriptor EAGAIN is the result, as `read(2)` would give. Else
+//!   the request is *parked* in the pool's one epoll set and the worker goes on
+//!   with other requests; when the descriptor is ready, the poller thread puts the
+//!   request back in the ready queue at its priority. No number of idle
+//!   descriptors can exhaust the workers. A parked request can be cancelled
+//!   (`AIO_CANCELED`); a transfer in progress cannot (`AIO_NOTCANCELED`).
+//! - **Datagram sockets** are written without waiting for `POLLOUT` (unix
+//!   datagram `POLLOUT` needs the send queue below a quarter of `SO_SNDBUF`, while
+//!   `write(2)` completes as soon as the datagram fits): a non-blocking attempt,
+//!   then a blocking write.
 
-use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::{Arc, Condvar};
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, MutexGuard};
 
+use rustix::event::epoll;
 use rustix::event::{eventfd, EventfdFlags};
 
-use super::core::{OpKind, RawOp};
-use super::engine::Inner;
-use super::uring::MAX_RW;
+use super::table::{split_user_data, user_data, Core, OpKind, RawOp, State, MAX_RW};
+use crate::sys::io::{self as sio, FdKind, Mode};
+use crate::sys::prio::{self, SchedClass};
 use crate::{Error, Result};
+
+/// What the pool needs from the context that owns it.
+pub(crate) trait Host: Send + Sync + 'static {
+    /// Locks the request table.
+    fn table(&self) -> MutexGuard<'_, Core>;
+    /// Unlocks the table, then wakes waiters and fires notifications.
+    fn release(&self, t: MutexGuard<'_, Core>);
+    /// The pool (None if the context runs another engine).
+    fn pool(&self) -> Option<&Pool>;
+}
+
+/// epoll data of the pool's wake-up eventfd.
+const WAKE: u64 = u64::MAX;
 
 pub(crate) struct Pool {
     /// Signalled when requests become ready.
     pub work: Condvar,
-    /// One eventfd per worker, written to interrupt its `poll`.
-    wake: Vec<OwnedFd>,
+    /// Parked requests wait here for readiness (one registration per request, on
+    /// the request's own descriptor copy).
+    epoll: OwnedFd,
+    /// Written to make the poller look at cancels and shutdown.
+    wake: OwnedFd,
+    workers: usize,
+    /// Scheduling switches the workers made (to a request's class or back).
+    pub switches: AtomicU64,
+}
+
+fn errno_of(e: rustix::io::Errno, call: &'static str) -> Error {
+    Error::from_errno(call, e.raw_os_error())
 }
 
 impl Pool {
     pub(crate) fn new(workers: usize) -> Result<Pool> {
-        let mut wake = Vec::with_capacity(workers);
-        for _ in 0..workers {
-            let fd = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
-                .map_err(|e| Error::from_errno("eventfd", e.raw_os_error()))?;
-            wake.push(fd);
-        }
+        let ep =
+            epoll::create(epoll::CreateFlags::CLOEXEC).map_err(|e| errno_of(e, "epoll_create1"))?;
+        let wake = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)
+            .map_err(|e| errno_of(e, "eventfd"))?;
+        epoll::add(
+            &ep,
+            &wake,
+            epoll::EventData::new_u64(WAKE),
+            epoll::EventFlags::IN,
+        )
+        .map_err(|e| errno_of(e, "epoll_ctl"))?;
         Ok(Pool {
             work: Condvar::new(),
+            epoll: ep,
             wake,
+            workers,
+            switches: AtomicU64::new(0),
         })
     }
 
     pub(crate) fn workers(&self) -> usize {
-        self.wake.len()
+        self.workers
     }
 
-    /// Starts the workers; each holds the context until shutdown.
-    pub(crate) fn spawn(inner: &Arc<Inner>, workers: usize) -> Result<()> {
+    /// Starts the workers and the poller; each holds the context until shutdown.
+    pub(crate) fn spawn<H: Host>(host: &Arc<H>, workers: usize) -> Result<()> {
+        let fail = |e: std::io::Error| {
+            Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
+                .with_message("starting the AIO thread pool")
+                .with_hint("raise RLIMIT_NPROC or use fewer AIO worker threads")
+        };
+        let h = Arc::clone(host);
+        std::thread::Builder::new()
+            .name("posixrt-aio-poll".into())
+            .spawn(move || poller(h))
+            .map_err(fail)?;
         for w in 0..workers {
-            let i = Arc::clone(inner);
+            let h = Arc::clone(host);
             std::thread::Builder::new()
                 .name(format!("posixrt-aio-{w}"))
-                .spawn(move || worker(i, w as u32))
-                .map_err(|e| {
-                    Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                        .with_message("starting the AIO thread pool")
-                        .with_hint("raise RLIMIT_NPROC or use fewer AIO worker threads")
-                })?;
+                .spawn(move || worker(h, w as u32))
+                .map_err(fail)?;
         }
         Ok(())
     }
 
-    /// Interrupts worker `w`'s `poll`.
-    pub(crate) fn interrupt(&self, w: u32) {
-        if let Some(fd) = self.wake.get(w as usize) {
-            let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
-        }
+    /// Makes the poller look at cancel requests (`cancel_req` on a parked
+    /// request) and at shutdown. `_w` is kept for callers that name a worker.
+    pub(crate) fn interrupt(&self, _w: u32) {
+        let _ = rustix::io::write(&self.wake, &1u64.to_ne_bytes());
     }
 }
 
-fn worker(inner: Arc<Inner>, w: u32) {
-    let pool = match &inner.engine {
-        super::engine::Engine::Threads(p) => p,
-        super::engine::Engine::Uring(_) => return,
-    };
-    let mut core = inner.lock();
+/// What a worker needs to run one request, copied out of its slot.
+struct Job {
+    op: RawOp,
+    fd: i32,
+    kind: Option<FdKind>,
+    nonblock: bool,
+    class: SchedClass,
+    /// Bytes already transferred by earlier rounds (a stream write).
+    done: i64,
+}
+
+enum Outcome {
+    /// Final: bytes (including earlier rounds) or `-errno`.
+    Done(i64),
+    /// Would block: park until ready; `moved` more bytes went through this round.
+    Park { moved: usize },
+}
+
+fn switch(class: SchedClass, pool: &Pool) -> bool {
+    pool.switches.fetch_add(1, Ordering::Relaxed);
+    prio::set_current(class).is_ok()
+}
+
+fn worker<H: Host>(host: Arc<H>, w: u32) {
+    let Some(pool) = host.pool() else { return };
+    // A worker rests at SCHED_OTHER, whatever the thread that made the context.
+    let mut cur = prio::current();
+    if cur != SchedClass::OTHER && switch(SchedClass::OTHER, pool) {
+        cur = SchedClass::OTHER;
+    }
+    let mut core = host.table();
     loop {
         if let Some(idx) = core.pop_ready() {
             let s = &mut core.slots[idx as usize];
             s.worker = w;
-            // Cancellable until the transfer starts (see `run`).
-            s.interruptible = true;
-            let op = s.op;
+            // A transfer on a pollable fd is a non-blocking attempt: a cancel
+            // meanwhile is honoured when it would block (see `park`).
+            s.interruptible = s.fd_kind.is_some_and(FdKind::is_stream);
+            let mut job = Job {
+                op: s.op,
+                fd: s.io_fd(),
+                kind: s.fd_kind,
+                nonblock: s.nonblock,
+                class: s.class,
+                done: s.res,
+            };
+            let learn = job.kind.is_none() && matches!(job.op.kind, OpKind::Read | OpKind::Write);
+            if learn {
+                // A C request (the C ABI checks nothing): learn the fd's kind
+                // and flags here; its fd stays open until it is done (the C
+                // contract). A cancel meanwhile is honoured if it would block.
+                s.interruptible = true;
+            }
             drop(core);
-            let res = run(&inner, pool, w, idx, op);
-            let mut c = inner.lock();
-            c.complete(idx, res);
-            inner.release(c);
-            core = inner.lock();
+            if learn {
+                if let Ok(k) = sio::kind(borrow(job.fd)) {
+                    job.kind = Some(k);
+                }
+                job.nonblock =
+                    sio::status_flags(borrow(job.fd)).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+            }
+            if job.class != cur && switch(job.class, pool) {
+                cur = job.class;
+            }
+            let out = run(&job);
+            let mut c = host.table();
+            if learn {
+                let s = &mut c.slots[idx as usize];
+                s.fd_kind = job.kind;
+                s.nonblock = job.nonblock;
+            }
+            match out {
+                Outcome::Done(res) => c.complete(idx, res),
+                Outcome::Park { moved } => park(&mut c, pool, idx, moved),
+            }
+            host.release(c);
+            core = host.table();
         } else if core.shutdown {
             break;
+        } else if cur != SchedClass::OTHER {
+            drop(core);
+            if switch(SchedClass::OTHER, pool) {
+                cur = SchedClass::OTHER;
+            }
+            core = host.table();
+            if cur != SchedClass::OTHER {
+                // Could not switch back (no privilege any more): sleep anyway.
+                core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
+            }
         } else {
             core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
         }
     }
 }
 
-fn is_stream(fd: i32) -> bool {
-    match rustix::fs::fstat(borrow(fd)) {
-        Ok(st) => {
-            let t = rustix::fs::FileType::from_raw_mode(st.st_mode);
-            !matches!(
-                t,
-                rustix::fs::FileType::RegularFile | rustix::fs::FileType::BlockDevice
-            )
-        }
-        Err(_) => false,
+/// Parks request `idx` in the epoll set (or ends it, if cancelled meanwhile).
+fn park(core: &mut Core, pool: &Pool, idx: u32, moved: usize) {
+    let shutdown = core.shutdown;
+    let s = &mut core.slots[idx as usize];
+    s.res += moved as i64;
+    s.op.ptr += moved;
+    s.op.len -= moved;
+    if !s.op.ordered && s.fd_kind.map_or(true, |k| !k.is_stream()) {
+        s.op.offset += moved as i64;
     }
-}
-
-fn borrow<'a>(fd: i32) -> std::os::fd::BorrowedFd<'a> {
-    // SAFETY: the fd is only used for the duration of one call while the request
-    // that names it is in flight; a closed fd yields EBADF, never UB.
-    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
-}
-
-fn run(inner: &Inner, pool: &Pool, w: u32, idx: u32, op: RawOp) -> i64 {
-    if matches!(op.kind, OpKind::Read | OpKind::Write) && is_stream(op.fd) {
-        let events = if op.kind == OpKind::Read {
-            libc::POLLIN
+    if s.cancel_req || shutdown {
+        let res = if s.res > 0 {
+            s.res
         } else {
-            libc::POLLOUT
+            -(libc::ECANCELED as i64)
         };
-        {
-            let mut c = inner.lock();
-            let s = &mut c.slots[idx as usize];
-            if s.cancel_req {
-                return -(libc::ECANCELED as i64);
+        core.complete(idx, res);
+        return;
+    }
+    if s.own_fd.is_none() {
+        // A C request: its fd stays open until done (the C contract), so a copy
+        // can be taken now; each parked request needs its own registration.
+        match sio::dup(borrow(s.op.fd)) {
+            Ok(f) => s.own_fd = Some(f),
+            Err(e) => {
+                core.complete(idx, -(e as i64));
+                return;
             }
+        }
+    }
+    let ev = if s.op.kind == OpKind::Read {
+        epoll::EventFlags::IN
+    } else {
+        epoll::EventFlags::OUT
+    };
+    let gen = s.gen;
+    let r = epoll::add(
+        &pool.epoll,
+        borrow(s.io_fd()),
+        epoll::EventData::new_u64(user_data(idx, gen)),
+        ev | epoll::EventFlags::ONESHOT,
+    );
+    match r {
+        Ok(()) => {
+            s.parked = true;
             s.interruptible = true;
         }
-        let wake = pool.wake[w as usize].as_raw_fd();
-        loop {
-            let mut fds = [
-                libc::pollfd {
-                    fd: op.fd,
-                    events,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: wake,
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-            ];
-            // SAFETY: two valid pollfds.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
-            if r < 0 && errno() == libc::EINTR {
+        Err(e) => core.complete(idx, -(e.raw_os_error() as i64)),
+    }
+}
+
+/// The poller: puts parked requests whose fd became ready back in the ready
+/// queue, and ends parked requests that a cancel or the shutdown asked to stop.
+fn poller<H: Host>(host: Arc<H>) {
+    let Some(pool) = host.pool() else { return };
+    let mut events: Vec<epoll::Event> = Vec::with_capacity(64);
+    loop {
+        events.clear();
+        match epoll::wait(
+            &pool.epoll,
+            rustix::buffer::spare_capacity(&mut events),
+            None,
+        ) {
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return,
+        }
+        let mut core = host.table();
+        let mut woken = false;
+        for ev in &events {
+            let d = ev.data.u64();
+            if d == WAKE {
+                let mut b = [0u8; 8];
+                let _ = rustix::io::read(&pool.wake, &mut b);
+                woken = true;
                 continue;
             }
-            if fds[1].revents != 0 {
-                let mut b = [0u8; 8];
-                let _ = rustix::io::read(&pool.wake[w as usize], &mut b);
-            }
-            let mut c = inner.lock();
-            let s = &mut c.slots[idx as usize];
-            if s.cancel_req {
+            let (idx, gen) = split_user_data(d);
+            let parked = core
+                .slots
+                .get(idx as usize)
+                .is_some_and(|s| s.gen == gen && s.state == State::Issued && s.parked);
+            if parked {
+                let shutdown = core.shutdown;
+                let s = &mut core.slots[idx as usize];
+                let _ = epoll::delete(&pool.epoll, borrow(s.io_fd()));
                 s.interruptible = false;
-                return -(libc::ECANCELED as i64);
-            }
-            if fds[0].revents != 0 || r < 0 {
-                s.interruptible = false;
-                break;
-            }
-        }
-    }
-    {
-        let mut c = inner.lock();
-        let s = &mut c.slots[idx as usize];
-        s.interruptible = false;
-        if s.cancel_req {
-            return -(libc::ECANCELED as i64);
-        }
-    }
-    let len = op.len.min(MAX_RW);
-    loop {
-        // SAFETY: (ptr, len) is the request's buffer, owned by the runtime until the
-        // request completes (see the core); the fd is the caller's.
-        let r = unsafe {
-            match op.kind {
-                OpKind::Read => {
-                    let r = libc::pread(op.fd, op.ptr as *mut libc::c_void, len, op.offset);
-                    if r < 0 && errno() == libc::ESPIPE {
-                        libc::read(op.fd, op.ptr as *mut libc::c_void, len)
+                if s.cancel_req || shutdown {
+                    // A cancel came first: it wins over the readiness.
+                    let res = if s.res > 0 {
+                        s.res
                     } else {
-                        r
-                    }
+                        -(libc::ECANCELED as i64)
+                    };
+                    core.complete(idx, res);
+                } else {
+                    core.requeue(idx);
                 }
-                OpKind::Write => {
-                    if op.ordered {
-                        libc::write(op.fd, op.ptr as *const libc::c_void, len)
-                    } else {
-                        let r = libc::pwrite(op.fd, op.ptr as *const libc::c_void, len, op.offset);
-                        if r < 0 && errno() == libc::ESPIPE {
-                            libc::write(op.fd, op.ptr as *const libc::c_void, len)
-                        } else {
-                            r
-                        }
-                    }
-                }
-                OpKind::Fsync => libc::fsync(op.fd) as isize,
-                OpKind::Fdatasync => libc::fdatasync(op.fd) as isize,
             }
-        };
-        if r >= 0 {
-            return r as i64;
         }
-        let e = errno();
-        if e != libc::EINTR {
-            return -(e as i64);
+        if woken || core.shutdown {
+            let stop: Vec<u32> = core
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| {
+                    s.state == State::Issued && s.parked && (s.cancel_req || core.shutdown)
+                })
+                .map(|(i, _)| i as u32)
+                .collect();
+            for idx in stop {
+                let s = &core.slots[idx as usize];
+                let _ = epoll::delete(&pool.epoll, borrow(s.io_fd()));
+                let res = if s.res > 0 {
+                    s.res
+                } else {
+                    -(libc::ECANCELED as i64)
+                };
+                core.complete(idx, res);
+            }
+        }
+        match core.ready_len() {
+            0 => {}
+            1 => pool.work.notify_one(),
+            _ => pool.work.notify_all(),
+        }
+        let stop = core.shutdown && core.inflight == 0;
+        if stop {
+            pool.work.notify_all();
+        }
+        host.release(core);
+        if stop {
+            return;
         }
     }
 }
 
-fn errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+fn borrow<'a>(fd: i32) -> BorrowedFd<'a> {
+    // SAFETY: `fd` is the request's own descriptor copy (closed only when the
+    // request completes, under the table lock that the caller holds or after
+    // this use), or a C request's fd, which the C contract keeps open until the
+    // request is done.
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+fn res(r: std::result::Result<usize, i32>) -> i64 {
+    match r {
+        Ok(n) => n as i64,
+        Err(e) => -(e as i64),
+    }
+}
+
+/// Runs one round of a request.
+fn run(j: &Job) -> Outcome {
+    let fd = j.fd;
+    match j.op.kind {
+        OpKind::Fsync => Outcome::Done(res(sio::fsync(borrow(fd)).map(|_| 0))),
+        OpKind::Fdatasync => Outcome::Done(res(sio::fdatasync(borrow(fd)).map(|_| 0))),
+        OpKind::Read | OpKind::Write => match j.kind {
+            Some(k) if k.is_stream() => stream(j, k),
+            _ => Outcome::Done(positioned(j)),
+        },
+    }
+}
+
+/// A transfer on a regular file or block device (blocking, EINTR retried).
+fn positioned(j: &Job) -> i64 {
+    let len = j.op.len.min(MAX_RW);
+    let ptr = j.op.ptr as *mut u8;
+    let mode = if j.op.ordered {
+        Mode::Stream
+    } else {
+        Mode::At(j.op.offset)
+    };
+    loop {
+        // SAFETY: (ptr, len) is the request's buffer, owned by the runtime until
+        // the request completes (see the table); nothing else touches it.
+        let r = unsafe {
+            match j.op.kind {
+                OpKind::Read => sio::read(j.fd, ptr, len, mode),
+                _ => sio::write(j.fd, ptr, len, mode),
+            }
+        };
+        match r {
+            Err(libc::EINTR) => continue,
+            Err(libc::ESPIPE) if mode != Mode::Stream => {
+                // SAFETY: as above.
+                let r = unsafe {
+                    match j.op.kind {
+                        OpKind::Read => sio::read(j.fd, ptr, len, Mode::Stream),
+                        _ => sio::write(j.fd, ptr, len, Mode::Stream),
+                    }
+                };
+                return j.done + res(r);
+            }
+            other => return j.done + res(other),
+        }
+    }
+}
+
+/// A transfer on a pollable descriptor: never blocks the worker (except a
+/// datagram write, which `write(2)` would complete, and a terminal without
+/// `RWF_NOWAIT` support after it polled ready).
+fn stream(j: &Job, k: FdKind) -> Outcome {
+    let write = j.op.kind == OpKind::Write;
+    let sock = matches!(k, FdKind::Datagram | FdKind::StreamSocket);
+    let mut mode = if sock {
+        Mode::SocketNoWait
+    } else {
+        Mode::NoWait
+    };
+    let mut moved = 0usize;
+    loop {
+        let len = (j.op.len - moved).min(MAX_RW);
+        let ptr = (j.op.ptr + moved) as *mut u8;
+        // SAFETY: (ptr, len) lies in the request's buffer, owned by the runtime
+        // until the request completes.
+        let r = unsafe {
+            if write {
+                sio::write(j.fd, ptr, len, mode)
+            } else {
+                sio::read(j.fd, ptr, len, mode)
+            }
+        };
+        let total = j.done + moved as i64;
+        match r {
+            Ok(n) => {
+                moved += n;
+                // A read takes what is there; a write goes on until all is
+                // written, as write(2) on a blocking descriptor does.
+                if !write || n == 0 || moved >= j.op.len || j.nonblock {
+                    return Outcome::Done(j.done + moved as i64);
+                }
+            }
+            Err(libc::EINTR) => {}
+            Err(libc::EAGAIN) => {
+                if j.nonblock {
+                    return Outcome::Done(if total > 0 {
+                        total
+                    } else {
+                        -(libc::EAGAIN as i64)
+                    });
+                }
+                if write && k == FdKind::Datagram {
+                    mode = Mode::Stream;
+                    continue;
+                }
+                return Outcome::Park { moved };
+            }
+            Err(libc::EOPNOTSUPP) if mode == Mode::NoWait => {
+                // No RWF_NOWAIT here (a terminal): on an O_NONBLOCK fd a plain
+                // transfer does not block; else transfer once poll says ready.
+                if j.nonblock || sio::ready_now(borrow(j.fd), write) {
+                    mode = Mode::Stream;
+                    continue;
+                }
+                return Outcome::Park { moved };
+            }
+            Err(e) => {
+                return Outcome::Done(if total > 0 { total } else { -(e as i64) });
+            }
+        }
+    }
 }

@@ -12,14 +12,10 @@ use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::core::{user_data, Core, OpKind, RawOp};
-use super::notify::Notify;
+use super::table::{user_data, Core, OpKind, Slot, MAX_RW};
 
 /// `user_data` of internal requests (cancels) whose completions are ignored.
 const INTERNAL: u64 = u64::MAX;
-
-/// Largest transfer one read or write asks for, as `read(2)` does (`MAX_RW_COUNT`).
-pub(crate) const MAX_RW: usize = 0x7fff_f000;
 
 pub(crate) struct Ring {
     ring: IoUring,
@@ -64,7 +60,7 @@ impl Ring {
         while core.inflight < self.capacity && !sq.is_full() {
             let Some(idx) = core.pop_ready() else { break };
             let s = &core.slots[idx as usize];
-            let entry = sqe(&s.op).user_data(user_data(idx, s.gen));
+            let entry = sqe(s).user_data(user_data(idx, s.gen));
             // SAFETY: the buffer (ptr, len) is owned by the runtime until this
             // request completes: its handle holds it or the slot's orphan does, and
             // neither is released before the completion is reaped.
@@ -77,44 +73,12 @@ impl Ring {
         pushed
     }
 
-    /// The submission fast path, when the ring has room for every request of this
+    /// The submission fast path, when the ring has room for every request of a
     /// submission and nothing waits in the priority queue (so order cannot
-    /// matter): each request is allocated and, unless its fd's order gate holds it
-    /// back, goes straight into the submission queue, skipping the ready queue.
-    /// Returns how many entries were pushed. Call with the core lock held, then
-    /// [`submit`](Ring::submit) after releasing it.
-    pub(crate) fn push_direct(
-        &self,
-        core: &mut Core,
-        ops: &mut dyn Iterator<Item = (RawOp, u8, Notify)>,
-        list: u32,
-        out: &mut Vec<(u32, u32)>,
-    ) -> usize {
-        let mut pushed = 0;
-        // SAFETY: the submission queue is only touched under the core lock, which
-        // the caller holds.
-        let mut sq = unsafe { self.ring.submission_shared() };
-        for (op, prio, notify) in ops {
-            let (idx, gen) = core.alloc(op, prio, 0, notify, list);
-            out.push((idx, gen));
-            if !sq.is_full() && core.issue_now(idx) {
-                let entry = sqe(&op).user_data(user_data(idx, gen));
-                // SAFETY: as in `push_ready`: the buffer is owned by the runtime
-                // until this request's completion is reaped.
-                unsafe {
-                    // Cannot fail: checked `is_full` above.
-                    let _ = sq.push(&entry);
-                }
-                pushed += 1;
-            } else {
-                core.admit(idx, false);
-            }
-        }
-        pushed
-    }
-
-    /// [`push_direct`](Ring::push_direct) for one request already allocated as
-    /// `(idx, gen)`: true if it went into the submission queue.
+    /// matter): request `(idx, gen)`, just allocated, goes straight into the
+    /// submission queue unless its fd's order gate holds it back. True if it did.
+    /// Call with the core lock held, then [`submit`](Ring::submit) after
+    /// releasing it.
     pub(crate) fn push_one(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
         // SAFETY: the submission queue is only touched under the core lock, which
         // the caller holds.
@@ -122,7 +86,7 @@ impl Ring {
         if sq.is_full() || !core.issue_now(idx) {
             return false;
         }
-        let entry = sqe(&core.slots[idx as usize].op).user_data(user_data(idx, gen));
+        let entry = sqe(&core.slots[idx as usize]).user_data(user_data(idx, gen));
         // SAFETY: as in `push_ready`: the buffer is owned by the runtime until this
         // request's completion is reaped.
         unsafe {
@@ -134,16 +98,34 @@ impl Ring {
 
     /// Submits whatever is in the submission queue (any thread, lock not needed:
     /// the kernel takes only entries published under the lock).
+    ///
+    /// EBUSY (the completion queue overflowed) leaves entries in the SQ ring:
+    /// the caller reaps and submits again, since a request must reach the
+    /// kernel before the call that submitted it returns (see `BorrowFd`).
     pub(crate) fn submit(&self) -> io::Result<()> {
         loop {
             match self.ring.submit() {
                 Ok(_) => return Ok(()),
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                // The entries stay in the SQ ring; the next enter takes them.
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// True if entries wait in the submission queue (not yet taken by the
+    /// kernel). Call with the core lock held.
+    pub(crate) fn sq_pending(&self) -> bool {
+        // SAFETY: under the core lock (see `issue`).
+        unsafe { !self.ring.submission_shared().is_empty() }
+    }
+
+    /// Pushes request `(idx, gen)` again as it now stands (a probe read retried at
+    /// offset -1). Call with the core lock held; false if the queue is full.
+    pub(crate) fn push_again(&self, core: &Core, idx: u32, gen: u32) -> bool {
+        let entry = sqe(&core.slots[idx as usize]).user_data(user_data(idx, gen));
+        // SAFETY: under the core lock; the buffer is owned by the runtime until
+        // the request completes, as in `push_ready`.
+        unsafe { self.ring.submission_shared().push(&entry) }.is_ok()
     }
 
     /// Drains the completion queue into the core. Call with the core lock held and
@@ -160,16 +142,32 @@ impl Ring {
             if ud == INTERNAL {
                 continue;
             }
-            let (idx, gen) = super::core::split_user_data(ud);
+            let (idx, gen) = super::table::split_user_data(ud);
             let Some(s) = core.slots.get_mut(idx as usize) else {
                 continue;
             };
-            if s.gen != gen || s.state != super::core::State::Issued {
+            if s.gen != gen || s.state != super::table::State::Issued {
                 continue;
             }
-            let res = cqe.result() as i64;
+            let mut res = cqe.result() as i64;
+            if res == -(libc::ESPIPE as i64) && s.probe && s.op.kind == OpKind::Read {
+                // A probe read at an offset on a socket: the submitter, still in
+                // its call, issues it again at offset -1.
+                s.espipe = true;
+                continue;
+            }
+            if res == -(libc::ECANCELED as i64) && s.eagain {
+                // Cancelled because it would block on an O_NONBLOCK fd.
+                res = -(libc::EAGAIN as i64);
+            }
             // `s.res` holds the bytes written by earlier rounds of this request.
-            if s.op.kind == OpKind::Write && res > 0 && (res as usize) < s.op.len {
+            // The rest is issued again only on the request's own fd copy (the
+            // caller's number may be closed by now).
+            if s.op.kind == OpKind::Write
+                && res > 0
+                && (res as usize) < s.op.len
+                && s.own_fd.is_some()
+            {
                 // A short write (io_uring gives one on a pipe or socket that fills
                 // up): write(2) on a blocking fd would go on until every byte is
                 // written, and so does aio_write: issue the rest, same request.
@@ -179,7 +177,7 @@ impl Ring {
                 if !s.op.ordered {
                     s.op.offset += res;
                 }
-                let entry = sqe(&s.op).user_data(ud);
+                let entry = sqe(s).user_data(ud);
                 // SAFETY: the submission queue is only touched under the core
                 // lock, which the caller holds; the rest of the buffer is owned
                 // by the runtime until this request completes, as in `push_ready`.
@@ -224,28 +222,15 @@ impl Ring {
             }
             Some(t) => {
                 // Old kernels: poll the ring fd instead of a timed enter.
-                let mut pfd = libc::pollfd {
-                    fd: self.ring.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                let ms = t.as_millis().min(i32::MAX as u128) as i32;
-                // SAFETY: one valid pollfd.
-                unsafe { libc::poll(&mut pfd, 1, ms.max(1)) };
-                Ok(0)
+                poll_ring(&self.ring, t)
             }
             None => self.ring.submitter().submit_and_wait(1),
         };
         match r {
             Ok(_) => Ok(()),
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                ) =>
-            {
-                Ok(())
-            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
+            // EINTR: a signal handler ran; the caller decides (POSIX waits
+            // return it, internal waits go on).
             Err(e) => Err(e),
         }
     }
@@ -325,20 +310,7 @@ impl Ring {
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args)
             }
-            Some(t) => {
-                let mut pfd = libc::pollfd {
-                    fd: self.ring.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                let ms = t.as_millis().min(i32::MAX as u128) as i32;
-                // SAFETY: one valid pollfd.
-                if unsafe { libc::poll(&mut pfd, 1, ms.max(1)) } < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(0)
-                }
-            }
+            Some(t) => poll_ring(&self.ring, t),
             None => self.ring.submitter().submit_and_wait(1),
         };
         match r {
@@ -347,6 +319,34 @@ impl Ring {
             Err(e) => Err(e),
         }
     }
+
+    /// `IORING_REGISTER_IOWQ_AFF`: the CPUs the ring's kernel workers (io-wq)
+    /// may run on.
+    pub(crate) fn set_worker_affinity(&self, set: &libc::cpu_set_t) -> io::Result<()> {
+        self.ring.submitter().register_iowq_aff(set)
+    }
+
+    /// `IORING_REGISTER_IOWQ_MAX_WORKERS`: at most `bounded` kernel workers for
+    /// bounded work (regular files, block devices) and `unbounded` for unbounded
+    /// work (sockets, pipes) per NUMA node (0 leaves a limit unchanged).
+    pub(crate) fn set_max_workers(&self, bounded: u32, unbounded: u32) -> io::Result<()> {
+        let mut v = [bounded, unbounded];
+        self.ring.submitter().register_iowq_max_workers(&mut v)
+    }
+}
+
+/// `poll` on the ring's fd for at most `t` (kernels without timed enter).
+fn poll_ring(ring: &IoUring, t: Duration) -> io::Result<usize> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    // SAFETY: the ring's fd is open as long as `ring`, which outlives the call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(ring.as_raw_fd()) };
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    let t = t.max(Duration::from_millis(1));
+    let ts = Timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
+        tv_nsec: t.subsec_nanos() as _,
+    };
+    poll(&mut fds, Some(&ts)).map_err(io::Error::from)
 }
 
 /// Reads and writes at least this large go to the kernel's workers
@@ -356,36 +356,67 @@ impl Ring {
 /// round trip is the floor the engine is measured against).
 const INLINE_MAX: usize = 256 * 1024;
 
-fn sqe(op: &RawOp) -> squeue::Entry {
-    let e = sqe_inline(op);
-    if matches!(op.kind, OpKind::Read | OpKind::Write) && op.len >= INLINE_MAX {
+/// The submission queue entry of a request (see [`sqe_inline`]), sent to the
+/// kernel's workers when it is a large transfer.
+fn sqe(s: &Slot) -> squeue::Entry {
+    let e = sqe_inline(s);
+    if matches!(s.op.kind, OpKind::Read | OpKind::Write) && s.op.len >= INLINE_MAX {
         e.flags(squeue::Flags::ASYNC)
     } else {
         e
     }
 }
 
-fn sqe_inline(op: &RawOp) -> squeue::Entry {
-    let fd = types::Fd(op.fd);
+/// The submission queue entry of a request, as its slot stands: its own fd copy
+/// if it has one, offset -1 on a non-seekable fd, `RWF_NOWAIT` on an
+/// `O_NONBLOCK` one, `IOPRIO_CLASS_RT` for a real-time submitter.
+fn sqe_inline(s: &Slot) -> squeue::Entry {
+    let op = &s.op;
+    let fd = types::Fd(s.io_fd());
     let len = op.len.min(MAX_RW) as u32;
+    let stream = s.fd_kind.is_some_and(|k| k.is_stream());
+    let nowait = if s.nonblock && stream {
+        libc::RWF_NOWAIT
+    } else {
+        0
+    };
     match op.kind {
-        OpKind::Read => opcode::Read::new(fd, op.ptr as *mut u8, len)
-            .offset(op.offset as u64)
-            .build(),
+        OpKind::Read => {
+            // Non-seekable: the offset means nothing (a socket refuses one).
+            let off = if stream { u64::MAX } else { op.offset as u64 };
+            opcode::Read::new(fd, op.ptr as *mut u8, len)
+                .offset(off)
+                .rw_flags(nowait)
+                .ioprio(ioprio(s))
+                .build()
+        }
         OpKind::Write => {
             // Ordered writes (O_APPEND, streams) use the current position: -1.
-            let off = if op.ordered {
+            let off = if op.ordered || stream {
                 u64::MAX
             } else {
                 op.offset as u64
             };
             opcode::Write::new(fd, op.ptr as *const u8, len)
                 .offset(off)
+                .rw_flags(nowait)
+                .ioprio(ioprio(s))
                 .build()
         }
         OpKind::Fsync => opcode::Fsync::new(fd).build(),
         OpKind::Fdatasync => opcode::Fsync::new(fd)
             .flags(types::FsyncFlags::DATASYNC)
             .build(),
+    }
+}
+
+/// `IOPRIO_CLASS_RT` with a level from the effective priority for a real-time
+/// request; 0 (the submitter's own I/O priority) otherwise.
+#[inline]
+fn ioprio(s: &Slot) -> u16 {
+    if s.class.is_rt() {
+        crate::sys::prio::ioprio_rt(s.class.priority)
+    } else {
+        0
     }
 }

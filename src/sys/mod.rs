@@ -16,18 +16,24 @@
 //! | [`process`] | `atexit`, `unlink` at exit, a descriptor pointed at `/dev/null` (fork-safe) |
 //! | [`process_end`] | a hook on the fatal signals (`sigaction`, chained to the previous disposition), blocking them in a helper thread |
 //! | [`pilock`] | the crate's internal priority-inheriting lock (a bare PI futex) |
+//! | [`io`] | fd I/O of the AIO thread engine, `RWF_NOWAIT`/`MSG_DONTWAIT` forms, `fsync`, fd kind and flags, `dup` |
+//! | [`signal`] | `rt_sigqueueinfo` to this process, result checked |
+//! | [`prio`] | the calling thread's policy/priority (read, switch) and io_uring `ioprio` |
 //! | [`mm`] | `posix_madvise` (glibc's behaviour for `POSIX_MADV_DONTNEED`) |
 
 pub(crate) mod clock;
 pub(crate) mod cputime;
 pub(crate) mod fork;
 pub(crate) mod futex;
+pub(crate) mod io;
 pub(crate) mod mm;
 pub(crate) mod pilock;
+pub(crate) mod prio;
 pub(crate) mod proc;
 pub(crate) mod process;
 pub(crate) mod process_end;
 pub(crate) mod sched;
+pub(crate) mod signal;
 pub(crate) mod thread;
 pub(crate) mod tid;
 pub(crate) mod timer;

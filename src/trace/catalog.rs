@@ -4,11 +4,12 @@
 //!
 //! | event | payload (little-endian, packed) | emitted by |
 //! |---|---|---|
-//! | `aio_submit` | `req: u64, fd: i32, op: u32, offset: i64, len: u64` | every AIO request entering the engine |
-//! | `aio_complete` | `req: u64, fd: i32, op: u32, offset: i64, len: u64, result: i64` (bytes or `-errno`) | every request reaching its final state |
+//! | `aio_submit` | `req: u64, fd: i32, op: u32, offset: i64, len: u64, prio: i32` (effective priority) | every AIO request entering the engine |
+//! | `aio_complete` | `req: u64, fd: i32, op: u32, offset: i64, len: u64, result: i64` (bytes or `-errno`), `prio: i32` | every request reaching its final state |
 //! | `aio_cancel` | `req: u64, fd: i32, op: u32, offset: i64, len: u64, outcome: i32` (`AIO_CANCELED` 0, `AIO_NOTCANCELED` 1, `AIO_ALLDONE` 2) | every cancel attempt on a request |
 //! | `aio_list_start` | `list: u32, entries: u32, wait: u32` | `lio_listio` start |
 //! | `aio_list_end` | `list: u32` | `lio_listio`: every entry final |
+//! | `aio_notify_failed` | `signo: i32, errno: i32` | a `SIGEV_SIGNAL` could not be queued (`RLIMIT_SIGPENDING`) |
 //! | `sync_lock` | `addr: hex64, tid: u32, owner: u32, result: i32` | every blocking or timed lock of a mutex (normal, recursive, PI, ceiling) and every write lock of a rwlock |
 //! | `sync_trylock` | `addr: hex64, tid: u32, owner: u32, result: i32` | every trylock of those |
 //! | `sync_unlock` | `addr: hex64, tid: u32, result: i32` | every unlock of those (recorded before the lock is released) |
@@ -48,21 +49,24 @@ const fn f(name: &'static str, ty: T) -> Field {
     Field { name, ty }
 }
 
-static SUBMIT_L: [Field; 5] = [
+static SUBMIT_L: [Field; 6] = [
     f("req", T::U64),
     f("fd", T::I32),
     f("op", T::U32),
     f("offset", T::I64),
     f("len", T::U64),
+    f("prio", T::I32),
 ];
-static COMPLETE_L: [Field; 6] = [
+static COMPLETE_L: [Field; 7] = [
     f("req", T::U64),
     f("fd", T::I32),
     f("op", T::U32),
     f("offset", T::I64),
     f("len", T::U64),
     f("result", T::I64),
+    f("prio", T::I32),
 ];
+static NOTIFY_FAILED_L: [Field; 2] = [f("signo", T::I32), f("errno", T::I32)];
 static CANCEL_L: [Field; 6] = [
     f("req", T::U64),
     f("fd", T::I32),
@@ -84,6 +88,8 @@ pub static AIO_CANCEL: SysEvent = SysEvent::new("aio_cancel", &CANCEL_L);
 pub static AIO_LIST_START: SysEvent = SysEvent::new("aio_list_start", &LIST_START_L);
 /// `aio_list_end`: every entry of a `lio_listio` call is final.
 pub static AIO_LIST_END: SysEvent = SysEvent::new("aio_list_end", &LIST_END_L);
+/// `aio_notify_failed`: a `SIGEV_SIGNAL` notification could not be queued.
+pub static AIO_NOTIFY_FAILED: SysEvent = SysEvent::new("aio_notify_failed", &NOTIFY_FAILED_L);
 
 static LOCK_L: [Field; 4] = [
     f("addr", T::Hex64),
@@ -266,21 +272,32 @@ fn req_fields<const N: usize>(
 
 /// Emits `aio_submit` (a load and a branch when no stream runs).
 #[inline(always)]
-pub(crate) fn aio_submit(req: u64, fd: i32, op: u32, offset: i64, len: usize) {
+pub(crate) fn aio_submit(req: u64, fd: i32, op: u32, offset: i64, len: usize, prio: i32) {
     if super::sys::enabled() {
-        let mut b = [0u8; 32];
-        let n = req_fields(&mut b, req, fd, op, offset, len);
+        let mut b = [0u8; 40];
+        let mut n = req_fields(&mut b, req, fd, op, offset, len);
+        put(&mut b, &mut n, &prio.to_le_bytes());
         AIO_SUBMIT.emit(&b[..n]);
     }
 }
 
 /// Emits `aio_complete`.
 #[inline(always)]
-pub(crate) fn aio_complete(req: u64, fd: i32, op: u32, offset: i64, len: usize, result: i64) {
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn aio_complete(
+    req: u64,
+    fd: i32,
+    op: u32,
+    offset: i64,
+    len: usize,
+    result: i64,
+    prio: i32,
+) {
     if super::sys::enabled() {
-        let mut b = [0u8; 40];
+        let mut b = [0u8; 48];
         let mut n = req_fields(&mut b, req, fd, op, offset, len);
         put(&mut b, &mut n, &result.to_le_bytes());
+        put(&mut b, &mut n, &prio.to_le_bytes());
         AIO_COMPLETE.emit(&b[..n]);
     }
 }
@@ -293,6 +310,17 @@ pub(crate) fn aio_cancel(req: u64, fd: i32, op: u32, offset: i64, len: usize, ou
         let mut n = req_fields(&mut b, req, fd, op, offset, len);
         put(&mut b, &mut n, &outcome.to_le_bytes());
         AIO_CANCEL.emit(&b[..n]);
+    }
+}
+
+/// Emits `aio_notify_failed`.
+#[inline(always)]
+pub(crate) fn aio_notify_failed(signo: i32, errno: i32) {
+    if super::sys::enabled() {
+        let mut b = [0u8; 8];
+        b[..4].copy_from_slice(&signo.to_le_bytes());
+        b[4..].copy_from_slice(&errno.to_le_bytes());
+        AIO_NOTIFY_FAILED.emit(&b);
     }
 }
 
@@ -326,8 +354,8 @@ mod tests {
     fn aio_payloads_decode_by_layout() {
         let t = Trace::create(&TraceAttr::new()).unwrap();
         t.start().unwrap();
-        aio_submit(7, 3, 1, 4096, 512);
-        aio_complete(7, 3, 1, 4096, 512, -5);
+        aio_submit(7, 3, 1, 4096, 512, 75);
+        aio_complete(7, 3, 1, 4096, 512, -5, 75);
         aio_cancel(7, 3, 1, 4096, 512, 2);
         aio_list_start(1, 3, true);
         aio_list_end(1);
@@ -350,10 +378,10 @@ mod tests {
             ));
         }
         let want = [
-            ("aio_submit", "req=7 fd=3 op=1 offset=4096 len=512"),
+            ("aio_submit", "req=7 fd=3 op=1 offset=4096 len=512 prio=75"),
             (
                 "aio_complete",
-                "req=7 fd=3 op=1 offset=4096 len=512 result=-5",
+                "req=7 fd=3 op=1 offset=4096 len=512 result=-5 prio=75",
             ),
             (
                 "aio_cancel",

@@ -18,14 +18,31 @@
 //! - `Done`: the result is final; `aio_return` frees the slot (bumping the
 //!   generation, so the stale name reads as "already taken").
 //!
-//! All of it is guarded by the engine mutex; nothing here makes a system call.
+//! All of it is guarded by the engine mutex. Nothing here makes a system call,
+//! except closing a request's own descriptor copy when it completes, and reading
+//! the submitter's scheduling class for a C request queued by a real-time thread.
+//!
+//! # Effective priority
+//!
+//! A request records its submitter's policy and priority at submission. Its
+//! effective priority is that priority minus `reqprio`, clamped at the policy's
+//! minimum (1 for `SCHED_FIFO`/`SCHED_RR`); for `SCHED_OTHER`, `SCHED_BATCH` and
+//! `SCHED_IDLE` it is 0. Queued requests are issued highest effective priority
+//! first, so every real-time request goes before every non-real-time one; among
+//! equal effective priorities, lower `reqprio` first, then arrival.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::task::Waker;
 
 use super::hook::{self, HookOp};
 use super::notify::{Fire, Notify};
+use crate::sys::io::FdKind;
+use crate::sys::prio::SchedClass;
+
+/// Largest transfer one read or write asks for, as `read(2)` does (`MAX_RW_COUNT`).
+pub(crate) const MAX_RW: usize = 0x7fff_f000;
 
 /// fds below this get their order gate in a vector; larger ones in a map.
 const DENSE_FDS: i32 = 4096;
@@ -103,6 +120,60 @@ pub(crate) struct Slot {
     /// A C request (`posixrt-capi`): the address of the caller's `struct aiocb`,
     /// whose status fields get the result when the request is done (0 otherwise).
     pub aiocb: usize,
+    /// The request's own copy of the caller's descriptor (`F_DUPFD_CLOEXEC`), when
+    /// the descriptor is used after the submitting call returns; closed when done.
+    pub own_fd: Option<OwnedFd>,
+    /// The effective scheduling class: the submitter's policy and its priority
+    /// minus `reqprio`, clamped at the policy's minimum.
+    pub class: SchedClass,
+    /// The kind of the fd, when known (learned at submission or from the kernel).
+    pub fd_kind: Option<FdKind>,
+    /// The fd is `O_NONBLOCK`: a transfer that would block ends with EAGAIN.
+    pub nonblock: bool,
+    /// io_uring: a read submitted without checks; the submitter settles it before
+    /// its call returns (see the engine's `settle_probes`).
+    pub probe: bool,
+    /// io_uring: a probe read the kernel refused with ESPIPE (a socket at an
+    /// offset): to be issued again at offset -1 by the submitter.
+    pub espipe: bool,
+    /// io_uring: cancelled because it would block on an `O_NONBLOCK` fd: reports
+    /// EAGAIN instead of ECANCELED.
+    pub eagain: bool,
+    /// Thread engine: waiting for readiness in the engine's epoll set.
+    pub parked: bool,
+}
+
+impl Slot {
+    /// The descriptor the I/O uses: the request's own copy, or the caller's.
+    #[inline]
+    pub(crate) fn io_fd(&self) -> i32 {
+        match &self.own_fd {
+            Some(f) => f.as_raw_fd(),
+            None => self.op.fd,
+        }
+    }
+}
+
+/// The effective class of a request by a thread of class `c` with `reqprio`.
+#[inline]
+pub(crate) fn effective(c: SchedClass, reqprio: u8) -> SchedClass {
+    if c.is_rt() {
+        SchedClass {
+            policy: c.policy,
+            priority: (c.priority - reqprio as i32).max(1),
+        }
+    } else {
+        SchedClass {
+            policy: c.policy,
+            priority: 0,
+        }
+    }
+}
+
+/// The issue order key (lower first): effective priority, then `reqprio`.
+#[inline]
+fn order_key(class: SchedClass, reqprio: u8) -> i32 {
+    reqprio as i32 - class.priority * 64
 }
 
 impl Slot {
@@ -131,6 +202,14 @@ impl Slot {
             interruptible: false,
             cancel_req: false,
             aiocb: 0,
+            own_fd: None,
+            class: SchedClass::OTHER,
+            fd_kind: None,
+            nonblock: false,
+            probe: false,
+            espipe: false,
+            eagain: false,
+            parked: false,
         }
     }
 }
@@ -141,6 +220,10 @@ struct Gate {
     issued: u32,
     /// Requests held back to keep order.
     queue: VecDeque<u32>,
+    /// A read on this fd number was seen waiting in the kernel and the fd was a
+    /// regular file, block device or directory (which cannot become pollable
+    /// without being closed): later reads skip the `O_NONBLOCK` check.
+    not_pollable: bool,
 }
 
 struct ListGroup {
@@ -180,7 +263,18 @@ pub(crate) struct Core {
     /// A request finished without a kernel completion (cancelled before it was
     /// issued) while a reaper may sleep in `io_uring_enter`: it must be woken.
     pub nudge: bool,
+    /// Submitting calls that still settle probe reads: no thread may block as
+    /// the reaper meanwhile (the submitter reaps its own completions).
+    pub probing: u32,
+    /// Per-thread eventfds of threads waiting interruptibly; written when
+    /// something completes.
+    pub wait_fds: Vec<std::sync::Arc<OwnedFd>>,
+    /// Called when a C request is done, with the address of its `struct aiocb`
+    /// and the result (set by the C ABI; the table itself knows no aiocb).
+    on_aiocb: fn(usize, i64),
 }
+
+fn no_aiocb(_: usize, _: i64) {}
 
 /// Packs a request name into io_uring `user_data`.
 #[inline]
@@ -215,7 +309,15 @@ impl Core {
             fires: Vec::new(),
             shutdown: false,
             nudge: false,
+            probing: 0,
+            wait_fds: Vec::new(),
+            on_aiocb: no_aiocb,
         }
+    }
+
+    /// Sets the function that stores a C request's status into its aiocb.
+    pub(crate) fn set_aiocb_hook(&mut self, f: fn(usize, i64)) {
+        self.on_aiocb = f;
     }
 
     /// The live slot named `(idx, gen)`, if the name is not stale.
@@ -229,8 +331,8 @@ impl Core {
 
     /// Takes a free slot for a new request (not yet admitted).
     ///
-    /// `base` is the submitting thread's scheduling priority; the request's
-    /// effective priority is `base - reqprio`.
+    /// `base` is the submitting thread's real-time priority (0: not real-time,
+    /// or not read because order cannot matter).
     pub(crate) fn alloc(
         &mut self,
         op: RawOp,
@@ -239,6 +341,24 @@ impl Core {
         notify: Notify,
         list: u32,
     ) -> (u32, u32) {
+        let class = if base > 0 {
+            crate::sys::prio::current()
+        } else {
+            SchedClass::OTHER
+        };
+        self.alloc_as(op, reqprio, class, notify, list)
+    }
+
+    /// [`alloc`](Core::alloc) for a submitter of scheduling class `class`.
+    pub(crate) fn alloc_as(
+        &mut self,
+        op: RawOp,
+        reqprio: u8,
+        class: SchedClass,
+        notify: Notify,
+        list: u32,
+    ) -> (u32, u32) {
+        let class = effective(class, reqprio);
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -252,7 +372,15 @@ impl Core {
         s.state = State::FdQueued;
         s.op = op;
         s.reqprio = reqprio;
-        s.key = reqprio as i32 - base;
+        s.key = order_key(class, reqprio);
+        s.class = class;
+        s.own_fd = None;
+        s.fd_kind = None;
+        s.nonblock = false;
+        s.probe = false;
+        s.espipe = false;
+        s.eagain = false;
+        s.parked = false;
         s.seq = seq;
         s.res = 0;
         s.notify = notify;
@@ -271,6 +399,7 @@ impl Core {
             op.offset,
             op.len,
             op.kind.hook(),
+            class.priority,
         );
         (idx, gen)
     }
@@ -332,6 +461,18 @@ impl Core {
         self.ready_live += 1;
     }
 
+    /// True if fd number `fd` was seen to name a file that cannot be polled.
+    #[inline]
+    pub(crate) fn fd_not_pollable(&mut self, fd: i32) -> bool {
+        self.gate(fd).not_pollable
+    }
+
+    /// Records what fd number `fd` names (see [`fd_not_pollable`](Core::fd_not_pollable)).
+    #[inline]
+    pub(crate) fn set_fd_not_pollable(&mut self, fd: i32, v: bool) {
+        self.gate(fd).not_pollable = v;
+    }
+
     /// Requests waiting for the engine.
     #[inline]
     pub(crate) fn ready_len(&self) -> usize {
@@ -373,13 +514,18 @@ impl Core {
         s.state = State::Done;
         s.res = res;
         s.interruptible = false;
+        s.parked = false;
+        s.probe = false;
+        // The request's own descriptor copy is no longer needed.
+        s.own_fd = None;
         if s.aiocb != 0 {
             // A C request: its status goes into the caller's aiocb before anyone
             // is woken or notified.
-            super::capi::completed(s.aiocb, res);
+            (self.on_aiocb)(s.aiocb, res);
         }
         let op = s.op;
         let gen = s.gen;
+        let prio = s.class.priority;
         hook::complete(
             user_data(idx, gen),
             op.fd,
@@ -387,6 +533,7 @@ impl Core {
             op.len,
             op.kind.hook(),
             res,
+            prio,
         );
         if let Some(w) = s.waker.take() {
             self.wakers.push(w);
@@ -430,6 +577,18 @@ impl Core {
             self.gate(fd).queue.pop_front();
             self.pass_gate(front, false);
         }
+    }
+
+    /// Puts an issued request back in the ready queue at its priority (a thread
+    /// engine request whose fd became ready).
+    pub(crate) fn requeue(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        debug_assert_eq!(s.state, State::Issued);
+        s.state = State::Ready;
+        s.parked = false;
+        self.ready.push(Reverse((s.key, s.seq, idx)));
+        self.ready_live += 1;
+        self.inflight -= 1;
     }
 
     /// Cancels a request that has not been issued yet. Returns false if it was

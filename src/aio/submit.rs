@@ -1,0 +1,281 @@
+//! Submission: a checked request goes into the table and, on io_uring, straight
+//! into the submission queue when the ring has room and nothing waits; else into
+//! the priority queue. All under one lock and (io_uring) one `io_uring_enter`.
+//!
+//! # Probe reads (io_uring)
+//!
+//! A read makes no system call before it is submitted: whether its fd is a
+//! socket (which refuses an offset with ESPIPE) or `O_NONBLOCK` (where a read
+//! that would block must end with EAGAIN) is only asked when it matters, while
+//! the submitting call still borrows the fd:
+//! - the kernel refuses it with ESPIPE at once: it is issued again at offset -1;
+//! - it did not complete inline (it waits for data, or went to a kernel worker):
+//!   the fd's flags are read, and on an `O_NONBLOCK` pipe, socket or terminal the
+//!   read is cancelled and reports EAGAIN.
+//!
+//! Meanwhile no other thread blocks as the reaper (`Core::probing`), so the
+//! submitter sees its own completions.
+//!
+//! A read that completes inline (a cached regular file) or fails at once costs
+//! no system call besides `io_uring_enter`. A read left waiting on an fd number
+//! that was already seen, in this context, to name a regular file, block device
+//! or directory skips the flags check too (such a file cannot become pollable
+//! while it stays open). The limit of that shortcut: if the program closes such
+//! a descriptor and the number is reused by an `O_NONBLOCK` pipe or socket, a
+//! read there that would block waits for data (or a cancel) instead of
+//! returning EAGAIN.
+
+use super::engine::{Engine, Inner};
+use super::notify::Notify;
+use super::op::Prepared;
+use super::table::{user_data, Core, OpKind, State};
+use crate::sys::io::{self as sio, FdKind};
+use crate::sys::prio::{self, SchedClass};
+use crate::{Error, ErrorKind, Result};
+
+/// Probe reads of one submitting call (one without allocating).
+#[derive(Default)]
+struct Probes {
+    one: Option<(u32, u32, i32)>,
+    more: Vec<(u32, u32, i32)>,
+}
+
+impl Probes {
+    fn push(&mut self, p: (u32, u32, i32)) {
+        if self.one.is_none() {
+            self.one = Some(p);
+        } else {
+            self.more.push(p);
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.one.is_none()
+    }
+    fn iter(&self) -> impl Iterator<Item = &(u32, u32, i32)> {
+        self.one.iter().chain(self.more.iter())
+    }
+}
+
+fn shutting_down() -> Error {
+    Error::new(
+        ErrorKind::InvalidState,
+        "aio_read",
+        "the AIO context is shutting down",
+    )
+}
+
+impl Inner {
+    /// Submits checked requests (one `lio_listio` group `list`, or `NO_LIST`),
+    /// appending each one's name to `out`. The fds `ops` borrow are not used
+    /// after this returns (see `BorrowFd`).
+    pub(crate) fn submit_many<'fd>(
+        &self,
+        ops: impl ExactSizeIterator<Item = (Prepared<'fd>, Notify)>,
+        list: u32,
+        out: &mut impl Extend<(u32, u32)>,
+    ) -> Result<()> {
+        let threads = matches!(self.engine, Engine::Threads(_));
+        let mut core = self.lock();
+        if core.shutdown {
+            drop(core);
+            return Err(shutting_down());
+        }
+        let direct = self.has_room(&core, ops.len());
+        // Order matters only when requests wait: then (and on the thread engine,
+        // whose workers take the class) the submitter's class is read exactly.
+        let class = if threads || !direct {
+            prio::current()
+        } else {
+            prio::current_cached()
+        };
+        let can_probe = !threads && !core.reaper;
+        let mut probes = Probes::default();
+        if can_probe && ops.len() > 1 {
+            probes.more.reserve(ops.len() - 1);
+        }
+        let mut enter = false;
+        for (p, notify) in ops {
+            let id = self.place(
+                &mut core,
+                p,
+                notify,
+                list,
+                class,
+                direct,
+                can_probe,
+                &mut enter,
+                &mut probes,
+            );
+            out.extend(Some(id));
+        }
+        if core.ready_len() > 0 {
+            enter |= self.kick(&mut core);
+        }
+        if !probes.is_empty() {
+            core.probing += 1;
+        }
+        self.unlock_and_enter(core, enter);
+        if !probes.is_empty() {
+            self.settle_probes(&probes);
+        }
+        Ok(())
+    }
+
+    /// Fast path for one request.
+    #[inline]
+    pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
+        let mut out = One(None);
+        self.submit_many(
+            std::iter::once((p, notify)),
+            super::table::NO_LIST,
+            &mut out,
+        )?;
+        out.0.ok_or_else(shutting_down)
+    }
+
+    /// Puts one request in the table and gives it to the engine or a queue.
+    #[allow(clippy::too_many_arguments)]
+    fn place(
+        &self,
+        core: &mut Core,
+        mut p: Prepared<'_>,
+        notify: Notify,
+        list: u32,
+        class: SchedClass,
+        direct: bool,
+        can_probe: bool,
+        enter: &mut bool,
+        probes: &mut Probes,
+    ) -> (u32, u32) {
+        let (idx, gen) = core.alloc_as(p.raw, p.reqprio, class, notify, list);
+        let read = p.raw.kind == OpKind::Read;
+        let probe = read && !p.checked && can_probe && direct;
+        if let Engine::Uring(r) = &self.engine {
+            fill(core, idx, &mut p, probe);
+            if direct && r.push_one(core, idx, gen) {
+                *enter = true;
+                if probe {
+                    probes.push((idx, gen, p.raw.fd));
+                }
+                return (idx, gen);
+            }
+        }
+        // Held back (or the thread engine): it may start after this call
+        // returns, so it needs its own copy of the fd, and its kind and flags.
+        core.slots[idx as usize].probe = false;
+        if !p.checked {
+            let _ = p.check();
+        }
+        if core.slots[idx as usize].own_fd.is_none() {
+            if let Err(e) = p.own() {
+                core.complete(idx, -(e as i64));
+                core.nudge = true;
+                return (idx, gen);
+            }
+        }
+        fill(core, idx, &mut p, false);
+        core.admit(idx, false);
+        (idx, gen)
+    }
+
+    /// Settles the probe reads of one submitting call (see the module docs).
+    fn settle_probes(&self, probes: &Probes) {
+        let Engine::Uring(r) = &self.engine else {
+            return;
+        };
+        let mut core = self.lock();
+        for _ in 0..4 {
+            r.reap(&mut core);
+            let mut again = false;
+            for &(i, g, fd) in probes.iter() {
+                let retry = core
+                    .get(i, g)
+                    .is_some_and(|s| s.state == State::Issued && s.espipe);
+                if retry {
+                    core.set_fd_not_pollable(fd, false);
+                    let s = &mut core.slots[i as usize];
+                    s.espipe = false;
+                    s.fd_kind = Some(FdKind::StreamSocket);
+                    if r.push_again(&core, i, g) {
+                        again = true;
+                    } else {
+                        core.complete(i, -(libc::ESPIPE as i64));
+                    }
+                }
+            }
+            if !again && !r.sq_pending() {
+                break;
+            }
+            self.release(core);
+            let _ = r.submit();
+            core = self.lock();
+        }
+        // Reads still in the kernel: on an O_NONBLOCK pipe, socket or terminal
+        // they must end with EAGAIN instead of waiting. (A regular file's read
+        // waits for a kernel worker: once an fd number was seen to be one, its
+        // later reads skip the check, so the common path makes no system call.)
+        let mut pending = Vec::new();
+        for &(i, g, fd) in probes.iter() {
+            if core.get(i, g).is_some_and(|s| s.state == State::Issued) && !core.fd_not_pollable(fd)
+            {
+                pending.push((i, g, fd));
+            }
+        }
+        if !pending.is_empty() {
+            self.release(core);
+            let mut seen = Vec::with_capacity(pending.len());
+            for (i, g, fd) in pending {
+                // SAFETY: `fd` is borrowed by the submitting call, which has not
+                // returned yet (this runs inside it).
+                let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                let nonblock = sio::status_flags(bfd).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+                seen.push((i, g, fd, sio::kind(bfd).ok(), nonblock));
+            }
+            core = self.lock();
+            for (i, g, fd, k, nonblock) in seen {
+                let Some(k) = k else { continue };
+                if !k.is_stream() {
+                    core.set_fd_not_pollable(fd, true);
+                    continue;
+                }
+                if nonblock && core.get(i, g).is_some_and(|s| s.state == State::Issued) {
+                    let s = &mut core.slots[i as usize];
+                    s.eagain = true;
+                    s.nonblock = true;
+                    s.fd_kind = Some(k);
+                    r.cancel_async(user_data(i, g));
+                }
+            }
+        }
+        for &(i, g, _) in probes.iter() {
+            if core.get(i, g).is_some() {
+                core.slots[i as usize].probe = false;
+            }
+        }
+        core.probing -= 1;
+        core.completed = true;
+        self.release(core);
+    }
+}
+
+/// The name of one request (no allocation on the single-request path).
+struct One(Option<(u32, u32)>);
+
+impl Extend<(u32, u32)> for One {
+    fn extend<I: IntoIterator<Item = (u32, u32)>>(&mut self, it: I) {
+        if let Some(x) = it.into_iter().last() {
+            self.0 = Some(x);
+        }
+    }
+}
+
+/// Copies what the engine needs from a prepared request into its slot.
+fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
+    let s = &mut core.slots[idx as usize];
+    s.fd_kind = p.kind;
+    s.nonblock = p.nonblock;
+    s.probe = probe;
+    if p.own.is_some() {
+        s.own_fd = p.own.take();
+    }
+}

@@ -1,0 +1,116 @@
+//! The calling thread's scheduling class for prioritized AIO: read it at
+//! submission, switch a worker thread to it and back, and the I/O priority
+//! (`ioprio`) an io_uring request carries.
+//!
+//! # References
+//! - [`sched_getscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_getscheduler.html)
+//! - [`pthread_setschedparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_setschedparam.html)
+//! - [`ioprio_set(2)`](https://man7.org/linux/man-pages/man2/ioprio_set.2.html)
+
+/// A scheduling policy and static priority (0 for the non-real-time policies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SchedClass {
+    pub policy: i32,
+    pub priority: i32,
+}
+
+impl SchedClass {
+    /// `SCHED_OTHER`, priority 0.
+    pub(crate) const OTHER: SchedClass = SchedClass {
+        policy: libc::SCHED_OTHER,
+        priority: 0,
+    };
+
+    /// True for `SCHED_FIFO` and `SCHED_RR`.
+    #[inline]
+    pub(crate) fn is_rt(self) -> bool {
+        self.policy == libc::SCHED_FIFO || self.policy == libc::SCHED_RR
+    }
+}
+
+/// `sched_getscheduler(0)` and `sched_getparam(0)`: the calling thread's policy
+/// and priority (`SCHED_OTHER` 0 if the call fails, which it cannot for
+/// oneself). `SCHED_RESET_ON_FORK` is masked off.
+pub(crate) fn current() -> SchedClass {
+    // The kernel's view (not glibc's cached one: a class set with
+    // sched_setscheduler or from outside the thread is seen too).
+    let Ok(policy) = super::sched::getscheduler(0) else {
+        return SchedClass::OTHER;
+    };
+    let priority = super::sched::getparam(0).unwrap_or(0);
+    SchedClass {
+        policy: policy & !libc::SCHED_RESET_ON_FORK,
+        priority,
+    }
+}
+
+thread_local! {
+    /// The calling thread's class as last read by [`current_cached`], and how
+    /// many more calls may use it.
+    static CACHED: std::cell::Cell<(SchedClass, u32)> =
+        const { std::cell::Cell::new((SchedClass::OTHER, 0)) };
+}
+
+/// How many calls [`current_cached`] answers from one read.
+const CACHE_USES: u32 = 64;
+
+/// The calling thread's class as the C library knows it
+/// (`pthread_getschedparam(pthread_self())`, which makes no system call after
+/// its first: glibc keeps the class and updates it on `pthread_setschedparam`),
+/// read again every [`CACHE_USES`] calls and after [`set_current`]. A change
+/// made with `sched_setscheduler` or from outside the thread is not seen. For
+/// the io_uring fast path, where the class only sets a request's `ioprio` and
+/// trace field; queued requests, whose order depends on it, use [`current`].
+#[inline]
+pub(crate) fn current_cached() -> SchedClass {
+    let (c, left) = CACHED.with(|x| x.get());
+    if left > 0 {
+        CACHED.with(|x| x.set((c, left - 1)));
+        return c;
+    }
+    let mut policy = 0;
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both out-pointers are valid and writable; pthread_self is live.
+    let c =
+        if unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) } != 0 {
+            SchedClass::OTHER
+        } else {
+            SchedClass {
+                policy: policy & !libc::SCHED_RESET_ON_FORK,
+                priority: p.sched_priority,
+            }
+        };
+    CACHED.with(|x| x.set((c, CACHE_USES)));
+    c
+}
+
+/// `pthread_setschedparam(pthread_self(), policy, priority)`: switches the calling
+/// thread. Returns the errno on failure.
+pub(crate) fn set_current(c: SchedClass) -> Result<(), i32> {
+    let p = libc::sched_param {
+        sched_priority: c.priority,
+    };
+    // SAFETY: `p` is a valid sched_param the call only reads.
+    match unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) } {
+        0 => {
+            CACHED.with(|x| x.set((SchedClass::OTHER, 0)));
+            Ok(())
+        }
+        e => Err(e),
+    }
+}
+
+/// `IOPRIO_CLASS_RT`.
+pub(crate) const IOPRIO_CLASS_RT: u16 = 1;
+/// `IOPRIO_CLASS_SHIFT`.
+const IOPRIO_CLASS_SHIFT: u16 = 13;
+
+/// The io_uring `ioprio` of a request with effective real-time priority `prio`
+/// (1..=99): `IOPRIO_CLASS_RT` with level 0 (highest) for 88..=99 down to 7
+/// (lowest) for 1..=12.
+#[inline]
+pub(crate) fn ioprio_rt(prio: i32) -> u16 {
+    let p = prio.clamp(1, 99) as u16;
+    let level = 7 - ((p - 1) * 8 / 99).min(7);
+    (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT) | level
+}

@@ -1,0 +1,408 @@
+//! POSIX conformance of `posixrt::aio` on both engines (issue 10): fsync checks at
+//! submission, waits interrupted by signals, any timeout, SIGEV_THREAD callbacks
+//! that block, O_NONBLOCK, non-seekable files, and descriptors that block never
+//! starving the thread engine. `both!(name, f)` makes `name::uring` and
+//! `name::threads`.
+
+use std::fs::File;
+use std::io::Write;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::net::{UnixDatagram, UnixStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use posixrt::aio::{Aio, Backend, ListMode, Notify, Op, SyncMode};
+use posixrt::ErrorKind;
+
+macro_rules! both {
+    ($name:ident, $f:ident) => {
+        mod $name {
+            #[test]
+            fn uring() {
+                super::$f(posixrt::aio::Backend::Uring)
+            }
+            #[test]
+            fn threads() {
+                super::$f(posixrt::aio::Backend::Threads)
+            }
+        }
+    };
+}
+
+fn ctx(b: Backend) -> Aio {
+    Aio::builder().backend(b).build().expect("AIO context")
+}
+
+fn pipe() -> (OwnedFd, OwnedFd) {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
+}
+
+#[allow(dead_code)]
+fn set_nonblocking(fd: impl AsFd) {
+    let fl = rustix::fs::fcntl_getfl(&fd).unwrap();
+    rustix::fs::fcntl_setfl(&fd, fl | rustix::fs::OFlags::NONBLOCK).unwrap();
+}
+
+/// A regular file with `content`, opened read-write (removed at once).
+fn file(content: &[u8]) -> File {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "posixrt-aio-posix-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(content).unwrap();
+    let _ = std::fs::remove_file(&path);
+    f
+}
+
+/// Waits (bounded) until `req` is done; false if it is still in progress.
+fn done_within<B: Send + 'static>(aio: &Aio, req: &posixrt::aio::Request<B>, t: Duration) -> bool {
+    let _ = aio.suspend([req], Some(t));
+    req.is_done()
+}
+
+// ------------------------------------------------------------ 1. aio_fsync
+
+fn fsync_checked_at_submission(b: Backend) {
+    let aio = ctx(b);
+    // A descriptor that is not open: EBADF from the call itself.
+    let (rd, wr) = pipe();
+    let dead = rd.as_raw_fd();
+    drop(rd);
+    // SAFETY: the number is only handed to aio_fsync, which must refuse it; no
+    // other thread of this test opens files meanwhile... and if one did, the
+    // fsync would still be refused for the pipe below or succeed harmlessly.
+    let bad = unsafe { BorrowedFd::borrow_raw(dead) };
+    let e = aio.fsync(bad, SyncMode::Sync).unwrap_err();
+    assert!(
+        matches!(e.errno(), Some(libc::EBADF) | Some(libc::EINVAL)),
+        "{e}"
+    );
+    // Not open for writing: EBADF.
+    let f = file(b"data");
+    let ro = File::open(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap();
+    let e = aio.fsync(&ro, SyncMode::Sync).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EBADF), "{e}");
+    let e = aio.fsync(&ro, SyncMode::DataSync).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EBADF), "{e}");
+    // Cannot be synchronised: a pipe, a socket: EINVAL.
+    let e = aio.fsync(&wr, SyncMode::Sync).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+    let (s1, _s2) = UnixStream::pair().unwrap();
+    let e = aio.fsync(&s1, SyncMode::DataSync).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+    // reqprio (and every field but the fd and the notification) is ignored.
+    let mut r = aio
+        .submit(Op::<()>::fsync(&f, SyncMode::Sync).reqprio(99))
+        .unwrap();
+    r.wait().unwrap().result.unwrap();
+}
+both!(fsync_validates_at_submission, fsync_checked_at_submission);
+
+// ---------------------------------------------------- 2. signals interrupt
+
+extern "C" fn on_usr(_: i32) {}
+
+fn install(signo: i32, restart: bool) {
+    // SAFETY: installs a handler that does nothing; the struct is fully set.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_usr as *const () as usize;
+        sa.sa_flags = if restart { libc::SA_RESTART } else { 0 };
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
+    }
+}
+
+/// Sends `signo` to the calling thread after 50 ms (from another thread).
+fn kick_me(signo: i32) -> std::thread::JoinHandle<()> {
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() } as usize;
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        // SAFETY: the target thread waits in the test until it has returned.
+        unsafe { libc::pthread_kill(me as libc::pthread_t, signo) };
+    })
+}
+
+fn signal_interrupts_waits(b: Backend) {
+    for (signo, restart) in [(libc::SIGUSR1, false), (libc::SIGUSR2, true)] {
+        install(signo, restart);
+        let aio = ctx(b);
+        let (rd, wr) = pipe();
+        let r = aio.read(&rd, 0, vec![0u8; 4]).unwrap();
+        let k = kick_me(signo);
+        let t0 = Instant::now();
+        let e = aio.suspend([&r], Some(Duration::from_secs(3))).unwrap_err();
+        k.join().unwrap();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Interrupted,
+            "suspend, SA_RESTART={restart}: {e}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        // The request is unaffected: it completes later.
+        rustix::io::write(&wr, b"abcd").unwrap();
+        aio.suspend([&r], Some(Duration::from_secs(5))).unwrap();
+        let mut r = r;
+        assert_eq!(r.aio_return().unwrap().data(), b"abcd");
+
+        // lio_listio(LIO_WAIT) likewise.
+        let k = kick_me(signo);
+        let e = aio
+            .lio_listio(
+                ListMode::Wait,
+                [Some(Op::read(&rd, 0, vec![0u8; 2]))],
+                Notify::None,
+            )
+            .err()
+            .expect("lio_listio returned without data");
+        k.join().unwrap();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::Interrupted,
+            "lio_listio, SA_RESTART={restart}: {e}"
+        );
+        rustix::io::write(&wr, b"xy").unwrap();
+        // The interrupted list's read goes on: it takes the data.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while rustix::io::ioctl_fionread(&rd).unwrap() > 0 {
+            assert!(Instant::now() < deadline, "the listed read never ran");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+both!(
+    signals_interrupt_suspend_and_list_wait,
+    signal_interrupts_waits
+);
+
+// -------------------------------------------------------- 3. any timeout
+
+fn huge_timeouts(b: Backend) {
+    let aio = ctx(b);
+    for t in [Duration::MAX, Duration::from_secs(i64::MAX as u64)] {
+        let (rd, wr) = pipe();
+        let r = aio.read(&rd, 0, vec![0u8; 1]).unwrap();
+        let w = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            rustix::io::write(&wr, b"z").unwrap();
+            wr
+        });
+        aio.suspend([&r], Some(t)).unwrap();
+        drop(w.join().unwrap());
+        assert!(r.is_done());
+    }
+}
+both!(any_timeout_is_valid, huge_timeouts);
+
+// ------------------------------------------ 4. SIGEV_THREAD as a new thread
+
+fn blocked_callback_does_not_delay(b: Backend) {
+    let aio = ctx(b);
+    let f = file(b"0123456789");
+    let (tx, rx) = mpsc::channel::<()>();
+    let rx = Arc::new(std::sync::Mutex::new(rx));
+    let (seen_tx, seen_rx) = mpsc::channel::<&'static str>();
+    let s1 = seen_tx.clone();
+    // The first callback blocks until the second has run.
+    let first = Notify::thread(1, move |_| {
+        let ok = rx
+            .lock()
+            .unwrap()
+            .recv_timeout(Duration::from_secs(3))
+            .is_ok();
+        let _ = s1.send(if ok {
+            "first-released"
+        } else {
+            "first-timed-out"
+        });
+    });
+    let mut r1 = aio
+        .submit(Op::read(&f, 0, vec![0u8; 2]).notify(first))
+        .unwrap();
+    r1.wait().unwrap().result.unwrap();
+    let second = Notify::thread(2, move |_| {
+        let _ = seen_tx.send("second");
+        let _ = tx.send(());
+    });
+    let mut r2 = aio
+        .submit(Op::read(&f, 2, vec![0u8; 2]).notify(second))
+        .unwrap();
+    r2.wait().unwrap().result.unwrap();
+    let a = seen_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    let c = seen_rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!((a, c), ("second", "first-released"));
+}
+both!(
+    sigev_thread_callbacks_do_not_wait_for_each_other,
+    blocked_callback_does_not_delay
+);
+
+// ----------------------------------------------------------- 5. O_NONBLOCK
+
+fn nonblocking_gives_eagain(b: Backend) {
+    let aio = ctx(b);
+    // An empty O_NONBLOCK pipe: EAGAIN, as read(2).
+    let (rd, wr) = pipe();
+    set_nonblocking(&rd);
+    let mut r = aio.read(&rd, 0, vec![0u8; 8]).unwrap();
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(3)),
+        "read stays in progress"
+    );
+    let e = r.aio_return().unwrap().result.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    // A full O_NONBLOCK pipe: a write that would block gives EAGAIN.
+    set_nonblocking(&wr);
+    let mut junk = vec![0u8; 1 << 16];
+    while rustix::io::write(&wr, &junk).is_ok() {}
+    junk.truncate(4096);
+    let mut w = aio.write(&wr, 0, junk).unwrap();
+    assert!(
+        done_within(&aio, &w, Duration::from_secs(3)),
+        "write stays in progress"
+    );
+    let e = w.aio_return().unwrap().result.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    // An O_NONBLOCK socket with nothing to read, read at an offset.
+    let (s1, _s2) = UnixStream::pair().unwrap();
+    s1.set_nonblocking(true).unwrap();
+    let mut r = aio.read(&s1, 100, vec![0u8; 8]).unwrap();
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(3)),
+        "socket read stays in progress"
+    );
+    let e = r.aio_return().unwrap().result.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    // With data there, the O_NONBLOCK read just reads.
+    rustix::io::write(&wr, b"").ok();
+    let (rd2, wr2) = pipe();
+    set_nonblocking(&rd2);
+    rustix::io::write(&wr2, b"ready").unwrap();
+    let mut r = aio.read(&rd2, 0, vec![0u8; 8]).unwrap();
+    assert_eq!(r.wait().unwrap().result.unwrap(), 5);
+}
+both!(o_nonblock_is_honoured, nonblocking_gives_eagain);
+
+// ------------------------------------------------ 6. non-seekable files
+
+fn offsets_ignored_on_streams(b: Backend) {
+    let aio = ctx(b);
+    // Socket: data written before and after the read is submitted.
+    let (s1, s2) = UnixStream::pair().unwrap();
+    (&s2).write_all(b"hello").unwrap();
+    let mut r = aio.read(&s1, 4096, vec![0u8; 5]).unwrap();
+    let c = r.wait().unwrap();
+    assert_eq!(c.data(), b"hello");
+    assert_eq!(c.result.unwrap(), 5);
+    let r = aio.read(&s1, 123, vec![0u8; 3]).unwrap();
+    (&s2).write_all(b"abc").unwrap();
+    let mut r = r;
+    assert_eq!(r.wait().unwrap().data(), b"abc");
+    // A write at an offset to a socket.
+    let mut w = aio.write(&s1, 777, b"xyz".to_vec()).unwrap();
+    assert_eq!(w.wait().unwrap().result.unwrap(), 3);
+    let mut got = [0u8; 3];
+    std::io::Read::read_exact(&mut &s2, &mut got).unwrap();
+    assert_eq!(&got, b"xyz");
+    // A pipe, read and written at offsets.
+    let (rd, wr) = pipe();
+    let mut w = aio.write(&wr, 99, b"pipe".to_vec()).unwrap();
+    assert_eq!(w.wait().unwrap().result.unwrap(), 4);
+    let mut r = aio.read(&rd, 1 << 20, vec![0u8; 4]).unwrap();
+    assert_eq!(r.wait().unwrap().data(), b"pipe");
+    // A datagram socket.
+    let (d1, d2) = UnixDatagram::pair().unwrap();
+    d2.send(b"dgram").unwrap();
+    let mut r = aio.read(&d1, 55, vec![0u8; 16]).unwrap();
+    assert_eq!(r.wait().unwrap().data(), b"dgram");
+}
+both!(
+    non_seekable_files_ignore_the_offset,
+    offsets_ignored_on_streams
+);
+
+// ---------------------------- 7. blocked descriptors never starve the rest
+
+fn idle_pipes_do_not_starve(b: Backend) {
+    let aio = ctx(b);
+    let f = file(&[7u8; 4096]);
+    let mut pipes = Vec::new();
+    let mut idle = Vec::new();
+    for _ in 0..16 {
+        let (rd, wr) = pipe();
+        idle.push(aio.read(&rd, 0, vec![0u8; 1]).unwrap());
+        pipes.push((rd, wr));
+    }
+    // And 16 on one pipe.
+    let (one_rd, one_wr) = pipe();
+    for _ in 0..16 {
+        idle.push(aio.read(&one_rd, 0, vec![0u8; 1]).unwrap());
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let r = aio.read(&f, 0, vec![0u8; 4096]).unwrap();
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(3)),
+        "a regular-file read waits behind idle pipe reads"
+    );
+    // The idle ones still work.
+    for (_, wr) in &pipes {
+        rustix::io::write(wr, b"p").unwrap();
+    }
+    rustix::io::write(&one_wr, &[b'q'; 16]).unwrap();
+    for mut r in idle {
+        assert_eq!(r.wait().unwrap().result.unwrap(), 1);
+    }
+}
+both!(
+    idle_pipe_reads_do_not_starve_a_file_read,
+    idle_pipes_do_not_starve
+);
+
+fn datagram_write_without_pollout(b: Backend) {
+    let aio = ctx(b);
+    let (d1, d2) = UnixDatagram::pair().unwrap();
+    let sndbuf = 208 * 1024;
+    let v = sndbuf as libc::c_int;
+    // SAFETY: sets an int socket option from a valid int.
+    let rc = unsafe {
+        libc::setsockopt(
+            d1.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0);
+    let n = 104 * 1024;
+    // write(2) would complete both (they fit in the send buffer), although
+    // POLLOUT is not signalled after the first.
+    let mut w1 = aio.write(&d1, 0, vec![1u8; n]).unwrap();
+    assert_eq!(w1.wait().unwrap().result.unwrap(), n);
+    let w2 = aio.write(&d1, 0, vec![2u8; n]).unwrap();
+    assert!(
+        done_within(&aio, &w2, Duration::from_secs(3)),
+        "the second datagram write waits for POLLOUT"
+    );
+    let mut w2 = w2;
+    assert_eq!(w2.aio_return().unwrap().result.unwrap(), n);
+    let mut buf = vec![0u8; n];
+    assert_eq!(d2.recv(&mut buf).unwrap(), n);
+    assert_eq!(d2.recv(&mut buf).unwrap(), n);
+    assert!(buf.iter().all(|&x| x == 2));
+}
+both!(
+    datagram_write_does_not_wait_for_pollout,
+    datagram_write_without_pollout
+);

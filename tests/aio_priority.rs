@@ -1,0 +1,320 @@
+//! Prioritized I/O (issue 16) on both engines: the effective priority of a
+//! request is its submitter's policy/priority at submission minus `reqprio`,
+//! clamped at the policy's minimum; queues order by it across submitters; the
+//! thread engine's workers run at it; a SCHED_OTHER caller never raises one.
+//! These tests need CAP_SYS_NICE (they run as root in CI); without it they check
+//! that setting SCHED_FIFO fails with EPERM and stop.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use posixrt::aio::{Aio, Backend, Op, Request};
+use posixrt::trace::{Trace, TraceAttr};
+
+macro_rules! both {
+    ($name:ident, $f:ident) => {
+        mod $name {
+            #[test]
+            fn uring() {
+                super::$f(posixrt::aio::Backend::Uring)
+            }
+            #[test]
+            fn threads() {
+                super::$f(posixrt::aio::Backend::Threads)
+            }
+        }
+    };
+}
+
+/// The tests change scheduling classes and read every thread's: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f` on a new thread with `policy`/`priority`; None without privilege.
+fn on_thread<T: Send + 'static>(
+    policy: i32,
+    priority: i32,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    std::thread::spawn(move || {
+        let p = libc::sched_param {
+            sched_priority: priority,
+        };
+        // SAFETY: sets the calling thread's own class.
+        let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &p) };
+        if rc != 0 {
+            assert_eq!(rc, libc::EPERM, "the documented error without CAP_SYS_NICE");
+            return None;
+        }
+        Some(f())
+    })
+    .join()
+    .unwrap()
+}
+
+/// A request holding the only engine slot (ring entry or worker): a datagram
+/// write to a peer whose queue is full.
+struct Blocker {
+    req: Request<Vec<u8>>,
+    peer: std::os::unix::net::UnixDatagram,
+    _me: std::os::unix::net::UnixDatagram,
+}
+
+fn blocker(aio: &Aio) -> Blocker {
+    let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    while a.send(&[0u8; 256]).is_ok() {}
+    a.set_nonblocking(false).unwrap();
+    let req = aio.write(&a, 0, vec![9u8; 256]).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!req.is_done());
+    Blocker { req, peer, _me: a }
+}
+
+impl Blocker {
+    fn unblock(mut self) {
+        self.peer.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 512];
+        while !self.req.is_done() {
+            while self.peer.recv(&mut b).is_ok() {}
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.req.wait().unwrap().result.unwrap();
+    }
+}
+
+/// A pipe holding bytes 0, 1, 2, ...: each 1-byte read gets its issue rank.
+fn counter_pipe(n: u8) -> (Arc<OwnedFd>, OwnedFd) {
+    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+    let bytes: Vec<u8> = (0..n).collect();
+    rustix::io::write(&wr, &bytes).unwrap();
+    (Arc::new(rd), wr)
+}
+
+fn ordering(b: Backend) {
+    let _g = serial();
+    let aio = Aio::builder()
+        .backend(b)
+        .entries(1)
+        .workers(1)
+        .build()
+        .unwrap();
+    let hold = blocker(&aio);
+    let (rd, _wr) = counter_pipe(16);
+    let mut reqs: Vec<(&str, Request<Vec<u8>>)> = Vec::new();
+    let submit = |policy: i32, prio: i32, reqprio: i32| {
+        let (aio, rd) = (aio.clone(), Arc::clone(&rd));
+        if policy == libc::SCHED_OTHER {
+            return Some(
+                aio.submit(Op::read(&*rd, 0, vec![0u8; 1]).reqprio(reqprio))
+                    .unwrap(),
+            );
+        }
+        on_thread(policy, prio, move || {
+            aio.submit(Op::read(&*rd, 0, vec![0u8; 1]).reqprio(reqprio))
+                .unwrap()
+        })
+    };
+    for (name, policy, prio, reqprio) in [
+        ("A other", libc::SCHED_OTHER, 0, 0),
+        ("B fifo10", libc::SCHED_FIFO, 10, 0),
+        ("C fifo20-15", libc::SCHED_FIFO, 20, 15),
+        ("D rr30", libc::SCHED_RR, 30, 0),
+        ("E other", libc::SCHED_OTHER, 0, 0),
+        ("F fifo2-10 (clamped to 1)", libc::SCHED_FIFO, 2, 10),
+        ("G other reqprio 20", libc::SCHED_OTHER, 0, 20),
+    ] {
+        let Some(r) = submit(policy, prio, reqprio) else {
+            hold.unblock();
+            return;
+        };
+        reqs.push((name, r));
+    }
+    hold.unblock();
+    let mut got: Vec<(u8, &str)> = reqs
+        .into_iter()
+        .map(|(n, mut r)| (r.wait().unwrap().data()[0], n))
+        .collect();
+    got.sort();
+    let order: Vec<&str> = got.into_iter().map(|(_, n)| n).collect();
+    assert_eq!(
+        order,
+        [
+            "D rr30",
+            "B fifo10",
+            "C fifo20-15",
+            "F fifo2-10 (clamped to 1)",
+            "A other",
+            "E other",
+            "G other reqprio 20"
+        ]
+    );
+}
+both!(
+    queues_order_by_effective_priority_across_submitters,
+    ordering
+);
+
+/// `(policy, rt_priority)` of every `posixrt-aio-<n>` worker thread now.
+fn worker_classes() -> Vec<(i32, i32)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in dir.flatten() {
+        let p = t.path();
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        let comm = comm.trim();
+        let worker = comm
+            .strip_prefix("posixrt-aio-")
+            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
+            || comm.starts_with("iou-wrk");
+        if !worker {
+            continue;
+        }
+        let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // Fields 40 (rt_priority) and 41 (policy) of proc(5); `rest` starts at 3.
+        if let (Some(rp), Some(pol)) = (f.get(37), f.get(38)) {
+            out.push((pol.parse().unwrap_or(-1), rp.parse().unwrap_or(-1)));
+        }
+    }
+    out
+}
+
+/// Submits a long read (32 MiB from /dev/urandom) from a thread of the given class
+/// and samples the workers' classes while it runs. Returns the classes seen
+/// and the effective priority the request's `aio_submit` trace event carries.
+fn run_sampled(aio: &Aio, policy: i32, prio: i32, reqprio: i32) -> Option<(Vec<(i32, i32)>, i32)> {
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    t.start().unwrap();
+    let zero = Arc::new(std::fs::File::open("/dev/urandom").unwrap());
+    let fd = zero.as_raw_fd();
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sampler = {
+        let (stop, seen) = (Arc::clone(&stop), Arc::clone(&seen));
+        std::thread::spawn(move || {
+            // Above every worker, so a busy real-time worker cannot starve it.
+            let p = libc::sched_param { sched_priority: 90 };
+            // SAFETY: sets the calling thread's own class (failure is harmless).
+            unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &p) };
+            for _ in 0..20_000 {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                seen.lock().unwrap().extend(worker_classes());
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        })
+    };
+    let aio2 = aio.clone();
+    let job = move || {
+        let mut r = aio2
+            .submit(Op::read(&*zero, 0, vec![0u8; 32 << 20]).reqprio(reqprio))
+            .unwrap();
+        let c = r.wait().unwrap();
+        assert!(c.result.unwrap() > 0);
+    };
+    let ran = if policy == libc::SCHED_OTHER {
+        std::thread::spawn(job).join().unwrap();
+        Some(())
+    } else {
+        on_thread(policy, prio, job)
+    };
+    stop.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    t.stop().unwrap();
+    ran?;
+    let mut prios = t.events().filter_map(|e| {
+        let name = t.eventid_name(e.id).ok()?;
+        let d = &e.data;
+        // aio_submit: req u64, fd i32, op u32, offset i64, len u64, prio i32.
+        let efd = i32::from_le_bytes(d.get(8..12)?.try_into().ok()?);
+        if name != "aio_submit" || efd != fd {
+            return None;
+        }
+        Some(i32::from_le_bytes(d.get(32..36)?.try_into().ok()?))
+    });
+    let eff = prios.next().expect("no aio_submit event for the request");
+    let seen = seen.lock().unwrap().clone();
+    Some((seen, eff))
+}
+
+fn worker_priority(b: Backend) {
+    let _g = serial();
+    let aio = Aio::builder().backend(b).build().unwrap();
+    let Some((seen, eff)) = run_sampled(&aio, libc::SCHED_FIFO, 80, 5) else {
+        return;
+    };
+    assert_eq!(eff, 75, "effective priority of FIFO 80 with reqprio 5");
+    if b == Backend::Threads {
+        assert!(
+            seen.contains(&(libc::SCHED_FIFO, 75)),
+            "no worker ran at SCHED_FIFO 75: {seen:?}"
+        );
+    }
+    // Nothing ever runs above the request's class.
+    assert!(seen.iter().all(|&(_, p)| p <= 75), "{seen:?}");
+    // A worker returns to SCHED_OTHER once idle.
+    if b == Backend::Threads {
+        let mut back = false;
+        for _ in 0..500 {
+            if worker_classes()
+                .iter()
+                .all(|&(pol, _)| pol == libc::SCHED_OTHER)
+            {
+                back = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert!(
+            back,
+            "a worker stayed real-time while idle: {:?}",
+            worker_classes()
+        );
+    }
+}
+both!(worker_runs_at_the_effective_priority, worker_priority);
+
+fn clamp(b: Backend) {
+    let _g = serial();
+    let aio = Aio::builder().backend(b).build().unwrap();
+    let Some((seen, eff)) = run_sampled(&aio, libc::SCHED_RR, 3, 10) else {
+        return;
+    };
+    assert_eq!(eff, 1, "RR 3 minus reqprio 10 clamps at the minimum, 1");
+    if b == Backend::Threads {
+        assert!(seen.contains(&(libc::SCHED_RR, 1)), "{seen:?}");
+    }
+    assert!(seen.iter().all(|&(_, p)| p <= 1), "{seen:?}");
+}
+both!(effective_priority_clamps_at_the_policy_minimum, clamp);
+
+fn other_never_raises(b: Backend) {
+    let _g = serial();
+    // The context is made by a real-time thread: its workers must still rest at
+    // SCHED_OTHER, and serve a SCHED_OTHER caller at SCHED_OTHER.
+    let Some(aio) = on_thread(libc::SCHED_FIFO, 50, move || {
+        Aio::builder().backend(b).build().unwrap()
+    }) else {
+        return;
+    };
+    let (seen, eff) = run_sampled(&aio, libc::SCHED_OTHER, 0, 0).unwrap();
+    assert_eq!(eff, 0);
+    assert!(
+        seen.iter()
+            .all(|&(pol, p)| pol == libc::SCHED_OTHER && p == 0),
+        "a worker ran above SCHED_OTHER for a SCHED_OTHER caller: {seen:?}"
+    );
+}
+both!(sched_other_caller_never_raises_a_worker, other_never_raises);
