@@ -357,10 +357,14 @@ fn poll_ring(ring: &IoUring, t: Duration) -> io::Result<usize> {
 const INLINE_MAX: usize = 256 * 1024;
 
 /// The submission queue entry of a request (see [`sqe_inline`]), sent to the
-/// kernel's workers when it is a large transfer.
+/// kernel's workers when it is a large transfer from a SCHED_OTHER submitter. A
+/// real-time submitter's stays inline: the kernel's io-wq workers are created
+/// from the submitting thread and take its class, so a worker would run at the
+/// submitter's priority, above the request's effective one.
 fn sqe(s: &Slot) -> squeue::Entry {
     let e = sqe_inline(s);
-    if matches!(s.op.kind, OpKind::Read | OpKind::Write) && s.op.len >= INLINE_MAX {
+    let large = matches!(s.op.kind, OpKind::Read | OpKind::Write) && s.op.len >= INLINE_MAX;
+    if large && !s.class.is_rt() {
         e.flags(squeue::Flags::ASYNC)
     } else {
         e
