@@ -462,33 +462,50 @@ fn priority_order(b: Backend) {
         .build()
         .unwrap();
     let s = scratch(false, &pattern(4096));
+    let fd = s.file.as_raw_fd();
+    // The order requests complete in is read from the trace (aio_submit and
+    // aio_complete of this file's fd), not from SIGEV_THREAD callbacks: those
+    // run on a pool, "as if in new threads", in no guaranteed order.
+    let t = posixrt::trace::Trace::create(&posixrt::trace::TraceAttr::new()).unwrap();
+    t.start().unwrap();
     let blocker = blocker(&aio);
-    let order = Arc::new(Mutex::new(Vec::new()));
     let prios = [5, 0, 20, 0, 3, 1];
     let reqs: Vec<_> = prios
         .iter()
-        .enumerate()
-        .map(|(i, &p)| {
-            let o = Arc::clone(&order);
-            aio.submit(
-                Op::read(&s.file, 0, vec![0u8; 16])
-                    .reqprio(p)
-                    .notify(Notify::thread(i as i32, move |v| {
-                        o.lock().unwrap().push(v.int())
-                    })),
-            )
-            .unwrap()
+        .map(|&p| {
+            aio.submit(Op::read(&s.file, 0, vec![0u8; 16]).reqprio(p))
+                .unwrap()
         })
         .collect();
     blocker.unblock();
     for mut r in reqs {
         r.wait().unwrap().result.unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while order.lock().unwrap().len() < prios.len() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(2));
+    t.stop().unwrap();
+    let mut submitted = Vec::new();
+    let mut completed = Vec::new();
+    for e in t.events() {
+        let Ok(name) = t.eventid_name(e.id) else {
+            continue;
+        };
+        let d = &e.data;
+        if d.len() < 12 || i32::from_le_bytes(d[8..12].try_into().unwrap()) != fd {
+            continue;
+        }
+        let req = u64::from_le_bytes(d[..8].try_into().unwrap());
+        match name.as_str() {
+            "aio_submit" => submitted.push(req),
+            "aio_complete" => completed.push(req),
+            _ => {}
+        }
     }
-    assert_eq!(*order.lock().unwrap(), vec![1, 3, 5, 4, 0, 2]);
+    t.shutdown().unwrap();
+    assert_eq!(submitted.len(), prios.len(), "{submitted:?}");
+    let order: Vec<usize> = completed
+        .iter()
+        .filter_map(|r| submitted.iter().position(|x| x == r))
+        .collect();
+    assert_eq!(order, vec![1, 3, 5, 4, 0, 2]);
 }
 both!(issued_in_priority_order, priority_order);
 
