@@ -372,9 +372,7 @@ impl Inner {
                         break;
                     }
                     let mut core = self.lock();
-                    if !core.reaper {
-                        r.reap(&mut core);
-                    }
+                    self.poll_completions(&mut core);
                     let pending = r.sq_pending();
                     self.release(core);
                     if !pending {
@@ -390,7 +388,14 @@ impl Inner {
     #[inline]
     pub(crate) fn poll_completions(&self, core: &mut Core) {
         if let Engine::Uring(r) = &self.engine {
-            if !core.reaper && r.reap(core) > 0 && core.ready_len() > 0 {
+            if core.reaper {
+                return;
+            }
+            r.reap(core);
+            // Also when this reap found nothing: another path may have reaped the
+            // completion that released these (an fsync behind a write on its fd)
+            // without issuing them.
+            if core.ready_len() > 0 {
                 let _ = r.issue(core);
             }
         }

@@ -254,6 +254,12 @@ impl Inner {
         }
         core.probing -= 1;
         core.completed = true;
+        // The reaps above may have completed a request that released others on
+        // its fd (an fsync queued behind a write): issue them now, or nobody
+        // would (no completion is left to wake a reaper).
+        if core.ready_len() > 0 {
+            let _ = r.issue(&mut core);
+        }
         self.release(core);
     }
 }
