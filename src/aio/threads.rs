@@ -27,7 +27,9 @@
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, MutexGuard};
+use std::sync::Arc;
+
+use crate::sys::pilock::{PiCond, PiGuard};
 
 use rustix::event::epoll;
 use rustix::event::{eventfd, EventfdFlags};
@@ -40,9 +42,9 @@ use crate::{Error, Result};
 /// What the pool needs from the context that owns it.
 pub(crate) trait Host: Send + Sync + 'static {
     /// Locks the request table.
-    fn table(&self) -> MutexGuard<'_, Core>;
+    fn table(&self) -> PiGuard<'_, Core>;
     /// Unlocks the table, then wakes waiters and fires notifications.
-    fn release(&self, t: MutexGuard<'_, Core>);
+    fn release(&self, t: PiGuard<'_, Core>);
     /// The pool (None if the context runs another engine).
     fn pool(&self) -> Option<&Pool>;
 }
@@ -52,7 +54,7 @@ const WAKE: u64 = u64::MAX;
 
 pub(crate) struct Pool {
     /// Signalled when requests become ready.
-    pub work: Condvar,
+    pub work: PiCond,
     /// Parked requests wait here for readiness (one registration per request, on
     /// the request's own descriptor copy).
     epoll: OwnedFd,
@@ -81,7 +83,7 @@ impl Pool {
         )
         .map_err(|e| errno_of(e, "epoll_ctl"))?;
         Ok(Pool {
-            work: Condvar::new(),
+            work: PiCond::new(),
             epoll: ep,
             wake,
             workers,
@@ -209,10 +211,10 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             core = host.table();
             if cur != SchedClass::OTHER {
                 // Could not switch back (no privilege any more): sleep anyway.
-                core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
+                pool.work.wait_until(&mut core, None);
             }
         } else {
-            core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
+            pool.work.wait_until(&mut core, None);
         }
     }
 }

@@ -92,3 +92,53 @@ unsafe impl lock_api::RawMutex for RawPiLock {
         self.word.load(Ordering::Relaxed) != 0
     }
 }
+
+/// A value behind a [`PiLocked`] lock, held.
+pub(crate) type PiGuard<'a, T> = lock_api::MutexGuard<'a, RawPiLock, T>;
+
+/// A condition variable for [`PiLocked`] locks: an event count on a plain futex.
+/// A waiter reads the count with the lock held, releases the lock, and sleeps
+/// while the count is unchanged; a notifier bumps the count and wakes. A notify
+/// that lands between the read and the sleep changes the count, so the sleep
+/// returns at once: no wake-up is lost. The lock itself stays priority-inheriting
+/// (the waiter re-takes it with `FUTEX_LOCK_PI`).
+///
+/// # References
+/// - [`futex(2)`, FUTEX_WAIT_BITSET, FUTEX_WAKE](https://man7.org/linux/man-pages/man2/futex.2.html)
+pub(crate) struct PiCond {
+    seq: AtomicU32,
+}
+
+impl PiCond {
+    pub(crate) const fn new() -> PiCond {
+        PiCond {
+            seq: AtomicU32::new(0),
+        }
+    }
+
+    /// Releases `guard`'s lock, sleeps until notified (or spuriously, or past
+    /// `deadline`), and takes the lock again. Callers re-check their condition.
+    pub(crate) fn wait_until<T>(
+        &self,
+        guard: &mut PiGuard<'_, T>,
+        deadline: Option<std::time::Instant>,
+    ) {
+        let seen = self.seq.load(Ordering::Acquire);
+        lock_api::MutexGuard::unlocked(guard, || {
+            // EAGAIN (the count moved), EINTR, ETIMEDOUT: all mean "look again".
+            let _ = futex::wait(&self.seq, seen, deadline);
+        });
+    }
+
+    /// Wakes one waiter.
+    pub(crate) fn notify_one(&self) {
+        self.seq.fetch_add(1, Ordering::Release);
+        futex::wake(&self.seq, 1);
+    }
+
+    /// Wakes every waiter.
+    pub(crate) fn notify_all(&self) {
+        self.seq.fetch_add(1, Ordering::Release);
+        futex::wake(&self.seq, i32::MAX as u32);
+    }
+}
