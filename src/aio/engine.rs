@@ -5,10 +5,7 @@
 use std::fmt;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-
-use crate::sys::pilock::{PiCond, PiGuard, PiLocked, RawPiLock};
-use lock_api::RawMutex as _;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::hook;
@@ -120,11 +117,8 @@ fn classify_setup_error(errno: i32) -> (bool, String) {
 }
 
 pub(crate) struct Inner {
-    /// The request table and queues. Priority-inheriting: a real-time submitter
-    /// or waiter that finds it held lends its priority to the holder (the
-    /// completion thread, a pool worker, another submitter).
-    core: PiLocked<Core>,
-    cond: PiCond,
+    core: Mutex<Core>,
+    cond: Condvar,
     pub engine: Engine,
     pub info: BackendInfo,
     /// Aio and Request handles alive; at zero the context shuts down.
@@ -230,8 +224,8 @@ impl Inner {
             Engine::Uring(_) => 0,
         };
         let inner = Arc::new(Inner {
-            core: PiLocked::const_new(RawPiLock::INIT, Core::new()),
-            cond: PiCond::new(),
+            core: Mutex::new(Core::new()),
+            cond: Condvar::new(),
             engine,
             info,
             users: AtomicUsize::new(0),
@@ -256,8 +250,8 @@ impl Inner {
     }
 
     #[inline]
-    pub(crate) fn lock(&self) -> PiGuard<'_, Core> {
-        self.core.lock()
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn add_user(&self) {
@@ -273,7 +267,7 @@ impl Inner {
 
     /// Releases the lock, then wakes waiters and fires notifications collected
     /// while it was held.
-    pub(crate) fn release(&self, mut core: PiGuard<'_, Core>) {
+    pub(crate) fn release(&self, mut core: MutexGuard<'_, Core>) {
         if core.nudge {
             core.nudge = false;
             if core.reaper {
@@ -366,7 +360,7 @@ impl Inner {
     /// Releases the lock, then enters the ring if `enter` (so inline I/O does not
     /// run under the lock).
     #[inline]
-    pub(crate) fn unlock_and_enter(&self, core: PiGuard<'_, Core>, enter: bool) {
+    pub(crate) fn unlock_and_enter(&self, core: MutexGuard<'_, Core>, enter: bool) {
         self.release(core);
         if enter {
             if let Engine::Uring(r) = &self.engine {
@@ -565,8 +559,15 @@ impl Inner {
                     }
                     None => {
                         core.waiters += 1;
-                        let until = remaining.and_then(|t| Instant::now().checked_add(t));
-                        self.cond.wait_until(&mut core, until);
+                        core = match remaining {
+                            Some(t) => {
+                                self.cond
+                                    .wait_timeout(core, t)
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .0
+                            }
+                            None => self.cond.wait(core).unwrap_or_else(|p| p.into_inner()),
+                        };
                         core.waiters -= 1;
                     }
                 },
@@ -615,7 +616,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let core = self.core.get_mut();
+        let core = self.core.get_mut().unwrap_or_else(|p| p.into_inner());
         for s in core.slots.iter_mut() {
             if s.state == State::Issued {
                 // The kernel or a worker may still write here: leak, never free.
@@ -670,11 +671,11 @@ fn sleep_on(fd: &OwnedFd, t: Option<Duration>) -> std::result::Result<(), i32> {
 
 impl Host for Inner {
     #[inline]
-    fn table(&self) -> PiGuard<'_, Core> {
+    fn table(&self) -> MutexGuard<'_, Core> {
         self.lock()
     }
     #[inline]
-    fn release(&self, t: PiGuard<'_, Core>) {
+    fn release(&self, t: MutexGuard<'_, Core>) {
         Inner::release(self, t)
     }
     #[inline]

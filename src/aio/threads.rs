@@ -27,9 +27,7 @@
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
-
-use crate::sys::pilock::{PiCond, PiGuard};
+use std::sync::{Arc, Condvar, MutexGuard};
 
 use rustix::event::epoll;
 use rustix::event::{eventfd, EventfdFlags};
@@ -42,9 +40,9 @@ use crate::{Error, Result};
 /// What the pool needs from the context that owns it.
 pub(crate) trait Host: Send + Sync + 'static {
     /// Locks the request table.
-    fn table(&self) -> PiGuard<'_, Core>;
+    fn table(&self) -> MutexGuard<'_, Core>;
     /// Unlocks the table, then wakes waiters and fires notifications.
-    fn release(&self, t: PiGuard<'_, Core>);
+    fn release(&self, t: MutexGuard<'_, Core>);
     /// The pool (None if the context runs another engine).
     fn pool(&self) -> Option<&Pool>;
 }
@@ -54,7 +52,7 @@ const WAKE: u64 = u64::MAX;
 
 pub(crate) struct Pool {
     /// Signalled when requests become ready.
-    pub work: PiCond,
+    pub work: Condvar,
     /// Parked requests wait here for readiness (one registration per request, on
     /// the request's own descriptor copy).
     epoll: OwnedFd,
@@ -83,7 +81,7 @@ impl Pool {
         )
         .map_err(|e| errno_of(e, "epoll_ctl"))?;
         Ok(Pool {
-            work: PiCond::new(),
+            work: Condvar::new(),
             epoll: ep,
             wake,
             workers,
@@ -211,10 +209,10 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             core = host.table();
             if cur != SchedClass::OTHER {
                 // Could not switch back (no privilege any more): sleep anyway.
-                pool.work.wait_until(&mut core, None);
+                core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
             }
         } else {
-            pool.work.wait_until(&mut core, None);
+            core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
         }
     }
 }
