@@ -712,3 +712,20 @@ fn background(inner: Arc<Inner>, efd: OwnedFd) {
         }
     }
 }
+
+#[cfg(feature = "tokio")]
+impl super::tokio_reap::Host for Inner {
+    fn reap_now(&self) {
+        let mut core = self.lock();
+        self.poll_completions(&mut core);
+        self.release(core);
+    }
+
+    fn completion_eventfd(&self) -> Option<&OwnedFd> {
+        Inner::completion_eventfd(self).ok().flatten()
+    }
+
+    fn reactors(&self) -> &super::tokio_reap::Reactors {
+        &self.reactors
+    }
+}

@@ -24,7 +24,17 @@ use std::task::{Context, Poll, Wake, Waker};
 use tokio::io::unix::AsyncFd;
 use tokio::runtime::{Handle, Id};
 
-use super::engine::Inner;
+/// What this module needs of an AIO context (implemented by the engine's
+/// `Inner`): it stays a leaf, as the engine's other backends are.
+pub(crate) trait Host: Send + Sync {
+    /// Reaps the completion queue and wakes whoever's request completed.
+    fn reap_now(&self);
+    /// The ring's completion eventfd, registered on first use; `None` for an
+    /// engine without one.
+    fn completion_eventfd(&self) -> Option<&OwnedFd>;
+    /// This context's reactor registrations.
+    fn reactors(&self) -> &Reactors;
+}
 
 /// The reactor registrations of one context, one per live runtime that polled it.
 #[derive(Default)]
@@ -35,7 +45,7 @@ pub(crate) struct Reactors {
 /// One runtime's registration of the completion eventfd; also the waker the
 /// reactor calls when it fires.
 struct Reap {
-    inner: Weak<Inner>,
+    inner: Weak<dyn Host>,
     afd: AsyncFd<OwnedFd>,
 }
 
@@ -64,10 +74,8 @@ impl Wake for Reap {
         if !self.rearm() {
             return;
         }
-        if let Some(inner) = self.inner.upgrade() {
-            let mut core = inner.lock();
-            inner.poll_completions(&mut core);
-            inner.release(core);
+        if let Some(host) = self.inner.upgrade() {
+            host.reap_now();
         }
     }
 }
@@ -76,14 +84,14 @@ impl Wake for Reap {
 /// when there is no usable runtime here (the caller then starts the completion
 /// thread), or when the engine has no eventfd (the thread engine wakes futures
 /// from its workers).
-pub(crate) fn arm(inner: &Arc<Inner>) -> bool {
+pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
     let Ok(handle) = Handle::try_current() else {
         return false;
     };
     let id = handle.id();
     let reap = {
         let mut list = inner
-            .reactors
+            .reactors()
             .list
             .lock()
             .unwrap_or_else(|p| p.into_inner());
@@ -106,7 +114,7 @@ pub(crate) fn arm(inner: &Arc<Inner>) -> bool {
     }
     // The runtime with this id is a new one (the old one shut down): register again.
     let mut list = inner
-        .reactors
+        .reactors()
         .list
         .lock()
         .unwrap_or_else(|p| p.into_inner());
@@ -121,12 +129,12 @@ pub(crate) fn arm(inner: &Arc<Inner>) -> bool {
 }
 
 /// A new registration of the completion eventfd with the current runtime's reactor.
-fn register(inner: &Arc<Inner>) -> Option<Arc<Reap>> {
-    let efd = inner.completion_eventfd().ok()??;
+fn register<H: Host + 'static>(inner: &Arc<H>) -> Option<Arc<Reap>> {
+    let efd = inner.completion_eventfd()?;
     let dup = efd.try_clone().ok()?;
     let afd = register_fd(dup)?;
     Some(Arc::new(Reap {
-        inner: Arc::downgrade(inner),
+        inner: Arc::downgrade(inner) as Weak<dyn Host>,
         afd,
     }))
 }
