@@ -27,6 +27,19 @@ use std::time::{Duration, Instant};
 
 use posixrt::aio::{Aio, Backend, Op, Request};
 
+#[path = "support/args.rs"]
+mod args;
+
+const USAGE: &str = "usage: aio_priority [--json] [--other N]
+
+Saturates the AIO thread engine with SCHED_OTHER reads, then submits from a
+SCHED_FIFO 80 thread: reports how many RT requests overtook the queued OTHER ones
+(rt_first_fraction, expected 1.0) and the class a worker ran at while serving an RT
+request with reqprio 5 (expected SCHED_FIFO 75). Needs CAP_SYS_NICE.
+
+  --other N   SCHED_OTHER requests queued first (100 to 100000, default 5000)
+  --json      one JSON object instead of the text";
+
 const RT_REQUESTS: usize = 50;
 const RT_PRIO: i32 = 80;
 const REQPRIO: i32 = 5;
@@ -222,14 +235,16 @@ fn policy_name(p: i32) -> &'static str {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let json = args.iter().any(|a| a == "--json");
-    let other = args
-        .iter()
-        .position(|a| a == "--other")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(5000usize);
+    let mut json = false;
+    let mut other = 5000usize;
+    let mut it = args::Args::new("aio_priority", USAGE);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" => json = true,
+            "--other" => other = it.value_in("--other", 100..=100_000),
+            _ => it.unknown(&a),
+        }
+    }
     if let Err(e) = run(json, other) {
         eprintln!("aio_priority: {e}");
         std::process::exit(1);
