@@ -16,14 +16,15 @@
 //! Meanwhile no other thread blocks as the reaper (`Core::probing`), so the
 //! submitter sees its own completions.
 //!
-//! A read that completes inline (a cached regular file) or fails at once costs
-//! no system call besides `io_uring_enter`. A read left waiting on an fd number
-//! that was already seen, in this context, to name a regular file, block device
-//! or directory skips the flags check too (such a file cannot become pollable
-//! while it stays open). The limit of that shortcut: if the program closes such
-//! a descriptor and the number is reused by an `O_NONBLOCK` pipe or socket, a
-//! read there that would block waits for data (or a cancel) instead of
-//! returning EAGAIN.
+//! The first probe read on an fd number reads the fd's kind and flags once (after
+//! the enter, inside the call); once the number is known to name a regular
+//! file, block device or directory (which cannot become pollable while it stays
+//! open), its later reads are not probes at all: no settling pass, no system
+//! call besides `io_uring_enter`. The limit of that shortcut: if the program
+//! closes such a descriptor and the number is reused, in the same context, by a
+//! pipe or socket, a read there at a non-zero offset fails with ESPIPE instead
+//! of ignoring the offset, and on an `O_NONBLOCK` one a read that would block
+//! waits for data (or a cancel) instead of returning EAGAIN.
 
 use super::engine::{Engine, Inner};
 use super::notify::Notify;
@@ -149,7 +150,10 @@ impl Inner {
     ) -> (u32, u32) {
         let (idx, gen) = core.alloc_as(p.raw, p.reqprio, class, notify, list);
         let read = p.raw.kind == OpKind::Read;
-        let probe = read && !p.checked && can_probe && direct;
+        // A read on an fd number already seen, in this context, to name a regular
+        // file, block device or directory needs no probe (no ESPIPE, no EAGAIN):
+        // no settling pass after the enter.
+        let probe = read && !p.checked && can_probe && direct && !core.fd_not_pollable(p.raw.fd);
         if let Engine::Uring(r) = &self.engine {
             fill(core, idx, &mut p, probe);
             if direct && r.push_one(core, idx, gen) {
@@ -214,36 +218,43 @@ impl Inner {
         // they must end with EAGAIN instead of waiting. (A regular file's read
         // waits for a kernel worker: once an fd number was seen to be one, its
         // later reads skip the check, so the common path makes no system call.)
-        let mut pending = Vec::new();
-        for &(i, g, fd) in probes.iter() {
-            if core.get(i, g).is_some_and(|s| s.state == State::Issued) && !core.fd_not_pollable(fd)
-            {
-                pending.push((i, g, fd));
+        // Reads that completed inline are looked at too, once per fd number (until
+        // it is known not pollable): a regular file's later reads then skip the
+        // probe altogether.
+        let mut fds: Vec<i32> = Vec::new();
+        for &(_, _, fd) in probes.iter() {
+            if !core.fd_not_pollable(fd) && !fds.contains(&fd) {
+                fds.push(fd);
             }
         }
-        if !pending.is_empty() {
+        if !fds.is_empty() {
             self.release(core);
-            let mut seen = Vec::with_capacity(pending.len());
-            for (i, g, fd) in pending {
+            let mut seen = Vec::with_capacity(fds.len());
+            for fd in fds {
                 // SAFETY: `fd` is borrowed by the submitting call, which has not
                 // returned yet (this runs inside it).
                 let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
                 let nonblock = sio::status_flags(bfd).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
-                seen.push((i, g, fd, sio::kind(bfd).ok(), nonblock));
+                seen.push((fd, sio::kind(bfd).ok(), nonblock));
             }
             core = self.lock();
-            for (i, g, fd, k, nonblock) in seen {
+            for (fd, k, nonblock) in seen {
                 let Some(k) = k else { continue };
                 if !k.is_stream() {
                     core.set_fd_not_pollable(fd, true);
                     continue;
                 }
-                if nonblock && core.get(i, g).is_some_and(|s| s.state == State::Issued) {
-                    let s = &mut core.slots[i as usize];
-                    s.eagain = true;
-                    s.nonblock = true;
-                    s.fd_kind = Some(k);
-                    r.cancel_async(user_data(i, g));
+                if !nonblock {
+                    continue;
+                }
+                for &(i, g, pfd) in probes.iter() {
+                    if pfd == fd && core.get(i, g).is_some_and(|s| s.state == State::Issued) {
+                        let s = &mut core.slots[i as usize];
+                        s.eagain = true;
+                        s.nonblock = true;
+                        s.fd_kind = Some(k);
+                        r.cancel_async(user_data(i, g));
+                    }
                 }
             }
         }
