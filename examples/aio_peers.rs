@@ -326,121 +326,85 @@ impl Engine for RawUring {
     }
 }
 
-// ------------------------------------------------------------------ tokio-uring
+// ------------------------------------------------------------------ tokio-uring, monoio
 
-struct TokioUring {
-    rt: tokio_uring::Runtime,
-    file: Rc<tokio_uring::fs::File>,
-    size: usize,
-    seed: u64,
-}
+/// An engine over a completion-based runtime whose file reads take and give back
+/// an owned buffer (`read_at(buf, pos) -> (Result<usize>, buf)`): tokio-uring and
+/// monoio have the same shape, and differ in their runtime, file and spawn.
+macro_rules! owned_buf_engine {
+    ($name:ident, $rt:ty, $file:ty, $spawn:path, |$t:ident| $join:expr) => {
+        struct $name {
+            rt: $rt,
+            file: Rc<$file>,
+            size: usize,
+            seed: u64,
+        }
 
-impl Engine for TokioUring {
-    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
-        self.seed += 1;
-        let mut offs = Offsets::new(self.size, self.seed);
-        let file = Rc::clone(&self.file);
-        self.rt.block_on(async move {
-            let mut buf = vec![0u8; BLOCK];
-            for _ in 0..ops {
-                let t = Instant::now();
-                let (r, b) = file.read_at(buf, offs.next()).await;
-                check(r.map_err(err)?)?;
-                buf = b;
-                lat.push(t.elapsed().as_nanos() as u64);
-            }
-            Ok(())
-        })
-    }
-
-    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
-        let per = ops / QD;
-        self.seed += 1;
-        let (seed, size) = (self.seed, self.size);
-        let file = Rc::clone(&self.file);
-        let t = Instant::now();
-        self.rt.block_on(async move {
-            let tasks: Vec<_> = (0..QD)
-                .map(|k| {
-                    let file = Rc::clone(&file);
-                    tokio_uring::spawn(async move {
-                        let mut offs = Offsets::new(size, seed * 64 + k as u64);
-                        let mut buf = vec![0u8; BLOCK];
-                        for _ in 0..per {
-                            let (r, b) = file.read_at(buf, offs.next()).await;
-                            check(r.map_err(err)?)?;
-                            buf = b;
-                        }
-                        Ok::<_, String>(())
-                    })
+        impl Engine for $name {
+            fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+                self.seed += 1;
+                let mut offs = Offsets::new(self.size, self.seed);
+                let file = Rc::clone(&self.file);
+                self.rt.block_on(async move {
+                    let mut buf = vec![0u8; BLOCK];
+                    for _ in 0..ops {
+                        let t = Instant::now();
+                        let (r, b) = file.read_at(buf, offs.next()).await;
+                        check(r.map_err(err)?)?;
+                        buf = b;
+                        lat.push(t.elapsed().as_nanos() as u64);
+                    }
+                    Ok(())
                 })
-                .collect();
-            for t in tasks {
-                t.await.map_err(err)??;
             }
-            Ok::<_, String>(())
-        })?;
-        Ok(Some((per * QD) as f64 / t.elapsed().as_secs_f64()))
-    }
-}
 
-// ------------------------------------------------------------------ monoio
-
-struct Monoio {
-    rt: monoio::Runtime<monoio::time::TimeDriver<monoio::IoUringDriver>>,
-    file: Rc<monoio::fs::File>,
-    size: usize,
-    seed: u64,
-}
-
-impl Engine for Monoio {
-    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
-        self.seed += 1;
-        let mut offs = Offsets::new(self.size, self.seed);
-        let file = Rc::clone(&self.file);
-        self.rt.block_on(async move {
-            let mut buf = vec![0u8; BLOCK];
-            for _ in 0..ops {
+            fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+                let per = ops / QD;
+                self.seed += 1;
+                let (seed, size) = (self.seed, self.size);
+                let file = Rc::clone(&self.file);
                 let t = Instant::now();
-                let (r, b) = file.read_at(buf, offs.next()).await;
-                check(r.map_err(err)?)?;
-                buf = b;
-                lat.push(t.elapsed().as_nanos() as u64);
+                self.rt.block_on(async move {
+                    let tasks: Vec<_> = (0..QD)
+                        .map(|k| {
+                            let file = Rc::clone(&file);
+                            $spawn(async move {
+                                let mut offs = Offsets::new(size, seed * 64 + k as u64);
+                                let mut buf = vec![0u8; BLOCK];
+                                for _ in 0..per {
+                                    let (r, b) = file.read_at(buf, offs.next()).await;
+                                    check(r.map_err(err)?)?;
+                                    buf = b;
+                                }
+                                Ok::<_, String>(())
+                            })
+                        })
+                        .collect();
+                    for $t in tasks {
+                        $join?;
+                    }
+                    Ok::<_, String>(())
+                })?;
+                Ok(Some((per * QD) as f64 / t.elapsed().as_secs_f64()))
             }
-            Ok(())
-        })
-    }
-
-    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
-        let per = ops / QD;
-        self.seed += 1;
-        let (seed, size) = (self.seed, self.size);
-        let file = Rc::clone(&self.file);
-        let t = Instant::now();
-        self.rt.block_on(async move {
-            let tasks: Vec<_> = (0..QD)
-                .map(|k| {
-                    let file = Rc::clone(&file);
-                    monoio::spawn(async move {
-                        let mut offs = Offsets::new(size, seed * 64 + k as u64);
-                        let mut buf = vec![0u8; BLOCK];
-                        for _ in 0..per {
-                            let (r, b) = file.read_at(buf, offs.next()).await;
-                            check(r.map_err(err)?)?;
-                            buf = b;
-                        }
-                        Ok::<_, String>(())
-                    })
-                })
-                .collect();
-            for t in tasks {
-                t.await?;
-            }
-            Ok::<_, String>(())
-        })?;
-        Ok(Some((per * QD) as f64 / t.elapsed().as_secs_f64()))
-    }
+        }
+    };
 }
+
+owned_buf_engine!(
+    TokioUring,
+    tokio_uring::Runtime,
+    tokio_uring::fs::File,
+    tokio_uring::spawn,
+    |t| t.await.map_err(err)?
+);
+owned_buf_engine!(
+    Monoio,
+    monoio::Runtime<monoio::time::TimeDriver<monoio::IoUringDriver>>,
+    monoio::fs::File,
+    monoio::spawn,
+    |t| t.await
+);
 
 // ------------------------------------------------------------------ tokio::fs
 
