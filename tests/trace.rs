@@ -1072,7 +1072,9 @@ fn aio_requests_emit_system_events() {
             ("fd", sys::Value::I(fd)),
             ("op", sys::Value::U(0)),
             ("offset", sys::Value::I(4)),
-            ("len", sys::Value::U(4))
+            ("len", sys::Value::U(4)),
+            // The effective priority of a SCHED_OTHER submitter.
+            ("prio", sys::Value::I(0)),
         ]
     );
     assert_eq!(
@@ -1083,6 +1085,7 @@ fn aio_requests_emit_system_events() {
             ("offset", sys::Value::I(4)),
             ("len", sys::Value::U(4)),
             ("result", sys::Value::I(4)),
+            ("prio", sys::Value::I(0)),
         ]
     );
     assert_eq!(s[0], c[0], "the same request id");
