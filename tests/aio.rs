@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,24 +15,9 @@ use posixrt::aio::{
 };
 use posixrt::ErrorKind;
 
-macro_rules! both {
-    ($name:ident, $f:ident) => {
-        mod $name {
-            #[test]
-            fn uring() {
-                super::$f(posixrt::aio::Backend::Uring)
-            }
-            #[test]
-            fn threads() {
-                super::$f(posixrt::aio::Backend::Threads)
-            }
-        }
-    };
-}
-
-fn ctx(b: Backend) -> Aio {
-    Aio::builder().backend(b).build().expect("AIO context")
-}
+mod common;
+use common::both;
+use common::{blocker, ctx, pattern, pipe};
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
@@ -66,47 +51,6 @@ fn scratch(append: bool, content: &[u8]) -> Scratch {
     }
     let file = o.custom_flags(libc::O_CLOEXEC).open(&path).unwrap();
     Scratch { file, path }
-}
-
-fn pipe() -> (OwnedFd, OwnedFd) {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
-}
-
-/// A request that holds one engine slot (an io_uring entry, or a pool worker)
-/// until `unblock` reads the peer: a datagram write to a socket whose peer's
-/// queue is full (a pipe read would not hold a thread-engine worker: it waits
-/// in the engine's epoll set).
-struct Blocker {
-    req: Request<Vec<u8>>,
-    peer: std::os::unix::net::UnixDatagram,
-    _me: std::os::unix::net::UnixDatagram,
-}
-
-fn blocker(aio: &Aio) -> Blocker {
-    let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
-    a.set_nonblocking(true).unwrap();
-    while a.send(&[0u8; 256]).is_ok() {}
-    a.set_nonblocking(false).unwrap();
-    let req = aio.write(&a, 0, vec![9u8; 256]).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
-    assert_eq!(req.error().unwrap_err().kind(), ErrorKind::InProgress);
-    Blocker { req, peer, _me: a }
-}
-
-impl Blocker {
-    fn unblock(mut self) {
-        self.peer.set_nonblocking(true).unwrap();
-        let mut b = [0u8; 512];
-        while !self.req.is_done() {
-            while self.peer.recv(&mut b).is_ok() {}
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        self.req.wait().unwrap().result.unwrap();
-    }
-}
-
-fn pattern(n: usize) -> Vec<u8> {
-    (0..n).map(|i| (i * 7 % 251) as u8).collect()
 }
 
 // ---------------------------------------------------------------- operations

@@ -10,20 +10,9 @@ use std::sync::Arc;
 
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
 
-macro_rules! both {
-    ($name:ident, $f:ident) => {
-        mod $name {
-            #[test]
-            fn uring() {
-                super::$f(posixrt::aio::Backend::Uring)
-            }
-            #[test]
-            fn threads() {
-                super::$f(posixrt::aio::Backend::Threads)
-            }
-        }
-    };
-}
+mod common;
+use common::both;
+use common::ctx;
 
 const CHUNK: usize = 4096;
 const CHUNKS: usize = 64;
@@ -53,10 +42,6 @@ fn threads_named(prefix: &str) -> usize {
 
 /// The io_uring completion thread (`posixrt-aio-complete`, cut to 15 bytes).
 const COMPLETION_THREAD: &str = "posixrt-aio-com";
-
-fn ctx(b: Backend) -> Aio {
-    Aio::builder().backend(b).build().expect("AIO context")
-}
 
 /// Reads chunk `i` with `.await` and checks its bytes.
 async fn read_chunk(aio: Aio, f: Arc<File>, i: usize) -> usize {

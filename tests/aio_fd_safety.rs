@@ -9,20 +9,8 @@ use std::time::{Duration, Instant};
 
 use posixrt::aio::{Aio, Backend};
 
-macro_rules! both {
-    ($name:ident, $f:ident) => {
-        mod $name {
-            #[test]
-            fn uring() {
-                super::$f(posixrt::aio::Backend::Uring)
-            }
-            #[test]
-            fn threads() {
-                super::$f(posixrt::aio::Backend::Threads)
-            }
-        }
-    };
-}
+mod common;
+use common::both;
 
 /// Opens memfds until one gets descriptor number `n` (the lowest free one is
 /// taken; other tests may race for it, so try a few times).

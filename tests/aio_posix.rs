@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
@@ -15,28 +15,9 @@ use std::time::{Duration, Instant};
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op, SyncMode};
 use posixrt::ErrorKind;
 
-macro_rules! both {
-    ($name:ident, $f:ident) => {
-        mod $name {
-            #[test]
-            fn uring() {
-                super::$f(posixrt::aio::Backend::Uring)
-            }
-            #[test]
-            fn threads() {
-                super::$f(posixrt::aio::Backend::Threads)
-            }
-        }
-    };
-}
-
-fn ctx(b: Backend) -> Aio {
-    Aio::builder().backend(b).build().expect("AIO context")
-}
-
-fn pipe() -> (OwnedFd, OwnedFd) {
-    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
-}
+mod common;
+use common::both;
+use common::{ctx, pipe};
 
 #[allow(dead_code)]
 fn set_nonblocking(fd: impl AsFd) {

@@ -13,20 +13,9 @@ use std::time::Duration;
 use posixrt::aio::{Aio, Backend, Op, Request};
 use posixrt::trace::{Trace, TraceAttr};
 
-macro_rules! both {
-    ($name:ident, $f:ident) => {
-        mod $name {
-            #[test]
-            fn uring() {
-                super::$f(posixrt::aio::Backend::Uring)
-            }
-            #[test]
-            fn threads() {
-                super::$f(posixrt::aio::Backend::Threads)
-            }
-        }
-    };
-}
+mod common;
+use common::blocker;
+use common::both;
 
 /// The tests change scheduling classes and read every thread's: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -55,37 +44,6 @@ fn on_thread<T: Send + 'static>(
     })
     .join()
     .unwrap()
-}
-
-/// A request holding the only engine slot (ring entry or worker): a datagram
-/// write to a peer whose queue is full.
-struct Blocker {
-    req: Request<Vec<u8>>,
-    peer: std::os::unix::net::UnixDatagram,
-    _me: std::os::unix::net::UnixDatagram,
-}
-
-fn blocker(aio: &Aio) -> Blocker {
-    let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
-    a.set_nonblocking(true).unwrap();
-    while a.send(&[0u8; 256]).is_ok() {}
-    a.set_nonblocking(false).unwrap();
-    let req = aio.write(&a, 0, vec![9u8; 256]).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
-    assert!(!req.is_done());
-    Blocker { req, peer, _me: a }
-}
-
-impl Blocker {
-    fn unblock(mut self) {
-        self.peer.set_nonblocking(true).unwrap();
-        let mut b = [0u8; 512];
-        while !self.req.is_done() {
-            while self.peer.recv(&mut b).is_ok() {}
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        self.req.wait().unwrap().result.unwrap();
-    }
 }
 
 /// A pipe holding bytes 0, 1, 2, ...: each 1-byte read gets its issue rank.

@@ -1,0 +1,74 @@
+//! Helpers shared by the AIO integration tests (`tests/aio*.rs`). Each test crate
+//! uses a subset, hence the `dead_code` allowance.
+#![allow(dead_code)]
+
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+use posixrt::aio::{Aio, Backend, Request};
+
+/// `both!(name, f)` makes the tests `name::uring` and `name::threads`, running
+/// `f(Backend)` on each engine.
+macro_rules! both {
+    ($name:ident, $f:ident) => {
+        mod $name {
+            #[test]
+            fn uring() {
+                super::$f(posixrt::aio::Backend::Uring)
+            }
+            #[test]
+            fn threads() {
+                super::$f(posixrt::aio::Backend::Threads)
+            }
+        }
+    };
+}
+pub(crate) use both;
+
+/// A context on engine `b`.
+pub fn ctx(b: Backend) -> Aio {
+    Aio::builder().backend(b).build().expect("AIO context")
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe() -> (OwnedFd, OwnedFd) {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
+}
+
+/// `n` bytes of a fixed pattern.
+pub fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+/// A request that holds one engine slot (an io_uring entry, or a pool worker)
+/// until `unblock` reads the peer: a datagram write to a socket whose peer's
+/// queue is full (a pipe read would not hold a thread-engine worker: it waits
+/// in the engine's epoll set).
+pub struct Blocker {
+    req: Request<Vec<u8>>,
+    peer: std::os::unix::net::UnixDatagram,
+    _me: std::os::unix::net::UnixDatagram,
+}
+
+pub fn blocker(aio: &Aio) -> Blocker {
+    let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    while a.send(&[0u8; 256]).is_ok() {}
+    a.set_nonblocking(false).unwrap();
+    let req = aio.write(&a, 0, vec![9u8; 256]).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!req.is_done(), "the blocking write completed");
+    Blocker { req, peer, _me: a }
+}
+
+impl Blocker {
+    pub fn unblock(mut self) {
+        self.peer.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 512];
+        while !self.req.is_done() {
+            while self.peer.recv(&mut b).is_ok() {}
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.req.wait().unwrap().result.unwrap();
+    }
+}
