@@ -100,17 +100,7 @@ fn parse() -> Args {
             other => it.unknown(other),
         }
     }
-    let dir = std::env::temp_dir();
-    if let Ok(st) = rustix::fs::statvfs(&dir) {
-        let free_mb = st.f_bavail.saturating_mul(st.f_frsize) / (1 << 20);
-        if a.size_mb as u64 + 64 > free_mb {
-            it.fail(format!(
-                "--file-size-mb {}: {} has {free_mb} MiB free (the file needs that much plus 64 MiB)",
-                a.size_mb,
-                dir.display()
-            ));
-        }
-    }
+    it.check_temp_space("--file-size-mb", a.size_mb);
     a
 }
 

@@ -103,6 +103,21 @@ impl Args {
         }
     }
 
+    /// A usage error unless a file of `mb` MiB, plus 64 MiB to spare, fits in the
+    /// free space of the temp dir (`$TMPDIR` or `/tmp`); `flag` names the option.
+    pub fn check_temp_space(&self, flag: &str, mb: usize) {
+        let dir = std::env::temp_dir();
+        if let Ok(st) = rustix::fs::statvfs(&dir) {
+            let free_mb = st.f_bavail.saturating_mul(st.f_frsize) / (1 << 20);
+            if mb as u64 + 64 > free_mb {
+                self.fail(format!(
+                    "{flag} {mb}: {} has {free_mb} MiB free (the file needs that much plus 64 MiB)",
+                    dir.display()
+                ));
+            }
+        }
+    }
+
     /// An argument the program does not know: a usage error.
     pub fn unknown(&self, arg: &str) -> ! {
         self.fail(format!("unknown argument {arg:?}"))
