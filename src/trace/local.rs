@@ -7,13 +7,13 @@
 //! this thread writes.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicPtr, Ordering::*};
+use std::sync::atomic::{compiler_fence, AtomicPtr, Ordering::*};
 
 use super::ids::{EventId, ID_SPACE};
-use super::ring::Ring;
+use super::ring::{small_word, Ring};
 use super::slots::{
-    filtered, give_busy, pass_of, take_busy, writer_fence, Busy, GENS, PASS_MANY, RUNNING,
-    TRACE_SYS_MAX,
+    filtered, give_busy, pass_of, take_busy, writer_fence, Busy, GENS, NEED_FENCE, PASS_MANY,
+    RUNNING, TRACE_SYS_MAX,
 };
 use super::stream::Stream;
 
@@ -39,12 +39,16 @@ struct Cached {
     ring: *const Ring,
     stream: *const Stream,
     gen: u64,
+    /// `gen` for the fast path, or `u64::MAX` (never a generation) when writers
+    /// need a full fence, which the fast path does not pay.
+    fast_gen: u64,
 }
 
 const EMPTY: Cached = Cached {
     ring: std::ptr::null(),
     stream: std::ptr::null(),
     gen: 0,
+    fast_gen: u64::MAX,
 };
 
 struct Local {
@@ -96,57 +100,109 @@ impl Drop for ThreadExit {
 
 /// `posix_trace_event`: records `data` under `id` in every running stream of the
 /// process that does not filter `id`. A relaxed load and a branch when none runs.
+///
+/// Data of at most 8 bytes is packed into a word here, in the caller, where its
+/// length is usually a constant and the packing one load: the recording path
+/// then takes three words in registers.
 #[inline(always)]
 pub(crate) fn event(id: EventId, data: &[u8]) {
     let pass = pass_of(id.0);
     if pass != 0 {
-        record_all(pass, id.0, data);
+        if data.len() <= 8 {
+            record_word(
+                pass,
+                id.0 as u64 | (data.len() as u64) << 16,
+                small_word(data),
+            );
+        } else {
+            record_general(pass, id.0, data);
+        }
     }
 }
 
-/// The recording path out of line: the caller inlines only the pass check.
+/// The recording path of up to 8 bytes, out of line: `head` is the record's first
+/// word without the thread id (id and length), `word` the data.
 ///
-/// Its common case (one stream records `id`, the thread's ring there cached, a
-/// record that fits) makes no call, so it needs no stack frame; anything else goes
-/// to [`record_slow`] before it has written anything.
+/// Its common case (one stream records the id, the thread's ring there cached, a
+/// record that fits) makes no call and needs no stack frame; anything else goes
+/// to [`record_word_slow`] before it has written anything.
 #[inline(never)]
-fn record_all(pass: u8, id: u16, data: &[u8]) {
+fn record_word(pass: u8, head: u64, word: u64) {
     if pass == PASS_MANY {
-        // Several streams: each one's filter decides.
-        return record_each(RUNNING.load(Relaxed), id, data);
+        return record_word_slow(pass, head, word);
     }
-    // Exactly one stream records `id`: the entry names its slot, its filter
+    // Exactly one stream records the id: the entry names its slot, its filter
     // already applied.
-    let slot = (pass - 1) as usize & (TRACE_SYS_MAX - 1);
+    record_small((pass - 1) as usize & (TRACE_SYS_MAX - 1), head, word);
+}
+
+/// One stream, up to 8 bytes: `head` is the record's first word without the
+/// thread id (id and length), `word` the data.
+///
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn record_small(slot: usize, head: u64, word: u64) {
     let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
         return; // the thread is exiting
     };
     // SAFETY: LOCAL is only touched by its own thread, never re-entrantly (see
     // `record`); this reads a copy of two of its fields.
     let (busy, c) = unsafe { ((*l).busy, (*l).slots[slot]) };
-    if busy.is_null() || c.ring.is_null() {
-        return record_slow(slot, id, data);
+    // A cached ring implies a busy flag: `attach_ring` runs after `register_thread`,
+    // and `ThreadExit` clears both.
+    if c.ring.is_null() {
+        return record_word_slow(slot as u8 + 1, head, word);
     }
+    debug_assert!(!busy.is_null());
     // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
     let busy = unsafe { &*busy };
     busy.0.store(1, Relaxed);
-    writer_fence();
-    // The busy protocol of `record_local`: the generation is checked after `busy`
-    // is set, so the cached ring is alive until `busy` is cleared.
-    if GENS[slot].0.load(Relaxed) == c.gen {
+    // The busy protocol of `record_local`, with the fence only a compiler fence:
+    // `fast_gen` never matches when writers need a real fence (`attach_ring`), so
+    // such a process always takes `record_local`. The generation is checked after
+    // `busy` is set, so the cached ring is alive until `busy` is cleared.
+    compiler_fence(SeqCst);
+    if GENS[slot].0.load(Relaxed) == c.fast_gen {
         // SAFETY: the cached generation is live and unchanged since `busy` was
         // set, so the ring is alive until `busy` is cleared.
         let r = unsafe { &*c.ring };
-        if r.put_fast(id, data) {
+        if r.put_small(head, word) {
             busy.0.store(0, Release);
             return;
         }
     }
     busy.0.store(0, Release);
-    record_slow(slot, id, data)
+    record_word_slow(slot as u8 + 1, head, word)
 }
 
-/// [`record_all`]'s general case for one slot: first event of the thread, a new
+/// Without the TSC the fast path does not run (see `Ring::fast_ok`).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn record_small(slot: usize, head: u64, word: u64) {
+    record_word_slow(slot as u8 + 1, head, word)
+}
+
+/// [`record_word`]'s general case: several streams, or one whose fast path does
+/// not take the record (first event of the thread, a new stream in the slot...).
+#[cold]
+#[inline(never)]
+fn record_word_slow(pass: u8, head: u64, word: u64) {
+    let bytes = word.to_le_bytes();
+    let len = ((head >> 16) as usize).min(8);
+    record_general(pass, head as u16, &bytes[..len]);
+}
+
+/// The recording path for several streams, or data longer than 8 bytes.
+#[inline(never)]
+fn record_general(pass: u8, id: u16, data: &[u8]) {
+    if pass == PASS_MANY {
+        // Several streams: each one's filter decides.
+        return record_each(RUNNING.load(Relaxed), id, data);
+    }
+    record_slow((pass - 1) as usize & (TRACE_SYS_MAX - 1), id, data)
+}
+
+/// The general case for one slot: first event of the thread, a new
 /// stream in the slot, a record the fast path does not take.
 #[cold]
 #[inline(never)]
@@ -246,6 +302,11 @@ fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> Cached {
                 ring: r,
                 stream: sp,
                 gen,
+                fast_gen: if NEED_FENCE.load(Relaxed) {
+                    u64::MAX
+                } else {
+                    gen
+                },
             };
             l.slots[slot] = c;
             c

@@ -74,12 +74,18 @@ pub(crate) struct Ring {
     /// cached tail) stay within this (the room left for control events, or half
     /// the ring for the FLUSH policy, whose writers ask for a flush there).
     soft: u64,
-    /// Most data the fast path takes: 8 bytes, or the stream's maximum data size
-    /// if smaller (longer data, or a user event to truncate, takes the slow path);
-    /// -1 when the clock is not the TSC, which the fast path reads directly.
-    fast_max: i64,
-    /// `cap - 24`: the last offset where a fast-path record fits before the end.
-    last_off: u64,
+    /// Whether the fast path may run at all: the clock is the TSC, which it reads
+    /// directly, and the stream takes 8 bytes of data untruncated.
+    fast_ok: bool,
+    /// Writer-private: the fast path writes while `head` is below this, that is
+    /// while a record of 24 bytes (the most it writes) fits both before the end of
+    /// the ring and within `soft` by the cached tail; 0 when `fast_ok` is false.
+    /// Recomputed after every slow-path record ([`Self::put`]): a tail that moved
+    /// since only makes it conservative, and a fast-path record never passes the
+    /// end of the ring, so one compare replaces every check.
+    fast_end: AtomicU64,
+    /// `cap - 1`.
+    mask: u64,
     /// `tid << 32`, the thread id's place in a record's first word.
     w0_tid: u64,
     pub(crate) tid: u32,
@@ -152,7 +158,7 @@ impl Ring {
     /// writer's fast path (see the fields).
     pub(crate) fn new(cap: usize, tid: u32, soft: u64, max_user: usize) -> Result<Box<Ring>> {
         debug_assert!(cap.is_power_of_two() && cap >= 64);
-        Ok(Box::new(Ring {
+        let r = Box::new(Ring {
             head: Padded(AtomicU64::new(0)),
             cached_tail: Padded(AtomicU64::new(0)),
             lost: AtomicU64::new(0),
@@ -166,15 +172,14 @@ impl Ring {
             buf: map(cap)?,
             cap: cap as u64,
             soft,
-            fast_max: if clock::uses_tsc() {
-                max_user.min(8) as i64
-            } else {
-                -1
-            },
-            last_off: cap as u64 - 24,
+            fast_ok: clock::uses_tsc() && max_user >= 8,
+            fast_end: AtomicU64::new(0),
+            mask: cap as u64 - 1,
             w0_tid: (tid as u64) << 32,
             tid,
-        }))
+        });
+        r.refresh_fast_end(0);
+        Ok(r)
     }
 
     #[inline(always)]
@@ -282,34 +287,35 @@ impl Ring {
     /// nothing, so its caller needs no stack frame.
     #[inline(always)]
     pub(crate) fn put_fast(&self, id: u16, data: &[u8]) -> bool {
+        let head = id as u64 | (data.len() as u64) << 16;
+        data.len() <= 8 && self.put_small(head, small_word(data))
+    }
+
+    /// [`put_fast`](Self::put_fast) with the data packed: `head` holds the id and
+    /// the length (at most 8) as a record's first word does, `word` the data.
+    #[inline(always)]
+    pub(crate) fn put_small(&self, head: u64, word: u64) -> bool {
         // Read once: the stores below go through atomics, after which the
         // compiler would read the ring's fields again.
         let (buf, w0_tid) = (self.buf, self.w0_tid);
-        let len = data.len();
-        let head = self.head.0.load(Relaxed);
-        let off = head & (self.cap - 1);
-        // 24 bytes, the most a fast-path record takes, for the room checks.
-        if len as i64 > self.fast_max
-            || off > self.last_off
-            || head + 24 - self.cached_tail.0.load(Relaxed) > self.soft
-        {
+        let at = self.head.0.load(Relaxed);
+        if at >= self.fast_end.load(Relaxed) {
             return false;
         }
-        let bytes = if len == 0 { 16 } else { 24 };
-        let w0 = id as u64 | (len as u64) << 16 | w0_tid;
-        let word = small_word(data);
+        let off = at & self.mask;
+        let bytes = if head >> 16 == 0 { 16 } else { 24 };
         let ticks = clock::rdtsc();
-        // SAFETY: `off + 24 <= cap`: the three words are inside the mapping (see
-        // `word`), which is live while its writer records. The third is free space
-        // for a record without data (the room check counted 24 bytes), so it is
-        // stored unconditionally.
+        // SAFETY: `off + 24 <= cap` (`fast_end`): the three words are inside the
+        // mapping (see `word`), which is live while its writer records. The third
+        // is free space for a record without data (the limit counted 24 bytes), so
+        // it is stored unconditionally.
         unsafe {
-            let at = buf.as_ptr().add((off / 8) as usize);
-            (*at).store(w0, Relaxed);
-            (*at.add(1)).store(ticks, Relaxed);
-            (*at.add(2)).store(word, Relaxed);
+            let p = buf.as_ptr().add((off / 8) as usize);
+            (*p).store(head | w0_tid, Relaxed);
+            (*p.add(1)).store(ticks, Relaxed);
+            (*p.add(2)).store(word, Relaxed);
         }
-        self.head.0.store(head + bytes, Release);
+        self.head.0.store(at + bytes, Release);
         true
     }
 
@@ -361,6 +367,22 @@ impl Ring {
         self.word(head + 8).store(ticks, Relaxed);
         self.put_data(head + 16, data);
         self.head.0.store(head + bytes, Release);
+        self.refresh_fast_end(head + bytes);
+    }
+
+    /// Writer side: recomputes [`Self::fast_end`] for a writer at `head`: the
+    /// first head where 24 bytes no longer fit before the end of the ring or
+    /// within `soft` by the cached tail.
+    #[inline]
+    fn refresh_fast_end(&self, head: u64) {
+        let end = if self.fast_ok {
+            let lap_end = (head | self.mask) + 1;
+            let ct = self.cached_tail.0.load(Relaxed);
+            (lap_end - 24).min((ct + self.soft).saturating_sub(24)) + 1
+        } else {
+            0
+        };
+        self.fast_end.store(end, Relaxed);
     }
 
     /// Bytes a record of `len` data bytes needs at `head`, counting padding.
@@ -500,5 +522,85 @@ impl Ring {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes fast-path records until the fast path refuses, checking that it
+    /// never wrote past the end of the ring or the soft limit.
+    fn fill_fast(r: &Ring, first: u64) -> u64 {
+        let mut n = first;
+        while r.put_fast(1, &n.to_le_bytes()) {
+            n += 1;
+        }
+        n
+    }
+
+    #[test]
+    fn fast_path_stops_before_the_end_and_resumes_after_padding() {
+        if !clock::uses_tsc() {
+            let r = Ring::new(256, 7, 256, 64).unwrap();
+            assert!(!r.put_fast(1, &[1]), "no TSC: the fast path never writes");
+            return;
+        }
+        let r = Ring::new(256, 7, 256, 64).unwrap();
+        // 256 bytes hold ten 24-byte records (240), and the eleventh would cross.
+        let n = fill_fast(&r, 0);
+        assert_eq!(n, 10);
+        assert_eq!(r.head.0.load(Relaxed), 240);
+        // Read them back in order, with their data and thread id.
+        for i in 0..10u64 {
+            let rec = r.pop().unwrap();
+            assert_eq!(
+                (rec.id, rec.tid, rec.data.clone()),
+                (1, 7, i.to_le_bytes().to_vec())
+            );
+        }
+        // The slow path pads the end and writes at the start of the next lap...
+        let head = r.head.0.load(Relaxed);
+        assert!(r.room(head, r.need(head, 8), 0) != NO_ROOM);
+        r.put(head, 2, 7, 0, &99u64.to_le_bytes(), false, false);
+        assert_eq!(r.head.0.load(Relaxed), 256 + 24);
+        // ...after which the fast path takes over again, to the end of that lap.
+        let m = fill_fast(&r, 100);
+        assert_eq!(m - 100, 9);
+        assert_eq!(r.pop().unwrap().data, 99u64.to_le_bytes().to_vec());
+        for i in 100..m {
+            assert_eq!(r.pop().unwrap().data, i.to_le_bytes().to_vec());
+        }
+        assert!(r.pop().is_none());
+    }
+
+    #[test]
+    fn fast_path_keeps_within_the_soft_limit_by_the_cached_tail() {
+        if !clock::uses_tsc() {
+            return;
+        }
+        // Soft limit 96 bytes: four 24-byte records, then the slow path decides.
+        let r = Ring::new(1024, 7, 96, 64).unwrap();
+        assert_eq!(fill_fast(&r, 0), 4);
+        // Reading frees the space, but the writer's cached tail is older: the fast
+        // path stays off until a slow-path record refreshes it.
+        while r.pop().is_some() {}
+        assert!(!r.put_fast(1, &[0; 8]));
+        let head = r.head.0.load(Relaxed);
+        assert!(r.room(head, r.need(head, 8), 1024 - 96) != NO_ROOM);
+        r.put(head, 1, 7, 0, &[0; 8], false, false);
+        assert_eq!(fill_fast(&r, 0), 3);
+    }
+
+    #[test]
+    fn fast_path_leaves_long_or_truncated_data_to_the_slow_path() {
+        let r = Ring::new(256, 7, 256, 4).unwrap();
+        assert!(
+            !r.put_fast(1, &[1, 2]),
+            "max data 4: the slow path truncates"
+        );
+        let r = Ring::new(256, 7, 256, 64).unwrap();
+        assert!(!r.put_fast(1, &[0; 9]));
+        assert_eq!(r.head.0.load(Relaxed), 0);
     }
 }
