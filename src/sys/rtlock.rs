@@ -1,0 +1,330 @@
+//! [`RtLocked`]: a lock that is priority-inheriting for real-time waiters and
+//! keeps the throughput of a plain futex mutex for the others (the AIO engine's
+//! core lock), and [`RtCond`], a condition variable for it.
+//!
+//! A bare PI futex ([`super::pilock`]) is fair in the wrong way for a busy lock:
+//! `FUTEX_UNLOCK_PI` hands the lock to the top kernel waiter, which must then be
+//! scheduled before anyone can use it, while running threads that want it queue
+//! up behind it (a lock convoy: the AIO thread engine's 100k-request stress test
+//! took 6x as long). Here only real-time waiters enter that hand-off:
+//!
+//! - **the word** holds 0 (free) or the owner's tid, plus `FUTEX_WAITERS` while
+//!   real-time threads are queued in the kernel on it. A free lock is taken with
+//!   one CAS 0 -> tid and released with one CAS tid -> 0 (no system call);
+//! - **a waiter** first spins a bounded number of times (as `std`'s mutex does);
+//! - **a real-time waiter** (`SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`) then
+//!   blocks with `FUTEX_LOCK_PI`: the kernel boosts the owner (whoever it is, as
+//!   its tid is in the word) and hands the lock to the highest waiter on unlock,
+//!   which is what a real-time waiter wants;
+//! - **any other waiter** sleeps on a separate futex word (`gen`, a generation
+//!   count, with `sleepers` counting such threads) and retries the CAS when
+//!   woken, so a running thread can still take a just-released lock (stealing),
+//!   as with `std`;
+//! - **unlock**: CAS tid -> 0, or `FUTEX_UNLOCK_PI` if the kernel set
+//!   `FUTEX_WAITERS` (the CAS fails then); then, if `sleepers` is not 0, bump
+//!   `gen` and `FUTEX_WAKE` one sleeper.
+//!
+//! While a real-time thread is queued, `FUTEX_WAITERS` keeps the word non-zero,
+//! so no other thread steals the lock from it: the kernel hands it over.
+//!
+//! # Races (why no wake-up is lost)
+//!
+//! A non-real-time sleeper does, in this order (all `SeqCst`): (1) `sleepers += 1`,
+//! (2) read `gen` as `g`, (3) read the word, and if it is not 0, (4) `FUTEX_WAIT`
+//! on `gen` while `gen == g`. The unlocker does: (a) release the word (the CAS,
+//! or the kernel's atomic update in `FUTEX_UNLOCK_PI`, followed by a `SeqCst`
+//! fence), (b) read `sleepers`, and if not 0, (c) `gen += 1`, (d) `FUTEX_WAKE`.
+//!
+//! - (1)/(3) against (a)/(b) is the store-load (Dekker) pattern, sequentially
+//!   consistent: either (b) sees the sleeper counted, or (3) sees the release.
+//! - If (3) sees the release (the word 0), the sleeper does not sleep: it CASes.
+//!   If it sees a new owner instead (a thread that took the lock in between), that
+//!   owner's unlock runs (a)-(d) again, after (1): it sees the sleeper.
+//! - If (b) sees the sleeper, (c) happens either before (2), and then (3) comes
+//!   after (a) (see above); or after (2), and then the kernel's check in (4)
+//!   (`gen == g`, made atomically with queueing the sleeper, against the
+//!   hash-bucket lock (d) takes) either fails (EAGAIN) or the sleeper is queued
+//!   before (d) and is woken.
+//! - (d) wakes one sleeper. It either takes the lock (and its own unlock will
+//!   wake the next one) or finds it taken again (and that owner's unlock will);
+//!   so a sleeper stays asleep only while the lock is held by a thread that has
+//!   yet to run (a)-(d). A stray wake (EINTR, a wake meant for a sleeper that
+//!   was awake anyway) only costs a retry.
+//! - A release by `FUTEX_UNLOCK_PI` leaves the word owned by the real-time
+//!   waiter it was handed to; the wake that follows is spurious and harmless,
+//!   and that new owner's unlock wakes again.
+//!
+//! # Which waiters are real-time
+//!
+//! The calling thread's policy is cached per thread ([`is_rt`]) and read again
+//! (`sched_getscheduler`, one system call) when it is older than
+//! [`CLASS_TTL`]; it is read only on the slow path, after the spin, right before
+//! a futex sleep. Code that switches a thread's policy itself (the AIO pool
+//! workers) calls [`class_changed`]. A stale answer costs a waiter either the
+//! boost (for a few milliseconds after a switch made from outside) or the
+//! stealing; mutual exclusion does not depend on it.
+//!
+//! # Fork
+//!
+//! No reset: each lock belongs to one AIO context, and a forked child never uses
+//! its parent's contexts (their rings and threads are not the child's; the C
+//! library makes a new engine in the child). The tid the word holds comes from
+//! [`super::tid`], which the fork hook resets, so a child's own locks carry its
+//! own tid.
+//!
+//! # References
+//! - [`futex(2)`, FUTEX_LOCK_PI, FUTEX_UNLOCK_PI, FUTEX_WAIT_BITSET, FUTEX_WAKE](https://man7.org/linux/man-pages/man2/futex.2.html)
+//! - [`sched_getscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_getscheduler.html)
+
+use std::cell::Cell;
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use super::futex;
+
+/// How many times a waiter polls the word before it sleeps (as `std`'s mutex).
+const SPINS: u32 = 100;
+
+/// How long the cached "is this thread real-time" answer is used.
+pub(crate) const CLASS_TTL: Duration = Duration::from_millis(2);
+
+thread_local! {
+    /// The calling thread's "real-time?" and when it was read (None: never).
+    static CLASS: Cell<Option<(bool, Instant)>> = const { Cell::new(None) };
+}
+
+/// True if the calling thread runs `SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE`
+/// (cached for [`CLASS_TTL`]).
+pub(crate) fn is_rt() -> bool {
+    let now = Instant::now();
+    if let Ok(Some((rt, at))) = CLASS.try_with(Cell::get) {
+        if now.saturating_duration_since(at) < CLASS_TTL {
+            return rt;
+        }
+    }
+    let rt = match super::sched::getscheduler(0) {
+        Ok(p) => matches!(
+            p & !libc::SCHED_RESET_ON_FORK,
+            libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE
+        ),
+        Err(_) => false,
+    };
+    let _ = CLASS.try_with(|c| c.set(Some((rt, now))));
+    rt
+}
+
+/// `SCHED_DEADLINE` (not in every `libc` target's constants).
+const SCHED_DEADLINE: i32 = 6;
+
+/// Forgets the calling thread's cached class: call after switching its policy.
+pub(crate) fn class_changed() {
+    let _ = CLASS.try_with(|c| c.set(None));
+}
+
+/// The raw lock for [`lock_api`] (see the module docs).
+pub(crate) struct RawRtLock {
+    /// 0, or the owner's tid (| `FUTEX_WAITERS`): a PI futex word.
+    word: AtomicU32,
+    /// Bumped by an unlock that finds sleepers; they wait on it.
+    gen: AtomicU32,
+    /// Non-real-time threads in the sleeping path (awake or asleep).
+    sleepers: AtomicU32,
+}
+
+/// A value behind a [`RawRtLock`].
+pub(crate) type RtLocked<T> = lock_api::Mutex<RawRtLock, T>;
+/// A held [`RtLocked`].
+pub(crate) type RtGuard<'a, T> = lock_api::MutexGuard<'a, RawRtLock, T>;
+
+impl RawRtLock {
+    #[inline]
+    fn try_fast(&self, tid: u32) -> bool {
+        self.word
+            .compare_exchange(0, tid, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Polls the word up to [`SPINS`] times; true if the lock was taken.
+    #[inline]
+    fn spin(&self, tid: u32) -> bool {
+        for _ in 0..SPINS {
+            if self.word.load(Ordering::Relaxed) == 0 && self.try_fast(tid) {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        false
+    }
+
+    #[cold]
+    fn lock_slow(&self, tid: u32) {
+        if self.spin(tid) {
+            return;
+        }
+        if is_rt() {
+            self.lock_pi(tid);
+        } else {
+            self.lock_sleep(tid);
+        }
+    }
+
+    /// A real-time waiter: `FUTEX_LOCK_PI`, which boosts the owner and returns
+    /// with the lock ours (the kernel writes our tid into the word).
+    fn lock_pi(&self, tid: u32) {
+        loop {
+            match futex::lock_pi(&self.word, None) {
+                Ok(()) => return,
+                // Interrupted, or the owner changed under us: try again.
+                Err(libc::EINTR) | Err(libc::EAGAIN) => {}
+                // Not expected for a private lock we do not hold (ENOMEM; ESRCH
+                // or EINVAL if the word named a thread that is gone): poll.
+                Err(_) => {
+                    if self.try_fast(tid) {
+                        return;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+
+    /// Any other waiter: sleep on `gen`, retry the CAS when woken (see "Races"
+    /// in the module docs for the order of the steps).
+    fn lock_sleep(&self, tid: u32) {
+        // (1)
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        loop {
+            // (2), then (3).
+            let g = self.gen.load(Ordering::SeqCst);
+            if self.word.load(Ordering::SeqCst) == 0 && self.try_fast(tid) {
+                break;
+            }
+            // (4): EAGAIN (gen moved), EINTR or a wake: look again.
+            let _ = futex::wait(&self.gen, g, None);
+            if self.spin(tid) {
+                break;
+            }
+        }
+        self.sleepers.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    #[cold]
+    fn wake_sleeper(&self) {
+        // (c), (d)
+        self.gen.fetch_add(1, Ordering::SeqCst);
+        futex::wake(&self.gen, 1);
+    }
+}
+
+// SAFETY: the lock is exclusive (the word names one owner: taken only by a CAS
+// from 0 or by the kernel's FUTEX_LOCK_PI hand-over), and the guard is not Send:
+// only the thread that locked may unlock (its tid is in the word, and
+// FUTEX_UNLOCK_PI must be called by the owner).
+unsafe impl lock_api::RawMutex for RawRtLock {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: RawRtLock = RawRtLock {
+        word: AtomicU32::new(0),
+        gen: AtomicU32::new(0),
+        sleepers: AtomicU32::new(0),
+    };
+    type GuardMarker = lock_api::GuardNoSend;
+
+    /// One CAS when free; otherwise spin, then `FUTEX_LOCK_PI` (real-time
+    /// caller) or a plain futex sleep (others).
+    #[inline]
+    fn lock(&self) {
+        let tid = super::tid::current();
+        if !self.try_fast(tid) {
+            self.lock_slow(tid);
+        }
+    }
+
+    #[inline]
+    fn try_lock(&self) -> bool {
+        self.try_fast(super::tid::current())
+    }
+
+    /// One CAS and one load when nobody waits.
+    #[inline]
+    unsafe fn unlock(&self) {
+        let tid = super::tid::current();
+        // (a)
+        if self
+            .word
+            .compare_exchange(tid, 0, Ordering::SeqCst, Ordering::Relaxed)
+            .is_err()
+        {
+            // FUTEX_WAITERS is set: real-time waiters are queued in the kernel;
+            // hand the lock to the highest. Cannot fail for the owner of a
+            // private PI futex.
+            let _ = futex::unlock_pi(&self.word);
+            fence(Ordering::SeqCst);
+        }
+        // (b)
+        if self.sleepers.load(Ordering::SeqCst) != 0 {
+            self.wake_sleeper();
+        }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        self.word.load(Ordering::Relaxed) != 0
+    }
+}
+
+/// A condition variable for [`RtLocked`]: an event count on a plain futex. A
+/// waiter reads the count with the lock held, releases the lock, and sleeps while
+/// the count is unchanged; a notifier bumps the count and wakes. A notify that
+/// lands between the read and the sleep changes the count, so the sleep returns
+/// at once: no wake-up is lost. The woken waiter re-takes the lock as any locker
+/// does (`FUTEX_LOCK_PI` if it is real-time).
+///
+/// `waiters` lets a notify skip the system call when nobody waits: a waiter
+/// counts itself (`SeqCst`) before it reads the count; a notifier bumps the
+/// count (`SeqCst`) before it reads `waiters`. Either the notifier sees the
+/// waiter, or the waiter's read of the count comes after the bump, and then the
+/// state change the notifier made before notifying (under the lock, which the
+/// waiter held when it read the count) is one the waiter already saw.
+pub(crate) struct RtCond {
+    seq: AtomicU32,
+    waiters: AtomicU32,
+}
+
+impl RtCond {
+    pub(crate) const fn new() -> RtCond {
+        RtCond {
+            seq: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
+        }
+    }
+
+    /// Releases `guard`'s lock, sleeps until notified (or spuriously, or past
+    /// `deadline`), and takes the lock again. Callers re-check their condition.
+    pub(crate) fn wait_until<T>(&self, guard: &mut RtGuard<'_, T>, deadline: Option<Instant>) {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let seen = self.seq.load(Ordering::SeqCst);
+        lock_api::MutexGuard::unlocked(guard, || {
+            // EAGAIN (the count moved), EINTR, ETIMEDOUT: all mean "look again".
+            let _ = futex::wait(&self.seq, seen, deadline);
+        });
+        self.waiters.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Wakes one waiter.
+    #[inline]
+    pub(crate) fn notify_one(&self) {
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) != 0 {
+            futex::wake(&self.seq, 1);
+        }
+    }
+
+    /// Wakes every waiter.
+    #[inline]
+    pub(crate) fn notify_all(&self) {
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) != 0 {
+            futex::wake(&self.seq, i32::MAX as u32);
+        }
+    }
+}
