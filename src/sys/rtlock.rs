@@ -11,48 +11,52 @@
 //! - **the word** holds 0 (free) or the owner's tid, plus `FUTEX_WAITERS` while
 //!   real-time threads are queued in the kernel on it. A free lock is taken with
 //!   one CAS 0 -> tid and released with one CAS tid -> 0 (no system call);
-//! - **a waiter** first spins a bounded number of times (as `std`'s mutex does);
+//! - **a waiter** first spins a bounded number of times while nobody sleeps on
+//!   the lock (as `std`'s mutex does);
 //! - **a real-time waiter** (`SCHED_FIFO`, `SCHED_RR`, `SCHED_DEADLINE`) then
 //!   blocks with `FUTEX_LOCK_PI`: the kernel boosts the owner (whoever it is, as
 //!   its tid is in the word) and hands the lock to the highest waiter on unlock,
 //!   which is what a real-time waiter wants;
-//! - **any other waiter** sleeps on a separate futex word (`gen`, a generation
-//!   count, with `sleepers` counting such threads) and retries the CAS when
-//!   woken, so a running thread can still take a just-released lock (stealing),
-//!   as with `std`;
+//! - **any other waiter** sleeps on a separate futex word, `sleep` (0: no
+//!   such sleeper; 1: there may be one), with the protocol of `std`'s futex
+//!   mutex, and retries the CAS when woken, so a running thread can still take
+//!   a just-released lock (stealing), as with `std`;
 //! - **unlock**: CAS tid -> 0, or `FUTEX_UNLOCK_PI` if the kernel set
-//!   `FUTEX_WAITERS` (the CAS fails then); then, if `sleepers` is not 0, bump
-//!   `gen` and `FUTEX_WAKE` one sleeper.
+//!   `FUTEX_WAITERS` (the CAS fails then); then, if `sleep` is 1, set it to 0
+//!   and `FUTEX_WAKE` one sleeper.
 //!
 //! While a real-time thread is queued, `FUTEX_WAITERS` keeps the word non-zero,
 //! so no other thread steals the lock from it: the kernel hands it over.
 //!
 //! # Races (why no wake-up is lost)
 //!
-//! A non-real-time sleeper does, in this order (all `SeqCst`): (1) `sleepers += 1`,
-//! (2) read `gen` as `g`, (3) read the word, and if it is not 0, (4) `FUTEX_WAIT`
-//! on `gen` while `gen == g`. The unlocker does: (a) release the word (the CAS,
-//! or the kernel's atomic update in `FUTEX_UNLOCK_PI`, followed by a `SeqCst`
-//! fence), (b) read `sleepers`, and if not 0, (c) `gen += 1`, (d) `FUTEX_WAKE`.
+//! A non-real-time waiter loops (all `SeqCst`): (1) swap `sleep` to 1; (2) read
+//! the word, and if it is 0, CAS it to its tid (done if that succeeds); (3)
+//! `FUTEX_WAIT` on `sleep` while `sleep == 1`. The unlocker does: (a) release
+//! the word (the CAS, or the kernel's atomic update in `FUTEX_UNLOCK_PI`,
+//! followed by a `SeqCst` fence); (b) read `sleep`, and if it is 1, (c) swap it
+//! to 0 and, if it was still 1, (d) `FUTEX_WAKE` one thread.
 //!
-//! - (1)/(3) against (a)/(b) is the store-load (Dekker) pattern, sequentially
-//!   consistent: either (b) sees the sleeper counted, or (3) sees the release.
-//! - If (3) sees the release (the word 0), the sleeper does not sleep: it CASes.
-//!   If it sees a new owner instead (a thread that took the lock in between), that
-//!   owner's unlock runs (a)-(d) again, after (1): it sees the sleeper.
-//! - If (b) sees the sleeper, (c) happens either before (2), and then (3) comes
-//!   after (a) (see above); or after (2), and then the kernel's check in (4)
-//!   (`gen == g`, made atomically with queueing the sleeper, against the
-//!   hash-bucket lock (d) takes) either fails (EAGAIN) or the sleeper is queued
-//!   before (d) and is woken.
-//! - (d) wakes one sleeper. It either takes the lock (and its own unlock will
-//!   wake the next one) or finds it taken again (and that owner's unlock will);
-//!   so a sleeper stays asleep only while the lock is held by a thread that has
-//!   yet to run (a)-(d). A stray wake (EINTR, a wake meant for a sleeper that
-//!   was awake anyway) only costs a retry.
+//! - (1)/(2) against (a)/(b) is the store-load (Dekker) pattern, sequentially
+//!   consistent: either (2) sees the release, or (b) sees the mark.
+//! - If (2) sees the word 0, the waiter does not sleep (it CASes, or loops if
+//!   another thread took the lock first: then it marks again before it reads).
+//! - If (b) sees the mark, (c) clears it and (d) wakes one sleeper. A waiter
+//!   that had not reached (3) yet finds `sleep == 0` there (the kernel checks
+//!   the value atomically with queueing it, against the hash-bucket lock (d)
+//!   takes) and loops; a waiter already queued is woken, or another one is.
+//! - A woken thread marks again at (1) **before** it tries the word (it never
+//!   takes the lock unmarked after sleeping). So while any thread sleeps,
+//!   either `sleep` is 1 (the next unlock wakes one) or a woken thread has yet
+//!   to run (1), after which either it holds the lock with the mark set (its
+//!   unlock wakes the next) or it sleeps with the mark set. A thread that takes
+//!   the lock at (2) leaves the mark set: it cannot know whether others sleep,
+//!   so its unlock makes one `FUTEX_WAKE` that may find nobody (as `std` does).
 //! - A release by `FUTEX_UNLOCK_PI` leaves the word owned by the real-time
-//!   waiter it was handed to; the wake that follows is spurious and harmless,
-//!   and that new owner's unlock wakes again.
+//!   waiter it was handed to; a sleeper woken then marks again and sleeps, and
+//!   that owner's unlock wakes it.
+//! - A real-time waiter queued in the kernel never sleeps on `sleep`; it is woken
+//!   by the kernel's hand-over, which needs no mark.
 //!
 //! # Which waiters are real-time
 //!
@@ -125,10 +129,8 @@ pub(crate) fn class_changed() {
 pub(crate) struct RawRtLock {
     /// 0, or the owner's tid (| `FUTEX_WAITERS`): a PI futex word.
     word: AtomicU32,
-    /// Bumped by an unlock that finds sleepers; they wait on it.
-    gen: AtomicU32,
-    /// Non-real-time threads in the sleeping path (awake or asleep).
-    sleepers: AtomicU32,
+    /// 1 while non-real-time waiters may sleep on it (see "Races").
+    sleep: AtomicU32,
 }
 
 /// A value behind a [`RawRtLock`].
@@ -144,16 +146,24 @@ impl RawRtLock {
             .is_ok()
     }
 
-    /// Polls the word up to [`SPINS`] times; true if the lock was taken.
+    /// Polls the word while it is held by a running owner and nobody sleeps on
+    /// it, at most [`SPINS`] times (as `std`'s mutex: under contention, spinning
+    /// only burns the CPU the owner may need); then one CAS if it looks free.
+    /// True if the lock was taken.
     #[inline]
     fn spin(&self, tid: u32) -> bool {
-        for _ in 0..SPINS {
-            if self.word.load(Ordering::Relaxed) == 0 && self.try_fast(tid) {
-                return true;
+        let mut n = SPINS;
+        loop {
+            let w = self.word.load(Ordering::Relaxed);
+            if w == 0 {
+                return self.try_fast(tid);
+            }
+            if n == 0 || w & futex::WAITERS != 0 || self.sleep.load(Ordering::Relaxed) != 0 {
+                return false;
             }
             std::hint::spin_loop();
+            n -= 1;
         }
-        false
     }
 
     #[cold]
@@ -188,31 +198,27 @@ impl RawRtLock {
         }
     }
 
-    /// Any other waiter: sleep on `gen`, retry the CAS when woken (see "Races"
-    /// in the module docs for the order of the steps).
+    /// Any other waiter: sleep on `sleep`, retry the CAS when woken (see
+    /// "Races" in the module docs for the steps).
     fn lock_sleep(&self, tid: u32) {
-        // (1)
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
         loop {
-            // (2), then (3).
-            let g = self.gen.load(Ordering::SeqCst);
+            // (1), (2)
+            self.sleep.swap(1, Ordering::SeqCst);
             if self.word.load(Ordering::SeqCst) == 0 && self.try_fast(tid) {
-                break;
+                return;
             }
-            // (4): EAGAIN (gen moved), EINTR or a wake: look again.
-            let _ = futex::wait(&self.gen, g, None);
-            if self.spin(tid) {
-                break;
-            }
+            // (3): EAGAIN (the mark was cleared), EINTR or a wake: mark again,
+            // look again.
+            let _ = futex::wait(&self.sleep, 1, None);
         }
-        self.sleepers.fetch_sub(1, Ordering::Relaxed);
     }
 
     #[cold]
     fn wake_sleeper(&self) {
         // (c), (d)
-        self.gen.fetch_add(1, Ordering::SeqCst);
-        futex::wake(&self.gen, 1);
+        if self.sleep.swap(0, Ordering::SeqCst) != 0 {
+            futex::wake(&self.sleep, 1);
+        }
     }
 }
 
@@ -224,8 +230,7 @@ unsafe impl lock_api::RawMutex for RawRtLock {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: RawRtLock = RawRtLock {
         word: AtomicU32::new(0),
-        gen: AtomicU32::new(0),
-        sleepers: AtomicU32::new(0),
+        sleep: AtomicU32::new(0),
     };
     type GuardMarker = lock_api::GuardNoSend;
 
@@ -261,7 +266,7 @@ unsafe impl lock_api::RawMutex for RawRtLock {
             fence(Ordering::SeqCst);
         }
         // (b)
-        if self.sleepers.load(Ordering::SeqCst) != 0 {
+        if self.sleep.load(Ordering::SeqCst) != 0 {
             self.wake_sleeper();
         }
     }
@@ -306,8 +311,9 @@ impl RtCond {
         lock_api::MutexGuard::unlocked(guard, || {
             // EAGAIN (the count moved), EINTR, ETIMEDOUT: all mean "look again".
             let _ = futex::wait(&self.seq, seen, deadline);
+            // Awake: a notify from now on need not wake anyone for us.
+            self.waiters.fetch_sub(1, Ordering::Relaxed);
         });
-        self.waiters.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Wakes one waiter.
