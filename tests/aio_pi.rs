@@ -200,7 +200,10 @@ fn mixed_waiters(b: Backend) {
             }
         })
         .collect();
-    let total: usize = threads.into_iter().map(|h| h.join().expect("submitter")).sum();
+    let total: usize = threads
+        .into_iter()
+        .map(|h| h.join().expect("submitter"))
+        .sum();
     assert_eq!(total, 4 * PER_THREAD.div_ceil(BATCH) * BATCH);
 }
 both!(real_time_and_other_submitters_share_the_lock, mixed_waiters);

@@ -44,7 +44,9 @@
 //! - If (b) sees the mark, (c) clears it and (d) wakes one sleeper. A waiter
 //!   that had not reached (3) yet finds `sleep == 0` there (the kernel checks
 //!   the value atomically with queueing it, against the hash-bucket lock (d)
-//!   takes) and loops; a waiter already queued is woken, or another one is.
+//!   takes) and loops, or finds it marked again by another waiter and sleeps
+//!   with the mark set (the next unlock sees it); a waiter already queued is
+//!   woken, or another one is.
 //! - A woken thread marks again at (1) **before** it tries the word (it never
 //!   takes the lock unmarked after sleeping). So while any thread sleeps,
 //!   either `sleep` is 1 (the next unlock wakes one) or a woken thread has yet
