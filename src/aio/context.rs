@@ -207,6 +207,13 @@ impl Aio {
         &self.inner.info
     }
 
+    /// Test hook, not part of the API: runs `f` with the context's core lock
+    /// held (no request can be submitted, reaped or waited for meanwhile).
+    #[doc(hidden)]
+    pub fn __with_core_locked<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.inner.with_core_locked(f)
+    }
+
     /// Submits one request (`aio_read`, `aio_write` or `aio_fsync`, depending on
     /// `op`). The buffer is owned by the runtime until the request is done.
     ///

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::hook;
@@ -13,6 +13,7 @@ use super::notify::{send_signal, Fire, Notifier, Notify};
 use super::table::{Core, State};
 use super::threads::{Host, Pool};
 use super::uring::Ring;
+use crate::sys::rtlock::{RtCond, RtGuard, RtLocked};
 use crate::{Error, Result};
 
 /// Which engine runs the requests of a context.
@@ -116,9 +117,16 @@ fn classify_setup_error(errno: i32) -> (bool, String) {
     }
 }
 
+/// The held core lock.
+pub(crate) type CoreGuard<'a> = RtGuard<'a, Core>;
+
 pub(crate) struct Inner {
-    core: Mutex<Core>,
-    cond: Condvar,
+    /// The request table and queues, taken by every submit, reap and wait, the
+    /// pool's workers and the completion thread. Priority-inheriting for a
+    /// real-time thread that finds it held (it boosts the holder); the others
+    /// sleep apart and may take it as soon as it is free (no convoy).
+    core: RtLocked<Core>,
+    cond: RtCond,
     pub engine: Engine,
     pub info: BackendInfo,
     /// Aio and Request handles alive; at zero the context shuts down.
@@ -131,7 +139,8 @@ pub(crate) struct Inner {
     /// Per tokio runtime, the reactor registration of the completion eventfd.
     #[cfg(feature = "tokio")]
     pub(crate) reactors: super::tokio_reap::Reactors,
-    init: Mutex<()>,
+    /// One-time set-up (notifier, eventfd, completion thread).
+    init: RtLocked<()>,
     /// `SIGEV_SIGNAL` notifications that could not be queued.
     pub notify_failed: AtomicU64,
 }
@@ -224,8 +233,8 @@ impl Inner {
             Engine::Uring(_) => 0,
         };
         let inner = Arc::new(Inner {
-            core: Mutex::new(Core::new()),
-            cond: Condvar::new(),
+            core: RtLocked::new(Core::new()),
+            cond: RtCond::new(),
             engine,
             info,
             users: AtomicUsize::new(0),
@@ -234,7 +243,7 @@ impl Inner {
             bg: OnceLock::new(),
             #[cfg(feature = "tokio")]
             reactors: Default::default(),
-            init: Mutex::new(()),
+            init: RtLocked::new(()),
             notify_failed: AtomicU64::new(0),
         });
         if workers > 0 {
@@ -250,8 +259,17 @@ impl Inner {
     }
 
     #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Core> {
-        self.core.lock().unwrap_or_else(|p| p.into_inner())
+    pub(crate) fn lock(&self) -> CoreGuard<'_> {
+        self.core.lock()
+    }
+
+    /// Runs `f` with the core lock held (a test hook: an inversion test needs a
+    /// low-priority thread that holds the lock when it is preempted).
+    pub(crate) fn with_core_locked<R>(&self, f: impl FnOnce() -> R) -> R {
+        let core = self.lock();
+        let r = f();
+        drop(core);
+        r
     }
 
     pub(crate) fn add_user(&self) {
@@ -267,7 +285,7 @@ impl Inner {
 
     /// Releases the lock, then wakes waiters and fires notifications collected
     /// while it was held.
-    pub(crate) fn release(&self, mut core: MutexGuard<'_, Core>) {
+    pub(crate) fn release(&self, mut core: CoreGuard<'_>) {
         if core.nudge {
             core.nudge = false;
             if core.reaper {
@@ -360,7 +378,7 @@ impl Inner {
     /// Releases the lock, then enters the ring if `enter` (so inline I/O does not
     /// run under the lock).
     #[inline]
-    pub(crate) fn unlock_and_enter(&self, core: MutexGuard<'_, Core>, enter: bool) {
+    pub(crate) fn unlock_and_enter(&self, core: CoreGuard<'_>, enter: bool) {
         self.release(core);
         if enter {
             if let Engine::Uring(r) = &self.engine {
@@ -409,7 +427,7 @@ impl Inner {
             return Ok(());
         }
         if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {
-            let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
+            let _g = self.init.lock();
             if self.notifier.get().is_none() {
                 let _ = self.notifier.set(Notifier::start()?);
             }
@@ -427,7 +445,7 @@ impl Inner {
         if let Some(efd) = self.efd.get() {
             return Ok(Some(efd));
         }
-        let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
+        let _g = self.init.lock();
         if let Some(efd) = self.efd.get() {
             return Ok(Some(efd));
         }
@@ -449,7 +467,7 @@ impl Inner {
         let Some(efd) = self.completion_eventfd()? else {
             return Ok(());
         };
-        let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
+        let _g = self.init.lock();
         if self.bg.get().is_some() {
             return Ok(());
         }
@@ -559,15 +577,8 @@ impl Inner {
                     }
                     None => {
                         core.waiters += 1;
-                        core = match remaining {
-                            Some(t) => {
-                                self.cond
-                                    .wait_timeout(core, t)
-                                    .unwrap_or_else(|p| p.into_inner())
-                                    .0
-                            }
-                            None => self.cond.wait(core).unwrap_or_else(|p| p.into_inner()),
-                        };
+                        let until = remaining.and_then(|t| Instant::now().checked_add(t));
+                        self.cond.wait_until(&mut core, until);
                         core.waiters -= 1;
                     }
                 },
@@ -616,7 +627,7 @@ impl Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let core = self.core.get_mut().unwrap_or_else(|p| p.into_inner());
+        let core = self.core.get_mut();
         for s in core.slots.iter_mut() {
             if s.state == State::Issued {
                 // The kernel or a worker may still write here: leak, never free.
@@ -671,11 +682,11 @@ fn sleep_on(fd: &OwnedFd, t: Option<Duration>) -> std::result::Result<(), i32> {
 
 impl Host for Inner {
     #[inline]
-    fn table(&self) -> MutexGuard<'_, Core> {
+    fn table(&self) -> CoreGuard<'_> {
         self.lock()
     }
     #[inline]
-    fn release(&self, t: MutexGuard<'_, Core>) {
+    fn release(&self, t: CoreGuard<'_>) {
         Inner::release(self, t)
     }
     #[inline]

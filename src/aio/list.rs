@@ -222,7 +222,7 @@ impl<B: Send + 'static> List<B> {
     fn take_locked(
         &mut self,
         inner: &Inner,
-        mut core: std::sync::MutexGuard<'_, Core>,
+        mut core: super::engine::CoreGuard<'_>,
     ) -> Vec<Option<Completion<B>>> {
         let out = self
             .entries

@@ -27,7 +27,7 @@
 
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, MutexGuard};
+use std::sync::Arc;
 
 use rustix::event::epoll;
 use rustix::event::{eventfd, EventfdFlags};
@@ -35,14 +35,15 @@ use rustix::event::{eventfd, EventfdFlags};
 use super::table::{split_user_data, user_data, Core, OpKind, RawOp, State, MAX_RW};
 use crate::sys::io::{self as sio, FdKind, Mode};
 use crate::sys::prio::{self, SchedClass};
+use crate::sys::rtlock::{self, RtCond, RtGuard};
 use crate::{Error, Result};
 
 /// What the pool needs from the context that owns it.
 pub(crate) trait Host: Send + Sync + 'static {
     /// Locks the request table.
-    fn table(&self) -> MutexGuard<'_, Core>;
+    fn table(&self) -> RtGuard<'_, Core>;
     /// Unlocks the table, then wakes waiters and fires notifications.
-    fn release(&self, t: MutexGuard<'_, Core>);
+    fn release(&self, t: RtGuard<'_, Core>);
     /// The pool (None if the context runs another engine).
     fn pool(&self) -> Option<&Pool>;
 }
@@ -52,7 +53,7 @@ const WAKE: u64 = u64::MAX;
 
 pub(crate) struct Pool {
     /// Signalled when requests become ready.
-    pub work: Condvar,
+    pub work: RtCond,
     /// Parked requests wait here for readiness (one registration per request, on
     /// the request's own descriptor copy).
     epoll: OwnedFd,
@@ -81,7 +82,7 @@ impl Pool {
         )
         .map_err(|e| errno_of(e, "epoll_ctl"))?;
         Ok(Pool {
-            work: Condvar::new(),
+            work: RtCond::new(),
             epoll: ep,
             wake,
             workers,
@@ -142,7 +143,10 @@ enum Outcome {
 
 fn switch(class: SchedClass, pool: &Pool) -> bool {
     pool.switches.fetch_add(1, Ordering::Relaxed);
-    prio::set_current(class).is_ok()
+    let ok = prio::set_current(class).is_ok();
+    // The core lock chooses its waiting path by the waiter's class.
+    rtlock::class_changed();
+    ok
 }
 
 fn worker<H: Host>(host: Arc<H>, w: u32) {
@@ -209,10 +213,10 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             core = host.table();
             if cur != SchedClass::OTHER {
                 // Could not switch back (no privilege any more): sleep anyway.
-                core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
+                pool.work.wait_until(&mut core, None);
             }
         } else {
-            core = pool.work.wait(core).unwrap_or_else(|p| p.into_inner());
+            pool.work.wait_until(&mut core, None);
         }
     }
 }

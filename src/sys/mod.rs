@@ -16,6 +16,7 @@
 //! | [`process`] | `atexit`, `unlink` at exit, a descriptor pointed at `/dev/null` (fork-safe) |
 //! | [`process_end`] | a hook on the fatal signals (`sigaction`, chained to the previous disposition), blocking them in a helper thread |
 //! | [`pilock`] | the crate's internal priority-inheriting lock (a bare PI futex) |
+//! | [`rtlock`] | the AIO core lock: PI for real-time waiters, stealing for the others; its condition variable |
 //! | [`io`] | fd I/O of the AIO thread engine, `RWF_NOWAIT`/`MSG_DONTWAIT` forms, `fsync`, fd kind and flags, `dup` |
 //! | [`signal`] | `rt_sigqueueinfo` to this process, result checked |
 //! | [`prio`] | the calling thread's policy/priority (read, switch) and io_uring `ioprio` |
@@ -32,6 +33,7 @@ pub(crate) mod prio;
 pub(crate) mod proc;
 pub(crate) mod process;
 pub(crate) mod process_end;
+pub(crate) mod rtlock;
 pub(crate) mod sched;
 pub(crate) mod signal;
 pub(crate) mod thread;
