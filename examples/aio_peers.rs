@@ -39,9 +39,10 @@ mod args;
 
 const BLOCK: usize = 4096;
 const QD: usize = 32;
-const ENGINES: [&str; 7] = [
+const ENGINES: [&str; 8] = [
     "posixrt_suspend",
     "posixrt_await",
+    "posixrt_await_request",
     "io_uring",
     "tokio_uring",
     "monoio",
@@ -49,7 +50,7 @@ const ENGINES: [&str; 7] = [
     "pread",
 ];
 
-const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]
+const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 
 Measures 4 KiB random reads of a cached file with posixrt (suspend and .await) and
 with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
@@ -59,7 +60,7 @@ with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
   --qd32-ops N       QD32 reads per engine per round (320 to 10000000, default 64000)
   --file-size-mb N   size of the test file in MiB (1 to 4096, default 256; it must fit
                      in the free space of the temp dir, $TMPDIR or /tmp)
-  --only ENGINE      measure one engine (ratios that need another print n/a)
+  --only E1,E2,...   measure only these engines (ratios that need another print n/a)
   --json             one JSON line instead of the table
 
 Build with `--features peers` (the peers are optional dependencies).";
@@ -92,8 +93,11 @@ fn parse() -> Args {
             "--json" => a.json = true,
             "--only" => {
                 let e: String = it.value("--only");
-                if !ENGINES.contains(&e.as_str()) {
-                    it.fail(format!("--only needs one of {}", ENGINES.join(", ")));
+                if !e.split(',').all(|n| ENGINES.contains(&n)) {
+                    it.fail(format!(
+                        "--only needs engines from {} (comma-separated)",
+                        ENGINES.join(", ")
+                    ));
                 }
                 a.only = Some(e);
             }
@@ -202,6 +206,9 @@ struct PosixrtAwait {
     aio: Aio,
     file: Arc<File>,
     seed: u64,
+    /// `aio.read_async(..).await` (submitted when polled) rather than
+    /// `aio.read(..)?.await` (submitted by the call).
+    submit_on_poll: bool,
 }
 
 impl Engine for PosixrtAwait {
@@ -213,11 +220,14 @@ impl Engine for PosixrtAwait {
             let mut buf = vec![0u8; BLOCK];
             for _ in 0..ops {
                 let t = Instant::now();
-                let c = aio
-                    .read(&**file, offs.next() as i64, buf)
-                    .map_err(err)?
-                    .await
-                    .map_err(err)?;
+                let c = if self.submit_on_poll {
+                    aio.read_async(&**file, offs.next() as i64, buf).await
+                } else {
+                    aio.read(&**file, offs.next() as i64, buf)
+                        .map_err(err)?
+                        .await
+                }
+                .map_err(err)?;
                 check(c.result.map_err(err)?)?;
                 buf = c.buf.ok_or("the buffer did not come back")?;
                 lat.push(t.elapsed().as_nanos() as u64);
@@ -231,6 +241,7 @@ impl Engine for PosixrtAwait {
         let size = file_len(&self.file);
         self.seed += 1;
         let seed = self.seed;
+        let submit_on_poll = self.submit_on_poll;
         let t = Instant::now();
         self.rt.block_on(async {
             let tasks: Vec<_> = (0..QD)
@@ -240,11 +251,14 @@ impl Engine for PosixrtAwait {
                         let mut offs = Offsets::new(size, seed * 64 + k as u64);
                         let mut buf = vec![0u8; BLOCK];
                         for _ in 0..per {
-                            let c = aio
-                                .read(&*file, offs.next() as i64, buf)
-                                .map_err(err)?
-                                .await
-                                .map_err(err)?;
+                            let c = if submit_on_poll {
+                                aio.read_async(&*file, offs.next() as i64, buf).await
+                            } else {
+                                aio.read(&*file, offs.next() as i64, buf)
+                                    .map_err(err)?
+                                    .await
+                            }
+                            .map_err(err)?;
                             check(c.result.map_err(err)?)?;
                             buf = c.buf.ok_or("the buffer did not come back")?;
                         }
@@ -519,7 +533,7 @@ fn build(
             offs: Offsets::new(size, 1),
             bufs: Vec::new(),
         }),
-        "posixrt_await" => Box::new(PosixrtAwait {
+        "posixrt_await" | "posixrt_await_request" => Box::new(PosixrtAwait {
             rt: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -529,7 +543,8 @@ fn build(
                 .build()
                 .map_err(err)?,
             file: Arc::clone(file),
-            seed: 2,
+            seed: if name == "posixrt_await" { 2 } else { 8 },
+            submit_on_poll: name == "posixrt_await",
         }),
         "io_uring" => Box::new(RawUring {
             ring: io_uring::IoUring::new(256).map_err(err)?,
@@ -659,7 +674,11 @@ fn run(a: &Args) -> Result<(), String> {
     let names: Vec<&str> = ENGINES
         .iter()
         .copied()
-        .filter(|n| a.only.as_deref().map_or(true, |o| o == *n))
+        .filter(|n| {
+            a.only
+                .as_deref()
+                .map_or(true, |o| o.split(',').any(|o| o == *n))
+        })
         .collect();
     let mut engines = Vec::new();
     for n in &names {

@@ -40,6 +40,9 @@ pub(crate) trait Host: Send + Sync {
 #[derive(Default)]
 pub(crate) struct Reactors {
     list: Mutex<Vec<(Id, Arc<Reap>)>>,
+    /// The token of the last end-of-turn flush scheduled for this context, 0
+    /// once it ran (see `future::batch`).
+    pub(crate) flush_token: std::sync::atomic::AtomicU64,
 }
 
 /// One runtime's registration of the completion eventfd; also the waker the
@@ -145,4 +148,21 @@ fn register_fd(dup: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
     // the AsyncFd's whole life: the AsyncFd owns `dup` (an `OwnedFd`, whose
     // `as_raw_fd` never changes) and nothing else closes it.
     unsafe { AsyncFd::register_with_interest(dup, tokio::io::Interest::READABLE) }.ok()
+}
+
+/// True when a submission made here may wait for the end of the runtime's turn
+/// to enter the kernel together with others: we run inside a tokio runtime that
+/// has other tasks, which may submit in the same turn. A lone task (or a
+/// `block_on` future) enters at once, as a synchronous caller does.
+pub(crate) fn batching_pays() -> bool {
+    Handle::try_current().is_ok_and(|h| h.metrics().num_alive_tasks() > 1)
+}
+
+/// Has `w` woken at the end of the current runtime turn: once the scheduler has
+/// run out of ready tasks and polled its driver (tokio's deferred wake, the one
+/// `yield_now` uses). Outside a runtime's worker, `w` is woken at once.
+pub(crate) fn at_turn_end(w: &Waker) {
+    let mut cx = Context::from_waker(w);
+    let y = std::pin::pin!(tokio::task::yield_now());
+    let _ = std::future::Future::poll(y, &mut cx);
 }
