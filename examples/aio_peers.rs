@@ -221,7 +221,8 @@ impl Engine for PosixrtAwait {
             for _ in 0..ops {
                 let t = Instant::now();
                 let c = if self.submit_on_poll {
-                    aio.read_async(&**file, offs.next() as i64, buf).await
+                    aio.read_async(Arc::clone(file), offs.next() as i64, buf)
+                        .await
                 } else {
                     aio.read(&**file, offs.next() as i64, buf)
                         .map_err(err)?
@@ -252,7 +253,8 @@ impl Engine for PosixrtAwait {
                         let mut buf = vec![0u8; BLOCK];
                         for _ in 0..per {
                             let c = if submit_on_poll {
-                                aio.read_async(&*file, offs.next() as i64, buf).await
+                                aio.read_async(Arc::clone(&file), offs.next() as i64, buf)
+                                    .await
                             } else {
                                 aio.read(&*file, offs.next() as i64, buf)
                                     .map_err(err)?
@@ -621,6 +623,14 @@ struct Figures {
     p50: Vec<u64>,
     p99: Vec<u64>,
     qd32: Vec<f64>,
+    qd32_cpu: Vec<f64>,
+}
+
+/// CPU time of the whole process (every thread, the peers' runtime threads and
+/// the kernel's io_uring workers included), in seconds.
+fn process_cpu_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 fn median_u(v: &mut [u64]) -> u64 {
@@ -707,12 +717,17 @@ fn run(a: &Args) -> Result<(), String> {
         }
         for k in 0..n {
             let e = (round + k) % n;
+            let cpu = process_cpu_s();
             if let Some(r) = engines[e].qd32(a.qd32_ops)? {
+                let cpu = process_cpu_s() - cpu;
                 figs[e].qd32.push(r);
+                if cpu > 0.0 {
+                    figs[e].qd32_cpu.push((a.qd32_ops / QD * QD) as f64 / cpu);
+                }
             }
         }
     }
-    let rows: Vec<(&str, u64, u64, Option<f64>)> = names
+    let rows: Vec<(&str, u64, u64, Option<f64>, Option<f64>)> = names
         .iter()
         .zip(figs.iter_mut())
         .map(|(n, f)| {
@@ -721,6 +736,7 @@ fn run(a: &Args) -> Result<(), String> {
                 median_u(&mut f.p50),
                 median_u(&mut f.p99),
                 median_f(&mut f.qd32),
+                median_f(&mut f.qd32_cpu),
             )
         })
         .collect();
@@ -732,6 +748,7 @@ fn run(a: &Args) -> Result<(), String> {
     let p50 = |n: &str| get(n).map(|r| r.1 as f64);
     let p99 = |n: &str| get(n).map(|r| r.2 as f64);
     let q32 = |n: &str| get(n).and_then(|r| r.3);
+    let q32c = |n: &str| get(n).and_then(|r| r.4);
     let ratios = [
         (
             "await_p50_vs_suspend",
@@ -763,15 +780,26 @@ fn run(a: &Args) -> Result<(), String> {
             ratio(q32("posixrt_suspend"), q32("io_uring")),
             "",
         ),
+        (
+            "await_qd32_cpu_vs_io_uring",
+            ratio(q32c("posixrt_await"), q32c("io_uring")),
+            "",
+        ),
+        (
+            "await_request_qd32_vs_io_uring",
+            ratio(q32("posixrt_await_request"), q32("io_uring")),
+            "",
+        ),
     ];
     let num = |x: Option<f64>, d: usize| x.map_or("null".to_string(), |x| format!("{x:.d$}"));
     if a.json {
         let mut parts: Vec<String> = rows
             .iter()
-            .map(|(n, p50, p99, q)| {
+            .map(|(n, p50, p99, q, qc)| {
                 format!(
-                    "\"{n}\": {{\"qd1_p50_ns\": {p50}, \"qd1_p99_ns\": {p99}, \"qd32_ops_per_s\": {}}}",
-                    num(*q, 1)
+                    "\"{n}\": {{\"qd1_p50_ns\": {p50}, \"qd1_p99_ns\": {p99}, \"qd32_ops_per_s\": {}, \"qd32_ops_per_cpu_s\": {}}}",
+                    num(*q, 1),
+                    num(*qc, 1)
                 )
             })
             .collect();
@@ -793,20 +821,21 @@ fn run(a: &Args) -> Result<(), String> {
     );
     println!();
     println!(
-        "{:>16} {:>10} {:>10} {:>14}",
-        "engine", "QD1 p50", "QD1 p99", "QD32 ops/s"
+        "{:>21} {:>10} {:>10} {:>14} {:>16}",
+        "engine", "QD1 p50", "QD1 p99", "QD32 ops/s", "QD32 ops/CPU-s"
     );
-    for (n, p50, p99, q) in &rows {
+    for (n, p50, p99, q, qc) in &rows {
         let q = q.map_or("-".to_string(), |q| format!("{q:.0}"));
-        println!("{n:>16} {:>8}ns {:>8}ns {q:>14}", p50, p99);
+        let qc = qc.map_or("-".to_string(), |q| format!("{q:.0}"));
+        println!("{n:>21} {:>8}ns {:>8}ns {q:>14} {qc:>16}", p50, p99);
     }
     println!();
     for (k, v, goal) in &ratios {
         let v = v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
         if goal.is_empty() {
-            println!("{k:>26} = {v}");
+            println!("{k:>30} = {v}");
         } else {
-            println!("{k:>26} = {v} (goal {goal})");
+            println!("{k:>30} = {v} (goal {goal})");
         }
     }
     Ok(())

@@ -5,11 +5,19 @@
 //! the runtime, its request goes into the io_uring submission queue without a
 //! system call, and the queue is entered once at the end of the runtime's turn
 //! (after every ready task ran): 32 tasks that each read make one
-//! `io_uring_enter`, as a program that submits 32 at once does. The future keeps
-//! the fd borrowed until then (dropping it early enters the ring at once), so the
-//! kernel never sees a descriptor number the program may have closed.
+//! `io_uring_enter`, as a program that submits 32 at once does.
+//!
+//! The kernel reads the descriptor number when the ring is entered, so a
+//! submission that waits for the end of the turn must keep its descriptor open
+//! until then, whatever the program does: the future owns a handle to it (an
+//! `Arc<File>`, a `File`, an `OwnedFd`, ...), dropping the future enters the ring
+//! before the handle goes, and a future leaked with `mem::forget` leaks its
+//! handle too (the number is never reused). A borrowed descriptor could not give
+//! that guarantee: a forgotten future would end the borrow with the request still
+//! waiting.
 
 use std::future::{Future, IntoFuture};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -18,7 +26,7 @@ use super::buf::{IoBuf, IoBufMut};
 use super::context::Aio;
 use super::engine::Engine;
 use super::list::{entry_done, List};
-use super::op::{BorrowFd, Kind, Op};
+use super::op::{Kind, Op};
 use super::request::{Completion, Request};
 use super::table::{OpKind, State};
 use crate::Result;
@@ -60,33 +68,60 @@ fn check_or_register(req: &Request<impl Send + 'static>, cx: &mut Context<'_>) -
     done
 }
 
+/// Takes the request's completion if it is done (one lock, reaping first).
+fn take_done<B: Send + 'static>(req: &mut Request<B>) -> Option<Result<Completion<B>>> {
+    match req.aio_return() {
+        Err(e) if e.kind() == crate::ErrorKind::InProgress => None,
+        r => Some(r),
+    }
+}
+
+/// Polls a submitted request: its completion if done; otherwise the task's
+/// waker goes in its slot and the wake-up source is armed.
+fn poll_request<B: Send + 'static>(
+    req: &mut Request<B>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Completion<B>>> {
+    // Reap first: a request that completed inline needs no wake-up source.
+    if let Some(r) = take_done(req) {
+        return Poll::Ready(r);
+    }
+    // Otherwise the task's waker is in the slot; arm the wake-up source
+    // (reactor or completion thread), then look once more, so a completion
+    // that landed before the source was armed is not missed.
+    let done = check_or_register(req, cx) || {
+        if let Err(e) = req.inner.arm_wakeup() {
+            return Poll::Ready(Err(e));
+        }
+        check_or_register(req, cx)
+    };
+    if done {
+        Poll::Ready(req.aio_return())
+    } else {
+        Poll::Pending
+    }
+}
+
+fn already_taken<T>() -> Poll<Result<T>> {
+    Poll::Ready(Err(crate::Error::new(
+        crate::ErrorKind::AlreadyTaken,
+        "aio_return",
+        "the future already completed",
+    )))
+}
+
 impl<B: Send + 'static> Future for RequestFuture<B> {
     type Output = Result<Completion<B>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(req) = self.req.as_mut() else {
-            return Poll::Ready(Err(crate::Error::new(
-                crate::ErrorKind::AlreadyTaken,
-                "aio_return",
-                "the future already completed",
-            )));
+            return already_taken();
         };
-        // Reap first: a request that completed inline needs no wake-up source.
-        // Otherwise the task's waker is in the slot; arm the wake-up source
-        // (reactor or completion thread), then look once more, so a completion
-        // that landed before the source was armed is not missed.
-        let done = check_or_register(req, cx) || {
-            if let Err(e) = req.inner.arm_wakeup() {
-                return Poll::Ready(Err(e));
-            }
-            check_or_register(req, cx)
-        };
-        if done {
-            let mut req = self.req.take().expect("checked above");
-            Poll::Ready(req.aio_return())
-        } else {
-            Poll::Pending
+        let r = poll_request(req, cx);
+        if r.is_ready() {
+            self.req = None;
         }
+        r
     }
 }
 
@@ -143,58 +178,59 @@ impl<B: Send + 'static> Future for ListFuture<B> {
     }
 }
 
-/// Resolves to the [`Completion`] of one operation, which it submits when first
-/// polled. Made by [`Aio::submit_async`], [`Aio::read_async`] and
-/// [`Aio::write_async`].
+/// Resolves to the [`Completion`] of one read or write, which it submits when
+/// first polled. Made by [`Aio::read_async`] and [`Aio::write_async`].
 ///
-/// Under the `tokio` feature, inside a runtime with other tasks, submissions of
-/// one runtime turn enter the kernel together (see the [module docs](self)). The
-/// future borrows the fd until it is dropped; the request reaches the kernel
-/// before that, so closing the fd afterwards cannot redirect the I/O.
+/// Under the `tokio` feature, inside a runtime with other tasks, the submissions
+/// of one runtime turn enter the kernel together (see the [module docs](self)).
+/// The future owns `F`, a handle to the descriptor, until it is dropped: the
+/// request is in the kernel before that.
 #[must_use = "a SubmitFuture does nothing until polled"]
-pub struct SubmitFuture<'a, 'fd, B: Send + 'static> {
+pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
+    // Dropped first: an unfinished request is cancelled, which enters the ring,
+    // while `fd` is still open.
+    req: Option<Request<B>>,
     aio: &'a Aio,
-    op: Option<Op<'fd, B>>,
-    req: Option<RequestFuture<B>>,
+    start: Option<(i64, B)>,
+    make: for<'x> fn(BorrowedFd<'x>, i64, B) -> Op<'x, B>,
+    fd: F,
 }
 
-impl<B: Send + 'static> Unpin for SubmitFuture<'_, '_, B> {}
+impl<F: AsFd + 'static, B: Send + 'static> Unpin for SubmitFuture<'_, F, B> {}
 
-impl<B: Send + 'static> Future for SubmitFuture<'_, '_, B> {
+impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
     type Output = Result<Completion<B>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        if let Some(op) = this.op.take() {
+        if let Some((offset, buf)) = this.start.take() {
+            let op = (this.make)(this.fd.as_fd(), offset, buf);
             let (req, deferred) = match submit(this.aio, op) {
                 Ok(r) => r,
                 Err(e) => return Poll::Ready(Err(e)),
             };
-            let fut = this.req.insert(req.into_future());
+            let req = this.req.insert(req);
             // Not in the kernel yet: the flush at the turn's end enters the ring,
             // reaps, and wakes this task (or arms the reactor for a request that
             // did not complete inline). Only the waker is needed now.
-            if deferred {
-                if let Some(r) = fut.req.as_ref() {
-                    if !check_or_register(r, cx) {
-                        return Poll::Pending;
-                    }
-                }
+            if deferred && !check_or_register(req, cx) {
+                return Poll::Pending;
             }
         }
-        match this.req.as_mut() {
-            Some(f) => Pin::new(f).poll(cx),
-            None => Poll::Ready(Err(crate::Error::new(
-                crate::ErrorKind::AlreadyTaken,
-                "aio_return",
-                "the future already completed",
-            ))),
+        let Some(req) = this.req.as_mut() else {
+            return already_taken();
+        };
+        let r = poll_request(req, cx);
+        if r.is_ready() {
+            this.req = None;
         }
+        r
     }
 }
 
 /// `Aio::submit`, with the kernel entry left to the end of the runtime turn when
-/// that pays (true then).
+/// that pays (true then). The caller keeps the fd open until the request is in
+/// the kernel, whatever happens to it (see the module docs).
 fn submit<B: Send + 'static>(aio: &Aio, mut op: Op<'_, B>) -> Result<(Request<B>, bool)> {
     let call = match op.kind {
         Kind::Io(OpKind::Read) => "aio_read",
@@ -208,16 +244,15 @@ fn submit<B: Send + 'static>(aio: &Aio, mut op: Op<'_, B>) -> Result<(Request<B>
     let notify = std::mem::take(&mut op.notify);
     inner.prepare_notify(&notify)?;
     #[cfg(feature = "tokio")]
-    let ((idx, gen), deferred) =
-        if !threads && (batch::pending(inner) || super::tokio_reap::batching_pays()) {
-            let r = inner.submit_one_deferred(p, notify)?;
-            if r.1 {
-                batch::schedule_flush(inner);
-            }
-            r
-        } else {
-            (inner.submit_one(p, notify)?, false)
-        };
+    let ((idx, gen), deferred) = if !threads && batch::should_defer(inner) {
+        let r = inner.submit_one_deferred(p, notify)?;
+        if r.1 {
+            batch::schedule_flush(inner);
+        }
+        r
+    } else {
+        (inner.submit_one(p, notify)?, false)
+    };
     #[cfg(not(feature = "tokio"))]
     let ((idx, gen), deferred) = (inner.submit_one(p, notify)?, false);
     Ok((
@@ -227,57 +262,58 @@ fn submit<B: Send + 'static>(aio: &Aio, mut op: Op<'_, B>) -> Result<(Request<B>
 }
 
 impl Aio {
-    /// Submits `op` when first polled and resolves to its [`Completion`]: the
-    /// `.await` form of [`Aio::submit`]. Under tokio, the submissions of one
-    /// runtime turn enter the kernel with one system call (see
-    /// [`SubmitFuture`]).
+    /// `aio_read` as a future, submitted when first polled:
+    /// `aio.read_async(Arc::clone(&file), offset, buf).await`.
+    ///
+    /// `fd` is an owned handle (`Arc<File>`, `File`, `OwnedFd`, ...), kept by the
+    /// future: under tokio, the reads of one runtime turn enter the kernel with
+    /// one system call, after this returns (see [`SubmitFuture`]). For a borrowed
+    /// descriptor, `aio.read(&file, offset, buf)?.await` submits at once.
     ///
     /// # Errors
-    /// Those of [`Aio::submit`], when polled.
+    /// Those of [`Aio::read`], when polled.
     ///
     /// # References
     /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
-    /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
     #[doc(alias = "aio_read")]
-    #[doc(alias = "aio_write")]
-    #[doc(alias = "aio_fsync")]
-    pub fn submit_async<'a, 'fd, B: Send + 'static>(
-        &'a self,
-        op: Op<'fd, B>,
-    ) -> SubmitFuture<'a, 'fd, B> {
+    pub fn read_async<F: AsFd + 'static, B: IoBufMut>(
+        &self,
+        fd: F,
+        offset: i64,
+        buf: B,
+    ) -> SubmitFuture<'_, F, B> {
         SubmitFuture {
-            aio: self,
-            op: Some(op),
             req: None,
+            aio: self,
+            start: Some((offset, buf)),
+            make: |fd, offset, buf| Op::read(fd, offset, buf),
+            fd,
         }
     }
 
-    /// `aio_read` as a future: `aio.read_async(&file, offset, buf).await`.
+    /// `aio_write` as a future, submitted when first polled:
+    /// `aio.write_async(Arc::clone(&file), offset, buf).await`. As
+    /// [`read_async`](Aio::read_async), for writes.
     ///
-    /// # References
-    /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
-    #[doc(alias = "aio_read")]
-    pub fn read_async<'a, 'fd, B: IoBufMut>(
-        &'a self,
-        fd: impl BorrowFd<'fd>,
-        offset: i64,
-        buf: B,
-    ) -> SubmitFuture<'a, 'fd, B> {
-        self.submit_async(Op::read(fd, offset, buf))
-    }
-
-    /// `aio_write` as a future: `aio.write_async(&file, offset, buf).await`.
+    /// # Errors
+    /// Those of [`Aio::write`], when polled.
     ///
     /// # References
     /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
     #[doc(alias = "aio_write")]
-    pub fn write_async<'a, 'fd, B: IoBuf>(
-        &'a self,
-        fd: impl BorrowFd<'fd>,
+    pub fn write_async<F: AsFd + 'static, B: IoBuf>(
+        &self,
+        fd: F,
         offset: i64,
         buf: B,
-    ) -> SubmitFuture<'a, 'fd, B> {
-        self.submit_async(Op::write(fd, offset, buf))
+    ) -> SubmitFuture<'_, F, B> {
+        SubmitFuture {
+            req: None,
+            aio: self,
+            start: Some((offset, buf)),
+            make: |fd, offset, buf| Op::write(fd, offset, buf),
+            fd,
+        }
     }
 }
 
@@ -299,7 +335,13 @@ mod batch {
     thread_local! {
         /// The context and token of the last flush this thread scheduled.
         static MINE: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+        /// A context for which batching did not pay, and how many more
+        /// submissions enter at once without asking again.
+        static SOLO: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
     }
+
+    /// See [`should_defer`].
+    const SOLO_SKIP: u32 = 15;
 
     /// Enters the ring of `inner` once, at the end of the turn (when woken), or
     /// when the runtime drops it unwoken (shutting down).
@@ -347,6 +389,27 @@ mod batch {
         let (ctx, token) = MINE.get();
         ctx == Arc::as_ptr(inner) as usize
             && inner.reactors.flush_token.load(Ordering::Acquire) == token
+    }
+
+    /// True if a submission to `inner` should leave the ring unentered: a flush
+    /// is already coming, or (the tokio question, asked again only every
+    /// `SOLO_SKIP` submissions after a no) other tasks may submit this turn.
+    #[inline]
+    pub(super) fn should_defer(inner: &Arc<Inner>) -> bool {
+        if pending(inner) {
+            return true;
+        }
+        let me = Arc::as_ptr(inner) as usize;
+        let (ctx, skip) = SOLO.get();
+        if ctx == me && skip > 0 {
+            SOLO.set((me, skip - 1));
+            return false;
+        }
+        if tokio_reap::batching_pays() {
+            return true;
+        }
+        SOLO.set((me, SOLO_SKIP));
+        false
     }
 
     /// Makes sure the submission queue of `inner` is entered at the end of this
