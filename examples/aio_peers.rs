@@ -6,7 +6,8 @@
 //! | engine | what runs |
 //! |---|---|
 //! | `posixrt_suspend` | `aio.read` + `aio.suspend`; QD32: `lio_listio(Wait)` of 32 |
-//! | `posixrt_await` | `aio.read(..).await` on a tokio `current_thread` runtime; QD32: 32 futures in flight |
+//! | `posixrt_await` | `aio.read_async(Arc::clone(&file), ..).await` on a tokio `current_thread` runtime (submitted when polled; the reads of one runtime turn enter the ring together); QD32: 32 tasks in flight |
+//! | `posixrt_await_request` | `aio.read(&file, ..)?.await` (submitted, and the ring entered, by the call); QD32: 32 tasks in flight |
 //! | `io_uring` | the raw `io-uring` crate: push, `submit_and_wait`; QD32: submit 32, wait all |
 //! | `tokio_uring` | `tokio_uring::fs::File::read_at`; QD32: 32 tasks in flight |
 //! | `monoio` | `monoio::fs::File::read_at` (io_uring driver); QD32: 32 tasks in flight |
@@ -18,11 +19,13 @@
 //! rounds.
 //!
 //! ```text
-//! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--json]
+//! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 //! ```
 //!
 //! `--json` prints one line: `{ENGINE: {"qd1_p50_ns": N, "qd1_p99_ns": N,
-//! "qd32_ops_per_s": F|null}, ..., "ratios": {...}}`.
+//! "qd32_ops_per_s": F|null, "qd32_ops_per_cpu_s": F|null}, ..., "ratios": {...}}`.
+//! `qd32_ops_per_cpu_s` divides by the process's CPU time instead of the wall
+//! time: on a loaded machine it moves less with the other processes' load.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -52,7 +55,7 @@ const ENGINES: [&str; 8] = [
 
 const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 
-Measures 4 KiB random reads of a cached file with posixrt (suspend and .await) and
+Measures 4 KiB random reads of a cached file with posixrt (suspend and two .await forms) and
 with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
 
   --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 7)
