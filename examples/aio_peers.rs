@@ -636,6 +636,9 @@ fn process_cpu_s() -> f64 {
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
+/// engine, QD1 p50 ns, QD1 p99 ns, QD32 ops/s, QD32 ops per CPU second.
+type Row<'a> = (&'a str, u64, u64, Option<f64>, Option<f64>);
+
 fn median_u(v: &mut [u64]) -> u64 {
     v.sort_unstable();
     v.get(v.len() / 2).copied().unwrap_or(0)
@@ -730,7 +733,7 @@ fn run(a: &Args) -> Result<(), String> {
             }
         }
     }
-    let rows: Vec<(&str, u64, u64, Option<f64>, Option<f64>)> = names
+    let rows: Vec<Row> = names
         .iter()
         .zip(figs.iter_mut())
         .map(|(n, f)| {

@@ -185,6 +185,41 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// of one runtime turn enter the kernel together (see the [module docs](self)).
 /// The future owns `F`, a handle to the descriptor, until it is dropped: the
 /// request is in the kernel before that.
+///
+/// It works on any executor; here a minimal one that parks the thread between
+/// polls:
+///
+/// ```
+/// use std::future::Future;
+/// use std::io::Write;
+/// use std::sync::Arc;
+/// use std::task::{Context, Poll, Wake, Waker};
+/// use posixrt::aio::Aio;
+///
+/// struct Unpark(std::thread::Thread);
+/// impl Wake for Unpark {
+///     fn wake(self: Arc<Self>) {
+///         self.0.unpark()
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let aio = Aio::new()?;
+/// let mut f = std::fs::File::from(rustix::fs::memfd_create("demo", rustix::fs::MemfdFlags::empty())?);
+/// f.write_all(b"hello")?;
+/// let f = Arc::new(f);
+/// let mut fut = aio.read_async(Arc::clone(&f), 0, vec![0u8; 5]);
+/// let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+/// let done = loop {
+///     match std::pin::Pin::new(&mut fut).poll(&mut Context::from_waker(&waker)) {
+///         Poll::Ready(r) => break r?,
+///         Poll::Pending => std::thread::park(),
+///     }
+/// };
+/// assert_eq!(done.data(), b"hello");
+/// # Ok(())
+/// # }
+/// ```
 #[must_use = "a SubmitFuture does nothing until polled"]
 pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
     // Dropped first: an unfinished request is cancelled, which enters the ring,
