@@ -491,3 +491,51 @@ fn uring_deferred_read_completes_after_the_turn() {
     });
     assert_eq!(threads_named(COMPLETION_THREAD), 0);
 }
+
+/// Reads that wait for data (a pipe, written after the read is pending) are woken
+/// through the runtime's reactor, again and again: the registration stays armed
+/// between wake-ups, on both runtime kinds.
+fn pending_reads_woken_by_the_reactor(b: Backend) {
+    use std::io::Write;
+    let aio = ctx(b);
+    for multi in [false, true] {
+        let rt = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let (rd, wr) = common::pipe();
+        let rd = Arc::new(File::from(rd));
+        let mut wr = File::from(wr);
+        rt.block_on(async {
+            for round in 0..16u8 {
+                let (aio, rd) = (aio.clone(), Arc::clone(&rd));
+                let reader =
+                    tokio::spawn(
+                        async move { aio.read(&*rd, 0, vec![0u8; 3]).unwrap().await.unwrap() },
+                    );
+                // Let the reader submit and wait, then give it data.
+                for _ in 0..4 {
+                    tokio::task::yield_now().await;
+                }
+                wr.write_all(&[round, round + 1, round + 2]).unwrap();
+                let c = reader.await.unwrap();
+                assert_eq!(c.data(), [round, round + 1, round + 2]);
+            }
+        });
+    }
+    if b == Backend::Uring {
+        assert_eq!(threads_named(COMPLETION_THREAD), 0);
+    }
+}
+both!(
+    pending_reads_woken_by_the_reactor,
+    pending_reads_woken_by_the_reactor
+);

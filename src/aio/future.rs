@@ -247,10 +247,15 @@ impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
             let req = this.req.insert(req);
             // Not in the kernel yet: the flush at the turn's end enters the ring,
             // reaps, and wakes this task (or arms the reactor for a request that
-            // did not complete inline). Only the waker is needed now.
-            if deferred && !check_or_register(req, cx) {
+            // did not complete inline). Only the waker is needed now, if that
+            // flush is still to come (it may have run already, e.g. outside a
+            // runtime worker: then the full path below arms the wake-up).
+            #[cfg(feature = "tokio")]
+            if deferred && !check_or_register(req, cx) && batch::pending(&req.inner) {
                 return Poll::Pending;
             }
+            #[cfg(not(feature = "tokio"))]
+            let _ = (req, deferred);
         }
         let Some(req) = this.req.as_mut() else {
             return already_taken();

@@ -138,6 +138,7 @@ impl Inner {
     /// the io_uring submission queue with no probe read to settle is left there:
     /// the kernel is not entered. True if so; the caller must then enter the ring
     /// (or see it entered) while it still borrows the fd. For `.await` batching.
+    #[cfg(feature = "tokio")]
     pub(crate) fn submit_one_deferred(
         &self,
         p: Prepared<'_>,

@@ -50,6 +50,28 @@ pub(crate) struct Reactors {
 struct Reap {
     inner: Weak<dyn Host>,
     afd: AsyncFd<OwnedFd>,
+    /// The last rearm succeeded: the reactor wakes `self` on the next
+    /// completion, and `self`'s wake re-arms before it reaps, so it stays armed
+    /// until its runtime shuts down (the reactor then wakes it, and the rearm
+    /// fails).
+    armed: std::sync::atomic::AtomicBool,
+}
+
+thread_local! {
+    /// This thread's last armed registration: context, runtime, registration.
+    static LAST: std::cell::RefCell<Option<(usize, Id, Weak<Reap>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// True if this thread last armed `ctx` for runtime `id`, and that registration
+/// is still armed (no lock, no reactor call).
+fn armed_here(ctx: usize, id: Id) -> bool {
+    LAST.with(|l| match &*l.borrow() {
+        Some((c, i, w)) if *c == ctx && *i == id => w
+            .upgrade()
+            .is_some_and(|r| r.armed.load(std::sync::atomic::Ordering::Acquire)),
+        _ => false,
+    })
 }
 
 impl Reap {
@@ -58,13 +80,15 @@ impl Reap {
     fn rearm(self: &Arc<Self>) -> bool {
         let waker = Waker::from(Arc::clone(self));
         let mut cx = Context::from_waker(&waker);
-        loop {
+        let ok = loop {
             match self.afd.poll_read_ready(&mut cx) {
-                Poll::Pending => return true,
+                Poll::Pending => break true,
                 Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
-                Poll::Ready(Err(_)) => return false,
+                Poll::Ready(Err(_)) => break false,
             }
-        }
+        };
+        self.armed.store(ok, std::sync::atomic::Ordering::Release);
+        ok
     }
 }
 
@@ -92,6 +116,23 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
         return false;
     };
     let id = handle.id();
+    let ctx = Arc::as_ptr(inner) as *const () as usize;
+    // The common case: armed before, from this thread, and still armed.
+    if armed_here(ctx, id) {
+        return true;
+    }
+    match arm_slow(inner, id) {
+        Some(reap) => {
+            LAST.with(|l| *l.borrow_mut() = Some((ctx, id, Arc::downgrade(&reap))));
+            true
+        }
+        None => false,
+    }
+}
+
+/// [`arm`] through the registration list: the registration of runtime `id`,
+/// armed, made if needed.
+fn arm_slow<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
     let reap = {
         let mut list = inner
             .reactors()
@@ -101,9 +142,7 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
         match list.iter().position(|(i, _)| *i == id) {
             Some(k) => Arc::clone(&list[k].1),
             None => {
-                let Some(reap) = register(inner) else {
-                    return false;
-                };
+                let reap = register(inner)?;
                 // A runtime id can be reused once its runtime is gone: drop
                 // registrations whose runtime shut down while we are here.
                 list.retain(|(_, r)| r.rearm());
@@ -113,7 +152,7 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
         }
     };
     if reap.rearm() {
-        return true;
+        return Some(reap);
     }
     // The runtime with this id is a new one (the old one shut down): register again.
     let mut list = inner
@@ -124,10 +163,10 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
     list.retain(|(i, _)| *i != id);
     match register(inner) {
         Some(reap) if reap.rearm() => {
-            list.push((id, reap));
-            true
+            list.push((id, Arc::clone(&reap)));
+            Some(reap)
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -139,6 +178,7 @@ fn register<H: Host + 'static>(inner: &Arc<H>) -> Option<Arc<Reap>> {
     Some(Arc::new(Reap {
         inner: Arc::downgrade(inner) as Weak<dyn Host>,
         afd,
+        armed: Default::default(),
     }))
 }
 
