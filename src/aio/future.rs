@@ -287,6 +287,7 @@ fn submit<B: Send + 'static>(aio: &Aio, mut op: Op<'_, B>) -> Result<(Request<B>
     let ((idx, gen), deferred) = if !threads && batch::should_defer(inner) {
         let r = inner.submit_one_deferred(p, notify)?;
         if r.1 {
+            batch::queued();
             batch::schedule_flush(inner);
         }
         r
@@ -375,13 +376,20 @@ mod batch {
     thread_local! {
         /// The context and token of the last flush this thread scheduled.
         static MINE: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
-        /// A context for which batching did not pay, and how many more
-        /// submissions enter at once without asking again.
-        static SOLO: Cell<(usize, u32)> = const { Cell::new((0, 0)) };
+        /// A context for which batching did not pay, how many more
+        /// submissions enter at once without asking again, and the next such
+        /// count (doubled each time a wait for the turn's end was for nothing).
+        static SOLO: Cell<(usize, u32, u32)> = const { Cell::new((0, 0, 0)) };
+        /// Submissions this thread left in the queue since its last flush.
+        static BATCH: Cell<u32> = const { Cell::new(0) };
     }
 
-    /// See [`should_defer`].
+    /// Submissions that enter at once after tokio said no other task may
+    /// submit (then it is asked again).
     const SOLO_SKIP: u32 = 15;
+    /// The longest run of submissions that enter at once after waits for the
+    /// turn's end gathered nothing.
+    const SOLO_MAX: u32 = 1024;
 
     /// Enters the ring of `inner` once, at the end of the turn (when woken), or
     /// when the runtime drops it unwoken (shutting down).
@@ -403,8 +411,33 @@ mod batch {
                     Ordering::Acquire,
                 );
                 flush_now(&self.inner);
+                learn(&self.inner, BATCH.replace(0));
             }
         }
+    }
+
+    /// After a flush of `n` queued submissions: one alone gained nothing (it
+    /// waited for the turn's end, e.g. beside idle tasks), so the next ones enter
+    /// at once for a while, longer each time; a batch makes waiting pay again.
+    fn learn(inner: &Arc<Inner>, n: u32) {
+        let me = Arc::as_ptr(inner) as usize;
+        if n >= 2 {
+            SOLO.set((me, 0, 0));
+            return;
+        }
+        let (ctx, _, next) = SOLO.get();
+        let run = if ctx == me {
+            next.saturating_mul(2).clamp(SOLO_SKIP + 1, SOLO_MAX)
+        } else {
+            SOLO_SKIP + 1
+        };
+        SOLO.set((me, run, run));
+    }
+
+    /// Counts a submission left in the queue for this thread's next flush.
+    #[inline]
+    pub(super) fn queued() {
+        BATCH.set(BATCH.get().saturating_add(1));
     }
 
     impl Wake for Flush {
@@ -432,23 +465,24 @@ mod batch {
     }
 
     /// True if a submission to `inner` should leave the ring unentered: a flush
-    /// is already coming, or (the tokio question, asked again only every
-    /// `SOLO_SKIP` submissions after a no) other tasks may submit this turn.
+    /// is already coming, or other tasks may submit this turn (tokio says the
+    /// runtime has other tasks; after a no, or a wait that gathered nothing, the
+    /// next submissions enter at once without asking, see [`learn`]).
     #[inline]
     pub(super) fn should_defer(inner: &Arc<Inner>) -> bool {
         if pending(inner) {
             return true;
         }
         let me = Arc::as_ptr(inner) as usize;
-        let (ctx, skip) = SOLO.get();
+        let (ctx, skip, next) = SOLO.get();
         if ctx == me && skip > 0 {
-            SOLO.set((me, skip - 1));
+            SOLO.set((me, skip - 1, next));
             return false;
         }
         if tokio_reap::batching_pays() {
             return true;
         }
-        SOLO.set((me, SOLO_SKIP));
+        SOLO.set((me, SOLO_SKIP, next));
         false
     }
 
