@@ -573,7 +573,7 @@ fn uring_waits_that_gather_nothing_stop() {
             .await
             .unwrap();
         assert_eq!(c.data()[1], byte(1));
-        let mut poll_read = |i: usize| {
+        let poll_read = |i: usize| {
             let mut fut = aio.read_async(Arc::clone(&f), (i % 4 * CHUNK) as i64, vec![0u8; CHUNK]);
             async move {
                 let first = poll_once(&mut fut).await;
