@@ -82,6 +82,9 @@ impl Inner {
         out: &mut impl Extend<(u32, u32)>,
     ) -> Result<()> {
         let threads = matches!(self.engine, Engine::Threads(_));
+        // Asked by `submit_one_deferred` for this call only (not for a call
+        // nested in a waker or callback run below).
+        let defer = DEFER_ENTER.replace(0) == 1;
         let mut core = self.lock();
         if core.shutdown {
             drop(core);
@@ -121,10 +124,11 @@ impl Inner {
         if !probes.is_empty() {
             core.probing += 1;
         }
-        if enter && probes.is_empty() && DEFER_ENTER.get() == 1 {
-            // `submit_one_deferred`: the caller enters the ring later.
-            DEFER_ENTER.set(2);
+        if enter && probes.is_empty() && defer {
+            // `submit_one_deferred`: the caller enters the ring later. (Set
+            // after `release`, whose wakers and callbacks may submit too.)
             self.release(core);
+            DEFER_ENTER.set(2);
         } else {
             self.unlock_and_enter(core, enter);
         }
@@ -136,8 +140,8 @@ impl Inner {
 
     /// [`submit_one`](Inner::submit_one), except that a request that went into
     /// the io_uring submission queue with no probe read to settle is left there:
-    /// the kernel is not entered. True if so; the caller must then enter the ring
-    /// (or see it entered) while it still borrows the fd. For `.await` batching.
+    /// the kernel is not entered. True if so; the caller must then have the ring
+    /// entered, and keep the fd open until it is. For `.await` batching.
     #[cfg(feature = "tokio")]
     pub(crate) fn submit_one_deferred(
         &self,
