@@ -181,10 +181,20 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// Resolves to the [`Completion`] of one read or write, which it submits when
 /// first polled. Made by [`Aio::read_async`] and [`Aio::write_async`].
 ///
-/// Under the `tokio` feature, inside a runtime with other tasks, the submissions
-/// of one runtime turn enter the kernel together (see the [module docs](self)).
-/// The future owns `F`, a handle to the descriptor, until it is dropped: the
-/// request is in the kernel before that.
+/// Under the `tokio` feature, inside a runtime with other tasks, a submission
+/// goes into the io_uring submission queue without a system call, and the
+/// queue is entered once at the end of the runtime's turn (once every ready task
+/// ran): 32 tasks that each read make one `io_uring_enter`, like one
+/// `lio_listio` of 32. A lone task (or one whose waits for the turn's end
+/// gathered nothing) enters at once, as a synchronous call does. Elsewhere (any
+/// other executor, the thread engine) the request is submitted at the first
+/// poll, as [`Aio::submit`] does.
+///
+/// The kernel reads the descriptor number when the ring is entered, so the
+/// future owns `F`, a handle to the descriptor, until it is dropped: dropping
+/// it enters the ring before the handle goes, and a future leaked with
+/// [`mem::forget`](std::mem::forget) leaks the handle too, so the number cannot
+/// name another file in the meantime.
 ///
 /// It works on any executor; here a minimal one that parks the thread between
 /// polls:

@@ -12,6 +12,11 @@
 //! (readiness cleared until the reactor reports `Pending`) *before* the completion
 //! queue is reaped, so a completion that lands after the reap still fires.
 //!
+//! Two helpers serve the batching of `read_async`/`write_async` (see
+//! `future.rs`): [`batching_pays`] (other tasks may submit in this turn) and
+//! [`at_turn_end`] (a wake-up once the scheduler has run every ready task and
+//! polled its driver, when the batch's single `io_uring_enter` is made).
+//!
 //! A poll outside any tokio runtime (another executor) falls back to the completion
 //! thread. Inside a tokio runtime, the runtime must have its I/O driver
 //! (`enable_io` or `enable_all`, as `#[tokio::main]` does), as for any tokio I/O
