@@ -71,12 +71,14 @@ thread_local! {
 /// True if this thread last armed `ctx` for runtime `id`, and that registration
 /// is still armed (no lock, no reactor call).
 fn armed_here(ctx: usize, id: Id) -> bool {
-    LAST.with(|l| match &*l.borrow() {
+    // `try_with`: a wake-up may be armed while this thread's locals are torn down.
+    LAST.try_with(|l| match &*l.borrow() {
         Some((c, i, w)) if *c == ctx && *i == id => w
             .upgrade()
             .is_some_and(|r| r.armed.load(std::sync::atomic::Ordering::Acquire)),
         _ => false,
     })
+    .unwrap_or(false)
 }
 
 impl Reap {
@@ -128,7 +130,7 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
     }
     match arm_slow(inner, id) {
         Some(reap) => {
-            LAST.with(|l| *l.borrow_mut() = Some((ctx, id, Arc::downgrade(&reap))));
+            let _ = LAST.try_with(|l| *l.borrow_mut() = Some((ctx, id, Arc::downgrade(&reap))));
             true
         }
         None => false,
