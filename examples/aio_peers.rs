@@ -6,7 +6,8 @@
 //! | engine | what runs |
 //! |---|---|
 //! | `posixrt_suspend` | `aio.read` + `aio.suspend`; QD32: `lio_listio(Wait)` of 32 |
-//! | `posixrt_await` | `aio.read(..).await` on a tokio `current_thread` runtime; QD32: 32 futures in flight |
+//! | `posixrt_await` | `aio.read_async(Arc::clone(&file), ..).await` on a tokio `current_thread` runtime (submitted when polled; the reads of one runtime turn enter the ring together); QD32: 32 tasks in flight |
+//! | `posixrt_await_request` | `aio.read(&file, ..)?.await` (submitted, and the ring entered, by the call); QD32: 32 tasks in flight |
 //! | `io_uring` | the raw `io-uring` crate: push, `submit_and_wait`; QD32: submit 32, wait all |
 //! | `tokio_uring` | `tokio_uring::fs::File::read_at`; QD32: 32 tasks in flight |
 //! | `monoio` | `monoio::fs::File::read_at` (io_uring driver); QD32: 32 tasks in flight |
@@ -18,11 +19,13 @@
 //! rounds.
 //!
 //! ```text
-//! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--json]
+//! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 //! ```
 //!
 //! `--json` prints one line: `{ENGINE: {"qd1_p50_ns": N, "qd1_p99_ns": N,
-//! "qd32_ops_per_s": F|null}, ..., "ratios": {...}}`.
+//! "qd32_ops_per_s": F|null, "qd32_ops_per_cpu_s": F|null}, ..., "ratios": {...}}`.
+//! `qd32_ops_per_cpu_s` divides by the process's CPU time instead of the wall
+//! time: on a loaded machine it moves less with the other processes' load.
 
 use std::cell::RefCell;
 use std::fs::File;
@@ -39,9 +42,10 @@ mod args;
 
 const BLOCK: usize = 4096;
 const QD: usize = 32;
-const ENGINES: [&str; 7] = [
+const ENGINES: [&str; 8] = [
     "posixrt_suspend",
     "posixrt_await",
+    "posixrt_await_request",
     "io_uring",
     "tokio_uring",
     "monoio",
@@ -49,9 +53,9 @@ const ENGINES: [&str; 7] = [
     "pread",
 ];
 
-const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]
+const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 
-Measures 4 KiB random reads of a cached file with posixrt (suspend and .await) and
+Measures 4 KiB random reads of a cached file with posixrt (suspend and two .await forms) and
 with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
 
   --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 7)
@@ -59,7 +63,7 @@ with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
   --qd32-ops N       QD32 reads per engine per round (320 to 10000000, default 64000)
   --file-size-mb N   size of the test file in MiB (1 to 4096, default 256; it must fit
                      in the free space of the temp dir, $TMPDIR or /tmp)
-  --only ENGINE      measure one engine (ratios that need another print n/a)
+  --only E1,E2,...   measure only these engines (ratios that need another print n/a)
   --json             one JSON line instead of the table
 
 Build with `--features peers` (the peers are optional dependencies).";
@@ -92,8 +96,11 @@ fn parse() -> Args {
             "--json" => a.json = true,
             "--only" => {
                 let e: String = it.value("--only");
-                if !ENGINES.contains(&e.as_str()) {
-                    it.fail(format!("--only needs one of {}", ENGINES.join(", ")));
+                if !e.split(',').all(|n| ENGINES.contains(&n)) {
+                    it.fail(format!(
+                        "--only needs engines from {} (comma-separated)",
+                        ENGINES.join(", ")
+                    ));
                 }
                 a.only = Some(e);
             }
@@ -202,6 +209,9 @@ struct PosixrtAwait {
     aio: Aio,
     file: Arc<File>,
     seed: u64,
+    /// `aio.read_async(..).await` (submitted when polled) rather than
+    /// `aio.read(..)?.await` (submitted by the call).
+    submit_on_poll: bool,
 }
 
 impl Engine for PosixrtAwait {
@@ -213,11 +223,15 @@ impl Engine for PosixrtAwait {
             let mut buf = vec![0u8; BLOCK];
             for _ in 0..ops {
                 let t = Instant::now();
-                let c = aio
-                    .read(&**file, offs.next() as i64, buf)
-                    .map_err(err)?
-                    .await
-                    .map_err(err)?;
+                let c = if self.submit_on_poll {
+                    aio.read_async(Arc::clone(file), offs.next() as i64, buf)
+                        .await
+                } else {
+                    aio.read(&**file, offs.next() as i64, buf)
+                        .map_err(err)?
+                        .await
+                }
+                .map_err(err)?;
                 check(c.result.map_err(err)?)?;
                 buf = c.buf.ok_or("the buffer did not come back")?;
                 lat.push(t.elapsed().as_nanos() as u64);
@@ -231,6 +245,7 @@ impl Engine for PosixrtAwait {
         let size = file_len(&self.file);
         self.seed += 1;
         let seed = self.seed;
+        let submit_on_poll = self.submit_on_poll;
         let t = Instant::now();
         self.rt.block_on(async {
             let tasks: Vec<_> = (0..QD)
@@ -240,11 +255,15 @@ impl Engine for PosixrtAwait {
                         let mut offs = Offsets::new(size, seed * 64 + k as u64);
                         let mut buf = vec![0u8; BLOCK];
                         for _ in 0..per {
-                            let c = aio
-                                .read(&*file, offs.next() as i64, buf)
-                                .map_err(err)?
-                                .await
-                                .map_err(err)?;
+                            let c = if submit_on_poll {
+                                aio.read_async(Arc::clone(&file), offs.next() as i64, buf)
+                                    .await
+                            } else {
+                                aio.read(&*file, offs.next() as i64, buf)
+                                    .map_err(err)?
+                                    .await
+                            }
+                            .map_err(err)?;
                             check(c.result.map_err(err)?)?;
                             buf = c.buf.ok_or("the buffer did not come back")?;
                         }
@@ -519,7 +538,7 @@ fn build(
             offs: Offsets::new(size, 1),
             bufs: Vec::new(),
         }),
-        "posixrt_await" => Box::new(PosixrtAwait {
+        "posixrt_await" | "posixrt_await_request" => Box::new(PosixrtAwait {
             rt: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -529,7 +548,8 @@ fn build(
                 .build()
                 .map_err(err)?,
             file: Arc::clone(file),
-            seed: 2,
+            seed: if name == "posixrt_await" { 2 } else { 8 },
+            submit_on_poll: name == "posixrt_await",
         }),
         "io_uring" => Box::new(RawUring {
             ring: io_uring::IoUring::new(256).map_err(err)?,
@@ -606,7 +626,18 @@ struct Figures {
     p50: Vec<u64>,
     p99: Vec<u64>,
     qd32: Vec<f64>,
+    qd32_cpu: Vec<f64>,
 }
+
+/// CPU time of the whole process (every thread, the peers' runtime threads and
+/// the kernel's io_uring workers included), in seconds.
+fn process_cpu_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// engine, QD1 p50 ns, QD1 p99 ns, QD32 ops/s, QD32 ops per CPU second.
+type Row<'a> = (&'a str, u64, u64, Option<f64>, Option<f64>);
 
 fn median_u(v: &mut [u64]) -> u64 {
     v.sort_unstable();
@@ -659,7 +690,11 @@ fn run(a: &Args) -> Result<(), String> {
     let names: Vec<&str> = ENGINES
         .iter()
         .copied()
-        .filter(|n| a.only.as_deref().map_or(true, |o| o == *n))
+        .filter(|n| {
+            a.only
+                .as_deref()
+                .map_or(true, |o| o.split(',').any(|o| o == *n))
+        })
         .collect();
     let mut engines = Vec::new();
     for n in &names {
@@ -688,12 +723,17 @@ fn run(a: &Args) -> Result<(), String> {
         }
         for k in 0..n {
             let e = (round + k) % n;
+            let cpu = process_cpu_s();
             if let Some(r) = engines[e].qd32(a.qd32_ops)? {
+                let cpu = process_cpu_s() - cpu;
                 figs[e].qd32.push(r);
+                if cpu > 0.0 {
+                    figs[e].qd32_cpu.push((a.qd32_ops / QD * QD) as f64 / cpu);
+                }
             }
         }
     }
-    let rows: Vec<(&str, u64, u64, Option<f64>)> = names
+    let rows: Vec<Row> = names
         .iter()
         .zip(figs.iter_mut())
         .map(|(n, f)| {
@@ -702,6 +742,7 @@ fn run(a: &Args) -> Result<(), String> {
                 median_u(&mut f.p50),
                 median_u(&mut f.p99),
                 median_f(&mut f.qd32),
+                median_f(&mut f.qd32_cpu),
             )
         })
         .collect();
@@ -713,6 +754,7 @@ fn run(a: &Args) -> Result<(), String> {
     let p50 = |n: &str| get(n).map(|r| r.1 as f64);
     let p99 = |n: &str| get(n).map(|r| r.2 as f64);
     let q32 = |n: &str| get(n).and_then(|r| r.3);
+    let q32c = |n: &str| get(n).and_then(|r| r.4);
     let ratios = [
         (
             "await_p50_vs_suspend",
@@ -744,15 +786,26 @@ fn run(a: &Args) -> Result<(), String> {
             ratio(q32("posixrt_suspend"), q32("io_uring")),
             "",
         ),
+        (
+            "await_qd32_cpu_vs_io_uring",
+            ratio(q32c("posixrt_await"), q32c("io_uring")),
+            "",
+        ),
+        (
+            "await_request_qd32_vs_io_uring",
+            ratio(q32("posixrt_await_request"), q32("io_uring")),
+            "",
+        ),
     ];
     let num = |x: Option<f64>, d: usize| x.map_or("null".to_string(), |x| format!("{x:.d$}"));
     if a.json {
         let mut parts: Vec<String> = rows
             .iter()
-            .map(|(n, p50, p99, q)| {
+            .map(|(n, p50, p99, q, qc)| {
                 format!(
-                    "\"{n}\": {{\"qd1_p50_ns\": {p50}, \"qd1_p99_ns\": {p99}, \"qd32_ops_per_s\": {}}}",
-                    num(*q, 1)
+                    "\"{n}\": {{\"qd1_p50_ns\": {p50}, \"qd1_p99_ns\": {p99}, \"qd32_ops_per_s\": {}, \"qd32_ops_per_cpu_s\": {}}}",
+                    num(*q, 1),
+                    num(*qc, 1)
                 )
             })
             .collect();
@@ -774,20 +827,21 @@ fn run(a: &Args) -> Result<(), String> {
     );
     println!();
     println!(
-        "{:>16} {:>10} {:>10} {:>14}",
-        "engine", "QD1 p50", "QD1 p99", "QD32 ops/s"
+        "{:>21} {:>10} {:>10} {:>14} {:>16}",
+        "engine", "QD1 p50", "QD1 p99", "QD32 ops/s", "QD32 ops/CPU-s"
     );
-    for (n, p50, p99, q) in &rows {
+    for (n, p50, p99, q, qc) in &rows {
         let q = q.map_or("-".to_string(), |q| format!("{q:.0}"));
-        println!("{n:>16} {:>8}ns {:>8}ns {q:>14}", p50, p99);
+        let qc = qc.map_or("-".to_string(), |q| format!("{q:.0}"));
+        println!("{n:>21} {:>8}ns {:>8}ns {q:>14} {qc:>16}", p50, p99);
     }
     println!();
     for (k, v, goal) in &ratios {
         let v = v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
         if goal.is_empty() {
-            println!("{k:>26} = {v}");
+            println!("{k:>30} = {v}");
         } else {
-            println!("{k:>26} = {v} (goal {goal})");
+            println!("{k:>30} = {v} (goal {goal})");
         }
     }
     Ok(())

@@ -5,9 +5,16 @@
 //! It writes a file with one `lio_listio`, then checksums it with 64 concurrent
 //! tasks, each awaiting its own 64 KiB read, and prints the backend in use.
 //!
-//! The fast path: a future's poll reaps the completion queue itself, and under the
-//! `tokio` feature the ring's eventfd is watched by tokio's own reactor, so no
-//! completion thread exists (the example counts them at the end).
+//! The fast path:
+//! - `aio.read_async(handle, offset, buf).await` submits when first polled; the
+//!   reads that tasks submit in one runtime turn enter the kernel together, with
+//!   one `io_uring_enter` at the end of the turn. It takes an owned handle to the
+//!   fd (here an `Arc<File>`), kept until the request is in the kernel.
+//!   (`aio.read(&file, ..)?.await` also works: it enters the ring at once.)
+//! - a future's poll reaps the completion queue itself: a read done inline needs
+//!   no wake-up;
+//! - under the `tokio` feature the ring's eventfd is watched by tokio's own
+//!   reactor, so no completion thread exists (the example counts them at the end).
 //!
 //! ```text
 //! cargo run --release --features tokio --example aio_tokio
@@ -70,7 +77,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         let file = Arc::clone(&file);
         tasks.push(tokio::spawn(async move {
             let done = aio
-                .read(&*file, (i * CHUNK) as i64, vec![0u8; CHUNK])?
+                .read_async(file, (i * CHUNK) as i64, vec![0u8; CHUNK])
                 .await?;
             let sum: u64 = done.data().iter().map(|&b| b as u64).sum();
             Ok::<_, posixrt::Error>(sum)

@@ -6,7 +6,10 @@
 #![cfg(feature = "tokio")]
 
 use std::fs::File;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
 
@@ -196,3 +199,404 @@ fn two_runtimes_at_once(b: Backend) {
     }
 }
 both!(two_runtimes_at_once, two_runtimes_at_once);
+
+/// Reads chunk `i` with `read_async` (submitted when first polled) and checks
+/// its bytes.
+async fn read_chunk_async(aio: Aio, f: Arc<File>, i: usize) -> usize {
+    let c = aio
+        .read_async(f, (i * CHUNK) as i64, vec![0u8; CHUNK])
+        .await
+        .unwrap();
+    assert_eq!(c.result.as_ref().copied().unwrap(), CHUNK);
+    for (k, b) in c.data().iter().enumerate() {
+        assert_eq!(*b, byte(i * CHUNK + k), "chunk {i} byte {k}");
+    }
+    i
+}
+
+/// Polls `f` once, from inside the task that awaits this.
+async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+    std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *f).poll(cx))).await
+}
+
+/// Two tasks that never finish, so the runtime has other tasks (the condition
+/// for a submission to wait for the end of the turn).
+fn idle_tasks() -> Vec<tokio::task::JoinHandle<()>> {
+    (0..2)
+        .map(|_| tokio::spawn(std::future::pending::<()>()))
+        .collect()
+}
+
+fn submit_on_poll_reads(b: Backend) {
+    let aio = ctx(b);
+    let f = data_file();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for i in 0..CHUNKS {
+            assert_eq!(read_chunk_async(aio.clone(), Arc::clone(&f), i).await, i);
+        }
+        for _ in 0..4 {
+            let tasks: Vec<_> = (0..CHUNKS)
+                .map(|i| tokio::spawn(read_chunk_async(aio.clone(), Arc::clone(&f), i)))
+                .collect();
+            for (k, t) in tasks.into_iter().enumerate() {
+                assert_eq!(t.await.unwrap(), k);
+            }
+        }
+    });
+    drop(rt);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for _ in 0..4 {
+            let tasks: Vec<_> = (0..32)
+                .map(|i| {
+                    let (aio, f) = (aio.clone(), Arc::clone(&f));
+                    tokio::spawn(async move {
+                        // Several reads per task, so that tasks submit again
+                        // while others' reads wait for a flush.
+                        for k in 0..4 {
+                            let c = (i * 2 + k) % CHUNKS;
+                            assert_eq!(read_chunk_async(aio.clone(), Arc::clone(&f), c).await, c);
+                        }
+                        i
+                    })
+                })
+                .collect();
+            for (k, t) in tasks.into_iter().enumerate() {
+                assert_eq!(t.await.unwrap(), k);
+            }
+        }
+    });
+    if b == Backend::Uring {
+        assert_eq!(threads_named(COMPLETION_THREAD), 0);
+    }
+}
+both!(
+    submit_on_poll_reads_need_no_helper_thread,
+    submit_on_poll_reads
+);
+
+/// 32 tasks that each read once in one runtime turn: their requests reach the
+/// kernel together, at the end of the turn (every `aio_submit` of the file comes
+/// before its first `aio_complete`). Entering the ring per request would
+/// complete each read (a memory file's, done inline) before the next is submitted.
+#[test]
+fn uring_one_turn_enters_once() {
+    use std::os::fd::AsRawFd;
+    let aio = ctx(Backend::Uring);
+    let f = data_file();
+    let fd = f.as_raw_fd();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let t = posixrt::trace::Trace::create(&posixrt::trace::TraceAttr::new()).unwrap();
+    t.start().unwrap();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..32)
+            .map(|i| tokio::spawn(read_chunk_async(aio.clone(), Arc::clone(&f), i)))
+            .collect();
+        for (k, t) in tasks.into_iter().enumerate() {
+            assert_eq!(t.await.unwrap(), k);
+        }
+    });
+    t.stop().unwrap();
+    let mut order = Vec::new();
+    for e in t.events() {
+        let Ok(name) = t.eventid_name(e.id) else {
+            continue;
+        };
+        let d = &e.data;
+        if d.len() < 12 || i32::from_le_bytes(d[8..12].try_into().unwrap()) != fd {
+            continue;
+        }
+        match name.as_str() {
+            "aio_submit" => order.push('s'),
+            "aio_complete" => order.push('c'),
+            _ => {}
+        }
+    }
+    t.shutdown().unwrap();
+    let order: String = order.into_iter().collect();
+    assert_eq!(order, format!("{}{}", "s".repeat(32), "c".repeat(32)));
+}
+
+/// A cached file in the temp dir (page-cache reads complete inline on io_uring,
+/// where the file system supports non-blocking reads).
+fn cached_temp_file() -> (File, std::path::PathBuf) {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!(
+        "posixrt-aio-async-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let mut f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let data: Vec<u8> = (0..CHUNK * 4).map(byte).collect();
+    f.write_all(&data).unwrap();
+    (f, path)
+}
+
+/// A lone task (no other task in the runtime) does not wait for the end of the
+/// turn: its request enters the kernel at once. Seen on a cached file, whose
+/// reads complete inline: every read is done at its first poll (skipped where
+/// the temp dir's file system completes none inline, e.g. tmpfs).
+#[test]
+fn uring_lone_task_enters_at_once() {
+    let aio = ctx(Backend::Uring);
+    let (f, path) = cached_temp_file();
+    let f = Arc::new(f);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let firsts = rt.block_on(async {
+        let mut firsts = Vec::new();
+        for i in 0..8 {
+            let off = (i % 4 * CHUNK) as i64;
+            let mut fut = aio.read_async(Arc::clone(&f), off, vec![0u8; CHUNK]);
+            let first = poll_once(&mut fut).await;
+            firsts.push(first.is_ready());
+            let c = match first {
+                Poll::Ready(c) => c,
+                Poll::Pending => fut.await,
+            };
+            assert_eq!(c.unwrap().data()[1], byte(i % 4 * CHUNK + 1));
+        }
+        firsts
+    });
+    let _ = std::fs::remove_file(&path);
+    // The first read of an fd settles its kind (and may be looked at again);
+    // the later ones are the common path.
+    if !firsts[1..].iter().any(|r| *r) {
+        eprintln!("no read completed inline on this file system; nothing to check");
+        return;
+    }
+    assert!(firsts[1..].iter().all(|r| *r), "{firsts:?}");
+}
+
+/// A write that waits for the end of the turn, dropped before that: it reaches
+/// the kernel before the drop lets go of the descriptor, so the number naming
+/// another file afterwards cannot redirect it.
+#[test]
+fn uring_dropped_deferred_write_never_reaches_a_reused_fd() {
+    use std::os::fd::OwnedFd;
+    use std::os::unix::fs::FileExt;
+    let aio = ctx(Backend::Uring);
+    let memfd =
+        |name| File::from(rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC).unwrap());
+    let a = Arc::new(memfd("aio_async_a"));
+    let a2 = a.try_clone().unwrap();
+    let b = memfd("aio_async_b");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let _idle = idle_tasks();
+        let mut fut = aio.write_async(Arc::clone(&a), 0, vec![7u8; 512]);
+        assert!(poll_once(&mut fut).await.is_pending());
+        drop(fut);
+        // The number of `a` now names b's file (dup2 closes a's in the same step).
+        let mut num = OwnedFd::from(Arc::try_unwrap(a).expect("the future let go of its handle"));
+        rustix::io::dup2(&b, &mut num).unwrap();
+        // Let the turn end (the flush), and a kernel worker finish the write.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        tokio::task::yield_now().await;
+        drop(num);
+    });
+    let mut got = [0u8; 512];
+    assert_eq!(
+        b.read_at(&mut got, 0).unwrap(),
+        0,
+        "the write went to the new file"
+    );
+    // The write went to a's file, or was cancelled by the drop.
+    let n = a2.read_at(&mut got, 0).unwrap();
+    assert!(n == 0 || (n == 512 && got.iter().all(|&x| x == 7)), "{n}");
+}
+
+/// A future leaked with `mem::forget` while its write waits for the end of the
+/// turn leaks its handle too: the descriptor stays open, its number cannot name
+/// another file, and the write lands in the right one.
+#[test]
+fn uring_forgotten_deferred_write_keeps_its_fd() {
+    use std::os::unix::fs::FileExt;
+    let aio = ctx(Backend::Uring);
+    let a = Arc::new(File::from(
+        rustix::fs::memfd_create("aio_async_forget", rustix::fs::MemfdFlags::CLOEXEC).unwrap(),
+    ));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let _idle = idle_tasks();
+        let mut fut = aio.write_async(Arc::clone(&a), 0, vec![9u8; 512]);
+        assert!(poll_once(&mut fut).await.is_pending());
+        std::mem::forget(fut);
+        assert_eq!(
+            Arc::strong_count(&a),
+            2,
+            "the handle is leaked, not released"
+        );
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+    });
+    let mut got = [0u8; 512];
+    for _ in 0..100 {
+        if a.read_at(&mut got, 0).unwrap() == 512 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(got.iter().all(|&x| x == 9));
+}
+
+/// With other tasks, a read waits for the end of the turn (the first poll is
+/// pending), then completes with its data.
+#[test]
+fn uring_deferred_read_completes_after_the_turn() {
+    let aio = ctx(Backend::Uring);
+    let f = data_file();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let _idle = idle_tasks();
+        // The first read of an fd settles its kind at once; the later ones wait.
+        read_chunk_async(aio.clone(), Arc::clone(&f), 0).await;
+        let mut fut = aio.read_async(Arc::clone(&f), CHUNK as i64, vec![0u8; CHUNK]);
+        assert!(poll_once(&mut fut).await.is_pending());
+        let c = fut.await.unwrap();
+        assert_eq!(c.data()[0], byte(CHUNK));
+        assert_eq!(c.data().len(), CHUNK);
+    });
+    assert_eq!(threads_named(COMPLETION_THREAD), 0);
+}
+
+/// Reads that wait for data (a pipe, written after the read is pending) are woken
+/// through the runtime's reactor, again and again: the registration stays armed
+/// between wake-ups, on both runtime kinds.
+fn pending_reads_woken_by_the_reactor(b: Backend) {
+    use std::io::Write;
+    let aio = ctx(b);
+    for multi in [false, true] {
+        let rt = if multi {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap()
+        } else {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let (rd, wr) = common::pipe();
+        let rd = Arc::new(File::from(rd));
+        let mut wr = File::from(wr);
+        rt.block_on(async {
+            for round in 0..16u8 {
+                let (aio, rd) = (aio.clone(), Arc::clone(&rd));
+                let reader =
+                    tokio::spawn(
+                        async move { aio.read(&*rd, 0, vec![0u8; 3]).unwrap().await.unwrap() },
+                    );
+                // Let the reader submit and wait, then give it data.
+                for _ in 0..4 {
+                    tokio::task::yield_now().await;
+                }
+                wr.write_all(&[round, round + 1, round + 2]).unwrap();
+                let c = reader.await.unwrap();
+                assert_eq!(c.data(), [round, round + 1, round + 2]);
+            }
+        });
+    }
+    if b == Backend::Uring {
+        assert_eq!(threads_named(COMPLETION_THREAD), 0);
+    }
+}
+both!(
+    pending_reads_woken_by_the_reactor,
+    pending_reads_woken_by_the_reactor
+);
+
+/// Beside idle tasks, a read that waited for the end of the turn gathered no
+/// other submission: the next reads enter at once (on a cached file, each is
+/// done at its first poll; skipped where the file system completes none inline).
+#[test]
+fn uring_waits_that_gather_nothing_stop() {
+    let aio = ctx(Backend::Uring);
+    let (f, path) = cached_temp_file();
+    let f = Arc::new(f);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Does this file system complete a cached read inline? (Another context, and
+    // no other task: its reads enter at once.)
+    let inline = rt.block_on(async {
+        let other = ctx(Backend::Uring);
+        let _ = other.read_async(Arc::clone(&f), 0, vec![0u8; 64]).await;
+        let mut fut = other.read_async(Arc::clone(&f), 0, vec![0u8; 64]);
+        poll_once(&mut fut).await.is_ready()
+    });
+    if !inline {
+        eprintln!("no read completes inline on this file system; nothing to check");
+        let _ = std::fs::remove_file(&path);
+        return;
+    }
+    let (first, later) = rt.block_on(async {
+        let _idle = idle_tasks();
+        // The first read of an fd settles its kind at once.
+        let c = aio
+            .read_async(Arc::clone(&f), 0, vec![0u8; CHUNK])
+            .await
+            .unwrap();
+        assert_eq!(c.data()[1], byte(1));
+        let poll_read = |i: usize| {
+            let mut fut = aio.read_async(Arc::clone(&f), (i % 4 * CHUNK) as i64, vec![0u8; CHUNK]);
+            async move {
+                let first = poll_once(&mut fut).await;
+                let ready = first.is_ready();
+                let c = match first {
+                    Poll::Ready(c) => c,
+                    Poll::Pending => fut.await,
+                };
+                assert_eq!(c.unwrap().data()[1], byte(i % 4 * CHUNK + 1));
+                ready
+            }
+        };
+        let first = poll_read(1).await;
+        let mut later = Vec::new();
+        for i in 2..10 {
+            later.push(poll_read(i).await);
+        }
+        (first, later)
+    });
+    let _ = std::fs::remove_file(&path);
+    assert!(
+        !first,
+        "beside idle tasks, the first read waits for the turn's end"
+    );
+    assert!(later.iter().all(|r| *r), "{later:?}");
+}

@@ -1,13 +1,34 @@
 //! Futures for a request and for a list: executor-agnostic (they wake through the
 //! task's `Waker`), and a poll reaps completions itself where it can.
+//!
+//! [`SubmitFuture`] submits when first polled. Under tokio, with other tasks in
+//! the runtime, its request goes into the io_uring submission queue without a
+//! system call, and the queue is entered once at the end of the runtime's turn
+//! (after every ready task ran): 32 tasks that each read make one
+//! `io_uring_enter`, as a program that submits 32 at once does.
+//!
+//! The kernel reads the descriptor number when the ring is entered, so a
+//! submission that waits for the end of the turn must keep its descriptor open
+//! until then, whatever the program does: the future owns a handle to it (an
+//! `Arc<File>`, a `File`, an `OwnedFd`, ...), dropping the future enters the ring
+//! before the handle goes, and a future leaked with `mem::forget` leaks its
+//! handle too (the number is never reused). A borrowed descriptor could not give
+//! that guarantee: a forgotten future would end the borrow with the request still
+//! waiting.
 
 use std::future::{Future, IntoFuture};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use super::buf::{IoBuf, IoBufMut};
+use super::context::Aio;
+use super::engine::Engine;
 use super::list::{entry_done, List};
+use super::op::{Kind, Op};
 use super::request::{Completion, Request};
-use super::table::State;
+use super::table::{OpKind, State};
 use crate::Result;
 
 /// Resolves to the request's [`Completion`] (its `aio_return`).
@@ -47,33 +68,60 @@ fn check_or_register(req: &Request<impl Send + 'static>, cx: &mut Context<'_>) -
     done
 }
 
+/// Takes the request's completion if it is done (one lock, reaping first).
+fn take_done<B: Send + 'static>(req: &mut Request<B>) -> Option<Result<Completion<B>>> {
+    match req.aio_return() {
+        Err(e) if e.kind() == crate::ErrorKind::InProgress => None,
+        r => Some(r),
+    }
+}
+
+/// Polls a submitted request: its completion if done; otherwise the task's
+/// waker goes in its slot and the wake-up source is armed.
+fn poll_request<B: Send + 'static>(
+    req: &mut Request<B>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Completion<B>>> {
+    // Reap first: a request that completed inline needs no wake-up source.
+    if let Some(r) = take_done(req) {
+        return Poll::Ready(r);
+    }
+    // Otherwise the task's waker is in the slot; arm the wake-up source
+    // (reactor or completion thread), then look once more, so a completion
+    // that landed before the source was armed is not missed.
+    let done = check_or_register(req, cx) || {
+        if let Err(e) = req.inner.arm_wakeup() {
+            return Poll::Ready(Err(e));
+        }
+        check_or_register(req, cx)
+    };
+    if done {
+        Poll::Ready(req.aio_return())
+    } else {
+        Poll::Pending
+    }
+}
+
+fn already_taken<T>() -> Poll<Result<T>> {
+    Poll::Ready(Err(crate::Error::new(
+        crate::ErrorKind::AlreadyTaken,
+        "aio_return",
+        "the future already completed",
+    )))
+}
+
 impl<B: Send + 'static> Future for RequestFuture<B> {
     type Output = Result<Completion<B>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let Some(req) = self.req.as_mut() else {
-            return Poll::Ready(Err(crate::Error::new(
-                crate::ErrorKind::AlreadyTaken,
-                "aio_return",
-                "the future already completed",
-            )));
+            return already_taken();
         };
-        // Reap first: a request that completed inline needs no wake-up source.
-        // Otherwise the task's waker is in the slot; arm the wake-up source
-        // (reactor or completion thread), then look once more, so a completion
-        // that landed before the source was armed is not missed.
-        let done = check_or_register(req, cx) || {
-            if let Err(e) = req.inner.arm_wakeup() {
-                return Poll::Ready(Err(e));
-            }
-            check_or_register(req, cx)
-        };
-        if done {
-            let mut req = self.req.take().expect("checked above");
-            Poll::Ready(req.aio_return())
-        } else {
-            Poll::Pending
+        let r = poll_request(req, cx);
+        if r.is_ready() {
+            self.req = None;
         }
+        r
     }
 }
 
@@ -127,5 +175,379 @@ impl<B: Send + 'static> Future for ListFuture<B> {
         }
         let mut list = self.list.take().expect("checked above");
         Poll::Ready(Ok(list.take_done()))
+    }
+}
+
+/// Resolves to the [`Completion`] of one read or write, which it submits when
+/// first polled. Made by [`Aio::read_async`] and [`Aio::write_async`].
+///
+/// Under the `tokio` feature, inside a runtime with other tasks, a submission
+/// goes into the io_uring submission queue without a system call, and the
+/// queue is entered once at the end of the runtime's turn (once every ready task
+/// ran): 32 tasks that each read make one `io_uring_enter`, like one
+/// `lio_listio` of 32. A lone task (or one whose waits for the turn's end
+/// gathered nothing) enters at once, as a synchronous call does. Elsewhere (any
+/// other executor, the thread engine) the request is submitted at the first
+/// poll, as [`Aio::submit`] does.
+///
+/// The kernel reads the descriptor number when the ring is entered, so the
+/// future owns `F`, a handle to the descriptor, until it is dropped: dropping
+/// it enters the ring before the handle goes, and a future leaked with
+/// [`mem::forget`](std::mem::forget) leaks the handle too, so the number cannot
+/// name another file in the meantime.
+///
+/// It works on any executor; here a minimal one that parks the thread between
+/// polls:
+///
+/// ```
+/// use std::future::Future;
+/// use std::io::Write;
+/// use std::sync::Arc;
+/// use std::task::{Context, Poll, Wake, Waker};
+/// use posixrt::aio::Aio;
+///
+/// struct Unpark(std::thread::Thread);
+/// impl Wake for Unpark {
+///     fn wake(self: Arc<Self>) {
+///         self.0.unpark()
+///     }
+/// }
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let aio = Aio::new()?;
+/// let mut f = std::fs::File::from(rustix::fs::memfd_create("demo", rustix::fs::MemfdFlags::empty())?);
+/// f.write_all(b"hello")?;
+/// let f = Arc::new(f);
+/// let mut fut = aio.read_async(Arc::clone(&f), 0, vec![0u8; 5]);
+/// let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+/// let done = loop {
+///     match std::pin::Pin::new(&mut fut).poll(&mut Context::from_waker(&waker)) {
+///         Poll::Ready(r) => break r?,
+///         Poll::Pending => std::thread::park(),
+///     }
+/// };
+/// assert_eq!(done.data(), b"hello");
+/// # Ok(())
+/// # }
+/// ```
+#[must_use = "a SubmitFuture does nothing until polled"]
+pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
+    // Dropped first: an unfinished request is cancelled, which enters the ring,
+    // while `fd` is still open.
+    req: Option<Request<B>>,
+    aio: &'a Aio,
+    start: Option<(i64, B)>,
+    make: for<'x> fn(BorrowedFd<'x>, i64, B) -> Op<'x, B>,
+    fd: F,
+}
+
+impl<F: AsFd + 'static, B: Send + 'static> Unpin for SubmitFuture<'_, F, B> {}
+
+impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
+    type Output = Result<Completion<B>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Some((offset, buf)) = this.start.take() {
+            let op = (this.make)(this.fd.as_fd(), offset, buf);
+            let (req, deferred) = match submit(this.aio, op) {
+                Ok(r) => r,
+                Err(e) => return Poll::Ready(Err(e)),
+            };
+            let req = this.req.insert(req);
+            // Not in the kernel yet: the flush at the turn's end enters the ring,
+            // reaps, and wakes this task (or arms the reactor for a request that
+            // did not complete inline). Only the waker is needed now, if that
+            // flush is still to come (it may have run already, e.g. outside a
+            // runtime worker: then the full path below arms the wake-up).
+            #[cfg(feature = "tokio")]
+            if deferred && !check_or_register(req, cx) && batch::pending(&req.inner) {
+                return Poll::Pending;
+            }
+            #[cfg(not(feature = "tokio"))]
+            let _ = (req, deferred);
+        }
+        let Some(req) = this.req.as_mut() else {
+            return already_taken();
+        };
+        let r = poll_request(req, cx);
+        if r.is_ready() {
+            this.req = None;
+        }
+        r
+    }
+}
+
+/// `Aio::submit`, with the kernel entry left to the end of the runtime turn when
+/// that pays (true then). The caller keeps the fd open until the request is in
+/// the kernel, whatever happens to it (see the module docs).
+fn submit<B: Send + 'static>(aio: &Aio, mut op: Op<'_, B>) -> Result<(Request<B>, bool)> {
+    let call = match op.kind {
+        Kind::Io(OpKind::Read) => "aio_read",
+        Kind::Io(OpKind::Write) => "aio_write",
+        Kind::Io(_) => "aio_fsync",
+        Kind::Nop => "aio_read",
+    };
+    let inner = &aio.inner;
+    let threads = matches!(inner.engine, Engine::Threads(_));
+    let p = op.prepare(call, threads)?;
+    let notify = std::mem::take(&mut op.notify);
+    inner.prepare_notify(&notify)?;
+    #[cfg(feature = "tokio")]
+    let ((idx, gen), deferred) = if !threads && batch::should_defer(inner) {
+        let r = inner.submit_one_deferred(p, notify)?;
+        if r.1 {
+            batch::queued();
+            batch::schedule_flush(inner);
+        }
+        r
+    } else {
+        (inner.submit_one(p, notify)?, false)
+    };
+    #[cfg(not(feature = "tokio"))]
+    let ((idx, gen), deferred) = (inner.submit_one(p, notify)?, false);
+    Ok((
+        Request::new(Arc::clone(inner), idx, gen, op.buf.take()),
+        deferred,
+    ))
+}
+
+impl Aio {
+    /// `aio_read` as a future, submitted when first polled:
+    /// `aio.read_async(Arc::clone(&file), offset, buf).await`.
+    ///
+    /// `fd` is an owned handle (`Arc<File>`, `File`, `OwnedFd`, ...), kept by the
+    /// future: under tokio, the reads of one runtime turn enter the kernel with
+    /// one system call, after this returns (see [`SubmitFuture`]). For a borrowed
+    /// descriptor, `aio.read(&file, offset, buf)?.await` submits at once.
+    ///
+    /// # Errors
+    /// Those of [`Aio::read`], when polled.
+    ///
+    /// # References
+    /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
+    #[doc(alias = "aio_read")]
+    pub fn read_async<F: AsFd + 'static, B: IoBufMut>(
+        &self,
+        fd: F,
+        offset: i64,
+        buf: B,
+    ) -> SubmitFuture<'_, F, B> {
+        SubmitFuture {
+            req: None,
+            aio: self,
+            start: Some((offset, buf)),
+            make: |fd, offset, buf| Op::read(fd, offset, buf),
+            fd,
+        }
+    }
+
+    /// `aio_write` as a future, submitted when first polled:
+    /// `aio.write_async(Arc::clone(&file), offset, buf).await`. As
+    /// [`read_async`](Aio::read_async), for writes.
+    ///
+    /// # Errors
+    /// Those of [`Aio::write`], when polled.
+    ///
+    /// # References
+    /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
+    #[doc(alias = "aio_write")]
+    pub fn write_async<F: AsFd + 'static, B: IoBuf>(
+        &self,
+        fd: F,
+        offset: i64,
+        buf: B,
+    ) -> SubmitFuture<'_, F, B> {
+        SubmitFuture {
+            req: None,
+            aio: self,
+            start: Some((offset, buf)),
+            make: |fd, offset, buf| Op::write(fd, offset, buf),
+            fd,
+        }
+    }
+}
+
+/// The flush at the end of a tokio runtime turn.
+#[cfg(feature = "tokio")]
+mod batch {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::task::{Wake, Waker};
+
+    use super::super::engine::{Engine, Inner};
+    use super::super::table::State;
+    use super::super::tokio_reap;
+
+    /// Tokens of scheduled flushes (0 means none).
+    static TOKENS: AtomicU64 = AtomicU64::new(1);
+
+    thread_local! {
+        /// The context and token of the last flush this thread scheduled.
+        static MINE: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+        /// A context for which batching did not pay, how many more
+        /// submissions enter at once without asking again, and the next such
+        /// count (doubled each time a wait for the turn's end was for nothing).
+        static SOLO: Cell<(usize, u32, u32)> = const { Cell::new((0, 0, 0)) };
+        /// Submissions this thread left in the queue since its last flush.
+        static BATCH: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Submissions that enter at once after tokio said no other task may
+    /// submit (then it is asked again).
+    const SOLO_SKIP: u32 = 15;
+    /// The longest run of submissions that enter at once after waits for the
+    /// turn's end gathered nothing.
+    const SOLO_MAX: u32 = 1024;
+
+    /// Enters the ring of `inner` once, at the end of the turn (when woken), or
+    /// when the runtime drops it unwoken (shutting down).
+    struct Flush {
+        inner: Arc<Inner>,
+        token: u64,
+        done: AtomicBool,
+    }
+
+    impl Flush {
+        fn run(&self) {
+            if !self.done.swap(true, Ordering::AcqRel) {
+                // Cleared before entering: an entry queued after this point
+                // schedules a flush of its own.
+                let _ = self.inner.reactors.flush_token.compare_exchange(
+                    self.token,
+                    0,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                flush_now(&self.inner);
+                learn(&self.inner, BATCH.replace(0));
+            }
+        }
+    }
+
+    /// After a flush of `n` queued submissions: one alone gained nothing (it
+    /// waited for the turn's end, e.g. beside idle tasks), so the next ones enter
+    /// at once for a while, longer each time; a batch makes waiting pay again.
+    fn learn(inner: &Arc<Inner>, n: u32) {
+        let me = Arc::as_ptr(inner) as usize;
+        if n >= 2 {
+            SOLO.set((me, 0, 0));
+            return;
+        }
+        let (ctx, _, next) = SOLO.get();
+        let run = if ctx == me {
+            next.saturating_mul(2).clamp(SOLO_SKIP + 1, SOLO_MAX)
+        } else {
+            SOLO_SKIP + 1
+        };
+        SOLO.set((me, run, run));
+    }
+
+    /// Counts a submission left in the queue for this thread's next flush.
+    #[inline]
+    pub(super) fn queued() {
+        BATCH.set(BATCH.get().saturating_add(1));
+    }
+
+    impl Wake for Flush {
+        fn wake(self: Arc<Self>) {
+            self.run();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.run();
+        }
+    }
+
+    impl Drop for Flush {
+        fn drop(&mut self) {
+            self.run();
+        }
+    }
+
+    /// True if a flush this thread scheduled for `inner` has not run yet: an
+    /// entry queued now is entered by it.
+    #[inline]
+    pub(super) fn pending(inner: &Arc<Inner>) -> bool {
+        let (ctx, token) = MINE.get();
+        ctx == Arc::as_ptr(inner) as usize
+            && inner.reactors.flush_token.load(Ordering::Acquire) == token
+    }
+
+    /// True if a submission to `inner` should leave the ring unentered: a flush
+    /// is already coming, or other tasks may submit this turn (tokio says the
+    /// runtime has other tasks; after a no, or a wait that gathered nothing, the
+    /// next submissions enter at once without asking, see [`learn`]).
+    #[inline]
+    pub(super) fn should_defer(inner: &Arc<Inner>) -> bool {
+        if pending(inner) {
+            return true;
+        }
+        let me = Arc::as_ptr(inner) as usize;
+        let (ctx, skip, next) = SOLO.get();
+        if ctx == me && skip > 0 {
+            SOLO.set((me, skip - 1, next));
+            return false;
+        }
+        if tokio_reap::batching_pays() {
+            return true;
+        }
+        SOLO.set((me, SOLO_SKIP, next));
+        false
+    }
+
+    /// Makes sure the submission queue of `inner` is entered at the end of this
+    /// thread's runtime turn (one flush per turn and context).
+    pub(super) fn schedule_flush(inner: &Arc<Inner>) {
+        if pending(inner) {
+            return;
+        }
+        let token = TOKENS.fetch_add(1, Ordering::Relaxed);
+        inner.reactors.flush_token.store(token, Ordering::Release);
+        MINE.set((Arc::as_ptr(inner) as usize, token));
+        let f = Arc::new(Flush {
+            inner: Arc::clone(inner),
+            token,
+            done: AtomicBool::new(false),
+        });
+        tokio_reap::at_turn_end(&Waker::from(f));
+    }
+    /// Enters the ring, reaps what completed inline (waking those tasks), and
+    /// arms the wake-up source for what did not.
+    fn flush_now(inner: &Arc<Inner>) {
+        let Engine::Uring(r) = &inner.engine else {
+            return;
+        };
+        let core = inner.lock();
+        if r.sq_pending() {
+            inner.unlock_and_enter(core, true);
+        } else {
+            inner.release(core);
+        }
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let busy = core.inflight > 0;
+        inner.release(core);
+        if !busy {
+            return;
+        }
+        // Arm first, then look again: a completion that landed in between is
+        // reaped here, a later one wakes the reactor.
+        let armed = inner.arm_wakeup().is_ok();
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        if !armed {
+            // Nothing would wake the waiting tasks: wake them now, so that their
+            // poll reports the error.
+            let core = &mut *core;
+            for s in core.slots.iter_mut() {
+                if s.state == State::Issued {
+                    if let Some(w) = s.waker.take() {
+                        core.wakers.push(w);
+                    }
+                }
+            }
+        }
+        inner.release(core);
     }
 }

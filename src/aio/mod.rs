@@ -127,7 +127,7 @@ pub use cancel::CancelResult;
 pub use context::{Aio, Builder};
 pub use engine::{Backend, BackendInfo};
 pub use fsync::SyncMode;
-pub use future::{ListFuture, RequestFuture};
+pub use future::{ListFuture, RequestFuture, SubmitFuture};
 pub use list::{List, ListMode};
 pub use notify::{Callback, Notify, SigVal, MAX_NOTIFY_THREADS, SI_ASYNCIO};
 pub use op::{BorrowFd, Op, AIO_PRIO_DELTA_MAX};

@@ -34,6 +34,12 @@ use crate::sys::io::{self as sio, FdKind};
 use crate::sys::prio::{self, SchedClass};
 use crate::{Error, ErrorKind, Result};
 
+thread_local! {
+    /// Set to 1 by `submit_one_deferred` to ask `submit_many` to leave the ring
+    /// unentered; `submit_many` sets 2 when it did.
+    static DEFER_ENTER: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
+}
+
 /// Probe reads of one submitting call (one without allocating).
 #[derive(Default)]
 struct Probes {
@@ -76,6 +82,9 @@ impl Inner {
         out: &mut impl Extend<(u32, u32)>,
     ) -> Result<()> {
         let threads = matches!(self.engine, Engine::Threads(_));
+        // Asked by `submit_one_deferred` for this call only (not for a call
+        // nested in a waker or callback run below).
+        let defer = DEFER_ENTER.replace(0) == 1;
         let mut core = self.lock();
         if core.shutdown {
             drop(core);
@@ -115,11 +124,34 @@ impl Inner {
         if !probes.is_empty() {
             core.probing += 1;
         }
-        self.unlock_and_enter(core, enter);
+        if enter && probes.is_empty() && defer {
+            // `submit_one_deferred`: the caller enters the ring later. (Set
+            // after `release`, whose wakers and callbacks may submit too.)
+            self.release(core);
+            DEFER_ENTER.set(2);
+        } else {
+            self.unlock_and_enter(core, enter);
+        }
         if !probes.is_empty() {
             self.settle_probes(&probes);
         }
         Ok(())
+    }
+
+    /// [`submit_one`](Inner::submit_one), except that a request that went into
+    /// the io_uring submission queue with no probe read to settle is left there:
+    /// the kernel is not entered. True if so; the caller must then have the ring
+    /// entered, and keep the fd open until it is. For `.await` batching.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn submit_one_deferred(
+        &self,
+        p: Prepared<'_>,
+        notify: Notify,
+    ) -> Result<((u32, u32), bool)> {
+        DEFER_ENTER.set(1);
+        let r = self.submit_one(p, notify);
+        let deferred = DEFER_ENTER.replace(0) == 2;
+        r.map(|id| (id, deferred))
     }
 
     /// Fast path for one request.

@@ -12,6 +12,11 @@
 //! (readiness cleared until the reactor reports `Pending`) *before* the completion
 //! queue is reaped, so a completion that lands after the reap still fires.
 //!
+//! Two helpers serve the batching of `read_async`/`write_async` (see
+//! `future.rs`): [`batching_pays`] (other tasks may submit in this turn) and
+//! [`at_turn_end`] (a wake-up once the scheduler has run every ready task and
+//! polled its driver, when the batch's single `io_uring_enter` is made).
+//!
 //! A poll outside any tokio runtime (another executor) falls back to the completion
 //! thread. Inside a tokio runtime, the runtime must have its I/O driver
 //! (`enable_io` or `enable_all`, as `#[tokio::main]` does), as for any tokio I/O
@@ -40,6 +45,9 @@ pub(crate) trait Host: Send + Sync {
 #[derive(Default)]
 pub(crate) struct Reactors {
     list: Mutex<Vec<(Id, Arc<Reap>)>>,
+    /// The token of the last end-of-turn flush scheduled for this context, 0
+    /// once it ran (see `future::batch`).
+    pub(crate) flush_token: std::sync::atomic::AtomicU64,
 }
 
 /// One runtime's registration of the completion eventfd; also the waker the
@@ -47,6 +55,30 @@ pub(crate) struct Reactors {
 struct Reap {
     inner: Weak<dyn Host>,
     afd: AsyncFd<OwnedFd>,
+    /// The last rearm succeeded: the reactor wakes `self` on the next
+    /// completion, and `self`'s wake re-arms before it reaps, so it stays armed
+    /// until its runtime shuts down (the reactor then wakes it, and the rearm
+    /// fails).
+    armed: std::sync::atomic::AtomicBool,
+}
+
+thread_local! {
+    /// This thread's last armed registration: context, runtime, registration.
+    static LAST: std::cell::RefCell<Option<(usize, Id, Weak<Reap>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// True if this thread last armed `ctx` for runtime `id`, and that registration
+/// is still armed (no lock, no reactor call).
+fn armed_here(ctx: usize, id: Id) -> bool {
+    // `try_with`: a wake-up may be armed while this thread's locals are torn down.
+    LAST.try_with(|l| match &*l.borrow() {
+        Some((c, i, w)) if *c == ctx && *i == id => w
+            .upgrade()
+            .is_some_and(|r| r.armed.load(std::sync::atomic::Ordering::Acquire)),
+        _ => false,
+    })
+    .unwrap_or(false)
 }
 
 impl Reap {
@@ -55,13 +87,15 @@ impl Reap {
     fn rearm(self: &Arc<Self>) -> bool {
         let waker = Waker::from(Arc::clone(self));
         let mut cx = Context::from_waker(&waker);
-        loop {
+        let ok = loop {
             match self.afd.poll_read_ready(&mut cx) {
-                Poll::Pending => return true,
+                Poll::Pending => break true,
                 Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
-                Poll::Ready(Err(_)) => return false,
+                Poll::Ready(Err(_)) => break false,
             }
-        }
+        };
+        self.armed.store(ok, std::sync::atomic::Ordering::Release);
+        ok
     }
 }
 
@@ -89,6 +123,23 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
         return false;
     };
     let id = handle.id();
+    let ctx = Arc::as_ptr(inner) as *const () as usize;
+    // The common case: armed before, from this thread, and still armed.
+    if armed_here(ctx, id) {
+        return true;
+    }
+    match arm_slow(inner, id) {
+        Some(reap) => {
+            let _ = LAST.try_with(|l| *l.borrow_mut() = Some((ctx, id, Arc::downgrade(&reap))));
+            true
+        }
+        None => false,
+    }
+}
+
+/// [`arm`] through the registration list: the registration of runtime `id`,
+/// armed, made if needed.
+fn arm_slow<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
     let reap = {
         let mut list = inner
             .reactors()
@@ -98,9 +149,7 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
         match list.iter().position(|(i, _)| *i == id) {
             Some(k) => Arc::clone(&list[k].1),
             None => {
-                let Some(reap) = register(inner) else {
-                    return false;
-                };
+                let reap = register(inner)?;
                 // A runtime id can be reused once its runtime is gone: drop
                 // registrations whose runtime shut down while we are here.
                 list.retain(|(_, r)| r.rearm());
@@ -110,7 +159,7 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
         }
     };
     if reap.rearm() {
-        return true;
+        return Some(reap);
     }
     // The runtime with this id is a new one (the old one shut down): register again.
     let mut list = inner
@@ -121,10 +170,10 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
     list.retain(|(i, _)| *i != id);
     match register(inner) {
         Some(reap) if reap.rearm() => {
-            list.push((id, reap));
-            true
+            list.push((id, Arc::clone(&reap)));
+            Some(reap)
         }
-        _ => false,
+        _ => None,
     }
 }
 
@@ -136,6 +185,7 @@ fn register<H: Host + 'static>(inner: &Arc<H>) -> Option<Arc<Reap>> {
     Some(Arc::new(Reap {
         inner: Arc::downgrade(inner) as Weak<dyn Host>,
         afd,
+        armed: Default::default(),
     }))
 }
 
@@ -145,4 +195,21 @@ fn register_fd(dup: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
     // the AsyncFd's whole life: the AsyncFd owns `dup` (an `OwnedFd`, whose
     // `as_raw_fd` never changes) and nothing else closes it.
     unsafe { AsyncFd::register_with_interest(dup, tokio::io::Interest::READABLE) }.ok()
+}
+
+/// True when a submission made here may wait for the end of the runtime's turn
+/// to enter the kernel together with others: we run inside a tokio runtime that
+/// has other tasks, which may submit in the same turn. A lone task (or a
+/// `block_on` future) enters at once, as a synchronous caller does.
+pub(crate) fn batching_pays() -> bool {
+    Handle::try_current().is_ok_and(|h| h.metrics().num_alive_tasks() > 1)
+}
+
+/// Has `w` woken at the end of the current runtime turn: once the scheduler has
+/// run out of ready tasks and polled its driver (tokio's deferred wake, the one
+/// `yield_now` uses). Outside a runtime's worker, `w` is woken at once.
+pub(crate) fn at_turn_end(w: &Waker) {
+    let mut cx = Context::from_waker(w);
+    let y = std::pin::pin!(tokio::task::yield_now());
+    let _ = std::future::Future::poll(y, &mut cx);
 }
