@@ -144,3 +144,36 @@ both!(
     a_queued_read_reads_the_original_file,
     queued_read_after_close
 );
+
+fn large_read_then_dup2(b: Backend) {
+    // A read of 1 MiB from a SCHED_OTHER thread is the kind io_uring hands to its
+    // kernel workers, which could look the descriptor number up only once they
+    // start: the number must not matter after the call returned. Moving another
+    // file onto it right away must not change the data the read returns.
+    let aio = Aio::builder().backend(b).build().unwrap();
+    let len = 1 << 20;
+    let orig = rustix::fs::memfd_create("orig", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    let other = rustix::fs::memfd_create("other", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    rustix::io::write(&orig, &vec![b'o'; len]).unwrap();
+    rustix::io::write(&other, &vec![b'x'; len]).unwrap();
+    let mut wrong = 0;
+    for _ in 0..50 {
+        let mut fd = rustix::io::dup(&orig).unwrap();
+        let mut r = aio.read(&fd, 0, vec![0u8; len]).unwrap();
+        // The caller's number now names the other file.
+        rustix::io::dup2(&other, &mut fd).unwrap();
+        let c = r.wait().unwrap();
+        assert_eq!(c.result.as_ref().copied().unwrap(), len);
+        if c.data().iter().any(|&x| x != b'o') {
+            wrong += 1;
+        }
+    }
+    assert_eq!(
+        wrong, 0,
+        "reads returned the data of the file moved onto their fd number"
+    );
+}
+both!(
+    a_large_read_reads_the_file_it_was_given,
+    large_read_then_dup2
+);

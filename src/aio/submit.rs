@@ -187,6 +187,13 @@ impl Inner {
         // no settling pass after the enter.
         let probe = read && !p.checked && can_probe && direct && !core.fd_not_pollable(p.raw.fd);
         if let Engine::Uring(r) = &self.engine {
+            if direct && super::uring::punted(p.raw.kind, p.raw.len, class) {
+                if let Err(e) = p.own() {
+                    core.complete(idx, -(e as i64));
+                    core.nudge = true;
+                    return (idx, gen);
+                }
+            }
             fill(core, idx, &mut p, probe);
             if direct && r.push_one(core, idx, gen) {
                 *enter = true;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::table::{user_data, Core, OpKind, Slot, MAX_RW};
+use crate::sys::prio::SchedClass;
 
 /// `user_data` of internal requests (cancels) whose completions are ignored.
 const INTERNAL: u64 = u64::MAX;
@@ -363,12 +364,19 @@ const INLINE_MAX: usize = 256 * 1024;
 /// submitter's priority, above the request's effective one.
 fn sqe(s: &Slot) -> squeue::Entry {
     let e = sqe_inline(s);
-    let large = matches!(s.op.kind, OpKind::Read | OpKind::Write) && s.op.len >= INLINE_MAX;
-    if large && !s.class.is_rt() {
+    if punted(s.op.kind, s.op.len, s.class) {
         e.flags(squeue::Flags::ASYNC)
     } else {
         e
     }
+}
+
+/// Whether a request goes to the kernel's workers (`IOSQE_ASYNC`, see [`sqe`]).
+/// The kernel then looks its fd number up only when a worker starts it, after
+/// the submitting call has returned, so such a request is given its own fd copy
+/// first (`Prepared::own`): the caller's number may name another file by then.
+pub(super) fn punted(kind: OpKind, len: usize, class: SchedClass) -> bool {
+    matches!(kind, OpKind::Read | OpKind::Write) && len >= INLINE_MAX && !class.is_rt()
 }
 
 /// The submission queue entry of a request, as its slot stands: its own fd copy
