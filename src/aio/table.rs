@@ -350,6 +350,12 @@ impl Core {
     }
 
     /// [`alloc`](Core::alloc) for a submitter of scheduling class `class`.
+    ///
+    /// A free slot already holds the defaults of the fields that
+    /// [`complete`](Core::complete) and [`free_slot`](Core::free_slot) reset (no
+    /// waker, orphan, own fd or notification; not detached, probing, parked or
+    /// interruptible): only the others are written here.
+    #[inline]
     pub(crate) fn alloc_as(
         &mut self,
         op: RawOp,
@@ -369,27 +375,26 @@ impl Core {
         self.seq += 1;
         let seq = self.seq;
         let s = &mut self.slots[idx as usize];
+        debug_assert!(s.state == State::Free);
+        debug_assert!(s.own_fd.is_none() && s.waker.is_none() && s.orphan.is_none());
+        debug_assert!(s.notify.is_none() && !s.detached && !s.probe && !s.parked);
+        debug_assert!(!s.interruptible);
         s.state = State::FdQueued;
         s.op = op;
         s.reqprio = reqprio;
         s.key = order_key(class, reqprio);
         s.class = class;
-        s.own_fd = None;
         s.fd_kind = None;
         s.nonblock = false;
-        s.probe = false;
         s.espipe = false;
         s.eagain = false;
-        s.parked = false;
         s.seq = seq;
         s.res = 0;
-        s.notify = notify;
+        if !notify.is_none() {
+            s.notify = notify;
+        }
         s.list = list;
-        s.waker = None;
-        s.orphan = None;
-        s.detached = false;
         s.worker = u32::MAX;
-        s.interruptible = false;
         s.cancel_req = false;
         s.aiocb = 0;
         let gen = s.gen;
@@ -404,8 +409,18 @@ impl Core {
         (idx, gen)
     }
 
-    #[inline]
+    #[inline(always)]
     fn gate(&mut self, fd: i32) -> &mut Gate {
+        if (fd as u32 as usize) < self.gates.len() {
+            return &mut self.gates[fd as usize];
+        }
+        self.gate_slow(fd)
+    }
+
+    /// [`gate`](Core::gate) of an fd not seen yet, or a large one.
+    #[cold]
+    #[inline(never)]
+    fn gate_slow(&mut self, fd: i32) -> &mut Gate {
         if !(0..DENSE_FDS).contains(&fd) {
             return self.sparse_gates.entry(fd).or_default();
         }
@@ -605,6 +620,7 @@ impl Core {
     }
 
     /// Returns slot `idx` to the free list (its name becomes stale).
+    #[inline]
     pub(crate) fn free_slot(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         debug_assert_eq!(s.state, State::Done);

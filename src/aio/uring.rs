@@ -79,6 +79,7 @@ impl Ring {
     /// submission queue unless its fd's order gate holds it back. True if it did.
     /// Call with the core lock held, then [`submit`](Ring::submit) after
     /// releasing it.
+    #[inline]
     pub(crate) fn push_one(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
         // SAFETY: the submission queue is only touched under the core lock, which
         // the caller holds.
@@ -361,6 +362,7 @@ const INLINE_MAX: usize = 256 * 1024;
 /// real-time submitter's stays inline: the kernel's io-wq workers are created
 /// from the submitting thread and take its class, so a worker would run at the
 /// submitter's priority, above the request's effective one.
+#[inline]
 fn sqe(s: &Slot) -> squeue::Entry {
     let e = sqe_inline(s);
     let large = matches!(s.op.kind, OpKind::Read | OpKind::Write) && s.op.len >= INLINE_MAX;
@@ -374,6 +376,7 @@ fn sqe(s: &Slot) -> squeue::Entry {
 /// The submission queue entry of a request, as its slot stands: its own fd copy
 /// if it has one, offset -1 on a non-seekable fd, `RWF_NOWAIT` on an
 /// `O_NONBLOCK` one, `IOPRIO_CLASS_RT` for a real-time submitter.
+#[inline]
 fn sqe_inline(s: &Slot) -> squeue::Entry {
     let op = &s.op;
     let fd = types::Fd(s.io_fd());
