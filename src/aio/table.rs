@@ -518,7 +518,44 @@ impl Core {
     }
 
     /// Records the final result of request `idx` and releases whatever waited on it.
+    ///
+    /// The common case on io_uring (an issued request with no own fd, aiocb,
+    /// waker, notification or handle-less slot, and no trace stream running)
+    /// is done inline; the rest in [`complete_slow`](Core::complete_slow).
+    #[inline]
     pub(crate) fn complete(&mut self, idx: u32, res: i64) {
+        let s = &mut self.slots[idx as usize];
+        let plain = s.state == State::Issued
+            && s.own_fd.is_none()
+            && s.aiocb == 0
+            && s.waker.is_none()
+            && s.notify.is_none()
+            && !s.detached;
+        if !plain || crate::trace::system_events::enabled() {
+            return self.complete_slow(idx, res);
+        }
+        s.state = State::Done;
+        s.res = res;
+        s.interruptible = false;
+        s.parked = false;
+        s.probe = false;
+        let fd = s.op.fd;
+        let list = s.list;
+        self.inflight -= 1;
+        self.completed = true;
+        let gate = self.gate(fd);
+        gate.issued -= 1;
+        if !gate.queue.is_empty() {
+            self.release_gate(fd);
+        }
+        if list != NO_LIST {
+            self.list_member_done(list);
+        }
+    }
+
+    /// [`complete`](Core::complete), every case.
+    #[inline(never)]
+    fn complete_slow(&mut self, idx: u32, res: i64) {
         let s = &mut self.slots[idx as usize];
         match s.state {
             State::Issued => self.inflight -= 1,
