@@ -339,7 +339,6 @@ impl Aio {
             }
         }
         let n = raws.len();
-        let mut ids = Vec::with_capacity(n);
         {
             let mut core = self.inner.lock();
             // Every list gets a group, so its end is seen (trace hook) and its
@@ -350,11 +349,9 @@ impl Aio {
                 core.finish_list(list);
             }
             self.inner.release(core);
-            self.inner.submit_many(raws.into_iter(), list, &mut ids)?;
-        }
-        for (e, (idx, gen)) in entries.iter_mut().flatten().zip(ids) {
-            e.idx = idx;
-            e.gen = gen;
+            // Each request's name goes straight into its entry.
+            let mut names = Names(entries.iter_mut().flatten());
+            self.inner.submit_many(raws.into_iter(), list, &mut names)?;
         }
         let mut list = List {
             aio: self.clone(),
@@ -370,5 +367,20 @@ impl Aio {
             }
         }
         Ok(list)
+    }
+}
+
+/// Writes the names of submitted requests into the list's entries, in order.
+struct Names<I>(I);
+
+impl<'a, B: 'a, I: Iterator<Item = &'a mut Entry<B>>> Extend<(u32, u32)> for Names<I> {
+    #[inline]
+    fn extend<T: IntoIterator<Item = (u32, u32)>>(&mut self, it: T) {
+        for (idx, gen) in it {
+            if let Some(e) = self.0.next() {
+                e.idx = idx;
+                e.gen = gen;
+            }
+        }
     }
 }

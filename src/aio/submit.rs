@@ -33,6 +33,7 @@ use super::table::{user_data, Core, OpKind, State};
 use crate::sys::io::{self as sio, FdKind};
 use crate::sys::prio::{self, SchedClass};
 use crate::{Error, ErrorKind, Result};
+use std::sync::MutexGuard;
 
 /// Probe reads of one submitting call (one without allocating).
 #[derive(Default)]
@@ -109,6 +110,48 @@ impl Inner {
             );
             out.extend(Some(id));
         }
+        self.finish_submit(core, enter, &probes);
+        Ok(())
+    }
+
+    /// [`submit_many`](Inner::submit_many) of one request, without the list
+    /// plumbing (the `aio_read`/`aio_write` path).
+    pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
+        let threads = matches!(self.engine, Engine::Threads(_));
+        let mut core = self.lock();
+        if core.shutdown {
+            drop(core);
+            return Err(shutting_down());
+        }
+        let direct = self.has_room(&core, 1);
+        // As in `submit_many`.
+        let class = if threads || !direct {
+            prio::current()
+        } else {
+            prio::current_cached()
+        };
+        let can_probe = !threads && !core.reaper;
+        let mut probes = Probes::default();
+        let mut enter = false;
+        let id = self.place(
+            &mut core,
+            p,
+            notify,
+            super::table::NO_LIST,
+            class,
+            direct,
+            can_probe,
+            &mut enter,
+            &mut probes,
+        );
+        self.finish_submit(core, enter, &probes);
+        Ok(id)
+    }
+
+    /// The end of a submitting call: hands queued requests to the engine,
+    /// releases the lock, enters the ring, and settles probe reads.
+    #[inline]
+    fn finish_submit(&self, mut core: MutexGuard<'_, Core>, mut enter: bool, probes: &Probes) {
         if core.ready_len() > 0 {
             enter |= self.kick(&mut core);
         }
@@ -117,21 +160,8 @@ impl Inner {
         }
         self.unlock_and_enter(core, enter);
         if !probes.is_empty() {
-            self.settle_probes(&probes);
+            self.settle_probes(probes);
         }
-        Ok(())
-    }
-
-    /// Fast path for one request.
-    #[inline]
-    pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
-        let mut out = One(None);
-        self.submit_many(
-            std::iter::once((p, notify)),
-            super::table::NO_LIST,
-            &mut out,
-        )?;
-        out.0.ok_or_else(shutting_down)
     }
 
     /// Puts one request in the table and gives it to the engine or a queue.
@@ -272,17 +302,6 @@ impl Inner {
             let _ = r.issue(&mut core);
         }
         self.release(core);
-    }
-}
-
-/// The name of one request (no allocation on the single-request path).
-struct One(Option<(u32, u32)>);
-
-impl Extend<(u32, u32)> for One {
-    fn extend<I: IntoIterator<Item = (u32, u32)>>(&mut self, it: I) {
-        if let Some(x) = it.into_iter().last() {
-            self.0 = Some(x);
-        }
     }
 }
 
