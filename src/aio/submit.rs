@@ -91,10 +91,9 @@ impl Inner {
             prio::current_cached()
         };
         let can_probe = !threads && !core.reaper;
+        // Room for more than one probe is made only when a second one comes
+        // (most lists probe nothing: their fds are known regular files).
         let mut probes = Probes::default();
-        if can_probe && ops.len() > 1 {
-            probes.more.reserve(ops.len() - 1);
-        }
         let mut enter = false;
         for (p, notify) in ops {
             let id = self.place(
@@ -166,6 +165,7 @@ impl Inner {
 
     /// Puts one request in the table and gives it to the engine or a queue.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn place(
         &self,
         core: &mut Core,
@@ -194,21 +194,7 @@ impl Inner {
                 return (idx, gen);
             }
         }
-        // Held back (or the thread engine): it may start after this call
-        // returns, so it needs its own copy of the fd, and its kind and flags.
-        core.slots[idx as usize].probe = false;
-        if !p.checked {
-            let _ = p.check();
-        }
-        if core.slots[idx as usize].own_fd.is_none() {
-            if let Err(e) = p.own() {
-                core.complete(idx, -(e as i64));
-                core.nudge = true;
-                return (idx, gen);
-            }
-        }
-        fill(core, idx, &mut p, false);
-        core.admit(idx, false);
+        hold_back(core, idx, p);
         (idx, gen)
     }
 
@@ -303,6 +289,26 @@ impl Inner {
         }
         self.release(core);
     }
+}
+
+/// A request held back (or any on the thread engine): it may start after the
+/// submitting call returns, so it needs its own copy of the fd, and its kind and
+/// flags.
+#[inline(never)]
+fn hold_back(core: &mut Core, idx: u32, mut p: Prepared<'_>) {
+    core.slots[idx as usize].probe = false;
+    if !p.checked {
+        let _ = p.check();
+    }
+    if core.slots[idx as usize].own_fd.is_none() {
+        if let Err(e) = p.own() {
+            core.complete(idx, -(e as i64));
+            core.nudge = true;
+            return;
+        }
+    }
+    fill(core, idx, &mut p, false);
+    core.admit(idx, false);
 }
 
 /// Copies what the engine needs from a prepared request into its slot.
