@@ -224,11 +224,11 @@ impl<B: Send + 'static> List<B> {
         inner: &Inner,
         mut core: std::sync::MutexGuard<'_, Core>,
     ) -> Vec<Option<Completion<B>>> {
-        let out = self
-            .entries
-            .iter_mut()
+        // The entries go (so dropping the list has nothing to look at).
+        let out = std::mem::take(&mut self.entries)
+            .into_iter()
             .map(|e| {
-                let e = e.take()?;
+                let e = e?;
                 let res = match core.get(e.idx, e.gen) {
                     Some(s) if s.state == State::Done => {
                         let r = s.res;
@@ -315,13 +315,13 @@ impl Aio {
             match o {
                 Some(mut op) if !op.is_nop() => {
                     let p = op.prepare("lio_listio", threads)?;
-                    let n = std::mem::take(&mut op.notify);
-                    need_notify |= !n.is_none();
-                    raws.push((p, n));
+                    let Op { buf, notify, .. } = op;
+                    need_notify |= !notify.is_none();
+                    raws.push((p, notify));
                     entries.push(Some(Entry {
                         idx: u32::MAX,
                         gen: 0,
-                        buf: op.buf.take(),
+                        buf,
                     }));
                 }
                 _ => entries.push(None),

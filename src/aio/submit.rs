@@ -312,6 +312,7 @@ fn hold_back(core: &mut Core, idx: u32, mut p: Prepared<'_>) {
 }
 
 /// Copies what the engine needs from a prepared request into its slot.
+#[inline(always)]
 fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
     let s = &mut core.slots[idx as usize];
     s.fd_kind = p.kind;

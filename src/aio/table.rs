@@ -522,7 +522,7 @@ impl Core {
     /// The common case on io_uring (an issued request with no own fd, aiocb,
     /// waker, notification or handle-less slot, and no trace stream running)
     /// is done inline; the rest in [`complete_slow`](Core::complete_slow).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn complete(&mut self, idx: u32, res: i64) {
         let s = &mut self.slots[idx as usize];
         let plain = s.state == State::Issued
