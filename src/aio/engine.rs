@@ -267,7 +267,24 @@ impl Inner {
 
     /// Releases the lock, then wakes waiters and fires notifications collected
     /// while it was held.
+    #[inline]
     pub(crate) fn release(&self, mut core: MutexGuard<'_, Core>) {
+        // Nothing to wake or fire (the common case): just unlock.
+        let quiet = !core.nudge
+            && core.wakers.is_empty()
+            && core.fires.is_empty()
+            && !(core.completed && (core.waiters > 0 || !core.wait_fds.is_empty()));
+        if quiet {
+            core.completed = false;
+            drop(core);
+            return;
+        }
+        self.release_slow(core)
+    }
+
+    /// [`release`](Inner::release) with something to wake or fire.
+    #[inline(never)]
+    fn release_slow(&self, mut core: MutexGuard<'_, Core>) {
         if core.nudge {
             core.nudge = false;
             if core.reaper {

@@ -657,7 +657,7 @@ impl Core {
     }
 
     /// Returns slot `idx` to the free list (its name becomes stale).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn free_slot(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         debug_assert_eq!(s.state, State::Done);
