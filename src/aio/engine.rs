@@ -428,7 +428,7 @@ impl Inner {
         if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {
             let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
             if self.notifier.get().is_none() {
-                let _ = self.notifier.set(Notifier::start()?);
+                let _ = self.notifier.set(Notifier::start(reap_hook(self))?);
             }
         }
         self.ensure_background()
@@ -643,6 +643,21 @@ impl Drop for Inner {
             }
         }
     }
+}
+
+/// What a notification thread runs after each callback: reap completions
+/// (io_uring) and fire their notifications. Holds the context weakly.
+fn reap_hook(inner: &Arc<Inner>) -> super::notify::Reap {
+    let w = Arc::downgrade(inner);
+    Box::new(move || {
+        if let Some(i) = w.upgrade() {
+            if matches!(i.engine, Engine::Uring(_)) {
+                let mut core = i.lock();
+                i.poll_completions(&mut core);
+                i.release(core);
+            }
+        }
+    })
 }
 
 fn interrupted(call: &'static str) -> Error {
