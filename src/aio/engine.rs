@@ -421,10 +421,16 @@ impl Inner {
     /// Makes sure completions are noticed with nobody waiting: the notification
     /// thread for callbacks, and for io_uring an eventfd-driven completion thread
     /// (started only when a request asks for a notification or a future waits).
+    #[inline]
     pub(crate) fn prepare_notify(self: &Arc<Inner>, n: &Notify) -> Result<()> {
         if n.is_none() {
             return Ok(());
         }
+        self.prepare_notify_slow(n)
+    }
+
+    #[inline(never)]
+    fn prepare_notify_slow(self: &Arc<Inner>, n: &Notify) -> Result<()> {
         if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {
             let _g = self.init.lock().unwrap_or_else(|p| p.into_inner());
             if self.notifier.get().is_none() {
