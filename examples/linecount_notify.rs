@@ -12,6 +12,7 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use posixrt::aio::{Aio, Notify, Op, Request, SigVal};
@@ -45,15 +46,16 @@ struct Slot {
     req: Option<Request<Vec<u8>>>,
 }
 
-struct State {
-    slots: Vec<Option<Slot>>,
-    lines: u64,
-    failed: bool,
-}
-
 struct Shared {
     aio: Aio,
-    state: Mutex<State>,
+    /// One lock per file: a callback holds only its own file's, so the
+    /// callbacks of different files (the newline count of one, the read of
+    /// another) run at the same time.
+    slots: Vec<Mutex<Option<Slot>>>,
+    lines: AtomicU64,
+    failed: AtomicBool,
+    /// Files still open.
+    open: Mutex<usize>,
     /// Signalled whenever a file is closed (`open_files_cond`).
     closed: Condvar,
 }
@@ -64,16 +66,22 @@ fn notify(shared: &Arc<Shared>, i: usize) -> Notify {
     Notify::thread(i, move |v| end_of_aio_op(&s, v))
 }
 
+/// Closes file `no` (its slot is emptied) and tells the main thread.
+fn close(shared: &Shared, slot: &mut Option<Slot>) {
+    *slot = None;
+    let mut open = shared.open.lock().unwrap();
+    *open -= 1;
+    shared.closed.notify_all();
+}
+
 /// `end_of_aio_op`: the callback run when read number `v` completes.
 fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
     let no = v.0;
-    // The submitter stores the handle before releasing the lock, so it is there.
-    let mut req = {
-        let mut st = shared.state.lock().unwrap();
-        match st.slots[no].as_mut().and_then(|s| s.req.take()) {
-            Some(r) => r,
-            None => return,
-        }
+    // The submitter stores the handle before releasing the file's lock, so it
+    // is there.
+    let mut g = shared.slots[no].lock().unwrap();
+    let Some(mut req) = g.as_mut().and_then(|s| s.req.take()) else {
+        return;
     };
     let done = match req.aio_return() {
         Ok(d) => d,
@@ -86,34 +94,27 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
     match done.result {
         Ok(n) if n > 0 => {
             let lines = count_newlines(&buf[..n]) as u64;
-            let mut st = shared.state.lock().unwrap();
-            st.lines += lines;
-            let slot = st.slots[no].as_mut().expect("slot of a request in flight");
+            shared.lines.fetch_add(lines, Ordering::Relaxed);
+            let slot = g.as_mut().expect("slot of a request in flight");
             slot.offset += n as i64;
             let op = Op::read(slot.src.fd(), slot.offset, buf).notify(notify(shared, no));
             match shared.aio.submit(op) {
                 Ok(r) => slot.req = Some(r),
                 Err(e) => {
                     eprintln!("linecount_notify: {}: {e}", slot.name);
-                    st.failed = true;
-                    st.slots[no] = None;
-                    shared.closed.notify_all();
+                    shared.failed.store(true, Ordering::Relaxed);
+                    close(shared, &mut g);
                 }
             }
         }
         other => {
-            let mut st = shared.state.lock().unwrap();
             if let Err(e) = other {
-                let name = st.slots[no]
-                    .as_ref()
-                    .map(|s| s.name.clone())
-                    .unwrap_or_default();
+                let name = g.as_ref().map(|s| s.name.clone()).unwrap_or_default();
                 eprintln!("linecount_notify: {name}: {}", reason(&e));
-                st.failed = true;
+                shared.failed.store(true, Ordering::Relaxed);
             }
             // End of file: close it and tell the main thread.
-            st.slots[no] = None;
-            shared.closed.notify_all();
+            close(shared, &mut g);
         }
     }
 }
@@ -180,17 +181,9 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
     } else {
         args
     };
-    let shared = Arc::new(Shared {
-        aio: Aio::new()?,
-        state: Mutex::new(State {
-            slots: Vec::new(),
-            lines: 0,
-            failed: false,
-        }),
-        closed: Condvar::new(),
-    });
+    let mut failed = false;
     let mut stdin_used = false;
-    let mut st = shared.state.lock().unwrap();
+    let mut slots = Vec::new();
     for name in names {
         let src = if name == "-" {
             if !stdin_used {
@@ -201,7 +194,7 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
                     Ok(fd) => Src::Owned(fd),
                     Err(e) => {
                         eprintln!("linecount_notify: -: {e}");
-                        st.failed = true;
+                        failed = true;
                         continue;
                     }
                 }
@@ -211,7 +204,7 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
                     eprintln!("linecount_notify: {name}: {}", io_reason(&e));
-                    st.failed = true;
+                    failed = true;
                     continue;
                 }
             }
@@ -220,7 +213,7 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
             .is_ok_and(|m| rustix::fs::FileType::from_raw_mode(m.st_mode).is_dir())
         {
             eprintln!("linecount_notify: {name}: Is a directory");
-            st.failed = true;
+            failed = true;
             continue;
         }
         // Like `cat`: stdin redirected from a file is read from its current
@@ -236,21 +229,37 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
             }
             _ => 0,
         };
-        let i = st.slots.len();
-        let op = Op::read(src.fd(), offset, vec![0u8; BUF]).notify(notify(&shared, i));
-        // The state lock is held: a callback for this request waits until the
-        // handle is stored.
-        let req = shared.aio.submit(op)?;
-        st.slots.push(Some(Slot {
+        slots.push(Mutex::new(Some(Slot {
             name,
             src,
             offset,
-            req: Some(req),
-        }));
+            req: None,
+        })));
+    }
+    let shared = Arc::new(Shared {
+        aio: Aio::new()?,
+        open: Mutex::new(slots.len()),
+        slots,
+        lines: AtomicU64::new(0),
+        failed: AtomicBool::new(failed),
+        closed: Condvar::new(),
+    });
+    for i in 0..shared.slots.len() {
+        let mut g = shared.slots[i].lock().unwrap();
+        let slot = g.as_mut().expect("every file starts open");
+        let op = Op::read(slot.src.fd(), slot.offset, vec![0u8; BUF]).notify(notify(&shared, i));
+        // The file's lock is held: a callback for this request waits until the
+        // handle is stored.
+        slot.req = Some(shared.aio.submit(op)?);
     }
     // Wait until every file is closed.
-    while st.slots.iter().any(Option::is_some) {
-        st = shared.closed.wait(st).unwrap();
+    let mut open = shared.open.lock().unwrap();
+    while *open > 0 {
+        open = shared.closed.wait(open).unwrap();
     }
-    Ok((st.lines, !st.failed))
+    drop(open);
+    Ok((
+        shared.lines.load(Ordering::Relaxed),
+        !shared.failed.load(Ordering::Relaxed),
+    ))
 }

@@ -285,7 +285,24 @@ impl Inner {
 
     /// Releases the lock, then wakes waiters and fires notifications collected
     /// while it was held.
+    #[inline]
     pub(crate) fn release(&self, mut core: CoreGuard<'_>) {
+        // Nothing to wake or fire (the common case): just unlock.
+        let quiet = !core.nudge
+            && core.wakers.is_empty()
+            && core.fires.is_empty()
+            && !(core.completed && (core.waiters > 0 || !core.wait_fds.is_empty()));
+        if quiet {
+            core.completed = false;
+            drop(core);
+            return;
+        }
+        self.release_slow(core)
+    }
+
+    /// [`release`](Inner::release) with something to wake or fire.
+    #[inline(never)]
+    fn release_slow(&self, mut core: CoreGuard<'_>) {
         if core.nudge {
             core.nudge = false;
             if core.reaper {
@@ -422,14 +439,20 @@ impl Inner {
     /// Makes sure completions are noticed with nobody waiting: the notification
     /// thread for callbacks, and for io_uring an eventfd-driven completion thread
     /// (started only when a request asks for a notification or a future waits).
+    #[inline]
     pub(crate) fn prepare_notify(self: &Arc<Inner>, n: &Notify) -> Result<()> {
         if n.is_none() {
             return Ok(());
         }
+        self.prepare_notify_slow(n)
+    }
+
+    #[inline(never)]
+    fn prepare_notify_slow(self: &Arc<Inner>, n: &Notify) -> Result<()> {
         if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {
             let _g = self.init.lock();
             if self.notifier.get().is_none() {
-                let _ = self.notifier.set(Notifier::start()?);
+                let _ = self.notifier.set(Notifier::start(reap_hook(self))?);
             }
         }
         self.ensure_background()
@@ -637,6 +660,21 @@ impl Drop for Inner {
             }
         }
     }
+}
+
+/// What a notification thread runs after each callback: reap completions
+/// (io_uring) and fire their notifications. Holds the context weakly.
+fn reap_hook(inner: &Arc<Inner>) -> super::notify::Reap {
+    let w = Arc::downgrade(inner);
+    Box::new(move || {
+        if let Some(i) = w.upgrade() {
+            if matches!(i.engine, Engine::Uring(_)) {
+                let mut core = i.lock();
+                i.poll_completions(&mut core);
+                i.release(core);
+            }
+        }
+    })
 }
 
 fn interrupted(call: &'static str) -> Error {

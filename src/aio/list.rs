@@ -224,11 +224,11 @@ impl<B: Send + 'static> List<B> {
         inner: &Inner,
         mut core: super::engine::CoreGuard<'_>,
     ) -> Vec<Option<Completion<B>>> {
-        let out = self
-            .entries
-            .iter_mut()
+        // The entries go (so dropping the list has nothing to look at).
+        let out = std::mem::take(&mut self.entries)
+            .into_iter()
             .map(|e| {
-                let e = e.take()?;
+                let e = e?;
                 let res = match core.get(e.idx, e.gen) {
                     Some(s) if s.state == State::Done => {
                         let r = s.res;
@@ -315,13 +315,13 @@ impl Aio {
             match o {
                 Some(mut op) if !op.is_nop() => {
                     let p = op.prepare("lio_listio", threads)?;
-                    let n = std::mem::take(&mut op.notify);
-                    need_notify |= !n.is_none();
-                    raws.push((p, n));
+                    let Op { buf, notify, .. } = op;
+                    need_notify |= !notify.is_none();
+                    raws.push((p, notify));
                     entries.push(Some(Entry {
                         idx: u32::MAX,
                         gen: 0,
-                        buf: op.buf.take(),
+                        buf,
                     }));
                 }
                 _ => entries.push(None),
@@ -339,7 +339,6 @@ impl Aio {
             }
         }
         let n = raws.len();
-        let mut ids = Vec::with_capacity(n);
         {
             let mut core = self.inner.lock();
             // Every list gets a group, so its end is seen (trace hook) and its
@@ -350,11 +349,9 @@ impl Aio {
                 core.finish_list(list);
             }
             self.inner.release(core);
-            self.inner.submit_many(raws.into_iter(), list, &mut ids)?;
-        }
-        for (e, (idx, gen)) in entries.iter_mut().flatten().zip(ids) {
-            e.idx = idx;
-            e.gen = gen;
+            // Each request's name goes straight into its entry.
+            let mut names = Names(entries.iter_mut().flatten());
+            self.inner.submit_many(raws.into_iter(), list, &mut names)?;
         }
         let mut list = List {
             aio: self.clone(),
@@ -370,5 +367,20 @@ impl Aio {
             }
         }
         Ok(list)
+    }
+}
+
+/// Writes the names of submitted requests into the list's entries, in order.
+struct Names<I>(I);
+
+impl<'a, B: 'a, I: Iterator<Item = &'a mut Entry<B>>> Extend<(u32, u32)> for Names<I> {
+    #[inline]
+    fn extend<T: IntoIterator<Item = (u32, u32)>>(&mut self, it: T) {
+        for (idx, gen) in it {
+            if let Some(e) = self.0.next() {
+                e.idx = idx;
+                e.gen = gen;
+            }
+        }
     }
 }

@@ -197,6 +197,21 @@ struct PoolState {
 struct Shared {
     st: std::sync::Mutex<PoolState>,
     cv: std::sync::Condvar,
+    /// Reaps the context's completions (firing their notifications); run by a
+    /// notification thread after each callback.
+    reap: Reap,
+}
+
+/// What a notification thread runs after each callback: reap the context's
+/// completions, so that the next callbacks become ready on this thread instead
+/// of waiting for the completion thread to hand them over.
+pub(crate) type Reap = Box<dyn Fn() + Send + Sync>;
+
+thread_local! {
+    /// On a notification thread that has just run a callback and is reaping:
+    /// its pool (so a job it posts to that pool is taken by itself next,
+    /// without waking or starting another thread).
+    static REAPING: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
 }
 
 /// The notification threads of a context: a pool that grows on demand up to
@@ -206,7 +221,9 @@ pub(crate) struct Notifier {
 }
 
 impl Notifier {
-    pub(crate) fn start() -> Result<Notifier> {
+    /// Starts the pool; `reap` is run by a thread after each callback (see
+    /// [`Reap`]).
+    pub(crate) fn start(reap: Reap) -> Result<Notifier> {
         let n = Notifier {
             shared: Arc::new(Shared {
                 st: std::sync::Mutex::new(PoolState {
@@ -216,6 +233,7 @@ impl Notifier {
                     closed: false,
                 }),
                 cv: std::sync::Condvar::new(),
+                reap,
             }),
         };
         n.shared
@@ -240,14 +258,21 @@ impl Notifier {
     }
 
     pub(crate) fn post(&self, cb: Callback, v: SigVal) {
+        // A thread of this pool posting while it reaps (between callbacks)
+        // takes the first job itself: it is as good as a waiting thread.
+        let me = REAPING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(&self.shared))) as usize;
         let mut st = self.shared.st.lock().unwrap_or_else(|p| p.into_inner());
         st.queue.push_back((cb, v));
-        let grow = st.queue.len() > st.waiting && st.threads < MAX_NOTIFY_THREADS;
+        let idle = st.waiting + me;
+        let grow = st.queue.len() > idle && st.threads < MAX_NOTIFY_THREADS;
         if grow {
             st.threads += 1;
         }
+        let wake = st.queue.len() > me;
         drop(st);
-        self.shared.cv.notify_one();
+        if wake {
+            self.shared.cv.notify_one();
+        }
         if grow && self.spawn().is_err() {
             // The queued job is run by a thread already there.
             self.shared
@@ -277,6 +302,12 @@ fn run(sh: Arc<Shared>) {
             drop(st);
             // A panicking callback must not take the notification thread down.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(v)));
+            // The callback usually submitted the next request: reap it here (a
+            // cached read is complete already), so its callback runs on this
+            // thread next, without a hand-off through the completion thread.
+            REAPING.with(|r| r.set(Arc::as_ptr(&sh)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (sh.reap)()));
+            REAPING.with(|r| r.set(std::ptr::null()));
             st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
             continue;
         }

@@ -280,6 +280,7 @@ impl<'fd, B> Op<'fd, B> {
     /// `threads`: the thread engine runs it (then the fd is always looked at and
     /// copied). On io_uring a read makes no system call here: the engine settles
     /// it after entering the kernel (see `Inner::settle_probes`).
+    #[inline(always)]
     pub(crate) fn prepare(&mut self, call: &'static str, threads: bool) -> Result<Prepared<'fd>> {
         let Kind::Io(kind) = self.kind else {
             return Err(Error::invalid(call, "LIO_NOP is not a request"));

@@ -93,17 +93,24 @@ impl<B> fmt::Debug for Completion<B> {
     }
 }
 
+#[inline]
 pub(crate) fn result_of(call: &'static str, res: i64) -> Result<usize> {
     if res >= 0 {
         Ok(res as usize)
     } else {
-        let e = (-res) as i32;
-        let err = Error::from_errno(call, e);
-        Err(match e {
-            libc::ECANCELED => err.with_message("the request was cancelled"),
-            libc::EBADF => err.with_hint("the fd is closed or not open for this operation"),
-            _ => err,
-        })
+        Err(error_of(call, res))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn error_of(call: &'static str, res: i64) -> Error {
+    let e = (-res) as i32;
+    let err = Error::from_errno(call, e);
+    match e {
+        libc::ECANCELED => err.with_message("the request was cancelled"),
+        libc::EBADF => err.with_hint("the fd is closed or not open for this operation"),
+        _ => err,
     }
 }
 

@@ -26,6 +26,7 @@
 //! of ignoring the offset, and on an `O_NONBLOCK` one a read that would block
 //! waits for data (or a cancel) instead of returning EAGAIN.
 
+use super::engine::CoreGuard;
 use super::engine::{Engine, Inner};
 use super::notify::Notify;
 use super::op::Prepared;
@@ -35,8 +36,8 @@ use crate::sys::prio::{self, SchedClass};
 use crate::{Error, ErrorKind, Result};
 
 thread_local! {
-    /// Set to 1 by `submit_one_deferred` to ask `submit_many` to leave the ring
-    /// unentered; `submit_many` sets 2 when it did.
+    /// Set to 1 by `submit_one_deferred` to ask the next submitting call to leave
+    /// the ring unentered; that call sets 2 when it did.
     static DEFER_ENTER: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
 }
 
@@ -99,10 +100,9 @@ impl Inner {
             prio::current_cached()
         };
         let can_probe = !threads && !core.reaper;
+        // Room for more than one probe is made only when a second one comes
+        // (most lists probe nothing: their fds are known regular files).
         let mut probes = Probes::default();
-        if can_probe && ops.len() > 1 {
-            probes.more.reserve(ops.len() - 1);
-        }
         let mut enter = false;
         for (p, notify) in ops {
             let id = self.place(
@@ -118,24 +118,44 @@ impl Inner {
             );
             out.extend(Some(id));
         }
-        if core.ready_len() > 0 {
-            enter |= self.kick(&mut core);
-        }
-        if !probes.is_empty() {
-            core.probing += 1;
-        }
-        if enter && probes.is_empty() && defer {
-            // `submit_one_deferred`: the caller enters the ring later. (Set
-            // after `release`, whose wakers and callbacks may submit too.)
-            self.release(core);
-            DEFER_ENTER.set(2);
-        } else {
-            self.unlock_and_enter(core, enter);
-        }
-        if !probes.is_empty() {
-            self.settle_probes(&probes);
-        }
+        self.finish_submit(core, enter, &probes, defer);
         Ok(())
+    }
+
+    /// [`submit_many`](Inner::submit_many) of one request, without the list
+    /// plumbing (the `aio_read`/`aio_write` path).
+    pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
+        let threads = matches!(self.engine, Engine::Threads(_));
+        // As in `submit_many`.
+        let defer = DEFER_ENTER.replace(0) == 1;
+        let mut core = self.lock();
+        if core.shutdown {
+            drop(core);
+            return Err(shutting_down());
+        }
+        let direct = self.has_room(&core, 1);
+        // As in `submit_many`.
+        let class = if threads || !direct {
+            prio::current()
+        } else {
+            prio::current_cached()
+        };
+        let can_probe = !threads && !core.reaper;
+        let mut probes = Probes::default();
+        let mut enter = false;
+        let id = self.place(
+            &mut core,
+            p,
+            notify,
+            super::table::NO_LIST,
+            class,
+            direct,
+            can_probe,
+            &mut enter,
+            &mut probes,
+        );
+        self.finish_submit(core, enter, &probes, defer);
+        Ok(id)
     }
 
     /// [`submit_one`](Inner::submit_one), except that a request that went into
@@ -154,20 +174,39 @@ impl Inner {
         r.map(|id| (id, deferred))
     }
 
-    /// Fast path for one request.
+    /// The end of a submitting call: hands queued requests to the engine,
+    /// releases the lock, enters the ring (unless `defer`: see
+    /// `submit_one_deferred`), and settles probe reads.
     #[inline]
-    pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
-        let mut out = One(None);
-        self.submit_many(
-            std::iter::once((p, notify)),
-            super::table::NO_LIST,
-            &mut out,
-        )?;
-        out.0.ok_or_else(shutting_down)
+    fn finish_submit(
+        &self,
+        mut core: CoreGuard<'_>,
+        mut enter: bool,
+        probes: &Probes,
+        defer: bool,
+    ) {
+        if core.ready_len() > 0 {
+            enter |= self.kick(&mut core);
+        }
+        if !probes.is_empty() {
+            core.probing += 1;
+        }
+        if enter && probes.is_empty() && defer {
+            // The caller enters the ring later. (Set after `release`, whose
+            // wakers and callbacks may submit too.)
+            self.release(core);
+            DEFER_ENTER.set(2);
+        } else {
+            self.unlock_and_enter(core, enter);
+        }
+        if !probes.is_empty() {
+            self.settle_probes(probes);
+        }
     }
 
     /// Puts one request in the table and gives it to the engine or a queue.
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     fn place(
         &self,
         core: &mut Core,
@@ -203,21 +242,7 @@ impl Inner {
                 return (idx, gen);
             }
         }
-        // Held back (or the thread engine): it may start after this call
-        // returns, so it needs its own copy of the fd, and its kind and flags.
-        core.slots[idx as usize].probe = false;
-        if !p.checked {
-            let _ = p.check();
-        }
-        if core.slots[idx as usize].own_fd.is_none() {
-            if let Err(e) = p.own() {
-                core.complete(idx, -(e as i64));
-                core.nudge = true;
-                return (idx, gen);
-            }
-        }
-        fill(core, idx, &mut p, false);
-        core.admit(idx, false);
+        hold_back(core, idx, p);
         (idx, gen)
     }
 
@@ -314,18 +339,28 @@ impl Inner {
     }
 }
 
-/// The name of one request (no allocation on the single-request path).
-struct One(Option<(u32, u32)>);
-
-impl Extend<(u32, u32)> for One {
-    fn extend<I: IntoIterator<Item = (u32, u32)>>(&mut self, it: I) {
-        if let Some(x) = it.into_iter().last() {
-            self.0 = Some(x);
+/// A request held back (or any on the thread engine): it may start after the
+/// submitting call returns, so it needs its own copy of the fd, and its kind and
+/// flags.
+#[inline(never)]
+fn hold_back(core: &mut Core, idx: u32, mut p: Prepared<'_>) {
+    core.slots[idx as usize].probe = false;
+    if !p.checked {
+        let _ = p.check();
+    }
+    if core.slots[idx as usize].own_fd.is_none() {
+        if let Err(e) = p.own() {
+            core.complete(idx, -(e as i64));
+            core.nudge = true;
+            return;
         }
     }
+    fill(core, idx, &mut p, false);
+    core.admit(idx, false);
 }
 
 /// Copies what the engine needs from a prepared request into its slot.
+#[inline(always)]
 fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
     let s = &mut core.slots[idx as usize];
     s.fd_kind = p.kind;

@@ -350,6 +350,12 @@ impl Core {
     }
 
     /// [`alloc`](Core::alloc) for a submitter of scheduling class `class`.
+    ///
+    /// A free slot already holds the defaults of the fields that
+    /// [`complete`](Core::complete) and [`free_slot`](Core::free_slot) reset (no
+    /// waker, orphan, own fd or notification; not detached, probing, parked or
+    /// interruptible): only the others are written here.
+    #[inline]
     pub(crate) fn alloc_as(
         &mut self,
         op: RawOp,
@@ -369,27 +375,26 @@ impl Core {
         self.seq += 1;
         let seq = self.seq;
         let s = &mut self.slots[idx as usize];
+        debug_assert!(s.state == State::Free);
+        debug_assert!(s.own_fd.is_none() && s.waker.is_none() && s.orphan.is_none());
+        debug_assert!(s.notify.is_none() && !s.detached && !s.probe && !s.parked);
+        debug_assert!(!s.interruptible);
         s.state = State::FdQueued;
         s.op = op;
         s.reqprio = reqprio;
         s.key = order_key(class, reqprio);
         s.class = class;
-        s.own_fd = None;
         s.fd_kind = None;
         s.nonblock = false;
-        s.probe = false;
         s.espipe = false;
         s.eagain = false;
-        s.parked = false;
         s.seq = seq;
         s.res = 0;
-        s.notify = notify;
+        if !notify.is_none() {
+            s.notify = notify;
+        }
         s.list = list;
-        s.waker = None;
-        s.orphan = None;
-        s.detached = false;
         s.worker = u32::MAX;
-        s.interruptible = false;
         s.cancel_req = false;
         s.aiocb = 0;
         let gen = s.gen;
@@ -404,8 +409,18 @@ impl Core {
         (idx, gen)
     }
 
-    #[inline]
+    #[inline(always)]
     fn gate(&mut self, fd: i32) -> &mut Gate {
+        if (fd as u32 as usize) < self.gates.len() {
+            return &mut self.gates[fd as usize];
+        }
+        self.gate_slow(fd)
+    }
+
+    /// [`gate`](Core::gate) of an fd not seen yet, or a large one.
+    #[cold]
+    #[inline(never)]
+    fn gate_slow(&mut self, fd: i32) -> &mut Gate {
         if !(0..DENSE_FDS).contains(&fd) {
             return self.sparse_gates.entry(fd).or_default();
         }
@@ -503,7 +518,44 @@ impl Core {
     }
 
     /// Records the final result of request `idx` and releases whatever waited on it.
+    ///
+    /// The common case on io_uring (an issued request with no own fd, aiocb,
+    /// waker, notification or handle-less slot, and no trace stream running)
+    /// is done inline; the rest in [`complete_slow`](Core::complete_slow).
+    #[inline(always)]
     pub(crate) fn complete(&mut self, idx: u32, res: i64) {
+        let s = &mut self.slots[idx as usize];
+        let plain = s.state == State::Issued
+            && s.own_fd.is_none()
+            && s.aiocb == 0
+            && s.waker.is_none()
+            && s.notify.is_none()
+            && !s.detached;
+        if !plain || crate::trace::system_events::enabled() {
+            return self.complete_slow(idx, res);
+        }
+        s.state = State::Done;
+        s.res = res;
+        s.interruptible = false;
+        s.parked = false;
+        s.probe = false;
+        let fd = s.op.fd;
+        let list = s.list;
+        self.inflight -= 1;
+        self.completed = true;
+        let gate = self.gate(fd);
+        gate.issued -= 1;
+        if !gate.queue.is_empty() {
+            self.release_gate(fd);
+        }
+        if list != NO_LIST {
+            self.list_member_done(list);
+        }
+    }
+
+    /// [`complete`](Core::complete), every case.
+    #[inline(never)]
+    fn complete_slow(&mut self, idx: u32, res: i64) {
         let s = &mut self.slots[idx as usize];
         match s.state {
             State::Issued => self.inflight -= 1,
@@ -605,6 +657,7 @@ impl Core {
     }
 
     /// Returns slot `idx` to the free list (its name becomes stale).
+    #[inline(always)]
     pub(crate) fn free_slot(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         debug_assert_eq!(s.state, State::Done);

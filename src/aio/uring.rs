@@ -80,6 +80,7 @@ impl Ring {
     /// submission queue unless its fd's order gate holds it back. True if it did.
     /// Call with the core lock held, then [`submit`](Ring::submit) after
     /// releasing it.
+    #[inline]
     pub(crate) fn push_one(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
         // SAFETY: the submission queue is only touched under the core lock, which
         // the caller holds.
@@ -362,6 +363,7 @@ const INLINE_MAX: usize = 256 * 1024;
 /// real-time submitter's stays inline: the kernel's io-wq workers are created
 /// from the submitting thread and take its class, so a worker would run at the
 /// submitter's priority, above the request's effective one.
+#[inline]
 fn sqe(s: &Slot) -> squeue::Entry {
     let e = sqe_inline(s);
     if punted(s.op.kind, s.op.len, s.class) {
@@ -382,6 +384,7 @@ pub(super) fn punted(kind: OpKind, len: usize, class: SchedClass) -> bool {
 /// The submission queue entry of a request, as its slot stands: its own fd copy
 /// if it has one, offset -1 on a non-seekable fd, `RWF_NOWAIT` on an
 /// `O_NONBLOCK` one, `IOPRIO_CLASS_RT` for a real-time submitter.
+#[inline]
 fn sqe_inline(s: &Slot) -> squeue::Entry {
     let op = &s.op;
     let fd = types::Fd(s.io_fd());
