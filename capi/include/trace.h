@@ -246,18 +246,19 @@ int posix_trace_eventtypelist_rewind(trace_id_t trid);
 void posix_trace_event(trace_event_id_t event_id, const void *POSIXRT_TRACE_RESTRICT data_ptr,
                        size_t data_len);
 
-/* The inline fast path of posix_trace_event: bit `id` is set while some stream
- * that may record `id` runs (private to the library; read only). When no stream
- * runs, or every running stream filters the id, a call costs a load and a bit
- * test, no function call. Define POSIXRT_TRACE_NO_INLINE to call the function
- * always. (POSIX allows any function to be a macro as well.) */
-extern volatile const unsigned long long __posixrt_trace_pass[16];
+/* The inline fast path of posix_trace_event: entry `id` is nonzero while some
+ * running stream records `id` (private to the library; read only). When no
+ * stream runs, or every running stream filters the id, a call costs a load and
+ * a test, no function call. Define POSIXRT_TRACE_NO_INLINE to call the
+ * function always. (POSIX allows any function to be a macro as well.) */
+extern const volatile unsigned char *const __posixrt_trace_on;
 
 #ifndef POSIXRT_TRACE_NO_INLINE
 static inline void posixrt_trace_event_inline(trace_event_id_t event_id, const void *data_ptr,
                                               size_t data_len)
 {
-    if (event_id < 1024u && ((__posixrt_trace_pass[event_id >> 6] >> (event_id & 63u)) & 1u)) {
+    /* The mask keeps the load inside the table; the function checks the id. */
+    if (__posixrt_trace_on[event_id & 1023u]) {
         (posix_trace_event)(event_id, data_ptr, data_len);
     }
 }

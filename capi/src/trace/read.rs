@@ -18,8 +18,12 @@ const USER_BASE: c_uint = 128;
 /// `posix_trace_event`: records `data_len` bytes under a user event id in every
 /// running stream of the process that does not filter it (the same streams Rust's
 /// `trace::event` records into). System ids and unknown ids are ignored.
+///
+/// `C-unwind`: calls from an `extern "C"` function that the compiler cannot prove
+/// never unwind get an abort landing pad, which rules out the tail call into the
+/// core; nothing on this path unwinds.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_event(
+pub unsafe extern "C-unwind" fn posix_trace_event(
     event_id: c_uint,
     data_ptr: *const c_void,
     data_len: usize,
@@ -32,7 +36,7 @@ pub unsafe extern "C" fn posix_trace_event(
             unsafe { std::slice::from_raw_parts(data_ptr.cast::<u8>(), data_len) }
         };
         if let Some(id) = EventId::from_raw(event_id as u16) {
-            rt::trace::event(id, data);
+            super::tls::event(id, data);
         }
     }
 }
