@@ -249,9 +249,14 @@ void posix_trace_event(trace_event_id_t event_id, const void *POSIXRT_TRACE_REST
 /* The inline fast path of posix_trace_event: entry `id` is nonzero while some
  * running stream records `id` (private to the library; read only). When no
  * stream runs, or every running stream filters the id, a call costs a load and
- * a test, no function call. Define POSIXRT_TRACE_NO_INLINE to call the
- * function always. (POSIX allows any function to be a macro as well.) */
+ * a test, no function call. With GCC or Clang, data of a size known at compile
+ * time and at most 8 bytes is passed packed in a register (the library's
+ * __posixrt_trace_event_word); anything else calls posix_trace_event. Define
+ * POSIXRT_TRACE_NO_INLINE to call the function always. (POSIX allows any
+ * function to be a macro as well.) */
 extern const volatile unsigned char *const __posixrt_trace_on;
+void __posixrt_trace_event_word(trace_event_id_t event_id, unsigned long long word,
+                                size_t data_len);
 
 #ifndef POSIXRT_TRACE_NO_INLINE
 static inline void posixrt_trace_event_inline(trace_event_id_t event_id, const void *data_ptr,
@@ -259,6 +264,15 @@ static inline void posixrt_trace_event_inline(trace_event_id_t event_id, const v
 {
     /* The mask keeps the load inside the table; the function checks the id. */
     if (__posixrt_trace_on[event_id & 1023u]) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (__builtin_constant_p(data_len) && data_len <= 8u) {
+            unsigned long long word = 0;
+            if (data_len > 0u)
+                __builtin_memcpy(&word, data_ptr, data_len);
+            __posixrt_trace_event_word(event_id, word, data_len);
+            return;
+        }
+#endif
         (posix_trace_event)(event_id, data_ptr, data_len);
     }
 }

@@ -227,6 +227,7 @@ function_tests!(
     eventid_equal,
     eventtypelist,
     event,
+    event_sizes,
     getnext,
     timedgetnext,
     trygetnext,

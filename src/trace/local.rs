@@ -381,4 +381,15 @@ impl ThreadRecorder {
             }
         }
     }
+
+    /// [`event`](Self::event) for data of `len <= 8` bytes already packed into
+    /// `word` (little-endian, the bytes past `len` zero): what a caller that
+    /// knows its data size at compile time passes in registers.
+    #[inline(never)]
+    pub fn event_word(self, id: EventId, len: usize, word: u64) {
+        let pass = pass_of(id.0);
+        if pass != 0 {
+            record_word_in(self.0, pass, id.0 as u64 | (len.min(8) as u64) << 16, word);
+        }
+    }
 }

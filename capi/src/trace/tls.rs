@@ -51,6 +51,26 @@ fn event_uncached(id: EventId, data: &[u8]) {
     }
 }
 
+/// [`event`] for data packed into a word (`len <= 8`).
+#[inline(always)]
+pub(crate) fn event_word(id: EventId, len: usize, word: u64) {
+    let p = cached();
+    if p.is_null() {
+        return event_word_uncached(id, len, word);
+    }
+    // SAFETY: as in `event`.
+    unsafe { ThreadRecorder::from_raw(p) }.event_word(id, len, word)
+}
+
+#[cold]
+#[inline(never)]
+fn event_word_uncached(id: EventId, len: usize, word: u64) {
+    if let Some(r) = ThreadRecorder::current() {
+        store(r.into_raw());
+        r.event_word(id, len, word);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn cached() -> *mut () {
