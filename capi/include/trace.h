@@ -256,20 +256,21 @@ void posix_trace_event(trace_event_id_t event_id, const void *POSIXRT_TRACE_REST
  * function to be a macro as well.) */
 extern const volatile unsigned char *const __posixrt_trace_on;
 void __posixrt_trace_event_word(trace_event_id_t event_id, unsigned long long word,
-                                size_t data_len);
+                                size_t data_len, unsigned char pass);
 
 #ifndef POSIXRT_TRACE_NO_INLINE
 static inline void posixrt_trace_event_inline(trace_event_id_t event_id, const void *data_ptr,
                                               size_t data_len)
 {
     /* The mask keeps the load inside the table; the function checks the id. */
-    if (__posixrt_trace_on[event_id & 1023u]) {
+    unsigned char pass = __posixrt_trace_on[event_id & 1023u];
+    if (pass) {
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         if (__builtin_constant_p(data_len) && data_len <= 8u) {
             unsigned long long word = 0;
             if (data_len > 0u)
                 __builtin_memcpy(&word, data_ptr, data_len);
-            __posixrt_trace_event_word(event_id, word, data_len);
+            __posixrt_trace_event_word(event_id, word, data_len, pass);
             return;
         }
 #endif

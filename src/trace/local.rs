@@ -383,11 +383,14 @@ impl ThreadRecorder {
     }
 
     /// [`event`](Self::event) for data of `len <= 8` bytes already packed into
-    /// `word` (little-endian, the bytes past `len` zero): what a caller that
-    /// knows its data size at compile time passes in registers.
+    /// `word` (little-endian, the bytes past `len` zero), with `pass` the id's
+    /// entry of [`pass_table`](super::pass_table) as the caller just read it
+    /// (what `event` reads first): what a caller that knows its data size at
+    /// compile time passes in registers. A `pass` that is not the entry can
+    /// record into a running stream that filters the id, nothing worse: the
+    /// recording path checks the slot's generation and the thread's ring.
     #[inline(never)]
-    pub fn event_word(self, id: EventId, len: usize, word: u64) {
-        let pass = pass_of(id.0);
+    pub fn event_word(self, pass: u8, id: EventId, len: usize, word: u64) {
         if pass != 0 {
             record_word_in(self.0, pass, id.0 as u64 | (len.min(8) as u64) << 16, word);
         }

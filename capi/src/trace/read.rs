@@ -43,13 +43,20 @@ pub unsafe extern "C-unwind" fn posix_trace_event(
 
 /// trace.h's inline `posix_trace_event` for data of a size known at compile time
 /// and at most 8 bytes: the caller packs the data into `word` (little-endian,
-/// the bytes past `data_len` zero), so it travels in a register, as Rust's
-/// `trace::event` passes it. Otherwise the same as `posix_trace_event`.
+/// the bytes past `data_len` zero), so it travels in a register as Rust's
+/// `trace::event` passes it, and hands over the id's entry of
+/// `__posixrt_trace_on` it has just tested (`pass`, opaque to it), which the
+/// core would otherwise read again. Otherwise the same as `posix_trace_event`.
 #[no_mangle]
-pub extern "C-unwind" fn __posixrt_trace_event_word(event_id: c_uint, word: u64, data_len: usize) {
-    if event_id.wrapping_sub(USER_BASE) < (ID_SPACE as c_uint - USER_BASE) && data_len <= 8 {
+pub extern "C-unwind" fn __posixrt_trace_event_word(
+    event_id: c_uint,
+    word: u64,
+    data_len: usize,
+    pass: u8,
+) {
+    if event_id.wrapping_sub(USER_BASE) < (ID_SPACE as c_uint - USER_BASE) {
         if let Some(id) = EventId::from_raw(event_id as u16) {
-            super::tls::event_word(id, data_len, word);
+            super::tls::event_word(pass, id, data_len, word);
         }
     }
 }

@@ -53,21 +53,21 @@ fn event_uncached(id: EventId, data: &[u8]) {
 
 /// [`event`] for data packed into a word (`len <= 8`).
 #[inline(always)]
-pub(crate) fn event_word(id: EventId, len: usize, word: u64) {
+pub(crate) fn event_word(pass: u8, id: EventId, len: usize, word: u64) {
     let p = cached();
     if p.is_null() {
-        return event_word_uncached(id, len, word);
+        return event_word_uncached(pass, id, len, word);
     }
     // SAFETY: as in `event`.
-    unsafe { ThreadRecorder::from_raw(p) }.event_word(id, len, word)
+    unsafe { ThreadRecorder::from_raw(p) }.event_word(pass, id, len, word)
 }
 
 #[cold]
 #[inline(never)]
-fn event_word_uncached(id: EventId, len: usize, word: u64) {
+fn event_word_uncached(pass: u8, id: EventId, len: usize, word: u64) {
     if let Some(r) = ThreadRecorder::current() {
         store(r.into_raw());
-        r.event_word(id, len, word);
+        r.event_word(pass, id, len, word);
     }
 }
 
