@@ -246,18 +246,34 @@ int posix_trace_eventtypelist_rewind(trace_id_t trid);
 void posix_trace_event(trace_event_id_t event_id, const void *POSIXRT_TRACE_RESTRICT data_ptr,
                        size_t data_len);
 
-/* The inline fast path of posix_trace_event: bit `id` is set while some stream
- * that may record `id` runs (private to the library; read only). When no stream
- * runs, or every running stream filters the id, a call costs a load and a bit
- * test, no function call. Define POSIXRT_TRACE_NO_INLINE to call the function
- * always. (POSIX allows any function to be a macro as well.) */
-extern volatile const unsigned long long __posixrt_trace_pass[16];
+/* The inline fast path of posix_trace_event: entry `id` is nonzero while some
+ * running stream records `id` (private to the library; read only). When no
+ * stream runs, or every running stream filters the id, a call costs a load and
+ * a test, no function call. With GCC or Clang, data of a size known at compile
+ * time and at most 8 bytes is passed packed in a register (the library's
+ * __posixrt_trace_event_word); anything else calls posix_trace_event. Define
+ * POSIXRT_TRACE_NO_INLINE to call the function always. (POSIX allows any
+ * function to be a macro as well.) */
+extern const volatile unsigned char *const __posixrt_trace_on;
+void __posixrt_trace_event_word(trace_event_id_t event_id, unsigned long long word,
+                                size_t data_len, unsigned char pass);
 
 #ifndef POSIXRT_TRACE_NO_INLINE
 static inline void posixrt_trace_event_inline(trace_event_id_t event_id, const void *data_ptr,
                                               size_t data_len)
 {
-    if (event_id < 1024u && ((__posixrt_trace_pass[event_id >> 6] >> (event_id & 63u)) & 1u)) {
+    /* The mask keeps the load inside the table; the function checks the id. */
+    unsigned char pass = __posixrt_trace_on[event_id & 1023u];
+    if (pass) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (__builtin_constant_p(data_len) && data_len <= 8u) {
+            unsigned long long word = 0;
+            if (data_len > 0u)
+                __builtin_memcpy(&word, data_ptr, data_len);
+            __posixrt_trace_event_word(event_id, word, data_len, pass);
+            return;
+        }
+#endif
         (posix_trace_event)(event_id, data_ptr, data_len);
     }
 }

@@ -3,7 +3,8 @@
 //! header under strict C99 and C++, the seed's listings 8.17 and 8.24
 //! (`tests/c/trace/`), listing 8.22 completed (`examples/philosophers.c`) with its
 //! log read by `rtrace dump`, and C and Rust events in one stream
-//! (`tests/c/trace_mixed.c`). Everything is compiled with the system `cc`.
+//! (`tests/c/trace_mixed.c`), and `posix_trace_event` from a library loaded with
+//! `dlopen` (`tests/c/trace_dlopen.c`). Everything is compiled with the system `cc`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -226,6 +227,7 @@ function_tests!(
     eventid_equal,
     eventtypelist,
     event,
+    event_sizes,
     getnext,
     timedgetnext,
     trygetnext,
@@ -678,5 +680,55 @@ fn c_and_rust_events_come_out_of_one_stream_in_time_order() {
             .map(|e| e.3)
             .collect();
         assert!(tags.windows(2).all(|w| w[1] == w[0] + 1), "{tags:?}");
+    }
+}
+
+// --- a library loaded with dlopen ----------------------------------------------
+
+/// The per-thread state `posix_trace_event` keeps in an initial-exec TLS word
+/// works in a library loaded with `dlopen` (not linked): for a thread that ran
+/// before the `dlopen`, the main thread and a thread made after, each event
+/// lands once, from its own thread, with its own data, in order.
+#[test]
+fn posix_trace_event_from_a_dlopened_library() {
+    let src = Path::new(CRATE).join("tests/c/trace_dlopen.c");
+    let exe = scratch().join("trace_dlopen");
+    let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args(STRICT)
+        .arg(format!("-I{CRATE}/include"))
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .args(["-ldl", "-pthread"])
+        .output()
+        .expect("run the C compiler (cc)");
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "cc failed or warned:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let lib = lib_dir().join("libposixrt.so");
+    let lib = lib.to_str().expect("UTF-8 library path");
+    let out = ok_stdout(&run(&exe, &[lib], false), "trace_dlopen");
+    assert_eq!(out.lines().last(), Some("end"), "{out}");
+    let mut per: [Vec<i64>; 3] = Default::default();
+    let mut tid_of: [Option<u64>; 3] = [None; 3];
+    for l in out.lines().filter(|l| *l != "end") {
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 3, "{l}");
+        let who: usize = f[0].parse().expect("thread index");
+        assert!(who < 3, "an event from an unknown thread: {l}");
+        let tid: u64 = f[1].parse().expect("tid");
+        assert_eq!(*tid_of[who].get_or_insert(tid), tid, "{l}");
+        let data: i64 = f[2].parse().expect("data");
+        assert_eq!(
+            data >> 16,
+            who as i64,
+            "thread {who} recorded another's data: {l}"
+        );
+        per[who].push(data & 0xffff);
+    }
+    for (who, seq) in per.iter().enumerate() {
+        assert_eq!(*seq, (0..100).collect::<Vec<i64>>(), "thread {who}");
     }
 }

@@ -136,17 +136,33 @@ fn record_word(pass: u8, head: u64, word: u64) {
     record_small((pass - 1) as usize & (TRACE_SYS_MAX - 1), head, word);
 }
 
+/// [`record_word`] with the calling thread's [`LOCAL`] already found (`l`).
+#[inline(always)]
+fn record_word_in(l: *mut Local, pass: u8, head: u64, word: u64) {
+    if pass == PASS_MANY {
+        return record_word_slow(pass, head, word);
+    }
+    record_small_in(l, (pass - 1) as usize & (TRACE_SYS_MAX - 1), head, word);
+}
+
 /// One stream, up to 8 bytes: `head` is the record's first word without the
 /// thread id (id and length), `word` the data.
 ///
-#[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn record_small(slot: usize, head: u64, word: u64) {
     let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
         return; // the thread is exiting
     };
-    // SAFETY: LOCAL is only touched by its own thread, never re-entrantly (see
-    // `record`); this reads a copy of two of its fields.
+    record_small_in(l, slot, head, word)
+}
+
+/// [`record_small`] with the calling thread's [`LOCAL`] already found (`l`).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn record_small_in(l: *mut Local, slot: usize, head: u64, word: u64) {
+    // SAFETY: `l` is the calling thread's LOCAL (from `LOCAL` or a
+    // `ThreadRecorder`, which is `!Send`), only touched by its own thread, never
+    // re-entrantly (see `record`); this reads a copy of two of its fields.
     let (busy, c) = unsafe { ((*l).busy, (*l).slots[slot]) };
     // A cached ring implies a busy flag: `attach_ring` runs after `register_thread`,
     // and `ThreadExit` clears both.
@@ -178,7 +194,7 @@ fn record_small(slot: usize, head: u64, word: u64) {
 /// Without the TSC the fast path does not run (see `Ring::fast_ok`).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn record_small(slot: usize, head: u64, word: u64) {
+fn record_small_in(_: *mut Local, slot: usize, head: u64, word: u64) {
     record_word_slow(slot as u8 + 1, head, word)
 }
 
@@ -312,5 +328,71 @@ fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> Cached {
             c
         }
         None => EMPTY,
+    }
+}
+
+/// The calling thread's recording state, for a caller that cannot reach a
+/// `thread_local!` cheaply (the C library: a `cdylib` reaches every thread local
+/// through `__tls_get_addr`). It caches the pointer where it can read it in one
+/// instruction and records with [`ThreadRecorder::event`]. `!Send`: it names
+/// the thread that made it, and stays valid as long as that thread runs.
+#[doc(hidden)]
+#[derive(Clone, Copy)]
+pub struct ThreadRecorder(*mut Local);
+
+impl ThreadRecorder {
+    /// The calling thread's recorder (`None` while the thread is exiting).
+    #[cold]
+    pub fn current() -> Option<ThreadRecorder> {
+        LOCAL.try_with(UnsafeCell::get).ok().map(ThreadRecorder)
+    }
+
+    /// The pointer to cache (never null).
+    pub fn into_raw(self) -> *mut () {
+        self.0.cast()
+    }
+
+    /// A recorder back from [`into_raw`](Self::into_raw).
+    ///
+    /// # Safety
+    /// `p` came from `into_raw` on the calling thread.
+    #[inline(always)]
+    pub unsafe fn from_raw(p: *mut ()) -> ThreadRecorder {
+        ThreadRecorder(p.cast())
+    }
+
+    /// [`event`]: the same pass check and recording, without the thread-local
+    /// lookup. Out of line, so it reaches this crate's statics directly (code
+    /// inlined into another crate of a shared library reaches each through the
+    /// GOT).
+    #[inline(never)]
+    pub fn event(self, id: EventId, data: &[u8]) {
+        let pass = pass_of(id.0);
+        if pass != 0 {
+            if data.len() <= 8 {
+                record_word_in(
+                    self.0,
+                    pass,
+                    id.0 as u64 | (data.len() as u64) << 16,
+                    small_word(data),
+                );
+            } else {
+                record_general(pass, id.0, data);
+            }
+        }
+    }
+
+    /// [`event`](Self::event) for data of `len <= 8` bytes already packed into
+    /// `word` (little-endian, the bytes past `len` zero), with `pass` the id's
+    /// entry of [`pass_table`](super::pass_table) as the caller just read it
+    /// (what `event` reads first): what a caller that knows its data size at
+    /// compile time passes in registers. A `pass` that is not the entry can
+    /// record into a running stream that filters the id, nothing worse: the
+    /// recording path checks the slot's generation and the thread's ring.
+    #[inline(never)]
+    pub fn event_word(self, pass: u8, id: EventId, len: usize, word: u64) {
+        if pass != 0 {
+            record_word_in(self.0, pass, id.0 as u64 | (len.min(8) as u64) << 16, word);
+        }
     }
 }

@@ -151,8 +151,12 @@ pub use ids::{
     EventId, EventType, FieldDesc, ID_SPACE, TRACE_EVENT_NAME_MAX, TRACE_SYS_EVENT_MAX,
     TRACE_USER_EVENT_MAX,
 };
+#[doc(hidden)]
+pub use local::ThreadRecorder;
 pub use log::{LogStatus, MAGIC as LOG_MAGIC, VERSION as LOG_VERSION};
 pub use set::{EventSet, FillWhat, FilterHow};
+#[doc(hidden)]
+pub use slots::pass_table;
 pub use slots::TRACE_SYS_MAX;
 pub use status::TraceStatus;
 

@@ -34,6 +34,12 @@ static SLOT_USED: Mutex<[bool; TRACE_SYS_MAX]> = Mutex::new([false; TRACE_SYS_MA
 /// branch for both the stopped and the filtered case, and the common case of one
 /// stream finds its slot without reading the running mask or the filter.
 static PASS: [AtomicU8; ID_SPACE] = [const { AtomicU8::new(0) }; ID_SPACE];
+/// The pass table, for the C library's inline test in `<trace.h>` (an entry is
+/// nonzero while some running stream records its id).
+#[doc(hidden)]
+pub const fn pass_table() -> &'static [AtomicU8; ID_SPACE] {
+    &PASS
+}
 /// [`PASS`]: several running streams record the id.
 pub(super) const PASS_MANY: u8 = 0xFF;
 static PASS_LOCK: Mutex<()> = Mutex::new(());

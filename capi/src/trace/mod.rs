@@ -19,12 +19,13 @@ mod mutex_interpose;
 mod read;
 mod signal_interpose;
 mod stream;
+mod tls;
 
 use std::ffi::{c_int, c_ulong};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::AtomicU8;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rt::trace::{Trace, TraceLog};
+use rt::trace::{Trace, TraceLog, ID_SPACE};
 use rt::ErrorKind;
 
 /// What a `trace_id_t` names.
@@ -34,8 +35,6 @@ pub(crate) enum Obj {
         trace: Trace,
         /// `posix_trace_eventtypelist_getnext_id`'s position.
         cursor: Mutex<usize>,
-        /// Started and not stopped through this API (for [`PASS`]).
-        started: AtomicBool,
     },
     /// A log opened with `posix_trace_open`.
     Log {
@@ -106,41 +105,14 @@ pub(crate) fn remove(trid: c_ulong, keep: impl Fn(&Obj) -> bool) -> Result<Arc<O
     t.slots[i].take().ok_or(libc::EINVAL)
 }
 
-/// trace.h's inline fast path of `posix_trace_event`: bit `id` is set if some
-/// stream started through this API (and not stopped through it) does not filter
-/// `id`. A superset of what the Rust core records (a stream suspended by
-/// UNTIL_FULL stays in it), so the inline test only skips calls that would
-/// record nothing; the exported function checks again. Read by C as
-/// `volatile const unsigned long long __posixrt_trace_pass[16]`.
+/// trace.h's inline fast path of `posix_trace_event`: the core's pass table
+/// (entry `id` nonzero while some running stream records `id`, whoever started
+/// it, C or Rust), so a call with no stream running or the id filtered out is a
+/// byte load and a test, as in Rust's `trace::event`. Read by C as
+/// `const volatile unsigned char *const __posixrt_trace_on` (1024 entries).
 #[no_mangle]
 #[allow(non_upper_case_globals)]
-pub static __posixrt_trace_pass: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
-
-/// Recomputes [`__posixrt_trace_pass`] from the started streams.
-pub(crate) fn update_pass() {
-    static ONE: Mutex<()> = Mutex::new(());
-    let _one = lock(&ONE);
-    let streams: Vec<Arc<Obj>> = lock(&TABLE).slots.iter().flatten().cloned().collect();
-    let mut pass = [0u64; 16];
-    for o in &streams {
-        if let Obj::Stream { trace, started, .. } = &**o {
-            if started.load(Ordering::Acquire) {
-                let f = trace.filter();
-                for (i, w) in pass.iter_mut().enumerate() {
-                    for b in 0..64 {
-                        let id = rt::trace::EventId::from_raw((i * 64 + b) as u16);
-                        if id.is_some_and(|id| !f.contains(id)) {
-                            *w |= 1 << b;
-                        }
-                    }
-                }
-            }
-        }
-    }
-    for (w, p) in __posixrt_trace_pass.iter().zip(pass) {
-        w.store(p, Ordering::Release);
-    }
-}
+pub static __posixrt_trace_on: &[AtomicU8; ID_SPACE] = rt::trace::pass_table();
 
 /// The errno a C caller gets for a posixrt error.
 pub(crate) fn errno_of(e: &rt::Error) -> c_int {

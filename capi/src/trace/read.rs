@@ -18,8 +18,12 @@ const USER_BASE: c_uint = 128;
 /// `posix_trace_event`: records `data_len` bytes under a user event id in every
 /// running stream of the process that does not filter it (the same streams Rust's
 /// `trace::event` records into). System ids and unknown ids are ignored.
+///
+/// `C-unwind`: calls from an `extern "C"` function that the compiler cannot prove
+/// never unwind get an abort landing pad, which rules out the tail call into the
+/// core; nothing on this path unwinds.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_event(
+pub unsafe extern "C-unwind" fn posix_trace_event(
     event_id: c_uint,
     data_ptr: *const c_void,
     data_len: usize,
@@ -32,7 +36,27 @@ pub unsafe extern "C" fn posix_trace_event(
             unsafe { std::slice::from_raw_parts(data_ptr.cast::<u8>(), data_len) }
         };
         if let Some(id) = EventId::from_raw(event_id as u16) {
-            rt::trace::event(id, data);
+            super::tls::event(id, data);
+        }
+    }
+}
+
+/// trace.h's inline `posix_trace_event` for data of a size known at compile time
+/// and at most 8 bytes: the caller packs the data into `word` (little-endian,
+/// the bytes past `data_len` zero), so it travels in a register as Rust's
+/// `trace::event` passes it, and hands over the id's entry of
+/// `__posixrt_trace_on` it has just tested (`pass`, opaque to it), which the
+/// core would otherwise read again. Otherwise the same as `posix_trace_event`.
+#[no_mangle]
+pub extern "C-unwind" fn __posixrt_trace_event_word(
+    event_id: c_uint,
+    word: u64,
+    data_len: usize,
+    pass: u8,
+) {
+    if event_id.wrapping_sub(USER_BASE) < (ID_SPACE as c_uint - USER_BASE) {
+        if let Some(id) = EventId::from_raw(event_id as u16) {
+            super::tls::event_word(pass, id, data_len, word);
         }
     }
 }

@@ -3,14 +3,13 @@
 use std::ffi::{c_int, c_ulong};
 use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rt::trace::{FilterHow, Trace, TraceAttr};
 
 use super::attr::{out, CAttr};
 use super::ids::{set_ref, CSet};
-use super::{errno_of, get, insert, lock, remove, ret, update_pass, Obj};
+use super::{errno_of, get, insert, lock, remove, ret, Obj};
 
 /// `pid` 0 or our own; `ESRCH` for no such process, `ENOSYS` for another one.
 fn check_pid(pid: libc::pid_t) -> Result<(), c_int> {
@@ -50,7 +49,6 @@ fn create(pid: libc::pid_t, attr: *const CAttr, log: Option<File>) -> Result<c_u
     Ok(insert(Obj::Stream {
         trace: t,
         cursor: Mutex::new(0),
-        started: AtomicBool::new(false),
     }))
 }
 
@@ -122,35 +120,14 @@ fn rs(r: rt::Result<()>) -> Result<(), c_int> {
     r.map_err(|e| errno_of(&e))
 }
 
-fn set_started(o: &Obj, on: bool) {
-    if let Obj::Stream { started, .. } = o {
-        started.store(on, Ordering::Release);
-        update_pass();
-    }
-}
-
-/// The inline fast path learns of the stream before it runs.
 #[no_mangle]
 pub extern "C" fn posix_trace_start(trid: c_ulong) -> c_int {
-    ret(with_stream(trid, |t, o| {
-        set_started(o, true);
-        let r = rs(t.start());
-        if r.is_err() {
-            set_started(o, false);
-        }
-        r
-    }))
+    ret(with_stream(trid, |t, _| rs(t.start())))
 }
 
 #[no_mangle]
 pub extern "C" fn posix_trace_stop(trid: c_ulong) -> c_int {
-    ret(with_stream(trid, |t, o| {
-        let r = rs(t.stop());
-        if r.is_ok() {
-            set_started(o, false);
-        }
-        r
-    }))
+    ret(with_stream(trid, |t, _| rs(t.stop())))
 }
 
 /// `EINVAL` for a stream without a log.
@@ -172,7 +149,6 @@ pub extern "C" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
         Ok(o) => o,
         Err(e) => return e,
     };
-    update_pass();
     match Arc::try_unwrap(o) {
         Ok(Obj::Stream { trace, .. }) => ret(rs(trace.shutdown())),
         Ok(Obj::Log { .. }) => libc::EINVAL,
@@ -262,7 +238,7 @@ pub unsafe extern "C" fn posix_trace_set_filter(
     set: *const CSet,
     how: c_int,
 ) -> c_int {
-    ret(with_stream(trid, |t, o| {
+    ret(with_stream(trid, |t, _| {
         let s = set_ref(set)?.to_rust();
         let how = match how {
             0 => FilterHow::Set,
@@ -270,14 +246,6 @@ pub unsafe extern "C" fn posix_trace_set_filter(
             2 => FilterHow::Sub,
             _ => return Err(libc::EINVAL),
         };
-        // Let everything through the inline fast path while the filter changes.
-        if matches!(&**o, Obj::Stream { started, .. } if started.load(Ordering::Acquire)) {
-            for w in super::__posixrt_trace_pass.iter() {
-                w.store(!0, Ordering::Release);
-            }
-        }
-        let r = rs(t.set_filter(&s, how));
-        update_pass();
-        r
+        rs(t.set_filter(&s, how))
     }))
 }

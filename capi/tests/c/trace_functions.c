@@ -386,6 +386,56 @@ static void t_event(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* Data of 0 to 9 bytes, recorded through trace.h's inline path (sizes known at
+ * compile time: up to 8 bytes are packed into a word) and through the function
+ * itself: each event reads back with its own length and bytes. */
+#define EV_SIZE(n)                                                                            \
+    do {                                                                                      \
+        posix_trace_event(ev, bytes, n);                                                      \
+        (posix_trace_event)(ev, bytes, n);                                                    \
+    } while (0)
+
+static void t_event_sizes(void)
+{
+    trace_id_t t;
+    trace_event_id_t ev;
+    struct posix_trace_event_info info;
+    unsigned char bytes[16], buf[16];
+    size_t len, n;
+    int un, i;
+    OK(posix_trace_create(0, NULL, &t));
+    OK(posix_trace_eventid_open("sized event", &ev));
+    for (i = 0; i < 16; i++)
+        bytes[i] = (unsigned char)(0xa0 + i);
+    OK(posix_trace_start(t));
+    EV_SIZE(0);
+    EV_SIZE(1);
+    EV_SIZE(2);
+    EV_SIZE(3);
+    EV_SIZE(4);
+    EV_SIZE(5);
+    EV_SIZE(6);
+    EV_SIZE(7);
+    EV_SIZE(8);
+    EV_SIZE(9);
+    OK(posix_trace_stop(t));
+    OK(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un));
+    EQ(info.posix_event_id, POSIX_TRACE_START);
+    for (n = 0; n < 20; n++) {
+        memset(buf, 0, sizeof buf);
+        OK(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un));
+        EQ(un, 0);
+        EQ(info.posix_event_id, ev);
+        EQ(len, n / 2);
+        EQ(memcmp(buf, bytes, n / 2), 0);
+        EQ(buf[n / 2], 0); /* nothing past the data */
+        EQ(info.posix_truncation_status, POSIX_TRACE_NOT_TRUNCATED);
+    }
+    OK(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un));
+    EQ(info.posix_event_id, POSIX_TRACE_STOP);
+    OK(posix_trace_shutdown(t));
+}
+
 static trace_event_id_t late_ev;
 
 static void *late_poster(void *arg)
@@ -565,6 +615,7 @@ static const struct test TESTS[] = {
     {"eventid_equal", t_eventid_equal},
     {"eventtypelist", t_eventtypelist},
     {"event", t_event},
+    {"event_sizes", t_event_sizes},
     {"getnext", t_getnext},
     {"timedgetnext", t_timedgetnext},
     {"trygetnext", t_trygetnext},
