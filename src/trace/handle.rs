@@ -13,7 +13,7 @@ use super::flusher;
 use super::local;
 use super::log::LogStatus;
 use super::log_writer::LogWriter;
-use super::slots::{self, lock, set_running, GENS, PID, TRACE_SYS_MAX};
+use super::slots::{self, gen_of, lock, set_running, PID, TRACE_SYS_MAX};
 use super::stream::{ReaderState, Stream};
 use crate::sys::clock;
 use crate::{Error, ErrorKind, Result};
@@ -172,7 +172,7 @@ impl Trace {
             lost_acked: AtomicU64::new(0),
         });
         local::publish(slot, Arc::as_ptr(&s));
-        GENS[slot].0.store(gen, Release);
+        gen_of(slot).store(gen, Release);
         if s.log.is_some() {
             let h = match flusher::spawn(&s) {
                 Ok(h) => h,

@@ -12,8 +12,8 @@ use std::sync::atomic::{compiler_fence, AtomicPtr, Ordering::*};
 use super::ids::{EventId, ID_SPACE};
 use super::ring::{small_word, Ring};
 use super::slots::{
-    filtered, give_busy, pass_of, take_busy, writer_fence, Busy, GENS, NEED_FENCE, PASS_MANY,
-    RUNNING, TRACE_SYS_MAX,
+    filtered, gen_of, give_busy, pass_of, take_busy, writer_fence, Busy, GENS_BY_PASS, NEED_FENCE,
+    PASS_MANY, RUNNING, TRACE_SYS_MAX,
 };
 use super::stream::Stream;
 
@@ -39,26 +39,39 @@ struct Cached {
     ring: *const Ring,
     stream: *const Stream,
     gen: u64,
-    /// `gen` for the fast path, or `u64::MAX` (never a generation) when writers
-    /// need a full fence, which the fast path does not pay.
-    fast_gen: u64,
 }
 
 const EMPTY: Cached = Cached {
     ring: std::ptr::null(),
     stream: std::ptr::null(),
     gen: 0,
-    fast_gen: u64::MAX,
 };
 
 struct Local {
+    /// The ring of [`Cached`] for the fast path, indexed by the pass entry
+    /// (`slot + 1`, see [`FAST_LEN`]), in arrays of words so that an entry is one
+    /// scaled load.
+    fast_ring: [*const Ring; FAST_LEN],
+    /// The generation of `fast_ring`, or `u64::MAX` (never a generation) when
+    /// writers need a full fence, which the fast path does not pay.
+    fast_gen: [u64; FAST_LEN],
     busy: *const Busy,
     slots: [Cached; TRACE_SYS_MAX],
 }
 
+/// Entries of the fast arrays: indexed by a pass entry masked to this size, so
+/// slot `s` is at `s + 1`, and 0 and `PASS_MANY` land on entries that stay empty.
+const FAST_LEN: usize = 16;
+const _: () =
+    assert!(TRACE_SYS_MAX + 1 < FAST_LEN && PASS_MANY as usize & (FAST_LEN - 1) > TRACE_SYS_MAX);
+
+const NO_FAST_RING: [*const Ring; FAST_LEN] = [std::ptr::null(); FAST_LEN];
+
 thread_local! {
     static LOCAL: UnsafeCell<Local> = const {
         UnsafeCell::new(Local {
+            fast_ring: NO_FAST_RING,
+            fast_gen: [u64::MAX; FAST_LEN],
             busy: std::ptr::null(),
             slots: [EMPTY; TRACE_SYS_MAX],
         })
@@ -84,7 +97,7 @@ impl Drop for ThreadExit {
             b.0.store(1, Relaxed);
             writer_fence();
             for (slot, c) in l.slots.iter().enumerate() {
-                if !c.ring.is_null() && GENS[slot].0.load(Relaxed) == c.gen {
+                if !c.ring.is_null() && gen_of(slot).load(Relaxed) == c.gen {
                     // SAFETY: the generation is live and unchanged since `busy` was
                     // set, so the stream and its rings are alive.
                     unsafe { (*c.ring).orphan.store(true, Release) };
@@ -93,6 +106,8 @@ impl Drop for ThreadExit {
             b.0.store(0, Release);
             l.busy = std::ptr::null();
             l.slots = [EMPTY; TRACE_SYS_MAX];
+            l.fast_ring = NO_FAST_RING;
+            l.fast_gen = [u64::MAX; FAST_LEN];
             give_busy(b);
         });
     }
@@ -102,72 +117,74 @@ impl Drop for ThreadExit {
 /// process that does not filter `id`. A relaxed load and a branch when none runs.
 ///
 /// Data of at most 8 bytes is packed into a word here, in the caller, where its
-/// length is usually a constant and the packing one load: the recording path
-/// then takes three words in registers.
+/// length is usually a constant and the packing one load, and the thread's
+/// [`LOCAL`] is found here too: the recording path then takes four words in
+/// registers and calls nothing. (In a library built as position-independent
+/// code, a thread-local's address is a call to `__tls_get_addr` as far as the
+/// compiler knows, even where the linker turns it into one instruction; made in
+/// the recording path, that call would make it save and restore registers.)
 #[inline(always)]
 pub(crate) fn event(id: EventId, data: &[u8]) {
     let pass = pass_of(id.0);
     if pass != 0 {
         if data.len() <= 8 {
-            record_word(
-                pass,
-                id.0 as u64 | (data.len() as u64) << 16,
-                small_word(data),
-            );
+            // `LOCAL` has a constant initialiser and no destructor: always there.
+            if let Ok(l) = LOCAL.try_with(UnsafeCell::get) {
+                let head = id.0 as u64 | (data.len() as u64) << 16;
+                record_word(l, pass, head, small_word(data), record_bytes(data.len()));
+            }
         } else {
             record_general(pass, id.0, data);
         }
     }
 }
 
-/// The recording path of up to 8 bytes, out of line: `head` is the record's first
-/// word without the thread id (id and length), `word` the data.
+/// The bytes a record of `len <= 8` bytes of data takes (a constant where `len`
+/// is, computed in the caller for the recording path).
+#[inline(always)]
+fn record_bytes(len: usize) -> u64 {
+    if len == 0 {
+        16
+    } else {
+        24
+    }
+}
+
+/// The recording path of up to 8 bytes, out of line: `l` is the calling thread's
+/// [`LOCAL`], `head` the record's first word without the thread id (id and
+/// length), `word` the data, `bytes` the record's size ([`record_bytes`]).
 ///
 /// Its common case (one stream records the id, the thread's ring there cached, a
 /// record that fits) makes no call and needs no stack frame; anything else goes
 /// to [`record_word_slow`] before it has written anything.
 #[inline(never)]
-fn record_word(pass: u8, head: u64, word: u64) {
-    if pass == PASS_MANY {
-        return record_word_slow(pass, head, word);
-    }
-    // Exactly one stream records the id: the entry names its slot, its filter
-    // already applied.
-    record_small((pass - 1) as usize & (TRACE_SYS_MAX - 1), head, word);
+fn record_word(l: *mut Local, pass: u8, head: u64, word: u64, bytes: u64) {
+    record_word_in(l, pass, head, word, bytes)
 }
 
 /// [`record_word`] with the calling thread's [`LOCAL`] already found (`l`).
 #[inline(always)]
-fn record_word_in(l: *mut Local, pass: u8, head: u64, word: u64) {
-    if pass == PASS_MANY {
-        return record_word_slow(pass, head, word);
-    }
-    record_small_in(l, (pass - 1) as usize & (TRACE_SYS_MAX - 1), head, word);
+fn record_word_in(l: *mut Local, pass: u8, head: u64, word: u64, bytes: u64) {
+    // The fast arrays are indexed by the pass entry itself (`slot + 1`): a
+    // `PASS_MANY` entry (several streams) lands on an empty one, which takes
+    // `record_word_slow` with the entry as it was.
+    record_small_in(l, pass, head, word, bytes);
 }
 
-/// One stream, up to 8 bytes: `head` is the record's first word without the
-/// thread id (id and length), `word` the data.
-///
-#[inline(always)]
-fn record_small(slot: usize, head: u64, word: u64) {
-    let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
-        return; // the thread is exiting
-    };
-    record_small_in(l, slot, head, word)
-}
-
-/// [`record_small`] with the calling thread's [`LOCAL`] already found (`l`).
+/// One stream, up to 8 bytes, on the calling thread's [`LOCAL`] (`l`): `head` is
+/// the record's first word without the thread id (id and length), `word` the data.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn record_small_in(l: *mut Local, slot: usize, head: u64, word: u64) {
+fn record_small_in(l: *mut Local, pass: u8, head: u64, word: u64, bytes: u64) {
+    let at = pass as usize & (FAST_LEN - 1);
     // SAFETY: `l` is the calling thread's LOCAL (from `LOCAL` or a
     // `ThreadRecorder`, which is `!Send`), only touched by its own thread, never
-    // re-entrantly (see `record`); this reads a copy of two of its fields.
-    let (busy, c) = unsafe { ((*l).busy, (*l).slots[slot]) };
+    // re-entrantly (see `record`); this reads a copy of three of its words.
+    let (busy, ring, fast_gen) = unsafe { ((*l).busy, (*l).fast_ring[at], (*l).fast_gen[at]) };
     // A cached ring implies a busy flag: `attach_ring` runs after `register_thread`,
     // and `ThreadExit` clears both.
-    if c.ring.is_null() {
-        return record_word_slow(slot as u8 + 1, head, word);
+    if ring.is_null() {
+        return record_word_slow(pass, head, word);
     }
     debug_assert!(!busy.is_null());
     // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
@@ -178,24 +195,24 @@ fn record_small_in(l: *mut Local, slot: usize, head: u64, word: u64) {
     // such a process always takes `record_local`. The generation is checked after
     // `busy` is set, so the cached ring is alive until `busy` is cleared.
     compiler_fence(SeqCst);
-    if GENS[slot].0.load(Relaxed) == c.fast_gen {
+    if GENS_BY_PASS[at].load(Relaxed) == fast_gen {
         // SAFETY: the cached generation is live and unchanged since `busy` was
         // set, so the ring is alive until `busy` is cleared.
-        let r = unsafe { &*c.ring };
-        if r.put_small(head, word) {
+        let r = unsafe { &*ring };
+        if r.put_small(head, word, bytes) {
             busy.0.store(0, Release);
             return;
         }
     }
     busy.0.store(0, Release);
-    record_word_slow(slot as u8 + 1, head, word)
+    record_word_slow(pass, head, word)
 }
 
 /// Without the TSC the fast path does not run (see `Ring::fast_ok`).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn record_small_in(_: *mut Local, slot: usize, head: u64, word: u64) {
-    record_word_slow(slot as u8 + 1, head, word)
+fn record_small_in(_: *mut Local, pass: u8, head: u64, word: u64, _: u64) {
+    record_word_slow(pass, head, word)
 }
 
 /// [`record_word`]'s general case: several streams, or one whose fast path does
@@ -277,7 +294,7 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -
     writer_fence();
     // Checked after `busy` is set: shutdown retires the generation, runs a
     // membarrier, then waits for `busy == 0`, so a stale stream is never touched.
-    let gen = GENS[slot].0.load(Relaxed);
+    let gen = gen_of(slot).load(Relaxed);
     let mut done = false;
     if gen & 1 == 1 {
         let mut c = l.slots[slot];
@@ -318,13 +335,14 @@ fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> Cached {
                 ring: r,
                 stream: sp,
                 gen,
-                fast_gen: if NEED_FENCE.load(Relaxed) {
-                    u64::MAX
-                } else {
-                    gen
-                },
             };
             l.slots[slot] = c;
+            l.fast_ring[slot + 1] = r;
+            l.fast_gen[slot + 1] = if NEED_FENCE.load(Relaxed) {
+                u64::MAX
+            } else {
+                gen
+            };
             c
         }
         None => EMPTY,
@@ -375,6 +393,7 @@ impl ThreadRecorder {
                     pass,
                     id.0 as u64 | (data.len() as u64) << 16,
                     small_word(data),
+                    record_bytes(data.len()),
                 );
             } else {
                 record_general(pass, id.0, data);
@@ -392,7 +411,9 @@ impl ThreadRecorder {
     #[inline(never)]
     pub fn event_word(self, pass: u8, id: EventId, len: usize, word: u64) {
         if pass != 0 {
-            record_word_in(self.0, pass, id.0 as u64 | (len.min(8) as u64) << 16, word);
+            let len = len.min(8);
+            let head = id.0 as u64 | (len as u64) << 16;
+            record_word_in(self.0, pass, head, word, record_bytes(len));
         }
     }
 }

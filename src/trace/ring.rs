@@ -288,13 +288,15 @@ impl Ring {
     #[inline(always)]
     pub(crate) fn put_fast(&self, id: u16, data: &[u8]) -> bool {
         let head = id as u64 | (data.len() as u64) << 16;
-        data.len() <= 8 && self.put_small(head, small_word(data))
+        let bytes = if data.is_empty() { 16 } else { 24 };
+        data.len() <= 8 && self.put_small(head, small_word(data), bytes)
     }
 
     /// [`put_fast`](Self::put_fast) with the data packed: `head` holds the id and
-    /// the length (at most 8) as a record's first word does, `word` the data.
+    /// the length (at most 8) as a record's first word does, `word` the data,
+    /// `bytes` the record's size (16 without data, else 24).
     #[inline(always)]
-    pub(crate) fn put_small(&self, head: u64, word: u64) -> bool {
+    pub(crate) fn put_small(&self, head: u64, word: u64, bytes: u64) -> bool {
         // Read once: the stores below go through atomics, after which the
         // compiler would read the ring's fields again.
         let (buf, w0_tid) = (self.buf, self.w0_tid);
@@ -303,17 +305,19 @@ impl Ring {
             return false;
         }
         let off = at & self.mask;
-        let bytes = if head >> 16 == 0 { 16 } else { 24 };
-        let ticks = clock::rdtsc();
         // SAFETY: `off + 24 <= cap` (`fast_end`): the three words are inside the
         // mapping (see `word`), which is live while its writer records. The third
         // is free space for a record without data (the limit counted 24 bytes), so
-        // it is stored unconditionally.
+        // it is stored unconditionally. The timestamp is read last, once `head` and
+        // `word` are stored: nothing else is live across `rdtsc` (which writes two
+        // registers), so the path needs no saved registers. The head store
+        // publishes the three words together.
         unsafe {
-            let p = buf.as_ptr().add((off / 8) as usize);
+            // `off` is a multiple of 8 (records are whole words): a byte offset.
+            let p = buf.as_ptr().byte_add(off as usize);
             (*p).store(head | w0_tid, Relaxed);
-            (*p.add(1)).store(ticks, Relaxed);
             (*p.add(2)).store(word, Relaxed);
+            (*p.add(1)).store(clock::rdtsc(), Relaxed);
         }
         self.head.0.store(at + bytes, Release);
         true

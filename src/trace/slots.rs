@@ -21,9 +21,18 @@ pub const TRACE_SYS_MAX: usize = 8;
 
 /// One bit per slot whose stream is running.
 pub(super) static RUNNING: AtomicU32 = AtomicU32::new(0);
-/// Per slot, the stream's generation: odd while a stream lives in the slot.
-pub(super) static GENS: [Padded<AtomicU64>; TRACE_SYS_MAX] =
-    [const { Padded(AtomicU64::new(0)) }; TRACE_SYS_MAX];
+/// Per slot, the stream's generation ([`gen_of`]): odd while a stream lives in
+/// the slot. Slot `s` is at `s + 1`, so the recording fast path finds it by the
+/// pass entry (`slot + 1`) masked to 16, as its thread-local arrays; the other
+/// entries stay 0. Unpadded: written only when a stream is created or shut down,
+/// read by every recording thread (two lines, one scaled load).
+pub(super) static GENS_BY_PASS: [AtomicU64; 16] = [const { AtomicU64::new(0) }; 16];
+
+/// The generation of slot `slot`.
+#[inline(always)]
+pub(super) fn gen_of(slot: usize) -> &'static AtomicU64 {
+    &GENS_BY_PASS[(slot & (TRACE_SYS_MAX - 1)) + 1]
+}
 /// Per slot, the filter: a bit per event id that is not recorded.
 pub(super) static FILTERS: [Padded<[AtomicU64; WORDS]>; TRACE_SYS_MAX] =
     [const { Padded([const { AtomicU64::new(0) }; WORDS]) }; TRACE_SYS_MAX];
@@ -151,7 +160,7 @@ pub(super) fn claim() -> Option<(usize, u64)> {
     for w in FILTERS[i].0.iter() {
         w.store(0, Relaxed);
     }
-    Some((i, GENS[i].0.load(Acquire) + 1))
+    Some((i, gen_of(i).load(Acquire) + 1))
 }
 
 /// Returns a slot to the free list (after [`retire`]).
@@ -188,7 +197,7 @@ pub(super) fn writer_fence() {
 /// Retires a slot's generation and waits until no writer can still touch the
 /// stream that lived there: writers check the generation after setting `busy`.
 pub(super) fn retire(slot: usize, gen: u64) {
-    GENS[slot].0.store(gen + 1, Release);
+    gen_of(slot).store(gen + 1, Release);
     if !NEED_FENCE.load(Relaxed) {
         use rustix::thread::{membarrier, MembarrierCommand};
         if membarrier(MembarrierCommand::PrivateExpedited).is_err() {
