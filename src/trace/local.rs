@@ -143,11 +143,8 @@ pub(crate) fn event(id: EventId, data: &[u8]) {
 /// is, computed in the caller for the recording path).
 #[inline(always)]
 fn record_bytes(len: usize) -> u64 {
-    if len == 0 {
-        16
-    } else {
-        24
-    }
+    // 16, plus 8 for 1..=8 bytes, without a branch where `len` is not a constant.
+    16 + ((len as u64 + 7) & 8)
 }
 
 /// The recording path of up to 8 bytes, out of line: `l` is the calling thread's
@@ -408,7 +405,11 @@ impl ThreadRecorder {
     /// compile time passes in registers. A `pass` that is not the entry can
     /// record into a running stream that filters the id, nothing worse: the
     /// recording path checks the slot's generation and the thread's ring.
-    #[inline(never)]
+    ///
+    /// Inlined into the caller (the C library's one exported entry for it):
+    /// one call fewer costs more than the one static (the slot generations)
+    /// that the caller then reaches through its GOT.
+    #[inline(always)]
     pub fn event_word(self, pass: u8, id: EventId, len: usize, word: u64) {
         if pass != 0 {
             let len = len.min(8);
