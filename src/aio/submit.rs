@@ -64,6 +64,17 @@ impl Probes {
     }
 }
 
+/// What [`Inner::begin_submit`] decided: the locked core, the submitter's
+/// class, whether the requests go straight to the engine, whether reads may be
+/// probes, and whether the enter is deferred.
+struct Begun<'a> {
+    core: CoreGuard<'a>,
+    class: SchedClass,
+    direct: bool,
+    can_probe: bool,
+    defer: bool,
+}
+
 fn shutting_down() -> Error {
     Error::new(
         ErrorKind::InvalidState,
@@ -82,24 +93,13 @@ impl Inner {
         list: u32,
         out: &mut impl Extend<(u32, u32)>,
     ) -> Result<()> {
-        let threads = matches!(self.engine, Engine::Threads(_));
-        // Asked by `submit_one_deferred` for this call only (not for a call
-        // nested in a waker or callback run below).
-        let defer = DEFER_ENTER.replace(0) == 1;
-        let mut core = self.lock();
-        if core.shutdown {
-            drop(core);
-            return Err(shutting_down());
-        }
-        let direct = self.has_room(&core, ops.len());
-        // Order matters only when requests wait: then (and on the thread engine,
-        // whose workers take the class) the submitter's class is read exactly.
-        let class = if threads || !direct {
-            prio::current()
-        } else {
-            prio::current_cached()
-        };
-        let can_probe = !threads && !core.reaper;
+        let Begun {
+            mut core,
+            class,
+            direct,
+            can_probe,
+            defer,
+        } = self.begin_submit(ops.len())?;
         // Room for more than one probe is made only when a second one comes
         // (most lists probe nothing: their fds are known regular files).
         let mut probes = Probes::default();
@@ -125,22 +125,13 @@ impl Inner {
     /// [`submit_many`](Inner::submit_many) of one request, without the list
     /// plumbing (the `aio_read`/`aio_write` path).
     pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
-        let threads = matches!(self.engine, Engine::Threads(_));
-        // As in `submit_many`.
-        let defer = DEFER_ENTER.replace(0) == 1;
-        let mut core = self.lock();
-        if core.shutdown {
-            drop(core);
-            return Err(shutting_down());
-        }
-        let direct = self.has_room(&core, 1);
-        // As in `submit_many`.
-        let class = if threads || !direct {
-            prio::current()
-        } else {
-            prio::current_cached()
-        };
-        let can_probe = !threads && !core.reaper;
+        let Begun {
+            mut core,
+            class,
+            direct,
+            can_probe,
+            defer,
+        } = self.begin_submit(1)?;
         let mut probes = Probes::default();
         let mut enter = false;
         let id = self.place(
@@ -172,6 +163,37 @@ impl Inner {
         let r = self.submit_one(p, notify);
         let deferred = DEFER_ENTER.replace(0) == 2;
         r.map(|id| (id, deferred))
+    }
+
+    /// The start of a submitting call of `n` requests: takes the lock, refuses a
+    /// context that is shutting down, and decides how they go in.
+    #[inline(always)]
+    fn begin_submit(&self, n: usize) -> Result<Begun<'_>> {
+        let threads = matches!(self.engine, Engine::Threads(_));
+        // Asked by `submit_one_deferred` for this call only (not for a call
+        // nested in a waker or callback run below).
+        let defer = DEFER_ENTER.replace(0) == 1;
+        let core = self.lock();
+        if core.shutdown {
+            drop(core);
+            return Err(shutting_down());
+        }
+        let direct = self.has_room(&core, n);
+        // Order matters only when requests wait: then (and on the thread engine,
+        // whose workers take the class) the submitter's class is read exactly.
+        let class = if threads || !direct {
+            prio::current()
+        } else {
+            prio::current_cached()
+        };
+        let can_probe = !threads && !core.reaper;
+        Ok(Begun {
+            core,
+            class,
+            direct,
+            can_probe,
+            defer,
+        })
     }
 
     /// The end of a submitting call: hands queued requests to the engine,
