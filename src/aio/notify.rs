@@ -190,6 +190,10 @@ struct PoolState {
     threads: usize,
     /// Threads waiting for a job.
     waiting: usize,
+    /// Threads spawned that have not yet looked at the queue: each takes a job
+    /// as soon as it runs, so they count as idle (else a burst of posts spawns
+    /// a thread per post while the first spawned ones are still starting).
+    starting: usize,
     /// The context is gone: threads exit once the queue is empty.
     closed: bool,
 }
@@ -228,19 +232,15 @@ impl Notifier {
             shared: Arc::new(Shared {
                 st: std::sync::Mutex::new(PoolState {
                     queue: std::collections::VecDeque::new(),
-                    threads: 0,
+                    threads: 1,
                     waiting: 0,
+                    starting: 1,
                     closed: false,
                 }),
                 cv: std::sync::Condvar::new(),
                 reap,
             }),
         };
-        n.shared
-            .st
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .threads = 1;
         n.spawn()?;
         Ok(n)
     }
@@ -263,10 +263,11 @@ impl Notifier {
         let me = REAPING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(&self.shared))) as usize;
         let mut st = self.shared.st.lock().unwrap_or_else(|p| p.into_inner());
         st.queue.push_back((cb, v));
-        let idle = st.waiting + me;
+        let idle = st.waiting + st.starting + me;
         let grow = st.queue.len() > idle && st.threads < MAX_NOTIFY_THREADS;
         if grow {
             st.threads += 1;
+            st.starting += 1;
         }
         let wake = st.queue.len() > me;
         drop(st);
@@ -275,11 +276,9 @@ impl Notifier {
         }
         if grow && self.spawn().is_err() {
             // The queued job is run by a thread already there.
-            self.shared
-                .st
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .threads -= 1;
+            let mut st = self.shared.st.lock().unwrap_or_else(|p| p.into_inner());
+            st.threads -= 1;
+            st.starting -= 1;
         }
     }
 }
@@ -297,6 +296,7 @@ impl Drop for Notifier {
 
 fn run(sh: Arc<Shared>) {
     let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
+    st.starting -= 1;
     loop {
         if let Some((cb, v)) = st.queue.pop_front() {
             drop(st);
