@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use posixrt::aio::{Backend, Notify, Op, Request, MAX_NOTIFY_THREADS};
+use posixrt::aio::{Aio, Backend, Notify, Op, Request, MAX_NOTIFY_THREADS};
 
 mod common;
 use common::both;
@@ -51,17 +51,12 @@ struct Seen {
     released: bool,
 }
 
+/// The shared state, the context and the requests of [`blocking_callbacks`].
+type Blocked = (Arc<(Mutex<Seen>, Condvar)>, Aio, Vec<Request<Vec<u8>>>);
+
 /// Submits `n` one-byte reads whose callbacks block until `until(&Seen)` holds
 /// or the test releases them (each gives up after 10 s and says so).
-fn blocking_callbacks(
-    b: Backend,
-    n: usize,
-    until: fn(&Seen, usize) -> bool,
-) -> (
-    Arc<(Mutex<Seen>, Condvar)>,
-    posixrt::aio::Aio,
-    Vec<Request<Vec<u8>>>,
-) {
+fn blocking_callbacks(b: Backend, n: usize, until: fn(&Seen, usize) -> bool) -> Blocked {
     let aio = ctx(b);
     let f = file(n);
     let st = Arc::new((Mutex::new(Seen::default()), Condvar::new()));
