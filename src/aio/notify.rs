@@ -3,6 +3,7 @@
 //! `SIGEV_THREAD`).
 
 use std::fmt;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use crate::{Error, Result};
@@ -190,12 +191,22 @@ struct PoolState {
     threads: usize,
     /// Threads waiting for a job.
     waiting: usize,
+    /// Threads spawned that have not yet looked at the queue: each takes a job
+    /// as soon as it runs, so they count as idle (else a burst of posts spawns
+    /// a thread per post while the first spawned ones are still starting).
+    starting: usize,
     /// The context is gone: threads exit once the queue is empty.
     closed: bool,
 }
 
 struct Shared {
     st: std::sync::Mutex<PoolState>,
+    /// Threads between a callback and their next look at the queue (reaping):
+    /// each takes a queued job without being woken, so they count as idle.
+    /// Raised without the lock before the reap, lowered under it when the
+    /// thread looks at the queue again (so a poster that counts one sees it
+    /// look after the job is queued).
+    reaping: std::sync::atomic::AtomicUsize,
     cv: std::sync::Condvar,
     /// Reaps the context's completions (firing their notifications); run by a
     /// notification thread after each callback.
@@ -206,13 +217,6 @@ struct Shared {
 /// completions, so that the next callbacks become ready on this thread instead
 /// of waiting for the completion thread to hand them over.
 pub(crate) type Reap = Box<dyn Fn() + Send + Sync>;
-
-thread_local! {
-    /// On a notification thread that has just run a callback and is reaping:
-    /// its pool (so a job it posts to that pool is taken by itself next,
-    /// without waking or starting another thread).
-    static REAPING: std::cell::Cell<*const Shared> = const { std::cell::Cell::new(std::ptr::null()) };
-}
 
 /// The notification threads of a context: a pool that grows on demand up to
 /// [`MAX_NOTIFY_THREADS`], so a blocked callback never holds up another one.
@@ -228,19 +232,16 @@ impl Notifier {
             shared: Arc::new(Shared {
                 st: std::sync::Mutex::new(PoolState {
                     queue: std::collections::VecDeque::new(),
-                    threads: 0,
+                    threads: 1,
                     waiting: 0,
+                    starting: 1,
                     closed: false,
                 }),
                 cv: std::sync::Condvar::new(),
+                reaping: std::sync::atomic::AtomicUsize::new(0),
                 reap,
             }),
         };
-        n.shared
-            .st
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .threads = 1;
         n.spawn()?;
         Ok(n)
     }
@@ -258,28 +259,29 @@ impl Notifier {
     }
 
     pub(crate) fn post(&self, cb: Callback, v: SigVal) {
-        // A thread of this pool posting while it reaps (between callbacks)
-        // takes the first job itself: it is as good as a waiting thread.
-        let me = REAPING.with(|r| std::ptr::eq(r.get(), Arc::as_ptr(&self.shared))) as usize;
         let mut st = self.shared.st.lock().unwrap_or_else(|p| p.into_inner());
         st.queue.push_back((cb, v));
-        let idle = st.waiting + me;
+        // Threads that look at the queue without a wake-up: those starting and
+        // those reaping between callbacks (which run no user code before they
+        // look, so a blocked callback is never among them). Often the poster
+        // itself, reaping the completion its callback's request made.
+        let ready = st.starting + self.shared.reaping.load(Ordering::SeqCst);
+        let idle = st.waiting + ready;
         let grow = st.queue.len() > idle && st.threads < MAX_NOTIFY_THREADS;
         if grow {
             st.threads += 1;
+            st.starting += 1;
         }
-        let wake = st.queue.len() > me;
+        let wake = st.queue.len() > ready;
         drop(st);
         if wake {
             self.shared.cv.notify_one();
         }
         if grow && self.spawn().is_err() {
             // The queued job is run by a thread already there.
-            self.shared
-                .st
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .threads -= 1;
+            let mut st = self.shared.st.lock().unwrap_or_else(|p| p.into_inner());
+            st.threads -= 1;
+            st.starting -= 1;
         }
     }
 }
@@ -297,6 +299,7 @@ impl Drop for Notifier {
 
 fn run(sh: Arc<Shared>) {
     let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
+    st.starting -= 1;
     loop {
         if let Some((cb, v)) = st.queue.pop_front() {
             drop(st);
@@ -305,10 +308,10 @@ fn run(sh: Arc<Shared>) {
             // The callback usually submitted the next request: reap it here (a
             // cached read is complete already), so its callback runs on this
             // thread next, without a hand-off through the completion thread.
-            REAPING.with(|r| r.set(Arc::as_ptr(&sh)));
+            sh.reaping.fetch_add(1, Ordering::SeqCst);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (sh.reap)()));
-            REAPING.with(|r| r.set(std::ptr::null()));
             st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
+            sh.reaping.fetch_sub(1, Ordering::SeqCst);
             continue;
         }
         if st.closed {
