@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::cancel::{cancel_one, CancelResult};
 use super::engine::{Engine, Inner};
+use super::mail::Mail;
 use super::table::State;
 use crate::{Error, ErrorKind, Result};
 
@@ -128,6 +129,38 @@ pub struct Request<B: Send + 'static> {
     pub(crate) buf: Option<B>,
     /// The result once taken by `aio_return`.
     taken: Option<i64>,
+    /// Where the completion posts the result (futures): read without the lock.
+    mail: Option<Arc<Mail>>,
+}
+
+thread_local! {
+    /// Empty mail boxes for this thread's next requests.
+    static MAIL_POOL: std::cell::RefCell<Vec<Arc<Mail>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty mail box (from this thread's pool when it has one).
+#[inline]
+pub(crate) fn new_mail() -> Arc<Mail> {
+    MAIL_POOL
+        .try_with(|p| p.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Arc::new(Mail::new()))
+}
+
+/// Gives a mail box back to this thread's pool once nothing else refers to it.
+#[inline]
+fn recycle(mut m: Arc<Mail>) {
+    if Arc::get_mut(&mut m).is_none() {
+        return;
+    }
+    m.clear();
+    let _ = MAIL_POOL.try_with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 256 {
+            p.push(m);
+        }
+    });
 }
 
 impl<B: Send + 'static> Request<B> {
@@ -139,7 +172,91 @@ impl<B: Send + 'static> Request<B> {
             gen,
             buf,
             taken: None,
+            mail: None,
         }
+    }
+
+    /// [`new`](Request::new) for a request whose completion posts to `mail`.
+    pub(crate) fn new_mailed(
+        inner: Arc<Inner>,
+        idx: u32,
+        gen: u32,
+        buf: Option<B>,
+        mail: Arc<Mail>,
+    ) -> Request<B> {
+        let mut r = Request::new(inner, idx, gen, buf);
+        r.mail = Some(mail);
+        r
+    }
+
+    /// The result posted to the mail box, if any (no lock).
+    #[inline]
+    fn mailed(&self) -> Option<i64> {
+        self.mail.as_ref().and_then(|m| m.get())
+    }
+
+    /// The result, once done: taken without the lock when it was posted.
+    #[inline]
+    fn finish(&mut self, res: i64) -> Completion<B> {
+        self.taken = Some(res);
+        if let Some(m) = self.mail.take() {
+            recycle(m);
+        }
+        Completion {
+            result: result_of("aio_return", res),
+            buf: self.buf.take(),
+        }
+    }
+
+    /// `aio_return` if the request is done, in one lock (reaping first);
+    /// otherwise `waker` is left in the slot, and a mail box, so the result of
+    /// the completion is then read without the lock ([`take_mailed`]).
+    ///
+    /// [`take_mailed`]: Request::take_mailed
+    pub(crate) fn take_or_register(
+        &mut self,
+        waker: &std::task::Waker,
+    ) -> Option<Result<Completion<B>>> {
+        if self.taken.is_some() {
+            return Some(self.aio_return());
+        }
+        if let Some(r) = self.take_mailed() {
+            return Some(Ok(r));
+        }
+        let mut core = self.inner.lock();
+        self.inner.poll_completions(&mut core);
+        if let Some(r) = self.mailed() {
+            self.inner.release(core);
+            return Some(Ok(self.finish(r)));
+        }
+        match core.get(self.idx, self.gen).map(|s| s.state) {
+            Some(State::Done) => {
+                let res = core.slots[self.idx as usize].res;
+                core.free_slot(self.idx);
+                self.inner.release(core);
+                Some(Ok(self.finish(res)))
+            }
+            Some(_) => {
+                let mail = self.mail.get_or_insert_with(new_mail);
+                core.attach_mail(self.idx, self.gen, mail, Some(waker));
+                self.inner.release(core);
+                None
+            }
+            None => {
+                self.inner.release(core);
+                Some(self.aio_return())
+            }
+        }
+    }
+
+    /// The result, if the completion posted it (no lock).
+    #[inline]
+    pub(crate) fn take_mailed(&mut self) -> Option<Completion<B>> {
+        if self.taken.is_some() {
+            return None;
+        }
+        let r = self.mailed()?;
+        Some(self.finish(r))
     }
 
     /// This request's name.
@@ -153,11 +270,15 @@ impl<B: Send + 'static> Request<B> {
     }
 
     fn raw_status(&self) -> Option<i64> {
-        if let Some(r) = self.taken {
+        if let Some(r) = self.taken.or_else(|| self.mailed()) {
             return Some(r);
         }
         let mut core = self.inner.lock();
         self.inner.poll_completions(&mut core);
+        if let Some(r) = self.mailed() {
+            self.inner.release(core);
+            return Some(r);
+        }
         let r = match core.get(self.idx, self.gen) {
             Some(s) if s.state == State::Done => Some(s.res),
             Some(_) => None,
@@ -202,9 +323,16 @@ impl<B: Send + 'static> Request<B> {
             )
             .with_hint("aio_return may be called once per request; keep the first Completion"));
         }
+        if let Some(r) = self.mailed() {
+            return Ok(self.finish(r));
+        }
         let mut core = self.inner.lock();
         if core.get(self.idx, self.gen).map(|s| s.state) != Some(State::Done) {
             self.inner.poll_completions(&mut core);
+        }
+        if let Some(r) = self.mailed() {
+            self.inner.release(core);
+            return Ok(self.finish(r));
         }
         let res = match core.get(self.idx, self.gen) {
             Some(s) if s.state == State::Done => s.res,
@@ -216,11 +344,7 @@ impl<B: Send + 'static> Request<B> {
         };
         core.free_slot(self.idx);
         self.inner.release(core);
-        self.taken = Some(res);
-        Ok(Completion {
-            result: result_of("aio_return", res),
-            buf: self.buf.take(),
-        })
+        Ok(self.finish(res))
     }
 
     /// Waits for the request (the calling thread reaps completions itself), then
@@ -263,9 +387,11 @@ impl<B: Send + 'static> fmt::Debug for Request<B> {
 
 impl<B: Send + 'static> Drop for Request<B> {
     fn drop(&mut self) {
-        if self.taken.is_none() {
+        if self.taken.is_none() && self.mailed().is_none() {
             let mut core = self.inner.lock();
             self.inner.poll_completions(&mut core);
+            // (A completion that posted to the mail box freed the slot: the name
+            // is stale then.)
             if let Some(state) = core.get(self.idx, self.gen).map(|s| s.state) {
                 if state == State::Done {
                     core.free_slot(self.idx);
@@ -292,6 +418,9 @@ impl<B: Send + 'static> Drop for Request<B> {
                 }
             }
             self.inner.release(core);
+        }
+        if let Some(m) = self.mail.take() {
+            recycle(m);
         }
         self.inner.drop_user();
     }

@@ -37,6 +37,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::task::Waker;
 
 use super::hook::{self, HookOp};
+pub(crate) use super::mail::Mail;
 use super::notify::{Fire, Notify};
 use crate::sys::io::FdKind;
 use crate::sys::prio::SchedClass;
@@ -141,6 +142,9 @@ pub(crate) struct Slot {
     pub eagain: bool,
     /// Thread engine: waiting for readiness in the engine's epoll set.
     pub parked: bool,
+    /// Where the result goes when the request is done, for a handle that reads
+    /// it without the lock: the slot is then freed by the completion itself.
+    pub mail: Option<std::sync::Arc<Mail>>,
 }
 
 impl Slot {
@@ -208,6 +212,7 @@ impl Slot {
             nonblock: false,
             probe: false,
             espipe: false,
+            mail: None,
             eagain: false,
             parked: false,
         }
@@ -275,6 +280,19 @@ pub(crate) struct Core {
 }
 
 fn no_aiocb(_: usize, _: i64) {}
+
+/// Posts a done request's result to its mail box, if it has one (true: the
+/// slot is to be freed, its handle reads the box).
+#[inline(always)]
+fn post_mail(s: &mut Slot, res: i64) -> bool {
+    match s.mail.take() {
+        Some(m) => {
+            m.post(res);
+            true
+        }
+        None => false,
+    }
+}
 
 /// Packs a request name into io_uring `user_data`.
 #[inline]
@@ -377,6 +395,7 @@ impl Core {
         let s = &mut self.slots[idx as usize];
         debug_assert!(s.state == State::Free);
         debug_assert!(s.own_fd.is_none() && s.waker.is_none() && s.orphan.is_none());
+        debug_assert!(s.mail.is_none());
         debug_assert!(s.notify.is_none() && !s.detached && !s.probe && !s.parked);
         debug_assert!(!s.interruptible);
         s.state = State::FdQueued;
@@ -541,6 +560,7 @@ impl Core {
         s.probe = false;
         let fd = s.op.fd;
         let list = s.list;
+        let mailed = post_mail(s, res);
         self.inflight -= 1;
         self.completed = true;
         let gate = self.gate(fd);
@@ -550,6 +570,9 @@ impl Core {
         }
         if list != NO_LIST {
             self.list_member_done(list);
+        }
+        if mailed {
+            self.free_slot(idx);
         }
     }
 
@@ -596,6 +619,7 @@ impl Core {
         }
         let list = s.list;
         let detached = s.detached;
+        let mailed = post_mail(s, res);
         self.completed = true;
         let gate = self.gate(op.fd);
         if was_queued {
@@ -611,8 +635,35 @@ impl Core {
         if list != NO_LIST {
             self.list_member_done(list);
         }
-        if detached {
+        if detached || mailed {
             self.free_slot(idx);
+        }
+    }
+
+    /// Attaches `mail` (and `waker`) to the live, unfinished request `(idx,
+    /// gen)`: its completion posts the result there and frees the slot. False if
+    /// the request is already done (or the name stale): nothing is attached.
+    pub(crate) fn attach_mail(
+        &mut self,
+        idx: u32,
+        gen: u32,
+        mail: &std::sync::Arc<Mail>,
+        waker: Option<&Waker>,
+    ) -> bool {
+        match self.slots.get_mut(idx as usize) {
+            Some(s) if s.gen == gen && !matches!(s.state, State::Free | State::Done) => {
+                if s.mail.is_none() {
+                    s.mail = Some(std::sync::Arc::clone(mail));
+                }
+                if let Some(w) = waker {
+                    match &s.waker {
+                        Some(old) if old.will_wake(w) => {}
+                        _ => s.waker = Some(w.clone()),
+                    }
+                }
+                true
+            }
+            _ => false,
         }
     }
 
@@ -665,6 +716,7 @@ impl Core {
         s.gen = s.gen.wrapping_add(1);
         s.orphan = None;
         s.waker = None;
+        s.mail = None;
         s.detached = false;
         self.free.push(idx);
     }

@@ -114,6 +114,14 @@ impl Wake for Reap {
     }
 }
 
+/// True if the current tokio runtime's reactor wakes `inner`'s futures already,
+/// armed from this thread (no lock, no reactor call).
+#[inline]
+pub(crate) fn armed<H: Host + 'static>(inner: &Arc<H>) -> bool {
+    let ctx = Arc::as_ptr(inner) as *const () as usize;
+    Handle::try_current().is_ok_and(|h| armed_here(ctx, h.id()))
+}
+
 /// Makes sure the current tokio runtime's reactor wakes `inner`'s futures. False
 /// when there is no usable runtime here (the caller then starts the completion
 /// thread), or when the engine has no eventfd (the thread engine wakes futures
