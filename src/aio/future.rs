@@ -24,10 +24,10 @@ use std::task::{Context, Poll};
 
 use super::buf::{IoBuf, IoBufMut};
 use super::context::Aio;
-use super::engine::Engine;
+use super::engine::{Engine, Inner};
 use super::list::{entry_done, List};
 use super::op::{Kind, Op};
-use super::request::{new_mail, Completion, Request};
+use super::request::{new_mail, Completion, Request, Ticket};
 use super::table::OpKind;
 use crate::Result;
 
@@ -52,26 +52,27 @@ impl<B: Send + 'static> IntoFuture for Request<B> {
 /// when the completion posted it); otherwise the task's waker goes in its slot
 /// and the wake-up source is armed.
 fn poll_request<B: Send + 'static>(
-    req: &mut Request<B>,
+    t: &mut Ticket<B>,
+    inner: &Arc<Inner>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Completion<B>>> {
-    if let Some(c) = req.take_mailed() {
+    if let Some(c) = t.take_mailed() {
         return Poll::Ready(Ok(c));
     }
     // Reap first: a request that completed inline needs no wake-up source.
-    if let Some(r) = req.take_or_register(cx.waker()) {
+    if let Some(r) = t.take_or_register(inner, cx.waker()) {
         return Poll::Ready(r);
     }
     // The task's waker is in the slot. A wake-up source armed before that
     // reports every later completion; one armed now needs a second look, so a
     // completion that landed before it was armed is not missed.
-    if armed(&req.inner) {
+    if armed(inner) {
         return Poll::Pending;
     }
-    if let Err(e) = req.inner.arm_wakeup() {
+    if let Err(e) = inner.arm_wakeup() {
         return Poll::Ready(Err(e));
     }
-    match req.take_or_register(cx.waker()) {
+    match t.take_or_register(inner, cx.waker()) {
         Some(r) => Poll::Ready(r),
         None => Poll::Pending,
     }
@@ -80,7 +81,7 @@ fn poll_request<B: Send + 'static>(
 /// True if the current tokio runtime's reactor already watches `inner`'s
 /// completions, armed from this thread (no lock, no system call).
 #[inline]
-fn armed(inner: &Arc<super::engine::Inner>) -> bool {
+fn armed(inner: &Arc<Inner>) -> bool {
     #[cfg(feature = "tokio")]
     return super::tokio_reap::armed(inner);
     #[cfg(not(feature = "tokio"))]
@@ -105,7 +106,7 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
         let Some(req) = self.req.as_mut() else {
             return already_taken();
         };
-        let r = poll_request(req, cx);
+        let r = poll_request(&mut req.t, &req.inner, cx);
         if r.is_ready() {
             self.req = None;
         }
@@ -220,9 +221,10 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// ```
 #[must_use = "a SubmitFuture does nothing until polled"]
 pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
-    // Dropped first: an unfinished request is cancelled, which enters the ring,
-    // while `fd` is still open.
-    req: Option<Request<B>>,
+    // Given up in `drop` (an unfinished request is cancelled, which enters the
+    // ring) while `fd` is still open. The borrow of the context keeps it alive
+    // meanwhile: the request needs no handle of its own.
+    req: Option<Ticket<B>>,
     aio: &'a Aio,
     start: Option<(i64, B)>,
     make: for<'x> fn(BorrowedFd<'x>, i64, B) -> Op<'x, B>,
@@ -230,6 +232,14 @@ pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
 }
 
 impl<F: AsFd + 'static, B: Send + 'static> Unpin for SubmitFuture<'_, F, B> {}
+
+impl<F: AsFd + 'static, B: Send + 'static> Drop for SubmitFuture<'_, F, B> {
+    fn drop(&mut self) {
+        if let Some(t) = self.req.as_mut() {
+            t.forget(&self.aio.inner);
+        }
+    }
+}
 
 impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
     type Output = Result<Completion<B>>;
@@ -242,7 +252,7 @@ impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
                 Ok(r) => r,
                 Err(e) => return Poll::Ready(Err(e)),
             };
-            let req = this.req.insert(req);
+            this.req = Some(req);
             // Not in the kernel yet: the flush at the turn's end enters the ring,
             // reaps, and wakes this task through the waker the submission left
             // in the slot (or arms the reactor for a request that did not
@@ -250,16 +260,16 @@ impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
             // That flush may have run already (e.g. outside a runtime worker):
             // then the full path below arms the wake-up.
             #[cfg(feature = "tokio")]
-            if deferred && batch::pending(&req.inner) {
+            if deferred && batch::pending(&this.aio.inner) {
                 return Poll::Pending;
             }
             #[cfg(not(feature = "tokio"))]
-            let _ = (req, deferred);
+            let _ = deferred;
         }
         let Some(req) = this.req.as_mut() else {
             return already_taken();
         };
-        let r = poll_request(req, cx);
+        let r = poll_request(req, &this.aio.inner, cx);
         if r.is_ready() {
             this.req = None;
         }
@@ -274,7 +284,7 @@ fn submit<B: Send + 'static>(
     aio: &Aio,
     mut op: Op<'_, B>,
     cx: &Context<'_>,
-) -> Result<(Request<B>, bool)> {
+) -> Result<(Ticket<B>, bool)> {
     let call = match op.kind {
         Kind::Io(OpKind::Read) => "aio_read",
         Kind::Io(OpKind::Write) => "aio_write",
@@ -302,10 +312,7 @@ fn submit<B: Send + 'static>(
         batch::queued();
         batch::schedule_flush(inner);
     }
-    Ok((
-        Request::new_mailed(Arc::clone(inner), idx, gen, op.buf.take(), mail),
-        deferred,
-    ))
+    Ok((Ticket::new(idx, gen, op.buf.take(), Some(mail)), deferred))
 }
 
 impl Aio {
