@@ -539,7 +539,7 @@ impl Core {
     /// Records the final result of request `idx` and releases whatever waited on it.
     ///
     /// The common case on io_uring (an issued request with no own fd, aiocb,
-    /// waker, notification or handle-less slot, and no trace stream running)
+    /// notification or handle-less slot, and no trace stream running)
     /// is done inline; the rest in [`complete_slow`](Core::complete_slow).
     #[inline(always)]
     pub(crate) fn complete(&mut self, idx: u32, res: i64) {
@@ -547,12 +547,12 @@ impl Core {
         let plain = s.state == State::Issued
             && s.own_fd.is_none()
             && s.aiocb == 0
-            && s.waker.is_none()
             && s.notify.is_none()
             && !s.detached;
         if !plain || crate::trace::system_events::enabled() {
             return self.complete_slow(idx, res);
         }
+        let waker = s.waker.take();
         s.state = State::Done;
         s.res = res;
         s.interruptible = false;
@@ -561,6 +561,9 @@ impl Core {
         let fd = s.op.fd;
         let list = s.list;
         let mailed = post_mail(s, res);
+        if let Some(w) = waker {
+            self.wakers.push(w);
+        }
         self.inflight -= 1;
         self.completed = true;
         let gate = self.gate(fd);
