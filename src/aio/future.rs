@@ -296,23 +296,25 @@ fn submit<B: Send + 'static>(
     let p = op.prepare(call, threads)?;
     let notify = std::mem::take(&mut op.notify);
     inner.prepare_notify(&notify)?;
-    // The completion posts the result to `mail` and frees the slot: the task
-    // reads it without the lock.
-    let mail = new_mail();
     #[cfg(feature = "tokio")]
     let defer = !threads && batch::should_defer(inner);
     #[cfg(not(feature = "tokio"))]
     let defer = false;
     // A deferred submission completes only once the flush entered the ring,
-    // which then wakes this task: its waker goes in the slot with the request.
+    // which then wakes this task: its waker goes in the slot with the request,
+    // and a mail box, to which the completion posts the result (freeing the
+    // slot): the woken task reads it without the lock. A request entered now is
+    // reaped by the task's own poll, most often done already.
+    let mail = defer.then(new_mail);
     let waker = defer.then(|| cx.waker());
-    let ((idx, gen), deferred) = inner.submit_one_mailed(p, notify, &mail, waker, defer)?;
+    let ((idx, gen), deferred) =
+        inner.submit_one_mailed(p, notify, mail.as_ref(), waker, defer)?;
     #[cfg(feature = "tokio")]
     if deferred {
         batch::queued();
         batch::schedule_flush(inner);
     }
-    Ok((Ticket::new(idx, gen, op.buf.take(), Some(mail)), deferred))
+    Ok((Ticket::new(idx, gen, op.buf.take(), mail), deferred))
 }
 
 impl Aio {

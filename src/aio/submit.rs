@@ -159,7 +159,7 @@ impl Inner {
         &self,
         p: Prepared<'_>,
         notify: Notify,
-        mail: &std::sync::Arc<super::mail::Mail>,
+        mail: Option<&std::sync::Arc<super::mail::Mail>>,
         waker: Option<&std::task::Waker>,
         defer: bool,
     ) -> Result<((u32, u32), bool)> {
@@ -186,7 +186,9 @@ impl Inner {
             &mut enter,
             &mut probes,
         );
-        core.attach_mail(id.0, id.1, mail, waker);
+        if let Some(mail) = mail {
+            core.attach_mail(id.0, id.1, mail, waker);
+        }
         self.finish_submit(core, enter, &probes, defer);
         Ok((id, defer && DEFER_ENTER.replace(0) == 2))
     }
