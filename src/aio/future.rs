@@ -307,8 +307,7 @@ fn submit<B: Send + 'static>(
     // reaped by the task's own poll, most often done already.
     let mail = defer.then(new_mail);
     let waker = defer.then(|| cx.waker());
-    let ((idx, gen), deferred) =
-        inner.submit_one_mailed(p, notify, mail.as_ref(), waker, defer)?;
+    let ((idx, gen), deferred) = inner.submit_one_mailed(p, notify, mail.as_ref(), waker, defer)?;
     #[cfg(feature = "tokio")]
     if deferred {
         batch::queued();
