@@ -35,3 +35,42 @@ impl Mail {
         self.0.store(res, std::sync::atomic::Ordering::Release);
     }
 }
+
+/// Where a slot posts its result: the address of a [`Mail`] (0: none).
+///
+/// The handle of the request owns the box (an `Arc`) and keeps it alive while
+/// its slot holds the address: the slot lets go of it when it posts, or when
+/// the handle gives the request up (under the core lock, before it drops the
+/// box). A handle leaked with `mem::forget` leaks the box too. A plain address
+/// spares a reference count taken and dropped per request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MailAddr(usize);
+
+impl MailAddr {
+    /// No box.
+    pub(crate) const NONE: MailAddr = MailAddr(0);
+
+    pub(crate) fn of(m: &std::sync::Arc<Mail>) -> MailAddr {
+        MailAddr(std::sync::Arc::as_ptr(m) as usize)
+    }
+
+    #[inline]
+    pub(crate) fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Posts `res` to the box.
+    ///
+    /// # Safety
+    /// The box is alive: the address came from [`MailAddr::of`], and its owner
+    /// has not let go of it since (see the type's docs).
+    #[inline]
+    pub(crate) unsafe fn post(self, res: i64) {
+        debug_assert!(!self.is_none());
+        // SAFETY: per the caller's contract, the address is that of a live
+        // `Mail`, which is only ever used through shared references (its
+        // contents are atomic).
+        let m = unsafe { &*(self.0 as *const Mail) };
+        m.post(res);
+    }
+}

@@ -131,7 +131,7 @@ pub struct Request<B: Send + 'static> {
 /// that keeps the context alive; a future that borrows the context holds it
 /// alone (no reference count to take and drop per request). Every call gets
 /// the context it was submitted to, and [`Ticket::forget`] must run before it
-/// is dropped.
+/// is dropped (else its mail box leaks: the slot may still post to it).
 pub(crate) struct Ticket<B: Send + 'static> {
     pub(crate) idx: u32,
     pub(crate) gen: u32,
@@ -160,9 +160,9 @@ pub(crate) fn new_mail() -> Arc<Mail> {
 /// Gives a mail box back to this thread's pool once nothing else refers to it.
 #[inline]
 fn recycle(m: Arc<Mail>) {
-    // The slot's reference is the only other one, and it is dropped once the
-    // result is posted, never cloned: a count of 1 means it is gone for good.
-    // (A plain load: `Arc::get_mut` would cost a locked instruction per read.)
+    // Slots hold only the box's address, and let go of it before the handle
+    // does (see `MailAddr`): a second reference is never made. (A plain load:
+    // `Arc::get_mut` would cost a locked instruction per read.)
     if Arc::strong_count(&m) != 1 {
         return;
     }
@@ -327,6 +327,8 @@ impl<B: Send + 'static> Ticket<B> {
                     core.free_slot(self.idx);
                 } else {
                     let s = &mut core.slots[self.idx as usize];
+                    // The box goes with this handle: the slot must not post to it.
+                    s.mail = super::mail::MailAddr::NONE;
                     s.detached = true;
                     if let Some(b) = self.buf.take() {
                         s.orphan = Some(erase(b));
@@ -353,6 +355,16 @@ impl<B: Send + 'static> Ticket<B> {
         self.taken.get_or_insert(-(libc::ECANCELED as i64));
         if let Some(m) = self.mail.take() {
             recycle(m);
+        }
+    }
+}
+
+impl<B: Send + 'static> Drop for Ticket<B> {
+    fn drop(&mut self) {
+        // Given up without `forget` (a bug): its slot may still hold the box's
+        // address, so the box must outlive the slot. Leak it.
+        if let Some(m) = self.mail.take() {
+            std::mem::forget(m);
         }
     }
 }

@@ -37,7 +37,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::task::Waker;
 
 use super::hook::{self, HookOp};
-pub(crate) use super::mail::Mail;
+pub(crate) use super::mail::{Mail, MailAddr};
 use super::notify::{Fire, Notify};
 use crate::sys::io::FdKind;
 use crate::sys::prio::SchedClass;
@@ -144,7 +144,7 @@ pub(crate) struct Slot {
     pub parked: bool,
     /// Where the result goes when the request is done, for a handle that reads
     /// it without the lock: the slot is then freed by the completion itself.
-    pub mail: Option<std::sync::Arc<Mail>>,
+    pub mail: MailAddr,
 }
 
 impl Slot {
@@ -212,7 +212,7 @@ impl Slot {
             nonblock: false,
             probe: false,
             espipe: false,
-            mail: None,
+            mail: MailAddr::NONE,
             eagain: false,
             parked: false,
         }
@@ -285,13 +285,14 @@ fn no_aiocb(_: usize, _: i64) {}
 /// slot is to be freed, its handle reads the box).
 #[inline(always)]
 fn post_mail(s: &mut Slot, res: i64) -> bool {
-    match s.mail.take() {
-        Some(m) => {
-            m.post(res);
-            true
-        }
-        None => false,
+    let m = std::mem::take(&mut s.mail);
+    if m.is_none() {
+        return false;
     }
+    // SAFETY: the request's handle keeps the box alive while the slot holds its
+    // address (`MailAddr`), and the slot lets go of it here.
+    unsafe { m.post(res) };
+    true
 }
 
 /// Packs a request name into io_uring `user_data`.
@@ -655,9 +656,7 @@ impl Core {
     ) -> bool {
         match self.slots.get_mut(idx as usize) {
             Some(s) if s.gen == gen && !matches!(s.state, State::Free | State::Done) => {
-                if s.mail.is_none() {
-                    s.mail = Some(std::sync::Arc::clone(mail));
-                }
+                s.mail = MailAddr::of(mail);
                 if let Some(w) = waker {
                     match &s.waker {
                         Some(old) if old.will_wake(w) => {}
@@ -719,7 +718,7 @@ impl Core {
         s.gen = s.gen.wrapping_add(1);
         s.orphan = None;
         s.waker = None;
-        s.mail = None;
+        s.mail = MailAddr::NONE;
         s.detached = false;
         self.free.push(idx);
     }
