@@ -563,7 +563,7 @@ impl Core {
         let list = s.list;
         let mailed = post_mail(s, res);
         if let Some(w) = waker {
-            self.wakers.push(w);
+            self.push_waker(w);
         }
         self.inflight -= 1;
         self.completed = true;
@@ -578,6 +578,16 @@ impl Core {
         if mailed {
             self.free_slot(idx);
         }
+    }
+
+    /// Queues `w` to be woken after the lock is released (the queue goes whole at
+    /// each release: room for a batch is made at once, not doubling by doubling).
+    #[inline(always)]
+    fn push_waker(&mut self, w: Waker) {
+        if self.wakers.capacity() == 0 {
+            self.wakers.reserve(64);
+        }
+        self.wakers.push(w);
     }
 
     /// [`complete`](Core::complete), every case.
