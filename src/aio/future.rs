@@ -7,6 +7,11 @@
 //! (after every ready task ran): 32 tasks that each read make one
 //! `io_uring_enter`, as a program that submits 32 at once does.
 //!
+//! One read costs one lock round trip: its submission, which also leaves the
+//! task's waker in the slot. The reap at the turn's end posts each result to
+//! the request's mail box (freeing its slot) and wakes the task, whose poll then
+//! takes the result without the lock.
+//!
 //! The kernel reads the descriptor number when the ring is entered, so a
 //! submission that waits for the end of the turn must keep its descriptor open
 //! until then, whatever the program does: the future owns a handle to it (an
