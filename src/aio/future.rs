@@ -7,8 +7,8 @@
 //! (after every ready task ran): 32 tasks that each read make one
 //! `io_uring_enter`, as a program that submits 32 at once does.
 //!
-//! One read costs one lock round trip: its submission, which also leaves the
-//! task's waker in the slot. The reap at the turn's end posts each result to
+//! One read costs one lock round trip (and its share of the turn's flush): its
+//! submission, which also leaves the task's waker in the slot. The reap at the turn's end posts each result to
 //! the request's mail box (freeing its slot) and wakes the task, whose poll then
 //! takes the result without the lock.
 //!
