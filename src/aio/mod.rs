@@ -111,7 +111,6 @@ mod fsync;
 mod future;
 pub(crate) mod hook;
 mod list;
-mod mail;
 mod notify;
 mod op;
 mod request;
