@@ -12,7 +12,9 @@
 //!   fd (here an `Arc<File>`), kept until the request is in the kernel.
 //!   (`aio.read(&file, ..)?.await` also works: it enters the ring at once.)
 //! - a future's poll reaps the completion queue itself: a read done inline needs
-//!   no wake-up;
+//!   no wake-up; a read that waited for the turn's end is completed by that
+//!   turn's reap, which hands its result straight to the future and wakes its
+//!   task, whose next poll takes the result without a lock;
 //! - under the `tokio` feature the ring's eventfd is watched by tokio's own
 //!   reactor, so no completion thread exists (the example counts them at the end).
 //!

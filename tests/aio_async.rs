@@ -496,6 +496,77 @@ fn uring_deferred_read_completes_after_the_turn() {
     assert_eq!(threads_named(COMPLETION_THREAD), 0);
 }
 
+/// 32 tasks read turn after turn, so slots are freed and taken again all the
+/// time: each read gets its own result and bytes (a completion hands its result
+/// to its future and frees the slot before the task runs again).
+fn many_turns_reuse_slots(b: Backend) {
+    let aio = ctx(b);
+    let f = data_file();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..32)
+            .map(|t| {
+                let (aio, f) = (aio.clone(), Arc::clone(&f));
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; CHUNK];
+                    for j in 0..40 {
+                        let i = (t * 13 + j * 7) % CHUNKS;
+                        let c = aio
+                            .read_async(Arc::clone(&f), (i * CHUNK) as i64, buf)
+                            .await
+                            .unwrap();
+                        assert_eq!(c.result.as_ref().copied().unwrap(), CHUNK);
+                        for (k, v) in c.data().iter().enumerate() {
+                            assert_eq!(*v, byte(i * CHUNK + k), "task {t} read {j} byte {k}");
+                        }
+                        buf = c.buf.unwrap();
+                    }
+                    t
+                })
+            })
+            .collect();
+        for (k, t) in tasks.into_iter().enumerate() {
+            assert_eq!(t.await.unwrap(), k);
+        }
+    });
+    if b == Backend::Uring {
+        assert_eq!(threads_named(COMPLETION_THREAD), 0);
+    }
+}
+both!(many_turns_reuse_slots, many_turns_reuse_slots);
+
+/// A future whose read completed (at the end of the turn) but that is dropped
+/// without being polled again leaves nothing behind on its fd, and the context
+/// goes on.
+#[test]
+fn uring_completed_future_dropped_unpolled() {
+    use std::os::fd::AsRawFd;
+    let aio = ctx(Backend::Uring);
+    let f = data_file();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let _idle = idle_tasks();
+        read_chunk_async(aio.clone(), Arc::clone(&f), 0).await;
+        let mut fut = aio.read_async(Arc::clone(&f), CHUNK as i64, vec![0u8; CHUNK]);
+        assert!(poll_once(&mut fut).await.is_pending());
+        // The turn ends: the read enters the kernel and completes.
+        tokio::task::yield_now().await;
+        tokio::task::yield_now().await;
+        drop(fut);
+        assert_eq!(
+            aio.cancel_fd(f.as_raw_fd()).unwrap(),
+            posixrt::aio::CancelResult::AllDone
+        );
+        assert_eq!(read_chunk_async(aio.clone(), Arc::clone(&f), 3).await, 3);
+    });
+}
+
 /// Reads that wait for data (a pipe, written after the read is pending) are woken
 /// through the runtime's reactor, again and again: the registration stays armed
 /// between wake-ups, on both runtime kinds.

@@ -7,6 +7,11 @@
 //! (after every ready task ran): 32 tasks that each read make one
 //! `io_uring_enter`, as a program that submits 32 at once does.
 //!
+//! One read costs one lock round trip (and its share of the turn's flush): its
+//! submission, which also leaves the task's waker in the slot. The reap at the turn's end posts each result to
+//! the request's mail box (freeing its slot) and wakes the task, whose poll then
+//! takes the result without the lock.
+//!
 //! The kernel reads the descriptor number when the ring is entered, so a
 //! submission that waits for the end of the turn must keep its descriptor open
 //! until then, whatever the program does: the future owns a handle to it (an
@@ -24,11 +29,11 @@ use std::task::{Context, Poll};
 
 use super::buf::{IoBuf, IoBufMut};
 use super::context::Aio;
-use super::engine::Engine;
+use super::engine::{Engine, Inner};
 use super::list::{entry_done, List};
 use super::op::{Kind, Op};
-use super::request::{Completion, Request};
-use super::table::{OpKind, State};
+use super::request::{new_mail, Completion, Request, Ticket};
+use super::table::OpKind;
 use crate::Result;
 
 /// Resolves to the request's [`Completion`] (its `aio_return`).
@@ -48,57 +53,46 @@ impl<B: Send + 'static> IntoFuture for Request<B> {
     }
 }
 
-/// Registers `cx`'s waker on `(idx, gen)` unless it is done; true if done.
-fn check_or_register(req: &Request<impl Send + 'static>, cx: &mut Context<'_>) -> bool {
-    let inner = &req.inner;
-    let mut core = inner.lock();
-    inner.poll_completions(&mut core);
-    let done = match core.get(req.idx, req.gen) {
-        Some(s) if s.state != State::Done => {
-            let s = &mut core.slots[req.idx as usize];
-            match &s.waker {
-                Some(w) if w.will_wake(cx.waker()) => {}
-                _ => s.waker = Some(cx.waker().clone()),
-            }
-            false
-        }
-        _ => true,
-    };
-    inner.release(core);
-    done
-}
-
-/// Takes the request's completion if it is done (one lock, reaping first).
-fn take_done<B: Send + 'static>(req: &mut Request<B>) -> Option<Result<Completion<B>>> {
-    match req.aio_return() {
-        Err(e) if e.kind() == crate::ErrorKind::InProgress => None,
-        r => Some(r),
-    }
-}
-
-/// Polls a submitted request: its completion if done; otherwise the task's
-/// waker goes in its slot and the wake-up source is armed.
+/// Polls a submitted request: its completion if done (read without the lock
+/// when the completion posted it); otherwise the task's waker goes in its slot
+/// and the wake-up source is armed.
 fn poll_request<B: Send + 'static>(
-    req: &mut Request<B>,
+    t: &mut Ticket<B>,
+    inner: &Arc<Inner>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Completion<B>>> {
+    if let Some(c) = t.take_mailed() {
+        return Poll::Ready(Ok(c));
+    }
     // Reap first: a request that completed inline needs no wake-up source.
-    if let Some(r) = take_done(req) {
+    if let Some(r) = t.take_or_register(inner, cx.waker()) {
         return Poll::Ready(r);
     }
-    // Otherwise the task's waker is in the slot; arm the wake-up source
-    // (reactor or completion thread), then look once more, so a completion
-    // that landed before the source was armed is not missed.
-    let done = check_or_register(req, cx) || {
-        if let Err(e) = req.inner.arm_wakeup() {
-            return Poll::Ready(Err(e));
-        }
-        check_or_register(req, cx)
-    };
-    if done {
-        Poll::Ready(req.aio_return())
-    } else {
-        Poll::Pending
+    // The task's waker is in the slot. A wake-up source armed before that
+    // reports every later completion; one armed now needs a second look, so a
+    // completion that landed before it was armed is not missed.
+    if armed(inner) {
+        return Poll::Pending;
+    }
+    if let Err(e) = inner.arm_wakeup() {
+        return Poll::Ready(Err(e));
+    }
+    match t.take_or_register(inner, cx.waker()) {
+        Some(r) => Poll::Ready(r),
+        None => Poll::Pending,
+    }
+}
+
+/// True if the current tokio runtime's reactor already watches `inner`'s
+/// completions, armed from this thread (no lock, no system call).
+#[inline]
+fn armed(inner: &Arc<Inner>) -> bool {
+    #[cfg(feature = "tokio")]
+    return super::tokio_reap::armed(inner);
+    #[cfg(not(feature = "tokio"))]
+    {
+        let _ = inner;
+        false
     }
 }
 
@@ -117,7 +111,7 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
         let Some(req) = self.req.as_mut() else {
             return already_taken();
         };
-        let r = poll_request(req, cx);
+        let r = poll_request(&mut req.t, &req.inner, cx);
         if r.is_ready() {
             self.req = None;
         }
@@ -232,9 +226,10 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// ```
 #[must_use = "a SubmitFuture does nothing until polled"]
 pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
-    // Dropped first: an unfinished request is cancelled, which enters the ring,
-    // while `fd` is still open.
-    req: Option<Request<B>>,
+    // Given up in `drop` (an unfinished request is cancelled, which enters the
+    // ring) while `fd` is still open. The borrow of the context keeps it alive
+    // meanwhile: the request needs no handle of its own.
+    req: Option<Ticket<B>>,
     aio: &'a Aio,
     start: Option<(i64, B)>,
     make: for<'x> fn(BorrowedFd<'x>, i64, B) -> Op<'x, B>,
@@ -243,6 +238,14 @@ pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
 
 impl<F: AsFd + 'static, B: Send + 'static> Unpin for SubmitFuture<'_, F, B> {}
 
+impl<F: AsFd + 'static, B: Send + 'static> Drop for SubmitFuture<'_, F, B> {
+    fn drop(&mut self) {
+        if let Some(t) = self.req.as_mut() {
+            t.forget(&self.aio.inner);
+        }
+    }
+}
+
 impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
     type Output = Result<Completion<B>>;
 
@@ -250,27 +253,28 @@ impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
         let this = &mut *self;
         if let Some((offset, buf)) = this.start.take() {
             let op = (this.make)(this.fd.as_fd(), offset, buf);
-            let (req, deferred) = match submit(this.aio, op) {
+            let (req, deferred) = match submit(this.aio, op, cx) {
                 Ok(r) => r,
                 Err(e) => return Poll::Ready(Err(e)),
             };
-            let req = this.req.insert(req);
+            this.req = Some(req);
             // Not in the kernel yet: the flush at the turn's end enters the ring,
-            // reaps, and wakes this task (or arms the reactor for a request that
-            // did not complete inline). Only the waker is needed now, if that
-            // flush is still to come (it may have run already, e.g. outside a
-            // runtime worker: then the full path below arms the wake-up).
+            // reaps, and wakes this task through the waker the submission left
+            // in the slot (or arms the reactor for a request that did not
+            // complete inline), and the result is then read without the lock.
+            // That flush may have run already (e.g. outside a runtime worker):
+            // then the full path below arms the wake-up.
             #[cfg(feature = "tokio")]
-            if deferred && !check_or_register(req, cx) && batch::pending(&req.inner) {
+            if deferred && batch::pending(&this.aio.inner) {
                 return Poll::Pending;
             }
             #[cfg(not(feature = "tokio"))]
-            let _ = (req, deferred);
+            let _ = deferred;
         }
         let Some(req) = this.req.as_mut() else {
             return already_taken();
         };
-        let r = poll_request(req, cx);
+        let r = poll_request(req, &this.aio.inner, cx);
         if r.is_ready() {
             this.req = None;
         }
@@ -281,7 +285,11 @@ impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
 /// `Aio::submit`, with the kernel entry left to the end of the runtime turn when
 /// that pays (true then). The caller keeps the fd open until the request is in
 /// the kernel, whatever happens to it (see the module docs).
-fn submit<B: Send + 'static>(aio: &Aio, mut op: Op<'_, B>) -> Result<(Request<B>, bool)> {
+fn submit<B: Send + 'static>(
+    aio: &Aio,
+    mut op: Op<'_, B>,
+    cx: &Context<'_>,
+) -> Result<(Ticket<B>, bool)> {
     let call = match op.kind {
         Kind::Io(OpKind::Read) => "aio_read",
         Kind::Io(OpKind::Write) => "aio_write",
@@ -294,22 +302,23 @@ fn submit<B: Send + 'static>(aio: &Aio, mut op: Op<'_, B>) -> Result<(Request<B>
     let notify = std::mem::take(&mut op.notify);
     inner.prepare_notify(&notify)?;
     #[cfg(feature = "tokio")]
-    let ((idx, gen), deferred) = if !threads && batch::should_defer(inner) {
-        let r = inner.submit_one_deferred(p, notify)?;
-        if r.1 {
-            batch::queued();
-            batch::schedule_flush(inner);
-        }
-        r
-    } else {
-        (inner.submit_one(p, notify)?, false)
-    };
+    let defer = !threads && batch::should_defer(inner);
     #[cfg(not(feature = "tokio"))]
-    let ((idx, gen), deferred) = (inner.submit_one(p, notify)?, false);
-    Ok((
-        Request::new(Arc::clone(inner), idx, gen, op.buf.take()),
-        deferred,
-    ))
+    let defer = false;
+    // A deferred submission completes only once the flush entered the ring,
+    // which then wakes this task: its waker goes in the slot with the request,
+    // and a mail box, to which the completion posts the result (freeing the
+    // slot): the woken task reads it without the lock. A request entered now is
+    // reaped by the task's own poll, most often done already.
+    let mail = defer.then(new_mail);
+    let waker = defer.then(|| cx.waker());
+    let ((idx, gen), deferred) = inner.submit_one_mailed(p, notify, mail.as_ref(), waker, defer)?;
+    #[cfg(feature = "tokio")]
+    if deferred {
+        batch::queued();
+        batch::schedule_flush(inner);
+    }
+    Ok((Ticket::new(idx, gen, op.buf.take(), mail), deferred))
 }
 
 impl Aio {

@@ -111,6 +111,7 @@ mod fsync;
 mod future;
 pub(crate) mod hook;
 mod list;
+mod mail;
 mod notify;
 mod op;
 mod request;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::cancel::{cancel_one, CancelResult};
 use super::engine::{Engine, Inner};
+use super::mail::Mail;
 use super::table::State;
 use crate::{Error, ErrorKind, Result};
 
@@ -123,11 +124,249 @@ fn error_of(call: &'static str, res: i64) -> Error {
 /// [`aio_return`]: Request::aio_return
 pub struct Request<B: Send + 'static> {
     pub(crate) inner: Arc<Inner>,
+    pub(crate) t: Ticket<B>,
+}
+
+/// A submitted request without its context: [`Request`] pairs it with a handle
+/// that keeps the context alive; a future that borrows the context holds it
+/// alone (no reference count to take and drop per request). Every call gets
+/// the context it was submitted to, and [`Ticket::forget`] must run before it
+/// is dropped (else its mail box leaks: the slot may still post to it).
+pub(crate) struct Ticket<B: Send + 'static> {
     pub(crate) idx: u32,
     pub(crate) gen: u32,
     pub(crate) buf: Option<B>,
     /// The result once taken by `aio_return`.
     taken: Option<i64>,
+    /// Where the completion posts the result (futures): read without the lock.
+    mail: Option<Arc<Mail>>,
+}
+
+thread_local! {
+    /// Empty mail boxes for this thread's next requests.
+    static MAIL_POOL: std::cell::RefCell<Vec<Arc<Mail>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// An empty mail box (from this thread's pool when it has one).
+#[inline]
+pub(crate) fn new_mail() -> Arc<Mail> {
+    MAIL_POOL
+        .try_with(|p| p.borrow_mut().pop())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Arc::new(Mail::new()))
+}
+
+/// Gives a mail box back to this thread's pool once nothing else refers to it.
+#[inline]
+fn recycle(m: Arc<Mail>) {
+    // Slots hold only the box's address, and let go of it before the handle
+    // does (see `MailAddr`): a second reference is never made. (A plain load:
+    // `Arc::get_mut` would cost a locked instruction per read.)
+    if Arc::strong_count(&m) != 1 {
+        return;
+    }
+    m.clear();
+    let _ = MAIL_POOL.try_with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 256 {
+            p.push(m);
+        }
+    });
+}
+
+fn already_taken() -> Error {
+    Error::new(
+        ErrorKind::AlreadyTaken,
+        "aio_return",
+        "the result of this request was already taken",
+    )
+    .with_hint("aio_return may be called once per request; keep the first Completion")
+}
+
+impl<B: Send + 'static> Ticket<B> {
+    pub(crate) fn new(idx: u32, gen: u32, buf: Option<B>, mail: Option<Arc<Mail>>) -> Ticket<B> {
+        Ticket {
+            idx,
+            gen,
+            buf,
+            taken: None,
+            mail,
+        }
+    }
+
+    /// The result posted to the mail box, if any (no lock).
+    #[inline]
+    fn mailed(&self) -> Option<i64> {
+        self.mail.as_ref().and_then(|m| m.get())
+    }
+
+    /// The result, once done.
+    #[inline]
+    fn finish(&mut self, res: i64) -> Completion<B> {
+        self.taken = Some(res);
+        if let Some(m) = self.mail.take() {
+            recycle(m);
+        }
+        Completion {
+            result: result_of("aio_return", res),
+            buf: self.buf.take(),
+        }
+    }
+
+    /// The result, if the completion posted it (no lock).
+    #[inline]
+    pub(crate) fn take_mailed(&mut self) -> Option<Completion<B>> {
+        if self.taken.is_some() {
+            return None;
+        }
+        let r = self.mailed()?;
+        Some(self.finish(r))
+    }
+
+    /// `aio_return` if the request is done, in one lock (reaping first);
+    /// otherwise `waker` is left in the slot, and a mail box, so the result of
+    /// the completion is then read without the lock ([`take_mailed`]).
+    ///
+    /// [`take_mailed`]: Ticket::take_mailed
+    pub(crate) fn take_or_register(
+        &mut self,
+        inner: &Inner,
+        waker: &std::task::Waker,
+    ) -> Option<Result<Completion<B>>> {
+        if self.taken.is_some() {
+            return Some(self.aio_return(inner));
+        }
+        if let Some(r) = self.take_mailed() {
+            return Some(Ok(r));
+        }
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        if let Some(r) = self.mailed() {
+            inner.release(core);
+            return Some(Ok(self.finish(r)));
+        }
+        match core.get(self.idx, self.gen).map(|s| s.state) {
+            Some(State::Done) => {
+                let res = core.slots[self.idx as usize].res;
+                core.free_slot(self.idx);
+                inner.release(core);
+                Some(Ok(self.finish(res)))
+            }
+            Some(_) => {
+                let mail = self.mail.get_or_insert_with(new_mail);
+                core.attach_mail(self.idx, self.gen, mail, Some(waker));
+                inner.release(core);
+                None
+            }
+            None => {
+                inner.release(core);
+                Some(self.aio_return(inner))
+            }
+        }
+    }
+
+    fn raw_status(&self, inner: &Inner) -> Option<i64> {
+        if let Some(r) = self.taken.or_else(|| self.mailed()) {
+            return Some(r);
+        }
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        if let Some(r) = self.mailed() {
+            inner.release(core);
+            return Some(r);
+        }
+        let r = match core.get(self.idx, self.gen) {
+            Some(s) if s.state == State::Done => Some(s.res),
+            Some(_) => None,
+            None => Some(-(libc::ECANCELED as i64)),
+        };
+        inner.release(core);
+        r
+    }
+
+    pub(crate) fn aio_return(&mut self, inner: &Inner) -> Result<Completion<B>> {
+        if self.taken.is_some() {
+            return Err(already_taken());
+        }
+        if let Some(r) = self.mailed() {
+            return Ok(self.finish(r));
+        }
+        let mut core = inner.lock();
+        if core.get(self.idx, self.gen).map(|s| s.state) != Some(State::Done) {
+            inner.poll_completions(&mut core);
+        }
+        if let Some(r) = self.mailed() {
+            inner.release(core);
+            return Ok(self.finish(r));
+        }
+        let res = match core.get(self.idx, self.gen) {
+            Some(s) if s.state == State::Done => s.res,
+            _ => {
+                inner.release(core);
+                return Err(Error::from_errno("aio_return", libc::EINPROGRESS)
+                    .with_hint("wait with Aio::suspend, Request::wait or .await first"));
+            }
+        };
+        core.free_slot(self.idx);
+        inner.release(core);
+        Ok(self.finish(res))
+    }
+
+    /// Lets go of the request: a done one's slot is freed; an unfinished one is
+    /// cancelled and its slot keeps the buffer until the kernel (or pool
+    /// thread) lets go of it.
+    pub(crate) fn forget(&mut self, inner: &Inner) {
+        if self.taken.is_none() && self.mailed().is_none() {
+            let mut core = inner.lock();
+            inner.poll_completions(&mut core);
+            // (A completion that posted to the mail box freed the slot: the name
+            // is stale then.)
+            if let Some(state) = core.get(self.idx, self.gen).map(|s| s.state) {
+                if state == State::Done {
+                    core.free_slot(self.idx);
+                } else {
+                    let s = &mut core.slots[self.idx as usize];
+                    // The box goes with this handle: the slot must not post to it.
+                    s.mail = super::mail::MailAddr::NONE;
+                    s.detached = true;
+                    if let Some(b) = self.buf.take() {
+                        s.orphan = Some(erase(b));
+                    }
+                    if !core.cancel_unissued(self.idx) {
+                        match &inner.engine {
+                            Engine::Uring(r) => {
+                                r.cancel_async(super::table::user_data(self.idx, self.gen))
+                            }
+                            Engine::Threads(p) => {
+                                let s = &mut core.slots[self.idx as usize];
+                                if s.interruptible {
+                                    s.cancel_req = true;
+                                    p.interrupt(s.worker);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            inner.release(core);
+        }
+        // Taken or given up: later calls answer "already taken".
+        self.taken.get_or_insert(-(libc::ECANCELED as i64));
+        if let Some(m) = self.mail.take() {
+            recycle(m);
+        }
+    }
+}
+
+impl<B: Send + 'static> Drop for Ticket<B> {
+    fn drop(&mut self) {
+        // Given up without `forget` (a bug): its slot may still hold the box's
+        // address, so the box must outlive the slot. Leak it.
+        if let Some(m) = self.mail.take() {
+            std::mem::forget(m);
+        }
+    }
 }
 
 impl<B: Send + 'static> Request<B> {
@@ -135,10 +374,7 @@ impl<B: Send + 'static> Request<B> {
         inner.add_user();
         Request {
             inner,
-            idx,
-            gen,
-            buf,
-            taken: None,
+            t: Ticket::new(idx, gen, buf, None),
         }
     }
 
@@ -147,24 +383,9 @@ impl<B: Send + 'static> Request<B> {
     pub fn id(&self) -> RequestId {
         RequestId {
             ctx: Arc::as_ptr(&self.inner) as usize,
-            idx: self.idx,
-            gen: self.gen,
+            idx: self.t.idx,
+            gen: self.t.gen,
         }
-    }
-
-    fn raw_status(&self) -> Option<i64> {
-        if let Some(r) = self.taken {
-            return Some(r);
-        }
-        let mut core = self.inner.lock();
-        self.inner.poll_completions(&mut core);
-        let r = match core.get(self.idx, self.gen) {
-            Some(s) if s.state == State::Done => Some(s.res),
-            Some(_) => None,
-            None => Some(-(libc::ECANCELED as i64)),
-        };
-        self.inner.release(core);
-        r
     }
 
     /// `aio_error`: `Ok(())` once the request succeeded; an error of kind
@@ -176,7 +397,7 @@ impl<B: Send + 'static> Request<B> {
     /// - [`aio_error(3)`](https://man7.org/linux/man-pages/man3/aio_error.3.html)
     #[doc(alias = "aio_error")]
     pub fn error(&self) -> Result<()> {
-        match self.raw_status() {
+        match self.t.raw_status(&self.inner) {
             None => Err(Error::from_errno("aio_error", libc::EINPROGRESS)),
             Some(r) => result_of("aio_error", r).map(drop),
         }
@@ -184,7 +405,7 @@ impl<B: Send + 'static> Request<B> {
 
     /// True once the request reached its final state.
     pub fn is_done(&self) -> bool {
-        self.raw_status().is_some()
+        self.t.raw_status(&self.inner).is_some()
     }
 
     /// `aio_return`: the result and the buffer, **exactly once**. Before the
@@ -194,40 +415,14 @@ impl<B: Send + 'static> Request<B> {
     /// # References
     /// - [`aio_return(3)`](https://man7.org/linux/man-pages/man3/aio_return.3.html)
     pub fn aio_return(&mut self) -> Result<Completion<B>> {
-        if self.taken.is_some() {
-            return Err(Error::new(
-                ErrorKind::AlreadyTaken,
-                "aio_return",
-                "the result of this request was already taken",
-            )
-            .with_hint("aio_return may be called once per request; keep the first Completion"));
-        }
-        let mut core = self.inner.lock();
-        if core.get(self.idx, self.gen).map(|s| s.state) != Some(State::Done) {
-            self.inner.poll_completions(&mut core);
-        }
-        let res = match core.get(self.idx, self.gen) {
-            Some(s) if s.state == State::Done => s.res,
-            _ => {
-                self.inner.release(core);
-                return Err(Error::from_errno("aio_return", libc::EINPROGRESS)
-                    .with_hint("wait with Aio::suspend, Request::wait or .await first"));
-            }
-        };
-        core.free_slot(self.idx);
-        self.inner.release(core);
-        self.taken = Some(res);
-        Ok(Completion {
-            result: result_of("aio_return", res),
-            buf: self.buf.take(),
-        })
+        self.t.aio_return(&self.inner)
     }
 
     /// Waits for the request (the calling thread reaps completions itself), then
     /// takes its result like [`aio_return`](Request::aio_return).
     pub fn wait(&mut self) -> Result<Completion<B>> {
-        if self.taken.is_none() {
-            let (idx, gen) = (self.idx, self.gen);
+        if self.t.taken.is_none() && self.t.mailed().is_none() {
+            let (idx, gen) = (self.t.idx, self.t.gen);
             self.inner.wait_until(None, None, |c| {
                 c.get(idx, gen).map_or(true, |s| s.state == State::Done)
             })?;
@@ -244,55 +439,26 @@ impl<B: Send + 'static> Request<B> {
     /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
     #[doc(alias = "aio_cancel")]
     pub fn cancel(&self) -> Result<CancelResult> {
-        if self.taken.is_some() {
+        if self.t.taken.is_some() || self.t.mailed().is_some() {
             return Ok(CancelResult::AllDone);
         }
-        Ok(cancel_one(&self.inner, self.idx, self.gen))
+        Ok(cancel_one(&self.inner, self.t.idx, self.t.gen))
     }
 }
 
 impl<B: Send + 'static> fmt::Debug for Request<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Request")
-            .field("idx", &self.idx)
-            .field("gen", &self.gen)
-            .field("taken", &self.taken.is_some())
+            .field("idx", &self.t.idx)
+            .field("gen", &self.t.gen)
+            .field("taken", &self.t.taken.is_some())
             .finish()
     }
 }
 
 impl<B: Send + 'static> Drop for Request<B> {
     fn drop(&mut self) {
-        if self.taken.is_none() {
-            let mut core = self.inner.lock();
-            self.inner.poll_completions(&mut core);
-            if let Some(state) = core.get(self.idx, self.gen).map(|s| s.state) {
-                if state == State::Done {
-                    core.free_slot(self.idx);
-                } else {
-                    let s = &mut core.slots[self.idx as usize];
-                    s.detached = true;
-                    if let Some(b) = self.buf.take() {
-                        s.orphan = Some(erase(b));
-                    }
-                    if !core.cancel_unissued(self.idx) {
-                        match &self.inner.engine {
-                            Engine::Uring(r) => {
-                                r.cancel_async(super::table::user_data(self.idx, self.gen))
-                            }
-                            Engine::Threads(p) => {
-                                let s = &mut core.slots[self.idx as usize];
-                                if s.interruptible {
-                                    s.cancel_req = true;
-                                    p.interrupt(s.worker);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            self.inner.release(core);
-        }
+        self.t.forget(&self.inner);
         self.inner.drop_user();
     }
 }

@@ -36,7 +36,7 @@ use crate::sys::prio::{self, SchedClass};
 use crate::{Error, ErrorKind, Result};
 
 thread_local! {
-    /// Set to 1 by `submit_one_deferred` to ask the next submitting call to leave
+    /// Set to 1 by `submit_one_mailed` to ask the next submitting call to leave
     /// the ring unentered; that call sets 2 when it did.
     static DEFER_ENTER: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
 }
@@ -149,20 +149,48 @@ impl Inner {
         Ok(id)
     }
 
-    /// [`submit_one`](Inner::submit_one), except that a request that went into
-    /// the io_uring submission queue with no probe read to settle is left there:
-    /// the kernel is not entered. True if so; the caller must then have the ring
-    /// entered, and keep the fd open until it is. For `.await` batching.
-    #[cfg(feature = "tokio")]
-    pub(crate) fn submit_one_deferred(
+    /// [`submit_one`](Inner::submit_one), with `mail` (and `waker`) attached to
+    /// the request under the same lock (see `Core::attach_mail`). With `defer`,
+    /// a request that went into the io_uring submission queue with no probe
+    /// read to settle is left there: the kernel is not entered. True if so; the
+    /// caller must then have the ring entered, and keep the fd open until it
+    /// is. For futures (`.await` batching).
+    pub(crate) fn submit_one_mailed(
         &self,
         p: Prepared<'_>,
         notify: Notify,
+        mail: Option<&std::sync::Arc<super::mail::Mail>>,
+        waker: Option<&std::task::Waker>,
+        defer: bool,
     ) -> Result<((u32, u32), bool)> {
-        DEFER_ENTER.set(1);
-        let r = self.submit_one(p, notify);
-        let deferred = DEFER_ENTER.replace(0) == 2;
-        r.map(|id| (id, deferred))
+        if defer {
+            DEFER_ENTER.set(1);
+        }
+        let Begun {
+            mut core,
+            class,
+            direct,
+            can_probe,
+            defer,
+        } = self.begin_submit(1)?;
+        let mut probes = Probes::default();
+        let mut enter = false;
+        let id = self.place(
+            &mut core,
+            p,
+            notify,
+            super::table::NO_LIST,
+            class,
+            direct,
+            can_probe,
+            &mut enter,
+            &mut probes,
+        );
+        if let Some(mail) = mail {
+            core.attach_mail(id.0, id.1, mail, waker);
+        }
+        self.finish_submit(core, enter, &probes, defer);
+        Ok((id, defer && DEFER_ENTER.replace(0) == 2))
     }
 
     /// The start of a submitting call of `n` requests: takes the lock, refuses a
@@ -170,7 +198,7 @@ impl Inner {
     #[inline(always)]
     fn begin_submit(&self, n: usize) -> Result<Begun<'_>> {
         let threads = matches!(self.engine, Engine::Threads(_));
-        // Asked by `submit_one_deferred` for this call only (not for a call
+        // Asked by `submit_one_mailed` for this call only (not for a call
         // nested in a waker or callback run below).
         let defer = DEFER_ENTER.replace(0) == 1;
         let core = self.lock();
@@ -198,7 +226,7 @@ impl Inner {
 
     /// The end of a submitting call: hands queued requests to the engine,
     /// releases the lock, enters the ring (unless `defer`: see
-    /// `submit_one_deferred`), and settles probe reads.
+    /// `submit_one_mailed`), and settles probe reads.
     #[inline]
     fn finish_submit(
         &self,

@@ -37,6 +37,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::task::Waker;
 
 use super::hook::{self, HookOp};
+pub(crate) use super::mail::{Mail, MailAddr};
 use super::notify::{Fire, Notify};
 use crate::sys::io::FdKind;
 use crate::sys::prio::SchedClass;
@@ -141,6 +142,9 @@ pub(crate) struct Slot {
     pub eagain: bool,
     /// Thread engine: waiting for readiness in the engine's epoll set.
     pub parked: bool,
+    /// Where the result goes when the request is done, for a handle that reads
+    /// it without the lock: the slot is then freed by the completion itself.
+    pub mail: MailAddr,
 }
 
 impl Slot {
@@ -208,6 +212,7 @@ impl Slot {
             nonblock: false,
             probe: false,
             espipe: false,
+            mail: MailAddr::NONE,
             eagain: false,
             parked: false,
         }
@@ -275,6 +280,20 @@ pub(crate) struct Core {
 }
 
 fn no_aiocb(_: usize, _: i64) {}
+
+/// Posts a done request's result to its mail box, if it has one (true: the
+/// slot is to be freed, its handle reads the box).
+#[inline(always)]
+fn post_mail(s: &mut Slot, res: i64) -> bool {
+    let m = std::mem::take(&mut s.mail);
+    if m.is_none() {
+        return false;
+    }
+    // SAFETY: the request's handle keeps the box alive while the slot holds its
+    // address (`MailAddr`), and the slot lets go of it here.
+    unsafe { m.post(res) };
+    true
+}
 
 /// Packs a request name into io_uring `user_data`.
 #[inline]
@@ -377,6 +396,7 @@ impl Core {
         let s = &mut self.slots[idx as usize];
         debug_assert!(s.state == State::Free);
         debug_assert!(s.own_fd.is_none() && s.waker.is_none() && s.orphan.is_none());
+        debug_assert!(s.mail.is_none());
         debug_assert!(s.notify.is_none() && !s.detached && !s.probe && !s.parked);
         debug_assert!(!s.interruptible);
         s.state = State::FdQueued;
@@ -520,7 +540,7 @@ impl Core {
     /// Records the final result of request `idx` and releases whatever waited on it.
     ///
     /// The common case on io_uring (an issued request with no own fd, aiocb,
-    /// waker, notification or handle-less slot, and no trace stream running)
+    /// notification or handle-less slot, and no trace stream running)
     /// is done inline; the rest in [`complete_slow`](Core::complete_slow).
     #[inline(always)]
     pub(crate) fn complete(&mut self, idx: u32, res: i64) {
@@ -528,12 +548,12 @@ impl Core {
         let plain = s.state == State::Issued
             && s.own_fd.is_none()
             && s.aiocb == 0
-            && s.waker.is_none()
             && s.notify.is_none()
             && !s.detached;
         if !plain || crate::trace::system_events::enabled() {
             return self.complete_slow(idx, res);
         }
+        let waker = s.waker.take();
         s.state = State::Done;
         s.res = res;
         s.interruptible = false;
@@ -541,6 +561,10 @@ impl Core {
         s.probe = false;
         let fd = s.op.fd;
         let list = s.list;
+        let mailed = post_mail(s, res);
+        if let Some(w) = waker {
+            self.push_waker(w);
+        }
         self.inflight -= 1;
         self.completed = true;
         let gate = self.gate(fd);
@@ -551,6 +575,19 @@ impl Core {
         if list != NO_LIST {
             self.list_member_done(list);
         }
+        if mailed {
+            self.free_slot(idx);
+        }
+    }
+
+    /// Queues `w` to be woken after the lock is released (the queue goes whole at
+    /// each release: room for a batch is made at once, not doubling by doubling).
+    #[inline(always)]
+    fn push_waker(&mut self, w: Waker) {
+        if self.wakers.capacity() == 0 {
+            self.wakers.reserve(64);
+        }
+        self.wakers.push(w);
     }
 
     /// [`complete`](Core::complete), every case.
@@ -596,6 +633,7 @@ impl Core {
         }
         let list = s.list;
         let detached = s.detached;
+        let mailed = post_mail(s, res);
         self.completed = true;
         let gate = self.gate(op.fd);
         if was_queued {
@@ -611,8 +649,33 @@ impl Core {
         if list != NO_LIST {
             self.list_member_done(list);
         }
-        if detached {
+        if detached || mailed {
             self.free_slot(idx);
+        }
+    }
+
+    /// Attaches `mail` (and `waker`) to the live, unfinished request `(idx,
+    /// gen)`: its completion posts the result there and frees the slot. False if
+    /// the request is already done (or the name stale): nothing is attached.
+    pub(crate) fn attach_mail(
+        &mut self,
+        idx: u32,
+        gen: u32,
+        mail: &std::sync::Arc<Mail>,
+        waker: Option<&Waker>,
+    ) -> bool {
+        match self.slots.get_mut(idx as usize) {
+            Some(s) if s.gen == gen && !matches!(s.state, State::Free | State::Done) => {
+                s.mail = MailAddr::of(mail);
+                if let Some(w) = waker {
+                    match &s.waker {
+                        Some(old) if old.will_wake(w) => {}
+                        _ => s.waker = Some(w.clone()),
+                    }
+                }
+                true
+            }
+            _ => false,
         }
     }
 
@@ -665,6 +728,7 @@ impl Core {
         s.gen = s.gen.wrapping_add(1);
         s.orphan = None;
         s.waker = None;
+        s.mail = MailAddr::NONE;
         s.detached = false;
         self.free.push(idx);
     }

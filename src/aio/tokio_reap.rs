@@ -114,6 +114,14 @@ impl Wake for Reap {
     }
 }
 
+/// True if the current tokio runtime's reactor wakes `inner`'s futures already,
+/// armed from this thread (no lock, no reactor call).
+#[inline]
+pub(crate) fn armed<H: Host + 'static>(inner: &Arc<H>) -> bool {
+    let ctx = Arc::as_ptr(inner) as *const () as usize;
+    Handle::try_current().is_ok_and(|h| armed_here(ctx, h.id()))
+}
+
 /// Makes sure the current tokio runtime's reactor wakes `inner`'s futures. False
 /// when there is no usable runtime here (the caller then starts the completion
 /// thread), or when the engine has no eventfd (the thread engine wakes futures
@@ -206,9 +214,19 @@ pub(crate) fn batching_pays() -> bool {
 }
 
 /// Has `w` woken at the end of the current runtime turn: once the scheduler has
-/// run out of ready tasks and polled its driver (tokio's deferred wake, the one
-/// `yield_now` uses). Outside a runtime's worker, `w` is woken at once.
+/// run every task that is ready now. On a `current_thread` runtime, a task
+/// spawned now runs after them (its run queue is first in, first out), without
+/// a poll of the driver in between; elsewhere, tokio's deferred wake (the one
+/// `yield_now` uses) runs once the scheduler has run out of ready tasks and
+/// polled its driver. Outside a runtime's worker, `w` is woken at once.
 pub(crate) fn at_turn_end(w: &Waker) {
+    if let Ok(h) = Handle::try_current() {
+        if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
+            let w = w.clone();
+            drop(h.spawn(async move { w.wake() }));
+            return;
+        }
+    }
     let mut cx = Context::from_waker(w);
     let y = std::pin::pin!(tokio::task::yield_now());
     let _ = std::future::Future::poll(y, &mut cx);
