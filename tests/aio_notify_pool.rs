@@ -4,8 +4,6 @@
 //! and `name::threads`.
 
 use std::collections::HashSet;
-use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -17,22 +15,7 @@ use common::ctx;
 
 /// A regular file of `n` bytes (removed at once).
 fn file(n: usize) -> std::fs::File {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "posixrt-aio-pool-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
-    f.write_all(&vec![b'x'; n]).unwrap();
-    let _ = std::fs::remove_file(&path);
-    f
+    common::temp_file(&vec![b'x'; n])
 }
 
 #[derive(Default)]

@@ -8,7 +8,6 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -27,22 +26,7 @@ fn set_nonblocking(fd: impl AsFd) {
 
 /// A regular file with `content`, opened read-write (removed at once).
 fn file(content: &[u8]) -> File {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "posixrt-aio-posix-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
-    f.write_all(content).unwrap();
-    let _ = std::fs::remove_file(&path);
-    f
+    common::temp_file(content)
 }
 
 /// Waits (bounded) until `req` is done; false if it is still in progress.

@@ -30,6 +30,29 @@ pub fn ctx(b: Backend) -> Aio {
     Aio::builder().backend(b).build().expect("AIO context")
 }
 
+/// A regular file holding `content`, opened read-write, its name removed at once
+/// (so nothing is left in the temp dir).
+pub fn temp_file(content: &[u8]) -> std::fs::File {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "posixrt-aio-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(content).unwrap();
+    let _ = std::fs::remove_file(&path);
+    f
+}
+
 /// A close-on-exec pipe: (read end, write end).
 pub fn pipe() -> (OwnedFd, OwnedFd) {
     rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
