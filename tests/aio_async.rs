@@ -46,6 +46,15 @@ fn threads_named(prefix: &str) -> usize {
 /// The io_uring completion thread (`posixrt-aio-complete`, cut to 15 bytes).
 const COMPLETION_THREAD: &str = "posixrt-aio-com";
 
+/// A current-thread tokio runtime with its I/O driver (the reactor the futures
+/// register the ring's eventfd with).
+fn current_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
 /// Reads chunk `i` with `.await` and checks its bytes.
 async fn read_chunk(aio: Aio, f: Arc<File>, i: usize) -> usize {
     let c = aio
@@ -61,10 +70,7 @@ async fn read_chunk(aio: Aio, f: Arc<File>, i: usize) -> usize {
 }
 
 fn current_thread_reads(b: Backend) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     let aio = ctx(b);
     let f = data_file();
     // One at a time, then all at once.
@@ -120,10 +126,7 @@ fn multi_thread_reads(b: Backend) {
 both!(multi_thread_reads_need_no_helper_thread, multi_thread_reads);
 
 fn list_future(b: Backend) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     let aio = ctx(b);
     let f = data_file();
     rt.block_on(async {
@@ -152,10 +155,7 @@ fn context_outlives_runtimes(b: Backend) {
     let aio = ctx(b);
     let f = data_file();
     for round in 0..3 {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = current_rt();
         rt.block_on(async {
             for i in 0..8 {
                 assert_eq!(
@@ -178,10 +178,7 @@ fn two_runtimes_at_once(b: Backend) {
         .map(|t| {
             let (aio, f, barrier) = (aio.clone(), Arc::clone(&f), Arc::clone(&barrier));
             std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap();
+                let rt = current_rt();
                 barrier.wait();
                 rt.block_on(async {
                     for i in 0..CHUNKS / 2 {
@@ -230,10 +227,7 @@ fn idle_tasks() -> Vec<tokio::task::JoinHandle<()>> {
 fn submit_on_poll_reads(b: Backend) {
     let aio = ctx(b);
     let f = data_file();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     rt.block_on(async {
         for i in 0..CHUNKS {
             assert_eq!(read_chunk_async(aio.clone(), Arc::clone(&f), i).await, i);
@@ -294,10 +288,7 @@ fn uring_one_turn_enters_once() {
     let f = data_file();
     let fd = f.as_raw_fd();
     let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     let t = posixrt::trace::Trace::create(&posixrt::trace::TraceAttr::new()).unwrap();
     t.start().unwrap();
     rt.block_on(async {
@@ -362,10 +353,7 @@ fn uring_lone_task_enters_at_once() {
     let aio = ctx(Backend::Uring);
     let (f, path) = cached_temp_file();
     let f = Arc::new(f);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     let firsts = rt.block_on(async {
         let mut firsts = Vec::new();
         for i in 0..8 {
@@ -404,10 +392,7 @@ fn uring_dropped_deferred_write_never_reaches_a_reused_fd() {
     let a = Arc::new(memfd("aio_async_a"));
     let a2 = a.try_clone().unwrap();
     let b = memfd("aio_async_b");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     rt.block_on(async {
         let _idle = idle_tasks();
         let mut fut = aio.write_async(Arc::clone(&a), 0, vec![7u8; 512]);
@@ -445,10 +430,7 @@ fn uring_forgotten_deferred_write_keeps_its_fd() {
     let a = Arc::new(File::from(
         rustix::fs::memfd_create("aio_async_forget", rustix::fs::MemfdFlags::CLOEXEC).unwrap(),
     ));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     rt.block_on(async {
         let _idle = idle_tasks();
         let mut fut = aio.write_async(Arc::clone(&a), 0, vec![9u8; 512]);
@@ -479,10 +461,7 @@ fn uring_forgotten_deferred_write_keeps_its_fd() {
 fn uring_deferred_read_completes_after_the_turn() {
     let aio = ctx(Backend::Uring);
     let f = data_file();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     rt.block_on(async {
         let _idle = idle_tasks();
         // The first read of an fd settles its kind at once; the later ones wait.
@@ -502,10 +481,7 @@ fn uring_deferred_read_completes_after_the_turn() {
 fn many_turns_reuse_slots(b: Backend) {
     let aio = ctx(b);
     let f = data_file();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     rt.block_on(async {
         let tasks: Vec<_> = (0..32)
             .map(|t| {
@@ -546,10 +522,7 @@ fn uring_completed_future_dropped_unpolled() {
     use std::os::fd::AsRawFd;
     let aio = ctx(Backend::Uring);
     let f = data_file();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     rt.block_on(async {
         let _idle = idle_tasks();
         read_chunk_async(aio.clone(), Arc::clone(&f), 0).await;
@@ -581,10 +554,7 @@ fn pending_reads_woken_by_the_reactor(b: Backend) {
                 .build()
                 .unwrap()
         } else {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
+            current_rt()
         };
         let (rd, wr) = common::pipe();
         let rd = Arc::new(File::from(rd));
@@ -623,10 +593,7 @@ fn uring_waits_that_gather_nothing_stop() {
     let aio = ctx(Backend::Uring);
     let (f, path) = cached_temp_file();
     let f = Arc::new(f);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = current_rt();
     // Does this file system complete a cached read inline? (Another context, and
     // no other task: its reads enter at once.)
     let inline = rt.block_on(async {
