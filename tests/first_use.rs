@@ -1,6 +1,9 @@
 //! What a new user meets first: messages of the library for common mistakes, and the
 //! command lines of the examples (bad arguments, bad input, interrupted runs).
 
+#[path = "common/unprivileged.rs"]
+mod unprivileged;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -251,7 +254,6 @@ fn bad_values_are_one_line_usage_errors() {
 #[test]
 fn priority_inversion_refused_privilege_is_a_failure_on_stderr() {
     use std::os::unix::fs::PermissionsExt;
-    use std::os::unix::process::CommandExt;
     // uid 65534 may not reach the build directory (a checkout in a 0700
     // directory): run a world-executable copy.
     let d = Scratch::new("priority-inversion");
@@ -263,29 +265,7 @@ fn priority_inversion_refused_privilege_is_a_failure_on_stderr() {
     cmd.args(["--runs", "1", "--cs-ms", "5", "--medium-ms", "20"])
         .current_dir(&d.0)
         .stdin(Stdio::null());
-    // SAFETY: between fork and exec the child only makes async-signal-safe syscalls.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Drop CAP_SYS_NICE (23) from the bounding set (best effort) and, as
-            // root, become nobody, which loses it anyway.
-            libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
-            if libc::geteuid() == 0
-                && (libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setresgid(65534, 65534, 65534) != 0
-                    || libc::setresuid(65534, 65534, 65534) != 0)
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    unprivileged::without_rt_privilege(&mut cmd);
     let o = cmd.output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let out = String::from_utf8_lossy(&o.stdout);

@@ -5,6 +5,9 @@
 //! they start to one CPU. No test asserts a duration: waits are bounded polls on
 //! states, and the assertions are on priorities, orders and error kinds.
 
+#[path = "common/unprivileged.rs"]
+mod unprivileged;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -816,32 +819,9 @@ fn priority_inversion_example_prints_listing_6_8_order() {
 fn priority_inversion_example_without_privilege_explains_and_fails() {
     let _g = serial();
     let bin = world_executable_copy(&example_binary());
-    use std::os::unix::process::CommandExt;
     let mut cmd = std::process::Command::new(&bin);
     cmd.args(["--json", "--runs", "1"]);
-    // SAFETY: between fork and exec the child only makes async-signal-safe syscalls.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // Drop CAP_SYS_NICE from the bounding set (best effort: needs
-            // CAP_SETPCAP) and, as root, become nobody, which loses it anyway.
-            libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
-            if libc::geteuid() == 0
-                && (libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setresgid(65534, 65534, 65534) != 0
-                    || libc::setresuid(65534, 65534, 65534) != 0)
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    unprivileged::without_rt_privilege(&mut cmd);
     let out = cmd.output().expect("run the example without privilege");
     let _ = std::fs::remove_dir_all(bin.parent().unwrap());
     // A refused privilege is a failure: exit 1, nothing on stdout, error and hint on stderr.
