@@ -17,6 +17,9 @@
 //! Needs SCHED_FIFO (root or CAP_SYS_NICE / RLIMIT_RTPRIO); without it the test
 //! checks the documented refusal and returns.
 
+#[path = "common/fifo.rs"]
+mod fifo;
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -100,23 +103,9 @@ fn one_run(aio: &Aio, cpu: usize, want: &[u8]) -> Duration {
 
 fn submit_under_held_core_lock(b: Backend) {
     let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let cpu = CpuSet::allowed()
-        .expect("affinity")
-        .iter()
-        .last()
-        .expect("some CPU");
-    // Is SCHED_FIFO allowed here?
-    let probe = Builder::new()
-        .scheduling(Priority::fifo(10).expect("priority"))
-        .spawn(|| ());
-    match probe {
-        Ok(h) => h.join().expect("probe"),
-        Err(e) => {
-            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
-            eprintln!("skipped: no SCHED_FIFO here ({e})");
-            return;
-        }
-    }
+    let Some(cpu) = fifo::fifo_cpu() else {
+        return;
+    };
     let aio = Aio::builder().backend(b).build().expect("AIO context");
     let mut want = vec![0u8; 64];
     std::io::Read::read_exact(&mut exe(), &mut want).expect("read exe");

@@ -15,13 +15,15 @@
 //! Needs SCHED_FIFO (root or CAP_SYS_NICE / RLIMIT_RTPRIO); without it the test
 //! checks the documented refusal and returns.
 
+#[path = "common/fifo.rs"]
+mod fifo;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use posixrt::sched::{Builder, CpuSet, Priority};
 use posixrt::sync::{self, PiCondvar, Tracking};
-use posixrt::ErrorKind;
 
 const RUNS: usize = 20;
 const HOG: Duration = Duration::from_millis(300);
@@ -85,23 +87,9 @@ fn one_run(cpu: usize) -> Duration {
 
 #[test]
 fn tracking_registration_does_not_invert_priorities() {
-    let cpu = CpuSet::allowed()
-        .expect("affinity")
-        .iter()
-        .last()
-        .expect("some CPU");
-    // Is SCHED_FIFO allowed here?
-    let probe = Builder::new()
-        .scheduling(Priority::fifo(10).expect("priority"))
-        .spawn(|| ());
-    match probe {
-        Ok(h) => h.join().expect("probe"),
-        Err(e) => {
-            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
-            eprintln!("skipped: no SCHED_FIFO here ({e})");
-            return;
-        }
-    }
+    let Some(cpu) = fifo::fifo_cpu() else {
+        return;
+    };
     sync::set_tracking(Tracking::Counts);
     let took: Vec<Duration> = (0..RUNS).map(|_| one_run(cpu)).collect();
     sync::set_tracking(Tracking::Off);
