@@ -89,6 +89,26 @@ pub(crate) fn lock_pi(word: &AtomicU32, deadline: Option<Instant>) -> Result<(),
     futex::lock_pi(word, PRIVATE, ts.as_ref()).map_err(errno)
 }
 
+/// Blocks in [`lock_pi`] (no deadline) until the kernel hands the caller the PI
+/// futex `word`, retrying on EINTR/EAGAIN. An error the kernel should not give
+/// for a private lock the caller does not hold (ENOMEM; ESRCH or EINVAL if the
+/// word names a thread that is gone) falls back to polling with `try_take`, the
+/// lock's own user-space take (a CAS from 0 to the caller's tid), and a yield.
+pub(crate) fn lock_pi_blocking(word: &AtomicU32, try_take: impl Fn() -> bool) {
+    loop {
+        match lock_pi(word, None) {
+            Ok(()) => return,
+            Err(libc::EINTR) | Err(libc::EAGAIN) => {}
+            Err(_) => {
+                if try_take() {
+                    return;
+                }
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
 /// `FUTEX_TRYLOCK_PI`: take the PI futex if free (or left by a dead owner).
 ///
 /// # References

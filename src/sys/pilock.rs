@@ -24,21 +24,7 @@ pub(crate) type PiLocked<T> = lock_api::Mutex<RawPiLock, T>;
 impl RawPiLock {
     #[cold]
     fn lock_slow(&self, tid: u32) {
-        loop {
-            match futex::lock_pi(&self.word, None) {
-                Ok(()) => return,
-                // Interrupted, or the owner changed under us: try again.
-                Err(libc::EINTR) | Err(libc::EAGAIN) => {}
-                // Not expected from the kernel for a private lock we do not hold
-                // (ENOMEM, ESRCH of a vanished owner): fall back to polling.
-                Err(_) => {
-                    if self.try_fast(tid) {
-                        return;
-                    }
-                    std::thread::yield_now();
-                }
-            }
-        }
+        futex::lock_pi_blocking(&self.word, || self.try_fast(tid));
     }
 
     #[inline]

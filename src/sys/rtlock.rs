@@ -183,21 +183,7 @@ impl RawRtLock {
     /// A real-time waiter: `FUTEX_LOCK_PI`, which boosts the owner and returns
     /// with the lock ours (the kernel writes our tid into the word).
     fn lock_pi(&self, tid: u32) {
-        loop {
-            match futex::lock_pi(&self.word, None) {
-                Ok(()) => return,
-                // Interrupted, or the owner changed under us: try again.
-                Err(libc::EINTR) | Err(libc::EAGAIN) => {}
-                // Not expected for a private lock we do not hold (ENOMEM; ESRCH
-                // or EINVAL if the word named a thread that is gone): poll.
-                Err(_) => {
-                    if self.try_fast(tid) {
-                        return;
-                    }
-                    std::thread::yield_now();
-                }
-            }
-        }
+        futex::lock_pi_blocking(&self.word, || self.try_fast(tid));
     }
 
     /// Any other waiter: sleep on `sleep`, retry the CAS when woken (see
