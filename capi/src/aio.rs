@@ -13,6 +13,7 @@ use rt::aio::{Notify, AIO_PRIO_DELTA_MAX};
 
 use crate::debug::debug;
 use crate::notify::from_sigevent;
+use crate::restart::handlers_restart;
 
 const MAGIC: u64 = 0x7072_7472_6169_6f63;
 
@@ -70,11 +71,6 @@ fn poll_if_safe() {
 fn set_errno(e: i32) {
     // SAFETY: __errno_location returns the calling thread's errno.
     unsafe { *libc::__errno_location() = e };
-}
-
-pub(crate) fn errno() -> i32 {
-    // SAFETY: __errno_location returns the calling thread's errno.
-    unsafe { *libc::__errno_location() }
 }
 
 pub(crate) fn fail(e: i32) -> c_int {
@@ -609,7 +605,12 @@ pub unsafe extern "C" fn lio_listio(
     }
     let bad = refused.len() + busy;
     if wait {
-        match eng.wait_kept(&names) {
+        let waited = match eng.wait_kept(&names) {
+            // SAFETY: the submitted aiocbs stay valid until done (contract).
+            Err(libc::EINTR) if handlers_restart() => unsafe { wait_statuses(eng, &cbs_ok) },
+            r => r,
+        };
+        match waited {
             Ok(failed) if failed + bad == 0 => 0,
             Ok(_) => fail(libc::EIO),
             Err(e) => fail(e),
@@ -619,6 +620,27 @@ pub unsafe extern "C" fn lio_listio(
     } else {
         0
     }
+}
+
+/// The rest of a `LIO_WAIT` that a handler installed with `SA_RESTART`
+/// interrupted: waits until every aiocb of `cbs` has its final status (the
+/// requests free their slots themselves once `wait_kept` has returned) and
+/// returns how many failed, or `Err(EINTR)` when a handler without
+/// `SA_RESTART` interrupts it.
+///
+/// # Safety
+/// Each of `cbs` is a valid aiocb of a request of this engine.
+unsafe fn wait_statuses(eng: &CEngine, cbs: &[*mut Aiocb]) -> Result<usize, i32> {
+    // SAFETY: valid (contract); the status word is written by the engine.
+    let status = |cb: *mut Aiocb| unsafe { raw::error_code(cb) };
+    loop {
+        match eng.wait(None, &mut || cbs.iter().all(|&cb| status(cb) != libc::EINPROGRESS)) {
+            Ok(_) => break,
+            Err(libc::EINTR) if handlers_restart() => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(cbs.iter().filter(|&&cb| status(cb) != 0).count())
 }
 
 /// glibc's `struct aioinit`.

@@ -17,6 +17,7 @@ mod aio;
 mod alias;
 mod debug;
 mod notify;
+mod restart;
 mod suspend;
 mod trace;
 

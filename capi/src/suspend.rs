@@ -1,13 +1,15 @@
 //! `aio_suspend`: the wait for any of a list of requests, bounded by the
-//! caller's timeout, interrupted by signal handlers, and a cancellation point.
+//! caller's timeout, interrupted by signal handlers (restarted after
+//! `SA_RESTART` ones), and a cancellation point.
 
 use std::ffi::c_int;
 use std::time::{Duration, Instant};
 
 use rt::aio::capi::{self as raw, Aiocb};
 
-use crate::aio::{engine_if_started, errno, fail, in_flight, in_lib, InLib};
+use crate::aio::{engine_if_started, fail, in_flight, in_lib, InLib};
 use crate::debug::debug;
+use crate::restart::handlers_restart;
 
 fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
     if t.is_null() {
@@ -55,6 +57,8 @@ enum Suspend {
     Ret(c_int),
     /// `until` passed with every listed request still in flight.
     TimedOut,
+    /// A signal handler ran during the wait (EINTR from the engine).
+    Interrupted,
 }
 
 /// `aio_suspend` until `until` (or without bound): the whole call but the
@@ -108,14 +112,17 @@ unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<In
     match eng.wait(until, &mut done) {
         Ok(true) => Suspend::Ret(0),
         Ok(false) => Suspend::TimedOut,
+        Err(libc::EINTR) => Suspend::Interrupted,
         Err(e) => Suspend::Ret(fail(e)),
     }
 }
 
 /// `aio_suspend`: wait until one of the listed requests is done (NULL entries
-/// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR).
+/// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR;
+/// after a handler installed with `SA_RESTART` the wait goes on, until the same
+/// deadline, as POSIX says: see [`crate::restart`]).
 /// A cancellation point, as POSIX requires: a `pthread_cancel` of the waiting
-/// thread is acted upon at entry, or when the wait ends with EINTR. (A cancel
+/// thread is acted upon at entry, or when a signal interrupts the wait. (A cancel
 /// requested while the thread already waits is acted upon when the wait ends:
 /// glibc delivers a deferred cancel without a signal, and looking for one
 /// between slices of the wait would lose the EINTR of a signal that lands
@@ -138,14 +145,18 @@ pub unsafe extern "C-unwind" fn aio_suspend(
         Ok(d) => d,
         Err(e) => return fail(e),
     };
-    // SAFETY: forwarded contract.
-    match unsafe { suspend_until(list, nent, deadline) } {
-        Suspend::Ret(r) => {
-            if r == -1 && errno() == libc::EINTR {
+    loop {
+        // SAFETY: forwarded contract.
+        match unsafe { suspend_until(list, nent, deadline) } {
+            Suspend::Ret(r) => return r,
+            Suspend::TimedOut => return fail(libc::EAGAIN),
+            Suspend::Interrupted => {
                 testcancel();
+                if !handlers_restart() {
+                    return fail(libc::EINTR);
+                }
+                // SA_RESTART: wait again, until the same deadline.
             }
-            r
         }
-        Suspend::TimedOut => fail(libc::EAGAIN),
     }
 }

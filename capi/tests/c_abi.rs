@@ -239,6 +239,26 @@ fn semantics_preloaded_threads() {
 }
 
 /// `-D_FILE_OFFSET_BITS=64` makes glibc's header call the `*64` names.
+/// `aio_suspend` (with and without a timeout) and `lio_listio(LIO_WAIT)` go
+/// on after a signal handler installed with `SA_RESTART`, as POSIX says (glibc
+/// does without a timeout); without `SA_RESTART` they return -1/EINTR. Both
+/// engines, linked and preloaded.
+#[test]
+fn waits_restart_after_sa_restart_handlers() {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src("aio_restart.c"), link, &strict());
+        for backend in ["uring", "threads"] {
+            let o = run(&exe, link, &[], &[("POSIXRT_AIO_BACKEND", backend)]);
+            assert!(
+                o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+                "{link:?} {backend}: {:?}\n{}",
+                o.status,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+}
+
 #[test]
 fn semantics_large_file_names_preloaded_and_linked() {
     let flags = ["-D_FILE_OFFSET_BITS=64"];
