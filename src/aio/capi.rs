@@ -738,26 +738,49 @@ impl CEngine {
     /// `aio_cancel(fd, NULL)`: cancels every C request on `fd` and combines the
     /// outcomes (`AIO_NOTCANCELED` if one could not be stopped, else
     /// `AIO_CANCELED` if one was, else `AIO_ALLDONE`).
+    ///
+    /// The requests still queued are cancelled first, in one pass under the
+    /// lock: cancelling an issued one may wait for it (`settle`), and the thread
+    /// pool would meanwhile start the queued ones, so that none was cancelled.
     pub fn cancel_fd(&self, fd: i32) -> i32 {
         self.flush();
-        let ids: Vec<u64> = {
-            let inner = &self.inner;
-            let mut core = inner.lock();
-            inner.poll_completions(&mut core);
-            let ids = core
-                .slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| {
-                    s.aiocb != 0 && s.op.fd == fd && !matches!(s.state, State::Free | State::Done)
-                })
-                .map(|(i, s)| user_data(i as u32, s.gen))
-                .collect();
-            inner.release(core);
-            ids
+        let inner = &self.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let mut queued = Vec::new();
+        let mut issued = Vec::new();
+        for i in 0..core.slots.len() {
+            let s = &core.slots[i];
+            if s.aiocb == 0 || s.op.fd != fd {
+                continue;
+            }
+            let (ud, op) = (user_data(i as u32, s.gen), s.op);
+            match s.state {
+                State::FdQueued | State::Ready => {
+                    core.cancel_unissued(i as u32);
+                    queued.push((ud, op));
+                }
+                State::Issued => issued.push(ud),
+                State::Free | State::Done => {}
+            }
+        }
+        inner.release(core);
+        let mut out = if queued.is_empty() {
+            libc::AIO_ALLDONE
+        } else {
+            libc::AIO_CANCELED
         };
-        let mut out = libc::AIO_ALLDONE;
-        for ud in ids {
+        for (ud, op) in queued {
+            hook::cancel(
+                ud,
+                op.fd,
+                op.offset,
+                op.len,
+                op.kind.hook(),
+                libc::AIO_CANCELED,
+            );
+        }
+        for ud in issued {
             let r = self.cancel(ud);
             out = match (out, r) {
                 (libc::AIO_NOTCANCELED, _) | (_, libc::AIO_NOTCANCELED) => libc::AIO_NOTCANCELED,
