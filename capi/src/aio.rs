@@ -634,7 +634,9 @@ unsafe fn wait_statuses(eng: &CEngine, cbs: &[*mut Aiocb]) -> Result<usize, i32>
     // SAFETY: valid (contract); the status word is written by the engine.
     let status = |cb: *mut Aiocb| unsafe { raw::error_code(cb) };
     loop {
-        match eng.wait(None, &mut || cbs.iter().all(|&cb| status(cb) != libc::EINPROGRESS)) {
+        match eng.wait(None, &mut || {
+            cbs.iter().all(|&cb| status(cb) != libc::EINPROGRESS)
+        }) {
             Ok(_) => break,
             Err(libc::EINTR) if handlers_restart() => continue,
             Err(e) => return Err(e),

@@ -259,6 +259,23 @@ fn waits_restart_after_sa_restart_handlers() {
     }
 }
 
+/// `aio_cancel(fd, NULL)` on the thread engine cancels the requests still
+/// queued behind the running ones, instead of waiting for each running one
+/// while the workers start the rest (it cancelled none of 32 queued writes).
+#[test]
+fn cancel_fd_cancels_the_queued_requests_threads() {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src("aio_cancel_queued.c"), link, &strict());
+        let o = run(&exe, link, &[], &[("POSIXRT_AIO_BACKEND", "threads")]);
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+            "{link:?}: {:?}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 #[test]
 fn semantics_large_file_names_preloaded_and_linked() {
     let flags = ["-D_FILE_OFFSET_BITS=64"];
