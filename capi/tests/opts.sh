@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs the Open POSIX Test Suite's AIO conformance tests (from an LTP checkout,
+# not part of this repository) against glibc and libposixrt, and prints one
+# line per test: glibc, LD_PRELOAD on io_uring, LD_PRELOAD on the thread
+# engine, linked with -lposixrt (io_uring). Verdicts are the tests' exit codes
+# (posixtest.h): PASS 0, FAIL 1, UNRES 2, UNSUP 4, UNTEST 5; HANG is the
+# timeout. With --runs N each test runs N times and a cell lists every verdict
+# seen with its count. A line where glibc passed every run and libposixrt did
+# not is marked "<--".
+#
+# usage: capi/tests/opts.sh OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX]
+#   OPTS_DIR  testcases/open_posix_testsuite of an LTP checkout
+#   --lib     the directory holding libposixrt.so (default: target/release)
+#   --only    run only the tests whose "interface/name" matches REGEX
+set -u
+opts=${1:?usage: $0 OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX]}
+shift
+here=$(cd "$(dirname "$0")/../.." && pwd)
+lib=$here/target/release
+runs=1
+limit=30
+only=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --lib) lib=$(cd "$2" && pwd); shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --timeout) limit=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+[ -f "$lib/libposixrt.so" ] || { echo "no $lib/libposixrt.so (cargo build --release -p posixrt-capi)" >&2; exit 2; }
+[ -d "$opts/conformance/interfaces/aio_read" ] || { echo "$opts is not open_posix_testsuite" >&2; exit 2; }
+
+work=$(mktemp -d /tmp/posixrt-opts.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+verdict() {
+    case $1 in
+    0) echo PASS ;; 1) echo FAIL ;; 2) echo UNRES ;; 4) echo UNSUP ;; 5) echo UNTEST ;;
+    124 | 137) echo HANG ;;
+    *) if [ "$1" -gt 128 ]; then echo "SIG$(($1 - 128))"; else echo "rc$1"; fi ;;
+    esac
+}
+# one run of $2 (an executable) in mode $1; prints the verdict
+run_one() {
+    local dir
+    dir=$(mktemp -d "$work/run.XXXXXX")
+    (
+        cd "$dir" || exit 2
+        export TMPDIR=$dir
+        case $1 in
+        glibc) timeout -k 5 "$limit" "$2" ;;
+        uring) POSIXRT_AIO_BACKEND=uring LD_PRELOAD=$lib/libposixrt.so timeout -k 5 "$limit" "$2" ;;
+        threads) POSIXRT_AIO_BACKEND=threads LD_PRELOAD=$lib/libposixrt.so timeout -k 5 "$limit" "$2" ;;
+        linked) POSIXRT_AIO_BACKEND=uring timeout -k 5 "$limit" "$2.linked" ;;
+        esac
+    ) >"$dir.out" 2>&1
+    verdict $?
+    rm -rf "$dir" "$dir.out"
+}
+# the verdicts of $runs runs, as "V" or "V:n/W:m" (most frequent first)
+cell() {
+    local i out=()
+    for ((i = 0; i < runs; i++)); do out+=("$(run_one "$1" "$2")"); done
+    printf '%s\n' "${out[@]}" | sort | uniq -c | sort -rn |
+        awk -v n="$runs" '{ c[NR] = $2 ":" $1; v[NR] = $2 } END {
+            if (NR == 1) { print v[1]; exit }
+            s = c[1]; for (i = 2; i <= NR; i++) s = s "/" c[i]; print s }'
+}
+
+printf '%-20s %-14s %-14s %-14s %-14s\n' test glibc preload-uring preload-thr linked-uring
+for iface in aio_cancel aio_error aio_fsync aio_read aio_return aio_suspend aio_write lio_listio; do
+    for src in $(ls "$opts/conformance/interfaces/$iface"/*.c | sort -V); do
+        name=$iface/$(basename "$src" .c)
+        [ -n "$only" ] && ! [[ $name =~ $only ]] && continue
+        exe=$work/${iface}_$(basename "$src" .c)
+        cflags=(-D_GNU_SOURCE -I"$opts/include" -pthread -w)
+        if ! cc "${cflags[@]}" -o "$exe" "$src" -lrt 2>/dev/null ||
+            ! cc "${cflags[@]}" -o "$exe.linked" "$src" -L"$lib" -lposixrt -Wl,-rpath,"$lib" -lrt 2>/dev/null; then
+            printf '%-20s build failed\n' "$name"
+            continue
+        fi
+        g=$(cell glibc "$exe")
+        u=$(cell uring "$exe")
+        t=$(cell threads "$exe")
+        l=$(cell linked "$exe")
+        mark=
+        if [ "$g" = PASS ] && { [ "$u" != PASS ] || [ "$t" != PASS ] || [ "$l" != PASS ]; }; then
+            mark=" <--"
+        fi
+        printf '%-20s %-14s %-14s %-14s %-14s%s\n' "$name" "$g" "$u" "$t" "$l" "$mark"
+    done
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
