@@ -607,7 +607,7 @@ pub unsafe extern "C" fn lio_listio(
     if wait {
         let waited = match eng.wait_kept(&names) {
             // SAFETY: the submitted aiocbs stay valid until done (contract).
-            Err(libc::EINTR) if handlers_restart() => unsafe { wait_statuses(eng, &cbs_ok) },
+            Err(libc::EINTR) => unsafe { wait_statuses(eng, &cbs_ok) },
             r => r,
         };
         match waited {
@@ -622,23 +622,24 @@ pub unsafe extern "C" fn lio_listio(
     }
 }
 
-/// The rest of a `LIO_WAIT` that a handler installed with `SA_RESTART`
-/// interrupted: waits until every aiocb of `cbs` has its final status (the
-/// requests free their slots themselves once `wait_kept` has returned) and
-/// returns how many failed, or `Err(EINTR)` when a handler without
-/// `SA_RESTART` interrupts it.
+/// The rest of a `LIO_WAIT` that a signal handler interrupted: done if every
+/// aiocb of `cbs` has its final status by now; otherwise, after handlers
+/// installed with `SA_RESTART` (see [`crate::restart`]), waits until they all
+/// have (the requests free their slots themselves once `wait_kept` has
+/// returned). Returns how many failed, or `Err(EINTR)`.
 ///
 /// # Safety
 /// Each of `cbs` is a valid aiocb of a request of this engine.
 unsafe fn wait_statuses(eng: &CEngine, cbs: &[*mut Aiocb]) -> Result<usize, i32> {
     // SAFETY: valid (contract); the status word is written by the engine.
     let status = |cb: *mut Aiocb| unsafe { raw::error_code(cb) };
-    loop {
-        match eng.wait(None, &mut || {
-            cbs.iter().all(|&cb| status(cb) != libc::EINPROGRESS)
-        }) {
-            Ok(_) => break,
-            Err(libc::EINTR) if handlers_restart() => continue,
+    let all_done = || cbs.iter().all(|&cb| status(cb) != libc::EINPROGRESS);
+    while !all_done() {
+        if !handlers_restart() {
+            return Err(libc::EINTR);
+        }
+        match eng.wait(None, &mut || all_done()) {
+            Ok(_) | Err(libc::EINTR) => {}
             Err(e) => return Err(e),
         }
     }

@@ -112,6 +112,9 @@ unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<In
     match eng.wait(until, &mut done) {
         Ok(true) => Suspend::Ret(0),
         Ok(false) => Suspend::TimedOut,
+        // The request a handler's signal reported may be done: then there is
+        // nothing to restart (and no handler to look up).
+        Err(libc::EINTR) if any_done() => Suspend::Ret(0),
         Err(libc::EINTR) => Suspend::Interrupted,
         Err(e) => Suspend::Ret(fail(e)),
     }
