@@ -276,6 +276,30 @@ fn cancel_fd_cancels_the_queued_requests_threads() {
     }
 }
 
+/// A completion's `SIGEV_SIGNAL` is generated before a waiter can see the
+/// request done (glibc's order: status, signal, then the waiters): when
+/// `aio_suspend` returns for it, the handler has run in the one thread that
+/// takes the signal. The signal used to be sent after the engine lock was
+/// released, so a woken waiter often returned first: on the thread engine, and
+/// on io_uring when another thread reaped the completion ("helper").
+#[test]
+fn completion_signal_comes_before_the_waiters_wake() {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src("aio_signal_order.c"), link, &strict());
+        for backend in ["uring", "threads"] {
+            for mode in ["alone", "helper"] {
+                let o = run(&exe, link, &[mode], &[("POSIXRT_AIO_BACKEND", backend)]);
+                assert!(
+                    o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+                    "{link:?} {backend} {mode}: {:?}\n{}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn semantics_large_file_names_preloaded_and_linked() {
     let flags = ["-D_FILE_OFFSET_BITS=64"];

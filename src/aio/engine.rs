@@ -335,7 +335,31 @@ impl Inner {
             return;
         }
         let wakers = std::mem::take(&mut core.wakers);
-        let fires = std::mem::take(&mut core.fires);
+        let mut fires = std::mem::take(&mut core.fires);
+        // SIGEV_SIGNAL: the signal is generated before any waiter can see its
+        // request done, as glibc does (status, signal, then the waiters, all
+        // under its lock): sent with the lock held, since waiters look under
+        // it (and C waiters woken already take it first). No handler runs in
+        // this thread while it holds the lock: every signal is blocked here
+        // until the waiters are woken; one due here runs when the mask is back.
+        let blocked = fires
+            .iter()
+            .any(|f| matches!(f, Fire::Signal(..)))
+            .then(crate::sys::signal::block_all);
+        if blocked.is_some() {
+            fires.retain(|f| match *f {
+                Fire::Signal(signo, v) => {
+                    if let Err(e) = send_signal(signo, v) {
+                        // RLIMIT_SIGPENDING reached (EAGAIN): counted and traced,
+                        // never silently lost.
+                        self.notify_failed.fetch_add(1, Ordering::Relaxed);
+                        hook::notify_failed(signo, e);
+                    }
+                    false
+                }
+                Fire::Thread(..) => true,
+            });
+        }
         drop(core);
         if wake_cond {
             self.cond.notify_all();
@@ -344,20 +368,13 @@ impl Inner {
         for w in wakers {
             w.wake();
         }
+        drop(blocked);
         for f in fires {
-            match f {
-                Fire::Signal(signo, v) => {
-                    if let Err(e) = send_signal(signo, v) {
-                        // RLIMIT_SIGPENDING reached (EAGAIN): counted and traced,
-                        // never silently lost.
-                        self.notify_failed.fetch_add(1, Ordering::Relaxed);
-                        hook::notify_failed(signo, e);
-                    }
-                }
-                Fire::Thread(cb, v) => match self.notifier.get() {
+            if let Fire::Thread(cb, v) = f {
+                match self.notifier.get() {
                     Some(n) => n.post(cb, v),
                     None => cb(v),
-                },
+                }
             }
         }
     }

@@ -57,3 +57,40 @@ pub(crate) fn queue_to_self(signo: i32, code: i32, value: usize) -> Result<(), i
         Ok(())
     }
 }
+
+/// Every signal blocked in the calling thread, until dropped: then the
+/// thread's previous mask is back, and a signal that came meanwhile and is not
+/// blocked there any more is handled at once.
+///
+/// # References
+/// - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
+/// Not `Send`: the mask is the thread's.
+pub(crate) struct AllBlocked(Option<libc::sigset_t>, std::marker::PhantomData<*const ()>);
+
+/// Blocks every signal in the calling thread (`pthread_sigmask(SIG_BLOCK)` with
+/// a full set; glibc keeps its internal ones) until the guard is dropped.
+#[doc(alias = "pthread_sigmask")]
+pub(crate) fn block_all() -> AllBlocked {
+    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
+    // writes `old`, both valid for the call, and changes only this thread.
+    let ok = unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_BLOCK, all.as_ptr(), old.as_mut_ptr()) == 0
+    };
+    // SAFETY: `old` was written by the successful call.
+    AllBlocked(
+        ok.then(|| unsafe { old.assume_init() }),
+        std::marker::PhantomData,
+    )
+}
+
+impl Drop for AllBlocked {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            // SAFETY: restores a mask read by `pthread_sigmask`; this thread only.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+        }
+    }
+}
