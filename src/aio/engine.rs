@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::hook;
-use super::notify::{send_signal, Fire, Notifier, Notify};
+use super::notify::{send_signals, Fire, Notifier, Notify};
 use super::table::{Core, State};
 use super::threads::{Host, Pool};
 use super::uring::Ring;
@@ -143,6 +142,9 @@ pub(crate) struct Inner {
     init: RtLocked<()>,
     /// `SIGEV_SIGNAL` notifications that could not be queued.
     pub notify_failed: AtomicU64,
+    /// Wakes waiters counted in `Core::waiters` that sleep elsewhere than on
+    /// `cond` (the C engine's), after the completions' signals were sent.
+    wake_hook: OnceLock<fn()>,
 }
 
 /// Parameters of a new context.
@@ -245,6 +247,7 @@ impl Inner {
             reactors: Default::default(),
             init: RtLocked::new(()),
             notify_failed: AtomicU64::new(0),
+            wake_hook: OnceLock::new(),
         });
         if workers > 0 {
             if let Err(e) = Pool::spawn(&inner, workers) {
@@ -270,6 +273,11 @@ impl Inner {
         let r = f();
         drop(core);
         r
+    }
+
+    /// Sets [`wake_hook`](Inner::wake_hook) (once).
+    pub(crate) fn set_wake_hook(&self, f: fn()) {
+        let _ = self.wake_hook.set(f);
     }
 
     pub(crate) fn add_user(&self) {
@@ -329,40 +337,19 @@ impl Inner {
         if core.wakers.is_empty() && core.fires.is_empty() {
             drop(core);
             if wake_cond {
-                self.cond.notify_all();
+                self.wake_waiters();
             }
             wake_fds(&fds);
             return;
         }
         let wakers = std::mem::take(&mut core.wakers);
         let mut fires = std::mem::take(&mut core.fires);
-        // SIGEV_SIGNAL: the signal is generated before any waiter can see its
-        // request done, as glibc does (status, signal, then the waiters, all
-        // under its lock): sent with the lock held, since waiters look under
-        // it (and C waiters woken already take it first). No handler runs in
-        // this thread while it holds the lock: every signal is blocked here
-        // until the waiters are woken; one due here runs when the mask is back.
-        let blocked = fires
-            .iter()
-            .any(|f| matches!(f, Fire::Signal(..)))
-            .then(crate::sys::signal::block_all);
-        if blocked.is_some() {
-            fires.retain(|f| match *f {
-                Fire::Signal(signo, v) => {
-                    if let Err(e) = send_signal(signo, v) {
-                        // RLIMIT_SIGPENDING reached (EAGAIN): counted and traced,
-                        // never silently lost.
-                        self.notify_failed.fetch_add(1, Ordering::Relaxed);
-                        hook::notify_failed(signo, e);
-                    }
-                    false
-                }
-                Fire::Thread(..) => true,
-            });
-        }
+        // Signals go before the lock, so before a waiter (which looks under
+        // it) can see their requests done: glibc's order (see `send_signals`).
+        let blocked = send_signals(&mut fires, &self.notify_failed);
         drop(core);
         if wake_cond {
-            self.cond.notify_all();
+            self.wake_waiters();
         }
         wake_fds(&fds);
         for w in wakers {
@@ -376,6 +363,14 @@ impl Inner {
                     None => cb(v),
                 }
             }
+        }
+    }
+
+    /// Wakes the threads counted in `Core::waiters`.
+    fn wake_waiters(&self) {
+        self.cond.notify_all();
+        if let Some(f) = self.wake_hook.get() {
+            f();
         }
     }
 
@@ -539,9 +534,11 @@ impl Inner {
 
     /// Waits until `done` holds or `deadline` passes (false). The waiting thread
     /// reaps completions itself when it can. With `intr`, a signal handler run
-    /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), as
-    /// `aio_suspend` and `lio_listio(LIO_WAIT)` must (never restarted); the
-    /// requests are unaffected.
+    /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), with
+    /// or without `SA_RESTART`: POSIX restarts `aio_suspend` and
+    /// `lio_listio(LIO_WAIT)` after an `SA_RESTART` handler, but the Rust API
+    /// leaves the retry to its caller (the C library restarts); the requests
+    /// are unaffected.
     ///
     /// [`ErrorKind::Interrupted`]: crate::ErrorKind::Interrupted
     pub(crate) fn wait_until(

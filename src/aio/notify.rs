@@ -3,7 +3,7 @@
 //! `SIGEV_THREAD`).
 
 use std::fmt;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::{Error, Result};
@@ -157,7 +157,37 @@ pub(crate) fn send_signal(signo: i32, value: SigVal) -> std::result::Result<(), 
     crate::sys::signal::queue_to_self(signo, SI_ASYNCIO, value.0)
 }
 
-/// A notification due to fire once the engine lock is released.
+/// Sends the `SIGEV_SIGNAL`s among `fires` (and removes them), for a caller
+/// that holds the engine lock and releases it next: a completion's signal is
+/// then generated before any waiter, which looks under the lock, can see the
+/// request done (glibc's order: status, signal, waiters). Every signal stays
+/// blocked in the calling thread until the returned guard is dropped (after
+/// the waiters are woken), so no handler runs here while the lock is held. A
+/// signal that cannot be queued (`RLIMIT_SIGPENDING`) is counted in `failed`
+/// and traced, never silently lost.
+pub(crate) fn send_signals(
+    fires: &mut Vec<Fire>,
+    failed: &AtomicU64,
+) -> Option<crate::sys::signal::AllBlocked> {
+    if !fires.iter().any(|f| matches!(f, Fire::Signal(..))) {
+        return None;
+    }
+    let blocked = crate::sys::signal::block_all();
+    fires.retain(|f| match *f {
+        Fire::Signal(signo, v) => {
+            if let Err(e) = send_signal(signo, v) {
+                failed.fetch_add(1, Ordering::Relaxed);
+                super::hook::notify_failed(signo, e);
+            }
+            false
+        }
+        Fire::Thread(..) => true,
+    });
+    Some(blocked)
+}
+
+/// A notification due to fire: a signal before the engine lock is released,
+/// a callback after.
 pub(crate) enum Fire {
     Signal(i32, SigVal),
     Thread(Callback, SigVal),

@@ -221,6 +221,19 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
     }
 }
 
+/// True if the issued request in `s` may be stopped by a cancel (it transfers on
+/// a pollable fd: a pipe, FIFO, socket or terminal, and is parked or will park
+/// when it would block). A C request's fd kind is learnt by its worker without
+/// the lock (`interruptible` set meanwhile); until then it is read here. On a
+/// regular file or block device (or an fd `fstat` refuses, transferred as on
+/// one) the transfer runs to its end: the kernel does not interrupt it.
+pub(crate) fn can_stop(s: &super::table::Slot) -> bool {
+    match s.fd_kind {
+        Some(k) => k.is_stream(),
+        None => sio::kind(borrow(s.op.fd)).is_ok_and(FdKind::is_stream),
+    }
+}
+
 /// Parks request `idx` in the epoll set (or ends it, if cancelled meanwhile).
 fn park(core: &mut Core, pool: &Pool, idx: u32, moved: usize) {
     let shutdown = core.shutdown;
