@@ -165,17 +165,29 @@ pub(crate) fn send_signal(signo: i32, value: SigVal) -> std::result::Result<(), 
 /// the waiters are woken), so no handler runs here while the lock is held. A
 /// signal that cannot be queued (`RLIMIT_SIGPENDING`) is counted in `failed`
 /// and traced, never silently lost.
+///
+/// The kernel gives a process signal to the main thread when that thread does
+/// not block it. When the main thread sends (it reaped the completion) with
+/// the signal unblocked but for this call, the signal is queued to it, and its
+/// handler runs when the mask is restored, as if it had never been blocked.
 pub(crate) fn send_signals(
     fires: &mut Vec<Fire>,
     failed: &AtomicU64,
 ) -> Option<crate::sys::signal::AllBlocked> {
+    use crate::sys::signal as sig;
     if !fires.iter().any(|f| matches!(f, Fire::Signal(..))) {
         return None;
     }
-    let blocked = crate::sys::signal::block_all();
+    let blocked = sig::block_all();
+    let main = sig::is_main_thread();
     fires.retain(|f| match *f {
         Fire::Signal(signo, v) => {
-            if let Err(e) = send_signal(signo, v) {
+            let r = if main && !blocked.was_blocked(signo) {
+                sig::queue_to_this_thread(signo, SI_ASYNCIO, v.0)
+            } else {
+                send_signal(signo, v)
+            };
+            if let Err(e) = r {
                 failed.fetch_add(1, Ordering::Relaxed);
                 super::hook::notify_failed(signo, e);
             }

@@ -28,6 +28,26 @@ struct KernelSigInfo {
 /// # References
 /// - [`rt_sigqueueinfo(2)`](https://man7.org/linux/man-pages/man2/rt_sigqueueinfo.2.html)
 pub(crate) fn queue_to_self(signo: i32, code: i32, value: usize) -> Result<(), i32> {
+    queue(signo, code, value, None)
+}
+
+/// `rt_tgsigqueueinfo(getpid(), gettid(), ...)`: as [`queue_to_self`], but to
+/// the calling thread only.
+///
+/// # References
+/// - [`rt_tgsigqueueinfo(2)`](https://man7.org/linux/man-pages/man2/rt_tgsigqueueinfo.2.html)
+#[doc(alias = "rt_tgsigqueueinfo")]
+pub(crate) fn queue_to_this_thread(signo: i32, code: i32, value: usize) -> Result<(), i32> {
+    queue(signo, code, value, Some(super::tid::current() as i32))
+}
+
+/// True if the calling thread is the process's main thread (its tid is the
+/// pid), the one a signal sent to the process goes to when it does not block it.
+pub(crate) fn is_main_thread() -> bool {
+    super::tid::current() as i32 == rustix::process::getpid().as_raw_nonzero().get()
+}
+
+fn queue(signo: i32, code: i32, value: usize, tid: Option<i32>) -> Result<(), i32> {
     let pid = rustix::process::getpid().as_raw_nonzero().get();
     let info = KernelSigInfo {
         signo,
@@ -39,15 +59,14 @@ pub(crate) fn queue_to_self(signo: i32, code: i32, value: usize) -> Result<(), i
         value,
         _rest: [0; 96],
     };
-    // SAFETY: rt_sigqueueinfo reads a 128-byte siginfo from `info`, which is valid
-    // for the call; the other arguments are plain integers.
+    let info = &info as *const KernelSigInfo;
+    // SAFETY: rt_sigqueueinfo and rt_tgsigqueueinfo read a 128-byte siginfo
+    // from `info`, which is valid for the call; the rest are plain integers.
     let r = unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigqueueinfo,
-            pid as libc::pid_t,
-            signo,
-            &info as *const KernelSigInfo,
-        )
+        match tid {
+            None => libc::syscall(libc::SYS_rt_sigqueueinfo, pid, signo, info),
+            Some(tid) => libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, signo, info),
+        }
     };
     if r < 0 {
         Err(std::io::Error::last_os_error()
@@ -84,6 +103,18 @@ pub(crate) fn block_all() -> AllBlocked {
         ok.then(|| unsafe { old.assume_init() }),
         std::marker::PhantomData,
     )
+}
+
+impl AllBlocked {
+    /// True if `signo` was blocked in the thread before (or the mask could not
+    /// be read: then nothing was blocked here).
+    pub(crate) fn was_blocked(&self, signo: i32) -> bool {
+        match &self.0 {
+            // SAFETY: `old` is a mask read by `pthread_sigmask`.
+            Some(old) => unsafe { libc::sigismember(old, signo) == 1 },
+            None => true,
+        }
+    }
 }
 
 impl Drop for AllBlocked {

@@ -16,7 +16,10 @@
  * Argument "alone": the main thread is the only waiter. "helper": a second
  * thread (blocking the signal) waits in aio_suspend on the same request from
  * the start of the round, so that on io_uring it, not the main thread, reaps
- * the completion and sends the signal.
+ * the completion and sends the signal. "open": as "alone", but the writer
+ * thread leaves the signal unblocked: the kernel still gives a process signal
+ * to the main thread when it does not block it (so glibc's order holds for
+ * it), also when the main thread reaps the completion itself (io_uring).
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
@@ -108,6 +111,7 @@ static void *helper(void *arg) {
 
 int main(int argc, char **argv) {
     int with_helper = argc > 1 && strcmp(argv[1], "helper") == 0;
+    int open = argc > 1 && strcmp(argv[1], "open") == 0;
     int signo = SIGRTMIN + 1;
     int early = 0;
     char byte;
@@ -124,12 +128,16 @@ int main(int argc, char **argv) {
     CHECK(sem_init(&go_writer, 0, 0) == 0);
     CHECK(sem_init(&go_helper, 0, 0) == 0);
     CHECK(sem_init(&helper_done, 0, 0) == 0);
-    /* The threads of the test block the signal: only the main thread takes it. */
+    /* The threads of the test block the signal (but the writer in "open"
+     * mode): only the main thread takes it. */
     sigemptyset(&set);
     sigaddset(&set, signo);
     CHECK(pthread_sigmask(SIG_BLOCK, &set, &old) == 0);
-    CHECK(pthread_create(&w, NULL, writer, NULL) == 0);
     CHECK(pthread_create(&h, NULL, helper, NULL) == 0);
+    if (open) {
+        CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
+    }
+    CHECK(pthread_create(&w, NULL, writer, NULL) == 0);
     CHECK(pthread_sigmask(SIG_SETMASK, &old, NULL) == 0);
     if (failures != 0) {
         return 1;
@@ -172,7 +180,7 @@ int main(int argc, char **argv) {
     }
     if (early != 0) {
         fprintf(stderr, "aio_suspend returned before the handler ran in %d of %d rounds (%s)\n",
-                early, ROUNDS, with_helper ? "helper" : "alone");
+                early, ROUNDS, with_helper ? "helper" : open ? "open" : "alone");
     }
     CHECK(early == 0);
     quit = 1;
