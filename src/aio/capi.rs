@@ -549,8 +549,7 @@ impl CEngine {
         done: &mut dyn FnMut(&Core) -> bool,
     ) -> std::result::Result<bool, i32> {
         let inner = &self.inner;
-        // Counted in `Core::waiters` (while sleeping on `SEQ`).
-        let mut counted = false;
+        let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
         loop {
             self.flush();
             let mut core = inner.lock();
@@ -561,6 +560,7 @@ impl CEngine {
             inner.poll_completions(&mut core);
             if done(&core) {
                 inner.release(core);
+                super::notify::catch_up();
                 return Ok(true);
             }
             let remaining = match deadline {
@@ -592,6 +592,7 @@ impl CEngine {
                     inner.release(core);
                     wake_waiters();
                     if now_done {
+                        super::notify::catch_up();
                         return Ok(true);
                     }
                     if let Err(e) = res {
@@ -693,9 +694,8 @@ impl CEngine {
                     }
                     Engine::Threads(p) => {
                         let s = &mut core.slots[idx as usize];
-                        // `interruptible` is set while a worker learns the fd's
-                        // kind: a transfer on a regular file or block device
-                        // cannot be stopped, so it is not waited for.
+                        // Set while a worker learns the fd's kind: a transfer on a
+                        // regular file or block device cannot be stopped.
                         if s.interruptible && super::threads::can_stop(s) {
                             s.cancel_req = true;
                             p.interrupt(s.worker);

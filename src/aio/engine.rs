@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::notify::{send_signals, Fire, Notifier, Notify};
+use super::notify::{catch_up, send_signals, Fire, Notifier, Notify};
 use super::table::{Core, State};
 use super::threads::{Host, Pool};
 use super::uring::Ring;
@@ -510,6 +510,8 @@ impl Inner {
         let own = efd
             .try_clone()
             .map_err(|e| Error::from_errno("dup", e.raw_os_error().unwrap_or(libc::EMFILE)))?;
+        // Every signal blocked (inherited), as in the pool's threads.
+        let _blocked = crate::sys::signal::block_all();
         std::thread::Builder::new()
             .name("posixrt-aio-complete".into())
             .spawn(move || background(inner, own))
@@ -552,6 +554,7 @@ impl Inner {
             self.poll_completions(&mut core);
             if done(&core) {
                 self.release(core);
+                catch_up();
                 return Ok(true);
             }
             let remaining = match deadline {
@@ -583,6 +586,7 @@ impl Inner {
                             if let Some(call) = intr {
                                 if done(&core) {
                                     self.release(core);
+                                    catch_up();
                                     return Ok(true);
                                 }
                                 self.release(core);

@@ -59,7 +59,11 @@ pub enum Notify {
     #[default]
     None,
     /// `SIGEV_SIGNAL`: a queued signal `signo` with `si_code == SI_ASYNCIO` and
-    /// `si_value == value`, sent to the process like `sigqueue(3)`.
+    /// `si_value == value`, sent to the process like `sigqueue(3)`. It is
+    /// generated before any wait ([`Aio::suspend`](super::Aio::suspend), a list's
+    /// wait, [`Request::wait`](super::Request::wait)) sees the request done, as
+    /// glibc does; the engine's own threads block every signal, so its handler
+    /// runs on a thread of the program.
     Signal {
         /// The signal number, usually `SIGRTMIN() + n`.
         signo: i32,
@@ -157,6 +161,26 @@ pub(crate) fn send_signal(signo: i32, value: SigVal) -> std::result::Result<(), 
     crate::sys::signal::queue_to_self(signo, SI_ASYNCIO, value.0)
 }
 
+/// Completion signals sent by [`send_signals`], process-wide.
+static SENT: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// `SENT` when this thread last called [`catch_up`].
+    static SEEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// For a wait about to return because requests are done (it saw them under
+/// the engine lock): if completion signals were sent since this thread last
+/// looked, enters the kernel once, so that the handler of one sent to this
+/// thread while it ran (spinning for the lock, say: the kernel's kick may still
+/// be on its way) has run when the wait returns, as if the thread had slept.
+pub(crate) fn catch_up() {
+    let sent = SENT.load(Ordering::Relaxed);
+    if SEEN.with(|s| s.replace(sent)) != sent {
+        crate::sys::signal::handle_pending();
+    }
+}
+
 /// Sends the `SIGEV_SIGNAL`s among `fires` (and removes them), for a caller
 /// that holds the engine lock and releases it next: a completion's signal is
 /// then generated before any waiter, which looks under the lock, can see the
@@ -180,6 +204,7 @@ pub(crate) fn send_signals(
     }
     let blocked = sig::block_all();
     let main = sig::is_main_thread();
+    SENT.fetch_add(1, Ordering::Relaxed);
     fires.retain(|f| match *f {
         Fire::Signal(signo, v) => {
             let r = if main && !blocked.was_blocked(signo) {

@@ -95,7 +95,11 @@ impl Pool {
     }
 
     /// Starts the workers and the poller; each holds the context until shutdown.
+    /// They block every signal (inherited), as glibc's AIO threads do: no
+    /// handler runs on them, and one that sends a completion signal never
+    /// takes it itself (see `notify::send_signals`).
     pub(crate) fn spawn<H: Host>(host: &Arc<H>, workers: usize) -> Result<()> {
+        let _blocked = crate::sys::signal::block_all();
         let fail = |e: std::io::Error| {
             Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
                 .with_message("starting the AIO thread pool")

@@ -41,6 +41,17 @@ pub(crate) fn queue_to_this_thread(signo: i32, code: i32, value: usize) -> Resul
     queue(signo, code, value, Some(super::tid::current() as i32))
 }
 
+/// Enters the kernel once (`rt_sigprocmask` reading the mask): on the way back,
+/// the kernel runs the handlers of the signals pending for the calling thread,
+/// as at the end of any system call. (A signal sent to a thread that runs in
+/// user space is otherwise handled when an interrupt reaches it, a little
+/// later.)
+pub(crate) fn handle_pending() {
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: a null set only reads the mask into `old`, which has room.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), old.as_mut_ptr()) };
+}
+
 /// True if the calling thread is the process's main thread (its tid is the
 /// pid), the one a signal sent to the process goes to when it does not block it.
 pub(crate) fn is_main_thread() -> bool {
