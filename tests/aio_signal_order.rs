@@ -68,10 +68,10 @@ fn set_blocked(block: bool) {
 }
 
 #[derive(Clone, Copy, Debug)]
-enum Wait {
+enum How {
     Suspend,
-    ListWait,
-    WaitAll,
+    Lio,
+    All,
 }
 
 /// One round: a read of one byte from the pipe with `SIGEV_SIGNAL` (value
@@ -82,12 +82,12 @@ fn round(
     r: &OwnedFd,
     go: &mpsc::Sender<()>,
     round: usize,
-    how: Wait,
+    how: How,
 ) -> Result<bool, String> {
     let op = Op::read(r, 0, vec![0u8; 1]).notify(Notify::signal(signo(), round));
     go.send(()).map_err(|e| e.to_string())?;
     let seen = match how {
-        Wait::Suspend => {
+        How::Suspend => {
             let mut req = aio.submit(op).map_err(|e| e.to_string())?;
             loop {
                 match aio.suspend([&req], None) {
@@ -103,7 +103,7 @@ fn round(
             }
             seen
         }
-        Wait::ListWait => match aio.lio_listio(ListMode::Wait, [Some(op)], Notify::None) {
+        How::Lio => match aio.lio_listio(ListMode::Wait, [Some(op)], Notify::None) {
             Ok(list) => {
                 let seen = LAST.load(Ordering::SeqCst) == round;
                 check_list(list)?;
@@ -113,7 +113,7 @@ fn round(
             Err(e) if e.kind() == ErrorKind::Interrupted => LAST.load(Ordering::SeqCst) == round,
             Err(e) => return Err(format!("lio_listio: {e}")),
         },
-        Wait::WaitAll => {
+        How::All => {
             let list = aio
                 .lio_listio(ListMode::NoWait, [Some(op)], Notify::None)
                 .map_err(|e| e.to_string())?;
@@ -170,7 +170,7 @@ fn child(backend: Backend) -> Result<String, String> {
         .backend(backend)
         .build()
         .map_err(|e| e.to_string())?;
-    let ways = [Wait::Suspend, Wait::ListWait, Wait::WaitAll];
+    let ways = [How::Suspend, How::Lio, How::All];
     let mut early = [0usize; 3];
     for n in 1..=ROUNDS {
         let i = n % ways.len();

@@ -90,11 +90,11 @@ fn queue(signo: i32, code: i32, value: usize, tid: Option<i32>) -> Result<(), i3
 
 /// Every signal blocked in the calling thread, until dropped: then the
 /// thread's previous mask is back, and a signal that came meanwhile and is not
-/// blocked there any more is handled at once.
+/// blocked there any more is handled at once. Not `Send`: the mask is the
+/// thread's.
 ///
 /// # References
 /// - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
-/// Not `Send`: the mask is the thread's.
 pub(crate) struct AllBlocked(Option<libc::sigset_t>, std::marker::PhantomData<*const ()>);
 
 /// Blocks every signal in the calling thread (`pthread_sigmask(SIG_BLOCK)` with
