@@ -60,10 +60,9 @@ pub enum Notify {
     None,
     /// `SIGEV_SIGNAL`: a queued signal `signo` with `si_code == SI_ASYNCIO` and
     /// `si_value == value`, sent to the process like `sigqueue(3)`. It is
-    /// generated before any wait ([`Aio::suspend`](super::Aio::suspend), a list's
-    /// wait, [`Request::wait`](super::Request::wait)) sees the request done, as
-    /// glibc does; the engine's own threads block every signal, so its handler
-    /// runs on a thread of the program.
+    /// generated before [`Aio::suspend`](super::Aio::suspend) or a list's wait
+    /// can see the request done, as with glibc; the engine's own threads block
+    /// every signal, so its handler runs on a thread of the program.
     Signal {
         /// The signal number, usually `SIGRTMIN() + n`.
         signo: i32,
