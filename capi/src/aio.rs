@@ -68,6 +68,27 @@ fn poll_if_safe() {
     }
 }
 
+/// After a lock-free read found `cb` done: if it notifies by `SIGEV_SIGNAL`,
+/// takes the engine lock once (unless this thread is inside the library), so
+/// the completion that stored the status, and sends the signal before it
+/// releases the lock, is over. The caller then never sees a request done
+/// before its signal was generated, as with glibc (whose `aio_error` and
+/// `aio_suspend` look under its lock).
+///
+/// # Safety
+/// `cb` points to a `struct aiocb`.
+pub(crate) unsafe fn signal_sent(cb: *const Aiocb) {
+    // SAFETY: valid by contract.
+    let by_signal = unsafe { (*cb).aio_sigevent.sigev_notify } == libc::SIGEV_SIGNAL;
+    if !by_signal || in_lib() {
+        return;
+    }
+    if let Some(eng) = engine_if_started() {
+        let _g = InLib::enter();
+        let _ = eng.wait(None, &mut || true);
+    }
+}
+
 fn set_errno(e: i32) {
     // SAFETY: __errno_location returns the calling thread's errno.
     unsafe { *libc::__errno_location() = e };
@@ -415,11 +436,18 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
     // SAFETY: valid by contract.
     let e = unsafe { raw::error_code(cb) };
     if e != libc::EINPROGRESS {
+        // SAFETY: valid by contract.
+        unsafe { signal_sent(cb) };
         return e;
     }
     poll_if_safe();
     // SAFETY: valid by contract.
-    unsafe { raw::error_code(cb) }
+    let e = unsafe { raw::error_code(cb) };
+    if e != libc::EINPROGRESS {
+        // SAFETY: valid by contract.
+        unsafe { signal_sent(cb) };
+    }
+    e
 }
 
 /// `aio_return`: the request's result (bytes, or -1 with errno), once; then the

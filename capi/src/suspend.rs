@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rt::aio::capi::{self as raw, Aiocb};
 
-use crate::aio::{engine_if_started, fail, in_flight, in_lib, InLib};
+use crate::aio::{engine_if_started, fail, in_flight, in_lib, signal_sent, InLib};
 use crate::debug::debug;
 use crate::restart::handlers_restart;
 
@@ -77,6 +77,8 @@ unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<In
         // SAFETY: non-null entries are valid aiocbs (contract).
         if !unsafe { in_flight(cb) } {
             // Done (or not a request at all): nothing to wait for.
+            // SAFETY: as above.
+            unsafe { signal_sent(cb) };
             return Suspend::Ret(0);
         }
         any = true;

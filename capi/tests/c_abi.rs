@@ -276,6 +276,51 @@ fn cancel_fd_cancels_the_queued_requests_threads() {
     }
 }
 
+/// `aio_cancel` (of the aiocb, and of the whole fd) on the thread engine
+/// returns `AIO_NOTCANCELED` for a write running on a regular file without
+/// waiting for it: the write is still in progress when the call returns. It
+/// used to wait for the write to end (the worker marks a C request
+/// interruptible while it learns the fd's kind, and nothing cleared that).
+#[test]
+fn cancel_does_not_wait_for_a_running_regular_file_write_threads() {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src("aio_cancel_running.c"), link, &strict());
+        let o = run(&exe, link, &[], &[("POSIXRT_AIO_BACKEND", "threads")]);
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+            "{link:?}: {:?}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// A completion's `SIGEV_SIGNAL` is generated before a waiter can see the
+/// request done (glibc's order: status, signal, then the waiters): when
+/// `aio_suspend` returns for it, the handler has run in the one thread that
+/// takes the signal. The signal used to be sent after the engine lock was
+/// released, so a woken waiter often returned first: on the thread engine, and
+/// on io_uring when another thread reaped the completion ("helper"). "open":
+/// another thread leaves the signal unblocked; it still goes to the main
+/// thread, the waiter (which sends it itself on io_uring).
+#[test]
+fn completion_signal_comes_before_the_waiters_wake() {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src("aio_signal_order.c"), link, &strict());
+        for backend in ["uring", "threads"] {
+            for mode in ["alone", "helper", "open"] {
+                let o = run(&exe, link, &[mode], &[("POSIXRT_AIO_BACKEND", backend)]);
+                assert!(
+                    o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+                    "{link:?} {backend} {mode}: {:?}\n{}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn semantics_large_file_names_preloaded_and_linked() {
     let flags = ["-D_FILE_OFFSET_BITS=64"];

@@ -20,10 +20,11 @@
 //! `posixaio` at depth 32, the seed's line counter) then pays one
 //! `io_uring_enter` per batch instead of one per request.
 //!
-//! Waits (`aio_suspend`, `LIO_WAIT`) return EINTR when a signal handler runs, as
-//! C requires: the waiting thread either reaps the ring itself
+//! Waits (`aio_suspend`, `LIO_WAIT`) return EINTR when a signal handler runs
+//! (the C library restarts them after `SA_RESTART` handlers, as POSIX says):
+//! the waiting thread reaps the ring itself
 //! ([`Ring::wait_interruptible`](super::uring::Ring)) or sleeps on a futex word
-//! bumped by every C completion.
+//! bumped after C completions, once their signals were sent.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{
@@ -31,6 +32,8 @@ use std::sync::atomic::{
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use rustix::thread::futex::{self, Flags};
 
 use super::engine::{BackendInfo, Config, Engine, Inner};
 use super::hook;
@@ -107,7 +110,8 @@ pub struct CRequest {
     pub notify: Notify,
 }
 
-/// Bumped by every C completion; waiters that do not reap sleep on it.
+/// Bumped after C completions (see [`wake_waiters`]) and when a reaper
+/// stops; waiters that do not reap sleep on it.
 static SEQ: AtomicU32 = AtomicU32::new(0);
 /// Threads sleeping on `SEQ`.
 static WAITERS: AtomicU32 = AtomicU32::new(0);
@@ -179,20 +183,22 @@ unsafe fn store_started(cb: *mut Aiocb, ud: u64) {
 }
 
 /// Called by the core (lock held) when a C request is done: stores its status
-/// into the aiocb, then wakes the C waiters.
+/// into the aiocb. The waiters are woken when the lock is released, after the
+/// completion's signal was sent ([`wake_waiters`]).
 pub(crate) fn completed(cb: usize, res: i64) {
     // SAFETY: `cb` was recorded by `CEngine::submit`, whose contract keeps the aiocb
     // valid until the request is done; this is that moment, and the slot is freed
     // (or read by the canceller) right after, never touching the aiocb again.
     unsafe { store_status(cb as *mut Aiocb, res) };
     LIVE.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Wakes the C waiters sleeping on `SEQ` (counted in `Core::waiters`): run by
+/// the engine's release after completions, once their signals were sent.
+fn wake_waiters() {
     SEQ.fetch_add(1, Ordering::Release);
     if WAITERS.load(Ordering::Relaxed) > 0 {
-        let _ = rustix::thread::futex::wake(
-            &SEQ,
-            rustix::thread::futex::Flags::PRIVATE,
-            i32::MAX as u32,
-        );
+        let _ = futex::wake(&SEQ, Flags::PRIVATE, i32::MAX as u32);
     }
 }
 
@@ -244,20 +250,8 @@ fn flusher(inner: Arc<Inner>) {
 /// Runs `f` with every blockable signal blocked in the calling thread, so the
 /// threads it starts inherit a full mask.
 fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
-    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
-    // writes `old`, both valid for the call.
-    let ok = unsafe {
-        libc::sigfillset(all.as_mut_ptr());
-        libc::pthread_sigmask(libc::SIG_BLOCK, all.as_ptr(), old.as_mut_ptr()) == 0
-    };
-    let r = f();
-    if ok {
-        // SAFETY: `old` was written by the successful call above.
-        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), std::ptr::null_mut()) };
-    }
-    r
+    let _blocked = crate::sys::signal::block_all();
+    f()
 }
 
 /// The calling thread's real-time priority (0 for non-RT policies).
@@ -293,6 +287,7 @@ impl CEngine {
             })
         })?;
         inner.lock().set_aiocb_hook(completed);
+        inner.set_wake_hook(wake_waiters);
         // The process-wide engine is never shut down.
         inner.add_user();
         Ok(CEngine { inner, max })
@@ -554,12 +549,18 @@ impl CEngine {
         done: &mut dyn FnMut(&Core) -> bool,
     ) -> std::result::Result<bool, i32> {
         let inner = &self.inner;
+        let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
         loop {
             self.flush();
             let mut core = inner.lock();
+            if counted {
+                core.waiters -= 1;
+                counted = false;
+            }
             inner.poll_completions(&mut core);
             if done(&core) {
                 inner.release(core);
+                super::notify::catch_up();
                 return Ok(true);
             }
             let remaining = match deadline {
@@ -586,17 +587,12 @@ impl CEngine {
                         let _ = r.issue(&mut core);
                     }
                     let now_done = done(&core);
-                    // Whoever sleeps on the futex may now become the reaper.
-                    SEQ.fetch_add(1, Ordering::Release);
-                    if WAITERS.load(Ordering::Relaxed) > 0 {
-                        let _ = rustix::thread::futex::wake(
-                            &SEQ,
-                            rustix::thread::futex::Flags::PRIVATE,
-                            i32::MAX as u32,
-                        );
-                    }
+                    // After the signals of what was reaped: whoever sleeps on
+                    // the futex may now become the reaper.
                     inner.release(core);
+                    wake_waiters();
                     if now_done {
+                        super::notify::catch_up();
                         return Ok(true);
                     }
                     if let Err(e) = res {
@@ -606,23 +602,24 @@ impl CEngine {
                 _ => {
                     let seen = SEQ.load(Ordering::Acquire);
                     WAITERS.fetch_add(1, Ordering::Relaxed);
+                    core.waiters += 1;
+                    counted = true;
                     inner.release(core);
-                    // Another thread reaps the ring (or the pool completes):
-                    // every C completion bumps SEQ, and so does a reaper when it
-                    // stops, under the lock held while `seen` was read. No
-                    // slices: a signal landing between two would lose its EINTR.
-                    let ts = remaining.map(|t| rustix::thread::futex::Timespec {
+                    // Another thread reaps the ring (or the pool completes): a
+                    // completion after `seen` was read (under the lock) bumps
+                    // SEQ as its lock is released, and so does a reaper when it
+                    // stops. No slices: a signal landing between two would lose
+                    // its EINTR.
+                    let ts = remaining.map(|t| futex::Timespec {
                         tv_sec: t.as_secs() as i64,
                         tv_nsec: t.subsec_nanos() as _,
                     });
-                    let r = rustix::thread::futex::wait(
-                        &SEQ,
-                        rustix::thread::futex::Flags::PRIVATE,
-                        seen,
-                        ts.as_ref(),
-                    );
+                    let r = futex::wait(&SEQ, Flags::PRIVATE, seen, ts.as_ref());
                     WAITERS.fetch_sub(1, Ordering::Relaxed);
                     if r == Err(rustix::io::Errno::INTR) {
+                        let mut core = inner.lock();
+                        core.waiters -= 1;
+                        inner.release(core);
                         return Err(libc::EINTR);
                     }
                 }
@@ -697,7 +694,9 @@ impl CEngine {
                     }
                     Engine::Threads(p) => {
                         let s = &mut core.slots[idx as usize];
-                        if s.interruptible {
+                        // Set while a worker learns the fd's kind: a transfer on a
+                        // regular file or block device cannot be stopped.
+                        if s.interruptible && super::threads::can_stop(s) {
                             s.cancel_req = true;
                             p.interrupt(s.worker);
                             inner.release(core);

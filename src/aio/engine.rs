@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::hook;
-use super::notify::{send_signal, Fire, Notifier, Notify};
+use super::notify::{catch_up, send_signals, Fire, Notifier, Notify};
 use super::table::{Core, State};
 use super::threads::{Host, Pool};
 use super::uring::Ring;
@@ -143,6 +142,9 @@ pub(crate) struct Inner {
     init: RtLocked<()>,
     /// `SIGEV_SIGNAL` notifications that could not be queued.
     pub notify_failed: AtomicU64,
+    /// Wakes waiters counted in `Core::waiters` that sleep elsewhere than on
+    /// `cond` (the C engine's), after the completions' signals were sent.
+    wake_hook: OnceLock<fn()>,
 }
 
 /// Parameters of a new context.
@@ -245,6 +247,7 @@ impl Inner {
             reactors: Default::default(),
             init: RtLocked::new(()),
             notify_failed: AtomicU64::new(0),
+            wake_hook: OnceLock::new(),
         });
         if workers > 0 {
             if let Err(e) = Pool::spawn(&inner, workers) {
@@ -270,6 +273,11 @@ impl Inner {
         let r = f();
         drop(core);
         r
+    }
+
+    /// Sets [`wake_hook`](Inner::wake_hook) (once).
+    pub(crate) fn set_wake_hook(&self, f: fn()) {
+        let _ = self.wake_hook.set(f);
     }
 
     pub(crate) fn add_user(&self) {
@@ -329,36 +337,40 @@ impl Inner {
         if core.wakers.is_empty() && core.fires.is_empty() {
             drop(core);
             if wake_cond {
-                self.cond.notify_all();
+                self.wake_waiters();
             }
             wake_fds(&fds);
             return;
         }
         let wakers = std::mem::take(&mut core.wakers);
-        let fires = std::mem::take(&mut core.fires);
+        let mut fires = std::mem::take(&mut core.fires);
+        // Signals go before the lock, so before a waiter (which looks under
+        // it) can see their requests done: glibc's order (see `send_signals`).
+        let blocked = send_signals(&mut fires, &self.notify_failed);
         drop(core);
         if wake_cond {
-            self.cond.notify_all();
+            self.wake_waiters();
         }
         wake_fds(&fds);
         for w in wakers {
             w.wake();
         }
+        drop(blocked);
         for f in fires {
-            match f {
-                Fire::Signal(signo, v) => {
-                    if let Err(e) = send_signal(signo, v) {
-                        // RLIMIT_SIGPENDING reached (EAGAIN): counted and traced,
-                        // never silently lost.
-                        self.notify_failed.fetch_add(1, Ordering::Relaxed);
-                        hook::notify_failed(signo, e);
-                    }
-                }
-                Fire::Thread(cb, v) => match self.notifier.get() {
+            if let Fire::Thread(cb, v) = f {
+                match self.notifier.get() {
                     Some(n) => n.post(cb, v),
                     None => cb(v),
-                },
+                }
             }
+        }
+    }
+
+    /// Wakes the threads counted in `Core::waiters`.
+    fn wake_waiters(&self) {
+        self.cond.notify_all();
+        if let Some(f) = self.wake_hook.get() {
+            f();
         }
     }
 
@@ -498,6 +510,8 @@ impl Inner {
         let own = efd
             .try_clone()
             .map_err(|e| Error::from_errno("dup", e.raw_os_error().unwrap_or(libc::EMFILE)))?;
+        // Every signal blocked (inherited), as in the pool's threads.
+        let _blocked = crate::sys::signal::block_all();
         std::thread::Builder::new()
             .name("posixrt-aio-complete".into())
             .spawn(move || background(inner, own))
@@ -522,9 +536,11 @@ impl Inner {
 
     /// Waits until `done` holds or `deadline` passes (false). The waiting thread
     /// reaps completions itself when it can. With `intr`, a signal handler run
-    /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), as
-    /// `aio_suspend` and `lio_listio(LIO_WAIT)` must (never restarted); the
-    /// requests are unaffected.
+    /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), with
+    /// or without `SA_RESTART`: POSIX restarts `aio_suspend` and
+    /// `lio_listio(LIO_WAIT)` after an `SA_RESTART` handler, but the Rust API
+    /// leaves the retry to its caller (the C library restarts); the requests
+    /// are unaffected.
     ///
     /// [`ErrorKind::Interrupted`]: crate::ErrorKind::Interrupted
     pub(crate) fn wait_until(
@@ -538,6 +554,7 @@ impl Inner {
             self.poll_completions(&mut core);
             if done(&core) {
                 self.release(core);
+                catch_up();
                 return Ok(true);
             }
             let remaining = match deadline {
@@ -569,6 +586,7 @@ impl Inner {
                             if let Some(call) = intr {
                                 if done(&core) {
                                     self.release(core);
+                                    catch_up();
                                     return Ok(true);
                                 }
                                 self.release(core);

@@ -288,8 +288,8 @@ impl Aio {
     ///
     /// # Errors
     /// [`ErrorKind::Interrupted`](crate::ErrorKind::Interrupted) (EINTR) when a
-    /// signal handler runs while [`ListMode::Wait`] waits (never restarted, as
-    /// POSIX says): the requests go on, and notify, as submitted; their buffers
+    /// signal handler runs while [`ListMode::Wait`] waits (also with `SA_RESTART`,
+    /// where POSIX restarts): the requests go on, and notify, as submitted; their buffers
     /// are freed when they are done.
     ///
     /// # References

@@ -46,7 +46,9 @@
 //!
 //! [`Aio::suspend`] and `lio_listio(LIO_WAIT)` return
 //! [`Interrupted`](crate::ErrorKind::Interrupted) when a signal handler runs
-//! while they wait (with or without `SA_RESTART`); any timeout is valid
+//! while they wait, with or without `SA_RESTART` (POSIX restarts them after an
+//! `SA_RESTART` handler; the Rust API leaves the retry to the caller, while the
+//! C library restarts); any timeout is valid
 //! ([`Duration::MAX`](std::time::Duration::MAX) waits without limit).
 //!
 //! # Priorities

@@ -3,7 +3,7 @@
 //! `SIGEV_THREAD`).
 
 use std::fmt;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::{Error, Result};
@@ -59,7 +59,10 @@ pub enum Notify {
     #[default]
     None,
     /// `SIGEV_SIGNAL`: a queued signal `signo` with `si_code == SI_ASYNCIO` and
-    /// `si_value == value`, sent to the process like `sigqueue(3)`.
+    /// `si_value == value`, sent to the process like `sigqueue(3)`. It is
+    /// generated before [`Aio::suspend`](super::Aio::suspend) or a list's wait
+    /// can see the request done, as with glibc; the engine's own threads block
+    /// every signal, so its handler runs on a thread of the program.
     Signal {
         /// The signal number, usually `SIGRTMIN() + n`.
         signo: i32,
@@ -157,7 +160,70 @@ pub(crate) fn send_signal(signo: i32, value: SigVal) -> std::result::Result<(), 
     crate::sys::signal::queue_to_self(signo, SI_ASYNCIO, value.0)
 }
 
-/// A notification due to fire once the engine lock is released.
+/// Completion signals sent by [`send_signals`], process-wide.
+static SENT: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// `SENT` when this thread last called [`catch_up`].
+    static SEEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// For a wait about to return because requests are done (it saw them under
+/// the engine lock): if completion signals were sent since this thread last
+/// looked, enters the kernel once, so that the handler of one sent to this
+/// thread while it ran (spinning for the lock, say: the kernel's kick may still
+/// be on its way) has run when the wait returns, as if the thread had slept.
+pub(crate) fn catch_up() {
+    let sent = SENT.load(Ordering::Relaxed);
+    if SEEN.with(|s| s.replace(sent)) != sent {
+        crate::sys::signal::handle_pending();
+    }
+}
+
+/// Sends the `SIGEV_SIGNAL`s among `fires` (and removes them), for a caller
+/// that holds the engine lock and releases it next: a completion's signal is
+/// then generated before any waiter, which looks under the lock, can see the
+/// request done (glibc's order: status, signal, waiters). Every signal stays
+/// blocked in the calling thread until the returned guard is dropped (after
+/// the waiters are woken), so no handler runs here while the lock is held. A
+/// signal that cannot be queued (`RLIMIT_SIGPENDING`) is counted in `failed`
+/// and traced, never silently lost.
+///
+/// The kernel gives a process signal to the main thread when that thread does
+/// not block it. When the main thread sends (it reaped the completion) with
+/// the signal unblocked but for this call, the signal is queued to it, and its
+/// handler runs when the mask is restored, as if it had never been blocked.
+pub(crate) fn send_signals(
+    fires: &mut Vec<Fire>,
+    failed: &AtomicU64,
+) -> Option<crate::sys::signal::AllBlocked> {
+    use crate::sys::signal as sig;
+    if !fires.iter().any(|f| matches!(f, Fire::Signal(..))) {
+        return None;
+    }
+    let blocked = sig::block_all();
+    let main = sig::is_main_thread();
+    SENT.fetch_add(1, Ordering::Relaxed);
+    fires.retain(|f| match *f {
+        Fire::Signal(signo, v) => {
+            let r = if main && !blocked.was_blocked(signo) {
+                sig::queue_to_this_thread(signo, SI_ASYNCIO, v.0)
+            } else {
+                send_signal(signo, v)
+            };
+            if let Err(e) = r {
+                failed.fetch_add(1, Ordering::Relaxed);
+                super::hook::notify_failed(signo, e);
+            }
+            false
+        }
+        Fire::Thread(..) => true,
+    });
+    Some(blocked)
+}
+
+/// A notification due to fire: a signal before the engine lock is released,
+/// a callback after.
 pub(crate) enum Fire {
     Signal(i32, SigVal),
     Thread(Callback, SigVal),

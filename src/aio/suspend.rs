@@ -27,7 +27,9 @@ impl Aio {
     /// # Errors
     /// [`ErrorKind::TimedOut`] (EAGAIN, as `aio_suspend` reports it) when the
     /// timeout expires; [`ErrorKind::Interrupted`] (EINTR) when a signal handler
-    /// runs during the wait (never restarted, as POSIX says; the requests go on);
+    /// runs during the wait, with or without `SA_RESTART` (POSIX restarts
+    /// `aio_suspend` after an `SA_RESTART` handler; here the caller, who knows
+    /// its handlers, decides whether to call again; the requests go on);
     /// EINVAL for a request of another context.
     ///
     /// # References

@@ -95,7 +95,11 @@ impl Pool {
     }
 
     /// Starts the workers and the poller; each holds the context until shutdown.
+    /// They block every signal (inherited), as glibc's AIO threads do: no
+    /// handler runs on them, and one that sends a completion signal never
+    /// takes it itself (see `notify::send_signals`).
     pub(crate) fn spawn<H: Host>(host: &Arc<H>, workers: usize) -> Result<()> {
+        let _blocked = crate::sys::signal::block_all();
         let fail = |e: std::io::Error| {
             Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
                 .with_message("starting the AIO thread pool")
@@ -218,6 +222,19 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
         } else {
             pool.work.wait_until(&mut core, None);
         }
+    }
+}
+
+/// True if the issued request in `s` may be stopped by a cancel (it transfers on
+/// a pollable fd: a pipe, FIFO, socket or terminal, and is parked or will park
+/// when it would block). A C request's fd kind is learnt by its worker without
+/// the lock (`interruptible` set meanwhile); until then it is read here. On a
+/// regular file or block device (or an fd `fstat` refuses, transferred as on
+/// one) the transfer runs to its end: the kernel does not interrupt it.
+pub(crate) fn can_stop(s: &super::table::Slot) -> bool {
+    match s.fd_kind {
+        Some(k) => k.is_stream(),
+        None => sio::kind(borrow(s.op.fd)).is_ok_and(FdKind::is_stream),
     }
 }
 

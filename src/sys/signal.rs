@@ -28,6 +28,37 @@ struct KernelSigInfo {
 /// # References
 /// - [`rt_sigqueueinfo(2)`](https://man7.org/linux/man-pages/man2/rt_sigqueueinfo.2.html)
 pub(crate) fn queue_to_self(signo: i32, code: i32, value: usize) -> Result<(), i32> {
+    queue(signo, code, value, None)
+}
+
+/// `rt_tgsigqueueinfo(getpid(), gettid(), ...)`: as [`queue_to_self`], but to
+/// the calling thread only.
+///
+/// # References
+/// - [`rt_tgsigqueueinfo(2)`](https://man7.org/linux/man-pages/man2/rt_tgsigqueueinfo.2.html)
+#[doc(alias = "rt_tgsigqueueinfo")]
+pub(crate) fn queue_to_this_thread(signo: i32, code: i32, value: usize) -> Result<(), i32> {
+    queue(signo, code, value, Some(super::tid::current() as i32))
+}
+
+/// Enters the kernel once (`rt_sigprocmask` reading the mask): on the way back,
+/// the kernel runs the handlers of the signals pending for the calling thread,
+/// as at the end of any system call. (A signal sent to a thread that runs in
+/// user space is otherwise handled when an interrupt reaches it, a little
+/// later.)
+pub(crate) fn handle_pending() {
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: a null set only reads the mask into `old`, which has room.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), old.as_mut_ptr()) };
+}
+
+/// True if the calling thread is the process's main thread (its tid is the
+/// pid), the one a signal sent to the process goes to when it does not block it.
+pub(crate) fn is_main_thread() -> bool {
+    super::tid::current() as i32 == rustix::process::getpid().as_raw_nonzero().get()
+}
+
+fn queue(signo: i32, code: i32, value: usize, tid: Option<i32>) -> Result<(), i32> {
     let pid = rustix::process::getpid().as_raw_nonzero().get();
     let info = KernelSigInfo {
         signo,
@@ -39,15 +70,14 @@ pub(crate) fn queue_to_self(signo: i32, code: i32, value: usize) -> Result<(), i
         value,
         _rest: [0; 96],
     };
-    // SAFETY: rt_sigqueueinfo reads a 128-byte siginfo from `info`, which is valid
-    // for the call; the other arguments are plain integers.
+    let info = &info as *const KernelSigInfo;
+    // SAFETY: rt_sigqueueinfo and rt_tgsigqueueinfo read a 128-byte siginfo
+    // from `info`, which is valid for the call; the rest are plain integers.
     let r = unsafe {
-        libc::syscall(
-            libc::SYS_rt_sigqueueinfo,
-            pid as libc::pid_t,
-            signo,
-            &info as *const KernelSigInfo,
-        )
+        match tid {
+            None => libc::syscall(libc::SYS_rt_sigqueueinfo, pid, signo, info),
+            Some(tid) => libc::syscall(libc::SYS_rt_tgsigqueueinfo, pid, tid, signo, info),
+        }
     };
     if r < 0 {
         Err(std::io::Error::last_os_error()
@@ -55,5 +85,54 @@ pub(crate) fn queue_to_self(signo: i32, code: i32, value: usize) -> Result<(), i
             .unwrap_or(libc::EAGAIN))
     } else {
         Ok(())
+    }
+}
+
+/// Every signal blocked in the calling thread, until dropped: then the
+/// thread's previous mask is back, and a signal that came meanwhile and is not
+/// blocked there any more is handled at once. Not `Send`: the mask is the
+/// thread's.
+///
+/// # References
+/// - [`pthread_sigmask`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_sigmask.html)
+pub(crate) struct AllBlocked(Option<libc::sigset_t>, std::marker::PhantomData<*const ()>);
+
+/// Blocks every signal in the calling thread (`pthread_sigmask(SIG_BLOCK)` with
+/// a full set; glibc keeps its internal ones) until the guard is dropped.
+#[doc(alias = "pthread_sigmask")]
+pub(crate) fn block_all() -> AllBlocked {
+    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
+    // writes `old`, both valid for the call, and changes only this thread.
+    let ok = unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_BLOCK, all.as_ptr(), old.as_mut_ptr()) == 0
+    };
+    // SAFETY: `old` was written by the successful call.
+    AllBlocked(
+        ok.then(|| unsafe { old.assume_init() }),
+        std::marker::PhantomData,
+    )
+}
+
+impl AllBlocked {
+    /// True if `signo` was blocked in the thread before (or the mask could not
+    /// be read: then nothing was blocked here).
+    pub(crate) fn was_blocked(&self, signo: i32) -> bool {
+        match &self.0 {
+            // SAFETY: `old` is a mask read by `pthread_sigmask`.
+            Some(old) => unsafe { libc::sigismember(old, signo) == 1 },
+            None => true,
+        }
+    }
+}
+
+impl Drop for AllBlocked {
+    fn drop(&mut self) {
+        if let Some(old) = &self.0 {
+            // SAFETY: restores a mask read by `pthread_sigmask`; this thread only.
+            unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+        }
     }
 }

@@ -1,0 +1,231 @@
+//! A completion's `SIGEV_SIGNAL` is generated before a waiter sees the request
+//! done (glibc's order: status, signal, then the waiters): when
+//! [`Aio::suspend`], `lio_listio(ListMode::Wait)` or [`List::wait_all`] returns,
+//! the signal's handler has run in the one thread that takes it. It used to be
+//! sent after the engine lock was released, so that a woken waiter often
+//! returned first on the thread engine.
+//!
+//! The rounds run in a forked child, whose waiting thread is its main thread:
+//! the kernel gives a process signal to the main thread when it does not block
+//! it, the child's writer thread blocks it, and so do the engine's threads.
+//! (In the test harness, the main thread is the harness's, and would take the
+//! signal.)
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use posixrt::aio::{Aio, Backend, List, ListMode, Notify, Op};
+use posixrt::ErrorKind;
+
+/// `si_value` of the last completion signal handled.
+static LAST: AtomicUsize = AtomicUsize::new(0);
+
+const ROUNDS: usize = 150;
+
+extern "C" fn on_signal(_: i32, si: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler; a
+    // queued signal carries `si_value`.
+    let (code, v) = unsafe { ((*si).si_code, (*si).si_value().sival_ptr as usize) };
+    if code == -4 {
+        LAST.store(v, Ordering::SeqCst);
+    }
+}
+
+fn signo() -> i32 {
+    libc::SIGRTMIN() + 2
+}
+
+/// Installs the handler (with `SA_RESTART`) and blocks or unblocks the signal
+/// in the calling thread.
+fn set_up(block: bool) {
+    // SAFETY: a handler that only stores to an atomic; the struct is fully set.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(signo(), &sa, std::ptr::null_mut()), 0);
+    }
+    set_blocked(block);
+}
+
+fn set_blocked(block: bool) {
+    // SAFETY: builds a one-signal set and changes the calling thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, signo());
+        let how = if block {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        assert_eq!(libc::pthread_sigmask(how, &set, std::ptr::null_mut()), 0);
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum How {
+    Suspend,
+    Lio,
+    All,
+}
+
+/// One round: a read of one byte from the pipe with `SIGEV_SIGNAL` (value
+/// `round`), the byte written 2 ms later by the writer thread, and the wait.
+/// True if the handler had run when the wait returned.
+fn round(
+    aio: &Aio,
+    r: &OwnedFd,
+    go: &mpsc::Sender<()>,
+    round: usize,
+    how: How,
+) -> Result<bool, String> {
+    let op = Op::read(r, 0, vec![0u8; 1]).notify(Notify::signal(signo(), round));
+    go.send(()).map_err(|e| e.to_string())?;
+    let seen = match how {
+        How::Suspend => {
+            let mut req = aio.submit(op).map_err(|e| e.to_string())?;
+            loop {
+                match aio.suspend([&req], None) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(format!("suspend: {e}")),
+                }
+            }
+            let seen = LAST.load(Ordering::SeqCst) == round;
+            let c = req.aio_return().map_err(|e| e.to_string())?;
+            if c.result.map_err(|e| e.to_string())? != 1 {
+                return Err("short read".into());
+            }
+            seen
+        }
+        How::Lio => match aio.lio_listio(ListMode::Wait, [Some(op)], Notify::None) {
+            Ok(list) => {
+                let seen = LAST.load(Ordering::SeqCst) == round;
+                check_list(list)?;
+                seen
+            }
+            // A handler ran: ours, the only signal about.
+            Err(e) if e.kind() == ErrorKind::Interrupted => LAST.load(Ordering::SeqCst) == round,
+            Err(e) => return Err(format!("lio_listio: {e}")),
+        },
+        How::All => {
+            let list = aio
+                .lio_listio(ListMode::NoWait, [Some(op)], Notify::None)
+                .map_err(|e| e.to_string())?;
+            loop {
+                match list.wait_all() {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(format!("wait_all: {e}")),
+                }
+            }
+            let seen = LAST.load(Ordering::SeqCst) == round;
+            check_list(list)?;
+            seen
+        }
+    };
+    // Whatever happened, the handler runs before the next round.
+    for _ in 0..2000 {
+        if LAST.load(Ordering::SeqCst) == round {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if LAST.load(Ordering::SeqCst) != round {
+        return Err(format!("round {round}: the signal never came"));
+    }
+    Ok(seen)
+}
+
+fn check_list(list: List<Vec<u8>>) -> Result<(), String> {
+    let all = list.take_all().map_err(|e| e.to_string())?;
+    match all.into_iter().flatten().next() {
+        Some(c) if matches!(c.result, Ok(1)) => Ok(()),
+        _ => Err("the list's read did not read one byte".into()),
+    }
+}
+
+/// The child's work: every round on `backend`; the rounds whose wait returned
+/// before the handler ran, per way of waiting.
+fn child(backend: Backend) -> Result<String, String> {
+    set_up(true);
+    let (r, w) = rustix::pipe::pipe().map_err(|e| e.to_string())?;
+    let (go, rx) = mpsc::channel::<()>();
+    // Starts with the signal blocked (inherited).
+    let writer = std::thread::spawn(move || {
+        while rx.recv().is_ok() {
+            std::thread::sleep(Duration::from_millis(2));
+            if rustix::io::write(&w, b"x") != Ok(1) {
+                return;
+            }
+        }
+    });
+    set_blocked(false);
+    let aio = Aio::builder()
+        .backend(backend)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let ways = [How::Suspend, How::Lio, How::All];
+    let mut early = [0usize; 3];
+    for n in 1..=ROUNDS {
+        let i = n % ways.len();
+        if !round(&aio, &r, &go, n, ways[i])? {
+            early[i] += 1;
+        }
+    }
+    drop(go);
+    let _ = writer.join();
+    if early.iter().any(|&e| e > 0) {
+        return Err(format!(
+            "{backend}: the wait returned before the handler ran in {} of {} rounds \
+             (suspend, lio_listio wait, wait_all)",
+            early.map(|e| e.to_string()).join(" / "),
+            ROUNDS / ways.len()
+        ));
+    }
+    Ok(String::new())
+}
+
+/// Forks; the child runs `f` and exits 0 or 1 with its message on a pipe.
+fn in_forked_child(f: impl FnOnce() -> Result<String, String>) -> (bool, String) {
+    let (r, w) = rustix::pipe::pipe().expect("pipe");
+    // SAFETY: the child only runs `f` and `_exit`s; this binary's tests run
+    // nothing else concurrently that holds a crate lock (one test).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        drop(r);
+        let code = match f() {
+            Ok(_) => 0,
+            Err(msg) => {
+                let _ = rustix::io::write(&w, msg.as_bytes());
+                1
+            }
+        };
+        // SAFETY: ends the child without the harness's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    drop(w);
+    let mut msg = String::new();
+    let _ = std::fs::File::from(r).read_to_string(&mut msg);
+    let mut status = 0;
+    // SAFETY: waits for our own child; `status` is writable.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    (
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        msg,
+    )
+}
+
+#[test]
+fn completion_signal_handled_before_the_wait_returns() {
+    for backend in [Backend::Threads, Backend::Uring] {
+        let (ok, msg) = in_forked_child(|| child(backend));
+        assert!(ok, "{msg}");
+    }
+}
