@@ -122,6 +122,13 @@ const STRICT: &[&str] = &[
 
 /// Runs a program (killed after 60 s), optionally with libposixrt preloaded.
 fn run(exe: &Path, args: &[&str], preload: bool) -> Output {
+    let out = run_for(exe, args, preload, Duration::from_secs(60));
+    out.unwrap_or_else(|| panic!("{} {args:?} did not finish in 60 s", exe.display()))
+}
+
+/// Runs a program, optionally with libposixrt preloaded; `None` if it had not
+/// finished after `limit` (it is then killed).
+fn run_for(exe: &Path, args: &[&str], preload: bool, limit: Duration) -> Option<Output> {
     let mut cmd = Command::new(exe);
     cmd.args(args)
         .env_remove("LD_PRELOAD")
@@ -140,7 +147,7 @@ fn run(exe: &Path, args: &[&str], preload: bool) -> Output {
     let watchdog = std::thread::spawn(move || {
         let t0 = Instant::now();
         while !d2.load(std::sync::atomic::Ordering::Relaxed) {
-            if t0.elapsed() > Duration::from_secs(60) {
+            if t0.elapsed() > limit {
                 // SAFETY: kill has no memory preconditions; the child is not
                 // reaped until wait_with_output returns.
                 unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -153,8 +160,7 @@ fn run(exe: &Path, args: &[&str], preload: bool) -> Output {
     let out = child.wait_with_output().expect("collect output");
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let killed = watchdog.join().unwrap_or(false);
-    assert!(!killed, "{} {args:?} did not finish in 60 s", exe.display());
-    out
+    (!killed).then_some(out)
 }
 
 fn ok_stdout(o: &Output, what: &str) -> String {
@@ -402,7 +408,18 @@ fn mutex_report(out: &str) -> (String, Vec<MutexLine>) {
 #[test]
 fn listing_8_24_traces_mutex_events_under_preload() {
     let exe = build(&listing("listing_8_24.c"), &["-w"], false);
-    let out = ok_stdout(&run(&exe, &[], true), "listing 8.24");
+    // The listing can deadlock by its own design: it cancels the trylock thread
+    // first, at a `nanosleep` that may be inside its critical section, so the
+    // thread dies holding the mutex while the other waits for it in
+    // `pthread_mutex_lock` (no cancellation point), and `pthread_join` never
+    // returns (seen under gdb: the waiter sits in glibc's own lock wait; the
+    // interposer only records around it). On Linux the clock resolution it scales its
+    // sleeps by is 1 ns, so the window is hit about once in 12 runs here. A run
+    // that hangs is retried: three in a row would be a defect of ours.
+    let out = (0..3)
+        .find_map(|_| run_for(&exe, &[], true, Duration::from_secs(20)))
+        .expect("listing 8.24 hung three times in a row");
+    let out = ok_stdout(&out, "listing 8.24");
     let (head, ev) = mutex_report(&out);
     assert!(
         head.starts_with("Помещенные в поток трассировки события с мьютексом 0x"),
