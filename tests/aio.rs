@@ -287,6 +287,36 @@ fn cancel_done(b: Backend) {
 }
 both!(cancel_already_done, cancel_done);
 
+/// `cancel_fd` cancels the requests still queued behind one it cannot stop
+/// (appends are ordered: they wait for the one running), in one pass: it does
+/// not wait for the running one first, which would let the queue drain.
+fn cancel_fd_cancels_queued(b: Backend) {
+    let aio = ctx(b);
+    let s = scratch(true, b"");
+    // Long enough that the small appends are still queued when cancel_fd runs.
+    let big = aio.write(&s.file, 0, vec![7u8; 64 << 20]).unwrap();
+    let small: Vec<_> = (0..8)
+        .map(|i| aio.write(&s.file, 0, vec![i as u8; 512]).unwrap())
+        .collect();
+    let out = aio.cancel_fd(s.file.as_raw_fd()).unwrap();
+    for (i, r) in small.iter().enumerate() {
+        let e = r.error().expect_err("a queued append ran");
+        assert_eq!(e.kind(), ErrorKind::Canceled, "append {i}: {e}");
+    }
+    aio.suspend([&big], None).unwrap();
+    // The big append ran (or was cut short by the cancel): nothing after it.
+    let len = s.file.metadata().unwrap().len();
+    assert!(
+        len <= 64 << 20,
+        "{len} bytes: a cancelled append was written"
+    );
+    assert_ne!(out, CancelResult::AllDone);
+}
+both!(
+    cancel_fd_cancels_the_queued_requests,
+    cancel_fd_cancels_queued
+);
+
 fn cancel_bad_fd(b: Backend) {
     let aio = ctx(b);
     let e = aio.cancel_fd(100_000).unwrap_err();
