@@ -48,14 +48,15 @@ struct Args {
 }
 
 const USAGE: &str =
-    "usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--only ENGINE] [--json]
+    "usage: aio_latency [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 
   --ops N            QD1 reads per engine (1 to 10000000, default 20000)
   --qd32-ops N       QD32 reads per engine (32 to 100000000, default 200000)
   --file-size-mb N   size of the test file in MiB (1 to 65536, default 64; it must
                      fit in the free space of the temp dir, $TMPDIR or /tmp)
-  --only ENGINE      measure one engine: posixrt_uring, posixrt_threads, glibc,
-                     io_uring or pread (ratios that need another engine print n/a)
+  --only E1,E2,...   measure only these engines (comma-separated): posixrt_uring,
+                     posixrt_threads, glibc, io_uring, pread (ratios that need
+                     another engine print n/a)
   --json             one JSON object instead of the tables
 
 The test file is unlinked as soon as it is created: an interrupted run leaves nothing.";
@@ -77,8 +78,11 @@ fn parse() -> Args {
             "--json" => a.json = true,
             "--only" => {
                 let e: String = it.value("--only");
-                if !ENGINES.contains(&e.as_str()) {
-                    it.fail(format!("--only needs one of {}", ENGINES.join(", ")));
+                if !e.split(',').all(|n| ENGINES.contains(&n)) {
+                    it.fail(format!(
+                        "--only needs engines from {} (comma-separated)",
+                        ENGINES.join(", ")
+                    ));
                 }
                 a.only = Some(e);
             }
@@ -471,7 +475,11 @@ fn run(a: &Args) -> Result<(), String> {
 
     let mut q1_engines: Vec<(&'static str, Step<'_>)> = Vec::new();
     let mut q32_engines: Vec<(&'static str, Step<'_>)> = Vec::new();
-    let on = |n: &str| a.only.as_deref().map_or(true, |o| o == n);
+    let on = |n: &str| {
+        a.only
+            .as_deref()
+            .map_or(true, |o| o.split(',').any(|e| e == n))
+    };
     if on("posixrt_uring") {
         q1_engines.push(("posixrt_uring", posixrt_qd1(&f, &uring, a.ops, size)?));
         q32_engines.push(("posixrt_uring", posixrt_qd32(&f, &uring, a.qd32_ops, size)?));
