@@ -4,7 +4,10 @@
 //! (`rdtsc` plus a 24-byte store into a ring, the least a timestamped record can
 //! cost), measured in the same run; beside the stopped and filtered figures, the
 //! floor of a disabled point (a relaxed byte load and a predicted branch in the
-//! same loop), interleaved with them; and the sustained rate of a stream with a log
+//! same loop), interleaved with them. Disabled points are timed eight in a row
+//! per loop iteration (`stopped_ns`, `filtered_ns`, `disabled_floor_ns`): one
+//! per iteration times the loop's own branch as well, a cycle or two by where
+//! the linker placed the loop (`*_single_ns`, also printed); and the sustained rate of a stream with a log
 //! (FLUSH policy, two producer threads at a fixed offered rate for at least 1 s):
 //! events that reached the log per second, and events lost.
 //!
@@ -90,6 +93,28 @@ fn record_batch(id: EventId, n: u64) -> f64 {
     (thread_cpu_ns() - t0) as f64 / n as f64
 }
 
+/// As [`record_batch`], with eight trace points in a row per loop iteration:
+/// what a disabled point costs in straight-line code, without the loop's own
+/// branch (which takes a cycle of its own, or two where the linker happened to
+/// place the loop across a 64-byte line). `n` is rounded down to a multiple of 8.
+#[inline(never)]
+fn record_batch8(id: EventId, n: u64) -> f64 {
+    let id = black_box(id);
+    let n = n / 8 * 8;
+    let t0 = thread_cpu_ns();
+    for i in (0..n).step_by(8) {
+        trace::event(id, &i.to_le_bytes());
+        trace::event(id, &(i + 1).to_le_bytes());
+        trace::event(id, &(i + 2).to_le_bytes());
+        trace::event(id, &(i + 3).to_le_bytes());
+        trace::event(id, &(i + 4).to_le_bytes());
+        trace::event(id, &(i + 5).to_le_bytes());
+        trace::event(id, &(i + 6).to_le_bytes());
+        trace::event(id, &(i + 7).to_le_bytes());
+    }
+    (thread_cpu_ns() - t0) as f64 / n as f64
+}
+
 /// The pass bytes of [`disabled_floor_batch`]: all 0, as a stopped stream's are.
 static FLOOR_PASS: [AtomicU8; 1024] = [const { AtomicU8::new(0) }; 1024];
 
@@ -118,20 +143,55 @@ fn disabled_floor_batch(id: EventId, n: u64) -> f64 {
     (thread_cpu_ns() - t0) as f64 / n as f64
 }
 
-/// Medians of `rounds` batches of `record_batch(id)`, each followed by one of
-/// `disabled_floor_batch`, after as many untimed ones (the process has just
-/// started: the CPU comes up to speed). Returns (event, floor).
-fn disabled_pair(id: EventId, rounds: u64, batch: u64) -> (f64, f64) {
-    for _ in 0..rounds {
-        record_batch(id, batch);
-        disabled_floor_batch(id, batch);
+/// As [`disabled_floor_batch`], eight loads and branches per iteration (the
+/// floor of [`record_batch8`]).
+#[inline(never)]
+fn disabled_floor_batch8(id: EventId, n: u64) -> f64 {
+    let pass = black_box(&FLOOR_PASS);
+    let at = black_box(id).raw() as usize % pass.len();
+    let n = n / 8 * 8;
+    let t0 = thread_cpu_ns();
+    for i in (0..n).step_by(8) {
+        for k in 0..8 {
+            if pass[at].load(Relaxed) != 0 {
+                floor_taken(i + k);
+            }
+        }
     }
-    let (mut ev, mut fl) = (Vec::new(), Vec::new());
+    (thread_cpu_ns() - t0) as f64 / n as f64
+}
+
+/// A disabled point's figures: ns per event eight in a row, and one per loop
+/// iteration, each beside its floor.
+struct Disabled {
+    ev8: f64,
+    floor8: f64,
+    ev1: f64,
+    floor1: f64,
+}
+
+/// Medians of `rounds` rounds of the four batches of [`Disabled`] in turn,
+/// after as many untimed ones (the process has just started: the CPU comes up
+/// to speed).
+fn disabled_pair(id: EventId, rounds: u64, batch: u64) -> Disabled {
+    let round = || {
+        (
+            record_batch8(id, batch),
+            disabled_floor_batch8(id, batch),
+            record_batch(id, batch),
+            disabled_floor_batch(id, batch),
+        )
+    };
     for _ in 0..rounds {
-        ev.push(record_batch(id, batch));
-        fl.push(disabled_floor_batch(id, batch));
+        round();
     }
-    (median(ev), median(fl))
+    let all: Vec<_> = (0..rounds).map(|_| round()).collect();
+    Disabled {
+        ev8: median(all.iter().map(|r| r.0).collect()),
+        floor8: median(all.iter().map(|r| r.1).collect()),
+        ev1: median(all.iter().map(|r| r.2).collect()),
+        floor1: median(all.iter().map(|r| r.3).collect()),
+    }
 }
 
 /// The clock the trace records: the TSC where there is one.
@@ -327,7 +387,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     // Stopped: a relaxed load and a branch, beside the same loop with a bare
     // load and branch.
-    let (stopped, stopped_floor) = disabled_pair(ev, rounds, batch);
+    let st = disabled_pair(ev, rounds, batch);
 
     // The floor, into a ring as large as the stream's, touched first.
     let ring: Vec<AtomicU64> = (0..(8 << 20) / 8).map(|_| AtomicU64::new(0)).collect();
@@ -356,8 +416,12 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut f = EventSet::empty();
     f.add(other);
     t.set_filter(&f, FilterHow::Set)?;
-    let (filtered, filtered_floor) = disabled_pair(other, rounds, batch);
-    let disabled_floor = median(vec![stopped_floor, filtered_floor]);
+    let fi = disabled_pair(other, rounds, batch);
+    let (stopped, filtered) = (st.ev8, fi.ev8);
+    let (stopped_floor, filtered_floor) = (st.floor8, fi.floor8);
+    let disabled_floor = median(vec![st.floor8, fi.floor8]);
+    let (stopped1, filtered1) = (st.ev1, fi.ev1);
+    let disabled_floor1 = median(vec![st.floor1, fi.floor1]);
     t.clear()?;
 
     // One thread, then two at once, each with its own sub-buffer (warmed first), in
@@ -445,7 +509,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     if a.json {
         println!(
-            "{{\"running_ns\": {running:.2}, \"stopped_ns\": {stopped:.3}, \"filtered_ns\": {filtered:.3}, \"two_thread_speedup\": {speedup:.2}, \"tracing_crate_ns\": {tracing_ns:.2}, \"floor_ns\": {floor:.2}, \"running_over_floor\": {:.3}, \"disabled_floor_ns\": {disabled_floor:.3}, \"stopped_over_disabled_floor\": {:.2}, \"filtered_over_disabled_floor\": {:.2}, \"flush_events_per_s\": {flush_events_per_s:.0}, \"flush_lost\": {flush_lost}, \"flush_offered_per_s\": {}, \"flush_cpu_ns_per_event\": {flush_cpu:.1}, \"flush_dir\": {:?}, \"loadavg_1m\": {load}}}",
+            "{{\"running_ns\": {running:.2}, \"stopped_ns\": {stopped:.3}, \"filtered_ns\": {filtered:.3}, \"two_thread_speedup\": {speedup:.2}, \"tracing_crate_ns\": {tracing_ns:.2}, \"floor_ns\": {floor:.2}, \"running_over_floor\": {:.3}, \"disabled_floor_ns\": {disabled_floor:.3}, \"stopped_over_disabled_floor\": {:.2}, \"filtered_over_disabled_floor\": {:.2}, \"stopped_single_ns\": {stopped1:.3}, \"filtered_single_ns\": {filtered1:.3}, \"disabled_floor_single_ns\": {disabled_floor1:.3}, \"flush_events_per_s\": {flush_events_per_s:.0}, \"flush_lost\": {flush_lost}, \"flush_offered_per_s\": {}, \"flush_cpu_ns_per_event\": {flush_cpu:.1}, \"flush_dir\": {:?}, \"loadavg_1m\": {load}}}",
             running / floor,
             stopped / stopped_floor,
             filtered / filtered_floor,
@@ -481,6 +545,9 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         );
         println!(
             "  disabled floor     {disabled_floor:8.3} ns/event   (a relaxed byte load and a predicted branch, same loop)"
+        );
+        println!(
+            "    (stopped and filtered are timed eight points in a row per loop iteration; one per iteration, with the loop's own branch: stopped {stopped1:.3}, filtered {filtered1:.3}, floor {disabled_floor1:.3} ns)"
         );
         println!("  two threads        {pair:8.2} ns/event   speedup {speedup:.2}x   goal >= 1.6x");
         println!("    (each thread's own time: {own_alone:.2} ns/event alone, {own_together:.2} ns/event with the other running)");
