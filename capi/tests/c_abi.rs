@@ -218,6 +218,26 @@ fn semantics(link: Link, backend: &str, extra: &[&str]) {
     }
 }
 
+/// Builds `src` (strict flags) linked and preloaded, runs it on each engine of
+/// `backends` once per argument list of `runs`, and asserts that every run
+/// exits 0 and prints "ok".
+fn prints_ok(src: &str, backends: &[&str], runs: &[&[&str]]) {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src(src), link, &strict());
+        for backend in backends {
+            for args in runs {
+                let o = run(&exe, link, args, &[("POSIXRT_AIO_BACKEND", backend)]);
+                assert!(
+                    o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+                    "{src} {link:?} {backend} {args:?}: {:?}\n{}",
+                    o.status,
+                    String::from_utf8_lossy(&o.stderr)
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn semantics_linked_uring() {
     semantics(Link::Linked, "uring", &[]);
@@ -238,25 +258,13 @@ fn semantics_preloaded_threads() {
     semantics(Link::Preloaded, "threads", &[]);
 }
 
-/// `-D_FILE_OFFSET_BITS=64` makes glibc's header call the `*64` names.
 /// `aio_suspend` (with and without a timeout) and `lio_listio(LIO_WAIT)` go
 /// on after a signal handler installed with `SA_RESTART`, as POSIX says (glibc
 /// does without a timeout); without `SA_RESTART` they return -1/EINTR. Both
 /// engines, linked and preloaded.
 #[test]
 fn waits_restart_after_sa_restart_handlers() {
-    for link in [Link::Linked, Link::Preloaded] {
-        let exe = build(&c_src("aio_restart.c"), link, &strict());
-        for backend in ["uring", "threads"] {
-            let o = run(&exe, link, &[], &[("POSIXRT_AIO_BACKEND", backend)]);
-            assert!(
-                o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
-                "{link:?} {backend}: {:?}\n{}",
-                o.status,
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-    }
+    prints_ok("aio_restart.c", &["uring", "threads"], &[&[]]);
 }
 
 /// `aio_cancel(fd, NULL)` on the thread engine cancels the requests still
@@ -264,16 +272,7 @@ fn waits_restart_after_sa_restart_handlers() {
 /// while the workers start the rest (it cancelled none of 32 queued writes).
 #[test]
 fn cancel_fd_cancels_the_queued_requests_threads() {
-    for link in [Link::Linked, Link::Preloaded] {
-        let exe = build(&c_src("aio_cancel_queued.c"), link, &strict());
-        let o = run(&exe, link, &[], &[("POSIXRT_AIO_BACKEND", "threads")]);
-        assert!(
-            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
-            "{link:?}: {:?}\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    prints_ok("aio_cancel_queued.c", &["threads"], &[&[]]);
 }
 
 /// `aio_cancel` (of the aiocb, and of the whole fd) on the thread engine
@@ -283,16 +282,7 @@ fn cancel_fd_cancels_the_queued_requests_threads() {
 /// interruptible while it learns the fd's kind, and nothing cleared that).
 #[test]
 fn cancel_does_not_wait_for_a_running_regular_file_write_threads() {
-    for link in [Link::Linked, Link::Preloaded] {
-        let exe = build(&c_src("aio_cancel_running.c"), link, &strict());
-        let o = run(&exe, link, &[], &[("POSIXRT_AIO_BACKEND", "threads")]);
-        assert!(
-            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
-            "{link:?}: {:?}\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    prints_ok("aio_cancel_running.c", &["threads"], &[&[]]);
 }
 
 /// A completion's `SIGEV_SIGNAL` is generated before a waiter can see the
@@ -305,22 +295,14 @@ fn cancel_does_not_wait_for_a_running_regular_file_write_threads() {
 /// thread, the waiter (which sends it itself on io_uring).
 #[test]
 fn completion_signal_comes_before_the_waiters_wake() {
-    for link in [Link::Linked, Link::Preloaded] {
-        let exe = build(&c_src("aio_signal_order.c"), link, &strict());
-        for backend in ["uring", "threads"] {
-            for mode in ["alone", "helper", "open"] {
-                let o = run(&exe, link, &[mode], &[("POSIXRT_AIO_BACKEND", backend)]);
-                assert!(
-                    o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
-                    "{link:?} {backend} {mode}: {:?}\n{}",
-                    o.status,
-                    String::from_utf8_lossy(&o.stderr)
-                );
-            }
-        }
-    }
+    prints_ok(
+        "aio_signal_order.c",
+        &["uring", "threads"],
+        &[&["alone"], &["helper"], &["open"]],
+    );
 }
 
+/// `-D_FILE_OFFSET_BITS=64` makes glibc's header call the `*64` names.
 #[test]
 fn semantics_large_file_names_preloaded_and_linked() {
     let flags = ["-D_FILE_OFFSET_BITS=64"];

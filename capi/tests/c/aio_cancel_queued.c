@@ -24,16 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__,    \
-                    __LINE__, #cond, errno, strerror(errno));                        \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 #define NREQ 32
 #define LEN (4u << 20)

@@ -24,16 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__,    \
-                    __LINE__, #cond, errno, strerror(errno));                        \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 #define LEN (64u << 20)
 #define ATTEMPTS 8

@@ -21,16 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__,    \
-                    __LINE__, #cond, errno, strerror(errno));                        \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 #define RUNS_BEFORE_DATA 5
 

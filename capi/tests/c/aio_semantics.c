@@ -31,17 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
 static char tmpl[64];
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__,    \
-                    __LINE__, #cond, errno, strerror(errno));                        \
-            failures++;                                                              \
-        }                                                                            \
-    } while (0)
+#include "check.h"
 
 /* Pointers the compiler cannot prove null (the prototypes say nonnull). */
 static struct aiocb *volatile null_cb;

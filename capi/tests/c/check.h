@@ -1,0 +1,21 @@
+/* The check the C AIO tests share: a failed condition is printed with errno
+ * and counted in `failures`, and the test goes on (it exits 1 at the end if
+ * any failed). */
+#ifndef POSIXRT_TEST_CHECK_H
+#define POSIXRT_TEST_CHECK_H
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
+            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__,    \
+                    __LINE__, #cond, errno, strerror(errno));                        \
+            failures++;                                                              \
+        }                                                                            \
+    } while (0)
+
+#endif
