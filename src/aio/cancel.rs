@@ -156,15 +156,37 @@ pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
         return Err(Error::from_errno("aio_cancel", libc::EBADF)
             .with_hint(format!("fd {fd} is not an open file descriptor")));
     }
-    let ids = {
+    // The requests still queued are cancelled first, in one pass under the
+    // lock: cancelling a running one may end it (or wait for it), and its
+    // completion would start the next one queued on the fd before its turn.
+    let mut queued = Vec::new();
+    let mut others = Vec::new();
+    {
         let mut core = inner.lock();
         inner.poll_completions(&mut core);
-        let ids = core.on_fd(fd);
+        for (idx, gen) in core.on_fd(fd) {
+            let op = core.slots[idx as usize].op;
+            if core.cancel_unissued(idx) {
+                queued.push((user_data(idx, gen), op));
+            } else {
+                others.push((idx, gen));
+            }
+        }
         inner.release(core);
-        ids
-    };
+    }
     let mut out = CancelResult::AllDone;
-    for (idx, gen) in ids {
+    for (id, op) in queued {
+        hook::cancel(
+            id,
+            op.fd,
+            op.offset,
+            op.len,
+            op.kind.hook(),
+            libc::AIO_CANCELED,
+        );
+        out = out.merge(CancelResult::Canceled);
+    }
+    for (idx, gen) in others {
         out = out.merge(cancel_one(inner, idx, gen));
     }
     Ok(out)
