@@ -333,24 +333,10 @@ fn uring_one_turn_enters_once() {
 }
 
 /// A cached file in the temp dir (page-cache reads complete inline on io_uring,
-/// where the file system supports non-blocking reads).
-fn cached_temp_file() -> (File, std::path::PathBuf) {
-    use std::io::Write;
-    let path = std::env::temp_dir().join(format!(
-        "posixrt-aio-async-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let mut f = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
+/// where the file system supports non-blocking reads), its name already removed.
+fn cached_temp_file() -> File {
     let data: Vec<u8> = (0..CHUNK * 4).map(byte).collect();
-    f.write_all(&data).unwrap();
-    (f, path)
+    common::temp_file(&data)
 }
 
 /// A lone task (no other task in the runtime) does not wait for the end of the
@@ -360,7 +346,7 @@ fn cached_temp_file() -> (File, std::path::PathBuf) {
 #[test]
 fn uring_lone_task_enters_at_once() {
     let aio = ctx(Backend::Uring);
-    let (f, path) = cached_temp_file();
+    let f = cached_temp_file();
     let f = Arc::new(f);
     let rt = current_rt();
     let firsts = rt.block_on(async {
@@ -378,7 +364,6 @@ fn uring_lone_task_enters_at_once() {
         }
         firsts
     });
-    let _ = std::fs::remove_file(&path);
     // The first read of an fd settles its kind (and may be looked at again);
     // the later ones are the common path.
     if !firsts[1..].iter().any(|r| *r) {
@@ -600,7 +585,7 @@ both!(
 #[test]
 fn uring_waits_that_gather_nothing_stop() {
     let aio = ctx(Backend::Uring);
-    let (f, path) = cached_temp_file();
+    let f = cached_temp_file();
     let f = Arc::new(f);
     let rt = current_rt();
     // Does this file system complete a cached read inline? (Another context, and
@@ -613,7 +598,6 @@ fn uring_waits_that_gather_nothing_stop() {
     });
     if !inline {
         eprintln!("no read completes inline on this file system; nothing to check");
-        let _ = std::fs::remove_file(&path);
         return;
     }
     let (first, later) = rt.block_on(async {
@@ -644,7 +628,6 @@ fn uring_waits_that_gather_nothing_stop() {
         }
         (first, later)
     });
-    let _ = std::fs::remove_file(&path);
     assert!(
         !first,
         "beside idle tasks, the first read waits for the turn's end"
