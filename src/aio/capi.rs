@@ -23,7 +23,7 @@
 //! Waits (`aio_suspend`, `LIO_WAIT`) return EINTR when a signal handler runs
 //! (the C library restarts them after `SA_RESTART` handlers, as POSIX says):
 //! the waiting thread reaps the ring itself
-//! ([`Ring::wait_interruptible`](super::uring::Ring)) or sleeps on a futex word
+//! ([`Ring::wait`](super::uring::Ring)) or sleeps on a futex word
 //! bumped after C completions, once their signals were sent.
 
 use std::ffi::{c_int, c_void};
@@ -283,6 +283,7 @@ impl CEngine {
             Inner::new(&Config {
                 backend: None,
                 entries,
+                rings: super::uring::default_rings(),
                 workers,
             })
         })?;
@@ -480,7 +481,7 @@ impl CEngine {
                 self.wake_flusher();
             } else if let Engine::Uring(r) = &inner.engine {
                 DEFERRED.swap(false, Ordering::AcqRel);
-                let _ = r.submit();
+                let _ = r.submit_mine();
             }
         }
         Ok(names)
@@ -578,7 +579,7 @@ impl CEngine {
                 Engine::Uring(r) if !core.reaper => {
                     core.reaper = true;
                     inner.release(core);
-                    let res = r.wait_interruptible(remaining);
+                    let res = r.wait(remaining);
                     let mut core = inner.lock();
                     core.reaper = false;
                     core.completed = true;

@@ -10,6 +10,7 @@ use super::engine::{Backend, BackendInfo, Config, Engine, Inner};
 use super::fsync::SyncMode;
 use super::op::{BorrowFd, Kind, Op};
 use super::request::Request;
+use super::uring::{default_rings, MAX_RINGS};
 use crate::{Error, Result};
 
 /// Builds an [`Aio`] context with a chosen backend and sizes.
@@ -17,6 +18,7 @@ use crate::{Error, Result};
 pub struct Builder {
     backend: Option<Backend>,
     entries: u32,
+    rings: usize,
     workers: usize,
     worker_affinity: Option<Vec<usize>>,
     max_workers: Option<(u32, u32)>,
@@ -27,6 +29,7 @@ impl Default for Builder {
         Builder {
             backend: None,
             entries: 256,
+            rings: default_rings(),
             workers: 8,
             worker_affinity: None,
             max_workers: None,
@@ -35,7 +38,8 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// The defaults: io_uring with 256 entries, falling back to 8 pool threads.
+    /// The defaults: io_uring with 256 entries (a ring per CPU, at most 4; see
+    /// [`rings`](Builder::rings)), falling back to 8 pool threads.
     pub fn new() -> Builder {
         Builder::default()
     }
@@ -53,6 +57,21 @@ impl Builder {
     #[must_use]
     pub fn entries(mut self, n: u32) -> Builder {
         self.entries = n;
+        self
+    }
+
+    /// io_uring: the most rings the context spreads its descriptors over
+    /// (1..=8; default one per CPU, at most 4). Each fd number is given a ring
+    /// in turn when first seen, and the rings are created as they are first
+    /// given one, so a program that uses one fd has one ring. The kernel runs a
+    /// ring's inline work (a cached read's copy) under that ring's lock: with
+    /// one ring, threads that submit to different fds at once copy one after
+    /// the other; with several, at the same time. With more than one ring a
+    /// waiting thread polls their fds, one system call more than a wait on one
+    /// ring when it has to sleep. Ignored by the thread engine.
+    #[must_use]
+    pub fn rings(mut self, n: usize) -> Builder {
+        self.rings = n;
         self
     }
 
@@ -106,6 +125,13 @@ impl Builder {
             )
             .with_hint("entries must be a power of two in 1..=32768"));
         }
+        if !(1..=MAX_RINGS).contains(&self.rings) {
+            return Err(Error::invalid(
+                "posixrt::aio::Builder::build",
+                format!("{} io_uring rings", self.rings),
+            )
+            .with_hint(format!("rings must be in 1..={MAX_RINGS}")));
+        }
         if !(1..=1024).contains(&self.workers) {
             return Err(Error::invalid(
                 "posixrt::aio::Builder::build",
@@ -134,6 +160,7 @@ impl Builder {
         let inner = Inner::new(&Config {
             backend: self.backend,
             entries: self.entries,
+            rings: self.rings,
             workers: self.workers,
         })?;
         inner.add_user();
@@ -205,6 +232,26 @@ impl Aio {
     /// Which backend is live, and why.
     pub fn backend(&self) -> &BackendInfo {
         &self.inner.info
+    }
+
+    /// io_uring rings this context has created so far (0 on the thread engine):
+    /// 1 until two threads submit at the same time (see
+    /// [`Builder::rings`]).
+    pub fn rings(&self) -> usize {
+        match &self.inner.engine {
+            Engine::Uring(r) => r.rings(),
+            Engine::Threads(_) => 0,
+        }
+    }
+
+    /// Test hook, not part of the API: the calling thread's io_uring requests
+    /// go into ring `k` (created if need be, within [`Builder::rings`]), or
+    /// are placed as usual with `None`.
+    #[doc(hidden)]
+    pub fn __use_ring(&self, k: Option<usize>) {
+        if let Engine::Uring(r) = &self.inner.engine {
+            r.force(k);
+        }
     }
 
     /// Test hook, not part of the API: runs `f` with the context's core lock

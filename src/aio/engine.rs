@@ -151,6 +151,8 @@ pub(crate) struct Inner {
 pub(crate) struct Config {
     pub backend: Option<Backend>,
     pub entries: u32,
+    /// io_uring: the most rings the context spreads its fds over.
+    pub rings: usize,
     pub workers: usize,
 }
 
@@ -185,7 +187,7 @@ impl Inner {
                     refused: None,
                 },
             ),
-            Some((Backend::Uring, why)) => match Ring::new(cfg.entries) {
+            Some((Backend::Uring, why)) => match Ring::new(cfg.entries, cfg.rings) {
                 Ok(r) => (
                     Engine::Uring(Box::new(r)),
                     BackendInfo {
@@ -203,7 +205,7 @@ impl Inner {
                     )));
                 }
             },
-            None => match Ring::new(cfg.entries) {
+            None => match Ring::new(cfg.entries, cfg.rings) {
                 Ok(r) => (
                     Engine::Uring(Box::new(r)),
                     BackendInfo {
@@ -415,7 +417,7 @@ impl Inner {
                 // entry; make room and try again, so the entries reach the
                 // kernel before the submitting call returns.
                 for _ in 0..8 {
-                    if r.submit().is_ok() {
+                    if r.submit_mine().is_ok() {
                         break;
                     }
                     let mut core = self.lock();

@@ -308,7 +308,7 @@ impl Inner {
                 break;
             }
             self.release(core);
-            let _ = r.submit();
+            let _ = r.submit_mine();
             core = self.lock();
         }
         // Reads still in the kernel: on an O_NONBLOCK pipe, socket or terminal

@@ -2,139 +2,204 @@
 //! engine mutex; a thread that waits becomes the *reaper* and blocks in
 //! `io_uring_enter` itself, so a synchronous wait costs no thread hand-off.
 //!
+//! A context may use several rings (one per CPU, at most four, by default).
+//! The kernel runs a ring's inline work (a cached read's copy) under that
+//! ring's lock, so with one ring two threads that submit at the same time copy
+//! one after the other, the second spinning on the lock. A request goes into a
+//! ring no other thread is entering (see [`Ring::pick`]): a second ring is
+//! created only when two threads submit at once, so a program that submits
+//! from one thread has one ring. With more than one, a waiter polls the rings'
+//! fds instead of entering one ring to wait.
+//!
 //! Ordering on `O_APPEND` and non-seekable fds is kept by per-fd serialisation in
 //! the core (one ordered request in the kernel per fd at a time), not by
-//! `IOSQE_IO_LINK`, because links cannot span separate submissions.
+//! `IOSQE_IO_LINK`, because links cannot span separate submissions (nor rings).
 
+use std::cell::Cell;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::table::{user_data, Core, OpKind, Slot, MAX_RW};
-use crate::sys::prio::SchedClass;
+pub(super) use super::sqe::punted;
+use super::sqe::sqe;
+use super::table::{user_data, Core, OpKind};
 
 /// `user_data` of internal requests (cancels) whose completions are ignored.
 const INTERNAL: u64 = u64::MAX;
 
-pub(crate) struct Ring {
-    ring: IoUring,
-    /// Requests the kernel may hold at once; the rest wait in the core's queue.
-    pub capacity: u32,
-    ext_arg: bool,
+/// The most rings one context uses.
+pub(crate) const MAX_RINGS: usize = 8;
+
+/// The rings a context may use unless told otherwise: one per CPU, at most 4.
+pub(crate) fn default_rings() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
 }
 
-impl Ring {
-    /// `io_uring_setup`.
-    pub(crate) fn new(entries: u32) -> io::Result<Ring> {
+thread_local! {
+    /// The context (its `Ring`'s address) this thread last pushed entries
+    /// into, and a bit per ring it pushed into and has not entered since.
+    static MINE: Cell<(usize, u8)> = const { Cell::new((0, 0)) };
+    /// Test hook: the ring + 1 this thread's requests go into (0: as usual).
+    static FORCED: Cell<u8> = const { Cell::new(0) };
+}
+
+/// A number that names the calling thread while it lives (the address of a
+/// thread-local).
+#[inline]
+fn thread_token() -> usize {
+    MINE.with(|c| c as *const Cell<(usize, u8)> as usize)
+}
+
+/// One io_uring instance.
+struct Shard {
+    ring: IoUring,
+    /// Its place among the context's rings.
+    index: u8,
+    /// Entries pushed into the submission queue (under the core lock), and
+    /// entries the kernel took (the sum of what each enter reports): a ring
+    /// whose every entry was taken needs no enter.
+    pushed: AtomicU64,
+    taken: AtomicU64,
+    /// The thread that last pushed an entry (see [`thread_token`]).
+    owner: AtomicUsize,
+}
+
+/// What a ring created later is set up with.
+#[derive(Default)]
+struct Setup {
+    efd: Option<RawFd>,
+    affinity: Option<libc::cpu_set_t>,
+    max_workers: Option<(u32, u32)>,
+}
+
+pub(crate) struct Ring {
+    main: Shard,
+    /// Rings 1.., created when two threads submit at once.
+    extra: Box<[OnceLock<Shard>]>,
+    /// Rings this context may use (1..=MAX_RINGS).
+    count: u32,
+    entries: u32,
+    /// Requests the kernel may hold at once, over all rings (each ring's
+    /// size); the rest wait in the core's queue.
+    pub capacity: u32,
+    ext_arg: bool,
+    /// More than one ring exists: waits poll the rings' fds.
+    many: AtomicBool,
+    /// A ring could not be created: no more are tried.
+    refused: AtomicBool,
+    setup: Mutex<Setup>,
+}
+
+impl Shard {
+    fn new(entries: u32, index: u8) -> io::Result<Shard> {
         let ring = IoUring::builder()
             .setup_cqsize(entries * 2)
             .build(entries)?;
-        let ext_arg = ring.params().is_feature_ext_arg();
-        let capacity = ring.params().sq_entries();
-        Ok(Ring {
+        Ok(Shard {
             ring,
-            capacity,
-            ext_arg,
+            index,
+            pushed: AtomicU64::new(0),
+            taken: AtomicU64::new(0),
+            owner: AtomicUsize::new(0),
         })
     }
 
-    /// Moves ready requests into the submission queue (up to capacity) and
-    /// submits them. Call with the core lock held.
-    pub(crate) fn issue(&self, core: &mut Core) -> io::Result<()> {
-        if self.push_ready(core) > 0 {
-            self.submit()?;
-        }
-        Ok(())
-    }
-
-    /// Moves ready requests into the submission queue (up to capacity) without
-    /// entering the kernel; returns how many. Call with the core lock held, then
-    /// [`submit`](Ring::submit) after releasing it, so the inline part of the I/O
-    /// (a cached read's copy) does not run under the lock.
-    pub(crate) fn push_ready(&self, core: &mut Core) -> usize {
-        let mut pushed = 0;
-        // SAFETY: the submission queue is only touched under the core lock, which
-        // the caller holds.
-        let mut sq = unsafe { self.ring.submission_shared() };
-        while core.inflight < self.capacity && !sq.is_full() {
-            let Some(idx) = core.pop_ready() else { break };
-            let s = &core.slots[idx as usize];
-            let entry = sqe(s).user_data(user_data(idx, s.gen));
-            // SAFETY: the buffer (ptr, len) is owned by the runtime until this
-            // request completes: its handle holds it or the slot's orphan does, and
-            // neither is released before the completion is reaped.
-            unsafe {
-                // Cannot fail: checked `is_full` above.
-                let _ = sq.push(&entry);
-            }
-            pushed += 1;
-        }
-        pushed
-    }
-
-    /// The submission fast path, when the ring has room for every request of a
-    /// submission and nothing waits in the priority queue (so order cannot
-    /// matter): request `(idx, gen)`, just allocated, goes straight into the
-    /// submission queue unless its fd's order gate holds it back. True if it did.
-    /// Call with the core lock held, then [`submit`](Ring::submit) after
-    /// releasing it.
-    #[inline]
-    pub(crate) fn push_one(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
-        // SAFETY: the submission queue is only touched under the core lock, which
-        // the caller holds.
-        let mut sq = unsafe { self.ring.submission_shared() };
-        if sq.is_full() || !core.issue_now(idx) {
-            return false;
-        }
-        let entry = sqe(&core.slots[idx as usize]).user_data(user_data(idx, gen));
-        // SAFETY: as in `push_ready`: the buffer is owned by the runtime until this
-        // request's completion is reaped.
-        unsafe {
-            // Cannot fail: checked `is_full` above.
-            let _ = sq.push(&entry);
-        }
-        true
-    }
-
-    /// Submits whatever is in the submission queue (any thread, lock not needed:
-    /// the kernel takes only entries published under the lock).
+    /// Pushes `e` into the submission queue; false if it is full.
     ///
-    /// EBUSY (the completion queue overflowed) leaves entries in the SQ ring:
-    /// the caller reaps and submits again, since a request must reach the
-    /// kernel before the call that submitted it returns (see `BorrowFd`).
-    pub(crate) fn submit(&self) -> io::Result<()> {
+    /// # Safety
+    /// The caller holds the core lock (the only one that touches the queue),
+    /// and whatever memory `e` names stays valid until its completion is
+    /// reaped.
+    #[inline]
+    unsafe fn push(&self, e: &squeue::Entry) -> bool {
+        // SAFETY: the queue is touched under the core lock only; `e`'s memory
+        // is the caller's contract.
+        let ok = unsafe { self.ring.submission_shared().push(e) }.is_ok();
+        if ok {
+            self.count_pushed(1);
+        }
+        ok
+    }
+
+    /// Counts `n` entries pushed (under the core lock: one writer).
+    #[inline]
+    fn count_pushed(&self, n: u64) {
+        let p = self.pushed.load(Ordering::Relaxed);
+        self.pushed.store(p + n, Ordering::Release);
+    }
+
+    /// True if an entry pushed may not have been taken by the kernel yet: a
+    /// thread is entering the ring, or is about to.
+    #[inline]
+    fn busy(&self) -> bool {
+        self.taken.load(Ordering::Acquire) < self.pushed.load(Ordering::Acquire)
+    }
+
+    /// True if entries wait in the submission queue. Under the core lock.
+    fn sq_pending(&self) -> bool {
+        // SAFETY: under the core lock, as `push`.
+        unsafe { !self.ring.submission_shared().is_empty() }
+    }
+
+    /// Enters the ring if an entry pushed so far may not have been taken. An
+    /// entry counted as taken is in the kernel, so when this returns Ok every
+    /// entry pushed before the call is.
+    #[inline]
+    fn submit(&self) -> io::Result<()> {
+        if !self.busy() {
+            return Ok(());
+        }
         loop {
             match self.ring.submit() {
-                Ok(_) => return Ok(()),
+                Ok(n) => {
+                    self.took(n);
+                    return Ok(());
+                }
                 Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
                 Err(e) => return Err(e),
             }
         }
     }
 
-    /// True if entries wait in the submission queue (not yet taken by the
-    /// kernel). Call with the core lock held.
-    pub(crate) fn sq_pending(&self) -> bool {
-        // SAFETY: under the core lock (see `issue`).
-        unsafe { !self.ring.submission_shared().is_empty() }
-    }
-
-    /// Pushes request `(idx, gen)` again as it now stands (a probe read retried at
-    /// offset -1). Call with the core lock held; false if the queue is full.
-    pub(crate) fn push_again(&self, core: &Core, idx: u32, gen: u32) -> bool {
-        let entry = sqe(&core.slots[idx as usize]).user_data(user_data(idx, gen));
-        // SAFETY: under the core lock; the buffer is owned by the runtime until
-        // the request completes, as in `push_ready`.
-        unsafe { self.ring.submission_shared().push(&entry) }.is_ok()
-    }
-
-    /// Drains the completion queue into the core. Call with the core lock held and
-    /// only when no other thread is the reaper (or as the reaper).
+    /// Counts `n` entries taken by an enter.
     #[inline]
-    pub(crate) fn reap(&self, core: &mut Core) -> usize {
-        let mut n = 0;
+    fn took(&self, n: usize) {
+        self.taken.fetch_add(n as u64, Ordering::AcqRel);
+    }
+
+    /// Blocks in `io_uring_enter` until a completion is posted or `timeout`
+    /// passes (submitting what waits in the queue).
+    fn wait(&self, timeout: Option<Duration>, ext_arg: bool) -> io::Result<()> {
+        let r = match timeout {
+            Some(t) if ext_arg => {
+                let ts = types::Timespec::new()
+                    .sec(t.as_secs())
+                    .nsec(t.subsec_nanos());
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            // Old kernels: poll the ring fd instead of a timed enter.
+            Some(t) => return poll_rings(&[self], Some(t)),
+            None => self.ring.submitter().submit_and_wait(1),
+        };
+        match r {
+            Ok(n) => {
+                self.took(n);
+                Ok(())
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Drains this ring's completion queue into the core (counting completions
+    /// in `n`); true if it pushed entries (the rest of a short write) to enter.
+    /// Under the core lock, by the reaper or with no reaper.
+    fn reap(&self, core: &mut Core, n: &mut usize) -> bool {
         let mut more = false;
         // SAFETY: the completion queue is only touched under the core lock, by one
         // thread at a time (see the reaper rule in the engine).
@@ -180,19 +245,18 @@ impl Ring {
                     s.op.offset += res;
                 }
                 let entry = sqe(s).user_data(ud);
-                // SAFETY: the submission queue is only touched under the core
-                // lock, which the caller holds; the rest of the buffer is owned
-                // by the runtime until this request completes, as in `push_ready`.
-                // (If the queue is full of internal entries the push fails and the
-                // request ends below with the bytes written so far.)
-                let pushed = unsafe { self.ring.submission_shared().push(&entry) }.is_ok();
-                if pushed {
+                // SAFETY: under the core lock, which the caller holds; the rest of
+                // the buffer is owned by the runtime until this request completes,
+                // as in `push_ready`. (If the queue is full of internal entries the
+                // push fails and the request ends below with the bytes written so
+                // far.)
+                if unsafe { self.push(&entry) } {
                     more = true;
                     continue;
                 }
                 let total = s.res;
                 core.complete(idx, total);
-                n += 1;
+                *n += 1;
                 continue;
             }
             // An error after part of the data was written reports the part, as
@@ -203,7 +267,313 @@ impl Ring {
                 (r, _) => r,
             };
             core.complete(idx, total);
-            n += 1;
+            *n += 1;
+        }
+        more
+    }
+}
+
+impl Ring {
+    /// `io_uring_setup` of the first ring; up to `rings` in all, the others
+    /// created when threads submit at the same time.
+    pub(crate) fn new(entries: u32, rings: usize) -> io::Result<Ring> {
+        let main = Shard::new(entries, 0)?;
+        let ext_arg = main.ring.params().is_feature_ext_arg();
+        let capacity = main.ring.params().sq_entries();
+        Ok(Ring {
+            main,
+            extra: (1..rings.clamp(1, MAX_RINGS))
+                .map(|_| OnceLock::new())
+                .collect(),
+            count: rings.clamp(1, MAX_RINGS) as u32,
+            entries,
+            capacity,
+            ext_arg,
+            many: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
+            setup: Mutex::new(Setup::default()),
+        })
+    }
+
+    /// Every ring created so far.
+    fn all(&self) -> impl Iterator<Item = &Shard> {
+        std::iter::once(&self.main).chain(self.extra.iter().filter_map(OnceLock::get))
+    }
+
+    /// The ring a request pushed now goes into (under the core lock), marked as
+    /// this thread's to enter: one that holds entries this thread pushed and
+    /// has not entered yet (so the requests of one call, or of one runtime
+    /// turn, enter together), else the first ring no other thread's entries
+    /// wait in (a thread entering it, or about to), else a new ring, else the
+    /// first.
+    #[inline]
+    fn pick(&self) -> &Shard {
+        if self.count == 1 {
+            return &self.main;
+        }
+        // One ring so far, free or holding this thread's entries: the common
+        // case. (No ring bit is noted: while there is one ring, `submit_mine`
+        // enters it; a thread that creates another goes through `pick_among`.)
+        let me = thread_token();
+        if !self.many.load(Ordering::Acquire) && FORCED.get() == 0 {
+            let owner = self.main.owner.load(Ordering::Relaxed);
+            if owner == me {
+                return &self.main;
+            }
+            if !self.main.busy() {
+                self.main.owner.store(me, Ordering::Relaxed);
+                return &self.main;
+            }
+        }
+        self.pick_among(me)
+    }
+
+    #[cold]
+    fn pick_among(&self, me: usize) -> &Shard {
+        let forced = FORCED.get();
+        let s = if forced > 0 {
+            self.ring_at(forced as usize - 1)
+        } else if let Some(s) = self
+            .all()
+            .find(|s| s.busy() && s.owner.load(Ordering::Relaxed) == me)
+        {
+            s
+        } else if let Some(s) = self.all().find(|s| !s.busy()) {
+            s
+        } else {
+            match self.extra.iter().position(|s| s.get().is_none()) {
+                Some(k) => self.ring_at(k + 1),
+                None => &self.main,
+            }
+        };
+        s.owner.store(me, Ordering::Relaxed);
+        self.mark(s.index);
+        s
+    }
+
+    /// Notes that this thread pushed into ring `k` and has to enter it. (Bits
+    /// of another context are dropped: its next `submit_mine` then enters
+    /// every ring with entries waiting.)
+    #[inline]
+    fn mark(&self, k: u8) {
+        let me = self as *const Ring as usize;
+        let (ctx, mask) = MINE.get();
+        let bit = 1u8 << k;
+        if ctx != me || mask & bit == 0 {
+            MINE.set((me, if ctx == me { mask | bit } else { bit }));
+        }
+    }
+
+    /// Ring `k`, created if need be (the first ring if it cannot be).
+    fn ring_at(&self, k: usize) -> &Shard {
+        match k {
+            0 => &self.main,
+            k if k < self.count as usize => match self.extra[k - 1].get() {
+                Some(s) => s,
+                None => self.create(k).unwrap_or(&self.main),
+            },
+            _ => &self.main,
+        }
+    }
+
+    /// Test hook: the calling thread's requests go into ring `k` (created if
+    /// need be), or are placed as usual with `None`.
+    pub(crate) fn force(&self, k: Option<usize>) {
+        FORCED.set(k.map_or(0, |k| k.min(MAX_RINGS - 1) as u8 + 1));
+    }
+
+    /// Creates ring `k` (k ≥ 1), set up as the first one is; `None` if the
+    /// kernel refuses (no more rings are tried then).
+    #[cold]
+    fn create(&self, k: usize) -> Option<&Shard> {
+        if self.refused.load(Ordering::Relaxed) {
+            return None;
+        }
+        let setup = self.setup();
+        if let Some(s) = self.extra[k - 1].get() {
+            return Some(s);
+        }
+        let made = Shard::new(self.entries, k as u8).ok().filter(|s| {
+            let sub = s.ring.submitter();
+            s.ring.params().sq_entries() == self.capacity
+                && setup
+                    .efd
+                    .map_or(true, |fd| sub.register_eventfd(fd).is_ok())
+                && setup
+                    .affinity
+                    .as_ref()
+                    .map_or(true, |a| sub.register_iowq_aff(a).is_ok())
+                && setup.max_workers.map_or(true, |(b, u)| {
+                    sub.register_iowq_max_workers(&mut [b, u]).is_ok()
+                })
+        });
+        let Some(made) = made else {
+            self.refused.store(true, Ordering::Relaxed);
+            return None;
+        };
+        let _ = self.extra[k - 1].set(made);
+        self.many.store(true, Ordering::Release);
+        // A reaper sleeping in the first ring's `io_uring_enter` would not see
+        // this ring's completions: a no-op there wakes it, and it polls every
+        // ring from then on. (Entered with this thread's own entries.)
+        let nop = opcode::Nop::new().build().user_data(INTERNAL);
+        // SAFETY: `create` runs under the core lock (from `pick`); a no-op
+        // refers to no user memory.
+        if unsafe { self.main.push(&nop) } {
+            self.mark(0);
+        }
+        self.extra[k - 1].get()
+    }
+
+    /// Moves ready requests into a submission queue (up to capacity) and enters
+    /// it. Call with the core lock held.
+    pub(crate) fn issue(&self, core: &mut Core) -> io::Result<()> {
+        if self.push_ready(core) > 0 {
+            self.submit_mine()?;
+        }
+        Ok(())
+    }
+
+    /// Moves ready requests into a submission queue (up to capacity) without
+    /// entering the kernel; returns how many. Call with the core lock held, then
+    /// [`submit_mine`](Ring::submit_mine) after releasing it, so the inline part
+    /// of the I/O (a cached read's copy) does not run under the lock.
+    pub(crate) fn push_ready(&self, core: &mut Core) -> usize {
+        let ring = self.pick();
+        let mut pushed = 0;
+        {
+            // SAFETY: the submission queue is only touched under the core lock,
+            // which the caller holds.
+            let mut sq = unsafe { ring.ring.submission_shared() };
+            while core.inflight < self.capacity && !sq.is_full() {
+                let Some(idx) = core.pop_ready() else { break };
+                let s = &core.slots[idx as usize];
+                let entry = sqe(s).user_data(user_data(idx, s.gen));
+                // SAFETY: the buffer (ptr, len) is owned by the runtime until this
+                // request completes: its handle holds it or the slot's orphan does,
+                // and neither is released before the completion is reaped.
+                unsafe {
+                    // Cannot fail: checked `is_full` above.
+                    let _ = sq.push(&entry);
+                }
+                pushed += 1;
+            }
+        }
+        ring.count_pushed(pushed as u64);
+        pushed
+    }
+
+    /// The submission fast path, when the ring has room for every request of a
+    /// submission and nothing waits in the priority queue (so order cannot
+    /// matter): request `(idx, gen)`, just allocated, goes straight into a
+    /// submission queue unless its fd's order gate holds it back. True if it did.
+    /// Call with the core lock held, then [`submit_mine`](Ring::submit_mine)
+    /// after releasing it.
+    #[inline]
+    pub(crate) fn push_one(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
+        let ring = self.pick();
+        {
+            // SAFETY: the submission queue is only touched under the core lock,
+            // which the caller holds.
+            let mut sq = unsafe { ring.ring.submission_shared() };
+            if sq.is_full() || !core.issue_now(idx) {
+                return false;
+            }
+            let entry = sqe(&core.slots[idx as usize]).user_data(user_data(idx, gen));
+            // SAFETY: as in `push_ready`: the buffer is owned by the runtime until
+            // this request's completion is reaped.
+            unsafe {
+                // Cannot fail: checked `is_full` above.
+                let _ = sq.push(&entry);
+            }
+        }
+        ring.count_pushed(1);
+        true
+    }
+
+    /// Enters the rings this thread pushed entries into since it last did (or
+    /// every ring with entries waiting, if that is not known): the submitting
+    /// call's own entries reach the kernel, and the thread does not wait for
+    /// another thread's inline work in another ring. Lock not needed.
+    #[inline]
+    pub(crate) fn submit_mine(&self) -> io::Result<()> {
+        // One ring so far: every entry of this thread is in it (a thread that
+        // created another saw `many` set).
+        if self.count == 1 || !self.many.load(Ordering::Acquire) {
+            return self.main.submit();
+        }
+        self.submit_mine_many()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn submit_mine_many(&self) -> io::Result<()> {
+        let me = self as *const Ring as usize;
+        let (ctx, mask) = MINE.get();
+        if ctx != me || mask == 0 {
+            return self.submit();
+        }
+        MINE.set((me, 0));
+        let mut res = Ok(());
+        let mut failed = 0u8;
+        for s in self.all().filter(|s| mask & (1 << s.index) != 0) {
+            if let Err(e) = s.submit() {
+                failed |= 1 << s.index;
+                res = Err(e);
+            }
+        }
+        if failed != 0 {
+            // Entered again by the caller's retry.
+            MINE.set((me, failed));
+        }
+        res
+    }
+
+    /// Enters every ring holding entries the kernel may not have taken yet (any
+    /// thread, lock not needed: the kernel takes only entries published under
+    /// the lock). When it returns Ok, every entry pushed before the call is in
+    /// the kernel.
+    ///
+    /// EBUSY (the completion queue overflowed) leaves entries in the SQ ring:
+    /// the caller reaps and submits again, since a request must reach the
+    /// kernel before the call that submitted it returns (see `BorrowFd`).
+    pub(crate) fn submit(&self) -> io::Result<()> {
+        let mut res = self.main.submit();
+        if self.many.load(Ordering::Acquire) {
+            for s in self.extra.iter().filter_map(OnceLock::get) {
+                if let Err(e) = s.submit() {
+                    res = Err(e);
+                }
+            }
+        }
+        res
+    }
+
+    /// True if entries wait in a submission queue (not yet taken by the
+    /// kernel). Call with the core lock held.
+    pub(crate) fn sq_pending(&self) -> bool {
+        self.all().any(Shard::sq_pending)
+    }
+
+    /// Pushes request `(idx, gen)` again as it now stands (a probe read retried at
+    /// offset -1). Call with the core lock held; false if the queue is full.
+    pub(crate) fn push_again(&self, core: &Core, idx: u32, gen: u32) -> bool {
+        let entry = sqe(&core.slots[idx as usize]).user_data(user_data(idx, gen));
+        // SAFETY: under the core lock; the buffer is owned by the runtime until
+        // the request completes, as in `push_ready`.
+        unsafe { self.pick().push(&entry) }
+    }
+
+    /// Drains the completion queues into the core. Call with the core lock held and
+    /// only when no other thread is the reaper (or as the reaper).
+    #[inline]
+    pub(crate) fn reap(&self, core: &mut Core) -> usize {
+        let mut n = 0;
+        let mut more = self.main.reap(core, &mut n);
+        if self.many.load(Ordering::Acquire) {
+            for s in self.extra.iter().filter_map(OnceLock::get) {
+                more |= s.reap(core, &mut n);
+            }
         }
         if more {
             let _ = self.submit();
@@ -212,75 +582,60 @@ impl Ring {
     }
 
     /// Blocks until at least one completion is posted, or `timeout` passes.
-    /// Call WITHOUT the core lock, as the reaper.
+    /// Call WITHOUT the core lock, as the reaper. EINTR (a signal handler ran)
+    /// is returned: the caller decides (POSIX waits report it, internal waits
+    /// go on).
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> io::Result<()> {
-        let r = match timeout {
-            Some(t) if self.ext_arg => {
-                let ts = types::Timespec::new()
-                    .sec(t.as_secs())
-                    .nsec(t.subsec_nanos());
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
-            Some(t) => {
-                // Old kernels: poll the ring fd instead of a timed enter.
-                poll_ring(&self.ring, t)
-            }
-            None => self.ring.submitter().submit_and_wait(1),
-        };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
-            // EINTR: a signal handler ran; the caller decides (POSIX waits
-            // return it, internal waits go on).
-            Err(e) => Err(e),
+        if !self.many.load(Ordering::Acquire) {
+            return self.main.wait(timeout, self.ext_arg);
         }
+        self.submit()?;
+        let rings: Vec<&Shard> = self.all().collect();
+        poll_rings(&rings, timeout)
     }
 
-    /// Synchronous cancel of one issued request (`IORING_REGISTER_SYNC_CANCEL`).
-    /// A request that is running (a kernel worker is copying, or a poll wake-up is
-    /// being handled) is waited for at most a few milliseconds: ETIME then means
-    /// it could not be cancelled. Call WITHOUT the core lock.
+    /// Synchronous cancel of one issued request (`IORING_REGISTER_SYNC_CANCEL`),
+    /// in each ring until one holds it. A request that is running (a kernel
+    /// worker is copying, or a poll wake-up is being handled) is waited for at
+    /// most a few milliseconds: ETIME then means it could not be cancelled.
+    /// ENOENT: no ring holds it. Call WITHOUT the core lock.
     pub(crate) fn cancel_sync(&self, ud: u64) -> io::Result<()> {
-        let r = self.ring.submitter().register_sync_cancel(
-            Some(types::Timespec::new().nsec(20_000_000)),
-            types::CancelBuilder::user_data(ud),
-        );
-        match r {
-            // Kernels before 6.0: fall back to an async cancel.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Err(e),
-            other => other,
+        for s in self.all() {
+            let r = s.ring.submitter().register_sync_cancel(
+                Some(types::Timespec::new().nsec(20_000_000)),
+                types::CancelBuilder::user_data(ud),
+            );
+            match r {
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+                // EINVAL: kernels before 6.0; the caller falls back to an
+                // async cancel.
+                other => return other,
+            }
         }
+        Err(io::Error::from_raw_os_error(libc::ENOENT))
     }
 
     /// Posts a no-op completion so that a reaper sleeping in `io_uring_enter`
-    /// wakes up and looks at the request table again. Call with the core lock held.
+    /// (or polling the rings) wakes up and looks at the request table again.
+    /// Call with the core lock held.
     pub(crate) fn nudge(&self) {
-        {
-            // SAFETY: under the core lock (see `issue`).
-            let mut sq = unsafe { self.ring.submission_shared() };
-            let e = opcode::Nop::new().build().user_data(INTERNAL);
-            // SAFETY: a no-op refers to no user memory.
-            if unsafe { sq.push(&e) }.is_err() {
-                return;
-            }
+        let e = opcode::Nop::new().build().user_data(INTERNAL);
+        // SAFETY: under the core lock; a no-op refers to no user memory.
+        if unsafe { self.main.push(&e) } {
+            let _ = self.main.submit();
         }
-        let _ = self.submit();
     }
 
-    /// Queues an asynchronous cancel of `ud` without waiting for it. Call with the
-    /// core lock held.
+    /// Queues an asynchronous cancel of `ud` in every ring without waiting for
+    /// it. Call with the core lock held.
     pub(crate) fn cancel_async(&self, ud: u64) {
-        {
-            // SAFETY: under the core lock (see `issue`).
-            let mut sq = unsafe { self.ring.submission_shared() };
-            let e = opcode::AsyncCancel::new(ud).build().user_data(INTERNAL);
-            // SAFETY: a cancel entry refers to no user memory.
-            if unsafe { sq.push(&e) }.is_err() {
-                return;
+        let e = opcode::AsyncCancel::new(ud).build().user_data(INTERNAL);
+        for s in self.all() {
+            // SAFETY: under the core lock; a cancel entry refers to no user memory.
+            if unsafe { s.push(&e) } {
+                let _ = s.submit();
             }
         }
-        let _ = self.submit();
     }
 
     /// Cancels every issued request and waits for their completions to be posted
@@ -289,149 +644,81 @@ impl Ring {
         let ts = types::Timespec::new()
             .sec(timeout.as_secs())
             .nsec(timeout.subsec_nanos());
-        let _ = self
-            .ring
-            .submitter()
-            .register_sync_cancel(Some(ts), types::CancelBuilder::any());
-    }
-
-    /// Registers `fd` to be signalled on every completion.
-    pub(crate) fn register_eventfd(&self, fd: &OwnedFd) -> io::Result<()> {
-        self.ring.submitter().register_eventfd(fd.as_raw_fd())
-    }
-
-    /// [`wait`](Ring::wait) for the C ABI, which must report a signal handler run
-    /// during the wait: EINTR is returned, not swallowed. Call WITHOUT the core
-    /// lock, as the reaper.
-    pub(crate) fn wait_interruptible(&self, timeout: Option<Duration>) -> io::Result<()> {
-        let r = match timeout {
-            Some(t) if self.ext_arg => {
-                let ts = types::Timespec::new()
-                    .sec(t.as_secs())
-                    .nsec(t.subsec_nanos());
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
-            Some(t) => poll_ring(&self.ring, t),
-            None => self.ring.submitter().submit_and_wait(1),
-        };
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
-            Err(e) => Err(e),
+        for s in self.all() {
+            let _ = s
+                .ring
+                .submitter()
+                .register_sync_cancel(Some(ts), types::CancelBuilder::any());
         }
     }
 
-    /// `IORING_REGISTER_IOWQ_AFF`: the CPUs the ring's kernel workers (io-wq)
+    /// The setup of later rings, locked.
+    fn setup(&self) -> MutexGuard<'_, Setup> {
+        self.setup.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers `fd` to be signalled on every completion, of every ring (also
+    /// those created later: `fd` must stay open as long as the context).
+    pub(crate) fn register_eventfd(&self, fd: &OwnedFd) -> io::Result<()> {
+        let mut setup = self.setup();
+        for s in self.all() {
+            s.ring.submitter().register_eventfd(fd.as_raw_fd())?;
+        }
+        setup.efd = Some(fd.as_raw_fd());
+        Ok(())
+    }
+
+    /// `IORING_REGISTER_IOWQ_AFF`: the CPUs the rings' kernel workers (io-wq)
     /// may run on.
     pub(crate) fn set_worker_affinity(&self, set: &libc::cpu_set_t) -> io::Result<()> {
-        self.ring.submitter().register_iowq_aff(set)
+        let mut setup = self.setup();
+        for s in self.all() {
+            s.ring.submitter().register_iowq_aff(set)?;
+        }
+        setup.affinity = Some(*set);
+        Ok(())
     }
 
     /// `IORING_REGISTER_IOWQ_MAX_WORKERS`: at most `bounded` kernel workers for
     /// bounded work (regular files, block devices) and `unbounded` for unbounded
     /// work (sockets, pipes) per NUMA node (0 leaves a limit unchanged).
     pub(crate) fn set_max_workers(&self, bounded: u32, unbounded: u32) -> io::Result<()> {
-        let mut v = [bounded, unbounded];
-        self.ring.submitter().register_iowq_max_workers(&mut v)
+        let mut setup = self.setup();
+        for s in self.all() {
+            s.ring
+                .submitter()
+                .register_iowq_max_workers(&mut [bounded, unbounded])?;
+        }
+        setup.max_workers = Some((bounded, unbounded));
+        Ok(())
+    }
+
+    /// Rings created so far.
+    pub(crate) fn rings(&self) -> usize {
+        self.all().count()
     }
 }
 
-/// `poll` on the ring's fd for at most `t` (kernels without timed enter).
-fn poll_ring(ring: &IoUring, t: Duration) -> io::Result<usize> {
+/// `poll` on the rings' fds until one has a completion, for at most `t`
+/// (forever without). Ok on a completion or the timeout; EINTR if a signal
+/// handler ran.
+fn poll_rings(rings: &[&Shard], t: Option<Duration>) -> io::Result<()> {
     use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    // SAFETY: the ring's fd is open as long as `ring`, which outlives the call.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(ring.as_raw_fd()) };
-    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-    let t = t.max(Duration::from_millis(1));
-    let ts = Timespec {
-        tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
-        tv_nsec: t.subsec_nanos() as _,
-    };
-    poll(&mut fds, Some(&ts)).map_err(io::Error::from)
-}
-
-/// Reads and writes at least this large go to the kernel's workers
-/// (`IOSQE_ASYNC`): io_uring would otherwise copy a cached transfer inline, in
-/// the submitting thread's `io_uring_enter`, and a 10 MiB `aio_read` would
-/// return only once its data is there. Smaller ones stay inline (the 4 KiB
-/// round trip is the floor the engine is measured against).
-const INLINE_MAX: usize = 256 * 1024;
-
-/// The submission queue entry of a request (see [`sqe_inline`]), sent to the
-/// kernel's workers when it is a large transfer from a SCHED_OTHER submitter. A
-/// real-time submitter's stays inline: the kernel's io-wq workers are created
-/// from the submitting thread and take its class, so a worker would run at the
-/// submitter's priority, above the request's effective one.
-#[inline]
-fn sqe(s: &Slot) -> squeue::Entry {
-    let e = sqe_inline(s);
-    if punted(s.op.kind, s.op.len, s.class) {
-        e.flags(squeue::Flags::ASYNC)
-    } else {
-        e
-    }
-}
-
-/// Whether a request goes to the kernel's workers (`IOSQE_ASYNC`, see [`sqe`]).
-/// The kernel then looks its fd number up only when a worker starts it, after
-/// the submitting call has returned, so such a request is given its own fd copy
-/// first (`Prepared::own`): the caller's number may name another file by then.
-pub(super) fn punted(kind: OpKind, len: usize, class: SchedClass) -> bool {
-    matches!(kind, OpKind::Read | OpKind::Write) && len >= INLINE_MAX && !class.is_rt()
-}
-
-/// The submission queue entry of a request, as its slot stands: its own fd copy
-/// if it has one, offset -1 on a non-seekable fd, `RWF_NOWAIT` on an
-/// `O_NONBLOCK` one, `IOPRIO_CLASS_RT` for a real-time submitter.
-#[inline]
-fn sqe_inline(s: &Slot) -> squeue::Entry {
-    let op = &s.op;
-    let fd = types::Fd(s.io_fd());
-    let len = op.len.min(MAX_RW) as u32;
-    let stream = s.fd_kind.is_some_and(|k| k.is_stream());
-    let nowait = if s.nonblock && stream {
-        libc::RWF_NOWAIT
-    } else {
-        0
-    };
-    match op.kind {
-        OpKind::Read => {
-            // Non-seekable: the offset means nothing (a socket refuses one).
-            let off = if stream { u64::MAX } else { op.offset as u64 };
-            opcode::Read::new(fd, op.ptr as *mut u8, len)
-                .offset(off)
-                .rw_flags(nowait)
-                .ioprio(ioprio(s))
-                .build()
+    let fds: Vec<std::os::fd::BorrowedFd<'_>> = rings
+        .iter()
+        // SAFETY: each ring's fd is open as long as the ring, which outlives
+        // the call.
+        .map(|s| unsafe { std::os::fd::BorrowedFd::borrow_raw(s.ring.as_raw_fd()) })
+        .collect();
+    let mut pfds: Vec<PollFd<'_>> = fds.iter().map(|f| PollFd::new(f, PollFlags::IN)).collect();
+    let ts = t.map(|t| {
+        let t = t.max(Duration::from_millis(1));
+        Timespec {
+            tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
+            tv_nsec: t.subsec_nanos() as _,
         }
-        OpKind::Write => {
-            // Ordered writes (O_APPEND, streams) use the current position: -1.
-            let off = if op.ordered || stream {
-                u64::MAX
-            } else {
-                op.offset as u64
-            };
-            opcode::Write::new(fd, op.ptr as *const u8, len)
-                .offset(off)
-                .rw_flags(nowait)
-                .ioprio(ioprio(s))
-                .build()
-        }
-        OpKind::Fsync => opcode::Fsync::new(fd).build(),
-        OpKind::Fdatasync => opcode::Fsync::new(fd)
-            .flags(types::FsyncFlags::DATASYNC)
-            .build(),
-    }
-}
-
-/// `IOPRIO_CLASS_RT` with a level from the effective priority for a real-time
-/// request; 0 (the submitter's own I/O priority) otherwise.
-#[inline]
-fn ioprio(s: &Slot) -> u16 {
-    if s.class.is_rt() {
-        crate::sys::prio::ioprio_rt(s.class.priority)
-    } else {
-        0
-    }
+    });
+    poll(&mut pfds, ts.as_ref())
+        .map(|_| ())
+        .map_err(io::Error::from)
 }
