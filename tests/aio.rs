@@ -273,6 +273,50 @@ fn cancel_wakes_waiter(b: Backend) {
 }
 both!(cancel_of_queued_request_wakes_waiter, cancel_wakes_waiter);
 
+/// A POSIX request belongs to the process: the thread that submitted it may
+/// exit before it completes. (io_uring cancels a task's pending requests when
+/// the task exits; the engine issues them again.)
+fn outlives_submitter(b: Backend) {
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let rd = Arc::new(rd);
+    let (aio2, rd2) = (aio.clone(), Arc::clone(&rd));
+    let mut r = std::thread::spawn(move || aio2.read(&*rd2, 0, vec![0u8; 5]).unwrap())
+        .join()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(r.error().unwrap_err().kind(), ErrorKind::InProgress);
+    rustix::io::write(&wr, b"later").unwrap();
+    let c = r.wait().unwrap();
+    assert_eq!(c.result.as_ref().copied().ok(), Some(5), "{:?}", c.result);
+    assert_eq!(c.data(), b"later");
+    // A full pipe's write, from a thread that exits, ends once read.
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
+    let wr = Arc::new(wr);
+    let (aio3, wr3) = (aio.clone(), Arc::clone(&wr));
+    let mut w = std::thread::spawn(move || {
+        let mut fill = aio3.write(&*wr3, 0, vec![1u8; cap]).unwrap();
+        assert_eq!(fill.wait().unwrap().result.unwrap(), cap);
+        aio3.write(&*wr3, 0, vec![2u8; 16]).unwrap()
+    })
+    .join()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(w.error().unwrap_err().kind(), ErrorKind::InProgress);
+    let mut sink = vec![0u8; cap + 16];
+    let mut got = 0;
+    while got < cap {
+        got += rustix::io::read(&*rd, &mut sink[got..cap]).unwrap();
+    }
+    assert_eq!(w.wait().unwrap().result.unwrap(), 16);
+    assert_eq!(rustix::io::read(&*rd, &mut sink[cap..]).unwrap(), 16);
+    assert_eq!(&sink[cap..], &[2u8; 16]);
+}
+both!(
+    a_request_outlives_the_thread_that_submitted_it,
+    outlives_submitter
+);
+
 fn cancel_done(b: Backend) {
     let aio = ctx(b);
     let s = scratch(false, b"done");

@@ -276,3 +276,53 @@ fn a_completion_in_the_second_ring_runs_its_callback() {
     assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), SigVal(0));
     drop(writer.join().unwrap());
 }
+
+/// Four threads at once, each with its own pipe and the shared file: pipe
+/// reads that wait for a write, reads of the file, cancels and waits on
+/// several requests, on a context with up to 4 rings. Every request ends with
+/// its own data (or as cancelled), and no wait hangs. (A thread that ends
+/// first must not take with it the requests of others that its
+/// `io_uring_enter` submitted: they used to end with ECANCELED.)
+#[test]
+fn threads_mixing_pipes_files_and_cancels_all_finish() {
+    const ROUNDS: usize = 2000;
+    let data = pattern(1 << 20);
+    let file = Arc::new(temp_file(&data));
+    let data = Arc::new(data);
+    let aio = uring(4);
+    let (done_tx, done_rx) = mpsc::channel();
+    for t in 0..4u8 {
+        let (aio, file, data, done_tx) = (
+            aio.clone(),
+            Arc::clone(&file),
+            Arc::clone(&data),
+            done_tx.clone(),
+        );
+        std::thread::spawn(move || {
+            let (rd, wr) = pipe();
+            for round in 0..ROUNDS {
+                let tag = [t, (round % 251) as u8, 7, 9];
+                let mut p = aio.read(&rd, 0, vec![0u8; 4]).unwrap();
+                let off = (round * 4096 + t as usize * 977) % (data.len() - 8192);
+                let mut f = aio.read(&*file, off as i64, vec![0u8; 8192]).unwrap();
+                // A read that is cancelled while it waits.
+                let (crd, _cwr) = pipe();
+                let c = aio.read(&crd, 0, vec![0u8; 1]).unwrap();
+                rustix::io::write(&wr, &tag).unwrap();
+                aio.suspend([&p, &f], Some(Duration::from_secs(30)))
+                    .unwrap();
+                let pc = p.wait().unwrap();
+                assert_eq!(pc.data(), &tag, "thread {t} round {round}: {:?}", pc.result);
+                assert!(f.wait().unwrap().data() == &data[off..off + 8192]);
+                assert_eq!(c.cancel().unwrap(), CancelResult::Canceled);
+            }
+            done_tx.send(t).unwrap();
+        });
+    }
+    for _ in 0..4 {
+        done_rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("a thread did not finish (a lost wake-up?)");
+    }
+    assert!((1..=4).contains(&aio.rings()));
+}

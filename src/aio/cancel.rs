@@ -96,6 +96,9 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
         }
         State::Issued => match &inner.engine {
             Engine::Uring(r) => {
+                // Asked for: an ECANCELED completion is this cancel's (see
+                // `Shard::reap`).
+                core.slots[idx as usize].cancel_req = true;
                 inner.release(core);
                 match r.cancel_sync(user_data(idx, gen)) {
                     Ok(()) => settle(inner, idx, gen),

@@ -677,6 +677,7 @@ impl CEngine {
                 let mut all_done = false;
                 match &inner.engine {
                     Engine::Uring(r) => {
+                        core.slots[idx as usize].cancel_req = true;
                         inner.release(core);
                         match r.cancel_sync(ud) {
                             Ok(()) => self.settle(idx, gen, Duration::from_secs(5)),

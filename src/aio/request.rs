@@ -336,6 +336,7 @@ impl<B: Send + 'static> Ticket<B> {
                     if !core.cancel_unissued(self.idx) {
                         match &inner.engine {
                             Engine::Uring(r) => {
+                                core.slots[self.idx as usize].cancel_req = true;
                                 r.cancel_async(super::table::user_data(self.idx, self.gen))
                             }
                             Engine::Threads(p) => {

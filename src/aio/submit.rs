@@ -348,10 +348,41 @@ impl Inner {
                     if pfd == fd && core.get(i, g).is_some_and(|s| s.state == State::Issued) {
                         let s = &mut core.slots[i as usize];
                         s.eagain = true;
+                        s.cancel_req = true;
                         s.nonblock = true;
                         s.fd_kind = Some(k);
                         r.cancel_async(user_data(i, g));
                     }
+                }
+            }
+        }
+        // Reads still in the kernel get their own copy of the fd, taken while
+        // the caller's is open (this runs inside their submitting call): if the
+        // kernel cancels one because the thread that submitted it exits, it is
+        // issued again on the copy (see `Shard::reap`).
+        let waiting = |core: &Core, i: u32, g: u32| {
+            core.get(i, g)
+                .is_some_and(|s| s.state == State::Issued && s.own_fd.is_none())
+        };
+        if probes.iter().any(|&(i, g, _)| waiting(&core, i, g)) {
+            let pending: Vec<(u32, u32, i32)> = probes
+                .iter()
+                .copied()
+                .filter(|&(i, g, _)| waiting(&core, i, g))
+                .collect();
+            self.release(core);
+            let copies: Vec<_> = pending
+                .into_iter()
+                .map(|(i, g, fd)| {
+                    // SAFETY: as above: the submitting call borrows `fd`.
+                    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                    (i, g, sio::dup(bfd).ok())
+                })
+                .collect();
+            core = self.lock();
+            for (i, g, copy) in copies {
+                if waiting(&core, i, g) {
+                    core.slots[i as usize].own_fd = copy;
                 }
             }
         }

@@ -201,6 +201,7 @@ impl Shard {
     /// Under the core lock, by the reaper or with no reaper.
     fn reap(&self, core: &mut Core, n: &mut usize) -> bool {
         let mut more = false;
+        let shutdown = core.shutdown;
         // SAFETY: the completion queue is only touched under the core lock, by one
         // thread at a time (see the reaper rule in the engine).
         let cq = unsafe { self.ring.completion_shared() };
@@ -226,6 +227,29 @@ impl Shard {
             if res == -(libc::ECANCELED as i64) && s.eagain {
                 // Cancelled because it would block on an O_NONBLOCK fd.
                 res = -(libc::EAGAIN as i64);
+            }
+            if res == -(libc::ECANCELED as i64)
+                && !s.cancel_req
+                && !shutdown
+                && (s.own_fd.is_some() || s.probe)
+            {
+                // Cancelled by the kernel, not by a cancel of ours: the thread
+                // whose `io_uring_enter` submitted it (this request's submitter,
+                // or another thread that entered the ring first) has exited, and
+                // the kernel cancels a task's pending requests when it exits. A
+                // POSIX request belongs to the process: issue it again from
+                // here, on its own fd copy (or, for a probe, on the caller's fd,
+                // which its submitting call, still running, keeps open). It had
+                // not started: it was waiting for its fd, or queued for a kernel
+                // worker.
+                let entry = sqe(s).user_data(ud);
+                // SAFETY: under the core lock, which the caller holds; the buffer
+                // is owned by the runtime until this request completes, as in
+                // `push_ready`.
+                if unsafe { self.push(&entry) } {
+                    more = true;
+                    continue;
+                }
             }
             // `s.res` holds the bytes written by earlier rounds of this request.
             // The rest is issued again only on the request's own fd copy (the
