@@ -270,6 +270,15 @@ fn waits_restart_after_sa_restart_handlers() {
 /// `aio_cancel(fd, NULL)` on the thread engine cancels the requests still
 /// queued behind the running ones, instead of waiting for each running one
 /// while the workers start the rest (it cancelled none of 32 queued writes).
+/// A request outlives the thread that submitted it (`aio_read`, and
+/// `lio_listio(LIO_NOWAIT)`), on both engines: io_uring cancels a task's
+/// pending requests when it exits, and the library used to report that as
+/// ECANCELED.
+#[test]
+fn a_request_outlives_the_thread_that_submitted_it() {
+    prints_ok("aio_thread_exit.c", &["uring", "threads"], &[&[]]);
+}
+
 #[test]
 fn cancel_fd_cancels_the_queued_requests_threads() {
     prints_ok("aio_cancel_queued.c", &["threads"], &[&[]]);
