@@ -1,7 +1,7 @@
 //! The server thread: one per process, at the top `SCHED_FIFO` priority, asleep in
 //! `sigwaitinfo`; it steps each served thread's state machine and switches priorities.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::shared::{ns, Shared};
 use super::state::{Level, SporadicState, Transition};
 use crate::sched::{Builder, CpuSet, Policy, Priority, Tid};
+use crate::sys::pilock::PiLocked;
 use crate::sys::timer as st;
 use crate::trace::catalog as tc;
 use crate::{Error, ErrorKind, Result};
@@ -23,17 +24,23 @@ pub(super) enum Command {
 pub(super) struct Server {
     tid: Tid,
     signo: i32,
-    tx: crossbeam_channel::Sender<Command>,
+    queue: Arc<Commands>,
 }
+
+/// Commands for the server, behind a priority-inheriting lock. (A lock-free
+/// queue whose reader spins until a writer finishes its slot livelocked: the
+/// server, at the top priority, spun on a sender preempted by threads of its own
+/// priority on the other CPU. Here the server blocks on the lock and lends its
+/// priority to the sender holding it.)
+type Commands = PiLocked<VecDeque<Command>>;
 
 impl Server {
     pub(super) fn send(&self, c: Command) {
-        if self.tx.send(c).is_ok() {
-            // The server blocks the signal from its first instruction on: it is
-            // never delivered as a default action. A failure means the server is
-            // gone; the command is then moot.
-            let _ = st::signal_thread(self.tid.as_raw(), self.signo);
-        }
+        self.queue.lock().push_back(c);
+        // The server blocks the signal from its first instruction on: it is
+        // never delivered as a default action. A failure means the server is
+        // gone; the command is then moot.
+        let _ = st::signal_thread(self.tid.as_raw(), self.signo);
     }
 }
 
@@ -51,7 +58,8 @@ pub(super) fn server() -> Result<&'static Server> {
     }
     let top = Policy::Fifo.priority_max()?;
     let signo = st::server_signal();
-    let (tx, rx) = crossbeam_channel::unbounded();
+    let queue: Arc<Commands> = Arc::new(PiLocked::new(VecDeque::new()));
+    let rx = Arc::clone(&queue);
     let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Result<()>>(1);
     let h = Builder::new()
         .name("posixrt-ss")
@@ -86,7 +94,7 @@ pub(super) fn server() -> Result<&'static Server> {
         }
     }
     drop(h); // detached: it serves for the life of the process
-    Ok(SERVER.get_or_init(|| Server { tid, signo, tx }))
+    Ok(SERVER.get_or_init(|| Server { tid, signo, queue }))
 }
 
 /// The server thread's tid, starting it if needed.
@@ -139,11 +147,14 @@ const PROBE_FLOOR: Duration = Duration::from_micros(10);
 /// or blocked without saying so), so the server does not wake needlessly.
 const PROBE_FLOOR_MAX: Duration = Duration::from_millis(1);
 
-fn run(rx: crossbeam_channel::Receiver<Command>, signo: i32) {
+fn run(rx: Arc<Commands>, signo: i32) {
     let me = crate::sched::gettid().as_raw();
     let mut entries: HashMap<i32, Entry> = HashMap::new();
     loop {
-        while let Ok(cmd) = rx.try_recv() {
+        loop {
+            // The guard goes before the command is handled.
+            let next = rx.lock().pop_front();
+            let Some(cmd) = next else { break };
             match cmd {
                 Command::Add(shared, state) => {
                     let tid = shared.tid.as_raw();
