@@ -2,7 +2,6 @@
 //! submit at the same time, and a request in any ring is waited for, reaped,
 //! cancelled and notified as in the first.
 
-use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::sync::{Arc, Barrier, Mutex};
@@ -135,6 +134,26 @@ fn read_in_ring(aio: &Aio, k: usize, fd: &std::os::fd::OwnedFd) -> posixrt::aio:
     r.unwrap()
 }
 
+/// A pipe read placed in ring `k`, whose completion sends `v` on `tx` from
+/// the notification thread.
+fn notified_read_in_ring(
+    aio: &Aio,
+    k: usize,
+    fd: &std::os::fd::OwnedFd,
+    v: usize,
+    tx: mpsc::Sender<SigVal>,
+) -> posixrt::aio::Request<Vec<u8>> {
+    let tx = Mutex::new(tx);
+    aio.__use_ring(Some(k));
+    let r = aio.submit(
+        Op::read(fd, 0, vec![0u8; 8]).notify(Notify::thread(v, move |v| {
+            let _ = tx.lock().unwrap().send(v);
+        })),
+    );
+    aio.__use_ring(None);
+    r.unwrap()
+}
+
 #[test]
 fn a_request_in_the_second_ring_is_waited_for_and_reaped() {
     let aio = uring(2);
@@ -205,15 +224,7 @@ fn a_request_in_the_second_ring_is_cancelled_and_notifies() {
     let aio = uring(2);
     let (rd, _wr) = pipe();
     let (tx, rx) = mpsc::channel();
-    let tx = Mutex::new(tx);
-    aio.__use_ring(Some(1));
-    let r = aio.submit(
-        Op::read(&rd, 0, vec![0u8; 8]).notify(Notify::thread(5, move |v| {
-            let _ = tx.lock().unwrap().send(v);
-        })),
-    );
-    aio.__use_ring(None);
-    let mut r = r.unwrap();
+    let mut r = notified_read_in_ring(&aio, 1, &rd, 5, tx);
     assert_eq!(aio.rings(), 2);
     std::thread::sleep(Duration::from_millis(10));
     assert_eq!(r.cancel().unwrap(), CancelResult::Canceled);
@@ -238,29 +249,12 @@ fn a_request_in_the_second_ring_is_cancelled_and_notifies() {
 #[test]
 fn a_completion_in_the_second_ring_runs_its_callback() {
     let aio = uring(2);
-    let mut f = temp_file(b"");
-    f.write_all(b"notified").unwrap();
     let (tx, rx) = mpsc::channel();
-    let tx = Mutex::new(tx);
     // The eventfd exists before the second ring does.
     let (rd0, wr0) = pipe();
-    let tx0 = Mutex::new(tx.lock().unwrap().clone());
-    let _r0 = aio
-        .submit(
-            Op::read(&rd0, 0, vec![0u8; 1]).notify(Notify::thread(0, move |v| {
-                let _ = tx0.lock().unwrap().send(v);
-            })),
-        )
-        .unwrap();
+    let _r0 = notified_read_in_ring(&aio, 0, &rd0, 0, tx.clone());
     let (rd, wr) = pipe();
-    aio.__use_ring(Some(1));
-    let r = aio.submit(
-        Op::read(&rd, 0, vec![0u8; 8]).notify(Notify::thread(1, move |v| {
-            let _ = tx.lock().unwrap().send(v);
-        })),
-    );
-    aio.__use_ring(None);
-    let mut r = r.unwrap();
+    let mut r = notified_read_in_ring(&aio, 1, &rd, 1, tx);
     assert_eq!(aio.rings(), 2);
     let barrier = Arc::new(Barrier::new(2));
     let b2 = Arc::clone(&barrier);
