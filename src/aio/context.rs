@@ -60,15 +60,27 @@ impl Builder {
         self
     }
 
-    /// io_uring: the most rings the context spreads its descriptors over
-    /// (1..=8; default one per CPU, at most 4). Each fd number is given a ring
-    /// in turn when first seen, and the rings are created as they are first
-    /// given one, so a program that uses one fd has one ring. The kernel runs a
-    /// ring's inline work (a cached read's copy) under that ring's lock: with
-    /// one ring, threads that submit to different fds at once copy one after
-    /// the other; with several, at the same time. With more than one ring a
-    /// waiting thread polls their fds, one system call more than a wait on one
-    /// ring when it has to sleep. Ignored by the thread engine.
+    /// io_uring: the most rings the context uses (1..=8; default one per CPU,
+    /// at most 4). The kernel runs a ring's inline work (a cached read's copy)
+    /// under that ring's lock, so threads that submit to one ring at the same
+    /// time copy one after the other. A thread that submits while another is
+    /// entering the ring (or about to) puts its requests into a ring of its
+    /// own, created then: threads that submit at the same time copy at the
+    /// same time, and a program that submits from one thread keeps one ring.
+    /// With more than one ring, a thread that has to sleep in a wait polls the
+    /// rings' fds instead of waiting in one ring. `rings(1)` keeps exactly
+    /// one. Ignored by the thread engine.
+    ///
+    /// ```
+    /// use posixrt::aio::Aio;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let aio = Aio::builder().rings(1).build()?;
+    /// // One ring on io_uring, and it stays one (none on the thread pool).
+    /// assert!(aio.rings() <= 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     #[must_use]
     pub fn rings(mut self, n: usize) -> Builder {
         self.rings = n;
