@@ -96,9 +96,5 @@ int main(void) {
     }
     close(fd);
     free(buf);
-    if (failures != 0) {
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return finish();
 }

@@ -180,9 +180,5 @@ int main(void) {
         CHECK(pthread_sigmask(SIG_UNBLOCK, &set, NULL) == 0);
     }
 
-    if (failures != 0) {
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return finish();
 }

@@ -1055,10 +1055,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: aio_semantics [all | idle | eagain | noring]\n");
         return 2;
     }
-    if (failures != 0) {
-        fprintf(stderr, "%d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return finish();
 }

@@ -179,9 +179,5 @@ int main(int argc, char **argv) {
     sem_post(&go_helper);
     pthread_join(w, NULL);
     pthread_join(h, NULL);
-    if (failures != 0) {
-        return 1;
-    }
-    printf("ok\n");
-    return 0;
+    return finish();
 }

@@ -1,6 +1,6 @@
 /* The check the C AIO tests share: a failed condition is printed with errno
  * and counted in `failures`, and the test goes on (it exits 1 at the end if
- * any failed). */
+ * any failed, see `finish`). */
 #ifndef POSIXRT_TEST_CHECK_H
 #define POSIXRT_TEST_CHECK_H
 #include <errno.h>
@@ -17,5 +17,15 @@ static int failures;
             failures++;                                                              \
         }                                                                            \
     } while (0)
+
+/* The end of a test's main: exit 1 if any check failed, else print "ok". */
+static int finish(void) {
+    if (failures != 0) {
+        fprintf(stderr, "%d check(s) failed\n", failures);
+        return 1;
+    }
+    printf("ok\n");
+    return 0;
+}
 
 #endif
