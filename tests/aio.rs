@@ -612,14 +612,7 @@ extern "C" fn on_signal(_sig: i32, info: *mut libc::siginfo_t, _ctx: *mut libc::
 }
 
 fn install(signo: i32) {
-    // SAFETY: installs a handler that only touches atomics.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
-    }
+    common::install_handler(signo, on_signal);
 }
 
 static SIGNAL_TESTS: Mutex<()> = Mutex::new(());

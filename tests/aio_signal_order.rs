@@ -20,6 +20,10 @@ use std::time::Duration;
 use posixrt::aio::{Aio, Backend, List, ListMode, Notify, Op};
 use posixrt::ErrorKind;
 
+// Only the signal handler helper of the shared ones is used here.
+#[allow(unused_macros, unused_imports)]
+mod common;
+
 /// `si_value` of the last completion signal handled.
 static LAST: AtomicUsize = AtomicUsize::new(0);
 
@@ -41,14 +45,7 @@ fn signo() -> i32 {
 /// Installs the handler (with `SA_RESTART`) and blocks or unblocks the signal
 /// in the calling thread.
 fn set_up(block: bool) {
-    // SAFETY: a handler that only stores to an atomic; the struct is fully set.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_signal as *const () as usize;
-        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(signo(), &sa, std::ptr::null_mut()), 0);
-    }
+    common::install_handler(signo(), on_signal);
     set_blocked(block);
 }
 

@@ -494,52 +494,13 @@ impl CEngine {
                         .iter()
                         .any(|&cb| unsafe { error_code(cb) } == libc::EINPROGRESS);
                 if waiting {
-                    self.own_fds(&names);
+                    let core = inner.lock();
+                    let ids = names.iter().map(|&ud| super::table::split_user_data(ud));
+                    inner.release(inner.copy_fds_of_waiting(core, ids));
                 }
             }
         }
         Ok(names)
-    }
-
-    /// Requests of a submitting call still in the kernel after it entered the
-    /// ring get their own copy of the fd, taken while the caller's is open:
-    /// io_uring cancels a request when the thread whose `io_uring_enter`
-    /// submitted it exits, and the engine then issues it again on that copy
-    /// (see `Shard::reap`).
-    #[cold]
-    fn own_fds(&self, names: &[u64]) {
-        let inner = &self.inner;
-        let waiting = |c: &Core, i: u32, g: u32| {
-            c.get(i, g)
-                .is_some_and(|s| s.state == State::Issued && s.own_fd.is_none())
-        };
-        let core = inner.lock();
-        let pending: Vec<(u32, u32, i32)> = names
-            .iter()
-            .map(|&ud| super::table::split_user_data(ud))
-            .filter(|&(i, g)| waiting(&core, i, g))
-            .map(|(i, g)| (i, g, core.slots[i as usize].op.fd))
-            .collect();
-        inner.release(core);
-        if pending.is_empty() {
-            return;
-        }
-        let copies: Vec<_> = pending
-            .into_iter()
-            .map(|(i, g, fd)| {
-                // SAFETY: the fd is the caller's, passed to this submitting
-                // call, which has not returned; it is only duplicated.
-                let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-                (i, g, crate::sys::io::dup(bfd).ok())
-            })
-            .collect();
-        let mut core = inner.lock();
-        for (i, g, copy) in copies {
-            if waiting(&core, i, g) {
-                core.slots[i as usize].own_fd = copy;
-            }
-        }
-        inner.release(core);
     }
 
     /// Waits for every request named in `names` (submitted with `keep`), then

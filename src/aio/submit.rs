@@ -279,6 +279,48 @@ impl Inner {
         (idx, gen)
     }
 
+    /// Gives the requests `(idx, gen)` still in the kernel without an fd copy
+    /// of their own a copy of their fd, taken with the lock released; returns
+    /// the lock taken again. Call inside their submitting call, which keeps
+    /// the caller's fds open. io_uring cancels a request when the thread whose
+    /// `io_uring_enter` submitted it exits; the engine then issues it again on
+    /// that copy (see `Shard::reap`).
+    #[cold]
+    pub(crate) fn copy_fds_of_waiting<'a>(
+        &'a self,
+        core: CoreGuard<'a>,
+        reqs: impl Iterator<Item = (u32, u32)>,
+    ) -> CoreGuard<'a> {
+        let waiting = |core: &Core, i: u32, g: u32| {
+            core.get(i, g)
+                .is_some_and(|s| s.state == State::Issued && s.own_fd.is_none())
+        };
+        let pending: Vec<(u32, u32, i32)> = reqs
+            .filter(|&(i, g)| waiting(&core, i, g))
+            .map(|(i, g)| (i, g, core.slots[i as usize].op.fd))
+            .collect();
+        if pending.is_empty() {
+            return core;
+        }
+        self.release(core);
+        let copies: Vec<_> = pending
+            .into_iter()
+            .map(|(i, g, fd)| {
+                // SAFETY: the submitting call, still running, keeps `fd` open
+                // (the caller's contract); it is only duplicated.
+                let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+                (i, g, sio::dup(bfd).ok())
+            })
+            .collect();
+        let mut core = self.lock();
+        for (i, g, copy) in copies {
+            if waiting(&core, i, g) {
+                core.slots[i as usize].own_fd = copy;
+            }
+        }
+        core
+    }
+
     /// Settles the probe reads of one submitting call (see the module docs).
     fn settle_probes(&self, probes: &Probes) {
         let Engine::Uring(r) = &self.engine else {
@@ -356,36 +398,8 @@ impl Inner {
                 }
             }
         }
-        // Reads still in the kernel get their own copy of the fd, taken while
-        // the caller's is open (this runs inside their submitting call): if the
-        // kernel cancels one because the thread that submitted it exits, it is
-        // issued again on the copy (see `Shard::reap`).
-        let waiting = |core: &Core, i: u32, g: u32| {
-            core.get(i, g)
-                .is_some_and(|s| s.state == State::Issued && s.own_fd.is_none())
-        };
-        if probes.iter().any(|&(i, g, _)| waiting(&core, i, g)) {
-            let pending: Vec<(u32, u32, i32)> = probes
-                .iter()
-                .copied()
-                .filter(|&(i, g, _)| waiting(&core, i, g))
-                .collect();
-            self.release(core);
-            let copies: Vec<_> = pending
-                .into_iter()
-                .map(|(i, g, fd)| {
-                    // SAFETY: as above: the submitting call borrows `fd`.
-                    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-                    (i, g, sio::dup(bfd).ok())
-                })
-                .collect();
-            core = self.lock();
-            for (i, g, copy) in copies {
-                if waiting(&core, i, g) {
-                    core.slots[i as usize].own_fd = copy;
-                }
-            }
-        }
+        // Reads still in the kernel get their own copy of the fd.
+        core = self.copy_fds_of_waiting(core, probes.iter().map(|&(i, g, _)| (i, g)));
         for &(i, g, _) in probes.iter() {
             if core.get(i, g).is_some() {
                 core.slots[i as usize].probe = false;

@@ -53,6 +53,23 @@ pub fn temp_file(content: &[u8]) -> std::fs::File {
     f
 }
 
+/// A `SA_SIGINFO` handler.
+pub type SigHandler = extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
+
+/// Installs `handler` for `signo`, with `SA_SIGINFO | SA_RESTART` and an empty
+/// mask. `handler` must be async-signal-safe (the tests' only touch atomics).
+pub fn install_handler(signo: i32, handler: SigHandler) {
+    // SAFETY: the struct is fully set before the call; the handler's safety is
+    // the caller's contract.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
+    }
+}
+
 /// A close-on-exec pipe: (read end, write end).
 pub fn pipe() -> (OwnedFd, OwnedFd) {
     rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap()
