@@ -27,6 +27,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 pub(super) use super::sqe::punted;
 use super::sqe::sqe;
 use super::table::{user_data, Core, OpKind};
+use crate::sys::ringfd::{self, RingId};
 
 /// `user_data` of internal requests (cancels) whose completions are ignored.
 const INTERNAL: u64 = u64::MAX;
@@ -56,6 +57,9 @@ fn thread_token() -> usize {
 
 /// One io_uring instance.
 struct Shard {
+    /// Names the ring for the threads that enter it by a registered index;
+    /// dropped before `ring` (whose fd it needs).
+    id: RingId,
     ring: IoUring,
     /// Its place among the context's rings.
     index: u8,
@@ -100,6 +104,7 @@ impl Shard {
             .setup_cqsize(entries * 2)
             .build(entries)?;
         Ok(Shard {
+            id: RingId::new(ring.as_raw_fd()),
             ring,
             index,
             pushed: AtomicU64::new(0),
@@ -154,7 +159,7 @@ impl Shard {
             return Ok(());
         }
         loop {
-            match self.ring.submit() {
+            match ringfd::enter(&self.id, self.untaken(), 0, None) {
                 Ok(n) => {
                     self.took(n);
                     return Ok(());
@@ -163,6 +168,17 @@ impl Shard {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Entries pushed and not yet counted as taken: what an enter submits
+    /// (more than the queue holds if another thread's enter took some and has
+    /// not counted them yet; the kernel submits what is there, and skips the
+    /// wait of an enter that asked for more: the waiter then looks again).
+    #[inline]
+    fn untaken(&self) -> u32 {
+        let taken = self.taken.load(Ordering::Acquire);
+        let pushed = self.pushed.load(Ordering::Acquire);
+        pushed.saturating_sub(taken).min(u64::from(u32::MAX)) as u32
     }
 
     /// Counts `n` entries taken by an enter.
@@ -175,16 +191,10 @@ impl Shard {
     /// passes (submitting what waits in the queue).
     fn wait(&self, timeout: Option<Duration>, ext_arg: bool) -> io::Result<()> {
         let r = match timeout {
-            Some(t) if ext_arg => {
-                let ts = types::Timespec::new()
-                    .sec(t.as_secs())
-                    .nsec(t.subsec_nanos());
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
+            Some(t) if ext_arg => ringfd::enter(&self.id, self.untaken(), 1, Some(t)),
             // Old kernels: poll the ring fd instead of a timed enter.
             Some(t) => return poll_rings(&[self], Some(t)),
-            None => self.ring.submitter().submit_and_wait(1),
+            None => ringfd::enter(&self.id, self.untaken(), 1, None),
         };
         match r {
             Ok(n) => {

@@ -20,6 +20,7 @@
 //! | [`io`] | fd I/O of the AIO thread engine, `RWF_NOWAIT`/`MSG_DONTWAIT` forms, `fsync`, fd kind and flags, `dup` |
 //! | [`signal`] | `rt_sigqueueinfo` to this process, result checked |
 //! | [`prio`] | the calling thread's policy/priority (read, switch) and io_uring `ioprio` |
+//! | [`ringfd`] | `io_uring_enter` through a ring index each thread registers (`IORING_REGISTER_RING_FDS`) |
 //! | [`mm`] | `posix_madvise` (glibc's behaviour for `POSIX_MADV_DONTNEED`) |
 
 pub(crate) mod clock;
@@ -33,6 +34,7 @@ pub(crate) mod prio;
 pub(crate) mod proc;
 pub(crate) mod process;
 pub(crate) mod process_end;
+pub(crate) mod ringfd;
 pub(crate) mod rtlock;
 pub(crate) mod sched;
 pub(crate) mod signal;
