@@ -148,11 +148,7 @@ impl Table {
                             e.state = State::Counting(n + 1);
                             None
                         }
-                        State::Counting(_) => {
-                            let i = register(ring.fd);
-                            e.state = i.map_or(State::Refused, State::Registered);
-                            i
-                        }
+                        State::Counting(_) => self.register(k, ring),
                     };
                 }
                 None if free.is_none() => free = Some(k),
@@ -209,6 +205,24 @@ impl Table {
                 }
             }
         }
+    }
+
+    /// Registers the ring of slot `k`: its index. The kernel gives an index
+    /// that was free there, so any other entry that claims it is stale (a fork
+    /// the hook did not see) and would enter the wrong ring: it is dropped.
+    #[cold]
+    fn register(&mut self, k: usize, ring: &RingId) -> Option<u32> {
+        let i = register(ring.fd);
+        for (j, slot) in self.slots.iter_mut().enumerate() {
+            if let Some(e) = slot {
+                if j == k {
+                    e.state = i.map_or(State::Refused, State::Registered);
+                } else if i.is_some() && matches!(e.state, State::Registered(x) if Some(x) == i) {
+                    e.state = State::Refused;
+                }
+            }
+        }
+        i
     }
 
     /// Stops entering ring `id` through its index (the kernel lost it).
@@ -484,6 +498,42 @@ mod tests {
         }
         drop(to_b);
         b.join().expect("b");
+    }
+
+    /// An entry left from a fork the hook did not see claims an index the
+    /// kernel then gives to another ring: registering that ring drops the
+    /// stale claim, so no enter goes to the wrong ring.
+    #[test]
+    fn a_stale_entry_loses_the_index_the_kernel_gives_to_another_ring() {
+        std::thread::spawn(|| {
+            let stale = RingId {
+                id: u64::MAX,
+                fd: -1,
+                alive: Arc::new(AtomicBool::new(true)),
+            };
+            TABLE.with(|t| {
+                let mut t = t.borrow_mut();
+                t.epoch = EPOCH.load(Ordering::Acquire);
+                t.slots[0] = Some(Entry {
+                    id: stale.id,
+                    state: State::Registered(0),
+                    alive: Arc::clone(&stale.alive),
+                });
+            });
+            assert_eq!(stale.registered_here(), Some(0));
+            let n = named();
+            for _ in 0..REGISTER_AFTER {
+                enter(&n.id, 0, 0, None).expect("enter");
+            }
+            assert_eq!(
+                n.id.registered_here(),
+                Some(0),
+                "a new thread's first index"
+            );
+            assert_eq!(stale.registered_here(), None, "the stale claim survived");
+        })
+        .join()
+        .expect("the test thread");
     }
 
     /// A forked child's task has no registrations: the fork hook makes its
