@@ -29,6 +29,16 @@ fn file(content: &[u8]) -> File {
     common::temp_file(content)
 }
 
+/// Waits (bounded) for `req`, which must end with EAGAIN (`what` names it).
+fn ends_with_eagain<B: Send + 'static>(aio: &Aio, mut req: posixrt::aio::Request<B>, what: &str) {
+    assert!(
+        done_within(aio, &req, Duration::from_secs(3)),
+        "{what} stays in progress"
+    );
+    let e = req.aio_return().unwrap().result.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{what}: {e}");
+}
+
 /// Waits (bounded) until `req` is done; false if it is still in progress.
 fn done_within<B: Send + 'static>(aio: &Aio, req: &posixrt::aio::Request<B>, t: Duration) -> bool {
     let _ = aio.suspend([req], Some(t));
@@ -220,35 +230,21 @@ fn nonblocking_gives_eagain(b: Backend) {
     // An empty O_NONBLOCK pipe: EAGAIN, as read(2).
     let (rd, wr) = pipe();
     set_nonblocking(&rd);
-    let mut r = aio.read(&rd, 0, vec![0u8; 8]).unwrap();
-    assert!(
-        done_within(&aio, &r, Duration::from_secs(3)),
-        "read stays in progress"
-    );
-    let e = r.aio_return().unwrap().result.unwrap_err();
-    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    ends_with_eagain(&aio, aio.read(&rd, 0, vec![0u8; 8]).unwrap(), "read");
     // A full O_NONBLOCK pipe: a write that would block gives EAGAIN.
     set_nonblocking(&wr);
     let mut junk = vec![0u8; 1 << 16];
     while rustix::io::write(&wr, &junk).is_ok() {}
     junk.truncate(4096);
-    let mut w = aio.write(&wr, 0, junk).unwrap();
-    assert!(
-        done_within(&aio, &w, Duration::from_secs(3)),
-        "write stays in progress"
-    );
-    let e = w.aio_return().unwrap().result.unwrap_err();
-    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    ends_with_eagain(&aio, aio.write(&wr, 0, junk).unwrap(), "write");
     // An O_NONBLOCK socket with nothing to read, read at an offset.
     let (s1, _s2) = UnixStream::pair().unwrap();
     s1.set_nonblocking(true).unwrap();
-    let mut r = aio.read(&s1, 100, vec![0u8; 8]).unwrap();
-    assert!(
-        done_within(&aio, &r, Duration::from_secs(3)),
-        "socket read stays in progress"
+    ends_with_eagain(
+        &aio,
+        aio.read(&s1, 100, vec![0u8; 8]).unwrap(),
+        "socket read",
     );
-    let e = r.aio_return().unwrap().result.unwrap_err();
-    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
     // With data there, the O_NONBLOCK read just reads.
     rustix::io::write(&wr, b"").ok();
     let (rd2, wr2) = pipe();
@@ -296,6 +292,75 @@ both!(
     non_seekable_files_ignore_the_offset,
     offsets_ignored_on_streams
 );
+
+/// The same stream rules hold while another thread waits in the engine (on
+/// io_uring: asleep in the ring as its reaper, the common shape of a program
+/// with one thread in `aio_suspend` and others submitting), and a read whose
+/// submitting thread has exited still completes.
+fn streams_beside_a_waiting_thread(b: Backend) {
+    let aio = Aio::builder().backend(b).rings(1).build().unwrap();
+    let (wait_rd, wait_wr) = pipe();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut r = aio.read(&wait_rd, 0, vec![0u8; 4]).unwrap();
+            aio.suspend([&r], Some(Duration::from_secs(20))).unwrap();
+            let c = r.aio_return().unwrap();
+            (c.data().to_vec(), c.result.unwrap())
+        });
+        // Time for the waiter to fall asleep (if it has not, these run as
+        // without it: still the same results).
+        std::thread::sleep(Duration::from_millis(100));
+        // A socket read at an offset, data there: the offset is ignored.
+        let (s1, s2) = UnixStream::pair().unwrap();
+        (&s2).write_all(b"hello").unwrap();
+        let mut r = aio.read(&s1, 4096, vec![0u8; 5]).unwrap();
+        let c = r.wait().unwrap();
+        assert_eq!(c.data(), b"hello");
+        assert_eq!(c.result.unwrap(), 5);
+        // Data written after the read was submitted.
+        let mut r = aio.read(&s1, 123, vec![0u8; 3]).unwrap();
+        (&s2).write_all(b"abc").unwrap();
+        assert_eq!(r.wait().unwrap().data(), b"abc");
+        // O_NONBLOCK with nothing to read: EAGAIN, on a socket and a pipe.
+        let (n1, _n2) = UnixStream::pair().unwrap();
+        n1.set_nonblocking(true).unwrap();
+        ends_with_eagain(&aio, aio.read(&n1, 7, vec![0u8; 8]).unwrap(), "socket read");
+        let (nrd, _nwr) = pipe();
+        set_nonblocking(&nrd);
+        ends_with_eagain(&aio, aio.read(&nrd, 0, vec![0u8; 8]).unwrap(), "pipe read");
+        // Reads that complete at once: a regular file, an O_NONBLOCK pipe with
+        // data.
+        let f = file(b"regular");
+        let mut r = aio.read(&f, 2, vec![0u8; 5]).unwrap();
+        assert_eq!(r.wait().unwrap().data(), b"gular");
+        let (drd, dwr) = pipe();
+        set_nonblocking(&drd);
+        rustix::io::write(&dwr, b"ready").unwrap();
+        let mut r = aio.read(&drd, 0, vec![0u8; 8]).unwrap();
+        assert_eq!(r.wait().unwrap().data(), b"ready");
+        // A pipe read submitted by a thread that then exits (io_uring cancels
+        // a task's pending requests at its exit), its fd closed at once.
+        let (xrd, xwr) = pipe();
+        let r = std::thread::scope(|t| {
+            t.spawn(|| {
+                let r = aio.read(&xrd, 0, vec![0u8; 6]).unwrap();
+                drop(xrd);
+                r
+            })
+            .join()
+            .unwrap()
+        });
+        rustix::io::write(&xwr, b"exited").unwrap();
+        let mut r = r;
+        let c = r.wait().unwrap();
+        assert_eq!(c.data(), b"exited");
+        assert_eq!(c.result.unwrap(), 6);
+        // The waiter's own read.
+        rustix::io::write(&wait_wr, b"wake").unwrap();
+        assert_eq!(waiter.join().unwrap(), (b"wake".to_vec(), 4));
+    });
+}
+both!(streams_beside_a_waiter, streams_beside_a_waiting_thread);
 
 // ---------------------------- 7. blocked descriptors never starve the rest
 

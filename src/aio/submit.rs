@@ -13,8 +13,12 @@
 //!   the fd's flags are read, and on an `O_NONBLOCK` pipe, socket or terminal the
 //!   read is cancelled and reports EAGAIN.
 //!
-//! Meanwhile no other thread blocks as the reaper (`Core::probing`), so the
-//! submitter sees its own completions.
+//! Meanwhile no other thread becomes the reaper (`Core::probing`), so the
+//! submitter sees its own completions. If a reaper already sleeps in the ring,
+//! the submitter looks at the completion queues without draining them (under
+//! the lock, which the reaper needs to drain them): a probe's completion found
+//! there is done (an ESPIPE one is skipped when reaped, and the read issued
+//! again), one not found is still in the kernel.
 //!
 //! The first probe read on an fd number reads the fd's kind and flags once (after
 //! the enter, inside the call); once the number is known to name a regular
@@ -197,7 +201,7 @@ impl Inner {
         } else {
             prio::current_cached()
         };
-        let can_probe = !threads && !core.reaper;
+        let can_probe = !threads;
         Ok(Begun {
             core,
             class,
@@ -327,32 +331,16 @@ impl Inner {
             return;
         };
         let mut core = self.lock();
-        for _ in 0..4 {
-            r.reap(&mut core);
-            let mut again = false;
-            for &(i, g, fd) in probes.iter() {
-                let retry = core
-                    .get(i, g)
-                    .is_some_and(|s| s.state == State::Issued && s.espipe);
-                if retry {
-                    core.set_fd_not_pollable(fd, false);
-                    let s = &mut core.slots[i as usize];
-                    s.espipe = false;
-                    s.fd_kind = Some(FdKind::StreamSocket);
-                    if r.push_again(&core, i, g) {
-                        again = true;
-                    } else {
-                        core.complete(i, -(libc::ESPIPE as i64));
-                    }
-                }
-            }
-            if !again && !r.sq_pending() {
-                break;
-            }
-            self.release(core);
-            let _ = r.submit_mine();
-            core = self.lock();
+        // Probes whose completion waits in a queue the reaper has not drained.
+        let mut queued: Vec<(u32, u32)> = Vec::new();
+        if core.reaper {
+            core = self.settle_beside_reaper(core, r, probes, &mut queued);
+        } else {
+            core = self.settle_by_reaping(core, r, probes);
         }
+        let waiting = |core: &Core, i: u32, g: u32| {
+            core.get(i, g).is_some_and(|s| s.state == State::Issued) && !queued.contains(&(i, g))
+        };
         // Reads still in the kernel: on an O_NONBLOCK pipe, socket or terminal
         // they must end with EAGAIN instead of waiting. (A regular file's read
         // waits for a kernel worker: once an fd number was seen to be one, its
@@ -387,7 +375,7 @@ impl Inner {
                     continue;
                 }
                 for &(i, g, pfd) in probes.iter() {
-                    if pfd == fd && core.get(i, g).is_some_and(|s| s.state == State::Issued) {
+                    if pfd == fd && waiting(&core, i, g) {
                         let s = &mut core.slots[i as usize];
                         s.eagain = true;
                         s.cancel_req = true;
@@ -399,7 +387,11 @@ impl Inner {
             }
         }
         // Reads still in the kernel get their own copy of the fd.
-        core = self.copy_fds_of_waiting(core, probes.iter().map(|&(i, g, _)| (i, g)));
+        let still = probes
+            .iter()
+            .map(|&(i, g, _)| (i, g))
+            .filter(|p| !queued.contains(p));
+        core = self.copy_fds_of_waiting(core, still);
         for &(i, g, _) in probes.iter() {
             if core.get(i, g).is_some() {
                 core.slots[i as usize].probe = false;
@@ -414,6 +406,96 @@ impl Inner {
             let _ = r.issue(&mut core);
         }
         self.release(core);
+    }
+
+    /// No thread is the reaper (`Core::probing` keeps it so): this thread
+    /// drains the queues itself, and issues a probe the kernel refused with
+    /// ESPIPE again at offset -1.
+    fn settle_by_reaping<'a>(
+        &'a self,
+        mut core: CoreGuard<'a>,
+        r: &super::uring::Ring,
+        probes: &Probes,
+    ) -> CoreGuard<'a> {
+        for _ in 0..4 {
+            r.reap(&mut core);
+            let mut again = false;
+            for &(i, g, fd) in probes.iter() {
+                let retry = core
+                    .get(i, g)
+                    .is_some_and(|s| s.state == State::Issued && s.espipe);
+                if retry {
+                    again |= self.issue_at_no_offset(&mut core, r, i, g, fd);
+                }
+            }
+            if !again && !r.sq_pending() {
+                break;
+            }
+            self.release(core);
+            let _ = r.submit_mine();
+            core = self.lock();
+        }
+        core
+    }
+
+    /// Another thread is the reaper, asleep in the kernel: it drains the
+    /// queues, and this thread only looks at them (under the lock, so nothing
+    /// is drained meanwhile). A probe refused with ESPIPE is issued again at
+    /// offset -1 (its completion still queued is then skipped when reaped); a
+    /// probe whose completion is queued is done, and goes into `queued`.
+    #[cold]
+    fn settle_beside_reaper<'a>(
+        &'a self,
+        mut core: CoreGuard<'a>,
+        r: &super::uring::Ring,
+        probes: &Probes,
+        queued: &mut Vec<(u32, u32)>,
+    ) -> CoreGuard<'a> {
+        let mut again = false;
+        for &(i, g, fd) in probes.iter() {
+            let Some(s) = core.get(i, g) else { continue };
+            if s.state != State::Issued {
+                continue;
+            }
+            // The reaper saw the ESPIPE already, or it waits in a queue.
+            let seen = s.espipe;
+            let res = if seen { None } else { r.peek(user_data(i, g)) };
+            if seen || res == Some(-libc::ESPIPE) {
+                core.slots[i as usize].skip_espipe = !seen;
+                again |= self.issue_at_no_offset(&mut core, r, i, g, fd);
+            } else if res.is_some() {
+                queued.push((i, g));
+            }
+        }
+        if again {
+            self.release(core);
+            let _ = r.submit_mine();
+            core = self.lock();
+        }
+        core
+    }
+
+    /// Issues probe `(i, g)`, refused with ESPIPE (a socket read at an
+    /// offset), again at offset -1; true if it went into a queue (to enter),
+    /// else it ends with ESPIPE.
+    fn issue_at_no_offset(
+        &self,
+        core: &mut Core,
+        r: &super::uring::Ring,
+        i: u32,
+        g: u32,
+        fd: i32,
+    ) -> bool {
+        core.set_fd_not_pollable(fd, false);
+        let s = &mut core.slots[i as usize];
+        s.espipe = false;
+        s.fd_kind = Some(FdKind::StreamSocket);
+        if r.push_again(core, i, g) {
+            return true;
+        }
+        core.slots[i as usize].skip_espipe = false;
+        core.complete(i, -(libc::ESPIPE as i64));
+        false
     }
 }
 

@@ -137,6 +137,9 @@ pub(crate) struct Slot {
     /// io_uring: a probe read the kernel refused with ESPIPE (a socket at an
     /// offset): to be issued again at offset -1 by the submitter.
     pub espipe: bool,
+    /// io_uring: a probe issued again at offset -1 while its ESPIPE completion
+    /// still waited in a queue (the reaper's): that completion is skipped.
+    pub skip_espipe: bool,
     /// io_uring: cancelled because it would block on an `O_NONBLOCK` fd: reports
     /// EAGAIN instead of ECANCELED.
     pub eagain: bool,
@@ -212,6 +215,7 @@ impl Slot {
             nonblock: false,
             probe: false,
             espipe: false,
+            skip_espipe: false,
             mail: MailAddr::NONE,
             eagain: false,
             parked: false,
@@ -407,6 +411,7 @@ impl Core {
         s.fd_kind = None;
         s.nonblock = false;
         s.espipe = false;
+        s.skip_espipe = false;
         s.eagain = false;
         s.seq = seq;
         s.res = 0;

@@ -206,6 +206,21 @@ impl Shard {
         }
     }
 
+    /// The result of request `ud` if its completion waits in this ring's
+    /// queue. Consumes nothing. Under the core lock (only its holder drains a
+    /// queue), so the view stays valid while the reaper sleeps.
+    fn peek(&self, ud: u64) -> Option<i32> {
+        // SAFETY: under the core lock, as `reap`.
+        let mut cq = unsafe { self.ring.completion_shared() };
+        let found = cq
+            .by_ref()
+            .find(|c| c.user_data() == ud)
+            .map(|c| c.result());
+        // Dropping the view would move the queue's head past what it read.
+        std::mem::forget(cq);
+        found
+    }
+
     /// Drains this ring's completion queue into the core (counting completions
     /// in `n`); true if it pushed entries (the rest of a short write) to enter.
     /// Under the core lock, by the reaper or with no reaper.
@@ -228,6 +243,12 @@ impl Shard {
                 continue;
             }
             let mut res = cqe.result() as i64;
+            if res == -(libc::ESPIPE as i64) && s.skip_espipe {
+                // Issued again at offset -1 by its submitter, which saw this
+                // completion in the queue (see `Inner::settle_probes`).
+                s.skip_espipe = false;
+                continue;
+            }
             if res == -(libc::ESPIPE as i64) && s.probe && s.op.kind == OpKind::Read {
                 // A probe read at an offset on a socket: the submitter, still in
                 // its call, issues it again at offset -1.
@@ -596,6 +617,17 @@ impl Ring {
         // SAFETY: under the core lock; the buffer is owned by the runtime until
         // the request completes, as in `push_ready`.
         unsafe { self.pick().push(&entry) }
+    }
+
+    /// The result of request `ud` if its completion waits in a completion
+    /// queue, consuming nothing (see [`Shard::peek`]). With the core lock held.
+    pub(crate) fn peek(&self, ud: u64) -> Option<i32> {
+        self.main.peek(ud).or_else(|| {
+            self.extra
+                .iter()
+                .filter_map(OnceLock::get)
+                .find_map(|s| s.peek(ud))
+        })
     }
 
     /// Drains the completion queues into the core. Call with the core lock held and
