@@ -49,14 +49,13 @@ fn done_within<B: Send + 'static>(aio: &Aio, req: &posixrt::aio::Request<B>, t: 
 
 fn fsync_checked_at_submission(b: Backend) {
     let aio = ctx(b);
-    // A descriptor that is not open: EBADF from the call itself.
-    let (rd, wr) = pipe();
-    let dead = rd.as_raw_fd();
-    drop(rd);
-    // SAFETY: the number is only handed to aio_fsync, which must refuse it; no
-    // other thread of this test opens files meanwhile... and if one did, the
-    // fsync would still be refused for the pipe below or succeed harmlessly.
-    let bad = unsafe { BorrowedFd::borrow_raw(dead) };
+    // A descriptor that is not open: EBADF from the call itself. (Not a
+    // number just closed: the tests running beside this one open files, and
+    // one could take it.)
+    let (_rd, wr) = pipe();
+    // SAFETY: the number is only handed to aio_fsync, which must refuse it; it
+    // is above any fd the kernel hands out (`fs.nr_open` is at most 2^30).
+    let bad = unsafe { BorrowedFd::borrow_raw(i32::MAX - 1) };
     let e = aio.fsync(bad, SyncMode::Sync).unwrap_err();
     assert!(
         matches!(e.errno(), Some(libc::EBADF) | Some(libc::EINVAL)),
