@@ -217,27 +217,29 @@ fn engine() -> Result<&'static CEngine, i32> {
     r
 }
 
-/// True for an `O_APPEND` fd or one that cannot seek: writes on it go in order.
-/// A closed fd, or one not open for writing, is not refused here: the write
-/// fails with EBADF as the request's status, as glibc's does (and the
-/// request still notifies, which a `lio_listio` list counts on).
-fn ordered_write(fd: i32) -> bool {
+/// How a write goes on `fd`: `(ordered, nonblock)`. Ordered for an `O_APPEND`
+/// fd or one that cannot seek: writes on it go in order. Nonblock for an
+/// `O_NONBLOCK` one that cannot seek: a write that would block there ends with
+/// EAGAIN, as glibc's `write(2)` does. A closed fd, or one not open for
+/// writing, is not refused here: the write fails with EBADF as the request's
+/// status, as glibc's does (and the request still notifies, which a
+/// `lio_listio` list counts on).
+fn write_mode(fd: i32) -> (bool, bool) {
     // SAFETY: fcntl(F_GETFL) on any int is safe.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
-        return false;
+        return (false, false);
     }
-    if fl & libc::O_APPEND != 0 {
-        return true;
-    }
+    let append = fl & libc::O_APPEND != 0;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes one struct stat.
     if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        return false;
+        return (append, false);
     }
     // SAFETY: fstat succeeded.
     let mode = unsafe { st.assume_init() }.st_mode & libc::S_IFMT;
-    mode != libc::S_IFREG && mode != libc::S_IFBLK
+    let stream = mode != libc::S_IFREG && mode != libc::S_IFBLK;
+    (append || stream, stream && fl & libc::O_NONBLOCK != 0)
 }
 
 /// Reads and checks one read/write aiocb: the request, or the errno.
@@ -276,9 +278,9 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
         ));
         return Err(libc::EINVAL);
     }
-    let ordered = match op {
-        COp::Write => ordered_write(fd),
-        _ => false,
+    let (ordered, nonblock) = match op {
+        COp::Write => write_mode(fd),
+        _ => (false, false),
     };
     let notify = from_sigevent(&ev)?;
     Ok(CRequest {
@@ -290,6 +292,7 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
         len,
         reqprio: prio as u8,
         ordered,
+        nonblock,
         notify,
     })
 }
@@ -377,6 +380,7 @@ unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
         len: 0,
         reqprio: 0,
         ordered: true,
+        nonblock: false,
         notify,
     })
 }

@@ -279,6 +279,16 @@ fn a_request_outlives_the_thread_that_submitted_it() {
     prints_ok("aio_thread_exit.c", &["uring", "threads"], &[&[]]);
 }
 
+/// Pipe and socket I/O as glibc's (`pread`/`pwrite`, then `read`/`write`
+/// after ESPIPE): a socket read or write at an offset ignores it, an empty
+/// `O_NONBLOCK` pipe or socket gives EAGAIN to a read, a full `O_NONBLOCK`
+/// pipe to a write; also while another thread waits in `aio_suspend`. On
+/// io_uring the reads failed with ESPIPE and the O_NONBLOCK ones waited.
+#[test]
+fn stream_io_behaves_as_glibcs() {
+    prints_ok("aio_streams.c", &["uring", "threads"], &[&[]]);
+}
+
 #[test]
 fn cancel_fd_cancels_the_queued_requests_threads() {
     prints_ok("aio_cancel_queued.c", &["threads"], &[&[]]);

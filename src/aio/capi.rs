@@ -38,6 +38,7 @@ use rustix::thread::futex::{self, Flags};
 use super::engine::{BackendInfo, Config, Engine, Inner};
 use super::hook;
 use super::notify::Notify;
+use super::submit::Probes;
 use super::table::{user_data, Core, OpKind, RawOp, State, NO_LIST};
 use crate::{Error, ErrorKind, Result};
 
@@ -107,6 +108,9 @@ pub struct CRequest {
     pub reqprio: u8,
     /// Must wait for every earlier request on `fd` (O_APPEND or stream write, fsync).
     pub ordered: bool,
+    /// A write to an `O_NONBLOCK` pipe, socket or terminal: ends with EAGAIN
+    /// where it would block.
+    pub nonblock: bool,
     pub notify: Notify,
 }
 
@@ -430,11 +434,16 @@ impl CEngine {
         // will look for their results, and that call enters the ring), nothing
         // here notifies, and it is not a list (LIO_WAIT waits at once).
         let live_before = LIVE.fetch_add(n, Ordering::Relaxed);
-        let defer = live_before > 0
+        let mut defer = live_before > 0
             && !needs_bg
             && list_id == NO_LIST
             && matches!(inner.engine, Engine::Uring(_));
         let mut enter = false;
+        // Reads of fds not known to be regular files are probes, settled by
+        // this call after its enter (see `Inner::settle_probes`): a socket read
+        // at an offset is issued again without one, an empty O_NONBLOCK pipe or
+        // socket gives EAGAIN, as glibc's pread-then-read does.
+        let mut probes = Probes::default();
         let mut names = Vec::with_capacity(n);
         // The first aiocbs, to see after the enter whether any is still in
         // the kernel (a longer call looks at every request under the lock).
@@ -468,13 +477,34 @@ impl CEngine {
             // SAFETY: the caller guarantees `cb` is valid; the request cannot
             // complete before the lock is released.
             unsafe { store_started(r.cb, user_data(idx, gen)) };
+            let probe = kind == OpKind::Read && !core.fd_not_pollable(raw.fd);
+            core.slots[idx as usize].probe = probe;
+            if r.nonblock && matches!(inner.engine, Engine::Uring(_)) {
+                // Issued with RWF_NOWAIT at offset -1 (see `sqe`).
+                let s = &mut core.slots[idx as usize];
+                s.nonblock = true;
+                s.fd_kind = Some(crate::sys::io::FdKind::Stream);
+            }
             match &inner.engine {
-                Engine::Uring(ring) if direct && ring.push_one(&mut core, idx, gen) => enter = true,
-                _ => core.admit(idx, direct),
+                Engine::Uring(ring) if direct && ring.push_one(&mut core, idx, gen) => {
+                    enter = true;
+                    if probe {
+                        probes.push((idx, gen, raw.fd));
+                    }
+                }
+                _ => {
+                    core.slots[idx as usize].probe = false;
+                    core.admit(idx, direct)
+                }
             }
         }
         if core.ready_len() > 0 {
             enter |= inner.kick(&mut core);
+        }
+        if !probes.is_empty() {
+            // Settled after this call's own enter.
+            defer = false;
+            core.probing += 1;
         }
         if enter && defer {
             // Under the lock, after the entries were published: whoever swaps
@@ -493,6 +523,9 @@ impl CEngine {
                     || cbs[..n]
                         .iter()
                         .any(|&cb| unsafe { error_code(cb) } == libc::EINPROGRESS);
+                if !probes.is_empty() {
+                    inner.settle_probes(&probes);
+                }
                 if waiting {
                     let core = inner.lock();
                     let ids = names.iter().map(|&ud| super::table::split_user_data(ud));

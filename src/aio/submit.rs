@@ -47,20 +47,21 @@ thread_local! {
 
 /// Probe reads of one submitting call (one without allocating).
 #[derive(Default)]
-struct Probes {
+pub(crate) struct Probes {
     one: Option<(u32, u32, i32)>,
     more: Vec<(u32, u32, i32)>,
 }
 
 impl Probes {
-    fn push(&mut self, p: (u32, u32, i32)) {
+    /// Adds probe `(idx, gen, fd)`.
+    pub(crate) fn push(&mut self, p: (u32, u32, i32)) {
         if self.one.is_none() {
             self.one = Some(p);
         } else {
             self.more.push(p);
         }
     }
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.one.is_none()
     }
     fn iter(&self) -> impl Iterator<Item = &(u32, u32, i32)> {
@@ -325,8 +326,9 @@ impl Inner {
         core
     }
 
-    /// Settles the probe reads of one submitting call (see the module docs).
-    fn settle_probes(&self, probes: &Probes) {
+    /// Settles the probe reads of one submitting call (see the module docs),
+    /// after its enter; the call counted them in `Core::probing` first.
+    pub(crate) fn settle_probes(&self, probes: &Probes) {
         let Engine::Uring(r) = &self.engine else {
             return;
         };

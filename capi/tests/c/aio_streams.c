@@ -1,0 +1,156 @@
+/* Reads of pipes and sockets behave as glibc's, whose helper threads call
+ * pread(2) and, when it fails with ESPIPE, read(2):
+ * - a socket read at a non-zero offset ignores the offset (data there, and
+ *   data written after the read was submitted);
+ * - a read of an empty O_NONBLOCK pipe or socket ends with EAGAIN instead of
+ *   waiting for data, and so does a write to a full O_NONBLOCK pipe;
+ * - a socket write at an offset ignores it;
+ * - the same holds while another thread waits in aio_suspend (the library's
+ *   io_uring engine then has a thread asleep in the ring).
+ *
+ * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
+ * checks and exits 1.
+ */
+#define _GNU_SOURCE
+#include <aio.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static void wait_done(struct aiocb *cb) {
+    const struct aiocb *list[1] = {cb};
+    struct timespec limit = {5, 0};
+    int rounds = 0;
+    while (aio_error(cb) == EINPROGRESS && rounds++ < 4) {
+        CHECK(aio_suspend(list, 1, &limit) == 0 || errno == EINTR || errno == EAGAIN);
+    }
+    CHECK(aio_error(cb) != EINPROGRESS);
+}
+
+static void prepare(struct aiocb *cb, int fd, off_t offset, const char *buf, size_t len) {
+    memset(cb, 0, sizeof *cb);
+    cb->aio_fildes = fd;
+    cb->aio_offset = offset;
+    cb->aio_buf = (void *)buf;
+    cb->aio_nbytes = len;
+    cb->aio_sigevent.sigev_notify = SIGEV_NONE;
+}
+
+static void set_nonblocking(int fd) {
+    CHECK(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0);
+}
+
+static void streams(void) {
+    struct aiocb cb;
+    char buf[16];
+    int s[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+
+    /* A socket read at an offset, data there. */
+    CHECK(write(s[1], "hello", 5) == 5);
+    prepare(&cb, s[0], 4096, buf, 5);
+    CHECK(aio_read(&cb) == 0);
+    wait_done(&cb);
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == 5);
+    CHECK(memcmp(buf, "hello", 5) == 0);
+
+    /* A socket read at an offset, data written after it was submitted. */
+    prepare(&cb, s[0], 123, buf, 3);
+    CHECK(aio_read(&cb) == 0);
+    CHECK(write(s[1], "abc", 3) == 3);
+    wait_done(&cb);
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == 3);
+    CHECK(memcmp(buf, "abc", 3) == 0);
+
+    /* An empty O_NONBLOCK socket, read at an offset: EAGAIN. */
+    set_nonblocking(s[0]);
+    prepare(&cb, s[0], 7, buf, 8);
+    CHECK(aio_read(&cb) == 0);
+    wait_done(&cb);
+    CHECK(aio_error(&cb) == EAGAIN);
+    CHECK(aio_return(&cb) == -1);
+
+    /* An empty O_NONBLOCK pipe: EAGAIN. */
+    int p[2];
+    CHECK(pipe(p) == 0);
+    set_nonblocking(p[0]);
+    prepare(&cb, p[0], 0, buf, 8);
+    CHECK(aio_read(&cb) == 0);
+    wait_done(&cb);
+    CHECK(aio_error(&cb) == EAGAIN);
+    CHECK(aio_return(&cb) == -1);
+
+    /* With data there, the O_NONBLOCK read just reads. */
+    CHECK(write(p[1], "ready", 5) == 5);
+    prepare(&cb, p[0], 0, buf, 8);
+    CHECK(aio_read(&cb) == 0);
+    wait_done(&cb);
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == 5);
+
+    /* A socket write at an offset: written. */
+    prepare(&cb, s[1], 99, "xyz", 3);
+    CHECK(aio_write(&cb) == 0);
+    wait_done(&cb);
+    CHECK(aio_error(&cb) == 0);
+    CHECK(aio_return(&cb) == 3);
+    CHECK(read(s[0], buf, 3) == 3 && memcmp(buf, "xyz", 3) == 0);
+
+    /* A full O_NONBLOCK pipe: a write that would block gives EAGAIN. */
+    static char junk[4096];
+    set_nonblocking(p[1]);
+    while (write(p[1], junk, sizeof junk) > 0) {
+    }
+    prepare(&cb, p[1], 0, junk, sizeof junk);
+    CHECK(aio_write(&cb) == 0);
+    wait_done(&cb);
+    CHECK(aio_error(&cb) == EAGAIN);
+    CHECK(aio_return(&cb) == -1);
+
+    close(s[0]);
+    close(s[1]);
+    close(p[0]);
+    close(p[1]);
+}
+
+static int wake[2];
+static struct aiocb waiter_cb;
+static char waiter_buf[4];
+
+static void *waiter(void *arg) {
+    (void)arg;
+    prepare(&waiter_cb, wake[0], 0, waiter_buf, 4);
+    CHECK(aio_read(&waiter_cb) == 0);
+    const struct aiocb *list[1] = {&waiter_cb};
+    struct timespec limit = {20, 0};
+    while (aio_error(&waiter_cb) == EINPROGRESS) {
+        CHECK(aio_suspend(list, 1, &limit) == 0 || errno == EINTR);
+    }
+    CHECK(aio_return(&waiter_cb) == 4);
+    return NULL;
+}
+
+int main(void) {
+    streams();
+
+    /* Again while another thread waits. */
+    pthread_t t;
+    CHECK(pipe(wake) == 0);
+    CHECK(pthread_create(&t, NULL, waiter, NULL) == 0);
+    struct timespec pause = {0, 100 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    streams();
+    CHECK(write(wake[1], "wake", 4) == 4);
+    CHECK(pthread_join(t, NULL) == 0);
+
+    return finish();
+}
