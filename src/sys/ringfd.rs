@@ -26,7 +26,6 @@ use std::cell::RefCell;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Plain enters of a ring by one thread before the thread registers it.
@@ -49,23 +48,36 @@ const FORK: u64 = 1 << 32;
 static UNSUPPORTED: AtomicBool = AtomicBool::new(false);
 /// Ring ids (never reused in a process).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Rings alive at once that threads may register; more are entered by fd.
+const LIVE_MAX: usize = 256;
+/// The id of each live ring, in the place it claimed (0: free). A thread's
+/// table tells a dropped ring by its place no longer holding its id. (Plain
+/// atomics, so the per-thread table needs no destructor, and its first use in
+/// a thread allocates nothing.)
+static LIVE: [AtomicU64; LIVE_MAX] = [const { AtomicU64::new(0) }; LIVE_MAX];
 
 /// Names one ring for the per-thread tables. Dropped before the ring's fd is
 /// closed: the dropping thread forgets its own registration then.
 pub(crate) struct RingId {
     id: u64,
     fd: RawFd,
-    alive: Arc<AtomicBool>,
+    /// Its place in [`LIVE`]; none when every place was taken.
+    place: Option<u16>,
 }
 
 impl RingId {
     /// Names the ring open on `fd` (which must stay open while this lives).
     pub(crate) fn new(fd: RawFd) -> RingId {
         super::fork::on_child(forked);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let place = LIVE.iter().position(|p| {
+            p.compare_exchange(0, id, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        });
         RingId {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id,
             fd,
-            alive: Arc::new(AtomicBool::new(true)),
+            place: place.map(|k| k as u16),
         }
     }
 
@@ -90,7 +102,9 @@ impl RingId {
 
 impl Drop for RingId {
     fn drop(&mut self) {
-        self.alive.store(false, Ordering::Release);
+        if let Some(k) = self.place {
+            LIVE[k as usize].store(0, Ordering::Release);
+        }
         EPOCH.fetch_add(1, Ordering::AcqRel);
         let _ = TABLE.try_with(|t| {
             if let Ok(mut t) = t.try_borrow_mut() {
@@ -111,10 +125,19 @@ enum State {
     Refused,
 }
 
+#[derive(Clone, Copy)]
 struct Entry {
     id: u64,
+    /// The ring's place in [`LIVE`].
+    place: u16,
     state: State,
-    alive: Arc<AtomicBool>,
+}
+
+impl Entry {
+    /// False once the ring was dropped.
+    fn alive(&self) -> bool {
+        LIVE[self.place as usize].load(Ordering::Acquire) == self.id
+    }
 }
 
 struct Table {
@@ -155,12 +178,12 @@ impl Table {
                 _ => {}
             }
         }
-        if let Some(k) = free {
+        if let (Some(k), Some(place)) = (free, ring.place) {
             if !UNSUPPORTED.load(Ordering::Relaxed) {
                 self.slots[k] = Some(Entry {
                     id: ring.id,
+                    place,
                     state: State::Counting(1),
-                    alive: Arc::clone(&ring.alive),
                 });
             }
         }
@@ -180,7 +203,7 @@ impl Table {
                 continue;
             }
             if let Some(e) = slot {
-                if !e.alive.load(Ordering::Acquire) {
+                if !e.alive() {
                     if let State::Registered(i) = e.state {
                         unregister(fd, i);
                     }
@@ -418,7 +441,7 @@ mod tests {
     use super::*;
     use io_uring::{opcode, IoUring};
     use std::os::fd::AsRawFd;
-    use std::sync::mpsc;
+    use std::sync::{mpsc, Arc};
 
     /// A ring and its id, in the order they must drop.
     struct Named {
@@ -506,21 +529,18 @@ mod tests {
     #[test]
     fn a_stale_entry_loses_the_index_the_kernel_gives_to_another_ring() {
         std::thread::spawn(|| {
-            let stale = RingId {
-                id: u64::MAX,
-                fd: -1,
-                alive: Arc::new(AtomicBool::new(true)),
-            };
+            // A live ring whose fd this test never enters.
+            let stale = named();
             TABLE.with(|t| {
                 let mut t = t.borrow_mut();
                 t.epoch = EPOCH.load(Ordering::Acquire);
                 t.slots[0] = Some(Entry {
-                    id: stale.id,
+                    id: stale.id.id,
+                    place: stale.id.place.expect("a place"),
                     state: State::Registered(0),
-                    alive: Arc::clone(&stale.alive),
                 });
             });
-            assert_eq!(stale.registered_here(), Some(0));
+            assert_eq!(stale.id.registered_here(), Some(0));
             let n = named();
             for _ in 0..REGISTER_AFTER {
                 enter(&n.id, 0, 0, None).expect("enter");
@@ -530,7 +550,7 @@ mod tests {
                 Some(0),
                 "a new thread's first index"
             );
-            assert_eq!(stale.registered_here(), None, "the stale claim survived");
+            assert_eq!(stale.id.registered_here(), None, "the stale claim survived");
         })
         .join()
         .expect("the test thread");
