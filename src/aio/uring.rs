@@ -190,17 +190,25 @@ impl Shard {
     /// Blocks in `io_uring_enter` until a completion is posted or `timeout`
     /// passes (submitting what waits in the queue).
     fn wait(&self, timeout: Option<Duration>, ext_arg: bool) -> io::Result<()> {
-        let r = match timeout {
-            Some(t) if ext_arg => ringfd::enter(&self.id, self.untaken(), 1, Some(t)),
+        if timeout.is_some() && !ext_arg {
             // Old kernels: poll the ring fd instead of a timed enter.
-            Some(t) => return poll_rings(&[self], Some(t)),
-            None => ringfd::enter(&self.id, self.untaken(), 1, None),
-        };
-        match r {
-            Ok(n) => {
-                self.took(n);
-                Ok(())
+            return poll_rings(&[self], timeout);
+        }
+        // The count to submit may include entries a concurrent enter took and
+        // has not counted yet. The kernel then submits fewer and returns
+        // without waiting: wait again with nothing to submit, rather than come
+        // back to a caller that would loop (spinning, at a real-time priority,
+        // until the other thread runs and counts them).
+        let want = self.untaken();
+        let mut r = ringfd::enter(&self.id, want, 1, timeout);
+        if let Ok(n) = r {
+            self.took(n);
+            if n != want as usize {
+                r = ringfd::enter(&self.id, 0, 1, timeout);
             }
+        }
+        match r {
+            Ok(_) => Ok(()),
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
             Err(e) => Err(e),
         }
@@ -787,4 +795,29 @@ fn poll_rings(rings: &[&Shard], t: Option<Duration>) -> io::Result<()> {
     poll(&mut pfds, ts.as_ref())
         .map(|_| ())
         .map_err(io::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// A wait whose count of entries to submit is too high (a concurrent
+    /// enter took them and has not counted them yet) still sleeps: the kernel
+    /// skips the wait of an enter that submitted fewer than asked. (A lower
+    /// bound on a sleep: a busy machine only makes it longer.)
+    #[test]
+    fn a_wait_with_entries_counted_but_taken_still_sleeps() {
+        let s = Shard::new(8, 0).expect("io_uring_setup");
+        // Two entries counted as pushed that no queue holds.
+        s.count_pushed(2);
+        assert_eq!(s.untaken(), 2);
+        let t0 = Instant::now();
+        s.wait(Some(Duration::from_millis(50)), true).expect("wait");
+        assert!(
+            t0.elapsed() >= Duration::from_millis(40),
+            "the wait returned after {:?} without a completion",
+            t0.elapsed()
+        );
+    }
 }
