@@ -117,6 +117,7 @@ mod mail;
 mod notify;
 mod op;
 mod request;
+mod shard;
 mod sqe;
 mod submit;
 mod suspend;

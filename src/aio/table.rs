@@ -138,7 +138,7 @@ pub(crate) struct Slot {
     /// offset): to be issued again at offset -1 by the submitter.
     pub espipe: bool,
     /// io_uring: a probe issued again at offset -1 while its ESPIPE completion
-    /// still waited in a queue (the reaper's): that completion is skipped.
+    /// still waited in the reaper's queue: that completion is skipped.
     pub skip_espipe: bool,
     /// io_uring: cancelled because it would block on an `O_NONBLOCK` fd: reports
     /// EAGAIN instead of ECANCELED.
@@ -148,17 +148,6 @@ pub(crate) struct Slot {
     /// Where the result goes when the request is done, for a handle that reads
     /// it without the lock: the slot is then freed by the completion itself.
     pub mail: MailAddr,
-}
-
-impl Slot {
-    /// The descriptor the I/O uses: the request's own copy, or the caller's.
-    #[inline]
-    pub(crate) fn io_fd(&self) -> i32 {
-        match &self.own_fd {
-            Some(f) => f.as_raw_fd(),
-            None => self.op.fd,
-        }
-    }
 }
 
 /// The effective class of a request by a thread of class `c` with `reqprio`.
@@ -184,6 +173,15 @@ fn order_key(class: SchedClass, reqprio: u8) -> i32 {
 }
 
 impl Slot {
+    /// The descriptor the I/O uses: the request's own copy, or the caller's.
+    #[inline]
+    pub(crate) fn io_fd(&self) -> i32 {
+        match &self.own_fd {
+            Some(f) => f.as_raw_fd(),
+            None => self.op.fd,
+        }
+    }
+
     fn empty() -> Slot {
         Slot {
             gen: 0,
@@ -229,9 +227,8 @@ struct Gate {
     issued: u32,
     /// Requests held back to keep order.
     queue: VecDeque<u32>,
-    /// A read on this fd number was seen waiting in the kernel and the fd was a
-    /// regular file, block device or directory (which cannot become pollable
-    /// without being closed): later reads skip the `O_NONBLOCK` check.
+    /// A read on this fd number found a regular file, block device or directory
+    /// (not pollable while it stays open): later reads skip the probe.
     not_pollable: bool,
 }
 
@@ -272,14 +269,12 @@ pub(crate) struct Core {
     /// A request finished without a kernel completion (cancelled before it was
     /// issued) while a reaper may sleep in `io_uring_enter`: it must be woken.
     pub nudge: bool,
-    /// Submitting calls that still settle probe reads: no thread may block as
-    /// the reaper meanwhile (the submitter reaps its own completions).
+    /// Submitting calls that still settle probe reads: no thread becomes the
+    /// reaper meanwhile (one already asleep stays: see `Inner::settle_probes`).
     pub probing: u32,
-    /// Per-thread eventfds of threads waiting interruptibly; written when
-    /// something completes.
+    /// Eventfds of threads waiting interruptibly, written when something completes.
     pub wait_fds: Vec<std::sync::Arc<OwnedFd>>,
-    /// Called when a C request is done, with the address of its `struct aiocb`
-    /// and the result (set by the C ABI; the table itself knows no aiocb).
+    /// Stores a done C request's result into its `struct aiocb` (set by the C ABI).
     on_aiocb: fn(usize, i64),
 }
 

@@ -18,19 +18,16 @@
 use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use io_uring::{opcode, squeue, types, IoUring};
+use io_uring::{opcode, types};
 
+use super::shard::{poll_rings, Shard, INTERNAL};
 pub(super) use super::sqe::punted;
 use super::sqe::sqe;
-use super::table::{user_data, Core, OpKind};
-use crate::sys::ringfd::{self, RingId};
-
-/// `user_data` of internal requests (cancels) whose completions are ignored.
-const INTERNAL: u64 = u64::MAX;
+use super::table::{user_data, Core};
 
 /// The most rings one context uses.
 pub(crate) const MAX_RINGS: usize = 8;
@@ -53,23 +50,6 @@ thread_local! {
 #[inline]
 fn thread_token() -> usize {
     MINE.with(|c| c as *const Cell<(usize, u8)> as usize)
-}
-
-/// One io_uring instance.
-struct Shard {
-    /// Names the ring for the threads that enter it by a registered index;
-    /// dropped before `ring` (whose fd it needs).
-    id: RingId,
-    ring: IoUring,
-    /// Its place among the context's rings.
-    index: u8,
-    /// Entries pushed into the submission queue (under the core lock), and
-    /// entries the kernel took (the sum of what each enter reports): a ring
-    /// whose every entry was taken needs no enter.
-    pushed: AtomicU64,
-    taken: AtomicU64,
-    /// The thread that last pushed an entry (see [`thread_token`]).
-    owner: AtomicUsize,
 }
 
 /// What a ring created later is set up with.
@@ -96,244 +76,6 @@ pub(crate) struct Ring {
     /// A ring could not be created: no more are tried.
     refused: AtomicBool,
     setup: Mutex<Setup>,
-}
-
-impl Shard {
-    fn new(entries: u32, index: u8) -> io::Result<Shard> {
-        let ring = IoUring::builder()
-            .setup_cqsize(entries * 2)
-            .build(entries)?;
-        Ok(Shard {
-            id: RingId::new(ring.as_raw_fd()),
-            ring,
-            index,
-            pushed: AtomicU64::new(0),
-            taken: AtomicU64::new(0),
-            owner: AtomicUsize::new(0),
-        })
-    }
-
-    /// Pushes `e` into the submission queue; false if it is full.
-    ///
-    /// # Safety
-    /// The caller holds the core lock (the only one that touches the queue),
-    /// and whatever memory `e` names stays valid until its completion is
-    /// reaped.
-    #[inline]
-    unsafe fn push(&self, e: &squeue::Entry) -> bool {
-        // SAFETY: the queue is touched under the core lock only; `e`'s memory
-        // is the caller's contract.
-        let ok = unsafe { self.ring.submission_shared().push(e) }.is_ok();
-        if ok {
-            self.count_pushed(1);
-        }
-        ok
-    }
-
-    /// Counts `n` entries pushed (under the core lock: one writer).
-    #[inline]
-    fn count_pushed(&self, n: u64) {
-        let p = self.pushed.load(Ordering::Relaxed);
-        self.pushed.store(p + n, Ordering::Release);
-    }
-
-    /// True if an entry pushed may not have been taken by the kernel yet: a
-    /// thread is entering the ring, or is about to.
-    #[inline]
-    fn busy(&self) -> bool {
-        self.taken.load(Ordering::Acquire) < self.pushed.load(Ordering::Acquire)
-    }
-
-    /// True if entries wait in the submission queue. Under the core lock.
-    fn sq_pending(&self) -> bool {
-        // SAFETY: under the core lock, as `push`.
-        unsafe { !self.ring.submission_shared().is_empty() }
-    }
-
-    /// Enters the ring if an entry pushed so far may not have been taken. An
-    /// entry counted as taken is in the kernel, so when this returns Ok every
-    /// entry pushed before the call is.
-    #[inline]
-    fn submit(&self) -> io::Result<()> {
-        if !self.busy() {
-            return Ok(());
-        }
-        loop {
-            match ringfd::enter(&self.id, self.untaken(), 0, None) {
-                Ok(n) => {
-                    self.took(n);
-                    return Ok(());
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// Entries pushed and not yet counted as taken: what an enter submits
-    /// (more than the queue holds if another thread's enter took some and has
-    /// not counted them yet; the kernel submits what is there, and skips the
-    /// wait of an enter that asked for more: the waiter then looks again).
-    #[inline]
-    fn untaken(&self) -> u32 {
-        let taken = self.taken.load(Ordering::Acquire);
-        let pushed = self.pushed.load(Ordering::Acquire);
-        pushed.saturating_sub(taken).min(u64::from(u32::MAX)) as u32
-    }
-
-    /// Counts `n` entries taken by an enter.
-    #[inline]
-    fn took(&self, n: usize) {
-        self.taken.fetch_add(n as u64, Ordering::AcqRel);
-    }
-
-    /// Blocks in `io_uring_enter` until a completion is posted or `timeout`
-    /// passes (submitting what waits in the queue).
-    fn wait(&self, timeout: Option<Duration>, ext_arg: bool) -> io::Result<()> {
-        if timeout.is_some() && !ext_arg {
-            // Old kernels: poll the ring fd instead of a timed enter.
-            return poll_rings(&[self], timeout);
-        }
-        // The count to submit may include entries a concurrent enter took and
-        // has not counted yet. The kernel then submits fewer and returns
-        // without waiting: wait again with nothing to submit, rather than come
-        // back to a caller that would loop (spinning, at a real-time priority,
-        // until the other thread runs and counts them).
-        let want = self.untaken();
-        let mut r = ringfd::enter(&self.id, want, 1, timeout);
-        if let Ok(n) = r {
-            self.took(n);
-            if n != want as usize {
-                r = ringfd::enter(&self.id, 0, 1, timeout);
-            }
-        }
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// The result of request `ud` if its completion waits in this ring's
-    /// queue. Consumes nothing. Under the core lock (only its holder drains a
-    /// queue), so the view stays valid while the reaper sleeps.
-    fn peek(&self, ud: u64) -> Option<i32> {
-        // SAFETY: under the core lock, as `reap`.
-        let mut cq = unsafe { self.ring.completion_shared() };
-        let found = cq
-            .by_ref()
-            .find(|c| c.user_data() == ud)
-            .map(|c| c.result());
-        // Dropping the view would move the queue's head past what it read.
-        std::mem::forget(cq);
-        found
-    }
-
-    /// Drains this ring's completion queue into the core (counting completions
-    /// in `n`); true if it pushed entries (the rest of a short write) to enter.
-    /// Under the core lock, by the reaper or with no reaper.
-    fn reap(&self, core: &mut Core, n: &mut usize) -> bool {
-        let mut more = false;
-        let shutdown = core.shutdown;
-        // SAFETY: the completion queue is only touched under the core lock, by one
-        // thread at a time (see the reaper rule in the engine).
-        let cq = unsafe { self.ring.completion_shared() };
-        for cqe in cq {
-            let ud = cqe.user_data();
-            if ud == INTERNAL {
-                continue;
-            }
-            let (idx, gen) = super::table::split_user_data(ud);
-            let Some(s) = core.slots.get_mut(idx as usize) else {
-                continue;
-            };
-            if s.gen != gen || s.state != super::table::State::Issued {
-                continue;
-            }
-            let mut res = cqe.result() as i64;
-            if res == -(libc::ESPIPE as i64) && s.skip_espipe {
-                // Issued again at offset -1 by its submitter, which saw this
-                // completion in the queue (see `Inner::settle_probes`).
-                s.skip_espipe = false;
-                continue;
-            }
-            if res == -(libc::ESPIPE as i64) && s.probe && s.op.kind == OpKind::Read {
-                // A probe read at an offset on a socket: the submitter, still in
-                // its call, issues it again at offset -1.
-                s.espipe = true;
-                continue;
-            }
-            if res == -(libc::ECANCELED as i64) && s.eagain {
-                // Cancelled because it would block on an O_NONBLOCK fd.
-                res = -(libc::EAGAIN as i64);
-            }
-            if res == -(libc::ECANCELED as i64)
-                && !s.cancel_req
-                && !shutdown
-                && (s.own_fd.is_some() || s.probe)
-            {
-                // Cancelled by the kernel, not by a cancel of ours: the thread
-                // whose `io_uring_enter` submitted it (this request's submitter,
-                // or another thread that entered the ring first) has exited, and
-                // the kernel cancels a task's pending requests when it exits. A
-                // POSIX request belongs to the process: issue it again from
-                // here, on its own fd copy (or, for a probe, on the caller's fd,
-                // which its submitting call, still running, keeps open). It had
-                // not started: it was waiting for its fd, or queued for a kernel
-                // worker.
-                let entry = sqe(s).user_data(ud);
-                // SAFETY: under the core lock, which the caller holds; the buffer
-                // is owned by the runtime until this request completes, as in
-                // `push_ready`.
-                if unsafe { self.push(&entry) } {
-                    more = true;
-                    continue;
-                }
-            }
-            // `s.res` holds the bytes written by earlier rounds of this request.
-            // The rest is issued again only on the request's own fd copy (the
-            // caller's number may be closed by now).
-            if s.op.kind == OpKind::Write
-                && res > 0
-                && (res as usize) < s.op.len
-                && s.own_fd.is_some()
-            {
-                // A short write (io_uring gives one on a pipe or socket that fills
-                // up): write(2) on a blocking fd would go on until every byte is
-                // written, and so does aio_write: issue the rest, same request.
-                s.res += res;
-                s.op.ptr += res as usize;
-                s.op.len -= res as usize;
-                if !s.op.ordered {
-                    s.op.offset += res;
-                }
-                let entry = sqe(s).user_data(ud);
-                // SAFETY: under the core lock, which the caller holds; the rest of
-                // the buffer is owned by the runtime until this request completes,
-                // as in `push_ready`. (If the queue is full of internal entries the
-                // push fails and the request ends below with the bytes written so
-                // far.)
-                if unsafe { self.push(&entry) } {
-                    more = true;
-                    continue;
-                }
-                let total = s.res;
-                core.complete(idx, total);
-                *n += 1;
-                continue;
-            }
-            // An error after part of the data was written reports the part, as
-            // write(2) does.
-            let total = match (res, s.res) {
-                (r, done) if r >= 0 => done + r,
-                (_, done) if done > 0 => done,
-                (r, _) => r,
-            };
-            core.complete(idx, total);
-            *n += 1;
-        }
-        more
-    }
 }
 
 impl Ring {
@@ -770,54 +512,5 @@ impl Ring {
     /// Rings created so far.
     pub(crate) fn rings(&self) -> usize {
         self.all().count()
-    }
-}
-
-/// `poll` on the rings' fds until one has a completion, for at most `t`
-/// (forever without). Ok on a completion or the timeout; EINTR if a signal
-/// handler ran.
-fn poll_rings(rings: &[&Shard], t: Option<Duration>) -> io::Result<()> {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let fds: Vec<std::os::fd::BorrowedFd<'_>> = rings
-        .iter()
-        // SAFETY: each ring's fd is open as long as the ring, which outlives
-        // the call.
-        .map(|s| unsafe { std::os::fd::BorrowedFd::borrow_raw(s.ring.as_raw_fd()) })
-        .collect();
-    let mut pfds: Vec<PollFd<'_>> = fds.iter().map(|f| PollFd::new(f, PollFlags::IN)).collect();
-    let ts = t.map(|t| {
-        let t = t.max(Duration::from_millis(1));
-        Timespec {
-            tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
-            tv_nsec: t.subsec_nanos() as _,
-        }
-    });
-    poll(&mut pfds, ts.as_ref())
-        .map(|_| ())
-        .map_err(io::Error::from)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Instant;
-
-    /// A wait whose count of entries to submit is too high (a concurrent
-    /// enter took them and has not counted them yet) still sleeps: the kernel
-    /// skips the wait of an enter that submitted fewer than asked. (A lower
-    /// bound on a sleep: a busy machine only makes it longer.)
-    #[test]
-    fn a_wait_with_entries_counted_but_taken_still_sleeps() {
-        let s = Shard::new(8, 0).expect("io_uring_setup");
-        // Two entries counted as pushed that no queue holds.
-        s.count_pushed(2);
-        assert_eq!(s.untaken(), 2);
-        let t0 = Instant::now();
-        s.wait(Some(Duration::from_millis(50)), true).expect("wait");
-        assert!(
-            t0.elapsed() >= Duration::from_millis(40),
-            "the wait returned after {:?} without a completion",
-            t0.elapsed()
-        );
     }
 }

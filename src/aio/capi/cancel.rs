@@ -1,0 +1,176 @@
+//! `aio_cancel` for C requests: of one aiocb, and of every request on an fd
+//! (the requests still queued first, in one pass under the lock).
+
+use std::time::{Duration, Instant};
+
+use super::CEngine;
+use crate::aio::engine::Engine;
+use crate::aio::hook;
+use crate::aio::table::{self, user_data, Core, State};
+use crate::aio::threads;
+
+impl CEngine {
+    /// Waits (not interruptibly) at most `t` for slot `(idx, gen)` to be done.
+    fn settle(&self, idx: u32, gen: u32, t: Duration) {
+        let deadline = Instant::now() + t;
+        loop {
+            match self.wait_core(Some(deadline), &mut |c: &Core| {
+                c.get(idx, gen).map_or(true, |s| s.state == State::Done)
+            }) {
+                Err(libc::EINTR) => continue,
+                _ => return,
+            }
+        }
+    }
+
+    /// `aio_cancel` of the request named `ud` (from the aiocb's `__next_prio`):
+    /// `AIO_CANCELED`, `AIO_NOTCANCELED` or `AIO_ALLDONE`. The aiocb of a
+    /// cancelled request gets ECANCELED and its notification fires.
+    pub fn cancel(&self, ud: u64) -> i32 {
+        let (idx, gen) = table::split_user_data(ud);
+        let inner = &self.inner;
+        // A deferred entry is not in the kernel yet: an io_uring cancel would not
+        // find it.
+        self.flush();
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let Some(s) = core.get(idx, gen) else {
+            inner.release(core);
+            return libc::AIO_ALLDONE;
+        };
+        if s.aiocb == 0 {
+            inner.release(core);
+            return libc::AIO_ALLDONE;
+        }
+        let op = s.op;
+        let outcome = match s.state {
+            State::Done | State::Free => {
+                inner.release(core);
+                libc::AIO_ALLDONE
+            }
+            State::FdQueued | State::Ready => {
+                core.cancel_unissued(idx);
+                inner.release(core);
+                libc::AIO_CANCELED
+            }
+            State::Issued => {
+                // Keep the slot when it completes, to read how it ended.
+                core.slots[idx as usize].detached = false;
+                let mut all_done = false;
+                match &inner.engine {
+                    Engine::Uring(r) => {
+                        core.slots[idx as usize].cancel_req = true;
+                        inner.release(core);
+                        match r.cancel_sync(ud) {
+                            Ok(()) => self.settle(idx, gen, Duration::from_secs(5)),
+                            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+                                all_done = true;
+                                self.settle(idx, gen, Duration::from_secs(5));
+                            }
+                            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                                let core = inner.lock();
+                                r.cancel_async(ud);
+                                inner.release(core);
+                                self.settle(idx, gen, Duration::from_millis(50));
+                            }
+                            Err(_) => {}
+                        }
+                    }
+                    Engine::Threads(p) => {
+                        let s = &mut core.slots[idx as usize];
+                        // Set while a worker learns the fd's kind: a transfer on a
+                        // regular file or block device cannot be stopped.
+                        if s.interruptible && threads::can_stop(s) {
+                            s.cancel_req = true;
+                            p.interrupt(s.worker);
+                            inner.release(core);
+                            self.settle(idx, gen, Duration::from_secs(5));
+                        } else {
+                            inner.release(core);
+                        }
+                    }
+                }
+                let mut core = inner.lock();
+                let out = match core.get(idx, gen).map(|s| (s.state, s.res)) {
+                    Some((State::Done, res)) => {
+                        core.free_slot(idx);
+                        if res == -(libc::ECANCELED as i64) {
+                            libc::AIO_CANCELED
+                        } else if all_done {
+                            libc::AIO_ALLDONE
+                        } else {
+                            libc::AIO_NOTCANCELED
+                        }
+                    }
+                    Some(_) => {
+                        // Still running: it frees itself when done.
+                        core.slots[idx as usize].detached = true;
+                        libc::AIO_NOTCANCELED
+                    }
+                    // Another canceller took it: it is done.
+                    None => libc::AIO_ALLDONE,
+                };
+                inner.release(core);
+                out
+            }
+        };
+        hook::cancel(ud, op.fd, op.offset, op.len, op.kind.hook(), outcome);
+        outcome
+    }
+
+    /// `aio_cancel(fd, NULL)`: cancels every C request on `fd` and combines the
+    /// outcomes (`AIO_NOTCANCELED` if one could not be stopped, else
+    /// `AIO_CANCELED` if one was, else `AIO_ALLDONE`).
+    ///
+    /// The requests still queued are cancelled first, in one pass under the
+    /// lock: cancelling an issued one may wait for it (`settle`), and the thread
+    /// pool would meanwhile start the queued ones, so that none was cancelled.
+    pub fn cancel_fd(&self, fd: i32) -> i32 {
+        self.flush();
+        let inner = &self.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let mut queued = Vec::new();
+        let mut issued = Vec::new();
+        for i in 0..core.slots.len() {
+            let s = &core.slots[i];
+            if s.aiocb == 0 || s.op.fd != fd {
+                continue;
+            }
+            let (ud, op) = (user_data(i as u32, s.gen), s.op);
+            match s.state {
+                State::FdQueued | State::Ready => {
+                    core.cancel_unissued(i as u32);
+                    queued.push((ud, op));
+                }
+                State::Issued => issued.push(ud),
+                State::Free | State::Done => {}
+            }
+        }
+        inner.release(core);
+        let mut out = if queued.is_empty() {
+            libc::AIO_ALLDONE
+        } else {
+            libc::AIO_CANCELED
+        };
+        for (ud, op) in queued {
+            hook::cancel(
+                ud,
+                op.fd,
+                op.offset,
+                op.len,
+                op.kind.hook(),
+                libc::AIO_CANCELED,
+            );
+        }
+        for ud in issued {
+            let r = self.cancel(ud);
+            out = match (out, r) {
+                (libc::AIO_NOTCANCELED, _) | (_, libc::AIO_NOTCANCELED) => libc::AIO_NOTCANCELED,
+                (libc::AIO_CANCELED, _) | (_, libc::AIO_CANCELED) => libc::AIO_CANCELED,
+                _ => libc::AIO_ALLDONE,
+            };
+        }
+        out
+    }
+}
