@@ -43,6 +43,13 @@ static void prepare(struct aiocb *cb, int fd, off_t offset, const char *buf, siz
     cb->aio_sigevent.sigev_notify = SIGEV_NONE;
 }
 
+/* Waits for `cb`, submitted, and checks its error and return values. */
+static void ends_with(struct aiocb *cb, int error, ssize_t ret) {
+    wait_done(cb);
+    CHECK(aio_error(cb) == error);
+    CHECK(aio_return(cb) == ret);
+}
+
 static void set_nonblocking(int fd) {
     CHECK(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0);
 }
@@ -57,27 +64,21 @@ static void streams(void) {
     CHECK(write(s[1], "hello", 5) == 5);
     prepare(&cb, s[0], 4096, buf, 5);
     CHECK(aio_read(&cb) == 0);
-    wait_done(&cb);
-    CHECK(aio_error(&cb) == 0);
-    CHECK(aio_return(&cb) == 5);
+    ends_with(&cb, 0, 5);
     CHECK(memcmp(buf, "hello", 5) == 0);
 
     /* A socket read at an offset, data written after it was submitted. */
     prepare(&cb, s[0], 123, buf, 3);
     CHECK(aio_read(&cb) == 0);
     CHECK(write(s[1], "abc", 3) == 3);
-    wait_done(&cb);
-    CHECK(aio_error(&cb) == 0);
-    CHECK(aio_return(&cb) == 3);
+    ends_with(&cb, 0, 3);
     CHECK(memcmp(buf, "abc", 3) == 0);
 
     /* An empty O_NONBLOCK socket, read at an offset: EAGAIN. */
     set_nonblocking(s[0]);
     prepare(&cb, s[0], 7, buf, 8);
     CHECK(aio_read(&cb) == 0);
-    wait_done(&cb);
-    CHECK(aio_error(&cb) == EAGAIN);
-    CHECK(aio_return(&cb) == -1);
+    ends_with(&cb, EAGAIN, -1);
 
     /* An empty O_NONBLOCK pipe: EAGAIN. */
     int p[2];
@@ -85,24 +86,18 @@ static void streams(void) {
     set_nonblocking(p[0]);
     prepare(&cb, p[0], 0, buf, 8);
     CHECK(aio_read(&cb) == 0);
-    wait_done(&cb);
-    CHECK(aio_error(&cb) == EAGAIN);
-    CHECK(aio_return(&cb) == -1);
+    ends_with(&cb, EAGAIN, -1);
 
     /* With data there, the O_NONBLOCK read just reads. */
     CHECK(write(p[1], "ready", 5) == 5);
     prepare(&cb, p[0], 0, buf, 8);
     CHECK(aio_read(&cb) == 0);
-    wait_done(&cb);
-    CHECK(aio_error(&cb) == 0);
-    CHECK(aio_return(&cb) == 5);
+    ends_with(&cb, 0, 5);
 
     /* A socket write at an offset: written. */
     prepare(&cb, s[1], 99, "xyz", 3);
     CHECK(aio_write(&cb) == 0);
-    wait_done(&cb);
-    CHECK(aio_error(&cb) == 0);
-    CHECK(aio_return(&cb) == 3);
+    ends_with(&cb, 0, 3);
     CHECK(read(s[0], buf, 3) == 3 && memcmp(buf, "xyz", 3) == 0);
 
     /* A full O_NONBLOCK pipe: a write that would block gives EAGAIN. */
@@ -112,9 +107,7 @@ static void streams(void) {
     }
     prepare(&cb, p[1], 0, junk, sizeof junk);
     CHECK(aio_write(&cb) == 0);
-    wait_done(&cb);
-    CHECK(aio_error(&cb) == EAGAIN);
-    CHECK(aio_return(&cb) == -1);
+    ends_with(&cb, EAGAIN, -1);
 
     close(s[0]);
     close(s[1]);
