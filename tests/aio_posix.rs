@@ -6,7 +6,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -244,6 +244,14 @@ fn nonblocking_gives_eagain(b: Backend) {
         aio.read(&s1, 100, vec![0u8; 8]).unwrap(),
         "socket read",
     );
+    // An O_NONBLOCK terminal, which io_uring refuses RWF_NOWAIT on: a write
+    // goes through.
+    let (master, slave) = nonblocking_pty();
+    let mut w = aio.write(&slave, 0, b"x".to_vec()).unwrap();
+    assert_eq!(w.wait().unwrap().result.unwrap(), 1);
+    let mut got = [0u8; 1];
+    std::io::Read::read_exact(&mut &master, &mut got).unwrap();
+    assert_eq!(&got, b"x");
     // With data there, the O_NONBLOCK read just reads.
     rustix::io::write(&wr, b"").ok();
     let (rd2, wr2) = pipe();
@@ -268,7 +276,32 @@ fn socket_reads_ignore_the_offset(aio: &Aio) -> (UnixStream, UnixStream) {
     let mut r = aio.read(&s1, 123, vec![0u8; 3]).unwrap();
     (&s2).write_all(b"abc").unwrap();
     assert_eq!(r.wait().unwrap().data(), b"abc");
+    // A large read (256 KiB: io_uring runs it on a kernel worker, where the
+    // offset is refused after the submitting call returned).
+    (&s2).write_all(b"big").unwrap();
+    let mut r = aio.read(&s1, 4096, vec![0u8; 256 * 1024]).unwrap();
+    let c = r.wait().unwrap();
+    assert_eq!(c.data(), b"big");
+    assert_eq!(c.result.unwrap(), 3);
     (s1, s2)
+}
+
+/// A pseudo-terminal: its master and its slave, opened `O_NONBLOCK`.
+fn nonblocking_pty() -> (File, File) {
+    // SAFETY: plain libc calls on the fds they return; `ptsname`'s static
+    // buffer is copied at once (no other test calls it).
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(m >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        assert!(libc::grantpt(m) == 0 && libc::unlockpt(m) == 0);
+        let name = std::ffi::CStr::from_ptr(libc::ptsname(m)).to_owned();
+        let s = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_NONBLOCK,
+        );
+        assert!(s >= 0, "open {name:?}: {}", std::io::Error::last_os_error());
+        (File::from_raw_fd(m), File::from_raw_fd(s))
+    }
 }
 
 fn offsets_ignored_on_streams(b: Backend) {

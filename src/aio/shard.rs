@@ -12,6 +12,7 @@ use io_uring::{squeue, IoUring};
 
 use super::sqe::sqe;
 use super::table::{Core, OpKind};
+use crate::sys::io::FdKind;
 use crate::sys::ringfd::{self, RingId};
 
 /// `user_data` of internal requests (cancels) whose completions are ignored.
@@ -192,6 +193,33 @@ impl Shard {
                 // completion in the queue (see `Inner::settle_probes`).
                 s.skip_espipe = false;
                 continue;
+            }
+            // Issued again at once, on the request's own fd copy (a read that
+            // ran on a kernel worker, or a C request, whose caller keeps its
+            // fd open): a socket read at an offset refused with ESPIPE after
+            // its submitting call, without the offset; a transfer on an
+            // O_NONBLOCK terminal, which refuses RWF_NOWAIT (EOPNOTSUPP),
+            // without it (the kernel then honours O_NONBLOCK itself there).
+            let again = match -res as i32 {
+                libc::ESPIPE if s.op.kind == OpKind::Read && s.own_fd.is_some() => {
+                    s.fd_kind = Some(FdKind::StreamSocket);
+                    s.espipe = false;
+                    true
+                }
+                libc::EOPNOTSUPP if s.nonblock && (s.own_fd.is_some() || s.aiocb != 0) => {
+                    s.nonblock = false;
+                    true
+                }
+                _ => false,
+            };
+            if again {
+                let entry = sqe(s).user_data(ud);
+                // SAFETY: under the core lock, which the caller holds; the buffer
+                // is owned by the runtime until this request completes.
+                if unsafe { self.push(&entry) } {
+                    more = true;
+                    continue;
+                }
             }
             if res == -(libc::ESPIPE as i64) && s.probe && s.op.kind == OpKind::Read {
                 // A probe read at an offset on a socket: the submitter, still in

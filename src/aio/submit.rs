@@ -388,6 +388,27 @@ impl Inner {
                 }
             }
         }
+        // An ESPIPE the reaper saw while the lock was released (the read went
+        // through another thread's enter, or to a kernel worker): issue it
+        // again now, while this call keeps the fd open. Clearing `probe`
+        // below, under the same lock, ends the window.
+        for _ in 0..4 {
+            let mut again = false;
+            for &(i, g, fd) in probes.iter() {
+                if core
+                    .get(i, g)
+                    .is_some_and(|s| s.state == State::Issued && s.espipe)
+                {
+                    again |= self.issue_at_no_offset(&mut core, r, i, g, fd);
+                }
+            }
+            if !again {
+                break;
+            }
+            self.release(core);
+            let _ = r.submit_mine();
+            core = self.lock();
+        }
         // Reads still in the kernel get their own copy of the fd.
         let still = probes
             .iter()
@@ -465,7 +486,9 @@ impl Inner {
             if seen || res == Some(-libc::ESPIPE) {
                 core.slots[i as usize].skip_espipe = !seen;
                 again |= self.issue_at_no_offset(&mut core, r, i, g, fd);
-            } else if res.is_some() {
+            } else if res.is_some_and(|r| r != -libc::ECANCELED) {
+                // (ECANCELED: a thread that entered it exited; it is issued
+                // again when reaped, so it still needs its fd copy.)
                 queued.push((i, g));
             }
         }
