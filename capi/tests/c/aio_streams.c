@@ -5,8 +5,11 @@
  * - a read of an empty O_NONBLOCK pipe or socket ends with EAGAIN instead of
  *   waiting for data, and so does a write to a full O_NONBLOCK pipe;
  * - a socket write at an offset ignores it;
+ * - a write to an O_NONBLOCK terminal goes through;
  * - the same holds while another thread waits in aio_suspend (the library's
- *   io_uring engine then has a thread asleep in the ring).
+ *   io_uring engine then has a thread asleep in the ring);
+ * - with the argument "queued", for reads that wait in the library's queue
+ *   (aio_init lets one request in the kernel at a time) and are issued later.
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
@@ -17,6 +20,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -109,6 +113,18 @@ static void streams(void) {
     CHECK(aio_write(&cb) == 0);
     ends_with(&cb, EAGAIN, -1);
 
+    /* An O_NONBLOCK terminal (io_uring refuses RWF_NOWAIT there): written. */
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    CHECK(m >= 0 && grantpt(m) == 0 && unlockpt(m) == 0);
+    int t = open(ptsname(m), O_RDWR | O_NOCTTY | O_NONBLOCK);
+    CHECK(t >= 0);
+    prepare(&cb, t, 0, "x", 1);
+    CHECK(aio_write(&cb) == 0);
+    ends_with(&cb, 0, 1);
+    CHECK(read(m, buf, 1) == 1 && buf[0] == 'x');
+
+    close(t);
+    close(m);
     close(s[0]);
     close(s[1]);
     close(p[0]);
@@ -132,7 +148,50 @@ static void *waiter(void *arg) {
     return NULL;
 }
 
-int main(void) {
+/* Requests that wait in the library's queue (one request in the kernel at a
+ * time, taken by a pipe read until data comes) and are issued later. */
+static void queued(void) {
+    struct aioinit init;
+    memset(&init, 0, sizeof init);
+    init.aio_num = 1;
+    init.aio_threads = 4;
+    aio_init(&init);
+
+    int blocker[2], s[2], p[2];
+    CHECK(pipe(blocker) == 0 && pipe(p) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+    set_nonblocking(p[0]);
+    CHECK(write(s[1], "hello", 5) == 5);
+    char blocker_buf[4], sock_buf[8], pipe_buf[8];
+    struct aiocb b, sock, pipe_cb;
+    prepare(&b, blocker[0], 0, blocker_buf, 4);
+    prepare(&sock, s[0], 100, sock_buf, 8);
+    prepare(&pipe_cb, p[0], 0, pipe_buf, 8);
+    CHECK(aio_read(&b) == 0);
+    CHECK(aio_read(&sock) == 0);
+    CHECK(aio_read(&pipe_cb) == 0);
+    struct timespec pause = {0, 20 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    CHECK(write(blocker[1], "free", 4) == 4);
+    ends_with(&b, 0, 4);
+    /* A socket read at an offset: the offset is ignored. */
+    ends_with(&sock, 0, 5);
+    CHECK(memcmp(sock_buf, "hello", 5) == 0);
+    /* An empty O_NONBLOCK pipe: EAGAIN. */
+    ends_with(&pipe_cb, EAGAIN, -1);
+    close(blocker[0]);
+    close(blocker[1]);
+    close(s[0]);
+    close(s[1]);
+    close(p[0]);
+    close(p[1]);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "queued") == 0) {
+        queued();
+        return finish();
+    }
     streams();
 
     /* Again while another thread waits. */

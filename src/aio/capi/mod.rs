@@ -208,6 +208,19 @@ fn wake_waiters() {
     }
 }
 
+/// Notes whether C read `s` on `fd` is on a pipe, socket or terminal (read
+/// without an offset) and whether that is `O_NONBLOCK` (read with RWF_NOWAIT).
+fn note_stream(s: &mut super::table::Slot, fd: i32) {
+    // SAFETY: the C caller keeps `fd` open while its request runs (as glibc's
+    // helper threads need it to); it is only asked about.
+    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    if let Ok(k) = crate::sys::io::kind(bfd) {
+        s.fd_kind = Some(k);
+        s.nonblock = k.is_stream()
+            && crate::sys::io::status_flags(bfd).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+    }
+}
+
 /// Enters the ring if a submission was deferred.
 #[inline]
 fn flush(inner: &Inner) {
@@ -496,6 +509,11 @@ impl CEngine {
                 }
                 _ => {
                     core.slots[idx as usize].probe = false;
+                    if kind == OpKind::Read && matches!(inner.engine, Engine::Uring(_)) {
+                        // Issued after this call: no probe then, so its fd's
+                        // kind and flags are asked now.
+                        note_stream(&mut core.slots[idx as usize], raw.fd);
+                    }
                     core.admit(idx, direct)
                 }
             }
@@ -627,7 +645,9 @@ impl CEngine {
                 None => None,
             };
             match &inner.engine {
-                Engine::Uring(r) if !core.reaper => {
+                // Not while a submitter settles its probe reads: it reaps
+                // (its final release wakes the sleepers on `SEQ`).
+                Engine::Uring(r) if !core.reaper && core.probing == 0 => {
                     core.reaper = true;
                     inner.release(core);
                     let res = r.wait(remaining);
