@@ -536,8 +536,13 @@ impl CEngine {
             if defer {
                 self.wake_flusher();
             } else if let Engine::Uring(r) = &inner.engine {
-                DEFERRED.swap(false, Ordering::AcqRel);
-                let _ = r.submit_mine();
+                // Deferred entries of other threads may wait in other rings:
+                // with the flag cleared nobody else would enter those.
+                if DEFERRED.swap(false, Ordering::AcqRel) {
+                    let _ = r.submit();
+                } else {
+                    let _ = r.submit_mine();
+                }
                 // SAFETY: the caller guarantees the aiocbs are valid.
                 let waiting = n > cbs.len()
                     || cbs[..n]
