@@ -276,3 +276,81 @@ fn other_never_raises(b: Backend) {
     );
 }
 both!(sched_other_caller_never_raises_a_worker, other_never_raises);
+
+/// A real-time thread without CAP_SYS_NICE or CAP_SYS_ADMIN (SCHED_FIFO
+/// through RLIMIT_RTPRIO, the usual audio setup): the kernel refuses the
+/// real-time I/O class to its requests (EPERM), so they go without it. In a
+/// forked child: it drops both capabilities after switching to SCHED_FIFO.
+#[test]
+fn a_real_time_thread_without_the_io_class_capability_still_reads() {
+    let _g = serial();
+    let f = common::temp_file(b"hello");
+    // SAFETY: the child makes system calls and small allocations (glibc's
+    // malloc is fork-safe) and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = std::panic::catch_unwind(|| {
+            let p = libc::sched_param { sched_priority: 10 };
+            // SAFETY: sets the calling thread's own class.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+                return 0; // without CAP_SYS_NICE there is nothing to test
+            }
+            if !drop_io_class_capabilities() {
+                return 3;
+            }
+            let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+            let mut r = aio.read(&f, 0, vec![0u8; 5]).unwrap();
+            let c = r.wait().unwrap();
+            match c.result {
+                Ok(5) if c.data() == b"hello" => 0,
+                other => {
+                    eprintln!("the read gave {other:?}");
+                    1
+                }
+            }
+        })
+        .unwrap_or(2);
+        // SAFETY: ends the child without the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut st = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut st, 0) }, pid);
+    assert!(
+        libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
+        "child status {st:#x}"
+    );
+}
+
+/// Drops CAP_SYS_NICE and CAP_SYS_ADMIN from the calling thread's sets.
+fn drop_io_class_capabilities() -> bool {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut h = Header {
+        version: 0x2008_0522,
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget/capset read `h` and read or write two `Data`.
+    unsafe {
+        if libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) != 0 {
+            return false;
+        }
+        let mask = !(1u32 << 23 | 1u32 << 21);
+        d[0].effective &= mask;
+        d[0].permitted &= mask;
+        d[0].inheritable &= mask;
+        libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()) == 0
+    }
+}

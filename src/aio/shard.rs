@@ -199,7 +199,8 @@ impl Shard {
             // fd open): a socket read at an offset refused with ESPIPE after
             // its submitting call, without the offset; a transfer on an
             // O_NONBLOCK terminal, which refuses RWF_NOWAIT (EOPNOTSUPP),
-            // without it (the kernel then honours O_NONBLOCK itself there).
+            // without it (the kernel then honours O_NONBLOCK itself there);
+            // a real-time request refused its I/O class, without it.
             let again = match -res as i32 {
                 libc::ESPIPE if s.op.kind == OpKind::Read && s.own_fd.is_some() => {
                     s.fd_kind = Some(FdKind::StreamSocket);
@@ -208,6 +209,16 @@ impl Shard {
                 }
                 libc::EOPNOTSUPP if s.nonblock && (s.own_fd.is_some() || s.aiocb != 0) => {
                     s.nonblock = false;
+                    true
+                }
+                // The real-time I/O class refused (a thread without the
+                // capability the process was thought to have): none from now.
+                libc::EPERM
+                    if s.class.is_rt()
+                        && crate::sys::prio::rt_ioprio_allowed()
+                        && (s.own_fd.is_some() || s.aiocb != 0) =>
+                {
+                    crate::sys::prio::rt_ioprio_refused();
                     true
                 }
                 _ => false,

@@ -80,10 +80,11 @@ fn sqe_inline(s: &Slot) -> squeue::Entry {
 }
 
 /// `IOPRIO_CLASS_RT` with a level from the effective priority for a real-time
-/// request; 0 (the submitter's own I/O priority) otherwise.
+/// request (if the process may use it); 0 (the submitter's own I/O priority)
+/// otherwise.
 #[inline]
 fn ioprio(s: &Slot) -> u16 {
-    if s.class.is_rt() {
+    if s.class.is_rt() && crate::sys::prio::rt_ioprio_allowed() {
         crate::sys::prio::ioprio_rt(s.class.priority)
     } else {
         0

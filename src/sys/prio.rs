@@ -105,6 +105,63 @@ pub(crate) const IOPRIO_CLASS_RT: u16 = 1;
 /// `IOPRIO_CLASS_SHIFT`.
 const IOPRIO_CLASS_SHIFT: u16 = 13;
 
+/// Whether requests may carry `IOPRIO_CLASS_RT`: 0 not asked yet, 1 yes, 2 no.
+static RT_IOPRIO: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Whether this process may give its I/O the real-time class. The kernel
+/// refuses `IOPRIO_CLASS_RT` (EPERM) without CAP_SYS_NICE or CAP_SYS_ADMIN,
+/// also to a thread that runs SCHED_FIFO through RLIMIT_RTPRIO. Asked once
+/// (`capget` of the calling thread; a process's threads share their
+/// capabilities unless the program splits them), and false for good after
+/// [`rt_ioprio_refused`].
+#[inline]
+pub(crate) fn rt_ioprio_allowed() -> bool {
+    use std::sync::atomic::Ordering::Relaxed;
+    match RT_IOPRIO.load(Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let ok = may_raise_ioprio();
+            RT_IOPRIO.store(if ok { 1 } else { 2 }, Relaxed);
+            ok
+        }
+    }
+}
+
+/// The kernel refused a request's real-time class: no request carries it
+/// from now on.
+pub(crate) fn rt_ioprio_refused() {
+    RT_IOPRIO.store(2, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// CAP_SYS_NICE or CAP_SYS_ADMIN in the calling thread's effective set.
+#[cold]
+fn may_raise_ioprio() -> bool {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy, Default)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let mut h = Header {
+        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
+        pid: 0,
+    };
+    let mut d = [Data::default(); 2];
+    // SAFETY: capget writes at most two `Data` for version 3 into `d`, and
+    // reads `h`; both live across the call.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) };
+    const CAP_SYS_ADMIN: u32 = 21;
+    const CAP_SYS_NICE: u32 = 23;
+    r == 0 && d[0].effective & (1 << CAP_SYS_NICE | 1 << CAP_SYS_ADMIN) != 0
+}
+
 /// The io_uring `ioprio` of a request with effective real-time priority `prio`
 /// (1..=99): `IOPRIO_CLASS_RT` with level 0 (highest) for 88..=99 down to 7
 /// (lowest) for 1..=12.
