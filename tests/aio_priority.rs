@@ -325,32 +325,13 @@ fn a_real_time_thread_without_the_io_class_capability_still_reads() {
 
 /// Drops CAP_SYS_NICE and CAP_SYS_ADMIN from the calling thread's sets.
 fn drop_io_class_capabilities() -> bool {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    let mut h = Header {
-        version: 0x2008_0522,
-        pid: 0,
+    use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+    let Ok(mut c) = capabilities(None) else {
+        return false;
     };
-    let mut d = [Data::default(); 2];
-    // SAFETY: capget/capset read `h` and read or write two `Data`.
-    unsafe {
-        if libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) != 0 {
-            return false;
-        }
-        let mask = !(1u32 << 23 | 1u32 << 21);
-        d[0].effective &= mask;
-        d[0].permitted &= mask;
-        d[0].inheritable &= mask;
-        libc::syscall(libc::SYS_capset, &mut h as *mut Header, d.as_ptr()) == 0
-    }
+    let both = CapabilitySet::SYS_NICE | CapabilitySet::SYS_ADMIN;
+    c.effective.remove(both);
+    c.permitted.remove(both);
+    c.inheritable.remove(both);
+    set_capabilities(None, c).is_ok()
 }

@@ -137,29 +137,11 @@ pub(crate) fn rt_ioprio_refused() {
 /// CAP_SYS_NICE or CAP_SYS_ADMIN in the calling thread's effective set.
 #[cold]
 fn may_raise_ioprio() -> bool {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy, Default)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    let mut h = Header {
-        version: 0x2008_0522, // _LINUX_CAPABILITY_VERSION_3
-        pid: 0,
-    };
-    let mut d = [Data::default(); 2];
-    // SAFETY: capget writes at most two `Data` for version 3 into `d`, and
-    // reads `h`; both live across the call.
-    let r = unsafe { libc::syscall(libc::SYS_capget, &mut h as *mut Header, d.as_mut_ptr()) };
-    const CAP_SYS_ADMIN: u32 = 21;
-    const CAP_SYS_NICE: u32 = 23;
-    r == 0 && d[0].effective & (1 << CAP_SYS_NICE | 1 << CAP_SYS_ADMIN) != 0
+    use rustix::thread::{capabilities, CapabilitySet};
+    capabilities(None).is_ok_and(|c| {
+        c.effective
+            .intersects(CapabilitySet::SYS_NICE | CapabilitySet::SYS_ADMIN)
+    })
 }
 
 /// The io_uring `ioprio` of a request with effective real-time priority `prio`
