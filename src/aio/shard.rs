@@ -194,10 +194,11 @@ impl Shard {
                 s.skip_espipe = false;
                 continue;
             }
-            // Issued again at once, on the request's own fd copy (a read that
-            // ran on a kernel worker, or a C request, whose caller keeps its
-            // fd open): a socket read at an offset refused with ESPIPE after
-            // its submitting call, without the offset; a transfer on an
+            // Issued again at once, as its slot now stands, on the request's
+            // own fd copy (a read that ran on a kernel worker, or a C request,
+            // whose caller keeps its fd open): a socket read at an offset
+            // refused with ESPIPE after its submitting call, without the
+            // offset; a transfer on an
             // O_NONBLOCK terminal, which refuses RWF_NOWAIT (EOPNOTSUPP),
             // without it (the kernel then honours O_NONBLOCK itself there);
             // a real-time request refused its I/O class, without it.
@@ -221,6 +222,22 @@ impl Shard {
                     crate::sys::prio::rt_ioprio_refused();
                     true
                 }
+                // Cancelled by the kernel, not by a cancel of ours: the thread
+                // whose `io_uring_enter` submitted it (this request's submitter,
+                // or another thread that entered the ring first) has exited, and
+                // the kernel cancels a task's pending requests when it exits. A
+                // POSIX request belongs to the process: issue it again, on its
+                // own fd copy (or, for a probe, on the caller's fd, which its
+                // submitting call, still running, keeps open). It had not
+                // started: it waited for its fd, or for a kernel worker.
+                libc::ECANCELED
+                    if !s.eagain
+                        && !s.cancel_req
+                        && !shutdown
+                        && (s.own_fd.is_some() || s.probe) =>
+                {
+                    true
+                }
                 _ => false,
             };
             if again {
@@ -241,29 +258,6 @@ impl Shard {
             if res == -(libc::ECANCELED as i64) && s.eagain {
                 // Cancelled because it would block on an O_NONBLOCK fd.
                 res = -(libc::EAGAIN as i64);
-            }
-            if res == -(libc::ECANCELED as i64)
-                && !s.cancel_req
-                && !shutdown
-                && (s.own_fd.is_some() || s.probe)
-            {
-                // Cancelled by the kernel, not by a cancel of ours: the thread
-                // whose `io_uring_enter` submitted it (this request's submitter,
-                // or another thread that entered the ring first) has exited, and
-                // the kernel cancels a task's pending requests when it exits. A
-                // POSIX request belongs to the process: issue it again from
-                // here, on its own fd copy (or, for a probe, on the caller's fd,
-                // which its submitting call, still running, keeps open). It had
-                // not started: it was waiting for its fd, or queued for a kernel
-                // worker.
-                let entry = sqe(s).user_data(ud);
-                // SAFETY: under the core lock, which the caller holds; the buffer
-                // is owned by the runtime until this request completes, as in
-                // `push_ready`.
-                if unsafe { self.push(&entry) } {
-                    more = true;
-                    continue;
-                }
             }
             // `s.res` holds the bytes written by earlier rounds of this request.
             // The rest is issued again only on the request's own fd copy (the
