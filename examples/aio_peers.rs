@@ -14,6 +14,10 @@
 //! | `tokio_fs` | `tokio::fs::File` seek + read; QD32: 32 tasks, one file handle each |
 //! | `pread` | serial `pread(2)` (QD1 only) |
 //!
+//! The posixrt engines register the file with their context
+//! (`Aio::register_fd`), as a program with one busy file would; the raw
+//! `io_uring` engine does not register it (nor do the peers).
+//!
 //! Engines take turns round by round (the first engine rotates), so a load change on
 //! a shared machine hits all of them alike; each figure is the median over the
 //! rounds.
@@ -35,7 +39,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
+use posixrt::aio::{Aio, Backend, ListMode, Notify, Op, RegisteredFd};
 
 #[path = "support/args.rs"]
 mod args;
@@ -154,6 +158,8 @@ trait Engine {
 // ------------------------------------------------------------------ posixrt
 
 struct PosixrtSuspend {
+    /// The file registered with `aio` (see [`register`]).
+    _reg: RegisteredFd<'static>,
     aio: Aio,
     file: Arc<File>,
     offs: Offsets,
@@ -206,6 +212,7 @@ impl Engine for PosixrtSuspend {
 
 struct PosixrtAwait {
     rt: tokio::runtime::Runtime,
+    _reg: RegisteredFd<'static>,
     aio: Aio,
     file: Arc<File>,
     seed: u64,
@@ -522,6 +529,14 @@ fn file_len(f: &File) -> usize {
     f.metadata().map_or(BLOCK, |m| m.len() as usize)
 }
 
+/// Registers the test file with `aio` (`Aio::register_fd`), as a program with
+/// one busy file would. The guard borrows the file for as long as the engine
+/// lives: a handle to it is leaked for that (one `Arc` for the process).
+fn register(aio: &Aio, file: &Arc<File>) -> Result<RegisteredFd<'static>, String> {
+    let file: &'static File = Box::leak(Box::new(Arc::clone(file)));
+    aio.register_fd(file).map_err(err)
+}
+
 fn build(
     name: &str,
     file: &Arc<File>,
@@ -529,28 +544,36 @@ fn build(
     size: usize,
 ) -> Result<Box<dyn Engine>, String> {
     Ok(match name {
-        "posixrt_suspend" => Box::new(PosixrtSuspend {
-            aio: Aio::builder()
+        "posixrt_suspend" => {
+            let aio = Aio::builder()
                 .backend(Backend::Uring)
                 .build()
-                .map_err(err)?,
-            file: Arc::clone(file),
-            offs: Offsets::new(size, 1),
-            bufs: Vec::new(),
-        }),
-        "posixrt_await" | "posixrt_await_request" => Box::new(PosixrtAwait {
-            rt: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(err)?,
-            aio: Aio::builder()
+                .map_err(err)?;
+            Box::new(PosixrtSuspend {
+                _reg: register(&aio, file)?,
+                aio,
+                file: Arc::clone(file),
+                offs: Offsets::new(size, 1),
+                bufs: Vec::new(),
+            })
+        }
+        "posixrt_await" | "posixrt_await_request" => {
+            let aio = Aio::builder()
                 .backend(Backend::Uring)
                 .build()
-                .map_err(err)?,
-            file: Arc::clone(file),
-            seed: if name == "posixrt_await" { 2 } else { 8 },
-            submit_on_poll: name == "posixrt_await",
-        }),
+                .map_err(err)?;
+            Box::new(PosixrtAwait {
+                rt: tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(err)?,
+                _reg: register(&aio, file)?,
+                aio,
+                file: Arc::clone(file),
+                seed: if name == "posixrt_await" { 2 } else { 8 },
+                submit_on_poll: name == "posixrt_await",
+            })
+        }
         "io_uring" => Box::new(RawUring {
             ring: io_uring::IoUring::new(256).map_err(err)?,
             file: Arc::clone(file),

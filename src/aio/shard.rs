@@ -241,6 +241,9 @@ impl Shard {
                 _ => false,
             };
             if again {
+                // On its own fd copy or the caller's fd, not a registered
+                // file's slot (which may be freed meanwhile: see `files.rs`).
+                s.fixed = 0;
                 let entry = sqe(s).user_data(ud);
                 // SAFETY: under the core lock, which the caller holds; the buffer
                 // is owned by the runtime until this request completes.

@@ -35,47 +35,62 @@ pub(super) fn punted(kind: OpKind, len: usize, class: SchedClass) -> bool {
     matches!(kind, OpKind::Read | OpKind::Write) && len >= INLINE_MAX && !class.is_rt()
 }
 
+/// The submission queue entry of a request on the file `$fd` names: an fd
+/// number or a slot of the rings' file tables (two types the opcodes take, with
+/// no trait to name both).
+macro_rules! entry_on {
+    ($s:expr, $fd:expr) => {{
+        let s: &Slot = $s;
+        let fd = $fd;
+        let op = &s.op;
+        let len = op.len.min(MAX_RW) as u32;
+        let stream = s.fd_kind.is_some_and(|k| k.is_stream());
+        let nowait = if s.nonblock && stream {
+            libc::RWF_NOWAIT
+        } else {
+            0
+        };
+        match op.kind {
+            OpKind::Read => {
+                // Non-seekable: the offset means nothing (a socket refuses one).
+                let off = if stream { u64::MAX } else { op.offset as u64 };
+                opcode::Read::new(fd, op.ptr as *mut u8, len)
+                    .offset(off)
+                    .rw_flags(nowait)
+                    .ioprio(ioprio(s))
+                    .build()
+            }
+            OpKind::Write => {
+                // Ordered writes (O_APPEND, streams) use the current position: -1.
+                let off = if op.ordered || stream {
+                    u64::MAX
+                } else {
+                    op.offset as u64
+                };
+                opcode::Write::new(fd, op.ptr as *const u8, len)
+                    .offset(off)
+                    .rw_flags(nowait)
+                    .ioprio(ioprio(s))
+                    .build()
+            }
+            OpKind::Fsync => opcode::Fsync::new(fd).build(),
+            OpKind::Fdatasync => opcode::Fsync::new(fd)
+                .flags(types::FsyncFlags::DATASYNC)
+                .build(),
+        }
+    }};
+}
+
 /// The submission queue entry of a request, as its slot stands: its own fd copy
-/// if it has one, offset -1 on a non-seekable fd, `RWF_NOWAIT` on an
+/// if it has one, else its registered file's slot if it has one, else the
+/// caller's fd; offset -1 on a non-seekable fd, `RWF_NOWAIT` on an
 /// `O_NONBLOCK` one, `IOPRIO_CLASS_RT` for a real-time submitter.
 #[inline]
 fn sqe_inline(s: &Slot) -> squeue::Entry {
-    let op = &s.op;
-    let fd = types::Fd(s.io_fd());
-    let len = op.len.min(MAX_RW) as u32;
-    let stream = s.fd_kind.is_some_and(|k| k.is_stream());
-    let nowait = if s.nonblock && stream {
-        libc::RWF_NOWAIT
+    if s.fixed != 0 && s.own_fd.is_none() {
+        entry_on!(s, types::Fixed(s.fixed - 1))
     } else {
-        0
-    };
-    match op.kind {
-        OpKind::Read => {
-            // Non-seekable: the offset means nothing (a socket refuses one).
-            let off = if stream { u64::MAX } else { op.offset as u64 };
-            opcode::Read::new(fd, op.ptr as *mut u8, len)
-                .offset(off)
-                .rw_flags(nowait)
-                .ioprio(ioprio(s))
-                .build()
-        }
-        OpKind::Write => {
-            // Ordered writes (O_APPEND, streams) use the current position: -1.
-            let off = if op.ordered || stream {
-                u64::MAX
-            } else {
-                op.offset as u64
-            };
-            opcode::Write::new(fd, op.ptr as *const u8, len)
-                .offset(off)
-                .rw_flags(nowait)
-                .ioprio(ioprio(s))
-                .build()
-        }
-        OpKind::Fsync => opcode::Fsync::new(fd).build(),
-        OpKind::Fdatasync => opcode::Fsync::new(fd)
-            .flags(types::FsyncFlags::DATASYNC)
-            .build(),
+        entry_on!(s, types::Fd(s.io_fd()))
     }
 }
 

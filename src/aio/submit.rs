@@ -547,7 +547,9 @@ fn hold_back(core: &mut Core, idx: u32, mut p: Prepared<'_>) {
 /// Copies what the engine needs from a prepared request into its slot.
 #[inline(always)]
 fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
+    let fixed = core.files.lookup(p.raw.fd);
     let s = &mut core.slots[idx as usize];
+    s.fixed = fixed;
     s.fd_kind = p.kind;
     s.nonblock = p.nonblock;
     s.probe = probe;

@@ -24,6 +24,7 @@ use std::time::Duration;
 
 use io_uring::{opcode, types};
 
+use super::files::table_size;
 use super::shard::{poll_rings, Shard, INTERNAL};
 pub(super) use super::sqe::punted;
 use super::sqe::sqe;
@@ -52,12 +53,26 @@ fn thread_token() -> usize {
     MINE.with(|c| c as *const Cell<(usize, u8)> as usize)
 }
 
+/// Creates a new ring's file table and installs `files` (slot, fd) in it.
+fn install_all(s: &Shard, files: &[(u32, RawFd)]) -> io::Result<()> {
+    let sub = s.ring.submitter();
+    sub.register_files_sparse(table_size())?;
+    for &(slot, fd) in files {
+        sub.register_files_update(slot, &[fd])?;
+    }
+    Ok(())
+}
+
 /// What a ring created later is set up with.
 #[derive(Default)]
 struct Setup {
     efd: Option<RawFd>,
     affinity: Option<libc::cpu_set_t>,
     max_workers: Option<(u32, u32)>,
+    /// Rings (a bit each) whose file table exists, and the fds registered in
+    /// them by slot (see `files.rs`): installed in rings created later.
+    tables: u8,
+    files: Vec<(u32, RawFd)>,
 }
 
 pub(crate) struct Ring {
@@ -194,7 +209,7 @@ impl Ring {
         if self.refused.load(Ordering::Relaxed) {
             return None;
         }
-        let setup = self.setup();
+        let mut setup = self.setup();
         if let Some(s) = self.extra[k - 1].get() {
             return Some(s);
         }
@@ -211,11 +226,15 @@ impl Ring {
                 && setup.max_workers.map_or(true, |(b, u)| {
                     sub.register_iowq_max_workers(&mut [b, u]).is_ok()
                 })
+                && (setup.tables == 0 || install_all(s, &setup.files).is_ok())
         });
         let Some(made) = made else {
             self.refused.store(true, Ordering::Relaxed);
             return None;
         };
+        if setup.tables != 0 {
+            setup.tables |= 1 << k;
+        }
         let _ = self.extra[k - 1].set(made);
         self.many.store(true, Ordering::Release);
         // A reaper sleeping in the first ring's `io_uring_enter` would not see
@@ -507,6 +526,43 @@ impl Ring {
         }
         setup.max_workers = Some((bounded, unbounded));
         Ok(())
+    }
+
+    /// Installs `fd` at `slot` of every ring's file table, creating the tables
+    /// first, and in rings created later. With the core lock held; on an
+    /// error no ring holds it.
+    pub(crate) fn install_file(&self, slot: u32, fd: RawFd) -> io::Result<()> {
+        let mut setup = self.setup();
+        for s in self.all() {
+            if setup.tables & (1 << s.index) == 0 {
+                s.ring.submitter().register_files_sparse(table_size())?;
+                setup.tables |= 1 << s.index;
+            }
+        }
+        for (n, s) in self.all().enumerate() {
+            if let Err(e) = s.ring.submitter().register_files_update(slot, &[fd]) {
+                for s in self.all().take(n) {
+                    let _ = s.ring.submitter().register_files_update(slot, &[-1]);
+                }
+                return Err(e);
+            }
+        }
+        setup.files.push((slot, fd));
+        Ok(())
+    }
+
+    /// Empties `slot` of every ring's file table. With the core lock held,
+    /// after the entries that may name it were submitted.
+    pub(crate) fn remove_file(&self, slot: u32) -> io::Result<()> {
+        let mut setup = self.setup();
+        setup.files.retain(|&(s, _)| s != slot);
+        let mut res = Ok(());
+        for s in self.all() {
+            if let Err(e) = s.ring.submitter().register_files_update(slot, &[-1]) {
+                res = Err(e);
+            }
+        }
+        res
     }
 
     /// Rings created so far.

@@ -1,0 +1,121 @@
+//! One request's record in the table (see `table.rs`): what it does, where
+//! it is in its life, who is told when it is done, and what the engine learned
+//! of its fd.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::task::Waker;
+
+use super::mail::MailAddr;
+use super::notify::Notify;
+use super::table::{OpKind, RawOp, State, NO_LIST};
+use crate::sys::io::FdKind;
+use crate::sys::prio::SchedClass;
+
+/// One request.
+pub(crate) struct Slot {
+    pub gen: u32,
+    pub state: State,
+    pub op: RawOp,
+    pub reqprio: u8,
+    /// Issue order key: lower first (`reqprio` minus the submitter's priority).
+    pub key: i32,
+    pub seq: u64,
+    /// Bytes transferred, or `-errno`.
+    pub res: i64,
+    pub notify: Notify,
+    pub list: u32,
+    pub waker: Option<Waker>,
+    /// The buffer of a request whose handle was dropped while in flight; freed on
+    /// completion, never earlier.
+    pub orphan: Option<Box<dyn Send>>,
+    /// No handle refers to this slot any more: free it when done.
+    pub detached: bool,
+    /// Thread backend: which worker runs it, whether that worker sleeps in `poll`
+    /// (and so can be interrupted), and whether a cancel asked it to stop.
+    pub worker: u32,
+    pub interruptible: bool,
+    pub cancel_req: bool,
+    /// A C request (`posixrt-capi`): the address of the caller's `struct aiocb`,
+    /// whose status fields get the result when the request is done (0 otherwise).
+    pub aiocb: usize,
+    /// The request's own copy of the caller's descriptor (`F_DUPFD_CLOEXEC`), when
+    /// the descriptor is used after the submitting call returns; closed when done.
+    pub own_fd: Option<OwnedFd>,
+    /// The effective scheduling class: the submitter's policy and its priority
+    /// minus `reqprio`, clamped at the policy's minimum.
+    pub class: SchedClass,
+    /// io_uring: the fd's slot + 1 in the rings' file tables (0: none), used
+    /// when the request has no fd copy of its own (see `files.rs`).
+    pub fixed: u32,
+    /// The kind of the fd, when known (learned at submission or from the kernel).
+    pub fd_kind: Option<FdKind>,
+    /// The fd is `O_NONBLOCK`: a transfer that would block ends with EAGAIN.
+    pub nonblock: bool,
+    /// io_uring: a read submitted without checks; the submitter settles it before
+    /// its call returns (see the engine's `settle_probes`).
+    pub probe: bool,
+    /// io_uring: a probe read the kernel refused with ESPIPE (a socket at an
+    /// offset): to be issued again at offset -1 by the submitter.
+    pub espipe: bool,
+    /// io_uring: a probe issued again at offset -1 while its ESPIPE completion
+    /// still waited in the reaper's queue: that completion is skipped.
+    pub skip_espipe: bool,
+    /// io_uring: cancelled because it would block on an `O_NONBLOCK` fd: reports
+    /// EAGAIN instead of ECANCELED.
+    pub eagain: bool,
+    /// Thread engine: waiting for readiness in the engine's epoll set.
+    pub parked: bool,
+    /// Where the result goes when the request is done, for a handle that reads
+    /// it without the lock: the slot is then freed by the completion itself.
+    pub mail: MailAddr,
+}
+
+impl Slot {
+    /// The descriptor the I/O uses: the request's own copy, or the caller's.
+    #[inline]
+    pub(crate) fn io_fd(&self) -> i32 {
+        match &self.own_fd {
+            Some(f) => f.as_raw_fd(),
+            None => self.op.fd,
+        }
+    }
+
+    pub(crate) fn empty() -> Slot {
+        Slot {
+            gen: 0,
+            state: State::Free,
+            op: RawOp {
+                kind: OpKind::Read,
+                fd: -1,
+                offset: 0,
+                ptr: 0,
+                len: 0,
+                ordered: false,
+            },
+            reqprio: 0,
+            key: 0,
+            seq: 0,
+            res: 0,
+            notify: Notify::None,
+            list: NO_LIST,
+            waker: None,
+            orphan: None,
+            detached: false,
+            worker: u32::MAX,
+            interruptible: false,
+            cancel_req: false,
+            aiocb: 0,
+            own_fd: None,
+            class: SchedClass::OTHER,
+            fixed: 0,
+            fd_kind: None,
+            nonblock: false,
+            probe: false,
+            espipe: false,
+            skip_espipe: false,
+            mail: MailAddr::NONE,
+            eagain: false,
+            parked: false,
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Registered fds (`Aio::register_fd`): requests on a registered fd use the
+//! file the fd named when it was registered (the rings' file table), every
+//! ring has it (also one created later), the last guard dropped releases the
+//! kernel's reference, and requests in flight keep their file.
+//!
+//! To see which file a request uses, a test puts another file at the
+//! registered fd number (`dup2`): a request through the file table still
+//! reads the first one, a request by number reads the second.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::time::Duration;
+
+use posixrt::aio::{Aio, Backend};
+use posixrt::ErrorKind;
+
+#[allow(unused_macros, unused_imports)]
+mod common;
+use common::{both, ctx, pipe};
+
+/// An anonymous file holding `content`.
+fn memfd(content: &[u8]) -> std::fs::File {
+    let f = std::fs::File::from(
+        rustix::fs::memfd_create("posixrt-files", rustix::fs::MemfdFlags::CLOEXEC).unwrap(),
+    );
+    rustix::io::pwrite(&f, content, 0).unwrap();
+    f
+}
+
+/// Reads 4 bytes at offset 0 of `fd` through `aio`.
+fn read4(aio: &Aio, fd: impl AsFd) -> Vec<u8> {
+    try_read4(aio, fd).unwrap()
+}
+
+/// [`read4`], its error as a string.
+fn try_read4(aio: &Aio, fd: impl AsFd) -> Result<Vec<u8>, String> {
+    let e = |e: posixrt::Error| e.to_string();
+    let mut r = aio.read(&fd, 0, vec![0u8; 4]).map_err(e)?;
+    aio.suspend([&r], Some(Duration::from_secs(10)))
+        .map_err(e)?;
+    let c = r.aio_return().map_err(e)?;
+    match c.result.map_err(e)? {
+        4 => Ok(c.buf.unwrap_or_default()),
+        n => Err(format!("read {n} bytes")),
+    }
+}
+
+/// Puts `other`'s file at `fd`'s number (the number stays open).
+fn replace(fd: &impl AsRawFd, other: &impl AsRawFd) {
+    // SAFETY: dup2 on two open descriptors; the number `fd` stays open (it
+    // names `other`'s file afterwards).
+    assert!(unsafe { libc::dup2(other.as_raw_fd(), fd.as_raw_fd()) } >= 0);
+}
+
+fn reads_the_registered_file(b: Backend) {
+    let aio = ctx(b);
+    let a = memfd(b"AAAA");
+    let other = memfd(b"BBBB");
+    let reg = aio.register_fd(&a).unwrap();
+    assert_eq!(reg.fd(), a.as_raw_fd());
+    assert_eq!(reg.is_registered(), b == Backend::Uring);
+    assert_eq!(read4(&aio, &a), b"AAAA");
+    replace(&a, &other);
+    // Through the file table on io_uring; by number on the thread engine.
+    let want: &[u8] = if b == Backend::Uring {
+        b"AAAA"
+    } else {
+        b"BBBB"
+    };
+    assert_eq!(read4(&aio, &a), want);
+    // A write and an fsync through the table too.
+    let mut w = aio.write(&a, 0, b"CCCC".to_vec()).unwrap();
+    aio.suspend([&w], Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(w.aio_return().unwrap().result.unwrap(), 4);
+    let mut s = aio.fsync(&a, posixrt::aio::SyncMode::Sync).unwrap();
+    aio.suspend([&s], Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(s.aio_return().unwrap().result.unwrap(), 0);
+    drop(reg);
+    // Unregistered: by number, which names the other file now; the write
+    // went there only on the thread engine.
+    let want: &[u8] = if b == Backend::Uring {
+        b"BBBB"
+    } else {
+        b"CCCC"
+    };
+    assert_eq!(read4(&aio, &a), want);
+}
+both!(registered_fd_reads_its_file, reads_the_registered_file);
+
+/// On io_uring the file a registered fd named is the one read, written and
+/// synced; the write shows in the first file, not the one now at the number.
+#[test]
+fn registered_writes_reach_the_registered_file() {
+    let aio = ctx(Backend::Uring);
+    let a = memfd(b"AAAA");
+    let keep = a.try_clone().unwrap();
+    let other = memfd(b"BBBB");
+    let reg = aio.register_fd(&a).unwrap();
+    replace(&a, &other);
+    let mut w = aio.write(&a, 0, b"WWWW".to_vec()).unwrap();
+    aio.suspend([&w], Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(w.aio_return().unwrap().result.unwrap(), 4);
+    drop(reg);
+    let mut got = vec![0u8; 4];
+    let _ = rustix::io::pread(&keep, &mut got, 0).unwrap();
+    assert_eq!(&got, b"WWWW");
+    let _ = rustix::io::pread(&other, &mut got, 0).unwrap();
+    assert_eq!(&got, b"BBBB");
+}
+
+/// Registering twice counts two guards: the fd stays in the table until both
+/// are dropped.
+#[test]
+fn the_last_guard_unregisters() {
+    let aio = ctx(Backend::Uring);
+    let a = memfd(b"AAAA");
+    let other = memfd(b"BBBB");
+    let first = aio.register_fd(&a).unwrap();
+    let second = aio.register_fd(a.as_fd()).unwrap();
+    assert!(second.is_registered());
+    drop(first);
+    replace(&a, &other);
+    assert_eq!(
+        read4(&aio, &a),
+        b"AAAA",
+        "still registered by the second guard"
+    );
+    drop(second);
+    assert_eq!(read4(&aio, &a), b"BBBB");
+}
+
+/// Dropping the guard releases the rings' reference on the file: once the
+/// program closes a pipe's registered write end, a reader sees end of file.
+#[test]
+fn dropping_the_guard_releases_the_file() {
+    let aio = ctx(Backend::Uring);
+    let (r, w) = pipe();
+    let reg = aio.register_fd(&w).unwrap();
+    let mut req = aio.write(&w, 0, b"hi".to_vec()).unwrap();
+    aio.suspend([&req], Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(req.aio_return().unwrap().result.unwrap(), 2);
+    drop(reg);
+    drop(w);
+    rustix::fs::fcntl_setfl(&r, rustix::fs::OFlags::NONBLOCK).unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(rustix::io::read(&r, &mut buf).unwrap(), 2);
+    // EAGAIN here would mean a ring still holds the write end.
+    assert_eq!(rustix::io::read(&r, &mut buf).unwrap(), 0);
+}
+
+/// A read waiting in the kernel when its fd is unregistered goes on, on the
+/// file it started with.
+#[test]
+fn a_request_in_flight_keeps_its_file() {
+    let aio = ctx(Backend::Uring);
+    let (r, w) = pipe();
+    let reg = aio.register_fd(&r).unwrap();
+    let mut req = aio.read(&r, 0, vec![0u8; 2]).unwrap();
+    assert_eq!(
+        aio.suspend([&req], Some(Duration::from_millis(50)))
+            .unwrap_err()
+            .kind(),
+        ErrorKind::TimedOut
+    );
+    drop(reg);
+    // The slot is free; a new registration takes another one.
+    let other = memfd(b"BBBB");
+    let _again = aio.register_fd(&other).unwrap();
+    rustix::io::write(&w, b"ok").unwrap();
+    aio.suspend([&req], Some(Duration::from_secs(10))).unwrap();
+    let c = req.aio_return().unwrap();
+    assert_eq!(c.result.unwrap(), 2);
+    assert_eq!(c.buf.as_deref(), Some(&b"ok"[..]));
+}
+
+/// A ring created after the registration has the fd too.
+#[test]
+fn a_later_ring_has_the_registered_fds() {
+    let aio = Aio::builder()
+        .backend(Backend::Uring)
+        .rings(2)
+        .build()
+        .unwrap();
+    let a = memfd(b"AAAA");
+    let other = memfd(b"BBBB");
+    let _reg = aio.register_fd(&a).unwrap();
+    assert_eq!(aio.rings(), 1);
+    let (go, ready) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+    // The thread asserts nothing before the barriers (a failure there would
+    // leave this one waiting): it returns what it read.
+    let (before, after) = std::thread::scope(|s| {
+        let t = s.spawn(|| {
+            // Creates ring 1, which installs the registered fds.
+            aio.__use_ring(Some(1));
+            let before = try_read4(&aio, &a);
+            ready.wait();
+            go.wait();
+            (before, try_read4(&aio, &a))
+        });
+        ready.wait();
+        assert_eq!(aio.rings(), 2);
+        replace(&a, &other);
+        go.wait();
+        t.join().unwrap()
+    });
+    assert_eq!(before.as_deref(), Ok(&b"AAAA"[..]));
+    assert_eq!(
+        after.as_deref(),
+        Ok(&b"AAAA"[..]),
+        "ring 1 reads through its table"
+    );
+    assert_eq!(read4(&aio, &a), b"AAAA");
+}
+
+/// The table is bounded: past it the error says so, and dropping a guard
+/// makes room.
+#[test]
+fn the_table_is_bounded() {
+    let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    if nofile.current.is_some_and(|n| n < 2048) {
+        eprintln!("skipped: RLIMIT_NOFILE below 2048 makes the table smaller");
+        return;
+    }
+    let aio = ctx(Backend::Uring);
+    let f = memfd(b"AAAA");
+    let fds: Vec<OwnedFd> = (0..1024)
+        .map(|_| f.as_fd().try_clone_to_owned().unwrap())
+        .collect();
+    let mut regs: Vec<_> = fds.iter().map(|fd| aio.register_fd(fd).unwrap()).collect();
+    let extra = f.as_fd().try_clone_to_owned().unwrap();
+    let e = aio.register_fd(&extra).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfResources);
+    assert!(e.to_string().contains("1024"), "{e}");
+    regs.truncate(1023);
+    let reg = aio.register_fd(&extra).unwrap();
+    assert_eq!(read4(&aio, &extra), b"AAAA");
+    drop(reg);
+}
