@@ -235,3 +235,18 @@ fn the_table_is_bounded() {
     assert_eq!(read4(&aio, &extra), b"AAAA");
     drop(reg);
 }
+
+/// The guard may outlive its context: dropping it then is harmless, and the
+/// file is released all the same.
+#[test]
+fn a_guard_outliving_its_context() {
+    let aio = ctx(Backend::Uring);
+    let (r, w) = pipe();
+    let reg = aio.register_fd(&w).unwrap();
+    drop(aio);
+    drop(reg);
+    drop(w);
+    rustix::fs::fcntl_setfl(&r, rustix::fs::OFlags::NONBLOCK).unwrap();
+    let mut buf = [0u8; 1];
+    assert_eq!(rustix::io::read(&r, &mut buf).unwrap(), 0);
+}
