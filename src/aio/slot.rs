@@ -1,15 +1,61 @@
 //! One request's record in the table (see `table.rs`): what it does, where
 //! it is in its life, who is told when it is done, and what the engine learned
-//! of its fd.
+//! of its fd. The table re-exports these names.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::task::Waker;
 
+use super::hook::HookOp;
 use super::mail::MailAddr;
 use super::notify::Notify;
-use super::table::{OpKind, RawOp, State, NO_LIST};
 use crate::sys::io::FdKind;
 use crate::sys::prio::SchedClass;
+
+/// Marks "no list".
+pub(crate) const NO_LIST: u32 = u32::MAX;
+
+/// The operation of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpKind {
+    Read,
+    Write,
+    Fsync,
+    Fdatasync,
+}
+
+impl OpKind {
+    pub(crate) fn hook(self) -> HookOp {
+        match self {
+            OpKind::Read => HookOp::Read,
+            OpKind::Write => HookOp::Write,
+            OpKind::Fsync => HookOp::Fsync,
+            OpKind::Fdatasync => HookOp::Fdatasync,
+        }
+    }
+}
+
+/// What the engine needs to perform a request: plain data, no Rust ownership.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawOp {
+    pub kind: OpKind,
+    pub fd: i32,
+    pub offset: i64,
+    /// Buffer address (as an integer so the table is `Send`).
+    pub ptr: usize,
+    pub len: usize,
+    /// Must wait for every earlier request on `fd` to finish before it starts.
+    pub ordered: bool,
+}
+
+/// Where a request is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    Free,
+    FdQueued,
+    Ready,
+    Issued,
+    Done,
+}
 
 /// One request.
 pub(crate) struct Slot {

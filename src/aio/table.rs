@@ -36,10 +36,10 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::task::Waker;
 
-use super::hook::{self, HookOp};
+use super::hook;
 pub(crate) use super::mail::{Mail, MailAddr};
 use super::notify::{Fire, Notify};
-pub(crate) use super::slot::Slot;
+pub(crate) use super::slot::{OpKind, RawOp, Slot, State, NO_LIST};
 use crate::sys::prio::SchedClass;
 
 /// Largest transfer one read or write asks for, as `read(2)` does (`MAX_RW_COUNT`).
@@ -47,52 +47,6 @@ pub(crate) const MAX_RW: usize = 0x7fff_f000;
 
 /// fds below this get their order gate in a vector; larger ones in a map.
 const DENSE_FDS: i32 = 4096;
-
-/// Marks "no list".
-pub(crate) const NO_LIST: u32 = u32::MAX;
-
-/// The operation of a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum OpKind {
-    Read,
-    Write,
-    Fsync,
-    Fdatasync,
-}
-
-impl OpKind {
-    pub(crate) fn hook(self) -> HookOp {
-        match self {
-            OpKind::Read => HookOp::Read,
-            OpKind::Write => HookOp::Write,
-            OpKind::Fsync => HookOp::Fsync,
-            OpKind::Fdatasync => HookOp::Fdatasync,
-        }
-    }
-}
-
-/// What the engine needs to perform a request: plain data, no Rust ownership.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RawOp {
-    pub kind: OpKind,
-    pub fd: i32,
-    pub offset: i64,
-    /// Buffer address (as an integer so the table is `Send`).
-    pub ptr: usize,
-    pub len: usize,
-    /// Must wait for every earlier request on `fd` to finish before it starts.
-    pub ordered: bool,
-}
-
-/// Where a request is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum State {
-    Free,
-    FdQueued,
-    Ready,
-    Issued,
-    Done,
-}
 
 /// The effective class of a request by a thread of class `c` with `reqprio`.
 #[inline]
