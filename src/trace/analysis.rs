@@ -205,6 +205,9 @@ impl TraceLog {
                     return Err(e);
                 }
             };
+            if body[0] == log::K_EVENT_C {
+                return log_read::parse_compact(&mut Cur(&body[1..]), self.pid).map(Some);
+            }
             if body[0] == log::K_EVENT {
                 return log_read::parse_event(&mut Cur(&body[1..])).map(Some);
             }

@@ -42,10 +42,12 @@ fn crc32c_table(data: &[u8]) -> u32 {
     !c
 }
 
-/// CRC-32C of three little-endian words followed by the first `tail_len` (at
-/// most 16) bytes of `tail`, little-endian: an event record's body, checksummed
-/// from registers (no pass over a buffer, no load of bytes just stored).
-pub(crate) fn crc32c_record(words: [u64; 3], tail: u128, tail_len: usize) -> u32 {
+/// CRC-32C of up to three little-endian words followed by the first `tail_len`
+/// (at most 16) bytes of `tail`, little-endian: an event record's body,
+/// checksummed from registers (no pass over a buffer, no load of bytes just
+/// stored).
+pub(crate) fn crc32c_record(words: &[u64], tail: u128, tail_len: usize) -> u32 {
+    let words = &words[..words.len().min(3)];
     let tail_len = tail_len.min(16);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
@@ -56,8 +58,9 @@ pub(crate) fn crc32c_record(words: [u64; 3], tail: u128, tail_len: usize) -> u32
     for (i, w) in words.iter().enumerate() {
         b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
     }
-    b[24..40].copy_from_slice(&tail.to_le_bytes());
-    crc32c_table(&b[..24 + tail_len])
+    let at = words.len() * 8;
+    b[at..at + 16].copy_from_slice(&tail.to_le_bytes());
+    crc32c_table(&b[..at + tail_len])
 }
 
 /// # Safety
@@ -65,10 +68,10 @@ pub(crate) fn crc32c_record(words: [u64; 3], tail: u128, tail_len: usize) -> u32
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
 #[allow(unused_unsafe)] // the intrinsics are safe here from Rust 1.86 on
-unsafe fn crc32c_record_sse42(words: [u64; 3], tail: u128, len: usize) -> u32 {
+unsafe fn crc32c_record_sse42(words: &[u64], tail: u128, len: usize) -> u32 {
     use std::arch::x86_64::{_mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64, _mm_crc32_u8};
     let mut c = !0u64;
-    for w in words {
+    for &w in words {
         // SAFETY: SSE4.2 is enabled for this function (caller's contract).
         c = unsafe { _mm_crc32_u64(c, w) };
     }
@@ -168,8 +171,17 @@ mod tests {
             let mut all = bytes.clone();
             all.extend_from_slice(&tail.to_le_bytes()[..n]);
             let want = super::crc32c_table(&all);
-            assert_eq!(super::crc32c_record(words, tail, n), want, "{n}");
+            assert_eq!(super::crc32c_record(&words, tail, n), want, "{n}");
             assert_eq!(super::crc32c(&all), want, "{n}");
+            // Two words (a compact event record).
+            let mut two = bytes[..16].to_vec();
+            two.extend_from_slice(&tail.to_le_bytes()[..n]);
+            let want = super::crc32c_table(&two);
+            assert_eq!(
+                super::crc32c_record(&words[..2], tail, n),
+                want,
+                "2 words, {n}"
+            );
         }
     }
 

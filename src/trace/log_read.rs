@@ -9,7 +9,7 @@ use super::attr::{Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr};
 use super::crc::crc32c;
 use super::event::Event;
 use super::ids::{EventId, EventType};
-use super::log::{LogStatus, FILE_HEADER, MAGIC, MAX_RECORD, VERSION};
+use super::log::{compact_truncated, LogStatus, C_NO_PID, FILE_HEADER, MAGIC, MAX_RECORD, VERSION};
 use super::schema::FieldType;
 use crate::{Error, ErrorKind, Result};
 
@@ -75,11 +75,11 @@ impl RecordReader {
             return Err(corrupt("log header checksum mismatch".into()));
         }
         let v = u16::from_le_bytes([h[8], h[9]]);
-        if v != VERSION {
+        if !(1..=VERSION).contains(&v) {
             return Err(Error::new(
                 ErrorKind::Corrupt,
                 "posix_trace_open",
-                format!("log format version {v}, this build reads {VERSION}"),
+                format!("log format version {v}, this build reads 1 to {VERSION}"),
             )
             .with_hint("read the log with the posixrt version that wrote it"));
         }
@@ -229,6 +229,26 @@ pub(crate) fn parse_event(c: &mut Cur<'_>) -> Result<Event> {
         timestamp: Duration::from_nanos(ts),
         truncated: flags & 1 != 0,
         prog_address: prog,
+        data,
+    })
+}
+
+/// A compact event record (kind 6) of a log whose pid is `pid`.
+pub(crate) fn parse_compact(c: &mut Cur<'_>, pid: u32) -> Result<Event> {
+    let raw = c.u16()?;
+    let id =
+        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    let flags = c.u8()?;
+    let tid = c.u32()?;
+    let ts = c.u64()?;
+    let data = c.0.to_vec();
+    Ok(Event {
+        id,
+        pid: if flags & C_NO_PID != 0 { 0 } else { pid },
+        tid,
+        timestamp: Duration::from_nanos(ts),
+        truncated: compact_truncated(flags),
+        prog_address: 0,
         data,
     })
 }

@@ -10,8 +10,8 @@ use super::attr::{LogFullPolicy, TraceAttr};
 use super::event::Event;
 use super::ids::{self, EventId};
 use super::log::{
-    attr_record, encode_event, file_header, frame, status_record, type_record, LogStatus,
-    EVENT_RECORD_FIXED, K_END,
+    attr_record, encode_compact, encode_event, file_header, frame, status_record, type_record,
+    LogStatus, COMPACT_RECORD_FIXED, EVENT_RECORD_FIXED, K_END,
 };
 
 /// Writes a log, applying the log full policy. Owned by the flusher.
@@ -118,10 +118,10 @@ impl LogWriter {
         ts_ns: u64,
         data: &[u8],
     ) -> bool {
-        let n = (EVENT_RECORD_FIXED + data.len().min(u16::MAX as usize)) as u64;
+        let n = self.record_len(pid, data.len());
         match self.policy {
             LogFullPolicy::Append => {
-                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+                self.encode(id, truncated, pid, tid, ts_ns, data);
             }
             LogFullPolicy::UntilFull => {
                 if self.full {
@@ -129,26 +129,17 @@ impl LogWriter {
                     self.overrun = true;
                     return false;
                 }
-                let stop_size = (EVENT_RECORD_FIXED + 4) as u64;
+                let stop_size = self.record_len(self.pid, 4);
                 if self.event_bytes + n + stop_size > self.size {
                     let stop = 2u32.to_le_bytes();
-                    encode_event(
-                        &mut self.pending,
-                        EventId::STOP.0,
-                        false,
-                        self.pid,
-                        tid,
-                        ts_ns,
-                        0,
-                        &stop,
-                    );
+                    self.encode(EventId::STOP.0, false, self.pid, tid, ts_ns, &stop);
                     self.event_bytes += stop_size;
                     self.full = true;
                     self.lost += 1;
                     self.overrun = true;
                     return false;
                 }
-                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+                self.encode(id, truncated, pid, tid, ts_ns, data);
             }
             LogFullPolicy::Loop => {
                 if n > self.size {
@@ -157,7 +148,7 @@ impl LogWriter {
                     return false;
                 }
                 let at = self.pending.len();
-                encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+                self.encode(id, truncated, pid, tid, ts_ns, data);
                 self.kept.extend_from_slice(&self.pending[at..]);
                 self.kept_lens.push_back(n as u32);
                 self.kept_bytes += n;
@@ -180,6 +171,28 @@ impl LogWriter {
         }
         self.event_bytes += n;
         true
+    }
+
+    /// Bytes of the record of an event of `pid` with `dlen` bytes of data.
+    #[inline]
+    fn record_len(&self, pid: u32, dlen: usize) -> u64 {
+        let fixed = if pid == self.pid || pid == 0 {
+            COMPACT_RECORD_FIXED
+        } else {
+            EVENT_RECORD_FIXED
+        };
+        (fixed + dlen.min(u16::MAX as usize)) as u64
+    }
+
+    /// Queues the record of one event: a compact one for this process's events
+    /// (`pid` the log's, or 0 for a type without a pid), else a full one.
+    #[inline]
+    fn encode(&mut self, id: u16, truncated: bool, pid: u32, tid: u32, ts_ns: u64, data: &[u8]) {
+        if pid == self.pid || pid == 0 {
+            encode_compact(&mut self.pending, id, truncated, pid == 0, tid, ts_ns, data);
+        } else {
+            encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
+        }
     }
 
     /// Whether bytes wait to be written (names, the header of a new log).

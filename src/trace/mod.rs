@@ -77,12 +77,13 @@
 //!
 //! # Log file format
 //!
-//! Version 1, all integers little-endian. Events are in time order within each flush
+//! Version 2 (version 1 lacks kind 6; readers take both), all integers
+//! little-endian. Events are in time order within each flush
 //! (FLUSH_START sits where its timestamp belongs); across flushes an event that was
 //! timestamped but not yet visible can come slightly late: see the log module's
 //! "Event order" section. `rtrace` and the exports sort by timestamp.
 //!
-//! - **File header**, 16 bytes: magic `"PXTRLOG\0"`, `u16` version (1), `u16` flags
+//! - **File header**, 16 bytes: magic `"PXTRLOG\0"`, `u16` version (2), `u16` flags
 //!   (0), `u32` CRC-32C of the first 12 bytes.
 //! - **Records**, back to back: `u32` body length `n` (1..=1 MiB), `u32` CRC-32C of
 //!   the body, then the body: `u8` kind and its fields. Strings are `u16` length +
@@ -102,6 +103,11 @@
 //!     lost by the log, `u8` flags (bit 0 stream overrun, bit 1 log overrun, bit 2
 //!     log full).
 //!   - kind 5, **end**: the log was shut down cleanly.
+//!   - kind 6, **compact event** (what the writer uses for the log's own events):
+//!     `u16` id, `u8` flags (bit 0 truncated, bit 1 without pid), `u32` tid, `u64`
+//!     timestamp, data (the rest of the body). The pid is the attributes' pid (0
+//!     with bit 1), the program address 0. 32 bytes in all for 8 bytes of data,
+//!     against 46 for kind 3.
 //!
 //! A reader stops at the first record that is cut (`ErrorKind::Truncated`) or fails
 //! its checksum (`ErrorKind::Corrupt`); a log without the end record is reported as
