@@ -250,3 +250,47 @@ fn a_guard_outliving_its_context() {
     let mut buf = [0u8; 1];
     assert_eq!(rustix::io::read(&r, &mut buf).unwrap(), 0);
 }
+
+/// Threads register and drop the same fd while others read through it, and
+/// each thread also registers fds of its own that come and go (so slots are
+/// freed and reused): every read gets its file's bytes, none fails.
+#[test]
+fn registering_while_others_read() {
+    let aio = Aio::builder()
+        .backend(Backend::Uring)
+        .rings(2)
+        .build()
+        .unwrap();
+    let shared = memfd(b"SHRD");
+    std::thread::scope(|s| {
+        for k in 0..4u8 {
+            let (aio, shared) = (&aio, &shared);
+            s.spawn(move || {
+                let mine = memfd(&[b'a' + k; 4]);
+                for i in 0..300 {
+                    let g1 = (i % 3 == 0).then(|| aio.register_fd(shared).unwrap());
+                    let g2 = (i % 2 == 0).then(|| aio.register_fd(&mine).unwrap());
+                    let reads: Vec<_> = (0..4)
+                        .map(|j| {
+                            let fd = if j % 2 == 0 {
+                                shared.as_fd()
+                            } else {
+                                mine.as_fd()
+                            };
+                            aio.read(fd, 0, vec![0u8; 4]).unwrap()
+                        })
+                        .collect();
+                    drop(g1);
+                    for (j, mut r) in reads.into_iter().enumerate() {
+                        aio.suspend([&r], Some(Duration::from_secs(10))).unwrap();
+                        let c = r.aio_return().unwrap();
+                        assert_eq!(c.result.unwrap(), 4, "thread {k} round {i} read {j}");
+                        let want = if j % 2 == 0 { *b"SHRD" } else { [b'a' + k; 4] };
+                        assert_eq!(c.buf.as_deref(), Some(&want[..]), "thread {k} round {i}");
+                    }
+                    drop(g2);
+                }
+            });
+        }
+    });
+}
