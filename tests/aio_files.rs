@@ -15,7 +15,7 @@ use posixrt::ErrorKind;
 
 #[allow(unused_macros, unused_imports)]
 mod common;
-use common::{both, ctx, pipe};
+use common::{both, ctx, pipe, uring};
 
 /// An anonymous file holding `content`.
 fn memfd(content: &[u8]) -> std::fs::File {
@@ -175,11 +175,7 @@ fn a_request_in_flight_keeps_its_file() {
 /// A ring created after the registration has the fd too.
 #[test]
 fn a_later_ring_has_the_registered_fds() {
-    let aio = Aio::builder()
-        .backend(Backend::Uring)
-        .rings(2)
-        .build()
-        .unwrap();
+    let aio = uring(2);
     let a = memfd(b"AAAA");
     let other = memfd(b"BBBB");
     let _reg = aio.register_fd(&a).unwrap();
@@ -256,11 +252,7 @@ fn a_guard_outliving_its_context() {
 /// freed and reused): every read gets its file's bytes, none fails.
 #[test]
 fn registering_while_others_read() {
-    let aio = Aio::builder()
-        .backend(Backend::Uring)
-        .rings(2)
-        .build()
-        .unwrap();
+    let aio = uring(2);
     let shared = memfd(b"SHRD");
     std::thread::scope(|s| {
         for k in 0..4u8 {

@@ -13,16 +13,7 @@ use posixrt::ErrorKind;
 // Only some of the shared helpers are used here.
 #[allow(unused_macros, unused_imports)]
 mod common;
-use common::{pattern, pipe, temp_file};
-
-/// An io_uring context that may use up to `n` rings.
-fn uring(n: usize) -> Aio {
-    Aio::builder()
-        .backend(Backend::Uring)
-        .rings(n)
-        .build()
-        .expect("io_uring context")
-}
+use common::{pattern, pipe, temp_file, uring};
 
 /// Polls `f` until it holds, for at most 10 s.
 fn eventually(mut f: impl FnMut() -> bool) -> bool {

@@ -187,19 +187,28 @@ fn encode_small(
     let tail = (prog >> 32) as u128 | (n as u128) << 32 | (small_word(data) as u128) << 48;
     let crc = crc32c_record(&[w0, w1, w2], tail, 6 + n);
     let body_len = (EVENT_RECORD_FIXED - 8 + n) as u64;
-    out.reserve(48);
+    let head = body_len | (crc as u64) << 32;
+    put_words(out, &[head, w0, w1, w2], tail, EVENT_RECORD_FIXED + n);
+}
+
+/// Appends the first `len` bytes of `words` then `tail`, little-endian: a
+/// record built in registers, stored with a few wide stores (the bytes past
+/// `len` go into the spare capacity and are not kept).
+#[inline(always)]
+fn put_words(out: &mut Vec<u8>, words: &[u64], tail: u128, len: usize) {
+    let room = words.len() * 8 + 16;
+    out.reserve(room);
     let at = out.len();
-    // SAFETY: `reserve(48)` made room for 48 bytes after `at`; the stores fill
-    // all of them (unaligned: a Vec<u8> has no alignment), and the record's
-    // `38 + n <= 46` of them become part of the vector.
+    // SAFETY: `reserve(room)` made room for `room` bytes after `at`; the stores
+    // fill exactly those (unaligned: a Vec<u8> has no alignment), and at most
+    // `room` of them become part of the vector.
     unsafe {
         let p = out.as_mut_ptr().add(at);
-        std::ptr::write_unaligned(p.cast::<u64>(), body_len | (crc as u64) << 32);
-        std::ptr::write_unaligned(p.add(8).cast::<u64>(), w0);
-        std::ptr::write_unaligned(p.add(16).cast::<u64>(), w1);
-        std::ptr::write_unaligned(p.add(24).cast::<u64>(), w2);
-        std::ptr::write_unaligned(p.add(32).cast::<u128>(), tail);
-        out.set_len(at + EVENT_RECORD_FIXED + n);
+        for (i, &w) in words.iter().enumerate() {
+            std::ptr::write_unaligned(p.add(8 * i).cast::<u64>(), w);
+        }
+        std::ptr::write_unaligned(p.add(8 * words.len()).cast::<u128>(), tail);
+        out.set_len(at + len.min(room));
     }
 }
 
@@ -233,19 +242,8 @@ pub(crate) fn encode_compact(
     let tail = small_word(data);
     let crc = crc32c_record(&[w0, w1], tail as u128, n);
     let body_len = (COMPACT_RECORD_FIXED - 8 + n) as u64;
-    out.reserve(32);
-    let at = out.len();
-    // SAFETY: `reserve(32)` made room for 32 bytes after `at`; the stores fill
-    // all of them (unaligned: a Vec<u8> has no alignment), and the record's
-    // `24 + n <= 32` of them become part of the vector.
-    unsafe {
-        let p = out.as_mut_ptr().add(at);
-        std::ptr::write_unaligned(p.cast::<u64>(), body_len | (crc as u64) << 32);
-        std::ptr::write_unaligned(p.add(8).cast::<u64>(), w0);
-        std::ptr::write_unaligned(p.add(16).cast::<u64>(), w1);
-        std::ptr::write_unaligned(p.add(24).cast::<u64>(), tail);
-        out.set_len(at + COMPACT_RECORD_FIXED + n);
-    }
+    let head = body_len | (crc as u64) << 32;
+    put_words(out, &[head, w0, w1], tail as u128, COMPACT_RECORD_FIXED + n);
 }
 
 /// Whether a compact record's flags mark it truncated.

@@ -189,10 +189,14 @@ pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
     Ok((a, pid))
 }
 
-pub(crate) fn parse_type(c: &mut Cur<'_>) -> Result<EventType> {
+/// An event id field.
+fn event_id(c: &mut Cur<'_>) -> Result<EventId> {
     let raw = c.u16()?;
-    let id =
-        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))
+}
+
+pub(crate) fn parse_type(c: &mut Cur<'_>) -> Result<EventType> {
+    let id = event_id(c)?;
     let wopid = c.u8()? != 0;
     let name = c.str()?;
     let n = c.u8()?;
@@ -212,9 +216,7 @@ pub(crate) fn parse_type(c: &mut Cur<'_>) -> Result<EventType> {
 }
 
 pub(crate) fn parse_event(c: &mut Cur<'_>) -> Result<Event> {
-    let raw = c.u16()?;
-    let id =
-        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    let id = event_id(c)?;
     let flags = c.u8()?;
     let pid = c.u32()?;
     let tid = c.u32()?;
@@ -235,9 +237,7 @@ pub(crate) fn parse_event(c: &mut Cur<'_>) -> Result<Event> {
 
 /// A compact event record (kind 6) of a log whose pid is `pid`.
 pub(crate) fn parse_compact(c: &mut Cur<'_>, pid: u32) -> Result<Event> {
-    let raw = c.u16()?;
-    let id =
-        EventId::from_raw(raw).ok_or_else(|| corrupt(format!("event id {raw} out of range")))?;
+    let id = event_id(c)?;
     let flags = c.u8()?;
     let tid = c.u32()?;
     let ts = c.u64()?;

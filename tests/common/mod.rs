@@ -30,6 +30,15 @@ pub fn ctx(b: Backend) -> Aio {
     Aio::builder().backend(b).build().expect("AIO context")
 }
 
+/// An io_uring context that may use up to `n` rings.
+pub fn uring(n: usize) -> Aio {
+    Aio::builder()
+        .backend(Backend::Uring)
+        .rings(n)
+        .build()
+        .expect("io_uring context")
+}
+
 /// A regular file holding `content`, opened read-write, its name removed at once
 /// (so nothing is left in the temp dir).
 pub fn temp_file(content: &[u8]) -> std::fs::File {
