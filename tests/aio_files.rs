@@ -15,16 +15,7 @@ use posixrt::ErrorKind;
 
 #[allow(unused_macros, unused_imports)]
 mod common;
-use common::{both, ctx, pipe, uring};
-
-/// An anonymous file holding `content`.
-fn memfd(content: &[u8]) -> std::fs::File {
-    let f = std::fs::File::from(
-        rustix::fs::memfd_create("posixrt-files", rustix::fs::MemfdFlags::CLOEXEC).unwrap(),
-    );
-    rustix::io::pwrite(&f, content, 0).unwrap();
-    f
-}
+use common::{both, ctx, pipe, temp_file, uring};
 
 /// Reads 4 bytes at offset 0 of `fd` through `aio`.
 fn read4(aio: &Aio, fd: impl AsFd) -> Vec<u8> {
@@ -53,8 +44,8 @@ fn replace(fd: &impl AsRawFd, other: &impl AsRawFd) {
 
 fn reads_the_registered_file(b: Backend) {
     let aio = ctx(b);
-    let a = memfd(b"AAAA");
-    let other = memfd(b"BBBB");
+    let a = temp_file(b"AAAA");
+    let other = temp_file(b"BBBB");
     let reg = aio.register_fd(&a).unwrap();
     assert_eq!(reg.fd(), a.as_raw_fd());
     assert_eq!(reg.is_registered(), b == Backend::Uring);
@@ -91,9 +82,9 @@ both!(registered_fd_reads_its_file, reads_the_registered_file);
 #[test]
 fn registered_writes_reach_the_registered_file() {
     let aio = ctx(Backend::Uring);
-    let a = memfd(b"AAAA");
+    let a = temp_file(b"AAAA");
     let keep = a.try_clone().unwrap();
-    let other = memfd(b"BBBB");
+    let other = temp_file(b"BBBB");
     let reg = aio.register_fd(&a).unwrap();
     replace(&a, &other);
     let mut w = aio.write(&a, 0, b"WWWW".to_vec()).unwrap();
@@ -112,8 +103,8 @@ fn registered_writes_reach_the_registered_file() {
 #[test]
 fn the_last_guard_unregisters() {
     let aio = ctx(Backend::Uring);
-    let a = memfd(b"AAAA");
-    let other = memfd(b"BBBB");
+    let a = temp_file(b"AAAA");
+    let other = temp_file(b"BBBB");
     let first = aio.register_fd(&a).unwrap();
     let second = aio.register_fd(a.as_fd()).unwrap();
     assert!(second.is_registered());
@@ -163,7 +154,7 @@ fn a_request_in_flight_keeps_its_file() {
     );
     drop(reg);
     // The slot is free; a new registration takes another one.
-    let other = memfd(b"BBBB");
+    let other = temp_file(b"BBBB");
     let _again = aio.register_fd(&other).unwrap();
     rustix::io::write(&w, b"ok").unwrap();
     aio.suspend([&req], Some(Duration::from_secs(10))).unwrap();
@@ -176,8 +167,8 @@ fn a_request_in_flight_keeps_its_file() {
 #[test]
 fn a_later_ring_has_the_registered_fds() {
     let aio = uring(2);
-    let a = memfd(b"AAAA");
-    let other = memfd(b"BBBB");
+    let a = temp_file(b"AAAA");
+    let other = temp_file(b"BBBB");
     let _reg = aio.register_fd(&a).unwrap();
     assert_eq!(aio.rings(), 1);
     let (go, ready) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
@@ -217,7 +208,7 @@ fn the_table_is_bounded() {
         return;
     }
     let aio = ctx(Backend::Uring);
-    let f = memfd(b"AAAA");
+    let f = temp_file(b"AAAA");
     let fds: Vec<OwnedFd> = (0..1024)
         .map(|_| f.as_fd().try_clone_to_owned().unwrap())
         .collect();
@@ -253,12 +244,12 @@ fn a_guard_outliving_its_context() {
 #[test]
 fn registering_while_others_read() {
     let aio = uring(2);
-    let shared = memfd(b"SHRD");
+    let shared = temp_file(b"SHRD");
     std::thread::scope(|s| {
         for k in 0..4u8 {
             let (aio, shared) = (&aio, &shared);
             s.spawn(move || {
-                let mine = memfd(&[b'a' + k; 4]);
+                let mine = temp_file(&[b'a' + k; 4]);
                 for i in 0..300 {
                     let g1 = (i % 3 == 0).then(|| aio.register_fd(shared).unwrap());
                     let g2 = (i % 2 == 0).then(|| aio.register_fd(&mine).unwrap());

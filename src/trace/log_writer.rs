@@ -173,10 +173,17 @@ impl LogWriter {
         true
     }
 
+    /// Whether an event of `pid` gets a compact record: this process's (the
+    /// log's pid, or 0 for a type without a pid).
+    #[inline]
+    fn compact(&self, pid: u32) -> bool {
+        pid == self.pid || pid == 0
+    }
+
     /// Bytes of the record of an event of `pid` with `dlen` bytes of data.
     #[inline]
     fn record_len(&self, pid: u32, dlen: usize) -> u64 {
-        let fixed = if pid == self.pid || pid == 0 {
+        let fixed = if self.compact(pid) {
             COMPACT_RECORD_FIXED
         } else {
             EVENT_RECORD_FIXED
@@ -188,7 +195,7 @@ impl LogWriter {
     /// (`pid` the log's, or 0 for a type without a pid), else a full one.
     #[inline]
     fn encode(&mut self, id: u16, truncated: bool, pid: u32, tid: u32, ts_ns: u64, data: &[u8]) {
-        if pid == self.pid || pid == 0 {
+        if self.compact(pid) {
             encode_compact(&mut self.pending, id, truncated, pid == 0, tid, ts_ns, data);
         } else {
             encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
