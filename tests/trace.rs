@@ -532,8 +532,18 @@ fn log_round_trip() {
 #[test]
 fn log_cut_at_every_byte() {
     let _g = serial();
-    let (p, f) = open_log("cut.trace");
-    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    // LOOP writes a record per event, APPEND event blocks.
+    for policy in [LogFullPolicy::Loop, LogFullPolicy::Append] {
+        log_cut_at_every_byte_with(policy);
+    }
+}
+
+fn log_cut_at_every_byte_with(policy: LogFullPolicy) {
+    let (p, f) = open_log(&format!("cut-{policy:?}.trace"));
+    let a = attr_with(|a| {
+        a.set_log_full_policy(policy);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
     let ev = trace::eventid_open("tt.log.cut").unwrap();
     t.start().unwrap();
     for i in 0..6u64 {
@@ -711,8 +721,8 @@ fn stream_flush_policy_writes_to_the_log_and_goes_on() {
         }
         // The flusher thread (not this one) writes the chunk to the log.
         let deadline = Instant::now() + Duration::from_secs(20);
-        // 32 bytes per event record (compact, 8 bytes of data).
-        while std::fs::metadata(&p).unwrap().len() < before + per * 32 {
+        // At least 12 bytes per event in an event block (8 bytes of data).
+        while std::fs::metadata(&p).unwrap().len() < before + per * 12 {
             assert!(
                 Instant::now() < deadline,
                 "the flusher did not write chunk {c}"
@@ -734,6 +744,11 @@ fn stream_flush_policy_writes_to_the_log_and_goes_on() {
         flushes,
         evs.iter().filter(|e| e.id == EventId::FLUSH_STOP).count()
     );
+    // An APPEND log packs its events in blocks: 8 bytes of data take 12 or 13
+    // bytes, not a 32-byte record each (names, marks and framing aside).
+    let len = std::fs::metadata(&p).unwrap().len();
+    let events = evs.len() as u64;
+    assert!(len < 4096 + events * 14, "{len} bytes for {events} events");
 }
 
 #[test]
@@ -989,13 +1004,15 @@ fn status_flushing_while_the_log_write_blocks() {
         )
     };
     let a = attr_with(|a| {
-        a.set_stream_size(64 << 10).unwrap();
+        a.set_stream_size(256 << 10).unwrap();
         a.set_log_full_policy(LogFullPolicy::Append);
     });
     let t = Trace::create_with_log(&a, writer).unwrap();
     let ev = trace::eventid_open("tt.flushing").unwrap();
     t.start().unwrap();
-    let n = 3000u64; // 72 KB in the stream (over half of it), 138 KB in the log
+    // 192 KB in the stream (over half of it), at least 96 KB in the log (12
+    // bytes or more per event in an event block).
+    let n = 8000u64;
     for i in 0..n {
         trace::event(ev, &i.to_le_bytes());
     }

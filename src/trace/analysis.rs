@@ -8,6 +8,7 @@ use super::attr::TraceAttr;
 use super::event::Event;
 use super::ids::{EventId, EventType, ID_SPACE};
 use super::log::{self, LogStatus};
+use super::log_block::BlockReader;
 use super::log_read::{self, Cur, RecordReader};
 use crate::{Error, ErrorKind, Result};
 
@@ -28,6 +29,8 @@ use crate::{Error, ErrorKind, Result};
 /// ```
 pub struct TraceLog {
     reader: RecordReader,
+    /// The event block being read, if any.
+    block: Option<BlockReader>,
     attr: Option<TraceAttr>,
     pid: u32,
     types: Vec<Option<EventType>>,
@@ -79,6 +82,7 @@ impl TraceLog {
         let reader = RecordReader::open(f)?;
         let mut l = TraceLog {
             reader,
+            block: None,
             attr: None,
             pid: 0,
             types: vec![None; ID_SPACE],
@@ -123,6 +127,7 @@ impl TraceLog {
     #[doc(alias = "posix_trace_rewind")]
     pub fn rewind(&mut self) -> Result<()> {
         self.done = false;
+        self.block = None;
         self.reader.rewind()
     }
 
@@ -187,6 +192,17 @@ impl TraceLog {
             return Ok(None);
         }
         loop {
+            if let Some(b) = &mut self.block {
+                match b.next(self.pid) {
+                    Some(Ok(e)) => return Ok(Some(e)),
+                    Some(Err(e)) => {
+                        self.block = None;
+                        self.done = true;
+                        return Err(e);
+                    }
+                    None => self.block = None,
+                }
+            }
             let body = match self.reader.next() {
                 Ok(Some(b)) => b,
                 Ok(None) => {
@@ -205,6 +221,10 @@ impl TraceLog {
                     return Err(e);
                 }
             };
+            if body[0] == log::K_BLOCK {
+                self.block = Some(BlockReader::new(body)?);
+                continue;
+            }
             if body[0] == log::K_EVENT_C {
                 return log_read::parse_compact(&mut Cur(&body[1..]), self.pid).map(Some);
             }

@@ -8,7 +8,7 @@ use crate::{Error, Result};
 /// Maximum length of a stream name in bytes (`TRACE_NAME_MAX`).
 pub const TRACE_NAME_MAX: usize = 64;
 /// The generation version of this trace system (`posix_trace_attr_getgenversion`).
-pub const GEN_VERSION: &str = "posixrt-trace 1.0 (log format 2)";
+pub const GEN_VERSION: &str = "posixrt-trace 1.0 (log format 3)";
 /// Bytes of record header in a stream: id, data length, tid, timestamp.
 pub const RECORD_HEADER: usize = 16;
 /// Largest payload of a system event (the FILTER event's two sets).

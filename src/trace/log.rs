@@ -1,5 +1,5 @@
-//! The log file format (version 2; version 1 is read too): constants and the
-//! encoding of each record.
+//! The log file format (version 3; versions 1 and 2 are read too): constants
+//! and the encoding of each record (event blocks are in `log_block.rs`).
 //! The writer is `log_writer.rs`, the reader `log_read.rs`.
 //!
 //! See the [module docs](super#log-file-format) for the byte layout.
@@ -26,9 +26,10 @@ use super::ring::small_word;
 
 /// The first 8 bytes of every log.
 pub const MAGIC: [u8; 8] = *b"PXTRLOG\0";
-/// The format version this crate writes (it reads this one and version 1, which
-/// has no compact event records).
-pub const VERSION: u16 = 2;
+/// The format version this crate writes. It reads this one and the earlier
+/// ones: version 2 has no event blocks (kind 7), version 1 no compact event
+/// records (kind 6) either.
+pub const VERSION: u16 = 3;
 /// Bytes of the file header.
 pub const FILE_HEADER: usize = 16;
 /// Largest record body accepted by readers (anything larger is corruption).
@@ -40,6 +41,7 @@ pub(crate) const K_EVENT: u8 = 3;
 pub(crate) const K_STATUS: u8 = 4;
 pub(crate) const K_END: u8 = 5;
 pub(crate) const K_EVENT_C: u8 = 6;
+pub(crate) const K_BLOCK: u8 = 7;
 
 /// Fixed bytes of an event record (8-byte record header + 30-byte body before data).
 pub(crate) const EVENT_RECORD_FIXED: usize = 8 + 30;
@@ -325,9 +327,10 @@ mod tests {
         }
     }
 
-    /// A log of version 1 (full event records only) still reads; a version-2
-    /// log's compact records carry the log's pid, or none, and take 32 bytes
-    /// for 8 bytes of data.
+    /// A log of version 1 (full event records only) still reads; compact
+    /// records (version 2) and event blocks (version 3) carry the log's pid, or
+    /// none, and read back alike; a compact record takes 32 bytes for 8 bytes
+    /// of data.
     #[test]
     fn compact_and_full_event_records_read_alike() {
         use crate::trace::TraceLog;
@@ -374,6 +377,14 @@ mod tests {
             }
         });
         assert_eq!(v2, want);
+        let v3 = read(3, &|b| {
+            let mut w = crate::trace::log_block::BlockWriter::default();
+            for (id, p, tid, ts, tr, d) in &want {
+                w.push(b, *id, *tr, *p == 0, *tid, *ts, d);
+            }
+            w.close(b);
+        });
+        assert_eq!(v3, want);
         let mut sizes = Vec::new();
         for (_, p, tid, ts, tr, d) in &want {
             let mut one = Vec::new();
@@ -383,14 +394,14 @@ mod tests {
         assert_eq!(sizes, [32, 27, 64]);
         // A version this build does not know is refused, not misread.
         let mut b = file_header().to_vec();
-        b[8..10].copy_from_slice(&3u16.to_le_bytes());
+        b[8..10].copy_from_slice(&4u16.to_le_bytes());
         let c = crc32c(&b[..12]).to_le_bytes();
         b[12..16].copy_from_slice(&c);
         let mut f = tempfile();
         f.write_all(&b).unwrap();
         let e = TraceLog::from_file(f).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Corrupt);
-        assert!(e.to_string().contains("version 3"), "{e}");
+        assert!(e.to_string().contains("version 4"), "{e}");
     }
 
     fn tempfile() -> std::fs::File {

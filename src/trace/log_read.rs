@@ -23,7 +23,7 @@ fn truncated(what: &str) -> Error {
         .with_hint("the log was cut (crash or copy in progress); every complete record before the cut was read")
 }
 
-fn corrupt(what: String) -> Error {
+pub(crate) fn corrupt(what: String) -> Error {
     Error::new(ErrorKind::Corrupt, "posix_trace_getnext_event", what)
         .with_hint("the log is damaged or not a posixrt trace log")
 }

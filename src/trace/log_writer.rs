@@ -13,6 +13,7 @@ use super::log::{
     attr_record, encode_compact, encode_event, file_header, frame, status_record, type_record,
     LogStatus, COMPACT_RECORD_FIXED, EVENT_RECORD_FIXED, K_END,
 };
+use super::log_block::BlockWriter;
 
 /// Writes a log, applying the log full policy. Owned by the flusher.
 pub(crate) struct LogWriter {
@@ -30,6 +31,8 @@ pub(crate) struct LogWriter {
     kept_bytes: u64,
     event_bytes: u64,
     pending: Vec<u8>,
+    /// APPEND: the event block being filled at the end of `pending`.
+    block: BlockWriter,
     /// LOOP: the file holds events older than `kept` (compact it when it grows).
     rewrite: bool,
     /// Bytes written to the file so far.
@@ -64,6 +67,7 @@ impl LogWriter {
             kept_bytes: 0,
             event_bytes: 0,
             pending,
+            block: BlockWriter::default(),
             rewrite: false,
             file_len: 0,
             full: false,
@@ -86,6 +90,7 @@ impl LogWriter {
             return;
         }
         self.names_gen = g;
+        self.block.close(&mut self.pending);
         for t in ids::all_types() {
             if !self.types_seen[t.id.0 as usize] {
                 self.types_seen[t.id.0 as usize] = true;
@@ -191,11 +196,21 @@ impl LogWriter {
         (fixed + dlen.min(u16::MAX as usize)) as u64
     }
 
-    /// Queues the record of one event: a compact one for this process's events
-    /// (`pid` the log's, or 0 for a type without a pid), else a full one.
+    /// Queues the record of one event: this process's events (`pid` the log's,
+    /// or 0 for a type without a pid) go into an event block (APPEND) or a
+    /// compact record (LOOP and UNTIL_FULL, which count records one by one),
+    /// other events into a full record.
     #[inline]
     fn encode(&mut self, id: u16, truncated: bool, pid: u32, tid: u32, ts_ns: u64, data: &[u8]) {
-        if self.compact(pid) {
+        let compact = self.compact(pid);
+        if compact && self.policy == LogFullPolicy::Append {
+            let p = &mut self.pending;
+            return self
+                .block
+                .push(p, id, truncated, pid == 0, tid, ts_ns, data);
+        }
+        self.block.close(&mut self.pending);
+        if compact {
             encode_compact(&mut self.pending, id, truncated, pid == 0, tid, ts_ns, data);
         } else {
             encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
@@ -233,6 +248,7 @@ impl LogWriter {
     }
 
     fn commit_inner(&mut self, compact: bool) -> io::Result<()> {
+        self.block.close(&mut self.pending);
         let limit = self.preamble.len() as u64 + 2 * self.size;
         if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
             let mut all = self.preamble.clone();
@@ -263,6 +279,7 @@ impl LogWriter {
         self.event_bytes = 0;
         self.full = false;
         self.pending.clear();
+        self.block.reset();
         self.rewrite = true;
         self.commit_inner(true)
     }

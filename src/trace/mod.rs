@@ -77,13 +77,13 @@
 //!
 //! # Log file format
 //!
-//! Version 2 (version 1 lacks kind 6; readers take both), all integers
-//! little-endian. Events are in time order within each flush
+//! Version 3 (version 2 lacks kind 7, version 1 kinds 6 and 7; readers take
+//! all three), all integers little-endian. Events are in time order within each flush
 //! (FLUSH_START sits where its timestamp belongs); across flushes an event that was
 //! timestamped but not yet visible can come slightly late: see the log module's
 //! "Event order" section. `rtrace` and the exports sort by timestamp.
 //!
-//! - **File header**, 16 bytes: magic `"PXTRLOG\0"`, `u16` version (2), `u16` flags
+//! - **File header**, 16 bytes: magic `"PXTRLOG\0"`, `u16` version (3), `u16` flags
 //!   (0), `u32` CRC-32C of the first 12 bytes.
 //! - **Records**, back to back: `u32` body length `n` (1..=1 MiB), `u32` CRC-32C of
 //!   the body, then the body: `u8` kind and its fields. Strings are `u16` length +
@@ -103,11 +103,21 @@
 //!     lost by the log, `u8` flags (bit 0 stream overrun, bit 1 log overrun, bit 2
 //!     log full).
 //!   - kind 5, **end**: the log was shut down cleanly.
-//!   - kind 6, **compact event** (what the writer uses for the log's own events):
-//!     `u16` id, `u8` flags (bit 0 truncated, bit 1 without pid), `u32` tid, `u64`
-//!     timestamp, data (the rest of the body). The pid is the attributes' pid (0
-//!     with bit 1), the program address 0. 32 bytes in all for 8 bytes of data,
-//!     against 46 for kind 3.
+//!   - kind 6, **compact event** (the log's own events, LOOP and UNTIL_FULL
+//!     logs): `u16` id, `u8` flags (bit 0 truncated, bit 1 without pid), `u32`
+//!     tid, `u64` timestamp, data (the rest of the body). The pid is the
+//!     attributes' pid (0 with bit 1), the program address 0. 32 bytes in all
+//!     for 8 bytes of data, against 46 for kind 3.
+//!   - kind 7, **event block** (the log's own events, APPEND logs): `u32` tid and
+//!     `u64` timestamp of the first event, then events back to back, each: `u16`
+//!     id; `u8` flags (bits 0-3 data length 0 to 8, or 15: a `u16` length
+//!     follows; bit 4 truncated; bit 5 without pid; bits 6-7 the tid: 0 the
+//!     previous event's, 1 the one before that, 2 a `u32` follows); the
+//!     timestamp minus the previous event's (the block's first timestamp for the
+//!     first event) as a zigzag LEB128 varint; the `u32` tid if given; the `u16`
+//!     length if given; the data. Pid and program address as in kind 6. 12 or 13
+//!     bytes for 8 bytes of data when events are close in time. A block holds
+//!     about 32 KiB and is complete before the writer queues anything after it.
 //!
 //! A reader stops at the first record that is cut (`ErrorKind::Truncated`) or fails
 //! its checksum (`ErrorKind::Corrupt`); a log without the end record is reported as
@@ -131,6 +141,7 @@ mod handle;
 mod ids;
 mod local;
 mod log;
+mod log_block;
 mod log_read;
 mod log_writer;
 mod read;
