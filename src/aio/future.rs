@@ -456,7 +456,7 @@ mod batch {
     /// Counts a submission left in the queue for this thread's next flush.
     #[inline]
     pub(super) fn queued() {
-        BATCH.set(BATCH.get().saturating_add(1));
+        BATCH.with(|b| b.set(b.get().saturating_add(1)));
     }
 
     impl Wake for Flush {

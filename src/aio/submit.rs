@@ -152,7 +152,7 @@ impl Inner {
         defer: bool,
     ) -> Result<((u32, u32), bool)> {
         if defer {
-            DEFER_ENTER.set(1);
+            DEFER_ENTER.with(|d| d.set(1));
         }
         let Begun {
             mut core,
@@ -233,7 +233,7 @@ impl Inner {
             // The caller enters the ring later. (Set after `release`, whose
             // wakers and callbacks may submit too.)
             self.release(core);
-            DEFER_ENTER.set(2);
+            DEFER_ENTER.with(|d| d.set(2));
         } else {
             self.unlock_and_enter(core, enter);
         }

@@ -180,7 +180,7 @@ impl Ring {
         let (ctx, mask) = MINE.get();
         let bit = 1u8 << k;
         if ctx != me || mask & bit == 0 {
-            MINE.set((me, if ctx == me { mask | bit } else { bit }));
+            MINE.with(|m| m.set((me, if ctx == me { mask | bit } else { bit })));
         }
     }
 
