@@ -1227,8 +1227,18 @@ fn read_damaged(path: &std::path::Path, bound: usize) -> (Vec<Event>, Option<Err
 #[test]
 fn log_reader_survives_random_damage() {
     let _g = serial();
-    let (p, f) = open_log("fuzz-src.trace");
-    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    // LOOP writes a record per event, APPEND event blocks.
+    for policy in [LogFullPolicy::Loop, LogFullPolicy::Append] {
+        log_reader_survives_random_damage_with(policy);
+    }
+}
+
+fn log_reader_survives_random_damage_with(policy: LogFullPolicy) {
+    let (p, f) = open_log(&format!("fuzz-src-{policy:?}.trace"));
+    let a = attr_with(|a| {
+        a.set_log_full_policy(policy);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
     let ev = trace::eventid_open("tt.log.fuzz").unwrap();
     t.start().unwrap();
     for i in 0..12u64 {
@@ -1240,7 +1250,7 @@ fn log_reader_survives_random_damage() {
     let (_, all) = log_events(&p);
     assert!(all.len() >= 14, "START, 12 events, STOP");
     let bound = all.len() + 8;
-    let bad = tmp("fuzz-case.trace");
+    let bad = tmp(&format!("fuzz-case-{policy:?}.trace"));
     let ok_kinds = [ErrorKind::Corrupt, ErrorKind::Truncated];
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let check = |bytes: &[u8], must_fail: bool, what: &str| {

@@ -53,7 +53,8 @@ impl TraceLog {
     ///
     /// # Errors
     /// `NotFound`/`PermissionDenied` from `open`; `InvalidInput` for a directory;
-    /// `Corrupt` for a file that is not a version-1 log; `Truncated` when even the 16-byte header is cut.
+    /// `Corrupt` for a file that is not a posixrt log, or one of a later format than
+    /// this build reads (formats 1 to 3); `Truncated` when even the 16-byte header is cut.
     ///
     /// # References
     /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
