@@ -222,21 +222,29 @@ impl TraceLog {
                     return Err(e);
                 }
             };
-            if body[0] == log::K_BLOCK {
-                self.block = Some(BlockReader::new(body)?);
-                continue;
-            }
-            if body[0] == log::K_EVENT_C {
-                return log_read::parse_compact(&mut Cur(&body[1..]), self.pid).map(Some);
-            }
-            if body[0] == log::K_EVENT {
-                return log_read::parse_event(&mut Cur(&body[1..])).map(Some);
-            }
-            if body[0] == log::K_END {
-                self.done = true;
-                return Ok(None);
-            }
-            self.service(&body);
+            // A record that passed its checksum but does not parse was written
+            // wrong: the reader stops at it, as at a bad checksum.
+            let parsed = match body[0] {
+                log::K_BLOCK => match BlockReader::new(body) {
+                    Ok(b) => {
+                        self.block = Some(b);
+                        continue;
+                    }
+                    Err(e) => Err(e),
+                },
+                log::K_EVENT_C => log_read::parse_compact(&mut Cur(&body[1..]), self.pid),
+                log::K_EVENT => log_read::parse_event(&mut Cur(&body[1..])),
+                log::K_END => {
+                    self.done = true;
+                    return Ok(None);
+                }
+                _ => {
+                    self.service(&body);
+                    continue;
+                }
+            };
+            self.done = parsed.is_err();
+            return parsed.map(Some);
         }
     }
 

@@ -404,6 +404,28 @@ mod tests {
         assert!(e.to_string().contains("version 4"), "{e}");
     }
 
+    /// A record that passes its checksum but does not parse (a block too short
+    /// for its head, a compact event too short for its fields) stops the
+    /// reader, as a bad checksum does: the events after it are not read.
+    #[test]
+    fn a_record_that_does_not_parse_ends_the_log() {
+        use crate::trace::TraceLog;
+        use std::io::{Seek, Write};
+        for bad in [&[K_BLOCK, 1, 2, 3][..], &[K_EVENT_C, 0x2c, 0x01][..]] {
+            let mut b = file_header().to_vec();
+            b.extend_from_slice(&attr_record(&TraceAttr::new(), 1));
+            frame(bad, &mut b);
+            encode_compact(&mut b, 300, false, false, 7, 1_000, b"after");
+            let mut f = tempfile();
+            f.write_all(&b).unwrap();
+            f.rewind().unwrap();
+            let mut log = TraceLog::from_file(f).unwrap();
+            let e = log.next_event().unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Corrupt, "kind {}", bad[0]);
+            assert!(matches!(log.next_event(), Ok(None)), "kind {}", bad[0]);
+        }
+    }
+
     fn tempfile() -> std::fs::File {
         let fd = rustix::fs::memfd_create("log", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
         std::fs::File::from(fd)

@@ -36,13 +36,15 @@ const F_TRUNCATED: u8 = 1 << 4;
 const F_NO_PID: u8 = 1 << 5;
 /// The tid is the previous event's.
 const TID_LAST: u8 = 0;
-/// The tid is the one before (the last two swap places).
+/// The tid is the other of the last two distinct tids (the last one that
+/// differs from the previous event's); the two swap places.
 const TID_OTHER: u8 = 1;
-/// The tid follows as a `u32`.
+/// The tid follows as a `u32`; the previous event's becomes the other one.
 const TID_NEW: u8 = 2;
 
 /// What the next event of a block is encoded (or decoded) against: the previous
-/// event's timestamp and the last two tids.
+/// event's timestamp and the last two distinct tids (both the block's first tid
+/// at its start).
 #[derive(Clone, Copy, Debug, Default)]
 struct Prev {
     ts: u64,
@@ -183,12 +185,16 @@ fn varint(c: &mut Cur<'_>) -> Result<u64> {
     let mut v = 0u64;
     for shift in (0..64).step_by(7) {
         let b = c.u8()?;
+        // The 10th byte holds the top bit only.
+        if shift == 63 && b > 1 {
+            break;
+        }
         v |= ((b & 0x7f) as u64) << shift;
         if b & 0x80 == 0 {
             return Ok(v);
         }
     }
-    Err(corrupt("timestamp difference longer than 10 bytes".into()))
+    Err(corrupt("timestamp difference over 64 bits".into()))
 }
 
 /// The events of one block, read one at a time.
@@ -374,6 +380,21 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, e)| e.4 == i as u64 * 60 && e.3 == 100 + (i % 2) as u32));
+    }
+
+    /// A 10-byte varint whose last byte holds more than the top bit is refused,
+    /// not cut to 64 bits.
+    #[test]
+    fn oversized_varints_are_corrupt() {
+        let mut b = [0u8; 10];
+        let n = put_varint(&mut b, u64::MAX);
+        assert_eq!((n, b[9]), (10, 1));
+        assert_eq!(varint(&mut Cur(&b)).unwrap(), u64::MAX);
+        b[9] = 2;
+        assert_eq!(
+            varint(&mut Cur(&b)).unwrap_err().kind(),
+            crate::ErrorKind::Corrupt
+        );
     }
 
     #[test]

@@ -111,8 +111,10 @@
 //!   - kind 7, **event block** (the log's own events, APPEND logs): `u32` tid and
 //!     `u64` timestamp of the first event, then events back to back, each: `u16`
 //!     id; `u8` flags (bits 0-3 data length 0 to 8, or 15: a `u16` length
-//!     follows; bit 4 truncated; bit 5 without pid; bits 6-7 the tid: 0 the
-//!     previous event's, 1 the one before that, 2 a `u32` follows); the
+//!     follows; bit 4 truncated; bit 5 without pid; bits 6-7 the tid, one of
+//!     the last two distinct tids, both the block's first tid at its start:
+//!     0 the previous event's, 1 the other one (the two then swap), 2 a `u32`
+//!     follows (the previous event's becomes the other one)); the
 //!     timestamp minus the previous event's (the block's first timestamp for the
 //!     first event) as a zigzag LEB128 varint; the `u32` tid if given; the `u16`
 //!     length if given; the data. Pid and program address as in kind 6. 12 or 13
