@@ -1244,11 +1244,24 @@ fn log_reader_survives_random_damage_with(policy: LogFullPolicy) {
     for i in 0..12u64 {
         trace::event(ev, &i.to_le_bytes()[..(i as usize % 9)]);
     }
+    // Another thread, then this one again, with data over 8 bytes: a block
+    // gives tids back and forth, and lengths past its inline codes.
+    std::thread::spawn(move || {
+        for i in 0..3u8 {
+            trace::event(ev, &[i; 12]);
+        }
+    })
+    .join()
+    .unwrap();
+    trace::event(ev, &[9; 12]);
     t.stop().unwrap();
     t.shutdown().unwrap();
     let full = std::fs::read(&p).unwrap();
     let (_, all) = log_events(&p);
-    assert!(all.len() >= 14, "START, 12 events, STOP");
+    assert!(all.len() >= 18, "START, 16 events, STOP");
+    let tids: std::collections::HashSet<u32> =
+        all.iter().filter(|e| e.id == ev).map(|e| e.tid).collect();
+    assert_eq!(tids.len(), 2);
     let bound = all.len() + 8;
     let bad = tmp(&format!("fuzz-case-{policy:?}.trace"));
     let ok_kinds = [ErrorKind::Corrupt, ErrorKind::Truncated];
