@@ -529,23 +529,32 @@ fn log_round_trip() {
     assert_eq!(again, evs);
 }
 
+/// The log full policies whose logs differ in layout: LOOP writes a record
+/// per event, APPEND event blocks.
+const LAYOUTS: [LogFullPolicy; 2] = [LogFullPolicy::Loop, LogFullPolicy::Append];
+
+/// A running stream with a log named after `name` and `policy`.
+fn started_with_log(name: &str, policy: LogFullPolicy) -> (TempPath, Trace) {
+    let (p, f) = open_log(&format!("{name}-{policy:?}.trace"));
+    let a = attr_with(|a| {
+        a.set_log_full_policy(policy);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    t.start().unwrap();
+    (p, t)
+}
+
 #[test]
 fn log_cut_at_every_byte() {
     let _g = serial();
-    // LOOP writes a record per event, APPEND event blocks.
-    for policy in [LogFullPolicy::Loop, LogFullPolicy::Append] {
+    for policy in LAYOUTS {
         log_cut_at_every_byte_with(policy);
     }
 }
 
 fn log_cut_at_every_byte_with(policy: LogFullPolicy) {
-    let (p, f) = open_log(&format!("cut-{policy:?}.trace"));
-    let a = attr_with(|a| {
-        a.set_log_full_policy(policy);
-    });
-    let t = Trace::create_with_log(&a, f).unwrap();
+    let (p, t) = started_with_log("cut", policy);
     let ev = trace::eventid_open("tt.log.cut").unwrap();
-    t.start().unwrap();
     for i in 0..6u64 {
         trace::event(ev, &i.to_le_bytes());
     }
@@ -1227,20 +1236,14 @@ fn read_damaged(path: &std::path::Path, bound: usize) -> (Vec<Event>, Option<Err
 #[test]
 fn log_reader_survives_random_damage() {
     let _g = serial();
-    // LOOP writes a record per event, APPEND event blocks.
-    for policy in [LogFullPolicy::Loop, LogFullPolicy::Append] {
+    for policy in LAYOUTS {
         log_reader_survives_random_damage_with(policy);
     }
 }
 
 fn log_reader_survives_random_damage_with(policy: LogFullPolicy) {
-    let (p, f) = open_log(&format!("fuzz-src-{policy:?}.trace"));
-    let a = attr_with(|a| {
-        a.set_log_full_policy(policy);
-    });
-    let t = Trace::create_with_log(&a, f).unwrap();
+    let (p, t) = started_with_log("fuzz-src", policy);
     let ev = trace::eventid_open("tt.log.fuzz").unwrap();
-    t.start().unwrap();
     for i in 0..12u64 {
         trace::event(ev, &i.to_le_bytes()[..(i as usize % 9)]);
     }

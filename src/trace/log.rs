@@ -214,20 +214,45 @@ fn put_words(out: &mut Vec<u8>, words: &[u64], tail: u128, len: usize) {
     }
 }
 
+/// An event of a log's own process, as the compact encodings (kind 6 records
+/// and event blocks) take it: its pid is the log's, or none.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OwnEvent<'a> {
+    pub id: u16,
+    pub truncated: bool,
+    /// The event type has no pid (0); otherwise the pid is the log's.
+    pub no_pid: bool,
+    pub tid: u32,
+    pub ts_ns: u64,
+    pub data: &'a [u8],
+}
+
+impl<'a> OwnEvent<'a> {
+    pub(crate) fn new(
+        id: u16,
+        truncated: bool,
+        no_pid: bool,
+        tid: u32,
+        ts_ns: u64,
+        data: &'a [u8],
+    ) -> OwnEvent<'a> {
+        OwnEvent {
+            id,
+            truncated,
+            no_pid,
+            tid,
+            ts_ns,
+            data,
+        }
+    }
+}
+
 /// Appends one framed compact event record (kind 6): the event of a log's own
-/// process (`pid` is the log's, or 0 for an event type without a pid), with no
-/// program address. 24 bytes before the data instead of 38.
+/// process, with no program address. 24 bytes before the data instead of 38.
 #[inline]
-pub(crate) fn encode_compact(
-    out: &mut Vec<u8>,
-    id: u16,
-    truncated: bool,
-    no_pid: bool,
-    tid: u32,
-    ts_ns: u64,
-    data: &[u8],
-) {
-    let flags = if truncated { C_TRUNCATED } else { 0 } | if no_pid { C_NO_PID } else { 0 };
+pub(crate) fn encode_compact(out: &mut Vec<u8>, e: &OwnEvent<'_>) {
+    let (id, tid, ts_ns, data) = (e.id, e.tid, e.ts_ns, e.data);
+    let flags = if e.truncated { C_TRUNCATED } else { 0 } | if e.no_pid { C_NO_PID } else { 0 };
     let w0 = K_EVENT_C as u64 | (id as u64) << 8 | (flags as u64) << 24 | (tid as u64) << 32;
     let w1 = ts_ns;
     if data.len() > 8 {
@@ -373,14 +398,14 @@ mod tests {
         assert_eq!(v1, want);
         let v2 = read(2, &|b| {
             for (id, p, tid, ts, tr, d) in &want {
-                encode_compact(b, *id, *tr, *p == 0, *tid, *ts, d);
+                encode_compact(b, &OwnEvent::new(*id, *tr, *p == 0, *tid, *ts, d));
             }
         });
         assert_eq!(v2, want);
         let v3 = read(3, &|b| {
             let mut w = crate::trace::log_block::BlockWriter::default();
             for (id, p, tid, ts, tr, d) in &want {
-                w.push(b, *id, *tr, *p == 0, *tid, *ts, d);
+                w.push(b, &OwnEvent::new(*id, *tr, *p == 0, *tid, *ts, d));
             }
             w.close(b);
         });
@@ -388,7 +413,7 @@ mod tests {
         let mut sizes = Vec::new();
         for (_, p, tid, ts, tr, d) in &want {
             let mut one = Vec::new();
-            encode_compact(&mut one, 300, *tr, *p == 0, *tid, *ts, d);
+            encode_compact(&mut one, &OwnEvent::new(300, *tr, *p == 0, *tid, *ts, d));
             sizes.push(one.len());
         }
         assert_eq!(sizes, [32, 27, 64]);
@@ -415,7 +440,10 @@ mod tests {
             let mut b = file_header().to_vec();
             b.extend_from_slice(&attr_record(&TraceAttr::new(), 1));
             frame(bad, &mut b);
-            encode_compact(&mut b, 300, false, false, 7, 1_000, b"after");
+            encode_compact(
+                &mut b,
+                &OwnEvent::new(300, false, 1 == 0, 7, 1_000, b"after"),
+            );
             let mut f = tempfile();
             f.write_all(&b).unwrap();
             f.rewind().unwrap();

@@ -17,7 +17,7 @@ use std::time::Duration;
 use super::crc::crc32c;
 use super::event::Event;
 use super::ids::EventId;
-use super::log::K_BLOCK;
+use super::log::{OwnEvent, K_BLOCK};
 use super::log_read::{corrupt, Cur};
 use crate::Result;
 
@@ -81,18 +81,9 @@ pub(crate) struct BlockWriter {
 impl BlockWriter {
     /// Appends one event to the open block (opening one if needed), closing the
     /// block once it is large.
-    #[allow(clippy::too_many_arguments)] // the event's fields
     #[inline]
-    pub(crate) fn push(
-        &mut self,
-        out: &mut Vec<u8>,
-        id: u16,
-        truncated: bool,
-        no_pid: bool,
-        tid: u32,
-        ts_ns: u64,
-        data: &[u8],
-    ) {
+    pub(crate) fn push(&mut self, out: &mut Vec<u8>, e: &OwnEvent<'_>) {
+        let (tid, ts_ns) = (e.tid, e.ts_ns);
         let at = match self.open {
             Some(at) => at,
             None => {
@@ -110,7 +101,7 @@ impl BlockWriter {
                 at
             }
         };
-        let data = &data[..data.len().min(u16::MAX as usize)];
+        let data = &e.data[..e.data.len().min(u16::MAX as usize)];
         let code = self.prev.tid_code(tid);
         let len_code = if data.len() <= 8 {
             data.len() as u8
@@ -118,14 +109,14 @@ impl BlockWriter {
             LEN_U16
         };
         let flags = len_code
-            | if truncated { F_TRUNCATED } else { 0 }
-            | if no_pid { F_NO_PID } else { 0 }
+            | if e.truncated { F_TRUNCATED } else { 0 }
+            | if e.no_pid { F_NO_PID } else { 0 }
             | code << 6;
         let delta = ts_ns.wrapping_sub(self.prev.ts) as i64;
         self.prev.ts = ts_ns;
         // id, flags, up to 10 bytes of timestamp, a tid, a length.
         let mut h = [0u8; 19];
-        h[..2].copy_from_slice(&id.to_le_bytes());
+        h[..2].copy_from_slice(&e.id.to_le_bytes());
         h[2] = flags;
         let mut n = 3 + put_varint(&mut h[3..13], zigzag(delta));
         if code == TID_NEW {
@@ -339,7 +330,7 @@ mod tests {
         let mut out = Vec::new();
         let mut w = BlockWriter::default();
         for (k, (id, tr, pid, tid, ts, d)) in want.iter().enumerate() {
-            w.push(&mut out, *id, *tr, *pid == 0, *tid, *ts, d);
+            w.push(&mut out, &OwnEvent::new(*id, *tr, *pid == 0, *tid, *ts, d));
             if k == 150 {
                 // A block closed midway: the next one starts afresh.
                 w.close(&mut out);
@@ -360,14 +351,10 @@ mod tests {
         let mut w = BlockWriter::default();
         let n = 10_000u64;
         for i in 0..n {
+            let d = i.to_le_bytes();
             w.push(
                 &mut out,
-                300,
-                false,
-                false,
-                100 + (i % 2) as u32,
-                i * 60,
-                &i.to_le_bytes(),
+                &OwnEvent::new(300, false, false, 100 + (i % 2) as u32, i * 60, &d),
             );
         }
         w.close(&mut out);
@@ -401,7 +388,7 @@ mod tests {
     fn bad_codes_are_corrupt() {
         let mut out = Vec::new();
         let mut w = BlockWriter::default();
-        w.push(&mut out, 300, false, false, 1, 10, b"ab");
+        w.push(&mut out, &OwnEvent::new(300, false, false, 1, 10, b"ab"));
         w.close(&mut out);
         for (at, bad) in [(8 + BLOCK_HEAD + 2, 0xC2u8), (8 + BLOCK_HEAD + 2, 0x0A)] {
             let mut body = out[8..].to_vec();

@@ -11,7 +11,7 @@ use super::event::Event;
 use super::ids::{self, EventId};
 use super::log::{
     attr_record, encode_compact, encode_event, file_header, frame, status_record, type_record,
-    LogStatus, COMPACT_RECORD_FIXED, EVENT_RECORD_FIXED, K_END,
+    LogStatus, OwnEvent, COMPACT_RECORD_FIXED, EVENT_RECORD_FIXED, K_END,
 };
 use super::log_block::BlockWriter;
 
@@ -203,15 +203,13 @@ impl LogWriter {
     #[inline]
     fn encode(&mut self, id: u16, truncated: bool, pid: u32, tid: u32, ts_ns: u64, data: &[u8]) {
         let compact = self.compact(pid);
+        let own = OwnEvent::new(id, truncated, pid == 0, tid, ts_ns, data);
         if compact && self.policy == LogFullPolicy::Append {
-            let p = &mut self.pending;
-            return self
-                .block
-                .push(p, id, truncated, pid == 0, tid, ts_ns, data);
+            return self.block.push(&mut self.pending, &own);
         }
         self.block.close(&mut self.pending);
         if compact {
-            encode_compact(&mut self.pending, id, truncated, pid == 0, tid, ts_ns, data);
+            encode_compact(&mut self.pending, &own);
         } else {
             encode_event(&mut self.pending, id, truncated, pid, tid, ts_ns, 0, data);
         }
