@@ -20,7 +20,10 @@
 //!
 //! Engines take turns round by round (the first engine rotates), so a load change on
 //! a shared machine hits all of them alike; each figure is the median over the
-//! rounds.
+//! rounds. 21 short rounds by default (about 40 s in all): on a shared 2-vCPU VM,
+//! the QD32 ratio of `posixrt_await` to raw io_uring spread over 0.85–1.01 in 18
+//! runs of 7 rounds, and over 0.90–0.93 in 5 runs of 21 (runs of 7 rounds three
+//! times as long spread over 0.91–1.05).
 //!
 //! ```text
 //! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
@@ -62,7 +65,7 @@ const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--f
 Measures 4 KiB random reads of a cached file with posixrt (suspend and two .await forms) and
 with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
 
-  --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 7)
+  --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 21)
   --ops N            QD1 reads per engine per round (100 to 1000000, default 5000)
   --qd32-ops N       QD32 reads per engine per round (320 to 10000000, default 64000)
   --file-size-mb N   size of the test file in MiB (1 to 4096, default 256; it must fit
@@ -83,7 +86,7 @@ struct Args {
 
 fn parse() -> Args {
     let mut a = Args {
-        rounds: 7,
+        rounds: 21,
         ops: 5000,
         qd32_ops: 64_000,
         size_mb: 256,
