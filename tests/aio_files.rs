@@ -277,3 +277,26 @@ fn registering_while_others_read() {
         }
     });
 }
+
+/// A request issued again after a first attempt uses the fd number, never
+/// the slot, which a guard dropped meanwhile may have freed: a socket read at
+/// an offset, refused with ESPIPE through the table, is issued again at
+/// offset -1 by number, which names another socket here.
+#[test]
+fn a_request_issued_again_leaves_the_slot() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let aio = ctx(Backend::Uring);
+    let (a, mut a_peer) = UnixStream::pair().unwrap();
+    let (b, mut b_peer) = UnixStream::pair().unwrap();
+    a_peer.write_all(b"AAAA").unwrap();
+    b_peer.write_all(b"BBBB").unwrap();
+    let reg = aio.register_fd(&a).unwrap();
+    replace(&a, &b);
+    let mut r = aio.read(&a, 5, vec![0u8; 4]).unwrap();
+    aio.suspend([&r], Some(Duration::from_secs(10))).unwrap();
+    let c = r.aio_return().unwrap();
+    assert_eq!(c.result.unwrap(), 4);
+    assert_eq!(c.buf.as_deref(), Some(&b"BBBB"[..]));
+    drop(reg);
+}

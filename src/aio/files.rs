@@ -9,8 +9,8 @@
 //! the call. The slot is freed when the last `RegisteredFd` of the fd is
 //! dropped. Before it is, every entry still waiting in a submission queue
 //! (which may name it) is handed to the kernel; requests in the kernel keep the
-//! file they started with. Requests issued again after a first attempt (see
-//! `Shard::reap`) use their own fd copy or the caller's fd, never the slot.
+//! file they started with. Requests issued again after a first attempt (built
+//! by `sqe::sqe_again`) use their own fd copy or the caller's fd, never the slot.
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use io_uring::{squeue, IoUring};
 
-use super::sqe::sqe;
+use super::sqe::sqe_again;
 use super::table::{Core, OpKind};
 use crate::sys::io::FdKind;
 use crate::sys::ringfd::{self, RingId};
@@ -241,10 +241,7 @@ impl Shard {
                 _ => false,
             };
             if again {
-                // On its own fd copy or the caller's fd, not a registered
-                // file's slot (which may be freed meanwhile: see `files.rs`).
-                s.fixed = 0;
-                let entry = sqe(s).user_data(ud);
+                let entry = sqe_again(s).user_data(ud);
                 // SAFETY: under the core lock, which the caller holds; the buffer
                 // is owned by the runtime until this request completes.
                 if unsafe { self.push(&entry) } {
@@ -279,7 +276,7 @@ impl Shard {
                 if !s.op.ordered {
                     s.op.offset += res;
                 }
-                let entry = sqe(s).user_data(ud);
+                let entry = sqe_again(s).user_data(ud);
                 // SAFETY: under the core lock, which the caller holds; the rest of
                 // the buffer is owned by the runtime until this request completes,
                 // as in `push_ready`. (If the queue is full of internal entries the

@@ -27,6 +27,17 @@ pub(super) fn sqe(s: &Slot) -> squeue::Entry {
     }
 }
 
+/// The entry of a request issued again after a first attempt (refused with
+/// ESPIPE at an offset, EPERM on the real-time I/O class, cancelled by the
+/// kernel at its thread's exit): on its own fd copy or the caller's fd, never a
+/// registered file's slot, which a guard dropped since may have freed (see
+/// `files.rs`).
+#[inline]
+pub(super) fn sqe_again(s: &mut Slot) -> squeue::Entry {
+    s.fixed = 0;
+    sqe(s)
+}
+
 /// Whether a request goes to the kernel's workers (`IOSQE_ASYNC`, see [`sqe`]).
 /// The kernel then looks its fd number up only when a worker starts it, after
 /// the submitting call has returned, so such a request is given its own fd copy

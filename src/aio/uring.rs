@@ -27,7 +27,7 @@ use io_uring::{opcode, types};
 use super::files::table_size;
 use super::shard::{poll_rings, Shard, INTERNAL};
 pub(super) use super::sqe::punted;
-use super::sqe::sqe;
+use super::sqe::{sqe, sqe_again};
 use super::table::{user_data, Core};
 
 /// The most rings one context uses.
@@ -381,8 +381,8 @@ impl Ring {
 
     /// Pushes request `(idx, gen)` again as it now stands (a probe read retried at
     /// offset -1). Call with the core lock held; false if the queue is full.
-    pub(crate) fn push_again(&self, core: &Core, idx: u32, gen: u32) -> bool {
-        let entry = sqe(&core.slots[idx as usize]).user_data(user_data(idx, gen));
+    pub(crate) fn push_again(&self, core: &mut Core, idx: u32, gen: u32) -> bool {
+        let entry = sqe_again(&mut core.slots[idx as usize]).user_data(user_data(idx, gen));
         // SAFETY: under the core lock; the buffer is owned by the runtime until
         // the request completes, as in `push_ready`.
         unsafe { self.pick().push(&entry) }
