@@ -38,7 +38,8 @@ pub(crate) enum Obj {
     },
     /// A log opened with `posix_trace_open`.
     Log {
-        log: Mutex<TraceLog>,
+        /// Boxed: a log reader is several times larger than a stream handle.
+        log: Box<Mutex<TraceLog>>,
         cursor: Mutex<usize>,
     },
 }

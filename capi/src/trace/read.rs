@@ -257,7 +257,7 @@ pub unsafe extern "C" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> 
         out(
             trid,
             insert(Obj::Log {
-                log: Mutex::new(l),
+                log: Box::new(Mutex::new(l)),
                 cursor: Mutex::new(0),
             }),
         )
