@@ -109,6 +109,7 @@ mod cancel;
 pub mod capi;
 mod context;
 mod engine;
+mod exit_wait;
 mod files;
 mod fsync;
 mod future;

@@ -93,6 +93,9 @@ pub(crate) struct Slot {
     /// io_uring: the fd's slot + 1 in the rings' file tables (0: none), used
     /// when the request has no fd copy of its own (see `files.rs`).
     pub fixed: u32,
+    /// io_uring: the thread that put the request in a submission queue (its
+    /// exit waits for the request: see `exit_wait.rs`).
+    pub submitter: u32,
     /// The kind of the fd, when known (learned at submission or from the kernel).
     pub fd_kind: Option<FdKind>,
     /// The fd is `O_NONBLOCK`: a transfer that would block ends with EAGAIN.
@@ -154,6 +157,7 @@ impl Slot {
             own_fd: None,
             class: SchedClass::OTHER,
             fixed: 0,
+            submitter: 0,
             fd_kind: None,
             nonblock: false,
             probe: false,

@@ -30,8 +30,11 @@
 //! of ignoring the offset, and on an `O_NONBLOCK` one a read that would block
 //! waits for data (or a cancel) instead of returning EAGAIN.
 
+use std::sync::Arc;
+
 use super::engine::CoreGuard;
 use super::engine::{Engine, Inner};
+use super::exit_wait;
 use super::notify::Notify;
 use super::op::Prepared;
 use super::table::{user_data, Core, OpKind, State};
@@ -93,7 +96,7 @@ impl Inner {
     /// appending each one's name to `out`. The fds `ops` borrow are not used
     /// after this returns (see `BorrowFd`).
     pub(crate) fn submit_many<'fd>(
-        &self,
+        self: &Arc<Self>,
         ops: impl ExactSizeIterator<Item = (Prepared<'fd>, Notify)>,
         list: u32,
         out: &mut impl Extend<(u32, u32)>,
@@ -124,13 +127,18 @@ impl Inner {
             out.extend(Some(id));
         }
         self.finish_submit(core, enter, &probes, defer);
+        exit_wait::watch(self);
         Ok(())
     }
 
     /// [`submit_many`](Inner::submit_many) of one request, without the list
     /// plumbing (the `aio_read`/`aio_write` path).
     #[inline]
-    pub(crate) fn submit_one(&self, p: Prepared<'_>, notify: Notify) -> Result<(u32, u32)> {
+    pub(crate) fn submit_one(
+        self: &Arc<Self>,
+        p: Prepared<'_>,
+        notify: Notify,
+    ) -> Result<(u32, u32)> {
         self.submit_one_mailed(p, notify, None, None, false)
             .map(|(id, _)| id)
     }
@@ -144,7 +152,7 @@ impl Inner {
     /// nothing for what it does not use.
     #[inline(always)]
     pub(crate) fn submit_one_mailed(
-        &self,
+        self: &Arc<Self>,
         p: Prepared<'_>,
         notify: Notify,
         mail: Option<&std::sync::Arc<super::mail::Mail>>,
@@ -178,6 +186,7 @@ impl Inner {
             core.attach_mail(id.0, id.1, mail, waker);
         }
         self.finish_submit(core, enter, &probes, defer);
+        exit_wait::watch(self);
         Ok((id, defer && DEFER_ENTER.replace(0) == 2))
     }
 
@@ -550,6 +559,7 @@ fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
     let fixed = core.files.lookup(p.raw.fd);
     let s = &mut core.slots[idx as usize];
     s.fixed = fixed;
+    s.submitter = crate::sys::tid::current();
     s.fd_kind = p.kind;
     s.nonblock = p.nonblock;
     s.probe = probe;

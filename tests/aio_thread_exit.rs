@@ -1,0 +1,98 @@
+//! A request outlives the thread that submitted it: reads of a file whose pages
+//! are not cached, submitted by a thread that exits at once, complete with the
+//! file's data. (The kernel ends what an exiting thread left in flight: such a
+//! read used to end with EFAULT.)
+
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use posixrt::aio::Backend;
+
+#[allow(unused_macros, unused_imports)]
+mod common;
+use common::{both, ctx};
+
+const MIB: usize = 1 << 20;
+const FILE_MIB: usize = 32;
+
+/// A file of `FILE_MIB` MiB in the temp dir, each MiB filled with its index;
+/// unlinked (open only).
+fn file() -> std::fs::File {
+    let path = std::env::temp_dir().join(format!("posixrt-exit-{}", std::process::id()));
+    let mut f = std::fs::File::options()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    for i in 0..FILE_MIB {
+        f.write_all(&vec![i as u8; MIB]).unwrap();
+    }
+    f.sync_all().unwrap();
+    f
+}
+
+/// Drops the file's pages from the page cache; false if the file system keeps
+/// them (tmpfs), when there is nothing to test.
+fn evict(f: &std::fs::File) -> bool {
+    // SAFETY: advice on an open fd; no memory is involved.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    // SAFETY: a private read-only mapping of an open file of FILE_MIB MiB,
+    // unmapped below; mincore fills one byte per page of `vec`.
+    unsafe {
+        let len = FILE_MIB * MIB;
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        let mut vec = vec![0u8; len / 4096];
+        let r = libc::mincore(p, len, vec.as_mut_ptr());
+        libc::munmap(p, len);
+        assert_eq!(r, 0);
+        vec.iter().all(|&b| b & 1 == 0)
+    }
+}
+
+fn survive_exit(b: Backend) {
+    let aio = ctx(b);
+    let f = Arc::new(file());
+    for round in 0..4 {
+        if !evict(&f) {
+            eprintln!("the temp dir's file system keeps pages cached: nothing to test");
+            return;
+        }
+        let (a, g) = (aio.clone(), Arc::clone(&f));
+        // The thread submits eight reads and exits (join) before they end.
+        let reqs = std::thread::spawn(move || {
+            (0..8)
+                .map(|k| {
+                    let mib = (round * 8 + k) % FILE_MIB;
+                    let r = a.read(&*g, (mib * MIB + 4096) as i64, vec![0u8; 4096]);
+                    (mib, r.unwrap())
+                })
+                .collect::<Vec<_>>()
+        })
+        .join()
+        .unwrap();
+        for (mib, mut r) in reqs {
+            aio.suspend([&r], Some(Duration::from_secs(20))).unwrap();
+            let c = r.aio_return().unwrap();
+            assert_eq!(
+                c.result.as_ref().ok(),
+                Some(&4096),
+                "round {round}, MiB {mib}: {:?}",
+                c.result
+            );
+            assert!(c.data().iter().all(|&x| x == mib as u8), "MiB {mib}");
+        }
+    }
+}
+both!(reads_outlive_their_thread, survive_exit);
