@@ -70,12 +70,16 @@ fn survive_exit(b: Backend) {
             return;
         }
         let (a, g) = (aio.clone(), Arc::clone(&f));
-        // The thread submits eight reads and exits (join) before they end.
+        // The thread submits eight reads and exits (join) before they end. On
+        // an fd number new to the engine, the first read is a probe, which gets
+        // an fd copy of its own when it outlives its call (issued again when the
+        // kernel ends it at the exit); the others are waited for by the exit.
         let reqs = std::thread::spawn(move || {
+            let fresh = g.try_clone().unwrap();
             (0..8)
                 .map(|k| {
                     let mib = (round * 8 + k) % FILE_MIB;
-                    let r = a.read(&*g, (mib * MIB + 4096) as i64, vec![0u8; 4096]);
+                    let r = a.read(&fresh, (mib * MIB + 4096) as i64, vec![0u8; 4096]);
                     (mib, r.unwrap())
                 })
                 .collect::<Vec<_>>()

@@ -5,13 +5,16 @@
 //! waiting for the disk then completes with EFAULT (its copy runs without the
 //! process's memory), a request waiting for a kernel worker with ECANCELED. A
 //! POSIX request belongs to the process, not to the thread that submitted it
-//! (glibc's do not end with their thread). So a thread that submitted to an
-//! io_uring context waits, as it exits, for the requests it put in a submission
-//! queue that are still in the kernel, at most [`EXIT_WAIT`]: transfers on
-//! regular files and block devices, which end on their own. Reads and writes on
-//! pipes, sockets and terminals may wait for data forever: the kernel cancels
-//! them (ECANCELED) and the reaper issues them again on their own fd copy (see
-//! `Shard::reap`).
+//! (glibc's do not end with their thread).
+//!
+//! Requests with an fd copy of their own (still in the kernel after their
+//! submitting call on a pipe, a socket or an fd not seen before; held back;
+//! large transfers; every C request still in the kernel after its call) are
+//! issued again by the reaper, on that copy, when they end so (see
+//! `Shard::reap`). The others are transfers on fds known to name regular files
+//! or block devices, which end on their own: a thread that submitted such
+//! requests to an io_uring context waits for them as it exits, at most
+//! [`EXIT_WAIT`].
 
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Weak};
@@ -43,11 +46,16 @@ impl Drop for Watched {
     }
 }
 
-/// True if thread `tid` put a request in a submission queue that is still in
-/// the kernel, on a file whose transfers end on their own.
+/// True if thread `tid` submitted a request that is still in the kernel, has
+/// no fd copy of its own (one with a copy is issued again instead) and is on
+/// an fd known to name a file whose transfers end on their own (a regular
+/// file, block device or directory: a read of a pipe may wait forever).
 fn waits_for(core: &Core, tid: u32) -> bool {
     core.slots.iter().any(|s| {
-        s.state == State::Issued && s.submitter == tid && !s.fd_kind.is_some_and(|k| k.is_stream())
+        s.state == State::Issued
+            && s.submitter == tid
+            && s.own_fd.is_none()
+            && core.known_not_pollable(s.op.fd)
     })
 }
 

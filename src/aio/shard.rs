@@ -238,6 +238,20 @@ impl Shard {
                 {
                     true
                 }
+                // The same exit, for a transfer the kernel had started: it
+                // finishes it without the process's memory (a buffered read
+                // whose page came from the disk). Once: a second EFAULT is the
+                // caller's buffer. (Requests without an fd copy are waited for
+                // by their thread's exit instead: see `exit_wait.rs`.)
+                libc::EFAULT
+                    if !s.refaulted
+                        && !s.cancel_req
+                        && !shutdown
+                        && (s.own_fd.is_some() || s.probe) =>
+                {
+                    s.refaulted = true;
+                    true
+                }
                 _ => false,
             };
             if again {

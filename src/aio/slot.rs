@@ -93,8 +93,8 @@ pub(crate) struct Slot {
     /// io_uring: the fd's slot + 1 in the rings' file tables (0: none), used
     /// when the request has no fd copy of its own (see `files.rs`).
     pub fixed: u32,
-    /// io_uring: the thread that put the request in a submission queue (its
-    /// exit waits for the request: see `exit_wait.rs`).
+    /// The thread that submitted the request (its exit waits for the request
+    /// on io_uring: see `exit_wait.rs`).
     pub submitter: u32,
     /// The kind of the fd, when known (learned at submission or from the kernel).
     pub fd_kind: Option<FdKind>,
@@ -112,6 +112,10 @@ pub(crate) struct Slot {
     /// io_uring: cancelled because it would block on an `O_NONBLOCK` fd: reports
     /// EAGAIN instead of ECANCELED.
     pub eagain: bool,
+    /// io_uring: issued again after an EFAULT, which the kernel gives a
+    /// transfer it finishes after its thread exited (once: a second EFAULT is
+    /// the caller's buffer).
+    pub refaulted: bool,
     /// Thread engine: waiting for readiness in the engine's epoll set.
     pub parked: bool,
     /// Where the result goes when the request is done, for a handle that reads
@@ -165,6 +169,7 @@ impl Slot {
             skip_espipe: false,
             mail: MailAddr::NONE,
             eagain: false,
+            refaulted: false,
             parked: false,
         }
     }

@@ -559,7 +559,6 @@ fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
     let fixed = core.files.lookup(p.raw.fd);
     let s = &mut core.slots[idx as usize];
     s.fixed = fixed;
-    s.submitter = crate::sys::tid::current();
     s.fd_kind = p.kind;
     s.nonblock = p.nonblock;
     s.probe = probe;

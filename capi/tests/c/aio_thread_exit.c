@@ -5,7 +5,11 @@
  * glibc (whose helper threads do the I/O). io_uring cancels a task's pending
  * requests when the task exits: the library must issue such a request again
  * instead of reporting ECANCELED. A second round does the same with two
- * reads submitted by one lio_listio(LIO_NOWAIT) call.
+ * reads submitted by one lio_listio(LIO_NOWAIT) call. A third has a thread
+ * read a file whose pages were dropped from the page cache, and exit: the
+ * kernel finishes such a read without the process's memory (EFAULT) unless
+ * the library waits for it or issues it again. (Skipped on a file system that
+ * keeps the pages, such as tmpfs.)
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
@@ -13,9 +17,12 @@
 #define _GNU_SOURCE
 #include <aio.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +69,80 @@ static void complete_read(int i, const char *data) {
     CHECK(memcmp(bufs[i], data, 5) == 0);
 }
 
+#define MIB (1 << 20)
+#define FILE_MIB 16
+#define READS 8
+
+static int file_fd;
+static struct aiocb file_cbs[READS];
+static char file_bufs[READS][4096];
+
+static void *submit_file_reads(void *arg) {
+    (void)arg;
+    for (int i = 0; i < READS; i++) {
+        memset(&file_cbs[i], 0, sizeof file_cbs[i]);
+        file_cbs[i].aio_fildes = file_fd;
+        file_cbs[i].aio_buf = file_bufs[i];
+        file_cbs[i].aio_nbytes = sizeof file_bufs[i];
+        file_cbs[i].aio_offset = (off_t)(i * 2) * MIB + 4096;
+        CHECK(aio_read(&file_cbs[i]) == 0);
+    }
+    return NULL;
+}
+
+/* Drops the file's pages; 0 if they stay cached (nothing to test). */
+static int evict(void) {
+    size_t len = (size_t)FILE_MIB * MIB;
+    CHECK(posix_fadvise(file_fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    void *p = mmap(NULL, len, PROT_READ, MAP_SHARED, file_fd, 0);
+    CHECK(p != MAP_FAILED);
+    if (p == MAP_FAILED)
+        return 0;
+    unsigned char *in = malloc(len / 4096);
+    int evicted = in != NULL && mincore(p, len, in) == 0;
+    for (size_t k = 0; evicted && k < len / 4096; k++)
+        evicted = !(in[k] & 1);
+    free(in);
+    munmap(p, len);
+    return evicted;
+}
+
+static void uncached_reads_outlive_their_thread(void) {
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/posixrt-c-exit-XXXXXX", dir ? dir : "/tmp");
+    file_fd = mkstemp(path);
+    CHECK(file_fd >= 0);
+    if (file_fd < 0)
+        return;
+    unlink(path);
+    static char block[MIB];
+    for (int i = 0; i < FILE_MIB; i++) {
+        memset(block, 'a' + i, MIB);
+        CHECK(write(file_fd, block, MIB) == MIB);
+    }
+    CHECK(fsync(file_fd) == 0);
+    if (!evict()) {
+        fprintf(stderr, "the temp dir keeps file pages cached: uncached round skipped\n");
+        close(file_fd);
+        return;
+    }
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, submit_file_reads, NULL) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    struct timespec limit = {10, 0};
+    for (int i = 0; i < READS; i++) {
+        const struct aiocb *list[1] = {&file_cbs[i]};
+        while (aio_error(&file_cbs[i]) == EINPROGRESS) {
+            CHECK(aio_suspend(list, 1, &limit) == 0 || errno == EINTR);
+        }
+        CHECK(aio_error(&file_cbs[i]) == 0);
+        CHECK(aio_return(&file_cbs[i]) == 4096);
+        CHECK(file_bufs[i][0] == 'a' + i * 2 && file_bufs[i][4095] == 'a' + i * 2);
+    }
+    close(file_fd);
+}
+
 int main(void) {
     pthread_t t;
     CHECK(pipe(fds[0]) == 0 && pipe(fds[1]) == 0);
@@ -78,5 +159,6 @@ int main(void) {
     complete_read(1, "after");
     complete_read(0, "again");
 
+    uncached_reads_outlive_their_thread();
     return finish();
 }

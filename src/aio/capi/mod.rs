@@ -558,6 +558,7 @@ impl CEngine {
                 }
             }
         }
+        super::exit_wait::watch(&self.inner);
         Ok(names)
     }
 
