@@ -34,6 +34,13 @@
 //! `POSIXRT_AIO_BACKEND=threads|uring` forces one. Resource errors (ENOMEM,
 //! EMFILE) are reported, never fallen back from.
 //!
+//! A request belongs to the process, not to the thread that submitted it: a
+//! thread may submit and exit. The kernel ends what an exiting thread left in
+//! its rings, so the engine issues such a request again on its own fd copy
+//! (pipes, sockets, large transfers, C requests), or the thread's exit waits
+//! for it, at most 10 s (the other transfers on regular files and block
+//! devices).
+//!
 //! Writes on an `O_APPEND` fd or a pipe/socket/terminal, and fsyncs, are
 //! serialised per fd in the engine (the next one starts when the previous one is
 //! done), so they land in call order and an fsync covers everything queued on its
