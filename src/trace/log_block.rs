@@ -1,16 +1,19 @@
 //! Event blocks (record kind 7): many events of the log's own process in one
 //! record, each a few bytes plus its data.
 //!
-//! A log with the APPEND policy writes its events this way. Per event: `u16` id,
-//! `u8` flags, the timestamp as a signed difference from the previous event's
-//! (zigzag LEB128: one byte for a gap under 64 ns, two under 8 µs), the tid only
-//! when it is neither of the last two, then the data. 8 bytes of data take 12
+//! Logs with the APPEND and UNTIL_FULL policies write their events this way.
+//! Per event: `u16` id, `u8` flags, the timestamp as a signed difference from
+//! the previous event's (zigzag LEB128: one byte for a gap under 64 ns, two
+//! under 8 µs), the tid only when it is neither of the last two, then the
+//! data. 8 bytes of data take 12
 //! or 13 bytes, against 32 for a compact record (kind 6). A block is closed (its
 //! length and checksum written) before anything else is queued after it and
 //! before every write, so a cut log loses at most the block being written.
 //!
-//! Logs with the LOOP and UNTIL_FULL policies keep one record per event: they
-//! count and drop events one by one.
+//! Logs with the LOOP policy keep one record per event: they drop the oldest
+//! events one by one. An UNTIL_FULL log sets aside, for each event, the most it
+//! could take in a block ([`BLOCK_EVENT_MAX`] besides its data), so it never
+//! passes its size.
 
 use std::time::Duration;
 
@@ -27,6 +30,14 @@ const BLOCK_BODY: usize = 32 << 10;
 /// Bytes of a block's body before its first event: kind, first tid, first
 /// timestamp.
 const BLOCK_HEAD: usize = 1 + 4 + 8;
+
+/// Bytes of an event besides its data: id, flags, at most 10 bytes of
+/// timestamp, a tid and a length.
+const EVENT_HEAD_MAX: usize = 2 + 1 + 10 + 4 + 2;
+
+/// The most an event takes in a block besides its data, a new block's frame
+/// and head included: what a log counting bytes (UNTIL_FULL) sets aside for it.
+pub(crate) const BLOCK_EVENT_MAX: usize = 8 + BLOCK_HEAD + EVENT_HEAD_MAX;
 
 /// Flags: data length in bits 0..=3 (0..=8 inline; [`LEN_U16`]: a `u16` length
 /// follows the tid), truncated, without pid, and how the tid is given (bits 6
@@ -114,8 +125,7 @@ impl BlockWriter {
             | code << 6;
         let delta = ts_ns.wrapping_sub(self.prev.ts) as i64;
         self.prev.ts = ts_ns;
-        // id, flags, up to 10 bytes of timestamp, a tid, a length.
-        let mut h = [0u8; 19];
+        let mut h = [0u8; EVENT_HEAD_MAX];
         h[..2].copy_from_slice(&e.id.to_le_bytes());
         h[2] = flags;
         let mut n = 3 + put_varint(&mut h[3..13], zigzag(delta));

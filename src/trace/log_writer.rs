@@ -13,7 +13,7 @@ use super::log::{
     attr_record, encode_compact, encode_event, file_header, frame, status_record, type_record,
     LogStatus, OwnEvent, COMPACT_RECORD_FIXED, EVENT_RECORD_FIXED, K_END,
 };
-use super::log_block::BlockWriter;
+use super::log_block::{BlockWriter, BLOCK_EVENT_MAX};
 
 /// Writes a log, applying the log full policy. Owned by the flusher.
 pub(crate) struct LogWriter {
@@ -31,7 +31,8 @@ pub(crate) struct LogWriter {
     kept_bytes: u64,
     event_bytes: u64,
     pending: Vec<u8>,
-    /// APPEND: the event block being filled at the end of `pending`.
+    /// APPEND and UNTIL_FULL: the event block being filled at the end of
+    /// `pending`.
     block: BlockWriter,
     /// LOOP: the file holds events older than `kept` (compact it when it grows).
     rewrite: bool,
@@ -123,7 +124,9 @@ impl LogWriter {
         ts_ns: u64,
         data: &[u8],
     ) -> bool {
+        // At most this many bytes (exact for a record, a bound in a block).
         let n = self.record_len(pid, data.len());
+        let at = self.pending.len();
         match self.policy {
             LogFullPolicy::Append => {
                 self.encode(id, truncated, pid, tid, ts_ns, data);
@@ -138,7 +141,7 @@ impl LogWriter {
                 if self.event_bytes + n + stop_size > self.size {
                     let stop = 2u32.to_le_bytes();
                     self.encode(EventId::STOP.0, false, self.pid, tid, ts_ns, &stop);
-                    self.event_bytes += stop_size;
+                    self.event_bytes += (self.pending.len() - at) as u64;
                     self.full = true;
                     self.lost += 1;
                     self.overrun = true;
@@ -174,7 +177,8 @@ impl LogWriter {
                 }
             }
         }
-        self.event_bytes += n;
+        // The bytes queued (a block's include its head when this event opened it).
+        self.event_bytes += (self.pending.len() - at) as u64;
         true
     }
 
@@ -185,26 +189,27 @@ impl LogWriter {
         pid == self.pid || pid == 0
     }
 
-    /// Bytes of the record of an event of `pid` with `dlen` bytes of data.
+    /// Bytes of the record of an event of `pid` with `dlen` bytes of data; in
+    /// an event block, the most it can take (a new block's head included).
     #[inline]
     fn record_len(&self, pid: u32, dlen: usize) -> u64 {
-        let fixed = if self.compact(pid) {
-            COMPACT_RECORD_FIXED
-        } else {
-            EVENT_RECORD_FIXED
+        let fixed = match (self.compact(pid), self.policy) {
+            (false, _) => EVENT_RECORD_FIXED,
+            (true, LogFullPolicy::Loop) => COMPACT_RECORD_FIXED,
+            (true, _) => BLOCK_EVENT_MAX,
         };
         (fixed + dlen.min(u16::MAX as usize)) as u64
     }
 
     /// Queues the record of one event: this process's events (`pid` the log's,
-    /// or 0 for a type without a pid) go into an event block (APPEND) or a
-    /// compact record (LOOP and UNTIL_FULL, which count records one by one),
-    /// other events into a full record.
+    /// or 0 for a type without a pid) go into an event block (APPEND and
+    /// UNTIL_FULL) or a compact record (LOOP, which drops the oldest events one
+    /// by one), other events into a full record.
     #[inline]
     fn encode(&mut self, id: u16, truncated: bool, pid: u32, tid: u32, ts_ns: u64, data: &[u8]) {
         let compact = self.compact(pid);
         let own = OwnEvent::new(id, truncated, pid == 0, tid, ts_ns, data);
-        if compact && self.policy == LogFullPolicy::Append {
+        if compact && self.policy != LogFullPolicy::Loop {
             return self.block.push(&mut self.pending, &own);
         }
         self.block.close(&mut self.pending);

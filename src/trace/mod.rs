@@ -103,12 +103,12 @@
 //!     lost by the log, `u8` flags (bit 0 stream overrun, bit 1 log overrun, bit 2
 //!     log full).
 //!   - kind 5, **end**: the log was shut down cleanly.
-//!   - kind 6, **compact event** (the log's own events, LOOP and UNTIL_FULL
-//!     logs): `u16` id, `u8` flags (bit 0 truncated, bit 1 without pid), `u32`
+//!   - kind 6, **compact event** (the log's own events in LOOP logs): `u16` id, `u8` flags (bit 0 truncated, bit 1 without pid), `u32`
 //!     tid, `u64` timestamp, data (the rest of the body). The pid is the
 //!     attributes' pid (0 with bit 1), the program address 0. 32 bytes in all
 //!     for 8 bytes of data, against 46 for kind 3.
-//!   - kind 7, **event block** (the log's own events, APPEND logs): `u32` tid and
+//!   - kind 7, **event block** (the log's own events in APPEND and UNTIL_FULL
+//!     logs): `u32` tid and
 //!     `u64` timestamp of the first event, then events back to back, each: `u16`
 //!     id; `u8` flags (bits 0-3 data length 0 to 8, or 15: a `u16` length
 //!     follows; bit 4 truncated; bit 5 without pid; bits 6-7 the tid, one of
@@ -123,7 +123,8 @@
 //!
 //! A reader stops at the first record that is cut (`ErrorKind::Truncated`) or fails
 //! its checksum (`ErrorKind::Corrupt`); a log without the end record is reported as
-//! truncated after its last event. The log size counts event records only. Log LOOP
+//! truncated after its last event. The log size counts event records and blocks only
+//! (an UNTIL_FULL log sets aside the most an event can take in a block). Log LOOP
 //! appends, and compacts the file to the newest events within the log size when it
 //! would pass twice the log size, at `clear` and at shutdown: a shut-down log holds
 //! at most the log size of events; a log read while running (or after a crash) may
