@@ -100,3 +100,43 @@ fn survive_exit(b: Backend) {
     }
 }
 both!(reads_outlive_their_thread, survive_exit);
+
+/// A forked child's exit leaves its parent's rings alone. The child inherits
+/// the forking thread's list of contexts to wait in at exit; waiting there
+/// would reap completions from the rings' memory, which parent and child
+/// share, and the parent's request would never be seen to complete.
+#[test]
+fn a_forked_childs_exit_leaves_the_parents_rings() {
+    let aio = ctx(Backend::Uring);
+    let (r, w) = common::pipe();
+    let mut req = aio.read(&r, 0, vec![0u8; 4]).unwrap();
+    let (a, f) = (aio.clone(), Arc::new(file()));
+    let pid = std::thread::spawn(move || {
+        // This thread submits (so its exit, and a forked child's, would wait
+        // in `a`), then forks a child that sleeps and calls exit(3).
+        let mut x = a.read(&*f, 0, vec![0u8; 16]).unwrap();
+        a.suspend([&x], Some(Duration::from_secs(10))).unwrap();
+        assert_eq!(x.aio_return().unwrap().result.unwrap(), 16);
+        // SAFETY: the child only sleeps and exits.
+        match unsafe { libc::fork() } {
+            0 => {
+                std::thread::sleep(Duration::from_millis(300));
+                // SAFETY: ends the child (its thread-locals' destructors run).
+                unsafe { libc::exit(0) }
+            }
+            pid => pid,
+        }
+    })
+    .join()
+    .unwrap();
+    assert!(pid > 0);
+    // Completes the parent's read before the child exits.
+    rustix::io::write(&w, b"data").unwrap();
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    aio.suspend([&req], Some(Duration::from_secs(3))).unwrap();
+    let c = req.aio_return().unwrap();
+    assert_eq!(c.result.unwrap(), 4);
+    assert_eq!(c.buf.as_deref(), Some(&b"data"[..]));
+}

@@ -11,17 +11,24 @@
 //! submitting call on a pipe, a socket or an fd not seen before; held back;
 //! large transfers; every C request still in the kernel after its call) are
 //! issued again by the reaper, on that copy, when they end so (see
-//! `Shard::reap`). The others are transfers on fds known to name regular files
-//! or block devices, which end on their own: a thread that submitted such
-//! requests to an io_uring context waits for them as it exits, at most
-//! [`EXIT_WAIT`].
+//! `Shard::reap`). For the others, a thread that submitted to an io_uring
+//! context waits as it exits, at most [`EXIT_WAIT`], for those still in the
+//! kernel whose fd was known when they were submitted to name a regular file
+//! or block device: transfers that end on their own. A forked child's exit waits for
+//! nothing (the list it inherits names its parent's rings).
+//!
+//! The thread that entered the ring is the one the kernel ties a request to,
+//! and it is not always the submitter: a C request left in the submission
+//! queue is entered by whoever calls the library next. Such a request has no
+//! fd copy, and the exit of the thread that entered it still ends it.
 
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::engine::{Engine, Inner};
-use super::table::{Core, State};
+use super::table::State;
+use crate::sys::io::{kind, FdKind};
 
 /// The longest a thread's exit waits for its requests.
 const EXIT_WAIT: Duration = Duration::from_secs(10);
@@ -30,40 +37,78 @@ const EXIT_WAIT: Duration = Duration::from_secs(10);
 /// are gone.
 const KEEP: usize = 16;
 
-/// The contexts this thread submitted to; its exit waits for its requests there.
-struct Watched(RefCell<Vec<Weak<Inner>>>);
+/// The contexts this thread submitted to; its exit waits for its requests
+/// there. `pid` is the process that registered them: a child made by `fork`
+/// inherits the list, and must not touch its parent's rings when it exits.
+struct Watched {
+    list: RefCell<Vec<Weak<Inner>>>,
+    pid: Cell<u32>,
+}
 
 impl Drop for Watched {
     fn drop(&mut self) {
+        let list = std::mem::take(self.list.get_mut());
+        if self.pid.get() != std::process::id() {
+            return;
+        }
         let tid = crate::sys::tid::current();
         let deadline = Instant::now() + EXIT_WAIT;
-        for w in self.0.get_mut().drain(..) {
-            if let Some(inner) = w.upgrade() {
-                // A timeout leaves the rest to the kernel, as before.
-                let _ = inner.wait_until(Some(deadline), None, |c| !waits_for(c, tid));
+        for w in list {
+            let Some(inner) = w.upgrade() else { continue };
+            let mine = transfers_of(&inner, tid);
+            if mine.is_empty() {
+                continue;
             }
+            // A timeout leaves the rest to the kernel, as before.
+            let _ = inner.wait_until(Some(deadline), None, |c| {
+                !mine
+                    .iter()
+                    .any(|&(i, g)| c.get(i, g).is_some_and(|s| s.state == State::Issued))
+            });
         }
     }
 }
 
-/// True if thread `tid` submitted a request that is still in the kernel, has
-/// no fd copy of its own (one with a copy is issued again instead) and is on
-/// an fd known to name a file whose transfers end on their own (a regular
-/// file, block device or directory: a read of a pipe may wait forever).
-fn waits_for(core: &Core, tid: u32) -> bool {
-    core.slots.iter().any(|s| {
-        s.state == State::Issued
-            && s.submitter == tid
-            && s.own_fd.is_none()
-            && core.known_not_pollable(s.op.fd)
-    })
+/// The requests thread `tid` submitted to `inner` that are still in the kernel
+/// without an fd copy of their own (one with a copy is issued again instead),
+/// on an fd known at submission to name a file whose transfers end on their
+/// own, unless the number names a pipe, socket or terminal now (`fstat`,
+/// outside the lock: a number closed and reused by a pipe can keep its old
+/// kind in the engine, and a pipe read may wait forever).
+fn transfers_of(inner: &Inner, tid: u32) -> Vec<(u32, u32)> {
+    let core = inner.lock();
+    let found: Vec<(u32, u32, i32)> = core
+        .slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            s.state == State::Issued && s.submitter == tid && s.own_fd.is_none() && s.finite
+        })
+        .map(|(i, s)| (i as u32, s.gen, s.op.fd))
+        .collect();
+    drop(core);
+    found
+        .into_iter()
+        .filter(|&(_, _, fd)| {
+            // SAFETY: only `fstat`ed; a closed number gives EBADF (then the
+            // request's file is the one it was submitted on).
+            let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+            !kind(bfd).is_ok_and(FdKind::is_stream)
+        })
+        .map(|(i, g, _)| (i, g))
+        .collect()
 }
 
 thread_local! {
     /// The context this thread registered last (its address: the `Weak` in
     /// `WATCHED` keeps it from being reused), 0 for none.
     static LAST: Cell<usize> = const { Cell::new(0) };
-    static WATCHED: Watched = const { Watched(RefCell::new(Vec::new())) };
+    static WATCHED: Watched = const {
+        Watched {
+            list: RefCell::new(Vec::new()),
+            pid: Cell::new(0),
+        }
+    };
 }
 
 /// Makes the calling thread's exit wait for its requests in `inner` (once per
@@ -82,7 +127,15 @@ pub(crate) fn watch(inner: &Arc<Inner>) {
 #[cold]
 fn watch_slow(inner: &Arc<Inner>, me: usize) {
     let _ = WATCHED.try_with(|w| {
-        let Ok(mut v) = w.0.try_borrow_mut() else {
+        let pid = std::process::id();
+        if w.pid.get() != pid {
+            // New, or inherited from the parent by a forked child: start over.
+            w.pid.set(pid);
+            if let Ok(mut v) = w.list.try_borrow_mut() {
+                v.clear();
+            }
+        }
+        let Ok(mut v) = w.list.try_borrow_mut() else {
             return;
         };
         if v.len() >= KEEP {

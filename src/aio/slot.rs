@@ -96,6 +96,10 @@ pub(crate) struct Slot {
     /// The thread that submitted the request (its exit waits for the request
     /// on io_uring: see `exit_wait.rs`).
     pub submitter: u32,
+    /// io_uring: the fd was known, when the request was submitted, to name a
+    /// regular file, block device or directory: the transfer ends on its own
+    /// (its submitter's exit may wait for it).
+    pub finite: bool,
     /// The kind of the fd, when known (learned at submission or from the kernel).
     pub fd_kind: Option<FdKind>,
     /// The fd is `O_NONBLOCK`: a transfer that would block ends with EAGAIN.
@@ -162,6 +166,7 @@ impl Slot {
             class: SchedClass::OTHER,
             fixed: 0,
             submitter: 0,
+            finite: false,
             fd_kind: None,
             nonblock: false,
             probe: false,

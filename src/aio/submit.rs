@@ -557,8 +557,12 @@ fn hold_back(core: &mut Core, idx: u32, mut p: Prepared<'_>) {
 #[inline(always)]
 fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
     let fixed = core.files.lookup(p.raw.fd);
+    let finite = p
+        .kind
+        .map_or(!probe && core.fd_not_pollable(p.raw.fd), |k| !k.is_stream());
     let s = &mut core.slots[idx as usize];
     s.fixed = fixed;
+    s.finite = finite;
     s.fd_kind = p.kind;
     s.nonblock = p.nonblock;
     s.probe = probe;

@@ -263,6 +263,7 @@ impl Core {
         s.eagain = false;
         s.refaulted = false;
         s.submitter = crate::sys::tid::current();
+        s.finite = false;
         s.seq = seq;
         s.res = 0;
         if !notify.is_none() {
@@ -355,14 +356,6 @@ impl Core {
     #[inline]
     pub(crate) fn fd_not_pollable(&mut self, fd: i32) -> bool {
         self.gate(fd).not_pollable
-    }
-
-    /// [`fd_not_pollable`](Core::fd_not_pollable), without making a gate.
-    pub(crate) fn known_not_pollable(&self, fd: i32) -> bool {
-        match usize::try_from(fd) {
-            Ok(i) if i < self.gates.len() => self.gates[i].not_pollable,
-            _ => self.sparse_gates.get(&fd).is_some_and(|g| g.not_pollable),
-        }
     }
 
     /// Records what fd number `fd` names (see [`fd_not_pollable`](Core::fd_not_pollable)).

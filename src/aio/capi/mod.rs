@@ -492,8 +492,10 @@ impl CEngine {
             // SAFETY: the caller guarantees `cb` is valid; the request cannot
             // complete before the lock is released.
             unsafe { store_started(r.cb, user_data(idx, gen)) };
-            let probe = kind == OpKind::Read && !core.fd_not_pollable(raw.fd);
+            let known = core.fd_not_pollable(raw.fd);
+            let probe = kind == OpKind::Read && !known;
             core.slots[idx as usize].probe = probe;
+            core.slots[idx as usize].finite = known;
             if r.nonblock && matches!(inner.engine, Engine::Uring(_)) {
                 // Issued with RWF_NOWAIT at offset -1 (see `sqe`).
                 let s = &mut core.slots[idx as usize];
