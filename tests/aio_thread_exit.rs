@@ -20,7 +20,10 @@ const FILE_MIB: usize = 32;
 /// A file of `FILE_MIB` MiB in the temp dir, each MiB filled with its index;
 /// unlinked (open only).
 fn file() -> std::fs::File {
-    let path = std::env::temp_dir().join(format!("posixrt-exit-{}", std::process::id()));
+    // Tests of this file run at once: a name each.
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("posixrt-exit-{}-{n}", std::process::id()));
     let mut f = std::fs::File::options()
         .read(true)
         .write(true)
