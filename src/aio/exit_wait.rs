@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 
 use super::engine::{Engine, Inner};
 use super::table::State;
-use crate::sys::io::{kind, FdKind};
 
 /// The longest a thread's exit waits for its requests.
 const EXIT_WAIT: Duration = Duration::from_secs(10);
@@ -89,14 +88,26 @@ fn transfers_of(inner: &Inner, tid: u32) -> Vec<(u32, u32)> {
     drop(core);
     found
         .into_iter()
-        .filter(|&(_, _, fd)| {
-            // SAFETY: only `fstat`ed; a closed number gives EBADF (then the
-            // request's file is the one it was submitted on).
-            let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-            !kind(bfd).is_ok_and(FdKind::is_stream)
-        })
+        // A closed number (EBADF) keeps its request: that reads the file it
+        // was submitted on.
+        .filter(|&(_, _, fd)| !names_pollable(fd))
         .map(|(i, g, _)| (i, g))
         .collect()
+}
+
+/// True if the number `fd` names a pipe, FIFO, socket or character device now.
+/// The number may be closed, or reused, by the time of the call: it is only
+/// `fstat`ed, by number (no borrow of an fd that may not be open).
+fn names_pollable(fd: i32) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `fstat` takes any number (a closed one gives EBADF) and writes
+    // only into `st`, a buffer of the size it expects.
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: `fstat` succeeded, so it filled `st`.
+    let mode = unsafe { st.assume_init() }.st_mode & libc::S_IFMT;
+    matches!(mode, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR)
 }
 
 thread_local! {
