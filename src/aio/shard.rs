@@ -214,10 +214,12 @@ impl Shard {
                 }
                 // The real-time I/O class refused (a thread without the
                 // capability the process was thought to have): none from now.
+                // A probe is reaped inside its submitting call, which keeps
+                // the caller's fd open.
                 libc::EPERM
                     if s.class.is_rt()
                         && crate::sys::prio::rt_ioprio_allowed()
-                        && (s.own_fd.is_some() || s.aiocb != 0) =>
+                        && (s.own_fd.is_some() || s.aiocb != 0 || s.probe) =>
                 {
                     crate::sys::prio::rt_ioprio_refused();
                     true
