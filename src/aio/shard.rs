@@ -224,34 +224,29 @@ impl Shard {
                     crate::sys::prio::rt_ioprio_refused();
                     true
                 }
-                // Cancelled by the kernel, not by a cancel of ours: the thread
-                // whose `io_uring_enter` submitted it (this request's submitter,
-                // or another thread that entered the ring first) has exited, and
-                // the kernel cancels a task's pending requests when it exits. A
-                // POSIX request belongs to the process: issue it again, on its
-                // own fd copy (or, for a probe, on the caller's fd, which its
-                // submitting call, still running, keeps open). It had not
-                // started: it waited for its fd, or for a kernel worker.
-                libc::ECANCELED
-                    if !s.eagain
-                        && !s.cancel_req
+                // Ended by the kernel, not by a cancel of ours: the thread whose
+                // `io_uring_enter` submitted it (this request's submitter, or
+                // another thread that entered the ring first) has exited. The
+                // kernel cancels what had not started (ECANCELED: it waited for
+                // its fd or a kernel worker) and finishes what had without the
+                // process's memory (EFAULT: a buffered read whose page came from
+                // the disk). A POSIX request belongs to the process: issue it
+                // again, on its own fd copy (or, for a probe, on the caller's fd,
+                // which its submitting call, still running, keeps open). EFAULT
+                // once only: a second one is the caller's buffer. (Requests
+                // without an fd copy are waited for by their thread's exit
+                // instead: see `exit_wait.rs`.)
+                e @ (libc::ECANCELED | libc::EFAULT)
+                    if !s.cancel_req
                         && !shutdown
-                        && (s.own_fd.is_some() || s.probe) =>
+                        && (s.own_fd.is_some() || s.probe)
+                        && !(if e == libc::EFAULT {
+                            s.refaulted
+                        } else {
+                            s.eagain
+                        }) =>
                 {
-                    true
-                }
-                // The same exit, for a transfer the kernel had started: it
-                // finishes it without the process's memory (a buffered read
-                // whose page came from the disk). Once: a second EFAULT is the
-                // caller's buffer. (Requests without an fd copy are waited for
-                // by their thread's exit instead: see `exit_wait.rs`.)
-                libc::EFAULT
-                    if !s.refaulted
-                        && !s.cancel_req
-                        && !shutdown
-                        && (s.own_fd.is_some() || s.probe) =>
-                {
-                    s.refaulted = true;
+                    s.refaulted |= e == libc::EFAULT;
                     true
                 }
                 _ => false,
