@@ -308,8 +308,17 @@ fn uring_one_turn_enters_once() {
             assert_eq!(t.await.unwrap(), k);
         }
     });
+    assert_eq!(
+        submit_complete_order(t, me, fd),
+        format!("{}{}", "s".repeat(32), "c".repeat(32))
+    );
+}
+
+/// The `aio_submit` (`s`) and `aio_complete` (`c`) events of thread `me` on
+/// `fd` in the started trace `t`, in order; stops and shuts the trace down.
+fn submit_complete_order(t: posixrt::trace::Trace, me: u32, fd: i32) -> String {
     t.stop().unwrap();
-    let mut order = Vec::new();
+    let mut order = String::new();
     for e in t.events() {
         let Ok(name) = t.eventid_name(e.id) else {
             continue;
@@ -328,8 +337,61 @@ fn uring_one_turn_enters_once() {
         }
     }
     t.shutdown().unwrap();
-    let order: String = order.into_iter().collect();
-    assert_eq!(order, format!("{}{}", "s".repeat(32), "c".repeat(32)));
+    order
+}
+
+/// Reads chunks `0..n` with `n` futures in flight in one task (a `join_all`),
+/// each submitted when first polled, and checks their bytes.
+async fn join_reads(aio: &Aio, f: &Arc<File>, n: usize) {
+    let mut futs: Vec<_> = (0..n)
+        .map(|i| Some(aio.read_async(Arc::clone(f), (i * CHUNK) as i64, vec![0u8; CHUNK])))
+        .collect();
+    std::future::poll_fn(|cx| {
+        let mut all = true;
+        for (i, slot) in futs.iter_mut().enumerate() {
+            let Some(fut) = slot.as_mut() else { continue };
+            match Pin::new(fut).poll(cx) {
+                Poll::Ready(c) => {
+                    assert_eq!(c.unwrap().data()[1], byte(i * CHUNK + 1), "chunk {i}");
+                    *slot = None;
+                }
+                Poll::Pending => all = false,
+            }
+        }
+        if all {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
+/// 32 futures in flight in one lone task (`block_on`, no other task): once a
+/// submission that waited for the turn's end gathered the others, their
+/// requests reach the kernel together, as 32 tasks' do.
+#[test]
+fn uring_one_task_many_futures_enter_together() {
+    use std::os::fd::AsRawFd;
+    let aio = ctx(Backend::Uring);
+    let f = data_file();
+    let fd = f.as_raw_fd();
+    let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    let rt = current_rt();
+    rt.block_on(async {
+        // The first reads of a lone task enter at once; a later one waits and
+        // finds the others.
+        for _ in 0..2 {
+            join_reads(&aio, &f, 32).await;
+        }
+    });
+    let t = posixrt::trace::Trace::create(&posixrt::trace::TraceAttr::new()).unwrap();
+    t.start().unwrap();
+    rt.block_on(join_reads(&aio, &f, 32));
+    assert_eq!(
+        submit_complete_order(t, me, fd),
+        format!("{}{}", "s".repeat(32), "c".repeat(32))
+    );
 }
 
 /// A cached file in the temp dir (page-cache reads complete inline on io_uring,
@@ -340,7 +402,8 @@ fn cached_temp_file() -> File {
 }
 
 /// A lone task (no other task in the runtime) does not wait for the end of the
-/// turn: its request enters the kernel at once. Seen on a cached file, whose
+/// turn: its requests enter the kernel at once (for a run of them: see
+/// `uring_one_task_many_futures_enter_together`). Seen on a cached file, whose
 /// reads complete inline: every read is done at its first poll (skipped where
 /// the temp dir's file system completes none inline, e.g. tmpfs).
 #[test]

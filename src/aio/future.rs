@@ -179,10 +179,13 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// goes into the io_uring submission queue without a system call, and the
 /// queue is entered once at the end of the runtime's turn (once every ready task
 /// ran): 32 tasks that each read make one `io_uring_enter`, like one
-/// `lio_listio` of 32. A lone task (or one whose waits for the turn's end
-/// gathered nothing) enters at once, as a synchronous call does. Elsewhere (any
-/// other executor, the thread engine) the request is submitted at the first
-/// poll, as [`Aio::submit`] does.
+/// `lio_listio` of 32, and so do 32 futures in flight in one task (a join,
+/// `FuturesUnordered`, `buffer_unordered`). A lone task with one read at a
+/// time (or one whose waits for the turn's end gathered nothing) enters at
+/// once, as a synchronous call does, but for one submission per run of up to
+/// 1024 that waits to find out whether others join it. Elsewhere (any other
+/// executor, the thread engine) the request is submitted at the first poll, as
+/// [`Aio::submit`] does.
 ///
 /// The kernel reads the descriptor number when the ring is entered, so the
 /// future owns `F`, a handle to the descriptor, until it is dropped: dropping
@@ -484,9 +487,15 @@ mod batch {
     }
 
     /// True if a submission to `inner` should leave the ring unentered: a flush
-    /// is already coming, or other tasks may submit this turn (tokio says the
-    /// runtime has other tasks; after a no, or a wait that gathered nothing, the
-    /// next submissions enter at once without asking, see [`learn`]).
+    /// is already coming, or other submissions may join it this turn.
+    ///
+    /// The first submission of a thread to a context asks tokio: beside other
+    /// tasks it waits for the turn's end, in a lone task it enters at once. After
+    /// that, each run of submissions that entered at once (see [`learn`]) ends
+    /// with one that waits: other futures of the same task (a `join`, a
+    /// `FuturesUnordered`, `buffer_unordered`) or other tasks then join it, and
+    /// a batch makes every submission wait again. A lone read at a time pays
+    /// that wait once per run, and the runs double up to [`SOLO_MAX`].
     #[inline]
     pub(super) fn should_defer(inner: &Arc<Inner>) -> bool {
         if pending(inner) {
@@ -494,14 +503,19 @@ mod batch {
         }
         let me = Arc::as_ptr(inner) as usize;
         let (ctx, skip, next) = SOLO.get();
-        if ctx == me && skip > 0 {
-            SOLO.set((me, skip - 1, next));
-            return false;
-        }
-        if tokio_reap::batching_pays() {
+        if ctx == me {
+            if skip > 0 {
+                SOLO.set((me, skip - 1, next));
+                return false;
+            }
+            // (Outside a runtime, nothing would end a turn: enter at once.)
+            if tokio_reap::in_runtime() {
+                return true;
+            }
+        } else if tokio_reap::batching_pays() {
             return true;
         }
-        SOLO.set((me, SOLO_SKIP, next));
+        SOLO.set((me, SOLO_SKIP, next.max(SOLO_SKIP)));
         false
     }
 

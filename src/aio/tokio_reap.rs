@@ -208,9 +208,16 @@ fn register_fd(dup: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
 /// True when a submission made here may wait for the end of the runtime's turn
 /// to enter the kernel together with others: we run inside a tokio runtime that
 /// has other tasks, which may submit in the same turn. A lone task (or a
-/// `block_on` future) enters at once, as a synchronous caller does.
+/// `block_on` future) enters at once, as a synchronous caller does, until a
+/// submission that waits shows that others join it (see `future.rs`).
 pub(crate) fn batching_pays() -> bool {
     Handle::try_current().is_ok_and(|h| h.metrics().num_alive_tasks() > 1)
+}
+
+/// True inside a tokio runtime (a task or a `block_on` future), where a
+/// runtime turn ends.
+pub(crate) fn in_runtime() -> bool {
+    Handle::try_current().is_ok()
 }
 
 /// Has `w` woken at the end of the current runtime turn: once the scheduler has
