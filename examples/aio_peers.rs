@@ -8,6 +8,7 @@
 //! | `posixrt_suspend` | `aio.read` + `aio.suspend`; QD32: `lio_listio(Wait)` of 32 |
 //! | `posixrt_await` | `aio.read_async(Arc::clone(&file), ..).await` on a tokio `current_thread` runtime (submitted when polled; the reads of one runtime turn enter the ring together); QD32: 32 tasks in flight |
 //! | `posixrt_await_request` | `aio.read(&file, ..)?.await` (submitted, and the ring entered, by the call); QD32: 32 tasks in flight |
+//! | `posixrt_await_join` | as `posixrt_await`; QD32: 32 futures in flight in one task (a join that polls each and starts the next read where one completed, as `join_all` or `buffer_unordered` would) |
 //! | `io_uring` | the raw `io-uring` crate: push, `submit_and_wait`; QD32: submit 32, wait all |
 //! | `tokio_uring` | `tokio_uring::fs::File::read_at`; QD32: 32 tasks in flight |
 //! | `monoio` | `monoio::fs::File::read_at` (io_uring driver); QD32: 32 tasks in flight |
@@ -37,10 +38,13 @@
 
 use std::cell::RefCell;
 use std::fs::File;
+use std::future::Future;
 use std::io::Write;
 use std::os::fd::AsRawFd;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op, RegisteredFd};
@@ -50,10 +54,11 @@ mod args;
 
 const BLOCK: usize = 4096;
 const QD: usize = 32;
-const ENGINES: [&str; 8] = [
+const ENGINES: [&str; 9] = [
     "posixrt_suspend",
     "posixrt_await",
     "posixrt_await_request",
+    "posixrt_await_join",
     "io_uring",
     "tokio_uring",
     "monoio",
@@ -223,6 +228,48 @@ struct PosixrtAwait {
     /// `aio.read_async(..).await` (submitted when polled) rather than
     /// `aio.read(..)?.await` (submitted by the call).
     submit_on_poll: bool,
+    /// QD32 in one task (see [`join_reads`]) rather than 32 tasks.
+    one_task: bool,
+}
+
+/// `n` reads of `BLOCK` bytes at `offs` with 32 futures in flight in the calling
+/// task: each wake-up polls every future, and one that completed is replaced by
+/// the next read (a `join_all` that refills, like `buffer_unordered`).
+async fn join_reads(
+    aio: &Aio,
+    file: &Arc<File>,
+    offs: &mut Offsets,
+    n: usize,
+) -> Result<(), String> {
+    let mut left = n;
+    let mut next = |buf: Vec<u8>, left: &mut usize| {
+        (*left > 0).then(|| {
+            *left -= 1;
+            aio.read_async(Arc::clone(file), offs.next() as i64, buf)
+        })
+    };
+    let mut futs: Vec<_> = (0..QD).map(|_| next(vec![0u8; BLOCK], &mut left)).collect();
+    std::future::poll_fn(|cx| {
+        let mut live = false;
+        for slot in futs.iter_mut() {
+            while let Some(f) = slot.as_mut() {
+                let Poll::Ready(c) = Pin::new(f).poll(cx) else {
+                    live = true;
+                    break;
+                };
+                let c = c.map_err(err)?;
+                check(c.result.map_err(err)?)?;
+                let buf = c.buf.ok_or("the buffer did not come back")?;
+                *slot = next(buf, &mut left);
+            }
+        }
+        if live {
+            Poll::Pending
+        } else {
+            Poll::Ready(Ok(()))
+        }
+    })
+    .await
 }
 
 impl Engine for PosixrtAwait {
@@ -258,6 +305,13 @@ impl Engine for PosixrtAwait {
         let seed = self.seed;
         let submit_on_poll = self.submit_on_poll;
         let t = Instant::now();
+        if self.one_task {
+            let (aio, file) = (&self.aio, &self.file);
+            let mut offs = Offsets::new(size, seed * 64);
+            self.rt
+                .block_on(join_reads(aio, file, &mut offs, per * QD))?;
+            return Ok(Some((per * QD) as f64 / t.elapsed().as_secs_f64()));
+        }
         self.rt.block_on(async {
             let tasks: Vec<_> = (0..QD)
                 .map(|k| {
@@ -561,7 +615,7 @@ fn build(
                 bufs: Vec::new(),
             })
         }
-        "posixrt_await" | "posixrt_await_request" => {
+        "posixrt_await" | "posixrt_await_request" | "posixrt_await_join" => {
             let aio = Aio::builder()
                 .backend(Backend::Uring)
                 .build()
@@ -574,8 +628,13 @@ fn build(
                 _reg: register(&aio, file)?,
                 aio,
                 file: Arc::clone(file),
-                seed: if name == "posixrt_await" { 2 } else { 8 },
-                submit_on_poll: name == "posixrt_await",
+                seed: match name {
+                    "posixrt_await" => 2,
+                    "posixrt_await_request" => 8,
+                    _ => 9,
+                },
+                submit_on_poll: name != "posixrt_await_request",
+                one_task: name == "posixrt_await_join",
             })
         }
         "io_uring" => Box::new(RawUring {
@@ -821,6 +880,11 @@ fn run(a: &Args) -> Result<(), String> {
         (
             "await_request_qd32_vs_io_uring",
             ratio(q32("posixrt_await_request"), q32("io_uring")),
+            "",
+        ),
+        (
+            "await_join_qd32_vs_io_uring",
+            ratio(q32("posixrt_await_join"), q32("io_uring")),
             "",
         ),
     ];
