@@ -231,15 +231,18 @@ impl Shard {
                 // its fd or a kernel worker) and finishes what had without the
                 // process's memory (EFAULT: a buffered read whose page came from
                 // the disk). A POSIX request belongs to the process: issue it
-                // again, on its own fd copy (or, for a probe, on the caller's fd,
-                // which its submitting call, still running, keeps open). EFAULT
-                // once only: a second one is the caller's buffer. (Requests
-                // without an fd copy are waited for by their thread's exit
-                // instead: see `exit_wait.rs`.)
+                // again, on its own fd copy, or on the caller's fd: a probe's,
+                // which its submitting call, still running, keeps open, or a C
+                // request's, which its caller keeps open until it is done (as
+                // glibc's helper threads need too; it may have been entered by
+                // a thread that called the library after its submission). EFAULT
+                // once only: a second one is the caller's buffer. (Other
+                // requests without an fd copy are waited for by their thread's
+                // exit instead: see `exit_wait.rs`.)
                 e @ (libc::ECANCELED | libc::EFAULT)
                     if !s.cancel_req
                         && !shutdown
-                        && (s.own_fd.is_some() || s.probe)
+                        && (s.own_fd.is_some() || s.probe || s.aiocb != 0)
                         && !(if e == libc::EFAULT {
                             s.refaulted
                         } else {
