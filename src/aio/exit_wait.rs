@@ -11,7 +11,8 @@
 //! submitting call on a pipe, a socket or an fd not seen before; held back;
 //! large transfers; every C request still in the kernel after its call) are
 //! issued again by the reaper, on that copy, when they end so (see
-//! `Shard::reap`). For the others, a thread that submitted to an io_uring
+//! `Shard::reap`), and so are C requests without one, on the caller's fd, which
+//! the caller keeps open until they are done. For the others, a thread that submitted to an io_uring
 //! context waits as it exits, at most [`EXIT_WAIT`], for those still in the
 //! kernel whose fd was known when they were submitted to name a regular file
 //! or block device: transfers that end on their own. A forked child's exit waits for
@@ -19,8 +20,8 @@
 //!
 //! The thread that entered the ring is the one the kernel ties a request to,
 //! and it is not always the submitter: a C request left in the submission
-//! queue is entered by whoever calls the library next. Such a request has no
-//! fd copy, and the exit of the thread that entered it still ends it.
+//! queue is entered by whoever calls the library next (it is issued again, as
+//! above, when that thread's exit ends it).
 
 use std::cell::{Cell, RefCell};
 use std::sync::{Arc, Weak};
