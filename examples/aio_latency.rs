@@ -461,6 +461,9 @@ fn run(a: &Args) -> Result<(), String> {
         for _ in 0..a.size_mb {
             out.write_all(&chunk).map_err(err)?;
         }
+        // Written back now, not by the kernel's flusher in the middle of the
+        // rounds.
+        w.sync_data().map_err(err)?;
         w
     };
     // Warm the page cache.

@@ -763,6 +763,10 @@ fn run(a: &Args) -> Result<(), String> {
         for _ in 0..a.size_mb {
             out.write_all(&chunk).map_err(err)?;
         }
+        // Written back now, not by the kernel's flusher in the middle of the
+        // rounds (its disk writes and CPU time would land on whichever engine
+        // runs then).
+        w.sync_data().map_err(err)?;
         std::mem::forget(_guard);
         Arc::new(w)
     };
