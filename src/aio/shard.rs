@@ -172,6 +172,8 @@ impl Shard {
     pub(super) fn reap(&self, core: &mut Core, n: &mut usize) -> bool {
         let mut more = false;
         let shutdown = core.shutdown;
+        // Fd numbers a C read found to name a pipe or socket now.
+        let mut streams: Vec<i32> = Vec::new();
         // SAFETY: the completion queue is only touched under the core lock, by one
         // thread at a time (see the reaper rule in the engine).
         let cq = unsafe { self.ring.completion_shared() };
@@ -223,6 +225,25 @@ impl Shard {
                 {
                     crate::sys::prio::rt_ioprio_refused();
                     true
+                }
+                // A C read sent with RWF_NOWAIT to a number last seen to name
+                // a regular file: the number may name a pipe or socket now.
+                // The caller keeps its fd open until the read is done.
+                libc::EAGAIN if s.recheck && !s.cancel_req && !shutdown => {
+                    s.recheck = false;
+                    match look_again(s.op.fd) {
+                        Some((kind, nonblock)) if kind.is_stream() => {
+                            // As glibc's read(2): EAGAIN on an O_NONBLOCK one,
+                            // else a read that waits (offset -1).
+                            s.fd_kind = Some(kind);
+                            s.nonblock = nonblock;
+                            streams.push(s.op.fd);
+                            !nonblock
+                        }
+                        // Still a file (a read not in the page cache), or
+                        // closed (the kernel says EBADF): issued as usual.
+                        _ => true,
+                    }
                 }
                 // Ended by the kernel, not by a cancel of ours: the thread whose
                 // `io_uring_enter` submitted it (this request's submitter, or
@@ -315,6 +336,10 @@ impl Shard {
             core.complete(idx, total);
             *n += 1;
         }
+        // Their next reads look at them again (probes).
+        for fd in streams {
+            core.set_fd_not_pollable(fd, false);
+        }
         more
     }
 }
@@ -341,6 +366,17 @@ pub(super) fn poll_rings(rings: &[&Shard], t: Option<Duration>) -> io::Result<()
     poll(&mut pfds, ts.as_ref())
         .map(|_| ())
         .map_err(io::Error::from)
+}
+
+/// The kind of what fd number `fd` names now, and whether it is `O_NONBLOCK`
+/// (`None` if it is not open).
+fn look_again(fd: i32) -> Option<(FdKind, bool)> {
+    // SAFETY: only asked about (fstat, F_GETFL); an fd closed meanwhile gives
+    // an error, and the C caller keeps a request's fd open until it is done.
+    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let kind = crate::sys::io::kind(bfd).ok()?;
+    let nonblock = crate::sys::io::status_flags(bfd).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+    Some((kind, nonblock))
 }
 
 #[cfg(test)]

@@ -120,6 +120,11 @@ pub(crate) struct Slot {
     /// transfer it finishes after its thread exited (once: a second EFAULT is
     /// the caller's buffer).
     pub refaulted: bool,
+    /// io_uring: a C read on an fd number last seen to name a regular file or
+    /// block device, issued with `RWF_NOWAIT` so that an EAGAIN shows whether
+    /// the number names something else now (closed and reused by a pipe or
+    /// socket): the reaper then looks at it (see `Shard::reap`).
+    pub recheck: bool,
     /// Thread engine: waiting for readiness in the engine's epoll set.
     pub parked: bool,
     /// Where the result goes when the request is done, for a handle that reads
@@ -175,6 +180,7 @@ impl Slot {
             mail: MailAddr::NONE,
             eagain: false,
             refaulted: false,
+            recheck: false,
             parked: false,
         }
     }

@@ -56,7 +56,7 @@ macro_rules! entry_on {
         let op = &s.op;
         let len = op.len.min(MAX_RW) as u32;
         let stream = s.fd_kind.is_some_and(|k| k.is_stream());
-        let nowait = if s.nonblock && stream {
+        let nowait = if (s.nonblock && stream) || s.recheck {
             libc::RWF_NOWAIT
         } else {
             0

@@ -262,6 +262,7 @@ impl Core {
         s.skip_espipe = false;
         s.eagain = false;
         s.refaulted = false;
+        s.recheck = false;
         s.submitter = crate::sys::tid::current();
         s.finite = false;
         s.seq = seq;

@@ -8,6 +8,8 @@
  * - a write to an O_NONBLOCK terminal goes through;
  * - the same holds while another thread waits in aio_suspend (the library's
  *   io_uring engine then has a thread asleep in the ring);
+ * - a socket read at an offset ignores it also on an fd number that named a
+ *   regular file before (closed, then reused);
  * - with the argument "queued", for reads that wait in the library's queue
  *   (aio_init lets one request in the kernel at a time) and are issued later.
  *
@@ -187,11 +189,52 @@ static void queued(void) {
     close(p[1]);
 }
 
+/* A regular file read through fd number n, closed; a socket then gets n: its
+ * read at an offset ignores the offset, as on a number never used before. */
+static void reused_number(void) {
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/posixrt-c-streams-XXXXXX", dir ? dir : "/tmp");
+    int f = mkstemp(path);
+    CHECK(f >= 0);
+    if (f < 0)
+        return;
+    unlink(path);
+    static char block[8192];
+    memset(block, 'f', sizeof block);
+    CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
+    struct aiocb cb;
+    char buf[16];
+    for (int i = 0; i < 2; i++) {
+        prepare(&cb, f, 4096, buf, 5);
+        CHECK(aio_read(&cb) == 0);
+        ends_with(&cb, 0, 5);
+        CHECK(memcmp(buf, "fffff", 5) == 0);
+    }
+    close(f);
+    int s[2];
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+    int sock = s[0] == f ? s[0] : s[1];
+    int peer = s[0] == f ? s[1] : s[0];
+    CHECK(sock == f);
+    for (int i = 0; i < 2; i++) {
+        CHECK(write(peer, "hello", 5) == 5);
+        memset(buf, 0, sizeof buf);
+        prepare(&cb, sock, 4096, buf, 5);
+        CHECK(aio_read(&cb) == 0);
+        ends_with(&cb, 0, 5);
+        CHECK(memcmp(buf, "hello", 5) == 0);
+    }
+    close(s[0]);
+    close(s[1]);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "queued") == 0) {
         queued();
         return finish();
     }
+    reused_number();
     streams();
 
     /* Again while another thread waits. */

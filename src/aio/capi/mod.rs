@@ -496,6 +496,10 @@ impl CEngine {
             let probe = kind == OpKind::Read && !known;
             core.slots[idx as usize].probe = probe;
             core.slots[idx as usize].finite = known;
+            // The number may have been closed and reused by a pipe or socket
+            // since it was seen: an EAGAIN from RWF_NOWAIT makes the reaper look.
+            core.slots[idx as usize].recheck =
+                kind == OpKind::Read && known && matches!(inner.engine, Engine::Uring(_));
             if r.nonblock && matches!(inner.engine, Engine::Uring(_)) {
                 // Issued with RWF_NOWAIT at offset -1 (see `sqe`).
                 let s = &mut core.slots[idx as usize];
@@ -511,6 +515,7 @@ impl CEngine {
                 }
                 _ => {
                     core.slots[idx as usize].probe = false;
+                    core.slots[idx as usize].recheck = false;
                     if kind == OpKind::Read && matches!(inner.engine, Engine::Uring(_)) {
                         // Issued after this call: no probe then, so its fd's
                         // kind and flags are asked now.
