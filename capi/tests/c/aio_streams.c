@@ -190,7 +190,8 @@ static void queued(void) {
 }
 
 /* A regular file read through fd number n, closed; a socket then gets n: its
- * read at an offset ignores the offset, as on a number never used before. */
+ * read at an offset ignores the offset, and one of an empty O_NONBLOCK socket
+ * ends with EAGAIN, as on a number never used before. */
 static void reused_number(void) {
     const char *dir = getenv("TMPDIR");
     char path[4096];
@@ -225,6 +226,29 @@ static void reused_number(void) {
         ends_with(&cb, 0, 5);
         CHECK(memcmp(buf, "hello", 5) == 0);
     }
+    close(s[0]);
+    close(s[1]);
+    /* Once more, with no data on an O_NONBLOCK socket: EAGAIN, not a wait. */
+    snprintf(path, sizeof path, "%s/posixrt-c-streams-XXXXXX", dir ? dir : "/tmp");
+    f = mkstemp(path);
+    CHECK(f >= 0);
+    if (f < 0)
+        return;
+    unlink(path);
+    CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
+    for (int i = 0; i < 2; i++) {
+        prepare(&cb, f, 4096, buf, 5);
+        CHECK(aio_read(&cb) == 0);
+        ends_with(&cb, 0, 5);
+    }
+    close(f);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+    sock = s[0] == f ? s[0] : s[1];
+    CHECK(sock == f);
+    set_nonblocking(sock);
+    prepare(&cb, sock, 4096, buf, 5);
+    CHECK(aio_read(&cb) == 0);
+    ends_with(&cb, EAGAIN, -1);
     close(s[0]);
     close(s[1]);
 }
