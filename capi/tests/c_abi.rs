@@ -274,6 +274,14 @@ fn waits_restart_after_sa_restart_handlers() {
 /// `lio_listio(LIO_NOWAIT)`), on both engines: io_uring cancels a task's
 /// pending requests when it exits, and the library used to report that as
 /// ECANCELED.
+/// Reads of files seen before: procfs and sysfs files (which refuse
+/// `RWF_NOWAIT`) on every call, and a whole file half out of the page cache
+/// in full.
+#[test]
+fn file_reads_behave_as_glibcs() {
+    prints_ok("aio_file_reads.c", &["uring", "threads"], &[&[]]);
+}
+
 #[test]
 fn a_request_outlives_the_thread_that_submitted_it() {
     prints_ok("aio_thread_exit.c", &["uring", "threads"], &[&[]]);

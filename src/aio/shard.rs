@@ -172,8 +172,10 @@ impl Shard {
     pub(super) fn reap(&self, core: &mut Core, n: &mut usize) -> bool {
         let mut more = false;
         let shutdown = core.shutdown;
-        // Fd numbers a C read found to name a pipe or socket now.
+        // Fd numbers a C read found to name a pipe or socket now, and numbers
+        // whose file refused RWF_NOWAIT.
         let mut streams: Vec<i32> = Vec::new();
+        let mut no_nowait: Vec<i32> = Vec::new();
         // SAFETY: the completion queue is only touched under the core lock, by one
         // thread at a time (see the reaper rule in the engine).
         let cq = unsafe { self.ring.completion_shared() };
@@ -245,6 +247,13 @@ impl Shard {
                         _ => true,
                     }
                 }
+                // A file that does not take RWF_NOWAIT (procfs, sysfs, ...):
+                // issued as usual, and later reads of its number go without.
+                libc::EOPNOTSUPP if s.recheck && !s.cancel_req && !shutdown => {
+                    s.recheck = false;
+                    no_nowait.push(s.op.fd);
+                    true
+                }
                 // Ended by the kernel, not by a cancel of ours: the thread whose
                 // `io_uring_enter` submitted it (this request's submitter, or
                 // another thread that entered the ring first) has exited. The
@@ -294,6 +303,31 @@ impl Shard {
                 // Cancelled because it would block on an O_NONBLOCK fd.
                 res = -(libc::EAGAIN as i64);
             }
+            if s.recheck && matches!(-res as i32, libc::EAGAIN | libc::EOPNOTSUPP) {
+                // Cancelled before the reaper looked at it (above): what
+                // RWF_NOWAIT said was only the engine's question.
+                res = -(libc::ECANCELED as i64);
+            }
+            if s.recheck && res > 0 && (res as usize) < s.op.len && !s.cancel_req && !shutdown {
+                // RWF_NOWAIT stops at the first page not in the page cache: the
+                // rest is read as usual (0 bytes more at the end of the file),
+                // on the caller's fd, which the caller keeps open.
+                s.recheck = false;
+                s.res += res;
+                s.op.ptr += res as usize;
+                s.op.len -= res as usize;
+                s.op.offset += res;
+                let entry = sqe_again(s).user_data(ud);
+                // SAFETY: as for a short write, below.
+                if unsafe { self.push(&entry) } {
+                    more = true;
+                    continue;
+                }
+                let total = s.res;
+                core.complete(idx, total);
+                *n += 1;
+                continue;
+            }
             // `s.res` holds the bytes written by earlier rounds of this request.
             // The rest is issued again only on the request's own fd copy (the
             // caller's number may be closed by now).
@@ -339,6 +373,9 @@ impl Shard {
         // Their next reads look at them again (probes).
         for fd in streams {
             core.set_fd_not_pollable(fd, false);
+        }
+        for fd in no_nowait {
+            core.set_fd_no_nowait(fd);
         }
         more
     }

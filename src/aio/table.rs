@@ -79,6 +79,9 @@ struct Gate {
     /// A read on this fd number found a regular file, block device or directory
     /// (not pollable while it stays open): later reads skip the probe.
     not_pollable: bool,
+    /// The file this number names refused `RWF_NOWAIT` (procfs, sysfs, ...):
+    /// C reads on it are not sent with it (see `Slot::recheck`).
+    no_nowait: bool,
 }
 
 struct ListGroup {
@@ -360,9 +363,26 @@ impl Core {
     }
 
     /// Records what fd number `fd` names (see [`fd_not_pollable`](Core::fd_not_pollable)).
+    /// (A number that names something else now may take `RWF_NOWAIT` again.)
     #[inline]
     pub(crate) fn set_fd_not_pollable(&mut self, fd: i32, v: bool) {
-        self.gate(fd).not_pollable = v;
+        let g = self.gate(fd);
+        g.not_pollable = v;
+        if !v {
+            g.no_nowait = false;
+        }
+    }
+
+    /// True if a C read on fd number `fd`, known not pollable, may go with
+    /// `RWF_NOWAIT` (see `Slot::recheck`).
+    #[inline]
+    pub(crate) fn fd_takes_nowait(&mut self, fd: i32) -> bool {
+        !self.gate(fd).no_nowait
+    }
+
+    /// Records that the file fd number `fd` names refused `RWF_NOWAIT`.
+    pub(crate) fn set_fd_no_nowait(&mut self, fd: i32) {
+        self.gate(fd).no_nowait = true;
     }
 
     /// Requests waiting for the engine.

@@ -498,8 +498,10 @@ impl CEngine {
             core.slots[idx as usize].finite = known;
             // The number may have been closed and reused by a pipe or socket
             // since it was seen: an EAGAIN from RWF_NOWAIT makes the reaper look.
-            core.slots[idx as usize].recheck =
-                kind == OpKind::Read && known && matches!(inner.engine, Engine::Uring(_));
+            core.slots[idx as usize].recheck = kind == OpKind::Read
+                && known
+                && matches!(inner.engine, Engine::Uring(_))
+                && core.fd_takes_nowait(raw.fd);
             if r.nonblock && matches!(inner.engine, Engine::Uring(_)) {
                 // Issued with RWF_NOWAIT at offset -1 (see `sqe`).
                 let s = &mut core.slots[idx as usize];
