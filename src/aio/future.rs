@@ -184,8 +184,13 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// time (or one whose waits for the turn's end gathered nothing) enters at
 /// once, as a synchronous call does, but for one submission per run of up to
 /// 1024 that waits to find out whether others join it. Elsewhere (any other
-/// executor, the thread engine) the request is submitted at the first poll, as
-/// [`Aio::submit`] does.
+/// executor, also where a runtime is only entered or on a `spawn_blocking`
+/// thread, and the thread engine) the request is submitted at the first poll,
+/// as [`Aio::submit`] does. A future polled again before the end of the turn
+/// it waits for enters the ring then. (A future that another executor polls
+/// inside a `current_thread` runtime's `block_on`, blocking its thread, and
+/// that is never polled again without a wake-up, waits as long as tokio's own
+/// I/O would there: the runtime's turn does not come.)
 ///
 /// The kernel reads the descriptor number when the ring is entered, so the
 /// future owns `F`, a handle to the descriptor, until it is dropped: dropping
@@ -235,6 +240,9 @@ pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
     req: Option<Ticket<B>>,
     aio: &'a Aio,
     start: Option<(i64, B)>,
+    /// The token of the flush that enters the request, while it waits for it
+    /// (0: entered, or never deferred).
+    flush: u64,
     make: for<'x> fn(BorrowedFd<'x>, i64, B) -> Op<'x, B>,
     fd: F,
 }
@@ -269,10 +277,15 @@ impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
             // then the full path below arms the wake-up.
             #[cfg(feature = "tokio")]
             if deferred && batch::pending(&this.aio.inner) {
+                this.flush = batch::token();
                 return Poll::Pending;
             }
             #[cfg(not(feature = "tokio"))]
             let _ = deferred;
+        } else if this.flush != 0 {
+            // Polled again before the turn's end: enter now.
+            #[cfg(feature = "tokio")]
+            batch::flush_early(&this.aio.inner, std::mem::take(&mut this.flush));
         }
         let Some(req) = this.req.as_mut() else {
             return already_taken();
@@ -349,6 +362,7 @@ impl Aio {
             req: None,
             aio: self,
             start: Some((offset, buf)),
+            flush: 0,
             make: |fd, offset, buf| Op::read(fd, offset, buf),
             fd,
         }
@@ -374,6 +388,7 @@ impl Aio {
             req: None,
             aio: self,
             start: Some((offset, buf)),
+            flush: 0,
             make: |fd, offset, buf| Op::write(fd, offset, buf),
             fd,
         }
@@ -425,15 +440,19 @@ mod batch {
         fn run(&self) {
             if !self.done.swap(true, Ordering::AcqRel) {
                 // Cleared before entering: an entry queued after this point
-                // schedules a flush of its own.
-                let _ = self.inner.reactors.flush_token.compare_exchange(
-                    self.token,
-                    0,
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
+                // schedules a flush of its own. (Cleared already by another
+                // thread's flush, or by an early one, `flush_early`: the ring
+                // is entered all the same, the batch not counted.)
+                let mine = self
+                    .inner
+                    .reactors
+                    .flush_token
+                    .compare_exchange(self.token, 0, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok();
                 flush_now(&self.inner);
-                learn(&self.inner, BATCH.replace(0));
+                if mine {
+                    learn(&self.inner, BATCH.replace(0));
+                }
             }
         }
     }
@@ -486,6 +505,31 @@ mod batch {
             && inner.reactors.flush_token.load(Ordering::Acquire) == token
     }
 
+    /// The token of the flush that will enter a submission queued now (see
+    /// [`schedule_flush`]).
+    #[inline]
+    pub(super) fn token() -> u64 {
+        MINE.get().1
+    }
+
+    /// Enters the ring now if the flush with `token` has not run: a future
+    /// polled again before the turn's end (by another executor, a `select!`)
+    /// does not wait for it, and a turn that never ends (a runtime entered but
+    /// not driven) does not strand its request.
+    #[inline]
+    pub(super) fn flush_early(inner: &Arc<Inner>, token: u64) {
+        let t = &inner.reactors.flush_token;
+        // (A load first: the common case, the flush ran, takes no locked
+        // instruction.)
+        if t.load(Ordering::Acquire) == token
+            && t.compare_exchange(token, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            flush_now(inner);
+            learn(inner, BATCH.replace(0));
+        }
+    }
+
     /// True if a submission to `inner` should leave the ring unentered: a flush
     /// is already coming, or other submissions may join it this turn.
     ///
@@ -508,11 +552,13 @@ mod batch {
                 SOLO.set((me, skip - 1, next));
                 return false;
             }
-            // (Outside a runtime, nothing would end a turn: enter at once.)
-            if tokio_reap::in_runtime() {
+            // A batch was the last thing learned (`next` 0): turns end here.
+            // Otherwise this submission is the one that tries, where a turn
+            // ends (not in a runtime merely entered, or a blocking thread).
+            if next == 0 || tokio_reap::turn_ends_here() {
                 return true;
             }
-        } else if tokio_reap::batching_pays() {
+        } else if tokio_reap::batching_pays() && tokio_reap::turn_ends_here() {
             return true;
         }
         SOLO.set((me, SOLO_SKIP, next.max(SOLO_SKIP)));

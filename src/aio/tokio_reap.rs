@@ -214,10 +214,32 @@ pub(crate) fn batching_pays() -> bool {
     Handle::try_current().is_ok_and(|h| h.metrics().num_alive_tasks() > 1)
 }
 
-/// True inside a tokio runtime (a task or a `block_on` future), where a
-/// runtime turn ends.
-pub(crate) fn in_runtime() -> bool {
-    Handle::try_current().is_ok()
+/// True if the code running now is polled by a tokio runtime's scheduler (a
+/// task, or a `block_on` future), whose turn ends after this poll: there
+/// [`at_turn_end`] wakes its waker once the ready tasks ran. False outside one,
+/// also where a runtime is only entered (`Runtime::enter`, while another
+/// executor polls) or on a `spawn_blocking` thread. tokio's `yield_now` tells
+/// (it defers its wake-up inside the scheduler and wakes at once outside), at
+/// the cost of one deferred wake-up: asked once per run of submissions, not
+/// per submission.
+pub(crate) fn turn_ends_here() -> bool {
+    struct Woken(std::sync::atomic::AtomicBool);
+    impl Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            self.wake_by_ref();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    if Handle::try_current().is_err() {
+        return false;
+    }
+    let woken = Arc::new(Woken(std::sync::atomic::AtomicBool::new(false)));
+    let waker = Waker::from(Arc::clone(&woken));
+    let y = std::pin::pin!(tokio::task::yield_now());
+    let _ = std::future::Future::poll(y, &mut Context::from_waker(&waker));
+    !woken.0.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Has `w` woken at the end of the current runtime turn: once the scheduler has
