@@ -265,8 +265,9 @@ impl Shard {
                 // which its submitting call, still running, keeps open, or a C
                 // request's, which its caller keeps open until it is done (as
                 // glibc's helper threads need too; it may have been entered by
-                // a thread that called the library after its submission). EFAULT
-                // once only: a second one is the caller's buffer. (Other
+                // a thread that called the library after its submission). The
+                // reaping thread enters it again; a second EFAULT is the
+                // caller's buffer unless that thread has exited too. (Other
                 // requests without an fd copy are waited for by their thread's
                 // exit instead: see `exit_wait.rs`.)
                 e @ (libc::ECANCELED | libc::EFAULT)
@@ -274,12 +275,14 @@ impl Shard {
                         && !shutdown
                         && (s.own_fd.is_some() || s.probe || s.aiocb != 0)
                         && !(if e == libc::EFAULT {
-                            s.refaulted
+                            s.refaulted && !thread_gone(s.reentered_by)
                         } else {
                             s.eagain
                         }) =>
                 {
                     s.refaulted |= e == libc::EFAULT;
+                    // Entered again by this thread (`Ring::reap`).
+                    s.reentered_by = crate::sys::tid::current();
                     true
                 }
                 _ => false,
@@ -403,6 +406,11 @@ pub(super) fn poll_rings(rings: &[&Shard], t: Option<Duration>) -> io::Result<()
     poll(&mut pfds, ts.as_ref())
         .map(|_| ())
         .map_err(io::Error::from)
+}
+
+/// True if thread `tid` of this process has exited (false for 0, none).
+fn thread_gone(tid: u32) -> bool {
+    tid != 0 && crate::sys::timer::signal_thread(tid as i32, 0).is_err()
 }
 
 /// The kind of what fd number `fd` names now, and whether it is `O_NONBLOCK`

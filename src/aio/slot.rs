@@ -120,6 +120,10 @@ pub(crate) struct Slot {
     /// transfer it finishes after its thread exited (once: a second EFAULT is
     /// the caller's buffer).
     pub refaulted: bool,
+    /// io_uring: the thread that reaped the request's EFAULT or ECANCELED
+    /// and entered it again (0: none). A second EFAULT after that thread
+    /// exited is its exit again, not the caller's buffer.
+    pub reentered_by: u32,
     /// io_uring: a C read on an fd number last seen to name a regular file or
     /// block device, issued with `RWF_NOWAIT` so that an EAGAIN shows whether
     /// the number names something else now (closed and reused by a pipe or
@@ -180,6 +184,7 @@ impl Slot {
             mail: MailAddr::NONE,
             eagain: false,
             refaulted: false,
+            reentered_by: 0,
             recheck: false,
             parked: false,
         }

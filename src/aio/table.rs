@@ -265,6 +265,7 @@ impl Core {
         s.skip_espipe = false;
         s.eagain = false;
         s.refaulted = false;
+        s.reentered_by = 0;
         s.recheck = false;
         s.submitter = crate::sys::tid::current();
         s.finite = false;

@@ -9,7 +9,8 @@
  * thread read a file whose pages were dropped from the page cache, and exit:
  * the kernel finishes such a read without the process's memory (EFAULT)
  * unless the library waits for it or issues it again. In three more, this
- * thread submits the reads and a thread that exits enters the ring for them.
+ * thread submits the reads and a thread that exits enters the ring for them;
+ * in three more, a second thread that exits enters them again.
  * (Skipped on a file system that keeps the pages, such as tmpfs.)
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
@@ -178,6 +179,23 @@ static void uncached_reads_outlive_their_thread(void) {
             break;
         submit_file_reads(NULL);
         pthread_t t;
+        CHECK(pthread_create(&t, NULL, look_and_exit, NULL) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
+        wait_file_reads();
+    }
+    /* Three rounds of a chain: a thread enters the reads and exits; another
+     * reaps how they ended, enters them again, and exits too. */
+    for (int round = 0; round < 3; round++) {
+        only = -1;
+        if (!evict())
+            break;
+        submit_file_reads(NULL);
+        pthread_t t;
+        CHECK(pthread_create(&t, NULL, look_and_exit, NULL) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        evict();
         CHECK(pthread_create(&t, NULL, look_and_exit, NULL) == 0);
         CHECK(pthread_join(t, NULL) == 0);
         wait_file_reads();
