@@ -311,37 +311,25 @@ impl Shard {
                 // RWF_NOWAIT said was only the engine's question.
                 res = -(libc::ECANCELED as i64);
             }
-            if s.recheck && res > 0 && (res as usize) < s.op.len && !s.cancel_req && !shutdown {
-                // RWF_NOWAIT stops at the first page not in the page cache: the
-                // rest is read as usual (0 bytes more at the end of the file),
-                // on the caller's fd, which the caller keeps open.
-                s.recheck = false;
-                s.res += res;
-                s.op.ptr += res as usize;
-                s.op.len -= res as usize;
-                s.op.offset += res;
-                let entry = sqe_again(s).user_data(ud);
-                // SAFETY: as for a short write, below.
-                if unsafe { self.push(&entry) } {
-                    more = true;
-                    continue;
-                }
-                let total = s.res;
-                core.complete(idx, total);
-                *n += 1;
-                continue;
-            }
-            // `s.res` holds the bytes written by earlier rounds of this request.
-            // The rest is issued again only on the request's own fd copy (the
-            // caller's number may be closed by now).
-            if s.op.kind == OpKind::Write
-                && res > 0
+            // `s.res` holds the bytes moved by earlier rounds of this request.
+            // The rest is issued again, same request:
+            // - after a short write (io_uring gives one on a pipe or socket that
+            //   fills up): write(2) on a blocking fd would go on until every
+            //   byte is written, and so does aio_write; only on the request's
+            //   own fd copy (the caller's number may be closed by now);
+            // - after a short C read sent with RWF_NOWAIT, which stops at the
+            //   first page not in the page cache: the rest is read as usual
+            //   (0 bytes more at the end of the file), on the caller's fd,
+            //   which the caller keeps open.
+            let rest = res > 0
                 && (res as usize) < s.op.len
-                && s.own_fd.is_some()
-            {
-                // A short write (io_uring gives one on a pipe or socket that fills
-                // up): write(2) on a blocking fd would go on until every byte is
-                // written, and so does aio_write: issue the rest, same request.
+                && match s.op.kind {
+                    OpKind::Write => s.own_fd.is_some(),
+                    OpKind::Read => s.recheck && !s.cancel_req && !shutdown,
+                    _ => false,
+                };
+            if rest {
+                s.recheck = false;
                 s.res += res;
                 s.op.ptr += res as usize;
                 s.op.len -= res as usize;
@@ -352,7 +340,7 @@ impl Shard {
                 // SAFETY: under the core lock, which the caller holds; the rest of
                 // the buffer is owned by the runtime until this request completes,
                 // as in `push_ready`. (If the queue is full of internal entries the
-                // push fails and the request ends below with the bytes written so
+                // push fails and the request ends below with the bytes moved so
                 // far.)
                 if unsafe { self.push(&entry) } {
                     more = true;

@@ -57,14 +57,9 @@ static void pseudo_files(char *buf) {
 }
 
 static void partly_cached_file(char *buf) {
-    const char *dir = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/posixrt-c-file-reads-XXXXXX", dir ? dir : "/tmp");
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
+    int fd = temp_file("file-reads");
     if (fd < 0)
         return;
-    unlink(path);
     memset(buf, 'x', SZ);
     CHECK(write(fd, buf, SZ) == SZ);
     CHECK(fsync(fd) == 0);

@@ -193,14 +193,9 @@ static void queued(void) {
  * read at an offset ignores the offset, and one of an empty O_NONBLOCK socket
  * ends with EAGAIN, as on a number never used before. */
 static void reused_number(void) {
-    const char *dir = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/posixrt-c-streams-XXXXXX", dir ? dir : "/tmp");
-    int f = mkstemp(path);
-    CHECK(f >= 0);
+    int f = temp_file("streams");
     if (f < 0)
         return;
-    unlink(path);
     static char block[8192];
     memset(block, 'f', sizeof block);
     CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
@@ -229,12 +224,9 @@ static void reused_number(void) {
     close(s[0]);
     close(s[1]);
     /* Once more, with no data on an O_NONBLOCK socket: EAGAIN, not a wait. */
-    snprintf(path, sizeof path, "%s/posixrt-c-streams-XXXXXX", dir ? dir : "/tmp");
-    f = mkstemp(path);
-    CHECK(f >= 0);
+    f = temp_file("streams");
     if (f < 0)
         return;
-    unlink(path);
     CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
     for (int i = 0; i < 2; i++) {
         prepare(&cb, f, 4096, buf, 5);

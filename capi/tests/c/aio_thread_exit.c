@@ -138,14 +138,9 @@ static void wait_file_reads(void) {
 }
 
 static void uncached_reads_outlive_their_thread(void) {
-    const char *dir = getenv("TMPDIR");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/posixrt-c-exit-XXXXXX", dir ? dir : "/tmp");
-    file_fd = mkstemp(path);
-    CHECK(file_fd >= 0);
+    file_fd = temp_file("exit");
     if (file_fd < 0)
         return;
-    unlink(path);
     static char block[MIB];
     for (int i = 0; i < FILE_MIB; i++) {
         memset(block, 'a' + i, MIB);
@@ -172,32 +167,23 @@ static void uncached_reads_outlive_their_thread(void) {
      * eight reads in one go leave all but the first in the submission queue
      * (other requests are in flight), and the next library call enters it for
      * them, here from a thread that exits at once. The requests belong to the
-     * process, not to that thread. */
-    for (int round = 0; round < 3; round++) {
+     * process, not to that thread. Then three rounds of a chain: a second
+     * thread reaps how they ended, enters them again, and exits too. */
+    for (int round = 0; round < 6; round++) {
         only = -1;
         if (!evict())
             break;
         submit_file_reads(NULL);
-        pthread_t t;
-        CHECK(pthread_create(&t, NULL, look_and_exit, NULL) == 0);
-        CHECK(pthread_join(t, NULL) == 0);
-        wait_file_reads();
-    }
-    /* Three rounds of a chain: a thread enters the reads and exits; another
-     * reaps how they ended, enters them again, and exits too. */
-    for (int round = 0; round < 3; round++) {
-        only = -1;
-        if (!evict())
-            break;
-        submit_file_reads(NULL);
-        pthread_t t;
-        CHECK(pthread_create(&t, NULL, look_and_exit, NULL) == 0);
-        CHECK(pthread_join(t, NULL) == 0);
-        struct timespec pause = {0, 100 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-        evict();
-        CHECK(pthread_create(&t, NULL, look_and_exit, NULL) == 0);
-        CHECK(pthread_join(t, NULL) == 0);
+        for (int k = 0; k < (round < 3 ? 1 : 2); k++) {
+            if (k > 0) {
+                struct timespec pause = {0, 100 * 1000 * 1000};
+                nanosleep(&pause, NULL);
+                evict();
+            }
+            pthread_t t;
+            CHECK(pthread_create(&t, NULL, look_and_exit, NULL) == 0);
+            CHECK(pthread_join(t, NULL) == 0);
+        }
         wait_file_reads();
     }
     close(file_fd);

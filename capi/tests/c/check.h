@@ -5,7 +5,9 @@
 #define POSIXRT_TEST_CHECK_H
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -17,6 +19,19 @@ static int failures;
             failures++;                                                              \
         }                                                                            \
     } while (0)
+
+/* A new file in the temp dir ($TMPDIR, else /tmp), its name already removed;
+ * -1 (a failed check) if it cannot be made. */
+static inline int temp_file(const char *name) {
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/posixrt-c-%s-XXXXXX", dir ? dir : "/tmp", name);
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
 
 /* The end of a test's main: exit 1 if any check failed, else print "ok". */
 static int finish(void) {
