@@ -267,21 +267,19 @@ fn waits_restart_after_sa_restart_handlers() {
     prints_ok("aio_restart.c", &["uring", "threads"], &[&[]]);
 }
 
-/// `aio_cancel(fd, NULL)` on the thread engine cancels the requests still
-/// queued behind the running ones, instead of waiting for each running one
-/// while the workers start the rest (it cancelled none of 32 queued writes).
-/// A request outlives the thread that submitted it (`aio_read`, and
-/// `lio_listio(LIO_NOWAIT)`), on both engines: io_uring cancels a task's
-/// pending requests when it exits, and the library used to report that as
-/// ECANCELED.
 /// Reads of files seen before: procfs and sysfs files (which refuse
-/// `RWF_NOWAIT`) on every call, and a whole file half out of the page cache
-/// in full.
+/// `RWF_NOWAIT`) on every call, a file with one page in the page cache in
+/// full, and a read past the end of a file up to it.
 #[test]
 fn file_reads_behave_as_glibcs() {
     prints_ok("aio_file_reads.c", &["uring", "threads"], &[&[]]);
 }
 
+/// A request outlives the thread that submitted it (`aio_read`, and
+/// `lio_listio(LIO_NOWAIT)`), on both engines: io_uring cancels a task's
+/// pending requests when it exits, and the library used to report that as
+/// ECANCELED; also one entered by another thread that exits, and again by a
+/// third.
 #[test]
 fn a_request_outlives_the_thread_that_submitted_it() {
     prints_ok("aio_thread_exit.c", &["uring", "threads"], &[&[]]);
@@ -300,6 +298,9 @@ fn stream_io_behaves_as_glibcs() {
     prints_ok("aio_streams.c", &["uring", "threads"], &[&[], &["queued"]]);
 }
 
+/// `aio_cancel(fd, NULL)` on the thread engine cancels the requests still
+/// queued behind the running ones, instead of waiting for each running one
+/// while the workers start the rest (it cancelled none of 32 queued writes).
 #[test]
 fn cancel_fd_cancels_the_queued_requests_threads() {
     prints_ok("aio_cancel_queued.c", &["threads"], &[&[]]);

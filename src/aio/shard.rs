@@ -248,10 +248,18 @@ impl Shard {
                     }
                 }
                 // A file that does not take RWF_NOWAIT (procfs, sysfs, ...):
-                // issued as usual, and later reads of its number go without.
+                // issued as usual, and later reads of its number are probes.
+                // Or a terminal now (which refuses it too): issued without it
+                // (the kernel honours its O_NONBLOCK).
                 libc::EOPNOTSUPP if s.recheck && !s.cancel_req && !shutdown => {
                     s.recheck = false;
-                    no_nowait.push(s.op.fd);
+                    match look_again(s.op.fd) {
+                        Some((kind, _)) if kind.is_stream() => {
+                            s.fd_kind = Some(kind);
+                            streams.push(s.op.fd);
+                        }
+                        _ => no_nowait.push(s.op.fd),
+                    }
                     true
                 }
                 // Ended by the kernel, not by a cancel of ours: the thread whose
@@ -318,14 +326,22 @@ impl Shard {
             //   byte is written, and so does aio_write; only on the request's
             //   own fd copy (the caller's number may be closed by now);
             // - after a short C read sent with RWF_NOWAIT, which stops at the
-            //   first page not in the page cache: the rest is read as usual
-            //   (0 bytes more at the end of the file), on the caller's fd,
-            //   which the caller keeps open.
+            //   first page not in the page cache (so on a page boundary; one
+            //   cut short by the end of the file mostly is not): the rest is
+            //   read as usual (0 bytes more at the end of the file), on the
+            //   caller's fd, which the caller keeps open, unless the number
+            //   names a pipe or socket now (whose short read is the answer).
             let rest = res > 0
                 && (res as usize) < s.op.len
                 && match s.op.kind {
                     OpKind::Write => s.own_fd.is_some(),
-                    OpKind::Read => s.recheck && !s.cancel_req && !shutdown,
+                    OpKind::Read => {
+                        s.recheck
+                            && !s.cancel_req
+                            && !shutdown
+                            && (s.op.offset + res) % rustix::param::page_size() as i64 == 0
+                            && look_again(s.op.fd).is_some_and(|(k, _)| !k.is_stream())
+                    }
                     _ => false,
                 };
             if rest {
@@ -396,9 +412,26 @@ pub(super) fn poll_rings(rings: &[&Shard], t: Option<Duration>) -> io::Result<()
         .map_err(io::Error::from)
 }
 
-/// True if thread `tid` of this process has exited (false for 0, none).
+/// True if thread `tid` of this process has exited or is exiting (false for
+/// 0, none). `pthread_join` returns while the thread may still be visible to
+/// `tgkill`: its `PF_EXITING` flag (`/proc/self/task/TID/stat`) tells then.
 fn thread_gone(tid: u32) -> bool {
-    tid != 0 && crate::sys::timer::signal_thread(tid as i32, 0).is_err()
+    const PF_EXITING: u64 = 0x4;
+    if tid == 0 {
+        return false;
+    }
+    if crate::sys::timer::signal_thread(tid as i32, 0).is_err() {
+        return true;
+    }
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+        return true;
+    };
+    // The flags are the 9th field; the 2nd (the name, in parentheses) may
+    // hold spaces, so count from the last ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(6))
+        .and_then(|f| f.parse::<u64>().ok())
+        .map_or(true, |flags| flags & PF_EXITING != 0)
 }
 
 /// The kind of what fd number `fd` names now, and whether it is `O_NONBLOCK`

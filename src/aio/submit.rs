@@ -361,7 +361,8 @@ impl Inner {
         // probe altogether.
         let mut fds: Vec<i32> = Vec::new();
         for &(_, _, fd) in probes.iter() {
-            if !core.fd_not_pollable(fd) && !fds.contains(&fd) {
+            let known = core.fd_not_pollable(fd) && core.fd_takes_nowait(fd);
+            if !known && !fds.contains(&fd) {
                 fds.push(fd);
             }
         }
@@ -382,6 +383,8 @@ impl Inner {
                     core.set_fd_not_pollable(fd, true);
                     continue;
                 }
+                // (A number seen before as a file that refuses RWF_NOWAIT.)
+                core.set_fd_not_pollable(fd, false);
                 if !nonblock {
                     continue;
                 }

@@ -1,8 +1,9 @@
 /* Reads of files the library has seen before, as glibc's pread(2) gives them:
  * - procfs and sysfs files, which refuse non-blocking reads (RWF_NOWAIT),
  *   read on every call, not only the first;
- * - a read of a whole file whose second half is not in the page cache returns
- *   every byte, not the cached part.
+ * - a read of a file whose first page only is in the page cache returns every
+ *   byte asked for, not the cached page, and one past the end of the file the
+ *   bytes up to the end.
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
@@ -18,7 +19,8 @@
 
 #include "check.h"
 
-#define SZ (2 << 20)
+#define PART (128 * 1024)
+#define FILE_SZ (1024 * 1024)
 
 /* One aio_read of `len` bytes at `off`, waited for; its return value, and its
  * error in `*err`. */
@@ -56,26 +58,37 @@ static void pseudo_files(char *buf) {
     }
 }
 
+/* A 128 KiB read of a file whose first page only is in the page cache
+ * (readahead off): all of it, not the cached page. Then a read past the end
+ * of the file: the bytes up to the end. */
 static void partly_cached_file(char *buf) {
     int fd = temp_file("file-reads");
     if (fd < 0)
         return;
-    memset(buf, 'x', SZ);
-    CHECK(write(fd, buf, SZ) == SZ);
+    for (size_t i = 0; i < FILE_SZ; i++)
+        buf[i] = (char)(i * 7 + i / 4096);
+    CHECK(write(fd, buf, FILE_SZ) == FILE_SZ);
     CHECK(fsync(fd) == 0);
+    char *out = buf + FILE_SZ;
     int err;
     for (int i = 0; i < 2; i++)
-        CHECK(read_once(fd, 0, buf, 4096, &err) == 4096 && err == 0);
-    CHECK(posix_fadvise(fd, SZ / 2, SZ / 2, POSIX_FADV_DONTNEED) == 0);
-    memset(buf, 0, SZ);
-    ssize_t r = read_once(fd, 0, buf, SZ, &err);
-    CHECK(err == 0 && r == SZ);
-    CHECK(buf[0] == 'x' && buf[SZ / 2] == 'x' && buf[SZ - 1] == 'x');
+        CHECK(read_once(fd, 0, out, 16, &err) == 16 && err == 0);
+    CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+    CHECK(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) == 0);
+    CHECK(pread(fd, out, 4096, 0) == 4096);
+    memset(out, 0, PART);
+    ssize_t r = read_once(fd, 0, out, PART, &err);
+    CHECK(err == 0 && r == PART);
+    CHECK(memcmp(buf, out, PART) == 0);
+    memset(out, 0, PART);
+    r = read_once(fd, FILE_SZ - 100, out, 4096, &err);
+    CHECK(err == 0 && r == 100);
+    CHECK(memcmp(buf + FILE_SZ - 100, out, 100) == 0);
     close(fd);
 }
 
 int main(void) {
-    char *buf = malloc(SZ);
+    char *buf = malloc(FILE_SZ + PART);
     CHECK(buf != NULL);
     if (buf == NULL)
         return finish();

@@ -191,7 +191,8 @@ static void queued(void) {
 
 /* A regular file read through fd number n, closed; a socket then gets n: its
  * read at an offset ignores the offset, and one of an empty O_NONBLOCK socket
- * ends with EAGAIN, as on a number never used before. */
+ * ends with EAGAIN, as on a number never used before. The same for a pipe
+ * holding less than a read asks, and after a procfs file at n. */
 static void reused_number(void) {
     int f = temp_file("streams");
     if (f < 0)
@@ -232,6 +233,52 @@ static void reused_number(void) {
         prepare(&cb, f, 4096, buf, 5);
         CHECK(aio_read(&cb) == 0);
         ends_with(&cb, 0, 5);
+    }
+    close(f);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+    sock = s[0] == f ? s[0] : s[1];
+    CHECK(sock == f);
+    set_nonblocking(sock);
+    prepare(&cb, sock, 4096, buf, 5);
+    CHECK(aio_read(&cb) == 0);
+    ends_with(&cb, EAGAIN, -1);
+    close(s[0]);
+    close(s[1]);
+    /* A pipe at a number that named a file: a read of more than the pipe
+     * holds returns what it holds, at once. */
+    f = temp_file("streams");
+    if (f < 0)
+        return;
+    CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
+    static char page[4096];
+    for (int i = 0; i < 2; i++) {
+        prepare(&cb, f, 0, page, sizeof page);
+        CHECK(aio_read(&cb) == 0);
+        ends_with(&cb, 0, sizeof page);
+    }
+    close(f);
+    int p[2];
+    CHECK(pipe(p) == 0);
+    int rd = p[0] == f ? p[0] : p[1];
+    CHECK(rd == f && p[0] == f);
+    CHECK(write(p[1], "ten bytes!", 10) == 10);
+    prepare(&cb, rd, 0, page, sizeof page);
+    CHECK(aio_read(&cb) == 0);
+    ends_with(&cb, 0, 10);
+    CHECK(memcmp(page, "ten bytes!", 10) == 0);
+    close(p[0]);
+    close(p[1]);
+    /* An empty O_NONBLOCK socket at a number that named a procfs file (which
+     * refuses non-blocking reads): EAGAIN. */
+    f = open("/proc/self/status", O_RDONLY);
+    CHECK(f >= 0);
+    if (f < 0)
+        return;
+    for (int i = 0; i < 2; i++) {
+        prepare(&cb, f, 0, page, sizeof page);
+        CHECK(aio_read(&cb) == 0);
+        wait_done(&cb);
+        CHECK(aio_error(&cb) == 0 && aio_return(&cb) > 0);
     }
     close(f);
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);

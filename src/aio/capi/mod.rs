@@ -492,16 +492,16 @@ impl CEngine {
             // SAFETY: the caller guarantees `cb` is valid; the request cannot
             // complete before the lock is released.
             unsafe { store_started(r.cb, user_data(idx, gen)) };
-            let known = core.fd_not_pollable(raw.fd);
+            // A number seen to name a file that refuses RWF_NOWAIT (procfs,
+            // sysfs) is looked at again by each read, as a probe.
+            let known = core.fd_not_pollable(raw.fd) && core.fd_takes_nowait(raw.fd);
             let probe = kind == OpKind::Read && !known;
             core.slots[idx as usize].probe = probe;
             core.slots[idx as usize].finite = known;
             // The number may have been closed and reused by a pipe or socket
             // since it was seen: an EAGAIN from RWF_NOWAIT makes the reaper look.
-            core.slots[idx as usize].recheck = kind == OpKind::Read
-                && known
-                && matches!(inner.engine, Engine::Uring(_))
-                && core.fd_takes_nowait(raw.fd);
+            core.slots[idx as usize].recheck =
+                kind == OpKind::Read && known && matches!(inner.engine, Engine::Uring(_));
             if r.nonblock && matches!(inner.engine, Engine::Uring(_)) {
                 // Issued with RWF_NOWAIT at offset -1 (see `sqe`).
                 let s = &mut core.slots[idx as usize];
