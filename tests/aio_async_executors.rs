@@ -26,28 +26,54 @@ impl Wake for Unpark {
     }
 }
 
+/// How an executor waits between polls.
+#[derive(Clone, Copy, PartialEq)]
+enum Park {
+    /// Until woken (a watchdog ends the wait after the limit).
+    UntilWoken,
+    /// Until woken, or 100 ms: it polls again without a wake-up.
+    Polling,
+}
+
 /// A minimal executor: polls `fut` until it is ready, parking the thread in
-/// between (a wake-up, or 100 ms at most); `None` after `limit`.
-fn park_on<F: Future>(mut fut: Pin<&mut F>, limit: Duration) -> Option<F::Output> {
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+/// between; `None` after `limit`.
+fn park_on<F: Future>(mut fut: Pin<&mut F>, park: Park, limit: Duration) -> Option<F::Output> {
+    let me = std::thread::current();
+    let waker = Waker::from(Arc::new(Unpark(me.clone())));
+    let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let (over, me) = (Arc::clone(&over), me.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(limit);
+            over.store(true, std::sync::atomic::Ordering::SeqCst);
+            me.unpark();
+        })
+    };
     let t0 = Instant::now();
-    loop {
+    let r = loop {
         if let Poll::Ready(r) = fut.as_mut().poll(&mut Context::from_waker(&waker)) {
-            return Some(r);
+            break Some(r);
         }
-        if t0.elapsed() > limit {
-            return None;
+        match park {
+            Park::UntilWoken => std::thread::park(),
+            Park::Polling => std::thread::park_timeout(Duration::from_millis(100)),
         }
-        std::thread::park_timeout(Duration::from_millis(100));
-    }
+        // (Not polled once more: the watchdog's unpark is not a wake-up.)
+        if over.load(std::sync::atomic::Ordering::SeqCst) || t0.elapsed() > limit {
+            break None;
+        }
+    };
+    // (The watchdog ends on its own; it only unparks this thread.)
+    drop(watchdog);
+    r
 }
 
 /// Reads 40 times (past the first run of submissions that enter at once, 15),
 /// each polled by [`park_on`]; the index of a read that did not complete.
-fn forty_reads(aio: &Aio, f: &Arc<std::fs::File>) -> Result<(), usize> {
+fn forty_reads(aio: &Aio, f: &Arc<std::fs::File>, park: Park) -> Result<(), usize> {
     for i in 0..40 {
         let fut = std::pin::pin!(aio.read_async(Arc::clone(f), 0, vec![0u8; 16]));
-        match park_on(fut, Duration::from_secs(3)) {
+        match park_on(fut, park, Duration::from_secs(3)) {
             Some(r) => assert_eq!(r.unwrap().data(), &[5u8; 16][..]),
             None => return Err(i),
         }
@@ -67,23 +93,67 @@ fn current_rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Another executor on a thread where a `current_thread` runtime is entered
-/// but not driven: the reads enter the ring at once.
+/// Another executor, which polls only when woken, on a thread where a
+/// `current_thread` runtime is entered but not driven: the reads enter the
+/// ring at once.
 #[test]
 fn another_executor_under_an_entered_runtime() {
     let (aio, f) = ctx_and_file();
     let rt = current_rt();
     let _entered = rt.enter();
-    assert_eq!(forty_reads(&aio, &f), Ok(()));
+    assert_eq!(forty_reads(&aio, &f, Park::UntilWoken), Ok(()));
+}
+
+/// The same on a thread that learned, in the runtime's `block_on`, that its
+/// reads batch: under the entered runtime they still enter at once.
+#[test]
+fn another_executor_under_an_entered_runtime_after_batches() {
+    let (aio, f) = ctx_and_file();
+    let rt = current_rt();
+    rt.block_on(async {
+        for _ in 0..40 {
+            let read = || aio.read_async(Arc::clone(&f), 0, vec![0u8; 16]);
+            let (a, b, c, d) = tokio::join!(read(), read(), read(), read());
+            for r in [a, b, c, d] {
+                assert_eq!(r.unwrap().data(), &[5u8; 16][..]);
+            }
+        }
+    });
+    let _entered = rt.enter();
+    assert_eq!(forty_reads(&aio, &f, Park::UntilWoken), Ok(()));
+}
+
+/// Under an entered runtime, a read that completes later (a pipe written to
+/// 300 ms after) wakes the executor: not through the runtime's reactor, which
+/// nobody polls.
+#[test]
+fn another_executor_under_an_entered_runtime_woken_later() {
+    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    let r = Arc::new(std::fs::File::from(r));
+    let rt = current_rt();
+    let _entered = rt.enter();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        rustix::io::write(&w, b"later").unwrap();
+    });
+    let fut = std::pin::pin!(aio.read_async(Arc::clone(&r), 0, vec![0u8; 5]));
+    let done = park_on(fut, Park::UntilWoken, Duration::from_secs(5));
+    writer.join().unwrap();
+    assert_eq!(done.expect("never woken").unwrap().data(), b"later");
 }
 
 /// Another executor inside a `current_thread` runtime's `block_on`, which it
-/// blocks: a read left for the turn's end is entered when polled again.
+/// blocks, polling again without a wake-up: a read left for the turn's end is
+/// entered when polled again.
 #[test]
 fn another_executor_inside_block_on() {
     let (aio, f) = ctx_and_file();
     let rt = current_rt();
-    assert_eq!(rt.block_on(async { forty_reads(&aio, &f) }), Ok(()));
+    assert_eq!(
+        rt.block_on(async { forty_reads(&aio, &f, Park::Polling) }),
+        Ok(())
+    );
 }
 
 /// A `spawn_blocking` thread of a driven `current_thread` runtime: its reads
@@ -93,7 +163,7 @@ fn another_executor_on_a_blocking_thread() {
     let (aio, f) = ctx_and_file();
     let rt = current_rt();
     let r = rt.block_on(async move {
-        tokio::task::spawn_blocking(move || forty_reads(&aio, &f))
+        tokio::task::spawn_blocking(move || forty_reads(&aio, &f, Park::UntilWoken))
             .await
             .unwrap()
     });

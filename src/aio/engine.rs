@@ -529,10 +529,20 @@ impl Inner {
     /// reactor watches the completion eventfd (no thread); elsewhere, the
     /// completion thread.
     pub(crate) fn arm_wakeup(self: &Arc<Inner>) -> Result<()> {
+        self.arm_wakeup_at(false)
+    }
+
+    /// [`arm_wakeup`](Inner::arm_wakeup), from the end of a tokio runtime's
+    /// turn when `turn_end` (a flush run by the scheduler: no need to ask
+    /// whether the scheduler polls here, and no asking from inside its
+    /// deferred wake-ups).
+    pub(crate) fn arm_wakeup_at(self: &Arc<Inner>, turn_end: bool) -> Result<()> {
         #[cfg(feature = "tokio")]
-        if super::tokio_reap::arm(self) {
+        if super::tokio_reap::arm(self, turn_end) {
             return Ok(());
         }
+        #[cfg(not(feature = "tokio"))]
+        let _ = turn_end;
         self.ensure_background()
     }
 

@@ -186,11 +186,13 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// 1024 that waits to find out whether others join it. Elsewhere (any other
 /// executor, also where a runtime is only entered or on a `spawn_blocking`
 /// thread, and the thread engine) the request is submitted at the first poll,
-/// as [`Aio::submit`] does. A future polled again before the end of the turn
-/// it waits for enters the ring then. (A future that another executor polls
-/// inside a `current_thread` runtime's `block_on`, blocking its thread, and
-/// that is never polled again without a wake-up, waits as long as tokio's own
-/// I/O would there: the runtime's turn does not come.)
+/// as [`Aio::submit`] does; where a runtime is only entered, the completion
+/// thread, not that runtime's reactor, wakes a future whose request did not
+/// complete at once. A future polled again before the end of the turn it
+/// waits for enters the ring then. (Another executor that blocks a tokio
+/// task's thread, or a `block_on`'s, polling only when woken, can wait
+/// forever for a future deferred there: that turn does not come while it
+/// blocks.)
 ///
 /// The kernel reads the descriptor number when the ring is entered, so the
 /// future owns `F`, a handle to the descriptor, until it is dropped: dropping
@@ -450,8 +452,9 @@ mod batch {
                     .compare_exchange(self.token, 0, Ordering::AcqRel, Ordering::Acquire)
                     .is_ok();
                 flush_now(&self.inner);
+                let n = BATCH.replace(0);
                 if mine {
-                    learn(&self.inner, BATCH.replace(0));
+                    learn(&self.inner, n);
                 }
             }
         }
@@ -552,10 +555,11 @@ mod batch {
                 SOLO.set((me, skip - 1, next));
                 return false;
             }
-            // A batch was the last thing learned (`next` 0): turns end here.
-            // Otherwise this submission is the one that tries, where a turn
-            // ends (not in a runtime merely entered, or a blocking thread).
-            if next == 0 || tokio_reap::turn_ends_here() {
+            // A batch was the last thing learned (`next` 0), or this
+            // submission is the one that tries: where a turn ends (in a task;
+            // elsewhere asked, since a runtime may be merely entered, or the
+            // thread a blocking one).
+            if (next == 0 && tokio_reap::in_task()) || tokio_reap::turn_ends_here() {
                 return true;
             }
         } else if tokio_reap::batching_pays() && tokio_reap::turn_ends_here() {
@@ -602,7 +606,7 @@ mod batch {
         }
         // Arm first, then look again: a completion that landed in between is
         // reaped here, a later one wakes the reactor.
-        let armed = inner.arm_wakeup().is_ok();
+        let armed = inner.arm_wakeup_at(true).is_ok();
         let mut core = inner.lock();
         inner.poll_completions(&mut core);
         if !armed {

@@ -126,7 +126,12 @@ pub(crate) fn armed<H: Host + 'static>(inner: &Arc<H>) -> bool {
 /// when there is no usable runtime here (the caller then starts the completion
 /// thread), or when the engine has no eventfd (the thread engine wakes futures
 /// from its workers).
-pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
+///
+/// `turn_end`: called at the end of a runtime turn, by the scheduler (the
+/// flush of batched submissions): the scheduler polls here. Otherwise it is
+/// asked ([`turn_ends_here`], which must not run inside tokio's deferred
+/// wake-ups, where that flush runs on a `multi_thread` runtime).
+pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>, turn_end: bool) -> bool {
     let Ok(handle) = Handle::try_current() else {
         return false;
     };
@@ -135,6 +140,11 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>) -> bool {
     // The common case: armed before, from this thread, and still armed.
     if armed_here(ctx, id) {
         return true;
+    }
+    // A runtime merely entered (another executor polls here) may never poll
+    // its reactor: the completion thread wakes such futures.
+    if !turn_end && !turn_ends_here() {
+        return false;
     }
     match arm_slow(inner, id) {
         Some(reap) => {
@@ -212,6 +222,13 @@ fn register_fd(dup: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
 /// submission that waits shows that others join it (see `future.rs`).
 pub(crate) fn batching_pays() -> bool {
     Handle::try_current().is_ok_and(|h| h.metrics().num_alive_tasks() > 1)
+}
+
+/// True inside a tokio task's poll (a runtime turn ends after it), without
+/// asking the scheduler (see [`turn_ends_here`]).
+#[inline]
+pub(crate) fn in_task() -> bool {
+    tokio::task::try_id().is_some()
 }
 
 /// True if the code running now is polled by a tokio runtime's scheduler (a
