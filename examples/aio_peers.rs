@@ -21,11 +21,13 @@
 //!
 //! Engines take turns round by round (the first engine rotates), so a load change on
 //! a shared machine hits all of them alike; each figure is the median over the
-//! rounds. 21 short rounds by default (about 40 s in all): on a shared 2-vCPU VM,
+//! rounds. 21 short rounds by default (about 50 s in all): on a shared 2-vCPU VM,
 //! the QD32 ratio of `posixrt_await` to raw io_uring spread over 0.85–1.01 in 18
 //! runs of 7 rounds and over 0.90–0.93 in 5 runs of 21, the two engines alone
 //! (`--only`); with every engine, over 0.85–1.02 in 10 runs of 7 and over
-//! 0.86–0.95 in 10 runs of 21.
+//! 0.86–0.95 in 10 runs of 21, and on a slower day over 0.81–0.94 in 5 runs of
+//! 21. The test file is written back to the disk before the rounds, so that
+//! the kernel's flusher does not write it during them.
 //!
 //! ```text
 //! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
