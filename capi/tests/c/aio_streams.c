@@ -189,14 +189,12 @@ static void queued(void) {
     close(p[1]);
 }
 
-/* A regular file read through fd number n, closed; a socket then gets n: its
- * read at an offset ignores the offset, and one of an empty O_NONBLOCK socket
- * ends with EAGAIN, as on a number never used before. The same for a pipe
- * holding less than a read asks, and after a procfs file at n. */
-static void reused_number(void) {
+/* A temp file of 8 KiB of 'f', read twice through its number, so that the
+ * library knows the number as a regular file's; returns the number. */
+static int known_file(void) {
     int f = temp_file("streams");
     if (f < 0)
-        return;
+        return -1;
     static char block[8192];
     memset(block, 'f', sizeof block);
     CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
@@ -208,12 +206,45 @@ static void reused_number(void) {
         ends_with(&cb, 0, 5);
         CHECK(memcmp(buf, "fffff", 5) == 0);
     }
-    close(f);
-    int s[2];
+    return f;
+}
+
+/* A socket pair whose end `s[0]` or `s[1]` gets fd number n (the lowest
+ * free one); that end in `*sock`, the other in `*peer`. */
+static void socket_at(int n, int s[2], int *sock, int *peer) {
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
-    int sock = s[0] == f ? s[0] : s[1];
-    int peer = s[0] == f ? s[1] : s[0];
-    CHECK(sock == f);
+    *sock = s[0] == n ? s[0] : s[1];
+    *peer = s[0] == n ? s[1] : s[0];
+    CHECK(*sock == n);
+}
+
+/* A read of an empty O_NONBLOCK socket at fd number n: EAGAIN. */
+static void empty_nonblocking_socket_at(int n) {
+    int s[2], sock, peer;
+    socket_at(n, s, &sock, &peer);
+    set_nonblocking(sock);
+    struct aiocb cb;
+    char buf[16];
+    prepare(&cb, sock, 4096, buf, 5);
+    CHECK(aio_read(&cb) == 0);
+    ends_with(&cb, EAGAIN, -1);
+    close(s[0]);
+    close(s[1]);
+}
+
+/* A regular file read through fd number n, closed; a socket then gets n: its
+ * read at an offset ignores the offset, and one of an empty O_NONBLOCK socket
+ * ends with EAGAIN, as on a number never used before. The same for a pipe
+ * holding less than a read asks, and after a procfs file at n. */
+static void reused_number(void) {
+    struct aiocb cb;
+    char buf[16];
+    int f = known_file();
+    if (f < 0)
+        return;
+    close(f);
+    int s[2], sock, peer;
+    socket_at(f, s, &sock, &peer);
     for (int i = 0; i < 2; i++) {
         CHECK(write(peer, "hello", 5) == 5);
         memset(buf, 0, sizeof buf);
@@ -224,50 +255,32 @@ static void reused_number(void) {
     }
     close(s[0]);
     close(s[1]);
+
     /* Once more, with no data on an O_NONBLOCK socket: EAGAIN, not a wait. */
-    f = temp_file("streams");
+    f = known_file();
     if (f < 0)
         return;
-    CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
-    for (int i = 0; i < 2; i++) {
-        prepare(&cb, f, 4096, buf, 5);
-        CHECK(aio_read(&cb) == 0);
-        ends_with(&cb, 0, 5);
-    }
     close(f);
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
-    sock = s[0] == f ? s[0] : s[1];
-    CHECK(sock == f);
-    set_nonblocking(sock);
-    prepare(&cb, sock, 4096, buf, 5);
-    CHECK(aio_read(&cb) == 0);
-    ends_with(&cb, EAGAIN, -1);
-    close(s[0]);
-    close(s[1]);
+    empty_nonblocking_socket_at(f);
+
     /* A pipe at a number that named a file: a read of more than the pipe
      * holds returns what it holds, at once. */
-    f = temp_file("streams");
+    f = known_file();
     if (f < 0)
         return;
-    CHECK(write(f, block, sizeof block) == (ssize_t)sizeof block);
-    static char page[4096];
-    for (int i = 0; i < 2; i++) {
-        prepare(&cb, f, 0, page, sizeof page);
-        CHECK(aio_read(&cb) == 0);
-        ends_with(&cb, 0, sizeof page);
-    }
     close(f);
     int p[2];
     CHECK(pipe(p) == 0);
-    int rd = p[0] == f ? p[0] : p[1];
-    CHECK(rd == f && p[0] == f);
+    CHECK(p[0] == f);
     CHECK(write(p[1], "ten bytes!", 10) == 10);
-    prepare(&cb, rd, 0, page, sizeof page);
+    static char page[4096];
+    prepare(&cb, p[0], 0, page, sizeof page);
     CHECK(aio_read(&cb) == 0);
     ends_with(&cb, 0, 10);
     CHECK(memcmp(page, "ten bytes!", 10) == 0);
     close(p[0]);
     close(p[1]);
+
     /* An empty O_NONBLOCK socket at a number that named a procfs file (which
      * refuses non-blocking reads): EAGAIN. */
     f = open("/proc/self/status", O_RDONLY);
@@ -281,15 +294,7 @@ static void reused_number(void) {
         CHECK(aio_error(&cb) == 0 && aio_return(&cb) > 0);
     }
     close(f);
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
-    sock = s[0] == f ? s[0] : s[1];
-    CHECK(sock == f);
-    set_nonblocking(sock);
-    prepare(&cb, sock, 4096, buf, 5);
-    CHECK(aio_read(&cb) == 0);
-    ends_with(&cb, EAGAIN, -1);
-    close(s[0]);
-    close(s[1]);
+    empty_nonblocking_socket_at(f);
 }
 
 int main(int argc, char **argv) {
