@@ -19,8 +19,9 @@
 //! (`Aio::register_fd`), as a program with one busy file would; the raw
 //! `io_uring` engine does not register it (nor do the peers).
 //!
-//! Engines take turns round by round (the first engine rotates), so a load change on
-//! a shared machine hits all of them alike; each figure is the median over the
+//! Engines take turns round by round, in a new (seeded) order each round, so a
+//! load change on a shared machine hits all of them alike, and no engine always
+//! runs after the same one; each figure is the median over the
 //! rounds. 21 short rounds by default (about 50 s in all): on a shared 2-vCPU VM,
 //! the QD32 ratio of `posixrt_await` to raw io_uring spread over 0.85–1.01 in 18
 //! runs of 7 rounds and over 0.90–0.93 in 5 runs of 21, the two engines alone
@@ -144,10 +145,13 @@ impl Offsets {
         }
     }
     fn next(&mut self) -> u64 {
+        (self.next_raw() % self.blocks) * BLOCK as u64
+    }
+    fn next_raw(&mut self) -> u64 {
         self.x ^= self.x << 13;
         self.x ^= self.x >> 7;
         self.x ^= self.x << 17;
-        (self.x % self.blocks) * BLOCK as u64
+        self.x
     }
 }
 
@@ -803,9 +807,16 @@ fn run(a: &Args) -> Result<(), String> {
     let n = engines.len();
     let mut figs: Vec<Figures> = (0..n).map(|_| Figures::default()).collect();
     let mut lat = Vec::with_capacity(a.ops);
-    for round in 0..a.rounds {
-        for k in 0..n {
-            let e = (round + k) % n;
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut shuffle = Offsets::new(usize::MAX, 7);
+    for _ in 0..a.rounds {
+        // A new order each round: no engine always follows the same one (what
+        // an engine leaves behind, in the caches or the kernel, is not always
+        // the same engine's handicap).
+        for i in (1..n).rev() {
+            order.swap(i, (shuffle.next_raw() % (i as u64 + 1)) as usize);
+        }
+        for &e in &order {
             lat.clear();
             engines[e].qd1(a.ops, &mut lat)?;
             lat.sort_unstable();
@@ -813,8 +824,7 @@ fn run(a: &Args) -> Result<(), String> {
             figs[e].p50.push(pct(0.50));
             figs[e].p99.push(pct(0.99));
         }
-        for k in 0..n {
-            let e = (round + k) % n;
+        for &e in &order {
             let cpu = process_cpu_s();
             if let Some(r) = engines[e].qd32(a.qd32_ops)? {
                 let cpu = process_cpu_s() - cpu;
