@@ -26,8 +26,9 @@
 //! the QD32 ratio of `posixrt_await` to raw io_uring spread over 0.85–1.01 in 18
 //! runs of 7 rounds and over 0.90–0.93 in 5 runs of 21, the two engines alone
 //! (`--only`); with every engine, over 0.85–1.02 in 10 runs of 7 and over
-//! 0.86–0.95 in 10 runs of 21, and on a slower day over 0.81–0.94 in 5 runs of
-//! 21. The test file is written back to the disk before the rounds, so that
+//! 0.86–0.95 in 10 runs of 21, on a slower day over 0.81–0.94 in 5 runs of 21,
+//! and on a day of heavy load from other tenants (load up to 39, the order
+//! shuffled) over 0.81–0.88 in 5 runs of 21. The test file is written back to the disk before the rounds, so that
 //! the kernel's flusher does not write it during them.
 //!
 //! ```text
