@@ -642,6 +642,53 @@ both!(
     pending_reads_woken_by_the_reactor
 );
 
+/// The body of a `multi_thread` runtime's `block_on` (the main function of a
+/// `#[tokio::main]` program) runs on no worker, but the workers drive the
+/// reactor: its futures are woken by it too, not by a completion thread. A
+/// read that waits for data, a list and joined reads, awaited there directly.
+fn multi_thread_block_on_body(b: Backend) {
+    use std::io::Write;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let aio = ctx(b);
+    let f = data_file();
+    let (rd, wr) = common::pipe();
+    let rd = Arc::new(File::from(rd));
+    let mut wr = File::from(wr);
+    rt.block_on(async {
+        for round in 0..8u8 {
+            let writer = tokio::spawn(async move {
+                // Long enough for the read below to be in the kernel, waiting.
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                wr.write_all(&[round, round + 1]).unwrap();
+                wr
+            });
+            let c = aio.read(&*rd, 0, vec![0u8; 2]).unwrap().await.unwrap();
+            assert_eq!(c.data(), [round, round + 1]);
+            wr = writer.await.unwrap();
+        }
+        let ops = (0..4).map(|i| Some(Op::read(&*f, (i * CHUNK) as i64, vec![0u8; CHUNK])));
+        let list = aio.lio_listio(ListMode::NoWait, ops, Notify::None).unwrap();
+        for (i, c) in list.await.unwrap().into_iter().enumerate() {
+            assert_eq!(c.unwrap().data()[0], byte(i * CHUNK));
+        }
+        let read = |i: usize| aio.read_async(Arc::clone(&f), (i * CHUNK) as i64, vec![0u8; CHUNK]);
+        let (x, y) = tokio::join!(read(5), read(6));
+        assert_eq!(x.unwrap().data()[0], byte(5 * CHUNK));
+        assert_eq!(y.unwrap().data()[0], byte(6 * CHUNK));
+    });
+    if b == Backend::Uring {
+        assert_eq!(threads_named(COMPLETION_THREAD), 0);
+    }
+}
+both!(
+    multi_thread_block_on_body_needs_no_helper_thread,
+    multi_thread_block_on_body
+);
+
 /// Beside idle tasks, a read that waited for the end of the turn gathered no
 /// other submission: the next reads enter at once (on a cached file, each is
 /// done at its first poll; skipped where the file system completes none inline).

@@ -186,9 +186,11 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// 1024 that waits to find out whether others join it. Elsewhere (any other
 /// executor, also where a runtime is only entered or on a `spawn_blocking`
 /// thread, and the thread engine) the request is submitted at the first poll,
-/// as [`Aio::submit`] does; where a runtime is only entered, the completion
-/// thread, not that runtime's reactor, wakes a future whose request did not
-/// complete at once. A future polled again before the end of the turn it
+/// as [`Aio::submit`] does. A future whose request did not complete at once
+/// is woken by a `multi_thread` runtime's reactor wherever it is polled (also
+/// in the body of `block_on`, as in `#[tokio::main]`), by a `current_thread`
+/// runtime's only inside its `block_on` and tasks, and elsewhere by the
+/// completion thread. A future polled again before the end of the turn it
 /// waits for enters the ring then. (Another executor that blocks a tokio
 /// task's thread, or a `block_on`'s, polling only when woken, can wait
 /// forever for a future deferred there: that turn does not come while it

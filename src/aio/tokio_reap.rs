@@ -17,8 +17,12 @@
 //! [`at_turn_end`] (a wake-up once the scheduler has run every ready task and
 //! polled its driver, when the batch's single `io_uring_enter` is made).
 //!
-//! A poll outside any tokio runtime (another executor) falls back to the completion
-//! thread. Inside a tokio runtime, the runtime must have its I/O driver
+//! A poll outside any tokio runtime (another executor), or where a
+//! `current_thread` runtime is only entered (its reactor runs only inside its
+//! `block_on`), falls back to the completion thread; a `multi_thread` runtime's
+//! workers drive its reactor, so its futures use it wherever they are polled
+//! (also in the body of its `block_on`, the `main` of `#[tokio::main]`). Inside a
+//! tokio runtime, the runtime must have its I/O driver
 //! (`enable_io` or `enable_all`, as `#[tokio::main]` does), as for any tokio I/O
 //! type: tokio panics when asked to register with a runtime that has none.
 
@@ -141,9 +145,16 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>, turn_end: bool) -> bool {
     if armed_here(ctx, id) {
         return true;
     }
-    // A runtime merely entered (another executor polls here) may never poll
-    // its reactor: the completion thread wakes such futures.
-    if !turn_end && !turn_ends_here() {
+    // A `multi_thread` runtime's workers drive its reactor wherever the future
+    // is polled (the body of its `block_on`, a `spawn_blocking` thread, another
+    // executor under `Runtime::enter`). A `current_thread` runtime's reactor
+    // is driven only by its `block_on`: one merely entered (another executor
+    // polls here) may never poll it, and the completion thread wakes such
+    // futures.
+    if !turn_end
+        && handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread
+        && !turn_ends_here()
+    {
         return false;
     }
     match arm_slow(inner, id) {
