@@ -19,7 +19,9 @@
 //!   turn's reap, which hands its result straight to the future and wakes its
 //!   task, whose next poll takes the result without a lock;
 //! - under the `tokio` feature the ring's eventfd is watched by tokio's own
-//!   reactor, so no completion thread exists (the example counts them at the end).
+//!   reactor, also for the futures awaited here in `block_on`'s body (the
+//!   `main` of `#[tokio::main]`), so no completion thread exists (the example
+//!   counts them at the end, and fails if one started).
 //!
 //! ```text
 //! cargo run --release --features tokio --example aio_tokio
@@ -120,5 +122,10 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|c| c.starts_with("posixrt-aio-com"))
         .count();
     println!("AIO completion threads: {helpers} (futures are woken by tokio's reactor)");
+    if helpers != 0 {
+        return Err(
+            "a completion thread started: futures were not woken by tokio's reactor".into(),
+        );
+    }
     Ok(())
 }
