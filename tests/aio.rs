@@ -905,11 +905,7 @@ impl<T: std::future::IntoFuture> IntoFutureHelper for T {}
 
 #[cfg(feature = "tokio")]
 fn tokio_await(b: Backend) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::multi_rt();
     let aio = ctx(b);
     let s = Arc::new(scratch(false, &pattern(64 * 1024)));
     rt.block_on(async move {

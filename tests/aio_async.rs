@@ -101,11 +101,7 @@ both!(
 );
 
 fn multi_thread_reads(b: Backend) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::multi_rt();
     let aio = ctx(b);
     let f = data_file();
     rt.block_on(async {
@@ -242,11 +238,7 @@ fn submit_on_poll_reads(b: Backend) {
         }
     });
     drop(rt);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::multi_rt();
     rt.block_on(async {
         for _ in 0..4 {
             let tasks: Vec<_> = (0..32)
@@ -605,11 +597,7 @@ fn pending_reads_woken_by_the_reactor(b: Backend) {
     let aio = ctx(b);
     for multi in [false, true] {
         let rt = if multi {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap()
+            common::multi_rt()
         } else {
             current_rt()
         };
@@ -648,11 +636,7 @@ both!(
 /// read that waits for data, a list and joined reads, awaited there directly.
 fn multi_thread_block_on_body(b: Backend) {
     use std::io::Write;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::multi_rt();
     let aio = ctx(b);
     let f = data_file();
     let (rd, wr) = common::pipe();

@@ -25,6 +25,17 @@ macro_rules! both {
 }
 pub(crate) use both;
 
+/// A `multi_thread` tokio runtime of two workers, with its I/O driver (the
+/// reactor AIO futures register the ring's eventfd with).
+#[cfg(feature = "tokio")]
+pub fn multi_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 /// A context on engine `b`.
 pub fn ctx(b: Backend) -> Aio {
     Aio::builder().backend(b).build().expect("AIO context")
