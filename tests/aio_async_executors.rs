@@ -169,3 +169,34 @@ fn another_executor_on_a_blocking_thread() {
     });
     assert_eq!(r, Ok(()));
 }
+
+/// Under an entered `multi_thread` runtime, and on one of its `spawn_blocking`
+/// threads, a read that completes later (a pipe written to 300 ms after) wakes
+/// the executor: that runtime's workers drive its reactor, which wakes it.
+#[test]
+fn another_executor_under_a_multi_thread_runtime_woken_later() {
+    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let rt = common::multi_rt();
+    let read_later = move |aio: Aio| {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let r = Arc::new(std::fs::File::from(r));
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            rustix::io::write(&w, b"later").unwrap();
+        });
+        let fut = std::pin::pin!(aio.read_async(Arc::clone(&r), 0, vec![0u8; 5]));
+        let done = park_on(fut, Park::UntilWoken, Duration::from_secs(5));
+        writer.join().unwrap();
+        done.map(|c| c.unwrap().data().to_vec())
+    };
+    {
+        let _entered = rt.enter();
+        assert_eq!(read_later(aio.clone()).as_deref(), Some(&b"later"[..]));
+    }
+    let on_blocking = rt.block_on(async move {
+        tokio::task::spawn_blocking(move || read_later(aio))
+            .await
+            .unwrap()
+    });
+    assert_eq!(on_blocking.as_deref(), Some(&b"later"[..]));
+}
