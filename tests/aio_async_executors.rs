@@ -200,3 +200,39 @@ fn another_executor_under_a_multi_thread_runtime_woken_later() {
     });
     assert_eq!(on_blocking.as_deref(), Some(&b"later"[..]));
 }
+
+/// A `multi_thread` runtime shut down while another executor, on one of its
+/// `spawn_blocking` threads, waits for a read its reactor was to report: the
+/// completion thread takes over, the read completes (a pipe written 300 ms
+/// later), and the runtime's drop, which waits for that thread, returns.
+#[test]
+fn multi_thread_runtime_shut_down_under_a_waiting_executor() {
+    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let rt = common::multi_rt();
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    let r = Arc::new(std::fs::File::from(r));
+    let (polled_tx, polled_rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    drop(rt.spawn_blocking(move || {
+        let mut fut = std::pin::pin!(aio.read_async(r, 0, vec![0u8; 5]));
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        polled_tx.send(()).unwrap();
+        let done = park_on(fut, Park::UntilWoken, Duration::from_secs(5));
+        done_tx
+            .send(done.map(|c| c.unwrap().data().to_vec()))
+            .unwrap();
+    }));
+    polled_rx.recv().unwrap();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        rustix::io::write(&w, b"later").unwrap();
+    });
+    drop(rt);
+    writer.join().unwrap();
+    let done = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(done.as_deref(), Some(&b"later"[..]));
+}

@@ -807,4 +807,20 @@ impl super::tokio_reap::Host for Inner {
     fn reactors(&self) -> &super::tokio_reap::Reactors {
         &self.reactors
     }
+
+    fn reactor_gone(self: Arc<Self>) {
+        // The completion thread takes over if a request still has a waiter
+        // (a task's future was dropped with its runtime: its request is
+        // detached); then whatever already completed is reaped.
+        let core = self.lock();
+        let waited = core
+            .slots
+            .iter()
+            .any(|s| s.waker.is_some() && !s.detached && s.state != State::Free);
+        self.release(core);
+        if waited {
+            let _ = self.ensure_background();
+        }
+        super::tokio_reap::Host::reap_now(&*self);
+    }
 }

@@ -43,6 +43,11 @@ pub(crate) trait Host: Send + Sync {
     fn completion_eventfd(&self) -> Option<&OwnedFd>;
     /// This context's reactor registrations.
     fn reactors(&self) -> &Reactors;
+    /// A runtime whose reactor woke this context's futures shut down: a future
+    /// another executor still polls (under `Runtime::enter`, on a
+    /// `spawn_blocking` thread, in `Handle::block_on`) must be woken by
+    /// something else.
+    fn reactor_gone(self: Arc<Self>);
 }
 
 /// The reactor registrations of one context, one per live runtime that polled it.
@@ -61,8 +66,9 @@ struct Reap {
     afd: AsyncFd<OwnedFd>,
     /// The last rearm succeeded: the reactor wakes `self` on the next
     /// completion, and `self`'s wake re-arms before it reaps, so it stays armed
-    /// until its runtime shuts down (the reactor then wakes it, and the rearm
-    /// fails).
+    /// until its runtime shuts down (the reactor then wakes it, the rearm
+    /// fails, and the completion thread takes over if a future still waits:
+    /// see `Host::reactor_gone`).
     armed: std::sync::atomic::AtomicBool,
 }
 
@@ -110,6 +116,10 @@ impl Wake for Reap {
 
     fn wake_by_ref(self: &Arc<Self>) {
         if !self.rearm() {
+            // Woken by the reactor's shutdown.
+            if let Some(host) = self.inner.upgrade() {
+                host.reactor_gone();
+            }
             return;
         }
         if let Some(host) = self.inner.upgrade() {
