@@ -18,11 +18,13 @@
 //! `Arc<File>`, a `File`, an `OwnedFd`, ...), dropping the future enters the ring
 //! before the handle goes, and a future leaked with `mem::forget` leaks its
 //! handle too (the number is never reused). A borrowed descriptor could not give
-//! that guarantee: a forgotten future would end the borrow with the request still
-//! waiting.
+//! that guarantee (a forgotten future would end the borrow with the request
+//! still waiting), except a borrowed `RegisteredFd` of the same context: the
+//! request names its file table slot, and the last guard enters the rings
+//! before freeing it (see `submit_fd.rs`).
 
 use std::future::{Future, IntoFuture};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -33,6 +35,7 @@ use super::engine::{Engine, Inner};
 use super::list::{entry_done, List};
 use super::op::{Kind, Op};
 use super::request::{new_mail, Completion, Request, Ticket};
+use super::submit_fd::SubmitFd;
 use super::table::OpKind;
 use crate::Result;
 
@@ -200,7 +203,12 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// future owns `F`, a handle to the descriptor, until it is dropped: dropping
 /// it enters the ring before the handle goes, and a future leaked with
 /// [`mem::forget`](std::mem::forget) leaks the handle too, so the number cannot
-/// name another file in the meantime.
+/// name another file in the meantime. `F` may also be a borrowed
+/// [`&RegisteredFd`](super::RegisteredFd) of the same context, whose request
+/// names the rings' file table slot (the last guard enters the rings before it
+/// frees the slot): no reference count is taken and dropped per request, as an
+/// `Arc` clone would. A guard of another context (or on the thread engine) is
+/// submitted at the first poll, as [`Aio::submit`] does (see [`SubmitFd`]).
 ///
 /// It works on any executor; here a minimal one that parks the thread between
 /// polls:
@@ -237,7 +245,7 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// # }
 /// ```
 #[must_use = "a SubmitFuture does nothing until polled"]
-pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
+pub struct SubmitFuture<'a, F: SubmitFd, B: Send + 'static> {
     // Given up in `drop` (an unfinished request is cancelled, which enters the
     // ring) while `fd` is still open. The borrow of the context keeps it alive
     // meanwhile: the request needs no handle of its own.
@@ -251,9 +259,9 @@ pub struct SubmitFuture<'a, F: AsFd + 'static, B: Send + 'static> {
     fd: F,
 }
 
-impl<F: AsFd + 'static, B: Send + 'static> Unpin for SubmitFuture<'_, F, B> {}
+impl<F: SubmitFd, B: Send + 'static> Unpin for SubmitFuture<'_, F, B> {}
 
-impl<F: AsFd + 'static, B: Send + 'static> Drop for SubmitFuture<'_, F, B> {
+impl<F: SubmitFd, B: Send + 'static> Drop for SubmitFuture<'_, F, B> {
     fn drop(&mut self) {
         if let Some(t) = self.req.as_mut() {
             t.forget(&self.aio.inner);
@@ -261,14 +269,15 @@ impl<F: AsFd + 'static, B: Send + 'static> Drop for SubmitFuture<'_, F, B> {
     }
 }
 
-impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
+impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
     type Output = Result<Completion<B>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         if let Some((offset, buf)) = this.start.take() {
-            let op = (this.make)(this.fd.as_fd(), offset, buf);
-            let (req, deferred) = match submit(this.aio, op, cx) {
+            let op = (this.make)(this.fd.submit_fd(), offset, buf);
+            let may_wait = this.fd.may_wait(this.aio);
+            let (req, deferred) = match submit(this.aio, op, may_wait, cx) {
                 Ok(r) => r,
                 Err(e) => return Poll::Ready(Err(e)),
             };
@@ -303,11 +312,13 @@ impl<F: AsFd + 'static, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
 }
 
 /// `Aio::submit`, with the kernel entry left to the end of the runtime turn when
-/// that pays (true then). The caller keeps the fd open until the request is in
-/// the kernel, whatever happens to it (see the module docs).
+/// that pays and `may_wait` (true then). If `may_wait`, what the request names
+/// stays its file until the request is in the kernel, whatever happens to the
+/// future (see `submit_fd.rs`).
 fn submit<B: Send + 'static>(
     aio: &Aio,
     mut op: Op<'_, B>,
+    may_wait: bool,
     cx: &Context<'_>,
 ) -> Result<(Ticket<B>, bool)> {
     let call = match op.kind {
@@ -322,9 +333,12 @@ fn submit<B: Send + 'static>(
     let notify = std::mem::take(&mut op.notify);
     inner.prepare_notify(&notify)?;
     #[cfg(feature = "tokio")]
-    let defer = !threads && batch::should_defer(inner);
+    let defer = may_wait && !threads && batch::should_defer(inner);
     #[cfg(not(feature = "tokio"))]
-    let defer = false;
+    let defer = {
+        let _ = may_wait;
+        false
+    };
     // A deferred submission completes only once the flush entered the ring,
     // which then wakes this task: its waker goes in the slot with the request,
     // and a mail box, to which the completion posts the result (freeing the
@@ -346,9 +360,29 @@ impl Aio {
     /// `aio.read_async(Arc::clone(&file), offset, buf).await`.
     ///
     /// `fd` is an owned handle (`Arc<File>`, `File`, `OwnedFd`, ...), kept by the
-    /// future: under tokio, the reads of one runtime turn enter the kernel with
-    /// one system call, after this returns (see [`SubmitFuture`]). For a borrowed
-    /// descriptor, `aio.read(&file, offset, buf)?.await` submits at once.
+    /// future, or a borrowed [`&RegisteredFd`](super::RegisteredFd) of this
+    /// context (the cheapest: no reference count per read): under tokio, the
+    /// reads of one runtime turn enter the kernel with one system call, after
+    /// this returns (see [`SubmitFuture`]). For any other borrowed descriptor,
+    /// `aio.read(&file, offset, buf)?.await` submits at once.
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use posixrt::aio::Aio;
+    ///
+    /// let f = std::fs::File::from(rustix::fs::memfd_create("ra", rustix::fs::MemfdFlags::empty())?);
+    /// rustix::io::pwrite(&f, b"borrowed", 0)?;
+    /// let aio = Aio::new()?;
+    /// let reg = aio.register_fd(&f)?;
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let c = rt.block_on(aio.read_async(&reg, 0, vec![0u8; 8]))?;
+    /// assert_eq!(c.data(), b"borrowed");
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "tokio"))]
+    /// # fn main() {}
+    /// ```
     ///
     /// # Errors
     /// Those of [`Aio::read`], when polled.
@@ -356,7 +390,7 @@ impl Aio {
     /// # References
     /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)
     #[doc(alias = "aio_read")]
-    pub fn read_async<F: AsFd + 'static, B: IoBufMut>(
+    pub fn read_async<F: SubmitFd, B: IoBufMut>(
         &self,
         fd: F,
         offset: i64,
@@ -382,7 +416,7 @@ impl Aio {
     /// # References
     /// - [`aio_write(3)`](https://man7.org/linux/man-pages/man3/aio_write.3.html)
     #[doc(alias = "aio_write")]
-    pub fn write_async<F: AsFd + 'static, B: IoBuf>(
+    pub fn write_async<F: SubmitFd, B: IoBuf>(
         &self,
         fd: F,
         offset: i64,

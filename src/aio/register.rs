@@ -36,6 +36,20 @@ impl RegisteredFd<'_> {
     pub fn fd(&self) -> RawFd {
         self.fd
     }
+
+    /// The fd, open while the guard lives.
+    #[inline]
+    pub(super) fn borrowed(&self) -> BorrowedFd<'_> {
+        // SAFETY: the guard was made from a `BorrowedFd<'fd>` and keeps that
+        // borrow (`borrow`): the fd stays open for 'fd, which outlives `self`.
+        unsafe { BorrowedFd::borrow_raw(self.fd) }
+    }
+
+    /// The context the fd is registered with.
+    #[inline]
+    pub(super) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
 }
 
 impl std::fmt::Debug for RegisteredFd<'_> {
