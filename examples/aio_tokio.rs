@@ -10,9 +10,11 @@
 //! - `aio.read_async(handle, offset, buf).await` submits when first polled; the
 //!   reads that tasks submit in one runtime turn enter the kernel together, with
 //!   one `io_uring_enter` at the end of the turn. It takes an owned handle to the
-//!   fd (here an `Arc<File>`), kept until the request is in the kernel.
-//!   The same holds for several futures in flight in one task (`tokio::join!`,
-//!   `join_all`, `buffer_unordered`).
+//!   fd (here an `Arc<File>`), kept until the request is in the kernel, or
+//!   borrows the fd's `RegisteredFd` (`aio.register_fd(&file)?`), the cheapest
+//!   form: no reference count per read, and the kernel looks the file up in the
+//!   ring's table. The same holds for several futures in flight in one task
+//!   (`tokio::join!`, `join_all`, `buffer_unordered`).
 //!   (`aio.read(&file, ..)?.await` also works: it enters the ring at once.)
 //! - a future's poll reaps the completion queue itself: a read done inline needs
 //!   no wake-up; a read that waited for the turn's end is completed by that
@@ -103,7 +105,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     // One task, four reads in flight (`tokio::join!`, as `join_all` or
     // `buffer_unordered` keep several): they enter the kernel together too.
-    let read = |i: usize| aio.read_async(Arc::clone(&file), (i * CHUNK) as i64, vec![0u8; CHUNK]);
+    // They borrow the file's registration with the context.
+    let reg = aio.register_fd(&*file)?;
+    let read = |i: usize| aio.read_async(&reg, (i * CHUNK) as i64, vec![0u8; CHUNK]);
     let (a, b, c, d) = tokio::join!(read(0), read(1), read(2), read(3));
     let mut sum4 = 0u64;
     for done in [a?, b?, c?, d?] {
