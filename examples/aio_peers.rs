@@ -19,7 +19,7 @@
 //! (`Aio::register_fd`), as a program with one busy file would; the raw
 //! `io_uring` engine does not register it (nor do the peers).
 //!
-//! Every engine reads into buffers of 4 KiB aligned to 4 KiB (see [`block`]):
+//! Every engine reads into buffers of 4 KiB aligned to 4 KiB (see `block`):
 //! the kernel's copy into a destination that is not 64-byte aligned is a few
 //! percent slower, and a `Vec<u8>` from malloc is only 16-byte aligned, so
 //! with `Vec`s the engine that happened to get an aligned one (the raw engine's
@@ -28,13 +28,12 @@
 //! Engines take turns round by round, in a new (seeded) order each round, so a
 //! load change on a shared machine hits all of them alike, and no engine always
 //! runs after the same one; each figure is the median over the
-//! rounds. 21 short rounds by default (about 50 s in all): on a shared 2-vCPU VM,
-//! the QD32 ratio of `posixrt_await` to raw io_uring spread over 0.85–1.01 in 18
-//! runs of 7 rounds and over 0.90–0.93 in 5 runs of 21, the two engines alone
-//! (`--only`); with every engine, over 0.85–1.02 in 10 runs of 7 and over
-//! 0.86–0.95 in 10 runs of 21, on a slower day over 0.81–0.94 in 5 runs of 21,
-//! and on a day of heavy load from other tenants (load up to 39, the order
-//! shuffled) over 0.81–0.88 in 5 runs of 21. The test file is written back to the disk before the rounds, so that
+//! rounds. 21 short rounds by default (about 60 s in all): on a quiet 2-vCPU
+//! VM, with aligned buffers, the QD32 ratio of `posixrt_await` to raw io_uring
+//! spread over 0.80–0.83 in 5 runs of 21 rounds with every engine, and over
+//! 0.81–0.83 in 13 runs of 11 rounds of the two engines alone (`--only`). (With
+//! `Vec` buffers, earlier, it spread over 0.81–1.01 from day to day and build to
+//! build: see `block`.) The test file is written back to the disk before the rounds, so that
 //! the kernel's flusher does not write it during them.
 //!
 //! ```text
