@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
-use posixrt::aio::{Backend, RegisteredFd};
+use posixrt::aio::{Aio, Backend, RegisteredFd};
 
 #[allow(unused_macros, unused_imports)]
 mod common;
@@ -66,9 +66,10 @@ fn landed_in_a(a: &File, b: &File, x: u8) {
     assert_eq!(b.read_at(&mut got, 0).unwrap(), 0, "the write went to b");
 }
 
-/// 32 tasks, 4 passes, each reading its chunk through the borrowed guard: every
-/// read gets its own bytes (on the thread engine the guard registers nothing
-/// and the reads go by number).
+/// 32 tasks, 4 passes, each reading its chunk through the borrowed guard, on a
+/// `current_thread` and on a `multi_thread` runtime: every read gets its own
+/// bytes (on the thread engine the guard registers nothing and the reads go by
+/// number).
 fn reads_through_a_borrowed_guard(b: Backend) {
     let data: Vec<u8> = (0..CHUNK * CHUNKS).map(byte).collect();
     let f = temp_file(&data);
@@ -76,12 +77,22 @@ fn reads_through_a_borrowed_guard(b: Backend) {
     let f: &'static File = Box::leak(Box::new(f));
     let reg: Arc<RegisteredFd<'static>> = Arc::new(aio.register_fd(f).unwrap());
     assert_eq!(reg.is_registered(), b == Backend::Uring);
-    let rt = current_rt();
+    for rt in [current_rt(), common::multi_rt()] {
+        read_chunks(&rt, &aio, &reg);
+    }
+}
+both!(
+    reads_through_a_borrowed_guard,
+    reads_through_a_borrowed_guard
+);
+
+/// [`reads_through_a_borrowed_guard`] on the runtime `rt`.
+fn read_chunks(rt: &tokio::runtime::Runtime, aio: &Aio, reg: &Arc<RegisteredFd<'static>>) {
     rt.block_on(async {
         for _ in 0..4 {
             let tasks: Vec<_> = (0..CHUNKS)
                 .map(|i| {
-                    let (aio, reg) = (aio.clone(), Arc::clone(&reg));
+                    let (aio, reg) = (aio.clone(), Arc::clone(reg));
                     tokio::spawn(async move {
                         let off = i * CHUNK;
                         let c = aio
@@ -101,10 +112,6 @@ fn reads_through_a_borrowed_guard(b: Backend) {
         }
     });
 }
-both!(
-    reads_through_a_borrowed_guard,
-    reads_through_a_borrowed_guard
-);
 
 /// A write on a guard of the same context waits for the end of the turn (its
 /// first poll is pending); leaked with `mem::forget`, then the guard dropped
