@@ -197,3 +197,21 @@ fn read_through_a_guard_uses_the_slot() {
     assert_eq!(got.data(), b"AAAA");
     drop(reg);
 }
+
+/// A guard of a number whose earlier guard was leaked, made after the number
+/// was given another file, reads the new file (the table checks the file's
+/// identity), on the same context as the leaked guard.
+#[test]
+fn a_guard_made_after_a_leaked_one_reads_its_own_file() {
+    let aio = ctx(Backend::Uring);
+    let a = temp_file(b"AAAA");
+    let other = temp_file(b"BBBB");
+    std::mem::forget(aio.register_fd(&a).unwrap());
+    // SAFETY: dup2 on two open descriptors; a's number stays open.
+    assert!(unsafe { libc::dup2(other.as_raw_fd(), a.as_raw_fd()) } >= 0);
+    let reg = aio.register_fd(&a).unwrap();
+    let rt = current_rt();
+    let got = rt.block_on(aio.read_async(&reg, 0, vec![0u8; 4])).unwrap();
+    assert_eq!(got.data(), b"BBBB");
+    drop(reg);
+}

@@ -119,6 +119,29 @@ fn the_last_guard_unregisters() {
     assert_eq!(read4(&aio, &a), b"BBBB");
 }
 
+/// A leaked guard keeps its registration: requests by the number still read
+/// the registered file after the number is given another file (as when it is
+/// closed and reused). Registering the number again then registers the new
+/// file, told apart by its identity, and once that guard is dropped the number
+/// reads the new file too.
+#[test]
+fn registering_a_reused_number_registers_its_new_file() {
+    let aio = ctx(Backend::Uring);
+    let a = temp_file(b"AAAA");
+    let b = temp_file(b"BBBB");
+    std::mem::forget(aio.register_fd(&a).unwrap());
+    replace(&a, &b);
+    assert_eq!(read4(&aio, &a), b"AAAA", "the leaked registration");
+    let reg = aio.register_fd(&a).unwrap();
+    assert!(reg.is_registered());
+    assert_eq!(read4(&aio, &a), b"BBBB", "registered again");
+    drop(reg);
+    assert_eq!(read4(&aio, &a), b"BBBB", "by number once unregistered");
+    let again = aio.register_fd(&a).unwrap();
+    assert_eq!(read4(&aio, &a), b"BBBB", "a third registration");
+    drop(again);
+}
+
 /// Dropping the guard releases the rings' reference on the file: once the
 /// program closes a pipe's registered write end, a reader sees end of file.
 #[test]

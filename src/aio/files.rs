@@ -11,6 +11,13 @@
 //! (which may name it) is handed to the kernel; requests in the kernel keep the
 //! file they started with. Requests issued again after a first attempt (built
 //! by `sqe::sqe_again`) use their own fd copy or the caller's fd, never the slot.
+//!
+//! A registration remembers the file's identity (device and inode). A guard
+//! borrows its fd, so the number cannot be closed while it lives, unless the
+//! guard is leaked (`mem::forget`): the registration then stays, and requests
+//! by that number keep naming the registered file, until the number is
+//! registered again. A registration of the number for another file is then
+//! made in a new slot; the leaked one keeps its slot for good.
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -33,11 +40,31 @@ pub(crate) fn table_size() -> u32 {
 /// fd numbers below this are looked up by index; larger ones by a scan.
 const DENSE: usize = 1 << 16;
 
+/// The file behind an fd number: device and inode, as `fstat` reports them.
+pub(crate) type FileId = (u64, u64);
+
+/// The identity of the file `fd` names now.
+pub(crate) fn file_id(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<FileId> {
+    let st = rustix::fs::fstat(fd)?;
+    Ok((st.st_dev as u64, st.st_ino as u64))
+}
+
+/// One registration: an fd number, the file it named, its slot, its guards.
+struct Entry {
+    fd: RawFd,
+    file: FileId,
+    slot: u32,
+    refs: u32,
+    /// Requests by number `fd` use this slot. False once the number was
+    /// registered again for another file (the guards of this entry were
+    /// leaked, and the number closed and reused).
+    current: bool,
+}
+
 /// Which fds are registered, and in which slot (under the core lock).
 #[derive(Default)]
 pub(crate) struct FileTable {
-    /// (fd, slot, live `RegisteredFd`s).
-    entries: Vec<(RawFd, u32, u32)>,
+    entries: Vec<Entry>,
     /// slot + 1 by fd number (0: not registered), for fds below `DENSE`.
     dense: Vec<u32>,
     /// Slots freed, oldest first: reused only once every slot was used once.
@@ -55,19 +82,29 @@ impl FileTable {
         }
         match self.dense.get(fd as u32 as usize) {
             Some(&s) => s,
-            None => self.scan(fd).map_or(0, |i| self.entries[i].1 + 1),
+            None => self.current(fd).map_or(0, |i| self.entries[i].slot + 1),
         }
     }
 
-    fn scan(&self, fd: RawFd) -> Option<usize> {
-        self.entries.iter().position(|e| e.0 == fd)
+    /// The entry requests by number `fd` use.
+    fn current(&self, fd: RawFd) -> Option<usize> {
+        self.entries.iter().position(|e| e.fd == fd && e.current)
     }
 
-    /// Counts one more guard of `fd` if it is registered; its slot.
-    pub(crate) fn add_ref(&mut self, fd: RawFd) -> Option<u32> {
-        let i = self.scan(fd)?;
-        self.entries[i].2 += 1;
-        Some(self.entries[i].1)
+    /// Counts one more guard of `fd` if it is registered for `file`; its slot.
+    /// If the number is registered for another file (a guard of it was leaked,
+    /// and the number closed and reused), that registration stops serving the
+    /// number, and `None` asks for a new one.
+    pub(crate) fn add_ref(&mut self, fd: RawFd, file: FileId) -> Option<u32> {
+        let i = self.current(fd)?;
+        let e = &mut self.entries[i];
+        if e.file != file {
+            e.current = false;
+            self.set_dense(fd, 0);
+            return None;
+        }
+        e.refs += 1;
+        Some(e.slot)
     }
 
     /// A slot for a new registration: a never-used one first, so that a slot
@@ -80,29 +117,42 @@ impl FileTable {
         self.free.pop_front()
     }
 
-    pub(crate) fn insert(&mut self, fd: RawFd, slot: u32) {
-        self.entries.push((fd, slot, 1));
+    pub(crate) fn insert(&mut self, fd: RawFd, file: FileId, slot: u32) {
+        self.entries.push(Entry {
+            fd,
+            file,
+            slot,
+            refs: 1,
+            current: true,
+        });
+        self.set_dense(fd, slot + 1);
+    }
+
+    fn set_dense(&mut self, fd: RawFd, v: u32) {
         let i = fd as u32 as usize;
         if i < DENSE {
             if self.dense.len() <= i {
                 self.dense.resize(i + 1, 0);
             }
-            self.dense[i] = slot + 1;
+            self.dense[i] = v;
         }
     }
 
-    /// Counts one guard of `fd` less; its slot if that was the last (the fd is
-    /// then no longer looked up).
-    pub(crate) fn drop_ref(&mut self, fd: RawFd) -> Option<u32> {
-        let i = self.scan(fd)?;
-        self.entries[i].2 -= 1;
-        if self.entries[i].2 > 0 {
-            return None;
+    /// Counts one guard of the registration in `slot` less; true if that was
+    /// the last (the slot is then free to remove, and its number no longer
+    /// looked up).
+    pub(crate) fn drop_ref(&mut self, slot: u32) -> bool {
+        let Some(i) = self.entries.iter().position(|e| e.slot == slot) else {
+            return false;
+        };
+        self.entries[i].refs -= 1;
+        if self.entries[i].refs > 0 {
+            return false;
         }
-        let (_, slot, _) = self.entries.swap_remove(i);
-        if let Some(d) = self.dense.get_mut(fd as u32 as usize) {
-            *d = 0;
+        let e = self.entries.swap_remove(i);
+        if e.current {
+            self.set_dense(e.fd, 0);
         }
-        Some(slot)
+        true
     }
 }

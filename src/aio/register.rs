@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::context::Aio;
 use super::engine::{Engine, Inner};
-use super::files::table_size;
+use super::files::{file_id, table_size};
 use super::op::BorrowFd;
 use crate::{Error, ErrorKind, Result};
 
@@ -63,20 +63,20 @@ impl std::fmt::Debug for RegisteredFd<'_> {
 
 impl Drop for RegisteredFd<'_> {
     fn drop(&mut self) {
-        if self.slot.is_none() {
-            return;
-        }
         let Engine::Uring(r) = &self.inner.engine else {
             return;
         };
+        let Some(slot) = self.slot else {
+            return;
+        };
         let mut core = self.inner.lock();
-        if let Some(slot) = core.files.drop_ref(self.fd) {
+        if core.files.drop_ref(slot) {
             // Entries still in a submission queue may name the slot: the
             // kernel takes them now, while no other can be pushed (the lock is
-            // held). If it could not, or a ring kept the file, the slot is
-            // never used again (a later registration must not be read by
-            // them).
-            let flushed = r.submit().is_ok();
+            // held). If it could not take them all, or a ring kept the file,
+            // the slot is never used again (a later registration must not be
+            // read by them).
+            let flushed = r.submit().is_ok() && !r.sq_pending();
             if r.remove_file(slot).is_ok() && flushed {
                 core.files.free.push_back(slot);
             }
@@ -102,6 +102,11 @@ impl Aio {
     /// The guard borrows `fd`, so it stays open while registered. A request
     /// still in the kernel when the guard is dropped goes on with the file it
     /// started with.
+    ///
+    /// Leaking the guard (`mem::forget`) keeps the fd registered for good: if
+    /// the fd is closed and its number reused, requests by that number still
+    /// name the file registered, until the number is registered again (which
+    /// checks the file's identity and registers the new file in a new slot).
     ///
     /// ```
     /// use posixrt::aio::Aio;
@@ -130,7 +135,8 @@ impl Aio {
     #[doc(alias = "IORING_REGISTER_FILES")]
     #[doc(alias = "io_uring_register_files")]
     pub fn register_fd<'fd>(&self, fd: impl BorrowFd<'fd>) -> Result<RegisteredFd<'fd>> {
-        let fd = fd.borrow_fd().as_raw_fd();
+        let borrowed = fd.borrow_fd();
+        let fd = borrowed.as_raw_fd();
         let mut guard = RegisteredFd {
             inner: Arc::clone(&self.inner),
             fd,
@@ -140,8 +146,14 @@ impl Aio {
         let Engine::Uring(r) = &self.inner.engine else {
             return Ok(guard);
         };
+        // The file's identity tells a registration of the number's file from
+        // a stale one, left by a leaked guard of a file since closed.
+        let file = file_id(borrowed).map_err(|e| {
+            Error::from_errno("fstat", e.raw_os_error().unwrap_or(libc::EBADF))
+                .with_message(format!("registering fd {fd}"))
+        })?;
         let mut core = self.inner.lock();
-        if let Some(slot) = core.files.add_ref(fd) {
+        if let Some(slot) = core.files.add_ref(fd, file) {
             guard.slot = Some(slot);
             drop(core);
             return Ok(guard);
@@ -171,7 +183,7 @@ impl Aio {
                 err
             });
         }
-        core.files.insert(fd, slot);
+        core.files.insert(fd, file, slot);
         guard.slot = Some(slot);
         drop(core);
         Ok(guard)
