@@ -236,3 +236,100 @@ fn multi_thread_runtime_shut_down_under_a_waiting_executor() {
     let done = done_rx.recv_timeout(Duration::from_secs(10)).unwrap();
     assert_eq!(done.as_deref(), Some(&b"later"[..]));
 }
+
+/// A `current_thread` runtime armed from this thread inside its `block_on`
+/// (a read that waited there), then only entered while another executor polls
+/// a read that completes later (a pipe written to 300 ms after): its reactor,
+/// armed but not driven, must not be trusted to wake that executor.
+#[test]
+fn another_executor_under_a_runtime_armed_earlier_in_its_block_on() {
+    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    let (r, w) = (
+        Arc::new(std::fs::File::from(r)),
+        Arc::new(std::fs::File::from(w)),
+    );
+    let rt = current_rt();
+    let first = rt.block_on(async {
+        let w = Arc::clone(&w);
+        let writer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            rustix::io::write(&*w, b"x").unwrap();
+        });
+        let c = aio.read_async(Arc::clone(&r), 0, vec![0u8; 1]).await;
+        writer.await.unwrap();
+        c.unwrap().data().to_vec()
+    });
+    assert_eq!(first, b"x");
+    let _entered = rt.enter();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        rustix::io::write(&*w, b"later").unwrap();
+    });
+    let fut = std::pin::pin!(aio.read_async(Arc::clone(&r), 0, vec![0u8; 5]));
+    let done = park_on(fut, Park::UntilWoken, Duration::from_secs(3));
+    writer.join().unwrap();
+    assert_eq!(done.expect("never woken").unwrap().data(), b"later");
+}
+
+/// A runtime built without its I/O driver has no reactor to register with: a
+/// read awaited in a `multi_thread` runtime's `block_on` body, or polled by
+/// another executor under the entered runtime, and one awaited in a task or
+/// the `block_on` body of a `current_thread` runtime, complete (a pipe written
+/// to 100 ms after), woken by the completion thread, where tokio would panic.
+#[test]
+fn a_runtime_without_its_io_driver() {
+    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let (fut, writer) = read_later(&aio, b"current");
+    assert_eq!(rt.block_on(fut).unwrap().data(), b"current");
+    writer.join().unwrap();
+    let task = {
+        let aio = aio.clone();
+        rt.spawn(async move {
+            let (fut, writer) = read_later(&aio, b"task");
+            let c = fut.await.unwrap();
+            writer.join().unwrap();
+            c.data().to_vec()
+        })
+    };
+    assert_eq!(rt.block_on(task).unwrap(), b"task");
+    drop(rt);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    let (fut, writer) = read_later(&aio, b"body");
+    let c = rt.block_on(fut).unwrap();
+    writer.join().unwrap();
+    assert_eq!(c.data(), b"body");
+    let _entered = rt.enter();
+    let (fut, writer) = read_later(&aio, b"entered");
+    let done = park_on(
+        std::pin::pin!(fut),
+        Park::UntilWoken,
+        Duration::from_secs(3),
+    );
+    writer.join().unwrap();
+    assert_eq!(done.expect("never woken").unwrap().data(), b"entered");
+}
+
+/// A read of a pipe that `msg` is written to 100 ms later, and the writer.
+fn read_later<'a>(
+    aio: &'a Aio,
+    msg: &'static [u8],
+) -> (
+    posixrt::aio::SubmitFuture<'a, Arc<std::fs::File>, Vec<u8>>,
+    std::thread::JoinHandle<()>,
+) {
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        rustix::io::write(&w, msg).unwrap();
+    });
+    let r = Arc::new(std::fs::File::from(r));
+    (aio.read_async(r, 0, vec![0u8; msg.len()]), writer)
+}

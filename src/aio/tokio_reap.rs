@@ -21,10 +21,18 @@
 //! `current_thread` runtime is only entered (its reactor runs only inside its
 //! `block_on`), falls back to the completion thread; a `multi_thread` runtime's
 //! workers drive its reactor, so its futures use it wherever they are polled
-//! (also in the body of its `block_on`, the `main` of `#[tokio::main]`). Inside a
-//! tokio runtime, the runtime must have its I/O driver
-//! (`enable_io` or `enable_all`, as `#[tokio::main]` does), as for any tokio I/O
-//! type: tokio panics when asked to register with a runtime that has none.
+//! (also in the body of its `block_on`, the `main` of `#[tokio::main]`).
+//!
+//! A runtime built without its I/O driver (no `enable_io` or `enable_all`) has
+//! no reactor to register with, and tokio panics when asked to, with no call
+//! that asks first. So the registration is tried with the panic caught and
+//! kept off stderr (by a panic hook installed for that, which hands every
+//! other panic to the hook it replaced), once per thread and runtime, and the
+//! completion thread wakes the futures. In a program built with
+//! `panic = "abort"` nothing can be caught: a future polled in one of the
+//! runtime's tasks then aborts, with tokio's message, as tokio's own I/O types
+//! do, and one polled elsewhere (a `block_on` body, another executor under
+//! `Runtime::enter`) uses the completion thread without asking.
 
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, Weak};
@@ -72,23 +80,48 @@ struct Reap {
     armed: std::sync::atomic::AtomicBool,
 }
 
-thread_local! {
-    /// This thread's last armed registration: context, runtime, registration.
-    static LAST: std::cell::RefCell<Option<(usize, Id, Weak<Reap>)>> =
-        const { std::cell::RefCell::new(None) };
+/// This thread's last armed registration.
+struct Last {
+    ctx: usize,
+    id: Id,
+    reap: Weak<Reap>,
+    /// The runtime is `multi_thread`: its workers drive its reactor.
+    multi: bool,
 }
 
-/// True if this thread last armed `ctx` for runtime `id`, and that registration
-/// is still armed (no lock, no reactor call).
+thread_local! {
+    static LAST: std::cell::RefCell<Option<Last>> = const { std::cell::RefCell::new(None) };
+    /// The last runtime found here to have no I/O driver.
+    static NO_IO: std::cell::Cell<Option<Id>> = const { std::cell::Cell::new(None) };
+    /// Wake-ups, on this thread, of the waker [`turn_ends_here`] polls with.
+    static DEFERRED_RUN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// A registration is being tried with its panic kept quiet ([`quietly`]).
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True if this thread last armed `ctx` for runtime `id`, that registration is
+/// still armed, and its reactor runs while the code polled here waits: a
+/// `multi_thread` runtime's workers drive it anywhere; a `current_thread`
+/// runtime drives it only in its `block_on`, which a poll under
+/// `Runtime::enter` by another executor is not (no lock, no reactor call).
 fn armed_here(ctx: usize, id: Id) -> bool {
     // `try_with`: a wake-up may be armed while this thread's locals are torn down.
-    LAST.try_with(|l| match &*l.borrow() {
-        Some((c, i, w)) if *c == ctx && *i == id => w
-            .upgrade()
-            .is_some_and(|r| r.armed.load(std::sync::atomic::Ordering::Acquire)),
-        _ => false,
-    })
-    .unwrap_or(false)
+    let multi = LAST
+        .try_with(|l| match &*l.borrow() {
+            Some(last) if last.ctx == ctx && last.id == id => last
+                .reap
+                .upgrade()
+                .filter(|r| r.armed.load(std::sync::atomic::Ordering::Acquire))
+                .map(|_| last.multi),
+            _ => None,
+        })
+        .ok()
+        .flatten();
+    match multi {
+        Some(true) => true,
+        Some(false) => turn_ends_here(),
+        None => false,
+    }
 }
 
 impl Reap {
@@ -161,15 +194,28 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>, turn_end: bool) -> bool {
     // is driven only by its `block_on`: one merely entered (another executor
     // polls here) may never poll it, and the completion thread wakes such
     // futures.
-    if !turn_end
-        && handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread
-        && !turn_ends_here()
+    let multi = handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
+    let scheduled = turn_end || (if multi { in_task() } else { turn_ends_here() });
+    if !scheduled && !multi {
+        return false;
+    }
+    // A runtime without an I/O driver makes tokio panic here (see the
+    // module's docs): found out once, and never asked where a panic aborts
+    // unless a task of the runtime polls (as tokio's own I/O types do).
+    if NO_IO.try_with(|n| n.get() == Some(id)) == Ok(true) || (cfg!(panic = "abort") && !scheduled)
     {
         return false;
     }
     match arm_slow(inner, id) {
         Some(reap) => {
-            let _ = LAST.try_with(|l| *l.borrow_mut() = Some((ctx, id, Arc::downgrade(&reap))));
+            let reap = Arc::downgrade(&reap);
+            let last = Last {
+                ctx,
+                id,
+                reap,
+                multi,
+            };
+            let _ = LAST.try_with(|l| *l.borrow_mut() = Some(last));
             true
         }
         None => false,
@@ -188,7 +234,7 @@ fn arm_slow<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
         match list.iter().position(|(i, _)| *i == id) {
             Some(k) => Arc::clone(&list[k].1),
             None => {
-                let reap = register(inner)?;
+                let reap = register(inner, id)?;
                 // A runtime id can be reused once its runtime is gone: drop
                 // registrations whose runtime shut down while we are here.
                 list.retain(|(_, r)| r.rearm());
@@ -207,7 +253,7 @@ fn arm_slow<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     list.retain(|(i, _)| *i != id);
-    match register(inner) {
+    match register(inner, id) {
         Some(reap) if reap.rearm() => {
             list.push((id, Arc::clone(&reap)));
             Some(reap)
@@ -216,11 +262,16 @@ fn arm_slow<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
     }
 }
 
-/// A new registration of the completion eventfd with the current runtime's reactor.
-fn register<H: Host + 'static>(inner: &Arc<H>) -> Option<Arc<Reap>> {
+/// A new registration of the completion eventfd with the reactor of the
+/// current runtime, `id`; `None` (remembered) if it has no I/O driver.
+fn register<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
     let efd = inner.completion_eventfd()?;
     let dup = efd.try_clone().ok()?;
-    let afd = register_fd(dup)?;
+    let Some(afd) = quietly(|| register_fd(dup)) else {
+        let _ = NO_IO.try_with(|n| n.set(Some(id)));
+        return None;
+    };
+    let afd = afd?;
     Some(Arc::new(Reap {
         inner: Arc::downgrade(inner) as Weak<dyn Host>,
         afd,
@@ -234,6 +285,28 @@ fn register_fd(dup: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
     // the AsyncFd's whole life: the AsyncFd owns `dup` (an `OwnedFd`, whose
     // `as_raw_fd` never changes) and nothing else closes it.
     unsafe { AsyncFd::register_with_interest(dup, tokio::io::Interest::READABLE) }.ok()
+}
+
+/// `f()`, or `None` if it panicked, the panic kept off stderr. Installs, once,
+/// a panic hook that hands every panic but these to the hook it replaced.
+/// Where a panic aborts, the panic is left to speak.
+fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
+    if cfg!(panic = "abort") {
+        return Some(f());
+    }
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.try_with(std::cell::Cell::get).unwrap_or(false) {
+                prev(info);
+            }
+        }));
+    });
+    let _ = QUIET.try_with(|q| q.set(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    let _ = QUIET.try_with(|q| q.set(false));
+    r
 }
 
 /// True when a submission made here may wait for the end of the runtime's turn
@@ -258,26 +331,32 @@ pub(crate) fn in_task() -> bool {
 /// also where a runtime is only entered (`Runtime::enter`, while another
 /// executor polls) or on a `spawn_blocking` thread. tokio's `yield_now` tells
 /// (it defers its wake-up inside the scheduler and wakes at once outside), at
-/// the cost of one deferred wake-up: asked once per run of submissions, not
-/// per submission.
+/// the cost of one deferred wake-up per turn: its waker is the same for every
+/// call on a thread, and the scheduler keeps it once.
 pub(crate) fn turn_ends_here() -> bool {
-    struct Woken(std::sync::atomic::AtomicBool);
-    impl Wake for Woken {
+    /// Counts its wake-ups in a thread local: a deferred one runs later on
+    /// this thread (the scheduler's), an immediate one now.
+    struct Count;
+    impl Wake for Count {
         fn wake(self: Arc<Self>) {
             self.wake_by_ref();
         }
         fn wake_by_ref(self: &Arc<Self>) {
-            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            let _ = DEFERRED_RUN.try_with(|n| n.set(n.get().wrapping_add(1)));
         }
     }
-    if Handle::try_current().is_err() {
-        return false;
+    thread_local! {
+        /// One waker per thread: the scheduler keeps it once per turn.
+        static COUNT: Waker = Waker::from(Arc::new(Count));
     }
-    let woken = Arc::new(Woken(std::sync::atomic::AtomicBool::new(false)));
-    let waker = Waker::from(Arc::clone(&woken));
-    let y = std::pin::pin!(tokio::task::yield_now());
-    let _ = std::future::Future::poll(y, &mut Context::from_waker(&waker));
-    !woken.0.load(std::sync::atomic::Ordering::Relaxed)
+    COUNT
+        .try_with(|w| {
+            let before = DEFERRED_RUN.get();
+            let y = std::pin::pin!(tokio::task::yield_now());
+            let _ = std::future::Future::poll(y, &mut Context::from_waker(w));
+            DEFERRED_RUN.get() == before
+        })
+        .unwrap_or(false)
 }
 
 /// Has `w` woken at the end of the current runtime turn: once the scheduler has
