@@ -207,10 +207,32 @@ fn run_sampled(aio: &Aio, policy: i32, prio: i32, reqprio: i32) -> Option<(Vec<(
     Some((seen, eff))
 }
 
+/// [`run_sampled`] until the samples show a worker in class `want`, at most 3
+/// times: the sampler, a thread of its own, may miss a whole request on a
+/// loaded machine. Every run's samples are returned, so a test can check that
+/// no run went above the request's class.
+fn sampled_until(
+    aio: &Aio,
+    (policy, prio, reqprio): (i32, i32, i32),
+    want: Option<(i32, i32)>,
+) -> Option<(Vec<(i32, i32)>, i32)> {
+    let mut all = Vec::new();
+    let mut eff = 0;
+    for _ in 0..3 {
+        let (seen, e) = run_sampled(aio, policy, prio, reqprio)?;
+        (all, eff) = ([all, seen].concat(), e);
+        if want.is_none_or(|w| all.contains(&w)) {
+            break;
+        }
+    }
+    Some((all, eff))
+}
+
 fn worker_priority(b: Backend) {
     let _g = serial();
     let aio = Aio::builder().backend(b).build().unwrap();
-    let Some((seen, eff)) = run_sampled(&aio, libc::SCHED_FIFO, 80, 5) else {
+    let want = (b == Backend::Threads).then_some((libc::SCHED_FIFO, 75));
+    let Some((seen, eff)) = sampled_until(&aio, (libc::SCHED_FIFO, 80, 5), want) else {
         return;
     };
     assert_eq!(eff, 75, "effective priority of FIFO 80 with reqprio 5");
@@ -247,7 +269,8 @@ both!(worker_runs_at_the_effective_priority, worker_priority);
 fn clamp(b: Backend) {
     let _g = serial();
     let aio = Aio::builder().backend(b).build().unwrap();
-    let Some((seen, eff)) = run_sampled(&aio, libc::SCHED_RR, 3, 10) else {
+    let want = (b == Backend::Threads).then_some((libc::SCHED_RR, 1));
+    let Some((seen, eff)) = sampled_until(&aio, (libc::SCHED_RR, 3, 10), want) else {
         return;
     };
     assert_eq!(eff, 1, "RR 3 minus reqprio 10 clamps at the minimum, 1");
