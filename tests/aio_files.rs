@@ -142,6 +142,47 @@ fn registering_a_reused_number_registers_its_new_file() {
     drop(again);
 }
 
+/// A number given another open of the same file (same inode, another mode)
+/// after its guard was leaked is not the file registered: registering it again
+/// registers the write-only open, and a write through it succeeds where the
+/// leaked read-only open would refuse it (EBADF).
+#[test]
+fn a_reused_number_with_another_open_of_the_same_file() {
+    let aio = ctx(Backend::Uring);
+    let path = std::env::temp_dir().join(format!("posixrt-aio-test-{}-modes", std::process::id()));
+    std::fs::write(&path, b"AAAA").unwrap();
+    let ro = std::fs::File::open(&path).unwrap();
+    let wo = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::mem::forget(aio.register_fd(&ro).unwrap());
+    replace(&ro, &wo);
+    let reg = aio.register_fd(&ro).unwrap();
+    let mut w = aio.write(&ro, 0, b"BBBB".to_vec()).unwrap();
+    aio.suspend([&w], Some(Duration::from_secs(10))).unwrap();
+    assert_eq!(w.aio_return().unwrap().result.map_err(|e| e.kind()), Ok(4));
+    drop(reg);
+}
+
+/// Every eventfd shares one inode: a number given another eventfd after its
+/// guard was leaked, registered again, reads the new eventfd's counter.
+#[test]
+fn a_reused_number_with_another_eventfd() {
+    use rustix::event::{eventfd, EventfdFlags};
+    let aio = ctx(Backend::Uring);
+    let (e1, e2) = (
+        eventfd(1, EventfdFlags::empty()).unwrap(),
+        eventfd(2, EventfdFlags::empty()).unwrap(),
+    );
+    std::mem::forget(aio.register_fd(&e1).unwrap());
+    replace(&e1, &e2);
+    let reg = aio.register_fd(&e1).unwrap();
+    let mut r = aio.read(&e1, 0, vec![0u8; 8]).unwrap();
+    aio.suspend([&r], Some(Duration::from_secs(10))).unwrap();
+    let c = r.aio_return().unwrap();
+    drop(reg);
+    assert_eq!(c.data(), 2u64.to_ne_bytes(), "the new eventfd's counter");
+}
+
 /// Dropping the guard releases the rings' reference on the file: once the
 /// program closes a pipe's registered write end, a reader sees end of file.
 #[test]

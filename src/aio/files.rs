@@ -12,7 +12,8 @@
 //! file they started with. Requests issued again after a first attempt (built
 //! by `sqe::sqe_again`) use their own fd copy or the caller's fd, never the slot.
 //!
-//! A registration remembers the file's identity (device and inode). A guard
+//! A registration keeps a copy of the fd, to tell whether the number still
+//! names the same open file (`kcmp`). A guard
 //! borrows its fd, so the number cannot be closed while it lives, unless the
 //! guard is leaked (`mem::forget`): the registration then stays, and requests
 //! by that number keep naming the registered file, until the number is
@@ -20,7 +21,9 @@
 //! made in a new slot; the leaked one keeps its slot for good.
 
 use std::collections::VecDeque;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+
+use crate::sys::io::same_file;
 
 /// The most slots of a ring's file table.
 const MAX_FILES: u32 = 1024;
@@ -40,19 +43,12 @@ pub(crate) fn table_size() -> u32 {
 /// fd numbers below this are looked up by index; larger ones by a scan.
 const DENSE: usize = 1 << 16;
 
-/// The file behind an fd number: device and inode, as `fstat` reports them.
-pub(crate) type FileId = (u64, u64);
-
-/// The identity of the file `fd` names now.
-pub(crate) fn file_id(fd: std::os::fd::BorrowedFd<'_>) -> std::io::Result<FileId> {
-    let st = rustix::fs::fstat(fd)?;
-    Ok((st.st_dev as u64, st.st_ino as u64))
-}
-
 /// One registration: an fd number, the file it named, its slot, its guards.
 struct Entry {
     fd: RawFd,
-    file: FileId,
+    /// A copy of the fd, kept to tell whether the number still names the same
+    /// open file.
+    file: OwnedFd,
     slot: u32,
     refs: u32,
     /// Requests by number `fd` use this slot. False once the number was
@@ -91,16 +87,18 @@ impl FileTable {
         self.entries.iter().position(|e| e.fd == fd && e.current)
     }
 
-    /// Counts one more guard of `fd` if it is registered for `file`; its slot.
-    /// If the number is registered for another file (a guard of it was leaked,
-    /// and the number closed and reused), that registration stops serving the
-    /// number, and `None` asks for a new one.
-    pub(crate) fn add_ref(&mut self, fd: RawFd, file: FileId) -> Option<u32> {
-        let i = self.current(fd)?;
+    /// Counts one more guard of `fd` if it is registered, for the open file it
+    /// names now; its slot. If the number is registered for another open file
+    /// (a guard of it was leaked, and the number closed and reused), that
+    /// registration stops serving the number, and `None` asks for a new one;
+    /// so it does where the kernel cannot compare open files.
+    pub(crate) fn add_ref(&mut self, fd: BorrowedFd<'_>) -> Option<u32> {
+        let raw = fd.as_raw_fd();
+        let i = self.current(raw)?;
         let e = &mut self.entries[i];
-        if e.file != file {
+        if same_file(e.file.as_fd(), fd) != Some(true) {
             e.current = false;
-            self.set_dense(fd, 0);
+            self.set_dense(raw, 0);
             return None;
         }
         e.refs += 1;
@@ -117,7 +115,8 @@ impl FileTable {
         self.free.pop_front()
     }
 
-    pub(crate) fn insert(&mut self, fd: RawFd, file: FileId, slot: u32) {
+    /// Registers `fd` in `slot`; `file` is a copy of it.
+    pub(crate) fn insert(&mut self, fd: RawFd, file: OwnedFd, slot: u32) {
         self.entries.push(Entry {
             fd,
             file,

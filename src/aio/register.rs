@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use super::context::Aio;
 use super::engine::{Engine, Inner};
-use super::files::{file_id, table_size};
+use super::files::table_size;
 use super::op::BorrowFd;
+use crate::sys::io::dup;
 use crate::{Error, ErrorKind, Result};
 
 /// An fd registered with an [`Aio`] context, by [`Aio::register_fd`]: while it
@@ -106,7 +107,9 @@ impl Aio {
     /// Leaking the guard (`mem::forget`) keeps the fd registered for good: if
     /// the fd is closed and its number reused, requests by that number still
     /// name the file registered, until the number is registered again (which
-    /// checks the file's identity and registers the new file in a new slot).
+    /// asks the kernel whether the number still names the open file
+    /// registered, `kcmp`, and registers the new one in a new slot if not).
+    /// A registration keeps a copy of the fd while it lasts.
     ///
     /// ```
     /// use posixrt::aio::Aio;
@@ -125,6 +128,8 @@ impl Aio {
     /// ```
     ///
     /// # Errors
+    /// - the errno of `fcntl(F_DUPFD_CLOEXEC)` (`EMFILE`) if the fd cannot be
+    ///   copied;
     /// - `OutOfResources` if 1024 fds (or the soft `RLIMIT_NOFILE`, if lower) are
     ///   registered with the context already;
     /// - the errno of `io_uring_register` (`Unsupported` before Linux 5.19,
@@ -146,14 +151,13 @@ impl Aio {
         let Engine::Uring(r) = &self.inner.engine else {
             return Ok(guard);
         };
-        // The file's identity tells a registration of the number's file from
+        // A copy of the fd tells a registration of the number's open file from
         // a stale one, left by a leaked guard of a file since closed.
-        let file = file_id(borrowed).map_err(|e| {
-            Error::from_errno("fstat", e.raw_os_error().unwrap_or(libc::EBADF))
-                .with_message(format!("registering fd {fd}"))
+        let file = dup(borrowed).map_err(|e| {
+            Error::from_errno("fcntl", e).with_message(format!("registering fd {fd}"))
         })?;
         let mut core = self.inner.lock();
-        if let Some(slot) = core.files.add_ref(fd, file) {
+        if let Some(slot) = core.files.add_ref(borrowed) {
             guard.slot = Some(slot);
             drop(core);
             return Ok(guard);

@@ -12,7 +12,7 @@
 //! - [`fsync(2)`](https://man7.org/linux/man-pages/man2/fsync.2.html)
 //! - [`fcntl(2)`](https://man7.org/linux/man-pages/man2/fcntl.2.html)
 
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 
 fn last_errno() -> i32 {
     std::io::Error::last_os_error()
@@ -114,6 +114,31 @@ pub(crate) fn is_open(fd: BorrowedFd<'_>) -> bool {
 #[inline]
 pub(crate) fn dup(fd: BorrowedFd<'_>) -> Result<OwnedFd, i32> {
     rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(|e| e.raw_os_error())
+}
+
+/// Whether `a` and `b` name the same open file description
+/// (`kcmp(KCMP_FILE)`): not merely the same inode, which other opens of the
+/// file, and every eventfd or timerfd, share. `None` where the kernel has no
+/// `kcmp` (built without `CONFIG_KCMP`).
+///
+/// # References
+/// - [`kcmp(2)`](https://man7.org/linux/man-pages/man2/kcmp.2.html)
+pub(crate) fn same_file(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> Option<bool> {
+    /// `KCMP_FILE` of `<linux/kcmp.h>`.
+    const KCMP_FILE: libc::c_int = 0;
+    let pid = rustix::process::getpid().as_raw_nonzero().get();
+    let (a, b) = (
+        a.as_raw_fd() as libc::c_ulong,
+        b.as_raw_fd() as libc::c_ulong,
+    );
+    // SAFETY: kcmp takes five integers and touches no memory of the caller;
+    // it only compares what two descriptors of this process name.
+    let r = unsafe { libc::syscall(libc::SYS_kcmp, pid, pid, KCMP_FILE, a, b) };
+    match r {
+        0 => Some(true),
+        1..=3 => Some(false),
+        _ => None,
+    }
 }
 
 /// `fsync(fd)`.
