@@ -221,7 +221,7 @@ fn sampled_until(
     for _ in 0..3 {
         let (seen, e) = run_sampled(aio, policy, prio, reqprio)?;
         (all, eff) = ([all, seen].concat(), e);
-        if want.is_none_or(|w| all.contains(&w)) {
+        if want.map_or(true, |w| all.contains(&w)) {
             break;
         }
     }
