@@ -333,3 +333,70 @@ fn read_later<'a>(
     let r = Arc::new(std::fs::File::from(r));
     (aio.read_async(r, 0, vec![0u8; msg.len()]), writer)
 }
+
+/// Polls `fut` with runtime `h` entered, as a compat wrapper does.
+struct Entered<F> {
+    h: tokio::runtime::Handle,
+    fut: F,
+}
+
+impl<F: Future + Unpin> Future for Entered<F> {
+    type Output = F::Output;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = &mut *self;
+        let _g = this.h.enter();
+        Pin::new(&mut this.fut).poll(cx)
+    }
+}
+
+/// A `multi_thread` runtime entered while a `current_thread` runtime's
+/// `block_on` polls (a compat wrapper): a write that waits is flushed at the
+/// end of the `current_thread` runtime's turn, inside its deferred wake-ups,
+/// which must not be asked whether a turn ends there (tokio would panic:
+/// "already borrowed"). The write completes (a full pipe drained 100 ms later).
+#[test]
+fn a_multi_thread_runtime_entered_inside_a_current_thread_block_on() {
+    let (x, y) = (
+        Aio::builder().backend(Backend::Uring).build().unwrap(),
+        Aio::builder().backend(Backend::Uring).build().unwrap(),
+    );
+    let a = current_rt();
+    let m = common::multi_rt();
+    // Other tasks on the multi_thread runtime: batching pays under it.
+    for _ in 0..2 {
+        drop(m.spawn(std::future::pending::<()>()));
+    }
+    let f = Arc::new(common::temp_file(&[5u8; 4096]));
+    let mh = m.handle().clone();
+    let got = a.block_on(async {
+        // The current_thread runtime armed for `x` from its block_on.
+        let (fut, writer) = read_later(&x, b"x");
+        assert_eq!(fut.await.unwrap().data(), b"x");
+        writer.join().unwrap();
+        // This thread's batching memory now names `y`.
+        let c = y.read_async(Arc::clone(&f), 0, vec![0u8; 4]).await.unwrap();
+        assert_eq!(c.data(), &[5u8; 4][..]);
+        // A write of `x` that waits, polled with the multi_thread runtime entered.
+        let (pr, pw) = rustix::pipe::pipe().unwrap();
+        rustix::fs::fcntl_setfl(&pw, rustix::fs::OFlags::NONBLOCK).unwrap();
+        while rustix::io::write(&pw, &[0u8; 4096]).is_ok() {}
+        rustix::fs::fcntl_setfl(&pw, rustix::fs::OFlags::empty()).unwrap();
+        let drain = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            let mut b = vec![0u8; 1 << 20];
+            let _ = rustix::io::read(&pr, &mut b);
+            pr
+        });
+        let fut = x.write_async(Arc::new(std::fs::File::from(pw)), 0, b"later".to_vec());
+        let fut = Entered { h: mh, fut };
+        let got = tokio::select! {
+            biased;
+            _ = tokio::time::sleep(Duration::from_secs(3)) => None,
+            r = fut => Some(r.unwrap().result.unwrap()),
+        };
+        drop(drain.join().unwrap());
+        got
+    });
+    drop(m);
+    assert_eq!(got, Some(5));
+}

@@ -25,14 +25,24 @@
 //!
 //! A runtime built without its I/O driver (no `enable_io` or `enable_all`) has
 //! no reactor to register with, and tokio panics when asked to, with no call
-//! that asks first. So the registration is tried with the panic caught and
-//! kept off stderr (by a panic hook installed for that, which hands every
-//! other panic to the hook it replaced), once per thread and runtime, and the
-//! completion thread wakes the futures. In a program built with
+//! that asks first. So the registration is tried with the panic caught, once
+//! per thread and runtime (a thread remembers 8), and the completion thread
+//! wakes the futures. A panic hook, installed at the first try, keeps that
+//! panic off stderr and hands every other panic to the hook it replaced; a
+//! hook the program sets later replaces it, and then sees those panics too.
+//! A thread that is unwinding does not try (a destructor that polls): the
+//! completion thread wakes its future. In a program built with
 //! `panic = "abort"` nothing can be caught: a future polled in one of the
-//! runtime's tasks then aborts, with tokio's message, as tokio's own I/O types
-//! do, and one polled elsewhere (a `block_on` body, another executor under
+//! runtime's tasks aborts, with tokio's message, as tokio's own I/O types do,
+//! and one polled elsewhere (a `block_on` body, another executor under
 //! `Runtime::enter`) uses the completion thread without asking.
+//!
+//! Which scheduler polls is told by tokio's `yield_now` (see
+//! [`turn_ends_here`]), which runtime by the current handle. A
+//! `current_thread` runtime entered (`Runtime::enter`) from inside another
+//! runtime's scheduler (a task, or a `block_on` body) is taken for the one
+//! that polls: its futures there are never woken. Enter such a runtime only
+//! outside any runtime's scheduler, or give the future to a task of it.
 
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, Weak};
@@ -91,12 +101,21 @@ struct Last {
 
 thread_local! {
     static LAST: std::cell::RefCell<Option<Last>> = const { std::cell::RefCell::new(None) };
-    /// The last runtime found here to have no I/O driver.
-    static NO_IO: std::cell::Cell<Option<Id>> = const { std::cell::Cell::new(None) };
+    /// The last runtimes found here to have no I/O driver, at most
+    /// [`NO_IO_KEPT`].
+    static NO_IO: std::cell::RefCell<Vec<Id>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Wake-ups, on this thread, of the waker [`turn_ends_here`] polls with.
     static DEFERRED_RUN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// A registration is being tried with its panic kept quiet ([`quietly`]).
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// How many runtimes without an I/O driver a thread remembers.
+const NO_IO_KEPT: usize = 8;
+
+/// True if runtime `id` was found here to have no I/O driver.
+fn no_io(id: Id) -> bool {
+    NO_IO.try_with(|n| n.borrow().contains(&id)) == Ok(true)
 }
 
 /// True if this thread last armed `ctx` for runtime `id`, that registration is
@@ -104,7 +123,9 @@ thread_local! {
 /// `multi_thread` runtime's workers drive it anywhere; a `current_thread`
 /// runtime drives it only in its `block_on`, which a poll under
 /// `Runtime::enter` by another executor is not (no lock, no reactor call).
-fn armed_here(ctx: usize, id: Id) -> bool {
+/// `turn_end`: called by the scheduler at the end of its turn, where it is not
+/// asked (and must not be: that runs inside its deferred wake-ups).
+fn armed_here(ctx: usize, id: Id, turn_end: bool) -> bool {
     // `try_with`: a wake-up may be armed while this thread's locals are torn down.
     let multi = LAST
         .try_with(|l| match &*l.borrow() {
@@ -119,7 +140,7 @@ fn armed_here(ctx: usize, id: Id) -> bool {
         .flatten();
     match multi {
         Some(true) => true,
-        Some(false) => turn_ends_here(),
+        Some(false) => turn_end || turn_ends_here(),
         None => false,
     }
 }
@@ -166,7 +187,7 @@ impl Wake for Reap {
 #[inline]
 pub(crate) fn armed<H: Host + 'static>(inner: &Arc<H>) -> bool {
     let ctx = Arc::as_ptr(inner) as *const () as usize;
-    Handle::try_current().is_ok_and(|h| armed_here(ctx, h.id()))
+    Handle::try_current().is_ok_and(|h| armed_here(ctx, h.id(), false))
 }
 
 /// Makes sure the current tokio runtime's reactor wakes `inner`'s futures. False
@@ -185,7 +206,7 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>, turn_end: bool) -> bool {
     let id = handle.id();
     let ctx = Arc::as_ptr(inner) as *const () as usize;
     // The common case: armed before, from this thread, and still armed.
-    if armed_here(ctx, id) {
+    if armed_here(ctx, id, turn_end) {
         return true;
     }
     // A `multi_thread` runtime's workers drive its reactor wherever the future
@@ -200,10 +221,10 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>, turn_end: bool) -> bool {
         return false;
     }
     // A runtime without an I/O driver makes tokio panic here (see the
-    // module's docs): found out once, and never asked where a panic aborts
-    // unless a task of the runtime polls (as tokio's own I/O types do).
-    if NO_IO.try_with(|n| n.get() == Some(id)) == Ok(true) || (cfg!(panic = "abort") && !scheduled)
-    {
+    // module's docs): found out once per thread and runtime, never asked by a
+    // thread already unwinding, and, where a panic aborts, asked only in a
+    // task of the runtime (as tokio's own I/O types do).
+    if no_io(id) || (cfg!(panic = "abort") && !(turn_end || in_task())) {
         return false;
     }
     match arm_slow(inner, id) {
@@ -263,12 +284,23 @@ fn arm_slow<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
 }
 
 /// A new registration of the completion eventfd with the reactor of the
-/// current runtime, `id`; `None` (remembered) if it has no I/O driver.
+/// current runtime, `id`; `None` (remembered) if it has no I/O driver. Never
+/// tried on a thread that is unwinding (a destructor polls): `None`, not
+/// remembered, and the completion thread wakes the future.
 fn register<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
+    if std::thread::panicking() {
+        return None;
+    }
     let efd = inner.completion_eventfd()?;
     let dup = efd.try_clone().ok()?;
     let Some(afd) = quietly(|| register_fd(dup)) else {
-        let _ = NO_IO.try_with(|n| n.set(Some(id)));
+        let _ = NO_IO.try_with(|n| {
+            let mut n = n.borrow_mut();
+            if n.len() == NO_IO_KEPT {
+                n.remove(0);
+            }
+            n.push(id);
+        });
         return None;
     };
     let afd = afd?;
@@ -289,7 +321,8 @@ fn register_fd(dup: OwnedFd) -> Option<AsyncFd<OwnedFd>> {
 
 /// `f()`, or `None` if it panicked, the panic kept off stderr. Installs, once,
 /// a panic hook that hands every panic but these to the hook it replaced.
-/// Where a panic aborts, the panic is left to speak.
+/// Where a panic aborts, the panic is left to speak. Not for a thread already
+/// unwinding: a second panic there aborts, and the hook cannot be changed.
 fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
     if cfg!(panic = "abort") {
         return Some(f());
