@@ -1309,7 +1309,11 @@ fn cancel_running_write(b: Backend) {
     let (rd, wr) = pipe();
     let cap = rustix::pipe::fcntl_getpipe_size(&wr).unwrap();
     let mut w = aio.write(&wr, 0, vec![9u8; cap * 4]).unwrap();
-    std::thread::sleep(Duration::from_millis(30));
+    // Started once the pipe holds its first part (at most 10 s on a busy machine).
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while rustix::io::ioctl_fionread(&rd).unwrap() == 0 && std::time::Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(1));
+    }
     assert_eq!(w.cancel().unwrap(), CancelResult::NotCanceled);
     let reader = std::thread::spawn(move || {
         let mut got = Vec::new();

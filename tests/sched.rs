@@ -79,14 +79,19 @@ fn invalid_priority_for_policy_is_invalid_input() {
     }
     // set_param checks against the target's *current* policy (SCHED_OTHER: only 0).
     let _g = serial();
+    // The thread lives until told (a stalled test thread must not find it gone).
+    let (done, wait) = std::sync::mpsc::channel::<()>();
     let h = Builder::new()
         .scheduling(Priority::other())
-        .spawn(|| std::thread::park_timeout(std::time::Duration::from_millis(200)))
+        .spawn(move || {
+            let _ = wait.recv_timeout(std::time::Duration::from_secs(10));
+        })
         .unwrap();
     let e = sched::set_thread_priority(h.tid(), 10).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
     let e = h.set_priority(10).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    drop(done);
     h.join().unwrap();
 }
 

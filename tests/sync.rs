@@ -1376,7 +1376,9 @@ fn timed_wait_under_signals(wait: Duration, timed: impl Fn() -> bool + Send + Sy
             took >= wait,
             "returned after {took:?} < {wait:?} ({sent} signals)"
         );
-        assert!(sent > 5, "only {sent} signals were sent");
+        // At least one signal after the first: some landed during the wait
+        // (about 30 on a quiet machine; a loaded one may sleep 2 ms much longer).
+        assert!(sent >= 2, "only {sent} signals were sent");
     });
 }
 

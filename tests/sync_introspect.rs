@@ -321,10 +321,17 @@ fn timing_level_records_hold_and_wait_times() {
             let g = m.lock();
             held.store(true, Ordering::SeqCst);
             std::thread::sleep(Duration::from_millis(20));
+            // Released only once the test thread waits (not merely after 20 ms).
+            let waits = || {
+                unsafe { m.raw() }
+                    .snapshot()
+                    .is_some_and(|s| s.info.waiters == 1)
+            };
+            assert!(poll(waits), "the test thread never waited");
             drop(g);
         });
         assert!(poll(|| held.load(Ordering::SeqCst)));
-        drop(m.lock()); // waits for the sleeping holder
+        drop(m.lock()); // waits for the holder
     });
     let st = unsafe { m.raw() }.snapshot().unwrap().stats;
     assert_eq!(st.contended, 1);
