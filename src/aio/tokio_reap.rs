@@ -105,7 +105,7 @@ thread_local! {
     /// [`NO_IO_KEPT`].
     static NO_IO: std::cell::RefCell<Vec<Id>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Wake-ups, on this thread, of the waker [`turn_ends_here`] polls with.
-    static DEFERRED_RUN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    static WAKES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// A registration is being tried with its panic kept quiet ([`quietly`]).
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -116,6 +116,18 @@ const NO_IO_KEPT: usize = 8;
 /// True if runtime `id` was found here to have no I/O driver.
 fn no_io(id: Id) -> bool {
     NO_IO.try_with(|n| n.borrow().contains(&id)) == Ok(true)
+}
+
+/// Remembers runtime `id` as one without an I/O driver (forgetting the
+/// oldest past [`NO_IO_KEPT`]).
+fn remember_no_io(id: Id) {
+    let _ = NO_IO.try_with(|n| {
+        let mut n = n.borrow_mut();
+        if n.len() == NO_IO_KEPT {
+            n.remove(0);
+        }
+        n.push(id);
+    });
 }
 
 /// True if this thread last armed `ctx` for runtime `id`, that registration is
@@ -216,15 +228,14 @@ pub(crate) fn arm<H: Host + 'static>(inner: &Arc<H>, turn_end: bool) -> bool {
     // polls here) may never poll it, and the completion thread wakes such
     // futures.
     let multi = handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread;
-    let scheduled = turn_end || (if multi { in_task() } else { turn_ends_here() });
-    if !scheduled && !multi {
+    if !turn_end && !multi && !turn_ends_here() {
         return false;
     }
     // A runtime without an I/O driver makes tokio panic here (see the
     // module's docs): found out once per thread and runtime, never asked by a
     // thread already unwinding, and, where a panic aborts, asked only in a
     // task of the runtime (as tokio's own I/O types do).
-    if no_io(id) || (cfg!(panic = "abort") && !(turn_end || in_task())) {
+    if no_io(id) || (cfg!(panic = "abort") && !turn_end && !in_task()) {
         return false;
     }
     match arm_slow(inner, id) {
@@ -294,13 +305,7 @@ fn register<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
     let efd = inner.completion_eventfd()?;
     let dup = efd.try_clone().ok()?;
     let Some(afd) = quietly(|| register_fd(dup)) else {
-        let _ = NO_IO.try_with(|n| {
-            let mut n = n.borrow_mut();
-            if n.len() == NO_IO_KEPT {
-                n.remove(0);
-            }
-            n.push(id);
-        });
+        remember_no_io(id);
         return None;
     };
     let afd = afd?;
@@ -375,7 +380,7 @@ pub(crate) fn turn_ends_here() -> bool {
             self.wake_by_ref();
         }
         fn wake_by_ref(self: &Arc<Self>) {
-            let _ = DEFERRED_RUN.try_with(|n| n.set(n.get().wrapping_add(1)));
+            let _ = WAKES.try_with(|n| n.set(n.get().wrapping_add(1)));
         }
     }
     thread_local! {
@@ -384,10 +389,10 @@ pub(crate) fn turn_ends_here() -> bool {
     }
     COUNT
         .try_with(|w| {
-            let before = DEFERRED_RUN.get();
+            let before = WAKES.get();
             let y = std::pin::pin!(tokio::task::yield_now());
             let _ = std::future::Future::poll(y, &mut Context::from_waker(w));
-            DEFERRED_RUN.get() == before
+            WAKES.get() == before
         })
         .unwrap_or(false)
 }
