@@ -239,35 +239,22 @@ fn multi_thread_runtime_shut_down_under_a_waiting_executor() {
 
 /// A `current_thread` runtime armed from this thread inside its `block_on`
 /// (a read that waited there), then only entered while another executor polls
-/// a read that completes later (a pipe written to 300 ms after): its reactor,
+/// a read that completes later (a pipe written to 100 ms after): its reactor,
 /// armed but not driven, must not be trusted to wake that executor.
 #[test]
 fn another_executor_under_a_runtime_armed_earlier_in_its_block_on() {
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
-    let (r, w) = rustix::pipe::pipe().unwrap();
-    let (r, w) = (
-        Arc::new(std::fs::File::from(r)),
-        Arc::new(std::fs::File::from(w)),
-    );
     let rt = current_rt();
-    let first = rt.block_on(async {
-        let w = Arc::clone(&w);
-        let writer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            rustix::io::write(&*w, b"x").unwrap();
-        });
-        let c = aio.read_async(Arc::clone(&r), 0, vec![0u8; 1]).await;
-        writer.await.unwrap();
-        c.unwrap().data().to_vec()
-    });
-    assert_eq!(first, b"x");
+    let (fut, writer) = read_later(&aio, b"x");
+    assert_eq!(rt.block_on(fut).unwrap().data(), b"x");
+    writer.join().unwrap();
     let _entered = rt.enter();
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        rustix::io::write(&*w, b"later").unwrap();
-    });
-    let fut = std::pin::pin!(aio.read_async(Arc::clone(&r), 0, vec![0u8; 5]));
-    let done = park_on(fut, Park::UntilWoken, Duration::from_secs(3));
+    let (fut, writer) = read_later(&aio, b"later");
+    let done = park_on(
+        std::pin::pin!(fut),
+        Park::UntilWoken,
+        Duration::from_secs(3),
+    );
     writer.join().unwrap();
     assert_eq!(done.expect("never woken").unwrap().data(), b"later");
 }
