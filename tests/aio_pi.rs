@@ -9,10 +9,11 @@
 //! When M wakes it preempts L, which holds the lock. With a lock that has no
 //! priority inheritance (the `std` mutex it used to be), H waits for M's whole hog
 //! (about 300 ms). With priority inheritance H lends L its priority, L finishes
-//! its few milliseconds and releases, and H's submit returns: well under 50 ms in
+//! its few milliseconds and releases, and H's submit returns: under 150 ms in
 //! each of 20 runs. (The bound is coarse on purpose, as in
-//! `tests/sync_inversion.rs`: a blocked H takes about 300 ms.) H's read is then
-//! waited for and checked.
+//! `tests/sync_inversion.rs`: a blocked H takes about 300 ms, and RT throttling
+//! may stop the boosted L for up to 50 ms.) H's read is then waited for and
+//! checked.
 //!
 //! Needs SCHED_FIFO (root or CAP_SYS_NICE / RLIMIT_RTPRIO); without it the test
 //! checks the documented refusal and returns.
@@ -32,7 +33,7 @@ use common::both;
 
 const RUNS: usize = 20;
 const HOG: Duration = Duration::from_millis(300);
-const BOUND: Duration = Duration::from_millis(50);
+const BOUND: Duration = Duration::from_millis(150);
 /// How long after M's start L keeps the lock (running, it needs no more).
 const HOLD: Duration = Duration::from_millis(10);
 

@@ -97,15 +97,42 @@ fn install(signo: i32, restart: bool) {
     }
 }
 
-/// Sends `signo` to the calling thread after 50 ms (from another thread).
-fn kick_me(signo: i32) -> std::thread::JoinHandle<()> {
+/// Sends `signo` to the calling thread every 50 ms (from another thread), until
+/// stopped: a signal that lands before the wait it is meant to interrupt (the
+/// test thread was slow to get there) only runs the handler, and the next one
+/// comes.
+struct Kicker {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn kick_me(signo: i32) -> Kicker {
+    use std::sync::atomic::Ordering;
     // SAFETY: pthread_self has no preconditions.
     let me = unsafe { libc::pthread_self() } as usize;
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
-        // SAFETY: the target thread waits in the test until it has returned.
-        unsafe { libc::pthread_kill(me as libc::pthread_t, signo) };
-    })
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
+        // Bounded: 100 kicks (5 s), beyond every wait the test makes.
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(50));
+            if stop2.load(Ordering::Acquire) {
+                return;
+            }
+            // SAFETY: the target thread waits in `Kicker::stop` until this
+            // thread has returned, so it is alive.
+            unsafe { libc::pthread_kill(me as libc::pthread_t, signo) };
+        }
+    });
+    Kicker { stop, thread }
+}
+
+impl Kicker {
+    /// No signal is sent once this returns.
+    fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        self.thread.join().unwrap();
+    }
 }
 
 fn signal_interrupts_waits(b: Backend) {
@@ -117,7 +144,7 @@ fn signal_interrupts_waits(b: Backend) {
         let k = kick_me(signo);
         let t0 = Instant::now();
         let e = aio.suspend([&r], Some(Duration::from_secs(3))).unwrap_err();
-        k.join().unwrap();
+        k.stop();
         assert_eq!(
             e.kind(),
             ErrorKind::Interrupted,
@@ -140,7 +167,7 @@ fn signal_interrupts_waits(b: Backend) {
             )
             .err()
             .expect("lio_listio returned without data");
-        k.join().unwrap();
+        k.stop();
         assert_eq!(
             e.kind(),
             ErrorKind::Interrupted,

@@ -210,13 +210,21 @@ fn forked_child_has_fresh_tid_clock_and_registry_in_every_subsystem() {
                 "child events {:?}",
                 ev.iter().map(|e| e.tid).collect::<Vec<_>>()
             );
-            let mono = |i: Instant| -> Duration {
-                // Instant is CLOCK_MONOTONIC on Linux; anchor it on a fresh reading.
-                let now = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-                let now = Duration::new(now.tv_sec as u64, now.tv_nsec as u32);
-                now.saturating_sub(i.elapsed())
+            // Instant is CLOCK_MONOTONIC on Linux; each bound is anchored on a
+            // fresh reading, taken on the side that can only widen the bounds
+            // (a preemption between the two readings must not narrow them).
+            let now = || {
+                let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+                Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
             };
-            let (lo, hi) = (mono(t0), mono(t1));
+            let lo = {
+                let n = now();
+                n.saturating_sub(t0.elapsed())
+            };
+            let hi = {
+                let e = t1.elapsed();
+                now().saturating_sub(e)
+            };
             let slack = Duration::from_millis(2);
             check!(
                 12,

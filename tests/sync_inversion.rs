@@ -9,8 +9,10 @@
 //!
 //! When M wakes, it preempts L wherever L is. If registration took a lock without
 //! priority inheritance and L held it, H would wait for M's whole hog (and for L).
-//! Registration must stay bounded: H's call takes well under 50 ms in each of 20
-//! runs. (The bound is coarse on purpose: a blocked H takes about 300 ms.)
+//! Registration must stay bounded: H's call takes under 150 ms in each of 20
+//! runs. (The bound is coarse on purpose: a blocked H takes about 300 ms, and RT
+//! throttling, which stops every real-time thread of the CPU for up to 50 ms of
+//! each second, may fall inside a call that was not blocked.)
 //!
 //! Needs SCHED_FIFO (root or CAP_SYS_NICE / RLIMIT_RTPRIO); without it the test
 //! checks the documented refusal and returns.
@@ -27,7 +29,7 @@ use posixrt::sync::{self, PiCondvar, Tracking};
 
 const RUNS: usize = 20;
 const HOG: Duration = Duration::from_millis(300);
-const BOUND: Duration = Duration::from_millis(50);
+const BOUND: Duration = Duration::from_millis(150);
 
 fn sleep_until(t: Instant) {
     let now = Instant::now();
