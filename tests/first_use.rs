@@ -1,6 +1,8 @@
 //! What a new user meets first: messages of the library for common mistakes, and the
 //! command lines of the examples (bad arguments, bad input, interrupted runs).
 
+#[path = "common/signals.rs"]
+mod signals;
 #[path = "common/unprivileged.rs"]
 mod unprivileged;
 
@@ -210,17 +212,23 @@ fn aio_latency_interrupted_leaves_no_file() {
     let bin = example_bin("aio_latency");
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let d = Scratch::new("aio-signal");
-        let mut c = Command::new(&bin)
-            .args(["--file-size-mb", "1024"])
+        let mut cmd = Command::new(&bin);
+        cmd.args(["--file-size-mb", "1024"])
             .env("TMPDIR", &d.0)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        // Ended by the signal also where this test runs with it ignored.
+        signals::default_action(&mut cmd, &[libc::SIGTERM, libc::SIGINT]);
+        let mut c = cmd.spawn().unwrap();
         std::thread::sleep(Duration::from_millis(300));
         // SAFETY: signals the child we spawned and have not reaped.
         unsafe { libc::kill(c.id() as i32, sig) };
-        let _ = c.wait();
+        let st = c.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&st),
+            Some(sig),
+            "{st:?}"
+        );
         let left: Vec<_> = std::fs::read_dir(&d.0).unwrap().flatten().collect();
         assert!(left.is_empty(), "signal {sig}: left {left:?}");
     }

@@ -17,6 +17,9 @@ use std::time::Duration;
 use posixrt::trace::{self, EventId, StreamFullPolicy, Trace, TraceAttr, TraceLog};
 use posixrt::ErrorKind;
 
+#[path = "common/signals.rs"]
+mod signals;
+
 /// Events each of the child's two threads records.
 const PER_THREAD: u32 = 5000;
 
@@ -97,17 +100,22 @@ fn log_path(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("posixrt-crash-{}-{name}.trace", std::process::id()))
 }
 
+/// How long a child may take to end; then it is killed and the test fails.
+const CHILD_LIMIT: Duration = Duration::from_secs(60);
+
 /// Runs the child in `mode`, sends `signal` once it is ready (if any), and returns
 /// how it ended.
 fn run_child(mode: &str, log: &Path, signal: Option<i32>) -> std::process::ExitStatus {
-    let mut c = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env("POSIXRT_CRASH_MODE", mode)
         .env("POSIXRT_CRASH_LOG", log)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    // The signals this test sends end the child, also when this test runs
+    // where they are ignored (a background job ignores SIGINT).
+    signals::default_action(&mut cmd, &[libc::SIGINT, libc::SIGTERM]);
+    let mut c = cmd.spawn().unwrap();
     if let Some(sig) = signal {
         let out = c.stdout.take().unwrap();
         let ready = BufReader::new(out)
@@ -119,7 +127,18 @@ fn run_child(mode: &str, log: &Path, signal: Option<i32>) -> std::process::ExitS
         // (not yet waited for).
         assert_eq!(unsafe { libc::kill(c.id() as i32, sig) }, 0);
     }
-    c.wait().unwrap()
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(st) = c.try_wait().unwrap() {
+            return st;
+        }
+        if t0.elapsed() > CHILD_LIMIT {
+            let _ = c.kill();
+            let st = c.wait().unwrap();
+            panic!("the child ({mode}, signal {signal:?}) did not end in {CHILD_LIMIT:?}: killed, {st:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Reads the child's log: every event recorded, in order per thread, then a clean
