@@ -12,6 +12,9 @@ use std::time::Instant;
 use posixrt::mark;
 use serde_json::Value as Json;
 
+#[path = "../../tests/common/signals.rs"]
+mod signals;
+
 fn tfp(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tfp"))
         .args(args)
@@ -505,11 +508,13 @@ fn wait_registry(pid: i32) -> std::path::PathBuf {
 #[test]
 fn watch_stops_cleanly_on_sigint_and_removes_its_registry() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
-        let mut w = Command::new(env!("CARGO_BIN_EXE_tfp"))
-            .args(["--watch", "30", "-p", "1"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfp"));
+        cmd.args(["--watch", "30", "-p", "1"])
+            .stdout(std::process::Stdio::null());
+        // tfp keeps ignoring a signal ignored when it starts (see below), as in
+        // a background job of a script, which ignores SIGINT.
+        signals::default_action(&mut cmd, &[libc::SIGINT, libc::SIGTERM]);
+        let mut w = cmd.spawn().unwrap();
         let pid = w.id() as i32;
         let file = wait_registry(pid);
         // SAFETY: signals the child we spawned and have not reaped.
@@ -522,6 +527,51 @@ fn watch_stops_cleanly_on_sigint_and_removes_its_registry() {
             file.display()
         );
     }
+}
+
+/// Under `nohup` (SIGHUP ignored when tfp starts), a SIGHUP does not end
+/// `--watch`: tfp goes on refreshing, and SIGTERM still ends it cleanly.
+#[test]
+fn watch_keeps_a_signal_ignored_at_start_ignored() {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfp"));
+    cmd.args(["--watch", "0.05", "--json", "-p", "1"])
+        .stdout(std::process::Stdio::piped());
+    signals::default_action(&mut cmd, &[libc::SIGTERM]);
+    // SAFETY: between fork and exec the child only calls `signal`, which is
+    // async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut w = cmd.spawn().unwrap();
+    let pid = w.id() as i32;
+    let file = wait_registry(pid);
+    let out = w.stdout.take().unwrap();
+    let lines = std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(out).lines().count()
+    });
+    // SAFETY: signals the child we spawned and have not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    // Still refreshing a while after the SIGHUP (a bounded wait: tfp refreshes
+    // every 50 ms).
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        w.try_wait().unwrap().is_none(),
+        "SIGHUP, ignored at start, ended tfp --watch"
+    );
+    assert!(file.exists(), "{} removed while running", file.display());
+    // SAFETY: as above; the child has not been reaped (try_wait saw it running).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = w.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(!file.exists(), "{} left behind", file.display());
+    assert!(
+        lines.join().unwrap() >= 2,
+        "refreshes before and after the SIGHUP"
+    );
 }
 
 static BIG: Mutex<()> = Mutex::new(());

@@ -53,6 +53,8 @@ struct Args {
     /// Refresh every SECS seconds (0.01 to 86400), like top: on a terminal the
     /// screen is cleared before each refresh; otherwise each refresh starts with a
     /// `tfp: ...` line, and with --json each refresh is one JSON document per line.
+    /// SIGINT, SIGTERM or SIGHUP ends it cleanly, unless tfp started with that
+    /// signal ignored (SIGHUP under `nohup`), which it then keeps ignoring.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     watch: Option<f64>,
     /// With --watch: stop after N refreshes (default: until interrupted).
@@ -147,7 +149,9 @@ fn main() -> ExitCode {
 
 /// Set by SIGINT, SIGTERM or SIGHUP during --watch: leave the loop and exit
 /// normally, so tfp's own registry file is removed (a signal's default action
-/// would leave it for the next reader to clean up).
+/// would leave it for the next reader to clean up). A signal ignored when tfp
+/// starts (SIGHUP under `nohup`, SIGINT in a script's background job) stays
+/// ignored, as a shell would leave it.
 static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_stop_signal(_: libc::c_int) {
@@ -156,10 +160,17 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
 
 fn install_stop_handlers() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: `sa` is zero-initialised plain data, then filled in; the handler
-        // only stores to an atomic, which is async-signal-safe; a null old-action
-        // pointer is allowed.
+        // SAFETY: `old` and `sa` are zero-initialised plain data; the query
+        // fills `old`; `sa` is then filled in, and its handler only stores to an
+        // atomic, which is async-signal-safe; a null action pointer queries,
+        // and a null old-action pointer is allowed.
         unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_IGN
+            {
+                continue;
+            }
             let mut sa: libc::sigaction = std::mem::zeroed();
             sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
             libc::sigemptyset(&mut sa.sa_mask);
