@@ -249,9 +249,15 @@ mod tests {
         let mut w = reg.claim(tid, start).unwrap();
         w.write(|p| p.store_u64(0, 1));
         assert_eq!(scan("uidtest", Some(reg.pid())).unwrap().processes.len(), 1);
-        // Hand the file to `nobody`, as if that user had planted it under our name.
-        let nobody = Some(rustix::process::Uid::from_raw(65534));
-        match rustix::fs::chown(reg.path(), nobody, None) {
+        // Hand the file to another user (`nobody`, or uid 65533 when the test
+        // runs as `nobody`), as if that user had planted it under our name.
+        let me = rustix::process::geteuid().as_raw();
+        let other = Some(rustix::process::Uid::from_raw(if me == 65534 {
+            65533
+        } else {
+            65534
+        }));
+        match rustix::fs::chown(reg.path(), other, None) {
             Ok(()) => {
                 let s = scan("uidtest", Some(reg.pid())).unwrap();
                 assert!(s.processes.is_empty(), "{s:?}");
