@@ -630,9 +630,10 @@ fn forked_child_gets_its_own_registry() {
 
 #[test]
 fn snapshot_reports_policy_priority_and_nice() {
+    // One channel per thread: their answers may come in either order.
     let (tx, rx) = mpsc::channel::<i32>();
+    let (tx2, rx2) = mpsc::channel::<i32>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
-    let tx2 = tx.clone();
     let fifo = mark::spawn_named("fifo thread", move || {
         let p = libc::sched_param { sched_priority: 10 };
         // SAFETY: sets the calling thread's policy (pid 0 = this thread on Linux).
@@ -651,7 +652,7 @@ fn snapshot_reports_policy_priority_and_nice() {
     })
     .unwrap();
     let fifo_rc = rx.recv().unwrap();
-    assert_eq!(rx.recv().unwrap(), 0, "raising nice never needs privilege");
+    assert_eq!(rx2.recv().unwrap(), 0, "raising nice never needs privilege");
     let me = std::process::id() as i32;
     let snap = mark::snapshot_pid(me).unwrap();
     let p = snap.process(me).unwrap();
