@@ -132,3 +132,25 @@ impl Blocker {
         self.req.wait().unwrap().result.unwrap();
     }
 }
+
+/// Raises the soft `RLIMIT_NOFILE` towards the hard one so `want` requests that
+/// each hold a copy of their fd (thread engine; pipe and socket writes) fit, for
+/// each of the two engines' variants of a test at once, with 256 descriptors to
+/// spare for the tests beside; returns how many fit per variant (`want`, or
+/// fewer under a low hard limit). Raising it needs no privilege.
+pub fn fd_room(want: usize) -> usize {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: fills a properly sized struct.
+    assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) }, 0);
+    let need = (2 * want + 256) as libc::rlim_t;
+    if l.rlim_cur < need {
+        l.rlim_cur = need.min(l.rlim_max);
+        // SAFETY: reads a properly sized struct; the soft limit stays within
+        // the hard one.
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &l) }, 0);
+    }
+    want.min((l.rlim_cur as usize).saturating_sub(256) / 2)
+}
