@@ -346,15 +346,30 @@ impl<'fd, B> Op<'fd, B> {
                 }
                 if threads || (kind == OpKind::Write && stream) {
                     // Used after this call returns (see `BorrowFd`).
-                    p.own().map_err(|e| {
-                        Error::from_errno("fcntl", e)
-                            .with_message("F_DUPFD_CLOEXEC: copying the request's descriptor")
-                    })?;
+                    p.own().map_err(|e| copy_refused(call, e))?;
                 }
             }
         }
         Ok(p)
     }
+}
+
+/// The error of a request whose fd could not be copied. Out of descriptors
+/// (EMFILE, ENFILE), it was "not queued due to system resource limitations":
+/// POSIX's EAGAIN, with the cause in the message.
+fn copy_refused(call: &'static str, e: i32) -> Error {
+    let what = "F_DUPFD_CLOEXEC: copying the request's descriptor";
+    if e == libc::EMFILE || e == libc::ENFILE {
+        return Error::from_errno(call, libc::EAGAIN)
+            .with_kind(crate::ErrorKind::OutOfResources)
+            .with_message(format!("{what}: {}", crate::error::errno_name(e)))
+            .with_hint(
+                "each request on the thread engine, and each pipe or socket write, holds a copy \
+                 of its descriptor until it is done: raise RLIMIT_NOFILE (ulimit -n) or keep \
+                 fewer such requests in flight",
+            );
+    }
+    Error::from_errno("fcntl", e).with_message(what)
 }
 
 /// `aio_fsync`'s checks: EBADF for a bad fd or one not open for writing, EINVAL
