@@ -14,6 +14,9 @@ pub enum AlignmentSource {
     /// is a block device): the logical block size, used for both memory and offset
     /// alignment, which is what O_DIRECT needed before Linux 6.1.
     BlockDevice,
+    /// The file is on tmpfs, whose O_DIRECT (Linux 6.6+) goes through the page
+    /// cache: no alignment is needed (both are 1).
+    Tmpfs,
 }
 
 /// The alignment rules of O_DIRECT I/O on one file.
@@ -38,10 +41,13 @@ pub struct DirectIoAlignment {
 /// `stx_dio_offset_align`). Where the kernel or filesystem does not report it, falls
 /// back to the logical block size of the underlying block device (`BLKSSZGET` on
 /// the file itself if it is a block device, else on `/dev/block/MAJOR:MINOR`).
+/// A file on tmpfs, which reports none and has no block device, needs no
+/// alignment where tmpfs takes O_DIRECT at all (Linux 6.6+).
 ///
 /// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) if statx reports that the
-/// file does not support O_DIRECT at all (both alignments zero), or if there is no
-/// block device to ask (e.g. a network or FUSE filesystem on an old kernel).
+/// file does not support O_DIRECT at all (both alignments zero), if the file is
+/// on a tmpfs that refuses O_DIRECT (before Linux 6.6), or if there is no block
+/// device to ask (e.g. a network or FUSE filesystem on an old kernel).
 ///
 /// ```
 /// use posixrt::advise::direct_io_alignment;
@@ -87,7 +93,42 @@ pub fn direct_io_alignment<Fd: AsFd>(fd: Fd) -> Result<DirectIoAlignment> {
         }
         Err(_) => {} // ENOSYS etc.: fall back
     }
+    if let Some(a) = tmpfs_alignment(fd)? {
+        return Ok(a);
+    }
     block_device_alignment(fd)
+}
+
+/// `Some` for a file on tmpfs that takes O_DIRECT (asked by opening it again
+/// with O_DIRECT through `/proc/self/fd`); `None` for a file elsewhere, or
+/// where that open fails for another reason than EINVAL.
+fn tmpfs_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<Option<DirectIoAlignment>> {
+    /// `TMPFS_MAGIC` of `<linux/magic.h>`.
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    // (`f_type` is an i64 on x86_64, narrower on some other targets.)
+    #[allow(clippy::unnecessary_cast)]
+    match rustix::fs::fstatfs(fd) {
+        Ok(st) if st.f_type as i64 == TMPFS_MAGIC => {}
+        _ => return Ok(None),
+    }
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let flags =
+        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::CLOEXEC;
+    match rustix::fs::open(path.as_str(), flags, rustix::fs::Mode::empty()) {
+        Ok(_) => Ok(Some(DirectIoAlignment {
+            mem_align: 1,
+            offset_align: 1,
+            source: AlignmentSource::Tmpfs,
+        })),
+        Err(e) if e == rustix::io::Errno::INVAL => Err(Error::new(
+            ErrorKind::Unsupported,
+            "open(O_DIRECT)",
+            "the file is on tmpfs, which takes O_DIRECT only since Linux 6.6",
+        )
+        .with_hint("use buffered I/O, or put the file on ext4, xfs or a block device")),
+        Err(_) => Ok(None),
+    }
 }
 
 fn block_device_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<DirectIoAlignment> {
