@@ -386,11 +386,11 @@ fn uring_one_task_many_futures_enter_together() {
     );
 }
 
-/// A cached file in the temp dir (page-cache reads complete inline on io_uring,
+/// A cached file in the temp dir, or off tmpfs (page-cache reads complete inline on io_uring,
 /// where the file system supports non-blocking reads), its name already removed.
 fn cached_temp_file() -> File {
     let data: Vec<u8> = (0..CHUNK * 4).map(byte).collect();
-    common::temp_file(&data)
+    common::disk_temp_file(&data)
 }
 
 /// A lone task (no other task in the runtime) does not wait for the end of the

@@ -53,10 +53,32 @@ pub fn uring(n: usize) -> Aio {
 /// A regular file holding `content`, opened read-write, its name removed at once
 /// (so nothing is left in the temp dir).
 pub fn temp_file(content: &[u8]) -> std::fs::File {
+    temp_file_in(&std::env::temp_dir(), content)
+}
+
+/// As [`temp_file`], but off tmpfs where the temp dir is on it (in cargo's
+/// target tmp dir then): a test that needs cached reads to complete inline on
+/// io_uring (tmpfs sends some to kernel workers).
+pub fn disk_temp_file(content: &[u8]) -> std::fs::File {
+    /// `TMPFS_MAGIC` of `<linux/magic.h>`.
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    let tmp = std::env::temp_dir();
+    // (`f_type` is an i64 on x86_64, narrower on some other targets.)
+    #[allow(clippy::unnecessary_cast)]
+    let on_tmpfs = rustix::fs::statfs(&tmp).is_ok_and(|s| s.f_type as i64 == TMPFS_MAGIC);
+    let dir = if on_tmpfs {
+        std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+    } else {
+        tmp
+    };
+    temp_file_in(&dir, content)
+}
+
+fn temp_file_in(dir: &std::path::Path, content: &[u8]) -> std::fs::File {
     use std::io::Write;
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
+    let path = dir.join(format!(
         "posixrt-aio-test-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
