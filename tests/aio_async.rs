@@ -275,6 +275,9 @@ both!(
 /// complete each read (a memory file's, done inline) before the next is submitted.
 #[test]
 fn uring_one_turn_enters_once() {
+    if common::uring::uring_refused() {
+        return;
+    }
     use std::os::fd::AsRawFd;
     let aio = ctx(Backend::Uring);
     let f = data_file();
@@ -364,6 +367,9 @@ async fn join_reads(aio: &Aio, f: &Arc<File>, n: usize) {
 /// requests reach the kernel together, as 32 tasks' do.
 #[test]
 fn uring_one_task_many_futures_enter_together() {
+    if common::uring::uring_refused() {
+        return;
+    }
     use std::os::fd::AsRawFd;
     let aio = ctx(Backend::Uring);
     let f = data_file();
@@ -400,6 +406,9 @@ fn cached_temp_file() -> File {
 /// the temp dir's file system completes none inline, e.g. tmpfs).
 #[test]
 fn uring_lone_task_enters_at_once() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let f = cached_temp_file();
     let f = Arc::new(f);
@@ -433,6 +442,9 @@ fn uring_lone_task_enters_at_once() {
 /// another file afterwards cannot redirect it.
 #[test]
 fn uring_dropped_deferred_write_never_reaches_a_reused_fd() {
+    if common::uring::uring_refused() {
+        return;
+    }
     use std::os::fd::OwnedFd;
     use std::os::unix::fs::FileExt;
     let aio = ctx(Backend::Uring);
@@ -474,6 +486,9 @@ fn uring_dropped_deferred_write_never_reaches_a_reused_fd() {
 /// another file, and the write lands in the right one.
 #[test]
 fn uring_forgotten_deferred_write_keeps_its_fd() {
+    if common::uring::uring_refused() {
+        return;
+    }
     use std::os::unix::fs::FileExt;
     let aio = ctx(Backend::Uring);
     let a = Arc::new(File::from(
@@ -509,6 +524,9 @@ fn uring_forgotten_deferred_write_keeps_its_fd() {
 /// pending), then completes with its data.
 #[test]
 fn uring_deferred_read_completes_after_the_turn() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let f = data_file();
     let rt = current_rt();
@@ -569,6 +587,9 @@ both!(many_turns_reuse_slots, many_turns_reuse_slots);
 /// goes on.
 #[test]
 fn uring_completed_future_dropped_unpolled() {
+    if common::uring::uring_refused() {
+        return;
+    }
     use std::os::fd::AsRawFd;
     let aio = ctx(Backend::Uring);
     let f = data_file();
@@ -679,6 +700,9 @@ both!(
 /// done at its first poll; skipped where the file system completes none inline).
 #[test]
 fn uring_waits_that_gather_nothing_stop() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let f = cached_temp_file();
     let f = Arc::new(f);

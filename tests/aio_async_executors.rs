@@ -98,6 +98,9 @@ fn current_rt() -> tokio::runtime::Runtime {
 /// ring at once.
 #[test]
 fn another_executor_under_an_entered_runtime() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let (aio, f) = ctx_and_file();
     let rt = current_rt();
     let _entered = rt.enter();
@@ -108,6 +111,9 @@ fn another_executor_under_an_entered_runtime() {
 /// reads batch: under the entered runtime they still enter at once.
 #[test]
 fn another_executor_under_an_entered_runtime_after_batches() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let (aio, f) = ctx_and_file();
     let rt = current_rt();
     rt.block_on(async {
@@ -128,6 +134,9 @@ fn another_executor_under_an_entered_runtime_after_batches() {
 /// nobody polls.
 #[test]
 fn another_executor_under_an_entered_runtime_woken_later() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
     let (r, w) = rustix::pipe::pipe().unwrap();
     let r = Arc::new(std::fs::File::from(r));
@@ -148,6 +157,9 @@ fn another_executor_under_an_entered_runtime_woken_later() {
 /// entered when polled again.
 #[test]
 fn another_executor_inside_block_on() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let (aio, f) = ctx_and_file();
     let rt = current_rt();
     assert_eq!(
@@ -160,6 +172,9 @@ fn another_executor_inside_block_on() {
 /// do not wait for the runtime's turns (which run on another thread).
 #[test]
 fn another_executor_on_a_blocking_thread() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let (aio, f) = ctx_and_file();
     let rt = current_rt();
     let r = rt.block_on(async move {
@@ -175,6 +190,9 @@ fn another_executor_on_a_blocking_thread() {
 /// the executor: that runtime's workers drive its reactor, which wakes it.
 #[test]
 fn another_executor_under_a_multi_thread_runtime_woken_later() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
     let rt = common::multi_rt();
     let read_later = move |aio: Aio| {
@@ -207,6 +225,9 @@ fn another_executor_under_a_multi_thread_runtime_woken_later() {
 /// later), and the runtime's drop, which waits for that thread, returns.
 #[test]
 fn multi_thread_runtime_shut_down_under_a_waiting_executor() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
     let rt = common::multi_rt();
     let (r, w) = rustix::pipe::pipe().unwrap();
@@ -243,6 +264,9 @@ fn multi_thread_runtime_shut_down_under_a_waiting_executor() {
 /// armed but not driven, must not be trusted to wake that executor.
 #[test]
 fn another_executor_under_a_runtime_armed_earlier_in_its_block_on() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
     let rt = current_rt();
     let (fut, writer) = read_later(&aio, b"x");
@@ -266,6 +290,9 @@ fn another_executor_under_a_runtime_armed_earlier_in_its_block_on() {
 /// to 100 ms after), woken by the completion thread, where tokio would panic.
 #[test]
 fn a_runtime_without_its_io_driver() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -343,6 +370,9 @@ impl<F: Future + Unpin> Future for Entered<F> {
 /// "already borrowed"). The write completes (a full pipe drained 100 ms later).
 #[test]
 fn a_multi_thread_runtime_entered_inside_a_current_thread_block_on() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let (x, y) = (
         Aio::builder().backend(Backend::Uring).build().unwrap(),
         Aio::builder().backend(Backend::Uring).build().unwrap(),

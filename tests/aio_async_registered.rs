@@ -119,6 +119,9 @@ fn read_chunks(rt: &tokio::runtime::Runtime, aio: &Aio, reg: &Arc<RegisteredFd<'
 /// write lands in its own file.
 #[test]
 fn forgotten_write_on_a_guard_of_its_context_lands_in_its_file() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let a = memfd("aio_reg_a");
     let a2 = a.try_clone().unwrap();
@@ -150,6 +153,9 @@ fn forgotten_write_on_a_guard_of_its_context_lands_in_its_file() {
 /// reach a file put at the number later.
 #[test]
 fn write_on_a_guard_of_another_context_is_submitted_at_once() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let other = ctx(Backend::Uring);
     let a = memfd("aio_reg_other_a");
@@ -183,6 +189,9 @@ fn write_on_a_guard_of_another_context_is_submitted_at_once() {
 /// slot), by number elsewhere.
 #[test]
 fn read_through_a_guard_uses_the_slot() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let a = temp_file(b"AAAA");
     let other = temp_file(b"BBBB");
@@ -203,6 +212,9 @@ fn read_through_a_guard_uses_the_slot() {
 /// identity), on the same context as the leaked guard.
 #[test]
 fn a_guard_made_after_a_leaked_one_reads_its_own_file() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let a = temp_file(b"AAAA");
     let other = temp_file(b"BBBB");

@@ -81,6 +81,9 @@ both!(registered_fd_reads_its_file, reads_the_registered_file);
 /// synced; the write shows in the first file, not the one now at the number.
 #[test]
 fn registered_writes_reach_the_registered_file() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let a = temp_file(b"AAAA");
     let keep = a.try_clone().unwrap();
@@ -102,6 +105,9 @@ fn registered_writes_reach_the_registered_file() {
 /// are dropped.
 #[test]
 fn the_last_guard_unregisters() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let a = temp_file(b"AAAA");
     let other = temp_file(b"BBBB");
@@ -126,6 +132,9 @@ fn the_last_guard_unregisters() {
 /// reads the new file too.
 #[test]
 fn registering_a_reused_number_registers_its_new_file() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let a = temp_file(b"AAAA");
     let b = temp_file(b"BBBB");
@@ -148,6 +157,9 @@ fn registering_a_reused_number_registers_its_new_file() {
 /// leaked read-only open would refuse it (EBADF).
 #[test]
 fn a_reused_number_with_another_open_of_the_same_file() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let path = std::env::temp_dir().join(format!("posixrt-aio-test-{}-modes", std::process::id()));
     std::fs::write(&path, b"AAAA").unwrap();
@@ -167,6 +179,9 @@ fn a_reused_number_with_another_open_of_the_same_file() {
 /// guard was leaked, registered again, reads the new eventfd's counter.
 #[test]
 fn a_reused_number_with_another_eventfd() {
+    if common::uring::uring_refused() {
+        return;
+    }
     use rustix::event::{eventfd, EventfdFlags};
     let aio = ctx(Backend::Uring);
     let (e1, e2) = (
@@ -187,6 +202,9 @@ fn a_reused_number_with_another_eventfd() {
 /// program closes a pipe's registered write end, a reader sees end of file.
 #[test]
 fn dropping_the_guard_releases_the_file() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let (r, w) = pipe();
     let reg = aio.register_fd(&w).unwrap();
@@ -206,6 +224,9 @@ fn dropping_the_guard_releases_the_file() {
 /// file it started with.
 #[test]
 fn a_request_in_flight_keeps_its_file() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let (r, w) = pipe();
     let reg = aio.register_fd(&r).unwrap();
@@ -230,6 +251,9 @@ fn a_request_in_flight_keeps_its_file() {
 /// A ring created after the registration has the fd too.
 #[test]
 fn a_later_ring_has_the_registered_fds() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = uring(2);
     let a = temp_file(b"AAAA");
     let other = temp_file(b"BBBB");
@@ -266,6 +290,9 @@ fn a_later_ring_has_the_registered_fds() {
 /// makes room.
 #[test]
 fn the_table_is_bounded() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile);
     if nofile.current.is_some_and(|n| n < 2048) {
         eprintln!("skipped: RLIMIT_NOFILE below 2048 makes the table smaller");
@@ -291,6 +318,9 @@ fn the_table_is_bounded() {
 /// file is released all the same.
 #[test]
 fn a_guard_outliving_its_context() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let (r, w) = pipe();
     let reg = aio.register_fd(&w).unwrap();
@@ -307,6 +337,9 @@ fn a_guard_outliving_its_context() {
 /// freed and reused): every read gets its file's bytes, none fails.
 #[test]
 fn registering_while_others_read() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = uring(2);
     let shared = temp_file(b"SHRD");
     std::thread::scope(|s| {
@@ -348,6 +381,9 @@ fn registering_while_others_read() {
 /// offset -1 by number, which names another socket here.
 #[test]
 fn a_request_issued_again_leaves_the_slot() {
+    if common::uring::uring_refused() {
+        return;
+    }
     use std::io::Write;
     use std::os::unix::net::UnixStream;
     let aio = ctx(Backend::Uring);

@@ -306,6 +306,9 @@ both!(sched_other_caller_never_raises_a_worker, other_never_raises);
 /// forked child: it drops both capabilities after switching to SCHED_FIFO.
 #[test]
 fn a_real_time_thread_without_the_io_class_capability_still_reads() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let _g = serial();
     let f = common::temp_file(b"hello");
     // SAFETY: the child makes system calls and small allocations (glibc's

@@ -5,6 +5,9 @@
 //! process's panic hook.
 #![cfg(feature = "tokio")]
 
+#[path = "common/uring.rs"]
+mod uring;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -76,6 +79,9 @@ fn in_child(name: &str) -> bool {
 /// library's caught panic does not reach it, any other panic does.
 #[test]
 fn other_panics_still_reach_the_programs_hook() {
+    if uring::uring_refused() {
+        return;
+    }
     if !in_child("other_panics_still_reach_the_programs_hook") {
         return;
     }
@@ -108,6 +114,9 @@ fn other_panics_still_reach_the_programs_hook() {
 /// found out once (one caught panic each, at most), not at every read.
 #[test]
 fn each_runtime_is_tried_once_per_thread() {
+    if uring::uring_refused() {
+        return;
+    }
     let _g = serial();
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
     let (r1, r2) = (no_io_rt(), no_io_rt());
@@ -135,6 +144,9 @@ fn each_runtime_is_tried_once_per_thread() {
 /// aborts. Run in a child process.
 #[test]
 fn a_destructor_reading_while_unwinding() {
+    if uring::uring_refused() {
+        return;
+    }
     if in_child("a_destructor_reading_while_unwinding") {
         struct ReadOnDrop<'a>(&'a Aio, &'a tokio::runtime::Runtime);
         impl Drop for ReadOnDrop<'_> {

@@ -53,6 +53,9 @@ fn thread_engine_has_no_ring() {
 /// One thread, many fds, lists and single requests: never a second ring.
 #[test]
 fn one_submitting_thread_uses_one_ring() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = uring(4);
     assert_eq!(aio.rings(), 1);
     let files: Vec<_> = (0..8).map(|i| temp_file(&[i as u8; 4096])).collect();
@@ -82,6 +85,9 @@ fn one_submitting_thread_uses_one_ring() {
 /// read returns its own bytes either way.
 #[test]
 fn concurrent_submitters_take_a_second_ring_unless_limited_to_one() {
+    if common::uring::uring_refused() {
+        return;
+    }
     const CHUNK: usize = 128 * 1024;
     let data = pattern(64 * CHUNK);
     let file = Arc::new(temp_file(&data));
@@ -147,6 +153,9 @@ fn notified_read_in_ring(
 
 #[test]
 fn a_request_in_the_second_ring_is_waited_for_and_reaped() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = uring(2);
     let (rd, wr) = pipe();
     let mut r = read_in_ring(&aio, 1, &rd);
@@ -183,6 +192,9 @@ fn a_request_in_the_second_ring_is_waited_for_and_reaped() {
 /// be woken to watch the new ring, or the second waiter is never woken.
 #[test]
 fn a_waiter_asleep_on_the_first_ring_sees_the_second_ring_created() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = uring(2);
     let (rd0, wr0) = pipe();
     let r0 = Arc::new(Mutex::new(read_in_ring(&aio, 0, &rd0)));
@@ -212,6 +224,9 @@ fn a_waiter_asleep_on_the_first_ring_sees_the_second_ring_created() {
 
 #[test]
 fn a_request_in_the_second_ring_is_cancelled_and_notifies() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = uring(2);
     let (rd, _wr) = pipe();
     let (tx, rx) = mpsc::channel();
@@ -239,6 +254,9 @@ fn a_request_in_the_second_ring_is_cancelled_and_notifies() {
 /// also on one created after it was).
 #[test]
 fn a_completion_in_the_second_ring_runs_its_callback() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = uring(2);
     let (tx, rx) = mpsc::channel();
     // The eventfd exists before the second ring does.
@@ -272,6 +290,9 @@ fn a_completion_in_the_second_ring_runs_its_callback() {
 /// tested in `tests/aio.rs`).
 #[test]
 fn threads_mixing_pipes_files_and_cancels_all_finish() {
+    if common::uring::uring_refused() {
+        return;
+    }
     const ROUNDS: usize = 2000;
     let data = pattern(1 << 20);
     let file = Arc::new(temp_file(&data));

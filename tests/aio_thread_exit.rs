@@ -110,6 +110,9 @@ both!(reads_outlive_their_thread, survive_exit);
 /// share, and the parent's request would never be seen to complete.
 #[test]
 fn a_forked_childs_exit_leaves_the_parents_rings() {
+    if common::uring::uring_refused() {
+        return;
+    }
     let aio = ctx(Backend::Uring);
     let (r, w) = common::pipe();
     let mut req = aio.read(&r, 0, vec![0u8; 4]).unwrap();

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use posixrt::aio::{Aio, Backend, Request};
 
+pub mod uring;
+
 /// `both!(name, f)` makes the tests `name::uring` and `name::threads`, running
 /// `f(Backend)` on each engine.
 macro_rules! both {
@@ -14,6 +16,9 @@ macro_rules! both {
         mod $name {
             #[test]
             fn uring() {
+                if crate::common::uring::uring_refused() {
+                    return;
+                }
                 super::$f(posixrt::aio::Backend::Uring)
             }
             #[test]
