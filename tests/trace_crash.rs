@@ -96,8 +96,31 @@ fn child() {
     }
 }
 
-fn log_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("posixrt-crash-{}-{name}.trace", std::process::id()))
+/// A log file path in the temp dir, removed when dropped (also when the test
+/// fails, or its child had to be killed).
+struct TempLog(PathBuf);
+
+impl std::ops::Deref for TempLog {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempLog {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempLog {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn log_path(name: &str) -> TempLog {
+    TempLog(std::env::temp_dir().join(format!("posixrt-crash-{}-{name}.trace", std::process::id())))
 }
 
 /// How long a child may take to end; then it is killed and the test fails.
@@ -175,7 +198,6 @@ fn check_log(log: &Path) {
     assert_eq!(end.kind(), ErrorKind::Truncated, "{end}");
     assert!(end.to_string().contains("cut cleanly"), "{end}");
     assert!(l.status().is_none(), "no status record: never shut down");
-    let _ = std::fs::remove_file(log);
 }
 
 fn killed_by(sig: i32, mode: &str) {
@@ -267,5 +289,4 @@ fn periodic_write_reaches_the_log_while_running() {
     }
     assert_eq!(n, 100);
     t.shutdown().unwrap();
-    let _ = std::fs::remove_file(&log);
 }
