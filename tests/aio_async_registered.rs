@@ -9,7 +9,7 @@
 
 use std::fs::File;
 use std::future::Future;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::FileExt;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -196,8 +196,7 @@ fn read_through_a_guard_uses_the_slot() {
     let a = temp_file(b"AAAA");
     let other = temp_file(b"BBBB");
     let reg = aio.register_fd(&a).unwrap();
-    // SAFETY: dup2 on two open descriptors; a's number stays open.
-    assert!(unsafe { libc::dup2(other.as_raw_fd(), a.as_raw_fd()) } >= 0);
+    common::replace(&a, &other);
     let rt = current_rt();
     let got = rt.block_on(async {
         let _idle = idle_tasks();
@@ -219,8 +218,7 @@ fn a_guard_made_after_a_leaked_one_reads_its_own_file() {
     let a = temp_file(b"AAAA");
     let other = temp_file(b"BBBB");
     std::mem::forget(aio.register_fd(&a).unwrap());
-    // SAFETY: dup2 on two open descriptors; a's number stays open.
-    assert!(unsafe { libc::dup2(other.as_raw_fd(), a.as_raw_fd()) } >= 0);
+    common::replace(&a, &other);
     let reg = aio.register_fd(&a).unwrap();
     let rt = current_rt();
     let got = rt.block_on(aio.read_async(&reg, 0, vec![0u8; 4])).unwrap();

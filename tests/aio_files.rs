@@ -15,7 +15,7 @@ use posixrt::ErrorKind;
 
 #[allow(unused_macros, unused_imports)]
 mod common;
-use common::{both, ctx, pipe, temp_file, uring};
+use common::{both, ctx, pipe, replace, temp_file, uring};
 
 /// Reads 4 bytes at offset 0 of `fd` through `aio`.
 fn read4(aio: &Aio, fd: impl AsFd) -> Vec<u8> {
@@ -35,11 +35,16 @@ fn try_read4(aio: &Aio, fd: impl AsFd) -> Result<Vec<u8>, String> {
     }
 }
 
-/// Puts `other`'s file at `fd`'s number (the number stays open).
-fn replace(fd: &impl AsRawFd, other: &impl AsRawFd) {
-    // SAFETY: dup2 on two open descriptors; the number `fd` stays open (it
-    // names `other`'s file afterwards).
-    assert!(unsafe { libc::dup2(other.as_raw_fd(), fd.as_raw_fd()) } >= 0);
+/// Registers `fd`, leaks the guard (`mem::forget`), puts `new`'s file at the
+/// number, and registers the number again.
+fn registered_after_a_leak<'a, F: AsFd>(
+    aio: &Aio,
+    fd: &'a F,
+    new: &impl AsRawFd,
+) -> posixrt::aio::RegisteredFd<'a> {
+    std::mem::forget(aio.register_fd(fd).unwrap());
+    replace(&fd.as_fd(), new);
+    aio.register_fd(fd).unwrap()
 }
 
 fn reads_the_registered_file(b: Backend) {
@@ -166,9 +171,7 @@ fn a_reused_number_with_another_open_of_the_same_file() {
     let ro = std::fs::File::open(&path).unwrap();
     let wo = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
-    std::mem::forget(aio.register_fd(&ro).unwrap());
-    replace(&ro, &wo);
-    let reg = aio.register_fd(&ro).unwrap();
+    let reg = registered_after_a_leak(&aio, &ro, &wo);
     let mut w = aio.write(&ro, 0, b"BBBB".to_vec()).unwrap();
     aio.suspend([&w], Some(Duration::from_secs(10))).unwrap();
     assert_eq!(w.aio_return().unwrap().result.map_err(|e| e.kind()), Ok(4));
@@ -188,9 +191,7 @@ fn a_reused_number_with_another_eventfd() {
         eventfd(1, EventfdFlags::empty()).unwrap(),
         eventfd(2, EventfdFlags::empty()).unwrap(),
     );
-    std::mem::forget(aio.register_fd(&e1).unwrap());
-    replace(&e1, &e2);
-    let reg = aio.register_fd(&e1).unwrap();
+    let reg = registered_after_a_leak(&aio, &e1, &e2);
     let mut r = aio.read(&e1, 0, vec![0u8; 8]).unwrap();
     aio.suspend([&r], Some(Duration::from_secs(10))).unwrap();
     let c = r.aio_return().unwrap();

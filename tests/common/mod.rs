@@ -181,3 +181,11 @@ pub fn fd_room(want: usize) -> usize {
     }
     want.min((l.rlim_cur as usize).saturating_sub(256) / 2)
 }
+
+/// Puts `other`'s file at `fd`'s number (the number stays open), as a program
+/// that closes a descriptor and opens another file at its number would.
+pub fn replace(fd: &impl std::os::fd::AsRawFd, other: &impl std::os::fd::AsRawFd) {
+    // SAFETY: dup2 on two open descriptors; the number `fd` stays open (it
+    // names `other`'s file afterwards).
+    assert!(unsafe { libc::dup2(other.as_raw_fd(), fd.as_raw_fd()) } >= 0);
+}
