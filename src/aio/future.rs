@@ -33,7 +33,8 @@ use super::buf::{IoBuf, IoBufMut};
 use super::context::Aio;
 use super::engine::{Engine, Inner};
 use super::list::{entry_done, List};
-use super::op::{Kind, Op};
+use super::notify::Notify;
+use super::op::{check_io, Prepared};
 use super::request::{new_mail, Completion, Request, Ticket};
 use super::submit_fd::SubmitFd;
 use super::table::OpKind;
@@ -251,11 +252,15 @@ pub struct SubmitFuture<'a, F: SubmitFd, B: Send + 'static> {
     // meanwhile: the request needs no handle of its own.
     req: Option<Ticket<B>>,
     aio: &'a Aio,
+    /// The offset and buffer until submitted.
     start: Option<(i64, B)>,
+    /// The buffer's address and length, read when the future was made (a
+    /// buffer's address does not change as it moves: see [`IoBuf`]).
+    at: (usize, usize),
     /// The token of the flush that enters the request, while it waits for it
     /// (0: entered, or never deferred).
     flush: u64,
-    make: for<'x> fn(BorrowedFd<'x>, i64, B) -> Op<'x, B>,
+    kind: OpKind,
     fd: F,
 }
 
@@ -275,9 +280,10 @@ impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         if let Some((offset, buf)) = this.start.take() {
-            let op = (this.make)(this.fd.submit_fd(), offset, buf);
             let may_wait = this.fd.may_wait(this.aio);
-            let (req, deferred) = match submit(this.aio, op, may_wait, cx) {
+            let io = (this.kind, offset, this.at);
+            let (req, deferred) = match submit(this.aio, this.fd.submit_fd(), io, buf, may_wait, cx)
+            {
                 Ok(r) => r,
                 Err(e) => return Poll::Ready(Err(e)),
             };
@@ -311,27 +317,30 @@ impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
     }
 }
 
-/// `Aio::submit`, with the kernel entry left to the end of the runtime turn when
-/// that pays and `may_wait` (true then). If `may_wait`, what the request names
-/// stays its file until the request is in the kernel, whatever happens to the
-/// future (see `submit_fd.rs`).
+/// `Aio::submit` of a read or write (`io`: kind, offset, and the address and
+/// length of `buf`) on `fd`, with the kernel entry left to the end of the
+/// runtime turn when that pays and `may_wait` (true then). If `may_wait`, what
+/// the request names stays its file until the request is in the kernel,
+/// whatever happens to the future (see `submit_fd.rs`).
 fn submit<B: Send + 'static>(
     aio: &Aio,
-    mut op: Op<'_, B>,
+    fd: BorrowedFd<'_>,
+    io: (OpKind, i64, (usize, usize)),
+    buf: B,
     may_wait: bool,
     cx: &Context<'_>,
 ) -> Result<(Ticket<B>, bool)> {
-    let call = match op.kind {
-        Kind::Io(OpKind::Read) => "aio_read",
-        Kind::Io(OpKind::Write) => "aio_write",
-        Kind::Io(_) => "aio_fsync",
-        Kind::Nop => "aio_read",
+    let (kind, offset, (ptr, len)) = io;
+    let call = if kind == OpKind::Write {
+        "aio_write"
+    } else {
+        "aio_read"
     };
     let inner = &aio.inner;
     let threads = matches!(inner.engine, Engine::Threads(_));
-    let p = op.prepare(call, threads)?;
-    let notify = std::mem::take(&mut op.notify);
-    inner.prepare_notify(&notify)?;
+    check_io(call, offset, len)?;
+    let mut p = Prepared::new(kind, fd, offset, ptr, len, 0);
+    p.look(call, threads)?;
     #[cfg(feature = "tokio")]
     let defer = may_wait && !threads && batch::should_defer(inner);
     #[cfg(not(feature = "tokio"))]
@@ -346,13 +355,14 @@ fn submit<B: Send + 'static>(
     // reaped by the task's own poll, most often done already.
     let mail = defer.then(new_mail);
     let waker = defer.then(|| cx.waker());
-    let ((idx, gen), deferred) = inner.submit_one_mailed(p, notify, mail.as_ref(), waker, defer)?;
+    let ((idx, gen), deferred) =
+        inner.submit_one_mailed(p, Notify::None, mail.as_ref(), waker, defer)?;
     #[cfg(feature = "tokio")]
     if deferred {
         batch::queued();
         batch::schedule_flush(inner);
     }
-    Ok((Ticket::new(idx, gen, op.buf.take(), mail), deferred))
+    Ok((Ticket::new(idx, gen, Some(buf), mail), deferred))
 }
 
 impl Aio {
@@ -394,14 +404,15 @@ impl Aio {
         &self,
         fd: F,
         offset: i64,
-        buf: B,
+        mut buf: B,
     ) -> SubmitFuture<'_, F, B> {
         SubmitFuture {
             req: None,
             aio: self,
+            at: (buf.stable_mut_ptr() as usize, buf.bytes_len()),
             start: Some((offset, buf)),
             flush: 0,
-            make: |fd, offset, buf| Op::read(fd, offset, buf),
+            kind: OpKind::Read,
             fd,
         }
     }
@@ -425,9 +436,10 @@ impl Aio {
         SubmitFuture {
             req: None,
             aio: self,
+            at: (buf.stable_ptr() as usize, buf.bytes_len()),
             start: Some((offset, buf)),
             flush: 0,
-            make: |fd, offset, buf| Op::write(fd, offset, buf),
+            kind: OpKind::Write,
             fd,
         }
     }

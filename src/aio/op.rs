@@ -79,7 +79,60 @@ pub(crate) struct Prepared<'fd> {
     pub fd: PhantomData<BorrowedFd<'fd>>,
 }
 
-impl Prepared<'_> {
+impl<'fd> Prepared<'fd> {
+    /// A request not looked at yet: `ordered` only for an fsync.
+    #[inline(always)]
+    pub(crate) fn new(
+        kind: OpKind,
+        fd: BorrowedFd<'fd>,
+        offset: i64,
+        ptr: usize,
+        len: usize,
+        reqprio: u8,
+    ) -> Prepared<'fd> {
+        Prepared {
+            raw: RawOp {
+                kind,
+                fd: fd.as_raw_fd(),
+                offset,
+                ptr,
+                len,
+                ordered: matches!(kind, OpKind::Fsync | OpKind::Fdatasync),
+            },
+            reqprio,
+            kind: None,
+            nonblock: false,
+            append: false,
+            checked: false,
+            own: None,
+            fd: PhantomData,
+        }
+    }
+
+    /// What a read or write needs looked at before it goes to the engine: a
+    /// write's fd kind and flags (writes to an `O_APPEND` file, a pipe or a
+    /// socket keep their order), and on the thread engine (`threads`) or for a
+    /// write to a pipe or socket, a copy of the fd.
+    #[inline(always)]
+    pub(crate) fn look(&mut self, call: &'static str, threads: bool) -> Result<()> {
+        let kind = self.raw.kind;
+        if kind == OpKind::Write || threads {
+            // A bad fd is reported by the engine (EBADF as the request's result).
+            if self.check().is_ok() {
+                let append = self.append;
+                let stream = self.kind.is_some_and(FdKind::is_stream);
+                if kind == OpKind::Write {
+                    self.raw.ordered = append || stream;
+                }
+                if threads || (kind == OpKind::Write && stream) {
+                    // Used after this call returns (see `BorrowFd`).
+                    self.own().map_err(|e| copy_refused(call, e))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The caller's descriptor, borrowed for as long as `self`.
     #[inline]
     pub(crate) fn fd(&self) -> BorrowedFd<'_> {
@@ -269,6 +322,14 @@ impl<'fd, B> Op<'fd, B> {
         self
     }
 
+    /// The descriptor, borrowed for `'fd` (as `self` is).
+    #[inline]
+    fn borrowed(&self) -> BorrowedFd<'fd> {
+        // SAFETY: `self.fd` came from a `BorrowedFd<'fd>` (or is -1, for a
+        // `LIO_NOP`, never used as an fd), and `self` keeps that borrow.
+        unsafe { BorrowedFd::borrow_raw(self.fd) }
+    }
+
     /// True for `LIO_NOP`.
     pub fn is_nop(&self) -> bool {
         self.kind == Kind::Nop
@@ -298,60 +359,38 @@ impl<'fd, B> Op<'fd, B> {
             Some(b) => (self.ptr_of)(b),
             None => (0, 0),
         };
-        let mut p = Prepared {
-            raw: RawOp {
-                kind,
-                fd: self.fd,
-                offset: if sync { 0 } else { self.offset },
-                ptr,
-                len,
-                ordered: sync,
-            },
-            reqprio: if sync { 0 } else { self.reqprio as u8 },
-            kind: None,
-            nonblock: false,
-            append: false,
-            checked: false,
-            own: None,
-            fd: PhantomData,
-        };
+        let fd = self.borrowed();
         if sync {
+            let p = Prepared::new(kind, fd, 0, 0, 0, 0);
             check_sync(p.fd(), call)?;
-        } else {
-            if self.offset < 0 {
-                return Err(
-                    Error::invalid(call, format!("offset {} is negative", self.offset))
-                        .with_hint("aio_offset must be >= 0"),
-                );
-            }
-            if len > isize::MAX as usize
-                || (self.offset as u64)
-                    .checked_add(len as u64)
-                    .map_or(true, |e| e > i64::MAX as u64)
-            {
-                return Err(Error::invalid(
-                    call,
-                    format!("offset {} + length {len} overflows off_t", self.offset),
-                )
-                .with_hint("keep aio_offset + aio_nbytes <= i64::MAX"));
-            }
+            return Ok(p);
         }
-        if kind == OpKind::Write || threads {
-            // A bad fd is reported by the engine (EBADF as the request's result).
-            if p.check().is_ok() {
-                let append = p.append;
-                let stream = p.kind.is_some_and(FdKind::is_stream);
-                if kind == OpKind::Write {
-                    p.raw.ordered = append || stream;
-                }
-                if threads || (kind == OpKind::Write && stream) {
-                    // Used after this call returns (see `BorrowFd`).
-                    p.own().map_err(|e| copy_refused(call, e))?;
-                }
-            }
-        }
+        check_io(call, self.offset, len)?;
+        let mut p = Prepared::new(kind, fd, self.offset, ptr, len, self.reqprio as u8);
+        p.look(call, threads)?;
         Ok(p)
     }
+}
+
+/// The checks of a read or write of `len` bytes at `offset` (EINVAL).
+#[inline(always)]
+pub(crate) fn check_io(call: &'static str, offset: i64, len: usize) -> Result<()> {
+    if offset < 0 {
+        return Err(Error::invalid(call, format!("offset {offset} is negative"))
+            .with_hint("aio_offset must be >= 0"));
+    }
+    if len > isize::MAX as usize
+        || (offset as u64)
+            .checked_add(len as u64)
+            .map_or(true, |e| e > i64::MAX as u64)
+    {
+        return Err(Error::invalid(
+            call,
+            format!("offset {offset} + length {len} overflows off_t"),
+        )
+        .with_hint("keep aio_offset + aio_nbytes <= i64::MAX"));
+    }
+    Ok(())
 }
 
 /// The error of a request whose fd could not be copied. Out of descriptors

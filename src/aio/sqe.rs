@@ -43,7 +43,8 @@ pub(super) fn sqe_again(s: &mut Slot) -> squeue::Entry {
 /// the submitting call has returned, so such a request is given its own fd copy
 /// first (`Prepared::own`): the caller's number may name another file by then.
 pub(super) fn punted(kind: OpKind, len: usize, class: SchedClass) -> bool {
-    matches!(kind, OpKind::Read | OpKind::Write) && len >= INLINE_MAX && !class.is_rt()
+    // (The length first: most transfers are far smaller.)
+    len >= INLINE_MAX && matches!(kind, OpKind::Read | OpKind::Write) && !class.is_rt()
 }
 
 /// The submission queue entry of a request on the file `$fd` names: an fd

@@ -535,6 +535,7 @@ impl Core {
     /// Attaches `mail` (and `waker`) to the live, unfinished request `(idx,
     /// gen)`: its completion posts the result there and frees the slot. False if
     /// the request is already done (or the name stale): nothing is attached.
+    #[inline]
     pub(crate) fn attach_mail(
         &mut self,
         idx: u32,
