@@ -136,8 +136,26 @@ impl ErrorKind {
 ///
 /// Build one with [`Error::from_errno`], [`Error::last_os_error`] or [`Error::new`],
 /// then add a hint with [`Error::with_hint`].
-#[derive(Clone, PartialEq, Eq)]
-pub struct Error {
+///
+/// A bare errno and call (what [`Error::from_errno`] makes, e.g. the EINPROGRESS
+/// of a request still running) is held inline; an error with a message, a hint
+/// or a kind of its own is boxed. Either way an `Error` is three words, so a
+/// `Result` of a small value stays small where it is returned and moved.
+#[derive(Clone)]
+pub struct Error(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// `errno` from `call`; the kind follows the errno.
+    Os {
+        errno: i32,
+        call: &'static str,
+    },
+    Full(Box<Full>),
+}
+
+#[derive(Clone)]
+struct Full {
     kind: ErrorKind,
     errno: Option<i32>,
     call: &'static str,
@@ -145,16 +163,23 @@ pub struct Error {
     hint: Option<Cow<'static, str>>,
 }
 
+impl PartialEq for Error {
+    /// Equal when kind, errno, call, message and hint are.
+    fn eq(&self, o: &Error) -> bool {
+        self.kind() == o.kind()
+            && self.errno() == o.errno()
+            && self.call() == o.call()
+            && self.message() == o.message()
+            && self.hint() == o.hint()
+    }
+}
+
+impl Eq for Error {}
+
 impl Error {
     /// An error from an errno returned by `call`; the kind follows the errno.
     pub fn from_errno(call: &'static str, errno: i32) -> Error {
-        Error {
-            kind: ErrorKind::from_errno(errno),
-            errno: Some(errno),
-            call,
-            message: None,
-            hint: None,
-        }
+        Error(Repr::Os { errno, call })
     }
 
     /// An error from the calling thread's current `errno`, after `call` failed.
@@ -171,74 +196,106 @@ impl Error {
         call: &'static str,
         message: impl Into<Cow<'static, str>>,
     ) -> Error {
-        Error {
+        Error(Repr::Full(Box::new(Full {
             kind,
             errno: None,
             call,
             message: Some(message.into()),
             hint: None,
-        }
+        })))
     }
 
     /// Bad input detected before any system call; carries EINVAL so that it maps to
     /// the errno a C caller would see.
     pub fn invalid(call: &'static str, message: impl Into<Cow<'static, str>>) -> Error {
-        Error {
+        Error(Repr::Full(Box::new(Full {
             kind: ErrorKind::InvalidInput,
             errno: Some(libc::EINVAL),
             call,
             message: Some(message.into()),
             hint: None,
+        })))
+    }
+
+    /// The boxed form, to change.
+    fn full(&mut self) -> &mut Full {
+        if let Repr::Os { errno, call } = self.0 {
+            self.0 = Repr::Full(Box::new(Full {
+                kind: ErrorKind::from_errno(errno),
+                errno: Some(errno),
+                call,
+                message: None,
+                hint: None,
+            }));
+        }
+        match &mut self.0 {
+            Repr::Full(f) => f,
+            Repr::Os { .. } => unreachable!("boxed just above"),
         }
     }
 
     /// Adds (or replaces) the hint that tells the fix.
     #[must_use]
     pub fn with_hint(mut self, hint: impl Into<Cow<'static, str>>) -> Error {
-        self.hint = Some(hint.into());
+        self.full().hint = Some(hint.into());
         self
     }
 
     /// Adds (or replaces) a message describing what was attempted.
     #[must_use]
     pub fn with_message(mut self, message: impl Into<Cow<'static, str>>) -> Error {
-        self.message = Some(message.into());
+        self.full().message = Some(message.into());
         self
     }
 
     /// Overrides the kind (e.g. EPERM from `pthread_mutex_unlock` is [`ErrorKind::InvalidState`]).
     #[must_use]
     pub fn with_kind(mut self, kind: ErrorKind) -> Error {
-        self.kind = kind;
+        self.full().kind = kind;
         self
     }
 
     /// What went wrong.
     #[inline]
     pub fn kind(&self) -> ErrorKind {
-        self.kind
+        match &self.0 {
+            Repr::Os { errno, .. } => ErrorKind::from_errno(*errno),
+            Repr::Full(f) => f.kind,
+        }
     }
 
     /// The errno, if the failure came from (or maps to) one.
     #[inline]
     pub fn errno(&self) -> Option<i32> {
-        self.errno
+        match &self.0 {
+            Repr::Os { errno, .. } => Some(*errno),
+            Repr::Full(f) => f.errno,
+        }
     }
 
     /// The call that failed, e.g. `"sched_setscheduler"`.
     #[inline]
     pub fn call(&self) -> &'static str {
-        self.call
+        match &self.0 {
+            Repr::Os { call, .. } => call,
+            Repr::Full(f) => f.call,
+        }
     }
 
     /// The hint that tells the fix, if there is one.
     pub fn hint(&self) -> Option<&str> {
-        self.hint.as_deref()
+        match &self.0 {
+            Repr::Os { .. } => None,
+            Repr::Full(f) => f.hint.as_deref(),
+        }
     }
 
     /// The message describing what was attempted, if there is one.
     pub fn message(&self) -> Option<&str> {
-        self.message.as_deref()
+        match &self.0 {
+            Repr::Os { .. } => None,
+            Repr::Full(f) => f.message.as_deref(),
+        }
     }
 }
 
@@ -284,18 +341,18 @@ pub fn errno_name(errno: i32) -> &'static str {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed", self.call)?;
-        if let Some(m) = &self.message {
+        write!(f, "{} failed", self.call())?;
+        if let Some(m) = self.message() {
             write!(f, ": {m}")?;
         }
-        if let Some(e) = self.errno {
+        if let Some(e) = self.errno() {
             let text = io::Error::from_raw_os_error(e);
             // io::Error's Display appends " (os error N)"; keep only the text.
             let text = text.to_string();
             let text = text.split(" (os error").next().unwrap_or("");
             write!(f, ": {} ({} {})", text, errno_name(e), e)?;
         }
-        if let Some(h) = &self.hint {
+        if let Some(h) = self.hint() {
             write!(f, "; hint: {h}")?;
         }
         Ok(())
@@ -305,11 +362,11 @@ impl fmt::Display for Error {
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Error")
-            .field("kind", &self.kind)
-            .field("errno", &self.errno.map(|e| (e, errno_name(e))))
-            .field("call", &self.call)
-            .field("message", &self.message)
-            .field("hint", &self.hint)
+            .field("kind", &self.kind())
+            .field("errno", &self.errno().map(|e| (e, errno_name(e))))
+            .field("call", &self.call())
+            .field("message", &self.message())
+            .field("hint", &self.hint())
             .finish()
     }
 }
@@ -321,11 +378,11 @@ impl From<Error> for io::Error {
     /// answers. One with a message or hint is wrapped instead, so its text survives;
     /// the errno is then reachable through `get_ref()` and a downcast to [`Error`].
     fn from(e: Error) -> io::Error {
-        match e.errno {
-            Some(errno) if e.hint.is_none() && e.message.is_none() => {
+        match e.errno() {
+            Some(errno) if e.hint().is_none() && e.message().is_none() => {
                 io::Error::from_raw_os_error(errno)
             }
-            _ => io::Error::new(e.kind.io_kind(), e),
+            _ => io::Error::new(e.kind().io_kind(), e),
         }
     }
 }
@@ -373,6 +430,38 @@ mod tests {
         assert!(s.starts_with("sched_setscheduler failed"), "{s}");
         assert!(s.contains("EPERM"), "{s}");
         assert!(s.contains("hint: needs CAP_SYS_NICE"), "{s}");
+    }
+
+    #[test]
+    fn bare_and_boxed_forms_agree() {
+        let bare = Error::from_errno("aio_error", libc::EINPROGRESS);
+        assert_eq!(bare.kind(), ErrorKind::InProgress);
+        assert_eq!(bare.errno(), Some(libc::EINPROGRESS));
+        assert_eq!(bare.call(), "aio_error");
+        assert_eq!((bare.message(), bare.hint()), (None, None));
+        // Boxed by `with_kind`, with nothing else changed: still equal.
+        let boxed = bare.clone().with_kind(ErrorKind::InProgress);
+        assert_eq!(boxed, bare);
+        assert_eq!(format!("{boxed:?}"), format!("{bare:?}"));
+        assert_eq!(boxed.to_string(), bare.to_string());
+        // A hint or another kind makes them differ, and keeps errno and call.
+        let hinted = bare.clone().with_hint("wait for it");
+        assert_ne!(hinted, bare);
+        assert_eq!((hinted.errno(), hinted.call()), (bare.errno(), bare.call()));
+        assert_eq!(hinted.hint(), Some("wait for it"));
+        assert_ne!(bare.clone().with_kind(ErrorKind::Busy), bare);
+        assert_eq!(
+            bare.clone().with_kind(ErrorKind::Busy).kind(),
+            ErrorKind::Busy
+        );
+    }
+
+    #[test]
+    fn a_result_of_a_word_is_three_words() {
+        // Results are returned and moved on every AIO request's path.
+        let word = std::mem::size_of::<usize>();
+        assert_eq!(std::mem::size_of::<Error>(), 3 * word);
+        assert_eq!(std::mem::size_of::<Result<usize>>(), 3 * word);
     }
 
     #[test]
