@@ -28,10 +28,10 @@
 //! Engines take turns round by round, in a new (seeded) order each round, so a
 //! load change on a shared machine hits all of them alike, and no engine always
 //! runs after the same one; each figure is the median over the
-//! rounds. 21 short rounds by default (about 60 s in all): on a quiet 2-vCPU
+//! rounds. 21 short rounds by default (about 40 s in all): on a quiet 2-vCPU
 //! VM, with aligned buffers, the QD32 ratio of `posixrt_await` to raw io_uring
-//! spread over 0.80–0.83 in 5 runs of 21 rounds with every engine, and over
-//! 0.81–0.83 in 13 runs of 11 rounds of the two engines alone (`--only`). (With
+//! spread over 0.81–0.84 in 5 runs of 21 rounds with every engine, and over
+//! 0.837–0.845 in 7 runs of 11 rounds of the two engines alone (`--only`). (With
 //! `Vec` buffers, earlier, it spread over 0.81–1.01 from day to day and build to
 //! build: see `block`.) The test file is written back to the disk before the rounds, so that
 //! the kernel's flusher does not write it during them.
