@@ -42,12 +42,6 @@ use crate::sys::io::{self as sio, FdKind};
 use crate::sys::prio::{self, SchedClass};
 use crate::{Error, ErrorKind, Result};
 
-thread_local! {
-    /// Set to 1 by `submit_one_mailed` to ask the next submitting call to leave
-    /// the ring unentered; that call sets 2 when it did.
-    static DEFER_ENTER: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
-}
-
 /// Probe reads of one submitting call (one without allocating).
 #[derive(Default)]
 pub(crate) struct Probes {
@@ -73,14 +67,13 @@ impl Probes {
 }
 
 /// What [`Inner::begin_submit`] decided: the locked core, the submitter's
-/// class, whether the requests go straight to the engine, whether reads may be
-/// probes, and whether the enter is deferred.
+/// class, whether the requests go straight to the engine, and whether reads
+/// may be probes.
 struct Begun<'a> {
     core: CoreGuard<'a>,
     class: SchedClass,
     direct: bool,
     can_probe: bool,
-    defer: bool,
 }
 
 fn shutting_down() -> Error {
@@ -106,7 +99,6 @@ impl Inner {
             class,
             direct,
             can_probe,
-            defer,
         } = self.begin_submit(ops.len())?;
         // Room for more than one probe is made only when a second one comes
         // (most lists probe nothing: their fds are known regular files).
@@ -126,7 +118,7 @@ impl Inner {
             );
             out.extend(Some(id));
         }
-        self.finish_submit(core, enter, &probes, defer);
+        self.finish_submit(core, enter, &probes, false);
         exit_wait::watch(self);
         Ok(())
     }
@@ -159,15 +151,11 @@ impl Inner {
         waker: Option<&std::task::Waker>,
         defer: bool,
     ) -> Result<((u32, u32), bool)> {
-        if defer {
-            DEFER_ENTER.with(|d| d.set(1));
-        }
         let Begun {
             mut core,
             class,
             direct,
             can_probe,
-            defer,
         } = self.begin_submit(1)?;
         let mut probes = Probes::default();
         let mut enter = false;
@@ -185,9 +173,9 @@ impl Inner {
         if let Some(mail) = mail {
             core.attach_mail(id.0, id.1, mail, waker);
         }
-        self.finish_submit(core, enter, &probes, defer);
+        let deferred = self.finish_submit(core, enter, &probes, defer);
         exit_wait::watch(self);
-        Ok((id, defer && DEFER_ENTER.replace(0) == 2))
+        Ok((id, deferred))
     }
 
     /// The start of a submitting call of `n` requests: takes the lock, refuses a
@@ -195,9 +183,6 @@ impl Inner {
     #[inline(always)]
     fn begin_submit(&self, n: usize) -> Result<Begun<'_>> {
         let threads = matches!(self.engine, Engine::Threads(_));
-        // Asked by `submit_one_mailed` for this call only (not for a call
-        // nested in a waker or callback run below).
-        let defer = DEFER_ENTER.replace(0) == 1;
         let core = self.lock();
         if core.shutdown {
             drop(core);
@@ -217,13 +202,13 @@ impl Inner {
             class,
             direct,
             can_probe,
-            defer,
         })
     }
 
     /// The end of a submitting call: hands queued requests to the engine,
     /// releases the lock, enters the ring (unless `defer`: see
-    /// `submit_one_mailed`), and settles probe reads.
+    /// `submit_one_mailed`), and settles probe reads. True if the ring was left
+    /// unentered with entries for it (`defer`).
     #[inline]
     fn finish_submit(
         &self,
@@ -231,24 +216,24 @@ impl Inner {
         mut enter: bool,
         probes: &Probes,
         defer: bool,
-    ) {
+    ) -> bool {
         if core.ready_len() > 0 {
             enter |= self.kick(&mut core);
         }
         if !probes.is_empty() {
             core.probing += 1;
         }
-        if enter && probes.is_empty() && defer {
-            // The caller enters the ring later. (Set after `release`, whose
-            // wakers and callbacks may submit too.)
+        let deferred = enter && probes.is_empty() && defer;
+        if deferred {
+            // The caller enters the ring later.
             self.release(core);
-            DEFER_ENTER.with(|d| d.set(2));
         } else {
             self.unlock_and_enter(core, enter);
         }
         if !probes.is_empty() {
             self.settle_probes(probes);
         }
+        deferred
     }
 
     /// Puts one request in the table and gives it to the engine or a queue.
