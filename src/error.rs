@@ -218,41 +218,41 @@ impl Error {
     }
 
     /// The boxed form, to change.
-    fn full(&mut self) -> &mut Full {
-        if let Repr::Os { errno, call } = self.0 {
-            self.0 = Repr::Full(Box::new(Full {
+    fn into_full(self) -> Box<Full> {
+        match self.0 {
+            Repr::Os { errno, call } => Box::new(Full {
                 kind: ErrorKind::from_errno(errno),
                 errno: Some(errno),
                 call,
                 message: None,
                 hint: None,
-            }));
-        }
-        match &mut self.0 {
+            }),
             Repr::Full(f) => f,
-            Repr::Os { .. } => unreachable!("boxed just above"),
         }
     }
 
     /// Adds (or replaces) the hint that tells the fix.
     #[must_use]
-    pub fn with_hint(mut self, hint: impl Into<Cow<'static, str>>) -> Error {
-        self.full().hint = Some(hint.into());
-        self
+    pub fn with_hint(self, hint: impl Into<Cow<'static, str>>) -> Error {
+        let mut f = self.into_full();
+        f.hint = Some(hint.into());
+        Error(Repr::Full(f))
     }
 
     /// Adds (or replaces) a message describing what was attempted.
     #[must_use]
-    pub fn with_message(mut self, message: impl Into<Cow<'static, str>>) -> Error {
-        self.full().message = Some(message.into());
-        self
+    pub fn with_message(self, message: impl Into<Cow<'static, str>>) -> Error {
+        let mut f = self.into_full();
+        f.message = Some(message.into());
+        Error(Repr::Full(f))
     }
 
     /// Overrides the kind (e.g. EPERM from `pthread_mutex_unlock` is [`ErrorKind::InvalidState`]).
     #[must_use]
-    pub fn with_kind(mut self, kind: ErrorKind) -> Error {
-        self.full().kind = kind;
-        self
+    pub fn with_kind(self, kind: ErrorKind) -> Error {
+        let mut f = self.into_full();
+        f.kind = kind;
+        Error(Repr::Full(f))
     }
 
     /// What went wrong.
