@@ -15,7 +15,7 @@
 //! flight, with no notification, goes into the io_uring submission queue without
 //! a system call. Whoever looks for a result next (`aio_error`, `aio_suspend`,
 //! `aio_cancel`, another submission) enters the ring once for all of them, and a
-//! flusher thread does it within [`FLUSH_TICK`] if nobody does, so a
+//! flusher thread does it within `FLUSH_TICK` if nobody does, so a
 //! fire-and-forget program still gets its I/O done. A pipelined program (fio's
 //! `posixaio` at depth 32, the seed's line counter) then pays one
 //! `io_uring_enter` per batch instead of one per request.
@@ -23,7 +23,7 @@
 //! Waits (`aio_suspend`, `LIO_WAIT`) return EINTR when a signal handler runs
 //! (the C library restarts them after `SA_RESTART` handlers, as POSIX says):
 //! the waiting thread reaps the ring itself
-//! ([`Ring::wait`](super::uring::Ring)) or sleeps on a futex word
+//! (`Ring::wait`) or sleeps on a futex word
 //! bumped after C completions, once their signals were sent.
 
 use std::ffi::{c_int, c_void};
