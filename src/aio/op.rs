@@ -361,9 +361,8 @@ impl<'fd, B> Op<'fd, B> {
         };
         let fd = self.borrowed();
         if sync {
-            let p = Prepared::new(kind, fd, 0, 0, 0, 0);
-            check_sync(p.fd(), call)?;
-            return Ok(p);
+            check_sync(fd, call)?;
+            return Ok(Prepared::new(kind, fd, 0, 0, 0, 0));
         }
         check_io(call, self.offset, len)?;
         let mut p = Prepared::new(kind, fd, self.offset, ptr, len, self.reqprio as u8);
