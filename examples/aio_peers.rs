@@ -10,14 +10,16 @@
 //! | `posixrt_await_request` | `aio.read(&file, ..)?.await` (submitted, and the ring entered, by the call); QD32: 32 tasks in flight |
 //! | `posixrt_await_join` | as `posixrt_await`; QD32: 32 futures in flight in one task (a join that polls each and starts the next read where one completed, as `join_all` or `buffer_unordered` would) |
 //! | `io_uring` | the raw `io-uring` crate: push, `submit_and_wait`; QD32: submit 32, wait all |
+//! | `tokio_bare_uring` | the floor for `posixrt_await`: the least a tokio read future over io_uring does (`support/bare_uring.rs`: a lock, a slot, an entry, a waker; a flusher task enters the ring once per turn), with the same runtime, tasks and loop; QD32: 32 tasks in flight |
 //! | `tokio_uring` | `tokio_uring::fs::File::read_at`; QD32: 32 tasks in flight |
 //! | `monoio` | `monoio::fs::File::read_at` (io_uring driver); QD32: 32 tasks in flight |
 //! | `tokio_fs` | `tokio::fs::File` seek + read; QD32: 32 tasks, one file handle each |
 //! | `pread` | serial `pread(2)` (QD1 only) |
 //!
 //! The posixrt engines register the file with their context
-//! (`Aio::register_fd`), as a program with one busy file would; the raw
-//! `io_uring` engine does not register it (nor do the peers).
+//! (`Aio::register_fd`), as a program with one busy file would, and so does
+//! `tokio_bare_uring`; the raw `io_uring` engine does not register it (nor do
+//! the peers).
 //!
 //! Every engine reads into buffers of 4 KiB aligned to 4 KiB (see `block`):
 //! the kernel's copy into a destination that is not 64-byte aligned is a few
@@ -61,15 +63,18 @@ use posixrt::aio::{Aio, Backend, ListMode, Notify, Op, RegisteredFd};
 
 #[path = "support/args.rs"]
 mod args;
+#[path = "support/bare_uring.rs"]
+mod bare_uring;
 
 const BLOCK: usize = 4096;
 const QD: usize = 32;
-const ENGINES: [&str; 9] = [
+const ENGINES: [&str; 10] = [
     "posixrt_suspend",
     "posixrt_await",
     "posixrt_await_request",
     "posixrt_await_join",
     "io_uring",
+    "tokio_bare_uring",
     "tokio_uring",
     "monoio",
     "tokio_fs",
@@ -78,8 +83,9 @@ const ENGINES: [&str; 9] = [
 
 const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 
-Measures 4 KiB random reads of a cached file with posixrt (suspend and two .await forms) and
-with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread).
+Measures 4 KiB random reads of a cached file with posixrt (suspend and three .await forms),
+with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread), and with the floor
+for a tokio future (tokio_bare_uring: a bare io_uring read future, no posixrt).
 
   --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 21)
   --ops N            QD1 reads per engine per round (100 to 1000000, default 5000)
@@ -478,6 +484,82 @@ impl Engine for RawUring {
     }
 }
 
+// ------------------------------------------------------------------ the floor under tokio
+
+/// Reads through [`bare_uring`]: what `posixrt_await` would cost if posixrt's
+/// own work cost nothing (same runtime, same tasks, same loop).
+struct BareUring {
+    rt: tokio::runtime::Runtime,
+    file: Arc<File>,
+    seed: u64,
+}
+
+impl BareUring {
+    /// Runs `tasks` reading tasks of `per` reads each beside a flusher; each
+    /// task pushes its latencies (ns) to `lat` if given.
+    fn run(
+        &mut self,
+        tasks: usize,
+        per: usize,
+        mut lat: Option<&mut Vec<u64>>,
+    ) -> Result<(), String> {
+        let ring = bare_uring::BareRing::new(256, self.file.as_raw_fd()).map_err(err)?;
+        let size = file_len(&self.file);
+        self.seed += 1;
+        let seed = self.seed;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let timed = lat.is_some();
+        let got = self.rt.block_on(async {
+            let flusher = tokio::spawn(Arc::clone(&ring).flusher(Arc::clone(&stop)));
+            let readers: Vec<_> = (0..tasks)
+                .map(|k| {
+                    let ring = Arc::clone(&ring);
+                    tokio::spawn(async move {
+                        let mut offs = Offsets::new(size, seed * 64 + k as u64);
+                        let mut buf = block()?;
+                        let mut lat = Vec::with_capacity(if timed { per } else { 0 });
+                        for _ in 0..per {
+                            let t = Instant::now();
+                            let (r, b) = ring.read(offs.next(), buf).await;
+                            check(r.max(0) as usize)?;
+                            buf = b;
+                            if timed {
+                                lat.push(t.elapsed().as_nanos() as u64);
+                            }
+                        }
+                        Ok::<_, String>(lat)
+                    })
+                })
+                .collect();
+            let mut all = Vec::new();
+            for r in readers {
+                all.extend(r.await.map_err(err)??);
+            }
+            stop.store(true, std::sync::atomic::Ordering::Release);
+            // (Woken by hand: nothing else would wake it now.)
+            let _ = ring.read(0, block()?).await;
+            flusher.await.map_err(err)?.map_err(err)?;
+            Ok::<_, String>(all)
+        })?;
+        if let Some(l) = lat.as_mut() {
+            l.extend(got);
+        }
+        Ok(())
+    }
+}
+
+impl Engine for BareUring {
+    fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
+        self.run(1, ops, Some(lat))
+    }
+
+    fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
+        let t = Instant::now();
+        self.run(QD, ops / QD, None)?;
+        Ok(Some((ops / QD * QD) as f64 / t.elapsed().as_secs_f64()))
+    }
+}
+
 // ------------------------------------------------------------------ tokio-uring, monoio
 
 /// An engine over a completion-based runtime whose file reads take and give back
@@ -720,6 +802,14 @@ fn build(
             file: Arc::clone(file),
             offs: Offsets::new(size, 3),
             bufs: AlignedBuf::new(BLOCK * QD, BLOCK).map_err(err)?,
+        }),
+        "tokio_bare_uring" => Box::new(BareUring {
+            rt: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(err)?,
+            file: Arc::clone(file),
+            seed: 0,
         }),
         "tokio_uring" => {
             let rt = tokio_uring::Runtime::new(&tokio_uring::builder()).map_err(err)?;
@@ -973,6 +1063,16 @@ fn run(a: &Args) -> Result<(), String> {
         (
             "await_join_qd32_vs_io_uring",
             ratio(q32("posixrt_await_join"), q32("io_uring")),
+            "",
+        ),
+        (
+            "bare_qd32_vs_io_uring",
+            ratio(q32("tokio_bare_uring"), q32("io_uring")),
+            "",
+        ),
+        (
+            "await_qd32_vs_bare",
+            ratio(q32("posixrt_await"), q32("tokio_bare_uring")),
             "",
         ),
     ];
