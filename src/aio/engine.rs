@@ -437,16 +437,35 @@ impl Inner {
     #[inline]
     pub(crate) fn poll_completions(&self, core: &mut Core) {
         if let Engine::Uring(r) = &self.engine {
-            if core.reaper {
-                return;
+            // The end of a quiet eventfd, before the reap (also under a
+            // blocking reaper, which drains what was posted).
+            let quiet = r.unquiet(core);
+            if !core.reaper {
+                r.reap(core);
+                // Also when this reap found nothing: another path may have
+                // reaped the completion that released these (an fsync behind a
+                // write on its fd) without issuing them.
+                if core.ready_len() > 0 {
+                    let _ = r.issue(core);
+                }
             }
-            r.reap(core);
-            // Also when this reap found nothing: another path may have reaped the
-            // completion that released these (an fsync behind a write on its fd)
-            // without issuing them.
-            if core.ready_len() > 0 {
-                let _ = r.issue(core);
+            if quiet && core.inflight > 0 {
+                self.signal_after_quiet(core);
             }
+        }
+    }
+
+    /// A quiet eventfd ended with requests in the kernel (see `Ring::quiet`):
+    /// one of them may have completed just then, its completion posted
+    /// without a signal (the kernel read the flag before it was cleared) and
+    /// after the reap looked. Signal for it, so that the eventfd's watchers
+    /// reap; and leave the eventfd as it is for the next entries, which may go
+    /// to the kernel's workers too.
+    #[cold]
+    fn signal_after_quiet(&self, core: &mut Core) {
+        core.quiet_skip = super::uring::QUIET_SKIP;
+        if let Some(efd) = self.efd.get() {
+            let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
         }
     }
 

@@ -36,6 +36,7 @@ use super::list::{entry_done, List};
 use super::notify::Notify;
 use super::op::{check_io, Prepared};
 use super::request::{new_mail, Completion, Request, Ticket};
+use super::submit::Entry;
 use super::submit_fd::SubmitFd;
 use super::table::OpKind;
 use crate::Result;
@@ -355,8 +356,14 @@ fn submit<B: Send + 'static>(
     // reaped by the task's own poll, most often done already.
     let mail = defer.then(new_mail);
     let waker = defer.then(|| cx.waker());
+    // Entered now, the request is reaped by the poll that follows.
+    let entry = if defer {
+        Entry::Defer
+    } else {
+        Entry::NowThenReap
+    };
     let ((idx, gen), deferred) =
-        inner.submit_one_mailed(p, Notify::None, mail.as_ref(), waker, defer)?;
+        inner.submit_one_mailed(p, Notify::None, mail.as_ref(), waker, entry)?;
     #[cfg(feature = "tokio")]
     if deferred {
         batch::queued();
@@ -639,8 +646,10 @@ mod batch {
         let Engine::Uring(r) = &inner.engine else {
             return;
         };
-        let core = inner.lock();
+        let mut core = inner.lock();
         if r.sq_pending() {
+            // Reaped right below.
+            r.quiet(&mut core);
             inner.unlock_and_enter(core, true);
         } else {
             inner.release(core);

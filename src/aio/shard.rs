@@ -81,6 +81,12 @@ impl Shard {
         self.taken.load(Ordering::Acquire) < self.pushed.load(Ordering::Acquire)
     }
 
+    /// Entries waiting in the submission queue. Under the core lock.
+    pub(super) fn sq_len(&self) -> usize {
+        // SAFETY: under the core lock, as `push`.
+        unsafe { self.ring.submission_shared().len() }
+    }
+
     /// True if entries wait in the submission queue. Under the core lock.
     pub(super) fn sq_pending(&self) -> bool {
         // SAFETY: under the core lock, as `push`.
@@ -149,6 +155,21 @@ impl Shard {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME) | Some(libc::EBUSY)) => Ok(()),
             Err(e) => Err(e),
         }
+    }
+
+    /// Stops (`quiet`) or restarts the kernel's signal of the registered
+    /// eventfd for this ring's completions (`IORING_CQ_EVENTFD_DISABLED`, a flag
+    /// in the shared completion ring: no system call). Under the core lock.
+    pub(super) fn set_eventfd_quiet(&self, quiet: bool) {
+        // SAFETY: under the core lock, as `reap`; only the flags are touched.
+        let cq = unsafe { self.ring.completion_shared() };
+        if quiet {
+            cq.disable_eventfd();
+        } else {
+            cq.enable_eventfd();
+        }
+        // (Nothing was read: the head stays as it is.)
+        std::mem::forget(cq);
     }
 
     /// The result of request `ud` if its completion waits in this ring's

@@ -84,6 +84,18 @@ fn shutting_down() -> Error {
     )
 }
 
+/// When a submitting call enters the ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// Before it returns.
+    Now,
+    /// Before it returns, and its caller reaps right after (a future's first
+    /// poll): the rings' eventfd stays quiet meanwhile (see `Ring::quiet`).
+    NowThenReap,
+    /// Later, where it can be left (see `Inner::submit_one_mailed`).
+    Defer,
+}
+
 impl Inner {
     /// Submits checked requests (one `lio_listio` group `list`, or `NO_LIST`),
     /// appending each one's name to `out`. The fds `ops` borrow are not used
@@ -118,7 +130,7 @@ impl Inner {
             );
             out.extend(Some(id));
         }
-        self.finish_submit(core, enter, &probes, false);
+        self.finish_submit(core, enter, &probes, Entry::Now);
         exit_wait::watch(self);
         Ok(())
     }
@@ -131,17 +143,17 @@ impl Inner {
         p: Prepared<'_>,
         notify: Notify,
     ) -> Result<(u32, u32)> {
-        self.submit_one_mailed(p, notify, None, None, false)
+        self.submit_one_mailed(p, notify, None, None, Entry::Now)
             .map(|(id, _)| id)
     }
 
     /// [`submit_one`](Inner::submit_one), with `mail` (and `waker`) attached to
-    /// the request under the same lock (see `Core::attach_mail`). With `defer`,
-    /// a request that went into the io_uring submission queue with no probe
-    /// read to settle is left there: the kernel is not entered. True if so; the
-    /// caller must then have the ring entered, and keep the fd open until it
-    /// is. For futures (`.await` batching). Inlined, so that `submit_one` pays
-    /// nothing for what it does not use.
+    /// the request under the same lock (see `Core::attach_mail`). With
+    /// [`Entry::Defer`], a request that went into the io_uring submission
+    /// queue with no probe read to settle is left there: the kernel is not
+    /// entered. True if so; the caller must then have the ring entered, and
+    /// keep the fd open until it is. For futures (`.await` batching).
+    /// Inlined, so that `submit_one` pays nothing for what it does not use.
     #[inline(always)]
     pub(crate) fn submit_one_mailed(
         self: &Arc<Self>,
@@ -149,7 +161,7 @@ impl Inner {
         notify: Notify,
         mail: Option<&std::sync::Arc<super::mail::Mail>>,
         waker: Option<&std::task::Waker>,
-        defer: bool,
+        entry: Entry,
     ) -> Result<((u32, u32), bool)> {
         let Begun {
             mut core,
@@ -173,7 +185,7 @@ impl Inner {
         if let Some(mail) = mail {
             core.attach_mail(id.0, id.1, mail, waker);
         }
-        let deferred = self.finish_submit(core, enter, &probes, defer);
+        let deferred = self.finish_submit(core, enter, &probes, entry);
         exit_wait::watch(self);
         Ok((id, deferred))
     }
@@ -206,16 +218,16 @@ impl Inner {
     }
 
     /// The end of a submitting call: hands queued requests to the engine,
-    /// releases the lock, enters the ring (unless `defer`: see
+    /// releases the lock, enters the ring (unless [`Entry::Defer`]: see
     /// `submit_one_mailed`), and settles probe reads. True if the ring was left
-    /// unentered with entries for it (`defer`).
+    /// unentered with entries for it.
     #[inline]
     fn finish_submit(
         &self,
         mut core: CoreGuard<'_>,
         mut enter: bool,
         probes: &Probes,
-        defer: bool,
+        entry: Entry,
     ) -> bool {
         if core.ready_len() > 0 {
             enter |= self.kick(&mut core);
@@ -223,11 +235,14 @@ impl Inner {
         if !probes.is_empty() {
             core.probing += 1;
         }
-        let deferred = enter && probes.is_empty() && defer;
+        let deferred = enter && probes.is_empty() && entry == Entry::Defer;
         if deferred {
             // The caller enters the ring later.
             self.release(core);
         } else {
+            if let (true, Engine::Uring(r)) = (entry == Entry::NowThenReap, &self.engine) {
+                r.quiet(&mut core);
+            }
             self.unlock_and_enter(core, enter);
         }
         if !probes.is_empty() {

@@ -110,6 +110,11 @@ pub(crate) struct Core {
     /// A thread is blocked in `io_uring_enter` waiting for completions: only it
     /// reaps the completion queue until it clears the flag.
     pub reaper: bool,
+    /// The rings' eventfd is quiet (see `Ring::quiet`) until the next reap.
+    pub efd_quiet: bool,
+    /// Entries that go in without a quiet eventfd: after one whose request
+    /// was still in the kernel at the reap (see `Inner::poll_completions`).
+    pub quiet_skip: u32,
     /// Threads waiting on the completion condvar.
     pub waiters: u32,
     /// Something completed since the condvar was last signalled.
@@ -175,6 +180,8 @@ impl Core {
             lists: Vec::new(),
             free_lists: Vec::new(),
             reaper: false,
+            efd_quiet: false,
+            quiet_skip: 0,
             waiters: 0,
             completed: false,
             wakers: Vec::new(),
