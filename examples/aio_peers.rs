@@ -33,7 +33,9 @@
 //! rounds. 21 short rounds by default (about 40 s in all): on a quiet 2-vCPU
 //! VM, with aligned buffers, the QD32 ratio of `posixrt_await` to raw io_uring
 //! spread over 0.81–0.84 in 5 runs of 21 rounds with every engine, and over
-//! 0.837–0.845 in 7 runs of 11 rounds of the two engines alone (`--only`). (With
+//! 0.837–0.845 in 7 runs of 11 rounds of the two engines alone (`--only`);
+//! in a later batch of 5 runs with every engine it was 0.815–0.829, and
+//! `tokio_bare_uring`'s 0.849–0.855, so 0.955–0.974 of the floor. (With
 //! `Vec` buffers, earlier, it spread over 0.81–1.01 from day to day and build to
 //! build: see `block`.) The test file is written back to the disk before the rounds, so that
 //! the kernel's flusher does not write it during them.
