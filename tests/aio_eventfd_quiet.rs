@@ -92,29 +92,38 @@ fn inline_completions_do_not_signal_the_eventfd() {
     // 200 reads, each polled outside any runtime until done.
     let waker = Waker::from(Arc::new(Nop));
     let mut cx = Context::from_waker(&waker);
-    let mut inline = 0;
+    // Reads done at their first poll (completed inline).
+    let mut inline = 0u64;
     for i in 0..200usize {
         let mut fut = aio.read_async(Arc::clone(&f), ((i % 64) * 4096) as i64, vec![0u8; 4096]);
+        let mut first = true;
         let c = loop {
             match Pin::new(&mut fut).poll(&mut cx) {
                 Poll::Ready(c) => break c.unwrap(),
                 Poll::Pending => std::thread::yield_now(),
             }
+            first = false;
         };
         assert_eq!(*c.result.as_ref().unwrap(), 4096);
         assert_eq!(c.data(), &pattern(64 * 4096)[(i % 64) * 4096..][..4096]);
-        inline += 1;
+        inline += first as u64;
     }
     let after = eventfd_counts();
     let signals: u64 = after
         .iter()
         .map(|(id, n)| n - before.iter().find(|(b, _)| b == id).map_or(0, |b| b.1))
         .sum();
+    if inline < 180 {
+        // A file system whose reads go to the kernel's workers (overlayfs
+        // on some kernels): each of those signals, rightly.
+        eprintln!("skipped: only {inline} of 200 reads completed inline here");
+        return;
+    }
     // A read the kernel did not finish inline (a page being read back in)
-    // signals, rightly: a few at most.
+    // signals, rightly, and so may the reap after it: a few at most.
     assert!(
-        signals <= inline / 10,
-        "{signals} eventfd signals for {inline} reads that completed inline"
+        signals <= 200 - inline + 10,
+        "{signals} eventfd signals for 200 reads, {inline} of them completed inline"
     );
     drop(rt);
 }
