@@ -112,6 +112,7 @@ impl Inner {
             direct,
             can_probe,
         } = self.begin_submit(ops.len())?;
+        self.end_quiet_before(&mut core, Entry::Now);
         // Room for more than one probe is made only when a second one comes
         // (most lists probe nothing: their fds are known regular files).
         let mut probes = Probes::default();
@@ -169,6 +170,7 @@ impl Inner {
             direct,
             can_probe,
         } = self.begin_submit(1)?;
+        self.end_quiet_before(&mut core, entry);
         let mut probes = Probes::default();
         let mut enter = false;
         let id = self.place(
@@ -188,6 +190,18 @@ impl Inner {
         let deferred = self.finish_submit(core, enter, &probes, entry);
         exit_wait::watch(self);
         Ok((id, deferred))
+    }
+
+    /// Before a request that no poll of its own will reap (a notification, a
+    /// call's request) goes in: ends a quiet eventfd (see `Ring::quiet`), so
+    /// that its completion wakes the eventfd's watchers (the completion
+    /// thread) instead of waiting for the quiet thread's reap, however long
+    /// that thread is held up.
+    #[inline]
+    fn end_quiet_before(&self, core: &mut Core, entry: Entry) {
+        if let (Entry::Now, Engine::Uring(r)) = (entry, &self.engine) {
+            r.unquiet(core);
+        }
     }
 
     /// The start of a submitting call of `n` requests: takes the lock, refuses a

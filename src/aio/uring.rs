@@ -526,7 +526,9 @@ impl Ring {
     /// signals the eventfd itself, since a completion posted as the quiet ended
     /// may have been neither signalled nor reaped.
     pub(crate) fn quiet(&self, core: &mut Core) {
-        if core.efd_quiet || !self.evented.load(Ordering::Relaxed) {
+        // (`ext_arg`: 5.11; the flag needs 5.8, where the completion ring
+        // got its flags word: before, that offset is the submission head.)
+        if core.efd_quiet || !self.ext_arg || !self.evented.load(Ordering::Relaxed) {
             return;
         }
         if core.quiet_skip > 0 {
