@@ -462,7 +462,7 @@ impl Inner {
     /// reap; and leave the eventfd as it is for the next entries, which may go
     /// to the kernel's workers too.
     #[cold]
-    fn signal_after_quiet(&self, core: &mut Core) {
+    pub(crate) fn signal_after_quiet(&self, core: &mut Core) {
         core.quiet_skip = super::uring::QUIET_SKIP;
         if let Some(efd) = self.efd.get() {
             let _ = rustix::io::write(efd, &1u64.to_ne_bytes());

@@ -200,7 +200,11 @@ impl Inner {
     #[inline]
     fn end_quiet_before(&self, core: &mut Core, entry: Entry) {
         if let (Entry::Now, Engine::Uring(r)) = (entry, &self.engine) {
-            r.unquiet(core);
+            // As a reap ends it: the quiet thread's own request may have
+            // completed unsignalled and its reap will not know to signal.
+            if r.unquiet(core) && core.inflight > 0 {
+                self.signal_after_quiet(core);
+            }
         }
     }
 
