@@ -215,3 +215,218 @@ fn later_completions_beside_quiet_entries_are_woken() {
         feeder.join().unwrap();
     }
 }
+
+/// Polls `fut` outside any runtime until it is done.
+#[cfg(target_arch = "x86_64")]
+fn run<F: Future + Unpin>(mut fut: F) -> F::Output {
+    let waker = Waker::from(Arc::new(Nop));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(c) = Pin::new(&mut fut).poll(&mut cx) {
+            return c;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Holding a thread right after its `io_uring_enter` returns, with no lock
+/// of its own held: a seccomp filter on that thread alone turns its
+/// `io_uring_enter` into `SIGSYS`, whose handler ([`enter_then_hold`]) makes
+/// the call itself (with `IORING_ENTER_SQ_WAKEUP` added, which the filter
+/// lets through and which a ring without `SQPOLL` ignores), then, if armed,
+/// waits for a byte on a pipe before it returns the result.
+#[cfg(target_arch = "x86_64")]
+mod hold {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::sync::atomic::{AtomicBool, AtomicI32};
+
+    /// The thread to hold (its tid), the pipe it waits on, and the state.
+    pub static TID: AtomicI32 = AtomicI32::new(0);
+    pub static RELEASE: AtomicI32 = AtomicI32::new(-1);
+    pub static ARMED: AtomicBool = AtomicBool::new(false);
+    pub static HELD: AtomicBool = AtomicBool::new(false);
+
+    const SYS_IO_URING_ENTER: u32 = 426;
+    const IORING_ENTER_SQ_WAKEUP: u32 = 2;
+
+    /// The `SIGSYS` handler: see the module.
+    extern "C" fn enter_then_hold(_: i32, _: *mut libc::siginfo_t, uc: *mut libc::c_void) {
+        // SAFETY: `errno` is this thread's, live for the thread's life.
+        let errno = unsafe { *libc::__errno_location() };
+        // SAFETY: an SA_SIGINFO handler's third argument is the interrupted
+        // context; its registers hold the trapped call's arguments.
+        let g = unsafe { &mut (*uc.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
+        let r = |i: i32| g[i as usize];
+        // SAFETY: the trapped call, made as asked (plus a flag it ignores).
+        let ret = unsafe {
+            libc::syscall(
+                i64::from(SYS_IO_URING_ENTER),
+                r(libc::REG_RDI),
+                r(libc::REG_RSI),
+                r(libc::REG_RDX),
+                r(libc::REG_R10) | i64::from(IORING_ENTER_SQ_WAKEUP),
+                r(libc::REG_R8),
+                r(libc::REG_R9),
+            )
+        };
+        // SAFETY: as above.
+        let err = unsafe { *libc::__errno_location() };
+        g[libc::REG_RAX as usize] = if ret < 0 { -i64::from(err) } else { ret };
+        // SAFETY: no arguments.
+        if ARMED.load(SeqCst) && unsafe { libc::gettid() } == TID.load(SeqCst) {
+            ARMED.store(false, SeqCst);
+            HELD.store(true, SeqCst);
+            let mut b = 0u8;
+            // SAFETY: one byte into a local; the pipe is open while armed.
+            while unsafe { libc::read(RELEASE.load(SeqCst), (&mut b as *mut u8).cast(), 1) } < 0 {}
+            HELD.store(false, SeqCst);
+        }
+        // SAFETY: as above.
+        unsafe { *libc::__errno_location() = errno };
+    }
+
+    /// Installs the handler (for the process) and the filter (for the
+    /// calling thread and the threads it creates); false if the kernel
+    /// refuses the filter.
+    pub fn install() -> bool {
+        super::common::install_handler(libc::SIGSYS, enter_then_hold);
+        let ins = |code: u16, jt: u8, jf: u8, k: u32| libc::sock_filter { code, jt, jf, k };
+        // (BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_JMP|BPF_JSET|BPF_K,
+        // BPF_RET|BPF_K; `seccomp_data`: nr at 0, args[3]'s low half at 40.)
+        let prog = [
+            ins(0x20, 0, 0, 0),
+            ins(0x15, 0, 3, SYS_IO_URING_ENTER),
+            ins(0x20, 0, 0, 40),
+            ins(0x45, 1, 0, IORING_ENTER_SQ_WAKEUP),
+            ins(0x06, 0, 0, 0x0003_0000), // SECCOMP_RET_TRAP
+            ins(0x06, 0, 0, 0x7fff_0000), // SECCOMP_RET_ALLOW
+        ];
+        let fprog = libc::sock_fprog {
+            len: prog.len() as u16,
+            filter: prog.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: `fprog` points at `prog`, both live across the calls; the
+        // filter applies to this thread only (no TSYNC).
+        unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+                && libc::prctl(libc::PR_SET_SECCOMP, libc::SECCOMP_MODE_FILTER, &fprog) == 0
+        }
+    }
+}
+
+/// A thread whose future entered the ring with the eventfd quiet is held
+/// right after that `io_uring_enter`, before its reap. A request with a
+/// thread notification, submitted meanwhile by another thread and completed
+/// later (a pipe read), still notifies while that thread is held: its
+/// submission ends the quiet, so the kernel signals the completion thread.
+/// (When it did not, the notification waited for the held thread's reap,
+/// however long that took.)
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_notification_does_not_wait_for_a_thread_held_in_its_quiet_entry() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::Duration;
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if common::uring::uring_refused() {
+        return;
+    }
+    let aio = uring(1);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let cb: posixrt::aio::Callback = Arc::new(move |v| {
+        let _ = tx.lock().unwrap().send(v);
+    });
+    // A read of the empty pipe `r`, with a thread notification `v`.
+    let notified_read = |v: usize, r: &std::os::fd::OwnedFd| {
+        aio.submit(
+            posixrt::aio::Op::read(r, 0, vec![0u8; 1])
+                .notify(posixrt::aio::Notify::thread_shared(v, Arc::clone(&cb))),
+        )
+        .unwrap()
+    };
+    // The first notification starts the completion thread and registers the
+    // eventfd.
+    let (r, w) = pipe();
+    let first = notified_read(100, &r);
+    rustix::io::write(&w, b"x").unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap().0, 100);
+    drop(first);
+
+    // The quiet thread: for each go, 100 reads of a cached file (an entry
+    // after a quiet that ended with requests in flight is not quiet for a
+    // while), then one read whose enter is held; each polled outside any
+    // runtime, so each entry that completes inline is quiet.
+    let (rel_r, rel_w) = pipe();
+    hold::RELEASE.store(std::os::fd::AsRawFd::as_raw_fd(&rel_r), SeqCst);
+    let file = Arc::new(disk_temp_file(&pattern(64 * 4096)));
+    let (go, gos) = std::sync::mpsc::channel::<()>();
+    let (done, dones) = std::sync::mpsc::channel();
+    let quiet = {
+        let (aio, file) = (aio.clone(), file.clone());
+        std::thread::spawn(move || {
+            // SAFETY: no arguments.
+            hold::TID.store(unsafe { libc::gettid() }, SeqCst);
+            done.send(hold::install()).unwrap();
+            let want = pattern(64 * 4096);
+            let waker = Waker::from(Arc::new(Nop));
+            for () in gos {
+                let mut inline = false;
+                for i in 0..101usize {
+                    let off = (i % 64) * 4096;
+                    let mut fut = aio.read_async(Arc::clone(&file), off as i64, vec![0u8; 4096]);
+                    let c = if i == 100 {
+                        hold::ARMED.store(true, SeqCst);
+                        match Pin::new(&mut fut).poll(&mut Context::from_waker(&waker)) {
+                            Poll::Ready(c) => {
+                                inline = true;
+                                c
+                            }
+                            Poll::Pending => run(&mut fut),
+                        }
+                    } else {
+                        run(&mut fut)
+                    }
+                    .unwrap();
+                    assert_eq!(c.data(), &want[off..][..4096]);
+                }
+                done.send(inline).unwrap();
+            }
+        })
+    };
+    if !dones.recv().unwrap() {
+        drop(go);
+        quiet.join().unwrap();
+        eprintln!("skipped: the seccomp filter is refused here");
+        return;
+    }
+    for attempt in 0..4usize {
+        go.send(()).unwrap();
+        let t = std::time::Instant::now();
+        while !hold::HELD.load(SeqCst) {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "the read never entered"
+            );
+            std::thread::yield_now();
+        }
+        let (r, w) = pipe();
+        let req = notified_read(attempt, &r);
+        rustix::io::write(&w, b"x").unwrap();
+        // The held thread is released only after this.
+        let got = rx.recv_timeout(Duration::from_secs(10));
+        rustix::io::write(&rel_w, &[0]).unwrap();
+        if !dones.recv().unwrap() {
+            // Not quiet: the read went to a kernel worker.
+            eprintln!("skipped: reads do not complete inline here");
+            break;
+        }
+        assert_eq!(
+            got.map(|v| v.0),
+            Ok(attempt),
+            "attempt {attempt}: the notification waited for the held thread"
+        );
+        drop(req);
+    }
+    drop(go);
+    quiet.join().unwrap();
+}
