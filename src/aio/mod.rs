@@ -137,6 +137,8 @@ mod table;
 mod threads;
 #[cfg(feature = "tokio")]
 mod tokio_reap;
+#[cfg(feature = "tokio")]
+mod turn_end;
 mod uring;
 
 pub use buf::{IoBuf, IoBufMut};

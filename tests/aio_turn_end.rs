@@ -1,0 +1,131 @@
+//! On a `current_thread` runtime, the reads of one turn enter the ring at the
+//! turn's end, told by one long-lived task per runtime and thread. A thread
+//! that takes turns driving runtimes, or threads that take turns driving one,
+//! leave no such task behind in a runtime: they stay bounded in number, and
+//! every read completes.
+#![cfg(feature = "tokio")]
+
+use std::sync::Arc;
+
+use posixrt::aio::Aio;
+
+#[allow(unused_macros, unused_imports)]
+mod common;
+use common::{disk_temp_file, pattern, uring};
+
+fn current_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Eight tasks of `per` reads each, beside one another so that their reads
+/// wait for the turn's end; each read's bytes are checked.
+async fn readers(aio: &Aio, f: &Arc<std::fs::File>, per: usize) {
+    let tasks: Vec<_> = (0..8usize)
+        .map(|t| {
+            let (aio, f) = (aio.clone(), Arc::clone(f));
+            tokio::spawn(async move {
+                let want = pattern(16 * 4096);
+                for k in 0..per {
+                    let i = (t * 5 + k) % 16;
+                    let c = aio
+                        .read_async(Arc::clone(&f), (i * 4096) as i64, vec![0u8; 4096])
+                        .await
+                        .unwrap();
+                    assert_eq!(*c.result.as_ref().unwrap(), 4096);
+                    assert_eq!(c.data(), &want[i * 4096..][..4096]);
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+/// The tasks alive in `rt` once its ready tasks have run.
+fn alive(rt: &tokio::runtime::Runtime) -> usize {
+    rt.block_on(async {
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+    });
+    rt.metrics().num_alive_tasks()
+}
+
+#[test]
+fn a_thread_taking_turns_between_runtimes() {
+    let aio = uring(1);
+    let f = Arc::new(disk_temp_file(&pattern(16 * 4096)));
+    let rts: Vec<_> = (0..6).map(|_| current_rt()).collect();
+    // More runtimes than a thread keeps tasks for (4), in turn, 5 rounds.
+    for _ in 0..5 {
+        for rt in &rts {
+            rt.block_on(readers(&aio, &f, 20));
+        }
+    }
+    for (i, rt) in rts.iter().enumerate() {
+        let n = alive(rt);
+        assert!(n <= 1, "runtime {i}: {n} tasks alive after 5 rounds");
+    }
+    // The last 4 runtimes kept theirs (the first 2 were pushed out).
+    assert_eq!(alive(&rts[5]), 1, "the turn's end was not told by a task");
+    // Each still batches and completes after the others ran.
+    for rt in &rts {
+        rt.block_on(readers(&aio, &f, 5));
+    }
+}
+
+#[test]
+fn threads_taking_turns_on_one_runtime() {
+    let aio = uring(1);
+    let f = Arc::new(disk_temp_file(&pattern(16 * 4096)));
+    let rt = Arc::new(current_rt());
+    for _ in 0..10 {
+        let (rt, aio, f) = (Arc::clone(&rt), aio.clone(), Arc::clone(&f));
+        // (`join`, unlike a scope's end, waits for the thread's exit, where
+        // its task is retired.)
+        std::thread::spawn(move || rt.block_on(readers(&aio, &f, 20)))
+            .join()
+            .unwrap();
+    }
+    // Each thread's task was retired as the thread exited, and finished when
+    // the runtime ran next; this thread's is the one left.
+    rt.block_on(readers(&aio, &f, 5));
+    let n = alive(&rt);
+    assert!(n <= 1, "{n} tasks alive after 11 threads drove the runtime");
+}
+
+#[test]
+fn reads_complete_as_the_runtime_shuts_down() {
+    let aio = uring(1);
+    let f = Arc::new(disk_temp_file(&pattern(16 * 4096)));
+    for _ in 0..20 {
+        let rt = current_rt();
+        let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        rt.block_on(async {
+            // Tasks whose reads wait for a turn's end that the shutdown cuts.
+            for _ in 0..8 {
+                let (aio, f, done) = (aio.clone(), Arc::clone(&f), Arc::clone(&done));
+                tokio::spawn(async move {
+                    loop {
+                        let c = aio
+                            .read_async(Arc::clone(&f), 0, vec![0u8; 4096])
+                            .await
+                            .unwrap();
+                        assert_eq!(*c.result.as_ref().unwrap(), 4096);
+                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                });
+            }
+            tokio::task::yield_now().await;
+        });
+        drop(rt);
+        // The context is still usable: nothing was left in its queue.
+        let c = aio.read(&*f, 4096, vec![0u8; 4096]).unwrap();
+        aio.suspend([&c], Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+    }
+}
