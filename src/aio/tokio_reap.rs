@@ -353,7 +353,8 @@ fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
 /// `block_on` future) enters at once, as a synchronous caller does, until a
 /// submission that waits shows that others join it (see `future.rs`).
 pub(crate) fn batching_pays() -> bool {
-    Handle::try_current().is_ok_and(|h| h.metrics().num_alive_tasks() > 1)
+    Handle::try_current()
+        .is_ok_and(|h| h.metrics().num_alive_tasks() > 1 + super::turn_end::tasks_here(&h))
 }
 
 /// True inside a tokio task's poll (a runtime turn ends after it), without

@@ -4,6 +4,8 @@
 //! A task spawned now runs after every task that is ready now (the run queue is
 //! first in, first out); so does a waiting task woken now. Waking one that lives
 //! as long as its runtime spares each turn a task's allocation, spawn and free.
+//! (One already woken in this turn and not run yet, for another context's
+//! flush, would run too early: a task is spawned then, as before.)
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -99,14 +101,18 @@ struct Mine(Vec<(Id, Arc<TurnEnd>)>);
 const KEEP: usize = 4;
 
 impl Mine {
-    /// The task of runtime `h` (`id`), started if there is none (or it is gone).
+    /// The task of runtime `h` (`id`), started if there is none (or it is
+    /// gone). The list is kept least recently asked first.
     fn get(&mut self, h: &Handle, id: Id) -> Arc<TurnEnd> {
         if let Some(i) = self.0.iter().position(|(m, _)| *m == id) {
-            if !self.0[i].1.state().gone {
-                return Arc::clone(&self.0[i].1);
+            let e = self.0.remove(i);
+            if !e.1.state().gone {
+                let te = Arc::clone(&e.1);
+                self.0.push(e);
+                return te;
             }
-            self.0.remove(i);
         }
+        self.0.retain(|(_, te)| !te.state().gone);
         if self.0.len() >= KEEP {
             self.0.remove(0).1.retire();
         }
@@ -114,6 +120,14 @@ impl Mine {
         self.0.push((id, Arc::clone(&te)));
         drop(h.spawn(Task(Arc::clone(&te), Vec::new())));
         te
+    }
+
+    /// 1 if this thread keeps a live task in runtime `id`, else 0.
+    fn count(&self, id: Id) -> usize {
+        self.0
+            .iter()
+            .filter(|(m, te)| *m == id && !te.state().gone)
+            .count()
     }
 }
 
@@ -134,10 +148,8 @@ pub(crate) fn wake_at_turn_end(h: &Handle, w: &Waker) {
     let id = h.id();
     let te = MINE.try_with(|m| Some(m.try_borrow_mut().ok()?.get(h, id)));
     let Some(te) = te.ok().flatten() else {
-        // (This thread is exiting, or re-entered: a task of its own.)
-        let w = w.clone();
-        drop(h.spawn(async move { w.wake() }));
-        return;
+        // (This thread is exiting, or re-entered.)
+        return spawn_one(h, w);
     };
     let mut s = te.state();
     if s.gone {
@@ -146,10 +158,99 @@ pub(crate) fn wake_at_turn_end(h: &Handle, w: &Waker) {
         w.wake_by_ref();
         return;
     }
+    if s.task.is_none() && !s.due.is_empty() {
+        // Woken earlier in this turn (for another context's flush) and not
+        // run yet: it would run before the tasks that are ready now.
+        drop(s);
+        return spawn_one(h, w);
+    }
     s.due.push(w.clone());
     let task = s.task.take();
     drop(s);
     if let Some(t) = task {
         t.wake();
+    }
+}
+
+/// Has `w` woken by a task of its own, spawned now.
+fn spawn_one(h: &Handle, w: &Waker) {
+    let w = w.clone();
+    drop(h.spawn(async move { w.wake() }));
+}
+
+/// The tasks of this module alive in runtime `h` that this thread keeps (0
+/// or 1): not the program's tasks, when tokio counts the runtime's.
+pub(crate) fn tasks_here(h: &Handle) -> usize {
+    let id = h.id();
+    MINE.try_with(|m| m.try_borrow().map_or(0, |m| m.count(id)))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Wake;
+
+    /// A waker that logs its name.
+    struct Log(&'static str, Arc<Mutex<Vec<&'static str>>>);
+    impl Wake for Log {
+        fn wake(self: Arc<Self>) {
+            self.1.lock().unwrap().push(self.0);
+        }
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn what_is_due_is_woken_as_the_runtime_drops_the_task() {
+        let rt = rt();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let w = Waker::from(Arc::new(Log("due", Arc::clone(&log))));
+        // Asked in the `block_on` body, which returns before any task runs.
+        rt.block_on(async { wake_at_turn_end(&Handle::current(), &w) });
+        assert!(log.lock().unwrap().is_empty());
+        drop(rt);
+        assert_eq!(*log.lock().unwrap(), ["due"]);
+    }
+
+    #[test]
+    fn a_turn_s_end_comes_after_the_tasks_ready_when_asked() {
+        let rt = rt();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let order = rt.block_on(async {
+            let h = Handle::current();
+            let task = |name: &'static str| {
+                let log = Arc::clone(&log);
+                drop(tokio::spawn(async move { log.lock().unwrap().push(name) }));
+            };
+            let end = |name: &'static str| {
+                let w = Waker::from(Arc::new(Log(name, Arc::clone(&log))));
+                wake_at_turn_end(&h, &w);
+            };
+            // The first turn starts the task; the second wakes it. Each time,
+            // the second end is asked while the first is still to come.
+            for [a, b, e1, c, e2] in [
+                ["A", "B", "end1", "C", "end2"],
+                ["D", "E", "end3", "F", "end4"],
+            ] {
+                task(a);
+                task(b);
+                end(e1);
+                task(c);
+                end(e2);
+                for _ in 0..8 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            log.lock().unwrap().clone()
+        });
+        assert_eq!(
+            order,
+            ["A", "B", "end1", "C", "end2", "D", "E", "end3", "F", "end4"]
+        );
     }
 }
