@@ -104,6 +104,9 @@ fn threads_taking_turns_on_one_runtime() {
     assert!(n <= 1, "{n} tasks alive after 11 threads drove the runtime");
 }
 
+/// Runtimes dropped while reads wait for a turn's end: nothing hangs, and the
+/// context still works. (That the flush due then is woken, rather than left
+/// to a later call's entry, is tested in `turn_end.rs`.)
 #[test]
 fn reads_complete_as_the_runtime_shuts_down() {
     if common::uring::uring_refused() {
