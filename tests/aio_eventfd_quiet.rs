@@ -187,15 +187,8 @@ fn later_completions_beside_quiet_entries_are_woken() {
             for (t, f) in [(0usize, &disk), (1, &disk), (2, &shm)] {
                 let (aio, f) = (aio.clone(), Arc::clone(f));
                 tasks.push(tokio::spawn(async move {
-                    let want = pattern(64 * 4096);
                     for k in 0..600usize {
-                        let i = (k * 7 + t) % 64;
-                        let c = aio
-                            .read_async(Arc::clone(&f), (i * 4096) as i64, vec![0u8; 4096])
-                            .await
-                            .unwrap();
-                        assert_eq!(*c.result.as_ref().unwrap(), 4096);
-                        assert_eq!(c.data(), &want[i * 4096..][..4096]);
+                        common::read_pattern_block(&aio, &f, (k * 7 + t) % 64).await;
                         if k % 50 == 0 {
                             tokio::task::yield_now().await;
                         }

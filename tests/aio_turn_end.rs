@@ -11,7 +11,7 @@ use posixrt::aio::Aio;
 
 #[allow(unused_macros, unused_imports)]
 mod common;
-use common::{disk_temp_file, pattern, uring};
+use common::{disk_temp_file, pattern, read_pattern_block, uring};
 
 fn current_rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -27,15 +27,8 @@ async fn readers(aio: &Aio, f: &Arc<std::fs::File>, per: usize) {
         .map(|t| {
             let (aio, f) = (aio.clone(), Arc::clone(f));
             tokio::spawn(async move {
-                let want = pattern(16 * 4096);
                 for k in 0..per {
-                    let i = (t * 5 + k) % 16;
-                    let c = aio
-                        .read_async(Arc::clone(&f), (i * 4096) as i64, vec![0u8; 4096])
-                        .await
-                        .unwrap();
-                    assert_eq!(*c.result.as_ref().unwrap(), 4096);
-                    assert_eq!(c.data(), &want[i * 4096..][..4096]);
+                    read_pattern_block(&aio, &f, (t * 5 + k) % 16).await;
                 }
             })
         })

@@ -401,9 +401,9 @@ pub(crate) fn turn_ends_here() -> bool {
 /// Has `w` woken at the end of the current runtime turn: once the scheduler has
 /// run every task that is ready now. On a `current_thread` runtime, a task
 /// woken now runs after them (its run queue is first in, first out), without
-/// a poll of the driver in between (see `turn_end.rs`); elsewhere, tokio's deferred wake (the one
-/// `yield_now` uses) runs once the scheduler has run out of ready tasks and
-/// polled its driver. Outside a runtime's worker, `w` is woken at once.
+/// a poll of the driver in between (see `turn_end.rs`); elsewhere, tokio's
+/// deferred wake (the one `yield_now` uses) runs once the scheduler has run
+/// out of ready tasks and polled its driver. Outside a runtime's worker, `w` is woken at once.
 pub(crate) fn at_turn_end(w: &Waker) {
     if let Ok(h) = Handle::try_current() {
         if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {

@@ -127,6 +127,24 @@ pub fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 % 251) as u8).collect()
 }
 
+/// Block `i` (4096 bytes) of [`pattern`].
+pub fn pattern_block(i: usize) -> Vec<u8> {
+    (i * 4096..(i + 1) * 4096)
+        .map(|j| (j * 7 % 251) as u8)
+        .collect()
+}
+
+/// Reads block `i` of `f`, a file holding [`pattern`], with `read_async`, and
+/// checks the count and the bytes.
+pub async fn read_pattern_block(aio: &Aio, f: &std::sync::Arc<std::fs::File>, i: usize) {
+    let c = aio
+        .read_async(std::sync::Arc::clone(f), (i * 4096) as i64, vec![0u8; 4096])
+        .await
+        .unwrap();
+    assert_eq!(*c.result.as_ref().unwrap(), 4096);
+    assert_eq!(c.data(), &pattern_block(i)[..]);
+}
+
 /// A request that holds one engine slot (an io_uring entry, or a pool worker)
 /// until `unblock` reads the peer: a datagram write to a socket whose peer's
 /// queue is full (a pipe read would not hold a thread-engine worker: it waits
