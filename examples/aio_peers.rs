@@ -11,6 +11,7 @@
 //! | `posixrt_await_join` | as `posixrt_await`; QD32: 32 futures in flight in one task (a join that polls each and starts the next read where one completed, as `join_all` or `buffer_unordered` would) |
 //! | `io_uring` | the raw `io-uring` crate: push, `submit_and_wait`; QD32: submit 32, wait all |
 //! | `tokio_bare_uring` | the floor for `posixrt_await`: the least a tokio read future over io_uring does (`support/bare_uring.rs`: a lock, a slot, an entry, a waker; a flusher task enters the ring once per turn), with the same runtime, tasks and loop; QD32: 32 tasks in flight |
+//! | `tokio_bare_uring_join` | the floor for `posixrt_await_join`: the same future; QD32: 32 in flight in one task, joined as `posixrt_await_join` joins them |
 //! | `tokio_uring` | `tokio_uring::fs::File::read_at`; QD32: 32 tasks in flight |
 //! | `monoio` | `monoio::fs::File::read_at` (io_uring driver); QD32: 32 tasks in flight |
 //! | `tokio_fs` | `tokio::fs::File` seek + read; QD32: 32 tasks, one file handle each |
@@ -70,13 +71,14 @@ mod bare_uring;
 
 const BLOCK: usize = 4096;
 const QD: usize = 32;
-const ENGINES: [&str; 10] = [
+const ENGINES: [&str; 11] = [
     "posixrt_suspend",
     "posixrt_await",
     "posixrt_await_request",
     "posixrt_await_join",
     "io_uring",
     "tokio_bare_uring",
+    "tokio_bare_uring_join",
     "tokio_uring",
     "monoio",
     "tokio_fs",
@@ -87,7 +89,8 @@ const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--f
 
 Measures 4 KiB random reads of a cached file with posixrt (suspend and three .await forms),
 with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread), and with the floor
-for a tokio future (tokio_bare_uring: a bare io_uring read future, no posixrt).
+for a tokio future (tokio_bare_uring, and tokio_bare_uring_join for 32 futures in one task:
+a bare io_uring read future, no posixrt).
 
   --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 21)
   --ops N            QD1 reads per engine per round (100 to 1000000, default 5000)
@@ -317,19 +320,40 @@ struct PosixrtAwait {
 }
 
 /// `n` reads of `BLOCK` bytes at `offs` with 32 futures in flight in the calling
-/// task: each wake-up polls every future, and one that completed is replaced by
-/// the next read (a `join_all` that refills, like `buffer_unordered`).
+/// task (see [`join_in_flight`]).
 async fn join_reads(
     aio: &Aio,
     reg: &RegisteredFd<'_>,
     offs: &mut Offsets,
     n: usize,
 ) -> Result<(), String> {
+    join_in_flight(
+        n,
+        |buf| aio.read_async(reg, offs.next() as i64, buf),
+        |c| {
+            let c = c.map_err(err)?;
+            check(c.result.map_err(err)?)?;
+            c.buf
+                .ok_or_else(|| "the buffer did not come back".to_string())
+        },
+    )
+    .await
+}
+
+/// `n` reads with 32 futures in flight in the calling task: each wake-up polls
+/// every future, and one that completed is replaced by the next read (a
+/// `join_all` that refills, like `buffer_unordered`). `read` starts a read into
+/// a buffer; `done` checks a result and gives the buffer back.
+async fn join_in_flight<F: Future + Unpin>(
+    n: usize,
+    mut read: impl FnMut(AlignedBuf) -> F,
+    mut done: impl FnMut(F::Output) -> Result<AlignedBuf, String>,
+) -> Result<(), String> {
     let mut left = n;
     let mut next = |buf: AlignedBuf, left: &mut usize| {
         (*left > 0).then(|| {
             *left -= 1;
-            aio.read_async(reg, offs.next() as i64, buf)
+            read(buf)
         })
     };
     let mut futs = Vec::with_capacity(QD);
@@ -344,10 +368,7 @@ async fn join_reads(
                     live = true;
                     break;
                 };
-                let c = c.map_err(err)?;
-                check(c.result.map_err(err)?)?;
-                let buf = c.buf.ok_or("the buffer did not come back")?;
-                *slot = next(buf, &mut left);
+                *slot = next(done(c)?, &mut left);
             }
         }
         if live {
@@ -488,12 +509,15 @@ impl Engine for RawUring {
 
 // ------------------------------------------------------------------ the floor under tokio
 
-/// Reads through [`bare_uring`]: what `posixrt_await` would cost if posixrt's
-/// own work cost nothing (same runtime, same tasks, same loop).
+/// Reads through [`bare_uring`]: what `posixrt_await` (or, with `one_task`,
+/// `posixrt_await_join`) would cost if posixrt's own work cost nothing (same
+/// runtime, same tasks, same loop).
 struct BareUring {
     rt: tokio::runtime::Runtime,
     file: Arc<File>,
     seed: u64,
+    /// QD32 as `posixrt_await_join`: 32 futures in one task.
+    one_task: bool,
 }
 
 impl BareUring {
@@ -550,6 +574,30 @@ impl BareUring {
     }
 }
 
+impl BareUring {
+    /// `n` reads by one task that keeps 32 in flight (as [`join_reads`]),
+    /// beside a flusher.
+    fn run_join(&mut self, n: usize) -> Result<(), String> {
+        let ring = bare_uring::BareRing::new(256, self.file.as_raw_fd()).map_err(err)?;
+        let size = file_len(&self.file);
+        self.seed += 1;
+        let mut offs = Offsets::new(size, self.seed * 64);
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        self.rt.block_on(async {
+            let flusher = tokio::spawn(Arc::clone(&ring).flusher(Arc::clone(&stop)));
+            join_in_flight(
+                n,
+                |buf| ring.read(offs.next(), buf),
+                |(r, buf)| check(r.max(0) as usize).map(|()| buf),
+            )
+            .await?;
+            stop.store(true, std::sync::atomic::Ordering::Release);
+            let _ = ring.read(0, block()?).await;
+            flusher.await.map_err(err)?.map_err(err)
+        })
+    }
+}
+
 impl Engine for BareUring {
     fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
         self.run(1, ops, Some(lat))
@@ -557,6 +605,10 @@ impl Engine for BareUring {
 
     fn qd32(&mut self, ops: usize) -> Result<Option<f64>, String> {
         let t = Instant::now();
+        if self.one_task {
+            self.run_join(ops / QD * QD)?;
+            return Ok(Some((ops / QD * QD) as f64 / t.elapsed().as_secs_f64()));
+        }
         self.run(QD, ops / QD, None)?;
         Ok(Some((ops / QD * QD) as f64 / t.elapsed().as_secs_f64()))
     }
@@ -805,13 +857,14 @@ fn build(
             offs: Offsets::new(size, 3),
             bufs: AlignedBuf::new(BLOCK * QD, BLOCK).map_err(err)?,
         }),
-        "tokio_bare_uring" => Box::new(BareUring {
+        "tokio_bare_uring" | "tokio_bare_uring_join" => Box::new(BareUring {
             rt: tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .map_err(err)?,
             file: Arc::clone(file),
-            seed: 0,
+            seed: if name == "tokio_bare_uring" { 0 } else { 10 },
+            one_task: name == "tokio_bare_uring_join",
         }),
         "tokio_uring" => {
             let rt = tokio_uring::Runtime::new(&tokio_uring::builder()).map_err(err)?;
@@ -1075,6 +1128,16 @@ fn run(a: &Args) -> Result<(), String> {
         (
             "await_qd32_vs_bare",
             ratio(q32("posixrt_await"), q32("tokio_bare_uring")),
+            "",
+        ),
+        (
+            "bare_join_qd32_vs_io_uring",
+            ratio(q32("tokio_bare_uring_join"), q32("io_uring")),
+            "",
+        ),
+        (
+            "await_join_qd32_vs_bare_join",
+            ratio(q32("posixrt_await_join"), q32("tokio_bare_uring_join")),
             "",
         ),
     ];
