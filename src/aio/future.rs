@@ -12,6 +12,10 @@
 //! the request's mail box (freeing its slot) and wakes the task, whose poll then
 //! takes the result without the lock.
 //!
+//! Each poll first takes a unit of tokio's task budget (see `coop.rs`): a
+//! request that completed inline is ready at once, and a task awaiting such
+//! requests in a loop must still yield to the runtime's other tasks.
+//!
 //! The kernel reads the descriptor number when the ring is entered, so a
 //! submission that waits for the end of the turn must keep its descriptor open
 //! until then, whatever the program does: the future owns a handle to it (an
@@ -31,6 +35,7 @@ use std::task::{Context, Poll};
 
 use super::buf::{IoBuf, IoBufMut};
 use super::context::Aio;
+use super::coop;
 use super::engine::{Engine, Inner};
 use super::list::{entry_done, List};
 use super::notify::Notify;
@@ -116,7 +121,7 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
         let Some(req) = self.req.as_mut() else {
             return already_taken();
         };
-        let r = poll_request(&mut req.t, &req.inner, cx);
+        let r = coop::budgeted(cx, |cx| poll_request(&mut req.t, &req.inner, cx));
         if r.is_ready() {
             self.req = None;
         }
@@ -143,7 +148,14 @@ impl<B: Send + 'static> IntoFuture for List<B> {
 impl<B: Send + 'static> Future for ListFuture<B> {
     type Output = Result<Vec<Option<Completion<B>>>>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        coop::budgeted(cx, |cx| this.poll_list(cx))
+    }
+}
+
+impl<B: Send + 'static> ListFuture<B> {
+    fn poll_list(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<Option<Completion<B>>>>> {
         let Some(list) = self.list.as_mut() else {
             return Poll::Ready(Err(crate::Error::new(
                 crate::ErrorKind::AlreadyTaken,
@@ -200,6 +212,11 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 /// task's thread, or a `block_on`'s, polling only when woken, can wait
 /// forever for a future deferred there: that turn does not come while it
 /// blocks.)
+///
+/// Under tokio, every poll of a request future takes a unit of the task's
+/// budget (128 per task poll), as tokio's own I/O types do: a task whose reads
+/// complete at once (cached, inline) yields to the runtime's other tasks once
+/// it has spent it, instead of keeping the thread for its whole loop.
 ///
 /// The kernel reads the descriptor number when the ring is entered, so the
 /// future owns `F`, a handle to the descriptor, until it is dropped: dropping
@@ -278,8 +295,15 @@ impl<F: SubmitFd, B: Send + 'static> Drop for SubmitFuture<'_, F, B> {
 impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
     type Output = Result<Completion<B>>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        coop::budgeted(cx, |cx| this.poll_submit(cx))
+    }
+}
+
+impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
+    fn poll_submit(&mut self, cx: &mut Context<'_>) -> Poll<Result<Completion<B>>> {
+        let this = self;
         if let Some((offset, buf)) = this.start.take() {
             let may_wait = this.fd.may_wait(this.aio);
             let io = (this.kind, offset, this.at);

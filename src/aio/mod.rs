@@ -115,6 +115,7 @@ mod cancel;
 #[doc(hidden)]
 pub mod capi;
 mod context;
+mod coop;
 mod engine;
 mod exit_wait;
 mod files;

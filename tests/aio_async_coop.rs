@@ -1,0 +1,130 @@
+//! AIO futures take their share of tokio's task budget: a task whose reads
+//! complete at their first poll (cached, inline on io_uring) still lets the
+//! runtime's other tasks run, at least once per budget's worth of reads.
+#![cfg(feature = "tokio")]
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
+
+// (`both!` is not used: inline completions are the io_uring engine's.)
+#[allow(unused_macros, unused_imports)]
+mod common;
+use common::{ctx, pattern};
+
+const BLOCK: usize = 4096;
+const BLOCKS: usize = 16;
+/// Reads per run: past every run length the batching learns (up to 1024
+/// entries at once without asking), so a future that ignored the budget shows.
+const READS: usize = 3000;
+/// tokio's budget per task poll is 128 units; a little room for a change.
+const MOST: usize = 256;
+
+/// How a read is made and awaited.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// `aio.read_async(&reg, ..).await`
+    Submit,
+    /// `aio.read(&file, ..)?.await`
+    Request,
+    /// `aio.lio_listio(NoWait, [read], None)?.await`
+    List,
+}
+
+/// Runs `READS` reads of a cached file in the `block_on` body beside a task
+/// that counts its turns; returns the longest run of reads during which that
+/// task did not run, and how many reads were done at once (the other task did
+/// not run between them, at least once).
+fn longest_run(shape: Shape) -> Option<(usize, usize)> {
+    if common::uring::uring_refused() {
+        return None;
+    }
+    let aio: Aio = ctx(Backend::Uring);
+    let data = pattern(BLOCK * BLOCKS);
+    let file = common::disk_temp_file(&data);
+    let reg = aio.register_fd(&file).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let turns = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (longest, together) = rt.block_on(async {
+        let other = {
+            let (turns, stop) = (Arc::clone(&turns), Arc::clone(&stop));
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    turns.fetch_add(1, Ordering::Relaxed);
+                    tokio::task::yield_now().await;
+                }
+            })
+        };
+        let (mut run, mut longest, mut together) = (0, 0, 0);
+        let mut last = turns.load(Ordering::Relaxed);
+        let mut buf = vec![0u8; BLOCK];
+        for i in 0..READS {
+            let at = i * 7 % BLOCKS * BLOCK;
+            let c = match shape {
+                Shape::Submit => aio.read_async(&reg, at as i64, buf).await.unwrap(),
+                Shape::Request => aio.read(&file, at as i64, buf).unwrap().await.unwrap(),
+                Shape::List => {
+                    let op = Op::read(&file, at as i64, buf);
+                    let l = aio
+                        .lio_listio(ListMode::NoWait, vec![Some(op)], Notify::None)
+                        .unwrap();
+                    let mut all = l.await.unwrap();
+                    all.pop().flatten().unwrap()
+                }
+            };
+            assert_eq!(c.result.as_ref().copied().unwrap(), BLOCK);
+            assert_eq!(c.data(), &data[at..at + BLOCK], "read {i} at {at}");
+            buf = c.buf.unwrap();
+            let now = turns.load(Ordering::Relaxed);
+            if now == last {
+                run += 1;
+                together += 1;
+                longest = longest.max(run);
+            } else {
+                run = 0;
+                last = now;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        other.await.unwrap();
+        (longest, together)
+    });
+    drop(reg);
+    Some((longest, together))
+}
+
+fn check(shape: Shape) {
+    let Some((longest, together)) = longest_run(shape) else {
+        return;
+    };
+    assert!(
+        longest <= MOST,
+        "{shape:?}: {longest} reads in a row without the other task running \
+         ({together} of {READS} reads done without it in all)"
+    );
+    if together < READS / 2 {
+        // Reads that go to the kernel's workers (tmpfs, overlayfs on some
+        // kernels) wait, and the other task runs while they do.
+        eprintln!("{shape:?}: only {together} of {READS} reads completed at once here");
+    }
+}
+
+#[test]
+fn inline_read_futures_yield_at_the_budget() {
+    check(Shape::Submit);
+}
+
+#[test]
+fn inline_request_futures_yield_at_the_budget() {
+    check(Shape::Request);
+}
+
+#[test]
+fn inline_list_futures_yield_at_the_budget() {
+    check(Shape::List);
+}
