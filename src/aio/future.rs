@@ -213,10 +213,11 @@ impl<B: Send + 'static> ListFuture<B> {
 /// forever for a future deferred there: that turn does not come while it
 /// blocks.)
 ///
-/// Under tokio, every poll of a request future takes a unit of the task's
-/// budget (128 per task poll), as tokio's own I/O types do: a task whose reads
-/// complete at once (cached, inline) yields to the runtime's other tasks once
-/// it has spent it, instead of keeping the thread for its whole loop.
+/// Under tokio, request futures spend the task's budget (128 units per task
+/// poll), as tokio's own I/O types do, a unit per 4 requests done: a task
+/// whose reads complete at once (cached, inline) yields to the runtime's
+/// other tasks after at most 512 of them, instead of keeping the thread for
+/// its whole loop.
 ///
 /// The kernel reads the descriptor number when the ring is entered, so the
 /// future owns `F`, a handle to the descriptor, until it is dropped: dropping
