@@ -304,35 +304,9 @@ fn uring_one_turn_enters_once() {
         }
     });
     assert_eq!(
-        submit_complete_order(t, me, fd),
+        common::submit_complete_order(t, me, fd),
         format!("{}{}", "s".repeat(32), "c".repeat(32))
     );
-}
-
-/// The `aio_submit` (`s`) and `aio_complete` (`c`) events of thread `me` on
-/// `fd` in the started trace `t`, in order; stops and shuts the trace down.
-fn submit_complete_order(t: posixrt::trace::Trace, me: u32, fd: i32) -> String {
-    t.stop().unwrap();
-    let mut order = String::new();
-    for e in t.events() {
-        let Ok(name) = t.eventid_name(e.id) else {
-            continue;
-        };
-        let d = &e.data;
-        // The trace is process-wide and other tests run beside this one: keep
-        // the events of this thread (the runtime's, which submits and reaps
-        // here) on this file's fd.
-        if e.tid != me || d.len() < 12 || i32::from_le_bytes(d[8..12].try_into().unwrap()) != fd {
-            continue;
-        }
-        match name.as_str() {
-            "aio_submit" => order.push('s'),
-            "aio_complete" => order.push('c'),
-            _ => {}
-        }
-    }
-    t.shutdown().unwrap();
-    order
 }
 
 /// Reads chunks `0..n` with `n` futures in flight in one task (a `join_all`),
@@ -387,7 +361,7 @@ fn uring_one_task_many_futures_enter_together() {
     t.start().unwrap();
     rt.block_on(join_reads(&aio, &f, 32));
     assert_eq!(
-        submit_complete_order(t, me, fd),
+        common::submit_complete_order(t, me, fd),
         format!("{}{}", "s".repeat(32), "c".repeat(32))
     );
 }

@@ -207,3 +207,29 @@ pub fn replace(fd: &impl std::os::fd::AsRawFd, other: &impl std::os::fd::AsRawFd
     // names `other`'s file afterwards).
     assert!(unsafe { libc::dup2(other.as_raw_fd(), fd.as_raw_fd()) } >= 0);
 }
+
+/// The `aio_submit` (`s`) and `aio_complete` (`c`) events of thread `me` on
+/// `fd` in the started trace `t`, in order; stops and shuts the trace down.
+pub fn submit_complete_order(t: posixrt::trace::Trace, me: u32, fd: i32) -> String {
+    t.stop().unwrap();
+    let mut order = String::new();
+    for e in t.events() {
+        let Ok(name) = t.eventid_name(e.id) else {
+            continue;
+        };
+        let d = &e.data;
+        // The trace is process-wide and other tests run beside this one: keep
+        // the events of this thread (the runtime's, which submits and reaps
+        // here) on this file's fd.
+        if e.tid != me || d.len() < 12 || i32::from_le_bytes(d[8..12].try_into().unwrap()) != fd {
+            continue;
+        }
+        match name.as_str() {
+            "aio_submit" => order.push('s'),
+            "aio_complete" => order.push('c'),
+            _ => {}
+        }
+    }
+    t.shutdown().unwrap();
+    order
+}
