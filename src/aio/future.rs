@@ -674,7 +674,7 @@ mod batch {
         let mut core = inner.lock();
         if r.sq_pending() {
             // Reaped right below.
-            r.quiet(&mut core);
+            let _ = r.quiet(&mut core);
             inner.unlock_and_enter(core, true);
         } else {
             inner.release(core);

@@ -92,6 +92,11 @@ pub(crate) enum Entry {
     /// Before it returns, and its caller reaps right after (a future's first
     /// poll): the rings' eventfd stays quiet meanwhile (see `Ring::quiet`).
     NowThenReap,
+    /// Before it returns, with the eventfd quiet, and the call reaps right
+    /// after its entry (a call's request without notification: a read that
+    /// completes inline then wakes no eventfd watcher, the tokio reactor or
+    /// the completion thread, and its result waits in its slot).
+    NowReaped,
     /// Later, where it can be left (see `Inner::submit_one_mailed`).
     Defer,
 }
@@ -144,7 +149,12 @@ impl Inner {
         p: Prepared<'_>,
         notify: Notify,
     ) -> Result<(u32, u32)> {
-        self.submit_one_mailed(p, notify, None, None, Entry::Now)
+        let entry = if notify.is_none() {
+            Entry::NowReaped
+        } else {
+            Entry::Now
+        };
+        self.submit_one_mailed(p, notify, None, None, entry)
             .map(|(id, _)| id)
     }
 
@@ -199,7 +209,7 @@ impl Inner {
     /// that thread is held up.
     #[inline]
     fn end_quiet_before(&self, core: &mut Core, entry: Entry) {
-        if let (Entry::Now, Engine::Uring(r)) = (entry, &self.engine) {
+        if let (Entry::Now | Entry::NowReaped, Engine::Uring(r)) = (entry, &self.engine) {
             // As a reap ends it: the quiet thread's own request may have
             // completed unsignalled and its reap will not know to signal.
             if r.unquiet(core) && core.inflight > 0 {
@@ -258,10 +268,24 @@ impl Inner {
             // The caller enters the ring later.
             self.release(core);
         } else {
-            if let (true, Engine::Uring(r)) = (entry == Entry::NowThenReap, &self.engine) {
-                r.quiet(&mut core);
+            let mut reap = false;
+            if let Engine::Uring(r) = &self.engine {
+                match entry {
+                    Entry::NowThenReap => {
+                        let _ = r.quiet(&mut core);
+                    }
+                    Entry::NowReaped if enter => reap = r.quiet(&mut core),
+                    _ => {}
+                }
             }
             self.unlock_and_enter(core, enter);
+            if reap {
+                // Ends the quiet eventfd this entry opened (signalling for a
+                // request it left in the kernel), and takes what completed.
+                let mut core = self.lock();
+                self.poll_completions(&mut core);
+                self.release(core);
+            }
         }
         if !probes.is_empty() {
             self.settle_probes(probes);

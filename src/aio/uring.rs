@@ -525,22 +525,24 @@ impl Ring {
     /// in the kernel at its reap (a read not in the page cache): the reap then
     /// signals the eventfd itself, since a completion posted as the quiet ended
     /// may have been neither signalled nor reaped.
-    pub(crate) fn quiet(&self, core: &mut Core) {
+    /// True if this call made it quiet.
+    pub(crate) fn quiet(&self, core: &mut Core) -> bool {
         // (`ext_arg`: 5.11; the flag needs 5.8, where the completion ring
         // got its flags word: before, that offset is the submission head.)
         if core.efd_quiet || !self.ext_arg || !self.evented.load(Ordering::Relaxed) {
-            return;
+            return false;
         }
         if core.quiet_skip > 0 {
             core.quiet_skip -= 1;
-            return;
+            return false;
         }
         let queued: usize = self.all().map(Shard::sq_len).sum();
         if core.inflight as usize > queued {
-            return;
+            return false;
         }
         self.all().for_each(|s| s.set_eventfd_quiet(true));
         core.efd_quiet = true;
+        true
     }
 
     /// Ends [`quiet`](Ring::quiet), before a reap (under the core lock); true
