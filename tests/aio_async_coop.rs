@@ -130,3 +130,41 @@ fn inline_request_futures_yield_at_the_budget() {
 fn inline_list_futures_yield_at_the_budget() {
     check(Shape::List);
 }
+
+/// In a `multi_thread` runtime's `block_on` (the `main` of `#[tokio::main]`),
+/// a read that has to wait while the task's budget is down to its last unit:
+/// arming the reactor must not take from the spent budget (tokio would refuse
+/// and wake the reactor's waker at once, which arms again: a stack overflow).
+/// Every count of reads before it, over a unit's worth, is tried, each on a
+/// new context (whose first wait arms the reactor).
+#[test]
+fn a_wait_on_the_last_unit_of_budget_arms_the_reactor() {
+    if common::uring::uring_refused() {
+        return;
+    }
+    let data = pattern(BLOCK * BLOCKS);
+    let file = common::disk_temp_file(&data);
+    let rt = common::multi_rt();
+    for extra in 0..16 {
+        let aio: Aio = ctx(Backend::Uring);
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            rustix::io::write(&w, b"late").unwrap();
+        });
+        let got = rt.block_on(async {
+            for i in 0..500 + extra {
+                let at = i % BLOCKS * BLOCK;
+                let c = aio
+                    .read(&file, at as i64, vec![0u8; BLOCK])
+                    .unwrap()
+                    .await
+                    .unwrap();
+                assert_eq!(c.data(), &data[at..at + BLOCK]);
+            }
+            aio.read(&r, 0, vec![0u8; 4]).unwrap().await.unwrap()
+        });
+        writer.join().unwrap();
+        assert_eq!(got.data(), b"late", "after {} reads", 500 + extra);
+    }
+}

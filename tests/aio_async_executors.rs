@@ -71,7 +71,12 @@ fn park_on<F: Future>(mut fut: Pin<&mut F>, park: Park, limit: Duration) -> Opti
 /// Reads 40 times (past the first run of submissions that enter at once, 15),
 /// each polled by [`park_on`]; the index of a read that did not complete.
 fn forty_reads(aio: &Aio, f: &Arc<std::fs::File>, park: Park) -> Result<(), usize> {
-    for i in 0..40 {
+    reads(aio, f, park, 40)
+}
+
+/// As [`forty_reads`], `n` times.
+fn reads(aio: &Aio, f: &Arc<std::fs::File>, park: Park, n: usize) -> Result<(), usize> {
+    for i in 0..n {
         let fut = std::pin::pin!(aio.read_async(Arc::clone(f), 0, vec![0u8; 16]));
         match park_on(fut, park, Duration::from_secs(3)) {
             Some(r) => assert_eq!(r.unwrap().data(), &[5u8; 16][..]),
@@ -164,6 +169,32 @@ fn another_executor_inside_block_on() {
     let rt = current_rt();
     assert_eq!(
         rt.block_on(async { forty_reads(&aio, &f, Park::Polling) }),
+        Ok(())
+    );
+}
+
+/// Another executor inside a tokio task, and inside a `multi_thread`
+/// runtime's `block_on`, polling only when woken, past the task's budget
+/// (128 units, a unit per 4 requests done): the reads go on. Nothing
+/// refreshes the task's budget while the executor blocks it, so a future that
+/// found it spent must wake its executor and go on at its next poll.
+#[test]
+fn another_executor_inside_a_task_past_the_budget() {
+    if common::uring::uring_refused() {
+        return;
+    }
+    let (aio, f) = ctx_and_file();
+    let rt = current_rt();
+    let r = rt.block_on(async {
+        let (aio, f) = (aio.clone(), Arc::clone(&f));
+        tokio::spawn(async move { reads(&aio, &f, Park::UntilWoken, 1200) })
+            .await
+            .unwrap()
+    });
+    assert_eq!(r, Ok(()));
+    let rt = common::multi_rt();
+    assert_eq!(
+        rt.block_on(async { reads(&aio, &f, Park::UntilWoken, 1200) }),
         Ok(())
     );
 }

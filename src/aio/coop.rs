@@ -14,8 +14,12 @@
 //! (tokio polls its driver: 1.2–3.6 µs measured here), so a yield every 128
 //! reads would add 1–2% to a loop of them, and every one of those yields
 //! lands in the loop's slowest 1%. A task thus yields after at most 512
-//! requests that completed at once. Outside a tokio runtime (another
-//! executor), or without the `tokio` feature, the budget is unlimited.
+//! requests that completed at once. Outside a tokio runtime's tasks and
+//! `block_on` (another executor on its own thread, a `spawn_blocking`
+//! thread), under `tokio::task::unconstrained`, or without the `tokio`
+//! feature, the budget is unlimited. Another executor polling inside a tokio
+//! task sees that task's budget: a future that finds it spent wakes that
+//! executor and goes on at its next poll (see [`budgeted`]).
 
 use std::task::{Context, Poll};
 
@@ -49,19 +53,33 @@ thread_local! {
     static DONE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
 
-/// Runs `poll` if the task has budget left (`Pending` otherwise, without
-/// running it), and spends a unit for every [`PER_UNIT`] polls on this thread
-/// that returned `Ready`.
+/// Runs `poll` if the task has budget left, and spends a unit for every
+/// [`PER_UNIT`] polls on this thread that returned `Ready`. If the budget is
+/// spent: `Pending` without running it, the task woken at once as well as
+/// after tokio's other tasks and driver, and `yielded` set, so that the next
+/// poll of the same future runs whatever the budget. (Another executor
+/// polling inside a tokio task or `block_on` sees that task's budget, which
+/// nothing refreshes while it blocks: without the wake it would wait for a
+/// wake-up tokio gives only after its poll, and without `yielded` it would
+/// be refused again.)
 #[inline]
 pub(super) fn budgeted<T>(
     cx: &mut Context<'_>,
+    yielded: &mut bool,
     poll: impl FnOnce(&mut Context<'_>) -> Poll<T>,
 ) -> Poll<T> {
-    let Poll::Ready(unit) = poll_proceed(cx) else {
-        return Poll::Pending;
+    let unit = match poll_proceed(cx) {
+        Poll::Ready(unit) => Some(unit),
+        Poll::Pending if !*yielded => {
+            *yielded = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Pending => None,
     };
+    *yielded = false;
     let r = poll(cx);
-    if r.is_ready() {
+    if let (true, Some(unit)) = (r.is_ready(), unit) {
         let n = DONE.try_with(|d| {
             let n = d.get() + 1;
             d.set(if n >= PER_UNIT { 0 } else { n });

@@ -51,6 +51,8 @@ use crate::Result;
 /// Made by `.await`ing a [`Request`] (it implements [`IntoFuture`]).
 pub struct RequestFuture<B: Send + 'static> {
     req: Option<Request<B>>,
+    /// Its last poll found the task's budget spent (see `coop::budgeted`).
+    yielded: bool,
 }
 
 impl<B: Send + 'static> Unpin for RequestFuture<B> {}
@@ -59,7 +61,10 @@ impl<B: Send + 'static> IntoFuture for Request<B> {
     type Output = Result<Completion<B>>;
     type IntoFuture = RequestFuture<B>;
     fn into_future(self) -> RequestFuture<B> {
-        RequestFuture { req: Some(self) }
+        RequestFuture {
+            req: Some(self),
+            yielded: false,
+        }
     }
 }
 
@@ -118,10 +123,13 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
     type Output = Result<Completion<B>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let Some(req) = self.req.as_mut() else {
+        let this = &mut *self;
+        let Some(req) = this.req.as_mut() else {
             return already_taken();
         };
-        let r = coop::budgeted(cx, |cx| poll_request(&mut req.t, &req.inner, cx));
+        let r = coop::budgeted(cx, &mut this.yielded, |cx| {
+            poll_request(&mut req.t, &req.inner, cx)
+        });
         if r.is_ready() {
             self.req = None;
         }
@@ -133,6 +141,8 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
 /// entries), once all are done.
 pub struct ListFuture<B: Send + 'static> {
     list: Option<List<B>>,
+    /// Its last poll found the task's budget spent (see `coop::budgeted`).
+    yielded: bool,
 }
 
 impl<B: Send + 'static> Unpin for ListFuture<B> {}
@@ -141,7 +151,10 @@ impl<B: Send + 'static> IntoFuture for List<B> {
     type Output = Result<Vec<Option<Completion<B>>>>;
     type IntoFuture = ListFuture<B>;
     fn into_future(self) -> ListFuture<B> {
-        ListFuture { list: Some(self) }
+        ListFuture {
+            list: Some(self),
+            yielded: false,
+        }
     }
 }
 
@@ -150,7 +163,10 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        coop::budgeted(cx, |cx| this.poll_list(cx))
+        let mut yielded = this.yielded;
+        let r = coop::budgeted(cx, &mut yielded, |cx| this.poll_list(cx));
+        this.yielded = yielded;
+        r
     }
 }
 
@@ -279,6 +295,8 @@ pub struct SubmitFuture<'a, F: SubmitFd, B: Send + 'static> {
     /// The token of the flush that enters the request, while it waits for it
     /// (0: entered, or never deferred).
     flush: u64,
+    /// Its last poll found the task's budget spent (see `coop::budgeted`).
+    yielded: bool,
     kind: OpKind,
     fd: F,
 }
@@ -298,7 +316,10 @@ impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        coop::budgeted(cx, |cx| this.poll_submit(cx))
+        let mut yielded = this.yielded;
+        let r = coop::budgeted(cx, &mut yielded, |cx| this.poll_submit(cx));
+        this.yielded = yielded;
+        r
     }
 }
 
@@ -444,6 +465,7 @@ impl Aio {
             at: (buf.stable_mut_ptr() as usize, buf.bytes_len()),
             start: Some((offset, buf)),
             flush: 0,
+            yielded: false,
             kind: OpKind::Read,
             fd,
         }
@@ -471,6 +493,7 @@ impl Aio {
             at: (buf.stable_ptr() as usize, buf.bytes_len()),
             start: Some((offset, buf)),
             flush: 0,
+            yielded: false,
             kind: OpKind::Write,
             fd,
         }

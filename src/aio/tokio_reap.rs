@@ -160,16 +160,24 @@ fn armed_here(ctx: usize, id: Id, turn_end: bool) -> bool {
 impl Reap {
     /// Clears readiness until the reactor would wake `self` on the next
     /// completion. False if the registration is dead (its runtime shut down).
+    ///
+    /// Outside the polling task's budget: with it spent, the reactor's
+    /// `poll_read_ready` would refuse without registering `self`, and where
+    /// no scheduler defers wake-ups (a `multi_thread` runtime's `block_on`)
+    /// wake `self` at once, which would rearm again, without end.
     fn rearm(self: &Arc<Self>) -> bool {
         let waker = Waker::from(Arc::clone(self));
         let mut cx = Context::from_waker(&waker);
-        let ok = loop {
-            match self.afd.poll_read_ready(&mut cx) {
-                Poll::Pending => break true,
+        let rearm = std::future::poll_fn(|cx| loop {
+            match self.afd.poll_read_ready(cx) {
+                Poll::Pending => return Poll::Ready(true),
                 Poll::Ready(Ok(mut ready)) => ready.clear_ready(),
-                Poll::Ready(Err(_)) => break false,
+                Poll::Ready(Err(_)) => return Poll::Ready(false),
             }
-        };
+        });
+        let rearm = std::pin::pin!(tokio::task::coop::unconstrained(rearm));
+        // (Unconstrained, the loop always returns `Ready`.)
+        let ok = std::future::Future::poll(rearm, &mut cx) == Poll::Ready(true);
         self.armed.store(ok, std::sync::atomic::Ordering::Release);
         ok
     }
