@@ -76,7 +76,8 @@ enum Shape {
 
 /// 200 reads of a cached file once the context's eventfd is registered: the
 /// eventfd signals they cost, and how many completed inline (done at their
-/// first poll, or when the call returned). `None` where io_uring is refused.
+/// first poll, or when the call returned). `None` where io_uring is refused,
+/// or where the completion thread read the eventfd (the signals are unknown).
 fn inline_signals(shape: Shape) -> Option<(u64, u64)> {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if common::uring::uring_refused() {
@@ -131,11 +132,17 @@ fn inline_signals(shape: Shape) -> Option<(u64, u64)> {
         inline += first as u64;
     }
     let after = eventfd_counts();
-    let signals: u64 = after
+    // A counter that went down was read by the completion thread (a read
+    // that waited outside the runtime started it): the signals are unknown.
+    let signals: Option<u64> = after
         .iter()
-        .map(|(id, n)| n - before.iter().find(|(b, _)| b == id).map_or(0, |b| b.1))
+        .map(|(id, n)| n.checked_sub(before.iter().find(|(b, _)| b == id).map_or(0, |b| b.1)))
         .sum();
     drop(rt);
+    let Some(signals) = signals else {
+        eprintln!("skipped: the completion thread read the eventfd");
+        return None;
+    };
     Some((signals, inline))
 }
 
@@ -159,16 +166,17 @@ fn check_quiet(shape: Shape) {
     let Some((signals, inline)) = inline_signals(shape) else {
         return;
     };
-    if inline < 180 {
+    if inline < 200 {
         // A file system whose reads go to the kernel's workers (overlayfs
-        // on some kernels): each of those signals, rightly.
+        // on some kernels), or a page being read back in: each such read
+        // signals, rightly, and so do the next 64 entries after its reap
+        // (`QUIET_SKIP`), so the count says nothing.
         eprintln!("skipped: only {inline} of 200 reads completed inline here");
         return;
     }
-    // A read the kernel did not finish inline (a page being read back in)
-    // signals, rightly, and so may the reap after it: a few at most.
+    // (The cancelled pipe read's completion may signal.)
     assert!(
-        signals <= 200 - inline + 10,
+        signals <= 10,
         "{shape:?}: {signals} eventfd signals for 200 reads, {inline} of them completed inline"
     );
 }
