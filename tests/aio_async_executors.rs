@@ -173,8 +173,9 @@ fn another_executor_inside_block_on() {
     );
 }
 
-/// Another executor inside a tokio task, and inside a `multi_thread`
-/// runtime's `block_on`, polling only when woken, past the task's budget
+/// Another executor inside a tokio task (polling again without a wake-up, as
+/// in `another_executor_inside_block_on`), and inside a `multi_thread`
+/// runtime's `block_on` (polling only when woken), past the task's budget
 /// (128 units, a unit per 4 requests done): the reads go on. Nothing
 /// refreshes the task's budget while the executor blocks it, so a future that
 /// found it spent must wake its executor and go on at its next poll.
@@ -187,7 +188,9 @@ fn another_executor_inside_a_task_past_the_budget() {
     let rt = current_rt();
     let r = rt.block_on(async {
         let (aio, f) = (aio.clone(), Arc::clone(&f));
-        tokio::spawn(async move { reads(&aio, &f, Park::UntilWoken, 1200) })
+        // (Polling: a read left for the turn's end, which cannot come while
+        // the executor blocks the task, is entered when polled again.)
+        tokio::spawn(async move { reads(&aio, &f, Park::Polling, 1200) })
             .await
             .unwrap()
     });
