@@ -46,10 +46,7 @@ fn longest_run(shape: Shape) -> Option<(usize, usize)> {
     let data = pattern(BLOCK * BLOCKS);
     let file = common::disk_temp_file(&data);
     let reg = aio.register_fd(&file).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::current_rt();
     let turns = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let (longest, together) = rt.block_on(async {

@@ -68,10 +68,7 @@ fn files() -> [Arc<File>; 2] {
 
 fn local_set_current_thread(b: Backend) {
     let aio = ctx(b);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::current_rt();
     for f in files() {
         let local = tokio::task::LocalSet::new();
         let n = rt.block_on(local.run_until(local_reads(&aio, &f)));
@@ -107,10 +104,7 @@ fn uring_local_tasks_of_one_turn_enter_together() {
     let [_, f] = files();
     let fd = f.as_raw_fd();
     let me = rustix::thread::gettid().as_raw_nonzero().get() as u32;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = common::current_rt();
     let local = tokio::task::LocalSet::new();
     let one_turn = || async {
         let tasks: Vec<_> = (0..TASKS)

@@ -41,6 +41,15 @@ pub fn multi_rt() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// A `current_thread` tokio runtime, with its I/O driver.
+#[cfg(feature = "tokio")]
+pub fn current_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
 /// A context on engine `b`.
 pub fn ctx(b: Backend) -> Aio {
     Aio::builder().backend(b).build().expect("AIO context")
