@@ -16,6 +16,7 @@ use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
 mod common;
 use common::both;
 use common::ctx;
+use common::current_rt;
 
 const CHUNK: usize = 4096;
 const CHUNKS: usize = 64;
@@ -45,15 +46,6 @@ fn threads_named(prefix: &str) -> usize {
 
 /// The io_uring completion thread (`posixrt-aio-complete`, cut to 15 bytes).
 const COMPLETION_THREAD: &str = "posixrt-aio-com";
-
-/// A current-thread tokio runtime with its I/O driver (the reactor the futures
-/// register the ring's eventfd with).
-fn current_rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// Reads chunk `i` with `.await` and checks its bytes.
 async fn read_chunk(aio: Aio, f: Arc<File>, i: usize) -> usize {

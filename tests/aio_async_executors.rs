@@ -17,6 +17,7 @@ use posixrt::aio::{Aio, Backend};
 
 #[allow(unused_macros, unused_imports)]
 mod common;
+use common::current_rt;
 
 struct Unpark(std::thread::Thread);
 
@@ -89,13 +90,6 @@ fn reads(aio: &Aio, f: &Arc<std::fs::File>, park: Park, n: usize) -> Result<(), 
 fn ctx_and_file() -> (Aio, Arc<std::fs::File>) {
     let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
     (aio, Arc::new(common::temp_file(&[5u8; 4096])))
-}
-
-fn current_rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Another executor, which polls only when woken, on a thread where a
