@@ -220,15 +220,17 @@ impl Shard {
                 continue;
             }
             // Issued again at once, as its slot now stands, on the request's
-            // own fd copy (a read that ran on a kernel worker, or a C request,
-            // whose caller keeps its fd open): a socket read at an offset
-            // refused with ESPIPE after its submitting call, without the
-            // offset; a transfer on an
+            // own fd copy (a read that ran on a kernel worker), or on a C
+            // request's fd, which its caller keeps open: a socket read at an
+            // offset refused with ESPIPE after its submitting call (or, a C
+            // read, reaped inside it), without the offset; a transfer on an
             // O_NONBLOCK terminal, which refuses RWF_NOWAIT (EOPNOTSUPP),
             // without it (the kernel then honours O_NONBLOCK itself there);
             // a real-time request refused its I/O class, without it.
             let again = match -res as i32 {
-                libc::ESPIPE if s.op.kind == OpKind::Read && s.own_fd.is_some() => {
+                libc::ESPIPE
+                    if s.op.kind == OpKind::Read && (s.own_fd.is_some() || s.aiocb != 0) =>
+                {
                     s.fd_kind = Some(FdKind::StreamSocket);
                     s.espipe = false;
                     true

@@ -208,7 +208,7 @@ impl Inner {
     /// thread) instead of waiting for the quiet thread's reap, however long
     /// that thread is held up.
     #[inline]
-    fn end_quiet_before(&self, core: &mut Core, entry: Entry) {
+    pub(crate) fn end_quiet_before(&self, core: &mut Core, entry: Entry) {
         if let (Entry::Now | Entry::NowReaped, Engine::Uring(r)) = (entry, &self.engine) {
             // As a reap ends it: the quiet thread's own request may have
             // completed unsignalled and its reap will not know to signal.

@@ -38,7 +38,7 @@ use rustix::thread::futex::{self, Flags};
 use super::engine::{BackendInfo, Config, Engine, Inner};
 use super::hook;
 use super::notify::Notify;
-use super::submit::Probes;
+use super::submit::{Entry, Probes};
 use super::table::{user_data, Core, OpKind, RawOp, State, NO_LIST};
 use crate::{Error, ErrorKind, Result};
 
@@ -426,6 +426,9 @@ impl CEngine {
                 "the AIO context is shutting down",
             ));
         }
+        // As a Rust call's request: another thread's quiet eventfd ends
+        // before these go in (see `Inner::end_quiet_before`).
+        inner.end_quiet_before(&mut core, Entry::Now);
         let list_id = match list {
             Some((notify, wait)) => {
                 let l = core.new_list(n as u32, notify);
@@ -540,6 +543,16 @@ impl CEngine {
             // the flag back sees them.
             DEFERRED.store(true, Ordering::SeqCst);
         }
+        // With no notification to fire, the call reaps after its enter what
+        // completed meanwhile (a cached read completes inline): its aiocb
+        // shows it done at once, it needs no fd copy (below), and the entry
+        // goes in with the eventfd quiet, so a running completion thread is
+        // not woken for it (see `Ring::quiet`). A notification's request is
+        // left to the completion thread, which fires it.
+        let reap = enter && !defer && !needs_bg;
+        if let (true, Engine::Uring(r)) = (reap, &inner.engine) {
+            let _ = r.quiet(&mut core);
+        }
         inner.release(core);
         if enter {
             if defer {
@@ -551,6 +564,13 @@ impl CEngine {
                     let _ = r.submit();
                 } else {
                     let _ = r.submit_mine();
+                }
+                if reap {
+                    // Also ends the quiet eventfd, signalling for a request
+                    // left in the kernel.
+                    let mut core = inner.lock();
+                    inner.poll_completions(&mut core);
+                    inner.release(core);
                 }
                 // SAFETY: the caller guarantees the aiocbs are valid.
                 let waiting = n > cbs.len()
