@@ -437,6 +437,7 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
     if cb.is_null() || !unsafe { known(cb) } {
         return fail(libc::EINVAL);
     }
+    raw::looked();
     // SAFETY: valid by contract.
     let e = unsafe { raw::error_code(cb) };
     if e != libc::EINPROGRESS {
@@ -468,6 +469,7 @@ pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
     if cb.is_null() || !unsafe { known(cb) } {
         return fail(libc::EINVAL) as isize;
     }
+    raw::looked();
     // SAFETY: valid by contract.
     let mut e = unsafe { raw::error_code(cb) };
     if e == libc::EINPROGRESS {

@@ -12,8 +12,10 @@
 //! `aio_cancel`.
 //!
 //! Submissions are batched: a request submitted while other C requests are in
-//! flight, with no notification, goes into the io_uring submission queue without
-//! a system call. Whoever looks for a result next (`aio_error`, `aio_suspend`,
+//! flight, or after another of the same thread that nothing looked at since
+//! (`aio_error`, `aio_return`, a wait), with no notification, goes into the
+//! io_uring submission queue without a system call. (A request entered at once
+//! is reaped inside its call: a cached read is done when `aio_read` returns.) Whoever looks for a result next (`aio_error`, `aio_suspend`,
 //! `aio_cancel`, another submission) enters the ring once for all of them, and a
 //! flusher thread does it within `FLUSH_TICK` if nobody does, so a
 //! fire-and-forget program still gets its I/O done. A pipelined program (fio's
@@ -127,6 +129,20 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 /// kernel (see [`CEngine::submit`]); the next library call, or the flusher
 /// thread within [`FLUSH_TICK`], enters it.
 static DEFERRED: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// This thread submitted C requests since it last looked at one
+    /// (`aio_error`, `aio_return`, a wait or a poll; see [`looked`]).
+    static SUBMITTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The calling thread looks at a request's status (`aio_error`,
+/// `aio_return`): its next submission is not one of a pipelined run (see
+/// [`CEngine::submit`]).
+#[inline]
+pub fn looked() {
+    let _ = SUBMITTED.try_with(|s| s.set(false));
+}
 /// The flusher thread: [`FLUSHER_NONE`], [`FLUSHER_RUNNING`] or
 /// [`FLUSHER_PARKED`] (a futex word).
 static FLUSHER: AtomicU32 = AtomicU32::new(FLUSHER_NONE);
@@ -448,11 +464,15 @@ impl CEngine {
             Engine::Threads(_) => false,
         };
         let base = if direct { 0 } else { thread_priority() };
-        // Defer entering the ring when other requests are in flight (the program
-        // will look for their results, and that call enters the ring), nothing
-        // here notifies, and it is not a list (LIO_WAIT waits at once).
+        // Defer entering the ring when other requests are in flight, or this
+        // thread submitted others and has not looked at any since (a pipelined
+        // program: it will look for their results, and that call enters the
+        // ring), nothing here notifies, and it is not a list (LIO_WAIT waits at
+        // once). (The second test keeps such a run batched now that its first
+        // request, reaped inside its own call, is no longer in flight.)
         let live_before = LIVE.fetch_add(n, Ordering::Relaxed);
-        let mut defer = live_before > 0
+        let run = SUBMITTED.try_with(|s| s.replace(true)).unwrap_or(false);
+        let mut defer = (live_before > 0 || run)
             && !needs_bg
             && list_id == NO_LIST
             && matches!(inner.engine, Engine::Uring(_));
@@ -628,6 +648,7 @@ impl CEngine {
     /// their status.
     #[inline]
     pub fn poll(&self) {
+        looked();
         if let Engine::Uring(_) = &self.inner.engine {
             self.flush();
             let mut core = self.inner.lock();
@@ -653,6 +674,7 @@ impl CEngine {
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&Core) -> bool,
     ) -> std::result::Result<bool, i32> {
+        looked();
         let inner = &self.inner;
         let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
         loop {
