@@ -223,13 +223,16 @@ impl Shard {
             // own fd copy (a read that ran on a kernel worker), or on a C
             // request's fd, which its caller keeps open: a socket read at an
             // offset refused with ESPIPE after its submitting call (or, a C
-            // read, reaped inside it), without the offset; a transfer on an
-            // O_NONBLOCK terminal, which refuses RWF_NOWAIT (EOPNOTSUPP),
-            // without it (the kernel then honours O_NONBLOCK itself there);
+            // read that is not a probe, reaped inside it), without the
+            // offset (a probe's submitter issues it again: below); a
+            // transfer on an O_NONBLOCK terminal, which refuses RWF_NOWAIT
+            // (EOPNOTSUPP), without it (the kernel then honours O_NONBLOCK
+            // itself there);
             // a real-time request refused its I/O class, without it.
             let again = match -res as i32 {
                 libc::ESPIPE
-                    if s.op.kind == OpKind::Read && (s.own_fd.is_some() || s.aiocb != 0) =>
+                    if s.op.kind == OpKind::Read
+                        && (s.own_fd.is_some() || (s.aiocb != 0 && !s.probe)) =>
                 {
                     s.fd_kind = Some(FdKind::StreamSocket);
                     s.espipe = false;
