@@ -10,7 +10,8 @@
  * thread enters a waiting queue within 1 ms; were it to run in that instant,
  * the check is taken again (3 times at most). Every read is then waited for
  * and its bytes checked. Skipped (prints "ok") on the thread engine, which
- * has no submission queue.
+ * has no submission queue, and where the run's first read is not done when
+ * its aio_read returns (io_uring gives it to a kernel worker: tmpfs, ...).
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
@@ -38,7 +39,8 @@ static unsigned char byte_of(int k) {
 }
 
 /* One run: RUN aio_reads with no look in between. True if the last one's
- * buffer was untouched when its aio_read returned. */
+ * buffer was untouched when its aio_read returned; -1 if the first one's was
+ * (its read not done inline: nothing to learn from the last one). */
 static int one_run(int fd) {
     struct aiocb cbs[RUN];
     memset(bufs, 0, sizeof bufs);
@@ -51,7 +53,12 @@ static int one_run(int fd) {
         cbs[k].aio_nbytes = BLOCK;
         cbs[k].aio_sigevent.sigev_notify = SIGEV_NONE;
         CHECK(aio_read(&cbs[k]) == 0);
-        if (k == RUN - 1) {
+        if (k == 0) {
+            volatile unsigned char *b = bufs[0];
+            if (b[0] != byte_of(0) || b[BLOCK - 1] != byte_of(0))
+                untouched = -1;
+        }
+        if (k == RUN - 1 && untouched == 0) {
             /* Read while the request may still be queued: volatile, and only
              * compared, never relied on for the data. */
             volatile unsigned char *b = bufs[k];
@@ -86,6 +93,13 @@ int main(void) {
     int batched = 0;
     for (int attempt = 0; attempt < 3 && !batched; attempt++) {
         batched = one_run(fd);
+        if (batched < 0) {
+            /* tmpfs, overlayfs, a network file system: io_uring hands the
+             * read to a kernel worker, so an untouched buffer proves nothing. */
+            fprintf(stderr, "a cached read is not done inline here: nothing to check\n");
+            close(fd);
+            return finish();
+        }
         if (!batched)
             fprintf(stderr, "attempt %d: the run's last read was in the kernel at once\n",
                     attempt + 1);
