@@ -232,7 +232,7 @@ impl Shard {
             let again = match -res as i32 {
                 libc::ESPIPE
                     if s.op.kind == OpKind::Read
-                        && (s.own_fd.is_some() || (s.aiocb != 0 && !s.probe)) =>
+                        && (s.own_fd.is_some() || (s.aiocb != 0 && !s.probe && !s.cancel_req)) =>
                 {
                     s.fd_kind = Some(FdKind::StreamSocket);
                     s.espipe = false;
