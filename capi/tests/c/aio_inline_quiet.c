@@ -107,11 +107,8 @@ static void read_block(int fd, int k, unsigned char *buf, int sigev) {
 }
 
 int main(void) {
-    const char *backend = getenv("POSIXRT_AIO_BACKEND");
-    if (backend && strcmp(backend, "uring") != 0) {
-        fprintf(stderr, "the %s engine has no completion thread: nothing to check\n", backend);
+    if (not_on_uring("completion thread"))
         return finish();
-    }
     int fd = temp_file("inline-quiet");
     if (fd < 0)
         return finish();

@@ -77,11 +77,8 @@ static int one_run(int fd) {
 }
 
 int main(void) {
-    const char *backend = getenv("POSIXRT_AIO_BACKEND");
-    if (backend && strcmp(backend, "uring") != 0) {
-        fprintf(stderr, "the %s engine has no submission queue: nothing to check\n", backend);
+    if (not_on_uring("submission queue"))
         return finish();
-    }
     int fd = temp_file("pipelined");
     if (fd < 0)
         return finish();

@@ -33,6 +33,17 @@ static inline int temp_file(const char *name) {
     return fd;
 }
 
+/* True if the test runs on an engine other than io_uring
+ * (POSIXRT_AIO_BACKEND), which lacks `what`: says so, to skip the test. */
+static inline int not_on_uring(const char *what) {
+    const char *backend = getenv("POSIXRT_AIO_BACKEND");
+    if (backend && strcmp(backend, "uring") != 0) {
+        fprintf(stderr, "the %s engine has no %s: nothing to check\n", backend, what);
+        return 1;
+    }
+    return 0;
+}
+
 /* The end of a test's main: exit 1 if any check failed, else print "ok". */
 static int finish(void) {
     if (failures != 0) {
