@@ -332,6 +332,17 @@ fn a_pipelined_run_enters_the_ring_together() {
     prints_ok("aio_pipelined.c", &["uring"], &[&[]]);
 }
 
+/// A `SIGEV_THREAD` callback that unmaps its aiocb while the `aio_read` that
+/// submitted it is still running (the library's threads preempt the caller on
+/// one CPU): `aio_read` no longer reads the aiocb once the request can
+/// complete (it did, to see whether the request was still in the kernel, and
+/// died of SIGSEGV here). Both engines; the program checks nothing without
+/// the privilege to use SCHED_FIFO.
+#[test]
+fn a_callback_may_free_its_aiocb_inside_aio_read() {
+    prints_ok("aio_notify_frees.c", engines(), &[&[]]);
+}
+
 /// A request outlives the thread that submitted it (`aio_read`, and
 /// `lio_listio(LIO_NOWAIT)`), on both engines: io_uring cancels a task's
 /// pending requests when it exits, and the library used to report that as

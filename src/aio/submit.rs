@@ -341,23 +341,23 @@ impl Inner {
     /// the caller's fds open. io_uring cancels a request when the thread whose
     /// `io_uring_enter` submitted it exits; the engine then issues it again on
     /// that copy (see `Shard::reap`).
-    #[cold]
     pub(crate) fn copy_fds_of_waiting<'a>(
         &'a self,
         core: CoreGuard<'a>,
         reqs: impl Iterator<Item = (u32, u32)>,
     ) -> CoreGuard<'a> {
-        let waiting = |core: &Core, i: u32, g: u32| {
-            core.get(i, g)
-                .is_some_and(|s| s.state == State::Issued && s.own_fd.is_none())
-        };
         let pending: Vec<(u32, u32, i32)> = reqs
-            .filter(|&(i, g)| waiting(&core, i, g))
+            .filter(|&(i, g)| waiting_without_copy(&core, i, g))
             .map(|(i, g)| (i, g, core.slots[i as usize].op.fd))
             .collect();
         if pending.is_empty() {
             return core;
         }
+        self.copy_fds(core, pending)
+    }
+
+    #[cold]
+    fn copy_fds<'a>(&'a self, core: CoreGuard<'a>, pending: Vec<(u32, u32, i32)>) -> CoreGuard<'a> {
         self.release(core);
         let copies: Vec<_> = pending
             .into_iter()
@@ -370,7 +370,7 @@ impl Inner {
             .collect();
         let mut core = self.lock();
         for (i, g, copy) in copies {
-            if waiting(&core, i, g) {
+            if waiting_without_copy(&core, i, g) {
                 core.slots[i as usize].own_fd = copy;
             }
         }
@@ -614,4 +614,10 @@ fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
     if p.own.is_some() {
         s.own_fd = p.own.take();
     }
+}
+
+/// True if request `(i, g)` is still in the kernel without an fd copy.
+fn waiting_without_copy(core: &Core, i: u32, g: u32) -> bool {
+    core.get(i, g)
+        .is_some_and(|s| s.state == State::Issued && s.own_fd.is_none())
 }

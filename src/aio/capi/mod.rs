@@ -483,13 +483,7 @@ impl CEngine {
         // socket gives EAGAIN, as glibc's pread-then-read does.
         let mut probes = Probes::default();
         let mut names = Vec::with_capacity(n);
-        // The first aiocbs, to see after the enter whether any is still in
-        // the kernel (a longer call looks at every request under the lock).
-        let mut cbs = [std::ptr::null_mut::<Aiocb>(); 4];
-        for (k, r) in reqs.into_iter().enumerate() {
-            if let Some(c) = cbs.get_mut(k) {
-                *c = r.cb;
-            }
+        for r in reqs {
             let kind = match r.op {
                 COp::Read => OpKind::Read,
                 COp::Write => OpKind::Write,
@@ -585,26 +579,27 @@ impl CEngine {
                 } else {
                     let _ = r.submit_mine();
                 }
+                let mut core = None;
                 if reap {
                     // Also ends the quiet eventfd, signalling for a request
                     // left in the kernel.
-                    let mut core = inner.lock();
-                    inner.poll_completions(&mut core);
-                    inner.release(core);
+                    let mut c = inner.lock();
+                    inner.poll_completions(&mut c);
+                    core = Some(c);
                 }
-                // SAFETY: the caller guarantees the aiocbs are valid.
-                let waiting = n > cbs.len()
-                    || cbs[..n]
-                        .iter()
-                        .any(|&cb| unsafe { error_code(cb) } == libc::EINPROGRESS);
                 if !probes.is_empty() {
+                    if let Some(c) = core.take() {
+                        inner.release(c);
+                    }
                     inner.settle_probes(&probes);
                 }
-                if waiting {
-                    let core = inner.lock();
-                    let ids = names.iter().map(|&ud| super::table::split_user_data(ud));
-                    inner.release(inner.copy_fds_of_waiting(core, ids));
-                }
+                // Which requests are still in the kernel is read from their
+                // slots, under the lock, never from the aiocbs: a request may
+                // be done by now, and its SIGEV_THREAD callback may already
+                // have freed its aiocb.
+                let core = core.unwrap_or_else(|| inner.lock());
+                let ids = names.iter().map(|&ud| super::table::split_user_data(ud));
+                inner.release(inner.copy_fds_of_waiting(core, ids));
             }
         }
         super::exit_wait::watch(&self.inner);
