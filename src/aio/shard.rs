@@ -236,6 +236,9 @@ impl Shard {
                 {
                     s.fd_kind = Some(FdKind::StreamSocket);
                     s.espipe = false;
+                    // The number names a socket now: its next reads are probes
+                    // instead of taking this round trip again.
+                    streams.push(s.op.fd);
                     true
                 }
                 libc::EOPNOTSUPP if s.nonblock && (s.own_fd.is_some() || s.aiocb != 0) => {
