@@ -3,12 +3,17 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::cancel::{cancel_one, CancelResult};
 use super::engine::{Engine, Inner};
 use super::mail::Mail;
 use super::table::State;
 use crate::{Error, ErrorKind, Result};
+
+/// The longest a dropped request waits for a thread-pool worker's attempt at
+/// it to end (see `Ticket::forget`).
+const ATTEMPT_MAX: Duration = Duration::from_secs(5);
 
 /// The name of a request, usable in [`Aio::suspend`](super::Aio::suspend) lists.
 /// Plain data: `(slot, generation)` plus the context it belongs to.
@@ -318,6 +323,7 @@ impl<B: Send + 'static> Ticket<B> {
     /// thread) lets go of it.
     pub(crate) fn forget(&mut self, inner: &Inner) {
         if self.taken.is_none() && self.mailed().is_none() {
+            let mut attempt = false;
             let mut core = inner.lock();
             inner.poll_completions(&mut core);
             // (A completion that posted to the mail box freed the slot: the name
@@ -344,6 +350,7 @@ impl<B: Send + 'static> Ticket<B> {
                                 if s.interruptible {
                                     s.cancel_req = true;
                                     p.interrupt(s.worker);
+                                    attempt = !s.parked;
                                 }
                             }
                         }
@@ -351,6 +358,18 @@ impl<B: Send + 'static> Ticket<B> {
                 }
             }
             inner.release(core);
+            if attempt {
+                // A worker is in its non-blocking attempt, the lock released:
+                // it ends the request when the attempt would block, but an
+                // attempt made after this returned could take data the
+                // program writes next. Wait for it: microseconds, as the
+                // attempt does not block (a datagram write, which does, at
+                // most `ATTEMPT_MAX`).
+                let (idx, gen) = (self.idx, self.gen);
+                let _ = inner.wait_until(Instant::now().checked_add(ATTEMPT_MAX), None, |c| {
+                    c.get(idx, gen).map_or(true, |s| s.state == State::Done)
+                });
+            }
         }
         // Taken or given up: later calls answer "already taken".
         self.taken.get_or_insert(-(libc::ECANCELED as i64));

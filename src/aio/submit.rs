@@ -356,6 +356,9 @@ impl Inner {
         self.copy_fds(core, pending)
     }
 
+    /// The slow half of [`copy_fds_of_waiting`](Inner::copy_fds_of_waiting):
+    /// gives each of `pending` (index, generation, fd) an fd copy if it is
+    /// still waiting once the copies are taken.
     #[cold]
     fn copy_fds<'a>(&'a self, core: CoreGuard<'a>, pending: Vec<(u32, u32, i32)>) -> CoreGuard<'a> {
         self.release(core);
