@@ -819,7 +819,10 @@ fn dropped_reads_take_no_later_data(b: Backend) {
         assert_eq!(r.wait().unwrap().data(), &word[..], "round {round}");
     }
 }
-both!(dropped_reads_take_no_later_data_in_flight, dropped_reads_take_no_later_data);
+both!(
+    dropped_reads_take_no_later_data_in_flight,
+    dropped_reads_take_no_later_data
+);
 
 fn callback_resubmits(b: Backend) {
     // Listing 7.8's shape: each completion's callback takes the result and submits

@@ -682,6 +682,9 @@ impl Inner {
                 }
             }
             p.work.notify_all();
+            // The poller looks at the shutdown (and stops if nothing is in
+            // flight), also with nothing parked.
+            p.interrupt(0);
         }
         self.release(core);
         if let Engine::Uring(r) = &self.engine {

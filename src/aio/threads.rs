@@ -208,6 +208,9 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             host.release(c);
             core = host.table();
         } else if core.shutdown {
+            // The poller stops once nothing is in flight: it learns so from
+            // a wake-up (the last worker out gives the one that counts).
+            pool.interrupt(w);
             break;
         } else if cur != SchedClass::OTHER {
             drop(core);
