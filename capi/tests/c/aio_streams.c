@@ -209,13 +209,42 @@ static int known_file(void) {
     return f;
 }
 
+/* Waits 1 ms. A thread the library has just started may hold a number for a
+ * moment (glibc's malloc reads /sys/devices/system/cpu/online when a new
+ * thread first allocates), so a number just closed is not always the lowest
+ * free one at once: the calls below try again after such a pause. */
+static void pause_1ms(void) {
+    struct timespec ms = {0, 1000 * 1000};
+    nanosleep(&ms, NULL);
+}
+
 /* A socket pair whose end `s[0]` or `s[1]` gets fd number n (the lowest
  * free one); that end in `*sock`, the other in `*peer`. */
 static void socket_at(int n, int s[2], int *sock, int *peer) {
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+    for (int tries = 0; tries < 100; tries++) {
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+        if (s[0] == n || s[1] == n)
+            break;
+        close(s[0]);
+        close(s[1]);
+        pause_1ms();
+    }
     *sock = s[0] == n ? s[0] : s[1];
     *peer = s[0] == n ? s[1] : s[0];
     CHECK(*sock == n);
+}
+
+/* A pipe whose read end gets fd number n (see `socket_at`). */
+static void pipe_at(int n, int p[2]) {
+    for (int tries = 0; tries < 100; tries++) {
+        CHECK(pipe(p) == 0);
+        if (p[0] == n)
+            break;
+        close(p[0]);
+        close(p[1]);
+        pause_1ms();
+    }
+    CHECK(p[0] == n);
 }
 
 /* A read of an empty O_NONBLOCK socket at fd number n: EAGAIN. */
@@ -270,8 +299,7 @@ static void reused_number(void) {
         return;
     close(f);
     int p[2];
-    CHECK(pipe(p) == 0);
-    CHECK(p[0] == f);
+    pipe_at(f, p);
     CHECK(write(p[1], "ten bytes!", 10) == 10);
     static char page[4096];
     prepare(&cb, p[0], 0, page, sizeof page);
