@@ -124,7 +124,11 @@ fn error_of(call: &'static str, res: i64) -> Error {
 ///
 /// The runtime owns the buffer until the request is done; [`aio_return`] gives it
 /// back. Dropping the handle of an unfinished request cancels it and keeps the
-/// buffer alive until the kernel (or pool thread) has let go of it.
+/// buffer alive until the kernel (or pool thread) has let go of it. A read of a
+/// pipe or socket that waits for data when it is dropped takes none written
+/// after the drop returns (on the thread engine the drop waits, microseconds,
+/// for a worker's attempt at it to end); one already transferring may still
+/// complete.
 ///
 /// [`aio_return`]: Request::aio_return
 pub struct Request<B: Send + 'static> {
