@@ -14,9 +14,9 @@ use std::task::Poll;
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
 
 mod common;
-use common::both;
 use common::ctx;
 use common::current_rt;
+use common::{both, threads_named};
 
 const CHUNK: usize = 4096;
 const CHUNKS: usize = 64;
@@ -33,15 +33,6 @@ fn data_file() -> Arc<File> {
     let data: Vec<u8> = (0..CHUNK * CHUNKS).map(byte).collect();
     f.write_all(&data).unwrap();
     Arc::new(f)
-}
-
-/// Threads of this process whose name starts with `prefix`.
-fn threads_named(prefix: &str) -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
-        .filter(|c| c.trim_end().starts_with(prefix))
-        .count()
 }
 
 /// The io_uring completion thread (`posixrt-aio-complete`, cut to 15 bytes).

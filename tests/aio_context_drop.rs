@@ -2,21 +2,13 @@
 //! closed, on both engines. (Alone in its test binary: other tests' contexts
 //! would change the counts.)
 
-#[path = "common/uring.rs"]
-mod uring;
+#[allow(unused_macros, unused_imports)]
+mod common;
 
 use std::time::{Duration, Instant};
 
+use common::threads_named;
 use posixrt::aio::{Aio, Backend};
-
-/// Threads of this process whose name starts with `prefix`.
-fn threads_named(prefix: &str) -> usize {
-    std::fs::read_dir("/proc/self/task")
-        .unwrap()
-        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
-        .filter(|c| c.trim_end().starts_with(prefix))
-        .count()
-}
 
 /// The thread pool's threads: its poller (`posixrt-aio-poll`, cut to 15
 /// bytes) and its workers (`posixrt-aio-0`, ...).
@@ -62,7 +54,7 @@ fn make_and_drop(b: Backend) {
 fn a_dropped_context_leaves_no_thread_or_fd() {
     let fds = open_fds();
     let mut engines = vec![Backend::Threads];
-    if !uring::uring_refused() {
+    if !common::uring::uring_refused() {
         engines.push(Backend::Uring);
     }
     for b in engines {

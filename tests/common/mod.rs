@@ -50,6 +50,15 @@ pub fn current_rt() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// Threads of this process whose name starts with `prefix`.
+pub fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim_end().starts_with(prefix))
+        .count()
+}
+
 /// A context on engine `b`.
 pub fn ctx(b: Backend) -> Aio {
     Aio::builder().backend(b).build().expect("AIO context")
