@@ -63,10 +63,16 @@ fn done(inner: &Inner, idx: u32, gen: u32) -> Option<i64> {
     r
 }
 
-fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
+/// Waits, at most [`SETTLE`], for request `(idx, gen)` to be done (or its
+/// slot freed).
+pub(crate) fn wait_done(inner: &Inner, idx: u32, gen: u32) {
     let _ = inner.wait_until(Instant::now().checked_add(SETTLE), None, |c| {
         c.get(idx, gen).map_or(true, |s| s.state == State::Done)
     });
+}
+
+fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
+    wait_done(inner, idx, gen);
     // The request was running when the cancel came: unless it ended cancelled, it
     // was not cancelled (it finished, or part of a write went through first).
     match done(inner, idx, gen) {

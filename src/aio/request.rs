@@ -3,17 +3,12 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use super::cancel::{cancel_one, CancelResult};
+use super::cancel::{cancel_one, wait_done, CancelResult};
 use super::engine::{Engine, Inner};
 use super::mail::Mail;
 use super::table::State;
 use crate::{Error, ErrorKind, Result};
-
-/// The longest a dropped request waits for a thread-pool worker's attempt at
-/// it to end (see `Ticket::forget`).
-const ATTEMPT_MAX: Duration = Duration::from_secs(5);
 
 /// The name of a request, usable in [`Aio::suspend`](super::Aio::suspend) lists.
 /// Plain data: `(slot, generation)` plus the context it belongs to.
@@ -366,13 +361,10 @@ impl<B: Send + 'static> Ticket<B> {
                 // A worker is in its non-blocking attempt, the lock released:
                 // it ends the request when the attempt would block, but an
                 // attempt made after this returned could take data the
-                // program writes next. Wait for it: microseconds, as the
-                // attempt does not block (a datagram write, which does, at
-                // most `ATTEMPT_MAX`).
-                let (idx, gen) = (self.idx, self.gen);
-                let _ = inner.wait_until(Instant::now().checked_add(ATTEMPT_MAX), None, |c| {
-                    c.get(idx, gen).map_or(true, |s| s.state == State::Done)
-                });
+                // program writes next. Wait for it, as a cancel does:
+                // microseconds, as the attempt does not block (a datagram
+                // write, which does, at most 5 s).
+                wait_done(inner, self.idx, self.gen);
             }
         }
         // Taken or given up: later calls answer "already taken".
