@@ -2,7 +2,8 @@
 //!
 //! An aiocb the library knows carries a tag in `__glibc_reserved[0]` (a constant
 //! mixed with the aiocb's address and the process's fork generation), written at
-//! submission and cleared by `aio_return`; the status is `__error_code` /
+//! submission and turned into a second tag by `aio_return` (its status stays
+//! readable by `aio_error`, as in glibc); the status is `__error_code` /
 //! `__return_value`, as in glibc, so `aio_error` is a load.
 
 use std::ffi::{c_int, c_void};
@@ -16,6 +17,8 @@ use crate::notify::from_sigevent;
 use crate::restart::handlers_restart;
 
 const MAGIC: u64 = 0x7072_7472_6169_6f63;
+/// Mixed into the tag of an aiocb whose result `aio_return` took.
+const RETURNED: u64 = 0x7265_7475_726e_6564;
 
 /// Bumped in a forked child: aiocbs tagged before the fork are unknown there.
 static EPOCH: AtomicU64 = AtomicU64::new(0);
@@ -121,6 +124,26 @@ unsafe fn tag_cell<'a>(cb: *const Aiocb) -> &'a AtomicU64 {
 unsafe fn known(cb: *const Aiocb) -> bool {
     // SAFETY: forwarded contract.
     unsafe { tag_cell(cb) }.load(Ordering::Acquire) == tag_for(cb)
+}
+
+/// True if `aio_return` took this aiocb's result (and it was not submitted
+/// again since).
+///
+/// # Safety
+/// `cb` points to a `struct aiocb`.
+unsafe fn returned(cb: *const Aiocb) -> bool {
+    // SAFETY: forwarded contract.
+    unsafe { tag_cell(cb) }.load(Ordering::Acquire) == tag_for(cb) ^ RETURNED
+}
+
+/// Marks a done aiocb whose result `aio_return` took: the library no longer
+/// writes it, and `aio_error` reads its final status again.
+///
+/// # Safety
+/// `cb` points to a `struct aiocb` that is not in flight.
+unsafe fn set_returned(cb: *mut Aiocb) {
+    // SAFETY: forwarded contract.
+    unsafe { tag_cell(cb) }.store(tag_for(cb) ^ RETURNED, Ordering::Release);
 }
 
 /// # Safety
@@ -424,8 +447,9 @@ pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
     unsafe { submit_one(cb, None, op) }
 }
 
-/// `aio_error`: EINPROGRESS, 0, or the request's errno; -1/EINVAL for an aiocb
-/// that is not a submitted request (or whose result `aio_return` took).
+/// `aio_error`: EINPROGRESS, 0, or the request's errno (also after `aio_return`
+/// took its result, as glibc); -1/EINVAL for an aiocb that is not a submitted
+/// request.
 ///
 /// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_error.html>
 ///
@@ -433,8 +457,16 @@ pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
 pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
-    // SAFETY: checked for null; valid by contract.
-    if cb.is_null() || !unsafe { known(cb) } {
+    if cb.is_null() {
+        return fail(libc::EINVAL);
+    }
+    // SAFETY: valid by contract.
+    if !unsafe { known(cb) } {
+        // SAFETY: valid by contract.
+        if unsafe { returned(cb) } {
+            // SAFETY: done; the library no longer writes it.
+            return unsafe { raw::error_code(cb) };
+        }
         return fail(libc::EINVAL);
     }
     raw::looked();
@@ -456,8 +488,9 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
 }
 
 /// `aio_return`: the request's result (bytes, or -1 with errno), once; then the
-/// aiocb is the program's again (a second call: -1/EINVAL). Before the request
-/// is done: 0, and nothing is taken (as glibc).
+/// aiocb is the program's again (a second call: -1/EINVAL; `aio_error` still
+/// gives its status). Before the request is done: 0, and nothing is taken (as
+/// glibc).
 ///
 /// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_return.html>
 ///
@@ -465,8 +498,11 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
 pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
-    // SAFETY: checked for null; valid by contract.
-    if cb.is_null() || !unsafe { known(cb) } {
+    if cb.is_null() {
+        return fail(libc::EINVAL) as isize;
+    }
+    // SAFETY: valid by contract.
+    if !unsafe { known(cb) } {
         return fail(libc::EINVAL) as isize;
     }
     raw::looked();
@@ -486,7 +522,7 @@ pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
     // writes this aiocb.
     let ret = unsafe { (*cb).__return_value };
     // SAFETY: as above.
-    unsafe { set_tag(cb, false) };
+    unsafe { set_returned(cb) };
     if e != 0 {
         set_errno(e);
         return -1;
