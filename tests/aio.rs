@@ -273,6 +273,70 @@ fn cancel_wakes_waiter(b: Backend) {
 }
 both!(cancel_of_queued_request_wakes_waiter, cancel_wakes_waiter);
 
+/// The send buffer size of `fd` (`SO_SNDBUF`).
+fn send_buffer(fd: &impl AsRawFd) -> usize {
+    let mut v: libc::c_int = 0;
+    let mut l = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `v` and `l` are valid for writes of an int and its length.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut l,
+        )
+    };
+    assert_eq!(r, 0, "getsockopt(SO_SNDBUF)");
+    v as usize
+}
+
+fn cancel_leaves_datagram_write(b: Backend) {
+    // Writes of half the send buffer each to a datagram socket nobody reads:
+    // two fit, the third waits for room, the rest wait behind it (a socket's
+    // writes keep their order). A cancel leaves the waiting one in progress,
+    // as glibc: a datagram goes whole or not at all, and the thread engine's
+    // send cannot be interrupted. io_uring used to cancel it.
+    let aio = ctx(b);
+    let (tx, rx) = std::os::unix::net::UnixDatagram::pair().unwrap();
+    let len = send_buffer(&tx) / 2;
+    let mut reqs: Vec<_> = (0..8u8)
+        .map(|k| aio.write(&tx, 0, vec![k; len]).unwrap())
+        .collect();
+    for r in &mut reqs[..2] {
+        assert_eq!(r.wait().unwrap().result.unwrap(), len);
+    }
+    std::thread::sleep(Duration::from_millis(10));
+    assert_eq!(reqs[2].error().unwrap_err().kind(), ErrorKind::InProgress);
+    assert_eq!(
+        aio.cancel_fd(tx.as_raw_fd()).unwrap(),
+        CancelResult::NotCanceled
+    );
+    assert_eq!(reqs[2].error().unwrap_err().kind(), ErrorKind::InProgress);
+    for r in &reqs[3..] {
+        assert_eq!(r.error().unwrap_err().kind(), ErrorKind::Canceled);
+    }
+    assert_eq!(reqs[2].cancel().unwrap(), CancelResult::NotCanceled);
+    // Room made: it goes whole, after the two before it, and nothing else.
+    let mut got = vec![0u8; len + 1];
+    for k in 0..2u8 {
+        assert_eq!(rx.recv(&mut got).unwrap(), len);
+        assert_eq!(got[0], k);
+    }
+    assert_eq!(reqs[2].wait().unwrap().result.unwrap(), len);
+    rx.set_nonblocking(true).unwrap();
+    assert_eq!(rx.recv(&mut got).unwrap(), len);
+    assert_eq!(got[..len], vec![2u8; len][..]);
+    assert_eq!(
+        rx.recv(&mut got).unwrap_err().kind(),
+        std::io::ErrorKind::WouldBlock
+    );
+}
+both!(
+    cancel_leaves_a_datagram_write_in_progress,
+    cancel_leaves_datagram_write
+);
+
 /// A POSIX request belongs to the process: the thread that submitted it may
 /// exit before it completes. (io_uring cancels a task's pending requests when
 /// the task exits; the engine issues them again.)

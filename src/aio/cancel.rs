@@ -100,6 +100,10 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
             inner.release(core);
             CancelResult::Canceled
         }
+        State::Issued if s.issued_write_stays(s.fd_kind) => {
+            inner.release(core);
+            CancelResult::NotCanceled
+        }
         State::Issued => match &inner.engine {
             Engine::Uring(r) => {
                 // Asked for: an ECANCELED completion is this cancel's (see
@@ -134,7 +138,7 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
             }
             Engine::Threads(p) => {
                 let s = &mut core.slots[idx as usize];
-                if s.interruptible {
+                if s.interruptible && super::threads::can_stop(s) {
                     s.cancel_req = true;
                     p.interrupt(s.worker);
                     inner.release(core);

@@ -146,6 +146,18 @@ impl Slot {
         }
     }
 
+    /// True for an issued write that a cancel leaves to run: one on a
+    /// datagram socket, whose send cannot end part way. The thread engine's
+    /// worker sends it with a blocking call, which a cancel cannot
+    /// interrupt; io_uring could stop it while it waits for room, but the
+    /// engines agree (as glibc, and as the Open POSIX Test Suite's
+    /// `aio_cancel` tests expect): it is in progress, `AIO_NOTCANCELED`, and
+    /// the cancel does not wait for it. `kind` is the fd's kind, if known.
+    #[inline]
+    pub(crate) fn issued_write_stays(&self, kind: Option<FdKind>) -> bool {
+        self.op.kind == OpKind::Write && kind == Some(FdKind::Datagram)
+    }
+
     pub(crate) fn empty() -> Slot {
         Slot {
             gen: 0,

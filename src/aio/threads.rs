@@ -233,11 +233,19 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
 /// when it would block). A C request's fd kind is learnt by its worker without
 /// the lock (`interruptible` set meanwhile); until then it is read here. On a
 /// regular file or block device (or an fd `fstat` refuses, transferred as on
-/// one) the transfer runs to its end: the kernel does not interrupt it.
+/// one) the transfer runs to its end: the kernel does not interrupt it; nor
+/// does a datagram write (see `Slot::issued_write_stays`).
 pub(crate) fn can_stop(s: &super::table::Slot) -> bool {
+    let kind = fd_kind_of(s);
+    kind.is_some_and(FdKind::is_stream) && !s.issued_write_stays(kind)
+}
+
+/// The kind of the issued request's fd: as learnt at submission, or (a C
+/// request's, not learnt yet) read now.
+pub(crate) fn fd_kind_of(s: &super::table::Slot) -> Option<FdKind> {
     match s.fd_kind {
-        Some(k) => k.is_stream(),
-        None => sio::kind(borrow(s.op.fd)).is_ok_and(FdKind::is_stream),
+        Some(k) => Some(k),
+        None => sio::kind(borrow(s.op.fd)).ok(),
     }
 }
 

@@ -53,6 +53,10 @@ impl CEngine {
                 inner.release(core);
                 libc::AIO_CANCELED
             }
+            State::Issued if s.issued_write_stays(threads::fd_kind_of(s)) => {
+                inner.release(core);
+                libc::AIO_NOTCANCELED
+            }
             State::Issued => {
                 // Keep the slot when it completes, to read how it ended.
                 core.slots[idx as usize].detached = false;
