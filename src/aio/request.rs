@@ -449,7 +449,11 @@ impl<B: Send + 'static> Request<B> {
     /// `aio_cancel(fd, aiocb)`: cancel this request. [`CancelResult::Canceled`] if
     /// it was stopped (it then reports ECANCELED and still notifies),
     /// [`CancelResult::NotCanceled`] if it is already running and cannot be
-    /// stopped, [`CancelResult::AllDone`] if it had finished.
+    /// stopped, [`CancelResult::AllDone`] if it had finished. Running means a
+    /// transfer the kernel or a pool thread has begun: a regular-file copy, a
+    /// pipe write part of which went through, or a write to a datagram socket
+    /// waiting for room (it goes whole once there is room, as with glibc). The
+    /// call does not wait for such a request.
     ///
     /// # References
     /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
