@@ -100,7 +100,7 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
             inner.release(core);
             CancelResult::Canceled
         }
-        State::Issued if s.issued_write_stays(s.fd_kind) => {
+        State::Issued if s.issued_write_stays(|| s.fd_kind) => {
             inner.release(core);
             CancelResult::NotCanceled
         }

@@ -152,10 +152,11 @@ impl Slot {
     /// interrupt; io_uring could stop it while it waits for room, but the
     /// engines agree (as glibc, and as the Open POSIX Test Suite's
     /// `aio_cancel` tests expect): it is in progress, `AIO_NOTCANCELED`, and
-    /// the cancel does not wait for it. `kind` is the fd's kind, if known.
+    /// the cancel does not wait for it. `kind` gives the fd's kind, if known
+    /// (asked only for a write).
     #[inline]
-    pub(crate) fn issued_write_stays(&self, kind: Option<FdKind>) -> bool {
-        self.op.kind == OpKind::Write && kind == Some(FdKind::Datagram)
+    pub(crate) fn issued_write_stays(&self, kind: impl FnOnce() -> Option<FdKind>) -> bool {
+        self.op.kind == OpKind::Write && kind() == Some(FdKind::Datagram)
     }
 
     pub(crate) fn empty() -> Slot {

@@ -237,7 +237,7 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
 /// does a datagram write (see `Slot::issued_write_stays`).
 pub(crate) fn can_stop(s: &super::table::Slot) -> bool {
     let kind = fd_kind_of(s);
-    kind.is_some_and(FdKind::is_stream) && !s.issued_write_stays(kind)
+    kind.is_some_and(FdKind::is_stream) && !s.issued_write_stays(|| kind)
 }
 
 /// The kind of the issued request's fd: as learnt at submission, or (a C

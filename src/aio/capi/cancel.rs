@@ -53,7 +53,7 @@ impl CEngine {
                 inner.release(core);
                 libc::AIO_CANCELED
             }
-            State::Issued if s.issued_write_stays(threads::fd_kind_of(s)) => {
+            State::Issued if s.issued_write_stays(|| threads::fd_kind_of(s)) => {
                 inner.release(core);
                 libc::AIO_NOTCANCELED
             }
