@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# fio, 4 KiB random reads of a cached 256 MiB file (--invalidate=0), at QD1 and
-# QD32, three ways in the same run:
+# fio, 4 KiB random reads of a cached 256 MiB file (--invalidate=0), or random
+# buffered writes to it (--rw randwrite), at QD1 and QD32, three ways in the
+# same run:
 #   posixaio          glibc's POSIX AIO (user-space threads)
 #   posixaio+preload  the same fio under LD_PRELOAD=libposixrt.so
 #   io_uring          fio's own io_uring engine (the floor)
@@ -8,7 +9,8 @@
 # over the repeats, the ratios the targets are stated in (of the medians), and
 # the load average (the machine may be shared).
 #
-# Usage: capi/bench/fio.sh [--runtime SECONDS] [--repeat N] [--dir DIR] [--lib PATH]
+# Usage: capi/bench/fio.sh [--rw randread|randwrite] [--runtime SECONDS] [--repeat N] [--dir DIR] [--lib PATH]
+#   --rw       the workload (default randread; the targets are stated for it)
 #   --runtime  seconds per fio run (default 5)
 #   --repeat   rounds of all six runs, interleaved (default 3)
 #   --dir      where the 256 MiB file goes (default: a new temporary directory)
@@ -20,6 +22,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 runtime=5
 repeat=3
+rw=randread
 dir=""
 lib=""
 while [ $# -gt 0 ]; do
@@ -28,10 +31,15 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
     --lib) lib=${2:?--lib needs a value}; shift 2 ;;
+    --rw) rw=${2:?--rw needs a value}; shift 2 ;;
     -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fio.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$rw" in
+  randread|randwrite) ;;
+  *) echo "fio.sh: --rw is randread or randwrite, not '$rw'" >&2; exit 2 ;;
+esac
 
 if ! command -v fio >/dev/null 2>&1; then
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
@@ -65,16 +73,21 @@ if [ ! -e "$file" ] || [ "$(stat -c %s "$file")" != 268435456 ]; then
 fi
 cat "$file" >/dev/null
 
-# One fio run; prints "IOPS MEAN_LATENCY_US" (terse v3: field 8 is read IOPS,
-# field 40 the mean total latency in microseconds).
+# One fio run; prints "IOPS MEAN_LATENCY_US" (terse v3: fields 8 and 40 are
+# the read IOPS and mean total latency in microseconds, 49 and 81 the write
+# ones).
 run() {
   local engine=$1 qd=$2 preload=${3:-}
   local out
-  out=$(env ${preload:+LD_PRELOAD="$preload"} fio --name=randread --filename="$file" \
-    --rw=randread --bs=4k --size=256m --invalidate=0 --ioengine="$engine" \
+  out=$(env ${preload:+LD_PRELOAD="$preload"} fio --name="$rw" --filename="$file" \
+    --rw="$rw" --bs=4k --size=256m --invalidate=0 --ioengine="$engine" \
     --iodepth="$qd" --time_based --runtime="$runtime" --ramp_time=1 \
     --output-format=terse --terse-version=3 2>/dev/null | tail -1)
-  echo "$out" | awk -F';' '{ printf "%s %s\n", $8, $40 }'
+  if [ "$rw" = randread ]; then
+    echo "$out" | awk -F';' '{ printf "%s %s\n", $8, $40 }'
+  else
+    echo "$out" | awk -F';' '{ printf "%s %s\n", $49, $81 }'
+  fi
 }
 
 load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -108,7 +121,7 @@ done
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "null" }'; }
 {
   echo "{"
-  echo "  \"bench\": \"fio 4k randread, cached 256 MiB file, --invalidate=0, ${runtime}s per run, $repeat interleaved rounds\","
+  echo "  \"bench\": \"fio 4k $rw, cached 256 MiB file, --invalidate=0, ${runtime}s per run, $repeat interleaved rounds\","
   echo "  \"fio\": \"$(fio --version)\","
   echo "  \"nproc\": $(nproc),"
   echo "  \"load_avg_before\": \"$load\","
@@ -134,6 +147,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
   echo "    \"qd32_preload_vs_glibc_iops\": $(ratio "${med[posixaio+preload,32]}" "${med[posixaio,32]}"),"
   echo "    \"qd32_preload_vs_io_uring_iops\": $(ratio "${med[posixaio+preload,32]}" "${med[io_uring,32]}")"
   echo "  },"
-  echo "  \"targets\": {\"qd1_vs_glibc\": 3.0, \"qd1_vs_io_uring\": 0.8, \"qd32_vs_glibc\": 1.2, \"qd32_vs_io_uring\": 0.9}"
+  if [ "$rw" = randread ]; then
+    echo "  \"targets\": {\"qd1_vs_glibc\": 3.0, \"qd1_vs_io_uring\": 0.8, \"qd32_vs_glibc\": 1.2, \"qd32_vs_io_uring\": 0.9}"
+  else
+    echo "  \"targets\": null"
+  fi
   echo "}"
 }
