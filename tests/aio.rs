@@ -159,6 +159,50 @@ fn in_progress_until_done(b: Backend) {
 }
 both!(error_in_progress_then_done, in_progress_until_done);
 
+/// A read waiting for a pipe's data completes while the thread that submitted
+/// it spins in user space without a system call, and another thread waits for
+/// it. On io_uring the kernel posts such a completion through work it queues
+/// to the submitting thread; the rings let that work wait for the thread's
+/// next entry into the kernel (`IORING_SETUP_COOP_TASKRUN`), which a timer
+/// tick gives it. A ring that ran it only in the submitter's own
+/// `io_uring_enter` (`IORING_SETUP_DEFER_TASKRUN`) would hold the completion
+/// until the spin ends. (The spin is bounded: 10 s.)
+fn completes_while_submitter_spins(b: Backend) {
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let seen = std::sync::atomic::AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spun_until_seen = std::thread::scope(|sc| {
+        let spinner = sc.spawn(|| {
+            let r = aio.read(&rd, 0, vec![0u8; 5]).unwrap();
+            tx.send(r).unwrap();
+            let t0 = Instant::now();
+            while !seen.load(Ordering::Acquire) {
+                if t0.elapsed() > Duration::from_secs(10) {
+                    return false;
+                }
+                std::hint::spin_loop();
+            }
+            true
+        });
+        let mut r = rx.recv().unwrap();
+        rustix::io::write(&wr, b"hello").unwrap();
+        aio.suspend([&r], Some(Duration::from_secs(20))).unwrap();
+        seen.store(true, Ordering::Release);
+        let c = r.wait().unwrap();
+        assert_eq!(c.data(), b"hello");
+        spinner.join().unwrap()
+    });
+    assert!(
+        spun_until_seen,
+        "the completion waited for the submitting thread to stop spinning"
+    );
+}
+both!(
+    completes_while_the_submitter_spins,
+    completes_while_submitter_spins
+);
+
 fn suspend_timeout(b: Backend) {
     let aio = ctx(b);
     let (rd, _wr) = pipe();
