@@ -420,7 +420,8 @@ impl CEngine {
         let needs_bg = reqs.iter().any(|r| !r.notify.is_none())
             || list.as_ref().is_some_and(|(n, _)| !n.is_none());
         if needs_bg {
-            with_signals_blocked(|| self.inner.ensure_background())?;
+            // It starts the completion thread (once) with every signal blocked.
+            self.inner.ensure_background()?;
         }
         let inner = &self.inner;
         let mut core = inner.lock();
