@@ -234,3 +234,94 @@ fn given_up_appends_land_whole_or_not_at_all(b: Backend) {
     }
 }
 both!(given_up_appends, given_up_appends_land_whole_or_not_at_all);
+
+/// A buffer that counts its drops.
+struct Counted {
+    v: Vec<u8>,
+    drops: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+// SAFETY: the Vec's heap block does not move when the value moves.
+unsafe impl posixrt::aio::IoBuf for Counted {
+    fn stable_ptr(&self) -> *const u8 {
+        self.v.as_ptr()
+    }
+    fn bytes_len(&self) -> usize {
+        self.v.len()
+    }
+}
+
+// SAFETY: as above; the pointer covers `len()` initialised bytes.
+unsafe impl posixrt::aio::IoBufMut for Counted {
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        self.v.as_mut_ptr()
+    }
+}
+
+/// A write future dropped while its write waits in the kernel (on a full
+/// pipe) leaves its buffer to the request, which drops it once the write is
+/// over: on io_uring, not before the write's own completion (cancelled) is
+/// reaped, which the drop does not do; in all, once. The write is polled
+/// once beside another task (so that on io_uring it waits for the turn's end,
+/// its buffer still in the future), and dropped after a turn (so that it is
+/// in the kernel).
+fn dropped_waiting_write_keeps_its_buffer(b: Backend) {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let rt = common::current_rt();
+    let (_r, w) = rustix::pipe::pipe().unwrap();
+    let size = rustix::pipe::fcntl_getpipe_size(&w).unwrap();
+    let mut w = std::fs::File::from(w);
+    w.write_all(&vec![1u8; size]).unwrap();
+    let w = Arc::new(w);
+    for round in 0..3 {
+        let aio = ctx(b);
+        let drops = Arc::new(AtomicUsize::new(0));
+        let now = rt.block_on(async {
+            let other = tokio::spawn(async {
+                for _ in 0..4 {
+                    tokio::task::yield_now().await;
+                }
+            });
+            let (aio, w, drops) = (aio.clone(), Arc::clone(&w), Arc::clone(&drops));
+            let now = tokio::spawn(async move {
+                let buf = Counted {
+                    v: vec![2u8; 16],
+                    drops: Arc::clone(&drops),
+                };
+                let mut f = aio.write_async(w, 0, buf);
+                assert!(poll_once(&mut f).await.is_pending());
+                tokio::task::yield_now().await;
+                drop(f);
+                // (Before the runtime's next turn, which may reap.)
+                drops.load(SeqCst)
+            })
+            .await
+            .unwrap();
+            other.await.unwrap();
+            now
+        });
+        if b == Backend::Uring {
+            assert_eq!(
+                now, 0,
+                "round {round}: the buffer went with the future, the write in the kernel"
+            );
+        }
+        assert!(now <= 1, "round {round}: dropped {now} times");
+        drop(aio);
+        assert_eq!(
+            drops.load(SeqCst),
+            1,
+            "round {round}: dropped once, when the write is over"
+        );
+    }
+}
+both!(
+    dropped_waiting_write,
+    dropped_waiting_write_keeps_its_buffer
+);

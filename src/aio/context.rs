@@ -294,10 +294,10 @@ impl Aio {
             Kind::Nop => "aio_read",
         };
         let threads = matches!(self.inner.engine, Engine::Threads(_));
-        let p = op.prepare(call, threads)?;
+        let mut p = op.prepare(call, threads)?;
         let notify = std::mem::take(&mut op.notify);
         self.inner.prepare_notify(&notify)?;
-        let (idx, gen) = self.inner.submit_one(p, notify)?;
+        let (idx, gen) = self.inner.submit_one(&mut p, notify)?;
         Ok(Request::new(
             Arc::clone(&self.inner),
             idx,

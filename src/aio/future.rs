@@ -51,7 +51,7 @@ use crate::Result;
 /// Made by `.await`ing a [`Request`] (it implements [`IntoFuture`]).
 pub struct RequestFuture<B: Send + 'static> {
     req: Option<Request<B>>,
-    /// Its last poll found the task's budget spent (see `coop::budgeted`).
+    /// Its last poll found the task's budget spent (see `coop::begin`).
     yielded: bool,
 }
 
@@ -70,17 +70,22 @@ impl<B: Send + 'static> IntoFuture for Request<B> {
 
 /// Polls a submitted request: its completion if done (read without the lock
 /// when the completion posted it); otherwise the task's waker goes in its slot
-/// and the wake-up source is armed.
+/// and the wake-up source is armed. `spend` is the poll's claim on the task's
+/// budget (see `coop::begin`).
+#[inline(always)]
 fn poll_request<B: Send + 'static>(
     t: &mut Ticket<B>,
     inner: &Arc<Inner>,
     cx: &mut Context<'_>,
+    spend: coop::Spend,
 ) -> Poll<Result<Completion<B>>> {
-    if let Some(c) = t.take_mailed() {
-        return Poll::Ready(Ok(c));
+    if let Some(res) = t.posted() {
+        spend.ready();
+        return Poll::Ready(Ok(t.finish(res)));
     }
     // Reap first: a request that completed inline needs no wake-up source.
     if let Some(r) = t.take_or_register(inner, cx.waker()) {
+        spend.ready();
         return Poll::Ready(r);
     }
     // The task's waker is in the slot. A wake-up source armed before that
@@ -90,10 +95,14 @@ fn poll_request<B: Send + 'static>(
         return Poll::Pending;
     }
     if let Err(e) = inner.arm_wakeup() {
+        spend.ready();
         return Poll::Ready(Err(e));
     }
     match t.take_or_register(inner, cx.waker()) {
-        Some(r) => Poll::Ready(r),
+        Some(r) => {
+            spend.ready();
+            Poll::Ready(r)
+        }
         None => Poll::Pending,
     }
 }
@@ -127,9 +136,10 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
         let Some(req) = this.req.as_mut() else {
             return already_taken();
         };
-        let r = coop::budgeted(cx, &mut this.yielded, |cx| {
-            poll_request(&mut req.t, &req.inner, cx)
-        });
+        let Some(spend) = coop::begin(cx, &mut this.yielded) else {
+            return Poll::Pending;
+        };
+        let r = poll_request(&mut req.t, &req.inner, cx, spend);
         if r.is_ready() {
             self.req = None;
         }
@@ -141,7 +151,7 @@ impl<B: Send + 'static> Future for RequestFuture<B> {
 /// entries), once all are done.
 pub struct ListFuture<B: Send + 'static> {
     list: Option<List<B>>,
-    /// Its last poll found the task's budget spent (see `coop::budgeted`).
+    /// Its last poll found the task's budget spent (see `coop::begin`).
     yielded: bool,
 }
 
@@ -163,9 +173,13 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let mut yielded = this.yielded;
-        let r = coop::budgeted(cx, &mut yielded, |cx| this.poll_list(cx));
-        this.yielded = yielded;
+        let Some(spend) = coop::begin(cx, &mut this.yielded) else {
+            return Poll::Pending;
+        };
+        let r = this.poll_list(cx);
+        if r.is_ready() {
+            spend.ready();
+        }
         r
     }
 }
@@ -232,7 +246,7 @@ impl<B: Send + 'static> ListFuture<B> {
 /// Under tokio, request futures spend the task's budget (128 units per task
 /// poll), as tokio's own I/O types do, a unit per 4 requests done: a task
 /// whose reads complete at once (cached, inline) yields to the runtime's
-/// other tasks after at most 512 of them, instead of keeping the thread for
+/// other tasks after at most 515 of them, instead of keeping the thread for
 /// its whole loop.
 ///
 /// The kernel reads the descriptor number when the ring is entered, so the
@@ -287,15 +301,20 @@ pub struct SubmitFuture<'a, F: SubmitFd, B: Send + 'static> {
     // meanwhile: the request needs no handle of its own.
     req: Option<Ticket<B>>,
     aio: &'a Aio,
-    /// The offset and buffer until submitted.
-    start: Option<(i64, B)>,
+    /// The buffer, until a poll after the submission hands it to the request
+    /// (or the drop does). It stays where the future was made until then: the
+    /// submitting poll copies nothing of it.
+    buf: Option<B>,
+    offset: i64,
+    /// The request was submitted (or refused).
+    started: bool,
     /// The buffer's address and length, read when the future was made (a
     /// buffer's address does not change as it moves: see [`IoBuf`]).
     at: (usize, usize),
     /// The token of the flush that enters the request, while it waits for it
     /// (0: entered, or never deferred).
     flush: u64,
-    /// Its last poll found the task's budget spent (see `coop::budgeted`).
+    /// Its last poll found the task's budget spent (see `coop::begin`).
     yielded: bool,
     kind: OpKind,
     fd: F,
@@ -306,6 +325,10 @@ impl<F: SubmitFd, B: Send + 'static> Unpin for SubmitFuture<'_, F, B> {}
 impl<F: SubmitFd, B: Send + 'static> Drop for SubmitFuture<'_, F, B> {
     fn drop(&mut self) {
         if let Some(t) = self.req.as_mut() {
+            // The request keeps the buffer while the kernel may still use it.
+            if let Some(b) = self.buf.take() {
+                t.buf = Some(b);
+            }
             t.forget(&self.aio.inner);
         }
     }
@@ -316,23 +339,31 @@ impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let mut yielded = this.yielded;
-        let r = coop::budgeted(cx, &mut yielded, |cx| this.poll_submit(cx));
-        this.yielded = yielded;
-        r
+        let Some(spend) = coop::begin(cx, &mut this.yielded) else {
+            return Poll::Pending;
+        };
+        this.poll_submit(cx, spend)
     }
 }
 
 impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
-    fn poll_submit(&mut self, cx: &mut Context<'_>) -> Poll<Result<Completion<B>>> {
+    #[inline]
+    fn poll_submit(
+        &mut self,
+        cx: &mut Context<'_>,
+        spend: coop::Spend,
+    ) -> Poll<Result<Completion<B>>> {
         let this = self;
-        if let Some((offset, buf)) = this.start.take() {
+        if !this.started {
+            this.started = true;
             let may_wait = this.fd.may_wait(this.aio);
-            let io = (this.kind, offset, this.at);
-            let (req, deferred) = match submit(this.aio, this.fd.submit_fd(), io, buf, may_wait, cx)
-            {
+            let io = (this.kind, this.offset, this.at);
+            let (req, deferred) = match submit(this.aio, this.fd.submit_fd(), io, may_wait, cx) {
                 Ok(r) => r,
-                Err(e) => return Poll::Ready(Err(e)),
+                Err(e) => {
+                    spend.ready();
+                    return Poll::Ready(Err(e));
+                }
             };
             this.req = Some(req);
             // Not in the kernel yet: the flush at the turn's end enters the ring,
@@ -354,9 +385,13 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
             batch::flush_early(&this.aio.inner, std::mem::take(&mut this.flush));
         }
         let Some(req) = this.req.as_mut() else {
+            spend.ready();
             return already_taken();
         };
-        let r = poll_request(req, &this.aio.inner, cx);
+        if let Some(b) = this.buf.take() {
+            req.buf = Some(b);
+        }
+        let r = poll_request(req, &this.aio.inner, cx, spend);
         if r.is_ready() {
             this.req = None;
         }
@@ -365,7 +400,7 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
 }
 
 /// `Aio::submit` of a read or write (`io`: kind, offset, and the address and
-/// length of `buf`) on `fd`, with the kernel entry left to the end of the
+/// length of the buffer, which the future keeps) on `fd`, with the kernel entry left to the end of the
 /// runtime turn when that pays and `may_wait` (true then). If `may_wait`, what
 /// the request names stays its file until the request is in the kernel,
 /// whatever happens to the future (see `submit_fd.rs`).
@@ -373,7 +408,6 @@ fn submit<B: Send + 'static>(
     aio: &Aio,
     fd: BorrowedFd<'_>,
     io: (OpKind, i64, (usize, usize)),
-    buf: B,
     may_wait: bool,
     cx: &Context<'_>,
 ) -> Result<(Ticket<B>, bool)> {
@@ -409,13 +443,13 @@ fn submit<B: Send + 'static>(
         Entry::NowThenReap
     };
     let ((idx, gen), deferred) =
-        inner.submit_one_mailed(p, Notify::None, mail.as_ref(), waker, entry)?;
+        inner.submit_one_mailed(&mut p, &mut Notify::None, mail.as_ref(), waker, entry)?;
     #[cfg(feature = "tokio")]
     if deferred {
         batch::queued();
         batch::schedule_flush(inner);
     }
-    Ok((Ticket::new(idx, gen, Some(buf), mail), deferred))
+    Ok((Ticket::new(idx, gen, None, mail), deferred))
 }
 
 impl Aio {
@@ -463,7 +497,9 @@ impl Aio {
             req: None,
             aio: self,
             at: (buf.stable_mut_ptr() as usize, buf.bytes_len()),
-            start: Some((offset, buf)),
+            buf: Some(buf),
+            offset,
+            started: false,
             flush: 0,
             yielded: false,
             kind: OpKind::Read,
@@ -491,7 +527,9 @@ impl Aio {
             req: None,
             aio: self,
             at: (buf.stable_ptr() as usize, buf.bytes_len()),
-            start: Some((offset, buf)),
+            buf: Some(buf),
+            offset,
+            started: false,
             flush: 0,
             yielded: false,
             kind: OpKind::Write,

@@ -207,7 +207,7 @@ impl<B: Send + 'static> Ticket<B> {
 
     /// The result, once done.
     #[inline]
-    fn finish(&mut self, res: i64) -> Completion<B> {
+    pub(crate) fn finish(&mut self, res: i64) -> Completion<B> {
         self.taken = Some(res);
         if let Some(m) = self.mail.take() {
             recycle(m);
@@ -216,6 +216,16 @@ impl<B: Send + 'static> Ticket<B> {
             result: result_of("aio_return", res),
             buf: self.buf.take(),
         }
+    }
+
+    /// The result the completion posted, if it did and it was not taken (no
+    /// lock): [`finish`](Ticket::finish) takes it.
+    #[inline]
+    pub(crate) fn posted(&self) -> Option<i64> {
+        if self.taken.is_some() {
+            return None;
+        }
+        self.mailed()
     }
 
     /// The result, if the completion posted it (no lock).

@@ -122,11 +122,11 @@ impl Inner {
         // (most lists probe nothing: their fds are known regular files).
         let mut probes = Probes::default();
         let mut enter = false;
-        for (p, notify) in ops {
+        for (mut p, mut notify) in ops {
             let id = self.place(
                 &mut core,
-                p,
-                notify,
+                &mut p,
+                &mut notify,
                 list,
                 class,
                 direct,
@@ -146,15 +146,15 @@ impl Inner {
     #[inline]
     pub(crate) fn submit_one(
         self: &Arc<Self>,
-        p: Prepared<'_>,
-        notify: Notify,
+        p: &mut Prepared<'_>,
+        mut notify: Notify,
     ) -> Result<(u32, u32)> {
         let entry = if notify.is_none() {
             Entry::NowReaped
         } else {
             Entry::Now
         };
-        self.submit_one_mailed(p, notify, None, None, entry)
+        self.submit_one_mailed(p, &mut notify, None, None, entry)
             .map(|(id, _)| id)
     }
 
@@ -168,8 +168,8 @@ impl Inner {
     #[inline(always)]
     pub(crate) fn submit_one_mailed(
         self: &Arc<Self>,
-        p: Prepared<'_>,
-        notify: Notify,
+        p: &mut Prepared<'_>,
+        notify: &mut Notify,
         mail: Option<&std::sync::Arc<super::mail::Mail>>,
         waker: Option<&std::task::Waker>,
         entry: Entry,
@@ -299,8 +299,8 @@ impl Inner {
     fn place(
         &self,
         core: &mut Core,
-        mut p: Prepared<'_>,
-        notify: Notify,
+        p: &mut Prepared<'_>,
+        notify: &mut Notify,
         list: u32,
         class: SchedClass,
         direct: bool,
@@ -322,7 +322,7 @@ impl Inner {
                     return (idx, gen);
                 }
             }
-            fill(core, idx, &mut p, probe);
+            fill(core, idx, p, probe);
             if direct && r.push_one(core, idx, gen) {
                 *enter = true;
                 if probe {
@@ -585,7 +585,7 @@ impl Inner {
 /// submitting call returns, so it needs its own copy of the fd, and its kind and
 /// flags.
 #[inline(never)]
-fn hold_back(core: &mut Core, idx: u32, mut p: Prepared<'_>) {
+fn hold_back(core: &mut Core, idx: u32, p: &mut Prepared<'_>) {
     core.slots[idx as usize].probe = false;
     if !p.checked {
         let _ = p.check();
@@ -597,7 +597,7 @@ fn hold_back(core: &mut Core, idx: u32, mut p: Prepared<'_>) {
             return;
         }
     }
-    fill(core, idx, &mut p, false);
+    fill(core, idx, p, false);
     core.admit(idx, false);
 }
 

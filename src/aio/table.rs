@@ -218,7 +218,7 @@ impl Core {
         op: RawOp,
         reqprio: u8,
         base: i32,
-        notify: Notify,
+        mut notify: Notify,
         list: u32,
     ) -> (u32, u32) {
         let class = if base > 0 {
@@ -226,10 +226,11 @@ impl Core {
         } else {
             SchedClass::OTHER
         };
-        self.alloc_as(op, reqprio, class, notify, list)
+        self.alloc_as(op, reqprio, class, &mut notify, list)
     }
 
-    /// [`alloc`](Core::alloc) for a submitter of scheduling class `class`.
+    /// [`alloc`](Core::alloc) for a submitter of scheduling class `class`;
+    /// takes `notify` (leaving `Notify::None`).
     ///
     /// A free slot already holds the defaults of the fields that
     /// [`complete`](Core::complete) and [`free_slot`](Core::free_slot) reset (no
@@ -241,7 +242,7 @@ impl Core {
         op: RawOp,
         reqprio: u8,
         class: SchedClass,
-        notify: Notify,
+        notify: &mut Notify,
         list: u32,
     ) -> (u32, u32) {
         let class = effective(class, reqprio);
@@ -278,8 +279,10 @@ impl Core {
         s.finite = false;
         s.seq = seq;
         s.res = 0;
+        // (Only the tag is read for `Notify::None`, the futures' case: a copy
+        // of the whole value would stall on the partial write that made it.)
         if !notify.is_none() {
-            s.notify = notify;
+            s.notify = std::mem::take(notify);
         }
         s.list = list;
         s.worker = u32::MAX;
