@@ -135,3 +135,31 @@ fn pipe_writes_land_in_order(b: Backend) {
     assert_eq!(reader.join().unwrap(), in_order());
 }
 both!(pipe_writes, pipe_writes_land_in_order);
+
+/// A future polled again after it gave its result answers "already taken",
+/// whether the read completed at once or after a wait (a pipe), and gives no
+/// second buffer.
+fn polled_after_its_result(b: Backend) {
+    let aio = ctx(b);
+    let f = Arc::new(common::temp_file(b"twice"));
+    let rt = rt();
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    let r = Arc::new(std::fs::File::from(r));
+    rt.block_on(async {
+        let mut fut = aio.read_async(Arc::clone(&f), 0, vec![0u8; 5]);
+        let c = (&mut fut).await.unwrap();
+        assert_eq!(c.data(), b"twice");
+        let again = std::future::poll_fn(|cx| Pin::new(&mut fut).poll(cx)).await;
+        assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::AlreadyTaken));
+
+        let mut fut = aio.read_async(Arc::clone(&r), 0, vec![0u8; 4]);
+        let first = std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut fut).poll(cx))).await;
+        assert!(first.is_pending());
+        rustix::io::write(&w, b"late").unwrap();
+        let c = (&mut fut).await.unwrap();
+        assert_eq!(c.data(), b"late");
+        let again = std::future::poll_fn(|cx| Pin::new(&mut fut).poll(cx)).await;
+        assert_eq!(again.err().map(|e| e.kind()), Some(ErrorKind::AlreadyTaken));
+    });
+}
+both!(polled_after_its_result, polled_after_its_result);

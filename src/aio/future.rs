@@ -391,11 +391,9 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
         if let Some(b) = this.buf.take() {
             req.buf = Some(b);
         }
-        let r = poll_request(req, &this.aio.inner, cx, spend);
-        if r.is_ready() {
-            this.req = None;
-        }
-        r
+        // (A request done stays here, taken: a later poll answers "already
+        // taken", and the drop has nothing to give up.)
+        poll_request(req, &this.aio.inner, cx, spend)
     }
 }
 

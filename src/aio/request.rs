@@ -206,7 +206,7 @@ impl<B: Send + 'static> Ticket<B> {
     }
 
     /// The result, once done.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn finish(&mut self, res: i64) -> Completion<B> {
         self.taken = Some(res);
         if let Some(m) = self.mail.take() {
