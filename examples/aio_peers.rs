@@ -37,7 +37,9 @@
 //! spread over 0.81–0.84 in 5 runs of 21 rounds with every engine, and over
 //! 0.837–0.845 in 7 runs of 11 rounds of the two engines alone (`--only`);
 //! in a later batch of 5 runs with every engine it was 0.815–0.829, and
-//! `tokio_bare_uring`'s 0.849–0.855, so 0.955–0.974 of the floor. (With
+//! `tokio_bare_uring`'s 0.849–0.855, so 0.955–0.974 of the floor. At ea645b0,
+//! on an AMD EPYC host, 5 runs with every engine gave 0.866–0.911, the floor
+//! 0.904–0.940. (With
 //! `Vec` buffers, earlier, it spread over 0.81–1.01 from day to day and build to
 //! build: see `block`.) The test file is written back to the disk before the rounds, so that
 //! the kernel's flusher does not write it during them.
