@@ -78,7 +78,6 @@ pub(super) struct Spend {
 /// task's budget, which nothing refreshes while it blocks: without the wake
 /// it would wait for a wake-up tokio gives only after its poll, and without
 /// `yielded` it would be refused again.)
-///
 #[inline(always)]
 pub(super) fn begin(cx: &mut Context<'_>, yielded: &mut bool) -> Option<Spend> {
     // (Outside the thread's life, when the count cannot be read: ask tokio.)

@@ -398,10 +398,11 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
 }
 
 /// `Aio::submit` of a read or write (`io`: kind, offset, and the address and
-/// length of the buffer, which the future keeps) on `fd`, with the kernel entry left to the end of the
-/// runtime turn when that pays and `may_wait` (true then). If `may_wait`, what
-/// the request names stays its file until the request is in the kernel,
-/// whatever happens to the future (see `submit_fd.rs`).
+/// length of the buffer, which the future keeps) on `fd`, with the kernel
+/// entry left to the end of the runtime turn when that pays and `may_wait`
+/// (true then). If `may_wait`, what the request names stays its file until
+/// the request is in the kernel, whatever happens to the future (see
+/// `submit_fd.rs`).
 fn submit<B: Send + 'static>(
     aio: &Aio,
     fd: BorrowedFd<'_>,
