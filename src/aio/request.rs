@@ -231,10 +231,7 @@ impl<B: Send + 'static> Ticket<B> {
     /// The result, if the completion posted it (no lock).
     #[inline]
     pub(crate) fn take_mailed(&mut self) -> Option<Completion<B>> {
-        if self.taken.is_some() {
-            return None;
-        }
-        let r = self.mailed()?;
+        let r = self.posted()?;
         Some(self.finish(r))
     }
 
