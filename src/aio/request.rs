@@ -327,7 +327,16 @@ impl<B: Send + 'static> Ticket<B> {
     /// Lets go of the request: a done one's slot is freed; an unfinished one is
     /// cancelled and its slot keeps the buffer until the kernel (or pool
     /// thread) lets go of it.
+    #[inline]
     pub(crate) fn forget(&mut self, inner: &Inner) {
+        // Most often (a future dropped after its result) nothing is left.
+        if self.taken.is_some() && self.mail.is_none() {
+            return;
+        }
+        self.forget_slow(inner);
+    }
+
+    fn forget_slow(&mut self, inner: &Inner) {
         if self.taken.is_none() && self.mailed().is_none() {
             let mut attempt = false;
             let mut core = inner.lock();

@@ -313,7 +313,8 @@ impl Inner {
         // A read on an fd number already seen, in this context, to name a regular
         // file, block device or directory needs no probe (no ESPIPE, no EAGAIN):
         // no settling pass after the enter.
-        let probe = read && !p.checked && can_probe && direct && !core.fd_not_pollable(p.raw.fd);
+        let not_pollable = core.fd_not_pollable(p.raw.fd);
+        let probe = read && !p.checked && can_probe && direct && !not_pollable;
         if let Engine::Uring(r) = &self.engine {
             if direct && super::uring::punted(p.raw.kind, p.raw.len, class) {
                 if let Err(e) = p.own() {
@@ -322,7 +323,7 @@ impl Inner {
                     return (idx, gen);
                 }
             }
-            fill(core, idx, p, probe);
+            fill(core, idx, p, probe, not_pollable);
             if direct && r.push_one(core, idx, gen) {
                 *enter = true;
                 if probe {
@@ -597,17 +598,17 @@ fn hold_back(core: &mut Core, idx: u32, p: &mut Prepared<'_>) {
             return;
         }
     }
-    fill(core, idx, p, false);
+    let not_pollable = core.fd_not_pollable(p.raw.fd);
+    fill(core, idx, p, false, not_pollable);
     core.admit(idx, false);
 }
 
-/// Copies what the engine needs from a prepared request into its slot.
+/// Copies what the engine needs from a prepared request into its slot
+/// (`not_pollable`: what [`Core::fd_not_pollable`] says of its fd).
 #[inline(always)]
-fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool) {
+fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool, not_pollable: bool) {
     let fixed = core.files.lookup(p.raw.fd);
-    let finite = p
-        .kind
-        .map_or(!probe && core.fd_not_pollable(p.raw.fd), |k| !k.is_stream());
+    let finite = p.kind.map_or(!probe && not_pollable, |k| !k.is_stream());
     let s = &mut core.slots[idx as usize];
     s.fixed = fixed;
     s.finite = finite;
