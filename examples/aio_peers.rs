@@ -32,17 +32,15 @@
 //! load change on a shared machine hits all of them alike, and no engine always
 //! runs after the same one; each figure is the median over the
 //! rounds. `tokio_fs` runs its rounds apart, after the others: the engine that
-//! followed it in a round was slowed by 15–20% (see `APART`). 21 short rounds by default (about 40 s in all): on a quiet 2-vCPU
-//! VM, with aligned buffers, the QD32 ratio of `posixrt_await` to raw io_uring
-//! spread over 0.81–0.84 in 5 runs of 21 rounds with every engine, and over
-//! 0.837–0.845 in 7 runs of 11 rounds of the two engines alone (`--only`);
-//! in a later batch of 5 runs with every engine it was 0.815–0.829, and
-//! `tokio_bare_uring`'s 0.849–0.855, so 0.955–0.974 of the floor. At ea645b0,
-//! on an AMD EPYC host, 5 runs with every engine gave 0.866–0.911, the floor
-//! 0.904–0.940. (With
-//! `Vec` buffers, earlier, it spread over 0.81–1.01 from day to day and build to
-//! build: see `block`.) The test file is written back to the disk before the rounds, so that
-//! the kernel's flusher does not write it during them.
+//! followed it in a round was slowed by 15–20% (see `APART`). 21 short rounds
+//! by default (45–60 s in all). At 1633c4f, on a 2-vCPU AMD EPYC VM, 8 runs
+//! with every engine put the QD32 ratio of `posixrt_await` to raw io_uring at
+//! 0.880–0.908 and `tokio_bare_uring`'s at 0.944–0.962; on an Intel Xeon VM,
+//! earlier, the first was 0.80–0.84. (Before d6d8bba the floor's QD32 loop read
+//! the clock once per read, which made it about 4% slower. With `Vec` buffers,
+//! earlier, the ratio spread over 0.81–1.01 from day to day and build to build:
+//! see `block`.) The test file is written back to the disk before the rounds,
+//! so that the kernel's flusher does not write it during them.
 //!
 //! ```text
 //! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
