@@ -15,7 +15,8 @@
 //!   form: no reference count per read, and the kernel looks the file up in the
 //!   ring's table. The same holds for several futures in flight in one task
 //!   (`tokio::join!`, `join_all`, `buffer_unordered`).
-//!   (`aio.read(&file, ..)?.await` also works: it enters the ring at once.)
+//!   (`aio.read(&file, ..)?.await` also works: it enters the ring at once, one
+//!   system call per read, so tasks looping on it do not batch.)
 //! - a future's poll reaps the completion queue itself: a read done inline needs
 //!   no wake-up; a read that waited for the turn's end is completed by that
 //!   turn's reap, which hands its result straight to the future and wakes its
