@@ -396,11 +396,7 @@ impl Inner {
         match &self.engine {
             Engine::Uring(r) => r.push_ready(core) > 0,
             Engine::Threads(p) => {
-                match core.ready_len() {
-                    0 => {}
-                    1 => p.work.notify_one(),
-                    _ => p.work.notify_all(),
-                }
+                p.wake_for(core.ready_len());
                 false
             }
         }

@@ -94,6 +94,20 @@ impl Pool {
         self.workers
     }
 
+    /// Wakes a sleeping worker for each of `ready` requests, at most every
+    /// worker. (Waking all of them for two requests made the rest contend for
+    /// the lock, find nothing, and sleep again: a storm of futex calls.) A
+    /// worker takes ready requests until none is left before it sleeps, so
+    /// a request is never left with every worker asleep.
+    #[inline]
+    pub(crate) fn wake_for(&self, ready: usize) {
+        match ready {
+            0 => {}
+            1 => self.work.notify_one(),
+            n => self.work.notify_n(n.min(self.workers) as u32),
+        }
+    }
+
     /// Starts the workers and the poller; each holds the context until shutdown.
     /// They block every signal (inherited), as glibc's AIO threads do: no
     /// handler runs on them, and one that sends a completion signal never
@@ -370,11 +384,7 @@ fn poller<H: Host>(host: Arc<H>) {
                 core.complete(idx, res);
             }
         }
-        match core.ready_len() {
-            0 => {}
-            1 => pool.work.notify_one(),
-            _ => pool.work.notify_all(),
-        }
+        pool.wake_for(core.ready_len());
         let stop = core.shutdown && core.inflight == 0;
         if stop {
             pool.work.notify_all();

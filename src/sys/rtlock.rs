@@ -313,6 +313,15 @@ impl RtCond {
         }
     }
 
+    /// Wakes up to `n` waiters.
+    #[inline]
+    pub(crate) fn notify_n(&self, n: u32) {
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        if self.waiters.load(Ordering::SeqCst) != 0 {
+            futex::wake(&self.seq, n);
+        }
+    }
+
     /// Wakes every waiter.
     #[inline]
     pub(crate) fn notify_all(&self) {
