@@ -397,6 +397,40 @@ mod tests {
         assert!(*l.lock() >= ROUNDS);
     }
 
+    /// `notify_n(k)` with `k` threads asleep wakes all `k` (each waits for a flag
+    /// that is set before the notify: a thread left asleep never reports).
+    #[test]
+    fn notify_n_wakes_that_many_sleepers() {
+        const SLEEPERS: u32 = 3;
+        let s = Arc::new((RtLocked::new(false), RtCond::new()));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..SLEEPERS {
+            let (s, tx) = (Arc::clone(&s), tx.clone());
+            std::thread::spawn(move || {
+                let (l, c) = &*s;
+                let mut g = l.lock();
+                while !*g {
+                    c.wait_until(&mut g, None);
+                }
+                let _ = tx.send(());
+            });
+        }
+        let (l, c) = &*s;
+        // All of them asleep (counted as waiters before they sleep, and the
+        // lock taken after: each has released it in its wait).
+        while c.waiters.load(Ordering::SeqCst) < SLEEPERS {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        *l.lock() = true;
+        c.notify_n(SLEEPERS);
+        for i in 0..SLEEPERS {
+            assert!(
+                rx.recv_timeout(Duration::from_secs(10)).is_ok(),
+                "{i} of {SLEEPERS} sleepers woke"
+            );
+        }
+    }
+
     /// A deadline in the past returns with the lock held again.
     #[test]
     fn cond_deadline_passes() {
