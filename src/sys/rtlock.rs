@@ -307,10 +307,7 @@ impl RtCond {
     /// Wakes one waiter.
     #[inline]
     pub(crate) fn notify_one(&self) {
-        self.seq.fetch_add(1, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) != 0 {
-            futex::wake(&self.seq, 1);
-        }
+        self.notify_n(1);
     }
 
     /// Wakes up to `n` waiters.
@@ -325,10 +322,7 @@ impl RtCond {
     /// Wakes every waiter.
     #[inline]
     pub(crate) fn notify_all(&self) {
-        self.seq.fetch_add(1, Ordering::SeqCst);
-        if self.waiters.load(Ordering::SeqCst) != 0 {
-            futex::wake(&self.seq, i32::MAX as u32);
-        }
+        self.notify_n(i32::MAX as u32);
     }
 }
 
