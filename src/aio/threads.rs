@@ -96,9 +96,9 @@ impl Pool {
 
     /// Wakes a sleeping worker for each of `ready` requests, at most every
     /// worker. (Waking all of them for two requests made the rest contend for
-    /// the lock, find nothing, and sleep again: a storm of futex calls.) A
-    /// worker takes ready requests until none is left before it sleeps, so
-    /// a request is never left with every worker asleep.
+    /// the lock, find nothing, and sleep again.) A worker takes ready requests
+    /// until none is left before it sleeps, so a request is never left with
+    /// every worker asleep.
     #[inline]
     pub(crate) fn wake_for(&self, ready: usize) {
         match ready {
