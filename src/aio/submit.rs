@@ -313,7 +313,7 @@ impl Inner {
         // A read on an fd number already seen, in this context, to name a regular
         // file, block device or directory needs no probe (no ESPIPE, no EAGAIN):
         // no settling pass after the enter.
-        let not_pollable = core.fd_not_pollable(p.raw.fd);
+        let not_pollable = fd_not_pollable(core, p);
         let probe = read && !p.checked && can_probe && direct && !not_pollable;
         if let Engine::Uring(r) = &self.engine {
             if direct && super::uring::punted(p.raw.kind, p.raw.len, class) {
@@ -598,13 +598,21 @@ fn hold_back(core: &mut Core, idx: u32, p: &mut Prepared<'_>) {
             return;
         }
     }
-    let not_pollable = core.fd_not_pollable(p.raw.fd);
+    let not_pollable = fd_not_pollable(core, p);
     fill(core, idx, p, false, not_pollable);
     core.admit(idx, false);
 }
 
+/// What [`Core::fd_not_pollable`] says of the fd of `p`, asked only where
+/// [`fill`] and the probe decision use it: for a request whose fd was not
+/// looked at (one that was, a write, knows its kind, and probes nothing).
+#[inline(always)]
+fn fd_not_pollable(core: &mut Core, p: &Prepared<'_>) -> bool {
+    p.kind.is_none() && core.fd_not_pollable(p.raw.fd)
+}
+
 /// Copies what the engine needs from a prepared request into its slot
-/// (`not_pollable`: what [`Core::fd_not_pollable`] says of its fd).
+/// (`not_pollable`: see [`fd_not_pollable`]).
 #[inline(always)]
 fn fill(core: &mut Core, idx: u32, p: &mut Prepared<'_>, probe: bool, not_pollable: bool) {
     let fixed = core.files.lookup(p.raw.fd);
