@@ -5,6 +5,10 @@
 //! sent after the engine lock was released, so that a woken waiter often
 //! returned first on the thread engine.
 //!
+//! And `lio_listio(ListMode::NoWait)` returns before any notification of its
+//! list is handled: small writes complete inside the call, and their signals
+//! used to be handled before it returned (see `nowait_child`).
+//!
 //! The rounds run in a forked child, whose waiting thread is its main thread:
 //! the kernel gives a process signal to the main thread when it does not block
 //! it, the child's writer thread blocks it, and so do the engine's threads.
@@ -188,6 +192,80 @@ fn child(backend: Backend) -> Result<String, String> {
     Ok(String::new())
 }
 
+/// The round of `nowait_child` under way, and how many of its signals were
+/// handled.
+static NOWAIT_ROUND: AtomicUsize = AtomicUsize::new(0);
+static NOWAIT_SEEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Signals of a round: one per write, and the list's.
+const WRITES: usize = 10;
+const PER_ROUND: usize = 16;
+
+extern "C" fn on_nowait_signal(_: i32, si: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // SAFETY: as in `on_signal`.
+    let (code, v) = unsafe { ((*si).si_code, (*si).si_value().sival_ptr as usize) };
+    if code == -4 && v / PER_ROUND == NOWAIT_ROUND.load(Ordering::SeqCst) {
+        NOWAIT_SEEN.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Rounds of `lio_listio(ListMode::NoWait)` of 1 KiB writes to a file, each
+/// with `SIGEV_SIGNAL`, and the list with one: none is handled before the
+/// call returns, and all come, the writes done.
+fn nowait_child(backend: Backend) -> Result<String, String> {
+    common::install_handler(signo(), on_nowait_signal);
+    set_blocked(false);
+    let aio = Aio::builder()
+        .backend(backend)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let f = common::temp_file(b"");
+    let mut early = 0;
+    for round in 1..=ROUNDS {
+        NOWAIT_ROUND.store(round, Ordering::SeqCst);
+        NOWAIT_SEEN.store(0, Ordering::SeqCst);
+        let value = |i: usize| round * PER_ROUND + i;
+        let ops = (0..WRITES).map(|i| {
+            let op = Op::write(&f, (i * 1024) as i64, vec![b'a' + i as u8; 1024]);
+            Some(op.notify(Notify::signal(signo(), value(i))))
+        });
+        let list = aio
+            .lio_listio(
+                ListMode::NoWait,
+                ops,
+                Notify::signal(signo(), value(WRITES)),
+            )
+            .map_err(|e| format!("lio_listio: {e}"))?;
+        early += (NOWAIT_SEEN.load(Ordering::SeqCst) > 0) as usize;
+        for _ in 0..5000 {
+            if NOWAIT_SEEN.load(Ordering::SeqCst) == WRITES + 1 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let seen = NOWAIT_SEEN.load(Ordering::SeqCst);
+        if seen != WRITES + 1 {
+            return Err(format!(
+                "{backend} round {round}: {seen} of {} signals",
+                WRITES + 1
+            ));
+        }
+        for c in list.take_all().map_err(|e| e.to_string())?.into_iter() {
+            match c.map(|c| c.result) {
+                Some(Ok(1024)) => {}
+                other => return Err(format!("{backend} round {round}: a write gave {other:?}")),
+            }
+        }
+    }
+    if early > 0 {
+        return Err(format!(
+            "{backend}: lio_listio(NoWait) returned after a handler of its signals ran \
+             in {early} of {ROUNDS} rounds"
+        ));
+    }
+    Ok(String::new())
+}
+
 /// Forks; the child runs `f` and exits 0 or 1 with its message on a pipe.
 fn in_forked_child(f: impl FnOnce() -> Result<String, String>) -> (bool, String) {
     let (r, w) = rustix::pipe::pipe().expect("pipe");
@@ -226,6 +304,8 @@ fn completion_signal_handled_before_the_wait_returns() {
             continue;
         }
         let (ok, msg) = in_forked_child(|| child(backend));
+        assert!(ok, "{msg}");
+        let (ok, msg) = in_forked_child(|| nowait_child(backend));
         assert!(ok, "{msg}");
     }
 }

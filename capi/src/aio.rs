@@ -685,10 +685,11 @@ pub unsafe extern "C" fn lio_listio(
             Ok(_) => fail(libc::EIO),
             Err(e) => fail(e),
         }
-    } else if bad > 0 {
-        fail(libc::EIO)
     } else {
-        0
+        let r = if bad > 0 { fail(libc::EIO) } else { 0 };
+        // The last step: see `CEngine::end_call`.
+        eng.end_call(&names);
+        r
     }
 }
 

@@ -411,6 +411,16 @@ fn completion_signal_comes_before_the_waiters_wake() {
     );
 }
 
+/// `lio_listio(LIO_NOWAIT)` returns before any notification of its list is
+/// handled (as the Open POSIX Test Suite's `lio_listio/2-1` checks), and a
+/// request still notifies before `aio_suspend` returns for it. Small writes
+/// complete inside the call, and their signals used to be handled before it
+/// returned, in about 2% of calls on io_uring and 8% on the thread engine.
+#[test]
+fn lio_nowait_returns_before_its_signals() {
+    prints_ok("lio_nowait_signals.c", engines(), &[&[]]);
+}
+
 /// `-D_FILE_OFFSET_BITS=64` makes glibc's header call the `*64` names.
 #[test]
 fn semantics_large_file_names_preloaded_and_linked() {

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -131,6 +131,10 @@ pub(crate) struct Inner {
     /// Aio and Request handles alive; at zero the context shuts down.
     users: AtomicUsize,
     notifier: OnceLock<Notifier>,
+    /// Lets go of held requests once their calls returned (see `hold.rs`).
+    pub(crate) holder: OnceLock<super::hold::Holder>,
+    /// Holding calls between their submission and their last step.
+    pub(crate) holding: AtomicU32,
     /// The ring's completion eventfd, once registered.
     efd: OnceLock<OwnedFd>,
     /// Set once the completion thread runs.
@@ -139,7 +143,7 @@ pub(crate) struct Inner {
     #[cfg(feature = "tokio")]
     pub(crate) reactors: super::tokio_reap::Reactors,
     /// One-time set-up (notifier, eventfd, completion thread).
-    init: RtLocked<()>,
+    pub(crate) init: RtLocked<()>,
     /// `SIGEV_SIGNAL` notifications that could not be queued.
     pub notify_failed: AtomicU64,
     /// Wakes waiters counted in `Core::waiters` that sleep elsewhere than on
@@ -243,6 +247,8 @@ impl Inner {
             info,
             users: AtomicUsize::new(0),
             notifier: OnceLock::new(),
+            holder: OnceLock::new(),
+            holding: AtomicU32::new(0),
             efd: OnceLock::new(),
             bg: OnceLock::new(),
             #[cfg(feature = "tokio")]

@@ -280,7 +280,10 @@ impl Aio {
     /// Every entry is checked first; if one is invalid (EINVAL: reqprio, offset,
     /// length, signal) nothing is submitted. With [`ListMode::Wait`] the call
     /// returns when all are done (check each result); with [`ListMode::NoWait`]
-    /// it returns at once and `notify` fires once, when all are done.
+    /// it returns at once and `notify` fires once, when all are done. No
+    /// notification of a `NoWait` list (`notify`, its entries') fires before
+    /// the call returns: an entry done inside the call (a small write often
+    /// is) shows in progress until then.
     ///
     /// Unlike C's `lio_listio`, which returns `-1`/EIO in `LIO_WAIT` mode when an
     /// entry failed, this returns the list (it owns the buffers) either way:
@@ -332,6 +335,8 @@ impl Aio {
             ListMode::NoWait => notify,
         };
         notify.validate("lio_listio")?;
+        // No notification of a NoWait list fires before the call returns.
+        let hold = mode == ListMode::NoWait && (need_notify || !notify.is_none());
         self.inner.prepare_notify(&notify)?;
         if need_notify {
             for (_, n) in &raws {
@@ -351,8 +356,13 @@ impl Aio {
             self.inner.release(core);
             // Each request's name goes straight into its entry.
             let mut names = Names(entries.iter_mut().flatten());
-            self.inner.submit_many(raws.into_iter(), list, &mut names)?;
+            self.inner
+                .submit_many(raws.into_iter(), list, hold, &mut names)?;
+            if hold {
+                self.inner.begin_hold();
+            }
         }
+
         let mut list = List {
             aio: self.clone(),
             entries,
@@ -365,6 +375,11 @@ impl Aio {
                 list.detach();
                 return Err(e);
             }
+        }
+        if hold {
+            // The last step (see `hold.rs`).
+            let ids = list.entries.iter().flatten().map(|e| (e.idx, e.gen));
+            self.inner.end_hold(ids);
         }
         Ok(list)
     }

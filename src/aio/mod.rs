@@ -121,6 +121,7 @@ mod exit_wait;
 mod files;
 mod fsync;
 mod future;
+mod hold;
 pub(crate) mod hook;
 mod list;
 mod mail;

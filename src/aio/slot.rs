@@ -5,6 +5,7 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::task::Waker;
 
+use super::hold::Hold;
 use super::hook::HookOp;
 use super::mail::MailAddr;
 use super::notify::Notify;
@@ -131,6 +132,8 @@ pub(crate) struct Slot {
     pub recheck: bool,
     /// Thread engine: waiting for readiness in the engine's epoll set.
     pub parked: bool,
+    /// Held while its `lio_listio(LIO_NOWAIT)` call runs (see `hold.rs`).
+    pub hold: Hold,
     /// Where the result goes when the request is done, for a handle that reads
     /// it without the lock: the slot is then freed by the completion itself.
     pub mail: MailAddr,
@@ -200,6 +203,7 @@ impl Slot {
             reentered_by: 0,
             recheck: false,
             parked: false,
+            hold: Hold::No,
         }
     }
 }

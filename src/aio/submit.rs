@@ -104,11 +104,13 @@ pub(crate) enum Entry {
 impl Inner {
     /// Submits checked requests (one `lio_listio` group `list`, or `NO_LIST`),
     /// appending each one's name to `out`. The fds `ops` borrow are not used
-    /// after this returns (see `BorrowFd`).
+    /// after this returns (see `BorrowFd`). With `hold`, their completions are
+    /// held until the caller lets go of them (see `hold.rs`).
     pub(crate) fn submit_many<'fd>(
         self: &Arc<Self>,
         ops: impl ExactSizeIterator<Item = (Prepared<'fd>, Notify)>,
         list: u32,
+        hold: bool,
         out: &mut impl Extend<(u32, u32)>,
     ) -> Result<()> {
         let Begun {
@@ -134,6 +136,9 @@ impl Inner {
                 &mut enter,
                 &mut probes,
             );
+            if hold {
+                core.hold(id.0);
+            }
             out.extend(Some(id));
         }
         self.finish_submit(core, enter, &probes, Entry::Now);

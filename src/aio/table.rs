@@ -36,6 +36,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::task::Waker;
 
+use super::hold::Hold;
 use super::hook;
 pub(crate) use super::mail::{Mail, MailAddr};
 use super::notify::{Fire, Notify};
@@ -260,7 +261,7 @@ impl Core {
         debug_assert!(s.own_fd.is_none() && s.waker.is_none() && s.orphan.is_none());
         debug_assert!(s.mail.is_none());
         debug_assert!(s.notify.is_none() && !s.detached && !s.probe && !s.parked);
-        debug_assert!(!s.interruptible);
+        debug_assert!(!s.interruptible && s.hold == Hold::No);
         s.state = State::FdQueued;
         s.op = op;
         s.reqprio = reqprio;
@@ -437,7 +438,8 @@ impl Core {
             && s.own_fd.is_none()
             && s.aiocb == 0
             && s.notify.is_none()
-            && !s.detached;
+            && !s.detached
+            && s.hold == Hold::No;
         if !plain || crate::trace::system_events::enabled() {
             return self.complete_slow(idx, res);
         }
@@ -482,6 +484,9 @@ impl Core {
     #[inline(never)]
     fn complete_slow(&mut self, idx: u32, res: i64) {
         let s = &mut self.slots[idx as usize];
+        if s.held(res) {
+            return;
+        }
         match s.state {
             State::Issued => self.inflight -= 1,
             State::Ready => self.ready_live -= 1,

@@ -134,6 +134,9 @@ thread_local! {
     /// This thread submitted C requests since it last looked at one
     /// (`aio_error`, `aio_return`, a wait or a poll; see [`looked`]).
     static SUBMITTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The `lio_listio(LIO_NOWAIT)` this thread runs holds the completions of
+    /// its requests until its last step (see [`CEngine::end_call`]).
+    static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// The calling thread looks at a request's status (`aio_error`,
@@ -419,6 +422,8 @@ impl CEngine {
     ) -> Result<Vec<u64>> {
         let needs_bg = reqs.iter().any(|r| !r.notify.is_none())
             || list.as_ref().is_some_and(|(n, _)| !n.is_none());
+        // No notification of a LIO_NOWAIT list fires before the call returns.
+        let hold = needs_bg && list.as_ref().is_some_and(|&(_, wait)| !wait);
         if needs_bg {
             // It starts the completion thread (once) with every signal blocked.
             self.inner.ensure_background()?;
@@ -544,6 +549,9 @@ impl CEngine {
                     core.admit(idx, direct)
                 }
             }
+            if hold {
+                core.hold(idx);
+            }
         }
         if core.ready_len() > 0 {
             enter |= inner.kick(&mut core);
@@ -603,8 +611,23 @@ impl CEngine {
                 inner.release(inner.copy_fds_of_waiting(core, ids));
             }
         }
+        if hold {
+            inner.begin_hold();
+            HELD.with(|h| h.set(true));
+        }
         super::exit_wait::watch(&self.inner);
         Ok(names)
+    }
+
+    /// The last step of a `lio_listio(LIO_NOWAIT)` that submitted `names`: the
+    /// completions it held are let go of by another thread, after the call
+    /// returned, so that no handler of their signals runs before it returns
+    /// (see `hold.rs`).
+    pub fn end_call(&self, names: &[u64]) {
+        if HELD.with(|h| h.replace(false)) {
+            let ids = names.iter().map(|&ud| super::table::split_user_data(ud));
+            self.inner.end_hold(ids);
+        }
     }
 
     /// Waits for every request named in `names` (submitted with `keep`), then

@@ -1,0 +1,232 @@
+//! Completions held back while a `lio_listio(LIO_NOWAIT)` call runs.
+//!
+//! `LIO_NOWAIT` returns at once, and a program may check that no notification
+//! of its list was handled before the call returned (the Open POSIX Test
+//! Suite's `lio_listio/2-1` does). Small writes complete inside the call:
+//! io_uring runs them inline in the call's `io_uring_enter`, and a pool thread
+//! takes the first while the call still puts in the others. Their signals,
+//! sent by the completion thread or the worker, reached the calling thread
+//! before it returned.
+//!
+//! So the requests of such a call that notify (or whose list does) are *held*:
+//! a completion stores the result and leaves the request in flight, with
+//! nothing fired or woken (`aio_error` gives EINPROGRESS). The call's last
+//! step hands them to the holder thread, which lets go of them once no
+//! holding call runs (`Inner::holding`; it waits at most [`CALL_OUT`]): those
+//! done meanwhile complete then, the others when they are done. The calling
+//! thread cannot let go itself: it would handle its own signal before it
+//! returns, and a worker would signal a request let go of before the call's
+//! last instructions ran. They complete as any other request does: status,
+//! signal, then waiters (a wait that sees one done has its handler run, as
+//! `aio_suspend/6-1` checks). The holder thread blocks every signal, so none
+//! is handled there.
+//!
+//! The limit: a calling thread descheduled in the few instructions between
+//! its last step and its return, for longer than the holder thread takes to
+//! send a signal, may still handle one before it returns.
+//!
+//! What is not held: a probe read (settled by its own call), a parked one
+//! (thread engine), and one that ends before it was issued (a cancel, or an
+//! error at submission). A cancel of a held request that is done finds it
+//! out of the kernel: it answers "all done", and the request shows done once
+//! it is let go of.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use super::engine::Inner;
+use super::slot::{Slot, State};
+
+/// Where a request stands with the call that holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Not held: its completion completes it.
+    No,
+    /// Its submitting call runs: a completion is held.
+    Running,
+    /// Done while its call ran: the result waits in `Slot::res`.
+    Done,
+}
+
+impl Slot {
+    /// At the completion of this request with `res`: true if it is held (the
+    /// result is kept, nothing else happens). Otherwise it is not held any
+    /// more, and completes as usual.
+    #[inline]
+    pub(crate) fn held(&mut self, res: i64) -> bool {
+        match self.hold {
+            Hold::No => false,
+            Hold::Running if self.state == State::Issued && !self.parked && !self.probe => {
+                self.hold = Hold::Done;
+                self.res = res;
+                self.interruptible = false;
+                true
+            }
+            _ => {
+                debug_assert!(self.hold != Hold::Done, "a held request completed twice");
+                self.hold = Hold::No;
+                false
+            }
+        }
+    }
+}
+
+impl super::table::Core {
+    /// Holds the completion of request `idx`, just placed by a holding call
+    /// (under the lock it was placed with: it cannot have reached the engine
+    /// yet), unless it is done already (an error at submission).
+    pub(crate) fn hold(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        if s.state != State::Done {
+            s.hold = Hold::Running;
+        }
+    }
+}
+
+impl Inner {
+    /// A holding call placed its requests: it calls
+    /// [`end_hold`](Inner::end_hold) as its last step.
+    pub(crate) fn begin_hold(&self) {
+        self.holding.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The last step of a holding call: has the holder thread let go of its
+    /// requests `ids` (see [`let_go`](Inner::let_go)) once the call is out.
+    pub(crate) fn end_hold(self: &Arc<Self>, ids: impl IntoIterator<Item = (u32, u32)>) {
+        match self.holder() {
+            Ok(h) => h.take(ids),
+            // No thread to hand them to: let go of them now (a signal may
+            // then be handled before the call returns).
+            Err(_) => self.let_go(ids),
+        }
+        // The call's last instruction but its return.
+        self.holding.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn holder(self: &Arc<Self>) -> crate::Result<&Holder> {
+        if let Some(h) = self.holder.get() {
+            return Ok(h);
+        }
+        let _g = self.init.lock();
+        if let Some(h) = self.holder.get() {
+            return Ok(h);
+        }
+        let h = Holder::start(Arc::downgrade(self))?;
+        Ok(self.holder.get_or_init(|| h))
+    }
+
+    /// Lets go of held requests `ids`: those done meanwhile complete now, the
+    /// others when they are done.
+    fn let_go(&self, ids: impl IntoIterator<Item = (u32, u32)>) {
+        let mut core = self.lock();
+        for (i, g) in ids {
+            let Some(s) = core.get(i, g) else { continue };
+            match s.hold {
+                Hold::Running => core.slots[i as usize].hold = Hold::No,
+                Hold::Done => {
+                    let res = s.res;
+                    core.slots[i as usize].hold = Hold::No;
+                    core.complete(i, res);
+                    // Done without a kernel completion: a reaper asleep in
+                    // the ring must look.
+                    core.nudge = true;
+                }
+                Hold::No => {}
+            }
+        }
+        self.release(core);
+    }
+}
+
+/// The longest the holder thread waits for holding calls to return: a caller
+/// may be descheduled that long on a busy machine (and another thread's
+/// holding call may run when it looks).
+const CALL_OUT: Duration = Duration::from_millis(100);
+
+/// The thread that lets go of held requests once their calls returned. It
+/// blocks every signal, so a completion signal it sends is handled by a
+/// thread of the program (as with the engine's other threads).
+pub(crate) struct Holder {
+    sh: Arc<Shared>,
+}
+
+struct Shared {
+    st: Mutex<Queue>,
+    cv: Condvar,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// Requests to let go of.
+    ids: Vec<(u32, u32)>,
+    /// The context is gone.
+    closed: bool,
+}
+
+impl Holder {
+    fn start(inner: Weak<Inner>) -> crate::Result<Holder> {
+        let sh = Arc::new(Shared {
+            st: Mutex::new(Queue::default()),
+            cv: Condvar::new(),
+        });
+        let mine = Arc::clone(&sh);
+        // The thread starts with this mask: every signal blocked.
+        let _blocked = crate::sys::signal::block_all();
+        std::thread::Builder::new()
+            .name("posixrt-aio-hold".into())
+            .spawn(move || run(&mine, &inner))
+            .map_err(|e| {
+                crate::Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
+                    .with_message("starting the thread that completes held AIO requests")
+            })?;
+        Ok(Holder { sh })
+    }
+
+    fn take(&self, ids: impl IntoIterator<Item = (u32, u32)>) {
+        self.sh
+            .st
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .ids
+            .extend(ids);
+        self.sh.cv.notify_one();
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.sh.st.lock().unwrap_or_else(|p| p.into_inner()).closed = true;
+        self.sh.cv.notify_one();
+    }
+}
+
+fn run(sh: &Shared, inner: &Weak<Inner>) {
+    loop {
+        let ids = {
+            let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
+            while st.ids.is_empty() && !st.closed {
+                st = sh.cv.wait(st).unwrap_or_else(|p| p.into_inner());
+            }
+            if st.ids.is_empty() {
+                return;
+            }
+            std::mem::take(&mut st.ids)
+        };
+        let Some(i) = inner.upgrade() else { return };
+        // A signal sent while a holding call runs may be handled before it
+        // returns: wait for the calls out (a caller this thread's wake-up
+        // preempted, on its CPU, goes on meanwhile), at most [`CALL_OUT`].
+        let start = Instant::now();
+        let mut n = 0u32;
+        while i.holding.load(Ordering::SeqCst) != 0 && start.elapsed() < CALL_OUT {
+            n += 1;
+            if n <= 4 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+        i.let_go(ids);
+    }
+}
