@@ -686,9 +686,11 @@ pub unsafe extern "C" fn lio_listio(
             Err(e) => fail(e),
         }
     } else {
+        let out = eng.end_call(&names);
         let r = if bad > 0 { fail(libc::EIO) } else { 0 };
+        drop((names, cbs_ok, refused, _g));
         // The last step: see `CEngine::end_call`.
-        eng.end_call(&names);
+        drop(out);
         r
     }
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -133,8 +133,6 @@ pub(crate) struct Inner {
     notifier: OnceLock<Notifier>,
     /// Lets go of held requests once their calls returned (see `hold.rs`).
     pub(crate) holder: OnceLock<super::hold::Holder>,
-    /// Holding calls between their submission and their last step.
-    pub(crate) holding: AtomicU32,
     /// The ring's completion eventfd, once registered.
     efd: OnceLock<OwnedFd>,
     /// Set once the completion thread runs.
@@ -248,7 +246,6 @@ impl Inner {
             users: AtomicUsize::new(0),
             notifier: OnceLock::new(),
             holder: OnceLock::new(),
-            holding: AtomicU32::new(0),
             efd: OnceLock::new(),
             bg: OnceLock::new(),
             #[cfg(feature = "tokio")]

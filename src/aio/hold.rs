@@ -11,9 +11,9 @@
 //! So the requests of such a call that notify (or whose list does) are *held*:
 //! a completion stores the result and leaves the request in flight, with
 //! nothing fired or woken (`aio_error` gives EINPROGRESS). The call's last
-//! step hands them to the holder thread, which lets go of them once no
-//! holding call runs (`Inner::holding`; it waits at most [`CALL_OUT`]): those
-//! done meanwhile complete then, the others when they are done. The calling
+//! step hands them to the holder thread, which lets go of them once the call
+//! is out (it waits at most [`CALL_OUT`]): those done meanwhile complete then,
+//! the others when they are done. The calling
 //! thread cannot let go itself: it would handle its own signal before it
 //! returns, and a worker would signal a request let go of before the call's
 //! last instructions ran. They complete as any other request does: status,
@@ -31,7 +31,7 @@
 //! out of the kernel: it answers "all done", and the request shows done once
 //! it is let go of.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -85,23 +85,22 @@ impl super::table::Core {
 }
 
 impl Inner {
-    /// A holding call placed its requests: it calls
-    /// [`end_hold`](Inner::end_hold) as its last step.
-    pub(crate) fn begin_hold(&self) {
-        self.holding.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// The last step of a holding call: has the holder thread let go of its
-    /// requests `ids` (see [`let_go`](Inner::let_go)) once the call is out.
-    pub(crate) fn end_hold(self: &Arc<Self>, ids: impl IntoIterator<Item = (u32, u32)>) {
-        match self.holder() {
-            Ok(h) => h.take(ids),
+    /// The end of a holding call: has the holder thread let go of its
+    /// requests `ids` (see [`let_go`](Inner::let_go)) once the returned
+    /// guard is dropped, which the call does as its last step.
+    pub(crate) fn end_hold(self: &Arc<Self>, ids: impl IntoIterator<Item = (u32, u32)>) -> CallOut {
+        let h = match self.holder() {
+            Ok(h) => h,
             // No thread to hand them to: let go of them now (a signal may
             // then be handled before the call returns).
-            Err(_) => self.let_go(ids),
-        }
-        // The call's last instruction but its return.
-        self.holding.fetch_sub(1, Ordering::SeqCst);
+            Err(_) => {
+                self.let_go(ids);
+                return CallOut(None);
+            }
+        };
+        let running = Arc::new(AtomicBool::new(true));
+        h.take(ids.into_iter().collect(), Arc::clone(&running));
+        CallOut(Some(running))
     }
 
     fn holder(self: &Arc<Self>) -> crate::Result<&Holder> {
@@ -139,10 +138,23 @@ impl Inner {
     }
 }
 
-/// The longest the holder thread waits for holding calls to return: a caller
-/// may be descheduled that long on a busy machine (and another thread's
-/// holding call may run when it looks).
-const CALL_OUT: Duration = Duration::from_millis(100);
+/// Dropped as a holding call's last step: the holder thread then lets go of
+/// its requests.
+#[must_use = "the call's requests are let go of when this is dropped"]
+pub(crate) struct CallOut(Option<Arc<AtomicBool>>);
+
+impl Drop for CallOut {
+    fn drop(&mut self) {
+        if let Some(r) = &self.0 {
+            r.store(false, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The longest the holder thread waits for a holding call to return: a caller
+/// may be descheduled that long on a busy machine (a real-time thread may
+/// hold a CPU for 950 ms of each second under the default throttling).
+const CALL_OUT: Duration = Duration::from_secs(2);
 
 /// The thread that lets go of held requests once their calls returned. It
 /// blocks every signal, so a completion signal it sends is handled by a
@@ -156,10 +168,13 @@ struct Shared {
     cv: Condvar,
 }
 
+/// A holding call's requests, and the flag it clears as its last step.
+type Call = (Vec<(u32, u32)>, Arc<AtomicBool>);
+
 #[derive(Default)]
 struct Queue {
-    /// Requests to let go of.
-    ids: Vec<(u32, u32)>,
+    /// Requests to let go of, per call.
+    calls: Vec<Call>,
     /// The context is gone.
     closed: bool,
 }
@@ -183,13 +198,13 @@ impl Holder {
         Ok(Holder { sh })
     }
 
-    fn take(&self, ids: impl IntoIterator<Item = (u32, u32)>) {
+    fn take(&self, ids: Vec<(u32, u32)>, running: Arc<AtomicBool>) {
         self.sh
             .st
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .ids
-            .extend(ids);
+            .calls
+            .push((ids, running));
         self.sh.cv.notify_one();
     }
 }
@@ -203,30 +218,32 @@ impl Drop for Holder {
 
 fn run(sh: &Shared, inner: &Weak<Inner>) {
     loop {
-        let ids = {
+        let calls = {
             let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
-            while st.ids.is_empty() && !st.closed {
+            while st.calls.is_empty() && !st.closed {
                 st = sh.cv.wait(st).unwrap_or_else(|p| p.into_inner());
             }
-            if st.ids.is_empty() {
+            if st.calls.is_empty() {
                 return;
             }
-            std::mem::take(&mut st.ids)
+            std::mem::take(&mut st.calls)
         };
         let Some(i) = inner.upgrade() else { return };
-        // A signal sent while a holding call runs may be handled before it
-        // returns: wait for the calls out (a caller this thread's wake-up
-        // preempted, on its CPU, goes on meanwhile), at most [`CALL_OUT`].
-        let start = Instant::now();
-        let mut n = 0u32;
-        while i.holding.load(Ordering::SeqCst) != 0 && start.elapsed() < CALL_OUT {
-            n += 1;
-            if n <= 4 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
+        for (ids, running) in calls {
+            // A signal sent while its call runs may be handled before it
+            // returns: wait for the call out (a caller this thread's wake-up
+            // preempted, on its CPU, goes on meanwhile).
+            let start = Instant::now();
+            let mut n = 0u32;
+            while running.load(Ordering::SeqCst) && start.elapsed() < CALL_OUT {
+                n += 1;
+                if n <= 4 {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(Duration::from_micros(50));
+                }
             }
+            i.let_go(ids);
         }
-        i.let_go(ids);
     }
 }

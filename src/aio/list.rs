@@ -358,9 +358,6 @@ impl Aio {
             let mut names = Names(entries.iter_mut().flatten());
             self.inner
                 .submit_many(raws.into_iter(), list, hold, &mut names)?;
-            if hold {
-                self.inner.begin_hold();
-            }
         }
 
         let mut list = List {
@@ -379,7 +376,7 @@ impl Aio {
         if hold {
             // The last step (see `hold.rs`).
             let ids = list.entries.iter().flatten().map(|e| (e.idx, e.gen));
-            self.inner.end_hold(ids);
+            drop(self.inner.end_hold(ids));
         }
         Ok(list)
     }

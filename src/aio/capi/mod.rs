@@ -612,22 +612,22 @@ impl CEngine {
             }
         }
         if hold {
-            inner.begin_hold();
             HELD.with(|h| h.set(true));
         }
         super::exit_wait::watch(&self.inner);
         Ok(names)
     }
 
-    /// The last step of a `lio_listio(LIO_NOWAIT)` that submitted `names`: the
-    /// completions it held are let go of by another thread, after the call
-    /// returned, so that no handler of their signals runs before it returns
-    /// (see `hold.rs`).
-    pub fn end_call(&self, names: &[u64]) {
-        if HELD.with(|h| h.replace(false)) {
-            let ids = names.iter().map(|&ud| super::table::split_user_data(ud));
-            self.inner.end_hold(ids);
+    /// The end of a `lio_listio(LIO_NOWAIT)` that submitted `names`: the
+    /// completions it held are let go of by another thread once the returned
+    /// guard is dropped, as the call's last step, so that no handler of their
+    /// signals runs before it returns (see `hold.rs`).
+    pub fn end_call(&self, names: &[u64]) -> Option<impl Drop> {
+        if !HELD.with(|h| h.replace(false)) {
+            return None;
         }
+        let ids = names.iter().map(|&ud| super::table::split_user_data(ud));
+        Some(self.inner.end_hold(ids))
     }
 
     /// Waits for every request named in `names` (submitted with `keep`), then
