@@ -530,15 +530,14 @@ impl Inner {
         let own = efd
             .try_clone()
             .map_err(|e| Error::from_errno("dup", e.raw_os_error().unwrap_or(libc::EMFILE)))?;
-        // Every signal blocked (inherited), as in the pool's threads.
-        let _blocked = crate::sys::signal::block_all();
-        std::thread::Builder::new()
-            .name("posixrt-aio-complete".into())
-            .spawn(move || background(inner, own))
-            .map_err(|e| {
-                Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                    .with_message("starting the AIO completion thread")
-            })?;
+        // Every signal blocked, as in the pool's threads.
+        crate::sys::signal::spawn_all_blocked("posixrt-aio-complete".into(), move || {
+            background(inner, own)
+        })
+        .map_err(|e| {
+            Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
+                .with_message("starting the AIO completion thread")
+        })?;
         let _ = self.bg.set(());
         Ok(())
     }

@@ -186,15 +186,13 @@ impl Holder {
             cv: Condvar::new(),
         });
         let mine = Arc::clone(&sh);
-        // The thread starts with this mask: every signal blocked.
-        let _blocked = crate::sys::signal::block_all();
-        std::thread::Builder::new()
-            .name("posixrt-aio-hold".into())
-            .spawn(move || run(&mine, &inner))
-            .map_err(|e| {
-                crate::Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                    .with_message("starting the thread that completes held AIO requests")
-            })?;
+        crate::sys::signal::spawn_all_blocked("posixrt-aio-hold".into(), move || {
+            run(&mine, &inner)
+        })
+        .map_err(|e| {
+            crate::Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
+                .with_message("starting the thread that completes held AIO requests")
+        })?;
         Ok(Holder { sh })
     }
 

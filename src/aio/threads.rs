@@ -113,22 +113,17 @@ impl Pool {
     /// handler runs on them, and one that sends a completion signal never
     /// takes it itself (see `notify::send_signals`).
     pub(crate) fn spawn<H: Host>(host: &Arc<H>, workers: usize) -> Result<()> {
-        let _blocked = crate::sys::signal::block_all();
+        use crate::sys::signal::spawn_all_blocked;
         let fail = |e: std::io::Error| {
             Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
                 .with_message("starting the AIO thread pool")
                 .with_hint("raise RLIMIT_NPROC or use fewer AIO worker threads")
         };
         let h = Arc::clone(host);
-        std::thread::Builder::new()
-            .name("posixrt-aio-poll".into())
-            .spawn(move || poller(h))
-            .map_err(fail)?;
+        spawn_all_blocked("posixrt-aio-poll".into(), move || poller(h)).map_err(fail)?;
         for w in 0..workers {
             let h = Arc::clone(host);
-            std::thread::Builder::new()
-                .name(format!("posixrt-aio-{w}"))
-                .spawn(move || worker(h, w as u32))
+            spawn_all_blocked(format!("posixrt-aio-{w}"), move || worker(h, w as u32))
                 .map_err(fail)?;
         }
         Ok(())

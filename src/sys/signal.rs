@@ -101,6 +101,10 @@ pub(crate) struct AllBlocked(Option<libc::sigset_t>, std::marker::PhantomData<*c
 /// a full set; glibc keeps its internal ones) until the guard is dropped.
 #[doc(alias = "pthread_sigmask")]
 pub(crate) fn block_all() -> AllBlocked {
+    if ALL_BLOCKED.get() {
+        // Blocked already, for good: no system call.
+        return AllBlocked(None, std::marker::PhantomData);
+    }
     let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
@@ -134,5 +138,77 @@ impl Drop for AllBlocked {
             // SAFETY: restores a mask read by `pthread_sigmask`; this thread only.
             unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
         }
+    }
+}
+
+thread_local! {
+    /// This thread blocks every signal for its whole life (see
+    /// [`spawn_all_blocked`]).
+    static ALL_BLOCKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Spawns a library thread named `name` that runs `f` with every signal
+/// blocked for its whole life (it runs no code of the program): no handler
+/// runs on it, and [`block_all`] costs it nothing.
+pub(crate) fn spawn_all_blocked<F>(name: String, f: F) -> std::io::Result<()>
+where
+    F: FnOnce() + Send + 'static,
+{
+    // The thread starts with this mask.
+    let _blocked = block_all();
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            ALL_BLOCKED.set(true);
+            f()
+        })
+        .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The calling thread's mask has `signo` blocked.
+    fn blocked_now(signo: i32) -> bool {
+        let mut m = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: a null set only reads the mask into `m`, which has room;
+        // sigismember then reads the mask it wrote.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), m.as_mut_ptr());
+            libc::sigismember(m.as_ptr(), signo) == 1
+        }
+    }
+
+    /// A thread from `spawn_all_blocked` starts with every signal blocked and
+    /// keeps them so across `block_all` guards, which report every signal as
+    /// blocked before (a signal sender there never queues to itself).
+    #[test]
+    fn spawned_thread_blocks_every_signal_for_good() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        spawn_all_blocked("test-blocked".into(), move || {
+            let at_start = blocked_now(libc::SIGUSR1) && blocked_now(libc::SIGRTMIN());
+            let guard = block_all();
+            let reported = guard.was_blocked(libc::SIGUSR1);
+            drop(guard);
+            let after = blocked_now(libc::SIGUSR1) && blocked_now(libc::SIGRTMIN());
+            let _ = tx.send((at_start, reported, after));
+        })
+        .expect("spawn");
+        let got = rx.recv().expect("the thread reports");
+        assert_eq!(
+            got,
+            (true, true, true),
+            "(at start, reported, after a guard)"
+        );
+        // Elsewhere a guard restores the mask it found.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let before = blocked_now(libc::SIGUSR1);
+            drop(block_all());
+            let _ = tx.send((before, blocked_now(libc::SIGUSR1)));
+        });
+        let (before, after) = rx.recv().expect("the thread reports");
+        assert_eq!(before, after, "a guard restores the mask");
     }
 }
