@@ -145,6 +145,9 @@ struct Job {
     class: SchedClass,
     /// Bytes already transferred by earlier rounds (a stream write).
     done: i64,
+    /// `kind` is what the fd number named last time (a regular file), not
+    /// looked at for this request: an ESPIPE says it names a stream now.
+    assumed: bool,
 }
 
 enum Outcome {
@@ -152,6 +155,8 @@ enum Outcome {
     Done(i64),
     /// Would block: park until ready; `moved` more bytes went through this round.
     Park { moved: usize },
+    /// The fd is not what was assumed (see `Job::assumed`): nothing moved.
+    Relearn,
 }
 
 fn switch(class: SchedClass, pool: &Pool) -> bool {
@@ -184,35 +189,55 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                 nonblock: s.nonblock,
                 class: s.class,
                 done: s.res,
+                assumed: false,
             };
-            let learn = job.kind.is_none() && matches!(job.op.kind, OpKind::Read | OpKind::Write);
+            let fd_number = s.op.fd;
+            let mut learn =
+                job.kind.is_none() && matches!(job.op.kind, OpKind::Read | OpKind::Write);
             if learn {
                 // A C request (the C ABI checks nothing): learn the fd's kind
                 // and flags here; its fd stays open until it is done (the C
                 // contract). A cancel meanwhile is honoured if it would block.
                 s.interruptible = true;
+                // A number seen to name a regular file, block device or
+                // directory is taken to name one still (no `fstat`, no
+                // `F_GETFL`: its flags do not matter there); an ESPIPE says
+                // otherwise, before any byte moved.
+                if core.fd_not_pollable(fd_number) {
+                    job.kind = Some(FdKind::Regular);
+                    job.assumed = true;
+                    learn = false;
+                }
             }
             drop(core);
             if learn {
-                if let Ok(k) = sio::kind(borrow(job.fd)) {
-                    job.kind = Some(k);
-                }
-                job.nonblock =
-                    sio::status_flags(borrow(job.fd)).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+                learn_fd(&mut job);
             }
             if job.class != cur && switch(job.class, pool) {
                 cur = job.class;
             }
-            let out = run(&job);
+            let mut out = run(&job);
+            if matches!(out, Outcome::Relearn) {
+                learn = true;
+                learn_fd(&mut job);
+                out = run(&job);
+            }
             let mut c = host.table();
-            if learn {
+            if learn || job.assumed {
                 let s = &mut c.slots[idx as usize];
                 s.fd_kind = job.kind;
                 s.nonblock = job.nonblock;
             }
+            if learn {
+                if let Some(k) = job.kind {
+                    c.set_fd_not_pollable(fd_number, !k.is_stream());
+                }
+            }
             match out {
                 Outcome::Done(res) => c.complete(idx, res),
                 Outcome::Park { moved } => park(&mut c, pool, idx, moved),
+                // (Learnt, so not again.)
+                Outcome::Relearn => c.complete(idx, -(libc::ESPIPE as i64)),
             }
             host.release(c);
             core = host.table();
@@ -235,6 +260,14 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             pool.work.wait_until(&mut core, None);
         }
     }
+}
+
+/// Reads the kind and `O_NONBLOCK` of the job's fd (a C request's; the C
+/// contract keeps it open until the request is done).
+fn learn_fd(job: &mut Job) {
+    job.assumed = false;
+    job.kind = sio::kind(borrow(job.fd)).ok();
+    job.nonblock = sio::status_flags(borrow(job.fd)).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
 }
 
 /// True if the issued request in `s` may be stopped by a cancel (it transfers on
@@ -414,13 +447,13 @@ fn run(j: &Job) -> Outcome {
         OpKind::Fdatasync => Outcome::Done(res(sio::fdatasync(borrow(fd)).map(|_| 0))),
         OpKind::Read | OpKind::Write => match j.kind {
             Some(k) if k.is_stream() => stream(j, k),
-            _ => Outcome::Done(positioned(j)),
+            _ => positioned(j),
         },
     }
 }
 
 /// A transfer on a regular file or block device (blocking, EINTR retried).
-fn positioned(j: &Job) -> i64 {
+fn positioned(j: &Job) -> Outcome {
     let len = j.op.len.min(MAX_RW);
     let ptr = j.op.ptr as *mut u8;
     let mode = if j.op.ordered {
@@ -439,6 +472,7 @@ fn positioned(j: &Job) -> i64 {
         };
         match r {
             Err(libc::EINTR) => continue,
+            Err(libc::ESPIPE) if j.assumed => return Outcome::Relearn,
             Err(libc::ESPIPE) if mode != Mode::Stream => {
                 // SAFETY: as above.
                 let r = unsafe {
@@ -447,9 +481,9 @@ fn positioned(j: &Job) -> i64 {
                         _ => sio::write(j.fd, ptr, len, Mode::Stream),
                     }
                 };
-                return j.done + res(r);
+                return Outcome::Done(j.done + res(r));
             }
-            other => return j.done + res(other),
+            other => return Outcome::Done(j.done + res(other)),
         }
     }
 }
