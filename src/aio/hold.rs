@@ -32,116 +32,13 @@
 //! it is let go of.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
-
-use super::engine::Inner;
-use super::slot::{Slot, State};
-
-/// Where a request stands with the call that holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Hold {
-    /// Not held: its completion completes it.
-    No,
-    /// Its submitting call runs: a completion is held.
-    Running,
-    /// Done while its call ran: the result waits in `Slot::res`.
-    Done,
-}
-
-impl Slot {
-    /// At the completion of this request with `res`: true if it is held (the
-    /// result is kept, nothing else happens). Otherwise it is not held any
-    /// more, and completes as usual.
-    #[inline]
-    pub(crate) fn held(&mut self, res: i64) -> bool {
-        match self.hold {
-            Hold::No => false,
-            Hold::Running if self.state == State::Issued && !self.parked && !self.probe => {
-                self.hold = Hold::Done;
-                self.res = res;
-                self.interruptible = false;
-                true
-            }
-            _ => {
-                debug_assert!(self.hold != Hold::Done, "a held request completed twice");
-                self.hold = Hold::No;
-                false
-            }
-        }
-    }
-}
-
-impl super::table::Core {
-    /// Holds the completion of request `idx`, just placed by a holding call
-    /// (under the lock it was placed with: it cannot have reached the engine
-    /// yet), unless it is done already (an error at submission).
-    pub(crate) fn hold(&mut self, idx: u32) {
-        let s = &mut self.slots[idx as usize];
-        if s.state != State::Done {
-            s.hold = Hold::Running;
-        }
-    }
-}
-
-impl Inner {
-    /// The end of a holding call: has the holder thread let go of its
-    /// requests `ids` (see [`let_go`](Inner::let_go)) once the returned
-    /// guard is dropped, which the call does as its last step.
-    pub(crate) fn end_hold(self: &Arc<Self>, ids: impl IntoIterator<Item = (u32, u32)>) -> CallOut {
-        let h = match self.holder() {
-            Ok(h) => h,
-            // No thread to hand them to: let go of them now (a signal may
-            // then be handled before the call returns).
-            Err(_) => {
-                self.let_go(ids);
-                return CallOut(None);
-            }
-        };
-        let running = Arc::new(AtomicBool::new(true));
-        h.take(ids.into_iter().collect(), Arc::clone(&running));
-        CallOut(Some(running))
-    }
-
-    fn holder(self: &Arc<Self>) -> crate::Result<&Holder> {
-        if let Some(h) = self.holder.get() {
-            return Ok(h);
-        }
-        let _g = self.init.lock();
-        if let Some(h) = self.holder.get() {
-            return Ok(h);
-        }
-        let h = Holder::start(Arc::downgrade(self))?;
-        Ok(self.holder.get_or_init(|| h))
-    }
-
-    /// Lets go of held requests `ids`: those done meanwhile complete now, the
-    /// others when they are done.
-    fn let_go(&self, ids: impl IntoIterator<Item = (u32, u32)>) {
-        let mut core = self.lock();
-        for (i, g) in ids {
-            let Some(s) = core.get(i, g) else { continue };
-            match s.hold {
-                Hold::Running => core.slots[i as usize].hold = Hold::No,
-                Hold::Done => {
-                    let res = s.res;
-                    core.slots[i as usize].hold = Hold::No;
-                    core.complete(i, res);
-                    // Done without a kernel completion: a reaper asleep in
-                    // the ring must look.
-                    core.nudge = true;
-                }
-                Hold::No => {}
-            }
-        }
-        self.release(core);
-    }
-}
 
 /// Dropped as a holding call's last step: the holder thread then lets go of
 /// its requests.
 #[must_use = "the call's requests are let go of when this is dropped"]
-pub(crate) struct CallOut(Option<Arc<AtomicBool>>);
+pub(crate) struct CallOut(pub(crate) Option<Arc<AtomicBool>>);
 
 impl Drop for CallOut {
     fn drop(&mut self) {
@@ -168,6 +65,9 @@ struct Shared {
     cv: Condvar,
 }
 
+/// Lets go of one holding call's requests (see `let_go.rs`).
+pub(crate) type LetGo = Box<dyn Fn(Vec<(u32, u32)>) + Send + Sync>;
+
 /// A holding call's requests, and the flag it clears as its last step.
 type Call = (Vec<(u32, u32)>, Arc<AtomicBool>);
 
@@ -180,14 +80,15 @@ struct Queue {
 }
 
 impl Holder {
-    fn start(inner: Weak<Inner>) -> crate::Result<Holder> {
+    /// Starts the thread; `let_go` lets go of one call's requests.
+    pub(crate) fn start(let_go: LetGo) -> crate::Result<Holder> {
         let sh = Arc::new(Shared {
             st: Mutex::new(Queue::default()),
             cv: Condvar::new(),
         });
         let mine = Arc::clone(&sh);
         crate::sys::signal::spawn_all_blocked("posixrt-aio-hold".into(), move || {
-            run(&mine, &inner)
+            run(&mine, &let_go)
         })
         .map_err(|e| {
             crate::Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
@@ -196,14 +97,18 @@ impl Holder {
         Ok(Holder { sh })
     }
 
-    fn take(&self, ids: Vec<(u32, u32)>, running: Arc<AtomicBool>) {
+    /// Takes a holding call's requests `ids`: they are let go of once the
+    /// returned guard is dropped (the call's last step).
+    pub(crate) fn take(&self, ids: Vec<(u32, u32)>) -> CallOut {
+        let running = Arc::new(AtomicBool::new(true));
         self.sh
             .st
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .calls
-            .push((ids, running));
+            .push((ids, Arc::clone(&running)));
         self.sh.cv.notify_one();
+        CallOut(Some(running))
     }
 }
 
@@ -214,7 +119,7 @@ impl Drop for Holder {
     }
 }
 
-fn run(sh: &Shared, inner: &Weak<Inner>) {
+fn run(sh: &Shared, let_go: &LetGo) {
     loop {
         let calls = {
             let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
@@ -226,7 +131,6 @@ fn run(sh: &Shared, inner: &Weak<Inner>) {
             }
             std::mem::take(&mut st.calls)
         };
-        let Some(i) = inner.upgrade() else { return };
         for (ids, running) in calls {
             // A signal sent while its call runs may be handled before it
             // returns: wait for the call out (a caller this thread's wake-up
@@ -241,7 +145,7 @@ fn run(sh: &Shared, inner: &Weak<Inner>) {
                     std::thread::sleep(Duration::from_micros(50));
                 }
             }
-            i.let_go(ids);
+            let_go(ids);
         }
     }
 }

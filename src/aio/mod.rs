@@ -123,6 +123,7 @@ mod fsync;
 mod future;
 mod hold;
 pub(crate) mod hook;
+mod let_go;
 mod list;
 mod mail;
 mod notify;

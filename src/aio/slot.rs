@@ -5,7 +5,6 @@
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::task::Waker;
 
-use super::hold::Hold;
 use super::hook::HookOp;
 use super::mail::MailAddr;
 use super::notify::Notify;
@@ -204,6 +203,40 @@ impl Slot {
             recheck: false,
             parked: false,
             hold: Hold::No,
+        }
+    }
+}
+
+/// Where a request stands with the call that holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// Not held: its completion completes it.
+    No,
+    /// Its submitting call runs: a completion is held.
+    Running,
+    /// Done while its call ran: the result waits in `Slot::res`.
+    Done,
+}
+
+impl Slot {
+    /// At the completion of this request with `res`: true if it is held (the
+    /// result is kept, nothing else happens). Otherwise it is not held any
+    /// more, and completes as usual.
+    #[inline]
+    pub(crate) fn held(&mut self, res: i64) -> bool {
+        match self.hold {
+            Hold::No => false,
+            Hold::Running if self.state == State::Issued && !self.parked && !self.probe => {
+                self.hold = Hold::Done;
+                self.res = res;
+                self.interruptible = false;
+                true
+            }
+            _ => {
+                debug_assert!(self.hold != Hold::Done, "a held request completed twice");
+                self.hold = Hold::No;
+                false
+            }
         }
     }
 }

@@ -36,11 +36,10 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::task::Waker;
 
-use super::hold::Hold;
 use super::hook;
 pub(crate) use super::mail::{Mail, MailAddr};
 use super::notify::{Fire, Notify};
-pub(crate) use super::slot::{OpKind, RawOp, Slot, State, NO_LIST};
+pub(crate) use super::slot::{Hold, OpKind, RawOp, Slot, State, NO_LIST};
 use crate::sys::prio::SchedClass;
 
 /// Largest transfer one read or write asks for, as `read(2)` does (`MAX_RW_COUNT`).
