@@ -358,7 +358,7 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
             this.started = true;
             let may_wait = this.fd.may_wait(this.aio);
             let io = (this.kind, this.offset, this.at);
-            let (req, deferred) = match submit(this.aio, this.fd.submit_fd(), io, may_wait, cx) {
+            let (req, flush) = match submit(this.aio, this.fd.submit_fd(), io, may_wait, cx) {
                 Ok(r) => r,
                 Err(e) => {
                     spend.ready();
@@ -371,14 +371,11 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
             // in the slot (or arms the reactor for a request that did not
             // complete inline), and the result is then read without the lock.
             // That flush may have run already (e.g. outside a runtime worker):
-            // then the full path below arms the wake-up.
-            #[cfg(feature = "tokio")]
-            if deferred && batch::pending(&this.aio.inner) {
-                this.flush = batch::token();
+            // then (`flush` 0) the full path below arms the wake-up.
+            if flush != 0 {
+                this.flush = flush;
                 return Poll::Pending;
             }
-            #[cfg(not(feature = "tokio"))]
-            let _ = deferred;
         } else if this.flush != 0 {
             // Polled again before the turn's end: enter now.
             #[cfg(feature = "tokio")]
@@ -399,17 +396,18 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
 
 /// `Aio::submit` of a read or write (`io`: kind, offset, and the address and
 /// length of the buffer, which the future keeps) on `fd`, with the kernel
-/// entry left to the end of the runtime turn when that pays and `may_wait`
-/// (true then). If `may_wait`, what the request names stays its file until
-/// the request is in the kernel, whatever happens to the future (see
-/// `submit_fd.rs`).
+/// entry left to the end of the runtime turn when that pays and `may_wait`.
+/// Returns the request and, if its entry waits for a flush still to come,
+/// that flush's token (else 0). If `may_wait`, what the request names stays
+/// its file until the request is in the kernel, whatever happens to the
+/// future (see `submit_fd.rs`).
 fn submit<B: Send + 'static>(
     aio: &Aio,
     fd: BorrowedFd<'_>,
     io: (OpKind, i64, (usize, usize)),
     may_wait: bool,
     cx: &Context<'_>,
-) -> Result<(Ticket<B>, bool)> {
+) -> Result<(Ticket<B>, u64)> {
     let (kind, offset, (ptr, len)) = io;
     let call = if kind == OpKind::Write {
         "aio_write"
@@ -422,7 +420,13 @@ fn submit<B: Send + 'static>(
     let mut p = Prepared::new(kind, fd, offset, ptr, len, 0);
     p.look(call, threads)?;
     #[cfg(feature = "tokio")]
-    let defer = may_wait && !threads && batch::should_defer(inner);
+    let join = if may_wait && !threads {
+        batch::should_defer(inner)
+    } else {
+        batch::Defer::No
+    };
+    #[cfg(feature = "tokio")]
+    let defer = join != batch::Defer::No;
     #[cfg(not(feature = "tokio"))]
     let defer = {
         let _ = may_wait;
@@ -444,11 +448,23 @@ fn submit<B: Send + 'static>(
     let ((idx, gen), deferred) =
         inner.submit_one_mailed(&mut p, &mut Notify::None, mail.as_ref(), waker, entry)?;
     #[cfg(feature = "tokio")]
-    if deferred {
+    let flush = if deferred {
         batch::queued();
-        batch::schedule_flush(inner);
-    }
-    Ok((Ticket::new(idx, gen, None, mail), deferred))
+        match join {
+            // The flush this thread scheduled is still to come (nothing ran
+            // on this thread since `should_defer` saw it): it enters this one.
+            batch::Defer::Join(token) => token,
+            _ => batch::schedule_flush(inner),
+        }
+    } else {
+        0
+    };
+    #[cfg(not(feature = "tokio"))]
+    let flush = {
+        let _ = deferred;
+        0
+    };
+    Ok((Ticket::new(idx, gen, None, mail), flush))
 }
 
 impl Aio {
@@ -639,20 +655,29 @@ mod batch {
         }
     }
 
-    /// True if a flush this thread scheduled for `inner` has not run yet: an
-    /// entry queued now is entered by it.
+    /// The token of a flush this thread scheduled for `inner` that has not
+    /// run yet (an entry queued now is entered by it), or 0.
     #[inline]
-    pub(super) fn pending(inner: &Arc<Inner>) -> bool {
+    fn pending(inner: &Arc<Inner>) -> u64 {
         let (ctx, token) = MINE.get();
-        ctx == Arc::as_ptr(inner) as usize
+        if ctx == Arc::as_ptr(inner) as usize
             && inner.reactors.flush_token.load(Ordering::Acquire) == token
+        {
+            token
+        } else {
+            0
+        }
     }
 
-    /// The token of the flush that will enter a submission queued now (see
-    /// [`schedule_flush`]).
-    #[inline]
-    pub(super) fn token() -> u64 {
-        MINE.get().1
+    /// Whether a submission waits for the turn's end (see [`should_defer`]).
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Defer {
+        /// It enters at once.
+        No,
+        /// It joins the flush with this token, scheduled and still to come.
+        Join(u64),
+        /// It waits for a flush it schedules ([`schedule_flush`]).
+        Start,
     }
 
     /// Enters the ring now if the flush with `token` has not run: a future
@@ -684,36 +709,41 @@ mod batch {
     /// a batch makes every submission wait again. A lone read at a time pays
     /// that wait once per run, and the runs double up to [`SOLO_MAX`].
     #[inline]
-    pub(super) fn should_defer(inner: &Arc<Inner>) -> bool {
-        if pending(inner) {
-            return true;
+    pub(super) fn should_defer(inner: &Arc<Inner>) -> Defer {
+        let token = pending(inner);
+        if token != 0 {
+            return Defer::Join(token);
         }
         let me = Arc::as_ptr(inner) as usize;
         let (ctx, skip, next) = SOLO.get();
         if ctx == me {
             if skip > 0 {
                 SOLO.set((me, skip - 1, next));
-                return false;
+                return Defer::No;
             }
             // A batch was the last thing learned (`next` 0), or this
             // submission is the one that tries: where a turn ends (in a task;
             // elsewhere asked, since a runtime may be merely entered, or the
             // thread a blocking one).
             if (next == 0 && tokio_reap::in_task()) || tokio_reap::turn_ends_here() {
-                return true;
+                return Defer::Start;
             }
         } else if tokio_reap::batching_pays() && tokio_reap::turn_ends_here() {
-            return true;
+            return Defer::Start;
         }
         SOLO.set((me, SOLO_SKIP, next.max(SOLO_SKIP)));
-        false
+        Defer::No
     }
 
     /// Makes sure the submission queue of `inner` is entered at the end of this
-    /// thread's runtime turn (one flush per turn and context).
-    pub(super) fn schedule_flush(inner: &Arc<Inner>) {
-        if pending(inner) {
-            return;
+    /// thread's runtime turn (one flush per turn and context). Returns the
+    /// token of that flush if it is still to come, or 0 if it ran already
+    /// (outside a runtime worker, the wake-up runs it at once).
+    #[cold]
+    pub(super) fn schedule_flush(inner: &Arc<Inner>) -> u64 {
+        let token = pending(inner);
+        if token != 0 {
+            return token;
         }
         let token = TOKENS.fetch_add(1, Ordering::Relaxed);
         inner.reactors.flush_token.store(token, Ordering::Release);
@@ -724,6 +754,7 @@ mod batch {
             done: AtomicBool::new(false),
         });
         tokio_reap::at_turn_end(&Waker::from(f));
+        pending(inner)
     }
     /// Enters the ring, reaps what completed inline (waking those tasks), and
     /// arms the wake-up source for what did not.
