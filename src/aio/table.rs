@@ -481,10 +481,17 @@ impl Core {
     /// each release: room for a batch is made at once, not doubling by doubling).
     #[inline(always)]
     fn push_waker(&mut self, w: Waker) {
-        if self.wakers.capacity() == 0 {
-            self.wakers.reserve(64);
+        if self.wakers.len() == self.wakers.capacity() {
+            self.grow_wakers();
         }
-        self.wakers.push(w);
+        push_within_capacity(&mut self.wakers, w);
+    }
+
+    /// Room for more wakers: 64 at first, then as `Vec` grows.
+    #[cold]
+    #[inline(never)]
+    fn grow_wakers(&mut self) {
+        self.wakers.reserve(64);
     }
 
     /// [`complete`](Core::complete), every case.
@@ -699,5 +706,20 @@ impl Core {
             .filter(|(_, s)| !matches!(s.state, State::Free | State::Done))
             .map(|(i, s)| (i as u32, s.gen))
             .collect()
+    }
+}
+
+/// `v.push(x)` where `v` has room for it: the reap's per-completion push in a
+/// few instructions (`Vec::push`, with its growth path, is not inlined there).
+#[inline(always)]
+fn push_within_capacity<T>(v: &mut Vec<T>, x: T) {
+    let len = v.len();
+    assert!(len < v.capacity(), "push_within_capacity: no room");
+    // SAFETY: `len < capacity` (checked above), so the slot at `len` is
+    // allocated and unused; writing it and counting it keeps every element
+    // initialised.
+    unsafe {
+        v.as_mut_ptr().add(len).write(x);
+        v.set_len(len + 1);
     }
 }
