@@ -385,11 +385,19 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
             spend.ready();
             return already_taken();
         };
+        // (A request done stays here, taken: a later poll answers "already
+        // taken", and the drop has nothing to give up.)
+        if let Some(res) = req.posted() {
+            // The buffer goes from here to the completion in one move.
+            spend.ready();
+            return match this.buf.take() {
+                Some(b) => Poll::Ready(Ok(req.finish_with(res, Some(b)))),
+                None => Poll::Ready(Ok(req.finish(res))),
+            };
+        }
         if let Some(b) = this.buf.take() {
             req.buf = Some(b);
         }
-        // (A request done stays here, taken: a later poll answers "already
-        // taken", and the drop has nothing to give up.)
         poll_request(req, &this.aio.inner, cx, spend)
     }
 }

@@ -208,13 +208,21 @@ impl<B: Send + 'static> Ticket<B> {
     /// The result, once done.
     #[inline(always)]
     pub(crate) fn finish(&mut self, res: i64) -> Completion<B> {
+        let buf = self.buf.take();
+        self.finish_with(res, buf)
+    }
+
+    /// [`finish`](Ticket::finish) with the buffer `buf`, which the caller
+    /// kept until now (the request's own is then `None`).
+    #[inline(always)]
+    pub(crate) fn finish_with(&mut self, res: i64, buf: Option<B>) -> Completion<B> {
         self.taken = Some(res);
         if let Some(m) = self.mail.take() {
             recycle(m);
         }
         Completion {
             result: result_of("aio_return", res),
-            buf: self.buf.take(),
+            buf,
         }
     }
 
