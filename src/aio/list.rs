@@ -9,7 +9,7 @@ use super::hook;
 use super::notify::Notify;
 use super::op::Op;
 use super::request::{result_of, Completion, Request, RequestId};
-use super::table::{Core, State};
+use super::table::{Core, Hold, State};
 use crate::{Error, Result};
 
 /// `lio_listio`'s mode.
@@ -335,8 +335,7 @@ impl Aio {
             ListMode::NoWait => notify,
         };
         notify.validate("lio_listio")?;
-        // No notification of a NoWait list fires before the call returns.
-        let hold = mode == ListMode::NoWait && (need_notify || !notify.is_none());
+        let hold = Hold::needed(mode == ListMode::NoWait, need_notify || !notify.is_none());
         self.inner.prepare_notify(&notify)?;
         if need_notify {
             for (_, n) in &raws {

@@ -218,6 +218,17 @@ pub(crate) enum Hold {
     Done,
 }
 
+impl Hold {
+    /// Whether the requests of a list are held until its call returns: those
+    /// of a `LIO_NOWAIT` list (`no_wait`) of which something notifies
+    /// (`notifies`: the list or one of its requests), so that no
+    /// notification fires before the call returns (POSIX `lio_listio`).
+    #[inline]
+    pub(crate) fn needed(no_wait: bool, notifies: bool) -> bool {
+        no_wait && notifies
+    }
+}
+
 impl Slot {
     /// At the completion of this request with `res`: true if it is held (the
     /// result is kept, nothing else happens). Otherwise it is not held any

@@ -41,7 +41,7 @@ use super::engine::{BackendInfo, Config, Engine, Inner};
 use super::hook;
 use super::notify::Notify;
 use super::submit::{Entry, Probes};
-use super::table::{user_data, Core, OpKind, RawOp, State, NO_LIST};
+use super::table::{user_data, Core, Hold, OpKind, RawOp, State, NO_LIST};
 use crate::{Error, ErrorKind, Result};
 
 mod cancel;
@@ -422,8 +422,7 @@ impl CEngine {
     ) -> Result<Vec<u64>> {
         let needs_bg = reqs.iter().any(|r| !r.notify.is_none())
             || list.as_ref().is_some_and(|(n, _)| !n.is_none());
-        // No notification of a LIO_NOWAIT list fires before the call returns.
-        let hold = needs_bg && list.as_ref().is_some_and(|&(_, wait)| !wait);
+        let hold = Hold::needed(list.as_ref().is_some_and(|&(_, wait)| !wait), needs_bg);
         if needs_bg {
             // It starts the completion thread (once) with every signal blocked.
             self.inner.ensure_background()?;
