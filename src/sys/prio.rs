@@ -28,12 +28,19 @@ impl SchedClass {
     }
 }
 
-/// `sched_getscheduler(0)` and `sched_getparam(0)`: the calling thread's policy
-/// and priority (`SCHED_OTHER` 0 if the call fails, which it cannot for
-/// oneself). `SCHED_RESET_ON_FORK` is masked off.
+/// The calling thread's policy and priority, from `sched_getattr(0)` (one
+/// system call; `sched_getscheduler(0)` and `sched_getparam(0)` where that is
+/// refused): `SCHED_OTHER` 0 if the calls fail, which they cannot for oneself.
+/// `SCHED_RESET_ON_FORK` is masked off.
 pub(crate) fn current() -> SchedClass {
     // The kernel's view (not glibc's cached one: a class set with
     // sched_setscheduler or from outside the thread is seen too).
+    if let Ok(a) = super::sched::getattr(0) {
+        return SchedClass {
+            policy: a.sched_policy as i32 & !libc::SCHED_RESET_ON_FORK,
+            priority: a.sched_priority as i32,
+        };
+    }
     let Ok(policy) = super::sched::getscheduler(0) else {
         return SchedClass::OTHER;
     };
@@ -152,4 +159,58 @@ pub(crate) fn ioprio_rt(prio: i32) -> u16 {
     let p = prio.clamp(1, 99) as u16;
     let level = 7 - ((p - 1) * 8 / 99).min(7);
     (IOPRIO_CLASS_RT << IOPRIO_CLASS_SHIFT) | level
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The two-call reading, for comparison with [`current`].
+    fn by_two_calls() -> SchedClass {
+        let policy = crate::sys::sched::getscheduler(0).expect("sched_getscheduler(0)");
+        SchedClass {
+            policy: policy & !libc::SCHED_RESET_ON_FORK,
+            priority: crate::sys::sched::getparam(0).expect("sched_getparam(0)"),
+        }
+    }
+
+    /// `current` (one `sched_getattr`) gives what `sched_getscheduler` and
+    /// `sched_getparam` give: SCHED_OTHER 0, then, where the privilege allows,
+    /// SCHED_FIFO 7 and SCHED_RR 3 with `SCHED_RESET_ON_FORK`, set from the
+    /// thread itself.
+    #[test]
+    fn current_reads_the_kernels_class_in_one_call() {
+        std::thread::spawn(|| {
+            let other = current();
+            assert_eq!(other, SchedClass::OTHER);
+            assert_eq!(other, by_two_calls());
+            let p = libc::sched_param { sched_priority: 7 };
+            // SAFETY: `p` is a valid sched_param the call only reads; this thread only.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+                // No privilege (CAP_SYS_NICE or RLIMIT_RTPRIO): the class stays.
+                assert_eq!(current(), SchedClass::OTHER);
+                return;
+            }
+            let fifo = SchedClass {
+                policy: libc::SCHED_FIFO,
+                priority: 7,
+            };
+            assert_eq!(current(), fifo);
+            assert_eq!(by_two_calls(), fifo);
+            let p = libc::sched_param { sched_priority: 3 };
+            // SAFETY: as above.
+            let r = unsafe {
+                libc::sched_setscheduler(0, libc::SCHED_RR | libc::SCHED_RESET_ON_FORK, &p)
+            };
+            assert_eq!(r, 0, "SCHED_RR after SCHED_FIFO was allowed");
+            let rr = SchedClass {
+                policy: libc::SCHED_RR,
+                priority: 3,
+            };
+            assert_eq!(current(), rr);
+            assert_eq!(by_two_calls(), rr);
+        })
+        .join()
+        .expect("the test thread");
+    }
 }
