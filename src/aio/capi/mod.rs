@@ -428,6 +428,9 @@ impl CEngine {
             self.inner.ensure_background()?;
         }
         let inner = &self.inner;
+        // The thread engine queues every request at the submitter's priority:
+        // read it (a system call) before the lock, not while holding it.
+        let early = matches!(inner.engine, Engine::Threads(_)).then(thread_priority);
         let mut core = inner.lock();
         let n = reqs.len();
         if LIVE.load(Ordering::Relaxed).saturating_add(n) > self.max {
@@ -468,7 +471,11 @@ impl CEngine {
             }
             Engine::Threads(_) => false,
         };
-        let base = if direct { 0 } else { thread_priority() };
+        let base = if direct {
+            0
+        } else {
+            early.unwrap_or_else(thread_priority)
+        };
         // Defer entering the ring when other requests are in flight, or this
         // thread submitted others and has not looked at any since (a pipelined
         // program: it will look for their results, and that call enters the
