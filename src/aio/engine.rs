@@ -119,6 +119,16 @@ fn classify_setup_error(errno: i32) -> (bool, String) {
 /// The held core lock.
 pub(crate) type CoreGuard<'a> = RtGuard<'a, Core>;
 
+/// What [`Inner::kick`] did.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Kicked {
+    /// The io_uring submission queue is to be entered once the lock is released.
+    pub enter: bool,
+    /// The pool's workers are to be woken for this many ready requests once
+    /// the lock is released ([`Inner::wake_workers`]).
+    pub wake: usize,
+}
+
 pub(crate) struct Inner {
     /// The request table and queues, taken by every submit, reap and wait, the
     /// pool's workers and the completion thread. Priority-inheriting for a
@@ -392,16 +402,35 @@ impl Inner {
         }
     }
 
-    /// Hands ready requests to the engine. Call with the lock held. Returns true if the io_uring submission queue must be entered once the lock
-    /// is released (see [`Inner::unlock_and_enter`]).
+    /// Hands ready requests to the engine. Call with the lock held.
+    ///
+    /// io_uring: pushes them to the submission queue; `enter` is true if the
+    /// queue must be entered once the lock is released (see
+    /// [`Inner::unlock_and_enter`]). Thread engine: `wake` is how many ready
+    /// requests the pool's sleeping workers are to be woken for, by
+    /// [`Inner::wake_workers`] once the lock is released: a worker woken while
+    /// the submitter holds the lock may run at once on the submitter's CPU
+    /// and find the lock held by a thread that is not running.
     #[inline]
-    pub(crate) fn kick(&self, core: &mut Core) -> bool {
+    pub(crate) fn kick(&self, core: &mut Core) -> Kicked {
         match &self.engine {
-            Engine::Uring(r) => r.push_ready(core) > 0,
-            Engine::Threads(p) => {
-                p.wake_for(core.ready_len());
-                false
-            }
+            Engine::Uring(r) => Kicked {
+                enter: r.push_ready(core) > 0,
+                wake: 0,
+            },
+            Engine::Threads(_) => Kicked {
+                enter: false,
+                wake: core.ready_len(),
+            },
+        }
+    }
+
+    /// Wakes the pool's sleeping workers for `ready` requests (see
+    /// [`kick`](Inner::kick)): call after releasing the lock.
+    #[inline]
+    pub(crate) fn wake_workers(&self, ready: usize) {
+        if let (Engine::Threads(p), 1..) = (&self.engine, ready) {
+            p.wake_for(ready);
         }
     }
 

@@ -262,8 +262,11 @@ impl Inner {
         probes: &Probes,
         entry: Entry,
     ) -> bool {
+        let mut wake = 0;
         if core.ready_len() > 0 {
-            enter |= self.kick(&mut core);
+            let k = self.kick(&mut core);
+            enter |= k.enter;
+            wake = k.wake;
         }
         if !probes.is_empty() {
             core.probing += 1;
@@ -292,6 +295,7 @@ impl Inner {
                 self.release(core);
             }
         }
+        self.wake_workers(wake);
         if !probes.is_empty() {
             self.settle_probes(probes);
         }

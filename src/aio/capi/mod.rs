@@ -559,8 +559,11 @@ impl CEngine {
                 core.hold(idx);
             }
         }
+        let mut wake = 0;
         if core.ready_len() > 0 {
-            enter |= inner.kick(&mut core);
+            let k = inner.kick(&mut core);
+            enter |= k.enter;
+            wake = k.wake;
         }
         if !probes.is_empty() {
             // Settled after this call's own enter.
@@ -583,6 +586,7 @@ impl CEngine {
             let _ = r.quiet(&mut core);
         }
         inner.release(core);
+        inner.wake_workers(wake);
         if enter {
             if defer {
                 self.wake_flusher();
