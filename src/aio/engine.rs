@@ -427,7 +427,7 @@ impl Inner {
 
     /// Wakes the pool's sleeping workers for `ready` requests (see
     /// [`kick`](Inner::kick)): call after releasing the lock.
-    #[inline]
+    #[inline(never)]
     pub(crate) fn wake_workers(&self, ready: usize) {
         if let (Engine::Threads(p), 1..) = (&self.engine, ready) {
             p.wake_for(ready);

@@ -295,7 +295,9 @@ impl Inner {
                 self.release(core);
             }
         }
-        self.wake_workers(wake);
+        if wake > 0 {
+            self.wake_workers(wake);
+        }
         if !probes.is_empty() {
             self.settle_probes(probes);
         }
