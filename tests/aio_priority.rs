@@ -1,7 +1,8 @@
 //! Prioritized I/O (issue 16) on both engines: the effective priority of a
 //! request is its submitter's policy/priority at submission minus `reqprio`,
 //! clamped at the policy's minimum; queues order by it across submitters; the
-//! thread engine's workers run at it; a SCHED_OTHER caller never raises one.
+//! thread engine's workers run at it (and rest at SCHED_BATCH); a SCHED_OTHER
+//! caller never raises one.
 //! These tests need CAP_SYS_NICE (they run as root in CI); without it they check
 //! that setting SCHED_FIFO fails with EPERM and stop.
 
@@ -118,8 +119,27 @@ both!(
     ordering
 );
 
-/// `(policy, rt_priority)` of every `posixrt-aio-<n>` worker thread now.
+/// `(policy, rt_priority)` of every `posixrt-aio-<n>` worker thread and
+/// kernel io_uring worker now.
 fn worker_classes() -> Vec<(i32, i32)> {
+    classes_of(|comm| {
+        comm.strip_prefix("posixrt-aio-")
+            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
+            || comm.starts_with("iou-wrk")
+    })
+}
+
+/// `(policy, rt_priority)` of every `posixrt-aio-<n>` thread (the thread
+/// engine's pool) now.
+fn pool_classes() -> Vec<(i32, i32)> {
+    classes_of(|comm| {
+        comm.strip_prefix("posixrt-aio-")
+            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
+    })
+}
+
+/// `(policy, rt_priority)` of every thread of this process whose name `pick`s.
+fn classes_of(pick: impl Fn(&str) -> bool) -> Vec<(i32, i32)> {
     let mut out = Vec::new();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return out;
@@ -127,12 +147,7 @@ fn worker_classes() -> Vec<(i32, i32)> {
     for t in dir.flatten() {
         let p = t.path();
         let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-        let comm = comm.trim();
-        let worker = comm
-            .strip_prefix("posixrt-aio-")
-            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
-            || comm.starts_with("iou-wrk");
-        if !worker {
+        if !pick(comm.trim()) {
             continue;
         }
         let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
@@ -244,14 +259,11 @@ fn worker_priority(b: Backend) {
     }
     // Nothing ever runs above the request's class.
     assert!(seen.iter().all(|&(_, p)| p <= 75), "{seen:?}");
-    // A worker returns to SCHED_OTHER once idle.
+    // A worker returns to its resting class once idle.
     if b == Backend::Threads {
         let mut back = false;
         for _ in 0..500 {
-            if worker_classes()
-                .iter()
-                .all(|&(pol, _)| pol == libc::SCHED_OTHER)
-            {
+            if worker_classes().iter().all(|&(pol, p)| resting(pol, p)) {
                 back = true;
                 break;
             }
@@ -281,10 +293,17 @@ fn clamp(b: Backend) {
 }
 both!(effective_priority_clamps_at_the_policy_minimum, clamp);
 
+/// A class a worker may have when it serves no real-time request: the thread
+/// engine's rest and `SCHED_OTHER` requests at SCHED_BATCH (no wake-up
+/// preemption), the kernel's io_uring workers at SCHED_OTHER; priority 0.
+fn resting(policy: i32, priority: i32) -> bool {
+    (policy == libc::SCHED_BATCH || policy == libc::SCHED_OTHER) && priority == 0
+}
+
 fn other_never_raises(b: Backend) {
     let _g = serial();
-    // The context is made by a real-time thread: its workers must still rest at
-    // SCHED_OTHER, and serve a SCHED_OTHER caller at SCHED_OTHER.
+    // The context is made by a real-time thread: its workers must still rest
+    // (SCHED_BATCH on the thread engine), and serve a SCHED_OTHER caller there.
     let Some(aio) = on_thread(libc::SCHED_FIFO, 50, move || {
         Aio::builder().backend(b).build().unwrap()
     }) else {
@@ -293,10 +312,21 @@ fn other_never_raises(b: Backend) {
     let (seen, eff) = run_sampled(&aio, libc::SCHED_OTHER, 0, 0).unwrap();
     assert_eq!(eff, 0);
     assert!(
-        seen.iter()
-            .all(|&(pol, p)| pol == libc::SCHED_OTHER && p == 0),
+        seen.iter().all(|&(pol, p)| resting(pol, p)),
         "a worker ran above SCHED_OTHER for a SCHED_OTHER caller: {seen:?}"
     );
+    if b == Backend::Threads {
+        // Not the creator's SCHED_FIFO 50, nor SCHED_OTHER: the pool rests at
+        // SCHED_BATCH, and served the request there.
+        let pool = pool_classes();
+        assert!(
+            !pool.is_empty()
+                && pool
+                    .iter()
+                    .all(|&(pol, p)| pol == libc::SCHED_BATCH && p == 0),
+            "the pool's workers do not rest at SCHED_BATCH: {pool:?}"
+        );
+    }
 }
 both!(sched_other_caller_never_raises_a_worker, other_never_raises);
 
