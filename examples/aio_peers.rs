@@ -33,9 +33,10 @@
 //! runs after the same one; each figure is the median over the
 //! rounds. `tokio_fs` runs its rounds apart, after the others: the engine that
 //! followed it in a round was slowed by 15–20% (see `APART`). 21 short rounds
-//! by default (45–60 s in all). At 1633c4f, on a 2-vCPU AMD EPYC VM, 8 runs
+//! by default (45–60 s in all). At 7f4f5ef, on a 2-vCPU AMD EPYC VM, 6 runs
 //! with every engine put the QD32 ratio of `posixrt_await` to raw io_uring at
-//! 0.880–0.908 and `tokio_bare_uring`'s at 0.944–0.962; on an Intel Xeon VM,
+//! 0.893–0.922 and `tokio_bare_uring`'s at 0.944–0.978 (at 1633c4f, 8 runs:
+//! 0.880–0.908 and 0.944–0.962); on an Intel Xeon VM,
 //! earlier, the first was 0.80–0.84. (Before d6d8bba the floor's QD32 loop read
 //! the clock once per read, which made it about 4% slower. With `Vec` buffers,
 //! earlier, the ratio spread over 0.81–1.01 from day to day and build to build:
