@@ -181,9 +181,9 @@ fn switch(class: SchedClass, pool: &Pool) -> bool {
 /// the IOPS (1.3-1.4x glibc's), at depth 1 1.2x, listing 7.7 took 0.55x the
 /// time, `stress-ng --aio 1` made 1.7x the signals per second and
 /// `stress-ng --aio 2` the same (see capi/README.md). The cost: a request of
-/// a `SCHED_OTHER` program that keeps every CPU busy waits for a time slice to
-/// end (a few milliseconds at most). A real-time request runs at once, at its
-/// own class.
+/// a `SCHED_OTHER` program that keeps every CPU busy waits for the worker's
+/// turn on a CPU, without preempting (typically a time slice, a few
+/// milliseconds). A real-time request runs at once, at its own class.
 const REST: SchedClass = SchedClass {
     policy: libc::SCHED_BATCH,
     priority: 0,
