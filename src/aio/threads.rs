@@ -439,13 +439,14 @@ fn poller<H: Host>(host: Arc<H>) {
                 core.complete(idx, res);
             }
         }
-        pool.wake_for(core.ready_len());
+        // Woken once the lock is released, as a submission wakes them (see
+        // `Inner::kick`).
+        let ready = core.ready_len();
         let stop = core.shutdown && core.inflight == 0;
+        host.release(core);
+        pool.wake_for(ready);
         if stop {
             pool.work.notify_all();
-        }
-        host.release(core);
-        if stop {
             return;
         }
     }
