@@ -127,6 +127,10 @@ pub(crate) struct Kicked {
     /// The pool's workers are to be woken for this many ready requests once
     /// the lock is released ([`Inner::wake_workers`]).
     pub wake: usize,
+    /// Every sleeping worker is to be woken: one was switched to a real-time
+    /// request's class while asleep (`Pool::boost`), and a wake-up cannot pick
+    /// it out.
+    pub all: bool,
 }
 
 pub(crate) struct Inner {
@@ -417,20 +421,33 @@ impl Inner {
             Engine::Uring(r) => Kicked {
                 enter: r.push_ready(core) > 0,
                 wake: 0,
+                all: false,
             },
-            Engine::Threads(_) => Kicked {
-                enter: false,
-                wake: core.ready_len(),
-            },
+            Engine::Threads(p) => {
+                // A real-time request first in line: a sleeping worker takes its
+                // class now, so that it runs as soon as it is woken.
+                let all = core
+                    .first_ready_class()
+                    .is_some_and(|c| c.is_rt() && p.boost(c));
+                Kicked {
+                    enter: false,
+                    wake: core.ready_len(),
+                    all,
+                }
+            }
         }
     }
 
-    /// Wakes the pool's sleeping workers for `ready` requests (see
-    /// [`kick`](Inner::kick)): call after releasing the lock.
+    /// Wakes the pool's sleeping workers as [`kick`](Inner::kick) said: call
+    /// after releasing the lock.
     #[inline(never)]
-    pub(crate) fn wake_workers(&self, ready: usize) {
-        if let (Engine::Threads(p), 1..) = (&self.engine, ready) {
-            p.wake_for(ready);
+    pub(crate) fn wake_workers(&self, k: Kicked) {
+        if let Engine::Threads(p) = &self.engine {
+            if k.all {
+                p.work.notify_all();
+            } else {
+                p.wake_for(k.wake);
+            }
         }
     }
 

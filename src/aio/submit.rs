@@ -33,7 +33,7 @@
 use std::sync::Arc;
 
 use super::engine::CoreGuard;
-use super::engine::{Engine, Inner};
+use super::engine::{Engine, Inner, Kicked};
 use super::exit_wait;
 use super::notify::Notify;
 use super::op::Prepared;
@@ -262,11 +262,10 @@ impl Inner {
         probes: &Probes,
         entry: Entry,
     ) -> bool {
-        let mut wake = 0;
+        let mut wake = Kicked::default();
         if core.ready_len() > 0 {
-            let k = self.kick(&mut core);
-            enter |= k.enter;
-            wake = k.wake;
+            wake = self.kick(&mut core);
+            enter |= wake.enter;
         }
         if !probes.is_empty() {
             core.probing += 1;
@@ -295,7 +294,7 @@ impl Inner {
                 self.release(core);
             }
         }
-        if wake > 0 {
+        if wake.wake > 0 {
             self.wake_workers(wake);
         }
         if !probes.is_empty() {

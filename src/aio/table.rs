@@ -411,6 +411,15 @@ impl Core {
     }
 
     /// The next request to issue, in priority order; marks it `Issued`.
+    /// The effective class of the request that [`pop_ready`](Core::pop_ready)
+    /// would give next on the thread engine, if one is queued (and its queue
+    /// entry is current).
+    pub(crate) fn first_ready_class(&self) -> Option<SchedClass> {
+        let Reverse((_, seq, idx)) = self.ready.peek()?;
+        let s = self.slots.get(*idx as usize)?;
+        (s.state == State::Ready && s.seq == *seq).then_some(s.class)
+    }
+
     pub(crate) fn pop_ready(&mut self) -> Option<u32> {
         while let Some((seq, idx)) = self.direct.pop_front() {
             let s = &mut self.slots[idx as usize];

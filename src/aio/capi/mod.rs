@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use rustix::thread::futex::{self, Flags};
 
-use super::engine::{BackendInfo, Config, Engine, Inner};
+use super::engine::{BackendInfo, Config, Engine, Inner, Kicked};
 use super::hook;
 use super::notify::Notify;
 use super::submit::{Entry, Probes};
@@ -559,11 +559,10 @@ impl CEngine {
                 core.hold(idx);
             }
         }
-        let mut wake = 0;
+        let mut wake = Kicked::default();
         if core.ready_len() > 0 {
-            let k = inner.kick(&mut core);
-            enter |= k.enter;
-            wake = k.wake;
+            wake = inner.kick(&mut core);
+            enter |= wake.enter;
         }
         if !probes.is_empty() {
             // Settled after this call's own enter.
