@@ -131,9 +131,10 @@ impl Pool {
         let p = libc::sched_param {
             sched_priority: c.priority,
         };
-        // SAFETY: `p` is a valid sched_param the call only reads; `tid` names
-        // a worker of this pool, asleep (it leaves `idle`, under the engine
-        // lock that the caller holds, before it runs again).
+        // SAFETY: `p` is a valid sched_param the call only reads. (`tid` names
+        // a worker of this pool that sleeps, or has woken and waits for the
+        // engine lock the caller holds: it leaves `idle` and reads `boosted`
+        // under that lock, before it serves a request.)
         if unsafe { libc::sched_setscheduler(tid, c.policy, &p) } != 0 {
             return false;
         }
