@@ -426,9 +426,7 @@ impl Inner {
             Engine::Threads(p) => {
                 // A real-time request first in line: a sleeping worker takes its
                 // class now, so that it runs as soon as it is woken.
-                let all = core
-                    .first_ready_class()
-                    .is_some_and(|c| c.is_rt() && p.boost(c));
+                let all = p.boost_first(core);
                 Kicked {
                     enter: false,
                     wake: core.ready_len(),

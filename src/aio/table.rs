@@ -217,27 +217,8 @@ impl Core {
         }
     }
 
-    /// Takes a free slot for a new request (not yet admitted).
-    ///
-    /// `base` is the submitting thread's real-time priority (0: not real-time,
-    /// or not read because order cannot matter).
-    pub(crate) fn alloc(
-        &mut self,
-        op: RawOp,
-        reqprio: u8,
-        base: i32,
-        mut notify: Notify,
-        list: u32,
-    ) -> (u32, u32) {
-        let class = if base > 0 {
-            crate::sys::prio::current()
-        } else {
-            SchedClass::OTHER
-        };
-        self.alloc_as(op, reqprio, class, &mut notify, list)
-    }
-
-    /// [`alloc`](Core::alloc) for a submitter of scheduling class `class`;
+    /// Takes a free slot for a new request (not yet admitted) of a submitter of
+    /// scheduling class `class`;
     /// takes `notify` (leaving `Notify::None`).
     ///
     /// A free slot already holds the defaults of the fields that
@@ -410,16 +391,16 @@ impl Core {
         self.ready_live
     }
 
-    /// The next request to issue, in priority order; marks it `Issued`.
     /// The effective class of the request that [`pop_ready`](Core::pop_ready)
     /// would give next on the thread engine, if one is queued (and its queue
-    /// entry is current).
+    /// entry is current: behind a stale entry, None).
     pub(crate) fn first_ready_class(&self) -> Option<SchedClass> {
         let Reverse((_, seq, idx)) = self.ready.peek()?;
         let s = self.slots.get(*idx as usize)?;
         (s.state == State::Ready && s.seq == *seq).then_some(s.class)
     }
 
+    /// The next request to issue, in priority order; marks it `Issued`.
     pub(crate) fn pop_ready(&mut self) -> Option<u32> {
         while let Some((seq, idx)) = self.direct.pop_front() {
             let s = &mut self.slots[idx as usize];

@@ -9,7 +9,9 @@
 //!   priority: a worker switches itself (`pthread_setschedparam`) when the next
 //!   request's class differs from its own, and back to its resting class,
 //!   `SCHED_BATCH`, before it sleeps; it serves a `SCHED_OTHER` request at
-//!   `SCHED_BATCH` too (see [`REST`]). A worker never runs above the class of
+//!   `SCHED_BATCH` too (see [`REST`]). For a real-time request, the thread
+//!   that queues it switches a sleeping worker to its class first, with
+//!   `sched_setscheduler` (see [`Pool::boost`]). A worker never runs above the class of
 //!   the request it serves, so a `SCHED_OTHER` submitter never raises one. A
 //!   switch is two system calls at most (measured by the `aio_priority`
 //!   example: `switch_ns`).
@@ -70,6 +72,8 @@ pub(crate) struct Pool {
     /// Per worker: the class another thread switched it to while it slept
     /// ([`Pool::boost`]), encoded by [`encode`]; 0 if none.
     boosted: Box<[AtomicU64]>,
+    /// The kernel refused a [`Pool::boost`] (EPERM): none is tried again.
+    boost_refused: std::sync::atomic::AtomicBool,
 }
 
 /// A class as a non-zero word for [`Pool::boosted`].
@@ -109,6 +113,7 @@ impl Pool {
             switches: AtomicU64::new(0),
             idle: std::sync::Mutex::new(Vec::with_capacity(workers)),
             boosted: (0..workers).map(|_| AtomicU64::new(0)).collect(),
+            boost_refused: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -121,9 +126,15 @@ impl Pool {
     /// request's class `c` from here, so that the wake-up that follows
     /// ([`Kicked::all`](super::engine::Kicked)) lets it preempt whatever runs,
     /// instead of waiting for its turn at `SCHED_BATCH` (see [`REST`]). True if
-    /// a worker was switched. The caller may: a real-time submitter has the
-    /// privilege its class needs, and a refusal leaves the worker as it was.
+    /// a worker was switched. A system call under the engine lock, for
+    /// real-time requests only. The process may lack the privilege (a class
+    /// set from outside, by `chrt`, with `RLIMIT_RTPRIO` 0): the kernel's
+    /// refusal leaves the worker as it was, and no boost is tried again (the
+    /// worker switches itself, or stays at `SCHED_BATCH` as before).
     pub(crate) fn boost(&self, c: SchedClass) -> bool {
+        if self.boost_refused.load(Ordering::Relaxed) {
+            return false;
+        }
         let mut idle = self.idle();
         let Some(&(w, tid)) = idle.last() else {
             return false;
@@ -136,12 +147,22 @@ impl Pool {
         // engine lock the caller holds: it leaves `idle` and reads `boosted`
         // under that lock, before it serves a request.)
         if unsafe { libc::sched_setscheduler(tid, c.policy, &p) } != 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
+                self.boost_refused.store(true, Ordering::Relaxed);
+            }
             return false;
         }
         idle.pop();
         self.switches.fetch_add(1, Ordering::Relaxed);
         self.boosted[w as usize].store(encode(c), Ordering::Relaxed);
         true
+    }
+
+    /// [`boost`](Pool::boost) for the request first in the ready queue, if it
+    /// is real-time. True if a worker was switched: wake every sleeper then.
+    pub(crate) fn boost_first(&self, core: &Core) -> bool {
+        core.first_ready_class()
+            .is_some_and(|c| c.is_rt() && self.boost(c))
     }
 
     pub(crate) fn workers(&self) -> usize {
@@ -235,8 +256,9 @@ fn switch(class: SchedClass, pool: &Pool) -> bool {
 /// `stress-ng --aio 2` the same (see capi/README.md). The cost: a request of
 /// a `SCHED_OTHER` program that keeps every CPU busy waits for the worker's
 /// turn on a CPU, without preempting (typically a time slice, a few
-/// milliseconds). A real-time request does not: its submitter switches a
-/// sleeping worker to the request's class before waking it
+/// milliseconds). A real-time request does not: the thread that queues it
+/// (its submitter, or the poller for a pipe or socket that became ready)
+/// switches a sleeping worker to the request's class before waking it
 /// ([`Pool::boost`]), and the worker preempts what runs. (Without that, a
 /// `SCHED_FIFO` submitter's 4 KiB cached reads beside two busy `SCHED_OTHER`
 /// loops on 2 CPUs waited 3.8 ms at p90; with it 44-62 µs, p99 60-169 µs,
@@ -336,12 +358,17 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                 cur = REST;
             }
             core = host.table();
-            if cur != REST {
-                // Could not switch back (refused): sleep anyway.
+            if cur != REST && core.ready_len() == 0 && !core.shutdown {
+                // Could not switch back (refused): sleep anyway, unless
+                // work came while the lock was let go.
                 pool.work.wait_until(&mut core, None);
             }
         } else {
             pool.idle().push((w, crate::sys::tid::current() as i32));
+            // The lock taken again on waking reads this thread's class anew:
+            // a boost while asleep makes it a real-time waiter (see
+            // `rtlock`'s class cache).
+            rtlock::class_changed();
             pool.work.wait_until(&mut core, None);
             pool.idle().retain(|&(i, _)| i != w);
             let b = pool.boosted[w as usize].swap(0, Ordering::Relaxed);
@@ -505,11 +532,16 @@ fn poller<H: Host>(host: Arc<H>) {
             }
         }
         // Woken once the lock is released, as a submission wakes them (see
-        // `Inner::kick`).
+        // `Inner::kick`), a sleeper switched first for a real-time request.
         let ready = core.ready_len();
+        let all = ready > 0 && pool.boost_first(&core);
         let stop = core.shutdown && core.inflight == 0;
         host.release(core);
-        pool.wake_for(ready);
+        if all {
+            pool.work.notify_all();
+        } else {
+            pool.wake_for(ready);
+        }
         if stop {
             pool.work.notify_all();
             return;

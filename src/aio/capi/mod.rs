@@ -42,6 +42,7 @@ use super::hook;
 use super::notify::Notify;
 use super::submit::{Entry, Probes};
 use super::table::{user_data, Core, Hold, OpKind, RawOp, State, NO_LIST};
+use crate::sys::prio::SchedClass;
 use crate::{Error, ErrorKind, Result};
 
 mod cancel;
@@ -292,14 +293,15 @@ fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
-/// The calling thread's real-time priority (0 for non-RT policies).
-fn thread_priority() -> i32 {
-    let mut p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_getparam(0) writes one sched_param for the calling thread.
-    if unsafe { libc::sched_getparam(0, &mut p) } == 0 {
-        p.sched_priority
+/// The calling thread's class if it is real-time, else `SCHED_OTHER` (a C
+/// request of a `SCHED_BATCH` or `SCHED_IDLE` thread is served as one of a
+/// `SCHED_OTHER` thread).
+fn rt_class() -> SchedClass {
+    let c = crate::sys::prio::current();
+    if c.is_rt() {
+        c
     } else {
-        0
+        SchedClass::OTHER
     }
 }
 
@@ -428,9 +430,9 @@ impl CEngine {
             self.inner.ensure_background()?;
         }
         let inner = &self.inner;
-        // The thread engine queues every request at the submitter's priority:
-        // read it (a system call) before the lock, not while holding it.
-        let early = matches!(inner.engine, Engine::Threads(_)).then(thread_priority);
+        // The thread engine queues every request at the submitter's class:
+        // read it (one system call) before the lock, not while holding it.
+        let early = matches!(inner.engine, Engine::Threads(_)).then(rt_class);
         let mut core = inner.lock();
         let n = reqs.len();
         if LIVE.load(Ordering::Relaxed).saturating_add(n) > self.max {
@@ -471,10 +473,11 @@ impl CEngine {
             }
             Engine::Threads(_) => false,
         };
-        let base = if direct {
-            0
+        // (io_uring with no room: read under the lock, a rare case.)
+        let class = if direct {
+            SchedClass::OTHER
         } else {
-            early.unwrap_or_else(thread_priority)
+            early.unwrap_or_else(rt_class)
         };
         // Defer entering the ring when other requests are in flight, or this
         // thread submitted others and has not looked at any since (a pipelined
@@ -513,7 +516,8 @@ impl CEngine {
                 len: r.len,
                 ordered: r.ordered,
             };
-            let (idx, gen) = core.alloc(raw, r.reqprio, base, r.notify, list_id);
+            let mut notify = r.notify;
+            let (idx, gen) = core.alloc_as(raw, r.reqprio, class, &mut notify, list_id);
             let s = &mut core.slots[idx as usize];
             s.aiocb = r.cb as usize;
             s.detached = !keep;
