@@ -51,12 +51,9 @@ if ! command -v fio >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >&2
 fi
 
-if [ -z "$lib" ]; then
-  # Always (a no-op when fresh): a stale library must not be measured.
-  lib="$root/target/release/libposixrt.so"
-  (cd "$root" && cargo build --release -p posixrt-capi >&2)
-fi
-[ -e "$lib" ] || { echo "fio.sh: no $lib" >&2; exit 1; }
+# shellcheck source=lib.sh
+. "$root/capi/bench/lib.sh"
+lib=$(bench_lib "$root" "$lib")
 
 made_dir=""
 if [ -z "$dir" ]; then

@@ -21,11 +21,9 @@ while [ $# -gt 0 ]; do
     *) echo "listing77.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-if [ -z "$lib" ]; then
-  # Always (a no-op when fresh): a stale library must not be measured.
-  lib="$root/target/release/libposixrt.so"
-  (cd "$root" && cargo build --release -p posixrt-capi >&2)
-fi
+# shellcheck source=lib.sh
+. "$root/capi/bench/lib.sh"
+lib=$(bench_lib "$root" "$lib")
 
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT

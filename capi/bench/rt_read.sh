@@ -27,10 +27,9 @@ while [ $# -gt 0 ]; do
     *) echo "rt_read.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-if [ -z "$lib" ]; then
-  lib="$root/target/release/libposixrt.so"
-  (cd "$root" && cargo build --release -p posixrt-capi >&2)
-fi
+# shellcheck source=lib.sh
+. "$root/capi/bench/lib.sh"
+lib=$(bench_lib "$root" "$lib")
 
 dir=$(mktemp -d)
 busy_pids=()
