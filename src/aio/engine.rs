@@ -441,11 +441,7 @@ impl Inner {
     #[inline(never)]
     pub(crate) fn wake_workers(&self, k: Kicked) {
         if let Engine::Threads(p) = &self.engine {
-            if k.all {
-                p.work.notify_all();
-            } else {
-                p.wake_for(k.wake);
-            }
+            p.wake_for(k.wake, k.all);
         }
     }
 

@@ -170,13 +170,16 @@ impl Pool {
     }
 
     /// Wakes a sleeping worker for each of `ready` requests, at most every
-    /// worker. (Waking all of them for two requests made the rest contend for
-    /// the lock, find nothing, and sleep again.) A worker takes ready requests
-    /// until none is left before it sleeps, so a request is never left with
-    /// every worker asleep.
+    /// worker, or every sleeper if `all` (one was switched to a real-time
+    /// request's class by [`boost`](Pool::boost), and a wake-up cannot pick it
+    /// out). Called once the engine lock is released. (Waking all of them for
+    /// two requests made the rest contend for the lock, find nothing, and
+    /// sleep again.) A worker takes ready requests until none is left before
+    /// it sleeps, so a request is never left with every worker asleep.
     #[inline]
-    pub(crate) fn wake_for(&self, ready: usize) {
+    pub(crate) fn wake_for(&self, ready: usize, all: bool) {
         match ready {
+            _ if all => self.work.notify_all(),
             0 => {}
             1 => self.work.notify_one(),
             n => self.work.notify_n(n.min(self.workers) as u32),
@@ -537,11 +540,7 @@ fn poller<H: Host>(host: Arc<H>) {
         let all = ready > 0 && pool.boost_first(&core);
         let stop = core.shutdown && core.inflight == 0;
         host.release(core);
-        if all {
-            pool.work.notify_all();
-        } else {
-            pool.wake_for(ready);
-        }
+        pool.wake_for(ready, all);
         if stop {
             pool.work.notify_all();
             return;
