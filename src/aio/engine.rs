@@ -127,10 +127,9 @@ pub(crate) struct Kicked {
     /// The pool's workers are to be woken for this many ready requests once
     /// the lock is released ([`Inner::wake_workers`]).
     pub wake: usize,
-    /// Every sleeping worker is to be woken: one was switched to a real-time
-    /// request's class while asleep (`Pool::boost`), and a wake-up cannot pick
-    /// it out.
-    pub all: bool,
+    /// The sleeping worker switched to a real-time request's class
+    /// (`Pool::boost`): the one to wake for it.
+    pub boosted: Option<u32>,
 }
 
 pub(crate) struct Inner {
@@ -421,16 +420,16 @@ impl Inner {
             Engine::Uring(r) => Kicked {
                 enter: r.push_ready(core) > 0,
                 wake: 0,
-                all: false,
+                boosted: None,
             },
             Engine::Threads(p) => {
                 // A real-time request first in line: a sleeping worker takes its
                 // class now, so that it runs as soon as it is woken.
-                let all = p.boost_first(core);
+                let boosted = p.boost_first(core);
                 Kicked {
                     enter: false,
                     wake: core.ready_len(),
-                    all,
+                    boosted,
                 }
             }
         }
@@ -441,7 +440,7 @@ impl Inner {
     #[inline(never)]
     pub(crate) fn wake_workers(&self, k: Kicked) {
         if let Engine::Threads(p) = &self.engine {
-            p.wake_for(k.wake, k.all);
+            p.wake_for(k.wake, k.boosted);
         }
     }
 

@@ -392,12 +392,20 @@ impl Core {
     }
 
     /// The effective class of the request that [`pop_ready`](Core::pop_ready)
-    /// would give next on the thread engine, if one is queued (and its queue
-    /// entry is current: behind a stale entry, None).
-    pub(crate) fn first_ready_class(&self) -> Option<SchedClass> {
-        let Reverse((_, seq, idx)) = self.ready.peek()?;
-        let s = self.slots.get(*idx as usize)?;
-        (s.state == State::Ready && s.seq == *seq).then_some(s.class)
+    /// would give next on the thread engine, if one is queued. Stale entries
+    /// on top of the queue (requests cancelled or issued since) are dropped
+    /// first, as `pop_ready` would drop them: they would hide the request
+    /// behind them.
+    pub(crate) fn first_ready_class(&mut self) -> Option<SchedClass> {
+        while let Some(&Reverse((_, seq, idx))) = self.ready.peek() {
+            match self.slots.get(idx as usize) {
+                Some(s) if s.state == State::Ready && s.seq == seq => return Some(s.class),
+                _ => {
+                    self.ready.pop();
+                }
+            }
+        }
+        None
     }
 
     /// The next request to issue, in priority order; marks it `Issued`.
@@ -711,5 +719,51 @@ fn push_within_capacity<T>(v: &mut Vec<T>, x: T) {
     unsafe {
         v.as_mut_ptr().add(len).write(x);
         v.set_len(len + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admitted(core: &mut Core, fd: i32, priority: i32) -> u32 {
+        let op = RawOp {
+            kind: OpKind::Read,
+            fd,
+            offset: 0,
+            ptr: 0,
+            len: 0,
+            ordered: false,
+        };
+        let class = SchedClass {
+            policy: libc::SCHED_FIFO,
+            priority,
+        };
+        let (idx, _) = core.alloc_as(op, 0, class, &mut Notify::None, NO_LIST);
+        core.admit(idx, false);
+        idx
+    }
+
+    /// A request cancelled while it waited leaves its entry on top of the
+    /// ready queue: the class of the one behind it is still found (the pool
+    /// switches a sleeping worker to it), and `pop_ready` gives that one.
+    #[test]
+    fn first_ready_class_looks_past_a_cancelled_request() {
+        let mut core = Core::new();
+        let high = admitted(&mut core, 3, 60);
+        let low = admitted(&mut core, 4, 50);
+        assert_eq!(core.first_ready_class().map(|c| c.priority), Some(60));
+        core.complete(high, -(libc::ECANCELED as i64));
+        assert_eq!(core.ready_len(), 1);
+        assert_eq!(
+            core.first_ready_class(),
+            Some(SchedClass {
+                policy: libc::SCHED_FIFO,
+                priority: 50
+            })
+        );
+        assert_eq!(core.pop_ready(), Some(low));
+        assert_eq!(core.first_ready_class(), None);
+        assert_eq!(core.pop_ready(), None);
     }
 }

@@ -76,6 +76,11 @@ pub(crate) struct Pool {
     boost_refused: std::sync::atomic::AtomicBool,
 }
 
+/// The bit worker `w` sleeps tagged with (see [`RtCond::wait_tagged`]).
+fn tag(w: u32) -> u32 {
+    1 << (w % 32)
+}
+
 /// A class as a non-zero word for [`Pool::boosted`].
 fn encode(c: SchedClass) -> u64 {
     (1 << 63) | ((c.policy as u32 as u64) << 32) | c.priority as u32 as u64
@@ -122,23 +127,28 @@ impl Pool {
     }
 
     /// For a real-time request made ready while a worker sleeps (call with the
-    /// engine lock held): switches the last worker that went to sleep to the
-    /// request's class `c` from here, so that the wake-up that follows
-    /// ([`Kicked::all`](super::engine::Kicked)) lets it preempt whatever runs,
-    /// instead of waiting for its turn at `SCHED_BATCH` (see [`REST`]). True if
-    /// a worker was switched. A system call under the engine lock, for
+    /// engine lock held): switches the first worker that went to sleep to the
+    /// request's class `c` from here, so that the wake-up that follows lets it
+    /// preempt whatever runs, instead of waiting for its turn at `SCHED_BATCH`
+    /// (see [`REST`]). Returns the worker switched, for
+    /// [`wake_for`](Pool::wake_for) to wake it and no other: each worker
+    /// sleeps tagged with its own bit ([`tag`]).
+    ///
+    /// The first sleeper is the one switched: with more than 32 workers, two
+    /// share a tag, and the kernel wakes the waiters of one priority in the
+    /// order they went to sleep (a class changed while a thread waits leaves
+    /// its place in that order as it was; the workers all sleep at
+    /// `SCHED_BATCH`). A system call under the engine lock, for
     /// real-time requests only. The process may lack the privilege (a class
     /// set from outside, by `chrt`, with `RLIMIT_RTPRIO` 0): the kernel's
     /// refusal leaves the worker as it was, and no boost is tried again (the
     /// worker switches itself, or stays at `SCHED_BATCH` as before).
-    pub(crate) fn boost(&self, c: SchedClass) -> bool {
+    pub(crate) fn boost(&self, c: SchedClass) -> Option<u32> {
         if self.boost_refused.load(Ordering::Relaxed) {
-            return false;
+            return None;
         }
         let mut idle = self.idle();
-        let Some(&(w, tid)) = idle.last() else {
-            return false;
-        };
+        let &(w, tid) = idle.first()?;
         let p = libc::sched_param {
             sched_priority: c.priority,
         };
@@ -150,19 +160,20 @@ impl Pool {
             if std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) {
                 self.boost_refused.store(true, Ordering::Relaxed);
             }
-            return false;
+            return None;
         }
-        idle.pop();
+        idle.remove(0);
         self.switches.fetch_add(1, Ordering::Relaxed);
         self.boosted[w as usize].store(encode(c), Ordering::Relaxed);
-        true
+        Some(w)
     }
 
     /// [`boost`](Pool::boost) for the request first in the ready queue, if it
-    /// is real-time. True if a worker was switched: wake every sleeper then.
-    pub(crate) fn boost_first(&self, core: &Core) -> bool {
+    /// is real-time: the worker switched, if one was.
+    pub(crate) fn boost_first(&self, core: &mut Core) -> Option<u32> {
         core.first_ready_class()
-            .is_some_and(|c| c.is_rt() && self.boost(c))
+            .filter(|c| c.is_rt())
+            .and_then(|c| self.boost(c))
     }
 
     pub(crate) fn workers(&self) -> usize {
@@ -170,16 +181,20 @@ impl Pool {
     }
 
     /// Wakes a sleeping worker for each of `ready` requests, at most every
-    /// worker, or every sleeper if `all` (one was switched to a real-time
-    /// request's class by [`boost`](Pool::boost), and a wake-up cannot pick it
-    /// out). Called once the engine lock is released. (Waking all of them for
-    /// two requests made the rest contend for the lock, find nothing, and
-    /// sleep again.) A worker takes ready requests until none is left before
-    /// it sleeps, so a request is never left with every worker asleep.
+    /// worker: `boosted` (the worker [`boost`](Pool::boost) switched, if any)
+    /// for the first, the first sleepers for the rest. Called once the engine
+    /// lock is released. (Waking all of them for two requests made the rest
+    /// contend for the lock, find nothing, and sleep again.) A worker takes
+    /// ready requests until none is left before it sleeps, so a request is
+    /// never left with every worker asleep. (A switched worker woken already,
+    /// which has yet to take the lock, serves the request all the same.)
     #[inline]
-    pub(crate) fn wake_for(&self, ready: usize, all: bool) {
+    pub(crate) fn wake_for(&self, mut ready: usize, boosted: Option<u32>) {
+        if let Some(w) = boosted {
+            self.work.notify_tagged(tag(w));
+            ready = ready.saturating_sub(1);
+        }
         match ready {
-            _ if all => self.work.notify_all(),
             0 => {}
             1 => self.work.notify_one(),
             n => self.work.notify_n(n.min(self.workers) as u32),
@@ -364,7 +379,7 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             if cur != REST && core.ready_len() == 0 && !core.shutdown {
                 // Could not switch back (refused): sleep anyway, unless
                 // work came while the lock was let go.
-                pool.work.wait_until(&mut core, None);
+                pool.work.wait_tagged(&mut core, None, tag(w));
             }
         } else {
             pool.idle().push((w, crate::sys::tid::current() as i32));
@@ -372,7 +387,7 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             // a boost while asleep makes it a real-time waiter (see
             // `rtlock`'s class cache).
             rtlock::class_changed();
-            pool.work.wait_until(&mut core, None);
+            pool.work.wait_tagged(&mut core, None, tag(w));
             pool.idle().retain(|&(i, _)| i != w);
             let b = pool.boosted[w as usize].swap(0, Ordering::Relaxed);
             if b != 0 {
@@ -537,10 +552,14 @@ fn poller<H: Host>(host: Arc<H>) {
         // Woken once the lock is released, as a submission wakes them (see
         // `Inner::kick`), a sleeper switched first for a real-time request.
         let ready = core.ready_len();
-        let all = ready > 0 && pool.boost_first(&core);
+        let boosted = if ready > 0 {
+            pool.boost_first(&mut core)
+        } else {
+            None
+        };
         let stop = core.shutdown && core.inflight == 0;
         host.release(core);
-        pool.wake_for(ready, all);
+        pool.wake_for(ready, boosted);
         if stop {
             pool.work.notify_all();
             return;
@@ -680,19 +699,20 @@ fn stream(j: &Job, k: FdKind) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
-    /// `Pool::boost` switches the last worker that went to sleep to the class
+    /// `Pool::boost` switches the first worker that went to sleep to the class
     /// given, takes it off the idle list and leaves the class for it to read
     /// when it wakes; with no sleeping worker, or without the privilege, it
     /// does nothing.
     #[test]
-    fn boost_switches_the_last_sleeping_worker() {
+    fn boost_switches_the_first_sleeping_worker() {
         let pool = Pool::new(2).expect("pool");
         let fifo = SchedClass {
             policy: libc::SCHED_FIFO,
             priority: 7,
         };
-        assert!(!pool.boost(fifo), "no worker sleeps");
+        assert_eq!(pool.boost(fifo), None, "no worker sleeps");
         // Two stand-ins for sleeping workers: threads parked until released.
         let (tx, rx) = std::sync::mpsc::channel();
         let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -716,20 +736,20 @@ mod tests {
             tids[i] = tid;
         }
         pool.idle().extend([(0, tids[0]), (1, tids[1])]);
-        let boosted = pool.boost(fifo);
+        let boosted = pool.boost(fifo).is_some();
         if boosted {
             assert_eq!(
                 *pool.idle(),
-                vec![(0, tids[0])],
-                "the last one left the list"
+                vec![(1, tids[1])],
+                "the first one left the list"
             );
-            assert_eq!(pool.boosted[1].load(Ordering::Relaxed), encode(fifo));
+            assert_eq!(pool.boosted[0].load(Ordering::Relaxed), encode(fifo));
             assert_eq!(decode(encode(fifo)), fifo);
-            assert_eq!(pool.boosted[0].load(Ordering::Relaxed), 0);
+            assert_eq!(pool.boosted[1].load(Ordering::Relaxed), 0);
         } else {
             // No CAP_SYS_NICE / RLIMIT_RTPRIO: nothing changed.
             assert_eq!(pool.idle().len(), 2);
-            assert_eq!(pool.boosted[1].load(Ordering::Relaxed), 0);
+            assert_eq!(pool.boosted[0].load(Ordering::Relaxed), 0);
         }
         go.store(true, Ordering::Release);
         let classes: Vec<SchedClass> = stand_ins
@@ -739,7 +759,78 @@ mod tests {
                 h.join().expect("stand-in")
             })
             .collect();
-        assert_eq!(classes[0], SchedClass::OTHER);
-        assert_eq!(classes[1], if boosted { fifo } else { SchedClass::OTHER });
+        assert_eq!(classes[0], if boosted { fifo } else { SchedClass::OTHER });
+        assert_eq!(classes[1], SchedClass::OTHER);
+    }
+
+    /// True once thread `tid` of this process sleeps in a futex call.
+    fn in_futex(tid: i32) -> bool {
+        let path = format!("/proc/self/task/{tid}/syscall");
+        std::fs::read_to_string(path)
+            .is_ok_and(|s| s.split_whitespace().next() == Some(&libc::SYS_futex.to_string()))
+    }
+
+    /// A worker switched by `Pool::boost` is the one woken for the request:
+    /// each sleeps tagged with its own bit, and `wake_for` wakes the switched
+    /// one by its tag, whatever its place among the sleepers; a wake-up for
+    /// no switched worker wakes the first sleeper.
+    #[test]
+    fn the_switched_worker_is_the_one_woken() {
+        const N: usize = 3;
+        let pool = Arc::new(Pool::new(N).expect("pool"));
+        let lock = Arc::new(rtlock::RtLocked::new(()));
+        let woken = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut sleepers = Vec::new();
+        for i in 0..N {
+            let (pool, lock, woken) = (Arc::clone(&pool), Arc::clone(&lock), Arc::clone(&woken));
+            let (tx, rx) = std::sync::mpsc::channel();
+            sleepers.push(std::thread::spawn(move || {
+                let mut g = lock.lock();
+                pool.idle()
+                    .push((i as u32, crate::sys::tid::current() as i32));
+                tx.send(crate::sys::tid::current() as i32).expect("send");
+                pool.work.wait_tagged(&mut g, None, tag(i as u32));
+                woken.lock().expect("woken").push(i);
+            }));
+            // Sleeper i is in the futex's queue before i + 1 joins it.
+            let tid = rx.recv().expect("tid");
+            let t0 = std::time::Instant::now();
+            while !in_futex(tid) {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "sleeper {i} never slept"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let wait_for = |n: usize| {
+            let t0 = std::time::Instant::now();
+            while woken.lock().expect("woken").len() < n {
+                assert!(t0.elapsed() < Duration::from_secs(10), "nobody woke");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Time for a wrongly woken sleeper to show itself.
+            std::thread::sleep(Duration::from_millis(50));
+            woken.lock().expect("woken").clone()
+        };
+        // The last sleeper, by its tag.
+        pool.wake_for(1, Some(2));
+        assert_eq!(wait_for(1), vec![2]);
+        // The first sleeper, switched if the process may (else by its place).
+        let fifo = SchedClass {
+            policy: libc::SCHED_FIFO,
+            priority: 1,
+        };
+        let picked = pool.boost(fifo);
+        assert!(picked.is_none_or(|w| w == 0), "switched {picked:?}");
+        pool.wake_for(1, picked);
+        assert_eq!(wait_for(2), vec![2, 0]);
+        pool.work.notify_all();
+        for s in sleepers {
+            s.join().expect("sleeper");
+        }
+        let mut all = woken.lock().expect("woken").clone();
+        all.sort_unstable();
+        assert_eq!(all, vec![0, 1, 2]);
     }
 }

@@ -131,8 +131,33 @@ pub(crate) fn unlock_pi(word: &AtomicU32) -> Result<(), i32> {
 /// # References
 /// - [`futex(2)`, FUTEX_WAIT_BITSET](https://man7.org/linux/man-pages/man2/futex.2.html)
 pub(crate) fn wait(word: &AtomicU32, val: u32, deadline: Option<Instant>) -> Result<(), i32> {
+    wait_bits(word, val, deadline, MATCH_ANY)
+}
+
+/// [`wait`] as a waiter that a [`wake_bits`] wakes only if `bits` shares a
+/// bit with its own (a plain [`wake`] wakes it as any other).
+///
+/// # References
+/// - [`futex(2)`, FUTEX_WAIT_BITSET](https://man7.org/linux/man-pages/man2/futex.2.html)
+pub(crate) fn wait_bits(
+    word: &AtomicU32,
+    val: u32,
+    deadline: Option<Instant>,
+    bits: NonZeroU32,
+) -> Result<(), i32> {
     let ts = deadline.map(|d| abs_timespec(d, ClockId::Monotonic));
-    futex::wait_bitset(word, PRIVATE, val, ts.as_ref(), MATCH_ANY).map_err(errno)
+    futex::wait_bitset(word, PRIVATE, val, ts.as_ref(), bits).map_err(errno)
+}
+
+/// `FUTEX_WAKE_BITSET`: wake up to `n` threads sleeping on `word` whose wait's
+/// bits share one with `bits` (every [`wait`]er does), in the order they went
+/// to sleep among those of one priority; returns how many woke.
+///
+/// # References
+/// - [`futex(2)`, FUTEX_WAKE_BITSET](https://man7.org/linux/man-pages/man2/futex.2.html)
+pub(crate) fn wake_bits(word: &AtomicU32, n: u32, bits: NonZeroU32) -> u32 {
+    // As FUTEX_WAKE: cannot fail on a valid private address.
+    futex::wake_bitset(word, PRIVATE, n, bits).map_or(0, |n| n as u32)
 }
 
 /// `FUTEX_WAKE`: wake up to `n` threads sleeping on `word`; returns how many woke.

@@ -294,14 +294,36 @@ impl RtCond {
     /// Releases `guard`'s lock, sleeps until notified (or spuriously, or past
     /// `deadline`), and takes the lock again. Callers re-check their condition.
     pub(crate) fn wait_until<T>(&self, guard: &mut RtGuard<'_, T>, deadline: Option<Instant>) {
+        self.wait_tagged(guard, deadline, u32::MAX);
+    }
+
+    /// [`wait_until`](RtCond::wait_until) as a waiter that a
+    /// [`notify_tagged`](RtCond::notify_tagged) wakes only if the two tags
+    /// (bit sets, not 0) share a bit. Other notifies wake it as any waiter.
+    pub(crate) fn wait_tagged<T>(
+        &self,
+        guard: &mut RtGuard<'_, T>,
+        deadline: Option<Instant>,
+        tag: u32,
+    ) {
+        let bits = std::num::NonZeroU32::new(tag).unwrap_or(std::num::NonZeroU32::MAX);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         let seen = self.seq.load(Ordering::SeqCst);
         lock_api::MutexGuard::unlocked(guard, || {
             // EAGAIN (the count moved), EINTR, ETIMEDOUT: all mean "look again".
-            let _ = futex::wait(&self.seq, seen, deadline);
+            let _ = futex::wait_bits(&self.seq, seen, deadline, bits);
             // Awake: a notify from now on need not wake anyone for us.
             self.waiters.fetch_sub(1, Ordering::Relaxed);
         });
+    }
+
+    /// Wakes the first waiter whose tag shares a bit with `tag` (see
+    /// [`wait_tagged`](RtCond::wait_tagged)); true if one woke.
+    #[inline]
+    pub(crate) fn notify_tagged(&self, tag: u32) -> bool {
+        let bits = std::num::NonZeroU32::new(tag).unwrap_or(std::num::NonZeroU32::MAX);
+        self.seq.fetch_add(1, Ordering::SeqCst);
+        self.waiters.load(Ordering::SeqCst) != 0 && futex::wake_bits(&self.seq, 1, bits) > 0
     }
 
     /// Wakes one waiter.
