@@ -278,6 +278,11 @@ unsafe impl lock_api::RawMutex for RawRtLock {
 /// waiter, or the waiter's read of the count comes after the bump, and then the
 /// state change the notifier made before notifying (under the lock, which the
 /// waiter held when it read the count) is one the waiter already saw.
+///
+/// A tagged notify ([`notify_tagged`](RtCond::notify_tagged)) wakes only a
+/// sleeper whose tag shares a bit with it: a waiter of another tag sleeps on
+/// (one that has yet to sleep still sees the bump and looks again), so its
+/// caller answers for waking whoever else the change concerns.
 pub(crate) struct RtCond {
     seq: AtomicU32,
     waiters: AtomicU32,
