@@ -402,3 +402,92 @@ fn drop_io_class_capabilities() -> bool {
     c.inheritable.remove(both);
     set_capabilities(None, c).is_ok()
 }
+
+/// `(tid, voluntary context switches)` of every `posixrt-aio-<n>` thread now,
+/// and whether each sleeps in a futex call (`None` where `/proc` does not
+/// show a thread's system call).
+fn pool_threads() -> Vec<(u32, u64, Option<bool>)> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for t in dir.flatten() {
+        let p = t.path();
+        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+        let worker = comm
+            .trim()
+            .strip_prefix("posixrt-aio-")
+            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()));
+        let Some(tid) = worker
+            .then(|| t.file_name().to_str()?.parse().ok())
+            .flatten()
+        else {
+            continue;
+        };
+        let status = std::fs::read_to_string(p.join("status")).unwrap_or_default();
+        let switches = status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let in_futex = std::fs::read_to_string(p.join("syscall"))
+            .ok()
+            .map(|s| s.split_whitespace().next() == Some(&libc::SYS_futex.to_string()));
+        out.push((tid, switches, in_futex));
+    }
+    out
+}
+
+/// A real-time request on the thread engine, every worker asleep: the
+/// submitter switches one sleeping worker to its class and wakes that one
+/// alone (the others sleep on: waking them all for it made them contend for
+/// the engine's lock, find nothing and sleep again).
+#[test]
+fn a_real_time_request_wakes_one_sleeping_worker() {
+    let _g = serial();
+    let before: Vec<u32> = pool_threads().iter().map(|t| t.0).collect();
+    let aio = Aio::builder().backend(Backend::Threads).build().unwrap();
+    let file = Arc::new(common::temp_file(&[7u8; 4096]));
+    // This pool's workers, once every one sleeps in the kernel.
+    let mut mine = Vec::new();
+    for _ in 0..2500 {
+        mine = pool_threads();
+        mine.retain(|t| !before.contains(&t.0));
+        if mine.iter().any(|t| t.2.is_none()) {
+            eprintln!("skipped: /proc does not show a thread's system call here");
+            return;
+        }
+        if !mine.is_empty() && mine.iter().all(|t| t.2 == Some(true)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(mine.len() >= 2, "the pool's workers: {mine:?}");
+    assert!(
+        mine.iter().all(|t| t.2 == Some(true)),
+        "a worker never slept: {mine:?}"
+    );
+    let aio2 = aio.clone();
+    let read = on_thread(libc::SCHED_FIFO, 50, move || {
+        let mut r = aio2.submit(Op::read(&*file, 0, vec![0u8; 4096])).unwrap();
+        r.wait().unwrap().result.unwrap()
+    });
+    let Some(n) = read else {
+        return;
+    };
+    assert_eq!(n, 4096);
+    // Time for any other woken worker to run and sleep again.
+    std::thread::sleep(Duration::from_millis(100));
+    let after = pool_threads();
+    let woken: Vec<u32> = mine
+        .iter()
+        .filter(|t| after.iter().any(|a| a.0 == t.0 && a.1 > t.1))
+        .map(|t| t.0)
+        .collect();
+    assert_eq!(
+        woken.len(),
+        1,
+        "workers woken for one real-time request: {woken:?} of {}",
+        mine.len()
+    );
+}
