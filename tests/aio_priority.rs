@@ -122,34 +122,41 @@ both!(
 /// `(policy, rt_priority)` of every `posixrt-aio-<n>` worker thread and
 /// kernel io_uring worker now.
 fn worker_classes() -> Vec<(i32, i32)> {
-    classes_of(|comm| {
-        comm.strip_prefix("posixrt-aio-")
-            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
-            || comm.starts_with("iou-wrk")
-    })
+    classes_of(|comm| pool_worker(comm) || comm.starts_with("iou-wrk"))
 }
 
 /// `(policy, rt_priority)` of every `posixrt-aio-<n>` thread (the thread
 /// engine's pool) now.
 fn pool_classes() -> Vec<(i32, i32)> {
-    classes_of(|comm| {
-        comm.strip_prefix("posixrt-aio-")
-            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
-    })
+    classes_of(pool_worker)
+}
+
+/// The `/proc/self/task/<tid>` directory of every thread of this process
+/// whose name `pick`s, with its tid.
+fn threads_named(pick: impl Fn(&str) -> bool) -> Vec<(u32, std::path::PathBuf)> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|t| {
+            let p = t.path();
+            let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
+            let tid = t.file_name().to_str()?.parse().ok()?;
+            pick(comm.trim()).then_some((tid, p))
+        })
+        .collect()
+}
+
+/// True for the name of a thread-engine worker, `posixrt-aio-<n>`.
+fn pool_worker(comm: &str) -> bool {
+    comm.strip_prefix("posixrt-aio-")
+        .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
 }
 
 /// `(policy, rt_priority)` of every thread of this process whose name `pick`s.
 fn classes_of(pick: impl Fn(&str) -> bool) -> Vec<(i32, i32)> {
     let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for t in dir.flatten() {
-        let p = t.path();
-        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-        if !pick(comm.trim()) {
-            continue;
-        }
+    for (_, p) in threads_named(pick) {
         let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
         let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
             continue;
@@ -407,35 +414,21 @@ fn drop_io_class_capabilities() -> bool {
 /// and whether each sleeps in a futex call (`None` where `/proc` does not
 /// show a thread's system call).
 fn pool_threads() -> Vec<(u32, u64, Option<bool>)> {
-    let mut out = Vec::new();
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for t in dir.flatten() {
-        let p = t.path();
-        let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-        let worker = comm
-            .trim()
-            .strip_prefix("posixrt-aio-")
-            .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()));
-        let Some(tid) = worker
-            .then(|| t.file_name().to_str()?.parse().ok())
-            .flatten()
-        else {
-            continue;
-        };
-        let status = std::fs::read_to_string(p.join("status")).unwrap_or_default();
-        let switches = status
-            .lines()
-            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        let in_futex = std::fs::read_to_string(p.join("syscall"))
-            .ok()
-            .map(|s| s.split_whitespace().next() == Some(&libc::SYS_futex.to_string()));
-        out.push((tid, switches, in_futex));
-    }
-    out
+    threads_named(pool_worker)
+        .into_iter()
+        .map(|(tid, p)| {
+            let status = std::fs::read_to_string(p.join("status")).unwrap_or_default();
+            let switches = status
+                .lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            let in_futex = std::fs::read_to_string(p.join("syscall"))
+                .ok()
+                .map(|s| s.split_whitespace().next() == Some(&libc::SYS_futex.to_string()));
+            (tid, switches, in_futex)
+        })
+        .collect()
 }
 
 /// A real-time request on the thread engine, every worker asleep: the
