@@ -428,7 +428,7 @@ impl Inner {
                 let boosted = p.boost_first(core);
                 Kicked {
                     enter: false,
-                    wake: core.ready_len(),
+                    wake: p.to_wake(core.ready_len()),
                     boosted,
                 }
             }

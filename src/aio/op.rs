@@ -72,6 +72,8 @@ pub(crate) struct Prepared<'fd> {
     pub nonblock: bool,
     /// The fd is `O_APPEND` (valid when `checked`).
     pub append: bool,
+    /// The fd is `O_DIRECT` (valid when `checked`).
+    pub direct: bool,
     /// Kind and flags were looked at.
     pub checked: bool,
     /// The request's own copy of the fd, if one was taken.
@@ -103,6 +105,7 @@ impl<'fd> Prepared<'fd> {
             kind: None,
             nonblock: false,
             append: false,
+            direct: false,
             checked: false,
             own: None,
             fd: PhantomData,
@@ -149,6 +152,7 @@ impl<'fd> Prepared<'fd> {
         let fl = sio::status_flags(self.fd())?;
         self.nonblock = fl & libc::O_NONBLOCK != 0;
         self.append = fl & libc::O_APPEND != 0;
+        self.direct = fl & libc::O_DIRECT != 0;
         self.kind = Some(sio::kind(self.fd())?);
         self.checked = true;
         Ok(())

@@ -610,6 +610,9 @@ fn hold_back(core: &mut Core, idx: u32, p: &mut Prepared<'_>) {
     }
     let not_pollable = fd_not_pollable(core, p);
     fill(core, idx, p, false, not_pollable);
+    if p.checked {
+        core.set_fd_direct(p.raw.fd, p.direct);
+    }
     core.admit(idx, false);
 }
 

@@ -82,6 +82,12 @@ struct Gate {
     /// The file this number names refused `RWF_NOWAIT` (procfs, sysfs, ...):
     /// C reads on it are not sent with it (see `Slot::recheck`).
     no_nowait: bool,
+    /// The number was last seen open with `O_DIRECT` (thread engine: its
+    /// transfers wait for the device, so a worker hands the queue on first).
+    direct: bool,
+    /// The file this number names refused `RWF_NOWAIT` for a write (thread
+    /// engine: buffered writes on most file systems).
+    no_nowait_write: bool,
 }
 
 struct ListGroup {
@@ -370,6 +376,7 @@ impl Core {
         g.not_pollable = v;
         if !v {
             g.no_nowait = false;
+            g.no_nowait_write = false;
         }
     }
 
@@ -378,6 +385,41 @@ impl Core {
     #[inline]
     pub(crate) fn fd_takes_nowait(&mut self, fd: i32) -> bool {
         !self.gate(fd).no_nowait
+    }
+
+    /// True if fd number `fd` was last seen open with `O_DIRECT`.
+    #[inline]
+    pub(crate) fn fd_direct(&mut self, fd: i32) -> bool {
+        self.gate(fd).direct
+    }
+
+    /// Records whether fd number `fd` is open with `O_DIRECT`.
+    #[inline]
+    pub(crate) fn set_fd_direct(&mut self, fd: i32, v: bool) {
+        self.gate(fd).direct = v;
+    }
+
+    /// True if a thread-engine transfer of `kind` on fd number `fd` may be
+    /// tried with `RWF_NOWAIT` (the file was not seen to refuse it).
+    #[inline]
+    pub(crate) fn fd_nowait_for(&mut self, fd: i32, kind: OpKind) -> bool {
+        let g = self.gate(fd);
+        if kind == OpKind::Write {
+            !g.no_nowait_write
+        } else {
+            !g.no_nowait
+        }
+    }
+
+    /// Records that the file fd number `fd` names refused `RWF_NOWAIT` for a
+    /// transfer of `kind`.
+    pub(crate) fn set_fd_refuses_nowait(&mut self, fd: i32, kind: OpKind) {
+        let g = self.gate(fd);
+        if kind == OpKind::Write {
+            g.no_nowait_write = true;
+        } else {
+            g.no_nowait = true;
+        }
     }
 
     /// Records that the file fd number `fd` names refused `RWF_NOWAIT`.

@@ -16,6 +16,13 @@
 //!   switch is two system calls at most (measured by the `aio_priority`
 //!   example: `switch_ns`).
 //! - **Regular files and block devices**: `pread`/`pwrite`/`fsync`/`fdatasync`.
+//!   A transfer at an offset is tried first with `RWF_NOWAIT` (unless the fd
+//!   is `O_DIRECT`, or its file refused the flag): what the page cache serves
+//!   is done at once, and a worker that has to wait for a device (the rest of
+//!   such a transfer, an fsync, an `O_DIRECT` one) first hands the queue on,
+//!   waking sleepers for what the other awake workers will not take. A
+//!   submission wakes only that many too ([`Pool::to_wake`]): a run of cached
+//!   transfers is served by the workers awake, without a wake-up each.
 //! - **Pipes, FIFOs, sockets, terminals** (pollable descriptors): the worker makes
 //!   one non-blocking attempt (`RWF_NOWAIT`, or `MSG_DONTWAIT` on a socket). On an
 //!   `O_NONBLOCK` descriptor EAGAIN is the result, as `read(2)` would give. Else
@@ -74,6 +81,11 @@ pub(crate) struct Pool {
     boosted: Box<[AtomicU64]>,
     /// The kernel refused a [`Pool::boost`] (EPERM): none is tried again.
     boost_refused: std::sync::atomic::AtomicBool,
+    /// Workers awake that will look at the ready queue again without a
+    /// wake-up: serving a request that does not wait for a device, or on their
+    /// way to the queue. Changed under the engine lock only (see
+    /// [`Pool::to_wake`]).
+    active: std::sync::atomic::AtomicUsize,
 }
 
 /// Workers that each have a bit of their own to sleep tagged with.
@@ -122,6 +134,7 @@ impl Pool {
             idle: std::sync::Mutex::new(Vec::with_capacity(workers)),
             boosted: (0..workers).map(|_| AtomicU64::new(0)).collect(),
             boost_refused: std::sync::atomic::AtomicBool::new(false),
+            active: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -180,10 +193,35 @@ impl Pool {
         self.workers
     }
 
-    /// Wakes a sleeping worker for each of `ready` requests, at most every
-    /// worker: `boosted` (the worker [`boost`](Pool::boost) switched, if any)
-    /// for the first, others (as the kernel picks them) for the rest. Called once the engine
-    /// lock is released. (Waking all of them for two requests made the rest
+    /// How many sleeping workers to wake for `ready` requests (call with the
+    /// engine lock held): those the awake workers will not take. A worker
+    /// awake comes back to the queue as soon as its request is done, without
+    /// a wake-up, unless that request waits for a device: then it hands the
+    /// queue on before it waits (see `worker`). So a run of requests that
+    /// complete at once (cached reads and writes) is served by the workers
+    /// awake, as glibc's thread serves one fd's queue, instead of a sleep and
+    /// a wake-up per request; requests that wait for a disk still get a
+    /// worker each.
+    #[inline]
+    pub(crate) fn to_wake(&self, ready: usize) -> usize {
+        ready.saturating_sub(self.active.load(Ordering::Relaxed))
+    }
+
+    /// One more (or, `false`, one less) worker awake: see [`Pool::to_wake`].
+    /// Under the engine lock.
+    fn awake(&self, up: bool) {
+        if up {
+            self.active.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.active.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Wakes a sleeping worker for each of `ready` requests (the count
+    /// [`to_wake`](Pool::to_wake) gives), at most every worker: `boosted` (the
+    /// worker [`boost`](Pool::boost) switched, if any) for the first, others
+    /// (as the kernel picks them) for the rest. Called once the engine lock is
+    /// released. (Waking all of them for two requests made the rest
     /// contend for the lock, find nothing, and sleep again.) A worker takes
     /// ready requests until none is left before it sleeps, so a request is
     /// never left with every worker asleep. (A switched worker woken already,
@@ -246,6 +284,15 @@ struct Job {
     /// `kind` is what the fd number named last time (a regular file), not
     /// looked at for this request: an ESPIPE says it names a stream now.
     assumed: bool,
+    /// The fd is (or its number was last seen) `O_DIRECT`: a transfer waits
+    /// for the device even with `RWF_NOWAIT`.
+    direct: bool,
+    /// A transfer is tried with `RWF_NOWAIT` first: the file its number names
+    /// was not seen to refuse the flag for this kind of transfer.
+    nowait: bool,
+    /// The file refused `RWF_NOWAIT` (EOPNOTSUPP: buffered writes on many
+    /// file systems, procfs): recorded for its number by the worker.
+    refused: std::cell::Cell<bool>,
 }
 
 enum Outcome {
@@ -299,6 +346,7 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
         cur = REST;
     }
     let mut core = host.table();
+    pool.awake(true);
     loop {
         if let Some(idx) = core.pop_ready() {
             let s = &mut core.slots[idx as usize];
@@ -314,6 +362,9 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                 class: s.class,
                 done: s.res,
                 assumed: false,
+                direct: false,
+                nowait: true,
+                refused: std::cell::Cell::new(false),
             };
             let fd_number = s.op.fd;
             let mut learn =
@@ -333,6 +384,8 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                     learn = false;
                 }
             }
+            job.direct = core.fd_direct(fd_number);
+            job.nowait = core.fd_nowait_for(fd_number, job.op.kind);
             drop(core);
             if learn {
                 learn_fd(&mut job);
@@ -345,13 +398,25 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             if want != cur && switch(want, pool) {
                 cur = want;
             }
-            let mut out = run(&job);
+            // Before a transfer that waits for a device: the queue goes to
+            // another worker (see `Pool::to_wake`), once.
+            let mut handed = false;
+            let mut hand_on = || {
+                if !handed {
+                    handed = true;
+                    hand_on(&*host, pool);
+                }
+            };
+            let mut out = run(&job, &mut hand_on);
             if matches!(out, Outcome::Relearn) {
                 learn = true;
                 learn_fd(&mut job);
-                out = run(&job);
+                out = run(&job, &mut hand_on);
             }
             let mut c = host.table();
+            if handed {
+                pool.awake(true);
+            }
             if learn || job.assumed {
                 let s = &mut c.slots[idx as usize];
                 s.fd_kind = job.kind;
@@ -361,6 +426,10 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                 if let Some(k) = job.kind {
                     c.set_fd_not_pollable(fd_number, !k.is_stream());
                 }
+                c.set_fd_direct(fd_number, job.direct);
+            }
+            if job.refused.get() {
+                c.set_fd_refuses_nowait(fd_number, job.op.kind);
             }
             match out {
                 Outcome::Done(res) => c.complete(idx, res),
@@ -374,6 +443,7 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             // The poller stops once nothing is in flight: it learns so from
             // a wake-up (the last worker out gives the one that counts).
             pool.interrupt(w);
+            pool.awake(false);
             break;
         } else if cur != REST {
             drop(core);
@@ -384,7 +454,9 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             if cur != REST && core.ready_len() == 0 && !core.shutdown {
                 // Could not switch back (refused): sleep anyway, unless
                 // work came while the lock was let go.
+                pool.awake(false);
                 pool.work.wait_tagged(&mut core, None, tag(w));
+                pool.awake(true);
             }
         } else {
             pool.idle().push((w, crate::sys::tid::current() as i32));
@@ -392,7 +464,9 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             // a boost while asleep makes it a real-time waiter (see
             // `rtlock`'s class cache).
             rtlock::class_changed();
+            pool.awake(false);
             pool.work.wait_tagged(&mut core, None, tag(w));
+            pool.awake(true);
             pool.idle().retain(|&(i, _)| i != w);
             let b = pool.boosted[w as usize].swap(0, Ordering::Relaxed);
             if b != 0 {
@@ -409,7 +483,20 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
 fn learn_fd(job: &mut Job) {
     job.assumed = false;
     job.kind = sio::kind(borrow(job.fd)).ok();
-    job.nonblock = sio::status_flags(borrow(job.fd)).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
+    let fl = sio::status_flags(borrow(job.fd)).unwrap_or(0);
+    job.nonblock = fl & libc::O_NONBLOCK != 0;
+    job.direct = fl & libc::O_DIRECT != 0;
+}
+
+/// A worker about to wait for a device hands the queue on: it no longer
+/// counts as awake, and sleepers are woken for the ready requests the other
+/// awake workers will not take (see [`Pool::to_wake`]).
+fn hand_on<H: Host>(host: &H, pool: &Pool) {
+    let c = host.table();
+    pool.awake(false);
+    let wake = pool.to_wake(c.ready_len());
+    host.release(c);
+    pool.wake_for(wake, None);
 }
 
 /// True if the issued request in `s` may be stopped by a cancel (it transfers on
@@ -563,8 +650,9 @@ fn poller<H: Host>(host: Arc<H>) {
             None
         };
         let stop = core.shutdown && core.inflight == 0;
+        let wake = pool.to_wake(ready);
         host.release(core);
-        pool.wake_for(ready, boosted);
+        pool.wake_for(wake, boosted);
         if stop {
             pool.work.notify_all();
             return;
@@ -587,27 +675,100 @@ fn res(r: std::result::Result<usize, i32>) -> i64 {
     }
 }
 
-/// Runs one round of a request.
-fn run(j: &Job) -> Outcome {
+/// Runs one round of a request; `hand_on` is called before a call that may
+/// wait for a device.
+fn run(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
     let fd = j.fd;
     match j.op.kind {
-        OpKind::Fsync => Outcome::Done(res(sio::fsync(borrow(fd)).map(|_| 0))),
-        OpKind::Fdatasync => Outcome::Done(res(sio::fdatasync(borrow(fd)).map(|_| 0))),
+        OpKind::Fsync => {
+            hand_on();
+            Outcome::Done(res(sio::fsync(borrow(fd)).map(|_| 0)))
+        }
+        OpKind::Fdatasync => {
+            hand_on();
+            Outcome::Done(res(sio::fdatasync(borrow(fd)).map(|_| 0)))
+        }
         OpKind::Read | OpKind::Write => match j.kind {
-            Some(k) if k.is_stream() => stream(j, k),
-            _ => positioned(j),
+            Some(k) if k.is_stream() => stream(j, k, hand_on),
+            _ => positioned(j, hand_on),
         },
     }
 }
 
+/// What an `RWF_NOWAIT` attempt left to do.
+enum Left {
+    /// Nothing: the result (the page cache served the whole request, or the
+    /// file ended).
+    Done(i64),
+    /// The rest, after this many bytes, which may wait for the disk (0 also
+    /// for an error: the usual call reports it).
+    Rest(usize),
+    /// The file refused the flag: the usual call, taken not to wait (a
+    /// buffered write, a procfs read).
+    Refused,
+}
+
+/// `RWF_NOWAIT` transfer at the offset (see [`Left`]).
+fn without_waiting(j: &Job, ptr: *mut u8, len: usize) -> Left {
+    // SAFETY: (ptr, len) is the request's buffer (see `positioned`).
+    let r = unsafe {
+        match j.op.kind {
+            OpKind::Read => sio::read(j.fd, ptr, len, Mode::AtNoWait(j.op.offset)),
+            _ => sio::write(j.fd, ptr, len, Mode::AtNoWait(j.op.offset)),
+        }
+    };
+    match r {
+        Ok(n) if n == len || (n == 0 && j.op.kind == OpKind::Read) => Left::Done(j.done + n as i64),
+        Ok(n) => Left::Rest(n),
+        Err(libc::EOPNOTSUPP) => Left::Refused,
+        Err(_) => Left::Rest(0),
+    }
+}
+
 /// A transfer on a regular file or block device (blocking, EINTR retried).
-fn positioned(j: &Job) -> Outcome {
-    let len = j.op.len.min(MAX_RW);
-    let ptr = j.op.ptr as *mut u8;
+/// A buffered one at an offset is tried first without waiting for the disk
+/// (`RWF_NOWAIT`); what that leaves goes after `hand_on`, as does every
+/// other transfer but one on a file that refuses the flag (taken not to wait
+/// for a disk: a buffered write).
+fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
+    let mut len = j.op.len.min(MAX_RW);
+    let mut ptr = j.op.ptr as *mut u8;
+    let mut before = 0i64;
+    let mut waits = true;
     let mode = if j.op.ordered {
         Mode::Stream
+    } else if !j.direct && !j.nowait {
+        waits = false;
+        Mode::At(j.op.offset)
+    } else if !j.direct && len > 0 {
+        match without_waiting(j, ptr, len) {
+            Left::Done(n) => return Outcome::Done(n),
+            Left::Refused => {
+                j.refused.set(true);
+                waits = false;
+                Mode::At(j.op.offset)
+            }
+            Left::Rest(n) => {
+                // The rest, from where the page cache stopped.
+                before = n as i64;
+                len -= n;
+                ptr = ptr.wrapping_add(n);
+                Mode::At(j.op.offset + before)
+            }
+        }
     } else {
         Mode::At(j.op.offset)
+    };
+    if waits {
+        hand_on();
+    }
+    let done = |r: std::result::Result<usize, i32>| {
+        // Bytes moved before an error are the result, as for a short transfer.
+        if before > 0 && r.is_err() {
+            j.done + before
+        } else {
+            j.done + before + res(r)
+        }
     };
     loop {
         // SAFETY: (ptr, len) is the request's buffer, owned by the runtime until
@@ -629,9 +790,9 @@ fn positioned(j: &Job) -> Outcome {
                         _ => sio::write(j.fd, ptr, len, Mode::Stream),
                     }
                 };
-                return Outcome::Done(j.done + res(r));
+                return Outcome::Done(done(r));
             }
-            other => return Outcome::Done(j.done + res(other)),
+            other => return Outcome::Done(done(other)),
         }
     }
 }
@@ -639,7 +800,7 @@ fn positioned(j: &Job) -> Outcome {
 /// A transfer on a pollable descriptor: never blocks the worker (except a
 /// datagram write, which `write(2)` would complete, and a terminal without
 /// `RWF_NOWAIT` support after it polled ready).
-fn stream(j: &Job, k: FdKind) -> Outcome {
+fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
     let write = j.op.kind == OpKind::Write;
     let sock = matches!(k, FdKind::Datagram | FdKind::StreamSocket);
     let mut mode = if sock {
@@ -680,6 +841,8 @@ fn stream(j: &Job, k: FdKind) -> Outcome {
                     });
                 }
                 if write && k == FdKind::Datagram {
+                    // A blocking write: until the socket has room.
+                    hand_on();
                     mode = Mode::Stream;
                     continue;
                 }

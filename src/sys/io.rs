@@ -160,6 +160,10 @@ pub(crate) enum Mode {
     Stream,
     /// `preadv2`/`pwritev2(offset -1, RWF_NOWAIT)`: EAGAIN instead of blocking.
     NoWait,
+    /// `preadv2`/`pwritev2` at the offset with `RWF_NOWAIT`: EAGAIN (or a
+    /// short count) instead of waiting for the disk, on a buffered file; on an
+    /// `O_DIRECT` one the call still waits for the device.
+    AtNoWait(i64),
     /// `recv`/`send(MSG_DONTWAIT)` on a socket: EAGAIN instead of blocking.
     SocketNoWait,
 }
@@ -181,6 +185,13 @@ pub(crate) unsafe fn read(fd: i32, ptr: *mut u8, len: usize, mode: Mode) -> Resu
                     iov_len: len,
                 };
                 libc::preadv2(fd, &iov, 1, -1, libc::RWF_NOWAIT)
+            }
+            Mode::AtNoWait(off) => {
+                let iov = libc::iovec {
+                    iov_base: ptr.cast(),
+                    iov_len: len,
+                };
+                libc::preadv2(fd, &iov, 1, off, libc::RWF_NOWAIT)
             }
             Mode::SocketNoWait => libc::recv(fd, ptr.cast(), len, libc::MSG_DONTWAIT),
         }
@@ -204,6 +215,13 @@ pub(crate) unsafe fn write(fd: i32, ptr: *const u8, len: usize, mode: Mode) -> R
                     iov_len: len,
                 };
                 libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT)
+            }
+            Mode::AtNoWait(off) => {
+                let iov = libc::iovec {
+                    iov_base: ptr as *mut libc::c_void,
+                    iov_len: len,
+                };
+                libc::pwritev2(fd, &iov, 1, off, libc::RWF_NOWAIT)
             }
             Mode::SocketNoWait => libc::send(fd, ptr.cast(), len, libc::MSG_DONTWAIT),
         }
