@@ -3,9 +3,9 @@
 //! the queue on (waking a sleeper) only before a call that waits for a device.
 //! These tests check what that path returns (whole transfers where the page
 //! cache held only part of a read, the end of a file, `O_DIRECT`, writes on a
-//! file that refuses the flag), and that the count of awake workers cannot
-//! drift: after a mixed load from several threads, a lone request is still
-//! served.
+//! file that refuses the flag), and that the count of awake workers came
+//! back to where it was after a mixed load from several threads: a lone
+//! request is still served.
 
 use std::os::fd::AsFd;
 use std::os::unix::fs::OpenOptionsExt;
@@ -97,7 +97,7 @@ fn writes_on_a_file_that_refuses_nowait_land() {
 }
 
 /// An `O_DIRECT` file (where the temp dir's file system takes the flag):
-/// reads and writes of aligned blocks, which wait for the device, go whole.
+/// a read of an aligned block, which waits for the device, goes whole.
 #[test]
 fn direct_io_goes_whole() {
     let aio = pool();

@@ -132,6 +132,17 @@ pub(crate) struct Kicked {
     pub boosted: Option<u32>,
 }
 
+impl Kicked {
+    /// True if [`Inner::wake_workers`] has a worker to wake: sleepers for
+    /// ready requests, or the switched one (also when the workers awake take
+    /// every ready request: the switched one sleeps at its new class, off the
+    /// idle list, until woken).
+    #[inline]
+    pub(crate) fn wakes(&self) -> bool {
+        self.wake > 0 || self.boosted.is_some()
+    }
+}
+
 pub(crate) struct Inner {
     /// The request table and queues, taken by every submit, reap and wait, the
     /// pool's workers and the completion thread. Priority-inheriting for a
@@ -881,5 +892,31 @@ impl super::tokio_reap::Host for Inner {
             let _ = self.ensure_background();
         }
         super::tokio_reap::Host::reap_now(&*self);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kicked;
+
+    /// A kick that switched a sleeping worker wakes it even when the workers
+    /// awake take every ready request (no sleeper to wake for them): the
+    /// switched one is off the idle list, at the request's class, and would
+    /// otherwise sleep on.
+    #[test]
+    fn a_switched_worker_is_woken_even_with_none_to_wake_for() {
+        let none = Kicked::default();
+        assert!(!none.wakes());
+        let ready = Kicked {
+            wake: 2,
+            ..Kicked::default()
+        };
+        assert!(ready.wakes());
+        let switched = Kicked {
+            wake: 0,
+            boosted: Some(3),
+            ..Kicked::default()
+        };
+        assert!(switched.wakes());
     }
 }

@@ -294,7 +294,7 @@ impl Inner {
                 self.release(core);
             }
         }
-        if wake.wake > 0 {
+        if wake.wakes() {
             self.wake_workers(wake);
         }
         if !probes.is_empty() {

@@ -16,13 +16,14 @@
 //!   switch is two system calls at most (measured by the `aio_priority`
 //!   example: `switch_ns`).
 //! - **Regular files and block devices**: `pread`/`pwrite`/`fsync`/`fdatasync`.
-//!   A transfer at an offset is tried first with `RWF_NOWAIT` (unless the fd
-//!   is `O_DIRECT`, or its file refused the flag): what the page cache serves
-//!   is done at once, and a worker that has to wait for a device (the rest of
-//!   such a transfer, an fsync, an `O_DIRECT` one) first hands the queue on,
-//!   waking sleepers for what the other awake workers will not take. A
-//!   submission wakes only that many too ([`Pool::to_wake`]): a run of cached
-//!   transfers is served by the workers awake, without a wake-up each.
+//!   A transfer of up to 256 KiB at an offset is tried first with
+//!   `RWF_NOWAIT` (unless the fd is `O_DIRECT`, or its file refused the flag):
+//!   what the page cache serves is done at once. Before any call that may
+//!   wait (the rest of such a transfer, every other transfer, an fsync, a
+//!   blocking datagram or terminal write) a worker hands the queue on, waking
+//!   sleepers for what the other awake workers will not take. A submission
+//!   wakes only that many too ([`Pool::to_wake`]): a run of cached reads is
+//!   served by the workers awake, without a wake-up each.
 //! - **Pipes, FIFOs, sockets, terminals** (pollable descriptors): the worker makes
 //!   one non-blocking attempt (`RWF_NOWAIT`, or `MSG_DONTWAIT` on a socket). On an
 //!   `O_NONBLOCK` descriptor EAGAIN is the result, as `read(2)` would give. Else
@@ -82,8 +83,8 @@ pub(crate) struct Pool {
     /// The kernel refused a [`Pool::boost`] (EPERM): none is tried again.
     boost_refused: std::sync::atomic::AtomicBool,
     /// Workers awake that will look at the ready queue again without a
-    /// wake-up: serving a request that does not wait for a device, or on their
-    /// way to the queue. Changed under the engine lock only (see
+    /// wake-up: in an `RWF_NOWAIT` transfer or other work that does not wait
+    /// (see `positioned`), or on their way to the queue. Changed under the engine lock only (see
     /// [`Pool::to_wake`]).
     active: std::sync::atomic::AtomicUsize,
 }
@@ -196,10 +197,9 @@ impl Pool {
     /// How many sleeping workers to wake for `ready` requests (call with the
     /// engine lock held): those the awake workers will not take. A worker
     /// awake comes back to the queue as soon as its request is done, without
-    /// a wake-up, unless that request waits for a device: then it hands the
-    /// queue on before it waits (see `worker`). So a run of requests that
-    /// complete at once (cached reads and writes) is served by the workers
-    /// awake, as glibc's thread serves one fd's queue, instead of a sleep and
+    /// a wake-up, unless its request may wait: then it hands the queue on
+    /// before the call (see `positioned`). So a run of requests that complete
+    /// at once (cached reads) is served by the workers awake, as glibc's thread serves one fd's queue, instead of a sleep and
     /// a wake-up per request; requests that wait for a disk still get a
     /// worker each.
     #[inline]
@@ -291,7 +291,8 @@ struct Job {
     /// was not seen to refuse the flag for this kind of transfer.
     nowait: bool,
     /// The file refused `RWF_NOWAIT` (EOPNOTSUPP: buffered writes on many
-    /// file systems, procfs): recorded for its number by the worker.
+    /// file systems, tmpfs reads): recorded for its number by the worker, so
+    /// that later transfers skip the attempt.
     refused: std::cell::Cell<bool>,
 }
 
@@ -695,6 +696,11 @@ fn run(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
     }
 }
 
+/// The largest transfer tried with `RWF_NOWAIT` while its worker counts as
+/// awake: a larger one, even from the page cache, holds its worker long
+/// enough that the queue is handed on first.
+const QUICK_MAX: usize = 256 << 10;
+
 /// What an `RWF_NOWAIT` attempt left to do.
 enum Left {
     /// Nothing: the result (the page cache served the whole request, or the
@@ -703,8 +709,8 @@ enum Left {
     /// The rest, after this many bytes, which may wait for the disk (0 also
     /// for an error: the usual call reports it).
     Rest(usize),
-    /// The file refused the flag: the usual call, taken not to wait (a
-    /// buffered write, a procfs read).
+    /// The file refused the flag (EOPNOTSUPP): the usual call, which may
+    /// wait.
     Refused,
 }
 
@@ -726,26 +732,24 @@ fn without_waiting(j: &Job, ptr: *mut u8, len: usize) -> Left {
 }
 
 /// A transfer on a regular file or block device (blocking, EINTR retried).
-/// A buffered one at an offset is tried first without waiting for the disk
-/// (`RWF_NOWAIT`); what that leaves goes after `hand_on`, as does every
-/// other transfer but one on a file that refuses the flag (taken not to wait
-/// for a disk: a buffered write).
+/// A buffered one at an offset, of at most [`QUICK_MAX`] bytes, is tried
+/// first without waiting for the disk (`RWF_NOWAIT`); what that leaves, and
+/// every other transfer (ordered, `O_DIRECT`, larger, or on a file that
+/// refuses the flag: buffered writes on many file systems, tmpfs and FUSE
+/// reads), goes after `hand_on`, as it may wait.
 fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
     let mut len = j.op.len.min(MAX_RW);
     let mut ptr = j.op.ptr as *mut u8;
     let mut before = 0i64;
-    let mut waits = true;
     let mode = if j.op.ordered {
         Mode::Stream
-    } else if !j.direct && !j.nowait {
-        waits = false;
+    } else if j.direct || !j.nowait || len == 0 || len > QUICK_MAX {
         Mode::At(j.op.offset)
-    } else if !j.direct && len > 0 {
+    } else {
         match without_waiting(j, ptr, len) {
             Left::Done(n) => return Outcome::Done(n),
             Left::Refused => {
                 j.refused.set(true);
-                waits = false;
                 Mode::At(j.op.offset)
             }
             Left::Rest(n) => {
@@ -756,12 +760,8 @@ fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
                 Mode::At(j.op.offset + before)
             }
         }
-    } else {
-        Mode::At(j.op.offset)
     };
-    if waits {
-        hand_on();
-    }
+    hand_on();
     let done = |r: std::result::Result<usize, i32>| {
         // Bytes moved before an error are the result, as for a short transfer.
         if before > 0 && r.is_err() {
@@ -852,6 +852,8 @@ fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
                 // No RWF_NOWAIT here (a terminal): on an O_NONBLOCK fd a plain
                 // transfer does not block; else transfer once poll says ready.
                 if j.nonblock || sio::ready_now(borrow(j.fd), write) {
+                    // (A slow terminal may still hold a write.)
+                    hand_on();
                     mode = Mode::Stream;
                     continue;
                 }
