@@ -413,7 +413,7 @@ impl Shard {
             core.set_fd_not_pollable(fd, false);
         }
         for fd in no_nowait {
-            core.set_fd_no_nowait(fd);
+            core.set_fd_refuses_nowait(fd, OpKind::Read);
         }
         more
     }

@@ -417,7 +417,7 @@ impl Inner {
         // probe altogether.
         let mut fds: Vec<i32> = Vec::new();
         for &(_, _, fd) in probes.iter() {
-            let known = core.fd_not_pollable(fd) && core.fd_takes_nowait(fd);
+            let known = core.fd_not_pollable(fd) && core.fd_nowait_for(fd, OpKind::Read);
             if !known && !fds.contains(&fd) {
                 fds.push(fd);
             }

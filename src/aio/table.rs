@@ -380,13 +380,6 @@ impl Core {
         }
     }
 
-    /// True if a C read on fd number `fd`, known not pollable, may go with
-    /// `RWF_NOWAIT` (see `Slot::recheck`).
-    #[inline]
-    pub(crate) fn fd_takes_nowait(&mut self, fd: i32) -> bool {
-        !self.gate(fd).no_nowait
-    }
-
     /// True if fd number `fd` was last seen open with `O_DIRECT`.
     #[inline]
     pub(crate) fn fd_direct(&mut self, fd: i32) -> bool {
@@ -399,8 +392,9 @@ impl Core {
         self.gate(fd).direct = v;
     }
 
-    /// True if a thread-engine transfer of `kind` on fd number `fd` may be
-    /// tried with `RWF_NOWAIT` (the file was not seen to refuse it).
+    /// True if a transfer of `kind` on fd number `fd` may go with
+    /// `RWF_NOWAIT`: the file was not seen to refuse it (a C read on io_uring,
+    /// known not pollable: see `Slot::recheck`; any thread-engine transfer).
     #[inline]
     pub(crate) fn fd_nowait_for(&mut self, fd: i32, kind: OpKind) -> bool {
         let g = self.gate(fd);
@@ -420,11 +414,6 @@ impl Core {
         } else {
             g.no_nowait = true;
         }
-    }
-
-    /// Records that the file fd number `fd` names refused `RWF_NOWAIT`.
-    pub(crate) fn set_fd_no_nowait(&mut self, fd: i32) {
-        self.gate(fd).no_nowait = true;
     }
 
     /// Requests waiting for the engine.

@@ -527,7 +527,7 @@ impl CEngine {
             unsafe { store_started(r.cb, user_data(idx, gen)) };
             // A number seen to name a file that refuses RWF_NOWAIT (procfs,
             // sysfs) is looked at again by each read, as a probe.
-            let known = core.fd_not_pollable(raw.fd) && core.fd_takes_nowait(raw.fd);
+            let known = core.fd_not_pollable(raw.fd) && core.fd_nowait_for(raw.fd, OpKind::Read);
             let probe = kind == OpKind::Read && !known;
             core.slots[idx as usize].probe = probe;
             core.slots[idx as usize].finite = known;
