@@ -339,10 +339,12 @@ impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        // (Read before `begin` clears it.)
+        let after_yield = this.yielded;
         let Some(spend) = coop::begin(cx, &mut this.yielded) else {
             return Poll::Pending;
         };
-        this.poll_submit(cx, spend)
+        this.poll_submit(cx, spend, after_yield)
     }
 }
 
@@ -352,13 +354,15 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
         &mut self,
         cx: &mut Context<'_>,
         spend: coop::Spend,
+        after_yield: bool,
     ) -> Poll<Result<Completion<B>>> {
         let this = self;
         if !this.started {
             this.started = true;
             let may_wait = this.fd.may_wait(this.aio);
             let io = (this.kind, this.offset, this.at);
-            let (req, flush) = match submit(this.aio, this.fd.submit_fd(), io, may_wait, cx) {
+            let fd = this.fd.submit_fd();
+            let (req, flush) = match submit(this.aio, fd, io, may_wait, after_yield, cx) {
                 Ok(r) => r,
                 Err(e) => {
                     spend.ready();
@@ -404,7 +408,8 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
 
 /// `Aio::submit` of a read or write (`io`: kind, offset, and the address and
 /// length of the buffer, which the future keeps) on `fd`, with the kernel
-/// entry left to the end of the runtime turn when that pays and `may_wait`.
+/// entry left to the end of the runtime turn when that pays and `may_wait`
+/// (`after_yield`: the future's last poll yielded to the task's budget).
 /// Returns the request and, if its entry waits for a flush still to come,
 /// that flush's token (else 0). If `may_wait`, what the request names stays
 /// its file until the request is in the kernel, whatever happens to the
@@ -414,6 +419,7 @@ fn submit<B: Send + 'static>(
     fd: BorrowedFd<'_>,
     io: (OpKind, i64, (usize, usize)),
     may_wait: bool,
+    after_yield: bool,
     cx: &Context<'_>,
 ) -> Result<(Ticket<B>, u64)> {
     let (kind, offset, (ptr, len)) = io;
@@ -429,7 +435,7 @@ fn submit<B: Send + 'static>(
     p.look(call, threads)?;
     #[cfg(feature = "tokio")]
     let join = if may_wait && !threads {
-        batch::should_defer(inner)
+        batch::should_defer(inner, after_yield)
     } else {
         batch::Defer::No
     };
@@ -437,7 +443,7 @@ fn submit<B: Send + 'static>(
     let defer = join != batch::Defer::No;
     #[cfg(not(feature = "tokio"))]
     let defer = {
-        let _ = may_wait;
+        let _ = (may_wait, after_yield);
         false
     };
     // A deferred submission completes only once the flush entered the ring,
@@ -716,8 +722,17 @@ mod batch {
     /// `FuturesUnordered`, `buffer_unordered`) or other tasks then join it, and
     /// a batch makes every submission wait again. A lone read at a time pays
     /// that wait once per run, and the runs double up to [`SOLO_MAX`].
+    ///
+    /// A submission made right after its future yielded to the task's budget
+    /// (`after_yield`: see `coop::begin`) is the one that waits, whatever is
+    /// left of the run: that read waited for the runtime's driver already, and
+    /// a run that ends there costs no other read a wait. Under tokio's budget
+    /// a task yields at least every 515 requests done, so once the runs are
+    /// longer than that, a lone task's reads wait only where it yields (a
+    /// separate wait landed among a loop's slowest reads, about one in a
+    /// thousand, besides the yields).
     #[inline]
-    pub(super) fn should_defer(inner: &Arc<Inner>) -> Defer {
+    pub(super) fn should_defer(inner: &Arc<Inner>, after_yield: bool) -> Defer {
         let token = pending(inner);
         if token != 0 {
             return Defer::Join(token);
@@ -725,7 +740,7 @@ mod batch {
         let me = Arc::as_ptr(inner) as usize;
         let (ctx, skip, next) = SOLO.get();
         if ctx == me {
-            if skip > 0 {
+            if skip > 0 && !after_yield {
                 SOLO.set((me, skip - 1, next));
                 return Defer::No;
             }
@@ -735,6 +750,11 @@ mod batch {
             // thread a blocking one).
             if (next == 0 && tokio_reap::in_task()) || tokio_reap::turn_ends_here() {
                 return Defer::Start;
+            }
+            if skip > 0 {
+                // (After a yield where no turn ends: the run goes on.)
+                SOLO.set((me, skip - 1, next));
+                return Defer::No;
             }
         } else if tokio_reap::batching_pays() && tokio_reap::turn_ends_here() {
             return Defer::Start;
