@@ -17,6 +17,7 @@ use posixrt::trace::{Trace, TraceAttr};
 mod common;
 use common::blocker;
 use common::both;
+use common::workers::{asleep_workers, pool_threads, pool_worker, threads_where, woken_since};
 
 /// The tests change scheduling classes and read every thread's: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -131,32 +132,10 @@ fn pool_classes() -> Vec<(i32, i32)> {
     classes_of(pool_worker)
 }
 
-/// The `/proc/self/task/<tid>` directory of every thread of this process
-/// whose name `pick`s, with its tid.
-fn threads_named(pick: impl Fn(&str) -> bool) -> Vec<(u32, std::path::PathBuf)> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|t| {
-            let p = t.path();
-            let comm = std::fs::read_to_string(p.join("comm")).unwrap_or_default();
-            let tid = t.file_name().to_str()?.parse().ok()?;
-            pick(comm.trim()).then_some((tid, p))
-        })
-        .collect()
-}
-
-/// True for the name of a thread-engine worker, `posixrt-aio-<n>`.
-fn pool_worker(comm: &str) -> bool {
-    comm.strip_prefix("posixrt-aio-")
-        .is_some_and(|r| r.bytes().all(|c| c.is_ascii_digit()))
-}
-
 /// `(policy, rt_priority)` of every thread of this process whose name `pick`s.
 fn classes_of(pick: impl Fn(&str) -> bool) -> Vec<(i32, i32)> {
     let mut out = Vec::new();
-    for (_, p) in threads_named(pick) {
+    for (_, p) in threads_where(pick) {
         let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
         let Some(rest) = stat.rfind(')').map(|i| &stat[i + 2..]) else {
             continue;
@@ -410,27 +389,6 @@ fn drop_io_class_capabilities() -> bool {
     set_capabilities(None, c).is_ok()
 }
 
-/// `(tid, voluntary context switches)` of every `posixrt-aio-<n>` thread now,
-/// and whether each sleeps in a futex call (`None` where `/proc` does not
-/// show a thread's system call).
-fn pool_threads() -> Vec<(u32, u64, Option<bool>)> {
-    threads_named(pool_worker)
-        .into_iter()
-        .map(|(tid, p)| {
-            let status = std::fs::read_to_string(p.join("status")).unwrap_or_default();
-            let switches = status
-                .lines()
-                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(0);
-            let in_futex = std::fs::read_to_string(p.join("syscall"))
-                .ok()
-                .map(|s| s.split_whitespace().next() == Some(&libc::SYS_futex.to_string()));
-            (tid, switches, in_futex)
-        })
-        .collect()
-}
-
 /// A real-time request on the thread engine, every worker asleep: the
 /// submitter switches one sleeping worker to its class and wakes that one
 /// alone (the others sleep on: waking them all for it made them contend for
@@ -441,25 +399,9 @@ fn a_real_time_request_wakes_one_sleeping_worker() {
     let before: Vec<u32> = pool_threads().iter().map(|t| t.0).collect();
     let aio = Aio::builder().backend(Backend::Threads).build().unwrap();
     let file = Arc::new(common::temp_file(&[7u8; 4096]));
-    // This pool's workers, once every one sleeps in the kernel.
-    let mut mine = Vec::new();
-    for _ in 0..2500 {
-        mine = pool_threads();
-        mine.retain(|t| !before.contains(&t.0));
-        if mine.iter().any(|t| t.2.is_none()) {
-            eprintln!("skipped: /proc does not show a thread's system call here");
-            return;
-        }
-        if !mine.is_empty() && mine.iter().all(|t| t.2 == Some(true)) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    assert!(mine.len() >= 2, "the pool's workers: {mine:?}");
-    assert!(
-        mine.iter().all(|t| t.2 == Some(true)),
-        "a worker never slept: {mine:?}"
-    );
+    let Some(mine) = asleep_workers(&before, 2) else {
+        return;
+    };
     let aio2 = aio.clone();
     let read = on_thread(libc::SCHED_FIFO, 50, move || {
         let mut r = aio2.submit(Op::read(&*file, 0, vec![0u8; 4096])).unwrap();
@@ -471,12 +413,7 @@ fn a_real_time_request_wakes_one_sleeping_worker() {
     assert_eq!(n, 4096);
     // Time for any other woken worker to run and sleep again.
     std::thread::sleep(Duration::from_millis(100));
-    let after = pool_threads();
-    let woken: Vec<u32> = mine
-        .iter()
-        .filter(|t| after.iter().any(|a| a.0 == t.0 && a.1 > t.1))
-        .map(|t| t.0)
-        .collect();
+    let woken = woken_since(&mine);
     assert_eq!(
         woken.len(),
         1,

@@ -87,6 +87,16 @@ pub(crate) struct Pool {
     /// (see `positioned`), or on their way to the queue. Changed under the engine lock only (see
     /// [`Pool::to_wake`]).
     active: std::sync::atomic::AtomicUsize,
+    /// Workers asleep on `work` (or about to be: the count they sleep on
+    /// read), not back at the lock yet. Changed under the engine lock only.
+    asleep: std::sync::atomic::AtomicUsize,
+    /// Of those, the ones a wake-up is due to: decided under the engine lock
+    /// (see [`Pool::to_wake`]), sent after it is released. Each comes back and
+    /// takes ready requests as the awake ones do, so a submission made before
+    /// it runs wakes no other worker for those. Decremented by every worker
+    /// back from a sleep (never below 0: one woken by another cause takes the
+    /// place of one due).
+    woken: std::sync::atomic::AtomicUsize,
 }
 
 /// Workers that each have a bit of their own to sleep tagged with.
@@ -136,6 +146,8 @@ impl Pool {
             boosted: (0..workers).map(|_| AtomicU64::new(0)).collect(),
             boost_refused: std::sync::atomic::AtomicBool::new(false),
             active: std::sync::atomic::AtomicUsize::new(0),
+            asleep: std::sync::atomic::AtomicUsize::new(0),
+            woken: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -202,9 +214,26 @@ impl Pool {
     /// at once (cached reads) is served by the workers awake, as glibc's thread serves one fd's queue, instead of a sleep and
     /// a wake-up per request; requests that wait for a disk still get a
     /// worker each.
+    ///
+    /// Workers woken already and not back yet count as awake: a program that
+    /// submits several requests one call at a time (a loop of `aio_read`)
+    /// wakes one worker per request, not one for the first, two for the
+    /// second (the first not running yet), and so on. The count returned is
+    /// taken as due (see [`Pool::woken`]): the caller must pass it to
+    /// [`wake_for`](Pool::wake_for). It is at most the sleepers no wake-up is
+    /// due to yet, so each one due comes back: a sleeper is woken by the
+    /// futex wake, or, not asleep yet, finds the count it sleeps on moved
+    /// and does not sleep.
     #[inline]
     pub(crate) fn to_wake(&self, ready: usize) -> usize {
-        ready.saturating_sub(self.active.load(Ordering::Relaxed))
+        let woken = self.woken.load(Ordering::Relaxed);
+        let want = ready.saturating_sub(self.active.load(Ordering::Relaxed) + woken);
+        if want == 0 {
+            return 0;
+        }
+        let n = want.min(self.asleep.load(Ordering::Relaxed).saturating_sub(woken));
+        self.woken.fetch_add(n, Ordering::Relaxed);
+        n
     }
 
     /// One more (or, `false`, one less) worker awake: see [`Pool::to_wake`].
@@ -237,11 +266,28 @@ impl Pool {
             self.work.notify_tagged(tag(w));
             ready = ready.saturating_sub(1);
         }
-        match ready {
-            0 => {}
-            1 => self.work.notify_one(),
-            n => self.work.notify_n(n.min(self.workers) as u32),
+        if ready > 0 {
+            self.work.notify_n(ready.min(self.workers) as u32);
         }
+    }
+
+    /// A worker about to sleep on `work`, under the engine lock: no longer
+    /// awake, and counted asleep (see [`Pool::to_wake`]).
+    fn sleep(&self) {
+        self.awake(false);
+        self.asleep.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A worker back from its sleep, under the engine lock: awake, and one
+    /// fewer due (whether a wake-up was due to it or not).
+    fn back(&self) {
+        self.asleep.fetch_sub(1, Ordering::Relaxed);
+        let _ = self
+            .woken
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
+                Some(w.saturating_sub(1))
+            });
+        self.awake(true);
     }
 
     /// Starts the workers and the poller; each holds the context until shutdown.
@@ -455,9 +501,9 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             if cur != REST && core.ready_len() == 0 && !core.shutdown {
                 // Could not switch back (refused): sleep anyway, unless
                 // work came while the lock was let go.
-                pool.awake(false);
+                pool.sleep();
                 pool.work.wait_tagged(&mut core, None, tag(w));
-                pool.awake(true);
+                pool.back();
             }
         } else {
             pool.idle().push((w, crate::sys::tid::current() as i32));
@@ -465,9 +511,9 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             // a boost while asleep makes it a real-time waiter (see
             // `rtlock`'s class cache).
             rtlock::class_changed();
-            pool.awake(false);
+            pool.sleep();
             pool.work.wait_tagged(&mut core, None, tag(w));
-            pool.awake(true);
+            pool.back();
             pool.idle().retain(|&(i, _)| i != w);
             let b = pool.boosted[w as usize].swap(0, Ordering::Relaxed);
             if b != 0 {
@@ -931,6 +977,41 @@ mod tests {
             .collect();
         assert_eq!(classes[0], if boosted { fifo } else { SchedClass::OTHER });
         assert_eq!(classes[1], SchedClass::OTHER);
+    }
+
+    /// The count of workers to wake: ready requests less the workers awake and
+    /// those a wake-up is due to (decided and not back yet), at most the
+    /// sleepers none is due to; each worker back takes one due off.
+    #[test]
+    fn workers_due_count_as_awake() {
+        let pool = Pool::new(4).expect("pool");
+        // Three asleep, one awake (busy with a request).
+        pool.awake(true);
+        for _ in 0..3 {
+            pool.asleep.fetch_add(1, Ordering::Relaxed);
+        }
+        // A request the awake worker will take: nobody to wake.
+        assert_eq!(pool.to_wake(1), 0);
+        // Two ready: one sleeper is due.
+        assert_eq!(pool.to_wake(2), 1);
+        // A third request before it runs: one more, not two.
+        assert_eq!(pool.to_wake(3), 1);
+        assert_eq!(pool.woken.load(Ordering::Relaxed), 2);
+        // Ten ready: only the one sleeper left is due.
+        assert_eq!(pool.to_wake(10), 1);
+        assert_eq!(pool.to_wake(10), 0, "no sleeper left to wake");
+        // The three come back: awake, none due.
+        for _ in 0..3 {
+            pool.back();
+        }
+        assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
+        assert_eq!(pool.asleep.load(Ordering::Relaxed), 0);
+        assert_eq!(pool.active.load(Ordering::Relaxed), 4);
+        assert_eq!(pool.to_wake(4), 0);
+        // One woken by another cause (none due) takes nothing below 0.
+        pool.sleep();
+        pool.back();
+        assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
     }
 
     /// True once thread `tid` of this process sleeps in a futex call (None

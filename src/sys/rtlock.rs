@@ -331,12 +331,6 @@ impl RtCond {
         self.waiters.load(Ordering::SeqCst) != 0 && futex::wake_bits(&self.seq, 1, bits) > 0
     }
 
-    /// Wakes one waiter.
-    #[inline]
-    pub(crate) fn notify_one(&self) {
-        self.notify_n(1);
-    }
-
     /// Wakes up to `n` waiters.
     #[inline]
     pub(crate) fn notify_n(&self, n: u32) {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use posixrt::aio::{Aio, Backend, Request};
 
 pub mod uring;
+pub mod workers;
 
 /// `both!(name, f)` makes the tests `name::uring` and `name::threads`, running
 /// `f(Backend)` on each engine.
