@@ -176,28 +176,55 @@ fn a_wait_on_the_last_unit_of_budget_arms_the_reactor() {
 /// then submitted and waited for the turn's end, then done). A read done at
 /// its second poll waited once, alone: for the turn's end (a run of reads
 /// that entered at once ended there), or for the driver (a yield, after which
-/// the read entered at once): each a slow read of its own.
+/// the read entered at once): each a slow read of its own. (Or the kernel
+/// did not complete it inline, as the page cache let go of a block: the loop
+/// runs a second time before the test fails.)
 #[test]
 fn a_lone_loop_waits_for_the_turn_only_where_it_yields() {
-    use std::future::Future;
-    use std::pin::Pin;
     if common::uring::uring_refused() {
         return;
     }
-    /// Reads of the learning's first runs (16, 32, ... up to the first yield,
-    /// after about 512), not looked at.
-    const WARM: usize = 1100;
     let aio: Aio = ctx(Backend::Uring);
     let data = pattern(BLOCK * BLOCKS);
     let file = common::disk_temp_file(&data);
     let reg = aio.register_fd(&file).unwrap();
     let rt = common::current_rt();
+    let mut tries = Vec::new();
+    for _ in 0..2 {
+        let Some(by) = lone_loop(&rt, &aio, &reg, &data) else {
+            return;
+        };
+        // The budget made the loop yield (at least 3 times in 1,900 reads),
+        // and the batching still tried there.
+        if by.iter().all(|&(_, n)| n == 3) && by.len() >= 3 {
+            return;
+        }
+        tries.push(by);
+    }
+    panic!("reads not done at their first poll (index, polls), in 2 runs: {tries:?}");
+}
+
+/// `READS` reads of `reg` in the `block_on` body of `rt`: the reads past the
+/// first runs of the batching's learning that were not done at their first
+/// poll, with their polls (None, and a note, where most reads were not done
+/// at once: nothing to check).
+fn lone_loop(
+    rt: &tokio::runtime::Runtime,
+    aio: &Aio,
+    reg: &posixrt::aio::RegisteredFd<'_>,
+    data: &[u8],
+) -> Option<Vec<(usize, u32)>> {
+    use std::future::Future;
+    use std::pin::Pin;
+    /// Reads of the learning's first runs (16, 32, ... up to the first yield,
+    /// after about 512), not looked at.
+    const WARM: usize = 1100;
     let polls: Vec<u32> = rt.block_on(async {
         let mut polls = Vec::with_capacity(READS);
         let mut buf = vec![0u8; BLOCK];
         for i in 0..READS {
             let at = i * 7 % BLOCKS * BLOCK;
-            let mut fut = aio.read_async(&reg, at as i64, buf);
+            let mut fut = aio.read_async(reg, at as i64, buf);
             let mut n = 0;
             let c = std::future::poll_fn(|cx| {
                 n += 1;
@@ -211,7 +238,6 @@ fn a_lone_loop_waits_for_the_turn_only_where_it_yields() {
         }
         polls
     });
-    drop(reg);
     let late = &polls[WARM..];
     let at_once = late.iter().filter(|&&n| n == 1).count();
     if at_once < late.len() / 2 {
@@ -219,17 +245,12 @@ fn a_lone_loop_waits_for_the_turn_only_where_it_yields() {
             "only {at_once} of {} reads completed at once here: nothing to check",
             late.len()
         );
-        return;
+        return None;
     }
-    let by: Vec<(usize, u32)> = (WARM..READS)
-        .map(|i| (i, polls[i]))
-        .filter(|&(_, n)| n != 1)
-        .collect();
-    assert!(
-        by.iter().all(|&(_, n)| n == 3),
-        "reads not done at their first poll (index, polls): {by:?}"
-    );
-    // The budget made the loop yield (at least 3 times in 1,900 reads), and
-    // the batching still tried there.
-    assert!(by.len() >= 3, "{by:?}");
+    Some(
+        (WARM..READS)
+            .map(|i| (i, polls[i]))
+            .filter(|&(_, n)| n != 1)
+            .collect(),
+    )
 }

@@ -397,9 +397,14 @@ fn drop_io_class_capabilities() -> bool {
 fn a_real_time_request_wakes_one_sleeping_worker() {
     let _g = serial();
     let before: Vec<u32> = pool_threads().iter().map(|t| t.0).collect();
-    let aio = Aio::builder().backend(Backend::Threads).build().unwrap();
+    // (Every worker counted: one not running yet has no name to be seen by.)
+    let aio = Aio::builder()
+        .backend(Backend::Threads)
+        .workers(4)
+        .build()
+        .unwrap();
     let file = Arc::new(common::temp_file(&[7u8; 4096]));
-    let Some(mine) = asleep_workers(&before, 2) else {
+    let Some(mine) = asleep_workers(&before, 4) else {
         return;
     };
     let aio2 = aio.clone();

@@ -254,7 +254,8 @@ impl Pool {
     /// contend for the lock, find nothing, and sleep again.) A worker takes
     /// ready requests until none is left before it sleeps, so a request is
     /// never left with every worker asleep. (A switched worker woken already,
-    /// which has yet to take the lock, serves the request all the same.)
+    /// which has yet to take the lock, serves the request all the same; the
+    /// wake-up due then goes to another sleeper, as `to_wake` counted one.)
     #[inline]
     pub(crate) fn wake_for(&self, mut ready: usize, boosted: Option<u32>) {
         if let Some(w) = boosted {
@@ -263,8 +264,12 @@ impl Pool {
                 self.work.notify_all();
                 return;
             }
-            self.work.notify_tagged(tag(w));
-            ready = ready.saturating_sub(1);
+            // Counted only if it woke: the switched worker may be on its way
+            // back already (woken for an earlier request, not at the lock
+            // yet), and the wake due here must then reach another sleeper.
+            if self.work.notify_tagged(tag(w)) {
+                ready = ready.saturating_sub(1);
+            }
         }
         if ready > 0 {
             self.work.notify_n(ready.min(self.workers) as u32);
@@ -1012,6 +1017,73 @@ mod tests {
         pool.sleep();
         pool.back();
         assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
+    }
+
+    /// A wake-up due to the switched worker when that worker was woken
+    /// already (for an earlier request) and has yet to take the lock: the
+    /// tagged wake reaches nobody, and the one due goes to another sleeper.
+    /// (It was dropped: the other worker slept on, counted as due, and a lone
+    /// request after that woke nobody.)
+    #[test]
+    fn a_wake_due_to_a_switched_worker_on_its_way_reaches_another() {
+        if in_futex(crate::sys::tid::current() as i32).is_none() {
+            eprintln!("skipped: /proc does not show a thread's system call here");
+            return;
+        }
+        let pool = Arc::new(Pool::new(2).expect("pool"));
+        let lock = Arc::new(rtlock::RtLocked::new(()));
+        let back = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut sleepers = Vec::new();
+        for i in 0..2u32 {
+            let (pool, lock, back) = (Arc::clone(&pool), Arc::clone(&lock), Arc::clone(&back));
+            let (tx, rx) = std::sync::mpsc::channel();
+            sleepers.push(std::thread::spawn(move || {
+                let mut g = lock.lock();
+                pool.awake(true);
+                pool.idle().push((i, crate::sys::tid::current() as i32));
+                pool.sleep();
+                tx.send(crate::sys::tid::current() as i32).expect("send");
+                pool.work.wait_tagged(&mut g, None, tag(i));
+                pool.back();
+                back.lock().expect("back").push(i);
+            }));
+            let tid = rx.recv().expect("tid");
+            let t0 = std::time::Instant::now();
+            while in_futex(tid) != Some(true) {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "sleeper {i} never slept"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        {
+            let _g = lock.lock();
+            // A request: one sleeper is due, and woken (the first, 0): it
+            // waits for the lock held here.
+            let n = pool.to_wake(1);
+            assert_eq!(n, 1);
+            pool.wake_for(n, None);
+            // A real-time request before 0 runs: 0 is still first on the idle
+            // list, so the one switched; one more is due.
+            assert_eq!(pool.idle().first().map(|w| w.0), Some(0));
+            let n = pool.to_wake(2);
+            assert_eq!(n, 1);
+            pool.wake_for(n, Some(0));
+        }
+        let t0 = std::time::Instant::now();
+        while back.lock().expect("back").len() < 2 && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let came = back.lock().expect("back").clone();
+        // (Lets a sleeper left behind go, so that the threads end.)
+        pool.work.notify_all();
+        for s in sleepers {
+            s.join().expect("sleeper");
+        }
+        assert_eq!(came.len(), 2, "back: {came:?}");
+        assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
+        assert_eq!(pool.asleep.load(Ordering::Relaxed), 0);
     }
 
     /// True once thread `tid` of this process sleeps in a futex call (None
