@@ -4,9 +4,10 @@ use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use super::backend::{Backend, BackendInfo};
 use super::buf::{IoBuf, IoBufMut};
 use super::cancel::{cancel_fd, CancelResult};
-use super::engine::{Backend, BackendInfo, Config, Engine, Inner};
+use super::engine::{Config, Engine, Inner};
 use super::fsync::SyncMode;
 use super::op::{BorrowFd, Kind, Op};
 use super::request::Request;

@@ -110,6 +110,7 @@
 //! # }
 //! ```
 
+mod backend;
 mod buf;
 mod cancel;
 #[doc(hidden)]
@@ -131,6 +132,7 @@ mod op;
 mod register;
 mod request;
 mod shard;
+mod sleep;
 mod slot;
 mod sqe;
 mod submit;
@@ -144,10 +146,10 @@ mod tokio_reap;
 mod turn_end;
 mod uring;
 
+pub use backend::{Backend, BackendInfo};
 pub use buf::{IoBuf, IoBufMut};
 pub use cancel::CancelResult;
 pub use context::{Aio, Builder};
-pub use engine::{Backend, BackendInfo};
 pub use fsync::SyncMode;
 pub use future::{ListFuture, RequestFuture, SubmitFuture};
 pub use list::{List, ListMode};

@@ -37,7 +37,8 @@ use std::time::{Duration, Instant};
 
 use rustix::thread::futex::{self, Flags};
 
-use super::engine::{BackendInfo, Config, Engine, Inner, Kicked};
+use super::backend::BackendInfo;
+use super::engine::{Config, Engine, Inner, Kicked};
 use super::hook;
 use super::notify::Notify;
 use super::submit::{Entry, Probes};

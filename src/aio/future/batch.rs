@@ -1,0 +1,257 @@
+//! The flush at the end of a tokio runtime turn: the submissions of one turn
+//! enter the ring together (see `should_defer`).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+
+use super::super::engine::{Engine, Inner};
+use super::super::table::State;
+use super::super::tokio_reap;
+
+/// Tokens of scheduled flushes (0 means none).
+static TOKENS: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The context and token of the last flush this thread scheduled.
+    static MINE: Cell<(usize, u64)> = const { Cell::new((0, 0)) };
+    /// A context for which batching did not pay, how many more
+    /// submissions enter at once without asking again, and the next such
+    /// count (doubled each time a wait for the turn's end was for nothing).
+    static SOLO: Cell<(usize, u32, u32)> = const { Cell::new((0, 0, 0)) };
+    /// Submissions this thread left in the queue since its last flush.
+    static BATCH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Submissions that enter at once after tokio said no other task may
+/// submit (then it is asked again).
+const SOLO_SKIP: u32 = 15;
+/// The longest run of submissions that enter at once after waits for the
+/// turn's end gathered nothing.
+const SOLO_MAX: u32 = 1024;
+
+/// Enters the ring of `inner` once, at the end of the turn (when woken), or
+/// when the runtime drops it unwoken (shutting down).
+struct Flush {
+    inner: Arc<Inner>,
+    token: u64,
+    done: AtomicBool,
+}
+
+impl Flush {
+    fn run(&self) {
+        if !self.done.swap(true, Ordering::AcqRel) {
+            // Cleared before entering: an entry queued after this point
+            // schedules a flush of its own. (Cleared already by another
+            // thread's flush, or by an early one, `flush_early`: the ring
+            // is entered all the same, the batch not counted.)
+            let mine = self
+                .inner
+                .reactors
+                .flush_token
+                .compare_exchange(self.token, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok();
+            flush_now(&self.inner);
+            let n = BATCH.replace(0);
+            if mine {
+                learn(&self.inner, n);
+            }
+        }
+    }
+}
+
+/// After a flush of `n` queued submissions: one alone gained nothing (it
+/// waited for the turn's end, e.g. beside idle tasks), so the next ones enter
+/// at once for a while, longer each time; a batch makes waiting pay again.
+fn learn(inner: &Arc<Inner>, n: u32) {
+    let me = Arc::as_ptr(inner) as usize;
+    if n >= 2 {
+        SOLO.set((me, 0, 0));
+        return;
+    }
+    let (ctx, _, next) = SOLO.get();
+    let run = if ctx == me {
+        next.saturating_mul(2).clamp(SOLO_SKIP + 1, SOLO_MAX)
+    } else {
+        SOLO_SKIP + 1
+    };
+    SOLO.set((me, run, run));
+}
+
+/// Counts a submission left in the queue for this thread's next flush.
+#[inline]
+pub(super) fn queued() {
+    BATCH.with(|b| b.set(b.get().saturating_add(1)));
+}
+
+impl Wake for Flush {
+    fn wake(self: Arc<Self>) {
+        self.run();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.run();
+    }
+}
+
+impl Drop for Flush {
+    fn drop(&mut self) {
+        self.run();
+    }
+}
+
+/// The token of a flush this thread scheduled for `inner` that has not
+/// run yet (an entry queued now is entered by it), or 0.
+#[inline]
+fn pending(inner: &Arc<Inner>) -> u64 {
+    let (ctx, token) = MINE.get();
+    if ctx == Arc::as_ptr(inner) as usize
+        && inner.reactors.flush_token.load(Ordering::Acquire) == token
+    {
+        token
+    } else {
+        0
+    }
+}
+
+/// Whether a submission waits for the turn's end (see [`should_defer`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Defer {
+    /// It enters at once.
+    No,
+    /// It joins the flush with this token, scheduled and still to come.
+    Join(u64),
+    /// It waits for a flush it schedules ([`schedule_flush`]).
+    Start,
+}
+
+/// Enters the ring now if the flush with `token` has not run: a future
+/// polled again before the turn's end (by another executor, a `select!`)
+/// does not wait for it, and a turn that never ends (a runtime entered but
+/// not driven) does not strand its request.
+#[inline]
+pub(super) fn flush_early(inner: &Arc<Inner>, token: u64) {
+    let t = &inner.reactors.flush_token;
+    // (A load first: the common case, the flush ran, takes no locked
+    // instruction.)
+    if t.load(Ordering::Acquire) == token
+        && t.compare_exchange(token, 0, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    {
+        flush_now(inner);
+        learn(inner, BATCH.replace(0));
+    }
+}
+
+/// True if a submission to `inner` should leave the ring unentered: a flush
+/// is already coming, or other submissions may join it this turn.
+///
+/// The first submission of a thread to a context asks tokio: beside other
+/// tasks it waits for the turn's end, in a lone task it enters at once. After
+/// that, each run of submissions that entered at once (see [`learn`]) ends
+/// with one that waits: other futures of the same task (a `join`, a
+/// `FuturesUnordered`, `buffer_unordered`) or other tasks then join it, and
+/// a batch makes every submission wait again. A lone read at a time pays
+/// that wait once per run, and the runs double up to [`SOLO_MAX`].
+///
+/// A submission made right after its future yielded to the task's budget
+/// (`after_yield`: see `coop::begin`) is the one that waits, whatever is
+/// left of the run: that read waited for the runtime's driver already, and
+/// a run that ends there costs no other read a wait. Under tokio's budget
+/// a task yields at least every 515 requests done, so once the runs are
+/// longer than that, a lone task's reads wait only where it yields (a
+/// separate wait landed among a loop's slowest reads, about one in a
+/// thousand, besides the yields).
+#[inline]
+pub(super) fn should_defer(inner: &Arc<Inner>, after_yield: bool) -> Defer {
+    let token = pending(inner);
+    if token != 0 {
+        return Defer::Join(token);
+    }
+    let me = Arc::as_ptr(inner) as usize;
+    let (ctx, skip, next) = SOLO.get();
+    if ctx == me {
+        if skip > 0 && !after_yield {
+            SOLO.set((me, skip - 1, next));
+            return Defer::No;
+        }
+        // A batch was the last thing learned (`next` 0), or this
+        // submission is the one that tries: where a turn ends (in a task;
+        // elsewhere asked, since a runtime may be merely entered, or the
+        // thread a blocking one).
+        if (next == 0 && tokio_reap::in_task()) || tokio_reap::turn_ends_here() {
+            return Defer::Start;
+        }
+        if skip > 0 {
+            // (After a yield where no turn ends: the run goes on.)
+            SOLO.set((me, skip - 1, next));
+            return Defer::No;
+        }
+    } else if tokio_reap::batching_pays() && tokio_reap::turn_ends_here() {
+        return Defer::Start;
+    }
+    SOLO.set((me, SOLO_SKIP, next.max(SOLO_SKIP)));
+    Defer::No
+}
+
+/// Makes sure the submission queue of `inner` is entered at the end of this
+/// thread's runtime turn (one flush per turn and context). Returns the
+/// token of that flush if it is still to come, or 0 if it ran already
+/// (outside a runtime worker, the wake-up runs it at once).
+#[cold]
+pub(super) fn schedule_flush(inner: &Arc<Inner>) -> u64 {
+    let token = pending(inner);
+    if token != 0 {
+        return token;
+    }
+    let token = TOKENS.fetch_add(1, Ordering::Relaxed);
+    inner.reactors.flush_token.store(token, Ordering::Release);
+    MINE.set((Arc::as_ptr(inner) as usize, token));
+    let f = Arc::new(Flush {
+        inner: Arc::clone(inner),
+        token,
+        done: AtomicBool::new(false),
+    });
+    tokio_reap::at_turn_end(&Waker::from(f));
+    pending(inner)
+}
+/// Enters the ring, reaps what completed inline (waking those tasks), and
+/// arms the wake-up source for what did not.
+fn flush_now(inner: &Arc<Inner>) {
+    let Engine::Uring(r) = &inner.engine else {
+        return;
+    };
+    let mut core = inner.lock();
+    if r.sq_pending() {
+        // Reaped right below.
+        let _ = r.quiet(&mut core);
+        inner.unlock_and_enter(core, true);
+    } else {
+        inner.release(core);
+    }
+    let mut core = inner.lock();
+    inner.poll_completions(&mut core);
+    let busy = core.inflight > 0;
+    inner.release(core);
+    if !busy {
+        return;
+    }
+    // Arm first, then look again: a completion that landed in between is
+    // reaped here, a later one wakes the reactor.
+    let armed = inner.arm_wakeup_at(true).is_ok();
+    let mut core = inner.lock();
+    inner.poll_completions(&mut core);
+    if !armed {
+        // Nothing would wake the waiting tasks: wake them now, so that their
+        // poll reports the error.
+        let core = &mut *core;
+        for s in core.slots.iter_mut() {
+            if s.state == State::Issued {
+                if let Some(w) = s.waker.take() {
+                    core.wakers.push(w);
+                }
+            }
+        }
+    }
+    inner.release(core);
+}

@@ -1,0 +1,244 @@
+//! Unit tests of the pool's wake-ups and switches.
+
+use super::*;
+use std::time::Duration;
+
+/// `Pool::boost` switches the first worker that went to sleep to the class
+/// given, takes it off the idle list and leaves the class for it to read
+/// when it wakes; with no sleeping worker, or without the privilege, it
+/// does nothing.
+#[test]
+fn boost_switches_the_first_sleeping_worker() {
+    let pool = Pool::new(2).expect("pool");
+    let fifo = SchedClass {
+        policy: libc::SCHED_FIFO,
+        priority: 7,
+    };
+    assert_eq!(pool.boost(fifo), None, "no worker sleeps");
+    // Two stand-ins for sleeping workers: threads parked until released.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stand_ins: Vec<_> = (0..2)
+        .map(|i| {
+            let (tx, go) = (tx.clone(), Arc::clone(&go));
+            std::thread::spawn(move || {
+                tx.send((i, crate::sys::tid::current() as i32))
+                    .expect("send");
+                while !go.load(Ordering::Acquire) {
+                    std::thread::park();
+                }
+                crate::sys::prio::current()
+            })
+        })
+        .collect();
+    // The tid of stand-in i at index i (they may report in either order).
+    let mut tids = [0; 2];
+    for _ in 0..2 {
+        let (i, tid) = rx.recv().expect("tid");
+        tids[i] = tid;
+    }
+    pool.idle().extend([(0, tids[0]), (1, tids[1])]);
+    let boosted = pool.boost(fifo).is_some();
+    if boosted {
+        assert_eq!(
+            *pool.idle(),
+            vec![(1, tids[1])],
+            "the first one left the list"
+        );
+        assert_eq!(pool.boosted[0].load(Ordering::Relaxed), encode(fifo));
+        assert_eq!(decode(encode(fifo)), fifo);
+        assert_eq!(pool.boosted[1].load(Ordering::Relaxed), 0);
+    } else {
+        // No CAP_SYS_NICE / RLIMIT_RTPRIO: nothing changed.
+        assert_eq!(pool.idle().len(), 2);
+        assert_eq!(pool.boosted[0].load(Ordering::Relaxed), 0);
+    }
+    go.store(true, Ordering::Release);
+    let classes: Vec<SchedClass> = stand_ins
+        .into_iter()
+        .map(|h| {
+            h.thread().unpark();
+            h.join().expect("stand-in")
+        })
+        .collect();
+    assert_eq!(classes[0], if boosted { fifo } else { SchedClass::OTHER });
+    assert_eq!(classes[1], SchedClass::OTHER);
+}
+
+/// The count of workers to wake: ready requests less the workers awake and
+/// those a wake-up is due to (decided and not back yet), at most the
+/// sleepers none is due to; each worker back takes one due off.
+#[test]
+fn workers_due_count_as_awake() {
+    let pool = Pool::new(4).expect("pool");
+    // Three asleep, one awake (busy with a request).
+    pool.awake(true);
+    for _ in 0..3 {
+        pool.asleep.fetch_add(1, Ordering::Relaxed);
+    }
+    // A request the awake worker will take: nobody to wake.
+    assert_eq!(pool.to_wake(1), 0);
+    // Two ready: one sleeper is due.
+    assert_eq!(pool.to_wake(2), 1);
+    // A third request before it runs: one more, not two.
+    assert_eq!(pool.to_wake(3), 1);
+    assert_eq!(pool.woken.load(Ordering::Relaxed), 2);
+    // Ten ready: only the one sleeper left is due.
+    assert_eq!(pool.to_wake(10), 1);
+    assert_eq!(pool.to_wake(10), 0, "no sleeper left to wake");
+    // The three come back: awake, none due.
+    for _ in 0..3 {
+        pool.back();
+    }
+    assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
+    assert_eq!(pool.asleep.load(Ordering::Relaxed), 0);
+    assert_eq!(pool.active.load(Ordering::Relaxed), 4);
+    assert_eq!(pool.to_wake(4), 0);
+    // One woken by another cause (none due) takes nothing below 0.
+    pool.sleep();
+    pool.back();
+    assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
+}
+
+/// A wake-up due to the switched worker when that worker was woken
+/// already (for an earlier request) and has yet to take the lock: the
+/// tagged wake reaches nobody, and the one due goes to another sleeper.
+/// (It was dropped: the other worker slept on, counted as due, and a lone
+/// request after that woke nobody.)
+#[test]
+fn a_wake_due_to_a_switched_worker_on_its_way_reaches_another() {
+    if in_futex(crate::sys::tid::current() as i32).is_none() {
+        eprintln!("skipped: /proc does not show a thread's system call here");
+        return;
+    }
+    let pool = Arc::new(Pool::new(2).expect("pool"));
+    let lock = Arc::new(rtlock::RtLocked::new(()));
+    let back = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut sleepers = Vec::new();
+    for i in 0..2u32 {
+        let (pool, lock, back) = (Arc::clone(&pool), Arc::clone(&lock), Arc::clone(&back));
+        let (tx, rx) = std::sync::mpsc::channel();
+        sleepers.push(std::thread::spawn(move || {
+            let mut g = lock.lock();
+            pool.awake(true);
+            pool.idle().push((i, crate::sys::tid::current() as i32));
+            pool.sleep();
+            tx.send(crate::sys::tid::current() as i32).expect("send");
+            pool.work.wait_tagged(&mut g, None, tag(i));
+            pool.back();
+            back.lock().expect("back").push(i);
+        }));
+        let tid = rx.recv().expect("tid");
+        let t0 = std::time::Instant::now();
+        while in_futex(tid) != Some(true) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "sleeper {i} never slept"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    {
+        let _g = lock.lock();
+        // A request: one sleeper is due, and woken (the first, 0): it
+        // waits for the lock held here.
+        let n = pool.to_wake(1);
+        assert_eq!(n, 1);
+        pool.wake_for(n, None);
+        // A real-time request before 0 runs: 0 is still first on the idle
+        // list, so the one switched; one more is due.
+        assert_eq!(pool.idle().first().map(|w| w.0), Some(0));
+        let n = pool.to_wake(2);
+        assert_eq!(n, 1);
+        pool.wake_for(n, Some(0));
+    }
+    let t0 = std::time::Instant::now();
+    while back.lock().expect("back").len() < 2 && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let came = back.lock().expect("back").clone();
+    // (Lets a sleeper left behind go, so that the threads end.)
+    pool.work.notify_all();
+    for s in sleepers {
+        s.join().expect("sleeper");
+    }
+    assert_eq!(came.len(), 2, "back: {came:?}");
+    assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
+    assert_eq!(pool.asleep.load(Ordering::Relaxed), 0);
+}
+
+/// True once thread `tid` of this process sleeps in a futex call (None
+/// where `/proc` does not tell).
+fn in_futex(tid: i32) -> Option<bool> {
+    let path = format!("/proc/self/task/{tid}/syscall");
+    let s = std::fs::read_to_string(path).ok()?;
+    Some(s.split_whitespace().next() == Some(&libc::SYS_futex.to_string()))
+}
+
+/// A worker switched by `Pool::boost` is the one woken for the request:
+/// each sleeps tagged with its own bit, and `wake_for` wakes the switched
+/// one by its tag, whatever its place among the sleepers; a wake-up for
+/// no switched worker wakes the first sleeper.
+#[test]
+fn the_switched_worker_is_the_one_woken() {
+    const N: usize = 3;
+    if in_futex(crate::sys::tid::current() as i32).is_none() {
+        eprintln!("skipped: /proc does not show a thread's system call here");
+        return;
+    }
+    let pool = Arc::new(Pool::new(N).expect("pool"));
+    let lock = Arc::new(rtlock::RtLocked::new(()));
+    let woken = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut sleepers = Vec::new();
+    for i in 0..N {
+        let (pool, lock, woken) = (Arc::clone(&pool), Arc::clone(&lock), Arc::clone(&woken));
+        let (tx, rx) = std::sync::mpsc::channel();
+        sleepers.push(std::thread::spawn(move || {
+            let mut g = lock.lock();
+            pool.idle()
+                .push((i as u32, crate::sys::tid::current() as i32));
+            tx.send(crate::sys::tid::current() as i32).expect("send");
+            pool.work.wait_tagged(&mut g, None, tag(i as u32));
+            woken.lock().expect("woken").push(i);
+        }));
+        // Sleeper i is in the futex's queue before i + 1 joins it.
+        let tid = rx.recv().expect("tid");
+        let t0 = std::time::Instant::now();
+        while in_futex(tid) != Some(true) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "sleeper {i} never slept"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let wait_for = |n: usize| {
+        let t0 = std::time::Instant::now();
+        while woken.lock().expect("woken").len() < n {
+            assert!(t0.elapsed() < Duration::from_secs(10), "nobody woke");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Time for a wrongly woken sleeper to show itself.
+        std::thread::sleep(Duration::from_millis(50));
+        woken.lock().expect("woken").clone()
+    };
+    // The last sleeper, by its tag.
+    pool.wake_for(1, Some(2));
+    assert_eq!(wait_for(1), vec![2]);
+    // The first sleeper, switched if the process may (else by its place).
+    let fifo = SchedClass {
+        policy: libc::SCHED_FIFO,
+        priority: 1,
+    };
+    let picked = pool.boost(fifo);
+    assert!(picked.is_none_or(|w| w == 0), "switched {picked:?}");
+    pool.wake_for(1, picked);
+    assert_eq!(wait_for(2), vec![2, 0]);
+    pool.work.notify_all();
+    for s in sleepers {
+        s.join().expect("sleeper");
+    }
+    let mut all = woken.lock().expect("woken").clone();
+    all.sort_unstable();
+    assert_eq!(all, vec![0, 1, 2]);
+}
