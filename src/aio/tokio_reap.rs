@@ -13,7 +13,7 @@
 //! queue is reaped, so a completion that lands after the reap still fires.
 //!
 //! Two helpers serve the batching of `read_async`/`write_async` (see
-//! `future.rs`): [`batching_pays`] (other tasks may submit in this turn) and
+//! `future/batch.rs`): [`batching_pays`] (other tasks may submit in this turn) and
 //! [`at_turn_end`] (a wake-up once the scheduler has run every ready task and
 //! polled its driver, when the batch's single `io_uring_enter` is made).
 //!
@@ -359,7 +359,7 @@ fn quietly<T>(f: impl FnOnce() -> T) -> Option<T> {
 /// to enter the kernel together with others: we run inside a tokio runtime that
 /// has other tasks, which may submit in the same turn. A lone task (or a
 /// `block_on` future) enters at once, as a synchronous caller does, until a
-/// submission that waits shows that others join it (see `future.rs`).
+/// submission that waits shows that others join it (see `future/batch.rs`).
 pub(crate) fn batching_pays() -> bool {
     Handle::try_current()
         .is_ok_and(|h| h.metrics().num_alive_tasks() > 1 + super::turn_end::tasks_here(&h))
