@@ -46,11 +46,11 @@ use rustix::event::{eventfd, EventfdFlags};
 
 use super::table::{split_user_data, user_data, Core, OpKind, State};
 use crate::sys::io::{self as sio, FdKind};
-
-mod transfer;
 use crate::sys::prio::{self, SchedClass};
 use crate::sys::rtlock::{self, RtCond, RtGuard};
 use crate::{Error, Result};
+
+mod transfer;
 use transfer::{borrow, learn_fd, run, Job, Outcome};
 
 /// What the pool needs from the context that owns it.
