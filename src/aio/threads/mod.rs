@@ -543,11 +543,7 @@ fn park(core: &mut Core, pool: &Pool, idx: u32, moved: usize) {
         s.op.offset += moved as i64;
     }
     if s.cancel_req || shutdown {
-        let res = if s.res > 0 {
-            s.res
-        } else {
-            -(libc::ECANCELED as i64)
-        };
+        let res = cancelled(s.res);
         core.complete(idx, res);
         return;
     }
@@ -580,6 +576,16 @@ fn park(core: &mut Core, pool: &Pool, idx: u32, moved: usize) {
             s.interruptible = true;
         }
         Err(e) => core.complete(idx, -(e.raw_os_error() as i64)),
+    }
+}
+
+/// The result of a parked request cancelled (or stopped by the shutdown):
+/// the bytes an earlier round moved, else ECANCELED.
+fn cancelled(done: i64) -> i64 {
+    if done > 0 {
+        done
+    } else {
+        -(libc::ECANCELED as i64)
     }
 }
 
@@ -621,11 +627,7 @@ fn poller<H: Host>(host: Arc<H>) {
                 s.interruptible = false;
                 if s.cancel_req || shutdown {
                     // A cancel came first: it wins over the readiness.
-                    let res = if s.res > 0 {
-                        s.res
-                    } else {
-                        -(libc::ECANCELED as i64)
-                    };
+                    let res = cancelled(s.res);
                     core.complete(idx, res);
                 } else {
                     core.requeue(idx);

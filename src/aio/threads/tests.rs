@@ -100,23 +100,25 @@ fn workers_due_count_as_awake() {
     assert_eq!(pool.woken.load(Ordering::Relaxed), 0);
 }
 
-/// A wake-up due to the switched worker when that worker was woken
-/// already (for an earlier request) and has yet to take the lock: the
-/// tagged wake reaches nobody, and the one due goes to another sleeper.
-/// (It was dropped: the other worker slept on, counted as due, and a lone
-/// request after that woke nobody.)
-#[test]
-fn a_wake_due_to_a_switched_worker_on_its_way_reaches_another() {
-    if in_futex(crate::sys::tid::current() as i32).is_none() {
-        eprintln!("skipped: /proc does not show a thread's system call here");
-        return;
-    }
-    let pool = Arc::new(Pool::new(2).expect("pool"));
-    let lock = Arc::new(rtlock::RtLocked::new(()));
+/// Stand-ins for `n` workers asleep on `pool`'s futex word, each with its own
+/// tag, on the idle list in order (sleeper i in the futex's queue before i + 1
+/// joins it), counted as workers do. Each pushes its index to the list
+/// returned once it is back. None where `/proc` does not show a thread's
+/// system call.
+#[allow(clippy::type_complexity)]
+fn stand_in_sleepers(
+    pool: &Arc<Pool>,
+    lock: &Arc<rtlock::RtLocked<()>>,
+    n: u32,
+) -> Option<(
+    Vec<std::thread::JoinHandle<()>>,
+    Arc<std::sync::Mutex<Vec<u32>>>,
+)> {
+    in_futex(crate::sys::tid::current() as i32)?;
     let back = Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut sleepers = Vec::new();
-    for i in 0..2u32 {
-        let (pool, lock, back) = (Arc::clone(&pool), Arc::clone(&lock), Arc::clone(&back));
+    for i in 0..n {
+        let (pool, lock, back) = (Arc::clone(pool), Arc::clone(lock), Arc::clone(&back));
         let (tx, rx) = std::sync::mpsc::channel();
         sleepers.push(std::thread::spawn(move || {
             let mut g = lock.lock();
@@ -138,6 +140,22 @@ fn a_wake_due_to_a_switched_worker_on_its_way_reaches_another() {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
+    Some((sleepers, back))
+}
+
+/// A wake-up due to the switched worker when that worker was woken
+/// already (for an earlier request) and has yet to take the lock: the
+/// tagged wake reaches nobody, and the one due goes to another sleeper.
+/// (It was dropped: the other worker slept on, counted as due, and a lone
+/// request after that woke nobody.)
+#[test]
+fn a_wake_due_to_a_switched_worker_on_its_way_reaches_another() {
+    let pool = Arc::new(Pool::new(2).expect("pool"));
+    let lock = Arc::new(rtlock::RtLocked::new(()));
+    let Some((sleepers, back)) = stand_in_sleepers(&pool, &lock, 2) else {
+        eprintln!("skipped: /proc does not show a thread's system call here");
+        return;
+    };
     {
         let _g = lock.lock();
         // A request: one sleeper is due, and woken (the first, 0): it
@@ -182,36 +200,12 @@ fn in_futex(tid: i32) -> Option<bool> {
 #[test]
 fn the_switched_worker_is_the_one_woken() {
     const N: usize = 3;
-    if in_futex(crate::sys::tid::current() as i32).is_none() {
-        eprintln!("skipped: /proc does not show a thread's system call here");
-        return;
-    }
     let pool = Arc::new(Pool::new(N).expect("pool"));
     let lock = Arc::new(rtlock::RtLocked::new(()));
-    let woken = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let mut sleepers = Vec::new();
-    for i in 0..N {
-        let (pool, lock, woken) = (Arc::clone(&pool), Arc::clone(&lock), Arc::clone(&woken));
-        let (tx, rx) = std::sync::mpsc::channel();
-        sleepers.push(std::thread::spawn(move || {
-            let mut g = lock.lock();
-            pool.idle()
-                .push((i as u32, crate::sys::tid::current() as i32));
-            tx.send(crate::sys::tid::current() as i32).expect("send");
-            pool.work.wait_tagged(&mut g, None, tag(i as u32));
-            woken.lock().expect("woken").push(i);
-        }));
-        // Sleeper i is in the futex's queue before i + 1 joins it.
-        let tid = rx.recv().expect("tid");
-        let t0 = std::time::Instant::now();
-        while in_futex(tid) != Some(true) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "sleeper {i} never slept"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
+    let Some((sleepers, woken)) = stand_in_sleepers(&pool, &lock, N as u32) else {
+        eprintln!("skipped: /proc does not show a thread's system call here");
+        return;
+    };
     let wait_for = |n: usize| {
         let t0 = std::time::Instant::now();
         while woken.lock().expect("woken").len() < n {
