@@ -305,6 +305,17 @@ fn file_reads_behave_as_glibcs() {
     prints_ok("aio_file_reads.c", engines(), &[&[]]);
 }
 
+/// Six threads, half SCHED_FIFO where the process may, each submitting 1 to 8
+/// cached reads one call at a time and waiting for each: every request done,
+/// within 5 s, with its bytes (`aio_mixed_threads.c`). On the thread engine
+/// this drives the pool's count of workers woken and not back yet: a request
+/// left with every worker asleep fails it (a pool that skipped the wake-up
+/// for a lone ready request failed it at once).
+#[test]
+fn mixed_priority_threads_are_all_served() {
+    prints_ok("aio_mixed_threads.c", engines(), &[&[]]);
+}
+
 /// A read without notification that completes while `aio_read` enters the
 /// ring (a cached file) does not wake the io_uring completion thread, started
 /// here by a `SIGEV_THREAD` request: the call reaps it itself. The thread
