@@ -168,6 +168,17 @@ pub(crate) enum Mode {
     SocketNoWait,
 }
 
+impl Mode {
+    /// The offset an `RWF_NOWAIT` transfer goes at: the file position (-1)
+    /// for [`Mode::NoWait`].
+    fn nowait_offset(self) -> i64 {
+        match self {
+            Mode::AtNoWait(off) => off,
+            _ => -1,
+        }
+    }
+}
+
 /// Reads up to `len` bytes into `ptr`.
 ///
 /// # Safety
@@ -179,19 +190,12 @@ pub(crate) unsafe fn read(fd: i32, ptr: *mut u8, len: usize, mode: Mode) -> Resu
         match mode {
             Mode::At(off) => libc::pread(fd, ptr.cast(), len, off),
             Mode::Stream => libc::read(fd, ptr.cast(), len),
-            Mode::NoWait => {
+            Mode::NoWait | Mode::AtNoWait(_) => {
                 let iov = libc::iovec {
                     iov_base: ptr.cast(),
                     iov_len: len,
                 };
-                libc::preadv2(fd, &iov, 1, -1, libc::RWF_NOWAIT)
-            }
-            Mode::AtNoWait(off) => {
-                let iov = libc::iovec {
-                    iov_base: ptr.cast(),
-                    iov_len: len,
-                };
-                libc::preadv2(fd, &iov, 1, off, libc::RWF_NOWAIT)
+                libc::preadv2(fd, &iov, 1, mode.nowait_offset(), libc::RWF_NOWAIT)
             }
             Mode::SocketNoWait => libc::recv(fd, ptr.cast(), len, libc::MSG_DONTWAIT),
         }
@@ -209,19 +213,12 @@ pub(crate) unsafe fn write(fd: i32, ptr: *const u8, len: usize, mode: Mode) -> R
         match mode {
             Mode::At(off) => libc::pwrite(fd, ptr.cast(), len, off),
             Mode::Stream => libc::write(fd, ptr.cast(), len),
-            Mode::NoWait => {
+            Mode::NoWait | Mode::AtNoWait(_) => {
                 let iov = libc::iovec {
                     iov_base: ptr as *mut libc::c_void,
                     iov_len: len,
                 };
-                libc::pwritev2(fd, &iov, 1, -1, libc::RWF_NOWAIT)
-            }
-            Mode::AtNoWait(off) => {
-                let iov = libc::iovec {
-                    iov_base: ptr as *mut libc::c_void,
-                    iov_len: len,
-                };
-                libc::pwritev2(fd, &iov, 1, off, libc::RWF_NOWAIT)
+                libc::pwritev2(fd, &iov, 1, mode.nowait_offset(), libc::RWF_NOWAIT)
             }
             Mode::SocketNoWait => libc::send(fd, ptr.cast(), len, libc::MSG_DONTWAIT),
         }

@@ -265,6 +265,12 @@ unsafe impl lock_api::RawMutex for RawRtLock {
     }
 }
 
+/// A waiter's or a notify's tag as futex bits (0, which no bit set could
+/// match, taken as every bit).
+fn tag_bits(tag: u32) -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::new(tag).unwrap_or(std::num::NonZeroU32::MAX)
+}
+
 /// A condition variable for [`RtLocked`]: an event count on a plain futex. A
 /// waiter reads the count with the lock held, releases the lock, and sleeps while
 /// the count is unchanged; a notifier bumps the count and wakes. A notify that
@@ -311,7 +317,7 @@ impl RtCond {
         deadline: Option<Instant>,
         tag: u32,
     ) {
-        let bits = std::num::NonZeroU32::new(tag).unwrap_or(std::num::NonZeroU32::MAX);
+        let bits = tag_bits(tag);
         self.waiters.fetch_add(1, Ordering::SeqCst);
         let seen = self.seq.load(Ordering::SeqCst);
         lock_api::MutexGuard::unlocked(guard, || {
@@ -326,7 +332,7 @@ impl RtCond {
     /// [`wait_tagged`](RtCond::wait_tagged)); true if one woke.
     #[inline]
     pub(crate) fn notify_tagged(&self, tag: u32) -> bool {
-        let bits = std::num::NonZeroU32::new(tag).unwrap_or(std::num::NonZeroU32::MAX);
+        let bits = tag_bits(tag);
         self.seq.fetch_add(1, Ordering::SeqCst);
         self.waiters.load(Ordering::SeqCst) != 0 && futex::wake_bits(&self.seq, 1, bits) > 0
     }

@@ -98,7 +98,7 @@ pub(crate) struct Pool {
     /// takes ready requests as the awake ones do, so a submission made before
     /// it runs wakes no other worker for those. Decremented by every worker
     /// back from a sleep (never below 0: one woken by another cause takes the
-    /// place of one due).
+    /// place of one due). Changed under the engine lock only.
     woken: std::sync::atomic::AtomicUsize,
 }
 
@@ -290,11 +290,8 @@ impl Pool {
     /// fewer due (whether a wake-up was due to it or not).
     fn back(&self) {
         self.asleep.fetch_sub(1, Ordering::Relaxed);
-        let _ = self
-            .woken
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| {
-                Some(w.saturating_sub(1))
-            });
+        let due = self.woken.load(Ordering::Relaxed);
+        self.woken.store(due.saturating_sub(1), Ordering::Relaxed);
         self.awake(true);
     }
 
