@@ -128,27 +128,29 @@ impl Ring {
     }
 
     /// The ring a request pushed now goes into (under the core lock), marked as
-    /// this thread's to enter: one that holds entries this thread pushed and
-    /// has not entered yet (so the requests of one call, or of one runtime
-    /// turn, enter together), else the first ring no other thread's entries
-    /// wait in (a thread entering it, or about to), else a new ring, else the
-    /// first.
+    /// this thread's to enter: the ring this thread pushed into last, unless
+    /// another thread did since (so the requests of one call, or of one
+    /// runtime turn, enter together, and two threads submitting at once keep
+    /// a ring each), else the first ring no other thread's entries wait in (a
+    /// thread entering it, or about to), else a new ring, else the first.
     #[inline]
     fn pick(&self) -> &Shard {
         if self.count == 1 {
             return &self.main;
         }
         // One ring so far, free or holding this thread's entries: the common
-        // case. (No ring bit is noted: while there is one ring, `submit_mine`
-        // enters it; a thread that creates another goes through `pick_among`.)
+        // case. (Its bit is noted all the same: once another ring exists,
+        // `submit_mine` enters only the rings this thread pushed into.)
         let me = thread_token();
         if !self.many.load(Ordering::Acquire) && FORCED.get() == 0 {
             let owner = self.main.owner.load(Ordering::Relaxed);
             if owner == me {
+                self.mark(0);
                 return &self.main;
             }
             if !self.main.busy() {
                 self.main.owner.store(me, Ordering::Relaxed);
+                self.mark(0);
                 return &self.main;
             }
         }
@@ -160,10 +162,9 @@ impl Ring {
         let forced = FORCED.get();
         let s = if forced > 0 {
             self.ring_at(forced as usize - 1)
-        } else if let Some(s) = self
-            .all()
-            .find(|s| s.busy() && s.owner.load(Ordering::Relaxed) == me)
-        {
+        } else if let Some(s) = self.all().find(|s| s.owner.load(Ordering::Relaxed) == me) {
+            // Entries of this thread wait in it, or it is the ring this
+            // thread used last and no other took it since.
             s
         } else if let Some(s) = self.all().find(|s| !s.busy()) {
             s
@@ -341,8 +342,17 @@ impl Ring {
     fn submit_mine_many(&self) -> io::Result<()> {
         let me = self as *const Ring as usize;
         let (ctx, mask) = MINE.get();
-        if ctx != me || mask == 0 {
+        if ctx != me {
+            // This thread pushed into another context since: where its
+            // entries here wait is not known.
             return self.submit();
+        }
+        if mask == 0 {
+            // Every entry this thread pushed is in the kernel (another
+            // thread's entries are that thread's to enter: entering its ring
+            // would wait for the kernel's copy of its reads, under the ring's
+            // lock, and find nothing to submit).
+            return Ok(());
         }
         MINE.set((me, 0));
         let mut res = Ok(());
@@ -622,5 +632,78 @@ impl Ring {
     /// Rings created so far.
     pub(crate) fn rings(&self) -> usize {
         self.all().count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{mpsc, Arc};
+
+    /// Pushes a no-op into the ring `r` picks for the calling thread; returns
+    /// that ring's index. (Each test thread touches the ring in turn, so the
+    /// queue has one writer at a time, as under the core lock.)
+    fn push_nop(r: &Ring) -> u8 {
+        let s = r.pick();
+        let nop = opcode::Nop::new().build().user_data(INTERNAL);
+        // SAFETY: one thread at a time pushes (see above); a no-op names no
+        // memory.
+        assert!(unsafe { s.push(&nop) }, "the queue has room");
+        s.index
+    }
+
+    /// Two threads submitting to one context at once each keep a ring of
+    /// their own: a thread goes back to the ring it used last, and entering
+    /// its own entries leaves the other thread's ring alone (entering it
+    /// would wait, under the ring's lock, for that thread's inline work, to
+    /// find nothing to submit: seen as a tenth of a `multi_thread` tokio
+    /// runtime's time, in `mutex_spin_on_owner`).
+    #[test]
+    fn a_thread_keeps_its_ring_and_enters_only_its_own() {
+        if !crate::sys::ringfd::tests::uring_allowed() {
+            return;
+        }
+        let r = Arc::new(Ring::new(8, 2).expect("io_uring_setup"));
+        let (pushed, go) = (mpsc::channel(), mpsc::channel::<()>());
+        let other = {
+            let r = Arc::clone(&r);
+            let (tx, rx) = (pushed.0, go.1);
+            std::thread::spawn(move || {
+                // This thread creates the second ring and enters what it
+                // pushed; its next entry, placed as usual, goes in the same
+                // ring although the first is free, and waits there.
+                r.force(Some(1));
+                let first = push_nop(&r);
+                r.submit_mine().expect("enter");
+                r.force(None);
+                let again = push_nop(&r);
+                tx.send((first, again)).expect("send");
+                // (Alive until the test is done: a thread's token is the
+                // address of its thread-local, which a new thread may reuse.)
+                let _ = rx.recv();
+            })
+        };
+        let (first, again) = pushed.1.recv().expect("the other thread pushed");
+        assert_eq!((first, again), (1, 1), "the other thread's rings");
+        assert_eq!(r.rings(), 2);
+        assert!(
+            !r.main.busy(),
+            "the other thread entered the no-op it put in the first ring"
+        );
+        let ring1 = r.extra[0].get().expect("the second ring");
+        assert!(ring1.busy(), "the other thread's second entry waits");
+        // This thread takes the free ring and enters its entry, and only that.
+        assert_eq!(push_nop(&r), 0);
+        r.submit_mine().expect("enter");
+        assert!(!r.main.busy(), "this thread's entry is in the kernel");
+        assert!(ring1.busy(), "the other thread's entry is left to it");
+        // With nothing of its own waiting, an enter enters nothing.
+        r.submit_mine().expect("enter");
+        assert!(ring1.busy(), "the other thread's entry is left to it");
+        let _ = go.0.send(());
+        other.join().expect("the other thread");
+        // Entered by whoever asks for every ring.
+        r.submit().expect("enter");
+        assert!(!ring1.busy());
     }
 }
