@@ -9,9 +9,11 @@
 //! | `posixrt_await` | `aio.read_async(&reg, ..).await` (`reg` the file's `RegisteredFd`, borrowed) on a tokio `current_thread` runtime (submitted when polled; the reads of one runtime turn enter the ring together); QD32: 32 tasks in flight |
 //! | `posixrt_await_request` | `aio.read(&file, ..)?.await` (submitted, and the ring entered, by the call); QD32: 32 tasks in flight |
 //! | `posixrt_await_join` | as `posixrt_await`; QD32: 32 futures in flight in one task (a join that polls each and starts the next read where one completed, as `join_all` or `buffer_unordered` would) |
+//! | `posixrt_await_mt` | as `posixrt_await`, on a tokio `multi_thread` runtime (one worker per CPU, as `#[tokio::main]` builds); QD1 in a spawned task; QD32: 32 tasks in flight, on every worker |
 //! | `io_uring` | the raw `io-uring` crate: push, `submit_and_wait`; QD32: submit 32, wait all |
 //! | `tokio_bare_uring` | the floor for `posixrt_await`: the least a tokio read future over io_uring does (`support/bare_uring.rs`: a lock, a slot, an entry, a waker; a flusher task enters the ring once per turn), with the same runtime, tasks and loop; QD32: 32 tasks in flight |
 //! | `tokio_bare_uring_join` | the floor for `posixrt_await_join`: the same future; QD32: 32 in flight in one task, joined as `posixrt_await_join` joins them |
+//! | `tokio_bare_uring_mt` | the floor for `posixrt_await_mt`: the same future and flusher task on the same `multi_thread` runtime |
 //! | `tokio_uring` | `tokio_uring::fs::File::read_at`; QD32: 32 tasks in flight |
 //! | `monoio` | `monoio::fs::File::read_at` (io_uring driver); QD32: 32 tasks in flight |
 //! | `tokio_fs` | `tokio::fs::File` seek + read; QD32: 32 tasks, one file handle each |
@@ -73,14 +75,16 @@ mod bare_uring;
 
 const BLOCK: usize = 4096;
 const QD: usize = 32;
-const ENGINES: [&str; 11] = [
+const ENGINES: [&str; 13] = [
     "posixrt_suspend",
     "posixrt_await",
     "posixrt_await_request",
     "posixrt_await_join",
+    "posixrt_await_mt",
     "io_uring",
     "tokio_bare_uring",
     "tokio_bare_uring_join",
+    "tokio_bare_uring_mt",
     "tokio_uring",
     "monoio",
     "tokio_fs",
@@ -100,10 +104,10 @@ const APART: [&str; 1] = ["tokio_fs"];
 
 const USAGE: &str = "usage: aio_peers [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
 
-Measures 4 KiB random reads of a cached file with posixrt (suspend and three .await forms),
+Measures 4 KiB random reads of a cached file with posixrt (suspend and four .await forms),
 with its Rust peers (raw io-uring, tokio-uring, monoio, tokio::fs, pread), and with the floor
-for a tokio future (tokio_bare_uring, and tokio_bare_uring_join for 32 futures in one task:
-a bare io_uring read future, no posixrt).
+for a tokio future (tokio_bare_uring; tokio_bare_uring_join for 32 futures in one task;
+tokio_bare_uring_mt on a multi_thread runtime: a bare io_uring read future, no posixrt).
 
   --rounds N         interleaved rounds; figures are medians over them (3 to 99, default 21)
   --ops N            QD1 reads per engine per round (100 to 1000000, default 5000)
@@ -330,6 +334,9 @@ struct PosixrtAwait {
     submit_on_poll: bool,
     /// QD32 in one task (see [`join_reads`]) rather than 32 tasks.
     one_task: bool,
+    /// QD1 in a spawned task (on a `multi_thread` runtime's worker) rather
+    /// than in `block_on`'s body.
+    spawn_qd1: bool,
 }
 
 /// `n` reads of `BLOCK` bytes at `offs` with 32 futures in flight in the calling
@@ -397,6 +404,30 @@ impl Engine for PosixrtAwait {
     fn qd1(&mut self, ops: usize, lat: &mut Vec<u64>) -> Result<(), String> {
         self.seed += 1;
         let mut offs = Offsets::new(file_len(&self.file), self.seed);
+        if self.spawn_qd1 {
+            let (aio, reg) = (self.aio.clone(), Arc::clone(&self.reg));
+            let got = self.rt.block_on(async move {
+                tokio::spawn(async move {
+                    let mut buf = block()?;
+                    let mut lat = Vec::with_capacity(ops);
+                    for _ in 0..ops {
+                        let t = Instant::now();
+                        let c = aio
+                            .read_async(&*reg, offs.next() as i64, buf)
+                            .await
+                            .map_err(err)?;
+                        check(c.result.map_err(err)?)?;
+                        buf = c.buf.ok_or("the buffer did not come back")?;
+                        lat.push(t.elapsed().as_nanos() as u64);
+                    }
+                    Ok::<_, String>(lat)
+                })
+                .await
+                .map_err(err)?
+            })?;
+            lat.extend(got);
+            return Ok(());
+        }
         let (aio, file, reg) = (&self.aio, &self.file, &*self.reg);
         self.rt.block_on(async {
             let mut buf = block()?;
@@ -812,6 +843,17 @@ impl Engine for Pread {
 
 // ------------------------------------------------------------------ main
 
+/// A tokio runtime with everything enabled: `current_thread`, or
+/// `multi_thread` with its default worker count (one per CPU).
+fn runtime(multi: bool) -> Result<tokio::runtime::Runtime, String> {
+    let mut b = if multi {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    b.enable_all().build().map_err(err)
+}
+
 fn file_len(f: &File) -> usize {
     f.metadata().map_or(BLOCK, |m| m.len() as usize)
 }
@@ -844,26 +886,25 @@ fn build(
                 bufs: Vec::new(),
             })
         }
-        "posixrt_await" | "posixrt_await_request" | "posixrt_await_join" => {
+        "posixrt_await" | "posixrt_await_request" | "posixrt_await_join" | "posixrt_await_mt" => {
             let aio = Aio::builder()
                 .backend(Backend::Uring)
                 .build()
                 .map_err(err)?;
             Box::new(PosixrtAwait {
-                rt: tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(err)?,
+                rt: runtime(name.ends_with("_mt"))?,
                 reg: Arc::new(register(&aio, file)?),
                 aio,
                 file: Arc::clone(file),
                 seed: match name {
                     "posixrt_await" => 2,
                     "posixrt_await_request" => 8,
+                    "posixrt_await_mt" => 11,
                     _ => 9,
                 },
                 submit_on_poll: name != "posixrt_await_request",
                 one_task: name == "posixrt_await_join",
+                spawn_qd1: name == "posixrt_await_mt",
             })
         }
         "io_uring" => Box::new(RawUring {
@@ -872,15 +913,18 @@ fn build(
             offs: Offsets::new(size, 3),
             bufs: AlignedBuf::new(BLOCK * QD, BLOCK).map_err(err)?,
         }),
-        "tokio_bare_uring" | "tokio_bare_uring_join" => Box::new(BareUring {
-            rt: tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(err)?,
-            file: Arc::clone(file),
-            seed: if name == "tokio_bare_uring" { 0 } else { 10 },
-            one_task: name == "tokio_bare_uring_join",
-        }),
+        "tokio_bare_uring" | "tokio_bare_uring_join" | "tokio_bare_uring_mt" => {
+            Box::new(BareUring {
+                rt: runtime(name.ends_with("_mt"))?,
+                file: Arc::clone(file),
+                seed: match name {
+                    "tokio_bare_uring" => 0,
+                    "tokio_bare_uring_mt" => 12,
+                    _ => 10,
+                },
+                one_task: name == "tokio_bare_uring_join",
+            })
+        }
         "tokio_uring" => {
             let rt = tokio_uring::Runtime::new(&tokio_uring::builder()).map_err(err)?;
             let f = rt
@@ -1170,6 +1214,26 @@ fn run(a: &Args) -> Result<(), String> {
         (
             "await_qd32_vs_bare",
             ratio(q32("posixrt_await"), q32("tokio_bare_uring")),
+            "",
+        ),
+        (
+            "await_mt_p50_vs_suspend",
+            ratio(p50("posixrt_await_mt"), p50("posixrt_suspend")),
+            "",
+        ),
+        (
+            "await_mt_p99_vs_suspend",
+            ratio(p99("posixrt_await_mt"), p99("posixrt_suspend")),
+            "",
+        ),
+        (
+            "await_mt_qd32_vs_bare_mt",
+            ratio(q32("posixrt_await_mt"), q32("tokio_bare_uring_mt")),
+            "",
+        ),
+        (
+            "await_mt_qd32_cpu_vs_bare_mt",
+            ratio(q32c("posixrt_await_mt"), q32c("tokio_bare_uring_mt")),
             "",
         ),
         (
