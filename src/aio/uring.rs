@@ -139,13 +139,14 @@ impl Ring {
             return &self.main;
         }
         // One ring so far, free or holding this thread's entries: the common
-        // case. (Its bit is noted all the same: once another ring exists,
-        // `submit_mine` enters only the rings this thread pushed into.)
+        // case. (Its bit is noted when the thread takes it: once another ring
+        // exists, `submit_mine` enters only the rings this thread pushed
+        // into, or every ring if this thread's bits went to another context
+        // since.)
         let me = thread_token();
         if !self.many.load(Ordering::Acquire) && FORCED.get() == 0 {
             let owner = self.main.owner.load(Ordering::Relaxed);
             if owner == me {
-                self.mark(0);
                 return &self.main;
             }
             if !self.main.busy() {
