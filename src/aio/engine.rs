@@ -360,10 +360,18 @@ impl Inner {
         }
     }
 
-    /// Releases the lock, then enters the ring if `enter` (so inline I/O does not
-    /// run under the lock).
+    /// Releases the lock, then enters the rings this thread pushed into if
+    /// `enter` (so inline I/O does not run under the lock).
     #[inline]
     pub(crate) fn unlock_and_enter(&self, core: CoreGuard<'_>, enter: bool) {
+        self.unlock_and_enter_rings(core, enter, false);
+    }
+
+    /// As [`unlock_and_enter`](Inner::unlock_and_enter), entering every ring
+    /// that holds entries if `every` (entries another thread pushed: see
+    /// `Ring::submit_mine`).
+    #[inline]
+    pub(crate) fn unlock_and_enter_rings(&self, core: CoreGuard<'_>, enter: bool, every: bool) {
         self.release(core);
         if enter {
             if let Engine::Uring(r) = &self.engine {
@@ -371,7 +379,8 @@ impl Inner {
                 // entry; make room and try again, so the entries reach the
                 // kernel before the submitting call returns.
                 for _ in 0..8 {
-                    if r.submit_mine().is_ok() {
+                    let res = if every { r.submit() } else { r.submit_mine() };
+                    if res.is_ok() {
                         break;
                     }
                     let mut core = self.lock();

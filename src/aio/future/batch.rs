@@ -22,6 +22,21 @@ thread_local! {
     static SOLO: Cell<(usize, u32, u32)> = const { Cell::new((0, 0, 0)) };
     /// Submissions this thread left in the queue since its last flush.
     static BATCH: Cell<u32> = const { Cell::new(0) };
+    /// A number that names this thread (0: none taken yet).
+    static THREAD: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Thread numbers (never reused, unlike thread-local addresses).
+static THREADS: AtomicU64 = AtomicU64::new(1);
+
+/// The number of the calling thread.
+fn this_thread() -> u64 {
+    THREAD.with(|t| {
+        if t.get() == 0 {
+            t.set(THREADS.fetch_add(1, Ordering::Relaxed));
+        }
+        t.get()
+    })
 }
 
 /// Submissions that enter at once after tokio said no other task may
@@ -36,6 +51,9 @@ const SOLO_MAX: u32 = 1024;
 struct Flush {
     inner: Arc<Inner>,
     token: u64,
+    /// The thread that scheduled it (see [`this_thread`]): the entries it
+    /// enters are that thread's.
+    by: u64,
     done: AtomicBool,
 }
 
@@ -52,7 +70,10 @@ impl Flush {
                 .flush_token
                 .compare_exchange(self.token, 0, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok();
-            flush_now(&self.inner);
+            // Run elsewhere (a runtime dropped on another thread, a worker's
+            // core handed on by `block_in_place`), it enters every ring: the
+            // entries waiting are the scheduling thread's, in its rings.
+            flush_now(&self.inner, this_thread() == self.by);
             let n = BATCH.replace(0);
             if mine {
                 learn(&self.inner, n);
@@ -138,7 +159,10 @@ pub(super) fn flush_early(inner: &Arc<Inner>, token: u64) {
         && t.compare_exchange(token, 0, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
     {
-        flush_now(inner);
+        // The future's entry is this thread's unless its task moved to
+        // another thread since it submitted.
+        let own = MINE.get() == (Arc::as_ptr(inner) as usize, token);
+        flush_now(inner, own);
         learn(inner, BATCH.replace(0));
     }
 }
@@ -210,14 +234,16 @@ pub(super) fn schedule_flush(inner: &Arc<Inner>) -> u64 {
     let f = Arc::new(Flush {
         inner: Arc::clone(inner),
         token,
+        by: this_thread(),
         done: AtomicBool::new(false),
     });
     tokio_reap::at_turn_end(&Waker::from(f));
     pending(inner)
 }
-/// Enters the ring, reaps what completed inline (waking those tasks), and
-/// arms the wake-up source for what did not.
-fn flush_now(inner: &Arc<Inner>) {
+/// Enters the rings (only this thread's if `own`: the entries waiting were
+/// pushed by this thread), reaps what completed inline (waking those
+/// tasks), and arms the wake-up source for what did not.
+fn flush_now(inner: &Arc<Inner>, own: bool) {
     let Engine::Uring(r) = &inner.engine else {
         return;
     };
@@ -225,7 +251,7 @@ fn flush_now(inner: &Arc<Inner>) {
     if r.sq_pending() {
         // Reaped right below.
         let _ = r.quiet(&mut core);
-        inner.unlock_and_enter(core, true);
+        inner.unlock_and_enter_rings(core, true, !own);
     } else {
         inner.release(core);
     }
@@ -254,4 +280,106 @@ fn flush_now(inner: &Arc<Inner>) {
         }
     }
     inner.release(core);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::context::Aio;
+    use super::super::super::notify::Notify;
+    use super::super::super::op::Prepared;
+    use super::super::super::submit::Entry;
+    use super::super::super::table::OpKind;
+    use super::*;
+    use crate::aio::Backend;
+    use std::os::fd::AsFd;
+
+    /// A flush run on a thread other than the one that scheduled it (a
+    /// runtime dropped elsewhere, a worker's core handed on by
+    /// `block_in_place`) enters the scheduling thread's ring, though every
+    /// entry of the running thread's own is in the kernel already (and it
+    /// would enter only its own rings for a flush of its own).
+    #[test]
+    fn a_flush_run_on_another_thread_enters_the_scheduling_thread_s_ring() {
+        if !crate::sys::ringfd::tests::uring_allowed() {
+            return;
+        }
+        let aio = Aio::builder()
+            .backend(Backend::Uring)
+            .rings(2)
+            .build()
+            .expect("context");
+        let file = std::fs::File::from(
+            rustix::fs::memfd_create("flush", rustix::fs::MemfdFlags::empty()).expect("memfd"),
+        );
+        rustix::io::pwrite(&file, b"elsewhere", 0).expect("pwrite");
+        // This thread reads through a second ring, created for it: its
+        // entries are all in the kernel after its call.
+        aio.__use_ring(Some(1));
+        let mut first = aio.read(&file, 0, vec![0u8; 9]).expect("read");
+        assert_eq!(first.wait().expect("done").data(), b"elsewhere");
+        aio.__use_ring(None);
+        assert_eq!(aio.rings(), 2);
+        // Another thread leaves an entry for its turn's flush.
+        let mut buf = vec![0u8; 9];
+        let at = buf.as_mut_ptr() as usize;
+        let inner = Arc::clone(&aio.inner);
+        // (It lives on until the flush ran: a thread's exit enters what it
+        // left, see `exit_wait.rs`. It reads the same fd number, which this
+        // thread's read showed to name a file: no probe, which would enter
+        // at once.)
+        let (pushed, (go, go_rx)) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        std::thread::scope(|s| {
+            // (Dropped if an assertion below fails: the other thread then
+            // ends, and the scope with it.)
+            let go = go;
+            let (tx, rx) = (pushed.0, go_rx);
+            let (inner, file) = (&inner, &file);
+            s.spawn(move || {
+                let mut p = Prepared::new(OpKind::Read, file.as_fd(), 0, at, 9, 0);
+                p.look("aio_read", false).expect("look");
+                let (_, deferred) = inner
+                    .submit_one_mailed(&mut p, &mut Notify::None, None, None, Entry::Defer)
+                    .expect("submit");
+                tx.send((deferred, this_thread())).expect("send");
+                let _ = rx.recv();
+            });
+            let (deferred, by) = pushed.1.recv().expect("the other thread pushed");
+            assert!(deferred, "the entry waits for a flush");
+            let Engine::Uring(r) = &inner.engine else {
+                panic!("an io_uring context");
+            };
+            let waiting = || {
+                let core = inner.lock();
+                let pending = r.sq_pending();
+                inner.release(core);
+                pending
+            };
+            assert!(waiting(), "the other thread's entry waits");
+            // Its flush, run here.
+            let f = Flush {
+                inner: Arc::clone(inner),
+                token: u64::MAX,
+                by,
+                done: AtomicBool::new(false),
+            };
+            f.run();
+            assert!(!waiting(), "the flush entered the other thread's entry");
+            let _ = go.send(());
+        });
+        // The read completes into the buffer (reaped by this thread's polls;
+        // the buffer is read once nothing is in flight).
+        let t0 = std::time::Instant::now();
+        loop {
+            let mut core = inner.lock();
+            inner.poll_completions(&mut core);
+            let busy = core.inflight > 0;
+            inner.release(core);
+            if !busy || t0.elapsed() > std::time::Duration::from_secs(5) {
+                assert!(!busy, "the read completed");
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(buf, b"elsewhere");
+    }
 }
