@@ -31,7 +31,9 @@ pub(super) struct Shard {
     /// whose every entry was taken needs no enter.
     pushed: AtomicU64,
     taken: AtomicU64,
-    /// The thread that last pushed an entry (see `uring::thread_token`).
+    /// The thread whose `Ring::pick` chose this ring last (see
+    /// `uring::thread_token`): the ring it goes back to. (Entries pushed
+    /// otherwise, a new ring's no-op, a retry, a cancel, do not change it.)
     pub(super) owner: AtomicUsize,
     /// The ring was set up with `IORING_SETUP_COOP_TASKRUN` (see `build`).
     #[cfg_attr(not(test), allow(dead_code))]

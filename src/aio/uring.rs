@@ -5,10 +5,12 @@
 //! A context may use several rings (one per CPU, at most four, by default).
 //! The kernel runs a ring's inline work (a cached read's copy) under that
 //! ring's lock, so with one ring two threads that submit at the same time copy
-//! one after the other, the second spinning on the lock. A request goes into a
-//! ring no other thread is entering (see [`Ring::pick`]): a second ring is
-//! created only when two threads submit at once, so a program that submits
-//! from one thread has one ring. With more than one, a waiter polls the rings'
+//! one after the other, the second spinning on the lock. A request goes into
+//! the ring its thread used last, unless another thread took it since, else a
+//! ring no other thread is entering (see [`Ring::pick`]), and a thread enters
+//! only the rings it pushed into: a second ring is created only when two
+//! threads submit at once, so a program that submits from one thread has one
+//! ring. With more than one, a waiter polls the rings'
 //! fds instead of entering one ring to wait.
 //!
 //! Ordering on `O_APPEND` and non-seekable fds is kept by per-fd serialisation in
@@ -44,7 +46,9 @@ pub(crate) fn default_rings() -> usize {
 
 thread_local! {
     /// The context (its `Ring`'s address) this thread last pushed entries
-    /// into, and a bit per ring it pushed into and has not entered since.
+    /// into, and a bit per ring it pushed into and has not entered since
+    /// (while a context has one ring, the bit is noted when the thread takes
+    /// that ring and not cleared: `submit_mine` enters the ring then).
     static MINE: Cell<(usize, u8)> = const { Cell::new((0, 0)) };
     /// Test hook: the ring + 1 this thread's requests go into (0: as usual).
     static FORCED: Cell<u8> = const { Cell::new(0) };
@@ -92,6 +96,12 @@ pub(crate) struct Ring {
     ext_arg: bool,
     /// More than one ring exists: waits poll the rings' fds.
     many: AtomicBool,
+    /// The no-op that tells a reaper asleep in the first ring about a new
+    /// ring (see `create`) may wait in the first ring's queue: the next
+    /// thread that enters its own rings enters the first one too. (It
+    /// belongs to no thread: the creating thread's mask may go to another
+    /// context before it enters.)
+    main_nop: AtomicBool,
     /// A ring could not be created: no more are tried.
     refused: AtomicBool,
     /// An eventfd is registered (see `quiet`).
@@ -116,6 +126,7 @@ impl Ring {
             capacity,
             ext_arg,
             many: AtomicBool::new(false),
+            main_nop: AtomicBool::new(false),
             refused: AtomicBool::new(false),
             evented: AtomicBool::new(false),
             setup: Mutex::new(Setup::default()),
@@ -254,6 +265,7 @@ impl Ring {
         // refers to no user memory.
         if unsafe { self.main.push(&nop) } {
             self.mark(0);
+            self.main_nop.store(true, Ordering::Release);
         }
         self.extra[k - 1].get()
     }
@@ -342,7 +354,10 @@ impl Ring {
     #[inline(never)]
     fn submit_mine_many(&self) -> io::Result<()> {
         let me = self as *const Ring as usize;
-        let (ctx, mask) = MINE.get();
+        let (ctx, mut mask) = MINE.get();
+        if self.main_nop.load(Ordering::Relaxed) && self.main_nop.swap(false, Ordering::AcqRel) {
+            mask |= 1;
+        }
         if ctx != me {
             // This thread pushed into another context since: where its
             // entries here wait is not known.
@@ -637,74 +652,5 @@ impl Ring {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::{mpsc, Arc};
-
-    /// Pushes a no-op into the ring `r` picks for the calling thread; returns
-    /// that ring's index. (Each test thread touches the ring in turn, so the
-    /// queue has one writer at a time, as under the core lock.)
-    fn push_nop(r: &Ring) -> u8 {
-        let s = r.pick();
-        let nop = opcode::Nop::new().build().user_data(INTERNAL);
-        // SAFETY: one thread at a time pushes (see above); a no-op names no
-        // memory.
-        assert!(unsafe { s.push(&nop) }, "the queue has room");
-        s.index
-    }
-
-    /// Two threads submitting to one context at once each keep a ring of
-    /// their own: a thread goes back to the ring it used last, and entering
-    /// its own entries leaves the other thread's ring alone (entering it
-    /// would wait, under the ring's lock, for that thread's inline work, to
-    /// find nothing to submit: seen as a tenth of a `multi_thread` tokio
-    /// runtime's time, in `mutex_spin_on_owner`).
-    #[test]
-    fn a_thread_keeps_its_ring_and_enters_only_its_own() {
-        if !crate::sys::ringfd::tests::uring_allowed() {
-            return;
-        }
-        let r = Arc::new(Ring::new(8, 2).expect("io_uring_setup"));
-        let (pushed, go) = (mpsc::channel(), mpsc::channel::<()>());
-        let other = {
-            let r = Arc::clone(&r);
-            let (tx, rx) = (pushed.0, go.1);
-            std::thread::spawn(move || {
-                // This thread creates the second ring and enters what it
-                // pushed; its next entry, placed as usual, goes in the same
-                // ring although the first is free, and waits there.
-                r.force(Some(1));
-                let first = push_nop(&r);
-                r.submit_mine().expect("enter");
-                r.force(None);
-                let again = push_nop(&r);
-                tx.send((first, again)).expect("send");
-                // (Alive until the test is done: a thread's token is the
-                // address of its thread-local, which a new thread may reuse.)
-                let _ = rx.recv();
-            })
-        };
-        let (first, again) = pushed.1.recv().expect("the other thread pushed");
-        assert_eq!((first, again), (1, 1), "the other thread's rings");
-        assert_eq!(r.rings(), 2);
-        assert!(
-            !r.main.busy(),
-            "the other thread entered the no-op it put in the first ring"
-        );
-        let ring1 = r.extra[0].get().expect("the second ring");
-        assert!(ring1.busy(), "the other thread's second entry waits");
-        // This thread takes the free ring and enters its entry, and only that.
-        assert_eq!(push_nop(&r), 0);
-        r.submit_mine().expect("enter");
-        assert!(!r.main.busy(), "this thread's entry is in the kernel");
-        assert!(ring1.busy(), "the other thread's entry is left to it");
-        // With nothing of its own waiting, an enter enters nothing.
-        r.submit_mine().expect("enter");
-        assert!(ring1.busy(), "the other thread's entry is left to it");
-        let _ = go.0.send(());
-        other.join().expect("the other thread");
-        // Entered by whoever asks for every ring.
-        r.submit().expect("enter");
-        assert!(!ring1.busy());
-    }
-}
+#[path = "uring_tests.rs"]
+mod tests;

@@ -70,9 +70,9 @@ impl Flush {
                 .flush_token
                 .compare_exchange(self.token, 0, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok();
-            // Run elsewhere (a runtime dropped on another thread, a worker's
-            // core handed on by `block_in_place`), it enters every ring: the
-            // entries waiting are the scheduling thread's, in its rings.
+            // Run elsewhere (a `current_thread` runtime driven or dropped
+            // on another thread), it enters every ring: the entries waiting
+            // are the scheduling thread's, in its rings.
             flush_now(&self.inner, this_thread() == self.by);
             let n = BATCH.replace(0);
             if mine {
@@ -294,8 +294,8 @@ mod tests {
     use std::os::fd::AsFd;
 
     /// A flush run on a thread other than the one that scheduled it (a
-    /// runtime dropped elsewhere, a worker's core handed on by
-    /// `block_in_place`) enters the scheduling thread's ring, though every
+    /// `current_thread` runtime driven or dropped elsewhere) enters the
+    /// scheduling thread's ring, though every
     /// entry of the running thread's own is in the kernel already (and it
     /// would enter only its own rings for a flush of its own).
     #[test]
