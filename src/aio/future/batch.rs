@@ -22,21 +22,6 @@ thread_local! {
     static SOLO: Cell<(usize, u32, u32)> = const { Cell::new((0, 0, 0)) };
     /// Submissions this thread left in the queue since its last flush.
     static BATCH: Cell<u32> = const { Cell::new(0) };
-    /// A number that names this thread (0: none taken yet).
-    static THREAD: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Thread numbers (never reused, unlike thread-local addresses).
-static THREADS: AtomicU64 = AtomicU64::new(1);
-
-/// The number of the calling thread.
-fn this_thread() -> u64 {
-    THREAD.with(|t| {
-        if t.get() == 0 {
-            t.set(THREADS.fetch_add(1, Ordering::Relaxed));
-        }
-        t.get()
-    })
 }
 
 /// Submissions that enter at once after tokio said no other task may
@@ -51,9 +36,9 @@ const SOLO_MAX: u32 = 1024;
 struct Flush {
     inner: Arc<Inner>,
     token: u64,
-    /// The thread that scheduled it (see [`this_thread`]): the entries it
-    /// enters are that thread's.
-    by: u64,
+    /// The thread (its tid) that scheduled it: the entries it enters are
+    /// that thread's.
+    by: u32,
     done: AtomicBool,
 }
 
@@ -73,7 +58,7 @@ impl Flush {
             // Run elsewhere (a `current_thread` runtime driven or dropped
             // on another thread), it enters every ring: the entries waiting
             // are the scheduling thread's, in its rings.
-            flush_now(&self.inner, this_thread() == self.by);
+            flush_now(&self.inner, crate::sys::tid::current() == self.by);
             let n = BATCH.replace(0);
             if mine {
                 learn(&self.inner, n);
@@ -234,7 +219,7 @@ pub(super) fn schedule_flush(inner: &Arc<Inner>) -> u64 {
     let f = Arc::new(Flush {
         inner: Arc::clone(inner),
         token,
-        by: this_thread(),
+        by: crate::sys::tid::current(),
         done: AtomicBool::new(false),
     });
     tokio_reap::at_turn_end(&Waker::from(f));
@@ -340,7 +325,8 @@ mod tests {
                 let (_, deferred) = inner
                     .submit_one_mailed(&mut p, &mut Notify::None, None, None, Entry::Defer)
                     .expect("submit");
-                tx.send((deferred, this_thread())).expect("send");
+                tx.send((deferred, crate::sys::tid::current()))
+                    .expect("send");
                 let _ = rx.recv();
             });
             let (deferred, by) = pushed.1.recv().expect("the other thread pushed");
