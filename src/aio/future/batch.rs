@@ -22,6 +22,29 @@ thread_local! {
     static SOLO: Cell<(usize, u32, u32)> = const { Cell::new((0, 0, 0)) };
     /// Submissions this thread left in the queue since its last flush.
     static BATCH: Cell<u32> = const { Cell::new(0) };
+    /// A number that names this thread (0: none taken yet).
+    static THREAD: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Thread numbers, never reused: unlike thread-local addresses, and unlike
+/// kernel tids, which come back once `pid_max` wraps. A flush left behind
+/// by a thread that exited, run on a later thread given the same tid, would
+/// look like that thread's own and enter only its rings, none of the
+/// entries it was scheduled for.
+static THREADS: AtomicU64 = AtomicU64::new(1);
+
+/// The number of the calling thread. (While the thread's locals are torn
+/// down: a fresh number, which names no flush: one run then enters every
+/// ring.)
+fn this_thread() -> u64 {
+    THREAD
+        .try_with(|t| {
+            if t.get() == 0 {
+                t.set(THREADS.fetch_add(1, Ordering::Relaxed));
+            }
+            t.get()
+        })
+        .unwrap_or_else(|_| THREADS.fetch_add(1, Ordering::Relaxed))
 }
 
 /// Submissions that enter at once after tokio said no other task may
@@ -36,9 +59,9 @@ const SOLO_MAX: u32 = 1024;
 struct Flush {
     inner: Arc<Inner>,
     token: u64,
-    /// The thread (its tid) that scheduled it: the entries it enters are
-    /// that thread's.
-    by: u32,
+    /// The thread that scheduled it (see [`this_thread`]): the entries it
+    /// enters are that thread's.
+    by: u64,
     done: AtomicBool,
 }
 
@@ -58,7 +81,7 @@ impl Flush {
             // Run elsewhere (a `current_thread` runtime driven or dropped
             // on another thread), it enters every ring: the entries waiting
             // are the scheduling thread's, in its rings.
-            flush_now(&self.inner, crate::sys::tid::current() == self.by);
+            flush_now(&self.inner, this_thread() == self.by);
             let n = BATCH.replace(0);
             if mine {
                 learn(&self.inner, n);
@@ -219,7 +242,7 @@ pub(super) fn schedule_flush(inner: &Arc<Inner>) -> u64 {
     let f = Arc::new(Flush {
         inner: Arc::clone(inner),
         token,
-        by: crate::sys::tid::current(),
+        by: this_thread(),
         done: AtomicBool::new(false),
     });
     tokio_reap::at_turn_end(&Waker::from(f));
@@ -325,8 +348,7 @@ mod tests {
                 let (_, deferred) = inner
                     .submit_one_mailed(&mut p, &mut Notify::None, None, None, Entry::Defer)
                     .expect("submit");
-                tx.send((deferred, crate::sys::tid::current()))
-                    .expect("send");
+                tx.send((deferred, this_thread())).expect("send");
                 let _ = rx.recv();
             });
             let (deferred, by) = pushed.1.recv().expect("the other thread pushed");
@@ -367,5 +389,110 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert_eq!(buf, b"elsewhere");
+    }
+
+    /// A flush left behind by a thread that exited, run on a later thread
+    /// that the kernel gave the same tid, enters the exited thread's entry:
+    /// it is not taken for the running thread's own. Only where tids wrap
+    /// soon (`pid_max` at most 65536: about 5 s of thread creation here);
+    /// elsewhere the wait for a reused tid would be too long.
+    #[test]
+    fn a_flush_run_on_a_thread_with_its_exited_thread_s_tid_enters_that_thread_s_ring() {
+        if !crate::sys::ringfd::tests::uring_allowed() {
+            return;
+        }
+        let pid_max: u64 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(u64::MAX);
+        if pid_max > 65536 {
+            return;
+        }
+        let aio = Aio::builder()
+            .backend(Backend::Uring)
+            .rings(2)
+            .build()
+            .expect("context");
+        let file = std::fs::File::from(
+            rustix::fs::memfd_create("reuse", rustix::fs::MemfdFlags::empty()).expect("memfd"),
+        );
+        rustix::io::pwrite(&file, b"ring one", 0).expect("pwrite");
+        // The second ring, made now: made later, its no-op in the first ring
+        // would have the next thread to enter its own rings enter the first.
+        aio.__use_ring(Some(1));
+        let mut first = aio.read(&file, 0, vec![0u8; 8]).expect("read");
+        assert_eq!(first.wait().expect("done").data(), b"ring one");
+        aio.__use_ring(None);
+        assert_eq!(aio.rings(), 2);
+        let (rd, wr) = rustix::pipe::pipe().expect("pipe");
+        static DATA: [u8; 5] = *b"hello";
+        let inner = Arc::clone(&aio.inner);
+        // A thread leaves a pipe write for its turn's flush, in the first
+        // ring, and exits (its exit does not enter it: the write has a
+        // descriptor of its own, see `exit_wait.rs`).
+        let (deferred, by, tid) = std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut p = Prepared::new(
+                    OpKind::Write,
+                    wr.as_fd(),
+                    0,
+                    DATA.as_ptr() as usize,
+                    DATA.len(),
+                    0,
+                );
+                p.look("aio_write", false).expect("look");
+                let (_, deferred) = inner
+                    .submit_one_mailed(&mut p, &mut Notify::None, None, None, Entry::Defer)
+                    .expect("submit");
+                (deferred, this_thread(), crate::sys::tid::current())
+            })
+            .join()
+            .expect("the writer")
+        });
+        assert!(deferred, "the write waits for a flush");
+        let Engine::Uring(r) = &inner.engine else {
+            panic!("an io_uring context");
+        };
+        let waiting = || {
+            let core = inner.lock();
+            let pending = r.sq_pending();
+            inner.release(core);
+            pending
+        };
+        assert!(waiting(), "the exited thread's write waits");
+        // Threads come and go until one has that tid: it reads through the
+        // second ring (entered at once, so none of its own entries waits),
+        // and runs the exited thread's flush.
+        let t0 = std::time::Instant::now();
+        let ran = loop {
+            let got = std::thread::scope(|s| {
+                s.spawn(|| {
+                    if crate::sys::tid::current() != tid {
+                        return false;
+                    }
+                    aio.__use_ring(Some(1));
+                    let _read = aio.read(&file, 0, vec![0u8; 8]).expect("read");
+                    aio.__use_ring(None);
+                    Flush {
+                        inner: Arc::clone(&inner),
+                        token: u64::MAX,
+                        by,
+                        done: AtomicBool::new(false),
+                    }
+                    .run();
+                    true
+                })
+                .join()
+                .expect("a thread")
+            });
+            if got || t0.elapsed() > std::time::Duration::from_secs(120) {
+                break got;
+            }
+        };
+        assert!(ran, "no thread got tid {tid} back within 120 s");
+        assert!(!waiting(), "the flush entered the exited thread's write");
+        let mut got = [0u8; 5];
+        assert_eq!(rustix::io::read(&rd, &mut got).expect("read the pipe"), 5);
+        assert_eq!(&got, b"hello");
     }
 }
