@@ -495,12 +495,21 @@ impl Ring {
     }
 
     /// Queues an asynchronous cancel of `ud` in every ring without waiting for
-    /// it. Call with the core lock held.
+    /// it, entering each ring: what waited in its queue (the request itself,
+    /// if not in the kernel yet) is in the kernel when this returns, so the
+    /// caller may let go of the request's fd. Call with the core lock held.
     pub(crate) fn cancel_async(&self, ud: u64) {
         let e = opcode::AsyncCancel::new(ud).build().user_data(INTERNAL);
         for s in self.all() {
             // SAFETY: under the core lock; a cancel entry refers to no user memory.
-            if unsafe { s.push(&e) } {
+            let mut pushed = unsafe { s.push(&e) };
+            if !pushed {
+                // A full queue: its entries go in first, making room.
+                let _ = s.submit();
+                // SAFETY: as above.
+                pushed = unsafe { s.push(&e) };
+            }
+            if pushed {
                 let _ = s.submit();
             }
         }
