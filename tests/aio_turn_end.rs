@@ -2,16 +2,18 @@
 //! turn's end, told by one long-lived task per runtime and thread. A thread
 //! that takes turns driving runtimes, or threads that take turns driving one,
 //! leave no such task behind in a runtime: they stay bounded in number, and
-//! every read completes.
+//! every read completes. A `block_on` that returns before its turn's end
+//! leaves no read of the context waiting for that turn.
 #![cfg(feature = "tokio")]
 
+use std::future::Future;
 use std::sync::Arc;
 
 use posixrt::aio::Aio;
 
 #[allow(unused_macros, unused_imports)]
 mod common;
-use common::{disk_temp_file, pattern, read_pattern_block, uring};
+use common::{disk_temp_file, pattern, pattern_block, read_pattern_block, uring};
 
 fn current_rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -133,4 +135,98 @@ fn reads_complete_as_the_runtime_shuts_down() {
         aio.suspend([&c], Some(std::time::Duration::from_secs(10)))
             .unwrap();
     }
+}
+
+/// Polls `f` on this thread, again only when woken, for at most `limit`: its
+/// output, or None if it was not woken to completion in time.
+fn poll_when_woken<F: std::future::Future>(f: F, limit: std::time::Duration) -> Option<F::Output> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Flag(AtomicBool, std::thread::Thread);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+            self.1.unpark();
+        }
+    }
+    let flag = Arc::new(Flag(AtomicBool::new(true), std::thread::current()));
+    let waker = Waker::from(Arc::clone(&flag));
+    let mut f = std::pin::pin!(f);
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if flag.0.swap(false, Ordering::SeqCst) {
+            if let Poll::Ready(r) = f.as_mut().poll(&mut Context::from_waker(&waker)) {
+                return Some(r);
+            }
+            continue;
+        }
+        let now = std::time::Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::park_timeout(deadline - now);
+    }
+}
+
+/// Leaves behind, on this thread, a flush of `aio` that `rt` never runs: the
+/// body of its `block_on` returns while a read waits for the turn's end,
+/// polled once and dropped.
+fn leave_a_flush(rt: &tokio::runtime::Runtime, aio: &Aio, f: &Arc<std::fs::File>) {
+    rt.block_on(async {
+        // (Other tasks alive: batching pays.)
+        for _ in 0..2 {
+            drop(tokio::spawn(std::future::pending::<()>()));
+        }
+        read_pattern_block(aio, f, 0).await;
+        let mut fut = std::pin::pin!(aio.read_async(Arc::clone(f), 0, vec![0u8; 4096]));
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+        assert!(first.is_pending(), "the read waits for the turn's end");
+    });
+}
+
+/// A read submitted outside any runtime, after a runtime's `block_on` left
+/// a flush of the same context behind on this thread, enters at once: it does
+/// not wait for that flush, which runs only when that runtime runs again.
+#[test]
+fn a_read_outside_a_runtime_does_not_join_a_flush_left_behind() {
+    if common::uring::uring_refused() {
+        return; // (The thread engine does not batch: no turn's end.)
+    }
+    let aio = uring(1);
+    let f = Arc::new(disk_temp_file(&pattern(16 * 4096)));
+    let rt = current_rt();
+    leave_a_flush(&rt, &aio, &f);
+    let fut = aio.read_async(Arc::clone(&f), 4096, vec![0u8; 4096]);
+    let c = poll_when_woken(fut, std::time::Duration::from_secs(10))
+        .expect("the read completed (woken) within 10 s")
+        .unwrap();
+    assert_eq!(c.data(), &pattern_block(1)[..]);
+    drop(rt);
+}
+
+/// The same in another runtime's `block_on` on this thread.
+#[test]
+fn a_read_in_another_runtime_does_not_join_a_flush_left_behind() {
+    if common::uring::uring_refused() {
+        return; // (The thread engine does not batch: no turn's end.)
+    }
+    let aio = uring(1);
+    let f = Arc::new(disk_temp_file(&pattern(16 * 4096)));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (aio2, f2) = (aio.clone(), Arc::clone(&f));
+    // (On a thread of its own: a hang is reported, not waited for.)
+    std::thread::spawn(move || {
+        let rt = current_rt();
+        leave_a_flush(&rt, &aio2, &f2);
+        let rt2 = current_rt();
+        let c = rt2
+            .block_on(aio2.read_async(Arc::clone(&f2), 4096, vec![0u8; 4096]))
+            .unwrap();
+        let _ = tx.send(c.data() == &pattern_block(1)[..]);
+        drop(rt);
+    });
+    let right = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("the read in the second runtime completed within 10 s");
+    assert!(right, "the read's bytes");
 }

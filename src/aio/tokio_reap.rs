@@ -412,13 +412,26 @@ pub(crate) fn turn_ends_here() -> bool {
 /// a poll of the driver in between (see `turn_end.rs`); elsewhere, tokio's
 /// deferred wake (the one `yield_now` uses) runs once the scheduler has run
 /// out of ready tasks and polled its driver. Outside a runtime's worker, `w` is woken at once.
-pub(crate) fn at_turn_end(w: &Waker) {
+///
+/// On a `current_thread` runtime, `backstop()` also goes to tokio's deferred
+/// wake, whose list lives as long as the `block_on` call: woken after the
+/// turn, or dropped when the body of `block_on` returns before the turn's
+/// end. Where `w` then waits for the runtime's next `block_on`, which may
+/// never come, the backstop's drop does what `w` was to do.
+pub(crate) fn at_turn_end(w: &Waker, backstop: impl FnOnce() -> Waker) {
     if let Ok(h) = Handle::try_current() {
         if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread {
             super::turn_end::wake_at_turn_end(&h, w);
+            defer(&backstop());
             return;
         }
     }
+    defer(w);
+}
+
+/// Has `w` woken by tokio's deferred wake (see [`at_turn_end`]), or at once
+/// outside a runtime's scheduler.
+fn defer(w: &Waker) {
     let mut cx = Context::from_waker(w);
     let y = std::pin::pin!(tokio::task::yield_now());
     let _ = std::future::Future::poll(y, &mut cx);

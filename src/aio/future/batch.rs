@@ -129,6 +129,31 @@ impl Drop for Flush {
     }
 }
 
+/// Runs a flush when woken or dropped, if nothing ran it before: on a
+/// `current_thread` runtime, a flush waits in the runtime's own task for the
+/// turn's end, which does not come if the body of `block_on` returns first
+/// (a `select!`, a timeout, more tasks ready than a turn runs): until that
+/// runtime runs again, which may be never, the flush's entries would wait,
+/// and this thread's next submissions to the context, which join a flush
+/// still to come, with them. tokio drops its deferred wake-ups, this among
+/// them, as that `block_on` returns (see `tokio_reap::at_turn_end`).
+struct Backstop(Arc<Flush>);
+
+impl Wake for Backstop {
+    fn wake(self: Arc<Self>) {
+        self.0.run();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.run();
+    }
+}
+
+impl Drop for Backstop {
+    fn drop(&mut self) {
+        self.0.run();
+    }
+}
+
 /// The token of a flush this thread scheduled for `inner` that has not
 /// run yet (an entry queued now is entered by it), or 0.
 #[inline]
@@ -245,7 +270,9 @@ pub(super) fn schedule_flush(inner: &Arc<Inner>) -> u64 {
         by: this_thread(),
         done: AtomicBool::new(false),
     });
-    tokio_reap::at_turn_end(&Waker::from(f));
+    tokio_reap::at_turn_end(&Waker::from(Arc::clone(&f)), || {
+        Waker::from(Arc::new(Backstop(f)))
+    });
     pending(inner)
 }
 /// Enters the rings (only this thread's if `own`: the entries waiting were
