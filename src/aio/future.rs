@@ -238,7 +238,9 @@ impl<B: Send + 'static> ListFuture<B> {
 /// in the body of `block_on`, as in `#[tokio::main]`), by a `current_thread`
 /// runtime's only inside its `block_on` and tasks, and elsewhere by the
 /// completion thread. A future polled again before the end of the turn it
-/// waits for enters the ring then. (Another executor that blocks a tokio
+/// waits for enters the ring then, and a `block_on` whose body returns before
+/// its turn's end (a `select!`, a timeout) enters that turn's requests as it
+/// returns. (Another executor that blocks a tokio
 /// task's thread, or a `block_on`'s, polling only when woken, can wait
 /// forever for a future deferred there: that turn does not come while it
 /// blocks.)
