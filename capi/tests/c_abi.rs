@@ -364,6 +364,21 @@ fn a_request_outlives_the_thread_that_submitted_it() {
     prints_ok("aio_thread_exit.c", engines(), &[&[]]);
 }
 
+/// A request's fd closed right after the submitting call and its number
+/// reused at once by another file: the request goes on with the file it
+/// named (256 KiB and more, which the kernel's io_uring workers look up only
+/// when they start, took the number's new file before a copy was taken
+/// ahead of the entry). io_uring only: the thread engine, as glibc's thread
+/// pool, looks the number up when a worker takes the request (see "Closing
+/// an fd" in capi/README.md).
+#[test]
+fn a_closed_and_reused_fd_number_does_not_take_a_request_s_data() {
+    if !uring_allowed() {
+        return;
+    }
+    prints_ok("aio_close_reuse.c", &["uring"], &[&[]]);
+}
+
 /// Pipe and socket I/O as glibc's (`pread`/`pwrite`, then `read`/`write`
 /// after ESPIPE): a socket read or write at an offset ignores it, an empty
 /// `O_NONBLOCK` pipe or socket gives EAGAIN to a read, a full `O_NONBLOCK`

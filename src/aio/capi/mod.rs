@@ -47,6 +47,8 @@ use crate::sys::prio::SchedClass;
 use crate::{Error, ErrorKind, Result};
 
 mod cancel;
+mod fds;
+use fds::{note_stream, own_copy};
 
 /// glibc's `struct sigevent` (64 bytes on LP64 targets).
 #[doc(hidden)]
@@ -226,19 +228,6 @@ fn wake_waiters() {
     SEQ.fetch_add(1, Ordering::Release);
     if WAITERS.load(Ordering::Relaxed) > 0 {
         let _ = futex::wake(&SEQ, Flags::PRIVATE, i32::MAX as u32);
-    }
-}
-
-/// Notes whether C read `s` on `fd` is on a pipe, socket or terminal (read
-/// without an offset) and whether that is `O_NONBLOCK` (read with RWF_NOWAIT).
-fn note_stream(s: &mut super::table::Slot, fd: i32) {
-    // SAFETY: the C caller keeps `fd` open while its request runs (as glibc's
-    // helper threads need it to); it is only asked about.
-    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    if let Ok(k) = crate::sys::io::kind(bfd) {
-        s.fd_kind = Some(k);
-        s.nonblock = k.is_stream()
-            && crate::sys::io::status_flags(bfd).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
     }
 }
 
@@ -542,7 +531,17 @@ impl CEngine {
                 s.nonblock = true;
                 s.fd_kind = Some(crate::sys::io::FdKind::Stream);
             }
+            // A transfer that goes to the kernel's workers (`IOSQE_ASYNC`:
+            // 256 KiB and more) has its fd number looked up when a worker
+            // starts it, which may be after this call returned and the
+            // program closed the number (POSIX lets it): it names a copy of
+            // its own, taken now, while the caller keeps the fd open.
+            let copy_refused = direct
+                && matches!(inner.engine, Engine::Uring(_))
+                && super::uring::punted(kind, raw.len, class)
+                && own_copy(&mut core, idx, raw.fd).is_err();
             match &inner.engine {
+                _ if copy_refused => {}
                 Engine::Uring(ring) if direct && ring.push_one(&mut core, idx, gen) => {
                     enter = true;
                     if probe {
