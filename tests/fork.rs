@@ -243,3 +243,118 @@ fn forked_child_has_fresh_tid_clock_and_registry_in_every_subsystem() {
     .expect("forking thread");
     assert_eq!(code, 0, "check {code} failed in the child: {msg}");
 }
+
+/// The child's side of the test below: the parent's context and request,
+/// given to it, are refused, then dropped (which cancels nothing of the
+/// parent's); a context of its own works.
+fn aio_in_the_child(
+    aio: posixrt::aio::Aio,
+    mut parent_read: posixrt::aio::Request<Vec<u8>>,
+    file: &std::fs::File,
+    backend: posixrt::aio::Backend,
+) -> Result<(), Fail> {
+    use std::io::Write;
+    let (cr, mut cw) = {
+        let (r, w) = rustix::pipe::pipe().expect("pipe");
+        (r, std::fs::File::from(w))
+    };
+    let e = aio.read(&cr, 0, vec![0u8; 8]).err();
+    check!(
+        1,
+        e.is_some(),
+        "a read through the parent's context was taken"
+    );
+    let text = e.map(|e| e.to_string()).unwrap_or_default();
+    check!(2, text.contains("parent"), "the error says why: {text}");
+    check!(
+        3,
+        aio.register_fd(file).is_err(),
+        "an fd registration in the parent's context was taken"
+    );
+    check!(
+        4,
+        parent_read.wait().is_err(),
+        "a wait through the parent's context was taken"
+    );
+    drop(parent_read);
+    drop(aio);
+    let mine = posixrt::aio::Aio::builder()
+        .backend(backend)
+        .build()
+        .map_err(|e| Fail(5, format!("a new context in the child: {e}")))?;
+    let mut r = mine
+        .read(&cr, 0, vec![0u8; 8])
+        .map_err(|e| Fail(6, e.to_string()))?;
+    cw.write_all(b"child!!!")
+        .map_err(|e| Fail(7, e.to_string()))?;
+    let c = r.wait().map_err(|e| Fail(8, e.to_string()))?;
+    check!(
+        9,
+        c.data() == b"child!!!",
+        "the child's read got {:?}",
+        c.data()
+    );
+    let c = mine.read(file, 0, vec![0u8; 8]).and_then(|mut r| r.wait());
+    check!(
+        10,
+        c.is_ok_and(|c| c.data() == b"childish"),
+        "the child's read of the file"
+    );
+    Ok(())
+}
+
+/// A forked child cannot use an AIO context its parent made (its rings and
+/// requests are the parent's): submitting, registering an fd and waiting
+/// fail with the hint to make a new one, which works; and nothing the child
+/// does, nor its dropping the inherited handles, touches the parent's
+/// request in flight, which completes in the parent with its own data.
+#[test]
+fn forked_child_refuses_the_parent_s_aio_context_and_leaves_its_requests_alone() {
+    use posixrt::aio::{Aio, Backend};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for backend in [Backend::Uring, Backend::Threads] {
+        let Ok(aio) = Aio::builder().backend(backend).build() else {
+            continue; // (io_uring refused here: the thread engine still runs.)
+        };
+        // The parent's read waits on an empty pipe through the fork.
+        let (pr, pw) = rustix::pipe::pipe().expect("pipe");
+        let mut parent_read = aio.read(&pr, 0, vec![0u8; 8]).expect("parent read");
+        let file = std::fs::File::from(
+            rustix::fs::memfd_create("fork-aio", rustix::fs::MemfdFlags::empty()).expect("memfd"),
+        );
+        rustix::io::pwrite(&file, b"childish", 0).expect("pwrite");
+        let (r, w) = rustix::pipe::pipe().expect("pipe");
+        // SAFETY: the child runs its checks and `_exit`s; the tests are
+        // serialized so no other test thread holds a crate lock at the fork.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            drop(r);
+            let code = match aio_in_the_child(aio, parent_read, &file, backend) {
+                Ok(()) => 0,
+                Err(Fail(n, msg)) => {
+                    let _ = rustix::io::write(&w, msg.as_bytes());
+                    n
+                }
+            };
+            // SAFETY: ends the child without the harness's destructors.
+            unsafe { libc::_exit(code) };
+        }
+        drop(w);
+        let mut msg = String::new();
+        let _ = std::fs::File::from(r).read_to_string(&mut msg);
+        let mut status = 0;
+        // SAFETY: waits for our own child; `status` is writable.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status), "child died: status {status:#x}");
+        let code = libc::WEXITSTATUS(status);
+        assert_eq!(
+            code, 0,
+            "{backend:?}: check {code} failed in the child: {msg}"
+        );
+        // The parent's read is still there, and gets the parent's bytes.
+        rustix::io::write(&pw, b"PARENT!!").expect("write");
+        let c = parent_read.wait().expect("the parent's read");
+        assert_eq!(c.data(), b"PARENT!!", "{backend:?}");
+    }
+}

@@ -203,6 +203,13 @@ impl Builder {
 ///
 /// Cheap to clone (clones share the engine). The engine stops when the last clone
 /// and the last [`Request`] are dropped.
+///
+/// A context belongs to the process that made it. In a child made by `fork`,
+/// the parent's rings and requests are still the parent's (the rings' memory
+/// is shared with it): there a context the parent made refuses to submit, to
+/// register an fd and to wait ([`ErrorKind::InvalidState`](crate::ErrorKind),
+/// with the hint to make a new one), reaps nothing, and dropping it cancels
+/// none of the parent's requests. Make a new context in the child.
 pub struct Aio {
     pub(crate) inner: Arc<Inner>,
 }

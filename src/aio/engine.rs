@@ -76,6 +76,8 @@ pub(crate) struct Inner {
     /// Wakes waiters counted in `Core::waiters` that sleep elsewhere than on
     /// `cond` (the C engine's), after the completions' signals were sent.
     wake_hook: OnceLock<fn()>,
+    /// `sys::fork::generation()` when made (see [`Inner::inherited`]).
+    born: u32,
 }
 
 /// Parameters of a new context.
@@ -167,7 +169,9 @@ impl Inner {
             Engine::Threads(p) => p.workers(),
             Engine::Uring(_) => 0,
         };
+        crate::sys::fork::install();
         let inner = Arc::new(Inner {
+            born: crate::sys::fork::generation(),
             core: RtLocked::new(Core::new()),
             cond: RtCond::new(),
             engine,
@@ -193,6 +197,15 @@ impl Inner {
             }
         }
         Ok(inner)
+    }
+
+    /// True in a forked child for a context its parent made: its rings and
+    /// request table are the parent's (the rings' memory is shared with it,
+    /// a thread may have held the lock at the fork), so the child neither
+    /// submits, reaps, waits, nor cancels through it.
+    #[inline]
+    pub(crate) fn inherited(&self) -> bool {
+        crate::sys::fork::generation() != self.born
     }
 
     #[inline]
@@ -399,6 +412,9 @@ impl Inner {
     /// Reaps completions without blocking, if no other thread is the reaper.
     #[inline]
     pub(crate) fn poll_completions(&self, core: &mut Core) {
+        if self.inherited() {
+            return;
+        }
         if let Engine::Uring(r) = &self.engine {
             // The end of a quiet eventfd, before the reap (also under a
             // blocking reaper, which drains what was posted).
@@ -542,6 +558,9 @@ impl Inner {
         intr: Option<&'static str>,
         mut done: impl FnMut(&Core) -> bool,
     ) -> Result<bool> {
+        if self.inherited() {
+            return Err(super::submit::inherited_context());
+        }
         let mut core = self.lock();
         loop {
             self.poll_completions(&mut core);
@@ -624,6 +643,10 @@ impl Inner {
     /// waits a bounded time for it, and leaves buffers the kernel may still hold
     /// leaked rather than freed.
     fn shutdown(&self) {
+        if self.inherited() {
+            // (The parent's requests are the parent's to cancel.)
+            return;
+        }
         let mut core = self.lock();
         core.shutdown = true;
         for (idx, _) in core.unfinished() {
@@ -732,39 +755,6 @@ fn background(inner: Arc<Inner>, efd: OwnedFd) {
         if stop {
             return;
         }
-    }
-}
-
-#[cfg(feature = "tokio")]
-impl super::tokio_reap::Host for Inner {
-    fn reap_now(&self) {
-        let mut core = self.lock();
-        self.poll_completions(&mut core);
-        self.release(core);
-    }
-
-    fn completion_eventfd(&self) -> Option<&OwnedFd> {
-        Inner::completion_eventfd(self).ok().flatten()
-    }
-
-    fn reactors(&self) -> &super::tokio_reap::Reactors {
-        &self.reactors
-    }
-
-    fn reactor_gone(self: Arc<Self>) {
-        // The completion thread takes over if a request still has a waiter
-        // (a task's future was dropped with its runtime: its request is
-        // detached); then whatever already completed is reaped.
-        let core = self.lock();
-        let waited = core
-            .slots
-            .iter()
-            .any(|s| s.waker.is_some() && !s.detached && s.state != State::Free);
-        self.release(core);
-        if waited {
-            let _ = self.ensure_background();
-        }
-        super::tokio_reap::Host::reap_now(&*self);
     }
 }
 

@@ -148,6 +148,9 @@ impl Aio {
             slot: None,
             borrow: PhantomData,
         };
+        if self.inner.inherited() {
+            return Err(super::submit::inherited_context());
+        }
         let Engine::Uring(r) = &self.inner.engine else {
             return Ok(guard);
         };

@@ -84,6 +84,17 @@ fn shutting_down() -> Error {
     )
 }
 
+/// The error of a context used in a forked child that its parent made (see
+/// `Inner::inherited`).
+pub(crate) fn inherited_context() -> Error {
+    Error::new(
+        ErrorKind::InvalidState,
+        "aio_read",
+        "this AIO context was made by the parent of this forked process",
+    )
+    .with_hint("make a new posixrt::aio::Aio in the child; the parent's rings and requests are not the child's")
+}
+
 /// When a submitting call enters the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
@@ -228,6 +239,9 @@ impl Inner {
     #[inline(always)]
     fn begin_submit(&self, n: usize) -> Result<Begun<'_>> {
         let threads = matches!(self.engine, Engine::Threads(_));
+        if self.inherited() {
+            return Err(inherited_context());
+        }
         let core = self.lock();
         if core.shutdown {
             drop(core);

@@ -11,13 +11,25 @@
 //! # References
 //! - [`pthread_atfork`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_atfork.html)
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Once;
 
 /// How many reset functions can be registered (one per subsystem).
 const MAX_HOOKS: usize = 16;
 
 static HOOKS: [AtomicUsize; MAX_HOOKS] = [const { AtomicUsize::new(0) }; MAX_HOOKS];
+
+/// Forks this process came through: 0 in the process that installed the hook,
+/// one more in each forked child (and its children).
+static GENERATION: AtomicU32 = AtomicU32::new(0);
+
+/// How many forks separate this process from the one that installed the
+/// hook (see [`install`]): an object that records it when made (after
+/// `install`) tells, in a forked child, that it was inherited.
+#[inline]
+pub(crate) fn generation() -> u32 {
+    GENERATION.load(Ordering::Relaxed)
+}
 
 /// Installs the child handler (once per process; idempotent).
 pub(crate) fn install() {
@@ -52,6 +64,7 @@ pub(crate) fn on_child(reset: fn()) {
 }
 
 extern "C" fn child() {
+    GENERATION.fetch_add(1, Ordering::Relaxed);
     for h in HOOKS.iter() {
         let f = h.load(Ordering::Acquire);
         if f == 0 {
