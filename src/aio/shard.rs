@@ -468,9 +468,10 @@ fn thread_gone(tid: u32) -> bool {
 }
 
 /// A ring of `entries` submission entries and twice as many completion
-/// entries, set up with `IORING_SETUP_COOP_TASKRUN` where the kernel has it
-/// (Linux 5.19; an older kernel refuses the flag with EINVAL, and gets the ring
-/// without it). Returns the ring and whether it has the flag.
+/// entries, set up with `IORING_SETUP_COOP_TASKRUN` and
+/// `IORING_SETUP_SUBMIT_ALL` where the kernel has them (Linux 5.19; an older
+/// kernel refuses the flags with EINVAL, and gets the ring without them).
+/// Returns the ring and whether it has the flags.
 ///
 /// The kernel ends some requests with work it queues to the thread that
 /// submitted them: it frees every request that one of its workers ran (a
@@ -489,9 +490,15 @@ fn thread_gone(tid: u32) -> bool {
 /// (on one isolated with `nohz_full`, a submitter that spins without system
 /// calls holds it until its next call).
 fn build(entries: u32) -> io::Result<(IoUring, bool)> {
+    // (`IORING_SETUP_SUBMIT_ALL`, Linux 5.18, with it: an entry the kernel
+    // refuses as malformed ends with its error instead of stopping the
+    // enter there, which would leave the entries behind it in the queue
+    // after a call that must have them in the kernel, as a cancel does
+    // before its fd goes.)
     let ring = IoUring::builder()
         .setup_cqsize(entries * 2)
         .setup_coop_taskrun()
+        .setup_submit_all()
         .build(entries);
     match ring {
         Ok(r) => Ok((r, true)),
@@ -531,6 +538,33 @@ mod tests {
         let probe: io::Result<IoUring> = IoUring::builder().setup_coop_taskrun().build(4);
         assert_eq!(s.coop, probe.is_ok(), "a kernel that has the flag gets it");
         assert_eq!(s.ring.params().cq_entries(), 16);
+    }
+
+    /// An entry the kernel refuses as malformed (a reserved flag bit) does
+    /// not stop the enter: the entry behind it goes in too.
+    #[test]
+    fn a_malformed_entry_does_not_hold_back_the_ones_behind_it() {
+        if !crate::sys::ringfd::tests::uring_allowed() {
+            return;
+        }
+        let s = Shard::new(8, 0).expect("io_uring_setup");
+        if !s.coop {
+            return; // (A kernel before 5.19: neither flag.)
+        }
+        let bad = io_uring::opcode::Nop::new()
+            .build()
+            .flags(squeue::Flags::from_bits_retain(1 << 7))
+            .user_data(1);
+        let good = io_uring::opcode::Nop::new().build().user_data(2);
+        // SAFETY: this test is the ring's only user; no-ops name no memory.
+        unsafe {
+            assert!(s.push(&bad) && s.push(&good), "the queue has room");
+        }
+        s.submit().expect("enter");
+        assert!(
+            !s.sq_pending(),
+            "the entry behind the malformed one went in"
+        );
     }
 
     /// A wait whose count of entries to submit is too high (a concurrent
