@@ -317,6 +317,73 @@ fn cancel_wakes_waiter(b: Backend) {
 }
 both!(cancel_of_queued_request_wakes_waiter, cancel_wakes_waiter);
 
+/// A socket `a` (of a connected pair, with its peer) whose send buffer is
+/// full: a write to it waits for the peer to read.
+fn full_socket() -> (
+    std::os::unix::net::UnixStream,
+    std::os::unix::net::UnixStream,
+) {
+    let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    while (&a).write(&[0u8; 4096]).is_ok() {}
+    a.set_nonblocking(false).unwrap();
+    (a, b)
+}
+
+fn cancel_opens_gate(b: Backend) {
+    // A read waits in the socket's queue behind a write, itself behind a
+    // write that waits for room; cancelling the queued write lets the read
+    // go: the engine must start it (the thread engine left it ready with
+    // every worker asleep). Data for it is there already.
+    let aio = ctx(b);
+    let (a, mut peer) = full_socket();
+    let mut w1 = aio.write(&a, 0, vec![1u8; 4096]).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let w2 = aio.write(&a, 0, vec![2u8; 16]).unwrap();
+    peer.write_all(b"hello").unwrap();
+    let mut r3 = aio.read(&a, 0, vec![0u8; 16]).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!r3.is_done(), "the read waits behind the writes");
+    assert_eq!(w2.cancel().unwrap(), CancelResult::Canceled);
+    // (A liveness bound: without a start the read would wait for ever.)
+    aio.suspend([&r3], Some(Duration::from_secs(10))).unwrap();
+    let c = r3.wait().unwrap();
+    assert_eq!(c.data(), b"hello");
+    assert_eq!(w1.cancel().unwrap(), CancelResult::Canceled);
+    let _ = w1.wait();
+}
+both!(
+    cancel_of_a_queued_write_starts_the_request_behind_it,
+    cancel_opens_gate
+);
+
+fn let_go_opens_gate(b: Backend) {
+    // Two writes of one LIO_NOWAIT list on a socket, each with a callback:
+    // both are held until the call is out; the second waits behind the
+    // first, which completes meanwhile: letting go of the first must start
+    // the second.
+    let aio = ctx(b);
+    let (a, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+    for round in 0..20 {
+        let ops = vec![
+            Some(Op::write(&a, 0, vec![1u8; 16]).notify(Notify::thread(0, |_| {}))),
+            Some(Op::write(&a, 0, vec![2u8; 16]).notify(Notify::thread(0, |_| {}))),
+        ];
+        let list = aio.lio_listio(ListMode::NoWait, ops, Notify::None).unwrap();
+        // (A liveness bound: without a start the second write would wait for
+        // ever.)
+        assert!(
+            wait_for(|| list.is_done()),
+            "round {round}: the second write was not started"
+        );
+        drop(list);
+    }
+}
+both!(
+    letting_go_of_a_held_write_starts_the_request_behind_it,
+    let_go_opens_gate
+);
+
 /// The send buffer size of `fd` (`SO_SNDBUF`).
 fn send_buffer(fd: &impl AsRawFd) -> usize {
     let mut v: libc::c_int = 0;

@@ -4,7 +4,7 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::engine::{Engine, Inner};
+use super::engine::{CoreGuard, Engine, Inner, Kicked};
 use super::hook;
 use super::table::{user_data, State};
 use crate::{Error, Result};
@@ -52,6 +52,26 @@ impl CancelResult {
 
 const SETTLE: Duration = Duration::from_secs(5);
 
+impl Inner {
+    /// Releases the lock after requests were ended outside a submitting call
+    /// or a reap (a cancel of queued ones, a let-go of held ones): that may
+    /// have opened an fd's order gate and made the next request on it
+    /// ready, which goes to the engine now, as a submission's would (started
+    /// in the rings, or a sleeping worker woken), instead of waiting for the
+    /// next submission.
+    pub(crate) fn release_and_start(&self, mut core: CoreGuard<'_>) {
+        let wake = if core.ready_len() > 0 {
+            self.kick(&mut core)
+        } else {
+            Kicked::default()
+        };
+        self.unlock_and_enter_rings(core, wake.enter, true);
+        if wake.wakes() {
+            self.wake_workers(wake);
+        }
+    }
+}
+
 fn done(inner: &Inner, idx: u32, gen: u32) -> Option<i64> {
     let core = inner.lock();
     let r = match core.get(idx, gen) {
@@ -97,7 +117,7 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
         }
         State::FdQueued | State::Ready => {
             core.cancel_unissued(idx);
-            inner.release(core);
+            inner.release_and_start(core);
             CancelResult::Canceled
         }
         State::Issued if s.issued_write_stays(|| s.fd_kind) => {
@@ -185,7 +205,7 @@ pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
                 others.push((idx, gen));
             }
         }
-        inner.release(core);
+        inner.release_and_start(core);
     }
     let mut out = CancelResult::AllDone;
     for (id, op) in queued {

@@ -72,6 +72,6 @@ impl Inner {
                 Hold::No => {}
             }
         }
-        self.release(core);
+        self.release_and_start(core);
     }
 }

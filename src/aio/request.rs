@@ -380,7 +380,8 @@ impl<B: Send + 'static> Ticket<B> {
                     }
                 }
             }
-            inner.release(core);
+            // (A queued request cancelled may have let the next one on its fd go.)
+            inner.release_and_start(core);
             if attempt {
                 // A worker is in its non-blocking attempt, the lock released:
                 // it ends the request when the attempt would block, but an

@@ -50,7 +50,7 @@ impl CEngine {
             }
             State::FdQueued | State::Ready => {
                 core.cancel_unissued(idx);
-                inner.release(core);
+                inner.release_and_start(core);
                 libc::AIO_CANCELED
             }
             State::Issued if s.issued_write_stays(|| threads::fd_kind_of(s)) => {
@@ -151,7 +151,7 @@ impl CEngine {
                 State::Free | State::Done => {}
             }
         }
-        inner.release(core);
+        inner.release_and_start(core);
         let mut out = if queued.is_empty() {
             libc::AIO_ALLDONE
         } else {
