@@ -37,25 +37,52 @@ macro_rules! check {
 /// Forks; the child runs `child` and exits with its result; the parent returns
 /// the child's exit code and message.
 fn in_forked_child(child: impl FnOnce() -> Result<(), Fail>) -> (i32, String) {
+    match fork() {
+        Side::Child(w) => child_exit(w, child()),
+        Side::Parent(pid, r) => child_report(pid, r),
+    }
+}
+
+/// Which side of a [`fork`] this is: the child, with the pipe's write end
+/// for its message, or the parent, with the child's pid and the read end.
+enum Side {
+    Child(rustix::fd::OwnedFd),
+    Parent(i32, rustix::fd::OwnedFd),
+}
+
+fn fork() -> Side {
     let (r, w) = rustix::pipe::pipe().expect("pipe");
-    // SAFETY: the child only runs `child` and then `_exit`s; the tests are
-    // serialized so no other test thread holds a crate lock at the fork.
+    // SAFETY: the child only runs its checks and then `_exit`s (see
+    // `child_exit`); the tests are serialized so no other test thread holds a
+    // crate lock at the fork.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
         drop(r);
-        let code = match child() {
-            Ok(()) => 0,
-            Err(Fail(n, msg)) => {
-                let _ = rustix::io::write(&w, msg.as_bytes());
-                n
-            }
-        };
-        // SAFETY: ends the child without running the parent's atexit handlers or
-        // the test harness's destructors.
-        unsafe { libc::_exit(code) };
+        Side::Child(w)
+    } else {
+        drop(w);
+        Side::Parent(pid, r)
     }
-    drop(w);
+}
+
+/// Ends the child with `result`: exit code 0, or the failed check's number
+/// with its text written to `w`.
+fn child_exit(w: rustix::fd::OwnedFd, result: Result<(), Fail>) -> ! {
+    let code = match result {
+        Ok(()) => 0,
+        Err(Fail(n, msg)) => {
+            let _ = rustix::io::write(&w, msg.as_bytes());
+            n
+        }
+    };
+    // SAFETY: ends the child without running the parent's atexit handlers or
+    // the test harness's destructors.
+    unsafe { libc::_exit(code) }
+}
+
+/// The child's exit code and message, once it exited.
+fn child_report(pid: i32, r: rustix::fd::OwnedFd) -> (i32, String) {
     let mut msg = String::new();
     let mut f = std::fs::File::from(r);
     let _ = f.read_to_string(&mut msg);
@@ -323,31 +350,11 @@ fn forked_child_refuses_the_parent_s_aio_context_and_leaves_its_requests_alone()
             rustix::fs::memfd_create("fork-aio", rustix::fs::MemfdFlags::empty()).expect("memfd"),
         );
         rustix::io::pwrite(&file, b"childish", 0).expect("pwrite");
-        let (r, w) = rustix::pipe::pipe().expect("pipe");
-        // SAFETY: the child runs its checks and `_exit`s; the tests are
-        // serialized so no other test thread holds a crate lock at the fork.
-        let pid = unsafe { libc::fork() };
-        assert!(pid >= 0, "fork failed");
-        if pid == 0 {
-            drop(r);
-            let code = match aio_in_the_child(aio, parent_read, &file, backend) {
-                Ok(()) => 0,
-                Err(Fail(n, msg)) => {
-                    let _ = rustix::io::write(&w, msg.as_bytes());
-                    n
-                }
-            };
-            // SAFETY: ends the child without the harness's destructors.
-            unsafe { libc::_exit(code) };
-        }
-        drop(w);
-        let mut msg = String::new();
-        let _ = std::fs::File::from(r).read_to_string(&mut msg);
-        let mut status = 0;
-        // SAFETY: waits for our own child; `status` is writable.
-        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
-        assert!(libc::WIFEXITED(status), "child died: status {status:#x}");
-        let code = libc::WEXITSTATUS(status);
+        // (The child takes the parent's handles: it drops them.)
+        let (code, msg) = match fork() {
+            Side::Child(w) => child_exit(w, aio_in_the_child(aio, parent_read, &file, backend)),
+            Side::Parent(pid, r) => child_report(pid, r),
+        };
         assert_eq!(
             code, 0,
             "{backend:?}: check {code} failed in the child: {msg}"

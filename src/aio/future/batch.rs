@@ -328,6 +328,38 @@ mod tests {
     use crate::aio::Backend;
     use std::os::fd::AsFd;
 
+    /// Whether an entry waits in a submission queue of `inner` (io_uring).
+    fn sq_waiting(inner: &Inner) -> bool {
+        let Engine::Uring(r) = &inner.engine else {
+            panic!("an io_uring context");
+        };
+        let core = inner.lock();
+        let pending = r.sq_pending();
+        inner.release(core);
+        pending
+    }
+
+    /// A context of two rings, the second made by this thread's read of a
+    /// memfd holding `data` through it (this thread's entries are then all
+    /// in the kernel); the memfd.
+    fn two_rings(data: &[u8]) -> (Aio, std::fs::File) {
+        let aio = Aio::builder()
+            .backend(Backend::Uring)
+            .rings(2)
+            .build()
+            .expect("context");
+        let file = std::fs::File::from(
+            rustix::fs::memfd_create("flush", rustix::fs::MemfdFlags::empty()).expect("memfd"),
+        );
+        rustix::io::pwrite(&file, data, 0).expect("pwrite");
+        aio.__use_ring(Some(1));
+        let mut first = aio.read(&file, 0, vec![0u8; data.len()]).expect("read");
+        assert_eq!(first.wait().expect("done").data(), data);
+        aio.__use_ring(None);
+        assert_eq!(aio.rings(), 2);
+        (aio, file)
+    }
+
     /// A flush run on a thread other than the one that scheduled it (a
     /// `current_thread` runtime driven or dropped elsewhere) enters the
     /// scheduling thread's ring, though every
@@ -338,22 +370,9 @@ mod tests {
         if !crate::sys::ringfd::tests::uring_allowed() {
             return;
         }
-        let aio = Aio::builder()
-            .backend(Backend::Uring)
-            .rings(2)
-            .build()
-            .expect("context");
-        let file = std::fs::File::from(
-            rustix::fs::memfd_create("flush", rustix::fs::MemfdFlags::empty()).expect("memfd"),
-        );
-        rustix::io::pwrite(&file, b"elsewhere", 0).expect("pwrite");
         // This thread reads through a second ring, created for it: its
         // entries are all in the kernel after its call.
-        aio.__use_ring(Some(1));
-        let mut first = aio.read(&file, 0, vec![0u8; 9]).expect("read");
-        assert_eq!(first.wait().expect("done").data(), b"elsewhere");
-        aio.__use_ring(None);
-        assert_eq!(aio.rings(), 2);
+        let (aio, file) = two_rings(b"elsewhere");
         // Another thread leaves an entry for its turn's flush.
         let mut buf = vec![0u8; 9];
         let at = buf.as_mut_ptr() as usize;
@@ -380,15 +399,7 @@ mod tests {
             });
             let (deferred, by) = pushed.1.recv().expect("the other thread pushed");
             assert!(deferred, "the entry waits for a flush");
-            let Engine::Uring(r) = &inner.engine else {
-                panic!("an io_uring context");
-            };
-            let waiting = || {
-                let core = inner.lock();
-                let pending = r.sq_pending();
-                inner.release(core);
-                pending
-            };
+            let waiting = || sq_waiting(inner);
             assert!(waiting(), "the other thread's entry waits");
             // Its flush, run here.
             let f = Flush {
@@ -435,22 +446,9 @@ mod tests {
         if pid_max > 65536 {
             return;
         }
-        let aio = Aio::builder()
-            .backend(Backend::Uring)
-            .rings(2)
-            .build()
-            .expect("context");
-        let file = std::fs::File::from(
-            rustix::fs::memfd_create("reuse", rustix::fs::MemfdFlags::empty()).expect("memfd"),
-        );
-        rustix::io::pwrite(&file, b"ring one", 0).expect("pwrite");
         // The second ring, made now: made later, its no-op in the first ring
         // would have the next thread to enter its own rings enter the first.
-        aio.__use_ring(Some(1));
-        let mut first = aio.read(&file, 0, vec![0u8; 8]).expect("read");
-        assert_eq!(first.wait().expect("done").data(), b"ring one");
-        aio.__use_ring(None);
-        assert_eq!(aio.rings(), 2);
+        let (aio, file) = two_rings(b"ring one");
         let (rd, wr) = rustix::pipe::pipe().expect("pipe");
         static DATA: [u8; 5] = *b"hello";
         let inner = Arc::clone(&aio.inner);
@@ -477,15 +475,7 @@ mod tests {
             .expect("the writer")
         });
         assert!(deferred, "the write waits for a flush");
-        let Engine::Uring(r) = &inner.engine else {
-            panic!("an io_uring context");
-        };
-        let waiting = || {
-            let core = inner.lock();
-            let pending = r.sq_pending();
-            inner.release(core);
-            pending
-        };
+        let waiting = || sq_waiting(&inner);
         assert!(waiting(), "the exited thread's write waits");
         // Threads come and go until one has that tid: it reads through the
         // second ring (entered at once, so none of its own entries waits),
