@@ -559,7 +559,7 @@ impl Inner {
         mut done: impl FnMut(&Core) -> bool,
     ) -> Result<bool> {
         if self.inherited() {
-            return Err(super::submit::inherited_context());
+            return Err(inherited_context());
         }
         let mut core = self.lock();
         loop {
@@ -697,6 +697,17 @@ impl Drop for Inner {
             }
         }
     }
+}
+
+/// The error of a context used in a forked child that its parent made (see
+/// [`Inner::inherited`]).
+pub(crate) fn inherited_context() -> Error {
+    Error::new(
+        crate::ErrorKind::InvalidState,
+        "aio_read",
+        "this AIO context was made by the parent of this forked process",
+    )
+    .with_hint("make a new posixrt::aio::Aio in the child; the parent's rings and requests are not the child's")
 }
 
 /// What a notification thread runs after each callback: reap completions

@@ -141,6 +141,8 @@ mod suspend;
 mod table;
 mod threads;
 #[cfg(feature = "tokio")]
+mod tokio_host;
+#[cfg(feature = "tokio")]
 mod tokio_reap;
 #[cfg(feature = "tokio")]
 mod turn_end;

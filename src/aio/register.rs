@@ -149,7 +149,7 @@ impl Aio {
             borrow: PhantomData,
         };
         if self.inner.inherited() {
-            return Err(super::submit::inherited_context());
+            return Err(super::engine::inherited_context());
         }
         let Engine::Uring(r) = &self.inner.engine else {
             return Ok(guard);

@@ -84,17 +84,6 @@ fn shutting_down() -> Error {
     )
 }
 
-/// The error of a context used in a forked child that its parent made (see
-/// `Inner::inherited`).
-pub(crate) fn inherited_context() -> Error {
-    Error::new(
-        ErrorKind::InvalidState,
-        "aio_read",
-        "this AIO context was made by the parent of this forked process",
-    )
-    .with_hint("make a new posixrt::aio::Aio in the child; the parent's rings and requests are not the child's")
-}
-
 /// When a submitting call enters the ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Entry {
@@ -240,7 +229,7 @@ impl Inner {
     fn begin_submit(&self, n: usize) -> Result<Begun<'_>> {
         let threads = matches!(self.engine, Engine::Threads(_));
         if self.inherited() {
-            return Err(inherited_context());
+            return Err(super::engine::inherited_context());
         }
         let core = self.lock();
         if core.shutdown {

@@ -436,38 +436,3 @@ fn defer(w: &Waker) {
     let y = std::pin::pin!(tokio::task::yield_now());
     let _ = std::future::Future::poll(y, &mut cx);
 }
-
-/// The engine's side of the reactor registration.
-impl Host for super::engine::Inner {
-    fn reap_now(&self) {
-        let mut core = self.lock();
-        self.poll_completions(&mut core);
-        self.release(core);
-    }
-
-    fn completion_eventfd(&self) -> Option<&OwnedFd> {
-        super::engine::Inner::completion_eventfd(self)
-            .ok()
-            .flatten()
-    }
-
-    fn reactors(&self) -> &Reactors {
-        &self.reactors
-    }
-
-    fn reactor_gone(self: Arc<Self>) {
-        // The completion thread takes over if a request still has a waiter
-        // (a task's future was dropped with its runtime: its request is
-        // detached); then whatever already completed is reaped.
-        let core = self.lock();
-        let waited = core
-            .slots
-            .iter()
-            .any(|s| s.waker.is_some() && !s.detached && s.state != super::table::State::Free);
-        self.release(core);
-        if waited {
-            let _ = self.ensure_background();
-        }
-        Host::reap_now(&*self);
-    }
-}
