@@ -367,9 +367,7 @@ fn a_real_time_thread_without_the_io_class_capability_still_reads() {
         // SAFETY: ends the child without the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let mut st = 0;
-    // SAFETY: waits for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut st, 0) }, pid);
+    let st = common::child::wait_child(pid);
     assert!(
         libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
         "child status {st:#x}"

@@ -291,11 +291,9 @@ fn in_forked_child(f: impl FnOnce() -> Result<String, String>) -> (bool, String)
         unsafe { libc::_exit(code) };
     }
     drop(w);
+    let status = common::child::wait_child(pid);
     let mut msg = String::new();
     let _ = std::fs::File::from(r).read_to_string(&mut msg);
-    let mut status = 0;
-    // SAFETY: waits for our own child; `status` is writable.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
     (
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         msg,

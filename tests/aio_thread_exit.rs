@@ -138,9 +138,8 @@ fn a_forked_childs_exit_leaves_the_parents_rings() {
     assert!(pid > 0);
     // Completes the parent's read before the child exits.
     rustix::io::write(&w, b"data").unwrap();
-    let mut status = 0;
-    // SAFETY: waits for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    let status = common::child::wait_child(pid);
+    assert!(libc::WIFEXITED(status), "child status {status:#x}");
     aio.suspend([&req], Some(Duration::from_secs(3))).unwrap();
     let c = req.aio_return().unwrap();
     assert_eq!(c.result.unwrap(), 4);

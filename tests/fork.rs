@@ -15,6 +15,9 @@ use posixrt::sync::{self, PiMutex, Tracking};
 use posixrt::trace::{self, Trace, TraceAttr};
 use posixrt::{mark, sched};
 
+#[path = "common/child.rs"]
+mod child;
+
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The kernel's tid of the calling thread, uncached.
@@ -50,11 +53,55 @@ enum Side {
     Parent(i32, rustix::fd::OwnedFd),
 }
 
+/// Waits (up to 5 s) until every other thread of this process sleeps, seen
+/// twice 2 ms apart with the same threads: none is starting or ending, when
+/// the thread library holds a process-wide lock (a child forked then finds
+/// it held, and its first `std::thread::spawn` hangs). The kernel's io_uring
+/// workers (`iou-*`) run no user code and are left out.
+fn quiesce() {
+    let me = kernel_tid().to_string();
+    let others = || -> Option<Vec<String>> {
+        let mut tids = Vec::new();
+        for e in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let tid = e.file_name().to_string_lossy().into_owned();
+            if tid == me {
+                continue;
+            }
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            // "tid (comm) S ...": the comm may hold spaces and parentheses.
+            let close = stat.rfind(')')?;
+            if stat[..close].contains("(iou-") {
+                continue;
+            }
+            if stat[close + 1..].trim_start().starts_with('S') {
+                tids.push(tid);
+            } else {
+                return None;
+            }
+        }
+        tids.sort();
+        Some(tids)
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end {
+        if let Some(a) = others() {
+            std::thread::sleep(Duration::from_millis(2));
+            if others().is_some_and(|b| b == a) {
+                return;
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 fn fork() -> Side {
     let (r, w) = rustix::pipe::pipe().expect("pipe");
+    quiesce();
     // SAFETY: the child only runs its checks and then `_exit`s (see
     // `child_exit`); the tests are serialized so no other test thread holds a
-    // crate lock at the fork.
+    // crate lock at the fork, and `quiesce` waited for no thread to be
+    // starting or ending.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
@@ -81,16 +128,13 @@ fn child_exit(w: rustix::fd::OwnedFd, result: Result<(), Fail>) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// The child's exit code and message, once it exited.
+/// The child's exit code and message, once it exited (see
+/// [`child::wait_child`]: a hung child fails the test).
 fn child_report(pid: i32, r: rustix::fd::OwnedFd) -> (i32, String) {
-    let mut msg = String::new();
-    let mut f = std::fs::File::from(r);
-    let _ = f.read_to_string(&mut msg);
-    let mut status = 0;
-    // SAFETY: waits for our own child; `status` is writable.
-    let got = unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert_eq!(got, pid);
+    let status = child::wait_child(pid);
     assert!(libc::WIFEXITED(status), "child died: status {status:#x}");
+    let mut msg = String::new();
+    let _ = std::fs::File::from(r).read_to_string(&mut msg);
     (libc::WEXITSTATUS(status), msg)
 }
 

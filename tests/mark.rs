@@ -13,6 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
+#[path = "common/child.rs"]
+mod child;
+
 use posixrt::mark::{self, MARKER_MAX, RAW_LEN};
 use posixrt::ErrorKind;
 
@@ -191,9 +194,7 @@ fn child_process() {
                 // destructors.
                 unsafe { libc::_exit(code) };
             }
-            let mut status = 0;
-            // SAFETY: waiting for the child we forked; `status` is a valid pointer.
-            assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+            let status = child::wait_child(pid);
             let code = if libc::WIFEXITED(status) {
                 libc::WEXITSTATUS(status)
             } else {

@@ -5,6 +5,8 @@
 //! they start to one CPU. No test asserts a duration: waits are bounded polls on
 //! states, and the assertions are on priorities, orders and error kinds.
 
+#[path = "common/child.rs"]
+mod child;
 #[path = "common/unprivileged.rs"]
 mod unprivileged;
 
@@ -1432,9 +1434,7 @@ fn forked_child_locks_with_its_own_tid() {
         // SAFETY: _exit is async-signal-safe and ends the child here.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: `pid` is our child; `status` is writable.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    let status = child::wait_child(pid);
     assert!(libc::WIFEXITED(status), "child status {status:#x}");
     assert_eq!(
         libc::WEXITSTATUS(status),

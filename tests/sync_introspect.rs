@@ -11,6 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::{Duration, Instant};
 
+#[path = "common/child.rs"]
+mod child;
+
 use posixrt::sync::{
     self, current_tid, find_deadlocks, objects, Condvar, Kind, MutexExt, NormalMutex, PiMutex,
     RecursiveMutex, RwLock, Semaphore, Snapshot, Tracking,
@@ -720,9 +723,7 @@ fn forked_child_does_not_publish_into_the_parents_registry() {
         // SAFETY: ends the child.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: `pid` is our child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    let status = child::wait_child(pid);
     assert_eq!(libc::WEXITSTATUS(status), 0, "status {status:#x}");
     assert!(sync::publish().is_ok());
     sync::set_tracking(Tracking::Off);

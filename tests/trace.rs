@@ -7,6 +7,9 @@ use std::fs::File;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+#[path = "common/child.rs"]
+mod child;
+
 use posixrt::trace::{
     self, sys, Event, EventId, EventSet, FillWhat, FilterHow, Inheritance, LogFullPolicy,
     StreamFullPolicy, Trace, TraceAttr, TraceLog,
@@ -967,9 +970,7 @@ fn forked_child_records_nothing_close_for_child() {
         // SAFETY: leaving the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: waiting for our own child.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    let status = child::wait_child(pid);
     assert!(libc::WIFEXITED(status));
     assert_eq!(
         libc::WEXITSTATUS(status),

@@ -209,7 +209,11 @@ impl Builder {
 /// is shared with it): there a context the parent made refuses to submit, to
 /// register an fd and to wait ([`ErrorKind::InvalidState`](crate::ErrorKind),
 /// with the hint to make a new one), reaps nothing, and dropping it cancels
-/// none of the parent's requests. Make a new context in the child.
+/// none of the parent's requests. Make a new context in the child. (A
+/// thread-engine context starts threads: in the child of a parent with other
+/// threads, Rust's thread start-up can hang if one of them was starting or
+/// ending at the fork. A thread engine's own threads have all started when
+/// [`Builder::build`](super::Builder::build) returns.)
 pub struct Aio {
     pub(crate) inner: Arc<Inner>,
 }

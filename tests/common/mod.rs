@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use posixrt::aio::{Aio, Backend, Request};
 
+pub mod child;
 pub mod uring;
 pub mod workers;
 

@@ -295,10 +295,11 @@ impl Pool {
         self.awake(true);
     }
 
-    /// Starts the workers and the poller; each holds the context until shutdown.
-    /// They block every signal (inherited), as glibc's AIO threads do: no
-    /// handler runs on them, and one that sends a completion signal never
-    /// takes it itself (see `notify::send_signals`).
+    /// Starts the workers and the poller, and returns once each of them runs;
+    /// each holds the context until shutdown. They block every signal
+    /// (inherited), as glibc's AIO threads do: no handler runs on them, and
+    /// one that sends a completion signal never takes it itself (see
+    /// `notify::send_signals`).
     pub(crate) fn spawn<H: Host>(host: &Arc<H>, workers: usize) -> Result<()> {
         use crate::sys::signal::spawn_all_blocked;
         let fail = |e: std::io::Error| {
@@ -306,12 +307,31 @@ impl Pool {
                 .with_message("starting the AIO thread pool")
                 .with_hint("raise RLIMIT_NPROC or use fewer AIO worker threads")
         };
+        let (up, started) = std::sync::mpsc::channel::<()>();
         let h = Arc::clone(host);
-        spawn_all_blocked("posixrt-aio-poll".into(), move || poller(h)).map_err(fail)?;
+        let u = up.clone();
+        spawn_all_blocked("posixrt-aio-poll".into(), move || {
+            let _ = u.send(());
+            drop(u);
+            poller(h)
+        })
+        .map_err(fail)?;
         for w in 0..workers {
             let h = Arc::clone(host);
-            spawn_all_blocked(format!("posixrt-aio-{w}"), move || worker(h, w as u32))
-                .map_err(fail)?;
+            let u = up.clone();
+            spawn_all_blocked(format!("posixrt-aio-{w}"), move || {
+                let _ = u.send(());
+                drop(u);
+                worker(h, w as u32)
+            })
+            .map_err(fail)?;
+        }
+        // Every thread is past its start when the context is returned: none
+        // is still in the thread library's start-up (which takes process-wide
+        // locks) when the program goes on, to its real-time phase or a fork.
+        drop(up);
+        for _ in 0..=workers {
+            let _ = started.recv();
         }
         Ok(())
     }
