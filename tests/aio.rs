@@ -883,6 +883,31 @@ fn list_notify_once(b: Backend) {
 }
 both!(list_notification_fires_once, list_notify_once);
 
+/// A list with nothing to submit notifies once, at once (as glibc's does).
+fn empty_list_notify(b: Backend) {
+    let aio = ctx(b);
+    let fired = Arc::new(AtomicUsize::new(0));
+    let f2 = Arc::clone(&fired);
+    let entries: Vec<Option<Op<Vec<u8>>>> = vec![None, Some(Op::nop()), None];
+    let list = aio
+        .lio_listio(
+            ListMode::NoWait,
+            entries,
+            Notify::thread(5, move |v| {
+                assert_eq!(v.int(), 5);
+                f2.fetch_add(1, Ordering::SeqCst);
+            }),
+        )
+        .unwrap();
+    assert_eq!(list.len(), 3);
+    assert!((0..3).all(|i| list.id(i).is_none()));
+    assert!(wait_for(|| fired.load(Ordering::SeqCst) == 1));
+    list.wait_all().unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(fired.load(Ordering::SeqCst), 1);
+}
+both!(an_empty_list_notifies_once, empty_list_notify);
+
 fn list_wait(b: Backend) {
     let aio = ctx(b);
     let s = scratch(false, &pattern(4096));

@@ -283,7 +283,9 @@ impl Aio {
     /// it returns at once and `notify` fires once, when all are done. No
     /// notification of a `NoWait` list (`notify`, its entries') fires before
     /// the call returns: an entry done inside the call (a small write often
-    /// is) shows in progress until then.
+    /// is) shows in progress until then. The exception is a list with nothing
+    /// to submit (every entry `None` or a NOP): its `notify` fires at once,
+    /// inside the call, as glibc's does.
     ///
     /// Unlike C's `lio_listio`, which returns `-1`/EIO in `LIO_WAIT` mode when an
     /// entry failed, this returns the list (it owns the buffers) either way:
