@@ -187,6 +187,141 @@ both!(
     signal_interrupts_waits
 );
 
+/// The state letter of thread `tid` of this process (`S`: asleep).
+fn thread_state(tid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
+    let close = stat.rfind(')')?;
+    stat[close + 1..].trim_start().chars().next()
+}
+
+/// Handler runs of [`count_handled`].
+static HANDLED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+extern "C" fn count_handled(_: i32) {
+    HANDLED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Every handler that runs while `suspend` or `lio_listio(Wait)` sleeps ends
+/// it with EINTR, also while another thread's reads complete all the time.
+/// Their completions wake the waiter, and a handler that ran while it was
+/// awake, between two sleeps, used to go unseen (the wait went on). In each
+/// round another thread sends one signal once it sees the waiter asleep; a
+/// round still waiting 2 s after the handler ran counts a missed signal, and
+/// gets another. (Its own signal number and handler: the other signal tests
+/// of this binary may run at the same time.)
+fn handlers_beside_other_io(b: Backend) {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    const ROUNDS: u32 = 30;
+    let signo = libc::SIGRTMIN() + 7;
+    // SAFETY: installs a handler that only counts; the struct is fully set.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = count_handled as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
+    }
+    let aio = ctx(b);
+    let file = std::fs::File::from(
+        rustix::fs::memfd_create("beside", rustix::fs::MemfdFlags::empty()).unwrap(),
+    );
+    rustix::io::pwrite(&file, &vec![7u8; 64 * 4096], 0).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = {
+        let (aio, stop) = (aio.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut i = 0i64;
+            while !stop.load(Ordering::Acquire) {
+                let c = aio
+                    .read(&file, (i % 64) * 4096, vec![0u8; 4096])
+                    .unwrap()
+                    .wait();
+                assert_eq!(c.unwrap().result.unwrap(), 4096);
+                i += 1;
+            }
+        })
+    };
+    // SAFETY: gettid and pthread_self have no preconditions.
+    let (tid, me) = unsafe { (libc::gettid(), libc::pthread_self() as usize) };
+    let started = Arc::new(AtomicU32::new(0));
+    let ended = Arc::new(AtomicU32::new(0));
+    let signaler = {
+        let (started, ended) = (Arc::clone(&started), Arc::clone(&ended));
+        std::thread::spawn(move || {
+            let nap = || std::thread::sleep(Duration::from_micros(50));
+            // Sends the signal, and waits until its handler ran (the waiter
+            // may be slow to get the CPU) or the round ended.
+            let kick = |round: u32| {
+                let h = HANDLED.load(Ordering::SeqCst);
+                // SAFETY: the waiter joins this thread before it returns.
+                unsafe { libc::pthread_kill(me as libc::pthread_t, signo) };
+                while HANDLED.load(Ordering::SeqCst) == h && ended.load(Ordering::Acquire) < round {
+                    nap();
+                }
+            };
+            let mut missed = 0;
+            for round in 1..=2 * ROUNDS {
+                while started.load(Ordering::Acquire) < round {
+                    nap();
+                }
+                let t = Instant::now();
+                while thread_state(tid) != Some('S') && t.elapsed() < Duration::from_secs(1) {
+                    nap();
+                }
+                kick(round);
+                let mut t = Instant::now();
+                while ended.load(Ordering::Acquire) < round {
+                    nap();
+                    if t.elapsed() > Duration::from_secs(2) {
+                        missed += 1;
+                        kick(round);
+                        t = Instant::now();
+                    }
+                }
+            }
+            missed
+        })
+    };
+    let (rd, wr) = pipe();
+    let r = aio.read(&rd, 0, vec![0u8; 1]).unwrap();
+    let mut suspend_eintr = 0;
+    for round in 1..=ROUNDS {
+        started.store(round, Ordering::Release);
+        let e = aio.suspend([&r], Some(Duration::from_secs(5))).err();
+        suspend_eintr += e.is_some_and(|e| e.kind() == ErrorKind::Interrupted) as u32;
+        ended.store(round, Ordering::Release);
+    }
+    let mut list_eintr = 0;
+    for round in ROUNDS + 1..=2 * ROUNDS {
+        started.store(round, Ordering::Release);
+        let e = aio
+            .lio_listio(
+                ListMode::Wait,
+                [Some(Op::read(&rd, 0, vec![0u8; 1]))],
+                Notify::None,
+            )
+            .err();
+        list_eintr += e.is_some_and(|e| e.kind() == ErrorKind::Interrupted) as u32;
+        ended.store(round, Ordering::Release);
+    }
+    let missed = signaler.join().unwrap();
+    stop.store(true, Ordering::Release);
+    busy.join().unwrap();
+    assert_eq!(
+        (suspend_eintr, list_eintr, missed),
+        (ROUNDS, ROUNDS, 0),
+        "EINTR from suspend and lio_listio, signals missed"
+    );
+    // Every read in flight gets its byte.
+    rustix::io::write(&wr, &[b'!'; ROUNDS as usize + 1]).unwrap();
+    let mut r = r;
+    aio.suspend([&r], Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(r.aio_return().unwrap().data(), b"!");
+}
+both!(
+    every_handler_interrupts_a_wait_beside_other_io,
+    handlers_beside_other_io
+);
+
 // -------------------------------------------------------- 3. any timeout
 
 fn huge_timeouts(b: Backend) {

@@ -593,6 +593,9 @@ pub unsafe extern "C" fn lio_listio(
     if nent < 0 || (nent > 0 && list.is_null()) {
         return fail(libc::EINVAL);
     }
+    if mode == libc::LIO_WAIT {
+        rt::aio::capi::interruptible_call_starts();
+    }
     let list_notify = if mode == libc::LIO_NOWAIT && !sig.is_null() {
         // SAFETY: non-null `sig` is valid (contract).
         match from_sigevent(unsafe { &*sig }) {

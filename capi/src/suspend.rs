@@ -146,6 +146,7 @@ pub unsafe extern "C-unwind" fn aio_suspend(
 ) -> c_int {
     // Only plain values live in this frame (see `testcancel`).
     testcancel();
+    rt::aio::capi::interruptible_call_starts();
     let deadline = match deadline_of(timeout) {
         Ok(d) => d,
         Err(e) => return fail(e),

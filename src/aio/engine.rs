@@ -8,8 +8,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::backend::{classify_setup_error, Backend, BackendInfo};
-use super::notify::{catch_up, send_signals, Fire, Notifier, Notify};
-use super::sleep::{interrupted, sleep_on, wait_fd};
+use super::notify::{send_signals, Fire, Notifier, Notify};
 use super::table::{Core, State};
 use super::threads::{Host, Pool};
 use super::uring::Ring;
@@ -54,7 +53,7 @@ pub(crate) struct Inner {
     /// real-time thread that finds it held (it boosts the holder); the others
     /// sleep apart and may take it as soon as it is free (no convoy).
     core: RtLocked<Core>,
-    cond: RtCond,
+    pub(super) cond: RtCond,
     pub engine: Engine,
     pub info: BackendInfo,
     /// Aio and Request handles alive; at zero the context shuts down.
@@ -461,6 +460,9 @@ impl Inner {
 
     #[inline(never)]
     fn prepare_notify_slow(self: &Arc<Inner>, n: &Notify) -> Result<()> {
+        if let Notify::Signal { signo, .. } = *n {
+            crate::sys::signal::pass_in_waits(signo);
+        }
         if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {
             let _g = self.init.lock();
             if self.notifier.get().is_none() {
@@ -541,102 +543,6 @@ impl Inner {
         #[cfg(not(feature = "tokio"))]
         let _ = turn_end;
         self.ensure_background()
-    }
-
-    /// Waits until `done` holds or `deadline` passes (false). The waiting thread
-    /// reaps completions itself when it can. With `intr`, a signal handler run
-    /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), with
-    /// or without `SA_RESTART`: POSIX restarts `aio_suspend` and
-    /// `lio_listio(LIO_WAIT)` after an `SA_RESTART` handler, but the Rust API
-    /// leaves the retry to its caller (the C library restarts); the requests
-    /// are unaffected.
-    ///
-    /// [`ErrorKind::Interrupted`]: crate::ErrorKind::Interrupted
-    pub(crate) fn wait_until(
-        &self,
-        deadline: Option<Instant>,
-        intr: Option<&'static str>,
-        mut done: impl FnMut(&Core) -> bool,
-    ) -> Result<bool> {
-        if self.inherited() {
-            return Err(inherited_context());
-        }
-        let mut core = self.lock();
-        loop {
-            self.poll_completions(&mut core);
-            if done(&core) {
-                self.release(core);
-                catch_up();
-                return Ok(true);
-            }
-            let remaining = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        self.release(core);
-                        return Ok(false);
-                    }
-                    Some(d - now)
-                }
-                None => None,
-            };
-            match &self.engine {
-                Engine::Uring(r) if !core.reaper && core.probing == 0 => {
-                    core.reaper = true;
-                    self.release(core);
-                    let res = r.wait(remaining);
-                    core = self.lock();
-                    core.reaper = false;
-                    core.completed = true;
-                    r.reap(&mut core);
-                    if core.ready_len() > 0 {
-                        let _ = r.issue(&mut core);
-                    }
-                    match res {
-                        Ok(()) => {}
-                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
-                            if let Some(call) = intr {
-                                if done(&core) {
-                                    self.release(core);
-                                    catch_up();
-                                    return Ok(true);
-                                }
-                                self.release(core);
-                                return Err(interrupted(call));
-                            }
-                        }
-                        Err(e) => {
-                            self.release(core);
-                            return Err(Error::from_errno(
-                                "io_uring_enter",
-                                e.raw_os_error().unwrap_or(libc::EIO),
-                            ));
-                        }
-                    }
-                }
-                _ => match intr.and_then(|c| wait_fd().map(|fd| (c, fd))) {
-                    Some((call, fd)) => {
-                        core.wait_fds.push(Arc::clone(&fd));
-                        self.release(core);
-                        let r = sleep_on(&fd, remaining);
-                        core = self.lock();
-                        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
-                            core.wait_fds.swap_remove(p);
-                        }
-                        if r == Err(libc::EINTR) && !done(&core) {
-                            self.release(core);
-                            return Err(interrupted(call));
-                        }
-                    }
-                    None => {
-                        core.waiters += 1;
-                        let until = remaining.and_then(|t| Instant::now().checked_add(t));
-                        self.cond.wait_until(&mut core, until);
-                        core.waiters -= 1;
-                    }
-                },
-            }
-        }
     }
 
     /// Stops the context once no handle is left: cancels what is still running,

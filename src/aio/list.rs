@@ -309,6 +309,10 @@ impl Aio {
         B: Send + 'static,
         I: IntoIterator<Item = Option<Op<'fd, B>>>,
     {
+        if mode == ListMode::Wait {
+            // (A handler run while the call sleeps for the lock interrupts it.)
+            let _ = crate::sys::rtlock::handler_ran_in_lock();
+        }
         let threads = matches!(self.inner.engine, Engine::Threads(_));
         // One pass: check every entry and split it into what the engine needs and
         // the buffer the list keeps (nothing is submitted if one is invalid).

@@ -147,6 +147,7 @@ mod tokio_reap;
 #[cfg(feature = "tokio")]
 mod turn_end;
 mod uring;
+mod wait;
 
 pub use backend::{Backend, BackendInfo};
 pub use buf::{IoBuf, IoBufMut};

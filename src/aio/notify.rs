@@ -84,6 +84,7 @@ pub enum Notify {
 impl Notify {
     /// `SIGEV_SIGNAL` with `signo` and `value`.
     pub fn signal(signo: i32, value: impl Into<SigVal>) -> Notify {
+        crate::sys::signal::pass_in_waits(signo);
         Notify::Signal {
             signo,
             value: value.into(),

@@ -106,7 +106,7 @@ impl Shard {
             return Ok(());
         }
         loop {
-            match ringfd::enter(&self.id, self.untaken(), 0, None) {
+            match ringfd::enter(&self.id, self.untaken(), 0, None, None) {
                 Ok(n) => {
                     self.took(n);
                     return Ok(());
@@ -135,11 +135,17 @@ impl Shard {
     }
 
     /// Blocks in `io_uring_enter` until a completion is posted or `timeout`
-    /// passes (submitting what waits in the queue).
-    pub(super) fn wait(&self, timeout: Option<Duration>, ext_arg: bool) -> io::Result<()> {
+    /// passes (submitting what waits in the queue). With `sigmask`, the
+    /// thread's signal mask while it sleeps.
+    pub(super) fn wait(
+        &self,
+        timeout: Option<Duration>,
+        ext_arg: bool,
+        sigmask: Option<&libc::sigset_t>,
+    ) -> io::Result<()> {
         if timeout.is_some() && !ext_arg {
             // Old kernels: poll the ring fd instead of a timed enter.
-            return poll_rings(&[self], timeout);
+            return poll_rings(&[self], timeout, sigmask);
         }
         // The count to submit may include entries a concurrent enter took and
         // has not counted yet. The kernel then submits fewer and returns
@@ -147,11 +153,11 @@ impl Shard {
         // back to a caller that would loop (spinning, at a real-time priority,
         // until the other thread runs and counts them).
         let want = self.untaken();
-        let mut r = ringfd::enter(&self.id, want, 1, timeout);
+        let mut r = ringfd::enter(&self.id, want, 1, timeout, sigmask);
         if let Ok(n) = r {
             self.took(n);
             if n != want as usize {
-                r = ringfd::enter(&self.id, 0, 1, timeout);
+                r = ringfd::enter(&self.id, 0, 1, timeout, sigmask);
             }
         }
         match r {
@@ -423,26 +429,22 @@ impl Shard {
 
 /// `poll` on the rings' fds until one has a completion, for at most `t`
 /// (forever without). Ok on a completion or the timeout; EINTR if a signal
-/// handler ran.
-pub(super) fn poll_rings(rings: &[&Shard], t: Option<Duration>) -> io::Result<()> {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let fds: Vec<std::os::fd::BorrowedFd<'_>> = rings
+/// handler ran. With `sigmask`, the thread's signal mask while it sleeps.
+pub(super) fn poll_rings(
+    rings: &[&Shard],
+    t: Option<Duration>,
+    sigmask: Option<&libc::sigset_t>,
+) -> io::Result<()> {
+    let mut pfds: Vec<libc::pollfd> = rings
         .iter()
-        // SAFETY: each ring's fd is open as long as the ring, which outlives
-        // the call.
-        .map(|s| unsafe { std::os::fd::BorrowedFd::borrow_raw(s.ring.as_raw_fd()) })
+        .map(|s| libc::pollfd {
+            fd: s.ring.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
         .collect();
-    let mut pfds: Vec<PollFd<'_>> = fds.iter().map(|f| PollFd::new(f, PollFlags::IN)).collect();
-    let ts = t.map(|t| {
-        let t = t.max(Duration::from_millis(1));
-        Timespec {
-            tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
-            tv_nsec: t.subsec_nanos() as _,
-        }
-    });
-    poll(&mut pfds, ts.as_ref())
-        .map(|_| ())
-        .map_err(io::Error::from)
+    let t = t.map(|t| t.max(Duration::from_millis(1)));
+    crate::sys::poll::ppoll(&mut pfds, t, sigmask).map(drop)
 }
 
 /// True if thread `tid` of this process has exited or is exiting (false for
@@ -581,7 +583,8 @@ mod tests {
         s.count_pushed(2);
         assert_eq!(s.untaken(), 2);
         let t0 = Instant::now();
-        s.wait(Some(Duration::from_millis(50)), true).expect("wait");
+        s.wait(Some(Duration::from_millis(50)), true, None)
+            .expect("wait");
         assert!(
             t0.elapsed() >= Duration::from_millis(40),
             "the wait returned after {:?} without a completion",

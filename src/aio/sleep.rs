@@ -36,15 +36,20 @@ pub(super) fn wait_fd() -> Option<Arc<OwnedFd>> {
 
 /// `poll` on the thread's wait eventfd: woken by a completion, the timeout, or
 /// a signal handler (EINTR: `poll` is never restarted, whatever SA_RESTART).
-pub(super) fn sleep_on(fd: &OwnedFd, t: Option<Duration>) -> std::result::Result<(), i32> {
-    use rustix::event::{poll, PollFd, PollFlags, Timespec};
-    let mut fds = [PollFd::new(fd, PollFlags::IN)];
-    let ts = t.map(|t| Timespec {
-        tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
-        tv_nsec: t.subsec_nanos() as _,
-    });
-    match poll(&mut fds, ts.as_ref()) {
+/// With `sigmask`, the thread's signal mask while it sleeps.
+pub(super) fn sleep_on(
+    fd: &OwnedFd,
+    t: Option<Duration>,
+    sigmask: Option<&libc::sigset_t>,
+) -> std::result::Result<(), i32> {
+    use std::os::fd::AsRawFd;
+    let mut fds = [libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    }];
+    match crate::sys::poll::ppoll(&mut fds, t, sigmask) {
         Ok(_) => Ok(()),
-        Err(e) => Err(e.raw_os_error()),
+        Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
     }
 }

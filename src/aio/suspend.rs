@@ -40,6 +40,8 @@ impl Aio {
         I: IntoIterator,
         I::Item: AsRequestId,
     {
+        // (A handler run while the call sleeps for the lock interrupts it.)
+        let _ = crate::sys::rtlock::handler_ran_in_lock();
         let ctx = Arc::as_ptr(&self.inner) as usize;
         let mut inline = [(0u32, 0u32); INLINE];
         let mut n = 0;

@@ -452,14 +452,19 @@ impl Ring {
     /// Blocks until at least one completion is posted, or `timeout` passes.
     /// Call WITHOUT the core lock, as the reaper. EINTR (a signal handler ran)
     /// is returned: the caller decides (POSIX waits report it, internal waits
-    /// go on).
-    pub(crate) fn wait(&self, timeout: Option<Duration>) -> io::Result<()> {
+    /// go on). With `sigmask`, the thread's signal mask while it sleeps (see
+    /// `sys::poll`).
+    pub(crate) fn wait(
+        &self,
+        timeout: Option<Duration>,
+        sigmask: Option<&libc::sigset_t>,
+    ) -> io::Result<()> {
         if !self.many.load(Ordering::Acquire) {
-            return self.main.wait(timeout, self.ext_arg);
+            return self.main.wait(timeout, self.ext_arg, sigmask);
         }
         self.submit()?;
         let rings: Vec<&Shard> = self.all().collect();
-        poll_rings(&rings, timeout)
+        poll_rings(&rings, timeout, sigmask)
     }
 
     /// Synchronous cancel of one issued request (`IORING_REGISTER_SYNC_CANCEL`),

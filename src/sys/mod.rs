@@ -30,6 +30,7 @@ pub(crate) mod futex;
 pub(crate) mod io;
 pub(crate) mod mm;
 pub(crate) mod pilock;
+pub(crate) mod poll;
 pub(crate) mod prio;
 pub(crate) mod proc;
 pub(crate) mod process;

@@ -97,6 +97,17 @@ pub(crate) const CLASS_TTL: Duration = Duration::from_millis(2);
 thread_local! {
     /// The calling thread's "real-time?" and when it was read (None: never).
     static CLASS: Cell<Option<(bool, Instant)>> = const { Cell::new(None) };
+    /// A signal handler ran while the thread slept for a lock.
+    static HANDLED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// True if a signal handler ran while the calling thread slept waiting for
+/// a lock (not a real-time thread's: the kernel restarts `FUTEX_LOCK_PI`),
+/// since the last call, which clears it. A call that waits interruptibly
+/// clears it when it starts and asks before its first sleep: such a handler
+/// ran during the call, and ends it with EINTR.
+pub(crate) fn handler_ran_in_lock() -> bool {
+    HANDLED.try_with(|h| h.replace(false)).unwrap_or(false)
 }
 
 /// True if the calling thread runs `SCHED_FIFO`, `SCHED_RR` or `SCHED_DEADLINE`
@@ -197,7 +208,9 @@ impl RawRtLock {
             }
             // (3): EAGAIN (the mark was cleared), EINTR or a wake: mark again,
             // look again.
-            let _ = futex::wait(&self.sleep, 1, None);
+            if futex::wait(&self.sleep, 1, None) == Err(libc::EINTR) {
+                let _ = HANDLED.try_with(|h| h.set(true));
+            }
         }
     }
 

@@ -5,6 +5,8 @@
 //! - [`rt_sigqueueinfo(2)`](https://man7.org/linux/man-pages/man2/rt_sigqueueinfo.2.html)
 //! - [`sigqueue`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigqueue.html)
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// The kernel's `siginfo_t` for a queued signal (`_rt` member of the union).
 #[repr(C)]
 struct KernelSigInfo {
@@ -106,13 +108,21 @@ pub(crate) fn block_all() -> AllBlocked {
         return AllBlocked(None, std::marker::PhantomData);
     }
     let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads `all` and
-    // writes `old`, both valid for the call, and changes only this thread.
-    let ok = unsafe {
+    // SAFETY: sigfillset initializes `all`.
+    let all = unsafe {
         libc::sigfillset(all.as_mut_ptr());
-        libc::pthread_sigmask(libc::SIG_BLOCK, all.as_ptr(), old.as_mut_ptr()) == 0
+        all.assume_init()
     };
+    block(&all)
+}
+
+/// Blocks the signals of `set` in the calling thread until the guard is
+/// dropped.
+fn block(set: &libc::sigset_t) -> AllBlocked {
+    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: pthread_sigmask reads `set` and writes `old`, both valid for the
+    // call, and changes only this thread.
+    let ok = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, set, old.as_mut_ptr()) == 0 };
     // SAFETY: `old` was written by the successful call.
     AllBlocked(
         ok.then(|| unsafe { old.assume_init() }),
@@ -121,9 +131,22 @@ pub(crate) fn block_all() -> AllBlocked {
 }
 
 impl AllBlocked {
+    /// The thread's mask before the guard (None if nothing was blocked
+    /// here): a sleep that takes it (`ppoll`, `io_uring_enter`) is woken by
+    /// the signals it lets through, also one that came while they were
+    /// blocked.
+    pub(crate) fn old(&self) -> Option<&libc::sigset_t> {
+        self.0.as_ref()
+    }
+
     /// True if `signo` was blocked in the thread before (or the mask could not
-    /// be read: then nothing was blocked here).
+    /// be read: then nothing was blocked here). Inside a [`WaitMask`], "before"
+    /// is the program's mask, from before the wait.
     pub(crate) fn was_blocked(&self, signo: i32) -> bool {
+        if let Some(outer) = OUTER.get() {
+            // SAFETY: `outer` is a mask read by `pthread_sigmask`.
+            return unsafe { libc::sigismember(&outer, signo) == 1 };
+        }
         match &self.0 {
             // SAFETY: `old` is a mask read by `pthread_sigmask`.
             Some(old) => unsafe { libc::sigismember(old, signo) == 1 },
@@ -141,7 +164,92 @@ impl Drop for AllBlocked {
     }
 }
 
+/// Every signal blocked in the calling thread for a wait that lets them
+/// through only while it sleeps (see `sys::poll`), until dropped. While it
+/// lives, [`AllBlocked::was_blocked`] answers for the program's mask.
+pub(crate) struct WaitMask(AllBlocked);
+
+/// Signal numbers (bit `n - 1` for signal `n`) that [`block_for_wait`]
+/// leaves unblocked: those of AIO completion notifications.
+static WAIT_PASS: AtomicU64 = AtomicU64::new(0);
+
+/// `signo` notifies AIO completions: interruptible waits leave it unblocked.
+/// The kernel gives a process signal to the main thread when that thread
+/// does not block it, so a main thread waiting for its request takes the
+/// request's signal before its wait returns (glibc's order), even if it is
+/// awake between two sleeps when the signal comes.
+pub(crate) fn pass_in_waits(signo: i32) {
+    if (1..=64).contains(&signo) {
+        let bit = 1u64 << (signo - 1);
+        if WAIT_PASS.load(Ordering::Relaxed) & bit == 0 {
+            WAIT_PASS.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Blocks the signals for an interruptible wait (see [`WaitMask`]): every
+/// one but those of completion notifications (see [`pass_in_waits`]; a
+/// handler of theirs that runs while the thread is awake between two sleeps
+/// goes unseen by the wait).
+pub(crate) fn block_for_wait() -> WaitMask {
+    if ALL_BLOCKED.get() {
+        return WaitMask(AllBlocked(None, std::marker::PhantomData));
+    }
+    let pass = WAIT_PASS.load(Ordering::Relaxed);
+    let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes `set`; sigdelset edits it in place.
+    let set = unsafe {
+        libc::sigfillset(set.as_mut_ptr());
+        for s in (1..=64).filter(|s| pass & (1u64 << (s - 1)) != 0) {
+            libc::sigdelset(set.as_mut_ptr(), s);
+        }
+        set.assume_init()
+    };
+    let g = block(&set);
+    if let Some(old) = g.old() {
+        OUTER.set(Some(*old));
+    }
+    WaitMask(g)
+}
+
+impl WaitMask {
+    /// The mask to sleep with: the program's (None if nothing was blocked).
+    pub(crate) fn sleep_mask(&self) -> Option<&libc::sigset_t> {
+        self.0.old()
+    }
+
+    /// True if a signal that the program's mask lets through is pending (a
+    /// sleep that ended for another reason first, such as a completion
+    /// already there, did not take it): its handler runs when the guard is
+    /// dropped.
+    pub(crate) fn due(&self) -> bool {
+        let Some(old) = self.0.old() else {
+            return false;
+        };
+        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        // SAFETY: sigpending writes the pending set into `set`, which has room.
+        if unsafe { libc::sigpending(set.as_mut_ptr()) } != 0 {
+            return false;
+        }
+        // SAFETY: written by the successful call above.
+        let set = unsafe { set.assume_init() };
+        (1..=64).any(|s| {
+            // SAFETY: both are masks read from the kernel; any number is valid.
+            unsafe { libc::sigismember(&set, s) == 1 && libc::sigismember(old, s) != 1 }
+        })
+    }
+}
+
+impl Drop for WaitMask {
+    fn drop(&mut self) {
+        OUTER.set(None);
+        // (Then the guard restores the program's mask: a handler due runs.)
+    }
+}
+
 thread_local! {
+    /// The program's mask while a [`WaitMask`] blocks every signal.
+    static OUTER: std::cell::Cell<Option<libc::sigset_t>> = const { std::cell::Cell::new(None) };
     /// This thread blocks every signal for its whole life (see
     /// [`spawn_all_blocked`]).
     static ALL_BLOCKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

@@ -33,7 +33,7 @@ use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::thread::futex::{self, Flags};
 
@@ -42,12 +42,13 @@ use super::engine::{Config, Engine, Inner, Kicked};
 use super::hook;
 use super::notify::Notify;
 use super::submit::{Entry, Probes};
-use super::table::{user_data, Core, Hold, OpKind, RawOp, State, NO_LIST};
+use super::table::{user_data, Hold, OpKind, RawOp, NO_LIST};
 use crate::sys::prio::SchedClass;
 use crate::{Error, ErrorKind, Result};
 
 mod cancel;
 mod fds;
+mod wait;
 use fds::{note_stream, own_copy};
 
 /// glibc's `struct sigevent` (64 bytes on LP64 targets).
@@ -141,6 +142,13 @@ thread_local! {
     /// The `lio_listio(LIO_NOWAIT)` this thread runs holds the completions of
     /// its requests until its last step (see [`CEngine::end_call`]).
     static HELD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// The start of a C call that waits interruptibly (`aio_suspend`,
+/// `lio_listio(LIO_WAIT)`): from now on, a signal handler that runs while
+/// the thread sleeps for the engine's lock ends the wait with EINTR.
+pub fn interruptible_call_starts() {
+    let _ = crate::sys::rtlock::handler_ran_in_lock();
 }
 
 /// The calling thread looks at a request's status (`aio_error`,
@@ -641,151 +649,6 @@ impl CEngine {
         }
         let ids = names.iter().map(|&ud| super::table::split_user_data(ud));
         Some(self.inner.end_hold(ids))
-    }
-
-    /// Waits for every request named in `names` (submitted with `keep`), then
-    /// frees their slots and returns how many failed (an error, or cancelled).
-    /// A signal handler run during the wait gives `Err(EINTR)`: the unfinished
-    /// requests then free their slots themselves when done.
-    pub fn wait_kept(&self, names: &[u64]) -> std::result::Result<usize, i32> {
-        let all_done = |c: &Core| {
-            names.iter().all(|&ud| {
-                let (i, g) = super::table::split_user_data(ud);
-                c.get(i, g).map_or(true, |s| s.state == State::Done)
-            })
-        };
-        let r = self.wait_core(None, &mut |c: &Core| all_done(c));
-        let inner = &self.inner;
-        let mut core = inner.lock();
-        let mut failed = 0;
-        for &ud in names {
-            let (i, g) = super::table::split_user_data(ud);
-            match core.get(i, g).map(|s| (s.state, s.res)) {
-                Some((State::Done, res)) => {
-                    failed += (res < 0) as usize;
-                    core.free_slot(i);
-                }
-                Some(_) => core.slots[i as usize].detached = true,
-                None => {}
-            }
-        }
-        inner.release(core);
-        match r {
-            Ok(_) => Ok(failed),
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Reaps finished requests without blocking (io_uring), so their aiocbs get
-    /// their status.
-    #[inline]
-    pub fn poll(&self) {
-        looked();
-        if let Engine::Uring(_) = &self.inner.engine {
-            self.flush();
-            let mut core = self.inner.lock();
-            self.inner.poll_completions(&mut core);
-            self.inner.release(core);
-        }
-    }
-
-    /// Waits until `done()` holds (it is called with the engine lock held, after
-    /// completions were reaped), or `deadline` passes (`Ok(false)`). A signal
-    /// handler run during the wait gives `Err(EINTR)`; another errno is an engine
-    /// failure.
-    pub fn wait(
-        &self,
-        deadline: Option<Instant>,
-        done: &mut dyn FnMut() -> bool,
-    ) -> std::result::Result<bool, i32> {
-        self.wait_core(deadline, &mut |_| done())
-    }
-
-    fn wait_core(
-        &self,
-        deadline: Option<Instant>,
-        done: &mut dyn FnMut(&Core) -> bool,
-    ) -> std::result::Result<bool, i32> {
-        looked();
-        let inner = &self.inner;
-        let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
-        loop {
-            self.flush();
-            let mut core = inner.lock();
-            if counted {
-                core.waiters -= 1;
-                counted = false;
-            }
-            inner.poll_completions(&mut core);
-            if done(&core) {
-                inner.release(core);
-                super::notify::catch_up();
-                return Ok(true);
-            }
-            let remaining = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        inner.release(core);
-                        return Ok(false);
-                    }
-                    Some(d - now)
-                }
-                None => None,
-            };
-            match &inner.engine {
-                // Not while a submitter settles its probe reads: it reaps
-                // (its final release wakes the sleepers on `SEQ`).
-                Engine::Uring(r) if !core.reaper && core.probing == 0 => {
-                    core.reaper = true;
-                    inner.release(core);
-                    let res = r.wait(remaining);
-                    let mut core = inner.lock();
-                    core.reaper = false;
-                    core.completed = true;
-                    r.reap(&mut core);
-                    if core.ready_len() > 0 {
-                        let _ = r.issue(&mut core);
-                    }
-                    let now_done = done(&core);
-                    // After the signals of what was reaped: whoever sleeps on
-                    // the futex may now become the reaper.
-                    inner.release(core);
-                    wake_waiters();
-                    if now_done {
-                        super::notify::catch_up();
-                        return Ok(true);
-                    }
-                    if let Err(e) = res {
-                        return Err(e.raw_os_error().unwrap_or(libc::EIO));
-                    }
-                }
-                _ => {
-                    let seen = SEQ.load(Ordering::Acquire);
-                    WAITERS.fetch_add(1, Ordering::Relaxed);
-                    core.waiters += 1;
-                    counted = true;
-                    inner.release(core);
-                    // Another thread reaps the ring (or the pool completes): a
-                    // completion after `seen` was read (under the lock) bumps
-                    // SEQ as its lock is released, and so does a reaper when it
-                    // stops. No slices: a signal landing between two would lose
-                    // its EINTR.
-                    let ts = remaining.map(|t| futex::Timespec {
-                        tv_sec: t.as_secs() as i64,
-                        tv_nsec: t.subsec_nanos() as _,
-                    });
-                    let r = futex::wait(&SEQ, Flags::PRIVATE, seen, ts.as_ref());
-                    WAITERS.fetch_sub(1, Ordering::Relaxed);
-                    if r == Err(rustix::io::Errno::INTR) {
-                        let mut core = inner.lock();
-                        core.waiters -= 1;
-                        inner.release(core);
-                        return Err(libc::EINTR);
-                    }
-                }
-            }
-        }
     }
 }
 

@@ -1,0 +1,209 @@
+//! How a C call waits: `aio_suspend`, `lio_listio(LIO_WAIT)` and the
+//! library's own waits (see `Inner::wait_until` in `aio/wait.rs` for the
+//! signal mask a wait sleeps with).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use rustix::thread::futex::{self, Flags};
+
+use super::super::engine::Engine;
+use super::super::notify::catch_up;
+use super::super::sleep::{sleep_on, wait_fd};
+use super::super::table::{split_user_data, Core, State};
+use super::{looked, wake_waiters, CEngine, SEQ, WAITERS};
+use crate::sys::signal::{block_for_wait, WaitMask};
+
+impl CEngine {
+    /// Waits for every request named in `names` (submitted with `keep`), then
+    /// frees their slots and returns how many failed (an error, or cancelled).
+    /// A signal handler run during the wait gives `Err(EINTR)`: the unfinished
+    /// requests then free their slots themselves when done.
+    pub fn wait_kept(&self, names: &[u64]) -> std::result::Result<usize, i32> {
+        let all_done = |c: &Core| {
+            names.iter().all(|&ud| {
+                let (i, g) = split_user_data(ud);
+                c.get(i, g).map_or(true, |s| s.state == State::Done)
+            })
+        };
+        let r = self.wait_core(None, &mut |c: &Core| all_done(c));
+        let inner = &self.inner;
+        let mut core = inner.lock();
+        let mut failed = 0;
+        for &ud in names {
+            let (i, g) = split_user_data(ud);
+            match core.get(i, g).map(|s| (s.state, s.res)) {
+                Some((State::Done, res)) => {
+                    failed += (res < 0) as usize;
+                    core.free_slot(i);
+                }
+                Some(_) => core.slots[i as usize].detached = true,
+                None => {}
+            }
+        }
+        inner.release(core);
+        match r {
+            Ok(_) => Ok(failed),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reaps finished requests without blocking (io_uring), so their aiocbs get
+    /// their status.
+    #[inline]
+    pub fn poll(&self) {
+        looked();
+        if let Engine::Uring(_) = &self.inner.engine {
+            self.flush();
+            let mut core = self.inner.lock();
+            self.inner.poll_completions(&mut core);
+            self.inner.release(core);
+        }
+    }
+
+    /// Waits until `done()` holds (it is called with the engine lock held, after
+    /// completions were reaped), or `deadline` passes (`Ok(false)`). A signal
+    /// handler run during the wait gives `Err(EINTR)`; another errno is an engine
+    /// failure.
+    pub fn wait(
+        &self,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut() -> bool,
+    ) -> std::result::Result<bool, i32> {
+        self.wait_core(deadline, &mut |_| done())
+    }
+
+    pub(super) fn wait_core(
+        &self,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut(&Core) -> bool,
+    ) -> std::result::Result<bool, i32> {
+        looked();
+        let inner = &self.inner;
+        let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
+
+        // Signals stay blocked from the first sleep on, and come through only
+        // while the thread sleeps (as in `Inner::wait_until`): a handler due
+        // while it was awake ends the next sleep at once.
+        let mut masked: Option<WaitMask> = None;
+        loop {
+            self.flush();
+            let mut core = inner.lock();
+            if counted {
+                core.waiters -= 1;
+                counted = false;
+            }
+            inner.poll_completions(&mut core);
+            if done(&core) {
+                inner.release(core);
+                catch_up();
+                return Ok(true);
+            }
+            let remaining = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        inner.release(core);
+                        return Ok(false);
+                    }
+                    Some(d - now)
+                }
+                None => None,
+            };
+            // A handler ran while the call waited for the lock, before signals
+            // were blocked for its sleeps.
+            if masked.is_none() && crate::sys::rtlock::handler_ran_in_lock() {
+                inner.release(core);
+                return Err(libc::EINTR);
+            }
+            match &inner.engine {
+                // Not while a submitter settles its probe reads: it reaps
+                // (its final release wakes the sleepers on `SEQ`).
+                Engine::Uring(r) if !core.reaper && core.probing == 0 => {
+                    core.reaper = true;
+                    inner.release(core);
+                    let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
+                    let res = r.wait(remaining, mask);
+                    let mut core = inner.lock();
+                    core.reaper = false;
+                    core.completed = true;
+                    r.reap(&mut core);
+                    if core.ready_len() > 0 {
+                        let _ = r.issue(&mut core);
+                    }
+                    let now_done = done(&core);
+                    // After the signals of what was reaped: whoever sleeps on
+                    // the futex may now become the reaper.
+                    inner.release(core);
+                    wake_waiters();
+                    if now_done {
+                        catch_up();
+                        return Ok(true);
+                    }
+                    if let Err(e) = res {
+                        return Err(e.raw_os_error().unwrap_or(libc::EIO));
+                    }
+                    // (A completion there already ends the sleep before a
+                    // pending signal is looked at.)
+                    if masked.as_ref().is_some_and(WaitMask::due) {
+                        return Err(libc::EINTR);
+                    }
+                }
+                _ => match wait_fd() {
+                    Some(fd) => {
+                        // Another thread reaps the ring (or the pool completes):
+                        // the release after a completion, or after the reaper
+                        // stops, writes the fd.
+                        core.wait_fds.push(Arc::clone(&fd));
+                        inner.release(core);
+                        let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
+                        let r = sleep_on(&fd, remaining, mask);
+                        let mut core = inner.lock();
+                        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
+                            core.wait_fds.swap_remove(p);
+                        }
+                        if r == Err(libc::EINTR)
+                            || (r.is_ok() && masked.as_ref().is_some_and(WaitMask::due))
+                        {
+                            let now_done = done(&core);
+                            inner.release(core);
+                            if now_done {
+                                catch_up();
+                                return Ok(true);
+                            }
+                            return Err(libc::EINTR);
+                        }
+                        inner.release(core);
+                    }
+                    // (No eventfd could be made: the shared futex, where a handler
+                    // run while the thread is awake goes unseen.)
+                    None => {
+                        let seen = SEQ.load(Ordering::Acquire);
+                        WAITERS.fetch_add(1, Ordering::Relaxed);
+                        core.waiters += 1;
+                        counted = true;
+                        inner.release(core);
+                        // Another thread reaps the ring (or the pool completes): a
+                        // completion after `seen` was read (under the lock) bumps
+                        // SEQ as its lock is released, and so does a reaper when it
+                        // stops. No slices: a signal landing between two would lose
+                        // its EINTR.
+                        let ts = remaining.map(|t| futex::Timespec {
+                            tv_sec: t.as_secs() as i64,
+                            tv_nsec: t.subsec_nanos() as _,
+                        });
+                        let r = futex::wait(&SEQ, Flags::PRIVATE, seen, ts.as_ref());
+                        WAITERS.fetch_sub(1, Ordering::Relaxed);
+                        if r == Err(rustix::io::Errno::INTR) {
+                            let mut core = inner.lock();
+                            core.waiters -= 1;
+                            inner.release(core);
+                            return Err(libc::EINTR);
+                        }
+                    }
+                },
+            }
+        }
+    }
+}

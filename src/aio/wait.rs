@@ -1,0 +1,151 @@
+//! How a thread waits for requests: [`Inner::wait_until`], behind every
+//! Rust wait (`suspend`, `lio_listio(Wait)`, `Request::wait`, the internal
+//! waits of cancel and shutdown).
+//!
+//! An interruptible wait (POSIX `aio_suspend`, `lio_listio(LIO_WAIT)`) keeps
+//! signals blocked from its first sleep on and lets them through only while
+//! it sleeps (`sys::poll`, `io_uring_enter`'s mask): another thread's
+//! completion wakes it often, and a handler that ran while it was awake,
+//! between two sleeps, used to go unseen.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::engine::{inherited_context, Engine, Inner};
+use super::notify::catch_up;
+use super::sleep::{interrupted, sleep_on, wait_fd};
+use super::table::Core;
+use crate::sys::signal::{block_for_wait, WaitMask};
+use crate::{Error, Result};
+
+impl Inner {
+    /// Waits until `done` holds or `deadline` passes (false). The waiting thread
+    /// reaps completions itself when it can. With `intr`, a signal handler run
+    /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), with
+    /// or without `SA_RESTART`: POSIX restarts `aio_suspend` and
+    /// `lio_listio(LIO_WAIT)` after an `SA_RESTART` handler, but the Rust API
+    /// leaves the retry to its caller (the C library restarts); the requests
+    /// are unaffected.
+    ///
+    /// [`ErrorKind::Interrupted`]: crate::ErrorKind::Interrupted
+    pub(crate) fn wait_until(
+        &self,
+        deadline: Option<Instant>,
+        intr: Option<&'static str>,
+        mut done: impl FnMut(&Core) -> bool,
+    ) -> Result<bool> {
+        if self.inherited() {
+            return Err(inherited_context());
+        }
+        // An interruptible wait keeps signals blocked from its first sleep on,
+        // and lets them through only while it sleeps: a handler due while it
+        // is awake (a completion of another thread's woke it) ends the next
+        // sleep at once, with EINTR. The mask is back when it returns.
+        let mut masked: Option<WaitMask> = None;
+        let mut core = self.lock();
+        loop {
+            self.poll_completions(&mut core);
+            if done(&core) {
+                self.release(core);
+                catch_up();
+                return Ok(true);
+            }
+            let remaining = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        self.release(core);
+                        return Ok(false);
+                    }
+                    Some(d - now)
+                }
+                None => None,
+            };
+            if let Some(call) = intr {
+                // A handler ran while the call waited for the lock, before
+                // signals were blocked for its sleeps.
+                if masked.is_none() && crate::sys::rtlock::handler_ran_in_lock() {
+                    self.release(core);
+                    return Err(interrupted(call));
+                }
+            }
+            match &self.engine {
+                Engine::Uring(r) if !core.reaper && core.probing == 0 => {
+                    core.reaper = true;
+                    self.release(core);
+                    let mask = match intr {
+                        Some(_) => masked.get_or_insert_with(block_for_wait).sleep_mask(),
+                        None => None,
+                    };
+                    let res = r.wait(remaining, mask);
+                    core = self.lock();
+                    core.reaper = false;
+                    core.completed = true;
+                    r.reap(&mut core);
+                    if core.ready_len() > 0 {
+                        let _ = r.issue(&mut core);
+                    }
+                    // (A completion there already ends the sleep before a
+                    // pending signal is looked at.)
+                    let due = res.is_ok() && masked.as_ref().is_some_and(WaitMask::due);
+                    match res {
+                        Ok(()) if !due => {}
+                        Ok(()) => {
+                            if let Some(call) = intr {
+                                if done(&core) {
+                                    self.release(core);
+                                    catch_up();
+                                    return Ok(true);
+                                }
+                                self.release(core);
+                                return Err(interrupted(call));
+                            }
+                        }
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
+                            if let Some(call) = intr {
+                                if done(&core) {
+                                    self.release(core);
+                                    catch_up();
+                                    return Ok(true);
+                                }
+                                self.release(core);
+                                return Err(interrupted(call));
+                            }
+                        }
+                        Err(e) => {
+                            self.release(core);
+                            return Err(Error::from_errno(
+                                "io_uring_enter",
+                                e.raw_os_error().unwrap_or(libc::EIO),
+                            ));
+                        }
+                    }
+                }
+                _ => match intr.and_then(|c| wait_fd().map(|fd| (c, fd))) {
+                    Some((call, fd)) => {
+                        core.wait_fds.push(Arc::clone(&fd));
+                        self.release(core);
+                        let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
+                        let r = sleep_on(&fd, remaining, mask);
+                        core = self.lock();
+                        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
+                            core.wait_fds.swap_remove(p);
+                        }
+                        let handled = r == Err(libc::EINTR)
+                            || (r.is_ok() && masked.as_ref().is_some_and(WaitMask::due));
+                        if handled && !done(&core) {
+                            self.release(core);
+                            return Err(interrupted(call));
+                        }
+                    }
+                    None => {
+                        core.waiters += 1;
+                        let until = remaining.and_then(|t| Instant::now().checked_add(t));
+                        self.cond.wait_until(&mut core, until);
+                        core.waiters -= 1;
+                    }
+                },
+            }
+        }
+    }
+}
