@@ -342,6 +342,18 @@ fn aio_in_the_child(
         aio.register_fd(file).is_err(),
         "an fd registration in the parent's context was taken"
     );
+    let e = aio
+        .lio_listio(
+            posixrt::aio::ListMode::Wait,
+            [Some(posixrt::aio::Op::read(&cr, 0, vec![0u8; 8]))],
+            posixrt::aio::Notify::None,
+        )
+        .err();
+    check!(
+        11,
+        e.is_some_and(|e| e.kind() == posixrt::ErrorKind::InvalidState),
+        "a list through the parent's context was taken"
+    );
     check!(
         4,
         parent_read.wait().is_err(),

@@ -309,6 +309,12 @@ impl Aio {
         B: Send + 'static,
         I: IntoIterator<Item = Option<Op<'fd, B>>>,
     {
+        if self.inner.inherited() {
+            // (Before the lock, which a thread of the parent may have held at
+            // the fork; and before the list's group, which a failed
+            // submission would leave open.)
+            return Err(super::engine::inherited_context());
+        }
         if mode == ListMode::Wait {
             // (A handler run while the call sleeps for the lock interrupts it.)
             let _ = crate::sys::rtlock::handler_ran_in_lock();
