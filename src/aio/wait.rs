@@ -86,17 +86,16 @@ impl Inner {
                         let _ = r.issue(&mut core);
                     }
                     // (A completion there already ends the sleep before a
-                    // pending signal is looked at.)
-                    let due = res.is_ok() && masked.as_ref().is_some_and(WaitMask::due);
+                    // pending signal is looked at: looked for when the wait
+                    // goes on.)
+                    let due = res.is_ok()
+                        && intr.is_some()
+                        && !done(&core)
+                        && masked.as_ref().is_some_and(WaitMask::due);
                     match res {
                         Ok(()) if !due => {}
                         Ok(()) => {
                             if let Some(call) = intr {
-                                if done(&core) {
-                                    self.release(core);
-                                    catch_up();
-                                    return Ok(true);
-                                }
                                 self.release(core);
                                 return Err(interrupted(call));
                             }
@@ -131,8 +130,12 @@ impl Inner {
                         if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
                             core.wait_fds.swap_remove(p);
                         }
-                        let handled = r == Err(libc::EINTR)
-                            || (r.is_ok() && masked.as_ref().is_some_and(WaitMask::due));
+                        let handled = match r {
+                            Err(libc::EINTR) => true,
+                            // (Looked for only when the wait would go on.)
+                            Ok(()) => !done(&core) && masked.as_ref().is_some_and(WaitMask::due),
+                            Err(_) => false,
+                        };
                         if handled && !done(&core) {
                             self.release(core);
                             return Err(interrupted(call));

@@ -163,8 +163,12 @@ impl CEngine {
                         if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
                             core.wait_fds.swap_remove(p);
                         }
+                        // (A pending signal is looked for only when the wait
+                        // would go on.)
                         if r == Err(libc::EINTR)
-                            || (r.is_ok() && masked.as_ref().is_some_and(WaitMask::due))
+                            || (r.is_ok()
+                                && !done(&core)
+                                && masked.as_ref().is_some_and(WaitMask::due))
                         {
                             let now_done = done(&core);
                             inner.release(core);
