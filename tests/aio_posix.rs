@@ -187,11 +187,28 @@ both!(
     signal_interrupts_waits
 );
 
-/// The state letter of thread `tid` of this process (`S`: asleep).
-fn thread_state(tid: i32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).ok()?;
-    let close = stat.rfind(')')?;
-    stat[close + 1..].trim_start().chars().next()
+/// True if thread `tid` of this process sleeps in a wait's own sleep
+/// (`ppoll`, `io_uring_enter`), seen before and after its state: not for a
+/// lock, nor anywhere else before the call's first sleep. (A handler that
+/// runs there, while the call waits for the allocator's lock, say, is not
+/// seen: nor is it by glibc.)
+fn asleep_in_wait(tid: i32) -> bool {
+    let path = |f: &str| format!("/proc/self/task/{tid}/{f}");
+    let syscall = || {
+        let s = std::fs::read_to_string(path("syscall")).ok()?;
+        s.split(' ').next()?.trim().parse::<i64>().ok()
+    };
+    let Some(nr) = syscall().filter(|&n| n == libc::SYS_ppoll || n == libc::SYS_io_uring_enter)
+    else {
+        return false;
+    };
+    let Ok(stat) = std::fs::read_to_string(path("stat")) else {
+        return false;
+    };
+    let state = stat
+        .rfind(')')
+        .and_then(|c| stat[c + 1..].trim_start().chars().next());
+    state == Some('S') && syscall() == Some(nr)
 }
 
 /// Handler runs of [`count_handled`].
@@ -205,7 +222,8 @@ extern "C" fn count_handled(_: i32) {
 /// it with EINTR, also while another thread's reads complete all the time.
 /// Their completions wake the waiter, and a handler that ran while it was
 /// awake, between two sleeps, used to go unseen (the wait went on). In each
-/// round another thread sends one signal once it sees the waiter asleep; a
+/// round another thread sends one signal once it sees the waiter asleep in
+/// the wait (see [`asleep_in_wait`]); a
 /// round still waiting 2 s after the handler ran counts a missed signal, and
 /// gets another. (Its own signal number and handler: the other signal tests
 /// of this binary may run at the same time.)
@@ -264,7 +282,7 @@ fn handlers_beside_other_io(b: Backend) {
                     nap();
                 }
                 let t = Instant::now();
-                while thread_state(tid) != Some('S') && t.elapsed() < Duration::from_secs(1) {
+                while !asleep_in_wait(tid) && t.elapsed() < Duration::from_secs(1) {
                     nap();
                 }
                 kick(round);

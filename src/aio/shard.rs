@@ -106,7 +106,7 @@ impl Shard {
             return Ok(());
         }
         loop {
-            match ringfd::enter(&self.id, self.untaken(), 0, None, None) {
+            match ringfd::enter(&self.id, self.untaken(), 0, None) {
                 Ok(n) => {
                     self.took(n);
                     return Ok(());
@@ -136,7 +136,7 @@ impl Shard {
 
     /// Blocks in `io_uring_enter` until a completion is posted or `timeout`
     /// passes (submitting what waits in the queue). With `sigmask`, the
-    /// thread's signal mask while it sleeps.
+    /// thread's signal mask while it sleeps, in `ppoll` on the ring's fd.
     pub(super) fn wait(
         &self,
         timeout: Option<Duration>,
@@ -153,11 +153,26 @@ impl Shard {
         // back to a caller that would loop (spinning, at a real-time priority,
         // until the other thread runs and counts them).
         let want = self.untaken();
-        let mut r = ringfd::enter(&self.id, want, 1, timeout, sigmask);
+        if sigmask.is_some() {
+            // A wait that must see every handler that runs while it sleeps
+            // does not sleep in `io_uring_enter`: an enter returns 0 (or the
+            // count it submitted) when completions are there at its end,
+            // also after a signal woke it and its handler ran (kernel 6.18,
+            // `io_cqring_wait`). `ppoll` on the ring's fd returns EINTR when
+            // the handler ran, and otherwise leaves the signal pending (the
+            // caller looks for it). So: submit, then poll.
+            if want > 0 {
+                if let Ok(n) = ringfd::enter(&self.id, want, 0, None) {
+                    self.took(n);
+                }
+            }
+            return poll_rings(&[self], timeout, sigmask);
+        }
+        let mut r = ringfd::enter(&self.id, want, 1, timeout);
         if let Ok(n) = r {
             self.took(n);
             if n != want as usize {
-                r = ringfd::enter(&self.id, 0, 1, timeout, sigmask);
+                r = ringfd::enter(&self.id, 0, 1, timeout);
             }
         }
         match r {

@@ -4,7 +4,7 @@
 //!
 //! An interruptible wait (POSIX `aio_suspend`, `lio_listio(LIO_WAIT)`) keeps
 //! signals blocked from its first sleep on and lets them through only while
-//! it sleeps (`sys::poll`, `io_uring_enter`'s mask): another thread's
+//! it sleeps (`sys::poll`, also on the ring's fd): another thread's
 //! completion wakes it often, and a handler that ran while it was awake,
 //! between two sleeps, used to go unseen.
 

@@ -275,22 +275,18 @@ fn forked() {
 /// `io_uring_enter` on `ring` (open on `fd`): submits `to_submit` entries and,
 /// with `min_complete > 0`, waits until that many completions are posted or
 /// `timeout` passes (ETIME then). The calling thread's registered index is
-/// used when it has one. With `sigmask`, the thread's signal mask is that
-/// one while it waits (as `ppoll`'s): a signal it lets through, pending or
-/// new, ends the wait with EINTR.
+/// used when it has one.
 pub(crate) fn enter(
     ring: &RingId,
     to_submit: u32,
     min_complete: u32,
     timeout: Option<Duration>,
-    sigmask: Option<&libc::sigset_t>,
 ) -> io::Result<usize> {
     let mut flags = if min_complete > 0 {
         IORING_ENTER_GETEVENTS
     } else {
         0
     };
-    let mask = sigmask.map_or(std::ptr::null(), |m| m as *const libc::sigset_t);
     let ts: KernelTimespec;
     let arg;
     let (argp, argsz) = match timeout {
@@ -300,12 +296,8 @@ pub(crate) fn enter(
                 tv_nsec: i64::from(t.subsec_nanos()),
             };
             arg = GetEventsArg {
-                sigmask: mask as u64,
-                sigmask_sz: if mask.is_null() {
-                    0
-                } else {
-                    KERNEL_SIGSET_SIZE as u32
-                },
+                sigmask: 0,
+                sigmask_sz: 0,
                 min_wait_usec: 0,
                 ts: &ts as *const KernelTimespec as u64,
             };
@@ -315,8 +307,6 @@ pub(crate) fn enter(
                 std::mem::size_of::<GetEventsArg>(),
             )
         }
-        // Without a timeout, the classic form: the argument is the mask.
-        None if !mask.is_null() => (mask as *const libc::c_void, KERNEL_SIGSET_SIZE),
         None => (std::ptr::null(), 0),
     };
     let index = TABLE
@@ -356,10 +346,6 @@ struct KernelTimespec {
 }
 
 /// `struct io_uring_getevents_arg`.
-/// The kernel's signal set size (`_NSIG / 8`), which `io_uring_enter` takes
-/// with a mask: the first bytes of libc's larger `sigset_t`.
-const KERNEL_SIGSET_SIZE: usize = 8;
-
 #[repr(C)]
 struct GetEventsArg {
     sigmask: u64,
@@ -384,10 +370,10 @@ fn raw_enter(
     arg: *const libc::c_void,
     argsz: usize,
 ) -> io::Result<usize> {
-    // SAFETY: `arg` is null (with `argsz` 0), a live signal set, or a live
-    // `io_uring_getevents_arg` whose `ts` and `sigmask` point at a live
-    // timespec and signal set (or are 0), all on the caller's stack or
-    // borrowed for the duration of the call; the kernel reads them only. An fd or index the kernel does not know is an error, not UB.
+    // SAFETY: `arg` is null (with `argsz` 0) or points at a live
+    // `io_uring_getevents_arg` whose `ts` points at a live timespec, both on
+    // the caller's stack for the duration of the call; the kernel reads them
+    // only. An fd or index the kernel does not know is an error, not UB.
     let r = unsafe {
         libc::syscall(
             libc::SYS_io_uring_enter,
@@ -499,25 +485,24 @@ pub(crate) mod tests {
         }
         let n = named();
         for k in 1..REGISTER_AFTER {
-            enter(&n.id, 0, 0, None, None).expect("enter by fd");
+            enter(&n.id, 0, 0, None).expect("enter by fd");
             assert_eq!(n.id.registered_here(), None, "registered after {k} enters");
         }
-        enter(&n.id, 0, 0, None, None).expect("the enter that registers");
+        enter(&n.id, 0, 0, None).expect("the enter that registers");
         let i = n.id.registered_here();
         assert!(i.is_some(), "not registered after {REGISTER_AFTER} enters");
         // An entry submitted and waited for through the index completes.
         let nop = opcode::Nop::new().build().user_data(42);
         // SAFETY: a NOP names no memory.
         unsafe { n.ring.submission_shared().push(&nop) }.expect("queue space");
-        assert_eq!(enter(&n.id, 1, 1, None, None).expect("enter by index"), 1);
+        assert_eq!(enter(&n.id, 1, 1, None).expect("enter by index"), 1);
         // SAFETY: this thread is the only one touching the ring.
         let cqes: Vec<u64> = unsafe { n.ring.completion_shared() }
             .map(|c| c.user_data())
             .collect();
         assert_eq!(cqes, [42]);
         // A timed wait with nothing to complete ends with ETIME.
-        let e =
-            enter(&n.id, 0, 1, Some(Duration::from_millis(1)), None).expect_err("no completion");
+        let e = enter(&n.id, 0, 1, Some(Duration::from_millis(1))).expect_err("no completion");
         assert_eq!(e.raw_os_error(), Some(libc::ETIME));
         std::thread::scope(|s| {
             s.spawn(|| assert_eq!(n.id.registered_here(), None, "another thread's table"));
@@ -527,7 +512,7 @@ pub(crate) mod tests {
         // registers again (the kernel's table has room).
         let m = named();
         for _ in 0..REGISTER_AFTER {
-            enter(&m.id, 0, 0, None, None).expect("enter");
+            enter(&m.id, 0, 0, None).expect("enter");
         }
         assert!(m.id.registered_here().is_some());
     }
@@ -545,7 +530,7 @@ pub(crate) mod tests {
         let b = std::thread::spawn(move || {
             for r in rings {
                 for _ in 0..REGISTER_AFTER {
-                    enter(&r.id, 0, 0, None, None).expect("enter");
+                    enter(&r.id, 0, 0, None).expect("enter");
                 }
                 let registered = r.id.registered_here().is_some();
                 drop(r);
@@ -588,7 +573,7 @@ pub(crate) mod tests {
             assert_eq!(stale.id.registered_here(), Some(0));
             let n = named();
             for _ in 0..REGISTER_AFTER {
-                enter(&n.id, 0, 0, None, None).expect("enter");
+                enter(&n.id, 0, 0, None).expect("enter");
             }
             assert_eq!(
                 n.id.registered_here(),
@@ -626,7 +611,7 @@ pub(crate) mod tests {
         }
         let n = named();
         for _ in 0..REGISTER_AFTER {
-            enter(&n.id, 0, 0, None, None).expect("enter");
+            enter(&n.id, 0, 0, None).expect("enter");
         }
         assert!(n.id.registered_here().is_some());
         // SAFETY: the child only makes system calls and small allocations
@@ -639,7 +624,7 @@ pub(crate) mod tests {
             let m = named();
             let mut ok = true;
             for _ in 0..REGISTER_AFTER {
-                ok &= enter(&m.id, 0, 0, None, None).is_ok();
+                ok &= enter(&m.id, 0, 0, None).is_ok();
             }
             ok &= m.id.registered_here().is_some();
             // An entry pushed into `n` is submitted by an enter of `n` (not
@@ -647,7 +632,7 @@ pub(crate) mod tests {
             let nop = opcode::Nop::new().build().user_data(7);
             // SAFETY: a NOP names no memory; the child's only thread.
             ok &= unsafe { n.ring.submission_shared().push(&nop) }.is_ok();
-            ok &= enter(&n.id, 1, 1, None, None).is_ok_and(|k| k == 1);
+            ok &= enter(&n.id, 1, 1, None).is_ok_and(|k| k == 1);
             // SAFETY: as above.
             ok &= unsafe { n.ring.completion_shared() }
                 .map(|c| c.user_data())

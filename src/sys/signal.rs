@@ -132,7 +132,7 @@ fn block(set: &libc::sigset_t) -> AllBlocked {
 
 impl AllBlocked {
     /// The thread's mask before the guard (None if nothing was blocked
-    /// here): a sleep that takes it (`ppoll`, `io_uring_enter`) is woken by
+    /// here): a sleep that takes it (`ppoll`) is woken by
     /// the signals it lets through, also one that came while they were
     /// blocked.
     pub(crate) fn old(&self) -> Option<&libc::sigset_t> {
