@@ -9,9 +9,9 @@
 //! between two sleeps, used to go unseen.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use super::engine::{inherited_context, Engine, Inner};
+use super::engine::{inherited_context, CoreGuard, Engine, Inner};
 use super::notify::catch_up;
 use super::sleep::{interrupted, sleep_on, wait_fd};
 use super::table::Core;
@@ -19,6 +19,32 @@ use crate::sys::signal::{block_for_wait, WaitMask};
 use crate::{Error, Result};
 
 impl Inner {
+    /// A wait's round, under the lock: reaps what is there, then either the
+    /// wait returns (`Err(true)`: done; `Err(false)`: `deadline` passed; the
+    /// lock released) or it sleeps, for at most the time it returns.
+    pub(super) fn round<'a, F: FnMut(&Core) -> bool + ?Sized>(
+        &self,
+        mut core: CoreGuard<'a>,
+        deadline: Option<Instant>,
+        done: &mut F,
+    ) -> std::result::Result<(CoreGuard<'a>, Option<Duration>), bool> {
+        self.poll_completions(&mut core);
+        if done(&core) {
+            self.release(core);
+            catch_up();
+            return Err(true);
+        }
+        let Some(d) = deadline else {
+            return Ok((core, None));
+        };
+        let now = Instant::now();
+        if now >= d {
+            self.release(core);
+            return Err(false);
+        }
+        Ok((core, Some(d - now)))
+    }
+
     /// Waits until `done` holds or `deadline` passes (false). The waiting thread
     /// reaps completions itself when it can. With `intr`, a signal handler run
     /// during the wait ends it with [`ErrorKind::Interrupted`] (EINTR), with
@@ -44,22 +70,10 @@ impl Inner {
         let mut masked: Option<WaitMask> = None;
         let mut core = self.lock();
         loop {
-            self.poll_completions(&mut core);
-            if done(&core) {
-                self.release(core);
-                catch_up();
-                return Ok(true);
-            }
-            let remaining = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        self.release(core);
-                        return Ok(false);
-                    }
-                    Some(d - now)
-                }
-                None => None,
+            let remaining;
+            (core, remaining) = match self.round(core, deadline, &mut done) {
+                Ok(sleep) => sleep,
+                Err(r) => return Ok(r),
             };
             if let Some(call) = intr {
                 // A handler ran while the call waited for the lock, before

@@ -94,22 +94,9 @@ impl CEngine {
                 core.waiters -= 1;
                 counted = false;
             }
-            inner.poll_completions(&mut core);
-            if done(&core) {
-                inner.release(core);
-                catch_up();
-                return Ok(true);
-            }
-            let remaining = match deadline {
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        inner.release(core);
-                        return Ok(false);
-                    }
-                    Some(d - now)
-                }
-                None => None,
+            let (mut core, remaining) = match inner.round(core, deadline, done) {
+                Ok(sleep) => sleep,
+                Err(r) => return Ok(r),
             };
             // A handler ran while the call waited for the lock, before signals
             // were blocked for its sleeps.
