@@ -340,6 +340,70 @@ both!(
     handlers_beside_other_io
 );
 
+/// An ignored signal (SIGURG, ignored by default) sent to the waiter while
+/// other threads' reads keep waking it interrupts nothing: no handler runs.
+/// (While the waiter is awake its signals are blocked, and a blocked signal
+/// stays pending even when ignored: the wait used to count it as a handler
+/// due, and returned EINTR in nearly every call.)
+fn ignored_signals_beside_other_io(b: Backend) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let aio = ctx(b);
+    let file = std::fs::File::from(
+        rustix::fs::memfd_create("ignored", rustix::fs::MemfdFlags::empty()).unwrap(),
+    );
+    rustix::io::pwrite(&file, &vec![7u8; 64 * 4096], 0).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = {
+        let (aio, stop) = (aio.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut i = 0i64;
+            while !stop.load(Ordering::Acquire) {
+                let r = aio.read(&file, (i % 64) * 4096, vec![0u8; 4096]);
+                assert_eq!(r.unwrap().wait().unwrap().result.unwrap(), 4096);
+                i += 1;
+            }
+        })
+    };
+    // SAFETY: pthread_self has no preconditions.
+    let me = unsafe { libc::pthread_self() } as usize;
+    let sender = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut sent = 0u32;
+            while !stop.load(Ordering::Acquire) {
+                // SAFETY: the waiter joins this thread before it returns.
+                unsafe { libc::pthread_kill(me as libc::pthread_t, libc::SIGURG) };
+                sent += 1;
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            sent
+        })
+    };
+    let (rd, _wr) = pipe();
+    let r = aio.read(&rd, 0, vec![0u8; 1]).unwrap();
+    let (mut calls, mut interrupted) = (0, 0);
+    for _ in 0..10 {
+        calls += 1;
+        let e = aio
+            .suspend([&r], Some(Duration::from_millis(50)))
+            .unwrap_err();
+        interrupted += (e.kind() == ErrorKind::Interrupted) as u32;
+    }
+    stop.store(true, Ordering::Release);
+    busy.join().unwrap();
+    let sent = sender.join().unwrap();
+    assert!(sent > 0);
+    assert_eq!(
+        interrupted, 0,
+        "{interrupted} of {calls} waits interrupted, with {sent} ignored signals and no handler"
+    );
+    assert_eq!(r.cancel().unwrap(), posixrt::aio::CancelResult::Canceled);
+}
+both!(
+    an_ignored_signal_interrupts_no_wait,
+    ignored_signals_beside_other_io
+);
+
 // -------------------------------------------------------- 3. any timeout
 
 fn huge_timeouts(b: Backend) {

@@ -306,6 +306,16 @@ fn waits_beside_other_io_see_every_handler() {
     prints_ok("aio_eintr_beside_io.c", engines(), &[&[]]);
 }
 
+/// A thread cancelled while it sleeps in `aio_suspend` acts on the cancel
+/// when its wait ends, and the engine goes on working for the others (the
+/// library's sleep used to be glibc's `ppoll`, a cancellation point: the
+/// victim unwound out of it as the ring's reaper, and later waits slept to
+/// their timeout).
+#[test]
+fn a_cancel_in_a_wait_leaves_the_engine_working() {
+    prints_ok("aio_cancel_in_wait.c", engines(), &[&[]]);
+}
+
 /// Reads of files seen before: procfs and sysfs files (which refuse
 /// `RWF_NOWAIT`) on every call, a file with one page in the page cache in
 /// full, and a read past the end of a file up to it.

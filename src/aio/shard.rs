@@ -162,8 +162,11 @@ impl Shard {
             // the handler ran, and otherwise leaves the signal pending (the
             // caller looks for it). So: submit, then poll.
             if want > 0 {
-                if let Ok(n) = ringfd::enter(&self.id, want, 0, None) {
-                    self.took(n);
+                match ringfd::enter(&self.id, want, 0, None) {
+                    Ok(n) => self.took(n),
+                    // (As below: the caller comes back, and submits again.)
+                    Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
+                    Err(e) => return Err(e),
                 }
             }
             return poll_rings(&[self], timeout, sigmask);
@@ -458,7 +461,6 @@ pub(super) fn poll_rings(
             revents: 0,
         })
         .collect();
-    let t = t.map(|t| t.max(Duration::from_millis(1)));
     crate::sys::poll::ppoll(&mut pfds, t, sigmask).map(drop)
 }
 

@@ -156,6 +156,19 @@ impl Inner {
                         }
                     }
                     None => {
+                        if let Some(m) = masked.take() {
+                            // No eventfd: this sleep takes no mask. Signals
+                            // come through again first, outside the lock (a
+                            // handler may call into the context).
+                            let due = m.due();
+                            self.release(core);
+                            drop(m);
+                            if let (true, Some(call)) = (due, intr) {
+                                return Err(interrupted(call));
+                            }
+                            core = self.lock();
+                            continue;
+                        }
                         core.waiters += 1;
                         let until = remaining.and_then(|t| Instant::now().checked_add(t));
                         self.cond.wait_until(&mut core, until);

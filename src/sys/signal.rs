@@ -218,10 +218,12 @@ impl WaitMask {
         self.0.old()
     }
 
-    /// True if a signal that the program's mask lets through is pending (a
-    /// sleep that ended for another reason first, such as a completion
-    /// already there, did not take it): its handler runs when the guard is
-    /// dropped.
+    /// True if a signal that the program's mask lets through, and that has a
+    /// handler, is pending (a sleep that ended for another reason first, such
+    /// as a completion already there, did not take it): its handler runs when
+    /// the guard is dropped. (An ignored signal, `SIG_IGN` or ignored by
+    /// default, also stays pending while blocked, and is dropped unseen when
+    /// the mask is back: no handler runs, so it is not counted.)
     pub(crate) fn due(&self) -> bool {
         let Some(old) = self.0.old() else {
             return false;
@@ -235,9 +237,22 @@ impl WaitMask {
         let set = unsafe { set.assume_init() };
         (1..=64).any(|s| {
             // SAFETY: both are masks read from the kernel; any number is valid.
-            unsafe { libc::sigismember(&set, s) == 1 && libc::sigismember(old, s) != 1 }
+            let due = unsafe { libc::sigismember(&set, s) == 1 && libc::sigismember(old, s) != 1 };
+            due && has_handler(s)
         })
     }
+}
+
+/// True if `signo` has a handler installed (neither `SIG_DFL` nor `SIG_IGN`).
+fn has_handler(signo: i32) -> bool {
+    let mut act = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: a null new action only reads the current one into `act`.
+    if unsafe { libc::sigaction(signo, std::ptr::null(), act.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: filled in by the successful call.
+    let h = unsafe { act.assume_init() }.sa_sigaction;
+    h != libc::SIG_DFL && h != libc::SIG_IGN
 }
 
 impl Drop for WaitMask {

@@ -170,6 +170,18 @@ impl CEngine {
                     // (No eventfd could be made: the shared futex, where a handler
                     // run while the thread is awake goes unseen.)
                     None => {
+                        if let Some(m) = masked.take() {
+                            // No eventfd: the futex takes no mask. Signals
+                            // come through again first, outside the lock (a
+                            // handler may call into the library).
+                            let due = m.due();
+                            inner.release(core);
+                            drop(m);
+                            if due {
+                                return Err(libc::EINTR);
+                            }
+                            continue;
+                        }
                         let seen = SEQ.load(Ordering::Acquire);
                         WAITERS.fetch_add(1, Ordering::Relaxed);
                         core.waiters += 1;
