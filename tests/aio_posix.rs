@@ -211,6 +211,32 @@ fn asleep_in_wait(tid: i32) -> bool {
     state == Some('S') && syscall() == Some(nr)
 }
 
+/// A thread that reads a cached memfd through `aio` without pause (each of
+/// its completions wakes the other waiters), until the flag is set.
+fn busy_reader(
+    aio: &Aio,
+) -> (
+    Arc<std::sync::atomic::AtomicBool>,
+    std::thread::JoinHandle<()>,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let file = std::fs::File::from(
+        rustix::fs::memfd_create("busy", rustix::fs::MemfdFlags::empty()).unwrap(),
+    );
+    rustix::io::pwrite(&file, &vec![7u8; 64 * 4096], 0).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (aio, flag) = (aio.clone(), Arc::clone(&stop));
+    let busy = std::thread::spawn(move || {
+        let mut i = 0i64;
+        while !flag.load(Ordering::Acquire) {
+            let r = aio.read(&file, (i % 64) * 4096, vec![0u8; 4096]);
+            assert_eq!(r.unwrap().wait().unwrap().result.unwrap(), 4096);
+            i += 1;
+        }
+    });
+    (stop, busy)
+}
+
 /// Handler runs of [`count_handled`].
 static HANDLED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -228,7 +254,7 @@ extern "C" fn count_handled(_: i32) {
 /// gets another. (Its own signal number and handler: the other signal tests
 /// of this binary may run at the same time.)
 fn handlers_beside_other_io(b: Backend) {
-    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicU32, Ordering};
     const ROUNDS: u32 = 30;
     let signo = libc::SIGRTMIN() + 7;
     // SAFETY: installs a handler that only counts; the struct is fully set.
@@ -239,25 +265,7 @@ fn handlers_beside_other_io(b: Backend) {
         assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
     }
     let aio = ctx(b);
-    let file = std::fs::File::from(
-        rustix::fs::memfd_create("beside", rustix::fs::MemfdFlags::empty()).unwrap(),
-    );
-    rustix::io::pwrite(&file, &vec![7u8; 64 * 4096], 0).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let busy = {
-        let (aio, stop) = (aio.clone(), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            let mut i = 0i64;
-            while !stop.load(Ordering::Acquire) {
-                let c = aio
-                    .read(&file, (i % 64) * 4096, vec![0u8; 4096])
-                    .unwrap()
-                    .wait();
-                assert_eq!(c.unwrap().result.unwrap(), 4096);
-                i += 1;
-            }
-        })
-    };
+    let (stop, busy) = busy_reader(&aio);
     // SAFETY: gettid and pthread_self have no preconditions.
     let (tid, me) = unsafe { (libc::gettid(), libc::pthread_self() as usize) };
     let started = Arc::new(AtomicU32::new(0));
@@ -346,24 +354,9 @@ both!(
 /// stays pending even when ignored: the wait used to count it as a handler
 /// due, and returned EINTR in nearly every call.)
 fn ignored_signals_beside_other_io(b: Backend) {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::Ordering;
     let aio = ctx(b);
-    let file = std::fs::File::from(
-        rustix::fs::memfd_create("ignored", rustix::fs::MemfdFlags::empty()).unwrap(),
-    );
-    rustix::io::pwrite(&file, &vec![7u8; 64 * 4096], 0).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let busy = {
-        let (aio, stop) = (aio.clone(), Arc::clone(&stop));
-        std::thread::spawn(move || {
-            let mut i = 0i64;
-            while !stop.load(Ordering::Acquire) {
-                let r = aio.read(&file, (i % 64) * 4096, vec![0u8; 4096]);
-                assert_eq!(r.unwrap().wait().unwrap().result.unwrap(), 4096);
-                i += 1;
-            }
-        })
-    };
+    let (stop, busy) = busy_reader(&aio);
     // SAFETY: pthread_self has no preconditions.
     let me = unsafe { libc::pthread_self() } as usize;
     let sender = {
