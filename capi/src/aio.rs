@@ -13,6 +13,7 @@ use rt::aio::capi::{self as raw, Aiocb, CEngine, COp, CRequest};
 use rt::aio::{Notify, AIO_PRIO_DELTA_MAX};
 
 use crate::debug::debug;
+use crate::nocancel::NoCancel;
 use crate::notify::from_sigevent;
 use crate::restart::handlers_restart;
 
@@ -418,6 +419,7 @@ unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
 /// the request is done.
 #[no_mangle]
 pub unsafe extern "C" fn aio_read(cb: *mut Aiocb) -> c_int {
+    let _nc = NoCancel::new();
     // SAFETY: forwarded contract.
     unsafe { submit_one(cb, Some(COp::Read), 0) }
 }
@@ -430,6 +432,7 @@ pub unsafe extern "C" fn aio_read(cb: *mut Aiocb) -> c_int {
 /// As [`aio_read`].
 #[no_mangle]
 pub unsafe extern "C" fn aio_write(cb: *mut Aiocb) -> c_int {
+    let _nc = NoCancel::new();
     // SAFETY: forwarded contract.
     unsafe { submit_one(cb, Some(COp::Write), 0) }
 }
@@ -443,6 +446,7 @@ pub unsafe extern "C" fn aio_write(cb: *mut Aiocb) -> c_int {
 /// As [`aio_read`].
 #[no_mangle]
 pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
+    let _nc = NoCancel::new();
     // SAFETY: forwarded contract.
     unsafe { submit_one(cb, None, op) }
 }
@@ -457,6 +461,7 @@ pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
 pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
+    let _nc = NoCancel::new();
     if cb.is_null() {
         return fail(libc::EINVAL);
     }
@@ -498,6 +503,7 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
 pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
+    let _nc = NoCancel::new();
     if cb.is_null() {
         return fail(libc::EINVAL) as isize;
     }
@@ -540,6 +546,7 @@ pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
 pub unsafe extern "C" fn aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int {
+    let _nc = NoCancel::new();
     // SAFETY: fcntl(F_GETFD) on any int is safe.
     if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
         return fail(libc::EBADF);
@@ -584,6 +591,7 @@ pub unsafe extern "C" fn lio_listio(
     nent: c_int,
     sig: *const raw::SigEvent,
 ) -> c_int {
+    let _nc = NoCancel::new();
     if mode != libc::LIO_WAIT && mode != libc::LIO_NOWAIT {
         debug(format_args!(
             "lio_listio mode {mode} is neither LIO_WAIT nor LIO_NOWAIT: EINVAL"
@@ -743,6 +751,7 @@ pub struct AioInit {
 /// `init` is null or a valid `struct aioinit`.
 #[no_mangle]
 pub unsafe extern "C" fn aio_init(init: *const AioInit) {
+    let _nc = NoCancel::new();
     if init.is_null() {
         return;
     }

@@ -16,6 +16,7 @@
 mod aio;
 mod alias;
 mod debug;
+mod nocancel;
 mod notify;
 mod restart;
 mod suspend;

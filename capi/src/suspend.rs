@@ -9,6 +9,7 @@ use rt::aio::capi::{self as raw, Aiocb};
 
 use crate::aio::{engine_if_started, fail, in_flight, in_lib, signal_sent, InLib};
 use crate::debug::debug;
+use crate::nocancel::NoCancel;
 use crate::restart::handlers_restart;
 
 fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
@@ -152,8 +153,13 @@ pub unsafe extern "C-unwind" fn aio_suspend(
         Err(e) => return fail(e),
     };
     loop {
-        // SAFETY: forwarded contract.
-        match unsafe { suspend_until(list, nent, deadline) } {
+        let waited = {
+            // (Cancellation only where this function acts on it.)
+            let _nc = NoCancel::new();
+            // SAFETY: forwarded contract.
+            unsafe { suspend_until(list, nent, deadline) }
+        };
+        match waited {
             Suspend::Ret(r) => return r,
             Suspend::TimedOut => return fail(libc::EAGAIN),
             Suspend::Interrupted => {
