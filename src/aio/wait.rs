@@ -8,6 +8,7 @@
 //! completion wakes it often, and a handler that ran while it was awake,
 //! between two sleeps, used to go unseen.
 
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +19,44 @@ use super::table::Core;
 use crate::sys::signal::{block_for_wait, WaitMask};
 use crate::{Error, Result};
 
+/// After a sleep that ended without EINTR (a completion there ends it before
+/// a pending signal is looked at): true if a signal with a handler is due
+/// (see [`WaitMask::due`]). Asked only by a wait that goes on.
+pub(super) fn due(masked: &Option<WaitMask>) -> bool {
+    masked.as_ref().is_some_and(WaitMask::due)
+}
+
 impl Inner {
+    /// The calling thread sleeps on its wait eventfd `fd` (see `sleep.rs`),
+    /// outside the lock, registered in `core.wait_fds` meanwhile: the release
+    /// after a completion, or after a reaper stops, writes it. From now on
+    /// signals are blocked but while it sleeps (`masked`). Returns the lock,
+    /// and whether a handler ran during the sleep (EINTR) or is due (see
+    /// [`due`]; asked only if the wait is not `done`).
+    pub(super) fn sleep_on_fd<'a, F: FnMut(&Core) -> bool + ?Sized>(
+        &'a self,
+        mut core: CoreGuard<'a>,
+        fd: &Arc<OwnedFd>,
+        t: Option<Duration>,
+        masked: &mut Option<WaitMask>,
+        done: &mut F,
+    ) -> (CoreGuard<'a>, bool) {
+        core.wait_fds.push(Arc::clone(fd));
+        self.release(core);
+        let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
+        let r = sleep_on(fd, t, mask);
+        let mut core = self.lock();
+        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, fd)) {
+            core.wait_fds.swap_remove(p);
+        }
+        let handled = match r {
+            Err(libc::EINTR) => true,
+            Ok(()) => !done(&core) && due(masked),
+            Err(_) => false,
+        };
+        (core, handled)
+    }
+
     /// A wait's round, under the lock: reaps what is there, then either the
     /// wait returns (`Err(true)`: done; `Err(false)`: `deadline` passed; the
     /// lock released) or it sleeps, for at most the time it returns.
@@ -99,57 +137,33 @@ impl Inner {
                     if core.ready_len() > 0 {
                         let _ = r.issue(&mut core);
                     }
-                    // (A completion there already ends the sleep before a
-                    // pending signal is looked at: looked for when the wait
-                    // goes on.)
-                    let due = res.is_ok()
-                        && intr.is_some()
-                        && !done(&core)
-                        && masked.as_ref().is_some_and(WaitMask::due);
-                    match res {
-                        Ok(()) if !due => {}
-                        Ok(()) => {
-                            if let Some(call) = intr {
-                                self.release(core);
-                                return Err(interrupted(call));
-                            }
-                        }
-                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {
-                            if let Some(call) = intr {
-                                if done(&core) {
-                                    self.release(core);
-                                    catch_up();
-                                    return Ok(true);
-                                }
-                                self.release(core);
-                                return Err(interrupted(call));
-                            }
-                        }
+                    let handled = match &res {
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => true,
+                        // (A completion there already ends the sleep before a
+                        // pending signal is looked at: looked for when the
+                        // wait goes on.)
+                        Ok(()) => intr.is_some() && !done(&core) && due(&masked),
                         Err(e) => {
+                            let errno = e.raw_os_error().unwrap_or(libc::EIO);
                             self.release(core);
-                            return Err(Error::from_errno(
-                                "io_uring_enter",
-                                e.raw_os_error().unwrap_or(libc::EIO),
-                            ));
+                            return Err(Error::from_errno("io_uring_enter", errno));
                         }
+                    };
+                    if let (true, Some(call)) = (handled, intr) {
+                        if done(&core) {
+                            self.release(core);
+                            catch_up();
+                            return Ok(true);
+                        }
+                        self.release(core);
+                        return Err(interrupted(call));
                     }
                 }
                 _ => match intr.and_then(|c| wait_fd().map(|fd| (c, fd))) {
                     Some((call, fd)) => {
-                        core.wait_fds.push(Arc::clone(&fd));
-                        self.release(core);
-                        let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
-                        let r = sleep_on(&fd, remaining, mask);
-                        core = self.lock();
-                        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
-                            core.wait_fds.swap_remove(p);
-                        }
-                        let handled = match r {
-                            Err(libc::EINTR) => true,
-                            // (Looked for only when the wait would go on.)
-                            Ok(()) => !done(&core) && masked.as_ref().is_some_and(WaitMask::due),
-                            Err(_) => false,
-                        };
+                        let handled;
+                        (core, handled) =
+                            self.sleep_on_fd(core, &fd, remaining, &mut masked, &mut done);
                         if handled && !done(&core) {
                             self.release(core);
                             return Err(interrupted(call));

@@ -3,15 +3,15 @@
 //! signal mask a wait sleeps with).
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Instant;
 
 use rustix::thread::futex::{self, Flags};
 
 use super::super::engine::Engine;
 use super::super::notify::catch_up;
-use super::super::sleep::{sleep_on, wait_fd};
+use super::super::sleep::wait_fd;
 use super::super::table::{split_user_data, Core, State};
+use super::super::wait::due;
 use super::{looked, wake_waiters, CEngine, SEQ, WAITERS};
 use crate::sys::signal::{block_for_wait, WaitMask};
 
@@ -131,32 +131,17 @@ impl CEngine {
                     if let Err(e) = res {
                         return Err(e.raw_os_error().unwrap_or(libc::EIO));
                     }
-                    // (A completion there already ends the sleep before a
-                    // pending signal is looked at.)
-                    if masked.as_ref().is_some_and(WaitMask::due) {
+                    if due(&masked) {
                         return Err(libc::EINTR);
                     }
                 }
                 _ => match wait_fd() {
                     Some(fd) => {
-                        // Another thread reaps the ring (or the pool completes):
-                        // the release after a completion, or after the reaper
-                        // stops, writes the fd.
-                        core.wait_fds.push(Arc::clone(&fd));
-                        inner.release(core);
-                        let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
-                        let r = sleep_on(&fd, remaining, mask);
-                        let mut core = inner.lock();
-                        if let Some(p) = core.wait_fds.iter().position(|f| Arc::ptr_eq(f, &fd)) {
-                            core.wait_fds.swap_remove(p);
-                        }
-                        // (A pending signal is looked for only when the wait
-                        // would go on.)
-                        if r == Err(libc::EINTR)
-                            || (r.is_ok()
-                                && !done(&core)
-                                && masked.as_ref().is_some_and(WaitMask::due))
-                        {
+                        // (Another thread reaps the ring, or the pool
+                        // completes.)
+                        let (core, handled) =
+                            inner.sleep_on_fd(core, &fd, remaining, &mut masked, done);
+                        if handled {
                             let now_done = done(&core);
                             inner.release(core);
                             if now_done {
