@@ -9,8 +9,19 @@
 //! in `aio_suspend`, `aio_cancel_in_wait.c`), and out of a function that
 //! cannot unwind (`aio_read`: "C") the process would abort. So every entry
 //! point disables cancellation for its work, as glibc's own functions use
-//! their `_nocancel` calls, and `aio_suspend`, the one cancellation point,
-//! acts on a cancel only where it says so.
+//! their `_nocancel` calls, and the cancellation points (`aio_suspend`,
+//! `posix_trace_getnext_event`, `posix_trace_timedgetnext_event`) act on a
+//! cancel only where they say so ([`testcancel`]).
+//!
+//! The trace functions that reach no cancellation point go without the guard:
+//! `posix_trace_event` (its recording path makes no call that is one: it
+//! must stay a load and a test when nothing records), the attribute and
+//! event-set functions (plain data), `posix_trace_eventid_open` and
+//! `posix_trace_eventid_equal`. So do the interposers: `pthread_mutex_lock`
+//! and the others must not change the caller's cancellation state (a guard
+//! would also make them act on a cancel under `PTHREAD_CANCEL_ASYNCHRONOUS`
+//! as the state came back), and the interposed `sigwait`, `sigwaitinfo` and
+//! `sigtimedwait` stay the cancellation points POSIX makes them.
 //!
 //! # References
 //! - [`pthread_setcancelstate`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_setcancelstate.html)
@@ -20,6 +31,13 @@ use std::ffi::c_int;
 
 extern "C" {
     fn pthread_setcancelstate(state: c_int, old: *mut c_int) -> c_int;
+}
+
+extern "C-unwind" {
+    // A cancellation point: acting on a cancel unwinds (a forced unwind) through
+    // its caller, so it is declared "C-unwind" and called only from frames
+    // without anything to drop.
+    fn pthread_testcancel();
 }
 
 /// `PTHREAD_CANCEL_DISABLE` (glibc's value).
@@ -46,4 +64,16 @@ impl Drop for NoCancel {
         // SAFETY: as above; restores the state read by `new`.
         unsafe { pthread_setcancelstate(self.0, &mut prev) };
     }
+}
+
+/// Acts on a pending `pthread_cancel` of the calling thread (does not return
+/// then): the place where a function that is a cancellation point lets it in,
+/// outside any [`NoCancel`] and outside the library's work.
+///
+/// Call it only from an `extern "C-unwind"` function with no live value that
+/// has drop glue: the forced unwind then crosses plain frames only.
+#[inline]
+pub(crate) fn testcancel() {
+    // SAFETY: no arguments; the caller's frame has nothing to drop (see above).
+    unsafe { pthread_testcancel() };
 }

@@ -316,6 +316,42 @@ fn a_cancel_in_a_wait_leaves_the_engine_working() {
     prints_ok("aio_cancel_in_wait.c", engines(), &[&[]]);
 }
 
+/// A deferred `pthread_cancel` and the trace functions (`trace_cancel.c`,
+/// one run per scenario): a thread with a cancel pending flushes and shuts
+/// down a stream with a log, and opens, reads the status of and closes a log,
+/// and each call returns 0 with its work whole (the log complete, the fd
+/// closed); the cancel is acted on at the thread's next cancellation point.
+/// The library used to act on it inside its own work: the process aborted
+/// (`posix_trace_open`, "panic in a function that cannot unwind") or the
+/// thread ended in the middle of `posix_trace_flush`, its stream never shut
+/// down and its log empty. `posix_trace_getnext_event` and
+/// `_timedgetnext_event` are cancellation points at entry and while they
+/// wait, and the interposed `sigwait` stays one. Linked with `-lposixrt`
+/// (the trace functions are the library's alone).
+#[test]
+fn trace_calls_with_a_cancel_pending_finish_their_work() {
+    let inc = format!("-I{CRATE}/include");
+    let mut flags: Vec<&str> = strict();
+    flags.push(&inc);
+    let exe = build(&c_src("trace_cancel.c"), Link::Linked, &flags);
+    for scenario in [
+        "flush_shutdown",
+        "open_close",
+        "getnext_entry",
+        "getnext_wait",
+        "timedgetnext_wait",
+        "sigwait",
+    ] {
+        let o = run(&exe, Link::Linked, &[scenario], &[]);
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+            "trace_cancel.c {scenario}: {:?}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 /// Reads of files seen before: procfs and sysfs files (which refuse
 /// `RWF_NOWAIT`) on every call, a file with one page in the page cache in
 /// full, and a read past the end of a file up to it.

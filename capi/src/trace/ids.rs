@@ -13,6 +13,7 @@ use rt::trace::{EventId, EventSet, FillWhat, ID_SPACE};
 
 use super::attr::{out, out_str};
 use super::{get, lock, ret, Obj};
+use crate::nocancel::NoCancel;
 
 /// Bytes of an event name buffer, NUL included (`TRACE_EVENT_NAME_MAX` in trace.h).
 pub(crate) const C_EVENT_NAME_MAX: usize = 65;
@@ -284,6 +285,7 @@ pub unsafe extern "C" fn posix_trace_trid_eventid_open(
     event_name: *const c_char,
     event: *mut c_uint,
 ) -> c_int {
+    let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| match &*o {
         Obj::Stream { .. } => open_name(event_name).and_then(|id| out(event, id)),
         Obj::Log { log, .. } => {
@@ -324,6 +326,7 @@ pub unsafe extern "C" fn posix_trace_eventid_get_name(
     event: c_uint,
     event_name: *mut c_char,
 ) -> c_int {
+    let _nc = NoCancel::new();
     ret(get(trid)
         .and_then(|o| name_in(&o, event))
         .and_then(|n| out_str(event_name, n.as_bytes(), C_EVENT_NAME_MAX)))
@@ -360,6 +363,7 @@ pub unsafe extern "C" fn posix_trace_eventtypelist_getnext_id(
     event: *mut c_uint,
     unavailable: *mut c_int,
 ) -> c_int {
+    let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| {
         if event.is_null() || unavailable.is_null() {
             return Err(libc::EINVAL);
@@ -379,5 +383,6 @@ pub unsafe extern "C" fn posix_trace_eventtypelist_getnext_id(
 
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_eventtypelist_rewind(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     ret(get(trid).map(|o| *lock(o.cursor()) = 0))
 }

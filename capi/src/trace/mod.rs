@@ -12,6 +12,14 @@
 //! A `trace_id_t` is a slot of a process-wide table (index + 1 in the low 32 bits, a
 //! generation in the high bits), so a stale or made-up id is `EINVAL`, never a
 //! dangling pointer.
+//!
+//! Every function that reaches a stream or a log holds cancellation off while it
+//! works ([`crate::nocancel`]): creating, flushing and shutting down a stream write
+//! and close its log and join its flusher, opening and closing a log read and close
+//! it, and whichever call drops the last reference to a stream shut down while in
+//! use finishes its log. `posix_trace_getnext_event` and
+//! `posix_trace_timedgetnext_event` are cancellation points at entry and while
+//! they wait; none of the others is.
 
 mod attr;
 mod ids;

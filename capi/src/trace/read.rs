@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_uint, c_ulong, c_void};
 use std::sync::Mutex;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use rt::trace::{Event, EventId, TraceLog, ID_SPACE};
 
@@ -11,6 +11,7 @@ use super::attr::out;
 use super::ids::{to_c, to_c_named};
 use super::stream::dup_fd;
 use super::{errno_of, get, insert, lock, remove, ret, Obj};
+use crate::nocancel::{testcancel, NoCancel};
 
 /// First user event id: system ids are not recorded from C.
 const USER_BASE: c_uint = 128;
@@ -130,21 +131,65 @@ impl Outs {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Mode {
+    /// Waits while the stream runs and holds no event.
     Block,
+    /// Never waits.
     Try,
-    Until(SystemTime),
+    /// Waits until this deadline (`TimedOut` then); `None` for no limit.
+    Until(Option<Instant>),
 }
 
-fn getnext(trid: c_ulong, o: &Outs, mode: Mode) -> Result<(), c_int> {
+/// How long a read that waits waits between two looks for a pending cancel.
+const CANCEL_SLICE: Duration = Duration::from_millis(20);
+
+/// What one slice of a read came to.
+enum Slice {
+    /// The call's result.
+    Done(c_int),
+    /// A waiting read's slice ended with the stream running and empty.
+    Waiting,
+}
+
+/// One slice of a read (at most [`CANCEL_SLICE`] of waiting), with
+/// cancellation disabled, as in every entry point: the library's work reaches
+/// cancellation points (the wait sleeps; the last user of a stream shut down
+/// while it was read finishes its log). `first`: the first slice of the call;
+/// a stream gone from the table in a later one was shut down while the call
+/// waited, which then ends as on a stopped stream, with no event.
+fn read_slice(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Slice {
+    let _nc = NoCancel::new();
+    match getnext(trid, o, mode, first) {
+        Ok(true) => Slice::Done(0),
+        Ok(false) => Slice::Waiting,
+        Err(e) => Slice::Done(e),
+    }
+}
+
+/// `Ok(false)`: the slice ended and the read goes on.
+fn getnext(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Result<bool, c_int> {
     o.check()?;
-    let obj = get(trid)?;
-    match &*obj {
+    let obj = match get(trid) {
+        Err(_) if !first => return o.none().map(|()| true),
+        r => r?,
+    };
+    let read = match &*obj {
         Obj::Stream { trace, .. } => {
             let r = match mode {
-                Mode::Block => trace.getnext(),
                 Mode::Try => trace.try_getnext(),
-                Mode::Until(t) => trace.timed_getnext_realtime(t),
+                Mode::Block | Mode::Until(_) => {
+                    let now = Instant::now();
+                    let slice_end = now.checked_add(CANCEL_SLICE).unwrap_or(now);
+                    let (until, last) = match mode {
+                        Mode::Until(Some(d)) if d <= slice_end => (d, true),
+                        _ => (slice_end, false),
+                    };
+                    match trace.timed_getnext(until) {
+                        Err(e) if !last && errno_of(&e) == libc::ETIMEDOUT => return Ok(false),
+                        r => r,
+                    }
+                }
             };
             match r.map_err(|e| errno_of(&e))? {
                 Some(e) => o.put(&e, to_c(e.id)),
@@ -168,13 +213,33 @@ fn getnext(trid: c_ulong, o: &Outs, mode: Mode) -> Result<(), c_int> {
                 Err(_) => Err(libc::EIO),
             }
         }
+    };
+    read.map(|()| true)
+}
+
+/// A read that may wait: a cancellation point (POSIX lets these two be one).
+/// A pending `pthread_cancel` is acted on at entry, before anything is read,
+/// and between slices of the wait, with no event taken and nothing of the
+/// library's held; never inside the library's work.
+///
+/// Only plain values live in this frame (see [`testcancel`]).
+fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
+    testcancel();
+    let mut first = true;
+    loop {
+        match read_slice(trid, o, mode, first) {
+            Slice::Done(r) => return r,
+            Slice::Waiting => testcancel(),
+        }
+        first = false;
     }
 }
 
 /// Blocks while the stream runs and holds no event; `*unavailable = 1` once it is
-/// suspended and empty, or at the end of a log.
+/// suspended and empty, or at the end of a log. A cancellation point (see
+/// [`read_cancellable`]).
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_getnext_event(
+pub unsafe extern "C-unwind" fn posix_trace_getnext_event(
     trid: c_ulong,
     event: *mut CEventInfo,
     data_ptr: *mut c_void,
@@ -189,13 +254,14 @@ pub unsafe extern "C" fn posix_trace_getnext_event(
         data_len,
         unavailable,
     };
-    ret(getnext(trid, &o, Mode::Block))
+    read_cancellable(trid, &o, Mode::Block)
 }
 
 /// `abstime` is CLOCK_REALTIME; `ETIMEDOUT` when it passes with no event; `EINVAL`
-/// for a log or a bad `abstime`.
+/// for a log or a bad `abstime`. A cancellation point, as
+/// `posix_trace_getnext_event`.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_timedgetnext_event(
+pub unsafe extern "C-unwind" fn posix_trace_timedgetnext_event(
     trid: c_ulong,
     event: *mut CEventInfo,
     data_ptr: *mut c_void,
@@ -212,6 +278,9 @@ pub unsafe extern "C" fn posix_trace_timedgetnext_event(
         return libc::EINVAL;
     }
     let when = SystemTime::UNIX_EPOCH + Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
+    // On the monotonic clock, as the core does: a deadline in the past polls
+    // once, one too far ahead to express means no limit.
+    let left = when.duration_since(SystemTime::now()).unwrap_or_default();
     let o = Outs {
         event,
         data: data_ptr,
@@ -219,10 +288,10 @@ pub unsafe extern "C" fn posix_trace_timedgetnext_event(
         data_len,
         unavailable,
     };
-    ret(getnext(trid, &o, Mode::Until(when)))
+    read_cancellable(trid, &o, Mode::Until(Instant::now().checked_add(left)))
 }
 
-/// Never blocks; `EINVAL` for a log.
+/// Never blocks, and is no cancellation point; `EINVAL` for a log.
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_trygetnext_event(
     trid: c_ulong,
@@ -239,13 +308,18 @@ pub unsafe extern "C" fn posix_trace_trygetnext_event(
         data_len,
         unavailable,
     };
-    ret(getnext(trid, &o, Mode::Try))
+    let _nc = NoCancel::new();
+    match getnext(trid, &o, Mode::Try, true) {
+        Ok(_) => 0,
+        Err(e) => e,
+    }
 }
 
 /// `EBADF` for a descriptor not open for reading; `EINVAL` for a file that is not
 /// a trace log.
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     if trid.is_null() {
         return libc::EINVAL;
     }
@@ -267,6 +341,7 @@ pub unsafe extern "C" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> 
 /// `EINVAL` for an active stream.
 #[no_mangle]
 pub extern "C" fn posix_trace_rewind(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| match &*o {
         Obj::Log { log, .. } => lock(log).rewind().map_err(|e| errno_of(&e)),
         Obj::Stream { .. } => Err(libc::EINVAL),
@@ -276,5 +351,6 @@ pub extern "C" fn posix_trace_rewind(trid: c_ulong) -> c_int {
 /// `EINVAL` for an active stream (use `posix_trace_shutdown`).
 #[no_mangle]
 pub extern "C" fn posix_trace_close(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     ret(remove(trid, |o| matches!(o, Obj::Log { .. })).map(drop))
 }

@@ -10,6 +10,7 @@ use rt::trace::{FilterHow, Trace, TraceAttr};
 use super::attr::{out, CAttr};
 use super::ids::{set_ref, CSet};
 use super::{errno_of, get, insert, lock, remove, ret, Obj};
+use crate::nocancel::NoCancel;
 
 /// `pid` 0 or our own; `ESRCH` for no such process, `ENOSYS` for another one.
 fn check_pid(pid: libc::pid_t) -> Result<(), c_int> {
@@ -60,6 +61,7 @@ pub unsafe extern "C" fn posix_trace_create(
     attr: *const CAttr,
     trid: *mut c_ulong,
 ) -> c_int {
+    let _nc = NoCancel::new();
     if trid.is_null() {
         return libc::EINVAL;
     }
@@ -95,6 +97,7 @@ pub unsafe extern "C" fn posix_trace_create_withlog(
     fildes: c_int,
     trid: *mut c_ulong,
 ) -> c_int {
+    let _nc = NoCancel::new();
     if trid.is_null() {
         return libc::EINVAL;
     }
@@ -122,22 +125,26 @@ fn rs(r: rt::Result<()>) -> Result<(), c_int> {
 
 #[no_mangle]
 pub extern "C" fn posix_trace_start(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.start())))
 }
 
 #[no_mangle]
 pub extern "C" fn posix_trace_stop(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.stop())))
 }
 
 /// `EINVAL` for a stream without a log.
 #[no_mangle]
 pub extern "C" fn posix_trace_flush(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.flush())))
 }
 
 #[no_mangle]
 pub extern "C" fn posix_trace_clear(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.clear())))
 }
 
@@ -145,6 +152,7 @@ pub extern "C" fn posix_trace_clear(trid: c_ulong) -> c_int {
 /// a call on it, the stream is freed when that call returns.
 #[no_mangle]
 pub extern "C" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
+    let _nc = NoCancel::new();
     let o = match remove(trid, |o| matches!(o, Obj::Stream { .. })) {
         Ok(o) => o,
         Err(e) => return e,
@@ -165,6 +173,7 @@ pub extern "C" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
 /// For a stream, its attributes; for a log, the attributes it recorded.
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_get_attr(trid: c_ulong, attr: *mut CAttr) -> c_int {
+    let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| {
         let a = match &*o {
             Obj::Stream { trace, .. } => trace.attr(),
@@ -190,6 +199,7 @@ pub struct CStatus {
 /// suspended, with the flags of its final status record.
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_get_status(trid: c_ulong, statusinfo: *mut CStatus) -> c_int {
+    let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| {
         if statusinfo.is_null() {
             return Err(libc::EINVAL);
@@ -226,6 +236,7 @@ pub unsafe extern "C" fn posix_trace_get_status(trid: c_ulong, statusinfo: *mut 
 
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_get_filter(trid: c_ulong, set: *mut CSet) -> c_int {
+    let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| {
         out(set, CSet::from_rust(&t.filter()))
     }))
@@ -238,6 +249,7 @@ pub unsafe extern "C" fn posix_trace_set_filter(
     set: *const CSet,
     how: c_int,
 ) -> c_int {
+    let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| {
         let s = set_ref(set)?.to_rust();
         let how = match how {
