@@ -15,6 +15,13 @@
 //!
 //! Signals delivered to handlers are not seen (`traceSigCatchFunc` is never
 //! recorded), nor signals sent by the kernel (timers) or by glibc internally.
+//!
+//! `sigwaitinfo`, `sigtimedwait` and `sigwait` are cancellation points (POSIX
+//! requires it) and stay so: a cancel acted on inside the next definition
+//! unwinds (glibc's forced unwind) through the interposer, which is therefore
+//! "C-unwind", calls it through a "C-unwind" pointer and holds only plain
+//! values across the call. Nothing here changes the caller's cancellation
+//! state (recording an event reaches no cancellation point).
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -175,11 +182,11 @@ pub unsafe extern "C" fn pthread_sigqueue(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sigwaitinfo(
+pub unsafe extern "C-unwind" fn sigwaitinfo(
     set: *const libc::sigset_t,
     info: *mut libc::siginfo_t,
 ) -> c_int {
-    type F = unsafe extern "C" fn(*const libc::sigset_t, *mut libc::siginfo_t) -> c_int;
+    type F = unsafe extern "C-unwind" fn(*const libc::sigset_t, *mut libc::siginfo_t) -> c_int;
     // SAFETY: the next definition of sigwaitinfo has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(SIGWAITINFO)) };
     if !rt::trace::system_events::enabled() || !info.is_null() {
@@ -202,12 +209,12 @@ pub unsafe extern "C" fn sigwaitinfo(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sigtimedwait(
+pub unsafe extern "C-unwind" fn sigtimedwait(
     set: *const libc::sigset_t,
     info: *mut libc::siginfo_t,
     timeout: *const libc::timespec,
 ) -> c_int {
-    type F = unsafe extern "C" fn(
+    type F = unsafe extern "C-unwind" fn(
         *const libc::sigset_t,
         *mut libc::siginfo_t,
         *const libc::timespec,
@@ -223,8 +230,8 @@ pub unsafe extern "C" fn sigtimedwait(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn sigwait(set: *const libc::sigset_t, sig: *mut c_int) -> c_int {
-    type F = unsafe extern "C" fn(*const libc::sigset_t, *mut c_int) -> c_int;
+pub unsafe extern "C-unwind" fn sigwait(set: *const libc::sigset_t, sig: *mut c_int) -> c_int {
+    type F = unsafe extern "C-unwind" fn(*const libc::sigset_t, *mut c_int) -> c_int;
     // SAFETY: the next definition of sigwait has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(SIGWAIT)) };
     // SAFETY: the caller's arguments, passed through.
