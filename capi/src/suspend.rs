@@ -9,7 +9,7 @@ use rt::aio::capi::{self as raw, Aiocb};
 
 use crate::aio::{engine_if_started, fail, in_flight, in_lib, signal_sent, InLib};
 use crate::debug::debug;
-use crate::nocancel::NoCancel;
+use crate::nocancel::{testcancel, NoCancel};
 use crate::restart::handlers_restart;
 
 fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
@@ -33,24 +33,6 @@ fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
 /// How often `aio_suspend` looks at the status words when it runs in a signal
 /// handler that interrupted the library (and so cannot wait on the engine).
 const LOCKLESS_POLL: Duration = Duration::from_micros(100);
-
-extern "C-unwind" {
-    // A cancellation point: acting on a cancel unwinds (a forced unwind) through
-    // its caller, so it is declared "C-unwind" and called only from frames
-    // without anything to drop.
-    fn pthread_testcancel();
-}
-
-/// Acts on a pending `pthread_cancel` of the calling thread (does not return
-/// then).
-///
-/// Call it only from an `extern "C-unwind"` function with no live value that
-/// has drop glue: the forced unwind then crosses plain frames only.
-#[inline]
-fn testcancel() {
-    // SAFETY: no arguments; the caller's frame has nothing to drop (see above).
-    unsafe { pthread_testcancel() };
-}
 
 /// What one bounded wait of `aio_suspend` came to.
 enum Suspend {

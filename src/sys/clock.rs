@@ -37,6 +37,29 @@ pub(crate) fn real_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// Sleeps about `d` on `CLOCK_MONOTONIC` with the raw system call: not a
+/// cancellation point (glibc's `nanosleep`, and so `std::thread::sleep`, is one,
+/// and acts on a pending `pthread_cancel` by unwinding), for code that must not
+/// be cut short, such as an exit handler that cannot unwind. A signal handler
+/// may end it early.
+pub(crate) fn sleep_nocancel(d: Duration) {
+    let ts = libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as _,
+    };
+    // SAFETY: `ts` is a live timespec the kernel only reads; the remainder
+    // pointer is null.
+    unsafe {
+        libc::syscall(
+            libc::SYS_clock_nanosleep,
+            libc::CLOCK_MONOTONIC,
+            0,
+            &ts as *const libc::timespec,
+            std::ptr::null_mut::<libc::timespec>(),
+        );
+    }
+}
+
 /// The raw TSC (what [`ticks`] returns when [`uses_tsc`]): for a hot path that
 /// checked [`uses_tsc`] once and must not branch on it per call.
 #[cfg(target_arch = "x86_64")]

@@ -87,7 +87,9 @@ fn kick_and_wait(limit: Duration) {
         if wait_for == 0 || clock::mono_ns().saturating_sub(t0) > limit.as_nanos() as u64 {
             return;
         }
-        std::thread::sleep(Duration::from_millis(1));
+        // (Not a cancellation point: this runs in `exit`'s handlers and in a
+        // fatal signal's, neither of which may unwind.)
+        crate::sys::clock::sleep_nocancel(Duration::from_millis(1));
     }
 }
 

@@ -21,7 +21,11 @@
  *                   the stream works on;
  *   timedgetnext_wait  the same in posix_trace_timedgetnext_event;
  *   sigwait         a thread waiting in sigwait (interposed by the library)
- *                   is cancelled there, as in glibc's.
+ *                   is cancelled there, as in glibc's;
+ *   exit_pending    a thread with a cancel pending calls exit while a stream
+ *                   with a log runs: the library's exit handler, which waits
+ *                   for the log's last flush, acts on no cancel (it cannot
+ *                   unwind), and the process exits with the status given.
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1 (or dies of SIGABRT, as the library did before).
@@ -300,10 +304,37 @@ static void sigwait_cancel(void) {
     CHECK(posix_trace_shutdown(trid) == 0);
 }
 
+/* --- exit_pending ------------------------------------------------------- */
+
+static int exit_status;
+
+static void *exit_victim(void *arg) {
+    (void)arg;
+    CHECK(pthread_cancel(pthread_self()) == 0);
+    /* Pending: exit's handlers must not act on it. */
+    exit(exit_status);
+}
+
+static void exit_pending(void) {
+    CHECK(posix_trace_create_withlog(0, NULL, log_fd, &trid) == 0);
+    CHECK(posix_trace_start(trid) == 0);
+    record_events();
+    /* Reported now: nothing is left to write at exit (stdout's flush then
+     * would be a cancellation point of its own). */
+    exit_status = finish();
+    fflush(stdout);
+    pthread_t v;
+    CHECK(pthread_create(&v, NULL, exit_victim, NULL) == 0);
+    pthread_join(v, NULL);
+    /* Not reached: the victim's exit ends the process. */
+    fprintf(stderr, "the victim did not exit\n");
+    exit(1);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s flush_shutdown|open_close|getnext_entry|getnext_wait|"
-                        "timedgetnext_wait|sigwait\n",
+                        "timedgetnext_wait|sigwait|exit_pending\n",
                 argv[0]);
         return 2;
     }
@@ -322,6 +353,8 @@ int main(int argc, char **argv) {
         getnext_wait(1);
     else if (strcmp(what, "sigwait") == 0)
         sigwait_cancel();
+    else if (strcmp(what, "exit_pending") == 0)
+        exit_pending();
     else {
         fprintf(stderr, "unknown scenario %s\n", what);
         return 2;
