@@ -147,13 +147,27 @@ pub(crate) struct Ticket<B: Send + 'static> {
 }
 
 thread_local! {
-    /// Empty mail boxes for this thread's next requests.
+    /// The mail box this thread gave back last, taken first by its next
+    /// request: a task that awaits reads in a loop gives one back and takes
+    /// one in the same poll, without the pool's borrow and bounds.
+    static MAIL_LAST: std::cell::Cell<Option<Arc<Mail>>> = const { std::cell::Cell::new(None) };
+    /// Empty mail boxes for this thread's next requests, behind `MAIL_LAST`.
     static MAIL_POOL: std::cell::RefCell<Vec<Arc<Mail>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// An empty mail box (from this thread's pool when it has one).
 #[inline]
 pub(crate) fn new_mail() -> Arc<Mail> {
+    match MAIL_LAST.try_with(std::cell::Cell::take) {
+        Ok(Some(m)) => m,
+        _ => new_mail_from_pool(),
+    }
+}
+
+/// [`new_mail`] when `MAIL_LAST` is empty.
+#[cold]
+#[inline(never)]
+fn new_mail_from_pool() -> Arc<Mail> {
     MAIL_POOL
         .try_with(|p| p.borrow_mut().pop())
         .ok()
@@ -162,7 +176,7 @@ pub(crate) fn new_mail() -> Arc<Mail> {
 }
 
 /// Gives a mail box back to this thread's pool once nothing else refers to it.
-#[inline]
+#[inline(always)]
 fn recycle(m: Arc<Mail>) {
     // Slots hold only the box's address, and let go of it before the handle
     // does (see `MailAddr`): a second reference is never made. (A plain load:
@@ -171,6 +185,15 @@ fn recycle(m: Arc<Mail>) {
         return;
     }
     m.clear();
+    if let Ok(Some(older)) = MAIL_LAST.try_with(|c| c.replace(Some(m))) {
+        recycle_to_pool(older);
+    }
+}
+
+/// [`recycle`] of the box `MAIL_LAST` held before.
+#[cold]
+#[inline(never)]
+fn recycle_to_pool(m: Arc<Mail>) {
     let _ = MAIL_POOL.try_with(|p| {
         let mut p = p.borrow_mut();
         if p.len() < 256 {
