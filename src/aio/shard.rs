@@ -241,6 +241,16 @@ impl Shard {
                 continue;
             }
             let mut res = cqe.result() as i64;
+            if res >= 0 && !s.recheck && (s.op.kind != OpKind::Write || s.own_fd.is_none()) {
+                // The plain case, done: a success issues nothing again (no
+                // errno below matches it), and only a short write on the
+                // request's own fd copy or a C read sent with RWF_NOWAIT
+                // (`recheck`) goes on for the rest.
+                let total = s.res + res;
+                core.complete(idx, total);
+                *n += 1;
+                continue;
+            }
             if res == -(libc::ESPIPE as i64) && s.skip_espipe {
                 // Issued again at offset -1 by its submitter, which saw this
                 // completion in the queue (see `Inner::settle_probes`).
