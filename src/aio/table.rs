@@ -298,7 +298,7 @@ impl Core {
     #[inline(always)]
     fn gate(&mut self, fd: i32) -> &mut Gate {
         if (fd as u32 as usize) < self.gates.len() {
-            return &mut self.gates[fd as usize];
+            return &mut self.gates[fd as u32 as usize];
         }
         self.gate_slow(fd)
     }
