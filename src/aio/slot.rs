@@ -139,6 +139,20 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// Posts a done request's result to its mail box, if it has one (true: the
+    /// slot is to be freed, its handle reads the box).
+    #[inline(always)]
+    pub(crate) fn post_mail(&mut self, res: i64) -> bool {
+        let m = std::mem::take(&mut self.mail);
+        if m.is_none() {
+            return false;
+        }
+        // SAFETY: the request's handle keeps the box alive while the slot holds
+        // its address (`MailAddr`), and the slot lets go of it here.
+        unsafe { m.post(res) };
+        true
+    }
+
     /// The descriptor the I/O uses: the request's own copy, or the caller's.
     #[inline]
     pub(crate) fn io_fd(&self) -> i32 {

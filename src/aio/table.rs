@@ -153,20 +153,6 @@ fn drop_orphan(b: Box<dyn Send>) {
     drop(b);
 }
 
-/// Posts a done request's result to its mail box, if it has one (true: the
-/// slot is to be freed, its handle reads the box).
-#[inline(always)]
-fn post_mail(s: &mut Slot, res: i64) -> bool {
-    let m = std::mem::take(&mut s.mail);
-    if m.is_none() {
-        return false;
-    }
-    // SAFETY: the request's handle keeps the box alive while the slot holds its
-    // address (`MailAddr`), and the slot lets go of it here.
-    unsafe { m.post(res) };
-    true
-}
-
 /// Packs a request name into io_uring `user_data`.
 #[inline]
 pub(crate) fn user_data(idx: u32, gen: u32) -> u64 {
@@ -480,14 +466,23 @@ impl Core {
             return self.complete_slow(idx, res);
         }
         let waker = s.waker.take();
-        s.state = State::Done;
         s.res = res;
         s.interruptible = false;
         s.parked = false;
         s.probe = false;
         let fd = s.op.fd;
         let list = s.list;
-        let mailed = post_mail(s, res);
+        let mailed = s.post_mail(res);
+        if mailed {
+            // Freed at once, as `free_slot` does, while at hand: its waker is
+            // taken, its box let go of, and a plain request is not detached
+            // (so it keeps no orphan buffer). Its index is free after the rest.
+            debug_assert!(s.orphan.is_none());
+            s.state = State::Free;
+            s.gen = s.gen.wrapping_add(1);
+        } else {
+            s.state = State::Done;
+        }
         if let Some(w) = waker {
             self.push_waker(w);
         }
@@ -502,7 +497,7 @@ impl Core {
             self.list_member_done(list);
         }
         if mailed {
-            self.free_slot(idx);
+            self.free.push(idx);
         }
     }
 
@@ -569,7 +564,7 @@ impl Core {
         }
         let list = s.list;
         let detached = s.detached;
-        let mailed = post_mail(s, res);
+        let mailed = s.post_mail(res);
         self.completed = true;
         let gate = self.gate(op.fd);
         if was_queued {
