@@ -23,6 +23,12 @@ pub(crate) enum Engine {
 /// The held core lock.
 pub(crate) type CoreGuard<'a> = RtGuard<'a, Core>;
 
+thread_local! {
+    /// The wakers' list this thread last emptied (see `Inner::release_slow`).
+    static SPARE_WAKERS: std::cell::Cell<Vec<std::task::Waker>> =
+        const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// What [`Inner::kick`] did.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Kicked {
@@ -288,7 +294,10 @@ impl Inner {
             wake_fds(&fds);
             return;
         }
-        let wakers = std::mem::take(&mut core.wakers);
+        // (The list goes whole; an emptied one, kept from this thread's last
+        // release, takes its place with its room: no allocation per batch.)
+        let spare = SPARE_WAKERS.try_with(|s| s.take()).unwrap_or_default();
+        let mut wakers = std::mem::replace(&mut core.wakers, spare);
         let mut fires = std::mem::take(&mut core.fires);
         // Signals go before the lock, so before a waiter (which looks under
         // it) can see their requests done: glibc's order (see `send_signals`).
@@ -298,9 +307,10 @@ impl Inner {
             self.wake_waiters();
         }
         wake_fds(&fds);
-        for w in wakers {
+        for w in wakers.drain(..) {
             w.wake();
         }
+        let _ = SPARE_WAKERS.try_with(|s| s.set(wakers));
         drop(blocked);
         for f in fires {
             if let Fire::Thread(cb, v) = f {
