@@ -74,6 +74,27 @@ static void join_cancelled(pthread_t t) {
     CHECK(res == PTHREAD_CANCELED);
 }
 
+/* Runs `victim` on a thread of its own, which is cancelled once its calls
+ * returned (at its pthread_testcancel, not before). */
+static void run_victim(void *(*victim)(void *)) {
+    pthread_t v;
+    CHECK(pthread_create(&v, NULL, victim, NULL) == 0);
+    join_cancelled(v);
+    CHECK(returned == 1);
+    CHECK(after_testcancel == 0);
+}
+
+/* The next event of the stream `trid` is the user event with `want` for
+ * data; then the stream is shut down. */
+static void expect_next_then_shutdown(int want) {
+    struct posix_trace_event_info info;
+    int data = 0, un = 1;
+    size_t len = 0;
+    CHECK(posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &un) == 0);
+    CHECK(un == 0 && info.posix_event_id == ev && data == want);
+    CHECK(posix_trace_shutdown(trid) == 0);
+}
+
 static int open_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     int n = 0;
@@ -137,11 +158,7 @@ static void *flush_shutdown_victim(void *arg) {
 }
 
 static void flush_shutdown(void) {
-    pthread_t v;
-    CHECK(pthread_create(&v, NULL, flush_shutdown_victim, NULL) == 0);
-    join_cancelled(v);
-    CHECK(returned == 1);
-    CHECK(after_testcancel == 0);
+    run_victim(flush_shutdown_victim);
     CHECK(r_flush == 0);
     CHECK(r_shutdown == 0);
     CHECK(posix_trace_shutdown(trid) == EINVAL); /* it is gone */
@@ -172,11 +189,7 @@ static void open_close(void) {
     record_events();
     CHECK(posix_trace_shutdown(trid) == 0);
     int fds = open_fds();
-    pthread_t v;
-    CHECK(pthread_create(&v, NULL, open_close_victim, NULL) == 0);
-    join_cancelled(v);
-    CHECK(returned == 1);
-    CHECK(after_testcancel == 0);
+    run_victim(open_close_victim);
     CHECK(r_open == 0);
     CHECK(r_rewind == 0);
     CHECK(r_status == 0);
@@ -210,22 +223,25 @@ static void getnext_entry(void) {
     CHECK(posix_trace_start(trid) == 0);
     int one = 1;
     posix_trace_event(ev, &one, sizeof one);
-    pthread_t v;
-    CHECK(pthread_create(&v, NULL, getnext_entry_victim, NULL) == 0);
-    join_cancelled(v);
-    CHECK(returned == 1);
-    CHECK(after_testcancel == 0);
-    struct posix_trace_event_info info;
-    int data = 0, un = 1;
-    size_t len = 0;
-    CHECK(posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &un) == 0);
-    CHECK(un == 0 && info.posix_event_id == ev && data == 1);
-    CHECK(posix_trace_shutdown(trid) == 0);
+    run_victim(getnext_entry_victim);
+    expect_next_then_shutdown(1);
 }
 
 /* --- getnext_wait, timedgetnext_wait -------------------------------------- */
 
 static volatile int waiting;
+
+/* Cancels the thread `v` once it waits (`waiting` set, and 100 ms more, so
+ * that it sleeps in the call), and checks that it was cancelled there. */
+static void cancel_when_waiting(pthread_t v) {
+    while (!waiting)
+        nap_ms(1);
+    nap_ms(100);
+    CHECK(pthread_cancel(v) == 0);
+    join_cancelled(v);
+    CHECK(after_testcancel == 0);
+}
+
 
 static void *wait_victim(void *arg) {
     int timed = arg != NULL;
@@ -254,21 +270,11 @@ static void getnext_wait(int timed) {
     CHECK(posix_trace_start(trid) == 0);
     pthread_t v;
     CHECK(pthread_create(&v, NULL, wait_victim, timed ? &v : NULL) == 0);
-    while (!waiting)
-        nap_ms(1);
-    nap_ms(100);
-    CHECK(pthread_cancel(v) == 0);
-    join_cancelled(v);
-    CHECK(after_testcancel == 0);
+    cancel_when_waiting(v);
     /* The stream works on: an event recorded now is read. */
     int two = 2;
     posix_trace_event(ev, &two, sizeof two);
-    struct posix_trace_event_info info;
-    int data = 0, un = 1;
-    size_t len = 0;
-    CHECK(posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &un) == 0);
-    CHECK(un == 0 && info.posix_event_id == ev && data == 2);
-    CHECK(posix_trace_shutdown(trid) == 0);
+    expect_next_then_shutdown(2);
 }
 
 /* --- sigwait ------------------------------------------------------------- */
@@ -295,12 +301,7 @@ static void sigwait_cancel(void) {
     CHECK(posix_trace_start(trid) == 0);
     pthread_t v;
     CHECK(pthread_create(&v, NULL, sigwait_victim, NULL) == 0);
-    while (!waiting)
-        nap_ms(1);
-    nap_ms(100);
-    CHECK(pthread_cancel(v) == 0);
-    join_cancelled(v);
-    CHECK(after_testcancel == 0);
+    cancel_when_waiting(v);
     CHECK(posix_trace_shutdown(trid) == 0);
 }
 
