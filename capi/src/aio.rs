@@ -418,7 +418,7 @@ unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
 /// `cb` is null or a valid `struct aiocb`; it and its buffer stay valid until
 /// the request is done.
 #[no_mangle]
-pub unsafe extern "C" fn aio_read(cb: *mut Aiocb) -> c_int {
+pub unsafe extern "C-unwind" fn aio_read(cb: *mut Aiocb) -> c_int {
     let _nc = NoCancel::new();
     // SAFETY: forwarded contract.
     unsafe { submit_one(cb, Some(COp::Read), 0) }
@@ -431,7 +431,7 @@ pub unsafe extern "C" fn aio_read(cb: *mut Aiocb) -> c_int {
 /// # Safety
 /// As [`aio_read`].
 #[no_mangle]
-pub unsafe extern "C" fn aio_write(cb: *mut Aiocb) -> c_int {
+pub unsafe extern "C-unwind" fn aio_write(cb: *mut Aiocb) -> c_int {
     let _nc = NoCancel::new();
     // SAFETY: forwarded contract.
     unsafe { submit_one(cb, Some(COp::Write), 0) }
@@ -445,7 +445,7 @@ pub unsafe extern "C" fn aio_write(cb: *mut Aiocb) -> c_int {
 /// # Safety
 /// As [`aio_read`].
 #[no_mangle]
-pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
+pub unsafe extern "C-unwind" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
     let _nc = NoCancel::new();
     // SAFETY: forwarded contract.
     unsafe { submit_one(cb, None, op) }
@@ -460,7 +460,7 @@ pub unsafe extern "C" fn aio_fsync(op: c_int, cb: *mut Aiocb) -> c_int {
 /// # Safety
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
-pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
+pub unsafe extern "C-unwind" fn aio_error(cb: *const Aiocb) -> c_int {
     let _nc = NoCancel::new();
     if cb.is_null() {
         return fail(libc::EINVAL);
@@ -502,7 +502,7 @@ pub unsafe extern "C" fn aio_error(cb: *const Aiocb) -> c_int {
 /// # Safety
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
-pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
+pub unsafe extern "C-unwind" fn aio_return(cb: *mut Aiocb) -> isize {
     let _nc = NoCancel::new();
     if cb.is_null() {
         return fail(libc::EINVAL) as isize;
@@ -545,7 +545,7 @@ pub unsafe extern "C" fn aio_return(cb: *mut Aiocb) -> isize {
 /// # Safety
 /// `cb` is null or a valid `struct aiocb`.
 #[no_mangle]
-pub unsafe extern "C" fn aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int {
+pub unsafe extern "C-unwind" fn aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int {
     let _nc = NoCancel::new();
     // SAFETY: fcntl(F_GETFD) on any int is safe.
     if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
@@ -585,7 +585,7 @@ pub unsafe extern "C" fn aio_cancel(fd: c_int, cb: *mut Aiocb) -> c_int {
 /// `list` holds `nent` pointers, each null or a valid `struct aiocb` whose
 /// buffer stays valid until its request is done; `sig` is null or valid.
 #[no_mangle]
-pub unsafe extern "C" fn lio_listio(
+pub unsafe extern "C-unwind" fn lio_listio(
     mode: c_int,
     list: *const *mut Aiocb,
     nent: c_int,
@@ -750,7 +750,7 @@ pub struct AioInit {
 /// # Safety
 /// `init` is null or a valid `struct aioinit`.
 #[no_mangle]
-pub unsafe extern "C" fn aio_init(init: *const AioInit) {
+pub unsafe extern "C-unwind" fn aio_init(init: *const AioInit) {
     let _nc = NoCancel::new();
     if init.is_null() {
         return;

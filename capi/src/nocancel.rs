@@ -29,11 +29,11 @@
 
 use std::ffi::c_int;
 
-extern "C" {
-    fn pthread_setcancelstate(state: c_int, old: *mut c_int) -> c_int;
-}
-
 extern "C-unwind" {
+    // Acts on a pending cancel when it enables cancellation for a thread whose
+    // type is asynchronous (a forced unwind through its caller): see
+    // `NoCancel`'s drop.
+    fn pthread_setcancelstate(state: c_int, old: *mut c_int) -> c_int;
     // A cancellation point: acting on a cancel unwinds (a forced unwind) through
     // its caller, so it is declared "C-unwind" and called only from frames
     // without anything to drop.
@@ -44,8 +44,13 @@ extern "C-unwind" {
 const PTHREAD_CANCEL_DISABLE: c_int = 1;
 
 /// Cancellation disabled in the calling thread until dropped; then its
-/// previous state is back (a pending cancel is acted on at the thread's next
-/// cancellation point, not here).
+/// previous state is back. A cancel that came meanwhile is acted on at the
+/// thread's next cancellation point; or, for a thread whose cancellation type
+/// is asynchronous (which POSIX lets call none of these functions, but
+/// programs do), by the drop itself, once the library's work is done: the
+/// guard is the first value of its entry point, dropped last, and the entry
+/// point is "C-unwind", so that the forced unwind crosses nothing to drop and
+/// no frame that cannot unwind (it used to abort the process there).
 #[must_use = "cancellation is enabled again when the guard is dropped"]
 pub(crate) struct NoCancel(c_int);
 
@@ -61,7 +66,8 @@ impl NoCancel {
 impl Drop for NoCancel {
     fn drop(&mut self) {
         let mut prev: c_int = 0;
-        // SAFETY: as above; restores the state read by `new`.
+        // SAFETY: as above; restores the state read by `new`. (May unwind, for
+        // an asynchronous thread with a cancel pending: see the type's docs.)
         unsafe { pthread_setcancelstate(self.0, &mut prev) };
     }
 }

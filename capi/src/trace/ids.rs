@@ -280,7 +280,7 @@ pub unsafe extern "C" fn posix_trace_eventid_open(
 /// For a stream, as `posix_trace_eventid_open`; for a log, the id of a name the
 /// log holds (`EINVAL` if it holds none).
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_trid_eventid_open(
+pub unsafe extern "C-unwind" fn posix_trace_trid_eventid_open(
     trid: c_ulong,
     event_name: *const c_char,
     event: *mut c_uint,
@@ -321,7 +321,7 @@ fn name_in(o: &Obj, id: c_uint) -> Result<String, c_int> {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_eventid_get_name(
+pub unsafe extern "C-unwind" fn posix_trace_eventid_get_name(
     trid: c_ulong,
     event: c_uint,
     event_name: *mut c_char,
@@ -358,7 +358,7 @@ fn type_list(o: &Obj) -> Vec<c_uint> {
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_eventtypelist_getnext_id(
+pub unsafe extern "C-unwind" fn posix_trace_eventtypelist_getnext_id(
     trid: c_ulong,
     event: *mut c_uint,
     unavailable: *mut c_int,
@@ -382,7 +382,7 @@ pub unsafe extern "C" fn posix_trace_eventtypelist_getnext_id(
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_eventtypelist_rewind(trid: c_ulong) -> c_int {
+pub unsafe extern "C-unwind" fn posix_trace_eventtypelist_rewind(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     ret(get(trid).map(|o| *lock(o.cursor()) = 0))
 }

@@ -293,7 +293,7 @@ pub unsafe extern "C-unwind" fn posix_trace_timedgetnext_event(
 
 /// Never blocks, and is no cancellation point; `EINVAL` for a log.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_trygetnext_event(
+pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
     trid: c_ulong,
     event: *mut CEventInfo,
     data_ptr: *mut c_void,
@@ -318,7 +318,7 @@ pub unsafe extern "C" fn posix_trace_trygetnext_event(
 /// `EBADF` for a descriptor not open for reading; `EINVAL` for a file that is not
 /// a trace log.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
+pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
     let _nc = NoCancel::new();
     if trid.is_null() {
         return libc::EINVAL;
@@ -340,7 +340,7 @@ pub unsafe extern "C" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> 
 
 /// `EINVAL` for an active stream.
 #[no_mangle]
-pub extern "C" fn posix_trace_rewind(trid: c_ulong) -> c_int {
+pub extern "C-unwind" fn posix_trace_rewind(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| match &*o {
         Obj::Log { log, .. } => lock(log).rewind().map_err(|e| errno_of(&e)),
@@ -350,7 +350,7 @@ pub extern "C" fn posix_trace_rewind(trid: c_ulong) -> c_int {
 
 /// `EINVAL` for an active stream (use `posix_trace_shutdown`).
 #[no_mangle]
-pub extern "C" fn posix_trace_close(trid: c_ulong) -> c_int {
+pub extern "C-unwind" fn posix_trace_close(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     ret(remove(trid, |o| matches!(o, Obj::Log { .. })).map(drop))
 }

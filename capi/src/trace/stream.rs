@@ -56,7 +56,7 @@ fn create(pid: libc::pid_t, attr: *const CAttr, log: Option<File>) -> Result<c_u
 /// `attr` may be null (defaults). `EAGAIN` when `TRACE_SYS_MAX` streams exist;
 /// `EINVAL` for an uninitialised attribute object or FLUSH without a log.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_create(
+pub unsafe extern "C-unwind" fn posix_trace_create(
     pid: libc::pid_t,
     attr: *const CAttr,
     trid: *mut c_ulong,
@@ -91,7 +91,7 @@ pub(crate) fn dup_fd(fd: c_int, write: bool) -> Result<File, c_int> {
 
 /// `fildes` must be open for writing (`EBADF`); the log is written from its start.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_create_withlog(
+pub unsafe extern "C-unwind" fn posix_trace_create_withlog(
     pid: libc::pid_t,
     attr: *const CAttr,
     fildes: c_int,
@@ -124,26 +124,26 @@ fn rs(r: rt::Result<()>) -> Result<(), c_int> {
 }
 
 #[no_mangle]
-pub extern "C" fn posix_trace_start(trid: c_ulong) -> c_int {
+pub extern "C-unwind" fn posix_trace_start(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.start())))
 }
 
 #[no_mangle]
-pub extern "C" fn posix_trace_stop(trid: c_ulong) -> c_int {
+pub extern "C-unwind" fn posix_trace_stop(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.stop())))
 }
 
 /// `EINVAL` for a stream without a log.
 #[no_mangle]
-pub extern "C" fn posix_trace_flush(trid: c_ulong) -> c_int {
+pub extern "C-unwind" fn posix_trace_flush(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.flush())))
 }
 
 #[no_mangle]
-pub extern "C" fn posix_trace_clear(trid: c_ulong) -> c_int {
+pub extern "C-unwind" fn posix_trace_clear(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| rs(t.clear())))
 }
@@ -151,7 +151,7 @@ pub extern "C" fn posix_trace_clear(trid: c_ulong) -> c_int {
 /// Frees the stream (after its log is complete). If another thread is still inside
 /// a call on it, the stream is freed when that call returns.
 #[no_mangle]
-pub extern "C" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
+pub extern "C-unwind" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
     let o = match remove(trid, |o| matches!(o, Obj::Stream { .. })) {
         Ok(o) => o,
@@ -172,7 +172,7 @@ pub extern "C" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
 
 /// For a stream, its attributes; for a log, the attributes it recorded.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_get_attr(trid: c_ulong, attr: *mut CAttr) -> c_int {
+pub unsafe extern "C-unwind" fn posix_trace_get_attr(trid: c_ulong, attr: *mut CAttr) -> c_int {
     let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| {
         let a = match &*o {
@@ -198,7 +198,10 @@ pub struct CStatus {
 /// Reading resets the overrun flags and the flush error, as POSIX says. For a log:
 /// suspended, with the flags of its final status record.
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_get_status(trid: c_ulong, statusinfo: *mut CStatus) -> c_int {
+pub unsafe extern "C-unwind" fn posix_trace_get_status(
+    trid: c_ulong,
+    statusinfo: *mut CStatus,
+) -> c_int {
     let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| {
         if statusinfo.is_null() {
@@ -235,7 +238,7 @@ pub unsafe extern "C" fn posix_trace_get_status(trid: c_ulong, statusinfo: *mut 
 }
 
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_get_filter(trid: c_ulong, set: *mut CSet) -> c_int {
+pub unsafe extern "C-unwind" fn posix_trace_get_filter(trid: c_ulong, set: *mut CSet) -> c_int {
     let _nc = NoCancel::new();
     ret(with_stream(trid, |t, _| {
         out(set, CSet::from_rust(&t.filter()))
@@ -244,7 +247,7 @@ pub unsafe extern "C" fn posix_trace_get_filter(trid: c_ulong, set: *mut CSet) -
 
 /// `how`: `POSIX_TRACE_SET_EVENTSET` (0), `_ADD_EVENTSET` (1), `_SUB_EVENTSET` (2).
 #[no_mangle]
-pub unsafe extern "C" fn posix_trace_set_filter(
+pub unsafe extern "C-unwind" fn posix_trace_set_filter(
     trid: c_ulong,
     set: *const CSet,
     how: c_int,
