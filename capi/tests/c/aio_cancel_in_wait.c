@@ -74,10 +74,7 @@ int main(void) {
     CHECK(write(p2[1], "m", 1) == 1);
     char byte = 0;
     struct aiocb cb;
-    memset(&cb, 0, sizeof cb);
-    cb.aio_fildes = p2[0];
-    cb.aio_buf = &byte;
-    cb.aio_nbytes = 1;
+    aiocb_on(&cb, p2[0], &byte, 1, 0);
     CHECK(aio_read(&cb) == 0);
     const struct aiocb *list[1] = {&cb};
     int rc = aio_suspend(list, 1, &five_s);

@@ -101,11 +101,7 @@ static void *busy(void *arg) {
     unsigned long i = 0;
     while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE)) {
         struct aiocb cb;
-        memset(&cb, 0, sizeof cb);
-        cb.aio_fildes = file;
-        cb.aio_buf = buf;
-        cb.aio_nbytes = sizeof buf;
-        cb.aio_offset = (off_t)((i++ % (FILE_SIZE / 4096)) * 4096);
+        aiocb_on(&cb, file, buf, sizeof buf, (off_t)((i++ % (FILE_SIZE / 4096)) * 4096));
         if (aio_read(&cb) != 0) {
             CHECK(0);
             break;
@@ -174,10 +170,7 @@ int main(void) {
 
     char byte = 0;
     struct aiocb rd;
-    memset(&rd, 0, sizeof rd);
-    rd.aio_fildes = pipefd[0];
-    rd.aio_buf = &byte;
-    rd.aio_nbytes = 1;
+    aiocb_on(&rd, pipefd[0], &byte, 1, 0);
     CHECK(aio_read(&rd) == 0);
     const struct aiocb *list[1] = {&rd};
     struct timespec ten_s = {10, 0};

@@ -44,6 +44,19 @@ static inline int not_on_uring(const char *what) {
     return 0;
 }
 
+#ifdef LIO_READ
+/* Zeroes `cb` and points it at `n` bytes of `buf` at `offset` of `fd` (no
+ * notification): the set-up of a plain aio_read or aio_write. (For a test
+ * that includes <aio.h> before this header.) */
+static inline void aiocb_on(struct aiocb *cb, int fd, volatile void *buf, size_t n, off_t offset) {
+    memset(cb, 0, sizeof *cb);
+    cb->aio_fildes = fd;
+    cb->aio_buf = buf;
+    cb->aio_nbytes = n;
+    cb->aio_offset = offset;
+}
+#endif
+
 /* The end of a test's main: exit 1 if any check failed, else print "ok". */
 static int finish(void) {
     if (failures != 0) {

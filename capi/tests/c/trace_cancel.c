@@ -359,10 +359,7 @@ static void *async_victim(void *arg) {
 /* One AIO read of `data_fd`, waited for: 0 if it read `len` bytes. */
 static int read_with_aio(size_t len) {
     static char buf[64];
-    memset(&async_cb, 0, sizeof async_cb);
-    async_cb.aio_fildes = data_fd;
-    async_cb.aio_buf = buf;
-    async_cb.aio_nbytes = len;
+    aiocb_on(&async_cb, data_fd, buf, len, 0);
     if (aio_read(&async_cb) != 0)
         return -1;
     const struct aiocb *list[1] = {&async_cb};
