@@ -57,6 +57,18 @@ static inline void aiocb_on(struct aiocb *cb, int fd, volatile void *buf, size_t
 }
 #endif
 
+#if defined(PTHREAD_CANCELED) && defined(_GNU_SOURCE)
+/* Joins `t`, waiting 10 s at most (the thread's result in `*res` if `res`):
+ * 0 once joined, else pthread_timedjoin_np's error. (For a test that
+ * includes <pthread.h> with _GNU_SOURCE before this header.) */
+static inline int join_within_10s(pthread_t t, void **res) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    return pthread_timedjoin_np(t, res, &until);
+}
+#endif
+
 /* The end of a test's main: exit 1 if any check failed, else print "ok". */
 static int finish(void) {
     if (failures != 0) {

@@ -68,11 +68,8 @@ static void nap_ms(long ms) {
 
 /* Joins `t` (10 s at most) and checks that it was cancelled. */
 static void join_cancelled(pthread_t t) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
     void *res = NULL;
-    int joined = pthread_timedjoin_np(t, &res, &until);
+    int joined = join_within_10s(t, &res);
     CHECK(joined == 0);
     if (joined != 0) {
         fprintf(stderr, "the thread was not cancelled within 10 s\n");
@@ -383,12 +380,9 @@ static void async_cancel(void) {
             nap_ms(1);
         nap_ms(5);
         CHECK(pthread_cancel(v) == 0);
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += 10;
         /* (glibc 2.36 leaves the result NULL, not PTHREAD_CANCELED, when
          * pthread_setcancelstate acts on the cancel: not looked at.) */
-        int joined = pthread_timedjoin_np(v, NULL, &until);
+        int joined = join_within_10s(v, NULL);
         CHECK(joined == 0);
         if (joined != 0) {
             fprintf(stderr, "an asynchronous victim was not cancelled within 10 s\n");
