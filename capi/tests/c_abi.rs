@@ -844,9 +844,12 @@ fn listings_are_the_seed_text() {
 
 // --- install, pkg-config, static library -------------------------------------
 
-/// `capi/install.sh` into a scratch prefix; a program built with
-/// `pkg-config --cflags --libs posixrt` runs on libposixrt, and so does one
-/// linked with `libposixrt.a` and `pkg-config --static --libs`' private libs.
+/// `capi/install.sh` into a scratch prefix, run from a copy of the sources
+/// whose own `target/` is empty, so that it must find the build through
+/// `CARGO_TARGET_DIR`; a program built with `pkg-config --cflags --libs
+/// posixrt` runs on libposixrt, a `<trace.h>` program compiles with those
+/// flags alone, and a program linked with `libposixrt.a` and `pkg-config
+/// --static --libs`' private libs runs too.
 #[test]
 fn install_pkg_config_and_static_library() {
     let prefix = scratch().join("prefix");
@@ -860,7 +863,19 @@ fn install_pkg_config_and_static_library() {
     } else {
         "debug"
     };
-    let st = Command::new(Path::new(CRATE).join("install.sh"))
+    let copy = scratch().join("install-root/capi");
+    std::fs::create_dir_all(copy.join("include")).expect("scratch source copy");
+    for f in [
+        "install.sh",
+        "Cargo.toml",
+        "posixrt.pc.in",
+        "include/trace.h",
+    ] {
+        std::fs::copy(Path::new(CRATE).join(f), copy.join(f)).expect("copy for install.sh");
+    }
+    let target = lib_dir().parent().expect("target/<profile>");
+    let st = Command::new(copy.join("install.sh"))
+        .env("CARGO_TARGET_DIR", target)
         .arg("--prefix")
         .arg(&prefix)
         .args(["--profile", profile])
@@ -911,6 +926,22 @@ fn install_pkg_config_and_static_library() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains(&format!("libposixrt: engine: {engine} "))
     );
+
+    // <trace.h> comes from the prefix, with no other -I.
+    assert!(prefix.join("include/trace.h").is_file());
+    let exe = scratch().join("trace-pkgconfig");
+    let o = Command::new("cc")
+        .args(strict())
+        .arg("-o")
+        .arg(&exe)
+        .arg(c_src("trace_attr.c"))
+        .args(flags.split_whitespace())
+        .arg(format!("-Wl,-rpath,{}", libdir.display()))
+        .output()
+        .expect("cc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = run(&exe, Link::Linked, &["attr_init"], &[]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok attr_init");
 
     // Static: the archive plus the private libraries.
     let o = Command::new("pkg-config")
