@@ -10,14 +10,26 @@ use clap::error::ErrorKind;
 /// Parses the command line as every posixrt program does: `--help` and `--version`
 /// print to standard output and exit 0; a bad command line prints one line on
 /// standard error (`PROG: unexpected argument '--x' found (see PROG --help)`) and
-/// exits 2. A missing subcommand prints the help on standard error, exit 2.
+/// exits 2, a missing subcommand too (`PROG: a command is needed: dump, stats
+/// (see PROG --help)`).
 pub fn parse_args<T: clap::Parser>(prog: &str) -> T {
     match T::try_parse() {
         Ok(a) => a,
         Err(e) => match e.kind() {
-            ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => e.exit(),
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                let cmd = <T as clap::CommandFactory>::command();
+                let names: Vec<&str> = cmd
+                    .get_subcommands()
+                    .map(|c| c.get_name())
+                    .filter(|n| *n != "help")
+                    .collect();
+                eprintln!(
+                    "{prog}: a command is needed: {} (see {prog} --help)",
+                    names.join(", ")
+                );
+                std::process::exit(2)
+            }
             _ => {
                 eprintln!(
                     "{prog}: {} (see {prog} --help)",

@@ -207,10 +207,14 @@ fn usage_errors_and_help() {
     for bad in [&["dump"][..], &["nosuch"], &["dump", "--bogus", "x"], &[]] {
         let o = rtrace(bad);
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {o:?}");
-        if !bad.is_empty() {
-            assert_eq!(stderr(&o).lines().count(), 1, "{bad:?}: {}", stderr(&o));
-        }
+        assert_eq!(stderr(&o).lines().count(), 1, "{bad:?}: {}", stderr(&o));
     }
+    // No command: the line names them.
+    let e = stderr(&rtrace(&[]));
+    assert!(
+        e.contains("a command is needed: dump, stats, export"),
+        "{e}"
+    );
     let o = rtrace(&["-h"]);
     assert!(o.status.success());
     let h = text(&o);
@@ -418,4 +422,39 @@ fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
     for l in flush {
         assert!(l.contains(&format!("pid = {me}")), "{l}");
     }
+}
+
+/// `-o` naming the log itself is refused before anything is written (the log is
+/// left whole); a chrome output in a missing directory names that directory.
+#[test]
+fn export_refuses_its_input_and_names_a_missing_directory() {
+    let _g = serial();
+    let d = dir("same");
+    let log = d.join("t.trace");
+    make_log(&log);
+    let before = std::fs::read(&log).unwrap();
+    let l = log.to_str().unwrap();
+    let alias = d.join(".").join("t.trace");
+    for out in [l, alias.to_str().unwrap()] {
+        let o = rtrace(&["export", "--format", "chrome", l, "-o", out]);
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        assert!(stderr(&o).contains("is the log itself"), "{}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+    assert_eq!(std::fs::read(&log).unwrap(), before, "the log was changed");
+    let missing = d.join("no/such/x.json");
+    let o = rtrace(&[
+        "export",
+        "--format",
+        "chrome",
+        l,
+        "-o",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let want = format!(
+        "the directory {} does not exist",
+        d.join("no/such").display()
+    );
+    assert!(stderr(&o).contains(&want), "{}", stderr(&o));
 }

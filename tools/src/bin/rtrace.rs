@@ -367,6 +367,12 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
             if to_stdout && matches!(format, Format::Ctf) {
                 usage_error("--format ctf writes a directory: -o - (standard output) is for --format chrome only");
             }
+            if !to_stdout && same_file(&log, &output) {
+                usage_error(&format!(
+                    "-o {} is the log itself: the export would overwrite its input",
+                    output.display()
+                ));
+            }
             let l = load(&log)?;
             match format {
                 Format::Chrome if to_stdout => {
@@ -376,7 +382,7 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                         .map_err(|e| Failure::error(format!("standard output: {e}")))?
                 }
                 Format::Chrome => std::fs::write(&output, chrome_json(&l.log, &l.events))
-                    .map_err(|e| Failure::error(format!("{}: {e}", output.display())))?,
+                    .map_err(|e| Failure::error(write_error(&output, &e)))?,
                 Format::Ctf => write_ctf(&l.log, &l.events, &output)
                     .map_err(|e| Failure::error(e.to_string()))?,
             }
@@ -391,6 +397,28 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
             );
             Ok(l.cut)
         }
+    }
+}
+
+/// True if `a` and `b` name one existing file (device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// The failed write of `path`, with the missing directory named.
+fn write_error(path: &Path, e: &io::Error) -> String {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    match parent {
+        Some(d) if e.kind() == io::ErrorKind::NotFound && !d.is_dir() => format!(
+            "{}: {e} (the directory {} does not exist: create it first)",
+            path.display(),
+            d.display()
+        ),
+        _ => format!("{}: {e}", path.display()),
     }
 }
 
