@@ -181,6 +181,21 @@ fn main() {
 }
 
 fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
+    // As cyclictest: thread 0 on the first CPU this process may use, unless told.
+    let allowed = CpuSet::allowed()?;
+    let cpu = match (a.pin, a.cpu) {
+        (false, _) => None,
+        (true, Some(c)) if allowed.contains(c) => Some(c),
+        // A bad argument, known only now: a usage error (exit 2).
+        (true, Some(c)) => args::usage_error(
+            "cyclic",
+            format!(
+                "-a {c}: this process may run on CPUs {allowed} only (taskset, cgroup cpuset \
+                 or offline CPUs); pick one of those"
+            ),
+        ),
+        (true, None) => allowed.iter().next(),
+    };
     // cyclictest -m: mlockall; cyclictest also holds /dev/cpu_dma_latency at 0.
     let setup = Setup::none()
         .lock_memory(true)
@@ -194,20 +209,6 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         Priority::other()
     } else {
         Priority::fifo(a.prio)?
-    };
-    // As cyclictest: thread 0 on the first CPU this process may use, unless told.
-    let allowed = CpuSet::allowed()?;
-    let cpu = match (a.pin, a.cpu) {
-        (false, _) => None,
-        (true, Some(c)) if allowed.contains(c) => Some(c),
-        (true, Some(c)) => {
-            return Err(format!(
-                "-a {c}: this process may run on CPUs {allowed} only (taskset, cgroup cpuset \
-                 or offline CPUs); pick one of those"
-            )
-            .into())
-        }
-        (true, None) => allowed.iter().next(),
     };
     // A small stack: with mlockall(MCL_FUTURE) the whole stack is locked, and an
     // unprivileged RLIMIT_MEMLOCK (often 8 MiB) would not fit the default 8 MiB.

@@ -250,6 +250,7 @@ fn bad_values_are_one_line_usage_errors() {
         ("sched_info", &["--bogus"], "unknown argument"),
         ("tfp_hello", &["--bogus"], "unknown argument"),
         ("tfp_hello", &["-5"], "not a number of seconds"),
+        ("cyclic", &["-a", "4000"], "may run on CPUs"),
     ] {
         let o = run(&example_bin(name), args);
         assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {o:?}");
