@@ -386,13 +386,14 @@ unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
     };
     // SAFETY: the caller guarantees `cb` is valid.
     let (fd, ev) = unsafe { ((*cb).aio_fildes, (*cb).aio_sigevent) };
-    // SAFETY: fcntl(F_GETFL) on any int is safe.
-    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
-        debug(format_args!(
-            "aio_fsync: fd {fd} is not open for writing: EBADF"
-        ));
-        return Err(libc::EBADF);
+    if let Some(e) = raw::fsync_refusal(fd) {
+        let why = if e == libc::EBADF {
+            "is not open for writing: EBADF"
+        } else {
+            "cannot be synchronised (not a regular file or block device): EINVAL"
+        };
+        debug(format_args!("aio_fsync: fd {fd} {why}"));
+        return Err(e);
     }
     let notify = from_sigevent(&ev)?;
     Ok(CRequest {

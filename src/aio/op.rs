@@ -426,9 +426,16 @@ fn check_sync(fd: BorrowedFd<'_>, call: &'static str) -> Result<()> {
             .with_hint("aio_fsync needs a descriptor open for writing (O_WRONLY or O_RDWR)"));
     }
     match sio::kind(fd) {
-        Ok(FdKind::Regular | FdKind::Dir | FdKind::Block) => Ok(()),
+        Ok(k) if can_sync(k) => Ok(()),
         Ok(_) => Err(Error::from_errno(call, libc::EINVAL)
-            .with_hint("only regular files, directories and block devices can be synchronised (not a pipe, FIFO, socket or terminal)")),
+            .with_hint("only regular files and block devices can be synchronised (not a pipe, FIFO, socket, terminal or other character device)")),
         Err(e) => Err(Error::from_errno(call, e)),
     }
+}
+
+/// Whether an fd of kind `k` can be synchronised (`aio_fsync`'s EINVAL
+/// otherwise). A directory passes, though no descriptor of one is open for
+/// writing (EBADF first).
+pub(crate) fn can_sync(k: FdKind) -> bool {
+    matches!(k, FdKind::Regular | FdKind::Dir | FdKind::Block)
 }

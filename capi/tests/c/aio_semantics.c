@@ -16,6 +16,7 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -291,6 +292,30 @@ static void test_fsync(void) {
     init_cb(&s, 987, NULL, 0, 0);
     errno = 0;
     CHECK(aio_fsync(O_SYNC, &s) == -1 && errno == EBADF);
+
+    /* A pipe, a socket and a character device, open for writing, cannot be
+       synchronised: EINVAL from the call itself (POSIX's "shall fail"), with
+       nothing submitted. */
+    {
+        int p[2], sv[2];
+        CHECK(pipe(p) == 0);
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+        int nul = open("/dev/null", O_WRONLY);
+        CHECK(nul >= 0);
+        int cannot[3] = {p[1], sv[0], nul};
+        for (int i = 0; i < 3; i++) {
+            init_cb(&s, cannot[i], NULL, 0, 0);
+            errno = 0;
+            CHECK(aio_fsync(O_DSYNC, &s) == -1 && errno == EINVAL);
+            errno = 0;
+            CHECK(aio_error(&s) == -1 && errno == EINVAL);
+        }
+        close(p[0]);
+        close(p[1]);
+        close(sv[0]);
+        close(sv[1]);
+        close(nul);
+    }
     close(fd);
 }
 

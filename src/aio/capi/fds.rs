@@ -34,3 +34,22 @@ pub(super) fn note_stream(s: &mut Slot, fd: i32) {
             && crate::sys::io::status_flags(bfd).is_ok_and(|f| f & libc::O_NONBLOCK != 0);
     }
 }
+
+/// `aio_fsync`'s checks of `fd`, as the Rust API's: EBADF if it is not open
+/// for writing, EINVAL if it cannot be synchronised (a pipe, FIFO, socket,
+/// terminal or other character device), in the call itself.
+pub fn fsync_refusal(fd: i32) -> Option<i32> {
+    // SAFETY: fcntl(F_GETFL) takes any int; a number not open gives EBADF.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
+        return Some(libc::EBADF);
+    }
+    // SAFETY: open (just asked), and kept open by the C caller for its
+    // aio_fsync call; it is only asked about.
+    let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    match crate::sys::io::kind(bfd) {
+        Ok(k) if crate::aio::op::can_sync(k) => None,
+        Ok(_) => Some(libc::EINVAL),
+        Err(e) => Some(e),
+    }
+}

@@ -49,6 +49,7 @@ use crate::{Error, ErrorKind, Result};
 mod cancel;
 mod fds;
 mod wait;
+pub use fds::fsync_refusal;
 use fds::{note_stream, own_copy};
 
 /// glibc's `struct sigevent` (64 bytes on LP64 targets).
