@@ -99,6 +99,13 @@ impl Trace {
         self.s.attr.clone()
     }
 
+    /// Whether the stream was created with a log ([`create_with_log`](Trace::create_with_log)):
+    /// its flusher then takes the events, and a read through the handle takes
+    /// them from the log.
+    pub fn has_log(&self) -> bool {
+        self.s.log.is_some()
+    }
+
     /// `posix_trace_get_status`. The overrun flags and the flush error reset when read.
     ///
     /// # References

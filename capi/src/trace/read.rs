@@ -175,6 +175,9 @@ fn getnext(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Result<bool, c_i
         r => r?,
     };
     let read = match &*obj {
+        // POSIX reads active streams without a log only: this one's events
+        // belong to its log, and a read would take them from it.
+        Obj::Stream { trace, .. } if trace.has_log() => Err(libc::EINVAL),
         Obj::Stream { trace, .. } => {
             let r = match mode {
                 Mode::Try => trace.try_getnext(),
@@ -236,8 +239,8 @@ fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
 }
 
 /// Blocks while the stream runs and holds no event; `*unavailable = 1` once it is
-/// suspended and empty, or at the end of a log. A cancellation point (see
-/// [`read_cancellable`]).
+/// suspended and empty, or at the end of a log. `EINVAL` for an active stream
+/// with a log (read its log). A cancellation point (see [`read_cancellable`]).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_getnext_event(
     trid: c_ulong,

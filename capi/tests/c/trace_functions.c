@@ -537,6 +537,11 @@ static void t_open_rewind_close(void)
     posix_trace_event(ev, "one", 3);
     posix_trace_event(ev, "two", 3);
     OK(posix_trace_stop(t));
+    /* An active stream with a log is read through its log (POSIX reads
+       active streams without one): EINVAL, and nothing is taken from it. */
+    EQ(posix_trace_getnext_event(t, &info, buf, sizeof buf, &len, &un), EINVAL);
+    EQ(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un), EINVAL);
+    EQ(posix_trace_timedgetnext_event(t, &info, buf, sizeof buf, &len, &un, &at), EINVAL);
     EQ(posix_trace_rewind(t), EINVAL); /* an active stream */
     EQ(posix_trace_close(t), EINVAL);
     OK(posix_trace_shutdown(t));
