@@ -56,7 +56,8 @@ enum Cmd {
         format: Format,
         /// The log file.
         log: PathBuf,
-        /// Output: a .json file for chrome (`-`: standard output), a directory for ctf.
+        /// Output: a .json file for chrome (`-`: standard output; its directory must
+        /// exist), a directory for ctf (made, with any missing parents).
         #[arg(short, long)]
         output: PathBuf,
     },
