@@ -72,12 +72,19 @@ impl Inner {
     }
 }
 
+/// The result of request `(idx, gen)` once it is done (`None` while it runs).
+/// Its slot may be free already: a future's request posts its result to the
+/// future's mail box and frees its slot as it completes (and a handle may
+/// take the result at once); the freed slot keeps the result until it is
+/// taken again (its generation one past the request's). A slot taken again
+/// since gives 0: not known.
 fn done(inner: &Inner, idx: u32, gen: u32) -> Option<i64> {
     let core = inner.lock();
-    let r = match core.get(idx, gen) {
-        Some(s) if s.state == State::Done => Some(s.res),
-        Some(_) => None,
-        None => Some(0),
+    let r = match core.slots.get(idx as usize) {
+        Some(s) if s.gen == gen && s.state == State::Done => Some(s.res),
+        Some(s) if s.gen == gen && s.state != State::Free => None,
+        Some(s) if s.gen == gen.wrapping_add(1) && s.state == State::Free => Some(s.res),
+        _ => Some(0),
     };
     drop(core);
     r
