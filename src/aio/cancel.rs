@@ -137,6 +137,11 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                 // `Shard::reap`).
                 core.slots[idx as usize].cancel_req = true;
                 inner.release(core);
+                // An issued request may still wait in a submission queue (a
+                // future's, left for the end of its runtime turn): the kernel
+                // does not know it yet, and a synchronous cancel would not
+                // find it. Entered first, it is in the kernel to be cancelled.
+                let _ = r.submit();
                 match r.cancel_sync(user_data(idx, gen)) {
                     Ok(()) => settle(inner, idx, gen),
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
