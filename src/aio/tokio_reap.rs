@@ -2,7 +2,8 @@
 //!
 //! The ring's completion eventfd is registered with the reactor of each tokio runtime
 //! that polls a request future (an [`AsyncFd`] on a `dup` of it). The waker given to
-//! the reactor is not a task's: it is [`Reap`], which, when the eventfd fires, reaps
+//! the reactor is not a task's: it is the registration's ([`Reap`], named weakly: it
+//! goes with its context), which, when the eventfd fires, reaps
 //! the completion queue in place and wakes the tasks whose requests completed
 //! (through the wakers they left in their slots). So a completion reaches its task in
 //! the reactor's own turn: no completion thread, no hand-off, no extra syscall when
@@ -77,11 +78,13 @@ pub(crate) struct Reactors {
     pub(crate) flush_token: std::sync::atomic::AtomicU64,
 }
 
-/// One runtime's registration of the completion eventfd; also the waker the
-/// reactor calls when it fires.
+/// One runtime's registration of the completion eventfd, woken by the
+/// reactor (through [`Woken`]) when it fires.
 struct Reap {
     inner: Weak<dyn Host>,
     afd: AsyncFd<OwnedFd>,
+    /// The waker the reactor keeps: a [`Woken`] of `self`.
+    waker: Waker,
     /// The last rearm succeeded: the reactor wakes `self` on the next
     /// completion, and `self`'s wake re-arms before it reaps, so it stays armed
     /// until its runtime shuts down (the reactor then wakes it, the rearm
@@ -157,6 +160,25 @@ fn armed_here(ctx: usize, id: Id, turn_end: bool) -> bool {
     }
 }
 
+/// The waker the reactor keeps for a [`Reap`], which it names weakly: the
+/// reactor holds it as long as the registration stays armed, and the
+/// registration lives in it (its `AsyncFd`). A strong name would keep both
+/// for as long as the runtime lives, past their context, its descriptor
+/// open; a weak one lets the registration go with the context's list.
+struct Woken(Weak<Reap>);
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(reap) = self.0.upgrade() {
+            reap.woken();
+        }
+    }
+}
+
 impl Reap {
     /// Clears readiness until the reactor would wake `self` on the next
     /// completion. False if the registration is dead (its runtime shut down).
@@ -165,9 +187,8 @@ impl Reap {
     /// `poll_read_ready` would refuse without registering `self`, and where
     /// no scheduler defers wake-ups (a `multi_thread` runtime's `block_on`)
     /// wake `self` at once, which would rearm again, without end.
-    fn rearm(self: &Arc<Self>) -> bool {
-        let waker = Waker::from(Arc::clone(self));
-        let mut cx = Context::from_waker(&waker);
+    fn rearm(&self) -> bool {
+        let mut cx = Context::from_waker(&self.waker);
         let rearm = std::future::poll_fn(|cx| loop {
             match self.afd.poll_read_ready(cx) {
                 Poll::Pending => return Poll::Ready(true),
@@ -181,14 +202,9 @@ impl Reap {
         self.armed.store(ok, std::sync::atomic::Ordering::Release);
         ok
     }
-}
 
-impl Wake for Reap {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
+    /// The reactor saw a completion (or shut down).
+    fn woken(&self) {
         if !self.rearm() {
             // Woken by the reactor's shutdown.
             if let Some(host) = self.inner.upgrade() {
@@ -317,9 +333,10 @@ fn register<H: Host + 'static>(inner: &Arc<H>, id: Id) -> Option<Arc<Reap>> {
         return None;
     };
     let afd = afd?;
-    Some(Arc::new(Reap {
+    Some(Arc::new_cyclic(|me| Reap {
         inner: Arc::downgrade(inner) as Weak<dyn Host>,
         afd,
+        waker: Waker::from(Arc::new(Woken(Weak::clone(me)))),
         armed: Default::default(),
     }))
 }
