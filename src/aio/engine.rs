@@ -590,6 +590,10 @@ impl Inner {
         self.release(core);
         if let Engine::Uring(r) = &self.engine {
             if !issued.is_empty() {
+                // Entries still in a submission queue (a forgotten future's,
+                // left for a flush that will not come) go into the kernel
+                // first: a cancel finds only what the kernel knows.
+                let _ = r.submit();
                 r.cancel_everything(Duration::from_millis(500));
             }
         }
