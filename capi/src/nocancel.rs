@@ -61,6 +61,12 @@ impl NoCancel {
         unsafe { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &mut old) };
         NoCancel(old)
     }
+
+    /// True if the caller had cancellation enabled (a cancel can be acted on
+    /// once the guard is dropped).
+    pub(crate) fn was_enabled(&self) -> bool {
+        self.0 != PTHREAD_CANCEL_DISABLE
+    }
 }
 
 impl Drop for NoCancel {

@@ -105,16 +105,26 @@ unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<In
     }
 }
 
+/// How long a wait of `aio_suspend` sleeps between two looks for a
+/// `pthread_cancel` that came while it slept (nothing wakes a sleep the
+/// library made with cancellation disabled).
+const CANCEL_SLICE: Duration = Duration::from_millis(20);
+
 /// `aio_suspend`: wait until one of the listed requests is done (NULL entries
 /// skipped), the timeout passes (-1/EAGAIN) or a signal handler runs (-1/EINTR;
 /// after a handler installed with `SA_RESTART` the wait goes on, until the same
 /// deadline, as POSIX says: see [`crate::restart`]).
 /// A cancellation point, as POSIX requires: a `pthread_cancel` of the waiting
-/// thread is acted upon at entry, or when a signal interrupts the wait. (A cancel
-/// requested while the thread already waits is acted upon when the wait ends:
-/// glibc delivers a deferred cancel without a signal, and looking for one
-/// between slices of the wait would lose the EINTR of a signal that lands
-/// between two slices.)
+/// thread is acted upon at entry, when a signal interrupts the wait, and, for
+/// a cancel that comes while the thread sleeps, within [`CANCEL_SLICE`] ("the
+/// thread shall be awakened and the cancellation request shall be acted
+/// upon"; glibc's wait is a cancellable futex wait). The library sleeps with
+/// cancellation disabled, so glibc's `pthread_cancel` does not signal the
+/// thread: a thread that has cancellation enabled sleeps in slices and looks
+/// for a cancel between two, outside the library's work. (A signal whose
+/// handler runs in the few microseconds between two slices, while the
+/// program's mask is back, goes unseen by the wait, as one that comes just
+/// before the call does.)
 ///
 /// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
 ///
@@ -135,14 +145,23 @@ pub unsafe extern "C-unwind" fn aio_suspend(
         Err(e) => return fail(e),
     };
     loop {
-        let waited = {
+        let (waited, slice_ended) = {
             // (Cancellation only where this function acts on it.)
-            let _nc = NoCancel::new();
+            let nc = NoCancel::new();
+            // A thread that can be cancelled sleeps in slices (see above).
+            let (until, sliced) = if nc.was_enabled() {
+                slice_of(deadline)
+            } else {
+                (deadline, false)
+            };
             // SAFETY: forwarded contract.
-            unsafe { suspend_until(list, nent, deadline) }
+            (unsafe { suspend_until(list, nent, until) }, sliced)
         };
         match waited {
             Suspend::Ret(r) => return r,
+            // A slice ended before the deadline: a cancel that came meanwhile
+            // is acted on here, else the wait goes on.
+            Suspend::TimedOut if slice_ended => testcancel(),
             Suspend::TimedOut => return fail(libc::EAGAIN),
             Suspend::Interrupted => {
                 testcancel();
@@ -152,5 +171,17 @@ pub unsafe extern "C-unwind" fn aio_suspend(
                 // SA_RESTART: wait again, until the same deadline.
             }
         }
+    }
+}
+
+/// The end of the next slice of a wait until `deadline`, and whether it
+/// comes before the deadline.
+fn slice_of(deadline: Option<Instant>) -> (Option<Instant>, bool) {
+    let Some(end) = Instant::now().checked_add(CANCEL_SLICE) else {
+        return (deadline, false);
+    };
+    match deadline {
+        Some(d) if d <= end => (Some(d), false),
+        _ => (Some(end), true),
     }
 }

@@ -316,6 +316,17 @@ fn a_cancel_in_a_wait_leaves_the_engine_working() {
     prints_ok("aio_cancel_in_wait.c", engines(), &[&[]]);
 }
 
+/// A thread waiting in `aio_suspend` without a timeout for a request that
+/// does not complete is woken by `pthread_cancel` and acts on it, as POSIX
+/// requires of a cancellation point and as glibc does; its request completes
+/// later and another thread takes its result. (The library acted on the
+/// cancel only when the wait ended: never here, the join timed out.) A thread
+/// that disabled cancellation waits on.
+#[test]
+fn a_cancel_wakes_a_thread_waiting_in_aio_suspend() {
+    prints_ok("aio_suspend_cancel.c", engines(), &[&[]]);
+}
+
 /// A deferred `pthread_cancel` and the trace functions (`trace_cancel.c`,
 /// one run per scenario): a thread with a cancel pending flushes and shuts
 /// down a stream with a log, and opens, reads the status of and closes a log,
