@@ -25,7 +25,6 @@ const RETURNED: u64 = 0x7265_7475_726e_6564;
 static EPOCH: AtomicU64 = AtomicU64::new(0);
 static ENGINE: AtomicPtr<CEngine> = AtomicPtr::new(std::ptr::null_mut());
 static INIT: AtomicBool = AtomicBool::new(false);
-static ATFORK: AtomicBool = AtomicBool::new(false);
 /// `aio_init` settings: ring entries and pool threads (0: defaults).
 static CFG_ENTRIES: AtomicU32 = AtomicU32::new(0);
 static CFG_WORKERS: AtomicU32 = AtomicU32::new(0);
@@ -183,6 +182,22 @@ extern "C" fn atfork_child() {
     CEngine::after_fork_child();
 }
 
+/// Registers [`atfork_child`], and the engine's own fork hook, at load time,
+/// while the process is still single-threaded. (Both used to be registered by
+/// the first request, ours under `INIT` and the engine's under a `Once`: a
+/// fork by another thread in between left the child with `INIT` taken, or the
+/// `Once` running, by a thread it does not have, and its first request spun
+/// or waited for good; `aio_fork_first_use.c`.)
+#[used]
+#[link_section = ".init_array"]
+static ATFORK_AT_LOAD: extern "C" fn() = register_atfork;
+
+extern "C" fn register_atfork() {
+    rt::aio::capi::install_fork_hook();
+    // SAFETY: `atfork_child` only does atomic stores.
+    unsafe { libc::pthread_atfork(None, None, Some(atfork_child)) };
+}
+
 fn env_usize(name: &str) -> Option<usize> {
     let v = std::env::var(name).ok()?;
     match v.trim().parse::<usize>() {
@@ -210,10 +225,6 @@ fn engine() -> Result<&'static CEngine, i32> {
     if let Some(e) = engine_if_started() {
         INIT.store(false, Ordering::Release);
         return Ok(e);
-    }
-    if !ATFORK.swap(true, Ordering::Relaxed) {
-        // SAFETY: `atfork_child` only does atomic stores.
-        unsafe { libc::pthread_atfork(None, None, Some(atfork_child)) };
     }
     let entries = match CFG_ENTRIES.load(Ordering::Relaxed) {
         0 => DEFAULT_ENTRIES,

@@ -327,6 +327,15 @@ fn a_cancel_wakes_a_thread_waiting_in_aio_suspend() {
     prints_ok("aio_suspend_cancel.c", engines(), &[&[]]);
 }
 
+/// A child forked while another thread makes the process's first request
+/// reads through AIO (the library registered its fork handler, and the engine
+/// its own, only in that first request: the child spun, or waited on the
+/// engine's `Once`, for good).
+#[test]
+fn a_child_forked_during_the_first_request_can_use_aio() {
+    prints_ok("aio_fork_first_use.c", engines(), &[&[]]);
+}
+
 /// A deferred `pthread_cancel` and the trace functions (`trace_cancel.c`,
 /// one run per scenario): a thread with a cancel pending flushes and shuts
 /// down a stream with a log, and opens, reads the status of and closes a log,

@@ -152,6 +152,16 @@ pub fn interruptible_call_starts() {
     let _ = crate::sys::rtlock::handler_ran_in_lock();
 }
 
+/// Installs the process's fork hook (`crate::sys::fork`) now: the C library
+/// calls it as it is loaded, while the process is single-threaded. Made by
+/// the first engine instead, under a `Once`, it left a child forked by
+/// another thread meanwhile with the `Once` running for good: the child's
+/// first request waited on it forever.
+#[doc(hidden)]
+pub fn install_fork_hook() {
+    crate::sys::fork::install();
+}
+
 /// The calling thread looks at a request's status (`aio_error`,
 /// `aio_return`): its next submission is not one of a pipelined run (see
 /// [`CEngine::submit`]).
