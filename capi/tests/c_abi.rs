@@ -336,6 +336,24 @@ fn a_child_forked_during_the_first_request_can_use_aio() {
     prints_ok("aio_fork_first_use.c", engines(), &[&[]]);
 }
 
+/// A child forked while other threads are inside trace calls uses the trace
+/// functions (the id table's lock used to stay taken in the child: its first
+/// trace call waited forever). Linked with `-lposixrt`.
+#[test]
+fn a_child_forked_during_trace_calls_can_trace() {
+    let inc = format!("-I{CRATE}/include");
+    let mut flags: Vec<&str> = strict();
+    flags.push(&inc);
+    let exe = build(&c_src("trace_fork.c"), Link::Linked, &flags);
+    let o = run(&exe, Link::Linked, &[], &[]);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+        "trace_fork.c: {:?}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// A deferred `pthread_cancel` and the trace functions (`trace_cancel.c`,
 /// one run per scenario): a thread with a cancel pending flushes and shuts
 /// down a stream with a log, and opens, reads the status of and closes a log,

@@ -70,6 +70,45 @@ static TABLE: Mutex<Table> = Mutex::new(Table {
     gens: Vec::new(),
 });
 
+thread_local! {
+    /// The table's lock, held by the forking thread across `fork` (see
+    /// [`table_atfork_prepare`]).
+    static HELD_FOR_FORK: std::cell::RefCell<Option<MutexGuard<'static, Table>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `fork` takes the table's lock first, and gives it back in the parent and
+/// in the child, so the child never inherits it taken by a thread it does not
+/// have (every call naming a stream or a log then waited for it forever:
+/// `trace_fork.c`). The lock is only held for a lookup, never across a call
+/// that could wait for the forking thread.
+extern "C" fn table_atfork_prepare() {
+    let g = lock(&TABLE);
+    let _ = HELD_FOR_FORK.try_with(|h| *h.borrow_mut() = Some(g));
+}
+
+extern "C" fn table_atfork_release() {
+    let _ = HELD_FOR_FORK.try_with(|h| drop(h.borrow_mut().take()));
+}
+
+/// Registers the fork handlers at load time, while the process is still
+/// single-threaded.
+#[used]
+#[link_section = ".init_array"]
+static TABLE_ATFORK_AT_LOAD: extern "C" fn() = register_table_atfork;
+
+extern "C" fn register_table_atfork() {
+    // SAFETY: registers plain functions without arguments; they only take and
+    // release the table's lock (a futex, no allocation).
+    unsafe {
+        libc::pthread_atfork(
+            Some(table_atfork_prepare),
+            Some(table_atfork_release),
+            Some(table_atfork_release),
+        )
+    };
+}
+
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
