@@ -305,3 +305,90 @@ fn chrome_json_export_is_time_ordered() {
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
     assert!(ts[ts.len() - 1] > 0.0, "{ts:?}");
 }
+
+/// Field names that are TSDL keywords or type names (valid by `Field`'s own rule,
+/// `[a-z_][a-z0-9_]*`), or that only differ in characters an identifier cannot
+/// hold (a log's type records carry any text), still give a metadata file whose
+/// identifiers are valid and distinct: babeltrace2 refuses a keyword as a field
+/// name and a field name twice in one structure, and with it the whole trace.
+#[test]
+fn ctf_export_makes_field_names_valid_distinct_identifiers() {
+    let d = scratch("ctf-idents");
+    let p = d.join("k.trace");
+    {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        static K: [sys::Field; 6] = [
+            sys::Field {
+                name: "event",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "signed",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "uint32_t",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "a-b",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "a b",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "a_b",
+                ty: sys::FieldType::U8,
+            },
+        ];
+        let k = sys::register("ctf_test_keywords", &K).unwrap();
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        t.start().unwrap();
+        sys::emit(k, &[1, 2, 3, 4, 5, 6]);
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+    }
+    let mut l = TraceLog::open(&p).unwrap();
+    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let at = meta.find("name = \"ctf_test_keywords\"").unwrap();
+    let body = &meta[at..];
+    let body = &body[body.find("struct {").unwrap() + 8..body.find("};").unwrap()];
+    let names: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.trim().strip_suffix(';')?.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(names.len(), 6, "{body}");
+    let reserved = ["event", "signed", "uint32_t"];
+    assert!(names.iter().all(|n| !reserved.contains(n)), "{names:?}");
+    let mut uniq = names.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    assert_eq!(uniq.len(), names.len(), "{names:?}");
+    if Command::new("babeltrace2")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed");
+        return;
+    }
+    let o = Command::new("babeltrace2").arg(&out).output().unwrap();
+    assert!(
+        o.status.success(),
+        "babeltrace2 failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("ctf_test_keywords:"))
+        .unwrap();
+    for v in ["= 1,", "= 2,", "= 3,", "= 4,", "= 5,", "= 6 "] {
+        assert!(line.contains(v), "{line}");
+    }
+}

@@ -186,6 +186,31 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     out
 }
 
+/// TSDL keywords, and the type names the metadata declares: neither can name a
+/// field (babeltrace2 rejects the whole metadata).
+#[rustfmt::skip]
+const TSDL_RESERVED: &[&str] = &[
+    "align", "callsite", "const", "char", "clock", "double", "enum", "env", "event",
+    "floating_point", "float", "integer", "int", "long", "short", "signed", "stream",
+    "string", "struct", "trace", "typealias", "typedef", "unsigned", "variant", "void",
+    "_Bool", "_Complex", "_Imaginary",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int32_t", "int64_t", "hex64_t", "clock_ns_t",
+];
+
+/// A CTF identifier from a field name, distinct from those in `taken` (the
+/// fields before it in the same structure), which it joins.
+fn ident_in(s: &str, taken: &mut Vec<String>) -> String {
+    let mut o = ident(s);
+    if TSDL_RESERVED.contains(&o.as_str()) {
+        o.insert(0, '_');
+    }
+    while taken.contains(&o) {
+        o.push('_');
+    }
+    taken.push(o.clone());
+    o
+}
+
 /// A CTF identifier from a field name.
 fn ident(s: &str) -> String {
     let mut o: String = s
@@ -268,16 +293,18 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(&name_of(l.log, eid)));
         match ty.filter(|t| !t.fields.is_empty()) {
             Some(t) => {
+                let mut taken = Vec::new();
                 for (n, ft) in &t.fields {
+                    let n = &ident_in(n, &mut taken);
                     let decl = match ft {
-                        F::U8 => format!("uint8_t {}", ident(n)),
-                        F::U16 => format!("uint16_t {}", ident(n)),
-                        F::U32 => format!("uint32_t {}", ident(n)),
-                        F::U64 => format!("uint64_t {}", ident(n)),
-                        F::I32 => format!("int32_t {}", ident(n)),
-                        F::I64 => format!("int64_t {}", ident(n)),
-                        F::Hex64 => format!("hex64_t {}", ident(n)),
-                        F::EventSet => format!("uint64_t {}[{}]", ident(n), ft.size() / 8),
+                        F::U8 => format!("uint8_t {n}"),
+                        F::U16 => format!("uint16_t {n}"),
+                        F::U32 => format!("uint32_t {n}"),
+                        F::U64 => format!("uint64_t {n}"),
+                        F::I32 => format!("int32_t {n}"),
+                        F::I64 => format!("int64_t {n}"),
+                        F::Hex64 => format!("hex64_t {n}"),
+                        F::EventSet => format!("uint64_t {n}[{}]", ft.size() / 8),
                     };
                     let _ = writeln!(m, "        {decl};");
                 }
