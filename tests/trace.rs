@@ -1392,6 +1392,39 @@ fn clear_empties_stream_and_log_but_keeps_service_data() {
     assert!(l.is_complete());
 }
 
+/// `posix_trace_clear` empties the log as if it were new: a full log is no
+/// longer full, and the status says so at once, not only after a later flush
+/// (with nothing recorded, none comes).
+#[test]
+fn clear_resets_the_log_full_status() {
+    let _g = serial();
+    for policy in [LogFullPolicy::UntilFull, LogFullPolicy::Loop] {
+        let (_p, f) = open_log("clear-full.trace");
+        let a = attr_with(|a| {
+            a.set_log_full_policy(policy);
+            a.set_log_size(4096).unwrap();
+        });
+        let t = Trace::create_with_log(&a, f).unwrap();
+        let ev = trace::eventid_open("tt.clear.full").unwrap();
+        t.start().unwrap();
+        for i in 0..1000u64 {
+            trace::event(ev, &i.to_le_bytes());
+        }
+        t.flush().unwrap();
+        assert!(
+            t.status().log_full,
+            "{policy:?}: 1000 events fill 4096 bytes"
+        );
+        t.stop().unwrap();
+        t.clear().unwrap();
+        assert!(
+            !t.status().log_full,
+            "{policy:?}: the log is empty after clear"
+        );
+        t.shutdown().unwrap();
+    }
+}
+
 #[test]
 fn sub_buffer_memory_is_reported() {
     let _g = serial();

@@ -81,7 +81,11 @@ impl Trace {
         lock(&self.s.reader).pending.clear();
         self.s.full_seen.store(false, Relaxed);
         if let Some(log) = &self.s.log {
-            lock(log).clear().map_err(|e| {
+            let mut w = lock(log);
+            let res = w.clear();
+            // The status mirrors the writer's flag; no flush may come to refresh it.
+            self.s.log_full.store(w.full, Release);
+            res.map_err(|e| {
                 Error::from_errno("posix_trace_clear", e.raw_os_error().unwrap_or(libc::EIO))
             })?;
         }
