@@ -1425,6 +1425,50 @@ fn clear_resets_the_log_full_status() {
     }
 }
 
+/// `posix_trace_clear` reinitialises the log as `create_withlog` would: the
+/// log overrun status and the status record written at shutdown count only
+/// what the log lost after the clear, not the events that did not fit before
+/// it (and are gone anyway).
+#[test]
+fn clear_resets_the_losses_the_log_reports() {
+    let _g = serial();
+    let (p, f) = open_log("clear-lost.trace");
+    let a = attr_with(|a| {
+        a.set_log_full_policy(LogFullPolicy::UntilFull);
+        a.set_log_size(4096).unwrap();
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let ev = trace::eventid_open("tt.clear.lost").unwrap();
+    t.start().unwrap();
+    for i in 0..1000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    t.flush().unwrap(); // 1000 events overrun 4096 bytes
+    t.clear().unwrap();
+    assert!(
+        !t.status().log_overrun,
+        "the log lost nothing since the clear"
+    );
+    t.start().unwrap();
+    trace::event(ev, &7u64.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e.id == ev)
+            .map(seq)
+            .collect::<Vec<_>>(),
+        [7]
+    );
+    let st = l.status().unwrap();
+    assert_eq!(
+        (st.log_lost, st.log_overrun, st.log_full),
+        (0, false, false),
+        "{st:?}"
+    );
+}
+
 #[test]
 fn sub_buffer_memory_is_reported() {
     let _g = serial();

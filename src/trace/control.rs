@@ -83,8 +83,9 @@ impl Trace {
         if let Some(log) = &self.s.log {
             let mut w = lock(log);
             let res = w.clear();
-            // The status mirrors the writer's flag; no flush may come to refresh it.
+            // The status mirrors the writer's flags; no flush may come to refresh them.
             self.s.log_full.store(w.full, Release);
+            self.s.log_overrun.store(w.overrun, Release);
             res.map_err(|e| {
                 Error::from_errno("posix_trace_clear", e.raw_os_error().unwrap_or(libc::EIO))
             })?;

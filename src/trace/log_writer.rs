@@ -281,6 +281,9 @@ impl LogWriter {
         self.kept_bytes = 0;
         self.event_bytes = 0;
         self.full = false;
+        // As a new log: the losses before the clear went with its events.
+        self.lost = 0;
+        self.overrun = false;
         self.pending.clear();
         self.block.reset();
         self.rewrite = true;
