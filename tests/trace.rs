@@ -1469,6 +1469,28 @@ fn clear_resets_the_losses_the_log_reports() {
     );
 }
 
+/// `clear` reinitializes the stream "as if it were returning from
+/// posix_trace_create": losses before it are gone with their events, and the
+/// next status reports no overrun and not full.
+#[test]
+fn clear_resets_the_stream_overrun() {
+    let _g = serial();
+    let a = attr_with(|a| {
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::Loop);
+    });
+    let t = Trace::create(&a).unwrap();
+    let ev = trace::eventid_open("tt.clear.overrun").unwrap();
+    t.start().unwrap();
+    for i in 0..5000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    t.clear().unwrap();
+    let st = t.status();
+    assert!(!st.overrun && !st.full && st.running, "{st:?}");
+    t.shutdown().unwrap();
+}
+
 #[test]
 fn sub_buffer_memory_is_reported() {
     let _g = serial();

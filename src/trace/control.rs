@@ -80,6 +80,9 @@ impl Trace {
         drop(st);
         lock(&self.s.reader).pending.clear();
         self.s.full_seen.store(false, Relaxed);
+        // As a new stream: the losses before the clear went with its events
+        // (the next status reports no overrun).
+        self.s.lost_acked.store(self.s.lost_sum(), Release);
         if let Some(log) = &self.s.log {
             let mut w = lock(log);
             let res = w.clear();
