@@ -809,3 +809,50 @@ fn without_privilege_serving_is_permission_denied_with_hint() {
         assert!(l.contains("RLIMIT_RTPRIO"), "{l}");
     }
 }
+
+/// A call inside `sporadic::blocking` that panics, caught by the served thread,
+/// must still tell the server the thread woke up. The old code sent `Wake` only
+/// after `f` returned: on unwind the server kept the thread "blocked" for good, so
+/// it never armed the budget timers again and the thread ran at its normal
+/// priority without any budget.
+#[test]
+fn a_panic_inside_blocking_still_wakes_the_thread_for_the_server() {
+    let _g = serial();
+    let cpu = CpuSet::allowed().unwrap().iter().last().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = Arc::clone(&stop);
+    let spawn = Builder::new()
+        .name("ss-blockpanic")
+        .affinity(CpuSet::single(cpu).unwrap())
+        .sporadic(SporadicParams::new(10, ms(50), ms(2), 4), 50)
+        .spawn(move || {
+            let r = std::panic::catch_unwind(|| {
+                sporadic::blocking(|| panic!("the blocking call failed"))
+            });
+            assert!(r.is_err());
+            // CPU-bound, bounded in time whatever happens to the server.
+            let t0 = Instant::now();
+            while !stop2.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+                std::hint::spin_loop();
+            }
+        });
+    if !can_rt() {
+        let e = spawn.unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    let h = spawn.unwrap();
+    sporadic::set_server_affinity(&CpuSet::single(cpu).unwrap()).unwrap();
+    let tid = h.tid();
+    let low = Priority::fifo(10).unwrap();
+    let demoted = wait_for(Duration::from_secs(2), || {
+        sched::thread_scheduling(tid).is_ok_and(|p| p == low)
+    });
+    let st = h.sporadic().unwrap().stats();
+    stop.store(true, Ordering::Relaxed);
+    h.join().unwrap();
+    assert!(
+        demoted && st.exhaustions >= 1,
+        "the thread was never demoted after a panic in blocking(): {st:?}"
+    );
+}

@@ -252,10 +252,21 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     let stamp = || (st::monotonic_now(), me.now().unwrap_or_default());
     let (now, cpu) = stamp();
     srv.send(Command::Block(tid, now, cpu));
-    let r = f();
-    let (now, cpu) = stamp();
-    srv.send(Command::Wake(tid, now, cpu));
-    r
+    // The wake-up is sent on every way out of `f`, an unwind included: a thread the
+    // server kept as blocked would never have its budget enforced again.
+    struct Woke<S: Fn() -> (Duration, Duration)> {
+        srv: &'static super::server::Server,
+        tid: Tid,
+        stamp: S,
+    }
+    impl<S: Fn() -> (Duration, Duration)> Drop for Woke<S> {
+        fn drop(&mut self) {
+            let (now, cpu) = (self.stamp)();
+            self.srv.send(Command::Wake(self.tid, now, cpu));
+        }
+    }
+    let _woke = Woke { srv, tid, stamp };
+    f()
 }
 
 /// Stops serving the calling thread if it is served (used when a thread spawned with
