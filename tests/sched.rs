@@ -1317,3 +1317,60 @@ fn handle_methods_after_the_closure_returned_are_not_found_and_never_hit_the_cal
     );
     assert_eq!(me, Priority::other(), "the caller's own policy was changed");
 }
+
+const STACK_PROBE_ENV: &str = "POSIXRT_PREFAULT_STACK_PROBE";
+
+/// Runs only in the child started by the test below: prefaults the most stack
+/// `prefault_stack` accepts on an 8 MiB thread (what it reports as left, less its
+/// documented 16 KiB margin).
+#[test]
+#[ignore = "helper: run by prefault_stack_never_overflows_at_the_largest_accepted_size"]
+fn prefault_stack_probe() {
+    if std::env::var_os(STACK_PROBE_ENV).is_none() {
+        return;
+    }
+    let h = Builder::new()
+        .stack_size(8 << 20)
+        .spawn(|| {
+            let e = rt::prefault_stack(usize::MAX / 2).unwrap_err();
+            let msg = e.to_string();
+            let left: usize = msg
+                .split("only ")
+                .nth(1)
+                .and_then(|s| s.split_whitespace().next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no size in {msg:?}"));
+            let most = left - 16 * 1024;
+            println!("PROBE left {left}, asking {most}");
+            rt::prefault_stack(most)
+        })
+        .unwrap();
+    h.join().unwrap().unwrap();
+    println!("PROBE done");
+}
+
+/// `prefault_stack` promises "InvalidInput, never an overflow". The old code
+/// recursed one 4 KiB frame per page, and each frame is a page *plus* its return
+/// address and alignment: the touched range outgrew the request by tens of KiB on
+/// a large stack, more than the 16 KiB margin, and the thread hit its guard page.
+#[test]
+fn prefault_stack_never_overflows_at_the_largest_accepted_size() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "prefault_stack_probe",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(STACK_PROBE_ENV, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("PROBE done"),
+        "the probe died ({:?}): {stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

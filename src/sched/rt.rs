@@ -265,17 +265,23 @@ pub fn prefault_stack(bytes: usize) -> Result<()> {
         )
         .with_hint("ask for less, or spawn the thread with a larger Builder::stack_size"));
     }
-    touch_stack(bytes.div_ceil(PAGE));
+    let here = std::hint::black_box(0u8);
+    let here = &here as *const u8 as usize;
+    touch_stack(here.saturating_sub(bytes));
     Ok(())
 }
 
+/// Touches the stack from the caller's frame down to address `until`. The depth is
+/// decided by the frames' real addresses, not by a page count: each frame is a page
+/// plus its return address and padding, so counting pages would run past the
+/// request (by tens of KiB on an 8 MiB stack) and into the guard page.
 #[inline(never)]
-fn touch_stack(pages: usize) {
+fn touch_stack(until: usize) {
     let mut frame = [0u8; PAGE];
     // black_box on both sides keeps the frame real and stops a tail call.
     std::hint::black_box(&mut frame);
-    if pages > 1 {
-        touch_stack(pages - 1);
+    if frame.as_ptr() as usize > until {
+        touch_stack(until);
     }
     std::hint::black_box(&mut frame);
 }
