@@ -856,3 +856,23 @@ fn a_panic_inside_blocking_still_wakes_the_thread_for_the_server() {
         "the thread was never demoted after a panic in blocking(): {st:?}"
     );
 }
+
+/// The server thread cannot serve itself: refused (InvalidInput), its own
+/// top priority untouched, and nothing left marked as served.
+#[test]
+fn the_server_cannot_be_served() {
+    let _g = serial();
+    if !can_rt() {
+        let e = sporadic::serve(sched::gettid(), p2of10(), 50).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    let srv = sporadic::server_tid().unwrap();
+    let before = sched::thread_scheduling(srv).unwrap();
+    let e = sporadic::serve(srv, p2of10(), 50).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert_eq!(sched::thread_scheduling(srv).unwrap(), before);
+    // Not left in the served set: a second try gives the same answer.
+    let e = sporadic::serve(srv, p2of10(), 50).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+}

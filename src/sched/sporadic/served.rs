@@ -177,6 +177,13 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
         e
     };
     let srv = server().map_err(undo)?;
+    if srv.tid() == tid {
+        return Err(undo(Error::invalid(
+            CALL,
+            format!("thread {tid} is the sporadic server itself"),
+        )
+        .with_hint("serve the threads that do the work: the server enforces their budgets from its own top priority, which it would lose")));
+    }
     let normal = Priority::fifo(normal_priority).map_err(undo)?;
     crate::sched::set_thread_scheduling(tid, normal).map_err(undo)?;
     let state = SporadicState::new(

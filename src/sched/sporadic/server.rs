@@ -35,6 +35,11 @@ pub(super) struct Server {
 type Commands = PiLocked<VecDeque<Command>>;
 
 impl Server {
+    /// The server thread's id.
+    pub(super) fn tid(&self) -> Tid {
+        self.tid
+    }
+
     pub(super) fn send(&self, c: Command) {
         self.queue.lock().push_back(c);
         // The server blocks the signal from its first instruction on: it is
