@@ -88,21 +88,9 @@ fn ctf_export_reads_back_in_babeltrace2() {
     assert!(meta.contains("name = \"fork request\";"));
     let stream = std::fs::read(out.join("stream_0")).unwrap();
     assert_eq!(&stream[..4], &0xC1FC_1FC1u32.to_le_bytes());
-    if Command::new("babeltrace2")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed (apt-get install babeltrace2; .ci/run installs it)");
+    let Some(text) = babeltrace(&[], &out) else {
         return;
-    }
-    let o = Command::new("babeltrace2").arg(&out).output().unwrap();
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "babeltrace2 failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    };
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 5, "{text}");
     assert!(lines[0].contains("posix_trace_start:"), "{text}");
@@ -242,18 +230,8 @@ fn ctf_export_of_a_flushed_log_is_time_ordered() {
     assert!(evs.iter().any(|e| e.id == trace::EventId::FLUSH_START));
     let ts_of = |out: &std::path::Path| -> Vec<u64> {
         // The event timestamps as babeltrace2 reads them (`[ns] name: ...`).
-        let o = Command::new("babeltrace2")
-            .args(["--clock-cycles"])
-            .arg(out)
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "babeltrace2 failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout)
-            .lines()
+        let text = babeltrace(&["--clock-cycles"], out).unwrap_or_default();
+        text.lines()
             .map(|l| {
                 let n = l.trim_start_matches('[');
                 n[..n.find(']').unwrap()].trim().parse::<u64>().unwrap()
@@ -267,12 +245,7 @@ fn ctf_export_of_a_flushed_log_is_time_ordered() {
         export::write_ctf(&l, list, &out).unwrap();
         let meta_ok = std::fs::read_to_string(out.join("metadata")).unwrap();
         assert!(meta_ok.starts_with("/* CTF 1.8 */"));
-        if Command::new("babeltrace2")
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed");
+        if !have_babeltrace() {
             continue;
         }
         let ts = ts_of(&out);
@@ -369,21 +342,9 @@ fn ctf_export_makes_field_names_valid_distinct_identifiers() {
     uniq.sort_unstable();
     uniq.dedup();
     assert_eq!(uniq.len(), names.len(), "{names:?}");
-    if Command::new("babeltrace2")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed");
+    let Some(text) = babeltrace(&[], &out) else {
         return;
-    }
-    let o = Command::new("babeltrace2").arg(&out).output().unwrap();
-    assert!(
-        o.status.success(),
-        "babeltrace2 failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let text = String::from_utf8_lossy(&o.stdout);
+    };
     let line = text
         .lines()
         .find(|l| l.contains("ctf_test_keywords:"))
@@ -391,4 +352,35 @@ fn ctf_export_makes_field_names_valid_distinct_identifiers() {
     for v in ["= 1,", "= 2,", "= 3,", "= 4,", "= 5,", "= 6 "] {
         assert!(line.contains(v), "{line}");
     }
+}
+
+/// True if `babeltrace2` runs here (else the caller skips its part, saying so).
+fn have_babeltrace() -> bool {
+    let ok = Command::new("babeltrace2")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !ok {
+        eprintln!("SKIP babeltrace2 part: babeltrace2 is not installed (apt-get install babeltrace2; .ci/run installs it)");
+    }
+    ok
+}
+
+/// What `babeltrace2 ARGS DIR` prints, checked to succeed; `None` if it is
+/// not installed.
+fn babeltrace(args: &[&str], dir: &std::path::Path) -> Option<String> {
+    if !have_babeltrace() {
+        return None;
+    }
+    let o = Command::new("babeltrace2")
+        .args(args)
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "babeltrace2 failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    Some(String::from_utf8_lossy(&o.stdout).into_owned())
 }
