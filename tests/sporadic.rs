@@ -24,6 +24,14 @@ fn ms(v: u64) -> Duration {
 }
 
 /// 2 ms every 10 ms, low priority 10, up to 4 pending replenishments; normal 50.
+/// CPU-bound until `stop`, bounded in time (3 s) whatever happens to the server.
+fn spin_until(stop: &AtomicBool) {
+    let t0 = Instant::now();
+    while !stop.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
+        std::hint::spin_loop();
+    }
+}
+
 fn p2of10() -> SporadicParams {
     SporadicParams::new(10, ms(10), ms(2), 4)
 }
@@ -520,11 +528,7 @@ fn the_server_switches_a_cpu_bound_thread_between_its_priorities() {
         .affinity(CpuSet::single(cpu).unwrap())
         .sporadic(params, 50)
         .spawn(move || {
-            // CPU-bound, bounded in time whatever happens to the server.
-            let t0 = Instant::now();
-            while !stop2.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
-                std::hint::spin_loop();
-            }
+            spin_until(&stop2);
         });
     if !can_rt() {
         let e = spawn.unwrap_err();
@@ -702,10 +706,7 @@ fn a_spawned_sporadic_thread_stays_served_when_its_handle_is_dropped() {
         .affinity(CpuSet::single(cpu).unwrap())
         .sporadic(SporadicParams::new(10, ms(50), ms(2), 4), 50)
         .spawn(move || {
-            let t0 = Instant::now();
-            while !stop2.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
-                std::hint::spin_loop();
-            }
+            spin_until(&stop2);
             let _ = done_tx.send(());
         })
         .unwrap();
@@ -830,11 +831,7 @@ fn a_panic_inside_blocking_still_wakes_the_thread_for_the_server() {
                 sporadic::blocking(|| panic!("the blocking call failed"))
             });
             assert!(r.is_err());
-            // CPU-bound, bounded in time whatever happens to the server.
-            let t0 = Instant::now();
-            while !stop2.load(Ordering::Relaxed) && t0.elapsed() < Duration::from_secs(3) {
-                std::hint::spin_loop();
-            }
+            spin_until(&stop2);
         });
     if !can_rt() {
         let e = spawn.unwrap_err();
