@@ -293,6 +293,49 @@ fn ceiling_refuses_a_caller_above_it() {
     assert_eq!(at, -31);
 }
 
+/// A condvar waiter whose relock of a ceiling mutex is refused (its priority was
+/// raised above the ceiling while it slept) panics in `wait`; the unwinding drops its
+/// guard, which must not release the mutex that another thread holds by then.
+#[test]
+fn ceiling_guard_unwound_after_a_refused_relock_leaves_the_owner_alone() {
+    let _g = serial();
+    if !have_rt() {
+        return unprivileged_ceiling_is_refused_with_hint();
+    }
+    let m = Arc::new(ceiling_mutex(10, 0u32).unwrap());
+    let cv = Arc::new(Condvar::new());
+    let (m2, cv2) = (m.clone(), cv.clone());
+    let (tx, rx) = mpsc::channel();
+    let waiter = spawn_fifo(first_cpu(), 5, move || {
+        tx.send(current_tid()).unwrap();
+        let mut g = m2.lock();
+        while *g == 0 {
+            cv2.wait(&mut g);
+        }
+    });
+    let waiter_tid = rx.recv().unwrap();
+    assert!(poll(|| cv.waiters() == 1 && !m.is_locked()));
+    let mut g = m.lock();
+    // Behind the lock's back: the sleeping waiter now runs above the ceiling.
+    let p = libc::sched_param { sched_priority: 20 };
+    // SAFETY: a valid sched_param for a thread of this process.
+    assert_eq!(
+        unsafe { libc::sched_setscheduler(waiter_tid as i32, libc::SCHED_FIFO, &p) },
+        0
+    );
+    *g = 1;
+    cv.notify_one();
+    assert!(waiter.join().is_err(), "the refused relock panics");
+    assert_eq!(
+        unsafe { m.raw() }.owner(),
+        Some(current_tid()),
+        "the panicking waiter's guard released a lock it did not hold"
+    );
+    assert!(m.try_lock().is_none());
+    drop(g);
+    assert!(!m.is_locked());
+}
+
 #[test]
 fn ceiling_bad_values_and_set_ceiling() {
     for bad in [0, 100, 1000] {

@@ -147,10 +147,12 @@ impl RawCeilingMutex {
     }
 
     /// Forces the mutex to unlocked and wakes one waiter (Solaris `td_sync_setstate`).
-    /// The owner keeps its raised priority until its guard unlocks.
+    /// The owner keeps its raised priority until its guard unlocks; that unlock then
+    /// releases nothing (not the lock of a later owner).
     ///
     /// # Safety
-    /// This breaks mutual exclusion (see [`RawNormalMutex::force_unlock`](super::RawNormalMutex::force_unlock)).
+    /// This breaks mutual exclusion: the owner may still be inside its critical section
+    /// when the next thread takes the lock, and the data may be mid-update.
     pub unsafe fn force_unlock(&self) {
         if let Some(r) = self.track.get() {
             r.set(track::W_OWNER, 0);
@@ -311,10 +313,18 @@ unsafe impl RawMutex for RawCeilingMutex {
     }
 
     unsafe fn unlock(&self) {
-        self.track.on_unlock(self.addr());
+        let tid = current_tid();
         let ceiling = self.held_ceiling.load(Ordering::Relaxed);
-        if !self.word.unlock_fast(current_tid()) {
-            self.word.unlock_slow();
+        // A guard can be dropped without holding the lock: its relock panicked (the
+        // protocol refused it inside `MutexGuard::unlocked` or a condvar wait, e.g. the
+        // thread's priority went above the ceiling meanwhile) and unwinding drops it,
+        // or the lock was forced free. Then the word is free or names another owner,
+        // whose lock must stay held; only the priority bookkeeping is undone.
+        if self.word.load() & TID_MASK == tid {
+            self.track.on_unlock(self.addr());
+            if !self.word.unlock_fast(tid) {
+                self.word.unlock_slow();
+            }
         }
         lower(ceiling);
     }
