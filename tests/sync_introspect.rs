@@ -288,6 +288,48 @@ fn rwlock_info_stats_and_waiters() {
     assert_eq!((st.trylocks, st.trylock_failures), (1, 1));
 }
 
+/// `objects()` and the shared registry (what `rtstat` shows) see only the record, not
+/// the lock: a read-locked rwlock must show its readers there too, and free again
+/// once they are gone.
+#[test]
+fn rwlock_readers_in_objects_and_registry() {
+    let _g = serial(Tracking::Counts);
+    let l = RwLock::new(0);
+    let raw = unsafe { l.raw() };
+    raw.set_name("readers");
+    let listed = || {
+        objects()
+            .into_iter()
+            .find(|o| o.info.name.as_deref() == Some("readers"))
+            .expect("known")
+    };
+    let published = || {
+        sync::publish().unwrap();
+        sync::read_process(std::process::id())
+            .unwrap()
+            .into_iter()
+            .find(|o| o.info.name.as_deref() == Some("readers"))
+            .expect("published")
+    };
+    let r1 = l.read();
+    let r2 = l.try_read().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| drop(l.read())).join().unwrap();
+    });
+    for o in [listed(), published()] {
+        assert_eq!(
+            (o.info.readers, o.info.locked, o.info.write_locked),
+            (2, true, false),
+            "{o:?}"
+        );
+    }
+    drop(r1);
+    drop(r2);
+    for o in [listed(), published()] {
+        assert_eq!((o.info.readers, o.info.locked), (0, false), "{o:?}");
+    }
+}
+
 #[test]
 fn tracking_off_records_no_new_objects() {
     let _g = serial(Tracking::Off);

@@ -14,7 +14,7 @@
 //! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
 //! - [pthread_rwlock_wrlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_wrlock.3p.html)
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawRwLockTimed};
@@ -142,6 +142,7 @@ impl RawRwLock {
                 if t0 != 0 {
                     r.add(track::W_C, track::ticks().saturating_sub(t0));
                 }
+                self.record_readers(r);
             }
         }
         super::hook::rdlock(
@@ -160,6 +161,26 @@ impl RawRwLock {
     fn read_tracked(&self) {
         let r = self.track.record(Kind::RwLock, self.addr());
         r.add(track::W_A, 1);
+        self.record_readers(r);
+    }
+
+    /// Mirrors the live reader count into the record's state word, after this thread
+    /// changed it: [`objects`](super::objects) and the shared registry (`rtstat`) see
+    /// only the record. Readers change the count concurrently, so the store is checked
+    /// against the word again: with the `SeqCst` fences, the thread whose store comes
+    /// last sees every change made before the other stores, so it leaves the final
+    /// count.
+    #[cold]
+    fn record_readers(&self, r: &track::Record) {
+        fence(Ordering::SeqCst);
+        loop {
+            let n = self.state.load(Ordering::Relaxed) & READERS;
+            r.set(track::W_STATE, u64::from(n));
+            fence(Ordering::SeqCst);
+            if self.state.load(Ordering::Relaxed) & READERS == n {
+                return;
+            }
+        }
     }
 
     #[cold]
@@ -275,6 +296,7 @@ impl RawRwLock {
         self.state.store(0, Ordering::SeqCst);
         if let Some(r) = self.track.get() {
             r.set(track::W_OWNER, 0);
+            r.set(track::W_STATE, 0);
         }
         self.epoch.fetch_add(1, Ordering::SeqCst);
         futex::wake(&self.epoch, i32::MAX as u32);
@@ -333,6 +355,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
             if ok {
                 r.add(track::W_TRY, 1);
                 r.add(track::W_A, 1);
+                self.record_readers(r);
             } else {
                 r.add(track::W_TRY_FAIL, 1);
             }
@@ -346,6 +369,11 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         let prev = self.state.fetch_sub(1, Ordering::SeqCst);
         if prev & READERS == 1 {
             self.wake_all();
+        }
+        if track::level() != 0 {
+            if let Some(r) = self.track.get() {
+                self.record_readers(r);
+            }
         }
     }
 

@@ -160,6 +160,7 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
         Kind::RwLock => {
             info.readers = state as u32;
             info.write_locked = owner.is_some();
+            info.locked = info.write_locked || info.readers > 0;
             stats.read_locks = w[W_A];
             stats.read_contended = w[W_B];
             stats.read_wait_total = d(w[W_C]);
