@@ -384,3 +384,51 @@ fn babeltrace(args: &[&str], dir: &std::path::Path) -> Option<String> {
     );
     Some(String::from_utf8_lossy(&o.stdout).into_owned())
 }
+
+/// A system event whose payload goes on past its fields (as `mark_set`'s marker
+/// text) keeps those bytes in the CTF export, as a UTF-8 `text` after the fields;
+/// events of the same id without such bytes give an empty one.
+#[test]
+fn ctf_export_keeps_the_bytes_past_the_fields() {
+    let d = scratch("ctf-tail");
+    let (l, evs) = {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        static L: [sys::Field; 1] = [sys::Field {
+            name: "tid",
+            ty: sys::FieldType::U32,
+        }];
+        let ev = sys::register("ctf_test_tail", &L).unwrap();
+        let p = d.join("t.trace");
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        t.start().unwrap();
+        let mut with = 42u32.to_le_bytes().to_vec();
+        with.extend_from_slice("worker-7 é".as_bytes());
+        sys::emit(ev, &with);
+        sys::emit(ev, &43u32.to_le_bytes());
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+        (l, evs)
+    };
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    assert!(meta.contains("utf8_t text[text_len];"), "{meta}");
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("ctf_test_tail:"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].contains("tid = 42") && lines[0].contains("text = \"worker-7 é\""),
+        "{text}"
+    );
+    assert!(
+        lines[1].contains("tid = 43") && lines[1].contains("text_len = 0"),
+        "{text}"
+    );
+}

@@ -195,6 +195,7 @@ const TSDL_RESERVED: &[&str] = &[
     "string", "struct", "trace", "typealias", "typedef", "unsigned", "variant", "void",
     "_Bool", "_Complex", "_Imaginary",
     "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int32_t", "int64_t", "hex64_t", "clock_ns_t",
+    "utf8_t",
 ];
 
 /// A CTF identifier from a field name, distinct from those in `taken` (the
@@ -247,7 +248,9 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 
 /// Writes a CTF 1.8 trace into `dir`: a TSDL `metadata` file and one binary
 /// `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
-/// fields by name; user events get `truncated`, `data_len` and a `data` byte sequence.
+/// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
+/// marker), as `text_len` and a UTF-8 `text`; user events get `truncated`,
+/// `data_len` and a `data` byte sequence.
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
 /// order of `events`), as CTF requires within a stream.
 ///
@@ -269,6 +272,9 @@ pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     ] {
         let _ = writeln!(m, "typealias integer {{ size = {size}; align = 8; signed = {signed}; base = {base}; }} := {name};");
     }
+    m.push_str(
+        "typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := utf8_t;\n",
+    );
     let pid = l.log.pid();
     let name = l
         .log
@@ -287,6 +293,20 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     let mut used: Vec<u16> = l.events.iter().map(|e| e.id.raw()).collect();
     used.sort_unstable();
     used.dedup();
+    // Ids whose payloads go on past their fields (`mark_set`'s marker text):
+    // those bytes follow the fields as a UTF-8 sequence.
+    let fixed = |id: EventId| -> Option<usize> {
+        let t = l.log.event_type(id).filter(|t| !t.fields.is_empty())?;
+        Some(t.fields.iter().map(|f| f.1.size()).sum())
+    };
+    let mut tails: Vec<u16> = l
+        .events
+        .iter()
+        .filter(|e| fixed(e.id).is_some_and(|n| e.data.len() > n))
+        .map(|e| e.id.raw())
+        .collect();
+    tails.sort_unstable();
+    tails.dedup();
     for id in &used {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
         let ty = l.log.event_type(eid);
@@ -307,6 +327,11 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                         F::EventSet => format!("uint64_t {n}[{}]", ft.size() / 8),
                     };
                     let _ = writeln!(m, "        {decl};");
+                }
+                if tails.binary_search(id).is_ok() {
+                    let len = ident_in("text_len", &mut taken);
+                    let text = ident_in("text", &mut taken);
+                    let _ = writeln!(m, "        uint16_t {len};\n        utf8_t {text}[{len}];");
                 }
             }
             None if eid.is_system() => {
@@ -329,8 +354,14 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
             Some(t) => {
                 let size: usize = t.fields.iter().map(|f| f.1.size()).sum();
                 let mut p = e.data.clone();
-                p.resize(size, 0);
-                body.extend_from_slice(&p);
+                p.resize(size.max(p.len()), 0);
+                body.extend_from_slice(&p[..size]);
+                if tails.binary_search(&e.id.raw()).is_ok() {
+                    // (A payload is far below 64 KiB: the stream's events are.)
+                    let tail = &p[size..p.len().min(size + usize::from(u16::MAX))];
+                    body.extend_from_slice(&(tail.len() as u16).to_le_bytes());
+                    body.extend_from_slice(tail);
+                }
             }
             None if e.id.is_system() => {}
             None => {
