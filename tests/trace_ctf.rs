@@ -411,6 +411,22 @@ fn ctf_export_keeps_the_bytes_past_the_fields() {
         let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
         (l, evs)
     };
+    // The dump's payload and the Chrome export keep the text too.
+    let tail: Vec<&Event> = evs
+        .iter()
+        .filter(|e| e.data.len() > 4 && e.data[..4] == 42u32.to_le_bytes())
+        .collect();
+    assert_eq!(tail.len(), 1);
+    let shown = export::payload(l.event_type(tail[0].id), tail[0]);
+    assert_eq!(shown, "tid=42 text=\"worker-7 é\"");
+    let j: serde_json::Value = serde_json::from_str(&export::chrome_json(&l, &evs)).unwrap();
+    let texts: Vec<&str> = j["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["args"]["text"].as_str())
+        .collect();
+    assert_eq!(texts, ["worker-7 é"]);
     let out = d.join("ctf");
     export::write_ctf(&l, &evs, &out).unwrap();
     let meta = std::fs::read_to_string(out.join("metadata")).unwrap();

@@ -57,14 +57,25 @@ fn name_of(log: &TraceLog, id: EventId) -> String {
 pub fn payload(ty: Option<&EventType>, e: &Event) -> String {
     if let Some(t) = ty.filter(|t| !t.fields.is_empty()) {
         if let Some(vals) = schema::decode(&t.fields, &e.data) {
-            return vals
+            let mut s = vals
                 .iter()
                 .map(|(n, v)| format!("{n}={v}"))
                 .collect::<Vec<_>>()
                 .join(" ");
+            if let Some(tail) = tail_of(t, &e.data) {
+                let _ = write!(s, " text={:?}", String::from_utf8_lossy(tail));
+            }
+            return s;
         }
     }
     user_data(&e.data)
+}
+
+/// The bytes of a system event's payload past its fields (`mark_set`'s marker
+/// text), if any.
+fn tail_of<'a>(t: &EventType, data: &'a [u8]) -> Option<&'a [u8]> {
+    let size: usize = t.fields.iter().map(|f| f.1.size()).sum();
+    data.get(size..).filter(|tail| !tail.is_empty())
 }
 
 /// User data as text: a 4- or 8-byte integer, a printable string, or hex.
@@ -157,6 +168,14 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
                         other => json_str(&other.to_string()),
                     };
                     let _ = write!(args, "{sep}{}:{v}", json_str(n));
+                    sep = ",";
+                }
+                if let Some(tail) = ty.and_then(|t| tail_of(t, &e.data)) {
+                    let _ = write!(
+                        args,
+                        "{sep}\"text\":{}",
+                        json_str(&String::from_utf8_lossy(tail))
+                    );
                     sep = ",";
                 }
             }
