@@ -187,6 +187,41 @@ both!(
     signal_interrupts_waits
 );
 
+/// The requests of an interrupted `LIO_WAIT` list go on, and the program has
+/// no handle of them: `cancel_fd` (`aio_cancel(fd, NULL)`) must still reach
+/// them, and not say `AllDone` while a read waits on the fd.
+fn cancel_fd_after_interrupted_list(b: Backend) {
+    install(libc::SIGUSR1, false);
+    let aio = ctx(b);
+    let (rd, wr) = pipe();
+    let k = kick_me(libc::SIGUSR1);
+    let e = aio
+        .lio_listio(
+            ListMode::Wait,
+            [Some(Op::read(&rd, 0, vec![0u8; 2]))],
+            Notify::None,
+        )
+        .err()
+        .expect("lio_listio returned without data");
+    k.stop();
+    assert_eq!(e.kind(), ErrorKind::Interrupted, "{e}");
+    assert_eq!(
+        aio.cancel_fd(rd.as_raw_fd()).unwrap(),
+        posixrt::aio::CancelResult::Canceled,
+        "the interrupted list's read was not cancelled"
+    );
+    // Cancelled, it takes none of the data written next (a read that took
+    // it would have done so at once: it waits in the kernel or a worker).
+    rustix::io::write(&wr, b"xy").unwrap();
+    let mut r = aio.read(&rd, 0, vec![0u8; 2]).unwrap();
+    assert!(done_within(&aio, &r, Duration::from_secs(5)));
+    assert_eq!(r.aio_return().unwrap().data(), b"xy");
+}
+both!(
+    cancel_fd_reaches_an_interrupted_lists_requests,
+    cancel_fd_after_interrupted_list
+);
+
 /// True if thread `tid` of this process sleeps in a wait's own sleep
 /// (`ppoll`, `io_uring_enter`), seen before and after its state: not for a
 /// lock, nor anywhere else before the call's first sleep. (A handler that

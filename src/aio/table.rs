@@ -712,12 +712,14 @@ impl Core {
         self.free_lists.push(list);
     }
 
-    /// Slots of live requests on `fd`.
+    /// Slots of live requests on `fd`, with those no handle names any more
+    /// (an interrupted `LIO_WAIT` list's, which go on: `aio_cancel(fd, NULL)`
+    /// is the program's only way left to stop them).
     pub(crate) fn on_fd(&self, fd: i32) -> Vec<(u32, u32)> {
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.state != State::Free && s.op.fd == fd && !s.detached)
+            .filter(|(_, s)| s.state != State::Free && s.op.fd == fd)
             .map(|(i, s)| (i as u32, s.gen))
             .collect()
     }
