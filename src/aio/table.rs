@@ -714,12 +714,16 @@ impl Core {
 
     /// Slots of live requests on `fd`, with those no handle names any more
     /// (an interrupted `LIO_WAIT` list's, which go on: `aio_cancel(fd, NULL)`
-    /// is the program's only way left to stop them).
+    /// is the program's only way left to stop them), but not those whose
+    /// handle gave them up with a cancel already asked (a dropped request or
+    /// list): they are the library's to end, not the program's to count.
     pub(crate) fn on_fd(&self, fd: i32) -> Vec<(u32, u32)> {
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.state != State::Free && s.op.fd == fd)
+            .filter(|(_, s)| {
+                s.state != State::Free && s.op.fd == fd && !(s.detached && s.cancel_req)
+            })
             .map(|(i, s)| (i as u32, s.gen))
             .collect()
     }
