@@ -108,6 +108,28 @@ fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
     }
 }
 
+/// A synchronous cancel of `ud`. An issued request may still wait in a
+/// submission queue (a future's, left for the end of its runtime turn): the
+/// kernel does not know it, and the cancel finds nothing (ENOENT). Then, if
+/// entries wait, they are entered and the cancel asked again. (Only then:
+/// the entries entered may be other threads' requests, which the kernel then
+/// ties to this thread, and ends if it exits.)
+fn cancel_entered(inner: &Inner, r: &super::uring::Ring, ud: u64) -> std::io::Result<()> {
+    match r.cancel_sync(ud) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            let core = inner.lock();
+            let pending = r.sq_pending();
+            inner.release(core);
+            if !pending {
+                return Err(e);
+            }
+            let _ = r.submit();
+            r.cancel_sync(ud)
+        }
+        other => other,
+    }
+}
+
 /// Cancels request `(idx, gen)`.
 pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult {
     let mut core = inner.lock();
@@ -137,12 +159,7 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                 // `Shard::reap`).
                 core.slots[idx as usize].cancel_req = true;
                 inner.release(core);
-                // An issued request may still wait in a submission queue (a
-                // future's, left for the end of its runtime turn): the kernel
-                // does not know it yet, and a synchronous cancel would not
-                // find it. Entered first, it is in the kernel to be cancelled.
-                let _ = r.submit();
-                match r.cancel_sync(user_data(idx, gen)) {
+                match cancel_entered(inner, r, user_data(idx, gen)) {
                     Ok(()) => settle(inner, idx, gen),
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                         settle(inner, idx, gen);
