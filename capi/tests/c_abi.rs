@@ -354,6 +354,25 @@ fn a_child_forked_during_trace_calls_can_trace() {
     );
 }
 
+/// A child forked while another thread makes the process's first trace calls
+/// traces (the core's one-time trace set-up, and the flushers' hooks, were
+/// left running for good in the child: its first `posix_trace_create` waited
+/// forever). Linked with `-lposixrt`.
+#[test]
+fn a_child_forked_during_the_first_trace_calls_can_trace() {
+    let inc = format!("-I{CRATE}/include");
+    let mut flags: Vec<&str> = strict();
+    flags.push(&inc);
+    let exe = build(&c_src("trace_fork_first_use.c"), Link::Linked, &flags);
+    let o = run(&exe, Link::Linked, &[], &[]);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+        "trace_fork_first_use.c: {:?}\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// A deferred `pthread_cancel` and the trace functions (`trace_cancel.c`,
 /// one run per scenario): a thread with a cancel pending flushes and shuts
 /// down a stream with a log, and opens, reads the status of and closes a log,

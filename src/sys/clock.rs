@@ -6,8 +6,10 @@
 //! `clock_gettime`); readers convert ticks to nanoseconds of `CLOCK_MONOTONIC` with a
 //! linear fit whose slope is refined as the baseline grows.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::OnceLock;
+use std::sync::atomic::{
+    AtomicBool, AtomicPtr, AtomicU64,
+    Ordering::{AcqRel, Acquire, Relaxed},
+};
 use std::time::Duration;
 
 use rustix::time::{clock_getres, clock_gettime, ClockId};
@@ -23,7 +25,26 @@ struct Calib {
     refined: AtomicU64,
 }
 
-static CAL: OnceLock<Calib> = OnceLock::new();
+/// The calibration, published once (a leaked box, never changed or freed).
+/// Not a `OnceLock`: a fork while another thread was calibrating (2 ms) left
+/// its `Once` running for good in the child, whose first trace call then waited
+/// forever (`capi/tests/c/trace_fork_first_use.c`). Threads that arrive at once
+/// each calibrate; the first to publish wins.
+static CAL: AtomicPtr<Calib> = AtomicPtr::new(std::ptr::null_mut());
+
+fn cal() -> Option<&'static Calib> {
+    let p = CAL.load(Acquire);
+    // SAFETY: non-null only once `init` published a leaked `Box`, which is
+    // never changed or freed after.
+    unsafe { p.as_ref() }
+}
+
+/// Frees a calibration that lost the race to be published.
+fn free_unpublished(c: *mut Calib) {
+    // SAFETY: `c` came from `Box::into_raw` in `init`, and the failed
+    // compare-exchange left it unpublished: nobody else has it.
+    drop(unsafe { Box::from_raw(c) });
+}
 
 /// CLOCK_MONOTONIC in nanoseconds.
 pub(crate) fn mono_ns() -> u64 {
@@ -91,33 +112,44 @@ fn tsc_invariant() -> bool {
 
 /// Calibrates once (about 2 ms of spinning on first use).
 pub(crate) fn init() {
-    CAL.get_or_init(|| {
-        let tsc = tsc_invariant();
-        USE_TSC.store(tsc, Relaxed);
-        if !tsc {
-            return Calib {
-                t0: 0,
-                m0: 0,
-                mult: AtomicU64::new(1 << 32),
-                refined: AtomicU64::new(u64::MAX),
-            };
+    if cal().is_some() {
+        return;
+    }
+    let c = Box::into_raw(Box::new(calibrate()));
+    if CAL
+        .compare_exchange(std::ptr::null_mut(), c, AcqRel, Acquire)
+        .is_err()
+    {
+        free_unpublished(c);
+    }
+}
+
+fn calibrate() -> Calib {
+    let tsc = tsc_invariant();
+    USE_TSC.store(tsc, Relaxed);
+    if !tsc {
+        return Calib {
+            t0: 0,
+            m0: 0,
+            mult: AtomicU64::new(1 << 32),
+            refined: AtomicU64::new(u64::MAX),
+        };
+    }
+    let (t0, m0) = pair();
+    let mut t1;
+    let mut m1;
+    loop {
+        (t1, m1) = pair();
+        if m1 >= m0 + 2_000_000 {
+            break;
         }
-        let (t0, m0) = pair();
-        let mut t1;
-        let mut m1;
-        loop {
-            (t1, m1) = pair();
-            if m1 >= m0 + 2_000_000 {
-                break;
-            }
-        }
-        Calib {
-            t0,
-            m0,
-            mult: AtomicU64::new(slope(t0, m0, t1, m1)),
-            refined: AtomicU64::new(m1),
-        }
-    });
+    }
+    Calib {
+        t0,
+        m0,
+        mult: AtomicU64::new(slope(t0, m0, t1, m1)),
+        refined: AtomicU64::new(m1),
+    }
 }
 
 /// A (ticks, CLOCK_MONOTONIC ns) pair: the clock read bracketed by two TSC reads,
@@ -156,7 +188,7 @@ pub(crate) fn ticks() -> u64 {
 
 /// Converts ticks to nanoseconds of CLOCK_MONOTONIC.
 pub(crate) fn to_ns(t: u64) -> u64 {
-    let Some(c) = CAL.get() else { return t };
+    let Some(c) = cal() else { return t };
     if !USE_TSC.load(Relaxed) {
         return t;
     }
@@ -184,7 +216,7 @@ fn refine(c: &Calib) {
 pub(crate) fn resolution() -> Duration {
     init();
     if USE_TSC.load(Relaxed) {
-        let c = CAL.get().map(|c| c.mult.load(Relaxed)).unwrap_or(1 << 32);
+        let c = cal().map(|c| c.mult.load(Relaxed)).unwrap_or(1 << 32);
         // ns per tick, rounded up to the nanosecond a timespec can carry.
         Duration::from_nanos(c.div_ceil(1 << 32).max(1))
     } else {

@@ -7,7 +7,7 @@
 use std::sync::atomic::{
     compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering::*,
 };
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Mutex, MutexGuard};
 
 use super::ids::{EventId, ID_SPACE};
 use super::ring::Padded;
@@ -221,32 +221,40 @@ pub(super) fn retire(slot: usize, gen: u64) {
 }
 
 /// One-time process setup: the clock, membarrier registration and the fork hook.
+///
+/// Not a `Once`: a fork while another thread was in here (the clock's
+/// calibration takes 2 ms) left the `Once` running for good in the child, and
+/// the child's first stream waited for it forever
+/// (`capi/tests/c/trace_fork_first_use.c`). Every step is idempotent, so each
+/// thread that arrives before the first has finished does them all itself.
 pub(super) fn setup_process() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        clock::init();
-        use rustix::thread::{membarrier, MembarrierCommand};
-        if membarrier(MembarrierCommand::RegisterPrivateExpedited).is_err() {
-            NEED_FENCE.store(true, Relaxed);
+    static SET_UP: AtomicBool = AtomicBool::new(false);
+    if SET_UP.load(Acquire) {
+        return;
+    }
+    clock::init();
+    use rustix::thread::{membarrier, MembarrierCommand};
+    if membarrier(MembarrierCommand::RegisterPrivateExpedited).is_err() {
+        NEED_FENCE.store(true, Relaxed);
+    }
+    fn child() {
+        // POSIX_TRACE_CLOSE_FOR_CHILD: the child records nothing.
+        RUNNING.store(0, Relaxed);
+        for p in PASS.iter() {
+            p.store(0, Relaxed);
         }
-        fn child() {
-            // POSIX_TRACE_CLOSE_FOR_CHILD: the child records nothing.
-            RUNNING.store(0, Relaxed);
-            for p in PASS.iter() {
-                p.store(0, Relaxed);
-            }
-            PID.store(0, Relaxed);
-            // SAFETY: the child has one thread, which holds nothing; a parent
-            // thread that held these locks does not exist here.
-            unsafe {
-                BUSY_ALL.raw().reset_in_child();
-                BUSY_FREE.raw().reset_in_child();
-            }
-            super::ids::names_reset_in_child();
+        PID.store(0, Relaxed);
+        // SAFETY: the child has one thread, which holds nothing; a parent
+        // thread that held these locks does not exist here.
+        unsafe {
+            BUSY_ALL.raw().reset_in_child();
+            BUSY_FREE.raw().reset_in_child();
         }
-        // `child` is async-signal-safe (atomic stores only).
-        crate::sys::fork::on_child(child);
-    });
+        super::ids::names_reset_in_child();
+    }
+    // `child` is async-signal-safe (atomic stores only).
+    crate::sys::fork::on_child(child);
+    SET_UP.store(true, Release);
 }
 
 pub(super) fn getpid() -> u32 {
