@@ -36,7 +36,13 @@ pub(super) fn gen_of(slot: usize) -> &'static AtomicU64 {
 /// Per slot, the filter: a bit per event id that is not recorded.
 pub(super) static FILTERS: [Padded<[AtomicU64; WORDS]>; TRACE_SYS_MAX] =
     [const { Padded([const { AtomicU64::new(0) }; WORDS]) }; TRACE_SYS_MAX];
-static SLOT_USED: Mutex<[bool; TRACE_SYS_MAX]> = Mutex::new([false; TRACE_SYS_MAX]);
+/// Which slots a stream holds. `PiLocked` (as are [`PASS_LOCK`] and the busy
+/// lists), so a forked child can forget a holder it does not have: with a std
+/// `Mutex`, a fork while another thread created, started or shut down a stream
+/// left the child's first stream waiting for good
+/// (`capi/tests/c/trace_fork_first_use.c`).
+static SLOT_USED: PiLocked<[bool; TRACE_SYS_MAX]> =
+    PiLocked::const_new(RawPiLock::INIT, [false; TRACE_SYS_MAX]);
 /// Per event id, which running streams record it: 0 none, `1 + slot` exactly
 /// the stream in `slot`, [`PASS_MANY`] several (each one's filter decides). All
 /// zero when nothing runs, so the first check of `event()` is one byte load and a
@@ -51,7 +57,8 @@ pub const fn pass_table() -> &'static [AtomicU8; ID_SPACE] {
 }
 /// [`PASS`]: several running streams record the id.
 pub(super) const PASS_MANY: u8 = 0xFF;
-static PASS_LOCK: Mutex<()> = Mutex::new(());
+/// Serializes the updates of [`PASS`].
+static PASS_LOCK: PiLocked<()> = PiLocked::const_new(RawPiLock::INIT, ());
 
 /// Set when membarrier is unavailable: writers then pay a full fence.
 pub(super) static NEED_FENCE: AtomicBool = AtomicBool::new(false);
@@ -75,7 +82,7 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Recomputes `PASS` after a start, stop, filter change or shutdown.
 pub(super) fn update_pass() {
-    let _g = lock(&PASS_LOCK);
+    let _g = PASS_LOCK.lock();
     let running = RUNNING.load(Acquire);
     let mut filters = [[!0u64; WORDS]; TRACE_SYS_MAX];
     for (slot, f) in filters.iter_mut().enumerate() {
@@ -154,7 +161,7 @@ pub(super) fn set_filter_words(slot: usize, words: &[u64; WORDS]) {
 
 /// Takes a free slot; returns it with the generation a new stream there gets (odd).
 pub(super) fn claim() -> Option<(usize, u64)> {
-    let mut used = lock(&SLOT_USED);
+    let mut used = SLOT_USED.lock();
     let i = used.iter().position(|u| !u)?;
     used[i] = true;
     for w in FILTERS[i].0.iter() {
@@ -165,7 +172,7 @@ pub(super) fn claim() -> Option<(usize, u64)> {
 
 /// Returns a slot to the free list (after [`retire`]).
 pub(super) fn release(slot: usize) {
-    lock(&SLOT_USED)[slot] = false;
+    SLOT_USED.lock()[slot] = false;
 }
 
 /// A busy flag for a thread's first event (reused from exited threads).
@@ -249,6 +256,8 @@ pub(super) fn setup_process() {
         unsafe {
             BUSY_ALL.raw().reset_in_child();
             BUSY_FREE.raw().reset_in_child();
+            SLOT_USED.raw().reset_in_child();
+            PASS_LOCK.raw().reset_in_child();
         }
         super::ids::names_reset_in_child();
     }
