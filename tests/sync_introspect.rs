@@ -330,6 +330,57 @@ fn rwlock_readers_in_objects_and_registry() {
     }
 }
 
+/// After threads post and wait at once, and then stop, the count that
+/// `objects()` and the shared registry (`rtstat`) show is the semaphore's real
+/// count: the record's count is written by each post and wait after its own
+/// change, so the last to write must not leave a stale value.
+#[test]
+fn semaphore_count_in_objects_after_racing_posts_and_waits() {
+    let _g = serial(Tracking::Counts);
+    let sem = Semaphore::new(0).unwrap();
+    sem.set_name("racing sem");
+    let listed = || {
+        objects()
+            .into_iter()
+            .find(|o| o.info.name.as_deref() == Some("racing sem"))
+            .expect("known")
+            .info
+            .sem_count
+    };
+    let published = || {
+        sync::publish().unwrap();
+        sync::read_process(std::process::id())
+            .unwrap()
+            .into_iter()
+            .find(|o| o.info.name.as_deref() == Some("racing sem"))
+            .expect("published")
+            .info
+            .sem_count
+    };
+    // Each round, two threads post and a third waits at once, then all stop.
+    let go = Barrier::new(3);
+    for round in 0..3000 {
+        std::thread::scope(|s| {
+            for t in 0..3 {
+                let (sem, go) = (&sem, &go);
+                s.spawn(move || {
+                    go.wait();
+                    if t == 2 {
+                        assert!(sem.try_wait() || sem.wait_for(Duration::from_secs(10)).is_ok());
+                    } else {
+                        sem.post().unwrap();
+                    }
+                });
+            }
+        });
+        let real = sem.value();
+        assert_eq!(listed(), Some(real), "round {round}: objects()");
+        if round % 100 == 0 {
+            assert_eq!(published(), Some(real), "round {round}: registry");
+        }
+    }
+}
+
 #[test]
 fn tracking_off_records_no_new_objects() {
     let _g = serial(Tracking::Off);
