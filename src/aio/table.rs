@@ -712,18 +712,15 @@ impl Core {
         self.free_lists.push(list);
     }
 
-    /// Slots of live requests on `fd`, with those no handle names any more
-    /// (an interrupted `LIO_WAIT` list's, which go on: `aio_cancel(fd, NULL)`
-    /// is the program's only way left to stop them), but not those whose
-    /// handle gave them up with a cancel already asked (a dropped request or
-    /// list): they are the library's to end, not the program's to count.
+    /// Slots of live requests on `fd`, an interrupted `LIO_WAIT` list's too
+    /// (`aio_cancel(fd, NULL)` is the only way left to stop them), but not
+    /// those a dropped handle gave up with a cancel asked (the library's).
     pub(crate) fn on_fd(&self, fd: i32) -> Vec<(u32, u32)> {
+        let given_up = |s: &Slot| s.detached && s.cancel_req;
         self.slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| {
-                s.state != State::Free && s.op.fd == fd && !(s.detached && s.cancel_req)
-            })
+            .filter(|(_, s)| s.state != State::Free && s.op.fd == fd && !given_up(s))
             .map(|(i, s)| (i as u32, s.gen))
             .collect()
     }
