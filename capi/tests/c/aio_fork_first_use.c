@@ -67,23 +67,10 @@ static int trial(void) {
         return 10;
     int bad = 0;
     for (int i = 0; i < FORKS_PER_TRIAL && !first_done && !bad; i++) {
-        pid_t p = fork();
-        if (p == 0) {
-            alarm(2);
-            _exit(read_once());
-        }
-        int st = 0;
-        if (p < 0 || waitpid(p, &st, 0) != p)
+        int r = fork_run(read_once, 2, "a child forked during the first request");
+        if (r < 0)
             return 11;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            if (WIFSIGNALED(st))
-                fprintf(stderr, "a child forked during the first request died of signal %d\n",
-                        WTERMSIG(st));
-            else
-                fprintf(stderr, "a child forked during the first request exited with %d\n",
-                        WEXITSTATUS(st));
-            bad = 1;
-        }
+        bad = r;
     }
     void *res = NULL;
     pthread_join(t, &res);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int failures;
@@ -54,6 +56,63 @@ static inline void aiocb_on(struct aiocb *cb, int fd, volatile void *buf, size_t
     cb->aio_buf = buf;
     cb->aio_nbytes = n;
     cb->aio_offset = offset;
+}
+#endif
+
+/* Runs `work` in a forked child that gets `seconds` (alarm) and exits with
+ * its result. Returns 0 if the child exited 0; otherwise prints a line naming
+ * `what` (the exit code or the signal) and returns 1; -1 if fork or waitpid
+ * failed. */
+static inline int fork_run(int (*work)(void), unsigned seconds, const char *what) {
+    pid_t p = fork();
+    if (p == 0) {
+        alarm(seconds);
+        _exit(work());
+    }
+    int st = 0;
+    if (p < 0 || waitpid(p, &st, 0) != p)
+        return -1;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    if (WIFSIGNALED(st))
+        fprintf(stderr, "%s: died of signal %d\n", what, WTERMSIG(st));
+    else
+        fprintf(stderr, "%s: exited with %d\n", what, WEXITSTATUS(st));
+    return 1;
+}
+
+#ifdef POSIXRT_TRACE_H
+/* A stream of this process, started, given event `name` with the int 42,
+ * stopped, read back and shut down: 0 if every call did what it should, else
+ * a small code (3-9) naming the step that failed. (For a test that includes
+ * <trace.h> before this header.) */
+static inline int trace_round_trip(const char *name) {
+    trace_id_t trid;
+    if (posix_trace_create(0, NULL, &trid) != 0)
+        return 3;
+    trace_event_id_t ev;
+    if (posix_trace_eventid_open(name, &ev) != 0)
+        return 4;
+    if (posix_trace_start(trid) != 0)
+        return 5;
+    int v = 42;
+    posix_trace_event(ev, &v, sizeof v);
+    if (posix_trace_stop(trid) != 0)
+        return 6;
+    struct posix_trace_event_info info;
+    int data = 0, unavailable = 1;
+    size_t len = 0;
+    for (;;) {
+        if (posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &unavailable) != 0)
+            return 7;
+        if (unavailable || info.posix_event_id == ev)
+            break;
+    }
+    if (unavailable || len != sizeof data || data != 42)
+        return 8;
+    if (posix_trace_shutdown(trid) != 0)
+        return 9;
+    return 0;
 }
 #endif
 

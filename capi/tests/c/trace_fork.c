@@ -46,32 +46,7 @@ static int child_work(void) {
     struct posix_trace_status_info st;
     if (posix_trace_get_status((trace_id_t)12345, &st) != EINVAL)
         return 2;
-    trace_id_t trid;
-    if (posix_trace_create(0, NULL, &trid) != 0)
-        return 3;
-    trace_event_id_t ev;
-    if (posix_trace_eventid_open("trace_fork child", &ev) != 0)
-        return 4;
-    if (posix_trace_start(trid) != 0)
-        return 5;
-    int v = 42;
-    posix_trace_event(ev, &v, sizeof v);
-    if (posix_trace_stop(trid) != 0)
-        return 6;
-    struct posix_trace_event_info info;
-    int data = 0, unavailable = 1;
-    size_t len = 0;
-    for (;;) {
-        if (posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &unavailable) != 0)
-            return 7;
-        if (unavailable || info.posix_event_id == ev)
-            break;
-    }
-    if (unavailable || len != sizeof data || data != 42)
-        return 8;
-    if (posix_trace_shutdown(trid) != 0)
-        return 9;
-    return 0;
+    return trace_round_trip("trace_fork child");
 }
 
 int main(void) {
@@ -81,18 +56,11 @@ int main(void) {
     for (int i = 0; i < 2; i++)
         CHECK(pthread_create(&t[i], NULL, ask_status, NULL) == 0);
     for (int i = 0; i < FORKS; i++) {
-        pid_t p = fork();
-        if (p == 0) {
-            alarm(2);
-            _exit(child_work());
-        }
-        int st = 0;
-        CHECK(p > 0 && waitpid(p, &st, 0) == p);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            if (WIFSIGNALED(st))
-                fprintf(stderr, "child %d died of signal %d\n", i, WTERMSIG(st));
-            else
-                fprintf(stderr, "child %d exited with %d\n", i, WEXITSTATUS(st));
+        char what[48];
+        snprintf(what, sizeof what, "child %d", i);
+        int r = fork_run(child_work, 2, what);
+        CHECK(r >= 0);
+        if (r != 0) {
             CHECK(!"a forked child could use the trace functions");
             break;
         }

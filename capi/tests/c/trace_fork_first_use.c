@@ -50,32 +50,8 @@ static int with_log(void) {
 
 /* A child's work: 0 if every call did what it should, else a small code. */
 static int child_work(void) {
-    trace_id_t trid;
-    if (posix_trace_create(0, NULL, &trid) != 0)
-        return 3;
-    trace_event_id_t ev;
-    if (posix_trace_eventid_open("trace_fork_first_use child", &ev) != 0)
-        return 4;
-    if (posix_trace_start(trid) != 0)
-        return 5;
-    int v = 42;
-    posix_trace_event(ev, &v, sizeof v);
-    if (posix_trace_stop(trid) != 0)
-        return 6;
-    struct posix_trace_event_info info;
-    int data = 0, unavailable = 1;
-    size_t len = 0;
-    for (;;) {
-        if (posix_trace_trygetnext_event(trid, &info, &data, sizeof data, &len, &unavailable) != 0)
-            return 7;
-        if (unavailable || info.posix_event_id == ev)
-            break;
-    }
-    if (unavailable || len != sizeof data || data != 42)
-        return 8;
-    if (posix_trace_shutdown(trid) != 0)
-        return 9;
-    return with_log();
+    int r = trace_round_trip("trace_fork_first_use child");
+    return r != 0 ? r : with_log();
 }
 
 static void *first_user(void *arg) {
@@ -97,23 +73,10 @@ static int trial(void) {
         return 10;
     int bad = 0;
     for (int i = 0; i < FORKS_PER_TRIAL && !first_done && !bad; i++) {
-        pid_t p = fork();
-        if (p == 0) {
-            alarm(2);
-            _exit(child_work());
-        }
-        int st = 0;
-        if (p < 0 || waitpid(p, &st, 0) != p)
+        int r = fork_run(child_work, 2, "a child forked during the first trace calls");
+        if (r < 0)
             return 11;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            if (WIFSIGNALED(st))
-                fprintf(stderr, "a child forked during the first trace calls died of signal %d\n",
-                        WTERMSIG(st));
-            else
-                fprintf(stderr, "a child forked during the first trace calls exited with %d\n",
-                        WEXITSTATUS(st));
-            bad = 1;
-        }
+        bad = r;
     }
     void *res = NULL;
     if (join_within_10s(t, &res) != 0)
