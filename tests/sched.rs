@@ -5,6 +5,10 @@
 //! spin. The unprivileged path is tested in a re-executed copy of this binary that
 //! runs as uid 65534 with RLIMIT_RTPRIO 0.
 
+#[path = "common/panics.rs"]
+mod panics;
+use panics::quiet_expected_panic;
+
 use std::sync::{Mutex, MutexGuard};
 
 use posixrt::sched::{self, Builder, CpuSet, JoinHandle, Policy, Priority, Tid};
@@ -390,12 +394,7 @@ fn join_returns_value_and_propagates_panic() {
     assert_eq!(h.join().unwrap(), vec![1, 2, 3]);
     // The panic below is expected: keep its message and backtrace out of a passing
     // run (other panics still reach the previous hook).
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        if info.payload().downcast_ref::<&str>() != Some(&"boom 7") {
-            previous(info);
-        }
-    }));
+    quiet_expected_panic("boom 7");
     let h = Builder::new()
         .spawn(|| -> u32 { panic!("boom 7") })
         .unwrap();

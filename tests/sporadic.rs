@@ -5,6 +5,10 @@
 //! and asserts the states it goes through (priority switched to low, back to normal,
 //! counters, trace events), never how long anything took.
 
+#[path = "common/panics.rs"]
+mod panics;
+use panics::quiet_expected_panic;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -873,20 +877,4 @@ fn the_server_cannot_be_served() {
     // Not left in the served set: a second try gives the same answer.
     let e = sporadic::serve(srv, p2of10(), 50).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
-}
-
-/// Keeps an expected panic, whose message starts with `prefix`, out of a passing
-/// run's output (other panics still reach the previous hook).
-fn quiet_expected_panic(prefix: &'static str) {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let p = info.payload();
-        let msg = p
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| p.downcast_ref::<String>().map(String::as_str));
-        if !msg.is_some_and(|m| m.starts_with(prefix)) {
-            previous(info);
-        }
-    }));
 }

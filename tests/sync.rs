@@ -5,6 +5,10 @@
 //! they start to one CPU. No test asserts a duration: waits are bounded polls on
 //! states, and the assertions are on priorities, orders and error kinds.
 
+#[path = "common/panics.rs"]
+mod panics;
+use panics::quiet_expected_panic;
+
 #[path = "common/child.rs"]
 mod child;
 #[path = "common/unprivileged.rs"]
@@ -1545,20 +1549,4 @@ fn endless_timeouts_mean_no_limit_on_every_timed_wait() {
             ncv.notify_all();
         });
     }
-}
-
-/// Keeps an expected panic, whose message starts with `prefix`, out of a passing
-/// run's output (other panics still reach the previous hook).
-fn quiet_expected_panic(prefix: &'static str) {
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let p = info.payload();
-        let msg = p
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| p.downcast_ref::<String>().map(String::as_str));
-        if !msg.is_some_and(|m| m.starts_with(prefix)) {
-            previous(info);
-        }
-    }));
 }
