@@ -44,12 +44,17 @@ enum Suspend {
     Interrupted,
 }
 
-/// `aio_suspend` until `until` (or without bound): the whole call but the
+/// `aio_suspend` until the instant `until()` gives (None: without bound; asked
+/// only when the call has to wait): the whole call but the
 /// timeout and cancellation handling.
 ///
 /// # Safety
 /// As [`aio_suspend`].
-unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<Instant>) -> Suspend {
+unsafe fn suspend_until(
+    list: *const *const Aiocb,
+    nent: c_int,
+    until: impl FnOnce() -> Option<Instant>,
+) -> Suspend {
     if nent < 0 || (nent > 0 && list.is_null()) {
         return Suspend::Ret(fail(libc::EINVAL));
     }
@@ -72,6 +77,8 @@ unsafe fn suspend_until(list: *const *const Aiocb, nent: c_int, until: Option<In
     let Some(eng) = engine_if_started() else {
         return Suspend::Ret(0);
     };
+    // (Asked only for a wait: a request done already costs no clock read.)
+    let until = until();
     let any_done = || {
         cbs.iter()
             // SAFETY: as above.
@@ -149,13 +156,18 @@ pub unsafe extern "C-unwind" fn aio_suspend(
             // (Cancellation only where this function acts on it.)
             let nc = NoCancel::new();
             // A thread that can be cancelled sleeps in slices (see above).
-            let (until, sliced) = if nc.was_enabled() {
-                slice_of(deadline)
-            } else {
-                (deadline, false)
+            let sliced = std::cell::Cell::new(false);
+            let until = || {
+                if !nc.was_enabled() {
+                    return deadline;
+                }
+                let (until, s) = slice_of(deadline);
+                sliced.set(s);
+                until
             };
             // SAFETY: forwarded contract.
-            (unsafe { suspend_until(list, nent, until) }, sliced)
+            let waited = unsafe { suspend_until(list, nent, until) };
+            (waited, sliced.get())
         };
         match waited {
             Suspend::Ret(r) => return r,
