@@ -158,16 +158,7 @@ fn signal_interrupts_waits(b: Backend) {
         assert_eq!(r.aio_return().unwrap().data(), b"abcd");
 
         // lio_listio(LIO_WAIT) likewise.
-        let k = kick_me(signo);
-        let e = aio
-            .lio_listio(
-                ListMode::Wait,
-                [Some(Op::read(&rd, 0, vec![0u8; 2]))],
-                Notify::None,
-            )
-            .err()
-            .expect("lio_listio returned without data");
-        k.stop();
+        let e = interrupted_list_read(&aio, &rd, signo);
         assert_eq!(
             e.kind(),
             ErrorKind::Interrupted,
@@ -187,6 +178,22 @@ both!(
     signal_interrupts_waits
 );
 
+/// An `LIO_WAIT` list of one 2-byte read of the empty pipe `rd`, with `signo`
+/// sent to this thread until it returns: its error.
+fn interrupted_list_read(aio: &Aio, rd: &std::os::fd::OwnedFd, signo: i32) -> posixrt::Error {
+    let k = kick_me(signo);
+    let e = aio
+        .lio_listio(
+            ListMode::Wait,
+            [Some(Op::read(rd, 0, vec![0u8; 2]))],
+            Notify::None,
+        )
+        .err()
+        .expect("lio_listio returned without data");
+    k.stop();
+    e
+}
+
 /// The requests of an interrupted `LIO_WAIT` list go on, and the program has
 /// no handle of them: `cancel_fd` (`aio_cancel(fd, NULL)`) must still reach
 /// them, and not say `AllDone` while a read waits on the fd.
@@ -194,16 +201,7 @@ fn cancel_fd_after_interrupted_list(b: Backend) {
     install(libc::SIGUSR1, false);
     let aio = ctx(b);
     let (rd, wr) = pipe();
-    let k = kick_me(libc::SIGUSR1);
-    let e = aio
-        .lio_listio(
-            ListMode::Wait,
-            [Some(Op::read(&rd, 0, vec![0u8; 2]))],
-            Notify::None,
-        )
-        .err()
-        .expect("lio_listio returned without data");
-    k.stop();
+    let e = interrupted_list_read(&aio, &rd, libc::SIGUSR1);
     assert_eq!(e.kind(), ErrorKind::Interrupted, "{e}");
     assert_eq!(
         aio.cancel_fd(rd.as_raw_fd()).unwrap(),
