@@ -240,6 +240,7 @@ function_tests!(
     open_rewind_close,
     mutex_events,
     signal_events,
+    signal_handler_events,
 );
 
 /// Every test the C program has is run by one of the tests above.

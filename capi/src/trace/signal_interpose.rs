@@ -79,8 +79,15 @@ fn tid() -> i32 {
     unsafe { libc::gettid() }
 }
 
-fn words(w: &[i32]) -> Vec<u8> {
-    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+/// The payload of `N` 32-bit words, little-endian, on the stack: `kill`,
+/// `sigqueue` and `pthread_kill` are async-signal-safe, so their interposers
+/// must not allocate (a handler that interrupted `malloc` deadlocked in it).
+fn words<const N: usize, const B: usize>(w: [i32; N]) -> [u8; B] {
+    let mut p = [0u8; B];
+    for (c, x) in p.chunks_exact_mut(4).zip(w) {
+        c.copy_from_slice(&x.to_le_bytes());
+    }
+    p
 }
 
 #[cold]
@@ -92,7 +99,10 @@ fn generation(pid: i32, sig: c_int, value: i32, thread: Option<bool>) {
             None => (0, 0),
             Some(is_self) => (1, if is_self { me } else { 0 }),
         };
-        rt::trace::system_events::emit(id, &words(&[me, pid, sig, value, directed, target]));
+        rt::trace::system_events::emit(
+            id,
+            &words::<6, 24>([me, pid, sig, value, directed, target]),
+        );
     }
 }
 
@@ -100,7 +110,7 @@ fn generation(pid: i32, sig: c_int, value: i32, thread: Option<bool>) {
 #[inline(never)]
 fn delivery(sig: c_int, value: i32) {
     if let Some(id) = ext_id(EXT_SIG_DELIVERY) {
-        rt::trace::system_events::emit(id, &words(&[tid(), sig, value]));
+        rt::trace::system_events::emit(id, &words::<3, 12>([tid(), sig, value]));
     }
 }
 

@@ -3,6 +3,51 @@
 #define _GNU_SOURCE
 #include "trace/test_util.h"
 
+/* malloc, replaced to count the allocations: kill, sigqueue and pthread_kill are
+ * async-signal-safe, so their interposers must not allocate (a handler that
+ * interrupted malloc would then deadlock or corrupt the heap). */
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void *__libc_memalign(size_t, size_t);
+void __libc_free(void *);
+static volatile sig_atomic_t allocs;
+void *malloc(size_t n)
+{
+    allocs++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t k, size_t n)
+{
+    allocs++;
+    return __libc_calloc(k, n);
+}
+void *realloc(void *p, size_t n)
+{
+    allocs++;
+    return __libc_realloc(p, n);
+}
+void *memalign(size_t a, size_t n)
+{
+    allocs++;
+    return __libc_memalign(a, n);
+}
+void *aligned_alloc(size_t a, size_t n)
+{
+    allocs++;
+    return __libc_memalign(a, n);
+}
+int posix_memalign(void **p, size_t a, size_t n)
+{
+    allocs++;
+    *p = __libc_memalign(a, n);
+    return *p ? 0 : ENOMEM;
+}
+void free(void *p)
+{
+    __libc_free(p);
+}
+
 static int mutex_events(trace_id_t t, pthread_mutex_t *m, int *kinds, long long *errs, int max)
 {
     struct posix_trace_event_info info;
@@ -128,9 +173,51 @@ static void t_signal_events(void)
     OK(posix_trace_shutdown(t));
 }
 
+static volatile sig_atomic_t handler_allocs = -1;
+
+static void send_from_handler(int sig)
+{
+    union sigval v;
+    sig_atomic_t before = allocs;
+    (void)sig;
+    v.sival_int = 3;
+    kill(getpid(), SIGUSR2);
+    sigqueue(getpid(), SIGUSR2, v);
+    pthread_kill(pthread_self(), SIGUSR2);
+    handler_allocs = allocs - before;
+}
+
+/* The signal-sending calls, from a signal handler while a stream runs, record
+ * their events without allocating (they are async-signal-safe). */
+static void t_signal_handler_events(void)
+{
+    trace_id_t t = new_stream();
+    trace_event_id_t ids[64];
+    struct sigaction sa;
+    int i, n, gen = 0;
+    alarm(10);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    OK(sigaction(SIGUSR2, &sa, NULL));
+    sa.sa_handler = send_from_handler;
+    OK(sigaction(SIGUSR1, &sa, NULL));
+    OK(posix_trace_start(t));
+    /* The thread's first event (its buffer) is made outside the handler. */
+    OK(kill(getpid(), SIGUSR2));
+    OK(pthread_kill(pthread_self(), SIGUSR1));
+    OK(posix_trace_stop(t));
+    EQ(handler_allocs, 0);
+    n = drain(t, ids, 64);
+    for (i = 0; i < n && i < 64; i++)
+        gen += ids[i] == traceSigGeneration;
+    EQ(gen, 5);
+    OK(posix_trace_shutdown(t));
+}
+
 static const struct test TESTS[] = {
     {"mutex_events", t_mutex_events},
     {"signal_events", t_signal_events},
+    {"signal_handler_events", t_signal_handler_events},
 };
 
 int main(int argc, char **argv)
