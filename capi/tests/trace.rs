@@ -241,6 +241,7 @@ function_tests!(
     mutex_events,
     signal_events,
     signal_handler_events,
+    sigtimedwait_events,
 );
 
 /// Every test the C program has is run by one of the tests above.

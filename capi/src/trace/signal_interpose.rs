@@ -231,10 +231,21 @@ pub unsafe extern "C-unwind" fn sigtimedwait(
     ) -> c_int;
     // SAFETY: the next definition of sigtimedwait has this signature.
     let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(SIGTIMEDWAIT)) };
-    // SAFETY: the caller's arguments, passed through.
-    let r = unsafe { f(set, info, timeout) };
-    if r > 0 && rt::trace::system_events::enabled() {
-        delivery(r, info_value(info));
+    if !rt::trace::system_events::enabled() || !info.is_null() {
+        // SAFETY: the caller's arguments, passed through.
+        let r = unsafe { f(set, info, timeout) };
+        if r > 0 && rt::trace::system_events::enabled() {
+            delivery(r, info_value(info));
+        }
+        return r;
+    }
+    // No siginfo asked for: take one here to record the value (as sigwaitinfo).
+    // SAFETY: siginfo_t is plain data; zero is a valid bit pattern.
+    let mut si: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the caller's set and timeout, and our own siginfo.
+    let r = unsafe { f(set, &mut si, timeout) };
+    if r > 0 {
+        delivery(r, info_value(&si));
     }
     r
 }

@@ -214,10 +214,46 @@ static void t_signal_handler_events(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* sigtimedwait without a siginfo records the value, as sigwaitinfo does. */
+static void t_sigtimedwait_events(void)
+{
+    trace_id_t t = new_stream();
+    struct posix_trace_event_info info;
+    struct timespec ts = {5, 0};
+    int d[16], un, del = 0;
+    size_t len;
+    sigset_t set;
+    union sigval v;
+    alarm(10);
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN);
+    OK(pthread_sigmask(SIG_BLOCK, &set, NULL));
+    v.sival_int = 9;
+    OK(posix_trace_start(t));
+    OK(sigqueue(getpid(), SIGRTMIN, v));
+    EQ(sigtimedwait(&set, NULL, &ts), SIGRTMIN);
+    OK(sigqueue(getpid(), SIGRTMIN, v));
+    EQ(sigwaitinfo(&set, NULL), SIGRTMIN);
+    OK(posix_trace_stop(t));
+    for (;;) {
+        OK(posix_trace_trygetnext_event(t, &info, d, sizeof d, &len, &un));
+        if (un)
+            break;
+        if (info.posix_event_id == traceSigDelivery) {
+            EQ(d[1], SIGRTMIN);
+            EQ(d[2], 9);
+            del++;
+        }
+    }
+    EQ(del, 2);
+    OK(posix_trace_shutdown(t));
+}
+
 static const struct test TESTS[] = {
     {"mutex_events", t_mutex_events},
     {"signal_events", t_signal_events},
     {"signal_handler_events", t_signal_handler_events},
+    {"sigtimedwait_events", t_sigtimedwait_events},
 };
 
 int main(int argc, char **argv)
