@@ -242,6 +242,7 @@ function_tests!(
     signal_events,
     signal_handler_events,
     sigtimedwait_events,
+    mutex_exit_events,
 );
 
 /// Every test the C program has is run by one of the tests above.

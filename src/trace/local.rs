@@ -282,8 +282,8 @@ fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
 
 #[inline(always)]
 fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -> bool {
-    if l.busy.is_null() {
-        register_thread(l);
+    if l.busy.is_null() && !register_thread(l) {
+        return false; // the thread is exiting
     }
     // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
     let busy = unsafe { &*l.busy };
@@ -311,10 +311,17 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -
     done
 }
 
+/// Gives the thread a busy flag, and its clean-up at exit; `false` once that
+/// clean-up has run (an event from a later destructor, a pthread key's: the
+/// rings it attached were never orphaned, so each such thread kept a whole
+/// sub-buffer until the stream shut down, and its busy flag was lost).
 #[cold]
-fn register_thread(l: &mut Local) {
+fn register_thread(l: &mut Local) -> bool {
+    if THREAD_EXIT.try_with(|_| ()).is_err() {
+        return false;
+    }
     l.busy = take_busy();
-    let _ = THREAD_EXIT.try_with(|_| ());
+    true
 }
 
 #[cold]

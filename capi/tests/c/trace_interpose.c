@@ -249,11 +249,76 @@ static void t_sigtimedwait_events(void)
     OK(posix_trace_shutdown(t));
 }
 
+static pthread_mutex_t exit_m = PTHREAD_MUTEX_INITIALIZER;
+
+static void lock_at_exit(void *p)
+{
+    (void)p;
+    OK(pthread_mutex_lock(&exit_m));
+    OK(pthread_mutex_unlock(&exit_m));
+}
+
+static void *lock_and_exit(void *key)
+{
+    OK(pthread_setspecific(*(pthread_key_t *)key, key));
+    OK(pthread_mutex_lock(&exit_m));
+    OK(pthread_mutex_unlock(&exit_m));
+    return NULL;
+}
+
+static long vm_pages(void)
+{
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    TRUE(f != NULL);
+    EQ(fscanf(f, "%ld", &pages), 1);
+    fclose(f);
+    return pages;
+}
+
+static void drain_all(trace_id_t t)
+{
+    trace_event_id_t ids[1];
+    drain(t, ids, 1);
+}
+
+/* Threads that lock a mutex in a thread-specific data destructor (after the
+ * library's own thread-exit clean-up) while a stream runs: their events are
+ * recorded or not, but the stream takes back their buffers once read, as for
+ * any exited thread (each such thread kept a whole buffer until shutdown). */
+static void t_mutex_exit_events(void)
+{
+    trace_id_t t = new_stream();
+    pthread_key_t key;
+    pthread_t th;
+    long before = 0, grown;
+    int i;
+    alarm(20);
+    OK(pthread_key_create(&key, lock_at_exit));
+    OK(posix_trace_start(t));
+    for (i = 0; i < 72; i++) {
+        if (i == 8)
+            before = vm_pages();
+        OK(pthread_create(&th, NULL, lock_and_exit, &key));
+        OK(pthread_join(th, NULL));
+        drain_all(t);
+    }
+    grown = (vm_pages() - before) * sysconf(_SC_PAGESIZE);
+    OK(posix_trace_stop(t));
+    drain_all(t);
+    OK(posix_trace_shutdown(t));
+    /* 64 threads, one buffer (1 MiB) each if kept. */
+    if (grown >= 16l << 20)
+        fprintf(stderr, "grew %ld bytes\n", grown);
+    TRUE(grown < 16l << 20);
+}
+
 static const struct test TESTS[] = {
     {"mutex_events", t_mutex_events},
     {"signal_events", t_signal_events},
     {"signal_handler_events", t_signal_handler_events},
     {"sigtimedwait_events", t_sigtimedwait_events},
+    {"mutex_exit_events", t_mutex_exit_events},
 };
 
 int main(int argc, char **argv)
