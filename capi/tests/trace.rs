@@ -207,6 +207,7 @@ function_tests!(
     attr_destroy,
     attr_getgenversion,
     attr_name,
+    attr_name_bytes,
     attr_getcreatetime,
     attr_getclockres,
     attr_inherited,

@@ -220,9 +220,13 @@ pub unsafe extern "C" fn posix_trace_attr_setname(
         // SAFETY: a non-null name is a NUL-terminated string (caller's contract).
         let s = unsafe { std::ffi::CStr::from_ptr(tracename) }.to_bytes();
         let mut n = s.len().min(C_NAME_MAX - 1);
-        // Cut on a UTF-8 boundary, so the name stays valid text.
-        while n > 0 && std::str::from_utf8(&s[..n]).is_err() {
+        // A name cut short is cut before a UTF-8 continuation byte, so UTF-8
+        // text stays valid; other bytes are kept as given (a name need not be
+        // UTF-8: checking the whole prefix emptied a Latin-1 name).
+        let mut back = 0;
+        while n < s.len() && n > 0 && back < 3 && s[n] & 0xc0 == 0x80 {
             n -= 1;
+            back += 1;
         }
         a.set_name(&s[..n]);
         Ok(())

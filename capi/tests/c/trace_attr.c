@@ -54,6 +54,36 @@ static void t_attr_name(void)
     EQ(posix_trace_attr_getname(&z, buf), EINVAL);
 }
 
+/* A name is bytes, not necessarily UTF-8 (a Latin-1 locale's): one under the
+ * limit is kept whole, one over it cut to TRACE_NAME_MAX - 1 bytes. */
+static void t_attr_name_bytes(void)
+{
+    trace_attr_t a;
+    char buf[TRACE_NAME_MAX], big[200];
+    OK(posix_trace_attr_init(&a));
+    OK(posix_trace_attr_setname(&a, "caf\xe9"));
+    OK(posix_trace_attr_getname(&a, buf));
+    EQ(strcmp(buf, "caf\xe9"), 0);
+    memset(big, '\xe9', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    OK(posix_trace_attr_setname(&a, big));
+    OK(posix_trace_attr_getname(&a, buf));
+    EQ(strlen(buf), TRACE_NAME_MAX - 1);
+    /* UTF-8 cut on a character's boundary: 32 two-byte characters. */
+    memset(big, 0, sizeof big);
+    {
+        int i;
+        for (i = 0; i < 40; i++) {
+            big[2 * i] = '\xc3';
+            big[2 * i + 1] = '\xa9';
+        }
+    }
+    OK(posix_trace_attr_setname(&a, big));
+    OK(posix_trace_attr_getname(&a, buf));
+    EQ(strlen(buf), 64);
+    EQ(memcmp(buf, big, 64), 0);
+}
+
 static void t_attr_getcreatetime(void)
 {
     trace_attr_t a;
@@ -203,6 +233,7 @@ static const struct test TESTS[] = {
     {"attr_destroy", t_attr_destroy},
     {"attr_getgenversion", t_attr_getgenversion},
     {"attr_name", t_attr_name},
+    {"attr_name_bytes", t_attr_name_bytes},
     {"attr_getcreatetime", t_attr_getcreatetime},
     {"attr_getclockres", t_attr_getclockres},
     {"attr_inherited", t_attr_inherited},
