@@ -69,6 +69,25 @@ fn one_line(text: &str) -> String {
     }
 }
 
+/// Text for a terminal (`tfp`, `rtstat`): control characters (newlines, ESC
+/// sequences) in a marker, a path, a kernel name or a sync object's name are shown
+/// escaped (`\n`, `\u{1b}`), so one thread or object is always one line and a
+/// name cannot drive the terminal of whoever runs the tool.
+pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut o = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            o.extend(c.escape_default());
+        } else {
+            o.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(o)
+}
+
 #[cfg(test)]
 mod tests {
     use super::one_line;

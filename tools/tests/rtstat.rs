@@ -62,3 +62,35 @@ fn a_negative_pid_is_a_bad_pid_not_an_option() {
     assert!(e.contains("not a process id"), "{e}");
     assert!(!e.contains("-- -1"), "{e}");
 }
+
+#[test]
+fn table_escapes_control_characters_in_names() {
+    sync::set_tracking(Tracking::Counts);
+    // A name that would end the table row and drive the reader's terminal.
+    let name = "ev\nFAKE\x1b[2J";
+    let m = NormalMutex::new(0u32);
+    // SAFETY: the raw lock is only named, not locked or moved.
+    unsafe { m.raw() }.set_name(name);
+    *m.lock() += 1;
+    let me = std::process::id().to_string();
+    let t0 = Instant::now();
+    let text = loop {
+        let o = rtstat(&[&me]);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        if o.status.success() && text.contains("ev") {
+            break text;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "never listed: {o:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    sync::set_tracking(Tracking::Off);
+    assert!(!text.contains('\x1b'), "raw ESC in the table: {text:?}");
+    assert!(
+        !text.lines().any(|l| l.starts_with("FAKE")),
+        "a name split a row: {text}"
+    );
+    assert!(text.contains("ev\\nFAKE\\u{1b}[2J"), "{text}");
+}

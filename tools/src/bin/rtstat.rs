@@ -228,7 +228,9 @@ fn table(pid: u32, objs: &[Snapshot]) {
             "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9.3} {:>8.3} {:>9.3}",
             format!("{:#x}", i.address),
             i.kind.name(),
-            i.name.as_deref().unwrap_or("-"),
+            i.name
+                .as_deref()
+                .map_or("-".into(), posixrt_tools::printable),
             state(s),
             waiters,
             locks,
@@ -245,8 +247,10 @@ fn table(pid: u32, objs: &[Snapshot]) {
             let name = objs
                 .iter()
                 .find(|o| o.info.address == *l)
-                .and_then(|o| o.info.name.clone())
-                .map_or(String::new(), |n| format!(" {n}"));
+                .and_then(|o| o.info.name.as_deref())
+                .map_or(String::new(), |n| {
+                    format!(" {}", posixrt_tools::printable(n))
+                });
             line.push_str(&format!(" thread {t} waits for [{l:#x}{name}] held by"));
         }
         line.push_str(&format!(" thread {}", d.threads[0]));

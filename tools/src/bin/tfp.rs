@@ -19,6 +19,7 @@ use clap::Parser;
 
 const PROG: &str = "tfp";
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
+use posixrt_tools::printable;
 use serde::Serialize;
 
 /// List marked threads ("thread fingerprints") of every process, or of the
@@ -215,24 +216,6 @@ fn name_matches(path: &str, name: &str) -> bool {
         || path
             .strip_suffix(" (deleted)")
             .is_some_and(|p| p.ends_with(name))
-}
-
-/// Text for a terminal: control characters (newlines, ESC sequences) in a marker,
-/// a path or a kernel name are shown escaped (`\n`, `\u{1b}`), so one thread is
-/// always one line and a marker cannot drive the terminal of whoever runs tfp.
-fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut o = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if c.is_control() {
-            o.extend(c.escape_default());
-        } else {
-            o.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(o)
 }
 
 fn local_time(t: std::time::SystemTime) -> String {
