@@ -15,7 +15,9 @@
 //! filled in, then renamed, so readers never see a half-written header. It is
 //! removed at normal process exit (an `atexit` handler), and by the next [`scan()`]
 //! or [`Registry::create`] of the same kind once the process is gone (pid missing,
-//! start time different, or a zombie). The owner also holds the file open
+//! start time different, or a zombie) and nobody holds the file's lock (a writer
+//! in another pid namespace sharing `/dev/shm` names itself by a pid that means
+//! nothing here; its file is kept and counted as unreadable). The owner also holds the file open
 //! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
 //! can take a shared lock knows the owner is gone even when the pid and start time
 //! still match (the process called `exec`); [`scan()`] removes such a file too. A
@@ -240,6 +242,27 @@ mod tests {
         let s = got.expect("scan blocked on a FIFO").unwrap();
         assert!(s.processes.is_empty());
         assert_eq!(s.unreadable, 1);
+    }
+
+    #[test]
+    fn a_file_whose_lock_is_held_is_not_removed_as_dead() {
+        // A writer in another pid namespace sharing /dev/shm (a container with the
+        // host's /dev/shm) names its file with a pid this reader cannot see, or
+        // that is another process here; its exclusive lock says it is alive.
+        let path = Path::new(DIR).join(format!("posixrt-nstest-{}-1", i32::MAX - 3));
+        let _ = std::fs::remove_file(&path);
+        let f = std::fs::File::create(&path).unwrap();
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        let s = scan("nstest", None).unwrap();
+        let c = cleanup("nstest").unwrap();
+        let kept = path.exists();
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            kept,
+            "a live owner's file was removed (scan {s:?}, cleanup {c})"
+        );
+        assert_eq!((s.removed, s.unreadable, c), (0, 1, 0));
     }
 
     #[test]

@@ -53,7 +53,8 @@ pub struct Scan {
     pub processes: Vec<ProcessEntry>,
     /// Registries that could not be opened or mapped (permissions), were malformed
     /// or owned by a user the process does not run as, or belong to a process this
-    /// reader cannot see (`/proc` with `hidepid`) or to a dead process whose file
+    /// reader cannot see (`/proc` with `hidepid`, or a writer in another pid
+    /// namespace that still holds its file's lock) or to a dead process whose file
     /// only its user or root may remove.
     pub unreadable: usize,
     /// Files of dead processes removed during the scan.
@@ -85,7 +86,10 @@ pub(crate) fn parse_name(kind: &str, name: &[u8]) -> Option<FileName> {
 pub fn cleanup(kind: &str) -> Result<usize> {
     let mut removed = 0;
     for_each_file(kind, |path, name| {
-        if process_state(name) == Liveness::Dead && std::fs::remove_file(path).is_ok() {
+        if process_state(name) == Liveness::Dead
+            && !owner_holds_lock(path)
+            && std::fs::remove_file(path).is_ok()
+        {
             removed += 1;
         }
     })?;
@@ -106,6 +110,23 @@ pub(crate) fn process_state(name: &FileName) -> Liveness {
         Err(e) if e.kind() == ErrorKind::NotFound => Liveness::Dead,
         Err(_) => Liveness::Unknown,
     }
+}
+
+/// Whether a live owner still holds the file's exclusive lock. The name's pid and
+/// start time are those of the writer's pid namespace: a writer in another one
+/// (a container sharing this /dev/shm) looks dead from here, or like some other
+/// process, while its lock says it is alive. False when the file cannot be
+/// opened (the removal that follows then fails for another user's file too).
+pub(crate) fn owner_holds_lock(path: &Path) -> bool {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared)
+        == Err(rustix::io::Errno::WOULDBLOCK)
 }
 
 pub(crate) fn for_each_file(kind: &str, mut f: impl FnMut(&Path, &FileName)) -> Result<()> {
@@ -140,6 +161,8 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
     })?;
     for (path, name) in found {
         match process_state(&name) {
+            // A writer in another pid namespace: alive, but not one we can name.
+            Liveness::Dead if owner_holds_lock(&path) => out.unreadable += 1,
             Liveness::Dead => match std::fs::remove_file(&path) {
                 Ok(()) => out.removed += 1,
                 // Another user's file in the sticky /dev/shm: either its process
