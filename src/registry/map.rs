@@ -1,13 +1,14 @@
 //! The mapping of a registry file, and the geometry of its slots.
 
 use std::fs::File;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::{Error, Result};
 
 use super::layout::*;
 
-/// A mapping of a registry file (read-write for the owner, read-only for readers).
+/// The owner's read-write mapping of its registry file (readers use `pread`, see
+/// the [module docs](super)).
 pub(crate) struct Mapping {
     base: *mut u8,
     len: usize,
@@ -57,16 +58,6 @@ impl Mapping {
         debug_assert!(off % 8 == 0 && off + 8 <= self.len);
         // SAFETY: as in `u32_at`, with 8-byte alignment.
         unsafe { &*self.base.add(off).cast::<AtomicU64>() }
-    }
-
-    pub(crate) fn load_bytes(&self, off: usize, out: &mut [u8]) {
-        for (i, b) in out.iter_mut().enumerate() {
-            let w = self
-                .u32_at((off + i) & !3)
-                .load(Ordering::Relaxed)
-                .to_ne_bytes();
-            *b = w[(off + i) & 3];
-        }
     }
 }
 

@@ -65,19 +65,20 @@
 //!
 //! Only the owner writes a slot. A write makes the counter odd (relaxed store, then
 //! a release fence), stores the words (relaxed atomics), and makes it even again
-//! (release store). A reader loads the counter (relaxed load, acquire fence),
-//! retries while it is odd, copies state, owner and payload (relaxed atomic loads),
-//! issues an acquire fence and reloads the counter: if it changed, the copy may be
+//! (release store). A reader reads the counter (a `pread`, then an acquire fence),
+//! retries while it is odd, copies state, owner and payload (one `pread`), issues
+//! an acquire fence and rereads the counter: if it changed, the copy may be
 //! torn and the reader retries (yielding the CPU every 64 attempts), for at most
 //! [`RETRY_BUDGET`], then reports the slot as busy. This is the seed's "begin and
 //! end serial numbers" proposal, made data-race free with atomics (the scheme of
 //! Boehm, "Can seqlocks get along with programming language memory models?").
 //!
-//! Every access to the shared bytes is an atomic of at most 8 bytes, so there is no
-//! data race even with a writer in another process. Readers map the file
-//! read-only, and Rust defines only *relaxed* atomic loads on read-only memory, so
-//! the reader side never uses an acquire load or a read-modify-write: it pairs
-//! relaxed loads with acquire fences.
+//! The owner maps its file and touches the shared bytes only through atomics of at
+//! most 8 bytes. Readers never map it: they read it with `pread`, which copies
+//! into the reader's own buffers (no Rust-visible data race), and which comes back
+//! short, instead of raising `SIGBUS` as a mapped load would, when the file's
+//! user shrinks the file under the reader (`ftruncate`); such a registry is then
+//! counted as unreadable.
 //!
 //! If a writer panics inside [`SlotWriter::write`], the counter is still made even
 //! (a drop guard), so readers do not treat the slot as busy forever; a slot whose

@@ -10,7 +10,7 @@ use std::sync::atomic::{fence, Ordering};
 use crate::{ErrorKind, Result};
 
 use super::layout::*;
-use super::map::*;
+use super::map::kind_bytes;
 use super::proc::*;
 
 // Reader
@@ -215,7 +215,7 @@ pub(crate) enum FileRead {
     Unreadable,
 }
 
-/// Opens one file, checks that its owner still holds it, maps it read-only,
+/// Opens one file, checks that its owner still holds it, reads (`pread`),
 /// validates it, and copies its live slots.
 pub(crate) fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRead {
     // O_NONBLOCK: /dev/shm is world-writable, and opening a FIFO planted under a
@@ -243,7 +243,7 @@ pub(crate) fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRe
         Ok(()) => return FileRead::Stale,
         Err(_) => return FileRead::Unreadable,
     }
-    match map_and_copy(&file, kind, name) {
+    match read_and_copy(&file, kind, name) {
         Some((slots, busy)) => FileRead::Ok(slots, busy),
         None => FileRead::Unreadable,
     }
@@ -258,7 +258,28 @@ pub(crate) fn process_uids(pid: i32) -> Option<[u32; 4]> {
     Some([ids.next()??, ids.next()??, ids.next()??, ids.next()??])
 }
 
-pub(crate) fn map_and_copy(
+/// The reader's view of a registry file: positioned reads (`pread`), not a
+/// mapping. The file's user may shrink it at any time (`ftruncate`; any user's
+/// file when root reads), and a load from a mapped page past the new end raises
+/// `SIGBUS`, which would kill the reader (`tfp` run by root, or any program
+/// calling [`scan`]); a read past the end just comes back short.
+pub(crate) struct Source<'f>(&'f File);
+
+impl Source<'_> {
+    /// Fills `out` from offset `off`; None if the file is shorter now.
+    fn bytes(&self, off: usize, out: &mut [u8]) -> Option<()> {
+        use std::os::unix::fs::FileExt;
+        self.0.read_exact_at(out, off as u64).ok()
+    }
+
+    fn u32(&self, off: usize) -> Option<u32> {
+        let mut b = [0u8; 4];
+        self.bytes(off, &mut b)?;
+        Some(u32::from_ne_bytes(b))
+    }
+}
+
+pub(crate) fn read_and_copy(
     file: &File,
     kind: &[u8; 16],
     name: &FileName,
@@ -267,18 +288,19 @@ pub(crate) fn map_and_copy(
     if len < HEADER_SIZE {
         return None;
     }
-    let map = Mapping::map(file, len, false).ok()?;
-    let mut magic = [0u8; 8];
-    map.load_bytes(0, &mut magic);
-    let mut k = [0u8; 16];
-    map.load_bytes(H_KIND, &mut k);
-    let get = |o| map.u32_at(o).load(Ordering::Relaxed);
-    if magic != MAGIC
+    let src = Source(file);
+    let mut header = [0u8; HEADER_SIZE];
+    src.bytes(0, &mut header)?;
+    let get =
+        |o: usize| u32::from_ne_bytes([header[o], header[o + 1], header[o + 2], header[o + 3]]);
+    let mut start = [0u8; 8];
+    start.copy_from_slice(&header[H_START..H_START + 8]);
+    if header[..8] != MAGIC
         || get(H_VERSION) != VERSION
         || get(H_HEADER_SIZE) as usize != HEADER_SIZE
-        || &k != kind
+        || &header[H_KIND..H_KIND + 16] != kind
         || get(H_PID) as i32 != name.pid
-        || map.u64_at(H_START).load(Ordering::Relaxed) != name.starttime
+        || u64::from_ne_bytes(start) != name.starttime
     {
         return None;
     }
@@ -297,20 +319,16 @@ pub(crate) fn map_and_copy(
     {
         return None;
     }
-    // The reader's mapping is read-only: Rust only defines atomic *relaxed* loads
-    // of at most 8 bytes on read-only memory (see `std::sync::atomic`, "Atomic
-    // accesses to read-only memory"), so every reader-side acquire is a relaxed
-    // load followed by an acquire fence, which orders the same way.
-    let hw = map
-        .u32_at(H_HIGH_WATER)
-        .load(Ordering::Relaxed)
-        .min(slot_count);
+    // Each read is a separate system call, ordered by acquire fences, so a read
+    // issued after the fence sees at least what the one before it saw: the
+    // writer's release stores pair with these as with loads from a mapping.
+    let hw = get(H_HIGH_WATER).min(slot_count);
     fence(Ordering::Acquire);
     let mut slots = Vec::new();
     let mut busy = 0;
     for i in 0..hw {
         let off = HEADER_SIZE + i as usize * slot_size;
-        match copy_slot(&map, off, payload) {
+        match copy_slot(&src, off, payload)? {
             Copied::Live(tid, start, bytes) => {
                 let task = if tid == 0 {
                     None
@@ -341,9 +359,14 @@ pub(crate) enum Copied {
     Busy,
 }
 
-pub(crate) fn copy_slot(map: &Mapping, off: usize, payload: usize) -> Copied {
-    let seq = map.u32_at(off + S_SEQ);
-    let mut words = vec![0u64; payload / 8];
+/// A consistent copy of the slot at `off`; None if the file shrank meanwhile.
+pub(crate) fn copy_slot(src: &Source<'_>, off: usize, payload: usize) -> Option<Copied> {
+    // The slot after its counter: state, tid, reserved, start time, reserved, payload.
+    let mut body = vec![0u8; SLOT_HEADER_SIZE - S_STATE + payload];
+    let word = |b: &[u8], at: usize| {
+        let at = at - S_STATE;
+        u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+    };
     let mut started: Option<std::time::Instant> = None;
     for attempt in 0..MAX_RETRIES {
         if attempt > 0 && attempt % 64 == 0 {
@@ -355,32 +378,27 @@ pub(crate) fn copy_slot(map: &Mapping, off: usize, payload: usize) -> Copied {
             }
             std::thread::yield_now();
         }
-        // Relaxed + acquire fence, not an acquire load: see `map_and_copy`.
-        let s1 = seq.load(Ordering::Relaxed);
+        let s1 = src.u32(off + S_SEQ)?;
         fence(Ordering::Acquire);
         if s1 & 1 == 1 {
             std::hint::spin_loop();
             continue;
         }
-        let state = map.u32_at(off + S_STATE).load(Ordering::Relaxed);
-        let tid = map.u32_at(off + S_TID).load(Ordering::Relaxed) as i32;
-        let start = map.u64_at(off + S_TSTART).load(Ordering::Relaxed);
-        if state == STATE_LIVE {
-            for (k, w) in words.iter_mut().enumerate() {
-                *w = map
-                    .u64_at(off + SLOT_HEADER_SIZE + k * 8)
-                    .load(Ordering::Relaxed);
-            }
-        }
+        src.bytes(off + S_STATE, &mut body)?;
         fence(Ordering::Acquire);
-        if seq.load(Ordering::Relaxed) != s1 {
+        if src.u32(off + S_SEQ)? != s1 {
             continue;
         }
-        if state != STATE_LIVE {
-            return Copied::Free;
+        if word(&body, S_STATE) != STATE_LIVE {
+            return Some(Copied::Free);
         }
-        let bytes = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-        return Copied::Live(tid, start, bytes);
+        let tid = word(&body, S_TID) as i32;
+        let at = S_TSTART - S_STATE;
+        let mut start = [0u8; 8];
+        start.copy_from_slice(&body[at..at + 8]);
+        let start = u64::from_ne_bytes(start);
+        let bytes = body[SLOT_HEADER_SIZE - S_STATE..].to_vec();
+        return Some(Copied::Live(tid, start, bytes));
     }
-    Copied::Busy
+    Some(Copied::Busy)
 }

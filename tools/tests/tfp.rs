@@ -624,3 +624,75 @@ fn lists_1000_marked_threads() {
         t.join().unwrap();
     }
 }
+
+/// The start time (field 22 of /proc/<pid>/stat) of a process.
+fn starttime(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &s[s.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(19).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_registry_truncated_while_read_does_not_crash_tfp() {
+    use std::io::Write;
+    // A process of ours (any program) and a registry file under its name, held
+    // locked as its owner would: the file's user (the reader's own, here; any user
+    // when root runs tfp) may shrink it at any time.
+    let mut owner = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = owner.id();
+    let path = format!("/dev/shm/posixrt-mark-{pid}-{}", starttime(pid));
+    let (slot, count, payload) = (256u32, 4096u32, 208u32);
+    let total = 128 + u64::from(slot) * u64::from(count);
+    let mut hdr = Vec::new();
+    hdr.extend_from_slice(b"PRTREG\0\0");
+    hdr.extend_from_slice(&1u32.to_ne_bytes());
+    hdr.extend_from_slice(&128u32.to_ne_bytes());
+    hdr.extend_from_slice(b"mark\0\0\0\0\0\0\0\0\0\0\0\0");
+    hdr.extend_from_slice(&(pid as i32).to_ne_bytes());
+    hdr.extend_from_slice(&0u32.to_ne_bytes());
+    hdr.extend_from_slice(&starttime(pid).to_ne_bytes());
+    for v in [slot, count, payload, count] {
+        hdr.extend_from_slice(&v.to_ne_bytes());
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(&hdr).unwrap();
+    f.set_len(total).unwrap();
+    let lock = std::fs::File::open(&path).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let shrinker = {
+        let stop = stop.clone();
+        let f = f.try_clone().unwrap();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                f.set_len(128).unwrap();
+                f.set_len(total).unwrap();
+            }
+        })
+    };
+    let p = pid.to_string();
+    let mut crashes = Vec::new();
+    for _ in 0..40 {
+        let o = tfp(&["--no-self", "-p", &p]);
+        if o.status.code().is_none() {
+            crashes.push(o.status);
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    shrinker.join().unwrap();
+    let _ = std::fs::remove_file(&path);
+    let _ = owner.kill();
+    let _ = owner.wait();
+    assert!(crashes.is_empty(), "tfp killed by a signal: {crashes:?}");
+}
