@@ -97,6 +97,9 @@ pub struct Snapshot {
     pub processes: Vec<ProcessMarks>,
     /// Processes whose registry could not be read (another user's, without root).
     pub unreadable: usize,
+    /// Processes whose registry has another layout version (a different posixrt
+    /// release) or a malformed header.
+    pub incompatible: usize,
     /// Threads skipped because their marker changed during every retry.
     pub busy: usize,
 }
@@ -139,6 +142,7 @@ fn read(pid: Option<i32>) -> Result<Snapshot> {
     let mut snap = Snapshot {
         processes: Vec::with_capacity(scan.processes.len()),
         unreadable: scan.unreadable,
+        incompatible: scan.incompatible,
         busy: scan.busy,
     };
     for p in scan.processes {

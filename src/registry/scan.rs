@@ -57,6 +57,10 @@ pub struct Scan {
     /// namespace that still holds its file's lock) or to a dead process whose file
     /// only its user or root may remove.
     pub unreadable: usize,
+    /// Registries of live processes that this reader does not understand: another
+    /// layout version (a different posixrt release wrote them) or a malformed
+    /// header. Not a permission problem: root cannot read them either.
+    pub incompatible: usize,
     /// Files of dead processes removed during the scan.
     pub removed: usize,
     /// Slots skipped because they changed on every read for [`RETRY_BUDGET`].
@@ -189,6 +193,7 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
                     });
                 }
                 FileRead::Unreadable => out.unreadable += 1,
+                FileRead::Incompatible => out.incompatible += 1,
             },
         }
     }
@@ -213,6 +218,8 @@ pub(crate) enum FileRead {
     /// The owner no longer holds its lock: it exec'd (same pid and start time).
     Stale,
     Unreadable,
+    /// Another layout version, or a malformed header.
+    Incompatible,
 }
 
 /// Opens one file, checks that its owner still holds it, reads (`pread`),
@@ -243,10 +250,7 @@ pub(crate) fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRe
         Ok(()) => return FileRead::Stale,
         Err(_) => return FileRead::Unreadable,
     }
-    match read_and_copy(&file, kind, name) {
-        Some((slots, busy)) => FileRead::Ok(slots, busy),
-        None => FileRead::Unreadable,
-    }
+    read_and_copy(&file, kind, name)
 }
 
 /// The real, effective, saved and filesystem user ids of a process
@@ -279,18 +283,21 @@ impl Source<'_> {
     }
 }
 
-pub(crate) fn read_and_copy(
-    file: &File,
-    kind: &[u8; 16],
-    name: &FileName,
-) -> Option<(Vec<SlotCopy>, usize)> {
-    let len = usize::try_from(rustix::fs::fstat(file.as_fd()).ok()?.st_size).ok()?;
+pub(crate) fn read_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> FileRead {
+    let Some(len) = rustix::fs::fstat(file.as_fd())
+        .ok()
+        .and_then(|st| usize::try_from(st.st_size).ok())
+    else {
+        return FileRead::Unreadable;
+    };
     if len < HEADER_SIZE {
-        return None;
+        return FileRead::Incompatible;
     }
     let src = Source(file);
     let mut header = [0u8; HEADER_SIZE];
-    src.bytes(0, &mut header)?;
+    if src.bytes(0, &mut header).is_none() {
+        return FileRead::Unreadable; // shrunk meanwhile
+    }
     let get =
         |o: usize| u32::from_ne_bytes([header[o], header[o + 1], header[o + 2], header[o + 3]]);
     let mut start = [0u8; 8];
@@ -302,7 +309,7 @@ pub(crate) fn read_and_copy(
         || get(H_PID) as i32 != name.pid
         || u64::from_ne_bytes(start) != name.starttime
     {
-        return None;
+        return FileRead::Incompatible;
     }
     let slot_size = get(H_SLOT_SIZE) as usize;
     let slot_count = get(H_SLOT_COUNT);
@@ -317,7 +324,7 @@ pub(crate) fn read_and_copy(
             .and_then(|v| v.checked_add(HEADER_SIZE))
             .map_or(true, |need| need > len)
     {
-        return None;
+        return FileRead::Incompatible;
     }
     // Each read is a separate system call, ordered by acquire fences, so a read
     // issued after the fence sees at least what the one before it saw: the
@@ -328,7 +335,10 @@ pub(crate) fn read_and_copy(
     let mut busy = 0;
     for i in 0..hw {
         let off = HEADER_SIZE + i as usize * slot_size;
-        match copy_slot(&src, off, payload)? {
+        let Some(copied) = copy_slot(&src, off, payload) else {
+            return FileRead::Unreadable; // shrunk meanwhile
+        };
+        match copied {
             Copied::Live(tid, start, bytes) => {
                 let task = if tid == 0 {
                     None
@@ -350,7 +360,7 @@ pub(crate) fn read_and_copy(
             Copied::Busy => busy += 1,
         }
     }
-    Some((slots, busy))
+    FileRead::Ok(slots, busy)
 }
 
 pub(crate) enum Copied {

@@ -139,7 +139,8 @@ pub fn publish() -> Result<usize> {
 /// Errors: [`NotFound`](crate::ErrorKind::NotFound) if there is no such process, or
 /// it has no sync registry (not a posixrt process, or tracking was never switched on
 /// there); [`PermissionDenied`](crate::ErrorKind::PermissionDenied) if its registry
-/// exists but this user may not read it; [`InvalidInput`](crate::ErrorKind::InvalidInput)
+/// exists but this user may not read it; [`Unsupported`](crate::ErrorKind::Unsupported)
+/// if it has another layout version (another posixrt release wrote it); [`InvalidInput`](crate::ErrorKind::InvalidInput)
 /// for a pid above `i32::MAX`.
 pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
     let pid_i = i32::try_from(pid).map_err(|_| {
@@ -156,6 +157,17 @@ pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
                 format!("no process with pid {pid}"),
             )
             .with_hint("check the pid (`pgrep NAME`); the process may have exited"));
+        }
+        if scan.incompatible > 0 {
+            return Err(Error::new(
+                crate::ErrorKind::Unsupported,
+                "rtstat",
+                format!(
+                    "the sync registry of process {pid} has a layout this reader does not know (version {} expected)",
+                    registry::VERSION
+                ),
+            )
+            .with_hint("read it with the rtstat of the posixrt release the process uses"));
         }
         if unreadable > 0 {
             return Err(Error::new(

@@ -136,12 +136,12 @@ fn main() -> ExitCode {
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args: Args = posixrt_tools::parse_args(PROG);
-    let mut unreadable = 0;
+    let (mut unreadable, mut incompatible) = (0, 0);
     let pids = match args.pid {
         Some(p) => vec![p],
         None => match posixrt::registry::scan(sync::REGISTRY_KIND, None) {
             Ok(s) => {
-                unreadable = s.unreadable;
+                (unreadable, incompatible) = (s.unreadable, s.incompatible);
                 s.processes.iter().map(|p| p.pid as u32).collect()
             }
             Err(e) => {
@@ -180,6 +180,12 @@ fn main() -> ExitCode {
         eprintln!(
             "rtstat: {unreadable} registr{} of other users not readable (mode 0600): run as their user or as root to see them",
             if unreadable == 1 { "y" } else { "ies" }
+        );
+    }
+    if incompatible > 0 {
+        eprintln!(
+            "rtstat: {incompatible} registr{} of another layout version (another posixrt release): use its rtstat",
+            if incompatible == 1 { "y" } else { "ies" }
         );
     }
     for (pid, objs) in &results {

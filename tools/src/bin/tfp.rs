@@ -135,6 +135,12 @@ fn main() -> ExitCode {
                 snap.unreadable
             );
         }
+        if snap.incompatible > 0 {
+            eprintln!(
+                "tfp: {} process(es) skipped: registry of another layout version (another posixrt release; use its tfp)",
+                snap.incompatible
+            );
+        }
         iteration += 1;
         match args.watch {
             Some(secs) if args.iterations.map_or(true, |n| iteration < n) => {
