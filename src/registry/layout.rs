@@ -27,6 +27,9 @@ pub(crate) const MAX_SLOT_COUNT: u32 = 1 << 20;
 pub(crate) const STATE_FREE: u32 = 0;
 pub(crate) const STATE_RESERVED: u32 = 1;
 pub(crate) const STATE_LIVE: u32 = 2;
+/// Taken aside by a reclaimer checking that the dead owner still holds it
+/// (invisible to readers, like RESERVED).
+pub(crate) const STATE_RECLAIM: u32 = 3;
 
 // Header offsets.
 pub(crate) const H_VERSION: usize = 8;

@@ -54,7 +54,7 @@
 //! | offset | size | slot field |
 //! |---:|---:|---|
 //! | 0 | 4 | sequence counter (atomic; odd while the owner writes) |
-//! | 4 | 4 | state: 0 free, 1 reserved (invisible), 2 live |
+//! | 4 | 4 | state: 0 free, 1 reserved (invisible), 2 live, 3 being reclaimed (invisible) |
 //! | 8 | 4 | owner tid, or 0 for a slot owned by the process as a whole |
 //! | 12 | 4 | reserved (0) |
 //! | 16 | 8 | owner thread start time (field 22 of `/proc/<pid>/task/<tid>/stat`) |
@@ -264,6 +264,41 @@ mod tests {
             "a live owner's file was removed (scan {s:?}, cleanup {c})"
         );
         assert_eq!((s.removed, s.unreadable, c), (0, 1, 0));
+    }
+
+    #[test]
+    fn a_dead_owners_slot_goes_to_one_reclaimer_only() {
+        use std::sync::{Arc, Barrier};
+        // One slot whose owner died: two threads that find the registry full race
+        // to reclaim it. One may get it; the other must not take it again from the
+        // (live) winner.
+        let reg: &'static Registry = Box::leak(Box::new(Registry::create("regaba", 8, 1).unwrap()));
+        for round in 0..200 {
+            let _ghost = reg.claim(i32::MAX - 1, 1).unwrap(); // its owner "dies"
+            let go = Arc::new(Barrier::new(2));
+            let done = Arc::new(Barrier::new(2));
+            let racers: Vec<_> = (0..2)
+                .map(|_| {
+                    let (go, done) = (go.clone(), done.clone());
+                    std::thread::spawn(move || {
+                        let (tid, start) = current_thread().unwrap();
+                        go.wait();
+                        let w = reg.claim(tid, start).ok();
+                        let got = w.as_ref().map(|w| w.index());
+                        done.wait(); // both hold what they got
+                        if let Some(w) = w {
+                            w.release();
+                        }
+                        got
+                    })
+                })
+                .collect();
+            let got: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+            assert!(
+                got.iter().flatten().count() <= 1,
+                "round {round}: the one slot went to two live owners: {got:?}"
+            );
+        }
     }
 
     #[test]

@@ -236,9 +236,11 @@ impl Registry {
                 .u64_at(base + SLOT_HEADER_SIZE + k * 8)
                 .store(0, Ordering::Relaxed);
         }
+        // Release: a reclaimer whose compare-exchange reads this LIVE also reads
+        // the owner just stored (see `reserve_dead`).
         self.map
             .u32_at(base + S_STATE)
-            .store(STATE_LIVE, Ordering::Relaxed);
+            .store(STATE_LIVE, Ordering::Release);
         w.end();
         Ok(w)
     }
@@ -259,20 +261,47 @@ impl Registry {
     fn reserve_dead(&self) -> Option<u32> {
         (0..self.slot_count).find(|&i| {
             let off = self.slot_off(i);
-            let tid = self.map.u32_at(off + S_TID).load(Ordering::Relaxed) as i32;
-            let start = self.map.u64_at(off + S_TSTART).load(Ordering::Relaxed);
-            tid != 0
-                && self.state(i).load(Ordering::Acquire) == STATE_LIVE
-                && !thread_alive(self.pid, tid, start)
-                && self
-                    .state(i)
-                    .compare_exchange(
-                        STATE_LIVE,
-                        STATE_RESERVED,
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
+            let owner = || {
+                (
+                    self.map.u32_at(off + S_TID).load(Ordering::Relaxed) as i32,
+                    self.map.u64_at(off + S_TSTART).load(Ordering::Relaxed),
+                )
+            };
+            if self.state(i).load(Ordering::Acquire) != STATE_LIVE {
+                return false;
+            }
+            let (tid, start) = owner();
+            if tid == 0 || thread_alive(self.pid, tid, start) {
+                return false;
+            }
+            // The slot may have changed hands while /proc was read (another
+            // reclaimer took it, or its owner released it and a new one claimed
+            // it): take it aside, and keep it only if it still names the dead
+            // owner. While it is aside its owner (if alive) can only write or
+            // release it, and a release (state RESERVED, then FREE) makes the
+            // give-back below fail, as it must.
+            if self
+                .state(i)
+                .compare_exchange(
+                    STATE_LIVE,
+                    STATE_RECLAIM,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_err()
+            {
+                return false;
+            }
+            if owner() == (tid, start) {
+                return true;
+            }
+            let _ = self.state(i).compare_exchange(
+                STATE_RECLAIM,
+                STATE_LIVE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            false
         })
     }
 }
