@@ -21,13 +21,9 @@ unsafe impl Send for Mapping {}
 unsafe impl Sync for Mapping {}
 
 impl Mapping {
-    pub(crate) fn map(file: &File, len: usize, writable: bool) -> Result<Mapping> {
+    pub(crate) fn map(file: &File, len: usize) -> Result<Mapping> {
         use rustix::mm::{MapFlags, ProtFlags};
-        let prot = if writable {
-            ProtFlags::READ | ProtFlags::WRITE
-        } else {
-            ProtFlags::READ
-        };
+        let prot = ProtFlags::READ | ProtFlags::WRITE;
         // SAFETY: a fresh mapping chosen by the kernel (null hint) of a file we hold
         // open; it aliases no Rust object.
         let p =
@@ -43,12 +39,11 @@ impl Mapping {
     #[inline]
     pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
         debug_assert!(off % 4 == 0 && off + 4 <= self.len);
-        // SAFETY: callers pass offsets inside the mapping (validated against the
-        // header) and 4-aligned (the layout is 8-aligned and the base page-aligned);
-        // the memory lives as long as `self`; all access to it is atomic (no plain
-        // reads or writes, so no data race with writers in other processes), and on
-        // a read-only mapping callers only do relaxed loads, the one atomic access
-        // Rust defines on read-only memory.
+        // SAFETY: callers pass offsets inside the mapping (from the geometry the
+        // owner created it with) and 4-aligned (the layout is 8-aligned and the base
+        // page-aligned); the memory lives as long as `self`; all access to it from
+        // this process is atomic (no plain reads or writes), and other processes
+        // only read it with `pread`, so there is no data race.
         unsafe { &*self.base.add(off).cast::<AtomicU32>() }
     }
 

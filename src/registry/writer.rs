@@ -102,7 +102,7 @@ impl Registry {
                     .with_hint("/dev/shm is full or limited; free space there"),
             )
         })?;
-        let map = Mapping::map(&file, total, true).map_err(fail)?;
+        let map = Mapping::map(&file, total).map_err(fail)?;
         // Header (the file is fresh: all zero).
         for (i, chunk) in MAGIC.chunks(4).enumerate() {
             map.u32_at(i * 4).store(
