@@ -65,13 +65,9 @@ static int trial(void) {
     pthread_t t;
     if (pthread_create(&t, NULL, first_user, NULL) != 0)
         return 10;
-    int bad = 0;
-    for (int i = 0; i < FORKS_PER_TRIAL && !first_done && !bad; i++) {
-        int r = fork_run(read_once, 2, "a child forked during the first request");
-        if (r < 0)
-            return 11;
-        bad = r;
-    }
+    int bad = fork_while(read_once, &first_done, FORKS_PER_TRIAL, "a child forked during the first request");
+    if (bad < 0)
+        return 11;
     void *res = NULL;
     pthread_join(t, &res);
     return bad ? 1 : (int)(long)res;

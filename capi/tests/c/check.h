@@ -81,6 +81,18 @@ static inline int fork_run(int (*work)(void), unsigned seconds, const char *what
     return 1;
 }
 
+/* Up to `n` children one after the other, while `*done` stays 0, each running
+ * `work` as `fork_run` does: 0 if every one exited 0, 1 at the first that did
+ * not (after its line), -1 if fork or waitpid failed. */
+static inline int fork_while(int (*work)(void), volatile int *done, int n, const char *what) {
+    for (int i = 0; i < n && !*done; i++) {
+        int r = fork_run(work, 2, what);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
 #ifdef POSIXRT_TRACE_H
 /* A stream of this process, started, given event `name` with the int 42,
  * stopped, read back and shut down: 0 if every call did what it should, else

@@ -71,13 +71,9 @@ static int trial(void) {
     pthread_t t;
     if (pthread_create(&t, NULL, first_user, NULL) != 0)
         return 10;
-    int bad = 0;
-    for (int i = 0; i < FORKS_PER_TRIAL && !first_done && !bad; i++) {
-        int r = fork_run(child_work, 2, "a child forked during the first trace calls");
-        if (r < 0)
-            return 11;
-        bad = r;
-    }
+    int bad = fork_while(child_work, &first_done, FORKS_PER_TRIAL, "a child forked during the first trace calls");
+    if (bad < 0)
+        return 11;
     void *res = NULL;
     if (join_within_10s(t, &res) != 0)
         return 12;
