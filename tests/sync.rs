@@ -341,6 +341,47 @@ fn ceiling_guard_unwound_after_a_refused_relock_leaves_the_owner_alone() {
     assert!(!m.is_locked());
 }
 
+/// A refused relock undoes its own priority bookkeeping before it panics; the
+/// unwound guard must not undo it a second time, or a thread that still holds
+/// another ceiling mutex drops below that mutex's ceiling while inside it.
+#[test]
+fn ceiling_refused_relock_keeps_the_other_held_ceiling() {
+    let _g = serial();
+    if !have_rt() {
+        return;
+    }
+    let outer = Arc::new(ceiling_mutex(10, ()).unwrap());
+    let m = Arc::new(ceiling_mutex(10, 0u32).unwrap());
+    let cv = Arc::new(Condvar::new());
+    let (outer2, m2, cv2) = (outer.clone(), m.clone(), cv.clone());
+    quiet_expected_panic("posixrt lock failed: pthread_mutex_lock(PRIO_PROTECT)");
+    let waiter = spawn_fifo(first_cpu(), 8, move || {
+        let _outer = outer2.lock();
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut g = m2.lock();
+            while *g == 0 {
+                cv2.wait(&mut g);
+            }
+        }));
+        // Still inside `outer` (ceiling 10): FIFO 10 is kernel priority -11.
+        (waited.is_err(), kernel_prio(current_tid()))
+    });
+    assert!(poll(|| cv.waiters() == 1 && !m.is_locked()));
+    // Below the waiter's base priority 8: its relock is refused.
+    assert_eq!(unsafe { m.raw() }.set_ceiling(6).unwrap(), 10);
+    cv.notify_one();
+    let (refused, prio) = waiter.join().unwrap();
+    assert!(
+        refused,
+        "the relock under ceiling 6 of a FIFO 8 thread is refused"
+    );
+    assert_eq!(
+        prio, -11,
+        "the thread fell below the ceiling of the mutex it holds"
+    );
+    assert!(!m.is_locked() && !outer.is_locked());
+}
+
 #[test]
 fn ceiling_bad_values_and_set_ceiling() {
     for bad in [0, 100, 1000] {

@@ -302,8 +302,20 @@ unsafe impl RawMutex for RawCeilingMutex {
     /// Panics when the protocol refuses (caller above the ceiling, no privilege to
     /// raise, relock); use [`MutexExt::lock_checked`](super::MutexExt) to get the error.
     fn lock(&self) {
-        if let Err(e) = self.lock_impl(None) {
-            lock_failed(e)
+        match self.lock_impl(None) {
+            Ok(()) => {
+                let _ = REFUSED.try_with(|r| r.set(0));
+            }
+            Err(e) => {
+                // Its bookkeeping is undone already: the guard that unwinding may
+                // drop next (a relock in `unlocked` or a condvar wait) must not
+                // undo it again. (Not for a relock of a mutex this thread holds:
+                // its guard is a real one.)
+                if self.word.load() & TID_MASK != current_tid() {
+                    let _ = REFUSED.try_with(|r| r.set(self.addr()));
+                }
+                lock_failed(e)
+            }
         }
     }
 
@@ -325,6 +337,11 @@ unsafe impl RawMutex for RawCeilingMutex {
             if !self.word.unlock_fast(tid) {
                 self.word.unlock_slow();
             }
+        } else if REFUSED.try_with(|r| r.replace(0)) == Ok(self.addr()) {
+            // A refused relock: `lock_impl` undid (or never made) the raise, and
+            // `held_ceiling` is another owner's. Lowering here would drop a
+            // ceiling this thread still holds through another mutex.
+            return;
         }
         lower(ceiling);
     }
@@ -361,6 +378,12 @@ impl RawMutexChecked for RawCeilingMutex {
     fn lock_until_checked(&self, deadline: Instant) -> Result<()> {
         self.lock_impl(Some(deadline))
     }
+}
+
+thread_local! {
+    /// The mutex whose last `lock` by this thread was refused (0: none): the
+    /// guard unwinding drops next names it and holds nothing to lower.
+    static REFUSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// The calling thread's ceiling bookkeeping.
