@@ -178,7 +178,7 @@ impl<B: Send + 'static> List<B> {
                 Some(State::Done) => core.free_slot(e.idx),
                 Some(_) => {
                     let s = &mut core.slots[e.idx as usize];
-                    s.detached = true;
+                    (s.detached, s.kept) = (true, true);
                     if let Some(b) = e.buf {
                         s.orphan = Some(Box::new(b));
                     }

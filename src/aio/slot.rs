@@ -76,6 +76,10 @@ pub(crate) struct Slot {
     pub orphan: Option<Box<dyn Send>>,
     /// No handle refers to this slot any more: free it when done.
     pub detached: bool,
+    /// Detached with the request left to run (an interrupted `LIO_WAIT`
+    /// list's), not given up by a dropped handle: `aio_cancel(fd, NULL)` still
+    /// reaches it.
+    pub kept: bool,
     /// Thread backend: which worker runs it, whether that worker sleeps in `poll`
     /// (and so can be interrupted), and whether a cancel asked it to stop.
     pub worker: u32,
@@ -196,6 +200,7 @@ impl Slot {
             waker: None,
             orphan: None,
             detached: false,
+            kept: false,
             worker: u32::MAX,
             interruptible: false,
             cancel_req: false,

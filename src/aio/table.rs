@@ -663,7 +663,7 @@ impl Core {
         }
         s.waker = None;
         s.mail = MailAddr::NONE;
-        s.detached = false;
+        (s.detached, s.kept) = (false, false);
         self.free.push(idx);
     }
 
@@ -714,9 +714,9 @@ impl Core {
 
     /// Slots of live requests on `fd`, an interrupted `LIO_WAIT` list's too
     /// (`aio_cancel(fd, NULL)` is the only way left to stop them), but not
-    /// those a dropped handle gave up with a cancel asked (the library's).
+    /// those a dropped handle gave up (the library's to end).
     pub(crate) fn on_fd(&self, fd: i32) -> Vec<(u32, u32)> {
-        let given_up = |s: &Slot| s.detached && s.cancel_req;
+        let given_up = |s: &Slot| s.detached && !s.kept;
         self.slots
             .iter()
             .enumerate()
