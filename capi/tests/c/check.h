@@ -93,6 +93,19 @@ static inline int fork_while(int (*work)(void), volatile int *done, int n, const
     return 0;
 }
 
+/* Runs `trial` `n` times, each in a fresh child with 30 s (fork_run); stops
+ * at the first that fails (a failed check). */
+static inline void run_trials(int (*trial)(void), int n) {
+    for (int i = 0; i < n; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "trial %d", i);
+        int r = fork_run(trial, 30, what);
+        CHECK(r == 0);
+        if (r != 0)
+            return;
+    }
+}
+
 #ifdef POSIXRT_TRACE_H
 /* A stream of this process, started, given event `name` with the int 42,
  * stopped, read back and shut down: 0 if every call did what it should, else

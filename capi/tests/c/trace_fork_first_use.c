@@ -81,20 +81,7 @@ static int trial(void) {
 }
 
 int main(void) {
-    for (int i = 0; i < TRIALS; i++) {
-        pid_t p = fork();
-        if (p == 0) {
-            alarm(30);
-            _exit(trial());
-        }
-        int st = 0;
-        CHECK(p > 0 && waitpid(p, &st, 0) == p);
-        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            fprintf(stderr, "trial %d failed\n", i);
-            break;
-        }
-    }
+    run_trials(trial, TRIALS);
     /* And this process, which made no trace call before, traces too. */
     CHECK(child_work() == 0);
     return finish();
