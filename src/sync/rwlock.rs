@@ -14,7 +14,7 @@
 //! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
 //! - [pthread_rwlock_wrlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_wrlock.3p.html)
 
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawRwLockTimed};
@@ -164,23 +164,12 @@ impl RawRwLock {
         self.record_readers(r);
     }
 
-    /// Mirrors the live reader count into the record's state word, after this thread
-    /// changed it: [`objects`](super::objects) and the shared registry (`rtstat`) see
-    /// only the record. Readers change the count concurrently, so the store is checked
-    /// against the word again: with the `SeqCst` fences, the thread whose store comes
-    /// last sees every change made before the other stores, so it leaves the final
-    /// count.
+    /// Mirrors the live reader count into the record (see `Record::mirror`).
     #[cold]
     fn record_readers(&self, r: &track::Record) {
-        fence(Ordering::SeqCst);
-        loop {
-            let n = self.state.load(Ordering::Relaxed) & READERS;
-            r.set(track::W_STATE, u64::from(n));
-            fence(Ordering::SeqCst);
-            if self.state.load(Ordering::Relaxed) & READERS == n {
-                return;
-            }
-        }
+        r.mirror(track::W_STATE, || {
+            u64::from(self.state.load(Ordering::Relaxed) & READERS)
+        });
     }
 
     #[cold]

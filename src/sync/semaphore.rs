@@ -11,7 +11,7 @@
 //! - [sem_post(3p)](https://man7.org/linux/man-pages/man3/sem_post.3p.html)
 //! - [sem_overview(7)](https://man7.org/linux/man-pages/man7/sem_overview.7.html)
 
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
@@ -96,25 +96,11 @@ impl Semaphore {
         self.record_count(r);
     }
 
-    /// Mirrors the count into the record's state word after this thread changed
-    /// it: [`objects`](super::objects) and the shared registry (`rtstat`) see only
-    /// the record. Posts and waits change the count concurrently, and a plain
-    /// store let the last writer leave a count it had read before another
-    /// thread's change, for good once the semaphore went quiet. So the store is
-    /// checked against the count again: with the `SeqCst` fences, the thread
-    /// whose store comes last sees every change made before the other stores, so
-    /// it leaves the final count (as `RwLock`'s `record_readers`). Atomics only,
-    /// so `post` stays usable in a signal handler.
+    /// Mirrors the count into the record (see `Record::mirror`).
     fn record_count(&self, r: &track::Record) {
-        fence(Ordering::SeqCst);
-        loop {
-            let n = self.value.load(Ordering::Relaxed);
-            r.set(track::W_STATE, u64::from(n));
-            fence(Ordering::SeqCst);
-            if self.value.load(Ordering::Relaxed) == n {
-                return;
-            }
-        }
+        r.mirror(track::W_STATE, || {
+            u64::from(self.value.load(Ordering::Relaxed))
+        });
     }
 
     fn wait_impl(&self, deadline: Option<Instant>) -> Result<()> {

@@ -120,6 +120,24 @@ impl Record {
     pub(crate) fn set(&self, i: usize, v: u64) {
         self.w[i].store(v, Ordering::Relaxed)
     }
+    /// Mirrors a live value (`live()`: a reader count, a semaphore's count) into
+    /// word `i` after the caller changed it, for readers that see only the record
+    /// ([`objects`](crate::sync::objects), `rtstat`). Other threads change the
+    /// value concurrently, so the store is checked against it again: with the
+    /// `SeqCst` fences, the thread whose store comes last sees every change made
+    /// before the other stores, so it leaves the final value. Atomics only (a
+    /// semaphore's `post` stays usable in a signal handler).
+    pub(crate) fn mirror(&self, i: usize, live: impl Fn() -> u64) {
+        fence(Ordering::SeqCst);
+        loop {
+            let n = live();
+            self.set(i, n);
+            fence(Ordering::SeqCst);
+            if live() == n {
+                return;
+            }
+        }
+    }
     #[inline(always)]
     pub(crate) fn bump(&self, i: usize) {
         self.set(i, self.get(i).wrapping_add(1))
