@@ -417,25 +417,36 @@ fn copy_refused(call: &'static str, e: i32) -> Error {
 /// `aio_fsync`'s checks: EBADF for a bad fd or one not open for writing, EINVAL
 /// for one that cannot be synchronised.
 fn check_sync(fd: BorrowedFd<'_>, call: &'static str) -> Result<()> {
-    let fl = sio::status_flags(fd).map_err(|e| {
-        Error::from_errno(call, e).with_hint("aio_fildes is not an open file descriptor")
-    })?;
+    match sync_refusal(fd) {
+        None => Ok(()),
+        Some((e, hint)) => Err(Error::from_errno(call, e).with_hint(hint)),
+    }
+}
+
+/// Why `aio_fsync` refuses `fd` in the call (errno and hint), if it does: EBADF
+/// for a descriptor not open or not open for writing, EINVAL for one that cannot
+/// be synchronised. Shared with the C library's `aio_fsync`.
+pub(crate) fn sync_refusal(fd: BorrowedFd<'_>) -> Option<(i32, &'static str)> {
+    let Ok(fl) = sio::status_flags(fd) else {
+        return Some((libc::EBADF, "aio_fildes is not an open file descriptor"));
+    };
     let acc = fl & libc::O_ACCMODE;
     if acc != libc::O_WRONLY && acc != libc::O_RDWR {
-        return Err(Error::from_errno(call, libc::EBADF)
-            .with_hint("aio_fsync needs a descriptor open for writing (O_WRONLY or O_RDWR)"));
+        return Some((
+            libc::EBADF,
+            "aio_fsync needs a descriptor open for writing (O_WRONLY or O_RDWR)",
+        ));
     }
     match sio::kind(fd) {
-        Ok(k) if can_sync(k) => Ok(()),
-        Ok(_) => Err(Error::from_errno(call, libc::EINVAL)
-            .with_hint("only regular files and block devices can be synchronised (not a pipe, FIFO, socket, terminal or other character device)")),
-        Err(e) => Err(Error::from_errno(call, e)),
+        Ok(k) if can_sync(k) => None,
+        Ok(_) => Some((libc::EINVAL, "only regular files and block devices can be synchronised (not a pipe, FIFO, socket, terminal or other character device)")),
+        Err(e) => Some((e, "fstat of aio_fildes failed")),
     }
 }
 
 /// Whether an fd of kind `k` can be synchronised (`aio_fsync`'s EINVAL
 /// otherwise). A directory passes, though no descriptor of one is open for
 /// writing (EBADF first).
-pub(crate) fn can_sync(k: FdKind) -> bool {
+fn can_sync(k: FdKind) -> bool {
     matches!(k, FdKind::Regular | FdKind::Dir | FdKind::Block)
 }

@@ -40,16 +40,11 @@ pub(super) fn note_stream(s: &mut Slot, fd: i32) {
 /// terminal or other character device), in the call itself.
 pub fn fsync_refusal(fd: i32) -> Option<i32> {
     // SAFETY: fcntl(F_GETFL) takes any int; a number not open gives EBADF.
-    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
+    if unsafe { libc::fcntl(fd, libc::F_GETFL) } < 0 {
         return Some(libc::EBADF);
     }
     // SAFETY: open (just asked), and kept open by the C caller for its
     // aio_fsync call; it is only asked about.
     let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-    match crate::sys::io::kind(bfd) {
-        Ok(k) if crate::aio::op::can_sync(k) => None,
-        Ok(_) => Some(libc::EINVAL),
-        Err(e) => Some(e),
-    }
+    crate::aio::op::sync_refusal(bfd).map(|(e, _)| e)
 }
