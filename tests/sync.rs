@@ -560,6 +560,32 @@ fn pi_owner_death_without_waiters_is_reported() {
     );
 }
 
+/// A dead owner with nobody waiting: `try_lock` stays a pure compare-and-swap and
+/// reports the lock busy (as a non-robust POSIX mutex does), while a zero timeout
+/// asks the kernel and takes the lock over, with the owner-died mark.
+#[test]
+fn pi_owner_death_try_lock_busy_zero_timeout_takes_over() {
+    let m = Arc::new(PiMutex::new(7));
+    let m2 = m.clone();
+    let dead = std::thread::spawn(move || {
+        std::mem::forget(m2.lock());
+        current_tid()
+    })
+    .join()
+    .unwrap();
+    assert!(m.try_lock().is_none());
+    assert!(m.try_lock_checked().unwrap().is_none());
+    assert_eq!(unsafe { m.raw() }.owner(), Some(dead));
+    let g = m
+        .try_lock_for(Duration::ZERO)
+        .expect("a zero timeout takes a dead owner's lock over");
+    assert_eq!(*g, 7);
+    assert!(unsafe { m.raw() }.owner_died());
+    assert_eq!(unsafe { m.raw() }.owner(), Some(current_tid()));
+    drop(g);
+    assert!(m.try_lock().is_some());
+}
+
 #[test]
 fn pi_lock_panics_on_relock_instead_of_hanging() {
     let m = PiMutex::new(());

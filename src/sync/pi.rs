@@ -26,7 +26,11 @@
 //!   clear it with [`RawPiMutex::clear_owner_died`] once repaired). If threads were
 //!   already blocked when the owner died, the kernel itself hands the lock to the top
 //!   waiter on the owner's exit and the death is not visible. glibc's non-robust PI
-//!   mutexes hang forever in the first case.
+//!   mutexes hang forever in the first case. `try_lock` stays one compare-and-swap
+//!   and reports such a lock busy (as a non-robust POSIX mutex's trylock does:
+//!   asking the kernel on every failed attempt would cost a spinning caller a
+//!   syscall each time and make the live owner's unlock a syscall too); a zero
+//!   timeout, `try_lock_for(Duration::ZERO)`, asks the kernel and takes it over.
 //!
 //! # References
 //! - [futex(2)](https://man7.org/linux/man-pages/man2/futex.2.html) (FUTEX_LOCK_PI, FUTEX_LOCK_PI2, FUTEX_UNLOCK_PI, FUTEX_TRYLOCK_PI)
