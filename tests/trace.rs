@@ -1491,6 +1491,39 @@ fn clear_resets_the_stream_overrun() {
     t.shutdown().unwrap();
 }
 
+/// The status record a log gets at shutdown counts the stream's losses since
+/// the last `clear` only: the events lost before it went with the cleared log.
+#[test]
+fn clear_resets_the_stream_losses_the_log_reports() {
+    let _g = serial();
+    let (p, f) = open_log("clear-stream-lost.trace");
+    let a = attr_with(|a| {
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    });
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let ev = trace::eventid_open("tt.clear.stream.lost").unwrap();
+    t.start().unwrap();
+    for i in 0..5000u64 {
+        trace::event(ev, &i.to_le_bytes()); // most are dropped: the stream is full
+    }
+    t.clear().unwrap();
+    t.start().unwrap();
+    trace::event(ev, &7u64.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(&p);
+    assert_eq!(
+        evs.iter()
+            .filter(|e| e.id == ev)
+            .map(seq)
+            .collect::<Vec<_>>(),
+        [7]
+    );
+    let st = l.status().unwrap();
+    assert_eq!((st.stream_lost, st.stream_overrun), (0, false), "{st:?}");
+}
+
 #[test]
 fn sub_buffer_memory_is_reported() {
     let _g = serial();

@@ -82,7 +82,9 @@ impl Trace {
         self.s.full_seen.store(false, Relaxed);
         // As a new stream: the losses before the clear went with its events
         // (the next status reports no overrun).
-        self.s.lost_acked.store(self.s.lost_sum(), Release);
+        let lost = self.s.lost_sum();
+        self.s.lost_acked.store(lost, Release);
+        self.s.lost_cleared.store(lost, Release);
         if let Some(log) = &self.s.log {
             let mut w = lock(log);
             let res = w.clear();

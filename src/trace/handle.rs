@@ -170,6 +170,7 @@ impl Trace {
             flusher: Mutex::new(None),
             stop_flusher: AtomicBool::new(false),
             lost_acked: AtomicU64::new(0),
+            lost_cleared: AtomicU64::new(0),
         });
         local::publish(slot, Arc::as_ptr(&s));
         gen_of(slot).store(gen, Release);
@@ -239,7 +240,7 @@ impl Trace {
             }
             res = s.flush_now(false);
             if let Some(log) = &s.log {
-                let lost = s.lost_sum();
+                let lost = s.lost_sum().saturating_sub(s.lost_cleared.load(Acquire));
                 let st = LogStatus {
                     stream_lost: lost,
                     stream_overrun: lost > 0,

@@ -65,6 +65,8 @@ pub(super) struct Stream {
     pub(super) stop_flusher: AtomicBool,
     /// `lost_sum()` when the status was last read (the overrun flag resets).
     pub(super) lost_acked: AtomicU64,
+    /// `lost_sum()` at the last `clear` (the shutdown record counts losses since).
+    pub(super) lost_cleared: AtomicU64,
 }
 
 // SAFETY: the raw ring pointers point into `rings`, owned by the stream.
