@@ -78,7 +78,11 @@ impl Trace {
             r.lost_reported.store(r.lost.load(Relaxed), Relaxed);
         }
         drop(st);
-        lock(&self.s.reader).pending.clear();
+        {
+            let mut st = lock(&self.s.reader);
+            st.pending.clear();
+            st.nested_reported = self.s.nested_lost.load(Relaxed);
+        }
         self.s.full_seen.store(false, Relaxed);
         // As a new stream: the losses before the clear went with its events
         // (the next status reports no overrun).

@@ -165,12 +165,14 @@ impl Trace {
             log_full: AtomicBool::new(false),
             reader: Mutex::new(ReaderState {
                 pending: VecDeque::new(),
+                nested_reported: 0,
             }),
             log: writer,
             flusher: Mutex::new(None),
             stop_flusher: AtomicBool::new(false),
             lost_acked: AtomicU64::new(0),
             lost_cleared: AtomicU64::new(0),
+            nested_lost: AtomicU64::new(0),
         });
         local::publish(slot, Arc::as_ptr(&s));
         gen_of(slot).store(gen, Release);

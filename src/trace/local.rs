@@ -5,9 +5,15 @@
 //! A thread's first event in a stream maps its sub-buffer (the one allocation of
 //! the path); every later one is loads, a timestamp and stores into memory only
 //! this thread writes.
+//!
+//! A signal handler may record (POSIX lists `posix_trace_event` as
+//! async-signal-safe). When it interrupted its own thread inside the recorder
+//! (the busy flag set), its event cannot go into the sub-buffer that record is
+//! half-way through: it is dropped and counted lost in each stream it was for
+//! ([`nested`]), and readers get an OVERFLOW for it.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{compiler_fence, AtomicPtr, Ordering::*};
+use std::sync::atomic::{compiler_fence, AtomicPtr, AtomicU32, Ordering::*};
 
 use super::ids::{EventId, ID_SPACE};
 use super::ring::{small_word, Ring};
@@ -103,11 +109,13 @@ impl Drop for ThreadExit {
                     unsafe { (*c.ring).orphan.store(true, Release) };
                 }
             }
-            b.0.store(0, Release);
-            l.busy = std::ptr::null();
+            // Forgotten while the flag is still set: a signal handler's event
+            // from here on finds no flag and no ring (and cannot register again).
             l.slots = [EMPTY; TRACE_SYS_MAX];
             l.fast_ring = NO_FAST_RING;
             l.fast_gen = [u64::MAX; FAST_LEN];
+            set_busy_ptr(l, std::ptr::null());
+            b.0.store(0, Release);
             give_busy(b);
         });
     }
@@ -186,6 +194,9 @@ fn record_small_in(l: *mut Local, pass: u8, head: u64, word: u64, bytes: u64) {
     debug_assert!(!busy.is_null());
     // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
     let busy = unsafe { &*busy };
+    if busy.0.load(Relaxed) != 0 {
+        return nested(pass, head as u16, busy);
+    }
     busy.0.store(1, Relaxed);
     // The busy protocol of `record_local`, with the fence only a compiler fence:
     // `fast_gen` never matches when writers need a real fence (`attach_ring`), so
@@ -271,11 +282,24 @@ fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
     let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
         return false; // the thread is exiting
     };
+    // SAFETY: one word of the calling thread's LOCAL, read through the raw
+    // pointer: a signal handler comes here while its thread may hold LOCAL
+    // mutably, inside the recorder, and then touches nothing else of it.
+    let busy = unsafe { std::ptr::read_volatile(&(*l).busy) };
+    if !busy.is_null() {
+        // SAFETY: a non-null `busy` is a leaked `Busy` or `REGISTERING`.
+        let b = unsafe { &*busy };
+        if b.0.load(Relaxed) != 0 {
+            count_nested(slot, b);
+            return false;
+        }
+    }
     // SAFETY: LOCAL is only touched by its own thread, and `record` is not
-    // re-entered on it: it calls no user code, and the one allocation (a thread's
-    // first event maps its sub-buffer) does not record events unless a custom
-    // global allocator calls `event()`, which the docs of `trace::event` forbid, as
-    // they forbid signal handlers calling it.
+    // re-entered on it past the check above (a signal handler's event while the
+    // thread is inside the recorder stops there): it calls no user code, and the
+    // one allocation (a thread's first event maps its sub-buffer) does not record
+    // events unless a custom global allocator calls `event()`, which the docs of
+    // `trace::event` forbid.
     let l = unsafe { &mut *l };
     record_local(l, slot, id, data, force)
 }
@@ -317,11 +341,73 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -
 /// sub-buffer until the stream shut down, and its busy flag was lost).
 #[cold]
 fn register_thread(l: &mut Local) -> bool {
+    // Taking a flag locks (and may allocate): a signal handler's event meanwhile
+    // finds this one set and is dropped.
+    set_busy_ptr(l, &REGISTERING);
     if THREAD_EXIT.try_with(|_| ()).is_err() {
+        set_busy_ptr(l, std::ptr::null());
         return false;
     }
-    l.busy = take_busy();
+    let b = take_busy();
+    set_busy_ptr(l, b);
     true
+}
+
+/// Stands for the thread's busy flag while [`register_thread`] takes one: set,
+/// and never waited for by a shutdown (so it guards no stream).
+static REGISTERING: Busy = Busy(AtomicU32::new(1));
+
+/// Stores the thread's busy flag pointer where a signal handler of this thread
+/// reads it: a volatile store, which the compiler neither drops nor moves past
+/// the calls around it.
+#[inline(always)]
+fn set_busy_ptr(l: &mut Local, b: *const Busy) {
+    // SAFETY: `l.busy` is a valid, aligned field of the thread's LOCAL.
+    unsafe { std::ptr::write_volatile(&mut l.busy, b) };
+    compiler_fence(SeqCst);
+}
+
+/// An event of a signal handler that interrupted its own thread inside the
+/// recorder (`busy` set): counted lost in each stream it was for, unrecorded.
+#[cold]
+#[inline(never)]
+fn nested(pass: u8, id: u16, busy: &Busy) {
+    let mask = if pass == PASS_MANY {
+        RUNNING.load(Relaxed)
+    } else {
+        1 << ((pass - 1) as usize & (TRACE_SYS_MAX - 1))
+    };
+    let mut mask = mask & RUNNING.load(Relaxed);
+    while mask != 0 {
+        let slot = mask.trailing_zeros() as usize;
+        mask &= mask - 1;
+        if !filtered(slot, id) {
+            count_nested(slot, busy);
+        }
+    }
+}
+
+/// Counts one lost event in the stream of `slot`, if one lives there. `busy`,
+/// the thread's flag, was set by the record this handler interrupted, before it
+/// read any generation: a stream whose generation is live now stays alive until
+/// that record ends (see `record_local`).
+#[cold]
+fn count_nested(slot: usize, busy: &Busy) {
+    if std::ptr::eq(busy, &REGISTERING) {
+        return; // no stream is held for this thread yet
+    }
+    writer_fence();
+    let gen = gen_of(slot).load(Acquire);
+    if gen & 1 == 0 {
+        return;
+    }
+    let sp = SLOTS[slot].load(Acquire);
+    if sp.is_null() || gen_of(slot).load(Acquire) != gen {
+        return;
+    }
+    // SAFETY: the slot's generation is live and unchanged with the thread's busy
+    // flag set (see above), and the slot's pointer is that generation's stream.
+    unsafe { (*sp).nested_lost.fetch_add(1, Relaxed) };
 }
 
 #[cold]

@@ -188,9 +188,12 @@ pub use status::TraceStatus;
 /// a bit test. Otherwise no lock, no allocation (except a thread's very first event
 /// in a stream, which maps its sub-buffer) and no syscall.
 ///
-/// Not async-signal-safe: do not call it from a signal handler that may interrupt
-/// the same thread inside `event`, nor from a custom `#[global_allocator]` (a
-/// thread's first event in a stream allocates its sub-buffer).
+/// Async-signal-safe once the thread has recorded into the running streams, as
+/// POSIX requires: a signal handler's event that interrupted its own thread inside
+/// `event` cannot go into the sub-buffer that record is half-way through, so it is
+/// dropped and counted lost (the stream's status reports an overrun, readers an
+/// OVERFLOW with tid 0). A thread's first event in a stream allocates its
+/// sub-buffer: not from a handler, nor from a custom `#[global_allocator]`.
 ///
 /// # References
 /// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_event.html)

@@ -60,6 +60,7 @@ impl Stream {
                 for &r in rings {
                     self.report_loss(r, now, st);
                 }
+                self.report_nested_loss(now, st);
                 return st.pending.pop_front();
             };
             let Some(rec) = r.pop() else { continue };
@@ -86,14 +87,19 @@ impl Stream {
             return;
         }
         r.lost_reported.store(lost, Relaxed);
-        let mut p = (lost - reported).to_le_bytes().to_vec();
-        p.extend_from_slice(&r.tid.to_le_bytes());
+        self.queue_overflow(lost - reported, r.tid, timestamp, st);
+    }
+
+    /// Queues OVERFLOW (`count`, `tid`) and RESUME, unless filtered.
+    fn queue_overflow(&self, count: u64, tid: u32, timestamp: Duration, st: &mut ReaderState) {
+        let mut p = count.to_le_bytes().to_vec();
+        p.extend_from_slice(&tid.to_le_bytes());
         for (id, data) in [(EventId::OVERFLOW, p), (EventId::RESUME, Vec::new())] {
             if !filtered(self.slot, id.0) {
                 st.pending.push_back(Event {
                     id,
                     pid: 0,
-                    tid: r.tid,
+                    tid,
                     timestamp,
                     truncated: false,
                     prog_address: 0,
@@ -101,6 +107,19 @@ impl Stream {
                 });
             }
         }
+    }
+
+    /// Queues OVERFLOW (count, tid 0: no one sub-buffer lost them) and RESUME
+    /// for the signal handlers' events dropped inside the recorder since the last
+    /// report (see `local::nested`).
+    fn report_nested_loss(&self, timestamp: Duration, st: &mut ReaderState) {
+        let lost = self.nested_lost.load(Relaxed);
+        if lost <= st.nested_reported {
+            return;
+        }
+        let count = lost - st.nested_reported;
+        st.nested_reported = lost;
+        self.queue_overflow(count, 0, timestamp, st);
     }
 
     /// After reading or clearing: resume an UNTIL_FULL stream once space is free.

@@ -24,6 +24,8 @@ pub(super) const STOP_FULL: u32 = 1;
 /// but not returned yet (losses reported as OVERFLOW and RESUME).
 pub(super) struct ReaderState {
     pub(super) pending: VecDeque<Event>,
+    /// `Stream::nested_lost` as last reported to readers.
+    pub(super) nested_reported: u64,
 }
 
 pub(super) struct Stream {
@@ -67,6 +69,9 @@ pub(super) struct Stream {
     pub(super) lost_acked: AtomicU64,
     /// `lost_sum()` at the last `clear` (the shutdown record counts losses since).
     pub(super) lost_cleared: AtomicU64,
+    /// Events of signal handlers that interrupted their thread inside the
+    /// recorder: dropped, counted here (see `local::nested`).
+    pub(super) nested_lost: AtomicU64,
 }
 
 // SAFETY: the raw ring pointers point into `rings`, owned by the stream.
@@ -155,7 +160,7 @@ impl Stream {
             .iter()
             .map(|r| r.lost.load(Acquire))
             .sum();
-        live + gone
+        live + gone + self.nested_lost.load(Acquire)
     }
 
     /// Sub-buffers currently mapped.
