@@ -72,7 +72,8 @@ pub enum Notify {
     /// `SIGEV_THREAD`: `callback(value)` runs as if in a new thread: on one of the
     /// context's notification threads, a pool that grows on demand (up to
     /// [`MAX_NOTIFY_THREADS`]) so a callback that blocks does not delay another.
-    /// The callback may submit new requests.
+    /// The callback may submit new requests. It starts with every signal
+    /// blocked, as glibc's notification threads do.
     Thread {
         /// The function to call.
         callback: Callback,
@@ -315,6 +316,14 @@ impl Notifier {
 
     fn spawn(&self) -> Result<()> {
         let sh = Arc::clone(&self.shared);
+        // The thread starts with every signal blocked, whichever thread posts
+        // (the program's, for the first callback): like the engine's other
+        // threads and glibc's notification threads, it never takes a signal
+        // that the program blocks in its own threads (to wait for it with
+        // `sigwaitinfo` or a signalfd), nor a completion signal. Not
+        // `spawn_all_blocked`: a callback is program code, and may change
+        // its thread's mask.
+        let _blocked = crate::sys::signal::block_all();
         std::thread::Builder::new()
             .name("posixrt-aio-notify".into())
             .spawn(move || run(sh))
