@@ -2,10 +2,14 @@
 //! block every signal, as the engine's other threads do (and as glibc's
 //! notification threads do): a completion signal, or a signal the program
 //! blocks in its own threads to take it with `sigwaitinfo` or a signalfd, is
-//! never delivered to one of them. `both!(name, f)` makes `name::uring` and
+//! never delivered to one of them. And they run at the scheduling class of
+//! the program's thread that started them, whichever thread of the engine
+//! started one more (a thread-engine worker runs at `SCHED_BATCH`, or at a
+//! real-time request's class). `both!(name, f)` makes `name::uring` and
 //! `name::threads`.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use posixrt::aio::{Backend, Notify, Op};
 
@@ -54,7 +58,7 @@ fn callback_mask(b: Backend) {
             .submit(Op::read(&f, i as i64, vec![0u8; 4]).notify(n))
             .unwrap();
         let open = rx
-            .recv_timeout(std::time::Duration::from_secs(10))
+            .recv_timeout(Duration::from_secs(10))
             .unwrap_or_else(|_| panic!("callback {i} did not run"));
         assert!(
             open.is_empty(),
@@ -64,3 +68,56 @@ fn callback_mask(b: Backend) {
     }
 }
 both!(callbacks_run_with_every_signal_blocked, callback_mask);
+
+/// `(policy, priority)` of the calling thread.
+fn class() -> (i32, i32) {
+    let mut p = libc::sched_param { sched_priority: 0 };
+    let mut policy = 0;
+    // SAFETY: both are valid for writes; asks about the calling thread.
+    let r = unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) };
+    assert_eq!(r, 0);
+    (policy, p.sched_priority)
+}
+
+fn callback_class(b: Backend) {
+    let me = class();
+    assert_eq!(me.0, libc::SCHED_OTHER, "the test runs at SCHED_OTHER");
+    let aio = ctx(b);
+    let n = 4;
+    let f = common::temp_file(&vec![1u8; n]);
+    // Each callback returns once all are running: one thread each, the later
+    // ones started by whichever thread of the engine posts their callbacks.
+    let st = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
+    let mut reqs = Vec::new();
+    for i in 0..n {
+        let st = Arc::clone(&st);
+        let cb = Notify::thread(i as i32, move |_| {
+            let (m, cv) = &*st;
+            let mut g = m.lock().unwrap();
+            g.push(class());
+            cv.notify_all();
+            let _ = cv.wait_timeout_while(g, Duration::from_secs(10), |g| g.len() < n);
+        });
+        reqs.push(
+            aio.submit(Op::read(&f, i as i64, vec![0u8; 1]).notify(cb))
+                .unwrap(),
+        );
+    }
+    let (m, cv) = &*st;
+    let g = cv
+        .wait_timeout_while(m.lock().unwrap(), Duration::from_secs(20), |g| g.len() < n)
+        .unwrap()
+        .0;
+    assert_eq!(g.len(), n, "every callback ran");
+    for (i, c) in g.iter().enumerate() {
+        assert_eq!(
+            *c, me,
+            "callback {i} ran at another class than the program's"
+        );
+    }
+    drop(g);
+    for mut r in reqs {
+        r.wait().unwrap().result.unwrap();
+    }
+}
+both!(callbacks_run_at_the_programs_class, callback_class);

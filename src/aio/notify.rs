@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::sys::prio::{self, SchedClass};
 use crate::{Error, Result};
 
 /// The value carried by a notification (`union sigval`): an integer or a pointer-sized
@@ -73,7 +74,8 @@ pub enum Notify {
     /// context's notification threads, a pool that grows on demand (up to
     /// [`MAX_NOTIFY_THREADS`]) so a callback that blocks does not delay another.
     /// The callback may submit new requests. It starts with every signal
-    /// blocked, as glibc's notification threads do.
+    /// blocked, as glibc's notification threads do, at the scheduling class
+    /// of the thread that made the context's first `Thread` request.
     Thread {
         /// The function to call.
         callback: Callback,
@@ -279,6 +281,9 @@ struct Shared {
     /// Reaps the context's completions (firing their notifications); run by a
     /// notification thread after each callback.
     reap: Reap,
+    /// The scheduling class of the program's thread that started the pool:
+    /// every notification thread takes it (see [`run`]).
+    class: SchedClass,
 }
 
 /// What a notification thread runs after each callback: reap the context's
@@ -294,7 +299,8 @@ pub(crate) struct Notifier {
 
 impl Notifier {
     /// Starts the pool; `reap` is run by a thread after each callback (see
-    /// [`Reap`]).
+    /// [`Reap`]). Called on the program's thread whose request needs it: its
+    /// scheduling class is the pool's.
     pub(crate) fn start(reap: Reap) -> Result<Notifier> {
         let n = Notifier {
             shared: Arc::new(Shared {
@@ -308,6 +314,7 @@ impl Notifier {
                 cv: std::sync::Condvar::new(),
                 reaping: std::sync::atomic::AtomicUsize::new(0),
                 reap,
+                class: prio::current(),
             }),
         };
         n.spawn()?;
@@ -374,6 +381,13 @@ impl Drop for Notifier {
 }
 
 fn run(sh: Arc<Shared>) {
+    // A thread takes the class of the thread that starts it: after the
+    // first, often an engine thread (a pool worker, at SCHED_BATCH or at a
+    // real-time request's class). Every callback runs at the program's class
+    // instead, on either engine.
+    if prio::current() != sh.class {
+        let _ = prio::set_current(sh.class);
+    }
     let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
     st.starting -= 1;
     loop {
