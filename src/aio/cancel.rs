@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::engine::{CoreGuard, Engine, Inner, Kicked};
 use super::hook;
-use super::table::{user_data, State};
+use super::table::{user_data, Hold, State};
 use crate::{Error, Result};
 
 /// The outcome of a cancel (`aio_cancel`'s return value).
@@ -187,7 +187,13 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
             }
             Engine::Threads(p) => {
                 let s = &mut core.slots[idx as usize];
-                if s.interruptible && super::threads::can_stop(s) {
+                if s.hold == Hold::Done {
+                    // Done, held until its call is out (see `hold.rs`): all
+                    // done once let go of, as on io_uring.
+                    inner.release(core);
+                    wait_done(inner, idx, gen);
+                    CancelResult::AllDone
+                } else if s.interruptible && super::threads::can_stop(s) {
                     s.cancel_req = true;
                     p.interrupt(s.worker);
                     inner.release(core);

@@ -1,0 +1,150 @@
+//! A cancel of a request that is done but held (a `LIO_NOWAIT` list's request
+//! with a notification, held until the call is out: see the library's
+//! `hold.rs`) answers `AllDone`, and the request shows done once it is let go
+//! of, on both engines. The thread engine answered `NotCanceled`, as for a
+//! request still running.
+//!
+//! To cancel while the request is held, the test thread runs at `SCHED_FIFO`
+//! on CPU 0, where the thread that lets go of held requests is pinned too:
+//! that thread cannot run until the test thread sleeps. The engine's pool
+//! workers are pinned to CPU 1, where the read completes meanwhile.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use posixrt::aio::{Backend, CancelResult, ListMode, Notify, Op};
+
+#[allow(unused_macros, unused_imports)]
+mod common;
+use common::ctx;
+
+/// The tids of this process's threads whose name starts with `prefix`.
+fn tids_named(prefix: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let c = std::fs::read_to_string(p.join("comm")).ok()?;
+            let tid = p.file_name()?.to_str()?.parse().ok()?;
+            c.trim_end().starts_with(prefix).then_some(tid)
+        })
+        .collect()
+}
+
+/// Pins thread `tid` (0: the caller) to `cpu`.
+fn pin(tid: i32, cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; CPU_SET stays in
+    // range (cpu < 2); the call only reads the set.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut s);
+        assert_eq!(
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &s),
+            0,
+            "sched_setaffinity({tid})"
+        );
+    }
+}
+
+/// Lets the calling thread run on every CPU again.
+fn unpin() {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set, filled in range;
+    // the call only reads it.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        for c in 0..std::thread::available_parallelism().map_or(1, |n| n.get()) {
+            libc::CPU_SET(c, &mut s);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &s);
+    }
+}
+
+/// Sets the calling thread's policy and priority.
+fn set_class(policy: i32, priority: i32) -> i32 {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `p` is a valid sched_param the call only reads.
+    unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &p) }
+}
+
+fn cancel_held(b: Backend) {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let aio = ctx(b);
+    let f = common::disk_temp_file(&common::pattern(4096));
+    let fired = Arc::new(AtomicUsize::new(0));
+    let notify = || {
+        let fired = Arc::clone(&fired);
+        Notify::thread(0, move |_| {
+            fired.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    // A first list starts the thread that lets go of held requests (and the
+    // page cache holds the file).
+    let first = aio
+        .lio_listio(
+            ListMode::NoWait,
+            [Some(Op::read(&f, 0, vec![0u8; 64]).notify(notify()))],
+            Notify::None,
+        )
+        .unwrap();
+    first.wait_all().unwrap();
+    drop(first);
+    // (comm keeps 15 bytes of a thread's name: "posixrt-aio-hol".)
+    let holder = tids_named("posixrt-aio-hol");
+    assert_eq!(holder.len(), 1, "one thread lets go of held requests");
+    pin(holder[0], 0);
+    for w in tids_named("posixrt-aio-") {
+        if w != holder[0] {
+            pin(w, 1);
+        }
+    }
+    pin(0, 0);
+    let rt = set_class(libc::SCHED_FIFO, 10);
+    assert_eq!(
+        rt, 0,
+        "SCHED_FIFO refused (the test needs root or CAP_SYS_NICE)"
+    );
+    let list = aio
+        .lio_listio(
+            ListMode::NoWait,
+            [Some(Op::read(&f, 64, vec![0u8; 64]).notify(notify()))],
+            Notify::None,
+        )
+        .unwrap();
+    // The read completes on CPU 1 (or inside the call, on io_uring) and is
+    // held: the thread that lets it go cannot run on CPU 0 while this one
+    // spins there.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(100) {
+        std::hint::spin_loop();
+    }
+    let mut reqs = list.into_requests();
+    let r = reqs[0].as_mut().unwrap();
+    let out = r.cancel();
+    assert_eq!(set_class(libc::SCHED_OTHER, 0), 0);
+    unpin();
+    assert_eq!(out.unwrap(), CancelResult::AllDone);
+    let c = r.wait().unwrap();
+    assert_eq!(c.data(), &common::pattern(4096)[64..128]);
+    drop(reqs);
+    drop(aio);
+    // The context's threads end (the next engine's are found by name).
+    let t0 = Instant::now();
+    while common::threads_named("posixrt-aio-hol") > 0 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(fired.load(Ordering::SeqCst), 2, "each callback ran once");
+}
+/// One test, the engines one after the other: each context's threads are
+/// found by name, and pinned.
+#[test]
+fn cancel_of_a_held_done_request_is_all_done() {
+    cancel_held(Backend::Threads);
+    if !common::uring::uring_refused() {
+        cancel_held(Backend::Uring);
+    }
+}
