@@ -94,16 +94,25 @@ impl RawRwLock {
         }
     }
 
+    /// Takes a read lock if no writer holds or waits for the lock. A CAS that fails
+    /// because another reader changed the count meanwhile is retried: only a writer
+    /// may make a reader wait (or a `try_read` fail).
     #[inline]
     fn try_read_fast(&self) -> bool {
-        let s = self.state.load(Ordering::Relaxed);
-        s & WRITER == 0
+        let mut s = self.state.load(Ordering::Relaxed);
+        while s & WRITER == 0
             && s & READERS < READERS - 1
             && self.writers_waiting.load(Ordering::Relaxed) == 0
-            && self
+        {
+            match self
                 .state
                 .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
-                .is_ok()
+            {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
+        }
+        false
     }
 
     #[cold]
