@@ -1,14 +1,20 @@
-//! Edge cases of posixrt::sync: try variants under contention and the statistics
-//! they leave behind.
+//! Edge cases of posixrt::sync: try variants under contention, waits that unwind,
+//! and the statistics and waiter lists they leave behind.
 //!
 //! Tracking is process-wide and scheduling is changed by some tests: every test
 //! takes `LOCK`. Waits are bounded polls on states; nothing asserts a duration.
 
+#[path = "common/panics.rs"]
+mod panics;
+use panics::quiet_expected_panic;
+
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
-use posixrt::sync::{self, RwLock, Tracking};
+use posixrt::sync::{
+    self, ceiling_mutex, current_tid, Condvar, PiCondvar, PiMutex, RwLock, Tracking,
+};
 
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -19,6 +25,28 @@ fn serial(level: Tracking) -> std::sync::MutexGuard<'static, ()> {
     let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     sync::set_tracking(level);
     g
+}
+
+fn poll(mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    cond()
+}
+
+/// Whether this process may use SCHED_FIFO (tried in a throwaway thread).
+fn have_rt() -> bool {
+    std::thread::spawn(|| {
+        let p = libc::sched_param { sched_priority: 1 };
+        // SAFETY: a valid sched_param; pid 0 is the calling (throwaway) thread.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
+    })
+    .join()
+    .unwrap()
 }
 
 /// Readers only, from several threads at once: nothing holds or waits for the write
@@ -79,5 +107,95 @@ fn rwlock_readers_alone_are_never_counted_contended() {
     assert_eq!(
         st.read_contended, 0,
         "reads that never slept counted as contended"
+    );
+}
+
+/// A condvar waiter whose relock is refused panics out of `wait`; the condvar must
+/// not go on counting it as a waiter (in `waiters()` and in the tracked info).
+#[test]
+fn condvar_wait_unwound_by_a_refused_relock_is_no_longer_a_waiter() {
+    let _g = serial(Tracking::Counts);
+    if !have_rt() {
+        sync::set_tracking(Tracking::Off);
+        return;
+    }
+    let m = Arc::new(ceiling_mutex(10, 0u32).unwrap());
+    let cv = Arc::new(Condvar::new());
+    cv.set_name("refused-relock");
+    let (m2, cv2) = (m.clone(), cv.clone());
+    let (tx, rx) = mpsc::channel();
+    quiet_expected_panic("posixrt lock failed: pthread_mutex_lock(PRIO_PROTECT)");
+    let waiter = std::thread::spawn(move || {
+        tx.send(current_tid()).unwrap();
+        let mut g = m2.lock();
+        while *g == 0 {
+            cv2.wait(&mut g);
+        }
+    });
+    let waiter_tid = rx.recv().unwrap();
+    assert!(poll(|| cv.waiters() == 1 && !m.is_locked()));
+    // Behind the lock's back: the sleeping waiter now runs above the ceiling, so its
+    // relock is refused (EINVAL) and `wait` panics.
+    let p = libc::sched_param { sched_priority: 20 };
+    // SAFETY: a valid sched_param for a thread of this process.
+    let rc = unsafe { libc::sched_setscheduler(waiter_tid as i32, libc::SCHED_FIFO, &p) };
+    assert_eq!(rc, 0);
+    *m.lock() = 1;
+    cv.notify_one();
+    assert!(waiter.join().is_err(), "the refused relock panics");
+    let snap = cv.snapshot().expect("known");
+    sync::set_tracking(Tracking::Off);
+    assert_eq!(cv.waiters(), 0, "the unwound waiter is still counted");
+    assert_eq!(
+        snap.info.waiters, 0,
+        "tracking still counts the unwound waiter"
+    );
+    assert!(
+        snap.waiters.is_empty(),
+        "tracking still lists the unwound waiter"
+    );
+}
+
+/// The same for a `PiCondvar` whose relock fails on a deadlock cycle: the waiter
+/// holds `n` while the mutex it must take back is held by a thread blocked on `n`.
+#[test]
+fn pi_condvar_wait_unwound_by_a_deadlocked_relock_is_no_longer_a_waiter() {
+    let _g = serial(Tracking::Counts);
+    let m = Arc::new(PiMutex::new(0u32));
+    let n = Arc::new(PiMutex::new(()));
+    let cv = Arc::new(PiCondvar::new());
+    cv.set_name("deadlocked-relock");
+    let (m2, n2, cv2) = (m.clone(), n.clone(), cv.clone());
+    quiet_expected_panic("posixrt lock failed: futex(FUTEX_LOCK_PI)");
+    let waiter = std::thread::spawn(move || {
+        let _n = n2.lock();
+        let mut g = m2.lock();
+        // Bounded: whichever way the kernel refuses the cycle, this thread ends up
+        // relocking `m` itself, which closes the cycle and is refused.
+        while *g == 0 {
+            cv2.wait_for(&mut g, Duration::from_secs(2)).unwrap();
+        }
+    });
+    assert!(poll(|| cv.waiters() == 1 && !m.is_locked()));
+    let (m3, n3) = (m.clone(), n.clone());
+    let blocker = std::thread::spawn(move || {
+        let mut g = m3.lock();
+        *g = 1;
+        drop(n3.lock()); // blocks until the waiter unwinds and drops `n`
+    });
+    assert!(poll(|| unsafe { n.raw() }.has_waiters()));
+    cv.notify_one();
+    assert!(waiter.join().is_err(), "the deadlocked relock panics");
+    blocker.join().unwrap();
+    let snap = cv.snapshot().expect("known");
+    sync::set_tracking(Tracking::Off);
+    assert_eq!(cv.waiters(), 0, "the unwound waiter is still counted");
+    assert_eq!(
+        snap.info.waiters, 0,
+        "tracking still counts the unwound waiter"
+    );
+    assert!(
+        snap.waiters.is_empty(),
+        "tracking still lists the unwound waiter"
     );
 }

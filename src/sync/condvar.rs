@@ -85,13 +85,18 @@ impl Condvar {
         );
         let s = self.seq.load(Ordering::Relaxed);
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        let mut timed_out = false;
+        // Also run when the relock panics (e.g. a ceiling mutex refuses it): the
+        // thread is no longer a waiter, whatever happened to the lock.
+        let mut done = WaitDone {
+            cv: self,
+            tid,
+            wait,
+            timed_out: false,
+        };
         MutexGuard::unlocked(guard, || {
-            timed_out = futex::wait(&self.seq, s, deadline) == Err(libc::ETIMEDOUT);
+            done.timed_out = futex::wait(&self.seq, s, deadline) == Err(libc::ETIMEDOUT);
         });
-        self.sleepers.fetch_sub(1, Ordering::Relaxed);
-        self.track.cond_wait_done(tid, wait, timed_out);
-        timed_out
+        done.timed_out
     }
 
     /// Unlocks the guard's mutex, sleeps until notified, relocks
@@ -173,6 +178,24 @@ impl Condvar {
     /// Gives the condvar a name shown by introspection (and registers it now).
     pub fn set_name(&self, name: &str) {
         self.track.set_name(Kind::Condvar, self.addr(), name)
+    }
+}
+
+/// The end of a [`Condvar`] wait, on return or unwinding: the sleeper count and
+/// the tracked waiter go.
+struct WaitDone<'a> {
+    cv: &'a Condvar,
+    tid: u32,
+    wait: Option<u64>,
+    timed_out: bool,
+}
+
+impl Drop for WaitDone<'_> {
+    fn drop(&mut self) {
+        self.cv.sleepers.fetch_sub(1, Ordering::Relaxed);
+        self.cv
+            .track
+            .cond_wait_done(self.tid, self.wait, self.timed_out);
     }
 }
 

@@ -161,6 +161,8 @@ impl PiCondvar {
                 // guard must hold the lock when we return, so a refusal panics, as
                 // a relock through `lock_api` would.
                 if let Err(err) = raw.lock_checked() {
+                    // Not a waiter any more, even though the relock panics.
+                    self.track.cond_wait_done(tid, wait, e == libc::ETIMEDOUT);
                     lock_failed(err)
                 }
                 e == libc::ETIMEDOUT
