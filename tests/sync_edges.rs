@@ -13,7 +13,7 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use posixrt::sync::{
-    self, ceiling_mutex, current_tid, Condvar, PiCondvar, PiMutex, RwLock, Tracking,
+    self, ceiling_mutex, current_tid, Condvar, PiCondvar, PiMutex, RwLock, Semaphore, Tracking,
 };
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -198,4 +198,29 @@ fn pi_condvar_wait_unwound_by_a_deadlocked_relock_is_no_longer_a_waiter() {
         snap.waiters.is_empty(),
         "tracking still lists the unwound waiter"
     );
+}
+
+/// A semaphore's lowest and highest counts include the counts its first tracked
+/// operation saw: a wait that takes 3 to 2 has seen 3, posts that take 0 to 2 have
+/// seen 0, and naming it sees its count.
+#[test]
+fn semaphore_count_extremes_include_what_the_first_operations_saw() {
+    let _g = serial(Tracking::Counts);
+    let taken = Semaphore::new(3).unwrap();
+    taken.wait();
+    let posted = Semaphore::new(0).unwrap();
+    posted.post().unwrap();
+    posted.post().unwrap();
+    let named = Semaphore::new(5).unwrap();
+    named.set_name("named");
+    assert!(named.try_wait());
+    let stats = |s: &Semaphore| {
+        let st = s.snapshot().expect("known").stats;
+        (st.min_count, st.max_count)
+    };
+    let (a, b, c) = (stats(&taken), stats(&posted), stats(&named));
+    sync::set_tracking(Tracking::Off);
+    assert_eq!(a, (2, 3), "(min, max) of a wait 3 -> 2");
+    assert_eq!(b, (0, 2), "(min, max) of posts 0 -> 2");
+    assert_eq!(c, (4, 5), "(min, max) of naming at 5, then 5 -> 4");
 }

@@ -92,7 +92,8 @@ impl Semaphore {
             r.add(track::W_WAIT_TOTAL, w);
             r.max(track::W_WAIT_MAX, w);
         }
-        r.w[track::W_C].fetch_min(u64::from(after), Ordering::Relaxed);
+        // This wait saw the count one above `after`.
+        note_counts(r, after, after + 1);
         self.record_count(r);
     }
 
@@ -230,7 +231,7 @@ impl Semaphore {
         if track::level() != 0 {
             let r = self.track.record(Kind::Semaphore, self.addr());
             r.add(track::W_A, 1);
-            r.max(track::W_B, u64::from(v + 1));
+            note_counts(r, v, v + 1);
             self.record_count(r);
         }
         super::hook::sem_post(self.addr(), v + 1);
@@ -264,8 +265,12 @@ impl Semaphore {
     /// Gives the semaphore a name shown by introspection (and registers it now).
     pub fn set_name(&self, name: &str) {
         self.track.set_name(Kind::Semaphore, self.addr(), name);
+        let v = self.value();
         self.track
-            .set_state(Kind::Semaphore, self.addr(), u64::from(self.value()));
+            .set_state(Kind::Semaphore, self.addr(), u64::from(v));
+        if let Some(r) = self.track.get() {
+            note_counts(r, v, v);
+        }
     }
 
     /// Forces the count to `value` and wakes every waiter (Solaris `td_sync_setstate`).
@@ -285,6 +290,13 @@ impl Semaphore {
         futex::wake(&self.value, i32::MAX as u32);
         Ok(())
     }
+}
+
+/// Folds the counts an operation saw (`low` ≤ `high`) into the lowest and highest
+/// counts of the record (atomics only: `post` may run in a signal handler).
+fn note_counts(r: &track::Record, low: u32, high: u32) {
+    r.w[track::W_C].fetch_min(u64::from(low), Ordering::Relaxed);
+    r.max(track::W_B, u64::from(high));
 }
 
 impl std::fmt::Debug for Semaphore {
