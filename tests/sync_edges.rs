@@ -224,3 +224,35 @@ fn semaphore_count_extremes_include_what_the_first_operations_saw() {
     assert_eq!(b, (0, 2), "(min, max) of posts 0 -> 2");
     assert_eq!(c, (4, 5), "(min, max) of naming at 5, then 5 -> 4");
 }
+
+/// `objects()` (and so `rtstat`) shows a ceiling mutex's ceiling as it is after
+/// `set_ceiling`, not the one it had when it was last locked.
+#[test]
+fn objects_show_the_ceiling_set_by_set_ceiling() {
+    let _g = serial(Tracking::Counts);
+    if !have_rt() {
+        sync::set_tracking(Tracking::Off);
+        return;
+    }
+    let m = ceiling_mutex(10, 0u32).unwrap();
+    unsafe { m.raw() }.set_name("receiled");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            *m.lock() += 1;
+            assert_eq!(unsafe { m.raw() }.set_ceiling(20).unwrap(), 10);
+        });
+    });
+    let addr = unsafe { m.raw() } as *const _ as usize;
+    let listed = sync::objects()
+        .into_iter()
+        .find(|o| o.info.address == addr)
+        .expect("listed");
+    let own = unsafe { m.raw() }.snapshot().expect("known");
+    sync::set_tracking(Tracking::Off);
+    assert_eq!(own.info.ceiling, Some(20));
+    assert_eq!(
+        listed.info.ceiling,
+        Some(20),
+        "objects() shows the old ceiling"
+    );
+}

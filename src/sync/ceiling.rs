@@ -189,6 +189,9 @@ impl RawCeilingMutex {
         check_ceiling(ceiling)?;
         self.lock_checked()?;
         let old = self.ceiling.swap(ceiling, Ordering::Relaxed);
+        // The record (objects(), rtstat) shows the new ceiling at once, not at the
+        // next lock.
+        self.track.set_ceiling(ceiling);
         // SAFETY: locked by this thread just above.
         unsafe { self.unlock() };
         Ok(old)
