@@ -256,3 +256,36 @@ fn objects_show_the_ceiling_set_by_set_ceiling() {
         "objects() shows the old ceiling"
     );
 }
+
+/// A ceiling mutex that becomes known through a contended lock (tracking switched
+/// on while it was held) shows its ceiling in `objects()`, not 0.
+#[test]
+fn objects_show_the_ceiling_of_a_mutex_first_seen_contended() {
+    let _g = serial(Tracking::Off);
+    if !have_rt() {
+        return;
+    }
+    let m = ceiling_mutex(10, 0u32).unwrap();
+    let addr = unsafe { m.raw() } as *const _ as usize;
+    let listed = || {
+        sync::objects()
+            .into_iter()
+            .find(|o| o.info.address == addr)
+            .expect("known through the contended lock")
+    };
+    let waiting = std::thread::scope(|s| {
+        let g = m.lock();
+        sync::set_tracking(Tracking::Counts);
+        let waiter = s.spawn(|| *m.lock() += 1);
+        assert!(poll(|| unsafe { m.raw() }.has_waiters()));
+        let waiting = listed();
+        drop(g);
+        waiter.join().unwrap();
+        waiting
+    });
+    let after = listed();
+    sync::set_tracking(Tracking::Off);
+    assert_eq!((waiting.info.waiters, after.stats.contended), (1, 1));
+    assert_eq!(waiting.info.ceiling, Some(10), "objects() lost the ceiling");
+    assert_eq!(after.info.ceiling, Some(10), "objects() lost the ceiling");
+}

@@ -224,6 +224,12 @@ impl RawCeilingMutex {
             }
             Ok(())
         } else {
+            if track::level() != 0 {
+                // The wait may be what makes the mutex known: its record shows the
+                // ceiling from the start, as after a fast lock.
+                self.track.record(Kind::CeilingMutex, self.addr());
+                self.track.set_ceiling(ceiling);
+            }
             self.word.lock_slow(
                 tid,
                 deadline,
