@@ -13,7 +13,8 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use posixrt::sync::{
-    self, ceiling_mutex, current_tid, Condvar, PiCondvar, PiMutex, RwLock, Semaphore, Tracking,
+    self, ceiling_mutex, current_tid, Condvar, PiCondvar, PiMutex, RecursiveMutex, RwLock,
+    Semaphore, Tracking,
 };
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -288,4 +289,29 @@ fn objects_show_the_ceiling_of_a_mutex_first_seen_contended() {
     assert_eq!((waiting.info.waiters, after.stats.contended), (1, 1));
     assert_eq!(waiting.info.ceiling, Some(10), "objects() lost the ceiling");
     assert_eq!(after.info.ceiling, Some(10), "objects() lost the ceiling");
+}
+
+/// A recursive mutex first known through a relock (tracking switched on while it
+/// was held) is listed by `objects()` as held by its owner, with its recursion.
+#[test]
+fn objects_show_the_owner_of_a_recursive_mutex_first_seen_relocked() {
+    let _g = serial(Tracking::Off);
+    let m = RecursiveMutex::new(());
+    let outer = m.lock();
+    sync::set_tracking(Tracking::Counts);
+    let inner = m.lock();
+    let addr = &m as *const _ as usize;
+    let listed = sync::objects()
+        .into_iter()
+        .find(|o| o.info.address == addr)
+        .expect("known through the relock");
+    sync::set_tracking(Tracking::Off);
+    drop(inner);
+    drop(outer);
+    let i = listed.info;
+    assert_eq!(
+        (i.locked, i.owner, i.recursion),
+        (true, Some(current_tid()), 2),
+        "objects() shows a held recursive mutex as free"
+    );
 }

@@ -78,7 +78,7 @@ impl<T: ?Sized> RecursiveMutex<T> {
         self as *const Self as *const u8 as usize
     }
 
-    fn relocked(&self) -> Result<()> {
+    fn relocked(&self, tid: u32) -> Result<()> {
         let c = self.count.load(Ordering::Relaxed);
         if c == u32::MAX {
             return Err(
@@ -92,6 +92,9 @@ impl<T: ?Sized> RecursiveMutex<T> {
             let s = r.begin();
             r.bump(track::W_LOCKS);
             r.set(track::W_STATE, u64::from(c + 1));
+            // The relock may be what made the mutex known (tracking switched on
+            // while it was held): the record names the owner, as the first lock does.
+            r.set(track::W_OWNER, u64::from(tid));
             r.end(s);
         }
         Ok(())
@@ -119,7 +122,7 @@ impl<T: ?Sized> RecursiveMutex<T> {
     fn lock_impl(&self, deadline: Option<Instant>) -> Result<RecursiveMutexGuard<'_, T>> {
         let tid = current_tid();
         if self.word.owner() == Some(tid) {
-            self.relocked()?;
+            self.relocked(tid)?;
             super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
         } else if self.word.try_fast(tid) {
             self.first(tid, false, None)?;
@@ -152,7 +155,7 @@ impl<T: ?Sized> RecursiveMutex<T> {
         let tid = current_tid();
         if self.word.owner() == Some(tid) {
             super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
-            return self.relocked().ok().map(|()| RecursiveMutexGuard {
+            return self.relocked(tid).ok().map(|()| RecursiveMutexGuard {
                 m: self,
                 _not_send: PhantomData,
             });
