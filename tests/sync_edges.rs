@@ -315,3 +315,30 @@ fn objects_show_the_owner_of_a_recursive_mutex_first_seen_relocked() {
         "objects() shows a held recursive mutex as free"
     );
 }
+
+/// An rwlock first known through a blocked writer (tracking switched on while
+/// readers held it) is listed with its readers, not as free with a waiter.
+#[test]
+fn objects_show_the_readers_of_an_rwlock_first_seen_by_a_writer() {
+    let _g = serial(Tracking::Off);
+    let l = RwLock::new(0u32);
+    let addr = unsafe { l.raw() } as *const _ as usize;
+    let listed = || sync::objects().into_iter().find(|o| o.info.address == addr);
+    let waiting = std::thread::scope(|s| {
+        let r = l.read();
+        sync::set_tracking(Tracking::Counts);
+        let writer = s.spawn(|| *l.write() += 1);
+        assert!(poll(|| listed().is_some_and(|o| o.info.waiters == 1)));
+        let waiting = listed().expect("known through the writer");
+        drop(r);
+        writer.join().unwrap();
+        waiting
+    });
+    sync::set_tracking(Tracking::Off);
+    let i = waiting.info;
+    assert_eq!(
+        (i.locked, i.readers, i.write_locked),
+        (true, 1, false),
+        "objects() shows a read-held rwlock as free"
+    );
+}

@@ -119,7 +119,7 @@ impl RawRwLock {
     #[inline(never)]
     fn read_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
-        let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
+        let wait = self.wait_start(tid);
         let ok = loop {
             let s = self.state.load(Ordering::Acquire);
             if s & WRITER == 0 && self.writers_waiting.load(Ordering::Relaxed) == 0 {
@@ -173,6 +173,17 @@ impl RawRwLock {
         self.record_readers(r);
     }
 
+    /// A reader or writer starts waiting (see `Track::wait_start`). The wait may be
+    /// what makes the lock known (tracking switched on while it was held), so the
+    /// record gets the readers holding it now.
+    fn wait_start(&self, tid: u32) -> Option<u64> {
+        let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
+        if let (Some(_), Some(r)) = (wait, self.track.get()) {
+            self.record_readers(r);
+        }
+        wait
+    }
+
     /// Mirrors the live reader count into the record (see `Record::mirror`).
     #[cold]
     fn record_readers(&self, r: &track::Record) {
@@ -185,7 +196,7 @@ impl RawRwLock {
     #[inline(never)]
     fn write_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
-        let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
+        let wait = self.wait_start(tid);
         self.writers_waiting.fetch_add(1, Ordering::SeqCst);
         let ok = loop {
             let s = self.state.load(Ordering::Relaxed);
