@@ -13,8 +13,8 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use posixrt::sync::{
-    self, ceiling_mutex, current_tid, Condvar, PiCondvar, PiMutex, RecursiveMutex, RwLock,
-    Semaphore, Tracking,
+    self, ceiling_mutex, current_tid, Condvar, NormalMutex, PiCondvar, PiMutex, RecursiveMutex,
+    RwLock, Semaphore, Tracking,
 };
 
 static LOCK: Mutex<()> = Mutex::new(());
@@ -341,4 +341,43 @@ fn objects_show_the_readers_of_an_rwlock_first_seen_by_a_writer() {
         (true, 1, false),
         "objects() shows a read-held rwlock as free"
     );
+}
+
+/// Two threads that took one mutex each before tracking was switched on, then
+/// block on each other's while it is on, form a cycle `find_deadlocks` reports:
+/// the waiters name the owners they wait for.
+#[test]
+fn deadlock_over_mutexes_locked_before_tracking_is_found() {
+    let _g = serial(Tracking::Off);
+    let (a, b) = (NormalMutex::new(()), NormalMutex::new(()));
+    let (ga, gb) = (Barrier::new(3), Barrier::new(3));
+    let found = std::thread::scope(|s| {
+        let cross = |mine: &'static str| {
+            let (first, second) = if mine == "a" { (&a, &b) } else { (&b, &a) };
+            let (ga, gb) = (&ga, &gb);
+            move || {
+                let _held = first.lock();
+                ga.wait(); // both hold theirs; tracking goes on
+                gb.wait();
+                // Bounded: both give up, the cycle is only looked at meanwhile.
+                assert!(second.try_lock_for(Duration::from_secs(2)).is_none());
+                ga.wait(); // keep holding until both have given up
+            }
+        };
+        s.spawn(cross("a"));
+        s.spawn(cross("b"));
+        ga.wait();
+        sync::set_tracking(Tracking::Counts);
+        gb.wait();
+        let mut found = Vec::new();
+        poll(|| {
+            found = sync::find_deadlocks();
+            !found.is_empty()
+        });
+        ga.wait();
+        found
+    });
+    sync::set_tracking(Tracking::Off);
+    assert_eq!(found.len(), 1, "the cycle is not found: {found:?}");
+    assert_eq!(found[0].threads.len(), 2);
 }

@@ -1,6 +1,8 @@
 //! The lock-side helpers the sync objects call on their [`Track`]: fast and slow
 //! acquisitions, unlocks, waiters, tries.
 
+use std::sync::atomic::{fence, Ordering};
+
 use super::level::*;
 use super::record::*;
 use super::slab::Track;
@@ -44,9 +46,12 @@ impl Track {
         addr: usize,
         tid: u32,
         inner: impl FnOnce() -> crate::Result<()>,
-        owner: impl FnOnce() -> u32,
+        owner: impl Fn() -> u32,
     ) -> crate::Result<()> {
         let wait = self.wait_start(kind, addr, tid);
+        if wait.is_some() {
+            self.note_owner(&owner, tid);
+        }
         let r = inner();
         if let Some(t0) = wait {
             self.wait_end(tid);
@@ -66,6 +71,29 @@ impl Track {
             },
         );
         r
+    }
+
+    /// A waiter may be the first to see the lock (tracking switched on while it was
+    /// held, so its owner wrote nothing): it records the owner it waits for, if the
+    /// record names none, and takes that back if the lock changed hands meanwhile.
+    /// So a cycle of waits begun while tracking is on is found even over locks
+    /// taken before.
+    #[cold]
+    fn note_owner(&self, owner: &impl Fn() -> u32, tid: u32) {
+        let Some(r) = self.get() else { return };
+        let o = owner();
+        if o == 0 || o == tid {
+            return;
+        }
+        let w = &r.w[W_OWNER];
+        if w.compare_exchange(0, u64::from(o), Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+        {
+            fence(Ordering::SeqCst);
+            if owner() != o {
+                let _ = w.compare_exchange(u64::from(o), 0, Ordering::SeqCst, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The start of a condition-variable wait by `tid` (either condvar kind): when
