@@ -381,3 +381,30 @@ fn deadlock_over_mutexes_locked_before_tracking_is_found() {
     assert_eq!(found.len(), 1, "the cycle is not found: {found:?}");
     assert_eq!(found[0].threads.len(), 2);
 }
+
+/// An rwlock write-locked before tracking was switched on, first known through a
+/// blocked reader, is listed with its writer.
+#[test]
+fn objects_show_the_writer_of_an_rwlock_first_seen_by_a_reader() {
+    let _g = serial(Tracking::Off);
+    let l = RwLock::new(0u32);
+    let addr = unsafe { l.raw() } as *const _ as usize;
+    let listed = || sync::objects().into_iter().find(|o| o.info.address == addr);
+    let waiting = std::thread::scope(|s| {
+        let w = l.write();
+        sync::set_tracking(Tracking::Counts);
+        let reader = s.spawn(|| *l.read());
+        assert!(poll(|| listed().is_some_and(|o| o.info.waiters == 1)));
+        let waiting = listed().expect("known through the reader");
+        drop(w);
+        reader.join().unwrap();
+        waiting
+    });
+    sync::set_tracking(Tracking::Off);
+    let i = waiting.info;
+    assert_eq!(
+        (i.locked, i.write_locked, i.owner),
+        (true, true, Some(current_tid())),
+        "objects() shows a write-held rwlock as free"
+    );
+}

@@ -175,11 +175,12 @@ impl RawRwLock {
 
     /// A reader or writer starts waiting (see `Track::wait_start`). The wait may be
     /// what makes the lock known (tracking switched on while it was held), so the
-    /// record gets the readers holding it now.
+    /// record gets the readers holding it now, and the writer (`Track::note_owner`).
     fn wait_start(&self, tid: u32) -> Option<u64> {
         let wait = self.track.wait_start(Kind::RwLock, self.addr(), tid);
         if let (Some(_), Some(r)) = (wait, self.track.get()) {
             self.record_readers(r);
+            self.track.note_owner(&|| self.writer().unwrap_or(0), tid);
         }
         wait
     }

@@ -79,7 +79,7 @@ impl Track {
     /// So a cycle of waits begun while tracking is on is found even over locks
     /// taken before.
     #[cold]
-    fn note_owner(&self, owner: &impl Fn() -> u32, tid: u32) {
+    pub(crate) fn note_owner(&self, owner: &impl Fn() -> u32, tid: u32) {
         let Some(r) = self.get() else { return };
         let o = owner();
         if o == 0 || o == tid {
