@@ -134,7 +134,9 @@ impl Condvar {
         self.wait_impl(guard, Some(deadline_after(timeout)))
     }
 
-    /// Wakes one waiter (`pthread_cond_signal`); returns whether one was woken.
+    /// Wakes one waiter (`pthread_cond_signal`); returns whether a sleeping one was
+    /// woken. A waiter between its unlock and its sleep is released too (its sleep
+    /// returns at once) without being counted.
     ///
     /// # References
     /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
@@ -143,7 +145,8 @@ impl Condvar {
         self.notify(false) > 0
     }
 
-    /// Wakes every waiter (`pthread_cond_broadcast`); returns how many were woken.
+    /// Wakes every waiter (`pthread_cond_broadcast`); returns how many sleeping ones
+    /// were woken (waiters not asleep yet are released too, uncounted).
     ///
     /// # References
     /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)

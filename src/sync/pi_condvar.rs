@@ -214,7 +214,8 @@ impl PiCondvar {
     }
 
     /// Wakes one waiter, or requeues it onto the mutex if the mutex is held
-    /// (`pthread_cond_signal`); returns whether there was one.
+    /// (`pthread_cond_signal`); returns whether there was one asleep. A waiter
+    /// between its unlock and its sleep is released too, without being counted.
     ///
     /// # References
     /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
@@ -225,7 +226,8 @@ impl PiCondvar {
 
     /// Hands the mutex to the top waiter if it is free and requeues every other
     /// waiter onto the mutex (`pthread_cond_broadcast` without the thundering herd);
-    /// returns how many waiters were woken or requeued.
+    /// returns how many sleeping waiters were woken or requeued (waiters not asleep
+    /// yet are released too, uncounted).
     ///
     /// # References
     /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
