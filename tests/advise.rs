@@ -464,3 +464,40 @@ fn bytesum_matches_independent_sum() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("OPEN"));
 }
+
+#[test]
+fn direct_io_alignment_never_reopens_a_fifo_or_device() {
+    // A FIFO on tmpfs (/dev/shm), held by its read end only: reopening it for
+    // reading would wait for a writer that never comes.
+    let path = PathBuf::from(format!(
+        "/dev/shm/posixrt-advise-fifo-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&path);
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &path,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let reader = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&path)
+        .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(direct_io_alignment(&reader).map_err(|e| e.kind()));
+    });
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("direct_io_alignment reopened the FIFO and blocked");
+    assert_eq!(got.unwrap_err(), ErrorKind::Unsupported);
+    // A character device on devtmpfs is not a tmpfs file that takes O_DIRECT.
+    let e = direct_io_alignment(File::open("/dev/null").unwrap()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(!e.to_string().contains("tmpfs"), "{e}");
+}

@@ -44,7 +44,8 @@ pub struct DirectIoAlignment {
 /// A file on tmpfs, which reports none and has no block device, needs no
 /// alignment where tmpfs takes O_DIRECT at all (Linux 6.6+).
 ///
-/// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) if statx reports that the
+/// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) if the file is a pipe,
+/// FIFO, socket or character device (never reopened), if statx reports that the
 /// file does not support O_DIRECT at all (both alignments zero), if the file is
 /// on a tmpfs that refuses O_DIRECT (before Linux 6.6), or if there is no block
 /// device to ask (e.g. a network or FUSE filesystem on an old kernel).
@@ -93,8 +94,24 @@ pub fn direct_io_alignment<Fd: AsFd>(fd: Fd) -> Result<DirectIoAlignment> {
         }
         Err(_) => {} // ENOSYS etc.: fall back
     }
-    if let Some(a) = tmpfs_alignment(fd)? {
-        return Ok(a);
+    // Pipes, FIFOs, sockets and character devices never take O_DIRECT, and must
+    // not reach the fallbacks: reopening a FIFO blocks until a writer comes, and
+    // reopening a device can have effects of its own. (A directory stands for
+    // the files on its filesystem.)
+    let st = rustix::fs::fstat(fd).map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?;
+    let file_type = st.st_mode & libc::S_IFMT;
+    if matches!(file_type, libc::S_IFIFO | libc::S_IFSOCK | libc::S_IFCHR) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            "open(O_DIRECT)",
+            "O_DIRECT applies to regular files and block devices only",
+        )
+        .with_hint("use buffered I/O on pipes, FIFOs, sockets and character devices"));
+    }
+    if file_type != libc::S_IFBLK {
+        if let Some(a) = tmpfs_alignment(fd)? {
+            return Ok(a);
+        }
     }
     block_device_alignment(fd)
 }
