@@ -674,3 +674,33 @@ fn snapshot_reports_policy_priority_and_nice() {
     fifo.join().unwrap();
     nice.join().unwrap();
 }
+
+#[test]
+fn a_kernel_name_cut_inside_a_character_is_still_listed() {
+    // std names the kernel thread with the first 15 bytes of its name, which can
+    // end inside a UTF-8 character: /proc then shows a `comm` that is not UTF-8.
+    let name = "Главныйпотокспит"; // 2-byte characters: 15 bytes split one
+    let (tid, updated) = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(|| {
+            let tid = rustix::thread::gettid().as_raw_nonzero().get();
+            let comm = std::fs::read("/proc/thread-self/comm").unwrap();
+            assert!(std::str::from_utf8(&comm).is_err(), "{comm:?}");
+            let updated = mark::update("worker with a cut kernel name");
+            let me = std::process::id() as i32;
+            let listed = mark::snapshot_pid(me).map(|s| {
+                s.process(me)
+                    .and_then(|p| p.threads.iter().find(|t| t.tid == tid).cloned())
+            });
+            mark::clear();
+            (tid, updated.and(listed))
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let t = updated
+        .unwrap_or_else(|e| panic!("marking failed: {e}"))
+        .unwrap_or_else(|| panic!("thread {tid} is not listed"));
+    assert_eq!(t.marker, "worker with a cut kernel name");
+    assert!(t.sched.kernel_name.starts_with("Главный"), "{t:?}");
+}
