@@ -696,3 +696,13 @@ fn a_registry_truncated_while_read_does_not_crash_tfp() {
     let _ = owner.wait();
     assert!(crashes.is_empty(), "tfp killed by a signal: {crashes:?}");
 }
+
+#[test]
+fn zero_iterations_is_a_usage_error() {
+    // "stop after N refreshes": 0 refreshes is no listing at all, not one.
+    let o = tfp(&["--watch", "0.05", "-n", "0", "-p", &me().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+}

@@ -58,8 +58,10 @@ struct Args {
     /// signal ignored (SIGHUP under `nohup`), which it then keeps ignoring.
     #[arg(long, value_name = "SECS", value_parser = parse_secs)]
     watch: Option<f64>,
-    /// With --watch: stop after N refreshes (default: until interrupted).
-    #[arg(short = 'n', long = "iterations", value_name = "N", requires = "watch")]
+    /// With --watch: stop after N refreshes, N at least 1 (default: until
+    /// interrupted).
+    #[arg(short = 'n', long = "iterations", value_name = "N", requires = "watch",
+          value_parser = clap::value_parser!(u64).range(1..))]
     iterations: Option<u64>,
     /// Do not mark tfp's own main thread ("Main thread TFP", as in the seed).
     #[arg(long)]
