@@ -706,3 +706,20 @@ fn zero_iterations_is_a_usage_error() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+#[test]
+fn a_thread_id_is_not_taken_for_a_pid() {
+    // /proc/<tid> exists for every thread, but a thread is not a process: its
+    // registry is its process's, so `-p <tid>` would list nothing, silently.
+    let (w, _stop) = parked_worker("tfp tid worker", b"");
+    let tid = w.tid();
+    assert_ne!(tid, me());
+    let o = tfp(&["-p", &tid.to_string()]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains(&format!("{tid}")) && e.contains(&format!("process {}", me())),
+        "{e}"
+    );
+}

@@ -88,12 +88,8 @@ fn main() -> ExitCode {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args: Args = posixrt_tools::parse_args(PROG);
     // A pid that names no process is a mistake worth saying, not an empty listing.
-    if let Some(pid) = args
-        .pids
-        .iter()
-        .find(|&&p| p <= 0 || !std::path::Path::new(&format!("/proc/{p}")).exists())
-    {
-        eprintln!("tfp: no process with pid {pid}");
+    if let Some(why) = args.pids.iter().find_map(|&p| not_a_process(p)) {
+        eprintln!("tfp: {why}");
         return ExitCode::from(1);
     }
     // Before the registry file exists, so no stop signal can leave it behind.
@@ -154,6 +150,29 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Why `pid` names no process, if it does not: no such task, or a thread of
+/// another process (`/proc/<tid>` exists for every thread, but its marks are
+/// listed under its process, so `-p <tid>` would print nothing).
+fn not_a_process(pid: i32) -> Option<String> {
+    let status = match std::fs::read(format!("/proc/{pid}/status")) {
+        Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Some(format!("no process with pid {pid}"))
+        }
+        Err(_) => return None, // hidden from us (hidepid): the listing says so
+    };
+    let tgid = String::from_utf8_lossy(&status)
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse::<i32>().ok());
+    match tgid {
+        Some(t) if t != pid => Some(format!(
+            "no process with pid {pid}: {pid} is a thread of process {t} (use -p {t})"
+        )),
+        _ => None,
+    }
 }
 
 /// Set by SIGINT, SIGTERM or SIGHUP during --watch: leave the loop and exit
