@@ -15,9 +15,10 @@ pub(crate) static GENERATION: AtomicU32 = AtomicU32::new(0);
 /// `flock` of its registry files, so that a forked child can let go of its
 /// inherited references: a `flock` belongs to the open file description, which
 /// `fork` shares, so without this a child that outlives its parent's `exec` would
-/// keep the parent's stale file looking owned. (More than 8 registries in one
-/// process keep working; the extra ones just lack this fork clean-up.)
-pub(crate) static LOCK_FDS: [AtomicI32; 8] = [const { AtomicI32::new(-1) }; 8];
+/// keep the parent's stale file looking owned; and so that `Registry::create`
+/// knows this process's live registry files. (More than 64 registries in one
+/// process keep working; the extra ones just lack these checks.)
+pub(crate) static LOCK_FDS: [AtomicI32; 64] = [const { AtomicI32::new(-1) }; 64];
 
 pub(crate) fn track_lock_fd(fd: i32) {
     for entry in &LOCK_FDS {

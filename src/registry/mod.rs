@@ -188,6 +188,29 @@ mod tests {
     }
 
     #[test]
+    fn a_second_registry_of_a_kind_does_not_replace_the_first() {
+        // Both would be named posixrt-<kind>-<pid>-<start>: the second must not
+        // take the first's file (its writes would vanish from every reader, and
+        // dropping either would remove the other's file).
+        let first = Registry::create("regdup", 16, 2).unwrap();
+        let (tid, start) = current_thread().unwrap();
+        let mut w = first.claim(tid, start).unwrap();
+        w.write(|p| p.store_u64(0, 42));
+        let e = Registry::create("regdup", 16, 2).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+        let s = scan("regdup", Some(first.pid())).unwrap();
+        assert_eq!(s.processes.len(), 1, "{s:?}");
+        assert_eq!(s.processes[0].slots.len(), 1, "the first's slot is listed");
+        assert_eq!(s.processes[0].slots[0].payload[..8], 42u64.to_ne_bytes());
+        let path = first.path().to_path_buf();
+        drop(first);
+        assert!(!path.exists());
+        // Once the first is gone, the kind can be created again.
+        let again = Registry::create("regdup", 16, 2).unwrap();
+        assert!(again.path().exists());
+    }
+
+    #[test]
     fn panicking_writer_still_closes_the_counter() {
         let reg = Registry::create("regpanic", 16, 2).unwrap();
         let (tid, start) = current_thread().unwrap();

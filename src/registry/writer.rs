@@ -41,6 +41,10 @@ impl Registry {
     ///
     /// The file is removed again when the process exits normally, or when this
     /// `Registry` is dropped.
+    ///
+    /// Errors: [`Busy`](crate::ErrorKind::Busy) if this process already has a live
+    /// registry of this kind (the file name would be the same); [`InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// for a bad kind or geometry; errors creating the file in `/dev/shm`.
     pub fn create(kind: &str, payload_size: usize, slot_count: u32) -> Result<Registry> {
         let kind_b = kind_bytes(kind)?;
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
@@ -128,7 +132,7 @@ impl Registry {
         map.u32_at(H_PAYLOAD)
             .store(payload as u32, Ordering::Relaxed);
         map.u32_at(H_HIGH_WATER).store(0, Ordering::Release);
-        std::fs::rename(&tmp, &path).map_err(|e| fail(io_error("rename", &e)))?;
+        publish(&tmp, &path, kind).map_err(fail)?;
         register_exit_unlink(&path, pid);
         track_lock_fd(lock_file.as_raw_fd());
         drop(file); // the mapping keeps the inode; the lock is on `lock_file`
@@ -304,6 +308,45 @@ impl Registry {
             false
         })
     }
+}
+
+/// Renames the filled-in `tmp` to `path`, unless `path` is a live registry of
+/// this process (a second registry of a kind gets the same name): replacing it
+/// would hide its slots from every reader, and dropping either would remove the
+/// other's file. Any other file there is left by an earlier program image of
+/// this pid (before an `exec`) and is replaced. Our registries are recognised
+/// by the descriptors their locks are held through (no lock is taken, so a
+/// forked child can create its own registries whatever the parent was doing).
+fn publish(tmp: &Path, path: &Path, kind: &str) -> Result<()> {
+    if let Ok(st) = rustix::fs::stat(path) {
+        let ours = LOCK_FDS.iter().any(|entry| {
+            let fd = entry.load(Ordering::Relaxed);
+            fd >= 0 && raw_fstat(fd).is_some_and(|id| id == (st.st_dev, st.st_ino))
+        });
+        if ours {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                "registry",
+                format!(
+                    "this process already has a registry of kind {kind:?} ({})",
+                    path.display()
+                ),
+            )
+            .with_hint("create one Registry per process and kind, and share it"));
+        }
+    }
+    std::fs::rename(tmp, path).map_err(|e| io_error("rename", &e))
+}
+
+/// The device and inode of descriptor `fd`, if it is open. A plain `fstat` on
+/// a number: a tracked descriptor closed meanwhile (its registry dropped by
+/// another thread) only makes it fail, or name another file.
+fn raw_fstat(fd: i32) -> Option<(u64, u64)> {
+    // SAFETY: `st` is plain data, fully written by fstat on success; fstat on any
+    // descriptor number touches nothing else.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `st` is valid for writing.
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some((st.st_dev, st.st_ino))
 }
 
 impl Drop for Registry {
