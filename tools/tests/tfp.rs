@@ -723,3 +723,37 @@ fn a_thread_id_is_not_taken_for_a_pid() {
         "{e}"
     );
 }
+
+#[test]
+fn incompatible_registries_are_counted_in_json_and_verbose() {
+    // A registry of another layout version under a live process's name, held
+    // locked as its owner would: skipped, and the count must reach a program
+    // reading --json (stdout) and the -v summary, not only stderr.
+    let mut owner = Command::new("sleep").arg("60").spawn().unwrap();
+    let pid = owner.id();
+    let path = format!("/dev/shm/posixrt-mark-{pid}-{}", starttime(pid));
+    let mut hdr = Vec::new();
+    hdr.extend_from_slice(b"PRTREG\0\0");
+    hdr.extend_from_slice(&99u32.to_ne_bytes()); // a future layout version
+    hdr.resize(4096, 0);
+    std::fs::write(&path, &hdr).unwrap();
+    let lock = std::fs::File::open(&path).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: a plain flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let p = pid.to_string();
+    let json = tfp(&["--no-self", "--json", "-p", &p]);
+    let verbose = tfp(&["--no-self", "-v", "-p", &p]);
+    drop(lock);
+    let _ = std::fs::remove_file(&path);
+    let _ = owner.kill();
+    let _ = owner.wait();
+    assert!(json.status.success(), "{json:?}");
+    let doc = parse_json(&stdout(&json));
+    assert_eq!(doc["incompatible"].as_u64(), Some(1), "{doc}");
+    let text = stdout(&verbose);
+    assert!(text.contains("1 incompatible"), "{text}");
+}

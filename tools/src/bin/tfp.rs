@@ -285,10 +285,11 @@ fn print_text(out: &mut impl Write, snap: &Snapshot, args: &Args) -> io::Result<
         let threads: usize = snap.processes.iter().map(|p| p.threads.len()).sum();
         writeln!(
             out,
-            "# {} process(es), {} marked thread(s), {} unreadable, {} busy",
+            "# {} process(es), {} marked thread(s), {} unreadable, {} incompatible, {} busy",
             snap.processes.len(),
             threads,
             snap.unreadable,
+            snap.incompatible,
             snap.busy
         )?;
     }
@@ -334,11 +335,13 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
 }
 
 /// `--json`: one document, `{"processes": [{"pid", "exe", "threads": [...]}],
-/// "unreadable", "busy"}` (serde escapes every string, whatever a marker holds).
+/// "unreadable", "incompatible", "busy"}` (serde escapes every string, whatever
+/// a marker holds).
 #[derive(Serialize)]
 struct JsonSnapshot<'a> {
     processes: Vec<JsonProcess<'a>>,
     unreadable: usize,
+    incompatible: usize,
     busy: usize,
 }
 
@@ -406,6 +409,7 @@ fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
             })
             .collect(),
         unreadable: snap.unreadable,
+        incompatible: snap.incompatible,
         busy: snap.busy,
     };
     serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
