@@ -757,3 +757,23 @@ fn incompatible_registries_are_counted_in_json_and_verbose() {
     let text = stdout(&verbose);
     assert!(text.contains("1 incompatible"), "{text}");
 }
+
+#[test]
+fn tfp_keeps_its_process_name() {
+    // tfp marks its main thread "Main thread TFP"; that must not rename the
+    // process, or `pgrep tfp` / `pkill tfp` no longer find a running --watch.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfp"));
+    cmd.args(["--watch", "30", "-p", "1"])
+        .stdout(std::process::Stdio::piped());
+    signals::default_action(&mut cmd, &[libc::SIGTERM]);
+    let mut w = cmd.spawn().unwrap();
+    let mut first = String::new();
+    let mut out = std::io::BufReader::new(w.stdout.take().unwrap());
+    std::io::BufRead::read_line(&mut out, &mut first).unwrap(); // marked by now
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", w.id())).unwrap();
+    // SAFETY: signals the child we spawned and have not reaped.
+    assert_eq!(unsafe { libc::kill(w.id() as i32, libc::SIGTERM) }, 0);
+    assert!(w.wait().unwrap().success(), "tfp ends cleanly on SIGTERM");
+    assert!(first.starts_with("tfp: every"), "{first:?}");
+    assert_eq!(comm.trim_end(), "tfp");
+}

@@ -98,7 +98,9 @@ fn main() -> ExitCode {
     }
     if !args.no_self {
         // The seed's tfp lists itself too; a failure here only loses that line.
-        let _ = mark::set("Main thread TFP");
+        // `update`, not `set`: on the main thread the kernel name is the process
+        // name, and `pgrep tfp` / `pkill tfp` must still find a running --watch.
+        let _ = mark::update("Main thread TFP");
     }
     let mut out = io::stdout().lock();
     let tty = out.is_terminal();
