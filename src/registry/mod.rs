@@ -211,6 +211,19 @@ mod tests {
     }
 
     #[test]
+    fn a_file_gone_since_the_listing_is_not_unreadable() {
+        // A process that exits during a scan removes its file between the
+        // directory listing and the open: that is not a permission problem, and
+        // tfp must not tell the user to run as root for it.
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let name = FileName { pid, starttime: 1 };
+        let path = Path::new(DIR).join(format!("posixrt-gonetest-{pid}-1"));
+        let _ = std::fs::remove_file(&path);
+        let r = read_file(&path, &kind_bytes("gonetest").unwrap(), &name);
+        assert!(!matches!(r, FileRead::Unreadable), "counted as unreadable");
+    }
+
+    #[test]
     fn panicking_writer_still_closes_the_counter() {
         let reg = Registry::create("regpanic", 16, 2).unwrap();
         let (tid, start) = current_thread().unwrap();

@@ -194,6 +194,7 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
                 }
                 FileRead::Unreadable => out.unreadable += 1,
                 FileRead::Incompatible => out.incompatible += 1,
+                FileRead::Gone => {}
             },
         }
     }
@@ -220,6 +221,10 @@ pub(crate) enum FileRead {
     Unreadable,
     /// Another layout version, or a malformed header.
     Incompatible,
+    /// The file went away since the directory was listed: its process exited
+    /// (and removed it) while the scan ran. Nothing to show, and not a
+    /// permission problem.
+    Gone,
 }
 
 /// Opens one file, checks that its owner still holds it, reads (`pread`),
@@ -228,12 +233,14 @@ pub(crate) fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRe
     // O_NONBLOCK: /dev/shm is world-writable, and opening a FIFO planted under a
     // registry name would otherwise block the reader (tfp) forever. Only regular
     // files are read.
-    let Ok(file) = OpenOptions::new()
+    let file = match OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-    else {
-        return FileRead::Unreadable;
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return FileRead::Gone,
+        Err(_) => return FileRead::Unreadable,
     };
     // The file must belong to root or to one of the process's user ids: another
     // user could plant a file under a live process's name (to show made-up marks
