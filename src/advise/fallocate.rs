@@ -77,7 +77,9 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// punch hole).
 ///
 /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a negative offset or
-/// a non-positive length; [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP)
+/// a non-positive length; EFBIG ([`Other`](crate::ErrorKind::Other)) if
+/// `offset + len` exceeds the maximum file size (or overflows `off_t`), as POSIX
+/// says; [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP)
 /// where the filesystem lacks the mode; [`BadFd`](crate::ErrorKind::BadFd) if the
 /// descriptor is not open for writing; ESPIPE for a pipe.
 ///
@@ -94,6 +96,13 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
     if len == 0 {
         return Err(Error::invalid(call, "length is zero")
             .with_hint("POSIX requires a positive length; skip the call for an empty range"));
+    }
+    if offset >= 0 && len > 0 && offset.checked_add(len).is_none() {
+        // POSIX: EFBIG when offset + len exceeds the maximum file size, which an
+        // off_t overflow does on every filesystem (the kernel answers EFBIG too).
+        return Err(Error::from_errno(call, libc::EFBIG)
+            .with_message(format!("offset {offset} + length {len} overflows off_t"))
+            .with_hint("offset + len exceeds the filesystem's maximum file size"));
     }
     let (offset, len) = check_range(call, offset, len)?;
     rustix::fs::fallocate(fd, mode.flags(), offset, len).map_err(|e| {
