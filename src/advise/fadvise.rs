@@ -67,7 +67,8 @@ impl Advice {
 ///
 /// `offset` and `len` are `off_t` values as in C: negative ones are rejected with
 /// [`InvalidInput`](crate::ErrorKind::InvalidInput) before the call (the kernel
-/// would answer EINVAL). A pipe or FIFO gives ESPIPE
+/// would answer EINVAL). A range that runs past the largest `off_t` is advice
+/// to the end of the file, as Linux takes it. A pipe or FIFO gives ESPIPE
 /// ([`Other`](crate::ErrorKind::Other)); a descriptor that is not open for I/O
 /// gives [`BadFd`](crate::ErrorKind::BadFd).
 ///
@@ -88,6 +89,13 @@ impl Advice {
 /// [Linux]: https://man7.org/linux/man-pages/man2/posix_fadvise.2.html
 #[doc(alias = "posix_fadvise")]
 pub fn fadvise<Fd: AsFd>(fd: Fd, offset: i64, len: i64, advice: Advice) -> Result<()> {
+    // A range that runs past the largest off_t is no error in POSIX, and Linux
+    // takes it as "to the end of the file": say so with len 0.
+    let len = if offset >= 0 && len > 0 && offset.checked_add(len).is_none() {
+        0
+    } else {
+        len
+    };
     let (offset, len) = check_range("posix_fadvise", offset, len)?;
     rustix::fs::fadvise(fd, offset, NonZeroU64::new(len), advice.raw()).map_err(|e| {
         let err = Error::from_errno("posix_fadvise", e.raw_os_error())
