@@ -704,3 +704,29 @@ fn a_kernel_name_cut_inside_a_character_is_still_listed() {
     assert_eq!(t.marker, "worker with a cut kernel name");
     assert!(t.sched.kernel_name.starts_with("Главный"), "{t:?}");
 }
+
+#[test]
+fn an_empty_marker_keeps_the_kernel_name() {
+    // The kernel name is the marker's prefix; an empty one (an empty marker, or
+    // one that starts with NUL) would leave the thread, or on the main thread
+    // the process, without a name in ps, top and pgrep.
+    let names = std::thread::Builder::new()
+        .name("keep my name".into())
+        .spawn(|| {
+            let mut seen = Vec::new();
+            for m in ["", "\0hidden"] {
+                let r = mark::set(m).map(|()| mark::current());
+                seen.push((r.map_err(|e| e.to_string()), comm()));
+            }
+            mark::clear();
+            seen
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(names[0], (Ok(Some(String::new())), "keep my name".into()));
+    assert_eq!(
+        names[1],
+        (Ok(Some("\0hidden".into())), "keep my name".into())
+    );
+}

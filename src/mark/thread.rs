@@ -196,6 +196,8 @@ pub fn update(marker: &str) -> Result<()> {
 /// `tfp_mark(string)`: sets the calling thread's marker and timestamp, and the
 /// kernel thread name (`prctl(PR_SET_NAME)`, the first 15 bytes, cut at a character
 /// boundary and at the first NUL) so `ps -L`, `top -H` and `perf` show it too.
+/// If that leaves no bytes (an empty marker, or one starting with NUL), the
+/// kernel name is left as it is rather than emptied.
 ///
 /// The kernel name is only rewritten when those first bytes change: re-marking
 /// with the same prefix ("worker 3: step 17" → "worker 3: step 18" keeps
@@ -220,7 +222,10 @@ pub fn set(marker: &str) -> Result<()> {
     let name = kernel_name(bytes);
     with_slot(|slot, local| {
         slot.write(|p| store_marker(p, bytes));
-        if *local.comm_len as usize != name.len() || &local.comm[..name.len()] != name {
+        // An empty prefix (empty marker, or a leading NUL) would leave the thread,
+        // or on the main thread the process, nameless: keep the current name.
+        let changed = *local.comm_len as usize != name.len() || &local.comm[..name.len()] != name;
+        if !name.is_empty() && changed {
             let mut buf = [0u8; 16];
             buf[..name.len()].copy_from_slice(name);
             let c = CStr::from_bytes_until_nul(&buf).map_err(|_| {
