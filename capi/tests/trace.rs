@@ -235,6 +235,7 @@ function_tests!(
     eventtypelist,
     event,
     event_sizes,
+    event_in_handler,
     getnext,
     timedgetnext,
     trygetnext,
