@@ -145,7 +145,8 @@ pub struct LockFlags {
     pub current: bool,
     /// `MCL_FUTURE`: pages mapped later (stacks of new threads, heap growth).
     pub future: bool,
-    /// `MCL_ONFAULT`: lock pages when first touched instead of populating now.
+    /// `MCL_ONFAULT`: lock pages when first touched instead of populating now; it
+    /// qualifies `current`/`future` and is refused alone.
     pub on_fault: bool,
 }
 
@@ -165,7 +166,8 @@ impl Default for LockFlags {
 /// Without `CAP_IPC_LOCK`, locking more than `RLIMIT_MEMLOCK` bytes fails; this is
 /// checked first against the current size of the address space (`VmSize`), and the
 /// error ([`ErrorKind::OutOfResources`]) names both numbers and the fix. Returns the
-/// bytes locked after the call (`VmLck`).
+/// bytes locked after the call (`VmLck`). Flags with neither `current` nor `future`
+/// are [`ErrorKind::InvalidInput`].
 ///
 /// # References
 ///  - [`mlockall(2)`](https://man7.org/linux/man-pages/man2/mlockall.2.html)
@@ -182,11 +184,13 @@ pub fn lock_memory(flags: LockFlags) -> Result<u64> {
     if flags.on_fault {
         f |= MlockAllFlags::ONFAULT;
     }
-    if f.is_empty() {
+    if !flags.current && !flags.future {
+        // The kernel refuses MCL_ONFAULT alone with EINVAL: bad input, not a limit.
         return Err(Error::invalid(
             "mlockall",
-            "no MCL_CURRENT or MCL_FUTURE flag",
-        ));
+            "no MCL_CURRENT or MCL_FUTURE flag (MCL_ONFAULT only qualifies them)",
+        )
+        .with_hint("set current or future (or both) in LockFlags"));
     }
     let lim = memlock_limit();
     let privileged = has_capability(CapabilitySet::IPC_LOCK) == Some(true);
