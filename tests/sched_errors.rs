@@ -33,3 +33,87 @@ fn mlockall_with_only_on_fault_is_invalid_input_not_a_limit_problem() {
     assert!(!text.contains("CAP_IPC_LOCK"), "{text}");
     assert_eq!(rt::locked_bytes(), 0, "nothing was locked");
 }
+
+// ---------- a SCHED_DEADLINE creator ----------
+
+use std::time::Duration;
+
+use posixrt::sched::deadline::{Deadline, DeadlineFlags};
+use posixrt::sched::{self, Builder};
+
+/// May this process use SCHED_DEADLINE?
+fn can_rt() -> bool {
+    rustix::thread::capabilities(None)
+        .map(|c| {
+            c.effective
+                .contains(rustix::thread::CapabilitySet::SYS_NICE)
+        })
+        .unwrap_or(false)
+}
+
+/// A light reservation (2 ms every 100 ms); the thread given it never spins.
+fn light(flags: DeadlineFlags) -> Deadline {
+    let ms = Duration::from_millis;
+    Deadline::new(ms(2), ms(100), ms(100))
+        .unwrap()
+        .with_flags(flags)
+}
+
+/// Runs `f` on a thread made SCHED_DEADLINE with `dl` before it starts, or returns
+/// the spawn error (no privilege, or admission control refusing it).
+fn on_deadline_thread<T: Send + 'static>(
+    dl: Deadline,
+    f: impl FnOnce() -> T + Send + Clone + 'static,
+) -> posixrt::Result<T> {
+    let mut tries = 0;
+    loop {
+        let f = f.clone();
+        match Builder::new().deadline(dl).spawn(move || {
+            let policy = sched::current_scheduling().unwrap().policy();
+            assert_eq!(policy, sched::Policy::Deadline);
+            f()
+        }) {
+            Ok(h) => return Ok(h.join().unwrap()),
+            // Another test's reservation may hold the bandwidth for a moment.
+            Err(e) if e.kind() == ErrorKind::Busy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The kernel refuses to clone a SCHED_DEADLINE thread that lacks
+/// SCHED_FLAG_RESET_ON_FORK (EAGAIN). That is not the thread limit nor memory:
+/// the error says so and names the fix, which works.
+#[test]
+fn a_deadline_thread_that_spawns_is_told_about_reset_on_fork() {
+    let _g = serial();
+    let r = on_deadline_thread(light(DeadlineFlags::NONE), || {
+        Builder::new().spawn(|| ()).map(|h| h.join().unwrap())
+    });
+    let inner = match r {
+        Ok(inner) => inner,
+        Err(e) => {
+            assert!(!can_rt(), "{e}");
+            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+            assert!(e.hint().unwrap().contains("CAP_SYS_NICE"), "{e}");
+            return;
+        }
+    };
+    let e = inner.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("SCHED_DEADLINE"), "{text}");
+    assert!(!text.contains("RLIMIT_NPROC"), "{text}");
+    assert!(e.hint().unwrap_or("").contains("RESET_ON_FORK"), "{text}");
+    // The fix named: with the flag the same spawn works.
+    let ok = on_deadline_thread(light(DeadlineFlags::RESET_ON_FORK), || {
+        Builder::new()
+            .spawn(|| sched::current_scheduling().unwrap().policy())
+            .map(|h| h.join().unwrap())
+    })
+    .unwrap();
+    assert_eq!(ok.unwrap(), sched::Policy::Other);
+}

@@ -113,6 +113,16 @@ impl Attr {
                         .with_hint(crate::sched::hint::affinity_einval_hint("pthread_create")),
                     None => e.with_message("an attribute (the stack size) was refused"),
                 },
+                libc::EAGAIN if creator_is_deadline_without_reset_on_fork() => e
+                    .with_message(
+                        "the creating thread is SCHED_DEADLINE without SCHED_FLAG_RESET_ON_FORK, \
+                         and the kernel refuses to clone such a thread",
+                    )
+                    .with_hint(
+                        "give the creator's Deadline DeadlineFlags::RESET_ON_FORK (the new \
+                         thread then starts SCHED_OTHER, or with its Builder::scheduling), or \
+                         create the threads before switching to SCHED_DEADLINE",
+                    ),
                 libc::EAGAIN => {
                     let e = e.with_message(
                         "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",
@@ -136,6 +146,13 @@ impl Attr {
         }
         Ok(native)
     }
+}
+
+/// Whether the calling thread is `SCHED_DEADLINE` without `SCHED_FLAG_RESET_ON_FORK`:
+/// the kernel then fails every clone with EAGAIN (`sched_fork`).
+fn creator_is_deadline_without_reset_on_fork() -> bool {
+    crate::sys::sched::getattr(0)
+        .is_ok_and(|a| a.sched_policy == libc::SCHED_DEADLINE as u32 && a.sched_flags & 0x01 == 0)
 }
 
 impl Drop for Attr {

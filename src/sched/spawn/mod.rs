@@ -164,7 +164,8 @@ impl Builder {
     /// Errors: a bad name or stack size, or a `Deadline` policy, is `InvalidInput`;
     /// EPERM from `pthread_create` (a real-time policy without privilege) is
     /// `PermissionDenied` with the hint naming CAP_SYS_NICE and RLIMIT_RTPRIO; EAGAIN
-    /// (thread limit) is `WouldBlock`.
+    /// (thread limit, or a `SCHED_DEADLINE` caller without
+    /// [`RESET_ON_FORK`](super::deadline::DeadlineFlags::RESET_ON_FORK)) is `WouldBlock`.
     ///
     /// # References
     ///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
