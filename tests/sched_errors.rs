@@ -117,3 +117,34 @@ fn a_deadline_thread_that_spawns_is_told_about_reset_on_fork() {
     .unwrap();
     assert_eq!(ok.unwrap(), sched::Policy::Other);
 }
+
+/// Changing only the priority of a SCHED_DEADLINE thread (`sched_setparam`) is
+/// refused as bad input whatever the value, with the fix: `deadline::set`, not
+/// "pick a value in 0..=0", which is refused too.
+#[test]
+fn priority_only_calls_on_a_deadline_thread_point_to_deadline_set() {
+    let _g = serial();
+    let r = on_deadline_thread(light(DeadlineFlags::NONE), || {
+        let me = sched::gettid();
+        [
+            sched::set_thread_priority(me, 5).unwrap_err(),
+            sched::set_param(None, 5).unwrap_err(),
+            sched::set_param(Some(me), 0).unwrap_err(),
+            sched::set_current_priority(5).unwrap_err(),
+        ]
+    });
+    let errors = match r {
+        Ok(errors) => errors,
+        Err(e) => {
+            assert!(!can_rt(), "{e}");
+            assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+            return;
+        }
+    };
+    for e in errors {
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let hint = e.hint().unwrap_or("");
+        assert!(hint.contains("deadline::set"), "{e}");
+        assert!(!hint.contains("0..=0"), "{e}");
+    }
+}

@@ -24,7 +24,7 @@
 
 use std::time::Duration;
 
-use super::thread::{raw_getparam, raw_getscheduler, raw_setparam, raw_setscheduler};
+use super::thread::{priority_in, raw_getparam, raw_getscheduler, raw_setparam, raw_setscheduler};
 use super::{Policy, Priority, Tid};
 use crate::Result;
 
@@ -73,7 +73,9 @@ pub fn get_param(pid: Option<Tid>) -> Result<i32> {
 }
 
 /// Sets only the priority of `pid` (`sched_setparam`). The value is checked against
-/// the range of `pid`'s current policy first (`InvalidInput` if outside). (POSIX puts
+/// the range of `pid`'s current policy first (`InvalidInput` if outside; a
+/// `SCHED_DEADLINE` thread is `InvalidInput` pointing to
+/// [`deadline::set`](super::deadline::set)). (POSIX puts
 /// the thread at the tail of its new list; Linux puts a raised thread at the tail and
 /// a lowered one at the head, see `sched(7)`.)
 ///
@@ -84,7 +86,7 @@ pub fn get_param(pid: Option<Tid>) -> Result<i32> {
 pub fn set_param(pid: Option<Tid>, value: i32) -> Result<()> {
     let policy = raw_getscheduler(raw(pid))?;
     super::hook::change(raw(pid), || {
-        raw_setparam(raw(pid), Priority::new(policy, value)?)
+        raw_setparam(raw(pid), priority_in("sched_setparam", policy, value)?)
     })
 }
 

@@ -57,7 +57,8 @@ pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
 
 /// Changes only the priority of thread `tid`, within its current policy
 /// (`sched_setparam(tid, ...)`). The value is checked against the range of the
-/// thread's current policy first (`InvalidInput` if outside).
+/// thread's current policy first (`InvalidInput` if outside; a `SCHED_DEADLINE`
+/// thread is `InvalidInput` pointing to [`deadline::set`](super::deadline::set)).
 ///
 /// POSIX puts a thread whose priority `sched_setparam` changed at the tail of its new
 /// list; Linux applies the `pthread_setschedprio` rule to every call instead (raised:
@@ -68,7 +69,7 @@ pub fn set_thread_scheduling(tid: Tid, priority: Priority) -> Result<()> {
 #[doc(alias = "sched_setparam")]
 pub fn set_thread_priority(tid: Tid, value: i32) -> Result<()> {
     let policy = raw_getscheduler(tid.as_raw())?;
-    let p = Priority::new(policy, value)?;
+    let p = priority_in("sched_setparam", policy, value)?;
     super::hook::change(tid.as_raw(), || raw_setparam(tid.as_raw(), p))
 }
 
@@ -298,10 +299,7 @@ pub(crate) fn pthread_setschedparam(
 /// checked against the thread's current policy (as the kernel has it) first.
 pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32) -> Result<()> {
     let current = raw_getscheduler(tid.as_raw())?;
-    if current == Policy::Deadline {
-        return Err(deadline_needs_attr("pthread_setschedprio"));
-    }
-    let p = Priority::new(current, value)?;
+    let p = priority_in("pthread_setschedprio", current, value)?;
     // SAFETY: the caller guarantees `thread` is valid.
     let r = unsafe { sys::pthread_setschedprio(thread, p.value()) };
     if let Err(r) = r {
@@ -314,6 +312,16 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
         ));
     }
     Ok(())
+}
+
+/// `value` checked against the range of a thread's current `policy`, for a call
+/// that changes only the priority. A `SCHED_DEADLINE` thread has no priority to
+/// change: that is refused first, whatever the value, with the call to use instead.
+pub(crate) fn priority_in(call: &'static str, policy: Policy, value: i32) -> Result<Priority> {
+    if policy == Policy::Deadline {
+        return Err(deadline_needs_attr(call));
+    }
+    Priority::new(policy, value)
 }
 
 fn unknown_policy(call: &'static str, raw: i32) -> Error {
