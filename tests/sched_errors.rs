@@ -148,3 +148,30 @@ fn priority_only_calls_on_a_deadline_thread_point_to_deadline_set() {
         assert!(!hint.contains("0..=0"), "{e}");
     }
 }
+
+// ---------- spawn attributes ----------
+
+use posixrt::sched::CpuSet;
+
+/// A stack size no address space can hold is refused as the stack size's fault,
+/// also when the builder has a (valid) affinity: the error must not send the user
+/// after the CPU set.
+#[test]
+fn an_impossible_stack_size_is_blamed_on_the_stack_not_the_affinity() {
+    let allowed = CpuSet::allowed().unwrap();
+    for size in [usize::MAX, usize::MAX - 4096, isize::MAX as usize + 1] {
+        for b in [
+            Builder::new().stack_size(size),
+            Builder::new().stack_size(size).affinity(allowed),
+        ] {
+            let e = b.spawn(|| ()).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{size:#x}: {e}");
+            let text = e.to_string();
+            assert!(text.contains("stack size"), "{size:#x}: {text}");
+            assert!(!text.contains("affinity"), "{size:#x}: {text}");
+        }
+    }
+    // The affinity itself was fine.
+    let ok = Builder::new().affinity(allowed).spawn(|| 7).unwrap();
+    assert_eq!(ok.join().unwrap(), 7);
+}

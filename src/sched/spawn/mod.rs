@@ -151,8 +151,8 @@ impl Builder {
         self
     }
 
-    /// The stack size in bytes; at least `PTHREAD_STACK_MIN` (16 KiB), checked at
-    /// `spawn`. glibc rounds it up to whole pages.
+    /// The stack size in bytes; at least `PTHREAD_STACK_MIN` (16 KiB) and at most
+    /// `isize::MAX`, checked at `spawn`. glibc rounds it up to whole pages.
     #[doc(alias = "pthread_attr_setstacksize")]
     pub fn stack_size(mut self, bytes: usize) -> Builder {
         self.stack_size = Some(bytes);
@@ -188,6 +188,16 @@ impl Builder {
                         libc::PTHREAD_STACK_MIN
                     ),
                 ));
+            }
+            // glibc refuses a size whose guard and rounding overflow with EINVAL,
+            // which `pthread_create` shares with a CPU set it cannot use; no address
+            // space holds such a stack anyway, so say so here.
+            if size > isize::MAX as usize {
+                return Err(Error::invalid(
+                    "pthread_attr_setstacksize",
+                    format!("stack size {size} is larger than any address space (isize::MAX)"),
+                )
+                .with_hint("give Builder::stack_size a size the machine can map"));
             }
         }
         if self.deadline.is_some() && self.scheduling.is_some() {
