@@ -175,3 +175,73 @@ fn an_impossible_stack_size_is_blamed_on_the_stack_not_the_affinity() {
     let ok = Builder::new().affinity(allowed).spawn(|| 7).unwrap();
     assert_eq!(ok.join().unwrap(), 7);
 }
+
+// ---------- SCHED_DEADLINE admission control ----------
+
+use posixrt::sched::deadline;
+
+/// CPUs online now (`/sys/devices/system/cpu/online`, a list like `0-3,6`).
+fn online_cpus() -> usize {
+    let s = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+    s.trim()
+        .split(',')
+        .map(|r| match r.split_once('-') {
+            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// The admission-control hint counts the CPUs of the root domain (every online
+/// CPU here), not the CPUs the *calling* thread may run on: a caller pinned to one
+/// CPU (as real-time programs often are) must not be told the limit is one CPU's.
+#[test]
+fn admission_hint_counts_the_root_domain_not_the_callers_affinity() {
+    let _g = serial();
+    let ms = Duration::from_millis;
+    let dl = Deadline::new(ms(9), ms(10), ms(10)).unwrap();
+    let all = CpuSet::allowed().unwrap();
+    let pinned = CpuSet::single(all.iter().last().unwrap()).unwrap();
+    let cpus = online_cpus();
+    // Blocked (never spinning) targets with the full affinity a DEADLINE task needs.
+    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+    let targets: Vec<_> = (0..=cpus + 1)
+        .map(|_| {
+            let rx = rx.clone();
+            Builder::new()
+                .affinity(all)
+                .spawn(move || {
+                    let _ = rx.recv_timeout(Duration::from_secs(10));
+                })
+                .unwrap()
+        })
+        .collect();
+    let tids: Vec<_> = targets.iter().map(|h| h.tid()).collect();
+    // The caller of deadline::set is pinned to one CPU.
+    let first_error = Builder::new()
+        .affinity(pinned)
+        .spawn(move || tids.iter().find_map(|&t| deadline::set(t, &dl).err()))
+        .unwrap()
+        .join()
+        .unwrap();
+    drop(tx);
+    for h in targets {
+        h.join().unwrap();
+    }
+    let e = match first_error {
+        Some(e) => e,
+        None => {
+            // Admission control is off (kernel.sched_rt_runtime_us = -1).
+            let v = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
+            assert_eq!(v.trim(), "-1");
+            return;
+        }
+    };
+    if !can_rt() {
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    let hint = e.hint().unwrap();
+    assert!(hint.contains(&format!("x {cpus} CPUs")), "{hint}");
+}

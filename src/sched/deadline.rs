@@ -346,7 +346,9 @@ fn admission_hint(params: &Deadline) -> String {
     let read = |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
     let runtime_us = read("/proc/sys/kernel/sched_rt_runtime_us");
     let period_us = read("/proc/sys/kernel/sched_rt_period_us");
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // The root domain spans every active CPU (without exclusive cpusets), whatever
+    // the calling thread's own affinity or cgroup quota.
+    let cpus = online_cpus();
     let limit = match (runtime_us, period_us) {
         (Some(-1), _) => "sched_rt_runtime_us = -1 (no limit)".to_string(),
         (Some(r), Some(p)) if p > 0 => format!(
@@ -365,6 +367,30 @@ fn admission_hint(params: &Deadline) -> String {
         params.period.as_nanos(),
         params.bandwidth()
     )
+}
+
+/// How many CPUs are online (`/sys/devices/system/cpu/online`, e.g. `0-3,6`);
+/// the calling thread's usable CPUs if that cannot be read.
+fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(s.trim()))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,6` is 5); `None` if malformed.
+fn count_cpu_list(list: &str) -> Option<usize> {
+    let mut n = 0usize;
+    for part in list.split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => part.parse::<usize>().map(|_| 1).ok()?,
+        };
+    }
+    (n > 0).then_some(n)
 }
 
 fn period_bounds() -> (Duration, Duration) {
@@ -391,5 +417,14 @@ mod tests {
         let f = DeadlineFlags::RESET_ON_FORK | DeadlineFlags::RECLAIM;
         assert!(f.contains(DeadlineFlags::RECLAIM) && !f.contains(DeadlineFlags::DL_OVERRUN));
         assert_eq!(DeadlineFlags::from_bits(8), None);
+    }
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,6"), Some(5));
+        assert_eq!(count_cpu_list("0-1,4-7"), Some(6));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
     }
 }
