@@ -245,3 +245,53 @@ fn admission_hint_counts_the_root_domain_not_the_callers_affinity() {
     let hint = e.hint().unwrap();
     assert!(hint.contains(&format!("x {cpus} CPUs")), "{hint}");
 }
+
+// ---------- spawn under locked memory ----------
+
+/// A stack no machine can back: `pthread_create` fails with EAGAIN.
+const HUGE_STACK: usize = 1 << 46;
+
+/// EAGAIN from `pthread_create` blames RLIMIT_MEMLOCK only when that limit
+/// applies to the new stack: future mappings are locked (`MCL_FUTURE`) and the
+/// process lacks CAP_IPC_LOCK. A page locked with `mlock`, or `mlockall` by a
+/// process with CAP_IPC_LOCK, does not make the limit the cause.
+#[test]
+fn spawn_eagain_blames_memlock_only_when_the_limit_applies() {
+    let _g = serial();
+    let page = vec![0u8; 4096];
+    // SAFETY: `page` is a live allocation of 4096 bytes, unlocked below while alive.
+    assert_eq!(unsafe { libc::mlock(page.as_ptr().cast(), page.len()) }, 0);
+    assert!(rt::locked_bytes() > 0);
+    let e = Builder::new()
+        .stack_size(HUGE_STACK)
+        .spawn(|| ())
+        .unwrap_err();
+    // SAFETY: as above.
+    unsafe { libc::munlock(page.as_ptr().cast(), page.len()) };
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    assert!(!e.to_string().contains("RLIMIT_MEMLOCK"), "mlock only: {e}");
+
+    let ipc_lock = rustix::thread::capabilities(None)
+        .map(|c| {
+            c.effective
+                .contains(rustix::thread::CapabilitySet::IPC_LOCK)
+        })
+        .unwrap_or(false);
+    match rt::lock_memory(LockFlags::default()) {
+        Ok(_) => {
+            let e = Builder::new()
+                .stack_size(HUGE_STACK)
+                .spawn(|| ())
+                .unwrap_err();
+            rt::unlock_memory().unwrap();
+            assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+            let blames_limit = e.to_string().contains("RLIMIT_MEMLOCK");
+            assert_eq!(blames_limit, !ipc_lock, "CAP_IPC_LOCK {ipc_lock}: {e}");
+        }
+        // Without CAP_IPC_LOCK the whole address space rarely fits the limit.
+        Err(e) => {
+            assert!(!ipc_lock, "{e}");
+            assert_eq!(e.kind(), ErrorKind::OutOfResources, "{e}");
+        }
+    }
+}

@@ -347,15 +347,21 @@ pub fn prefault_heap(bytes: usize) -> Result<()> {
     Ok(())
 }
 
+/// Whether `RLIMIT_MEMLOCK` bounds new mappings (a heap block, a thread's stack):
+/// [`lock_memory`] last locked future mappings (`MCL_FUTURE`) and the process lacks
+/// `CAP_IPC_LOCK`, which lifts the limit.
+pub(crate) fn memlock_limits_new_mappings() -> bool {
+    LOCKED_FUTURE.load(std::sync::atomic::Ordering::Relaxed)
+        && has_capability(CapabilitySet::IPC_LOCK) != Some(true)
+}
+
 /// The ENOMEM of [`prefault_heap`], with its likely cause: after
 /// `mlockall(MCL_FUTURE)` every new mapping is locked, so without `CAP_IPC_LOCK` the
 /// heap can grow only while the locked total stays within `RLIMIT_MEMLOCK`.
 fn heap_enomem(bytes: usize) -> Error {
     let e = Error::from_errno("malloc", libc::ENOMEM).with_message(format!("{bytes} bytes"));
     let locked = status_kib("VmLck:").unwrap_or(0) * 1024;
-    if !LOCKED_FUTURE.load(std::sync::atomic::Ordering::Relaxed)
-        || has_capability(CapabilitySet::IPC_LOCK) == Some(true)
-    {
+    if !memlock_limits_new_mappings() {
         return e;
     }
     e.with_hint(format!(

@@ -127,10 +127,10 @@ impl Attr {
                     let e = e.with_message(
                         "thread limit reached (RLIMIT_NPROC, threads-max) or no memory for the stack",
                     );
-                    let locked = crate::sched::rt::locked_bytes();
-                    if locked > 0 {
+                    if crate::sched::rt::memlock_limits_new_mappings() {
+                        let locked = crate::sched::rt::locked_bytes();
                         e.with_hint(format!(
-                            "memory is locked ({} KiB, mlockall MCL_FUTURE?): the new stack must \
+                            "memory is locked ({} KiB, mlockall MCL_FUTURE): the new stack must \
                              fit in RLIMIT_MEMLOCK ({}); give the thread a smaller \
                              Builder::stack_size, raise memlock in /etc/security/limits.conf, \
                              or run with CAP_IPC_LOCK",
