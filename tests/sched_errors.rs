@@ -295,3 +295,101 @@ fn spawn_eagain_blames_memlock_only_when_the_limit_applies() {
         }
     }
 }
+
+// ---------- leaving SCHED_IDLE without privilege ----------
+
+const IDLE_PROBE_ENV: &str = "POSIXRT_SCHED_ERRORS_IDLE_PROBE";
+
+#[test]
+#[ignore = "helper: run by a_sched_idle_thread_refused_fifo_is_told_about_rlimit_nice"]
+fn idle_probe() {
+    if std::env::var_os(IDLE_PROBE_ENV).is_none() {
+        return;
+    }
+    let e = Builder::new()
+        .scheduling(sched::Priority::idle())
+        .spawn(|| sched::set_current_scheduling(sched::Priority::fifo(10).unwrap()))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap_err();
+    println!("IDLEPROBE {:?} {e}", e.kind());
+}
+
+/// Without CAP_SYS_NICE a SCHED_IDLE thread may switch to SCHED_FIFO only if
+/// RLIMIT_NICE allows nice 0, whatever RLIMIT_RTPRIO says. The hint names that
+/// limit; when RLIMIT_RTPRIO already allows the priority, it does not send the user
+/// to raise RLIMIT_RTPRIO. (Root without CAP_SYS_RESOURCE cannot raise the hard
+/// RLIMIT_RTPRIO: the probe gets the soft limit raised to the hard one.)
+#[test]
+fn a_sched_idle_thread_refused_fifo_is_told_about_rlimit_nice() {
+    use std::os::unix::process::CommandExt;
+    let root = rustix::process::geteuid().is_root();
+    let rt_hard = rustix::process::getrlimit(rustix::process::Resource::Rtprio).maximum;
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", "idle_probe", "--ignored", "--nocapture"])
+        .env(IDLE_PROBE_ENV, "1");
+    // SAFETY: getrlimit, setrlimit, setgroups, setresgid and setresuid are
+    // async-signal-safe system calls; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut rtprio = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            let nice = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_RTPRIO, &mut rtprio) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            rtprio.rlim_cur = rtprio.rlim_max;
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &rtprio) != 0
+                || libc::setrlimit(libc::RLIMIT_NICE, &nice) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Root gives up its capabilities with its uid.
+            if root
+                && (libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(65534, 65534, 65534) != 0
+                    || libc::setresuid(65534, 65534, 65534) != 0)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = cmd.output().expect("the probe starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains("IDLEPROBE"))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(
+        line.contains("PermissionDenied") && line.contains("EPERM"),
+        "{line}"
+    );
+    assert!(line.contains("thread is SCHED_IDLE"), "{line}");
+    assert!(
+        line.contains("RLIMIT_NICE >= 20 (nice 0; soft 0, hard 0)"),
+        "{line}"
+    );
+    assert!(
+        line.contains("- nice 0` to /etc/security/limits.conf"),
+        "{line}"
+    );
+    if rt_hard.map_or(true, |h| h >= 10) {
+        assert!(
+            line.contains("allows SCHED_FIFO priority 10, but"),
+            "{line}"
+        );
+        assert!(!line.contains("rtprio 99` to"), "{line}");
+    }
+}

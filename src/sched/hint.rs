@@ -46,6 +46,9 @@ pub(crate) struct Facts {
     pub cgroup_rt_runtime: Option<(String, i64)>,
     /// The effective uid of the target thread, when it is not the caller.
     pub target_uid: Option<(i32, u32)>,
+    /// The target thread (the caller without one) runs `SCHED_IDLE`: leaving that
+    /// policy is bounded by RLIMIT_NICE, whatever RLIMIT_RTPRIO says.
+    pub target_idle: bool,
 }
 
 impl Facts {
@@ -71,6 +74,8 @@ impl Facts {
                 .unwrap_or_else(|| "USER".into()),
             cgroup_rt_runtime: cgroup_rt_runtime(),
             target_uid,
+            target_idle: crate::sys::sched::getattr(tid.filter(|&t| t > 0).unwrap_or(0))
+                .is_ok_and(|a| a.sched_policy == libc::SCHED_IDLE as u32),
         }
     }
 
@@ -197,6 +202,32 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
     };
     let need = priority.map_or("N".to_string(), |v| v.to_string());
     let need_n = priority.and_then(|v| u64::try_from(v).ok());
+    if f.target_idle {
+        // Without CAP_SYS_NICE the kernel lets a thread leave SCHED_IDLE only as far
+        // as RLIMIT_NICE allows nice 0 (a limit of 20), before RLIMIT_RTPRIO counts.
+        let (nsoft, nhard) = f.nice;
+        let note = format!(
+            "the thread is SCHED_IDLE, and leaving SCHED_IDLE without CAP_SYS_NICE needs \
+             RLIMIT_NICE >= 20 (nice 0; soft {}, hard {})",
+            fmt_limit(nsoft),
+            fmt_limit(nhard)
+        );
+        let nice_fix = format!("add `{} - nice 0` to /etc/security/limits.conf", f.user);
+        if need_n.is_some_and(|n| soft.map_or(true, |s| s >= n)) {
+            return format!(
+                "{owner}RLIMIT_RTPRIO ({limits}) allows {}, but {note}; {}; fix: {}; or {nice_fix}",
+                want.trim_end_matches(" needs"),
+                f.cap_text(),
+                f.cap_fix()
+            );
+        }
+        return format!(
+            "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need}, and {note}; {}, \
+             RLIMIT_RTPRIO is {limits}; fix: {}; or {nice_fix} and raise rtprio there too",
+            f.cap_text(),
+            f.cap_fix()
+        );
+    }
     let mut fixes = Vec::new();
     // The cheapest fix first: the hard limit already allows it.
     if let Some(n) = need_n {
@@ -357,7 +388,34 @@ mod tests {
             user: "alice".into(),
             cgroup_rt_runtime: None,
             target_uid: None,
+            target_idle: false,
         }
+    }
+
+    #[test]
+    fn a_sched_idle_thread_is_told_about_rlimit_nice() {
+        let f = Facts {
+            rtprio: (Some(99), Some(99)),
+            target_idle: true,
+            ..facts()
+        };
+        let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+        assert!(h.contains("allows SCHED_FIFO priority 10, but"), "{h}");
+        assert!(
+            h.contains("RLIMIT_NICE >= 20 (nice 0; soft 0, hard 0)"),
+            "{h}"
+        );
+        assert!(h.contains("`alice - nice 0`"), "{h}");
+        assert!(!h.contains("rtprio 99"), "{h}");
+        let f = Facts {
+            target_idle: true,
+            ..facts()
+        };
+        let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+        assert!(
+            h.contains("RLIMIT_RTPRIO >= 10, and the thread is SCHED_IDLE"),
+            "{h}"
+        );
     }
 
     #[test]
