@@ -393,3 +393,43 @@ fn a_sched_idle_thread_refused_fifo_is_told_about_rlimit_nice() {
         assert!(!line.contains("rtprio 99` to"), "{line}");
     }
 }
+
+// ---------- SCHED_RESET_ON_FORK is kept ----------
+
+/// Whether the calling thread has SCHED_RESET_ON_FORK (`sched_getscheduler`).
+fn resets_on_fork() -> bool {
+    // SAFETY: sched_getscheduler takes a plain id and touches no memory.
+    let p = unsafe { libc::sched_getscheduler(0) };
+    assert!(p >= 0);
+    p & libc::SCHED_RESET_ON_FORK != 0
+}
+
+/// A thread whose launcher set SCHED_RESET_ON_FORK (rtkit does) keeps the flag
+/// when posixrt changes its policy: the POSIX calls know nothing of it, so they
+/// neither clear it (privileged) nor fail with EPERM for trying to (unprivileged:
+/// only a privileged thread may clear it).
+#[test]
+fn policy_changes_keep_sched_reset_on_fork() {
+    let r = Builder::new()
+        .spawn(|| {
+            let p = libc::sched_param { sched_priority: 0 };
+            let policy = libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK;
+            // SAFETY: `p` is a valid sched_param the call only reads; this thread only.
+            assert_eq!(unsafe { libc::sched_setscheduler(0, policy, &p) }, 0);
+            assert!(resets_on_fork());
+            let me = sched::gettid();
+            let mut seen = Vec::new();
+            sched::set_current_scheduling(sched::Priority::batch()).unwrap();
+            seen.push(resets_on_fork());
+            sched::set_thread_scheduling(me, sched::Priority::other()).unwrap();
+            seen.push(resets_on_fork());
+            sched::set_scheduler(None, sched::Priority::batch()).unwrap();
+            seen.push(resets_on_fork());
+            (seen, sched::current_scheduling().unwrap())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(r.0, [true, true, true]);
+    assert_eq!(r.1, sched::Priority::batch());
+}

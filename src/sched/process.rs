@@ -44,7 +44,9 @@ pub fn get_scheduler(pid: Option<Tid>) -> Result<Policy> {
     raw_getscheduler(raw(pid))
 }
 
-/// Sets policy and priority of `pid` (`sched_setscheduler`).
+/// Sets policy and priority of `pid` (`sched_setscheduler`). A
+/// `SCHED_RESET_ON_FORK` flag the thread has is kept (Linux would clear it, or
+/// refuse to without privilege).
 ///
 /// A `Policy::Deadline` priority is `InvalidInput` (use
 /// [`deadline::set`](super::deadline::set)). EPERM comes with the hint naming

@@ -42,7 +42,8 @@ pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
     Ok(Priority::from_kernel(a.policy, a.priority as i32))
 }
 
-/// Sets policy and priority of thread `tid` (`sched_setscheduler(tid, ...)`).
+/// Sets policy and priority of thread `tid` (`sched_setscheduler(tid, ...)`). A
+/// `SCHED_RESET_ON_FORK` flag the thread has is kept.
 ///
 /// For `SCHED_DEADLINE` use [`deadline::set`](super::deadline::set); passing a
 /// `Policy::Deadline` priority here is `InvalidInput`. EPERM carries the hint naming
@@ -90,7 +91,8 @@ pub fn current_scheduling() -> Result<Priority> {
 }
 
 /// Sets policy and priority of the calling thread
-/// (`pthread_setschedparam(pthread_self(), ...)`).
+/// (`pthread_setschedparam(pthread_self(), ...)`). A `SCHED_RESET_ON_FORK` flag the
+/// thread has is kept.
 ///
 /// # References
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
@@ -245,7 +247,8 @@ pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("sched_setscheduler"));
     }
-    sys::setscheduler(tid, priority.policy().as_raw(), priority.value()).map_err(|e| {
+    let policy = keep_reset_on_fork(tid, priority.policy().as_raw());
+    sys::setscheduler(tid, policy, priority.value()).map_err(|e| {
         sched_error(
             "sched_setscheduler",
             e,
@@ -280,9 +283,9 @@ pub(crate) fn pthread_setschedparam(
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("pthread_setschedparam"));
     }
+    let policy = keep_reset_on_fork(tid.as_raw(), priority.policy().as_raw());
     // SAFETY: the caller guarantees `thread` is valid.
-    let r =
-        unsafe { sys::pthread_setschedparam(thread, priority.policy().as_raw(), priority.value()) };
+    let r = unsafe { sys::pthread_setschedparam(thread, policy, priority.value()) };
     if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedparam",
@@ -312,6 +315,19 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
         ));
     }
     Ok(())
+}
+
+/// `policy` with `SCHED_RESET_ON_FORK` added if thread `tid` (0: the caller) has
+/// that flag now. Linux clears the flag on any policy change that does not pass it,
+/// and refuses the clearing (EPERM) to an unprivileged thread; the POSIX calls
+/// here know nothing of it, so they keep it, as `sched_setparam` does.
+fn keep_reset_on_fork(tid: i32, policy: i32) -> i32 {
+    match sys::getattr(tid) {
+        Ok(a) if a.sched_flags & libc::SCHED_FLAG_RESET_ON_FORK as u64 != 0 => {
+            policy | libc::SCHED_RESET_ON_FORK
+        }
+        _ => policy,
+    }
 }
 
 /// `value` checked against the range of a thread's current `policy`, for a call
