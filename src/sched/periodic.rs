@@ -179,10 +179,13 @@ impl Periodic {
 /// never comes) instead of overflowing.
 fn next_wakeup(expected: i64, now: i64, interval: i64) -> (i64, u64) {
     let next = expected.saturating_add(interval);
-    if next > now || next == i64::MAX {
+    // A deadline is missed only once `now` is past it (cyclictest's rule): one
+    // that is due exactly now is the next wake-up, not an overrun.
+    if next >= now || next == i64::MAX {
         return (next, 0);
     }
-    let missed = (now - next) / interval + 1;
+    // The deadlines in (next, now) are missed too: ceil((now - next) / interval).
+    let missed = (now - next - 1) / interval + 1;
     (
         next.saturating_add(missed.saturating_mul(interval)),
         missed as u64,
@@ -408,11 +411,20 @@ mod tests {
     }
 
     #[test]
+    fn a_wakeup_exactly_on_a_later_deadline_misses_only_the_periods_before_it() {
+        // Seen exactly when the next period starts: nothing missed (cyclictest
+        // counts an overrun only when now is past the next deadline).
+        assert_eq!(next_wakeup(1_000, 1_500, 500), (1_500, 0));
+        // Seen exactly at 2_500: 1_500 and 2_000 passed; 2_500 is due now.
+        assert_eq!(next_wakeup(1_000, 2_500, 500), (2_500, 2));
+    }
+
+    #[test]
     fn next_wakeup_saturates_instead_of_overflowing() {
         let big = i64::MAX - 10;
         assert_eq!(next_wakeup(big, big + 1, 1 << 62), (i64::MAX, 0));
         assert_eq!(next_wakeup(i64::MAX, i64::MAX, i64::MAX), (i64::MAX, 0));
         // A late wake-up whose catch-up would pass the end of the range.
-        assert_eq!(next_wakeup(0, i64::MAX - 1, i64::MAX / 2), (i64::MAX, 2));
+        assert_eq!(next_wakeup(2, i64::MAX - 1, i64::MAX / 2), (i64::MAX, 1));
     }
 }
