@@ -655,3 +655,36 @@ fn deadline_change_event() {
         }
     }
 }
+
+/// Changing a spawned thread's affinity through its handle is an affinity change
+/// like `set_thread_affinity`: it emits `sched_affinity` with the old and new
+/// masks, as `JoinHandle::set_scheduling` emits `sched_change`.
+#[test]
+fn handle_affinity_change_event() {
+    use posixrt::sched::{self, Builder, CpuSet};
+    let _g = SCHED.lock().unwrap_or_else(|e| e.into_inner());
+    let all = CpuSet::allowed().unwrap();
+    let cpu = all.iter().next().unwrap();
+    let mask = |s: &CpuSet| s.iter().filter(|&c| c < 64).fold(0u64, |m, c| m | 1 << c);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .affinity(all)
+        .spawn(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        })
+        .unwrap();
+    let t = new_trace();
+    t.start().unwrap();
+    h.set_affinity(&CpuSet::single(cpu).unwrap()).unwrap();
+    t.stop().unwrap();
+    let tid = h.tid().as_raw();
+    assert_eq!(sched::thread_affinity(h.tid()).unwrap().count(), 1);
+    drop(tx);
+    h.join().unwrap();
+    let aff: Vec<_> = decoded(&t)
+        .into_iter()
+        .filter(|e| e.name == "sched_affinity" && e.i("tid") as i32 == tid)
+        .map(|e| (e.u("old_cpus"), e.u("new_cpus"), e.i("result")))
+        .collect();
+    assert_eq!(aff, [(mask(&all), 1u64 << cpu, 0)]);
+}

@@ -180,6 +180,10 @@ impl<T> JoinHandle<T> {
     ///  - [`pthread_setaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_setaffinity_np.3.html)
     #[doc(alias = "pthread_setaffinity_np")]
     pub fn set_affinity(&self, cpus: &CpuSet) -> Result<()> {
+        crate::sched::hook::affinity(self.tid, || self.set_affinity_raw(cpus))
+    }
+
+    fn set_affinity_raw(&self, cpus: &CpuSet) -> Result<()> {
         if cpus.is_empty() {
             return Err(Error::invalid("pthread_setaffinity_np", "empty CPU set"));
         }
