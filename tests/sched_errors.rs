@@ -433,3 +433,54 @@ fn policy_changes_keep_sched_reset_on_fork() {
     assert_eq!(r.0, [true, true, true]);
     assert_eq!(r.1, sched::Priority::batch());
 }
+
+// ---------- process affinity is all or nothing ----------
+
+/// `set_process_affinity` that fails on one thread (a SCHED_DEADLINE thread may
+/// not be narrowed: EBUSY) leaves every thread as it was, instead of a process
+/// half moved.
+#[test]
+fn a_refused_process_affinity_leaves_every_thread_as_it_was() {
+    let _g = serial();
+    let all = CpuSet::allowed().unwrap();
+    let cpu = all.iter().last().unwrap();
+    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+    let dl = light(DeadlineFlags::NONE);
+    let mut tries = 0;
+    let h = loop {
+        let rx = rx.clone();
+        match Builder::new().deadline(dl).spawn(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        }) {
+            Ok(h) => break h,
+            Err(e) if e.kind() == ErrorKind::Busy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => {
+                assert!(!can_rt(), "{e}");
+                assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+                return;
+            }
+        }
+    };
+    let me = sched::gettid();
+    let before: Vec<_> = [sched::Tid::process(), me]
+        .iter()
+        .map(|&t| sched::thread_affinity(t).unwrap())
+        .collect();
+    let r = sched::set_process_affinity(&CpuSet::single(cpu).unwrap());
+    let after: Vec<_> = [sched::Tid::process(), me]
+        .iter()
+        .map(|&t| sched::thread_affinity(t).unwrap())
+        .collect();
+    // Put things back whatever happened, before asserting.
+    for (t, s) in [sched::Tid::process(), me].iter().zip(&before) {
+        let _ = sched::set_thread_affinity(*t, s);
+    }
+    drop(tx);
+    h.join().unwrap();
+    let e = r.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EBUSY), "{e}");
+    assert_eq!(after, before);
+}

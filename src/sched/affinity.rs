@@ -80,17 +80,32 @@ pub fn process_affinity() -> Result<CpuSet> {
 ///
 /// A thread created while this runs may keep its creator's old mask; call it before
 /// starting threads, or set the new thread's affinity in its [`Builder`](super::Builder).
-/// Threads that exit meanwhile are skipped.
+/// Threads that exit meanwhile are skipped. If a thread refuses the set (a
+/// `SCHED_DEADLINE` thread: EBUSY), the threads already changed get their old masks
+/// back before the error is returned, so the process is not left half moved.
 ///
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
 ///  - [`proc_pid_task(5)`](https://man7.org/linux/man-pages/man5/proc_pid_task.5.html)
 #[doc(alias = "sched_setaffinity")]
 pub fn set_process_affinity(cpus: &CpuSet) -> Result<()> {
+    let mut changed: Vec<(Tid, CpuSet)> = Vec::new();
     for tid in super::tid::process_threads()? {
-        match set_thread_affinity(tid, cpus) {
+        let r = thread_affinity(tid).and_then(|old| {
+            set_thread_affinity(tid, cpus)?;
+            changed.push((tid, old));
+            Ok(())
+        });
+        match r {
+            Ok(()) => {}
             Err(e) if e.errno() == Some(libc::ESRCH) => {}
-            other => other?,
+            Err(e) => {
+                // Best effort: a thread that exited meanwhile needs nothing back.
+                for (t, old) in changed.iter().rev() {
+                    let _ = set_thread_affinity(*t, old);
+                }
+                return Err(e);
+            }
         }
     }
     Ok(())
