@@ -1039,7 +1039,7 @@ fn setup_reports_every_step() {
     let (text, n, all_ok, dma_held, unlocked, report) = h.join().unwrap();
     unlocked.unwrap();
     println!("{text}");
-    assert_eq!(n, 7, "{text}");
+    assert_eq!(n, 8, "{text}");
     assert!(text.starts_with("RT setup checklist:"), "{text}");
     assert!(
         text.contains("[-] raise RLIMIT_RTPRIO: not requested"),

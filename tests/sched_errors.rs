@@ -484,3 +484,33 @@ fn a_refused_process_affinity_leaves_every_thread_as_it_was() {
     assert_eq!(e.errno(), Some(libc::EBUSY), "{e}");
     assert_eq!(after, before);
 }
+
+// ---------- the checklist reports RLIMIT_RTTIME ----------
+
+/// RLIMIT_RTTIME kills (SIGXCPU, then SIGKILL) a real-time thread that runs that
+/// long without blocking: the RT checklist reports it with its values, as it
+/// reports RT throttling.
+#[test]
+fn setup_reports_rlimit_rttime() {
+    let _g = serial();
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let old = getrlimit(Resource::Rttime);
+    let soft = old.maximum.map_or(500_000, |h| h.min(500_000));
+    // Lowering the soft limit needs no privilege; this process runs no RT thread.
+    setrlimit(
+        Resource::Rttime,
+        Rlimit {
+            current: Some(soft),
+            maximum: old.maximum,
+        },
+    )
+    .unwrap();
+    let text = rt::Setup::none().apply().to_string();
+    setrlimit(Resource::Rttime, old).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.contains("RLIMIT_RTTIME"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains(&format!("soft {soft}")), "{line}");
+    assert!(line.contains("SIGXCPU"), "{line}");
+}

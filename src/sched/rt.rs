@@ -12,7 +12,9 @@
 //! 3. write 0 to `/dev/cpu_dma_latency` and keep it open: CPUs stay out of deep idle
 //!    states while the file is open ([`CpuDmaLatency`]);
 //! 4. timer slack of 1 ns for `SCHED_OTHER` threads ([`set_timer_slack`]);
-//! 5. `RLIMIT_RTPRIO` high enough for the priorities used ([`raise_rtprio_limit`]).
+//! 5. `RLIMIT_RTPRIO` high enough for the priorities used ([`raise_rtprio_limit`]);
+//!    [`Setup`]'s report also shows `RLIMIT_RTTIME`, which kills a real-time thread
+//!    that runs too long without blocking.
 //!
 //! ```
 //! use posixrt::sched::rt::{self, Setup};
@@ -645,8 +647,24 @@ impl Setup {
             "RT throttling (information)",
             format!("sched_rt_runtime_us = {throttle} of sched_rt_period_us = {period}"),
         );
+        r.skip(
+            "RLIMIT_RTTIME (information)",
+            rttime_note(limit(Resource::Rttime)),
+        );
         r
     }
+}
+
+/// What `RLIMIT_RTTIME` (microseconds) means for the real-time threads.
+fn rttime_note(l: Limit) -> String {
+    if l.soft.is_none() && l.hard.is_none() {
+        return "unlimited: a real-time thread may run as long as it likes without blocking".into();
+    }
+    format!(
+        "{l} us: a SCHED_FIFO/RR thread that runs that long without blocking gets SIGXCPU \
+         (SIGKILL at the hard limit); raise it with `prlimit --rttime=unlimited` or \
+         LimitRTTIME=infinity for a systemd service"
+    )
 }
 
 /// Runs the recommended checklist ([`Setup::new`]) and returns its report.
