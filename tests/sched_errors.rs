@@ -514,3 +514,46 @@ fn setup_reports_rlimit_rttime() {
     assert!(line.contains(&format!("soft {soft}")), "{line}");
     assert!(line.contains("SIGXCPU"), "{line}");
 }
+
+// ---------- a CPU the machine does not have ----------
+
+/// A CPU set that names a CPU this machine does not have, next to one it has, is
+/// refused as bad input: the kernel would drop the absent CPU silently and apply
+/// the rest, so the thread would not run where the caller asked.
+#[test]
+fn an_affinity_naming_an_absent_cpu_is_refused_not_clamped() {
+    let _g = serial();
+    let me = sched::gettid();
+    let allowed = CpuSet::allowed().unwrap();
+    let absent = CpuSet::CAPACITY - 1;
+    if allowed.contains(absent) {
+        return; // a 1024-CPU machine: nothing absent to name
+    }
+    let mut set = CpuSet::single(allowed.iter().next().unwrap()).unwrap();
+    set.insert(absent).unwrap();
+    let check = |e: posixrt::Error| {
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(e.to_string().contains(&absent.to_string()), "{e}");
+    };
+    check(sched::set_thread_affinity(me, &set).unwrap_err());
+    assert_eq!(sched::thread_affinity(me).unwrap(), allowed, "unchanged");
+    check(sched::set_process_affinity(&set).unwrap_err());
+    assert_eq!(sched::thread_affinity(me).unwrap(), allowed, "unchanged");
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        })
+        .unwrap();
+    check(h.set_affinity(&set).unwrap_err());
+    assert_eq!(h.affinity().unwrap(), allowed, "unchanged");
+    drop(tx);
+    h.join().unwrap();
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ran.clone();
+    let r = Builder::new()
+        .affinity(set)
+        .spawn(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
+    check(r.unwrap_err());
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
+}

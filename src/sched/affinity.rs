@@ -48,8 +48,9 @@ pub fn thread_affinity(tid: Tid) -> Result<CpuSet> {
     Ok(set)
 }
 
-/// Sets the CPU affinity of thread `tid`. An empty set is `InvalidInput`; a set with
-/// no online CPU allowed by the thread's cpuset is EINVAL from the kernel.
+/// Sets the CPU affinity of thread `tid`. An empty set, or one naming a CPU this
+/// machine does not have (which the kernel would drop silently), is `InvalidInput`;
+/// a set with no online CPU allowed by the thread's cpuset is EINVAL from the kernel.
 ///
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
@@ -62,6 +63,7 @@ fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
     if cpus.is_empty() {
         return Err(Error::invalid("sched_setaffinity", "empty CPU set"));
     }
+    super::cpuset::check_cpus_exist("sched_setaffinity", cpus)?;
     crate::sys::sched::setaffinity(tid.as_raw(), &cpus.raw)
         .map_err(|e| affinity_error("sched_setaffinity", e, tid))
 }

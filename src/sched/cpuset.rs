@@ -124,6 +124,56 @@ impl CpuSet {
     }
 }
 
+/// The CPUs of a kernel CPU list such as `0-3,6` (`/sys/devices/system/cpu/*`);
+/// `None` if it is malformed or names a CPU beyond the capacity.
+pub(crate) fn parse_cpu_list(list: &str) -> Option<CpuSet> {
+    let mut set = CpuSet::new();
+    for part in list.trim().split(',') {
+        let (a, b) = match part.split_once('-') {
+            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+            None => {
+                let c = part.parse::<usize>().ok()?;
+                (c, c)
+            }
+        };
+        if a > b {
+            return None;
+        }
+        for c in a..=b {
+            set.insert(c).ok()?;
+        }
+    }
+    Some(set)
+}
+
+/// Refuses a set that names a CPU this machine cannot have (not in
+/// `/sys/devices/system/cpu/possible`): the kernel would drop it silently and
+/// apply the rest. Offline CPUs that exist are accepted (the kernel keeps them).
+pub(crate) fn check_cpus_exist(call: &'static str, cpus: &CpuSet) -> Result<()> {
+    let Some(possible) = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|s| parse_cpu_list(&s))
+    else {
+        return Ok(()); // unknown: let the kernel decide
+    };
+    let mut absent = CpuSet::new();
+    for c in cpus.iter().filter(|&c| !possible.contains(c)) {
+        absent.insert(c)?;
+    }
+    if absent.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid(
+        call,
+        format!("the affinity {cpus} names CPUs {absent}, which this machine does not have"),
+    )
+    .with_hint(format!(
+        "this machine's CPUs are {possible}; the kernel would drop the others silently \
+         and run the thread elsewhere than asked. Name only CPUs that exist (CpuSet::allowed \
+         lists those online and allowed now)"
+    )))
+}
+
 impl Default for CpuSet {
     fn default() -> CpuSet {
         CpuSet::new()
@@ -184,5 +234,17 @@ mod tests {
         let mut t = s;
         t.remove(5);
         assert_eq!(t.iter().collect::<Vec<_>>(), vec![0, 1, 2, 1023]);
+    }
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(
+            parse_cpu_list("0-2,5\n"),
+            CpuSet::from_cpus([0, 1, 2, 5]).ok()
+        );
+        assert_eq!(parse_cpu_list("7"), CpuSet::from_cpus([7]).ok());
+        assert_eq!(parse_cpu_list("2-1"), None);
+        assert_eq!(parse_cpu_list("0-1024"), None);
+        assert_eq!(parse_cpu_list(""), None);
     }
 }

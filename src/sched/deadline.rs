@@ -374,23 +374,10 @@ fn admission_hint(params: &Deadline) -> String {
 fn online_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|s| count_cpu_list(s.trim()))
+        .and_then(|s| super::cpuset::parse_cpu_list(&s))
+        .map(|set| set.count())
+        .filter(|&n| n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// The number of CPUs in a kernel CPU list (`0-3,6` is 5); `None` if malformed.
-fn count_cpu_list(list: &str) -> Option<usize> {
-    let mut n = 0usize;
-    for part in list.split(',') {
-        n += match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?);
-                b.checked_sub(a)? + 1
-            }
-            None => part.parse::<usize>().map(|_| 1).ok()?,
-        };
-    }
-    (n > 0).then_some(n)
 }
 
 fn period_bounds() -> (Duration, Duration) {
@@ -417,14 +404,5 @@ mod tests {
         let f = DeadlineFlags::RESET_ON_FORK | DeadlineFlags::RECLAIM;
         assert!(f.contains(DeadlineFlags::RECLAIM) && !f.contains(DeadlineFlags::DL_OVERRUN));
         assert_eq!(DeadlineFlags::from_bits(8), None);
-    }
-
-    #[test]
-    fn cpu_lists_are_counted() {
-        assert_eq!(count_cpu_list("0"), Some(1));
-        assert_eq!(count_cpu_list("0-3,6"), Some(5));
-        assert_eq!(count_cpu_list("0-1,4-7"), Some(6));
-        assert_eq!(count_cpu_list(""), None);
-        assert_eq!(count_cpu_list("3-1"), None);
     }
 }

@@ -66,6 +66,7 @@ impl Attr {
                 "empty CPU set",
             ));
         }
+        crate::sched::cpuset::check_cpus_exist("pthread_attr_setaffinity_np", cpus)?;
         // SAFETY: the attr is initialised; the set is only read (glibc copies it).
         let r = unsafe {
             libc::pthread_attr_setaffinity_np(

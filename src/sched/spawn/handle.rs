@@ -187,6 +187,7 @@ impl<T> JoinHandle<T> {
         if cpus.is_empty() {
             return Err(Error::invalid("pthread_setaffinity_np", "empty CPU set"));
         }
+        crate::sched::cpuset::check_cpus_exist("pthread_setaffinity_np", cpus)?;
         self.while_running("pthread_setaffinity_np", || {
             // SAFETY: `native` is valid while the handle lives and the thread is
             // running (see `while_running`); `cpus` is only read.
