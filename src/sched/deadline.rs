@@ -295,8 +295,9 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
         sched_deadline: params.deadline.as_nanos() as u64,
         sched_period: params.period.as_nanos() as u64,
     };
-    if let Err(errno) = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr))
-    {
+    let r = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr));
+    crate::sys::prio::forget_cached();
+    if let Err(errno) = r {
         return Err(match errno {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("admission control refused {params} for tid {tid}"))

@@ -248,7 +248,9 @@ pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
         return Err(deadline_needs_attr("sched_setscheduler"));
     }
     let policy = keep_reset_on_fork(tid, priority.policy().as_raw());
-    sys::setscheduler(tid, policy, priority.value()).map_err(|e| {
+    let r = sys::setscheduler(tid, policy, priority.value());
+    crate::sys::prio::forget_cached();
+    r.map_err(|e| {
         sched_error(
             "sched_setscheduler",
             e,
@@ -263,7 +265,9 @@ pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
     if priority.policy() == Policy::Deadline {
         return Err(deadline_needs_attr("sched_setparam"));
     }
-    sys::setparam(tid, priority.value()).map_err(|e| {
+    let r = sys::setparam(tid, priority.value());
+    crate::sys::prio::forget_cached();
+    r.map_err(|e| {
         sched_error(
             "sched_setparam",
             e,
@@ -286,6 +290,7 @@ pub(crate) fn pthread_setschedparam(
     let policy = keep_reset_on_fork(tid.as_raw(), priority.policy().as_raw());
     // SAFETY: the caller guarantees `thread` is valid.
     let r = unsafe { sys::pthread_setschedparam(thread, policy, priority.value()) };
+    crate::sys::prio::forget_cached();
     if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedparam",
@@ -305,6 +310,7 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
     let p = priority_in("pthread_setschedprio", current, value)?;
     // SAFETY: the caller guarantees `thread` is valid.
     let r = unsafe { sys::pthread_setschedprio(thread, p.value()) };
+    crate::sys::prio::forget_cached();
     if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedprio",

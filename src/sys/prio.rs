@@ -64,8 +64,9 @@ const CACHE_USES: u32 = 64;
 /// The calling thread's class as the C library knows it
 /// (`pthread_getschedparam(pthread_self())`, which makes no system call after
 /// its first: glibc keeps the class and updates it on `pthread_setschedparam`),
-/// read again every [`CACHE_USES`] calls and after [`set_current`]. A change
-/// made with `sched_setscheduler` or from outside the thread is not seen. For
+/// read again every [`CACHE_USES`] calls and after [`set_current`] or any change
+/// this thread makes through `sched` ([`forget_cached`]). A change made with a
+/// raw `sched_setscheduler`, or by another thread, is not seen. For
 /// the io_uring fast path, where the class only sets a request's `ioprio` and
 /// trace field; queued requests, whose order depends on it, use [`current`].
 #[inline]
@@ -91,6 +92,15 @@ pub(crate) fn current_cached() -> SchedClass {
     c
 }
 
+/// Makes the next [`current_cached`] of the calling thread read the class again:
+/// called after every scheduling change the crate makes, so a thread that changes
+/// its own class through `sched` sees it at once (a change of another thread costs
+/// the caller only a re-read).
+#[inline]
+pub(crate) fn forget_cached() {
+    CACHED.with(|x| x.set((SchedClass::OTHER, 0)));
+}
+
 /// `pthread_setschedparam(pthread_self(), policy, priority)`: switches the calling
 /// thread. Returns the errno on failure.
 pub(crate) fn set_current(c: SchedClass) -> Result<(), i32> {
@@ -100,7 +110,7 @@ pub(crate) fn set_current(c: SchedClass) -> Result<(), i32> {
     // SAFETY: `p` is a valid sched_param the call only reads.
     match unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) } {
         0 => {
-            CACHED.with(|x| x.set((SchedClass::OTHER, 0)));
+            forget_cached();
             Ok(())
         }
         e => Err(e),
@@ -172,6 +182,28 @@ mod tests {
             policy: policy & !libc::SCHED_RESET_ON_FORK,
             priority: crate::sys::sched::getparam(0).expect("sched_getparam(0)"),
         }
+    }
+
+    /// A change through the crate's own calls on the current thread
+    /// (`sched::set_current_scheduling`, `sched::set_current_priority`) is seen by
+    /// the next `current_cached`, not up to CACHE_USES calls later. SCHED_BATCH
+    /// needs no privilege.
+    #[test]
+    fn current_cached_sees_the_crates_own_changes_at_once() {
+        std::thread::spawn(|| {
+            assert_eq!(current_cached(), SchedClass::OTHER);
+            crate::sched::set_current_scheduling(crate::sched::Priority::batch()).unwrap();
+            let batch = SchedClass {
+                policy: libc::SCHED_BATCH,
+                priority: 0,
+            };
+            assert_eq!(current_cached(), batch);
+            crate::sched::set_current_priority(0).unwrap();
+            crate::sched::set_current_scheduling(crate::sched::Priority::other()).unwrap();
+            assert_eq!(current_cached(), SchedClass::OTHER);
+        })
+        .join()
+        .expect("the test thread");
     }
 
     /// `current` (one `sched_getattr`) gives what `sched_getscheduler` and
