@@ -557,3 +557,51 @@ fn an_affinity_naming_an_absent_cpu_is_refused_not_clamped() {
     check(r.unwrap_err());
     assert!(!ran.load(std::sync::atomic::Ordering::SeqCst));
 }
+
+/// A thread spawned with `Builder::deadline` and no affinity inherits its
+/// creator's: from a pinned creator the kernel refuses SCHED_DEADLINE (EPERM),
+/// and the hint says the restriction was inherited and how to lift it.
+#[test]
+fn a_deadline_spawn_from_a_pinned_creator_names_the_inherited_affinity() {
+    let _g = serial();
+    let all = CpuSet::allowed().unwrap();
+    if all.count() < 2 {
+        return; // one CPU: pinning restricts nothing
+    }
+    let pinned = CpuSet::single(all.iter().last().unwrap()).unwrap();
+    let e = Builder::new()
+        .affinity(pinned)
+        .spawn(move || {
+            Builder::new()
+                .deadline(light(DeadlineFlags::NONE))
+                .spawn(|| ())
+                .map(|h| h.join().unwrap())
+        })
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    let hint = e.hint().unwrap();
+    assert!(hint.contains("inherited"), "{hint}");
+    assert!(hint.contains("Builder::affinity"), "{hint}");
+    // The fix named works (with the privilege for SCHED_DEADLINE).
+    if can_rt() {
+        let ok = Builder::new()
+            .affinity(pinned)
+            .spawn(move || {
+                Builder::new()
+                    .deadline(light(DeadlineFlags::NONE))
+                    .affinity(all)
+                    .spawn(|| ())
+                    .map(|h| h.join().unwrap())
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(
+            ok.is_ok() || ok.as_ref().unwrap_err().kind() == ErrorKind::Busy,
+            "{ok:?}"
+        );
+    }
+}

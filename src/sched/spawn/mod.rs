@@ -310,7 +310,8 @@ impl Builder {
             th::set_thread_scheduling(tid, p)?;
         }
         if let Some(dl) = &self.deadline {
-            super::deadline::set(tid, dl)?;
+            super::deadline::set(tid, dl)
+                .map_err(|e| inherited_affinity_note(e, self.affinity.is_some()))?;
         }
         let sporadic = match self.sporadic {
             Some((params, normal)) => Some(super::sporadic::serve_spawned(tid, params, normal)?),
@@ -370,6 +371,33 @@ where
     T: Send + 'static,
 {
     builder.spawn(f)
+}
+
+/// EPERM from `sched_setattr` on a new thread without a Builder affinity: if the
+/// creator's own affinity leaves out an online CPU, the thread inherited that
+/// restriction, which SCHED_DEADLINE refuses; the hint says so and how to lift it.
+fn inherited_affinity_note(e: Error, affinity_given: bool) -> Error {
+    if affinity_given || e.errno() != Some(libc::EPERM) {
+        return e;
+    }
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| super::cpuset::parse_cpu_list(&s));
+    let (Ok(mine), Some(online)) = (CpuSet::allowed(), online) else {
+        return e;
+    };
+    if online.iter().all(|c| mine.contains(c)) {
+        return e;
+    }
+    let note = format!(
+        "the new thread inherited this thread's affinity ({mine}), which leaves out online \
+         CPUs; give it Builder::affinity with every online CPU ({online})"
+    );
+    let hint = match e.hint() {
+        Some(h) => format!("{note}; {h}"),
+        None => note,
+    };
+    e.with_hint(hint)
 }
 
 fn check_name(name: &str) -> Result<CString> {
