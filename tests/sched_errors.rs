@@ -605,3 +605,18 @@ fn a_deadline_spawn_from_a_pinned_creator_names_the_inherited_affinity() {
         );
     }
 }
+
+/// A thread's kernel name is cut at 15 bytes, inside a character if need be (std
+/// names threads that way): `kernel_priority` must still read its `stat`.
+#[test]
+fn kernel_priority_of_a_thread_whose_name_is_cut_inside_a_character() {
+    let name = "ааааааааа"; // 18 bytes of Cyrillic: the kernel keeps 15, half an 'а'
+    let k = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(|| posixrt::sched::kernel_priority(posixrt::sched::gettid()))
+        .unwrap()
+        .join()
+        .unwrap();
+    let k = k.expect("the stat of a thread with a cut name is read");
+    assert!(k.nice().is_some(), "{k}");
+}
