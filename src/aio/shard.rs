@@ -485,7 +485,7 @@ fn thread_gone(tid: u32) -> bool {
     if crate::sys::timer::signal_thread(tid as i32, 0).is_err() {
         return true;
     }
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else {
+    let Ok(stat) = crate::sys::proc::read_text(&format!("/proc/self/task/{tid}/stat")) else {
         return true;
     };
     // The flags are the 9th field; the 2nd (the name, in parentheses) may

@@ -12,13 +12,9 @@ pub(crate) fn io_error(call: &'static str, e: &std::io::Error) -> Error {
     }
 }
 
-/// Reads and parses a `stat` file. Its `comm` holds whatever bytes the thread was
-/// named with, cut at 15 bytes even inside a UTF-8 character (std names threads
-/// that way), so the text is decoded lossily: a read must not fail, and a thread
-/// must not look dead, because of its name.
+/// Reads and parses a `stat` file (decoded lossily: see `sys::proc::read_text`).
 pub(crate) fn read_stat(path: &str) -> Result<TaskStat> {
-    let bytes = std::fs::read(path).map_err(|e| io_error("read", &e))?;
-    let text = String::from_utf8_lossy(&bytes);
+    let text = crate::sys::proc::read_text(path).map_err(|e| io_error("read", &e))?;
     TaskStat::parse(&text)
         .ok_or_else(|| Error::new(ErrorKind::Corrupt, "read", format!("cannot parse {path}")))
 }

@@ -264,8 +264,7 @@ pub(crate) fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRe
 /// (`/proc/<pid>/status`, line `Uid:`).
 pub(crate) fn process_uids(pid: i32) -> Option<[u32; 4]> {
     // Lossy: the `Name:` line is the kernel name, which need not be UTF-8.
-    let bytes = std::fs::read(format!("/proc/{pid}/status")).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
+    let text = crate::sys::proc::read_text(&format!("/proc/{pid}/status")).ok()?;
     let line = text.lines().find_map(|l| l.strip_prefix("Uid:"))?;
     let mut ids = line.split_whitespace().map(|w| w.parse::<u32>().ok());
     Some([ids.next()??, ids.next()??, ids.next()??, ids.next()??])

@@ -135,7 +135,7 @@ impl Facts {
 
 /// The effective uid of thread `tid` (`Uid:` line of `/proc/TID/status`).
 fn thread_euid(tid: i32) -> Option<u32> {
-    let s = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    let s = crate::sys::proc::read_text(&format!("/proc/{tid}/status")).ok()?;
     let line = s.lines().find(|l| l.starts_with("Uid:"))?;
     line.split_whitespace().nth(2)?.parse().ok()
 }
@@ -294,7 +294,7 @@ pub(crate) fn affinity_einval_hint(call: &str) -> String {
             super::CpuSet::CAPACITY - 1
         );
     }
-    let allowed = std::fs::read_to_string("/proc/self/status")
+    let allowed = crate::sys::proc::read_text("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()

@@ -248,7 +248,7 @@ pub fn locked_bytes() -> u64 {
 }
 
 fn status_kib(field: &str) -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let s = crate::sys::proc::read_text("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with(field))?;
     line[field.len()..].split_whitespace().next()?.parse().ok()
 }

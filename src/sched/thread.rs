@@ -209,21 +209,19 @@ impl fmt::Display for KernelPriority {
 ///  - [`proc_pid_stat(5)`](https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html)
 pub fn kernel_priority(tid: Tid) -> Result<KernelPriority> {
     let path = format!("/proc/self/task/{tid}/stat");
-    // Bytes, decoded lossily: the `comm` field is the kernel name, cut at 15 bytes
-    // even inside a UTF-8 character.
-    let bytes = std::fs::read(&path).map_err(|e| {
+    // Decoded lossily: the `comm` field is the kernel name, cut at 15 bytes even
+    // inside a UTF-8 character.
+    let text = crate::sys::proc::read_text(&path).map_err(|e| {
         io_error("read /proc/self/task/TID/stat", e)
             .with_message(format!("no thread {tid} in this process ({path})"))
     })?;
-    parse_stat_prio(&String::from_utf8_lossy(&bytes))
-        .map(KernelPriority)
-        .ok_or_else(|| {
-            Error::new(
-                crate::ErrorKind::Corrupt,
-                "read /proc/self/task/TID/stat",
-                format!("cannot parse field 18 of {path}"),
-            )
-        })
+    parse_stat_prio(&text).map(KernelPriority).ok_or_else(|| {
+        Error::new(
+            crate::ErrorKind::Corrupt,
+            "read /proc/self/task/TID/stat",
+            format!("cannot parse field 18 of {path}"),
+        )
+    })
 }
 
 /// Field 18 (`prio`) of a `stat` line, through the crate's one `/proc` parser.

@@ -5,6 +5,15 @@
 
 use std::time::Duration;
 
+/// The text of a `/proc` file, decoded lossily: `stat` and `status` hold the
+/// kernel name, cut at 15 bytes even inside a UTF-8 character (std names threads
+/// that way), and a read must not fail, nor a thread look dead, because of it.
+pub(crate) fn read_text(path: &str) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+}
+
 /// Facts about a task (thread) or process from `/proc/.../stat` (see `proc(5)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskStat {
