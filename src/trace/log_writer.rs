@@ -252,7 +252,9 @@ impl LogWriter {
 
     fn commit_inner(&mut self, compact: bool) -> io::Result<()> {
         self.block.close(&mut self.pending);
-        let limit = self.preamble.len() as u64 + 2 * self.size;
+        // Saturating: the log size may be as large as `u64::MAX` (no practical
+        // limit, or ignored under APPEND).
+        let limit = (self.preamble.len() as u64).saturating_add(self.size.saturating_mul(2));
         if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
             let mut all = self.preamble.clone();
             all.extend_from_slice(&self.kept[self.kept_start..]);
