@@ -7,7 +7,9 @@
 use std::fs::File;
 use std::sync::{Mutex, MutexGuard};
 
-use posixrt::trace::{self, Event, EventId, LogFullPolicy, Trace, TraceAttr, TraceLog};
+use posixrt::trace::{
+    self, Event, EventId, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr, TraceLog,
+};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -70,4 +72,58 @@ fn the_largest_log_size_flushes_and_shuts_down() {
         let st = l.status().unwrap();
         assert!(!st.log_full && !st.log_overrun, "{policy:?}: {st:?}");
     }
+}
+
+/// A started UNTIL_FULL stream of the smallest size, filled until it suspended
+/// itself.
+fn full_until_full_stream(ev: EventId) -> Trace {
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    t.start().unwrap();
+    for i in 0..1000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let st = t.status();
+    assert!(!st.running && st.full, "{st:?}");
+    t
+}
+
+/// POSIX (`posix_trace_start`): "If the trace stream is full, the
+/// POSIX_TRACE_START trace event shall not be recorded and the status of the
+/// trace stream shall not be changed." A full UNTIL_FULL stream stays suspended
+/// (and records nothing) until reading or clearing frees space.
+#[test]
+fn start_is_ignored_while_an_until_full_stream_is_full() {
+    let _g = serial();
+    let ev = trace::eventid_open("tf.start_full").unwrap();
+    let t = full_until_full_stream(ev);
+    for _ in 0..20 {
+        t.start().unwrap();
+        let st = t.status();
+        assert!(!st.running && st.full, "start on a full stream: {st:?}");
+        trace::event(ev, b"suspended");
+    }
+    // Cancelling the automatic resume does not make it startable while full.
+    t.stop().unwrap();
+    t.start().unwrap();
+    assert!(!t.status().running);
+    let evs: Vec<Event> = t.events().collect();
+    let starts = evs.iter().filter(|e| e.id == EventId::START).count();
+    let stops: Vec<&Event> = evs.iter().filter(|e| e.id == EventId::STOP).collect();
+    assert_eq!(starts, 1, "only the first start recorded START");
+    assert_eq!(stops.len(), 1);
+    assert_eq!(
+        stops[0].data,
+        1u32.to_le_bytes(),
+        "STOP reason 1 = stream full"
+    );
+    assert!(evs.iter().all(|e| e.data != b"suspended"));
+    // Read empty, it starts again.
+    let st = t.status();
+    assert!(!st.running && !st.full, "{st:?}");
+    t.start().unwrap();
+    assert!(t.status().running);
+    assert_eq!(ids(&t.events().collect::<Vec<_>>()), [EventId::START]);
 }

@@ -3,24 +3,31 @@
 
 use std::sync::atomic::Ordering::*;
 
-use super::attr::TraceAttr;
+use super::attr::{StreamFullPolicy, TraceAttr};
 use super::handle::Trace;
 use super::ids::{self, EventId};
 use super::local::control_event;
 use super::set::{EventSet, FilterHow, WORDS};
 use super::slots::{lock, set_filter_words, set_running};
 use super::status::TraceStatus;
-use super::stream::STOP_CALL;
+use super::stream::{Stream, STOP_CALL};
 use crate::{Error, Result};
 
 impl Trace {
-    /// `posix_trace_start`: records START and runs (ignored when running).
+    /// `posix_trace_start`: records START and runs (ignored when running, and,
+    /// as POSIX has it, when an UNTIL_FULL stream is full: it runs again once
+    /// reading or [`clear`](Self::clear) frees space).
     ///
     /// # References
     /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html)
     #[doc(alias = "posix_trace_start")]
     pub fn start(&self) -> Result<()> {
         self.check_owner("posix_trace_start")?;
+        // Started while full, it would record START into the room kept for
+        // control events and suspend itself again at its next event.
+        if self.s.policy == StreamFullPolicy::UntilFull && self.s.is_full() {
+            return Ok(());
+        }
         let _ctl = lock(&self.s.ctl);
         if self.s.running() {
             return Ok(());
@@ -128,24 +135,11 @@ impl Trace {
     pub fn status(&self) -> TraceStatus {
         let s = &self.s;
         let mut overrun = false;
-        let mut full = s.auto_suspended.load(Acquire);
-        let limit = s.cap as u64 - s.reserve;
-        let max_event = s
-            .attr
-            .max_user_event_size(s.max_data)
-            .max(s.attr.max_system_event_size()) as u64;
         let lost = s.lost_sum();
         if s.lost_acked.swap(lost, AcqRel) != lost {
             overrun = true;
         }
-        {
-            let _st = lock(&s.reader);
-            for r in s.rings_snapshot() {
-                if r.used() + 2 * max_event > limit {
-                    full = true;
-                }
-            }
-        }
+        let full = s.is_full();
         let (log_overrun, log_full) = (s.log_overrun.swap(false, AcqRel), s.log_full.load(Acquire));
         TraceStatus {
             running: s.running(),
@@ -241,5 +235,24 @@ impl Trace {
     #[doc(alias = "posix_trace_eventtypelist_rewind")]
     pub fn event_types(&self) -> impl Iterator<Item = ids::EventType> {
         ids::all_types().into_iter()
+    }
+}
+
+impl Stream {
+    /// `posix_stream_full_status`: an UNTIL_FULL stream suspended itself, or a
+    /// sub-buffer has no room left for two events of maximum size.
+    fn is_full(&self) -> bool {
+        if self.auto_suspended.load(Acquire) {
+            return true;
+        }
+        let limit = self.cap as u64 - self.reserve;
+        let max_event = self
+            .attr
+            .max_user_event_size(self.max_data)
+            .max(self.attr.max_system_event_size()) as u64;
+        let _st = lock(&self.reader);
+        self.rings_snapshot()
+            .iter()
+            .any(|r| r.used() + 2 * max_event > limit)
     }
 }
