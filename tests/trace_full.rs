@@ -127,3 +127,35 @@ fn start_is_ignored_while_an_until_full_stream_is_full() {
     assert!(t.status().running);
     assert_eq!(ids(&t.events().collect::<Vec<_>>()), [EventId::START]);
 }
+
+/// An UNTIL_FULL stream loses the event that did not fit, after everything it
+/// kept: its OVERFLOW comes where the loss happened, just before the STOP that
+/// suspended the stream, not before the oldest event.
+#[test]
+fn until_full_reports_its_loss_where_it_happened() {
+    let _g = serial();
+    let ev = trace::eventid_open("tf.until_full_loss").unwrap();
+    let t = full_until_full_stream(ev);
+    let evs: Vec<Event> = std::iter::from_fn(|| t.try_getnext().unwrap()).collect();
+    let got = ids(&evs);
+    let n = got.len();
+    assert_eq!(got[0], EventId::START, "{got:?}");
+    assert_eq!(got[1], ev);
+    // ... the kept events, then the loss, the STOP, and the automatic resume.
+    assert_eq!(
+        got[n - 5..],
+        [
+            ev,
+            EventId::OVERFLOW,
+            EventId::RESUME,
+            EventId::STOP,
+            EventId::START
+        ],
+        "{got:?}"
+    );
+    let ovf = &evs[n - 4];
+    assert_eq!(ovf.data[..8], 1u64.to_le_bytes(), "one event lost");
+    assert!(ovf.timestamp >= evs[n - 5].timestamp);
+    assert!(ovf.timestamp <= evs[n - 2].timestamp);
+    assert_eq!(got.iter().filter(|&&i| i == EventId::OVERFLOW).count(), 1);
+}

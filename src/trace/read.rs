@@ -66,9 +66,10 @@ impl Stream {
             let Some(rec) = r.pop() else { continue };
             let gap = rec.gap;
             let ev = self.to_event(rec);
-            // LOOP and UNTIL_FULL lose events before the oldest unread one; a FLUSH
-            // writer drops new ones and marks the record that ends the gap.
-            if self.policy != StreamFullPolicy::Flush || gap {
+            // LOOP loses events before the oldest unread one; FLUSH and
+            // UNTIL_FULL writers drop new ones and mark the record that ends the
+            // gap (UNTIL_FULL: its STOP), or the losses come at the end.
+            if self.policy == StreamFullPolicy::Loop || gap {
                 self.report_loss(r, ev.timestamp, st);
             }
             if st.pending.is_empty() {

@@ -6,7 +6,7 @@
 //! |---|---|---|
 //! | 0 | 0..16 | event id (`0xFFFF`: padding up to the end of the ring) |
 //! | 0 | 16..30 | data length in bytes |
-//! | 0 | 30 | gap: the writer dropped events just before this one (FLUSH policy) |
+//! | 0 | 30 | gap: the writer dropped events just before this one (FLUSH, UNTIL_FULL) |
 //! | 0 | 31 | truncated |
 //! | 0 | 32..64 | tid |
 //! | 1 | | raw timestamp (ticks) |
@@ -54,9 +54,9 @@ pub(crate) struct Ring {
     /// Writer-private: last tail seen, events lost, flush requested.
     pub(crate) cached_tail: Padded<AtomicU64>,
     pub(crate) lost: AtomicU64,
-    /// Writer side, FLUSH policy: `lost` when the last record ending a run of
-    /// drops was written (a reader reports the run with that record, not the
-    /// drops of a run still going on).
+    /// Writer side, FLUSH and UNTIL_FULL policies: `lost` when the last record
+    /// ending a run of drops was written (a reader reports the run with that
+    /// record, not the drops of a run still going on).
     pub(crate) lost_at_gap: AtomicU64,
     pub(crate) flush_asked: AtomicBool,
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once

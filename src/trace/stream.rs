@@ -257,7 +257,10 @@ impl Stream {
                         let h = r.head.0.load(Relaxed);
                         let p = STOP_FULL.to_le_bytes();
                         if r.has_room(h, r.need(h, p.len()), 0) {
-                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, false);
+                            // The STOP ends the run of losses: readers report
+                            // them with it, after the events kept.
+                            r.lost_at_gap.store(r.lost.load(Relaxed), Relaxed);
+                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, true);
                         }
                     }
                 }
