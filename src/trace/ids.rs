@@ -179,15 +179,21 @@ pub(crate) fn with_names<R>(f: impl FnOnce(&mut Names) -> R) -> R {
     }
 }
 
+/// A name over [`TRACE_EVENT_NAME_MAX`] bytes is ENAMETOOLONG (as POSIX has it
+/// for `posix_trace_eventid_open`); an empty one or one with NUL is EINVAL.
 fn check_name(call: &'static str, name: &str) -> crate::Result<()> {
-    if name.is_empty() || name.len() > TRACE_EVENT_NAME_MAX || name.contains('\0') {
-        return Err(crate::Error::invalid(
-            call,
-            format!("event name {name:?} must be 1..={TRACE_EVENT_NAME_MAX} bytes without NUL"),
-        )
-        .with_hint("shorten the name (TRACE_EVENT_NAME_MAX)"));
-    }
-    Ok(())
+    let errno = if name.len() > TRACE_EVENT_NAME_MAX {
+        libc::ENAMETOOLONG
+    } else if name.is_empty() || name.contains('\0') {
+        libc::EINVAL
+    } else {
+        return Ok(());
+    };
+    Err(crate::Error::from_errno(call, errno)
+        .with_message(format!(
+            "event name {name:?} must be 1..={TRACE_EVENT_NAME_MAX} bytes without NUL"
+        ))
+        .with_hint("shorten the name (TRACE_EVENT_NAME_MAX)"))
 }
 
 /// Opens a user event type by name (`posix_trace_eventid_open`).

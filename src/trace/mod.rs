@@ -208,8 +208,8 @@ pub fn event(id: EventId, data: &[u8]) {
 /// [`EventId::UNNAMED_USER`].
 ///
 /// # Errors
-/// `InvalidInput` for an empty name, one over [`TRACE_EVENT_NAME_MAX`] bytes, or one
-/// with NUL.
+/// `InvalidInput` for an empty name, one over [`TRACE_EVENT_NAME_MAX`] bytes
+/// (errno `ENAMETOOLONG`), or one with NUL.
 ///
 /// # References
 /// - [`posix_trace_eventid_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_open.html)
