@@ -49,6 +49,12 @@ pub(crate) struct LogWriter {
 
 impl LogWriter {
     pub(crate) fn new(mut file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
+        // POSIX: EBADF for a log not open for writing, found here rather than at
+        // every flush.
+        use rustix::fs::{fcntl_getfl, OFlags};
+        if fcntl_getfl(&file)? & OFlags::ACCMODE == OFlags::RDONLY {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
         let mut preamble = file_header().to_vec();
         preamble.extend_from_slice(&attr_record(attr, pid));
         // Devices and pipes cannot be truncated or sought: write from where they are.
