@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering::*};
-use std::sync::Mutex;
+use std::sync::{Mutex, TryLockError};
 use std::thread::JoinHandle;
 
 use super::attr::{StreamFullPolicy, TraceAttr, MAX_SYS_PAYLOAD};
@@ -49,9 +49,10 @@ pub(super) struct Stream {
     #[allow(clippy::vec_box)]
     pub(super) graveyard: Mutex<Vec<Box<Ring>>>,
     pub(super) auto_suspended: AtomicBool,
-    /// Serialises start, stop, filter changes and the automatic resume, so racing
-    /// calls record one START or STOP, not two. Never held with the reader lock
-    /// taken after it.
+    /// Serialises start, stop, filter changes, the automatic resume and a
+    /// writer's automatic suspension (which only tries it), so racing calls
+    /// record one START or STOP, not two. Never held with the reader lock taken
+    /// after it.
     pub(super) ctl: Mutex<()>,
     pub(super) flush_req: AtomicBool,
     pub(super) flushing: AtomicBool,
@@ -246,7 +247,20 @@ impl Stream {
             }
             StreamFullPolicy::UntilFull => {
                 r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
-                if !force
+                if force || self.auto_suspended.load(Relaxed) {
+                    return false;
+                }
+                // Under the control lock and only while running: a writer that
+                // saw the stream running before a stop() must not mark it
+                // suspended by fullness, or reading would resume it. While a
+                // control operation runs, the event is dropped and the next one
+                // decides.
+                let _ctl = match self.ctl.try_lock() {
+                    Ok(g) => g,
+                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(TryLockError::WouldBlock) => return false,
+                };
+                if self.running()
                     && self
                         .auto_suspended
                         .compare_exchange(false, true, AcqRel, Relaxed)
@@ -289,5 +303,38 @@ impl Stream {
 
     pub(super) fn filter(&self) -> EventSet {
         EventSet(filter_words(self.slot))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{self, Trace};
+
+    /// A writer that saw the stream running before `stop()` and then found its
+    /// sub-buffer full applies the UNTIL_FULL policy after the stop: that must
+    /// not mark the stream as suspended by fullness, or reading would resume
+    /// the stream the caller stopped.
+    #[test]
+    fn a_writer_late_to_a_full_stream_does_not_undo_stop() {
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        let t = Trace::create(&a).unwrap();
+        let ev = trace::eventid_open("stream.late_writer").unwrap();
+        t.start().unwrap();
+        trace::event(ev, &[1]); // this thread's sub-buffer
+        t.stop().unwrap();
+        let tid = crate::sys::tid::current();
+        {
+            let _st = lock(&t.s.reader);
+            let rings = t.s.rings_snapshot();
+            let r = rings.iter().find(|r| r.tid == tid).unwrap();
+            let head = r.head.0.load(Relaxed);
+            assert!(!t.s.full(r, head, 24, tid, false));
+        }
+        while t.try_getnext().unwrap().is_some() {}
+        let st = t.status();
+        assert!(!st.running, "{st:?}");
     }
 }
