@@ -22,3 +22,78 @@ fn a_log_not_open_for_writing_is_ebadf() {
     assert_eq!(got, Err((ErrorKind::BadFd, Some(libc::EBADF))));
     ok.unwrap();
 }
+
+/// CRC-32C (Castagnoli), as the log format checks its records with.
+fn crc32c(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c ^= b as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0x82F6_3B78
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+/// A log of this format whose attribute record carries `stream_size` and
+/// `max_data` (and nothing else).
+fn log_with_attr(stream_size: u64, max_data: u32) -> Vec<u8> {
+    let mut out = b"PXTRLOG\0".to_vec();
+    out.extend_from_slice(&posixrt::trace::LOG_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u16.to_le_bytes());
+    let c = crc32c(&out);
+    out.extend_from_slice(&c.to_le_bytes());
+    let mut b = vec![1u8]; // attributes
+    for s in ["replayed", "posixrt-trace"] {
+        b.extend_from_slice(&(s.len() as u16).to_le_bytes());
+        b.extend_from_slice(s.as_bytes());
+    }
+    b.extend_from_slice(&0u64.to_le_bytes()); // creation time
+    b.extend_from_slice(&1u64.to_le_bytes()); // clock resolution
+    b.extend_from_slice(&stream_size.to_le_bytes());
+    b.extend_from_slice(&max_data.to_le_bytes());
+    b.extend_from_slice(&[0, 2]); // LOOP stream, APPEND log
+    b.extend_from_slice(&(1u64 << 20).to_le_bytes());
+    b.push(0);
+    b.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(&crc32c(&b).to_le_bytes());
+    out.extend_from_slice(&b);
+    out
+}
+
+/// The attributes read back from a log are checked like the setters check
+/// them when a stream is created with them: a log from elsewhere (or damaged
+/// with a valid checksum) must not make a stream that overflows its size
+/// computations or its records' 14-bit length field.
+#[test]
+fn attributes_out_of_range_are_refused_at_creation() {
+    use posixrt::trace::{TraceLog, MAX_DATA_SIZE_LIMIT};
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-create-{}-attr.trace",
+        std::process::id()
+    ));
+    let mut got = Vec::new();
+    for (size, max) in [
+        (1 << 20, MAX_DATA_SIZE_LIMIT as u32 * 25),
+        (1 << 40, 8),
+        (16, 8),
+        (1 << 20, 8),
+    ] {
+        std::fs::write(&p, log_with_attr(size, max)).unwrap();
+        let l = TraceLog::open(&p).unwrap();
+        let a = l.attr().unwrap();
+        assert_eq!(
+            (a.stream_size() as u64, a.max_data_size()),
+            (size, max as usize)
+        );
+        got.push(Trace::create(a).map(|_| ()).map_err(|e| e.kind()));
+    }
+    std::fs::remove_file(&p).unwrap();
+    let bad = Err(ErrorKind::InvalidInput);
+    assert_eq!(got, [bad, bad, bad, Ok(())]);
+}

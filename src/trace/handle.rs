@@ -42,7 +42,9 @@ impl Trace {
     ///
     /// # Errors
     /// `Unsupported` for [`Inheritance::Inherited`]; `InvalidInput` for the FLUSH
-    /// policy without a log; `OutOfResources` when [`TRACE_SYS_MAX`] streams exist.
+    /// policy without a log, or for a value the setters refuse (attributes read
+    /// back from a log are checked as they check them); `OutOfResources` when
+    /// [`TRACE_SYS_MAX`] streams exist.
     ///
     /// # References
     /// - [`posix_trace_create`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)
@@ -104,6 +106,13 @@ impl Trace {
                     "use Inheritance::CloseForChild and create a stream in the child after fork",
                 ));
         }
+        // The setters check each value, but attributes read back from a log
+        // (TraceLog::attr) did not go through them.
+        TraceAttr::new()
+            .set_stream_size(attr.stream_size)?
+            .set_max_data_size(attr.max_data)?
+            .set_log_size(attr.log_size)?
+            .set_flush_interval(attr.flush_interval)?;
         let mut a = attr.clone();
         a.with_log = log.is_some();
         let policy = a.stream_full_policy();
