@@ -159,3 +159,62 @@ fn until_full_reports_its_loss_where_it_happened() {
     assert!(ovf.timestamp <= evs[n - 2].timestamp);
     assert_eq!(got.iter().filter(|&&i| i == EventId::OVERFLOW).count(), 1);
 }
+
+/// `posix_trace_get_status` reports FLUSHING while a flush is in progress, so it
+/// must not wait for the flush: here an explicit flush of over 4 MiB of log
+/// blocks in a write to a pipe nobody reads yet, midway through its events.
+#[test]
+fn status_answers_while_a_large_flush_blocks_in_write() {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    use std::time::{Duration, Instant};
+    let _g = serial();
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    // SAFETY: each fd is owned exactly once, by the File it becomes.
+    let (mut reader, writer) = unsafe {
+        (
+            File::from_raw_fd(r.into_raw_fd()),
+            File::from_raw_fd(w.into_raw_fd()),
+        )
+    };
+    let mut a = TraceAttr::new();
+    a.set_stream_size(16 << 20).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    a.set_log_full_policy(LogFullPolicy::Append);
+    a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+    let t = Trace::create_with_log(&a, writer).unwrap();
+    let ev = trace::eventid_open("tf.large_flush").unwrap();
+    t.start().unwrap();
+    let n = 450_000u64; // over 4 MiB in event blocks (12 bytes or more each)
+    for i in 0..n {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    assert!(!t.status().overrun);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut drain = None;
+    let got = std::thread::scope(|s| {
+        let flush = s.spawn(|| t.flush());
+        // The pipe fills: the flush is blocked in a write.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while rustix::io::ioctl_fionread(&reader).unwrap() < 60 << 10 {
+            assert!(Instant::now() < deadline, "the flush never wrote");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let t = &t;
+        s.spawn(move || tx.send(t.status()).unwrap());
+        let got = rx.recv_timeout(Duration::from_secs(20));
+        // Unblock the flush whatever happened (the log ends at shutdown).
+        drain = Some(std::thread::spawn(move || {
+            let mut all = Vec::new();
+            reader.read_to_end(&mut all).unwrap();
+            all
+        }));
+        flush.join().unwrap().unwrap();
+        got
+    });
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    drain.unwrap().join().unwrap();
+    let st = got.expect("status() waited for the flush");
+    assert!(st.flushing, "{st:?}");
+}

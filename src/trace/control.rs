@@ -250,8 +250,10 @@ impl Stream {
             .attr
             .max_user_event_size(self.max_data)
             .max(self.attr.max_system_event_size()) as u64;
-        let _st = lock(&self.reader);
-        self.rings_snapshot()
+        // The ring list, not the reader lock: a flush holds that one while it
+        // writes, and the status must answer during a flush (FLUSHING). A
+        // ring's counters stay readable after its buffer is unmapped.
+        lock(&self.rings)
             .iter()
             .any(|r| r.used() + 2 * max_event > limit)
     }
