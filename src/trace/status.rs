@@ -7,8 +7,11 @@
 pub struct TraceStatus {
     /// `posix_stream_status`: `POSIX_TRACE_RUNNING` (true) or `POSIX_TRACE_SUSPENDED`.
     pub running: bool,
-    /// `posix_stream_full_status`: `POSIX_TRACE_FULL`: a sub-buffer has no room for
-    /// an event of maximum size (or an UNTIL_FULL stream suspended itself).
+    /// `posix_stream_full_status`: `POSIX_TRACE_FULL`: a sub-buffer has no room left
+    /// for two events of maximum size (the next one may not fit, and a STOP must
+    /// still), or an UNTIL_FULL stream suspended itself. With a large maximum data
+    /// size in a small stream this comes early: 2 × (maximum data size + header)
+    /// bytes before the end.
     pub full: bool,
     /// `posix_stream_overrun_status`: `POSIX_TRACE_OVERRUN`: events were lost since
     /// the last status read.
