@@ -9,35 +9,20 @@ mod panics;
 use panics::quiet_expected_panic;
 
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, Arc, Barrier, Mutex};
+use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
+
+#[path = "common/tracking.rs"]
+mod tracking;
+use tracking::{poll, serial};
 
 use posixrt::sync::{
     self, ceiling_mutex, current_tid, Condvar, NormalMutex, PiCondvar, PiMutex, RecursiveMutex,
     RwLock, Semaphore, Tracking,
 };
 
-static LOCK: Mutex<()> = Mutex::new(());
-
 /// How long the threads of a contention test hammer a lock.
 const SPIN: Duration = Duration::from_millis(300);
-
-fn serial(level: Tracking) -> std::sync::MutexGuard<'static, ()> {
-    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    sync::set_tracking(level);
-    g
-}
-
-fn poll(mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    cond()
-}
 
 /// Whether this process may use SCHED_FIFO (tried in a throwaway thread).
 fn have_rt() -> bool {

@@ -9,35 +9,20 @@
 use std::io::{BufRead, BufReader, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[path = "common/child.rs"]
 mod child;
+
+#[path = "common/tracking.rs"]
+mod tracking;
+use tracking::{poll, serial};
 
 use posixrt::sync::{
     self, current_tid, find_deadlocks, objects, Condvar, Kind, MutexExt, NormalMutex, PiMutex,
     RecursiveMutex, RwLock, Semaphore, Snapshot, Tracking,
 };
 use posixrt::ErrorKind;
-
-static LOCK: Mutex<()> = Mutex::new(());
-
-fn serial(level: Tracking) -> std::sync::MutexGuard<'static, ()> {
-    let g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    sync::set_tracking(level);
-    g
-}
-
-fn poll(mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    cond()
-}
 
 fn sorted(mut v: Vec<u32>) -> Vec<u32> {
     v.sort_unstable();
