@@ -72,6 +72,16 @@ fn args() -> Args {
             _ => it.unknown(&x),
         }
     }
+    // Checked before the measurements, which take seconds: a wrong directory is a
+    // usage error that names it, not an unnamed I/O error at the end of the run.
+    match std::fs::metadata(&a.flush_dir) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => it.fail(format!(
+            "--flush-dir {}: not a directory",
+            a.flush_dir.display()
+        )),
+        Err(e) => it.fail(format!("--flush-dir {}: {e}", a.flush_dir.display())),
+    }
     a
 }
 

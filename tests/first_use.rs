@@ -247,6 +247,11 @@ fn bad_values_are_one_line_usage_errors() {
         ("philosophers", &["--rounds", "0"][..], "--rounds"),
         ("trace_overhead", &["--events", "5"], "--events"),
         ("trace_overhead", &["--bogus"], "unknown argument"),
+        (
+            "trace_overhead",
+            &["--flush-dir", "/nonexistent-posixrt-dir"],
+            "--flush-dir /nonexistent-posixrt-dir",
+        ),
         ("sched_info", &["--bogus"], "unknown argument"),
         ("tfp_hello", &["--bogus"], "unknown argument"),
         ("tfp_hello", &["-5"], "not a number of seconds"),
