@@ -22,6 +22,7 @@
 //! exit 2.
 
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
 use posixrt::advise::{fadvise, Advice, AlignedBuf};
@@ -37,9 +38,13 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() == 2 && matches!(args[1].as_str(), "-h" | "--help") {
-        let me = args.first().map(String::as_str).unwrap_or("bytesum");
+    // The file name is bytes, as the listing's argv[1]: it need not be UTF-8
+    // (`std::env::args` would panic on such a name).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let me = args
+        .first()
+        .map_or("bytesum".into(), |a| a.to_string_lossy().into_owned());
+    if args.len() == 2 && matches!(args[1].to_str(), Some("-h" | "--help")) {
         println!(
             "Usage: {me} FILE\n\nPrints the sum of the bytes of FILE (each read as a signed char)."
         );
@@ -47,18 +52,17 @@ fn main() -> ExitCode {
     }
     // An option is not a file name (a file called `-x` is `./-x`); `-` alone is
     // not special either (the listing has no standard input), so it is a file name.
-    if args.len() == 2 && args[1].len() > 1 && args[1].starts_with('-') {
+    if args.len() == 2 && args[1].len() > 1 && args[1].as_bytes().starts_with(b"-") {
         args::usage_error("bytesum", format!("unknown option {:?}", args[1]));
     }
     if args.len() != 2 {
-        let me = args.first().map(String::as_str).unwrap_or("bytesum");
         eprintln!("Usage: {me} FILE");
         return ExitCode::from(1);
     }
     let mut file = match std::fs::File::open(&args[1]) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("OPEN: {}: {}", args[1], plain(&e));
+            eprintln!("OPEN: {}: {}", args[1].to_string_lossy(), plain(&e));
             return ExitCode::from(2);
         }
     };
@@ -86,7 +90,7 @@ fn main() -> ExitCode {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 // No (partial) sum on stdout: the failure is the whole result.
-                eprintln!("READ: {}: {}", args[1], plain(&e));
+                eprintln!("READ: {}: {}", args[1].to_string_lossy(), plain(&e));
                 return ExitCode::from(2);
             }
         }

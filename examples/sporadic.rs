@@ -81,7 +81,15 @@ fn parse() -> Result<Args, String> {
         server_cpu: None,
         json: false,
     };
-    let mut it = std::env::args().skip(1);
+    // `std::env::args` would panic on an argument that is not valid UTF-8.
+    let mut it = std::env::args_os()
+        .skip(1)
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| format!("argument {:?} is not valid UTF-8", a.to_string_lossy()))
+        })
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "-h" | "--help" => {

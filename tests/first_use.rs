@@ -269,6 +269,45 @@ fn bad_values_are_one_line_usage_errors() {
     }
 }
 
+/// An argument that is not valid UTF-8 is a usage error (one line, exit 2), not a
+/// panic in `std::env::args`; `bytesum` takes such a file name, as the listing does.
+#[test]
+fn non_utf8_arguments_are_usage_errors_or_file_names() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let bad = OsStr::from_bytes(b"caf\xe9");
+    for name in [
+        "linecount",
+        "sched_info",
+        "cyclic",
+        "sporadic",
+        "philosophers",
+    ] {
+        let o = Command::new(example_bin(name))
+            .arg(bad)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {o:?}");
+        assert_eq!(e.lines().count(), 1, "{name}: {e}");
+        assert!(
+            e.starts_with(&format!("{name}: ")) && e.contains("not valid UTF-8"),
+            "{e}"
+        );
+    }
+    let d = Scratch::new("non-utf8");
+    let file = d.0.join(bad);
+    std::fs::write(&file, [1u8, 2, 0xff]).unwrap();
+    let o = Command::new(example_bin("bytesum"))
+        .arg(&file)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "2\n");
+}
+
 /// Without the privilege for SCHED_FIFO, `priority_inversion` (text output) fails:
 /// exit 1, the error with its hint on stderr, no error text on stdout.
 #[test]

@@ -35,8 +35,21 @@ pub struct Args {
 impl Args {
     /// The process's arguments. `-h` or `--help` before any `--` prints `help` on
     /// standard output and exits 0.
+    ///
+    /// An argument that is not valid UTF-8 is a usage error (`std::env::args`
+    /// would panic on it).
     pub fn new(prog: &'static str, help: &str) -> Args {
-        let all: Vec<String> = std::env::args().skip(1).collect();
+        let all: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|a| {
+                a.into_string().unwrap_or_else(|a| {
+                    usage_error(
+                        prog,
+                        format!("argument {:?} is not valid UTF-8", a.to_string_lossy()),
+                    )
+                })
+            })
+            .collect();
         if all
             .iter()
             .take_while(|a| a.as_str() != "--")
