@@ -15,9 +15,11 @@
 //! cargo run --release --example linecount -- [-j N] [--] FILE... [-]
 //! ```
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 
 use posixrt::aio::{Aio, ListMode, Notify, Op, Request};
 use posixrt::ErrorKind;
@@ -65,16 +67,18 @@ struct Pending {
     req: Request<Vec<u8>>,
 }
 
-fn open_inputs(args: &[String]) -> (Vec<Input>, bool) {
+fn open_inputs(args: &[OsString]) -> (Vec<Input>, bool) {
     let mut failed = false;
     let mut inputs = Vec::new();
     let mut stdin_used = false;
-    let names: Vec<String> = if args.is_empty() {
+    let names: Vec<OsString> = if args.is_empty() {
         vec!["-".into()]
     } else {
         args.to_vec()
     };
-    for name in names {
+    for path in names {
+        // For messages; the file is opened by its bytes.
+        let name = path.to_string_lossy().into_owned();
         let src = if name == "-" {
             if !stdin_used {
                 stdin_used = true;
@@ -91,7 +95,7 @@ fn open_inputs(args: &[String]) -> (Vec<Input>, bool) {
                 }
             }
         } else {
-            match File::open(&name) {
+            match File::open(&path) {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
                     eprintln!("linecount: {name}: {}", io_reason(&e));
@@ -162,7 +166,8 @@ fn main() {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let mut args = args::Args::new("linecount", HELP).rest();
+    // File names are bytes, as in the listing's argv: they need not be UTF-8.
+    let mut args = args::Args::files(HELP);
     // Options come first; `--` ends them (so a file may be called `-j`).
     let files_from = args.iter().position(|a| a == "--");
     // -j N: split the files over N threads, each running the listing's loop with
@@ -172,7 +177,11 @@ fn main() {
         .iter()
         .position(|a| a == "-j")
     {
-        match args.get(i + 1).and_then(|v| v.parse::<usize>().ok()) {
+        match args
+            .get(i + 1)
+            .and_then(|v| v.to_str())
+            .and_then(|v| v.parse::<usize>().ok())
+        {
             Some(n) if (1..=64).contains(&n) => jobs = n,
             _ => args::usage_error("linecount", "-j needs a number from 1 to 64"),
         }
@@ -183,11 +192,14 @@ fn main() {
     let files_from = args.iter().position(|a| a == "--");
     if let Some(bad) = args[..files_from.unwrap_or(args.len())]
         .iter()
-        .find(|a| a.len() > 1 && a.starts_with('-'))
+        .find(|a| a.len() > 1 && a.as_bytes().starts_with(b"-"))
     {
         args::usage_error(
             "linecount",
-            format!("unknown option {bad:?} (a file of that name: linecount -- {bad})"),
+            format!(
+                "unknown option {bad:?} (a file of that name: linecount -- {})",
+                bad.to_string_lossy()
+            ),
         );
     }
     if let Some(i) = files_from {
@@ -230,7 +242,7 @@ fn io_reason(e: &io::Error) -> String {
     t.split(" (os error").next().unwrap_or(&t).to_string()
 }
 
-fn run(args: &[String], jobs: usize) -> posixrt::Result<(u64, bool)> {
+fn run(args: &[OsString], jobs: usize) -> posixrt::Result<(u64, bool)> {
     let (inputs, failed) = open_inputs(args);
     if jobs <= 1 || inputs.len() < 2 {
         let (n, ok) = count(inputs)?;

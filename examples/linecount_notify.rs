@@ -9,9 +9,11 @@
 //! cargo run --release --example linecount_notify -- FILE... [-]
 //! ```
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -132,17 +134,21 @@ fn main() {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let mut args = args::Args::new("linecount_notify", HELP).rest();
+    // File names are bytes, as in the listing's argv: they need not be UTF-8.
+    let mut args = args::Args::files(HELP);
     // It takes no options: anything that looks like one before `--` is a mistake,
     // not a file name (`-` alone is standard input; `-- -x` counts a file `-x`).
     let files_from = args.iter().position(|a| a == "--");
     if let Some(bad) = args[..files_from.unwrap_or(args.len())]
         .iter()
-        .find(|a| a.len() > 1 && a.starts_with('-'))
+        .find(|a| a.len() > 1 && a.as_bytes().starts_with(b"-"))
     {
         args::usage_error(
             "linecount_notify",
-            format!("unknown option {bad:?} (a file of that name: linecount_notify -- {bad})"),
+            format!(
+                "unknown option {bad:?} (a file of that name: linecount_notify -- {})",
+                bad.to_string_lossy()
+            ),
         );
     }
     if let Some(i) = files_from {
@@ -183,16 +189,18 @@ fn io_reason(e: &io::Error) -> String {
     t.split(" (os error").next().unwrap_or(&t).to_string()
 }
 
-fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
+fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
     let names = if args.is_empty() {
-        vec!["-".to_string()]
+        vec!["-".into()]
     } else {
         args
     };
     let mut failed = false;
     let mut stdin_used = false;
     let mut slots = Vec::new();
-    for name in names {
+    for path in names {
+        // For messages; the file is opened by its bytes.
+        let name = path.to_string_lossy().into_owned();
         let src = if name == "-" {
             if !stdin_used {
                 stdin_used = true;
@@ -208,7 +216,7 @@ fn run(args: Vec<String>) -> posixrt::Result<(u64, bool)> {
                 }
             }
         } else {
-            match File::open(&name) {
+            match File::open(&path) {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
                     eprintln!("linecount_notify: {name}: {}", io_reason(&e));

@@ -270,19 +270,14 @@ fn bad_values_are_one_line_usage_errors() {
 }
 
 /// An argument that is not valid UTF-8 is a usage error (one line, exit 2), not a
-/// panic in `std::env::args`; `bytesum` takes such a file name, as the listing does.
+/// panic in `std::env::args`; `bytesum`, `linecount` and `linecount_notify` take such
+/// a file name, as the listings do.
 #[test]
 fn non_utf8_arguments_are_usage_errors_or_file_names() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     let bad = OsStr::from_bytes(b"caf\xe9");
-    for name in [
-        "linecount",
-        "sched_info",
-        "cyclic",
-        "sporadic",
-        "philosophers",
-    ] {
+    for name in ["sched_info", "cyclic", "sporadic", "philosophers"] {
         let o = Command::new(example_bin(name))
             .arg(bad)
             .stdin(Stdio::null())
@@ -306,6 +301,16 @@ fn non_utf8_arguments_are_usage_errors_or_file_names() {
         .unwrap();
     assert!(o.status.success(), "{o:?}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "2\n");
+    std::fs::write(&file, "one\ntwo\n").unwrap();
+    for name in ["linecount", "linecount_notify"] {
+        let o = Command::new(example_bin(name))
+            .arg(&file)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{name}: {o:?}");
+        assert_eq!(String::from_utf8_lossy(&o.stdout), "2\n", "{name}");
+    }
 }
 
 /// Without the privilege for SCHED_FIFO, `priority_inversion` (text output) fails:

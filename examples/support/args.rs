@@ -64,6 +64,22 @@ impl Args {
         }
     }
 
+    /// For programs whose arguments are file names, which need not be UTF-8: the
+    /// arguments as the system gives them. `-h` or `--help` before any `--` prints
+    /// `help` on standard output and exits 0.
+    pub fn files(help: &str) -> Vec<std::ffi::OsString> {
+        let all: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+        if all
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "-h" || a == "--help")
+        {
+            println!("{}", help.trim_end());
+            std::process::exit(0);
+        }
+        all
+    }
+
     /// The next argument, if any.
     pub fn next(&mut self) -> Option<String> {
         self.rest.next()
