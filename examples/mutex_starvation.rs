@@ -68,19 +68,31 @@ fn parse_args() -> Result<Args, String> {
                 .filter(|v| v.is_finite() && *v > 0.0)
                 .ok_or_else(|| format!("{name} needs a positive number"))
         };
-        let ms = |v: f64| (v * 1e6) as u64;
+        // Bounded so that the schedule's nanoseconds (epoch + j·multiple·period)
+        // cannot overflow, and nothing is truncated: a count is a whole number.
+        let ms = |name: &str, v: f64| {
+            if v <= 60_000.0 {
+                Ok((v * 1e6) as u64)
+            } else {
+                Err(format!("{name}: {v} is more than 60000 ms"))
+            }
+        };
+        let count = |name: &str, v: f64, max: f64| {
+            if v.fract() == 0.0 && v <= max {
+                Ok(v as u64)
+            } else {
+                Err(format!("{name}: {v} is not a whole number from 1 to {max}"))
+            }
+        };
         match arg.as_str() {
             "--json" => a.json = true,
-            "--cycles" => a.cycles = num("--cycles")? as u64,
-            "--period-ms" => a.period_ns = ms(num("--period-ms")?),
-            "--hold-ms" => a.hold_ns = ms(num("--hold-ms")?),
-            "--offset-ms" => a.offset_ns = ms(num("--offset-ms")?),
-            "--multiple" => a.multiple = num("--multiple")? as u64,
+            "--cycles" => a.cycles = count("--cycles", num("--cycles")?, 10_000.0)?,
+            "--period-ms" => a.period_ns = ms("--period-ms", num("--period-ms")?)?,
+            "--hold-ms" => a.hold_ns = ms("--hold-ms", num("--hold-ms")?)?,
+            "--offset-ms" => a.offset_ns = ms("--offset-ms", num("--offset-ms")?)?,
+            "--multiple" => a.multiple = count("--multiple", num("--multiple")?, 1000.0)?,
             other => return Err(format!("unknown argument {other:?}")),
         }
-    }
-    if a.cycles == 0 || a.cycles > 10_000 || a.multiple == 0 {
-        return Err("--cycles must be 1..=10000 and --multiple at least 1".into());
     }
     if a.hold_ns >= a.period_ns || a.offset_ns >= a.hold_ns {
         return Err(

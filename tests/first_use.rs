@@ -253,6 +253,18 @@ fn bad_values_are_one_line_usage_errors() {
             "--flush-dir /nonexistent-posixrt-dir",
         ),
         ("sched_info", &["--bogus"], "unknown argument"),
+        // Values whose nanoseconds overflow the schedule's arithmetic.
+        (
+            "mutex_starvation",
+            &["--period-ms", "18446744073710"],
+            "--period-ms",
+        ),
+        (
+            "mutex_starvation",
+            &["--multiple", "4000000000000"],
+            "--multiple",
+        ),
+        ("mutex_starvation", &["--cycles", "2.5"], "--cycles"),
         ("tfp_hello", &["--bogus"], "unknown argument"),
         ("tfp_hello", &["-5"], "not a number of seconds"),
         ("cyclic", &["-a", "4000"], "may run on CPUs"),
