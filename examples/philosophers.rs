@@ -1,21 +1,26 @@
 //! The dining philosophers with tracing (listings 8.22 and 8.23).
 //!
-//! Each philosopher is a thread; a fork is a mutex. Around every meal a philosopher
-//! records three user events with its number as data: "fork request", "fork grab"
-//! and "fork release". Two streams record at once: one without a log, read back after
-//! the dinner and printed as in listing 8.23, and one with a log for `rtrace`:
+//! As in the listing, each philosopher is a thread that asks a waiter thread for its
+//! two forks and gives them back through it (the listing's requests are the values
+//! of real-time signals; here they are channel messages). The waiter records three
+//! user events with the philosopher's number as data: "fork request" when a request
+//! arrives, "fork grab" when it grants both forks, "fork release" when they come
+//! back. Two streams record at once: one without a log, read back after the dinner
+//! and printed as in listing 8.23, and one with a log for `rtrace`:
 //!
 //! ```sh
 //! cargo run --release --example philosophers -- --rounds 3
 //! cargo run --release -p posixrt-tools --bin rtrace -- dump philosophers.trace
 //! ```
 //!
-//! As in listing 8.22, the filter drops the system events (here all but START and
-//! STOP).
+//! As in listing 8.22, the filter drops the system events but those the report
+//! shows: the listing keeps its signal events, which have no Rust counterpart (the
+//! requests are no signals here; `capi/examples/philosophers.c` traces them); this
+//! program keeps START and STOP.
 
 use std::fs::File;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
 
 use posixrt::trace::{self, EventId, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
@@ -49,20 +54,61 @@ fn args() -> Args {
     a
 }
 
-fn dine(no: i32, left: Arc<Mutex<()>>, right: Arc<Mutex<()>>, rounds: u32, ev: [EventId; 3]) {
-    let data = no.to_le_bytes();
+/// Listing 8.22's waiter: it serves the philosophers' requests one at a time and
+/// records the three fork events. A request is a philosopher's number, `no > 0` to
+/// ask for both forks, `-no` to give them back, `0` to end the dinner (the listing
+/// sends it as the value of a real-time signal; here it is a channel message).
+/// Philosopher `no` eats with forks `no - 1` and `no % n`.
+fn start_waiter(requests: Receiver<i32>, grants: Vec<Sender<()>>, ev: [EventId; 3]) {
+    let n = grants.len();
+    let mut phil_req = vec![false; n]; // a request not granted yet
+    let mut fork_busy = vec![false; n];
+    // Grants philosopher `no`'s request if there is one and both forks are free.
+    let fork_lock = |no: usize, phil_req: &mut [bool], fork_busy: &mut [bool]| {
+        if !phil_req[no - 1] || fork_busy[no - 1] || fork_busy[no % n] {
+            return;
+        }
+        fork_busy[no - 1] = true;
+        fork_busy[no % n] = true;
+        phil_req[no - 1] = false;
+        trace::event(ev[1], &(no as i32).to_le_bytes()); // fork grab
+        let _ = grants[no - 1].send(());
+    };
+    while let Ok(v) = requests.recv() {
+        let no = v.unsigned_abs() as usize;
+        if v == 0 {
+            break;
+        } else if v > 0 {
+            phil_req[no - 1] = true;
+            trace::event(ev[0], &v.to_le_bytes()); // fork request
+            fork_lock(no, &mut phil_req, &mut fork_busy);
+        } else {
+            fork_busy[no - 1] = false;
+            fork_busy[no % n] = false;
+            trace::event(ev[2], &(no as i32).to_le_bytes()); // fork release
+                                                             // The neighbours may have been waiting for these forks.
+            fork_lock(
+                if no == 1 { n } else { no - 1 },
+                &mut phil_req,
+                &mut fork_busy,
+            );
+            fork_lock(no % n + 1, &mut phil_req, &mut fork_busy);
+        }
+    }
+}
+
+/// A philosopher: think, ask the waiter for the forks, eat once granted, give them
+/// back.
+fn philosopher(no: i32, waiter: Sender<i32>, granted: Receiver<()>, rounds: u32) {
     for _ in 0..rounds {
-        // Think.
-        std::thread::sleep(Duration::from_micros(300 * no as u64));
-        trace::event(ev[0], &data);
-        let l = left.lock().unwrap_or_else(|p| p.into_inner());
-        let r = right.lock().unwrap_or_else(|p| p.into_inner());
-        trace::event(ev[1], &data);
-        // Eat.
-        std::thread::sleep(Duration::from_millis(1));
-        drop(r);
-        drop(l);
-        trace::event(ev[2], &data);
+        std::thread::sleep(Duration::from_micros(300 * no as u64)); // think
+        if waiter.send(no).is_err() || granted.recv().is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1)); // eat
+        if waiter.send(-no).is_err() {
+            return;
+        }
     }
 }
 
@@ -81,7 +127,14 @@ fn main() {
 
 fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The stream we read back, and the one with a log.
-    let t = Trace::create(&TraceAttr::new())?;
+    // The waiter records every event (three per meal) into its one sub-buffer: the
+    // stream is made large enough to hold them all.
+    let mut attr = TraceAttr::new();
+    let need = 3 * a.philosophers as usize * a.rounds as usize * attr.max_user_event_size(4);
+    if need > attr.stream_size() {
+        attr.set_stream_size(need)?;
+    }
+    let t = Trace::create(&attr)?;
     let log_file = File::create(&a.log).map_err(|e| format!("{}: {e}", a.log.display()))?;
     let mut la = TraceAttr::new();
     la.set_name("philosophers")?;
@@ -103,21 +156,24 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     t.start()?;
     tl.start()?;
 
+    // The dinner: a waiter thread and one thread per philosopher.
     let n = a.philosophers as usize;
-    let forks: Vec<Arc<Mutex<()>>> = (0..n).map(|_| Arc::new(Mutex::new(()))).collect();
-    let hs: Vec<_> = (0..n)
-        .map(|i| {
-            // The lower-numbered fork first: no deadlock.
-            let (x, y) = (i, (i + 1) % n);
-            let (lo, hi) = (x.min(y), x.max(y));
-            let (l, r) = (Arc::clone(&forks[lo]), Arc::clone(&forks[hi]));
-            let rounds = a.rounds;
-            std::thread::spawn(move || dine(i as i32 + 1, l, r, rounds, ev))
+    let (to_waiter, requests) = channel::<i32>();
+    let (grants, granted): (Vec<_>, Vec<_>) = (0..n).map(|_| channel::<()>()).unzip();
+    let waiter = std::thread::spawn(move || start_waiter(requests, grants, ev));
+    let hs: Vec<_> = granted
+        .into_iter()
+        .enumerate()
+        .map(|(i, granted)| {
+            let (to_waiter, rounds) = (to_waiter.clone(), a.rounds);
+            std::thread::spawn(move || philosopher(i as i32 + 1, to_waiter, granted, rounds))
         })
         .collect();
     for h in hs {
         h.join().map_err(|_| "a philosopher panicked")?;
     }
+    let _ = to_waiter.send(0); // the dinner is over
+    waiter.join().map_err(|_| "the waiter panicked")?;
 
     t.stop()?;
     tl.stop()?;

@@ -325,6 +325,53 @@ fn non_utf8_arguments_are_usage_errors_or_file_names() {
     }
 }
 
+/// `philosophers` follows listing 8.22: one waiter thread serves the requests and
+/// records every fork event; it grants a philosopher both forks only while neither
+/// neighbour eats, and each philosopher's events go request, grab, release.
+#[test]
+fn philosophers_waiter_records_the_fork_events() {
+    let d = Scratch::new("philosophers");
+    let (n, rounds) = (5usize, 3usize);
+    let o = Command::new(example_bin("philosophers"))
+        .args(["--rounds", "3", "--philosophers", "5", "--log"])
+        .arg(d.0.join("p.trace"))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let mut tids = std::collections::BTreeSet::new();
+    let mut eating = vec![false; n];
+    let mut next = vec!["request"; n];
+    let mut events = 0;
+    for l in out
+        .lines()
+        .filter(|l| l.starts_with(' ') && l.contains(" fork "))
+    {
+        // "    0.000541 s  tid 11619     fork request 1"
+        let w: Vec<&str> = l.split_whitespace().collect();
+        let (tid, what, no) = (w[3], w[5], w[6].parse::<usize>().unwrap());
+        tids.insert(tid.to_string());
+        assert_eq!(what, next[no - 1], "philosopher {no}: {out}");
+        let (left, right) = ((no + n - 2) % n, no % n);
+        next[no - 1] = match what {
+            "request" => "grab",
+            "grab" => {
+                assert!(!eating[left] && !eating[right], "a neighbour eats: {out}");
+                eating[no - 1] = true;
+                "release"
+            }
+            _ => {
+                eating[no - 1] = false;
+                "request"
+            }
+        };
+        events += 1;
+    }
+    assert_eq!(events, 3 * n * rounds, "{out}");
+    assert_eq!(tids.len(), 1, "the waiter alone records: {tids:?}");
+}
+
 /// Without the privilege for SCHED_FIFO, `priority_inversion` (text output) fails:
 /// exit 1, the error with its hint on stderr, no error text on stdout.
 #[test]
