@@ -293,7 +293,9 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             _ => "without SCHED_FIFO (see the notes above)".to_string(),
         }
     );
-    println!("Events placed in the trace stream for mutex {addr:#x} (time since the epoch):");
+    println!(
+        "Events placed in the trace stream for mutex {addr:#x} (time since the first period began):"
+    );
     for (ts, name, result, tid, owner) in &rows {
         let (sec, ns) = (ts.div_euclid(1_000_000_000), ts.rem_euclid(1_000_000_000));
         let code = match *result {
