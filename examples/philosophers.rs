@@ -85,8 +85,8 @@ fn start_waiter(requests: Receiver<i32>, grants: Vec<Sender<()>>, ev: [EventId; 
         } else {
             fork_busy[no - 1] = false;
             fork_busy[no % n] = false;
-            trace::event(ev[2], &(no as i32).to_le_bytes()); // fork release
-                                                             // The neighbours may have been waiting for these forks.
+            // Fork release; the neighbours may have been waiting for these forks.
+            trace::event(ev[2], &(no as i32).to_le_bytes());
             fork_lock(
                 if no == 1 { n } else { no - 1 },
                 &mut phil_req,
