@@ -251,7 +251,7 @@ pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
     }
     let policy = keep_reset_on_fork(tid, priority.policy().as_raw());
     let r = sys::setscheduler(tid, policy, priority.value());
-    crate::sys::prio::forget_cached();
+    crate::sys::prio::forget_cached_raw(tid);
     r.map_err(|e| {
         sched_error(
             "sched_setscheduler",
@@ -268,7 +268,7 @@ pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
         return Err(deadline_needs_attr("sched_setparam"));
     }
     let r = sys::setparam(tid, priority.value());
-    crate::sys::prio::forget_cached();
+    crate::sys::prio::forget_cached_raw(tid);
     r.map_err(|e| {
         sched_error(
             "sched_setparam",

@@ -56,6 +56,10 @@ thread_local! {
     /// many more calls may use it.
     static CACHED: std::cell::Cell<(SchedClass, u32)> =
         const { std::cell::Cell::new((SchedClass::OTHER, 0)) };
+    /// Set once the thread changed its own class by a raw system call, which
+    /// glibc's `pthread_getschedparam` cache does not see: [`current_cached`]
+    /// then reads the kernel's class instead.
+    static GLIBC_STALE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// How many calls [`current_cached`] answers from one read.
@@ -65,8 +69,9 @@ const CACHE_USES: u32 = 64;
 /// (`pthread_getschedparam(pthread_self())`, which makes no system call after
 /// its first: glibc keeps the class and updates it on `pthread_setschedparam`),
 /// read again every [`CACHE_USES`] calls and after [`set_current`] or any change
-/// this thread makes through `sched` ([`forget_cached`]). A change made with a
-/// raw `sched_setscheduler`, or by another thread, is not seen. For
+/// this thread makes through `sched` ([`forget_cached`]; after one by a raw
+/// system call, the re-reads ask the kernel). A change made with a raw
+/// `sched_setscheduler` outside the crate, or by another thread, is not seen. For
 /// the io_uring fast path, where the class only sets a request's `ioprio` and
 /// trace field; queued requests, whose order depends on it, use [`current`].
 #[inline]
@@ -74,6 +79,11 @@ pub(crate) fn current_cached() -> SchedClass {
     let (c, left) = CACHED.with(|x| x.get());
     if left > 0 {
         CACHED.with(|x| x.set((c, left - 1)));
+        return c;
+    }
+    if GLIBC_STALE.with(|x| x.get()) {
+        let c = current();
+        CACHED.with(|x| x.set((c, CACHE_USES)));
         return c;
     }
     let mut policy = 0;
@@ -99,6 +109,17 @@ pub(crate) fn current_cached() -> SchedClass {
 #[inline]
 pub(crate) fn forget_cached() {
     CACHED.with(|x| x.set((SchedClass::OTHER, 0)));
+}
+
+/// [`forget_cached`] after a change made by a raw system call
+/// (`sched_setscheduler`, `sched_setparam`, `sched_setattr`) to thread `tid`
+/// (0: the caller): if that is the calling thread, glibc's cache no longer
+/// tells its class, so [`current_cached`] reads the kernel's from then on.
+pub(crate) fn forget_cached_raw(tid: i32) {
+    if tid == 0 || tid as u32 == super::tid::current() {
+        GLIBC_STALE.with(|x| x.set(true));
+    }
+    forget_cached();
 }
 
 /// `pthread_setschedparam(pthread_self(), policy, priority)`: switches the calling
@@ -199,6 +220,27 @@ mod tests {
             };
             assert_eq!(current_cached(), batch);
             crate::sched::set_current_priority(0).unwrap();
+            crate::sched::set_current_scheduling(crate::sched::Priority::other()).unwrap();
+            assert_eq!(current_cached(), SchedClass::OTHER);
+        })
+        .join()
+        .expect("the test thread");
+    }
+
+    /// A change through `sched::set_scheduler(None, ..)` (a raw
+    /// `sched_setscheduler`, which glibc's `pthread_getschedparam` cache does not
+    /// see) by a thread that read its class before is seen by the next
+    /// `current_cached`.
+    #[test]
+    fn current_cached_sees_a_raw_change_of_its_own_thread() {
+        std::thread::spawn(|| {
+            assert_eq!(current_cached(), SchedClass::OTHER);
+            crate::sched::set_scheduler(None, crate::sched::Priority::batch()).unwrap();
+            let batch = SchedClass {
+                policy: libc::SCHED_BATCH,
+                priority: 0,
+            };
+            assert_eq!(current_cached(), batch);
             crate::sched::set_current_scheduling(crate::sched::Priority::other()).unwrap();
             assert_eq!(current_cached(), SchedClass::OTHER);
         })
