@@ -162,7 +162,12 @@ impl Stream {
             // event was recorded, so before the heads were read.
             let curs: Vec<Cursor<'_>> = rings.iter().map(|r| Cursor::new(r)).collect();
             w.sync_types();
-            self.flush_raw(curs, &mut w, start.then_some((now.as_nanos() as u64, tid)))
+            self.flush_raw(
+                curs,
+                &mut st,
+                &mut w,
+                start.then_some((now.as_nanos() as u64, tid)),
+            )
         };
         for r in self.rings_snapshot() {
             r.flush_asked.store(false, Relaxed);
@@ -253,6 +258,7 @@ impl Stream {
     fn flush_raw(
         &self,
         mut curs: Vec<Cursor<'_>>,
+        st: &mut ReaderState,
         w: &mut LogWriter,
         mut start: Option<(u64, u32)>,
     ) -> u64 {
@@ -319,6 +325,13 @@ impl Stream {
                 n += self.loss_records(c.r, c.r.lost.load(Relaxed), now, w);
             }
         }
+        // Signal handlers' events dropped inside the recorder (no sub-buffer
+        // lost them: tid 0), as `take` reports them to readers.
+        let nested = self.nested_lost.load(Relaxed);
+        if nested > st.nested_reported {
+            n += self.overflow_records(nested - st.nested_reported, 0, now, w);
+            st.nested_reported = nested;
+        }
         n
     }
 
@@ -330,16 +343,64 @@ impl Stream {
             return 0;
         }
         r.lost_reported.store(lost, Relaxed);
+        self.overflow_records(lost - reported, r.tid, ns, w)
+    }
+
+    /// Queues OVERFLOW (`count`, `tid`) and RESUME, unless filtered; returns how
+    /// many records it queued.
+    fn overflow_records(&self, count: u64, tid: u32, ns: u64, w: &mut LogWriter) -> u64 {
         let mut p = [0u8; 12];
-        p[..8].copy_from_slice(&(lost - reported).to_le_bytes());
-        p[8..].copy_from_slice(&r.tid.to_le_bytes());
+        p[..8].copy_from_slice(&count.to_le_bytes());
+        p[8..].copy_from_slice(&tid.to_le_bytes());
         let mut n = 0;
         for (id, data) in [(EventId::OVERFLOW, &p[..]), (EventId::RESUME, &[][..])] {
             if !filtered(self.slot, id.0) {
-                w.push_record(id.0, false, 0, r.tid, ns, data);
+                w.push_record(id.0, false, 0, tid, ns, data);
                 n += 1;
             }
         }
         n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::{self, local, EventId, Trace, TraceAttr, TraceLog};
+
+    /// A signal handler's event dropped inside the recorder (counted in the
+    /// stream's nested losses) reaches a log as an OVERFLOW, as a reader of the
+    /// stream gets it, also through the in-place flush of a FLUSH stream.
+    #[test]
+    fn a_nested_loss_reaches_the_log_as_an_overflow() {
+        let path =
+            std::env::temp_dir().join(format!("posixrt-nested-loss-{}.trace", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+        let ev = trace::eventid_open("flush.nested_loss").unwrap();
+        t.start().unwrap();
+        trace::event(ev, &[1]); // maps this thread's sub-buffer
+        local::as_nested(|| trace::event(ev, &[2]));
+        trace::event(ev, &[3]);
+        t.stop().unwrap();
+        t.flush().unwrap();
+        t.shutdown().unwrap();
+        let events: Vec<_> = TraceLog::open(&path).unwrap().events().collect();
+        std::fs::remove_file(&path).unwrap();
+        let lost: u64 = events
+            .into_iter()
+            .map(|e| e.unwrap())
+            .filter(|e| e.id == EventId::OVERFLOW)
+            .map(|e| u64::from_le_bytes(e.data[..8].try_into().unwrap()))
+            .sum();
+        assert_eq!(
+            lost, 1,
+            "the handler's dropped event is reported in the log"
+        );
     }
 }

@@ -511,3 +511,19 @@ impl ThreadRecorder {
         }
     }
 }
+
+/// Runs `f` as a signal handler that interrupted this thread inside the
+/// recorder would: with the thread's busy flag set (the thread has recorded).
+#[cfg(test)]
+pub(super) fn as_nested(f: impl FnOnce()) {
+    let b = LOCAL.with(|l| {
+        // SAFETY: this thread's own LOCAL, read outside any record.
+        unsafe { (*l.get()).busy }
+    });
+    assert!(!b.is_null(), "the thread has not recorded yet");
+    // SAFETY: a non-null `busy` is a leaked `Busy` owned by this thread.
+    let b = unsafe { &*b };
+    b.0.store(1, Relaxed);
+    f();
+    b.0.store(0, Release);
+}
