@@ -7,6 +7,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::sync::Mutex;
 
+use lock_api::RawMutex as _;
+
+use crate::sys::pilock::{PiLocked, RawPiLock};
+
 // Fork generation
 
 pub(crate) static GENERATION: AtomicU32 = AtomicU32::new(0);
@@ -19,6 +23,20 @@ pub(crate) static GENERATION: AtomicU32 = AtomicU32::new(0);
 /// knows this process's live registry files. (More than 64 registries in one
 /// process keep working; the extra ones just lack these checks.)
 pub(crate) static LOCK_FDS: [AtomicI32; 64] = [const { AtomicI32::new(-1) }; 64];
+
+/// Serialises this process's publishing and removing of registry files: two
+/// registries of a kind share the file name (and the temporary name), so two
+/// threads creating one at once, or one creating while another drops one, would
+/// otherwise take or remove each other's file. Priority-inheriting, and
+/// forgotten in a forked child (see [`after_fork_in_child`]).
+pub(crate) static FILES: PiLocked<()> = PiLocked::const_new(RawPiLock::INIT, ());
+
+/// Forgets a holder of [`FILES`] in a forked child (async-signal-safe: one store).
+fn reset_files_lock() {
+    // SAFETY: in the child of a fork its only thread holds nothing; a holder
+    // was another thread of the parent, which does not exist here.
+    unsafe { FILES.raw() }.reset_in_child();
+}
 
 pub(crate) fn track_lock_fd(fd: i32) {
     for entry in &LOCK_FDS {
@@ -36,6 +54,7 @@ pub(crate) fn track_lock_fd(fd: i32) {
 /// `dup3` and `close`.
 pub(crate) fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
+    reset_files_lock();
     for entry in &LOCK_FDS {
         let fd = entry.swap(-1, Ordering::Relaxed);
         if fd >= 0 {

@@ -224,6 +224,43 @@ mod tests {
     }
 
     #[test]
+    fn racing_creates_of_a_kind_leave_one_registry() {
+        // Two threads creating the same kind at once: one registry, whose file
+        // is the one at the path (the other is Busy), never two that share or
+        // lose the file.
+        for round in 0..200 {
+            let go = std::sync::Barrier::new(2);
+            let (a, b) = std::thread::scope(|s| {
+                let t = || {
+                    go.wait();
+                    Registry::create("regrace", 16, 2)
+                };
+                let a = s.spawn(t);
+                let b = s.spawn(t);
+                (a.join().unwrap(), b.join().unwrap())
+            });
+            let mut ok: Vec<Registry> = Vec::new();
+            for r in [a, b] {
+                match r {
+                    Ok(r) => ok.push(r),
+                    Err(e) => assert_eq!(e.kind(), ErrorKind::Busy, "round {round}: {e}"),
+                }
+            }
+            assert_eq!(ok.len(), 1, "round {round}: both creates succeeded");
+            let (tid, start) = current_thread().unwrap();
+            let mut w = ok[0].claim(tid, start).unwrap();
+            w.write(|p| p.store_u64(0, round));
+            let s = scan("regrace", Some(ok[0].pid())).unwrap();
+            assert_eq!(s.processes.len(), 1, "round {round}: {s:?}");
+            assert_eq!(
+                s.processes[0].slots[0].payload[..8],
+                round.to_ne_bytes(),
+                "round {round}: the registry's own file is listed"
+            );
+        }
+    }
+
+    #[test]
     fn panicking_writer_still_closes_the_counter() {
         let reg = Registry::create("regpanic", 16, 2).unwrap();
         let (tid, start) = current_thread().unwrap();

@@ -62,6 +62,8 @@ impl Registry {
         let name = format!("posixrt-{kind}-{pid}-{starttime}");
         let path = Path::new(DIR).join(&name);
         let tmp = Path::new(DIR).join(format!(".{name}.tmp"));
+        // Until the file is published and known as ours (see `FILES`).
+        let _files = FILES.lock();
         let _ = std::fs::remove_file(&tmp);
         let file = OpenOptions::new()
             .read(true)
@@ -315,8 +317,7 @@ impl Registry {
 /// would hide its slots from every reader, and dropping either would remove the
 /// other's file. Any other file there is left by an earlier program image of
 /// this pid (before an `exec`) and is replaced. Our registries are recognised
-/// by the descriptors their locks are held through (no lock is taken, so a
-/// forked child can create its own registries whatever the parent was doing).
+/// by the descriptors their locks are held through. Called under `FILES`.
 fn publish(tmp: &Path, path: &Path, kind: &str) -> Result<()> {
     if let Ok(st) = rustix::fs::stat(path) {
         let ours = LOCK_FDS.iter().any(|entry| {
@@ -352,6 +353,8 @@ fn raw_fstat(fd: i32) -> Option<(u64, u64)> {
 impl Drop for Registry {
     fn drop(&mut self) {
         let fd = self.lock_file.as_raw_fd();
+        // Not while a create of the kind looks at the file (see `FILES`).
+        let _files = FILES.lock();
         for entry in &LOCK_FDS {
             let _ = entry.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
         }
