@@ -182,6 +182,9 @@ fn fallocate_modes_and_errors() {
         assert!(e.hint().is_some(), "{e}");
     }
     let ro = File::open(&s.path).unwrap();
+    // The kernel's order: a descriptor not open for writing before the range.
+    let e = fallocate(&ro, i64::MAX, 2).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadFd, "{e}");
     let e = fallocate(&ro, 0, 4096).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::BadFd, "{e}");
     assert!(e.hint().unwrap().contains("writing"));

@@ -97,14 +97,15 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
         return Err(Error::invalid(call, "length is zero")
             .with_hint("POSIX requires a positive length; skip the call for an empty range"));
     }
-    if offset >= 0 && len > 0 && offset.checked_add(len).is_none() {
-        // POSIX: EFBIG when offset + len exceeds the maximum file size, which an
-        // off_t overflow does on every filesystem (the kernel answers EFBIG too).
-        return Err(Error::from_errno(call, libc::EFBIG)
-            .with_message(format!("offset {offset} + length {len} overflows off_t"))
-            .with_hint("offset + len exceeds the filesystem's maximum file size"));
-    }
-    let (offset, len) = check_range(call, offset, len)?;
+    // POSIX: EFBIG when offset + len exceeds the maximum file size, which an off_t
+    // overflow does on every filesystem: the kernel says so, after its own checks
+    // (a descriptor not open for writing is EBADF first).
+    let overflows = offset >= 0 && len > 0 && offset.checked_add(len).is_none();
+    let (offset, len) = if overflows {
+        (offset as u64, len as u64)
+    } else {
+        check_range(call, offset, len)?
+    };
     rustix::fs::fallocate(fd, mode.flags(), offset, len).map_err(|e| {
         let err = Error::from_errno(call, e.raw_os_error())
             .with_message(format!("{} on {offset}+{len}", mode.name()));

@@ -15,8 +15,9 @@ use crate::{Error, Result};
 
 impl Trace {
     /// `posix_trace_start`: records START and runs (ignored when running, and,
-    /// as POSIX has it, when an UNTIL_FULL stream is full: it runs again once
-    /// reading or [`clear`](Self::clear) frees space).
+    /// as POSIX has it, when an UNTIL_FULL stream is full: one that suspended
+    /// itself runs again once reading or [`clear`](Self::clear) frees space; one
+    /// stopped by [`stop`](Self::stop) stays stopped until a `start` after that).
     ///
     /// # References
     /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html)
