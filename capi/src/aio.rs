@@ -299,20 +299,7 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
         ));
         return Err(libc::EINVAL);
     }
-    if offset < 0 {
-        debug(format_args!("aio_offset {offset} is negative: EINVAL"));
-        return Err(libc::EINVAL);
-    }
-    if len > isize::MAX as usize
-        || (offset as u64)
-            .checked_add(len as u64)
-            .map_or(true, |e| e > i64::MAX as u64)
-    {
-        debug(format_args!(
-            "aio_offset {offset} + aio_nbytes {len} overflows: EINVAL"
-        ));
-        return Err(libc::EINVAL);
-    }
+    let offset = crate::offset::checked(fd, offset, len)?;
     let (ordered, nonblock) = match op {
         COp::Write => write_mode(fd),
         _ => (false, false),

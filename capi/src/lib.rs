@@ -18,6 +18,7 @@ mod alias;
 mod debug;
 mod nocancel;
 mod notify;
+mod offset;
 mod restart;
 mod suspend;
 mod trace;

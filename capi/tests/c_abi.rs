@@ -418,6 +418,15 @@ fn trace_calls_with_a_cancel_pending_finish_their_work() {
     }
 }
 
+/// A read or write on a pipe or socket with an `aio_offset` that, added to
+/// `aio_nbytes`, passes OFF_MAX: the offset is ignored there (POSIX; glibc's
+/// requests succeed), where the library refused the request with EINVAL.
+/// A regular file still refuses it, and a negative offset is refused.
+#[test]
+fn stream_requests_ignore_the_offset() {
+    prints_ok("aio_stream_offset.c", engines(), &[&[]]);
+}
+
 /// Reads of files seen before: procfs and sysfs files (which refuse
 /// `RWF_NOWAIT`) on every call, a file with one page in the page cache in
 /// full, and a read past the end of a file up to it.
