@@ -31,6 +31,7 @@ fn read(cb: &mut Aiocb, fd: i32, buf: &mut [u8]) -> CRequest {
         reqprio: 0,
         ordered: false,
         nonblock: false,
+        stream: false,
         notify: Notify::None,
     }
 }

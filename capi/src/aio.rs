@@ -252,29 +252,31 @@ fn engine() -> Result<&'static CEngine, i32> {
     r
 }
 
-/// How a write goes on `fd`: `(ordered, nonblock)`. Ordered for an `O_APPEND`
-/// fd or one that cannot seek: writes on it go in order. Nonblock for an
-/// `O_NONBLOCK` one that cannot seek: a write that would block there ends with
-/// EAGAIN, as glibc's `write(2)` does. A closed fd, or one not open for
+/// How a write goes on `fd`: `(ordered, nonblock, blocking stream)`. Ordered
+/// for an `O_APPEND` fd or one that cannot seek: writes on it go in order.
+/// Nonblock for an `O_NONBLOCK` one that cannot seek: a write that would block
+/// there ends with EAGAIN, as glibc's `write(2)` does; else it is a blocking
+/// stream, where a write goes on until it is whole. A closed fd, or one not open for
 /// writing, is not refused here: the write fails with EBADF as the request's
 /// status, as glibc's does (and the request still notifies, which a
 /// `lio_listio` list counts on).
-fn write_mode(fd: i32) -> (bool, bool) {
+fn write_mode(fd: i32) -> (bool, bool, bool) {
     // SAFETY: fcntl(F_GETFL) on any int is safe.
     let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if fl < 0 || fl & libc::O_ACCMODE == libc::O_RDONLY {
-        return (false, false);
+        return (false, false, false);
     }
     let append = fl & libc::O_APPEND != 0;
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat writes one struct stat.
     if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        return (append, false);
+        return (append, false, false);
     }
     // SAFETY: fstat succeeded.
     let mode = unsafe { st.assume_init() }.st_mode & libc::S_IFMT;
     let stream = mode != libc::S_IFREG && mode != libc::S_IFBLK;
-    (append || stream, stream && fl & libc::O_NONBLOCK != 0)
+    let nonblock = stream && fl & libc::O_NONBLOCK != 0;
+    (append || stream, nonblock, stream && !nonblock)
 }
 
 /// Reads and checks one read/write aiocb: the request, or the errno.
@@ -300,9 +302,9 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
         return Err(libc::EINVAL);
     }
     let offset = crate::offset::checked(fd, offset, len)?;
-    let (ordered, nonblock) = match op {
+    let (ordered, nonblock, stream) = match op {
         COp::Write => write_mode(fd),
-        _ => (false, false),
+        _ => (false, false, false),
     };
     let notify = from_sigevent(&ev)?;
     Ok(CRequest {
@@ -315,6 +317,7 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
         reqprio: prio as u8,
         ordered,
         nonblock,
+        stream,
         notify,
     })
 }
@@ -404,6 +407,7 @@ unsafe fn prepare_fsync(cb: *mut Aiocb, op: c_int) -> Result<CRequest, i32> {
         reqprio: 0,
         ordered: true,
         nonblock: false,
+        stream: false,
         notify,
     })
 }

@@ -427,6 +427,15 @@ fn stream_requests_ignore_the_offset() {
     prints_ok("aio_stream_offset.c", engines(), &[&[]]);
 }
 
+/// Writes to a blocking pipe or stream socket that fills up go whole, in
+/// order (six 48 KiB writes, read back once the pipe is full), as glibc's.
+/// On io_uring a write cut short by the full pipe reported the short count,
+/// the rest was never written, and the reader waited for good.
+#[test]
+fn stream_writes_that_fill_the_pipe_go_whole() {
+    prints_ok("aio_stream_full.c", engines(), &[&[]]);
+}
+
 /// Reads of files seen before: procfs and sysfs files (which refuse
 /// `RWF_NOWAIT`) on every call, a file with one page in the page cache in
 /// full, and a read past the end of a file up to it.

@@ -241,11 +241,16 @@ impl Shard {
                 continue;
             }
             let mut res = cqe.result() as i64;
-            if res >= 0 && !s.recheck && (s.op.kind != OpKind::Write || s.own_fd.is_none()) {
+            if res >= 0
+                && !s.recheck
+                && (s.op.kind != OpKind::Write
+                    || (s.own_fd.is_none() && !(s.op.ordered && (res as usize) < s.op.len)))
+            {
                 // The plain case, done: a success issues nothing again (no
                 // errno below matches it), and only a short write on the
-                // request's own fd copy or a C read sent with RWF_NOWAIT
-                // (`recheck`) goes on for the rest.
+                // request's own fd copy or an ordered one (a C write to a
+                // stream) or a C read sent with RWF_NOWAIT (`recheck`) goes on
+                // for the rest.
                 let total = s.res + res;
                 core.complete(idx, total);
                 *n += 1;
@@ -390,8 +395,9 @@ impl Shard {
             // The rest is issued again, same request:
             // - after a short write (io_uring gives one on a pipe or socket that
             //   fills up): write(2) on a blocking fd would go on until every
-            //   byte is written, and so does aio_write; only on the request's
-            //   own fd copy (the caller's number may be closed by now);
+            //   byte is written, and so does aio_write; on the request's own
+            //   fd copy (the caller's number may be closed by now), or a C
+            //   write's fd, which its caller keeps open until it is done;
             // - after a short C read sent with RWF_NOWAIT, which stops at the
             //   first page not in the page cache (so on a page boundary; one
             //   cut short by the end of the file mostly is not): the rest is
@@ -401,7 +407,18 @@ impl Shard {
             let rest = res > 0
                 && (res as usize) < s.op.len
                 && match s.op.kind {
-                    OpKind::Write => s.own_fd.is_some(),
+                    // A C write on the caller's fd, which it keeps open: an
+                    // ordered one (O_APPEND or a stream) on a blocking pipe,
+                    // socket or terminal (looked at on this short path only).
+                    OpKind::Write => {
+                        s.own_fd.is_some()
+                            || (s.aiocb != 0
+                                && s.op.ordered
+                                && !s.nonblock
+                                && !s.cancel_req
+                                && !shutdown
+                                && look_again(s.op.fd).is_some_and(|(k, nb)| k.is_stream() && !nb))
+                    }
                     OpKind::Read => {
                         s.recheck
                             && !s.cancel_req

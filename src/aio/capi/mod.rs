@@ -121,6 +121,10 @@ pub struct CRequest {
     /// A write to an `O_NONBLOCK` pipe, socket or terminal: ends with EAGAIN
     /// where it would block.
     pub nonblock: bool,
+    /// A write to a blocking pipe, socket or terminal: io_uring cuts it short
+    /// when the fd fills up, and the rest goes on after the call, so it needs
+    /// the completion thread to reap it when nobody calls the library.
+    pub stream: bool,
     pub notify: Notify,
 }
 
@@ -431,7 +435,10 @@ impl CEngine {
         list: Option<(Notify, bool)>,
         keep: bool,
     ) -> Result<Vec<u64>> {
-        let needs_bg = reqs.iter().any(|r| !r.notify.is_none())
+        let uring = matches!(self.inner.engine, Engine::Uring(_));
+        let needs_bg = reqs
+            .iter()
+            .any(|r| !r.notify.is_none() || (uring && r.stream))
             || list.as_ref().is_some_and(|(n, _)| !n.is_none());
         let hold = Hold::needed(list.as_ref().is_some_and(|&(_, wait)| !wait), needs_bg);
         if needs_bg {
