@@ -436,6 +436,14 @@ fn stream_writes_that_fill_the_pipe_go_whole() {
     prints_ok("aio_stream_full.c", engines(), &[&[]]);
 }
 
+/// Requests queued in the library (O_APPEND writes behind one another,
+/// writes beyond a 2-entry ring) run with no further call from the program,
+/// as glibc's. On io_uring they waited for the program's next call.
+#[test]
+fn queued_requests_run_unattended() {
+    prints_ok("aio_queued_unattended.c", engines(), &[&[]]);
+}
+
 /// Reads of files seen before: procfs and sysfs files (which refuse
 /// `RWF_NOWAIT`) on every call, a file with one page in the page cache in
 /// full, and a read past the end of a file up to it.

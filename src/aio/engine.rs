@@ -505,6 +505,19 @@ impl Inner {
         Ok(Some(self.efd.get_or_init(|| efd)))
     }
 
+    /// Starts the completion thread (once) for C requests queued in the
+    /// library behind others (an ordered write, a full ring): with no further
+    /// call from the program it issues them as the others complete. Woken
+    /// once when it starts, for what completed before its eventfd was there.
+    #[cold]
+    pub(crate) fn ensure_reaper(self: &Arc<Inner>) {
+        if self.bg.get().is_none() && self.ensure_background().is_ok() {
+            if let Some(efd) = self.efd.get() {
+                let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
+            }
+        }
+    }
+
     /// Starts the completion thread of an io_uring context (once): it reads the
     /// completion eventfd and reaps when no waiter is reaping.
     pub(crate) fn ensure_background(self: &Arc<Inner>) -> Result<()> {

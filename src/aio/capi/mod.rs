@@ -514,6 +514,8 @@ impl CEngine {
         // socket gives EAGAIN, as glibc's pread-then-read does.
         let mut probes = Probes::default();
         let mut names = Vec::with_capacity(n);
+        // A request of this call left in the library's queue (io_uring).
+        let mut queued = false;
         for r in reqs {
             let kind = match r.op {
                 COp::Read => OpKind::Read,
@@ -575,6 +577,7 @@ impl CEngine {
                     }
                 }
                 _ => {
+                    queued = true;
                     core.slots[idx as usize].probe = false;
                     core.slots[idx as usize].recheck = false;
                     if kind == OpKind::Read && matches!(inner.engine, Engine::Uring(_)) {
@@ -652,6 +655,10 @@ impl CEngine {
         }
         if hold {
             HELD.with(|h| h.set(true));
+        }
+        if queued && !needs_bg && matches!(inner.engine, Engine::Uring(_)) {
+            // Nobody may call the library again to issue it.
+            inner.ensure_reaper();
         }
         super::exit_wait::watch(&self.inner);
         Ok(names)
