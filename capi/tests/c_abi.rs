@@ -444,6 +444,14 @@ fn queued_requests_run_unattended() {
     prints_ok("aio_queued_unattended.c", engines(), &[&[]]);
 }
 
+/// A write to a pipe or stream socket with no reader (also `O_NONBLOCK`)
+/// fails with EPIPE and the process, SIGPIPE at its default, goes on, as
+/// with glibc. On io_uring the submitting thread took the SIGPIPE and died.
+#[test]
+fn a_write_to_a_broken_pipe_does_not_kill_the_process() {
+    prints_ok("aio_broken_pipe.c", engines(), &[&[]]);
+}
+
 /// Reads of files seen before: procfs and sysfs files (which refuse
 /// `RWF_NOWAIT`) on every call, a file with one page in the page cache in
 /// full, and a read past the end of a file up to it.

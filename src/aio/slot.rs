@@ -135,6 +135,11 @@ pub(crate) struct Slot {
     pub recheck: bool,
     /// Thread engine: waiting for readiness in the engine's epoll set.
     pub parked: bool,
+    /// io_uring: a C write to a pipe, socket or terminal, sent to the kernel's
+    /// workers (`IOSQE_ASYNC`), which block every signal: the SIGPIPE of a
+    /// write with no reader is theirs, as it is glibc's helper thread's, not
+    /// the submitting thread's, which it would kill.
+    pub to_worker: bool,
     /// Held while its `lio_listio(LIO_NOWAIT)` call runs (see `hold.rs`).
     pub hold: Hold,
     /// Where the result goes when the request is done, for a handle that reads
@@ -220,6 +225,7 @@ impl Slot {
             refaulted: false,
             reentered_by: 0,
             recheck: false,
+            to_worker: false,
             parked: false,
             hold: Hold::No,
         }

@@ -20,7 +20,7 @@ const INLINE_MAX: usize = 256 * 1024;
 #[inline]
 pub(super) fn sqe(s: &Slot) -> squeue::Entry {
     let e = sqe_inline(s);
-    if punted(s.op.kind, s.op.len, s.class) {
+    if s.to_worker || punted(s.op.kind, s.op.len, s.class) {
         e.flags(squeue::Flags::ASYNC)
     } else {
         e

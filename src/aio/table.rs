@@ -256,6 +256,7 @@ impl Core {
         s.refaulted = false;
         s.reentered_by = 0;
         s.recheck = false;
+        s.to_worker = false;
         s.submitter = crate::sys::tid::current();
         s.finite = false;
         s.seq = seq;

@@ -564,9 +564,13 @@ impl CEngine {
             // starts it, which may be after this call returned and the
             // program closed the number (POSIX lets it): it names a copy of
             // its own, taken now, while the caller keeps the fd open.
+            // So does a write to a pipe, socket or terminal (see
+            // `Slot::to_worker`).
+            let to_worker = r.op == COp::Write && (r.stream || r.nonblock);
+            core.slots[idx as usize].to_worker = to_worker;
             let copy_refused = direct
                 && matches!(inner.engine, Engine::Uring(_))
-                && super::uring::punted(kind, raw.len, class)
+                && (to_worker || super::uring::punted(kind, raw.len, class))
                 && own_copy(&mut core, idx, raw.fd).is_err();
             match &inner.engine {
                 _ if copy_refused => {}
