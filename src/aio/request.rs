@@ -111,6 +111,10 @@ fn error_of(call: &'static str, res: i64) -> Error {
     match e {
         libc::ECANCELED => err.with_message("the request was cancelled"),
         libc::EBADF => err.with_hint("the fd is closed or not open for this operation"),
+        libc::EINVAL => err.with_hint(
+            "on an O_DIRECT fd the buffer's address, the length and the offset must be \
+             multiples of the device's logical block size (posixrt::advise::AlignedBuf)",
+        ),
         _ => err,
     }
 }
