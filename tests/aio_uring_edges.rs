@@ -4,6 +4,7 @@
 use std::os::unix::fs::OpenOptionsExt;
 
 use posixrt::aio::{Aio, Backend};
+use posixrt::ErrorKind;
 
 #[allow(unused_macros, unused_imports)]
 mod common;
@@ -33,4 +34,17 @@ fn o_direct_misaligned_has_a_hint() {
     let e = r.wait().unwrap().result.unwrap_err();
     assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
     assert!(e.hint().is_some_and(|h| h.contains("O_DIRECT")), "{e:?}");
+}
+
+#[test]
+fn empty_worker_affinity_is_refused() {
+    if common::uring::uring_refused() {
+        return;
+    }
+    let e = Aio::builder()
+        .backend(Backend::Uring)
+        .worker_affinity([])
+        .build()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
 }

@@ -98,7 +98,8 @@ impl Builder {
     /// io_uring: the CPUs the ring's kernel workers (io-wq, which run requests
     /// the kernel cannot complete inline) may run on
     /// (`IORING_REGISTER_IOWQ_AFF`). Ignored by the thread engine (pin its
-    /// workers with the process's affinity).
+    /// workers with the process's affinity). An empty set is EINVAL at
+    /// [`build`](Builder::build), as for `sched_setaffinity`.
     ///
     /// # References
     /// - [`io_uring_register(2)`](https://man7.org/linux/man-pages/man2/io_uring_register.2.html)
@@ -167,6 +168,10 @@ impl Builder {
                 }
                 // SAFETY: `c` is below the set's size, checked above.
                 unsafe { libc::CPU_SET(c, &mut s) };
+            }
+            if cpus.is_empty() {
+                return Err(Error::invalid("io_uring_register", "an empty CPU set")
+                    .with_hint("worker_affinity needs at least one CPU"));
             }
             set = Some(s);
         }
