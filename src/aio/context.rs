@@ -95,11 +95,14 @@ impl Builder {
         self
     }
 
-    /// io_uring: the CPUs the ring's kernel workers (io-wq, which run requests
-    /// the kernel cannot complete inline) may run on
-    /// (`IORING_REGISTER_IOWQ_AFF`). Ignored by the thread engine (pin its
-    /// workers with the process's affinity). An empty set is EINVAL at
-    /// [`build`](Builder::build), as for `sched_setaffinity`.
+    /// io_uring: the CPUs the kernel workers (io-wq, which run requests the
+    /// kernel cannot complete inline) may run on (`IORING_REGISTER_IOWQ_AFF`).
+    /// The kernel keeps io-wq per thread and applies this to the workers of the
+    /// thread that calls [`build`](Builder::build) only: requests another thread
+    /// submits run on that thread's workers, which follow its own affinity (pin
+    /// the submitting threads, or the process). Ignored by the thread engine (pin
+    /// its workers with the process's affinity). An empty set is EINVAL at
+    /// `build`, as for `sched_setaffinity`.
     ///
     /// # References
     /// - [`io_uring_register(2)`](https://man7.org/linux/man-pages/man2/io_uring_register.2.html)
