@@ -448,3 +448,49 @@ fn ctf_export_keeps_the_bytes_past_the_fields() {
         "{text}"
     );
 }
+
+/// A system event registered without fields that is emitted with a payload
+/// keeps its bytes in the CTF export (as the Chrome export and the dump show
+/// them), as `data_len` and `data`; events of other ids without a payload stay
+/// empty.
+#[test]
+fn ctf_export_keeps_the_payload_of_a_fieldless_system_event() {
+    let d = scratch("ctf-fieldless");
+    let (l, evs) = {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let ev = sys::register("ctf_test_fieldless", &[]).unwrap();
+        let p = d.join("t.trace");
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        t.start().unwrap();
+        sys::emit(ev, b"abc");
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+        (l, evs)
+    };
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let decl = meta
+        .split("\nevent {")
+        .find(|e| e.contains("\"ctf_test_fieldless\""))
+        .unwrap();
+    assert!(decl.contains("uint8_t data[data_len];"), "{meta}");
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let line = text
+        .lines()
+        .find(|l| l.contains("ctf_test_fieldless:"))
+        .unwrap();
+    assert!(
+        line.contains("data_len = 3") && line.contains("[0] = 97"),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("posix_trace_start:") && l.ends_with("{ }")),
+        "{text}"
+    );
+}

@@ -268,8 +268,9 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 /// Writes a CTF 1.8 trace into `dir`: a TSDL `metadata` file and one binary
 /// `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
 /// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
-/// marker), as `text_len` and a UTF-8 `text`; user events get `truncated`,
-/// `data_len` and a `data` byte sequence.
+/// marker), as `text_len` and a UTF-8 `text`; user events, and system events
+/// without fields that carry bytes anyway, get `truncated`, `data_len` and a
+/// `data` byte sequence.
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
 /// order of `events`), as CTF requires within a stream.
 ///
@@ -326,6 +327,16 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         .collect();
     tails.sort_unstable();
     tails.dedup();
+    // System ids without fields whose events carry bytes anyway (a type
+    // registered without a layout): those get the user events' layout.
+    let mut bare: Vec<u16> = l
+        .events
+        .iter()
+        .filter(|e| e.id.is_system() && fixed(e.id).is_none() && !e.data.is_empty())
+        .map(|e| e.id.raw())
+        .collect();
+    bare.sort_unstable();
+    bare.dedup();
     for id in &used {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
         let ty = l.log.event_type(eid);
@@ -353,7 +364,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                     let _ = writeln!(m, "        uint16_t {len};\n        utf8_t {text}[{len}];");
                 }
             }
-            None if eid.is_system() => {
+            None if eid.is_system() && bare.binary_search(id).is_err() => {
                 // A payload-less system event: an empty struct.
             }
             None => {
@@ -382,7 +393,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                     body.extend_from_slice(tail);
                 }
             }
-            None if e.id.is_system() => {}
+            None if e.id.is_system() && bare.binary_search(&e.id.raw()).is_err() => {}
             None => {
                 body.push(e.truncated as u8);
                 body.extend_from_slice(&(e.data.len() as u16).to_le_bytes());
