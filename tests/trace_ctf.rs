@@ -494,3 +494,28 @@ fn ctf_export_keeps_the_payload_of_a_fieldless_system_event() {
         "{text}"
     );
 }
+
+/// Data longer than a CTF `data_len` can count (an event read from a damaged or
+/// foreign log) is cut to 65535 bytes and flagged truncated, so the events after
+/// it still read back.
+#[test]
+fn ctf_export_cuts_data_longer_than_its_length_field() {
+    let d = scratch("ctf-long");
+    let (l, mut evs) = make_log(&d);
+    let mut long = evs[1].clone();
+    long.data = vec![b'x'; 70_000];
+    evs.insert(2, long);
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 6, "{}", &text[..text.len().min(2000)]);
+    assert!(
+        lines[2].contains("truncated = 1") && lines[2].contains("data_len = 65535"),
+        "{}",
+        &lines[2][..lines[2].len().min(200)]
+    );
+    assert!(lines[5].contains("posix_trace_stop:"), "{}", lines[5]);
+}

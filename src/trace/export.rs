@@ -395,9 +395,12 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
             }
             None if e.id.is_system() && bare.binary_search(&e.id.raw()).is_err() => {}
             None => {
-                body.push(e.truncated as u8);
-                body.extend_from_slice(&(e.data.len() as u16).to_le_bytes());
-                body.extend_from_slice(&e.data);
+                // `data_len` is a u16: longer data (only from a damaged or
+                // foreign log) is cut and flagged, so the events after it read.
+                let data = &e.data[..e.data.len().min(usize::from(u16::MAX))];
+                body.push((e.truncated || data.len() < e.data.len()) as u8);
+                body.extend_from_slice(&(data.len() as u16).to_le_bytes());
+                body.extend_from_slice(data);
             }
         }
     }
