@@ -458,3 +458,71 @@ fn export_refuses_its_input_and_names_a_missing_directory() {
     );
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
 }
+
+/// CRC-32C (Castagnoli), as the log format checks its records with.
+fn crc32c(data: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in data {
+        c ^= b as u32;
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0x82F6_3B78
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+/// The log `log` with the record bodies `extra` framed in before its status
+/// record.
+fn with_records(log: &[u8], extra: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = log[..16].to_vec();
+    let mut at = 16;
+    while at < log.len() {
+        let len = u32::from_le_bytes(log[at..at + 4].try_into().unwrap()) as usize;
+        if log[at + 8] == 4 {
+            for b in extra {
+                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                out.extend_from_slice(&crc32c(b).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+        out.extend_from_slice(&log[at..at + 8 + len]);
+        at += 8 + len;
+    }
+    out
+}
+
+/// A compact event record (kind 6) of OVERFLOW reporting `lost` events of the
+/// sub-buffer of `tid`, recorded by `by`.
+fn overflow(by: u32, lost: u64, tid: u32) -> Vec<u8> {
+    let mut b = vec![6u8];
+    b.extend_from_slice(&3u16.to_le_bytes());
+    b.push(2); // without pid
+    b.extend_from_slice(&by.to_le_bytes());
+    b.extend_from_slice(&1_000u64.to_le_bytes());
+    b.extend_from_slice(&lost.to_le_bytes());
+    b.extend_from_slice(&tid.to_le_bytes());
+    b
+}
+
+/// An OVERFLOW with tid 0 (events lost by no one thread's sub-buffer, as a
+/// signal handler's nested event) is not a thread: `stats` counts the threads
+/// that recorded events.
+#[test]
+fn stats_does_not_count_tid_0_as_a_thread() {
+    let _g = serial();
+    let d = dir("tid0");
+    let log = d.join("t.trace");
+    make_log(&log);
+    let crafted = d.join("o.trace");
+    let bytes = with_records(&std::fs::read(&log).unwrap(), &[overflow(0, 2, 0)]);
+    std::fs::write(&crafted, bytes).unwrap();
+    let o = rtrace(&["stats", crafted.to_str().unwrap()]);
+    let s = text(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s.contains("overflow:   2 events"), "{s}");
+    assert!(s.contains("threads:    1\n"), "{s}");
+}

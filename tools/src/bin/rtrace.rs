@@ -316,7 +316,8 @@ fn stats(path: &Path) -> Result<Option<posixrt::Error>, Failure> {
             (last - f).as_secs_f64()
         );
     }
-    let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).collect();
+    // Tid 0 is no thread: an OVERFLOW for losses of no one sub-buffer.
+    let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).filter(|&t| t != 0).collect();
     tids.sort_unstable();
     tids.dedup();
     println!("threads:    {}", tids.len());
