@@ -526,3 +526,24 @@ fn stats_does_not_count_tid_0_as_a_thread() {
     assert!(s.contains("overflow:   2 events"), "{s}");
     assert!(s.contains("threads:    1\n"), "{s}");
 }
+
+/// Lost counts that add up past `u64::MAX` (a damaged or crafted log) saturate
+/// instead of wrapping to a small count (or panicking).
+#[test]
+fn stats_overflow_total_saturates() {
+    let _g = serial();
+    let d = dir("lostsum");
+    let log = d.join("t.trace");
+    make_log(&log);
+    let crafted = d.join("o.trace");
+    let extra = [overflow(7, u64::MAX, 7), overflow(7, 3, 7)];
+    let bytes = with_records(&std::fs::read(&log).unwrap(), &extra);
+    std::fs::write(&crafted, bytes).unwrap();
+    let o = rtrace(&["stats", crafted.to_str().unwrap()]);
+    let s = text(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        s.contains(&format!("overflow:   {} events", u64::MAX)),
+        "{s}"
+    );
+}

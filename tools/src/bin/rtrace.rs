@@ -291,7 +291,9 @@ fn stats(path: &Path) -> Result<Option<posixrt::Error>, Failure> {
     for e in &l.events {
         *counts.entry(e.id.raw()).or_default() += 1;
         if e.id == EventId::OVERFLOW && e.data.len() >= 8 {
-            overflow_lost += u64::from_le_bytes(e.data[..8].try_into().unwrap_or([0; 8]));
+            // Saturating: the counts of a damaged log can add up past u64::MAX.
+            overflow_lost = overflow_lost
+                .saturating_add(u64::from_le_bytes(e.data[..8].try_into().unwrap_or([0; 8])));
         }
         truncated += e.truncated as u64;
     }
