@@ -97,3 +97,33 @@ fn attributes_out_of_range_are_refused_at_creation() {
     let bad = Err(ErrorKind::InvalidInput);
     assert_eq!(got, [bad, bad, bad, Ok(())]);
 }
+
+/// A service record (attributes, an event type, the status) that passes its
+/// checksum but does not parse was written wrong: the reader stops at it with
+/// `Corrupt`, as at an event record that does not parse, instead of skipping it
+/// and reading on as if the log were whole.
+#[test]
+fn a_service_record_that_does_not_parse_is_corrupt() {
+    use posixrt::trace::TraceLog;
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-create-{}-badtype.trace",
+        std::process::id()
+    ));
+    let mut log = log_with_attr(1 << 20, 8);
+    let mut ty = vec![2u8]; // an event type
+    ty.extend_from_slice(&200u16.to_le_bytes());
+    ty.push(0);
+    ty.extend_from_slice(&1u16.to_le_bytes());
+    ty.push(b'x');
+    ty.extend_from_slice(&[1, 99]); // one field of an unknown type
+    for b in [ty, vec![5u8]] {
+        log.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        log.extend_from_slice(&crc32c(&b).to_le_bytes());
+        log.extend_from_slice(&b);
+    }
+    std::fs::write(&p, &log).unwrap();
+    let mut l = TraceLog::open(&p).unwrap();
+    let got = l.next_event().map_err(|e| e.kind());
+    std::fs::remove_file(&p).unwrap();
+    assert_eq!(got, Err(ErrorKind::Corrupt));
+}

@@ -94,31 +94,33 @@ impl TraceLog {
         // Pre-scan for the service records; stop quietly at the first bad record
         // (next_event reports it in order).
         while let Ok(Some(body)) = l.reader.next() {
-            l.service(&body);
+            if l.service(&body).is_err() {
+                break;
+            }
         }
         l.rewind()?;
         Ok(l)
     }
 
-    fn service(&mut self, body: &[u8]) {
+    /// Takes in a service record; an error for one that does not parse.
+    fn service(&mut self, body: &[u8]) -> Result<()> {
         let mut c = Cur(&body[1..]);
         match body[0] {
             log::K_ATTR => {
-                if let Ok((a, pid)) = log_read::parse_attr(&mut c) {
-                    self.attr = Some(a);
-                    self.pid = pid;
-                }
+                let (a, pid) = log_read::parse_attr(&mut c)?;
+                self.attr = Some(a);
+                self.pid = pid;
             }
             log::K_TYPE => {
-                if let Ok(t) = log_read::parse_type(&mut c) {
-                    let i = t.id.raw() as usize;
-                    self.types[i] = Some(t);
-                }
+                let t = log_read::parse_type(&mut c)?;
+                let i = t.id.raw() as usize;
+                self.types[i] = Some(t);
             }
-            log::K_STATUS => self.status = log_read::parse_status(&mut c).ok(),
+            log::K_STATUS => self.status = Some(log_read::parse_status(&mut c)?),
             log::K_END => self.complete = true,
             _ => {}
         }
+        Ok(())
     }
 
     /// `posix_trace_rewind`: back to the first event.
@@ -183,7 +185,8 @@ impl TraceLog {
     ///
     /// # Errors
     /// `Truncated` when the log ends inside a record or without its shutdown record
-    /// (returned once; then `Ok(None)`); `Corrupt` for a checksum mismatch.
+    /// (returned once; then `Ok(None)`); `Corrupt` for a checksum mismatch or a
+    /// record that does not parse.
     ///
     /// # References
     /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
@@ -238,10 +241,10 @@ impl TraceLog {
                     self.done = true;
                     return Ok(None);
                 }
-                _ => {
-                    self.service(&body);
-                    continue;
-                }
+                _ => match self.service(&body) {
+                    Ok(()) => continue,
+                    Err(e) => Err(e),
+                },
             };
             self.done = parsed.is_err();
             return parsed.map(Some);
