@@ -519,3 +519,18 @@ fn ctf_export_cuts_data_longer_than_its_length_field() {
     );
     assert!(lines[5].contains("posix_trace_stop:"), "{}", lines[5]);
 }
+
+/// Chrome `ts` values (µs since the oldest event) keep every nanosecond
+/// however long the log spans: they are written from the integer count, not
+/// through a double that rounds past 2^53 ns.
+#[test]
+fn chrome_json_times_are_exact() {
+    let d = scratch("json-ts");
+    let (l, mut evs) = make_log(&d);
+    let mut late = evs[1].clone();
+    late.timestamp = evs[0].timestamp + std::time::Duration::from_nanos((1 << 55) + 5);
+    evs.push(late);
+    let j = export::chrome_json(&l, &evs);
+    assert!(j.contains("\"ts\":36028797018963.973,"), "{j}");
+    let _: J = serde_json::from_str(&j).unwrap();
+}

@@ -152,7 +152,9 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         );
     }
     for e in &l.events {
-        let ts = (e.timestamp.as_nanos().saturating_sub(base)) as f64 / 1000.0;
+        // Integer arithmetic: a double would round spans past 2^53 ns.
+        let ns = e.timestamp.as_nanos().saturating_sub(base);
+        let ts = format!("{}.{:03}", ns / 1000, ns % 1000);
         let ty = l.log.event_type(e.id);
         let mut args = String::new();
         let mut sep = "";
@@ -195,7 +197,7 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         }
         let _ = write!(
             out,
-            ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{ts:.3},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
+            ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{ts},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
             json_str(&name_of(l.log, e.id)),
             if e.id.is_system() { "system" } else { "user" },
             e.tid
