@@ -127,3 +127,25 @@ fn a_service_record_that_does_not_parse_is_corrupt() {
     std::fs::remove_file(&p).unwrap();
     assert_eq!(got, Err(ErrorKind::Corrupt));
 }
+
+/// A record of a kind no format version has (it passed its checksum) is
+/// `Corrupt`, not skipped.
+#[test]
+fn a_record_of_an_unknown_kind_is_corrupt() {
+    use posixrt::trace::TraceLog;
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-create-{}-badkind.trace",
+        std::process::id()
+    ));
+    let mut log = log_with_attr(1 << 20, 8);
+    for b in [vec![99u8, 1, 2, 3], vec![5u8]] {
+        log.extend_from_slice(&(b.len() as u32).to_le_bytes());
+        log.extend_from_slice(&crc32c(&b).to_le_bytes());
+        log.extend_from_slice(&b);
+    }
+    std::fs::write(&p, &log).unwrap();
+    let mut l = TraceLog::open(&p).unwrap();
+    let got = l.next_event().map_err(|e| e.kind());
+    std::fs::remove_file(&p).unwrap();
+    assert_eq!(got, Err(ErrorKind::Corrupt));
+}

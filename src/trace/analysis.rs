@@ -102,7 +102,8 @@ impl TraceLog {
         Ok(l)
     }
 
-    /// Takes in a service record; an error for one that does not parse.
+    /// Takes in a service record (and passes over event records); an error for
+    /// one that does not parse or is of no known kind.
     fn service(&mut self, body: &[u8]) -> Result<()> {
         let mut c = Cur(&body[1..]);
         match body[0] {
@@ -118,7 +119,8 @@ impl TraceLog {
             }
             log::K_STATUS => self.status = Some(log_read::parse_status(&mut c)?),
             log::K_END => self.complete = true,
-            _ => {}
+            log::K_EVENT | log::K_EVENT_C | log::K_BLOCK => {}
+            k => return Err(log_read::corrupt(format!("unknown record kind {k}"))),
         }
         Ok(())
     }
