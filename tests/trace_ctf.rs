@@ -534,3 +534,30 @@ fn chrome_json_times_are_exact() {
     assert!(j.contains("\"ts\":36028797018963.973,"), "{j}");
     let _: J = serde_json::from_str(&j).unwrap();
 }
+
+/// An OVERFLOW with tid 0 (losses of no one thread's sub-buffer) is no
+/// thread's event: the Chrome export shows it on the process (`"s":"p"`), and
+/// names no thread 0.
+#[test]
+fn chrome_json_puts_a_tid_0_overflow_on_the_process() {
+    let d = scratch("json-tid0");
+    let (l, mut evs) = make_log(&d);
+    let mut ov = evs[1].clone();
+    ov.id = trace::EventId::OVERFLOW;
+    ov.tid = 0;
+    ov.data = [2u64.to_le_bytes().as_slice(), &0u32.to_le_bytes()].concat();
+    evs.push(ov);
+    let j: J = serde_json::from_str(&export::chrome_json(&l, &evs)).unwrap();
+    let all = j["traceEvents"].as_array().unwrap();
+    assert!(
+        !all.iter()
+            .any(|e| e["name"] == "thread_name" && e["tid"] == 0),
+        "{j}"
+    );
+    let o = all
+        .iter()
+        .find(|e| e["name"] == "posix_trace_overflow")
+        .unwrap();
+    assert_eq!((&o["s"], &o["args"]["lost"]), (&J::from("p"), &J::from(2)));
+    assert_eq!(o["tid"], o["pid"], "{o}");
+}

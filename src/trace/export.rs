@@ -122,8 +122,8 @@ pub fn json_str(s: &str) -> String {
 }
 
 /// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): process
-/// and thread name metadata, one instant event (`"ph":"i"`, thread scope) per trace
-/// event, with decoded system payloads or user data (hex and readable) as `args`.
+/// and thread name metadata, one instant event (`"ph":"i"`, thread scope; process
+/// scope for an OVERFLOW with tid 0) per trace event, with decoded system payloads or user data (hex and readable) as `args`.
 /// Events are written oldest first (a stable sort by timestamp), with times relative
 /// to the oldest one.
 pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
@@ -141,7 +141,9 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
         json_str(&format!("{name} (pid {pid})"))
     );
-    let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).collect();
+    // Tid 0 is no thread (an OVERFLOW for losses of no one sub-buffer): its
+    // events go on the process, as process-scoped instants.
+    let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).filter(|&t| t != 0).collect();
     tids.sort_unstable();
     tids.dedup();
     for t in &tids {
@@ -197,10 +199,11 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         }
         let _ = write!(
             out,
-            ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"t\",\"ts\":{ts},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
+            ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
             json_str(&name_of(l.log, e.id)),
             if e.id.is_system() { "system" } else { "user" },
-            e.tid
+            if e.tid == 0 { "p" } else { "t" },
+            if e.tid == 0 { pid } else { e.tid }
         );
     }
     out.push_str("\n]}\n");
