@@ -561,3 +561,31 @@ fn chrome_json_puts_a_tid_0_overflow_on_the_process() {
     assert_eq!((&o["s"], &o["args"]["lost"]), (&J::from("p"), &J::from(2)));
     assert_eq!(o["tid"], o["pid"], "{o}");
 }
+
+/// A system event whose payload was cut when recorded keeps its truncation
+/// flag in the CTF export (the Chrome export and the dump show it), as a
+/// `truncated` field after its fields.
+#[test]
+fn ctf_export_keeps_the_truncation_of_a_system_event() {
+    let d = scratch("ctf-cut");
+    let (l, mut evs) = make_log(&d);
+    let i = evs.iter().position(|e| e.data.len() == 20).unwrap();
+    let mut cut = evs[i].clone();
+    cut.truncated = true;
+    evs.insert(i + 1, cut);
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let io: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("ctf_test_io:"))
+        .collect();
+    assert_eq!(io.len(), 2, "{text}");
+    assert!(io[0].contains("truncated = 0"), "{text}");
+    assert!(
+        io[1].contains("truncated = 1") && io[1].contains("fd = 5"),
+        "{text}"
+    );
+}

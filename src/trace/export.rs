@@ -273,7 +273,8 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 /// Writes a CTF 1.8 trace into `dir`: a TSDL `metadata` file and one binary
 /// `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
 /// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
-/// marker), as `text_len` and a UTF-8 `text`; user events, and system events
+/// marker), as `text_len` and a UTF-8 `text`, after a `truncated` flag for the
+/// ids of which some event was truncated; user events, and system events
 /// without fields that carry bytes anyway, get `truncated`, `data_len` and a
 /// `data` byte sequence.
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
@@ -332,6 +333,16 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         .collect();
     tails.sort_unstable();
     tails.dedup();
+    // Ids with fields of which some event was truncated when recorded: those
+    // get a `truncated` flag after the fields.
+    let mut cut: Vec<u16> = l
+        .events
+        .iter()
+        .filter(|e| e.truncated && fixed(e.id).is_some())
+        .map(|e| e.id.raw())
+        .collect();
+    cut.sort_unstable();
+    cut.dedup();
     // System ids without fields whose events carry bytes anyway (a type
     // registered without a layout): those get the user events' layout.
     let mut bare: Vec<u16> = l
@@ -363,6 +374,10 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                     };
                     let _ = writeln!(m, "        {decl};");
                 }
+                if cut.binary_search(id).is_ok() {
+                    let flag = ident_in("truncated", &mut taken);
+                    let _ = writeln!(m, "        uint8_t {flag};");
+                }
                 if tails.binary_search(id).is_ok() {
                     let len = ident_in("text_len", &mut taken);
                     let text = ident_in("text", &mut taken);
@@ -391,6 +406,9 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                 let mut p = e.data.clone();
                 p.resize(size.max(p.len()), 0);
                 body.extend_from_slice(&p[..size]);
+                if cut.binary_search(&e.id.raw()).is_ok() {
+                    body.push(e.truncated as u8);
+                }
                 if tails.binary_search(&e.id.raw()).is_ok() {
                     // (A payload is far below 64 KiB: the stream's events are.)
                     let tail = &p[size..p.len().min(size + usize::from(u16::MAX))];
