@@ -316,43 +316,32 @@ typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic
 stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
         tsdl_str(&name)
     );
-    let mut used: Vec<u16> = l.events.iter().map(|e| e.id.raw()).collect();
-    used.sort_unstable();
-    used.dedup();
+    // The ids of the events that `keep` keeps, sorted, each once.
+    let ids_where = |keep: &dyn Fn(&Event) -> bool| -> Vec<u16> {
+        let mut ids: Vec<u16> = l
+            .events
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| e.id.raw())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    let used = ids_where(&|_| true);
     // Ids whose payloads go on past their fields (`mark_set`'s marker text):
     // those bytes follow the fields as a UTF-8 sequence.
     let fixed = |id: EventId| -> Option<usize> {
         let t = l.log.event_type(id).filter(|t| !t.fields.is_empty())?;
         Some(t.fields.iter().map(|f| f.1.size()).sum())
     };
-    let mut tails: Vec<u16> = l
-        .events
-        .iter()
-        .filter(|e| fixed(e.id).is_some_and(|n| e.data.len() > n))
-        .map(|e| e.id.raw())
-        .collect();
-    tails.sort_unstable();
-    tails.dedup();
+    let tails = ids_where(&|e| fixed(e.id).is_some_and(|n| e.data.len() > n));
     // Ids with fields of which some event was truncated when recorded: those
     // get a `truncated` flag after the fields.
-    let mut cut: Vec<u16> = l
-        .events
-        .iter()
-        .filter(|e| e.truncated && fixed(e.id).is_some())
-        .map(|e| e.id.raw())
-        .collect();
-    cut.sort_unstable();
-    cut.dedup();
+    let cut = ids_where(&|e| e.truncated && fixed(e.id).is_some());
     // System ids without fields whose events carry bytes anyway (a type
     // registered without a layout): those get the user events' layout.
-    let mut bare: Vec<u16> = l
-        .events
-        .iter()
-        .filter(|e| e.id.is_system() && fixed(e.id).is_none() && !e.data.is_empty())
-        .map(|e| e.id.raw())
-        .collect();
-    bare.sort_unstable();
-    bare.dedup();
+    let bare = ids_where(&|e| e.id.is_system() && fixed(e.id).is_none() && !e.data.is_empty());
     for id in &used {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
         let ty = l.log.event_type(eid);
