@@ -326,7 +326,17 @@ fn a_sched_idle_thread_refused_fifo_is_told_about_rlimit_nice() {
     use std::os::unix::process::CommandExt;
     let root = rustix::process::geteuid().is_root();
     let rt_hard = rustix::process::getrlimit(rustix::process::Resource::Rtprio).maximum;
-    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    // uid 65534 may not reach the build directory (a checkout in a 0700
+    // directory): the probe is a world-executable copy of this binary.
+    let dir = std::env::temp_dir().join(format!("posixrt-idle-probe-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("probe");
+    std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+    for p in [&dir, &exe] {
+        std::fs::set_permissions(p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let mut cmd = std::process::Command::new(&exe);
     cmd.args(["--exact", "idle_probe", "--ignored", "--nocapture"])
         .env(IDLE_PROBE_ENV, "1");
     // SAFETY: getrlimit, setrlimit, setgroups, setresgid and setresuid are
@@ -361,7 +371,9 @@ fn a_sched_idle_thread_refused_fifo_is_told_about_rlimit_nice() {
             Ok(())
         });
     }
-    let out = cmd.output().expect("the probe starts");
+    let out = cmd.output();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out.expect("the probe starts");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
