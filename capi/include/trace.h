@@ -160,6 +160,9 @@ struct posix_trace_event_info {
 #define POSIX_TRACE_FLUSH_STOP ((trace_event_id_t)6)
 #define POSIX_TRACE_ERROR ((trace_event_id_t)7)
 #define POSIX_TRACE_UNNAMED_USEREVENT ((trace_event_id_t)128)
+/* The <trace.h> page's spelling of the same event (posix_trace_eventid_open's
+ * page spells it as above). */
+#define POSIX_TRACE_UNNAMED_USER_EVENT POSIX_TRACE_UNNAMED_USEREVENT
 
 /* Extensions: oc2000 system event names (see the top of this file). */
 #define traceMutexLock ((trace_event_id_t)0x10001u)

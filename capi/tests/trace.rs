@@ -218,6 +218,7 @@ function_tests!(
     attr_getmaxusereventsize,
     attr_streamsize,
     attr_logsize,
+    attr_unnamed_user_event,
     create,
     create_withlog,
     start_stop,

@@ -228,6 +228,13 @@ static void t_attr_logsize(void)
     EQ(posix_trace_attr_getlogsize(&a, NULL), EINVAL);
 }
 
+/* <trace.h> names the predefined user event POSIX_TRACE_UNNAMED_USER_EVENT
+ * (posix_trace_eventid_open's page spells it POSIX_TRACE_UNNAMED_USEREVENT). */
+static void t_attr_unnamed_user_event(void)
+{
+    EQ(POSIX_TRACE_UNNAMED_USER_EVENT, POSIX_TRACE_UNNAMED_USEREVENT);
+}
+
 static const struct test TESTS[] = {
     {"attr_init", t_attr_init},
     {"attr_destroy", t_attr_destroy},
@@ -244,6 +251,7 @@ static const struct test TESTS[] = {
     {"attr_getmaxusereventsize", t_attr_getmaxusereventsize},
     {"attr_streamsize", t_attr_streamsize},
     {"attr_logsize", t_attr_logsize},
+    {"attr_unnamed_user_event", t_attr_unnamed_user_event},
 };
 
 int main(int argc, char **argv)
