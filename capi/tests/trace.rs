@@ -208,6 +208,7 @@ function_tests!(
     attr_getgenversion,
     attr_name,
     attr_name_bytes,
+    attr_name_create,
     attr_getcreatetime,
     attr_getclockres,
     attr_inherited,

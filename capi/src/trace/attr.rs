@@ -40,7 +40,7 @@ pub struct CAttr {
 const _: () = assert!(std::mem::size_of::<CAttr>() == 128);
 
 impl CAttr {
-    fn set_name(&mut self, name: &[u8]) {
+    pub(crate) fn set_name(&mut self, name: &[u8]) {
         let n = name.len().min(C_NAME_MAX - 1);
         self.name = [0; C_NAME_MAX];
         for (d, s) in self.name.iter_mut().zip(&name[..n]) {
@@ -48,7 +48,7 @@ impl CAttr {
         }
     }
 
-    fn name_bytes(&self) -> Vec<u8> {
+    pub(crate) fn name_bytes(&self) -> Vec<u8> {
         self.name
             .iter()
             .take_while(|c| **c != 0)
@@ -92,7 +92,16 @@ impl CAttr {
             return Err(libc::EINVAL);
         }
         let mut a = TraceAttr::new();
-        let name = String::from_utf8_lossy(&self.name_bytes()).into_owned();
+        // A name need not be UTF-8: its bytes that are not become U+FFFD (3
+        // bytes each), cut to the limit on a character's boundary; the stream
+        // keeps the C bytes (`posix_trace_get_attr`). Refusing the longer
+        // text made a valid name EINVAL.
+        let mut name = String::from_utf8_lossy(&self.name_bytes()).into_owned();
+        let mut n = name.len().min(C_NAME_MAX - 1);
+        while !name.is_char_boundary(n) {
+            n -= 1;
+        }
+        name.truncate(n);
         let e = |_| libc::EINVAL;
         a.set_name(&name).map_err(e)?;
         a.set_stream_size(self.stream_size as usize).map_err(e)?;

@@ -41,6 +41,9 @@ pub(crate) enum Obj {
     /// An active stream of this process.
     Stream {
         trace: Trace,
+        /// The name's bytes as the C attributes gave them (not necessarily
+        /// UTF-8, as the stream's own name is), for `posix_trace_get_attr`.
+        c_name: Option<Vec<u8>>,
         /// `posix_trace_eventtypelist_getnext_id`'s position.
         cursor: Mutex<usize>,
     },

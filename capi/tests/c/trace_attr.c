@@ -235,12 +235,39 @@ static void t_attr_unnamed_user_event(void)
     EQ(POSIX_TRACE_UNNAMED_USER_EVENT, POSIX_TRACE_UNNAMED_USEREVENT);
 }
 
+/* A name of bytes that are not UTF-8 (a Latin-1 locale's), at the limit, is a
+ * valid name for the stream: created with it, and read back unchanged. */
+static void t_attr_name_create(void)
+{
+    trace_attr_t a, g;
+    trace_id_t t;
+    char buf[TRACE_NAME_MAX], name[TRACE_NAME_MAX];
+    size_t v;
+    memset(name, '\xe9', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    OK(posix_trace_attr_init(&a));
+    OK(posix_trace_attr_setname(&a, name));
+    OK(posix_trace_attr_getmaxusereventsize(&a, 8, &v));
+    OK(posix_trace_create(0, &a, &t));
+    OK(posix_trace_get_attr(t, &g));
+    OK(posix_trace_attr_getname(&g, buf));
+    EQ(strcmp(buf, name), 0);
+    OK(posix_trace_shutdown(t));
+    OK(posix_trace_attr_setname(&a, "caf\xe9"));
+    OK(posix_trace_create(0, &a, &t));
+    OK(posix_trace_get_attr(t, &g));
+    OK(posix_trace_attr_getname(&g, buf));
+    EQ(strcmp(buf, "caf\xe9"), 0);
+    OK(posix_trace_shutdown(t));
+}
+
 static const struct test TESTS[] = {
     {"attr_init", t_attr_init},
     {"attr_destroy", t_attr_destroy},
     {"attr_getgenversion", t_attr_getgenversion},
     {"attr_name", t_attr_name},
     {"attr_name_bytes", t_attr_name_bytes},
+    {"attr_name_create", t_attr_name_create},
     {"attr_getcreatetime", t_attr_getcreatetime},
     {"attr_getclockres", t_attr_getclockres},
     {"attr_inherited", t_attr_inherited},
