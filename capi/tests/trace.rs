@@ -240,6 +240,7 @@ function_tests!(
     event_in_handler,
     getnext,
     timedgetnext,
+    timedgetnext_past,
     trygetnext,
     open_rewind_close,
     mutex_events,

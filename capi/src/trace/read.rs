@@ -277,13 +277,19 @@ pub unsafe extern "C-unwind" fn posix_trace_timedgetnext_event(
     let Some(t) = (unsafe { abstime.as_ref() }) else {
         return libc::EINVAL;
     };
-    if !(0..1_000_000_000).contains(&t.tv_nsec) || t.tv_sec < 0 {
+    // POSIX makes only a bad tv_nsec EINVAL: a deadline before 1970 is
+    // merely past (it was EINVAL).
+    if !(0..1_000_000_000).contains(&t.tv_nsec) {
         return libc::EINVAL;
     }
-    let when = SystemTime::UNIX_EPOCH + Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
     // On the monotonic clock, as the core does: a deadline in the past polls
     // once, one too far ahead to express means no limit.
-    let left = when.duration_since(SystemTime::now()).unwrap_or_default();
+    let left = match u64::try_from(t.tv_sec) {
+        Ok(s) => (SystemTime::UNIX_EPOCH + Duration::new(s, t.tv_nsec as u32))
+            .duration_since(SystemTime::now())
+            .unwrap_or_default(),
+        Err(_) => Duration::ZERO,
+    };
     let o = Outs {
         event,
         data: data_ptr,

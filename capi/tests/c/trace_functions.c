@@ -602,6 +602,24 @@ static void t_timedgetnext(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* A deadline before 1970 is a time like any other, long past: POSIX makes only
+ * a bad tv_nsec EINVAL. An event there is returned; none is ETIMEDOUT. */
+static void t_timedgetnext_past(void)
+{
+    trace_id_t t = new_stream();
+    struct posix_trace_event_info info;
+    char buf[16];
+    size_t len;
+    int un;
+    struct timespec past = {-5, 0};
+    OK(posix_trace_start(t));
+    OK(posix_trace_timedgetnext_event(t, &info, buf, sizeof buf, &len, &un, &past));
+    EQ(un, 0);
+    EQ(info.posix_event_id, POSIX_TRACE_START);
+    EQ(posix_trace_timedgetnext_event(t, &info, buf, sizeof buf, &len, &un, &past), ETIMEDOUT);
+    OK(posix_trace_shutdown(t));
+}
+
 static void t_trygetnext(void)
 {
     trace_id_t t = new_stream();
@@ -721,6 +739,7 @@ static const struct test TESTS[] = {
     {"event_in_handler", t_event_in_handler},
     {"getnext", t_getnext},
     {"timedgetnext", t_timedgetnext},
+    {"timedgetnext_past", t_timedgetnext_past},
     {"trygetnext", t_trygetnext},
     {"open_rewind_close", t_open_rewind_close},
 };
