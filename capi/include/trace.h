@@ -60,8 +60,9 @@ extern "C" {
 #define TRACE_EVENT_NAME_MAX 65
 /* Streams that may exist at once in a process. */
 #define TRACE_SYS_MAX 8
-/* Named user event types per process. */
-#define TRACE_USER_EVENT_MAX 895
+/* User event types per process, POSIX_TRACE_UNNAMED_USER_EVENT included (895
+ * names, then the unnamed one). */
+#define TRACE_USER_EVENT_MAX 896
 
 /* The POSIX minimum values of those limits. */
 #define _POSIX_TRACE_NAME_MAX 8

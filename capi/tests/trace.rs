@@ -231,6 +231,7 @@ function_tests!(
     filter,
     eventset,
     eventid_open,
+    user_event_max,
     trid_eventid_open,
     eventid_get_name,
     eventid_equal,

@@ -268,7 +268,8 @@ fn open_name(name: *const c_char) -> Result<c_uint, c_int> {
         .map_err(|e| super::errno_of(&e))
 }
 
-/// Past `TRACE_USER_EVENT_MAX` names, gives `POSIX_TRACE_UNNAMED_USEREVENT`.
+/// Past 895 names (`TRACE_USER_EVENT_MAX` less the unnamed event), gives
+/// `POSIX_TRACE_UNNAMED_USEREVENT`.
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_eventid_open(
     event_name: *const c_char,

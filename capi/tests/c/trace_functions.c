@@ -269,6 +269,23 @@ static void t_eventid_open(void)
     EQ(posix_trace_eventid_open("x", NULL), EINVAL);
 }
 
+/* <limits.h>: TRACE_USER_EVENT_MAX user event ids may exist at once,
+ * POSIX_TRACE_UNNAMED_USER_EVENT included. */
+static void t_user_event_max(void)
+{
+    trace_event_id_t id;
+    char name[32];
+    int i, named = 0;
+    for (i = 0; i < 2000; i++) {
+        snprintf(name, sizeof name, "user %d", i);
+        OK(posix_trace_eventid_open(name, &id));
+        if (id == POSIX_TRACE_UNNAMED_USEREVENT)
+            break;
+        named++;
+    }
+    EQ(named + 1, TRACE_USER_EVENT_MAX);
+}
+
 static void t_trid_eventid_open(void)
 {
     trace_id_t t = new_stream();
@@ -730,6 +747,7 @@ static const struct test TESTS[] = {
     {"filter", t_filter},
     {"eventset", t_eventset},
     {"eventid_open", t_eventid_open},
+    {"user_event_max", t_user_event_max},
     {"trid_eventid_open", t_trid_eventid_open},
     {"eventid_get_name", t_eventid_get_name},
     {"eventid_equal", t_eventid_equal},
