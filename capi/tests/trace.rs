@@ -232,6 +232,7 @@ function_tests!(
     eventset,
     eventid_open,
     user_event_max,
+    eventid_open_null,
     trid_eventid_open,
     eventid_get_name,
     eventid_equal,

@@ -275,6 +275,10 @@ pub unsafe extern "C" fn posix_trace_eventid_open(
     event_name: *const c_char,
     event_id: *mut c_uint,
 ) -> c_int {
+    // The out-pointer is checked first: a call refused for it opens no name.
+    if event_id.is_null() {
+        return libc::EINVAL;
+    }
     ret(open_name(event_name).and_then(|id| out(event_id, id)))
 }
 
@@ -287,6 +291,9 @@ pub unsafe extern "C-unwind" fn posix_trace_trid_eventid_open(
     event: *mut c_uint,
 ) -> c_int {
     let _nc = NoCancel::new();
+    if event.is_null() {
+        return libc::EINVAL;
+    }
     ret(get(trid).and_then(|o| match &*o {
         Obj::Stream { .. } => open_name(event_name).and_then(|id| out(event, id)),
         Obj::Log { log, .. } => {

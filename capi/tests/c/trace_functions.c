@@ -286,6 +286,20 @@ static void t_user_event_max(void)
     EQ(named + 1, TRACE_USER_EVENT_MAX);
 }
 
+/* A call refused for a null out-pointer opens no event type. */
+static void t_eventid_open_null(void)
+{
+    trace_id_t t = new_stream();
+    trace_event_id_t id;
+    int un, n = 0;
+    EQ(posix_trace_eventid_open("never opened", NULL), EINVAL);
+    EQ(posix_trace_trid_eventid_open(t, "nor this", NULL), EINVAL);
+    for (un = 0; !un; n++)
+        OK(posix_trace_eventtypelist_getnext_id(t, &id, &un));
+    EQ(n - 1, 9); /* the 8 POSIX system events and the unnamed user event */
+    OK(posix_trace_shutdown(t));
+}
+
 static void t_trid_eventid_open(void)
 {
     trace_id_t t = new_stream();
@@ -748,6 +762,7 @@ static const struct test TESTS[] = {
     {"eventset", t_eventset},
     {"eventid_open", t_eventid_open},
     {"user_event_max", t_user_event_max},
+    {"eventid_open_null", t_eventid_open_null},
     {"trid_eventid_open", t_trid_eventid_open},
     {"eventid_get_name", t_eventid_get_name},
     {"eventid_equal", t_eventid_equal},
