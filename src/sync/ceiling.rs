@@ -240,6 +240,7 @@ impl RawCeilingMutex {
         match r {
             Ok(()) => {
                 self.held_ceiling.store(ceiling, Ordering::Relaxed);
+                held_again(self.addr());
                 Ok(())
             }
             Err(e) => {
@@ -273,6 +274,7 @@ impl RawCeilingMutex {
         if self.word.try_fast(tid) {
             super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
             self.held_ceiling.store(ceiling, Ordering::Relaxed);
+            held_again(self.addr());
             if track::level() != 0 {
                 self.track
                     .try_acquired(Kind::CeilingMutex, self.addr(), tid);
@@ -312,9 +314,7 @@ unsafe impl RawMutex for RawCeilingMutex {
     /// raise, relock); use [`MutexExt::lock_checked`](super::MutexExt) to get the error.
     fn lock(&self) {
         match self.lock_impl(None) {
-            Ok(()) => {
-                let _ = REFUSED.try_with(|r| r.set(0));
-            }
+            Ok(()) => {}
             Err(e) => {
                 // Its bookkeeping is undone already: the guard that unwinding may
                 // drop next (a relock in `unlocked` or a condvar wait) must not
@@ -393,6 +393,17 @@ thread_local! {
     /// The mutex whose last `lock` by this thread was refused (0: none): the
     /// guard unwinding drops next names it and holds nothing to lower.
     static REFUSED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The mutex at `addr` is held by this thread again (through any lock method): a
+/// refusal recorded for it is over, and its guard's unlock must lower again.
+#[inline]
+fn held_again(addr: usize) {
+    let _ = REFUSED.try_with(|r| {
+        if r.get() == addr {
+            r.set(0);
+        }
+    });
 }
 
 /// The calling thread's ceiling bookkeeping.
