@@ -192,6 +192,43 @@ fn recursive_mutex_events_per_level() {
     }
 }
 
+/// A ceiling lock the protocol refuses is traced like any other refused lock: a
+/// relock by the owner (EDEADLK), or, without the privilege to raise, the EPERM
+/// of a lock and of a trylock.
+#[test]
+fn refused_ceiling_lock_events() {
+    let _g = SCHED.lock().unwrap_or_else(|e| e.into_inner());
+    let m = ceiling_mutex(10, ()).unwrap();
+    let addr = unsafe { m.raw() } as *const _ as usize;
+    let t = new_trace();
+    t.start().unwrap();
+    let me = current_tid();
+    let expected = match m.lock_checked() {
+        Ok(g) => {
+            let e = m.lock_checked().map(drop).unwrap_err();
+            assert_eq!(e.errno(), Some(libc::EDEADLK), "{e}");
+            drop(g);
+            vec![
+                (s("sync_lock"), me, me, 0),
+                (s("sync_lock"), me, me, i64::from(libc::EDEADLK)),
+                (s("sync_unlock"), me, u32::MAX, 0),
+            ]
+        }
+        Err(e) => {
+            assert_eq!(e.kind(), posixrt::ErrorKind::PermissionDenied, "{e}");
+            let e = m.try_lock_checked().map(drop).unwrap_err();
+            assert_eq!(e.kind(), posixrt::ErrorKind::PermissionDenied, "{e}");
+            let eperm = i64::from(libc::EPERM);
+            vec![
+                (s("sync_lock"), me, 0, eperm),
+                (s("sync_trylock"), me, 0, eperm),
+            ]
+        }
+    };
+    t.stop().unwrap();
+    assert_eq!(sync_events(&decoded(&t), addr), expected);
+}
+
 #[test]
 fn contended_and_timed_lock_events() {
     let m = NormalMutex::new(());

@@ -212,10 +212,10 @@ impl RawCeilingMutex {
     fn lock_impl(&self, deadline: Option<Instant>) -> Result<()> {
         let tid = current_tid();
         if self.word.load() & TID_MASK == tid {
-            return Err(relock_error("pthread_mutex_lock(PRIO_PROTECT)"));
+            return Err(self.refused(relock_error("pthread_mutex_lock(PRIO_PROTECT)")));
         }
         let ceiling = self.ceiling.load(Ordering::Relaxed);
-        raise(ceiling)?;
+        raise(ceiling).map_err(|e| self.refused(e))?;
         let r = if self.word.try_fast(tid) {
             super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
             if track::level() != 0 {
@@ -250,6 +250,20 @@ impl RawCeilingMutex {
         }
     }
 
+    /// A lock the protocol refused before trying the word (relock, caller above the
+    /// ceiling, no privilege to raise): traced as the other kinds trace a refusal.
+    #[cold]
+    #[inline(never)]
+    fn refused(&self, e: Error) -> Error {
+        let code = e.errno().unwrap_or(libc::EINVAL);
+        super::hook::lock(
+            self.addr(),
+            self.word.load() & TID_MASK,
+            super::hook::LockResult::Error(code),
+        );
+        e
+    }
+
     /// A trylock that found the mutex held: report it to the trace hook and to
     /// tracking; returns `false`.
     fn try_busy(&self) -> bool {
@@ -270,7 +284,12 @@ impl RawCeilingMutex {
             return Ok(self.try_busy());
         }
         let ceiling = self.ceiling.load(Ordering::Relaxed);
-        raise(ceiling)?;
+        if let Err(e) = raise(ceiling) {
+            let code = e.errno().unwrap_or(libc::EINVAL);
+            let owner = || self.word.load() & TID_MASK;
+            super::hook::trylock(self.addr(), owner, super::hook::LockResult::Error(code));
+            return Err(e);
+        }
         if self.word.try_fast(tid) {
             super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
             self.held_ceiling.store(ceiling, Ordering::Relaxed);
