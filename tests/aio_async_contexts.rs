@@ -11,6 +11,9 @@ use posixrt::aio::{Aio, Backend};
 #[allow(unused_macros, unused_imports)]
 mod common;
 
+/// The tests count the process's descriptors: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
@@ -45,6 +48,7 @@ fn uring_contexts_dropped_under_a_live_runtime_leave_no_descriptor() {
     if common::uring::uring_refused() {
         return;
     }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     for rt in [common::multi_rt(), common::current_rt()] {
         // (The first one opens what stays: the runtime's own descriptors.)
         one_context(&rt);
@@ -54,4 +58,39 @@ fn uring_contexts_dropped_under_a_live_runtime_leave_no_descriptor() {
         }
         assert_eq!(open_fds(), before, "descriptors left by 16 contexts");
     }
+}
+
+/// A context whose deferred read was given up in a `block_on` body that
+/// returned before the runtime's turn ended: dropping the context closes its
+/// descriptors at once, although the runtime stays idle and alive.
+#[test]
+fn uring_context_dropped_after_a_block_on_that_left_early_leaves_no_descriptor() {
+    if common::uring::uring_refused() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let rt = common::current_rt();
+    one_context(&rt);
+    let before = open_fds();
+    let aio = Aio::builder()
+        .backend(Backend::Uring)
+        .build()
+        .expect("context");
+    let f = Arc::new(common::temp_file(b"abcd"));
+    rt.block_on(async {
+        let idle: Vec<_> = (0..2)
+            .map(|_| tokio::spawn(std::future::pending::<()>()))
+            .collect();
+        tokio::task::yield_now().await;
+        for _ in 0..4 {
+            let mut fut = std::pin::pin!(aio.read_async(Arc::clone(&f), 0, vec![0u8; 4]));
+            let _ = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(std::future::Future::poll(fut.as_mut(), cx))
+            })
+            .await;
+        }
+        idle.into_iter().for_each(|t| t.abort());
+    });
+    drop((aio, f));
+    assert_eq!(open_fds(), before, "descriptors left by the context");
 }

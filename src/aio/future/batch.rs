@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::{Wake, Waker};
 
 use super::super::engine::{Engine, Inner};
@@ -56,8 +56,15 @@ const SOLO_MAX: u32 = 1024;
 
 /// Enters the ring of `inner` once, at the end of the turn (when woken), or
 /// when the runtime drops it unwoken (shutting down).
+///
+/// It names its context weakly: the runtime may keep it long after the turn
+/// (a `current_thread` runtime's turn-end task, when the `block_on` that
+/// scheduled it returned first, runs at that runtime's next `block_on`), and
+/// a strong name would keep a dropped context's rings and descriptors open
+/// until then. A context gone has nothing left to enter: its last handle
+/// cancelled what it had, and a future that waits here borrows a handle.
 struct Flush {
-    inner: Arc<Inner>,
+    inner: Weak<Inner>,
     token: u64,
     /// The thread that scheduled it (see [`this_thread`]): the entries it
     /// enters are that thread's.
@@ -68,12 +75,14 @@ struct Flush {
 impl Flush {
     fn run(&self) {
         if !self.done.swap(true, Ordering::AcqRel) {
+            let Some(inner) = self.inner.upgrade() else {
+                return;
+            };
             // Cleared before entering: an entry queued after this point
             // schedules a flush of its own. (Cleared already by another
             // thread's flush, or by an early one, `flush_early`: the ring
             // is entered all the same, the batch not counted.)
-            let mine = self
-                .inner
+            let mine = inner
                 .reactors
                 .flush_token
                 .compare_exchange(self.token, 0, Ordering::AcqRel, Ordering::Acquire)
@@ -81,10 +90,10 @@ impl Flush {
             // Run elsewhere (a `current_thread` runtime driven or dropped
             // on another thread), it enters every ring: the entries waiting
             // are the scheduling thread's, in its rings.
-            flush_now(&self.inner, this_thread() == self.by);
+            flush_now(&inner, this_thread() == self.by);
             let n = BATCH.replace(0);
             if mine {
-                learn(&self.inner, n);
+                learn(&inner, n);
             }
         }
     }
@@ -265,7 +274,7 @@ pub(super) fn schedule_flush(inner: &Arc<Inner>) -> u64 {
     inner.reactors.flush_token.store(token, Ordering::Release);
     MINE.set((Arc::as_ptr(inner) as usize, token));
     let f = Arc::new(Flush {
-        inner: Arc::clone(inner),
+        inner: Arc::downgrade(inner),
         token,
         by: this_thread(),
         done: AtomicBool::new(false),
@@ -403,7 +412,7 @@ mod tests {
             assert!(waiting(), "the other thread's entry waits");
             // Its flush, run here.
             let f = Flush {
-                inner: Arc::clone(inner),
+                inner: Arc::downgrade(inner),
                 token: u64::MAX,
                 by,
                 done: AtomicBool::new(false),
@@ -491,7 +500,7 @@ mod tests {
                     let _read = aio.read(&file, 0, vec![0u8; 8]).expect("read");
                     aio.__use_ring(None);
                     Flush {
-                        inner: Arc::clone(&inner),
+                        inner: Arc::downgrade(&inner),
                         token: u64::MAX,
                         by,
                         done: AtomicBool::new(false),
