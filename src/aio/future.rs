@@ -186,37 +186,53 @@ impl<B: Send + 'static> Future for ListFuture<B> {
 
 impl<B: Send + 'static> ListFuture<B> {
     fn poll_list(&mut self, cx: &mut Context<'_>) -> Poll<Result<Vec<Option<Completion<B>>>>> {
-        let Some(list) = self.list.as_mut() else {
-            return Poll::Ready(Err(crate::Error::new(
-                crate::ErrorKind::AlreadyTaken,
-                "aio_return",
-                "the future already completed",
-            )));
+        let Some(list) = self.list.as_ref() else {
+            return already_taken();
         };
-        let inner = std::sync::Arc::clone(&list.aio.inner);
-        if let Err(e) = inner.arm_wakeup() {
-            return Poll::Ready(Err(e));
-        }
-        let mut core = inner.lock();
-        inner.poll_completions(&mut core);
-        let mut all = true;
-        for e in list.entries.iter().flatten() {
-            if !entry_done(&core, e) {
-                all = false;
-                let s = &mut core.slots[e.idx as usize];
-                match &s.waker {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => s.waker = Some(cx.waker().clone()),
-                }
+        let inner = Arc::clone(&list.aio.inner);
+        // Reap first, as a request's poll does: a list done already needs no
+        // wake-up source (outside tokio, no completion thread).
+        if !all_done_or_register(list, &inner, cx) {
+            // The task's waker is in every unfinished slot. A wake-up source
+            // armed before reports every later completion; one armed now
+            // needs a second look.
+            if armed(&inner) {
+                return Poll::Pending;
             }
-        }
-        inner.release(core);
-        if !all {
-            return Poll::Pending;
+            if let Err(e) = inner.arm_wakeup() {
+                return Poll::Ready(Err(e));
+            }
+            if !all_done_or_register(list, &inner, cx) {
+                return Poll::Pending;
+            }
         }
         let mut list = self.list.take().expect("checked above");
         Poll::Ready(Ok(list.take_done()))
     }
+}
+
+/// True if every request of `list` is done (reaping first); otherwise the
+/// task's waker is left in the slot of each one still running.
+fn all_done_or_register<B: Send + 'static>(
+    list: &List<B>,
+    inner: &Arc<Inner>,
+    cx: &Context<'_>,
+) -> bool {
+    let mut core = inner.lock();
+    inner.poll_completions(&mut core);
+    let mut all = true;
+    for e in list.entries.iter().flatten() {
+        if !entry_done(&core, e) {
+            all = false;
+            let s = &mut core.slots[e.idx as usize];
+            match &s.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => s.waker = Some(cx.waker().clone()),
+            }
+        }
+    }
+    inner.release(core);
+    all
 }
 
 /// Resolves to the [`Completion`] of one read or write, which it submits when
