@@ -10,6 +10,10 @@ use panics::quiet_expected_panic;
 
 use std::sync::Mutex;
 
+#[path = "common/self_sched.rs"]
+mod self_sched;
+use self_sched::{have_rt, self_policy, set_self};
+
 use posixrt::sync::{ceiling_mutex, MutexExt};
 use posixrt::{sched, ErrorKind};
 
@@ -27,35 +31,6 @@ fn pin_self() {
         .expect("some CPU");
     sched::set_thread_affinity(sched::Tid::current(), &sched::CpuSet::single(cpu).unwrap())
         .unwrap();
-}
-
-/// Sets the calling thread's policy behind the locks' back.
-fn set_self(policy: i32, prio: i32) -> Result<(), i32> {
-    let p = libc::sched_param {
-        sched_priority: prio,
-    };
-    // SAFETY: `p` is a valid sched_param; pid 0 is the calling thread.
-    if unsafe { libc::sched_setscheduler(0, policy, &p) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-    }
-}
-
-fn self_policy() -> (i32, i32) {
-    let mut p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: pid 0 = this thread; `p` is writable.
-    let pol = unsafe { libc::sched_getscheduler(0) };
-    // SAFETY: as above.
-    unsafe { libc::sched_getparam(0, &mut p) };
-    (pol, p.sched_priority)
-}
-
-/// Whether this process may use SCHED_FIFO (tried in a throwaway thread).
-fn have_rt() -> bool {
-    std::thread::spawn(|| set_self(libc::SCHED_FIFO, 1).is_ok())
-        .join()
-        .unwrap()
 }
 
 /// Without the privilege to raise, a ceiling lock is the documented EPERM.

@@ -16,6 +16,11 @@ use std::time::{Duration, Instant};
 mod tracking;
 use tracking::{poll, serial};
 
+#[path = "common/self_sched.rs"]
+#[allow(dead_code)] // self_policy and set_self: other tests use them
+mod self_sched;
+use self_sched::have_rt;
+
 use posixrt::sync::{
     self, ceiling_mutex, current_tid, Condvar, NormalMutex, PiCondvar, PiMutex, RecursiveMutex,
     RwLock, Semaphore, Tracking,
@@ -23,17 +28,6 @@ use posixrt::sync::{
 
 /// How long the threads of a contention test hammer a lock.
 const SPIN: Duration = Duration::from_millis(300);
-
-/// Whether this process may use SCHED_FIFO (tried in a throwaway thread).
-fn have_rt() -> bool {
-    std::thread::spawn(|| {
-        let p = libc::sched_param { sched_priority: 1 };
-        // SAFETY: a valid sched_param; pid 0 is the calling (throwaway) thread.
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) == 0 }
-    })
-    .join()
-    .unwrap()
-}
 
 /// Readers only, from several threads at once: nothing holds or waits for the write
 /// lock, so every `try_read` must succeed (`pthread_rwlock_tryrdlock` fails only
