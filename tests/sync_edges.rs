@@ -106,14 +106,21 @@ fn condvar_wait_unwound_by_a_refused_relock_is_no_longer_a_waiter() {
     let (tx, rx) = mpsc::channel();
     quiet_expected_panic("posixrt lock failed: pthread_mutex_lock(PRIO_PROTECT)");
     let waiter = std::thread::spawn(move || {
-        tx.send(current_tid()).unwrap();
+        // SAFETY: no arguments; reads the calling thread's policy.
+        tx.send((current_tid(), unsafe { libc::sched_getscheduler(0) }))
+            .unwrap();
         let mut g = m2.lock();
         while *g == 0 {
             cv2.wait(&mut g);
         }
     });
-    let waiter_tid = rx.recv().unwrap();
-    assert!(poll(|| cv.waiters() == 1 && !m.is_locked()));
+    let (waiter_tid, base_policy) = rx.recv().unwrap();
+    // The wait's unlock frees the word first and restores the waiter's own class
+    // after: wait for both, or the restore could undo the change below.
+    assert!(poll(|| cv.waiters() == 1
+        && !m.is_locked()
+        // SAFETY: any tid is accepted; reads its policy.
+        && unsafe { libc::sched_getscheduler(waiter_tid as i32) } == base_policy));
     // Behind the lock's back: the sleeping waiter now runs above the ceiling, so its
     // relock is refused (EINVAL) and `wait` panics.
     let p = libc::sched_param { sched_priority: 20 };
