@@ -402,3 +402,48 @@ fn a_dropped_write_in_a_full_queue_enters_before_its_fd_goes() {
         "no round got the number back: nothing was checked"
     );
 }
+
+/// A waker that counts its clones still alive (the `Arc`'s count).
+struct Held;
+impl std::task::Wake for Held {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// A request future and a list future polled once (each leaves its task's waker
+/// in the slots of its unfinished reads) and dropped while the reads wait on an
+/// empty pipe: each lets go of that waker at once, not when the given-up reads
+/// are reaped (they may never complete: nothing is written here).
+fn dropped_pending_futures_let_go_of_their_waker(b: Backend) {
+    use std::task::{Context, Waker};
+    let aio = ctx(b);
+    let (r, _w) = rustix::pipe::pipe().unwrap();
+    let r = Arc::new(std::fs::File::from(r));
+    let held = Arc::new(Held);
+    let waker = Waker::from(Arc::clone(&held));
+    let mut cx = Context::from_waker(&waker);
+
+    let mut one = std::future::IntoFuture::into_future(aio.read(&*r, 0, vec![0u8; 8]).unwrap());
+    assert!(Pin::new(&mut one).poll(&mut cx).is_pending());
+    let mut list = std::future::IntoFuture::into_future(
+        aio.lio_listio(
+            posixrt::aio::ListMode::NoWait,
+            (0..2).map(|_| Some(posixrt::aio::Op::read(&*r, 0, vec![0u8; 8]))),
+            posixrt::aio::Notify::None,
+        )
+        .unwrap(),
+    );
+    assert!(Pin::new(&mut list).poll(&mut cx).is_pending());
+    assert!(Arc::strong_count(&held) > 2, "the slots hold the waker");
+
+    drop(one);
+    drop(list);
+    assert_eq!(
+        Arc::strong_count(&held),
+        2,
+        "a dropped future's waker is still held by its slots"
+    );
+}
+both!(
+    dropped_futures_let_go,
+    dropped_pending_futures_let_go_of_their_waker
+);

@@ -172,6 +172,9 @@ impl<B: Send + 'static> List<B> {
     /// buffer) when done; nothing is cancelled.
     fn detach(&mut self) {
         let inner = &self.aio.inner;
+        // The wakers a list future left: let go of now (after the lock), not
+        // when each request is done.
+        let mut wakers = Vec::new();
         let mut core = inner.lock();
         for e in std::mem::take(&mut self.entries).into_iter().flatten() {
             match core.get(e.idx, e.gen).map(|s| s.state) {
@@ -179,6 +182,7 @@ impl<B: Send + 'static> List<B> {
                 Some(_) => {
                     let s = &mut core.slots[e.idx as usize];
                     (s.detached, s.kept) = (true, true);
+                    wakers.extend(s.waker.take());
                     if let Some(b) = e.buf {
                         s.orphan = Some(Box::new(b));
                     }
@@ -187,6 +191,7 @@ impl<B: Send + 'static> List<B> {
             }
         }
         inner.release(core);
+        drop(wakers);
     }
 
     /// Waits for every request, then takes every result and buffer (each entry's

@@ -374,6 +374,10 @@ impl<B: Send + 'static> Ticket<B> {
     fn forget_slow(&mut self, inner: &Inner) {
         if self.taken.is_none() && self.mailed().is_none() {
             let mut attempt = false;
+            // The waker of the task that gave the request up: let go of it now
+            // (after the lock: dropping a task's last handle may run its drop),
+            // not when the cancelled request is reaped.
+            let mut waker = None;
             let mut core = inner.lock();
             inner.poll_completions(&mut core);
             // (A completion that posted to the mail box freed the slot: the name
@@ -386,6 +390,7 @@ impl<B: Send + 'static> Ticket<B> {
                     // The box goes with this handle: the slot must not post to it.
                     s.mail = super::mail::MailAddr::NONE;
                     s.detached = true;
+                    waker = s.waker.take();
                     if let Some(b) = self.buf.take() {
                         s.orphan = Some(erase(b));
                     }
@@ -409,6 +414,7 @@ impl<B: Send + 'static> Ticket<B> {
             }
             // (A queued request cancelled may have let the next one on its fd go.)
             inner.release_and_start(core);
+            drop(waker);
             if attempt {
                 // A worker is in its non-blocking attempt, the lock released:
                 // it ends the request when the attempt would block, but an
