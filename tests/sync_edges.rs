@@ -392,3 +392,48 @@ fn objects_show_the_writer_of_an_rwlock_first_seen_by_a_reader() {
         "objects() shows a write-held rwlock as free"
     );
 }
+
+/// A lock of an `RwLock` by the thread that holds its write lock (write, read, or
+/// their timed forms) would wait for itself forever: it is refused with a panic
+/// naming EDEADLK (what `pthread_rwlock_wrlock` and `_rdlock` report there), as the
+/// mutex kinds refuse a relock by their owner, and the write guard then unwinds.
+#[test]
+fn rwlock_relock_by_its_writer_panics_instead_of_hanging() {
+    let _g = serial(Tracking::Counts);
+    quiet_expected_panic("posixrt RwLock");
+    let l = Arc::new(RwLock::new(0u32));
+    for how in 0..4 {
+        let (tx, rx) = mpsc::channel();
+        let l2 = Arc::clone(&l);
+        std::thread::spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _w = l2.write();
+                let long = Duration::from_secs(3600);
+                match how {
+                    0 => drop(l2.write()),
+                    1 => drop(l2.read()),
+                    2 => drop(l2.try_write_for(long)),
+                    _ => drop(l2.try_read_for(long)),
+                }
+            }));
+            let msg = r.err().map(|p| {
+                p.downcast_ref::<String>()
+                    .cloned()
+                    .unwrap_or_else(|| "a panic without a message".into())
+            });
+            let _ = tx.send(msg);
+        });
+        let msg = rx
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("relock {how} by the writer hangs"));
+        let msg = msg.unwrap_or_else(|| panic!("relock {how} by the writer succeeded"));
+        assert!(msg.contains("EDEADLK"), "{msg}");
+        // Refused before it became a waiter, and the write guard unwound.
+        assert!(!l.is_locked());
+        let s = unsafe { l.raw() }.snapshot().expect("known");
+        assert_eq!((s.info.waiters, s.waiters.len()), (0, 0), "{s:?}");
+    }
+    // The writer's own try_write and try_read only fail (the lock is busy).
+    let _w = l.write();
+    assert!(l.try_write().is_none() && l.try_read().is_none());
+}

@@ -8,7 +8,12 @@
 //! on a separate epoch word that every unblocking change advances (so a state that
 //! goes free → write-locked → free between a check and the sleep cannot strand a
 //! sleeper), and are all woken when it changes in their favour. The writer's tid
-//! is kept beside the word for introspection.
+//! is kept beside the word for introspection, and to refuse a lock by the writer
+//! itself: `write`, `read` and their timed forms from the thread that holds the
+//! write lock would wait for that thread forever, so they **panic** with EDEADLK
+//! (what `pthread_rwlock_wrlock` and `pthread_rwlock_rdlock` report there; the
+//! `lock_api` methods cannot return it), as the mutexes refuse a relock by their
+//! owner. `try_write` and `try_read` only fail then.
 //!
 //! # References
 //! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
@@ -115,10 +120,22 @@ impl RawRwLock {
         false
     }
 
+    /// Refuses a lock by the thread that holds the write lock: it would wait for
+    /// itself forever. Only this thread stores its own tid in `writer` (after
+    /// taking the write lock, cleared before releasing it), so reading it back
+    /// means this thread holds the write lock.
+    #[inline]
+    fn refuse_relock_by_writer(&self, tid: u32, call: &'static str) {
+        if self.writer.load(Ordering::Relaxed) == tid {
+            relock_by_writer(call)
+        }
+    }
+
     #[cold]
     #[inline(never)]
     fn read_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
+        self.refuse_relock_by_writer(tid, "pthread_rwlock_rdlock");
         let wait = self.wait_start(tid);
         let ok = loop {
             let s = self.state.load(Ordering::Acquire);
@@ -197,6 +214,7 @@ impl RawRwLock {
     #[inline(never)]
     fn write_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
+        self.refuse_relock_by_writer(tid, "pthread_rwlock_wrlock");
         let wait = self.wait_start(tid);
         self.writers_waiting.fetch_add(1, Ordering::SeqCst);
         let ok = loop {
@@ -311,6 +329,16 @@ impl RawRwLock {
         self.epoch.fetch_add(1, Ordering::SeqCst);
         futex::wake(&self.epoch, i32::MAX as u32);
     }
+}
+
+/// A lock by the thread that holds the write lock (see the [module docs](self)).
+#[cold]
+#[inline(never)]
+fn relock_by_writer(call: &'static str) -> ! {
+    let e = crate::Error::from_errno(call, libc::EDEADLK)
+        .with_message("the calling thread holds this lock for writing")
+        .with_hint("drop the write guard before locking again");
+    panic!("posixrt RwLock: {e}")
 }
 
 /// More than 2^30 - 2 read locks held at once (e.g. leaked guards): the count would
