@@ -59,7 +59,12 @@ pub struct Stats {
     /// Mutex: lock acquisitions (including successful trylocks); rwlock: write
     /// acquisitions; condvar: waits; semaphore: successful waits (incl. trywaits).
     pub locks: u64,
-    /// Acquisitions (or waits) that had to sleep.
+    /// Acquisitions (or waits) that found the object taken and entered the
+    /// blocking path, listed meanwhile as a waiter (a condvar: every wait). Most
+    /// of them slept; one that found the object released by the time it would
+    /// have slept (or a PI lock the kernel granted at once, e.g. from a dead
+    /// owner) counts too, without sleeping. Not counted: a blocking path that
+    /// ended without the object (a timeout, an error).
     pub contended: u64,
     /// Total time spent blocked before acquiring (timing level).
     pub wait_total: Duration,
@@ -75,7 +80,8 @@ pub struct Stats {
     pub trylock_failures: u64,
     /// Rwlock: read acquisitions.
     pub read_locks: u64,
-    /// Rwlock: read acquisitions that had to sleep.
+    /// Rwlock: read acquisitions that entered the blocking path (a writer held
+    /// or waited for the lock), as [`contended`](Self::contended) counts them.
     pub read_contended: u64,
     /// Rwlock: total read wait time (timing level).
     pub read_wait_total: Duration,
