@@ -32,6 +32,17 @@
 //!   priority order. With no waiter, `notify` makes no syscall.
 //! - A waiter whose sleep ended before a requeue (timeout, or the sequence moved
 //!   before it slept) relocks the mutex itself with `FUTEX_LOCK_PI`.
+//! - **A requeue that would close a deadlock is refused.** If the mutex's owner
+//!   waits, directly or through other PI mutexes, for a lock that the waiter
+//!   to be requeued holds, the requeue would close a cycle: the kernel refuses
+//!   it (EDEADLK, as it refuses such a `PiMutex::lock`), leaves that waiter
+//!   **and every waiter queued behind it** asleep on the condition variable,
+//!   and `notify` returns 0. They sleep on until their deadline (a timed wait
+//!   then relocks the mutex itself, and panics as `PiMutex::lock` does if the
+//!   cycle is still there) or a later `notify` after the cycle is gone: the
+//!   kernel has no way to wake a requeue-PI waiter but a requeue, a signal or
+//!   its timeout. So do not wait on a `PiCondvar` while holding a PI mutex that
+//!   the holder of the condvar's mutex may wait for (lock in one global order).
 //!
 //! A `PiCondvar` serves one [`PiMutex`](super::PiMutex) at a time (the kernel
 //! requeues onto one futex): a `wait` with another mutex while threads wait with the
@@ -214,8 +225,10 @@ impl PiCondvar {
     }
 
     /// Wakes one waiter, or requeues it onto the mutex if the mutex is held
-    /// (`pthread_cond_signal`); returns whether there was one asleep. A waiter
-    /// between its unlock and its sleep is released too, without being counted.
+    /// (`pthread_cond_signal`); returns whether a sleeping waiter was woken or
+    /// requeued (not when the kernel refused the requeue of a waiter that would
+    /// close a deadlock, see the [module docs](self)). A waiter between its
+    /// unlock and its sleep is released too, without being counted.
     ///
     /// # References
     /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
@@ -227,7 +240,9 @@ impl PiCondvar {
     /// Hands the mutex to the top waiter if it is free and requeues every other
     /// waiter onto the mutex (`pthread_cond_broadcast` without the thundering herd);
     /// returns how many sleeping waiters were woken or requeued (waiters not asleep
-    /// yet are released too, uncounted).
+    /// yet are released too, uncounted). When the kernel refuses to requeue a
+    /// waiter that would close a deadlock, it stops there and this returns 0
+    /// (see the [module docs](self)).
     ///
     /// # References
     /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
@@ -264,7 +279,10 @@ impl PiCondvar {
                 // EINVAL: a waiter rebound the condvar to another mutex meanwhile
                 // (retry with the new one) or no waiter is left; ENOSYS: no
                 // requeue-PI in this kernel, and the waiters' own wait failed the
-                // same way, so they relock by themselves.
+                // same way, so they relock by themselves; EDEADLK: requeueing the
+                // next waiter would close a deadlock cycle, and the kernel left it
+                // and those behind it asleep (see the module docs), without a
+                // count of the ones requeued before it.
                 Err(libc::EINVAL) if self.mutex.load(Ordering::SeqCst) != m => {}
                 Err(_) => return 0,
             }
