@@ -138,6 +138,16 @@ impl Condvar {
     /// woken. A waiter between its unlock and its sleep is released too (its sleep
     /// returns at once) without being counted.
     ///
+    /// The one woken is chosen by the kernel among the threads asleep on the
+    /// condvar at the moment of the wake: the highest real-time priority first,
+    /// in the order they went to sleep among equals. A waiter asleep when
+    /// `notify_one` is called is still asleep then, so it cannot be passed over
+    /// for a thread of lower or equal priority. Called without the mutex held, a
+    /// thread that starts waiting while `notify_one` runs is asleep at that
+    /// moment too and may be the one woken if its priority is higher: a wait
+    /// concurrent with the call, which POSIX leaves unordered (hold the mutex
+    /// when the choice must be predictable, as pthread_cond_signal(3p) advises).
+    ///
     /// # References
     /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
     #[doc(alias = "pthread_cond_signal")]
