@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! $ rtstat 12345
-//! pid 12345: 4 objects (tracking data at most 50 ms old)
+//! pid 12345: 4 objects (published every 50 ms while tracking is on)
 //! ADDRESS            KIND            NAME            STATE                 WAITERS  LOCKS  CONT  TRY/FAIL  WAIT_MS  MAX_MS  HOLD_MS
 //! 0x5581f2a3c010     mutex           queue           owner 12350           2: 12351 12352  ...
 //! DEADLOCK: thread 12360 waits for [0x55.. right] held by thread 12361 waits for [0x55.. left] held by thread 12360
