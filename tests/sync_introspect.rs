@@ -582,6 +582,11 @@ fn registry_reader_child() {
             assert!(o.stats.trylock_failures <= o.stats.trylocks);
             last = o.stats.locks;
             reads += 1;
+            if reads == 1 {
+                // The parent hammers only from now on, so this reader overlaps it
+                // however late the child started on a loaded machine.
+                println!("CHILD READY");
+            }
         }
         std::thread::sleep(Duration::from_millis(2));
     }
@@ -611,6 +616,14 @@ fn another_process_reads_the_registry() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut ready = String::new();
+    while !ready.contains("CHILD READY") && !ready.contains("CHILD reads") {
+        ready.clear();
+        if out.read_line(&mut ready).unwrap_or(0) == 0 {
+            break; // the child ended: its report (or its absence) is checked below
+        }
+    }
     let (threads, each) = (4u64, 50_000u64);
     let hammering = AtomicBool::new(true);
     std::thread::scope(|s| {
@@ -647,11 +660,12 @@ fn another_process_reads_the_registry() {
     sync::publish().unwrap();
     // The child may already have failed (its report below says why).
     let _ = child.stdin.take().unwrap().write_all(b"stop\n");
-    let out = BufReader::new(child.stdout.take().unwrap());
-    let all: Vec<String> = out.lines().map_while(Result::ok).collect();
+    let all: Vec<String> = std::iter::once(ready)
+        .chain(out.lines().map_while(Result::ok))
+        .collect();
     let line = all
         .iter()
-        .find_map(|l| l.find("CHILD ").map(|i| l[i..].to_string()))
+        .find_map(|l| l.find("CHILD reads=").map(|i| l[i..].to_string()))
         .unwrap_or_else(|| panic!("no child report:\n{}", all.join("\n")));
     assert!(child.wait().unwrap().success(), "child failed: {line}");
     let field = |k: &str| -> u64 {
