@@ -285,10 +285,12 @@ unsafe impl RawMutex for RawNormalMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        self.track.on_unlock(self.addr());
-        if !self.word.unlock_fast(current_tid()) {
+        let tracked = self.track.on_unlock(self.addr());
+        let tid = current_tid();
+        if !self.word.unlock_fast(tid) {
             self.word.unlock_slow();
         }
+        self.track.on_released(tracked, tid);
     }
 
     #[inline]

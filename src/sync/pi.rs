@@ -419,7 +419,7 @@ unsafe impl RawMutex for RawPiMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        self.track.on_unlock(self.addr());
+        let tracked = self.track.on_unlock(self.addr());
         let tid = current_tid();
         if self
             .word
@@ -428,6 +428,7 @@ unsafe impl RawMutex for RawPiMutex {
         {
             self.unlock_slow();
         }
+        self.track.on_released(tracked, tid);
     }
 
     #[inline]

@@ -247,12 +247,15 @@ impl<T: ?Sized> RecursiveMutex<T> {
             return;
         }
         self.count.store(0, Ordering::Relaxed);
-        if track::level() != 0 {
+        let tracked = track::level() != 0;
+        if tracked {
             self.track.releasing();
         }
-        if !self.word.unlock_fast(current_tid()) {
+        let tid = current_tid();
+        if !self.word.unlock_fast(tid) {
             self.word.unlock_slow();
         }
+        self.track.on_released(tracked, tid);
     }
 }
 

@@ -453,10 +453,13 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
-        self.track.on_unlock(self.addr());
+        let tracked = self.track.on_unlock(self.addr());
         self.writer.store(0, Ordering::Relaxed);
         self.state.store(0, Ordering::SeqCst);
         self.wake_all();
+        if tracked {
+            self.track.released(current_tid());
+        }
     }
 
     #[inline]

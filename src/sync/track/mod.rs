@@ -13,7 +13,9 @@
 //!   gets a record, allocated once, off the fast path). Counters are written only by
 //!   the thread that holds the lock, with plain relaxed stores inside a sequence
 //!   counter (no read-modify-write atomics on the uncontended path beyond the
-//!   lock's own CAS). Failed trylocks, waiters, condition variables, semaphores and
+//!   lock's own CAS); after releasing an exclusive lock, its owner makes one
+//!   `SeqCst` fence and one load (to take back an owner a waiter noted during the
+//!   unlock). Failed trylocks, waiters, condition variables, semaphores and
 //!   read locks (which have no single owner) use `fetch_add`.
 //! - [`Tracking::Timing`]: adds wait and hold times. Hold time needs a timestamp at
 //!   lock and one at unlock (the TSC on x86-64, `CLOCK_MONOTONIC` elsewhere); wait

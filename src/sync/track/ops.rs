@@ -75,9 +75,10 @@ impl Track {
 
     /// A waiter may be the first to see the lock (tracking switched on while it was
     /// held, so its owner wrote nothing): it records the owner it waits for, if the
-    /// record names none, and takes that back if the lock changed hands meanwhile.
-    /// So a cycle of waits begun while tracking is on is found even over locks
-    /// taken before.
+    /// record names none, and takes that back if the lock changed hands meanwhile
+    /// (if the owner was unlocking, between clearing the record and releasing the
+    /// word, the owner takes it back: [`released`](Self::released)). So a cycle of
+    /// waits begun while tracking is on is found even over locks taken before.
     #[cold]
     pub(crate) fn note_owner(&self, owner: &impl Fn() -> u32, tid: u32) {
         let Some(r) = self.get() else { return };
@@ -131,11 +132,43 @@ impl Track {
 
     /// The unlock report every exclusive lock makes before releasing its word: the
     /// trace hook, then (only when tracking is on) [`releasing`](Self::releasing).
+    /// Returns whether tracking is on, for [`on_released`](Self::on_released).
     #[inline(always)]
-    pub(crate) fn on_unlock(&self, addr: usize) {
+    pub(crate) fn on_unlock(&self, addr: usize) -> bool {
         crate::sync::hook::unlock(addr);
-        if level() != 0 {
+        let tracked = level() != 0;
+        if tracked {
             self.releasing();
+        }
+        tracked
+    }
+
+    /// The report every exclusive lock's owner `tid` makes after releasing its
+    /// word, with what [`on_unlock`](Self::on_unlock) returned (one level load per
+    /// unlock): [`released`](Self::released) when tracking is on.
+    #[inline(always)]
+    pub(crate) fn on_released(&self, tracked: bool, tid: u32) {
+        if tracked {
+            self.released(tid);
+        }
+    }
+
+    /// After the owner `tid` released the lock word (tracking is on): takes back
+    /// the owner a waiter's [`note_owner`](Self::note_owner) wrote into the record
+    /// during the unlock. Such a waiter read `tid` from the word before the
+    /// release and wrote it after [`releasing`](Self::releasing) cleared the
+    /// record; it reads the word again after its write, and this reads the record
+    /// after the release, each behind a `SeqCst` fence, so one of the two sees the
+    /// other and clears the stale owner. (The unlocking thread cannot have taken
+    /// the lock again meanwhile, so the record naming it is always stale here.)
+    #[inline]
+    pub(crate) fn released(&self, tid: u32) {
+        fence(Ordering::SeqCst);
+        if let Some(r) = self.get() {
+            let w = &r.w[W_OWNER];
+            if w.load(Ordering::Relaxed) == u64::from(tid) {
+                let _ = w.compare_exchange(u64::from(tid), 0, Ordering::SeqCst, Ordering::Relaxed);
+            }
         }
     }
 
