@@ -437,3 +437,21 @@ fn rwlock_relock_by_its_writer_panics_instead_of_hanging() {
     let _w = l.write();
     assert!(l.try_write().is_none() && l.try_read().is_none());
 }
+
+/// A recursive mutex's timed lock gives a `Result` of a guard that can be
+/// unwrapped both ways, as the `lock_api` guards' can: the guard is `Debug` (its
+/// data's `Debug`), so `unwrap_err` and `{:?}` compile.
+#[test]
+fn recursive_timed_lock_refusal_unwraps_and_its_guard_prints() {
+    let _g = serial(Tracking::Off);
+    let m = RecursiveMutex::new(7u32);
+    let g = m.lock();
+    assert_eq!(format!("{g:?}"), "7");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let e = m.lock_for(Duration::ZERO).unwrap_err();
+            assert_eq!(e.kind(), posixrt::ErrorKind::TimedOut);
+        });
+    });
+    drop(g);
+}

@@ -272,6 +272,13 @@ impl<T: ?Sized> Drop for RecursiveMutexGuard<'_, T> {
     }
 }
 
+/// Formats the protected data, as the `lock_api` guards do.
+impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for RecursiveMutexGuard<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for RecursiveMutex<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RecursiveMutex")
