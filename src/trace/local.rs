@@ -19,7 +19,7 @@ use super::ids::{EventId, ID_SPACE};
 use super::ring::{small_word, Ring};
 use super::slots::{
     filtered, gen_of, give_busy, pass_of, take_busy, writer_fence, Busy, GENS_BY_PASS, NEED_FENCE,
-    PASS_MANY, RUNNING, TRACE_SYS_MAX,
+    PASS_MANY, RUNNING, SHARED_BUSY, TRACE_SYS_MAX,
 };
 use super::stream::Stream;
 
@@ -394,9 +394,29 @@ fn nested(pass: u8, id: u16, busy: &Busy) {
 #[cold]
 fn count_nested(slot: usize, busy: &Busy) {
     if std::ptr::eq(busy, &REGISTERING) {
-        return; // no stream is held for this thread yet
+        // The thread is taking its flag: none holds a stream for it yet.
+        return count_unheld(slot);
     }
     writer_fence();
+    count_lost(slot);
+}
+
+/// Counts one lost event in the stream of `slot` for a thread that holds no
+/// busy flag of its own (a handler's event while its thread takes its flag, or
+/// an event after the thread's clean-up at exit): under the shared busy count,
+/// which a shutdown waits for as for a thread's flag. Async-signal-safe (atomics).
+#[cold]
+fn count_unheld(slot: usize) {
+    SHARED_BUSY.0.fetch_add(1, Relaxed);
+    writer_fence();
+    count_lost(slot);
+    SHARED_BUSY.0.fetch_sub(1, Release);
+}
+
+/// Counts one lost event in the stream of `slot`, if one lives there; the
+/// caller holds a busy flag (or the shared count) set before this reads any
+/// generation, so a stream whose generation is live here stays alive.
+fn count_lost(slot: usize) {
     let gen = gen_of(slot).load(Acquire);
     if gen & 1 == 0 {
         return;

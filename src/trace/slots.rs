@@ -75,6 +75,11 @@ pub(super) struct Busy(pub(super) AtomicU32);
 /// is exiting (the hazard of issue 18's tracking registry).
 static BUSY_ALL: PiLocked<Vec<&'static Busy>> = PiLocked::const_new(RawPiLock::INIT, Vec::new());
 static BUSY_FREE: PiLocked<Vec<&'static Busy>> = PiLocked::const_new(RawPiLock::INIT, Vec::new());
+/// The busy count of the threads that have no flag of their own while they
+/// count an event lost (a signal handler's, while its thread takes its flag; an
+/// event after the thread's clean-up at exit): a counter, not a flag, as any
+/// number of them may be inside at once. Shutdown waits for it as for a flag.
+pub(super) static SHARED_BUSY: Busy = Busy(AtomicU32::new(0));
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -214,7 +219,8 @@ pub(super) fn retire(slot: usize, gen: u64) {
     // A writer inside a record finishes it in nanoseconds, unless it was
     // preempted there: spin briefly, then yield so a preempted writer sharing
     // this CPU gets to run.
-    for b in BUSY_ALL.lock().iter() {
+    let all = BUSY_ALL.lock();
+    for b in all.iter().copied().chain([&SHARED_BUSY]) {
         let mut spins = 0u32;
         while b.0.load(Acquire) != 0 {
             if spins < 1000 {
