@@ -307,7 +307,10 @@ fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
 #[inline(always)]
 fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -> bool {
     if l.busy.is_null() && !register_thread(l) {
-        return false; // the thread is exiting
+        // The thread's clean-up has run (an event from a later thread-local
+        // destructor): it has no flag to record with any more.
+        count_unheld(slot);
+        return false;
     }
     // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
     let busy = unsafe { &*l.busy };

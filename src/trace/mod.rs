@@ -193,9 +193,10 @@ pub use status::TraceStatus;
 /// `event` cannot go into the sub-buffer that record is half-way through, so it is
 /// dropped and counted lost (the stream's status reports an overrun, readers an
 /// OVERFLOW with tid 0), as is one that came while its thread was taking its
-/// recording state (the thread's first event). A thread's first event in a
-/// stream allocates its sub-buffer: not from a handler, nor from a custom
-/// `#[global_allocator]`.
+/// recording state (the thread's first event), and an event recorded by a
+/// thread-local destructor after the recorder's clean-up of its thread. A
+/// thread's first event in a stream allocates its sub-buffer: not from a
+/// handler, nor from a custom `#[global_allocator]`.
 ///
 /// # References
 /// - [`posix_trace_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_event.html)
