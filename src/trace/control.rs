@@ -146,7 +146,7 @@ impl Trace {
             running: s.running(),
             full,
             overrun,
-            flushing: s.flushing.load(Acquire),
+            flushing: s.flushing.load(Acquire) != 0,
             flush_error: s.flush_error.swap(0, AcqRel),
             log_overrun,
             log_full,

@@ -7,7 +7,7 @@
 //! buffer (no event objects, no allocation per event). A LOOP stream, whose
 //! writers overwrite concurrently, goes through the validated reader of `read.rs`.
 
-use std::sync::atomic::Ordering::*;
+use std::sync::atomic::{AtomicU32, Ordering::*};
 use std::time::Duration;
 
 use super::attr::{LogFullPolicy, StreamFullPolicy, RECORD_HEADER};
@@ -43,6 +43,15 @@ impl TickConv {
     fn ns(&self, t: u64) -> u64 {
         let d = t.wrapping_sub(self.t) as i64 as i128;
         (self.ns as i128 + ((d * self.mult) >> 32)).max(0) as u64
+    }
+}
+
+/// One flush in progress: counted in `Stream::flushing` until dropped.
+struct Flushing<'a>(&'a AtomicU32);
+
+impl Drop for Flushing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, AcqRel);
     }
 }
 
@@ -130,7 +139,11 @@ impl Stream {
     /// Writes what the stream holds to the log.
     pub(super) fn flush_with(&self, marks: Marks) -> Result<()> {
         let Some(log) = &self.log else { return Ok(()) };
-        self.flushing.store(true, Release);
+        // A count, not a flag: flushes overlap (`flush` from two threads, or
+        // one while the flusher writes), and the stream is FLUSHING until the
+        // last of them ends.
+        self.flushing.fetch_add(1, AcqRel);
+        let in_flush = Flushing(&self.flushing);
         let mut st = lock(&self.reader);
         let mut w = lock(log);
         w.sync_types();
@@ -195,7 +208,7 @@ impl Stream {
         let res = w.commit();
         drop(w);
         self.flush_done.fetch_add(1, Release);
-        self.flushing.store(false, Release);
+        drop(in_flush);
         self.maybe_resume();
         if let Err(e) = res {
             let errno = e.raw_os_error().unwrap_or(libc::EIO);
@@ -365,7 +378,77 @@ impl Stream {
 
 #[cfg(test)]
 mod tests {
-    use crate::trace::{self, local, EventId, Trace, TraceAttr, TraceLog};
+    use crate::trace::slots::lock;
+    use crate::trace::{self, local, EventId, StreamFullPolicy, Trace, TraceAttr, TraceLog};
+    use std::io::Read;
+    use std::time::Duration;
+
+    /// Waits until thread `tid` of this process sleeps (blocked in a call).
+    pub(crate) fn wait_sleeping(tid: i32) {
+        let path = format!("/proc/self/task/{tid}/stat");
+        for _ in 0..10_000 {
+            let stat = std::fs::read_to_string(&path).unwrap();
+            let state = stat.rsplit(')').next().unwrap().trim_start();
+            if state.starts_with('S') {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("thread {tid} never blocked");
+    }
+
+    /// Two flushes that overlap: the status reports FLUSHING until the last of
+    /// them ends, not only until the first does.
+    #[test]
+    fn flushing_lasts_until_the_last_of_overlapping_flushes() {
+        // A log on a pipe nobody reads yet: a flush blocks in its final write,
+        // holding the log but no longer the reader lock.
+        let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        rustix::pipe::fcntl_setpipe_size(&wr, 4096).unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        let t = Trace::create_with_log(&a, std::fs::File::from(wr)).unwrap();
+        let ev = trace::eventid_open("flush.overlap").unwrap();
+        t.start().unwrap();
+        for i in 0..8192u32 {
+            trace::event(ev, &i.to_le_bytes());
+        }
+        t.stop().unwrap();
+        let gettid = || rustix::thread::gettid().as_raw_nonzero().get();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tr = &t;
+        let drainer = std::thread::scope(|sc| {
+            let tx1 = tx.clone();
+            let first = sc.spawn(move || {
+                tx1.send(gettid()).unwrap();
+                tr.flush()
+            });
+            wait_sleeping(rx.recv().unwrap()); // in its write, the pipe full
+            let reader = lock(&tr.s.reader);
+            let second = sc.spawn(move || {
+                tx.send(gettid()).unwrap();
+                tr.flush()
+            });
+            wait_sleeping(rx.recv().unwrap()); // waits for the reader lock
+            let mut rd = std::fs::File::from(rd);
+            let drainer = std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while rd.read(&mut buf).is_ok_and(|n| n > 0) {}
+            });
+            first.join().unwrap().unwrap();
+            assert!(
+                tr.status().flushing,
+                "the second flush has not ended: FLUSHING"
+            );
+            drop(reader);
+            second.join().unwrap().unwrap();
+            assert!(!tr.status().flushing, "no flush runs");
+            drainer
+        });
+        t.shutdown().unwrap();
+        drainer.join().unwrap(); // the log's end closed the pipe
+    }
 
     /// A signal handler's event dropped inside the recorder (counted in the
     /// stream's nested losses) reaches a log as an OVERFLOW, as a reader of the

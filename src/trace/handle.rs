@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 use std::fs::File;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -166,7 +166,7 @@ impl Trace {
             auto_suspended: AtomicBool::new(false),
             ctl: Mutex::new(()),
             flush_req: AtomicBool::new(false),
-            flushing: AtomicBool::new(false),
+            flushing: AtomicU32::new(0),
             flush_error: AtomicI32::new(0),
             flush_done: AtomicU64::new(0),
             full_seen: AtomicBool::new(false),

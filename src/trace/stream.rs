@@ -3,7 +3,7 @@
 //! full policies.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Mutex, TryLockError};
 use std::thread::JoinHandle;
 
@@ -55,7 +55,8 @@ pub(super) struct Stream {
     /// after it.
     pub(super) ctl: Mutex<()>,
     pub(super) flush_req: AtomicBool,
-    pub(super) flushing: AtomicBool,
+    /// Flushes in progress (they can overlap).
+    pub(super) flushing: AtomicU32,
     pub(super) flush_error: AtomicI32,
     pub(super) flush_done: AtomicU64,
     pub(super) full_seen: AtomicBool,
