@@ -2,12 +2,21 @@
 //! `_timedgetnext_event`, `_trygetnext_event`.
 
 use std::sync::atomic::Ordering::*;
+use std::sync::TryLockError;
 use std::time::{Duration, Instant};
 
 use super::event::{Event, EventInfo};
 use super::handle::Trace;
 use super::slots::lock;
 use crate::{Error, Result};
+
+/// What one look at a stream found.
+enum Look {
+    Event(Event),
+    Empty,
+    /// The reader lock is held elsewhere (a flush).
+    Busy,
+}
 
 impl Trace {
     /// `posix_trace_trygetnext_event`: the oldest unread event, or `None` at once.
@@ -16,19 +25,40 @@ impl Trace {
     /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_trygetnext_event")]
     pub fn try_getnext(&self) -> Result<Option<Event>> {
+        match self.look(true)? {
+            Look::Event(e) => Ok(Some(e)),
+            Look::Empty | Look::Busy => Ok(None),
+        }
+    }
+
+    /// One look for the oldest unread event. With `wait_lock` false, a reader
+    /// lock held elsewhere (a flush holds it while it encodes and writes, as
+    /// long as the log's file system takes) is `Busy` instead of a wait.
+    fn look(&self, wait_lock: bool) -> Result<Look> {
         self.check_owner("posix_trace_trygetnext_event")?;
         let e = {
-            let mut st = lock(&self.s.reader);
+            let mut st = if wait_lock {
+                lock(&self.s.reader)
+            } else {
+                match self.s.reader.try_lock() {
+                    Ok(g) => g,
+                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(TryLockError::WouldBlock) => return Ok(Look::Busy),
+                }
+            };
             let e = self.s.take(&mut st);
             if e.is_none() {
                 self.s.reclaim();
             }
             e
         };
-        if e.is_some() {
-            self.s.maybe_resume();
-        }
-        Ok(e)
+        Ok(match e {
+            Some(e) => {
+                self.s.maybe_resume();
+                Look::Event(e)
+            }
+            None => Look::Empty,
+        })
     }
 
     /// `posix_trace_getnext_event`: the oldest unread event; blocks while the stream
@@ -84,14 +114,22 @@ impl Trace {
     }
 
     fn wait_next(&self, deadline: Option<Instant>) -> Result<Option<Event>> {
+        // With a deadline, never wait for the reader lock: a flush can hold it
+        // for as long as its writes take, past any deadline.
+        let wait_lock = deadline.is_none();
         let mut nap = Duration::from_micros(20);
         loop {
-            if let Some(e) = self.try_getnext()? {
-                return Ok(Some(e));
-            }
-            if !self.s.running() && !self.s.auto_suspended.load(Acquire) {
-                // Recheck: an event may have landed between the read and the check.
-                return self.try_getnext();
+            match self.look(wait_lock)? {
+                Look::Event(e) => return Ok(Some(e)),
+                Look::Empty if !self.s.running() && !self.s.auto_suspended.load(Acquire) => {
+                    // Recheck: an event may have landed between the read and the check.
+                    match self.look(wait_lock)? {
+                        Look::Event(e) => return Ok(Some(e)),
+                        Look::Empty => return Ok(None),
+                        Look::Busy => {}
+                    }
+                }
+                Look::Empty | Look::Busy => {}
             }
             let now = Instant::now();
             if let Some(d) = deadline {
@@ -139,5 +177,39 @@ impl Trace {
     #[doc(alias = "posix_trace_trygetnext_event")]
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
         std::iter::from_fn(move || self.try_getnext().ok().flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Trace, TraceAttr};
+    use crate::ErrorKind;
+
+    /// A flush holds the reader lock while it encodes and writes the log (as
+    /// long as the log's file system takes): a timed read in the meantime ends
+    /// at its deadline instead of waiting for the lock past it.
+    #[test]
+    fn timed_getnext_ends_at_its_deadline_while_the_reader_lock_is_held() {
+        let t = Trace::create(&TraceAttr::new()).unwrap();
+        t.start().unwrap();
+        let held = lock(&t.s.reader);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tr = &t;
+        std::thread::scope(|sc| {
+            sc.spawn(move || {
+                let r = tr.timed_getnext(Instant::now() + Duration::from_millis(20));
+                tx.send(r.map_err(|e| e.kind())).unwrap();
+            });
+            // Bounded only so that a read that waits for the lock fails the
+            // test instead of hanging it.
+            let r = rx.recv_timeout(Duration::from_secs(20));
+            drop(held);
+            assert_eq!(
+                r.expect("the timed read waited for the lock past its deadline"),
+                Err(ErrorKind::TimedOut)
+            );
+        });
+        t.shutdown().unwrap();
     }
 }
