@@ -25,3 +25,34 @@ fn a_name_over_the_limit_is_enametoolong() {
         );
     }
 }
+
+/// POSIX keeps user and system event names apart: `posix_trace_eventid_open`
+/// opens a user event, so a system event's name (a POSIX one, one a module
+/// registered) gives a user event of its own, and the same one again.
+#[test]
+fn a_system_event_name_opens_a_user_event_of_its_own() {
+    use posixrt::trace::system_events::{self as sys, Field, FieldType};
+    use posixrt::trace::{EventId, Trace, TraceAttr};
+    static L: [Field; 1] = [Field {
+        name: "x",
+        ty: FieldType::U32,
+    }];
+    let modev = sys::register("tn_sysname", &L).unwrap();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    for (name, sys_id) in [
+        ("posix_trace_overflow", EventId::OVERFLOW),
+        ("posix_trace_start", EventId::START),
+        ("tn_sysname", modev),
+    ] {
+        let u = trace::eventid_open(name).unwrap();
+        assert!(
+            !u.is_system() && u != sys_id && u != EventId::UNNAMED_USER,
+            "{name}"
+        );
+        assert_eq!(trace::eventid_open(name).unwrap(), u, "{name}");
+        assert_eq!(t.eventid_open(name).unwrap(), u, "{name}");
+        assert_eq!(trace::eventid_name(u).as_deref(), Some(name));
+        assert_eq!(trace::eventid_name(sys_id).as_deref(), Some(name));
+    }
+    t.shutdown().unwrap();
+}

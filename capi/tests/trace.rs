@@ -233,6 +233,7 @@ function_tests!(
     eventid_open,
     user_event_max,
     eventid_open_null,
+    eventid_open_system_name,
     trid_eventid_open,
     eventid_get_name,
     eventid_equal,

@@ -258,11 +258,11 @@ fn name_arg<'a>(p: *const c_char) -> Result<&'a str, c_int> {
     Ok(s)
 }
 
+/// The user event of a name: POSIX keeps user and system event names apart, so
+/// a system event's name (an extension's included) opens a user event of its
+/// own, never the system event.
 fn open_name(name: *const c_char) -> Result<c_uint, c_int> {
     let n = name_arg(name)?;
-    if let Some(i) = EXT_NAMES.iter().position(|e| *e == n) {
-        return Ok(EXT_BASE + 1 + i as c_uint);
-    }
     rt::trace::eventid_open(n)
         .map(to_c)
         .map_err(|e| super::errno_of(&e))
@@ -283,7 +283,8 @@ pub unsafe extern "C" fn posix_trace_eventid_open(
 }
 
 /// For a stream, as `posix_trace_eventid_open`; for a log, the id of a name the
-/// log holds (`EINVAL` if it holds none).
+/// log holds (`EINVAL` if it holds none): its user event of that name if it has
+/// one, else its system event of that name.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_trid_eventid_open(
     trid: c_ulong,
@@ -299,7 +300,11 @@ pub unsafe extern "C-unwind" fn posix_trace_trid_eventid_open(
         Obj::Log { log, .. } => {
             let n = name_arg(event_name)?;
             let l = lock(log);
-            let t = l.event_types().find(|t| t.name == n).ok_or(libc::EINVAL)?;
+            let named = || l.event_types().filter(|t| t.name == n);
+            let t = named()
+                .find(|t| !t.id.is_system())
+                .or_else(|| named().next())
+                .ok_or(libc::EINVAL)?;
             out(event, to_c_named(t.id, Some(&t.name)))
         }
     }))

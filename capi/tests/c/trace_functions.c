@@ -300,6 +300,46 @@ static void t_eventid_open_null(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* POSIX keeps user and system event names apart: posix_trace_eventid_open
+ * opens a user event, so a system event's name (a POSIX one, or one of the
+ * oc2000 extension names) gives a user event of its own, never the system
+ * event's id; a log then gives that user event's id for the name. */
+static void t_eventid_open_system_name(void)
+{
+    static const char *const names[] = {"posix_trace_overflow", "traceMutexLock",
+                                        "traceSigDelivery"};
+    static const trace_event_id_t sys[] = {POSIX_TRACE_OVERFLOW, traceMutexLock,
+                                           traceSigDelivery};
+    trace_event_id_t u[3], id;
+    trace_id_t t, l;
+    char buf[TRACE_EVENT_NAME_MAX];
+    int i, fd = temp_file();
+    for (i = 0; i < 3; i++) {
+        OK(posix_trace_eventid_open(names[i], &u[i]));
+        TRUE(u[i] != sys[i]);
+        TRUE(u[i] > POSIX_TRACE_UNNAMED_USEREVENT && u[i] < 1024); /* a user id */
+        OK(posix_trace_eventid_open(names[i], &id));
+        EQ(id, u[i]);
+    }
+    OK(posix_trace_create_withlog(0, NULL, fd, &t));
+    for (i = 0; i < 3; i++) {
+        OK(posix_trace_trid_eventid_open(t, names[i], &id));
+        EQ(id, u[i]);
+        OK(posix_trace_eventid_get_name(t, u[i], buf));
+        EQ(strcmp(buf, names[i]), 0);
+    }
+    OK(posix_trace_start(t));
+    posix_trace_event(u[0], "u", 1);
+    OK(posix_trace_stop(t));
+    OK(posix_trace_shutdown(t));
+    lseek(fd, 0, SEEK_SET);
+    OK(posix_trace_open(fd, &l));
+    OK(posix_trace_trid_eventid_open(l, "posix_trace_overflow", &id));
+    EQ(id, u[0]);
+    OK(posix_trace_close(l));
+    close(fd);
+}
+
 static void t_trid_eventid_open(void)
 {
     trace_id_t t = new_stream();
@@ -763,6 +803,7 @@ static const struct test TESTS[] = {
     {"eventid_open", t_eventid_open},
     {"user_event_max", t_user_event_max},
     {"eventid_open_null", t_eventid_open_null},
+    {"eventid_open_system_name", t_eventid_open_system_name},
     {"trid_eventid_open", t_trid_eventid_open},
     {"eventid_get_name", t_eventid_get_name},
     {"eventid_equal", t_eventid_equal},
