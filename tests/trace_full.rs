@@ -218,3 +218,36 @@ fn status_answers_while_a_large_flush_blocks_in_write() {
     let st = got.expect("status() waited for the flush");
     assert!(st.flushing, "{st:?}");
 }
+
+/// Shutting down an UNTIL_FULL stream with a log that suspended itself: the
+/// shutdown's final flush frees the sub-buffer, which must not resume the
+/// stream on its way out (its slot stayed marked running, and the next stream
+/// created there ran and recorded without being started).
+#[test]
+fn shutdown_of_a_full_until_full_stream_does_not_resume_it() {
+    let _g = serial();
+    let ev = trace::eventid_open("tf.shutdown_full").unwrap();
+    let (_p, f) = open_log("shutdown_full.trace");
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    // Only the shutdown writes the log.
+    a.set_flush_interval(std::time::Duration::from_secs(3600))
+        .unwrap();
+    let t = Trace::create_with_log(&a, f).unwrap();
+    t.start().unwrap();
+    for i in 0..1000u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let st = t.status();
+    assert!(!st.running && st.full, "{st:?}");
+    t.shutdown().unwrap();
+    // A new stream, in the slot just freed (the lowest free one).
+    let t2 = Trace::create(&TraceAttr::new()).unwrap();
+    let st = t2.status();
+    trace::event(ev, &[1]);
+    let evs: Vec<Event> = t2.events().collect();
+    t2.shutdown().unwrap();
+    assert!(!st.running, "a new stream is created suspended");
+    assert_eq!(ids(&evs), [], "it records nothing before it is started");
+}

@@ -242,7 +242,14 @@ impl Trace {
         if PID.load(Relaxed) != s.pid {
             return Ok(()); // a forked child: the parent owns the stream
         }
-        set_running(s.slot, false);
+        {
+            // No automatic resume from here on: the final flush frees the
+            // sub-buffers of an UNTIL_FULL stream that suspended itself, and
+            // resuming it then left its slot running for the next stream.
+            let _ctl = lock(&s.ctl);
+            s.auto_suspended.store(false, Release);
+            set_running(s.slot, false);
+        }
         let mut res = Ok(());
         if s.log.is_some() {
             flusher::stop(s);
@@ -268,6 +275,8 @@ impl Trace {
         // Retire the slot: writers check the generation after setting `busy`.
         slots::retire(s.slot, s.gen);
         local::unpublish(s.slot);
+        // A stream is created suspended: the slot is handed on stopped.
+        set_running(s.slot, false);
         slots::release(s.slot);
         res
     }
