@@ -210,11 +210,14 @@ pub(super) fn writer_fence() {
 /// stream that lived there: writers check the generation after setting `busy`.
 pub(super) fn retire(slot: usize, gen: u64) {
     gen_of(slot).store(gen + 1, Release);
-    if !NEED_FENCE.load(Relaxed) {
-        use rustix::thread::{membarrier, MembarrierCommand};
-        if membarrier(MembarrierCommand::PrivateExpedited).is_err() {
-            fence(SeqCst);
-        }
+    // The generation store is ordered before the reads of the flags below:
+    // by the membarrier (every writer then passes a full barrier), or, where
+    // writers pay a full fence themselves, by a full fence here too (one on
+    // each side: a fence on the writers' side alone lets this store wait in
+    // the store buffer while the flags are read).
+    use rustix::thread::{membarrier, MembarrierCommand};
+    if NEED_FENCE.load(Relaxed) || membarrier(MembarrierCommand::PrivateExpedited).is_err() {
+        fence(SeqCst);
     }
     // A writer inside a record finishes it in nanoseconds, unless it was
     // preempted there: spin briefly, then yield so a preempted writer sharing
