@@ -194,6 +194,9 @@ impl Stream {
                 set_running(self.slot, false);
             }
         }
+        // Reclaiming frees the rings of exited threads: no reference to one
+        // may outlive it.
+        drop(rings);
         self.reclaim();
         if marks && !filtered(self.slot, EventId::FLUSH_STOP.0) {
             let mut e = mark(EventId::FLUSH_STOP, n.to_le_bytes().to_vec());

@@ -162,7 +162,7 @@ impl Trace {
             rings: Mutex::new(Vec::new()),
             ring_ptrs: AtomicPtr::new(std::ptr::null_mut()),
             old_ptrs: Mutex::new(Vec::new()),
-            graveyard: Mutex::new(Vec::new()),
+            gone_lost: AtomicU64::new(0),
             auto_suspended: AtomicBool::new(false),
             ctl: Mutex::new(()),
             flush_req: AtomicBool::new(false),

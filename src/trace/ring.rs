@@ -186,23 +186,8 @@ impl Ring {
     fn word(&self, pos: u64) -> &AtomicU64 {
         let i = ((pos & (self.cap - 1)) / 8) as usize;
         // SAFETY: `i < cap / 8`, so the word is inside the `cap`-byte mapping. The
-        // mapping is live: it is unmapped only by `Drop` (no `&self` left) or by
-        // `release_buffer`, which runs once the owner thread exited (no writer calls
-        // `word` again) and after the ring left every snapshot readers use (no reader
-        // calls it again); the counters kept afterwards are fields, not words.
+        // mapping is live: it is unmapped only by `Drop` (no `&self` left).
         unsafe { &*self.buf.as_ptr().add(i) }
-    }
-
-    /// Unmaps the buffer of a drained ring whose thread exited. The caller holds the
-    /// stream's reader lock and has removed the ring from the snapshots that
-    /// readers of records use; only the counters (head, tail, lost) stay readable.
-    pub(crate) fn release_buffer(&self) {
-        if self.mapped.swap(false, AcqRel) {
-            // SAFETY: mapped in `Ring::new` with length `cap`; no writer exists (its
-            // thread exited) and no reader touches records of a ring outside the
-            // current snapshot, so nothing reads or writes the buffer any more.
-            let _ = unsafe { rustix::mm::munmap(self.buf.as_ptr().cast(), self.cap as usize) };
-        }
     }
 
     /// Bytes in use.

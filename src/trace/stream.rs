@@ -44,10 +44,10 @@ pub(super) struct Stream {
     // Boxed: readers hold a raw pointer to a snapshot, which must not move.
     #[allow(clippy::vec_box)]
     pub(super) old_ptrs: Mutex<Vec<Box<Vec<*const Ring>>>>,
-    /// Rings removed after their thread exited: buffers unmapped, counters kept
-    /// (stale snapshots may still read them).
-    #[allow(clippy::vec_box)]
-    pub(super) graveyard: Mutex<Vec<Box<Ring>>>,
+    /// The events lost by the rings removed after their thread exited (their
+    /// losses still count; the rings themselves are freed). Changed under the
+    /// `rings` lock, with the list.
+    pub(super) gone_lost: AtomicU64,
     pub(super) auto_suspended: AtomicBool,
     /// Serialises start, stop, filter changes, the automatic resume and a
     /// writer's automatic suspension (which only tries it), so racing calls
@@ -139,31 +139,34 @@ impl Stream {
         if gone.is_empty() {
             return;
         }
+        let lost: u64 = gone.iter().map(|r| r.lost.load(Acquire)).sum();
+        self.gone_lost.fetch_add(lost, AcqRel);
         self.publish(&rings);
         drop(rings);
         // Every snapshot reader holds the reader lock, as we do: only the current
-        // snapshot can be in use from now on.
+        // snapshot can be in use from now on, and it does not hold the gone
+        // rings, which nothing else reaches (their threads exited): free them.
         {
             let mut old = lock(&self.old_ptrs);
             let current = old.pop();
             old.clear();
             old.extend(current);
         }
-        for r in &gone {
-            r.release_buffer();
-        }
-        lock(&self.graveyard).extend(gone);
+        drop(gone);
     }
 
     /// Events lost in every sub-buffer, live or reclaimed (each thread counts its
     /// own losses, so the lossy paths share no cache line).
     pub(super) fn lost_sum(&self) -> u64 {
-        let live: u64 = lock(&self.rings).iter().map(|r| r.lost.load(Acquire)).sum();
-        let gone: u64 = lock(&self.graveyard)
-            .iter()
-            .map(|r| r.lost.load(Acquire))
-            .sum();
-        live + gone + self.nested_lost.load(Acquire)
+        let rings = lock(&self.rings);
+        let live: u64 = rings.iter().map(|r| r.lost.load(Acquire)).sum();
+        live + self.gone_lost.load(Acquire) + self.nested_lost.load(Acquire)
+    }
+
+    /// Rings the stream holds.
+    #[cfg(test)]
+    pub(super) fn rings_held(&self) -> usize {
+        lock(&self.rings).len()
     }
 
     /// Sub-buffers currently mapped.
@@ -338,5 +341,43 @@ mod tests {
         while t.try_getnext().unwrap().is_some() {}
         let st = t.status();
         assert!(!st.running, "{st:?}");
+    }
+
+    /// A thread that recorded and exited leaves nothing in the stream once its
+    /// sub-buffer is read empty: a process that keeps starting short-lived
+    /// threads while it traces must not grow the stream by one ring each, and
+    /// the losses of the exited threads still count in the status.
+    #[test]
+    fn exited_threads_leave_no_ring_once_read() {
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        let t = Trace::create(&a).unwrap();
+        let ev = trace::eventid_open("stream.short_lived").unwrap();
+        // Only these threads' events (other tests' threads record meanwhile).
+        let mut only = crate::trace::EventSet::empty();
+        only.fill(crate::trace::FillWhat::All);
+        only.del(ev);
+        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        t.start().unwrap();
+        for _ in 0..8 {
+            std::thread::spawn(move || {
+                for i in 0..1000u32 {
+                    trace::event(ev, &i.to_le_bytes()); // LOOP: loses the oldest
+                }
+            })
+            .join()
+            .unwrap();
+        }
+        t.stop().unwrap();
+        let lost = t.s.lost_sum();
+        assert!(lost > 0);
+        while t.try_getnext().unwrap().is_some() {}
+        assert_eq!(
+            t.s.lost_sum(),
+            lost,
+            "the exited threads' losses still count"
+        );
+        assert_eq!(t.s.rings_held(), 0);
+        t.shutdown().unwrap();
     }
 }
