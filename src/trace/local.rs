@@ -332,6 +332,10 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -
             // A normal event's caller saw the slot running (its pass bit and
             // RUNNING); the generation check above is what makes the write safe.
             done = s.write(r, id, data, force);
+        } else {
+            // The thread's sub-buffer could not be mapped (the address space
+            // limit): the event is lost, and counted.
+            count_lost(slot);
         }
     }
     busy.0.store(0, Release);

@@ -72,8 +72,9 @@ pub(super) struct Stream {
     /// `lost_sum()` at the last `clear` (the shutdown record counts losses since).
     pub(super) lost_cleared: AtomicU64,
     /// Events of signal handlers that interrupted their thread inside the
-    /// recorder or while it took its busy flag, and events of a thread after
-    /// its clean-up at exit: dropped, counted here (see `local::nested`).
+    /// recorder or while it took its busy flag, events of a thread after its
+    /// clean-up at exit, and events of a thread whose sub-buffer could not be
+    /// mapped: dropped, counted here (see `local::nested`).
     pub(super) nested_lost: AtomicU64,
 }
 
