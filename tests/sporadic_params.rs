@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use posixrt::sched::sporadic::{SporadicParams, SporadicState, SS_REPL_MAX};
-use posixrt::sched::{Builder, Priority};
+use posixrt::sched::sporadic::{self, SporadicParams, SporadicState, SS_REPL_MAX};
+use posixrt::sched::{self, Builder, Policy, Priority};
 use posixrt::ErrorKind;
 
 fn us(v: u64) -> Duration {
@@ -114,4 +114,29 @@ fn builder_refuses_invalid_sporadic_parameters_before_creating_a_thread() {
         .spawn(|| ())
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
+}
+
+/// The server thread runs at the top `SCHED_FIFO` priority. A served thread at that
+/// same priority is never preempted by it (equal FIFO priorities do not preempt), so
+/// on a shared CPU its budget would never be enforced: such a normal priority is
+/// refused, by `validate`, `serve` and `Builder::sporadic` alike.
+#[test]
+fn a_normal_priority_equal_to_the_servers_is_refused() {
+    let top = Policy::Fifo.priority_max().unwrap();
+    let p = SporadicParams {
+        low_priority: top - 1,
+        ..p2of10()
+    };
+    invalid(p, top, "sporadic server");
+    let e = sporadic::serve(sched::gettid(), p, top).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    let e = Builder::new().sporadic(p, top).spawn(|| ()).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    // One below the server is allowed.
+    SporadicParams {
+        low_priority: top - 2,
+        ..p2of10()
+    }
+    .validate(top - 1)
+    .unwrap();
 }

@@ -62,8 +62,11 @@ impl SporadicParams {
     /// Checks POSIX's validity rules against the normal priority `normal_priority`
     /// (`sched_priority`): a positive budget no longer than the period, `max_repl`
     /// in 1..=[`SS_REPL_MAX`], both priorities in the `SCHED_FIFO` range and the
-    /// low one below the normal one; and this implementation's floor on the period,
-    /// [`MIN_REPL_PERIOD`]. Each refusal is `InvalidInput` (EINVAL) with a hint.
+    /// low one below the normal one; and this implementation's own limits: the floor
+    /// on the period, [`MIN_REPL_PERIOD`], and a normal priority below the top
+    /// `SCHED_FIFO` priority, which the server thread itself runs at (a served thread
+    /// at its level would never be preempted by it). Each refusal is `InvalidInput`
+    /// (EINVAL) with a hint.
     ///
     /// # References
     ///  - [`sched_setparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setparam.html)
@@ -134,6 +137,23 @@ impl SporadicParams {
                     fifo.end()
                 )));
             }
+        }
+        if normal_priority >= *fifo.end() {
+            return Err(Error::invalid(
+                CALL,
+                format!(
+                    "sched_priority {normal_priority} is not below the sporadic server's own \
+                     priority {}",
+                    fifo.end()
+                ),
+            )
+            .with_hint(format!(
+                "the server thread runs SCHED_FIFO at {}; a served thread at that priority \
+                 is never preempted by it, so its budget could not be enforced: use a normal \
+                 priority of at most {}",
+                fifo.end(),
+                fifo.end() - 1
+            )));
         }
         if self.low_priority >= normal_priority {
             return Err(Error::invalid(
