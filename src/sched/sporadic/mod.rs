@@ -87,6 +87,15 @@
 //!   figures);
 //! - put an exhausted thread at the **tail** of the low-priority list: Linux puts a
 //!   thread whose priority is lowered at the head of its new list;
+//! - see a served thread's policy or priority **changed behind its back** (by the
+//!   thread itself or through [`set_thread_scheduling`](crate::sched::set_thread_scheduling),
+//!   [`JoinHandle::set_scheduling`](crate::sched::JoinHandle::set_scheduling)): the server
+//!   does not re-read it. The change holds until the server's next switch, which
+//!   puts the thread back at its normal or low priority; the budget is charged by
+//!   the rules all along. To give a served thread other parameters or another normal
+//!   priority, drop its [`Served`] and [`serve`] it again (a thread spawned with
+//!   [`Builder::sporadic`](crate::sched::Builder::sporadic) keeps its parameters
+//!   until its closure returns);
 //! - keep the rules across `fork` and `exec`, and for threads of other processes.
 //!
 //! # References
