@@ -632,3 +632,32 @@ fn kernel_priority_of_a_thread_whose_name_is_cut_inside_a_character() {
     let k = k.expect("the stat of a thread with a cut name is read");
     assert!(k.nice().is_some(), "{k}");
 }
+
+// ---------- SCHED_DEADLINE parameters ----------
+
+/// Every refusal of `Deadline::new` says how to fix it: the order rule
+/// (`runtime <= deadline <= period`), the kernel's 1024 ns runtime floor and the
+/// 2^63 ns ceiling carry a hint, as the zero and period-bounds refusals do.
+#[test]
+fn every_deadline_parameter_refusal_has_a_hint() {
+    let ms = Duration::from_millis;
+    let huge = Duration::from_nanos(1 << 63);
+    let cases = [
+        (ms(0), ms(5), ms(10), "zero"),
+        (ms(6), ms(5), ms(10), "runtime <= deadline <= period"),
+        (ms(1), ms(11), ms(10), "runtime <= deadline <= period"),
+        (Duration::from_nanos(1000), ms(5), ms(10), "1024 ns"),
+        (ms(1), ms(5), huge, "too large"),
+        (ms(1), ms(5), Duration::from_secs(3600), "bounds"),
+    ];
+    for (r, d, p, says) in cases {
+        let e = Deadline::new(r, d, p).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+        assert!(e.to_string().contains(says), "{e} should say {says:?}");
+        assert!(
+            e.hint().is_some_and(|h| !h.is_empty()),
+            "no hint for {r:?} {d:?} {p:?}: {e}"
+        );
+    }
+}

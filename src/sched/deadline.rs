@@ -155,6 +155,10 @@ impl Deadline {
                 return Err(Error::invalid(
                     call,
                     format!("SCHED_DEADLINE {name} {v:?} is too large"),
+                )
+                .with_hint(
+                    "the kernel keeps runtime, deadline and period in nanoseconds below 2^63 \
+                     (about 292 years); give a shorter one",
                 ));
             }
         }
@@ -164,6 +168,10 @@ impl Deadline {
                 format!(
                     "SCHED_DEADLINE runtime {runtime:?} is below the kernel minimum of 1024 ns"
                 ),
+            )
+            .with_hint(
+                "the kernel counts runtime in units of 1024 ns (DL_SCALE): give a runtime of \
+                 at least 1024 ns, with deadline and period at least as long",
             ));
         }
         if !(runtime <= deadline && deadline <= period) {
@@ -172,6 +180,11 @@ impl Deadline {
                 format!(
                     "SCHED_DEADLINE needs runtime <= deadline <= period; got {runtime:?}, {deadline:?}, {period:?}"
                 ),
+            )
+            .with_hint(
+                "the thread needs runtime of CPU within deadline of each period's start: \
+                 shorten the runtime or lengthen the deadline so runtime <= deadline, and \
+                 give a period at least as long as the deadline (deadline = period is usual)",
             ));
         }
         let (min, max) = period_bounds();
