@@ -661,3 +661,30 @@ fn every_deadline_parameter_refusal_has_a_hint() {
         );
     }
 }
+
+/// `Builder` refuses attribute combinations it cannot apply before creating a
+/// thread, each with a hint naming the one builder call to keep.
+#[test]
+fn builder_attribute_combinations_it_refuses_have_a_hint() {
+    use posixrt::sched::sporadic::SporadicParams;
+    use posixrt::sched::{CpuSet, Priority};
+    let ms = Duration::from_millis;
+    let dl = light(DeadlineFlags::NONE);
+    let ss = SporadicParams::new(10, ms(10), ms(2), 4);
+    let refused = [
+        Builder::new().deadline(dl).scheduling(Priority::other()),
+        Builder::new()
+            .sporadic(ss, 50)
+            .scheduling(Priority::other()),
+        Builder::new().sporadic(ss, 50).deadline(dl),
+        Builder::new().affinity(CpuSet::new()),
+    ];
+    for b in refused {
+        let e = b.clone().spawn(|| ()).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{b:?}: {e}");
+        assert!(
+            e.hint().is_some_and(|h| !h.is_empty()),
+            "no hint for {b:?}: {e}"
+        );
+    }
+}

@@ -61,10 +61,13 @@ impl Attr {
 
     pub(super) fn affinity(&self, cpus: &CpuSet) -> Result<()> {
         if cpus.is_empty() {
-            return Err(Error::invalid(
-                "pthread_attr_setaffinity_np",
-                "empty CPU set",
-            ));
+            return Err(
+                Error::invalid("pthread_attr_setaffinity_np", "empty CPU set").with_hint(
+                    "a thread must be allowed at least one CPU: add one to the set \
+                 (CpuSet::allowed lists the usable ones), or leave Builder::affinity out \
+                 to inherit the creator's",
+                ),
+            );
         }
         crate::sched::cpuset::check_cpus_exist("pthread_attr_setaffinity_np", cpus)?;
         // SAFETY: the attr is initialised; the set is only read (glibc copies it).

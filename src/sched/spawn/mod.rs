@@ -204,6 +204,10 @@ impl Builder {
             return Err(Error::invalid(
                 "sched_setattr",
                 "a thread gets either a deadline or a policy/priority, not both",
+            )
+            .with_hint(
+                "keep Builder::deadline for a SCHED_DEADLINE thread or Builder::scheduling \
+                 for any other policy, not both",
             ));
         }
         let scheduling = match self.sporadic {
@@ -214,6 +218,11 @@ impl Builder {
                         "sched_setparam",
                         "a sporadic thread gets its priorities from Builder::sporadic, \
                          not also a policy or a deadline",
+                    )
+                    .with_hint(
+                        "drop Builder::scheduling and Builder::deadline: Builder::sporadic \
+                         makes the thread SCHED_FIFO at its normal priority, and the server \
+                         moves it to sched_ss_low_priority when its budget is spent",
                     ));
                 }
                 params.validate(normal)?;
