@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::params::{SporadicParams, CALL};
@@ -11,6 +11,7 @@ use super::shared::{Shared, Snapshot, SporadicStats};
 use super::state::{Level, Replenishment, SporadicState};
 use crate::sched::cputime::CpuClock;
 use crate::sched::{JoinHandle, Priority, Tid};
+use crate::sys::pilock::{PiLocked, RawPiLock};
 use crate::sys::timer as st;
 use crate::{Error, ErrorKind, Result};
 
@@ -128,9 +129,11 @@ fn unserve(tid: Tid) {
     }
 }
 
-static SERVED: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+/// The served tids. Behind a priority-inheriting lock: [`blocking`], on a served
+/// real-time thread's path, reads it.
+static SERVED: PiLocked<Option<HashSet<i32>>> = PiLocked::new(None);
 
-struct ServedSet(std::sync::MutexGuard<'static, Option<HashSet<i32>>>);
+struct ServedSet(lock_api::MutexGuard<'static, RawPiLock, Option<HashSet<i32>>>);
 
 impl ServedSet {
     fn remove(&mut self, tid: &i32) {
@@ -140,8 +143,16 @@ impl ServedSet {
     }
 }
 
+/// Whether `tid` is under the server (placed there and not yet taken off).
+fn is_served(tid: Tid) -> bool {
+    served_set()
+        .0
+        .as_ref()
+        .is_some_and(|s| s.contains(&tid.as_raw()))
+}
+
 fn served_set() -> ServedSet {
-    ServedSet(SERVED.lock().unwrap_or_else(|e| e.into_inner()))
+    ServedSet(SERVED.lock())
 }
 
 /// Places thread `tid` of this process under the sporadic server: sets it to
@@ -255,6 +266,13 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
         return f();
     };
     let tid = crate::sched::gettid();
+    if !is_served(tid) {
+        // Every message wakes the top-priority server: none for a thread it does
+        // not serve. (A thread served while inside `f` counts as running, as
+        // `serve` takes it; one taken off inside `f` sends a `Wake` the server
+        // ignores.)
+        return f();
+    }
     let me = CpuClock::current_thread();
     let stamp = || (st::monotonic_now(), me.now().unwrap_or_default());
     let (now, cpu) = stamp();
