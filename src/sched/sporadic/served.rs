@@ -75,10 +75,21 @@ impl Served {
     /// `NotFound` once the thread has ended.
     pub fn remaining_budget(&self) -> Result<Duration> {
         let v = self.shared.snap.read();
+        // Read even when the budget is not being spent: it tells an ended thread.
+        let cpu = self.shared.clock.now().map_err(|e| {
+            if e.errno() == Some(libc::EINVAL) {
+                Error::new(
+                    ErrorKind::NotFound,
+                    "clock_gettime",
+                    format!("thread {} has ended", self.shared.tid),
+                )
+            } else {
+                e
+            }
+        })?;
         if !v.active {
             return Ok(v.capacity);
         }
-        let cpu = self.shared.clock.now()?;
         Ok(v.capacity.saturating_sub(cpu.saturating_sub(v.cpu_mark)))
     }
 
