@@ -421,3 +421,35 @@ fn forked_child_refuses_the_parent_s_aio_context_and_leaves_its_requests_alone()
         assert_eq!(c.data(), b"PARENT!!", "{backend:?}");
     }
 }
+
+/// The sporadic server thread is the parent's: it does not exist in a forked
+/// child. Serving a thread there is refused (`Unsupported`, with a hint) instead
+/// of returning a `Served` that nothing enforces, and `blocking` just runs its call.
+#[test]
+fn forked_child_refuses_to_serve_with_the_parent_s_sporadic_server() {
+    use posixrt::sched::sporadic::{self, SporadicParams};
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if let Err(e) = sporadic::server_tid() {
+        // No privilege for the server's SCHED_FIFO: tests/sporadic.rs checks that
+        // refusal; nothing to inherit here.
+        assert_eq!(e.kind(), posixrt::ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    let (code, msg) = in_forked_child(|| {
+        let ms = Duration::from_millis;
+        let p = SporadicParams::new(10, ms(50), ms(2), 4);
+        let r = sporadic::serve(sched::gettid(), p, 50);
+        check!(1, r.is_err(), "serve in the child succeeded: {r:?}");
+        let e = r.unwrap_err();
+        check!(
+            2,
+            e.kind() == posixrt::ErrorKind::Unsupported,
+            "kind {:?}: {e}",
+            e.kind()
+        );
+        check!(3, e.hint().is_some_and(|h| h.contains("fork")), "{e}");
+        check!(4, sporadic::blocking(|| 7) == 7, "blocking");
+        Ok(())
+    });
+    assert_eq!(code, 0, "check {code}: {msg}");
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::params::{SporadicParams, CALL};
-use super::server::{server, Command, SERVER};
+use super::server::{current, server, Command};
 use super::shared::{Shared, Snapshot, SporadicStats};
 use super::state::{Level, Replenishment, SporadicState};
 use crate::sched::cputime::CpuClock;
@@ -134,10 +134,11 @@ impl Drop for Served {
 
 /// Takes `tid` off the server.
 fn unserve(tid: Tid) {
+    // Only a started server has served tids (`serve` takes back its insert when
+    // the start fails); a forked child leaves the inherited set and lock alone.
+    let Some(s) = current() else { return };
     served_set().remove(&tid.as_raw());
-    if let Some(s) = SERVER.get() {
-        s.send(Command::Remove(tid));
-    }
+    s.send(Command::Remove(tid));
 }
 
 /// The served tids. Behind a priority-inheriting lock: [`blocking`], on a served
@@ -173,7 +174,8 @@ fn served_set() -> ServedSet {
 /// Errors: parameters that break POSIX's rules are `InvalidInput` with a hint
 /// ([`SporadicParams::validate`]); a tid that is not a thread of this process is
 /// `NotFound`; a thread already served is `Busy`; no privilege for `SCHED_FIFO` is
-/// `PermissionDenied` (CAP_SYS_NICE, RLIMIT_RTPRIO).
+/// `PermissionDenied` (CAP_SYS_NICE, RLIMIT_RTPRIO); in a forked child of a process
+/// that had started the server, which stayed in the parent, `Unsupported`.
 ///
 /// # References
 ///  - [`sched_setscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setscheduler.html)
@@ -181,6 +183,10 @@ fn served_set() -> ServedSet {
 #[doc(alias = "SCHED_SPORADIC")]
 pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<Served> {
     params.validate(normal_priority)?;
+    if let Some(e) = super::server::inherited() {
+        // Before the served set: its lock may have been held at the fork.
+        return Err(e);
+    }
     let clock = CpuClock::of_thread(tid)?;
     {
         let mut set = served_set();
@@ -273,7 +279,7 @@ pub fn serve_handle<T>(
 ///
 /// The server cannot see a block by itself; see the [module docs](super).
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
-    let Some(srv) = SERVER.get() else {
+    let Some(srv) = current() else {
         return f();
     };
     let tid = crate::sched::gettid();

@@ -25,6 +25,10 @@ pub(super) struct Server {
     tid: Tid,
     signo: i32,
     queue: Arc<Commands>,
+    /// The fork generation of the process that started it (see
+    /// [`fork::generation`](crate::sys::fork::generation)): a forked child
+    /// inherits this record but not the thread.
+    generation: u32,
 }
 
 /// Commands for the server, behind a priority-inheriting lock. (A lock-free
@@ -49,18 +53,41 @@ impl Server {
     }
 }
 
-pub(super) static SERVER: OnceLock<Server> = OnceLock::new();
+static SERVER: OnceLock<Server> = OnceLock::new();
 static SERVER_START: Mutex<()> = Mutex::new(());
 
+/// The process's server if it has been started, in this process (not in the
+/// parent of a forked child, whose server thread the child does not have).
+pub(super) fn current() -> Option<&'static Server> {
+    SERVER
+        .get()
+        .filter(|s| s.generation == crate::sys::fork::generation())
+}
+
+/// The refusal for a forked child that inherited the record of its parent's
+/// server (and not the thread); `None` anywhere else.
+pub(super) fn inherited() -> Option<Error> {
+    let s = SERVER.get()?;
+    current().is_none().then(|| forked(s))
+}
+
 /// The process's server, started on first use (`SCHED_FIFO` at the top priority).
+/// `Unsupported` in a forked child of a process that had started one.
 pub(super) fn server() -> Result<&'static Server> {
     if let Some(s) = SERVER.get() {
-        return Ok(s);
+        return match current() {
+            Some(s) => Ok(s),
+            None => Err(forked(s)),
+        };
     }
     let _one = SERVER_START.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(s) = SERVER.get() {
-        return Ok(s);
+        return current().ok_or_else(|| forked(s));
     }
+    // From here a forked child counts one generation more, and tells the
+    // server it inherited from its own.
+    crate::sys::fork::install();
+    let generation = crate::sys::fork::generation();
     let top = Policy::Fifo.priority_max()?;
     let signo = st::server_signal();
     let queue: Arc<Commands> = Arc::new(PiLocked::new(VecDeque::new()));
@@ -99,10 +126,34 @@ pub(super) fn server() -> Result<&'static Server> {
         }
     }
     drop(h); // detached: it serves for the life of the process
-    Ok(SERVER.get_or_init(|| Server { tid, signo, queue }))
+    Ok(SERVER.get_or_init(|| Server {
+        tid,
+        signo,
+        queue,
+        generation,
+    }))
 }
 
-/// The server thread's tid, starting it if needed.
+/// The refusal in a forked child: the server thread stayed in the parent.
+fn forked(parent: &Server) -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        super::params::CALL,
+        format!(
+            "the sporadic server (thread {}) belongs to the process this one was forked \
+             from; it does not exist here",
+            parent.tid
+        ),
+    )
+    .with_hint(
+        "a process keeps one sporadic server and cannot start another after fork: serve \
+         threads in the process that started the server, or exec a fresh program in the \
+         child",
+    )
+}
+
+/// The server thread's tid, starting it if needed. `Unsupported` in a forked child
+/// of a process that had started it (the thread stayed in the parent).
 pub fn server_tid() -> Result<Tid> {
     server().map(|s| s.tid)
 }
