@@ -688,3 +688,11 @@ fn builder_attribute_combinations_it_refuses_have_a_hint() {
         );
     }
 }
+
+/// A periodic timer with a zero interval is refused as bad input, with a hint.
+#[test]
+fn a_zero_periodic_interval_is_refused_with_a_hint() {
+    let e = posixrt::sched::periodic::Periodic::new(Duration::ZERO).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.hint().is_some_and(|h| !h.is_empty()), "no hint: {e}");
+}

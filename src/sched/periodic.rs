@@ -89,6 +89,10 @@ impl Periodic {
             return Err(Error::invalid(
                 "clock_nanosleep",
                 format!("period {interval:?} must be > 0"),
+            )
+            .with_hint(
+                "give the time between wake-ups (e.g. Duration::from_micros(1000)); \
+                 Duration::MAX makes a timer that never fires",
             ));
         }
         let interval_ns = i64::try_from(interval.as_nanos()).unwrap_or(i64::MAX);
