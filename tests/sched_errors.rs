@@ -696,3 +696,20 @@ fn a_zero_periodic_interval_is_refused_with_a_hint() {
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     assert!(e.hint().is_some_and(|h| !h.is_empty()), "no hint: {e}");
 }
+
+/// Moving a running thread to an empty CPU set is refused with a hint, as the
+/// same set given to `Builder::affinity` is.
+#[test]
+fn an_empty_cpu_set_for_a_running_thread_is_refused_with_a_hint() {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let h = Builder::new()
+        .spawn(move || {
+            let _ = rx.recv();
+        })
+        .unwrap();
+    let e = h.set_affinity(&posixrt::sched::CpuSet::new()).unwrap_err();
+    tx.send(()).unwrap();
+    h.join().unwrap();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.hint().is_some_and(|h| !h.is_empty()), "no hint: {e}");
+}
