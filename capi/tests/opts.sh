@@ -1,36 +1,52 @@
 #!/usr/bin/env bash
-# Runs the Open POSIX Test Suite's AIO conformance tests (from an LTP checkout,
-# not part of this repository) against glibc and libposixrt, and prints one
-# line per test: glibc, LD_PRELOAD on io_uring, LD_PRELOAD on the thread
-# engine, linked with -lposixrt (io_uring). Verdicts are the tests' exit codes
-# (posixtest.h): PASS 0, FAIL 1, UNRES 2, UNSUP 4, UNTEST 5; HANG is the
-# timeout. With --runs N each test runs N times and a cell lists every verdict
-# seen with its count. A line where glibc passed every run and libposixrt did
+# Runs Open POSIX Test Suite conformance tests (from an LTP checkout, not part
+# of this repository; by default the AIO interfaces) against glibc and
+# libposixrt, and prints one line per test: glibc, LD_PRELOAD on io_uring,
+# LD_PRELOAD on the thread engine, linked with -lposixrt (io_uring). Besides
+# aio_*, libposixrt interposes pthread_mutex_{lock,trylock,unlock} and the
+# signal calls (kill, sigqueue, pthread_kill, pthread_sigqueue, sigwait,
+# sigwaitinfo, sigtimedwait): --ifaces runs their directories too. Verdicts
+# are the tests' exit codes (posixtest.h): PASS 0, FAIL 1, UNRES 2, UNSUP 4,
+# UNTEST 5; HANG is the timeout. With --runs N each test runs N times and a
+# cell lists every verdict seen with its count. A line where glibc passed every run and libposixrt did
 # not is marked "<--".
 #
 # usage: capi/tests/opts.sh OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX]
+#                                   [--ifaces LIST]
 #   OPTS_DIR  testcases/open_posix_testsuite of an LTP checkout
 #   --lib     the directory holding libposixrt.so (default: target/release)
 #   --only    run only the tests whose "interface/name" matches REGEX
+#   --ifaces  the interface directories to run (under conformance/interfaces),
+#             separated by commas or spaces (default: the AIO ones); "interposed"
+#             names the mutex and signal interfaces libposixrt interposes
 set -u
-opts=${1:?usage: $0 OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX]}
+opts=${1:?usage: $0 OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX] [--ifaces LIST]}
 shift
 here=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$here/target/release
 runs=1
 limit=30
 only=
+aio_ifaces="aio_cancel aio_error aio_fsync aio_read aio_return aio_suspend aio_write lio_listio"
+interposed="kill sigqueue pthread_kill sigwait sigwaitinfo sigtimedwait pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock"
+ifaces=$aio_ifaces
 while [ $# -gt 0 ]; do
     case $1 in
     --lib) lib=$(cd "$2" && pwd); shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --ifaces) ifaces=${2//,/ }; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
 [ -f "$lib/libposixrt.so" ] || { echo "no $lib/libposixrt.so (cargo build --release -p posixrt-capi)" >&2; exit 2; }
-[ -d "$opts/conformance/interfaces/aio_read" ] || { echo "$opts is not open_posix_testsuite" >&2; exit 2; }
+[ -d "$opts/conformance/interfaces" ] && [ -f "$opts/include/posixtest.h" ] ||
+    { echo "$opts is not open_posix_testsuite" >&2; exit 2; }
+ifaces=${ifaces//interposed/$interposed}
+for iface in $ifaces; do
+    [ -d "$opts/conformance/interfaces/$iface" ] || { echo "no interface directory $iface" >&2; exit 2; }
+done
 
 work=$(mktemp -d /tmp/posixrt-opts.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -68,8 +84,8 @@ cell() {
             s = c[1]; for (i = 2; i <= NR; i++) s = s "/" c[i]; print s }'
 }
 
-printf '%-20s %-14s %-14s %-14s %-14s\n' test glibc preload-uring preload-thr linked-uring
-for iface in aio_cancel aio_error aio_fsync aio_read aio_return aio_suspend aio_write lio_listio; do
+printf '%-28s %-14s %-14s %-14s %-14s\n' test glibc preload-uring preload-thr linked-uring
+for iface in $ifaces; do
     for src in $(ls "$opts/conformance/interfaces/$iface"/*.c | sort -V); do
         name=$iface/$(basename "$src" .c)
         [ -n "$only" ] && ! [[ $name =~ $only ]] && continue
@@ -77,7 +93,7 @@ for iface in aio_cancel aio_error aio_fsync aio_read aio_return aio_suspend aio_
         cflags=(-D_GNU_SOURCE -I"$opts/include" -pthread -w)
         if ! cc "${cflags[@]}" -o "$exe" "$src" -lrt 2>/dev/null ||
             ! cc "${cflags[@]}" -o "$exe.linked" "$src" -L"$lib" -lposixrt -Wl,-rpath,"$lib" -lrt 2>/dev/null; then
-            printf '%-20s build failed\n' "$name"
+            printf '%-28s build failed\n' "$name"
             continue
         fi
         g=$(cell glibc "$exe")
@@ -88,7 +104,7 @@ for iface in aio_cancel aio_error aio_fsync aio_read aio_return aio_suspend aio_
         if [ "$g" = PASS ] && { [ "$u" != PASS ] || [ "$t" != PASS ] || [ "$l" != PASS ]; }; then
             mark=" <--"
         fi
-        printf '%-20s %-14s %-14s %-14s %-14s%s\n' "$name" "$g" "$u" "$t" "$l" "$mark"
+        printf '%-28s %-14s %-14s %-14s %-14s%s\n' "$name" "$g" "$u" "$t" "$l" "$mark"
     done
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
