@@ -251,6 +251,7 @@ function_tests!(
     signal_handler_events,
     sigtimedwait_events,
     mutex_exit_events,
+    mutex_fork_events,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -26,7 +26,6 @@ static REAL: [AtomicPtr<c_void>; 3] = [const { AtomicPtr::new(std::ptr::null_mut
 
 thread_local! {
     static RESOLVING: Cell<bool> = const { Cell::new(false) };
-    static TID: Cell<u32> = const { Cell::new(0) };
 }
 
 #[cold]
@@ -75,14 +74,10 @@ fn real(i: usize) -> MutexFn {
     unsafe { std::mem::transmute::<*mut c_void, MutexFn>(p) }
 }
 
+/// The caller's tid: the crate's per-thread cache, which a forked child
+/// forgets (a cache of its own here kept the parent's tid in the child).
 fn tid() -> u64 {
-    TID.with(|t| {
-        if t.get() == 0 {
-            // SAFETY: gettid has no preconditions.
-            t.set(unsafe { libc::gettid() } as u32);
-        }
-        t.get() as u64
-    })
+    rt::sync::current_tid() as u64
 }
 
 /// glibc's `__data.__owner` (offset 8 on Linux): the owner's tid, 0 if unlocked.

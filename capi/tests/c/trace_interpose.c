@@ -2,6 +2,7 @@
  * `trace_interpose NAME`. */
 #define _GNU_SOURCE
 #include "trace/test_util.h"
+#include <sys/wait.h>
 
 /* malloc, replaced to count the allocations: kill, sigqueue and pthread_kill are
  * async-signal-safe, so their interposers must not allocate (a handler that
@@ -313,12 +314,48 @@ static void t_mutex_exit_events(void)
     TRUE(grown < 16l << 20);
 }
 
+/* A forked child's mutex events carry its own tid: the parent recorded one
+ * first (the interposer's tid was then known), and the child's only thread has
+ * a new one. */
+static void t_mutex_fork_events(void)
+{
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    trace_id_t t = new_stream();
+    int kinds[4], st;
+    long long errs[4];
+    pid_t c;
+    alarm(20);
+    OK(posix_trace_start(t));
+    OK(pthread_mutex_lock(&m));
+    OK(pthread_mutex_unlock(&m));
+    OK(posix_trace_stop(t));
+    EQ(mutex_events(t, &m, kinds, errs, 4), 2);
+    OK(posix_trace_shutdown(t));
+    c = fork();
+    TRUE(c >= 0);
+    if (c == 0) {
+        /* mutex_events checks the tid word against the event's thread. */
+        t = new_stream();
+        OK(posix_trace_start(t));
+        OK(pthread_mutex_lock(&m));
+        OK(pthread_mutex_unlock(&m));
+        OK(posix_trace_stop(t));
+        EQ(mutex_events(t, &m, kinds, errs, 4), 2);
+        OK(posix_trace_shutdown(t));
+        exit(0);
+    }
+    EQ(waitpid(c, &st, 0), c);
+    TRUE(WIFEXITED(st));
+    EQ(WEXITSTATUS(st), 0);
+}
+
 static const struct test TESTS[] = {
     {"mutex_events", t_mutex_events},
     {"signal_events", t_signal_events},
     {"signal_handler_events", t_signal_handler_events},
     {"sigtimedwait_events", t_sigtimedwait_events},
     {"mutex_exit_events", t_mutex_exit_events},
+    {"mutex_fork_events", t_mutex_fork_events},
 };
 
 int main(int argc, char **argv)
