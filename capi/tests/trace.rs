@@ -1,5 +1,6 @@
 //! `<trace.h>` from C: a test per function (`tests/c/trace_attr.c`,
-//! `tests/c/trace_functions.c`, `tests/c/trace_interpose.c`), the
+//! `tests/c/trace_functions.c`, `tests/c/trace_interpose.c`), the interposed
+//! calls' results and errno against glibc's (`tests/c/trace_interpose_glibc.c`), the
 //! header under strict C99 and C++, the seed's listings 8.17 and 8.24
 //! (`tests/c/trace/`), listing 8.22 completed (`examples/philosophers.c`) with its
 //! log read by `rtrace dump`, and C and Rust events in one stream
@@ -98,6 +99,7 @@ fn build(src: &Path, flags: &[&str], strict: bool) -> PathBuf {
         .arg("-lposixrt")
         .arg(format!("-Wl,-rpath,{}", d.display()))
         .arg("-pthread")
+        .arg("-ldl")
         .output()
         .expect("run the C compiler (cc)");
     assert!(
@@ -176,13 +178,20 @@ fn ok_stdout(o: &Output, what: &str) -> String {
 // --- one test per function ---------------------------------------------------
 
 /// The C programs holding the per-function tests.
-const C_TESTS: [&str; 3] = ["trace_attr.c", "trace_functions.c", "trace_interpose.c"];
+const C_TESTS: [&str; 4] = [
+    "trace_attr.c",
+    "trace_functions.c",
+    "trace_interpose.c",
+    "trace_interpose_glibc.c",
+];
 
 fn function_test(name: &str) {
     let prog = if name.starts_with("attr_") {
         C_TESTS[0]
     } else if name.ends_with("_events") {
         C_TESTS[2]
+    } else if name.ends_with("_as_glibc") {
+        C_TESTS[3]
     } else {
         C_TESTS[1]
     };
@@ -252,6 +261,8 @@ function_tests!(
     sigtimedwait_events,
     mutex_exit_events,
     mutex_fork_events,
+    signal_as_glibc,
+    mutex_as_glibc,
 );
 
 /// Every test the C program has is run by one of the tests above.
