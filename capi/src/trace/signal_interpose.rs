@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 use super::ids::{ext_id, EXT_SIG_DELIVERY, EXT_SIG_GENERATION};
 
-const NAMES: [&CStr; 7] = [
+const NAMES: [&CStr; 8] = [
     c"sigqueue",
     c"kill",
     c"pthread_kill",
@@ -36,6 +36,7 @@ const NAMES: [&CStr; 7] = [
     c"sigwaitinfo",
     c"sigtimedwait",
     c"sigwait",
+    c"pthread_kill",
 ];
 const SIGQUEUE: usize = 0;
 const KILL: usize = 1;
@@ -44,17 +45,63 @@ const PTHREAD_SIGQUEUE: usize = 3;
 const SIGWAITINFO: usize = 4;
 const SIGTIMEDWAIT: usize = 5;
 const SIGWAIT: usize = 6;
+/// glibc's older `pthread_kill` (see [`pthread_kill`]).
+#[cfg(glibc_versions)]
+const PTHREAD_KILL_COMPAT: usize = 7;
 
-static REAL: [AtomicPtr<c_void>; 7] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 7];
+/// The version of each next definition to take (`None`: the default one).
+/// glibc has two `pthread_kill`s that behave differently (see [`pthread_kill`]);
+/// the other functions here have one behaviour.
+#[cfg(glibc_versions)]
+const VERSIONS: [Option<&CStr>; 8] = [
+    None,
+    None,
+    Some(c"GLIBC_2.34"),
+    None,
+    None,
+    None,
+    None,
+    Some(GLIBC_BASE),
+];
 
-/// The next definition of function `i` (resolved once).
+/// The first version of glibc's symbols on this architecture.
+#[cfg(all(glibc_versions, target_arch = "x86_64"))]
+const GLIBC_BASE: &CStr = c"GLIBC_2.2.5";
+#[cfg(all(glibc_versions, target_arch = "aarch64"))]
+const GLIBC_BASE: &CStr = c"GLIBC_2.17";
+
+static REAL: [AtomicPtr<c_void>; 8] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 8];
+
+/// The next definition of function `i` in the version `VERSIONS[i]` names
+/// (null if there is none, or no version is named).
+#[cfg(glibc_versions)]
+fn next_version(i: usize) -> *mut c_void {
+    match VERSIONS[i] {
+        // SAFETY: dlvsym with RTLD_NEXT and NUL-terminated strings has no
+        // other precondition.
+        Some(v) => unsafe { libc::dlvsym(libc::RTLD_NEXT, NAMES[i].as_ptr(), v.as_ptr()) },
+        None => std::ptr::null_mut(),
+    }
+}
+
+#[cfg(not(glibc_versions))]
+fn next_version(_: usize) -> *mut c_void {
+    std::ptr::null_mut()
+}
+
+/// The next definition of function `i` (resolved once): the version
+/// `VERSIONS[i]` names where the next library has it, else the default one.
 fn real(i: usize) -> *mut c_void {
     let p = REAL[i].load(Ordering::Acquire);
     if !p.is_null() {
         return p;
     }
-    // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name has no other precondition.
-    let p = unsafe { libc::dlsym(libc::RTLD_NEXT, NAMES[i].as_ptr()) };
+    let mut p = next_version(i);
+    if p.is_null() {
+        // SAFETY: dlsym with RTLD_NEXT and a NUL-terminated name has no other
+        // precondition.
+        p = unsafe { libc::dlsym(libc::RTLD_NEXT, NAMES[i].as_ptr()) };
+    }
     if p.is_null() {
         eprintln!("libposixrt: no next definition of {:?}; aborting", NAMES[i]);
         std::process::abort();
@@ -163,17 +210,56 @@ pub unsafe extern "C" fn kill(pid: libc::pid_t, sig: c_int) -> c_int {
     unsafe { f(pid, sig) }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn pthread_kill(t: libc::pthread_t, sig: c_int) -> c_int {
+/// `pthread_kill`, forwarded to the next definition `which` names (the
+/// default one or, with glibc's versions, the older one).
+///
+/// # Safety
+/// As `pthread_kill`.
+unsafe fn send_to_thread(which: usize, t: libc::pthread_t, sig: c_int) -> c_int {
     type F = unsafe extern "C" fn(libc::pthread_t, c_int) -> c_int;
     // SAFETY: the next definition of pthread_kill has this signature.
-    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(PTHREAD_KILL)) };
+    let f: F = unsafe { std::mem::transmute::<*mut c_void, F>(real(which)) };
     if sig != 0 && rt::trace::system_events::enabled() {
         generation(pid_self(), sig, 0, Some(is_self(t)));
     }
     // SAFETY: the caller's arguments, passed through.
     unsafe { f(t, sig) }
 }
+
+/// `pthread_kill`. glibc has two: the default one (`pthread_kill@@GLIBC_2.34`)
+/// returns 0 for a thread that has exited, the older one (the base version,
+/// `pthread_kill@GLIBC_2.2.5` on x86_64), which every program built before
+/// glibc 2.34 calls, returns ESRCH. Where glibc has both (`glibc_versions`,
+/// set by the build script), libposixrt defines both versions too
+/// ([`pthread_kill_compat`]), each forwarded to the same version of glibc's,
+/// so that such a program gets under `LD_PRELOAD` what glibc gives it.
+#[cfg_attr(not(glibc_versions), no_mangle)]
+#[cfg_attr(glibc_versions, export_name = "__posixrt_pthread_kill")]
+pub unsafe extern "C" fn pthread_kill(t: libc::pthread_t, sig: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { send_to_thread(PTHREAD_KILL, t, sig) }
+}
+
+/// glibc's older `pthread_kill` (see [`pthread_kill`]).
+#[cfg(glibc_versions)]
+#[export_name = "__posixrt_pthread_kill_compat"]
+pub unsafe extern "C" fn pthread_kill_compat(t: libc::pthread_t, sig: c_int) -> c_int {
+    // SAFETY: the caller's contract.
+    unsafe { send_to_thread(PTHREAD_KILL_COMPAT, t, sig) }
+}
+
+// The two versions of `pthread_kill` (the version nodes are in the build
+// script's version script).
+#[cfg(all(glibc_versions, target_arch = "x86_64"))]
+std::arch::global_asm!(
+    ".symver __posixrt_pthread_kill, pthread_kill@@GLIBC_2.34",
+    ".symver __posixrt_pthread_kill_compat, pthread_kill@GLIBC_2.2.5",
+);
+#[cfg(all(glibc_versions, target_arch = "aarch64"))]
+std::arch::global_asm!(
+    ".symver __posixrt_pthread_kill, pthread_kill@@GLIBC_2.34",
+    ".symver __posixrt_pthread_kill_compat, pthread_kill@GLIBC_2.17",
+);
 
 #[no_mangle]
 pub unsafe extern "C" fn pthread_sigqueue(
