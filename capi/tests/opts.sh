@@ -12,15 +12,17 @@
 # not is marked "<--".
 #
 # usage: capi/tests/opts.sh OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX]
-#                                   [--ifaces LIST]
+#                                   [--ifaces LIST] [--cflags FLAGS]
 #   OPTS_DIR  testcases/open_posix_testsuite of an LTP checkout
 #   --lib     the directory holding libposixrt.so (default: target/release)
 #   --only    run only the tests whose "interface/name" matches REGEX
 #   --ifaces  the interface directories to run (under conformance/interfaces),
 #             separated by commas or spaces (default: the AIO ones); "interposed"
 #             names the mutex and signal interfaces libposixrt interposes
+#   --cflags  more compiler flags for the tests (e.g. "-include FILE" with a
+#             .symver line, to build them against an older symbol version)
 set -u
-opts=${1:?usage: $0 OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX] [--ifaces LIST]}
+opts=${1:?usage: $0 OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX] [--ifaces LIST] [--cflags FLAGS]}
 shift
 here=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$here/target/release
@@ -30,6 +32,7 @@ only=
 aio_ifaces="aio_cancel aio_error aio_fsync aio_read aio_return aio_suspend aio_write lio_listio"
 interposed="kill sigqueue pthread_kill sigwait sigwaitinfo sigtimedwait pthread_mutex_lock pthread_mutex_trylock pthread_mutex_unlock"
 ifaces=$aio_ifaces
+extra=
 while [ $# -gt 0 ]; do
     case $1 in
     --lib) lib=$(cd "$2" && pwd); shift 2 ;;
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
     --timeout) limit=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --ifaces) ifaces=${2//,/ }; shift 2 ;;
+    --cflags) extra=$2; shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -90,7 +94,8 @@ for iface in $ifaces; do
         name=$iface/$(basename "$src" .c)
         [ -n "$only" ] && ! [[ $name =~ $only ]] && continue
         exe=$work/${iface}_$(basename "$src" .c)
-        cflags=(-D_GNU_SOURCE -I"$opts/include" -pthread -w)
+        # shellcheck disable=SC2206 # --cflags is split into words on purpose
+        cflags=(-D_GNU_SOURCE -I"$opts/include" -pthread -w $extra)
         if ! cc "${cflags[@]}" -o "$exe" "$src" -lrt 2>/dev/null ||
             ! cc "${cflags[@]}" -o "$exe.linked" "$src" -L"$lib" -lposixrt -Wl,-rpath,"$lib" -lrt 2>/dev/null; then
             printf '%-28s build failed\n' "$name"
