@@ -24,21 +24,26 @@ pub fn parse_args<T: clap::Parser>(prog: &str) -> T {
                     .map(|c| c.get_name())
                     .filter(|n| *n != "help")
                     .collect();
-                eprintln!(
-                    "{prog}: a command is needed: {} (see {prog} --help)",
-                    names.join(", ")
+                usage_line(
+                    prog,
+                    format_args!("a command is needed: {}", names.join(", ")),
                 );
                 std::process::exit(2)
             }
             _ => {
-                eprintln!(
-                    "{prog}: {} (see {prog} --help)",
-                    one_line(&e.render().to_string())
-                );
+                usage_line(prog, one_line(&e.render().to_string()));
                 std::process::exit(2)
             }
         },
     }
+}
+
+/// `PROG: MSG (see PROG --help)` on standard error. A write error is ignored, not
+/// a panic as in `eprintln!`: a tool that ignores SIGPIPE (`tfp`) may find its
+/// standard error a closed pipe.
+fn usage_line(prog: &str, msg: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{prog}: {msg} (see {prog} --help)");
 }
 
 /// A process id from the command line: a positive number. (Negative numbers reach

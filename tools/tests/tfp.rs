@@ -777,3 +777,54 @@ fn tfp_keeps_its_process_name() {
     assert!(first.starts_with("tfp: every"), "{first:?}");
     assert_eq!(comm.trim_end(), "tfp");
 }
+
+/// `tfp --watch 1 | head -3`: the reader goes away. tfp ends quietly (no signal,
+/// exit 0, nothing on stderr), and its own registry file goes with it, as on
+/// SIGINT (a death by SIGPIPE would leave it in /dev/shm for the next reader to
+/// clean up). With `--no-self` and nothing marked, each refresh is its header line
+/// alone: that write too ends it.
+#[test]
+fn watch_into_a_closed_pipe_ends_quietly_and_removes_its_registry() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    for no_self in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfp"));
+        cmd.args(["--watch", "0.05", "-p", "1"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if no_self {
+            cmd.arg("--no-self");
+        }
+        signals::default_action(&mut cmd, &[libc::SIGPIPE]);
+        let mut w = cmd.spawn().unwrap();
+        let pid = w.id() as i32;
+        let file = (!no_self).then(|| wait_registry(pid));
+        let mut out = w.stdout.take().unwrap();
+        let mut first = [0u8; 4];
+        out.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"tfp:");
+        drop(out);
+        // Bounded: tfp refreshes every 50 ms, and the first refresh after the
+        // close ends it.
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = w.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed().as_secs() > 20 {
+                let _ = w.kill();
+                let _ = w.wait();
+                panic!("no_self {no_self}: tfp --watch went on writing into a closed pipe");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(status.signal(), None, "no_self {no_self}: {status:?}");
+        assert!(status.success(), "no_self {no_self}: {status:?}");
+        assert!(err.is_empty(), "no_self {no_self}: {err}");
+        if let Some(file) = file {
+            assert!(!file.exists(), "{} left behind", file.display());
+        }
+    }
+}

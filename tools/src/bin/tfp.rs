@@ -82,14 +82,17 @@ fn parse_secs(s: &str) -> Result<f64, String> {
 }
 
 fn main() -> ExitCode {
-    // `tfp | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // `tfp | head` and `tfp --watch 1 | head`: a write to the closed pipe fails
+    // with EPIPE and tfp ends normally, so the atexit handler removes its own
+    // registry file (a death by SIGPIPE would leave it in /dev/shm). Every write
+    // below handles its error; none panics.
+    // SAFETY: sets the disposition of SIGPIPE to ignored; no handler is involved
     // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let args: Args = posixrt_tools::parse_args(PROG);
     // A pid that names no process is a mistake worth saying, not an empty listing.
     if let Some(why) = args.pids.iter().find_map(|&p| not_a_process(p)) {
-        eprintln!("tfp: {why}");
+        warn(&why);
         return ExitCode::from(1);
     }
     // Before the registry file exists, so no stop signal can leave it behind.
@@ -109,37 +112,39 @@ fn main() -> ExitCode {
         let snap = match take(&args) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("tfp: {e}");
+                warn(&e);
                 return ExitCode::from(1);
             }
         };
         // With --json every refresh is one JSON line (nothing else on stdout), so
         // `tfp --json --watch 1` is a stream a program can read line by line.
-        if let (Some(secs), false) = (args.watch, args.json) {
-            if tty {
-                let _ = write!(out, "\x1b[H\x1b[2J");
-            }
-            let _ = writeln!(out, "tfp: every {secs}s, refresh {}", iteration + 1);
-        }
-        let r = if args.json {
-            print_json(&mut out, &snap)
-        } else {
-            print_text(&mut out, &snap, &args)
+        let r = match (args.watch, args.json) {
+            (Some(secs), false) => refresh_header(&mut out, secs, iteration + 1, tty),
+            _ => Ok(()),
         };
+        let r = r.and_then(|()| {
+            if args.json {
+                print_json(&mut out, &snap)
+            } else {
+                print_text(&mut out, &snap, &args)
+            }
+        });
+        // Every write counts: with --no-self and nothing marked, a --watch
+        // refresh is its header line alone.
         if r.and_then(|()| out.flush()).is_err() {
             return ExitCode::SUCCESS; // stdout closed (e.g. piped into head)
         }
         if snap.unreadable > 0 {
-            eprintln!(
-                "tfp: {} process(es) skipped: registry not readable (run as root or as their user)",
+            warn(format_args!(
+                "{} process(es) skipped: registry not readable (run as root or as their user)",
                 snap.unreadable
-            );
+            ));
         }
         if snap.incompatible > 0 {
-            eprintln!(
-                "tfp: {} process(es) skipped: registry of another layout version (another posixrt release; use its tfp)",
+            warn(format_args!(
+                "{} process(es) skipped: registry of another layout version (another posixrt release; use its tfp)",
                 snap.incompatible
-            );
+            ));
         }
         iteration += 1;
         match args.watch {
@@ -152,6 +157,21 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The line that starts each --watch refresh of the text listing, after a screen
+/// clear on a terminal.
+fn refresh_header(out: &mut impl Write, secs: f64, refresh: u64, tty: bool) -> io::Result<()> {
+    if tty {
+        write!(out, "\x1b[H\x1b[2J")?;
+    }
+    writeln!(out, "tfp: every {secs}s, refresh {refresh}")
+}
+
+/// One `tfp: ...` line on standard error; a closed standard error (EPIPE, now
+/// that SIGPIPE is ignored) loses the line instead of panicking as `eprintln!`.
+fn warn(msg: impl std::fmt::Display) {
+    let _ = writeln!(io::stderr(), "tfp: {msg}");
 }
 
 /// Why `pid` names no process, if it does not: no such task, or a thread of
