@@ -95,47 +95,96 @@ fn table_escapes_control_characters_in_names() {
     assert!(text.contains("ev\\nFAKE\\u{1b}[2J"), "{text}");
 }
 
+/// A live process (`sleep 60`) whose sync registry a newer posixrt wrote (layout
+/// version 2), owned by this user and held locked as its owner would; both go
+/// when dropped.
+struct IncompatibleRegistry {
+    owner: std::process::Child,
+    path: String,
+    _lock: std::fs::File,
+}
+
+impl IncompatibleRegistry {
+    fn new() -> IncompatibleRegistry {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let owner = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let pid = owner.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let start: u64 = stat[stat.rfind(')').unwrap() + 2..]
+            .split(' ')
+            .nth(19)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let path = format!("/dev/shm/posixrt-sync-{pid}-{start}");
+        let mut hdr = Vec::new();
+        hdr.extend_from_slice(b"PRTREG\0\0");
+        hdr.extend_from_slice(&2u32.to_ne_bytes());
+        hdr.extend_from_slice(&128u32.to_ne_bytes());
+        hdr.extend_from_slice(b"sync\0\0\0\0\0\0\0\0\0\0\0\0");
+        hdr.extend_from_slice(&(pid as i32).to_ne_bytes());
+        hdr.extend_from_slice(&0u32.to_ne_bytes());
+        hdr.extend_from_slice(&start.to_ne_bytes());
+        hdr.resize(4096, 0);
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&hdr).unwrap();
+        // SAFETY: a plain flock on a descriptor this test owns.
+        assert_eq!(
+            unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+            0
+        );
+        IncompatibleRegistry {
+            owner,
+            path,
+            _lock: f,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.owner.id()
+    }
+}
+
+impl Drop for IncompatibleRegistry {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = self.owner.kill();
+        let _ = self.owner.wait();
+    }
+}
+
 #[test]
 fn a_registry_of_another_layout_version_is_not_called_a_permission_problem() {
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
-    // A live process whose sync registry a newer posixrt wrote (layout version 2),
-    // owned by this user and held locked as its owner would.
-    let mut owner = std::process::Command::new("sleep")
-        .arg("60")
-        .spawn()
-        .unwrap();
-    let pid = owner.id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let start: u64 = stat[stat.rfind(')').unwrap() + 2..]
-        .split(' ')
-        .nth(19)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let path = format!("/dev/shm/posixrt-sync-{pid}-{start}");
-    let mut hdr = Vec::new();
-    hdr.extend_from_slice(b"PRTREG\0\0");
-    hdr.extend_from_slice(&2u32.to_ne_bytes());
-    hdr.extend_from_slice(&128u32.to_ne_bytes());
-    hdr.extend_from_slice(b"sync\0\0\0\0\0\0\0\0\0\0\0\0");
-    hdr.extend_from_slice(&(pid as i32).to_ne_bytes());
-    hdr.extend_from_slice(&0u32.to_ne_bytes());
-    hdr.extend_from_slice(&start.to_ne_bytes());
-    hdr.resize(4096, 0);
-    let mut f = std::fs::File::create(&path).unwrap();
-    f.write_all(&hdr).unwrap();
-    // SAFETY: a plain flock on a descriptor this test owns.
-    assert_eq!(
-        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
-        0
-    );
-    let o = rtstat(&[&pid.to_string()]);
-    let _ = std::fs::remove_file(&path);
-    let _ = owner.kill();
-    let _ = owner.wait();
+    let reg = IncompatibleRegistry::new();
+    let o = rtstat(&[&reg.pid().to_string()]);
+    drop(reg);
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     assert!(!e.contains("not readable by this user"), "{e}");
     assert!(e.contains("layout"), "{e}");
+}
+
+/// Without a pid, the registries skipped (another layout version here; another
+/// user's alike) are said on stderr with `--json` as without: the JSON array on
+/// stdout has no room for the count, and an empty `[]` alone would read as "no
+/// process tracks anything".
+#[test]
+fn json_without_a_pid_still_says_what_it_skipped() {
+    let reg = IncompatibleRegistry::new();
+    let json = rtstat(&["--json"]);
+    let table = rtstat(&[]);
+    drop(reg);
+    for o in [&json, &table] {
+        assert!(o.status.success(), "{o:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains("of another layout version"), "{o:?}");
+    }
+    let text = String::from_utf8(json.stdout).unwrap();
+    let j: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON ({e}): {text}"));
+    assert!(j.is_array(), "{text}");
 }

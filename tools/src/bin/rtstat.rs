@@ -161,6 +161,20 @@ fn main() -> ExitCode {
             Err(_) => {} // gone meanwhile, or not readable
         }
     }
+    // With --json too: the array on stdout has no room for these counts, and
+    // an empty `[]` alone would read as "no process tracks anything".
+    if unreadable > 0 {
+        eprintln!(
+            "rtstat: {unreadable} registr{} of other users not readable (mode 0600): run as their user or as root to see them",
+            if unreadable == 1 { "y" } else { "ies" }
+        );
+    }
+    if incompatible > 0 {
+        eprintln!(
+            "rtstat: {incompatible} registr{} of another layout version (another posixrt release): use its rtstat",
+            if incompatible == 1 { "y" } else { "ies" }
+        );
+    }
     if args.json {
         let mut all: Vec<Value> = results
             .iter()
@@ -175,18 +189,6 @@ fn main() -> ExitCode {
     }
     if results.is_empty() {
         println!("no process publishes posixrt sync objects (tracking off everywhere?)");
-    }
-    if unreadable > 0 {
-        eprintln!(
-            "rtstat: {unreadable} registr{} of other users not readable (mode 0600): run as their user or as root to see them",
-            if unreadable == 1 { "y" } else { "ies" }
-        );
-    }
-    if incompatible > 0 {
-        eprintln!(
-            "rtstat: {incompatible} registr{} of another layout version (another posixrt release): use its rtstat",
-            if incompatible == 1 { "y" } else { "ies" }
-        );
     }
     for (pid, objs) in &results {
         table(*pid, objs);
