@@ -240,6 +240,10 @@ fn policy_name(p: i32) -> &'static str {
 }
 
 fn main() {
+    // `aio_priority | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut json = false;
     let mut other = 5000usize;
     let mut it = args::Args::new("aio_priority", USAGE);

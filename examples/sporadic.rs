@@ -403,6 +403,10 @@ fn loadavg() -> String {
 }
 
 fn main() {
+    // `sporadic | head` ends quietly instead of a panic in println!.
+    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // and no other thread exists yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {

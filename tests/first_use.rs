@@ -27,7 +27,9 @@ fn example_bin(name: &str) -> PathBuf {
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
-    if cfg!(feature = "tokio") {
+    if cfg!(feature = "peers") {
+        cmd.args(["--features", "peers"]);
+    } else if cfg!(feature = "tokio") {
         cmd.args(["--features", "tokio"]);
     }
     let status = cmd.status().expect("run cargo build --example");
@@ -278,6 +280,61 @@ fn bad_values_are_one_line_usage_errors() {
             "{e}"
         );
         assert!(o.stdout.is_empty(), "{name} {args:?}: {o:?}");
+    }
+}
+
+/// Every example this build has: `examples/NAME.rs` and `examples/NAME/main.rs`,
+/// less those whose feature is off.
+fn all_examples() -> Vec<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            let name = if p.is_dir() && p.join("main.rs").is_file() {
+                p.file_name()?.to_str()?.to_string()
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                p.file_stem()?.to_str()?.to_string()
+            } else {
+                return None;
+            };
+            Some(name)
+        })
+        .filter(|n| match n.as_str() {
+            "aio_tokio" => cfg!(feature = "tokio"),
+            "aio_peers" => cfg!(feature = "peers"),
+            _ => true,
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// `EXAMPLE --help | head -0`: the reader of standard output is gone. Every
+/// example ends quietly (by SIGPIPE, as a filter does, or with its exit status),
+/// never with a "failed printing to stdout" panic.
+#[test]
+fn help_into_a_closed_pipe_does_not_panic() {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let names = all_examples();
+    assert!(names.len() >= 15, "{names:?}");
+    for name in names {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: pipe2 just made both descriptors, owned by nobody else.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        drop(read);
+        let o = Command::new(example_bin(&name))
+            .arg("--help")
+            .stdin(Stdio::null())
+            .stdout(write)
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert!(!e.contains("panicked"), "{name} --help: {e}");
+        assert_ne!(o.status.code(), Some(101), "{name} --help: {o:?}");
     }
 }
 
