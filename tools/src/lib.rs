@@ -46,14 +46,16 @@ fn usage_line(prog: &str, msg: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "{prog}: {msg} (see {prog} --help)");
 }
 
-/// A process id from the command line: a positive number. (Negative numbers reach
-/// this parser, with `allow_negative_numbers`, so `-1` is reported as a bad pid, not
-/// as an unknown option.)
+/// A process id from the command line: a number from 1 to `i32::MAX`. (Negative
+/// numbers reach this parser, with `allow_negative_numbers`, so `-1` is reported as
+/// a bad pid, not as an unknown option.)
 pub fn parse_pid(s: &str) -> Result<i32, String> {
-    match s.parse::<i64>() {
-        Ok(p) if p > 0 && p <= i64::from(i32::MAX) => Ok(p as i32),
-        Ok(_) => Err(format!("{s} is not a process id (pids are positive)")),
-        Err(_) => Err(format!("{s:?} is not a process id (a positive number)")),
+    match s.parse::<i32>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(format!(
+            "{s:?} is not a process id (a number from 1 to {})",
+            i32::MAX
+        )),
     }
 }
 

@@ -828,3 +828,30 @@ fn watch_into_a_closed_pipe_ends_quietly_and_removes_its_registry() {
         }
     }
 }
+
+/// A bad number is reported for what it is: a negative --watch or -n is a value out
+/// of range (not "unexpected argument '-1'", an option clap did not know), and a pid
+/// too large for a pid is not called negative.
+#[test]
+fn bad_numbers_are_named_for_what_is_wrong() {
+    for (args, says, not) in [
+        (
+            &["--watch", "-1"][..],
+            "not a number of seconds",
+            "unexpected argument",
+        ),
+        (
+            &["--watch", "0.05", "-n", "-1"],
+            "not a number of refreshes (1 or more)",
+            "unexpected argument",
+        ),
+        (&["-p", "99999999999"], "from 1 to 2147483647", "positive"),
+        (&["-p", "0"], "from 1 to 2147483647", "unexpected argument"),
+    ] {
+        let o = tfp(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(e.contains(says) && !e.contains(not), "{args:?}: {e}");
+    }
+}

@@ -56,12 +56,12 @@ struct Args {
     /// `tfp: ...` line, and with --json each refresh is one JSON document per line.
     /// SIGINT, SIGTERM or SIGHUP ends it cleanly, unless tfp started with that
     /// signal ignored (SIGHUP under `nohup`), which it then keeps ignoring.
-    #[arg(long, value_name = "SECS", value_parser = parse_secs)]
+    #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_secs)]
     watch: Option<f64>,
     /// With --watch: stop after N refreshes, N at least 1 (default: until
     /// interrupted).
     #[arg(short = 'n', long = "iterations", value_name = "N", requires = "watch",
-          value_parser = clap::value_parser!(u64).range(1..))]
+          allow_negative_numbers = true, value_parser = parse_iterations)]
     iterations: Option<u64>,
     /// Do not mark tfp's own main thread ("Main thread TFP", as in the seed).
     #[arg(long)]
@@ -78,6 +78,13 @@ fn parse_secs(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "{s:?} is not a number of seconds from {MIN_WATCH_SECS} to 86400"
         )),
+    }
+}
+
+fn parse_iterations(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{s:?} is not a number of refreshes (1 or more)")),
     }
 }
 
