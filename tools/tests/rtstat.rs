@@ -201,3 +201,23 @@ fn json_without_a_pid_still_says_what_it_skipped() {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON ({e}): {text}"));
     assert!(j.is_array(), "{text}");
 }
+
+/// `--help` is enough to start: it says what the process must do to be seen,
+/// what --json prints with and without a pid, examples and the exit statuses.
+#[test]
+fn help_has_examples_and_exit_statuses() {
+    let o = rtstat(&["--help"]);
+    assert!(o.status.success(), "{o:?}");
+    let h = String::from_utf8(o.stdout).unwrap();
+    for want in [
+        "set_tracking",
+        "an array",
+        "Examples:\n  rtstat ",
+        "rtstat --json ",
+        "Exit status:\n  0 ",
+        "  1 ",
+        "  2 ",
+    ] {
+        assert!(h.contains(want), "{want:?} missing from:\n{h}");
+    }
+}

@@ -855,3 +855,21 @@ fn bad_numbers_are_named_for_what_is_wrong() {
         assert!(e.contains(says) && !e.contains(not), "{args:?}: {e}");
     }
 }
+
+/// `--help` is enough to start: it gives examples and the exit statuses, as
+/// `rtrace --help` does.
+#[test]
+fn help_has_examples_and_exit_statuses() {
+    let o = tfp(&["--help"]);
+    assert!(o.status.success(), "{o:?}");
+    let h = stdout(&o);
+    for want in [
+        "Examples:\n  tfp ",
+        "tfp --watch ",
+        "Exit status:\n  0 ",
+        "  1 ",
+        "  2 ",
+    ] {
+        assert!(h.contains(want), "{want:?} missing from:\n{h}");
+    }
+}

@@ -26,13 +26,24 @@ use serde_json::{json, Value};
 /// List a posixrt process's tracked synchronization objects (info, statistics,
 /// waiters) and the deadlock cycles among them; without PID, every such process
 /// (with `--json`, an array of the per-process objects).
+///
+/// A process is seen once it switches tracking on
+/// (`posixrt::sync::set_tracking(Tracking::Counts)` or `Timing`): it then
+/// publishes its objects every 50 ms in `/dev/shm/posixrt-sync-<pid>-<start>`,
+/// mode 0600 (run rtstat as its user or as root). Registries that cannot be read
+/// (another user's, another posixrt release's) are counted on standard error.
 #[derive(Parser, Debug)]
-#[command(name = "rtstat", version)]
+#[command(
+    name = "rtstat",
+    version,
+    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects\n  1  error: PID names no process or one without a readable sync registry, or /dev/shm cannot be read\n  2  usage error (bad command line)"
+)]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
     #[arg(allow_negative_numbers = true, value_parser = pid_arg)]
     pid: Option<u32>,
-    /// Print one JSON object instead of the table.
+    /// Print JSON instead of the table: one object for PID, without PID an array
+    /// of them.
     #[arg(long)]
     json: bool,
 }

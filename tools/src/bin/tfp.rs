@@ -32,7 +32,11 @@ use serde::Serialize;
 /// registry cannot be read (another user's, without root) are skipped and counted
 /// on standard error.
 #[derive(Parser, Debug)]
-#[command(name = "tfp", version)]
+#[command(
+    name = "tfp",
+    version,
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), or /dev/shm cannot be read\n  2  usage error (bad command line)"
+)]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
     #[arg(value_name = "NAME")]
