@@ -547,3 +547,32 @@ fn stats_overflow_total_saturates() {
         "{s}"
     );
 }
+
+/// An event name is the program's choice (`eventid_open` refuses only NUL): one
+/// with a newline and an escape sequence must not split a `dump` or `stats` line
+/// into a fake event, nor drive the reader's terminal. Both show it escaped, as
+/// tfp and rtstat show markers and object names.
+#[test]
+fn control_characters_in_event_names_are_escaped() {
+    let _g = serial();
+    let d = dir("names");
+    let p = d.join("n.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+    let ev = trace::eventid_open("ev\nFAKE\x1b[2J").unwrap();
+    t.start().unwrap();
+    trace::event(ev, &7i32.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let logs = p.to_str().unwrap();
+    for cmd in ["dump", "stats"] {
+        let o = rtrace(&[cmd, logs]);
+        assert!(o.status.success(), "{cmd}: {o:?}");
+        let out = text(&o);
+        assert!(!out.contains('\x1b'), "{cmd}: raw ESC: {out:?}");
+        assert!(
+            !out.lines().any(|l| l.starts_with("FAKE")),
+            "{cmd}: a name split a line: {out}"
+        );
+        assert!(out.contains("ev\\nFAKE\\u{1b}[2J"), "{cmd}: {out}");
+    }
+}

@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use posixrt::trace::export::{chrome_json, payload, write_ctf};
 use posixrt::trace::{Event, EventId, TraceLog};
+use posixrt_tools::printable;
 
 /// Read posixrt trace logs: dump, statistics, export for Perfetto or babeltrace2.
 ///
@@ -183,9 +184,12 @@ fn load(path: &Path) -> Result<Loaded, Failure> {
     Ok(Loaded { log, events, cut })
 }
 
+/// An event type's name for the terminal: a name is the traced program's choice
+/// (only NUL is refused), so control characters in it are shown escaped, as
+/// [`printable`] does for tfp and rtstat.
 fn name_of(log: &TraceLog, id: EventId) -> String {
     log.name(id)
-        .map(str::to_string)
+        .map(|n| printable(n).into_owned())
         .unwrap_or_else(|| format!("event#{}", id.raw()))
 }
 
@@ -269,6 +273,7 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> 
     for e in &l.events {
         let ty = l.log.event_type(e.id);
         let p = describe(ty, e);
+        let p = printable(&p);
         println!(
             "{:>20} pid {:<7} tid {:<7} {}{}{}{}",
             fmt_ts(e.timestamp.as_nanos() - base),
@@ -297,7 +302,7 @@ fn stats(path: &Path) -> Result<Option<posixrt::Error>, Failure> {
         }
         truncated += e.truncated as u64;
     }
-    println!("log:        {}", path.display());
+    println!("log:        {}", printable(&path.display().to_string()));
     if let Some(a) = l.log.attr() {
         println!(
             "trace:      {:?} (pid {}, stream {:?}, log {:?})",
