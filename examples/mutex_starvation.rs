@@ -59,7 +59,22 @@ fn parse_args() -> Result<Args, String> {
     };
     let mut it = args::Args::new(
         "mutex_starvation",
-        "usage: mutex_starvation [--json] [--cycles N] [--period-ms MS] [--hold-ms MS] [--offset-ms MS] [--multiple M]",
+        "usage: mutex_starvation [--json] [--cycles N] [--period-ms MS] [--hold-ms MS] [--offset-ms MS] [--multiple M]
+
+Seed listings 8.24-8.25: thread 1 locks a mutex every period and holds it; thread 2
+tries it with try_lock every M periods, OFFSET into the period, and never gets in.
+The trace of the mutex events (sync_lock, sync_trylock, sync_unlock) shows why.
+Both threads run SCHED_FIFO on one CPU when allowed (else it says so and runs).
+
+  --cycles N        periods to run (a whole number from 1 to 10000, default 10)
+  --period-ms MS    thread 1's period (more than 0, at most 60000, default 20)
+  --hold-ms MS      how long thread 1 holds the lock (default 10)
+  --offset-ms MS    when thread 2 tries, into the period (default 5);
+                    offset < hold < period is required
+  --multiple M      thread 2 tries every M periods (a whole number from 1 to 1000,
+                    default 1)
+  --json            one object instead of the trace and verdict:
+                    {\"lock_events\": N, \"trylock_failures\": N, \"second_thread_entered\": BOOL}",
     );
     while let Some(arg) = it.next() {
         let mut num = |name: &str| -> Result<f64, String> {

@@ -34,7 +34,17 @@ struct Args {
     log: PathBuf,
 }
 
-const USAGE: &str = "usage: philosophers [--rounds N (1..=1000, default 3)] [--philosophers N (2..=32, default 5)] [--log PATH (default philosophers.trace)]";
+const USAGE: &str = "\
+usage: philosophers [--rounds N] [--philosophers N] [--log PATH]
+
+The dining philosophers with tracing (seed listings 8.22-8.23): a waiter thread
+grants the forks and records \"fork request\", \"fork grab\" and \"fork release\"
+events. The events are printed as in listing 8.23, and written to a log for
+`rtrace dump PATH`.
+
+  --rounds N         meals per philosopher (1 to 1000, default 3)
+  --philosophers N   philosophers at the table (2 to 32, default 5)
+  --log PATH         the trace log (default philosophers.trace; replaced if it exists)";
 
 fn args() -> Args {
     let mut a = Args {

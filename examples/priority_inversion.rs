@@ -383,8 +383,23 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-const USAGE: &str =
-    "usage: priority_inversion [--json] [--runs N] [--cs-ms MS] [--medium-ms MS] [--iterations N]";
+const USAGE: &str = "\
+usage: priority_inversion [--json] [--runs N] [--cs-ms MS] [--medium-ms MS] [--iterations N]
+
+Part 1, seed listing 6.7/6.8: low, medium and high SCHED_FIFO threads on one CPU;
+high waits on a semaphore that only low posts, while medium computes. Part 2: the
+same inversion with a mutex under each protocol (none, inherit, protect), and how
+long the high thread stays blocked. Needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= 98).
+
+  --runs N          runs per protocol in part 2, the median is shown (1 to 100,
+                    default 3)
+  --cs-ms MS        low's critical section, CPU time (more than 0, at most 400,
+                    default 50)
+  --medium-ms MS    how long medium spins (more than 0, at most 800, default 300)
+  --iterations N    terms of the series medium computes in part 1 (1 to
+                    100000000000, default 100000000)
+  --json            one object instead of the text: {\"critical_section_ms\": F,
+                    \"blocked_ms\": {\"none\": F, \"inherit\": F, \"protect\": F}}";
 
 fn main() {
     // `priority_inversion | head` ends quietly instead of a panic in println!.

@@ -82,7 +82,18 @@ fn main() {
     let mut hold_ms = 0u64;
     let mut args = args::Args::new(
         "sync_inspect",
-        "usage: sync_inspect [--json] [--hold-ms N (0..=60000, default 0)]",
+        "usage: sync_inspect [--json] [--hold-ms N]
+
+A small service (a queue, a semaphore, a condition variable, a reader-writer lock, a
+PI mutex, a recursive mutex) with tracking on: prints each object's state and
+statistics, the waiters it catches, a deadlock it finds and breaks, and its objects
+as read back from the shared registry that `rtstat PID` reads.
+
+  --hold-ms N   keep the objects (and the deadlock) N ms more, for `rtstat PID`
+                (0 to 60000, default 0)
+  --json        one object instead of the text: {\"objects\": N, \"registry_objects\": N,
+                \"contended_locks\": N, \"waiters_seen\": N, \"deadlocks_found\": N,
+                \"deadlock_broken\": BOOL}",
     );
     while let Some(a) = args.next() {
         match a.as_str() {

@@ -41,7 +41,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let mut args = args::Args::new(
         "tfp_hello",
-        "usage: tfp_hello [FIRST_SECS [SECOND_SECS]]   (defaults: 60 and 10)",
+        "usage: tfp_hello [FIRST_SECS [SECOND_SECS]]   (defaults: 60 and 10)
+
+The thread fingerprint \"Hello, world\": marks the main thread \"Main thread
+sleeping\", sleeps FIRST_SECS, re-marks it \"Main thread about to exit\", sleeps
+SECOND_SECS and exits. Two marked workers count in their raw blocks meanwhile.
+Run `tfp -b tfp_hello` in another terminal to see them. Seconds: 0 to 86400.",
     );
     let (first, second) = match (secs(args.next(), 60.0), secs(args.next(), 10.0)) {
         (Ok(a), Ok(b)) => (a, b),

@@ -338,6 +338,42 @@ fn help_into_a_closed_pipe_does_not_panic() {
     }
 }
 
+/// `EXAMPLE --help` is enough to run it: after the usage line, at least a line
+/// saying what the program does, and each option the program reads (each
+/// `"--name" =>` arm of its argument loop) is named in the text.
+#[test]
+fn help_says_what_each_example_does_and_names_its_options() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    for name in all_examples() {
+        let src = std::fs::read_to_string(dir.join(format!("{name}.rs")))
+            .or_else(|_| std::fs::read_to_string(dir.join(&name).join("main.rs")))
+            .unwrap();
+        let o = run(&example_bin(&name), &["--help"]);
+        assert!(o.status.success(), "{name}: {o:?}");
+        let help = String::from_utf8_lossy(&o.stdout).into_owned();
+        let lines = help.lines().filter(|l| !l.trim().is_empty()).count();
+        assert!(lines >= 2, "{name} --help is a usage line alone:\n{help}");
+        for line in src.lines() {
+            let Some((arms, _)) = line.trim().split_once("=>") else {
+                continue;
+            };
+            for opt in arms.split('|').map(str::trim) {
+                let Some(opt) = opt.strip_prefix('"').and_then(|o| o.strip_suffix('"')) else {
+                    continue;
+                };
+                if opt.len() < 2 || !opt.starts_with('-') || matches!(opt, "-h" | "--help" | "--") {
+                    continue;
+                }
+                assert!(
+                    help.split(|c: char| c.is_whitespace() || "[],".contains(c))
+                        .any(|w| w == opt),
+                    "{name} reads {opt} but --help does not name it:\n{help}"
+                );
+            }
+        }
+    }
+}
+
 /// An argument that is not valid UTF-8 is a usage error (one line, exit 2), not a
 /// panic in `std::env::args`; `bytesum`, `linecount` and `linecount_notify` take such
 /// a file name, as the listings do.
