@@ -37,6 +37,9 @@ use posixrt::sched::deadline::Deadline;
 use posixrt::sched::sporadic::{self, SporadicParams};
 use posixrt::sched::{cputime::CpuClock, Builder, CpuSet, Priority};
 
+#[path = "support/args.rs"]
+mod args;
+
 const USAGE: &str = "\
 usage: sporadic [--seconds S] [-c CPU] [--server-cpu CPU] [--json]
 
@@ -74,56 +77,24 @@ struct Args {
     json: bool,
 }
 
-fn parse() -> Result<Args, String> {
+fn parse() -> Args {
     let mut a = Args {
         seconds: 2.0,
         cpu: None,
         server_cpu: None,
         json: false,
     };
-    // `std::env::args` would panic on an argument that is not valid UTF-8.
-    let mut it = std::env::args_os()
-        .skip(1)
-        .map(|a| {
-            a.into_string()
-                .map_err(|a| format!("argument {:?} is not valid UTF-8", a.to_string_lossy()))
-        })
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter();
+    let mut it = args::Args::new("sporadic", USAGE);
     while let Some(arg) = it.next() {
         match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                exit(0);
-            }
             "--json" => a.json = true,
-            "--seconds" => {
-                let v = it.next().ok_or("--seconds needs a value")?;
-                a.seconds = v
-                    .parse()
-                    .map_err(|_| format!("--seconds: {v:?} is not a number"))?;
-                if !(0.1..=10.0).contains(&a.seconds) {
-                    return Err(format!("--seconds: {v} is outside 0.1..=10"));
-                }
-            }
-            "--server-cpu" => {
-                let v = it.next().ok_or("--server-cpu needs a value")?;
-                a.server_cpu = Some(
-                    v.parse()
-                        .map_err(|_| format!("--server-cpu: {v:?} is not a CPU number"))?,
-                );
-            }
-            "-c" => {
-                let v = it.next().ok_or("-c needs a value")?;
-                a.cpu = Some(
-                    v.parse()
-                        .map_err(|_| format!("-c: {v:?} is not a CPU number"))?,
-                );
-            }
-            other => return Err(format!("unknown argument {other:?} (see --help)")),
+            "--seconds" => a.seconds = it.value_in("--seconds", 0.1..=10.0),
+            "--server-cpu" => a.server_cpu = Some(it.value("--server-cpu")),
+            "-c" => a.cpu = Some(it.value("-c")),
+            _ => it.unknown(&arg),
         }
     }
-    Ok(a)
+    a
 }
 
 fn now_ns() -> u64 {
@@ -407,13 +378,7 @@ fn main() {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("sporadic: {e}");
-            exit(2);
-        }
-    };
+    let args = parse();
     let allowed = match CpuSet::allowed() {
         Ok(s) => s,
         Err(e) => {
@@ -423,18 +388,18 @@ fn main() {
     };
     let cpu = match args.cpu {
         Some(c) if allowed.contains(c) => c,
-        Some(c) => {
-            eprintln!("sporadic: CPU {c} is not one this process may use ({allowed})");
-            exit(2);
-        }
+        Some(c) => args::usage_error(
+            "sporadic",
+            format!("CPU {c} is not one this process may use ({allowed})"),
+        ),
         None => allowed.iter().last().unwrap_or(0),
     };
     let server_cpu = match args.server_cpu {
         Some(c) if allowed.contains(c) => c,
-        Some(c) => {
-            eprintln!("sporadic: CPU {c} is not one this process may use ({allowed})");
-            exit(2);
-        }
+        Some(c) => args::usage_error(
+            "sporadic",
+            format!("CPU {c} is not one this process may use ({allowed})"),
+        ),
         None => cpu,
     };
     let load_before = loadavg();

@@ -270,6 +270,11 @@ fn bad_values_are_one_line_usage_errors() {
         ("tfp_hello", &["--bogus"], "unknown argument"),
         ("tfp_hello", &["-5"], "not a number of seconds"),
         ("cyclic", &["-a", "4000"], "may run on CPUs"),
+        ("sporadic", &["--seconds", "100"], "--seconds"),
+        ("sporadic", &["--seconds"], "--seconds"),
+        ("sporadic", &["-c", "4000"], "4000"),
+        ("sporadic", &["--server-cpu", "x"], "--server-cpu"),
+        ("sporadic", &["--bogus"], "unknown argument"),
     ] {
         let o = run(&example_bin(name), args);
         assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {o:?}");
@@ -278,6 +283,10 @@ fn bad_values_are_one_line_usage_errors() {
         assert!(
             e.starts_with(&format!("{name}: ")) && e.contains(says),
             "{e}"
+        );
+        assert!(
+            e.trim_end().ends_with(&format!("(see {name} --help)")),
+            "{name} {args:?}: {e}"
         );
         assert!(o.stdout.is_empty(), "{name} {args:?}: {o:?}");
     }
