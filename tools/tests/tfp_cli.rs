@@ -1,0 +1,150 @@
+//! The `tfp` command line at its edges: bad numbers, `--help`, and an output that
+//! goes away (a closed pipe) or cannot be written (a full disk). The listing
+//! itself is tested in tfp.rs.
+
+use std::process::{Command, Output};
+use std::time::Instant;
+
+#[path = "../../tests/common/signals.rs"]
+mod signals;
+
+fn tfp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfp"))
+        .args(args)
+        .output()
+        .expect("run tfp")
+}
+
+fn me() -> i32 {
+    std::process::id() as i32
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
+/// Waits (bounded) for `pid`'s mark registry file to appear.
+fn wait_registry(pid: i32) -> std::path::PathBuf {
+    let prefix = format!("posixrt-mark-{pid}-");
+    let t0 = Instant::now();
+    loop {
+        let found = std::fs::read_dir("/dev/shm")
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
+        if let Some(e) = found {
+            return e.path();
+        }
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "pid {pid} never created its registry"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// `tfp --watch 1 | head -3`: the reader goes away. tfp ends quietly (no signal,
+/// exit 0, nothing on stderr), and its own registry file goes with it, as on
+/// SIGINT (a death by SIGPIPE would leave it in /dev/shm for the next reader to
+/// clean up). With `--no-self` and nothing marked, each refresh is its header line
+/// alone: that write too ends it.
+#[test]
+fn watch_into_a_closed_pipe_ends_quietly_and_removes_its_registry() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    for no_self in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfp"));
+        cmd.args(["--watch", "0.05", "-p", "1"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        if no_self {
+            cmd.arg("--no-self");
+        }
+        signals::default_action(&mut cmd, &[libc::SIGPIPE]);
+        let mut w = cmd.spawn().unwrap();
+        let pid = w.id() as i32;
+        let file = (!no_self).then(|| wait_registry(pid));
+        let mut out = w.stdout.take().unwrap();
+        let mut first = [0u8; 4];
+        out.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"tfp:");
+        drop(out);
+        // Bounded: tfp refreshes every 50 ms, and the first refresh after the
+        // close ends it.
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(st) = w.try_wait().unwrap() {
+                break st;
+            }
+            if t0.elapsed().as_secs() > 20 {
+                let _ = w.kill();
+                let _ = w.wait();
+                panic!("no_self {no_self}: tfp --watch went on writing into a closed pipe");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        w.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        assert_eq!(status.signal(), None, "no_self {no_self}: {status:?}");
+        assert!(status.success(), "no_self {no_self}: {status:?}");
+        assert!(err.is_empty(), "no_self {no_self}: {err}");
+        if let Some(file) = file {
+            assert!(!file.exists(), "{} left behind", file.display());
+        }
+    }
+}
+
+/// A bad number is reported for what it is: a negative --watch or -n is a value out
+/// of range (not "unexpected argument '-1'", an option clap did not know), and a pid
+/// too large for a pid is not called negative.
+#[test]
+fn bad_numbers_are_named_for_what_is_wrong() {
+    for (args, says, not) in [
+        (
+            &["--watch", "-1"][..],
+            "not a number of seconds",
+            "unexpected argument",
+        ),
+        (
+            &["--watch", "0.05", "-n", "-1"],
+            "not a number of refreshes (1 or more)",
+            "unexpected argument",
+        ),
+        (&["-p", "99999999999"], "from 1 to 2147483647", "positive"),
+        (&["-p", "0"], "from 1 to 2147483647", "unexpected argument"),
+    ] {
+        let o = tfp(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(e.contains(says) && !e.contains(not), "{args:?}: {e}");
+    }
+}
+
+/// `--help` is enough to start: it gives examples and the exit statuses, as
+/// `rtrace --help` does.
+#[test]
+fn help_has_examples_and_exit_statuses() {
+    let o = tfp(&["--help"]);
+    assert!(o.status.success(), "{o:?}");
+    let h = stdout(&o);
+    for want in [
+        "Examples:\n  tfp ",
+        "tfp --watch ",
+        "Exit status:\n  0 ",
+        "  1 ",
+        "  2 ",
+    ] {
+        assert!(h.contains(want), "{want:?} missing from:\n{h}");
+    }
+}
+
+#[test]
+fn zero_iterations_is_a_usage_error() {
+    // "stop after N refreshes": 0 refreshes is no listing at all, not one.
+    let o = tfp(&["--watch", "0.05", "-n", "0", "-p", &me().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
