@@ -576,3 +576,41 @@ fn control_characters_in_event_names_are_escaped() {
         assert!(out.contains("ev\\nFAKE\\u{1b}[2J"), "{cmd}: {out}");
     }
 }
+
+/// Standard output that cannot be written (a full disk: /dev/full) is an error,
+/// exit 1 with one line naming it, as the help's exit statuses say, not a
+/// "failed printing to stdout" panic.
+#[test]
+fn an_unwritable_stdout_is_an_error_not_a_panic() {
+    let _g = serial();
+    if !Path::new("/dev/full").exists() {
+        return; // no /dev/full on this system: nothing to write to
+    }
+    let d = dir("full");
+    let log = d.join("t.trace");
+    make_log(&log);
+    let logs = log.to_str().unwrap();
+    for args in [
+        &["dump", logs][..],
+        &["stats", logs],
+        &["export", "--format", "chrome", logs, "-o", "-"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+        assert!(
+            e.starts_with("rtrace: standard output: ") && e.contains("No space left"),
+            "{args:?}: {e}"
+        );
+    }
+}

@@ -221,3 +221,31 @@ fn help_has_examples_and_exit_statuses() {
         assert!(h.contains(want), "{want:?} missing from:\n{h}");
     }
 }
+
+/// Standard output that cannot be written (a full disk: /dev/full) is an error,
+/// exit 1 with one line naming it, not a "failed printing to stdout" panic.
+#[test]
+fn an_unwritable_stdout_is_an_error_not_a_panic() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return; // no /dev/full on this system: nothing to write to
+    }
+    for args in [&[][..], &["--json"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_rtstat"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{args:?}: {e}");
+        let last = e.lines().last().unwrap_or("");
+        assert!(
+            last.starts_with("rtstat: standard output: ") && last.contains("No space left"),
+            "{args:?}: {e}"
+        );
+    }
+}

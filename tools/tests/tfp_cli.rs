@@ -139,6 +139,34 @@ fn help_has_examples_and_exit_statuses() {
     }
 }
 
+/// Standard output that cannot be written for another reason than a closed pipe
+/// (a full disk: /dev/full) is an error, exit 1 with one line naming it: the
+/// listing was lost, and exit 0 would say it was written.
+#[test]
+fn an_unwritable_stdout_is_an_error() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return; // no /dev/full on this system: nothing to write to
+    }
+    for args in [&[][..], &["--json"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_tfp"))
+            .args(args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
+        assert!(
+            e.lines()
+                .any(|l| l.starts_with("tfp: standard output: ") && l.contains("No space left")),
+            "{args:?}: {e}"
+        );
+    }
+}
+
 #[test]
 fn zero_iterations_is_a_usage_error() {
     // "stop after N refreshes": 0 refreshes is no listing at all, not one.

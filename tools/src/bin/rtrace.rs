@@ -246,6 +246,21 @@ fn describe(ty: Option<&posixrt::trace::EventType>, e: &Event) -> String {
 
 fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> {
     let l = load(path)?;
+    to_stdout(|out| write_dump(out, &l, absolute))?;
+    Ok(l.cut)
+}
+
+/// Runs `f` on a buffered standard output and flushes it. A write error (a full
+/// disk; a closed pipe ends rtrace by SIGPIPE first) is a failure, exit 1, not a
+/// panic as in `println!`.
+fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    f(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| Failure::error(format!("standard output: {e}")))
+}
+
+fn write_dump(out: &mut dyn Write, l: &Loaded, absolute: bool) -> io::Result<()> {
     let base = if absolute {
         0
     } else {
@@ -258,7 +273,8 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> 
             .unwrap_or(0)
     };
     if let Some(a) = l.log.attr() {
-        println!(
+        writeln!(
+            out,
             "# trace {:?} of pid {}, {} events{}",
             a.name(),
             l.log.pid(),
@@ -268,13 +284,14 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> 
             } else {
                 " (log not closed)"
             }
-        );
+        )?;
     }
     for e in &l.events {
         let ty = l.log.event_type(e.id);
         let p = describe(ty, e);
         let p = printable(&p);
-        println!(
+        writeln!(
+            out,
             "{:>20} pid {:<7} tid {:<7} {}{}{}{}",
             fmt_ts(e.timestamp.as_nanos() - base),
             e.pid,
@@ -283,13 +300,18 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> 
             if p.is_empty() { "" } else { " " },
             p,
             if e.truncated { " [truncated]" } else { "" }
-        );
+        )?;
     }
-    Ok(l.cut)
+    Ok(())
 }
 
 fn stats(path: &Path) -> Result<Option<posixrt::Error>, Failure> {
     let l = load(path)?;
+    to_stdout(|out| write_stats(out, path, &l))?;
+    Ok(l.cut)
+}
+
+fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
     let mut counts: BTreeMap<u16, u64> = BTreeMap::new();
     let mut overflow_lost = 0u64;
     let mut truncated = 0u64;
@@ -302,57 +324,71 @@ fn stats(path: &Path) -> Result<Option<posixrt::Error>, Failure> {
         }
         truncated += e.truncated as u64;
     }
-    println!("log:        {}", printable(&path.display().to_string()));
+    writeln!(
+        out,
+        "log:        {}",
+        printable(&path.display().to_string())
+    )?;
     if let Some(a) = l.log.attr() {
-        println!(
+        writeln!(
+            out,
             "trace:      {:?} (pid {}, stream {:?}, log {:?})",
             a.name(),
             l.log.pid(),
             a.stream_full_policy(),
             a.log_full_policy()
-        );
+        )?;
     }
-    println!("events:     {}", l.events.len());
+    writeln!(out, "events:     {}", l.events.len())?;
     let oldest = l.events.iter().map(|e| e.timestamp).min();
     let newest = l.events.iter().map(|e| e.timestamp).max();
     if let (Some(f), Some(last)) = (oldest, newest) {
-        println!(
+        writeln!(
+            out,
             "time span:  {} .. {} ({:.6} s)",
             fmt_ts(f.as_nanos()),
             fmt_ts(last.as_nanos()),
             (last - f).as_secs_f64()
-        );
+        )?;
     }
     // Tid 0 is no thread: an OVERFLOW for losses of no one sub-buffer.
     let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).filter(|&t| t != 0).collect();
     tids.sort_unstable();
     tids.dedup();
-    println!("threads:    {}", tids.len());
+    writeln!(out, "threads:    {}", tids.len())?;
     match l.log.status() {
         Some(s) => {
-            println!(
+            writeln!(
+                out,
                 "lost:       {} in the stream, {} by the log",
                 s.stream_lost, s.log_lost
-            );
-            println!(
+            )?;
+            writeln!(
+                out,
                 "overrun:    stream {}, log {}; log full: {}",
                 yes(s.stream_overrun),
                 yes(s.log_overrun),
                 yes(s.log_full)
-            );
+            )?;
         }
-        None => println!("lost:       unknown (no status record: the log was not shut down)"),
+        None => writeln!(
+            out,
+            "lost:       unknown (no status record: the log was not shut down)"
+        )?,
     }
-    println!("overflow:   {overflow_lost} events reported lost by OVERFLOW events");
-    println!("truncated:  {truncated} events with truncated data");
-    println!("per type:");
+    writeln!(
+        out,
+        "overflow:   {overflow_lost} events reported lost by OVERFLOW events"
+    )?;
+    writeln!(out, "truncated:  {truncated} events with truncated data")?;
+    writeln!(out, "per type:")?;
     let mut rows: Vec<(u16, u64)> = counts.into_iter().collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     for (id, n) in rows {
         let eid = EventId::from_raw(id).unwrap_or(EventId::START);
-        println!("  {n:>10}  {:<5} {}", id, name_of(&l.log, eid));
+        writeln!(out, "  {n:>10}  {:<5} {}", id, name_of(&l.log, eid))?;
     }
-    Ok(l.cut)
+    Ok(())
 }
 
 fn yes(b: bool) -> &'static str {

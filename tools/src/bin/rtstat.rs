@@ -14,6 +14,7 @@
 //! objects are published in `/dev/shm/posixrt-sync-<pid>-<starttime>` (mode 0600:
 //! run as root or as its user).
 
+use std::io::{self, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -36,7 +37,7 @@ use serde_json::{json, Value};
 #[command(
     name = "rtstat",
     version,
-    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects\n  1  error: PID names no process or one without a readable sync registry, or /dev/shm cannot be read\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects\n  1  error: PID names no process or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
@@ -195,27 +196,47 @@ fn main() -> ExitCode {
             Some(_) => all.pop().unwrap_or_else(|| json!({})),
             None => Value::Array(all),
         };
-        println!("{doc}");
-        return ExitCode::SUCCESS;
+        return to_stdout(|out| writeln!(out, "{doc}"));
     }
-    if results.is_empty() {
-        println!("no process publishes posixrt sync objects (tracking off everywhere?)");
-    }
-    for (pid, objs) in &results {
-        table(*pid, objs);
-    }
-    ExitCode::SUCCESS
+    to_stdout(|out| {
+        if results.is_empty() {
+            writeln!(
+                out,
+                "no process publishes posixrt sync objects (tracking off everywhere?)"
+            )?;
+        }
+        for (pid, objs) in &results {
+            table(out, *pid, objs)?;
+        }
+        Ok(())
+    })
 }
 
-fn table(pid: u32, objs: &[Snapshot]) {
+/// Runs `f` on a buffered standard output and flushes it. A write error (a full
+/// disk; a closed pipe ends rtstat by SIGPIPE first) is exit 1 with one line,
+/// not a panic as in `println!`.
+fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> ExitCode {
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    match f(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rtstat: standard output: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn table(out: &mut dyn Write, pid: u32, objs: &[Snapshot]) -> io::Result<()> {
     let dl = sync::find_deadlocks_in(objs);
-    println!(
+    writeln!(
+        out,
         "pid {}: {} objects (published every {} ms while tracking is on)",
         pid,
         objs.len(),
         sync::PUBLISH_PERIOD.as_millis()
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9} {:>8} {:>9}",
         "ADDRESS",
         "KIND",
@@ -228,7 +249,7 @@ fn table(pid: u32, objs: &[Snapshot]) {
         "WAIT_MS",
         "MAX_MS",
         "HOLD_MS"
-    );
+    )?;
     for s in objs {
         let (i, st) = (&s.info, &s.stats);
         let waiters = if i.waiters == 0 {
@@ -243,7 +264,8 @@ fn table(pid: u32, objs: &[Snapshot]) {
             sync::Kind::Condvar => format!("{}w/{}s/{}b", st.locks, st.signals, st.broadcasts),
             _ => st.locks.to_string(),
         };
-        println!(
+        writeln!(
+            out,
             "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9.3} {:>8.3} {:>9.3}",
             format!("{:#x}", i.address),
             i.kind.name(),
@@ -258,7 +280,7 @@ fn table(pid: u32, objs: &[Snapshot]) {
             ms(st.wait_total),
             ms(st.wait_max),
             ms(st.hold_total)
-        );
+        )?;
     }
     for d in &dl {
         let mut line = String::from("DEADLOCK:");
@@ -273,6 +295,7 @@ fn table(pid: u32, objs: &[Snapshot]) {
             line.push_str(&format!(" thread {t} waits for [{l:#x}{name}] held by"));
         }
         line.push_str(&format!(" thread {}", d.threads[0]));
-        println!("{line}");
+        writeln!(out, "{line}")?;
     }
+    Ok(())
 }

@@ -35,7 +35,7 @@ use serde::Serialize;
 #[command(
     name = "tfp",
     version,
-    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), or /dev/shm cannot be read\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
@@ -142,8 +142,14 @@ fn main() -> ExitCode {
         });
         // Every write counts: with --no-self and nothing marked, a --watch
         // refresh is its header line alone.
-        if r.and_then(|()| out.flush()).is_err() {
-            return ExitCode::SUCCESS; // stdout closed (e.g. piped into head)
+        match r.and_then(|()| out.flush()) {
+            Ok(()) => {}
+            // stdout closed (e.g. piped into head): the reader has what it wanted
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+            Err(e) => {
+                warn(format_args!("standard output: {e}"));
+                return ExitCode::from(1);
+            }
         }
         if snap.unreadable > 0 {
             warn(format_args!(
