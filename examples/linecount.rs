@@ -169,11 +169,12 @@ fn main() {
     // File names are bytes, as in the listing's argv: they need not be UTF-8.
     let mut args = args::Args::files(HELP);
     // Options come first; `--` ends them (so a file may be called `-j`).
-    let files_from = args.iter().position(|a| a == "--");
+    let mut files_from = args.iter().position(|a| a == "--");
     // -j N: split the files over N threads, each running the listing's loop with
     // its own AIO context (default: one per CPU; -j 1 is the listing exactly).
+    // Given twice, the last one counts, as a repeated option of every example.
     let mut jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if let Some(i) = args[..files_from.unwrap_or(args.len())]
+    while let Some(i) = args[..files_from.unwrap_or(args.len())]
         .iter()
         .position(|a| a == "-j")
     {
@@ -186,6 +187,7 @@ fn main() {
             _ => args::usage_error("linecount", "-j needs a number from 1 to 64"),
         }
         args.drain(i..i + 2);
+        files_from = files_from.map(|f| f - 2);
     }
     // Anything else that looks like an option before `--` is a mistake, not a file
     // name (`-` alone is standard input; `-- -x` counts a file called `-x`).

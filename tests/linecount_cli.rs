@@ -90,3 +90,28 @@ fn linecount_counts_what_it_can_read_and_reports_the_rest() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `-j` given twice: the last one counts, as every other example takes the last
+/// value of a repeated option (the second `-j` was called an unknown option).
+#[test]
+fn linecount_takes_the_last_of_repeated_j() {
+    let bin = example_bin("linecount");
+    let out = run(
+        &bin,
+        &["-j", "2", "-j", "1", "/etc/hostname", "/etc/hostname"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let one = run(&bin, &["/etc/hostname"]);
+    let n: u64 = String::from_utf8_lossy(&one.stdout).trim().parse().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        (2 * n).to_string()
+    );
+    // a bad value is still refused, wherever it is
+    let out = run(&bin, &["-j", "2", "-j", "0", "/etc/hostname"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("-j needs a number from 1 to 64"),
+        "{out:?}"
+    );
+}
