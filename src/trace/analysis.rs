@@ -187,8 +187,9 @@ impl TraceLog {
     ///
     /// # Errors
     /// `Truncated` when the log ends inside a record or without its shutdown record
-    /// (returned once; then `Ok(None)`); `Corrupt` for a checksum mismatch or a
-    /// record that does not parse.
+    /// (returned once; then `Ok(None)`); `Corrupt` for a checksum mismatch, a
+    /// record that does not parse, or one of a kind that the log's format
+    /// version does not have.
     ///
     /// # References
     /// - [`posix_trace_getnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)

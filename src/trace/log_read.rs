@@ -9,13 +9,17 @@ use super::attr::{Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr};
 use super::crc::crc32c;
 use super::event::Event;
 use super::ids::{EventId, EventType};
-use super::log::{compact_truncated, LogStatus, C_NO_PID, FILE_HEADER, MAGIC, MAX_RECORD, VERSION};
+use super::log::{
+    compact_truncated, kind_version, LogStatus, C_NO_PID, FILE_HEADER, MAGIC, MAX_RECORD, VERSION,
+};
 use super::schema::FieldType;
 use crate::{Error, ErrorKind, Result};
 
 /// Reads framed records from a log.
 pub(crate) struct RecordReader {
     r: BufReader<File>,
+    /// The format version in the header.
+    version: u16,
 }
 
 fn truncated(what: &str) -> Error {
@@ -83,7 +87,7 @@ impl RecordReader {
             )
             .with_hint("read the log with the posixrt version that wrote it"));
         }
-        Ok(RecordReader { r })
+        Ok(RecordReader { r, version: v })
     }
 
     pub(crate) fn rewind(&mut self) -> Result<()> {
@@ -115,6 +119,15 @@ impl RecordReader {
         }
         if crc32c(&body) != crc {
             return Err(corrupt("record checksum mismatch".into()));
+        }
+        // A kind of a later format than the header's: the header or the record
+        // is damaged (no writer of that version wrote it).
+        let needs = kind_version(body[0]);
+        if needs > self.version {
+            return Err(corrupt(format!(
+                "record of kind {} needs format version {needs}, the log header says version {}",
+                body[0], self.version
+            )));
         }
         Ok(Some(body))
     }

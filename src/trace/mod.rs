@@ -78,7 +78,8 @@
 //! # Log file format
 //!
 //! Version 3 (version 2 lacks kind 7, version 1 kinds 6 and 7; readers take
-//! all three), all integers little-endian. Events are in time order within each flush
+//! all three, and refuse as corrupt a record of a kind the header's version
+//! lacks), all integers little-endian. Events are in time order within each flush
 //! (FLUSH_START sits where its timestamp belongs); across flushes an event that was
 //! timestamped but not yet visible can come slightly late: see the log module's
 //! "Event order" section. `rtrace` and the exports sort by timestamp.
