@@ -589,3 +589,53 @@ fn ctf_export_keeps_the_truncation_of_a_system_event() {
         "{text}"
     );
 }
+
+/// Integer fields that a JavaScript number cannot hold exactly (past 2^53 - 1
+/// either way) are written as decimal strings, so a viewer shows them exactly
+/// instead of rounded; the others stay JSON numbers.
+#[test]
+fn chrome_json_writes_integers_past_2_pow_53_as_strings() {
+    let d = scratch("json-big");
+    let (l, mut evs) = make_log(&d);
+    let i = evs.iter().position(|e| e.data.len() == 20).unwrap();
+    let safe = (1u64 << 53) - 1;
+    let mut rows = Vec::new();
+    for (offset, result) in [
+        (u64::MAX, i64::MIN),
+        ((1 << 53) + 1, -(1 << 53) - 1),
+        (safe, -(safe as i64)),
+    ] {
+        let mut e = evs[i].clone();
+        e.data = [
+            5i32.to_le_bytes().as_slice(),
+            &offset.to_le_bytes(),
+            &result.to_le_bytes(),
+        ]
+        .concat();
+        rows.push(e);
+    }
+    evs.extend(rows);
+    let text = export::chrome_json(&l, &evs);
+    let j: J = serde_json::from_str(&text).unwrap();
+    let io: Vec<&J> = j["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "ctf_test_io")
+        .map(|e| &e["args"])
+        .collect();
+    assert_eq!(io.len(), 4, "{text}");
+    let want = [
+        (J::from(4096), J::from(-11)),
+        (
+            J::from("18446744073709551615"),
+            J::from("-9223372036854775808"),
+        ),
+        (J::from("9007199254740993"), J::from("-9007199254740993")),
+        (J::from(safe), J::from(-(safe as i64))),
+    ];
+    for (a, (off, res)) in io.iter().zip(&want) {
+        assert_eq!((&a["offset"], &a["result"]), (off, res), "{text}");
+        assert_eq!(a["fd"], J::from(5));
+    }
+}

@@ -121,11 +121,20 @@ pub fn json_str(s: &str) -> String {
     o
 }
 
+/// The largest integer magnitude a JavaScript number (an IEEE double) holds
+/// exactly: `Number.MAX_SAFE_INTEGER`, 2^53 - 1.
+const JS_SAFE: u64 = (1 << 53) - 1;
+
 /// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): process
 /// and thread name metadata, one instant event (`"ph":"i"`, thread scope; process
 /// scope for an OVERFLOW with tid 0) per trace event, with decoded system payloads or user data (hex and readable) as `args`.
 /// Events are written oldest first (a stable sort by timestamp), with times relative
 /// to the oldest one.
+///
+/// Integer fields are JSON numbers while a viewer (JavaScript) reads them
+/// exactly, up to 2^53 - 1 either way; larger ones are written as strings of
+/// their decimal digits (`"offset":"18446744073709551615"`), which viewers show
+/// as they are instead of rounding. Hex fields and event sets are always strings.
 pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     let l = Loaded::new(log, events);
     let pid = l.log.pid();
@@ -167,8 +176,12 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
             Some(vals) => {
                 for (n, v) in vals {
                     let v = match v {
-                        schema::Value::U(x) => x.to_string(),
-                        schema::Value::I(x) => x.to_string(),
+                        schema::Value::U(x) if x <= JS_SAFE => x.to_string(),
+                        schema::Value::I(x) if x.unsigned_abs() <= JS_SAFE => x.to_string(),
+                        // Past what a JavaScript number holds exactly: a
+                        // string of the same digits, not a rounded number.
+                        schema::Value::U(x) => json_str(&x.to_string()),
+                        schema::Value::I(x) => json_str(&x.to_string()),
                         other => json_str(&other.to_string()),
                     };
                     let _ = write!(args, "{sep}{}:{v}", json_str(n));
