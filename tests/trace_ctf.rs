@@ -639,3 +639,37 @@ fn chrome_json_writes_integers_past_2_pow_53_as_strings() {
         assert_eq!(a["fd"], J::from(5));
     }
 }
+
+/// A system event without fields that was truncated with no data left keeps
+/// its truncation flag in the CTF export (as the dump and the Chrome export
+/// show it): its id gets the user events' layout, with `truncated = 1`.
+#[test]
+fn ctf_export_keeps_the_truncation_of_an_empty_fieldless_system_event() {
+    let d = scratch("ctf-cut-empty");
+    let (l, mut evs) = make_log(&d);
+    assert!(evs[0].id == trace::EventId::START && evs[0].data.is_empty());
+    let mut cut = evs[0].clone();
+    cut.truncated = true;
+    evs.insert(1, cut);
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let decl = meta
+        .split("\nevent {")
+        .find(|e| e.contains("\"posix_trace_start\""))
+        .unwrap();
+    assert!(decl.contains("truncated;"), "{meta}");
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let starts: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("posix_trace_start:"))
+        .collect();
+    assert_eq!(starts.len(), 2, "{text}");
+    assert!(starts[0].contains("truncated = 0"), "{text}");
+    assert!(
+        starts[1].contains("truncated = 1") && starts[1].contains("data_len = 0"),
+        "{text}"
+    );
+}

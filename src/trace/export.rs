@@ -288,8 +288,8 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 /// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
 /// marker), as `text_len` and a UTF-8 `text`, after a `truncated` flag for the
 /// ids of which some event was truncated; user events, and system events
-/// without fields that carry bytes anyway, get `truncated`, `data_len` and a
-/// `data` byte sequence.
+/// without fields that carry bytes anyway or were truncated, get `truncated`,
+/// `data_len` and a `data` byte sequence.
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
 /// order of `events`), as CTF requires within a stream.
 ///
@@ -353,8 +353,11 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     // get a `truncated` flag after the fields.
     let cut = ids_where(&|e| e.truncated && fixed(e.id).is_some());
     // System ids without fields whose events carry bytes anyway (a type
-    // registered without a layout): those get the user events' layout.
-    let bare = ids_where(&|e| e.id.is_system() && fixed(e.id).is_none() && !e.data.is_empty());
+    // registered without a layout), or were truncated (with no bytes left):
+    // those get the user events' layout, which holds both.
+    let bare = ids_where(&|e| {
+        e.id.is_system() && fixed(e.id).is_none() && (e.truncated || !e.data.is_empty())
+    });
     for id in &used {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
         let ty = l.log.event_type(eid);
