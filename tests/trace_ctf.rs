@@ -673,3 +673,64 @@ fn ctf_export_keeps_the_truncation_of_an_empty_fieldless_system_event() {
         "{text}"
     );
 }
+
+/// Field names that repeat in one layout (`register` takes them), or that are
+/// the keys the export adds itself (`text`, `truncated`), still give distinct
+/// keys in a Chrome event's `args` (a JSON object keeps one value per key, so a
+/// viewer would show one of them): later ones get a `_` appended, as in CTF.
+#[test]
+fn chrome_json_args_keys_are_distinct() {
+    let d = scratch("json-dupkeys");
+    let p = d.join("k.trace");
+    {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        static K: [sys::Field; 4] = [
+            sys::Field {
+                name: "a",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "a",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "truncated",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "text",
+                ty: sys::FieldType::U8,
+            },
+        ];
+        let k = sys::register("json_test_dupkeys", &K).unwrap();
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        t.start().unwrap();
+        sys::emit(k, &[1, 2, 3, 4, b'h', b'i']);
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+    }
+    let mut l = TraceLog::open(&p).unwrap();
+    let mut evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    for e in &mut evs {
+        e.truncated = true;
+    }
+    let text = export::chrome_json(&l, &evs);
+    let line = text
+        .lines()
+        .find(|l| l.contains("json_test_dupkeys"))
+        .unwrap();
+    let j: J = serde_json::from_str(line.trim_end_matches(',')).unwrap();
+    let args = j["args"].as_object().unwrap();
+    let got: Vec<(&str, &J)> = args.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    assert_eq!(args.len(), 6, "{line}");
+    for (k, v) in [
+        ("a", J::from(1)),
+        ("a_", J::from(2)),
+        ("truncated", J::from(3)),
+        ("text", J::from(4)),
+        ("text_", J::from("hi")),
+        ("truncated_", J::from(true)),
+    ] {
+        assert_eq!(args.get(k), Some(&v), "{k} in {got:?}");
+    }
+}

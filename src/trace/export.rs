@@ -131,6 +131,8 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// Events are written oldest first (a stable sort by timestamp), with times relative
 /// to the oldest one.
 ///
+/// `args` keys are the field names, then `text` and `truncated`; a key that
+/// would repeat one before it gets `_` appended (as in the CTF export).
 /// Integer fields are JSON numbers while a viewer (JavaScript) reads them
 /// exactly, up to 2^53 - 1 either way; larger ones are written as strings of
 /// their decimal digits (`"offset":"18446744073709551615"`), which viewers show
@@ -169,6 +171,8 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         let ty = l.log.event_type(e.id);
         let mut args = String::new();
         let mut sep = "";
+        // The keys written so far: a JSON object keeps one value per key.
+        let mut taken = Vec::new();
         let fields = ty
             .filter(|t| !t.fields.is_empty())
             .and_then(|t| schema::decode(&t.fields, &e.data));
@@ -184,13 +188,14 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
                         schema::Value::I(x) => json_str(&x.to_string()),
                         other => json_str(&other.to_string()),
                     };
-                    let _ = write!(args, "{sep}{}:{v}", json_str(n));
+                    let _ = write!(args, "{sep}{}:{v}", json_str(&key_in(n, &mut taken)));
                     sep = ",";
                 }
                 if let Some(tail) = ty.and_then(|t| tail_of(t, &e.data)) {
                     let _ = write!(
                         args,
-                        "{sep}\"text\":{}",
+                        "{sep}{}:{}",
+                        json_str(&key_in("text", &mut taken)),
                         json_str(&String::from_utf8_lossy(tail))
                     );
                     sep = ",";
@@ -208,7 +213,8 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
             None => {}
         }
         if e.truncated {
-            let _ = write!(args, "{sep}\"truncated\":true");
+            let key = key_in("truncated", &mut taken);
+            let _ = write!(args, "{sep}{}:true", json_str(&key));
         }
         let _ = write!(
             out,
@@ -221,6 +227,17 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     }
     out.push_str("\n]}\n");
     out
+}
+
+/// A key of a Chrome event's `args`, distinct from those in `taken` (the
+/// keys before it), which it joins: a repeated field name gets `_` appended.
+fn key_in(name: &str, taken: &mut Vec<String>) -> String {
+    let mut k = name.to_string();
+    while taken.contains(&k) {
+        k.push('_');
+    }
+    taken.push(k.clone());
+    k
 }
 
 /// TSDL keywords, and the type names the metadata declares: neither can name a
