@@ -734,3 +734,40 @@ fn chrome_json_args_keys_are_distinct() {
         assert_eq!(args.get(k), Some(&v), "{k} in {got:?}");
     }
 }
+
+/// A system event whose payload is shorter than its fields (emitted short, or
+/// from a foreign log) has its missing fields written as zeros in CTF, which
+/// has no other way to fill the structure: it is flagged `truncated = 1`, so
+/// the zeros are not taken for recorded values (the dump and the Chrome export
+/// show such a payload as raw bytes).
+#[test]
+fn ctf_export_flags_a_payload_shorter_than_its_fields() {
+    let d = scratch("ctf-short");
+    let (l, mut evs) = make_log(&d);
+    let i = evs.iter().position(|e| e.data.len() == 20).unwrap();
+    let mut short = evs[i].clone();
+    short.data.truncate(6);
+    assert!(!short.truncated);
+    evs.insert(i + 1, short);
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let decl = meta
+        .split("\nevent {")
+        .find(|e| e.contains("\"ctf_test_io\""))
+        .unwrap();
+    assert!(decl.contains("uint8_t truncated;"), "{meta}");
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let io: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("ctf_test_io:"))
+        .collect();
+    assert_eq!(io.len(), 2, "{text}");
+    assert!(io[0].contains("truncated = 0"), "{text}");
+    assert!(
+        io[1].contains("truncated = 1") && io[1].contains("fd = 5"),
+        "{text}"
+    );
+}

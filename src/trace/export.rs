@@ -304,7 +304,8 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 /// `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
 /// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
 /// marker), as `text_len` and a UTF-8 `text`, after a `truncated` flag for the
-/// ids of which some event was truncated; user events, and system events
+/// ids of which some event was truncated or has a payload shorter than its
+/// fields (the missing fields are written as zeros, with the flag set); user events, and system events
 /// without fields that carry bytes anyway or were truncated, get `truncated`,
 /// `data_len` and a `data` byte sequence.
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
@@ -366,9 +367,11 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         Some(t.fields.iter().map(|f| f.1.size()).sum())
     };
     let tails = ids_where(&|e| fixed(e.id).is_some_and(|n| e.data.len() > n));
-    // Ids with fields of which some event was truncated when recorded: those
-    // get a `truncated` flag after the fields.
-    let cut = ids_where(&|e| e.truncated && fixed(e.id).is_some());
+    // Ids with fields of which some event was truncated when recorded, or has
+    // a payload shorter than its fields (written out with zeros): those get a
+    // `truncated` flag after the fields.
+    let short = |e: &Event| fixed(e.id).is_some_and(|n| e.data.len() < n);
+    let cut = ids_where(&|e| (e.truncated && fixed(e.id).is_some()) || short(e));
     // System ids without fields whose events carry bytes anyway (a type
     // registered without a layout), or were truncated (with no bytes left):
     // those get the user events' layout, which holds both.
@@ -429,7 +432,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                 p.resize(size.max(p.len()), 0);
                 body.extend_from_slice(&p[..size]);
                 if cut.binary_search(&e.id.raw()).is_ok() {
-                    body.push(e.truncated as u8);
+                    body.push((e.truncated || e.data.len() < size) as u8);
                 }
                 if tails.binary_search(&e.id.raw()).is_ok() {
                     // (A payload is far below 64 KiB: the stream's events are.)
