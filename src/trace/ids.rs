@@ -267,6 +267,7 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
             )
             .with_hint("split the event or shrink its fields"));
         }
+        check_layout_fits(name, fields)?;
         let id = EventId(n.next_sys);
         n.next_sys += 1;
         n.types[id.0 as usize] = Some(EventType {
@@ -278,6 +279,28 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
         NAMES_GEN.fetch_add(1, Ordering::Release);
         Ok(id)
     })
+}
+
+/// A layout a log's type record can hold: it counts the fields in a byte, each
+/// name in a `u16`, and must fit one record (`MAX_RECORD`). Refused otherwise,
+/// rather than written as a record that reads back without its fields or that
+/// stops the reader as corrupt.
+fn check_layout_fits(name: &str, fields: &[Field]) -> crate::Result<()> {
+    let record = 1 + 2 + 1 + 2 + name.len() + 1;
+    let record = record + fields.iter().map(|f| 3 + f.name.len()).sum::<usize>();
+    let long = fields.iter().any(|f| f.name.len() > usize::from(u16::MAX));
+    if fields.len() <= usize::from(u8::MAX) && !long && record <= super::log::MAX_RECORD {
+        return Ok(());
+    }
+    Err(crate::Error::invalid(
+        "trace::system_events::register",
+        format!(
+            "system event {name:?}: a layout of {} fields and {record} bytes of names does \
+             not fit a log's type record (at most 255 fields, 1 MiB)",
+            fields.len()
+        ),
+    )
+    .with_hint("use fewer fields and short field names"))
 }
 
 /// The name of an id (`posix_trace_eventid_get_name`).

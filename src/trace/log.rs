@@ -509,6 +509,40 @@ mod tests {
         }
     }
 
+    /// A type record counts its fields in a byte and must fit a record
+    /// (`MAX_RECORD`): a system event layout of more fields, or with names too
+    /// long for one record, is refused when registered, instead of being
+    /// written as a record that reads back without its fields (256 counted as
+    /// 0) or that stops the reader as corrupt. 255 fields read back whole.
+    #[test]
+    fn layouts_a_type_record_cannot_hold_are_refused() {
+        use crate::trace::ids::register_sys;
+        use crate::trace::schema::{Field, FieldType};
+        let fields = |n: usize, name: &'static str| -> Vec<Field> {
+            (0..n)
+                .map(|_| Field {
+                    name,
+                    ty: FieldType::U8,
+                })
+                .collect()
+        };
+        let e = register_sys("log_test_256_fields", &fields(256, "f"), false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let long: &'static str = Box::leak("n".repeat(5000).into_boxed_str());
+        let e = register_sys("log_test_long_names", &fields(250, long), false).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let id = register_sys("log_test_255_fields", &fields(255, "f"), false).unwrap();
+        let t = crate::trace::ids::all_types()
+            .into_iter()
+            .find(|t| t.id == id)
+            .unwrap();
+        let rec = type_record(&t);
+        assert!(rec.len() - 8 <= MAX_RECORD);
+        let back = crate::trace::log_read::parse_type(&mut Cur(&rec[9..])).unwrap();
+        assert_eq!(back.fields, t.fields);
+        assert_eq!(back.fields.len(), 255);
+    }
+
     fn tempfile() -> std::fs::File {
         let fd = rustix::fs::memfd_create("log", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
         std::fs::File::from(fd)

@@ -32,7 +32,8 @@ pub use super::schema::{decode, Field, FieldType, Value};
 ///
 /// # Errors
 /// [`InvalidInput`](crate::ErrorKind::InvalidInput) for a bad name, a layout over
-/// 256 bytes, or a name registered with another layout;
+/// 256 bytes, one a log cannot describe (over 255 fields, or field names
+/// adding up past 1 MiB), or a name registered with another layout;
 /// [`OutOfResources`](crate::ErrorKind::OutOfResources) when the 120 module ids are taken.
 pub fn register(name: &str, layout: &'static [Field]) -> crate::Result<EventId> {
     ids::register_sys(name, layout, false)
