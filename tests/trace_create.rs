@@ -149,3 +149,45 @@ fn a_record_of_an_unknown_kind_is_corrupt() {
     std::fs::remove_file(&p).unwrap();
     assert_eq!(got, Err(ErrorKind::Corrupt));
 }
+
+/// A log file opened in append mode (`O_APPEND`) is written as any other: a
+/// LOOP log's compaction rewrites it from the start, so after many flushes it
+/// holds the newest events and reads to its end record. (With `O_APPEND` every
+/// write went to the end whatever the seek, and the cut that follows kept the
+/// oldest bytes.)
+#[test]
+fn a_loop_log_opened_for_appending_keeps_the_newest_events() {
+    use posixrt::trace::{self, LogFullPolicy, TraceLog};
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-create-{}-append.trace",
+        std::process::id()
+    ));
+    std::fs::write(&p, b"").unwrap();
+    let f = std::fs::File::options().append(true).open(&p).unwrap();
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::Loop);
+    a.set_log_size(4096).unwrap();
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let ev = trace::eventid_open("append loop").unwrap();
+    t.start().unwrap();
+    for i in 0..2000u32 {
+        trace::event(ev, &i.to_le_bytes());
+        if i % 100 == 99 {
+            t.flush().unwrap();
+        }
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(&p).unwrap();
+    let evs: Result<Vec<_>, _> = l.events().collect();
+    std::fs::remove_file(&p).unwrap();
+    let evs = evs.unwrap();
+    let mine: Vec<u32> = evs
+        .iter()
+        .filter(|e| e.id == ev)
+        .map(|e| u32::from_le_bytes(e.data[..4].try_into().unwrap()))
+        .collect();
+    assert!(l.is_complete());
+    assert_eq!(mine.last(), Some(&1999), "{mine:?}");
+    assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "{mine:?}");
+}

@@ -51,9 +51,15 @@ impl LogWriter {
     pub(crate) fn new(mut file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
         // POSIX: EBADF for a log not open for writing, found here rather than at
         // every flush.
-        use rustix::fs::{fcntl_getfl, OFlags};
-        if fcntl_getfl(&file)? & OFlags::ACCMODE == OFlags::RDONLY {
+        use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+        let flags = fcntl_getfl(&file)?;
+        if flags & OFlags::ACCMODE == OFlags::RDONLY {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
+        // The log is written from its start and a LOOP log rewritten in place:
+        // with O_APPEND every write would go to the end whatever the seek.
+        if flags.contains(OFlags::APPEND) {
+            let _ = fcntl_setfl(&file, flags - OFlags::APPEND);
         }
         let mut preamble = file_header().to_vec();
         preamble.extend_from_slice(&attr_record(attr, pid));
