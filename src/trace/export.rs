@@ -300,8 +300,35 @@ fn tsdl_str(s: &str) -> String {
 
 const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 
-/// Writes a CTF 1.8 trace into `dir`: a TSDL `metadata` file and one binary
-/// `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
+/// The files of a CTF export: a directory holding others is refused, as
+/// babeltrace2 reads every file beside `metadata` as a stream.
+const CTF_FILES: [&str; 2] = ["metadata", "stream_0"];
+
+/// Refuses a CTF output directory that holds anything but an earlier
+/// export's files.
+fn check_ctf_dir(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_err("opendir", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| io_err("readdir", dir, e))?;
+        let name = entry.file_name();
+        if !CTF_FILES.iter().any(|f| name == *f) {
+            return Err(Error::invalid(
+                "export::write_ctf",
+                format!(
+                    "{} holds {:?}, which babeltrace2 would read as a CTF stream",
+                    dir.display(),
+                    name
+                ),
+            )
+            .with_hint("pass a new or empty directory (or one of an earlier CTF export)"));
+        }
+    }
+    Ok(())
+}
+
+/// Writes a CTF 1.8 trace into `dir` (made if missing; it must hold nothing
+/// but the files of an earlier export, which are replaced): a TSDL `metadata`
+/// file and one binary `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
 /// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
 /// marker), as `text_len` and a UTF-8 `text`, after a `truncated` flag for the
 /// ids of which some event was truncated or has a payload shorter than its
@@ -312,11 +339,14 @@ const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 /// order of `events`), as CTF requires within a stream.
 ///
 /// # Errors
-/// The errno of creating the directory or writing the files.
+/// `InvalidInput` for a directory holding other files (babeltrace2 would read
+/// them as streams); the errno of creating or reading the directory or writing
+/// the files.
 pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     let l = Loaded::new(log, events);
     use schema::FieldType as F;
     std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
+    check_ctf_dir(dir)?;
     let mut m = String::from("/* CTF 1.8 */\n\n");
     for (name, size, signed, base) in [
         ("uint8_t", 8, false, 10),

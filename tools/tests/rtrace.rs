@@ -614,3 +614,31 @@ fn an_unwritable_stdout_is_an_error_not_a_panic() {
         );
     }
 }
+
+/// babeltrace2 reads every file of a CTF directory as a stream: a CTF export
+/// into a directory that holds other files (the log itself, with `-o .`) would
+/// make a trace that does not open. It is refused (exit 1, naming a stray
+/// file, nothing written); a directory of an earlier export is written over.
+#[test]
+fn ctf_export_refuses_a_directory_with_other_files() {
+    let _g = serial();
+    let d = dir("ctfmix");
+    let log = d.join("t.trace");
+    make_log(&log);
+    let (l, dd) = (log.to_str().unwrap(), d.to_str().unwrap());
+    let o = rtrace(&["export", "--format", "ctf", l, "-o", dd]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stderr(&o).contains("t.trace"), "{}", stderr(&o));
+    assert!(!d.join("metadata").exists() && !d.join("stream_0").exists());
+    let out = d.join("ctf");
+    for _ in 0..2 {
+        let o = rtrace(&["export", "--format", "ctf", l, "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["metadata", "stream_0"]);
+}

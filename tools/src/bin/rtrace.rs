@@ -58,7 +58,8 @@ enum Cmd {
         /// The log file.
         log: PathBuf,
         /// Output: a .json file for chrome (`-`: standard output; its directory must
-        /// exist), a directory for ctf (made, with any missing parents).
+        /// exist), a directory for ctf (made, with any missing parents; one that
+        /// holds other files than an earlier export's is refused).
         #[arg(short, long)]
         output: PathBuf,
     },
