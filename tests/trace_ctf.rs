@@ -290,7 +290,7 @@ fn ctf_export_makes_field_names_valid_distinct_identifiers() {
     let p = d.join("k.trace");
     {
         let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        static K: [sys::Field; 6] = [
+        static K: [sys::Field; 7] = [
             sys::Field {
                 name: "event",
                 ty: sys::FieldType::U8,
@@ -315,11 +315,15 @@ fn ctf_export_makes_field_names_valid_distinct_identifiers() {
                 name: "a_b",
                 ty: sys::FieldType::U8,
             },
+            sys::Field {
+                name: "_a_b",
+                ty: sys::FieldType::U8,
+            },
         ];
         let k = sys::register("ctf_test_keywords", &K).unwrap();
         let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
         t.start().unwrap();
-        sys::emit(k, &[1, 2, 3, 4, 5, 6]);
+        sys::emit(k, &[1, 2, 3, 4, 5, 6, 7]);
         t.stop().unwrap();
         t.shutdown().unwrap();
     }
@@ -335,10 +339,15 @@ fn ctf_export_makes_field_names_valid_distinct_identifiers() {
         .lines()
         .filter_map(|l| l.trim().strip_suffix(';')?.split_whitespace().nth(1))
         .collect();
-    assert_eq!(names.len(), 6, "{body}");
+    assert_eq!(names.len(), 7, "{body}");
     let reserved = ["event", "signed", "uint32_t"];
     assert!(names.iter().all(|n| !reserved.contains(n)), "{names:?}");
-    let mut uniq = names.clone();
+    // CTF 1.8 drops one leading underscore of a field name (babeltrace2
+    // aborts on a structure where that leaves two alike): distinct after it.
+    let mut uniq: Vec<&str> = names
+        .iter()
+        .map(|n| n.strip_prefix('_').unwrap_or(n))
+        .collect();
     uniq.sort_unstable();
     uniq.dedup();
     assert_eq!(uniq.len(), names.len(), "{names:?}");
@@ -349,7 +358,7 @@ fn ctf_export_makes_field_names_valid_distinct_identifiers() {
         .lines()
         .find(|l| l.contains("ctf_test_keywords:"))
         .unwrap();
-    for v in ["= 1,", "= 2,", "= 3,", "= 4,", "= 5,", "= 6 "] {
+    for v in ["= 1,", "= 2,", "= 3,", "= 4,", "= 5,", "= 6,", "= 7 "] {
         assert!(line.contains(v), "{line}");
     }
 }

@@ -253,16 +253,19 @@ const TSDL_RESERVED: &[&str] = &[
 ];
 
 /// A CTF identifier from a field name, distinct from those in `taken` (the
-/// fields before it in the same structure), which it joins.
+/// fields before it in the same structure), which it joins. Distinct as
+/// readers name it: CTF 1.8 drops one leading underscore of a field name (so
+/// `_a` reads as `a`, and babeltrace2 aborts on a structure holding both).
 fn ident_in(s: &str, taken: &mut Vec<String>) -> String {
+    let shown = |n: &str| n.strip_prefix('_').unwrap_or(n).to_string();
     let mut o = ident(s);
     if TSDL_RESERVED.contains(&o.as_str()) {
         o.insert(0, '_');
     }
-    while taken.contains(&o) {
+    while taken.contains(&shown(&o)) {
         o.push('_');
     }
-    taken.push(o.clone());
+    taken.push(shown(&o));
     o
 }
 
