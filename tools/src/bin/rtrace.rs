@@ -35,12 +35,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Print every event, oldest first: time, pid, tid, name, and the payload
+    /// Print every event, in log order: time, pid, tid, name, and the payload
     /// (system events by field, user data as an integer, text or hex).
+    ///
+    /// The log order is time order within each flush; across flushes an event
+    /// can come a little late (the exports sort by time). Times are since the
+    /// oldest event.
     Dump {
         /// The log file.
         log: PathBuf,
-        /// Print absolute CLOCK_MONOTONIC times instead of times since the first event.
+        /// Print absolute CLOCK_MONOTONIC times instead of times since the oldest event.
         #[arg(long)]
         absolute: bool,
     },
