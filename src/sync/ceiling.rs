@@ -361,10 +361,11 @@ unsafe impl RawMutex for RawCeilingMutex {
         // or the lock was forced free. Then the word is free or names another owner,
         // whose lock must stay held; only the priority bookkeeping is undone.
         if self.word.load() & TID_MASK == tid {
-            self.track.on_unlock(self.addr());
+            let tracked = self.track.on_unlock(self.addr());
             if !self.word.unlock_fast(tid) {
                 self.word.unlock_slow();
             }
+            self.track.on_released(tracked, tid);
         } else if REFUSED.try_with(|r| r.replace(0)) == Ok(self.addr()) {
             // A refused relock: `lock_impl` undid (or never made) the raise, and
             // `held_ceiling` is another owner's. Lowering here would drop a
