@@ -2,10 +2,41 @@
 //! guards.
 //!
 //! The futex word counts readers (bits 0..30) and has a writer bit (bit 30).
-//! Writers are preferred: once a writer waits, new readers wait too (so a stream of
-//! readers cannot starve it; a thread that read-locks recursively while a writer
-//! waits deadlocks, as `lock_api` documents). Sleepers wait in `FUTEX_WAIT_BITSET`
-//! on a separate epoch word that every unblocking change advances (so a state that
+//!
+//! # Readers and waiting writers
+//!
+//! `pthread_rwlock_rdlock` says that with the Thread Execution Scheduling option,
+//! a reader running `SCHED_FIFO` or `SCHED_RR` "shall not acquire the lock if a
+//! writer holds the lock or if writers of higher or equal priority are blocked on
+//! the read-write lock; otherwise, the calling thread shall acquire the lock"; for
+//! the other policies the choice is the implementation's. This lock does:
+//!
+//! - **a `SCHED_FIFO`/`SCHED_RR` reader** whose priority is strictly above that of
+//!   every waiting writer takes the lock while no writer holds it (in `read`,
+//!   `try_read` and the timed reads alike), so a low-priority writer that waits
+//!   cannot hold up a real-time reader. A waiting writer's priority is its
+//!   `SCHED_FIFO`/`SCHED_RR` priority, 0 for the other policies, and above every
+//!   real-time priority for `SCHED_DEADLINE`. Both are the static priorities
+//!   the kernel reports (`sched_getattr`, not one lent by priority inheritance),
+//!   read once per call: a reader's only when it meets a waiting writer, a
+//!   writer's when it has to wait. A real-time writer can thus wait for as long
+//!   as higher-priority readers keep the lock read-locked, as POSIX requires;
+//! - **any other reader** (`SCHED_OTHER`, `SCHED_BATCH`, `SCHED_IDLE`,
+//!   `SCHED_DEADLINE`) waits once any writer waits (writers are preferred, which
+//!   POSIX leaves to the implementation), so a stream of such readers cannot
+//!   starve a writer (a thread of these classes that read-locks recursively
+//!   while a writer waits deadlocks, as `lock_api` documents).
+//!
+//! The uncontended read costs one CAS, as before (no class is read unless a
+//! writer waits). Waiting writers of a level above 0 keep it in a list of nodes
+//! on their own stacks, under a priority-inheriting futex lock taken only by
+//! writers as they start and stop waiting (also when a wait times out or
+//! unwinds), and publish the highest in one word readers read; `SCHED_OTHER`
+//! writers only count themselves, as before.
+//!
+//! # Sleeping
+//!
+//! Sleepers wait in `FUTEX_WAIT_BITSET` on a separate epoch word that every unblocking change advances (so a state that
 //! goes free → write-locked → free between a check and the sleep cannot strand a
 //! sleeper), and are all woken when it changes in their favour. The writer's tid
 //! is kept beside the word for introspection, and to refuse a lock by the writer
@@ -19,7 +50,8 @@
 //! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
 //! - [pthread_rwlock_wrlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_wrlock.3p.html)
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawRwLockTimed};
@@ -27,10 +59,15 @@ use lock_api::{GuardNoSend, RawRwLockTimed};
 use super::checked::deadline_after;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
+use crate::sys::pilock::{PiLocked, RawPiLock};
+use crate::sys::prio::{self, SchedClass};
 use crate::sys::tid::current as current_tid;
 
 const WRITER: u32 = 1 << 30;
 const READERS: u32 = WRITER - 1;
+
+/// The level of a waiting `SCHED_DEADLINE` writer: above every real-time priority.
+const DEADLINE_LEVEL: u32 = 100;
 
 /// A reader-writer lock (see the [module docs](self)).
 ///
@@ -61,6 +98,13 @@ pub struct RawRwLock {
     /// them (see [`RawRwLock::sleep_while`]).
     epoch: AtomicU32,
     writer: AtomicU32,
+    /// The highest level ([`writer_level`]) among waiting writers, 0 if none
+    /// (see [`Self::list_writer`]).
+    top: AtomicU32,
+    /// The waiting writers of a level above 0, as a list of nodes on their stacks;
+    /// read and changed only under `list`.
+    head: AtomicPtr<WaitingWriter>,
+    list: PiLocked<()>,
     track: Track,
 }
 
@@ -73,6 +117,9 @@ impl RawRwLock {
             sleepers: AtomicU32::new(0),
             epoch: AtomicU32::new(0),
             writer: AtomicU32::new(0),
+            top: AtomicU32::new(0),
+            head: AtomicPtr::new(std::ptr::null_mut()),
+            list: PiLocked::const_new(<RawPiLock as lock_api::RawMutex>::INIT, ()),
             track: Track::new(),
         }
     }
@@ -136,10 +183,16 @@ impl RawRwLock {
     fn read_slow(&self, deadline: Option<Instant>) -> bool {
         let tid = current_tid();
         self.refuse_relock_by_writer(tid, "pthread_rwlock_rdlock");
+        let level = ReaderLevel::new();
+        if self.read_past_writers(&level) {
+            // Not a wait: counted and reported as the fast path's.
+            self.read_acquired();
+            return true;
+        }
         let wait = self.wait_start(tid);
         let ok = loop {
             let s = self.state.load(Ordering::Acquire);
-            if s & WRITER == 0 && self.writers_waiting.load(Ordering::Relaxed) == 0 {
+            if s & WRITER == 0 && self.passes_waiting_writers(&level) {
                 if s & READERS >= READERS - 1 {
                     reader_overflow();
                 }
@@ -154,7 +207,7 @@ impl RawRwLock {
             }
             let blocked = || {
                 self.state.load(Ordering::SeqCst) & WRITER != 0
-                    || self.writers_waiting.load(Ordering::SeqCst) != 0
+                    || !self.passes_waiting_writers(&level)
             };
             if let Err(libc::ETIMEDOUT) = self.sleep_while(blocked, deadline) {
                 break false;
@@ -181,6 +234,45 @@ impl RawRwLock {
             },
         );
         ok
+    }
+
+    /// Whether a reader of `level` may go past the writers waiting now: none
+    /// waits, or `level` is above all of theirs (`top`). Reads the reader's class
+    /// only if a writer waits. `SeqCst`, for [`Self::sleep_while`]; a writer
+    /// raises `top` before it counts itself in `writers_waiting`, so a reader that
+    /// sees the count sees the level.
+    fn passes_waiting_writers(&self, level: &ReaderLevel) -> bool {
+        self.writers_waiting.load(Ordering::SeqCst) == 0
+            || level.get() > self.top.load(Ordering::SeqCst)
+    }
+
+    /// Takes a read lock where the fast path did not, if no writer holds the lock
+    /// and the reader may go past the waiting ones ([`Self::passes_waiting_writers`]).
+    /// As in the fast path, a CAS that fails because another reader changed the
+    /// count is retried, and a full count fails.
+    #[cold]
+    #[inline(never)]
+    fn read_past_writers(&self, level: &ReaderLevel) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        while s & WRITER == 0 && s & READERS < READERS - 1 && self.passes_waiting_writers(level) {
+            match self
+                .state
+                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => s = now,
+            }
+        }
+        false
+    }
+
+    /// Reports and counts a read lock taken without waiting.
+    #[inline]
+    fn read_acquired(&self) {
+        super::hook::rdlock(self.addr(), false, super::hook::LockResult::Acquired);
+        if track::level() != 0 {
+            self.read_tracked();
+        }
     }
 
     #[inline]
@@ -216,7 +308,11 @@ impl RawRwLock {
         let tid = current_tid();
         self.refuse_relock_by_writer(tid, "pthread_rwlock_wrlock");
         let wait = self.wait_start(tid);
-        self.writers_waiting.fetch_add(1, Ordering::SeqCst);
+        let node = WaitingWriter {
+            level: writer_level(prio::current()),
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        };
+        let mut waiting = self.start_waiting(&node);
         let ok = loop {
             let s = self.state.load(Ordering::Relaxed);
             if s == 0 {
@@ -234,11 +330,8 @@ impl RawRwLock {
                 break false;
             }
         };
-        self.writers_waiting.fetch_sub(1, Ordering::SeqCst);
-        if !ok {
-            // Readers held back by this writer may go now.
-            self.wake_all();
-        }
+        waiting.acquired = ok;
+        drop(waiting);
         if ok {
             self.writer.store(tid, Ordering::Relaxed);
         }
@@ -261,15 +354,62 @@ impl RawRwLock {
         ok
     }
 
+    /// Counts the writer of `node` among the waiting writers, with its level
+    /// (listed if above 0), until the returned guard is dropped.
+    fn start_waiting<'a>(&'a self, node: &'a WaitingWriter) -> Waiting<'a> {
+        if node.level != 0 {
+            self.list_writer(node);
+        }
+        self.writers_waiting.fetch_add(1, Ordering::SeqCst);
+        Waiting {
+            lock: self,
+            node,
+            acquired: false,
+        }
+    }
+
+    /// Lists a waiting writer and raises `top` to its level.
+    fn list_writer(&self, node: &WaitingWriter) {
+        let _held = self.list.lock();
+        node.next
+            .store(self.head.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.head.store(
+            node as *const WaitingWriter as *mut WaitingWriter,
+            Ordering::Relaxed,
+        );
+        self.top.fetch_max(node.level, Ordering::SeqCst);
+    }
+
+    /// Unlists a writer that stops waiting and sets `top` to the highest level of
+    /// those left (0 if none).
+    fn unlist_writer(&self, node: &WaitingWriter) {
+        let held = self.list.lock();
+        let me: *const WaitingWriter = node;
+        let mut link = &self.head;
+        let mut top = 0;
+        loop {
+            let p = link.load(Ordering::Relaxed);
+            let Some(n) = listed(&held, p) else { break };
+            if std::ptr::eq(p, me) {
+                link.store(n.next.load(Ordering::Relaxed), Ordering::Relaxed);
+            } else {
+                top = top.max(n.level);
+                link = &n.next;
+            }
+        }
+        self.top.store(top, Ordering::SeqCst);
+    }
+
     /// Sleeps on the epoch word while `blocked()` holds (checked after announcing the
     /// sleeper and reading the epoch), until woken, a spurious wake-up or `deadline`.
     ///
     /// Lost wake-ups cannot happen: a thread that unblocks others first changes the
-    /// state (SeqCst), then reads `sleepers` (SeqCst) and, if any, advances the epoch
-    /// before waking. Either it sees this sleeper, and the epoch this sleeper read is
-    /// stale by the time the kernel compares it (or the wake finds it queued), or it
-    /// does not, and then the SeqCst order puts its state change before the
-    /// `blocked()` re-check here. Sleeping on the epoch instead of the state word
+    /// state, or (a writer that stops waiting without the lock) `top` and
+    /// `writers_waiting` (SeqCst), then reads `sleepers` (SeqCst) and, if any,
+    /// advances the epoch before waking. Either it sees this sleeper, and the
+    /// epoch this sleeper read is stale by the time the kernel compares it (or the
+    /// wake finds it queued), or it does not, and then the SeqCst order puts its
+    /// change before the `blocked()` re-check here. Sleeping on the epoch instead of the state word
     /// also avoids the ABA of a state that goes 0 → WRITER → 0 between the check and
     /// the sleep.
     fn sleep_while(
@@ -331,6 +471,85 @@ impl RawRwLock {
     }
 }
 
+/// A waiting writer's entry in its lock's list, on the writer's stack.
+struct WaitingWriter {
+    /// [`writer_level`] of the writer, read as it starts waiting.
+    level: u32,
+    next: AtomicPtr<WaitingWriter>,
+}
+
+/// A writer counted among the waiting ones ([`RawRwLock::start_waiting`]): the
+/// drop, on return or unwinding, takes it out again and, unless it got the lock,
+/// wakes the readers it may have held back.
+struct Waiting<'a> {
+    lock: &'a RawRwLock,
+    node: &'a WaitingWriter,
+    acquired: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.node.level != 0 {
+            self.lock.unlist_writer(self.node);
+        }
+        self.lock.writers_waiting.fetch_sub(1, Ordering::SeqCst);
+        if !self.acquired {
+            self.lock.wake_all();
+        }
+    }
+}
+
+/// The node at `p` of a lock's waiting-writer list, whose lock `_held` is held;
+/// `None` at the end of the list.
+fn listed<'a>(
+    _held: &'a lock_api::MutexGuard<'_, RawPiLock, ()>,
+    p: *mut WaitingWriter,
+) -> Option<&'a WaitingWriter> {
+    // SAFETY: a node is in the list only from its writer's `list_writer` to its
+    // `unlist_writer`, both under the list lock (held for 'a). The writer declares
+    // the node before its `Waiting` guard, whose drop unlists it (also when
+    // unwinding) before the node goes out of scope, so a listed node is live.
+    unsafe { p.as_ref() }
+}
+
+/// How a waiting writer ranks against real-time readers: its
+/// `SCHED_FIFO`/`SCHED_RR` priority, [`DEADLINE_LEVEL`] for `SCHED_DEADLINE`, 0
+/// for the other policies (every real-time reader passes it).
+fn writer_level(c: SchedClass) -> u32 {
+    if c.is_rt() {
+        c.priority.clamp(1, 99) as u32
+    } else if c.policy == libc::SCHED_DEADLINE {
+        DEADLINE_LEVEL
+    } else {
+        0
+    }
+}
+
+/// A reader's level, read from the kernel on first use (only when a writer
+/// waits): its `SCHED_FIFO`/`SCHED_RR` priority, 0 for the other policies (it
+/// passes no waiting writer). A reader passes waiting writers of lower level.
+struct ReaderLevel(Cell<Option<u32>>);
+
+impl ReaderLevel {
+    fn new() -> ReaderLevel {
+        ReaderLevel(Cell::new(None))
+    }
+
+    fn get(&self) -> u32 {
+        if let Some(l) = self.0.get() {
+            return l;
+        }
+        let c = prio::current();
+        let l = if c.is_rt() {
+            c.priority.clamp(0, 99) as u32
+        } else {
+            0
+        };
+        self.0.set(Some(l));
+        l
+    }
+}
+
 /// A lock by the thread that holds the write lock (see the [module docs](self)).
 #[cold]
 #[inline(never)]
@@ -375,10 +594,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
     #[inline]
     fn lock_shared(&self) {
         if self.try_read_fast() {
-            super::hook::rdlock(self.addr(), false, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.read_tracked();
-            }
+            self.read_acquired();
         } else {
             self.read_slow(None);
         }
@@ -386,7 +602,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     fn try_lock_shared(&self) -> bool {
-        let ok = self.try_read_fast();
+        let ok = self.try_read_fast() || self.read_past_writers(&ReaderLevel::new());
         super::hook::rdlock(self.addr(), true, super::hook::LockResult::of_try(ok));
         if track::level() != 0 {
             let r = self.track.record(Kind::RwLock, self.addr());
@@ -484,10 +700,7 @@ unsafe impl RawRwLockTimed for RawRwLock {
 
     fn try_lock_shared_until(&self, deadline: Instant) -> bool {
         if self.try_read_fast() {
-            super::hook::rdlock(self.addr(), false, super::hook::LockResult::Acquired);
-            if track::level() != 0 {
-                self.read_tracked();
-            }
+            self.read_acquired();
             true
         } else {
             self.read_slow(Some(deadline))
