@@ -151,11 +151,16 @@ impl RawRwLock {
     /// may make a reader wait (or a `try_read` fail).
     #[inline]
     fn try_read_fast(&self) -> bool {
+        self.add_reader_while(|| self.writers_waiting.load(Ordering::Relaxed) == 0)
+    }
+
+    /// Adds a reader while no writer holds the lock, the count has room and
+    /// `may_pass` (the waiting writers let this reader in); a CAS that fails
+    /// because another reader changed the count is retried.
+    #[inline(always)]
+    fn add_reader_while(&self, may_pass: impl Fn() -> bool) -> bool {
         let mut s = self.state.load(Ordering::Relaxed);
-        while s & WRITER == 0
-            && s & READERS < READERS - 1
-            && self.writers_waiting.load(Ordering::Relaxed) == 0
-        {
+        while s & WRITER == 0 && s & READERS < READERS - 1 && may_pass() {
             match self
                 .state
                 .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
@@ -253,17 +258,7 @@ impl RawRwLock {
     #[cold]
     #[inline(never)]
     fn read_past_writers(&self, level: &ReaderLevel) -> bool {
-        let mut s = self.state.load(Ordering::Relaxed);
-        while s & WRITER == 0 && s & READERS < READERS - 1 && self.passes_waiting_writers(level) {
-            match self
-                .state
-                .compare_exchange_weak(s, s + 1, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(now) => s = now,
-            }
-        }
-        false
+        self.add_reader_while(|| self.passes_waiting_writers(level))
     }
 
     /// Reports and counts a read lock taken without waiting.
