@@ -394,6 +394,21 @@ fn babeltrace(args: &[&str], dir: &std::path::Path) -> Option<String> {
     Some(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
+/// babeltrace2 (when installed) shows two events named `name` in the CTF trace
+/// `dir`: the first not truncated, the second truncated and holding `field`.
+fn second_of_two_is_truncated(dir: &std::path::Path, name: &str, field: &str) {
+    let Some(text) = babeltrace(&[], dir) else {
+        return;
+    };
+    let evs: Vec<&str> = text.lines().filter(|l| l.contains(name)).collect();
+    assert_eq!(evs.len(), 2, "{text}");
+    assert!(evs[0].contains("truncated = 0"), "{text}");
+    assert!(
+        evs[1].contains("truncated = 1") && evs[1].contains(field),
+        "{text}"
+    );
+}
+
 /// A system event whose payload goes on past its fields (as `mark_set`'s marker
 /// text) keeps those bytes in the CTF export, as a UTF-8 `text` after the fields;
 /// events of the same id without such bytes give an empty one.
@@ -584,19 +599,7 @@ fn ctf_export_keeps_the_truncation_of_a_system_event() {
     evs.insert(i + 1, cut);
     let out = d.join("ctf");
     export::write_ctf(&l, &evs, &out).unwrap();
-    let Some(text) = babeltrace(&[], &out) else {
-        return;
-    };
-    let io: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("ctf_test_io:"))
-        .collect();
-    assert_eq!(io.len(), 2, "{text}");
-    assert!(io[0].contains("truncated = 0"), "{text}");
-    assert!(
-        io[1].contains("truncated = 1") && io[1].contains("fd = 5"),
-        "{text}"
-    );
+    second_of_two_is_truncated(&out, "ctf_test_io:", "fd = 5");
 }
 
 /// Integer fields that a JavaScript number cannot hold exactly (past 2^53 - 1
@@ -668,19 +671,7 @@ fn ctf_export_keeps_the_truncation_of_an_empty_fieldless_system_event() {
         .find(|e| e.contains("\"posix_trace_start\""))
         .unwrap();
     assert!(decl.contains("truncated;"), "{meta}");
-    let Some(text) = babeltrace(&[], &out) else {
-        return;
-    };
-    let starts: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("posix_trace_start:"))
-        .collect();
-    assert_eq!(starts.len(), 2, "{text}");
-    assert!(starts[0].contains("truncated = 0"), "{text}");
-    assert!(
-        starts[1].contains("truncated = 1") && starts[1].contains("data_len = 0"),
-        "{text}"
-    );
+    second_of_two_is_truncated(&out, "posix_trace_start:", "data_len = 0");
 }
 
 /// Field names that repeat in one layout (`register` takes them), or that are
@@ -766,17 +757,5 @@ fn ctf_export_flags_a_payload_shorter_than_its_fields() {
         .find(|e| e.contains("\"ctf_test_io\""))
         .unwrap();
     assert!(decl.contains("uint8_t truncated;"), "{meta}");
-    let Some(text) = babeltrace(&[], &out) else {
-        return;
-    };
-    let io: Vec<&str> = text
-        .lines()
-        .filter(|l| l.contains("ctf_test_io:"))
-        .collect();
-    assert_eq!(io.len(), 2, "{text}");
-    assert!(io[0].contains("truncated = 0"), "{text}");
-    assert!(
-        io[1].contains("truncated = 1") && io[1].contains("fd = 5"),
-        "{text}"
-    );
+    second_of_two_is_truncated(&out, "ctf_test_io:", "fd = 5");
 }
