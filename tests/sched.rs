@@ -30,11 +30,6 @@ fn has_cap(cap: rustix::thread::CapabilitySet) -> bool {
         .unwrap_or(false)
 }
 
-/// May this process use SCHED_FIFO/RR and SCHED_DEADLINE?
-fn can_rt() -> bool {
-    has_cap(rustix::thread::CapabilitySet::SYS_NICE)
-}
-
 /// The last CPU we may run on: RT demo threads go there.
 fn demo_cpu() -> usize {
     CpuSet::allowed().unwrap().iter().last().unwrap()
@@ -1075,6 +1070,10 @@ fn setup_reports_every_step() {
 // ---------- periodic timer ----------
 
 use posixrt::sched::periodic::{LatencyStats, Periodic};
+
+#[path = "common/caps.rs"]
+mod caps;
+use caps::can_rt;
 
 /// An endless period (`Duration::MAX`, or `i64::MAX` seconds as in the largest C
 /// timespec) is valid and means "never": the next wake-up saturates at the end of

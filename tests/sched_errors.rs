@@ -41,16 +41,6 @@ use std::time::Duration;
 use posixrt::sched::deadline::{Deadline, DeadlineFlags};
 use posixrt::sched::{self, Builder};
 
-/// May this process use SCHED_DEADLINE?
-fn can_rt() -> bool {
-    rustix::thread::capabilities(None)
-        .map(|c| {
-            c.effective
-                .contains(rustix::thread::CapabilitySet::SYS_NICE)
-        })
-        .unwrap_or(false)
-}
-
 /// A light reservation (2 ms every 100 ms); the thread given it never spins.
 fn light(flags: DeadlineFlags) -> Deadline {
     let ms = Duration::from_millis;
@@ -179,6 +169,10 @@ fn an_impossible_stack_size_is_blamed_on_the_stack_not_the_affinity() {
 // ---------- SCHED_DEADLINE admission control ----------
 
 use posixrt::sched::deadline;
+
+#[path = "common/caps.rs"]
+mod caps;
+use caps::can_rt;
 
 /// CPUs online now (`/sys/devices/system/cpu/online`, a list like `0-3,6`).
 fn online_cpus() -> usize {

@@ -46,6 +46,10 @@ fn repl(at: Duration, amount: Duration) -> Replenishment {
 
 use Transition::{Exhausted, Replenished, Scheduled, Switched};
 
+#[path = "common/caps.rs"]
+mod caps;
+use caps::{can_rt, wait_for};
+
 // ---------- replenishment amounts and times ----------
 
 #[test]
@@ -401,27 +405,6 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn can_rt() -> bool {
-    rustix::thread::capabilities(None)
-        .map(|c| {
-            c.effective
-                .contains(rustix::thread::CapabilitySet::SYS_NICE)
-        })
-        .unwrap_or(false)
-}
-
-/// Polls `f` every millisecond for at most `limit`; true once it held.
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(ms(1));
-    }
-    f()
 }
 
 #[test]

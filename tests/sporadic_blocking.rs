@@ -7,14 +7,9 @@
 use posixrt::sched::sporadic;
 use posixrt::ErrorKind;
 
-fn can_rt() -> bool {
-    rustix::thread::capabilities(None)
-        .map(|c| {
-            c.effective
-                .contains(rustix::thread::CapabilitySet::SYS_NICE)
-        })
-        .unwrap_or(false)
-}
+#[path = "common/caps.rs"]
+mod caps;
+use caps::can_rt;
 
 /// How many times the thread `tid` of this process gave up the CPU by itself (it
 /// does so each time it goes back to waiting for a signal).

@@ -9,26 +9,9 @@ use posixrt::sched::sporadic::{self, SporadicParams};
 use posixrt::sched::{Builder, CpuSet};
 use posixrt::ErrorKind;
 
-fn can_rt() -> bool {
-    rustix::thread::capabilities(None)
-        .map(|c| {
-            c.effective
-                .contains(rustix::thread::CapabilitySet::SYS_NICE)
-        })
-        .unwrap_or(false)
-}
-
-/// Polls `f` every millisecond for at most `limit`; true once it held.
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let t0 = Instant::now();
-    while t0.elapsed() < limit {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    f()
-}
+#[path = "common/caps.rs"]
+mod caps;
+use caps::{can_rt, wait_for};
 
 #[test]
 fn the_budget_of_a_served_thread_that_has_ended_is_not_found() {
