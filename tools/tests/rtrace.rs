@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 
 use posixrt::trace::{self, sys, Trace, TraceAttr};
 
+mod common;
+
 /// Streams record every `event()` of the process: tests that record take turns.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -583,9 +585,6 @@ fn control_characters_in_event_names_are_escaped() {
 #[test]
 fn an_unwritable_stdout_is_an_error_not_a_panic() {
     let _g = serial();
-    if !Path::new("/dev/full").exists() {
-        return; // no /dev/full on this system: nothing to write to
-    }
     let d = dir("full");
     let log = d.join("t.trace");
     make_log(&log);
@@ -595,15 +594,9 @@ fn an_unwritable_stdout_is_an_error_not_a_panic() {
         &["stats", logs],
         &["export", "--format", "chrome", logs, "-o", "-"],
     ] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let o = Command::new(env!("CARGO_BIN_EXE_rtrace"))
-            .args(args)
-            .stdout(full)
-            .output()
-            .unwrap();
+        let Some(o) = common::run_into_dev_full(env!("CARGO_BIN_EXE_rtrace"), args) else {
+            return; // no /dev/full on this system: nothing to write to
+        };
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
         assert!(!e.contains("panicked"), "{args:?}: {e}");

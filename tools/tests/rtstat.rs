@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use posixrt::sync::{self, NormalMutex, Tracking};
 
+mod common;
+
 /// Tracking is one switch for the whole process: the tests that switch it on and
 /// off take turns (one switching it off would stop the publishing that another
 /// waits for).
@@ -226,19 +228,10 @@ fn help_has_examples_and_exit_statuses() {
 /// exit 1 with one line naming it, not a "failed printing to stdout" panic.
 #[test]
 fn an_unwritable_stdout_is_an_error_not_a_panic() {
-    if !std::path::Path::new("/dev/full").exists() {
-        return; // no /dev/full on this system: nothing to write to
-    }
     for args in [&[][..], &["--json"]] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let o = Command::new(env!("CARGO_BIN_EXE_rtstat"))
-            .args(args)
-            .stdout(full)
-            .output()
-            .unwrap();
+        let Some(o) = common::run_into_dev_full(env!("CARGO_BIN_EXE_rtstat"), args) else {
+            return; // no /dev/full on this system: nothing to write to
+        };
         let e = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
         assert!(!e.contains("panicked"), "{args:?}: {e}");

@@ -12,6 +12,9 @@ use std::time::Instant;
 use posixrt::mark;
 use serde_json::Value as Json;
 
+mod common;
+use common::wait_registry;
+
 #[path = "../../tests/common/signals.rs"]
 mod signals;
 
@@ -483,26 +486,6 @@ fn unreadable_without_root() {
         .iter()
         .all(|p| num(&p["pid"]) as i32 != pid));
     assert!(String::from_utf8_lossy(&out.stderr).contains("skipped"));
-}
-
-/// Waits (bounded) for `pid`'s mark registry file to appear.
-fn wait_registry(pid: i32) -> std::path::PathBuf {
-    let prefix = format!("posixrt-mark-{pid}-");
-    let t0 = Instant::now();
-    loop {
-        let found = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
-        if let Some(e) = found {
-            return e.path();
-        }
-        assert!(
-            t0.elapsed().as_secs() < 20,
-            "pid {pid} never created its registry"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 #[test]

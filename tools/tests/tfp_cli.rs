@@ -5,6 +5,9 @@
 use std::process::{Command, Output};
 use std::time::Instant;
 
+mod common;
+use common::wait_registry;
+
 #[path = "../../tests/common/signals.rs"]
 mod signals;
 
@@ -21,26 +24,6 @@ fn me() -> i32 {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf-8 output")
-}
-
-/// Waits (bounded) for `pid`'s mark registry file to appear.
-fn wait_registry(pid: i32) -> std::path::PathBuf {
-    let prefix = format!("posixrt-mark-{pid}-");
-    let t0 = Instant::now();
-    loop {
-        let found = std::fs::read_dir("/dev/shm")
-            .unwrap()
-            .flatten()
-            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
-        if let Some(e) = found {
-            return e.path();
-        }
-        assert!(
-            t0.elapsed().as_secs() < 20,
-            "pid {pid} never created its registry"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
 }
 
 /// `tfp --watch 1 | head -3`: the reader goes away. tfp ends quietly (no signal,
@@ -144,19 +127,10 @@ fn help_has_examples_and_exit_statuses() {
 /// listing was lost, and exit 0 would say it was written.
 #[test]
 fn an_unwritable_stdout_is_an_error() {
-    if !std::path::Path::new("/dev/full").exists() {
-        return; // no /dev/full on this system: nothing to write to
-    }
     for args in [&[][..], &["--json"]] {
-        let full = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/full")
-            .unwrap();
-        let o = Command::new(env!("CARGO_BIN_EXE_tfp"))
-            .args(args)
-            .stdout(full)
-            .output()
-            .unwrap();
+        let Some(o) = common::run_into_dev_full(env!("CARGO_BIN_EXE_tfp"), args) else {
+            return; // no /dev/full on this system: nothing to write to
+        };
         let e = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {e}");
         assert!(
