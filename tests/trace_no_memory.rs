@@ -2,7 +2,11 @@
 //! its events, and they are counted lost: the status reports an overrun and
 //! readers an OVERFLOW, as for any other dropped event.
 
-use posixrt::trace::{self, EventId, Trace, TraceAttr};
+use posixrt::trace::{self, Trace, TraceAttr};
+
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::user_ids_and_lost;
 
 /// The process's address space in use (`VmSize`), in bytes.
 fn vm_size() -> u64 {
@@ -41,14 +45,8 @@ fn events_of_a_thread_without_a_sub_buffer_are_counted_lost() {
     // SAFETY: as above; restores the limit read before.
     unsafe { assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &old), 0) };
     let overrun = t.status().overrun;
-    let (mut lost, mut user) = (0u64, 0);
-    while let Some(e) = t.try_getnext().unwrap() {
-        if e.id == EventId::OVERFLOW {
-            lost += u64::from_le_bytes(e.data[..8].try_into().unwrap());
-        } else if e.id == ev {
-            user += 1;
-        }
-    }
+    let (ids, lost) = user_ids_and_lost(&t);
+    let user = ids.iter().filter(|&&i| i == ev).count();
     t.shutdown().unwrap();
     assert_eq!(user, 0, "no sub-buffer: nothing recorded");
     assert_eq!(lost, 4, "START, the two events and STOP are counted lost");

@@ -13,6 +13,10 @@ use std::sync::atomic::{AtomicU16, AtomicU64, Ordering::*};
 
 use posixrt::trace::{self, EventId, Trace, TraceAttr};
 
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::user_ids_and_lost;
+
 thread_local! {
     /// Set: the thread's next allocation raises SIGUSR1 first (once).
     static ARMED: Cell<bool> = const { Cell::new(false) };
@@ -60,20 +64,6 @@ fn install_handler() {
     }
 }
 
-/// Reads the stream: (ids of the events with data, events counted lost by
-/// OVERFLOW records).
-fn read(t: &Trace) -> (Vec<EventId>, u64) {
-    let (mut ids, mut lost) = (Vec::new(), 0);
-    while let Some(e) = t.try_getnext().unwrap() {
-        if e.id == EventId::OVERFLOW {
-            lost += u64::from_le_bytes(e.data[..8].try_into().unwrap());
-        } else if !e.id.is_system() {
-            ids.push(e.id);
-        }
-    }
-    (ids, lost)
-}
-
 #[test]
 fn a_handler_event_during_the_first_registration_is_counted_lost() {
     let user = trace::eventid_open("tsf.user").unwrap();
@@ -96,7 +86,7 @@ fn a_handler_event_during_the_first_registration_is_counted_lost() {
     t.stop().unwrap();
     let handled = HANDLED.load(Relaxed) - before;
     let overrun = t.status().overrun;
-    let (ids, lost) = read(&t);
+    let (ids, lost) = user_ids_and_lost(&t);
     t.shutdown().unwrap();
     assert_eq!(handled, 1, "the signal came inside the first event");
     assert_eq!(ids, [user], "the handler's event cannot be recorded there");

@@ -5,19 +5,9 @@ use std::cell::Cell;
 
 use posixrt::trace::{self, EventId, Trace, TraceAttr};
 
-/// Reads the stream: (ids of the user events, events counted lost by OVERFLOW
-/// records).
-fn read(t: &Trace) -> (Vec<EventId>, u64) {
-    let (mut ids, mut lost) = (Vec::new(), 0);
-    while let Some(e) = t.try_getnext().unwrap() {
-        if e.id == EventId::OVERFLOW {
-            lost += u64::from_le_bytes(e.data[..8].try_into().unwrap());
-        } else if !e.id.is_system() {
-            ids.push(e.id);
-        }
-    }
-    (ids, lost)
-}
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::user_ids_and_lost;
 
 thread_local! {
     /// Records an event when its thread exits, after the recorder's own
@@ -50,7 +40,7 @@ fn an_event_after_the_thread_clean_up_is_recorded_or_counted_lost() {
     .unwrap();
     t.stop().unwrap();
     let overrun = t.status().overrun;
-    let (ids, lost) = read(&t);
+    let (ids, lost) = user_ids_and_lost(&t);
     t.shutdown().unwrap();
     let recorded = ids.iter().filter(|&&i| i == late).count() as u64;
     assert_eq!(ids[0], early);
