@@ -4,44 +4,18 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-const CRATE: &str = env!("CARGO_MANIFEST_DIR");
+mod common;
+use common::{lib_dir, target_dir, CRATE};
 
-/// `target/<profile>`: holds `libposixrt.so` (built on demand).
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
-}
-
-fn lib() -> &'static Path {
-    static LIB: OnceLock<PathBuf> = OnceLock::new();
-    LIB.get_or_init(|| {
-        let dir = target_dir();
-        // Always (a no-op when fresh): a stale library must never be tested.
-        let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-        cmd.args(["build", "-p", "posixrt-capi", "--lib"])
-            .current_dir(CRATE);
-        if dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        assert!(
-            cmd.status().expect("run cargo build").success(),
-            "cargo build failed"
-        );
-        let lib = dir.join("libposixrt.so");
-        assert!(lib.exists(), "no libposixrt.so");
-        lib
-    })
+fn lib() -> PathBuf {
+    lib_dir().join("libposixrt.so")
 }
 
 /// Compiles a C test against glibc alone (strict C99, no warnings).
 fn build(name: &str) -> PathBuf {
     let src = Path::new(CRATE).join("tests/c").join(name);
-    let out = std::env::temp_dir().join(format!(
+    let out = target_dir().join(format!(
         "posixrt-interpose-{}-{}",
         std::process::id(),
         name.trim_end_matches(".c")
@@ -89,6 +63,6 @@ fn assert_ok(o: &Output, what: &str) {
 fn compat_pthread_kill_under_preload_is_glibcs() {
     let exe = build("interpose_versions.c");
     assert_ok(&run(&exe, None), "glibc alone");
-    assert_ok(&run(&exe, Some(lib())), "LD_PRELOAD=libposixrt.so");
+    assert_ok(&run(&exe, Some(&lib())), "LD_PRELOAD=libposixrt.so");
     let _ = std::fs::remove_file(&exe);
 }

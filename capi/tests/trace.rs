@@ -13,38 +13,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-const CRATE: &str = env!("CARGO_MANIFEST_DIR");
-
-/// `target/<profile>`: holds `libposixrt.so` (built on demand) and `rtrace`.
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
-        .to_path_buf()
-}
-
-fn cargo_build(args: &[&str]) {
-    let dir = target_dir();
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.arg("build").args(args).current_dir(CRATE);
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let st = cmd.status().expect("run cargo build");
-    assert!(st.success(), "cargo build {args:?} failed");
-}
-
-fn lib_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = target_dir();
-        // Always (a no-op when fresh): a stale library must never be tested.
-        cargo_build(&["-p", "posixrt-capi", "--lib"]);
-        assert!(dir.join("libposixrt.so").exists(), "no libposixrt.so");
-        dir
-    })
-}
+mod common;
+use common::{cargo_build, lib_dir, target_dir, CRATE};
 
 fn rtrace() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
