@@ -707,3 +707,20 @@ fn an_empty_cpu_set_for_a_running_thread_is_refused_with_a_hint() {
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     assert!(e.hint().is_some_and(|h| !h.is_empty()), "no hint: {e}");
 }
+
+/// `set_thread_affinity` and `set_process_affinity` refuse an empty set with the
+/// same hint as a thread handle's `set_affinity`.
+#[test]
+fn an_empty_cpu_set_for_a_thread_or_the_process_is_refused_with_a_hint() {
+    let empty = posixrt::sched::CpuSet::new();
+    for e in [
+        posixrt::sched::set_thread_affinity(posixrt::sched::Tid::current(), &empty).unwrap_err(),
+        posixrt::sched::set_process_affinity(&empty).unwrap_err(),
+    ] {
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        assert!(
+            e.hint().is_some_and(|h| h.contains("at least one CPU")),
+            "no hint: {e}"
+        );
+    }
+}

@@ -60,9 +60,7 @@ pub fn set_thread_affinity(tid: Tid, cpus: &CpuSet) -> Result<()> {
 }
 
 fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
-    if cpus.is_empty() {
-        return Err(Error::invalid("sched_setaffinity", "empty CPU set"));
-    }
+    super::cpuset::check_not_empty("sched_setaffinity", cpus, "")?;
     super::cpuset::check_cpus_exist("sched_setaffinity", cpus)?;
     crate::sys::sched::setaffinity(tid.as_raw(), &cpus.raw)
         .map_err(|e| affinity_error("sched_setaffinity", e, tid))

@@ -146,6 +146,18 @@ pub(crate) fn parse_cpu_list(list: &str) -> Option<CpuSet> {
     Some(set)
 }
 
+/// Refuses an empty set (`call` names the refusing function; `also` ends the
+/// hint with another way out, or is empty).
+pub(crate) fn check_not_empty(call: &'static str, cpus: &CpuSet, also: &str) -> Result<()> {
+    if !cpus.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid(call, "empty CPU set").with_hint(format!(
+        "a thread must be allowed at least one CPU: add one to the set \
+         (CpuSet::allowed lists the usable ones){also}"
+    )))
+}
+
 /// Refuses a set that names a CPU this machine cannot have (not in
 /// `/sys/devices/system/cpu/possible`): the kernel would drop it silently and
 /// apply the rest. Offline CPUs that exist are accepted (the kernel keeps them).

@@ -3,7 +3,7 @@
 use super::start::{thread_start, Start};
 use crate::sched::hint::sched_error;
 use crate::sched::{CpuSet, Priority};
-use crate::{Error, Result};
+use crate::Result;
 
 /// An initialised `pthread_attr_t`, destroyed on drop.
 pub(super) struct Attr(Box<libc::pthread_attr_t>);
@@ -60,15 +60,11 @@ impl Attr {
     }
 
     pub(super) fn affinity(&self, cpus: &CpuSet) -> Result<()> {
-        if cpus.is_empty() {
-            return Err(
-                Error::invalid("pthread_attr_setaffinity_np", "empty CPU set").with_hint(
-                    "a thread must be allowed at least one CPU: add one to the set \
-                 (CpuSet::allowed lists the usable ones), or leave Builder::affinity out \
-                 to inherit the creator's",
-                ),
-            );
-        }
+        crate::sched::cpuset::check_not_empty(
+            "pthread_attr_setaffinity_np",
+            cpus,
+            ", or leave Builder::affinity out to inherit the creator's",
+        )?;
         crate::sched::cpuset::check_cpus_exist("pthread_attr_setaffinity_np", cpus)?;
         // SAFETY: the attr is initialised; the set is only read (glibc copies it).
         let r = unsafe {

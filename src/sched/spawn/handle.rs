@@ -184,14 +184,7 @@ impl<T> JoinHandle<T> {
     }
 
     fn set_affinity_raw(&self, cpus: &CpuSet) -> Result<()> {
-        if cpus.is_empty() {
-            return Err(
-                Error::invalid("pthread_setaffinity_np", "empty CPU set").with_hint(
-                    "a thread must be allowed at least one CPU: add one to the set \
-                     (CpuSet::allowed lists the usable ones)",
-                ),
-            );
-        }
+        crate::sched::cpuset::check_not_empty("pthread_setaffinity_np", cpus, "")?;
         crate::sched::cpuset::check_cpus_exist("pthread_setaffinity_np", cpus)?;
         self.while_running("pthread_setaffinity_np", || {
             // SAFETY: `native` is valid while the handle lives and the thread is
