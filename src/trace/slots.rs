@@ -268,11 +268,31 @@ pub(super) fn setup_process() {
             SLOT_USED.raw().reset_in_child();
             PASS_LOCK.raw().reset_in_child();
         }
+        clear_busy_in_child();
         super::ids::names_reset_in_child();
     }
     // `child` is async-signal-safe (atomic stores only).
     crate::sys::fork::on_child(child);
     SET_UP.store(true, Release);
+}
+
+/// In a forked child: clears every busy flag and the shared busy count. A
+/// thread of the parent that was inside a record at the fork left its flag set
+/// (or the shared count raised), and does not exist here to clear it: every
+/// shutdown in the child would wait for it forever. The child's one thread is
+/// not inside a record (a fork is not made from the recorder), so no flag
+/// guards anything here. Async-signal-safe: atomic stores, no lock, no
+/// allocation.
+fn clear_busy_in_child() {
+    // SAFETY: the child has one thread, this one, which holds no guard of
+    // `BUSY_ALL` (its lock was just forgotten): nothing changes the list while
+    // it is read (in the state the fork left it in, as the child's later
+    // `take_busy` finds it).
+    let all = unsafe { &*BUSY_ALL.data_ptr() };
+    for b in all.iter() {
+        b.0.store(0, Relaxed);
+    }
+    SHARED_BUSY.0.store(0, Relaxed);
 }
 
 pub(super) fn getpid() -> u32 {
