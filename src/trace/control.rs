@@ -252,8 +252,9 @@ impl Stream {
             .max_user_event_size(self.max_data)
             .max(self.attr.max_system_event_size()) as u64;
         // The ring list, not the reader lock: a flush holds that one while it
-        // writes, and the status must answer during a flush (FLUSHING). A
-        // ring's counters stay readable after its buffer is unmapped.
+        // writes, and the status must answer during a flush (FLUSHING). The
+        // rings lock keeps every listed ring alive: reclaim frees a ring only
+        // after taking it off the list under that lock.
         lock(&self.rings)
             .iter()
             .any(|r| r.used() + 2 * max_event > limit)
