@@ -129,8 +129,13 @@ impl Stream {
         let mut kept = Vec::with_capacity(rings.len());
         let mut gone = Vec::new();
         for r in rings.drain(..) {
-            let drained = r.used() == 0 && r.lost.load(Relaxed) == r.lost_reported.load(Relaxed);
-            if r.orphan.load(Acquire) && drained {
+            // The orphan mark first: once it is seen (Acquire), the thread's last
+            // record and loss are seen too, so a ring found drained after it holds
+            // nothing unread (read before it, a record made just before the
+            // thread exited could be missed, and freed with the ring).
+            let drained =
+                |r: &Ring| r.used() == 0 && r.lost.load(Relaxed) == r.lost_reported.load(Relaxed);
+            if r.orphan.load(Acquire) && drained(&r) {
                 gone.push(r);
             } else {
                 kept.push(r);
