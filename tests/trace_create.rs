@@ -191,3 +191,31 @@ fn a_loop_log_opened_for_appending_keeps_the_newest_events() {
     assert_eq!(mine.last(), Some(&1999), "{mine:?}");
     assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "{mine:?}");
 }
+
+/// The writer clears `O_APPEND` only for as long as it writes the log: the
+/// open file description is shared with the caller's other descriptors (a
+/// `try_clone` here, the caller's own fd behind `posix_trace_create_withlog`'s
+/// dup), so once the stream is shut down they are in append mode again, as
+/// the caller opened them.
+#[test]
+fn a_log_opened_for_appending_is_in_append_mode_again_after_shutdown() {
+    use rustix::fs::{fcntl_getfl, OFlags};
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-create-{}-append-restored.trace",
+        std::process::id()
+    ));
+    std::fs::write(&p, b"").unwrap();
+    let f = std::fs::File::options().append(true).open(&p).unwrap();
+    let kept = f.try_clone().unwrap();
+    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    t.start().unwrap();
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let flags = fcntl_getfl(&kept).unwrap();
+    drop(kept);
+    std::fs::remove_file(&p).unwrap();
+    assert!(
+        flags.contains(OFlags::APPEND),
+        "O_APPEND left cleared on the caller's descriptor: {flags:?}"
+    );
+}

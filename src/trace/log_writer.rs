@@ -36,6 +36,9 @@ pub(crate) struct LogWriter {
     block: BlockWriter,
     /// LOOP: the file holds events older than `kept` (compact it when it grows).
     rewrite: bool,
+    /// The file was opened with `O_APPEND`, cleared while the log is written
+    /// and set again on drop (see [`LogWriter::new`]).
+    restore_append: bool,
     /// Bytes written to the file so far.
     file_len: u64,
     pub(crate) full: bool,
@@ -57,10 +60,11 @@ impl LogWriter {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         // The log is written from its start and a LOOP log rewritten in place:
-        // with O_APPEND every write would go to the end whatever the seek.
-        if flags.contains(OFlags::APPEND) {
-            let _ = fcntl_setfl(&file, flags - OFlags::APPEND);
-        }
+        // with O_APPEND every write would go to the end whatever the seek. The
+        // flag belongs to the open file description, which the caller's other
+        // descriptors share: it is set again when the writer is dropped.
+        let restore_append =
+            flags.contains(OFlags::APPEND) && fcntl_setfl(&file, flags - OFlags::APPEND).is_ok();
         let mut preamble = file_header().to_vec();
         preamble.extend_from_slice(&attr_record(attr, pid));
         // Devices and pipes cannot be truncated or sought: write from where they are.
@@ -82,6 +86,7 @@ impl LogWriter {
             pending,
             block: BlockWriter::default(),
             rewrite: false,
+            restore_append,
             file_len: 0,
             full: false,
             lost: 0,
@@ -319,6 +324,18 @@ impl LogWriter {
             // Pipes and character devices cannot be synced.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
             r => r,
+        }
+    }
+}
+
+impl Drop for LogWriter {
+    /// Gives the file back its `O_APPEND` if [`LogWriter::new`] cleared it.
+    fn drop(&mut self) {
+        if self.restore_append {
+            use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+            if let Ok(flags) = fcntl_getfl(&self.file) {
+                let _ = fcntl_setfl(&self.file, flags | OFlags::APPEND);
+            }
         }
     }
 }
