@@ -20,12 +20,15 @@
 //!   the kernel reports (`sched_getattr`, not one lent by priority inheritance),
 //!   read once per call: a reader's only when it meets a waiting writer, a
 //!   writer's when it has to wait. A real-time writer can thus wait for as long
-//!   as higher-priority readers keep the lock read-locked, as POSIX requires;
+//!   as higher-priority readers keep the lock read-locked, as POSIX requires.
+//!   A real-time reader that read-locks again while it holds a read lock and a
+//!   writer of higher or equal priority waits deadlocks (the writer waits for
+//!   its first read lock, its second for the writer), as below;
 //! - **any other reader** (`SCHED_OTHER`, `SCHED_BATCH`, `SCHED_IDLE`,
 //!   `SCHED_DEADLINE`) waits once any writer waits (writers are preferred, which
 //!   POSIX leaves to the implementation), so a stream of such readers cannot
 //!   starve a writer (a thread of these classes that read-locks recursively
-//!   while a writer waits deadlocks, as `lock_api` documents).
+//!   while any writer waits deadlocks, as `lock_api` documents).
 //!
 //! The uncontended read costs one CAS, as before (no class is read unless a
 //! writer waits). Waiting writers of a level above 0 keep it in a list of nodes
