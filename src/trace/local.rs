@@ -417,7 +417,13 @@ fn count_unheld(slot: usize) {
     SHARED_BUSY.0.fetch_add(1, Relaxed);
     writer_fence();
     count_lost(slot);
-    SHARED_BUSY.0.fetch_sub(1, Release);
+    // Never below 0: a forked child clears the count (its parent's holders do
+    // not exist there), and a handler that forked between the add and this
+    // goes on here in the child, where a wrapped count would stall every
+    // later shutdown.
+    let _ = SHARED_BUSY
+        .0
+        .fetch_update(Release, Relaxed, |n| n.checked_sub(1));
 }
 
 /// Counts one lost event in the stream of `slot`, if one lives there; the
