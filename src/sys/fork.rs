@@ -5,8 +5,9 @@
 //! thread id ([`super::tid`], registered on the first `gettid`); trace (streams are
 //! closed for the child); registry (the parent's shared-memory files are not the
 //! child's); sync tracking (its internal lock); aio (the parent's rings and requests
-//! are not the child's). Each reset function must be async-signal-safe: atomic
-//! stores, no allocation, no locks.
+//! are not the child's); the sporadic server (its served-set lock). Each reset
+//! function must be async-signal-safe: stores (the child has one thread), no
+//! allocation, no locks.
 //!
 //! # References
 //! - [`pthread_atfork`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_atfork.html)
@@ -44,8 +45,8 @@ pub(crate) fn install() {
 /// Registers `reset` to run in every forked child. No reset function may read the
 /// cached tid (the order between them is the order of registration).
 /// Registering the same function twice runs it once. `reset` must be
-/// async-signal-safe (atomic stores only: the child of a multi-threaded process may
-/// find any lock held by a thread that does not exist there).
+/// async-signal-safe (stores only, no locks: the child of a multi-threaded process
+/// may find any lock held by a thread that does not exist there).
 ///
 /// # Panics
 /// If more than 16 distinct functions are registered: a bug in the crate, since

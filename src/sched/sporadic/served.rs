@@ -167,6 +167,29 @@ fn served_set() -> ServedSet {
     ServedSet(SERVED.lock())
 }
 
+/// Registers [`after_fork_in_child`]: before this process first takes a lock of
+/// the server's (a child forked while another thread held it runs the reset).
+pub(super) fn reset_in_forked_children() {
+    crate::sys::fork::on_child(after_fork_in_child);
+}
+
+/// In a forked child: forgets a holder of the served set (a thread of the
+/// parent inside [`serve`] at the fork, which does not exist here; the child
+/// would wait for it forever) and the set itself, which that thread may have
+/// left half-changed. It held only tids of the parent's threads: a child that
+/// inherited the parent's server never reads it, one that starts its own
+/// serves none of them. Async-signal-safe: stores only, the old set is leaked,
+/// not dropped.
+fn after_fork_in_child() {
+    // SAFETY: the child has one thread, which holds nothing; nothing reads the
+    // set before the child goes on, and the old value is overwritten without
+    // being read or dropped.
+    unsafe {
+        SERVED.raw().reset_in_child();
+        std::ptr::write(SERVED.data_ptr(), None);
+    }
+}
+
 /// Places thread `tid` of this process under the sporadic server: sets it to
 /// `SCHED_FIFO` at `normal_priority` with a full budget (its activation is now) and
 /// lets the server enforce `params` from then on.
@@ -183,8 +206,9 @@ fn served_set() -> ServedSet {
 #[doc(alias = "SCHED_SPORADIC")]
 pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<Served> {
     params.validate(normal_priority)?;
+    reset_in_forked_children();
     if let Some(e) = super::server::inherited() {
-        // Before the served set: its lock may have been held at the fork.
+        // Before the served set: a child with the parent's server never uses it.
         return Err(e);
     }
     let clock = CpuClock::of_thread(tid)?;

@@ -1,0 +1,116 @@
+//! Forking while another thread is held at a chosen point inside the crate:
+//! `#[path = "common/held_fork.rs"] mod held_fork;` (it declares the test
+//! crate's global allocator).
+//!
+//! A thread [`arm`]s itself, then calls into the crate: its next allocation
+//! waits there (whatever locks it holds stay held) until [`release`]. The test
+//! forks meanwhile; [`in_child`] runs checks in the child and reports them, and
+//! a child that hangs is killed after [`child::LIMIT`] and fails the test.
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+#[path = "child.rs"]
+mod child;
+
+thread_local! {
+    /// Set: the thread's next allocation waits for `RELEASE` (once).
+    static ARMED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The armed thread is inside its allocation.
+static HELD: AtomicBool = AtomicBool::new(false);
+/// The armed thread may go on.
+static RELEASE: AtomicBool = AtomicBool::new(false);
+
+struct HoldingAlloc;
+
+// SAFETY: forwards every call to the system allocator unchanged.
+unsafe impl GlobalAlloc for HoldingAlloc {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if ARMED.try_with(|a| a.replace(false)).unwrap_or(false) {
+            HELD.store(true, SeqCst);
+            while !RELEASE.load(SeqCst) {
+                std::thread::yield_now();
+            }
+        }
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from `alloc` above, that is from `System`.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: HoldingAlloc = HoldingAlloc;
+
+/// The calling thread's next allocation waits for [`release`].
+pub fn arm() {
+    ARMED.with(|a| a.set(true));
+}
+
+/// Disarms the calling thread (if its call made no allocation).
+pub fn disarm() {
+    ARMED.with(|a| a.set(false));
+}
+
+/// Waits until the armed thread is held, or `gone()` (it finished without
+/// allocating); true if it is held.
+pub fn wait_held(gone: impl Fn() -> bool) -> bool {
+    while !HELD.load(SeqCst) && !gone() {
+        std::thread::yield_now();
+    }
+    HELD.load(SeqCst)
+}
+
+/// Lets the held thread go.
+pub fn release() {
+    RELEASE.store(true, SeqCst);
+}
+
+/// Lets the held thread go when dropped (also when the test panics).
+pub struct ReleaseOnDrop;
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        release();
+    }
+}
+
+/// Forks; the child runs `checks` and `_exit`s (0, or 1 with the failure's text
+/// on a pipe); the parent waits (a hung child is killed and fails the test)
+/// and returns the failure, if any.
+pub fn in_child(checks: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let (r, w) = rustix::pipe::pipe().expect("pipe");
+    // SAFETY: the child runs `checks` and `_exit`s; the thread held in the
+    // allocator holds no allocator lock, only the crate's.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        drop(r);
+        let code = match checks() {
+            Ok(()) => 0,
+            Err(msg) => {
+                let _ = rustix::io::write(&w, msg.as_bytes());
+                1
+            }
+        };
+        // SAFETY: ends the child without the parent's atexit handlers or the
+        // test harness's destructors.
+        unsafe { libc::_exit(code) }
+    }
+    drop(w);
+    let status = child::wait_child(pid);
+    let mut msg = String::new();
+    let _ = std::fs::File::from(r).read_to_string(&mut msg);
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, _) => Err(msg),
+        _ => Err(format!("the child died: status {status:#x}")),
+    }
+}
