@@ -100,7 +100,8 @@
 //!   A forked child does not have its parent's server thread: once the parent has
 //!   started it, [`serve`] in the child is `Unsupported` and [`blocking`] there just
 //!   runs its call. A child forked before that starts a server of its own on first
-//!   use, also when a thread of the parent was inside [`serve`] at the fork.
+//!   use, also when a thread of the parent was inside [`serve`] or starting the
+//!   server at the fork.
 //!
 //! # References
 //!  - [Scheduling policies, SCHED_SPORADIC (XSH 2.8.4)](https://pubs.opengroup.org/onlinepubs/9799919799/functions/V2_chap02.html#tag_16_08_04_03)

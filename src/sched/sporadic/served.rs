@@ -167,8 +167,9 @@ fn served_set() -> ServedSet {
     ServedSet(SERVED.lock())
 }
 
-/// Registers [`after_fork_in_child`]: before this process first takes a lock of
-/// the server's (a child forked while another thread held it runs the reset).
+/// Registers [`after_fork_in_child`]: before this process first takes the
+/// served-set lock or the server's start lock (a child forked while another
+/// thread held one runs the reset).
 pub(super) fn reset_in_forked_children() {
     crate::sys::fork::on_child(after_fork_in_child);
 }
@@ -178,8 +179,9 @@ pub(super) fn reset_in_forked_children() {
 /// would wait for it forever) and the set itself, which that thread may have
 /// left half-changed. It held only tids of the parent's threads: a child that
 /// inherited the parent's server never reads it, one that starts its own
-/// serves none of them. Async-signal-safe: stores only, the old set is leaked,
-/// not dropped.
+/// serves none of them. Then the server's start lock
+/// ([`super::server::after_fork_in_child`]). Async-signal-safe: stores only,
+/// the old set is leaked, not dropped.
 fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing; nothing reads the
     // set before the child goes on, and the old value is overwritten without
@@ -188,6 +190,7 @@ fn after_fork_in_child() {
         SERVED.raw().reset_in_child();
         std::ptr::write(SERVED.data_ptr(), None);
     }
+    super::server::after_fork_in_child();
 }
 
 /// Places thread `tid` of this process under the sporadic server: sets it to

@@ -2,8 +2,8 @@
 //! `sigwaitinfo`; it steps each served thread's state machine and switches priorities.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::shared::{ns, Shared};
@@ -53,40 +53,60 @@ impl Server {
     }
 }
 
-static SERVER: OnceLock<Server> = OnceLock::new();
-static SERVER_START: Mutex<()> = Mutex::new(());
+/// The process's server once started: leaked, published once under
+/// [`SERVER_START`] and never changed. (Not a `OnceLock`: a process forked while
+/// a thread ran its initialiser would leave it running in the child, where every
+/// later start would wait for a thread that does not exist.)
+static SERVER: AtomicPtr<Server> = AtomicPtr::new(std::ptr::null_mut());
+/// Taken to start the server; reset in a forked child (see
+/// [`after_fork_in_child`]).
+static SERVER_START: PiLocked<()> = PiLocked::new(());
+
+/// The published server, whichever process started it.
+fn published() -> Option<&'static Server> {
+    let p = SERVER.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer came from `Box::leak` in `server` and is never
+    // freed or written again.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
 
 /// The process's server if it has been started, in this process (not in the
 /// parent of a forked child, whose server thread the child does not have).
 pub(super) fn current() -> Option<&'static Server> {
-    SERVER
-        .get()
-        .filter(|s| s.generation == crate::sys::fork::generation())
+    published().filter(|s| s.generation == crate::sys::fork::generation())
 }
 
 /// The refusal for a forked child that inherited the record of its parent's
 /// server (and not the thread); `None` anywhere else.
 pub(super) fn inherited() -> Option<Error> {
-    let s = SERVER.get()?;
+    let s = published()?;
     current().is_none().then(|| forked(s))
+}
+
+/// In a forked child: forgets a holder of the start lock, a thread of the
+/// parent that was starting the server at the fork and does not exist here.
+/// The child then finds no server published (the parent's was not yet) and
+/// starts its own; a server the parent had published stays the parent's, and
+/// the child is refused. Async-signal-safe (one atomic store).
+pub(super) fn after_fork_in_child() {
+    // SAFETY: the child has one thread, which holds nothing.
+    unsafe { SERVER_START.raw() }.reset_in_child();
 }
 
 /// The process's server, started on first use (`SCHED_FIFO` at the top priority).
 /// `Unsupported` in a forked child of a process that had started one.
 pub(super) fn server() -> Result<&'static Server> {
-    if let Some(s) = SERVER.get() {
-        return match current() {
-            Some(s) => Ok(s),
-            None => Err(forked(s)),
-        };
-    }
-    let _one = SERVER_START.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(s) = SERVER.get() {
+    if let Some(s) = published() {
         return current().ok_or_else(|| forked(s));
     }
-    // From here a forked child counts one generation more, and tells the
-    // server it inherited from its own.
-    crate::sys::fork::install();
+    // Before the lock is first taken: a child forked while a thread holds it
+    // forgets the holder. From here a forked child also counts one generation
+    // more, and tells the server it inherited from its own.
+    super::served::reset_in_forked_children();
+    let _one = SERVER_START.lock();
+    if let Some(s) = published() {
+        return current().ok_or_else(|| forked(s));
+    }
     let generation = crate::sys::fork::generation();
     let top = Policy::Fifo.priority_max()?;
     let signo = st::server_signal();
@@ -126,12 +146,14 @@ pub(super) fn server() -> Result<&'static Server> {
         }
     }
     drop(h); // detached: it serves for the life of the process
-    Ok(SERVER.get_or_init(|| Server {
+    let s: &'static Server = Box::leak(Box::new(Server {
         tid,
         signo,
         queue,
         generation,
-    }))
+    }));
+    SERVER.store(std::ptr::from_ref(s).cast_mut(), Ordering::Release);
+    Ok(s)
 }
 
 /// The refusal in a forked child: the server thread stayed in the parent.
