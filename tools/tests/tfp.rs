@@ -5,7 +5,7 @@
 //! created, so they can run in parallel).
 
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::time::Instant;
 
@@ -13,25 +13,10 @@ use posixrt::mark;
 use serde_json::Value as Json;
 
 mod common;
-use common::wait_registry;
+use common::{me, stdout, tfp, wait_registry};
 
 #[path = "../../tests/common/signals.rs"]
 mod signals;
-
-fn tfp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tfp"))
-        .args(args)
-        .output()
-        .expect("run tfp")
-}
-
-fn me() -> i32 {
-    std::process::id() as i32
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
-}
 
 /// A marked worker that stays alive until the returned sender is dropped.
 fn parked_worker(marker: &str, raw: &[u8]) -> (mark::MarkedThread<()>, mpsc::Sender<()>) {

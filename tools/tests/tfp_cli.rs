@@ -2,29 +2,14 @@
 //! goes away (a closed pipe) or cannot be written (a full disk). The listing
 //! itself is tested in tfp.rs.
 
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
 mod common;
-use common::wait_registry;
+use common::{me, stdout, tfp, wait_registry};
 
 #[path = "../../tests/common/signals.rs"]
 mod signals;
-
-fn tfp(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tfp"))
-        .args(args)
-        .output()
-        .expect("run tfp")
-}
-
-fn me() -> i32 {
-    std::process::id() as i32
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
-}
 
 /// `tfp --watch 1 | head -3`: the reader goes away. tfp ends quietly (no signal,
 /// exit 0, nothing on stderr), and its own registry file goes with it, as on

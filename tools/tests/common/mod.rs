@@ -20,6 +20,24 @@ pub fn run_into_dev_full(exe: &str, args: &[&str]) -> Option<Output> {
     )
 }
 
+/// Runs `tfp ARGS` to its end.
+pub fn tfp(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tfp"))
+        .args(args)
+        .output()
+        .expect("run tfp")
+}
+
+/// This process's pid.
+pub fn me() -> i32 {
+    std::process::id() as i32
+}
+
+/// A tool's standard output (UTF-8).
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("utf-8 output")
+}
+
 /// Waits (bounded) for `pid`'s mark registry file to appear.
 pub fn wait_registry(pid: i32) -> std::path::PathBuf {
     let prefix = format!("posixrt-mark-{pid}-");
