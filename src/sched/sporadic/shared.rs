@@ -87,7 +87,12 @@ impl Snapshot {
         let r = Ordering::Relaxed;
         loop {
             let s0 = self.seq.load(Ordering::Acquire);
-            if s0 % 2 == 1 {
+            // Odd: the server is writing. In a forked child that inherited the
+            // handle, the server (the only writer) stayed in the parent and may
+            // have been stopped mid-write by the fork: the count stays odd for
+            // good, so the copy is read as it is (stale there in any case).
+            let orphaned = s0 % 2 == 1 && super::server::current().is_none();
+            if s0 % 2 == 1 && !orphaned {
                 std::hint::spin_loop();
                 continue;
             }
@@ -105,7 +110,7 @@ impl Snapshot {
                     .collect(),
             };
             std::sync::atomic::fence(Ordering::Acquire);
-            if self.seq.load(r) == s0 {
+            if orphaned || self.seq.load(r) == s0 {
                 return v;
             }
         }
