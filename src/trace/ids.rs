@@ -29,6 +29,9 @@ pub const TRACE_USER_EVENT_MAX: usize = ID_SPACE - USER_BASE as usize - 1;
 pub const TRACE_SYS_EVENT_MAX: usize = USER_BASE as usize;
 /// Maximum length of an event name in bytes (`TRACE_EVENT_NAME_MAX`).
 pub const TRACE_EVENT_NAME_MAX: usize = 64;
+/// Largest record body a trace log holds (its readers take anything larger for
+/// corruption): a system event layout's type record must fit it.
+pub const MAX_RECORD: usize = 1 << 20;
 
 /// An event type identifier (`trace_event_id_t`).
 ///
@@ -289,7 +292,7 @@ fn check_layout_fits(name: &str, fields: &[Field]) -> crate::Result<()> {
     let record = 1 + 2 + 1 + 2 + name.len() + 1;
     let record = record + fields.iter().map(|f| 3 + f.name.len()).sum::<usize>();
     let long = fields.iter().any(|f| f.name.len() > usize::from(u16::MAX));
-    if fields.len() <= usize::from(u8::MAX) && !long && record <= super::log::MAX_RECORD {
+    if fields.len() <= usize::from(u8::MAX) && !long && record <= MAX_RECORD {
         return Ok(());
     }
     Err(crate::Error::invalid(

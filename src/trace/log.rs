@@ -32,8 +32,7 @@ pub const MAGIC: [u8; 8] = *b"PXTRLOG\0";
 pub const VERSION: u16 = 3;
 /// Bytes of the file header.
 pub const FILE_HEADER: usize = 16;
-/// Largest record body accepted by readers (anything larger is corruption).
-pub const MAX_RECORD: usize = 1 << 20;
+pub use super::ids::MAX_RECORD;
 
 pub(crate) const K_ATTR: u8 = 1;
 pub(crate) const K_TYPE: u8 = 2;

@@ -63,7 +63,7 @@ impl Served {
 
     /// The level the server has put it at.
     pub fn level(&self) -> Level {
-        if self.shared.snap.read().normal {
+        if self.shared.snap.read(no_server).normal {
             Level::Normal
         } else {
             Level::Low
@@ -74,7 +74,7 @@ impl Served {
     /// the thread consumed at the normal priority since (read from its CPU clock).
     /// `NotFound` once the thread has ended.
     pub fn remaining_budget(&self) -> Result<Duration> {
-        let v = self.shared.snap.read();
+        let v = self.shared.snap.read(no_server);
         // Read even when the budget is not being spent: it tells an ended thread.
         let cpu = self.shared.clock.now().map_err(|e| {
             if e.errno() == Some(libc::EINVAL) {
@@ -95,7 +95,7 @@ impl Served {
 
     /// The pending replenishments, earliest first (times on `CLOCK_MONOTONIC`).
     pub fn pending_replenishments(&self) -> Vec<Replenishment> {
-        self.shared.snap.read().pending
+        self.shared.snap.read(no_server).pending
     }
 
     /// The server's counters for this thread.
@@ -163,15 +163,13 @@ fn is_served(tid: Tid) -> bool {
         .is_some_and(|s| s.contains(&tid.as_raw()))
 }
 
-fn served_set() -> ServedSet {
-    ServedSet(SERVED.lock())
+/// No server runs in this process (a forked child with its parent's handle).
+fn no_server() -> bool {
+    super::server::current().is_none()
 }
 
-/// Registers [`after_fork_in_child`]: before this process first takes the
-/// served-set lock or the server's start lock (a child forked while another
-/// thread held one runs the reset).
-pub(super) fn reset_in_forked_children() {
-    crate::sys::fork::on_child(after_fork_in_child);
+fn served_set() -> ServedSet {
+    ServedSet(SERVED.lock())
 }
 
 /// In a forked child: forgets a holder of the served set (a thread of the
@@ -179,9 +177,8 @@ pub(super) fn reset_in_forked_children() {
 /// would wait for it forever) and the set itself, which that thread may have
 /// left half-changed. It held only tids of the parent's threads: a child that
 /// inherited the parent's server never reads it, one that starts its own
-/// serves none of them. Then the server's start lock
-/// ([`super::server::after_fork_in_child`]). Async-signal-safe: stores only,
-/// the old set is leaked, not dropped.
+/// serves none of them. Async-signal-safe: stores only, the old set is leaked,
+/// not dropped. Registered before this process first takes the lock.
 fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing; nothing reads the
     // set before the child goes on, and the old value is overwritten without
@@ -190,7 +187,6 @@ fn after_fork_in_child() {
         SERVED.raw().reset_in_child();
         std::ptr::write(SERVED.data_ptr(), None);
     }
-    super::server::after_fork_in_child();
 }
 
 /// Places thread `tid` of this process under the sporadic server: sets it to
@@ -209,7 +205,9 @@ fn after_fork_in_child() {
 #[doc(alias = "SCHED_SPORADIC")]
 pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<Served> {
     params.validate(normal_priority)?;
-    reset_in_forked_children();
+    // Before the served set's lock is first taken: a child forked while a
+    // thread held it forgets the holder.
+    crate::sys::fork::on_child(after_fork_in_child);
     if let Some(e) = super::server::inherited() {
         // Before the served set: a child with the parent's server never uses it.
         return Err(e);

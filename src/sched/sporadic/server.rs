@@ -88,7 +88,7 @@ pub(super) fn inherited() -> Option<Error> {
 /// The child then finds no server published (the parent's was not yet) and
 /// starts its own; a server the parent had published stays the parent's, and
 /// the child is refused. Async-signal-safe (one atomic store).
-pub(super) fn after_fork_in_child() {
+fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing.
     unsafe { SERVER_START.raw() }.reset_in_child();
 }
@@ -102,7 +102,7 @@ pub(super) fn server() -> Result<&'static Server> {
     // Before the lock is first taken: a child forked while a thread holds it
     // forgets the holder. From here a forked child also counts one generation
     // more, and tells the server it inherited from its own.
-    super::served::reset_in_forked_children();
+    crate::sys::fork::on_child(after_fork_in_child);
     let _one = SERVER_START.lock();
     if let Some(s) = published() {
         return current().ok_or_else(|| forked(s));

@@ -83,7 +83,9 @@ impl Snapshot {
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
     }
 
-    pub(super) fn read(&self) -> View {
+    /// The last copy the server wrote; `writer_gone` tells (asked only while
+    /// the copy is being written) that no server runs in this process.
+    pub(super) fn read(&self, writer_gone: impl Fn() -> bool) -> View {
         let r = Ordering::Relaxed;
         loop {
             let s0 = self.seq.load(Ordering::Acquire);
@@ -91,7 +93,7 @@ impl Snapshot {
             // handle, the server (the only writer) stayed in the parent and may
             // have been stopped mid-write by the fork: the count stays odd for
             // good, so the copy is read as it is (stale there in any case).
-            let orphaned = s0 % 2 == 1 && super::server::current().is_none();
+            let orphaned = s0 % 2 == 1 && writer_gone();
             if s0 % 2 == 1 && !orphaned {
                 std::hint::spin_loop();
                 continue;
