@@ -386,18 +386,31 @@ mod tests {
     use std::io::Read;
     use std::time::Duration;
 
-    /// Waits until thread `tid` of this process sleeps (blocked in a call).
-    pub(crate) fn wait_sleeping(tid: i32) {
-        let path = format!("/proc/self/task/{tid}/stat");
+    /// Waits until thread `tid` of this process sleeps in the kernel function
+    /// whose name holds `what` (its `wchan`), or, where the kernel does not tell
+    /// (`0`), until it sleeps at all.
+    pub(crate) fn wait_blocked_in(tid: i32, what: &str) {
+        let task = format!("/proc/self/task/{tid}");
         for _ in 0..10_000 {
-            let stat = std::fs::read_to_string(&path).unwrap();
-            let state = stat.rsplit(')').next().unwrap().trim_start();
-            if state.starts_with('S') {
+            let wchan = std::fs::read_to_string(format!("{task}/wchan")).unwrap_or_default();
+            if wchan.contains(what) {
                 return;
+            }
+            if wchan.is_empty() || wchan == "0" {
+                let stat = std::fs::read_to_string(format!("{task}/stat")).unwrap();
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap()
+                    .trim_start()
+                    .starts_with('S')
+                {
+                    return;
+                }
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        panic!("thread {tid} never blocked");
+        panic!("thread {tid} never blocked in {what}");
     }
 
     /// Two flushes that overlap: the status reports FLUSHING until the last of
@@ -427,13 +440,13 @@ mod tests {
                 tx1.send(gettid()).unwrap();
                 tr.flush()
             });
-            wait_sleeping(rx.recv().unwrap()); // in its write, the pipe full
+            wait_blocked_in(rx.recv().unwrap(), "pipe_write"); // the pipe full
             let reader = lock(&tr.s.reader);
             let second = sc.spawn(move || {
                 tx.send(gettid()).unwrap();
                 tr.flush()
             });
-            wait_sleeping(rx.recv().unwrap()); // waits for the reader lock
+            wait_blocked_in(rx.recv().unwrap(), "futex"); // waits for the reader lock
             let mut rd = std::fs::File::from(rd);
             let drainer = std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
