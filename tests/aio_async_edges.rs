@@ -145,21 +145,31 @@ fn request_future_wakes_its_latest_waker(b: Backend) {
     let r = std::fs::File::from(r);
     let mut w = std::fs::File::from(w);
     let mut fut = aio.read(&r, 0, vec![0u8; 4]).unwrap().into_future();
-    let (c1, w1) = counter();
-    assert!(poll(&mut fut, &w1).is_pending());
+    let w2 = wakes_latest_then_reads(&mut fut, &mut w, b"abcd");
+    assert!(poll(&mut fut, &w2).is_ready());
+}
+
+/// Polls `fut` (a pending read of the pipe `w` writes to) with one waker, then
+/// another; writes `data`: the latest waker is woken, and the read completes
+/// with `data`. Returns that waker.
+fn wakes_latest_then_reads<F>(fut: &mut F, w: &mut std::fs::File, data: &[u8]) -> Waker
+where
+    F: Future<Output = posixrt::Result<posixrt::aio::Completion<Vec<u8>>>> + Unpin,
+{
+    let (_c1, w1) = counter();
+    assert!(poll(fut, &w1).is_pending());
     let (c2, w2) = counter();
-    assert!(poll(&mut fut, &w2).is_pending());
-    w.write_all(b"abcd").unwrap();
+    assert!(poll(fut, &w2).is_pending());
+    w.write_all(data).unwrap();
     assert!(woken(&c2), "the latest waker was not woken");
-    let _ = c1;
     let done = loop {
-        match poll(&mut fut, &w2) {
+        match poll(fut, &w2) {
             Poll::Ready(r) => break r.unwrap(),
             Poll::Pending => std::thread::sleep(Duration::from_millis(1)),
         }
     };
-    assert_eq!(done.data(), b"abcd");
-    assert!(poll(&mut fut, &w2).is_ready());
+    assert_eq!(done.data(), data);
+    w2
 }
 common::both!(latest_waker, request_future_wakes_its_latest_waker);
 
@@ -169,20 +179,7 @@ fn submit_future_wakes_its_latest_waker(b: Backend) {
     let r = Arc::new(std::fs::File::from(r));
     let mut w = std::fs::File::from(w);
     let mut fut = aio.read_async(Arc::clone(&r), 0, vec![0u8; 4]);
-    let (c1, w1) = counter();
-    assert!(poll(&mut fut, &w1).is_pending());
-    let (c2, w2) = counter();
-    assert!(poll(&mut fut, &w2).is_pending());
-    w.write_all(b"wxyz").unwrap();
-    assert!(woken(&c2), "the latest waker was not woken");
-    let _ = c1;
-    let done = loop {
-        match poll(&mut fut, &w2) {
-            Poll::Ready(r) => break r.unwrap(),
-            Poll::Pending => std::thread::sleep(Duration::from_millis(1)),
-        }
-    };
-    assert_eq!(done.data(), b"wxyz");
+    let w2 = wakes_latest_then_reads(&mut fut, &mut w, b"wxyz");
     match poll(&mut fut, &w2) {
         Poll::Ready(Err(e)) => assert_eq!(e.kind(), posixrt::ErrorKind::AlreadyTaken),
         _ => panic!("a future polled after its result answers AlreadyTaken"),
