@@ -3,6 +3,10 @@
 use posixrt::trace::{Trace, TraceAttr};
 use posixrt::ErrorKind;
 
+#[path = "common/log_bytes.rs"]
+mod log_bytes;
+use log_bytes::{crc32c, push_record};
+
 /// POSIX: `posix_trace_create_withlog` fails with EBADF when the log file is
 /// not open for writing, rather than creating a stream whose every flush fails.
 #[test]
@@ -21,22 +25,6 @@ fn a_log_not_open_for_writing_is_ebadf() {
     std::fs::remove_file(&p).unwrap();
     assert_eq!(got, Err((ErrorKind::BadFd, Some(libc::EBADF))));
     ok.unwrap();
-}
-
-/// CRC-32C (Castagnoli), as the log format checks its records with.
-fn crc32c(data: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in data {
-        c ^= b as u32;
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0x82F6_3B78
-            } else {
-                c >> 1
-            };
-        }
-    }
-    !c
 }
 
 /// A log of this format whose attribute record carries `stream_size` and
@@ -60,9 +48,7 @@ fn log_with_attr(stream_size: u64, max_data: u32) -> Vec<u8> {
     b.extend_from_slice(&(1u64 << 20).to_le_bytes());
     b.push(0);
     b.extend_from_slice(&1u32.to_le_bytes());
-    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-    out.extend_from_slice(&crc32c(&b).to_le_bytes());
-    out.extend_from_slice(&b);
+    push_record(&mut out, &b);
     out
 }
 
@@ -104,50 +90,42 @@ fn attributes_out_of_range_are_refused_at_creation() {
 /// and reading on as if the log were whole.
 #[test]
 fn a_service_record_that_does_not_parse_is_corrupt() {
-    use posixrt::trace::TraceLog;
-    let p = std::env::temp_dir().join(format!(
-        "posixrt-trace-create-{}-badtype.trace",
-        std::process::id()
-    ));
-    let mut log = log_with_attr(1 << 20, 8);
     let mut ty = vec![2u8]; // an event type
     ty.extend_from_slice(&200u16.to_le_bytes());
     ty.push(0);
     ty.extend_from_slice(&1u16.to_le_bytes());
     ty.push(b'x');
     ty.extend_from_slice(&[1, 99]); // one field of an unknown type
-    for b in [ty, vec![5u8]] {
-        log.extend_from_slice(&(b.len() as u32).to_le_bytes());
-        log.extend_from_slice(&crc32c(&b).to_le_bytes());
-        log.extend_from_slice(&b);
+    assert_eq!(first_event_of("badtype", &[ty]), Err(ErrorKind::Corrupt));
+}
+
+/// What reading the first event of a log gives whose attribute record is
+/// followed by the records `extra` and an event (the log is written to a
+/// temporary file named after `name`).
+fn first_event_of(name: &str, extra: &[Vec<u8>]) -> Result<(), ErrorKind> {
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-create-{}-{name}.trace",
+        std::process::id()
+    ));
+    let mut log = log_with_attr(1 << 20, 8);
+    for b in extra.iter().chain([&vec![5u8]]) {
+        push_record(&mut log, b);
     }
     std::fs::write(&p, &log).unwrap();
-    let mut l = TraceLog::open(&p).unwrap();
-    let got = l.next_event().map_err(|e| e.kind());
+    let mut l = posixrt::trace::TraceLog::open(&p).unwrap();
+    let got = l.next_event().map(drop).map_err(|e| e.kind());
     std::fs::remove_file(&p).unwrap();
-    assert_eq!(got, Err(ErrorKind::Corrupt));
+    got
 }
 
 /// A record of a kind no format version has (it passed its checksum) is
 /// `Corrupt`, not skipped.
 #[test]
 fn a_record_of_an_unknown_kind_is_corrupt() {
-    use posixrt::trace::TraceLog;
-    let p = std::env::temp_dir().join(format!(
-        "posixrt-trace-create-{}-badkind.trace",
-        std::process::id()
-    ));
-    let mut log = log_with_attr(1 << 20, 8);
-    for b in [vec![99u8, 1, 2, 3], vec![5u8]] {
-        log.extend_from_slice(&(b.len() as u32).to_le_bytes());
-        log.extend_from_slice(&crc32c(&b).to_le_bytes());
-        log.extend_from_slice(&b);
-    }
-    std::fs::write(&p, &log).unwrap();
-    let mut l = TraceLog::open(&p).unwrap();
-    let got = l.next_event().map_err(|e| e.kind());
-    std::fs::remove_file(&p).unwrap();
-    assert_eq!(got, Err(ErrorKind::Corrupt));
+    assert_eq!(
+        first_event_of("badkind", &[vec![99u8, 1, 2, 3]]),
+        Err(ErrorKind::Corrupt)
+    );
 }
 
 /// A log file opened in append mode (`O_APPEND`) is written as any other: a

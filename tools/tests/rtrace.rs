@@ -6,6 +6,10 @@ use std::process::{Command, Output};
 
 use posixrt::trace::{self, sys, Trace, TraceAttr};
 
+#[path = "../../tests/common/log_bytes.rs"]
+mod log_bytes;
+use log_bytes::push_record;
+
 mod common;
 
 /// Streams record every `event()` of the process: tests that record take turns.
@@ -461,22 +465,6 @@ fn export_refuses_its_input_and_names_a_missing_directory() {
     assert!(stderr(&o).contains(&want), "{}", stderr(&o));
 }
 
-/// CRC-32C (Castagnoli), as the log format checks its records with.
-fn crc32c(data: &[u8]) -> u32 {
-    let mut c = !0u32;
-    for &b in data {
-        c ^= b as u32;
-        for _ in 0..8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0x82F6_3B78
-            } else {
-                c >> 1
-            };
-        }
-    }
-    !c
-}
-
 /// The log `log` with the record bodies `extra` framed in before its status
 /// record.
 fn with_records(log: &[u8], extra: &[Vec<u8>]) -> Vec<u8> {
@@ -486,9 +474,7 @@ fn with_records(log: &[u8], extra: &[Vec<u8>]) -> Vec<u8> {
         let len = u32::from_le_bytes(log[at..at + 4].try_into().unwrap()) as usize;
         if log[at + 8] == 4 {
             for b in extra {
-                out.extend_from_slice(&(b.len() as u32).to_le_bytes());
-                out.extend_from_slice(&crc32c(b).to_le_bytes());
-                out.extend_from_slice(b);
+                push_record(&mut out, b);
             }
         }
         out.extend_from_slice(&log[at..at + 8 + len]);
