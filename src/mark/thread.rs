@@ -16,7 +16,7 @@ static REGISTRY: PiLocked<Option<&'static Registry>> = PiLocked::new(None);
 
 /// This process's mark registry, created on first use (and again in a forked child).
 pub(super) fn registry() -> Result<&'static Registry> {
-    static FORK_HOOK: std::sync::Once = std::sync::Once::new();
+    static FORK_HOOK: crate::sys::fork::ForkOnce = crate::sys::fork::ForkOnce::new();
     FORK_HOOK.call_once(|| crate::sys::fork::on_child(after_fork_in_child));
     let mut guard = REGISTRY.lock();
     let pid = rustix::process::getpid().as_raw_nonzero().get();

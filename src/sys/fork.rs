@@ -13,7 +13,6 @@
 //! - [`pthread_atfork`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_atfork.html)
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
-use std::sync::Once;
 
 /// How many reset functions can be registered (one per subsystem).
 const MAX_HOOKS: usize = 16;
@@ -32,10 +31,75 @@ pub(crate) fn generation() -> u32 {
     GENERATION.load(Ordering::Relaxed)
 }
 
+/// A `std::sync::Once` that a fork cannot wedge.
+///
+/// A child forked while a thread of its parent was inside a `std::sync::Once`
+/// finds it running forever, and its own first call waits for a thread that
+/// does not exist there. Here the state holds, while the function runs, the pid
+/// of the process running it: a thread that finds its own process running it
+/// waits (yields) for the end; a process that finds another pid there is a
+/// child forked meanwhile, and runs the function itself. So the function may
+/// run in a child after it (partly) ran in the parent before the fork: it must
+/// be safe to repeat.
+pub(crate) struct ForkOnce(AtomicU32);
+
+/// [`ForkOnce`]'s state once its function has run.
+const DONE: u32 = u32::MAX;
+
+impl ForkOnce {
+    pub(crate) const fn new() -> Self {
+        Self(AtomicU32::new(0))
+    }
+
+    /// Runs `f` unless it ran in this process (or before the fork that made
+    /// it), and returns once it has.
+    #[inline]
+    pub(crate) fn call_once(&self, f: impl FnOnce()) {
+        if self.0.load(Ordering::Acquire) != DONE {
+            self.call_slow(f);
+        }
+    }
+
+    #[cold]
+    fn call_slow(&self, f: impl FnOnce()) {
+        let me = rustix::process::getpid().as_raw_nonzero().get() as u32;
+        loop {
+            let s = self.0.load(Ordering::Acquire);
+            if s == DONE {
+                return;
+            }
+            if s == me {
+                std::thread::yield_now();
+                continue;
+            }
+            // 0, or the parent's pid: a fork came while the parent ran `f`.
+            if self
+                .0
+                .compare_exchange(s, me, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                f();
+                self.0.store(DONE, Ordering::Release);
+                return;
+            }
+        }
+    }
+
+    /// Marks the function as run (async-signal-safe: one store).
+    fn mark_done(&self) {
+        self.0.store(DONE, Ordering::Release);
+    }
+}
+
+/// Registers the child handler, once. Not run again in a child forked while
+/// its parent registered it, if the registration came first (glibc takes the
+/// same lock in `pthread_atfork` and `fork`): the handler then ran in the
+/// child, and marked it done.
+static INSTALL: ForkOnce = ForkOnce::new();
+
 /// Installs the child handler (once per process; idempotent).
 pub(crate) fn install() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
+    INSTALL.call_once(|| {
         // SAFETY: registers a plain `extern "C"` function without state as the
         // child handler; it only makes async-signal-safe calls (see `child`).
         unsafe { libc::pthread_atfork(None, None, Some(child)) };
@@ -65,6 +129,8 @@ pub(crate) fn on_child(reset: fn()) {
 }
 
 extern "C" fn child() {
+    // Registered before the fork: this process has the handler (see `INSTALL`).
+    INSTALL.mark_done();
     GENERATION.fetch_add(1, Ordering::Relaxed);
     for h in HOOKS.iter() {
         let f = h.load(Ordering::Acquire);

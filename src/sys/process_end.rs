@@ -20,7 +20,6 @@
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
-use std::sync::Once;
 
 /// The signals the hook runs on.
 pub(crate) const FATAL: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGSEGV, libc::SIGABRT];
@@ -50,7 +49,9 @@ static SAVED: Saved = Saved(
 /// # References
 /// - [`sigaction`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigaction.html)
 pub(crate) fn on_fatal_signal(hook: fn()) {
-    static ONCE: Once = Once::new();
+    // (Repeated in a child forked while its parent ran this: `install` skips a
+    // signal whose handler is ours already.)
+    static ONCE: super::fork::ForkOnce = super::fork::ForkOnce::new();
     ONCE.call_once(|| {
         HOOK.store(hook as usize, Release);
         for (i, &sig) in FATAL.iter().enumerate() {
@@ -70,10 +71,16 @@ fn install(i: usize, sig: i32) {
     if old.sa_sigaction == libc::SIG_IGN {
         return; // ignored (nohup, a shell's background job): leave it so
     }
-    // SAFETY: entry `i` is written only here, once (under the `Once`), before the
-    // handler that reads it exists.
-    unsafe { (*SAVED.0.get())[i].write(old) };
-    SAVED.1[i].store(true, Release);
+    if old.sa_sigaction == handler as *const () as usize {
+        return; // ours: installed before a fork (see `on_fatal_signal`)
+    }
+    if !SAVED.1[i].load(Acquire) {
+        // SAFETY: entry `i` is written only here, once (under the `ForkOnce`:
+        // a second run in a forked child finds the flag set), before the
+        // handler that reads it exists.
+        unsafe { (*SAVED.0.get())[i].write(old) };
+        SAVED.1[i].store(true, Release);
+    }
     // SAFETY: a zeroed sigaction is valid; we fill the handler, flags and mask.
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
     act.sa_sigaction = handler as *const () as usize;

@@ -25,13 +25,14 @@
 //! this one for that signal (a handler installed before is called by it).
 
 use std::sync::atomic::{AtomicU32, Ordering::*};
-use std::sync::{Arc, Once};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::attr::StreamFullPolicy;
 use super::flush::Marks;
 use super::slots::{lock, TRACE_SYS_MAX};
 use super::stream::Stream;
+use crate::sys::fork::ForkOnce;
 use crate::sys::{clock, futex, process, process_end};
 
 /// Slots whose stream has a running flusher.
@@ -103,7 +104,11 @@ extern "C" fn at_exit() {
 
 /// Installs the exit and fatal-signal hooks and the fork reset (once).
 fn install_hooks() {
-    static ONCE: Once = Once::new();
+    // (Repeated in a child forked while its parent ran this: registering the
+    // same fork reset again is a no-op, as is the fatal-signal hook's; the
+    // child may then run `at_exit` twice, each asking the flushers to write
+    // and waiting at most `EXIT_WAIT`.)
+    static ONCE: ForkOnce = ForkOnce::new();
     ONCE.call_once(|| {
         fn child() {
             // The parent's flushers do not exist in a forked child.

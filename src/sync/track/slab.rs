@@ -76,7 +76,7 @@ fn pop_free() -> Option<&'static Record> {
 }
 
 fn new_record() -> &'static Record {
-    static FORK_HOOK: std::sync::Once = std::sync::Once::new();
+    static FORK_HOOK: crate::sys::fork::ForkOnce = crate::sys::fork::ForkOnce::new();
     FORK_HOOK.call_once(|| crate::sys::fork::on_child(after_fork_in_child));
     let r: &'static Record = Box::leak(Box::new(Record {
         w: [const { AtomicU64::new(0) }; WORDS],
