@@ -1,0 +1,267 @@
+//! The Chrome trace-event JSON export of a trace log (Perfetto UI,
+//! chrome://tracing), read back with serde_json: what it accepts, a viewer accepts.
+
+#[path = "common/export_log.rs"]
+mod export_log;
+
+use std::fs::File;
+
+use export_log::{make_log, scratch, SERIAL};
+use posixrt::trace::{self, export, system_events as sys, Event, Trace, TraceAttr, TraceLog};
+
+type J = serde_json::Value;
+
+#[test]
+fn chrome_json_export_is_valid_trace_event_json() {
+    let d = scratch("chrome");
+    let (l, evs) = make_log(&d);
+    let text = export::chrome_json(&l, &evs);
+    let j: J = serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON: {e}\n{text}"));
+    let list = match j.get("traceEvents") {
+        Some(J::Array(v)) => v,
+        other => panic!("no traceEvents array: {other:?}"),
+    };
+    let pid = std::process::id() as f64;
+    let meta: Vec<&J> = list
+        .iter()
+        .filter(|e| e.get("ph").and_then(J::as_str) == Some("M"))
+        .collect();
+    let pname = meta
+        .iter()
+        .find(|e| e.get("name").and_then(J::as_str) == Some("process_name"))
+        .unwrap();
+    assert_eq!(pname.get("pid").and_then(J::as_f64), Some(pid));
+    let shown = pname
+        .get("args")
+        .and_then(|a| a.get("name"))
+        .and_then(J::as_str)
+        .unwrap();
+    assert!(shown.contains("export \"test\""), "{shown}");
+    assert!(meta
+        .iter()
+        .any(|e| e.get("name").and_then(J::as_str) == Some("thread_name")));
+    let inst: Vec<&J> = list
+        .iter()
+        .filter(|e| e.get("ph").and_then(J::as_str) == Some("i"))
+        .collect();
+    assert_eq!(inst.len(), evs.len());
+    let names: Vec<&str> = inst
+        .iter()
+        .map(|e| e.get("name").and_then(J::as_str).unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "posix_trace_start",
+            "fork request",
+            "note",
+            "ctf_test_io",
+            "posix_trace_stop"
+        ]
+    );
+    let mut last = -1.0;
+    for (e, ev) in inst.iter().zip(&evs) {
+        assert_eq!(e.get("pid").and_then(J::as_f64), Some(pid));
+        assert_eq!(e.get("tid").and_then(J::as_f64), Some(ev.tid as f64));
+        assert_eq!(e.get("s").and_then(J::as_str), Some("t"));
+        let ts = e.get("ts").and_then(J::as_f64).unwrap();
+        assert!(ts >= last);
+        last = ts;
+    }
+    let note = inst[2].get("args").unwrap();
+    assert_eq!(
+        note.get("value").and_then(J::as_str),
+        Some(r#""say \"hi\" \\ ok""#)
+    );
+    assert_eq!(
+        note.get("data").and_then(J::as_str),
+        Some(export::hex(b"say \"hi\" \\ ok").as_str())
+    );
+    assert_eq!(export::json_str("a\tb\"\u{1}"), r#""a\tb\"\u0001""#);
+    let io = inst[3].get("args").unwrap();
+    assert_eq!(io.get("fd").and_then(J::as_f64), Some(5.0));
+    assert_eq!(io.get("offset").and_then(J::as_f64), Some(4096.0));
+    assert_eq!(io.get("result").and_then(J::as_f64), Some(-11.0));
+    assert_eq!(
+        inst[1]
+            .get("args")
+            .and_then(|a| a.get("value"))
+            .and_then(J::as_str),
+        Some("7")
+    );
+}
+
+/// The Chrome export is oldest first too, with times relative to the oldest event.
+#[test]
+fn chrome_json_export_is_time_ordered() {
+    let d = scratch("chrome-order");
+    let (l, mut evs) = make_log(&d);
+    evs.reverse();
+    let j = export::chrome_json(&l, &evs);
+    let ts: Vec<f64> = j
+        .lines()
+        .filter(|l| l.contains("\"ph\":\"i\""))
+        .map(|l| {
+            let at = l.find("\"ts\":").unwrap() + 5;
+            let rest = &l[at..];
+            rest[..rest.find(',').unwrap()].parse().unwrap()
+        })
+        .collect();
+    assert_eq!(ts.len(), evs.len());
+    assert_eq!(ts[0], 0.0);
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{ts:?}");
+    assert!(ts[ts.len() - 1] > 0.0, "{ts:?}");
+}
+
+/// Chrome `ts` values (µs since the oldest event) keep every nanosecond
+/// however long the log spans: they are written from the integer count, not
+/// through a double that rounds past 2^53 ns.
+#[test]
+fn chrome_json_times_are_exact() {
+    let d = scratch("json-ts");
+    let (l, mut evs) = make_log(&d);
+    let mut late = evs[1].clone();
+    late.timestamp = evs[0].timestamp + std::time::Duration::from_nanos((1 << 55) + 5);
+    evs.push(late);
+    let j = export::chrome_json(&l, &evs);
+    assert!(j.contains("\"ts\":36028797018963.973,"), "{j}");
+    let _: J = serde_json::from_str(&j).unwrap();
+}
+
+/// An OVERFLOW with tid 0 (losses of no one thread's sub-buffer) is no
+/// thread's event: the Chrome export shows it on the process (`"s":"p"`), and
+/// names no thread 0.
+#[test]
+fn chrome_json_puts_a_tid_0_overflow_on_the_process() {
+    let d = scratch("json-tid0");
+    let (l, mut evs) = make_log(&d);
+    let mut ov = evs[1].clone();
+    ov.id = trace::EventId::OVERFLOW;
+    ov.tid = 0;
+    ov.data = [2u64.to_le_bytes().as_slice(), &0u32.to_le_bytes()].concat();
+    evs.push(ov);
+    let j: J = serde_json::from_str(&export::chrome_json(&l, &evs)).unwrap();
+    let all = j["traceEvents"].as_array().unwrap();
+    assert!(
+        !all.iter()
+            .any(|e| e["name"] == "thread_name" && e["tid"] == 0),
+        "{j}"
+    );
+    let o = all
+        .iter()
+        .find(|e| e["name"] == "posix_trace_overflow")
+        .unwrap();
+    assert_eq!((&o["s"], &o["args"]["lost"]), (&J::from("p"), &J::from(2)));
+    assert_eq!(o["tid"], o["pid"], "{o}");
+}
+
+/// Integer fields that a JavaScript number cannot hold exactly (past 2^53 - 1
+/// either way) are written as decimal strings, so a viewer shows them exactly
+/// instead of rounded; the others stay JSON numbers.
+#[test]
+fn chrome_json_writes_integers_past_2_pow_53_as_strings() {
+    let d = scratch("json-big");
+    let (l, mut evs) = make_log(&d);
+    let i = evs.iter().position(|e| e.data.len() == 20).unwrap();
+    let safe = (1u64 << 53) - 1;
+    let mut rows = Vec::new();
+    for (offset, result) in [
+        (u64::MAX, i64::MIN),
+        ((1 << 53) + 1, -(1 << 53) - 1),
+        (safe, -(safe as i64)),
+    ] {
+        let mut e = evs[i].clone();
+        e.data = [
+            5i32.to_le_bytes().as_slice(),
+            &offset.to_le_bytes(),
+            &result.to_le_bytes(),
+        ]
+        .concat();
+        rows.push(e);
+    }
+    evs.extend(rows);
+    let text = export::chrome_json(&l, &evs);
+    let j: J = serde_json::from_str(&text).unwrap();
+    let io: Vec<&J> = j["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "ctf_test_io")
+        .map(|e| &e["args"])
+        .collect();
+    assert_eq!(io.len(), 4, "{text}");
+    let want = [
+        (J::from(4096), J::from(-11)),
+        (
+            J::from("18446744073709551615"),
+            J::from("-9223372036854775808"),
+        ),
+        (J::from("9007199254740993"), J::from("-9007199254740993")),
+        (J::from(safe), J::from(-(safe as i64))),
+    ];
+    for (a, (off, res)) in io.iter().zip(&want) {
+        assert_eq!((&a["offset"], &a["result"]), (off, res), "{text}");
+        assert_eq!(a["fd"], J::from(5));
+    }
+}
+
+/// Field names that repeat in one layout (`register` takes them), or that are
+/// the keys the export adds itself (`text`, `truncated`), still give distinct
+/// keys in a Chrome event's `args` (a JSON object keeps one value per key, so a
+/// viewer would show one of them): later ones get a `_` appended, as in CTF.
+#[test]
+fn chrome_json_args_keys_are_distinct() {
+    let d = scratch("json-dupkeys");
+    let p = d.join("k.trace");
+    {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        static K: [sys::Field; 4] = [
+            sys::Field {
+                name: "a",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "a",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "truncated",
+                ty: sys::FieldType::U8,
+            },
+            sys::Field {
+                name: "text",
+                ty: sys::FieldType::U8,
+            },
+        ];
+        let k = sys::register("json_test_dupkeys", &K).unwrap();
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        t.start().unwrap();
+        sys::emit(k, &[1, 2, 3, 4, b'h', b'i']);
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+    }
+    let mut l = TraceLog::open(&p).unwrap();
+    let mut evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    for e in &mut evs {
+        e.truncated = true;
+    }
+    let text = export::chrome_json(&l, &evs);
+    let line = text
+        .lines()
+        .find(|l| l.contains("json_test_dupkeys"))
+        .unwrap();
+    let j: J = serde_json::from_str(line.trim_end_matches(',')).unwrap();
+    let args = j["args"].as_object().unwrap();
+    let got: Vec<(&str, &J)> = args.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    assert_eq!(args.len(), 6, "{line}");
+    for (k, v) in [
+        ("a", J::from(1)),
+        ("a_", J::from(2)),
+        ("truncated", J::from(3)),
+        ("text", J::from(4)),
+        ("text_", J::from("hi")),
+        ("truncated_", J::from(true)),
+    ] {
+        assert_eq!(args.get(k), Some(&v), "{k} in {got:?}");
+    }
+}
