@@ -265,3 +265,65 @@ fn chrome_json_args_keys_are_distinct() {
         assert_eq!(args.get(k), Some(&v), "{k} in {got:?}");
     }
 }
+
+/// Each event goes under its own pid: events of another process in the log
+/// (a forked child's, with their own pid and tid) show in that process, which
+/// is named, with its threads named there and not in the log's process. An
+/// event without a pid (0: a type not associated with a process) goes under
+/// the process of its thread, else the log's (viewers take pid 0 for the
+/// kernel's idle task).
+#[test]
+fn chrome_json_puts_each_event_under_its_own_pid() {
+    let d = scratch("json-pids");
+    let (l, mut evs) = make_log(&d);
+    let (me, my_tid) = (std::process::id(), evs[1].tid);
+    let (child, child_tid) = (me + 1_000_000, 0x7fff_fff0);
+    let of = |pid: u32, tid: u32, value: i32, from: &Event| {
+        let mut e = from.clone();
+        (e.pid, e.tid, e.data) = (pid, tid, value.to_le_bytes().to_vec());
+        e
+    };
+    evs.push(of(child, child_tid, 101, &evs[1]));
+    evs.push(of(0, child_tid, 102, &evs[1]));
+    evs.push(of(0, my_tid, 103, &evs[1]));
+    evs.push(of(0, 0x7fff_fff1, 104, &evs[1]));
+    let text = export::chrome_json(&l, &evs);
+    let j: J = serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON: {e}\n{text}"));
+    let all = j["traceEvents"].as_array().unwrap();
+    let pid_of_value = |v: &str| -> Option<u64> {
+        let e = all.iter().find(|e| e["args"]["value"] == v)?;
+        e["pid"].as_u64()
+    };
+    let (me, child) = (u64::from(me), u64::from(child));
+    assert_eq!(pid_of_value("7"), Some(me), "{text}");
+    assert_eq!(pid_of_value("101"), Some(child), "{text}");
+    assert_eq!(pid_of_value("102"), Some(child), "{text}");
+    assert_eq!(pid_of_value("103"), Some(me), "{text}");
+    assert_eq!(pid_of_value("104"), Some(me), "{text}");
+    let inst = all.iter().filter(|e| e["ph"] == "i");
+    assert_eq!(inst.clone().count(), evs.len());
+    assert!(inst.clone().all(|e| e["pid"] != 0), "{text}");
+    assert_eq!(inst.filter(|e| e["pid"] == child).count(), 2, "{text}");
+    let meta = |name: &str| -> Vec<(u64, u64)> {
+        all.iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == name)
+            .map(|e| (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap()))
+            .collect()
+    };
+    let procs = meta("process_name");
+    assert_eq!(procs, [(me, 0), (child, 0)], "{text}");
+    let named = all
+        .iter()
+        .find(|e| e["name"] == "process_name" && e["pid"] == child)
+        .unwrap();
+    assert_eq!(
+        named["args"]["name"],
+        J::from(format!("export \"test\" (pid {child})"))
+    );
+    let threads = meta("thread_name");
+    let ct = u64::from(child_tid);
+    assert!(threads.contains(&(child, ct)), "{threads:?}");
+    assert!(!threads.contains(&(me, ct)), "{threads:?}");
+    assert!(threads.contains(&(me, u64::from(my_tid))), "{threads:?}");
+    assert!(threads.iter().all(|&(p, _)| p != 0), "{threads:?}");
+}

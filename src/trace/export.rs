@@ -131,6 +131,12 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// Events are written oldest first (a stable sort by timestamp), with times relative
 /// to the oldest one.
 ///
+/// Each event goes under its own pid (`posix_pid`), so events of another process
+/// in the log (a forked child's) show in that process; an event without a pid
+/// (pid 0, `POSIX_TRACE_WOPID_EVENTS`) goes under the process of its thread
+/// (the pid the log's other events of its tid carry), else the log's. Every
+/// process is named after the trace and its pid, every thread `tid N`.
+///
 /// `args` keys are the field names, then `text` and `truncated`; a key that
 /// would repeat one before it gets `_` appended (as in the CTF export).
 /// Integer fields are JSON numbers while a viewer (JavaScript) reads them
@@ -139,7 +145,7 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// as they are instead of rounding. Hex fields and event sets are always strings.
 pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     let l = Loaded::new(log, events);
-    let pid = l.log.pid();
+    let pid_of = shown_pids(l.log.pid(), &l.events);
     let base = l.events.first().map_or(0, |e| e.timestamp.as_nanos());
     let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     let name = l
@@ -147,24 +153,41 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
         .attr()
         .map(|a| a.name().to_string())
         .unwrap_or_default();
-    let _ = write!(
-        out,
-        "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{}}}}}",
-        json_str(&format!("{name} (pid {pid})"))
-    );
-    // Tid 0 is no thread (an OVERFLOW for losses of no one sub-buffer): its
-    // events go on the process, as process-scoped instants.
-    let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).filter(|&t| t != 0).collect();
-    tids.sort_unstable();
-    tids.dedup();
-    for t in &tids {
+    // The log's process first, named even without events, then every other
+    // process with events in the log.
+    let mut pids: Vec<u32> = l.events.iter().map(|e| pid_of(e)).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.retain(|&p| p != l.log.pid());
+    pids.insert(0, l.log.pid());
+    for (i, p) in pids.iter().enumerate() {
         let _ = write!(
             out,
-            ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
+            "{}{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":0,\"args\":{{\"name\":{}}}}}",
+            if i == 0 { "" } else { ",\n" },
+            json_str(&format!("{name} (pid {p})"))
+        );
+    }
+    // Tid 0 is no thread (an OVERFLOW for losses of no one sub-buffer): its
+    // events go on the process, as process-scoped instants. A thread is named
+    // in its own process.
+    let mut tids: Vec<(u32, u32)> = l
+        .events
+        .iter()
+        .filter(|e| e.tid != 0)
+        .map(|e| (pid_of(e), e.tid))
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    for (p, t) in &tids {
+        let _ = write!(
+            out,
+            ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
             json_str(&format!("tid {t}"))
         );
     }
     for e in &l.events {
+        let pid = pid_of(e);
         // Integer arithmetic: a double would round spans past 2^53 ns.
         let ns = e.timestamp.as_nanos().saturating_sub(base);
         let ts = format!("{}.{:03}", ns / 1000, ns % 1000);
@@ -227,6 +250,23 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     }
     out.push_str("\n]}\n");
     out
+}
+
+/// The pid each event shows under in the Chrome export: its own (`posix_pid`:
+/// events of a forked child or of another process carry theirs). An event
+/// without one (pid 0: a type not associated with a process,
+/// `POSIX_TRACE_WOPID_EVENTS`) shows under the process of the thread that
+/// recorded it, as the other events of that tid give it, else under the log's
+/// process (`log_pid`): viewers take pid 0 for the kernel's idle task.
+fn shown_pids(log_pid: u32, events: &[&Event]) -> impl Fn(&Event) -> u32 {
+    let mut of_tid = std::collections::BTreeMap::new();
+    for e in events.iter().filter(|e| e.pid != 0 && e.tid != 0) {
+        of_tid.entry(e.tid).or_insert(e.pid);
+    }
+    move |e: &Event| match e.pid {
+        0 => of_tid.get(&e.tid).copied().unwrap_or(log_pid),
+        p => p,
+    }
 }
 
 /// A key of a Chrome event's `args`, distinct from those in `taken` (the
