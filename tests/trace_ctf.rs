@@ -402,3 +402,72 @@ fn ctf_export_flags_a_payload_shorter_than_its_fields() {
     assert!(decl.contains("uint8_t truncated;"), "{meta}");
     second_of_two_is_truncated(&out, "ctf_test_io:", "fd = 5");
 }
+
+/// The bytes past a system event's fields that hold a NUL (or are not UTF-8)
+/// are all in the CTF export, the ones after the NUL too: a CTF string (a
+/// sequence of encoded integers) ends at its first NUL for readers, so such
+/// an id's `text` is a plain byte sequence. Ids whose bytes are text keep a
+/// UTF-8 `text`.
+#[test]
+fn ctf_export_keeps_the_bytes_past_a_nul() {
+    let d = scratch("ctf-nul");
+    let tail = b"ab\0cd\xffz";
+    let (l, evs) = {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        static L: [sys::Field; 1] = [sys::Field {
+            name: "tid",
+            ty: sys::FieldType::U32,
+        }];
+        let nul = sys::register("ctf_test_nul", &L).unwrap();
+        let text = sys::register("ctf_test_nul_text", &L).unwrap();
+        let p = d.join("t.trace");
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        t.start().unwrap();
+        sys::emit(nul, &[&42u32.to_le_bytes()[..], tail].concat());
+        sys::emit(text, &[&43u32.to_le_bytes()[..], b"ok"].concat());
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+        (l, evs)
+    };
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let decl = |name: &str| {
+        meta.split("\nevent {")
+            .find(|e| e.contains(&format!("name = \"{name}\";")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        decl("ctf_test_nul").contains("uint16_t text_len;\n        uint8_t text[text_len];"),
+        "{meta}"
+    );
+    assert!(
+        decl("ctf_test_nul_text").contains("utf8_t text[text_len];"),
+        "{meta}"
+    );
+    // The stream holds the fields, the length and every byte, as declared.
+    let stream = std::fs::read(out.join("stream_0")).unwrap();
+    let want = [&42u32.to_le_bytes()[..], &7u16.to_le_bytes(), tail].concat();
+    assert!(stream.windows(want.len()).any(|w| w == want));
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let line = text.lines().find(|l| l.contains("ctf_test_nul:")).unwrap();
+    let shown: Vec<String> = tail
+        .iter()
+        .enumerate()
+        .map(|(i, b)| format!("[{i}] = {b}"))
+        .collect();
+    assert!(line.contains("text_len = 7"), "{text}");
+    for s in &shown {
+        assert!(line.contains(s.as_str()), "{s} in {text}");
+    }
+    let line = text
+        .lines()
+        .find(|l| l.contains("ctf_test_nul_text:"))
+        .unwrap();
+    assert!(line.contains("text = \"ok\""), "{text}");
+}

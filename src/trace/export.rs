@@ -373,7 +373,9 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// but the files of an earlier export, which are replaced): a TSDL `metadata`
 /// file and one binary `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
 /// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
-/// marker), as `text_len` and a UTF-8 `text`, after a `truncated` flag for the
+/// marker), as `text_len` and a UTF-8 `text` (a `uint8_t` sequence instead for
+/// the ids of which some event's bytes hold a NUL or are not UTF-8: readers end
+/// a CTF string at its first NUL), after a `truncated` flag for the
 /// ids of which some event was truncated or has a payload shorter than its
 /// fields (the missing fields are written as zeros, with the flag set); user events, and system events
 /// without fields that carry bytes anyway or were truncated, get `truncated`,
@@ -440,6 +442,13 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         Some(t.fields.iter().map(|f| f.1.size()).sum())
     };
     let tails = ids_where(&|e| fixed(e.id).is_some_and(|n| e.data.len() > n));
+    // Of those, the ids of which some event's bytes are not text (a NUL, or
+    // not UTF-8): a sequence of encoded integers is a string in CTF, which
+    // readers end at its first NUL, so these get plain bytes, every one read.
+    let bytes = ids_where(&|e| {
+        let tail = fixed(e.id).and_then(|n| e.data.get(n..)).unwrap_or(&[]);
+        tail.contains(&0) || std::str::from_utf8(tail).is_err()
+    });
     // Ids with fields of which some event was truncated when recorded, or has
     // a payload shorter than its fields (written out with zeros): those get a
     // `truncated` flag after the fields.
@@ -479,7 +488,12 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                 if tails.binary_search(id).is_ok() {
                     let len = ident_in("text_len", &mut taken);
                     let text = ident_in("text", &mut taken);
-                    let _ = writeln!(m, "        uint16_t {len};\n        utf8_t {text}[{len}];");
+                    let ty = if bytes.binary_search(id).is_ok() {
+                        "uint8_t"
+                    } else {
+                        "utf8_t"
+                    };
+                    let _ = writeln!(m, "        uint16_t {len};\n        {ty} {text}[{len}];");
                 }
             }
             None if eid.is_system() && bare.binary_search(id).is_err() => {
