@@ -5,7 +5,8 @@
 //! | ids | what |
 //! |---|---|
 //! | 0..=7 | the POSIX system events START, STOP, FILTER, OVERFLOW, RESUME, FLUSH_START, FLUSH_STOP, ERROR |
-//! | 8..128 | system events registered by other modules through [`system_events::register`](super::system_events::register) |
+//! | 8..96 | system events registered by other modules through [`system_events::register`](super::system_events::register) |
+//! | 96..128 | system events not associated with a process, registered through [`system_events::register_wopid`](super::system_events::register_wopid) |
 //! | 128 | `posix_trace_unnamed_userevent`, given once [`TRACE_USER_EVENT_MAX`] names are taken |
 //! | 129..1024 | user events opened by name |
 
@@ -23,6 +24,13 @@ pub const ID_SPACE: usize = 1024;
 const _: () = assert!(ID_SPACE / 8 == super::schema::EVENT_SET_BYTES);
 /// First user event id.
 pub(crate) const USER_BASE: u16 = 128;
+/// First id of the registered system events not associated with a process:
+/// they have ids of their own, so a set filled with them
+/// ([`FillWhat::WithoutPid`](super::FillWhat::WithoutPid)) holds the ones
+/// registered after it was filled too.
+pub(crate) const WOPID_BASE: u16 = 96;
+/// First id of the registered system events (of a process or not).
+const SYS_BASE: u16 = 8;
 /// Maximum number of named user event types per process (`TRACE_USER_EVENT_MAX`).
 pub const TRACE_USER_EVENT_MAX: usize = ID_SPACE - USER_BASE as usize - 1;
 /// Maximum system event types (built-in and registered).
@@ -105,6 +113,7 @@ pub struct EventType {
 pub(crate) struct Names {
     pub(crate) types: Vec<Option<EventType>>,
     next_sys: u16,
+    next_wopid: u16,
     next_user: u16,
 }
 
@@ -161,7 +170,8 @@ fn builtin() -> Names {
     });
     Names {
         types,
-        next_sys: 8,
+        next_sys: SYS_BASE,
+        next_wopid: WOPID_BASE,
         next_user: USER_BASE + 1,
     }
 }
@@ -251,11 +261,20 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
             }
             return Ok(t.id);
         }
-        if n.next_sys >= USER_BASE {
+        // Each kind from its own range: see `WOPID_BASE`.
+        let (next, base, end, what) = if wopid {
+            (n.next_wopid, WOPID_BASE, USER_BASE, "without")
+        } else {
+            (n.next_sys, SYS_BASE, WOPID_BASE, "of")
+        };
+        if next >= end {
             return Err(crate::Error::new(
                 crate::ErrorKind::OutOfResources,
                 "trace::system_events::register",
-                format!("all {TRACE_SYS_EVENT_MAX} system event ids are taken"),
+                format!(
+                    "all {} ids of registered system events {what} a process are taken",
+                    end - base
+                ),
             )
             .with_hint("register fewer system event types"));
         }
@@ -271,8 +290,12 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
             .with_hint("split the event or shrink its fields"));
         }
         check_layout_fits(name, fields)?;
-        let id = EventId(n.next_sys);
-        n.next_sys += 1;
+        let id = EventId(next);
+        if wopid {
+            n.next_wopid += 1;
+        } else {
+            n.next_sys += 1;
+        }
         n.types[id.0 as usize] = Some(EventType {
             id,
             name: name.to_string(),

@@ -1,6 +1,6 @@
 //! Event sets (`trace_event_set_t`) and filters.
 
-use super::ids::{self, EventId, ID_SPACE, USER_BASE};
+use super::ids::{self, EventId, ID_SPACE, USER_BASE, WOPID_BASE};
 
 pub(crate) const WORDS: usize = ID_SPACE / 64;
 
@@ -50,8 +50,11 @@ impl EventSet {
         EventSet([0; WORDS])
     }
 
-    /// `posix_trace_eventset_fill`: adds the event types `what` names. System ranges
-    /// cover every system id, including ones modules register later.
+    /// `posix_trace_eventset_fill`: adds the event types `what` names. Each kind
+    /// covers its whole id range, so ids registered or opened after the fill
+    /// are in the set too: system events (and those without a pid, which
+    /// [`register_wopid`](super::system_events::register_wopid) gives ids of
+    /// their own) and user events.
     ///
     /// # References
     /// - [`posix_trace_eventset_fill`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventset_add.html) (POSIX.1-2008)
@@ -65,10 +68,15 @@ impl EventSet {
                 }
             }
             FillWhat::WithoutPid => {
+                // The built-in ones, then the whole range registered ones
+                // take their ids from, those registered later included.
                 for t in ids::all_types() {
                     if t.wopid {
                         self.add(t.id);
                     }
+                }
+                for i in WOPID_BASE..USER_BASE {
+                    self.add(EventId(i));
                 }
             }
         }

@@ -34,13 +34,18 @@ pub use super::schema::{decode, Field, FieldType, Value};
 /// [`InvalidInput`](crate::ErrorKind::InvalidInput) for a bad name, a layout over
 /// 256 bytes, one a log cannot describe (over 255 fields, or field names
 /// adding up past 1 MiB), or a name registered with another layout;
-/// [`OutOfResources`](crate::ErrorKind::OutOfResources) when the 120 module ids are taken.
+/// [`OutOfResources`](crate::ErrorKind::OutOfResources) when the 88 ids of
+/// registered events of a process (8..96) are taken.
 pub fn register(name: &str, layout: &'static [Field]) -> crate::Result<EventId> {
     ids::register_sys(name, layout, false)
 }
 
 /// Like [`register`], for an event not associated with a process
-/// (`POSIX_TRACE_WOPID_EVENTS`); it is recorded with pid 0.
+/// (`POSIX_TRACE_WOPID_EVENTS`); it is recorded with pid 0. These events have
+/// ids of their own (96..128; [`OutOfResources`](crate::ErrorKind::OutOfResources)
+/// when the 32 are taken), so a set filled with
+/// [`FillWhat::WithoutPid`](super::FillWhat::WithoutPid) holds the ones
+/// registered after it was filled too.
 pub fn register_wopid(name: &str, layout: &'static [Field]) -> crate::Result<EventId> {
     ids::register_sys(name, layout, true)
 }
