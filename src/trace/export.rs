@@ -54,21 +54,58 @@ fn name_of(log: &TraceLog, id: EventId) -> String {
 }
 
 /// A readable payload: fields of system events, a number, text or hex for user data.
+///
+/// A system event's payload is `name=value` per field, in layout order, then
+/// the bytes past the fields (`mark_set`'s marker), if any, as `text=` and
+/// [`quoted`] bytes, all separated by single spaces; a key that would repeat
+/// one before it (a field named `text`) gets `_` appended, as in the Chrome
+/// export. User data is [`user_data`].
 pub fn payload(ty: Option<&EventType>, e: &Event) -> String {
-    if let Some(t) = ty.filter(|t| !t.fields.is_empty()) {
-        if let Some(vals) = schema::decode(&t.fields, &e.data) {
-            let mut s = vals
-                .iter()
-                .map(|(n, v)| format!("{n}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            if let Some(tail) = tail_of(t, &e.data) {
-                let _ = write!(s, " text={:?}", String::from_utf8_lossy(tail));
-            }
-            return s;
+    ty.and_then(|t| field_items(t, &e.data, |_, v| v.to_string()))
+        .map_or_else(|| user_data(&e.data), |items| items.join(" "))
+}
+
+/// The `key=value` items of a system event's payload as [`payload`] writes
+/// them, each value written by `show` (given the field name); `None` for a
+/// type without fields or a payload shorter than its fields.
+pub fn field_items(
+    t: &EventType,
+    data: &[u8],
+    show: impl Fn(&str, &schema::Value) -> String,
+) -> Option<Vec<String>> {
+    if t.fields.is_empty() {
+        return None;
+    }
+    let vals = schema::decode(&t.fields, data)?;
+    let mut taken = Vec::new();
+    let mut items: Vec<String> = vals
+        .iter()
+        .map(|(n, v)| format!("{}={}", key_in(n, &mut taken), show(n, v)))
+        .collect();
+    if let Some(tail) = tail_of(t, data) {
+        items.push(format!("{}={}", key_in("text", &mut taken), quoted(tail)));
+    }
+    Some(items)
+}
+
+/// Bytes as text in double quotes, one way for each byte string: UTF-8
+/// characters as in a Rust string literal (`{:?}`: `\"`, `\\`, `\n`, `\t`,
+/// `\0`, other control characters as `\u{7f}`), and each byte that is not
+/// part of a UTF-8 character as `\xHH` (two lowercase hex digits), which `{:?}`
+/// never writes. So spaces, `=` and quotes inside stay inside, and `\xff` (a
+/// byte) differs from `\\xff` (four characters) and from `�` (U+FFFD).
+pub fn quoted(d: &[u8]) -> String {
+    let mut o = String::with_capacity(d.len() + 2);
+    o.push('"');
+    for chunk in d.utf8_chunks() {
+        let v = format!("{:?}", chunk.valid());
+        o.push_str(&v[1..v.len() - 1]);
+        for b in chunk.invalid() {
+            let _ = write!(o, "\\x{b:02x}");
         }
     }
-    user_data(&e.data)
+    o.push('"');
+    o
 }
 
 /// The bytes of a system event's payload past its fields (`mark_set`'s marker

@@ -621,3 +621,54 @@ fn ctf_export_refuses_a_directory_with_other_files() {
     names.sort();
     assert_eq!(names, ["metadata", "stream_0"]);
 }
+
+/// The bytes past a system event's fields print as `text="..."`, one way for
+/// each byte string: spaces, `=` and quotes stay inside the quotes (escaped
+/// where a Rust string literal escapes them), a byte that is not UTF-8 is
+/// `\xHH`, unlike the characters `\xff` or U+FFFD; a field named `text` keeps
+/// its key and the text's gets `_`. `dump --help` states the rule.
+#[test]
+fn dump_text_is_unambiguous() {
+    static L: [sys::Field; 1] = [sys::Field {
+        name: "text",
+        ty: sys::FieldType::U32,
+    }];
+    let tails: [&[u8]; 3] = [
+        b"a\" b=1 \\ [truncated]\0\n\xff",
+        "a\\\" b=1 \\\\ [truncated]\\0\\n\\xff".as_bytes(),
+        "a\" b=1 \\ [truncated]\0\n\u{fffd}".as_bytes(),
+    ];
+    let d = dir("text");
+    let log = d.join("t.trace");
+    {
+        let _g = serial();
+        let ev = sys::register("rtrace_test_text", &L).unwrap();
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&log).unwrap()).unwrap();
+        t.start().unwrap();
+        for (i, tail) in tails.iter().enumerate() {
+            sys::emit(ev, &[&(i as u32).to_le_bytes()[..], tail].concat());
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+    }
+    let o = rtrace(&["dump", log.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = text(&o);
+    let shown: Vec<&str> = out
+        .lines()
+        .filter_map(|l| Some(&l[l.find("rtrace_test_text ")? + 17..]))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            r#"text=0 text_="a\" b=1 \\ [truncated]\0\n\xff""#,
+            r#"text=1 text_="a\\\" b=1 \\\\ [truncated]\\0\\n\\xff""#,
+            "text=2 text_=\"a\\\" b=1 \\\\ [truncated]\\0\\n\u{fffd}\"",
+        ],
+        "{out}"
+    );
+    let o = rtrace(&["dump", "--help"]);
+    assert!(o.status.success());
+    let h = text(&o);
+    assert!(h.contains("text=\"...\"") && h.contains("`\\xHH`"), "{h}");
+}

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use posixrt::trace::export::{chrome_json, payload, write_ctf};
+use posixrt::trace::export::{chrome_json, field_items, payload, write_ctf};
 use posixrt::trace::{Event, EventId, TraceLog};
 use posixrt_tools::printable;
 
@@ -37,6 +37,16 @@ struct Cli {
 enum Cmd {
     /// Print every event, in log order: time, pid, tid, name, and the payload
     /// (system events by field, user data as an integer, text or hex).
+    ///
+    /// A system event's payload is `name=value` per field, separated by
+    /// spaces, then the bytes past its fields (the marker of `mark_set`), if
+    /// any, as `text="..."`: UTF-8 characters as in a Rust string literal
+    /// (`\"`, `\\`, `\n`, `\0`, other control characters as `\u{1b}`) and
+    /// each byte that is not UTF-8 as `\xHH`, so the text reads back byte for
+    /// byte whatever it holds (spaces, `=`, quotes). A key that would repeat
+    /// one before it (a field named `text`) gets `_` appended (`text_="..."`).
+    /// User data of 4 or 8 bytes is a little-endian integer, other data a
+    /// quoted string when it is printable UTF-8, else hex.
     ///
     /// The log order is time order within each flush; across flushes an event
     /// can come a little late (the exports sort by time). Times are since the
@@ -220,33 +230,22 @@ fn errno_name(e: i64) -> Option<&'static str> {
     })
 }
 
-/// A payload for `dump`: system events by field (a nonzero `result` of a sync or
-/// sched event with its errno name, e.g. `result=16(EBUSY)`), then any bytes past
-/// the fields (the marker text of `mark_set`) as `text="..."`; user data as
-/// [`payload`] prints it.
+/// A payload for `dump`: [`payload`]'s, with a nonzero `result` of a sync or
+/// sched event shown with its errno name (`result=16(EBUSY)`).
 fn describe(ty: Option<&posixrt::trace::EventType>, e: &Event) -> String {
-    let Some(t) = ty.filter(|t| !t.fields.is_empty()) else {
-        return payload(ty, e);
-    };
-    let Some(vals) = posixrt::trace::system_events::decode(&t.fields, &e.data) else {
+    use posixrt::trace::system_events::Value;
+    let Some(t) = ty else {
         return payload(ty, e);
     };
     let named = t.name.starts_with("sync_") || t.name.starts_with("sched_");
-    let mut out: Vec<String> = vals
-        .iter()
-        .map(|(n, v)| match (named && *n == "result", v) {
-            (true, posixrt::trace::system_events::Value::I(c)) if *c != 0 => match errno_name(*c) {
-                Some(name) => format!("{n}={c}({name})"),
-                None => format!("{n}={c}"),
-            },
-            _ => format!("{n}={v}"),
-        })
-        .collect();
-    let used: usize = t.fields.iter().map(|f| f.1.size()).sum();
-    if let Some(rest) = e.data.get(used..).filter(|r| !r.is_empty()) {
-        out.push(format!("text={:?}", String::from_utf8_lossy(rest)));
-    }
-    out.join(" ")
+    let items = field_items(t, &e.data, |n, v| match (named && n == "result", v) {
+        (true, Value::I(c)) if *c != 0 => match errno_name(*c) {
+            Some(name) => format!("{c}({name})"),
+            None => format!("{c}"),
+        },
+        _ => format!("{v}"),
+    });
+    items.map_or_else(|| payload(ty, e), |items| items.join(" "))
 }
 
 fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> {
