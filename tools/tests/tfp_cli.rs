@@ -22,7 +22,7 @@ fn watch_into_a_closed_pipe_ends_quietly_and_removes_its_registry() {
     use std::os::unix::process::ExitStatusExt;
     for no_self in [false, true] {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_tfp"));
-        cmd.args(["--watch", "0.05", "-p", "1"])
+        cmd.args(["--watch", "0.05", common::NO_MATCH])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         if no_self {

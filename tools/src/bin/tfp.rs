@@ -30,18 +30,20 @@ use serde::Serialize;
 /// <marker>` (the time is the marker's last update, local time; control characters
 /// in markers and paths are shown escaped, e.g. `\n`). Processes whose
 /// registry cannot be read (another user's, without root) are skipped and counted
-/// on standard error.
+/// on standard error; a process named with -p whose registry cannot be read, or
+/// that has no marked thread, is an error (exit 1).
 #[derive(Parser, Debug)]
 #[command(
     name = "tfp",
     version,
-    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, another posixrt release's) or that has no marked thread, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
     #[arg(value_name = "NAME")]
     names: Vec<String>,
-    /// Keep only this process (may be repeated).
+    /// Keep only this process (may be repeated). It must have a marked thread
+    /// whose registry tfp can read (checked at start), or tfp exits 1.
     #[arg(short = 'p', long = "pid", value_name = "PID", allow_negative_numbers = true,
           value_parser = posixrt_tools::parse_pid)]
     pids: Vec<i32>,
@@ -104,6 +106,15 @@ fn main() -> ExitCode {
     // A pid that names no process is a mistake worth saying, not an empty listing.
     if let Some(why) = args.pids.iter().find_map(|&p| not_a_process(p)) {
         warn(&why);
+        return ExitCode::from(1);
+    }
+    // So is a process whose marks cannot be listed: `-p` asks for that process,
+    // and an empty listing would read as "it has no marked thread".
+    let unlisted: Vec<String> = args.pids.iter().filter_map(|&p| unlisted(p)).collect();
+    if !unlisted.is_empty() {
+        for why in &unlisted {
+            warn(why);
+        }
         return ExitCode::from(1);
     }
     // Before the registry file exists, so no stop signal can leave it behind.
@@ -211,6 +222,31 @@ fn not_a_process(pid: i32) -> Option<String> {
             "no process with pid {pid}: {pid} is a thread of process {t} (use -p {t})"
         )),
         _ => None,
+    }
+}
+
+/// Why `-p pid` (a process) would list nothing, if it would: its mark registry
+/// cannot be read (another user's, without root), has a layout this tfp does not
+/// know (another posixrt release), or is absent (no thread of it is marked).
+fn unlisted(pid: i32) -> Option<String> {
+    let snap = match mark::snapshot_pid(pid) {
+        Ok(s) => s,
+        Err(e) => return Some(e.to_string()),
+    };
+    if snap.process(pid).is_some() {
+        None
+    } else if snap.unreadable > 0 {
+        Some(format!(
+            "the mark registry of process {pid} is not readable by this user; hint: the registry file is mode 0600: run tfp as the process's user or as root"
+        ))
+    } else if snap.incompatible > 0 {
+        Some(format!(
+            "the mark registry of process {pid} has a layout this tfp does not know; hint: read it with the tfp of the posixrt release the process uses"
+        ))
+    } else {
+        Some(format!(
+            "process {pid} has no marked thread (no posixrt mark registry); hint: the process must mark a thread with posixrt::mark, and you need to be root or its user"
+        ))
     }
 }
 

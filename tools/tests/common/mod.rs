@@ -57,3 +57,79 @@ pub fn wait_registry(pid: i32) -> std::path::PathBuf {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// The start time (field 22 of /proc/<pid>/stat) of a process.
+pub fn starttime(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = &s[s.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(19).unwrap().parse().unwrap()
+}
+
+/// A copy of a binary that any user can run: mode 0755 in a fresh 0755 directory
+/// under the system temp dir (the build directory may sit in a 0700 directory that
+/// uid 65534 cannot traverse). The directory is removed on drop.
+pub struct WorldExecutable {
+    dir: std::path::PathBuf,
+    pub bin: std::path::PathBuf,
+}
+
+impl WorldExecutable {
+    pub fn of(bin: &str) -> WorldExecutable {
+        use std::os::unix::fs::PermissionsExt;
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("posixrt-tfp-test-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let copy = WorldExecutable {
+            bin: dir.join("tfp"),
+            dir,
+        };
+        std::fs::set_permissions(&copy.dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::copy(bin, &copy.bin).unwrap();
+        std::fs::set_permissions(&copy.bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        copy
+    }
+}
+
+impl Drop for WorldExecutable {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A mark registry of another layout version under live process `pid`'s name,
+/// held locked as its owner would hold it; removed on drop.
+pub struct IncompatibleRegistry {
+    pub path: String,
+    _lock: std::fs::File,
+}
+
+impl IncompatibleRegistry {
+    pub fn of(pid: u32) -> IncompatibleRegistry {
+        use std::os::fd::AsRawFd;
+        let path = format!("/dev/shm/posixrt-mark-{pid}-{}", starttime(pid));
+        let mut hdr = Vec::new();
+        hdr.extend_from_slice(b"PRTREG\0\0");
+        hdr.extend_from_slice(&99u32.to_ne_bytes()); // a future layout version
+        hdr.resize(4096, 0);
+        std::fs::write(&path, &hdr).unwrap();
+        let lock = std::fs::File::open(&path).unwrap();
+        // SAFETY: a plain flock on a descriptor this test owns.
+        assert_eq!(
+            unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+            0
+        );
+        IncompatibleRegistry { path, _lock: lock }
+    }
+}
+
+impl Drop for IncompatibleRegistry {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A NAME that no process's path ends with: `tfp NO_MATCH` lists nothing (and
+/// exits 0), for tests of `--watch` that want a short listing. (`-p` of a process
+/// without marks, such as pid 1, is an error.)
+pub const NO_MATCH: &str = "/no/such/program";
