@@ -76,17 +76,20 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// Text for a terminal (`tfp`, `rtstat`): control characters (newlines, ESC
-/// sequences) in a marker, a path, a kernel name or a sync object's name are shown
-/// escaped (`\n`, `\u{1b}`), so one thread or object is always one line and a
-/// name cannot drive the terminal of whoever runs the tool.
+/// Text for a terminal (`tfp`, `rtstat`, `rtrace`): control characters (newlines,
+/// ESC sequences) in a marker, a path, a kernel name or a sync object's name are
+/// shown escaped (`\n`, `\u{1b}`), so one thread or object is always one line and
+/// a name cannot drive the terminal of whoever runs the tool. So are the
+/// characters a terminal shows as nothing, or that reorder what follows them
+/// (see `hides_text`): a name cannot pass for another (`worker 1` followed by a
+/// right-to-left override that shows the rest backwards).
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    if !s.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut o = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if c.is_control() {
+        if escaped(c) {
             o.extend(c.escape_default());
         } else {
             o.push(c);
@@ -95,9 +98,73 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(o)
 }
 
+fn escaped(c: char) -> bool {
+    c.is_control() || hides_text(c)
+}
+
+/// The invisible characters that change how text reads without showing: the
+/// bidirectional controls (U+061C, U+200E, U+200F, U+202A..U+202E embeddings and
+/// overrides, U+2066..U+2069 isolates), the zero-width ones (U+200B space,
+/// U+200C/U+200D joiners, U+2060 word joiner, U+FEFF byte order mark), and the
+/// invisible operators and deprecated format characters next to them
+/// (U+2061..U+2064, U+206A..U+206F).
+fn hides_text(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+    )
+}
+
 #[cfg(test)]
 mod tests {
-    use super::one_line;
+    use super::{one_line, printable};
+
+    #[test]
+    fn invisible_and_bidi_characters_are_escaped() {
+        // A right-to-left override makes "worker 1\u{202e}0 pets" show as
+        // "worker 1stpe 0": each must be shown as its escape, as a control is.
+        for (name, shown) in [
+            ("worker 1\u{202e}0 pets", "worker 1\\u{202e}0 pets"),
+            (
+                "a\u{202a}b\u{202b}c\u{202c}d\u{202d}e",
+                "a\\u{202a}b\\u{202b}c\\u{202c}d\\u{202d}e",
+            ),
+            (
+                "\u{2066}x\u{2067}y\u{2068}z\u{2069}",
+                "\\u{2066}x\\u{2067}y\\u{2068}z\\u{2069}",
+            ),
+            (
+                "l\u{200e}r\u{200f}a\u{61c}",
+                "l\\u{200e}r\\u{200f}a\\u{61c}",
+            ),
+            ("ad\u{200b}min", "ad\\u{200b}min"),
+            (
+                "a\u{200c}b\u{200d}c\u{2060}d\u{feff}",
+                "a\\u{200c}b\\u{200d}c\\u{2060}d\\u{feff}",
+            ),
+            ("nl\nesc\u{1b}[2J", "nl\\nesc\\u{1b}[2J"),
+        ] {
+            assert_eq!(printable(name), shown, "{name:?}");
+        }
+        // Visible text, other scripts included, is left as it is.
+        for name in [
+            "worker 1: step 17",
+            "réseau",
+            "שלום",
+            "工作线程",
+            "emoji 🦀",
+        ] {
+            assert!(
+                matches!(printable(name), std::borrow::Cow::Borrowed(_)),
+                "{name:?}"
+            );
+        }
+    }
 
     #[test]
     fn clap_errors_become_one_line() {

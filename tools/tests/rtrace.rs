@@ -537,7 +537,8 @@ fn stats_overflow_total_saturates() {
 }
 
 /// An event name is the program's choice (`eventid_open` refuses only NUL): one
-/// with a newline and an escape sequence must not split a `dump` or `stats` line
+/// with a newline and an escape sequence (and bidi or zero-width characters
+/// that would make it pass for another) must not split a `dump` or `stats` line
 /// into a fake event, nor drive the reader's terminal. Both show it escaped, as
 /// tfp and rtstat show markers and object names.
 #[test]
@@ -546,7 +547,7 @@ fn control_characters_in_event_names_are_escaped() {
     let d = dir("names");
     let p = d.join("n.trace");
     let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-    let ev = trace::eventid_open("ev\nFAKE\x1b[2J").unwrap();
+    let ev = trace::eventid_open("ev\nFAKE\x1b[2J\u{202e}kcol\u{200b}").unwrap();
     t.start().unwrap();
     trace::event(ev, &7i32.to_le_bytes());
     t.stop().unwrap();
@@ -561,7 +562,11 @@ fn control_characters_in_event_names_are_escaped() {
             !out.lines().any(|l| l.starts_with("FAKE")),
             "{cmd}: a name split a line: {out}"
         );
-        assert!(out.contains("ev\\nFAKE\\u{1b}[2J"), "{cmd}: {out}");
+        assert!(
+            out.contains("ev\\nFAKE\\u{1b}[2J\\u{202e}kcol\\u{200b}"),
+            "{cmd}: {out}"
+        );
+        assert!(!out.contains(['\u{202e}', '\u{200b}']), "{cmd}: {out:?}");
     }
 }
 

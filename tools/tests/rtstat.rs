@@ -76,11 +76,12 @@ fn a_negative_pid_is_a_bad_pid_not_an_option() {
 }
 
 #[test]
-fn table_escapes_control_characters_in_names() {
+fn table_escapes_control_and_invisible_characters_in_names() {
     let _t = tracking();
     sync::set_tracking(Tracking::Counts);
-    // A name that would end the table row and drive the reader's terminal.
-    let name = "ev\nFAKE\x1b[2J";
+    // A name that would end the table row and drive the reader's terminal, then
+    // bidi and zero-width characters that would make it pass for another name.
+    let name = "ev\nFAKE\x1b[2J\u{202e}kcol\u{2066}\u{200b}\u{feff}";
     let m = NormalMutex::new(0u32);
     // SAFETY: the raw lock is only named, not locked or moved.
     unsafe { m.raw() }.set_name(name);
@@ -107,7 +108,14 @@ fn table_escapes_control_characters_in_names() {
         !text.lines().any(|l| l.starts_with("FAKE")),
         "a name split a row: {text}"
     );
-    assert!(text.contains("ev\\nFAKE\\u{1b}[2J"), "{text}");
+    assert!(
+        text.contains("ev\\nFAKE\\u{1b}[2J\\u{202e}kcol\\u{2066}\\u{200b}\\u{feff}"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(['\u{202e}', '\u{2066}', '\u{200b}', '\u{feff}']),
+        "{text:?}"
+    );
 }
 
 /// A live process (`sleep 60`) whose sync registry a newer posixrt wrote (layout

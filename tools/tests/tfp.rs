@@ -289,6 +289,33 @@ fn control_characters_are_escaped_in_text_and_kept_in_json() {
     assert_eq!(string(&t["marker"]), marker);
 }
 
+/// A marker cannot pass for another: a right-to-left override shows the rest of
+/// the line backwards, zero-width characters and isolates show as nothing. Text
+/// shows each escaped, as it shows a control character; JSON keeps the marker.
+#[test]
+fn bidi_and_zero_width_characters_are_escaped_in_text_and_kept_in_json() {
+    let marker = "worker 1\u{202e}0 pets\u{200b}\u{2066}x\u{2069}\u{200f}\u{feff}";
+    let (w, _stop) = parked_worker(marker, b"");
+    let out = tfp(&["-p", &me().to_string()]);
+    assert!(out.status.success(), "{out:?}");
+    let block = own_block(&stdout(&out));
+    let line = block
+        .iter()
+        .find(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
+        .expect("worker listed");
+    assert_eq!(
+        parse_tid(line).marker,
+        "worker 1\\u{202e}0 pets\\u{200b}\\u{2066}x\\u{2069}\\u{200f}\\u{feff}"
+    );
+    let j = parse_json(&stdout(&tfp(&["--json", "-p", &me().to_string()])));
+    let t = arr(&arr(&j["processes"])[0]["threads"])
+        .iter()
+        .find(|t| num(&t["tid"]) as i32 == w.tid())
+        .cloned()
+        .expect("worker listed");
+    assert_eq!(string(&t["marker"]), marker);
+}
+
 #[test]
 fn name_filter_keeps_matching_paths() {
     let (w, _stop) = parked_worker("tfp name worker", b"");

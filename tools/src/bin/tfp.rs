@@ -27,8 +27,9 @@ use serde::Serialize;
 ///
 /// Each process prints a `PID <pid> "<path>"` line, then one line per marked
 /// thread: `TID <tid> <yyyy mm dd hh:mm:ss> <policy> <rt prio> <nice> <cpu s>
-/// <marker>` (the time is the marker's last update, local time; control characters
-/// in markers and paths are shown escaped, e.g. `\n`). Processes whose
+/// <marker>` (the time is the marker's last update, local time; control, bidi and
+/// zero-width characters in markers and paths are shown escaped, e.g. `\n`,
+/// `\u{202e}`). Processes whose
 /// registry cannot be read (another user's, without root) are skipped and counted
 /// on standard error; a process named with -p whose registry cannot be read, or
 /// that has no marked thread, is an error (exit 1).
