@@ -27,6 +27,9 @@ use std::time::Instant;
 
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -432,10 +435,9 @@ fn pread_qd1<'a>(f: &'a File, ops: usize, size: usize) -> Result<Step<'a>, Strin
 }
 
 fn main() {
-    // `aio_latency | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`aio_latency | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("aio_latency");
     let a = parse();
     if let Err(e) = run(&a) {
         eprintln!("aio_latency: {e}");
@@ -544,41 +546,46 @@ fn run(a: &Args) -> Result<(), String> {
             .iter()
             .map(|(n, o)| format!("\"{n}\": {{\"ops_per_s\": {o:.1}}}"))
             .collect();
-        println!(
+        outln!(
             "{{\"qd1\": {{{}}}, \"qd32\": {{{}}}}}",
             qd1s.join(", "),
             qd32s.join(", ")
         );
         return Ok(());
     }
-    println!(
+    outln!(
         "4 KiB random reads from a cached {} MiB file; QD1: {} ops, QD32: {} ops (batches of 32)",
-        a.size_mb, a.ops, a.qd32_ops
+        a.size_mb,
+        a.ops,
+        a.qd32_ops
     );
-    println!("posixrt uring backend: {}", uring.backend());
-    println!();
-    println!("QD1          engine     p50 ns     p99 ns   p99.9 ns        ops/s");
+    outln!("posixrt uring backend: {}", uring.backend());
+    outln!();
+    outln!("QD1          engine     p50 ns     p99 ns   p99.9 ns        ops/s");
     for (n, q) in &q1 {
-        println!(
+        outln!(
             "{n:>20} {:>10} {:>10} {:>10} {:>12.0}",
-            q.p50, q.p99, q.p999, q.ops_per_s
+            q.p50,
+            q.p99,
+            q.p999,
+            q.ops_per_s
         );
     }
-    println!();
-    println!("QD32         engine        ops/s");
+    outln!();
+    outln!("QD32         engine        ops/s");
     for (n, o) in &q32 {
-        println!("{n:>20} {o:>12.0}");
+        outln!("{n:>20} {o:>12.0}");
     }
     let p = |n: &str| q1.iter().find(|(m, _)| *m == n).map(|(_, q)| q.p50 as f64);
     let t = |n: &str| q32.iter().find(|(m, _)| *m == n).map(|(_, o)| *o);
-    println!();
-    println!(
+    outln!();
+    outln!(
         "ratios: posixrt_uring/io_uring p50 = {} (goal <= 1.05); posixrt_uring/glibc p50 = {} (goal <= 0.35); QD32 posixrt_uring/io_uring = {} (goal >= 1.0)",
         ratio(p("posixrt_uring"), p("io_uring")),
         ratio(p("posixrt_uring"), p("glibc")),
         ratio(t("posixrt_uring"), t("io_uring"))
     );
-    println!(
+    outln!(
         "        unregistered: posixrt_uring_plain/io_uring p50 = {}; QD32 = {}",
         ratio(p("posixrt_uring_plain"), p("io_uring")),
         ratio(t("posixrt_uring_plain"), t("io_uring"))

@@ -68,6 +68,9 @@ use std::time::Instant;
 use posixrt::advise::AlignedBuf;
 use posixrt::aio::{Aio, Backend, ListMode, Notify, Op, RegisteredFd};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 #[path = "support/bare_uring.rs"]
@@ -1050,10 +1053,7 @@ fn qd32_round(a: &Args, e: &mut dyn Engine, f: &mut Figures) -> Result<(), Strin
 }
 
 fn main() {
-    // `aio_peers | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    out::init("aio_peers"); // a closed pipe or a full disk: a clean end
     let a = parse();
     if let Err(e) = run(&a) {
         eprintln!("aio_peers: {e}");
@@ -1268,30 +1268,34 @@ fn run(a: &Args) -> Result<(), String> {
             "\"method\": {{\"rounds\": {}, \"qd1_ops\": {}, \"qd32_ops\": {}, \"file_mb\": {}}}",
             a.rounds, a.ops, a.qd32_ops, a.size_mb
         ));
-        println!("{{{}}}", parts.join(", "));
+        outln!("{{{}}}", parts.join(", "));
         return Ok(());
     }
-    println!(
+    outln!(
         "4 KiB random reads of a cached {} MiB file; medians of {} interleaved rounds ({} QD1 ops, {} QD32 ops per engine per round)",
         a.size_mb, a.rounds, a.ops, a.qd32_ops
     );
-    println!();
-    println!(
+    outln!();
+    outln!(
         "{:>21} {:>10} {:>10} {:>14} {:>16}",
-        "engine", "QD1 p50", "QD1 p99", "QD32 ops/s", "QD32 ops/CPU-s"
+        "engine",
+        "QD1 p50",
+        "QD1 p99",
+        "QD32 ops/s",
+        "QD32 ops/CPU-s"
     );
     for (n, p50, p99, q, qc) in &rows {
         let q = q.map_or("-".to_string(), |q| format!("{q:.0}"));
         let qc = qc.map_or("-".to_string(), |q| format!("{q:.0}"));
-        println!("{n:>21} {:>8}ns {:>8}ns {q:>14} {qc:>16}", p50, p99);
+        outln!("{n:>21} {:>8}ns {:>8}ns {q:>14} {qc:>16}", p50, p99);
     }
-    println!();
+    outln!();
     for (k, v, goal) in &ratios {
         let v = v.map_or("n/a".to_string(), |v| format!("{v:.2}"));
         if goal.is_empty() {
-            println!("{k:>30} = {v}");
+            outln!("{k:>30} = {v}");
         } else {
-            println!("{k:>30} = {v} (goal {goal})");
+            outln!("{k:>30} = {v} (goal {goal})");
         }
     }
     Ok(())

@@ -27,6 +27,9 @@ use std::time::{Duration, Instant};
 
 use posixrt::aio::{Aio, Backend, Op, Request};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -240,10 +243,9 @@ fn policy_name(p: i32) -> &'static str {
 }
 
 fn main() {
-    // `aio_priority | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`aio_priority | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("aio_priority");
     let mut json = false;
     let mut other = 5000usize;
     let mut it = args::Args::new("aio_priority", USAGE);
@@ -275,22 +277,22 @@ fn run(json: bool, other: usize) -> Result<(), String> {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let load = load.split_whitespace().next().unwrap_or("?").to_string();
     if json {
-        println!(
+        outln!(
             "{{\"rt_first_fraction\": {fraction:.3}, \"worker_priority_seen\": {seen}, \"worker_priority_expected\": {expected}, \"worker_policy_seen\": \"{}\", \"switch_ns\": {switch_ns:.0}, \"rt_requests\": {RT_REQUESTS}, \"other_requests\": {other}, \"loadavg\": \"{load}\"}}",
             policy_name(pol)
         );
     } else {
-        println!("thread engine, one CPU, {other} SCHED_OTHER reads queued, then {RT_REQUESTS} from SCHED_FIFO {RT_PRIO}");
-        println!(
+        outln!("thread engine, one CPU, {other} SCHED_OTHER reads queued, then {RT_REQUESTS} from SCHED_FIFO {RT_PRIO}");
+        outln!(
             "  RT requests issued before the first queued OTHER one: {:.1}%",
             fraction * 100.0
         );
-        println!(
+        outln!(
             "  worker class while serving FIFO {RT_PRIO} reqprio {REQPRIO}: {} {seen} (expected SCHED_FIFO {expected})",
             policy_name(pol)
         );
-        println!("  one worker switch (pthread_setschedparam): {switch_ns:.0} ns");
-        println!("  load average: {load}");
+        outln!("  one worker switch (pthread_setschedparam): {switch_ns:.0} ns");
+        outln!("  load average: {load}");
     }
     Ok(())
 }

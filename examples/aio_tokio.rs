@@ -34,6 +34,9 @@ use std::sync::Arc;
 
 use posixrt::aio::{Aio, ListMode, Notify, Op};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -41,10 +44,9 @@ const CHUNK: usize = 64 * 1024;
 const CHUNKS: usize = 64;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `aio_tokio | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`aio_tokio | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("aio_tokio");
     args::Args::new(
         "aio_tokio",
         "usage: aio_tokio\n\nWrites a 4 MiB memory file with one lio_listio, then checksums it with 64 tokio tasks,\neach awaiting its own 64 KiB read, then 4 reads joined in one task, and prints the AIO\nbackend in use.",
@@ -59,7 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let aio = Aio::new()?;
-    println!("backend: {}", aio.backend());
+    outln!("backend: {}", aio.backend());
     let file = Arc::new(std::fs::File::from(rustix::fs::memfd_create(
         "aio_tokio",
         rustix::fs::MemfdFlags::CLOEXEC,
@@ -78,7 +80,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .flatten()
         .map(|c| c.result.as_ref().map_or(0, |n| *n))
         .sum();
-    println!("wrote {total} bytes with one lio_listio");
+    outln!("wrote {total} bytes with one lio_listio");
 
     // Many tasks, each awaiting its own read.
     let mut tasks = Vec::new();
@@ -100,7 +102,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let want: u64 = (0..CHUNKS)
         .flat_map(|i| (0..CHUNK).map(move |j| ((i * 31 + j) % 251) as u64))
         .sum();
-    println!("checksum of {CHUNKS} concurrent reads: {sum} (expected {want})");
+    outln!("checksum of {CHUNKS} concurrent reads: {sum} (expected {want})");
     if sum != want {
         return Err("checksum mismatch".into());
     }
@@ -117,7 +119,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let want4: u64 = (0..4)
         .flat_map(|i| (0..CHUNK).map(move |j| ((i * 31 + j) % 251) as u64))
         .sum();
-    println!("checksum of 4 reads joined in one task: {sum4} (expected {want4})");
+    outln!("checksum of 4 reads joined in one task: {sum4} (expected {want4})");
     if sum4 != want4 {
         return Err("checksum mismatch".into());
     }
@@ -126,7 +128,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         .filter_map(|e| std::fs::read_to_string(e.ok()?.path().join("comm")).ok())
         .filter(|c| c.starts_with("posixrt-aio-com"))
         .count();
-    println!("AIO completion threads: {helpers} (futures are woken by tokio's reactor)");
+    outln!("AIO completion threads: {helpers} (futures are woken by tokio's reactor)");
     if helpers != 0 {
         return Err(
             "a completion thread started: futures were not woken by tokio's reactor".into(),

@@ -27,6 +27,9 @@ use std::process::ExitCode;
 
 use posixrt::advise::{fadvise, Advice, AlignedBuf};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -34,10 +37,9 @@ mod args;
 const BUFSIZ: usize = 8192;
 
 fn main() -> ExitCode {
-    // `bytesum | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`bytesum | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("bytesum");
     // The file name is bytes, as the listing's argv[1]: it need not be UTF-8
     // (`std::env::args` would panic on such a name).
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -45,7 +47,7 @@ fn main() -> ExitCode {
         .first()
         .map_or("bytesum".into(), |a| a.to_string_lossy().into_owned());
     if args.len() == 2 && matches!(args[1].to_str(), Some("-h" | "--help")) {
-        println!(
+        outln!(
             "Usage: {me} FILE\n\nPrints the sum of the bytes of FILE (each read as a signed char)."
         );
         return ExitCode::SUCCESS;
@@ -95,7 +97,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    println!("{sum}");
+    outln!("{sum}");
     ExitCode::SUCCESS
 }
 

@@ -22,6 +22,9 @@ use posixrt::sched::periodic::{LatencyStats, Periodic};
 use posixrt::sched::rt::Setup;
 use posixrt::sched::{self, Builder, CpuSet, Priority};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -165,10 +168,9 @@ fn block_stop_signals() {
 }
 
 fn main() {
-    // `cyclic | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`cyclic | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("cyclic");
     let args = match parse() {
         Ok(a) => a,
         Err(e) => args::usage_error("cyclic", e),
@@ -289,7 +291,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             .filter(|(_, &n)| n > 0)
             .map(|(us, n)| format!("\"{us}\": {n}"))
             .collect();
-        println!(
+        outln!(
             "{{\"loops\": {}, \"min_us\": {:.3}, \"avg_us\": {:.3}, \"max_us\": {:.3}, \"histogram_us\": {{{}}}, \"beyond_histogram\": {}, \"overruns\": {}, \"p50_us\": {}, \"p99_us\": {}, \"p999_us\": {}, \"max_at_loop\": {}, \"minor_faults_in_loop\": {}, \"major_faults_in_loop\": {}, \"policy\": \"{}\", \"priority\": {}, \"interval_us\": {}, \"cpu\": {}, \"tid\": {}}}",
             stats.count(),
             stats.min_us(),
@@ -311,7 +313,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             tid.as_raw()
         );
     } else {
-        println!(
+        outln!(
             "T: 0 ({:>5}) P:{:>2} I:{} {}",
             tid.as_raw(),
             ran_as.value(),

@@ -29,6 +29,9 @@ const BUF: usize = 64 * 1024;
 /// Reads in flight per regular file.
 const AHEAD: usize = 2;
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 #[path = "support/newlines.rs"]
@@ -162,10 +165,9 @@ fn next_read(f: &mut Input) -> Option<i64> {
 }
 
 fn main() {
-    // `linecount | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`linecount | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("linecount");
     // File names are bytes, as in the listing's argv: they need not be UTF-8.
     let mut args = args::Args::files(HELP);
     // Options come first; `--` ends them (so a file may be called `-j`).
@@ -211,7 +213,7 @@ fn main() {
         // As `cat FILE... | wc -l`: the lines of what could be read; a file that
         // could not be read was reported on stderr and makes the exit status 1.
         Ok((n, ok)) => {
-            println!("{n}");
+            outln!("{n}");
             let _ = io::stdout().flush();
             if !ok {
                 std::process::exit(1);

@@ -21,6 +21,9 @@ use posixrt::aio::{Aio, Notify, Op, Request, SigVal};
 
 const BUF: usize = 128 * 1024;
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 #[path = "support/newlines.rs"]
@@ -130,10 +133,9 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
 }
 
 fn main() {
-    // `linecount_notify | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`linecount_notify | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("linecount_notify");
     // File names are bytes, as in the listing's argv: they need not be UTF-8.
     let mut args = args::Args::files(HELP);
     // It takes no options: anything that looks like one before `--` is a mistake,
@@ -158,7 +160,7 @@ fn main() {
         // As `cat FILE... | wc -l`: the lines of what could be read; a file that
         // could not be read was reported on stderr and makes the exit status 1.
         Ok((n, ok)) => {
-            println!("{n}");
+            outln!("{n}");
             if !ok {
                 std::process::exit(1);
             }

@@ -36,6 +36,9 @@ use posixrt::trace::{catalog, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
 use rustix::thread::clock_nanosleep_absolute;
 use rustix::time::{ClockId, Timespec};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -280,7 +283,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
         .count() as u64;
 
     if a.json {
-        println!(
+        outln!(
             "{{\"lock_events\": {}, \"trylock_failures\": {}, \"second_thread_entered\": {}}}",
             rows.len(),
             traced_failures,
@@ -293,9 +296,9 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
 
     for n in &notes {
-        println!("note: {n}");
+        outln!("note: {n}");
     }
-    println!(
+    outln!(
         "thread 1 (tid {holder}) locks every {} ms and holds {} ms; thread 2 (tid {trier}) \
          tries every {} ms, {} ms into the period; {} cycles, {}",
         period as f64 / 1e6,
@@ -308,7 +311,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             _ => "without SCHED_FIFO (see the notes above)".to_string(),
         }
     );
-    println!(
+    outln!(
         "Events placed in the trace stream for mutex {addr:#x} (time since the first period began):"
     );
     for (ts, name, result, tid, owner) in &rows {
@@ -319,28 +322,29 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             c => c.to_string(),
         };
         match name.as_str() {
-            "sync_lock" => println!(
+            "sync_lock" => outln!(
                 "{sec} s {ns:09} ns  lock attempt:          result {code}, thread {tid}, owner {owner}"
             ),
-            "sync_trylock" => println!(
+            "sync_trylock" => outln!(
                 "{sec} s {ns:09} ns  trylock attempt:       result {code}, thread {tid}, owner {owner}"
             ),
-            _ => println!("{sec} s {ns:09} ns  unlock:                result {code}, thread {tid}"),
+            _ => outln!("{sec} s {ns:09} ns  unlock:                result {code}, thread {tid}"),
         }
     }
-    println!(
+    outln!(
         "(thread 2 itself counted {} attempts, {} failed)",
-        seen.attempts, seen.failures
+        seen.attempts,
+        seen.failures
     );
     if traced_entries == 0 {
-        println!(
+        outln!(
             "verdict: {traced_failures} of {} trylocks failed; the second thread never entered \
              the critical section (starved: every attempt fell while thread {holder} held the \
              mutex)",
             traced_failures + traced_entries
         );
     } else {
-        println!(
+        outln!(
             "verdict: {traced_failures} of {} trylocks failed; the second thread entered {} \
              time(s): jitter moved an attempt outside the critical section, so this run did \
              not reproduce the starvation{}",
@@ -357,10 +361,9 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() {
-    // `mutex_starvation | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`mutex_starvation | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("mutex_starvation");
     let a = match parse_args() {
         Ok(a) => a,
         Err(e) => args::usage_error("mutex_starvation", e),

@@ -25,6 +25,9 @@ use std::time::Duration;
 
 use posixrt::trace::{self, EventId, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -123,9 +126,9 @@ fn philosopher(no: i32, waiter: Sender<i32>, granted: Receiver<()>, rounds: u32)
 }
 
 fn main() {
-    // `philosophers | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE before any thread starts.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`philosophers | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("philosophers");
     // Errors in plain words on stderr (not Rust's Debug quoting): 2 for bad
     // arguments, 1 for a failed run.
     let a = args();
@@ -188,7 +191,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     t.stop()?;
     tl.stop()?;
 
-    println!("Events with forks put in the trace stream:");
+    outln!("Events with forks put in the trace stream:");
     let mut base = None;
     let mut count = 0;
     while let Some(e) = t.getnext()? {
@@ -196,14 +199,14 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         let name = t.eventid_name(e.id)?;
         match e.data_i32() {
             Some(no) if !e.id.is_system() => {
-                println!(
+                outln!(
                     "  {:>10.6} s  tid {:<7}   {name} {no}",
                     (e.timestamp - t0).as_secs_f64(),
                     e.tid
                 );
                 count += 1;
             }
-            _ => println!(
+            _ => outln!(
                 "  {:>10.6} s  tid {:<7} {name}",
                 (e.timestamp - t0).as_secs_f64(),
                 e.tid
@@ -212,7 +215,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     t.shutdown()?;
     tl.shutdown()?;
-    println!(
+    outln!(
         "{count} fork events from {} philosophers x {} rounds; log written to {} (read it with `rtrace dump {}`)",
         a.philosophers,
         a.rounds,

@@ -34,6 +34,9 @@ use std::time::Duration;
 
 use posixrt::sync::{ceiling_mutex, MutexExt, NormalMutex, PiMutex};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -206,7 +209,7 @@ impl Drop for Sem {
 
 fn say(quiet: bool, events: &std::sync::Mutex<Vec<String>>, line: String) {
     if !quiet {
-        println!("{line}");
+        outln!("{line}");
     }
     events.lock().unwrap_or_else(|e| e.into_inner()).push(line);
 }
@@ -285,7 +288,7 @@ fn listing_6_7(quiet: bool, iterations: u64, cpu: usize) -> Result<Vec<String>, 
     hi.join().map_err(|_| "high thread panicked")?;
     rt::become_(0, cpu)?;
     if !quiet {
-        println!("(series sum computed by the medium thread: {s:.6})");
+        outln!("(series sum computed by the medium thread: {s:.6})");
     }
     let ev = events.lock().unwrap_or_else(|e| e.into_inner()).clone();
     Ok(ev)
@@ -402,10 +405,9 @@ long the high thread stays blocked. Needs CAP_SYS_NICE (or RLIMIT_RTPRIO >= 98).
                     \"blocked_ms\": {\"none\": F, \"inherit\": F, \"protect\": F}}";
 
 fn main() {
-    // `priority_inversion | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`priority_inversion | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("priority_inversion");
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => args::usage_error("priority_inversion", e),
@@ -414,7 +416,7 @@ fn main() {
     let need = rt::max_fifo() - 1;
 
     if !args.json {
-        println!("== Listing 6.7: priority inversion with semaphores (all threads on CPU {cpu})");
+        outln!("== Listing 6.7: priority inversion with semaphores (all threads on CPU {cpu})");
     }
     if let Err(e) = listing_6_7(args.json, args.iterations, cpu) {
         // A refused privilege is a failed run: the error and the fix on stderr,
@@ -429,10 +431,12 @@ fn main() {
     }
 
     if !args.json {
-        println!(
+        outln!(
             "\n== The same scenario with a mutex: low holds it for a {:.0} ms critical section, \
              medium spins {:.0} ms, high wants the lock (median of {} runs)",
-            args.cs_ms, args.medium_ms, args.runs
+            args.cs_ms,
+            args.medium_ms,
+            args.runs
         );
     }
     let mut out = Vec::new();
@@ -455,7 +459,7 @@ fn main() {
                 Protocol::Inherit => "inherit (PiMutex, PTHREAD_PRIO_INHERIT)   ",
                 Protocol::Protect => "protect (CeilingMutex, PTHREAD_PRIO_PROTECT)",
             };
-            println!(
+            outln!(
                 "{what}: high blocked {m:7.1} ms = {:4.2} x critical section   (runs: {})",
                 m / args.cs_ms,
                 v.iter()
@@ -467,12 +471,12 @@ fn main() {
         out.push(m);
     }
     if args.json {
-        println!(
+        outln!(
             "{{\"critical_section_ms\": {:.3}, \"blocked_ms\": {{\"none\": {:.3}, \"inherit\": {:.3}, \"protect\": {:.3}}}}}",
             args.cs_ms, out[0], out[1], out[2]
         );
     } else {
-        println!(
+        outln!(
             "inversion bounded: inherit {:.2}x and protect {:.2}x the critical section; none is {:.1}x inherit",
             out[1] / args.cs_ms,
             out[2] / args.cs_ms,

@@ -9,14 +9,16 @@
 
 use posixrt::sched::{self, Policy, Priority};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
 fn main() {
-    // `sched_info | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`sched_info | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("sched_info");
     args::Args::new("sched_info", "usage: sched_info\n\nPrints the priority range of each scheduling policy, this process's policy and priority,\nthen switches to SCHED_RR 50, prints the RR quantum and restores the original policy.").none();
     if let Err(e) = run() {
         eprintln!("sched_info: {e}");
@@ -25,7 +27,7 @@ fn main() {
 }
 
 fn run() -> posixrt::Result<()> {
-    println!("Priority ranges of the scheduling policies");
+    outln!("Priority ranges of the scheduling policies");
     // Listing 6.4's order (the POSIX policies), then the ones Linux adds.
     for p in [
         Policy::Fifo,
@@ -36,14 +38,14 @@ fn run() -> posixrt::Result<()> {
         Policy::Deadline,
     ] {
         let r = p.priority_range()?;
-        println!("{:<15}: {} to {}", p.name(), r.start(), r.end());
+        outln!("{:<15}: {} to {}", p.name(), r.start(), r.end());
     }
 
     // sched_getscheduler(0) / sched_getparam(0): on Linux, the calling (main) thread.
     let policy = sched::get_scheduler(None)?;
     let prio = sched::get_param(None)?;
-    println!("Current scheduling policy of this process: {policy}");
-    println!("Current priority of this process: {prio}");
+    outln!("Current scheduling policy of this process: {policy}");
+    outln!("Current priority of this process: {prio}");
     let original = Priority::new(policy, prio);
     // A SCHED_DEADLINE caller has no priority to restore; keep its parameters.
     let original_deadline = sched::deadline::get(sched::gettid())?.deadline_params();
@@ -51,7 +53,7 @@ fn run() -> posixrt::Result<()> {
     let rr50 = Priority::round_robin(50)?;
     let switched = match sched::set_scheduler(None, rr50) {
         Ok(()) => {
-            println!(
+            outln!(
                 "Switched to {} (now {} {})",
                 rr50,
                 sched::get_scheduler(None)?,
@@ -60,14 +62,14 @@ fn run() -> posixrt::Result<()> {
             true
         }
         Err(e) => {
-            println!("Switch to {rr50} refused: {e}");
-            println!("(still {policy} {prio}; sched_rr_get_interval below reports on that policy)");
+            outln!("Switch to {rr50} refused: {e}");
+            outln!("(still {policy} {prio}; sched_rr_get_interval below reports on that policy)");
             false
         }
     };
 
     let q = sched::rr_interval(None)?;
-    println!(
+    outln!(
         "Round-robin quantum (sched_rr_get_interval): {} s",
         q.as_secs_f64()
     );
@@ -76,15 +78,15 @@ fn run() -> posixrt::Result<()> {
         match (original, original_deadline) {
             (_, Some(dl)) => {
                 sched::deadline::set(sched::gettid(), &dl)?;
-                println!("Restored {dl}");
+                outln!("Restored {dl}");
             }
             (Ok(p), None) => {
                 sched::set_scheduler(None, p)?;
-                println!("Restored {}", sched::current_scheduling()?);
+                outln!("Restored {}", sched::current_scheduling()?);
             }
             (Err(e), None) => {
                 sched::set_scheduler(None, Priority::other())?;
-                println!("Restored SCHED_OTHER 0 (the original {policy} {prio} is not valid: {e})");
+                outln!("Restored SCHED_OTHER 0 (the original {policy} {prio} is not valid: {e})");
             }
         }
     }

@@ -37,6 +37,9 @@ use posixrt::sched::deadline::Deadline;
 use posixrt::sched::sporadic::{self, SporadicParams};
 use posixrt::sched::{cputime::CpuClock, Builder, CpuSet, Priority};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -374,10 +377,9 @@ fn loadavg() -> String {
 }
 
 fn main() {
-    // `sporadic | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`sporadic | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("sporadic");
     let args = parse();
     let allowed = match CpuSet::allowed() {
         Ok(s) => s,
@@ -437,20 +439,20 @@ fn main() {
         }
     };
     if args.json {
-        println!(
+        outln!(
             "{{\"sporadic\": {}, \"deadline\": {}}}",
             sp.figures.json(),
             dl.figures.json()
         );
         return;
     }
-    println!(
+    outln!(
         "budget {BUDGET:?} every {PERIOD:?} on CPU {cpu} (server on CPU {server_cpu}), {} s per \
          run, load average {load_before} (before) {} (after)",
         args.seconds,
         loadavg()
     );
-    println!(
+    outln!(
         "{:<10} {:>12} {:>14} {:>14} {:>16} {:>19} {:>7} {:>11} {:>14}",
         "",
         "served_share",
@@ -464,7 +466,7 @@ fn main() {
     );
     for (name, o) in [("sporadic", &sp), ("deadline", &dl)] {
         let f = &o.figures;
-        println!(
+        outln!(
             "{:<10} {:>12.4} {:>14.1} {:>14.1} {:>16.4} {:>19.3} {:>7} {:>11} {:>14.1}",
             name,
             f.served_share,
@@ -477,7 +479,7 @@ fn main() {
             f.longest_gap_ms
         );
     }
-    println!(
+    outln!(
         "after_stall: bursts left out of the overrun figures because every RT thread of \
          the CPU had been stopped for 1 ms or more right before them (RT throttling, the \
          fair-share server, the hypervisor); longest_gap_ms: the longest time the competitor did not run, \
@@ -485,7 +487,7 @@ fn main() {
     );
     for o in [&sp, &dl] {
         if !o.note.is_empty() {
-            println!("note: {}", o.note);
+            outln!("note: {}", o.note);
         }
     }
 }

@@ -30,6 +30,9 @@ use posixrt::sync::{
     Semaphore, Snapshot, Tracking,
 };
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -50,7 +53,7 @@ fn show(s: &Snapshot) {
     if let Some(c) = i.ceiling {
         state.push_str(&format!(" ceiling={c}"));
     }
-    println!(
+    outln!(
         "  {:<16} {:<8} {:<14} waiters={} locks={} contended={} try={}/{} wait={:.3}ms (max {:.3}) hold={:.3}ms (max {:.3}){}",
         i.kind.name(),
         name,
@@ -74,10 +77,9 @@ fn show(s: &Snapshot) {
 }
 
 fn main() {
-    // `sync_inspect | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`sync_inspect | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("sync_inspect");
     let mut json = false;
     let mut hold_ms = 0u64;
     let mut args = args::Args::new(
@@ -105,7 +107,7 @@ as read back from the shared registry that `rtstat PID` reads.
     sync::set_tracking(Tracking::Timing);
     let say = |s: String| {
         if !json {
-            println!("{s}");
+            outln!("{s}");
         }
     };
 
@@ -294,7 +296,7 @@ as read back from the shared registry that `rtstat PID` reads.
         std::thread::sleep(Duration::from_millis(hold_ms));
     }
     if json {
-        println!(
+        outln!(
             "{{\"objects\": {}, \"registry_objects\": {}, \"contended_locks\": {}, \"waiters_seen\": {}, \"deadlocks_found\": {}, \"deadlock_broken\": {}}}",
             objs.len(),
             from_registry.as_ref().map_or(0, |r| r.len()),

@@ -17,6 +17,9 @@ use std::time::Duration;
 
 use posixrt::mark;
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -35,10 +38,9 @@ fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // `tfp_hello | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`tfp_hello | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("tfp_hello");
     let mut args = args::Args::new(
         "tfp_hello",
         "usage: tfp_hello [FIRST_SECS [SECOND_SECS]]   (defaults: 60 and 10)
@@ -56,7 +58,7 @@ Run `tfp -b tfp_hello` in another terminal to see them. Seconds: 0 to 86400.",
         args.unknown(&extra);
     }
 
-    println!("Hello, world");
+    outln!("Hello, world");
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();
     for n in 1..=2 {
@@ -71,21 +73,21 @@ Run `tfp -b tfp_hello` in another terminal to see them. Seconds: 0 to 86400.",
             }
             Ok(step)
         })?;
-        println!("worker {n} is thread {}", w.tid());
+        outln!("worker {n} is thread {}", w.tid());
         workers.push(w);
     }
 
     mark::set("Main thread sleeping")?;
-    println!("pid {}: marked; sleeping {:?}", std::process::id(), first);
+    outln!("pid {}: marked; sleeping {:?}", std::process::id(), first);
     std::thread::sleep(first);
     mark::set("Main thread about to exit")?;
-    println!("re-marked; sleeping {:?}", second);
+    outln!("re-marked; sleeping {:?}", second);
     std::thread::sleep(second);
 
     stop.store(true, Ordering::Relaxed);
     for w in workers {
         match w.join() {
-            Ok(Ok(steps)) => println!("a worker stopped after {steps} steps"),
+            Ok(Ok(steps)) => outln!("a worker stopped after {steps} steps"),
             Ok(Err(e)) => eprintln!("a worker failed: {e}"),
             Err(_) => eprintln!("a worker panicked"),
         }

@@ -7,14 +7,16 @@
 
 use posixrt::trace::{Inheritance, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr};
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
 fn main() {
-    // `trace_defaults | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`trace_defaults | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("trace_defaults");
     args::Args::new(
         "trace_defaults",
         "usage: trace_defaults\n\nCreates a trace stream with default attributes and prints each of them.",
@@ -33,13 +35,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     // posix_trace_get_attr (trid, &attr)
     let attr = trid.attr();
 
-    println!("Trace system version: {}", attr.genversion());
-    println!("Trace stream name: {}", attr.name());
+    outln!("Trace system version: {}", attr.genversion());
+    outln!("Trace stream name: {}", attr.name());
     match attr.create_time() {
-        Some(t) => println!("Trace stream creation time: {}", ctime(t.as_secs() as i64)),
-        None => println!("Trace stream creation time: unknown"),
+        Some(t) => outln!("Trace stream creation time: {}", ctime(t.as_secs() as i64)),
+        None => outln!("Trace stream creation time: unknown"),
     }
-    println!(
+    outln!(
         "Trace stream clock resolution: {} ns",
         attr.clock_resolution().as_nanos()
     );
@@ -48,38 +50,38 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         StreamFullPolicy::UntilFull => "POSIX_TRACE_UNTIL_FULL",
         StreamFullPolicy::Flush => "POSIX_TRACE_FLUSH",
     };
-    println!("Stream full policy: {sp}");
+    outln!("Stream full policy: {sp}");
     let lp = match attr.log_full_policy() {
         LogFullPolicy::Loop => "POSIX_TRACE_LOOP",
         LogFullPolicy::UntilFull => "POSIX_TRACE_UNTIL_FULL",
         LogFullPolicy::Append => "POSIX_TRACE_APPEND",
     };
-    println!("Log full policy: {lp}");
+    outln!("Log full policy: {lp}");
     let mdatsz = attr.max_data_size();
-    println!("Maximum user event data size: {mdatsz}");
-    println!(
+    outln!("Maximum user event data size: {mdatsz}");
+    outln!(
         "Maximum user event size: {}",
         attr.max_user_event_size(mdatsz)
     );
-    println!(
+    outln!(
         "Maximum system event size: {}",
         attr.max_system_event_size()
     );
-    println!("Trace stream size: {}", attr.stream_size());
+    outln!("Trace stream size: {}", attr.stream_size());
     // Beyond listing 8.18: the remaining attributes.
-    println!("Log size: {}", attr.log_size());
-    println!(
+    outln!("Log size: {}", attr.log_size());
+    outln!(
         "Inheritance: {}",
         match attr.inheritance() {
             Inheritance::CloseForChild => "POSIX_TRACE_CLOSE_FOR_CHILD",
             Inheritance::Inherited => "POSIX_TRACE_INHERITED",
         }
     );
-    println!(
+    outln!(
         "Memory per recording thread (sub-buffer): {}",
         trid.sub_buffer_bytes()
     );
-    println!(
+    outln!(
         "Events of maximum size the stream holds without loss: {}",
         attr.stream_size() / attr.max_user_event_size(mdatsz)
     );

@@ -33,6 +33,9 @@ use posixrt::trace::{
     self, EventId, EventSet, FilterHow, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr, TraceLog,
 };
 
+#[macro_use]
+#[path = "support/out.rs"]
+mod out;
 #[path = "support/args.rs"]
 mod args;
 
@@ -372,10 +375,9 @@ fn tracing_batch(n: u64) -> f64 {
 }
 
 fn main() {
-    // `trace_overhead | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`trace_overhead | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("trace_overhead");
     let a = args();
     // Errors in plain words on stderr (not Rust's Debug quoting), exit 1.
     if let Err(e) = run(a) {
@@ -518,7 +520,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or_else(|| "-1".into());
 
     if a.json {
-        println!(
+        outln!(
             "{{\"running_ns\": {running:.2}, \"stopped_ns\": {stopped:.3}, \"filtered_ns\": {filtered:.3}, \"two_thread_speedup\": {speedup:.2}, \"tracing_crate_ns\": {tracing_ns:.2}, \"floor_ns\": {floor:.2}, \"running_over_floor\": {:.3}, \"disabled_floor_ns\": {disabled_floor:.3}, \"stopped_over_disabled_floor\": {:.2}, \"filtered_over_disabled_floor\": {:.2}, \"stopped_single_ns\": {stopped1:.3}, \"filtered_single_ns\": {filtered1:.3}, \"disabled_floor_single_ns\": {disabled_floor1:.3}, \"flush_events_per_s\": {flush_events_per_s:.0}, \"flush_lost\": {flush_lost}, \"flush_offered_per_s\": {}, \"flush_cpu_ns_per_event\": {flush_cpu:.1}, \"flush_dir\": {:?}, \"loadavg_1m\": {load}}}",
             running / floor,
             stopped / stopped_floor,
@@ -527,10 +529,8 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
             a.flush_dir.display().to_string()
         );
     } else {
-        println!(
-            "trace point cost, median of {rounds} batches of {batch} events (8 bytes of data)"
-        );
-        println!(
+        outln!("trace point cost, median of {rounds} batches of {batch} events (8 bytes of data)");
+        outln!(
             "clock: {}",
             if trace::clock_is_tsc() {
                 "TSC calibrated against CLOCK_MONOTONIC"
@@ -538,44 +538,40 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
                 "CLOCK_MONOTONIC"
             }
         );
-        println!(
+        outln!(
             "  running stream     {running:8.2} ns/event   {:.2}x the floor, goal <= 1.3x (LTTng-UST: 80 ns)",
             running / floor
         );
-        println!(
-            "  floor              {floor:8.2} ns/event   (rdtsc + a 24-byte store into a ring)"
-        );
-        println!(
+        outln!("  floor              {floor:8.2} ns/event   (rdtsc + a 24-byte store into a ring)");
+        outln!(
             "  stopped stream     {stopped:8.3} ns/event   {:.2}x a bare load and branch, goal <= 0.5 ns",
             stopped / stopped_floor
         );
-        println!(
+        outln!(
             "  filtered out       {filtered:8.3} ns/event   {:.2}x a bare load and branch, goal <= 0.5 ns",
             filtered / filtered_floor
         );
-        println!(
+        outln!(
             "  disabled floor     {disabled_floor:8.3} ns/event   (a relaxed byte load and a predicted branch, same loop)"
         );
-        println!(
+        outln!(
             "    (stopped and filtered are timed eight points in a row per loop iteration; one per iteration, with the loop's own branch: stopped {stopped1:.3}, filtered {filtered1:.3}, floor {disabled_floor1:.3} ns)"
         );
-        println!("  two threads        {pair:8.2} ns/event   speedup {speedup:.2}x   goal >= 1.6x");
-        println!("    (each thread's own time: {own_alone:.2} ns/event alone, {own_together:.2} ns/event with the other running)");
-        println!(
-            "  tracing crate      {tracing_ns:8.2} ns/event   (minimal subscriber, reference)"
-        );
-        println!(
+        outln!("  two threads        {pair:8.2} ns/event   speedup {speedup:.2}x   goal >= 1.6x");
+        outln!("    (each thread's own time: {own_alone:.2} ns/event alone, {own_together:.2} ns/event with the other running)");
+        outln!("  tracing crate      {tracing_ns:8.2} ns/event   (minimal subscriber, reference)");
+        outln!(
             "  log, FLUSH policy  {:8.2} M events/s written, {flush_lost} lost (2 producers offering {:.1} M/s for {} s, log in {})   goal >= 10 M/s, 0 lost",
             flush_events_per_s / 1e6,
             a.flush_rate as f64 / 1e6,
             a.flush_secs,
             a.flush_dir.display()
         );
-        println!(
+        outln!(
             "  one flush          {flush_cpu:8.2} CPU ns/event   ({:.1} M events/s for a flusher with a CPU of its own)",
             1e3 / flush_cpu
         );
-        println!("  load average       {load}");
+        outln!("  load average       {load}");
     }
     Ok(())
 }

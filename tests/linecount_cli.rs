@@ -5,24 +5,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-/// Builds the example with this test's profile and returns its path.
-fn example_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let bin = profile_dir.join("examples").join(name);
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--example", name])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    if cfg!(feature = "tokio") {
-        cmd.args(["--features", "tokio"]);
-    }
-    let status = cmd.status().expect("run cargo build --example");
-    assert!(status.success(), "cargo build --example {name}");
-    bin
-}
+#[path = "common/example_bin.rs"]
+mod example_bin;
+use example_bin::example_bin;
 
 fn run(bin: &PathBuf, args: &[&str]) -> Output {
     Command::new(bin)

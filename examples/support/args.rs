@@ -55,8 +55,7 @@ impl Args {
             .take_while(|a| a.as_str() != "--")
             .any(|a| a == "-h" || a == "--help")
         {
-            println!("{}", help.trim_end());
-            std::process::exit(0);
+            print_help(prog, help);
         }
         Args {
             prog,
@@ -74,8 +73,9 @@ impl Args {
             .take_while(|a| *a != "--")
             .any(|a| a == "-h" || a == "--help")
         {
-            println!("{}", help.trim_end());
-            std::process::exit(0);
+            let argv0 = std::env::args_os().next().unwrap_or_default();
+            let prog = std::path::Path::new(&argv0).file_name().unwrap_or_default();
+            print_help(&prog.to_string_lossy(), help);
         }
         all
     }
@@ -155,6 +155,20 @@ impl Args {
     /// A usage error: one line on standard error, exit 2.
     pub fn fail(&self, msg: impl Display) -> ! {
         usage_error(self.prog, msg)
+    }
+}
+
+/// Prints `help` on standard output and exits 0. An output that cannot be
+/// written is exit 1 with one line on standard error (a full disk), or a quiet
+/// exit (a closed pipe), not a panic as in `println!`.
+fn print_help(prog: &str, help: &str) -> ! {
+    use std::io::Write;
+    match writeln!(std::io::stdout(), "{}", help.trim_end()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            let _ = writeln!(std::io::stderr(), "{prog}: standard output: {e}");
+            std::process::exit(1)
+        }
+        _ => std::process::exit(0),
     }
 }
 

@@ -21,27 +21,27 @@ fn show(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
         .truncate(true)
         .open(path)?;
     advise::fallocate(&f, 0, 1 << 20)?;
-    println!("   posix_fallocate: {} reserved 1 MiB", path.display());
+    outln!("   posix_fallocate: {} reserved 1 MiB", path.display());
     advise::fallocate_mode(&f, FallocateMode::KeepSize, 1 << 20, 1 << 20)?;
-    println!(
+    outln!(
         "   fallocate(KEEP_SIZE): 1 MiB more preallocated, size still {}",
         f.metadata()?.len()
     );
     f.write_all(&[1u8; 4096])?;
     advise::fdatasync(&f)?;
-    println!("   fdatasync: data on stable storage");
+    outln!("   fdatasync: data on stable storage");
     for a in [Advice::Sequential, Advice::NoReuse, Advice::WillNeed] {
         advise::fadvise(&f, 0, 0, a)?;
-        println!("   posix_fadvise({})", a.name());
+        outln!("   posix_fadvise({})", a.name());
     }
     match advise::fadvise(&f, 0, -1, Advice::Random) {
-        Err(e) => println!("   a negative length is refused: {e}"),
-        Ok(()) => println!("   (a negative length was accepted?)"),
+        Err(e) => outln!("   a negative length is refused: {e}"),
+        Ok(()) => outln!("   (a negative length was accepted?)"),
     }
 
     match advise::direct_io_alignment(&f) {
         Ok(a) => {
-            println!(
+            outln!(
                 "   O_DIRECT here needs buffers aligned to {} and offsets/lengths to {} (from {:?})",
                 a.mem_align, a.offset_align, a.source
             );
@@ -53,29 +53,29 @@ fn show(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
                 Ok(d) => {
                     let mut buf = a.alloc(a.round_up(4096).unwrap_or(4096))?;
                     let n = rustix::io::pread(&d, &mut buf[..], 0)?;
-                    println!(
+                    outln!(
                         "   O_DIRECT read of {n} bytes into an AlignedBuf: first byte {}",
                         buf[0]
                     );
                 }
-                Err(e) => println!("   O_DIRECT open refused here: {e}"),
+                Err(e) => outln!("   O_DIRECT open refused here: {e}"),
             }
         }
-        Err(e) => println!("   no O_DIRECT on this filesystem: {e}"),
+        Err(e) => outln!("   no O_DIRECT on this filesystem: {e}"),
     }
 
     let mut buf = AlignedBuf::with_pages(4)?;
     buf.fill(0xAA);
     buf.advise(MemAdvice::WillNeed)?;
     buf.advise(MemAdvice::DontNeed)?;
-    println!(
+    outln!(
         "   madvise(MADV_DONTNEED) on an owned {}-byte AlignedBuf: it reads back as {:#x}",
         buf.len(),
         buf[0]
     );
     match AlignedBuf::new(64, 24) {
-        Err(e) => println!("   alignment 24 is refused: {e}"),
-        Ok(_) => println!("   (alignment 24 was accepted?)"),
+        Err(e) => outln!("   alignment 24 is refused: {e}"),
+        Ok(_) => outln!("   (alignment 24 was accepted?)"),
     }
     Ok(())
 }

@@ -27,12 +27,12 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 /// Runs this section of the tour; prints what it shows.
 pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let aio = Aio::new()?;
-    println!("   engine: {}", aio.backend());
+    outln!("   engine: {}", aio.backend());
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut paths = Vec::new();
     rust_files(&src, &mut paths);
     if paths.is_empty() {
-        println!("   ({} not found: nothing to count)", src.display());
+        outln!("   ({} not found: nothing to count)", src.display());
         return Ok(());
     }
     let files: Vec<std::fs::File> = paths
@@ -74,9 +74,9 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     by_size.sort_by_key(|b| std::cmp::Reverse(b.0));
     for (n, p) in by_size.iter().take(5) {
         let shown = p.strip_prefix(&src).unwrap_or(p);
-        println!("   {n:>6}  src/{}", shown.display());
+        outln!("   {n:>6}  src/{}", shown.display());
     }
-    println!(
+    outln!(
         "   {:>6}  lines in {} files under src/ (read with posixrt::aio)",
         lines.iter().sum::<usize>(),
         paths.len()

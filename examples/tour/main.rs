@@ -4,6 +4,10 @@
 //! file beside this one and prints what it shows; a section that cannot run here
 //! (no privilege, no io_uring) says why and the tour goes on.
 
+#[macro_use]
+#[path = "../support/out.rs"]
+mod out;
+
 mod advise;
 mod aio;
 #[path = "../support/args.rs"]
@@ -16,10 +20,9 @@ mod trace;
 type Section = fn() -> Result<(), Box<dyn std::error::Error>>;
 
 fn main() {
-    // `tour | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
-    // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // A closed pipe (`tour | head`) or a full disk on standard output ends
+    // the example cleanly, not in a panic (support/out.rs).
+    out::init("tour");
     args::Args::new(
         "tour",
         "usage: tour\n\nRuns one short section per posixrt module and prints what each shows.",
@@ -35,9 +38,9 @@ fn main() {
     ];
     let mut failed = 0;
     for (name, run) in sections {
-        println!("\n== posixrt::{name}");
+        outln!("\n== posixrt::{name}");
         if let Err(e) = run() {
-            println!("   (section {name} failed: {e})");
+            outln!("   (section {name} failed: {e})");
             failed += 1;
         }
     }

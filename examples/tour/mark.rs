@@ -17,14 +17,14 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     })?;
     ready.recv()?;
     if let Some(path) = mark::registry_path() {
-        println!("   this process's marks live in {}", path.display());
+        outln!("   this process's marks live in {}", path.display());
     }
     let me = std::process::id() as i32;
     let snap = mark::snapshot_pid(me)?;
     for p in &snap.processes {
-        println!("   PID {:>9} \"{}\"", p.pid, p.exe);
+        outln!("   PID {:>9} \"{}\"", p.pid, p.exe);
         for t in &p.threads {
-            println!(
+            outln!(
                 "   TID {:>9} {:<5} {:>3} {:>3} {}",
                 t.tid,
                 t.sched.policy_short(),
@@ -38,10 +38,10 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let _ = worker.join();
     mark::clear();
     let after = mark::snapshot_pid(me)?;
-    println!(
+    outln!(
         "   after the worker exited and main cleared its mark: {} marked thread(s) here",
         after.threads().count()
     );
-    println!("   (run `tfp` from another terminal while a program marks its threads)");
+    outln!("   (run `tfp` from another terminal while a program marks its threads)");
     Ok(())
 }

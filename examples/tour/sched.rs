@@ -4,12 +4,12 @@ use posixrt::sched::{self, rt, Builder, CpuSet, Policy, Priority};
 
 /// Runs this section of the tour; prints what it shows.
 pub fn run() -> Result<(), Box<dyn std::error::Error>> {
-    println!("   priority ranges (sched_get_priority_min/max):");
+    outln!("   priority ranges (sched_get_priority_min/max):");
     for p in [Policy::Fifo, Policy::RoundRobin, Policy::Other] {
         let r = p.priority_range()?;
-        println!("     {:<11} {} to {}", p.name(), r.start(), r.end());
+        outln!("     {:<11} {} to {}", p.name(), r.start(), r.end());
     }
-    println!(
+    outln!(
         "   this thread: tid {}, {} (kernel prio: {})",
         sched::gettid(),
         sched::current_scheduling()?,
@@ -37,9 +37,9 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         Ok(h) => {
             let tid = h.tid();
             let seen = h.join().map_err(|_| "tour thread panicked")?;
-            println!("   spawned tid {tid} sees itself as: {seen}");
+            outln!("   spawned tid {tid} sees itself as: {seen}");
         }
-        Err(e) => println!("   SCHED_FIFO spawn refused: {e}"),
+        Err(e) => outln!("   SCHED_FIFO spawn refused: {e}"),
     }
 
     // The RT checklist, with its report. The heap step is skipped (it retunes malloc
@@ -47,7 +47,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     // tour is not affected.
     let report = rt::Setup::new().prefault_heap(0).apply();
     for line in report.to_string().lines() {
-        println!("   {line}");
+        outln!("   {line}");
     }
     drop(report);
     let _ = rt::unlock_memory();

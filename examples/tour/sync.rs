@@ -14,17 +14,17 @@ fn kernel_prio(tid: u32) -> Option<i64> {
 pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let m = PiMutex::new(0u32);
     *m.lock() += 1;
-    println!(
+    outln!(
         "   PiMutex: locked and unlocked with one CAS each way (value {})",
         *m.lock()
     );
     let g = m.lock();
     match m.lock_checked() {
-        Err(e) => println!(
+        Err(e) => outln!(
             "   relock by the owner is an error, not a hang: {:?}",
             e.kind()
         ),
-        Ok(_) => println!("   unexpected: relock succeeded"),
+        Ok(_) => outln!("   unexpected: relock succeeded"),
     }
     drop(g);
 
@@ -43,15 +43,15 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     match inside {
         Ok((b, Ok(i), a)) => {
             let show = |p: Option<i64>| p.map_or("unknown".to_string(), |v| v.to_string());
-            println!(
+            outln!(
                 "   CeilingMutex(ceiling 20): kernel prio {} before, {} while held (SCHED_FIFO 20 = -21), {} after",
                 show(b),
                 show(i),
                 show(a)
             )
         }
-        Ok((_, Err(e), _)) => println!("   CeilingMutex needs privilege here: {e}"),
-        Err(_) => println!("   CeilingMutex helper thread panicked"),
+        Ok((_, Err(e), _)) => outln!("   CeilingMutex needs privilege here: {e}"),
+        Err(_) => outln!("   CeilingMutex helper thread panicked"),
     }
     // Requeue-PI: waiters notified while the mutex is held move straight onto the
     // PI mutex's kernel queue (as PI waiters) instead of waking up to block again.
@@ -79,7 +79,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         drop(g);
         (n, queued)
     });
-    println!(
+    outln!(
         "   PiCondvar: notify_all under the lock requeued {} waiters onto the PiMutex (kernel waiters bit set: {})",
         requeued.0, requeued.1
     );
@@ -95,7 +95,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     drop(q.try_lock());
     if let Some(s) = raw.snapshot() {
-        println!(
+        outln!(
             "   tracked {} {:?}: locks={} trylocks={} contended={} owner={:?}",
             s.info.kind.name(),
             s.info.name.as_deref().unwrap_or("-"),
@@ -106,7 +106,7 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     posixrt::sync::set_tracking(posixrt::sync::Tracking::Off);
-    println!("   see `priority_inversion` for the protocols side by side,");
-    println!("   and `sync_inspect` + `rtstat PID` for introspection from another process");
+    outln!("   see `priority_inversion` for the protocols side by side,");
+    outln!("   and `sync_inspect` + `rtstat PID` for introspection from another process");
     Ok(())
 }

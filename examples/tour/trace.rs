@@ -6,7 +6,7 @@ use posixrt::trace::{self, EventId, Trace, TraceAttr};
 pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     let t = Trace::create(&TraceAttr::new())?;
     let a = t.attr();
-    println!(
+    outln!(
         "   stream {:?}: {} bytes, {:?} when full, clock resolution {} ns ({})",
         a.name(),
         a.stream_size(),
@@ -34,16 +34,18 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
         } else {
             e.data_i32().map(|v| v.to_string()).unwrap_or_default()
         };
-        println!(
+        outln!(
             "   +{:>8} ns  tid {:<7} {name} {data}",
             (e.timestamp - t0).as_nanos(),
             e.tid
         );
     }
     let st = t.status();
-    println!(
+    outln!(
         "   status: running={} full={} overrun={}",
-        st.running, st.full, st.overrun
+        st.running,
+        st.full,
+        st.overrun
     );
     t.shutdown()?;
     Ok(())
