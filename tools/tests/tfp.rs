@@ -107,6 +107,14 @@ fn own_block(out: &str) -> Vec<String> {
     block
 }
 
+/// The nice value of thread `tid` of this process, from /proc (field 19 of its
+/// stat line).
+fn nice_of(tid: i32) -> i32 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    let after = &s[s.rfind(')').unwrap() + 2..];
+    after.split(' ').nth(16).unwrap().parse().unwrap()
+}
+
 #[test]
 fn text_layout_matches_the_seed() {
     let (w, _stop) = parked_worker("tfp text worker: step 3", b"");
@@ -124,7 +132,8 @@ fn text_layout_matches_the_seed() {
         .expect("worker listed");
     assert_eq!(t.marker, "tfp text worker: step 3");
     assert_eq!(t.policy, "OTHER");
-    assert_eq!((t.rt, t.nice), (0, 0));
+    // The worker's own nice value: a test run under `nice -n 10` lists 10.
+    assert_eq!((t.rt, t.nice), (0, nice_of(w.tid())));
     assert!(t.cpu >= 0.0);
     assert_eq!(t.date.len(), 19);
     // no -b: no dump lines
