@@ -59,6 +59,19 @@ pub fn parse_pid(s: &str) -> Result<i32, String> {
     }
 }
 
+/// The process that thread `tid` belongs to (its `Tgid` in /proc), when that is
+/// another process: `/proc/<tid>` exists for every thread, but a thread is not a
+/// process, and a tool given one as a pid would look for a registry under a name
+/// no process uses. `None` for a process, or when /proc does not show `tid`.
+pub fn process_of_thread(tid: i32) -> Option<i32> {
+    let status = std::fs::read(format!("/proc/{tid}/status")).ok()?;
+    String::from_utf8_lossy(&status)
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse::<i32>().ok())
+        .filter(|&tgid| tgid != tid)
+}
+
 /// clap's error text as one line: the message and the items listed under it, without
 /// the tips and the usage that follow.
 fn one_line(text: &str) -> String {

@@ -250,3 +250,32 @@ fn an_unwritable_stdout_is_an_error_not_a_panic() {
         );
     }
 }
+
+/// A thread id is not taken for a pid: its process's registry is under the
+/// process's pid, so "no sync registry" would send the user the wrong way.
+#[test]
+fn a_thread_id_is_not_taken_for_a_pid() {
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let t = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        tid_tx.send(unsafe { libc::gettid() }).unwrap();
+        let _ = stop_rx.recv();
+    });
+    let tid = tid_rx.recv().unwrap();
+    let me = std::process::id();
+    assert_ne!(tid as u32, me);
+    let o = rtstat(&[&tid.to_string()]);
+    drop(stop_tx);
+    t.join().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(
+        e.contains(&format!(
+            "{tid} is a thread of process {me} (use rtstat {me})"
+        )),
+        "{e}"
+    );
+}

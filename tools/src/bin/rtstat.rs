@@ -37,7 +37,7 @@ use serde_json::{json, Value};
 #[command(
     name = "rtstat",
     version,
-    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects\n  1  error: PID names no process or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects\n  1  error: PID names no process (or names a thread of one) or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
@@ -148,6 +148,17 @@ fn main() -> ExitCode {
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let args: Args = posixrt_tools::parse_args(PROG);
+    // A thread id is not a process id: its process's registry is under the
+    // process's pid, and "no sync registry" would send the user the wrong way.
+    if let Some((p, t)) = args
+        .pid
+        .and_then(|p| Some((p, posixrt_tools::process_of_thread(p as i32)?)))
+    {
+        eprintln!(
+            "rtstat: no process with pid {p}: {p} is a thread of process {t} (use rtstat {t})"
+        );
+        return ExitCode::from(1);
+    }
     let (mut unreadable, mut incompatible) = (0, 0);
     let pids = match args.pid {
         Some(p) => vec![p],

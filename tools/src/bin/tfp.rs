@@ -207,23 +207,15 @@ fn warn(msg: impl std::fmt::Display) {
 /// another process (`/proc/<tid>` exists for every thread, but its marks are
 /// listed under its process, so `-p <tid>` would print nothing).
 fn not_a_process(pid: i32) -> Option<String> {
-    let status = match std::fs::read(format!("/proc/{pid}/status")) {
-        Ok(s) => s,
+    match std::fs::metadata(format!("/proc/{pid}")) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Some(format!("no process with pid {pid}"))
         }
-        Err(_) => return None, // hidden from us (hidepid): the listing says so
-    };
-    let tgid = String::from_utf8_lossy(&status)
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse::<i32>().ok());
-    match tgid {
-        Some(t) if t != pid => Some(format!(
-            "no process with pid {pid}: {pid} is a thread of process {t} (use -p {t})"
-        )),
-        _ => None,
+        _ => {} // or hidden from us (hidepid): the listing says so
     }
+    posixrt_tools::process_of_thread(pid).map(|t| {
+        format!("no process with pid {pid}: {pid} is a thread of process {t} (use -p {t})")
+    })
 }
 
 /// Why `-p pid` (a process) would list nothing, if it would: its mark registry
