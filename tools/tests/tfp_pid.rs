@@ -35,6 +35,16 @@ fn a_process_without_marks_is_an_error() {
 }
 
 #[test]
+fn a_pid_given_twice_is_reported_once() {
+    let mut owner = Command::new("sleep").arg("60").spawn().unwrap();
+    let p = owner.id().to_string();
+    let o = tfp(&["--no-self", "-p", &p, "-p", &p]);
+    let _ = owner.kill();
+    let _ = owner.wait();
+    assert_pid_error(&o, &format!("process {p} has no marked thread"));
+}
+
+#[test]
 fn a_registry_of_another_layout_is_an_error() {
     let mut owner = Command::new("sleep").arg("60").spawn().unwrap();
     let p = owner.id().to_string();

@@ -111,7 +111,11 @@ fn main() -> ExitCode {
     }
     // So is a process whose marks cannot be listed: `-p` asks for that process,
     // and an empty listing would read as "it has no marked thread".
-    let unlisted: Vec<String> = args.pids.iter().filter_map(|&p| unlisted(p)).collect();
+    // (Each pid once: `-p 5 -p 5` is one process.)
+    let mut pids = args.pids.clone();
+    pids.sort_unstable();
+    pids.dedup();
+    let unlisted: Vec<String> = pids.iter().filter_map(|&p| unlisted(p)).collect();
     if !unlisted.is_empty() {
         for why in &unlisted {
             warn(why);
