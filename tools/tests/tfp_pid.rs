@@ -4,7 +4,7 @@
 //! exit 0 would read as "that process has no marked thread" when tfp could not see.
 
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 
 use posixrt::mark;
@@ -138,4 +138,60 @@ fn help_says_an_unlisted_pid_is_an_error() {
         exit1.contains("registry cannot be read") && exit1.contains("no marked thread"),
         "{exit1}"
     );
+}
+
+/// With several -p, as with one, the skipped counts are those of the -p processes,
+/// not of every registry in /dev/shm (here another process's, of another layout).
+#[test]
+fn skipped_counts_with_several_pids_are_theirs_alone() {
+    use serde_json::Value;
+    let mut other = Command::new("sleep").arg("60").spawn().unwrap();
+    let reg = IncompatibleRegistry::of(other.id());
+    // A second marked process: a tfp --watch marks its own main thread.
+    let mut helper = Command::new(env!("CARGO_BIN_EXE_tfp"))
+        .args(["--watch", "30", common::NO_MATCH])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let hp = helper.id() as i32;
+    wait_registry(hp);
+    let t0 = std::time::Instant::now();
+    while mark::snapshot_pid(hp).unwrap().process(hp).is_none() {
+        assert!(t0.elapsed().as_secs() < 20, "tfp {hp} never marked itself");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let (tx, rx) = mpsc::channel::<()>();
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let w = mark::spawn_named("tfp -p counts worker", move || {
+        ready_tx.send(()).unwrap();
+        let _ = rx.recv();
+    })
+    .unwrap();
+    ready_rx.recv().unwrap();
+    let (me, hp) = (me().to_string(), hp.to_string());
+    let one = tfp(&["--no-self", "--json", "-p", &me]);
+    let two = tfp(&["--no-self", "--json", "-p", &me, "-p", &hp]);
+    drop(tx);
+    w.join().unwrap();
+    let _ = helper.kill();
+    let _ = helper.wait();
+    drop(reg);
+    let _ = other.kill();
+    let _ = other.wait();
+    for (o, pids) in [(one, vec![me.clone()]), (two, vec![me, hp])] {
+        assert!(o.status.success(), "{o:?}");
+        let j: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let mut listed: Vec<String> = j["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["pid"].to_string())
+            .collect();
+        listed.sort();
+        let mut pids = pids;
+        pids.sort();
+        assert_eq!(listed, pids, "{j}");
+        assert_eq!(j["incompatible"], 0, "{pids:?}: {j}");
+        assert_eq!(j["unreadable"], 0, "{pids:?}: {j}");
+    }
 }

@@ -111,11 +111,10 @@ fn main() -> ExitCode {
     }
     // So is a process whose marks cannot be listed: `-p` asks for that process,
     // and an empty listing would read as "it has no marked thread".
-    // (Each pid once: `-p 5 -p 5` is one process.)
-    let mut pids = args.pids.clone();
-    pids.sort_unstable();
-    pids.dedup();
-    let unlisted: Vec<String> = pids.iter().filter_map(|&p| unlisted(p)).collect();
+    let unlisted: Vec<String> = distinct(&args.pids)
+        .into_iter()
+        .filter_map(unlisted)
+        .collect();
     if !unlisted.is_empty() {
         for why in &unlisted {
             warn(why);
@@ -295,17 +294,34 @@ fn sleep_unless_stopped(d: Duration) -> bool {
     }
 }
 
+/// Every process's marks, or those of the -p processes only: each of them is read
+/// on its own, so that the unreadable, incompatible and busy counts are theirs
+/// (with two -p as with one), not those of every registry in /dev/shm.
 fn take(args: &Args) -> posixrt::Result<Snapshot> {
-    let mut snap = if args.pids.len() == 1 {
-        mark::snapshot_pid(args.pids[0])?
-    } else {
+    let mut snap = if args.pids.is_empty() {
         mark::snapshot()?
+    } else {
+        let mut all = Snapshot::default();
+        for pid in distinct(&args.pids) {
+            let s = mark::snapshot_pid(pid)?;
+            all.processes.extend(s.processes);
+            all.unreadable += s.unreadable;
+            all.incompatible += s.incompatible;
+            all.busy += s.busy;
+        }
+        all
     };
-    snap.processes.retain(|p| {
-        (args.pids.is_empty() || args.pids.contains(&p.pid))
-            && (args.names.is_empty() || args.names.iter().any(|n| name_matches(&p.exe, n)))
-    });
+    snap.processes
+        .retain(|p| args.names.is_empty() || args.names.iter().any(|n| name_matches(&p.exe, n)));
     Ok(snap)
+}
+
+/// The pids, each once and in order: `-p 5 -p 5` is one process.
+fn distinct(pids: &[i32]) -> Vec<i32> {
+    let mut v = pids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The seed's rule: the path ends with the name (or equals it). A binary replaced
