@@ -96,8 +96,21 @@ fn one_line(text: &str) -> String {
 /// characters a terminal shows as nothing, or that reorder what follows them
 /// (see `hides_text`): a name cannot pass for another (`worker 1` followed by a
 /// right-to-left override that shows the rest backwards).
+///
+/// A backslash is shown doubled (`\\`), so a name holding a backslash and an `n`
+/// is not taken for one holding a newline.
 pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(escaped) {
+    escape_where(s, |c| c == '\\' || shown_escaped(c))
+}
+
+/// [`printable`] for text whose backslashes already begin escapes (a payload
+/// `rtrace` quoted, `\x..` for a byte): they are left as they are.
+pub fn printable_escaped(s: &str) -> std::borrow::Cow<'_, str> {
+    escape_where(s, shown_escaped)
+}
+
+fn escape_where(s: &str, escaped: impl Fn(char) -> bool) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(&escaped) {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut o = String::with_capacity(s.len() + 8);
@@ -111,7 +124,7 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(o)
 }
 
-fn escaped(c: char) -> bool {
+fn shown_escaped(c: char) -> bool {
     c.is_control() || hides_text(c)
 }
 
@@ -136,6 +149,16 @@ fn hides_text(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{one_line, printable};
+
+    #[test]
+    fn a_backslash_is_doubled_so_it_is_not_taken_for_an_escape() {
+        // A backslash and an `n` must not look like a newline shown escaped.
+        assert_eq!(printable("a\\nb"), "a\\\\nb");
+        assert_eq!(printable("a\nb"), "a\\nb");
+        assert_ne!(printable("a\\nb"), printable("a\nb"));
+        // Text escaped already keeps its backslashes.
+        assert_eq!(super::printable_escaped("text=\"\\xff\""), "text=\"\\xff\"");
+    }
 
     #[test]
     fn invisible_and_bidi_characters_are_escaped() {

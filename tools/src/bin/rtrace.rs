@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use posixrt::trace::export::{chrome_json, field_items, payload, write_ctf};
 use posixrt::trace::{Event, EventId, TraceLog};
-use posixrt_tools::printable;
+use posixrt_tools::{printable, printable_escaped};
 
 /// Read posixrt trace logs: dump, statistics, export for Perfetto or babeltrace2.
 ///
@@ -293,7 +293,8 @@ fn write_dump(out: &mut dyn Write, l: &Loaded, absolute: bool) -> io::Result<()>
     for e in &l.events {
         let ty = l.log.event_type(e.id);
         let p = describe(ty, e);
-        let p = printable(&p);
+        // (Its text is quoted already: its backslashes begin escapes.)
+        let p = printable_escaped(&p);
         writeln!(
             out,
             "{:>20} pid {:<7} tid {:<7} {}{}{}{}",
