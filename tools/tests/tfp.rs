@@ -435,12 +435,12 @@ fn unreadable_processes_are_skipped_with_a_count() {
     // As `nobody`, our root-owned 0600 registry cannot be opened. `nobody` may not
     // reach the build's tfp (a checkout in a 0700 directory): run a copy that it can.
     let copy = WorldExecutable::of(env!("CARGO_BIN_EXE_tfp"));
-    let out = Command::new(&copy.bin)
-        .args(["--json", "--no-self"])
-        .uid(65534)
-        .gid(65534)
-        .output()
-        .unwrap();
+    let out = common::output_when_free(
+        Command::new(&copy.bin)
+            .args(["--json", "--no-self"])
+            .uid(65534)
+            .gid(65534),
+    );
     assert!(out.status.success(), "{out:?}");
     let j = parse_json(&stdout(&out));
     assert!(num(&j["unreadable"]) >= 1.0);

@@ -70,12 +70,12 @@ fn an_unreadable_registry_is_an_error() {
         .unwrap();
         ready_rx.recv().unwrap();
         let copy = WorldExecutable::of(env!("CARGO_BIN_EXE_tfp"));
-        let o = Command::new(&copy.bin)
-            .args(["--no-self", "-p", &me().to_string()])
-            .uid(65534)
-            .gid(65534)
-            .output()
-            .unwrap();
+        let o = common::output_when_free(
+            Command::new(&copy.bin)
+                .args(["--no-self", "-p", &me().to_string()])
+                .uid(65534)
+                .gid(65534),
+        );
         drop(tx);
         w.join().unwrap();
         (o, me())

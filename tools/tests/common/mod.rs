@@ -91,6 +91,22 @@ impl WorldExecutable {
     }
 }
 
+/// `cmd.output()`, tried again while the executable is busy (ETXTBSY): a copy
+/// just written (a [`WorldExecutable`]) is busy while a child forked meanwhile
+/// by another test thread still holds the copy's write descriptor, until that
+/// child's exec closes it.
+pub fn output_when_free(cmd: &mut std::process::Command) -> std::process::Output {
+    for _ in 0..500 {
+        match cmd.output() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            r => return r.unwrap(),
+        }
+    }
+    panic!("{cmd:?}: the executable stayed busy for 5 s");
+}
+
 impl Drop for WorldExecutable {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
