@@ -256,13 +256,13 @@ fn run(rx: Arc<Commands>, signo: i32) {
                 }
                 Command::Block(tid, now, cpu) => {
                     if let Some(e) = entries.get_mut(&tid.as_raw()) {
-                        let t = e.state.block(now, cpu);
+                        let t = e.state.block_counted(now, cpu);
                         apply(e, &t);
                     }
                 }
                 Command::Wake(tid, now, cpu) => {
                     if let Some(e) = entries.get_mut(&tid.as_raw()) {
-                        let t = e.state.wake(now, cpu);
+                        let t = e.state.wake_counted(now, cpu);
                         apply(e, &t);
                     }
                 }
@@ -309,7 +309,7 @@ fn step(e: &mut Entry) -> bool {
     let Ok(cpu) = e.shared.clock.now() else {
         return false;
     };
-    let t = e.state.advance(now, cpu);
+    let t = e.state.advance_counted(now, cpu);
     if !apply(e, &t) {
         return false;
     }
@@ -361,11 +361,14 @@ fn rec(ev: &crate::trace::system_events::SysEvent) -> Option<crate::trace::Event
 
 /// Carries out transitions (priority switches, counters, trace events) and publishes
 /// the new state; false if the thread is gone.
-fn apply(e: &mut Entry, t: &[Transition]) -> bool {
+fn apply(e: &mut Entry, t: &[(Transition, usize)]) -> bool {
     let tid = e.shared.tid;
     let mut alive = true;
-    for tr in t {
-        match *tr {
+    for &(tr, pending) in t {
+        // As of this transition, not after the whole step: one step may carry
+        // out several replenishments.
+        let pending = u32::try_from(pending).unwrap_or(u32::MAX);
+        match tr {
             Transition::Switched(level) => {
                 let p = match level {
                     Level::Normal => e.normal,
@@ -401,7 +404,7 @@ fn apply(e: &mut Entry, t: &[Transition]) -> bool {
                         .i32(tid.as_raw())
                         .u64(ns(consumed))
                         .u64(ns(overrun))
-                        .u32(e.state.pending().len() as u32)
+                        .u32(pending)
                         .emit_id(id);
                 }
             }
@@ -412,7 +415,7 @@ fn apply(e: &mut Entry, t: &[Transition]) -> bool {
                         .i32(tid.as_raw())
                         .u64(ns(amount))
                         .u64(ns(budget))
-                        .u32(e.state.pending().len() as u32)
+                        .u32(pending)
                         .emit_id(id);
                 }
             }

@@ -49,6 +49,14 @@ pub enum Transition {
     Switched(Level),
 }
 
+/// Transitions in order, each with the number of replenishments pending right
+/// after it (what the server's trace events report).
+pub(super) type Counted = Vec<(Transition, usize)>;
+
+fn uncounted(c: Counted) -> Vec<Transition> {
+    c.into_iter().map(|(t, _)| t).collect()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Activation {
     at: Duration,
@@ -181,6 +189,12 @@ impl SporadicState {
     /// Brings the state up to `now`: an exhausted budget demotes the thread, then
     /// every replenishment due by `now` is carried out (in time order).
     pub fn advance(&mut self, now: Duration, cpu: Duration) -> Vec<Transition> {
+        uncounted(self.advance_counted(now, cpu))
+    }
+
+    /// [`advance`](Self::advance), each transition with the number of
+    /// replenishments pending right after it.
+    pub(super) fn advance_counted(&mut self, now: Duration, cpu: Duration) -> Counted {
         let mut out = Vec::new();
         self.catch_up(now, cpu, &mut out);
         out
@@ -191,6 +205,12 @@ impl SporadicState {
     /// it is scheduled at activation + period. The level it will wake at is decided
     /// now (a [`Transition::Switched`] if it changes).
     pub fn block(&mut self, now: Duration, cpu: Duration) -> Vec<Transition> {
+        uncounted(self.block_counted(now, cpu))
+    }
+
+    /// [`block`](Self::block), each transition with the number of replenishments
+    /// pending right after it.
+    pub(super) fn block_counted(&mut self, now: Duration, cpu: Duration) -> Counted {
         let mut out = Vec::new();
         self.catch_up(now, cpu, &mut out);
         if self.blocked {
@@ -209,6 +229,12 @@ impl SporadicState {
     /// The thread woke up (it was made ready at `now`). At the normal priority this is
     /// its new activation.
     pub fn wake(&mut self, now: Duration, cpu: Duration) -> Vec<Transition> {
+        uncounted(self.wake_counted(now, cpu))
+    }
+
+    /// [`wake`](Self::wake), each transition with the number of replenishments
+    /// pending right after it.
+    pub(super) fn wake_counted(&mut self, now: Duration, cpu: Duration) -> Counted {
         let mut out = Vec::new();
         self.catch_up(now, cpu, &mut out);
         if !self.blocked {
@@ -229,15 +255,15 @@ impl SporadicState {
         self.cpu_mark = cpu;
     }
 
-    fn set_level(&mut self, level: Level, out: &mut Vec<Transition>) {
+    fn set_level(&mut self, level: Level, out: &mut Counted) {
         if self.level != level {
             self.level = level;
-            out.push(Transition::Switched(level));
+            out.push((Transition::Switched(level), self.pending.len()));
         }
     }
 
     /// The level of a thread that is not active at the normal priority.
-    fn relevel(&mut self, cpu: Duration, out: &mut Vec<Transition>) {
+    fn relevel(&mut self, cpu: Duration, out: &mut Counted) {
         let l = if self.eligible(cpu) {
             Level::Normal
         } else {
@@ -246,7 +272,7 @@ impl SporadicState {
         self.set_level(l, out);
     }
 
-    fn catch_up(&mut self, now: Duration, cpu: Duration, out: &mut Vec<Transition>) {
+    fn catch_up(&mut self, now: Duration, cpu: Duration, out: &mut Counted) {
         self.check_exhausted(now, cpu, out);
         while let Some(r) = self.pending.first().copied() {
             if r.at > now {
@@ -260,7 +286,7 @@ impl SporadicState {
         }
     }
 
-    fn check_exhausted(&mut self, now: Duration, cpu: Duration, out: &mut Vec<Transition>) {
+    fn check_exhausted(&mut self, now: Duration, cpu: Duration, out: &mut Counted) {
         let Some(act) = self.activation else {
             return;
         };
@@ -273,9 +299,12 @@ impl SporadicState {
         self.capacity = Duration::ZERO;
         self.cpu_mark = cpu;
         self.activation = None;
-        out.push(Transition::Exhausted { consumed, overrun });
+        let at = out.len();
+        out.push((Transition::Exhausted { consumed, overrun }, 0));
         self.set_level(Level::Low, out);
         self.schedule(act.at, consumed, now, cpu, out);
+        // The exhaustion's count includes the replenishment it scheduled.
+        out[at].1 = self.pending.len();
     }
 
     /// Schedules `amount` at `activation + period`; carried out at once if that time
@@ -286,7 +315,7 @@ impl SporadicState {
         amount: Duration,
         now: Duration,
         cpu: Duration,
-        out: &mut Vec<Transition>,
+        out: &mut Counted,
     ) {
         if amount.is_zero() {
             return;
@@ -295,33 +324,31 @@ impl SporadicState {
             at: activation.saturating_add(self.params.repl_period),
             amount,
         };
-        out.push(Transition::Scheduled(r));
         if r.at <= now {
+            out.push((Transition::Scheduled(r), self.pending.len()));
             self.apply(r, now, cpu, out);
         } else {
             let i = self.pending.partition_point(|p| p.at <= r.at);
             self.pending.insert(i, r);
+            out.push((Transition::Scheduled(r), self.pending.len()));
         }
     }
 
     /// Carries out `r`; a thread it lifts from the low priority is activated at
     /// `activation`.
-    fn apply(
-        &mut self,
-        r: Replenishment,
-        activation: Duration,
-        cpu: Duration,
-        out: &mut Vec<Transition>,
-    ) {
+    fn apply(&mut self, r: Replenishment, activation: Duration, cpu: Duration, out: &mut Counted) {
         self.charge(cpu);
         self.capacity = self
             .capacity
             .saturating_add(r.amount)
             .min(self.params.init_budget);
-        out.push(Transition::Replenished {
-            amount: r.amount,
-            budget: self.capacity,
-        });
+        out.push((
+            Transition::Replenished {
+                amount: r.amount,
+                budget: self.capacity,
+            },
+            self.pending.len(),
+        ));
         if self.activation.is_some() {
             // Running or ready at the normal priority: keeps its activation.
             return;
