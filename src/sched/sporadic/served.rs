@@ -112,7 +112,9 @@ impl Served {
     }
 
     /// The error of the server's last failed priority switch of this thread, or of
-    /// the creation of its timers (then [`is_served`](Self::is_served) is false).
+    /// the creation of its timers (then [`is_served`](Self::is_served) is false and
+    /// the server has given the thread back the policy and priority it had before
+    /// it was served).
     pub fn last_error(&self) -> Option<Error> {
         match self.shared.timer_errno.load(Ordering::Relaxed) {
             0 => match self.shared.last_errno.load(Ordering::Relaxed) {
@@ -197,7 +199,11 @@ fn after_fork_in_child() {
 /// ([`SporadicParams::validate`]); a tid that is not a thread of this process is
 /// `NotFound`; a thread already served is `Busy`; no privilege for `SCHED_FIFO` is
 /// `PermissionDenied` (CAP_SYS_NICE, RLIMIT_RTPRIO); in a forked child of a process
-/// that had started the server, which stayed in the parent, `Unsupported`.
+/// that had started the server, which stayed in the parent, `Unsupported`. The
+/// server takes the thread after `serve` returns: if it cannot (its timers are
+/// refused), it gives the thread back the policy and priority it had before, and
+/// the handle's [`is_served`](Served::is_served) turns false with
+/// [`last_error`](Served::last_error) saying why.
 ///
 /// # References
 ///  - [`sched_setscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setscheduler.html)
@@ -238,19 +244,27 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
         .with_hint("serve the threads that do the work: the server enforces their budgets from its own top priority, which it would lose")));
     }
     let normal = Priority::fifo(normal_priority).map_err(undo)?;
+    let prior = crate::sched::thread_scheduling(tid).map_err(undo)?;
     crate::sched::set_thread_scheduling(tid, normal).map_err(undo)?;
+    // Switched: a failure from here on gives the thread back its scheduling
+    // (unserved, nothing would enforce its budget).
+    let undo_switch = |e: Error| {
+        let _ = crate::sched::set_thread_scheduling(tid, prior);
+        undo(e)
+    };
     let state = SporadicState::new(
         params,
         normal_priority,
         st::monotonic_now(),
-        clock.now().map_err(undo)?,
+        clock.now().map_err(undo_switch)?,
     )
-    .map_err(undo)?;
+    .map_err(undo_switch)?;
     let shared = Arc::new(Shared {
         tid,
         clock,
         params,
         normal_priority,
+        prior,
         snap: Snapshot::new(),
         gone: AtomicBool::new(false),
         last_errno: AtomicI32::new(0),

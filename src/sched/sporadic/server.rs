@@ -241,9 +241,17 @@ fn run(rx: Arc<Commands>, signo: i32) {
                             entries.insert(tid, e);
                         }
                         Err(e) => {
-                            // Timers refused: the thread stays at its normal priority,
-                            // unserved; its handle reports it.
+                            // Timers refused: nothing would enforce the budget of a
+                            // thread left at its normal priority. It gets back the
+                            // scheduling it had before `serve` (a failure to do so is
+                            // its last switch error); its handle reports both.
                             let errno = e.errno().unwrap_or(libc::EAGAIN);
+                            if let Err(r) =
+                                crate::sched::set_thread_scheduling(shared.tid, shared.prior)
+                            {
+                                let code = r.errno().unwrap_or(libc::EINVAL);
+                                shared.last_errno.store(code, Ordering::Relaxed);
+                            }
                             shared.timer_errno.store(errno, Ordering::Relaxed);
                             shared.gone.store(true, Ordering::Release);
                         }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::params::{SporadicParams, SS_REPL_MAX};
 use super::state::{Level, Replenishment, SporadicState};
 use crate::sched::cputime::CpuClock;
-use crate::sched::Tid;
+use crate::sched::{Priority, Tid};
 
 /// Counters of a served thread, kept by the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -125,6 +125,9 @@ pub(super) struct Shared {
     pub(super) clock: CpuClock,
     pub(super) params: SporadicParams,
     pub(super) normal_priority: i32,
+    /// The thread's policy and priority before it was served: given back when
+    /// the server cannot take it.
+    pub(super) prior: Priority,
     pub(super) snap: Snapshot,
     /// The server no longer serves it (removed, or the thread ended).
     pub(super) gone: AtomicBool,

@@ -1,0 +1,114 @@
+//! A thread the server cannot take (its timers refused) gets back the
+//! scheduling it had before `serve`, and its handle says why it is not
+//! served: it is not left at its normal `SCHED_FIFO` priority with nothing
+//! enforcing its budget.
+//!
+//! The server is started by a thread under a seccomp filter that makes
+//! `timer_create` fail with EAGAIN; the server thread inherits the filter, the
+//! rest of the process does not. Its own binary: no other test may start the
+//! server first.
+
+#[path = "common/caps.rs"]
+mod caps;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use caps::{can_rt, wait_for};
+use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder};
+use posixrt::ErrorKind;
+
+/// seccomp filter on the calling thread (and the threads it creates from
+/// then on): `timer_create` → EAGAIN, everything else allowed.
+fn refuse_timer_create() {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    let filter = [
+        // A = seccomp_data.nr
+        libc::sock_filter {
+            code: LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        libc::sock_filter {
+            code: JEQ_K,
+            jt: 0,
+            jf: 1,
+            k: libc::SYS_timer_create as u32,
+        },
+        libc::sock_filter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EAGAIN as u32,
+        },
+        libc::sock_filter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: plain prctl/seccomp calls with a valid program on the stack; no
+    // TSYNC flag, so only this thread (and its future children) is filtered.
+    let r = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_thread_whose_timers_are_refused_gets_its_scheduling_back() {
+    let ms = Duration::from_millis;
+    let params = SporadicParams::new(10, ms(50), ms(2), 4);
+    if !can_rt() {
+        let e = sporadic::serve(sched::gettid(), params, 50).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    // The server starts under the filter.
+    std::thread::spawn(|| {
+        refuse_timer_create();
+        sporadic::server_tid().unwrap();
+    })
+    .join()
+    .unwrap();
+
+    let (end_tx, end_rx) = mpsc::channel::<()>();
+    let worker = Builder::new()
+        .name("ss-refused")
+        .spawn(move || {
+            // Blocked, not spinning, whatever priority it is left at.
+            let _ = end_rx.recv_timeout(Duration::from_secs(10));
+        })
+        .unwrap();
+    let tid = worker.tid();
+    let before = sched::thread_scheduling(tid).unwrap();
+    let served = sporadic::serve_handle(&worker, params, 50).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(5), || !served.is_served()),
+        "the server took a thread it has no timers for"
+    );
+    let e = served.last_error().expect("the refusal is reported");
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    assert_eq!(
+        sched::thread_scheduling(tid).unwrap(),
+        before,
+        "left at its normal priority, unenforced"
+    );
+    drop(served);
+    let _ = end_tx.send(());
+    worker.join().unwrap();
+}
