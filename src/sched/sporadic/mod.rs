@@ -98,8 +98,9 @@
 //!   until its closure returns);
 //! - keep the rules across `fork` and `exec`, and for threads of other processes.
 //!   A forked child does not have its parent's server thread: once the parent has
-//!   started it, [`serve`] in the child is `Unsupported` and [`blocking`] there just
-//!   runs its call. A child forked before that starts a server of its own on first
+//!   started it, [`serve`] in the child is `Unsupported`, [`blocking`] there just
+//!   runs its call, and a [`Served`] the child inherited reports its thread not
+//!   served (its `last_error` and `remaining_budget` are that `Unsupported`). A child forked before that starts a server of its own on first
 //!   use, also when a thread of the parent was inside [`serve`] or starting the
 //!   server at the fork.
 //!

@@ -56,9 +56,12 @@ impl Served {
         self.shared.normal_priority
     }
 
-    /// Whether the server still serves it (false once the thread ended).
+    /// Whether the server still serves it (false once the thread ended, and in
+    /// a forked child that inherited the handle: the server serving the thread
+    /// stayed in the parent; there [`last_error`](Self::last_error) says so).
     pub fn is_served(&self) -> bool {
-        !self.shared.gone.load(Ordering::Acquire)
+        // The flag is the parent's: no server here clears it.
+        !self.shared.gone.load(Ordering::Acquire) && current().is_some()
     }
 
     /// The level the server has put it at.
@@ -72,8 +75,12 @@ impl Served {
 
     /// The available budget now: the budget as of the server's last step minus what
     /// the thread consumed at the normal priority since (read from its CPU clock).
-    /// `NotFound` once the thread has ended.
+    /// `NotFound` once the thread has ended; `Unsupported` in a forked child that
+    /// inherited the handle (the thread and its server stayed in the parent).
     pub fn remaining_budget(&self) -> Result<Duration> {
+        if let Some(e) = super::server::inherited() {
+            return Err(e);
+        }
         let v = self.shared.snap.read(no_server);
         // Read even when the budget is not being spent: it tells an ended thread.
         let cpu = self.shared.clock.now().map_err(|e| {
@@ -114,8 +121,12 @@ impl Served {
     /// The error of the server's last failed priority switch of this thread, or of
     /// the creation of its timers (then [`is_served`](Self::is_served) is false and
     /// the server has given the thread back the policy and priority it had before
-    /// it was served).
+    /// it was served). In a forked child that inherited the handle, `Unsupported`:
+    /// the server serving the thread belongs to the parent.
     pub fn last_error(&self) -> Option<Error> {
+        if let Some(e) = super::server::inherited() {
+            return Some(e);
+        }
         match self.shared.timer_errno.load(Ordering::Relaxed) {
             0 => match self.shared.last_errno.load(Ordering::Relaxed) {
                 0 => None,
