@@ -1,7 +1,7 @@
 //! A thread the server cannot take (its timers refused) gets back the
 //! scheduling it had before `serve`, and its handle says why it is not
 //! served: it is not left at its normal `SCHED_FIFO` priority with nothing
-//! enforcing its budget.
+//! enforcing its budget. A thread spawned sporadic goes to its low priority.
 //!
 //! The server is started by a thread under a seccomp filter that makes
 //! `timer_create` fail with EAGAIN; the server thread inherits the filter, the
@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use caps::{can_rt, wait_for};
-use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder};
+use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder, Priority};
 use posixrt::ErrorKind;
 
 /// seccomp filter on the calling thread (and the threads it creates from
@@ -111,4 +111,27 @@ fn a_thread_whose_timers_are_refused_gets_its_scheduling_back() {
     drop(served);
     let _ = end_tx.send(());
     worker.join().unwrap();
+
+    // A thread spawned sporadic had no scheduling of its own before: it goes
+    // to its low priority, not back to the normal one.
+    let (end_tx, end_rx) = mpsc::channel::<()>();
+    let spawned = Builder::new()
+        .name("ss-refused-sp")
+        .sporadic(params, 50)
+        .spawn(move || {
+            let _ = end_rx.recv_timeout(Duration::from_secs(10));
+        })
+        .unwrap();
+    let served = spawned.sporadic().expect("a sporadic handle");
+    assert!(
+        wait_for(Duration::from_secs(5), || !served.is_served()),
+        "the server took a thread it has no timers for"
+    );
+    assert_eq!(
+        sched::thread_scheduling(spawned.tid()).unwrap(),
+        Priority::fifo(params.low_priority).unwrap(),
+        "left at its normal priority, unenforced"
+    );
+    let _ = end_tx.send(());
+    spawned.join().unwrap();
 }

@@ -129,9 +129,10 @@ impl Builder {
     }
 
     /// Makes the thread a POSIX `SCHED_SPORADIC` thread under the user-space sporadic
-    /// server ([`sporadic`](super::sporadic)): it is created `SCHED_FIFO` at
-    /// `normal_priority` and placed under the server with a full budget before its
-    /// closure runs. Exclusive with [`scheduling`](Self::scheduling) and
+    /// server ([`sporadic`](super::sporadic)): it is created `SCHED_FIFO` at the low
+    /// priority, raised to `normal_priority` and placed under the server with a full
+    /// budget before its closure runs (a thread the server then cannot take, see
+    /// [`serve`](super::sporadic::serve), goes back to the low priority). Exclusive with [`scheduling`](Self::scheduling) and
     /// [`deadline`](Self::deadline). The parameters are checked at `spawn`
     /// ([`SporadicParams::validate`](super::sporadic::SporadicParams::validate)).
     #[doc(alias = "SCHED_SPORADIC")]
@@ -226,7 +227,11 @@ impl Builder {
                     ));
                 }
                 params.validate(normal)?;
-                Some(Priority::fifo(normal)?)
+                // Created at the low priority; `serve_spawned` raises it to the
+                // normal one before it runs. If the server then cannot take it,
+                // that is the priority it is given back: never the normal one
+                // with nothing enforcing its budget.
+                Some(Priority::fifo(params.low_priority)?)
             }
         };
         let (attr_prio, after_prio) = match scheduling {
