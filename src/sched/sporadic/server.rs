@@ -213,7 +213,14 @@ struct Entry {
     floor: Duration,
     /// The CPU clock at the previous step.
     last_cpu: Duration,
+    /// The level the thread was last put at (`serve` put it at the normal
+    /// one). Differs from the state's while a switch failed: retried each
+    /// [`RETRY`] until it holds.
+    applied: Level,
 }
+
+/// How long after a failed priority switch the server tries again.
+const RETRY: Duration = Duration::from_millis(1);
 
 /// The shortest wait between two looks at a served thread's CPU clock. The server
 /// may share the thread's CPU: re-arming for the last few microseconds of budget
@@ -308,6 +315,7 @@ fn new_entry(shared: Arc<Shared>, state: SporadicState, signo: i32, me: i32) -> 
         armed_mono: None,
         floor: PROBE_FLOOR,
         last_cpu: Duration::ZERO,
+        applied: Level::Normal,
     })
 }
 
@@ -319,6 +327,12 @@ fn step(e: &mut Entry) -> bool {
     };
     let t = e.state.advance_counted(now, cpu);
     if !apply(e, &t) {
+        return false;
+    }
+    // A switch that failed earlier: the thread would otherwise stay at the
+    // wrong priority (unenforced at the normal one) until the next switch.
+    let level = e.state.level();
+    if e.applied != level && !switch(e, level, true) {
         return false;
     }
     let want_cpu = e.state.cpu_deadline();
@@ -339,10 +353,11 @@ fn step(e: &mut Entry) -> bool {
         .state
         .cpu_deadline()
         .map(|_| now.saturating_add(e.state.remaining(cpu).max(e.floor)));
-    let want_mono = match (e.state.pending().first().map(|r| r.at), probe) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
+    let retry = (e.applied != e.state.level()).then(|| now.saturating_add(RETRY));
+    let want_mono = [e.state.pending().first().map(|r| r.at), probe, retry]
+        .into_iter()
+        .flatten()
+        .min();
     let want_mono = want_mono.map(clamp_timespec);
     if want_mono != e.armed_mono && e.mono_timer.set_abs(want_mono).is_ok() {
         e.armed_mono = want_mono;
@@ -367,6 +382,40 @@ fn rec(ev: &crate::trace::system_events::SysEvent) -> Option<crate::trace::Event
         .flatten()
 }
 
+/// Puts the thread at `level` (counter, trace event; the errno of a failure
+/// is its last error, and the switch is retried by [`step`]); false if the
+/// thread is gone. A `retry` that fails again is neither counted nor traced.
+fn switch(e: &mut Entry, level: Level, retry: bool) -> bool {
+    let tid = e.shared.tid;
+    let p = match level {
+        Level::Normal => e.normal,
+        Level::Low => e.low,
+    };
+    let r = crate::sched::set_thread_scheduling(tid, p);
+    let code = match &r {
+        Ok(()) => 0,
+        Err(err) => err.errno().unwrap_or(libc::EINVAL),
+    };
+    if code == 0 {
+        e.applied = level;
+    } else if code != libc::ESRCH {
+        e.shared.last_errno.store(code, Ordering::Relaxed);
+    }
+    if retry && code != 0 {
+        return code != libc::ESRCH;
+    }
+    e.shared.switches.fetch_add(1, Ordering::Relaxed);
+    if let Some(id) = rec(&tc::SCHED_SS_SWITCH) {
+        tc::Packer::<16>::new()
+            .i32(tid.as_raw())
+            .i32(p.value())
+            .u32((level == Level::Normal) as u32)
+            .i32(code)
+            .emit_id(id);
+    }
+    code != libc::ESRCH
+}
+
 /// Carries out transitions (priority switches, counters, trace events) and publishes
 /// the new state; false if the thread is gone.
 fn apply(e: &mut Entry, t: &[(Transition, usize)]) -> bool {
@@ -378,29 +427,7 @@ fn apply(e: &mut Entry, t: &[(Transition, usize)]) -> bool {
         let pending = u32::try_from(pending).unwrap_or(u32::MAX);
         match tr {
             Transition::Switched(level) => {
-                let p = match level {
-                    Level::Normal => e.normal,
-                    Level::Low => e.low,
-                };
-                let r = crate::sched::set_thread_scheduling(tid, p);
-                let code = match &r {
-                    Ok(()) => 0,
-                    Err(err) => err.errno().unwrap_or(libc::EINVAL),
-                };
-                if code == libc::ESRCH {
-                    alive = false;
-                } else if code != 0 {
-                    e.shared.last_errno.store(code, Ordering::Relaxed);
-                }
-                e.shared.switches.fetch_add(1, Ordering::Relaxed);
-                if let Some(id) = rec(&tc::SCHED_SS_SWITCH) {
-                    tc::Packer::<16>::new()
-                        .i32(tid.as_raw())
-                        .i32(p.value())
-                        .u32((level == Level::Normal) as u32)
-                        .i32(code)
-                        .emit_id(id);
-                }
+                alive &= switch(e, level, false);
             }
             Transition::Exhausted { consumed, overrun } => {
                 let s = &e.shared;

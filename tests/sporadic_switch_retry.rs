@@ -1,0 +1,183 @@
+//! A priority switch the server could not make is tried again until it holds:
+//! a thread whose demotion failed is not left at its normal priority, with no
+//! budget enforced, until its next replenishment.
+//!
+//! The server runs under a seccomp filter that fails `sched_setscheduler`
+//! with EPERM when the policy carries `SCHED_RESET_ON_FORK` (the crate keeps
+//! a thread's flag in its switches). The test sets the flag on the served
+//! thread, so its demotion fails, then clears it. Its own binary: no other
+//! test may start the server first.
+
+#[path = "common/caps.rs"]
+mod caps;
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use caps::{can_rt, wait_for};
+use posixrt::sched::cputime::CpuClock;
+use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder, CpuSet, Priority};
+use posixrt::ErrorKind;
+
+const FIFO_RESET_ON_FORK: i32 = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
+
+/// seccomp filter on the calling thread (and the threads it creates from
+/// then on): `sched_setscheduler(_, SCHED_FIFO | SCHED_RESET_ON_FORK, _)` →
+/// EPERM, everything else allowed.
+fn refuse_reset_on_fork_switches() {
+    const LD_W_ABS: u16 = 0x20;
+    const JEQ_K: u16 = 0x15;
+    const RET_K: u16 = 0x06;
+    // Offsets in struct seccomp_data: nr, then args[1]'s low word (x86-64 and
+    // the other little-endian targets).
+    const NR: u32 = 0;
+    const ARG1_LO: u32 = 24;
+    let filter = [
+        libc::sock_filter {
+            code: LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: NR,
+        },
+        libc::sock_filter {
+            code: JEQ_K,
+            jt: 0,
+            jf: 3,
+            k: libc::SYS_sched_setscheduler as u32,
+        },
+        libc::sock_filter {
+            code: LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: ARG1_LO,
+        },
+        libc::sock_filter {
+            code: JEQ_K,
+            jt: 0,
+            jf: 1,
+            k: FIFO_RESET_ON_FORK as u32,
+        },
+        libc::sock_filter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+        libc::sock_filter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: libc::SECCOMP_RET_ALLOW,
+        },
+    ];
+    let prog = libc::sock_fprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr() as *mut libc::sock_filter,
+    };
+    // SAFETY: plain prctl/seccomp calls with a valid program on the stack; no
+    // TSYNC flag, so only this thread (and its future children) is filtered.
+    let r = unsafe {
+        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            0,
+            &prog as *const libc::sock_fprog,
+        )
+    };
+    assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
+}
+
+/// `sched_setscheduler(tid, policy, prio)` from the test (not filtered).
+fn set_raw(tid: i32, policy: i32, prio: i32) {
+    let p = libc::sched_param {
+        sched_priority: prio,
+    };
+    // SAFETY: plain syscall with a valid sched_param the kernel only reads.
+    let r = unsafe { libc::sched_setscheduler(tid, policy, &p) };
+    assert_eq!(
+        r,
+        0,
+        "sched_setscheduler: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+#[test]
+fn a_failed_demotion_is_retried_until_it_holds() {
+    let ms = Duration::from_millis;
+    // 2 ms of budget; the replenishment comes back only after a minute, so
+    // nothing but a retry can put the thread where it belongs meanwhile.
+    let params = SporadicParams::new(10, Duration::from_secs(60), ms(2), 4);
+    if !can_rt() {
+        let e = sporadic::serve(sched::gettid(), params, 50).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    let cpus: Vec<usize> = CpuSet::allowed().unwrap().iter().collect();
+    if cpus.len() < 2 {
+        eprintln!("skipped: needs two CPUs (the served thread spins at SCHED_FIFO)");
+        return;
+    }
+    let (mine, theirs) = (cpus[0], cpus[1]);
+    sched::set_thread_affinity(sched::gettid(), &CpuSet::single(mine).unwrap()).unwrap();
+    std::thread::spawn(|| {
+        refuse_reset_on_fork_switches();
+        sporadic::server_tid().unwrap();
+    })
+    .join()
+    .unwrap();
+    sporadic::set_server_affinity(&CpuSet::single(theirs).unwrap()).unwrap();
+
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (end_tx, end_rx) = mpsc::channel::<()>();
+    let worker = Builder::new()
+        .name("ss-retry")
+        .affinity(CpuSet::single(theirs).unwrap())
+        .spawn(move || {
+            let _ = go_rx.recv();
+            // 5 ms of CPU (at most 1 s of wall time): exhausted at 2 ms.
+            let me = CpuClock::current_thread();
+            let (c0, t0) = (me.now().unwrap(), Instant::now());
+            while me.now().unwrap() < c0 + ms(5) && t0.elapsed() < Duration::from_secs(1) {
+                std::hint::spin_loop();
+            }
+            let _ = end_rx.recv_timeout(Duration::from_secs(10));
+        })
+        .unwrap();
+    let tid = worker.tid();
+    let served = sporadic::serve_handle(&worker, params, 50).unwrap();
+    set_raw(tid.as_raw(), FIFO_RESET_ON_FORK, 50);
+    assert_eq!(served.stats().switches, 0);
+    go_tx.send(()).unwrap();
+
+    // The demotion fails: reported, and the thread is still at 50.
+    assert!(
+        wait_for(Duration::from_secs(5), || served.last_error().is_some()),
+        "the demotion did not fail: {:?}",
+        served.stats()
+    );
+    let e = served.last_error().unwrap();
+    assert_eq!(e.errno(), Some(libc::EPERM), "{e}");
+    assert_eq!(sporadic::Level::Low, served.level());
+    assert_eq!(
+        sched::thread_scheduling(tid).unwrap(),
+        Priority::fifo(50).unwrap()
+    );
+
+    // The cause goes away: the server's next try demotes it.
+    set_raw(tid.as_raw(), libc::SCHED_FIFO, 50);
+    assert!(
+        wait_for(Duration::from_secs(5), || sched::thread_scheduling(tid)
+            .is_ok_and(|p| p == Priority::fifo(10).unwrap())),
+        "left at {:?} after its demotion failed",
+        sched::thread_scheduling(tid)
+    );
+    // Counted: the demotion that failed and the try that held, not the
+    // failed tries between them.
+    assert!(wait_for(Duration::from_secs(5), || served.stats().switches >= 2));
+    assert_eq!(served.stats().switches, 2);
+    drop(served);
+    let _ = end_tx.send(());
+    worker.join().unwrap();
+}
