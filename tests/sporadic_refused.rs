@@ -10,6 +10,8 @@
 
 #[path = "common/caps.rs"]
 mod caps;
+#[path = "common/seccomp.rs"]
+mod seccomp;
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -17,57 +19,6 @@ use std::time::Duration;
 use caps::{can_rt, wait_for};
 use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder, Priority};
 use posixrt::ErrorKind;
-
-/// seccomp filter on the calling thread (and the threads it creates from
-/// then on): `timer_create` → EAGAIN, everything else allowed.
-fn refuse_timer_create() {
-    const LD_W_ABS: u16 = 0x20;
-    const JEQ_K: u16 = 0x15;
-    const RET_K: u16 = 0x06;
-    let filter = [
-        // A = seccomp_data.nr
-        libc::sock_filter {
-            code: LD_W_ABS,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        libc::sock_filter {
-            code: JEQ_K,
-            jt: 0,
-            jf: 1,
-            k: libc::SYS_timer_create as u32,
-        },
-        libc::sock_filter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ERRNO | libc::EAGAIN as u32,
-        },
-        libc::sock_filter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ALLOW,
-        },
-    ];
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: plain prctl/seccomp calls with a valid program on the stack; no
-    // TSYNC flag, so only this thread (and its future children) is filtered.
-    let r = unsafe {
-        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
-}
 
 #[test]
 fn a_thread_whose_timers_are_refused_gets_its_scheduling_back() {
@@ -80,7 +31,7 @@ fn a_thread_whose_timers_are_refused_gets_its_scheduling_back() {
     }
     // The server starts under the filter.
     std::thread::spawn(|| {
-        refuse_timer_create();
+        seccomp::fail_syscall(libc::SYS_timer_create, None, libc::EAGAIN);
         sporadic::server_tid().unwrap();
     })
     .join()

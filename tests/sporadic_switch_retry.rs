@@ -10,6 +10,8 @@
 
 #[path = "common/caps.rs"]
 mod caps;
+#[path = "common/seccomp.rs"]
+mod seccomp;
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -20,73 +22,6 @@ use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder, CpuSet, 
 use posixrt::ErrorKind;
 
 const FIFO_RESET_ON_FORK: i32 = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
-
-/// seccomp filter on the calling thread (and the threads it creates from
-/// then on): `sched_setscheduler(_, SCHED_FIFO | SCHED_RESET_ON_FORK, _)` →
-/// EPERM, everything else allowed.
-fn refuse_reset_on_fork_switches() {
-    const LD_W_ABS: u16 = 0x20;
-    const JEQ_K: u16 = 0x15;
-    const RET_K: u16 = 0x06;
-    // Offsets in struct seccomp_data: nr, then args[1]'s low word (x86-64 and
-    // the other little-endian targets).
-    const NR: u32 = 0;
-    const ARG1_LO: u32 = 24;
-    let filter = [
-        libc::sock_filter {
-            code: LD_W_ABS,
-            jt: 0,
-            jf: 0,
-            k: NR,
-        },
-        libc::sock_filter {
-            code: JEQ_K,
-            jt: 0,
-            jf: 3,
-            k: libc::SYS_sched_setscheduler as u32,
-        },
-        libc::sock_filter {
-            code: LD_W_ABS,
-            jt: 0,
-            jf: 0,
-            k: ARG1_LO,
-        },
-        libc::sock_filter {
-            code: JEQ_K,
-            jt: 0,
-            jf: 1,
-            k: FIFO_RESET_ON_FORK as u32,
-        },
-        libc::sock_filter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ERRNO | libc::EPERM as u32,
-        },
-        libc::sock_filter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: libc::SECCOMP_RET_ALLOW,
-        },
-    ];
-    let prog = libc::sock_fprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr() as *mut libc::sock_filter,
-    };
-    // SAFETY: plain prctl/seccomp calls with a valid program on the stack; no
-    // TSYNC flag, so only this thread (and its future children) is filtered.
-    let r = unsafe {
-        libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-        libc::syscall(
-            libc::SYS_seccomp,
-            libc::SECCOMP_SET_MODE_FILTER,
-            0,
-            &prog as *const libc::sock_fprog,
-        )
-    };
-    assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
-}
 
 /// `sched_setscheduler(tid, policy, prio)` from the test (not filtered).
 fn set_raw(tid: i32, policy: i32, prio: i32) {
@@ -122,7 +57,11 @@ fn a_failed_demotion_is_retried_until_it_holds() {
     let (mine, theirs) = (cpus[0], cpus[1]);
     sched::set_thread_affinity(sched::gettid(), &CpuSet::single(mine).unwrap()).unwrap();
     std::thread::spawn(|| {
-        refuse_reset_on_fork_switches();
+        seccomp::fail_syscall(
+            libc::SYS_sched_setscheduler,
+            Some(FIFO_RESET_ON_FORK as u32),
+            libc::EPERM,
+        );
         sporadic::server_tid().unwrap();
     })
     .join()
