@@ -250,14 +250,17 @@ fn run(rx: Arc<Commands>, signo: i32) {
                         Err(e) => {
                             // Timers refused: nothing would enforce the budget of a
                             // thread left at its normal priority. It gets back the
-                            // scheduling it had before `serve` (a failure to do so is
-                            // its last switch error); its handle reports both.
+                            // scheduling it had before `serve` (a failure to, but for
+                            // an ended thread, is kept as its last switch error); its
+                            // handle reports the refusal.
                             let errno = e.errno().unwrap_or(libc::EAGAIN);
                             if let Err(r) =
                                 crate::sched::set_thread_scheduling(shared.tid, shared.prior)
                             {
                                 let code = r.errno().unwrap_or(libc::EINVAL);
-                                shared.last_errno.store(code, Ordering::Relaxed);
+                                if code != libc::ESRCH {
+                                    shared.last_errno.store(code, Ordering::Relaxed);
+                                }
                             }
                             shared.timer_errno.store(errno, Ordering::Relaxed);
                             shared.gone.store(true, Ordering::Release);
