@@ -5,7 +5,9 @@
 //! blocked and `FUTEX_OWNER_DIED` (bit 30) set when an owner died holding it.
 //!
 //! - **Uncontended**: lock is one compare-and-swap 0 → tid, unlock one
-//!   compare-and-swap tid → 0, both inline, no syscall, no allocation.
+//!   compare-and-swap tid → 0, both inline, no syscall, no allocation (and a
+//!   thread-local count of the PI mutexes the thread holds, which
+//!   [`PiCondvar`](super::PiCondvar) reads).
 //! - **Contended**: `FUTEX_LOCK_PI2` (Linux ≥ 5.14; timeouts on CLOCK_MONOTONIC) or,
 //!   on older kernels, `FUTEX_LOCK_PI` (whose timeout the kernel measures on
 //!   CLOCK_REALTIME, absolute: posixrt converts the monotonic deadline, so a wall
@@ -37,6 +39,7 @@
 //! - [pthread_mutexattr_setprotocol(3p)](https://man7.org/linux/man-pages/man3/pthread_mutexattr_setprotocol.3p.html) (PTHREAD_PRIO_INHERIT)
 //! - [Documentation/locking/pi-futex.rst](https://docs.kernel.org/locking/pi-futex.html)
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -221,6 +224,7 @@ impl RawPiMutex {
     /// After `FUTEX_WAIT_REQUEUE_PI` made `tid` the owner: the bookkeeping of a
     /// contended acquisition (owner-died mark, tracking, trace hook).
     pub(crate) fn acquired_by_requeue(&self, tid: u32) {
+        held_add();
         self.acquired_from_kernel();
         if track::level() != 0 {
             let t0 = if track::level() >= track::Tracking::Timing as u8 {
@@ -250,10 +254,15 @@ impl RawPiMutex {
     fn lock_by(&self, deadline: Option<Instant>) -> Result<()> {
         let tid = current_tid();
         if self.try_fast(tid) {
+            held_add();
             self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
             Ok(())
         } else {
-            self.lock_slow(tid, deadline)
+            let r = self.lock_slow(tid, deadline);
+            if r.is_ok() {
+                held_add();
+            }
+            r
         }
     }
 
@@ -266,6 +275,7 @@ impl RawPiMutex {
         if let Err(e) = self.lock_slow(tid, None) {
             lock_failed(e)
         }
+        held_add();
     }
 
     #[cold]
@@ -370,6 +380,33 @@ impl RawPiMutex {
     }
 }
 
+thread_local! {
+    /// How many [`RawPiMutex`] locks the calling thread holds (acquired, not yet
+    /// unlocked), for [`PiCondvar`](super::PiCondvar): a waiter that holds
+    /// another PI mutex could close a deadlock cycle the kernel refuses to
+    /// requeue it into.
+    static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The calling thread acquired a `RawPiMutex`.
+#[inline(always)]
+fn held_add() {
+    HELD.with(|h| h.set(h.get().wrapping_add(1)));
+}
+
+/// The calling thread unlocked a `RawPiMutex`.
+#[inline(always)]
+fn held_sub() {
+    HELD.with(|h| h.set(h.get().wrapping_sub(1)));
+}
+
+/// How many `RawPiMutex` locks the calling thread holds (a lock leaked with
+/// `mem::forget` stays counted).
+#[inline]
+pub(crate) fn held_by_current_thread() -> u32 {
+    HELD.with(Cell::get)
+}
+
 /// The error for a relock by the lock's own owner.
 pub(crate) fn relock_error(call: &'static str) -> Error {
     Error::from_errno(call, libc::EDEADLK)
@@ -406,6 +443,7 @@ unsafe impl RawMutex for RawPiMutex {
     fn lock(&self) {
         let tid = current_tid();
         if self.try_fast(tid) {
+            held_add();
             self.track.on_fast_acquired(Kind::PiMutex, self.addr(), tid);
         } else {
             self.lock_contended(tid)
@@ -428,6 +466,7 @@ unsafe impl RawMutex for RawPiMutex {
         {
             self.unlock_slow();
         }
+        held_sub();
         self.track.on_released(tracked, tid);
     }
 
@@ -466,6 +505,9 @@ impl RawMutexChecked for RawPiMutex {
         } else {
             self.try_lock_slow(tid)
         };
+        if let Ok(true) = r {
+            held_add();
+        }
         super::hook::trylock(
             self.addr(),
             || self.word() & TID_MASK,

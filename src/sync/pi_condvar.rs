@@ -32,17 +32,21 @@
 //!   priority order. With no waiter, `notify` makes no syscall.
 //! - A waiter whose sleep ended before a requeue (timeout, or the sequence moved
 //!   before it slept) relocks the mutex itself with `FUTEX_LOCK_PI`.
-//! - **A requeue that would close a deadlock is refused.** If the mutex's owner
-//!   waits, directly or through other PI mutexes, for a lock that the waiter
-//!   to be requeued holds, the requeue would close a cycle: the kernel refuses
-//!   it (EDEADLK, as it refuses such a `PiMutex::lock`), leaves that waiter
-//!   **and every waiter queued behind it** asleep on the condition variable,
-//!   and `notify` returns 0. They sleep on until their deadline (a timed wait
-//!   then relocks the mutex itself, and panics as `PiMutex::lock` does if the
-//!   cycle is still there) or a later `notify` after the cycle is gone: the
-//!   kernel has no way to wake a requeue-PI waiter but a requeue, a signal or
-//!   its timeout. So do not wait on a `PiCondvar` while holding a PI mutex that
-//!   the holder of the condvar's mutex may wait for (lock in one global order).
+//! - **A waiter that holds another `PiMutex` is woken, not requeued.** A
+//!   requeue that would close a deadlock cycle (the mutex's owner waits,
+//!   directly or through other PI mutexes, for a lock the waiter holds) is
+//!   refused by the kernel (EDEADLK), which then leaves that waiter **and every
+//!   waiter queued behind it** asleep: nothing but a requeue, a signal or a
+//!   timeout ends a `FUTEX_WAIT_REQUEUE_PI` (a `FUTEX_WAKE` of it fails with
+//!   EINVAL), so the notify would be lost. Only a waiter that owns a PI futex
+//!   can close such a cycle, so a thread that waits while it holds another
+//!   [`PiMutex`](super::PiMutex) sleeps in a plain `FUTEX_WAIT` on a second word
+//!   instead: `notify` wakes it (after the requeue; `notify_one` only if no
+//!   requeue-PI waiter was requeued) and it relocks the mutex itself with
+//!   `FUTEX_LOCK_PI`, where a cycle is refused as for `PiMutex::lock` (a panic
+//!   out of `wait`) instead of hanging. A waiter that holds a PI futex posixrt
+//!   does not know of (a PI `pthread_mutex_t`) may still be refused, and then
+//!   sleeps on until its deadline or a later `notify` after the cycle is gone.
 //!
 //! A `PiCondvar` serves one [`PiMutex`](super::PiMutex) at a time (the kernel
 //! requeues onto one futex): a `wait` with another mutex while threads wait with the
@@ -91,7 +95,12 @@ use crate::{Error, Result};
 /// ```
 pub struct PiCondvar {
     seq: AtomicU32,
+    /// Threads in `wait` (requeue-PI and plain sleepers).
     sleepers: AtomicU32,
+    /// The word plain sleepers (threads that hold another `PiMutex`) wait on.
+    plain_seq: AtomicU32,
+    /// Plain sleepers, counted in `sleepers` too.
+    plain: AtomicU32,
     /// Address of the PI futex word of the mutex the waiters use (0: none yet).
     mutex: AtomicUsize,
     track: Track,
@@ -104,6 +113,8 @@ impl PiCondvar {
         PiCondvar {
             seq: AtomicU32::new(0),
             sleepers: AtomicU32::new(0),
+            plain_seq: AtomicU32::new(0),
+            plain: AtomicU32::new(0),
             mutex: AtomicUsize::new(0),
             track: Track::new(),
         }
@@ -155,6 +166,11 @@ impl PiCondvar {
             .track
             .cond_wait_start(self.addr(), tid, deadline.is_some());
         super::hook::cond_wait(self.addr(), raw as *const _ as usize, deadline.is_some());
+        // The guard's mutex is one of the PI mutexes this thread holds: any other
+        // could close a cycle the kernel refuses to requeue into (module docs).
+        if super::pi::held_by_current_thread() != 1 {
+            return Ok(self.wait_plain(raw, tid, wait, deadline));
+        }
         let s = self.seq.load(Ordering::Relaxed);
         // SAFETY: the guard proves this thread holds the lock; it is relocked (by
         // the kernel's requeue or below) before the guard is used again.
@@ -168,19 +184,51 @@ impl PiCondvar {
             }
             Err(e) => {
                 // Not requeued (EAGAIN: notified before we slept; ETIMEDOUT; or a
-                // kernel without requeue-PI): take the mutex back ourselves. The
-                // guard must hold the lock when we return, so a refusal panics, as
-                // a relock through `lock_api` would.
-                if let Err(err) = raw.lock_checked() {
-                    // Not a waiter any more, even though the relock panics.
-                    self.track.cond_wait_done(tid, wait, e == libc::ETIMEDOUT);
-                    lock_failed(err)
-                }
+                // kernel without requeue-PI): take the mutex back ourselves.
+                self.relock(raw, tid, wait, e == libc::ETIMEDOUT);
                 e == libc::ETIMEDOUT
             }
         };
         self.track.cond_wait_done(tid, wait, timed_out);
         Ok(timed_out)
+    }
+
+    /// The wait of a thread that holds another PI mutex: a plain sleep on
+    /// `plain_seq`, then a relock by this thread (see the module docs); returns
+    /// whether it timed out. `wait_impl` has bound the condvar and counted this
+    /// thread in `sleepers`.
+    fn wait_plain(
+        &self,
+        raw: &RawPiMutex,
+        tid: u32,
+        wait: Option<u64>,
+        deadline: Option<Instant>,
+    ) -> bool {
+        // Counted before reading the word (SeqCst): a notify that advances the
+        // word after this read sees the count (see `notify`).
+        self.plain.fetch_add(1, Ordering::SeqCst);
+        let p = self.plain_seq.load(Ordering::SeqCst);
+        // SAFETY: the guard proves this thread holds the lock; it is relocked
+        // below before the guard is used again.
+        unsafe { raw.unlock() };
+        let r = futex::wait(&self.plain_seq, p, deadline);
+        self.plain.fetch_sub(1, Ordering::SeqCst);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        let timed_out = r == Err(libc::ETIMEDOUT);
+        self.relock(raw, tid, wait, timed_out);
+        self.track.cond_wait_done(tid, wait, timed_out);
+        timed_out
+    }
+
+    /// Takes the mutex back after a wake-up without a requeue. The guard must
+    /// hold the lock when `wait` returns, so a refusal panics, as a relock
+    /// through `lock_api` would.
+    fn relock(&self, raw: &RawPiMutex, tid: u32, wait: Option<u64>, timed_out: bool) {
+        if let Err(err) = raw.lock_checked() {
+            // Not a waiter any more, even though the relock panics.
+            self.track.cond_wait_done(tid, wait, timed_out);
+            lock_failed(err)
+        }
     }
 
     /// Unlocks the guard's mutex, sleeps until notified, and returns owning it again
@@ -226,9 +274,9 @@ impl PiCondvar {
 
     /// Wakes one waiter, or requeues it onto the mutex if the mutex is held
     /// (`pthread_cond_signal`); returns whether a sleeping waiter was woken or
-    /// requeued (not when the kernel refused the requeue of a waiter that would
-    /// close a deadlock, see the [module docs](self)). A waiter between its
-    /// unlock and its sleep is released too, without being counted.
+    /// requeued. A waiter that holds another `PiMutex` is woken only if no
+    /// requeue-PI waiter was requeued (see the [module docs](self)). A waiter
+    /// between its unlock and its sleep is released too, without being counted.
     ///
     /// # References
     /// - [pthread_cond_signal(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_signal.3p.html)
@@ -240,9 +288,8 @@ impl PiCondvar {
     /// Hands the mutex to the top waiter if it is free and requeues every other
     /// waiter onto the mutex (`pthread_cond_broadcast` without the thundering herd);
     /// returns how many sleeping waiters were woken or requeued (waiters not asleep
-    /// yet are released too, uncounted). When the kernel refuses to requeue a
-    /// waiter that would close a deadlock, it stops there and this returns 0
-    /// (see the [module docs](self)).
+    /// yet are released too, uncounted). Waiters that hold another `PiMutex` are
+    /// woken and relock the mutex themselves (see the [module docs](self)).
     ///
     /// # References
     /// - [pthread_cond_broadcast(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_broadcast.3p.html)
@@ -257,10 +304,24 @@ impl PiCondvar {
             r.add(if all { track::W_D } else { track::W_C }, 1);
         }
         super::hook::cond_signal(self.addr(), all);
-        let mut s = self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        let s = self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
         if self.sleepers.load(Ordering::SeqCst) == 0 {
             return 0;
         }
+        let mut n = self.requeue(s, all);
+        // Plain sleepers (they hold another PI mutex): woken, they relock
+        // themselves. A sleeper counted after this load read the word after
+        // `notify` began, like a requeue-PI waiter that reads `seq` after it moved.
+        if (all || n == 0) && self.plain.load(Ordering::SeqCst) != 0 {
+            self.plain_seq.fetch_add(1, Ordering::SeqCst);
+            n += futex::wake(&self.plain_seq, if all { i32::MAX as u32 } else { 1 });
+        }
+        n
+    }
+
+    /// `FUTEX_CMP_REQUEUE_PI` of the requeue-PI sleepers (one, or all) with `seq`
+    /// at `s`; how many were woken or requeued.
+    fn requeue(&self, mut s: u32, all: bool) -> u32 {
         let requeue = if all { i32::MAX as u32 } else { 0 };
         loop {
             let m = self.mutex.load(Ordering::SeqCst);
@@ -280,9 +341,9 @@ impl PiCondvar {
                 // (retry with the new one) or no waiter is left; ENOSYS: no
                 // requeue-PI in this kernel, and the waiters' own wait failed the
                 // same way, so they relock by themselves; EDEADLK: requeueing the
-                // next waiter would close a deadlock cycle, and the kernel left it
-                // and those behind it asleep (see the module docs), without a
-                // count of the ones requeued before it.
+                // next waiter would close a deadlock cycle through a PI futex
+                // posixrt does not know of (see the module docs), without a count
+                // of the ones requeued before it.
                 Err(libc::EINVAL) if self.mutex.load(Ordering::SeqCst) != m => {}
                 Err(_) => return 0,
             }
