@@ -171,6 +171,37 @@ fn pi_condvar_wait_unwound_by_a_deadlocked_relock_is_no_longer_a_waiter() {
     no_waiter_left(cv.waiters(), &snap);
 }
 
+/// A read lock that would overflow the reader count panics; the reader must not
+/// stay counted or listed as a waiter of the lock, nor counted as a contended read.
+#[test]
+fn rwlock_reader_overflow_panics_without_leaving_a_waiter() {
+    const MOST: u32 = (1 << 30) - 2;
+    let _g = serial(Tracking::Counts);
+    quiet_expected_panic("posixrt RwLock: reader count overflow");
+    let l = RwLock::new(());
+    let raw = unsafe { l.raw() };
+    raw.set_name("overflowed");
+    assert_eq!(
+        unsafe { raw.force_readers(MOST + 1) }.unwrap_err().kind(),
+        posixrt::ErrorKind::InvalidInput
+    );
+    // SAFETY: no guard of this lock exists; the forced read locks are forced off below.
+    unsafe { raw.force_readers(MOST) }.unwrap();
+    assert!(l.try_read().is_none(), "the count is full");
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(l.read())));
+    let snap = raw.snapshot().expect("known");
+    sync::set_tracking(Tracking::Off);
+    assert!(r.is_err(), "the overflowing read panics");
+    assert_eq!(snap.info.readers, MOST, "the count is unchanged");
+    assert_eq!(snap.info.waiters, 0, "tracking still counts the reader");
+    assert!(snap.waiters.is_empty(), "tracking still lists the reader");
+    assert_eq!(snap.stats.read_contended, 0);
+    // SAFETY: as above.
+    unsafe { raw.force_unlock() };
+    drop(l.write());
+    assert_eq!(raw.readers(), 0);
+}
+
 /// After a waiter unwound: neither the condvar nor its tracked record counts or
 /// lists it.
 fn no_waiter_left(waiters: u32, snap: &sync::Snapshot) {

@@ -202,6 +202,10 @@ impl RawRwLock {
             let s = self.state.load(Ordering::Acquire);
             if s & WRITER == 0 && self.passes_waiting_writers(&level) {
                 if s & READERS >= READERS - 1 {
+                    // Not a waiter any more, even though this read panics.
+                    if wait.is_some() {
+                        self.track.wait_end(tid);
+                    }
                     reader_overflow();
                 }
                 if self
@@ -458,11 +462,35 @@ impl RawRwLock {
     /// This breaks the exclusion: existing guards will later unlock a lock they no
     /// longer hold, corrupting the reader count.
     pub unsafe fn force_unlock(&self) {
+        self.force_readers_unchecked(0);
+    }
+
+    /// Forces the lock to `readers` read locks and no writer, and wakes every
+    /// waiter (Solaris `td_sync_setstate` of a read count).
+    ///
+    /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) above the most
+    /// read locks the lock holds at once, 2^30 - 2.
+    ///
+    /// # Safety
+    /// As [`force_unlock`](Self::force_unlock): existing guards will later unlock
+    /// a lock they no longer hold, and no guard releases the read locks forced in.
+    pub unsafe fn force_readers(&self, readers: u32) -> crate::Result<()> {
+        if readers > READERS - 1 {
+            return Err(crate::Error::invalid(
+                "force_readers",
+                "more than 2^30 - 2 read locks",
+            ));
+        }
+        self.force_readers_unchecked(readers);
+        Ok(())
+    }
+
+    fn force_readers_unchecked(&self, readers: u32) {
         self.writer.store(0, Ordering::Relaxed);
-        self.state.store(0, Ordering::SeqCst);
+        self.state.store(readers, Ordering::SeqCst);
         if let Some(r) = self.track.get() {
             r.set(track::W_OWNER, 0);
-            r.set(track::W_STATE, 0);
+            r.set(track::W_STATE, u64::from(readers));
         }
         self.epoch.fetch_add(1, Ordering::SeqCst);
         futex::wake(&self.epoch, i32::MAX as u32);
