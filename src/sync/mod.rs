@@ -87,6 +87,7 @@ pub mod pi;
 pub mod pi_condvar;
 pub mod recursive;
 pub mod rwlock;
+mod rwlock_writers;
 pub mod semaphore;
 pub mod shared;
 

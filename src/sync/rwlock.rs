@@ -53,24 +53,20 @@
 //! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
 //! - [pthread_rwlock_wrlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_wrlock.3p.html)
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use lock_api::{GuardNoSend, RawRwLockTimed};
 
 use super::checked::deadline_after;
+use super::rwlock_writers::{writer_level, ReaderLevel, WaitingWriter, WriterList};
 use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
-use crate::sys::pilock::{PiLocked, RawPiLock};
-use crate::sys::prio::{self, SchedClass};
+use crate::sys::prio;
 use crate::sys::tid::current as current_tid;
 
 const WRITER: u32 = 1 << 30;
 const READERS: u32 = WRITER - 1;
-
-/// The level of a waiting `SCHED_DEADLINE` writer: above every real-time priority.
-const DEADLINE_LEVEL: u32 = 100;
 
 /// A reader-writer lock (see the [module docs](self)).
 ///
@@ -101,13 +97,8 @@ pub struct RawRwLock {
     /// them (see [`RawRwLock::sleep_while`]).
     epoch: AtomicU32,
     writer: AtomicU32,
-    /// The highest level ([`writer_level`]) among waiting writers, 0 if none
-    /// (see [`Self::list_writer`]).
-    top: AtomicU32,
-    /// The waiting writers of a level above 0, as a list of nodes on their stacks;
-    /// read and changed only under `list`.
-    head: AtomicPtr<WaitingWriter>,
-    list: PiLocked<()>,
+    /// The waiting writers of a level above 0, and the highest level.
+    writers: WriterList,
     track: Track,
 }
 
@@ -120,9 +111,7 @@ impl RawRwLock {
             sleepers: AtomicU32::new(0),
             epoch: AtomicU32::new(0),
             writer: AtomicU32::new(0),
-            top: AtomicU32::new(0),
-            head: AtomicPtr::new(std::ptr::null_mut()),
-            list: PiLocked::const_new(<RawPiLock as lock_api::RawMutex>::INIT, ()),
+            writers: WriterList::new(),
             track: Track::new(),
         }
     }
@@ -254,8 +243,7 @@ impl RawRwLock {
     /// raises `top` before it counts itself in `writers_waiting`, so a reader that
     /// sees the count sees the level.
     fn passes_waiting_writers(&self, level: &ReaderLevel) -> bool {
-        self.writers_waiting.load(Ordering::SeqCst) == 0
-            || level.get() > self.top.load(Ordering::SeqCst)
+        self.writers_waiting.load(Ordering::SeqCst) == 0 || level.get() > self.writers.top()
     }
 
     /// Takes a read lock where the fast path did not, if no writer holds the lock
@@ -310,10 +298,7 @@ impl RawRwLock {
         let tid = current_tid();
         self.refuse_relock_by_writer(tid, "pthread_rwlock_wrlock");
         let wait = self.wait_start(tid);
-        let node = WaitingWriter {
-            level: writer_level(prio::current()),
-            next: AtomicPtr::new(std::ptr::null_mut()),
-        };
+        let node = WaitingWriter::new(writer_level(prio::current()));
         let mut waiting = self.start_waiting(&node);
         let ok = loop {
             let s = self.state.load(Ordering::Relaxed);
@@ -360,7 +345,7 @@ impl RawRwLock {
     /// (listed if above 0), until the returned guard is dropped.
     fn start_waiting<'a>(&'a self, node: &'a WaitingWriter) -> Waiting<'a> {
         if node.level != 0 {
-            self.list_writer(node);
+            self.writers.list(node);
         }
         self.writers_waiting.fetch_add(1, Ordering::SeqCst);
         Waiting {
@@ -368,38 +353,6 @@ impl RawRwLock {
             node,
             acquired: false,
         }
-    }
-
-    /// Lists a waiting writer and raises `top` to its level.
-    fn list_writer(&self, node: &WaitingWriter) {
-        let _held = self.list.lock();
-        node.next
-            .store(self.head.load(Ordering::Relaxed), Ordering::Relaxed);
-        self.head.store(
-            node as *const WaitingWriter as *mut WaitingWriter,
-            Ordering::Relaxed,
-        );
-        self.top.fetch_max(node.level, Ordering::SeqCst);
-    }
-
-    /// Unlists a writer that stops waiting and sets `top` to the highest level of
-    /// those left (0 if none).
-    fn unlist_writer(&self, node: &WaitingWriter) {
-        let held = self.list.lock();
-        let me: *const WaitingWriter = node;
-        let mut link = &self.head;
-        let mut top = 0;
-        loop {
-            let p = link.load(Ordering::Relaxed);
-            let Some(n) = listed(&held, p) else { break };
-            if std::ptr::eq(p, me) {
-                link.store(n.next.load(Ordering::Relaxed), Ordering::Relaxed);
-            } else {
-                top = top.max(n.level);
-                link = &n.next;
-            }
-        }
-        self.top.store(top, Ordering::SeqCst);
     }
 
     /// Sleeps on the epoch word while `blocked()` holds (checked after announcing the
@@ -497,13 +450,6 @@ impl RawRwLock {
     }
 }
 
-/// A waiting writer's entry in its lock's list, on the writer's stack.
-struct WaitingWriter {
-    /// [`writer_level`] of the writer, read as it starts waiting.
-    level: u32,
-    next: AtomicPtr<WaitingWriter>,
-}
-
 /// A writer counted among the waiting ones ([`RawRwLock::start_waiting`]): the
 /// drop, on return or unwinding, takes it out again and, unless it got the lock,
 /// wakes the readers it may have held back.
@@ -516,63 +462,12 @@ struct Waiting<'a> {
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         if self.node.level != 0 {
-            self.lock.unlist_writer(self.node);
+            self.lock.writers.unlist(self.node);
         }
         self.lock.writers_waiting.fetch_sub(1, Ordering::SeqCst);
         if !self.acquired {
             self.lock.wake_all();
         }
-    }
-}
-
-/// The node at `p` of a lock's waiting-writer list, whose lock `_held` is held;
-/// `None` at the end of the list.
-fn listed<'a>(
-    _held: &'a lock_api::MutexGuard<'_, RawPiLock, ()>,
-    p: *mut WaitingWriter,
-) -> Option<&'a WaitingWriter> {
-    // SAFETY: a node is in the list only from its writer's `list_writer` to its
-    // `unlist_writer`, both under the list lock (held for 'a). The writer declares
-    // the node before its `Waiting` guard, whose drop unlists it (also when
-    // unwinding) before the node goes out of scope, so a listed node is live.
-    unsafe { p.as_ref() }
-}
-
-/// How a waiting writer ranks against real-time readers: its
-/// `SCHED_FIFO`/`SCHED_RR` priority, [`DEADLINE_LEVEL`] for `SCHED_DEADLINE`, 0
-/// for the other policies (every real-time reader passes it).
-fn writer_level(c: SchedClass) -> u32 {
-    if c.is_rt() {
-        c.priority.clamp(1, 99) as u32
-    } else if c.policy == libc::SCHED_DEADLINE {
-        DEADLINE_LEVEL
-    } else {
-        0
-    }
-}
-
-/// A reader's level, read from the kernel on first use (only when a writer
-/// waits): its `SCHED_FIFO`/`SCHED_RR` priority, 0 for the other policies (it
-/// passes no waiting writer). A reader passes waiting writers of lower level.
-struct ReaderLevel(Cell<Option<u32>>);
-
-impl ReaderLevel {
-    fn new() -> ReaderLevel {
-        ReaderLevel(Cell::new(None))
-    }
-
-    fn get(&self) -> u32 {
-        if let Some(l) = self.0.get() {
-            return l;
-        }
-        let c = prio::current();
-        let l = if c.is_rt() {
-            c.priority.clamp(0, 99) as u32
-        } else {
-            0
-        };
-        self.0.set(Some(l));
-        l
     }
 }
 

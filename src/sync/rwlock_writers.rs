@@ -1,0 +1,141 @@
+//! The waiting writers of an [`RwLock`](super::RwLock) that rank against
+//! real-time readers ([`WriterList`]), and the levels readers and writers
+//! compare (see the [rwlock module docs](super::rwlock)).
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+
+use crate::sys::pilock::{PiLocked, RawPiLock};
+use crate::sys::prio::{self, SchedClass};
+
+/// The level of a waiting `SCHED_DEADLINE` writer: above every real-time priority.
+const DEADLINE_LEVEL: u32 = 100;
+
+/// A waiting writer's entry in its lock's list, on the writer's stack.
+pub(super) struct WaitingWriter {
+    /// [`writer_level`] of the writer, read as it starts waiting.
+    pub(super) level: u32,
+    next: AtomicPtr<WaitingWriter>,
+}
+
+impl WaitingWriter {
+    /// An unlisted entry of `level`.
+    pub(super) fn new(level: u32) -> WaitingWriter {
+        WaitingWriter {
+            level,
+            next: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+}
+
+/// The waiting writers of a level above 0 of one lock, as a list of nodes on
+/// their stacks, and the highest of their levels.
+pub(super) struct WriterList {
+    /// The highest level ([`writer_level`]) among waiting writers, 0 if none
+    /// (see [`Self::list`]).
+    top: AtomicU32,
+    /// The first node; the list is read and changed only under `lock`.
+    head: AtomicPtr<WaitingWriter>,
+    lock: PiLocked<()>,
+}
+
+impl WriterList {
+    /// An empty list.
+    pub(super) const fn new() -> WriterList {
+        WriterList {
+            top: AtomicU32::new(0),
+            head: AtomicPtr::new(std::ptr::null_mut()),
+            lock: PiLocked::const_new(<RawPiLock as lock_api::RawMutex>::INIT, ()),
+        }
+    }
+
+    /// The highest level among the listed writers, 0 if none (`SeqCst`).
+    #[inline]
+    pub(super) fn top(&self) -> u32 {
+        self.top.load(Ordering::SeqCst)
+    }
+
+    /// Lists a waiting writer and raises `top` to its level. The writer must
+    /// [`unlist`](Self::unlist) the node before it goes out of scope.
+    pub(super) fn list(&self, node: &WaitingWriter) {
+        let _held = self.lock.lock();
+        node.next
+            .store(self.head.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.head.store(
+            node as *const WaitingWriter as *mut WaitingWriter,
+            Ordering::Relaxed,
+        );
+        self.top.fetch_max(node.level, Ordering::SeqCst);
+    }
+
+    /// Unlists a writer that stops waiting and sets `top` to the highest level of
+    /// those left (0 if none).
+    pub(super) fn unlist(&self, node: &WaitingWriter) {
+        let held = self.lock.lock();
+        let me: *const WaitingWriter = node;
+        let mut link = &self.head;
+        let mut top = 0;
+        loop {
+            let p = link.load(Ordering::Relaxed);
+            let Some(n) = listed(&held, p) else { break };
+            if std::ptr::eq(p, me) {
+                link.store(n.next.load(Ordering::Relaxed), Ordering::Relaxed);
+            } else {
+                top = top.max(n.level);
+                link = &n.next;
+            }
+        }
+        self.top.store(top, Ordering::SeqCst);
+    }
+}
+
+/// The node at `p` of a lock's waiting-writer list, whose lock `_held` is held;
+/// `None` at the end of the list.
+fn listed<'a>(
+    _held: &'a lock_api::MutexGuard<'_, RawPiLock, ()>,
+    p: *mut WaitingWriter,
+) -> Option<&'a WaitingWriter> {
+    // SAFETY: a node is in the list only from its writer's `list` to its
+    // `unlist`, both under the list lock (held for 'a). The writer declares the
+    // node before its `Waiting` guard, whose drop unlists it (also when
+    // unwinding) before the node goes out of scope, so a listed node is live.
+    unsafe { p.as_ref() }
+}
+
+/// How a waiting writer ranks against real-time readers: its
+/// `SCHED_FIFO`/`SCHED_RR` priority, [`DEADLINE_LEVEL`] for `SCHED_DEADLINE`, 0
+/// for the other policies (every real-time reader passes it).
+pub(super) fn writer_level(c: SchedClass) -> u32 {
+    if c.is_rt() {
+        c.priority.clamp(1, 99) as u32
+    } else if c.policy == libc::SCHED_DEADLINE {
+        DEADLINE_LEVEL
+    } else {
+        0
+    }
+}
+
+/// A reader's level, read from the kernel on first use (only when a writer
+/// waits): its `SCHED_FIFO`/`SCHED_RR` priority, 0 for the other policies (it
+/// passes no waiting writer). A reader passes waiting writers of lower level.
+pub(super) struct ReaderLevel(Cell<Option<u32>>);
+
+impl ReaderLevel {
+    pub(super) fn new() -> ReaderLevel {
+        ReaderLevel(Cell::new(None))
+    }
+
+    pub(super) fn get(&self) -> u32 {
+        if let Some(l) = self.0.get() {
+            return l;
+        }
+        let c = prio::current();
+        let l = if c.is_rt() {
+            c.priority.clamp(0, 99) as u32
+        } else {
+            0
+        };
+        self.0.set(Some(l));
+        l
+    }
+}
