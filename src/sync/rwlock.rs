@@ -34,8 +34,9 @@
 //! writer waits). Waiting writers of a level above 0 keep it in a list of nodes
 //! on their own stacks, under a priority-inheriting futex lock taken only by
 //! writers as they start and stop waiting (also when a wait times out or
-//! unwinds), and publish the highest in one word readers read; `SCHED_OTHER`
-//! writers only count themselves, as before.
+//! unwinds; one lock for all the lists of the process, whose holder a forked
+//! child forgets), and publish the highest in one word readers read;
+//! `SCHED_OTHER` writers only count themselves, as before.
 //!
 //! # Sleeping
 //!
@@ -401,6 +402,14 @@ impl RawRwLock {
         s.info.locked = s.info.write_locked || s.info.readers > 0;
         s.info.owner_pid = s.info.owner.map(|_| std::process::id());
         Some(s)
+    }
+
+    /// Test hook, not part of the API: runs `f` with the lock of the list of
+    /// real-time waiting writers held (as a writer holds it when it starts or
+    /// stops waiting).
+    #[doc(hidden)]
+    pub fn __with_writer_list_locked<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.writers.with_locked(f)
     }
 
     /// Gives the lock a name shown by introspection (and registers it now).

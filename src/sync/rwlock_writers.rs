@@ -3,7 +3,7 @@
 //! compare (see the [rwlock module docs](super::rwlock)).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
 use crate::sys::pilock::{PiLocked, RawPiLock};
 use crate::sys::prio::{self, SchedClass};
@@ -34,9 +34,41 @@ pub(super) struct WriterList {
     /// The highest level ([`writer_level`]) among waiting writers, 0 if none
     /// (see [`Self::list`]).
     top: AtomicU32,
-    /// The first node; the list is read and changed only under `lock`.
+    /// The first node; the list is read and changed only under [`LISTS`].
     head: AtomicPtr<WaitingWriter>,
-    lock: PiLocked<()>,
+}
+
+/// The lock of every [`WriterList`] of the process, taken only by real-time
+/// writers for a moment as they start and stop waiting. One for the process
+/// rather than one per list so that the fork hook can forget its holder: a
+/// writer of the parent listing or unlisting itself at the fork does not exist
+/// in the child, which would otherwise wait for it forever.
+static LISTS: PiLocked<()> = PiLocked::const_new(<RawPiLock as lock_api::RawMutex>::INIT, ());
+
+/// Whether [`after_fork_in_child`] is registered (not a `Once`: a fork while
+/// another thread registers it must not leave the child waiting for that one).
+static FORK_HOOKED: AtomicBool = AtomicBool::new(false);
+
+/// Takes [`LISTS`], after registering the fork hook that resets it (before the
+/// lock is first taken; registering again is a no-op).
+fn lock_lists() -> lock_api::MutexGuard<'static, RawPiLock, ()> {
+    if !FORK_HOOKED.load(Ordering::Acquire) {
+        crate::sys::fork::on_child(after_fork_in_child);
+        FORK_HOOKED.store(true, Ordering::Release);
+    }
+    LISTS.lock()
+}
+
+/// In a forked child: forgets a holder of [`LISTS`] (a thread of the parent,
+/// absent here). The list it was changing is consistent: a change is one store
+/// of a link and one of `top`. A node of a parent writer that stays listed in
+/// the child keeps its level in `top`, as a writer of the parent that waited
+/// at the fork stays counted among the waiting ones. Async-signal-safe: one
+/// store.
+fn after_fork_in_child() {
+    // SAFETY: the child has one thread, which holds nothing; only the lock word
+    // is written.
+    unsafe { LISTS.raw() }.reset_in_child();
 }
 
 impl WriterList {
@@ -45,7 +77,6 @@ impl WriterList {
         WriterList {
             top: AtomicU32::new(0),
             head: AtomicPtr::new(std::ptr::null_mut()),
-            lock: PiLocked::const_new(<RawPiLock as lock_api::RawMutex>::INIT, ()),
         }
     }
 
@@ -55,10 +86,16 @@ impl WriterList {
         self.top.load(Ordering::SeqCst)
     }
 
+    /// Runs `f` with the list lock held (a test hook).
+    pub(super) fn with_locked<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _held = lock_lists();
+        f()
+    }
+
     /// Lists a waiting writer and raises `top` to its level. The writer must
     /// [`unlist`](Self::unlist) the node before it goes out of scope.
     pub(super) fn list(&self, node: &WaitingWriter) {
-        let _held = self.lock.lock();
+        let _held = lock_lists();
         node.next
             .store(self.head.load(Ordering::Relaxed), Ordering::Relaxed);
         self.head.store(
@@ -71,7 +108,7 @@ impl WriterList {
     /// Unlists a writer that stops waiting and sets `top` to the highest level of
     /// those left (0 if none).
     pub(super) fn unlist(&self, node: &WaitingWriter) {
-        let held = self.lock.lock();
+        let held = lock_lists();
         let me: *const WaitingWriter = node;
         let mut link = &self.head;
         let mut top = 0;
