@@ -15,7 +15,6 @@
 //! holds the picoseconds per timing tick (so the reader converts times).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::track::level::level;
@@ -24,7 +23,7 @@ use super::track::record::{Record, WORDS};
 use super::track::slab::all_records;
 use super::track::snapshot::{copy_live, snapshot_words, Snapshot};
 use crate::registry::{self, Registry, SlotWriter};
-use crate::sys::pilock::PiLocked;
+use crate::sys::pilock::{PiLocked, RawPiLock};
 use crate::{Error, Result};
 
 /// The registry kind of the sync objects (`/dev/shm/posixrt-sync-*`).
@@ -33,7 +32,17 @@ pub const REGISTRY_KIND: &str = "sync";
 pub const PUBLISH_PERIOD: Duration = Duration::from_millis(50);
 const SLOTS: u32 = 1024;
 
-static REGISTRY: OnceLock<std::result::Result<Registry, Error>> = OnceLock::new();
+/// This process's registry, or why it could not be made, once the first
+/// [`publish`] tried (kept for the process's life). Not a `OnceLock`: a fork
+/// while another thread makes the registry would leave the child waiting for
+/// that thread, which does not exist there; this lock's holder is forgotten in
+/// a forked child (see [`after_fork_in_child`]), which then finds the registry
+/// either not made yet (and makes its own) or the parent's (see [`publish`]).
+static REGISTRY: PiLocked<Option<std::result::Result<&'static Registry, Error>>> =
+    PiLocked::const_new(<RawPiLock as lock_api::RawMutex>::INIT, None);
+/// Whether [`after_fork_in_child`] is registered (not a `Once`, for the same
+/// reason).
+static FORK_HOOKED: AtomicBool = AtomicBool::new(false);
 /// Record address -> its slot. Taken by the publisher thread and by [`publish`]
 /// only (never by a sync object's operation); priority-inheriting, so a real-time
 /// caller of `publish` boosts the publisher instead of waiting behind it.
@@ -41,10 +50,29 @@ static SLOTS_OF: PiLocked<Vec<(usize, SlotWriter<'static>)>> = PiLocked::new(Vec
 static STARTED: AtomicBool = AtomicBool::new(false);
 
 fn registry() -> Result<&'static Registry> {
+    // Before the lock is first taken: a child forked while a thread held it
+    // forgets the holder.
+    if !FORK_HOOKED.load(Ordering::Acquire) {
+        crate::sys::fork::on_child(after_fork_in_child);
+        FORK_HOOKED.store(true, Ordering::Release);
+    }
     REGISTRY
-        .get_or_init(|| Registry::create(REGISTRY_KIND, WORDS * 8, SLOTS))
-        .as_ref()
-        .map_err(Clone::clone)
+        .lock()
+        .get_or_insert_with(|| {
+            let r = Registry::create(REGISTRY_KIND, WORDS * 8, SLOTS)?;
+            // Kept for the process's life, as in a `static`.
+            Ok(&*Box::leak(Box::new(r)))
+        })
+        .clone()
+}
+
+/// In a forked child: forgets a holder of [`REGISTRY`] (a thread of the parent,
+/// absent here, that was making the registry; the value is still `None` then,
+/// or the parent's registry once stored). Async-signal-safe: one store.
+fn after_fork_in_child() {
+    // SAFETY: the child has one thread, which holds nothing; only the lock word
+    // is written.
+    unsafe { REGISTRY.raw() }.reset_in_child();
 }
 
 /// Starts the publisher thread (once), when tracking is switched on.

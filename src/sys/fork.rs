@@ -5,8 +5,9 @@
 //! thread id ([`super::tid`], registered on the first `gettid`); trace (streams are
 //! closed for the child); registry (the parent's shared-memory files are not the
 //! child's); sync tracking (its internal lock); the rwlocks' waiting-writer
-//! lists (their lock); aio (the parent's rings and requests are not the
-//! child's); the sporadic server (its served-set and start locks).
+//! lists (their lock); sync publishing (the lock of its registry); aio (the
+//! parent's rings and requests are not the child's); the sporadic server (its
+//! served-set and start locks).
 //! Each reset function must be async-signal-safe: stores (the child has one
 //! thread), no allocation, no locks.
 //!

@@ -1,7 +1,8 @@
 //! [`PiLocked`]: the crate's internal lock, for the few places where a subsystem
 //! must serialize on a path a real-time thread can reach (sync tracking: taking a
-//! record off the free list, naming an object, the publisher's slot table; mark:
-//! the registry handle). It is a bare PI futex, so a real-time thread that blocks on it lends its priority to the
+//! record off the free list, naming an object, the publisher's slot table and
+//! registry; rwlocks: the lists of waiting real-time writers; mark: the registry
+//! handle). It is a bare PI futex, so a real-time thread that blocks on it lends its priority to the
 //! holder (no unbounded inversion behind a preempted low-priority holder), and it
 //! is not itself tracked (no recursion into tracking).
 //!
