@@ -1,7 +1,7 @@
 //! Where records come from: the slab of records (never freed, recycled when their
 //! object is dropped) and [`Track`], the handle every sync object embeds.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 
 use super::record::*;
 use crate::sys::pilock::PiLocked;
@@ -58,7 +58,20 @@ fn push_free(r: &'static Record) {
     }
 }
 
+/// Whether [`after_fork_in_child`] is registered. Not a `Once`: a fork while
+/// another thread was inside its `call_once` would leave the `Once` running in
+/// the child, whose first record would then wait forever for that thread.
+static FORK_HOOKED: AtomicBool = AtomicBool::new(false);
+
+/// Takes a record off FREE. Every object's first record comes through here, so
+/// this is where POP is first taken (`Track::set_name` takes it only after
+/// `record`): the fork hook that forgets POP's holder is registered before
+/// (registering again is a no-op).
 fn pop_free() -> Option<&'static Record> {
+    if !FORK_HOOKED.load(Ordering::Acquire) {
+        crate::sys::fork::on_child(after_fork_in_child);
+        FORK_HOOKED.store(true, Ordering::Release);
+    }
     let _one_popper = POP.lock();
     let mut head = FREE.load(Ordering::Acquire);
     loop {
@@ -76,8 +89,6 @@ fn pop_free() -> Option<&'static Record> {
 }
 
 fn new_record() -> &'static Record {
-    static FORK_HOOK: crate::sys::fork::ForkOnce = crate::sys::fork::ForkOnce::new();
-    FORK_HOOK.call_once(|| crate::sys::fork::on_child(after_fork_in_child));
     let r: &'static Record = Box::leak(Box::new(Record {
         w: [const { AtomicU64::new(0) }; WORDS],
         next_all: AtomicPtr::new(std::ptr::null_mut()),
