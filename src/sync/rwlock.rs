@@ -36,7 +36,10 @@
 //! writers as they start and stop waiting (also when a wait times out or
 //! unwinds; one lock for all the lists of the process, whose holder a forked
 //! child forgets), and publish the highest in one word readers read;
-//! `SCHED_OTHER` writers only count themselves, as before.
+//! `SCHED_OTHER` writers only count themselves, as before. In a forked child,
+//! the writers of the parent that waited at the fork do not exist: they hold
+//! no reader back there (the count and the list are stamped with the fork
+//! generation that made them).
 //!
 //! # Sleeping
 //!
@@ -60,7 +63,7 @@ use std::time::{Duration, Instant};
 use lock_api::{GuardNoSend, RawRwLockTimed};
 
 use super::checked::deadline_after;
-use super::rwlock_writers::{writer_level, ReaderLevel, WaitingWriter, WriterList};
+use super::rwlock_writers::{writer_level, ReaderLevel, WaitingCount, WaitingWriter, WriterList};
 use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::prio;
@@ -92,7 +95,7 @@ pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 /// The raw reader-writer lock.
 pub struct RawRwLock {
     state: AtomicU32,
-    writers_waiting: AtomicU32,
+    writers_waiting: WaitingCount,
     sleepers: AtomicU32,
     /// The futex word sleepers wait on: advanced by every change that may unblock
     /// them (see [`RawRwLock::sleep_while`]).
@@ -108,7 +111,7 @@ impl RawRwLock {
     pub const fn new() -> RawRwLock {
         RawRwLock {
             state: AtomicU32::new(0),
-            writers_waiting: AtomicU32::new(0),
+            writers_waiting: WaitingCount::new(),
             sleepers: AtomicU32::new(0),
             epoch: AtomicU32::new(0),
             writer: AtomicU32::new(0),
@@ -144,7 +147,7 @@ impl RawRwLock {
     /// may make a reader wait (or a `try_read` fail).
     #[inline]
     fn try_read_fast(&self) -> bool {
-        self.add_reader_while(|| self.writers_waiting.load(Ordering::Relaxed) == 0)
+        self.add_reader_while(|| self.writers_waiting.is_zero())
     }
 
     /// Adds a reader while no writer holds the lock, the count has room and
@@ -244,7 +247,7 @@ impl RawRwLock {
     /// raises `top` before it counts itself in `writers_waiting`, so a reader that
     /// sees the count sees the level.
     fn passes_waiting_writers(&self, level: &ReaderLevel) -> bool {
-        self.writers_waiting.load(Ordering::SeqCst) == 0 || level.get() > self.writers.top()
+        self.writers_waiting.get() == 0 || level.get() > self.writers.top()
     }
 
     /// Takes a read lock where the fast path did not, if no writer holds the lock
@@ -348,7 +351,7 @@ impl RawRwLock {
         if node.level != 0 {
             self.writers.list(node);
         }
-        self.writers_waiting.fetch_add(1, Ordering::SeqCst);
+        self.writers_waiting.add();
         Waiting {
             lock: self,
             node,
@@ -473,7 +476,7 @@ impl Drop for Waiting<'_> {
         if self.node.level != 0 {
             self.lock.writers.unlist(self.node);
         }
-        self.lock.writers_waiting.fetch_sub(1, Ordering::SeqCst);
+        self.lock.writers_waiting.sub();
         if !self.acquired {
             self.lock.wake_all();
         }

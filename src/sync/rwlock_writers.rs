@@ -1,15 +1,100 @@
-//! The waiting writers of an [`RwLock`](super::RwLock) that rank against
-//! real-time readers ([`WriterList`]), and the levels readers and writers
-//! compare (see the [rwlock module docs](super::rwlock)).
+//! The waiting writers of an [`RwLock`](super::RwLock): their count
+//! ([`WaitingCount`]), the list of those that rank against real-time readers
+//! ([`WriterList`]), and the levels readers and writers compare (see the
+//! [rwlock module docs](super::rwlock)).
+//!
+//! Both the count and the list are stamped with the fork generation
+//! ([`fork::generation`]) that made them: in a forked child, the writers the
+//! parent counted or listed do not exist, and must hold no reader back.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
+use crate::sys::fork;
 use crate::sys::pilock::{PiLocked, RawPiLock};
 use crate::sys::prio::{self, SchedClass};
 
 /// The level of a waiting `SCHED_DEADLINE` writer: above every real-time priority.
 const DEADLINE_LEVEL: u32 = 100;
+
+/// How many writers wait for one lock: the count in the low 32 bits, the fork
+/// generation of the process that counted them in the high 32 (0 as a whole
+/// when none waits). A writer counts itself and takes itself out again in one
+/// process (it cannot fork while it waits), so a count of another generation
+/// is that of writers of a parent process, absent here: it counts as 0.
+pub(super) struct WaitingCount(AtomicU64);
+
+impl WaitingCount {
+    pub(super) const fn new() -> WaitingCount {
+        WaitingCount(AtomicU64::new(0))
+    }
+
+    /// Whether no writer waits, for the read fast path (one relaxed load); a
+    /// `false` may be a parent's count, which [`get`](Self::get) sees through.
+    #[inline(always)]
+    pub(super) fn is_zero(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == 0
+    }
+
+    /// The writers of this process that wait (`SeqCst`). A parent's count is
+    /// cleared on the way, so that the fast path works again.
+    pub(super) fn get(&self) -> u32 {
+        let v = self.0.load(Ordering::SeqCst);
+        if v == 0 {
+            return 0;
+        }
+        if (v >> 32) as u32 != fork::generation() {
+            // A writer of this process that counts itself meanwhile wins or
+            // retries from 0 (see `add`).
+            let _ = self
+                .0
+                .compare_exchange(v, 0, Ordering::SeqCst, Ordering::Relaxed);
+            return 0;
+        }
+        v as u32
+    }
+
+    /// A writer starts waiting (`SeqCst`).
+    pub(super) fn add(&self) {
+        let generation = fork::generation();
+        let mut v = self.0.load(Ordering::Relaxed);
+        loop {
+            let n = if (v >> 32) as u32 == generation {
+                v as u32
+            } else {
+                0
+            };
+            let new = u64::from(generation) << 32 | u64::from(n + 1);
+            match self
+                .0
+                .compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => v = now,
+            }
+        }
+    }
+
+    /// A writer counted by [`add`](Self::add) stops waiting (`SeqCst`).
+    pub(super) fn sub(&self) {
+        let mut v = self.0.load(Ordering::Relaxed);
+        loop {
+            let n = (v as u32).saturating_sub(1);
+            let new = if n == 0 {
+                0
+            } else {
+                v & !u64::from(u32::MAX) | u64::from(n)
+            };
+            match self
+                .0
+                .compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(now) => v = now,
+            }
+        }
+    }
+}
 
 /// A waiting writer's entry in its lock's list, on the writer's stack.
 pub(super) struct WaitingWriter {
@@ -36,6 +121,9 @@ pub(super) struct WriterList {
     top: AtomicU32,
     /// The first node; the list is read and changed only under [`LISTS`].
     head: AtomicPtr<WaitingWriter>,
+    /// The fork generation that last listed a writer: in another one (a forked
+    /// child) the nodes and `top` are the parent's (see [`Self::inherited`]).
+    generation: AtomicU32,
 }
 
 /// The lock of every [`WriterList`] of the process, taken only by real-time
@@ -60,11 +148,9 @@ fn lock_lists() -> lock_api::MutexGuard<'static, RawPiLock, ()> {
 }
 
 /// In a forked child: forgets a holder of [`LISTS`] (a thread of the parent,
-/// absent here). The list it was changing is consistent: a change is one store
-/// of a link and one of `top`. A node of a parent writer that stays listed in
-/// the child keeps its level in `top`, as a writer of the parent that waited
-/// at the fork stays counted among the waiting ones. Async-signal-safe: one
-/// store.
+/// absent here). The lists the parent's writers left are dropped when the
+/// child first lists a writer (see [`WriterList::inherited`]). Async-signal-safe:
+/// one store.
 fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing; only the lock word
     // is written.
@@ -77,13 +163,33 @@ impl WriterList {
         WriterList {
             top: AtomicU32::new(0),
             head: AtomicPtr::new(std::ptr::null_mut()),
+            generation: AtomicU32::new(0),
         }
     }
 
-    /// The highest level among the listed writers, 0 if none (`SeqCst`).
+    /// The highest level among the listed writers of this process, 0 if none
+    /// (`SeqCst`).
     #[inline]
     pub(super) fn top(&self) -> u32 {
-        self.top.load(Ordering::SeqCst)
+        // The generation first: `inherited` resets `top` before it stamps the
+        // list, so a `top` read after the stamp is never the parent's.
+        if self.generation.load(Ordering::SeqCst) == fork::generation() {
+            self.top.load(Ordering::SeqCst)
+        } else {
+            0 // the parent's writers (see `inherited`)
+        }
+    }
+
+    /// Under [`LISTS`]: in a forked child whose writers have not listed
+    /// themselves yet, the nodes are the parent's writers', which do not exist
+    /// here (their stacks are the parent's); forgets them and their level.
+    fn inherited(&self, _held: &lock_api::MutexGuard<'_, RawPiLock, ()>) {
+        let generation = fork::generation();
+        if self.generation.load(Ordering::Relaxed) != generation {
+            self.head.store(std::ptr::null_mut(), Ordering::Relaxed);
+            self.top.store(0, Ordering::SeqCst);
+            self.generation.store(generation, Ordering::SeqCst);
+        }
     }
 
     /// Runs `f` with the list lock held (a test hook).
@@ -95,7 +201,8 @@ impl WriterList {
     /// Lists a waiting writer and raises `top` to its level. The writer must
     /// [`unlist`](Self::unlist) the node before it goes out of scope.
     pub(super) fn list(&self, node: &WaitingWriter) {
-        let _held = lock_lists();
+        let held = lock_lists();
+        self.inherited(&held);
         node.next
             .store(self.head.load(Ordering::Relaxed), Ordering::Relaxed);
         self.head.store(
@@ -136,6 +243,8 @@ fn listed<'a>(
     // `unlist`, both under the list lock (held for 'a). The writer declares the
     // node before its `Waiting` guard, whose drop unlists it (also when
     // unwinding) before the node goes out of scope, so a listed node is live.
+    // (In a forked child the parent's nodes, whose writers do not exist there,
+    // are dropped by the child's first `list`, before any walk: `inherited`.)
     unsafe { p.as_ref() }
 }
 
