@@ -151,9 +151,15 @@ impl Record {
         self.w[i].fetch_max(v, Ordering::Relaxed);
     }
     /// Starts an owner-side write (the sequence counter becomes odd).
+    ///
+    /// The counter is even here, but for one case: in a forked child, when a
+    /// thread of the parent was between its `begin` and `end` at the fork. It
+    /// stays odd there, so this starts from the even value below it: the
+    /// child's first write ends the parent's, instead of turning the parity
+    /// over for good (every later copy would then fail).
     #[inline(always)]
     pub(crate) fn begin(&self) -> u64 {
-        let s = self.get(W_SEQ);
+        let s = self.get(W_SEQ) & !1;
         self.set(W_SEQ, s.wrapping_add(1));
         fence(Ordering::Release);
         s
@@ -213,4 +219,33 @@ pub(crate) fn copy(r: &Record) -> Option<[u64; WORDS]> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> Record {
+        Record {
+            w: [const { AtomicU64::new(0) }; WORDS],
+            next_all: AtomicPtr::new(std::ptr::null_mut()),
+            next_free: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    /// A forked child inherits a record whose counter a parent thread left odd
+    /// (between its `begin` and `end` at the fork): the child's next write
+    /// makes the record readable again, with what it wrote.
+    #[test]
+    fn a_write_after_a_begin_left_open_makes_the_record_readable() {
+        let r = record();
+        let _left_open = r.begin();
+        assert!(copy(&r).is_none(), "mid-write: no consistent copy");
+        let s = r.begin();
+        r.set(W_LOCKS, 7);
+        r.end(s);
+        let w = copy(&r).expect("a consistent copy after the write");
+        assert_eq!(w[W_LOCKS], 7);
+        assert_eq!(w[W_SEQ] & 1, 0);
+    }
 }
