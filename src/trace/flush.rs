@@ -466,6 +466,70 @@ mod tests {
         drainer.join().unwrap(); // the log's end closed the pipe
     }
 
+    /// `posix_trace_trygetnext_event` shall not block: while a flush holds the
+    /// reader lock in a write that does not end (a log on a full pipe), a try
+    /// read reports no event at once instead of waiting for the flush.
+    #[test]
+    fn trygetnext_does_not_wait_for_a_flush_in_progress() {
+        let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        rustix::pipe::fcntl_setpipe_size(&wr, 4096).unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        a.set_stream_size(16 << 20).unwrap();
+        a.set_max_data_size(4096).unwrap();
+        let t = Trace::create_with_log(&a, std::fs::File::from(wr)).unwrap();
+        let ev = trace::eventid_open("flush.try_busy").unwrap();
+        t.start().unwrap();
+        // More than one write step of the flush (4 MiB): it writes while it
+        // still holds the reader lock.
+        let data = [7u8; 4096];
+        for _ in 0..1500 {
+            trace::event(ev, &data);
+        }
+        t.stop().unwrap();
+        let gettid = || rustix::thread::gettid().as_raw_nonzero().get();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tr = &t;
+        let drainer = std::thread::scope(|sc| {
+            let flush = sc.spawn(move || {
+                tx.send(gettid()).unwrap();
+                tr.flush()
+            });
+            wait_blocked_in(rx.recv().unwrap(), "pipe_write"); // the pipe full
+            assert!(
+                tr.s.reader.try_lock().is_err(),
+                "the flush blocks holding the reader lock"
+            );
+            let (tx, rx) = std::sync::mpsc::channel();
+            sc.spawn(move || {
+                tx.send(
+                    tr.try_getnext()
+                        .map(|e| e.map(|e| e.id))
+                        .map_err(|e| e.kind()),
+                )
+                .unwrap();
+            });
+            // Bounded only so that a read that waits for the flush fails the
+            // test instead of hanging it.
+            let r = rx.recv_timeout(Duration::from_secs(20));
+            let mut rd = std::fs::File::from(rd);
+            let drainer = std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while rd.read(&mut buf).is_ok_and(|n| n > 0) {}
+            });
+            assert_eq!(
+                r.expect("trygetnext waited for the flush"),
+                Ok(None),
+                "no event available while the flush holds the stream"
+            );
+            flush.join().unwrap().unwrap();
+            drainer
+        });
+        t.shutdown().unwrap();
+        drainer.join().unwrap(); // the log's end closed the pipe
+    }
+
     /// A signal handler's event dropped inside the recorder (counted in the
     /// stream's nested losses) reaches a log as an OVERFLOW, as a reader of the
     /// stream gets it, also through the in-place flush of a FLUSH stream.

@@ -21,11 +21,17 @@ enum Look {
 impl Trace {
     /// `posix_trace_trygetnext_event`: the oldest unread event, or `None` at once.
     ///
+    /// It never blocks: while a flush holds the stream's reader lock (it keeps
+    /// it while it encodes and writes the log, as long as the log's file system
+    /// takes), it reports no event available, as POSIX lets it. Use
+    /// [`events`](Self::events) or [`getnext`](Self::getnext) to wait for the
+    /// flush instead.
+    ///
     /// # References
     /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_trygetnext_event")]
     pub fn try_getnext(&self) -> Result<Option<Event>> {
-        match self.look(true)? {
+        match self.look(false)? {
             Look::Event(e) => Ok(Some(e)),
             Look::Empty | Look::Busy => Ok(None),
         }
@@ -52,11 +58,15 @@ impl Trace {
             }
             e
         };
+        // Also when empty: a try read that found the lock busy leaves the
+        // resume to the holder, which may be a read that found nothing.
+        if wait_lock {
+            self.s.maybe_resume();
+        } else {
+            self.s.try_resume();
+        }
         Ok(match e {
-            Some(e) => {
-                self.s.maybe_resume();
-                Look::Event(e)
-            }
+            Some(e) => Look::Event(e),
             None => Look::Empty,
         })
     }
@@ -169,14 +179,19 @@ impl Trace {
         }))
     }
 
-    /// An iterator over the unread events, oldest first, ending when none is left
-    /// (it does not block).
+    /// An iterator over the unread events, oldest first, ending when none is left.
+    /// It does not wait for new events, but it does wait for a flush that holds
+    /// the stream's reader lock (unlike [`try_getnext`](Self::try_getnext)), so
+    /// that it never ends while unread events remain.
     ///
     /// # References
     /// - [`posix_trace_trygetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_trygetnext_event")]
     pub fn events(&self) -> impl Iterator<Item = Event> + '_ {
-        std::iter::from_fn(move || self.try_getnext().ok().flatten())
+        std::iter::from_fn(move || match self.look(true) {
+            Ok(Look::Event(e)) => Some(e),
+            _ => None,
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 //! UNTIL_FULL stream.
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::TryLockError;
 use std::time::Duration;
 
 use super::attr::StreamFullPolicy;
@@ -128,8 +129,28 @@ impl Stream {
         if !self.auto_suspended.load(Acquire) {
             return;
         }
-        let half = self.cap as u64 / 2;
         let _st = lock(&self.reader);
+        self.resume_locked();
+    }
+
+    /// [`maybe_resume`](Self::maybe_resume) that never waits for the reader
+    /// lock: whoever holds it (a flush, a clear, another read) resumes the
+    /// stream itself once done.
+    pub(super) fn try_resume(&self) {
+        if !self.auto_suspended.load(Acquire) {
+            return;
+        }
+        let _st = match self.reader.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
+        };
+        self.resume_locked();
+    }
+
+    /// The resume proper (reader lock held).
+    fn resume_locked(&self) {
+        let half = self.cap as u64 / 2;
         let _ctl = lock(&self.ctl);
         if self.rings_snapshot().iter().all(|r| r.used() <= half)
             && self
