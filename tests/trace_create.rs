@@ -170,13 +170,12 @@ fn a_loop_log_opened_for_appending_keeps_the_newest_events() {
     assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "{mine:?}");
 }
 
-/// The writer clears `O_APPEND` only for as long as it writes the log: the
-/// open file description is shared with the caller's other descriptors (a
-/// `try_clone` here, the caller's own fd behind `posix_trace_create_withlog`'s
-/// dup), so once the stream is shut down they are in append mode again, as
-/// the caller opened them.
+/// The caller's other descriptors of the log (a `try_clone` here, the
+/// caller's own fd behind `posix_trace_create_withlog`'s dup, a forked
+/// child's) share its open file description and its `O_APPEND`: the stream
+/// never clears it, neither while it writes the log nor after.
 #[test]
-fn a_log_opened_for_appending_is_in_append_mode_again_after_shutdown() {
+fn a_log_opened_for_appending_keeps_append_mode_on_the_callers_descriptors() {
     use rustix::fs::{fcntl_getfl, OFlags};
     let p = std::env::temp_dir().join(format!(
         "posixrt-trace-create-{}-append-restored.trace",
@@ -185,15 +184,26 @@ fn a_log_opened_for_appending_is_in_append_mode_again_after_shutdown() {
     std::fs::write(&p, b"").unwrap();
     let f = std::fs::File::options().append(true).open(&p).unwrap();
     let kept = f.try_clone().unwrap();
-    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(posixrt::trace::LogFullPolicy::Loop);
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let created = fcntl_getfl(&kept).unwrap();
     t.start().unwrap();
+    t.flush().unwrap();
+    let flushed = fcntl_getfl(&kept).unwrap();
     t.stop().unwrap();
     t.shutdown().unwrap();
-    let flags = fcntl_getfl(&kept).unwrap();
+    let after = fcntl_getfl(&kept).unwrap();
     drop(kept);
     std::fs::remove_file(&p).unwrap();
-    assert!(
-        flags.contains(OFlags::APPEND),
-        "O_APPEND left cleared on the caller's descriptor: {flags:?}"
-    );
+    for (when, flags) in [
+        ("created", created),
+        ("flushed", flushed),
+        ("shut down", after),
+    ] {
+        assert!(
+            flags.contains(OFlags::APPEND),
+            "O_APPEND cleared on the caller's descriptor once the stream was {when}: {flags:?}"
+        );
+    }
 }

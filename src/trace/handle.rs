@@ -81,6 +81,12 @@ impl Trace {
     /// (truncated and written from the start). The stream full policy defaults to
     /// FLUSH. A flusher thread writes the log; the traced threads never do.
     ///
+    /// A log file opened with `O_APPEND` is written through an open file
+    /// description of its own (opened again through `/proc/self/fd`, without
+    /// `O_APPEND`), so the caller's other descriptors of the file keep their
+    /// append mode; where it cannot be opened again, the log is written in
+    /// append mode (a LOOP log is then cut before it is rewritten).
+    ///
     /// The log survives the end of the process: the flusher writes at least every
     /// [`TraceAttr::flush_interval`] (100 ms by default), and everything at process
     /// exit and on SIGINT, SIGTERM, SIGSEGV and SIGABRT (installed on the first

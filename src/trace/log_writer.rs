@@ -36,9 +36,9 @@ pub(crate) struct LogWriter {
     block: BlockWriter,
     /// LOOP: the file holds events older than `kept` (compact it when it grows).
     rewrite: bool,
-    /// The file was opened with `O_APPEND`, cleared while the log is written
-    /// and set again on drop (see [`LogWriter::new`]).
-    restore_append: bool,
+    /// The file's open file description has `O_APPEND` (the log's own could
+    /// not be opened, see [`LogWriter::new`]): every write goes to the end.
+    append: bool,
     /// Bytes written to the file so far.
     file_len: u64,
     pub(crate) full: bool,
@@ -51,20 +51,40 @@ pub(crate) struct LogWriter {
 }
 
 impl LogWriter {
-    pub(crate) fn new(mut file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
+    pub(crate) fn new(file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
         // POSIX: EBADF for a log not open for writing, found here rather than at
         // every flush.
-        use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+        use rustix::fs::{fcntl_getfl, OFlags};
         let flags = fcntl_getfl(&file)?;
         if flags & OFlags::ACCMODE == OFlags::RDONLY {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
         // The log is written from its start and a LOOP log rewritten in place:
-        // with O_APPEND every write would go to the end whatever the seek. The
-        // flag belongs to the open file description, which the caller's other
-        // descriptors share: it is set again when the writer is dropped.
-        let restore_append =
-            flags.contains(OFlags::APPEND) && fcntl_setfl(&file, flags - OFlags::APPEND).is_ok();
+        // with O_APPEND every write goes to the end whatever the seek (pwrite
+        // too, on Linux). The flag belongs to the open file description, which
+        // the caller's other descriptors share (dup, fork): clearing it there,
+        // even for a while, would make their writes overwrite instead of
+        // append. The log gets an open file description of its own instead.
+        if !flags.contains(OFlags::APPEND) {
+            return Self::with_file(file, false, attr, pid);
+        }
+        match own_description(&file, flags) {
+            Ok(Some(own)) => Self::with_file(own, false, attr, pid),
+            // Not a regular file: O_APPEND changes nothing (writes never seek).
+            Ok(None) => Self::with_file(file, false, attr, pid),
+            // No /proc, or the file cannot be opened again (its permissions
+            // changed): write in append mode.
+            Err(_) => Self::with_file(file, true, attr, pid),
+        }
+    }
+
+    /// The writer proper, on `file`; `append`: its writes go to the end.
+    fn with_file(
+        mut file: File,
+        append: bool,
+        attr: &TraceAttr,
+        pid: u32,
+    ) -> io::Result<LogWriter> {
         let mut preamble = file_header().to_vec();
         preamble.extend_from_slice(&attr_record(attr, pid));
         // Devices and pipes cannot be truncated or sought: write from where they are.
@@ -86,7 +106,7 @@ impl LogWriter {
             pending,
             block: BlockWriter::default(),
             rewrite: false,
-            restore_append,
+            append,
             file_len: 0,
             full: false,
             lost: 0,
@@ -275,12 +295,19 @@ impl LogWriter {
         if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
             let mut all = self.preamble.clone();
             all.extend_from_slice(&self.kept[self.kept_start..]);
-            // Overwrite in place, then cut: a crash in between leaves the new
-            // records first, then a damaged tail the reader reports, rather than
-            // an empty file.
-            self.file.seek(SeekFrom::Start(0))?;
-            self.file.write_all(&all)?;
-            self.file.set_len(all.len() as u64)?;
+            if self.append {
+                // Every write goes to the end: cut first, then write (a crash
+                // in between leaves an empty log).
+                self.file.set_len(0)?;
+                self.file.write_all(&all)?;
+            } else {
+                // Overwrite in place, then cut: a crash in between leaves the
+                // new records first, then a damaged tail the reader reports,
+                // rather than an empty file.
+                self.file.seek(SeekFrom::Start(0))?;
+                self.file.write_all(&all)?;
+                self.file.set_len(all.len() as u64)?;
+            }
             self.file_len = all.len() as u64;
             self.rewrite = false;
             self.pending.clear();
@@ -328,14 +355,75 @@ impl LogWriter {
     }
 }
 
-impl Drop for LogWriter {
-    /// Gives the file back its `O_APPEND` if [`LogWriter::new`] cleared it.
-    fn drop(&mut self) {
-        if self.restore_append {
-            use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
-            if let Ok(flags) = fcntl_getfl(&self.file) {
-                let _ = fcntl_setfl(&self.file, flags | OFlags::APPEND);
+/// A new open file description of `file` (a regular file), with `flags`
+/// (its access mode and synchronisation) but without `O_APPEND`, through
+/// `/proc/self/fd`; `None` for a file of another type.
+fn own_description(file: &File, flags: rustix::fs::OFlags) -> io::Result<Option<File>> {
+    use rustix::fs::{fstat, FileType, Mode, OFlags};
+    use std::os::fd::AsRawFd;
+    let st = fstat(file)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return Ok(None);
+    }
+    let keep = OFlags::ACCMODE | OFlags::SYNC | OFlags::DSYNC;
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let own = File::from(rustix::fs::open(
+        path.as_str(),
+        (flags & keep) | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?);
+    // The same file, not whatever a strange /proc names so.
+    let st2 = fstat(&own)?;
+    if (st2.st_dev, st2.st_ino) != (st.st_dev, st.st_ino) {
+        return Err(io::Error::from_raw_os_error(libc::ENXIO));
+    }
+    Ok(Some(own))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{EventId, TraceLog};
+    use std::time::Duration;
+
+    /// Where the log's own open file description cannot be had, the writer
+    /// keeps the caller's, in append mode: a LOOP log's compaction then cuts
+    /// the file before it writes (a write at offset 0 would go to the end),
+    /// so the log still holds the newest events and reads to its end record.
+    #[test]
+    fn a_loop_log_written_in_append_mode_keeps_the_newest_events() {
+        let p = std::env::temp_dir().join(format!(
+            "posixrt-log-writer-{}-append.trace",
+            std::process::id()
+        ));
+        std::fs::write(&p, b"").unwrap();
+        let f = File::options().append(true).open(&p).unwrap();
+        let mut a = TraceAttr::new();
+        a.set_log_full_policy(LogFullPolicy::Loop);
+        a.set_log_size(4096).unwrap();
+        let pid = std::process::id();
+        let mut w = LogWriter::with_file(f, true, &a, pid).unwrap();
+        let id = EventId::START; // any id of a name every log knows
+        for i in 0..2000u32 {
+            w.push_record(id.0, false, pid, 1, u64::from(i) + 1, &i.to_le_bytes());
+            if i % 100 == 99 {
+                w.commit().unwrap();
             }
         }
+        w.finish(LogStatus::default()).unwrap();
+        drop(w);
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Result<Vec<_>, _> = l.events().collect();
+        std::fs::remove_file(&p).unwrap();
+        let mine: Vec<u32> = evs
+            .unwrap()
+            .iter()
+            .filter(|e| e.id == id && e.timestamp > Duration::ZERO)
+            .map(|e| u32::from_le_bytes(e.data[..4].try_into().unwrap()))
+            .collect();
+        assert!(l.is_complete());
+        assert!(mine.len() > 1, "{mine:?}");
+        assert_eq!(mine.last(), Some(&1999), "{mine:?}");
+        assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "{mine:?}");
     }
 }
