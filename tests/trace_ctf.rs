@@ -471,3 +471,50 @@ fn ctf_export_keeps_the_bytes_past_a_nul() {
         .unwrap();
     assert!(line.contains("text = \"ok\""), "{text}");
 }
+
+/// Event names that differ only in control characters, or in a control
+/// character against the text of its escape, stay distinct names in the CTF
+/// export: a control character shows as in a Rust string literal (`\n`) and
+/// a backslash doubled, so no two names become one (they all became `a_b`).
+#[test]
+fn ctf_export_keeps_names_that_differ_in_control_characters_distinct() {
+    let d = scratch("ctf-control-names");
+    let names = ["ctf a\nb", "ctf a\tb", "ctf a\\nb", "ctf a_b"];
+    let (l, evs) = {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let p = d.join("n.trace");
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        let ids: Vec<_> = names
+            .iter()
+            .map(|n| trace::eventid_open(n).unwrap())
+            .collect();
+        t.start().unwrap();
+        for id in &ids {
+            trace::event(*id, &[1]);
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+        (l, evs)
+    };
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let shown = ["ctf a\\nb", "ctf a\\tb", "ctf a\\\\nb", "ctf a_b"];
+    for s in shown {
+        // As a TSDL literal: each backslash escaped once more.
+        let lit = format!("name = \"{}\";", s.replace('\\', "\\\\"));
+        assert_eq!(meta.matches(&lit).count(), 1, "{lit} in {meta}");
+    }
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    for s in shown {
+        let n = text
+            .lines()
+            .filter(|l| l.contains(&format!(") {s}: ")))
+            .count();
+        assert_eq!(n, 1, "{s} in {text}");
+    }
+}

@@ -364,13 +364,29 @@ fn ident(s: &str) -> String {
     o
 }
 
-fn tsdl_str(s: &str) -> String {
-    let mut o = String::from("\"");
+/// A name as a CTF reader shows it, one for each name: a control character
+/// as in a Rust string literal (`\n`, `\t`, `\0`, `\u{1b}`), a backslash
+/// doubled, every other character as it is. (Mapping control characters to
+/// one character made names that differ only there one name.)
+fn ctf_name(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
     for c in s.chars() {
+        match c {
+            '\\' => o.push_str("\\\\"),
+            c if c.is_control() => o.extend(c.escape_debug()),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A TSDL string literal that readers show as `shown` (see [`ctf_name`]).
+fn tsdl_str(shown: &str) -> String {
+    let mut o = String::from("\"");
+    for c in shown.chars() {
         match c {
             '"' => o.push_str("\\\""),
             '\\' => o.push_str("\\\\"),
-            c if c.is_control() => o.push('_'),
             c => o.push(c),
         }
     }
@@ -420,6 +436,10 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
 /// order of `events`), as CTF requires within a stream.
 ///
+/// Event names (and the trace name) show as recorded, but for a control
+/// character, which shows as in a Rust string literal (`\n`, `\u{1b}`), and a
+/// backslash, which shows doubled: names that differ stay distinct.
+///
 /// # Errors
 /// `InvalidInput` for a directory holding other files (babeltrace2 would read
 /// them as streams); the errno of creating or reading the directory or writing
@@ -457,7 +477,7 @@ env {{\n    domain = \"posixrt\";\n    tracer_name = \"posixrt-trace\";\n    tra
 clock {{\n    name = monotonic;\n    description = \"CLOCK_MONOTONIC\";\n    freq = 1000000000;\n    offset = 0;\n    absolute = false;\n}};\n\n\
 typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := clock_ns_t;\n\n\
 stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
-        tsdl_str(&name)
+        tsdl_str(&ctf_name(&name))
     );
     // The ids of the events that `keep` keeps, sorted, each once.
     let ids_where = |keep: &dyn Fn(&Event) -> bool| -> Vec<u16> {
@@ -500,7 +520,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     for id in &used {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
         let ty = l.log.event_type(eid);
-        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(&name_of(l.log, eid)));
+        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(&ctf_name(&name_of(l.log, eid))));
         match ty.filter(|t| !t.fields.is_empty()) {
             Some(t) => {
                 let mut taken = Vec::new();
