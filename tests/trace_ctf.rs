@@ -518,3 +518,54 @@ fn ctf_export_keeps_names_that_differ_in_control_characters_distinct() {
         assert_eq!(n, 1, "{s} in {text}");
     }
 }
+
+/// A user event opened with a system event's name (`posix_trace_start`)
+/// gets a name of its own in the CTF export, `user:posix_trace_start`, as
+/// the Chrome export files it under `user`: babeltrace2 showed it as the
+/// stream's START. A user event of another name keeps it, even one that
+/// names the renamed one (it is named `user:user:...` instead).
+#[test]
+fn ctf_export_names_a_user_event_apart_from_the_system_event_of_its_name() {
+    let d = scratch("ctf-user-sysname");
+    let (l, evs) = {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let p = d.join("u.trace");
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        let fake = trace::eventid_open("posix_trace_start").unwrap();
+        let other = trace::eventid_open("user:posix_trace_start").unwrap();
+        t.start().unwrap();
+        trace::event(fake, &[1]);
+        trace::event(other, &[2]);
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+        (l, evs)
+    };
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    for n in [
+        "posix_trace_start",
+        "user:posix_trace_start",
+        "user:user:posix_trace_start",
+    ] {
+        let lit = format!("name = \"{n}\";");
+        assert_eq!(meta.matches(&lit).count(), 1, "{lit} in {meta}");
+    }
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    let named = |n: &str| -> Vec<&str> {
+        text.lines()
+            .filter(|l| l.contains(&format!(") {n}: ")))
+            .collect()
+    };
+    let start = named("posix_trace_start");
+    assert_eq!(start.len(), 1, "only the stream's START: {text}");
+    assert!(!start[0].contains("data"), "{text}");
+    let fake = named("user:posix_trace_start");
+    assert!(fake.len() == 1 && fake[0].contains("[0] = 1"), "{text}");
+    let other = named("user:user:posix_trace_start");
+    assert!(other.len() == 1 && other[0].contains("[0] = 2"), "{text}");
+}

@@ -380,6 +380,39 @@ fn ctf_name(s: &str) -> String {
     o
 }
 
+/// The name of each id of `used` (sorted) in a CTF export, as [`ctf_name`]
+/// shows it, except that no two ids share one: a user event whose name is
+/// that of a system event the log knows (`eventid_open("posix_trace_start")`)
+/// or of an event before it is named `user:NAME`, and a name still taken (a
+/// damaged log's, or an id without a name whose `event#N` an event has) gets
+/// `#ID` appended. System ids come first: they keep their names.
+fn ctf_event_names(log: &TraceLog, used: &[u16]) -> Vec<String> {
+    let system: std::collections::HashSet<String> = log
+        .event_types()
+        .filter(|t| t.id.is_system())
+        .map(|t| ctf_name(&t.name))
+        .collect();
+    let mut taken = std::collections::HashSet::new();
+    used.iter()
+        .map(|&id| {
+            let eid = EventId::from_raw(id).unwrap_or(EventId::START);
+            let user = !eid.is_system();
+            let clash = |n: &String, taken: &std::collections::HashSet<String>| {
+                taken.contains(n) || (user && system.contains(n))
+            };
+            let mut n = ctf_name(&name_of(log, eid));
+            if user && clash(&n, &taken) {
+                n.insert_str(0, "user:");
+            }
+            while clash(&n, &taken) {
+                let _ = write!(n, "#{id}");
+            }
+            taken.insert(n.clone());
+            n
+        })
+        .collect()
+}
+
 /// A TSDL string literal that readers show as `shown` (see [`ctf_name`]).
 fn tsdl_str(shown: &str) -> String {
     let mut o = String::from("\"");
@@ -438,7 +471,11 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 ///
 /// Event names (and the trace name) show as recorded, but for a control
 /// character, which shows as in a Rust string literal (`\n`, `\u{1b}`), and a
-/// backslash, which shows doubled: names that differ stay distinct.
+/// backslash, which shows doubled: names that differ stay distinct. A user
+/// event named as a system event (`eventid_open("posix_trace_start")`) is
+/// named `user:NAME`, so viewers do not take it for the system event (the
+/// Chrome export sets its `cat` to `user`); `#ID` is appended to a name
+/// still taken, so every id has a name of its own.
 ///
 /// # Errors
 /// `InvalidInput` for a directory holding other files (babeltrace2 would read
@@ -517,10 +554,11 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     let bare = ids_where(&|e| {
         e.id.is_system() && fixed(e.id).is_none() && (e.truncated || !e.data.is_empty())
     });
-    for id in &used {
+    let names = ctf_event_names(l.log, &used);
+    for (id, name) in used.iter().zip(&names) {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
         let ty = l.log.event_type(eid);
-        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(&ctf_name(&name_of(l.log, eid))));
+        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(name));
         match ty.filter(|t| !t.fields.is_empty()) {
             Some(t) => {
                 let mut taken = Vec::new();
