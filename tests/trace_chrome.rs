@@ -259,7 +259,7 @@ fn chrome_json_args_keys_are_distinct() {
         ("a_", J::from(2)),
         ("truncated", J::from(3)),
         ("text", J::from(4)),
-        ("text_", J::from("hi")),
+        ("text_", J::from("\"hi\"")),
         ("truncated_", J::from(true)),
     ] {
         assert_eq!(args.get(k), Some(&v), "{k} in {got:?}");
@@ -326,4 +326,55 @@ fn chrome_json_puts_each_event_under_its_own_pid() {
     assert!(!threads.contains(&(me, ct)), "{threads:?}");
     assert!(threads.contains(&(me, u64::from(my_tid))), "{threads:?}");
     assert!(threads.iter().all(|&(p, _)| p != 0), "{threads:?}");
+}
+
+/// The text past a system event's fields (`mark_set`'s marker) keeps every
+/// byte in `args.text`: quoted as the dump shows it, a byte that is not part
+/// of a UTF-8 character as `\xHH`, so it differs from U+FFFD and from the
+/// four characters `\xff` (which show as `\\xff`).
+#[test]
+fn chrome_json_text_keeps_bytes_that_are_not_utf8() {
+    let d = scratch("json-text-bytes");
+    let p = d.join("b.trace");
+    let tails: [&[u8]; 3] = [b"a\xffb", "a\u{fffd}b".as_bytes(), b"a\\xffb"];
+    {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        static L: [sys::Field; 1] = [sys::Field {
+            name: "n",
+            ty: sys::FieldType::U8,
+        }];
+        let k = sys::register("json_test_text_bytes", &L).unwrap();
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        t.start().unwrap();
+        for (i, tail) in tails.iter().enumerate() {
+            let mut data = vec![i as u8];
+            data.extend_from_slice(tail);
+            sys::emit(k, &data);
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+    }
+    let mut l = TraceLog::open(&p).unwrap();
+    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    let j: J = serde_json::from_str(&export::chrome_json(&l, &evs)).unwrap();
+    let texts: Vec<(u64, &str)> = j["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "json_test_text_bytes")
+        .map(|e| {
+            (
+                e["args"]["n"].as_u64().unwrap(),
+                e["args"]["text"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            (0, r#""a\xffb""#),
+            (1, "\"a\u{fffd}b\""),
+            (2, r#""a\\xffb""#)
+        ]
+    );
 }

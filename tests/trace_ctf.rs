@@ -246,7 +246,7 @@ fn ctf_export_keeps_the_bytes_past_the_fields() {
         .iter()
         .filter_map(|e| e["args"]["text"].as_str())
         .collect();
-    assert_eq!(texts, ["worker-7 é"]);
+    assert_eq!(texts, ["\"worker-7 é\""]);
     let out = d.join("ctf");
     export::write_ctf(&l, &evs, &out).unwrap();
     let meta = std::fs::read_to_string(out.join("metadata")).unwrap();

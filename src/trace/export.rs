@@ -175,7 +175,11 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// process is named after the trace and its pid, every thread `tid N`.
 ///
 /// `args` keys are the field names, then `text` and `truncated`; a key that
-/// would repeat one before it gets `_` appended (as in the CTF export).
+/// would repeat one before it gets `_` appended (as in the CTF export). The
+/// `text` (the bytes past a system event's fields, as `mark_set`'s marker) is
+/// [`quoted`] as the dump shows it, in double quotes with `\xHH` for each
+/// byte that is not part of a UTF-8 character: every byte string gets its
+/// own text.
 /// Integer fields are JSON numbers while a viewer (JavaScript) reads them
 /// exactly, up to 2^53 - 1 either way; larger ones are written as strings of
 /// their decimal digits (`"offset":"18446744073709551615"`), which viewers show
@@ -256,7 +260,7 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
                         args,
                         "{sep}{}:{}",
                         json_str(&key_in("text", &mut taken)),
-                        json_str(&String::from_utf8_lossy(tail))
+                        json_str(&quoted(tail))
                     );
                     sep = ",";
                 }
