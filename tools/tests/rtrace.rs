@@ -515,6 +515,53 @@ fn stats_does_not_count_tid_0_as_a_thread() {
     assert!(s.contains("threads:    1\n"), "{s}");
 }
 
+/// A full event record (kind 3) of `id` with `pid`, `tid` and 4 bytes of data.
+fn event_of(id: u16, pid: u32, tid: u32) -> Vec<u8> {
+    let mut b = vec![3u8];
+    b.extend_from_slice(&id.to_le_bytes());
+    b.push(0); // not truncated
+    b.extend_from_slice(&pid.to_le_bytes());
+    b.extend_from_slice(&tid.to_le_bytes());
+    b.extend_from_slice(&1_000u64.to_le_bytes());
+    b.extend_from_slice(&0u64.to_le_bytes()); // program address
+    b.extend_from_slice(&4u16.to_le_bytes());
+    b.extend_from_slice(&7u32.to_le_bytes());
+    b
+}
+
+/// A thread is its process and its tid: the same tid in another process (a
+/// forked child's, or a tid used again) is another thread, while an event
+/// without a pid (a type not associated with a process) belongs to the
+/// thread of its tid in the process the tid's other events give.
+#[test]
+fn stats_counts_threads_by_pid_and_tid() {
+    let _g = serial();
+    let d = dir("pidtid");
+    let log = d.join("t.trace");
+    make_log(&log);
+    let tids: Vec<u32> = posixrt::trace::TraceLog::open(&log)
+        .unwrap()
+        .events()
+        .map(|e| e.unwrap().tid)
+        .collect();
+    let tid = tids[0];
+    assert!(tids.iter().all(|&t| t == tid), "{tids:?}");
+    let other_pid = std::process::id() + 1;
+    let start = trace::EventId::START.raw();
+    let crafted = d.join("o.trace");
+    let extra = [event_of(start, other_pid, tid), overflow(tid, 1, tid)];
+    std::fs::write(
+        &crafted,
+        with_records(&std::fs::read(&log).unwrap(), &extra),
+    )
+    .unwrap();
+    let o = rtrace(&["stats", crafted.to_str().unwrap()]);
+    let s = text(&o);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(s.contains("overflow:   1 events"), "{s}");
+    assert!(s.contains("threads:    2\n"), "{s}");
+}
+
 /// Lost counts that add up past `u64::MAX` (a damaged or crafted log) saturate
 /// instead of wrapping to a small count (or panicking).
 #[test]

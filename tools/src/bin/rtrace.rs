@@ -356,11 +356,7 @@ fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
             (last - f).as_secs_f64()
         )?;
     }
-    // Tid 0 is no thread: an OVERFLOW for losses of no one sub-buffer.
-    let mut tids: Vec<u32> = l.events.iter().map(|e| e.tid).filter(|&t| t != 0).collect();
-    tids.sort_unstable();
-    tids.dedup();
-    writeln!(out, "threads:    {}", tids.len())?;
+    writeln!(out, "threads:    {}", thread_count(l))?;
     match l.log.status() {
         Some(s) => {
             writeln!(
@@ -394,6 +390,34 @@ fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
         writeln!(out, "  {n:>10}  {:<5} {}", id, name_of(&l.log, eid))?;
     }
     Ok(())
+}
+
+/// The threads that recorded events: a thread is its process and its tid (the
+/// same tid in another process, a forked child's or one used again, is
+/// another thread). An event without a pid (pid 0: a type not associated with
+/// a process) is its tid's in the process the tid's other events give, else
+/// in the log's process, as the Chrome export shows it. Tid 0 is no thread:
+/// an OVERFLOW for losses of no one sub-buffer.
+fn thread_count(l: &Loaded) -> usize {
+    let mut pid_of_tid: BTreeMap<u32, u32> = BTreeMap::new();
+    for e in l.events.iter().filter(|e| e.pid != 0 && e.tid != 0) {
+        pid_of_tid.entry(e.tid).or_insert(e.pid);
+    }
+    let mut threads: Vec<(u32, u32)> = l
+        .events
+        .iter()
+        .filter(|e| e.tid != 0)
+        .map(|e| match e.pid {
+            0 => (
+                pid_of_tid.get(&e.tid).copied().unwrap_or(l.log.pid()),
+                e.tid,
+            ),
+            p => (p, e.tid),
+        })
+        .collect();
+    threads.sort_unstable();
+    threads.dedup();
+    threads.len()
 }
 
 fn yes(b: bool) -> &'static str {
