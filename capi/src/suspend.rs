@@ -5,7 +5,7 @@
 use std::ffi::c_int;
 use std::time::{Duration, Instant};
 
-use rt::aio::capi::{self as raw, Aiocb};
+use rt::aio::capi::{self as raw, Aiocb, CallSignals};
 
 use crate::aio::{engine_if_started, fail, in_flight, in_lib, signal_sent, InLib};
 use crate::debug::debug;
@@ -54,6 +54,7 @@ unsafe fn suspend_until(
     list: *const *const Aiocb,
     nent: c_int,
     until: impl FnOnce() -> Option<Instant>,
+    signals: &mut CallSignals,
 ) -> Suspend {
     if nent < 0 || (nent > 0 && list.is_null()) {
         return Suspend::Ret(fail(libc::EINVAL));
@@ -101,7 +102,7 @@ unsafe fn suspend_until(
     }
     let _g = InLib::enter();
     let mut done = any_done;
-    match eng.wait(until, &mut done) {
+    match eng.wait_blocked(signals, until, &mut done) {
         Ok(true) => Suspend::Ret(0),
         Ok(false) => Suspend::TimedOut,
         // The request a handler's signal reported may be done: then there is
@@ -128,10 +129,12 @@ const CANCEL_SLICE: Duration = Duration::from_millis(20);
 /// upon"; glibc's wait is a cancellable futex wait). The library sleeps with
 /// cancellation disabled, so glibc's `pthread_cancel` does not signal the
 /// thread: a thread that has cancellation enabled sleeps in slices and looks
-/// for a cancel between two, outside the library's work. (A signal whose
-/// handler runs in the few microseconds between two slices, while the
-/// program's mask is back, goes unseen by the wait, as one that comes just
-/// before the call does.)
+/// for a cancel between two, outside the library's work. Signals are
+/// blocked from the call's start ([`CallSignals`]) and come through only
+/// while it sleeps, or as a slice ends with one due (then: EINTR). (A
+/// signal whose handler runs in the microsecond between two slices, while
+/// the program's mask is back, goes unseen by the wait, as one that comes
+/// just before the call does.)
 ///
 /// <https://pubs.opengroup.org/onlinepubs/9799919799/functions/aio_suspend.html>
 ///
@@ -146,13 +149,26 @@ pub unsafe extern "C-unwind" fn aio_suspend(
 ) -> c_int {
     // Only plain values live in this frame (see `testcancel`).
     testcancel();
-    rt::aio::capi::interruptible_call_starts();
-    let deadline = match deadline_of(timeout) {
-        Ok(d) => d,
-        Err(e) => return fail(e),
-    };
+    // The deadline, once the first slice has read the clock.
+    let mut deadline: Option<Option<Instant>> = None;
     loop {
-        let (waited, slice_ended) = {
+        let (waited, slice_ended, due) = {
+            // Signals are blocked first, and come through only while the
+            // call sleeps: a handler due at any moment of the call ends it
+            // with EINTR. (Let through while awake, one that ran before the
+            // first sleep, or between two slices, went unseen: the call
+            // slept on.)
+            let mut signals = CallSignals::block();
+            let deadline = match deadline {
+                Some(d) => d,
+                None => {
+                    rt::aio::capi::interruptible_call_starts();
+                    match deadline_of(timeout) {
+                        Ok(d) => *deadline.insert(d),
+                        Err(e) => return fail(e),
+                    }
+                }
+            };
             // (Cancellation only where this function acts on it.)
             let nc = NoCancel::new();
             // A thread that can be cancelled sleeps in slices (see above).
@@ -166,16 +182,21 @@ pub unsafe extern "C-unwind" fn aio_suspend(
                 until
             };
             // SAFETY: forwarded contract.
-            let waited = unsafe { suspend_until(list, nent, until) };
-            (waited, sliced.get())
+            let waited = unsafe { suspend_until(list, nent, until, &mut signals) };
+            // A handler due now runs as `signals` is dropped, before `nc`
+            // is (cancellation is enabled again last).
+            let due = signals.due();
+            drop(signals);
+            (waited, sliced.get(), due)
         };
         match waited {
             Suspend::Ret(r) => return r,
             // A slice ended before the deadline: a cancel that came meanwhile
             // is acted on here, else the wait goes on.
-            Suspend::TimedOut if slice_ended => testcancel(),
-            Suspend::TimedOut => return fail(libc::EAGAIN),
-            Suspend::Interrupted => {
+            Suspend::TimedOut if slice_ended && !due => testcancel(),
+            Suspend::TimedOut if !due => return fail(libc::EAGAIN),
+            // A handler ran as the wait ended: it interrupted the call.
+            Suspend::TimedOut | Suspend::Interrupted => {
                 testcancel();
                 if !handlers_restart() {
                     return fail(libc::EINTR);

@@ -14,9 +14,11 @@ impl CEngine {
     fn settle(&self, idx: u32, gen: u32, t: Duration) {
         let deadline = Instant::now() + t;
         loop {
-            match self.wait_core(Some(deadline), &mut |c: &Core| {
-                c.get(idx, gen).map_or(true, |s| s.state == State::Done)
-            }) {
+            match self.wait_core(
+                Some(deadline),
+                &mut |c: &Core| c.get(idx, gen).map_or(true, |s| s.state == State::Done),
+                &mut None,
+            ) {
                 Err(libc::EINTR) => continue,
                 _ => return,
             }

@@ -51,6 +51,7 @@ mod fds;
 mod wait;
 pub use fds::fsync_refusal;
 use fds::{note_stream, own_copy};
+pub use wait::CallSignals;
 
 /// glibc's `struct sigevent` (64 bytes on LP64 targets).
 #[doc(hidden)]

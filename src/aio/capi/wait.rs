@@ -27,7 +27,7 @@ impl CEngine {
                 c.get(i, g).map_or(true, |s| s.state == State::Done)
             })
         };
-        let r = self.wait_core(None, &mut |c: &Core| all_done(c));
+        let r = self.wait_core(None, &mut |c: &Core| all_done(c), &mut None);
         let inner = &self.inner;
         let mut core = inner.lock();
         let mut failed = 0;
@@ -71,22 +71,38 @@ impl CEngine {
         deadline: Option<Instant>,
         done: &mut dyn FnMut() -> bool,
     ) -> std::result::Result<bool, i32> {
-        self.wait_core(deadline, &mut |_| done())
+        self.wait_core(deadline, &mut |_| done(), &mut None)
     }
 
+    /// [`wait`](Self::wait) for a call that blocked signals when it started
+    /// (`signals`, see [`CallSignals`]): they come through only while it
+    /// sleeps, so a handler due since the call started ends the wait with
+    /// EINTR, or is left due in `signals` if the wait ends otherwise.
+    pub fn wait_blocked(
+        &self,
+        signals: &mut CallSignals,
+        deadline: Option<Instant>,
+        done: &mut dyn FnMut() -> bool,
+    ) -> std::result::Result<bool, i32> {
+        self.wait_core(deadline, &mut |_| done(), &mut signals.0)
+    }
+
+    /// `masked`: the signals blocked for the wait; None blocks them from the
+    /// first sleep on.
     pub(super) fn wait_core(
         &self,
         deadline: Option<Instant>,
         done: &mut dyn FnMut(&Core) -> bool,
+        masked: &mut Option<WaitMask>,
     ) -> std::result::Result<bool, i32> {
         looked();
         let inner = &self.inner;
         let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
 
-        // Signals stay blocked from the first sleep on, and come through only
-        // while the thread sleeps (as in `Inner::wait_until`): a handler due
-        // while it was awake ends the next sleep at once.
-        let mut masked: Option<WaitMask> = None;
+        // Signals stay blocked from the first sleep on (or from the call's
+        // start: `masked`), and come through only while the thread sleeps (as
+        // in `Inner::wait_until`): a handler due while it was awake ends the
+        // next sleep at once.
         loop {
             self.flush();
             let mut core = inner.lock();
@@ -131,7 +147,7 @@ impl CEngine {
                     if let Err(e) = res {
                         return Err(e.raw_os_error().unwrap_or(libc::EIO));
                     }
-                    if due(&masked) {
+                    if due(masked) {
                         return Err(libc::EINTR);
                     }
                 }
@@ -139,8 +155,7 @@ impl CEngine {
                     Some(fd) => {
                         // (Another thread reaps the ring, or the pool
                         // completes.)
-                        let (core, handled) =
-                            inner.sleep_on_fd(core, &fd, remaining, &mut masked, done);
+                        let (core, handled) = inner.sleep_on_fd(core, &fd, remaining, masked, done);
                         if handled {
                             let now_done = done(&core);
                             inner.release(core);
@@ -193,5 +208,26 @@ impl CEngine {
                 },
             }
         }
+    }
+}
+
+/// Every signal but those of completion notifications blocked in the calling
+/// thread from the start of an interruptible C call (`aio_suspend`) until
+/// dropped, so a handler due at any moment of the call, also while the
+/// thread is awake before its first sleep, ends the call's wait with EINTR
+/// ([`CEngine::wait_blocked`]) or shows as [`due`](Self::due). Dropping it
+/// restores the program's mask: a handler due then runs.
+pub struct CallSignals(Option<WaitMask>);
+
+impl CallSignals {
+    /// Blocks the signals: the first thing a call that waits interruptibly does.
+    pub fn block() -> CallSignals {
+        CallSignals(Some(block_for_wait()))
+    }
+
+    /// True if a signal with a handler, let through by the program's mask,
+    /// is pending: its handler runs when `self` is dropped.
+    pub fn due(&self) -> bool {
+        due(&self.0)
     }
 }
