@@ -17,13 +17,17 @@
  * program linked with -lposixrt, or run with LD_PRELOAD=libposixrt.so) while a
  * stream that does not filter them runs. Their data is five 64-bit words:
  *   [0] the error code the call returned (0, EBUSY, ...),
- *   [1] the kernel thread id of the caller,
+ *   [1] the caller,
  *   [2] 0 (reserved),
  *   [3] the mutex address,
- *   [4] the owner: the kernel thread id holding the mutex after the call
- *       (0 if none).
- * posix_thread_id in struct posix_trace_event_info is the kernel thread id
- * (gettid()) of the recording thread, so [4] compares with it.
+ *   [4] the owner: the thread holding the mutex after the call (0 if none).
+ * Read from a stream, [1] and [4] are pthread_t values, as posix_thread_id
+ * is, so they compare with it and with pthread_self() (an owner that never
+ * recorded into the stream is given by its kernel thread id); read from a
+ * log, which keeps kernel thread ids only, they are kernel thread ids.
+ * posix_thread_id in struct posix_trace_event_info is the recording thread's
+ * pthread_t (its pthread_self()), as POSIX declares it; read from a log, the
+ * recording thread's kernel thread id (gettid()).
  * traceSigGeneration and traceSigDelivery (oc2000 signal events) are
  * recorded the same way by the interposed sigqueue, kill, pthread_kill,
  * pthread_sigqueue (generation, recorded as the call is made: six 32-bit

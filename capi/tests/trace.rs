@@ -1,5 +1,6 @@
 //! `<trace.h>` from C: a test per function (`tests/c/trace_attr.c`,
-//! `tests/c/trace_functions.c`, `tests/c/trace_interpose.c`), the interposed
+//! `tests/c/trace_functions.c`, `tests/c/trace_interpose.c`,
+//! `tests/c/trace_threads.c`), the interposed
 //! calls' results and errno against glibc's (`tests/c/trace_interpose_glibc.c`), the
 //! header under strict C99 and C++, the seed's listings 8.17 and 8.24
 //! (`tests/c/trace/`), listing 8.22 completed (`examples/philosophers.c`) with its
@@ -148,11 +149,12 @@ fn ok_stdout(o: &Output, what: &str) -> String {
 // --- one test per function ---------------------------------------------------
 
 /// The C programs holding the per-function tests.
-const C_TESTS: [&str; 4] = [
+const C_TESTS: [&str; 5] = [
     "trace_attr.c",
     "trace_functions.c",
     "trace_interpose.c",
     "trace_interpose_glibc.c",
+    "trace_threads.c",
 ];
 
 fn function_test(name: &str) {
@@ -162,6 +164,8 @@ fn function_test(name: &str) {
         C_TESTS[2]
     } else if name.ends_with("_as_glibc") {
         C_TESTS[3]
+    } else if name.starts_with("thread_") {
+        C_TESTS[4]
     } else {
         C_TESTS[1]
     };
@@ -233,6 +237,8 @@ function_tests!(
     mutex_fork_events,
     signal_as_glibc,
     mutex_as_glibc,
+    thread_id,
+    thread_mutex_owner,
 );
 
 /// Every test the C program has is run by one of the tests above.
@@ -722,14 +728,14 @@ fn posix_trace_event_from_a_dlopened_library() {
     let out = ok_stdout(&run(&exe, &[lib], false), "trace_dlopen");
     assert_eq!(out.lines().last(), Some("end"), "{out}");
     let mut per: [Vec<i64>; 3] = Default::default();
-    let mut tid_of: [Option<u64>; 3] = [None; 3];
+    let mut thread_of: [Option<u64>; 3] = [None; 3];
     for l in out.lines().filter(|l| *l != "end") {
         let f: Vec<&str> = l.split(' ').collect();
         assert_eq!(f.len(), 3, "{l}");
         let who: usize = f[0].parse().expect("thread index");
         assert!(who < 3, "an event from an unknown thread: {l}");
-        let tid: u64 = f[1].parse().expect("tid");
-        assert_eq!(*tid_of[who].get_or_insert(tid), tid, "{l}");
+        let thread: u64 = f[1].parse().expect("pthread_t");
+        assert_eq!(*thread_of[who].get_or_insert(thread), thread, "{l}");
         let data: i64 = f[2].parse().expect("data");
         assert_eq!(
             data >> 16,

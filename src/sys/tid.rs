@@ -43,3 +43,11 @@ fn current_slow() -> u32 {
 fn forget() {
     let _ = TID.try_with(|c| c.set(0));
 }
+
+/// `pthread_self()`: the calling thread's `pthread_t` as a number (what
+/// `posix_thread_id` holds). A forked child's thread has the forking thread's
+/// value, as glibc gives it.
+pub(crate) fn pthread_self() -> u64 {
+    // SAFETY: pthread_self has no precondition and cannot fail.
+    unsafe { libc::pthread_self() as u64 }
+}

@@ -226,6 +226,19 @@ impl Trace {
         })
     }
 
+    /// The `pthread_t` (`pthread_self()`) of the thread whose kernel tid is
+    /// `tid`, if that thread recorded into the stream (the latest such
+    /// thread, for a tid the kernel gave again); `None` otherwise. Events
+    /// carry their own thread's ([`Event::thread`](super::Event::thread)):
+    /// this one names a thread an event's data gives by tid (a mutex owner).
+    pub fn thread_of(&self, tid: u32) -> Option<u64> {
+        lock(&self.s.rings)
+            .iter()
+            .rev()
+            .find(|r| r.tid == tid && r.thread != 0)
+            .map(|r| r.thread)
+    }
+
     /// `posix_trace_eventtypelist_getnext_id` / `_rewind`: the event types of the
     /// stream, in id order (call again to rewind).
     ///

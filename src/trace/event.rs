@@ -11,8 +11,13 @@ pub struct Event {
     pub id: EventId,
     /// `posix_pid`: the recording process (0 for events not associated with a process).
     pub pid: u32,
-    /// `posix_thread_id`: the kernel thread id (`gettid`) of the recording thread.
+    /// The kernel thread id (`gettid`) of the recording thread.
     pub tid: u32,
+    /// `posix_thread_id`: the recording thread's `pthread_t` (its
+    /// `pthread_self()`), 0 where not known: events read from a log (a log
+    /// keeps the kernel tid only), and the events the library makes up
+    /// (OVERFLOW and RESUME, the flush marks).
+    pub thread: u64,
     /// `posix_timestamp`: CLOCK_MONOTONIC time of the event.
     pub timestamp: Duration,
     /// `posix_truncation_status`: the data was longer than the maximum and was cut.
@@ -32,8 +37,10 @@ pub struct EventInfo {
     pub id: EventId,
     /// `posix_pid`.
     pub pid: u32,
-    /// `posix_thread_id`.
+    /// The kernel thread id of the recording thread.
     pub tid: u32,
+    /// `posix_thread_id`: the recording thread's `pthread_t` (see [`Event::thread`]).
+    pub thread: u64,
     /// `posix_timestamp` (CLOCK_MONOTONIC).
     pub timestamp: Duration,
     /// `posix_truncation_status`: cut when recorded, or cut now because the caller's

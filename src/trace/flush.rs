@@ -155,6 +155,7 @@ impl Stream {
             id,
             pid: self.pid,
             tid,
+            thread: 0,
             timestamp: now,
             truncated: false,
             prog_address: 0,

@@ -171,6 +171,7 @@ impl Trace {
                 id: e.id,
                 pid: e.pid,
                 tid: e.tid,
+                thread: e.thread,
                 timestamp: e.timestamp,
                 truncated: e.truncated || n < e.data.len(),
                 prog_address: e.prog_address,

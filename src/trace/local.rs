@@ -452,7 +452,8 @@ fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> Cached {
     // SAFETY: as in `record_local`: the generation is live while `busy` is set, and
     // the slot's pointer is cleared only after its generation is retired.
     let s = unsafe { &*sp };
-    match s.add_ring(crate::sys::tid::current()) {
+    // (The recording thread: its pthread_t is read once per ring.)
+    match s.add_ring(crate::sys::tid::current(), crate::sys::tid::pthread_self()) {
         Some(r) => {
             let c = Cached {
                 ring: r,

@@ -270,6 +270,7 @@ fn decode(prev: &mut Prev, c: &mut Cur<'_>, pid: u32) -> Result<Event> {
         id,
         pid: if flags & F_NO_PID != 0 { 0 } else { pid },
         tid,
+        thread: 0,
         timestamp: Duration::from_nanos(ts),
         truncated: flags & F_TRUNCATED != 0,
         prog_address: 0,

@@ -45,6 +45,8 @@ pub(crate) struct RawRecord {
     /// The writer dropped events just before this record.
     pub(crate) gap: bool,
     pub(crate) tid: u32,
+    /// The recording thread's `pthread_t` (its ring's [`Ring::thread`]).
+    pub(crate) thread: u64,
     pub(crate) ticks: u64,
     pub(crate) data: Vec<u8>,
 }
@@ -89,6 +91,10 @@ pub(crate) struct Ring {
     /// `tid << 32`, the thread id's place in a record's first word.
     w0_tid: u64,
     pub(crate) tid: u32,
+    /// The `pthread_t` (`pthread_self()`) of the thread that records into the
+    /// ring, read once as the ring is made (0 if unknown): every record of
+    /// the ring is that thread's, so none carries it.
+    pub(crate) thread: u64,
 }
 
 // SAFETY: the buffer is only accessed through atomics; `buf` is owned by the ring.
@@ -177,6 +183,7 @@ impl Ring {
             mask: cap as u64 - 1,
             w0_tid: (tid as u64) << 32,
             tid,
+            thread: 0,
         });
         r.refresh_fast_end(0);
         Ok(r)
@@ -448,6 +455,7 @@ impl Ring {
                     truncated: (w0 >> 31) & 1 != 0,
                     gap: (w0 >> 30) & 1 != 0,
                     tid: (w0 >> 32) as u32,
+                    thread: self.thread,
                     ticks,
                     data,
                 });

@@ -96,13 +96,15 @@ impl Stream {
         unsafe { (*p).iter().map(|r| &**r).collect() }
     }
 
-    pub(super) fn add_ring(&self, tid: u32) -> Option<*const Ring> {
+    /// A ring for the thread `tid` whose `pthread_t` is `thread`.
+    pub(super) fn add_ring(&self, tid: u32, thread: u64) -> Option<*const Ring> {
         let soft = if self.policy == StreamFullPolicy::Flush {
             self.cap as u64 / 2
         } else {
             self.cap as u64 - self.reserve
         };
-        let ring = Ring::new(self.cap, tid, soft, self.max_data).ok()?;
+        let mut ring = Ring::new(self.cap, tid, soft, self.max_data).ok()?;
+        ring.thread = thread;
         let mut rings = lock(&self.rings);
         let ptr: *const Ring = &*ring;
         rings.push(ring);

@@ -115,6 +115,12 @@ pub(crate) fn to_rust(id: c_uint) -> Option<EventId> {
     }
 }
 
+/// True for the C ids of the mutex events (`traceMutexLock`,
+/// `traceMutexTryLock`, `traceMutexUnlock`).
+pub(crate) fn is_mutex_event(id: c_uint) -> bool {
+    (EXT_BASE + 1 + EXT_LOCK as c_uint..=EXT_BASE + 1 + EXT_UNLOCK as c_uint).contains(&id)
+}
+
 /// The C id of a Rust id recorded in this process.
 pub(crate) fn to_c(id: EventId) -> c_uint {
     let raw = id.raw() as u32 + 1;

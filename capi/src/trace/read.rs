@@ -8,7 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use rt::trace::{Event, EventId, TraceLog, ID_SPACE};
 
 use super::attr::out;
-use super::ids::{to_c, to_c_named};
+use super::ids::{is_mutex_event, to_c, to_c_named};
 use super::stream::dup_fd;
 use super::{errno_of, get, insert, lock, remove, ret, Obj};
 use crate::nocancel::{testcancel, NoCancel};
@@ -99,11 +99,19 @@ impl Outs {
         out(self.unavailable, 1)
     }
 
-    fn put(&self, e: &Event, id: c_uint) -> Result<(), c_int> {
-        let n = e.data.len().min(self.num_bytes);
+    /// Gives the caller event `e` (C id `id`); `thread_of` maps a kernel tid
+    /// to the `pthread_t` of a thread that recorded into the stream.
+    fn put(
+        &self,
+        e: &Event,
+        id: c_uint,
+        thread_of: &dyn Fn(u32) -> Option<u64>,
+    ) -> Result<(), c_int> {
+        let data = c_data(e, id, thread_of);
+        let n = data.len().min(self.num_bytes);
         if n > 0 {
             // SAFETY: `data` has `num_bytes >= n` writable bytes (caller's contract).
-            unsafe { std::ptr::copy_nonoverlapping(e.data.as_ptr(), self.data.cast::<u8>(), n) };
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.data.cast::<u8>(), n) };
         }
         let truncation = if e.truncated {
             1
@@ -123,12 +131,62 @@ impl Outs {
                     tv_sec: e.timestamp.as_secs() as libc::time_t,
                     tv_nsec: e.timestamp.subsec_nanos() as libc::c_long,
                 },
-                thread_id: e.tid as libc::pthread_t,
+                thread_id: c_thread(e),
             },
         )?;
         out(self.data_len, n)?;
         out(self.unavailable, 0)
     }
+}
+
+/// `posix_thread_id`: the recording thread's `pthread_t` (POSIX's type, so
+/// `pthread_equal(info.posix_thread_id, pthread_self())` holds for a
+/// thread's own events); its kernel tid where the `pthread_t` is not known
+/// (a log keeps tids only; OVERFLOW and RESUME, which the library makes up).
+fn c_thread(e: &Event) -> libc::pthread_t {
+    if e.thread != 0 {
+        e.thread as libc::pthread_t
+    } else {
+        e.tid as libc::pthread_t
+    }
+}
+
+/// The data a C reader gets: that of a mutex event (`traceMutexLock`...)
+/// names the caller and the owner by kernel tid (words 1 and 4, as
+/// recorded); read from a stream, they become `pthread_t`s, as
+/// `posix_thread_id` is: the caller's is the event's own, an owner's that of
+/// the thread with its tid that recorded into the stream (an owner that
+/// never did keeps its tid; 0, no owner, stays 0).
+fn c_data<'a>(
+    e: &'a Event,
+    id: c_uint,
+    thread_of: &dyn Fn(u32) -> Option<u64>,
+) -> std::borrow::Cow<'a, [u8]> {
+    if e.thread == 0 || !is_mutex_event(id) || e.data.len() < 40 {
+        return std::borrow::Cow::Borrowed(&e.data);
+    }
+    let mut d = e.data.clone();
+    let word = |d: &[u8], i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&d[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    };
+    let (caller, owner) = (word(&d, 1), word(&d, 4));
+    let owner_thread = if owner == 0 {
+        0
+    } else if owner == caller {
+        e.thread
+    } else {
+        u32::try_from(owner)
+            .ok()
+            .and_then(thread_of)
+            .unwrap_or(owner)
+    };
+    if caller == e.tid as u64 {
+        d[8..16].copy_from_slice(&e.thread.to_le_bytes());
+    }
+    d[32..40].copy_from_slice(&owner_thread.to_le_bytes());
+    std::borrow::Cow::Owned(d)
 }
 
 #[derive(Clone, Copy)]
@@ -195,7 +253,7 @@ fn getnext(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Result<bool, c_i
                 }
             };
             match r.map_err(|e| errno_of(&e))? {
-                Some(e) => o.put(&e, to_c(e.id)),
+                Some(e) => o.put(&e, to_c(e.id), &|tid| trace.thread_of(tid)),
                 None => o.none(),
             }
         }
@@ -207,7 +265,7 @@ fn getnext(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Result<bool, c_i
             match l.next_event() {
                 Ok(Some(e)) => {
                     let id = to_c_named(e.id, l.name(e.id));
-                    o.put(&e, id)
+                    o.put(&e, id, &|_| None)
                 }
                 Ok(None) => o.none(),
                 // A log cut short (its writer still running or crashed) ends

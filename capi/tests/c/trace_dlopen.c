@@ -3,8 +3,10 @@
  * to threads that already ran before the dlopen as well as to new ones.
  * Three threads record ROUNDS events each: one started before the dlopen, the
  * main thread, and one started after; each event's data is (thread << 16 | i).
- * Prints "<tag> <tid> <data>" for every user event read back (tag: the
- * recording thread's 0, 1 or 2 as it reported its own gettid), then "end".
+ * Prints "<tag> <thread> <data>" for every user event read back (tag: the
+ * recording thread's 0, 1 or 2 whose pthread_self() is the event's
+ * posix_thread_id), then "end". The first thread is joined last, so the
+ * third cannot get its pthread_t.
  *
  *   trace_dlopen /path/to/libposixrt.so */
 #define _GNU_SOURCE
@@ -13,7 +15,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <trace.h>
 
@@ -23,7 +24,7 @@ typedef void (*event_fn)(trace_event_id_t, const void *, size_t);
 static event_fn event;
 static trace_event_id_t ev;
 static pthread_barrier_t loaded, recorded;
-static long tids[3];
+static pthread_t threads[3];
 
 static void *sym(void *lib, const char *name)
 {
@@ -38,7 +39,7 @@ static void *sym(void *lib, const char *name)
 static void record(long who)
 {
     long i;
-    tids[who] = (long)syscall(SYS_gettid);
+    threads[who] = pthread_self();
     for (i = 0; i < ROUNDS; i++) {
         long long v = (long long)(who << 16 | i);
         event(ev, &v, sizeof v);
@@ -109,10 +110,10 @@ int main(int argc, char **argv)
     must(start(t), "start");
     pthread_barrier_wait(&loaded);
     pthread_barrier_wait(&recorded);
-    must(pthread_join(e, NULL), "pthread_join");
     record(1);
     must(pthread_create(&l, NULL, late, NULL), "pthread_create");
     must(pthread_join(l, NULL), "pthread_join");
+    must(pthread_join(e, NULL), "pthread_join");
     must(stop(t), "stop");
 
     for (;;) {
@@ -126,9 +127,9 @@ int main(int argc, char **argv)
             return 1;
         }
         for (k = 0; k < 3; k++)
-            if ((long)info.posix_thread_id == tids[k])
+            if (pthread_equal(info.posix_thread_id, threads[k]))
                 break;
-        printf("%d %ld %lld\n", k, (long)info.posix_thread_id, data);
+        printf("%d %lu %lld\n", k, (unsigned long)info.posix_thread_id, data);
     }
     must(shutdown(t), "shutdown");
     printf("end\n");

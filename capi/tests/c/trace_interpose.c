@@ -2,6 +2,7 @@
  * `trace_interpose NAME`. */
 #define _GNU_SOURCE
 #include "trace/test_util.h"
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 /* malloc, replaced to count the allocations: kill, sigqueue and pthread_kill are
@@ -152,7 +153,8 @@ static void t_signal_events(void)
             break;
         if (info.posix_event_id == traceSigGeneration) {
             EQ(len, 24);
-            EQ(d[0], info.posix_thread_id);
+            EQ(d[0], syscall(SYS_gettid)); /* the signal words name threads by tid */
+            TRUE(pthread_equal(info.posix_thread_id, pthread_self()));
             EQ(d[1], getpid());
             EQ(d[2], SIGRTMIN);
             EQ(d[3], gen == 0 ? 7 : 0);
@@ -162,7 +164,8 @@ static void t_signal_events(void)
             gen++;
         } else if (info.posix_event_id == traceSigDelivery) {
             EQ(len, 12);
-            EQ(d[0], info.posix_thread_id);
+            EQ(d[0], syscall(SYS_gettid)); /* the signal words name threads by tid */
+            TRUE(pthread_equal(info.posix_thread_id, pthread_self()));
             EQ(d[1], SIGRTMIN);
             EQ(d[2], del == 0 ? 7 : 0);
             del++;

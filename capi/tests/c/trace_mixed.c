@@ -2,7 +2,7 @@
  * posix_trace_event, while libposixrt's Rust code records system events for
  * the same calls (the AIO engine: aio_submit / aio_complete, some on its own
  * threads; the interposed mutex functions: traceMutexLock / traceMutexUnlock).
- * Prints every event read back: "<ns> <tid> <name> <first data word>". */
+ * Prints every event read back: "<ns> <thread> <name> <first data word>". */
 #define _GNU_SOURCE
 #include <aio.h>
 #include <errno.h>
