@@ -12,7 +12,8 @@ use crate::debug::debug;
 use crate::nocancel::{testcancel, NoCancel};
 use crate::restart::handlers_restart;
 
-fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
+/// The timeout `t` as a duration (None: none), or EINVAL.
+fn timeout_of(t: *const libc::timespec) -> Result<Option<Duration>, i32> {
     if t.is_null() {
         return Ok(None);
     }
@@ -25,9 +26,36 @@ fn deadline_of(t: *const libc::timespec) -> Result<Option<Instant>, i32> {
         ));
         return Err(libc::EINVAL);
     }
-    let d = Duration::new(t.tv_sec as u64, t.tv_nsec as u32);
-    // A timeout too far to represent is no timeout.
-    Ok(Instant::now().checked_add(d))
+    Ok(Some(Duration::new(t.tv_sec as u64, t.tv_nsec as u32)))
+}
+
+/// The call's result if it has nothing to wait for: EINVAL for a bad list, 0
+/// for a list with no request, one with a request done (or not a request at
+/// all), or no engine yet; None if it waits.
+///
+/// # Safety
+/// As [`aio_suspend`].
+unsafe fn settled(list: *const *const Aiocb, nent: c_int) -> Option<c_int> {
+    if nent < 0 || (nent > 0 && list.is_null()) {
+        return Some(fail(libc::EINVAL));
+    }
+    // SAFETY: `list` holds `nent` pointers (contract).
+    let cbs = unsafe { std::slice::from_raw_parts(list, nent as usize) };
+    let mut any = false;
+    for &cb in cbs.iter().filter(|p| !p.is_null()) {
+        // SAFETY: non-null entries are valid aiocbs (contract).
+        if !unsafe { in_flight(cb) } {
+            // Done (or not a request at all): nothing to wait for.
+            // SAFETY: as above.
+            unsafe { signal_sent(cb) };
+            return Some(0);
+        }
+        any = true;
+    }
+    if !any || engine_if_started().is_none() {
+        return Some(0);
+    }
+    None
 }
 
 /// How often `aio_suspend` looks at the status words when it runs in a signal
@@ -56,25 +84,12 @@ unsafe fn suspend_until(
     until: impl FnOnce() -> Option<Instant>,
     signals: &mut CallSignals,
 ) -> Suspend {
-    if nent < 0 || (nent > 0 && list.is_null()) {
-        return Suspend::Ret(fail(libc::EINVAL));
+    // SAFETY: forwarded contract.
+    if let Some(r) = unsafe { settled(list, nent) } {
+        return Suspend::Ret(r);
     }
-    // SAFETY: `list` holds `nent` pointers (contract).
+    // SAFETY: `list` holds `nent > 0` pointers (checked by `settled`).
     let cbs = unsafe { std::slice::from_raw_parts(list, nent as usize) };
-    let mut any = false;
-    for &cb in cbs.iter().filter(|p| !p.is_null()) {
-        // SAFETY: non-null entries are valid aiocbs (contract).
-        if !unsafe { in_flight(cb) } {
-            // Done (or not a request at all): nothing to wait for.
-            // SAFETY: as above.
-            unsafe { signal_sent(cb) };
-            return Suspend::Ret(0);
-        }
-        any = true;
-    }
-    if !any {
-        return Suspend::Ret(0);
-    }
     let Some(eng) = engine_if_started() else {
         return Suspend::Ret(0);
     };
@@ -149,24 +164,31 @@ pub unsafe extern "C-unwind" fn aio_suspend(
 ) -> c_int {
     // Only plain values live in this frame (see `testcancel`).
     testcancel();
+    let timeout = match timeout_of(timeout) {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    // A request done already: no signal mask, no clock read.
+    // SAFETY: forwarded contract.
+    if let Some(r) = unsafe { settled(list, nent) } {
+        return r;
+    }
     // The deadline, once the first slice has read the clock.
     let mut deadline: Option<Option<Instant>> = None;
     loop {
         let (waited, slice_ended, due) = {
-            // Signals are blocked first, and come through only while the
-            // call sleeps: a handler due at any moment of the call ends it
-            // with EINTR. (Let through while awake, one that ran before the
-            // first sleep, or between two slices, went unseen: the call
-            // slept on.)
+            // Signals are blocked before anything else the wait does, and
+            // come through only while the call sleeps: a handler due at any
+            // later moment of the call ends it with EINTR. (Let through
+            // while awake, one that ran before the first sleep, or between
+            // two slices, went unseen: the call slept on.)
             let mut signals = CallSignals::block();
             let deadline = match deadline {
                 Some(d) => d,
                 None => {
                     rt::aio::capi::interruptible_call_starts();
-                    match deadline_of(timeout) {
-                        Ok(d) => *deadline.insert(d),
-                        Err(e) => return fail(e),
-                    }
+                    // A timeout too far to represent is no timeout.
+                    *deadline.insert(timeout.and_then(|t| Instant::now().checked_add(t)))
                 }
             };
             // (Cancellation only where this function acts on it.)
@@ -185,7 +207,7 @@ pub unsafe extern "C-unwind" fn aio_suspend(
             let waited = unsafe { suspend_until(list, nent, until, &mut signals) };
             // A handler due now runs as `signals` is dropped, before `nc`
             // is (cancellation is enabled again last).
-            let due = signals.due();
+            let due = matches!(waited, Suspend::TimedOut) && signals.due();
             drop(signals);
             (waited, sliced.get(), due)
         };
