@@ -70,12 +70,30 @@ impl Aio {
         if ids.is_empty() {
             return Ok(());
         }
+        // A request done already: no signal mask, no clock read. (Not in a
+        // forked child's copy of the context: the wait refuses it.)
+        if !self.inner.inherited() {
+            let core = self.inner.lock();
+            let done = any_done(&core, ids);
+            self.inner.release(core);
+            if done {
+                return Ok(());
+            }
+        }
+        // Signals are blocked before anything else the wait does, and come
+        // through only while it sleeps: a handler due at any later moment of
+        // the call ends it with EINTR. (Blocked from the first sleep on only,
+        // a handler that ran before it, while the call read the clock or
+        // took the lock, went unseen: the call slept on.)
+        let masked = crate::sys::signal::block_for_wait();
         // A deadline past the clock's range is no deadline.
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        if self
-            .inner
-            .wait_until(deadline, Some("aio_suspend"), |c| any_done(c, ids))?
-        {
+        if self.inner.wait_until_masked(
+            deadline,
+            Some("aio_suspend"),
+            |c| any_done(c, ids),
+            Some(masked),
+        )? {
             Ok(())
         } else {
             Err(Error::from_errno("aio_suspend", libc::EAGAIN)

@@ -3,8 +3,9 @@
 //! waits of cancel and shutdown).
 //!
 //! An interruptible wait (POSIX `aio_suspend`, `lio_listio(LIO_WAIT)`) keeps
-//! signals blocked from its first sleep on and lets them through only while
-//! it sleeps (`sys::poll`, also on the ring's fd): another thread's
+//! signals blocked from its first sleep on (`suspend`: from the moment it
+//! finds it must wait, [`Inner::wait_until_masked`]) and lets them through
+//! only while it sleeps (`sys::poll`, also on the ring's fd): another thread's
 //! completion wakes it often, and a handler that ran while it was awake,
 //! between two sleeps, used to go unseen.
 
@@ -96,16 +97,29 @@ impl Inner {
         &self,
         deadline: Option<Instant>,
         intr: Option<&'static str>,
+        done: impl FnMut(&Core) -> bool,
+    ) -> Result<bool> {
+        self.wait_until_masked(deadline, intr, done, None)
+    }
+
+    /// [`wait_until`](Self::wait_until) for an interruptible call that blocked
+    /// signals when it started (`masked`, from [`block_for_wait`]), so a
+    /// handler due since then ends the wait with EINTR.
+    pub(crate) fn wait_until_masked(
+        &self,
+        deadline: Option<Instant>,
+        intr: Option<&'static str>,
         mut done: impl FnMut(&Core) -> bool,
+        mut masked: Option<WaitMask>,
     ) -> Result<bool> {
         if self.inherited() {
             return Err(inherited_context());
         }
-        // An interruptible wait keeps signals blocked from its first sleep on,
-        // and lets them through only while it sleeps: a handler due while it
-        // is awake (a completion of another thread's woke it) ends the next
-        // sleep at once, with EINTR. The mask is back when it returns.
-        let mut masked: Option<WaitMask> = None;
+        // An interruptible wait keeps signals blocked from its first sleep on
+        // (or from the call's start: `masked`), and lets them through only
+        // while it sleeps: a handler due while it is awake (a completion of
+        // another thread's woke it) ends the next sleep at once, with EINTR.
+        // The mask is back when it returns.
         let mut core = self.lock();
         loop {
             let remaining;
