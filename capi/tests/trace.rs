@@ -1,6 +1,6 @@
 //! `<trace.h>` from C: a test per function (`tests/c/trace_attr.c`,
 //! `tests/c/trace_functions.c`, `tests/c/trace_interpose.c`,
-//! `tests/c/trace_threads.c`), the interposed
+//! `tests/c/trace_threads.c`, `tests/c/trace_eintr.c`), the interposed
 //! calls' results and errno against glibc's (`tests/c/trace_interpose_glibc.c`), the
 //! header under strict C99 and C++, the seed's listings 8.17 and 8.24
 //! (`tests/c/trace/`), listing 8.22 completed (`examples/philosophers.c`) with its
@@ -149,12 +149,13 @@ fn ok_stdout(o: &Output, what: &str) -> String {
 // --- one test per function ---------------------------------------------------
 
 /// The C programs holding the per-function tests.
-const C_TESTS: [&str; 5] = [
+const C_TESTS: [&str; 6] = [
     "trace_attr.c",
     "trace_functions.c",
     "trace_interpose.c",
     "trace_interpose_glibc.c",
     "trace_threads.c",
+    "trace_eintr.c",
 ];
 
 fn function_test(name: &str) {
@@ -166,6 +167,8 @@ fn function_test(name: &str) {
         C_TESTS[3]
     } else if name.starts_with("thread_") {
         C_TESTS[4]
+    } else if name.starts_with("eintr_") {
+        C_TESTS[5]
     } else {
         C_TESTS[1]
     };
@@ -239,6 +242,9 @@ function_tests!(
     mutex_as_glibc,
     thread_id,
     thread_mutex_owner,
+    eintr_getnext,
+    eintr_timedgetnext,
+    eintr_restart,
 );
 
 /// Every test the C program has is run by one of the tests above.

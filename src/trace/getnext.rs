@@ -124,6 +124,24 @@ impl Trace {
     }
 
     fn wait_next(&self, deadline: Option<Instant>) -> Result<Option<Event>> {
+        self.wait_next_napping(deadline, &mut |nap| {
+            std::thread::sleep(nap);
+            true
+        })
+    }
+
+    /// [`getnext`](Self::getnext) (no `deadline`) or
+    /// [`timed_getnext`](Self::timed_getnext), whose waits between two looks
+    /// are `nap(d)` calls: a nap that returns false (a signal handler ran)
+    /// ends the read with `Interrupted` (EINTR), no event taken. The C
+    /// library's reads nap with the program's signal mask (POSIX: EINTR, "the
+    /// call had no effect").
+    #[doc(hidden)]
+    pub fn wait_next_napping(
+        &self,
+        deadline: Option<Instant>,
+        nap_fn: &mut dyn FnMut(Duration) -> bool,
+    ) -> Result<Option<Event>> {
         // With a deadline, never wait for the reader lock: a flush can hold it
         // for as long as its writes take, past any deadline.
         let wait_lock = deadline.is_none();
@@ -152,7 +170,11 @@ impl Trace {
                 nap = nap.min(d - now);
             }
             // Writers never make a syscall, so readers poll with a growing nap.
-            std::thread::sleep(nap);
+            if !nap_fn(nap) {
+                return Err(Error::from_errno("posix_trace_getnext_event", libc::EINTR)
+                    .with_kind(crate::ErrorKind::Interrupted)
+                    .with_message("a signal handler ran while the read waited"));
+            }
             nap = (nap * 2).min(Duration::from_millis(1));
         }
     }

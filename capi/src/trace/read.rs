@@ -12,6 +12,8 @@ use super::ids::{is_mutex_event, to_c, to_c_named};
 use super::stream::dup_fd;
 use super::{errno_of, get, insert, lock, remove, ret, Obj};
 use crate::nocancel::{testcancel, NoCancel};
+use crate::restart::handlers_restart;
+use rt::aio::capi::CallSignals;
 
 /// First user event id: system ids are not recorded from C.
 const USER_BASE: c_uint = 128;
@@ -218,15 +220,30 @@ enum Slice {
 /// waited, which then ends as on a stopped stream, with no event.
 fn read_slice(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Slice {
     let _nc = NoCancel::new();
-    match getnext(trid, o, mode, first) {
+    // A read that may wait keeps signals blocked but while it naps, so a
+    // handler that runs during the call is seen (EINTR; dropped before `_nc`:
+    // a handler due runs then).
+    let sig = match mode {
+        Mode::Try => None,
+        Mode::Block | Mode::Until(_) => Some(CallSignals::block()),
+    };
+    match getnext(trid, o, mode, first, sig.as_ref()) {
         Ok(true) => Slice::Done(0),
+        // A handler due as the slice ended interrupted the call.
+        Ok(false) if sig.as_ref().is_some_and(CallSignals::due) => Slice::Done(libc::EINTR),
         Ok(false) => Slice::Waiting,
         Err(e) => Slice::Done(e),
     }
 }
 
 /// `Ok(false)`: the slice ended and the read goes on.
-fn getnext(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Result<bool, c_int> {
+fn getnext(
+    trid: c_ulong,
+    o: &Outs,
+    mode: Mode,
+    first: bool,
+    sig: Option<&CallSignals>,
+) -> Result<bool, c_int> {
     o.check()?;
     let obj = match get(trid) {
         Err(_) if !first => return o.none().map(|()| true),
@@ -246,7 +263,14 @@ fn getnext(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Result<bool, c_i
                         Mode::Until(Some(d)) if d <= slice_end => (d, true),
                         _ => (slice_end, false),
                     };
-                    match trace.timed_getnext(until) {
+                    let mut nap = |d| match sig {
+                        Some(s) => s.nap(d),
+                        None => {
+                            std::thread::sleep(d);
+                            true
+                        }
+                    };
+                    match trace.wait_next_napping(Some(until), &mut nap) {
                         Err(e) if !last && errno_of(&e) == libc::ETIMEDOUT => return Ok(false),
                         r => r,
                     }
@@ -289,6 +313,14 @@ fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
     let mut first = true;
     loop {
         match read_slice(trid, o, mode, first) {
+            // POSIX: EINTR, "the call had no effect"; after a handler with
+            // SA_RESTART the read goes on (see `crate::restart`).
+            Slice::Done(libc::EINTR) => {
+                testcancel();
+                if !handlers_restart() {
+                    return libc::EINTR;
+                }
+            }
             Slice::Done(r) => return r,
             Slice::Waiting => testcancel(),
         }
@@ -298,7 +330,9 @@ fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
 
 /// Blocks while the stream runs and holds no event; `*unavailable = 1` once it is
 /// suspended and empty, or at the end of a log. `EINVAL` for an active stream
-/// with a log (read its log). A cancellation point (see [`read_cancellable`]).
+/// with a log (read its log). `EINTR`, no event taken, when a signal handler
+/// runs while it waits (it goes on after handlers installed with
+/// `SA_RESTART`). A cancellation point (see [`read_cancellable`]).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_getnext_event(
     trid: c_ulong,
@@ -319,7 +353,7 @@ pub unsafe extern "C-unwind" fn posix_trace_getnext_event(
 }
 
 /// `abstime` is CLOCK_REALTIME; `ETIMEDOUT` when it passes with no event; `EINVAL`
-/// for a log or a bad `abstime`. A cancellation point, as
+/// for a log or a bad `abstime`; `EINTR` as `posix_trace_getnext_event`. A cancellation point, as
 /// `posix_trace_getnext_event`.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_timedgetnext_event(
@@ -376,7 +410,7 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
         unavailable,
     };
     let _nc = NoCancel::new();
-    match getnext(trid, &o, Mode::Try, true) {
+    match getnext(trid, &o, Mode::Try, true, None) {
         Ok(_) => 0,
         Err(e) => e,
     }

@@ -230,4 +230,14 @@ impl CallSignals {
     pub fn due(&self) -> bool {
         due(&self.0)
     }
+
+    /// Sleeps `d` with the program's mask (`ppoll`): false if a signal
+    /// handler ran meanwhile, also one due since the signals were blocked.
+    pub fn nap(&self, d: std::time::Duration) -> bool {
+        let mask = self.0.as_ref().and_then(WaitMask::sleep_mask);
+        match crate::sys::poll::ppoll(&mut [], Some(d), mask) {
+            Err(e) => e.raw_os_error() != Some(libc::EINTR),
+            Ok(_) => true,
+        }
+    }
 }
