@@ -182,7 +182,13 @@ pub unsafe extern "C-unwind" fn aio_suspend(
             // later moment of the call ends it with EINTR. (Let through
             // while awake, one that ran before the first sleep, or between
             // two slices, went unseen: the call slept on.)
-            let mut signals = CallSignals::block();
+            // (Not in a handler that interrupted the library: that call
+            // polls, and the interrupted wait may hold the mask.)
+            let mut signals = if in_lib() {
+                CallSignals::none()
+            } else {
+                CallSignals::block()
+            };
             let deadline = match deadline {
                 Some(d) => d,
                 None => {

@@ -225,6 +225,13 @@ impl CallSignals {
         CallSignals(Some(block_for_wait()))
     }
 
+    /// Nothing blocked (a wait then blocks signals from its first sleep on):
+    /// for a call made by a signal handler that interrupted the library,
+    /// whose own wait may hold the mask.
+    pub fn none() -> CallSignals {
+        CallSignals(None)
+    }
+
     /// True if a signal with a handler, let through by the program's mask,
     /// is pending: its handler runs when `self` is dropped.
     pub fn due(&self) -> bool {
