@@ -9,7 +9,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
-use rt::aio::capi::{self as raw, Aiocb, CEngine, COp, CRequest};
+use rt::aio::capi::{self as raw, Aiocb, CEngine, COp, CRequest, CallSignals};
 use rt::aio::{Notify, AIO_PRIO_DELTA_MAX};
 
 use crate::debug::debug;
@@ -604,7 +604,20 @@ pub unsafe extern "C-unwind" fn lio_listio(
     if nent < 0 || (nent > 0 && list.is_null()) {
         return fail(libc::EINVAL);
     }
-    if mode == libc::LIO_WAIT {
+    let wait = mode == libc::LIO_WAIT;
+    // LIO_WAIT: signals are blocked before anything else the call does, and
+    // come through only while it sleeps, so a handler due at any later
+    // moment ends the wait with EINTR (the requests go on). Blocked from the
+    // first sleep on only, a handler that ran while the call submitted the
+    // list, or between that and its first sleep, went unseen: the call
+    // waited for every request. (Not in a handler that interrupted the
+    // library: the interrupted wait may hold the mask.)
+    let mut signals = if wait && !in_lib() {
+        CallSignals::block()
+    } else {
+        CallSignals::none()
+    };
+    if wait {
         rt::aio::capi::interruptible_call_starts();
     }
     let list_notify = if mode == libc::LIO_NOWAIT && !sig.is_null() {
@@ -665,7 +678,6 @@ pub unsafe extern "C-unwind" fn lio_listio(
         // SAFETY: valid (contract); tagged before the request can complete.
         unsafe { set_tag(cb, true) };
     }
-    let wait = mode == libc::LIO_WAIT;
     // SAFETY: the caller keeps the aiocbs and buffers valid until done.
     let names = match unsafe { eng.submit(reqs, Some((list_notify, wait)), wait) } {
         Ok(n) => n,
@@ -689,7 +701,11 @@ pub unsafe extern "C-unwind" fn lio_listio(
     }
     let bad = refused.len() + busy;
     if wait {
-        let waited = match eng.wait_kept(&names) {
+        let kept = eng.wait_kept_blocked(&mut signals, &names);
+        // (A handler due runs now; the restarted wait blocks signals again
+        // from its first sleep on.)
+        drop(signals);
+        let waited = match kept {
             // SAFETY: the submitted aiocbs stay valid until done (contract).
             Err(libc::EINTR) => unsafe { wait_statuses(eng, &cbs_ok) },
             r => r,

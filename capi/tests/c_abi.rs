@@ -323,6 +323,18 @@ fn aio_suspend_sees_a_handler_run_before_its_first_sleep() {
     prints_ok_built("aio_suspend_eintr_early.c", &flags, engines(), &[&[]]);
 }
 
+/// Likewise `lio_listio(LIO_WAIT)`: a signal raised at the call's first
+/// allocation, as it builds its list (the program interposes `malloc`, hence
+/// `-rdynamic`; `-z now`: no lazy binding inside the call), gives EINTR, the
+/// read still in progress. Such a handler used to go unseen: the call waited
+/// for the read.
+#[test]
+fn lio_listio_sees_a_handler_run_before_its_first_sleep() {
+    let mut flags = strict();
+    flags.extend(["-rdynamic", "-Wl,-z,now"]);
+    prints_ok_built("aio_lio_eintr_early.c", &flags, engines(), &[&[]]);
+}
+
 /// A thread cancelled while it sleeps in `aio_suspend` acts on the cancel
 /// when its wait ends, and the engine goes on working for the others (the
 /// library's sleep used to be glibc's `ppoll`, a cancellation point: the

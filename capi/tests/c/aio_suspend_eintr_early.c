@@ -41,7 +41,7 @@
 enum { ARM_NONE, ARM_RAISE, ARM_MARK };
 
 /* What the main thread's next clock read does (see clock_gettime). */
-static __thread int armed;
+static __thread volatile int armed;
 /* The round whose call made its first clock read (ARM_MARK). */
 static volatile int inside;
 /* The round the sender is to signal, and the last one it signalled. */

@@ -21,13 +21,32 @@ impl CEngine {
     /// A signal handler run during the wait gives `Err(EINTR)`: the unfinished
     /// requests then free their slots themselves when done.
     pub fn wait_kept(&self, names: &[u64]) -> std::result::Result<usize, i32> {
+        self.wait_kept_in(names, &mut None)
+    }
+
+    /// [`wait_kept`](Self::wait_kept) for a call that blocked signals when it
+    /// started (`signals`, see [`CallSignals`]): a handler due since then
+    /// ends the wait with EINTR.
+    pub fn wait_kept_blocked(
+        &self,
+        signals: &mut CallSignals,
+        names: &[u64],
+    ) -> std::result::Result<usize, i32> {
+        self.wait_kept_in(names, &mut signals.0)
+    }
+
+    fn wait_kept_in(
+        &self,
+        names: &[u64],
+        masked: &mut Option<WaitMask>,
+    ) -> std::result::Result<usize, i32> {
         let all_done = |c: &Core| {
             names.iter().all(|&ud| {
                 let (i, g) = split_user_data(ud);
                 c.get(i, g).map_or(true, |s| s.state == State::Done)
             })
         };
-        let r = self.wait_core(None, &mut |c: &Core| all_done(c), &mut None);
+        let r = self.wait_core(None, &mut |c: &Core| all_done(c), masked);
         let inner = &self.inner;
         let mut core = inner.lock();
         let mut failed = 0;
