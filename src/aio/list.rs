@@ -320,8 +320,15 @@ impl Aio {
             // submission would leave open.)
             return Err(super::engine::inherited_context());
         }
-        if mode == ListMode::Wait {
-            // (A handler run while the call sleeps for the lock interrupts it.)
+        // Wait: signals are blocked before anything else the call does, and
+        // come through only while it sleeps, so a handler due at any later
+        // moment ends the wait with EINTR (the requests go on). Blocked from
+        // the first sleep on only, a handler that ran while the call built
+        // and submitted the list went unseen: the call waited for every
+        // request.
+        let masked = (mode == ListMode::Wait).then(crate::sys::signal::block_for_wait);
+        if masked.is_some() {
+            // (Forgets a handler run in an earlier call's sleep for a lock.)
             let _ = crate::sys::rtlock::handler_ran_in_lock();
         }
         let threads = matches!(self.inner.engine, Engine::Threads(_));
@@ -381,9 +388,12 @@ impl Aio {
             entries,
         };
         if mode == ListMode::Wait {
-            let r = self.inner.wait_until(None, Some("lio_listio"), |c| {
-                list.entries.iter().flatten().all(|e| entry_done(c, e))
-            });
+            let r = self.inner.wait_until_masked(
+                None,
+                Some("lio_listio"),
+                |c| list.entries.iter().flatten().all(|e| entry_done(c, e)),
+                masked,
+            );
             if let Err(e) = r {
                 list.detach();
                 return Err(e);

@@ -4,8 +4,8 @@
 //!
 //! An interruptible wait (POSIX `aio_suspend`, `lio_listio(LIO_WAIT)`) keeps
 //! signals blocked from its first sleep on (`suspend`: from the moment it
-//! finds it must wait, [`Inner::wait_until_masked`]) and lets them through
-//! only while it sleeps (`sys::poll`, also on the ring's fd): another thread's
+//! finds it must wait; `lio_listio(Wait)`: from its start; see
+//! [`Inner::wait_until_masked`]) and lets them through only while it sleeps (`sys::poll`, also on the ring's fd): another thread's
 //! completion wakes it often, and a handler that ran while it was awake,
 //! between two sleeps, used to go unseen.
 
