@@ -142,20 +142,45 @@ impl CpuClock {
 
     /// The CPU time consumed so far (`clock_gettime`).
     ///
+    /// Errors: the clock of a thread or process that has ended (the kernel answers
+    /// EINVAL) is [`ErrorKind::NotFound`], as every call on an ended thread is.
+    ///
     /// # References
     ///  - [`clock_gettime(2)`](https://man7.org/linux/man-pages/man2/clock_gettime.2.html)
     #[doc(alias = "clock_gettime")]
     pub fn now(&self) -> Result<Duration> {
-        crate::sys::cputime::gettime(self.id).map_err(|e| Error::from_errno("clock_gettime", e))
+        crate::sys::cputime::gettime(self.id).map_err(|e| self.error("clock_gettime", e))
     }
 
-    /// The clock's resolution (`clock_getres`).
+    /// The clock's resolution (`clock_getres`). Errors as [`now`](Self::now).
     ///
     /// # References
     ///  - [`clock_getres(2)`](https://man7.org/linux/man-pages/man2/clock_getres.2.html)
     #[doc(alias = "clock_getres")]
     pub fn resolution(&self) -> Result<Duration> {
-        crate::sys::cputime::getres(self.id).map_err(|e| Error::from_errno("clock_getres", e))
+        crate::sys::cputime::getres(self.id).map_err(|e| self.error("clock_getres", e))
+    }
+
+    /// The error of a failed read. The kernel answers EINVAL for a CPU clock
+    /// whose thread or process is gone: that is `NotFound`, naming it. (The ids
+    /// of the calling thread's and process's clocks are positive constants; a
+    /// clock of a given tid or pid has a negative id, `~id << 3 | kind`.)
+    fn error(&self, call: &'static str, errno: i32) -> Error {
+        let e = Error::from_errno(call, errno);
+        if errno != libc::EINVAL || self.id >= 0 {
+            return e;
+        }
+        let who = if self.id & 4 != 0 {
+            "thread"
+        } else {
+            "process"
+        };
+        e.with_kind(ErrorKind::NotFound)
+            .with_message(format!(
+                "the {who} {} of this CPU clock has ended",
+                !(self.id >> 3)
+            ))
+            .with_hint("a CPU-time clock lasts as long as its thread or process")
     }
 
     /// The raw `clockid_t`, for `timer_create` or `clock_nanosleep`.
