@@ -194,6 +194,30 @@ fn fallocate_modes_and_errors() {
     drop(r);
 }
 
+/// POSIX: ENODEV when the descriptor "does not refer to a regular file" (Linux:
+/// neither a regular file nor a block device). Nothing is missing, so it is not
+/// `NotFound`: the call does not apply to the file, and the hint says to which.
+#[test]
+fn fallocate_on_a_device_or_socket_is_unsupported_with_a_hint() {
+    let null = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .unwrap();
+    let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+    for (what, e) in [
+        ("/dev/null", fallocate(&null, 0, 4096).unwrap_err()),
+        (
+            "a socket",
+            fallocate_mode(&sock, FallocateMode::KeepSize, 0, 4096).unwrap_err(),
+        ),
+    ] {
+        assert_eq!(e.errno(), Some(libc::ENODEV), "{what}: {e}");
+        assert_eq!(e.kind(), ErrorKind::Unsupported, "{what}: {e}");
+        let hint = e.hint().unwrap_or_else(|| panic!("{what}: no hint: {e}"));
+        assert!(hint.contains("regular files"), "{what}: {hint}");
+    }
+}
+
 #[test]
 fn madvise_on_owned_pages() {
     let mut buf = AlignedBuf::with_pages(8).unwrap();

@@ -80,8 +80,10 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// a non-positive length; EFBIG ([`Other`](crate::ErrorKind::Other)) if
 /// `offset + len` exceeds the maximum file size (or overflows `off_t`), as POSIX
 /// says; [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP)
-/// where the filesystem lacks the mode; [`BadFd`](crate::ErrorKind::BadFd) if the
-/// descriptor is not open for writing; ESPIPE for a pipe.
+/// where the filesystem lacks the mode, and (ENODEV) for a descriptor that is
+/// neither a regular file nor a block device (a character device, a socket), as
+/// POSIX says; [`BadFd`](crate::ErrorKind::BadFd) if the descriptor is not open
+/// for writing; ESPIPE for a pipe.
 ///
 /// # References
 ///  - [Linux]
@@ -110,6 +112,12 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
         let err = Error::from_errno(call, e.raw_os_error())
             .with_message(format!("{} on {offset}+{len}", mode.name()));
         match err.kind() {
+            // POSIX's ENODEV: "does not refer to a regular file"; nothing is
+            // missing, the call does not apply to this kind of file.
+            _ if e == rustix::io::Errno::NODEV => err.with_kind(ErrorKind::Unsupported).with_hint(
+                "fallocate applies to regular files and block devices, not to character \
+                     devices or sockets",
+            ),
             ErrorKind::Unsupported => err.with_hint(
                 "this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do",
             ),
