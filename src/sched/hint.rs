@@ -65,13 +65,8 @@ impl Facts {
             euid,
             rtprio: (l.current, l.maximum),
             nice: (n.current, n.maximum),
-            exe: std::env::current_exe()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| "BINARY".into()),
-            user: std::env::var("USER")
-                .ok()
-                .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
-                .unwrap_or_else(|| "USER".into()),
+            exe: exe_path(),
+            user: login_name(),
             cgroup_rt_runtime: cgroup_rt_runtime(),
             target_uid,
             target_idle: crate::sys::sched::getattr(tid.filter(|&t| t > 0).unwrap_or(0))
@@ -163,6 +158,112 @@ fn cgroup_rt_runtime() -> Option<(String, i64)> {
         }
     }
     None
+}
+
+/// The running binary, for a `setcap` line.
+fn exe_path() -> String {
+    std::env::current_exe()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| "BINARY".into())
+}
+
+/// The login name, for a limits.conf line.
+fn login_name() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))
+        .unwrap_or_else(|| "USER".into())
+}
+
+/// What the `RLIMIT_MEMLOCK` hints (`mlockall`, growth of locked memory) are made
+/// from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MemlockFacts {
+    /// CAP_IPC_LOCK in the effective set (`None`: unknown).
+    pub cap_ipc_lock: Option<bool>,
+    /// The effective uid.
+    pub euid: u32,
+    /// RLIMIT_MEMLOCK soft and hard, in bytes (`None` = unlimited).
+    pub limit: (Option<u64>, Option<u64>),
+    /// The running binary, for the `setcap` line.
+    pub exe: String,
+    /// The login name, for the limits.conf line.
+    pub user: String,
+}
+
+impl MemlockFacts {
+    /// The facts of this process now.
+    pub(crate) fn gather() -> MemlockFacts {
+        let l = getrlimit(Resource::Memlock);
+        MemlockFacts {
+            cap_ipc_lock: has_capability(CapabilitySet::IPC_LOCK),
+            euid: rustix::process::geteuid().as_raw(),
+            limit: (l.current, l.maximum),
+            exe: exe_path(),
+            user: login_name(),
+        }
+    }
+
+    /// Whether this process has CAP_IPC_LOCK, worded for who we are.
+    pub(crate) fn cap_text(&self) -> String {
+        match self.cap_ipc_lock {
+            Some(true) => "this process has CAP_IPC_LOCK".into(),
+            Some(false) if self.euid == 0 => "this process runs as root but lacks \
+                 CAP_IPC_LOCK (a container or a dropped capability bounding set)"
+                .into(),
+            Some(false) => format!("this process (uid {}) lacks CAP_IPC_LOCK", self.euid),
+            None => "CAP_IPC_LOCK state unknown".into(),
+        }
+    }
+
+    /// How to get CAP_IPC_LOCK: root that lacks it cannot get it by running as root.
+    pub(crate) fn cap_fix(&self) -> String {
+        if self.euid == 0 {
+            "grant CAP_IPC_LOCK to the container or service (`docker run --cap-add IPC_LOCK`, \
+             systemd `AmbientCapabilities=CAP_IPC_LOCK`)"
+                .into()
+        } else {
+            format!("run as root, or `sudo setcap cap_ipc_lock+ep {}`", self.exe)
+        }
+    }
+
+    /// The fixes for locking `need` bytes (`None`: unknown), cheapest first: the
+    /// soft limit when the hard one already allows it, then the capability, then
+    /// limits.conf.
+    pub(crate) fn fixes(&self, need: Option<u64>) -> String {
+        let (soft, hard) = self.limit;
+        let mut fixes = Vec::new();
+        if let Some(n) = need {
+            if soft.is_some_and(|s| s < n) && hard.map_or(true, |h| h >= n) {
+                let to = hard.map_or("unlimited".to_string(), |h| (h / 1024).to_string());
+                fixes.push(format!(
+                    "the hard limit allows it: raise the soft limit (`ulimit -l {to}` before \
+                     starting the program, or setrlimit(RLIMIT_MEMLOCK) in it)"
+                ));
+            }
+        }
+        fixes.push(self.cap_fix());
+        fixes.push(format!(
+            "add `{} - memlock unlimited` to /etc/security/limits.conf and log in again \
+             (`LimitMEMLOCK=infinity` for a systemd service)",
+            self.user
+        ));
+        fixes.join("; or ")
+    }
+}
+
+/// The hint for `mlockall` refused by `RLIMIT_MEMLOCK`: the limits, the size of
+/// the address space (`vm`, what `MCL_CURRENT` locks) and the fixes.
+pub(crate) fn mlockall_hint(f: &MemlockFacts, vm: Option<u64>) -> String {
+    format!(
+        "RLIMIT_MEMLOCK is soft {}, hard {} bytes, the address space is {} bytes, and {}; \
+         fix: {}",
+        fmt_limit(f.limit.0),
+        fmt_limit(f.limit.1),
+        vm.map_or("?".into(), |v| v.to_string()),
+        f.cap_text(),
+        f.fixes(vm)
+    )
 }
 
 /// The fix for EPERM when asking for a real-time policy (or raising a priority),
@@ -390,6 +491,43 @@ mod tests {
             target_uid: None,
             target_idle: false,
         }
+    }
+
+    fn memlock(euid: u32, limit: (Option<u64>, Option<u64>)) -> MemlockFacts {
+        MemlockFacts {
+            cap_ipc_lock: Some(false),
+            euid,
+            limit,
+            exe: "/usr/bin/app".into(),
+            user: "alice".into(),
+        }
+    }
+
+    #[test]
+    fn mlockall_hint_fits_who_we_are_and_the_limits() {
+        let h = mlockall_hint(&memlock(0, (Some(65536), Some(65536))), Some(1 << 20));
+        assert!(h.contains("runs as root but lacks CAP_IPC_LOCK"), "{h}");
+        assert!(h.contains("--cap-add IPC_LOCK"), "{h}");
+        assert!(!h.contains("run as root"), "{h}");
+        assert!(!h.contains("soft limit"), "{h}");
+        let h = mlockall_hint(&memlock(1000, (Some(65536), None)), Some(1 << 20));
+        let fix = h.split("fix: ").nth(1).unwrap();
+        assert!(
+            fix.starts_with(
+                "the hard limit allows it: raise the soft limit (`ulimit -l unlimited`"
+            ),
+            "{h}"
+        );
+        assert!(
+            h.contains("sudo setcap cap_ipc_lock+ep /usr/bin/app"),
+            "{h}"
+        );
+        assert!(h.contains("`alice - memlock unlimited`"), "{h}");
+        let h = mlockall_hint(&memlock(1000, (Some(0), Some(2 << 20))), Some(1 << 20));
+        assert!(h.contains("`ulimit -l 2048`"), "{h}");
+        // A hard limit below the need: raising the soft one cannot help.
+        let h = mlockall_hint(&memlock(1000, (Some(0), Some(4096))), Some(1 << 20));
+        assert!(!h.contains("hard limit allows"), "{h}");
     }
 
     #[test]

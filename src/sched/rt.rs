@@ -36,7 +36,7 @@ use std::io::Write;
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 use rustix::thread::CapabilitySet;
 
-use super::hint::{fmt_limit, has_capability};
+use super::hint::{fmt_limit, has_capability, mlockall_hint, MemlockFacts};
 use crate::{Error, ErrorKind, Result};
 
 // ---------------- rlimits ----------------
@@ -197,15 +197,7 @@ pub fn lock_memory(flags: LockFlags) -> Result<u64> {
     let lim = memlock_limit();
     let privileged = has_capability(CapabilitySet::IPC_LOCK) == Some(true);
     let vm = status_kib("VmSize:").map(|k| k * 1024);
-    let hint = |vm: Option<u64>| {
-        format!(
-            "RLIMIT_MEMLOCK is {lim} bytes, the address space is {} bytes, and this \
-             process {} CAP_IPC_LOCK; fix: run as root or `sudo setcap cap_ipc_lock+ep BINARY`, \
-             or add `USER - memlock unlimited` to /etc/security/limits.conf",
-            vm.map_or("?".into(), |v| v.to_string()),
-            if privileged { "has" } else { "lacks" }
-        )
-    };
+    let hint = |vm: Option<u64>| mlockall_hint(&MemlockFacts::gather(), vm);
     if !privileged && flags.current {
         if let (Some(soft), Some(vm)) = (lim.soft, vm) {
             if vm > soft {
@@ -366,12 +358,15 @@ fn heap_enomem(bytes: usize) -> Error {
     if !memlock_limits_new_mappings() {
         return e;
     }
+    let f = MemlockFacts::gather();
     e.with_hint(format!(
         "memory is locked (mlockall MCL_FUTURE; {locked} bytes locked now): a new block must fit \
-         in RLIMIT_MEMLOCK ({}); fix: prefault less, raise RLIMIT_MEMLOCK (`ulimit -l`, or \
-         `USER - memlock unlimited` in /etc/security/limits.conf), or run as root or with \
-         `sudo setcap cap_ipc_lock+ep BINARY`",
-        memlock_limit()
+         in RLIMIT_MEMLOCK ({}), and {}; fix: prefault less; or raise RLIMIT_MEMLOCK (`ulimit -l`, \
+         or `{} - memlock unlimited` in /etc/security/limits.conf); or {}",
+        memlock_limit(),
+        f.cap_text(),
+        f.user,
+        f.cap_fix()
     ))
 }
 

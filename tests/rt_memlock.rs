@@ -1,0 +1,126 @@
+//! Integration tests for `posixrt::sched::rt`: `mlockall` refused by
+//! `RLIMIT_MEMLOCK` names the fix that applies to this process.
+
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use posixrt::sched::rt::{self, LockFlags};
+
+const PROBE_ENV: &str = "POSIXRT_RT_MEMLOCK_PROBE";
+
+/// Runs only in the children of the test below: `mlockall(MCL_CURRENT |
+/// MCL_FUTURE)` under the limits they were given, and prints the refusal.
+#[test]
+#[ignore = "helper: run by mlockall_beyond_memlock_names_the_fix_that_applies"]
+fn memlock_probe() {
+    if std::env::var_os(PROBE_ENV).is_none() {
+        return;
+    }
+    let e = rt::lock_memory(LockFlags::default()).expect_err("the address space exceeds 64 KiB");
+    println!("MEMLOCKPROBE {:?} | {e}", e.kind());
+}
+
+/// The probe's line, run with RLIMIT_MEMLOCK `soft`/`hard` (`None`: the hard
+/// limit this process has) and CAP_IPC_LOCK dropped from its bounding set (so
+/// that the exec'd binary lacks it even as root; best effort, as it needs
+/// CAP_SETPCAP, and a process without it lacks CAP_IPC_LOCK anyway).
+fn probe(soft: u64, hard: Option<u64>) -> String {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "memlock_probe",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(PROBE_ENV, "1");
+    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            lim.rlim_cur = soft;
+            if let Some(h) = hard {
+                lim.rlim_max = h;
+            }
+            if libc::setrlimit(libc::RLIMIT_MEMLOCK, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .find_map(|l| l.split_once("MEMLOCKPROBE ").map(|x| x.1))
+        .unwrap_or_else(|| panic!("no probe line: {stdout}"))
+        .to_string()
+}
+
+/// Root that lacks CAP_IPC_LOCK (a container, a dropped bounding set) cannot
+/// fix the refusal by running as root, which the hint used to tell it: it is
+/// told to grant the capability instead. A soft limit below a hard limit that
+/// would do is the cheapest fix, and comes first.
+#[test]
+fn mlockall_beyond_memlock_names_the_fix_that_applies() {
+    let root = rustix::process::geteuid().is_root();
+    let can_drop = rustix::thread::capabilities(None)
+        .is_ok_and(|c| c.effective.contains(rustix::thread::CapabilitySet::SETPCAP));
+
+    let line = probe(64 << 10, Some(64 << 10));
+    assert!(line.starts_with("OutOfResources |"), "{line}");
+    assert!(
+        line.contains("RLIMIT_MEMLOCK is soft 65536, hard 65536"),
+        "{line}"
+    );
+    assert!(!line.contains("hard limit allows"), "{line}");
+    if root && can_drop {
+        assert!(
+            line.contains("runs as root but lacks CAP_IPC_LOCK"),
+            "{line}"
+        );
+        assert!(line.contains("--cap-add IPC_LOCK"), "{line}");
+        assert!(!line.contains("run as root"), "{line}");
+    } else if !root {
+        assert!(line.contains("lacks CAP_IPC_LOCK"), "{line}");
+        assert!(
+            line.contains("run as root, or `sudo setcap cap_ipc_lock+ep"),
+            "{line}"
+        );
+    }
+
+    // Raising the hard limit needs CAP_SYS_RESOURCE (root may lack it too);
+    // without it the probe keeps the hard limit this process has.
+    let resource = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::SYS_RESOURCE)
+    });
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Memlock).maximum;
+    let line = probe(64 << 10, resource.then_some(libc::RLIM_INFINITY));
+    assert!(line.starts_with("OutOfResources |"), "{line}");
+    let fix = line.split("fix: ").nth(1).unwrap_or_default();
+    if resource || hard.is_none() {
+        assert!(
+            fix.starts_with(
+                "the hard limit allows it: raise the soft limit (`ulimit -l unlimited`"
+            ),
+            "{line}"
+        );
+    } else {
+        // The hard limit (a few MiB) is below the address space of a test
+        // binary: raising the soft limit cannot help, so it is not offered.
+        assert!(!fix.contains("hard limit allows"), "{line}");
+    }
+}
