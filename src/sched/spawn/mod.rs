@@ -38,7 +38,8 @@ pub use self::handle::JoinHandle;
 /// - the name (`pthread_setname_np(new_pthread_t, name)`, visible in
 ///   `/proc/self/task/TID/comm`);
 /// - `SCHED_BATCH` / `SCHED_IDLE`, which glibc's attribute object refuses: the
-///   thread is created `SCHED_OTHER` (explicitly, not inherited) and the creator calls
+///   thread is created with its creator's fair policy (`SCHED_OTHER` explicitly
+///   if the creator is real-time or deadline) and the creator calls
 ///   `sched_setscheduler(tid, ...)`;
 /// - `SCHED_DEADLINE` ([`Builder::deadline`]): the creator calls
 ///   `sched_setattr(tid, ...)`.
@@ -238,8 +239,9 @@ impl Builder {
             None => (None, None),
             Some(p) => match p.policy() {
                 Policy::Fifo | Policy::RoundRobin | Policy::Other => (Some(p), None),
-                // glibc's attr refuses these: create SCHED_OTHER explicitly, then switch.
-                Policy::Batch | Policy::Idle => (Some(Priority::other()), Some(p)),
+                // glibc's attr refuses these: create the thread with a fair policy,
+                // then switch it.
+                Policy::Batch | Policy::Idle => (fair_creation_policy(), Some(p)),
                 Policy::Deadline => {
                     return Err(Error::invalid(
                         "pthread_attr_setschedpolicy",
@@ -339,6 +341,23 @@ impl Builder {
             shared,
             sporadic,
         })
+    }
+}
+
+/// The attribute a `SCHED_BATCH` or `SCHED_IDLE` thread is created with before
+/// the creator switches it: none (inherit) from a creator whose policy is already
+/// fair, `SCHED_OTHER` from a real-time or deadline one (so the new thread is
+/// never real-time). An explicit `SCHED_OTHER` from a `SCHED_IDLE` creator would
+/// make the new thread leave `SCHED_IDLE` on the way, which the kernel refuses
+/// without CAP_SYS_NICE unless RLIMIT_NICE allows nice 0: such a creator could
+/// not start even a `SCHED_IDLE` thread.
+fn fair_creation_policy() -> Option<Priority> {
+    let creator = crate::sys::sched::getscheduler(0)
+        .ok()
+        .and_then(Policy::from_raw);
+    match creator {
+        Some(Policy::Other | Policy::Batch | Policy::Idle) => None,
+        _ => Some(Priority::other()),
     }
 }
 
