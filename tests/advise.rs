@@ -21,7 +21,12 @@ struct Scratch {
 
 impl Scratch {
     fn new(tag: &str) -> Scratch {
-        let path = std::env::temp_dir().join(format!(
+        Scratch::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// A scratch file in `dir`.
+    fn new_in(dir: &Path, tag: &str) -> Scratch {
+        let path = dir.join(format!(
             "posixrt-advise-{tag}-{}-{:?}",
             std::process::id(),
             std::thread::current().id()
@@ -363,6 +368,35 @@ fn direct_io_read_through_aligned_buf() {
         assert_eq!(e, rustix::io::Errno::INVAL);
     }
     let _ = f.as_fd();
+}
+
+/// `direct_io_alignment` of `dir` and of a file in it agree: a directory
+/// answers for the files on its filesystem (the documented use, as in the doc
+/// example with the temporary directory).
+fn directory_answers_as_a_file_in_it(dir: &Path) {
+    let s = Scratch::new_in(dir, "dioalign");
+    let file = direct_io_alignment(s.rw());
+    let d = direct_io_alignment(File::open(dir).unwrap());
+    match (&file, &d) {
+        (Ok(f), Ok(d)) => {
+            // The block device's logical block size, or statx's exact figures.
+            assert_eq!(d.offset_align, f.offset_align, "{dir:?}: {d:?} vs {f:?}");
+            assert!(d.mem_align >= f.mem_align, "{dir:?}: {d:?} vs {f:?}");
+        }
+        (Err(f), Err(d)) => assert_eq!(d.kind(), f.kind(), "{dir:?}: {d} vs {f}"),
+        _ => panic!("{dir:?}: the directory says {d:?}, a file in it {file:?}"),
+    }
+}
+
+/// A directory never opens with O_DIRECT, so the tmpfs probe (reopen with
+/// O_DIRECT) refused every tmpfs directory as "tmpfs takes O_DIRECT only since
+/// Linux 6.6", on any kernel, while the files in it took O_DIRECT.
+#[test]
+fn a_directory_on_tmpfs_answers_as_the_files_in_it() {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        directory_answers_as_a_file_in_it(shm);
+    }
 }
 
 #[test]

@@ -42,7 +42,8 @@ pub struct DirectIoAlignment {
 /// back to the logical block size of the underlying block device (`BLKSSZGET` on
 /// the file itself if it is a block device, else on `/dev/block/MAJOR:MINOR`).
 /// A file on tmpfs, which reports none and has no block device, needs no
-/// alignment where tmpfs takes O_DIRECT at all (Linux 6.6+).
+/// alignment where tmpfs takes O_DIRECT at all (Linux 6.6+). A directory
+/// answers for the files on its filesystem.
 ///
 /// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) if the file is a pipe,
 /// FIFO, socket or character device (never reopened), if statx reports that the
@@ -118,7 +119,10 @@ pub fn direct_io_alignment<Fd: AsFd>(fd: Fd) -> Result<DirectIoAlignment> {
 
 /// `Some` for a file on tmpfs that takes O_DIRECT (asked by opening it again
 /// with O_DIRECT through `/proc/self/fd`); `None` for a file elsewhere, or
-/// where that open fails for another reason than EINVAL.
+/// where that open fails for another reason than EINVAL. A directory never
+/// opens with O_DIRECT, whatever its filesystem: for one on tmpfs, which stands
+/// for the files in it, the answer is the kernel's (tmpfs files take O_DIRECT
+/// since Linux 6.6).
 fn tmpfs_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<Option<DirectIoAlignment>> {
     /// `TMPFS_MAGIC` of `<linux/magic.h>`.
     const TMPFS_MAGIC: i64 = 0x0102_1994;
@@ -128,24 +132,46 @@ fn tmpfs_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<Option<DirectIoAli
         Ok(st) if st.f_type as i64 == TMPFS_MAGIC => {}
         _ => return Ok(None),
     }
+    let tmpfs = Ok(Some(DirectIoAlignment {
+        mem_align: 1,
+        offset_align: 1,
+        source: AlignmentSource::Tmpfs,
+    }));
+    let is_dir = rustix::fs::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+    if is_dir {
+        return match kernel_version() {
+            Some(v) if v >= (6, 6) => tmpfs,
+            Some(_) => Err(tmpfs_refuses()),
+            None => Ok(None),
+        };
+    }
     use std::os::fd::AsRawFd;
     let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
     let flags =
         rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::CLOEXEC;
     match rustix::fs::open(path.as_str(), flags, rustix::fs::Mode::empty()) {
-        Ok(_) => Ok(Some(DirectIoAlignment {
-            mem_align: 1,
-            offset_align: 1,
-            source: AlignmentSource::Tmpfs,
-        })),
-        Err(e) if e == rustix::io::Errno::INVAL => Err(Error::new(
-            ErrorKind::Unsupported,
-            "open(O_DIRECT)",
-            "the file is on tmpfs, which takes O_DIRECT only since Linux 6.6",
-        )
-        .with_hint("use buffered I/O, or put the file on ext4, xfs or a block device")),
+        Ok(_) => tmpfs,
+        Err(e) if e == rustix::io::Errno::INVAL => Err(tmpfs_refuses()),
         Err(_) => Ok(None),
     }
+}
+
+/// A tmpfs that refuses O_DIRECT (before Linux 6.6).
+fn tmpfs_refuses() -> Error {
+    Error::new(
+        ErrorKind::Unsupported,
+        "open(O_DIRECT)",
+        "the file is on tmpfs, which takes O_DIRECT only since Linux 6.6",
+    )
+    .with_hint("use buffered I/O, or put the file on ext4, xfs or a block device")
+}
+
+/// The running kernel's major and minor version (`uname -r`).
+fn kernel_version() -> Option<(u32, u32)> {
+    let uts = rustix::system::uname();
+    let release = uts.release().to_str().ok()?;
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 fn block_device_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<DirectIoAlignment> {
