@@ -399,6 +399,23 @@ fn a_directory_on_tmpfs_answers_as_the_files_in_it() {
     }
 }
 
+/// statx gives no STATX_DIOALIGN for a directory, and the fallback needed a
+/// `/dev/block/MAJOR:MINOR` node, which containers often lack; sysfs names the
+/// same device.
+#[test]
+fn a_directory_on_a_disk_answers_as_the_files_in_it() {
+    let dir = std::env::temp_dir();
+    // Only where the directory's st_dev is a block device (not overlayfs or
+    // another filesystem with an anonymous device, which no device answers for).
+    let dev = std::fs::metadata(&dir).unwrap().dev();
+    let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    if !Path::new(&format!("/sys/dev/block/{major}:{minor}")).exists() {
+        println!("skip: {dir:?} is on {major}:{minor}, not a block device");
+        return;
+    }
+    directory_answers_as_a_file_in_it(&dir);
+}
+
 #[test]
 fn direct_io_alignment_errors() {
     let s = Scratch::new("dio-bad");

@@ -11,7 +11,7 @@ pub enum AlignmentSource {
     /// `statx(STATX_DIOALIGN)` (Linux 6.1+, filesystems that report it): exact.
     Statx,
     /// `ioctl(BLKSSZGET)` on the block device holding the file (or the file, if it
-    /// is a block device): the logical block size, used for both memory and offset
+    /// is a block device), or the same figure from sysfs: the logical block size, used for both memory and offset
     /// alignment, which is what O_DIRECT needed before Linux 6.1.
     BlockDevice,
     /// The file is on tmpfs, whose O_DIRECT (Linux 6.6+) goes through the page
@@ -40,7 +40,9 @@ pub struct DirectIoAlignment {
 /// Asks `statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN)` first (`stx_dio_mem_align`,
 /// `stx_dio_offset_align`). Where the kernel or filesystem does not report it, falls
 /// back to the logical block size of the underlying block device (`BLKSSZGET` on
-/// the file itself if it is a block device, else on `/dev/block/MAJOR:MINOR`).
+/// the file itself if it is a block device, else on `/dev/block/MAJOR:MINOR`, or
+/// `/sys/dev/block/MAJOR:MINOR/queue/logical_block_size` where there is no such
+/// node).
 /// A file on tmpfs, which reports none and has no block device, needs no
 /// alignment where tmpfs takes O_DIRECT at all (Linux 6.6+). A directory
 /// answers for the files on its filesystem.
@@ -190,17 +192,48 @@ fn block_device_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<DirectIoAli
     let dev = st.st_dev;
     let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
     let path = format!("/dev/block/{major}:{minor}");
-    let dev_file = std::fs::File::open(&path).map_err(|e| {
-        Error::new(
-            ErrorKind::Unsupported,
-            "ioctl(BLKSSZGET)",
-            format!("statx gives no STATX_DIOALIGN and {path} cannot be opened: {e}"),
-        )
-        .with_hint("the file is not on a local block device (network, FUSE, overlay?); O_DIRECT may not work here")
-    })?;
+    let dev_file = match std::fs::File::open(&path) {
+        Ok(f) => f,
+        // No device node (a container without /dev/block): sysfs names the
+        // same device and its logical block size.
+        Err(e) => {
+            return sysfs_logical_block_size(major, minor)
+                .map(from)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::Unsupported,
+                        "ioctl(BLKSSZGET)",
+                        format!(
+                            "statx gives no STATX_DIOALIGN, {path} cannot be opened ({e}) and \
+                             /sys/dev/block/{major}:{minor} names no block device"
+                        ),
+                    )
+                    .with_hint(
+                        "the file is not on a local block device (network, FUSE, overlay?); \
+                         O_DIRECT may not work here",
+                    )
+                })
+        }
+    };
     let size = rustix::fs::ioctl_blksszget(&dev_file)
         .map_err(|e| Error::from_errno("ioctl(BLKSSZGET)", e.raw_os_error()))?;
     Ok(from(size))
+}
+
+/// The logical block size of block device `major:minor` from sysfs (what
+/// `BLKSSZGET` answers): its own `queue/`, or its disk's for a partition.
+fn sysfs_logical_block_size(major: u32, minor: u32) -> Option<u32> {
+    let dir = format!("/sys/dev/block/{major}:{minor}");
+    ["queue/logical_block_size", "../queue/logical_block_size"]
+        .iter()
+        .find_map(|f| {
+            std::fs::read_to_string(format!("{dir}/{f}"))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .filter(|&n: &u32| n > 0)
 }
 
 impl DirectIoAlignment {
