@@ -167,8 +167,8 @@ fn exe_path() -> String {
         .unwrap_or_else(|_| "BINARY".into())
 }
 
-/// The login name, for a limits.conf line.
-fn login_name() -> String {
+/// The login name, for a limits.conf line (`USER` when unknown).
+pub(crate) fn login_name() -> String {
     std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty() && !u.contains(char::is_whitespace))

@@ -36,7 +36,7 @@ use std::io::Write;
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 use rustix::thread::CapabilitySet;
 
-use super::hint::{fmt_limit, has_capability, mlockall_hint, MemlockFacts};
+use super::hint::{fmt_limit, has_capability, login_name, mlockall_hint, MemlockFacts};
 use crate::{Error, ErrorKind, Result};
 
 // ---------------- rlimits ----------------
@@ -131,8 +131,9 @@ pub fn raise_rtprio_limit(priority: u32) -> Result<Limit> {
         Error::from_errno("setrlimit", e.raw_os_error()).with_hint(format!(
             "RLIMIT_RTPRIO is {now}; raising the hard limit to {priority} needs \
              CAP_SYS_RESOURCE ({cap}; root in a container may lack it), or add \
-             `USER - rtprio {priority}` to /etc/security/limits.conf and log in again; \
-             CAP_SYS_NICE alone makes the limit irrelevant for real-time policies"
+             `{} - rtprio {priority}` to /etc/security/limits.conf and log in again; \
+             CAP_SYS_NICE alone makes the limit irrelevant for real-time policies",
+            login_name()
         ))
     })?;
     Ok(rtprio_limit())
