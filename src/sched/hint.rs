@@ -395,18 +395,62 @@ pub(crate) fn affinity_einval_hint(call: &str) -> String {
             super::CpuSet::CAPACITY - 1
         );
     }
-    let allowed = crate::sys::proc::read_text("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Cpus_allowed_list:"))
-                .map(|l| l["Cpus_allowed_list:".len()..].trim().to_string())
-        })
-        .unwrap_or_else(|| "?".into());
-    format!(
-        "no CPU of the set is both online ({online}) and allowed by this process's cpuset \
-         (main thread allows {allowed}); name at least one CPU from both lists"
-    )
+    // The kernel refuses a set with no CPU that is active and in the thread's
+    // cpuset; any thread's own affinity (the main thread's included) is no limit.
+    match cpuset_cpus() {
+        Some(cpuset) => format!(
+            "no CPU of the set is both online ({online}) and allowed by this process's \
+             cpuset ({cpuset}); name at least one CPU from both lists"
+        ),
+        None => format!(
+            "no CPU of the set is both online ({online}) and allowed by this process's \
+             cpuset; name at least one online CPU the cpuset allows"
+        ),
+    }
+}
+
+/// The CPUs of this process's cpuset (`cpuset.cpus.effective` of its cgroup v2,
+/// or of the nearest ancestor that has the controller; `cpuset.effective_cpus`
+/// of cgroup v1), as the kernel lists them, if readable.
+fn cpuset_cpus() -> Option<String> {
+    let read = |f: &str| {
+        std::fs::read_to_string(f)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mut v2 = None;
+    for line in cg.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if controllers.split(',').any(|c| c == "cpuset") {
+            return read(&format!(
+                "/sys/fs/cgroup/{controllers}{path}/cpuset.effective_cpus"
+            ))
+            .or_else(|| {
+                read(&format!(
+                    "/sys/fs/cgroup/cpuset{path}/cpuset.effective_cpus"
+                ))
+            });
+        }
+        if controllers.is_empty() {
+            v2 = Some(path.to_string());
+        }
+    }
+    let path = v2?;
+    let mut dir = std::path::Path::new(&path);
+    loop {
+        let rel = dir.to_string_lossy();
+        let rel = rel.trim_end_matches('/');
+        if let Some(cpus) = read(&format!("/sys/fs/cgroup{rel}/cpuset.cpus.effective")) {
+            return Some(cpus);
+        }
+        dir = dir.parent()?;
+    }
 }
 
 /// The error for a failed scheduling call, with a hint for EPERM, EINVAL, EBUSY and
