@@ -16,6 +16,16 @@ fn memlock_probe() {
     if std::env::var_os(PROBE_ENV).is_none() {
         return;
     }
+    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
+    });
+    if cap {
+        // CAP_IPC_LOCK could not be dropped (no CAP_SETPCAP): the limit does
+        // not apply, and there is no refusal to look at.
+        println!("MEMLOCKPROBE skip: CAP_IPC_LOCK kept");
+        return;
+    }
     let e = rt::lock_memory(LockFlags::default()).expect_err("the address space exceeds 64 KiB");
     println!("MEMLOCKPROBE {:?} | {e}", e.kind());
 }
@@ -80,6 +90,10 @@ fn mlockall_beyond_memlock_names_the_fix_that_applies() {
         .is_ok_and(|c| c.effective.contains(rustix::thread::CapabilitySet::SETPCAP));
 
     let line = probe(64 << 10, Some(64 << 10));
+    if line.starts_with("skip") {
+        println!("{line}");
+        return;
+    }
     assert!(line.starts_with("OutOfResources |"), "{line}");
     assert!(
         line.contains("RLIMIT_MEMLOCK is soft 65536, hard 65536"),

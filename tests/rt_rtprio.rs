@@ -17,6 +17,16 @@ fn rtprio_probe() {
     if std::env::var_os(PROBE_ENV).is_none() {
         return;
     }
+    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::SYS_RESOURCE)
+    });
+    if cap {
+        // CAP_SYS_RESOURCE could not be dropped (no CAP_SETPCAP): the raise
+        // would succeed, and there is no refusal to look at.
+        println!("RTPRIOPROBE skip: CAP_SYS_RESOURCE kept");
+        return;
+    }
     match rt::raise_rtprio_limit(50) {
         Ok(l) => println!("RTPRIOPROBE ok {l}"),
         Err(e) => println!("RTPRIOPROBE {:?} | {e}", e.kind()),
@@ -65,6 +75,10 @@ fn a_refused_rtprio_raise_names_the_login_in_limits_conf() {
         .lines()
         .find_map(|l| l.split_once("RTPRIOPROBE ").map(|x| x.1))
         .unwrap_or_else(|| panic!("no probe line: {stdout}"));
+    if line.starts_with("skip") {
+        println!("{line}");
+        return;
+    }
     assert!(
         line.starts_with(&format!("{:?} |", ErrorKind::PermissionDenied)),
         "{line}"
