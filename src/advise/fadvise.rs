@@ -66,8 +66,10 @@ impl Advice {
 /// range of a file. `len == 0` means "to the end of the file", as in POSIX.
 ///
 /// `offset` and `len` are `off_t` values as in C: negative ones are rejected with
-/// [`InvalidInput`](crate::ErrorKind::InvalidInput) before the call (the kernel
-/// would answer EINVAL). A range that runs past the largest `off_t` is advice
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) before the call. (For `len`
+/// that is POSIX's and the kernel's EINVAL; a negative `offset` is no error in
+/// POSIX and Linux takes it without complaint, but it names no byte of any
+/// file, so posixrt refuses it rather than pass on advice that means nothing.) A range that runs past the largest `off_t` is advice
 /// to the end of the file, as Linux takes it. A pipe or FIFO gives ESPIPE
 /// ([`Other`](crate::ErrorKind::Other)); a descriptor that is not open for I/O
 /// gives [`BadFd`](crate::ErrorKind::BadFd).
