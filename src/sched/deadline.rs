@@ -92,6 +92,10 @@ impl DeadlineFlags {
     /// `SCHED_FLAG_RECLAIM`: GRUB, may reclaim bandwidth left unused by others.
     pub const RECLAIM: DeadlineFlags = DeadlineFlags(0x02);
     /// `SCHED_FLAG_DL_OVERRUN`: send SIGXCPU when the task overruns its runtime.
+    ///
+    /// The signal goes to the process, and SIGXCPU's default action ends it
+    /// (with a core dump): install a handler for SIGXCPU, or ignore it, before
+    /// giving a thread this flag.
     pub const DL_OVERRUN: DeadlineFlags = DeadlineFlags(0x04);
 
     /// The raw bits.
