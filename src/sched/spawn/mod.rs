@@ -163,11 +163,16 @@ impl Builder {
 
     /// Creates the thread, which runs `f` once the creator has applied every attribute.
     ///
-    /// Errors: a bad name or stack size, or a `Deadline` policy, is `InvalidInput`;
+    /// Errors: a bad name or stack size, a `Deadline` policy, attributes that
+    /// exclude each other, or an affinity that is empty, names a CPU the machine
+    /// does not have or no CPU the thread may use, is `InvalidInput`;
     /// EPERM from `pthread_create` (a real-time policy without privilege) is
     /// `PermissionDenied` with the hint naming CAP_SYS_NICE and RLIMIT_RTPRIO; EAGAIN
     /// (thread limit, or a `SCHED_DEADLINE` caller without
-    /// [`RESET_ON_FORK`](super::deadline::DeadlineFlags::RESET_ON_FORK)) is `WouldBlock`.
+    /// [`RESET_ON_FORK`](super::deadline::DeadlineFlags::RESET_ON_FORK)) is `WouldBlock`;
+    /// a [`deadline`](Self::deadline) refused by admission control is `Busy`, and
+    /// one refused for a restricted affinity or privilege is `PermissionDenied`, as
+    /// [`deadline::set`](super::deadline::set) reports them.
     ///
     /// # References
     ///  - [`pthread_create(3)`](https://man7.org/linux/man-pages/man3/pthread_create.3.html)
