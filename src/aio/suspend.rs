@@ -70,10 +70,13 @@ impl Aio {
         if ids.is_empty() {
             return Ok(());
         }
-        // A request done already: no signal mask, no clock read. (Not in a
-        // forked child's copy of the context: the wait refuses it.)
+        // A request done already: no signal mask, no clock read. Its
+        // completion may wait in the ring unreaped (a read that completed
+        // inline): reaped first. (Not in a forked child's copy of the
+        // context: the wait refuses it.)
         if !self.inner.inherited() {
-            let core = self.inner.lock();
+            let mut core = self.inner.lock();
+            self.inner.poll_completions(&mut core);
             let done = any_done(&core, ids);
             self.inner.release(core);
             if done {
