@@ -145,9 +145,14 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
             CancelResult::AllDone
         }
         State::FdQueued | State::Ready => {
-            core.cancel_unissued(idx);
+            let canceled = core.cancel_unissued(idx);
             inner.release_and_start(core);
-            CancelResult::Canceled
+            if canceled {
+                CancelResult::Canceled
+            } else {
+                // Stopped part-way (see `Core::cancel_unissued`).
+                CancelResult::NotCanceled
+            }
         }
         State::Issued if s.issued_write_stays(|| s.fd_kind) => {
             inner.release(core);
@@ -234,8 +239,18 @@ pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
         inner.poll_completions(&mut core);
         for (idx, gen) in core.on_fd(fd) {
             let op = core.slots[idx as usize].op;
-            if core.cancel_unissued(idx) {
-                queued.push((user_data(idx, gen), op));
+            let unissued = matches!(
+                core.slots[idx as usize].state,
+                State::FdQueued | State::Ready
+            );
+            if unissued {
+                // (Stopped part-way if it moved bytes: not cancelled.)
+                let outcome = if core.cancel_unissued(idx) {
+                    CancelResult::Canceled
+                } else {
+                    CancelResult::NotCanceled
+                };
+                queued.push((user_data(idx, gen), op, outcome));
             } else {
                 others.push((idx, gen));
             }
@@ -243,16 +258,16 @@ pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
         inner.release_and_start(core);
     }
     let mut out = CancelResult::AllDone;
-    for (id, op) in queued {
+    for (id, op, outcome) in queued {
         hook::cancel(
             id,
             op.fd,
             op.offset,
             op.len,
             op.kind.hook(),
-            libc::AIO_CANCELED,
+            outcome.as_raw(),
         );
-        out = out.merge(CancelResult::Canceled);
+        out = out.merge(outcome);
     }
     for (idx, gen) in others {
         out = out.merge(cancel_one(inner, idx, gen));

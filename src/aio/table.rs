@@ -641,12 +641,23 @@ impl Core {
 
     /// Cancels a request that has not been issued yet. Returns false if it was
     /// already issued or done.
+    ///
+    /// A thread-engine transfer back in the ready queue after an earlier round
+    /// moved bytes (a stream write that parked part-way, see `requeue`) is
+    /// in progress, not unissued: it is stopped with the bytes it moved, as a
+    /// parked one is, and false is returned (not cancelled).
     pub(crate) fn cancel_unissued(&mut self, idx: u32) -> bool {
         match self.slots[idx as usize].state {
             State::FdQueued | State::Ready => {
-                self.complete(idx, -(libc::ECANCELED as i64));
+                let moved = self.slots[idx as usize].res;
+                let res = if moved > 0 {
+                    moved
+                } else {
+                    -(libc::ECANCELED as i64)
+                };
+                self.complete(idx, res);
                 self.nudge = true;
-                true
+                moved <= 0
             }
             _ => false,
         }
@@ -753,47 +764,5 @@ fn push_within_capacity<T>(v: &mut Vec<T>, x: T) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn admitted(core: &mut Core, fd: i32, priority: i32) -> u32 {
-        let op = RawOp {
-            kind: OpKind::Read,
-            fd,
-            offset: 0,
-            ptr: 0,
-            len: 0,
-            ordered: false,
-        };
-        let class = SchedClass {
-            policy: libc::SCHED_FIFO,
-            priority,
-        };
-        let (idx, _) = core.alloc_as(op, 0, class, &mut Notify::None, NO_LIST);
-        core.admit(idx, false);
-        idx
-    }
-
-    /// A request cancelled while it waited leaves its entry on top of the
-    /// ready queue: the class of the one behind it is still found (the pool
-    /// switches a sleeping worker to it), and `pop_ready` gives that one.
-    #[test]
-    fn first_ready_class_looks_past_a_cancelled_request() {
-        let mut core = Core::new();
-        let high = admitted(&mut core, 3, 60);
-        let low = admitted(&mut core, 4, 50);
-        assert_eq!(core.first_ready_class().map(|c| c.priority), Some(60));
-        core.complete(high, -(libc::ECANCELED as i64));
-        assert_eq!(core.ready_len(), 1);
-        assert_eq!(
-            core.first_ready_class(),
-            Some(SchedClass {
-                policy: libc::SCHED_FIFO,
-                priority: 50
-            })
-        );
-        assert_eq!(core.pop_ready(), Some(low));
-        assert_eq!(core.first_ready_class(), None);
-        assert_eq!(core.pop_ready(), None);
-    }
-}
+#[path = "table_tests.rs"]
+mod tests;

@@ -236,3 +236,103 @@ fn the_switched_worker_is_the_one_woken() {
     all.sort_unstable();
     assert_eq!(all, vec![0, 1, 2]);
 }
+
+/// The state and bytes moved of request `id` of `aio` (None once freed).
+fn slot_of(aio: &crate::aio::Aio, id: crate::aio::RequestId) -> Option<(State, bool, i64)> {
+    let core = aio.inner.lock();
+    let r = core.get(id.idx, id.gen).map(|s| (s.state, s.parked, s.res));
+    drop(core);
+    r
+}
+
+/// Polls `f` every millisecond for at most 10 s; true once it held.
+fn soon(mut f: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    f()
+}
+
+/// A pipe write that moved part of its bytes, parked until the pipe had room
+/// and was put back in the ready queue (its one worker busy) is in progress,
+/// not unissued: a cancel then stops it with the bytes it moved, and says
+/// `AIO_NOTCANCELED`, as it does for the same write still parked. (It was
+/// ended with ECANCELED and reported `AIO_CANCELED` while the reader had
+/// its first bytes.) The same for `aio_cancel(fd, NULL)`.
+#[test]
+fn a_requeued_write_that_moved_bytes_is_not_cancelled() {
+    requeued_write_cancelled(false);
+    requeued_write_cancelled(true);
+}
+
+fn requeued_write_cancelled(by_fd: bool) {
+    use crate::aio::{Aio, Backend, CancelResult};
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixDatagram;
+    let aio = Aio::builder()
+        .backend(Backend::Threads)
+        .workers(1)
+        .build()
+        .expect("context");
+    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe");
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).expect("F_GETPIPE_SZ");
+    let data: Vec<u8> = (0..2 * cap).map(|i| (i % 251) as u8).collect();
+    let mut w = aio.write(&wr, 0, data.clone()).expect("write");
+    let wid = w.id();
+    assert!(
+        soon(|| slot_of(&aio, wid)
+            .is_some_and(|(st, parked, res)| { st == State::Issued && parked && res > 0 })),
+        "the write parked after its first bytes: {:?}",
+        slot_of(&aio, wid)
+    );
+    // The one worker held by a datagram write that waits for room.
+    let (a, peer) = UnixDatagram::pair().expect("socketpair");
+    a.set_nonblocking(true).expect("nonblocking");
+    while a.send(&[0u8; 256]).is_ok() {}
+    a.set_nonblocking(false).expect("blocking");
+    let mut hold = aio.write(&a, 0, vec![9u8; 256]).expect("datagram write");
+    let hid = hold.id();
+    assert!(
+        soon(|| slot_of(&aio, hid).is_some_and(|(st, _, _)| st == State::Issued)),
+        "the worker took the datagram write"
+    );
+    // The reader takes what the pipe holds: the write is ready again, and
+    // waits for the worker.
+    rustix::fs::fcntl_setfl(&rd, rustix::fs::OFlags::NONBLOCK).expect("nonblocking");
+    let mut got = Vec::new();
+    let mut b = vec![0u8; cap];
+    while let Ok(n) = rustix::io::read(&rd, &mut b) {
+        got.extend_from_slice(&b[..n]);
+    }
+    assert!(!got.is_empty() && got.len() < data.len());
+    assert!(
+        soon(|| slot_of(&aio, wid).is_some_and(|(st, _, _)| st == State::Ready)),
+        "the write was put back in the ready queue: {:?}",
+        slot_of(&aio, wid)
+    );
+    let outcome = if by_fd {
+        aio.cancel_fd(wr.as_raw_fd()).expect("cancel_fd")
+    } else {
+        w.cancel().expect("cancel")
+    };
+    assert_eq!(outcome, CancelResult::NotCanceled, "by fd: {by_fd}");
+    let c = w.wait().expect("done");
+    assert_eq!(
+        c.result.expect("the bytes moved, not ECANCELED"),
+        got.len(),
+        "the result counts what the reader got"
+    );
+    assert_eq!(got, data[..got.len()]);
+    // Let the datagram write go.
+    peer.set_nonblocking(true).expect("nonblocking");
+    let mut d = [0u8; 512];
+    assert!(soon(|| {
+        while peer.recv(&mut d).is_ok() {}
+        hold.is_done()
+    }));
+    hold.wait().expect("done").result.expect("datagram written");
+}
