@@ -407,11 +407,15 @@ impl Shard {
             let rest = res > 0
                 && (res as usize) < s.op.len
                 && match s.op.kind {
-                    // A C write on the caller's fd, which it keeps open: an
-                    // ordered one (O_APPEND or a stream) on a blocking pipe,
-                    // socket or terminal (looked at on this short path only).
+                    // A write on its own fd copy to a pipe, socket or
+                    // terminal (one to a regular file or block device is cut
+                    // where write(2) cuts it: `MAX_RW`, past which io_uring
+                    // caps it too). A C write on the caller's fd, which it
+                    // keeps open: an ordered one (O_APPEND or a stream) on a
+                    // blocking pipe, socket or terminal (looked at on this
+                    // short path only).
                     OpKind::Write => {
-                        s.own_fd.is_some()
+                        (s.own_fd.is_some() && s.fd_kind.is_some_and(FdKind::is_stream))
                             || (s.aiocb != 0
                                 && s.op.ordered
                                 && !s.nonblock
