@@ -108,6 +108,12 @@ fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
     }
 }
 
+/// True if a write of `op` (after `moved` bytes of earlier rounds) ended
+/// with `res`, fewer bytes than it was given and more than none.
+fn stopped_short(op: super::table::RawOp, moved: i64, res: i64) -> bool {
+    op.kind == super::table::OpKind::Write && res > 0 && res < moved + op.len as i64
+}
+
 /// A synchronous cancel of `ud`. An issued request may still wait in a
 /// submission queue (a future's, left for the end of its runtime turn): the
 /// kernel does not know it, and the cancel finds nothing (ENOENT). Then, if
@@ -139,6 +145,9 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
         return CancelResult::AllDone;
     };
     let op = s.op;
+    // Bytes earlier rounds moved (a stream write cut short goes on); a held
+    // request's is its result (see `hold.rs`).
+    let moved = if s.hold == Hold::Done { 0 } else { s.res };
     let outcome = match s.state {
         State::Done | State::Free => {
             inner.release(core);
@@ -168,7 +177,14 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                     Ok(()) => settle(inner, idx, gen),
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                         settle(inner, idx, gen);
-                        CancelResult::AllDone
+                        // Out of the kernel: done, or a write to a pipe or
+                        // socket between two rounds (its first cut short,
+                        // not reaped yet), stopped with the bytes it moved
+                        // (see `Shard::reap`): in progress, not cancelled.
+                        match done(inner, idx, gen) {
+                            Some(r) if stopped_short(op, moved, r) => CancelResult::NotCanceled,
+                            _ => CancelResult::AllDone,
+                        }
                     }
                     Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
                         // No synchronous cancel (kernel < 6.0): ask asynchronously

@@ -410,12 +410,16 @@ impl Shard {
                     // A write on its own fd copy to a pipe, socket or
                     // terminal (one to a regular file or block device is cut
                     // where write(2) cuts it: `MAX_RW`, past which io_uring
-                    // caps it too). A C write on the caller's fd, which it
-                    // keeps open: an ordered one (O_APPEND or a stream) on a
-                    // blocking pipe, socket or terminal (looked at on this
-                    // short path only).
+                    // caps it too), unless a cancel asked it to stop (it
+                    // ends with the bytes moved, as on the thread engine). A
+                    // C write on the caller's fd, which it keeps open: an
+                    // ordered one (O_APPEND or a stream) on a blocking pipe,
+                    // socket or terminal (looked at on this short path only).
                     OpKind::Write => {
-                        (s.own_fd.is_some() && s.fd_kind.is_some_and(FdKind::is_stream))
+                        (s.own_fd.is_some()
+                            && s.fd_kind.is_some_and(FdKind::is_stream)
+                            && !s.cancel_req
+                            && !shutdown)
                             || (s.aiocb != 0
                                 && s.op.ordered
                                 && !s.nonblock
