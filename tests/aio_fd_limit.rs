@@ -1,5 +1,6 @@
 //! A request that needs a copy of its descriptor (every request on the thread
-//! engine, and every pipe or socket write on io_uring) holds it until done. Out
+//! engine, and every pipe or socket write and every transfer of 256 KiB or
+//! more on io_uring) holds it until done. Out
 //! of descriptors, submitting fails as POSIX says for "system resource
 //! limitations": EAGAIN, with the cause and the fix in the error; the requests
 //! already queued still complete.
@@ -99,10 +100,63 @@ fn writes_past_the_limit(b: Backend) {
     assert_eq!(read % 4096, 1 + queued, "{b:?}: every queued byte arrived");
 }
 
+/// A large read of a regular file (io_uring sends it to the kernel's
+/// workers, with a copy of its fd) submitted with every descriptor taken:
+/// EAGAIN at submission, as on the thread engine, not a request that ends
+/// with EMFILE (which `read(2)` never gives).
+fn large_read_out_of_descriptors(b: Backend) {
+    let aio = Aio::builder().backend(b).build().expect("AIO context");
+    let f = common_file(512 << 10);
+    // Warm up (workers, rings).
+    let mut r = aio.read(&f, 0, vec![0u8; 4096]).expect("first read");
+    assert_eq!(r.wait().unwrap().result.unwrap(), 4096);
+    let saved = nofile();
+    // The lowest free number: every one below it is taken.
+    let probe = rustix::io::dup(&f).unwrap();
+    let low = libc::rlimit {
+        rlim_cur: probe.as_raw_fd() as libc::rlim_t,
+        rlim_max: saved.rlim_max,
+    };
+    drop(probe);
+    set_nofile(&low);
+    let got = aio.read(&f, 0, vec![0u8; 256 << 10]);
+    set_nofile(&saved);
+    let err = match got {
+        Ok(mut r) => panic!(
+            "{b:?}: submitted, ended with {:?}",
+            r.wait().unwrap().result
+        ),
+        Err(e) => e,
+    };
+    assert_eq!(err.errno(), Some(libc::EAGAIN), "{b:?}: {err}");
+    assert_eq!(err.kind(), ErrorKind::OutOfResources, "{b:?}: {err}");
+    // With descriptors again, the same read goes.
+    let mut r = aio.read(&f, 0, vec![0u8; 256 << 10]).expect("read");
+    assert_eq!(r.wait().unwrap().result.unwrap(), 256 << 10, "{b:?}");
+}
+
+/// A regular file of `n` bytes, its name removed at once.
+fn common_file(n: usize) -> std::fs::File {
+    use std::io::Write;
+    let path = std::env::temp_dir().join(format!("posixrt-aio-fdlimit-{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    f.write_all(&vec![5u8; n]).unwrap();
+    let _ = std::fs::remove_file(&path);
+    f
+}
+
 #[test]
 fn submitting_out_of_descriptors_is_eagain_with_a_hint() {
     if !uring::uring_refused() {
         writes_past_the_limit(Backend::Uring);
+        large_read_out_of_descriptors(Backend::Uring);
     }
     writes_past_the_limit(Backend::Threads);
+    large_read_out_of_descriptors(Backend::Threads);
 }

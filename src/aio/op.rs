@@ -114,8 +114,8 @@ impl<'fd> Prepared<'fd> {
 
     /// What a read or write needs looked at before it goes to the engine: a
     /// write's fd kind and flags (writes to an `O_APPEND` file, a pipe or a
-    /// socket keep their order), and on the thread engine (`threads`) or for a
-    /// write to a pipe or socket, a copy of the fd.
+    /// socket keep their order), and on the thread engine (`threads`), for a
+    /// write to a pipe or socket, or for a large transfer, a copy of the fd.
     #[inline(always)]
     pub(crate) fn look(&mut self, call: &'static str, threads: bool) -> Result<()> {
         let kind = self.raw.kind;
@@ -131,6 +131,15 @@ impl<'fd> Prepared<'fd> {
                     // Used after this call returns (see `BorrowFd`).
                     self.own().map_err(|e| copy_refused(call, e))?;
                 }
+            }
+        }
+        if !threads && self.own.is_none() && super::sqe::may_punt(kind, self.raw.len) {
+            // A large transfer goes to the kernel's workers with a copy of
+            // its fd: taken here, so that running out of descriptors fails
+            // the call (EAGAIN), as on the thread engine, instead of ending
+            // the request with EMFILE. (A bad fd is the engine's to report.)
+            if let Err(e @ (libc::EMFILE | libc::ENFILE)) = self.own() {
+                return Err(copy_refused(call, e));
             }
         }
         Ok(())

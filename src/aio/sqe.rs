@@ -44,7 +44,14 @@ pub(super) fn sqe_again(s: &mut Slot) -> squeue::Entry {
 /// first (`Prepared::own`): the caller's number may name another file by then.
 pub(super) fn punted(kind: OpKind, len: usize, class: SchedClass) -> bool {
     // (The length first: most transfers are far smaller.)
-    len >= INLINE_MAX && matches!(kind, OpKind::Read | OpKind::Write) && !class.is_rt()
+    may_punt(kind, len) && !class.is_rt()
+}
+
+/// Whether a request may go to the kernel's workers, whatever its
+/// submitter's class (see [`punted`]).
+#[inline]
+pub(super) fn may_punt(kind: OpKind, len: usize) -> bool {
+    len >= INLINE_MAX && matches!(kind, OpKind::Read | OpKind::Write)
 }
 
 /// The submission queue entry of a request on the file `$fd` names: an fd
