@@ -10,7 +10,7 @@
 
 #[path = "common/caps.rs"]
 mod caps;
-#[allow(unused_macros, unused_imports, dead_code)]
+#[allow(unused_macros, unused_imports)]
 mod common;
 #[path = "common/fifo.rs"]
 mod fifo;
@@ -19,6 +19,9 @@ use std::time::Duration;
 
 use posixrt::aio::{Backend, CancelResult};
 use posixrt::sched::{self, Builder, CpuSet, Priority};
+
+/// The tests pin a SCHED_FIFO thread to the same CPU: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The system call thread `tid` of this process sleeps in, if `/proc` says.
 fn syscall_of(tid: i32) -> Option<i64> {
@@ -32,6 +35,7 @@ fn a_cancel_between_two_rounds_of_a_pipe_write_stops_it() {
         return;
     }
     let Some(cpu) = fifo::fifo_cpu() else { return };
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let aio = common::ctx(Backend::Uring);
     let (rd, wr) = common::pipe();
     let cap = rustix::pipe::fcntl_getpipe_size(&wr).expect("F_GETPIPE_SZ");
@@ -96,4 +100,65 @@ fn a_cancel_between_two_rounds_of_a_pipe_write_stops_it() {
     let result = w.wait().expect("done").result;
     assert_eq!(result.ok(), Some(cap), "it moved a pipe's worth");
     assert_eq!(got, common::pattern(2 * cap)[..cap], "and no more");
+}
+
+/// A write to an `O_NONBLOCK` pipe in a `LIO_NOWAIT` list that notifies: cut
+/// short, its second round refused (EAGAIN), it is done, and held until the
+/// call is out (see the engine's `hold.rs`). A cancel then finds it done:
+/// `AIO_ALLDONE`, as on the thread engine, though it wrote less than it was
+/// given. (The holder thread, made by the canceller, runs on its CPU once
+/// the canceller sleeps.)
+#[test]
+fn a_held_short_write_is_all_done() {
+    if common::uring::uring_refused() {
+        return;
+    }
+    let Some(cpu) = fifo::fifo_cpu() else { return };
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let aio = common::ctx(Backend::Uring);
+    let (rd, wr) = common::pipe();
+    rustix::fs::fcntl_setfl(&wr, rustix::fs::OFlags::NONBLOCK).expect("nonblocking");
+    let cap = rustix::pipe::fcntl_getpipe_size(&wr).expect("F_GETPIPE_SZ");
+    let notified = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let n = std::sync::Arc::clone(&notified);
+    let canceller = Builder::new()
+        .affinity(CpuSet::single(cpu).expect("cpu"))
+        .scheduling(Priority::fifo(10).expect("priority"))
+        .spawn(move || {
+            let list = aio
+                .lio_listio(
+                    posixrt::aio::ListMode::NoWait,
+                    [Some(posixrt::aio::Op::write(
+                        &wr,
+                        0,
+                        common::pattern(3 * cap),
+                    ))],
+                    posixrt::aio::Notify::thread(0, move |_| {
+                        n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }),
+                )
+                .expect("lio_listio");
+            let mut reqs = list.into_requests();
+            let w = reqs[0].take().expect("the write");
+            // Reaped: the first round, then the second's EAGAIN; held.
+            for _ in 0..4 {
+                assert_eq!(
+                    w.error().expect_err("held until the call is out").errno(),
+                    Some(libc::EINPROGRESS)
+                );
+            }
+            (w.cancel().expect("cancel"), w, wr)
+        })
+        .expect("spawn the canceller");
+    let (outcome, mut w, _wr) = canceller.join().expect("canceller");
+    assert_eq!(
+        w.wait().expect("done").result.ok(),
+        Some(cap),
+        "a pipe's worth"
+    );
+    assert_eq!(outcome, CancelResult::AllDone, "done when the cancel came");
+    drop(rd);
+    assert!(caps::wait_for(Duration::from_secs(10), || {
+        notified.load(std::sync::atomic::Ordering::SeqCst) == 1
+    }));
 }

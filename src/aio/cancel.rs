@@ -145,9 +145,10 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
         return CancelResult::AllDone;
     };
     let op = s.op;
-    // Bytes earlier rounds moved (a stream write cut short goes on); a held
-    // request's is its result (see `hold.rs`).
-    let moved = if s.hold == Hold::Done { 0 } else { s.res };
+    // Bytes earlier rounds moved (a stream write cut short goes on); none
+    // for a held request, done already, whose `res` is its result (see
+    // `hold.rs`).
+    let moved = (s.hold != Hold::Done).then_some(s.res);
     let outcome = match s.state {
         State::Done | State::Free => {
             inner.release(core);
@@ -182,7 +183,9 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                         // not reaped yet), stopped with the bytes it moved
                         // (see `Shard::reap`): in progress, not cancelled.
                         match done(inner, idx, gen) {
-                            Some(r) if stopped_short(op, moved, r) => CancelResult::NotCanceled,
+                            Some(r) if moved.is_some_and(|m| stopped_short(op, m, r)) => {
+                                CancelResult::NotCanceled
+                            }
                             _ => CancelResult::AllDone,
                         }
                     }
