@@ -135,6 +135,51 @@ fn large_read_out_of_descriptors(b: Backend) {
     assert_eq!(r.wait().unwrap().result.unwrap(), 256 << 10, "{b:?}");
 }
 
+/// A small read of a regular file while the rings are full (io_uring holds
+/// it back, and copies its fd for later, under the engine lock), submitted
+/// with every descriptor taken: EAGAIN, at submission (thread engine) or as
+/// the request's error (io_uring), never EMFILE.
+fn held_back_read_out_of_descriptors(b: Backend) {
+    let aio = Aio::builder()
+        .backend(b)
+        .entries(4)
+        .build()
+        .expect("AIO context");
+    let f = common_file(4096);
+    // Reads that wait for data, as many as the rings take.
+    let (rd, wr) = pipe();
+    let waiting: Vec<_> = (0..64)
+        .map(|_| aio.read(&rd, 0, vec![0u8; 1]).expect("pipe read"))
+        .collect();
+    let saved = nofile();
+    let probe = rustix::io::dup(&f).unwrap();
+    let low = libc::rlimit {
+        rlim_cur: probe.as_raw_fd() as libc::rlim_t,
+        rlim_max: saved.rlim_max,
+    };
+    drop(probe);
+    set_nofile(&low);
+    let got = aio.read(&f, 0, vec![0u8; 16]);
+    set_nofile(&saved);
+    let err = match got {
+        Ok(mut r) => {
+            // Done at once: it never went to the kernel.
+            let e = r.aio_return().expect("done").result.expect_err("no fd");
+            assert_eq!(e.errno(), Some(libc::EAGAIN), "{b:?}: {e}");
+            None
+        }
+        Err(e) => Some(e),
+    };
+    if let Some(e) = err {
+        assert_eq!(b, Backend::Threads, "io_uring: {e}");
+        assert_eq!(e.errno(), Some(libc::EAGAIN), "{b:?}: {e}");
+    }
+    rustix::io::write(&wr, &[1u8; 64]).unwrap();
+    for mut r in waiting {
+        assert_eq!(r.wait().unwrap().result.unwrap(), 1, "{b:?}");
+    }
+}
+
 /// A regular file of `n` bytes, its name removed at once.
 fn common_file(n: usize) -> std::fs::File {
     use std::io::Write;
@@ -156,7 +201,9 @@ fn submitting_out_of_descriptors_is_eagain_with_a_hint() {
     if !uring::uring_refused() {
         writes_past_the_limit(Backend::Uring);
         large_read_out_of_descriptors(Backend::Uring);
+        held_back_read_out_of_descriptors(Backend::Uring);
     }
     writes_past_the_limit(Backend::Threads);
     large_read_out_of_descriptors(Backend::Threads);
+    held_back_read_out_of_descriptors(Backend::Threads);
 }

@@ -331,7 +331,7 @@ impl Inner {
         if let Engine::Uring(r) = &self.engine {
             if direct && super::uring::punted(p.raw.kind, p.raw.len, class) {
                 if let Err(e) = p.own() {
-                    core.complete(idx, -(e as i64));
+                    core.complete(idx, copy_failed(e));
                     core.nudge = true;
                     return (idx, gen);
                 }
@@ -606,7 +606,7 @@ fn hold_back(core: &mut Core, idx: u32, p: &mut Prepared<'_>) {
     }
     if core.slots[idx as usize].own_fd.is_none() {
         if let Err(e) = p.own() {
-            core.complete(idx, -(e as i64));
+            core.complete(idx, copy_failed(e));
             core.nudge = true;
             return;
         }
@@ -617,6 +617,20 @@ fn hold_back(core: &mut Core, idx: u32, p: &mut Prepared<'_>) {
         core.set_fd_direct(p.raw.fd, p.direct);
     }
     core.admit(idx, false);
+}
+
+/// The result of a request whose fd could not be copied under the lock (it
+/// waited for room in the rings): EAGAIN when descriptors ran out, as a
+/// request not queued for want of resources (the thread engine fails the
+/// call with it), not EMFILE, which no read or write gives; else the error
+/// (EBADF for a bad fd).
+fn copy_failed(e: i32) -> i64 {
+    let e = if e == libc::EMFILE || e == libc::ENFILE {
+        libc::EAGAIN
+    } else {
+        e
+    };
+    -(e as i64)
 }
 
 /// What [`Core::fd_not_pollable`] says of the fd of `p`, asked only where
