@@ -5,7 +5,7 @@
 //! `name::threads`.
 
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd};
 use std::os::unix::net::{UnixDatagram, UnixStream};
 use std::sync::{mpsc, Arc};
@@ -733,3 +733,40 @@ both!(
     datagram_write_does_not_wait_for_pollout,
     datagram_write_without_pollout
 );
+
+/// A read of no bytes on a socket or pipe returns 0 at once, as `read(2)`
+/// does, and takes nothing: the datagram sent next is still there to read.
+/// (The thread engine waited for data, then took a whole datagram for its
+/// zero bytes.)
+fn zero_byte_reads(b: Backend) {
+    let aio = ctx(b);
+    let (d1, d2) = UnixDatagram::pair().unwrap();
+    let (s1, s2) = UnixStream::pair().unwrap();
+    let (rd, wr) = pipe();
+    let reads = [
+        aio.read(&d1, 0, Vec::<u8>::new()).unwrap(),
+        aio.read(&s1, 0, Vec::<u8>::new()).unwrap(),
+        aio.read(&rd, 0, Vec::<u8>::new()).unwrap(),
+    ];
+    for (i, r) in reads.into_iter().enumerate() {
+        assert!(
+            done_within(&aio, &r, Duration::from_secs(10)),
+            "{b:?}: read {i} of no bytes waits for data"
+        );
+        let mut r = r;
+        assert_eq!(r.aio_return().unwrap().result.unwrap(), 0, "{b:?}: {i}");
+    }
+    d2.send(b"dgram").unwrap();
+    (&s2).write_all(b"stream").unwrap();
+    rustix::io::write(&wr, b"pipe").unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(
+        d1.recv(&mut buf).unwrap(),
+        5,
+        "{b:?}: the datagram is there"
+    );
+    assert_eq!(&buf[..5], b"dgram");
+    assert_eq!((&s1).read(&mut buf).unwrap(), 6, "{b:?}");
+    assert_eq!(rustix::io::read(&rd, &mut buf).unwrap(), 4, "{b:?}");
+}
+both!(a_zero_byte_read_returns_at_once, zero_byte_reads);

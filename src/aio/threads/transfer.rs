@@ -192,6 +192,11 @@ fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
 /// `RWF_NOWAIT` support after it polled ready).
 fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
     let write = j.op.kind == OpKind::Write;
+    if !write && j.op.len == 0 {
+        // read(2) of no bytes returns 0 at once on a pipe, socket or
+        // terminal; a recv would wait for data, and take a whole datagram.
+        return Outcome::Done(j.done);
+    }
     let sock = matches!(k, FdKind::Datagram | FdKind::StreamSocket);
     let mut mode = if sock {
         Mode::SocketNoWait
