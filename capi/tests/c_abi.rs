@@ -363,6 +363,15 @@ fn cancel_fd_cancels_the_queued_requests_threads() {
     prints_ok("aio_cancel_queued.c", &["threads"], &[&[]]);
 }
 
+/// `aio_cancel` (of the aiocb, and of the whole fd) on the thread engine of a
+/// pipe write that moved bytes, parked, and waits in the queue again behind a
+/// busy worker: in progress, `AIO_NOTCANCELED`, ended with the bytes it moved.
+/// The library said `AIO_CANCELED` for it.
+#[test]
+fn cancel_leaves_a_requeued_write_that_moved_bytes_threads() {
+    prints_ok("aio_cancel_requeued.c", &["threads"], &[&[], &["fd"]]);
+}
+
 /// `aio_cancel` (of the aiocb, and of the whole fd) on the thread engine
 /// returns `AIO_NOTCANCELED` for a write running on a regular file without
 /// waiting for it: the write is still in progress when the call returns. It

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use super::CEngine;
 use crate::aio::engine::Engine;
 use crate::aio::hook;
+
 use crate::aio::table::{self, user_data, Core, State};
 use crate::aio::threads;
 
@@ -51,9 +52,15 @@ impl CEngine {
                 libc::AIO_ALLDONE
             }
             State::FdQueued | State::Ready => {
-                core.cancel_unissued(idx);
+                // (Not cancelled: a stream transfer back in the queue after
+                // moving bytes, stopped with them, see `cancel_unissued`.)
+                let cancelled = core.cancel_unissued(idx);
                 inner.release_and_start(core);
-                libc::AIO_CANCELED
+                if cancelled {
+                    libc::AIO_CANCELED
+                } else {
+                    libc::AIO_NOTCANCELED
+                }
             }
             State::Issued if s.issued_write_stays(|| threads::fd_kind_of(s)) => {
                 inner.release(core);
@@ -138,6 +145,7 @@ impl CEngine {
         inner.poll_completions(&mut core);
         let mut queued = Vec::new();
         let mut issued = Vec::new();
+        let mut moved_on = false;
         for i in 0..core.slots.len() {
             let s = &core.slots[i];
             if s.aiocb == 0 || s.op.fd != fd {
@@ -146,15 +154,21 @@ impl CEngine {
             let (ud, op) = (user_data(i as u32, s.gen), s.op);
             match s.state {
                 State::FdQueued | State::Ready => {
-                    core.cancel_unissued(i as u32);
-                    queued.push((ud, op));
+                    if core.cancel_unissued(i as u32) {
+                        queued.push((ud, op));
+                    } else {
+                        // Stopped with the bytes it moved: in progress.
+                        moved_on = true;
+                    }
                 }
                 State::Issued => issued.push(ud),
                 State::Free | State::Done => {}
             }
         }
         inner.release_and_start(core);
-        let mut out = if queued.is_empty() {
+        let mut out = if moved_on {
+            libc::AIO_NOTCANCELED
+        } else if queued.is_empty() {
             libc::AIO_ALLDONE
         } else {
             libc::AIO_CANCELED
