@@ -110,7 +110,7 @@ fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
 
 /// True if a write of `op` (after `moved` bytes of earlier rounds) ended
 /// with `res`, fewer bytes than it was given and more than none.
-fn stopped_short(op: super::table::RawOp, moved: i64, res: i64) -> bool {
+pub(super) fn stopped_short(op: super::table::RawOp, moved: i64, res: i64) -> bool {
     op.kind == super::table::OpKind::Write && res > 0 && res < moved + op.len as i64
 }
 

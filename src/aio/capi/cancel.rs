@@ -4,10 +4,11 @@
 use std::time::{Duration, Instant};
 
 use super::CEngine;
+use crate::aio::cancel::stopped_short;
 use crate::aio::engine::Engine;
 use crate::aio::hook;
 
-use crate::aio::table::{self, user_data, Core, State};
+use crate::aio::table::{self, user_data, Core, Hold, State};
 use crate::aio::threads;
 
 impl CEngine {
@@ -46,6 +47,9 @@ impl CEngine {
             return libc::AIO_ALLDONE;
         }
         let op = s.op;
+        // Bytes earlier rounds moved (a stream write cut short goes on); none
+        // for a held request, done already, whose `res` is its result.
+        let moved = (s.hold != Hold::Done).then_some(s.res);
         let outcome = match s.state {
             State::Done | State::Free => {
                 inner.release(core);
@@ -109,7 +113,9 @@ impl CEngine {
                         core.free_slot(idx);
                         if res == -(libc::ECANCELED as i64) {
                             libc::AIO_CANCELED
-                        } else if all_done {
+                        } else if all_done && !moved.is_some_and(|m| stopped_short(op, m, res)) {
+                            // (A stream write stopped between two rounds,
+                            // short of its length, was in progress.)
                             libc::AIO_ALLDONE
                         } else {
                             libc::AIO_NOTCANCELED
