@@ -251,3 +251,101 @@ fn shutdown_of_a_full_until_full_stream_does_not_resume_it() {
     assert!(!st.running, "a new stream is created suspended");
     assert_eq!(ids(&evs), [], "it records nothing before it is started");
 }
+
+/// Fills a started UNTIL_FULL stream with `ev` events until it suspends
+/// itself, twice: the first time it is read only until it resumes (half
+/// empty: its first STOP is still unread), the second time not at all. Returns
+/// the events read in between.
+fn two_runs_of_losses(t: &Trace, ev: EventId) -> Vec<Event> {
+    let mut i = 0u64;
+    let mut fill = || {
+        for _ in 0..10_000 {
+            if !t.status().running {
+                return;
+            }
+            trace::event(ev, &i.to_le_bytes());
+            i += 1;
+        }
+        panic!("the stream never filled");
+    };
+    fill();
+    let mut read = Vec::new();
+    while !t.status().running {
+        read.push(t.try_getnext().unwrap().expect("resumed before empty"));
+    }
+    assert!(t.status().running);
+    fill();
+    read
+}
+
+/// Checks that each STOP of a full stream comes right after its own loss: an
+/// OVERFLOW of one event of this thread, then RESUME.
+fn each_loss_before_its_stop(evs: &[Event]) {
+    let got = ids(evs);
+    // The system events only, for the messages.
+    let sys: Vec<(EventId, &[u8])> = evs
+        .iter()
+        .filter(|e| e.id.is_system())
+        .map(|e| (e.id, &e.data[..]))
+        .collect();
+    let stops: Vec<usize> = (0..evs.len())
+        .filter(|&i| evs[i].id == EventId::STOP && evs[i].data == 1u32.to_le_bytes())
+        .collect();
+    assert_eq!(stops.len(), 2, "{sys:?}");
+    let tid = rustix::thread::gettid().as_raw_nonzero().get() as u32;
+    for s in stops {
+        assert_eq!(
+            got[s - 2..=s],
+            [EventId::OVERFLOW, EventId::RESUME, EventId::STOP],
+            "{sys:?}"
+        );
+        let ovf = &evs[s - 2];
+        assert_eq!(
+            (&ovf.data[..8], ovf.tid),
+            (&1u64.to_le_bytes()[..], tid),
+            "one event lost before each STOP: {sys:?}"
+        );
+    }
+    assert_eq!(got.iter().filter(|&&i| i == EventId::OVERFLOW).count(), 2);
+}
+
+/// An UNTIL_FULL stream read only until it resumes still holds its first STOP
+/// when it fills again: each run of losses is reported with the STOP that
+/// ended it (one event each), not both with the first STOP.
+#[test]
+fn until_full_reports_each_run_of_losses_with_its_own_stop() {
+    let _g = serial();
+    let ev = trace::eventid_open("tf.two_runs").unwrap();
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    t.start().unwrap();
+    let mut evs = two_runs_of_losses(&t, ev);
+    evs.extend(std::iter::from_fn(|| t.try_getnext().unwrap()));
+    each_loss_before_its_stop(&evs);
+    t.shutdown().unwrap();
+}
+
+/// As above, with both STOPs written to the log by one flush.
+#[test]
+fn until_full_logs_each_run_of_losses_with_its_own_stop() {
+    let _g = serial();
+    let ev = trace::eventid_open("tf.two_runs_log").unwrap();
+    let (p, f) = open_log("two_runs.trace");
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    a.set_log_full_policy(LogFullPolicy::Append);
+    // Only the explicit flush writes the log.
+    a.set_flush_interval(std::time::Duration::from_secs(3600))
+        .unwrap();
+    let t = Trace::create_with_log(&a, f).unwrap();
+    t.start().unwrap();
+    let mut evs = two_runs_of_losses(&t, ev);
+    t.flush().unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(&p.0).unwrap();
+    evs.extend(l.events().map(|e| e.unwrap()));
+    each_loss_before_its_stop(&evs);
+}

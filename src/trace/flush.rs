@@ -302,7 +302,7 @@ impl Stream {
             let w0 = c.w0;
             if (w0 >> 30) & 1 != 0 {
                 // The writer dropped events just before this one.
-                n += self.loss_records(c.r, c.r.lost_at_gap.load(Relaxed), ns, w);
+                n += self.loss_records(c.r, c.r.gap_lost(c.pos, w0), ns, w);
             }
             let id = w0 as u16;
             let pid = if id < super::ids::USER_BASE && is_wopid_cached(EventId(id)) {

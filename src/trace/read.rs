@@ -60,7 +60,7 @@ impl Stream {
                 // dropping, or stopped while dropping) are reported at the end.
                 let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
                 for &r in rings {
-                    self.report_loss(r, now, st);
+                    self.report_loss(r, r.lost.load(Relaxed), now, st);
                 }
                 self.report_nested_loss(now, st);
                 return st.pending.pop_front();
@@ -70,9 +70,12 @@ impl Stream {
             let ev = self.to_event(rec);
             // LOOP loses events before the oldest unread one; FLUSH and
             // UNTIL_FULL writers drop new ones and mark the record that ends the
-            // gap (UNTIL_FULL: its STOP), or the losses come at the end.
-            if self.policy == StreamFullPolicy::Loop || gap {
-                self.report_loss(r, ev.timestamp, st);
+            // gap (UNTIL_FULL: its STOP) with the count up to it, or the losses
+            // come at the end.
+            if self.policy == StreamFullPolicy::Loop {
+                self.report_loss(r, r.lost.load(Relaxed), ev.timestamp, st);
+            } else if let Some(lost) = gap {
+                self.report_loss(r, lost, ev.timestamp, st);
             }
             if st.pending.is_empty() {
                 return Some(ev);
@@ -82,9 +85,15 @@ impl Stream {
         }
     }
 
-    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` not yet reported.
-    pub(super) fn report_loss(&self, r: &Ring, timestamp: Duration, st: &mut ReaderState) {
-        let lost = r.lost.load(Relaxed);
+    /// Queues OVERFLOW (count, tid) and RESUME for the losses of `r` up to
+    /// `lost` not yet reported.
+    pub(super) fn report_loss(
+        &self,
+        r: &Ring,
+        lost: u64,
+        timestamp: Duration,
+        st: &mut ReaderState,
+    ) {
         let reported = r.lost_reported.load(Relaxed);
         if lost <= reported {
             return;

@@ -11,6 +11,10 @@
 //! | 0 | 32..64 | tid |
 //! | 1 | | raw timestamp (ticks) |
 //! | 2.. | | data, zero-padded to a word |
+//! | last | | gap records only: the writer's `lost` count when it wrote the record |
+//!
+//! A gap record carries its own loss count, so that each run of drops is reported
+//! with the record that ends it even when several such records are unread.
 //!
 //! The owner thread is the only writer of records and of `head`; readers (one at a
 //! time, under the stream's reader lock) advance `tail` with a CAS. Under the LOOP
@@ -42,8 +46,9 @@ pub(crate) const ROOM_AFTER_GAP: u8 = 2;
 pub(crate) struct RawRecord {
     pub(crate) id: u16,
     pub(crate) truncated: bool,
-    /// The writer dropped events just before this record.
-    pub(crate) gap: bool,
+    /// The writer dropped events just before this record: its `lost` count
+    /// when it wrote the record (the losses to report before it).
+    pub(crate) gap: Option<u64>,
     pub(crate) tid: u32,
     /// The recording thread's `pthread_t` (its ring's [`Ring::thread`]).
     pub(crate) thread: u64,
@@ -56,10 +61,6 @@ pub(crate) struct Ring {
     /// Writer-private: last tail seen, events lost, flush requested.
     pub(crate) cached_tail: Padded<AtomicU64>,
     pub(crate) lost: AtomicU64,
-    /// Writer side, FLUSH and UNTIL_FULL policies: `lost` when the last record
-    /// ending a run of drops was written (a reader reports the run with that
-    /// record, not the drops of a run still going on).
-    pub(crate) lost_at_gap: AtomicU64,
     pub(crate) flush_asked: AtomicBool,
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once
     /// half of it is free.
@@ -159,6 +160,12 @@ pub(crate) fn words_for(len: usize) -> u64 {
     2 + len.div_ceil(8) as u64
 }
 
+/// Bytes of a record of `len` data bytes, with the loss count word of a gap record.
+#[inline(always)]
+fn record_size(len: usize, gap: bool) -> u64 {
+    8 * (words_for(len) + gap as u64)
+}
+
 impl Ring {
     /// A ring of `cap` bytes for thread `tid`; `soft` and `max_user` set the
     /// writer's fast path (see the fields).
@@ -168,7 +175,6 @@ impl Ring {
             head: Padded(AtomicU64::new(0)),
             cached_tail: Padded(AtomicU64::new(0)),
             lost: AtomicU64::new(0),
-            lost_at_gap: AtomicU64::new(0),
             flush_asked: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
@@ -211,8 +217,15 @@ impl Ring {
         if w0 as u16 == PAD_ID {
             self.cap - (pos & (self.cap - 1))
         } else {
-            8 * words_for(((w0 >> 16) & LEN_MASK) as usize)
+            record_size(((w0 >> 16) & LEN_MASK) as usize, (w0 >> 30) & 1 != 0)
         }
+    }
+
+    /// Reader side: the loss count a gap record (first word `w0`, at `pos`) carries.
+    #[inline]
+    pub(crate) fn gap_lost(&self, pos: u64, w0: u64) -> u64 {
+        let dlen = ((w0 >> 16) & LEN_MASK) as usize;
+        self.word(pos + 8 * words_for(dlen)).load(Relaxed)
     }
 
     /// Writer side: whether `need` more bytes (plus `reserve`) fit.
@@ -333,7 +346,9 @@ impl Ring {
         }
     }
 
-    /// Writer side: stores a record at `head` (room already checked) and publishes it.
+    /// Writer side: stores a record at `head` (room already checked, for a gap
+    /// record by [`need`](Self::need) with `gap` true) and publishes it. `gap`:
+    /// the record ends a run of drops, and carries the writer's `lost` count.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)] // the record's fields, on the hot path
     pub(crate) fn put(
@@ -344,10 +359,10 @@ impl Ring {
         ticks: u64,
         data: &[u8],
         trunc: bool,
-        gap: bool,
+        gap: Option<u64>,
     ) {
         let len = data.len();
-        let bytes = 8 * words_for(len);
+        let bytes = record_size(len, gap.is_some());
         let to_end = self.cap - (head & (self.cap - 1));
         if bytes > to_end {
             self.word(head).store(PAD_ID as u64, Relaxed);
@@ -356,12 +371,15 @@ impl Ring {
         debug_assert!(len as u64 <= LEN_MASK);
         let w0 = id as u64
             | (len as u64) << 16
-            | (gap as u64) << 30
+            | (gap.is_some() as u64) << 30
             | (trunc as u64) << 31
             | (tid as u64) << 32;
         self.word(head).store(w0, Relaxed);
         self.word(head + 8).store(ticks, Relaxed);
         self.put_data(head + 16, data);
+        if let Some(lost) = gap {
+            self.word(head + 8 * words_for(len)).store(lost, Relaxed);
+        }
         self.head.0.store(head + bytes, Release);
         self.refresh_fast_end(head + bytes);
     }
@@ -381,10 +399,11 @@ impl Ring {
         self.fast_end.store(end, Relaxed);
     }
 
-    /// Bytes a record of `len` data bytes needs at `head`, counting padding.
+    /// Bytes a record of `len` data bytes needs at `head`, counting padding
+    /// (`gap`: a gap record, with its loss count word).
     #[inline(always)]
-    pub(crate) fn need(&self, head: u64, len: usize) -> u64 {
-        let bytes = 8 * words_for(len);
+    pub(crate) fn need(&self, head: u64, len: usize, gap: bool) -> u64 {
+        let bytes = record_size(len, gap);
         let to_end = self.cap - (head & (self.cap - 1));
         if bytes > to_end {
             bytes + to_end
@@ -444,6 +463,8 @@ impl Ring {
                 at += 8;
             }
             data.truncate(dlen);
+            // Read before the CAS frees the record's space to the writer.
+            let gap = ((w0 >> 30) & 1 != 0).then(|| self.gap_lost(t, w0));
             if self
                 .tail
                 .0
@@ -453,7 +474,7 @@ impl Ring {
                 return Some(RawRecord {
                     id: w0 as u16,
                     truncated: (w0 >> 31) & 1 != 0,
-                    gap: (w0 >> 30) & 1 != 0,
+                    gap,
                     tid: (w0 >> 32) as u32,
                     thread: self.thread,
                     ticks,
@@ -558,8 +579,8 @@ mod tests {
         }
         // The slow path pads the end and writes at the start of the next lap...
         let head = r.head.0.load(Relaxed);
-        assert!(r.room(head, r.need(head, 8), 0) != NO_ROOM);
-        r.put(head, 2, 7, 0, &99u64.to_le_bytes(), false, false);
+        assert!(r.room(head, r.need(head, 8, false), 0) != NO_ROOM);
+        r.put(head, 2, 7, 0, &99u64.to_le_bytes(), false, None);
         assert_eq!(r.head.0.load(Relaxed), 256 + 24);
         // ...after which the fast path takes over again, to the end of that lap.
         let m = fill_fast(&r, 100);
@@ -584,8 +605,8 @@ mod tests {
         while r.pop().is_some() {}
         assert!(!r.put_fast(1, &[0; 8]));
         let head = r.head.0.load(Relaxed);
-        assert!(r.room(head, r.need(head, 8), 1024 - 96) != NO_ROOM);
-        r.put(head, 1, 7, 0, &[0; 8], false, false);
+        assert!(r.room(head, r.need(head, 8, false), 1024 - 96) != NO_ROOM);
+        r.put(head, 1, 7, 0, &[0; 8], false, None);
         assert_eq!(fill_fast(&r, 0), 3);
     }
 

@@ -206,8 +206,11 @@ impl Stream {
             (data, false)
         };
         let head = r.head.0.load(Relaxed);
-        let need = r.need(head, data.len());
         let reserve = if force { 0 } else { self.reserve };
+        // While draining, the record that fits ends the run of drops and
+        // carries their count (`room` says so with ROOM_AFTER_GAP).
+        let gap = reserve != 0 && r.draining.load(Relaxed);
+        let need = r.need(head, data.len(), gap);
         let room = r.room(head, need, reserve);
         if room == NO_ROOM && !self.full(r, head, need, tid, force) {
             return false;
@@ -228,19 +231,8 @@ impl Stream {
                 self.flush_req.store(true, Release);
             }
         }
-        if room == ROOM_AFTER_GAP {
-            // Published with the record (the head store releases it).
-            r.lost_at_gap.store(r.lost.load(Relaxed), Relaxed);
-        }
-        r.put(
-            head,
-            id,
-            tid,
-            clock::ticks(),
-            data,
-            trunc,
-            room == ROOM_AFTER_GAP,
-        );
+        let gap = (room == ROOM_AFTER_GAP).then(|| r.lost.load(Relaxed));
+        r.put(head, id, tid, clock::ticks(), data, trunc, gap);
         true
     }
 
@@ -283,11 +275,11 @@ impl Stream {
                     if !filtered(self.slot, EventId::STOP.0) {
                         let h = r.head.0.load(Relaxed);
                         let p = STOP_FULL.to_le_bytes();
-                        if r.has_room(h, r.need(h, p.len()), 0) {
+                        if r.has_room(h, r.need(h, p.len(), true), 0) {
                             // The STOP ends the run of losses: readers report
                             // them with it, after the events kept.
-                            r.lost_at_gap.store(r.lost.load(Relaxed), Relaxed);
-                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, true);
+                            let lost = Some(r.lost.load(Relaxed));
+                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, lost);
                         }
                     }
                 }
