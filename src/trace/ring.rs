@@ -240,12 +240,16 @@ impl Ring {
     pub(crate) fn room(&self, head: u64, need: u64, reserve: u64) -> u8 {
         let limit = self.cap - reserve;
         let ct = self.cached_tail.0.load(Relaxed);
-        if head + need - ct <= limit {
+        // While draining, not even a record that fits by the cached tail: it
+        // would land after the drops, which only the record ending the run
+        // reports (a small event fits where the dropped larger one did not).
+        let draining = reserve != 0 && self.draining.load(Relaxed);
+        if !draining && head + need - ct <= limit {
             return ROOM;
         }
         let t = self.tail.0.load(Acquire);
         let mut ok = ROOM;
-        if reserve != 0 && self.draining.load(Relaxed) {
+        if draining {
             // Not updating `cached_tail` keeps later events on this slow path.
             if head + need - t > self.cap / 2 {
                 return NO_ROOM;

@@ -343,6 +343,77 @@ mod tests {
         assert!(!st.running, "{st:?}");
     }
 
+    /// A FLUSH writer whose sub-buffer overflowed drops new events until the
+    /// flusher has freed half of it, small ones too: a smaller event that
+    /// still fitted by the writer's cached tail was recorded, after the loss
+    /// it followed and before the OVERFLOW reporting that loss.
+    #[test]
+    fn a_draining_flush_writer_drops_events_that_would_fit() {
+        let path = std::env::temp_dir().join(format!(
+            "posixrt-stream-draining-{}.trace",
+            std::process::id()
+        ));
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_flush_interval(std::time::Duration::from_secs(3600))
+            .unwrap();
+        let t = Trace::create_with_log(&a, f).unwrap();
+        assert_eq!(t.s.policy, StreamFullPolicy::Flush);
+        let big = trace::eventid_open("stream.drain_big").unwrap();
+        let small = trace::eventid_open("stream.drain_small").unwrap();
+        // Only this thread's events of these two types.
+        let mut only = crate::trace::EventSet::empty();
+        only.fill(crate::trace::FillWhat::All);
+        only.del(big);
+        only.del(small);
+        only.del(EventId::OVERFLOW);
+        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        let tid = crate::sys::tid::current();
+        {
+            // Holding the reader lock keeps the flusher out.
+            let _st = lock(&t.s.reader);
+            t.start().unwrap();
+            trace::event(small, &[0; 8]);
+            let rings = t.s.rings_snapshot();
+            let r = rings.iter().find(|r| r.tid == tid).unwrap();
+            let limit = r.cap - t.s.reserve;
+            let big_need = 16 + 256;
+            // Fill until a big event no longer fits, but a small one does.
+            while r.used() + big_need <= limit {
+                trace::event(small, &[0; 8]);
+            }
+            assert!(r.used() + 24 <= limit);
+            trace::event(big, &[1; 256]);
+            assert_eq!(r.lost.load(Relaxed), 1, "the big event is dropped");
+            let head = r.head.0.load(Relaxed);
+            trace::event(small, &[2; 8]);
+            assert_eq!(
+                (r.head.0.load(Relaxed), r.lost.load(Relaxed)),
+                (head, 2),
+                "dropped as well, while draining"
+            );
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = crate::trace::TraceLog::open(&path).unwrap();
+        let evs: Vec<crate::trace::Event> = l.events().map(|e| e.unwrap()).collect();
+        let _ = std::fs::remove_file(&path);
+        assert!(evs.iter().all(|e| e.id != small || e.data == [0; 8]));
+        let lost: Vec<&[u8]> = evs
+            .iter()
+            .filter(|e| e.id == EventId::OVERFLOW && e.tid == tid)
+            .map(|e| &e.data[..8])
+            .collect();
+        assert_eq!(lost, [2u64.to_le_bytes()]);
+    }
+
     /// A thread that recorded and exited leaves nothing in the stream once its
     /// sub-buffer is read empty: a process that keeps starting short-lived
     /// threads while it traces must not grow the stream by one ring each, and
