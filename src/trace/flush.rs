@@ -334,12 +334,15 @@ impl Stream {
         // Losses after a sub-buffer's last record are reported at the end once the
         // writer stopped dropping, or the stream stopped; a writer still dropping
         // reports its whole run with the record that ends it (one OVERFLOW per run,
-        // however many flushes it spans).
+        // however many flushes it spans). Losses past the records this flush
+        // took wait for them: the next flush reports them.
         let now = clock::to_ns(clock::ticks());
         let running = self.running();
         for c in &curs {
             if !running || !c.r.draining.load(Relaxed) {
-                n += self.loss_records(c.r, c.r.lost.load(Relaxed), now, w);
+                if let Some(lost) = c.r.lost_upto(c.pos) {
+                    n += self.loss_records(c.r, lost, now, w);
+                }
             }
         }
         // Signal handlers' events dropped inside the recorder (no sub-buffer
@@ -529,6 +532,83 @@ mod tests {
         });
         t.shutdown().unwrap();
         drainer.join().unwrap(); // the log's end closed the pipe
+    }
+
+    /// A loss that happens after a flush began, past the records it takes,
+    /// belongs after the records recorded before it: the flush must not report
+    /// it at the end of its own batch, ahead of them (here an UNTIL_FULL
+    /// stream fills while a flush runs: its OVERFLOW goes just before its
+    /// STOP, after every event kept).
+    #[test]
+    fn a_loss_past_the_records_of_a_flush_waits_for_them() {
+        use super::Cursor;
+        let path =
+            std::env::temp_dir().join(format!("posixrt-late-loss-{}.trace", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        let t = Trace::create_with_log(&a, f).unwrap();
+        let ev = trace::eventid_open("flush.late_loss").unwrap();
+        // Only this test's events (other tests' threads record meanwhile, and
+        // would fill the stream).
+        let mut only = crate::trace::EventSet::empty();
+        only.fill(crate::trace::FillWhat::All);
+        for id in [
+            ev,
+            EventId::START,
+            EventId::STOP,
+            EventId::OVERFLOW,
+            EventId::RESUME,
+        ] {
+            only.del(id);
+        }
+        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        t.start().unwrap();
+        let tid = crate::sys::tid::current();
+        {
+            // A flush that began here: it takes what the sub-buffers hold now.
+            let mut st = lock(&t.s.reader);
+            let mut w = lock(t.s.log.as_ref().unwrap());
+            let rings = t.s.rings_snapshot();
+            let curs: Vec<Cursor<'_>> = rings.iter().map(|r| Cursor::new(r)).collect();
+            // Meanwhile, this thread fills the stream until it loses an event.
+            let mut i = 0u64;
+            while t.s.running() {
+                trace::event(ev, &i.to_le_bytes());
+                i += 1;
+            }
+            t.s.flush_raw(curs, &mut st, &mut w, None);
+        }
+        t.shutdown().unwrap();
+        let events: Vec<_> = TraceLog::open(&path)
+            .unwrap()
+            .events()
+            .map(|e| e.unwrap())
+            .filter(|e| e.tid == tid)
+            .collect();
+        std::fs::remove_file(&path).unwrap();
+        let ids: Vec<EventId> = events.iter().map(|e| e.id).collect();
+        let at = ids.iter().position(|&i| i == EventId::OVERFLOW).unwrap();
+        assert!(
+            ids[..at].iter().filter(|&&i| i == ev).count() > 100,
+            "the OVERFLOW comes after the events kept: {:?}",
+            &ids[..at]
+        );
+        assert_eq!(
+            ids[at..at + 3],
+            [EventId::OVERFLOW, EventId::RESUME, EventId::STOP],
+            "then its STOP"
+        );
+        assert!(ids[at + 3..].iter().all(|&i| i != ev));
+        assert_eq!(events[at].data[..8], 1u64.to_le_bytes());
     }
 
     /// A signal handler's event dropped inside the recorder (counted in the

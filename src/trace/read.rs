@@ -57,10 +57,13 @@ impl Stream {
             }
             let Some((_, r)) = best else {
                 // Losses after a sub-buffer's last record (a FLUSH writer still
-                // dropping, or stopped while dropping) are reported at the end.
+                // dropping, or stopped while dropping) are reported at the end,
+                // unless a record not taken yet came before them.
                 let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
                 for &r in rings {
-                    self.report_loss(r, r.lost.load(Relaxed), now, st);
+                    if let Some(lost) = r.lost_upto(r.tail.0.load(Acquire)) {
+                        self.report_loss(r, lost, now, st);
+                    }
                 }
                 self.report_nested_loss(now, st);
                 return st.pending.pop_front();

@@ -61,6 +61,9 @@ pub(crate) struct Ring {
     /// Writer-private: last tail seen, events lost, flush requested.
     pub(crate) cached_tail: Padded<AtomicU64>,
     pub(crate) lost: AtomicU64,
+    /// Writer side: `head` at the latest loss, stored before `lost` (which
+    /// releases it): the losses `lost` counts happened at or before it.
+    pub(crate) lost_head: AtomicU64,
     pub(crate) flush_asked: AtomicBool,
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once
     /// half of it is free.
@@ -175,6 +178,7 @@ impl Ring {
             head: Padded(AtomicU64::new(0)),
             cached_tail: Padded(AtomicU64::new(0)),
             lost: AtomicU64::new(0),
+            lost_head: AtomicU64::new(0),
             flush_asked: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
@@ -263,6 +267,24 @@ impl Ring {
         } else {
             NO_ROOM
         }
+    }
+
+    /// Writer side: counts `n` events lost at `head` (before the record that
+    /// goes there).
+    #[inline]
+    pub(crate) fn count_lost(&self, head: u64, n: u64) {
+        self.lost_head.store(head, Relaxed);
+        self.lost.store(self.lost.load(Relaxed) + n, Release);
+    }
+
+    /// Reader side: the losses counted so far, if they all happened at or
+    /// before `pos` (the end of what the reader took): else a record the
+    /// reader has not taken yet was recorded before the latest of them, and
+    /// they are reported later, after it.
+    #[inline]
+    pub(crate) fn lost_upto(&self, pos: u64) -> Option<u64> {
+        let lost = self.lost.load(Acquire);
+        (self.lost_head.load(Relaxed) <= pos).then_some(lost)
     }
 
     /// Writer side, LOOP policy: drops the oldest records until `need` bytes fit.

@@ -247,11 +247,13 @@ impl Stream {
         match self.policy {
             StreamFullPolicy::Loop => {
                 let n = r.overwrite_oldest(head, need);
-                r.lost.store(r.lost.load(Relaxed) + n, Relaxed);
+                if n != 0 {
+                    r.count_lost(head, n);
+                }
                 true
             }
             StreamFullPolicy::UntilFull => {
-                r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
+                r.count_lost(head, 1);
                 if force || self.auto_suspended.load(Relaxed) {
                     return false;
                 }
@@ -286,7 +288,7 @@ impl Stream {
                 false
             }
             StreamFullPolicy::Flush => {
-                r.lost.store(r.lost.load(Relaxed) + 1, Relaxed);
+                r.count_lost(head, 1);
                 if !force {
                     // Drop until the flusher has freed half the sub-buffer, rather
                     // than record one event per event read (an OVERFLOW/RESUME
