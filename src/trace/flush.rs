@@ -332,14 +332,16 @@ impl Stream {
             w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
         }
         // Losses after a sub-buffer's last record are reported at the end once the
-        // writer stopped dropping, or the stream stopped; a writer still dropping
-        // reports its whole run with the record that ends it (one OVERFLOW per run,
-        // however many flushes it spans). Losses past the records this flush
-        // took wait for them: the next flush reports them.
+        // writer stopped dropping, exited, or the stream stopped; a writer still
+        // dropping reports its whole run with the record that ends it (one
+        // OVERFLOW per run, however many flushes it spans). Losses past the
+        // records this flush took wait for them: the next flush reports them.
         let now = clock::to_ns(clock::ticks());
         let running = self.running();
         for c in &curs {
-            if !running || !c.r.draining.load(Relaxed) {
+            // (The orphan mark is stored after the thread's last loss.)
+            let ended = !running || c.r.orphan.load(Acquire);
+            if ended || !c.r.draining.load(Relaxed) {
                 if let Some(lost) = c.r.lost_upto(c.pos) {
                     n += self.loss_records(c.r, lost, now, w);
                 }
@@ -609,6 +611,74 @@ mod tests {
         );
         assert!(ids[at + 3..].iter().all(|&i| i != ev));
         assert_eq!(events[at].data[..8], 1u64.to_le_bytes());
+    }
+
+    /// A FLUSH writer that exits while its sub-buffer is draining never writes
+    /// the record that would end its run of drops: a flush reports the run
+    /// once the thread is gone, and the sub-buffer is then unmapped, rather
+    /// than both waiting for the stream to stop.
+    #[test]
+    fn the_losses_of_a_writer_that_exited_draining_are_reported() {
+        let path = std::env::temp_dir().join(format!(
+            "posixrt-exit-draining-{}.trace",
+            std::process::id()
+        ));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        let t = Trace::create_with_log(&a, f).unwrap();
+        let ev = trace::eventid_open("flush.exit_draining").unwrap();
+        // Only this test's events (other tests' threads record meanwhile).
+        let mut only = crate::trace::EventSet::empty();
+        only.fill(crate::trace::FillWhat::All);
+        for id in [ev, EventId::OVERFLOW, EventId::RESUME] {
+            only.del(id);
+        }
+        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        t.start().unwrap();
+        let (tid, lost) = {
+            // Holding the reader lock keeps the flusher out: the thread fills
+            // its sub-buffer, drops events, and exits while draining.
+            let _st = lock(&t.s.reader);
+            let s = &t.s;
+            std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    for i in 0..2000u64 {
+                        trace::event(ev, &i.to_le_bytes());
+                    }
+                    let tid = crate::sys::tid::current();
+                    let rings = s.rings_snapshot();
+                    let r = rings.iter().find(|r| r.tid == tid).unwrap();
+                    assert!(r.draining.load(std::sync::atomic::Ordering::Relaxed));
+                    (tid, r.lost.load(std::sync::atomic::Ordering::Relaxed))
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        assert!(lost > 0);
+        t.flush().unwrap();
+        let gone = lock(&t.s.rings).iter().all(|r| r.tid != tid);
+        // The log so far (the stream still runs: it ends without its end record).
+        let mut l = TraceLog::open(&path).unwrap();
+        let logged: Vec<_> = std::iter::from_fn(|| l.next_event().ok().flatten()).collect();
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let reported: u64 = logged
+            .iter()
+            .filter(|e| e.id == EventId::OVERFLOW && e.tid == tid)
+            .map(|e| u64::from_le_bytes(e.data[..8].try_into().unwrap()))
+            .sum();
+        assert_eq!(reported, lost, "the exited thread's losses are in the log");
+        assert!(gone, "its sub-buffer is unmapped once read");
     }
 
     /// A signal handler's event dropped inside the recorder (counted in the
