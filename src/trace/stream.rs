@@ -208,9 +208,11 @@ impl Stream {
         let head = r.head.0.load(Relaxed);
         let reserve = if force { 0 } else { self.reserve };
         // While draining, the record that fits ends the run of drops and
-        // carries their count (`room` says so with ROOM_AFTER_GAP).
-        let gap = reserve != 0 && r.draining.load(Relaxed);
-        let need = r.need(head, data.len(), gap);
+        // carries their count (`room` says so with ROOM_AFTER_GAP); a control
+        // event, which does not wait for half the sub-buffer to be free,
+        // carries the count so far (the run goes on after it).
+        let draining = r.draining.load(Relaxed);
+        let need = r.need(head, data.len(), draining);
         let room = r.room(head, need, reserve);
         if room == NO_ROOM && !self.full(r, head, need, tid, force) {
             return false;
@@ -231,7 +233,7 @@ impl Stream {
                 self.flush_req.store(true, Release);
             }
         }
-        let gap = (room == ROOM_AFTER_GAP).then(|| r.lost.load(Relaxed));
+        let gap = (room == ROOM_AFTER_GAP || force && draining).then(|| r.lost.load(Relaxed));
         r.put(head, id, tid, clock::ticks(), data, trunc, gap);
         true
     }
@@ -414,6 +416,67 @@ mod tests {
             .map(|e| &e.data[..8])
             .collect();
         assert_eq!(lost, [2u64.to_le_bytes()]);
+    }
+
+    /// A control event recorded by a FLUSH writer that is draining (here its
+    /// own `stop()`) comes after the events it dropped: it carries their
+    /// count, so their OVERFLOW comes before it, not after the STOP.
+    #[test]
+    fn a_control_event_of_a_draining_writer_comes_after_its_losses() {
+        let path = std::env::temp_dir().join(format!(
+            "posixrt-stream-draining-stop-{}.trace",
+            std::process::id()
+        ));
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_flush_interval(std::time::Duration::from_secs(3600))
+            .unwrap();
+        let t = Trace::create_with_log(&a, f).unwrap();
+        let ev = trace::eventid_open("stream.drain_stop").unwrap();
+        // Only this thread's events of this type, and the control events.
+        let mut only = crate::trace::EventSet::empty();
+        only.fill(crate::trace::FillWhat::All);
+        for id in [ev, EventId::STOP, EventId::OVERFLOW, EventId::RESUME] {
+            only.del(id);
+        }
+        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        let tid = crate::sys::tid::current();
+        let lost = {
+            // Holding the reader lock keeps the flusher out.
+            let _st = lock(&t.s.reader);
+            t.start().unwrap();
+            for i in 0..2000u64 {
+                trace::event(ev, &i.to_le_bytes());
+            }
+            let rings = t.s.rings_snapshot();
+            let r = rings.iter().find(|r| r.tid == tid).unwrap();
+            assert!(r.draining.load(Relaxed));
+            t.stop().unwrap();
+            r.lost.load(Relaxed)
+        };
+        t.shutdown().unwrap();
+        let mut l = crate::trace::TraceLog::open(&path).unwrap();
+        let evs: Vec<crate::trace::Event> = l
+            .events()
+            .map(|e| e.unwrap())
+            .filter(|e| e.tid == tid)
+            .collect();
+        let _ = std::fs::remove_file(&path);
+        let ids: Vec<EventId> = evs.iter().map(|e| e.id).collect();
+        let n = ids.len();
+        assert_eq!(
+            ids[n - 4..],
+            [ev, EventId::OVERFLOW, EventId::RESUME, EventId::STOP],
+            "the losses, then the STOP"
+        );
+        assert_eq!(evs[n - 3].data[..8], lost.to_le_bytes());
     }
 
     /// A thread that recorded and exited leaves nothing in the stream once its
