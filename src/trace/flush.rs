@@ -72,6 +72,8 @@ struct Cursor<'a> {
     r: &'a Ring,
     pos: u64,
     end: u64,
+    /// Ticks of the last record taken, if any.
+    last: Option<u64>,
     /// First word and ticks of the record at `pos` (valid while `pos < end`).
     w0: u64,
     ticks: u64,
@@ -86,6 +88,7 @@ impl<'a> Cursor<'a> {
             r,
             pos,
             end,
+            last: None,
             w0: 0,
             ticks: 0,
             len: 0,
@@ -110,6 +113,7 @@ impl<'a> Cursor<'a> {
     #[inline]
     fn next(&mut self, taken: u64) {
         self.pos += self.len;
+        self.last = Some(self.ticks);
         // Free space in steps, not per record: the writer reads the tail only on
         // its slow path, and one store per record would keep the line bouncing.
         if taken % 1024 == 0 {
@@ -343,7 +347,16 @@ impl Stream {
             let ended = !running || c.r.orphan.load(Acquire);
             if ended || !c.r.draining.load(Relaxed) {
                 if let Some(lost) = c.r.lost_upto(c.pos) {
-                    n += self.loss_records(c.r, lost, now, w);
+                    // Stamped as the record they came after, or not later than
+                    // the next one if the writer published one since the flush
+                    // began (this flush converts ticks a little differently
+                    // from the next one, which writes that record).
+                    let ns = match (c.last, c.r.next_ticks(c.pos)) {
+                        (Some(t), _) => conv.ns(t),
+                        (None, Some(t)) => conv.ns(t).min(now),
+                        (None, None) => now,
+                    };
+                    n += self.loss_records(c.r, lost, ns, w);
                 }
             }
         }
@@ -679,6 +692,73 @@ mod tests {
             .sum();
         assert_eq!(reported, lost, "the exited thread's losses are in the log");
         assert!(gone, "its sub-buffer is unmapped once read");
+    }
+
+    /// Losses a flush reports at the end of its batch come before the next
+    /// record of their thread, which the writer may have published while the
+    /// flush ran (the flush frees space as it goes): their timestamp must not
+    /// be later than that record's, or readers sorting by time put the
+    /// OVERFLOW after it.
+    #[test]
+    fn losses_at_the_end_of_a_flush_are_not_later_than_the_next_record() {
+        use super::Cursor;
+        let path =
+            std::env::temp_dir().join(format!("posixrt-loss-ts-{}.trace", std::process::id()));
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        let t = Trace::create_with_log(&a, f).unwrap();
+        let ev = trace::eventid_open("flush.loss_ts").unwrap();
+        let mut only = crate::trace::EventSet::empty();
+        only.fill(crate::trace::FillWhat::All);
+        for id in [ev, EventId::OVERFLOW, EventId::RESUME] {
+            only.del(id);
+        }
+        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        let tid = crate::sys::tid::current();
+        {
+            let mut st = lock(&t.s.reader);
+            let mut w = lock(t.s.log.as_ref().unwrap());
+            t.start().unwrap();
+            trace::event(ev, &[]); // maps this thread's sub-buffer
+            let rings = t.s.rings_snapshot();
+            let r = *rings.iter().find(|r| r.tid == tid).unwrap();
+            let mut i = 0u64;
+            while r.lost.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+                trace::event(ev, &i.to_le_bytes());
+                i += 1;
+            }
+            // A flush begins; it frees the space of what it takes, and the
+            // writer records again, ending its run of drops.
+            let curs: Vec<Cursor<'_>> = rings.iter().map(|r| Cursor::new(r)).collect();
+            r.set_tail(r.head.0.load(std::sync::atomic::Ordering::Acquire));
+            trace::event(ev, &i.to_le_bytes());
+            t.s.flush_raw(curs, &mut st, &mut w, None);
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let evs: Vec<_> = TraceLog::open(&path)
+            .unwrap()
+            .events()
+            .map(|e| e.unwrap())
+            .filter(|e| e.tid == tid)
+            .collect();
+        std::fs::remove_file(&path).unwrap();
+        let at = evs.iter().position(|e| e.id == EventId::OVERFLOW).unwrap();
+        assert_eq!(evs[at + 2].id, ev, "the record after the losses");
+        assert!(
+            evs.windows(2).all(|w| w[0].timestamp <= w[1].timestamp),
+            "OVERFLOW at {:?}, the next record at {:?}",
+            evs[at].timestamp,
+            evs[at + 2].timestamp
+        );
     }
 
     /// A signal handler's event dropped inside the recorder (counted in the

@@ -524,6 +524,20 @@ impl Ring {
         (w0, self.word(pos + 8).load(Relaxed), len)
     }
 
+    /// Reader side, as [`at`](Self::at): the timestamp of the first record
+    /// at or after `pos` (`tail <= pos`), if the writer has published one.
+    pub(crate) fn next_ticks(&self, mut pos: u64) -> Option<u64> {
+        let head = self.head.0.load(Acquire);
+        while pos < head {
+            let (w0, ticks, len) = self.at(pos);
+            if w0 as u16 != PAD_ID {
+                return Some(ticks);
+            }
+            pos += len;
+        }
+        None
+    }
+
     /// The data length of a record from its first word.
     #[inline]
     pub(crate) fn data_len(&self, w0: u64) -> usize {
