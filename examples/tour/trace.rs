@@ -29,13 +29,14 @@ pub fn run() -> Result<(), Box<dyn std::error::Error>> {
     for e in t.events() {
         let t0 = *base.get_or_insert(e.timestamp);
         let name = t.eventid_name(e.id)?;
+        // START and STOP carry no data: their line ends with the name.
         let data = if e.id == EventId::START || e.id == EventId::STOP {
             String::new()
         } else {
-            e.data_i32().map(|v| v.to_string()).unwrap_or_default()
+            e.data_i32().map(|v| format!(" {v}")).unwrap_or_default()
         };
         outln!(
-            "   +{:>8} ns  tid {:<7} {name} {data}",
+            "   +{:>8} ns  tid {:<7} {name}{data}",
             (e.timestamp - t0).as_nanos(),
             e.tid
         );
