@@ -190,3 +190,15 @@ fn env_forces_backend() {
     // This machine allows io_uring: the default is io_uring.
     run_child("default", false, None);
 }
+
+/// The default engine names itself once: `uring (io_uring, the default)`, as
+/// `POSIXRT_AIO_DEBUG` and `Aio::backend` print it (it read `uring (io_uring
+/// (default))`).
+#[test]
+fn the_default_engine_reads_as_one_phrase() {
+    if uring::uring_refused() || std::env::var_os("POSIXRT_AIO_BACKEND").is_some() {
+        return;
+    }
+    let aio = Aio::new().expect("context");
+    assert_eq!(aio.backend().to_string(), "uring (io_uring, the default)");
+}

@@ -148,7 +148,7 @@ impl Inner {
                     Engine::Uring(Box::new(r)),
                     BackendInfo {
                         backend: Backend::Uring,
-                        reason: "io_uring (default)".into(),
+                        reason: "io_uring, the default".into(),
                         refused: None,
                     },
                 ),
