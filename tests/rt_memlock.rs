@@ -138,3 +138,106 @@ fn mlockall_beyond_memlock_names_the_fix_that_applies() {
         assert!(!fix.contains("hard limit allows"), "{line}");
     }
 }
+
+const HEAP_PROBE_ENV: &str = "POSIXRT_RT_HEAP_PROBE";
+
+/// Runs only in the child of the test below: future mappings locked, then
+/// `RLIMIT_MEMLOCK` lowered to 3 MiB past what is locked (an unprivileged
+/// process's 8 MiB default leaves a small program about as much), then the
+/// recommended setup's heap step: its line.
+#[test]
+#[ignore = "helper: run by the_default_heap_prefault_fits_in_memlock"]
+fn heap_probe() {
+    if std::env::var_os(HEAP_PROBE_ENV).is_none() {
+        return;
+    }
+    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
+    });
+    if cap {
+        println!("HEAPPROBE skip: CAP_IPC_LOCK kept");
+        return;
+    }
+    // Future mappings only: the test binary's own would not fit under a hard
+    // limit of 8 MiB, which root without CAP_SYS_RESOURCE cannot raise.
+    let future = LockFlags {
+        current: false,
+        future: true,
+        on_fault: false,
+    };
+    if let Err(e) = rt::lock_memory(future) {
+        println!("HEAPPROBE skip: mlockall refused under the hard limit: {e}");
+        return;
+    }
+    let locked = rt::locked_bytes();
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Memlock).maximum;
+    let soft = locked + (3 << 20);
+    rustix::process::setrlimit(
+        rustix::process::Resource::Memlock,
+        rustix::process::Rlimit {
+            current: Some(soft),
+            maximum: hard,
+        },
+    )
+    .expect("lower RLIMIT_MEMLOCK");
+    // The heap's free top given back, so the prefault grows it (locked).
+    // SAFETY: malloc_trim only returns free memory to the system.
+    unsafe { libc::malloc_trim(0) };
+    let report = rt::Setup::new()
+        .lock_memory(false)
+        .prefault_stack(0)
+        .cpu_dma_latency(None)
+        .timer_slack(None)
+        .apply();
+    let line = report.to_string();
+    let line = line
+        .lines()
+        .find(|l| l.contains("heap"))
+        .unwrap_or("no heap line");
+    println!("HEAPPROBE {line}");
+}
+
+/// Where memory is locked and `RLIMIT_MEMLOCK` leaves less than the default
+/// 8 MiB of heap to prefault (an unprivileged process's default limit is 8
+/// MiB), the recommended setup prefaults what fits and says so, instead of
+/// failing its heap step with ENOMEM every time.
+#[test]
+fn the_default_heap_prefault_fits_in_memlock() {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "heap_probe",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(HEAP_PROBE_ENV, "1");
+    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("HEAPPROBE ").map(|x| x.1))
+        .unwrap_or_else(|| panic!("no probe line: {stdout}"));
+    if line.starts_with("skip") {
+        println!("{line}");
+        return;
+    }
+    assert!(line.contains("[x]"), "{line}");
+    assert!(
+        line.contains("KiB of heap (of the 8192 KiB default: RLIMIT_MEMLOCK)"),
+        "{line}"
+    );
+}

@@ -30,11 +30,12 @@
 //! ```
 
 use std::fmt;
-use std::fs::File;
-use std::io::Write;
 
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 use rustix::thread::CapabilitySet;
+
+mod latency;
+pub use latency::{set_timer_slack, timer_slack, CpuDmaLatency};
 
 use super::hint::{fmt_limit, has_capability, login_name, mlockall_hint, MemlockFacts};
 use crate::{Error, ErrorKind, Result};
@@ -350,6 +351,25 @@ pub(crate) fn memlock_limits_new_mappings() -> bool {
         && has_capability(CapabilitySet::IPC_LOCK) != Some(true)
 }
 
+/// The default heap prefault `b`, capped where memory is locked to what
+/// `RLIMIT_MEMLOCK` leaves (less 1 MiB for the rest of the program), in 64 KiB
+/// steps (0: none).
+fn default_heap(b: usize) -> usize {
+    let soft = memlock_limit().soft;
+    match (memlock_limits_new_mappings(), soft, status_kib("VmLck:")) {
+        (true, Some(soft), Some(locked)) => {
+            let room = soft.saturating_sub(locked * 1024).saturating_sub(1 << 20);
+            (b as u64).min(room) as usize & !0xffff
+        }
+        _ => b,
+    }
+}
+
+/// A limit in bytes as KiB (`unlimited` for none).
+fn kib(v: Option<u64>) -> String {
+    v.map_or("unlimited".into(), |b| format!("{} KiB", b / 1024))
+}
+
 /// The ENOMEM of [`prefault_heap`], with its likely cause: after
 /// `mlockall(MCL_FUTURE)` every new mapping is locked, so without `CAP_IPC_LOCK` the
 /// heap can grow only while the locked total stays within `RLIMIT_MEMLOCK`.
@@ -371,85 +391,6 @@ fn heap_enomem(bytes: usize) -> Error {
     ))
 }
 
-// ---------------- /dev/cpu_dma_latency ----------------
-
-/// Holds a CPU wake-up latency limit (`/dev/cpu_dma_latency`, PM QoS) for as long as
-/// it lives: with 0 µs, CPUs stay out of idle states whose exit takes longer. Dropping
-/// it closes the file and the limit goes away.
-///
-/// # References
-///  - [PM QoS interface](https://docs.kernel.org/power/pm_qos_interface.html)
-#[derive(Debug)]
-pub struct CpuDmaLatency {
-    _file: File,
-    micros: i32,
-}
-
-impl CpuDmaLatency {
-    /// Opens `/dev/cpu_dma_latency` and writes `micros` (a binary `s32`). Needs write
-    /// access to the device (root by default); otherwise `PermissionDenied` with a hint.
-    pub fn hold(micros: i32) -> Result<CpuDmaLatency> {
-        if micros < 0 {
-            return Err(Error::invalid(
-                "write /dev/cpu_dma_latency",
-                "negative latency",
-            ));
-        }
-        let io = |call, e: std::io::Error| {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            let err = Error::from_errno(call, errno);
-            match errno {
-                libc::EACCES | libc::EPERM => err.with_hint(
-                    "/dev/cpu_dma_latency is writable by root only by default; run as root or \
-                     give the user write access with a udev rule",
-                ),
-                libc::ENOENT => {
-                    err.with_hint("this kernel has no PM QoS device (CONFIG_CPU_IDLE off?)")
-                }
-                _ => err,
-            }
-        };
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/cpu_dma_latency")
-            .map_err(|e| io("open /dev/cpu_dma_latency", e))?;
-        file.write_all(&micros.to_ne_bytes())
-            .map_err(|e| io("write /dev/cpu_dma_latency", e))?;
-        Ok(CpuDmaLatency {
-            _file: file,
-            micros,
-        })
-    }
-
-    /// The latency held, in microseconds.
-    pub fn micros(&self) -> i32 {
-        self.micros
-    }
-}
-
-// ---------------- timer slack ----------------
-
-/// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`): how late the kernel
-/// may fire its timers to batch wake-ups (default 50 µs). `0` restores the default.
-/// The kernel ignores the slack of `SCHED_FIFO`/`SCHED_RR`/`SCHED_DEADLINE` threads
-/// (they always get 0), so this matters for the non-RT threads of an RT program.
-///
-/// # References
-///  - [`PR_SET_TIMERSLACK(2const)`](https://man7.org/linux/man-pages/man2/PR_SET_TIMERSLACK.2const.html)
-pub fn set_timer_slack(nanos: u64) -> Result<()> {
-    rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(nanos))
-        .map_err(|e| Error::from_errno("prctl(PR_SET_TIMERSLACK)", e.raw_os_error()))
-}
-
-/// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
-///
-/// # References
-///  - [`PR_GET_TIMERSLACK(2const)`](https://man7.org/linux/man-pages/man2/PR_GET_TIMERSLACK.2const.html)
-pub fn timer_slack() -> Result<u64> {
-    rustix::thread::current_timer_slack()
-        .map_err(|e| Error::from_errno("prctl(PR_GET_TIMERSLACK)", e.raw_os_error()))
-}
-
 // ---------------- setup ----------------
 
 /// What [`Setup::apply`] should do. Start from [`Setup::new`] (the recommended
@@ -460,6 +401,8 @@ pub struct Setup {
     lock: Option<LockFlags>,
     stack: Option<usize>,
     heap: Option<usize>,
+    /// The heap amount came from [`Setup::prefault_heap`], not the default.
+    heap_asked: bool,
     dma: Option<i32>,
     slack: Option<u64>,
     rtprio: Option<u32>,
@@ -473,13 +416,16 @@ impl Default for Setup {
 
 impl Setup {
     /// The recommended checklist: `mlockall(MCL_CURRENT|MCL_FUTURE)`, prefault 256 KiB of
-    /// stack and 8 MiB of heap, hold `/dev/cpu_dma_latency` at 0, timer slack 1 ns. It
+    /// stack and 8 MiB of heap (less where memory is locked and `RLIMIT_MEMLOCK`
+    /// leaves less room, as an unprivileged process's 8 MiB default does: the
+    /// report says so), hold `/dev/cpu_dma_latency` at 0, timer slack 1 ns. It
     /// does not touch `RLIMIT_RTPRIO` unless asked ([`raise_rtprio`](Self::raise_rtprio)).
     pub fn new() -> Setup {
         Setup {
             lock: Some(LockFlags::default()),
             stack: Some(256 * 1024),
             heap: Some(8 << 20),
+            heap_asked: false,
             dma: Some(0),
             slack: Some(1),
             rtprio: None,
@@ -492,6 +438,7 @@ impl Setup {
             lock: None,
             stack: None,
             heap: None,
+            heap_asked: false,
             dma: None,
             slack: None,
             rtprio: None,
@@ -519,6 +466,7 @@ impl Setup {
     /// Prefault this many bytes of heap (0: skip).
     pub fn prefault_heap(mut self, bytes: usize) -> Setup {
         self.heap = (bytes > 0).then_some(bytes);
+        self.heap_asked = true;
         self
     }
 
@@ -580,9 +528,10 @@ impl Setup {
                     Ok(b) => r.done(
                         what,
                         format!(
-                            "{} KiB locked, RLIMIT_MEMLOCK {}",
+                            "{} KiB locked, RLIMIT_MEMLOCK soft {}, hard {}",
                             b / 1024,
-                            memlock_limit()
+                            kib(memlock_limit().soft),
+                            kib(memlock_limit().hard)
                         ),
                     ),
                     Err(e) => r.fail(what, e),
@@ -601,11 +550,23 @@ impl Setup {
         }
         match self.heap {
             None => r.skip("prefault heap", "not requested".into()),
-            Some(b) => {
-                let what = format!("prefault {} KiB of heap", b / 1024);
-                match prefault_heap(b) {
-                    Ok(()) => r.done(what, "touched, M_MMAP_MAX 0, no trim".into()),
-                    Err(e) => r.fail(what, e),
+            Some(asked) => {
+                // The default only: capped where RLIMIT_MEMLOCK leaves less.
+                let b = if self.heap_asked {
+                    asked
+                } else {
+                    default_heap(asked)
+                };
+                let of = if b < asked {
+                    format!(" (of the {} KiB default: RLIMIT_MEMLOCK)", asked >> 10)
+                } else {
+                    String::new()
+                };
+                let what = format!("prefault {} KiB of heap{of}", b / 1024);
+                match (b > 0).then(|| prefault_heap(b)) {
+                    None => r.skip("prefault heap", "RLIMIT_MEMLOCK leaves no room".into()),
+                    Some(Ok(())) => r.done(what, "touched, M_MMAP_MAX 0, no trim".into()),
+                    Some(Err(e)) => r.fail(what, e),
                 }
             }
         }
