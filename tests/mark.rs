@@ -531,6 +531,43 @@ fn raw_block_bounds() {
     mark::clear();
 }
 
+/// An empty write writes nothing: it used to set the "raw block written" flag
+/// (and mark the thread), so a reader showed an untouched block as written.
+#[test]
+fn an_empty_raw_write_changes_nothing() {
+    let seen = std::thread::spawn(|| {
+        let me = rustix::thread::gettid().as_raw_nonzero().get();
+        let pid = std::process::id() as i32;
+        let raw_written = || {
+            let snap = mark::snapshot_pid(pid).unwrap();
+            let p = snap.process(pid).unwrap();
+            p.threads.iter().find(|t| t.tid == me).unwrap().raw_written
+        };
+        // Not marked: an empty write does not mark the thread.
+        mark::write_raw(0, &[]).unwrap();
+        let unmarked = mark::current();
+        mark::update("empty raw writes").unwrap();
+        mark::write_raw(RAW_LEN, &[]).unwrap();
+        mark::write_raw(0, &[]).unwrap();
+        let after_empty = raw_written();
+        mark::write_raw(3, &[7]).unwrap();
+        let after_byte = raw_written();
+        mark::write_raw(RAW_LEN, &[]).unwrap();
+        let mut back = [0u8; RAW_LEN];
+        mark::read_raw(0, &mut back).unwrap();
+        mark::clear();
+        (unmarked, after_empty, after_byte, back)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(seen.0, None, "an empty write must not mark the thread");
+    assert!(!seen.1, "an empty write must not set raw_written");
+    assert!(seen.2, "a one-byte write sets raw_written");
+    let mut want = [0u8; RAW_LEN];
+    want[3] = 7;
+    assert_eq!(seen.3, want, "an empty write leaves the block as it was");
+}
+
 fn comm() -> String {
     std::fs::read_to_string("/proc/thread-self/comm")
         .unwrap()

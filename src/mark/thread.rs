@@ -281,8 +281,16 @@ fn check_raw(call: &'static str, offset: usize, len: usize) -> Result<()> {
 /// `offset + data.len()` may be at most 64 ([`RAW_LEN`]);
 /// otherwise [`InvalidInput`](crate::ErrorKind::InvalidInput). Marks the thread
 /// (with an empty marker) if it was not marked.
+///
+/// An empty `data` (within the bounds) writes nothing and changes nothing: the
+/// thread is not marked by it, and the timestamp and the "raw block written" flag
+/// readers see ([`ThreadMark::raw_written`](super::ThreadMark::raw_written)) stay
+/// as they were.
 pub fn write_raw(offset: usize, data: &[u8]) -> Result<()> {
     check_raw("tfp_write_raw_block", offset, data.len())?;
+    if data.is_empty() {
+        return Ok(());
+    }
     with_slot(|slot, _| {
         slot.write(|p| {
             p.store_bytes(layout::RAW_OFF + offset, data);
