@@ -121,6 +121,12 @@ impl Snapshot {
 /// Every marked thread of every process (the `tfp` listing), joined with its
 /// scheduling facts. Registry files of dead processes are removed on the way.
 ///
+/// # Errors
+///
+/// Only if `/dev/shm` exists but cannot be listed (the errno's kind, e.g.
+/// `PermissionDenied`). A registry that cannot be read is counted in
+/// [`Snapshot::unreadable`] or [`Snapshot::incompatible`], not an error.
+///
 /// ```
 /// posixrt::mark::set("doc example")?;
 /// let snap = posixrt::mark::snapshot()?;
@@ -133,6 +139,11 @@ pub fn snapshot() -> Result<Snapshot> {
 }
 
 /// Like [`snapshot`], for one process.
+///
+/// # Errors
+///
+/// As [`snapshot`]'s. A pid with no marked thread (or no such process) is an
+/// empty snapshot, not an error.
 pub fn snapshot_pid(pid: i32) -> Result<Snapshot> {
     read(Some(pid))
 }

@@ -42,6 +42,18 @@ impl Builder {
     /// Returns once the mark is in place, so a reader that runs after this returns
     /// sees the thread. If marking fails (bad marker, registry full), `f` never runs
     /// and the error is returned.
+    ///
+    /// # Errors
+    ///
+    /// - [`InvalidInput`](crate::ErrorKind::InvalidInput) if the marker contains a
+    ///   NUL byte or is longer than [`MARKER_MAX`](super::MARKER_MAX) bytes;
+    /// - [`OutOfResources`](crate::ErrorKind::OutOfResources) if the thread cannot
+    ///   be created (thread limit, memory for the stack);
+    /// - the new thread's [`set`](super::set) errors: all slots taken
+    ///   (`OutOfResources`), the registry file or `/proc/thread-self/stat` errors,
+    ///   a refused kernel name;
+    /// - [`Other`](crate::ErrorKind::Other) if the new thread ended before it
+    ///   reported its mark.
     #[doc(alias = "pthread_create")]
     pub fn spawn<F, T>(self, f: F) -> Result<MarkedThread<T>>
     where
@@ -107,6 +119,10 @@ impl Builder {
 
 /// `pthread_create_named`: spawns a thread marked `marker` before it runs `f`.
 /// See [`Builder`] for a stack size.
+///
+/// # Errors
+///
+/// Those of [`Builder::spawn`].
 #[doc(alias = "pthread_create")]
 #[doc(alias = "pthread_setname_np")]
 pub fn spawn_named<F, T>(marker: &str, f: F) -> Result<MarkedThread<T>>
@@ -125,7 +141,11 @@ pub struct MarkedThread<T> {
 }
 
 impl<T> MarkedThread<T> {
-    /// Waits for the thread; `Err` carries its panic payload.
+    /// Waits for the thread.
+    ///
+    /// # Errors
+    ///
+    /// `Err` carries the thread's panic payload.
     pub fn join(self) -> std::thread::Result<T> {
         match self.inner.join()? {
             Some(v) => Ok(v),

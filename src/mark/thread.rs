@@ -183,9 +183,20 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 /// for a 17-byte and for a 128-byte marker). The first call on a thread claims its slot (and the first in the
 /// process creates the registry file), which costs a few microseconds.
 ///
-/// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) if the marker is longer
-/// than [`MARKER_MAX`] bytes; [`OutOfResources`](crate::ErrorKind::OutOfResources)
-/// if all slots are taken; errors creating the registry file in `/dev/shm`.
+/// # Errors
+///
+/// - [`InvalidInput`](crate::ErrorKind::InvalidInput) if the marker is longer than
+///   [`MARKER_MAX`] bytes;
+/// - [`InvalidState`](crate::ErrorKind::InvalidState) if the thread is already
+///   inside a mark call (a mark from a signal handler that interrupted one), or
+///   its thread-local storage is being torn down (a mark from a thread-local
+///   destructor while the thread exits);
+/// - on the thread's first mark only (and its first in a forked child):
+///   [`OutOfResources`](crate::ErrorKind::OutOfResources) if all slots are taken;
+///   the error reading `/proc/thread-self/stat` (the thread's start time:
+///   `NotFound` without `/proc`); and, on the first mark in the process, the
+///   error creating the registry file in `/dev/shm` (the errno's kind, e.g.
+///   `PermissionDenied`, or `OutOfResources` when `/dev/shm` is full).
 #[inline]
 pub fn update(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
@@ -211,6 +222,13 @@ pub fn update(marker: &str) -> Result<()> {
 /// assert_eq!(posixrt::mark::current().as_deref(), Some("Main thread sleeping"));
 /// # Ok::<(), posixrt::Error>(())
 /// ```
+///
+/// # Errors
+///
+/// Those of [`update`] (a marker longer than [`MARKER_MAX`] bytes, a mark from a
+/// signal handler or from a thread being torn down, and on the first mark the
+/// slot and registry errors), and the errno of `prctl(PR_SET_NAME)` if the kernel
+/// refuses the name (the marker and timestamp are already set then).
 ///
 /// # References
 ///  - [Linux `prctl(PR_SET_NAME)`](https://man7.org/linux/man-pages/man2/pr_set_name.2const.html)
@@ -278,14 +296,21 @@ fn check_raw(call: &'static str, offset: usize, len: usize) -> Result<()> {
 /// `tfp_write_raw_block(ptr, offset, nbytes)`: writes `data` into the calling
 /// thread's 64-byte raw block at `offset` and updates the timestamp.
 ///
-/// `offset + data.len()` may be at most 64 ([`RAW_LEN`]);
-/// otherwise [`InvalidInput`](crate::ErrorKind::InvalidInput). Marks the thread
+/// `offset + data.len()` may be at most 64 ([`RAW_LEN`]). Marks the thread
 /// (with an empty marker) if it was not marked.
 ///
 /// An empty `data` (within the bounds) writes nothing and changes nothing: the
 /// thread is not marked by it, and the timestamp and the "raw block written" flag
 /// readers see ([`ThreadMark::raw_written`](super::ThreadMark::raw_written)) stay
 /// as they were.
+///
+/// # Errors
+///
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) if `offset + data.len()`
+/// exceeds [`RAW_LEN`]; otherwise, for a non-empty `data`, those of [`update`]
+/// after its marker check ([`InvalidState`](crate::ErrorKind::InvalidState) from a
+/// signal handler or a thread being torn down, and on the first mark the slot
+/// and registry errors).
 pub fn write_raw(offset: usize, data: &[u8]) -> Result<()> {
     check_raw("tfp_write_raw_block", offset, data.len())?;
     if data.is_empty() {
@@ -304,8 +329,11 @@ pub fn write_raw(offset: usize, data: &[u8]) -> Result<()> {
 /// `tfp_read_raw_block(ptr, offset, nbytes)`: reads the calling thread's raw block
 /// from `offset` into `out` (zeros if the thread is not marked).
 ///
-/// `offset + out.len()` may be at most 64; otherwise
-/// [`InvalidInput`](crate::ErrorKind::InvalidInput).
+/// # Errors
+///
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) if `offset + out.len()`
+/// exceeds [`RAW_LEN`] (64); nothing else (an unmarked thread, or one inside a
+/// mark call or being torn down, reads zeros).
 pub fn read_raw(offset: usize, out: &mut [u8]) -> Result<()> {
     check_raw("tfp_read_raw_block", offset, out.len())?;
     out.fill(0);
