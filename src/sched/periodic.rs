@@ -219,11 +219,20 @@ pub struct LatencyStats {
 }
 
 impl LatencyStats {
+    /// The most histogram buckets [`new`](Self::new) allocates: 1 s of 1 µs
+    /// buckets (8 MB). A wake-up later than that is counted in
+    /// [`beyond`](Self::beyond).
+    pub const MAX_BUCKETS: usize = 1_000_000;
+
     /// Empty statistics with `buckets` histogram buckets of 1 µs each (bucket *i*
     /// counts latencies in `[i, i+1)` µs); later latencies are counted in
     /// [`beyond`](Self::beyond). The histogram is allocated here, never while recording.
+    ///
+    /// `buckets` is capped at [`MAX_BUCKETS`](Self::MAX_BUCKETS), so any value
+    /// (even `usize::MAX`) gives a histogram that fits in memory;
+    /// [`histogram`](Self::histogram)`().len()` is the number allocated.
     pub fn new(buckets: usize) -> LatencyStats {
-        let mut histogram = vec![0u64; buckets];
+        let mut histogram = vec![0u64; buckets.min(Self::MAX_BUCKETS)];
         // A zeroed allocation may be untouched pages: touch them now, not in the loop.
         for i in (0..histogram.len()).step_by(512) {
             // SAFETY: `i` is in bounds; a volatile write keeps the touch.
@@ -405,6 +414,31 @@ mod tests {
         assert_eq!(s.percentile_us(1.0), None);
         assert_eq!(s.percentile_us(1.5), None);
         assert_eq!(LatencyStats::new(3).percentile_us(0.5), None);
+    }
+
+    /// `new(usize::MAX)` used to panic (capacity overflow), and a large count
+    /// that did not overflow aborted the process when the allocation failed.
+    #[test]
+    fn bucket_count_is_capped() {
+        let mut s = LatencyStats::new(usize::MAX);
+        assert_eq!(s.histogram().len(), LatencyStats::MAX_BUCKETS);
+        let last_us = LatencyStats::MAX_BUCKETS as i64 - 1;
+        for l in [last_us * 1000, (last_us + 1) * 1000] {
+            s.record(&Wakeup {
+                expected_ns: 0,
+                latency_ns: l,
+                overruns: 0,
+            });
+        }
+        assert_eq!(s.histogram()[LatencyStats::MAX_BUCKETS - 1], 1);
+        assert_eq!(s.beyond(), 1);
+        assert_eq!(
+            LatencyStats::new(LatencyStats::MAX_BUCKETS + 1)
+                .histogram()
+                .len(),
+            LatencyStats::MAX_BUCKETS
+        );
+        assert_eq!(LatencyStats::new(0).histogram().len(), 0);
     }
 
     #[test]
