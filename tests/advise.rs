@@ -199,6 +199,73 @@ fn fallocate_modes_and_errors() {
     drop(r);
 }
 
+/// Runs `chattr <flag> path`; false if chattr is missing or refused (a
+/// filesystem without attributes, such as tmpfs, or no CAP_LINUX_IMMUTABLE).
+fn chattr(flag: &str, path: &Path) -> bool {
+    Command::new("chattr")
+        .arg(flag)
+        .arg(path)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Clears the attributes again, even if the test fails, so the file can go.
+struct Attrs<'a>(&'a Path);
+
+impl Drop for Attrs<'_> {
+    fn drop(&mut self) {
+        chattr("-ia", self.0);
+    }
+}
+
+/// EPERM from an immutable or append-only file came with no hint; the hint
+/// now names the attribute and how to clear it.
+#[test]
+fn fallocate_on_an_immutable_or_append_only_file_names_the_attribute() {
+    let s = Scratch::new("fallocate-attr");
+    let f = s.rw(); // opened for writing before the attributes are set
+    let _clear = Attrs(&s.path);
+    if !chattr("+i", &s.path) {
+        println!("skip: chattr +i refused on {:?}", s.path);
+        return;
+    }
+    let e = fallocate(&f, 0, 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    assert_eq!(e.errno(), Some(libc::EPERM), "{e}");
+    let hint = e.hint().unwrap_or_else(|| panic!("no hint: {e}"));
+    assert!(hint.contains("immutable"), "{hint}");
+    assert!(
+        hint.contains("lsattr") && hint.contains("chattr -i"),
+        "{hint}"
+    );
+
+    assert!(chattr("-i", &s.path) && chattr("+a", &s.path));
+    // Linux allows plain allocation on an append-only file, not punching holes.
+    fallocate(&f, 0, 8192).unwrap();
+    let e = fallocate_mode(&f, FallocateMode::PunchHole, 0, 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    let hint = e.hint().unwrap_or_else(|| panic!("no hint: {e}"));
+    assert!(hint.contains("append-only"), "{hint}");
+    assert!(
+        hint.contains("lsattr") && hint.contains("chattr -a"),
+        "{hint}"
+    );
+    assert_eq!(f.metadata().unwrap().len(), 8192);
+}
+
+/// EPERM with neither attribute: a sealed memfd; the hint names the seals.
+#[test]
+fn fallocate_on_a_sealed_memfd_names_the_seal() {
+    use rustix::fs::{MemfdFlags, SealFlags};
+    let fd = rustix::fs::memfd_create("posixrt-seal", MemfdFlags::ALLOW_SEALING).unwrap();
+    rustix::fs::fcntl_add_seals(&fd, SealFlags::GROW).unwrap();
+    let e = fallocate(&fd, 0, 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    let hint = e.hint().unwrap_or_else(|| panic!("no hint: {e}"));
+    assert!(hint.contains("F_SEAL_GROW"), "{hint}");
+}
+
 /// POSIX: ENODEV when the descriptor "does not refer to a regular file" (Linux:
 /// neither a regular file nor a block device). Nothing is missing, so it is not
 /// `NotFound`: the call does not apply to the file, and the hint says to which.

@@ -83,7 +83,9 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// where the filesystem lacks the mode, and (ENODEV) for a descriptor that is
 /// neither a regular file nor a block device (a character device, a socket), as
 /// POSIX says; [`BadFd`](crate::ErrorKind::BadFd) if the descriptor is not open
-/// for writing; ESPIPE for a pipe.
+/// for writing; ESPIPE for a pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied)
+/// (EPERM) for an immutable file (`chattr +i`), a hole punched in an append-only
+/// one (`chattr +a`) or a sealed memfd, with a hint naming which.
 ///
 /// # References
 ///  - [Linux]
@@ -108,6 +110,7 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
     } else {
         check_range(call, offset, len)?
     };
+    let fd = fd.as_fd();
     rustix::fs::fallocate(fd, mode.flags(), offset, len).map_err(|e| {
         let err = Error::from_errno(call, e.raw_os_error())
             .with_message(format!("{} on {offset}+{len}", mode.name()));
@@ -128,7 +131,35 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             _ if e == rustix::io::Errno::FBIG => {
                 err.with_hint("offset + len exceeds the filesystem's maximum file size")
             }
+            _ if e == rustix::io::Errno::PERM => err.with_hint(eperm_hint(fd)),
             _ => err,
         }
     })
+}
+
+/// Why `fallocate` says EPERM: the inode attribute that forbids it (an immutable
+/// file takes no change at all; an append-only one takes only `Allocate` and
+/// `KeepSize`), or, when the file has neither, a seal (memfd `F_SEAL_*`).
+fn eperm_hint(fd: std::os::fd::BorrowedFd<'_>) -> &'static str {
+    use rustix::fs::IFlags;
+    match rustix::fs::ioctl_getflags(fd) {
+        Ok(f) if f.contains(IFlags::IMMUTABLE) => {
+            "the file is immutable (the 'i' attribute, see lsattr): nothing may change it; \
+             clear the attribute with chattr -i (needs CAP_LINUX_IMMUTABLE)"
+        }
+        Ok(f) if f.contains(IFlags::APPEND) => {
+            "the file is append-only (the 'a' attribute, see lsattr): only \
+             FallocateMode::Allocate and KeepSize apply to it; clear the attribute with \
+             chattr -a (needs CAP_LINUX_IMMUTABLE)"
+        }
+        Ok(_) => {
+            "the file is neither immutable nor append-only (lsattr): a seal refuses the \
+             change (memfd F_SEAL_WRITE, F_SEAL_GROW; see fcntl F_GET_SEALS), or a security \
+             module does"
+        }
+        Err(_) => {
+            "the file is immutable or append-only (check with lsattr; chattr -i or chattr -a \
+             clears it), or sealed (memfd F_SEAL_WRITE, F_SEAL_GROW)"
+        }
+    }
 }
