@@ -26,7 +26,10 @@ pub use self::handle::JoinHandle;
 ///
 /// - policy and priority: `pthread_attr_setinheritsched(PTHREAD_EXPLICIT_SCHED)`,
 ///   `pthread_attr_setschedpolicy`, `pthread_attr_setschedparam` (without a policy the
-///   new thread *inherits* its creator's, the POSIX default);
+///   new thread *inherits* its creator's, the POSIX default; but from a creator with
+///   `SCHED_RESET_ON_FORK` the kernel passes on neither a real-time or deadline
+///   policy (the thread starts `SCHED_OTHER` at nice 0), nor a negative nice (it
+///   becomes 0), nor the flag itself: see [`Builder::new`]);
 /// - affinity: `pthread_attr_setaffinity_np`;
 /// - stack size: `pthread_attr_setstacksize`.
 ///
@@ -96,6 +99,12 @@ pub struct Builder {
 impl Builder {
     /// A builder with nothing set: the thread inherits its creator's scheduling and
     /// affinity and gets the default stack size (`RLIMIT_STACK`, usually 8 MiB).
+    ///
+    /// "Inherits" is the kernel's rule: a creator with `SCHED_RESET_ON_FORK` (see
+    /// `sched(7)`) passes on neither that flag nor a real-time or deadline policy
+    /// (the thread starts `SCHED_OTHER` at nice 0) nor a negative nice value (it
+    /// becomes 0). Use [`scheduling`](Self::scheduling) to give the thread its
+    /// creator's real-time policy anyway.
     pub fn new() -> Builder {
         Builder::default()
     }
