@@ -483,6 +483,78 @@ fn a_directory_on_a_disk_answers_as_the_files_in_it() {
     directory_answers_as_a_file_in_it(&dir);
 }
 
+/// An overlayfs mount (lower, upper, work and merged directories) under the
+/// target's temporary directory, unmounted and removed on drop.
+struct Overlay {
+    root: PathBuf,
+    merged: PathBuf,
+}
+
+impl Overlay {
+    /// `None` if the mount is refused (no privilege, no overlayfs).
+    fn mount(tag: &str) -> Option<Overlay> {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("posixrt-advise-{tag}-{}", std::process::id()));
+        let dir = |d: &str| root.join(d);
+        for d in ["lower", "upper", "work", "merged"] {
+            std::fs::create_dir_all(dir(d)).unwrap();
+        }
+        let ov = Overlay {
+            merged: dir("merged"),
+            root: root.clone(),
+        };
+        let opts = format!(
+            "lowerdir={},upperdir={},workdir={}",
+            dir("lower").display(),
+            dir("upper").display(),
+            dir("work").display()
+        );
+        let mounted = Command::new("mount")
+            .args(["-t", "overlay", "overlay", "-o", &opts])
+            .arg(&ov.merged)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            let _ = std::fs::remove_dir_all(&ov.root);
+            return None;
+        }
+        Some(ov)
+    }
+}
+
+impl Drop for Overlay {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.merged).status();
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+/// overlayfs gives its directories an anonymous st_dev, which no block device
+/// answers for, so a directory there was Unsupported while the files in it
+/// get a statx answer.
+#[test]
+fn a_directory_on_overlayfs_answers_as_the_files_in_it() {
+    let Some(ov) = Overlay::mount("overlay") else {
+        println!("skip: mounting an overlayfs was refused");
+        return;
+    };
+    let file = direct_io_alignment(Scratch::new_in(&ov.merged, "f").rw());
+    let Ok(file) = file else {
+        println!("skip: files on this overlayfs have no answer: {file:?}");
+        return;
+    };
+    let d = direct_io_alignment(File::open(&ov.merged).unwrap()).unwrap();
+    assert_eq!(
+        (d.mem_align, d.offset_align),
+        (file.mem_align, file.offset_align)
+    );
+    assert_eq!(d.source, file.source);
+    directory_answers_as_a_file_in_it(&ov.merged);
+    // The probe leaves nothing behind (the scratch file above is gone too).
+    assert_eq!(std::fs::read_dir(&ov.merged).unwrap().count(), 0);
+}
+
 #[test]
 fn direct_io_alignment_errors() {
     let s = Scratch::new("dio-bad");

@@ -45,13 +45,18 @@ pub struct DirectIoAlignment {
 /// node).
 /// A file on tmpfs, which reports none and has no block device, needs no
 /// alignment where tmpfs takes O_DIRECT at all (Linux 6.6+). A directory
-/// answers for the files on its filesystem.
+/// answers for the files on its filesystem; where no block device answers for
+/// it (overlayfs, btrfs: an anonymous device number), it answers as an unnamed
+/// file created in it (`O_TMPFILE`, which needs write permission there and
+/// leaves nothing behind; on overlayfs it copies the directory up, as creating
+/// any file there would).
 ///
 /// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) if the file is a pipe,
 /// FIFO, socket or character device (never reopened), if statx reports that the
 /// file does not support O_DIRECT at all (both alignments zero), if the file is
 /// on a tmpfs that refuses O_DIRECT (before Linux 6.6), or if there is no block
-/// device to ask (e.g. a network or FUSE filesystem on an old kernel).
+/// device to ask (e.g. a network or FUSE filesystem on an old kernel; for a
+/// directory, when no file can be created in it to ask either).
 ///
 /// ```
 /// use posixrt::advise::direct_io_alignment;
@@ -116,7 +121,25 @@ pub fn direct_io_alignment<Fd: AsFd>(fd: Fd) -> Result<DirectIoAlignment> {
             return Ok(a);
         }
     }
-    block_device_alignment(fd)
+    match block_device_alignment(fd) {
+        Err(e) if file_type == libc::S_IFDIR && e.kind() == ErrorKind::Unsupported => {
+            probe_file_alignment(fd).ok_or(e)
+        }
+        r => r,
+    }
+}
+
+/// The answer for an unnamed file created in directory `dir` (`O_TMPFILE`, gone
+/// when closed), for a directory no device answers for: overlayfs and btrfs
+/// give their directories an anonymous `st_dev`, while statx answers for the
+/// files in them. `None` if no such file can be created (no write permission, a
+/// read-only or `O_TMPFILE`-less filesystem) or it has no answer either.
+fn probe_file_alignment(dir: std::os::fd::BorrowedFd<'_>) -> Option<DirectIoAlignment> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC;
+    let probe = rustix::fs::openat(dir, ".", flags, Mode::from_raw_mode(0o600)).ok()?;
+    // A regular file: this does not come back here.
+    direct_io_alignment(&probe).ok()
 }
 
 /// `Some` for a file on tmpfs that takes O_DIRECT (asked by opening it again
