@@ -106,12 +106,7 @@ fn queued_read_after_close(b: Backend) {
         .workers(1)
         .build()
         .unwrap();
-    let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
-    a.set_nonblocking(true).unwrap();
-    while a.send(&[0u8; 256]).is_ok() {}
-    a.set_nonblocking(false).unwrap();
-    let mut hold = aio.write(&a, 0, vec![0u8; 256]).unwrap();
-    std::thread::sleep(Duration::from_millis(20));
+    let hold = common::blocker(&aio);
     let orig = rustix::fs::memfd_create("orig", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     rustix::io::write(&orig, b"original").unwrap();
     let mut r = aio.read(&orig, 0, vec![0u8; 8]).unwrap();
@@ -120,23 +115,12 @@ fn queued_read_after_close(b: Backend) {
     if let Some(f) = reuse_number(n) {
         rustix::io::write(&f, b"intruder").unwrap();
         // Keep it open until the read is done.
-        peer.set_nonblocking(true).unwrap();
-        let mut b2 = [0u8; 512];
-        while !hold.is_done() {
-            while peer.recv(&mut b2).is_ok() {}
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        hold.wait().unwrap().result.unwrap();
+        hold.unblock();
         let c = r.wait().unwrap();
         assert_eq!(c.data(), b"original");
         drop(f);
     } else {
-        peer.set_nonblocking(true).unwrap();
-        let mut b2 = [0u8; 512];
-        while !hold.is_done() {
-            while peer.recv(&mut b2).is_ok() {}
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        hold.unblock();
         assert_eq!(r.wait().unwrap().data(), b"original");
     }
 }

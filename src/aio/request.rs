@@ -420,8 +420,7 @@ impl<B: Send + 'static> Ticket<B> {
                 // it ends the request when the attempt would block, but an
                 // attempt made after this returned could take data the
                 // program writes next. Wait for it, as a cancel does:
-                // microseconds, as the attempt does not block (a datagram
-                // write, which does, at most 5 s).
+                // microseconds, as the attempt does not block.
                 wait_done(inner, self.idx, self.gen);
             }
         }

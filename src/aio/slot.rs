@@ -172,12 +172,11 @@ impl Slot {
     }
 
     /// True for an issued write that a cancel leaves to run: one on a
-    /// datagram socket, whose send cannot end part way. The thread engine's
-    /// worker sends it with a blocking call, which a cancel cannot
-    /// interrupt; io_uring could stop it while it waits for room, but the
-    /// engines agree (as glibc, and as the Open POSIX Test Suite's
-    /// `aio_cancel` tests expect): it is in progress, `AIO_NOTCANCELED`, and
-    /// the cancel does not wait for it. `kind` gives the fd's kind, if known
+    /// datagram socket, whose send cannot end part way. Both engines could
+    /// stop it while it waits for room (the thread engine parks it, and its
+    /// poller tries it again), but they agree (as glibc, and as the Open
+    /// POSIX Test Suite's `aio_cancel` tests expect): it is in progress,
+    /// `AIO_NOTCANCELED`, and the cancel does not wait for it. `kind` gives the fd's kind, if known
     /// (asked only for a write).
     #[inline]
     pub(crate) fn issued_write_stays(&self, kind: impl FnOnce() -> Option<FdKind>) -> bool {

@@ -166,32 +166,76 @@ pub async fn read_pattern_block(aio: &Aio, f: &std::sync::Arc<std::fs::File>, i:
 }
 
 /// A request that holds one engine slot (an io_uring entry, or a pool worker)
-/// until `unblock` reads the peer: a datagram write to a socket whose peer's
-/// queue is full (a pipe read would not hold a thread-engine worker: it waits
-/// in the engine's epoll set).
+/// until `unblock` reads the other end: on io_uring, a datagram write to a
+/// socket whose peer's queue is full; on the thread engine (which parks a
+/// datagram write, as a pipe read, in its epoll set) a write of more than a
+/// pseudo-terminal holds to its slave, which its worker makes with a blocking
+/// `write(2)` once the terminal polls writable (a terminal refuses
+/// `RWF_NOWAIT`).
 pub struct Blocker {
     req: Request<Vec<u8>>,
-    peer: std::os::unix::net::UnixDatagram,
-    _me: std::os::unix::net::UnixDatagram,
+    /// The datagram socket's peer, or the terminal's master.
+    drain: std::fs::File,
+    _me: OwnedFd,
 }
 
 pub fn blocker(aio: &Aio) -> Blocker {
-    let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
-    a.set_nonblocking(true).unwrap();
-    while a.send(&[0u8; 256]).is_ok() {}
-    a.set_nonblocking(false).unwrap();
-    let req = aio.write(&a, 0, vec![9u8; 256]).unwrap();
+    let (me, drain, len) = if aio.backend().backend() == Backend::Threads {
+        let (master, slave) = pty();
+        (slave, master, 256 << 10)
+    } else {
+        let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        while a.send(&[0u8; 256]).is_ok() {}
+        a.set_nonblocking(false).unwrap();
+        (
+            OwnedFd::from(a),
+            std::fs::File::from(OwnedFd::from(peer)),
+            256,
+        )
+    };
+    let req = aio.write(&me, 0, vec![b'x'; len]).unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(!req.is_done(), "the blocking write completed");
-    Blocker { req, peer, _me: a }
+    Blocker {
+        req,
+        drain,
+        _me: me,
+    }
+}
+
+/// A pseudo-terminal: (master, slave), both blocking.
+pub fn pty() -> (std::fs::File, OwnedFd) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain libc calls on the descriptors they return, each owned
+    // once; `ptsname_r` fills the buffer it is given.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(m >= 0, "posix_openpt: {}", std::io::Error::last_os_error());
+        let master = std::fs::File::from_raw_fd(m);
+        assert!(libc::grantpt(m) == 0 && libc::unlockpt(m) == 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+        let s = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        assert!(
+            s >= 0,
+            "open pty slave: {}",
+            std::io::Error::last_os_error()
+        );
+        (master, OwnedFd::from_raw_fd(s))
+    }
 }
 
 impl Blocker {
     pub fn unblock(mut self) {
-        self.peer.set_nonblocking(true).unwrap();
-        let mut b = [0u8; 512];
+        use std::io::Read;
+        rustix::fs::fcntl_setfl(&self.drain, rustix::fs::OFlags::NONBLOCK).unwrap();
+        let mut b = [0u8; 4096];
         while !self.req.is_done() {
-            while self.peer.recv(&mut b).is_ok() {}
+            while self.drain.read(&mut b).is_ok_and(|n| n > 0) {}
             std::thread::sleep(Duration::from_millis(1));
         }
         self.req.wait().unwrap().result.unwrap();

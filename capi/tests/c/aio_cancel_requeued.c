@@ -2,7 +2,9 @@
  * (thread engine, one worker).
  *
  * A write of twice the pipe's capacity fills the pipe and parks; the one
- * worker is then held by a write to a full datagram socket. Once a reader
+ * worker is then held by a write larger than a pseudo-terminal holds to its
+ * slave (a terminal refuses RWF_NOWAIT: once it polls writable, the worker
+ * writes with a blocking call). Once a reader
  * drains the pipe, the pipe write goes back to the queue, behind the busy
  * worker. It is in progress (its first bytes were read): aio_cancel, of the
  * aiocb or of the fd, must say AIO_NOTCANCELED and leave it ended with the
@@ -19,7 +21,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,7 +28,7 @@
 #include "check.h"
 
 /* True if a thread of this process other than the caller sleeps in a write
- * (the worker held by the datagram socket). */
+ * (the worker held by the terminal). */
 static int a_thread_sleeps_in_write(void) {
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
@@ -70,9 +71,11 @@ int main(int argc, char **argv) {
     aio_init(&init);
 
     int p[2];
-    int sv[2];
     CHECK(pipe(p) == 0);
-    CHECK(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0);
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    CHECK(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0);
+    int slave = master >= 0 ? open(ptsname(master), O_RDWR | O_NOCTTY) : -1;
+    CHECK(slave >= 0);
     int cap = fcntl(p[1], F_GETPIPE_SZ);
     CHECK(cap > 0);
     if (failures) {
@@ -97,18 +100,15 @@ int main(int argc, char **argv) {
     w.aio_sigevent.sigev_notify = SIGEV_NONE;
     CHECK(aio_write(&w) == 0);
 
-    /* The datagram socket full, then a write to it holds the one worker
-     * (once the pipe write parked: the worker takes it after). */
-    static char dgram[256];
-    fcntl(sv[0], F_SETFL, O_NONBLOCK);
-    while (send(sv[0], dgram, sizeof dgram, 0) > 0) {
-    }
-    fcntl(sv[0], F_SETFL, 0);
+    /* A write to the terminal holds the one worker (once the pipe write
+     * parked: the worker takes it after). */
+    static char tty_out[256 * 1024];
+    memset(tty_out, 'x', sizeof tty_out);
     struct aiocb hold;
     memset(&hold, 0, sizeof hold);
-    hold.aio_fildes = sv[0];
-    hold.aio_buf = dgram;
-    hold.aio_nbytes = sizeof dgram;
+    hold.aio_fildes = slave;
+    hold.aio_buf = tty_out;
+    hold.aio_nbytes = sizeof tty_out;
     hold.aio_sigevent.sigev_notify = SIGEV_NONE;
     CHECK(aio_write(&hold) == 0);
     for (int i = 0; i < 10000 && !a_thread_sleeps_in_write(); i++) {
@@ -141,14 +141,15 @@ int main(int argc, char **argv) {
     CHECK(aio_return(&w) == (ssize_t)n);
     CHECK(memcmp(got, data, n) == 0);
 
-    /* The held datagram write completes once the other end reads. */
-    static char sink[256];
+    /* The held terminal write completes once the master reads. */
+    static char sink[4096];
+    fcntl(master, F_SETFL, O_NONBLOCK);
     while (aio_error(&hold) == EINPROGRESS) {
-        if (recv(sv[1], sink, sizeof sink, MSG_DONTWAIT) < 0) {
+        if (read(master, sink, sizeof sink) <= 0) {
             nap_ms(1);
         }
     }
-    CHECK(aio_return(&hold) == (ssize_t)sizeof dgram);
+    CHECK(aio_return(&hold) == (ssize_t)sizeof tty_out);
     free(data);
     free(got);
     return finish();

@@ -20,7 +20,7 @@
 //!   `RWF_NOWAIT` (unless the fd is `O_DIRECT`, or its file refused the flag):
 //!   what the page cache serves is done at once. Before any call that may
 //!   wait (the rest of such a transfer, every other transfer, an fsync, a
-//!   blocking datagram or terminal write) a worker hands the queue on, waking
+//!   blocking terminal write) a worker hands the queue on, waking
 //!   sleepers for what the other awake workers will not take. A submission
 //!   wakes only that many too ([`Pool::to_wake`]): a run of cached reads is
 //!   served by the workers awake, without a wake-up each.
@@ -32,10 +32,11 @@
 //!   request back in the ready queue at its priority. No number of idle
 //!   descriptors can exhaust the workers. A parked request can be cancelled
 //!   (`AIO_CANCELED`); a transfer in progress cannot (`AIO_NOTCANCELED`).
-//! - **Datagram sockets** are written without waiting for `POLLOUT` (unix
+//! - **Datagram socket writes** park too, but their `POLLOUT` lags (unix
 //!   datagram `POLLOUT` needs the send queue below a quarter of `SO_SNDBUF`, while
-//!   `write(2)` completes as soon as the datagram fits): a non-blocking attempt,
-//!   then a blocking write.
+//!   `write(2)` completes as soon as the datagram fits): the poller tries them
+//!   again itself, whole or not at all, on `POLLOUT` and on a short timer with
+//!   backoff (see `dgram`). A full datagram socket holds no worker.
 
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +51,7 @@ use crate::sys::prio::{self, SchedClass};
 use crate::sys::rtlock::{self, RtCond, RtGuard};
 use crate::{Error, Result};
 
+mod dgram;
 mod transfer;
 use transfer::{borrow, learn_fd, run, Job, Outcome};
 
@@ -100,6 +102,8 @@ pub(crate) struct Pool {
     /// back from a sleep (never below 0: one woken by another cause takes the
     /// place of one due). Changed under the engine lock only.
     woken: std::sync::atomic::AtomicUsize,
+    /// Parked datagram writes, which the poller retries (see `dgram`).
+    retries: dgram::Retries,
 }
 
 /// Workers that each have a bit of their own to sleep tagged with.
@@ -151,6 +155,7 @@ impl Pool {
             active: std::sync::atomic::AtomicUsize::new(0),
             asleep: std::sync::atomic::AtomicUsize::new(0),
             woken: std::sync::atomic::AtomicUsize::new(0),
+            retries: dgram::Retries::default(),
         })
     }
 
@@ -533,8 +538,9 @@ fn hand_on<H: Host>(host: &H, pool: &Pool) {
 /// when it would block). A C request's fd kind is learnt by its worker without
 /// the lock (`interruptible` set meanwhile); until then it is read here. On a
 /// regular file or block device (or an fd `fstat` refuses, transferred as on
-/// one) the transfer runs to its end: the kernel does not interrupt it; nor
-/// does a datagram write (see `Slot::issued_write_stays`).
+/// one) the transfer runs to its end: the kernel does not interrupt it. A
+/// datagram write is left to run too, parked or not (see
+/// `Slot::issued_write_stays`).
 pub(crate) fn can_stop(s: &super::table::Slot) -> bool {
     let kind = fd_kind_of(s);
     kind.is_some_and(FdKind::is_stream) && !s.issued_write_stays(|| kind)
@@ -591,6 +597,13 @@ fn park(core: &mut Core, pool: &Pool, idx: u32, moved: usize) {
         Ok(()) => {
             s.parked = true;
             s.interruptible = true;
+            if s.op.kind == OpKind::Write
+                && s.fd_kind == Some(FdKind::Datagram)
+                && pool.retries.add(user_data(idx, gen))
+            {
+                // The first: the poller sets its timer.
+                pool.interrupt(0);
+            }
         }
         Err(e) => core.complete(idx, -(e.raw_os_error() as i64)),
     }
@@ -613,10 +626,11 @@ fn poller<H: Host>(host: Arc<H>) {
     let mut events: Vec<epoll::Event> = Vec::with_capacity(64);
     loop {
         events.clear();
+        let timeout = pool.retries.timeout();
         match epoll::wait(
             &pool.epoll,
             rustix::buffer::spare_capacity(&mut events),
-            None,
+            timeout.as_ref(),
         ) {
             Ok(_) => {}
             Err(rustix::io::Errno::INTR) => continue,
@@ -624,6 +638,7 @@ fn poller<H: Host>(host: Arc<H>) {
         }
         let mut core = host.table();
         let mut woken = false;
+        let mut fired = Vec::new();
         for ev in &events {
             let d = ev.data.u64();
             if d == WAKE {
@@ -637,7 +652,10 @@ fn poller<H: Host>(host: Arc<H>) {
                 .slots
                 .get(idx as usize)
                 .is_some_and(|s| s.gen == gen && s.state == State::Issued && s.parked);
-            if parked {
+            if parked && pool.retries.has(d) {
+                // A datagram write: tried again below, from here.
+                fired.push(d);
+            } else if parked {
                 let shutdown = core.shutdown;
                 let s = &mut core.slots[idx as usize];
                 let _ = epoll::delete(&pool.epoll, borrow(s.io_fd()));
@@ -672,6 +690,7 @@ fn poller<H: Host>(host: Arc<H>) {
                 core.complete(idx, res);
             }
         }
+        dgram::retry_due(&mut core, pool, &fired);
         // Woken once the lock is released, as a submission wakes them (see
         // `Inner::kick`), a sleeper switched first for a real-time request.
         let ready = core.ready_len();

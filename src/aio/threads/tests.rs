@@ -272,7 +272,6 @@ fn a_requeued_write_that_moved_bytes_is_not_cancelled() {
 fn requeued_write_cancelled(by_fd: bool) {
     use crate::aio::{Aio, Backend, CancelResult};
     use std::os::fd::AsRawFd;
-    use std::os::unix::net::UnixDatagram;
     let aio = Aio::builder()
         .backend(Backend::Threads)
         .workers(1)
@@ -289,16 +288,17 @@ fn requeued_write_cancelled(by_fd: bool) {
         "the write parked after its first bytes: {:?}",
         slot_of(&aio, wid)
     );
-    // The one worker held by a datagram write that waits for room.
-    let (a, peer) = UnixDatagram::pair().expect("socketpair");
-    a.set_nonblocking(true).expect("nonblocking");
-    while a.send(&[0u8; 256]).is_ok() {}
-    a.set_nonblocking(false).expect("blocking");
-    let mut hold = aio.write(&a, 0, vec![9u8; 256]).expect("datagram write");
+    // The one worker held by a terminal write that waits for room (a
+    // terminal refuses RWF_NOWAIT: once it polls writable, its worker writes
+    // with a blocking call).
+    let (master, slave) = pty();
+    let mut hold = aio
+        .write(&slave, 0, vec![b'x'; 256 << 10])
+        .expect("pty write");
     let hid = hold.id();
     assert!(
-        soon(|| slot_of(&aio, hid).is_some_and(|(st, _, _)| st == State::Issued)),
-        "the worker took the datagram write"
+        soon(|| slot_of(&aio, hid).is_some_and(|(st, parked, _)| st == State::Issued && !parked)),
+        "the worker took the terminal write"
     );
     // The reader takes what the pipe holds: the write is ready again, and
     // waits for the worker.
@@ -327,12 +327,36 @@ fn requeued_write_cancelled(by_fd: bool) {
         "the result counts what the reader got"
     );
     assert_eq!(got, data[..got.len()]);
-    // Let the datagram write go.
-    peer.set_nonblocking(true).expect("nonblocking");
-    let mut d = [0u8; 512];
+    // Let the terminal write go.
+    rustix::fs::fcntl_setfl(&master, rustix::fs::OFlags::NONBLOCK).expect("nonblocking");
+    let mut d = [0u8; 4096];
     assert!(soon(|| {
-        while peer.recv(&mut d).is_ok() {}
+        while rustix::io::read(&master, &mut d).is_ok_and(|n| n > 0) {}
         hold.is_done()
     }));
-    hold.wait().expect("done").result.expect("datagram written");
+    assert_eq!(
+        hold.wait().expect("done").result.expect("written"),
+        256 << 10
+    );
+}
+
+/// A pseudo-terminal: (master, slave), both blocking.
+fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    // SAFETY: plain libc calls on the descriptors they return, each owned
+    // once; `ptsname_r` fills the buffer it is given.
+    unsafe {
+        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        assert!(m >= 0, "posix_openpt");
+        let master = std::os::fd::OwnedFd::from_raw_fd(m);
+        assert!(libc::grantpt(m) == 0 && libc::unlockpt(m) == 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
+        let s = libc::open(
+            name.as_ptr(),
+            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+        );
+        assert!(s >= 0, "open pty slave");
+        (master, std::os::fd::OwnedFd::from_raw_fd(s))
+    }
 }

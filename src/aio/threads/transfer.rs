@@ -187,9 +187,9 @@ fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
     }
 }
 
-/// A transfer on a pollable descriptor: never blocks the worker (except a
-/// datagram write, which `write(2)` would complete, and a terminal without
-/// `RWF_NOWAIT` support after it polled ready).
+/// A transfer on a pollable descriptor: never blocks the worker (except on a
+/// terminal without `RWF_NOWAIT` support after it polled ready). What would
+/// block parks, a datagram write too (see [`retry`]).
 fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
     let write = j.op.kind == OpKind::Write;
     if !write && j.op.len == 0 {
@@ -235,12 +235,8 @@ fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
                         -(libc::EAGAIN as i64)
                     });
                 }
-                if write && k == FdKind::Datagram {
-                    // A blocking write: until the socket has room.
-                    hand_on();
-                    mode = Mode::Stream;
-                    continue;
-                }
+                // (A datagram write parks too, with nothing sent: it goes
+                // whole or not at all; the poller retries it, see `retry`.)
                 return Outcome::Park { moved };
             }
             Err(libc::EOPNOTSUPP) if mode == Mode::NoWait => {
@@ -258,5 +254,23 @@ fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
                 return Outcome::Done(if total > 0 { total } else { -(e as i64) });
             }
         }
+    }
+}
+
+/// Tries a parked datagram write again without waiting (`MSG_DONTWAIT`): the
+/// datagram goes whole or not at all. `None` if there is still no room (or a
+/// signal came), else the result.
+///
+/// # Safety
+///
+/// `(ptr, len)` is a parked request's buffer, owned by the runtime until the
+/// request completes, and `fd` its descriptor copy: the caller holds the table
+/// lock, so neither is let go of meanwhile.
+pub(super) unsafe fn retry(fd: i32, ptr: usize, len: usize) -> Option<i64> {
+    // SAFETY: as the caller promises.
+    let r = unsafe { sio::write(fd, ptr as *const u8, len.min(MAX_RW), Mode::SocketNoWait) };
+    match r {
+        Err(libc::EAGAIN) | Err(libc::EINTR) => None,
+        other => Some(res(other)),
     }
 }
