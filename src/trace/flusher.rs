@@ -194,7 +194,9 @@ fn run(s: Arc<Stream>) {
 }
 
 impl Stream {
-    /// A FLUSH stream with a sub-buffer an eighth full.
+    /// A FLUSH stream with a sub-buffer an eighth full. (It holds the reader
+    /// lock only for a FLUSH stream, which is never suspended by fullness:
+    /// no resume is left to it.)
     fn needs_flush(&self) -> bool {
         if self.policy != StreamFullPolicy::Flush {
             return false;
@@ -205,6 +207,10 @@ impl Stream {
     }
 
     /// Whether the stream holds records or log bytes not written yet.
+    ///
+    /// With none, it resumes an UNTIL_FULL stream read below half: a
+    /// `try_getnext` that found the reader lock held here left the resume to
+    /// this holder (a flush, which resumes, follows only when it holds some).
     fn has_unwritten(&self) -> bool {
         {
             let st = lock(&self.reader);
@@ -212,6 +218,64 @@ impl Stream {
                 return true;
             }
         }
+        self.maybe_resume();
         self.log.as_ref().is_some_and(|l| lock(l).has_pending())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{self, Trace, TraceAttr};
+
+    /// A reader that never waits for the reader lock (`try_getnext`) leaves
+    /// the resume of an UNTIL_FULL stream it read below half to the lock's
+    /// holder: the flusher's look for unwritten records is one, and resumes
+    /// the stream itself (it writes nothing then, so no flush does it).
+    #[test]
+    fn a_look_for_unwritten_records_resumes_a_stream_read_empty() {
+        let path = std::env::temp_dir().join(format!(
+            "posixrt-flusher-{}-resume.trace",
+            std::process::id()
+        ));
+        let f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        let t = Trace::create_with_log(&a, f).unwrap();
+        let ev = trace::eventid_open("flusher.resume").unwrap();
+        t.start().unwrap();
+        // The log's preamble written: the log holds nothing unwritten.
+        t.flush().unwrap();
+        for _ in 0..100_000 {
+            if t.s.auto_suspended.load(Acquire) {
+                break;
+            }
+            trace::event(ev, &[0; 8]);
+        }
+        assert!(t.s.auto_suspended.load(Acquire), "the stream filled");
+        // What a try read does when its resume finds the lock held elsewhere:
+        // the events are taken, the stream stays suspended.
+        {
+            let mut st = lock(&t.s.reader);
+            while t.s.take(&mut st).is_some() {}
+        }
+        assert!(t.s.auto_suspended.load(Acquire));
+        let unwritten = t.s.has_unwritten();
+        let resumed = !t.s.auto_suspended.load(Acquire);
+        let running = t.s.running();
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(!unwritten, "every record was read");
+        assert!(resumed, "the holder of the reader lock resumed the stream");
+        assert!(running);
     }
 }
