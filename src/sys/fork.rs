@@ -45,6 +45,15 @@ pub(crate) fn generation() -> u32 {
 /// be safe to repeat.
 pub(crate) struct ForkOnce(AtomicU32);
 
+/// Gives a [`ForkOnce`]'s claim back when dropped (its function unwound).
+struct Unclaim<'a>(&'a AtomicU32);
+
+impl Drop for Unclaim<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
+    }
+}
+
 /// [`ForkOnce`]'s state once its function has run.
 const DONE: u32 = u32::MAX;
 
@@ -80,7 +89,11 @@ impl ForkOnce {
                 .compare_exchange(s, me, Ordering::AcqRel, Ordering::Acquire)
                 .is_ok()
             {
+                // A panic in `f` gives the claim back (a later call runs `f`
+                // again) instead of leaving every later caller waiting on it.
+                let unclaim = Unclaim(&self.0);
                 f();
+                std::mem::forget(unclaim);
                 self.0.store(DONE, Ordering::Release);
                 return;
             }
@@ -144,5 +157,27 @@ extern "C" fn child() {
         // supports for this crate (Linux).
         let reset: fn() = unsafe { std::mem::transmute::<usize, fn()>(f) };
         reset();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ForkOnce;
+    use std::time::Duration;
+
+    /// A function that panics leaves the `ForkOnce` to be run again, not
+    /// claimed for ever (every later call waited, yielding, without end).
+    #[test]
+    fn a_panic_in_the_function_gives_the_claim_back() {
+        static ONCE: ForkOnce = ForkOnce::new();
+        let r = std::panic::catch_unwind(|| ONCE.call_once(|| panic!("refused")));
+        assert!(r.is_err());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut ran = false;
+            ONCE.call_once(|| ran = true);
+            let _ = tx.send(ran);
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(10)), Ok(true));
     }
 }
