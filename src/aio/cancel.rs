@@ -108,10 +108,12 @@ fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
     }
 }
 
-/// True if a write of `op` (after `moved` bytes of earlier rounds) ended
-/// with `res`, fewer bytes than it was given and more than none.
-pub(super) fn stopped_short(op: super::table::RawOp, moved: i64, res: i64) -> bool {
-    op.kind == super::table::OpKind::Write && res > 0 && res < moved + op.len as i64
+/// True if a write of `op` to a pipe, socket or terminal (`stream`: only those
+/// go on in a second round, see `Shard::reap`; a regular file's write ends
+/// short on its own, ENOSPC or RLIMIT_FSIZE) ended, after `moved` bytes of
+/// earlier rounds, with `res`: fewer bytes than it was given and more than none.
+pub(super) fn stopped_short(op: super::table::RawOp, stream: bool, moved: i64, res: i64) -> bool {
+    stream && op.kind == super::table::OpKind::Write && res > 0 && res < moved + op.len as i64
 }
 
 /// A synchronous cancel of `ud`. An issued request may still wait in a
@@ -149,6 +151,8 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
     // for a held request, done already, whose `res` is its result (see
     // `hold.rs`).
     let moved = (s.hold != Hold::Done).then_some(s.res);
+    // (A request's own fd copy: its kind was looked at when it was issued.)
+    let stream = s.fd_kind.is_some_and(crate::sys::io::FdKind::is_stream);
     let outcome = match s.state {
         State::Done | State::Free => {
             inner.release(core);
@@ -183,7 +187,7 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                         // not reaped yet), stopped with the bytes it moved
                         // (see `Shard::reap`): in progress, not cancelled.
                         match done(inner, idx, gen) {
-                            Some(r) if moved.is_some_and(|m| stopped_short(op, m, r)) => {
+                            Some(r) if moved.is_some_and(|m| stopped_short(op, stream, m, r)) => {
                                 CancelResult::NotCanceled
                             }
                             _ => CancelResult::AllDone,

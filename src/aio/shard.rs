@@ -566,7 +566,7 @@ fn build(entries: u32) -> io::Result<(IoUring, bool)> {
 
 /// The kind of what fd number `fd` names now, and whether it is `O_NONBLOCK`
 /// (`None` if it is not open).
-fn look_again(fd: i32) -> Option<(FdKind, bool)> {
+pub(crate) fn look_again(fd: i32) -> Option<(FdKind, bool)> {
     // SAFETY: only asked about (fstat, F_GETFL); an fd closed meanwhile gives
     // an error, and the C caller keeps a request's fd open until it is done.
     let bfd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };

@@ -113,7 +113,9 @@ impl CEngine {
                         core.free_slot(idx);
                         if res == -(libc::ECANCELED as i64) {
                             libc::AIO_CANCELED
-                        } else if all_done && !moved.is_some_and(|m| stopped_short(op, m, res)) {
+                        } else if all_done
+                            && !moved.is_some_and(|m| stopped_short(op, stream_fd(op.fd), m, res))
+                        {
                             // (A stream write stopped between two rounds,
                             // short of its length, was in progress.)
                             libc::AIO_ALLDONE
@@ -199,4 +201,10 @@ impl CEngine {
         }
         out
     }
+}
+
+/// True if `fd` (a C request's, which its caller keeps open until the request
+/// is done) is a pipe, socket or terminal.
+fn stream_fd(fd: i32) -> bool {
+    crate::aio::shard::look_again(fd).is_some_and(|(k, _)| k.is_stream())
 }
