@@ -1,6 +1,7 @@
 //! A priority switch the server could not make is tried again until it holds:
 //! a thread whose demotion failed is not left at its normal priority, with no
-//! budget enforced, until its next replenishment.
+//! budget enforced, until its next replenishment; the tries back off while
+//! the refusal lasts.
 //!
 //! The server runs under a seccomp filter that fails `sched_setscheduler`
 //! with EPERM when the policy carries `SCHED_RESET_ON_FORK` (the crate keeps
@@ -36,6 +37,15 @@ fn set_raw(tid: i32, policy: i32, prio: i32) {
         "sched_setscheduler: {}",
         std::io::Error::last_os_error()
     );
+}
+
+/// Thread `tid`'s voluntary context switches (its sleeps).
+fn voluntary_switches(tid: i32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap();
+    s.lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
 }
 
 #[test]
@@ -104,6 +114,17 @@ fn a_failed_demotion_is_retried_until_it_holds() {
         Priority::fifo(50).unwrap()
     );
 
+    // While the refusal lasts, the tries back off: the server does not wake
+    // every millisecond (about 500 times in this half second before; now a
+    // dozen tries at most, 64 ms apart once backed off, and its other timers).
+    let server = sporadic::server_tid().unwrap().as_raw();
+    let w0 = voluntary_switches(server);
+    std::thread::sleep(ms(500));
+    let woken = voluntary_switches(server) - w0;
+    assert!(
+        woken < 100,
+        "the server woke {woken} times in 500 ms of refusals"
+    );
     // The cause goes away: the server's next try demotes it.
     set_raw(tid.as_raw(), libc::SCHED_FIFO, 50);
     assert!(

@@ -214,13 +214,20 @@ struct Entry {
     /// The CPU clock at the previous step.
     last_cpu: Duration,
     /// The level the thread was last put at (`serve` put it at the normal
-    /// one). Differs from the state's while a switch failed: retried each
-    /// [`RETRY`] until it holds.
+    /// one). Differs from the state's while a switch failed: retried after
+    /// `retry` until it holds.
     applied: Level,
+    /// The wait before the next try of a failed switch: [`RETRY`], doubled
+    /// by each try that fails again up to [`RETRY_MAX`] (a refusal that
+    /// lasts, such as a lost privilege, does not wake the server every
+    /// millisecond), [`RETRY`] again once a switch holds.
+    retry: Duration,
 }
 
 /// How long after a failed priority switch the server tries again.
 const RETRY: Duration = Duration::from_millis(1);
+/// The longest wait between two tries of a switch that keeps failing.
+const RETRY_MAX: Duration = Duration::from_millis(64);
 
 /// The shortest wait between two looks at a served thread's CPU clock. The server
 /// may share the thread's CPU: re-arming for the last few microseconds of budget
@@ -319,6 +326,7 @@ fn new_entry(shared: Arc<Shared>, state: SporadicState, signo: i32, me: i32) -> 
         floor: PROBE_FLOOR,
         last_cpu: Duration::ZERO,
         applied: Level::Normal,
+        retry: RETRY,
     })
 }
 
@@ -356,7 +364,7 @@ fn step(e: &mut Entry) -> bool {
         .state
         .cpu_deadline()
         .map(|_| now.saturating_add(e.state.remaining(cpu).max(e.floor)));
-    let retry = (e.applied != e.state.level()).then(|| now.saturating_add(RETRY));
+    let retry = (e.applied != e.state.level()).then(|| now.saturating_add(e.retry));
     let want_mono = [e.state.pending().first().map(|r| r.at), probe, retry]
         .into_iter()
         .flatten()
@@ -401,8 +409,12 @@ fn switch(e: &mut Entry, level: Level, retry: bool) -> bool {
     };
     if code == 0 {
         e.applied = level;
+        e.retry = RETRY;
     } else if code != libc::ESRCH {
         e.shared.last_errno.store(code, Ordering::Relaxed);
+        if retry {
+            e.retry = (e.retry * 2).min(RETRY_MAX);
+        }
     }
     if retry && code != 0 {
         return code != libc::ESRCH;
