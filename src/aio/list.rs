@@ -320,15 +320,8 @@ impl Aio {
             // submission would leave open.)
             return Err(super::engine::inherited_context());
         }
-        // Wait: signals are blocked before anything else the call does, and
-        // come through only while it sleeps, so a handler due at any later
-        // moment ends the wait with EINTR (the requests go on). Blocked from
-        // the first sleep on only, a handler that ran while the call built
-        // and submitted the list went unseen: the call waited for every
-        // request.
-        let masked = (mode == ListMode::Wait).then(crate::sys::signal::block_for_wait);
-        if masked.is_some() {
-            // (Forgets a handler run in an earlier call's sleep for a lock.)
+        if mode == ListMode::Wait {
+            // (A handler run while the call sleeps for the lock interrupts it.)
             let _ = crate::sys::rtlock::handler_ran_in_lock();
         }
         let threads = matches!(self.inner.engine, Engine::Threads(_));
@@ -388,12 +381,31 @@ impl Aio {
             entries,
         };
         if mode == ListMode::Wait {
-            let r = self.inner.wait_until_masked(
-                None,
-                Some("lio_listio"),
-                |c| list.entries.iter().flatten().all(|e| entry_done(c, e)),
-                masked,
-            );
+            let all_done = |c: &Core| list.entries.iter().flatten().all(|e| entry_done(c, e));
+            // Done already (reads of cached files complete inside the
+            // submission): no signal mask. Otherwise signals are blocked from
+            // here, before anything else the wait does, and come through only
+            // while it sleeps: a handler due at any later moment ends the wait
+            // with EINTR (the requests go on). One that ran while the call
+            // built and submitted its list, before it had to wait, does not
+            // (POSIX: EINTR for a signal "delivered while waiting"), as in
+            // glibc; blocking them from the call's start made every call two
+            // system calls longer (4% of `lio_listio` throughput in 32-read
+            // lists of cached reads).
+            let done = {
+                let mut core = self.inner.lock();
+                self.inner.poll_completions(&mut core);
+                let d = all_done(&core);
+                self.inner.release(core);
+                d
+            };
+            let r = if done {
+                Ok(true)
+            } else {
+                let masked = crate::sys::signal::block_for_wait();
+                self.inner
+                    .wait_until_masked(None, Some("lio_listio"), all_done, Some(masked))
+            };
             if let Err(e) = r {
                 list.detach();
                 return Err(e);
