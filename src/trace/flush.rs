@@ -557,19 +557,10 @@ mod tests {
     #[test]
     fn a_loss_past_the_records_of_a_flush_waits_for_them() {
         use super::Cursor;
-        let path =
-            std::env::temp_dir().join(format!("posixrt-late-loss-{}.trace", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_size(4096).unwrap();
+        let (log, f) = crate::trace::scratch::Scratch::log("late-loss");
+        let path = log.path.clone();
+        let mut a = crate::trace::scratch::small_attr();
         a.set_stream_full_policy(StreamFullPolicy::UntilFull);
-        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("flush.late_loss").unwrap();
         // Only this test's events (other tests' threads record meanwhile, and
@@ -632,20 +623,9 @@ mod tests {
     /// than both waiting for the stream to stop.
     #[test]
     fn the_losses_of_a_writer_that_exited_draining_are_reported() {
-        let path = std::env::temp_dir().join(format!(
-            "posixrt-exit-draining-{}.trace",
-            std::process::id()
-        ));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_size(4096).unwrap();
-        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        let (log, f) = crate::trace::scratch::Scratch::log("exit-draining");
+        let path = log.path.clone();
+        let a = crate::trace::scratch::small_attr();
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("flush.exit_draining").unwrap();
         // Only this test's events (other tests' threads record meanwhile).
@@ -702,18 +682,9 @@ mod tests {
     #[test]
     fn losses_at_the_end_of_a_flush_are_not_later_than_the_next_record() {
         use super::Cursor;
-        let path =
-            std::env::temp_dir().join(format!("posixrt-loss-ts-{}.trace", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_size(4096).unwrap();
-        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        let (log, f) = crate::trace::scratch::Scratch::log("loss-ts");
+        let path = log.path.clone();
+        let a = crate::trace::scratch::small_attr();
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("flush.loss_ts").unwrap();
         let mut only = crate::trace::EventSet::empty();
@@ -766,15 +737,8 @@ mod tests {
     /// stream gets it, also through the in-place flush of a FLUSH stream.
     #[test]
     fn a_nested_loss_reaches_the_log_as_an_overflow() {
-        let path =
-            std::env::temp_dir().join(format!("posixrt-nested-loss-{}.trace", std::process::id()));
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
+        let (log, f) = crate::trace::scratch::Scratch::log("nested-loss");
+        let path = log.path.clone();
         let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
         let ev = trace::eventid_open("flush.nested_loss").unwrap();
         t.start().unwrap();

@@ -226,7 +226,7 @@ impl Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{self, Trace, TraceAttr};
+    use crate::trace::{self, Trace};
 
     /// A reader that never waits for the reader lock (`try_getnext`) leaves
     /// the resume of an UNTIL_FULL stream it read below half to the lock's
@@ -234,21 +234,10 @@ mod tests {
     /// the stream itself (it writes nothing then, so no flush does it).
     #[test]
     fn a_look_for_unwritten_records_resumes_a_stream_read_empty() {
-        let path = std::env::temp_dir().join(format!(
-            "posixrt-flusher-{}-resume.trace",
-            std::process::id()
-        ));
-        let f = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_size(4096).unwrap();
+        let (log, f) = crate::trace::scratch::Scratch::log("flusher-resume");
+        let path = log.path.clone();
+        let mut a = crate::trace::scratch::small_attr();
         a.set_stream_full_policy(StreamFullPolicy::UntilFull);
-        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("flusher.resume").unwrap();
         t.start().unwrap();

@@ -151,6 +151,8 @@ mod log_writer;
 mod read;
 mod ring;
 pub mod schema;
+#[cfg(test)]
+mod scratch;
 mod set;
 mod slots;
 mod status;

@@ -353,21 +353,9 @@ mod tests {
     /// it followed and before the OVERFLOW reporting that loss.
     #[test]
     fn a_draining_flush_writer_drops_events_that_would_fit() {
-        let path = std::env::temp_dir().join(format!(
-            "posixrt-stream-draining-{}.trace",
-            std::process::id()
-        ));
-        let f = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_size(4096).unwrap();
-        a.set_flush_interval(std::time::Duration::from_secs(3600))
-            .unwrap();
+        let (log, f) = crate::trace::scratch::Scratch::log("stream-draining");
+        let path = log.path.clone();
+        let a = crate::trace::scratch::small_attr();
         let t = Trace::create_with_log(&a, f).unwrap();
         assert_eq!(t.s.policy, StreamFullPolicy::Flush);
         let big = trace::eventid_open("stream.drain_big").unwrap();
@@ -423,21 +411,9 @@ mod tests {
     /// count, so their OVERFLOW comes before it, not after the STOP.
     #[test]
     fn a_control_event_of_a_draining_writer_comes_after_its_losses() {
-        let path = std::env::temp_dir().join(format!(
-            "posixrt-stream-draining-stop-{}.trace",
-            std::process::id()
-        ));
-        let f = std::fs::File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_size(4096).unwrap();
-        a.set_flush_interval(std::time::Duration::from_secs(3600))
-            .unwrap();
+        let (log, f) = crate::trace::scratch::Scratch::log("stream-draining-stop");
+        let path = log.path.clone();
+        let a = crate::trace::scratch::small_attr();
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("stream.drain_stop").unwrap();
         // Only this thread's events of this type, and the control events.
