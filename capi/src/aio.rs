@@ -605,18 +605,6 @@ pub unsafe extern "C-unwind" fn lio_listio(
         return fail(libc::EINVAL);
     }
     let wait = mode == libc::LIO_WAIT;
-    // LIO_WAIT: signals are blocked before anything else the call does, and
-    // come through only while it sleeps, so a handler due at any later
-    // moment ends the wait with EINTR (the requests go on). Blocked from the
-    // first sleep on only, a handler that ran while the call submitted the
-    // list, or between that and its first sleep, went unseen: the call
-    // waited for every request. (Not in a handler that interrupted the
-    // library: the interrupted wait may hold the mask.)
-    let mut signals = if wait && !in_lib() {
-        CallSignals::block()
-    } else {
-        CallSignals::none()
-    };
     if wait {
         rt::aio::capi::interruptible_call_starts();
     }
@@ -701,6 +689,21 @@ pub unsafe extern "C-unwind" fn lio_listio(
     }
     let bad = refused.len() + busy;
     if wait {
+        // Done already (cached reads complete inside their submission): no
+        // signal mask. Otherwise signals are blocked from here, before
+        // anything else the wait does, and come through only while it
+        // sleeps: a handler due at any later moment ends the wait with EINTR
+        // (the requests go on). One that ran while the call submitted its
+        // list, before it had to wait, does not (POSIX: EINTR for a signal
+        // "delivered while waiting"), as in glibc: blocking them from the
+        // call's start made every call two system calls longer. (Not in a
+        // handler that interrupted the library: the interrupted wait may
+        // hold the mask.)
+        let mut signals = if !in_lib() && !eng.kept_done(&names) {
+            CallSignals::block()
+        } else {
+            CallSignals::none()
+        };
         let kept = eng.wait_kept_blocked(&mut signals, &names);
         // (A handler due runs now; the restarted wait blocks signals again
         // from its first sleep on.)

@@ -102,13 +102,14 @@ fn aio_suspend_sees_a_handler_run_before_its_first_sleep() {
     prints_ok_built("aio_suspend_eintr_early.c", &flags, engines(), &[&[]]);
 }
 
-/// Likewise `lio_listio(LIO_WAIT)`: a signal raised at the call's first
-/// allocation, as it builds its list (the program interposes `malloc`, hence
-/// `-rdynamic`; `-z now`: no lazy binding inside the call), gives EINTR, the
-/// read still in progress. Such a handler used to go unseen: the call waited
-/// for the read.
+/// `lio_listio(LIO_WAIT)`, unlike `aio_suspend`: a signal raised at the
+/// call's first allocation, as it builds its list (the program interposes
+/// `malloc`, hence `-rdynamic`; `-z now`: no lazy binding inside the call),
+/// does not interrupt it (POSIX: EINTR for a signal delivered while waiting;
+/// glibc alike): the call waits for the read and returns 0. (Blocking signals
+/// from the call's start, for EINTR there, cost every call two system calls.)
 #[test]
-fn lio_listio_sees_a_handler_run_before_its_first_sleep() {
+fn lio_listio_waits_past_a_handler_run_before_it_waits() {
     let mut flags = strict();
     flags.extend(["-rdynamic", "-Wl,-z,now"]);
     prints_ok_built("aio_lio_eintr_early.c", &flags, engines(), &[&[]]);

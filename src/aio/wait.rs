@@ -3,8 +3,8 @@
 //! waits of cancel and shutdown).
 //!
 //! An interruptible wait (POSIX `aio_suspend`, `lio_listio(LIO_WAIT)`) keeps
-//! signals blocked from its first sleep on (`suspend`: from the moment it
-//! finds it must wait; `lio_listio(Wait)`: from its start; see
+//! signals blocked from its first sleep on (`suspend` and `lio_listio(Wait)`:
+//! from the moment they find they must wait; see
 //! [`Inner::wait_until_masked`]) and lets them through only while it sleeps (`sys::poll`, also on the ring's fd): another thread's
 //! completion wakes it often, and a handler that ran while it was awake,
 //! between two sleeps, used to go unseen.
@@ -116,9 +116,10 @@ impl Inner {
             return Err(inherited_context());
         }
         // An interruptible wait keeps signals blocked from its first sleep on
-        // (or from the call's start: `masked`), and lets them through only
-        // while it sleeps: a handler due while it is awake (a completion of
-        // another thread's woke it) ends the next sleep at once, with EINTR.
+        // (or from when the caller blocked them: `masked`), and lets them
+        // through only while it sleeps: a handler due while it is awake (a
+        // completion of another thread's woke it) ends the next sleep at
+        // once, with EINTR.
         // The mask is back when it returns.
         let mut core = self.lock();
         loop {

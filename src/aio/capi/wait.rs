@@ -24,8 +24,8 @@ impl CEngine {
         self.wait_kept_in(names, &mut None)
     }
 
-    /// [`wait_kept`](Self::wait_kept) for a call that blocked signals when it
-    /// started (`signals`, see [`CallSignals`]): a handler due since then
+    /// [`wait_kept`](Self::wait_kept) for a call that blocked signals before
+    /// it waits (`signals`, see [`CallSignals`]): a handler due since then
     /// ends the wait with EINTR.
     pub fn wait_kept_blocked(
         &self,
@@ -66,6 +66,21 @@ impl CEngine {
             Ok(_) => Ok(failed),
             Err(e) => Err(e),
         }
+    }
+
+    /// True if every request named in `names` is done, after a reap of the
+    /// rings (no wait): a call whose requests completed inside their
+    /// submission then need not block signals for a wait.
+    pub fn kept_done(&self, names: &[u64]) -> bool {
+        let inner = &self.inner;
+        let mut core = inner.lock();
+        inner.poll_completions(&mut core);
+        let done = names.iter().all(|&ud| {
+            let (i, g) = split_user_data(ud);
+            core.get(i, g).map_or(true, |s| s.state == State::Done)
+        });
+        inner.release(core);
+        done
     }
 
     /// Reaps finished requests without blocking (io_uring), so their aiocbs get
@@ -118,10 +133,10 @@ impl CEngine {
         let inner = &self.inner;
         let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
 
-        // Signals stay blocked from the first sleep on (or from the call's
-        // start: `masked`), and come through only while the thread sleeps (as
-        // in `Inner::wait_until`): a handler due while it was awake ends the
-        // next sleep at once.
+        // Signals stay blocked from the first sleep on (or from when the
+        // caller blocked them: `masked`), and come through only while the
+        // thread sleeps (as in `Inner::wait_until`): a handler due while it
+        // was awake ends the next sleep at once.
         loop {
             self.flush();
             let mut core = inner.lock();
