@@ -1,8 +1,8 @@
 //! Integration tests for `posixrt::sched::rt`: `mlockall` refused by
 //! `RLIMIT_MEMLOCK` names the fix that applies to this process.
 
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+#[path = "common/probe.rs"]
+mod probe;
 
 use posixrt::sched::rt::{self, LockFlags};
 
@@ -35,18 +35,9 @@ fn memlock_probe() {
 /// that the exec'd binary lacks it even as root; best effort, as it needs
 /// CAP_SETPCAP, and a process without it lacks CAP_IPC_LOCK anyway).
 fn probe(soft: u64, hard: Option<u64>) -> String {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "memlock_probe",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(PROBE_ENV, "1");
     // SAFETY: between fork and exec the child only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(move || {
+    let out = unsafe {
+        probe::run("memlock_probe", PROBE_ENV, &[], move || {
             let mut lim = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -63,20 +54,9 @@ fn probe(soft: u64, hard: Option<u64>) -> String {
             }
             libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
             Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-        .lines()
-        .find_map(|l| l.split_once("MEMLOCKPROBE ").map(|x| x.1))
-        .unwrap_or_else(|| panic!("no probe line: {stdout}"))
-        .to_string()
+        })
+    };
+    probe::line(&out, "MEMLOCKPROBE").to_string()
 }
 
 /// Root that lacks CAP_IPC_LOCK (a container, a dropped bounding set) cannot
@@ -204,33 +184,14 @@ fn heap_probe() {
 /// failing its heap step with ENOMEM every time.
 #[test]
 fn the_default_heap_prefault_fits_in_memlock() {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "heap_probe",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(HEAP_PROBE_ENV, "1");
     // SAFETY: between fork and exec the child only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(|| {
+    let out = unsafe {
+        probe::run("heap_probe", HEAP_PROBE_ENV, &[], || {
             libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
             Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("HEAPPROBE ").map(|x| x.1))
-        .unwrap_or_else(|| panic!("no probe line: {stdout}"));
+        })
+    };
+    let line = probe::line(&out, "HEAPPROBE");
     if line.starts_with("skip") {
         println!("{line}");
         return;

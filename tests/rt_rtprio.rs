@@ -1,8 +1,8 @@
 //! Integration tests for `posixrt::sched::rt::raise_rtprio_limit`: a refusal
 //! names the fix with this user's login name.
 
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+#[path = "common/probe.rs"]
+mod probe;
 
 use posixrt::sched::rt;
 use posixrt::ErrorKind;
@@ -37,44 +37,29 @@ fn rtprio_probe() {
 /// hints do, not a literal `USER` the reader has to replace.
 #[test]
 fn a_refused_rtprio_raise_names_the_login_in_limits_conf() {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "rtprio_probe",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(PROBE_ENV, "1")
-    .env("USER", "rtprio-probe-user");
     // SAFETY: between fork and exec the child only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // CAP_SYS_RESOURCE (24) out of the bounding set, so that even root
-            // cannot raise the hard limit again (best effort: needs CAP_SETPCAP;
-            // a process without that lacks CAP_SYS_RESOURCE too).
-            libc::prctl(libc::PR_CAPBSET_DROP, 24, 0, 0, 0);
-            Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("RTPRIOPROBE ").map(|x| x.1))
-        .unwrap_or_else(|| panic!("no probe line: {stdout}"));
+    let out = unsafe {
+        probe::run(
+            "rtprio_probe",
+            PROBE_ENV,
+            &[("USER", "rtprio-probe-user")],
+            || {
+                let lim = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                if libc::setrlimit(libc::RLIMIT_RTPRIO, &lim) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // CAP_SYS_RESOURCE (24) out of the bounding set, so that even
+                // root cannot raise the hard limit again (best effort: needs
+                // CAP_SETPCAP; a process without that lacks CAP_SYS_RESOURCE too).
+                libc::prctl(libc::PR_CAPBSET_DROP, 24, 0, 0, 0);
+                Ok(())
+            },
+        )
+    };
+    let line = probe::line(&out, "RTPRIOPROBE");
     if line.starts_with("skip") {
         println!("{line}");
         return;

@@ -1,10 +1,10 @@
 //! Integration tests for `posixrt::sched` affinity errors: the hint for a set
 //! the kernel refuses names the CPUs that are really allowed.
 
+#[path = "common/probe.rs"]
+mod probe;
 #[path = "common/seccomp.rs"]
 mod seccomp;
-
-use std::process::Command;
 
 use posixrt::sched::{self, CpuSet, Tid};
 use posixrt::ErrorKind;
@@ -54,27 +54,9 @@ fn parse_list(list: &str) -> Option<Vec<usize>> {
 /// when every CPU of the cpuset would do. It now reads the cpuset.
 #[test]
 fn the_einval_hint_names_the_cpuset_not_the_main_threads_mask() {
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "affinity_hint_probe",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(PROBE_ENV, "1")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let line = stdout
-        .lines()
-        .find_map(|l| l.split_once("AFFPROBE ").map(|x| x.1))
-        .unwrap_or_else(|| panic!("no probe line: {stdout}"));
+    // SAFETY: no set-up between fork and exec.
+    let out = unsafe { probe::run("affinity_hint_probe", PROBE_ENV, &[], || Ok(())) };
+    let line = probe::line(&out, "AFFPROBE");
     if line.starts_with("skip") {
         println!("{line}");
         return;

@@ -1,8 +1,8 @@
 //! Integration tests for `posixrt::sched::Builder`: the fair policies glibc's
 //! attribute object cannot carry (`SCHED_BATCH`, `SCHED_IDLE`).
 
-use std::os::unix::process::CommandExt;
-use std::process::Command;
+#[path = "common/probe.rs"]
+mod probe;
 
 use posixrt::sched::{self, Builder, Policy, Priority};
 use posixrt::ErrorKind;
@@ -48,18 +48,9 @@ fn idle_creator_probe() {
 /// does leave SCHED_IDLE, is still refused, with the hint naming RLIMIT_NICE.
 #[test]
 fn an_idle_creator_without_privilege_spawns_idle_threads() {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "idle_creator_probe",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(PROBE_ENV, "1");
     // SAFETY: between fork and exec the child only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(|| {
+    let stdout = unsafe {
+        probe::run("idle_creator_probe", PROBE_ENV, &[], || {
             let lim = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -72,15 +63,8 @@ fn an_idle_creator_without_privilege_spawns_idle_threads() {
             // that lacks CAP_SYS_NICE too, unless it has file capabilities).
             libc::prctl(libc::PR_CAPBSET_DROP, 23, 0, 0, 0);
             Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        })
+    };
     let line = |what: &str| {
         stdout
             .lines()
