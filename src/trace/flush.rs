@@ -565,18 +565,16 @@ mod tests {
         let ev = trace::eventid_open("flush.late_loss").unwrap();
         // Only this test's events (other tests' threads record meanwhile, and
         // would fill the stream).
-        let mut only = crate::trace::EventSet::empty();
-        only.fill(crate::trace::FillWhat::All);
-        for id in [
-            ev,
-            EventId::START,
-            EventId::STOP,
-            EventId::OVERFLOW,
-            EventId::RESUME,
-        ] {
-            only.del(id);
-        }
-        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        crate::trace::scratch::record_only(
+            &t,
+            &[
+                ev,
+                EventId::START,
+                EventId::STOP,
+                EventId::OVERFLOW,
+                EventId::RESUME,
+            ],
+        );
         t.start().unwrap();
         let tid = crate::sys::tid::current();
         {
@@ -629,12 +627,7 @@ mod tests {
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("flush.exit_draining").unwrap();
         // Only this test's events (other tests' threads record meanwhile).
-        let mut only = crate::trace::EventSet::empty();
-        only.fill(crate::trace::FillWhat::All);
-        for id in [ev, EventId::OVERFLOW, EventId::RESUME] {
-            only.del(id);
-        }
-        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        crate::trace::scratch::record_only(&t, &[ev, EventId::OVERFLOW, EventId::RESUME]);
         t.start().unwrap();
         let (tid, lost) = {
             // Holding the reader lock keeps the flusher out: the thread fills
@@ -687,12 +680,7 @@ mod tests {
         let a = crate::trace::scratch::small_attr();
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("flush.loss_ts").unwrap();
-        let mut only = crate::trace::EventSet::empty();
-        only.fill(crate::trace::FillWhat::All);
-        for id in [ev, EventId::OVERFLOW, EventId::RESUME] {
-            only.del(id);
-        }
-        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        crate::trace::scratch::record_only(&t, &[ev, EventId::OVERFLOW, EventId::RESUME]);
         let tid = crate::sys::tid::current();
         {
             let mut st = lock(&t.s.reader);

@@ -1,11 +1,12 @@
 //! Unit tests' scratch trace logs: a file per test, removed when the test ends
-//! (also when it fails), and the small stream the flush tests fill.
+//! (also when it fails), the small stream the flush tests fill, and the filter
+//! that keeps other tests' events out of a test's stream.
 
 use std::fs::File;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::TraceAttr;
+use super::{EventId, EventSet, FillWhat, FilterHow, Trace, TraceAttr};
 
 /// A scratch log file, removed on drop.
 pub(crate) struct Scratch {
@@ -42,4 +43,15 @@ pub(crate) fn small_attr() -> TraceAttr {
     a.set_stream_size(4096).unwrap();
     a.set_flush_interval(Duration::from_secs(3600)).unwrap();
     a
+}
+
+/// Filters out of `t` every event type but `ids` (other tests' threads record
+/// meanwhile, and would fill a small stream).
+pub(crate) fn record_only(t: &Trace, ids: &[EventId]) {
+    let mut only = EventSet::empty();
+    only.fill(FillWhat::All);
+    for &id in ids {
+        only.del(id);
+    }
+    t.set_filter(&only, FilterHow::Set).unwrap();
 }

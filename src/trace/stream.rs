@@ -361,12 +361,7 @@ mod tests {
         let big = trace::eventid_open("stream.drain_big").unwrap();
         let small = trace::eventid_open("stream.drain_small").unwrap();
         // Only this thread's events of these two types.
-        let mut only = crate::trace::EventSet::empty();
-        only.fill(crate::trace::FillWhat::All);
-        only.del(big);
-        only.del(small);
-        only.del(EventId::OVERFLOW);
-        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        crate::trace::scratch::record_only(&t, &[big, small, EventId::OVERFLOW]);
         let tid = crate::sys::tid::current();
         {
             // Holding the reader lock keeps the flusher out.
@@ -417,12 +412,10 @@ mod tests {
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("stream.drain_stop").unwrap();
         // Only this thread's events of this type, and the control events.
-        let mut only = crate::trace::EventSet::empty();
-        only.fill(crate::trace::FillWhat::All);
-        for id in [ev, EventId::STOP, EventId::OVERFLOW, EventId::RESUME] {
-            only.del(id);
-        }
-        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        crate::trace::scratch::record_only(
+            &t,
+            &[ev, EventId::STOP, EventId::OVERFLOW, EventId::RESUME],
+        );
         let tid = crate::sys::tid::current();
         let lost = {
             // Holding the reader lock keeps the flusher out.
@@ -466,10 +459,7 @@ mod tests {
         let t = Trace::create(&a).unwrap();
         let ev = trace::eventid_open("stream.short_lived").unwrap();
         // Only these threads' events (other tests' threads record meanwhile).
-        let mut only = crate::trace::EventSet::empty();
-        only.fill(crate::trace::FillWhat::All);
-        only.del(ev);
-        t.set_filter(&only, crate::trace::FilterHow::Set).unwrap();
+        crate::trace::scratch::record_only(&t, &[ev]);
         t.start().unwrap();
         for _ in 0..8 {
             std::thread::spawn(move || {
