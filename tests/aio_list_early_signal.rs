@@ -11,15 +11,16 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::ffi::c_int;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use posixrt::aio::{Backend, ListMode, Notify, Op};
 
 mod common;
+#[path = "common/usr1.rs"]
+mod usr1;
 use common::both;
 use common::{ctx, pipe};
+use usr1::{install, raise_here};
 
 thread_local! {
     /// The calling thread's next allocation raises SIGUSR1 in it.
@@ -48,35 +49,11 @@ unsafe impl GlobalAlloc for Raising {
 #[global_allocator]
 static ALLOC: Raising = Raising;
 
-static HANDLED: AtomicU32 = AtomicU32::new(0);
-
-extern "C" fn on_usr1(_: c_int) {
-    HANDLED.fetch_add(1, Ordering::Relaxed);
-}
-
-/// SIGUSR1 to the calling thread.
-fn raise_here() {
-    // SAFETY: a signal to the calling thread, which is alive.
-    unsafe { libc::pthread_kill(libc::pthread_self(), libc::SIGUSR1) };
-}
-
-/// A SIGUSR1 handler without SA_RESTART.
-fn install() {
-    // SAFETY: a zeroed sigaction with a plain handler that only bumps an
-    // atomic (async-signal-safe), an emptied mask and no flags.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_usr1 as extern "C" fn(c_int) as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
-    }
-}
-
 fn handler_at_first_allocation_does_not_interrupt(b: Backend) {
     install();
     let aio = ctx(b);
     let (rd, wr) = pipe();
-    let before = HANDLED.load(Ordering::Relaxed);
+    let before = usr1::handled();
     let ops = [Some(Op::read(&rd, 0, vec![0u8; 4]))];
     // The read completes once data comes, a while after the call began (if
     // it comes before the call waits, the call returns all the same).
@@ -89,7 +66,7 @@ fn handler_at_first_allocation_does_not_interrupt(b: Backend) {
     let res = aio.lio_listio(ListMode::Wait, ops, Notify::None);
     RAISE.with(|r| r.set(false));
     let _wr = writer.join().unwrap();
-    assert!(HANDLED.load(Ordering::Relaxed) > before, "no handler ran");
+    assert!(usr1::handled() > before, "no handler ran");
     let list = res.expect("a handler run before the wait does not interrupt it");
     assert!(list.is_done());
     let done = list.take_all().expect("completions");

@@ -10,25 +10,21 @@
 
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use posixrt::aio::Backend;
 use posixrt::ErrorKind;
 
 mod common;
+#[path = "common/usr1.rs"]
+mod usr1;
 use common::both;
 use common::{ctx, pipe};
+use usr1::{install, raise_here};
 
 thread_local! {
     /// The calling thread's next clock read raises SIGUSR1 in it.
     static RAISE: Cell<bool> = const { Cell::new(false) };
-}
-
-static HANDLED: AtomicU32 = AtomicU32::new(0);
-
-extern "C" fn on_usr1(_: c_int) {
-    HANDLED.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The process's `clock_gettime` (it interposes libc's, which `Instant::now`
@@ -50,39 +46,18 @@ pub unsafe extern "C" fn clock_gettime(clock: libc::clockid_t, ts: *mut libc::ti
     }
 }
 
-/// SIGUSR1 to the calling thread.
-fn raise_here() {
-    // SAFETY: a signal to the calling thread, which is alive.
-    unsafe { libc::pthread_kill(libc::pthread_self(), libc::SIGUSR1) };
-}
-
-/// A SIGUSR1 handler without SA_RESTART.
-fn install() {
-    // SAFETY: a zeroed sigaction with a plain handler that only bumps an
-    // atomic (async-signal-safe), an emptied mask and no flags.
-    unsafe {
-        let mut sa: libc::sigaction = std::mem::zeroed();
-        sa.sa_sigaction = on_usr1 as extern "C" fn(c_int) as usize;
-        libc::sigemptyset(&mut sa.sa_mask);
-        assert_eq!(libc::sigaction(libc::SIGUSR1, &sa, std::ptr::null_mut()), 0);
-    }
-}
-
 fn handler_at_first_clock_read_interrupts(b: Backend) {
     install();
     let aio = ctx(b);
     let (rd, _wr) = pipe();
     let r = aio.read(&rd, 0, vec![0u8; 4]).unwrap();
     for round in 0..10 {
-        let before = HANDLED.load(Ordering::Relaxed);
+        let before = usr1::handled();
         RAISE.with(|r| r.set(true));
         let res = aio.suspend([&r], Some(Duration::from_secs(2)));
         RAISE.with(|r| r.set(false));
         let e = res.expect_err("the read of an empty pipe never completes");
-        assert!(
-            HANDLED.load(Ordering::Relaxed) > before,
-            "round {round}: no handler ran"
-        );
+        assert!(usr1::handled() > before, "round {round}: no handler ran");
         assert_eq!(e.kind(), ErrorKind::Interrupted, "round {round}: {e}");
     }
     assert!(r.cancel().is_ok());
