@@ -100,6 +100,19 @@ impl<T: ?Sized> RecursiveMutex<T> {
         Ok(())
     }
 
+    /// Reports a relock refused at the maximum count (EAGAIN) to the trace hook:
+    /// nothing was acquired. (Tracking records nothing: `relocked` refuses before
+    /// it writes the record.)
+    #[cold]
+    fn refused_at_max(&self, is_try: bool, tid: u32) {
+        let result = super::hook::LockResult::Error(libc::EAGAIN);
+        if is_try {
+            super::hook::trylock(self.addr(), || tid, result);
+        } else {
+            super::hook::lock(self.addr(), tid, result);
+        }
+    }
+
     /// The first (outermost) acquisition: already done by the fast CAS, or `slow`.
     fn first(&self, tid: u32, slow: bool, deadline: Option<Instant>) -> Result<()> {
         if slow {
@@ -122,7 +135,10 @@ impl<T: ?Sized> RecursiveMutex<T> {
     fn lock_impl(&self, deadline: Option<Instant>) -> Result<RecursiveMutexGuard<'_, T>> {
         let tid = current_tid();
         if self.word.owner() == Some(tid) {
-            self.relocked(tid)?;
+            if let Err(e) = self.relocked(tid) {
+                self.refused_at_max(false, tid);
+                return Err(e);
+            }
             super::hook::lock(self.addr(), tid, super::hook::LockResult::Acquired);
         } else if self.word.try_fast(tid) {
             self.first(tid, false, None)?;
@@ -150,15 +166,27 @@ impl<T: ?Sized> RecursiveMutex<T> {
         }
     }
 
-    /// Locks if free or owned by the caller.
+    /// Locks if free or owned by the caller. `None` if another thread holds it, or
+    /// if the caller holds it `u32::MAX` times already (`pthread_mutex_trylock`'s
+    /// EAGAIN, which its trace event carries).
     pub fn try_lock(&self) -> Option<RecursiveMutexGuard<'_, T>> {
         let tid = current_tid();
         if self.word.owner() == Some(tid) {
-            super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
-            return self.relocked(tid).ok().map(|()| RecursiveMutexGuard {
-                m: self,
-                _not_send: PhantomData,
-            });
+            // Reported after the attempt, with its result: at the maximum count the
+            // relock is refused (EAGAIN), which is no acquisition.
+            return match self.relocked(tid) {
+                Ok(()) => {
+                    super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
+                    Some(RecursiveMutexGuard {
+                        m: self,
+                        _not_send: PhantomData,
+                    })
+                }
+                Err(_) => {
+                    self.refused_at_max(true, tid);
+                    None
+                }
+            };
         }
         if self.word.try_fast(tid) {
             super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
@@ -285,5 +313,58 @@ impl<T: ?Sized + std::fmt::Debug> std::fmt::Debug for RecursiveMutex<T> {
             .field("owner", &self.owner())
             .field("recursion", &self.recursion())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::system_events::{self as sys, Value};
+    use crate::trace::{Trace, TraceAttr};
+
+    /// The `result` of each `sync_trylock` event about the object at `addr`.
+    fn trylock_results(t: &Trace, addr: usize) -> Vec<i64> {
+        let types: Vec<_> = t.event_types().collect();
+        t.events()
+            .filter_map(|e| {
+                let ty = types.iter().find(|ty| ty.id == e.id)?;
+                if ty.name != "sync_trylock" {
+                    return None;
+                }
+                let f = sys::decode(&ty.fields, &e.data)?;
+                let get = |k: &str| f.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
+                (get("addr") == Some(Value::Hex(addr as u64))).then_some(())?;
+                match get("result") {
+                    Some(Value::I(r)) => Some(r),
+                    _ => None,
+                }
+            })
+            .collect()
+    }
+
+    /// A trylock by the owner at the maximum recursion count is refused with
+    /// EAGAIN, and its trace event says so (it said "acquired", result 0,
+    /// before): the count, and the guards, stay as they were.
+    #[test]
+    fn a_trylock_refused_at_the_maximum_count_is_traced_as_eagain() {
+        let m = RecursiveMutex::new(());
+        let mut a = TraceAttr::new();
+        a.set_stream_size(1 << 20).unwrap();
+        let t = Trace::create(&a).unwrap();
+        t.start().unwrap();
+        let g = m.lock();
+        m.count.store(u32::MAX, Ordering::Relaxed);
+        assert!(m.try_lock().is_none(), "refused at the maximum count");
+        assert_eq!(m.recursion(), u32::MAX);
+        m.count.store(1, Ordering::Relaxed);
+        drop(m.try_lock().expect("below the maximum: relocked"));
+        t.stop().unwrap();
+        assert_eq!(
+            trylock_results(&t, m.addr()),
+            [i64::from(libc::EAGAIN), 0],
+            "the refused try, then the one that held"
+        );
+        drop(g);
+        assert_eq!(m.recursion(), 0);
     }
 }
