@@ -64,13 +64,11 @@ impl Served {
         !self.shared.gone.load(Ordering::Acquire) && current().is_some()
     }
 
-    /// The level the server has put it at.
+    /// The level the server has put it at: the priority it runs at. While a
+    /// switch is refused (see [`last_error`](Self::last_error)), the level it
+    /// still runs at, not the one the rules call for.
     pub fn level(&self) -> Level {
-        if self.shared.snap.read(no_server).normal {
-            Level::Normal
-        } else {
-            Level::Low
-        }
+        self.shared.snap.applied()
     }
 
     /// The available budget now: the budget as of the server's last step minus what

@@ -409,6 +409,7 @@ fn switch(e: &mut Entry, level: Level, retry: bool) -> bool {
     };
     if code == 0 {
         e.applied = level;
+        e.shared.snap.set_applied(level);
         e.retry = RETRY;
     } else if code != libc::ESRCH {
         e.shared.last_errno.store(code, Ordering::Relaxed);

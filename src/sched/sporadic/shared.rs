@@ -29,7 +29,10 @@ pub struct SporadicStats {
 /// only writer and never waits for a reader).
 pub(super) struct Snapshot {
     seq: AtomicU64,
-    normal: AtomicBool,
+    /// The level the thread runs at: the last switch that held (`serve` put it
+    /// at the normal one). Outside the sequence lock: one flag, written by the
+    /// server only; it differs from the state's level while a switch is refused.
+    applied_normal: AtomicBool,
     active: AtomicBool,
     capacity: AtomicU64,
     cpu_mark: AtomicU64,
@@ -40,7 +43,6 @@ pub(super) struct Snapshot {
 
 #[derive(Debug, Clone)]
 pub(super) struct View {
-    pub(super) normal: bool,
     pub(super) active: bool,
     pub(super) capacity: Duration,
     pub(super) cpu_mark: Duration,
@@ -55,7 +57,7 @@ impl Snapshot {
     pub(super) fn new() -> Snapshot {
         Snapshot {
             seq: AtomicU64::new(0),
-            normal: AtomicBool::new(true),
+            applied_normal: AtomicBool::new(true),
             active: AtomicBool::new(false),
             capacity: AtomicU64::new(0),
             cpu_mark: AtomicU64::new(0),
@@ -70,7 +72,6 @@ impl Snapshot {
         let seq = self.seq.load(r);
         self.seq.store(seq.wrapping_add(1), r);
         std::sync::atomic::fence(Ordering::Release);
-        self.normal.store(s.level == Level::Normal, r);
         self.active.store(s.activation.is_some(), r);
         self.capacity.store(ns(s.capacity), r);
         self.cpu_mark.store(ns(s.cpu_mark), r);
@@ -81,6 +82,21 @@ impl Snapshot {
         }
         self.npending.store(n, r);
         self.seq.store(seq.wrapping_add(2), Ordering::Release);
+    }
+
+    /// Records the level a switch put the thread at.
+    pub(super) fn set_applied(&self, level: Level) {
+        self.applied_normal
+            .store(level == Level::Normal, Ordering::Relaxed);
+    }
+
+    /// The level the thread runs at (see [`set_applied`](Self::set_applied)).
+    pub(super) fn applied(&self) -> Level {
+        if self.applied_normal.load(Ordering::Relaxed) {
+            Level::Normal
+        } else {
+            Level::Low
+        }
     }
 
     /// The last copy the server wrote; `writer_gone` tells (asked only while
@@ -100,7 +116,6 @@ impl Snapshot {
             }
             let n = self.npending.load(r).min(SS_REPL_MAX);
             let v = View {
-                normal: self.normal.load(r),
                 active: self.active.load(r),
                 capacity: Duration::from_nanos(self.capacity.load(r)),
                 cpu_mark: Duration::from_nanos(self.cpu_mark.load(r)),
