@@ -70,8 +70,9 @@ pub(super) struct Activation {
 ///
 /// A thread placed under the server is taken to be ready at the normal priority:
 /// its activation is the time of [`new`](Self::new). Every step first catches up
-/// with what is due at `now` (exhaustion, then replenishments whose time has come),
-/// and returns the [`Transition`]s in the order they happened.
+/// with what is due at `now` (replenishments whose time has come and an
+/// exhaustion, in time order: a late step dates an exhaustion at `now` minus the
+/// overrun), and returns the [`Transition`]s in the order they happened.
 ///
 /// ```
 /// use std::time::Duration;
@@ -100,6 +101,9 @@ pub struct SporadicState {
     blocked: bool,
     /// Sorted by time.
     pub(super) pending: Vec<Replenishment>,
+    /// The times (`now`, `cpu`) of the last step: the CPU clock read no less
+    /// after it.
+    seen: (Duration, Duration),
 }
 
 impl SporadicState {
@@ -120,6 +124,7 @@ impl SporadicState {
             level: Level::Normal,
             blocked: false,
             pending: Vec::with_capacity(params.max_repl),
+            seen: (now, cpu),
         })
     }
 
@@ -186,8 +191,8 @@ impl SporadicState {
         self.remaining(cpu) > Duration::ZERO && self.pending.len() < self.params.max_repl
     }
 
-    /// Brings the state up to `now`: an exhausted budget demotes the thread, then
-    /// every replenishment due by `now` is carried out (in time order).
+    /// Brings the state up to `now`: every replenishment due by `now` is carried
+    /// out and an exhausted budget demotes the thread, in time order.
     pub fn advance(&mut self, now: Duration, cpu: Duration) -> Vec<Transition> {
         uncounted(self.advance_counted(now, cpu))
     }
@@ -220,7 +225,10 @@ impl SporadicState {
         if let Some(act) = self.activation {
             self.charge(cpu);
             self.activation = None;
-            self.schedule(act.at, cpu.saturating_sub(act.cpu), now, cpu, &mut out);
+            self.schedule(act.at, cpu.saturating_sub(act.cpu), &mut out);
+            // Already due (the thread was preempted past activation + period):
+            // carried out now.
+            self.catch_up(now, cpu, &mut out);
         }
         self.relevel(cpu, &mut out);
         out
@@ -272,29 +280,71 @@ impl SporadicState {
         self.set_level(l, out);
     }
 
+    /// Carries out, in time order, what came due since the last step: the
+    /// replenishments whose time has come, and an exhaustion of the budget.
+    ///
+    /// A late step (the server's wake-up latency) finds several of them due at
+    /// once. A replenishment is dated at its time. An exhaustion is dated at the
+    /// latest time it can have happened, the step's time minus the overrun: a
+    /// thread that spent its budget at the normal priority runs on until the
+    /// server demotes it, so the CPU time the step sees was consumed up to `now`
+    /// (exactly so when nothing preempted it). By the same reading the CPU clock
+    /// at an earlier time `t` is `cpu - (now - t)`, but no less than the last
+    /// step saw: what a replenishment carried out at `t` charges first.
     fn catch_up(&mut self, now: Duration, cpu: Duration, out: &mut Counted) {
-        self.check_exhausted(now, cpu, out);
-        while let Some(r) = self.pending.first().copied() {
-            if r.at > now {
-                break;
+        let (seen_at, seen_cpu) = self.seen;
+        let cpu_at = |t: Duration| {
+            cpu.saturating_sub(now.saturating_sub(t))
+                .max(seen_cpu)
+                .min(cpu)
+        };
+        // The time of the last thing carried out: nothing is dated before it.
+        let mut clock = seen_at.min(now);
+        loop {
+            let due = self.pending.first().copied().filter(|r| r.at <= now);
+            let exhausted = self.exhaustion_time(now, cpu).map(|t| t.max(clock));
+            match (due, exhausted) {
+                (Some(r), Some(t)) if r.at < t => {
+                    clock = clock.max(r.at);
+                    self.pending.remove(0);
+                    self.apply(r, clock, cpu_at(clock), out);
+                }
+                (_, Some(t)) => {
+                    clock = t;
+                    self.exhaust(cpu, out);
+                }
+                (Some(r), None) => {
+                    // Carried out late: the thread is activated when a kernel
+                    // would have done it (not before an exhaustion that
+                    // scheduled it, though).
+                    clock = clock.max(r.at);
+                    self.pending.remove(0);
+                    self.apply(r, clock, cpu_at(clock), out);
+                }
+                (None, None) => break,
             }
-            self.pending.remove(0);
-            // Carried out late (the server's wake-up latency): the thread is
-            // activated when a kernel would have done it.
-            self.apply(r, r.at, cpu, out);
-            self.check_exhausted(now, cpu, out);
         }
+        self.seen = (now, cpu);
     }
 
-    fn check_exhausted(&mut self, now: Duration, cpu: Duration, out: &mut Counted) {
+    /// When the budget ran out, if it has by `cpu` at `now` while the thread is
+    /// active at the normal priority: `now` minus the overrun (see
+    /// [`catch_up`](Self::catch_up)).
+    fn exhaustion_time(&self, now: Duration, cpu: Duration) -> Option<Duration> {
+        self.activation?;
+        let used = cpu.saturating_sub(self.cpu_mark);
+        (used >= self.capacity).then(|| now.saturating_sub(used - self.capacity))
+    }
+
+    /// The budget ran out (see [`exhaustion_time`](Self::exhaustion_time)): the
+    /// thread drops to the low priority and what it consumed since its
+    /// activation is scheduled for replenishment.
+    fn exhaust(&mut self, cpu: Duration, out: &mut Counted) {
         let Some(act) = self.activation else {
             return;
         };
         let used = cpu.saturating_sub(self.cpu_mark);
-        if used < self.capacity {
-            return;
-        }
-        let overrun = used - self.capacity;
+        let overrun = used.saturating_sub(self.capacity);
         let consumed = cpu.saturating_sub(act.cpu);
         self.capacity = Duration::ZERO;
         self.cpu_mark = cpu;
@@ -302,21 +352,16 @@ impl SporadicState {
         let at = out.len();
         out.push((Transition::Exhausted { consumed, overrun }, 0));
         self.set_level(Level::Low, out);
-        self.schedule(act.at, consumed, now, cpu, out);
+        self.schedule(act.at, consumed, out);
         // The exhaustion's count includes the replenishment it scheduled.
         out[at].1 = self.pending.len();
     }
 
-    /// Schedules `amount` at `activation + period`; carried out at once if that time
-    /// has passed. A zero amount is not scheduled (it would only take a slot).
-    fn schedule(
-        &mut self,
-        activation: Duration,
-        amount: Duration,
-        now: Duration,
-        cpu: Duration,
-        out: &mut Counted,
-    ) {
+    /// Schedules `amount` at `activation + period`. One whose time has passed
+    /// is carried out by the caller's next [`catch_up`](Self::catch_up), in time
+    /// order with any other replenishment due. A zero amount is not scheduled (it
+    /// would only take a slot).
+    fn schedule(&mut self, activation: Duration, amount: Duration, out: &mut Counted) {
         if amount.is_zero() {
             return;
         }
@@ -324,14 +369,9 @@ impl SporadicState {
             at: activation.saturating_add(self.params.repl_period),
             amount,
         };
-        if r.at <= now {
-            out.push((Transition::Scheduled(r), self.pending.len()));
-            self.apply(r, now, cpu, out);
-        } else {
-            let i = self.pending.partition_point(|p| p.at <= r.at);
-            self.pending.insert(i, r);
-            out.push((Transition::Scheduled(r), self.pending.len()));
-        }
+        let i = self.pending.partition_point(|p| p.at <= r.at);
+        self.pending.insert(i, r);
+        out.push((Transition::Scheduled(r), self.pending.len()));
     }
 
     /// Carries out `r`; a thread it lifts from the low priority is activated at
