@@ -36,7 +36,10 @@
 //! ```
 //!
 //! An existing thread is placed under the server with [`serve`] (by tid) or
-//! [`serve_handle`]; the returned [`Served`] stops serving when dropped.
+//! [`serve_handle`]; the returned [`Served`] stops serving when dropped. A
+//! `SCHED_DEADLINE` thread is refused (`InvalidInput`): the server switches
+//! priorities with `sched_setscheduler`, which would drop its runtime, deadline
+//! and period for good, and the kernel already enforces its budget.
 //!
 //! # The rules (POSIX, XSH 2.8.4 "SCHED_SPORADIC")
 //!

@@ -10,7 +10,7 @@ use super::server::{current, server, Command};
 use super::shared::{Shared, Snapshot, SporadicStats};
 use super::state::{Level, Replenishment, SporadicState};
 use crate::sched::cputime::CpuClock;
-use crate::sched::{JoinHandle, Priority, Tid};
+use crate::sched::{JoinHandle, Policy, Priority, Tid};
 use crate::sys::pilock::{PiLocked, RawPiLock};
 use crate::sys::timer as st;
 use crate::{Error, ErrorKind, Result};
@@ -208,7 +208,10 @@ fn after_fork_in_child() {
 /// Errors: parameters that break POSIX's rules are `InvalidInput` with a hint
 /// ([`SporadicParams::validate`]); a tid that is not a thread of this process is
 /// `NotFound`; a thread already served is `Busy`; no privilege for `SCHED_FIFO` is
-/// `PermissionDenied` (CAP_SYS_NICE, RLIMIT_RTPRIO); in a forked child of a process
+/// `PermissionDenied` (CAP_SYS_NICE, RLIMIT_RTPRIO); a `SCHED_DEADLINE` thread is
+/// `InvalidInput` (its runtime, deadline and period would be lost to the
+/// server's `SCHED_FIFO` switches, and the kernel already budgets it: give it
+/// another policy first to serve it); in a forked child of a process
 /// that had started the server, which stayed in the parent, `Unsupported`. The
 /// server takes the thread after `serve` returns: if it cannot (its timers are
 /// refused), it gives the thread back the policy and priority it had before, and
@@ -229,6 +232,11 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
         return Err(e);
     }
     let clock = CpuClock::of_thread(tid)?;
+    // The policy and priority given back if the server cannot take the thread.
+    let prior = crate::sched::thread_scheduling(tid)?;
+    if prior.policy() == Policy::Deadline {
+        return Err(refuse_deadline(tid));
+    }
     {
         let mut set = served_set();
         let set = set.0.get_or_insert_with(HashSet::new);
@@ -254,7 +262,6 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
         .with_hint("serve the threads that do the work: the server enforces their budgets from its own top priority, which it would lose")));
     }
     let normal = Priority::fifo(normal_priority).map_err(undo)?;
-    let prior = crate::sched::thread_scheduling(tid).map_err(undo)?;
     crate::sched::set_thread_scheduling(tid, normal).map_err(undo)?;
     // Switched: a failure from here on gives the thread back its scheduling
     // (unserved, nothing would enforce its budget).
@@ -291,6 +298,22 @@ pub fn serve(tid: Tid, params: SporadicParams, normal_priority: i32) -> Result<S
         shared,
         owned: true,
     })
+}
+
+/// The refusal to serve a `SCHED_DEADLINE` thread: the server's switches are
+/// `sched_setscheduler` calls, which would drop its runtime, deadline and
+/// period for good (nothing gives them back when it stops being served), and
+/// the kernel already enforces a budget for it.
+fn refuse_deadline(tid: Tid) -> Error {
+    Error::invalid(
+        CALL,
+        format!("thread {tid} runs SCHED_DEADLINE; the sporadic server serves SCHED_FIFO, RR and fair threads"),
+    )
+    .with_hint(
+        "SCHED_DEADLINE already gives the thread a kernel-enforced budget (runtime every period); \
+         to serve it under the sporadic server instead, give it a fixed-priority or fair policy \
+         first (set_thread_scheduling), and deadline::set it back after dropping its Served",
+    )
 }
 
 /// [`serve`] for a thread spawned with `Builder::sporadic`: it leaves the server when
