@@ -794,24 +794,39 @@ fn twenty_waiters_are_all_listed() {
     sync::set_tracking(Tracking::Off);
 }
 
-/// A forked child inherits the parent's registry mapping: its `publish` is refused
-/// instead of overwriting the parent's published objects.
+/// A forked child inherits the parent's registry mapping: its `publish` makes
+/// the child's own registry instead of overwriting the parent's published
+/// objects (it was refused with `Unsupported` before).
 #[test]
 fn forked_child_does_not_publish_into_the_parents_registry() {
     let _g = serial(Tracking::Counts);
     let m = NormalMutex::new(());
     drop(m.lock());
     sync::publish().expect("parent publishes");
-    // SAFETY: the child calls publish (which returns at its pid check, allocating
-    // only the error, which glibc's fork-safe malloc allows) and _exits.
+    let parent = std::process::id();
+    // SAFETY: the child publishes (glibc's fork-safe malloc allows its
+    // allocations), removes its registry file (it `_exit`s, without the exit
+    // hook that would) and `_exit`s.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0);
     if pid == 0 {
-        let code = match sync::publish() {
-            Err(e) if e.kind() == ErrorKind::Unsupported => 0,
-            Err(_) => 2,
-            Ok(_) => 1,
+        let c = NormalMutex::new(());
+        unsafe { c.raw() }.set_name("child-only");
+        drop(c.lock());
+        let named = |pid: u32| {
+            sync::read_process(pid).map(|v| {
+                v.iter()
+                    .any(|s| s.info.name.as_deref() == Some("child-only"))
+            })
         };
+        let code = match sync::publish() {
+            Err(_) => 1,
+            Ok(_) => match (named(std::process::id()), named(parent)) {
+                (Ok(true), Ok(false)) => 0,
+                _ => 2,
+            },
+        };
+        child::remove_own_registries("sync");
         // SAFETY: ends the child.
         unsafe { libc::_exit(code) };
     }

@@ -11,6 +11,12 @@
 //! most one period old. The file is `/dev/shm/posixrt-sync-<pid>-<starttime>`, mode
 //! 0600, removed at exit.
 //!
+//! `fork`: the child keeps the tracking level and its copies of the records, but
+//! neither the publisher thread nor the right to write the parent's registry. It
+//! publishes into a registry of its own, made by its first [`publish`]; its
+//! [`set_tracking`](super::set_tracking) starts its own publisher, as `mark` makes
+//! a child's own registry at its first mark.
+//!
 //! Payload of a slot (64-bit words): the record's 48 words, except word 0, which
 //! holds the picoseconds per timing tick (so the reader converts times).
 
@@ -35,9 +41,9 @@ const SLOTS: u32 = 1024;
 /// This process's registry, or why it could not be made, once the first
 /// [`publish`] tried (kept for the process's life). Not a `OnceLock`: a fork
 /// while another thread makes the registry would leave the child waiting for
-/// that thread, which does not exist there; this lock's holder is forgotten in
-/// a forked child (see [`after_fork_in_child`]), which then finds the registry
-/// either not made yet (and makes its own) or the parent's (see [`publish`]).
+/// that thread, which does not exist there; a forked child forgets this lock's
+/// holder and the parent's registry (see [`after_fork_in_child`]), and makes
+/// its own at its first [`publish`].
 static REGISTRY: PiLocked<Option<std::result::Result<&'static Registry, Error>>> =
     PiLocked::const_new(<RawPiLock as lock_api::RawMutex>::INIT, None);
 /// Whether [`after_fork_in_child`] is registered (not a `Once`, for the same
@@ -47,15 +53,23 @@ static FORK_HOOKED: AtomicBool = AtomicBool::new(false);
 /// only (never by a sync object's operation); priority-inheriting, so a real-time
 /// caller of `publish` boosts the publisher instead of waiting behind it.
 static SLOTS_OF: PiLocked<Vec<(usize, SlotWriter<'static>)>> = PiLocked::new(Vec::new());
+/// Whether this process's publisher thread was started. Cleared in a forked
+/// child, which does not have the thread (see [`after_fork_in_child`]).
 static STARTED: AtomicBool = AtomicBool::new(false);
 
-fn registry() -> Result<&'static Registry> {
-    // Before the lock is first taken: a child forked while a thread held it
-    // forgets the holder.
+/// Registers [`after_fork_in_child`], before this module's locks are first
+/// taken and before [`STARTED`] is first set.
+fn hook_fork() {
     if !FORK_HOOKED.load(Ordering::Acquire) {
         crate::sys::fork::on_child(after_fork_in_child);
         FORK_HOOKED.store(true, Ordering::Release);
     }
+}
+
+fn registry() -> Result<&'static Registry> {
+    // Before the lock is first taken: a child forked while a thread held it
+    // forgets the holder.
+    hook_fork();
     REGISTRY
         .lock()
         .get_or_insert_with(|| {
@@ -66,17 +80,36 @@ fn registry() -> Result<&'static Registry> {
         .clone()
 }
 
-/// In a forked child: forgets a holder of [`REGISTRY`] (a thread of the parent,
-/// absent here, that was making the registry; the value is still `None` then,
-/// or the parent's registry once stored). Async-signal-safe: one store.
+/// In a forked child, which has one thread: forgets what belongs to the parent.
+///
+/// - The holders of [`REGISTRY`] and [`SLOTS_OF`]: threads of the parent (one
+///   making the registry, or the publisher), absent here.
+/// - The parent's registry and its slot writers: writing them would change the
+///   parent's published objects (the mapping is shared). They are leaked, not
+///   dropped: releasing a slot writes it. The child's first [`publish`] makes the
+///   child's own registry.
+/// - [`STARTED`]: the publisher thread stayed in the parent, so the child's
+///   [`set_tracking`](super::set_tracking) starts the child's own. (Left set, no
+///   publisher ran in the child and `rtstat CHILD` found no registry.)
+///
+/// Async-signal-safe: stores only (`Vec::new` does not allocate).
 fn after_fork_in_child() {
-    // SAFETY: the child has one thread, which holds nothing; only the lock word
-    // is written.
-    unsafe { REGISTRY.raw() }.reset_in_child();
+    // SAFETY: the child has one thread, which holds nothing; nothing reads these
+    // values before the child goes on, and the old ones are overwritten without
+    // being read or dropped.
+    unsafe {
+        REGISTRY.raw().reset_in_child();
+        std::ptr::write(REGISTRY.data_ptr(), None);
+        SLOTS_OF.raw().reset_in_child();
+        std::ptr::write(SLOTS_OF.data_ptr(), Vec::new());
+    }
+    STARTED.store(false, Ordering::Relaxed);
 }
 
 /// Starts the publisher thread (once), when tracking is switched on.
 pub(crate) fn start_publisher() {
+    // Before the flag is first set: a forked child clears it.
+    hook_fork();
     if STARTED.swap(true, Ordering::AcqRel) {
         return;
     }
@@ -93,15 +126,21 @@ pub(crate) fn start_publisher() {
 /// Copies every known object's record into the shared registry now, and frees the
 /// slots of objects that were dropped. Returns how many objects were published.
 ///
-/// Errors: [`Unsupported`](crate::ErrorKind::Unsupported) in a child created by
-/// `fork` after the registry was made (it belongs to the parent); the registry could
+/// In a child created by `fork`, the first `publish` makes the child's own
+/// registry (`/dev/shm/posixrt-sync-<child pid>-...`); the parent's stays the
+/// parent's, untouched. The publisher thread does not survive `fork`: the
+/// child's [`set_tracking`](super::set_tracking) (the level itself is inherited)
+/// starts the child's own, so that `rtstat CHILD` lists the child's objects.
+///
+/// Errors: the registry could
 /// not be created (e.g. no `/dev/shm`; the hint says how to mount it) or is full ([`OutOfResources`](crate::ErrorKind::OutOfResources),
 /// after publishing every object that has a slot; slots of dropped objects are freed
 /// first, so new objects get in as old ones go).
 pub fn publish() -> Result<usize> {
     let reg = registry()?;
     if reg.pid() != std::process::id() as i32 {
-        // A forked child inherited the parent's mapping: writing would overwrite the
+        // Defensive: a child forked without the fork handlers (a raw `clone`)
+        // still holds the parent's registry, and writing would overwrite the
         // parent's published objects with the child's.
         return Err(Error::new(
             crate::ErrorKind::Unsupported,

@@ -36,3 +36,18 @@ pub fn wait_child(pid: i32) -> i32 {
         std::thread::sleep(Duration::from_millis(2));
     }
 }
+
+/// In a forked child about to `_exit` (without the exit hook that would):
+/// removes this process's registry files of `kind` from `/dev/shm`.
+pub fn remove_own_registries(kind: &str) {
+    let mine = format!("posixrt-{kind}-{}-", std::process::id());
+    for e in std::fs::read_dir("/dev/shm")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if e.file_name().to_string_lossy().starts_with(&mine) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
