@@ -11,9 +11,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Barrier, Mutex};
 use std::time::Duration;
 
-#[path = "common/child.rs"]
-mod child;
-
 #[path = "common/tracking.rs"]
 mod tracking;
 use tracking::{poll, serial};
@@ -791,47 +788,5 @@ fn twenty_waiters_are_all_listed() {
     });
     let s = unsafe { m.raw() }.snapshot().unwrap();
     assert_eq!((s.info.waiters, s.waiters.len()), (0, 0));
-    sync::set_tracking(Tracking::Off);
-}
-
-/// A forked child inherits the parent's registry mapping: its `publish` makes
-/// the child's own registry instead of overwriting the parent's published
-/// objects (it was refused with `Unsupported` before).
-#[test]
-fn forked_child_does_not_publish_into_the_parents_registry() {
-    let _g = serial(Tracking::Counts);
-    let m = NormalMutex::new(());
-    drop(m.lock());
-    sync::publish().expect("parent publishes");
-    let parent = std::process::id();
-    // SAFETY: the child publishes (glibc's fork-safe malloc allows its
-    // allocations), removes its registry file (it `_exit`s, without the exit
-    // hook that would) and `_exit`s.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0);
-    if pid == 0 {
-        let c = NormalMutex::new(());
-        unsafe { c.raw() }.set_name("child-only");
-        drop(c.lock());
-        let named = |pid: u32| {
-            sync::read_process(pid).map(|v| {
-                v.iter()
-                    .any(|s| s.info.name.as_deref() == Some("child-only"))
-            })
-        };
-        let code = match sync::publish() {
-            Err(_) => 1,
-            Ok(_) => match (named(std::process::id()), named(parent)) {
-                (Ok(true), Ok(false)) => 0,
-                _ => 2,
-            },
-        };
-        child::remove_own_registries("sync");
-        // SAFETY: ends the child.
-        unsafe { libc::_exit(code) };
-    }
-    let status = child::wait_child(pid);
-    assert_eq!(libc::WEXITSTATUS(status), 0, "status {status:#x}");
-    assert!(sync::publish().is_ok());
     sync::set_tracking(Tracking::Off);
 }

@@ -5,17 +5,16 @@
 //! publisher ever ran there, and the child held the parent's registry, which
 //! it may not write: `read_process(child)` found no registry.)
 //!
-//! Its own binary: the publisher and the registry are per process.
+//! Its own binary: the publisher and the registry are per process. The tests
+//! take turns ([`serial`]): tracking is process-wide.
 
-#[path = "common/caps.rs"]
-mod caps;
 #[path = "common/child.rs"]
 mod child;
+#[path = "common/tracking.rs"]
+mod tracking;
 
-use std::time::Duration;
-
-use caps::wait_for;
 use posixrt::sync::{self, NormalMutex, Tracking};
+use tracking::{poll, serial};
 
 /// The names `read_process(pid)` lists (empty on an error).
 fn published_names(pid: u32) -> Vec<String> {
@@ -26,7 +25,7 @@ fn published_names(pid: u32) -> Vec<String> {
 
 #[test]
 fn a_forked_child_publishes_its_objects_once_it_switches_tracking_on() {
-    sync::set_tracking(Tracking::Counts);
+    let _g = serial(Tracking::Counts);
     let m = NormalMutex::new(());
     unsafe { m.raw() }.set_name("parent-lock");
     drop(m.lock());
@@ -62,9 +61,7 @@ fn a_forked_child_publishes_its_objects_once_it_switches_tracking_on() {
     unsafe { libc::close(rd) };
     let child_pid = pid as u32;
     // The child's publisher publishes within one period (50 ms).
-    let seen = wait_for(Duration::from_secs(5), || {
-        published_names(child_pid).contains(&"child-lock".to_string())
-    });
+    let seen = poll(|| published_names(child_pid).contains(&"child-lock".to_string()));
     let child_err = sync::read_process(child_pid).err();
     // SAFETY: closing the write end lets the child's read return.
     unsafe { libc::close(wr) };
@@ -78,5 +75,47 @@ fn a_forked_child_publishes_its_objects_once_it_switches_tracking_on() {
     let mine = published_names(std::process::id());
     assert!(mine.contains(&"parent-lock".to_string()), "{mine:?}");
     assert!(!mine.contains(&"child-lock".to_string()), "{mine:?}");
+    sync::set_tracking(Tracking::Off);
+}
+
+/// A forked child inherits the parent's registry mapping: its `publish` makes
+/// the child's own registry instead of overwriting the parent's published
+/// objects (it was refused with `Unsupported` before).
+#[test]
+fn forked_child_does_not_publish_into_the_parents_registry() {
+    let _g = serial(Tracking::Counts);
+    let m = NormalMutex::new(());
+    drop(m.lock());
+    sync::publish().expect("parent publishes");
+    let parent = std::process::id();
+    // SAFETY: the child publishes (glibc's fork-safe malloc allows its
+    // allocations), removes its registry file (it `_exit`s, without the exit
+    // hook that would) and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let c = NormalMutex::new(());
+        unsafe { c.raw() }.set_name("child-only");
+        drop(c.lock());
+        let named = |pid: u32| {
+            sync::read_process(pid).map(|v| {
+                v.iter()
+                    .any(|s| s.info.name.as_deref() == Some("child-only"))
+            })
+        };
+        let code = match sync::publish() {
+            Err(_) => 1,
+            Ok(_) => match (named(std::process::id()), named(parent)) {
+                (Ok(true), Ok(false)) => 0,
+                _ => 2,
+            },
+        };
+        child::remove_own_registries("sync");
+        // SAFETY: ends the child.
+        unsafe { libc::_exit(code) };
+    }
+    let status = child::wait_child(pid);
+    assert_eq!(libc::WEXITSTATUS(status), 0, "status {status:#x}");
+    assert!(sync::publish().is_ok());
     sync::set_tracking(Tracking::Off);
 }

@@ -403,3 +403,82 @@ impl SporadicState {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Transition::{Exhausted, Replenished, Scheduled, Switched};
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    fn us(v: u64) -> Duration {
+        Duration::from_micros(v)
+    }
+
+    fn p2of10() -> SporadicParams {
+        SporadicParams::new(10, ms(10), ms(2), 4)
+    }
+
+    fn repl(at: Duration, amount: Duration) -> Replenishment {
+        Replenishment { at, amount }
+    }
+
+    /// A late step that finds a replenishment due before the budget ran out carries
+    /// it out first: the thread keeps running on the larger budget, and its
+    /// exhaustion comes after, with the replenishment it schedules. (The old code
+    /// demoted it first, then let the older replenishment lift it back to the
+    /// normal priority, activated at 10 ms, with a 1 ms overrun it never had.)
+    #[test]
+    fn a_late_step_carries_out_a_replenishment_before_a_later_exhaustion() {
+        let mut s = SporadicState::new(p2of10(), 50, ms(0), ms(0)).unwrap();
+        s.block(ms(1), ms(1)); // 1 ms back at 10 ms
+        s.wake(us(9_500), ms(1)); // activation 9.5 ms, 1 ms left
+                                  // The server looks next at 12 ms: 2 ms of CPU since the activation. The
+                                  // budget (1 ms, then 2 ms from 10 ms on) ran out at 12 ms, not before 10.
+        let t = s.advance(ms(12), ms(3));
+        assert_eq!(
+            t,
+            [
+                Replenished {
+                    amount: ms(1),
+                    budget: ms(2)
+                },
+                Exhausted {
+                    consumed: ms(2),
+                    overrun: ms(0)
+                },
+                Switched(Level::Low),
+                Scheduled(repl(us(19_500), ms(2))),
+            ]
+        );
+        assert_eq!((s.level(), s.activation()), (Level::Low, None));
+        assert_eq!(s.pending(), [repl(us(19_500), ms(2))]);
+    }
+
+    /// Two replenishments due in one late step, one of them scheduled by the
+    /// exhaustion the step finds, are carried out in time order: the older one
+    /// first. Here it comes before the budget ran out (1 ms of CPU seen at 13 ms,
+    /// with 1 ms of budget until 10 ms and 2 ms from then on), so there is no
+    /// exhaustion at all. (The old code demoted the thread, carried out the new
+    /// replenishment at once, then the older one.)
+    #[test]
+    fn due_replenishments_are_carried_out_in_time_order() {
+        let mut s = SporadicState::new(p2of10(), 50, ms(0), ms(0)).unwrap();
+        s.block(ms(1), ms(1)); // 1 ms back at 10 ms
+        s.wake(ms(2), ms(1)); // activation 2 ms, 1 ms left
+        let t = s.advance(ms(13), ms(2));
+        assert_eq!(
+            t,
+            [Replenished {
+                amount: ms(1),
+                budget: ms(2)
+            }]
+        );
+        assert_eq!(s.level(), Level::Normal);
+        assert_eq!(s.activation(), Some(ms(2)));
+        assert_eq!(s.remaining(ms(2)), ms(1));
+        assert_eq!(s.pending(), []);
+    }
+}
