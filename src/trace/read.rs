@@ -1,6 +1,10 @@
 //! Reading a stream: the merge of the per-thread sub-buffers by timestamp, the
 //! OVERFLOW and RESUME events that report losses, and the automatic resume of an
 //! UNTIL_FULL stream.
+//!
+//! An OVERFLOW stands where its sub-buffer lost the events: just before the
+//! first record after them, stamped with that record's time; losses with no
+//! record after them yet are reported at the end of what there is to read.
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::TryLockError;
@@ -69,14 +73,15 @@ impl Stream {
                 return st.pending.pop_front();
             };
             let Some(rec) = r.pop() else { continue };
-            let gap = rec.gap;
+            let (gap, lost) = (rec.gap, rec.lost);
             let ev = self.to_event(rec);
-            // LOOP loses events before the oldest unread one; FLUSH and
-            // UNTIL_FULL writers drop new ones and mark the record that ends the
-            // gap (UNTIL_FULL: its STOP) with the count up to it, or the losses
-            // come at the end.
+            // LOOP loses events before the oldest unread one, all counted as
+            // the record was taken (not later: the writer may have overwritten
+            // more since, after it); FLUSH and UNTIL_FULL writers drop new
+            // ones and mark the record that ends the gap (UNTIL_FULL: its
+            // STOP) with the count up to it, or the losses come at the end.
             if self.policy == StreamFullPolicy::Loop {
-                self.report_loss(r, r.lost.load(Relaxed), ev.timestamp, st);
+                self.report_loss(r, lost, ev.timestamp, st);
             } else if let Some(lost) = gap {
                 self.report_loss(r, lost, ev.timestamp, st);
             }
@@ -195,4 +200,71 @@ pub(super) fn is_wopid_cached(id: EventId) -> bool {
         WOPID_GEN.store(g, Release);
     }
     WOPID[id.0 as usize / 64].load(Relaxed) >> (id.0 % 64) & 1 != 0
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::scratch::record_only;
+    use crate::trace::{self, EventId, StreamFullPolicy, Trace, TraceAttr};
+
+    /// The OVERFLOW of a LOOP stream stands where the events were lost: before
+    /// the first record after them, with their count. A reader that took a
+    /// record and then read the loss count counted the events the writer
+    /// overwrote after that record (meanwhile) as lost before it, and a count
+    /// stored after the reader took the next record came one record late.
+    /// Here a writer overwrites its oldest records while this thread reads:
+    /// between two records of the writer, the OVERFLOW counts must add up to
+    /// exactly the sequence numbers missing between them.
+    #[test]
+    fn loop_overflow_stands_where_the_events_were_lost() {
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        let t = Trace::create(&a).unwrap();
+        assert_eq!(t.s.policy, StreamFullPolicy::Loop);
+        let ev = trace::eventid_open("read.loop_seq").unwrap();
+        record_only(&t, &[ev, EventId::OVERFLOW]);
+        t.start().unwrap();
+        const N: u64 = 300_000;
+        let writer = std::thread::spawn(move || {
+            for i in 0..N {
+                trace::event(ev, &i.to_le_bytes());
+            }
+            crate::sys::tid::current()
+        });
+        let mut got = Vec::new();
+        while !writer.is_finished() {
+            while let Some(e) = t.try_getnext().unwrap() {
+                got.push(e);
+            }
+        }
+        let tid = writer.join().unwrap();
+        t.stop().unwrap();
+        while let Some(e) = t.try_getnext().unwrap() {
+            got.push(e);
+        }
+        let mut next = 0u64; // the sequence number expected next
+        let mut lost = 0u64; // OVERFLOW counts since the last record
+        let mut bad = Vec::new();
+        for e in got.iter().filter(|e| e.tid == tid) {
+            if e.id == EventId::OVERFLOW {
+                lost += u64::from_le_bytes(e.data[..8].try_into().unwrap());
+                continue;
+            }
+            let seq = u64::from_le_bytes(e.data[..8].try_into().unwrap());
+            if seq - next != lost {
+                bad.push((next, seq, lost));
+            }
+            next = seq + 1;
+            lost = 0;
+        }
+        assert_eq!(next, N, "the last record is the writer's last event");
+        assert_eq!(lost, 0, "no loss after the last record");
+        assert!(
+            bad.is_empty(),
+            "(expected, record, lost reported before it): {:?} of {}",
+            &bad[..bad.len().min(8)],
+            bad.len()
+        );
+        t.shutdown().unwrap();
+    }
 }

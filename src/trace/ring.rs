@@ -54,6 +54,11 @@ pub(crate) struct RawRecord {
     pub(crate) thread: u64,
     pub(crate) ticks: u64,
     pub(crate) data: Vec<u8>,
+    /// The ring's loss count as the record was taken. Under the LOOP policy
+    /// these are exactly the events lost before the record: a writer
+    /// overwrites the oldest records first, and counts them before a reader
+    /// can take the record after them ([`Ring::pop`]).
+    pub(crate) lost: u64,
 }
 
 pub(crate) struct Ring {
@@ -64,6 +69,9 @@ pub(crate) struct Ring {
     /// Writer side: `head` at the latest loss, stored before `lost` (which
     /// releases it): the losses `lost` counts happened at or before it.
     pub(crate) lost_head: AtomicU64,
+    /// Writer side, LOOP policy: set while the writer overwrites its oldest
+    /// records and until it has counted them in `lost` (see [`Ring::pop`]).
+    dropping: AtomicBool,
     pub(crate) flush_asked: AtomicBool,
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once
     /// half of it is free.
@@ -179,6 +187,7 @@ impl Ring {
             cached_tail: Padded(AtomicU64::new(0)),
             lost: AtomicU64::new(0),
             lost_head: AtomicU64::new(0),
+            dropping: AtomicBool::new(false),
             flush_asked: AtomicBool::new(false),
             draining: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
@@ -287,15 +296,21 @@ impl Ring {
         (self.lost_head.load(Relaxed) <= pos).then_some(lost)
     }
 
-    /// Writer side, LOOP policy: drops the oldest records until `need` bytes fit.
-    /// Returns how many events were dropped.
+    /// Writer side, LOOP policy: drops the oldest records until `need` bytes fit,
+    /// and counts them lost (at `head`). Returns how many events were dropped.
+    ///
+    /// The drops and their count are one step for readers: `dropping` is set
+    /// before the first drop (ordered before it by the tail's CAS) and cleared
+    /// once `lost` holds the count, and [`pop`](Self::pop) does not take a
+    /// record while it is set.
     pub(crate) fn overwrite_oldest(&self, head: u64, need: u64) -> u64 {
+        self.dropping.store(true, Relaxed);
         let mut dropped = 0;
         loop {
             let t = self.tail.0.load(Acquire);
             if head + need - t <= self.cap || t == head {
                 self.cached_tail.0.store(t, Relaxed);
-                return dropped;
+                break;
             }
             let w0 = self.word(t).load(Relaxed);
             let len = self.len_at(t, w0);
@@ -309,6 +324,30 @@ impl Ring {
                 dropped += 1;
             }
         }
+        if dropped != 0 {
+            self.count_lost(head, dropped);
+        }
+        self.dropping.store(false, Release);
+        dropped
+    }
+
+    /// Reader side: the loss count once no writer is between dropping records
+    /// and counting them. A writer is there for a few instructions, unless it
+    /// was preempted: spin briefly, then yield, then sleep, so that a reader of
+    /// higher priority on the writer's CPU lets it finish.
+    fn settled_lost(&self) -> u64 {
+        let mut waits = 0u32;
+        while self.dropping.load(Acquire) {
+            waits += 1;
+            if waits < 100 {
+                std::hint::spin_loop();
+            } else if waits < 200 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        self.lost.load(Acquire)
     }
 
     /// Writer side, the fast path: stores and publishes a record of `data` under
@@ -459,7 +498,8 @@ impl Ring {
         }
     }
 
-    /// Reader side: copies and consumes the oldest record.
+    /// Reader side: copies and consumes the oldest record, with the ring's loss
+    /// count as of its take ([`RawRecord::lost`]).
     pub(crate) fn pop(&self) -> Option<RawRecord> {
         loop {
             let t = self.tail.0.load(Acquire);
@@ -480,6 +520,12 @@ impl Ring {
                 let _ = self.tail.0.compare_exchange(t, t + len, AcqRel, Relaxed);
                 continue;
             }
+            // The losses before this record: every record before it was taken
+            // or dropped before `t` was read (the tail only moves forward), and
+            // a LOOP writer that dropped one has counted it once `dropping` is
+            // clear. A drop after that would be of this record first, and the
+            // CAS below would fail.
+            let lost = self.settled_lost();
             let dlen = ((w0 >> 16) & LEN_MASK) as usize;
             let ticks = self.word(t + 8).load(Relaxed);
             let mut data = Vec::with_capacity(dlen.next_multiple_of(8));
@@ -505,6 +551,7 @@ impl Ring {
                     thread: self.thread,
                     ticks,
                     data,
+                    lost,
                 });
             }
         }

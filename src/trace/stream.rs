@@ -248,10 +248,7 @@ impl Stream {
         }
         match self.policy {
             StreamFullPolicy::Loop => {
-                let n = r.overwrite_oldest(head, need);
-                if n != 0 {
-                    r.count_lost(head, n);
-                }
+                r.overwrite_oldest(head, need);
                 true
             }
             StreamFullPolicy::UntilFull => {
