@@ -331,6 +331,9 @@ impl Stream {
         }
         for c in &curs {
             c.r.set_tail(c.pos);
+            if let Some(t) = c.last {
+                c.r.last_taken.store(t, Relaxed);
+            }
         }
         if let Some((at, tid)) = start {
             w.push_record(EventId::FLUSH_START.0, false, self.pid, tid, at, &[]);
@@ -347,11 +350,16 @@ impl Stream {
             let ended = !running || c.r.orphan.load(Acquire);
             if ended || !c.r.draining.load(Relaxed) {
                 if let Some(lost) = c.r.lost_upto(c.pos) {
-                    // Stamped as the record they came after, or not later than
+                    // Stamped as the record they came after (taken by this
+                    // flush, or before it), or not later than
                     // the next one if the writer published one since the flush
                     // began (this flush converts ticks a little differently
                     // from the next one, which writes that record).
-                    let ns = match (c.last, c.r.next_ticks(c.pos)) {
+                    let last = c.last.or(match c.r.last_taken.load(Relaxed) {
+                        0 => None,
+                        t => Some(t),
+                    });
+                    let ns = match (last, c.r.next_ticks(c.pos)) {
                         (Some(t), _) => conv.ns(t),
                         (None, Some(t)) => conv.ns(t).min(now),
                         (None, None) => now,

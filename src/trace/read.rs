@@ -4,7 +4,9 @@
 //!
 //! An OVERFLOW stands where its sub-buffer lost the events: just before the
 //! first record after them, stamped with that record's time; losses with no
-//! record after them yet are reported at the end of what there is to read.
+//! record after them yet are reported at the end of what there is to read,
+//! stamped as the last record taken from that sub-buffer (the current time if
+//! none was), as a flush stamps them.
 
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::TryLockError;
@@ -62,17 +64,23 @@ impl Stream {
             let Some((_, r)) = best else {
                 // Losses after a sub-buffer's last record (a FLUSH writer still
                 // dropping, or stopped while dropping) are reported at the end,
-                // unless a record not taken yet came before them.
+                // unless a record not taken yet came before them, stamped as the
+                // record they came after.
                 let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
                 for &r in rings {
                     if let Some(lost) = r.lost_upto(r.tail.0.load(Acquire)) {
-                        self.report_loss(r, lost, now, st);
+                        let at = match r.last_taken.load(Relaxed) {
+                            0 => now,
+                            t => Duration::from_nanos(clock::to_ns(t)),
+                        };
+                        self.report_loss(r, lost, at, st);
                     }
                 }
                 self.report_nested_loss(now, st);
                 return st.pending.pop_front();
             };
             let Some(rec) = r.pop() else { continue };
+            r.last_taken.store(rec.ticks, Relaxed);
             let (gap, lost) = (rec.gap, rec.lost);
             let ev = self.to_event(rec);
             // LOOP loses events before the oldest unread one, all counted as
@@ -264,6 +272,43 @@ mod tests {
             "(expected, record, lost reported before it): {:?} of {}",
             &bad[..bad.len().min(8)],
             bad.len()
+        );
+        t.shutdown().unwrap();
+    }
+
+    /// Losses after a sub-buffer's last record, reported at the end of a read,
+    /// are stamped as the record they came after (as a flush stamps them), not
+    /// with the time of the read. Here an UNTIL_FULL stream whose STOP is
+    /// filtered (the STOP would carry the losses) fills up.
+    #[test]
+    fn losses_at_the_end_of_a_read_are_stamped_as_the_record_before_them() {
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        let t = Trace::create(&a).unwrap();
+        let ev = trace::eventid_open("read.end_loss").unwrap();
+        record_only(&t, &[ev, EventId::OVERFLOW]);
+        let tid = crate::sys::tid::current();
+        t.start().unwrap();
+        for i in 0..1000u64 {
+            trace::event(ev, &i.to_le_bytes());
+        }
+        t.stop().unwrap();
+        // A read well after the losses.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let mut evs = Vec::new();
+        while let Some(e) = t.try_getnext().unwrap() {
+            if e.tid == tid {
+                evs.push(e);
+            }
+        }
+        let n = evs.len();
+        assert_eq!(evs[n - 1].id, EventId::OVERFLOW, "the losses come last");
+        assert_eq!(evs[n - 2].id, ev);
+        assert_eq!(
+            evs[n - 1].timestamp,
+            evs[n - 2].timestamp,
+            "stamped as the last record before the losses"
         );
         t.shutdown().unwrap();
     }

@@ -79,6 +79,10 @@ pub(crate) struct Ring {
     pub(crate) tail: Padded<AtomicU64>,
     /// Reader-side bookkeeping: losses already reported as OVERFLOW.
     pub(crate) lost_reported: AtomicU64,
+    /// Reader-side bookkeeping: the timestamp (ticks) of the last record a
+    /// reader or a flush took, 0 before the first: losses found after it, with
+    /// no record after them yet, are stamped with it.
+    pub(crate) last_taken: AtomicU64,
     /// Its thread exited: once drained, the buffer can be unmapped.
     pub(crate) orphan: AtomicBool,
     mapped: AtomicBool,
@@ -192,6 +196,7 @@ impl Ring {
             draining: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
             lost_reported: AtomicU64::new(0),
+            last_taken: AtomicU64::new(0),
             orphan: AtomicBool::new(false),
             mapped: AtomicBool::new(true),
             buf: map(cap)?,
