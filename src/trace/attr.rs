@@ -28,7 +28,9 @@ pub enum StreamFullPolicy {
     /// sub-buffer) and set the overrun flag.
     Loop,
     /// `POSIX_TRACE_UNTIL_FULL`: suspend with a STOP event; resume with a START event
-    /// once reading or clearing frees space.
+    /// once reading or clearing frees space. The events recorded meanwhile are
+    /// lost and counted (the overrun flag, an OVERFLOW per thread; a thread's
+    /// very first event meanwhile counts in an OVERFLOW with tid 0).
     UntilFull,
     /// `POSIX_TRACE_FLUSH`: flush to the log when full and go on.
     Flush,

@@ -48,8 +48,11 @@ impl Trace {
         self.check_owner("posix_trace_stop")?;
         let _ctl = lock(&self.s.ctl);
         if !self.s.running() {
-            // Suspended by UNTIL_FULL: stay suspended once space frees up.
-            self.s.auto_suspended.store(false, Release);
+            // Suspended by UNTIL_FULL: stay suspended once space frees up,
+            // and stop counting events lost.
+            if self.s.auto_suspended.swap(false, AcqRel) {
+                set_running(self.s.slot, false);
+            }
             return Ok(());
         }
         set_running(self.s.slot, false);

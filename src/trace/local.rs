@@ -19,7 +19,7 @@ use super::ids::{EventId, ID_SPACE};
 use super::ring::{small_word, Ring};
 use super::slots::{
     filtered, gen_of, give_busy, pass_of, take_busy, writer_fence, Busy, GENS_BY_PASS, NEED_FENCE,
-    PASS_MANY, RUNNING, SHARED_BUSY, TRACE_SYS_MAX,
+    PASS_MANY, RUNNING, SHARED_BUSY, SLOT_BITS, SUSPENDED_SHIFT, TRACE_SYS_MAX,
 };
 use super::stream::Stream;
 
@@ -248,22 +248,38 @@ fn record_general(pass: u8, id: u16, data: &[u8]) {
 #[cold]
 #[inline(never)]
 fn record_slow(slot: usize, id: u16, data: &[u8]) {
-    // The pass entry was read before: the slot may hold another stream by now.
-    if RUNNING.load(Relaxed) & (1 << slot) != 0 && !filtered(slot, id) {
-        record(slot, id, data, false);
+    // The pass entry was read before: the slot may hold another stream by now,
+    // or its stream may have suspended itself by fullness since.
+    let m = RUNNING.load(Relaxed) >> slot;
+    if m & (1 | 1 << SUSPENDED_SHIFT) != 0 && !filtered(slot, id) {
+        record(slot, id, data, mode_of(m >> SUSPENDED_SHIFT & 1 != 0));
     }
 }
 
+/// [`Mode::Lose`] for a stream suspended by fullness, else [`Mode::Event`].
+#[inline(always)]
+fn mode_of(suspended: bool) -> Mode {
+    if suspended {
+        Mode::Lose
+    } else {
+        Mode::Event
+    }
+}
+
+/// Records into the streams of `mask` (a [`RUNNING`] value) that do not filter
+/// `id`; one suspended by fullness counts the event lost.
 #[inline(never)]
-fn record_each(mut mask: u32, id: u16, data: &[u8]) {
+fn record_each(mask: u32, id: u16, data: &[u8]) {
     if id as usize >= ID_SPACE {
         return;
     }
-    while mask != 0 {
-        let slot = mask.trailing_zeros() as usize;
-        mask &= mask - 1;
+    let suspended = (mask >> SUSPENDED_SHIFT) & SLOT_BITS;
+    let mut slots = (mask | suspended) & SLOT_BITS;
+    while slots != 0 {
+        let slot = slots.trailing_zeros() as usize;
+        slots &= slots - 1;
         if !filtered(slot, id) {
-            record(slot, id, data, false);
+            record(slot, id, data, mode_of(suspended & (1 << slot) != 0));
         }
     }
 }
@@ -272,13 +288,24 @@ fn record_each(mut mask: u32, id: u16, data: &[u8]) {
 /// from the calling thread, whether it runs or not, unless its filter excludes it.
 pub(super) fn control_event(slot: usize, id: EventId, payload: &[u8]) {
     if !filtered(slot, id.0) {
-        record(slot, id.0, payload, true);
+        record(slot, id.0, payload, Mode::Control);
     }
 }
 
-/// Records into one slot's stream. `force` ignores the running bit (control events).
+/// What [`record`] does with an event.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Records it (the caller saw the stream running).
+    Event,
+    /// Records it whether the stream runs or not (a control event).
+    Control,
+    /// Counts it lost: the stream suspended itself by fullness.
+    Lose,
+}
+
+/// Records into one slot's stream, as `mode` says.
 #[inline(always)]
-fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
+fn record(slot: usize, id: u16, data: &[u8], mode: Mode) -> bool {
     let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
         return false; // the thread is exiting
     };
@@ -301,11 +328,11 @@ fn record(slot: usize, id: u16, data: &[u8], force: bool) -> bool {
     // events unless a custom global allocator calls `event()`, which the docs of
     // `trace::event` forbid.
     let l = unsafe { &mut *l };
-    record_local(l, slot, id, data, force)
+    record_local(l, slot, id, data, mode)
 }
 
 #[inline(always)]
-fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -> bool {
+fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], mode: Mode) -> bool {
     if l.busy.is_null() && !register_thread(l) {
         // The thread's clean-up has run (an event from a later thread-local
         // destructor): it has no flag to record with any more.
@@ -322,16 +349,23 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], force: bool) -
     let mut done = false;
     if gen & 1 == 1 {
         let mut c = l.slots[slot];
-        if c.gen != gen {
+        if c.gen != gen && mode != Mode::Lose {
             c = attach_ring(l, slot, gen);
         }
-        if !c.ring.is_null() {
+        if c.gen != gen {
+            // A loss of a thread without a sub-buffer in the stream: counted
+            // in the stream (not worth mapping one for).
+            count_lost(slot);
+        } else if !c.ring.is_null() {
             // SAFETY: the slot's generation is live (odd) and unchanged since `busy`
             // was set, so the stream and its rings are alive until `busy` is cleared.
             let (s, r) = unsafe { (&*c.stream, &*c.ring) };
             // A normal event's caller saw the slot running (its pass bit and
             // RUNNING); the generation check above is what makes the write safe.
-            done = s.write(r, id, data, force);
+            match mode {
+                Mode::Lose => s.lose(r),
+                _ => done = s.write(r, id, data, mode == Mode::Control),
+            }
         } else {
             // The thread's sub-buffer could not be mapped (the address space
             // limit): the event is lost, and counted.
@@ -379,12 +413,15 @@ fn set_busy_ptr(l: &mut Local, b: *const Busy) {
 #[cold]
 #[inline(never)]
 fn nested(pass: u8, id: u16, busy: &Busy) {
+    // Streams suspended by fullness count it too (in the same count).
+    let running = RUNNING.load(Relaxed);
+    let live = (running | running >> SUSPENDED_SHIFT) & SLOT_BITS;
     let mask = if pass == PASS_MANY {
-        RUNNING.load(Relaxed)
+        live
     } else {
         1 << ((pass - 1) as usize & (TRACE_SYS_MAX - 1))
     };
-    let mut mask = mask & RUNNING.load(Relaxed);
+    let mut mask = mask & live;
     while mask != 0 {
         let slot = mask.trailing_zeros() as usize;
         mask &= mask - 1;

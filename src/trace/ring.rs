@@ -76,6 +76,9 @@ pub(crate) struct Ring {
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once
     /// half of it is free.
     pub(crate) draining: AtomicBool,
+    /// Writer-private, UNTIL_FULL policy: the writer lost events while the
+    /// stream was suspended; its next record carries their count.
+    pub(crate) gap_next: AtomicBool,
     pub(crate) tail: Padded<AtomicU64>,
     /// Reader-side bookkeeping: losses already reported as OVERFLOW.
     pub(crate) lost_reported: AtomicU64,
@@ -194,6 +197,7 @@ impl Ring {
             dropping: AtomicBool::new(false),
             flush_asked: AtomicBool::new(false),
             draining: AtomicBool::new(false),
+            gap_next: AtomicBool::new(false),
             tail: Padded(AtomicU64::new(0)),
             lost_reported: AtomicU64::new(0),
             last_taken: AtomicU64::new(0),
@@ -452,6 +456,13 @@ impl Ring {
         }
         self.head.0.store(head + bytes, Release);
         self.refresh_fast_end(head + bytes);
+    }
+
+    /// Writer side: sends the next record to the slow path ([`Self::put`]
+    /// turns the fast path on again).
+    #[inline]
+    pub(crate) fn no_fast_path(&self) {
+        self.fast_end.store(0, Relaxed);
     }
 
     /// Writer side: recomputes [`Self::fast_end`] for a writer at `head`: the

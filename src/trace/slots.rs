@@ -19,8 +19,16 @@ use lock_api::RawMutex as _;
 /// Streams that may exist at once in a process (`TRACE_SYS_MAX`).
 pub const TRACE_SYS_MAX: usize = 8;
 
-/// One bit per slot whose stream is running.
+/// One bit per slot whose stream is running (bit `slot`), and one per slot
+/// whose UNTIL_FULL stream suspended itself by fullness (bit
+/// `SUSPENDED_SHIFT + slot`): events still come to the recorder for that
+/// one, which counts them lost, so [`any_running`] stays one load.
 pub(super) static RUNNING: AtomicU32 = AtomicU32::new(0);
+/// Where the suspended-by-fullness bits of [`RUNNING`] start.
+pub(super) const SUSPENDED_SHIFT: u32 = 16;
+/// The slot bits of a mask.
+pub(super) const SLOT_BITS: u32 = (1 << TRACE_SYS_MAX) - 1;
+const _: () = assert!(TRACE_SYS_MAX as u32 <= SUSPENDED_SHIFT);
 /// Per slot, the stream's generation ([`gen_of`]): odd while a stream lives in
 /// the slot. Slot `s` is at `s + 1`, so the recording fast path finds it by the
 /// pass entry (`slot + 1`) masked to 16, as its thread-local arrays; the other
@@ -86,12 +94,17 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// Recomputes `PASS` after a start, stop, filter change or shutdown.
+///
+/// A stream suspended by fullness takes the ids it does not filter as well,
+/// always as [`PASS_MANY`]: its events take the general path, which counts
+/// them lost, never the fast path into a sub-buffer with room.
 pub(super) fn update_pass() {
     let _g = PASS_LOCK.lock();
-    let running = RUNNING.load(Acquire);
+    let mask = RUNNING.load(Acquire);
+    let suspended = (mask >> SUSPENDED_SHIFT) & SLOT_BITS;
     let mut filters = [[!0u64; WORDS]; TRACE_SYS_MAX];
     for (slot, f) in filters.iter_mut().enumerate() {
-        if running & (1 << slot) != 0 {
+        if (mask | suspended) & (1 << slot) != 0 {
             *f = filter_words(slot);
         }
     }
@@ -99,20 +112,34 @@ pub(super) fn update_pass() {
         let mut v = 0u8;
         for (slot, f) in filters.iter().enumerate() {
             if f[id / 64] >> (id % 64) & 1 == 0 {
-                v = if v == 0 { 1 + slot as u8 } else { PASS_MANY };
+                v = if v == 0 && suspended & (1 << slot) == 0 {
+                    1 + slot as u8
+                } else {
+                    PASS_MANY
+                };
             }
         }
         p.store(v, Release);
     }
 }
 
-/// Marks a slot running or not, and updates the pass table.
+/// Marks a slot running or not (no longer suspended by fullness either), and
+/// updates the pass table.
 pub(super) fn set_running(slot: usize, on: bool) {
+    RUNNING.fetch_and(!(1 << (SUSPENDED_SHIFT + slot as u32)), AcqRel);
     if on {
         RUNNING.fetch_or(1 << slot, AcqRel);
     } else {
         RUNNING.fetch_and(!(1 << slot), AcqRel);
     }
+    update_pass();
+}
+
+/// Marks a slot suspended by fullness (UNTIL_FULL): not running, its events
+/// counted lost until [`set_running`].
+pub(super) fn suspend_full(slot: usize) {
+    RUNNING.fetch_or(1 << (SUSPENDED_SHIFT + slot as u32), AcqRel);
+    RUNNING.fetch_and(!(1 << slot), AcqRel);
     update_pass();
 }
 
@@ -122,7 +149,8 @@ pub(super) fn is_running(slot: usize) -> bool {
     RUNNING.load(Acquire) & (1 << slot) != 0
 }
 
-/// Whether any stream is running: one relaxed load.
+/// Whether any stream takes events (running, or counting them lost while
+/// suspended by fullness): one relaxed load.
 #[inline(always)]
 pub(crate) fn any_running() -> bool {
     RUNNING.load(Relaxed) != 0

@@ -13,7 +13,7 @@ use super::ids::{self, EventId};
 use super::log_writer::LogWriter;
 use super::ring::{Ring, NO_ROOM, ROOM, ROOM_AFTER_GAP};
 use super::set::EventSet;
-use super::slots::{filter_words, filtered, is_running, lock, set_running};
+use super::slots::{filter_words, filtered, is_running, lock, suspend_full};
 use crate::sys::clock;
 
 /// Why a stream stopped, as recorded in a STOP event's payload.
@@ -212,7 +212,8 @@ impl Stream {
         // event, which does not wait for half the sub-buffer to be free,
         // carries the count so far (the run goes on after it).
         let draining = r.draining.load(Relaxed);
-        let need = r.need(head, data.len(), draining);
+        let gap_next = r.gap_next.load(Relaxed);
+        let need = r.need(head, data.len(), draining || gap_next);
         let room = r.room(head, need, reserve);
         if room == NO_ROOM && !self.full(r, head, need, tid, force) {
             return false;
@@ -233,9 +234,28 @@ impl Stream {
                 self.flush_req.store(true, Release);
             }
         }
-        let gap = (room == ROOM_AFTER_GAP || force && draining).then(|| r.lost.load(Relaxed));
+        let gap =
+            (room == ROOM_AFTER_GAP || force && draining || gap_next).then(|| r.lost.load(Relaxed));
+        if gap_next {
+            r.gap_next.store(false, Relaxed);
+        }
         r.put(head, id, tid, clock::ticks(), data, trunc, gap);
         true
+    }
+
+    /// An event of the calling thread (its ring `r`) while the stream is
+    /// suspended by fullness (UNTIL_FULL): lost, and counted in the ring, whose
+    /// next record (after the stream resumed) ends the run of losses and
+    /// carries their count, so readers report them just before it; until then
+    /// they come at the end of a read.
+    #[cold]
+    pub(super) fn lose(&self, r: &Ring) {
+        r.count_lost(r.head.0.load(Relaxed), 1);
+        if !r.gap_next.load(Relaxed) {
+            r.gap_next.store(true, Relaxed);
+            // The fast path would record the next event without the count.
+            r.no_fast_path();
+        }
     }
 
     /// The ring is full: apply the stream full policy. Returns whether to write.
@@ -272,7 +292,9 @@ impl Stream {
                         .compare_exchange(false, true, AcqRel, Relaxed)
                         .is_ok()
                 {
-                    set_running(self.slot, false);
+                    // Suspended, but events still come here, to be counted
+                    // lost (`lose`).
+                    suspend_full(self.slot);
                     if !filtered(self.slot, EventId::STOP.0) {
                         let h = r.head.0.load(Relaxed);
                         let p = STOP_FULL.to_le_bytes();
@@ -280,6 +302,7 @@ impl Stream {
                             // The STOP ends the run of losses: readers report
                             // them with it, after the events kept.
                             let lost = Some(r.lost.load(Relaxed));
+                            r.gap_next.store(false, Relaxed);
                             r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, lost);
                         }
                     }
@@ -477,6 +500,76 @@ mod tests {
             "the exited threads' losses still count"
         );
         assert_eq!(t.s.rings_held(), 0);
+        t.shutdown().unwrap();
+    }
+
+    /// An UNTIL_FULL stream that suspended itself loses every event recorded
+    /// meanwhile, and counts it: the status reports an overrun again after a
+    /// read of it, the loss count grows by each, and readers get an OVERFLOW
+    /// for each thread's run, with its count (those events went unrecorded
+    /// and uncounted, as if no one had recorded them). A thread whose own
+    /// sub-buffer has room records nothing either.
+    #[test]
+    fn events_while_suspended_by_fullness_count_as_lost() {
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        let t = Trace::create(&a).unwrap();
+        let ev = trace::eventid_open("stream.suspended_loss").unwrap();
+        crate::trace::scratch::record_only(&t, &[ev, EventId::OVERFLOW]);
+        t.start().unwrap();
+        // Another thread, with a sub-buffer of its own far from full.
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let (ready, recorded) = std::sync::mpsc::channel::<u32>();
+        let other = std::thread::spawn(move || {
+            trace::event(ev, &[0]);
+            ready.send(crate::sys::tid::current()).unwrap();
+            wait.recv().unwrap();
+            for _ in 0..10 {
+                trace::event(ev, &[1]);
+            }
+        });
+        let other_tid = recorded.recv().unwrap();
+        let mut i = 0u64;
+        while t.s.running() {
+            trace::event(ev, &i.to_le_bytes());
+            i += 1;
+        }
+        assert!(t.s.auto_suspended.load(Acquire));
+        let lost = t.s.lost_sum();
+        assert!(t.status().overrun, "the event that filled it");
+        for _ in 0..20 {
+            trace::event(ev, &[2]);
+        }
+        go.send(()).unwrap();
+        other.join().unwrap();
+        let st = t.status();
+        assert!(!st.running && st.full, "{st:?}");
+        assert!(st.overrun, "30 events lost while suspended: {st:?}");
+        assert_eq!(t.s.lost_sum(), lost + 30);
+        t.stop().unwrap();
+        let mut by_other = Vec::new();
+        let mut reported = 0u64;
+        while let Some(e) = t.try_getnext().unwrap() {
+            if e.id == EventId::OVERFLOW {
+                reported += u64::from_le_bytes(e.data[..8].try_into().unwrap());
+            }
+            if e.tid == other_tid {
+                by_other.push((e.id, e.data));
+            }
+        }
+        assert_eq!(
+            by_other,
+            [
+                (ev, vec![0]),
+                (
+                    EventId::OVERFLOW,
+                    [&10u64.to_le_bytes()[..], &other_tid.to_le_bytes()].concat()
+                )
+            ],
+            "the other thread's first event, then its 10 losses"
+        );
+        assert_eq!(reported, lost + 30, "every loss reported");
         t.shutdown().unwrap();
     }
 }

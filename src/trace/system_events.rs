@@ -59,7 +59,8 @@ pub fn emit(id: EventId, payload: &[u8]) {
     super::local::event(id, payload)
 }
 
-/// Whether any stream is running (one relaxed load): lets a module skip building a
+/// Whether any stream is running, or counting events lost while an UNTIL_FULL
+/// stream is suspended (one relaxed load): lets a module skip building a
 /// payload nobody records.
 #[inline]
 pub fn enabled() -> bool {
