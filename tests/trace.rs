@@ -431,11 +431,23 @@ fn stream_until_full_suspends_then_resumes_with_start() {
         (0..user.len() as u64).collect::<Vec<_>>(),
         "the oldest are kept"
     );
-    assert_eq!(evs[evs.len() - 2].id, EventId::STOP);
+    // The events recorded while it was suspended (the rest of the 5000 and
+    // one more) were lost and counted: their OVERFLOW comes after the STOP,
+    // then the START of the resume after reading.
+    let n = evs.len();
     assert_eq!(
-        evs.last().unwrap().id,
-        EventId::START,
-        "resumed after reading"
+        ids(&evs[n - 4..]),
+        [
+            EventId::STOP,
+            EventId::OVERFLOW,
+            EventId::RESUME,
+            EventId::START
+        ],
+        "the losses while suspended, then resumed after reading"
+    );
+    assert_eq!(
+        evs[n - 3].data[..8],
+        (5000 - user.len() as u64).to_le_bytes()
     );
     let st = t.status();
     assert!(st.running && !st.full, "{st:?}");

@@ -130,7 +130,8 @@ fn start_is_ignored_while_an_until_full_stream_is_full() {
 
 /// An UNTIL_FULL stream loses the event that did not fit, after everything it
 /// kept: its OVERFLOW comes where the loss happened, just before the STOP that
-/// suspended the stream, not before the oldest event.
+/// suspended the stream, not before the oldest event. The events recorded
+/// while it was suspended are lost too, after the STOP.
 #[test]
 fn until_full_reports_its_loss_where_it_happened() {
     let _g = serial();
@@ -141,23 +142,35 @@ fn until_full_reports_its_loss_where_it_happened() {
     let n = got.len();
     assert_eq!(got[0], EventId::START, "{got:?}");
     assert_eq!(got[1], ev);
-    // ... the kept events, then the loss, the STOP, and the automatic resume.
+    // ... the kept events, then the loss, the STOP, the losses while
+    // suspended, and the automatic resume.
     assert_eq!(
-        got[n - 5..],
+        got[n - 7..],
         [
             ev,
             EventId::OVERFLOW,
             EventId::RESUME,
             EventId::STOP,
+            EventId::OVERFLOW,
+            EventId::RESUME,
             EventId::START
         ],
         "{got:?}"
     );
-    let ovf = &evs[n - 4];
+    let ovf = &evs[n - 6];
     assert_eq!(ovf.data[..8], 1u64.to_le_bytes(), "one event lost");
-    assert!(ovf.timestamp >= evs[n - 5].timestamp);
-    assert!(ovf.timestamp <= evs[n - 2].timestamp);
-    assert_eq!(got.iter().filter(|&&i| i == EventId::OVERFLOW).count(), 1);
+    assert!(ovf.timestamp >= evs[n - 7].timestamp);
+    assert!(ovf.timestamp <= evs[n - 4].timestamp);
+    let kept = got.iter().filter(|&&i| i == ev).count() as u64;
+    let after = &evs[n - 3];
+    assert_eq!(after.data[..8], (1000 - kept - 1).to_le_bytes());
+    // The resume's START (this thread's next record) ends that run of losses.
+    assert_eq!(
+        after.timestamp,
+        evs[n - 1].timestamp,
+        "stamped as the START"
+    );
+    assert_eq!(got.iter().filter(|&&i| i == EventId::OVERFLOW).count(), 2);
 }
 
 /// `posix_trace_get_status` reports FLUSHING while a flush is in progress, so it
