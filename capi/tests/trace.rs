@@ -221,6 +221,7 @@ function_tests!(
     eventid_open_null,
     eventid_open_system_name,
     trid_eventid_open,
+    eventid_open_bytes,
     eventid_get_name,
     eventid_equal,
     eventtypelist,

@@ -195,13 +195,19 @@ pub(crate) fn with_names<R>(f: impl FnOnce(&mut Names) -> R) -> R {
 /// A name over [`TRACE_EVENT_NAME_MAX`] bytes is ENAMETOOLONG (as POSIX has it
 /// for `posix_trace_eventid_open`); an empty one or one with NUL is EINVAL.
 fn check_name(call: &'static str, name: &str) -> crate::Result<()> {
+    check_name_bytes(call, name.as_bytes())
+}
+
+/// [`check_name`] for a name of bytes.
+fn check_name_bytes(call: &'static str, name: &[u8]) -> crate::Result<()> {
     let errno = if name.len() > TRACE_EVENT_NAME_MAX {
         libc::ENAMETOOLONG
-    } else if name.is_empty() || name.contains('\0') {
+    } else if name.is_empty() || name.contains(&0) {
         libc::EINVAL
     } else {
         return Ok(());
     };
+    let name = String::from_utf8_lossy(name);
     Err(crate::Error::from_errno(call, errno)
         .with_message(format!(
             "event name {name:?} must be 1..={TRACE_EVENT_NAME_MAX} bytes without NUL"
@@ -212,7 +218,57 @@ fn check_name(call: &'static str, name: &str) -> crate::Result<()> {
 /// Opens a user event type by name (`posix_trace_eventid_open`).
 pub(crate) fn open_user(name: &str) -> crate::Result<EventId> {
     check_name("posix_trace_eventid_open", name)?;
-    Ok(with_names(|n| {
+    Ok(open_checked(name))
+}
+
+/// Opens a user event type by a name of bytes (the C API's: POSIX names are
+/// byte strings). UTF-8 opens the same type as [`open_user`]; other bytes
+/// open the type named by [`name_from_bytes`], checked as bytes (1 to
+/// [`TRACE_EVENT_NAME_MAX`] of them, no NUL).
+pub(crate) fn open_user_bytes(name: &[u8]) -> crate::Result<EventId> {
+    match std::str::from_utf8(name) {
+        Ok(s) => open_user(s),
+        Err(_) => {
+            check_name_bytes("posix_trace_eventid_open", name)?;
+            Ok(open_checked(&name_from_bytes(name)))
+        }
+    }
+}
+
+/// A type name for a name of bytes, lossless: UTF-8 as it is; other bytes as
+/// NUL followed by each byte read as Latin-1 (the character of the same
+/// number, U+0080..=U+00FF above ASCII). No name opened from UTF-8 holds NUL
+/// ([`check_name`]), so the two never meet, and [`name_bytes`] gives the bytes
+/// back. Such a name reads as NUL and Latin-1 text in logs and exports.
+pub(crate) fn name_from_bytes(name: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(name) {
+        Ok(s) => s.into(),
+        Err(_) => std::iter::once('\0')
+            .chain(name.iter().map(|&b| char::from(b)))
+            .collect::<String>()
+            .into(),
+    }
+}
+
+/// The bytes of a type name, as given to [`name_from_bytes`].
+pub(crate) fn name_bytes(name: &str) -> std::borrow::Cow<'_, [u8]> {
+    if let Some(rest) = name.strip_prefix('\0') {
+        if let Ok(b) = rest
+            .chars()
+            .map(u8::try_from)
+            .collect::<Result<Vec<u8>, _>>()
+        {
+            if std::str::from_utf8(&b).is_err() {
+                return b.into();
+            }
+        }
+    }
+    name.as_bytes().into()
+}
+
+/// [`open_user`] past the check of the name.
+fn open_checked(name: &str) -> EventId {
+    with_names(|n| {
         if let Some(t) = n
             .types
             .iter()
@@ -234,7 +290,7 @@ pub(crate) fn open_user(name: &str) -> crate::Result<EventId> {
         });
         NAMES_GEN.fetch_add(1, Ordering::Release);
         id
-    }))
+    })
 }
 
 /// Registers a system event type (idempotent by name).
@@ -337,4 +393,37 @@ pub(crate) fn name_of(id: EventId) -> Option<String> {
 /// Every known type, in id order.
 pub(crate) fn all_types() -> Vec<EventType> {
     with_names(|n| n.types.iter().flatten().cloned().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A C name that is not UTF-8 gets a type name of its own, losslessly:
+    /// the same bytes open the same type, other bytes (the UTF-8 spelling of
+    /// the same text included) another one, and the bytes come back. No name
+    /// the Rust API takes is such a name (they hold NUL).
+    #[test]
+    fn byte_names_map_losslessly_apart_from_utf8_names() {
+        let latin = b"ids.caf\xe9";
+        let name = name_from_bytes(latin);
+        assert_eq!(name, "\0ids.caf\u{e9}");
+        assert_eq!(&*name_bytes(&name), latin);
+        assert_eq!(&*name_bytes("ids.caf\u{e9}"), "ids.caf\u{e9}".as_bytes());
+        let a = open_user_bytes(latin).unwrap();
+        assert_eq!(open_user_bytes(latin).unwrap(), a);
+        assert_eq!(name_of(a).as_deref(), Some(&*name));
+        assert_ne!(open_user("ids.caf\u{e9}").unwrap(), a);
+        assert_ne!(open_user_bytes(b"ids.caf\xe8").unwrap(), a);
+        assert_eq!(
+            open_user_bytes(b"ids.utf8").unwrap(),
+            open_user("ids.utf8").unwrap()
+        );
+        assert_eq!(open_user(&name).unwrap_err().errno(), Some(libc::EINVAL));
+        assert_eq!(
+            open_user_bytes(&[0xff; 65]).unwrap_err().errno(),
+            Some(libc::ENAMETOOLONG)
+        );
+        assert!(open_user_bytes(&[0xff; 64]).is_ok());
+    }
 }

@@ -224,6 +224,33 @@ pub fn eventid_open(name: &str) -> crate::Result<EventId> {
     ids::open_user(name)
 }
 
+/// [`eventid_open`] for a name of bytes, which need not be UTF-8 (the C
+/// API's `posix_trace_eventid_open`: POSIX names are byte strings). A UTF-8
+/// name opens the same type as `eventid_open`; other bytes open a type whose
+/// name is NUL followed by the bytes read as Latin-1 (never a name
+/// `eventid_open` takes), which [`event_name_bytes`] turns back into them.
+///
+/// # Errors
+/// As `eventid_open`, counting bytes.
+#[doc(hidden)]
+pub fn eventid_open_bytes(name: &[u8]) -> crate::Result<EventId> {
+    ids::open_user_bytes(name)
+}
+
+/// The bytes a type name was opened with by [`eventid_open_bytes`] (the
+/// name's own bytes for any other name).
+#[doc(hidden)]
+pub fn event_name_bytes(name: &str) -> std::borrow::Cow<'_, [u8]> {
+    ids::name_bytes(name)
+}
+
+/// The type name [`eventid_open_bytes`] gives a name of bytes (to find it
+/// among a log's types).
+#[doc(hidden)]
+pub fn event_name_from_bytes(name: &[u8]) -> std::borrow::Cow<'_, str> {
+    ids::name_from_bytes(name)
+}
+
 /// The name of any event type known to this process.
 ///
 /// # References

@@ -246,9 +246,10 @@ pub unsafe extern "C" fn posix_trace_eventset_ismember(
     }))
 }
 
-/// The name as UTF-8 of at most 64 bytes: `EINVAL` for null, empty or not UTF-8,
+/// The name's bytes, 1 to 64 of them: `EINVAL` for null or empty,
 /// `ENAMETOOLONG` if it does not fit `TRACE_EVENT_NAME_MAX` with its NUL.
-fn name_arg<'a>(p: *const c_char) -> Result<&'a str, c_int> {
+/// POSIX names are byte strings: any bytes are a name, UTF-8 or not.
+fn name_arg<'a>(p: *const c_char) -> Result<&'a [u8], c_int> {
     if p.is_null() {
         return Err(libc::EINVAL);
     }
@@ -257,19 +258,19 @@ fn name_arg<'a>(p: *const c_char) -> Result<&'a str, c_int> {
     if b.len() >= C_EVENT_NAME_MAX {
         return Err(libc::ENAMETOOLONG);
     }
-    let s = std::str::from_utf8(b).map_err(|_| libc::EINVAL)?;
-    if s.is_empty() {
+    if b.is_empty() {
         return Err(libc::EINVAL);
     }
-    Ok(s)
+    Ok(b)
 }
 
 /// The user event of a name: POSIX keeps user and system event names apart, so
 /// a system event's name (an extension's included) opens a user event of its
-/// own, never the system event.
+/// own, never the system event. A name that is not UTF-8 has a type of its
+/// own, named losslessly (`rt::trace::eventid_open_bytes`).
 fn open_name(name: *const c_char) -> Result<c_uint, c_int> {
     let n = name_arg(name)?;
-    rt::trace::eventid_open(n)
+    rt::trace::eventid_open_bytes(n)
         .map(to_c)
         .map_err(|e| super::errno_of(&e))
 }
@@ -304,7 +305,7 @@ pub unsafe extern "C-unwind" fn posix_trace_trid_eventid_open(
     ret(get(trid).and_then(|o| match &*o {
         Obj::Stream { .. } => open_name(event_name).and_then(|id| out(event, id)),
         Obj::Log { log, .. } => {
-            let n = name_arg(event_name)?;
+            let n = rt::trace::event_name_from_bytes(name_arg(event_name)?);
             let l = lock(log);
             let named = || l.event_types().filter(|t| t.name == n);
             let t = named()
@@ -346,9 +347,13 @@ pub unsafe extern "C-unwind" fn posix_trace_eventid_get_name(
     event_name: *mut c_char,
 ) -> c_int {
     let _nc = NoCancel::new();
-    ret(get(trid)
-        .and_then(|o| name_in(&o, event))
-        .and_then(|n| out_str(event_name, n.as_bytes(), C_EVENT_NAME_MAX)))
+    ret(get(trid).and_then(|o| name_in(&o, event)).and_then(|n| {
+        out_str(
+            event_name,
+            &rt::trace::event_name_bytes(&n),
+            C_EVENT_NAME_MAX,
+        )
+    }))
 }
 
 /// Non-zero if the two ids denote the same event type (no error result).

@@ -352,6 +352,58 @@ static void t_trid_eventid_open(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* POSIX event names are byte strings: one that is not UTF-8 opens an event
+ * type as any other name does, the same bytes give the same id, different
+ * bytes another id (also the UTF-8 spelling of the same text, and names that
+ * decode alike with replacement characters), and the name reads back as the
+ * same bytes, from the stream and from its log. */
+static void t_eventid_open_bytes(void)
+{
+    trace_id_t t, l;
+    trace_event_id_t a, b, c, d, e, f, g, x;
+    char buf[TRACE_EVENT_NAME_MAX], name[80];
+    int fd = temp_file();
+    OK(posix_trace_eventid_open("caf\xe9", &a)); /* Latin-1 */
+    OK(posix_trace_eventid_open("caf\xe9", &b));
+    EQ(a, b);
+    OK(posix_trace_eventid_open("caf\xe8", &c));
+    OK(posix_trace_eventid_open("caf\xc3\xa9", &d));     /* UTF-8 */
+    OK(posix_trace_eventid_open("caf\xef\xbf\xbd", &e)); /* U+FFFD */
+    OK(posix_trace_eventid_open("caf\xc3\x83\xc2\xa9", &f));
+    TRUE(a != c && a != d && a != e && a != f && c != e && d != f);
+    TRUE(a >= 128 && a < 1024);
+    memset(name, '\xff', 64);
+    name[64] = 0;
+    OK(posix_trace_eventid_open(name, &g)); /* 64 bytes fit */
+    OK(posix_trace_eventid_open(name, &x));
+    EQ(g, x);
+    name[64] = '\xff';
+    name[65] = 0;
+    EQ(posix_trace_eventid_open(name, &x), ENAMETOOLONG);
+    OK(posix_trace_create_withlog(0, NULL, fd, &t));
+    OK(posix_trace_trid_eventid_open(t, "caf\xe9", &b));
+    EQ(a, b);
+    OK(posix_trace_eventid_get_name(t, a, buf));
+    EQ(strcmp(buf, "caf\xe9"), 0);
+    OK(posix_trace_eventid_get_name(t, g, buf));
+    EQ(strlen(buf), 64);
+    EQ(memcmp(buf, name, 64), 0);
+    OK(posix_trace_eventid_get_name(t, d, buf));
+    EQ(strcmp(buf, "caf\xc3\xa9"), 0);
+    OK(posix_trace_start(t));
+    posix_trace_event(a, "x", 1);
+    OK(posix_trace_stop(t));
+    OK(posix_trace_shutdown(t));
+    lseek(fd, 0, SEEK_SET);
+    OK(posix_trace_open(fd, &l));
+    OK(posix_trace_trid_eventid_open(l, "caf\xe9", &b));
+    EQ(a, b);
+    OK(posix_trace_eventid_get_name(l, a, buf));
+    EQ(strcmp(buf, "caf\xe9"), 0);
+    OK(posix_trace_close(l));
+    close(fd);
+}
+
 static void t_eventid_get_name(void)
 {
     trace_id_t t = new_stream();
@@ -805,6 +857,7 @@ static const struct test TESTS[] = {
     {"eventid_open_null", t_eventid_open_null},
     {"eventid_open_system_name", t_eventid_open_system_name},
     {"trid_eventid_open", t_trid_eventid_open},
+    {"eventid_open_bytes", t_eventid_open_bytes},
     {"eventid_get_name", t_eventid_get_name},
     {"eventid_equal", t_eventid_equal},
     {"eventtypelist", t_eventtypelist},
