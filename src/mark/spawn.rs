@@ -22,7 +22,9 @@ pub struct Builder {
 }
 
 impl Builder {
-    /// A builder for a thread marked `marker` (also its std and kernel name).
+    /// A builder for a thread marked `marker` (also its std and kernel name; an
+    /// empty marker names neither, so the thread keeps the kernel name it inherits
+    /// from the thread that spawns it).
     pub fn new(marker: impl Into<String>) -> Builder {
         Builder {
             marker: marker.into(),
@@ -76,7 +78,13 @@ impl Builder {
                 ),
             ));
         }
-        let mut b = std::thread::Builder::new().name(self.marker.clone());
+        // std names the kernel thread too, and an empty name would empty it:
+        // without one the thread keeps the kernel name it inherits from its
+        // spawner, as `set("")` keeps the current one.
+        let mut b = std::thread::Builder::new();
+        if !self.marker.is_empty() {
+            b = b.name(self.marker.clone());
+        }
         if let Some(s) = self.stack_size {
             b = b.stack_size(s);
         }
