@@ -727,3 +727,18 @@ fn direct_io_alignment_never_reopens_a_fifo_or_device() {
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     assert!(!e.to_string().contains("tmpfs"), "{e}");
 }
+
+#[test]
+fn a_negative_fallocate_length_is_not_told_to_use_0() {
+    // fallocate has no "0 means to the end of the file" form (0 is refused too):
+    // the hint for a negative length must not send the caller there.
+    let s = Scratch::new("fallocate-neg");
+    let f = s.rw();
+    for mode in [FallocateMode::Allocate, FallocateMode::KeepSize] {
+        let e = fallocate_mode(&f, mode, 0, -4096).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let hint = e.hint().expect("a hint");
+        assert!(!hint.contains("use 0"), "{hint}");
+        assert!(hint.contains("positive length"), "{hint}");
+    }
+}

@@ -97,9 +97,16 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
         FallocateMode::Allocate => "posix_fallocate",
         _ => "fallocate",
     };
-    if len == 0 {
-        return Err(Error::invalid(call, "length is zero")
-            .with_hint("POSIX requires a positive length; skip the call for an empty range"));
+    // No "0 means to the end of the file" here, unlike fadvise: the hint says so.
+    if len <= 0 {
+        let what = match len {
+            0 => "length is zero".to_string(),
+            _ => format!("length {len} is negative"),
+        };
+        return Err(Error::invalid(call, what).with_hint(
+            "POSIX requires a positive length (the number of bytes from offset); \
+             skip the call for an empty range",
+        ));
     }
     // POSIX: EFBIG when offset + len exceeds the maximum file size, which an off_t
     // overflow does on every filesystem: the kernel says so, after its own checks
