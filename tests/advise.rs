@@ -742,3 +742,15 @@ fn a_negative_fallocate_length_is_not_told_to_use_0() {
         assert!(hint.contains("positive length"), "{hint}");
     }
 }
+
+#[test]
+fn fallocate_on_a_directory_does_not_say_to_open_it_for_writing() {
+    // A directory cannot be opened for writing (EISDIR), so the kernel's EBADF
+    // for one must not send the caller to do that.
+    let dir = File::open(std::env::temp_dir()).unwrap();
+    let e = fallocate(&dir, 0, 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::BadFd, "{e}");
+    let hint = e.hint().expect("a hint");
+    assert!(!hint.contains("open the file for writing"), "{hint}");
+    assert!(hint.contains("director"), "{hint}");
+}

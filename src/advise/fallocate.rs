@@ -83,7 +83,7 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// where the filesystem lacks the mode, and (ENODEV) for a descriptor that is
 /// neither a regular file nor a block device (a character device, a socket), as
 /// POSIX says; [`BadFd`](crate::ErrorKind::BadFd) if the descriptor is not open
-/// for writing; ESPIPE for a pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied)
+/// for writing (a directory's never is: Linux says EBADF for one); ESPIPE for a pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied)
 /// (EPERM) for an immutable file (`chattr +i`), a hole punched in an append-only
 /// one (`chattr +a`) or a sealed memfd, with a hint naming which.
 ///
@@ -131,6 +131,11 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             ErrorKind::Unsupported => err.with_hint(
                 "this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do",
             ),
+            // The kernel checks for write access before the file type, and a
+            // directory never opens for writing.
+            ErrorKind::BadFd if is_dir(fd) => err.with_hint(
+                "fallocate applies to regular files and block devices, not to directories",
+            ),
             ErrorKind::BadFd => err.with_hint("open the file for writing (O_WRONLY or O_RDWR)"),
             _ if e == rustix::io::Errno::SPIPE => {
                 err.with_hint("fallocate applies to regular files, not pipes or FIFOs")
@@ -142,6 +147,11 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             _ => err,
         }
     })
+}
+
+/// Whether `fd` is a directory.
+fn is_dir(fd: std::os::fd::BorrowedFd<'_>) -> bool {
+    rustix::fs::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
 }
 
 /// Why `fallocate` says EPERM: the inode attribute that forbids it (an immutable
