@@ -29,3 +29,17 @@ fn an_empty_marker_leaves_the_spawned_thread_a_kernel_name() {
         .unwrap();
     assert_eq!(seen, ("the spawner".to_string(), Some(String::new())));
 }
+
+#[test]
+fn a_refused_marker_says_how_to_fix_it() {
+    // As `set` does for a marker that is too long: the error carries the fix.
+    for (marker, fix) in [
+        ("nul\0inside".to_string(), "NUL"),
+        ("x".repeat(mark::MARKER_MAX + 1), "shorten"),
+    ] {
+        let e = mark::spawn_named(&marker, || ()).unwrap_err();
+        assert_eq!(e.kind(), posixrt::ErrorKind::InvalidInput, "{e}");
+        let hint = e.hint().unwrap_or_else(|| panic!("no hint in {e}"));
+        assert!(hint.contains(fix), "{hint}");
+    }
+}

@@ -63,10 +63,12 @@ impl Builder {
         T: Send + 'static,
     {
         if self.marker.as_bytes().contains(&0) {
-            return Err(Error::invalid(
-                "pthread_create_named",
-                "the name contains a NUL byte",
-            ));
+            return Err(
+                Error::invalid("pthread_create_named", "the name contains a NUL byte").with_hint(
+                    "a thread name cannot hold NUL: remove it, or spawn without a name and \
+                 mark the thread with mark::set",
+                ),
+            );
         }
         if self.marker.len() > super::MARKER_MAX {
             return Err(Error::invalid(
@@ -76,7 +78,8 @@ impl Builder {
                     self.marker.len(),
                     super::MARKER_MAX
                 ),
-            ));
+            )
+            .with_hint("shorten the marker; put numbers in the raw block (write_raw)"));
         }
         // std names the kernel thread too, and an empty name would empty it:
         // without one the thread keeps the kernel name it inherits from its
