@@ -143,7 +143,8 @@ fn probe_file_alignment(dir: std::os::fd::BorrowedFd<'_>) -> Option<DirectIoAlig
 }
 
 /// `Some` for a file on tmpfs that takes O_DIRECT (asked by opening it again
-/// with O_DIRECT through `/proc/self/fd`); `None` for a file elsewhere, or
+/// with O_DIRECT through `/proc/self/fd`, for reading, or for writing where
+/// reading is not allowed); `None` for a file elsewhere, or
 /// where that open fails for another reason than EINVAL. A directory never
 /// opens with O_DIRECT, whatever its filesystem: for one on tmpfs, which stands
 /// for the files in it, the answer is the kernel's (tmpfs files take O_DIRECT
@@ -170,11 +171,22 @@ fn tmpfs_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<Option<DirectIoAli
             None => Ok(None),
         };
     }
+    use rustix::fs::OFlags;
     use std::os::fd::AsRawFd;
     let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
-    let flags =
-        rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECT | rustix::fs::OFlags::CLOEXEC;
-    match rustix::fs::open(path.as_str(), flags, rustix::fs::Mode::empty()) {
+    let open = |access: OFlags| {
+        let flags = access | OFlags::DIRECT | OFlags::CLOEXEC;
+        rustix::fs::open(path.as_str(), flags, rustix::fs::Mode::empty())
+    };
+    // For reading first, which opens a file without effects of its own; a file
+    // the caller may write but not read (mode 0200, or a descriptor opened
+    // write-only) is opened for writing, as the caller opened it (nothing is
+    // written; an inotify watcher sees an open and a close-after-write).
+    let reopened = match open(OFlags::RDONLY) {
+        Err(e) if e == rustix::io::Errno::ACCESS => open(OFlags::WRONLY),
+        r => r,
+    };
+    match reopened {
         Ok(_) => tmpfs,
         Err(e) if e == rustix::io::Errno::INVAL => Err(tmpfs_refuses()),
         Err(_) => Ok(None),

@@ -1,0 +1,57 @@
+//! `direct_io_alignment` on tmpfs for a descriptor whose file the caller may
+//! write but not read.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use posixrt::advise::{direct_io_alignment, AlignmentSource};
+
+/// `TMPFS_MAGIC` of `<linux/magic.h>`.
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+#[test]
+fn a_write_only_file_on_tmpfs_gets_the_tmpfs_answer() {
+    let shm = Path::new("/dev/shm");
+    #[allow(clippy::unnecessary_cast)]
+    let on_tmpfs = rustix::fs::statfs(shm).is_ok_and(|st| st.f_type as i64 == TMPFS_MAGIC);
+    if !on_tmpfs {
+        println!("skip: /dev/shm is not tmpfs");
+        return;
+    }
+    let path = shm.join(format!("posixrt-advise-wo-{}", std::process::id()));
+    std::fs::write(&path, b"").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o200)).unwrap();
+    let root = rustix::process::geteuid().is_root();
+    if root {
+        rustix::fs::chown(&path, Some(rustix::process::Uid::from_raw(65534)), None).unwrap();
+    }
+    let p = path.clone();
+    // A thread of its own: as root it takes uid 65534 for file access (setfsuid
+    // is per thread, and drops the capability to override file permissions),
+    // so that it may write the file but not read it, as its owner.
+    let r = std::thread::spawn(move || {
+        if root {
+            // SAFETY: a plain system call; it changes this thread's credentials
+            // only (the raw call, not glibc's process-wide wrapper).
+            unsafe { libc::syscall(libc::SYS_setfsuid, 65534) };
+        }
+        let f = OpenOptions::new().write(true).open(&p);
+        let r = f.map(|f| direct_io_alignment(&f));
+        if root {
+            // SAFETY: as above; back to root for this thread.
+            unsafe { libc::syscall(libc::SYS_setfsuid, 0) };
+        }
+        r
+    })
+    .join()
+    .unwrap();
+    let _ = std::fs::remove_file(&path);
+    let r = r.expect("the owner opens its 0200 file for writing");
+    match r {
+        Ok(a) => assert_eq!(a.source, AlignmentSource::Tmpfs, "{a:?}"),
+        // Before Linux 6.6 tmpfs refuses O_DIRECT: the answer must say that,
+        // not that the file is on no local block device.
+        Err(e) => assert!(e.to_string().contains("tmpfs"), "{e}"),
+    }
+}
