@@ -225,8 +225,10 @@ impl AsMut<[u8]> for AlignedBuf {
 impl Clone for AlignedBuf {
     /// A new allocation with the same length, alignment and contents.
     ///
-    /// # Panics
-    /// If the allocator refuses the memory (as `Vec::clone` does).
+    /// # Aborts
+    /// If the allocator refuses the memory: [`std::alloc::handle_alloc_error`],
+    /// as `Vec::clone` does, which by default prints a message and aborts the
+    /// process (no unwinding). Use [`AlignedBuf::from_slice`] for an error instead.
     fn clone(&self) -> AlignedBuf {
         match AlignedBuf::from_slice(self, self.align) {
             Ok(b) => b,
