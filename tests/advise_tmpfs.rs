@@ -55,3 +55,31 @@ fn a_write_only_file_on_tmpfs_gets_the_tmpfs_answer() {
         Err(e) => assert!(e.to_string().contains("tmpfs"), "{e}"),
     }
 }
+
+#[test]
+fn fallocate_past_the_free_space_says_so() {
+    // tmpfs refuses a range larger than its size at once (ENOSPC), without
+    // allocating any of it: the error must say what is wrong and what to do.
+    let shm = Path::new("/dev/shm");
+    #[allow(clippy::unnecessary_cast)]
+    let on_tmpfs = rustix::fs::statfs(shm).is_ok_and(|st| st.f_type as i64 == TMPFS_MAGIC);
+    if !on_tmpfs {
+        println!("skip: /dev/shm is not tmpfs");
+        return;
+    }
+    let path = shm.join(format!("posixrt-advise-enospc-{}", std::process::id()));
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let e = posixrt::advise::fallocate(&f, 0, 1 << 60).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::ENOSPC), "{e}");
+    assert_eq!(e.kind(), posixrt::ErrorKind::OutOfResources, "{e}");
+    let hint = e.hint().unwrap_or_else(|| panic!("no hint in {e}"));
+    assert!(hint.contains("space"), "{hint}");
+    assert_eq!(f.metadata().unwrap().len(), 0, "nothing was allocated");
+}

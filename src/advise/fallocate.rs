@@ -76,16 +76,19 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// `fallocate(fd, mode, offset, len)`: [`fallocate()`] with a Linux mode (keep size,
 /// punch hole).
 ///
-/// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a negative offset or
-/// a non-positive length; EFBIG ([`Other`](crate::ErrorKind::Other)) if
-/// `offset + len` exceeds the maximum file size (or overflows `off_t`), as POSIX
-/// says; [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP)
-/// where the filesystem lacks the mode, and (ENODEV) for a descriptor that is
-/// neither a regular file nor a block device (a character device, a socket), as
-/// POSIX says; [`BadFd`](crate::ErrorKind::BadFd) if the descriptor is not open
-/// for writing (a directory's never is: Linux says EBADF for one); ESPIPE for a pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied)
-/// (EPERM) for an immutable file (`chattr +i`), a hole punched in an append-only
-/// one (`chattr +a`) or a sealed memfd, with a hint naming which.
+/// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a negative offset
+/// or a non-positive length; [`OutOfResources`](crate::ErrorKind::OutOfResources)
+/// (ENOSPC) when the filesystem has no room for the range; EFBIG
+/// ([`Other`](crate::ErrorKind::Other)) if `offset + len` exceeds the maximum
+/// file size (or overflows `off_t`), as POSIX says;
+/// [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP) where the
+/// filesystem lacks the mode, and (ENODEV) for a descriptor that is neither a
+/// regular file nor a block device (a character device, a socket), as POSIX
+/// says; [`BadFd`](crate::ErrorKind::BadFd) if the descriptor is not open for
+/// writing (a directory's never is: Linux says EBADF for one); ESPIPE for a
+/// pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied) (EPERM) for an
+/// immutable file (`chattr +i`), a hole punched in an append-only one
+/// (`chattr +a`) or a sealed memfd, with a hint naming which.
 ///
 /// # References
 ///  - [Linux]
@@ -144,6 +147,10 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
                 err.with_hint("offset + len exceeds the filesystem's maximum file size")
             }
             _ if e == rustix::io::Errno::PERM => err.with_hint(eperm_hint(fd)),
+            _ if e == rustix::io::Errno::NOSPC => err.with_hint(
+                "the filesystem has no room for the range (see df; on tmpfs, its size= mount \
+                 option): free space, or allocate less",
+            ),
             _ => err,
         }
     })
