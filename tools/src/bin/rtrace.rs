@@ -127,7 +127,17 @@ fn code_of(e: &posixrt::Error) -> u8 {
 /// A reader error naming the log once (the library names it already when `open`
 /// itself failed).
 fn log_failure(path: &Path, e: &posixrt::Error) -> Failure {
-    let text = e.to_string();
+    // A log is often another user's (a service's, root's): say what to do.
+    let text = match e.kind() {
+        posixrt::ErrorKind::PermissionDenied if e.hint().is_none() => e
+            .clone()
+            .with_hint(
+                "this user may not read the log: run rtrace as its owner or as root, or \
+                 give this user read permission on it",
+            )
+            .to_string(),
+        _ => e.to_string(),
+    };
     let shown = path.display().to_string();
     Failure {
         msg: if text.contains(&shown) {
@@ -483,7 +493,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The failed write of `path`, with the missing directory named.
+/// The failed write of `path`, with the missing directory named, or what to do
+/// about a refused permission.
 fn write_error(path: &Path, e: &io::Error) -> String {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     match parent {
@@ -491,6 +502,11 @@ fn write_error(path: &Path, e: &io::Error) -> String {
             "{}: {e} (the directory {} does not exist: create it first)",
             path.display(),
             d.display()
+        ),
+        _ if e.kind() == io::ErrorKind::PermissionDenied => format!(
+            "{}: {e}; hint: this user may not write there: pass another -o, or run \
+             rtrace as a user who may",
+            path.display()
         ),
         _ => format!("{}: {e}", path.display()),
     }

@@ -1,0 +1,116 @@
+//! `rtrace` run by a user who may not read the log or write the output: the
+//! message says what to do, as tfp's and rtstat's do.
+
+use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use posixrt::trace::{self, Trace, TraceAttr};
+
+mod common;
+
+/// A world-traversable scratch directory, removed with its contents on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
+    let d = std::env::temp_dir().join(format!("rtrace-perm-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    Scratch(d)
+}
+
+fn make_log(p: &Path) {
+    let mut a = TraceAttr::new();
+    a.set_name("rtrace-perm").unwrap();
+    let t = Trace::create_with_log(&a, File::create(p).unwrap()).unwrap();
+    let id = trace::eventid_open("perm event").unwrap();
+    t.start().unwrap();
+    trace::event(id, &1u32.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+}
+
+/// Runs `rtrace ARGS` as a user without access to `denied`: as root, uid and
+/// gid 65534 (`denied` is root's, mode 0600 or 0700); otherwise as this user,
+/// with `denied` made mode 0.
+fn rtrace_denied(denied: &Path, args: &[&str]) -> std::process::Output {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mode = match (root, denied.is_dir()) {
+        (false, _) => 0o000,
+        (true, true) => 0o700,
+        (true, false) => 0o600,
+    };
+    std::fs::set_permissions(denied, std::fs::Permissions::from_mode(mode)).unwrap();
+    let exe = common::WorldExecutable::of(env!("CARGO_BIN_EXE_rtrace"));
+    let mut cmd = Command::new(&exe.bin);
+    cmd.args(args);
+    if root {
+        // SAFETY: between fork and exec the child only makes async-signal-safe
+        // system calls.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setgroups(0, std::ptr::null()) != 0
+                    || libc::setresgid(65534, 65534, 65534) != 0
+                    || libc::setresuid(65534, 65534, 65534) != 0
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            })
+        };
+    }
+    let out = common::output_when_free(&mut cmd);
+    std::fs::set_permissions(denied, std::fs::Permissions::from_mode(0o755)).unwrap();
+    out
+}
+
+#[test]
+fn an_unreadable_log_says_how_to_read_it() {
+    let d = scratch("log");
+    let log = d.0.join("app.trace");
+    make_log(&log);
+    let l = log.to_str().unwrap();
+    for args in [vec!["dump", l], vec!["stats", l]] {
+        let out = rtrace_denied(&log, &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("Permission denied"), "{args:?}: {err}");
+        assert!(err.contains("hint:"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn an_unwritable_output_directory_says_so() {
+    let d = scratch("out");
+    let log = d.0.join("app.trace");
+    make_log(&log);
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out_dir = d.0.join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let json = out_dir.join("t.json");
+    let args = [
+        "export",
+        "--format",
+        "chrome",
+        log.to_str().unwrap(),
+        "-o",
+        json.to_str().unwrap(),
+    ];
+    let out = rtrace_denied(&out_dir, &args);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Permission denied"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+    assert!(!json.exists());
+}
