@@ -103,6 +103,13 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     escape_where(s, |c| c == '\\' || shown_escaped(c))
 }
 
+/// [`printable`] for text shown between double quotes (`tfp`'s `PID <pid>
+/// "<path>"`): a double quote in it is shown escaped too (`\"`), so the field
+/// ends at the first unescaped quote whatever the text holds.
+pub fn printable_quoted(s: &str) -> std::borrow::Cow<'_, str> {
+    escape_where(s, |c| c == '\\' || c == '"' || shown_escaped(c))
+}
+
 /// [`printable`] for text whose backslashes already begin escapes (a payload
 /// `rtrace` quoted, `\x..` for a byte): they are left as they are.
 pub fn printable_escaped(s: &str) -> std::borrow::Cow<'_, str> {

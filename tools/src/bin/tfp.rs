@@ -19,7 +19,7 @@ use clap::Parser;
 
 const PROG: &str = "tfp";
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
-use posixrt_tools::printable;
+use posixrt_tools::{printable, printable_quoted};
 use serde::Serialize;
 
 /// List marked threads ("thread fingerprints") of every process, or of the
@@ -29,7 +29,8 @@ use serde::Serialize;
 /// thread: `TID <tid> <yyyy mm dd hh:mm:ss> <policy> <rt prio> <nice> <cpu s>
 /// <marker>` (the time is the marker's last update, local time; control, bidi and
 /// zero-width characters in markers and paths are shown escaped, e.g. `\n`,
-/// `\u{202e}`). Processes whose
+/// `\u{202e}`, a backslash as `\\`, and a double quote in a quoted path or
+/// kernel name as `\"`). Processes whose
 /// registry cannot be read (another user's, without root) are skipped and counted
 /// on standard error; a process named with -p whose registry cannot be read, or
 /// that has no marked thread, is an error (exit 1).
@@ -385,7 +386,7 @@ fn print_text(out: &mut impl Write, snap: &Snapshot, args: &Args) -> io::Result<
 }
 
 fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Result<()> {
-    writeln!(out, "PID {:>9} \"{}\"", p.pid, printable(&p.exe))?;
+    writeln!(out, "PID {:>9} \"{}\"", p.pid, printable_quoted(&p.exe))?;
     for t in &p.threads {
         writeln!(
             out,
@@ -406,7 +407,7 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
                 t.sched.last_cpu,
                 t.sched.user_time.as_secs_f64(),
                 t.sched.system_time.as_secs_f64(),
-                printable(&t.sched.kernel_name)
+                printable_quoted(&t.sched.kernel_name)
             )?;
         }
         if args.block {
