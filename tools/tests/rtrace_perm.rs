@@ -114,3 +114,33 @@ fn an_unwritable_output_directory_says_so() {
     assert!(err.contains("hint:"), "{err}");
     assert!(!json.exists());
 }
+
+/// A control character in a path rtrace names (a log that cannot be opened, an
+/// export's output) is shown escaped, so each message stays one line.
+#[test]
+fn a_path_with_a_newline_is_named_on_one_line() {
+    let d = scratch("newline");
+    let missing = d.0.join("no\nsuch.trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["dump", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("no\\nsuch.trace"), "{err}");
+
+    let log = d.0.join("app.trace");
+    make_log(&log);
+    let json = d.0.join("out\n.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["export", "--format", "chrome", log.to_str().unwrap()])
+        .args(["-o", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("out\\n.json"), "{err}");
+    assert!(json.exists());
+}

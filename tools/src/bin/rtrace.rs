@@ -476,7 +476,7 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                 if to_stdout {
                     "standard output".to_string()
                 } else {
-                    output.display().to_string()
+                    printable(&output.display().to_string()).into_owned()
                 }
             );
             Ok(l.cut)
@@ -538,11 +538,16 @@ fn main() -> ExitCode {
                 EXIT_CUT => "cut short",
                 _ => "read error",
             };
-            eprintln!("rtrace: stopped early ({what}): {stop}");
+            let stop = stop.to_string();
+            eprintln!(
+                "rtrace: stopped early ({what}): {}",
+                printable_escaped(&stop)
+            );
             ExitCode::from(code)
         }
         Err(f) => {
-            eprintln!("rtrace: {}", f.msg);
+            // One line, whatever a path named in it holds.
+            eprintln!("rtrace: {}", printable_escaped(&f.msg));
             ExitCode::from(f.code)
         }
     }
