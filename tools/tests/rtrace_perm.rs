@@ -1,5 +1,6 @@
-//! `rtrace` run by a user who may not read the log or write the output: the
-//! message says what to do, as tfp's and rtstat's do.
+//! `rtrace`'s messages about files: run by a user who may not read the log or
+//! write the output, the message says what to do, as tfp's and rtstat's do; a
+//! path it names is shown escaped, on one line.
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
