@@ -79,7 +79,9 @@ impl MemAdvice {
 /// `addr` must be page-aligned ([`InvalidInput`](crate::ErrorKind::InvalidInput)
 /// otherwise); the kernel rounds `len` up to whole pages. `len == 0` succeeds
 /// without a call. ENOMEM means part of the range is not mapped; EINVAL for
-/// `HugePage` means the kernel has no transparent huge pages.
+/// `HugePage` means the kernel has no transparent huge pages, and for
+/// `DontNeed` that the range holds locked pages (`mlock`, `mlockall`), which
+/// are not released.
 ///
 /// # Safety
 ///
@@ -149,6 +151,11 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: MemAdvice) -> Result<()
                 .with_hint(
                 "the kernel was built without transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)",
             ),
+            (rustix::io::Errno::INVAL, MemAdvice::DontNeed) => err.with_hint(
+                "the range holds locked pages (mlock, mlockall, sched::rt::lock_memory; or \
+                 hugetlbfs or device memory), which are not released: munlock them first, or \
+                 clear the data with fill(0)",
+            ),
             (rustix::io::Errno::NOMEM, _) => err.with_hint("part of the range is not mapped"),
             _ => err,
         }
@@ -161,7 +168,8 @@ impl AlignedBuf {
     /// so the advice reaches no memory outside it.
     ///
     /// [`MemAdvice::DontNeed`] zeroes the buffer (it is private anonymous memory);
-    /// that is why this takes `&mut self`. [`MemAdvice::DontFork`] is refused with
+    /// that is why this takes `&mut self`. It is refused (EINVAL, the data left
+    /// as it is) while the pages are locked (`mlock`, `mlockall`). [`MemAdvice::DontFork`] is refused with
     /// [`InvalidInput`](crate::ErrorKind::InvalidInput): use the `unsafe`
     /// [`advise_dont_fork`](AlignedBuf::advise_dont_fork). An empty buffer
     /// succeeds without a call.

@@ -1,5 +1,6 @@
-//! `direct_io_alignment` on tmpfs for a descriptor whose file the caller may
-//! write but not read.
+//! Edge cases of `posixrt::advise` and the hints their errors carry:
+//! `direct_io_alignment` on tmpfs for a file the caller may write but not read,
+//! `fallocate` past the free space, `MADV_DONTNEED` on locked pages.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::PermissionsExt;
@@ -82,4 +83,25 @@ fn fallocate_past_the_free_space_says_so() {
     let hint = e.hint().unwrap_or_else(|| panic!("no hint in {e}"));
     assert!(hint.contains("space"), "{hint}");
     assert_eq!(f.metadata().unwrap().len(), 0, "nothing was allocated");
+}
+
+/// `MADV_DONTNEED` refuses locked pages (EINVAL), and real-time programs lock
+/// their memory (`sched::rt::lock_memory`, `mlockall`): the error must say so.
+#[test]
+fn dontneed_on_locked_pages_names_the_lock() {
+    let mut buf = posixrt::advise::AlignedBuf::with_pages(2).unwrap();
+    buf[0] = 7;
+    // SAFETY: the range is the buffer's own memory, alive for the call.
+    if unsafe { libc::mlock(buf.as_ptr().cast(), buf.len()) } != 0 {
+        println!("skip: mlock refused: {}", std::io::Error::last_os_error());
+        return;
+    }
+    let r = buf.advise(posixrt::advise::MemAdvice::DontNeed);
+    // SAFETY: as above.
+    unsafe { libc::munlock(buf.as_ptr().cast(), buf.len()) };
+    let e = r.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+    let hint = e.hint().unwrap_or_else(|| panic!("no hint in {e}"));
+    assert!(hint.contains("locked"), "{hint}");
+    assert_eq!(buf[0], 7, "a refused DONTNEED leaves the data");
 }
