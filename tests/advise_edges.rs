@@ -105,3 +105,22 @@ fn dontneed_on_locked_pages_names_the_lock() {
     assert!(hint.contains("locked"), "{hint}");
     assert_eq!(buf[0], 7, "a refused DONTNEED leaves the data");
 }
+
+/// `DirectIoAlignment::check` names the rule broken, and each refusal says how
+/// to meet it (the offset one too, as the address and length ones do).
+#[test]
+fn every_o_direct_check_refusal_carries_a_hint() {
+    use posixrt::advise::{AlignmentSource, DirectIoAlignment};
+    let a = DirectIoAlignment {
+        mem_align: 512,
+        offset_align: 512,
+        source: AlignmentSource::BlockDevice,
+    };
+    let buf = a.alloc(1024).unwrap();
+    a.check(512, &buf).unwrap();
+    for (offset, data) in [(0, &buf[1..513]), (100, &buf[..512]), (0, &buf[..100])] {
+        let e = a.check(offset, data).unwrap_err();
+        assert_eq!(e.kind(), posixrt::ErrorKind::InvalidInput, "{e}");
+        assert!(e.hint().is_some(), "no hint in {e}");
+    }
+}

@@ -314,7 +314,11 @@ impl DirectIoAlignment {
             return Err(Error::invalid(
                 "O_DIRECT",
                 format!("file offset {offset} is not a multiple of {o}"),
-            ));
+            )
+            .with_hint(format!(
+                "start at a multiple of {o} (here {}) and skip the leading bytes in the buffer",
+                offset / o as u64 * o as u64
+            )));
         }
         if buf.len() % o != 0 {
             return Err(Error::invalid(
