@@ -124,3 +124,20 @@ fn every_o_direct_check_refusal_carries_a_hint() {
         assert!(e.hint().is_some(), "no hint in {e}");
     }
 }
+
+/// An alignment of 0 (a `DirectIoAlignment` built by hand) means none, as in
+/// `check` and `round_up`: `alloc` must not refuse every length with a hint to
+/// use `round_up`, which leaves the length as it is.
+#[test]
+fn alloc_takes_an_offset_alignment_of_0_as_check_and_round_up_do() {
+    use posixrt::advise::{AlignmentSource, DirectIoAlignment};
+    let a = DirectIoAlignment {
+        mem_align: 0,
+        offset_align: 0,
+        source: AlignmentSource::Tmpfs,
+    };
+    assert_eq!(a.round_up(100), Some(100));
+    let buf = a.alloc(100).unwrap();
+    assert_eq!(buf.len(), 100);
+    a.check(3, &buf).unwrap();
+}

@@ -278,7 +278,9 @@ impl DirectIoAlignment {
     /// ([`InvalidInput`](crate::ErrorKind::InvalidInput) otherwise; see
     /// [`round_up`](DirectIoAlignment::round_up)).
     pub fn alloc(&self, len: usize) -> Result<AlignedBuf> {
-        if self.offset_align == 0 || len % self.offset_align != 0 {
+        // An alignment of 0 (only in a value built by hand) is none, as in
+        // `check` and `round_up`.
+        if len % self.offset_align.max(1) != 0 {
             return Err(Error::invalid(
                 "posix_memalign",
                 format!(
