@@ -21,8 +21,12 @@ pub enum Advice {
     NoReuse,
     /// `POSIX_FADV_WILLNEED`: start reading the range into the page cache now.
     WillNeed,
-    /// `POSIX_FADV_DONTNEED`: the range will not be needed soon; clean cached pages
-    /// are dropped (dirty ones are first written back only if already under I/O).
+    /// `POSIX_FADV_DONTNEED`: the range will not be needed soon. Linux starts the
+    /// write-back of its dirty pages without waiting for it, and drops the cached
+    /// pages that are clean and wholly inside the range: pages still dirty or
+    /// under write-back, and those the range only partly covers, stay cached
+    /// (call [`fdatasync`](super::fdatasync) first, and advise whole pages, to
+    /// drop them all).
     DontNeed,
 }
 
