@@ -279,3 +279,46 @@ fn a_thread_id_is_not_taken_for_a_pid() {
         "{e}"
     );
 }
+
+/// Run by a user who can read no registry (uid 65534, as root; a registry of
+/// another layout version makes sure one is skipped), rtstat's table must not
+/// say that no process publishes sync objects while it counts the registries it
+/// skipped on standard error: processes do publish.
+#[test]
+fn skipped_registries_are_not_called_tracking_off() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skip: needs root to run rtstat as another user");
+        return;
+    }
+    let reg = IncompatibleRegistry::new();
+    let exe = common::WorldExecutable::of(env!("CARGO_BIN_EXE_rtstat"));
+    let mut cmd = Command::new(&exe.bin);
+    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(65534, 65534, 65534) != 0
+                || libc::setresuid(65534, 65534, 65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let o = common::output_when_free(&mut cmd);
+    drop(reg);
+    assert!(o.status.success(), "{o:?}");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    // (The registry of another layout version is counted as such; root's own
+    // registries, if any, as not readable.)
+    assert!(err.contains("of another layout version"), "{err}");
+    if !out.starts_with("pid ") {
+        assert!(!out.contains("tracking off"), "{out}");
+        assert!(out.contains("standard error"), "{out}");
+    }
+}

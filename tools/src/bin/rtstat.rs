@@ -210,7 +210,14 @@ fn main() -> ExitCode {
         return to_stdout(|out| writeln!(out, "{doc}"));
     }
     to_stdout(|out| {
-        if results.is_empty() {
+        // Skipped registries are processes that do publish: "tracking off
+        // everywhere" would send the user the wrong way.
+        if results.is_empty() && unreadable + incompatible > 0 {
+            writeln!(
+                out,
+                "no process whose sync objects this rtstat can read (the registries skipped are counted on standard error)"
+            )?;
+        } else if results.is_empty() {
             writeln!(
                 out,
                 "no process publishes posixrt sync objects (tracking off everywhere?)"
