@@ -61,11 +61,13 @@ fn a_write_only_file_on_tmpfs_gets_the_tmpfs_answer() {
 fn fallocate_past_the_free_space_says_so() {
     // tmpfs refuses a range larger than its size at once (ENOSPC), without
     // allocating any of it: the error must say what is wrong and what to do.
+    // (A tmpfs without a size limit, f_blocks 0, would allocate instead.)
     let shm = Path::new("/dev/shm");
     #[allow(clippy::unnecessary_cast)]
-    let on_tmpfs = rustix::fs::statfs(shm).is_ok_and(|st| st.f_type as i64 == TMPFS_MAGIC);
-    if !on_tmpfs {
-        println!("skip: /dev/shm is not tmpfs");
+    let limited_tmpfs =
+        rustix::fs::statfs(shm).is_ok_and(|st| st.f_type as i64 == TMPFS_MAGIC && st.f_blocks > 0);
+    if !limited_tmpfs {
+        println!("skip: /dev/shm is not a tmpfs with a size limit");
         return;
     }
     let path = shm.join(format!("posixrt-advise-enospc-{}", std::process::id()));
