@@ -112,16 +112,20 @@ fn main() -> ExitCode {
     }
     // So is a process whose marks cannot be listed: `-p` asks for that process,
     // and an empty listing would read as "it has no marked thread".
-    let unlisted: Vec<String> = distinct(&args.pids)
+    // Their snapshots are the first listing: read again, a process that exited
+    // in between would list as nothing, with exit status 0.
+    let (listed, unlisted): (Vec<_>, Vec<_>) = distinct(&args.pids)
         .into_iter()
-        .filter_map(unlisted)
-        .collect();
+        .map(listed)
+        .partition(Result::is_ok);
     if !unlisted.is_empty() {
-        for why in &unlisted {
-            warn(why);
+        for why in unlisted.into_iter().filter_map(Result::err) {
+            warn(&why);
         }
         return ExitCode::from(1);
     }
+    let mut first =
+        (!args.pids.is_empty()).then(|| combine(listed.into_iter().filter_map(Result::ok), &args));
     // Before the registry file exists, so no stop signal can leave it behind.
     if args.watch.is_some() {
         install_stop_handlers();
@@ -136,7 +140,7 @@ fn main() -> ExitCode {
     let tty = out.is_terminal();
     let mut iteration = 0u64;
     loop {
-        let snap = match take(&args) {
+        let snap = match first.take().map_or_else(|| take(&args), Ok) {
             Ok(s) => s,
             Err(e) => {
                 warn(&e);
@@ -222,26 +226,27 @@ fn not_a_process(pid: i32) -> Option<String> {
     })
 }
 
-/// Why `-p pid` (a process) would list nothing, if it would: its mark registry
-/// cannot be read (another user's, without root), has a layout this tfp does not
-/// know (another posixrt release), or is absent (no thread of it is marked).
-fn unlisted(pid: i32) -> Option<String> {
+/// The snapshot of `-p pid` (a process), or why it would list nothing: its mark
+/// registry cannot be read (another user's, without root), has a layout this
+/// tfp does not know (another posixrt release), or is absent (no thread of it
+/// is marked).
+fn listed(pid: i32) -> Result<Snapshot, String> {
     let snap = match mark::snapshot_pid(pid) {
         Ok(s) => s,
-        Err(e) => return Some(e.to_string()),
+        Err(e) => return Err(e.to_string()),
     };
     if snap.process(pid).is_some() {
-        None
+        Ok(snap)
     } else if snap.unreadable > 0 {
-        Some(format!(
+        Err(format!(
             "the mark registry of process {pid} is not readable by this user; hint: the registry file is mode 0600: run tfp as the process's user or as root"
         ))
     } else if snap.incompatible > 0 {
-        Some(format!(
+        Err(format!(
             "the mark registry of process {pid} has a layout this tfp does not know; hint: read it with the tfp of the posixrt release the process uses"
         ))
     } else {
-        Some(format!(
+        Err(format!(
             "process {pid} has no marked thread (no posixrt mark registry); hint: the process must mark a thread with posixrt::mark, and you need to be root or its user"
         ))
     }
@@ -299,22 +304,29 @@ fn sleep_unless_stopped(d: Duration) -> bool {
 /// on its own, so that the unreadable, incompatible and busy counts are theirs
 /// (with two -p as with one), not those of every registry in /dev/shm.
 fn take(args: &Args) -> posixrt::Result<Snapshot> {
-    let mut snap = if args.pids.is_empty() {
-        mark::snapshot()?
-    } else {
-        let mut all = Snapshot::default();
-        for pid in distinct(&args.pids) {
-            let s = mark::snapshot_pid(pid)?;
-            all.processes.extend(s.processes);
-            all.unreadable += s.unreadable;
-            all.incompatible += s.incompatible;
-            all.busy += s.busy;
-        }
-        all
-    };
-    snap.processes
+    if args.pids.is_empty() {
+        return Ok(combine([mark::snapshot()?], args));
+    }
+    let snaps = distinct(&args.pids)
+        .into_iter()
+        .map(mark::snapshot_pid)
+        .collect::<posixrt::Result<Vec<_>>>()?;
+    Ok(combine(snaps, args))
+}
+
+/// One listing of `snaps` (each process's own, or every process's), with the
+/// processes the name filters of `args` keep.
+fn combine(snaps: impl IntoIterator<Item = Snapshot>, args: &Args) -> Snapshot {
+    let mut all = Snapshot::default();
+    for s in snaps {
+        all.processes.extend(s.processes);
+        all.unreadable += s.unreadable;
+        all.incompatible += s.incompatible;
+        all.busy += s.busy;
+    }
+    all.processes
         .retain(|p| args.names.is_empty() || args.names.iter().any(|n| name_matches(&p.exe, n)));
-    Ok(snap)
+    all
 }
 
 /// The pids, each once and in order: `-p 5 -p 5` is one process.
