@@ -78,6 +78,10 @@ fn aligned_buf_alignment_rules() {
     // an absurd length is an error, not a panic
     let e = AlignedBuf::new(usize::MAX - 10, 4096).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    assert!(
+        e.hint().is_some_and(|h| h.contains("isize::MAX")),
+        "the refusal says what fits: {e}"
+    );
 }
 
 #[test]

@@ -163,6 +163,7 @@ fn layout_for(call: &'static str, len: usize, align: usize) -> Result<Layout> {
             call,
             format!("{len} bytes rounded up to alignment {align} overflow isize"),
         )
+        .with_hint("ask for fewer bytes: a buffer rounded up to its alignment holds at most isize::MAX bytes")
     })
 }
 
