@@ -39,7 +39,11 @@ unsafe fn settled(list: *const *const Aiocb, nent: c_int) -> Option<c_int> {
     if nent < 0 || (nent > 0 && list.is_null()) {
         return Some(fail(libc::EINVAL));
     }
-    // SAFETY: `list` holds `nent` pointers (contract).
+    // An empty list may be a NULL pointer, of which no slice can be made.
+    if nent == 0 {
+        return Some(0);
+    }
+    // SAFETY: `list` is non-null and holds `nent > 0` pointers (contract).
     let cbs = unsafe { std::slice::from_raw_parts(list, nent as usize) };
     let mut any = false;
     for &cb in cbs.iter().filter(|p| !p.is_null()) {

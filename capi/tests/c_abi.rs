@@ -236,6 +236,14 @@ fn stream_requests_ignore_the_offset() {
     prints_ok("aio_stream_offset.c", engines(), &[&[]]);
 }
 
+/// `aio_suspend` (and `aio_suspend64`) with `nent` 0 and a NULL list
+/// returns 0 at once, before and after the engine starts. The library made a
+/// slice of the NULL pointer (undefined behaviour): a debug build aborted.
+#[test]
+fn suspend_on_an_empty_null_list_returns_at_once() {
+    prints_ok("aio_suspend_empty_list.c", engines(), &[&[]]);
+}
+
 /// Writes to a blocking pipe or stream socket that fills up go whole, in
 /// order (six 48 KiB writes, read back once the pipe is full), as glibc's.
 /// On io_uring a write cut short by the full pipe reported the short count,
