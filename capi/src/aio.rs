@@ -350,14 +350,18 @@ unsafe fn submit_one(cb: *mut Aiocb, op: Option<COp>, sync_op: c_int) -> c_int {
         // SAFETY: `cb` is valid.
         None => unsafe { prepare_fsync(cb, sync_op) },
     };
-    let req = match req {
+    let req = match req.and_then(|r| engine().map(|e| (r, e))) {
         Ok(r) => r,
-        Err(e) => return fail(e),
+        Err(e) => {
+            // Refused: the aiocb is no request now. Its old request's status
+            // (one done, or returned) must not read as this call's.
+            // SAFETY: `cb` is valid and not in flight: the library no longer
+            // writes it.
+            unsafe { set_tag(cb, false) };
+            return fail(e);
+        }
     };
-    let eng = match engine() {
-        Ok(e) => e,
-        Err(e) => return fail(e),
-    };
+    let (req, eng) = req;
     // SAFETY: `cb` is valid; the tag is written before the request can complete.
     unsafe { set_tag(cb, true) };
     // SAFETY: the caller keeps `cb` and its buffer valid until the request is done.

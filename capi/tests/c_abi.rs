@@ -244,6 +244,15 @@ fn suspend_on_an_empty_null_list_returns_at_once() {
     prints_ok("aio_suspend_empty_list.c", engines(), &[&[]]);
 }
 
+/// An aiocb submitted again after its request ended, and refused by the call
+/// (a bad `aio_reqprio`, offset, sigevent or `aio_fsync` op), is no request:
+/// `aio_error` and `aio_return` give -1/EINVAL. They gave the old request's
+/// status (0) and result, as if the refused call had succeeded.
+#[test]
+fn a_refused_resubmission_is_not_a_request() {
+    prints_ok("aio_refused_resubmit.c", engines(), &[&[]]);
+}
+
 /// Writes to a blocking pipe or stream socket that fills up go whole, in
 /// order (six 48 KiB writes, read back once the pipe is full), as glibc's.
 /// On io_uring a write cut short by the full pipe reported the short count,
