@@ -661,11 +661,25 @@ pub unsafe extern "C-unwind" fn lio_listio(
         }
     }
     let _g = InLib::enter();
+    let cbs_ok: Vec<*mut Aiocb> = reqs.iter().map(|r| r.cb).collect();
+    // A list refused whole (no engine, or past the request limit): nothing
+    // was submitted, and each entry says why (POSIX: after EAGAIN the
+    // program checks each entry's status).
+    let refuse_all = |errno: i32| {
+        for &cb in &cbs_ok {
+            // SAFETY: valid (contract) and not submitted.
+            unsafe { set_failed(cb, errno) };
+        }
+        for &(cb, err) in &refused {
+            // SAFETY: as above.
+            unsafe { set_failed(cb, err) };
+        }
+        fail(errno)
+    };
     let eng = match engine() {
         Ok(e) => e,
-        Err(e) => return fail(e),
+        Err(e) => return refuse_all(e),
     };
-    let cbs_ok: Vec<*mut Aiocb> = reqs.iter().map(|r| r.cb).collect();
     for &cb in &cbs_ok {
         // SAFETY: valid (contract); tagged before the request can complete.
         unsafe { set_tag(cb, true) };
@@ -674,17 +688,8 @@ pub unsafe extern "C-unwind" fn lio_listio(
     let names = match unsafe { eng.submit(reqs, Some((list_notify, wait)), wait) } {
         Ok(n) => n,
         Err(e) => {
-            let errno = e.errno().unwrap_or(libc::EAGAIN);
             debug(format_args!("lio_listio refused: {e}"));
-            for &cb in &cbs_ok {
-                // SAFETY: not submitted; each entry reports why.
-                unsafe { set_failed(cb, errno) };
-            }
-            for &(cb, err) in &refused {
-                // SAFETY: not submitted.
-                unsafe { set_failed(cb, err) };
-            }
-            return fail(errno);
+            return refuse_all(e.errno().unwrap_or(libc::EAGAIN));
         }
     };
     for &(cb, err) in &refused {

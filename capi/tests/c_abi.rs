@@ -512,6 +512,23 @@ fn eagain_over_the_request_limit() {
     }
 }
 
+/// With no engine (`POSIXRT_AIO_BACKEND` naming none) a `lio_listio` refused
+/// with EAGAIN gives each entry its status (EAGAIN, EINVAL for a bad opcode),
+/// as past `POSIXRT_AIO_MAX`; the entries were left as no requests.
+#[test]
+fn a_list_refused_for_want_of_an_engine_gives_each_entry_its_status() {
+    for link in [Link::Linked, Link::Preloaded] {
+        let exe = build(&c_src("aio_no_engine.c"), link, &strict());
+        let o = run(&exe, link, &[], &[("POSIXRT_AIO_BACKEND", "none")]);
+        assert!(
+            o.status.success() && String::from_utf8_lossy(&o.stdout).trim() == "ok",
+            "{link:?}: {:?}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 /// io_uring refused (a seccomp filter answering EPERM, as container runtimes
 /// do): the library falls back to its thread engine, says why only with
 /// `POSIXRT_AIO_DEBUG`, and every call works.
