@@ -26,8 +26,8 @@ static EPOCH: AtomicU64 = AtomicU64::new(0);
 static ENGINE: AtomicPtr<CEngine> = AtomicPtr::new(std::ptr::null_mut());
 static INIT: AtomicBool = AtomicBool::new(false);
 /// `aio_init` settings: ring entries and pool threads (0: defaults).
-static CFG_ENTRIES: AtomicU32 = AtomicU32::new(0);
-static CFG_WORKERS: AtomicU32 = AtomicU32::new(0);
+pub(crate) static CFG_ENTRIES: AtomicU32 = AtomicU32::new(0);
+pub(crate) static CFG_WORKERS: AtomicU32 = AtomicU32::new(0);
 
 const DEFAULT_ENTRIES: u32 = 256;
 const DEFAULT_WORKERS: u32 = 16;
@@ -761,50 +761,9 @@ unsafe fn wait_statuses(eng: &CEngine, cbs: &[*mut Aiocb]) -> Result<usize, i32>
     Ok(cbs.iter().filter(|&&cb| status(cb) != 0).count())
 }
 
-/// glibc's `struct aioinit`.
-#[repr(C)]
-pub struct AioInit {
-    aio_threads: c_int,
-    aio_num: c_int,
-    aio_locks: c_int,
-    aio_usedba: c_int,
-    aio_debug: c_int,
-    aio_numusers: c_int,
-    aio_idle_time: c_int,
-    aio_reserved: c_int,
-}
-
-/// `aio_init` (GNU): `aio_threads` sizes the fallback thread pool (1..=1024),
-/// `aio_num` the io_uring ring (rounded up to a power of two, at most 32768).
-/// Only before the first request; the other fields are ignored.
-///
-/// # Safety
-/// `init` is null or a valid `struct aioinit`.
-#[no_mangle]
-pub unsafe extern "C-unwind" fn aio_init(init: *const AioInit) {
-    let _nc = NoCancel::new();
-    if init.is_null() {
-        return;
-    }
-    // SAFETY: valid by contract.
-    let (threads, num) = unsafe { ((*init).aio_threads, (*init).aio_num) };
-    if engine_if_started().is_some() {
-        debug(format_args!("aio_init after the first request: no effect"));
-        return;
-    }
-    if (1..=1024).contains(&threads) {
-        CFG_WORKERS.store(threads as u32, Ordering::Relaxed);
-    }
-    if num > 0 {
-        let n = (num as u32).min(32768).next_power_of_two();
-        CFG_ENTRIES.store(n, Ordering::Relaxed);
-    }
-}
-
 #[allow(dead_code)]
 fn _assert_layout() {
     const _: () = assert!(std::mem::size_of::<Aiocb>() == 168);
     const _: () = assert!(std::mem::size_of::<raw::SigEvent>() == 64);
-    const _: () = assert!(std::mem::size_of::<AioInit>() == 32);
     let _ = std::ptr::null::<c_void>();
 }

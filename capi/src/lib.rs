@@ -16,6 +16,7 @@
 mod aio;
 mod alias;
 mod debug;
+mod init;
 mod nocancel;
 mod notify;
 mod offset;
@@ -25,4 +26,5 @@ mod trace;
 
 pub use aio::*;
 pub use alias::*;
+pub use init::*;
 pub use suspend::*;
