@@ -253,6 +253,15 @@ fn a_refused_resubmission_is_not_a_request() {
     prints_ok("aio_refused_resubmit.c", engines(), &[&[]]);
 }
 
+/// `lio_listio(LIO_WAIT)` whose entries another thread cancels returns
+/// -1/EIO, and each `aio_cancel` AIO_CANCELED: the list's waiter and the
+/// canceller both free a request's slot once it is done, and the second found
+/// none (the call returned 0, or the cancel AIO_ALLDONE).
+#[test]
+fn a_waited_list_whose_entries_are_cancelled_fails_with_eio() {
+    prints_ok("aio_lio_wait_cancelled.c", engines(), &[&[]]);
+}
+
 /// Writes to a blocking pipe or stream socket that fills up go whole, in
 /// order (six 48 KiB writes, read back once the pipe is full), as glibc's.
 /// On io_uring a write cut short by the full pipe reported the short count,

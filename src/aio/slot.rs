@@ -80,6 +80,11 @@ pub(crate) struct Slot {
     /// list's), not given up by a dropped handle: `aio_cancel(fd, NULL)` still
     /// reaches it.
     pub kept: bool,
+    /// C requests: the calls waiting to read how the request ended (a
+    /// `lio_listio(LIO_WAIT)` and each `aio_cancel` of it in progress), which
+    /// keep the slot once done; the last of them frees it (see
+    /// [`Core::let_go_kept`](super::table::Core::let_go_kept)).
+    pub keepers: u8,
     /// Thread backend: which worker runs it, whether that worker sleeps in `poll`
     /// (and so can be interrupted), and whether a cancel asked it to stop.
     pub worker: u32,
@@ -205,6 +210,7 @@ impl Slot {
             orphan: None,
             detached: false,
             kept: false,
+            keepers: 0,
             worker: u32::MAX,
             interruptible: false,
             cancel_req: false,

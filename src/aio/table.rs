@@ -675,8 +675,24 @@ impl Core {
         }
         s.waker = None;
         s.mail = MailAddr::NONE;
-        (s.detached, s.kept) = (false, false);
+        (s.detached, s.kept, s.keepers) = (false, false, 0);
         self.free.push(idx);
+    }
+
+    /// A C call that kept the request `idx` to read how it ended (see
+    /// `Slot::keepers`) lets go of it: the last keeper frees it if done, or
+    /// leaves it to free itself when done.
+    pub(crate) fn let_go_kept(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        s.keepers = s.keepers.saturating_sub(1);
+        if s.keepers > 0 {
+            return;
+        }
+        if s.state == State::Done {
+            self.free_slot(idx);
+        } else {
+            s.detached = true;
+        }
     }
 
     /// Starts a `lio_listio` notification group of `n` members.

@@ -71,8 +71,11 @@ impl CEngine {
                 libc::AIO_NOTCANCELED
             }
             State::Issued => {
-                // Keep the slot when it completes, to read how it ended.
-                core.slots[idx as usize].detached = false;
+                // Keep the slot when it completes, to read how it ended (as a
+                // `lio_listio(LIO_WAIT)` of it, or another cancel, may).
+                let s = &mut core.slots[idx as usize];
+                s.detached = false;
+                s.keepers = s.keepers.saturating_add(1);
                 let mut all_done = false;
                 match &inner.engine {
                     Engine::Uring(r) => {
@@ -110,7 +113,7 @@ impl CEngine {
                 let mut core = inner.lock();
                 let out = match core.get(idx, gen).map(|s| (s.state, s.res)) {
                     Some((State::Done, res)) => {
-                        core.free_slot(idx);
+                        core.let_go_kept(idx);
                         if res == -(libc::ECANCELED as i64) {
                             libc::AIO_CANCELED
                         } else if all_done
@@ -124,11 +127,12 @@ impl CEngine {
                         }
                     }
                     Some(_) => {
-                        // Still running: it frees itself when done.
-                        core.slots[idx as usize].detached = true;
+                        // Still running: it frees itself when done (or the
+                        // last other keeper frees it).
+                        core.let_go_kept(idx);
                         libc::AIO_NOTCANCELED
                     }
-                    // Another canceller took it: it is done.
+                    // (Kept until this call let go: not reached.)
                     None => libc::AIO_ALLDONE,
                 };
                 inner.release(core);

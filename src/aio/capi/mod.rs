@@ -540,6 +540,7 @@ impl CEngine {
             let s = &mut core.slots[idx as usize];
             s.aiocb = r.cb as usize;
             s.detached = !keep;
+            s.keepers = keep as u8;
             names.push(user_data(idx, gen));
             // SAFETY: the caller guarantees `cb` is valid; the request cannot
             // complete before the lock is released.

@@ -52,13 +52,11 @@ impl CEngine {
         let mut failed = 0;
         for &ud in names {
             let (i, g) = split_user_data(ud);
-            match core.get(i, g).map(|s| (s.state, s.res)) {
-                Some((State::Done, res)) => {
-                    failed += (res < 0) as usize;
-                    core.free_slot(i);
-                }
-                Some(_) => core.slots[i as usize].detached = true,
-                None => {}
+            if let Some((state, res)) = core.get(i, g).map(|s| (s.state, s.res)) {
+                failed += (state == State::Done && res < 0) as usize;
+                // (Freed now if done and no `aio_cancel` of it still reads
+                // it; else by the last of them, or when done.)
+                core.let_go_kept(i);
             }
         }
         inner.release(core);
