@@ -85,8 +85,11 @@ impl Trace {
         self.check_owner("posix_trace_clear")?;
         let st = lock(&self.s.reader);
         for r in self.s.rings_snapshot() {
-            r.clear();
-            r.lost_reported.store(r.lost.load(Relaxed), Relaxed);
+            // The count once a LOOP writer overwriting as the clear runs has
+            // counted its drops: read before, its losses would come after the
+            // clear, and the next read report an OVERFLOW for them.
+            let lost = r.clear();
+            r.lost_reported.store(lost, Relaxed);
         }
         drop(st);
         {
@@ -274,5 +277,54 @@ impl Stream {
         lock(&self.rings)
             .iter()
             .any(|r| r.used() + 2 * max_event > limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{self, scratch};
+
+    /// A LOOP writer that has dropped its oldest record when `clear()` runs,
+    /// and counts the drop only after the clear's own work, loses nothing
+    /// after the clear: the next read reports no OVERFLOW (the record went
+    /// with the clear) and the status no overrun.
+    #[test]
+    fn a_clear_during_a_loop_overwrite_reports_no_loss_after_it() {
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        let t = Trace::create(&a).unwrap();
+        assert_eq!(t.attr().stream_full_policy(), StreamFullPolicy::Loop);
+        let ev = trace::eventid_open("control.clear_mid_drop").unwrap();
+        // Only this test's events and the loss reports.
+        scratch::record_only(&t, &[ev, EventId::OVERFLOW, EventId::RESUME]);
+        t.start().unwrap();
+        trace::event(ev, &1u64.to_le_bytes());
+        trace::event(ev, &2u64.to_le_bytes());
+        let tid = crate::sys::tid::current();
+        let rings = t.s.rings_snapshot();
+        let Some(r) = rings.iter().find(|r| r.tid == tid) else {
+            panic!("no sub-buffer for this thread");
+        };
+        assert!(r.drop_oldest_uncounted(), "a record to overwrite");
+        let (done, cleared) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                t.clear().unwrap();
+                let _ = done.send(());
+            });
+            // Let the clear finish first if it would (as it did without waiting
+            // for the writer): the writer's count comes after it then.
+            let _ = cleared.recv_timeout(std::time::Duration::from_millis(100));
+            r.count_dropped(1);
+        });
+        assert!(!t.status().overrun, "the loss went with the clear");
+        trace::event(ev, &3u64.to_le_bytes());
+        t.stop().unwrap();
+        let mut got = Vec::new();
+        while let Some(e) = t.try_getnext().unwrap() {
+            got.push((e.id, e.data));
+        }
+        assert_eq!(got, [(ev, 3u64.to_le_bytes().to_vec())]);
     }
 }

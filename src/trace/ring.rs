@@ -634,15 +634,50 @@ impl Ring {
         self.tail.0.store(pos, Release);
     }
 
-    /// Reader side: drops every record.
-    pub(crate) fn clear(&self) {
+    /// Reader side: drops every record, and returns the loss count that holds
+    /// every event lost before the clear: a LOOP writer that was overwriting
+    /// its oldest records as the clear ran has counted them by then
+    /// ([`settled_lost`](Self::settled_lost)), so that a reader that takes this
+    /// count as reported reports none of them after the clear.
+    ///
+    /// A writer that is dropping when the clear moves the tail has set
+    /// `dropping` before its first drop, which the tail's CAS orders before
+    /// the clear's; its next CAS fails, it finds the ring empty, counts and
+    /// clears the flag. So the writer pays nothing for this: the clear waits.
+    pub(crate) fn clear(&self) -> u64 {
         loop {
             let t = self.tail.0.load(Acquire);
             let h = self.head.0.load(Acquire);
             if t == h || self.tail.0.compare_exchange(t, h, AcqRel, Relaxed).is_ok() {
-                return;
+                return self.settled_lost();
             }
         }
+    }
+
+    /// Test support: a LOOP writer partway through
+    /// [`overwrite_oldest`](Self::overwrite_oldest): it has dropped the oldest
+    /// record (returned: whether there was one) but not counted it yet.
+    #[cfg(test)]
+    pub(crate) fn drop_oldest_uncounted(&self) -> bool {
+        self.dropping.store(true, Relaxed);
+        let t = self.tail.0.load(Acquire);
+        if t == self.head.0.load(Acquire) {
+            return false;
+        }
+        let len = self.len_at(t, self.word(t).load(Relaxed));
+        self.tail
+            .0
+            .compare_exchange(t, t + len, AcqRel, Relaxed)
+            .is_ok()
+    }
+
+    /// Test support: the end of [`overwrite_oldest`](Self::overwrite_oldest)
+    /// after [`drop_oldest_uncounted`](Self::drop_oldest_uncounted): counts
+    /// `n` events lost at the writer's head and clears `dropping`.
+    #[cfg(test)]
+    pub(crate) fn count_dropped(&self, n: u64) {
+        self.count_lost(self.head.0.load(Relaxed), n);
+        self.dropping.store(false, Release);
     }
 }
 
