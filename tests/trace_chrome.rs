@@ -378,3 +378,50 @@ fn chrome_json_text_keeps_bytes_that_are_not_utf8() {
         ]
     );
 }
+
+/// A C event name that is not UTF-8 (held as NUL and Latin-1 text) is named
+/// in the Chrome export by its bytes, `\xHH` for each byte that is not part
+/// of a UTF-8 character, in valid JSON: apart from the name of other bytes,
+/// from the UTF-8 spelling of the same text and from a UTF-8 name holding the
+/// four characters `\xe9` (whose backslash shows doubled).
+#[test]
+fn chrome_json_names_a_name_of_bytes_by_its_bytes() {
+    let d = scratch("json-byte-names");
+    let p = d.join("n.trace");
+    {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        let ids = [
+            trace::eventid_open_bytes(b"json caf\xe9").unwrap(),
+            trace::eventid_open_bytes(b"json caf\xe8").unwrap(),
+            trace::eventid_open("json caf\\xe9").unwrap(),
+            trace::eventid_open("json caf\u{e9}").unwrap(),
+        ];
+        t.start().unwrap();
+        for (i, id) in ids.into_iter().enumerate() {
+            trace::event(id, &[i as u8]);
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+    }
+    let mut l = TraceLog::open(&p).unwrap();
+    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    let text = export::chrome_json(&l, &evs);
+    let j: J = serde_json::from_str(&text).unwrap_or_else(|e| panic!("invalid JSON: {e}\n{text}"));
+    let names: Vec<&str> = j["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .filter(|n| n.contains("json caf"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            r"json caf\xe9",
+            r"json caf\xe8",
+            r"json caf\\xe9",
+            "json caf\u{e9}"
+        ]
+    );
+}

@@ -569,3 +569,58 @@ fn ctf_export_names_a_user_event_apart_from_the_system_event_of_its_name() {
     let other = named("user:user:posix_trace_start");
     assert!(other.len() == 1 && other[0].contains("[0] = 2"), "{text}");
 }
+
+/// A C event name that is not UTF-8 (held as NUL and Latin-1 text) shows in
+/// the CTF export as its bytes, `\xHH` for each byte that is not part of a
+/// UTF-8 character: not as the NUL and Latin-1 text, and apart from the
+/// name of other bytes, from the UTF-8 spelling of the same text and from a
+/// UTF-8 name holding the four characters `\xe9` (shown `\\xe9`).
+#[test]
+fn ctf_export_shows_a_name_of_bytes_as_its_bytes() {
+    let d = scratch("ctf-byte-names");
+    let (l, evs) = {
+        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+        let p = d.join("b.trace");
+        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+        let ids = [
+            trace::eventid_open_bytes(b"ctf caf\xe9").unwrap(),
+            trace::eventid_open_bytes(b"ctf caf\xe8").unwrap(),
+            trace::eventid_open("ctf caf\\xe9").unwrap(),
+            trace::eventid_open("ctf caf\u{e9}").unwrap(),
+        ];
+        t.start().unwrap();
+        for id in ids {
+            trace::event(id, &[1]);
+        }
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = TraceLog::open(&p).unwrap();
+        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+        (l, evs)
+    };
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    assert!(!meta.contains('\0'), "{meta:?}");
+    let shown = [
+        "ctf caf\\xe9",
+        "ctf caf\\xe8",
+        "ctf caf\\\\xe9",
+        "ctf caf\u{e9}",
+    ];
+    for s in shown {
+        // As a TSDL literal: each backslash escaped once more.
+        let lit = format!("name = \"{}\";", s.replace('\\', "\\\\"));
+        assert_eq!(meta.matches(&lit).count(), 1, "{lit} in {meta}");
+    }
+    let Some(text) = babeltrace(&[], &out) else {
+        return;
+    };
+    for s in shown {
+        let n = text
+            .lines()
+            .filter(|l| l.contains(&format!(") {s}: ")))
+            .count();
+        assert_eq!(n, 1, "{s} in {text}");
+    }
+}

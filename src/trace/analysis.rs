@@ -177,7 +177,10 @@ impl TraceLog {
         self.types.get(id.raw() as usize)?.as_ref()
     }
 
-    /// The name of an id (`posix_trace_eventid_get_name`).
+    /// The name of an id (`posix_trace_eventid_get_name`), as held: a C name
+    /// that is not UTF-8 is NUL and Latin-1 text (see
+    /// [`eventid_name`](super::eventid_name)); show it with
+    /// [`export::shown_name`](super::export::shown_name).
     pub fn name(&self, id: EventId) -> Option<&str> {
         self.event_type(id).map(|t| t.name.as_str())
     }

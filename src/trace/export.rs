@@ -47,10 +47,33 @@ fn io_err(call: &'static str, path: &std::path::Path, e: std::io::Error) -> Erro
         .with_hint(hint)
 }
 
+/// The name of an id as the exports show it ([`shown_name`]), `event#N` for
+/// an id the log names not.
 fn name_of(log: &TraceLog, id: EventId) -> String {
     log.name(id)
-        .map(str::to_string)
+        .map(shown_name)
         .unwrap_or_else(|| format!("event#{}", id.raw()))
+}
+
+/// An event type's name as the exports show it, one text for each name: the
+/// bytes it was opened with ([`event_name_bytes`](super::event_name_bytes):
+/// a C name that is not UTF-8 is held as NUL and Latin-1 text, which is not
+/// its name), UTF-8 characters as they are but for a control character,
+/// shown as in a Rust string literal (`\n`, `\t`, `\0`, `\u{1b}`), and a
+/// backslash, shown doubled; each byte that is not part of a UTF-8 character
+/// as `\xHH` (two lowercase hex digits), as [`quoted`] and `rtrace dump`
+/// show bytes. So two names never show as one: the byte `\xe9` shows as
+/// `\xe9`, the four characters `\xe9` as `\\xe9`.
+pub fn shown_name(name: &str) -> String {
+    let bytes = super::ids::name_bytes(name);
+    let mut o = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        o.push_str(&ctf_name(chunk.valid()));
+        for b in chunk.invalid() {
+            let _ = write!(o, "\\x{b:02x}");
+        }
+    }
+    o
 }
 
 /// A readable payload: fields of system events, a number, text or hex for user data.
@@ -173,6 +196,11 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// (pid 0, `POSIX_TRACE_WOPID_EVENTS`) goes under the process of its thread
 /// (the pid the log's other events of its tid carry), else the log's. Every
 /// process is named after the trace and its pid, every thread `tid N`.
+///
+/// An event's `name` is its type's name as [`shown_name`] writes it, as the
+/// CTF export shows it: a name of bytes that are not UTF-8 (the C API's) with
+/// `\xHH` for each such byte (as `rtrace dump` shows them), a control
+/// character and a backslash escaped, so that no two names show as one.
 ///
 /// `args` keys are the field names, then `text` and `truncated`; a key that
 /// would repeat one before it gets `_` appended (as in the CTF export). The
@@ -384,7 +412,7 @@ fn ctf_name(s: &str) -> String {
     o
 }
 
-/// The name of each id of `used` (sorted) in a CTF export, as [`ctf_name`]
+/// The name of each id of `used` (sorted) in a CTF export, as [`shown_name`]
 /// shows it, except that no two ids share one: a user event whose name is
 /// that of a system event the log knows (`eventid_open("posix_trace_start")`)
 /// or of an event before it is named `user:NAME`, and a name still taken (a
@@ -394,7 +422,7 @@ fn ctf_event_names(log: &TraceLog, used: &[u16]) -> Vec<String> {
     let system: std::collections::HashSet<String> = log
         .event_types()
         .filter(|t| t.id.is_system())
-        .map(|t| ctf_name(&t.name))
+        .map(|t| shown_name(&t.name))
         .collect();
     let mut taken = std::collections::HashSet::new();
     used.iter()
@@ -404,7 +432,7 @@ fn ctf_event_names(log: &TraceLog, used: &[u16]) -> Vec<String> {
             let clash = |n: &String, taken: &std::collections::HashSet<String>| {
                 taken.contains(n) || (user && system.contains(n))
             };
-            let mut n = ctf_name(&name_of(log, eid));
+            let mut n = name_of(log, eid);
             if user && clash(&n, &taken) {
                 n.insert_str(0, "user:");
             }
@@ -474,8 +502,10 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// order of `events`), as CTF requires within a stream.
 ///
 /// Event names (and the trace name) show as recorded, but for a control
-/// character, which shows as in a Rust string literal (`\n`, `\u{1b}`), and a
-/// backslash, which shows doubled: names that differ stay distinct. A user
+/// character, which shows as in a Rust string literal (`\n`, `\u{1b}`), a
+/// backslash, which shows doubled, and a byte of a name that is not UTF-8
+/// (the C API's), which shows as `\xHH` ([`shown_name`]): names that differ
+/// stay distinct. A user
 /// event named as a system event (`eventid_open("posix_trace_start")`) is
 /// named `user:NAME`, so viewers do not take it for the system event (the
 /// Chrome export sets its `cat` to `user`); `#ID` is appended to a name

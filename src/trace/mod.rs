@@ -253,6 +253,11 @@ pub fn event_name_from_bytes(name: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// The name of any event type known to this process.
 ///
+/// A name the C API opened from bytes that are not UTF-8 is held as NUL
+/// followed by the bytes read as Latin-1 (no name [`eventid_open`] takes):
+/// [`export::shown_name`] shows it as those bytes, `\xHH` for each one that
+/// is not part of a UTF-8 character.
+///
 /// # References
 /// - [`posix_trace_eventid_get_name`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
 #[doc(alias = "posix_trace_eventid_get_name")]

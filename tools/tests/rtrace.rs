@@ -724,3 +724,53 @@ fn dump_text_is_unambiguous() {
     let h = text(&o);
     assert!(h.contains("text=\"...\"") && h.contains("`\\xHH`"), "{h}");
 }
+
+/// A C event name that is not UTF-8 (held as NUL and Latin-1 text) shows in
+/// `dump` and `stats` as its bytes, `\xHH` for each byte that is not part of
+/// a UTF-8 character, as the dump shows a payload's bytes: not as a NUL and
+/// Latin-1 text, and apart from the UTF-8 spelling of the same text and from
+/// a UTF-8 name holding the four characters `\xe9` (shown `\\xe9`).
+#[test]
+fn a_name_of_bytes_shows_as_its_bytes() {
+    let _g = serial();
+    let d = dir("byte-names");
+    let p = d.join("b.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
+    let ids = [
+        trace::eventid_open_bytes(b"rt caf\xe9").unwrap(),
+        trace::eventid_open_bytes(b"rt caf\xe8").unwrap(),
+        trace::eventid_open("rt caf\\xe9").unwrap(),
+        trace::eventid_open("rt caf\u{e9}").unwrap(),
+    ];
+    t.start().unwrap();
+    for (i, id) in ids.into_iter().enumerate() {
+        trace::event(id, &[i as u8]);
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let logs = p.to_str().unwrap();
+    let shown = [
+        "rt caf\\xe9",
+        "rt caf\\xe8",
+        "rt caf\\\\xe9",
+        "rt caf\u{e9}",
+    ];
+    for cmd in ["dump", "stats"] {
+        let o = rtrace(&[cmd, logs]);
+        assert!(o.status.success(), "{cmd}: {o:?}");
+        let out = text(&o);
+        assert!(
+            !out.contains('\0') && !out.contains("\\u{0}"),
+            "{cmd}: {out:?}"
+        );
+        let named: Vec<&str> = out
+            .lines()
+            .filter_map(|l| {
+                shown
+                    .into_iter()
+                    .find(|s| l.ends_with(*s) || l.contains(&format!("{s} ")))
+            })
+            .collect();
+        assert_eq!(named, shown, "{cmd}: {out}");
+    }
+}

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use posixrt::trace::export::{chrome_json, field_items, payload, write_ctf};
-use posixrt::trace::{Event, EventId, TraceLog};
+use posixrt::trace::{event_name_bytes, Event, EventId, TraceLog};
 use posixrt_tools::{printable, printable_escaped};
 
 /// Read posixrt trace logs: dump, statistics, export for Perfetto or babeltrace2.
@@ -46,7 +46,9 @@ enum Cmd {
     /// byte whatever it holds (spaces, `=`, quotes). A key that would repeat
     /// one before it (a field named `text`) gets `_` appended (`text_="..."`).
     /// User data of 4 or 8 bytes is a little-endian integer, other data a
-    /// quoted string when it is printable UTF-8, else hex.
+    /// quoted string when it is printable UTF-8, else hex. An event name shows
+    /// control characters escaped and a backslash doubled, and a name the C
+    /// API opened from bytes that are not UTF-8 shows `\xHH` for each such byte.
     ///
     /// The log order is time order within each flush; across flushes an event
     /// can come a little late (the exports sort by time). Times are since the
@@ -211,11 +213,32 @@ fn load(path: &Path) -> Result<Loaded, Failure> {
 
 /// An event type's name for the terminal: a name is the traced program's choice
 /// (only NUL is refused), so control characters in it are shown escaped, as
-/// [`printable`] does for tfp and rtstat.
+/// [`printable`] does for tfp and rtstat. A name of bytes that are not UTF-8
+/// (the C API's, held as NUL and Latin-1 text) shows as those bytes, each
+/// one not part of a UTF-8 character as `\xHH` ([`printable_bytes`]).
 fn name_of(log: &TraceLog, id: EventId) -> String {
     log.name(id)
-        .map(|n| printable(n).into_owned())
+        .map(|n| printable_bytes(&event_name_bytes(n)).into_owned())
         .unwrap_or_else(|| format!("event#{}", id.raw()))
+}
+
+/// [`printable`] for bytes that need not be UTF-8 (an event name the C API
+/// opened): each byte that is not part of a UTF-8 character shows as `\xHH`
+/// (two lowercase hex digits), as a payload's text shows it. The text between
+/// is [`printable`]'s, whose backslashes are doubled, so the byte `\xe9`
+/// (shown `\xe9`) and the four characters `\xe9` (shown `\\xe9`) differ.
+fn printable_bytes(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        return printable(s);
+    }
+    let mut o = String::with_capacity(b.len() + 8);
+    for chunk in b.utf8_chunks() {
+        o.push_str(&printable(chunk.valid()));
+        for x in chunk.invalid() {
+            o.push_str(&format!("\\x{x:02x}"));
+        }
+    }
+    std::borrow::Cow::Owned(o)
 }
 
 fn fmt_ts(ns: u128) -> String {
