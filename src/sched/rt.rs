@@ -34,7 +34,9 @@ use std::fmt;
 use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
 use rustix::thread::CapabilitySet;
 
+mod heap;
 mod latency;
+pub use heap::prefault_heap;
 pub use latency::{set_timer_slack, timer_slack, CpuDmaLatency};
 
 use super::hint::{fmt_limit, has_capability, login_name, mlockall_hint, MemlockFacts};
@@ -304,45 +306,6 @@ fn stack_remaining() -> Result<usize> {
     Ok(here.saturating_sub(addr as usize))
 }
 
-/// Prefaults `bytes` of heap and keeps them in the allocator: sets glibc's
-/// (process-wide) `M_MMAP_MAX` to 0 (no allocation goes to a separate `mmap` that `free` would
-/// unmap) and `M_TRIM_THRESHOLD` to "never", then allocates, touches every page and
-/// frees the block. Later allocations of the calling thread's arena reuse those
-/// present pages. (Threads other than the main one may use other glibc arenas.)
-///
-/// # References
-///  - [`mallopt(3)`](https://man7.org/linux/man-pages/man3/mallopt.3.html)
-pub fn prefault_heap(bytes: usize) -> Result<()> {
-    // SAFETY: mallopt takes two ints and changes allocator tuning only.
-    let ok1 = unsafe { libc::mallopt(libc::M_MMAP_MAX, 0) };
-    // SAFETY: as above; -1 as the threshold disables trimming.
-    let ok2 = unsafe { libc::mallopt(libc::M_TRIM_THRESHOLD, -1) };
-    if ok1 != 1 || ok2 != 1 {
-        return Err(Error::new(
-            ErrorKind::Unsupported,
-            "mallopt",
-            "the allocator refused M_MMAP_MAX/M_TRIM_THRESHOLD",
-        ));
-    }
-    if bytes == 0 {
-        return Ok(());
-    }
-    // SAFETY: malloc returns null or a block of `bytes` bytes that we own until free.
-    let p = unsafe { libc::malloc(bytes) }.cast::<u8>();
-    if p.is_null() {
-        return Err(heap_enomem(bytes));
-    }
-    let mut off = 0;
-    while off < bytes {
-        // SAFETY: `off < bytes`, inside the block we own.
-        unsafe { std::ptr::write_volatile(p.add(off), 0) };
-        off += PAGE;
-    }
-    // SAFETY: `p` came from malloc and is freed once.
-    unsafe { libc::free(p.cast()) };
-    Ok(())
-}
-
 /// Whether `RLIMIT_MEMLOCK` bounds new mappings (a heap block, a thread's stack):
 /// [`lock_memory`] last locked future mappings (`MCL_FUTURE`) and the process lacks
 /// `CAP_IPC_LOCK`, which lifts the limit.
@@ -368,27 +331,6 @@ fn default_heap(b: usize) -> usize {
 /// A limit in bytes as KiB (`unlimited` for none).
 fn kib(v: Option<u64>) -> String {
     v.map_or("unlimited".into(), |b| format!("{} KiB", b / 1024))
-}
-
-/// The ENOMEM of [`prefault_heap`], with its likely cause: after
-/// `mlockall(MCL_FUTURE)` every new mapping is locked, so without `CAP_IPC_LOCK` the
-/// heap can grow only while the locked total stays within `RLIMIT_MEMLOCK`.
-fn heap_enomem(bytes: usize) -> Error {
-    let e = Error::from_errno("malloc", libc::ENOMEM).with_message(format!("{bytes} bytes"));
-    let locked = status_kib("VmLck:").unwrap_or(0) * 1024;
-    if !memlock_limits_new_mappings() {
-        return e;
-    }
-    let f = MemlockFacts::gather();
-    e.with_hint(format!(
-        "memory is locked (mlockall MCL_FUTURE; {locked} bytes locked now): a new block must fit \
-         in RLIMIT_MEMLOCK ({}), and {}; fix: prefault less; or raise RLIMIT_MEMLOCK (`ulimit -l`, \
-         or `{} - memlock unlimited` in /etc/security/limits.conf); or {}",
-        memlock_limit(),
-        f.cap_text(),
-        f.user,
-        f.cap_fix()
-    ))
 }
 
 // ---------------- setup ----------------
