@@ -296,7 +296,9 @@ impl SchedAttr {
 /// Errors: EBUSY (admission control) is [`ErrorKind::Busy`] with a hint naming the
 /// requested bandwidth and the limit (`sched_rt_runtime_us / sched_rt_period_us` ×
 /// CPUs); EPERM is `PermissionDenied` naming CAP_SYS_NICE and the affinity rule;
-/// ESRCH is `NotFound`.
+/// EINVAL (the period bounds changed since [`Deadline::new`], or a flag this kernel
+/// does not know) is `InvalidInput` naming the bounds as they are now; ESRCH is
+/// `NotFound`.
 ///
 /// # References
 ///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
@@ -320,7 +322,8 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
                 .with_message(format!("admission control refused {params} for tid {tid}"))
                 .with_hint(admission_hint(params)),
             libc::EINVAL => Error::from_errno("sched_setattr", errno)
-                .with_message(format!("the kernel refused {params}")),
+                .with_message(format!("the kernel refused {params}"))
+                .with_hint(einval_hint(params)),
             _ => sched_error(
                 "sched_setattr",
                 errno,
@@ -357,6 +360,44 @@ pub fn get(tid: Tid) -> Result<SchedAttr> {
         deadline: Duration::from_nanos(raw.sched_deadline),
         period: Duration::from_nanos(raw.sched_period),
     })
+}
+
+/// The hint for EINVAL on parameters [`Deadline::new`] accepted: the period
+/// bounds as the kernel has them now (a sysctl changed since), or a flag this
+/// kernel does not know.
+fn einval_hint(params: &Deadline) -> String {
+    let (min, max) = period_bounds();
+    let period = params.period;
+    let bounds = if period < min || period > max {
+        format!(
+            "now {min:?}..={max:?}, which the period {period:?} is outside (they changed \
+             since Deadline::new)"
+        )
+    } else {
+        format!("now {min:?}..={max:?}")
+    };
+    let flags = params.flags;
+    let mut named = Vec::new();
+    if flags.contains(DeadlineFlags::RECLAIM) {
+        named.push("RECLAIM needs Linux 4.13");
+    }
+    if flags.contains(DeadlineFlags::DL_OVERRUN) {
+        named.push("DL_OVERRUN needs Linux 4.16");
+    }
+    let flags = if named.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the flags must be known to this kernel ({})",
+            named.join(", ")
+        )
+    };
+    format!(
+        "the kernel checks the period against /proc/sys/kernel/sched_deadline_period_min_us \
+         and sched_deadline_period_max_us, {bounds}{flags}; fix: build the Deadline again \
+         with Deadline::new (a period within the bounds), or leave out a flag this kernel \
+         lacks"
+    )
 }
 
 /// The admission-control hint: the request's bandwidth against the limit.
