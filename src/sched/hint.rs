@@ -409,6 +409,19 @@ pub(crate) fn affinity_einval_hint(call: &str) -> String {
     }
 }
 
+/// Whether the kernel could run a thread on some CPU of `cpus`: one that is
+/// online and in this process's cpuset. `None` when either list cannot be read.
+pub(crate) fn affinity_usable(cpus: &super::CpuSet) -> Option<bool> {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| super::cpuset::parse_cpu_list(&s))?;
+    let cpuset = cpuset_cpus().and_then(|s| super::cpuset::parse_cpu_list(&s))?;
+    Some(
+        cpus.iter()
+            .any(|c| online.contains(c) && cpuset.contains(c)),
+    )
+}
+
 /// The CPUs of this process's cpuset (`cpuset.cpus.effective` of its cgroup v2,
 /// or of the nearest ancestor that has the controller; `cpuset.effective_cpus`
 /// of cgroup v1), as the kernel lists them, if readable.

@@ -3,7 +3,7 @@
 use super::start::{thread_start, Start};
 use crate::sched::hint::sched_error;
 use crate::sched::{CpuSet, Priority};
-use crate::Result;
+use crate::{Error, Result};
 
 /// An initialised `pthread_attr_t`, destroyed on drop.
 pub(super) struct Attr(Box<libc::pthread_attr_t>);
@@ -82,6 +82,7 @@ impl Attr {
         start: Box<Start<F, T>>,
         prio: Option<Priority>,
         affinity: Option<&CpuSet>,
+        stack_size: Option<usize>,
     ) -> Result<libc::pthread_t>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -97,6 +98,9 @@ impl Attr {
         if r != 0 {
             // SAFETY: creation failed, so no thread took `arg`; reclaim it once.
             drop(unsafe { Box::from_raw(arg) });
+            if r == libc::EINVAL {
+                return Err(create_einval(affinity, stack_size));
+            }
             let e = sched_error(
                 "pthread_create",
                 r,
@@ -105,14 +109,6 @@ impl Attr {
                 prio.map(|p| p.value()),
             );
             return Err(match r {
-                libc::EINVAL => match affinity {
-                    Some(cpus) => e
-                        .with_message(format!(
-                            "the affinity {cpus} names no CPU the thread may use"
-                        ))
-                        .with_hint(crate::sched::hint::affinity_einval_hint("pthread_create")),
-                    None => e.with_message("an attribute (the stack size) was refused"),
-                },
                 libc::EAGAIN if creator_is_deadline_without_reset_on_fork() => e
                     .with_message(
                         "the creating thread is SCHED_DEADLINE without SCHED_FLAG_RESET_ON_FORK, \
@@ -145,6 +141,37 @@ impl Attr {
             });
         }
         Ok(native)
+    }
+}
+
+/// EINVAL from `pthread_create`, whose two causes share the errno: glibc refuses
+/// a stack too small for the guard page and the static TLS block it places in
+/// it, and the kernel refuses an affinity with no online CPU of the cpuset. The
+/// affinity is blamed when it is given and no stack size is, or when it names
+/// no usable CPU; otherwise the stack size is. (The priority is not a cause: it
+/// was checked against its policy when the `Priority` was built.)
+fn create_einval(affinity: Option<&CpuSet>, stack_size: Option<usize>) -> Error {
+    let e = Error::from_errno("pthread_create", libc::EINVAL);
+    let blame_affinity = match (affinity, stack_size) {
+        (Some(_), None) => true,
+        (Some(cpus), Some(_)) => crate::sched::hint::affinity_usable(cpus) == Some(false),
+        (None, _) => false,
+    };
+    match (affinity, stack_size) {
+        (Some(cpus), _) if blame_affinity => e
+            .with_message(format!(
+                "the affinity {cpus} names no CPU the thread may use"
+            ))
+            .with_hint(crate::sched::hint::affinity_einval_hint("pthread_create")),
+        (_, Some(size)) => e
+            .with_message(format!("the stack size {size} was refused"))
+            .with_hint(
+                "glibc places the guard page and the static TLS block (larger with \
+                 GLIBC_TUNABLES glibc.rtld.optional_static_tls, or with libraries that use \
+                 initial-exec TLS) inside the stack, and refuses a stack with too little \
+                 room left: give Builder::stack_size more, or leave it out for the default",
+            ),
+        _ => e.with_message("glibc or the kernel refused the thread's attributes"),
     }
 }
 

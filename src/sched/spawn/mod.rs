@@ -305,7 +305,7 @@ impl Builder {
             f,
             shared: Arc::clone(&shared),
         });
-        let native = attr.create(start, attr_prio, self.affinity.as_ref())?;
+        let native = attr.create(start, attr_prio, self.affinity.as_ref(), self.stack_size)?;
 
         // From here the new thread waits at the gate. The guard opens it (Abort) and
         // joins the thread on every way out that does not hand it to a JoinHandle,
