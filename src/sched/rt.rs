@@ -36,8 +36,10 @@ use rustix::thread::CapabilitySet;
 
 mod heap;
 mod latency;
+mod stack;
 pub use heap::prefault_heap;
 pub use latency::{set_timer_slack, timer_slack, CpuDmaLatency};
+pub use stack::prefault_stack;
 
 use super::hint::{fmt_limit, has_capability, login_name, mlockall_hint, MemlockFacts};
 use crate::{Error, ErrorKind, Result};
@@ -250,61 +252,6 @@ fn status_kib(field: &str) -> Option<u64> {
 }
 
 const PAGE: usize = 4096;
-
-/// Touches `bytes` of the calling thread's stack below the current frame, so those
-/// pages are present (and, after `mlockall(MCL_FUTURE)`, locked) before a real-time
-/// loop needs them. More than the stack has left (less a 16 KiB margin) is
-/// `InvalidInput`, never an overflow.
-///
-/// # References
-///  - [`pthread_getattr_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getattr_np.3.html)
-pub fn prefault_stack(bytes: usize) -> Result<()> {
-    let remaining = stack_remaining()?;
-    if bytes.saturating_add(16 * 1024) > remaining {
-        return Err(Error::invalid(
-            "prefault_stack",
-            format!("{bytes} bytes asked, only {remaining} left on this thread's stack"),
-        )
-        .with_hint("ask for less, or spawn the thread with a larger Builder::stack_size"));
-    }
-    let here = std::hint::black_box(0u8);
-    let here = &here as *const u8 as usize;
-    touch_stack(here.saturating_sub(bytes));
-    Ok(())
-}
-
-/// Touches the stack from the caller's frame down to address `until`. The depth is
-/// decided by the frames' real addresses, not by a page count: each frame is a page
-/// plus its return address and padding, so counting pages would run past the
-/// request (by tens of KiB on an 8 MiB stack) and into the guard page.
-#[inline(never)]
-fn touch_stack(until: usize) {
-    let mut frame = [0u8; PAGE];
-    // black_box on both sides keeps the frame real and stops a tail call.
-    std::hint::black_box(&mut frame);
-    if frame.as_ptr() as usize > until {
-        touch_stack(until);
-    }
-    std::hint::black_box(&mut frame);
-}
-
-/// Bytes between the current frame and the low end of this thread's stack.
-fn stack_remaining() -> Result<usize> {
-    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
-    // SAFETY: pthread_getattr_np initialises `attr` on success; destroyed below.
-    let r = unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) };
-    crate::error::check_pthread("pthread_getattr_np", r)?;
-    let mut addr: *mut libc::c_void = std::ptr::null_mut();
-    let mut size = 0usize;
-    // SAFETY: `attr` is initialised; out-pointers are writable.
-    let r = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &mut addr, &mut size) };
-    // SAFETY: `attr` is initialised and destroyed exactly once.
-    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
-    crate::error::check_pthread("pthread_attr_getstack", r)?;
-    let here = std::hint::black_box(0u8);
-    let here = &here as *const u8 as usize;
-    Ok(here.saturating_sub(addr as usize))
-}
 
 /// Whether `RLIMIT_MEMLOCK` bounds new mappings (a heap block, a thread's stack):
 /// [`lock_memory`] last locked future mappings (`MCL_FUTURE`) and the process lacks

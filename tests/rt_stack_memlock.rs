@@ -1,0 +1,107 @@
+//! Integration test for `posixrt::sched::rt::prefault_stack` on the main
+//! thread, whose stack mapping grows as it is touched: with that mapping locked
+//! (`mlockall(MCL_CURRENT)`), growth counts against `RLIMIT_MEMLOCK`.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use posixrt::sched::rt::{self, LockFlags};
+
+const PROBE_ENV: &str = "POSIXRT_STACK_MEMLOCK_PROBE";
+
+/// The probe must run on the main thread (libtest runs every test on a thread
+/// of its own, whose stack is mapped whole at creation): it runs from the
+/// binary's constructors, before `main`, when its variable is set, and exits.
+#[used]
+#[link_section = ".init_array"]
+static MAIN_THREAD_PROBE: extern "C" fn() = main_thread_probe;
+
+extern "C" fn main_thread_probe() {
+    if std::env::var_os(PROBE_ENV).is_none() {
+        return;
+    }
+    let line = probe();
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "STACKLOCK {line}");
+    let _ = out.flush();
+    // SAFETY: ends the process without running libtest; nothing is left to do.
+    unsafe { libc::_exit(0) }
+}
+
+/// Locks the main thread's memory with 2 MiB of `RLIMIT_MEMLOCK` to spare, then
+/// prefaults 6 MiB of its stack.
+fn probe() -> String {
+    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
+    });
+    if cap {
+        return "skip: CAP_IPC_LOCK kept".into();
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let vm_kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmSize:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(u64::MAX / 2048);
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Memlock);
+    let soft = vm_kib * 1024 + (2 << 20);
+    if lim.maximum.is_some_and(|h| h < soft) {
+        return format!("skip: the hard RLIMIT_MEMLOCK is below {soft}");
+    }
+    if let Err(e) = rustix::process::setrlimit(
+        rustix::process::Resource::Memlock,
+        rustix::process::Rlimit {
+            current: Some(soft),
+            maximum: lim.maximum,
+        },
+    ) {
+        return format!("skip: setrlimit: {e}");
+    }
+    if let Err(e) = rt::lock_memory(LockFlags::default()) {
+        return format!("skip: mlockall refused: {e}");
+    }
+    match rt::prefault_stack(6 << 20) {
+        Ok(()) => format!("Ok, {} bytes locked", rt::locked_bytes()),
+        Err(e) => format!("{:?} | {e}", e.kind()),
+    }
+}
+
+/// Growing the locked main-thread stack beyond `RLIMIT_MEMLOCK` makes the page
+/// fault fail, and the kernel kills the process with SIGSEGV: `prefault_stack`
+/// (whose docs promise an error, never an overflow) crashed the process it was
+/// meant to prepare. It now refuses first, naming the limit and the fix.
+#[test]
+fn prefaulting_a_locked_main_stack_beyond_memlock_is_an_error_not_a_crash() {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.env(PROBE_ENV, "1");
+    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Without CAP_IPC_LOCK (14) in the bounding set, even root's exec'd
+            // binary is bound by RLIMIT_MEMLOCK (best effort: needs CAP_SETPCAP).
+            libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
+            Ok(())
+        })
+    };
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the probe died ({:?}): {stdout}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("STACKLOCK "))
+        .unwrap_or_else(|| panic!("no probe line: {stdout}"));
+    if line.starts_with("skip") {
+        println!("{line}");
+        return;
+    }
+    assert!(line.starts_with("OutOfResources |"), "{line}");
+    assert!(line.contains("RLIMIT_MEMLOCK"), "{line}");
+    assert!(line.contains("fix:"), "{line}");
+}
