@@ -131,6 +131,11 @@ pub fn rr_interval(pid: Option<Tid>) -> Result<Duration> {
 /// (`sched_yield`). Under `SCHED_OTHER` the effect is weak; it matters for RT threads
 /// of equal priority.
 ///
+/// A `SCHED_DEADLINE` thread ([`deadline`](super::deadline)) gives up the rest of
+/// its runtime for the current period instead: it does not run again until its
+/// next period begins, with a full runtime (how a periodic deadline task ends each
+/// job; see `sched(7)`).
+///
 /// # References
 ///  - [`sched_yield(2)`](https://man7.org/linux/man-pages/man2/sched_yield.2.html)
 ///  - [POSIX `sched_yield`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_yield.html)
