@@ -110,3 +110,28 @@ fn a_stack_too_small_for_the_tls_is_blamed_on_the_stack() {
         assert!(!hint.contains("changed it meanwhile"), "{line}");
     }
 }
+
+// ---------- rt::Setup ----------
+
+/// The checklist's promise is that every failed step names its fix. A value
+/// out of range for a step (a real-time priority limit outside 1..=99, a
+/// negative wake-up latency) failed with no hint.
+#[test]
+fn a_setup_step_given_a_bad_value_names_the_fix() {
+    use posixrt::sched::rt::Setup;
+    for setup in [
+        Setup::none().raise_rtprio(Some(0)),
+        Setup::none().raise_rtprio(Some(100)),
+        Setup::none().cpu_dma_latency(Some(-1)),
+    ] {
+        let report = setup.apply();
+        let failures: Vec<_> = report.failures().collect();
+        assert_eq!(failures.len(), 1, "{report}");
+        let (what, e) = failures[0];
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{what}: {e}");
+        assert!(
+            e.hint().is_some_and(|h| !h.is_empty()),
+            "no fix for {what}: {e}"
+        );
+    }
+}

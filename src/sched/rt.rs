@@ -109,6 +109,10 @@ pub fn raise_rtprio_limit(priority: u32) -> Result<Limit> {
         return Err(Error::invalid(
             "setrlimit",
             format!("RLIMIT_RTPRIO {priority} is outside 1..=99"),
+        )
+        .with_hint(
+            "give the highest SCHED_FIFO/SCHED_RR priority the program will use (1..=99); \
+             a limit of 99 allows them all",
         ));
     }
     let want = u64::from(priority);

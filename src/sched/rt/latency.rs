@@ -27,7 +27,11 @@ impl CpuDmaLatency {
         if micros < 0 {
             return Err(Error::invalid(
                 "write /dev/cpu_dma_latency",
-                "negative latency",
+                format!("negative latency {micros} us"),
+            )
+            .with_hint(
+                "give the wake-up latency the CPUs may add, in microseconds, 0 or more \
+                 (0 keeps them out of every idle state with an exit latency)",
             ));
         }
         let io = |call, e: std::io::Error| {
