@@ -16,8 +16,12 @@ use crate::trace::catalog as tc;
 use crate::trace::EventId;
 
 /// The policy and priority of `tid` as the kernel has them (-1, -1 if unreadable).
+/// The policy is the `SCHED_*` value alone: `sched_getscheduler` ORs
+/// `SCHED_RESET_ON_FORK` into it for a thread with that flag, which the events'
+/// policy fields do not carry.
 fn sched_of(tid: i32) -> (i32, i32) {
-    match (sys::getscheduler(tid), sys::getparam(tid)) {
+    let policy = sys::getscheduler(tid).map(|p| p & !libc::SCHED_RESET_ON_FORK);
+    match (policy, sys::getparam(tid)) {
         (Ok(p), Ok(v)) => (p, v),
         (Ok(p), Err(_)) => (p, -1),
         _ => (-1, -1),
