@@ -50,7 +50,10 @@ pub fn thread_affinity(tid: Tid) -> Result<CpuSet> {
 
 /// Sets the CPU affinity of thread `tid`. An empty set, or one naming a CPU this
 /// machine does not have (which the kernel would drop silently), is `InvalidInput`;
-/// a set with no online CPU allowed by the thread's cpuset is EINVAL from the kernel.
+/// so is a set naming online CPUs that the thread's cgroup cpuset does not allow
+/// (the kernel would apply the rest and drop those silently: the thread's old mask
+/// is put back); a set with no online CPU allowed by the thread's cpuset is EINVAL
+/// from the kernel.
 ///
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
@@ -62,8 +65,39 @@ pub fn set_thread_affinity(tid: Tid, cpus: &CpuSet) -> Result<()> {
 fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
     super::cpuset::check_not_empty("sched_setaffinity", cpus, "")?;
     super::cpuset::check_cpus_exist("sched_setaffinity", cpus)?;
+    // Unreadable (a machine beyond CpuSet's 1024 CPUs): set without the check,
+    // whose read-back would fail the same way.
+    let old = thread_affinity(tid).ok();
     crate::sys::sched::setaffinity(tid.as_raw(), &cpus.raw)
-        .map_err(|e| affinity_error("sched_setaffinity", e, tid))
+        .map_err(|e| affinity_error("sched_setaffinity", e, tid))?;
+    let Some(old) = old else {
+        return Ok(());
+    };
+    check_applied("sched_setaffinity", tid, cpus, || {
+        // Best effort: the thread may have exited meanwhile.
+        let _ = crate::sys::sched::setaffinity(tid.as_raw(), &old.raw);
+    })
+}
+
+/// After `asked` was applied to thread `tid`: if the kernel narrowed it to the
+/// thread's cpuset, runs `undo` and returns the refusal naming the CPUs dropped.
+pub(crate) fn check_applied(
+    call: &'static str,
+    tid: Tid,
+    asked: &CpuSet,
+    undo: impl FnOnce(),
+) -> Result<()> {
+    let Ok(applied) = thread_affinity(tid) else {
+        return Ok(());
+    };
+    let dropped = super::cpuset::narrowed(asked, &applied);
+    if dropped.is_empty() {
+        return Ok(());
+    }
+    undo();
+    Err(super::hint::affinity_narrowed(
+        call, asked, &dropped, &applied,
+    ))
 }
 
 /// The affinity of the process's main thread (`sched_getaffinity(getpid())`).

@@ -186,6 +186,27 @@ pub(crate) fn check_cpus_exist(call: &'static str, cpus: &CpuSet) -> Result<()> 
     )))
 }
 
+/// The online CPUs of `asked` missing from `applied`, the mask the kernel reports
+/// after applying `asked`: those the thread's cpuset does not allow (the kernel
+/// keeps offline CPUs in the mask but reports only active ones, hence online).
+/// Empty when the online list cannot be read.
+pub(crate) fn narrowed(asked: &CpuSet, applied: &CpuSet) -> CpuSet {
+    let Some(online) = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_cpu_list(&s))
+    else {
+        return CpuSet::new();
+    };
+    let mut dropped = CpuSet::new();
+    for c in asked.iter() {
+        if online.contains(c) && !applied.contains(c) {
+            // `c` came from a CpuSet, so it is below the capacity.
+            let _ = dropped.insert(c);
+        }
+    }
+    dropped
+}
+
 impl Default for CpuSet {
     fn default() -> CpuSet {
         CpuSet::new()

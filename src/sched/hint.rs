@@ -409,6 +409,28 @@ pub(crate) fn affinity_einval_hint(call: &str) -> String {
     }
 }
 
+/// The refusal of an affinity the kernel narrowed: `dropped` are the online CPUs
+/// of `asked` that the thread's cpuset does not allow, `applied` what it kept.
+pub(crate) fn affinity_narrowed(
+    call: &'static str,
+    asked: &super::CpuSet,
+    dropped: &super::CpuSet,
+    applied: &super::CpuSet,
+) -> Error {
+    let cpuset = cpuset_cpus().map_or(String::new(), |c| format!(" ({c})"));
+    Error::invalid(
+        call,
+        format!(
+            "the affinity {asked} names CPUs {dropped} that this process's cpuset does not \
+             allow; the kernel would have run the thread on {applied} only"
+        ),
+    )
+    .with_hint(format!(
+        "the kernel applies only the CPUs of the thread's cgroup cpuset{cpuset} and drops \
+         the others silently; name only CPUs of the cpuset, or widen its cpuset.cpus"
+    ))
+}
+
 /// Whether the kernel could run a thread on some CPU of `cpus`: one that is
 /// online and in this process's cpuset. `None` when either list cannot be read.
 pub(crate) fn affinity_usable(cpus: &super::CpuSet) -> Option<bool> {

@@ -150,28 +150,31 @@ impl<T> JoinHandle<T> {
     ///  - [`pthread_getaffinity_np(3)`](https://man7.org/linux/man-pages/man3/pthread_getaffinity_np.3.html)
     #[doc(alias = "pthread_getaffinity_np")]
     pub fn affinity(&self) -> Result<CpuSet> {
-        self.while_running("pthread_getaffinity_np", || {
-            let mut raw = *CpuSet::new().as_raw();
-            // SAFETY: `native` is valid while the handle lives and the thread is
-            // running (see `while_running`); `raw` is writable.
-            let r = unsafe {
-                libc::pthread_getaffinity_np(
-                    self.native,
-                    std::mem::size_of::<libc::cpu_set_t>(),
-                    &mut raw,
-                )
-            };
-            if r != 0 {
-                return Err(sched_error(
-                    "pthread_getaffinity_np",
-                    r,
-                    Some(self.tid.as_raw()),
-                    None,
-                    None,
-                ));
-            }
-            Ok(CpuSet::from_raw(raw))
-        })
+        self.while_running("pthread_getaffinity_np", || self.affinity_now())
+    }
+
+    /// `pthread_getaffinity_np` on the thread, which the caller keeps running.
+    fn affinity_now(&self) -> Result<CpuSet> {
+        let mut raw = *CpuSet::new().as_raw();
+        // SAFETY: `native` is valid while the handle lives and the caller keeps the
+        // thread running (see `while_running`); `raw` is writable.
+        let r = unsafe {
+            libc::pthread_getaffinity_np(
+                self.native,
+                std::mem::size_of::<libc::cpu_set_t>(),
+                &mut raw,
+            )
+        };
+        if r != 0 {
+            return Err(sched_error(
+                "pthread_getaffinity_np",
+                r,
+                Some(self.tid.as_raw()),
+                None,
+                None,
+            ));
+        }
+        Ok(CpuSet::from_raw(raw))
     }
 
     /// Sets the thread's CPU affinity (`pthread_setaffinity_np`).
@@ -187,6 +190,9 @@ impl<T> JoinHandle<T> {
         crate::sched::cpuset::check_not_empty("pthread_setaffinity_np", cpus, "")?;
         crate::sched::cpuset::check_cpus_exist("pthread_setaffinity_np", cpus)?;
         self.while_running("pthread_setaffinity_np", || {
+            // Unreadable (a machine beyond CpuSet's 1024 CPUs): set without the
+            // check, whose read-back would fail the same way.
+            let old = self.affinity_now().ok();
             // SAFETY: `native` is valid while the handle lives and the thread is
             // running (see `while_running`); `cpus` is only read.
             let r = unsafe {
@@ -205,7 +211,19 @@ impl<T> JoinHandle<T> {
                     None,
                 ));
             }
-            Ok(())
+            let Some(old) = old else {
+                return Ok(());
+            };
+            crate::sched::affinity::check_applied("pthread_setaffinity_np", self.tid, cpus, || {
+                // SAFETY: as above; the thread is still running.
+                unsafe {
+                    libc::pthread_setaffinity_np(
+                        self.native,
+                        std::mem::size_of::<libc::cpu_set_t>(),
+                        old.as_raw(),
+                    )
+                };
+            })
         })
     }
 

@@ -174,7 +174,8 @@ impl Builder {
     ///
     /// Errors: a bad name or stack size, a `Deadline` policy, attributes that
     /// exclude each other, or an affinity that is empty, names a CPU the machine
-    /// does not have or no CPU the thread may use, is `InvalidInput`;
+    /// does not have, online CPUs the cgroup cpuset does not allow (the kernel
+    /// would drop them silently) or no CPU the thread may use, is `InvalidInput`;
     /// EPERM from `pthread_create` (a real-time policy without privilege) is
     /// `PermissionDenied` with the hint naming CAP_SYS_NICE and RLIMIT_RTPRIO; EAGAIN
     /// (thread limit, or a `SCHED_DEADLINE` caller without
@@ -335,6 +336,11 @@ impl Builder {
             // NUL-terminated string of at most 15 bytes.
             let r = unsafe { libc::pthread_setname_np(native, name.as_ptr()) };
             crate::error::check_pthread("pthread_setname_np", r)?;
+        }
+        if let Some(cpus) = &self.affinity {
+            // glibc applied the set with sched_setaffinity: refuse it if the
+            // kernel narrowed it to the cpuset (the thread never runs `f`).
+            super::affinity::check_applied("pthread_create", tid, cpus, || {})?;
         }
         if let Some(p) = after_prio {
             th::set_thread_scheduling(tid, p)?;
