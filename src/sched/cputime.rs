@@ -6,8 +6,11 @@
 //! ([`JoinHandle::set_scheduling`](super::JoinHandle::set_scheduling),
 //! [`set_thread_scheduling`](super::set_thread_scheduling) by tid). A [`CpuClock`]
 //! also works with `timer_create` through [`CpuClock::as_raw`], for a timer that
-//! fires when the budget is spent instead of polling. (`clock_nanosleep` accepts
-//! only *process* CPU clocks on Linux, not thread ones.)
+//! fires when the budget is spent instead of polling. `clock_nanosleep` with
+//! `TIMER_ABSTIME` works too: on another thread's clock ([`CpuClock::of_thread`])
+//! it sleeps until that thread has consumed the given CPU time. Only the calling
+//! thread's own CPU clock is refused (EINVAL: it cannot advance while the thread
+//! sleeps).
 //!
 //! ```
 //! use posixrt::sched::{self, cputime::CpuClock, Builder};
