@@ -44,6 +44,9 @@ pub(crate) struct Facts {
     pub user: String,
     /// `cpu.rt_runtime_us` of this process's cgroup, if RT group scheduling exposes it.
     pub cgroup_rt_runtime: Option<(String, i64)>,
+    /// `kernel.sched_rt_runtime_us`, which also sets the deadline bandwidth (0:
+    /// none, -1: no limit).
+    pub rt_runtime_us: Option<i64>,
     /// The effective uid of the target thread, when it is not the caller.
     pub target_uid: Option<(i32, u32)>,
     /// The target thread (the caller without one) runs `SCHED_IDLE`: leaving that
@@ -68,6 +71,9 @@ impl Facts {
             exe: exe_path(),
             user: login_name(),
             cgroup_rt_runtime: cgroup_rt_runtime(),
+            rt_runtime_us: std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+                .ok()
+                .and_then(|v| v.trim().parse().ok()),
             target_uid,
             target_idle: crate::sys::sched::getattr(tid.filter(|&t| t > 0).unwrap_or(0))
                 .is_ok_and(|a| a.sched_policy == libc::SCHED_IDLE as u32),
@@ -278,11 +284,15 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
     let owner = f.owner_note().unwrap_or_default();
     if policy == Some(Policy::Deadline) {
         if f.cap_sys_nice == Some(true) {
+            let runtime = f
+                .rt_runtime_us
+                .map_or("unreadable".to_string(), |v| v.to_string());
             return format!(
                 "{owner}{}: SCHED_DEADLINE is refused with EPERM when the thread's CPU affinity does \
                  not cover every CPU of its root domain (do not restrict the affinity of a \
-                 DEADLINE thread, or give it an exclusive cpuset), or by RT group scheduling \
-                 (the cgroup needs real-time budget)",
+                 DEADLINE thread, or give it an exclusive cpuset), or when the root domain has \
+                 no deadline bandwidth (kernel.sched_rt_runtime_us is {runtime}; 0 leaves none: \
+                 raise it, e.g. to 950000)",
                 f.cap_text()
             );
         }
@@ -567,6 +577,7 @@ mod tests {
             exe: "/usr/bin/app".into(),
             user: "alice".into(),
             cgroup_rt_runtime: None,
+            rt_runtime_us: Some(950000),
             target_uid: None,
             target_idle: false,
         }
@@ -700,6 +711,23 @@ mod tests {
         assert!(!h.contains("setcap"), "{h}");
         let d = rt_hint(&f, Some(Policy::Deadline), None);
         assert!(d.contains("affinity"), "{d}");
+    }
+
+    /// With CAP_SYS_NICE, SCHED_DEADLINE's EPERM comes from an affinity that
+    /// does not cover the root domain, or from a root domain with no deadline
+    /// bandwidth (`sched_rt_runtime_us` 0). RT group scheduling refuses only
+    /// SCHED_FIFO/RR (`rt_policy`), yet the hint named it and not the bandwidth.
+    #[test]
+    fn a_privileged_deadline_refusal_names_affinity_and_bandwidth_not_rt_groups() {
+        let f = Facts {
+            cap_sys_nice: Some(true),
+            rt_runtime_us: Some(0),
+            ..facts()
+        };
+        let d = rt_hint(&f, Some(Policy::Deadline), None);
+        assert!(d.contains("affinity"), "{d}");
+        assert!(d.contains("sched_rt_runtime_us is 0"), "{d}");
+        assert!(!d.contains("RT group"), "{d}");
     }
 
     #[test]
