@@ -501,8 +501,38 @@ impl Setup {
             "RLIMIT_RTTIME (information)",
             rttime_note(limit(Resource::Rttime)),
         );
+        if let Some(note) = thread_stack_note() {
+            r.skip("new threads (information)", note);
+        }
         r
     }
+}
+
+/// When future mappings are locked under `RLIMIT_MEMLOCK` (no `CAP_IPC_LOCK`)
+/// and the room left cannot hold a thread's default stack, what that means and
+/// the fix: every spawn with the default stack would fail with EAGAIN.
+fn thread_stack_note() -> Option<String> {
+    if !memlock_limits_new_mappings() {
+        return None;
+    }
+    let soft = memlock_limit().soft?;
+    let room = soft.saturating_sub(locked_bytes());
+    // glibc's default thread stack: RLIMIT_STACK, or 2 MiB when it is unlimited.
+    let stack = getrlimit(Resource::Stack).current.unwrap_or(2 << 20);
+    if room > stack {
+        return None;
+    }
+    Some(format!(
+        "memory is locked as it is mapped (MCL_FUTURE) and RLIMIT_MEMLOCK ({}) leaves {} KiB, \
+         less than a new thread's default stack ({} KiB, RLIMIT_STACK): spawning one fails \
+         with EAGAIN; fix: give Builder::stack_size (or std::thread::Builder::stack_size) \
+         well below {} KiB, or {}",
+        memlock_limit(),
+        room / 1024,
+        stack / 1024,
+        room / 1024,
+        MemlockFacts::gather().fixes(Some(soft.saturating_add(stack)))
+    ))
 }
 
 /// What `RLIMIT_RTTIME` (microseconds) means for the real-time threads.

@@ -1,0 +1,86 @@
+//! Integration test for `posixrt::sched::rt::Setup`'s report once future
+//! mappings are locked under `RLIMIT_MEMLOCK`: what it means for new threads.
+
+#[path = "common/probe.rs"]
+mod probe;
+
+use posixrt::sched::rt::{self, LockFlags, Setup};
+use posixrt::sched::Builder;
+use posixrt::ErrorKind;
+
+const PROBE_ENV: &str = "POSIXRT_SETUP_THREADS_PROBE";
+
+/// Runs only in the child of the test below, without CAP_IPC_LOCK: locks
+/// future mappings with 1 MiB of RLIMIT_MEMLOCK to spare, then prints the
+/// report's lines about threads and what a default spawn does.
+#[test]
+#[ignore = "helper: run by a_setup_that_leaves_no_room_for_a_thread_stack_says_so"]
+fn setup_threads_probe() {
+    if std::env::var_os(PROBE_ENV).is_none() {
+        return;
+    }
+    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
+    });
+    if cap {
+        println!("THREADS skip: CAP_IPC_LOCK kept");
+        return;
+    }
+    let future = LockFlags {
+        current: false,
+        future: true,
+        on_fault: false,
+    };
+    if let Err(e) = rt::lock_memory(future) {
+        println!("THREADS skip: mlockall refused: {e}");
+        return;
+    }
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Memlock).maximum;
+    rustix::process::setrlimit(
+        rustix::process::Resource::Memlock,
+        rustix::process::Rlimit {
+            current: Some(rt::locked_bytes() + (1 << 20)),
+            maximum: hard,
+        },
+    )
+    .expect("lower RLIMIT_MEMLOCK");
+    let report = Setup::none().apply();
+    let spawned = Builder::new().spawn(|| ()).map(|h| h.join().is_ok());
+    let text = report.to_string();
+    let line = text
+        .lines()
+        .find(|l| l.contains("new threads"))
+        .unwrap_or("no thread line");
+    println!("THREADS {line} | spawn {:?}", spawned.map_err(|e| e.kind()));
+}
+
+/// After `mlockall(MCL_FUTURE)` without CAP_IPC_LOCK every new thread's stack
+/// is locked as it is mapped, and must fit in what RLIMIT_MEMLOCK leaves; the
+/// default stack (RLIMIT_STACK, 8 MiB) of an unprivileged process under the
+/// default 8 MiB limit never does, so every later spawn fails with EAGAIN. The
+/// setup report, whose lines are all [x], did not say so; it now does, with the
+/// fix.
+#[test]
+fn a_setup_that_leaves_no_room_for_a_thread_stack_says_so() {
+    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
+    let out = unsafe {
+        probe::run("setup_threads_probe", PROBE_ENV, &[], || {
+            // Drop CAP_IPC_LOCK (14) from the bounding set (best effort).
+            libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
+            Ok(())
+        })
+    };
+    let line = probe::line(&out, "THREADS");
+    if line.starts_with("skip") {
+        println!("{line}");
+        return;
+    }
+    // The situation the report must describe: a default spawn is refused.
+    assert!(
+        line.ends_with(&format!("spawn Err({:?})", ErrorKind::WouldBlock)),
+        "{line}"
+    );
+    assert!(line.contains("Builder::stack_size"), "{line}");
+    assert!(line.contains("RLIMIT_MEMLOCK"), "{line}");
+}
