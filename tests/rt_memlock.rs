@@ -1,6 +1,8 @@
 //! Integration tests for `posixrt::sched::rt`: `mlockall` refused by
 //! `RLIMIT_MEMLOCK` names the fix that applies to this process.
 
+#[path = "common/caps.rs"]
+mod caps;
 #[path = "common/probe.rs"]
 mod probe;
 
@@ -16,11 +18,7 @@ fn memlock_probe() {
     if std::env::var_os(PROBE_ENV).is_none() {
         return;
     }
-    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
-        c.effective
-            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
-    });
-    if cap {
+    if caps::can_lock_memory() {
         // CAP_IPC_LOCK could not be dropped (no CAP_SETPCAP): the limit does
         // not apply, and there is no refusal to look at.
         println!("MEMLOCKPROBE skip: CAP_IPC_LOCK kept");
@@ -131,11 +129,7 @@ fn heap_probe() {
     if std::env::var_os(HEAP_PROBE_ENV).is_none() {
         return;
     }
-    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
-        c.effective
-            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
-    });
-    if cap {
+    if caps::can_lock_memory() {
         println!("HEAPPROBE skip: CAP_IPC_LOCK kept");
         return;
     }

@@ -1,6 +1,8 @@
 //! Integration test for `posixrt::sched::rt::Setup`'s report once future
 //! mappings are locked under `RLIMIT_MEMLOCK`: what it means for new threads.
 
+#[path = "common/caps.rs"]
+mod caps;
 #[path = "common/probe.rs"]
 mod probe;
 
@@ -19,11 +21,7 @@ fn setup_threads_probe() {
     if std::env::var_os(PROBE_ENV).is_none() {
         return;
     }
-    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
-        c.effective
-            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
-    });
-    if cap {
+    if caps::can_lock_memory() {
         println!("THREADS skip: CAP_IPC_LOCK kept");
         return;
     }

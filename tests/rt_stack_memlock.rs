@@ -8,6 +8,9 @@ use std::process::Command;
 
 use posixrt::sched::rt::{self, LockFlags};
 
+#[path = "common/caps.rs"]
+mod caps;
+
 const PROBE_ENV: &str = "POSIXRT_STACK_MEMLOCK_PROBE";
 
 /// The probe must run on the main thread (libtest runs every test on a thread
@@ -32,11 +35,7 @@ extern "C" fn main_thread_probe() {
 /// Locks the main thread's memory with 2 MiB of `RLIMIT_MEMLOCK` to spare, then
 /// prefaults 6 MiB of its stack.
 fn probe() -> String {
-    let cap = rustix::thread::capabilities(None).is_ok_and(|c| {
-        c.effective
-            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
-    });
-    if cap {
+    if caps::can_lock_memory() {
         return "skip: CAP_IPC_LOCK kept".into();
     }
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();

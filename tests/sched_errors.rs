@@ -265,12 +265,7 @@ fn spawn_eagain_blames_memlock_only_when_the_limit_applies() {
     assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
     assert!(!e.to_string().contains("RLIMIT_MEMLOCK"), "mlock only: {e}");
 
-    let ipc_lock = rustix::thread::capabilities(None)
-        .map(|c| {
-            c.effective
-                .contains(rustix::thread::CapabilitySet::IPC_LOCK)
-        })
-        .unwrap_or(false);
+    let ipc_lock = caps::can_lock_memory();
     match rt::lock_memory(LockFlags::default()) {
         Ok(_) => {
             let e = Builder::new()

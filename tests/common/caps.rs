@@ -14,6 +14,14 @@ pub fn can_rt() -> bool {
         .unwrap_or(false)
 }
 
+/// May this process lock memory beyond `RLIMIT_MEMLOCK` (CAP_IPC_LOCK)?
+pub fn can_lock_memory() -> bool {
+    rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::IPC_LOCK)
+    })
+}
+
 /// Polls `f` every millisecond for at most `limit`; true once it held.
 pub fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let t0 = Instant::now();
