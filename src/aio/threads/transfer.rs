@@ -195,7 +195,12 @@ fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
     if !write && j.op.len == 0 {
         // read(2) of no bytes returns 0 at once on a pipe, socket or
         // terminal; a recv would wait for data, and take a whole datagram.
-        return Outcome::Done(j.done);
+        // A `preadv2` of no bytes checks, as read(2) does, that the fd is
+        // open for reading (EBADF otherwise), then returns 0 without
+        // reaching the file: it never waits.
+        // SAFETY: no byte of the buffer is touched (length 0).
+        let r = unsafe { sio::read(j.fd, j.op.ptr as *mut u8, 0, Mode::NoWait) };
+        return Outcome::Done(j.done + res(r));
     }
     let sock = matches!(k, FdKind::Datagram | FdKind::StreamSocket);
     let mut mode = if sock {

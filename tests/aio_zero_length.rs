@@ -1,0 +1,36 @@
+//! Reads of no bytes on descriptors the other tests leave out, on both engines:
+//! they end as `read(2)` of no bytes does, at once, with the same result on
+//! each engine. `both!(name, f)` makes `name::uring` and `name::threads`.
+
+use std::time::Duration;
+
+use posixrt::aio::{Aio, Backend, Request};
+use posixrt::ErrorKind;
+
+mod common;
+use common::both;
+use common::{ctx, pipe};
+
+/// Waits (bounded) until `req` is done; false if it is still in progress.
+fn done_within<B: Send + 'static>(aio: &Aio, req: &Request<B>, t: Duration) -> bool {
+    let _ = aio.suspend([req], Some(t));
+    req.is_done()
+}
+
+/// A read of no bytes on a descriptor not open for reading fails with EBADF,
+/// as `read(2)` does. (The thread engine returned 0 for a pipe's write end:
+/// it answered a read of no bytes on a pipe or socket without asking the
+/// kernel.)
+fn write_only(b: Backend) {
+    let aio = ctx(b);
+    let (_rd, wr) = pipe();
+    let mut r = aio.read(&wr, 0, Vec::<u8>::new()).unwrap();
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(10)),
+        "{b:?}: a read of no bytes on a pipe's write end waits"
+    );
+    let e = r.aio_return().unwrap().result.unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EBADF), "{b:?}: {e}");
+    assert_eq!(e.kind(), ErrorKind::BadFd, "{b:?}");
+}
+both!(a_zero_byte_read_of_a_write_only_pipe_end_is_ebadf, write_only);
