@@ -2,6 +2,7 @@
 //! they end as `read(2)` of no bytes does, at once, with the same result on
 //! each engine. `both!(name, f)` makes `name::uring` and `name::threads`.
 
+use std::io::{Read, Write};
 use std::time::Duration;
 
 use posixrt::aio::{Aio, Backend, Request};
@@ -9,13 +10,34 @@ use posixrt::ErrorKind;
 
 mod common;
 use common::both;
-use common::{ctx, pipe};
+use common::{ctx, pipe, pty};
 
 /// Waits (bounded) until `req` is done; false if it is still in progress.
 fn done_within<B: Send + 'static>(aio: &Aio, req: &Request<B>, t: Duration) -> bool {
     let _ = aio.suspend([req], Some(t));
     req.is_done()
 }
+
+/// A read of no bytes on a terminal returns 0 at once, as `read(2)` does, and
+/// takes nothing: the line typed next is read whole. (On io_uring it waited
+/// for input: the kernel arms a poll for a terminal's read, whatever its
+/// length.)
+fn terminal(b: Backend) {
+    let aio = ctx(b);
+    let (mut master, slave) = pty();
+    let r = aio.read(&slave, 0, Vec::<u8>::new()).unwrap();
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(10)),
+        "{b:?}: a read of no bytes on a terminal waits for input"
+    );
+    let mut r = r;
+    assert_eq!(r.aio_return().unwrap().result.unwrap(), 0, "{b:?}");
+    master.write_all(b"line\n").unwrap();
+    let mut line = [0u8; 16];
+    let n = std::fs::File::from(slave).read(&mut line).unwrap();
+    assert_eq!(&line[..n], b"line\n", "{b:?}");
+}
+both!(a_zero_byte_read_of_a_terminal_returns_at_once, terminal);
 
 /// A read of no bytes on a descriptor not open for reading fails with EBADF,
 /// as `read(2)` does. (The thread engine returned 0 for a pipe's write end:
@@ -33,4 +55,7 @@ fn write_only(b: Backend) {
     assert_eq!(e.errno(), Some(libc::EBADF), "{b:?}: {e}");
     assert_eq!(e.kind(), ErrorKind::BadFd, "{b:?}");
 }
-both!(a_zero_byte_read_of_a_write_only_pipe_end_is_ebadf, write_only);
+both!(
+    a_zero_byte_read_of_a_write_only_pipe_end_is_ebadf,
+    write_only
+);

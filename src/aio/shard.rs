@@ -383,8 +383,13 @@ impl Shard {
                 continue;
             }
             if res == -(libc::ECANCELED as i64) && s.eagain {
-                // Cancelled because it would block on an O_NONBLOCK fd.
-                res = -(libc::EAGAIN as i64);
+                // Cancelled because it would block on an O_NONBLOCK fd, or
+                // waited for data to read none (see `Inner::settle_probes`).
+                res = if s.op.len == 0 {
+                    0
+                } else {
+                    -(libc::EAGAIN as i64)
+                };
             }
             if s.recheck && matches!(-res as i32, libc::EAGAIN | libc::EOPNOTSUPP) {
                 // Cancelled before the reaper looked at it (above): what

@@ -123,7 +123,8 @@ pub(crate) struct Slot {
     /// still waited in the reaper's queue: that completion is skipped.
     pub skip_espipe: bool,
     /// io_uring: cancelled because it would block on an `O_NONBLOCK` fd: reports
-    /// EAGAIN instead of ECANCELED.
+    /// EAGAIN instead of ECANCELED (0 for a read of no bytes, which is also
+    /// cancelled on a blocking fd, where it waited for data).
     pub eagain: bool,
     /// io_uring: issued again after an EFAULT, which the kernel gives a
     /// transfer it finishes after its thread exited (once: a second EFAULT is

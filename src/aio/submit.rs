@@ -11,7 +11,9 @@
 //! - the kernel refuses it with ESPIPE at once: it is issued again at offset -1;
 //! - it did not complete inline (it waits for data, or went to a kernel worker):
 //!   the fd's flags are read, and on an `O_NONBLOCK` pipe, socket or terminal the
-//!   read is cancelled and reports EAGAIN.
+//!   read is cancelled and reports EAGAIN; a read of no bytes on any of them
+//!   (the kernel arms a poll for a terminal's) is cancelled and reports 0, as
+//!   `read(2)` of no bytes returns at once.
 //!
 //! Meanwhile no other thread becomes the reaper (`Core::probing`), so the
 //! submitter sees its own completions. If a reaper already sleeps in the ring,
@@ -412,7 +414,8 @@ impl Inner {
             core.get(i, g).is_some_and(|s| s.state == State::Issued) && !queued.contains(&(i, g))
         };
         // Reads still in the kernel: on an O_NONBLOCK pipe, socket or terminal
-        // they must end with EAGAIN instead of waiting. (A regular file's read
+        // they must end with EAGAIN instead of waiting (and one of no bytes,
+        // on any of them, with 0). (A regular file's read
         // waits for a kernel worker: once an fd number was seen to be one, its
         // later reads skip the check, so the common path makes no system call.)
         // Reads that completed inline are looked at too, once per fd number (until
@@ -444,15 +447,18 @@ impl Inner {
                 }
                 // (A number seen before as a file that refuses RWF_NOWAIT.)
                 core.set_fd_not_pollable(fd, false);
-                if !nonblock {
-                    continue;
-                }
                 for &(i, g, pfd) in probes.iter() {
-                    if pfd == fd && waiting(&core, i, g) {
+                    // A read of no bytes waits too where the kernel arms a
+                    // poll for it (a terminal's): read(2) of no bytes returns
+                    // 0 at once, and so does this one (see `Shard::reap`).
+                    if pfd == fd
+                        && waiting(&core, i, g)
+                        && (nonblock || core.slots[i as usize].op.len == 0)
+                    {
                         let s = &mut core.slots[i as usize];
                         s.eagain = true;
                         s.cancel_req = true;
-                        s.nonblock = true;
+                        s.nonblock = nonblock;
                         s.fd_kind = Some(k);
                         r.cancel_async(user_data(i, g));
                     }
