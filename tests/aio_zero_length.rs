@@ -59,3 +59,31 @@ both!(
     a_zero_byte_read_of_a_write_only_pipe_end_is_ebadf,
     write_only
 );
+
+/// As [`terminal`], for a read that waited for room in the engine (the one
+/// io_uring entry, or the one pool thread, held by a blocked write): issued
+/// later, it still returns 0 without waiting for input. (On io_uring it went
+/// to the kernel from the queue, where the terminal's poll was armed: it
+/// waited for a line.)
+fn terminal_queued(b: Backend) {
+    let aio = Aio::builder()
+        .backend(b)
+        .entries(1)
+        .workers(1)
+        .build()
+        .unwrap();
+    let (_master, slave) = pty();
+    let blocker = common::blocker(&aio);
+    let r = aio.read(&slave, 0, Vec::<u8>::new()).unwrap();
+    blocker.unblock();
+    assert!(
+        done_within(&aio, &r, Duration::from_secs(10)),
+        "{b:?}: a queued read of no bytes on a terminal waits for input"
+    );
+    let mut r = r;
+    assert_eq!(r.aio_return().unwrap().result.unwrap(), 0, "{b:?}");
+}
+both!(
+    a_queued_zero_byte_read_of_a_terminal_returns_at_once,
+    terminal_queued
+);

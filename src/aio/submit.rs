@@ -617,12 +617,30 @@ fn hold_back(core: &mut Core, idx: u32, p: &mut Prepared<'_>) {
             return;
         }
     }
+    if p.raw.len == 0 && p.raw.kind == OpKind::Read && p.kind.is_some_and(FdKind::is_stream) {
+        zero_read_now(core, idx, p);
+        return;
+    }
     let not_pollable = fd_not_pollable(core, p);
     fill(core, idx, p, false, not_pollable);
     if p.checked {
         core.set_fd_direct(p.raw.fd, p.direct);
     }
     core.admit(idx, false);
+}
+
+/// Ends a read of no bytes on a pipe, socket or terminal that waited for room
+/// in the rings, as `read(2)` of no bytes would: 0 at once (EBADF on a
+/// descriptor not open for reading). Issued from the queue it would not be
+/// a probe, and the kernel would arm a poll for a terminal's read: it would
+/// wait for input (see `Inner::settle_probes`).
+#[cold]
+fn zero_read_now(core: &mut Core, idx: u32, p: &Prepared<'_>) {
+    // SAFETY: no byte of the buffer is touched (length 0); the submitting
+    // call, still running, keeps the fd open.
+    let r = unsafe { sio::read(p.raw.fd, p.raw.ptr as *mut u8, 0, sio::Mode::NoWait) };
+    core.complete(idx, r.map_or_else(|e| -(e as i64), |n| n as i64));
+    core.nudge = true;
 }
 
 /// The result of a request whose fd could not be copied under the lock (it
