@@ -448,7 +448,7 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             let mut hand_on = || {
                 if !handed {
                     handed = true;
-                    hand_on(&*host, pool);
+                    hand_on(&*host, pool, idx);
                 }
             };
             let mut out = run(&job, &mut hand_on);
@@ -524,9 +524,13 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
 
 /// A worker about to wait for a device hands the queue on: it no longer
 /// counts as awake, and sleepers are woken for the ready requests the other
-/// awake workers will not take (see [`Pool::to_wake`]).
-fn hand_on<H: Host>(host: &H, pool: &Pool) {
-    let c = host.table();
+/// awake workers will not take (see [`Pool::to_wake`]). Its request `idx` is
+/// no longer interruptible: the call that follows may block (a terminal's
+/// `write(2)` once it polled writable) and nothing stops it, so a cancel
+/// meanwhile reports it not cancelled at once instead of waiting for it.
+fn hand_on<H: Host>(host: &H, pool: &Pool, idx: u32) {
+    let mut c = host.table();
+    c.slots[idx as usize].interruptible = false;
     pool.awake(false);
     let wake = pool.to_wake(c.ready_len());
     host.release(c);
