@@ -98,6 +98,18 @@ pub(crate) fn wait_done(inner: &Inner, idx: u32, gen: u32) {
     });
 }
 
+/// How long a cancel the kernel could not finish at once (no synchronous
+/// cancel, or it timed out) waits for the request to end cancelled.
+const BRIEF: Duration = Duration::from_millis(50);
+
+/// [`done`] once request `(idx, gen)` is done or `d` has passed.
+fn done_within(inner: &Inner, idx: u32, gen: u32, d: Duration) -> Option<i64> {
+    let _ = inner.wait_until(Instant::now().checked_add(d), None, |c| {
+        c.get(idx, gen).map_or(true, |s| s.state == State::Done)
+    });
+    done(inner, idx, gen)
+}
+
 fn settle(inner: &Inner, idx: u32, gen: u32) -> CancelResult {
     wait_done(inner, idx, gen);
     // The request was running when the cancel came: unless it ended cancelled, it
@@ -199,18 +211,21 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                         let core = inner.lock();
                         r.cancel_async(user_data(idx, gen));
                         inner.release(core);
-                        let _ = inner.wait_until(
-                            Instant::now().checked_add(Duration::from_millis(50)),
-                            None,
-                            |c| c.get(idx, gen).map_or(true, |s| s.state == State::Done),
-                        );
-                        match done(inner, idx, gen) {
+                        match done_within(inner, idx, gen, BRIEF) {
                             Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
                             Some(_) => CancelResult::AllDone,
                             None => CancelResult::NotCanceled,
                         }
                     }
-                    Err(_) => CancelResult::NotCanceled,
+                    // ETIME (the request ran on for the cancel's 20 ms) or
+                    // EINTR: the kernel's cancel is under way and may still
+                    // end it ECANCELED, which is then this cancel's doing;
+                    // else it runs on, not cancelled. (Not the 5 s settle: a
+                    // request that runs on must not hold the caller that long.)
+                    Err(_) => match done_within(inner, idx, gen, BRIEF) {
+                        Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
+                        _ => CancelResult::NotCanceled,
+                    },
                 }
             }
             Engine::Threads(p) => {

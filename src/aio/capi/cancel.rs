@@ -93,7 +93,10 @@ impl CEngine {
                                 inner.release(core);
                                 self.settle(idx, gen, Duration::from_millis(50));
                             }
-                            Err(_) => {}
+                            // ETIME or EINTR: the kernel's cancel may still
+                            // end it ECANCELED (briefly waited for: it may
+                            // also run on).
+                            Err(_) => self.settle(idx, gen, Duration::from_millis(50)),
                         }
                     }
                     Engine::Threads(p) => {
