@@ -9,7 +9,8 @@
 //! fault (SIGSEGV raised by the CPU) re-executes the faulting instruction, any
 //! other signal is raised again, pending until the handler returns. A signal that
 //! was ignored when the hook was installed stays ignored (the hook is not installed
-//! for it).
+//! for it). The handler gives the interrupted code its `errno` back on the way
+//! out (the hook, a chained handler, `sigaction` and `raise` may all set it).
 //!
 //! # References
 //! - [`sigaction`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sigaction.html)
@@ -94,6 +95,19 @@ fn install(i: usize, sig: i32) {
 }
 
 extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // The handler may have interrupted code between a failing call and its
+    // read of `errno`; the hook, the chained handler and our own `sigaction`
+    // and `raise` may each set it. Give the interrupted code its value back
+    // (signal-safety(7)).
+    // SAFETY: `__errno_location` is the calling thread's errno, always valid.
+    let saved = unsafe { *libc::__errno_location() };
+    handle(sig, info, ctx);
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = saved };
+}
+
+/// The body of [`handler`] (which keeps `errno` around it).
+fn handle(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     let h = HOOK.load(Acquire);
     if h != 0 {
         // SAFETY: `HOOK` holds a `fn()` stored by `on_fatal_signal`.
@@ -189,4 +203,65 @@ pub(crate) fn spawn_blocked<R>(f: impl FnOnce() -> R) -> R {
 /// - [`gettid(2)`](https://man7.org/linux/man-pages/man2/gettid.2.html)
 pub(crate) fn caller_tid() -> u32 {
     rustix::thread::gettid().as_raw_nonzero().get() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Set in the process that runs the child half of
+    /// [`the_handler_leaves_errno_as_it_found_it`].
+    const CHILD_ENV: &str = "POSIXRT_TEST_ERRNO_CHILD";
+
+    /// A hook that makes a failing system call (EBADF), as a real hook's
+    /// `futex` or `clock_nanosleep` can (EINTR, ETIMEDOUT).
+    fn clobbering_hook() {
+        // SAFETY: closing -1 touches nothing; it only fails.
+        unsafe { libc::close(-1) };
+    }
+
+    /// The program's own SIGINT handler, which leaves `errno` alone.
+    extern "C" fn program_handler(_: i32) {}
+
+    /// A handler may interrupt code between a failing call and its read of
+    /// `errno`: the hook's and the chained handler's calls must not show
+    /// there. Run in a process of its own (the hook is installed once per
+    /// process, and other tests install the trace's).
+    #[test]
+    fn the_handler_leaves_errno_as_it_found_it() {
+        if std::env::var_os(CHILD_ENV).is_none() {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "sys::process_end::tests::the_handler_leaves_errno_as_it_found_it",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, "1")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(out.status.success(), "child: {:?}\n{text}", out.status);
+            assert!(text.contains("errno kept: true"), "{text}");
+            return;
+        }
+        // SAFETY: installs a plain handler for SIGINT in this test process.
+        let r = unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = program_handler as *const () as usize;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(libc::SIGINT, &act, std::ptr::null_mut())
+        };
+        assert_eq!(r, 0);
+        on_fatal_signal(clobbering_hook);
+        // SAFETY: sets and reads this thread's errno; `raise` delivers SIGINT
+        // to this thread, whose handlers are the ones above.
+        let after = unsafe {
+            *libc::__errno_location() = libc::EDOM;
+            libc::raise(libc::SIGINT);
+            *libc::__errno_location()
+        };
+        println!("errno kept: {}", after == libc::EDOM);
+        assert_eq!(after, libc::EDOM, "errno after the handler");
+    }
 }
