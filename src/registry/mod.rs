@@ -278,6 +278,54 @@ mod tests {
         assert_eq!(s.processes[0].slots[0].payload[..8], 7u64.to_ne_bytes());
     }
 
+    /// `f()` must panic with a message starting with `prefix`; that panic is
+    /// kept off the output (other panics still reach the previous hook).
+    fn expect_panic(prefix: &'static str, f: impl FnOnce()) {
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                let p = info.payload();
+                let msg = p
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| p.downcast_ref::<String>().map(String::as_str));
+                if !msg.is_some_and(|m| m.starts_with("payload word")) {
+                    previous(info);
+                }
+            }));
+        });
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let e = r.expect_err("no panic");
+        let msg = e
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| e.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("");
+        assert!(msg.starts_with(prefix), "panicked with {msg:?}");
+    }
+
+    #[test]
+    fn a_huge_payload_word_index_is_refused() {
+        // `i * 8 + 8 <= len` wrapped for indices near usize::MAX / 8: word
+        // 2^61 - 1 passed the check and was stored over the slot header's
+        // reserved word (8 bytes before the payload), word 2^61 over word 0.
+        let reg = Registry::create("regindex", 16, 1).unwrap();
+        let (tid, start) = current_thread().unwrap();
+        let mut w = reg.claim(tid, start).unwrap();
+        for i in [usize::MAX / 8, usize::MAX / 8 + 1, usize::MAX] {
+            expect_panic("payload word", || w.write(|p| p.store_u64(i, u64::MAX)));
+            expect_panic("payload word", || {
+                w.read(|p| p.load_u64(i));
+            });
+        }
+        assert_eq!(w.read(|p| p.load_u64(0)), 0, "word 0 untouched");
+        let s = scan("regindex", Some(reg.pid())).unwrap();
+        assert_eq!(s.processes[0].slots.len(), 1);
+        assert_eq!(s.processes[0].slots[0].payload, vec![0; 16]);
+        assert_eq!(s.processes[0].slots[0].thread_start, start);
+    }
+
     #[test]
     fn reclaimed_slot_with_odd_counter_is_repaired() {
         let reg = Registry::create("regodd", 16, 1).unwrap();

@@ -488,7 +488,9 @@ impl Payload<'_> {
     /// If the word is outside the payload (a bug in the caller's layout).
     #[inline]
     pub fn store_u64(&mut self, i: usize, v: u64) {
-        assert!(i * 8 + 8 <= self.len, "payload word {i} out of range");
+        // Not `i * 8 + 8 <= len`: that wraps for an index near `usize::MAX / 8`
+        // and lets the store land outside the payload.
+        assert!(i < self.len / 8, "payload word {i} out of range");
         self.map
             .u64_at(self.off + i * 8)
             .store(v, Ordering::Relaxed);
@@ -500,7 +502,9 @@ impl Payload<'_> {
     /// If the word is outside the payload.
     #[inline]
     pub fn load_u64(&self, i: usize) -> u64 {
-        assert!(i * 8 + 8 <= self.len, "payload word {i} out of range");
+        // Not `i * 8 + 8 <= len`: that wraps for an index near `usize::MAX / 8`
+        // and lets the store land outside the payload.
+        assert!(i < self.len / 8, "payload word {i} out of range");
         self.map.u64_at(self.off + i * 8).load(Ordering::Relaxed)
     }
 
