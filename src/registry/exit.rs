@@ -4,8 +4,7 @@
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, Ordering};
 
 use lock_api::RawMutex as _;
 
@@ -88,28 +87,73 @@ pub fn generation() -> u32 {
 // ---------------------------------------------------------------------------
 // Exit clean-up
 
-pub(crate) static EXIT_PATHS: Mutex<Vec<(CString, i32)>> = Mutex::new(Vec::new());
+/// A file to remove at normal exit: a node of a push-only list whose nodes are
+/// never freed. Not a `Mutex<Vec<_>>`: a child forked while another thread of
+/// its parent held that lock found it held for good, and its own first
+/// `Registry::create` waited forever; a push here is one compare-exchange, which
+/// a fork sees done or not done.
+struct ExitPath {
+    path: CString,
+    owner: i32,
+    next: *const ExitPath,
+}
+
+/// The head of the list of [`ExitPath`]s (null: empty).
+static EXIT_PATHS: AtomicPtr<ExitPath> = AtomicPtr::new(std::ptr::null_mut());
+/// Whether [`unlink_at_exit`] was registered with `atexit` (inherited by a
+/// forked child, as the registration is).
+static AT_EXIT: AtomicBool = AtomicBool::new(false);
+
+/// The registered paths, newest first.
+fn exit_paths() -> impl Iterator<Item = &'static ExitPath> {
+    // SAFETY: every non-null pointer in the list came from `Box::into_raw` in
+    // `register_exit_unlink`, was fully written before it was published
+    // (Release, read here with Acquire), and is never freed or changed after.
+    let first = unsafe { EXIT_PATHS.load(Ordering::Acquire).as_ref() };
+    // SAFETY: as above, for each `next`.
+    std::iter::successors(first, |n| unsafe { n.next.as_ref() })
+}
 
 extern "C" fn unlink_at_exit() {
     let pid = rustix::process::getpid().as_raw_nonzero().get();
-    if let Ok(paths) = EXIT_PATHS.try_lock() {
-        for (p, owner) in paths.iter() {
-            if *owner == pid {
-                crate::sys::process::unlink_quietly(p);
-            }
+    for n in exit_paths() {
+        if n.owner == pid {
+            crate::sys::process::unlink_quietly(&n.path);
         }
     }
 }
 
+/// Removes `path` at normal exit of process `pid`. Called under `FILES` (so
+/// the check for a path registered already and the push do not race).
 pub(crate) fn register_exit_unlink(path: &Path, pid: i32) {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
         return;
     };
-    let Ok(mut paths) = EXIT_PATHS.lock() else {
-        return;
-    };
-    if paths.is_empty() {
+    if exit_paths().any(|n| n.owner == pid && n.path == c) {
+        return; // a registry of this kind made and dropped before
+    }
+    if !AT_EXIT.swap(true, Ordering::AcqRel) {
         crate::sys::process::atexit(unlink_at_exit);
     }
-    paths.push((c, pid));
+    let node = Box::into_raw(Box::new(ExitPath {
+        path: c,
+        owner: pid,
+        next: std::ptr::null(),
+    }));
+    let mut head = EXIT_PATHS.load(Ordering::Relaxed);
+    loop {
+        // SAFETY: `node` is not published yet: this thread has it alone.
+        unsafe { (*node).next = head };
+        match EXIT_PATHS.compare_exchange_weak(head, node, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(h) => head = h,
+        }
+    }
+}
+
+/// Runs `f` as if another thread were inside [`register_exit_unlink`] (for a
+/// test that forks there). A registration holds no lock, so nothing is held.
+#[cfg(test)]
+pub(crate) fn while_registering_exit_unlink<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }

@@ -109,6 +109,7 @@ pub use writer::{Payload, Registry, SlotWriter};
 
 #[cfg(test)]
 mod tests {
+    use super::exit;
     use super::layout::*;
     use super::map::*;
     use super::proc::*;
@@ -324,6 +325,56 @@ mod tests {
         assert_eq!(s.processes[0].slots.len(), 1);
         assert_eq!(s.processes[0].slots[0].payload, vec![0; 16]);
         assert_eq!(s.processes[0].slots[0].thread_start, start);
+    }
+
+    #[test]
+    fn a_child_forked_during_an_exit_registration_can_create_a_registry() {
+        // The fork came while another thread of the parent registered a file
+        // for removal at exit (`Registry::create` of another kind): whatever
+        // that registration holds must not be held for good in the child.
+        let pid = exit::while_registering_exit_unlink(|| {
+            // SAFETY: the child makes only the calls below and leaves with
+            // `_exit` (no exit handlers, no unwinding into the test harness).
+            unsafe {
+                let pid = libc::fork();
+                if pid == 0 {
+                    let code = match Registry::create("regforkexit", 8, 1) {
+                        Ok(reg) => {
+                            drop(reg);
+                            0
+                        }
+                        Err(_) => 2,
+                    };
+                    libc::_exit(code);
+                }
+                pid
+            }
+        });
+        assert!(pid > 0, "fork: {}", std::io::Error::last_os_error());
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            let mut status = 0;
+            // SAFETY: polls our own child; `status` is writable.
+            let got = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if got == pid {
+                break Some(status);
+            }
+            if std::time::Instant::now() >= end {
+                // SAFETY: kills and reaps our own child, not yet waited for.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let _ = cleanup("regforkexit");
+        let status = status.expect("the child hung in Registry::create (killed)");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "child status {status:#x}"
+        );
     }
 
     #[test]
