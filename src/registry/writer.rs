@@ -44,7 +44,9 @@ impl Registry {
     ///
     /// Errors: [`Busy`](crate::ErrorKind::Busy) if this process already has a live
     /// registry of this kind (the file name would be the same); [`InvalidInput`](crate::ErrorKind::InvalidInput)
-    /// for a bad kind or geometry; errors creating the file in `/dev/shm`.
+    /// for a bad kind or geometry; [`OutOfResources`](crate::ErrorKind::OutOfResources)
+    /// if `/dev/shm` has no room for the whole file (every page is reserved
+    /// here); other errors creating the file in `/dev/shm`.
     pub fn create(kind: &str, payload_size: usize, slot_count: u32) -> Result<Registry> {
         let kind_b = kind_bytes(kind)?;
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
@@ -108,6 +110,23 @@ impl Registry {
                     .with_hint("/dev/shm is full or limited; free space there"),
             )
         })?;
+        // `ftruncate` of a tmpfs file reserves no page: on a /dev/shm too small
+        // for the registry (a container's 64 MiB default, nearly full) the
+        // first store to a page it cannot back would raise SIGBUS in whichever
+        // thread claims or writes that slot. Reserve every page now, so the lack
+        // of space is this call's error (ENOSPC). A file system without
+        // `fallocate` (not tmpfs) keeps the sparse file.
+        match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, total as u64) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => {}
+            Err(e) => {
+                return Err(fail(
+                    Error::from_errno("fallocate", e.raw_os_error())
+                        .with_message(format!("reserving {total} bytes for {}", tmp.display()))
+                        .with_hint("/dev/shm is full or limited; free space there"),
+                ))
+            }
+        }
         let map = Mapping::map(&file, total).map_err(fail)?;
         // Header (the file is fresh: all zero).
         for (i, chunk) in MAGIC.chunks(4).enumerate() {

@@ -1,0 +1,114 @@
+//! A registry on a `/dev/shm` too small for it: `Registry::create` reports
+//! the lack of space instead of handing out a mapping whose pages cannot be
+//! backed (`ftruncate` of a tmpfs file reserves nothing; a store to a page
+//! the tmpfs cannot allocate raises `SIGBUS`).
+//!
+//! The small `/dev/shm` is a 64 KiB tmpfs mounted in a private mount namespace
+//! of a forked child (a user namespace too where that is needed); where
+//! neither is allowed the test says so and checks nothing.
+
+#[path = "common/child.rs"]
+mod child;
+
+use posixrt::registry::{current_thread, Registry};
+use posixrt::ErrorKind;
+
+/// Exit codes of the child.
+const SKIP: i32 = 77;
+const CREATE_REFUSED: i32 = 10;
+const ALL_CLAIMED: i32 = 11;
+const OTHER_ERROR: i32 = 12;
+
+/// Writes `text` to `path` (for the id maps of a new user namespace).
+fn write_file(path: &std::ffi::CStr, text: &str) -> bool {
+    // SAFETY: a plain open/write/close of a NUL-terminated path and a buffer
+    // valid for its length.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let n = libc::write(fd, text.as_ptr().cast(), text.len());
+        libc::close(fd);
+        n == text.len() as isize
+    }
+}
+
+/// In the child: a private mount namespace with a 64 KiB tmpfs on /dev/shm.
+fn small_dev_shm() -> bool {
+    // SAFETY: unshare and mount take plain flags and NUL-terminated strings.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            // Not privileged: a user namespace of our own, mapping our ids.
+            let (uid, gid) = (libc::getuid(), libc::getgid());
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0
+                || !write_file(c"/proc/self/setgroups", "deny")
+                || !write_file(c"/proc/self/uid_map", &format!("{uid} {uid} 1"))
+                || !write_file(c"/proc/self/gid_map", &format!("{gid} {gid} 1"))
+            {
+                return false;
+            }
+        }
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+            && libc::mount(
+                c"tmpfs".as_ptr(),
+                c"/dev/shm".as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                c"size=64k,mode=1777".as_ptr().cast(),
+            ) == 0
+    }
+}
+
+/// In the child: a registry of 64 slots of 4 KiB (about 260 KiB), every slot
+/// claimed (each claim zeroes its payload: a store to each page).
+fn create_and_fill() -> i32 {
+    if !small_dev_shm() {
+        return SKIP;
+    }
+    let reg = match Registry::create("shmfull", 4096, 64) {
+        Ok(reg) => reg,
+        Err(e) if e.kind() == ErrorKind::OutOfResources => return CREATE_REFUSED,
+        Err(_) => return OTHER_ERROR,
+    };
+    let Ok((tid, start)) = current_thread() else {
+        return OTHER_ERROR;
+    };
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        match reg.claim(tid, start) {
+            Ok(w) => held.push(w),
+            Err(_) => return OTHER_ERROR,
+        }
+    }
+    ALL_CLAIMED
+}
+
+#[test]
+fn a_registry_that_does_not_fit_in_dev_shm_is_refused_at_create() {
+    // SAFETY: the child runs only `create_and_fill` and leaves with `_exit`.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let code = create_and_fill();
+        // SAFETY: ends the child without exit handlers or unwinding.
+        unsafe { libc::_exit(code) };
+    }
+    let status = child::wait_child(pid);
+    assert!(
+        !libc::WIFSIGNALED(status),
+        "the child died of signal {} (SIGBUS is {})",
+        libc::WTERMSIG(status),
+        libc::SIGBUS
+    );
+    match libc::WEXITSTATUS(status) {
+        SKIP => println!("skip: no private mount namespace for a small /dev/shm here"),
+        code => assert_eq!(code, CREATE_REFUSED, "child exit code"),
+    }
+}
