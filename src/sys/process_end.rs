@@ -9,7 +9,8 @@
 //! fault (SIGSEGV raised by the CPU) re-executes the faulting instruction, any
 //! other signal is raised again, pending until the handler returns. A signal that
 //! was ignored when the hook was installed stays ignored (the hook is not installed
-//! for it). The handler gives the interrupted code its `errno` back on the way
+//! for it). A chained handler runs with its own `sa_mask` blocked (ours takes
+//! it over). The handler gives the interrupted code its `errno` back on the way
 //! out (the hook, a chained handler, `sigaction` and `raise` may all set it).
 //!
 //! # References
@@ -86,12 +87,18 @@ fn install(i: usize, sig: i32) {
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
     act.sa_sigaction = handler as *const () as usize;
     act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
-    // SAFETY: `act.sa_mask` is a valid sigset; `handler` has the SA_SIGINFO
-    // signature and is async-signal-safe.
-    unsafe {
-        libc::sigemptyset(&mut act.sa_mask);
-        libc::sigaction(sig, &act, std::ptr::null_mut());
+    // A handler installed before us runs inside ours: block what its own
+    // `sa_mask` asked the kernel to block while it runs (it may rely on those
+    // signals not interrupting it). The default action needs no mask.
+    if old.sa_sigaction != libc::SIG_DFL {
+        act.sa_mask = old.sa_mask;
+    } else {
+        // SAFETY: `act.sa_mask` is a valid sigset to empty.
+        unsafe { libc::sigemptyset(&mut act.sa_mask) };
     }
+    // SAFETY: `act` is a valid sigaction; `handler` has the SA_SIGINFO
+    // signature and is async-signal-safe.
+    unsafe { libc::sigaction(sig, &act, std::ptr::null_mut()) };
 }
 
 extern "C" fn handler(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
@@ -208,10 +215,47 @@ pub(crate) fn caller_tid() -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicI32;
 
-    /// Set in the process that runs the child half of
-    /// [`the_handler_leaves_errno_as_it_found_it`].
-    const CHILD_ENV: &str = "POSIXRT_TEST_ERRNO_CHILD";
+    /// Set in the process that runs the child half of a test.
+    const CHILD_ENV: &str = "POSIXRT_TEST_PROCESS_END_CHILD";
+
+    /// True in the child process of [`in_own_process`]; in the test's own
+    /// process, runs the test `name` (its path in the crate) alone in a new
+    /// process of this test binary, checks it passed and printed `mark`,
+    /// and returns false. The hook is installed once per process, and other
+    /// tests install the trace's: a test of the handler needs its own process.
+    fn in_own_process(name: &str, mark: &str) -> bool {
+        if std::env::var_os(CHILD_ENV).is_some() {
+            return true;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env(CHILD_ENV, "1")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "child: {:?}\n{text}", out.status);
+        assert!(text.contains(mark), "{text}");
+        false
+    }
+
+    /// Installs `f` as the program's own handler of `sig`, with `mask`
+    /// blocked while it runs.
+    fn program_handler_for(sig: i32, f: extern "C" fn(i32), mask: &[i32]) {
+        // SAFETY: installs a plain handler in this test's own process; the
+        // set is initialised by sigemptyset before sigaddset.
+        let r = unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = f as *const () as usize;
+            libc::sigemptyset(&mut act.sa_mask);
+            for &s in mask {
+                libc::sigaddset(&mut act.sa_mask, s);
+            }
+            libc::sigaction(sig, &act, std::ptr::null_mut())
+        };
+        assert_eq!(r, 0);
+    }
 
     /// A hook that makes a failing system call (EBADF), as a real hook's
     /// `futex` or `clock_nanosleep` can (EINTR, ETIMEDOUT).
@@ -225,34 +269,14 @@ mod tests {
 
     /// A handler may interrupt code between a failing call and its read of
     /// `errno`: the hook's and the chained handler's calls must not show
-    /// there. Run in a process of its own (the hook is installed once per
-    /// process, and other tests install the trace's).
+    /// there.
     #[test]
     fn the_handler_leaves_errno_as_it_found_it() {
-        if std::env::var_os(CHILD_ENV).is_none() {
-            let out = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "sys::process_end::tests::the_handler_leaves_errno_as_it_found_it",
-                    "--nocapture",
-                    "--test-threads=1",
-                ])
-                .env(CHILD_ENV, "1")
-                .output()
-                .unwrap();
-            let text = String::from_utf8_lossy(&out.stdout);
-            assert!(out.status.success(), "child: {:?}\n{text}", out.status);
-            assert!(text.contains("errno kept: true"), "{text}");
+        let name = "sys::process_end::tests::the_handler_leaves_errno_as_it_found_it";
+        if !in_own_process(name, "errno kept: true") {
             return;
         }
-        // SAFETY: installs a plain handler for SIGINT in this test process.
-        let r = unsafe {
-            let mut act: libc::sigaction = std::mem::zeroed();
-            act.sa_sigaction = program_handler as *const () as usize;
-            libc::sigemptyset(&mut act.sa_mask);
-            libc::sigaction(libc::SIGINT, &act, std::ptr::null_mut())
-        };
-        assert_eq!(r, 0);
+        program_handler_for(libc::SIGINT, program_handler, &[]);
         on_fatal_signal(clobbering_hook);
         // SAFETY: sets and reads this thread's errno; `raise` delivers SIGINT
         // to this thread, whose handlers are the ones above.
@@ -263,5 +287,40 @@ mod tests {
         };
         println!("errno kept: {}", after == libc::EDOM);
         assert_eq!(after, libc::EDOM, "errno after the handler");
+    }
+
+    /// What [`mask_reporting_handler`] saw: -1 not run, else 1 if SIGUSR2
+    /// was blocked while it ran.
+    static USR2_BLOCKED: AtomicI32 = AtomicI32::new(-1);
+
+    /// A program's SIGTERM handler that records whether SIGUSR2 is blocked
+    /// while it runs (`pthread_sigmask` is async-signal-safe).
+    extern "C" fn mask_reporting_handler(_: i32) {
+        let mut m = MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: a null set only reads the mask into `m`, which has room.
+        let blocked = unsafe {
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), m.as_mut_ptr());
+            libc::sigismember(m.as_ptr(), libc::SIGUSR2) == 1
+        };
+        USR2_BLOCKED.store(i32::from(blocked), SeqCst);
+    }
+
+    /// A chained handler runs with the signals its `sa_mask` names blocked, as
+    /// it would without the hook in between (it may rely on them not
+    /// interrupting it).
+    #[test]
+    fn a_chained_handler_runs_with_its_own_mask() {
+        let name = "sys::process_end::tests::a_chained_handler_runs_with_its_own_mask";
+        if !in_own_process(name, "usr2 blocked: 1") {
+            return;
+        }
+        program_handler_for(libc::SIGTERM, mask_reporting_handler, &[libc::SIGUSR2]);
+        on_fatal_signal(|| {});
+        // SAFETY: `raise` delivers SIGTERM to this thread, whose handlers are
+        // the ones above.
+        unsafe { libc::raise(libc::SIGTERM) };
+        let seen = USR2_BLOCKED.load(SeqCst);
+        println!("usr2 blocked: {seen}");
+        assert_eq!(seen, 1, "SIGUSR2 blocked in the program's handler");
     }
 }
