@@ -474,6 +474,92 @@ mod tests {
     }
 
     #[test]
+    fn malformed_files_of_a_live_owner_are_refused_not_trusted() {
+        // A file named for this (live) process and locked as its owner would
+        // lock it, whose header lies about sizes, offsets and lengths: each is
+        // counted as incompatible, never read past its end, and never shown.
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let start = read_stat("/proc/self/stat").unwrap().starttime;
+        let path = Path::new(DIR).join(format!("posixrt-regbad-{pid}-{start}"));
+        let header = |slot_size: u32, slot_count: u32, payload: u32, high_water: u32| {
+            let mut h = vec![0u8; HEADER_SIZE];
+            h[..8].copy_from_slice(&MAGIC);
+            h[H_VERSION..H_VERSION + 4].copy_from_slice(&VERSION.to_ne_bytes());
+            h[H_HEADER_SIZE..H_HEADER_SIZE + 4]
+                .copy_from_slice(&(HEADER_SIZE as u32).to_ne_bytes());
+            h[H_KIND..H_KIND + 6].copy_from_slice(b"regbad");
+            h[H_PID..H_PID + 4].copy_from_slice(&pid.to_ne_bytes());
+            h[H_START..H_START + 8].copy_from_slice(&start.to_ne_bytes());
+            h[H_SLOT_SIZE..H_SLOT_SIZE + 4].copy_from_slice(&slot_size.to_ne_bytes());
+            h[H_SLOT_COUNT..H_SLOT_COUNT + 4].copy_from_slice(&slot_count.to_ne_bytes());
+            h[H_PAYLOAD..H_PAYLOAD + 4].copy_from_slice(&payload.to_ne_bytes());
+            h[H_HIGH_WATER..H_HIGH_WATER + 4].copy_from_slice(&high_water.to_ne_bytes());
+            h
+        };
+        let live_slot = |slot_size: usize| {
+            let mut s = vec![0u8; slot_size];
+            s[S_STATE..S_STATE + 4].copy_from_slice(&STATE_LIVE.to_ne_bytes());
+            s
+        };
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("shorter than a header", header(64, 1, 8, 1)[..100].to_vec()),
+            ("bad magic", {
+                let mut h = header(64, 1, 8, 1);
+                h[0] = b'X';
+                [h, live_slot(64)].concat()
+            }),
+            (
+                "slots past the end",
+                [header(64, 4, 8, 4), live_slot(64)].concat(),
+            ),
+            (
+                "count times size overflows",
+                header(64 * 1024, u32::MAX, 8, u32::MAX),
+            ),
+            (
+                "slot size not a multiple of 64",
+                [header(72, 1, 8, 1), live_slot(72)].concat(),
+            ),
+            (
+                "payload larger than the slot",
+                [header(64, 1, 40, 1), live_slot(64)].concat(),
+            ),
+            (
+                "payload not a multiple of 8",
+                [header(64, 1, 12, 1), live_slot(64)].concat(),
+            ),
+            (
+                "huge slot",
+                [header(1 << 30, 1, 8, 1), live_slot(64)].concat(),
+            ),
+        ];
+        for (what, bytes) in cases {
+            let _ = std::fs::remove_file(&path);
+            std::fs::write(&path, &bytes).unwrap();
+            let f = std::fs::File::open(&path).unwrap();
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+            let s = scan("regbad", Some(pid));
+            drop(f);
+            let _ = std::fs::remove_file(&path);
+            let s = s.unwrap();
+            assert!(s.processes.is_empty(), "{what}: {s:?}");
+            assert_eq!((s.incompatible, s.unreadable), (1, 0), "{what}");
+        }
+        // A high-water mark past the slot count is clamped to it.
+        let bytes = [header(64, 1, 8, u32::MAX), live_slot(64)].concat();
+        std::fs::write(&path, &bytes).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        let s = scan("regbad", Some(pid));
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+        let s = s.unwrap();
+        assert_eq!(s.processes.len(), 1, "{s:?}");
+        assert_eq!(s.processes[0].slots.len(), 1, "{s:?}");
+        assert_eq!(s.processes[0].slots[0].payload, vec![0; 8]);
+    }
+
+    #[test]
     fn a_file_owned_by_another_user_is_not_trusted() {
         let reg = Registry::create("uidtest", 16, 2).unwrap();
         let (tid, start) = current_thread().unwrap();
