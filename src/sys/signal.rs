@@ -166,8 +166,11 @@ impl Drop for AllBlocked {
 
 /// Every signal blocked in the calling thread for a wait that lets them
 /// through only while it sleeps (see `sys::poll`), until dropped. While it
-/// lives, [`AllBlocked::was_blocked`] answers for the program's mask.
-pub(crate) struct WaitMask(AllBlocked);
+/// lives, [`AllBlocked::was_blocked`] answers for the program's mask. The
+/// second field is true for the outermost one (which recorded that mask): a
+/// wait inside a wait (a handler's `aio_suspend`) finds the program's mask
+/// recorded already, and must neither replace it nor forget it when it ends.
+pub(crate) struct WaitMask(AllBlocked, bool);
 
 /// Signal numbers (bit `n - 1` for signal `n`) that [`block_for_wait`]
 /// leaves unblocked: those of AIO completion notifications.
@@ -193,7 +196,7 @@ pub(crate) fn pass_in_waits(signo: i32) {
 /// goes unseen by the wait).
 pub(crate) fn block_for_wait() -> WaitMask {
     if ALL_BLOCKED.get() {
-        return WaitMask(AllBlocked(None, std::marker::PhantomData));
+        return WaitMask(AllBlocked(None, std::marker::PhantomData), false);
     }
     let pass = WAIT_PASS.load(Ordering::Relaxed);
     let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
@@ -206,10 +209,12 @@ pub(crate) fn block_for_wait() -> WaitMask {
         set.assume_init()
     };
     let g = block(&set);
-    if let Some(old) = g.old() {
-        OUTER.set(Some(*old));
+    let outermost = OUTER.get().is_none();
+    match g.old() {
+        Some(old) if outermost => OUTER.set(Some(*old)),
+        _ => {}
     }
-    WaitMask(g)
+    WaitMask(g, outermost)
 }
 
 impl WaitMask {
@@ -257,7 +262,9 @@ fn has_handler(signo: i32) -> bool {
 
 impl Drop for WaitMask {
     fn drop(&mut self) {
-        OUTER.set(None);
+        if self.1 {
+            OUTER.set(None);
+        }
         // (Then the guard restores the program's mask: a handler due runs.)
     }
 }
@@ -301,6 +308,39 @@ mod tests {
             libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), m.as_mut_ptr());
             libc::sigismember(m.as_ptr(), signo) == 1
         }
+    }
+
+    /// A wait inside a wait (an async-signal-safe `aio_suspend` called by a
+    /// handler that ran while the thread slept in one): while the inner one
+    /// lives, and after it, "blocked before" still means the program's mask,
+    /// not the mask the outer wait set.
+    #[test]
+    fn a_nested_wait_keeps_the_programs_mask() {
+        let sig = libc::SIGWINCH;
+        let got = std::thread::spawn(move || {
+            let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+            // SAFETY: sigemptyset initialises the set sigaddset edits;
+            // pthread_sigmask reads it and changes this thread only.
+            unsafe {
+                libc::sigemptyset(set.as_mut_ptr());
+                libc::sigaddset(set.as_mut_ptr(), sig);
+                libc::pthread_sigmask(libc::SIG_UNBLOCK, set.as_ptr(), std::ptr::null_mut());
+            }
+            let outer = block_for_wait();
+            let inner = block_for_wait();
+            let during = block_all().was_blocked(sig);
+            drop(inner);
+            let after = block_all().was_blocked(sig);
+            drop(outer);
+            (during, after, blocked_now(sig))
+        })
+        .join()
+        .expect("the test thread");
+        assert_eq!(
+            got,
+            (false, false, false),
+            "(blocked before, inside the inner wait; after it; at the end)"
+        );
     }
 
     /// A thread from `spawn_all_blocked` starts with every signal blocked and
