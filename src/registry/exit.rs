@@ -48,6 +48,13 @@ pub(crate) fn track_lock_fd(fd: i32) {
     }
 }
 
+/// Stops tracking `fd` (before it is closed: its number may be reused).
+pub(crate) fn untrack_lock_fd(fd: i32) {
+    for entry in &LOCK_FDS {
+        let _ = entry.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
 /// Runs in the child of every `fork`, where only async-signal-safe calls are
 /// allowed (the parent may be multi-threaded): an atomic increment, and `open`,
 /// `dup3` and `close`.

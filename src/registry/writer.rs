@@ -96,6 +96,10 @@ impl Registry {
             .map_err(|e| {
                 fail(io_error("open", &e).with_message("reopening the registry to lock it"))
             })?;
+        // Tracked at once, before it is locked: a child forked from here on
+        // (by another thread) lets go of it in the fork hook. Tracked only at
+        // the end, a child forked meanwhile kept the lock for its whole life.
+        let tracked = TrackedLockFd::new(lock_file.as_raw_fd());
         rustix::fs::flock(
             &lock_file,
             rustix::fs::FlockOperation::NonBlockingLockExclusive,
@@ -155,7 +159,7 @@ impl Registry {
         map.u32_at(H_HIGH_WATER).store(0, Ordering::Release);
         publish(&tmp, &path, kind).map_err(fail)?;
         register_exit_unlink(&path, pid);
-        track_lock_fd(lock_file.as_raw_fd());
+        std::mem::forget(tracked); // the Registry untracks it when dropped
         drop(file); // the mapping keeps the inode; the lock is on `lock_file`
         Ok(Registry {
             map,
@@ -331,6 +335,23 @@ impl Registry {
     }
 }
 
+/// A lock descriptor tracked in `LOCK_FDS` for a registry being created:
+/// untracked again if the create fails (before its `File` closes it).
+struct TrackedLockFd(i32);
+
+impl TrackedLockFd {
+    fn new(fd: i32) -> TrackedLockFd {
+        track_lock_fd(fd);
+        TrackedLockFd(fd)
+    }
+}
+
+impl Drop for TrackedLockFd {
+    fn drop(&mut self) {
+        untrack_lock_fd(self.0);
+    }
+}
+
 /// Renames the filled-in `tmp` to `path`, unless `path` is a live registry of
 /// this process (a second registry of a kind gets the same name): replacing it
 /// would hide its slots from every reader, and dropping either would remove the
@@ -374,9 +395,7 @@ impl Drop for Registry {
         let fd = self.lock_file.as_raw_fd();
         // Not while a create of the kind looks at the file (see `FILES`).
         let _files = FILES.lock();
-        for entry in &LOCK_FDS {
-            let _ = entry.compare_exchange(fd, -1, Ordering::Relaxed, Ordering::Relaxed);
-        }
+        untrack_lock_fd(fd);
         // A forked child's inherited copy must not remove the parent's file.
         if rustix::process::getpid().as_raw_nonzero().get() == self.pid {
             let _ = std::fs::remove_file(&self.path);
