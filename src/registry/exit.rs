@@ -37,7 +37,26 @@ fn reset_files_lock() {
     unsafe { FILES.raw() }.reset_in_child();
 }
 
+/// A descriptor of `/dev/null` (close-on-exec; -1: not opened yet), opened in
+/// the parent when the first lock descriptor is tracked and kept for the
+/// process's life: the fork hook points inherited lock descriptors at it, so
+/// it opens nothing in the child, whose descriptor table may be full
+/// (EMFILE: the lock would then stay held).
+static DEV_NULL: AtomicI32 = AtomicI32::new(-1);
+
 pub(crate) fn track_lock_fd(fd: i32) {
+    if DEV_NULL.load(Ordering::Relaxed) < 0 {
+        let nul = crate::sys::process::open_dev_null();
+        if nul >= 0
+            && DEV_NULL
+                .compare_exchange(-1, nul, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            // Another thread's is kept.
+            // SAFETY: `nul` was just opened here and published nowhere.
+            unsafe { rustix::io::close(nul) };
+        }
+    }
     for entry in &LOCK_FDS {
         if entry
             .compare_exchange(-1, fd, Ordering::Relaxed, Ordering::Relaxed)
@@ -74,8 +93,13 @@ pub(crate) fn after_fork_in_child() {
 /// open file description (and so to the parent's `flock`), while the descriptor
 /// number stays open, so the `File` that owns it still closes a valid descriptor.
 pub(crate) fn release_inherited_lock(fd: i32) {
-    // Async-signal-safe, as a fork child handler requires.
-    crate::sys::process::redirect_to_dev_null(fd);
+    // Async-signal-safe, as a fork child handler requires: a `dup3` onto the
+    // descriptor of /dev/null inherited from the parent, or (none there) one
+    // opened here.
+    let nul = DEV_NULL.load(Ordering::Relaxed);
+    if nul < 0 || !crate::sys::process::point_fd_at(fd, nul) {
+        crate::sys::process::redirect_to_dev_null(fd);
+    }
 }
 
 /// A counter bumped in the child of every `fork` (once a registry was created).

@@ -13,16 +13,34 @@ use std::ffi::CStr;
 /// - [`dup3(2)`](https://man7.org/linux/man-pages/man2/dup3.2.html)
 /// - [`open`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/open.html)
 pub(crate) fn redirect_to_dev_null(fd: i32) {
-    // SAFETY: `open` gets a NUL-terminated literal path; `dup3` targets `fd`, a
-    // descriptor of this process, and keeps it open; `close` closes only the
-    // temporary descriptor just opened. All three are async-signal-safe.
-    unsafe {
-        let nul = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-        if nul >= 0 {
-            libc::dup3(nul, fd, libc::O_CLOEXEC);
-            libc::close(nul);
-        }
+    let nul = open_dev_null();
+    if nul >= 0 {
+        point_fd_at(fd, nul);
+        // SAFETY: closes only the temporary descriptor just opened;
+        // async-signal-safe.
+        unsafe { libc::close(nul) };
     }
+}
+
+/// Opens `/dev/null` read-only and close-on-exec: the new descriptor, which the
+/// caller owns, or -1. Async-signal-safe.
+pub(crate) fn open_dev_null() -> i32 {
+    // SAFETY: `open` gets a NUL-terminated literal path and plain flags.
+    unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+}
+
+/// Makes descriptor `fd` name the open file description `target` names
+/// (`dup3`, close-on-exec), atomically dropping this process's reference to
+/// the one `fd` named; true on success. Async-signal-safe, and opens nothing
+/// (for a fork child handler, whose descriptor table may be full).
+///
+/// # References
+/// - [`dup3(2)`](https://man7.org/linux/man-pages/man2/dup3.2.html)
+pub(crate) fn point_fd_at(fd: i32, target: i32) -> bool {
+    // SAFETY: `dup3` takes plain integers and touches no memory; it replaces
+    // `fd`, a descriptor of this process whose owner still closes it later
+    // (it stays open, naming `target`'s file).
+    unsafe { libc::dup3(target, fd, libc::O_CLOEXEC) >= 0 }
 }
 
 /// `atexit(f)`: runs `f` at normal process exit.
