@@ -5,7 +5,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::atomic::{fence, AtomicU32, AtomicUsize, Ordering};
 
 use crate::{Error, ErrorKind, Result};
 
@@ -26,6 +26,11 @@ pub struct Registry {
     /// replaced by `exec`, which keeps the pid and start time). A separate open
     /// file description from the one mapped (see [`Registry::create`]).
     lock_file: File,
+    /// The mapped file's own description (writable), kept to reserve its pages
+    /// as slots are claimed (see [`Registry::reserve_ahead`]).
+    data: File,
+    /// Bytes from the start of the file whose pages are reserved (`fallocate`).
+    reserved: AtomicUsize,
     path: PathBuf,
     pid: i32,
     starttime: u64,
@@ -116,21 +121,15 @@ impl Registry {
         })?;
         // `ftruncate` of a tmpfs file reserves no page: on a /dev/shm too small
         // for the registry (a container's 64 MiB default, nearly full) the
-        // first store to a page it cannot back would raise SIGBUS in whichever
-        // thread claims or writes that slot. Reserve every page now, so the lack
-        // of space is this call's error (ENOSPC). A file system without
-        // `fallocate` (not tmpfs) keeps the sparse file.
-        match rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, total as u64) {
-            Ok(()) => {}
-            Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => {}
-            Err(e) => {
-                return Err(fail(
-                    Error::from_errno("fallocate", e.raw_os_error())
-                        .with_message(format!("reserving {total} bytes for {}", tmp.display()))
-                        .with_hint("/dev/shm is full or limited; free space there"),
-                ))
-            }
-        }
+        // first store to a page it could not back would raise SIGBUS in
+        // whichever thread touched it. The pages are reserved (`fallocate`)
+        // ahead of use instead: the header and the first slots here, later
+        // slots as claims near them (see `reserve_ahead`), so that a lack of
+        // space is this call's error, or a claim's (ENOSPC: OutOfResources),
+        // while a registry of a few live slots keeps a few pages, not the
+        // whole file (1 MiB for `mark`'s).
+        let reserved = reserve(&file, 0, reserved_for(slot, slot_count, 0), total)
+            .map_err(|e| fail(e.with_message(format!("reserving room in {}", tmp.display()))))?;
         let map = Mapping::map(&file, total).map_err(fail)?;
         // Header (the file is fresh: all zero).
         for (i, chunk) in MAGIC.chunks(4).enumerate() {
@@ -160,10 +159,13 @@ impl Registry {
         publish(&tmp, &path, kind).map_err(fail)?;
         register_exit_unlink(&path, pid);
         std::mem::forget(tracked); // the Registry untracks it when dropped
-        drop(file); // the mapping keeps the inode; the lock is on `lock_file`
+                                   // (The mapping keeps the inode; the lock is on `lock_file`. `file`
+                                   // stays open to reserve the pages of later slots.)
         Ok(Registry {
             map,
             lock_file,
+            data: file,
+            reserved: AtomicUsize::new(reserved),
             path,
             pid,
             starttime,
@@ -213,6 +215,21 @@ impl Registry {
             .min(self.slot_count)
     }
 
+    /// Reserves the pages of the slots a claim may take now (up to
+    /// [`AHEAD`] past the high-water mark) if they are not yet: a claim
+    /// touches the slots it scans, up to the free one it takes.
+    fn reserve_ahead(&self) -> Result<()> {
+        let from = self.reserved.load(Ordering::Acquire);
+        let need = reserved_for(self.slot_size, self.slot_count, self.high_water());
+        if need <= from {
+            return Ok(());
+        }
+        let total = self.slot_off(self.slot_count);
+        let got = reserve(&self.data, from, need, total)?;
+        self.reserved.fetch_max(got, Ordering::AcqRel);
+        Ok(())
+    }
+
     fn slot_off(&self, i: u32) -> usize {
         HEADER_SIZE + i as usize * self.slot_size
     }
@@ -229,6 +246,7 @@ impl Registry {
     /// are reclaimed; if none is, the error is
     /// [`OutOfResources`](crate::ErrorKind::OutOfResources).
     pub fn claim(&self, tid: i32, thread_start: u64) -> Result<SlotWriter<'_>> {
+        self.reserve_ahead()?;
         let idx = self
             .reserve_free()
             .or_else(|| self.reserve_dead())
@@ -589,5 +607,35 @@ impl Payload<'_> {
             let p = at + i;
             *b = self.load_u64(p / 8).to_ne_bytes()[p % 8];
         }
+    }
+}
+
+/// Slots past the high-water mark whose pages are reserved before a claim: as
+/// many claims at once as that stay on reserved pages.
+const AHEAD: u32 = 16;
+/// The least a reservation grows by, in bytes (fewer `fallocate` calls).
+const RESERVE_STEP: usize = 16 * 1024;
+
+/// The bytes from the file's start that must be reserved while the high-water
+/// mark is `high_water`: the header and the slots up to [`AHEAD`] past it.
+fn reserved_for(slot_size: usize, slot_count: u32, high_water: u32) -> usize {
+    HEADER_SIZE + high_water.saturating_add(AHEAD).min(slot_count) as usize * slot_size
+}
+
+/// Reserves the pages of `file` (a registry of `total` bytes) in `from..need`,
+/// grown to at least [`RESERVE_STEP`], and returns the end reserved. A file
+/// system without `fallocate` (not tmpfs) keeps a sparse file: the whole file
+/// counts as reserved then.
+fn reserve(file: &File, from: usize, need: usize, total: usize) -> Result<usize> {
+    let end = need.max(from + RESERVE_STEP).min(total);
+    if end <= from {
+        return Ok(from);
+    }
+    let len = (end - from) as u64;
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::empty(), from as u64, len) {
+        Ok(()) => Ok(end),
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => Ok(total),
+        Err(e) => Err(Error::from_errno("fallocate", e.raw_os_error())
+            .with_hint("/dev/shm is full or limited; free space there")),
     }
 }
