@@ -1,6 +1,7 @@
 //! `<trace.h>` from C: a test per function (`tests/c/trace_attr.c`,
 //! `tests/c/trace_functions.c`, `tests/c/trace_interpose.c`,
-//! `tests/c/trace_threads.c`, `tests/c/trace_eintr.c`), the interposed
+//! `tests/c/trace_threads.c`, `tests/c/trace_eintr.c`; `tests/c/trace_conform.c`
+//! for conformance defects found in review), the interposed
 //! calls' results and errno against glibc's (`tests/c/trace_interpose_glibc.c`), the
 //! header under strict C99 and C++, the seed's listings 8.17 and 8.24
 //! (`tests/c/trace/`), listing 8.22 completed (`examples/philosophers.c`) with its
@@ -149,13 +150,14 @@ fn ok_stdout(o: &Output, what: &str) -> String {
 // --- one test per function ---------------------------------------------------
 
 /// The C programs holding the per-function tests.
-const C_TESTS: [&str; 6] = [
+const C_TESTS: [&str; 7] = [
     "trace_attr.c",
     "trace_functions.c",
     "trace_interpose.c",
     "trace_interpose_glibc.c",
     "trace_threads.c",
     "trace_eintr.c",
+    "trace_conform.c",
 ];
 
 fn function_test(name: &str) {
@@ -169,6 +171,8 @@ fn function_test(name: &str) {
         C_TESTS[4]
     } else if name.starts_with("eintr_") {
         C_TESTS[5]
+    } else if name.starts_with("conf_") {
+        C_TESTS[6]
     } else {
         C_TESTS[1]
     };
@@ -246,6 +250,7 @@ function_tests!(
     eintr_getnext,
     eintr_timedgetnext,
     eintr_restart,
+    conf_truncated_read_overrides_record,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -115,10 +115,13 @@ impl Outs {
             // SAFETY: `data` has `num_bytes >= n` writable bytes (caller's contract).
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.data.cast::<u8>(), n) };
         }
-        let truncation = if e.truncated {
-            1
-        } else if n < e.data.len() {
+        // POSIX_TRACE_TRUNCATED_READ (2), cut by the reader's buffer,
+        // overrides POSIX_TRACE_TRUNCATED_RECORD (1), cut when recorded, as
+        // POSIX says of `posix_truncation_status`.
+        let truncation = if n < data.len() {
             2
+        } else if e.truncated {
+            1
         } else {
             0
         };

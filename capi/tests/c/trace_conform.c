@@ -1,0 +1,86 @@
+/* Conformance of <trace.h> to the POSIX text, one test each:
+ * `trace_conform NAME`. Each test is a defect that was found and fixed. */
+#define _GNU_SOURCE
+#include "trace/test_util.h"
+
+/* Reads the next event of `t` into `buf` (`num` bytes); returns its
+ * posix_truncation_status and stores the data length. */
+static int next_truncation(trace_id_t t, char *buf, size_t num, size_t *len)
+{
+    struct posix_trace_event_info info;
+    int un;
+    OK(posix_trace_getnext_event(t, &info, buf, num, len, &un));
+    EQ(un, 0);
+    return info.posix_truncation_status;
+}
+
+/* POSIX (the posix_trace_event_info members): POSIX_TRACE_TRUNCATED_READ,
+ * data cut because the reader's buffer was too small, overrides
+ * POSIX_TRACE_TRUNCATED_RECORD. An event cut to the maximum data size when
+ * recorded and cut again by a small read buffer is TRUNCATED_READ, read from
+ * the stream and read from its log (it was TRUNCATED_RECORD). */
+static void t_conf_truncated_read_overrides_record(void)
+{
+    trace_attr_t a;
+    trace_id_t t, l;
+    trace_event_id_t ev;
+    struct posix_trace_event_info info;
+    char big[100], buf[100];
+    size_t len;
+    int i, pass, fd = temp_file();
+    for (i = 0; i < 100; i++)
+        big[i] = (char)i;
+    OK(posix_trace_eventid_open("cut twice", &ev));
+    OK(posix_trace_attr_init(&a));
+    OK(posix_trace_attr_setmaxdatasize(&a, 16));
+    for (pass = 0; pass < 2; pass++) {
+        if (pass == 0)
+            OK(posix_trace_create(0, &a, &t));
+        else
+            OK(posix_trace_create_withlog(0, &a, fd, &t));
+        OK(posix_trace_start(t));
+        posix_trace_event(ev, big, 100); /* cut to 16, read into 4 */
+        posix_trace_event(ev, big, 100); /* cut to 16, read whole */
+        posix_trace_event(ev, big, 10);  /* whole, read into 4 */
+        posix_trace_event(ev, big, 10);  /* whole */
+        OK(posix_trace_stop(t));
+        if (pass == 1) {
+            OK(posix_trace_shutdown(t));
+            lseek(fd, 0, SEEK_SET);
+            OK(posix_trace_open(fd, &l));
+            t = l;
+        }
+        EQ(next_truncation(t, buf, sizeof buf, &len), POSIX_TRACE_NOT_TRUNCATED); /* START */
+        EQ(next_truncation(t, buf, 4, &len), POSIX_TRACE_TRUNCATED_READ);
+        EQ(len, 4);
+        EQ(memcmp(buf, big, 4), 0);
+        EQ(next_truncation(t, buf, sizeof buf, &len), POSIX_TRACE_TRUNCATED_RECORD);
+        EQ(len, 16);
+        EQ(next_truncation(t, buf, 4, &len), POSIX_TRACE_TRUNCATED_READ);
+        EQ(len, 4);
+        EQ(next_truncation(t, buf, sizeof buf, &len), POSIX_TRACE_NOT_TRUNCATED);
+        EQ(len, 10);
+        /* No buffer at all: every byte of data is cut at read. */
+        if (pass == 1) {
+            OK(posix_trace_rewind(t));
+            EQ(next_truncation(t, NULL, 0, &len), POSIX_TRACE_NOT_TRUNCATED); /* START */
+            EQ(next_truncation(t, NULL, 0, &len), POSIX_TRACE_TRUNCATED_READ);
+            EQ(len, 0);
+            OK(posix_trace_close(t));
+        } else {
+            OK(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &i));
+            EQ(info.posix_event_id, POSIX_TRACE_STOP);
+            OK(posix_trace_shutdown(t));
+        }
+    }
+    close(fd);
+}
+
+static const struct test TESTS[] = {
+    {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
+};
+
+int main(int argc, char **argv)
+{
+    return RUN_TESTS(TESTS);
+}
