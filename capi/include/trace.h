@@ -276,6 +276,12 @@ static inline void posixrt_trace_event_inline(trace_event_id_t event_id, const v
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         if (__builtin_constant_p(data_len) && data_len <= 8u) {
             unsigned long long word = 0;
+            /* As the function: a null data pointer is no data. (Free for the
+             * address of an object, which the compiler knows is not null.) */
+            if (!data_ptr) {
+                __posixrt_trace_event_word(event_id, 0u, 0u, pass);
+                return;
+            }
             if (data_len > 0u)
                 __builtin_memcpy(&word, data_ptr, data_len);
             __posixrt_trace_event_word(event_id, word, data_len, pass);

@@ -251,6 +251,7 @@ function_tests!(
     eintr_timedgetnext,
     eintr_restart,
     conf_truncated_read_overrides_record,
+    conf_event_null_data_inline,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -76,8 +76,44 @@ static void t_conf_truncated_read_overrides_record(void)
     close(fd);
 }
 
+/* trace.h defines posix_trace_event as a macro too (POSIX allows it); the
+ * macro must do what the function does. The function takes a null data
+ * pointer as no data, whatever the length; the macro's inline path for data
+ * of a size known at compile time copied from it (a crash). Both now record
+ * the event with no data. The pointer is volatile so the compiler cannot see
+ * it is null. */
+static void t_conf_event_null_data_inline(void)
+{
+    trace_id_t t = new_stream();
+    trace_event_id_t ev;
+    struct posix_trace_event_info info;
+    const void *volatile nil = NULL;
+    char buf[16];
+    size_t len;
+    int un, i;
+    OK(posix_trace_eventid_open("null data", &ev));
+    OK(posix_trace_start(t));
+    (posix_trace_event)(ev, nil, 4); /* the function */
+    posix_trace_event(ev, nil, 4);   /* the macro */
+    posix_trace_event(ev, nil, 0);
+    OK(posix_trace_stop(t));
+    OK(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un));
+    EQ(info.posix_event_id, POSIX_TRACE_START);
+    for (i = 0; i < 3; i++) {
+        OK(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un));
+        EQ(un, 0);
+        EQ(info.posix_event_id, ev);
+        EQ(len, 0);
+        EQ(info.posix_truncation_status, POSIX_TRACE_NOT_TRUNCATED);
+    }
+    OK(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un));
+    EQ(info.posix_event_id, POSIX_TRACE_STOP);
+    OK(posix_trace_shutdown(t));
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
+    {"conf_event_null_data_inline", t_conf_event_null_data_inline},
 };
 
 int main(int argc, char **argv)
