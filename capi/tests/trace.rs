@@ -252,6 +252,7 @@ function_tests!(
     eintr_restart,
     conf_truncated_read_overrides_record,
     conf_event_null_data_inline,
+    conf_shutdown_unblocks_reader_einval,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -30,7 +30,7 @@ mod stream;
 mod tls;
 
 use std::ffi::{c_int, c_ulong};
-use std::sync::atomic::AtomicU8;
+use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use rt::trace::{Trace, TraceLog, ID_SPACE};
@@ -46,6 +46,10 @@ pub(crate) enum Obj {
         c_name: Option<Vec<u8>>,
         /// `posix_trace_eventtypelist_getnext_id`'s position.
         cursor: Mutex<usize>,
+        /// Set by `posix_trace_shutdown` (before it stops the stream) when a
+        /// call still holds the stream: a read waiting on it then ends with
+        /// `EINVAL`, as POSIX says, not as on a stopped stream.
+        shut_down: AtomicBool,
     },
     /// A log opened with `posix_trace_open`.
     Log {

@@ -2,6 +2,7 @@
 //! (`posix_trace_open`, `_rewind`, `_close`).
 
 use std::ffi::{c_int, c_uint, c_ulong, c_void};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -218,10 +219,10 @@ enum Slice {
 /// One slice of a read (at most [`CANCEL_SLICE`] of waiting), with
 /// cancellation disabled, as in every entry point: the library's work reaches
 /// cancellation points (the wait sleeps; the last user of a stream shut down
-/// while it was read finishes its log). `first`: the first slice of the call;
-/// a stream gone from the table in a later one was shut down while the call
-/// waited, which then ends as on a stopped stream, with no event.
-fn read_slice(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Slice {
+/// while it was read finishes its log). A stream shut down while the call
+/// waited (gone from the table in a later slice, or flagged during this one)
+/// ends the call with `EINVAL`, as POSIX says of `posix_trace_shutdown`.
+fn read_slice(trid: c_ulong, o: &Outs, mode: Mode) -> Slice {
     let _nc = NoCancel::new();
     // A read that may wait keeps signals blocked but while it naps, so a
     // handler that runs during the call is seen (EINTR; dropped before `_nc`:
@@ -230,7 +231,7 @@ fn read_slice(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Slice {
         Mode::Try => None,
         Mode::Block | Mode::Until(_) => Some(CallSignals::block()),
     };
-    match getnext(trid, o, mode, first, sig.as_ref()) {
+    match getnext(trid, o, mode, sig.as_ref()) {
         Ok(true) => Slice::Done(0),
         // A handler due as the slice ended interrupted the call.
         Ok(false) if sig.as_ref().is_some_and(CallSignals::due) => Slice::Done(libc::EINTR),
@@ -240,23 +241,16 @@ fn read_slice(trid: c_ulong, o: &Outs, mode: Mode, first: bool) -> Slice {
 }
 
 /// `Ok(false)`: the slice ended and the read goes on.
-fn getnext(
-    trid: c_ulong,
-    o: &Outs,
-    mode: Mode,
-    first: bool,
-    sig: Option<&CallSignals>,
-) -> Result<bool, c_int> {
+fn getnext(trid: c_ulong, o: &Outs, mode: Mode, sig: Option<&CallSignals>) -> Result<bool, c_int> {
     o.check()?;
-    let obj = match get(trid) {
-        Err(_) if !first => return o.none().map(|()| true),
-        r => r?,
-    };
+    let obj = get(trid)?;
     let read = match &*obj {
         // POSIX reads active streams without a log only: this one's events
         // belong to its log, and a read would take them from it.
         Obj::Stream { trace, .. } if trace.has_log() => Err(libc::EINVAL),
-        Obj::Stream { trace, .. } => {
+        Obj::Stream {
+            trace, shut_down, ..
+        } => {
             let r = match mode {
                 Mode::Try => trace.try_getnext(),
                 Mode::Block | Mode::Until(_) => {
@@ -279,6 +273,11 @@ fn getnext(
                     }
                 }
             };
+            // Shut down while this read ran: EINVAL, whatever it woke up to
+            // (nothing, or the STOP the shutdown recorded).
+            if shut_down.load(Ordering::Acquire) {
+                return Err(libc::EINVAL);
+            }
             match r.map_err(|e| errno_of(&e))? {
                 Some(e) => o.put(&e, to_c(e.id), &|tid| trace.thread_of(tid)),
                 None => o.none(),
@@ -313,9 +312,8 @@ fn getnext(
 /// Only plain values live in this frame (see [`testcancel`]).
 fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
     testcancel();
-    let mut first = true;
     loop {
-        match read_slice(trid, o, mode, first) {
+        match read_slice(trid, o, mode) {
             // POSIX: EINTR, "the call had no effect"; after a handler with
             // SA_RESTART the read goes on (see `crate::restart`).
             Slice::Done(libc::EINTR) => {
@@ -327,7 +325,6 @@ fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
             Slice::Done(r) => return r,
             Slice::Waiting => testcancel(),
         }
-        first = false;
     }
 }
 
@@ -335,7 +332,9 @@ fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
 /// suspended and empty, or at the end of a log. `EINVAL` for an active stream
 /// with a log (read its log). `EINTR`, no event taken, when a signal handler
 /// runs while it waits (it goes on after handlers installed with
-/// `SA_RESTART`). A cancellation point (see [`read_cancellable`]).
+/// `SA_RESTART`). `EINVAL` when the stream is shut down while it waits
+/// (POSIX: the waiting thread "is unblocked with the error [EINVAL]"). A
+/// cancellation point (see [`read_cancellable`]).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_getnext_event(
     trid: c_ulong,
@@ -413,7 +412,7 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
         unavailable,
     };
     let _nc = NoCancel::new();
-    match getnext(trid, &o, Mode::Try, true, None) {
+    match getnext(trid, &o, Mode::Try, None) {
         Ok(_) => 0,
         Err(e) => e,
     }

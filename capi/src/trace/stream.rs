@@ -3,6 +3,7 @@
 use std::ffi::{c_int, c_ulong};
 use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rt::trace::{FilterHow, Trace, TraceAttr};
@@ -52,6 +53,7 @@ fn create(pid: libc::pid_t, attr: *const CAttr, log: Option<File>) -> Result<c_u
         trace: t,
         c_name,
         cursor: Mutex::new(0),
+        shut_down: AtomicBool::new(false),
     }))
 }
 
@@ -163,8 +165,13 @@ pub extern "C-unwind" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
         Ok(Obj::Stream { trace, .. }) => ret(rs(trace.shutdown())),
         Ok(Obj::Log { .. }) => libc::EINVAL,
         Err(shared) => {
-            // Stop recording now; the last user frees it.
-            if let Obj::Stream { trace, .. } = &*shared {
+            // Stop recording now; the last user frees it. A read waiting on
+            // it ends with EINVAL (flagged first: it may wake up to the STOP).
+            if let Obj::Stream {
+                trace, shut_down, ..
+            } = &*shared
+            {
+                shut_down.store(true, Ordering::Release);
                 let _ = trace.stop();
             }
             0

@@ -111,9 +111,59 @@ static void t_conf_event_null_data_inline(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* POSIX (posix_trace_shutdown): "Any thread blocked on one of the
+ * trace_getnext_event() functions (which specified this trid) before this
+ * call is unblocked with the error [EINVAL]." A reader waits on a running,
+ * empty stream, in posix_trace_getnext_event or (no deadline near)
+ * posix_trace_timedgetnext_event, while the main thread shuts the stream
+ * down: the read ends with EINVAL, whether it was already waiting or not yet
+ * called (then the id is already invalid). It used to end with 0, and
+ * *unavailable set or the POSIX_TRACE_STOP event the shutdown recorded. */
+static trace_id_t sd_trid;
+static int sd_timed, sd_result;
+
+static void *sd_reader(void *arg)
+{
+    struct posix_trace_event_info info;
+    struct timespec far;
+    char buf[16];
+    size_t len;
+    int un;
+    (void)arg;
+    clock_gettime(CLOCK_REALTIME, &far);
+    far.tv_sec += 60;
+    if (sd_timed)
+        sd_result = posix_trace_timedgetnext_event(sd_trid, &info, buf, sizeof buf, &len, &un,
+                                                   &far);
+    else
+        sd_result = posix_trace_getnext_event(sd_trid, &info, buf, sizeof buf, &len, &un);
+    return NULL;
+}
+
+static void t_conf_shutdown_unblocks_reader_einval(void)
+{
+    trace_event_id_t ids[4];
+    pthread_t th;
+    int i;
+    for (i = 0; i < 20; i++) {
+        struct timespec d = {0, 1000000L * (i % 10)};
+        sd_timed = i & 1;
+        sd_trid = new_stream();
+        OK(posix_trace_start(sd_trid));
+        EQ(drain(sd_trid, ids, 4), 1); /* START: now running and empty */
+        sd_result = -1;
+        OK(pthread_create(&th, NULL, sd_reader, NULL));
+        nanosleep(&d, NULL); /* often waiting by now; EINVAL either way */
+        OK(posix_trace_shutdown(sd_trid));
+        OK(pthread_join(th, NULL));
+        EQ(sd_result, EINVAL);
+    }
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
+    {"conf_shutdown_unblocks_reader_einval", t_conf_shutdown_unblocks_reader_einval},
 };
 
 int main(int argc, char **argv)
