@@ -253,6 +253,7 @@ function_tests!(
     conf_truncated_read_overrides_record,
     conf_event_null_data_inline,
     conf_shutdown_unblocks_reader_einval,
+    conf_child_trid_einval,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -11,7 +11,8 @@
 //!
 //! A `trace_id_t` is a slot of a process-wide table (index + 1 in the low 32 bits, a
 //! generation in the high bits), so a stale or made-up id is `EINVAL`, never a
-//! dangling pointer.
+//! dangling pointer. A forked child's table holds no stream of its parent's
+//! (their ids are `EINVAL` there, as POSIX says; see [`table_atfork_child`]).
 //!
 //! Every function that reaches a stream or a log holds cancellation off while it
 //! works ([`crate::nocancel`]): creating, flushing and shutting down a stream write
@@ -98,6 +99,25 @@ extern "C" fn table_atfork_release() {
     let _ = HELD_FOR_FORK.try_with(|h| drop(h.borrow_mut().take()));
 }
 
+/// In the child, the parent's streams leave the table before its lock is
+/// given back: POSIX makes a stream's id "valid only in the process that made
+/// the function call", every call from a child naming it `EINVAL` (the calls
+/// that only read the C table's object, such as `posix_trace_get_status`,
+/// used to succeed there). Their objects are the parent's: forgotten, never
+/// dropped (no allocation or free here, and no shutdown of the parent's
+/// stream from the child). Logs opened with `posix_trace_open` stay.
+extern "C" fn table_atfork_child() {
+    let _ = HELD_FOR_FORK.try_with(|h| {
+        if let Some(mut t) = h.borrow_mut().take() {
+            for slot in t.slots.iter_mut() {
+                if matches!(slot.as_deref(), Some(Obj::Stream { .. })) {
+                    std::mem::forget(slot.take());
+                }
+            }
+        }
+    });
+}
+
 /// Registers the fork handlers at load time, while the process is still
 /// single-threaded.
 #[used]
@@ -106,12 +126,13 @@ static TABLE_ATFORK_AT_LOAD: extern "C" fn() = register_table_atfork;
 
 extern "C" fn register_table_atfork() {
     // SAFETY: registers plain functions without arguments; they only take and
-    // release the table's lock (a futex, no allocation).
+    // release the table's lock (a futex, no allocation), the child's also
+    // takes the parent's streams out of the table without freeing them.
     unsafe {
         libc::pthread_atfork(
             Some(table_atfork_prepare),
             Some(table_atfork_release),
-            Some(table_atfork_release),
+            Some(table_atfork_child),
         )
     };
 }

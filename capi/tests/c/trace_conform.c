@@ -2,6 +2,7 @@
  * `trace_conform NAME`. Each test is a defect that was found and fixed. */
 #define _GNU_SOURCE
 #include "trace/test_util.h"
+#include <sys/wait.h>
 
 /* Reads the next event of `t` into `buf` (`num` bytes); returns its
  * posix_truncation_status and stores the data length. */
@@ -160,10 +161,69 @@ static void t_conf_shutdown_unblocks_reader_einval(void)
     }
 }
 
+/* POSIX (posix_trace_create): the stream id "is valid only in the process
+ * that made the function call. If it is used from another process, that is a
+ * child process, ... these functions shall return with the error [EINVAL]."
+ * A forked child got 0 from posix_trace_get_status, _get_attr, _shutdown,
+ * _get_filter, _set_filter, _eventid_get_name, _trid_eventid_open and
+ * _eventtypelist_*, on its parent's stream (the calls that reach the
+ * recording core were EINVAL already). Every call is EINVAL in the child;
+ * the parent's stream, and a stream of the child's own, work. */
+static void t_conf_child_trid_einval(void)
+{
+    trace_id_t t = new_stream(), mine;
+    trace_event_id_t ev, id;
+    trace_event_set_t set;
+    trace_attr_t a;
+    struct posix_trace_status_info st;
+    struct posix_trace_event_info info;
+    char buf[TRACE_EVENT_NAME_MAX];
+    size_t len;
+    int un, status;
+    pid_t c;
+    OK(posix_trace_eventid_open("forked", &ev));
+    OK(posix_trace_eventset_empty(&set));
+    OK(posix_trace_start(t));
+    alarm(20);
+    c = fork();
+    TRUE(c >= 0);
+    if (c == 0) {
+        EQ(posix_trace_get_status(t, &st), EINVAL);
+        EQ(posix_trace_get_attr(t, &a), EINVAL);
+        EQ(posix_trace_get_filter(t, &set), EINVAL);
+        EQ(posix_trace_set_filter(t, &set, POSIX_TRACE_SET_EVENTSET), EINVAL);
+        EQ(posix_trace_eventid_get_name(t, ev, buf), EINVAL);
+        EQ(posix_trace_trid_eventid_open(t, "forked", &id), EINVAL);
+        EQ(posix_trace_eventtypelist_getnext_id(t, &id, &un), EINVAL);
+        EQ(posix_trace_eventtypelist_rewind(t), EINVAL);
+        EQ(posix_trace_trygetnext_event(t, &info, buf, sizeof buf, &len, &un), EINVAL);
+        EQ(posix_trace_getnext_event(t, &info, buf, sizeof buf, &len, &un), EINVAL);
+        EQ(posix_trace_stop(t), EINVAL);
+        EQ(posix_trace_clear(t), EINVAL);
+        EQ(posix_trace_shutdown(t), EINVAL);
+        mine = new_stream();
+        TRUE(mine != t);
+        OK(posix_trace_get_status(mine, &st));
+        EQ(posix_trace_get_status(t, &st), EINVAL);
+        OK(posix_trace_shutdown(mine));
+        exit(0);
+    }
+    EQ(waitpid(c, &status, 0), c);
+    TRUE(WIFEXITED(status));
+    EQ(WEXITSTATUS(status), 0);
+    OK(posix_trace_get_status(t, &st));
+    EQ(st.posix_stream_status, POSIX_TRACE_RUNNING);
+    OK(posix_trace_eventid_get_name(t, ev, buf));
+    EQ(strcmp(buf, "forked"), 0);
+    OK(posix_trace_stop(t));
+    OK(posix_trace_shutdown(t));
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
     {"conf_shutdown_unblocks_reader_einval", t_conf_shutdown_unblocks_reader_einval},
+    {"conf_child_trid_einval", t_conf_child_trid_einval},
 };
 
 int main(int argc, char **argv)
