@@ -254,6 +254,7 @@ function_tests!(
     conf_event_null_data_inline,
     conf_shutdown_unblocks_reader_einval,
     conf_child_trid_einval,
+    conf_eventset_fill_initializes,
 );
 
 /// Every test the C program has is run by one of the tests above.

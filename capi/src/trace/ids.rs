@@ -196,7 +196,10 @@ pub unsafe extern "C" fn posix_trace_eventset_empty(set: *mut CSet) -> c_int {
 }
 
 /// `what`: `POSIX_TRACE_WOPID_EVENTS` (0), `_SYSTEM_EVENTS` (1), `_ALL_EVENTS` (2);
-/// anything else is `EINVAL`. POSIX has fill add to the set.
+/// anything else is `EINVAL`. POSIX has fill initialize the set (it may be
+/// the first call on a set that holds garbage, as in listings 8.22 and 8.24):
+/// the set holds the types `what` names and nothing else, not them added to
+/// what it held.
 #[no_mangle]
 pub unsafe extern "C" fn posix_trace_eventset_fill(set: *mut CSet, what: c_int) -> c_int {
     ret(set_mut(set).and_then(|s| {
@@ -208,10 +211,7 @@ pub unsafe extern "C" fn posix_trace_eventset_fill(set: *mut CSet, what: c_int) 
         };
         let mut r = EventSet::empty();
         r.fill(w);
-        let add = CSet::from_rust(&r);
-        for (a, b) in s.bits.iter_mut().zip(add.bits) {
-            *a |= b;
-        }
+        *s = CSet::from_rust(&r);
         Ok(())
     }))
 }

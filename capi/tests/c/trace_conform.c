@@ -219,11 +219,50 @@ static void t_conf_child_trid_einval(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* POSIX (posix_trace_eventset_fill): fill "shall initialize the trace event
+ * type set ... such that the set of trace event types defined by the
+ * argument what shall be included in the set", and it may be the first call
+ * on a set (listings 8.22 and 8.24 fill a set that is a local variable never
+ * emptied). It added to what the set held: after a fill with
+ * POSIX_TRACE_ALL_EVENTS, or on a set of garbage, a fill with
+ * POSIX_TRACE_SYSTEM_EVENTS kept user events in it (a filter set from it
+ * then dropped them). Now it holds what `what` names, and nothing else. */
+static void t_conf_eventset_fill_initializes(void)
+{
+    trace_event_set_t s;
+    trace_event_id_t u;
+    int m, pass;
+    OK(posix_trace_eventid_open("not a system event", &u));
+    for (pass = 0; pass < 2; pass++) {
+        if (pass == 0)
+            OK(posix_trace_eventset_fill(&s, POSIX_TRACE_ALL_EVENTS));
+        else
+            memset(&s, 0xa5, sizeof s); /* as a stack variable may hold */
+        OK(posix_trace_eventset_fill(&s, POSIX_TRACE_SYSTEM_EVENTS));
+        OK(posix_trace_eventset_ismember(u, &s, &m));
+        EQ(m, 0);
+        OK(posix_trace_eventset_ismember(POSIX_TRACE_UNNAMED_USEREVENT, &s, &m));
+        EQ(m, 0);
+        OK(posix_trace_eventset_ismember(POSIX_TRACE_START, &s, &m));
+        EQ(m, 1);
+        OK(posix_trace_eventset_ismember(traceMutexLock, &s, &m));
+        EQ(m, 1);
+        OK(posix_trace_eventset_fill(&s, POSIX_TRACE_WOPID_EVENTS));
+        OK(posix_trace_eventset_ismember(POSIX_TRACE_START, &s, &m));
+        EQ(m, 0);
+        OK(posix_trace_eventset_ismember(u, &s, &m));
+        EQ(m, 0);
+        OK(posix_trace_eventset_ismember(POSIX_TRACE_OVERFLOW, &s, &m));
+        EQ(m, 1);
+    }
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
     {"conf_shutdown_unblocks_reader_einval", t_conf_shutdown_unblocks_reader_einval},
     {"conf_child_trid_einval", t_conf_child_trid_einval},
+    {"conf_eventset_fill_initializes", t_conf_eventset_fill_initializes},
 };
 
 int main(int argc, char **argv)
