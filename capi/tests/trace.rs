@@ -255,6 +255,7 @@ function_tests!(
     conf_shutdown_unblocks_reader_einval,
     conf_child_trid_einval,
     conf_eventset_fill_initializes,
+    conf_eventtypelist_no_repeat,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -370,13 +370,17 @@ pub extern "C" fn posix_trace_eventid_equal(
     }
 }
 
-/// The C ids of the types a stream (this process's catalogue) or a log knows.
-fn type_list(o: &Obj) -> Vec<c_uint> {
+/// The types a stream (this process's catalogue) or a log knows, in id
+/// order: each one's raw id and C id.
+fn type_list(o: &Obj) -> Vec<(usize, c_uint)> {
     match o {
-        Obj::Stream { trace, .. } => trace.event_types().map(|t| to_c(t.id)).collect(),
+        Obj::Stream { trace, .. } => trace
+            .event_types()
+            .map(|t| (t.id.raw() as usize, to_c(t.id)))
+            .collect(),
         Obj::Log { log, .. } => lock(log)
             .event_types()
-            .map(|t| to_c_named(t.id, Some(&t.name)))
+            .map(|t| (t.id.raw() as usize, to_c_named(t.id, Some(&t.name))))
             .collect(),
     }
 }
@@ -392,12 +396,16 @@ pub unsafe extern "C-unwind" fn posix_trace_eventtypelist_getnext_id(
         if event.is_null() || unavailable.is_null() {
             return Err(libc::EINVAL);
         }
+        // The cursor is the raw id the walk goes on from, not an index: a
+        // type registered while a program walks the list (a system event,
+        // on first use) may take an id below it, and an index then gave the
+        // previous type again.
         let list = type_list(&o);
         let mut cur = lock(o.cursor());
-        match list.get(*cur) {
-            Some(id) => {
-                *cur += 1;
-                out(event, *id)?;
+        match list.iter().find(|(raw, _)| *raw >= *cur) {
+            Some(&(raw, id)) => {
+                *cur = raw + 1;
+                out(event, id)?;
                 out(unavailable, 0)
             }
             None => out(unavailable, 1),

@@ -45,7 +45,8 @@ pub(crate) enum Obj {
         /// The name's bytes as the C attributes gave them (not necessarily
         /// UTF-8, as the stream's own name is), for `posix_trace_get_attr`.
         c_name: Option<Vec<u8>>,
-        /// `posix_trace_eventtypelist_getnext_id`'s position.
+        /// `posix_trace_eventtypelist_getnext_id`'s position: the raw id
+        /// the walk goes on from.
         cursor: Mutex<usize>,
         /// Set by `posix_trace_shutdown` (before it stops the stream) when a
         /// call still holds the stream: a read waiting on it then ends with

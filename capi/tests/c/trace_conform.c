@@ -257,12 +257,55 @@ static void t_conf_eventset_fill_initializes(void)
     }
 }
 
+/* POSIX (posix_trace_eventtypelist_getnext_id): successive calls return "the
+ * next trace event type identifier" of the list. The list is the process's
+ * event types in id order, and a system event type can join it while a
+ * program walks it (the extension events register on first use: here by an
+ * eventset call, as by the first interposed mutex call). The position was an
+ * index into the list, so a type joining before it made the next call
+ * return the previous id again. Every id now comes once; a user event opened
+ * during the walk still comes. */
+static void t_conf_eventtypelist_no_repeat(void)
+{
+    trace_id_t t = new_stream();
+    trace_event_id_t id, late, seen[1100];
+    trace_event_set_t s;
+    int un, n = 0, i, j, m, late_seen = 0;
+    OK(posix_trace_eventid_open("walk a", &id));
+    OK(posix_trace_eventid_open("walk b", &id));
+    for (i = 0; i < 11; i++) {
+        OK(posix_trace_eventtypelist_getnext_id(t, &id, &un));
+        EQ(un, 0);
+        seen[n++] = id;
+    }
+    /* System types join the list below the position. */
+    OK(posix_trace_eventset_empty(&s));
+    OK(posix_trace_eventset_ismember(traceSigCatchFunc, &s, &m));
+    OK(posix_trace_eventset_ismember(traceMutexTryLock, &s, &m));
+    OK(posix_trace_eventid_open("walk late", &late));
+    for (;;) {
+        OK(posix_trace_eventtypelist_getnext_id(t, &id, &un));
+        if (un)
+            break;
+        TRUE(n < 1100);
+        seen[n++] = id;
+    }
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < i; j++)
+            TRUE(seen[i] != seen[j]);
+        late_seen |= seen[i] == late;
+    }
+    TRUE(late_seen);
+    OK(posix_trace_shutdown(t));
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
     {"conf_shutdown_unblocks_reader_einval", t_conf_shutdown_unblocks_reader_einval},
     {"conf_child_trid_einval", t_conf_child_trid_einval},
     {"conf_eventset_fill_initializes", t_conf_eventset_fill_initializes},
+    {"conf_eventtypelist_no_repeat", t_conf_eventtypelist_no_repeat},
 };
 
 int main(int argc, char **argv)
