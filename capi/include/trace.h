@@ -27,7 +27,10 @@
  * log, which keeps kernel thread ids only, they are kernel thread ids.
  * posix_thread_id in struct posix_trace_event_info is the recording thread's
  * pthread_t (its pthread_self()), as POSIX declares it; read from a log, the
- * recording thread's kernel thread id (gettid()).
+ * recording thread's kernel thread id (gettid()). posix_timestamp is
+ * CLOCK_MONOTONIC time (POSIX leaves the clock to the implementation; its
+ * resolution is posix_trace_attr_getclockres's), not CLOCK_REALTIME as the
+ * stream's creation time is.
  * traceSigGeneration and traceSigDelivery (oc2000 signal events) are
  * recorded the same way by the interposed sigqueue, kill, pthread_kill,
  * pthread_sigqueue (generation, recorded as the call is made: six 32-bit
