@@ -269,8 +269,19 @@ extern const volatile unsigned char *const __posixrt_trace_on;
 void __posixrt_trace_event_word(trace_event_id_t event_id, unsigned long long word,
                                 size_t data_len, unsigned char pass);
 
+/* C99 and C++ say `inline`; GCC and Clang take `__inline__` in C89 modes
+ * (-std=c89, -ansi), where `inline` is no keyword. Another C89 compiler calls
+ * the function. */
+#if defined(__cplusplus) || (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 199901L)
+#define POSIXRT_TRACE_INLINE inline
+#elif defined(__GNUC__)
+#define POSIXRT_TRACE_INLINE __inline__
+#elif !defined(POSIXRT_TRACE_NO_INLINE)
+#define POSIXRT_TRACE_NO_INLINE
+#endif
+
 #ifndef POSIXRT_TRACE_NO_INLINE
-static inline void posixrt_trace_event_inline(trace_event_id_t event_id, const void *data_ptr,
+static POSIXRT_TRACE_INLINE void posixrt_trace_event_inline(trace_event_id_t event_id, const void *data_ptr,
                                               size_t data_len)
 {
     /* The mask keeps the load inside the table; the function checks the id. */

@@ -340,6 +340,38 @@ fn header_is_strict_c99_and_cxx() {
     }
 }
 
+/// The header in GCC's C89 modes (`-std=gnu89`, GCC's default before GCC 5,
+/// and `-std=c89`): `posix_trace_event`'s inline fast path is declared with
+/// `__inline__` there (C99's `inline` was a syntax error), and a call through
+/// it compiles, warning-free.
+#[test]
+fn header_compiles_in_c89_modes() {
+    let tu = scratch().join("hdr89.c");
+    std::fs::write(
+        &tu,
+        "#include <trace.h>\nint f(trace_event_id_t id);\nint f(trace_event_id_t id) { \
+         int v = 1; trace_event_set_t s; posix_trace_event(id, &v, sizeof v); \
+         return posix_trace_eventset_empty(&s); }\n",
+    )
+    .expect("write");
+    for std in ["-std=gnu89", "-std=c89"] {
+        let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+            .args([std, "-Wall", "-Wextra", "-Werror", "-O2"])
+            .arg(format!("-I{CRATE}/include"))
+            .arg("-c")
+            .arg(&tu)
+            .arg("-o")
+            .arg(scratch().join("hdr89.o"))
+            .output()
+            .expect("run the C compiler (cc)");
+        assert!(
+            o.status.success() && o.stderr.is_empty(),
+            "cc {std}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 // --- the seed's listings -------------------------------------------------------
 
 fn listing(name: &str) -> PathBuf {
