@@ -256,6 +256,7 @@ function_tests!(
     conf_child_trid_einval,
     conf_eventset_fill_initializes,
     conf_eventtypelist_no_repeat,
+    conf_shutdown_frees_before_return,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -5,6 +5,7 @@ use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rt::trace::{FilterHow, Trace, TraceAttr};
 
@@ -152,29 +153,44 @@ pub extern "C-unwind" fn posix_trace_clear(trid: c_ulong) -> c_int {
     ret(with_stream(trid, |t, _| rs(t.clear())))
 }
 
-/// Frees the stream (after its log is complete). If another thread is still inside
-/// a call on it, the stream is freed when that call returns.
+/// How long `posix_trace_shutdown` waits for the other calls on its stream.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
+
+/// Frees the stream (after its log is complete), as POSIX says, before it
+/// returns. If another thread is still inside a call on it, the stream is
+/// stopped at once and freed once that call returns: a read waiting on it
+/// ends with `EINVAL` within a slice of its wait, any other call when its
+/// work is done. Past [`SHUTDOWN_WAIT`] (a long flush; or a signal handler
+/// that shuts down the stream its own thread is reading, which could wait
+/// for ever) it returns 0 and the last call frees the stream.
 #[no_mangle]
 pub extern "C-unwind" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
-    let o = match remove(trid, |o| matches!(o, Obj::Stream { .. })) {
+    let mut o = match remove(trid, |o| matches!(o, Obj::Stream { .. })) {
         Ok(o) => o,
         Err(e) => return e,
     };
-    match Arc::try_unwrap(o) {
-        Ok(Obj::Stream { trace, .. }) => ret(rs(trace.shutdown())),
-        Ok(Obj::Log { .. }) => libc::EINVAL,
-        Err(shared) => {
-            // Stop recording now; the last user frees it. A read waiting on
-            // it ends with EINVAL (flagged first: it may wake up to the STOP).
-            if let Obj::Stream {
-                trace, shut_down, ..
-            } = &*shared
-            {
-                shut_down.store(true, Ordering::Release);
-                let _ = trace.stop();
+    if let Obj::Stream {
+        trace, shut_down, ..
+    } = &*o
+    {
+        if Arc::strong_count(&o) > 1 {
+            // Stop recording now. A read waiting on it ends with EINVAL
+            // (flagged first: it may wake up to the STOP).
+            shut_down.store(true, Ordering::Release);
+            let _ = trace.stop();
+        }
+    }
+    let until = Instant::now() + SHUTDOWN_WAIT;
+    loop {
+        match Arc::try_unwrap(o) {
+            Ok(Obj::Stream { trace, .. }) => return ret(rs(trace.shutdown())),
+            Ok(Obj::Log { .. }) => return libc::EINVAL,
+            Err(_) if Instant::now() >= until => return 0,
+            Err(shared) => {
+                o = shared;
+                std::thread::sleep(Duration::from_millis(1));
             }
-            0
         }
     }
 }

@@ -299,6 +299,39 @@ static void t_conf_eventtypelist_no_repeat(void)
     OK(posix_trace_shutdown(t));
 }
 
+/* POSIX (posix_trace_shutdown): it "shall not return until all the resources
+ * associated with the trace stream have been freed". With a reader waiting
+ * on the stream, it returned at once and the stream lived on until the
+ * reader let go: right after it, with TRACE_SYS_MAX streams made, creating
+ * one more failed with EAGAIN (every round). It now waits for the calls
+ * still on the stream (the reader ends with EINVAL) and frees it first. */
+static void t_conf_shutdown_frees_before_return(void)
+{
+    trace_id_t t[TRACE_SYS_MAX], x;
+    trace_event_id_t ids[4];
+    pthread_t th;
+    int round, i;
+    for (round = 0; round < 10; round++) {
+        struct timespec d = {0, 5000000L};
+        for (i = 0; i < TRACE_SYS_MAX; i++)
+            OK(posix_trace_create(0, NULL, &t[i]));
+        sd_trid = t[0];
+        sd_timed = round & 1;
+        OK(posix_trace_start(sd_trid));
+        EQ(drain(sd_trid, ids, 4), 1);
+        sd_result = -1;
+        OK(pthread_create(&th, NULL, sd_reader, NULL));
+        nanosleep(&d, NULL); /* often waiting by now */
+        OK(posix_trace_shutdown(sd_trid));
+        OK(posix_trace_create(0, NULL, &x)); /* its slot is free */
+        OK(pthread_join(th, NULL));
+        EQ(sd_result, EINVAL);
+        OK(posix_trace_shutdown(x));
+        for (i = 1; i < TRACE_SYS_MAX; i++)
+            OK(posix_trace_shutdown(t[i]));
+    }
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
@@ -306,6 +339,7 @@ static const struct test TESTS[] = {
     {"conf_child_trid_einval", t_conf_child_trid_einval},
     {"conf_eventset_fill_initializes", t_conf_eventset_fill_initializes},
     {"conf_eventtypelist_no_repeat", t_conf_eventtypelist_no_repeat},
+    {"conf_shutdown_frees_before_return", t_conf_shutdown_frees_before_return},
 };
 
 int main(int argc, char **argv)
