@@ -257,6 +257,7 @@ function_tests!(
     conf_eventset_fill_initializes,
     conf_eventtypelist_no_repeat,
     conf_shutdown_frees_before_return,
+    conf_loop_log_on_pipe_einval,
 );
 
 /// Every test the C program has is run by one of the tests above.

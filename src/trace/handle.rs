@@ -140,11 +140,15 @@ impl Trace {
         let cap = (a.stream_size as u64 + max_event + reserve + 64).next_power_of_two() as usize;
         let writer = match log {
             Some(f) => Some(Mutex::new(LogWriter::new(f, &a, pid).map_err(|e| {
-                Error::from_errno(
-                    "posix_trace_create_withlog",
-                    e.raw_os_error().unwrap_or(libc::EIO),
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                Error::from_errno("posix_trace_create_withlog", errno).with_hint(
+                    if errno == libc::EINVAL {
+                        "a LOOP log is rewritten from its start: give it a regular file, \
+                         or use the APPEND or UNTIL_FULL log policy on a pipe or socket"
+                    } else {
+                        "pass a log file opened for writing"
+                    },
                 )
-                .with_hint("pass a log file opened for writing")
             })?)),
             None => None,
         };

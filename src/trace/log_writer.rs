@@ -59,6 +59,15 @@ impl LogWriter {
         if flags & OFlags::ACCMODE == OFlags::RDONLY {
             return Err(io::Error::from_raw_os_error(libc::EBADF));
         }
+        // POSIX: EINVAL for a file whose type does not fit the log policy. A
+        // LOOP log is rewritten from its start once it wraps: a pipe or socket
+        // cannot be (every flush after the wrap failed with ESPIPE).
+        if attr.log_full_policy() == LogFullPolicy::Loop
+            && rustix::fs::seek(&file, rustix::fs::SeekFrom::Current(0))
+                == Err(rustix::io::Errno::SPIPE)
+        {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
         // The log is written from its start and a LOOP log rewritten in place:
         // with O_APPEND every write goes to the end whatever the seek (pwrite
         // too, on Linux). The flag belongs to the open file description, which

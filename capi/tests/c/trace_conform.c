@@ -332,6 +332,29 @@ static void t_conf_shutdown_frees_before_return(void)
     }
 }
 
+/* POSIX (posix_trace_create_withlog): EINVAL if the log's file "refers to a
+ * file with a file type that is not compatible with the log policy". A
+ * POSIX_TRACE_LOOP log (the default) is rewritten from its start once it
+ * wraps, which a pipe cannot be: it was accepted, and every flush after the
+ * wrap failed with ESPIPE. An UNTIL_FULL log on a pipe is fine. */
+static void t_conf_loop_log_on_pipe_einval(void)
+{
+    trace_attr_t a;
+    trace_id_t t;
+    int p[2];
+    OK(pipe(p));
+    OK(posix_trace_attr_init(&a));
+    OK(posix_trace_attr_setlogsize(&a, 4096));
+    OK(posix_trace_attr_setlogfullpolicy(&a, POSIX_TRACE_UNTIL_FULL));
+    OK(posix_trace_create_withlog(0, &a, p[1], &t));
+    OK(posix_trace_shutdown(t));
+    OK(posix_trace_attr_setlogfullpolicy(&a, POSIX_TRACE_LOOP));
+    EQ(posix_trace_create_withlog(0, &a, p[1], &t), EINVAL);
+    OK(posix_trace_attr_destroy(&a));
+    close(p[0]);
+    close(p[1]);
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
@@ -340,6 +363,7 @@ static const struct test TESTS[] = {
     {"conf_eventset_fill_initializes", t_conf_eventset_fill_initializes},
     {"conf_eventtypelist_no_repeat", t_conf_eventtypelist_no_repeat},
     {"conf_shutdown_frees_before_return", t_conf_shutdown_frees_before_return},
+    {"conf_loop_log_on_pipe_einval", t_conf_loop_log_on_pipe_einval},
 };
 
 int main(int argc, char **argv)
