@@ -4,28 +4,10 @@
 
 #[path = "common/child.rs"]
 mod child;
+#[path = "common/flocks.rs"]
+mod flocks;
 
 use posixrt::registry::Registry;
-
-/// In the child: the descriptors through which it holds a `flock` (from
-/// `/proc/self/fdinfo`, which lists the locks of each open file description).
-fn flocks_held() -> Vec<String> {
-    let mut held = Vec::new();
-    for e in std::fs::read_dir("/proc/self/fdinfo")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
-        if text
-            .lines()
-            .any(|l| l.starts_with("lock:") && l.contains("FLOCK"))
-        {
-            held.push(format!("fd {:?}", e.file_name()));
-        }
-    }
-    held
-}
 
 #[test]
 fn a_child_forked_with_a_full_fd_table_lets_go_of_the_lock() {
@@ -65,7 +47,7 @@ fn a_child_forked_with_a_full_fd_table_lets_go_of_the_lock() {
             // SAFETY: closes the child's copies of the fillers.
             unsafe { libc::close(fd) };
         }
-        let held = flocks_held();
+        let held = flocks::held();
         // SAFETY: ends the child without exit handlers or unwinding.
         unsafe { libc::_exit(i32::from(!held.is_empty())) };
     }

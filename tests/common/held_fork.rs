@@ -17,9 +17,13 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 mod child;
 
 thread_local! {
-    /// Set: the thread's next allocation waits for `RELEASE` (once).
-    static ARMED: Cell<bool> = const { Cell::new(false) };
+    /// The size of the allocation of the thread that waits for `RELEASE`
+    /// (once): [`ANY`], or only one of this size; 0 when not armed.
+    static ARMED: Cell<usize> = const { Cell::new(0) };
 }
+
+/// [`ARMED`]: the next allocation, whatever its size.
+const ANY: usize = usize::MAX;
 
 /// The armed thread is inside its allocation.
 static HELD: AtomicBool = AtomicBool::new(false);
@@ -31,7 +35,9 @@ struct HoldingAlloc;
 // SAFETY: forwards every call to the system allocator unchanged.
 unsafe impl GlobalAlloc for HoldingAlloc {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if ARMED.try_with(|a| a.replace(false)).unwrap_or(false) {
+        let armed = ARMED.try_with(Cell::get).unwrap_or(0);
+        if armed != 0 && (armed == ANY || armed == l.size()) {
+            let _ = ARMED.try_with(|a| a.set(0));
             HELD.store(true, SeqCst);
             while !RELEASE.load(SeqCst) {
                 std::thread::yield_now();
@@ -51,12 +57,19 @@ static ALLOC: HoldingAlloc = HoldingAlloc;
 
 /// The calling thread's next allocation waits for [`release`].
 pub fn arm() {
-    ARMED.with(|a| a.set(true));
+    ARMED.with(|a| a.set(ANY));
+}
+
+/// The calling thread's next allocation of `size` bytes waits for
+/// [`release`] (to hold it at a later point of a call than its first
+/// allocation).
+pub fn arm_at(size: usize) {
+    ARMED.with(|a| a.set(size));
 }
 
 /// Disarms the calling thread (if its call made no allocation).
 pub fn disarm() {
-    ARMED.with(|a| a.set(false));
+    ARMED.with(|a| a.set(0));
 }
 
 /// Waits until the armed thread is held, or `gone()` (it finished without
