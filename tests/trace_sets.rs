@@ -51,3 +51,21 @@ fn a_wopid_set_holds_the_events_without_a_pid_registered_after_it() {
     t.shutdown().unwrap();
     assert_eq!(seen, [(own, std::process::id())]);
 }
+
+/// `fill` makes the set what it names (POSIX "shall fill in the set", as C's
+/// `posix_trace_eventset_fill`): a user event added before a fill with the
+/// system events is not in the set after it.
+#[test]
+fn a_fill_replaces_what_the_set_held() {
+    let user = trace::eventid_open("tsets_before_fill").unwrap();
+    let mut s = EventSet::empty();
+    s.add(user);
+    s.fill(FillWhat::System);
+    assert!(!s.contains(user), "{user:?} survived the fill");
+    assert!(s.contains(EventId::START));
+    s.fill(FillWhat::WithoutPid);
+    assert!(
+        !s.contains(EventId::START),
+        "a system event of a process survived"
+    );
+}

@@ -50,9 +50,11 @@ impl EventSet {
         EventSet([0; WORDS])
     }
 
-    /// `posix_trace_eventset_fill`: adds the event types `what` names. Each kind
-    /// covers its whole id range, so ids registered or opened after the fill
-    /// are in the set too: system events (and those without a pid, which
+    /// `posix_trace_eventset_fill`: makes the set the event types `what` names
+    /// (POSIX: it "shall fill in the set"; what it held before is gone, as
+    /// C's `posix_trace_eventset_fill`, whose set may be uninitialised). Each
+    /// kind covers its whole id range, so ids registered or opened after the
+    /// fill are in the set too: system events (and those without a pid, which
     /// [`register_wopid`](super::system_events::register_wopid) gives ids of
     /// their own) and user events.
     ///
@@ -60,6 +62,7 @@ impl EventSet {
     /// - [`posix_trace_eventset_fill`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventset_add.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_eventset_fill")]
     pub fn fill(&mut self, what: FillWhat) {
+        *self = EventSet::empty();
         match what {
             FillWhat::All => self.0 = [!0; WORDS],
             FillWhat::System => {
