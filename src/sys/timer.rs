@@ -17,9 +17,11 @@ pub(crate) fn server_signal() -> i32 {
     libc::SIGRTMAX() - 1
 }
 
+/// `d` as a `timespec`, its seconds saturated at `time_t`'s largest (a longer
+/// duration wrapped to a negative value, which timers refuse with EINVAL).
 fn timespec(d: Duration) -> libc::timespec {
     libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
+        tv_sec: d.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     }
 }
@@ -136,4 +138,19 @@ pub(crate) fn signal_thread(tid: i32, signo: i32) -> Result<()> {
     // SAFETY: tgkill takes plain integers and touches no memory.
     let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, signo) };
     crate::error::check("tgkill", r as libc::c_int).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A duration past `time_t`'s range is the longest timespec, not a
+    /// negative one.
+    #[test]
+    fn a_huge_duration_saturates() {
+        let ts = timespec(Duration::MAX);
+        assert_eq!(ts.tv_sec, libc::time_t::MAX);
+        assert_eq!(ts.tv_nsec, 999_999_999);
+        assert_eq!(timespec(Duration::new(5, 7)).tv_sec, 5);
+    }
 }
