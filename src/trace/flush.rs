@@ -409,7 +409,9 @@ impl Stream {
 #[cfg(test)]
 mod tests {
     use crate::trace::slots::lock;
-    use crate::trace::{self, local, EventId, StreamFullPolicy, Trace, TraceAttr, TraceLog};
+    use crate::trace::{
+        self, local, EventId, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr, TraceLog,
+    };
     use std::io::Read;
     use std::time::Duration;
 
@@ -450,6 +452,8 @@ mod tests {
         rustix::pipe::fcntl_setpipe_size(&wr, 4096).unwrap();
         let mut a = TraceAttr::new();
         a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        // (A LOOP log, the default, cannot be a pipe.)
+        a.set_log_full_policy(LogFullPolicy::Append);
         a.set_flush_interval(Duration::from_secs(3600)).unwrap();
         let t = Trace::create_with_log(&a, std::fs::File::from(wr)).unwrap();
         let ev = trace::eventid_open("flush.overlap").unwrap();
@@ -502,6 +506,8 @@ mod tests {
         rustix::pipe::fcntl_setpipe_size(&wr, 4096).unwrap();
         let mut a = TraceAttr::new();
         a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        // (A LOOP log, the default, cannot be a pipe.)
+        a.set_log_full_policy(LogFullPolicy::Append);
         a.set_flush_interval(Duration::from_secs(3600)).unwrap();
         a.set_stream_size(16 << 20).unwrap();
         a.set_max_data_size(4096).unwrap();
