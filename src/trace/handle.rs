@@ -87,6 +87,13 @@ impl Trace {
     /// append mode; where it cannot be opened again, the log is written in
     /// append mode (a LOOP log is then cut before it is rewritten).
     ///
+    /// # Errors
+    /// EBADF for a file not open for writing; `InvalidInput` (EINVAL, as
+    /// POSIX for a file type that does not fit the log policy) for a LOOP log,
+    /// the default log policy, on a pipe or socket, which cannot be rewritten
+    /// from its start (an APPEND or UNTIL_FULL log can be); those of
+    /// [`create`](Trace::create).
+    ///
     /// The log survives the end of the process: the flusher writes at least every
     /// [`TraceAttr::flush_interval`] (100 ms by default), and everything at process
     /// exit and on SIGINT, SIGTERM, SIGSEGV and SIGABRT (installed on the first
