@@ -87,19 +87,19 @@ impl Trace {
     /// append mode; where it cannot be opened again, the log is written in
     /// append mode (a LOOP log is then cut before it is rewritten).
     ///
-    /// # Errors
-    /// EBADF for a file not open for writing; `InvalidInput` (EINVAL, as
-    /// POSIX for a file type that does not fit the log policy) for a LOOP log,
-    /// the default log policy, on a pipe or socket, which cannot be rewritten
-    /// from its start (an APPEND or UNTIL_FULL log can be); those of
-    /// [`create`](Trace::create).
-    ///
     /// The log survives the end of the process: the flusher writes at least every
     /// [`TraceAttr::flush_interval`] (100 ms by default), and everything at process
     /// exit and on SIGINT, SIGTERM, SIGSEGV and SIGABRT (installed on the first
     /// stream with a log; a signal ignored at that time stays ignored). The handler
     /// then gives the signal the disposition it had before: a handler the program
     /// installed earlier is called, the default action acts (the process ends).
+    ///
+    /// # Errors
+    /// EBADF for a file not open for writing; `InvalidInput` (EINVAL, as
+    /// POSIX for a file type that does not fit the log policy) for a LOOP log,
+    /// the default log policy, on a pipe or socket, which cannot be rewritten
+    /// from its start (an APPEND or UNTIL_FULL log can be); those of
+    /// [`create`](Trace::create).
     ///
     /// # References
     /// - [`posix_trace_create_withlog`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)
