@@ -218,6 +218,11 @@ impl Inner {
         self.core.lock()
     }
 
+    /// The core lock if it is free now (never waits, never reads the clock).
+    pub(crate) fn try_lock(&self) -> Option<CoreGuard<'_>> {
+        self.core.try_lock()
+    }
+
     /// Runs `f` with the core lock held (a test hook: an inversion test needs a
     /// low-priority thread that holds the lock when it is preempted).
     pub(crate) fn with_core_locked<R>(&self, f: impl FnOnce() -> R) -> R {

@@ -73,14 +73,18 @@ impl Aio {
         // A request done already: no signal mask, no clock read. Its
         // completion may wait in the ring unreaped (a read that completed
         // inline): reaped first. (Not in a forked child's copy of the
-        // context: the wait refuses it.)
+        // context: the wait refuses it.) Only if the lock is free: waiting for
+        // it before signals are blocked, a handler that ran meanwhile (the
+        // lock's wait reads the clock, and may sleep) went unseen, and the
+        // call slept on to its timeout; the masked wait below reaps too.
         if !self.inner.inherited() {
-            let mut core = self.inner.lock();
-            self.inner.poll_completions(&mut core);
-            let done = any_done(&core, ids);
-            self.inner.release(core);
-            if done {
-                return Ok(());
+            if let Some(mut core) = self.inner.try_lock() {
+                self.inner.poll_completions(&mut core);
+                let done = any_done(&core, ids);
+                self.inner.release(core);
+                if done {
+                    return Ok(());
+                }
             }
         }
         // Signals are blocked before anything else the wait does, and come
