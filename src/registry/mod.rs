@@ -533,27 +533,24 @@ mod tests {
                 [header(1 << 30, 1, 8, 1), live_slot(64)].concat(),
             ),
         ];
-        for (what, bytes) in cases {
+        // The scan of `bytes` as this (live, locked) process's registry file.
+        let scan_as_file = |bytes: &[u8]| {
             let _ = std::fs::remove_file(&path);
-            std::fs::write(&path, &bytes).unwrap();
+            std::fs::write(&path, bytes).unwrap();
             let f = std::fs::File::open(&path).unwrap();
             rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
             let s = scan("regbad", Some(pid));
             drop(f);
             let _ = std::fs::remove_file(&path);
-            let s = s.unwrap();
+            s.unwrap()
+        };
+        for (what, bytes) in cases {
+            let s = scan_as_file(&bytes);
             assert!(s.processes.is_empty(), "{what}: {s:?}");
             assert_eq!((s.incompatible, s.unreadable), (1, 0), "{what}");
         }
         // A high-water mark past the slot count is clamped to it.
-        let bytes = [header(64, 1, 8, u32::MAX), live_slot(64)].concat();
-        std::fs::write(&path, &bytes).unwrap();
-        let f = std::fs::File::open(&path).unwrap();
-        rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
-        let s = scan("regbad", Some(pid));
-        drop(f);
-        let _ = std::fs::remove_file(&path);
-        let s = s.unwrap();
+        let s = scan_as_file(&[header(64, 1, 8, u32::MAX), live_slot(64)].concat());
         assert_eq!(s.processes.len(), 1, "{s:?}");
         assert_eq!(s.processes[0].slots.len(), 1, "{s:?}");
         assert_eq!(s.processes[0].slots[0].payload, vec![0; 8]);
