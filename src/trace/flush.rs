@@ -442,20 +442,30 @@ mod tests {
         panic!("thread {tid} never blocked in {what}");
     }
 
+    /// An UNTIL_FULL stream whose APPEND log (a LOOP log cannot be a pipe) is
+    /// a pipe of 4 KiB nobody reads yet, flushed only when asked, with `tweak`
+    /// applied to its attributes; the pipe's read end.
+    fn logged_to_a_pipe(tweak: impl FnOnce(&mut TraceAttr)) -> (Trace, rustix::fd::OwnedFd) {
+        let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+        rustix::pipe::fcntl_setpipe_size(&wr, 4096).unwrap();
+        let mut a = TraceAttr::new();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        a.set_log_full_policy(LogFullPolicy::Append);
+        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+        tweak(&mut a);
+        (
+            Trace::create_with_log(&a, std::fs::File::from(wr)).unwrap(),
+            rd,
+        )
+    }
+
     /// Two flushes that overlap: the status reports FLUSHING until the last of
     /// them ends, not only until the first does.
     #[test]
     fn flushing_lasts_until_the_last_of_overlapping_flushes() {
         // A log on a pipe nobody reads yet: a flush blocks in its final write,
         // holding the log but no longer the reader lock.
-        let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
-        rustix::pipe::fcntl_setpipe_size(&wr, 4096).unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
-        // (A LOOP log, the default, cannot be a pipe.)
-        a.set_log_full_policy(LogFullPolicy::Append);
-        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
-        let t = Trace::create_with_log(&a, std::fs::File::from(wr)).unwrap();
+        let (t, rd) = logged_to_a_pipe(|_| {});
         let ev = trace::eventid_open("flush.overlap").unwrap();
         t.start().unwrap();
         for i in 0..8192u32 {
@@ -502,16 +512,10 @@ mod tests {
     /// read reports no event at once instead of waiting for the flush.
     #[test]
     fn trygetnext_does_not_wait_for_a_flush_in_progress() {
-        let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
-        rustix::pipe::fcntl_setpipe_size(&wr, 4096).unwrap();
-        let mut a = TraceAttr::new();
-        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
-        // (A LOOP log, the default, cannot be a pipe.)
-        a.set_log_full_policy(LogFullPolicy::Append);
-        a.set_flush_interval(Duration::from_secs(3600)).unwrap();
-        a.set_stream_size(16 << 20).unwrap();
-        a.set_max_data_size(4096).unwrap();
-        let t = Trace::create_with_log(&a, std::fs::File::from(wr)).unwrap();
+        let (t, rd) = logged_to_a_pipe(|a| {
+            a.set_stream_size(16 << 20).unwrap();
+            a.set_max_data_size(4096).unwrap();
+        });
         let ev = trace::eventid_open("flush.try_busy").unwrap();
         t.start().unwrap();
         // More than one write step of the flush (4 MiB): it writes while it
