@@ -4,7 +4,6 @@
 
 use std::fs::File;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -56,19 +55,7 @@ fn rtrace_denied(denied: &Path, args: &[&str]) -> std::process::Output {
     let mut cmd = Command::new(&exe.bin);
     cmd.args(args);
     if root {
-        // SAFETY: between fork and exec the child only makes async-signal-safe
-        // system calls.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setresgid(65534, 65534, 65534) != 0
-                    || libc::setresuid(65534, 65534, 65534) != 0
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            })
-        };
+        common::as_nobody(&mut cmd);
     }
     let out = common::output_when_free(&mut cmd);
     std::fs::set_permissions(denied, std::fs::Permissions::from_mode(0o755)).unwrap();

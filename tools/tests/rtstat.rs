@@ -286,7 +286,6 @@ fn a_thread_id_is_not_taken_for_a_pid() {
 /// skipped on standard error: processes do publish.
 #[test]
 fn skipped_registries_are_not_called_tracking_off() {
-    use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         println!("skip: needs root to run rtstat as another user");
@@ -295,18 +294,7 @@ fn skipped_registries_are_not_called_tracking_off() {
     let reg = IncompatibleRegistry::new();
     let exe = common::WorldExecutable::of(env!("CARGO_BIN_EXE_rtstat"));
     let mut cmd = Command::new(&exe.bin);
-    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setgroups(0, std::ptr::null()) != 0
-                || libc::setresgid(65534, 65534, 65534) != 0
-                || libc::setresuid(65534, 65534, 65534) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        })
-    };
+    common::as_nobody(&mut cmd);
     let o = common::output_when_free(&mut cmd);
     drop(reg);
     assert!(o.status.success(), "{o:?}");

@@ -149,3 +149,22 @@ impl Drop for IncompatibleRegistry {
 /// exits 0), for tests of `--watch` that want a short listing. (`-p` of a process
 /// without marks, such as pid 1, is an error.)
 pub const NO_MATCH: &str = "/no/such/program";
+
+/// Makes `cmd` run as nobody (uid and gid 65534, no supplementary groups): the
+/// tools' view of files and registries of another user. The caller is root.
+pub fn as_nobody(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the child only makes async-signal-safe
+    // system calls.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(65534, 65534, 65534) != 0
+                || libc::setresuid(65534, 65534, 65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+}
