@@ -675,12 +675,7 @@ both!(reqprio_and_offsets_checked, invalid_args);
 fn priority_order(b: Backend) {
     // One engine slot: a blocked datagram write holds it; the queued requests must
     // then be issued lowest reqprio first, FIFO within a level.
-    let aio = Aio::builder()
-        .backend(b)
-        .entries(1)
-        .workers(1)
-        .build()
-        .unwrap();
+    let aio = common::one_slot(b);
     let s = scratch(false, &pattern(4096));
     let fd = s.file.as_raw_fd();
     // The order requests complete in is read from the trace (aio_submit and
@@ -738,12 +733,7 @@ fn thread_priority_counts(b: Backend) {
     // 0, 1: each gets its issue rank (the order of notification callbacks,
     // which run on a pool of threads, would not tell it).
     let _g = SCHED.lock().unwrap_or_else(|p| p.into_inner());
-    let aio = Aio::builder()
-        .backend(b)
-        .entries(1)
-        .workers(1)
-        .build()
-        .unwrap();
+    let aio = common::one_slot(b);
     let (rd, wr) = pipe();
     rustix::io::write(&wr, &[0u8, 1]).unwrap();
     let rd = Arc::new(rd);

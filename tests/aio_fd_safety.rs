@@ -100,12 +100,7 @@ both!(
 fn queued_read_after_close(b: Backend) {
     // Reads held back (one ring entry / one worker busy) start after the call
     // returned: they must read the original file, not the one reusing its number.
-    let aio = Aio::builder()
-        .backend(b)
-        .entries(1)
-        .workers(1)
-        .build()
-        .unwrap();
+    let aio = common::one_slot(b);
     let hold = common::blocker(&aio);
     let orig = rustix::fs::memfd_create("orig", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
     rustix::io::write(&orig, b"original").unwrap();

@@ -58,12 +58,7 @@ fn counter_pipe(n: u8) -> (Arc<OwnedFd>, OwnedFd) {
 
 fn ordering(b: Backend) {
     let _g = serial();
-    let aio = Aio::builder()
-        .backend(b)
-        .entries(1)
-        .workers(1)
-        .build()
-        .unwrap();
+    let aio = common::one_slot(b);
     let hold = blocker(&aio);
     let (rd, _wr) = counter_pipe(16);
     let mut reqs: Vec<(&str, Request<Vec<u8>>)> = Vec::new();

@@ -66,12 +66,7 @@ both!(
 /// to the kernel from the queue, where the terminal's poll was armed: it
 /// waited for a line.)
 fn terminal_queued(b: Backend) {
-    let aio = Aio::builder()
-        .backend(b)
-        .entries(1)
-        .workers(1)
-        .build()
-        .unwrap();
+    let aio = common::one_slot(b);
     let (_master, slave) = pty();
     let blocker = common::blocker(&aio);
     let r = aio.read(&slave, 0, Vec::<u8>::new()).unwrap();

@@ -66,6 +66,17 @@ pub fn ctx(b: Backend) -> Aio {
     Aio::builder().backend(b).build().expect("AIO context")
 }
 
+/// A context of `b` with one engine slot (one ring entry, or one worker):
+/// a request held there (see [`blocker`]) makes the next ones queue.
+pub fn one_slot(b: Backend) -> Aio {
+    Aio::builder()
+        .backend(b)
+        .entries(1)
+        .workers(1)
+        .build()
+        .expect("AIO context")
+}
+
 /// An io_uring context that may use up to `n` rings.
 pub fn uring(n: usize) -> Aio {
     Aio::builder()
