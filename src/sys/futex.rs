@@ -90,23 +90,77 @@ pub(crate) fn lock_pi(word: &AtomicU32, deadline: Option<Instant>) -> Result<(),
 }
 
 /// Blocks in [`lock_pi`] (no deadline) until the kernel hands the caller the PI
-/// futex `word`, retrying on EINTR/EAGAIN. An error the kernel should not give
-/// for a private lock the caller does not hold (ENOMEM; ESRCH or EINVAL if the
-/// word names a thread that is gone) falls back to polling with `try_take`, the
-/// lock's own user-space take (a CAS from 0 to the caller's tid), and a yield.
-pub(crate) fn lock_pi_blocking(word: &AtomicU32, try_take: impl Fn() -> bool) {
+/// futex `word`. Per errno of `FUTEX_LOCK_PI`:
+///
+/// - EINTR: a handler ran (the kernel normally restarts the call): retry;
+/// - EDEADLK (the caller owns the word already, or waiting would close a cycle
+///   of PI futexes), ESRCH (the word names a thread that does not exist: an
+///   owner that exited holding the lock, as these words are not robust), EPERM
+///   (it names a kernel thread), EINVAL (the word and the kernel's state
+///   disagree), EFAULT: final, the lock can never be had; returned (retrying
+///   only burned the CPU, a real-time caller's forever);
+/// - EAGAIN (the owner is exiting, or the word changed under the kernel): the
+///   kernel asks for a retry; a few are immediate, then as below;
+/// - ENOMEM (no memory for the kernel's PI state), ENOSYS (a kernel or sandbox
+///   without PI futexes) and any other errno: `try_take` (the lock's own
+///   user-space take, a CAS from 0 to the caller's tid), then a real sleep that
+///   grows to [`MAX_BACKOFF`] ([`backoff`]), so a waiter of any priority lets the
+///   owner run; then `FUTEX_LOCK_PI` again.
+pub(crate) fn lock_pi_blocking(word: &AtomicU32, try_take: impl Fn() -> bool) -> Result<(), i32> {
+    let mut tries = 0u32;
     loop {
         match lock_pi(word, None) {
-            Ok(()) => return,
-            Err(libc::EINTR) | Err(libc::EAGAIN) => {}
-            Err(_) => {
+            Ok(()) => return Ok(()),
+            Err(libc::EINTR) => {}
+            Err(e @ (libc::EDEADLK | libc::ESRCH | libc::EPERM | libc::EINVAL | libc::EFAULT)) => {
+                return Err(e)
+            }
+            Err(e) => {
                 if try_take() {
-                    return;
+                    return Ok(());
                 }
-                std::thread::yield_now();
+                if let Some(d) = backoff(e, tries) {
+                    super::clock::sleep_nocancel(d);
+                }
+                tries = tries.saturating_add(1);
             }
         }
     }
+}
+
+/// How many EAGAINs in a row [`lock_pi_blocking`] retries without sleeping.
+const EAGAIN_NOW: u32 = 8;
+/// The longest sleep between two tries of [`lock_pi_blocking`].
+pub(crate) const MAX_BACKOFF: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// The sleep before the next try after `tries` failed ones ending with errno
+/// `e`: none for the first [`EAGAIN_NOW`] EAGAINs (a retry the kernel asked
+/// for), else 1 µs doubling up to [`MAX_BACKOFF`].
+fn backoff(e: i32, tries: u32) -> Option<std::time::Duration> {
+    if e == libc::EAGAIN && tries < EAGAIN_NOW {
+        return None;
+    }
+    let us = 1u64 << tries.min(10);
+    Some(std::time::Duration::from_micros(us).min(MAX_BACKOFF))
+}
+
+/// A `FUTEX_LOCK_PI` refusal that [`lock_pi_blocking`] returned, for a
+/// `lock_api` `lock`, which cannot return it: a panic that names it (as the
+/// crate's mutexes refuse a relock by their owner).
+#[cold]
+#[inline(never)]
+pub(crate) fn lock_refused(lock: &'static str, e: i32) -> ! {
+    let why = match e {
+        libc::EDEADLK => {
+            "the calling thread holds this lock already, or waiting would close a cycle of locks"
+        }
+        libc::ESRCH => "its owner exited without unlocking it",
+        _ => "the lock word is corrupted",
+    };
+    panic!(
+        "posixrt {lock}: FUTEX_LOCK_PI refused with {}: {why}",
+        crate::error::errno_name(e)
+    )
 }
 
 /// `FUTEX_TRYLOCK_PI`: take the PI futex if free (or left by a dead owner).
@@ -229,5 +283,134 @@ pub(crate) fn cmp_requeue_pi(
             .unwrap_or(libc::EIO))
     } else {
         Ok(r as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    /// How many takes a refused lock may try before the test calls it a
+    /// spin (the fixed code tries none: the refusal is final).
+    const SPIN: u32 = 1000;
+
+    /// A word the calling thread already owns: FUTEX_LOCK_PI refuses it
+    /// (EDEADLK) for good, so waiting on it cannot end.
+    #[test]
+    fn a_word_the_caller_owns_is_refused_not_spun_on() {
+        let word = AtomicU32::new(super::super::tid::current());
+        let takes = Cell::new(0u32);
+        let r = lock_pi_blocking(&word, || {
+            takes.set(takes.get() + 1);
+            takes.get() >= SPIN
+        });
+        assert!(takes.get() < SPIN, "polled {} times", takes.get());
+        assert_eq!(r, Err(libc::EDEADLK));
+        assert_eq!(word.load(Ordering::Relaxed), super::super::tid::current());
+    }
+
+    /// A word left with the tid of a thread that exited (a stale owner):
+    /// FUTEX_LOCK_PI finds no such thread (ESRCH) for good.
+    #[test]
+    fn a_word_owned_by_an_exited_thread_is_refused_not_spun_on() {
+        let dead = std::thread::spawn(super::super::tid::current)
+            .join()
+            .unwrap();
+        let word = AtomicU32::new(dead);
+        let takes = Cell::new(0u32);
+        let r = lock_pi_blocking(&word, || {
+            takes.set(takes.get() + 1);
+            takes.get() >= SPIN
+        });
+        assert!(takes.get() < SPIN, "polled {} times", takes.get());
+        assert_eq!(r, Err(libc::ESRCH));
+        // (The kernel may have set FUTEX_WAITERS before it looked the tid up.)
+        let left = word.load(Ordering::Relaxed) & TID_MASK;
+        assert_eq!(left, dead, "the stale owner stays");
+    }
+
+    /// Between two tries after an error that may pass, a waiter sleeps (a
+    /// real-time one would otherwise keep a lower-priority owner off its CPU),
+    /// at least 1 µs and at most [`MAX_BACKOFF`]; only the first EAGAINs, which
+    /// the kernel asks to retry, are retried at once.
+    #[test]
+    fn a_passing_error_backs_off_with_a_real_sleep() {
+        for e in [libc::ENOMEM, libc::ENOSYS, libc::EBUSY] {
+            for tries in [0, 1, 5, 9, 10, 11, 100, u32::MAX] {
+                let d = backoff(e, tries).expect("a sleep");
+                assert!(
+                    d >= std::time::Duration::from_micros(1),
+                    "{e} {tries}: {d:?}"
+                );
+                assert!(d <= MAX_BACKOFF, "{e} {tries}: {d:?}");
+            }
+            assert_eq!(backoff(e, 100), Some(MAX_BACKOFF));
+        }
+        let immediate = (0..100).filter(|&t| backoff(libc::EAGAIN, t).is_none());
+        assert_eq!(immediate.count() as u32, EAGAIN_NOW);
+        assert_eq!(backoff(libc::EAGAIN, 100), Some(MAX_BACKOFF));
+    }
+
+    /// A lock the kernel cannot give for now (ENOMEM; ENOSYS, no PI futexes,
+    /// takes the same path, but would also change the process's LOCK_PI2
+    /// probe) is still had once its holder lets go, by the user-space take.
+    #[test]
+    fn a_lock_the_kernel_cannot_give_is_taken_when_released() {
+        // No such thread: were the filter to miss, the kernel would answer
+        // ESRCH and the test fail, not hang.
+        let word = AtomicU32::new(TID_MASK);
+        std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                fail_lock_pi_with(libc::ENOMEM);
+                let me = super::super::tid::current();
+                let takes = Cell::new(0u32);
+                let r = lock_pi_blocking(&word, || {
+                    takes.set(takes.get() + 1);
+                    if takes.get() == 3 {
+                        // The holder lets go while the waiter polls.
+                        word.store(0, Ordering::Release);
+                    }
+                    word.compare_exchange(0, me, Ordering::Acquire, Ordering::Relaxed)
+                        .is_ok()
+                });
+                (r, takes.get(), me)
+            });
+            let (r, takes, me) = waiter.join().unwrap();
+            assert_eq!(r, Ok(()));
+            assert_eq!(takes, 3);
+            assert_eq!(word.load(Ordering::Relaxed), me);
+        });
+    }
+
+    /// Makes FUTEX_LOCK_PI and FUTEX_LOCK_PI2 (private) fail with `errno` in
+    /// the calling thread (a seccomp filter, no TSYNC: other threads are not
+    /// filtered).
+    fn fail_lock_pi_with(errno: i32) {
+        const LD_W_ABS: u16 = 0x20;
+        const JEQ_K: u16 = 0x15;
+        const RET_K: u16 = 0x06;
+        let op = |code, jt, jf, k| libc::sock_filter { code, jt, jf, k };
+        let (lock_pi, lock_pi2) = (6 | 128, 13 | 128);
+        let mut filter = [
+            op(LD_W_ABS, 0, 0, 0),
+            op(JEQ_K, 0, 4, libc::SYS_futex as u32),
+            op(LD_W_ABS, 0, 0, 24),
+            op(JEQ_K, 1, 0, lock_pi),
+            op(JEQ_K, 0, 1, lock_pi2),
+            op(RET_K, 0, 0, libc::SECCOMP_RET_ERRNO | errno as u32),
+            op(RET_K, 0, 0, libc::SECCOMP_RET_ALLOW),
+        ];
+        let prog = libc::sock_fprog {
+            len: filter.len() as u16,
+            filter: filter.as_mut_ptr(),
+        };
+        // SAFETY: prctl and seccomp with a valid program that outlives the
+        // calls; no TSYNC, so only this thread is filtered.
+        let r = unsafe {
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+            libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog)
+        };
+        assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
     }
 }

@@ -4,7 +4,9 @@
 //! registry; rwlocks: the lists of waiting real-time writers; mark: the registry
 //! handle). It is a bare PI futex, so a real-time thread that blocks on it lends its priority to the
 //! holder (no unbounded inversion behind a preempted low-priority holder), and it
-//! is not itself tracked (no recursion into tracking).
+//! is not itself tracked (no recursion into tracking). A lock the kernel refuses
+//! for good (a relock by the holder, or a holder that exited holding it) panics
+//! naming the errno ([`futex::lock_refused`]) rather than waiting forever.
 //!
 //! # References
 //! - [`futex(2)`, FUTEX_LOCK_PI](https://man7.org/linux/man-pages/man2/futex.2.html)
@@ -25,7 +27,9 @@ pub(crate) type PiLocked<T> = lock_api::Mutex<RawPiLock, T>;
 impl RawPiLock {
     #[cold]
     fn lock_slow(&self, tid: u32) {
-        futex::lock_pi_blocking(&self.word, || self.try_fast(tid));
+        if let Err(e) = futex::lock_pi_blocking(&self.word, || self.try_fast(tid)) {
+            futex::lock_refused("internal lock", e);
+        }
     }
 
     #[inline]
@@ -77,5 +81,37 @@ unsafe impl lock_api::RawMutex for RawPiLock {
 
     fn is_locked(&self) -> bool {
         self.word.load(Ordering::Relaxed) != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A relock by the holder would wait for itself forever: the kernel
+    /// refuses it (EDEADLK), and `lock` panics saying so instead of spinning.
+    #[test]
+    fn a_relock_by_the_holder_panics_with_edeadlk() {
+        const PREFIX: &str = "posixrt internal lock: FUTEX_LOCK_PI refused with EDEADLK";
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let p = info.payload();
+            let msg = p.downcast_ref::<String>().map(String::as_str);
+            if !msg.is_some_and(|m| m.starts_with(PREFIX)) {
+                previous(info);
+            }
+        }));
+        let lock = PiLocked::new(0u32);
+        let held = lock.lock();
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| *lock.lock()));
+        let msg = r.expect_err("a relock returned");
+        let msg = msg
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or("");
+        assert!(msg.starts_with(PREFIX), "{msg}");
+        drop(held);
+        assert!(!lock.is_locked(), "the first guard still unlocks");
+        assert_eq!(*lock.lock(), 0);
     }
 }

@@ -192,9 +192,12 @@ impl RawRtLock {
     }
 
     /// A real-time waiter: `FUTEX_LOCK_PI`, which boosts the owner and returns
-    /// with the lock ours (the kernel writes our tid into the word).
+    /// with the lock ours (the kernel writes our tid into the word), or panics
+    /// if the kernel refuses it for good (EDEADLK: a relock by the holder).
     fn lock_pi(&self, tid: u32) {
-        futex::lock_pi_blocking(&self.word, || self.try_fast(tid));
+        if let Err(e) = futex::lock_pi_blocking(&self.word, || self.try_fast(tid)) {
+            futex::lock_refused("AIO core lock", e);
+        }
     }
 
     /// Any other waiter: sleep on `sleep`, retry the CAS when woken (see
