@@ -8,15 +8,15 @@
 
 use std::sync::atomic::{
     AtomicBool, AtomicPtr, AtomicU64,
-    Ordering::{AcqRel, Acquire, Relaxed},
+    Ordering::{AcqRel, Acquire, Relaxed, Release},
 };
 use std::time::Duration;
 
 use rustix::time::{clock_getres, clock_gettime, ClockId};
 
-static USE_TSC: AtomicBool = AtomicBool::new(false);
-
 struct Calib {
+    /// Whether ticks are the TSC (else CLOCK_MONOTONIC nanoseconds).
+    tsc: bool,
     t0: u64,
     m0: u64,
     /// nanoseconds per tick, as a 32.32 fixed-point number.
@@ -25,23 +25,97 @@ struct Calib {
     refined: AtomicU64,
 }
 
-/// The calibration, published once (a leaked box, never changed or freed).
-/// Not a `OnceLock`: a fork while another thread was calibrating (2 ms) left
-/// its `Once` running for good in the child, whose first trace call then waited
-/// forever (`capi/tests/c/trace_fork_first_use.c`). Threads that arrive at once
-/// each calibrate; the first to publish wins.
-static CAL: AtomicPtr<Calib> = AtomicPtr::new(std::ptr::null_mut());
+/// The clock's state: one per process ([`CLOCK`]; a test makes its own).
+struct Clock {
+    /// Whether [`ticks`] reads the TSC. Set true only after `cal` is published
+    /// (Release), and read with Acquire: whoever sees it true, or holds a tick
+    /// stamped after seeing it, sees the calibration that converts the tick.
+    use_tsc: AtomicBool,
+    /// The calibration, published once (a leaked box, never changed or
+    /// freed). Not a `OnceLock`: a fork while another thread was calibrating
+    /// (2 ms) left its `Once` running for good in the child, whose first trace
+    /// call then waited forever (`capi/tests/c/trace_fork_first_use.c`).
+    /// Threads that arrive at once each calibrate; the first to publish wins.
+    cal: AtomicPtr<Calib>,
+}
 
-fn cal() -> Option<&'static Calib> {
-    let p = CAL.load(Acquire);
-    // SAFETY: non-null only once `init` published a leaked `Box`, which is
-    // never changed or freed after.
-    unsafe { p.as_ref() }
+static CLOCK: Clock = Clock::new();
+
+impl Clock {
+    const fn new() -> Clock {
+        Clock {
+            use_tsc: AtomicBool::new(false),
+            cal: AtomicPtr::new(std::ptr::null_mut()),
+        }
+    }
+
+    fn cal(&self) -> Option<&'static Calib> {
+        let p = self.cal.load(Acquire);
+        // SAFETY: non-null only once `init_with` published a leaked `Box`,
+        // which is never changed or freed after.
+        unsafe { p.as_ref() }
+    }
+
+    /// Calibrates once (`calibrate`, about 2 ms of spinning on first use, if
+    /// `invariant` says the TSC can be used); on return the clock is ready,
+    /// whichever thread's calibration won.
+    fn init_with(&self, invariant: impl FnOnce() -> bool, calibrate: impl FnOnce(bool) -> Calib) {
+        let c = match self.cal() {
+            Some(c) => c,
+            None => self.publish(Box::new(calibrate(invariant()))),
+        };
+        // The TSC is used only now that the calibration it needs is published
+        // (a thread that lost the race, or came after, stores it too: none
+        // returns before it is set).
+        if c.tsc && !self.use_tsc.load(Relaxed) {
+            self.use_tsc.store(true, Release);
+        }
+    }
+
+    /// Publishes `c` unless another thread published first; the calibration
+    /// in force.
+    fn publish(&self, c: Box<Calib>) -> &'static Calib {
+        let c = Box::into_raw(c);
+        match self
+            .cal
+            .compare_exchange(std::ptr::null_mut(), c, AcqRel, Acquire)
+        {
+            // SAFETY: `c` is now published: leaked, never changed or freed.
+            Ok(_) => unsafe { &*c },
+            Err(won) => {
+                free_unpublished(c);
+                // SAFETY: `won` is the published calibration (non-null, as
+                // the compare-exchange failed), never changed or freed.
+                unsafe { &*won }
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn ticks(&self) -> u64 {
+        if self.use_tsc.load(Acquire) {
+            rdtsc()
+        } else {
+            mono_ns()
+        }
+    }
+
+    fn to_ns(&self, t: u64) -> u64 {
+        if !self.use_tsc.load(Acquire) {
+            return t;
+        }
+        // Always there once `use_tsc` is seen true (see `init_with`).
+        let Some(c) = self.cal() else { return t };
+        refine(c);
+        let mult = c.mult.load(Relaxed) as i128;
+        let d = t.wrapping_sub(c.t0) as i64 as i128;
+        (c.m0 as i128 + ((d * mult) >> 32)).max(0) as u64
+    }
 }
 
 /// Frees a calibration that lost the race to be published.
 fn free_unpublished(c: *mut Calib) {
-    // SAFETY: `c` came from `Box::into_raw` in `init`, and the failed
+    // SAFETY: `c` came from `Box::into_raw` in `publish`, and the failed
     // compare-exchange left it unpublished: nobody else has it.
     drop(unsafe { Box::from_raw(c) });
 }
@@ -112,23 +186,13 @@ fn tsc_invariant() -> bool {
 
 /// Calibrates once (about 2 ms of spinning on first use).
 pub(crate) fn init() {
-    if cal().is_some() {
-        return;
-    }
-    let c = Box::into_raw(Box::new(calibrate()));
-    if CAL
-        .compare_exchange(std::ptr::null_mut(), c, AcqRel, Acquire)
-        .is_err()
-    {
-        free_unpublished(c);
-    }
+    CLOCK.init_with(tsc_invariant, calibrate);
 }
 
-fn calibrate() -> Calib {
-    let tsc = tsc_invariant();
-    USE_TSC.store(tsc, Relaxed);
+fn calibrate(tsc: bool) -> Calib {
     if !tsc {
         return Calib {
+            tsc,
             t0: 0,
             m0: 0,
             mult: AtomicU64::new(1 << 32),
@@ -145,6 +209,7 @@ fn calibrate() -> Calib {
         }
     }
     Calib {
+        tsc,
         t0,
         m0,
         mult: AtomicU64::new(slope(t0, m0, t1, m1)),
@@ -179,23 +244,12 @@ fn slope(t0: u64, m0: u64, t1: u64, m1: u64) -> u64 {
 /// The raw clock value stored in records.
 #[inline(always)]
 pub(crate) fn ticks() -> u64 {
-    if USE_TSC.load(Relaxed) {
-        rdtsc()
-    } else {
-        mono_ns()
-    }
+    CLOCK.ticks()
 }
 
 /// Converts ticks to nanoseconds of CLOCK_MONOTONIC.
 pub(crate) fn to_ns(t: u64) -> u64 {
-    let Some(c) = cal() else { return t };
-    if !USE_TSC.load(Relaxed) {
-        return t;
-    }
-    refine(c);
-    let mult = c.mult.load(Relaxed) as i128;
-    let d = t.wrapping_sub(c.t0) as i64 as i128;
-    (c.m0 as i128 + ((d * mult) >> 32)).max(0) as u64
+    CLOCK.to_ns(t)
 }
 
 fn refine(c: &Calib) {
@@ -215,8 +269,8 @@ fn refine(c: &Calib) {
 /// The real resolution of the clock records are stamped with.
 pub(crate) fn resolution() -> Duration {
     init();
-    if USE_TSC.load(Relaxed) {
-        let c = cal().map(|c| c.mult.load(Relaxed)).unwrap_or(1 << 32);
+    if CLOCK.use_tsc.load(Acquire) {
+        let c = CLOCK.cal().map(|c| c.mult.load(Relaxed)).unwrap_or(1 << 32);
         // ns per tick, rounded up to the nanosecond a timespec can carry.
         Duration::from_nanos(c.div_ceil(1 << 32).max(1))
     } else {
@@ -228,5 +282,88 @@ pub(crate) fn resolution() -> Duration {
 /// Whether records are stamped with the TSC (else CLOCK_MONOTONIC).
 pub(crate) fn uses_tsc() -> bool {
     init();
-    USE_TSC.load(Relaxed)
+    CLOCK.use_tsc.load(Acquire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// While the calibration runs (and until it is published) the TSC is not
+    /// in use: a tick taken then is CLOCK_MONOTONIC, which `to_ns` returns
+    /// as it is, as it must.
+    #[test]
+    fn the_tsc_is_not_in_use_while_it_is_calibrated() {
+        let clock: &'static Clock = Box::leak(Box::new(Clock::new()));
+        let during = std::cell::Cell::new(None);
+        clock.init_with(
+            || true,
+            |tsc| {
+                let c = calibrate(tsc);
+                during.set(Some((clock.use_tsc.load(Acquire), clock.cal().is_some())));
+                c
+            },
+        );
+        assert_eq!(
+            during.get(),
+            Some((false, false)),
+            "(TSC in use, calibration published)"
+        );
+        assert!(
+            clock.use_tsc.load(Acquire),
+            "the init leaves the TSC in use"
+        );
+        assert!(clock.cal().is_some_and(|c| c.tsc));
+    }
+
+    /// A reader that sees the TSC in use while another thread calibrates
+    /// finds the calibration published, and converts a tick to about now
+    /// (not the raw TSC taken for nanoseconds).
+    #[test]
+    fn the_tsc_is_used_only_once_its_calibration_is_published() {
+        let clock: &'static Clock = Box::leak(Box::new(Clock::new()));
+        let (started, done) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let invariant = || {
+                    started.store(true, Release);
+                    true
+                };
+                clock.init_with(invariant, calibrate);
+                done.store(true, Release);
+            });
+            while !started.load(Acquire) {
+                std::hint::spin_loop();
+            }
+            // The first moment the TSC is in use (or the end of the init).
+            while !clock.use_tsc.load(Acquire) && !done.load(Acquire) {
+                std::hint::spin_loop();
+            }
+            assert!(
+                clock.use_tsc.load(Acquire),
+                "the init leaves the TSC in use"
+            );
+            assert!(
+                clock.cal().is_some(),
+                "the TSC in use before its calibration"
+            );
+            let ns = clock.to_ns(clock.ticks());
+            let now = mono_ns();
+            assert!(ns.abs_diff(now) < 1_000_000_000, "{ns} ns at {now}");
+        });
+    }
+
+    /// Without an invariant TSC, ticks are CLOCK_MONOTONIC nanoseconds, both
+    /// ways.
+    #[test]
+    fn without_the_tsc_ticks_are_monotonic_nanoseconds() {
+        let clock: &'static Clock = Box::leak(Box::new(Clock::new()));
+        clock.init_with(|| false, calibrate);
+        assert!(!clock.use_tsc.load(Acquire));
+        assert!(clock.cal().is_some_and(|c| !c.tsc));
+        let before = mono_ns();
+        let t = clock.ticks();
+        assert!(t >= before && t <= mono_ns());
+        assert_eq!(clock.to_ns(t), t);
+    }
 }
