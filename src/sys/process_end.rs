@@ -9,8 +9,11 @@
 //! fault (SIGSEGV raised by the CPU) re-executes the faulting instruction, any
 //! other signal is raised again, pending until the handler returns. A signal that
 //! was ignored when the hook was installed stays ignored (the hook is not installed
-//! for it). A chained handler runs with its own `sa_mask` blocked (ours takes
-//! it over). The handler gives the interrupted code its `errno` back on the way
+//! for it). A chained handler runs as the kernel would have run it: with its
+//! own `sa_mask` blocked (ours takes it over), with its signal unblocked if it
+//! has SA_NODEFER (and its mask does not name the signal; the hook itself
+//! always runs with it blocked), and the calls it interrupts restarted only if
+//! it has SA_RESTART (ours takes that flag over). The handler gives the interrupted code its `errno` back on the way
 //! out (the hook, a chained handler, `sigaction` and `raise` may all set it).
 //!
 //! # References
@@ -86,13 +89,17 @@ fn install(i: usize, sig: i32) {
     // SAFETY: a zeroed sigaction is valid; we fill the handler, flags and mask.
     let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
     act.sa_sigaction = handler as *const () as usize;
-    act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+    act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
     // A handler installed before us runs inside ours: block what its own
     // `sa_mask` asked the kernel to block while it runs (it may rely on those
-    // signals not interrupting it). The default action needs no mask.
+    // signals not interrupting it), and restart the call the signal interrupts
+    // only if it asked for that (a program may rely on EINTR to leave a
+    // blocking call when its handler ran). The default action needs no mask.
     if old.sa_sigaction != libc::SIG_DFL {
         act.sa_mask = old.sa_mask;
+        act.sa_flags |= old.sa_flags & libc::SA_RESTART;
     } else {
+        act.sa_flags |= libc::SA_RESTART;
         // SAFETY: `act.sa_mask` is a valid sigset to empty.
         unsafe { libc::sigemptyset(&mut act.sa_mask) };
     }
@@ -138,16 +145,13 @@ fn handle(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
         if prev.sa_flags & libc::SA_RESETHAND != 0 {
             reset_to_default(sig);
         }
-        if prev.sa_flags & libc::SA_SIGINFO != 0 {
-            type Action = extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
-            // SAFETY: with SA_SIGINFO the handler has the three-argument signature.
-            let f: Action = unsafe { std::mem::transmute::<usize, Action>(prev.sa_sigaction) };
-            f(sig, info, ctx);
-        } else {
-            // SAFETY: without SA_SIGINFO the handler takes the signal number.
-            let f: extern "C" fn(i32) =
-                unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(prev.sa_sigaction) };
-            f(sig);
+        let nodefer = unblocks_own_signal(&prev, sig);
+        if nodefer {
+            set_blocked(sig, false);
+        }
+        call_chained(&prev, sig, info, ctx);
+        if nodefer {
+            set_blocked(sig, true);
         }
         return;
     }
@@ -167,6 +171,53 @@ fn handle(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // runs and acts once it returns.
     // SAFETY: `raise` is async-signal-safe.
     unsafe { libc::raise(sig) };
+}
+
+/// Calls the handler of `prev` (a function, not SIG_DFL or SIG_IGN) with the
+/// signature its SA_SIGINFO flag says.
+fn call_chained(
+    prev: &libc::sigaction,
+    sig: i32,
+    info: *mut libc::siginfo_t,
+    ctx: *mut libc::c_void,
+) {
+    if prev.sa_flags & libc::SA_SIGINFO != 0 {
+        type Action = extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
+        // SAFETY: with SA_SIGINFO the handler has the three-argument signature.
+        let f: Action = unsafe { std::mem::transmute::<usize, Action>(prev.sa_sigaction) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: without SA_SIGINFO the handler takes the signal number.
+        let f: extern "C" fn(i32) =
+            unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(prev.sa_sigaction) };
+        f(sig);
+    }
+}
+
+/// Whether the kernel would have run the handler of `prev` with `sig`
+/// unblocked: SA_NODEFER, and `sig` not in its `sa_mask` (sigaction(2)).
+fn unblocks_own_signal(prev: &libc::sigaction, sig: i32) -> bool {
+    // SAFETY: `sa_mask` is an initialised set (from `sigaction`); `sigismember`
+    // only reads it and is async-signal-safe.
+    prev.sa_flags & libc::SA_NODEFER != 0 && unsafe { libc::sigismember(&prev.sa_mask, sig) } != 1
+}
+
+/// Blocks or unblocks `sig` in the calling thread, async-signal-safe (the
+/// mask the interrupted code had comes back with the handler's return anyway).
+fn set_blocked(sig: i32, blocked: bool) {
+    let how = if blocked {
+        libc::SIG_BLOCK
+    } else {
+        libc::SIG_UNBLOCK
+    };
+    let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
+    // SAFETY: builds a one-signal set on the stack; `pthread_sigmask` changes
+    // only the calling thread's mask and is async-signal-safe.
+    unsafe {
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), sig);
+        libc::pthread_sigmask(how, set.as_ptr(), std::ptr::null_mut());
+    }
 }
 
 /// `sigaction(sig, SIG_DFL)`, async-signal-safe.
@@ -243,11 +294,17 @@ mod tests {
     /// Installs `f` as the program's own handler of `sig`, with `mask`
     /// blocked while it runs.
     fn program_handler_for(sig: i32, f: extern "C" fn(i32), mask: &[i32]) {
+        program_handler_with(sig, f, mask, 0);
+    }
+
+    /// [`program_handler_for`] with `sa_flags`.
+    fn program_handler_with(sig: i32, f: extern "C" fn(i32), mask: &[i32], flags: i32) {
         // SAFETY: installs a plain handler in this test's own process; the
         // set is initialised by sigemptyset before sigaddset.
         let r = unsafe {
             let mut act: libc::sigaction = std::mem::zeroed();
             act.sa_sigaction = f as *const () as usize;
+            act.sa_flags = flags;
             libc::sigemptyset(&mut act.sa_mask);
             for &s in mask {
                 libc::sigaddset(&mut act.sa_mask, s);
@@ -322,5 +379,142 @@ mod tests {
         let seen = USR2_BLOCKED.load(SeqCst);
         println!("usr2 blocked: {seen}");
         assert_eq!(seen, 1, "SIGUSR2 blocked in the program's handler");
+    }
+
+    /// Per signal number: -1 the handler did not run, else 1 if the signal
+    /// itself was blocked while [`own_signal_reporting_handler`] ran.
+    static OWN_BLOCKED: [AtomicI32; 32] = [const { AtomicI32::new(-1) }; 32];
+
+    /// A program's handler that records whether its own signal is blocked.
+    extern "C" fn own_signal_reporting_handler(sig: i32) {
+        let mut m = MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: a null set only reads the mask into `m`, which has room.
+        let blocked = unsafe {
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), m.as_mut_ptr());
+            libc::sigismember(m.as_ptr(), sig) == 1
+        };
+        OWN_BLOCKED[sig as usize].store(i32::from(blocked), SeqCst);
+    }
+
+    /// Whether `sig` is blocked in the calling thread.
+    fn blocked_here(sig: i32) -> bool {
+        let mut m = MaybeUninit::<libc::sigset_t>::zeroed();
+        // SAFETY: as in `own_signal_reporting_handler`.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), m.as_mut_ptr());
+            libc::sigismember(m.as_ptr(), sig) == 1
+        }
+    }
+
+    /// A chained handler installed with SA_NODEFER runs with its own signal
+    /// unblocked (it may rely on a nested delivery, as a fault handler that
+    /// faults again does), unless its `sa_mask` names it; one without it runs
+    /// with the signal blocked. As the kernel would run them without the hook.
+    #[test]
+    fn a_chained_handler_gets_its_signal_blocked_as_its_sa_nodefer_says() {
+        let name =
+            "sys::process_end::tests::a_chained_handler_gets_its_signal_blocked_as_its_sa_nodefer_says";
+        if !in_own_process(name, "own signal blocked: [0, 1, 1]") {
+            return;
+        }
+        let f = own_signal_reporting_handler;
+        program_handler_with(libc::SIGTERM, f, &[], libc::SA_NODEFER);
+        program_handler_with(libc::SIGINT, f, &[libc::SIGINT], libc::SA_NODEFER);
+        program_handler_with(libc::SIGABRT, f, &[], 0);
+        on_fatal_signal(|| {});
+        let sigs = [libc::SIGTERM, libc::SIGINT, libc::SIGABRT];
+        for sig in sigs {
+            // SAFETY: `raise` delivers `sig` to this thread, whose handlers
+            // are the ones above (none ends the process).
+            unsafe { libc::raise(sig) };
+            assert!(!blocked_here(sig), "{sig} left blocked after the handler");
+        }
+        let seen = sigs.map(|s| OWN_BLOCKED[s as usize].load(SeqCst));
+        println!("own signal blocked: {seen:?}");
+        assert_eq!(
+            seen,
+            [0, 1, 1],
+            "SIGTERM (NODEFER), SIGINT (NODEFER, in its mask), SIGABRT"
+        );
+    }
+
+    /// Deliveries of each signal to [`counting_handler`].
+    static HANDLED: [AtomicI32; 32] = [const { AtomicI32::new(0) }; 32];
+
+    extern "C" fn counting_handler(sig: i32) {
+        HANDLED[sig as usize].fetch_add(1, SeqCst);
+    }
+
+    /// Blocks the calling thread in `read` on an empty pipe, has another
+    /// thread send it `sig` once it is in the call (as `/proc` shows), then,
+    /// once the handler ran, write a byte. `None` where `/proc` does not show
+    /// a thread's system call; else the `read`'s result and errno.
+    fn read_interrupted_by(sig: i32) -> Option<(isize, i32)> {
+        let me = caller_tid();
+        let path = format!("/proc/self/task/{me}/syscall");
+        std::fs::read_to_string(&path).ok()?;
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        let before = HANDLED[sig as usize].load(SeqCst);
+        // SAFETY: pthread_self has no precondition.
+        let target = unsafe { libc::pthread_self() } as usize;
+        let sender = std::thread::spawn(move || {
+            let in_read = || {
+                let s = std::fs::read_to_string(&path).unwrap_or_default();
+                s.split_whitespace().next() == Some(&libc::SYS_read.to_string())
+            };
+            let mut tries = 0;
+            while !in_read() {
+                tries += 1;
+                assert!(tries < 10_000, "the reader never blocked in read");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // SAFETY: `target` is the reader, alive until this thread is joined.
+            unsafe { libc::pthread_kill(target as libc::pthread_t, sig) };
+            while HANDLED[sig as usize].load(SeqCst) == before {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            // SAFETY: writes one byte from a live buffer to the pipe.
+            unsafe { libc::write(fds[1], [7u8].as_ptr().cast(), 1) };
+        });
+        let mut b = [0u8; 1];
+        // SAFETY: reads at most one byte into `b`.
+        let r = unsafe { libc::read(fds[0], b.as_mut_ptr().cast(), 1) };
+        // SAFETY: reads this thread's errno.
+        let e = unsafe { *libc::__errno_location() };
+        sender.join().unwrap();
+        // SAFETY: closes the two descriptors made above.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        Some((r, if r < 0 { e } else { 0 }))
+    }
+
+    /// A chained handler installed without SA_RESTART ends the blocking call
+    /// it interrupts with EINTR (a program that handles SIGINT by setting a
+    /// flag may rely on it to leave a blocking read), one with SA_RESTART has
+    /// the call restarted: as the kernel would without the hook in between.
+    #[test]
+    fn a_chained_handler_restarts_calls_as_its_sa_restart_says() {
+        let name =
+            "sys::process_end::tests::a_chained_handler_restarts_calls_as_its_sa_restart_says";
+        if !in_own_process(name, "reads: ") {
+            return;
+        }
+        program_handler_with(libc::SIGINT, counting_handler, &[], 0);
+        program_handler_with(libc::SIGTERM, counting_handler, &[], libc::SA_RESTART);
+        on_fatal_signal(|| {});
+        let (Some(int), Some(term)) = (
+            read_interrupted_by(libc::SIGINT),
+            read_interrupted_by(libc::SIGTERM),
+        ) else {
+            println!("reads: skipped, /proc does not show a thread's system call here");
+            return;
+        };
+        println!("reads: {int:?} {term:?}");
+        assert_eq!(int, (-1, libc::EINTR), "SIGINT, no SA_RESTART");
+        assert_eq!(term, (1, 0), "SIGTERM, SA_RESTART");
     }
 }
