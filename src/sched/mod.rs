@@ -83,6 +83,9 @@ pub mod sporadic;
 mod thread;
 mod tid;
 
+#[cfg(test)]
+mod cache_tests;
+
 pub use affinity::{
     current_cpu, process_affinity, set_process_affinity, set_thread_affinity, thread_affinity,
 };
