@@ -46,6 +46,22 @@
 //! On Linux, RT throttling (`/proc/sys/kernel/sched_rt_runtime_us`, 950000 of
 //! 1000000 by default) leaves 5 % of each second to non-RT tasks.
 //!
+//! # SCHED_RESET_ON_FORK and C callers
+//!
+//! A thread whose launcher gave it `SCHED_RESET_ON_FORK` (rtkit, `chrt -R`) keeps
+//! the flag through every policy change made here: Linux would clear it, or refuse
+//! the change (EPERM) to a thread without CAP_SYS_NICE. posixrt never adds the flag.
+//! While a thread has it, the kernel ORs it into the policy it reports, so C code
+//! in the process reads `SCHED_FIFO | SCHED_RESET_ON_FORK` from
+//! `sched_getscheduler`, and from `pthread_getschedparam` too (glibc passes on what
+//! it set or read), exactly as it did before posixrt's call: compare
+//! `policy & ~SCHED_RESET_ON_FORK` with `SCHED_FIFO`. posixrt's readers
+//! ([`get_scheduler`], [`thread_scheduling`], [`current_scheduling`],
+//! [`Policy::from_raw`]) mask it off. A thread created by one with the flag runs
+//! `SCHED_OTHER` (the kernel resets it), which `sched_getscheduler` and
+//! [`current_scheduling`] report; glibc's `pthread_getschedparam` in it may still
+//! report the creator's class, copied at `pthread_create`.
+//!
 //! # Privilege
 //!
 //! Real-time policies need `CAP_SYS_NICE` or an `RLIMIT_RTPRIO` at least as high as

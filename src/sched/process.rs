@@ -47,6 +47,9 @@ pub fn get_scheduler(pid: Option<Tid>) -> Result<Policy> {
 /// Sets policy and priority of `pid` (`sched_setscheduler`). A
 /// `SCHED_RESET_ON_FORK` flag the thread has is kept (Linux would clear it, or
 /// refuse to without privilege).
+/// C's `sched_getscheduler` then reports the policy with the flag ORed in, as
+/// before: see [`SCHED_RESET_ON_FORK` and C
+/// callers](super#sched_reset_on_fork-and-c-callers).
 ///
 /// A `Policy::Deadline` priority is `InvalidInput` (use
 /// [`deadline::set`](super::deadline::set)). EPERM comes with the hint naming

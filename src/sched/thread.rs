@@ -44,6 +44,9 @@ pub fn thread_scheduling(tid: Tid) -> Result<Priority> {
 
 /// Sets policy and priority of thread `tid` (`sched_setscheduler(tid, ...)`). A
 /// `SCHED_RESET_ON_FORK` flag the thread has is kept.
+/// C's `sched_getscheduler` then reports the policy with the flag ORed in, as
+/// before: see [`SCHED_RESET_ON_FORK` and C
+/// callers](super#sched_reset_on_fork-and-c-callers).
 ///
 /// For `SCHED_DEADLINE` use [`deadline::set`](super::deadline::set); passing a
 /// `Policy::Deadline` priority here is `InvalidInput`. EPERM carries the hint naming
@@ -93,6 +96,9 @@ pub fn current_scheduling() -> Result<Priority> {
 /// Sets policy and priority of the calling thread
 /// (`pthread_setschedparam(pthread_self(), ...)`). A `SCHED_RESET_ON_FORK` flag the
 /// thread has is kept.
+/// C's `sched_getscheduler` then reports the policy with the flag ORed in, as
+/// before: see [`SCHED_RESET_ON_FORK` and C
+/// callers](super#sched_reset_on_fork-and-c-callers).
 ///
 /// # References
 ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
@@ -347,6 +353,9 @@ pub(crate) fn class_changed(tid: i32, by_pthread: bool) {
 /// that flag now. Linux clears the flag on any policy change that does not pass it,
 /// and refuses the clearing (EPERM) to an unprivileged thread; the POSIX calls
 /// here know nothing of it, so they keep it, as `sched_setparam` does.
+/// The kernel reports the kept flag in the policy (`sched_getscheduler`, and
+/// glibc's `pthread_getschedparam` through it) as it did before the change; the
+/// module docs tell C callers to mask it, and posixrt's readers do.
 fn keep_reset_on_fork(tid: i32, policy: i32) -> i32 {
     match sys::getattr(tid) {
         Ok(a) if a.sched_flags & libc::SCHED_FLAG_RESET_ON_FORK as u64 != 0 => {

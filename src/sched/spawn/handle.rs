@@ -117,7 +117,11 @@ impl<T> JoinHandle<T> {
         self.while_running("sched_getattr", || th::thread_scheduling(self.tid))
     }
 
-    /// Sets policy and priority (`pthread_setschedparam`).
+    /// Sets policy and priority (`pthread_setschedparam`). A `SCHED_RESET_ON_FORK`
+    /// flag the thread has is kept, and C's `sched_getscheduler` and
+    /// `pthread_getschedparam` then report it in the policy, as before: see
+    /// [`SCHED_RESET_ON_FORK` and C
+    /// callers](crate::sched#sched_reset_on_fork-and-c-callers).
     ///
     /// # References
     ///  - [`pthread_setschedparam(3)`](https://man7.org/linux/man-pages/man3/pthread_setschedparam.3.html)
