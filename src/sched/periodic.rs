@@ -231,14 +231,55 @@ impl LatencyStats {
     /// `buckets` is capped at [`MAX_BUCKETS`](Self::MAX_BUCKETS), so any value
     /// (even `usize::MAX`) gives a histogram that fits in memory;
     /// [`histogram`](Self::histogram)`().len()` is the number allocated.
+    /// [`try_new`](Self::try_new) refuses a larger count instead.
+    ///
+    /// # Panics
+    ///
+    /// If the histogram (8 bytes a bucket, at most 8 MB) cannot be allocated,
+    /// which only a tight address-space limit (`RLIMIT_AS`) causes: the message
+    /// starts with `LatencyStats::new`. [`try_new`](Self::try_new) returns that
+    /// failure as an error. (Before, the process aborted.)
     pub fn new(buckets: usize) -> LatencyStats {
-        let mut histogram = vec![0u64; buckets.min(Self::MAX_BUCKETS)];
-        // A zeroed allocation may be untouched pages: touch them now, not in the loop.
-        for i in (0..histogram.len()).step_by(512) {
-            // SAFETY: `i` is in bounds; a volatile write keeps the touch.
-            unsafe { std::ptr::write_volatile(histogram.as_mut_ptr().add(i), 0) };
+        match Self::try_new(buckets.min(Self::MAX_BUCKETS)) {
+            Ok(s) => s,
+            Err(e) => panic!("LatencyStats::new: {e} (LatencyStats::try_new returns this error)"),
         }
-        LatencyStats {
+    }
+
+    /// [`new`](Self::new) that reports what it cannot do: more than
+    /// [`MAX_BUCKETS`](Self::MAX_BUCKETS) buckets is `InvalidInput` (nothing is
+    /// allocated), a histogram that cannot be allocated is `OutOfResources`.
+    pub fn try_new(buckets: usize) -> Result<LatencyStats> {
+        if buckets > Self::MAX_BUCKETS {
+            return Err(Error::invalid(
+                "LatencyStats::try_new",
+                format!(
+                    "{buckets} histogram buckets is more than MAX_BUCKETS ({}: 1 s of 1 us buckets)",
+                    Self::MAX_BUCKETS
+                ),
+            )
+            .with_hint(
+                "ask for at most LatencyStats::MAX_BUCKETS buckets; later wake-ups are \
+                 counted in beyond()",
+            ));
+        }
+        let mut histogram: Vec<u64> = Vec::new();
+        if histogram.try_reserve_exact(buckets).is_err() {
+            return Err(Error::new(
+                crate::ErrorKind::OutOfResources,
+                "LatencyStats::try_new",
+                format!(
+                    "cannot allocate a histogram of {buckets} buckets ({} bytes)",
+                    buckets.saturating_mul(std::mem::size_of::<u64>())
+                ),
+            )
+            .with_hint(
+                "raise the address-space limit (RLIMIT_AS, ulimit -v) or ask for fewer buckets",
+            ));
+        }
+        // Written, not only reserved: every page is touched now, not in the loop.
+        histogram.resize(buckets, 0);
+        Ok(LatencyStats {
             count: 0,
             min_ns: i64::MAX,
             max_ns: i64::MIN,
@@ -249,7 +290,7 @@ impl LatencyStats {
             overruns: 0,
             histogram,
             beyond: 0,
-        }
+        })
     }
 
     /// Adds one wake-up.
@@ -439,6 +480,22 @@ mod tests {
             LatencyStats::MAX_BUCKETS
         );
         assert_eq!(LatencyStats::new(0).histogram().len(), 0);
+    }
+
+    /// `try_new` refuses more than MAX_BUCKETS (allocating nothing) instead of
+    /// capping, and gives what `new` gives otherwise.
+    #[test]
+    fn try_new_refuses_more_than_max_buckets() {
+        for n in [LatencyStats::MAX_BUCKETS + 1, usize::MAX] {
+            let e = LatencyStats::try_new(n).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidInput, "{e}");
+            assert!(e.to_string().contains("MAX_BUCKETS"), "{e}");
+        }
+        let s = LatencyStats::try_new(LatencyStats::MAX_BUCKETS).unwrap();
+        assert_eq!(s.histogram().len(), LatencyStats::MAX_BUCKETS);
+        assert!(s.histogram().iter().all(|&n| n == 0));
+        assert_eq!(LatencyStats::try_new(3).unwrap(), LatencyStats::new(3));
+        assert_eq!(LatencyStats::try_new(0).unwrap().histogram().len(), 0);
     }
 
     #[test]
