@@ -2,10 +2,6 @@
 //! scheduling calls of this module leave it: a change of a thread's class made
 //! from *another* thread (by tid, or on a `JoinHandle`) must be seen by the
 //! target's next `current_cached`, not up to `CACHE_USES` calls later.
-//!
-//! These need the `sys::prio` side of the fix (the target notices a change made
-//! by tid from outside it; see the sched review's report): until it is in, they
-//! are ignored.
 
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::time::Duration;
@@ -64,7 +60,7 @@ fn read_around<R>(change: impl FnOnce(&sched::JoinHandle<()>, Tid) -> R) -> Read
 /// switch, the creator's after-creation switch): a raw `sched_setscheduler` by
 /// tid, which neither the target's cache nor glibc's sees.
 #[test]
-#[ignore = "needs the sys::prio side of the fix (see the sched review's report)"]
+
 fn a_thread_sees_a_class_set_on_its_tid_by_another() {
     let (before, after, kernel) = read_around(|_, tid| {
         sched::set_thread_scheduling(tid, Priority::batch()).expect("SCHED_BATCH");
@@ -76,7 +72,7 @@ fn a_thread_sees_a_class_set_on_its_tid_by_another() {
 
 /// `set_scheduler(Some(tid), ..)`: the same by the POSIX-named call.
 #[test]
-#[ignore = "needs the sys::prio side of the fix (see the sched review's report)"]
+
 fn a_thread_sees_a_class_set_by_set_scheduler_on_its_tid() {
     let (before, after, kernel) = read_around(|_, tid| {
         sched::set_scheduler(Some(tid), Priority::batch()).expect("SCHED_BATCH");
@@ -89,7 +85,7 @@ fn a_thread_sees_a_class_set_by_set_scheduler_on_its_tid() {
 /// `JoinHandle::set_scheduling` (`pthread_setschedparam` on the handle):
 /// glibc's copy is right, the target's own cache is not told.
 #[test]
-#[ignore = "needs the sys::prio side of the fix (see the sched review's report)"]
+
 fn a_thread_sees_a_class_set_on_its_handle() {
     let (before, after, kernel) = read_around(|h, _| {
         h.set_scheduling(Priority::batch()).expect("SCHED_BATCH");
@@ -102,7 +98,7 @@ fn a_thread_sees_a_class_set_on_its_handle() {
 /// A priority change by tid (`set_thread_priority`, `sched_setparam`) of a
 /// real-time thread: the priority the thread's requests carry follows.
 #[test]
-#[ignore = "needs the sys::prio side of the fix (see the sched review's report)"]
+
 fn a_thread_sees_a_priority_set_on_its_tid_by_another() {
     if !can_rt() {
         return;
@@ -138,7 +134,7 @@ fn a_thread_sees_a_priority_set_on_its_tid_by_another() {
 /// The sporadic server puts a thread it serves at its normal priority by tid:
 /// the served thread's next cached read says so, where it said `SCHED_OTHER`.
 #[test]
-#[ignore = "needs the sys::prio side of the fix (see the sched review's report)"]
+
 fn a_served_thread_sees_the_priority_the_server_gave_it() {
     if !can_rt() {
         return;
@@ -162,7 +158,7 @@ fn a_served_thread_sees_the_priority_the_server_gave_it() {
 /// raised to the normal one by tid before its closure runs: its first cached
 /// read must say normal, not the low priority glibc recorded at creation.
 #[test]
-#[ignore = "needs the sys::prio side of the fix (see the sched review's report)"]
+
 fn a_sporadic_thread_starts_with_its_normal_priority_cached() {
     if !can_rt() {
         return;
@@ -186,7 +182,7 @@ fn a_sporadic_thread_starts_with_its_normal_priority_cached() {
 /// which `current_cached` must not take for its own: its io_uring requests
 /// would carry a real-time `ioprio`.
 #[test]
-#[ignore = "needs the sys::prio side of the fix (see the sched review's report)"]
+
 fn a_thread_created_by_one_with_reset_on_fork_caches_sched_other() {
     if !can_rt() {
         return;

@@ -7,6 +7,8 @@
 //! - [`pthread_setschedparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/pthread_setschedparam.html)
 //! - [`ioprio_set(2)`](https://man7.org/linux/man-pages/man2/ioprio_set.2.html)
 
+use std::sync::atomic::Ordering::{Acquire, Release};
+
 /// A scheduling policy and static priority (0 for the non-real-time policies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SchedClass {
@@ -51,55 +53,130 @@ pub(crate) fn current() -> SchedClass {
     }
 }
 
+/// A thread's cached class ([`current_cached`]).
+#[derive(Clone, Copy)]
+struct Cached {
+    class: SchedClass,
+    /// How many more calls may use `class`.
+    left: u32,
+    /// The thread's [`CHANGED`] counter (its tid modulo [`CHANGED_SLOTS`]), or
+    /// [`UNREAD`] before the thread's first read (and in a forked child, whose
+    /// tid changed, [`current_cached`] finds another slot: a first read again).
+    slot: u32,
+    /// That counter when `class` was read.
+    seen: u32,
+}
+
+/// [`Cached::slot`] of a thread that has not read its class yet.
+const UNREAD: u32 = u32::MAX;
+
 thread_local! {
-    /// The calling thread's class as last read by [`current_cached`], and how
-    /// many more calls may use it.
-    static CACHED: std::cell::Cell<(SchedClass, u32)> =
-        const { std::cell::Cell::new((SchedClass::OTHER, 0)) };
-    /// Set once the thread changed its own class by a raw system call, which
-    /// glibc's `pthread_getschedparam` cache does not see: [`current_cached`]
-    /// then reads the kernel's class instead.
+    /// The calling thread's class as last read by [`current_cached`].
+    static CACHED: std::cell::Cell<Cached> = const {
+        std::cell::Cell::new(Cached {
+            class: SchedClass::OTHER,
+            left: 0,
+            slot: UNREAD,
+            seen: 0,
+        })
+    };
+    /// Set once glibc's `pthread_getschedparam` cache no longer tells the
+    /// thread's class (the thread changed its own class by a raw system call,
+    /// another thread changed it by tid, or the thread was created with a class
+    /// other than its creator's): [`current_cached`] then reads the kernel's.
     static GLIBC_STALE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// How many calls [`current_cached`] answers from one read.
 const CACHE_USES: u32 = 64;
 
+/// Counters of the class changes the crate made to a thread from another
+/// thread (by tid: [`forget_cached_raw`]), by tid modulo [`CHANGED_SLOTS`]: the
+/// target's next [`current_cached`] sees its counter moved and reads the
+/// kernel's class. Threads that share a counter cost each other a re-read.
+static CHANGED: [std::sync::atomic::AtomicU32; CHANGED_SLOTS] =
+    [const { std::sync::atomic::AtomicU32::new(0) }; CHANGED_SLOTS];
+const CHANGED_SLOTS: usize = 256;
+
 /// The calling thread's class as the C library knows it
 /// (`pthread_getschedparam(pthread_self())`, which makes no system call after
 /// its first: glibc keeps the class and updates it on `pthread_setschedparam`),
-/// read again every [`CACHE_USES`] calls and after [`set_current`] or any change
-/// this thread makes through `sched` ([`forget_cached`]; after one by a raw
-/// system call, the re-reads ask the kernel). A change made with a raw
-/// `sched_setscheduler` outside the crate, or by another thread, is not seen. For
-/// the io_uring fast path, where the class only sets a request's `ioprio` and
-/// trace field; queued requests, whose order depends on it, use [`current`].
+/// read again every [`CACHE_USES`] calls, after [`set_current`] or any change
+/// this thread makes through `sched` ([`forget_cached`]), and after a change
+/// another thread made to it through `sched` (by tid, [`forget_cached_raw`]).
+/// The kernel's class is read instead at a thread's first call (glibc gives a
+/// new thread its creator's class, which the kernel resets under
+/// `SCHED_RESET_ON_FORK`: if the two differ, and from then on) and once glibc's
+/// no longer tells it (a change by a raw system call, from the thread or by
+/// tid). A change made with a raw `sched_setscheduler` outside the crate by
+/// another thread is not seen. For the io_uring fast path, where the class only
+/// sets a request's `ioprio` and trace field; queued requests, whose order
+/// depends on it, use [`current`].
 #[inline]
 pub(crate) fn current_cached() -> SchedClass {
-    let (c, left) = CACHED.with(|x| x.get());
-    if left > 0 {
-        CACHED.with(|x| x.set((c, left - 1)));
-        return c;
+    let c = CACHED.with(|x| x.get());
+    // (A thread that has not read yet has `left` 0: `slot` is read only after.)
+    if c.left > 0 && CHANGED[c.slot as usize % CHANGED_SLOTS].load(Acquire) == c.seen {
+        CACHED.with(|x| {
+            x.set(Cached {
+                left: c.left - 1,
+                ..c
+            })
+        });
+        return c.class;
     }
-    if GLIBC_STALE.with(|x| x.get()) {
-        let c = current();
-        CACHED.with(|x| x.set((c, CACHE_USES)));
-        return c;
-    }
+    read_cached(c)
+}
+
+/// [`current_cached`] when its cached class may not be used: reads it again.
+#[cold]
+#[inline(never)]
+fn read_cached(c: Cached) -> SchedClass {
+    let slot = (super::tid::current() as usize % CHANGED_SLOTS) as u32;
+    // (Before the class is read: a change made while it is read moves the
+    // counter past `seen`, and the next call reads again.)
+    let seen = CHANGED[slot as usize].load(Acquire);
+    let class = if c.slot != slot {
+        // The thread's first read (or its first in a forked child).
+        let kernel = current();
+        GLIBC_STALE.with(|x| x.set(glibc_class() != kernel));
+        kernel
+    } else {
+        if seen != c.seen {
+            // Changed by tid from another thread since the last read.
+            GLIBC_STALE.with(|x| x.set(true));
+        }
+        if GLIBC_STALE.with(|x| x.get()) {
+            current()
+        } else {
+            glibc_class()
+        }
+    };
+    CACHED.with(|x| {
+        x.set(Cached {
+            class,
+            left: CACHE_USES,
+            slot,
+            seen,
+        })
+    });
+    class
+}
+
+/// The calling thread's class as glibc keeps it (`pthread_getschedparam`, no
+/// system call after the thread's first), `SCHED_RESET_ON_FORK` masked off.
+fn glibc_class() -> SchedClass {
     let mut policy = 0;
     let mut p = libc::sched_param { sched_priority: 0 };
     // SAFETY: both out-pointers are valid and writable; pthread_self is live.
-    let c =
-        if unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) } != 0 {
-            SchedClass::OTHER
-        } else {
-            SchedClass {
-                policy: policy & !libc::SCHED_RESET_ON_FORK,
-                priority: p.sched_priority,
-            }
-        };
-    CACHED.with(|x| x.set((c, CACHE_USES)));
-    c
+    if unsafe { libc::pthread_getschedparam(libc::pthread_self(), &mut policy, &mut p) } != 0 {
+        SchedClass::OTHER
+    } else {
+        SchedClass {
+            policy: policy & !libc::SCHED_RESET_ON_FORK,
+            priority: p.sched_priority,
+        }
+    }
 }
 
 /// Makes the next [`current_cached`] of the calling thread read the class again:
@@ -108,16 +185,19 @@ pub(crate) fn current_cached() -> SchedClass {
 /// the caller only a re-read).
 #[inline]
 pub(crate) fn forget_cached() {
-    CACHED.with(|x| x.set((SchedClass::OTHER, 0)));
+    CACHED.with(|x| x.set(Cached { left: 0, ..x.get() }));
 }
 
 /// [`forget_cached`] after a change made by a raw system call
-/// (`sched_setscheduler`, `sched_setparam`, `sched_setattr`) to thread `tid`
-/// (0: the caller): if that is the calling thread, glibc's cache no longer
-/// tells its class, so [`current_cached`] reads the kernel's from then on.
+/// (`sched_setscheduler`, `sched_setparam`, `sched_setattr`) or from another
+/// thread to thread `tid` (0: the caller), which glibc's cache of that thread
+/// does not see: the calling thread's next [`current_cached`] reads again, and
+/// so does thread `tid`'s, which reads the kernel's class from then on.
 pub(crate) fn forget_cached_raw(tid: i32) {
     if tid == 0 || tid as u32 == super::tid::current() {
         GLIBC_STALE.with(|x| x.set(true));
+    } else if tid > 0 {
+        CHANGED[tid as usize % CHANGED_SLOTS].fetch_add(1, Release);
     }
     forget_cached();
 }
