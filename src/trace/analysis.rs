@@ -74,7 +74,20 @@ impl TraceLog {
         TraceLog::from_file(f)
     }
 
-    /// `posix_trace_open` on an open file.
+    /// `posix_trace_open` on an open file, read from its start.
+    ///
+    /// A file that cannot seek (a pipe, as in `cat log | reader`, a FIFO the
+    /// log is written to, a socket) is read once, from where it is, as the
+    /// bytes come: opening it reads the records up to the first event (so it
+    /// waits for the writer until then), which gives the attributes and the
+    /// event types named so far; the types named later, the final
+    /// [`status`](Self::status) and [`is_complete`](Self::is_complete) are
+    /// known once [`next_event`](Self::next_event) has read that far, and
+    /// [`rewind`](Self::rewind) fails with `ESPIPE` once an event was read.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open); the error of `lseek` for a file that can
+    /// seek but fails to (not `ESPIPE`).
     ///
     /// # References
     /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
@@ -91,6 +104,20 @@ impl TraceLog {
             complete: false,
             done: false,
         };
+        if !l.reader.seekable() {
+            // A pipe is read once, as it comes: the service records before the
+            // first event (the attributes, the types named when the log began)
+            // are read ahead with the first event record, and the others taken
+            // in as `next_event` reaches them.
+            while let Some(body) = l.reader.read_ahead() {
+                if matches!(body[0], log::K_EVENT | log::K_EVENT_C | log::K_BLOCK)
+                    || l.service(&body).is_err()
+                {
+                    break;
+                }
+            }
+            return Ok(l);
+        }
         // Pre-scan for the service records; stop quietly at the first bad record
         // (next_event reports it in order).
         while let Ok(Some(body)) = l.reader.next() {
@@ -127,13 +154,21 @@ impl TraceLog {
 
     /// `posix_trace_rewind`: back to the first event.
     ///
+    /// # Errors
+    /// A log read from a pipe or socket (see [`from_file`](Self::from_file))
+    /// cannot go back once an event was read: the error has errno `ESPIPE`,
+    /// and reading goes on where it was.
+    ///
     /// # References
     /// - [`posix_trace_rewind`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_rewind")]
     pub fn rewind(&mut self) -> Result<()> {
+        // The reader first: a log read from a pipe that cannot go back goes on
+        // where it was (in the middle of a block, say).
+        self.reader.rewind()?;
         self.done = false;
         self.block = None;
-        self.reader.rewind()
+        Ok(())
     }
 
     /// `posix_trace_close` (dropping does the same).
@@ -244,6 +279,8 @@ impl TraceLog {
                 log::K_EVENT_C => log_read::parse_compact(&mut Cur(&body[1..]), self.pid),
                 log::K_EVENT => log_read::parse_event(&mut Cur(&body[1..])),
                 log::K_END => {
+                    // Known at open for a file that seeks, here for a pipe.
+                    self.complete = true;
                     self.done = true;
                     return Ok(None);
                 }

@@ -1,6 +1,7 @@
 //! The log reader: framed records with their checksums, and the parsers of each
 //! record kind.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::time::Duration;
@@ -16,10 +17,22 @@ use super::schema::FieldType;
 use crate::{Error, ErrorKind, Result};
 
 /// Reads framed records from a log.
+///
+/// A log on a descriptor that cannot seek (a pipe, a FIFO, a socket: `cat log
+/// | reader`) is read once, as it comes: the records read ahead at open
+/// ([`read_ahead`](Self::read_ahead)) are given back first, and
+/// [`rewind`](Self::rewind) works only while none was taken.
 pub(crate) struct RecordReader {
     r: BufReader<File>,
     /// The format version in the header.
     version: u16,
+    /// The file can seek (else it is read once, in order).
+    seekable: bool,
+    /// Records read ahead and not taken yet, in order, up to the end or the
+    /// error that stopped the read-ahead, if any.
+    ahead: VecDeque<Result<Option<Vec<u8>>>>,
+    /// A file that cannot seek: a record was taken (it cannot be read again).
+    taken: bool,
 }
 
 fn truncated(what: &str) -> Error {
@@ -52,10 +65,19 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
 }
 
 impl RecordReader {
-    /// Opens a log and checks its header.
+    /// Opens a log and checks its header: from its start if the file can
+    /// seek, else from where the descriptor is (a pipe's next byte).
     pub(crate) fn open(mut file: File) -> Result<RecordReader> {
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| Error::from_errno("lseek", e.raw_os_error().unwrap_or(libc::EIO)))?;
+        let seekable = match file.seek(SeekFrom::Start(0)) {
+            Ok(_) => true,
+            Err(e) if e.raw_os_error() == Some(libc::ESPIPE) => false,
+            Err(e) => {
+                return Err(Error::from_errno(
+                    "lseek",
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                ))
+            }
+        };
         let mut r = BufReader::with_capacity(64 << 10, file);
         let mut h = [0u8; FILE_HEADER];
         let n = read_full(&mut r, &mut h)?;
@@ -87,18 +109,60 @@ impl RecordReader {
             )
             .with_hint("read the log with the posixrt version that wrote it"));
         }
-        Ok(RecordReader { r, version: v })
+        Ok(RecordReader {
+            r,
+            version: v,
+            seekable,
+            ahead: VecDeque::new(),
+            taken: false,
+        })
     }
 
+    /// Whether the file can seek (else it is read once, in order).
+    pub(crate) fn seekable(&self) -> bool {
+        self.seekable
+    }
+
+    /// Back to the first record. A file that cannot seek can only "go back"
+    /// while no record was taken (the ones read ahead are all there is
+    /// before): else `ESPIPE`, the error of the seek it would need, and the
+    /// reader goes on where it was.
     pub(crate) fn rewind(&mut self) -> Result<()> {
+        if !self.seekable {
+            if self.taken {
+                return Err(Error::from_errno("posix_trace_rewind", libc::ESPIPE)
+                    .with_message("the log is read from a pipe or socket, which cannot go back")
+                    .with_hint("open the log again from a file to read it once more"));
+            }
+            return Ok(());
+        }
         self.r
             .seek(SeekFrom::Start(FILE_HEADER as u64))
             .map(|_| ())
             .map_err(|e| Error::from_errno("lseek", e.raw_os_error().unwrap_or(libc::EIO)))
     }
 
+    /// A file that cannot seek: reads the next record and keeps it for
+    /// [`next`](Self::next); returns a copy of its body, or `None` at the end
+    /// or an error (kept too, to be reported in order).
+    pub(crate) fn read_ahead(&mut self) -> Option<Vec<u8>> {
+        let r = self.read_record();
+        let body = r.as_ref().ok().and_then(Clone::clone);
+        self.ahead.push_back(r);
+        body
+    }
+
     /// The next record body; `Ok(None)` at a clean end of file.
     pub(crate) fn next(&mut self) -> Result<Option<Vec<u8>>> {
+        self.taken = true;
+        if let Some(r) = self.ahead.pop_front() {
+            return r;
+        }
+        self.read_record()
+    }
+
+    /// Reads the next record body from the file.
+    fn read_record(&mut self) -> Result<Option<Vec<u8>>> {
         let mut h = [0u8; 8];
         let n = read_full(&mut self.r, &mut h)?;
         if n == 0 {

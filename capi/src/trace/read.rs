@@ -419,7 +419,8 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
 }
 
 /// `EBADF` for a descriptor not open for reading; `EINVAL` for a file that is not
-/// a trace log.
+/// a trace log. A descriptor that cannot seek (a pipe, a FIFO, a socket) is
+/// read once, from where it is, as the log comes (see `TraceLog::from_file`).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
     let _nc = NoCancel::new();
@@ -441,7 +442,8 @@ pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulo
     }))
 }
 
-/// `EINVAL` for an active stream.
+/// `EINVAL` for an active stream; `ESPIPE` for a log read from a pipe or
+/// socket once an event was read (it cannot go back; reading goes on).
 #[no_mangle]
 pub extern "C-unwind" fn posix_trace_rewind(trid: c_ulong) -> c_int {
     let _nc = NoCancel::new();
