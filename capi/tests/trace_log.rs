@@ -1,6 +1,6 @@
 //! Trace logs read back from C (`tests/c/trace_log.c`, one test each):
-//! `posix_trace_open` on a pipe. Compiled with the system `cc` against
-//! `trace.h` and linked with `-lposixrt` (the trace functions are not glibc's:
+//! `posix_trace_open` on a pipe, and a stream name of any bytes kept through
+//! the log. Compiled with the system `cc` against `trace.h` and linked with `-lposixrt` (the trace functions are not glibc's:
 //! no preloaded build).
 
 mod c_prog;
@@ -43,7 +43,7 @@ macro_rules! log_tests {
     };
 }
 
-log_tests!(log_open_pipe, log_open_live_pipe);
+log_tests!(log_open_pipe, log_open_live_pipe, log_name_bytes);
 
 /// Every test of the C program is run by one above.
 #[test]

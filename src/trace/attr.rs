@@ -70,7 +70,11 @@ pub enum Inheritance {
 /// - [`posix_trace_attr_getstreamsize`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getmaxdatasize.html)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceAttr {
+    /// The name as text (each byte sequence that is not UTF-8 as U+FFFD).
     pub(crate) name: String,
+    /// The name's bytes when they are not UTF-8 (a C name): what the log
+    /// keeps and `posix_trace_attr_getname` gives back.
+    pub(crate) raw_name: Option<Box<[u8]>>,
     pub(crate) create_time: Option<Duration>,
     pub(crate) clock_res: Option<Duration>,
     pub(crate) stream_size: usize,
@@ -89,6 +93,21 @@ impl Default for TraceAttr {
     }
 }
 
+/// A stream name's bytes fit `TRACE_NAME_MAX` and hold no NUL.
+fn check_name(name: &[u8]) -> Result<()> {
+    if name.len() > TRACE_NAME_MAX || name.contains(&0) {
+        return Err(Error::invalid(
+            "posix_trace_attr_setname",
+            format!(
+                "name of {} bytes (max {TRACE_NAME_MAX}, no NUL)",
+                name.len()
+            ),
+        )
+        .with_hint("use a shorter stream name (TRACE_NAME_MAX)"));
+    }
+    Ok(())
+}
+
 impl TraceAttr {
     /// `posix_trace_attr_init`: the default attributes.
     ///
@@ -98,6 +117,7 @@ impl TraceAttr {
     pub fn new() -> TraceAttr {
         TraceAttr {
             name: "trace".to_string(),
+            raw_name: None,
             create_time: None,
             clock_res: None,
             stream_size: 1 << 20,
@@ -120,13 +140,54 @@ impl TraceAttr {
         GEN_VERSION
     }
 
-    /// `posix_trace_attr_getname`.
+    /// `posix_trace_attr_getname`, as text: a name set from bytes that are
+    /// not UTF-8 ([`set_name_bytes`](Self::set_name_bytes), a C name) shows
+    /// U+FFFD for each sequence that is not; [`name_bytes`](Self::name_bytes)
+    /// gives its bytes.
     ///
     /// # References
     /// - [`posix_trace_attr_getname`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_attr_getname")]
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// `posix_trace_attr_getname`: the name's bytes, as set (POSIX names are
+    /// byte strings), and as a log keeps them.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_getname`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_getname")]
+    pub fn name_bytes(&self) -> &[u8] {
+        self.raw_name.as_deref().unwrap_or(self.name.as_bytes())
+    }
+
+    /// `posix_trace_attr_setname` with a name of any bytes (as C gives it).
+    ///
+    /// # Errors
+    /// `InvalidInput` if longer than [`TRACE_NAME_MAX`] bytes or containing NUL.
+    ///
+    /// # References
+    /// - [`posix_trace_attr_setname`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_attr_setname")]
+    pub fn set_name_bytes(&mut self, name: &[u8]) -> Result<&mut Self> {
+        check_name(name)?;
+        self.set_name_unchecked(name);
+        Ok(self)
+    }
+
+    /// The name's bytes, unchecked (a name read back from a log).
+    pub(crate) fn set_name_unchecked(&mut self, name: &[u8]) {
+        match std::str::from_utf8(name) {
+            Ok(s) => {
+                self.name = s.to_string();
+                self.raw_name = None;
+            }
+            Err(_) => {
+                self.name = String::from_utf8_lossy(name).into_owned();
+                self.raw_name = Some(name.into());
+            }
+        }
     }
 
     /// `posix_trace_attr_setname`.
@@ -138,17 +199,9 @@ impl TraceAttr {
     /// - [`posix_trace_attr_setname`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_getclockres.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_attr_setname")]
     pub fn set_name(&mut self, name: &str) -> Result<&mut Self> {
-        if name.len() > TRACE_NAME_MAX || name.contains('\0') {
-            return Err(Error::invalid(
-                "posix_trace_attr_setname",
-                format!(
-                    "name of {} bytes (max {TRACE_NAME_MAX}, no NUL)",
-                    name.len()
-                ),
-            )
-            .with_hint("use a shorter stream name (TRACE_NAME_MAX)"));
-        }
+        check_name(name.as_bytes())?;
         self.name = name.to_string();
+        self.raw_name = None;
         Ok(self)
     }
 

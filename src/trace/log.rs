@@ -79,7 +79,12 @@ pub(crate) fn frame(body: &[u8], out: &mut Vec<u8>) {
 }
 
 fn put_str(b: &mut Vec<u8>, s: &str) {
-    let s = &s.as_bytes()[..s.len().min(u16::MAX as usize)];
+    put_bytes(b, s.as_bytes());
+}
+
+/// A string field of bytes (a stream name need not be UTF-8).
+fn put_bytes(b: &mut Vec<u8>, s: &[u8]) {
+    let s = &s[..s.len().min(u16::MAX as usize)];
     b.extend_from_slice(&(s.len() as u16).to_le_bytes());
     b.extend_from_slice(s);
 }
@@ -102,7 +107,7 @@ fn lfp_code(p: LogFullPolicy) -> u8 {
 
 pub(crate) fn attr_record(a: &TraceAttr, pid: u32) -> Vec<u8> {
     let mut b = vec![K_ATTR];
-    put_str(&mut b, a.name());
+    put_bytes(&mut b, a.name_bytes());
     put_str(&mut b, a.genversion());
     let ct = a.create_time.unwrap_or_default().as_nanos() as u64;
     b.extend_from_slice(&ct.to_le_bytes());

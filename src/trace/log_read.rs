@@ -227,8 +227,12 @@ impl<'a> Cur<'a> {
         Ok(u64::from_le_bytes(w))
     }
     pub(crate) fn str(&mut self) -> Result<String> {
+        Ok(String::from_utf8_lossy(self.str_bytes()?).into_owned())
+    }
+    /// A string field's bytes, as written.
+    pub(crate) fn str_bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.u16()? as usize;
-        Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
+        self.take(n)
     }
     pub(crate) fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         self.take(n)
@@ -237,7 +241,7 @@ impl<'a> Cur<'a> {
 
 pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
     let mut a = TraceAttr::new();
-    a.name = c.str()?;
+    a.set_name_unchecked(c.str_bytes()?);
     let _gen = c.str()?;
     a.create_time = Some(Duration::from_nanos(c.u64()?));
     a.clock_res = Some(Duration::from_nanos(c.u64()?));

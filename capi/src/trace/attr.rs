@@ -82,7 +82,7 @@ impl CAttr {
             name: [0; C_NAME_MAX],
             pad: [0; 7],
         };
-        c.set_name(a.name().as_bytes());
+        c.set_name(a.name_bytes());
         c
     }
 
@@ -92,18 +92,11 @@ impl CAttr {
             return Err(libc::EINVAL);
         }
         let mut a = TraceAttr::new();
-        // A name need not be UTF-8: its bytes that are not become U+FFFD (3
-        // bytes each), cut to the limit on a character's boundary; the stream
-        // keeps the C bytes (`posix_trace_get_attr`). Refusing the longer
-        // text made a valid name EINVAL.
-        let mut name = String::from_utf8_lossy(&self.name_bytes()).into_owned();
-        let mut n = name.len().min(C_NAME_MAX - 1);
-        while !name.is_char_boundary(n) {
-            n -= 1;
-        }
-        name.truncate(n);
+        // A name need not be UTF-8: the stream, and its log, keep the C
+        // bytes (it was kept as text, each byte that is not UTF-8 as U+FFFD,
+        // so a log gave back other bytes than the stream's name).
         let e = |_| libc::EINVAL;
-        a.set_name(&name).map_err(e)?;
+        a.set_name_bytes(&self.name_bytes()).map_err(e)?;
         a.set_stream_size(self.stream_size as usize).map_err(e)?;
         a.set_log_size(self.log_size).map_err(e)?;
         a.set_max_data_size(self.max_data as usize).map_err(e)?;

@@ -42,9 +42,6 @@ pub(crate) enum Obj {
     /// An active stream of this process.
     Stream {
         trace: Trace,
-        /// The name's bytes as the C attributes gave them (not necessarily
-        /// UTF-8, as the stream's own name is), for `posix_trace_get_attr`.
-        c_name: Option<Vec<u8>>,
         /// `posix_trace_eventtypelist_getnext_id`'s position: the raw id
         /// the walk goes on from.
         cursor: Mutex<usize>,

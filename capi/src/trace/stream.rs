@@ -33,18 +33,18 @@ fn errno() -> c_int {
         .unwrap_or(libc::EIO)
 }
 
-/// The Rust attributes, and the C name's bytes if `attr` is not null.
-fn attr_arg(attr: *const CAttr) -> Result<(TraceAttr, Option<Vec<u8>>), c_int> {
+/// The Rust attributes (the defaults if `attr` is null).
+fn attr_arg(attr: *const CAttr) -> Result<TraceAttr, c_int> {
     // SAFETY: a non-null `trace_attr_t *` points to one (caller's contract).
     match unsafe { attr.as_ref() } {
-        None => Ok((TraceAttr::new(), None)),
-        Some(a) => Ok((a.to_rust()?, Some(a.name_bytes()))),
+        None => Ok(TraceAttr::new()),
+        Some(a) => a.to_rust(),
     }
 }
 
 fn create(pid: libc::pid_t, attr: *const CAttr, log: Option<File>) -> Result<c_ulong, c_int> {
     check_pid(pid)?;
-    let (a, c_name) = attr_arg(attr)?;
+    let a = attr_arg(attr)?;
     let t = match log {
         Some(f) => Trace::create_with_log(&a, f),
         None => Trace::create(&a),
@@ -52,7 +52,6 @@ fn create(pid: libc::pid_t, attr: *const CAttr, log: Option<File>) -> Result<c_u
     .map_err(|e| errno_of(&e))?;
     Ok(insert(Obj::Stream {
         trace: t,
-        c_name,
         cursor: Mutex::new(0),
         shut_down: AtomicBool::new(false),
     }))
@@ -200,15 +199,13 @@ pub extern "C-unwind" fn posix_trace_shutdown(trid: c_ulong) -> c_int {
 pub unsafe extern "C-unwind" fn posix_trace_get_attr(trid: c_ulong, attr: *mut CAttr) -> c_int {
     let _nc = NoCancel::new();
     ret(get(trid).and_then(|o| {
-        let (a, c_name) = match &*o {
-            Obj::Stream { trace, c_name, .. } => (trace.attr(), c_name.as_deref()),
-            Obj::Log { log, .. } => (lock(log).attr().cloned().unwrap_or_default(), None),
+        // The name's bytes as the C attributes gave them, from the stream or
+        // from its log.
+        let a = match &*o {
+            Obj::Stream { trace, .. } => trace.attr(),
+            Obj::Log { log, .. } => lock(log).attr().cloned().unwrap_or_default(),
         };
-        let mut c = CAttr::from_rust(&a);
-        if let Some(n) = c_name {
-            c.set_name(n);
-        }
-        out(attr, c)
+        out(attr, CAttr::from_rust(&a))
     }))
 }
 

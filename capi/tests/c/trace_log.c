@@ -2,7 +2,9 @@
  * - log_open_pipe: a log piped through `cat` opens with posix_trace_open and
  *   reads back whole; only posix_trace_rewind needs to seek (ESPIPE).
  * - log_open_live_pipe: a log written to a pipe by its stream is read from
- *   the other end while the stream records. */
+ *   the other end while the stream records.
+ * - log_name_bytes: a stream name that is not UTF-8 comes back from the log
+ *   byte for byte (posix_trace_get_attr + posix_trace_attr_getname). */
 #define _GNU_SOURCE
 #include "trace/test_util.h"
 
@@ -147,9 +149,50 @@ static void t_log_open_live_pipe(void)
     close(p[0]);
 }
 
+/* Creates a stream named `name` logged to a new file, shuts it down, opens
+ * the log and checks the name it gives back is `name`, byte for byte. */
+static void name_round_trip(const char *name)
+{
+    trace_attr_t a, g;
+    trace_id_t t, l;
+    char buf[TRACE_NAME_MAX];
+    int fd = temp_file();
+    OK(posix_trace_attr_init(&a));
+    OK(posix_trace_attr_setname(&a, name));
+    OK(posix_trace_create_withlog(0, &a, fd, &t));
+    OK(posix_trace_attr_destroy(&a));
+    OK(posix_trace_shutdown(t));
+    EQ(lseek(fd, 0, SEEK_SET), 0);
+    OK(posix_trace_open(fd, &l));
+    OK(posix_trace_get_attr(l, &g));
+    memset(buf, 0x55, sizeof buf);
+    OK(posix_trace_attr_getname(&g, buf));
+    EQ(strlen(buf), strlen(name));
+    EQ(memcmp(buf, name, strlen(name) + 1), 0);
+    OK(posix_trace_close(l));
+    close(fd);
+}
+
+static void t_log_name_bytes(void)
+{
+    char longest[TRACE_NAME_MAX];
+    /* Latin-1, a lone continuation byte, a UTF-8 character cut short, and
+       valid UTF-8 next to bytes that are not. */
+    name_round_trip("caf\xe9");
+    name_round_trip("\x80");
+    name_round_trip("ab\xc3");
+    name_round_trip("\xc3\xa9t\xe9 \xff\xfe");
+    name_round_trip("plain");
+    /* The longest name: each byte would be 3 as U+FFFD. */
+    memset(longest, '\xe9', sizeof longest - 1);
+    longest[sizeof longest - 1] = 0;
+    name_round_trip(longest);
+}
+
 static const struct test TESTS[] = {
     {"log_open_pipe", t_log_open_pipe},
     {"log_open_live_pipe", t_log_open_live_pipe},
+    {"log_name_bytes", t_log_name_bytes},
 };
 
 int main(int argc, char **argv)
