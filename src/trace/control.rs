@@ -7,6 +7,7 @@ use super::attr::{StreamFullPolicy, TraceAttr};
 use super::handle::Trace;
 use super::ids::{self, EventId};
 use super::local::control_event;
+use super::seam::{self, Point};
 use super::set::{EventSet, FilterHow, WORDS};
 use super::slots::{lock, set_filter_words, set_running};
 use super::status::TraceStatus;
@@ -83,26 +84,37 @@ impl Trace {
     #[doc(alias = "posix_trace_clear")]
     pub fn clear(&self) -> Result<()> {
         self.check_owner("posix_trace_clear")?;
-        let st = lock(&self.s.reader);
+        let mut st = lock(&self.s.reader);
+        // The losses that go with the cleared events: each sub-buffer's as
+        // it was emptied (readers report only the ones after), those of the
+        // sub-buffers of exited threads (they change only under the reader
+        // lock), and the signal handlers' so far. A loss after one of these
+        // reads, while the clear runs, is the cleared stream's: readers
+        // report it, and the status and the shutdown record count it (the
+        // status was reset to the sum of every count read later, as the
+        // clear ended, so it missed a loss readers reported).
+        let mut cleared = 0;
         for r in self.s.rings_snapshot() {
-            // The count once a LOOP writer overwriting as the clear runs has
-            // counted its drops: read before, its losses would come after the
-            // clear, and the next read report an OVERFLOW for them.
+            // The count once a writer dropping as the clear runs has counted
+            // its drops: read before, its losses would come after the clear,
+            // and the next read report an OVERFLOW for them.
             let lost = r.clear();
             r.lost_reported.store(lost, Relaxed);
+            cleared += lost;
         }
+        seam::at(Point::ClearRingsDone);
+        let nested = self.s.nested_lost.load(Acquire);
+        st.pending.clear();
+        st.nested_reported = nested;
+        // A sub-buffer added since the snapshot (a thread's first event) was
+        // not cleared: all of its losses are after the clear.
+        cleared += self.s.gone_lost.load(Acquire) + nested;
         drop(st);
-        {
-            let mut st = lock(&self.s.reader);
-            st.pending.clear();
-            st.nested_reported = self.s.nested_lost.load(Relaxed);
-        }
         self.s.full_seen.store(false, Relaxed);
         // As a new stream: the losses before the clear went with its events
         // (the next status reports no overrun).
-        let lost = self.s.lost_sum();
-        self.s.lost_acked.store(lost, Release);
-        self.s.lost_cleared.store(lost, Release);
+        self.s.lost_acked.store(cleared, Release);
+        self.s.lost_cleared.store(cleared, Release);
         if let Some(log) = &self.s.log {
             let mut w = lock(log);
             let res = w.clear();
@@ -284,6 +296,204 @@ impl Stream {
 mod tests {
     use super::*;
     use crate::trace::{self, scratch};
+    use std::sync::mpsc;
+
+    /// A 4096-byte UNTIL_FULL stream recording only `ev` and the events
+    /// that report losses, starts and stops.
+    fn until_full(ev: EventId) -> Trace {
+        let mut a = TraceAttr::new();
+        a.set_stream_size(4096).unwrap();
+        a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+        let t = Trace::create(&a).unwrap();
+        let only = [
+            ev,
+            EventId::OVERFLOW,
+            EventId::RESUME,
+            EventId::START,
+            EventId::STOP,
+        ];
+        scratch::record_only(&t, &only);
+        t
+    }
+
+    /// An event as (id, its first 8 data bytes as a number).
+    fn id_word(e: &trace::Event) -> (EventId, u64) {
+        let mut w = [0u8; 8];
+        let n = e.data.len().min(8);
+        w[..n].copy_from_slice(&e.data[..n]);
+        (e.id, u64::from_le_bytes(w))
+    }
+
+    /// Everything left to read, as [`id_word`] gives each.
+    fn read_all(t: &Trace) -> Vec<(EventId, u64)> {
+        let mut got = Vec::new();
+        while let Some(e) = t.try_getnext().unwrap() {
+            got.push(id_word(&e));
+        }
+        got
+    }
+
+    /// Has a thread record `ev` (its index as data) until its sub-buffer is
+    /// full, stops it there before it drops that event (`WriterFull`),
+    /// clears `t`, and lets the thread go on; returns the event's index.
+    /// With `hold_reader`, the reader lock is held while the thread fills
+    /// its sub-buffer (a FLUSH stream's flusher cannot empty it) and let go
+    /// before the clear.
+    fn clear_while_a_writer_is_full(t: &Trace, ev: EventId, hold_reader: bool) -> u64 {
+        let (at_tx, at_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let last = std::thread::scope(|s| {
+            let held = hold_reader.then(|| lock(&t.s.reader));
+            let w = s.spawn(move || {
+                let (full_tx, full_rx) = mpsc::channel();
+                seam::once_at(Point::WriterFull, move || {
+                    let _ = full_tx.send(());
+                    let _ = at_tx.send(());
+                    let _ = go_rx.recv();
+                });
+                for i in 0..100_000u64 {
+                    trace::event(ev, &i.to_le_bytes());
+                    if full_rx.try_recv().is_ok() {
+                        return Some(i);
+                    }
+                }
+                None
+            });
+            // The writer waits at its full sub-buffer, its event not dropped yet.
+            let _ = at_rx.recv();
+            drop(held);
+            t.clear().unwrap();
+            let _ = go_tx.send(());
+            w.join().unwrap()
+        });
+        last.expect("the sub-buffer filled up")
+    }
+
+    /// An UNTIL_FULL writer that found its sub-buffer full, and is about to
+    /// drop its event when a `clear()` empties the sub-buffer, records the
+    /// event: the clear came first, and left room. It dropped it, counted
+    /// the drop against the cleared stream (an OVERFLOW read after the
+    /// clear) and suspended the stream, empty, as full.
+    #[test]
+    fn a_writer_full_before_a_clear_records_its_event_after_it() {
+        let ev = trace::eventid_open("control.full_then_clear").unwrap();
+        let t = until_full(ev);
+        t.start().unwrap();
+        let last = clear_while_a_writer_is_full(&t, ev, false);
+        let st = t.status();
+        assert!(st.running && !st.full && !st.overrun, "{st:?}");
+        assert_eq!(read_all(&t), [(ev, last)]);
+        t.shutdown().unwrap();
+    }
+
+    /// The same under the FLUSH policy: the event reaches the log after the
+    /// clear, with no OVERFLOW before it (the writer dropped it, and the
+    /// log reported its loss after the clear).
+    #[test]
+    fn a_flush_writer_full_before_a_clear_logs_its_event_after_it() {
+        let (log, f) = scratch::Scratch::log("control-flush-clear");
+        let t = Trace::create_with_log(&scratch::small_attr(), f).unwrap();
+        assert_eq!(t.s.policy, StreamFullPolicy::Flush);
+        let ev = trace::eventid_open("control.flush_full_then_clear").unwrap();
+        scratch::record_only(&t, &[ev, EventId::OVERFLOW, EventId::RESUME]);
+        t.start().unwrap();
+        let last = clear_while_a_writer_is_full(&t, ev, true);
+        let st = t.status();
+        assert!(!st.overrun, "{st:?}");
+        t.stop().unwrap();
+        t.shutdown().unwrap();
+        let mut l = trace::TraceLog::open(&log.path).unwrap();
+        let got: Vec<_> = l.events().map(|e| id_word(&e.unwrap())).collect();
+        assert_eq!(got, [(ev, last)]);
+    }
+
+    /// A writer that looked at its full sub-buffer a last time and is
+    /// dropping its event when a `clear()` runs: the clear waits for the
+    /// drop to be counted, so it goes with the cleared events (no OVERFLOW
+    /// after the clear, no overrun), as does the STOP the writer recorded
+    /// as the drop suspended the stream; the clear resumes it (START).
+    #[test]
+    fn a_drop_under_way_when_a_clear_runs_goes_with_the_cleared_events() {
+        let ev = trace::eventid_open("control.drop_in_clear").unwrap();
+        let t = until_full(ev);
+        t.start().unwrap();
+        let tr = &t;
+        let (at_tx, at_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let (waits_tx, waits_rx) = mpsc::channel();
+        let (dropped, waited) = std::thread::scope(|s| {
+            let w = s.spawn(move || {
+                let (drop_tx, drop_rx) = mpsc::channel();
+                seam::once_at(Point::WriterDropping, move || {
+                    let _ = drop_tx.send(());
+                    let _ = at_tx.send(());
+                    let _ = go_rx.recv();
+                });
+                for i in 0..100_000u64 {
+                    trace::event(ev, &i.to_le_bytes());
+                    if drop_rx.try_recv().is_ok() {
+                        return Some(i);
+                    }
+                }
+                None
+            });
+            // The writer is dropping, its count not made yet.
+            let _ = at_rx.recv();
+            let c = s.spawn(move || {
+                seam::once_at(Point::ClearWaitsForDrop, move || {
+                    let _ = waits_tx.send(());
+                });
+                tr.clear().unwrap();
+            });
+            // Ok once the clear waits for the writer; Err if it ended without.
+            let waited = waits_rx.recv().is_ok();
+            let _ = go_tx.send(());
+            c.join().unwrap();
+            (w.join().unwrap(), waited)
+        });
+        assert!(dropped.is_some(), "the sub-buffer filled up");
+        assert!(waited, "the clear waits for the writer's count");
+        let st = t.status();
+        assert!(st.running && !st.full && !st.overrun, "{st:?}");
+        assert_eq!(read_all(&t), [(EventId::START, 0)]);
+        t.shutdown().unwrap();
+    }
+
+    /// An event lost while `clear()` runs, after it emptied the sub-buffers
+    /// (an UNTIL_FULL stream still suspended by fullness), is reported
+    /// after the clear, and the status says so too: the clear took the
+    /// count it reset the status to later than the counts it gave the
+    /// readers, so the status missed the loss they report.
+    #[test]
+    fn a_loss_while_a_clear_runs_counts_in_the_status_as_for_readers() {
+        let ev = trace::eventid_open("control.loss_in_clear").unwrap();
+        let t = until_full(ev);
+        t.start().unwrap();
+        for i in 0..100_000u64 {
+            trace::event(ev, &i.to_le_bytes());
+            if t.s.auto_suspended.load(Acquire) {
+                break;
+            }
+        }
+        assert!(t.status().full, "suspended by fullness");
+        // Lost: the stream is still suspended until the clear resumes it.
+        seam::once_at(Point::ClearRingsDone, move || {
+            trace::event(ev, &u64::MAX.to_le_bytes())
+        });
+        t.clear().unwrap();
+        trace::event(ev, &7u64.to_le_bytes());
+        let st = t.status();
+        let got = read_all(&t);
+        let reported: u64 = got
+            .iter()
+            .filter(|(id, _)| *id == EventId::OVERFLOW)
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(reported, 1, "{got:?}");
+        assert!(st.running && st.overrun, "{st:?}");
+        assert_eq!(got.last(), Some(&(ev, 7)), "{got:?}");
+        t.shutdown().unwrap();
+    }
 
     /// A LOOP writer that has dropped its oldest record when `clear()` runs,
     /// and counts the drop only after the clear's own work, loses nothing

@@ -153,6 +153,7 @@ mod ring;
 pub mod schema;
 #[cfg(test)]
 mod scratch;
+mod seam;
 mod set;
 mod slots;
 mod status;

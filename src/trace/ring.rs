@@ -22,8 +22,9 @@
 //! reader validates every copy by its CAS and retries when it lost the race.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering::*};
 
+use super::seam::{self, Point};
 use crate::sys::clock;
 use crate::{Error, Result};
 
@@ -69,8 +70,10 @@ pub(crate) struct Ring {
     /// Writer side: `head` at the latest loss, stored before `lost` (which
     /// releases it): the losses `lost` counts happened at or before it.
     pub(crate) lost_head: AtomicU64,
-    /// Writer side, LOOP policy: set while the writer overwrites its oldest
-    /// records and until it has counted them in `lost` (see [`Ring::pop`]).
+    /// Writer side: set while the writer drops events and until it has
+    /// counted them in `lost`: under LOOP its oldest records (see
+    /// [`Ring::pop`]), under FLUSH and UNTIL_FULL the event that found no
+    /// room (see [`Ring::begin_drop`]). A clear waits for it.
     dropping: AtomicBool,
     pub(crate) flush_asked: AtomicBool,
     /// Writer-private, FLUSH policy: the ring overflowed; record again only once
@@ -303,6 +306,38 @@ impl Ring {
     pub(crate) fn lost_upto(&self, pos: u64) -> Option<u64> {
         let lost = self.lost.load(Acquire);
         (self.lost_head.load(Relaxed) <= pos).then_some(lost)
+    }
+
+    /// Writer side, FLUSH and UNTIL_FULL policies: the event at `head`
+    /// (`need` bytes, `reserve` kept) found no room and is to be dropped.
+    /// Tells a clear so (`dropping`), then looks at the tail once more: the
+    /// room found ([`ROOM`], [`ROOM_AFTER_GAP`]: record the event, the drop
+    /// is off), or [`NO_ROOM`]: drop and count it, then
+    /// [`end_drop`](Self::end_drop).
+    ///
+    /// The flag and the tail are a store then a load on each side, with a
+    /// full fence between (the clear moves the tail, then reads the flag): a
+    /// clear either sees the flag, and waits for the count (the drop was
+    /// before it, its count goes with it), or has moved the tail where the
+    /// look here sees it, and the event is recorded in the cleared stream.
+    /// Without it, a drop decided on the full sub-buffer before a clear was
+    /// counted after it, as a loss of the cleared stream.
+    #[cold]
+    pub(crate) fn begin_drop(&self, head: u64, need: u64, reserve: u64) -> u8 {
+        self.dropping.store(true, Relaxed);
+        fence(SeqCst);
+        let room = self.room(head, need, reserve);
+        if room != NO_ROOM {
+            self.dropping.store(false, Relaxed);
+        }
+        room
+    }
+
+    /// Writer side: the drop that [`begin_drop`](Self::begin_drop) began is
+    /// counted (and, UNTIL_FULL, the stream suspended).
+    #[inline]
+    pub(crate) fn end_drop(&self) {
+        self.dropping.store(false, Release);
     }
 
     /// Writer side, LOOP policy: drops the oldest records until `need` bytes fit,
@@ -635,22 +670,34 @@ impl Ring {
     }
 
     /// Reader side: drops every record, and returns the loss count that holds
-    /// every event lost before the clear: a LOOP writer that was overwriting
-    /// its oldest records as the clear ran has counted them by then
-    /// ([`settled_lost`](Self::settled_lost)), so that a reader that takes this
-    /// count as reported reports none of them after the clear.
+    /// every event lost before the clear: a writer that was dropping as the
+    /// clear ran has counted its drops by then, so that a reader that takes
+    /// this count as reported reports none of them after the clear.
     ///
-    /// A writer that is dropping when the clear moves the tail has set
+    /// A LOOP writer that is dropping when the clear moves the tail has set
     /// `dropping` before its first drop, which the tail's CAS orders before
     /// the clear's; its next CAS fails, it finds the ring empty, counts and
-    /// clears the flag. So the writer pays nothing for this: the clear waits.
+    /// clears the flag. A FLUSH or UNTIL_FULL writer about to drop an event
+    /// has set it before its last look at the tail ([`begin_drop`](Self::begin_drop)),
+    /// which the fence here orders against the flag's load. So the writer
+    /// pays nothing for this: the clear waits. What the writer recorded
+    /// meanwhile (UNTIL_FULL's STOP after the drop that filled it) came with
+    /// the drop, before the clear, and is cleared with it.
     pub(crate) fn clear(&self) -> u64 {
         loop {
-            let t = self.tail.0.load(Acquire);
-            let h = self.head.0.load(Acquire);
-            if t == h || self.tail.0.compare_exchange(t, h, AcqRel, Relaxed).is_ok() {
-                return self.settled_lost();
+            loop {
+                let t = self.tail.0.load(Acquire);
+                let h = self.head.0.load(Acquire);
+                if t == h || self.tail.0.compare_exchange(t, h, AcqRel, Relaxed).is_ok() {
+                    break;
+                }
             }
+            fence(SeqCst);
+            if !self.dropping.load(Acquire) {
+                return self.lost.load(Acquire);
+            }
+            seam::at(Point::ClearWaitsForDrop);
+            self.settled_lost();
         }
     }
 
@@ -682,81 +729,5 @@ impl Ring {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Writes fast-path records until the fast path refuses, checking that it
-    /// never wrote past the end of the ring or the soft limit.
-    fn fill_fast(r: &Ring, first: u64) -> u64 {
-        let mut n = first;
-        while r.put_fast(1, &n.to_le_bytes()) {
-            n += 1;
-        }
-        n
-    }
-
-    #[test]
-    fn fast_path_stops_before_the_end_and_resumes_after_padding() {
-        if !clock::uses_tsc() {
-            let r = Ring::new(256, 7, 256, 64).unwrap();
-            assert!(!r.put_fast(1, &[1]), "no TSC: the fast path never writes");
-            return;
-        }
-        let r = Ring::new(256, 7, 256, 64).unwrap();
-        // 256 bytes hold ten 24-byte records (240), and the eleventh would cross.
-        let n = fill_fast(&r, 0);
-        assert_eq!(n, 10);
-        assert_eq!(r.head.0.load(Relaxed), 240);
-        // Read them back in order, with their data and thread id.
-        for i in 0..10u64 {
-            let rec = r.pop().unwrap();
-            assert_eq!(
-                (rec.id, rec.tid, rec.data.clone()),
-                (1, 7, i.to_le_bytes().to_vec())
-            );
-        }
-        // The slow path pads the end and writes at the start of the next lap...
-        let head = r.head.0.load(Relaxed);
-        assert!(r.room(head, r.need(head, 8, false), 0) != NO_ROOM);
-        r.put(head, 2, 7, 0, &99u64.to_le_bytes(), false, None);
-        assert_eq!(r.head.0.load(Relaxed), 256 + 24);
-        // ...after which the fast path takes over again, to the end of that lap.
-        let m = fill_fast(&r, 100);
-        assert_eq!(m - 100, 9);
-        assert_eq!(r.pop().unwrap().data, 99u64.to_le_bytes().to_vec());
-        for i in 100..m {
-            assert_eq!(r.pop().unwrap().data, i.to_le_bytes().to_vec());
-        }
-        assert!(r.pop().is_none());
-    }
-
-    #[test]
-    fn fast_path_keeps_within_the_soft_limit_by_the_cached_tail() {
-        if !clock::uses_tsc() {
-            return;
-        }
-        // Soft limit 96 bytes: four 24-byte records, then the slow path decides.
-        let r = Ring::new(1024, 7, 96, 64).unwrap();
-        assert_eq!(fill_fast(&r, 0), 4);
-        // Reading frees the space, but the writer's cached tail is older: the fast
-        // path stays off until a slow-path record refreshes it.
-        while r.pop().is_some() {}
-        assert!(!r.put_fast(1, &[0; 8]));
-        let head = r.head.0.load(Relaxed);
-        assert!(r.room(head, r.need(head, 8, false), 1024 - 96) != NO_ROOM);
-        r.put(head, 1, 7, 0, &[0; 8], false, None);
-        assert_eq!(fill_fast(&r, 0), 3);
-    }
-
-    #[test]
-    fn fast_path_leaves_long_or_truncated_data_to_the_slow_path() {
-        let r = Ring::new(256, 7, 256, 4).unwrap();
-        assert!(
-            !r.put_fast(1, &[1, 2]),
-            "max data 4: the slow path truncates"
-        );
-        let r = Ring::new(256, 7, 256, 64).unwrap();
-        assert!(!r.put_fast(1, &[0; 9]));
-        assert_eq!(r.head.0.load(Relaxed), 0);
-    }
-}
+#[path = "ring_tests.rs"]
+mod tests;

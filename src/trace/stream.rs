@@ -12,6 +12,7 @@ use super::event::Event;
 use super::ids::{self, EventId};
 use super::log_writer::LogWriter;
 use super::ring::{Ring, NO_ROOM, ROOM, ROOM_AFTER_GAP};
+use super::seam::{self, Point};
 use super::set::EventSet;
 use super::slots::{filter_words, filtered, is_running, lock, suspend_full};
 use crate::sys::clock;
@@ -214,9 +215,12 @@ impl Stream {
         let draining = r.draining.load(Relaxed);
         let gap_next = r.gap_next.load(Relaxed);
         let need = r.need(head, data.len(), draining || gap_next);
-        let room = r.room(head, need, reserve);
-        if room == NO_ROOM && !self.full(r, head, need, tid, force) {
-            return false;
+        let mut room = r.room(head, need, reserve);
+        if room == NO_ROOM {
+            room = self.full(r, head, need, tid, force);
+            if room == NO_ROOM {
+                return false;
+            }
         }
         if self.policy == StreamFullPolicy::Flush
             && head + need - r.cached_tail.0.load(Relaxed) > self.cap as u64 / 2
@@ -258,23 +262,45 @@ impl Stream {
         }
     }
 
-    /// The ring is full: apply the stream full policy. Returns whether to write.
+    /// The ring has no room for `need` bytes at `head`: apply the stream full
+    /// policy. Returns the room to write in ([`ROOM`], or [`ROOM_AFTER_GAP`]
+    /// for the record that ends a FLUSH writer's run of drops), or
+    /// [`NO_ROOM`]: the event is dropped.
     #[cold]
-    pub(super) fn full(&self, r: &Ring, head: u64, need: u64, tid: u32, force: bool) -> bool {
+    pub(super) fn full(&self, r: &Ring, head: u64, need: u64, tid: u32, force: bool) -> u8 {
+        seam::at(Point::WriterFull);
         // Read before writing: in LOOP steady state every event comes here, and
         // threads must not keep writing one shared line.
         if !self.full_seen.load(Relaxed) {
             self.full_seen.store(true, Relaxed);
         }
+        if self.policy == StreamFullPolicy::Loop {
+            r.overwrite_oldest(head, need);
+            return ROOM;
+        }
+        // A clear may have emptied the ring since it was found full: then the
+        // event is recorded, else it is dropped before any clear that has not
+        // moved the tail yet, which waits for it to be counted.
+        let reserve = if force { 0 } else { self.reserve };
+        let room = r.begin_drop(head, need, reserve);
+        if room != NO_ROOM {
+            return room;
+        }
+        seam::at(Point::WriterDropping);
+        self.drop_event(r, head, tid, force);
+        r.end_drop();
+        NO_ROOM
+    }
+
+    /// [`full`](Self::full) for FLUSH and UNTIL_FULL, once the event is to
+    /// be dropped: counts it and applies the policy.
+    fn drop_event(&self, r: &Ring, head: u64, tid: u32, force: bool) {
         match self.policy {
-            StreamFullPolicy::Loop => {
-                r.overwrite_oldest(head, need);
-                true
-            }
+            StreamFullPolicy::Loop => debug_assert!(false, "LOOP overwrites"),
             StreamFullPolicy::UntilFull => {
                 r.count_lost(head, 1);
                 if force || self.auto_suspended.load(Relaxed) {
-                    return false;
+                    return;
                 }
                 // Under the control lock and only while running: a writer that
                 // saw the stream running before a stop() must not mark it
@@ -284,7 +310,7 @@ impl Stream {
                 let _ctl = match self.ctl.try_lock() {
                     Ok(g) => g,
                     Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                    Err(TryLockError::WouldBlock) => return false,
+                    Err(TryLockError::WouldBlock) => return,
                 };
                 if self.running()
                     && self
@@ -307,7 +333,6 @@ impl Stream {
                         }
                     }
                 }
-                false
             }
             StreamFullPolicy::Flush => {
                 r.count_lost(head, 1);
@@ -321,7 +346,6 @@ impl Stream {
                     r.flush_asked.store(true, Relaxed);
                     self.flush_req.store(true, Release);
                 }
-                false
             }
         }
     }
@@ -360,7 +384,9 @@ mod tests {
             let rings = t.s.rings_snapshot();
             let r = rings.iter().find(|r| r.tid == tid).unwrap();
             let head = r.head.0.load(Relaxed);
-            assert!(!t.s.full(r, head, 24, tid, false));
+            // More than the ring holds: the writer finds no room even after
+            // another look at the tail.
+            assert_eq!(t.s.full(r, head, r.cap, tid, false), NO_ROOM);
         }
         while t.try_getnext().unwrap().is_some() {}
         let st = t.status();
