@@ -315,7 +315,7 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
         sched_period: params.period.as_nanos() as u64,
     };
     let r = super::hook::change_raw(tid.as_raw(), || sys::setattr(tid.as_raw(), &attr));
-    super::thread::class_changed(tid.as_raw(), false);
+    crate::sys::prio::class_changed(tid.as_raw(), false);
     if let Err(errno) = r {
         return Err(match errno {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)

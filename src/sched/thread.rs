@@ -257,7 +257,7 @@ pub(crate) fn raw_setscheduler(tid: i32, priority: Priority) -> Result<()> {
     }
     let policy = keep_reset_on_fork(tid, priority.policy().as_raw());
     let r = sys::setscheduler(tid, policy, priority.value());
-    class_changed(tid, false);
+    crate::sys::prio::class_changed(tid, false);
     r.map_err(|e| {
         sched_error(
             "sched_setscheduler",
@@ -274,7 +274,7 @@ pub(crate) fn raw_setparam(tid: i32, priority: Priority) -> Result<()> {
         return Err(deadline_needs_attr("sched_setparam"));
     }
     let r = sys::setparam(tid, priority.value());
-    class_changed(tid, false);
+    crate::sys::prio::class_changed(tid, false);
     r.map_err(|e| {
         sched_error(
             "sched_setparam",
@@ -298,7 +298,7 @@ pub(crate) fn pthread_setschedparam(
     let policy = keep_reset_on_fork(tid.as_raw(), priority.policy().as_raw());
     // SAFETY: the caller guarantees `thread` is valid.
     let r = unsafe { sys::pthread_setschedparam(thread, policy, priority.value()) };
-    class_changed(tid.as_raw(), true);
+    crate::sys::prio::class_changed(tid.as_raw(), true);
     if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedparam",
@@ -318,7 +318,7 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
     let p = priority_in("pthread_setschedprio", current, value)?;
     // SAFETY: the caller guarantees `thread` is valid.
     let r = unsafe { sys::pthread_setschedprio(thread, p.value()) };
-    class_changed(tid.as_raw(), true);
+    crate::sys::prio::class_changed(tid.as_raw(), true);
     if let Err(r) = r {
         return Err(sched_error(
             "pthread_setschedprio",
@@ -329,24 +329,6 @@ pub(crate) fn pthread_setschedprio(thread: libc::pthread_t, tid: Tid, value: i32
         ));
     }
     Ok(())
-}
-
-/// Tells the class cache of `sys::prio` that the crate changed (or tried to
-/// change) the class of thread `tid` (0: the caller), so that the next
-/// `current_cached` of *that* thread reads it again: every change of a thread's
-/// class in `sched` (the sporadic server's switches and the creator's
-/// after-creation switch among them) goes through here. `by_pthread`: the call
-/// was glibc's `pthread_setschedparam` or `pthread_setschedprio`, which keep
-/// glibc's copy of the class right; a raw `sched_*` call by tid does not.
-pub(crate) fn class_changed(tid: i32, by_pthread: bool) {
-    let own = tid == 0 || tid == gettid().as_raw();
-    if own && by_pthread {
-        crate::sys::prio::forget_cached();
-    } else {
-        // The caller's own cache, and (with the sys::prio generation counters)
-        // that of thread `tid`, which then reads the kernel's class.
-        crate::sys::prio::forget_cached_raw(tid);
-    }
 }
 
 /// `policy` with `SCHED_RESET_ON_FORK` added if thread `tid` (0: the caller) has

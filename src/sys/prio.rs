@@ -202,6 +202,22 @@ pub(crate) fn forget_cached_raw(tid: i32) {
     forget_cached();
 }
 
+/// Tells the class cache that the crate changed (or tried to change) the class
+/// of thread `tid` (0: the caller), so that the next [`current_cached`] of *that*
+/// thread reads it again: every change of a thread's class in `sched` (the
+/// sporadic server's switches and the creator's after-creation switch among
+/// them) goes through here. `by_pthread`: the call was glibc's
+/// `pthread_setschedparam` or `pthread_setschedprio`, which keep glibc's copy of
+/// the class right; a raw `sched_*` call by tid does not.
+pub(crate) fn class_changed(tid: i32, by_pthread: bool) {
+    let own = tid == 0 || tid as u32 == super::tid::current();
+    if own && by_pthread {
+        forget_cached();
+    } else {
+        forget_cached_raw(tid);
+    }
+}
+
 /// `pthread_setschedparam(pthread_self(), policy, priority)`: switches the calling
 /// thread. Returns the errno on failure.
 pub(crate) fn set_current(c: SchedClass) -> Result<(), i32> {
