@@ -8,13 +8,9 @@ use posixrt::trace::{self, Trace, TraceAttr};
 mod trace_read;
 use trace_read::user_ids_and_lost;
 
-/// The process's address space in use (`VmSize`), in bytes.
-fn vm_size() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = s.lines().find(|l| l.starts_with("VmSize:")).unwrap();
-    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
-    kib << 10
-}
+#[path = "common/address_space.rs"]
+mod address_space;
+use address_space::with_address_space_room;
 
 #[test]
 fn events_of_a_thread_without_a_sub_buffer_are_counted_lost() {
@@ -23,27 +19,14 @@ fn events_of_a_thread_without_a_sub_buffer_are_counted_lost() {
     a.set_stream_size(1 << 30).unwrap(); // sub-buffers of 2 GiB
     let t = Trace::create(&a).unwrap();
     // Room for this test's small allocations, not for a 2 GiB sub-buffer.
-    let mut old = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain getrlimit/setrlimit calls on valid structs.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_AS, &mut old), 0);
-        let low = libc::rlimit {
-            rlim_cur: vm_size() + (512 << 20),
-            rlim_max: old.rlim_max,
-        };
-        assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &low), 0);
-    }
-    // Its START cannot be recorded either.
-    t.start().unwrap();
-    trace::event(ev, &[1]);
-    trace::event(ev, &[2]);
-    // Nor its STOP.
-    t.stop().unwrap();
-    // SAFETY: as above; restores the limit read before.
-    unsafe { assert_eq!(libc::setrlimit(libc::RLIMIT_AS, &old), 0) };
+    with_address_space_room(512 << 20, || {
+        // Its START cannot be recorded either.
+        t.start().unwrap();
+        trace::event(ev, &[1]);
+        trace::event(ev, &[2]);
+        // Nor its STOP.
+        t.stop().unwrap();
+    });
     let overrun = t.status().overrun;
     let (ids, lost) = user_ids_and_lost(&t);
     let user = ids.iter().filter(|&&i| i == ev).count();
