@@ -84,6 +84,31 @@
 //! (a drop guard), so readers do not treat the slot as busy forever; a slot whose
 //! owner died mid-write (odd counter) is made consistent again when it is reclaimed.
 //!
+//! # A file truncated under its owner
+//!
+//! Another process of the same user (or root) may shrink the file: an admin's
+//! `truncate -s 0`, a clean-up script. The owner's stores to mapped pages past
+//! the new end would raise `SIGBUS` and kill the process, for the sake of a
+//! diagnostic file. [`Registry::claim`] and [`Registry::live_slots`] check the
+//! file's size (one `fstat`) and put a shrunk file back: its reserved pages
+//! are allocated again (`fallocate`), it is extended to its size and its
+//! header is written again, so that every writer's stores land on backed
+//! pages from then on; if that fails (ENOSPC), the claim fails with an error
+//! saying so, and touches no slot. What the truncation wiped is lost, and a
+//! wiped slot reads as free while its writer may still hold it: every slot
+//! below the high-water mark that reads free is kept reserved (invisible to
+//! readers, never handed out again) until a writer that holds it releases it;
+//! slots that were really free then stay unused for the registry's life.
+//!
+//! [`SlotWriter::write`] and [`SlotWriter::release`] do not check (a system
+//! call there would cost more than the write): one made after the truncation
+//! and before the next claim, or a claim racing the truncation after its own
+//! check, still dies of `SIGBUS`; and a claim in another thread racing the
+//! repair may take a wiped slot whose writer still holds it before the repair
+//! reserves it (both then write it; readers may show a mix, memory stays
+//! safe). Deleting the file (`rm`) is harmless: the owner keeps writing its
+//! mapping, and readers no longer list the process.
+//!
 //! # Liveness
 //!
 //! A live slot with a non-zero owner tid is shown only if

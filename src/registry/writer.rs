@@ -31,6 +31,10 @@ pub struct Registry {
     data: File,
     /// Bytes from the start of the file whose pages are reserved (`fallocate`).
     reserved: AtomicUsize,
+    /// The high-water mark as this owner knows it (slots `0..claimed` have
+    /// been claimed), kept out of the file: a truncation wipes the file's.
+    claimed: AtomicU32,
+    kind: [u8; 16],
     path: PathBuf,
     pid: i32,
     starttime: u64,
@@ -131,31 +135,7 @@ impl Registry {
         let reserved = reserve(&file, 0, reserved_for(slot, slot_count, 0), total)
             .map_err(|e| fail(e.with_message(format!("reserving room in {}", tmp.display()))))?;
         let map = Mapping::map(&file, total).map_err(fail)?;
-        // Header (the file is fresh: all zero).
-        for (i, chunk) in MAGIC.chunks(4).enumerate() {
-            map.u32_at(i * 4).store(
-                u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
-                Ordering::Relaxed,
-            );
-        }
-        map.u32_at(H_VERSION).store(VERSION, Ordering::Relaxed);
-        map.u32_at(H_HEADER_SIZE)
-            .store(HEADER_SIZE as u32, Ordering::Relaxed);
-        for (i, chunk) in kind_b.chunks(4).enumerate() {
-            map.u32_at(H_KIND + i * 4).store(
-                u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
-                Ordering::Relaxed,
-            );
-        }
-        map.u32_at(H_PID).store(pid as u32, Ordering::Relaxed);
-        map.u64_at(H_START).store(starttime, Ordering::Relaxed);
-        map.u32_at(H_SLOT_SIZE)
-            .store(slot as u32, Ordering::Relaxed);
-        map.u32_at(H_SLOT_COUNT)
-            .store(slot_count, Ordering::Relaxed);
-        map.u32_at(H_PAYLOAD)
-            .store(payload as u32, Ordering::Relaxed);
-        map.u32_at(H_HIGH_WATER).store(0, Ordering::Release);
+        write_header(&map, &kind_b, pid, starttime, slot, slot_count, payload, 0);
         publish(&tmp, &path, kind).map_err(fail)?;
         register_exit_unlink(&path, pid);
         std::mem::forget(tracked); // the Registry untracks it when dropped
@@ -166,6 +146,8 @@ impl Registry {
             lock_file,
             data: file,
             reserved: AtomicUsize::new(reserved),
+            claimed: AtomicU32::new(0),
+            kind: kind_b,
             path,
             pid,
             starttime,
@@ -201,7 +183,14 @@ impl Registry {
     }
 
     /// The number of live (claimed and published) slots.
+    ///
+    /// Like [`claim`](Registry::claim), it first puts back a file that another
+    /// process truncated (see [the module docs](super#a-file-truncated-under-its-owner));
+    /// 0 if that fails.
     pub fn live_slots(&self) -> usize {
+        if self.repair().is_err() {
+            return 0;
+        }
         let hw = self.high_water();
         (0..hw)
             .filter(|&i| self.state(i).load(Ordering::Acquire) == STATE_LIVE)
@@ -230,6 +219,72 @@ impl Registry {
         Ok(())
     }
 
+    /// Puts the file back to its size if another process truncated it (an
+    /// admin's `truncate -s 0`, a clean-up script): the mapped pages past the
+    /// new end would raise `SIGBUS` at the next store to them, in whichever
+    /// thread of this process made it. One `fstat` when the file is whole.
+    ///
+    /// The reserved pages are allocated again (`fallocate`) and the file is
+    /// extended to its size, so that the stores of every writer land on backed
+    /// pages again; the header is written again. What the truncation wiped is
+    /// lost: a wiped slot reads as free, while its writer may still hold it, so
+    /// every slot below the high-water mark that reads free is reserved
+    /// (invisible to readers, never handed out by a claim). A writer that still
+    /// holds one writes it unseen until it releases it, which frees it; slots
+    /// that were free are lost for this registry's life.
+    ///
+    /// Not checked on every write (a system call there would cost more than the
+    /// write): a store to a page past the end made after the truncation and
+    /// before the next claim or [`live_slots`](Registry::live_slots) still
+    /// raises `SIGBUS`, and so does a store by a claim that had already checked
+    /// the size when the file was truncated. A claim running while another
+    /// repairs may take a wiped slot before it is reserved here, so that two
+    /// writers share it (readers may show a mix of both; memory stays safe).
+    fn repair(&self) -> Result<()> {
+        let total = self.slot_off(self.slot_count);
+        let size = rustix::fs::fstat(&self.data)
+            .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?
+            .st_size;
+        if size >= total as i64 {
+            return Ok(());
+        }
+        let lost = |e: Error| {
+            e.with_message(format!(
+                "{} was truncated by another process (to {size} bytes) and cannot be put back to its {total} bytes",
+                self.path.display()
+            ))
+            .with_hint(
+                "free space in /dev/shm, and do not truncate the registry files of running processes",
+            )
+        };
+        // `fallocate` backs the pages and extends the file over them; the
+        // rest of the file is extended as before (reserved by later claims).
+        let reserved = self.reserved.load(Ordering::Acquire);
+        reserve(&self.data, 0, reserved, total).map_err(lost)?;
+        rustix::fs::ftruncate(&self.data, total as u64)
+            .map_err(|e| lost(Error::from_errno("ftruncate", e.raw_os_error())))?;
+        let claimed = self.claimed.load(Ordering::Acquire).min(self.slot_count);
+        for i in 0..claimed {
+            let _ = self.state(i).compare_exchange(
+                STATE_FREE,
+                STATE_RESERVED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        write_header(
+            &self.map,
+            &self.kind,
+            self.pid,
+            self.starttime,
+            self.slot_size,
+            self.slot_count,
+            self.payload_size,
+            claimed,
+        );
+        Ok(())
+    }
+
     fn slot_off(&self, i: u32) -> usize {
         HEADER_SIZE + i as usize * self.slot_size
     }
@@ -245,7 +300,13 @@ impl Registry {
     /// this returns. If every slot is taken, slots of threads that no longer exist
     /// are reclaimed; if none is, the error is
     /// [`OutOfResources`](crate::ErrorKind::OutOfResources).
+    ///
+    /// If another process truncated the file, it is put back to its size first
+    /// (see [the module docs](super#a-file-truncated-under-its-owner)); if that
+    /// fails, so does the claim, with the error of `fallocate` or `ftruncate`
+    /// (ENOSPC: `OutOfResources`) and a message saying the file was truncated.
     pub fn claim(&self, tid: i32, thread_start: u64) -> Result<SlotWriter<'_>> {
+        self.repair()?;
         self.reserve_ahead()?;
         let idx = self
             .reserve_free()
@@ -262,6 +323,7 @@ impl Registry {
                 )
                 .with_hint("release slots you no longer need (threads that exit release theirs)")
             })?;
+        self.claimed.fetch_max(idx + 1, Ordering::AcqRel);
         self.map
             .u32_at(H_HIGH_WATER)
             .fetch_max(idx + 1, Ordering::AcqRel);
@@ -351,6 +413,45 @@ impl Registry {
             false
         })
     }
+}
+
+/// Writes the header of a registry (see the [module docs](super)); the
+/// high-water mark last, with release ordering, never lowered.
+#[allow(clippy::too_many_arguments)]
+fn write_header(
+    map: &Mapping,
+    kind: &[u8; 16],
+    pid: i32,
+    starttime: u64,
+    slot_size: usize,
+    slot_count: u32,
+    payload: usize,
+    high_water: u32,
+) {
+    let words = |at: usize, bytes: &[u8]| {
+        for (i, chunk) in bytes.chunks(4).enumerate() {
+            map.u32_at(at + i * 4).store(
+                u32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]),
+                Ordering::Relaxed,
+            );
+        }
+    };
+    words(0, &MAGIC);
+    map.u32_at(H_VERSION).store(VERSION, Ordering::Relaxed);
+    map.u32_at(H_HEADER_SIZE)
+        .store(HEADER_SIZE as u32, Ordering::Relaxed);
+    words(H_KIND, kind);
+    map.u32_at(H_PID).store(pid as u32, Ordering::Relaxed);
+    map.u64_at(H_START).store(starttime, Ordering::Relaxed);
+    map.u32_at(H_SLOT_SIZE)
+        .store(slot_size as u32, Ordering::Relaxed);
+    map.u32_at(H_SLOT_COUNT)
+        .store(slot_count, Ordering::Relaxed);
+    map.u32_at(H_PAYLOAD)
+        .store(payload as u32, Ordering::Relaxed);
+    // A claim may have raised it meanwhile (after a repair's load).
+    map.u32_at(H_HIGH_WATER)
+        .fetch_max(high_water, Ordering::Release);
 }
 
 /// A lock descriptor tracked in `LOCK_FDS` for a registry being created:

@@ -1,0 +1,191 @@
+//! A registry file truncated under its owner by another process (an admin's
+//! `truncate -s 0`, a clean-up script): the owner's mapping then has pages
+//! past the end of the file, and a store to one of them raises `SIGBUS`.
+//! `Registry::claim` checks the file's size and puts the file back to its
+//! size (its pages reserved again) before it touches a slot, so the owner
+//! and its writers live on; only what the file held is lost.
+//!
+//! Each check runs in a forked child, so that a `SIGBUS` fails the test
+//! instead of killing the test run.
+
+#[path = "common/held_fork.rs"]
+mod held_fork;
+
+use posixrt::registry::{current_thread, scan, Registry};
+
+/// Shrinks the file at `path` to `len` bytes, as another process would.
+fn truncate(path: &std::path::Path, len: u64) {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open the registry file")
+        .set_len(len)
+        .expect("truncate the registry file");
+}
+
+/// In a forked child: a registry of `kind` (slots of `payload` bytes) with
+/// two claimed slots (one written), its file truncated to `len` bytes; then a
+/// claim, and writes through the slot claimed before the truncation and the
+/// new one.
+fn claim_and_write_after_truncate_to(kind: &'static str, payload: usize, len: u64) {
+    let r = held_fork::in_child(|| {
+        let reg = Registry::create(kind, payload, 64).map_err(|e| format!("create: {e}"))?;
+        let (tid, start) = current_thread().map_err(|e| e.to_string())?;
+        let mut old = reg.claim(tid, start).map_err(|e| format!("claim: {e}"))?;
+        old.write(|p| p.store_u64(0, 1));
+        let _other = reg.claim(tid, start).map_err(|e| format!("claim: {e}"))?;
+        truncate(reg.path(), len);
+        let mut new = reg
+            .claim(tid, start)
+            .map_err(|e| format!("claim after the truncate: {e}"))?;
+        new.write(|p| p.store_u64(0, 2));
+        old.write(|p| p.store_u64(1, 3));
+        // The file is whole again: a reader sees the slot claimed after the
+        // truncation, with what was written to it.
+        let s = scan(kind, Some(reg.pid())).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(reg.path());
+        if s.processes.len() != 1 || s.unreadable + s.incompatible != 0 {
+            return Err(format!("the repaired file is not listed: {s:?}"));
+        }
+        let slots = &s.processes[0].slots;
+        let shown = slots.iter().find(|c| c.index == new.index());
+        match shown {
+            Some(c) if c.payload[..8] == 2u64.to_ne_bytes() => {}
+            _ => return Err(format!("the new slot is not shown: {slots:?}")),
+        }
+        // The slots wiped by the truncation were not handed out again while
+        // their writers still hold them.
+        if new.index() == old.index() || new.index() == _other.index() {
+            return Err(format!("a held slot ({}) was claimed again", new.index()));
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        panic!("{e} (SIGBUS is {})", libc::SIGBUS);
+    }
+}
+
+#[test]
+fn a_claim_after_the_file_was_truncated_to_zero_repairs_it() {
+    claim_and_write_after_truncate_to("regtrunc", 64, 0);
+}
+
+#[test]
+fn a_claim_after_the_file_was_truncated_below_its_slots_repairs_it() {
+    // Slots of 4032 bytes: the first page (the header and most of slot 0)
+    // stays, the pages of the other slots are gone.
+    claim_and_write_after_truncate_to("regtrunchalf", 4000, 4096);
+}
+
+#[test]
+fn live_slots_after_the_file_was_truncated_repairs_it() {
+    let r = held_fork::in_child(|| {
+        let reg = Registry::create("regtrunclive", 64, 8).map_err(|e| format!("create: {e}"))?;
+        let (tid, start) = current_thread().map_err(|e| e.to_string())?;
+        let _held = reg.claim(tid, start).map_err(|e| format!("claim: {e}"))?;
+        truncate(reg.path(), 0);
+        // The held slot was wiped: it is kept aside, not counted as live.
+        let after = reg.live_slots();
+        let _new = reg.claim(tid, start).map_err(|e| format!("claim: {e}"))?;
+        let again = reg.live_slots();
+        let _ = std::fs::remove_file(reg.path());
+        if (after, again) != (0, 1) {
+            return Err(format!("live slots {after} then {again}, want 0 then 1"));
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        panic!("{e} (SIGBUS is {})", libc::SIGBUS);
+    }
+}
+
+/// Writes `text` to `path` (for the id maps of a new user namespace).
+fn write_file(path: &std::ffi::CStr, text: &str) -> bool {
+    // SAFETY: a plain open/write/close of a NUL-terminated path and a buffer
+    // valid for its length.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let n = libc::write(fd, text.as_ptr().cast(), text.len());
+        libc::close(fd);
+        n == text.len() as isize
+    }
+}
+
+/// In a forked child: a private mount namespace (a user namespace too where
+/// that is needed) with a 256 KiB tmpfs on /dev/shm.
+fn small_dev_shm() -> bool {
+    // SAFETY: unshare and mount take plain flags and NUL-terminated strings.
+    unsafe {
+        if libc::unshare(libc::CLONE_NEWNS) != 0 {
+            let (uid, gid) = (libc::getuid(), libc::getgid());
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0
+                || !write_file(c"/proc/self/setgroups", "deny")
+                || !write_file(c"/proc/self/uid_map", &format!("{uid} {uid} 1"))
+                || !write_file(c"/proc/self/gid_map", &format!("{gid} {gid} 1"))
+            {
+                return false;
+            }
+        }
+        libc::mount(
+            std::ptr::null(),
+            c"/".as_ptr(),
+            std::ptr::null(),
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) == 0
+            && libc::mount(
+                c"tmpfs".as_ptr(),
+                c"/dev/shm".as_ptr(),
+                c"tmpfs".as_ptr(),
+                0,
+                c"size=256k,mode=1777".as_ptr().cast(),
+            ) == 0
+    }
+}
+
+/// Appends to `file` until the file system is full.
+fn fill(file: &mut std::fs::File) {
+    use std::io::Write;
+    let chunk = [1u8; 4096];
+    while file.write_all(&chunk).is_ok() {}
+}
+
+#[test]
+fn a_truncated_file_that_cannot_be_put_back_fails_the_claim() {
+    // The truncation freed the file's pages and another file took the room:
+    // the claim reports it (OutOfResources, saying the file was truncated)
+    // and touches no page past the end.
+    let r = held_fork::in_child(|| {
+        if !small_dev_shm() {
+            return Err(SKIP.to_string());
+        }
+        let reg = Registry::create("regtruncfull", 4000, 32).map_err(|e| format!("create: {e}"))?;
+        let (tid, start) = current_thread().map_err(|e| e.to_string())?;
+        let _held = reg.claim(tid, start).map_err(|e| format!("claim: {e}"))?;
+        let mut filler = std::fs::File::create("/dev/shm/filler").map_err(|e| e.to_string())?;
+        fill(&mut filler);
+        truncate(reg.path(), 0);
+        fill(&mut filler);
+        match reg.claim(tid, start) {
+            Ok(w) => Err(format!("claimed slot {} in a file cut short", w.index())),
+            Err(e)
+                if e.kind() == posixrt::ErrorKind::OutOfResources
+                    && e.to_string().contains("truncated") =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(format!("claim: {e} ({:?})", e.kind())),
+        }
+    });
+    match r {
+        Err(e) if e == SKIP => println!("skip: {e}"),
+        Err(e) => panic!("{e} (SIGBUS is {})", libc::SIGBUS),
+        Ok(()) => {}
+    }
+}
+
+/// The child's answer where it cannot mount a small `/dev/shm`.
+const SKIP: &str = "no private mount namespace for a small /dev/shm here";
