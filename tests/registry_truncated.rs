@@ -189,3 +189,33 @@ fn a_truncated_file_that_cannot_be_put_back_fails_the_claim() {
 
 /// The child's answer where it cannot mount a small `/dev/shm`.
 const SKIP: &str = "no private mount namespace for a small /dev/shm here";
+
+#[test]
+fn a_file_truncated_under_a_reader_is_counted_unreadable() {
+    // Shrunk to nothing, into its header, or below its slots: whenever the
+    // truncation came (before the scan or during it), the file of a live
+    // owner is one that could not be read, never a registry of another
+    // layout version (no release of tfp reads it better).
+    let reg = Registry::create("regtruncscan", 4000, 4).expect("create");
+    let (tid, start) = current_thread().expect("current thread");
+    let mut w = reg.claim(tid, start).expect("claim");
+    w.write(|p| p.store_u64(0, 1));
+    for len in [4096, 100, 0] {
+        truncate(reg.path(), len);
+        let s = scan("regtruncscan", Some(reg.pid())).expect("scan");
+        assert!(s.processes.is_empty(), "{len} bytes: {s:?}");
+        assert_eq!(
+            (s.unreadable, s.incompatible),
+            (1, 0),
+            "{len} bytes: (unreadable, incompatible)"
+        );
+    }
+    // The next claim puts the file back: listed again.
+    let _w2 = reg.claim(tid, start).expect("claim after the truncate");
+    let s = scan("regtruncscan", Some(reg.pid())).expect("scan");
+    assert_eq!(
+        (s.processes.len(), s.unreadable, s.incompatible),
+        (1, 0, 0),
+        "{s:?}"
+    );
+}

@@ -77,8 +77,10 @@
 //! most 8 bytes. Readers never map it: they read it with `pread`, which copies
 //! into the reader's own buffers (no Rust-visible data race), and which comes back
 //! short, instead of raising `SIGBUS` as a mapped load would, when the file's
-//! user shrinks the file under the reader (`ftruncate`); such a registry is then
-//! counted as unreadable.
+//! user shrinks the file under the reader (`ftruncate`). A registry cut short,
+//! before the scan or during it (down to 0 bytes, into its header, or below
+//! its slots), is counted as unreadable ([`Scan::unreadable`]), not as
+//! incompatible: it is no other layout, and no release of the reader reads it.
 //!
 //! If a writer panics inside [`SlotWriter::write`], the counter is still made even
 //! (a drop guard), so readers do not treat the slot as busy forever; a slot whose
@@ -502,7 +504,8 @@ mod tests {
     fn malformed_files_of_a_live_owner_are_refused_not_trusted() {
         // A file named for this (live) process and locked as its owner would
         // lock it, whose header lies about sizes, offsets and lengths: each is
-        // counted as incompatible, never read past its end, and never shown.
+        // counted as incompatible (or unreadable when cut short), never read
+        // past its end, and never shown.
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let start = read_stat("/proc/self/stat").unwrap().starttime;
         let path = Path::new(DIR).join(format!("posixrt-regbad-{pid}-{start}"));
@@ -527,16 +530,11 @@ mod tests {
             s
         };
         let cases: Vec<(&str, Vec<u8>)> = vec![
-            ("shorter than a header", header(64, 1, 8, 1)[..100].to_vec()),
             ("bad magic", {
                 let mut h = header(64, 1, 8, 1);
                 h[0] = b'X';
                 [h, live_slot(64)].concat()
             }),
-            (
-                "slots past the end",
-                [header(64, 4, 8, 4), live_slot(64)].concat(),
-            ),
             (
                 "count times size overflows",
                 header(64 * 1024, u32::MAX, 8, u32::MAX),
@@ -573,6 +571,18 @@ mod tests {
             let s = scan_as_file(&bytes);
             assert!(s.processes.is_empty(), "{what}: {s:?}");
             assert_eq!((s.incompatible, s.unreadable), (1, 0), "{what}");
+        }
+        // Files cut short (a truncation) are unreadable, not another layout.
+        for (what, bytes) in [
+            ("shorter than a header", header(64, 1, 8, 1)[..100].to_vec()),
+            (
+                "slots past the end",
+                [header(64, 4, 8, 4), live_slot(64)].concat(),
+            ),
+        ] {
+            let s = scan_as_file(&bytes);
+            assert!(s.processes.is_empty(), "{what}: {s:?}");
+            assert_eq!((s.incompatible, s.unreadable), (0, 1), "{what}");
         }
         // A high-water mark past the slot count is clamped to it.
         let s = scan_as_file(&[header(64, 1, 8, u32::MAX), live_slot(64)].concat());

@@ -51,15 +51,18 @@ pub struct ProcessEntry {
 pub struct Scan {
     /// Processes with a registry of the kind, by pid.
     pub processes: Vec<ProcessEntry>,
-    /// Registries that could not be opened or mapped (permissions), were malformed
-    /// or owned by a user the process does not run as, or belong to a process this
-    /// reader cannot see (`/proc` with `hidepid`, or a writer in another pid
-    /// namespace that still holds its file's lock) or to a dead process whose file
-    /// only its user or root may remove.
+    /// Registries that could not be opened (permissions), were owned by a user
+    /// the process does not run as, or were cut short by another process (shorter
+    /// than a header, or than the slots their header describes, whether truncated
+    /// before or during the read: the owner puts its file back at its next claim),
+    /// or that belong to a process this reader cannot see (`/proc` with `hidepid`,
+    /// or a writer in another pid namespace that still holds its file's lock) or
+    /// to a dead process whose file only its user or root may remove.
     pub unreadable: usize,
     /// Registries of live processes that this reader does not understand: another
-    /// layout version (a different posixrt release wrote them) or a malformed
-    /// header. Not a permission problem: root cannot read them either.
+    /// layout version (a different posixrt release wrote them) or a header whose
+    /// fields this reader refuses (magic, kind, pid, start time, slot geometry).
+    /// Not a permission problem: root cannot read them either.
     pub incompatible: usize,
     /// Files of dead processes removed during the scan.
     pub removed: usize,
@@ -298,8 +301,12 @@ pub(crate) fn read_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Fi
     else {
         return FileRead::Unreadable;
     };
+    // Shorter than any registry: cut short by another process (a file is
+    // published whole). Unreadable, as when it shrinks during the reads
+    // below: the count must not depend on when the truncation came, and no
+    // release of the reader reads it better (it is not another layout).
     if len < HEADER_SIZE {
-        return FileRead::Incompatible;
+        return FileRead::Unreadable;
     }
     let src = Source(file);
     let mut header = [0u8; HEADER_SIZE];
@@ -322,17 +329,22 @@ pub(crate) fn read_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Fi
     let slot_size = get(H_SLOT_SIZE) as usize;
     let slot_count = get(H_SLOT_COUNT);
     let payload = get(H_PAYLOAD) as usize;
+    let Some(need) = (slot_count as usize)
+        .checked_mul(slot_size)
+        .and_then(|v| v.checked_add(HEADER_SIZE))
+    else {
+        return FileRead::Incompatible;
+    };
     if slot_size % 64 != 0
         || slot_size > MAX_SLOT_SIZE
         || slot_count > MAX_SLOT_COUNT
         || payload % 8 != 0
         || SLOT_HEADER_SIZE + payload > slot_size
-        || (slot_count as usize)
-            .checked_mul(slot_size)
-            .and_then(|v| v.checked_add(HEADER_SIZE))
-            .map_or(true, |need| need > len)
     {
         return FileRead::Incompatible;
+    }
+    if need > len {
+        return FileRead::Unreadable; // cut short below its slots (see above)
     }
     // Each read is a separate system call, ordered by acquire fences, so a read
     // issued after the fence sees at least what the one before it saw: the
