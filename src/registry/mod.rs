@@ -117,7 +117,9 @@
 //! `/proc/<pid>/task/<tid>/stat` exists, is not a zombie, and has the recorded start
 //! time: a thread that vanished without freeing its slot (killed, or exited
 //! through a raw `exit` syscall) is never shown as alive, and its slot is reclaimed
-//! by the next [`Registry::claim`] that finds the registry full.
+//! by the next [`Registry::claim`] that finds the registry full. Only a thread
+//! known to be gone loses its slot: one whose `stat` cannot be read for another
+//! reason (EMFILE, ENOMEM) counts as alive there.
 
 #![allow(clippy::len_without_is_empty)]
 

@@ -29,7 +29,14 @@ pub fn current_thread() -> Result<(i32, u64)> {
 pub(crate) const PROC_HINT: &str =
     "registries name processes and threads by their /proc start time: mount /proc (mount -t proc proc /proc)";
 
-pub(crate) fn thread_alive(pid: i32, tid: i32, start: u64) -> bool {
-    matches!(read_stat(&format!("/proc/{pid}/task/{tid}/stat")),
-        Ok(st) if st.starttime == start && !st.is_dead())
+/// Whether thread `tid` of `pid`, started at `start`, is gone for good (no
+/// such task, another thread with its tid, or a zombie). An error reading
+/// `/proc` other than "not found" (EMFILE, ENOMEM, EACCES) tells nothing:
+/// it is returned, and the thread must be taken as alive.
+pub(crate) fn thread_gone(pid: i32, tid: i32, start: u64) -> Result<bool> {
+    match read_stat(&format!("/proc/{pid}/task/{tid}/stat")) {
+        Ok(st) => Ok(st.starttime != start || st.is_dead()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(true),
+        Err(e) => Err(e),
+    }
 }

@@ -299,7 +299,10 @@ impl Registry {
     /// The payload starts zeroed and the slot is live (visible to readers) when
     /// this returns. If every slot is taken, slots of threads that no longer exist
     /// are reclaimed; if none is, the error is
-    /// [`OutOfResources`](crate::ErrorKind::OutOfResources).
+    /// [`OutOfResources`](crate::ErrorKind::OutOfResources). A slot whose owner
+    /// cannot be checked (reading `/proc` fails: EMFILE, ENOMEM) is never taken;
+    /// if that left no slot, the error is that read's (EMFILE, ENOMEM:
+    /// `OutOfResources`), saying so.
     ///
     /// If another process truncated the file, it is put back to its size first
     /// (see [the module docs](super#a-file-truncated-under-its-owner)); if that
@@ -308,19 +311,23 @@ impl Registry {
     pub fn claim(&self, tid: i32, thread_start: u64) -> Result<SlotWriter<'_>> {
         self.repair()?;
         self.reserve_ahead()?;
+        let mut unknown = None;
         let idx = self
             .reserve_free()
-            .or_else(|| self.reserve_dead())
+            .or_else(|| self.reserve_dead(&mut unknown))
             .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::OutOfResources,
-                    "registry",
-                    format!(
-                        "all {} slots of {} are in use",
-                        self.slot_count,
-                        self.path.display()
-                    ),
-                )
+                let full = format!(
+                    "all {} slots of {} are in use",
+                    self.slot_count,
+                    self.path.display()
+                );
+                match unknown {
+                    // Some owners may be gone, but that could not be read.
+                    Some(e) => e.with_message(format!(
+                        "{full}, and whether their owner threads still run could not be read"
+                    )),
+                    None => Error::new(ErrorKind::OutOfResources, "registry", full),
+                }
                 .with_hint("release slots you no longer need (threads that exit release theirs)")
             })?;
         self.claimed.fetch_max(idx + 1, Ordering::AcqRel);
@@ -367,7 +374,10 @@ impl Registry {
         })
     }
 
-    fn reserve_dead(&self) -> Option<u32> {
+    /// Takes the slot of an owner thread that is gone. An owner whose
+    /// liveness cannot be read (`/proc` refused: EMFILE, ENOMEM) counts as
+    /// alive, and the first such error is left in `unknown`.
+    fn reserve_dead(&self, unknown: &mut Option<Error>) -> Option<u32> {
         (0..self.slot_count).find(|&i| {
             let off = self.slot_off(i);
             let owner = || {
@@ -380,8 +390,16 @@ impl Registry {
                 return false;
             }
             let (tid, start) = owner();
-            if tid == 0 || thread_alive(self.pid, tid, start) {
+            if tid == 0 {
                 return false;
+            }
+            match thread_gone(self.pid, tid, start) {
+                Ok(true) => {}
+                Ok(false) => return false,
+                Err(e) => {
+                    unknown.get_or_insert(e);
+                    return false;
+                }
             }
             // The slot may have changed hands while /proc was read (another
             // reclaimer took it, or its owner released it and a new one claimed
