@@ -20,7 +20,9 @@
 //! nothing here; its file is kept and counted as unreadable). The owner also holds the file open
 //! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
 //! can take a shared lock knows the owner is gone even when the pid and start time
-//! still match (the process called `exec`); [`scan()`] removes such a file too. A
+//! still match (the process called `exec`); [`scan()`] removes such a file too
+//! (unless the path names another file by then: the new program image's own
+//! registry, published over it meanwhile). A
 //! child created by `fork` lets go of its inherited reference to that lock at once
 //! (a fork handler points its copy of the descriptor at `/dev/null`; the lock is
 //! taken on a second, never-mapped open of the file, because an inherited
@@ -251,6 +253,35 @@ mod tests {
         let _ = std::fs::remove_file(&path);
         let r = read_file(&path, &kind_bytes("gonetest").unwrap(), &name);
         assert!(!matches!(r, FileRead::Unreadable), "counted as unreadable");
+    }
+
+    #[test]
+    fn a_stale_file_replaced_meanwhile_is_not_removed() {
+        // A reader finds the file of an earlier program image of this pid
+        // (before an exec: nobody holds its lock) stale; before it removes
+        // it, the new image publishes its own registry at the same path. The
+        // reader must remove the stale file only, never the live registry
+        // (whose marks would then be invisible for the process's life).
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let start = read_stat("/proc/self/stat").unwrap().starttime;
+        let path = Path::new(DIR).join(format!("posixrt-regexec-{pid}-{start}"));
+        std::fs::write(&path, b"left by the image before exec").unwrap();
+        let name = FileName {
+            pid,
+            starttime: start,
+        };
+        let FileRead::Stale(stale) = read_file(&path, &kind_bytes("regexec").unwrap(), &name)
+        else {
+            let _ = std::fs::remove_file(&path);
+            panic!("an unlocked file of this process is not stale");
+        };
+        let reg = Registry::create("regexec", 8, 1).unwrap();
+        assert_eq!(reg.path(), path);
+        let removed = remove_stale(&path, &stale);
+        let kept = path.exists();
+        let s = scan("regexec", Some(pid)).unwrap();
+        assert!(!removed && kept, "the live registry was removed");
+        assert_eq!(s.processes.len(), 1, "{s:?}");
     }
 
     #[test]

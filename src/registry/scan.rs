@@ -180,8 +180,8 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
             },
             Liveness::Unknown => out.unreadable += 1,
             Liveness::Alive(stat) => match read_file(&path, &kind_b, &name) {
-                FileRead::Stale => {
-                    if std::fs::remove_file(&path).is_ok() {
+                FileRead::Stale(file) => {
+                    if remove_stale(&path, &file) {
                         out.removed += 1;
                     }
                 }
@@ -220,7 +220,8 @@ pub(crate) fn process_exe(pid: i32) -> String {
 pub(crate) enum FileRead {
     Ok(Vec<SlotCopy>, usize),
     /// The owner no longer holds its lock: it exec'd (same pid and start time).
-    Stale,
+    /// The file as opened (and share-locked) by the reader.
+    Stale(File),
     Unreadable,
     /// Another layout version, or a malformed header.
     Incompatible,
@@ -257,10 +258,28 @@ pub(crate) fn read_file(path: &Path, kind: &[u8; 16], name: &FileName) -> FileRe
     }
     match rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared) {
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => {} // the owner holds it: alive
-        Ok(()) => return FileRead::Stale,
+        Ok(()) => return FileRead::Stale(file),
         Err(_) => return FileRead::Unreadable,
     }
     read_and_copy(&file, kind, name)
+}
+
+/// Removes the stale registry file at `path`, which the reader opened as
+/// `file`, if `path` still names that file; true if removed.
+///
+/// Between the open and the removal, the process's new program image (same
+/// pid and start time, after an `exec`) may have published its own registry
+/// of the kind at the same path (a rename over the stale file): removing
+/// whatever the path names then would remove the live registry, and hide its
+/// slots from every reader for the process's life. The check leaves a window
+/// of two adjacent system calls (the `stat` and the `unlink`), not the whole
+/// read of the file.
+pub(crate) fn remove_stale(path: &Path, file: &File) -> bool {
+    let same = match (rustix::fs::lstat(path), rustix::fs::fstat(file.as_fd())) {
+        (Ok(now), Ok(opened)) => (now.st_dev, now.st_ino) == (opened.st_dev, opened.st_ino),
+        _ => false,
+    };
+    same && std::fs::remove_file(path).is_ok()
 }
 
 /// The real, effective, saved and filesystem user ids of a process
