@@ -1,4 +1,5 @@
-//! The `rtrace` command line: dump, stats, both exports, a bad file and a cut log.
+//! The `rtrace` command line: dump, stats, both exports, a bad file and a cut log
+//! (names, of streams and of event types: `rtrace_names.rs`).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -583,40 +584,6 @@ fn stats_overflow_total_saturates() {
     );
 }
 
-/// An event name is the program's choice (`eventid_open` refuses only NUL): one
-/// with a newline and an escape sequence (and bidi or zero-width characters
-/// that would make it pass for another) must not split a `dump` or `stats` line
-/// into a fake event, nor drive the reader's terminal. Both show it escaped, as
-/// tfp and rtstat show markers and object names.
-#[test]
-fn control_characters_in_event_names_are_escaped() {
-    let _g = serial();
-    let d = dir("names");
-    let p = d.join("n.trace");
-    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-    let ev = trace::eventid_open("ev\nFAKE\x1b[2J\u{202e}kcol\u{200b}").unwrap();
-    t.start().unwrap();
-    trace::event(ev, &7i32.to_le_bytes());
-    t.stop().unwrap();
-    t.shutdown().unwrap();
-    let logs = p.to_str().unwrap();
-    for cmd in ["dump", "stats"] {
-        let o = rtrace(&[cmd, logs]);
-        assert!(o.status.success(), "{cmd}: {o:?}");
-        let out = text(&o);
-        assert!(!out.contains('\x1b'), "{cmd}: raw ESC: {out:?}");
-        assert!(
-            !out.lines().any(|l| l.starts_with("FAKE")),
-            "{cmd}: a name split a line: {out}"
-        );
-        assert!(
-            out.contains("ev\\nFAKE\\u{1b}[2J\\u{202e}kcol\\u{200b}"),
-            "{cmd}: {out}"
-        );
-        assert!(!out.contains(['\u{202e}', '\u{200b}']), "{cmd}: {out:?}");
-    }
-}
-
 /// Standard output that cannot be written (a full disk: /dev/full) is an error,
 /// exit 1 with one line naming it, as the help's exit statuses say, not a
 /// "failed printing to stdout" panic.
@@ -723,54 +690,4 @@ fn dump_text_is_unambiguous() {
     assert!(o.status.success());
     let h = text(&o);
     assert!(h.contains("text=\"...\"") && h.contains("`\\xHH`"), "{h}");
-}
-
-/// A C event name that is not UTF-8 (held as NUL and Latin-1 text) shows in
-/// `dump` and `stats` as its bytes, `\xHH` for each byte that is not part of
-/// a UTF-8 character, as the dump shows a payload's bytes: not as a NUL and
-/// Latin-1 text, and apart from the UTF-8 spelling of the same text and from
-/// a UTF-8 name holding the four characters `\xe9` (shown `\\xe9`).
-#[test]
-fn a_name_of_bytes_shows_as_its_bytes() {
-    let _g = serial();
-    let d = dir("byte-names");
-    let p = d.join("b.trace");
-    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-    let ids = [
-        trace::eventid_open_bytes(b"rt caf\xe9").unwrap(),
-        trace::eventid_open_bytes(b"rt caf\xe8").unwrap(),
-        trace::eventid_open("rt caf\\xe9").unwrap(),
-        trace::eventid_open("rt caf\u{e9}").unwrap(),
-    ];
-    t.start().unwrap();
-    for (i, id) in ids.into_iter().enumerate() {
-        trace::event(id, &[i as u8]);
-    }
-    t.stop().unwrap();
-    t.shutdown().unwrap();
-    let logs = p.to_str().unwrap();
-    let shown = [
-        "rt caf\\xe9",
-        "rt caf\\xe8",
-        "rt caf\\\\xe9",
-        "rt caf\u{e9}",
-    ];
-    for cmd in ["dump", "stats"] {
-        let o = rtrace(&[cmd, logs]);
-        assert!(o.status.success(), "{cmd}: {o:?}");
-        let out = text(&o);
-        assert!(
-            !out.contains('\0') && !out.contains("\\u{0}"),
-            "{cmd}: {out:?}"
-        );
-        let named: Vec<&str> = out
-            .lines()
-            .filter_map(|l| {
-                shown
-                    .into_iter()
-                    .find(|s| l.ends_with(*s) || l.contains(&format!("{s} ")))
-            })
-            .collect();
-        assert_eq!(named, shown, "{cmd}: {out}");
-    }
 }

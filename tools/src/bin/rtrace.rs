@@ -49,6 +49,7 @@ enum Cmd {
     /// quoted string when it is printable UTF-8, else hex. An event name shows
     /// control characters escaped and a backslash doubled, and a name the C
     /// API opened from bytes that are not UTF-8 shows `\xHH` for each such byte.
+    /// The first line names the stream, its name quoted as such text is.
     ///
     /// The log order is time order within each flush; across flushes an event
     /// can come a little late (the exports sort by time). Times are since the
@@ -241,6 +242,27 @@ fn printable_bytes(b: &[u8]) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(o)
 }
 
+/// A stream's name as `dump` and `stats` show it: the bytes the log holds
+/// ([`TraceAttr::name_bytes`](posixrt::trace::TraceAttr::name_bytes); POSIX
+/// names are byte strings, and the lossy `name()` shows each byte that is not
+/// UTF-8 as U+FFFD, so two names would look one), as a quoted Rust string
+/// literal: UTF-8 text as `{:?}` shows it (`\"`, `\\`, `\n`, `\u{1b}`), each
+/// byte that is not part of a UTF-8 character as `\xHH`, as a payload's text
+/// shows it. A byte and the four characters `\xe9` differ (`\xe9`, `\\xe9`).
+fn quoted_name(b: &[u8]) -> String {
+    let mut o = String::with_capacity(b.len() + 8);
+    o.push('"');
+    for chunk in b.utf8_chunks() {
+        let text = format!("{:?}", chunk.valid());
+        o.push_str(&text[1..text.len() - 1]);
+        for x in chunk.invalid() {
+            o.push_str(&format!("\\x{x:02x}"));
+        }
+    }
+    o.push('"');
+    o
+}
+
 fn fmt_ts(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
@@ -312,8 +334,8 @@ fn write_dump(out: &mut dyn Write, l: &Loaded, absolute: bool) -> io::Result<()>
     if let Some(a) = l.log.attr() {
         writeln!(
             out,
-            "# trace {:?} of pid {}, {} events{}",
-            a.name(),
+            "# trace {} of pid {}, {} events{}",
+            quoted_name(a.name_bytes()),
             l.log.pid(),
             l.events.len(),
             if l.log.is_complete() {
@@ -370,8 +392,8 @@ fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
     if let Some(a) = l.log.attr() {
         writeln!(
             out,
-            "trace:      {:?} (pid {}, stream {:?}, log {:?})",
-            a.name(),
+            "trace:      {} (pid {}, stream {:?}, log {:?})",
+            quoted_name(a.name_bytes()),
             l.log.pid(),
             a.stream_full_policy(),
             a.log_full_policy()
