@@ -330,7 +330,21 @@ int posix_trace_trygetnext_event(trace_id_t trid,
 
 /* ---- logs ------------------------------------------------------------ */
 
+/* Opens the log that fildes holds (open for reading), read from its start;
+ * the descriptor is duplicated, fildes stays the caller's. EBADF if fildes is
+ * not open for reading, EINVAL if it holds no trace log.
+ * A log may be opened from a pipe or a FIFO (or a socket: any descriptor that
+ * cannot seek), as `cat log | prog` or a FIFO a stream logs to: it is read
+ * once, in order, from where the descriptor is. posix_trace_open then waits
+ * for the log's header and its first records (up to the first event: the
+ * attributes and the event types named so far); the rest is read as
+ * posix_trace_getnext_event asks for it, and the final status is known once
+ * the reading has reached it. */
 int posix_trace_open(int fildes, trace_id_t *trid);
+/* Back to the first event of an opened log; EINVAL for a stream. A log opened
+ * from a pipe or a FIFO cannot go back: once an event was read from it,
+ * posix_trace_rewind fails with ESPIPE (before that it succeeds, with nothing
+ * to do), and reading goes on where it was. */
 int posix_trace_rewind(trace_id_t trid);
 int posix_trace_close(trace_id_t trid);
 
