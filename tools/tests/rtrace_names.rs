@@ -1,6 +1,6 @@
-//! How `rtrace` shows the names a traced program chose: a stream's name and an
-//! event type's, of any bytes, escaped so that one is one line and reads back
-//! byte for byte.
+//! How `rtrace` shows names it did not choose: a stream's name and an event
+//! type's (the traced program's), a file's (the user's), of any bytes, escaped
+//! so that one is one line and reads back byte for byte.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -20,6 +20,19 @@ fn rtrace(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An empty log (START and STOP) at `p`.
+fn empty_log(p: &Path) {
+    let _g = serial();
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(p).unwrap()).unwrap();
+    t.start().unwrap();
+    t.stop().unwrap();
+    t.shutdown().unwrap();
 }
 
 fn text(o: &Output) -> String {
@@ -189,3 +202,25 @@ fn a_stream_name_of_bytes_shows_as_its_bytes() {
         }
     }
 }
+
+/// `export -o` naming the log itself is a usage error (exit 2) of one line on
+/// standard error, as every message of rtrace is, whatever the path holds: a
+/// newline in it must not start a second line, an escape sequence must not
+/// reach the terminal.
+#[test]
+fn the_log_itself_as_output_is_refused_on_one_line() {
+    let d = dir("self-out");
+    let p = d.join("t\nFAKE\x1b[2J.trace");
+    empty_log(&p);
+    let ps = p.to_str().unwrap();
+    let o = rtrace(&["export", "--format", "chrome", ps, "-o", ps]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(!e.contains('\x1b'), "raw ESC: {e:?}");
+    assert!(
+        e.contains("t\\nFAKE\\u{1b}[2J.trace is the log itself"),
+        "{e}"
+    );
+}
+

@@ -499,7 +499,7 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
             if !to_stdout && same_file(&log, &output) {
                 usage_error(&format!(
                     "-o {} is the log itself: the export would overwrite its input",
-                    output.display()
+                    printable(&output.display().to_string())
                 ));
             }
             let l = load(&log)?;
@@ -557,7 +557,8 @@ fn write_error(path: &Path, e: &io::Error) -> String {
     }
 }
 
-/// A usage error found after parsing: one line, exit 2 (as clap's own).
+/// A usage error found after parsing: one line, exit 2 (as clap's own). A path
+/// in `msg` is shown [`printable`] (a newline in it would start a second line).
 fn usage_error(msg: &str) -> ! {
     eprintln!("rtrace: {msg} (see rtrace --help)");
     std::process::exit(2)
