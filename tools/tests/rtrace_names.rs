@@ -2,7 +2,9 @@
 //! type's (the traced program's), a file's (the user's), of any bytes, escaped
 //! so that one is one line and reads back byte for byte.
 
+use std::ffi::OsStr;
 use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -16,6 +18,13 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn rtrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn rtrace_os(args: &[&OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtrace"))
         .args(args)
         .output()
@@ -224,3 +233,31 @@ fn the_log_itself_as_output_is_refused_on_one_line() {
     );
 }
 
+/// A file name is bytes: `stats` (its `log:` line) and `export` (its `wrote N
+/// events to` line) show a path that is not UTF-8 byte for byte, `\xHH` for
+/// each byte that is not, as the names in a log show, not with U+FFFD, which
+/// names another file (or none).
+#[test]
+fn a_path_of_bytes_shows_as_its_bytes() {
+    let d = dir("byte-paths");
+    let p = d.join(OsStr::from_bytes(b"caf\xe9.trace"));
+    empty_log(&p);
+    let o = rtrace_os(&["stats".as_ref(), p.as_os_str()]);
+    assert!(o.status.success(), "{o:?}");
+    let out = text(&o);
+    let line = out.lines().find(|l| l.starts_with("log:")).unwrap_or("");
+    assert!(line.ends_with("/caf\\xe9.trace"), "{out}");
+    let json = d.join(OsStr::from_bytes(b"out\xe8.json"));
+    let o = rtrace_os(&[
+        "export".as_ref(),
+        "--format".as_ref(),
+        "chrome".as_ref(),
+        p.as_os_str(),
+        "-o".as_ref(),
+        json.as_os_str(),
+    ]);
+    let e = stderr(&o);
+    assert!(o.status.success(), "{e}");
+    assert!(json.exists());
+    assert!(e.trim_end().ends_with("/out\\xe8.json"), "{e}");
+}

@@ -263,6 +263,14 @@ fn quoted_name(b: &[u8]) -> String {
     o
 }
 
+/// A path for the terminal: its bytes as [`printable_bytes`] shows them (a
+/// file name is bytes; `Path::display` would show each byte that is not UTF-8
+/// as U+FFFD, a name of another file or of none).
+fn shown_path(p: &Path) -> std::borrow::Cow<'_, str> {
+    use std::os::unix::ffi::OsStrExt;
+    printable_bytes(p.as_os_str().as_bytes())
+}
+
 fn fmt_ts(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
@@ -384,11 +392,7 @@ fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
         }
         truncated += e.truncated as u64;
     }
-    writeln!(
-        out,
-        "log:        {}",
-        printable(&path.display().to_string())
-    )?;
+    writeln!(out, "log:        {}", shown_path(path))?;
     if let Some(a) = l.log.attr() {
         writeln!(
             out,
@@ -499,7 +503,7 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
             if !to_stdout && same_file(&log, &output) {
                 usage_error(&format!(
                     "-o {} is the log itself: the export would overwrite its input",
-                    printable(&output.display().to_string())
+                    shown_path(&output)
                 ));
             }
             let l = load(&log)?;
@@ -521,7 +525,7 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                 if to_stdout {
                     "standard output".to_string()
                 } else {
-                    printable(&output.display().to_string()).into_owned()
+                    shown_path(&output).into_owned()
                 }
             );
             Ok(l.cut)
@@ -558,7 +562,7 @@ fn write_error(path: &Path, e: &io::Error) -> String {
 }
 
 /// A usage error found after parsing: one line, exit 2 (as clap's own). A path
-/// in `msg` is shown [`printable`] (a newline in it would start a second line).
+/// in `msg` is shown by [`shown_path`] (a newline in it would start a second line).
 fn usage_error(msg: &str) -> ! {
     eprintln!("rtrace: {msg} (see rtrace --help)");
     std::process::exit(2)
