@@ -31,6 +31,12 @@
 //!   A thread that does not change its own scheduling behind the mutex's back can
 //!   opt in to glibc's behaviour with [`cache_ceiling_base`]: the base is read once
 //!   and an at-ceiling lock+unlock makes no syscall.
+//! - The class the crate gives the thread's AIO requests (io_uring `ioprio`) and
+//!   trace events follows each raise and restore: requests submitted under the
+//!   lock carry the ceiling. As the raw `sched_setattr` is hidden from glibc's copy
+//!   of the class, a thread that was raised once reads its class from the kernel
+//!   from then on (one `sched_getattr` per 64 requests, and one after each raise
+//!   and restore).
 //! - SCHED_DEADLINE threads already outrank every SCHED_FIFO priority: their
 //!   attributes are left alone.
 //! - Changing the thread's priority yourself while it holds a ceiling mutex is
@@ -486,8 +492,19 @@ impl Tpp {
         } else {
             libc::SCHED_FIFO
         };
-        sys_sched::setattr(0, &self.attr(policy as u32, priority, 0))
+        set_own_attr(&self.attr(policy as u32, priority, 0))
     }
+}
+
+/// `sched_setattr(0, attr)`, and, when it changed the class, the news for the
+/// thread's class cache ([`current_cached`](crate::sys::prio::current_cached),
+/// which gives the class of the thread's io_uring requests and trace events):
+/// glibc's copy of the class does not see a raw `sched_setattr`, so the thread
+/// reads the kernel's from now on (a system call every 64 cached reads).
+fn set_own_attr(attr: &SchedAttr) -> std::result::Result<(), i32> {
+    sys_sched::setattr(0, attr)?;
+    crate::sys::prio::forget_cached_raw(0);
+    Ok(())
 }
 
 const SCHED_DEADLINE: u32 = 6;
@@ -601,7 +618,7 @@ fn lower(ceiling: u32) {
             t.boost = top;
         } else {
             let base = t.attr(t.base_policy, t.base_priority, t.base_nice);
-            let _ = sys_sched::setattr(0, &base);
+            let _ = set_own_attr(&base);
             t.boost = 0;
         }
     });

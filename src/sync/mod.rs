@@ -79,6 +79,8 @@
 //! - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (Solaris)
 
 pub mod ceiling;
+#[cfg(test)]
+mod ceiling_tests;
 pub mod checked;
 pub mod condvar;
 pub(crate) mod hook;
