@@ -60,6 +60,10 @@
 //! - A real-time waiter queued in the kernel never sleeps on `sleep`; it is woken
 //!   by the kernel's hand-over, which needs no mark.
 //!
+//! A relock by the holder panics (EDEADLK, as `FUTEX_LOCK_PI` refuses it),
+//! whatever the caller's class: the slow path compares the word's owner with
+//! the caller before it spins or sleeps.
+//!
 //! # Which waiters are real-time
 //!
 //! The calling thread's policy is cached per thread ([`is_rt`]) and read again
@@ -181,6 +185,11 @@ impl RawRtLock {
 
     #[cold]
     fn lock_slow(&self, tid: u32) {
+        // A relock by the holder: refused as FUTEX_LOCK_PI refuses a real-time
+        // caller's, where a non-real-time one would sleep for good.
+        if self.word.load(Ordering::Relaxed) & futex::TID_MASK == tid {
+            futex::lock_refused("AIO core lock", libc::EDEADLK);
+        }
         if self.spin(tid) {
             return;
         }
@@ -465,6 +474,70 @@ mod tests {
                 rx.recv_timeout(Duration::from_secs(10)).is_ok(),
                 "{i} of {SLEEPERS} sleepers woke"
             );
+        }
+    }
+
+    /// The panic of a relock by the holder (as `FUTEX_LOCK_PI` refuses it).
+    const RELOCK: &str = "posixrt AIO core lock: FUTEX_LOCK_PI refused with EDEADLK";
+
+    /// Relocks a lock the calling thread holds and returns the panic's
+    /// message; checks that the first guard still unlocks.
+    fn relock_message() -> String {
+        let lock = RtLocked::new(7u32);
+        let held = lock.lock();
+        let r = crate::sync::test_panics::quietly(|| *lock.lock());
+        let msg = crate::sync::test_panics::message(&*r.expect_err("a relock returned"));
+        drop(held);
+        assert!(!lock.is_locked(), "the first guard still unlocks");
+        assert_eq!(*lock.lock(), 7);
+        msg
+    }
+
+    /// A non-real-time holder's relock panics as a real-time one's does,
+    /// instead of sleeping for good on a lock only it could release.
+    #[test]
+    fn a_relock_by_a_non_real_time_holder_panics_with_edeadlk() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            class_changed();
+            assert!(!is_rt(), "the test thread runs SCHED_OTHER");
+            let _ = tx.send(relock_message());
+        });
+        let msg = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the relock panicked (it slept, waiting for itself)");
+        assert!(msg.starts_with(RELOCK), "{msg}");
+    }
+
+    /// A real-time holder's relock: `FUTEX_LOCK_PI` refuses it (EDEADLK) and
+    /// `lock` panics. Needs SCHED_FIFO (CAP_SYS_NICE or RLIMIT_RTPRIO); the
+    /// thread spins at most `SPINS` polls, pinned to one CPU.
+    #[test]
+    fn a_relock_by_a_real_time_holder_panics_with_edeadlk() {
+        let cpu = crate::sched::CpuSet::single(crate::sched::current_cpu()).expect("this CPU");
+        let fifo = crate::sched::Priority::fifo(5).expect("SCHED_FIFO 5");
+        let spawned = crate::sched::Builder::new()
+            .scheduling(fifo)
+            .affinity(cpu)
+            .spawn(|| {
+                class_changed();
+                assert!(is_rt(), "the test thread runs SCHED_FIFO");
+                relock_message()
+            });
+        match spawned {
+            Ok(h) => {
+                let msg = h.join().expect("the test thread");
+                assert!(msg.starts_with(RELOCK), "{msg}");
+            }
+            Err(e) => {
+                // No privilege for SCHED_FIFO: the documented refusal.
+                use rustix::thread::{capabilities, CapabilitySet};
+                let rtprio = rustix::process::getrlimit(rustix::process::Resource::Rtprio);
+                let nice =
+                    capabilities(None).is_ok_and(|c| c.effective.contains(CapabilitySet::SYS_NICE));
+                assert!(!nice && !rtprio.current.is_some_and(|l| l >= 5), "{e}");
+                assert_eq!(e.kind(), crate::ErrorKind::PermissionDenied, "{e}");
+            }
         }
     }
 
