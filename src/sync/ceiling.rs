@@ -36,7 +36,8 @@
 //!   lock carry the ceiling. As the raw `sched_setattr` is hidden from glibc's copy
 //!   of the class, a thread that was raised once reads its class from the kernel
 //!   from then on (one `sched_getattr` per 64 requests, and one after each raise
-//!   and restore).
+//!   and restore). So does the way the thread waits for the AIO engine's core
+//!   lock: as a real-time waiter (which boosts the holder) while raised.
 //! - SCHED_DEADLINE threads already outrank every SCHED_FIFO priority: their
 //!   attributes are left alone.
 //! - Changing the thread's priority yourself while it holds a ceiling mutex is
@@ -497,13 +498,15 @@ impl Tpp {
 }
 
 /// `sched_setattr(0, attr)`, and, when it changed the class, the news for the
-/// thread's class cache ([`current_cached`](crate::sys::prio::current_cached),
-/// which gives the class of the thread's io_uring requests and trace events):
-/// glibc's copy of the class does not see a raw `sched_setattr`, so the thread
-/// reads the kernel's from now on (a system call every 64 cached reads).
+/// thread's class caches: [`current_cached`](crate::sys::prio::current_cached)'s,
+/// which gives the class of the thread's io_uring requests and trace events
+/// (glibc's copy of the class does not see a raw `sched_setattr`, so the thread
+/// reads the kernel's from now on: a system call every 64 cached reads), and the
+/// AIO core lock's "real-time waiter?" ([`crate::sys::rtlock::class_changed`]).
 fn set_own_attr(attr: &SchedAttr) -> std::result::Result<(), i32> {
     sys_sched::setattr(0, attr)?;
     crate::sys::prio::forget_cached_raw(0);
+    crate::sys::rtlock::class_changed();
     Ok(())
 }
 

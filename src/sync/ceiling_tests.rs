@@ -105,3 +105,24 @@ fn current_cached_follows_nested_ceilings() {
     .join()
     .expect("the test thread");
 }
+
+/// The AIO core lock ([`crate::sys::rtlock`]) decides from a per-thread cache
+/// whether a waiter is real-time (a PI waiter that boosts the owner) or not
+/// (a plain sleeper): a SCHED_OTHER thread raised to a ceiling must wait as a
+/// real-time one while it holds the ceiling mutex, and as a plain one after.
+#[test]
+fn the_aio_core_lock_sees_the_raise_to_the_ceiling_and_the_restore() {
+    use crate::sys::rtlock::is_rt;
+    std::thread::spawn(|| {
+        assert!(!is_rt(), "a SCHED_OTHER thread");
+        let m = ceiling_mutex(20, ()).expect("ceiling 20");
+        let Some(g) = lock_or_refused(&m, 20) else {
+            return;
+        };
+        assert!(is_rt(), "SCHED_FIFO 20 while held");
+        drop(g);
+        assert!(!is_rt(), "SCHED_OTHER again after the unlock");
+    })
+    .join()
+    .expect("the test thread");
+}
