@@ -87,6 +87,8 @@ pub(crate) mod hook;
 pub mod normal;
 pub mod pi;
 pub mod pi_condvar;
+#[cfg(test)]
+mod pi_tests;
 pub mod recursive;
 pub mod rwlock;
 mod rwlock_writers;

@@ -273,9 +273,23 @@ impl RawPiMutex {
     #[inline(never)]
     fn lock_contended(&self, tid: u32) {
         if let Err(e) = self.lock_slow(tid, None) {
+            self.refused_relock(tid);
             lock_failed(e)
         }
         held_add();
+        held_again(self.addr());
+    }
+
+    /// Before `lock_api`'s `lock` panics with a refusal of this mutex by the
+    /// kernel (EDEADLK: a cycle): if that `lock` was a guard's relock (at the end
+    /// of a condvar wait), the guard that unwinding drops next does not hold the
+    /// lock, and its unlock must not uncount it ([`RawMutex::unlock`]). (Not for
+    /// a relock by the owner, whose guard is a real one.)
+    #[cold]
+    pub(crate) fn refused_relock(&self, tid: u32) {
+        if self.word() & TID_MASK != tid {
+            let _ = REFUSED.try_with(|r| r.set(self.addr()));
+        }
     }
 
     #[cold]
@@ -363,9 +377,16 @@ impl RawPiMutex {
         }
     }
 
+    /// The unlock when the CAS tid → 0 failed: `FUTEX_UNLOCK_PI`. False if the
+    /// calling thread does not hold the lock (EPERM) because its last `lock` of
+    /// it was refused ([`refused_relock`](Self::refused_relock)): a guard dropped
+    /// by the unwinding of its own refused relock (a [`Condvar`](super::Condvar)
+    /// or [`PiCondvar`](super::PiCondvar) wait whose relock the kernel refused
+    /// with EDEADLK), which was uncounted when the wait unlocked. (A guard whose
+    /// lock was forced free was counted: true.)
     #[cold]
     #[inline(never)]
-    fn unlock_slow(&self) {
+    fn unlock_slow(&self, tid: u32, tracked: bool) -> bool {
         // Waiters are queued in the kernel: it hands the lock to the top waiter and
         // ends the owner's boost. The failed CAS was only a Relaxed load: order the
         // critical section's writes before the kernel's hand-off explicitly.
@@ -373,8 +394,16 @@ impl RawPiMutex {
         loop {
             match futex::unlock_pi(&self.word) {
                 Err(libc::EINTR) | Err(libc::EAGAIN) => continue,
-                // EPERM (not the owner) cannot happen through a guard; ignore the rest.
-                _ => return,
+                Err(libc::EPERM) if REFUSED.try_with(|r| r.replace(0)) == Ok(self.addr()) => {
+                    // Nothing was released: the record names the owner again
+                    // (`on_unlock` cleared it).
+                    if tracked {
+                        self.track.note_owner(&|| self.word() & TID_MASK, tid);
+                    }
+                    return false;
+                }
+                // Any other errno leaves nothing to retry.
+                _ => return true,
             }
         }
     }
@@ -386,6 +415,26 @@ thread_local! {
     /// another PI mutex could close a deadlock cycle the kernel refuses to
     /// requeue it into.
     static HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+thread_local! {
+    /// The `RawPiMutex` whose last `lock` by this thread the kernel refused (0:
+    /// none): the guard unwinding drops next names it and holds nothing to
+    /// uncount (see [`RawPiMutex::refused_relock`]).
+    static REFUSED: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The mutex at `addr` is held by this thread again through a contended lock:
+/// a refusal recorded for it is over. (A fast lock does not look: a refusal
+/// outside a condvar wait, with no guard to drop, leaves a mark that only a
+/// later unlock of a lock forced free from under this thread could read.)
+#[inline]
+fn held_again(addr: usize) {
+    let _ = REFUSED.try_with(|r| {
+        if r.get() == addr {
+            r.set(0);
+        }
+    });
 }
 
 /// The calling thread acquired a `RawPiMutex`.
@@ -463,8 +512,10 @@ unsafe impl RawMutex for RawPiMutex {
             .word
             .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
+            && !self.unlock_slow(tid, tracked)
         {
-            self.unlock_slow();
+            // Not held by this thread: not one of the PI mutexes it holds.
+            return;
         }
         held_sub();
         self.track.on_released(tracked, tid);

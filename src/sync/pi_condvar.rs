@@ -225,8 +225,10 @@ impl PiCondvar {
     /// through `lock_api` would.
     fn relock(&self, raw: &RawPiMutex, tid: u32, wait: Option<u64>, timed_out: bool) {
         if let Err(err) = raw.lock_checked() {
-            // Not a waiter any more, even though the relock panics.
+            // Not a waiter any more, even though the relock panics; and the
+            // guard unwinding drops holds nothing.
             self.track.cond_wait_done(tid, wait, timed_out);
+            raw.refused_relock(tid);
             lock_failed(err)
         }
     }
