@@ -486,3 +486,20 @@ fn recursive_timed_lock_refusal_unwraps_and_its_guard_prints() {
     });
     drop(g);
 }
+
+/// A name longer than the record holds (32 bytes) is cut at a character
+/// boundary: introspection shows the longest prefix of whole characters that
+/// fits, never a character cut in two (U+FFFD). A name that fits is kept.
+#[test]
+fn a_long_name_is_cut_at_a_character_boundary() {
+    let _g = serial(Tracking::Off);
+    let name = |s: &Semaphore| s.snapshot().expect("named: known").info.name;
+    // 'a' then 20 two-byte characters: 41 bytes, and byte 32 is inside a 'ä'.
+    let long = format!("a{}", "ä".repeat(20));
+    let cut = Semaphore::new(0).unwrap();
+    cut.set_name(&long);
+    assert_eq!(name(&cut), Some(format!("a{}", "ä".repeat(15))));
+    let fits = Semaphore::new(0).unwrap();
+    fits.set_name("ää-named");
+    assert_eq!(name(&fits).as_deref(), Some("ää-named"));
+}

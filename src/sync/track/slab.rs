@@ -162,7 +162,12 @@ impl Track {
     pub(crate) fn set_name(&self, kind: Kind, addr: usize, name: &str) {
         let r = self.record(kind, addr);
         let mut buf = [0u8; NAME_BYTES];
-        let n = name.len().min(NAME_BYTES);
+        // The longest prefix of whole characters that fits (a character cut in
+        // two would read back as U+FFFD).
+        let mut n = name.len().min(NAME_BYTES);
+        while !name.is_char_boundary(n) {
+            n -= 1;
+        }
         buf[..n].copy_from_slice(&name.as_bytes()[..n]);
         // One namer at a time, so two names never mix.
         let _one_namer = POP.lock();

@@ -18,7 +18,8 @@ pub struct Info {
     pub shared: bool,
     /// Its address when it became known (objects may move while unlocked).
     pub address: usize,
-    /// The name given with `set_name`, if any.
+    /// The name given with `set_name`, if any: its first 32 bytes at most, cut
+    /// at a character boundary.
     pub name: Option<String>,
     /// Mutexes and rwlocks: held (by a writer, for rwlocks) or not.
     pub locked: bool,
