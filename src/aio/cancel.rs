@@ -129,12 +129,18 @@ pub(super) fn stopped_short(op: super::table::RawOp, stream: bool, moved: i64, r
 }
 
 /// A synchronous cancel of `ud`. An issued request may still wait in a
-/// submission queue (a future's, left for the end of its runtime turn): the
-/// kernel does not know it, and the cancel finds nothing (ENOENT). Then, if
-/// entries wait, they are entered and the cancel asked again. (Only then:
+/// submission queue (a future's, left for the end of its runtime turn, or
+/// one its submitting call pushed and has not entered yet: a `lio_listio`
+/// whose entries another thread cancels as soon as they are in progress):
+/// the kernel does not know it, and the cancel finds nothing (ENOENT). Then,
+/// if entries wait, they are entered and the cancel asked again. (Only then:
 /// the entries entered may be other threads' requests, which the kernel then
 /// ties to this thread, and ends if it exits.)
-fn cancel_entered(inner: &Inner, r: &super::uring::Ring, ud: u64) -> std::io::Result<()> {
+pub(crate) fn cancel_entered(
+    inner: &Inner,
+    r: &super::uring::Ring,
+    ud: u64,
+) -> std::io::Result<()> {
     match r.cancel_sync(ud) {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
             let core = inner.lock();

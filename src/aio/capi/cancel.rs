@@ -81,7 +81,7 @@ impl CEngine {
                     Engine::Uring(r) => {
                         core.slots[idx as usize].cancel_req = true;
                         inner.release(core);
-                        match r.cancel_sync(ud) {
+                        match crate::aio::cancel::cancel_entered(inner, r, ud) {
                             Ok(()) => self.settle(idx, gen, Duration::from_secs(5)),
                             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                                 all_done = true;
