@@ -592,6 +592,17 @@ impl Inner {
         let s = &mut core.slots[i as usize];
         s.espipe = false;
         s.fd_kind = Some(FdKind::StreamSocket);
+        if s.cancel_req && !s.eagain {
+            // A cancel came while the read was out of the kernel (its ESPIPE
+            // reaped, by the cancel's own reap among others): the kernel's
+            // cancel found nothing to stop, and the read, issued again, would
+            // wait on for data (an `aio_cancel` answering AIO_NOTCANCELED, a
+            // `lio_listio(LIO_WAIT)` of it never returning). It ends
+            // cancelled instead, as it would have in the kernel.
+            s.skip_espipe = false;
+            core.complete(i, -(libc::ECANCELED as i64));
+            return false;
+        }
         if r.push_again(core, i, g) {
             return true;
         }
