@@ -160,6 +160,8 @@ pub mod trace;
 
 #[doc(hidden)]
 pub mod registry;
+#[cfg(test)]
+pub(crate) mod test_panics;
 
 pub use error::{Error, ErrorKind, Result};
 

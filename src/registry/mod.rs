@@ -340,29 +340,10 @@ mod tests {
     }
 
     /// `f()` must panic with a message starting with `prefix`; that panic is
-    /// kept off the output (other panics still reach the previous hook).
+    /// kept off the output.
     fn expect_panic(prefix: &'static str, f: impl FnOnce()) {
-        static HOOK: std::sync::Once = std::sync::Once::new();
-        HOOK.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                let p = info.payload();
-                let msg = p
-                    .downcast_ref::<&str>()
-                    .copied()
-                    .or_else(|| p.downcast_ref::<String>().map(String::as_str));
-                if !msg.is_some_and(|m| m.starts_with("payload word")) {
-                    previous(info);
-                }
-            }));
-        });
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        let e = r.expect_err("no panic");
-        let msg = e
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| e.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("");
+        let e = crate::test_panics::quietly(f).expect_err("no panic");
+        let msg = crate::test_panics::message(&*e);
         assert!(msg.starts_with(prefix), "panicked with {msg:?}");
     }
 

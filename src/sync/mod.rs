@@ -94,8 +94,6 @@ pub mod rwlock;
 mod rwlock_writers;
 pub mod semaphore;
 pub mod shared;
-#[cfg(test)]
-pub(crate) mod test_panics;
 
 pub mod track;
 

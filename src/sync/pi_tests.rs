@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::pi::held_by_current_thread;
-use super::test_panics::{message, quietly};
 use super::{Condvar, PiCondvar, PiMutex, PiMutexGuard};
+use crate::test_panics::{message, quietly};
 
 /// The panic of a lock the kernel refused, through `lock_api`'s `lock`.
 const REFUSED: &str = "posixrt lock failed";

@@ -485,8 +485,8 @@ mod tests {
     fn relock_message() -> String {
         let lock = RtLocked::new(7u32);
         let held = lock.lock();
-        let r = crate::sync::test_panics::quietly(|| *lock.lock());
-        let msg = crate::sync::test_panics::message(&*r.expect_err("a relock returned"));
+        let r = crate::test_panics::quietly(|| *lock.lock());
+        let msg = crate::test_panics::message(&*r.expect_err("a relock returned"));
         drop(held);
         assert!(!lock.is_locked(), "the first guard still unlocks");
         assert_eq!(*lock.lock(), 7);

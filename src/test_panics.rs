@@ -1,4 +1,4 @@
-//! Expected panics of the sync and `sys::rtlock` unit tests, kept out of the
+//! Expected panics of the unit tests, kept out of the
 //! output (`.ci/run` fails a passing run that prints a panic backtrace). One
 //! hook for all of them, installed once, silences the panics of a thread
 //! inside [`quietly`]; every other panic reaches the previous hook.
