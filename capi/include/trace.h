@@ -79,6 +79,28 @@ extern "C" {
 
 /* ---- types ----------------------------------------------------------- */
 
+/* The library's 64-bit word: unsigned long long, the same type (so the same
+ * layout) in every language mode. C89 and C++98 have no long long; GCC and
+ * Clang have it there as an extension, which __extension__ keeps -pedantic
+ * quiet about, except G++ in C++98 modes, which takes a diagnostic pragma. */
+#if defined(__GNUC__) && defined(__cplusplus) && !defined(__clang__) \
+    && (__GNUC__ > 4 || (__GNUC__ == 4 && __GNUC_MINOR__ >= 6))
+#define POSIXRT_TRACE_GXX_PRAGMA 1
+#endif
+#if defined(POSIXRT_TRACE_GXX_PRAGMA)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wlong-long"
+#endif
+#if defined(__GNUC__)
+__extension__ typedef unsigned long long __posixrt_trace_u64;
+#else
+typedef unsigned long long __posixrt_trace_u64;
+#endif
+#if defined(POSIXRT_TRACE_GXX_PRAGMA)
+#pragma GCC diagnostic pop
+#undef POSIXRT_TRACE_GXX_PRAGMA
+#endif
+
 /* An event type identifier (process-wide: the same name gives the same id). */
 typedef unsigned int trace_event_id_t;
 
@@ -87,7 +109,7 @@ typedef unsigned long trace_id_t;
 
 /* A set of event types: a bitmap over the 1024 ids. */
 typedef struct {
-    unsigned long long __bits[16];
+    __posixrt_trace_u64 __bits[16];
 } trace_event_set_t;
 
 /* Stream attributes: a plain value, fields private to the library. */
@@ -96,11 +118,11 @@ typedef struct {
     int __stream_full;
     int __log_full;
     int __inherit;
-    unsigned long long __create_time_ns;
-    unsigned long long __clock_res_ns;
-    unsigned long long __stream_size;
-    unsigned long long __log_size;
-    unsigned long long __max_data;
+    __posixrt_trace_u64 __create_time_ns;
+    __posixrt_trace_u64 __clock_res_ns;
+    __posixrt_trace_u64 __stream_size;
+    __posixrt_trace_u64 __log_size;
+    __posixrt_trace_u64 __max_data;
     char __name[TRACE_NAME_MAX];
     char __pad[7];
 } trace_attr_t;
@@ -266,7 +288,7 @@ void posix_trace_event(trace_event_id_t event_id, const void *POSIXRT_TRACE_REST
  * POSIXRT_TRACE_NO_INLINE to call the function always. (POSIX allows any
  * function to be a macro as well.) */
 extern const volatile unsigned char *const __posixrt_trace_on;
-void __posixrt_trace_event_word(trace_event_id_t event_id, unsigned long long word,
+void __posixrt_trace_event_word(trace_event_id_t event_id, __posixrt_trace_u64 word,
                                 size_t data_len, unsigned char pass);
 
 /* C99 and C++ say `inline`; GCC and Clang take `__inline__` in C89 modes
@@ -289,7 +311,7 @@ static POSIXRT_TRACE_INLINE void posixrt_trace_event_inline(trace_event_id_t eve
     if (pass) {
 #if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         if (__builtin_constant_p(data_len) && data_len <= 8u) {
-            unsigned long long word = 0;
+            __posixrt_trace_u64 word = 0;
             /* As the function: a null data pointer is no data. (Free for the
              * address of an object, which the compiler knows is not null.) */
             if (!data_ptr) {

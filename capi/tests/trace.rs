@@ -245,34 +245,97 @@ fn header_is_strict_c99_and_cxx() {
     }
 }
 
-/// The header in GCC's C89 modes (`-std=gnu89`, GCC's default before GCC 5,
-/// and `-std=c89`): `posix_trace_event`'s inline fast path is declared with
-/// `__inline__` there (C99's `inline` was a syntax error), and a call through
-/// it compiles, warning-free.
-#[test]
-fn header_compiles_in_c89_modes() {
-    let tu = scratch().join("hdr89.c");
-    std::fs::write(
-        &tu,
-        "#include <trace.h>\nint f(trace_event_id_t id);\nint f(trace_event_id_t id) { \
-         int v = 1; trace_event_set_t s; posix_trace_event(id, &v, sizeof v); \
-         return posix_trace_eventset_empty(&s); }\n",
-    )
-    .expect("write");
-    for std in ["-std=gnu89", "-std=c89"] {
-        let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-            .args([std, "-Wall", "-Wextra", "-Werror", "-O2"])
-            .arg(format!("-I{CRATE}/include"))
-            .arg("-c")
-            .arg(&tu)
-            .arg("-o")
-            .arg(scratch().join("hdr89.o"))
-            .output()
-            .expect("run the C compiler (cc)");
-        assert!(
-            o.status.success() && o.stderr.is_empty(),
-            "cc {std}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+/// The compilers the header is checked with: `$CC` (or the system `cc`) and
+/// `c++`, and Clang as well where it is installed (its pedantic warnings are
+/// not GCC's).
+fn header_compilers(cxx: bool) -> Vec<String> {
+    let mut v = vec![if cxx {
+        std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+    } else {
+        std::env::var("CC").unwrap_or_else(|_| "cc".into())
+    }];
+    let clang = if cxx { "clang++" } else { "clang" };
+    if Command::new(clang).arg("--version").output().is_ok() {
+        v.push(clang.into());
     }
+    v
+}
+
+/// A translation unit that uses every type of the header and calls
+/// `posix_trace_event` through its inline fast path, and checks at compile
+/// time (an array of size -1 otherwise) the layouts the library's Rust side
+/// has: `trace_attr_t` and `trace_event_set_t` are 128 bytes, aligned as a
+/// 64-bit word (`U64_ALIGN`, given by this test).
+const HEADER_TU: &str = r#"#include <trace.h>
+#include <trace.h>
+struct hdr_attr { char c; trace_attr_t a; };
+struct hdr_set { char c; trace_event_set_t s; };
+typedef char hdr_attr_size[sizeof(trace_attr_t) == 128 ? 1 : -1];
+typedef char hdr_set_size[sizeof(trace_event_set_t) == 128 ? 1 : -1];
+typedef char hdr_attr_align[offsetof(struct hdr_attr, a) == U64_ALIGN ? 1 : -1];
+typedef char hdr_set_align[offsetof(struct hdr_set, s) == U64_ALIGN ? 1 : -1];
+int hdr_use(trace_event_id_t id);
+int hdr_use(trace_event_id_t id)
+{
+    int v = 1;
+    trace_event_set_t s;
+    trace_attr_t a;
+    struct posix_trace_event_info ev;
+    struct posix_trace_status_info st;
+    posix_trace_event(id, &v, sizeof v);
+    posix_trace_event(id, &ev, sizeof ev);
+    (void)posix_trace_attr_init(&a);
+    (void)st;
+    return posix_trace_eventset_empty(&s) + (int)POSIX_TRACE_START;
+}
+"#;
+
+/// The header under `-pedantic -Wall -Wextra -Werror` in every C standard
+/// from C89 on and every C++ standard from C++98 on, with GCC and with Clang
+/// where it is installed. C89 and C++98 have no `long long`: the 64-bit
+/// fields are of a type declared with `__extension__` there, the same type
+/// (the same layout, which the translation unit checks) as in C99. In C89
+/// modes (`-std=gnu89`, GCC's default before GCC 5, and `-std=c89`)
+/// `posix_trace_event`'s inline fast path is declared with `__inline__` (C99's
+/// `inline` was a syntax error), and a call through it compiles,
+/// warning-free.
+#[test]
+fn header_is_pedantic_in_every_standard() {
+    let tu = scratch().join("hdr_std.c");
+    std::fs::write(&tu, HEADER_TU).expect("write");
+    let align = format!("-DU64_ALIGN={}", std::mem::align_of::<u64>());
+    let include = format!("-I{CRATE}/include");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for (cxx, stds) in [
+        (false, &["c89", "gnu89", "c99", "gnu99", "c11", "c17"][..]),
+        (true, &["c++98", "gnu++98", "c++11", "c++17"][..]),
+    ] {
+        for cc in header_compilers(cxx) {
+            for std in stds {
+                let mut cmd = Command::new(&cc);
+                if cxx {
+                    cmd.args(["-x", "c++"]);
+                }
+                let o = cmd
+                    .arg(format!("-std={std}"))
+                    .args(["-pedantic", "-Wall", "-Wextra", "-Werror", "-O2"])
+                    .args([&align, &include, "-c"])
+                    .arg(&tu)
+                    .arg("-o")
+                    .arg(scratch().join(format!("hdr-{n}.o")))
+                    .output()
+                    .expect("run the compiler");
+                n += 1;
+                if !o.status.success() || !o.stderr.is_empty() {
+                    failures.push(format!(
+                        "{cc} -std={std}:\n{}",
+                        String::from_utf8_lossy(&o.stderr)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(n >= 10, "only {n} compilations");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
