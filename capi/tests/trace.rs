@@ -3,7 +3,9 @@
 //! `tests/c/trace_threads.c`, `tests/c/trace_eintr.c`; `tests/c/trace_conform.c`
 //! for conformance defects found in review), the interposed
 //! calls' results and errno against glibc's (`tests/c/trace_interpose_glibc.c`),
-//! and the header under strict C99, C89 and C++. Whole programs (the seed's
+//! the header under `-pedantic -Werror` in every C standard from C89 and every
+//! C++ standard from C++98, and its declarations against POSIX's
+//! (`tests/c/trace_header_posix.c`). Whole programs (the seed's
 //! listings, the philosophers, C and Rust events in one stream, `dlopen`) are
 //! in `trace_programs.rs`. Everything is compiled with the system `cc`.
 
@@ -337,5 +339,40 @@ fn header_is_pedantic_in_every_standard() {
         }
     }
     assert!(n >= 10, "only {n} compilations");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// trace.h declares POSIX's interface: `tests/c/trace_header_posix.c`
+/// redeclares every function with POSIX's prototype (an incompatible one is a
+/// compile error), takes every structure member into a pointer of POSIX's
+/// type and checks the symbolic constants and limits; it must compile with
+/// `-pedantic -Wall -Wextra -Werror` in C99 and C11, with `cc` and with Clang
+/// where it is installed.
+#[test]
+fn header_declares_the_posix_interface() {
+    let src = Path::new(CRATE).join("tests/c/trace_header_posix.c");
+    let include = format!("-I{CRATE}/include");
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for cc in header_compilers(false) {
+        for std in ["c99", "c11"] {
+            let o = Command::new(&cc)
+                .arg(format!("-std={std}"))
+                .args(["-pedantic", "-Wall", "-Wextra", "-Werror", &include, "-c"])
+                .arg(&src)
+                .arg("-o")
+                .arg(scratch().join(format!("posix-{n}.o")))
+                .output()
+                .expect("run the compiler");
+            n += 1;
+            if !o.status.success() || !o.stderr.is_empty() {
+                failures.push(format!(
+                    "{cc} -std={std}:\n{}",
+                    String::from_utf8_lossy(&o.stderr)
+                ));
+            }
+        }
+    }
+    assert!(n >= 2, "only {n} compilations");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
