@@ -106,9 +106,9 @@ const CHANGED_SLOTS: usize = 256;
 /// another thread made to it through `sched` (by tid, [`forget_cached_raw`]).
 /// The kernel's class is read instead at a thread's first call (glibc gives a
 /// new thread its creator's class, which the kernel resets under
-/// `SCHED_RESET_ON_FORK`: if the two differ, and from then on) and once glibc's
-/// no longer tells it (a change by a raw system call, from the thread or by
-/// tid). A change made with a raw `sched_setscheduler` outside the crate by
+/// `SCHED_RESET_ON_FORK`: if the two differ) and once glibc's no longer tells
+/// it (a change by a raw system call, from the thread or by tid), until the two
+/// agree again. A change made with a raw `sched_setscheduler` outside the crate by
 /// another thread is not seen. For the io_uring fast path, where the class only
 /// sets a request's `ioprio` and trace field; queued requests, whose order
 /// depends on it, use [`current`].
@@ -147,7 +147,15 @@ fn read_cached(c: Cached) -> SchedClass {
             GLIBC_STALE.with(|x| x.set(true));
         }
         if GLIBC_STALE.with(|x| x.get()) {
-            current()
+            // The kernel's, until glibc's says the same again (a ceiling lock's
+            // raise undone, a class set back by tid): from then on glibc's
+            // copy is right, and read without a system call. (Every later
+            // change the crate makes marks it stale again.)
+            let kernel = current();
+            if glibc_class() == kernel {
+                GLIBC_STALE.with(|x| x.set(false));
+            }
+            kernel
         } else {
             glibc_class()
         }
@@ -291,6 +299,34 @@ pub(crate) fn ioprio_rt(prio: i32) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread whose class a raw call changed reads the kernel's (glibc's copy
+    /// is stale), and goes back to glibc's copy once the two agree again, as
+    /// after a ceiling lock's raise is undone: no system call per 64 reads for
+    /// the rest of its life.
+    #[test]
+    fn glibc_s_copy_is_trusted_again_once_it_agrees_with_the_kernel() {
+        std::thread::spawn(|| {
+            assert_eq!(current_cached(), SchedClass::OTHER);
+            let batch = SchedClass {
+                policy: libc::SCHED_BATCH,
+                priority: 0,
+            };
+            crate::sys::sched::setscheduler(0, libc::SCHED_BATCH, 0).expect("SCHED_BATCH");
+            forget_cached_raw(0);
+            assert_eq!(current_cached(), batch, "the kernel's class, by a raw call");
+            assert!(GLIBC_STALE.with(|x| x.get()), "glibc still says OTHER");
+            crate::sys::sched::setscheduler(0, libc::SCHED_OTHER, 0).expect("SCHED_OTHER");
+            forget_cached_raw(0);
+            assert_eq!(current_cached(), SchedClass::OTHER);
+            assert!(
+                !GLIBC_STALE.with(|x| x.get()),
+                "glibc's copy agrees with the kernel again"
+            );
+        })
+        .join()
+        .expect("the test thread");
+    }
 
     /// The two-call reading, for comparison with [`current`].
     fn by_two_calls() -> SchedClass {
