@@ -2,8 +2,8 @@
 //! (names, of streams and of event types: `rtrace_names.rs`).
 
 use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 
 use posixrt::trace::{self, sys, Trace, TraceAttr};
 
@@ -12,51 +12,7 @@ mod log_bytes;
 use log_bytes::push_record;
 
 mod common;
-
-/// Streams record every `event()` of the process: tests that record take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn rtrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtrace"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A scratch directory for one test, removed with its contents when dropped.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dir(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("rtrace-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
-}
+use common::{dir, rtrace, serial, stderr, stdout};
 
 /// A small log: START, three user events, one system event with fields, STOP.
 fn make_log(p: &Path) {
@@ -96,7 +52,7 @@ fn dump_stats_export_and_errors() {
 
     let o = rtrace(&["dump", logs]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = text(&o);
+    let out = stdout(&o);
     let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with('#')).collect();
     let names: Vec<&str> = lines
         .iter()
@@ -124,7 +80,7 @@ fn dump_stats_export_and_errors() {
 
     let o = rtrace(&["stats", logs]);
     assert!(o.status.success());
-    let s = text(&o);
+    let s = stdout(&o);
     assert!(
         s.contains("fork request") && s.contains("lost:       0 in the stream, 0 by the log"),
         "{s}"
@@ -187,7 +143,7 @@ fn dump_stats_export_and_errors() {
     std::fs::write(&cut, &full[..full.len() - 30]).unwrap();
     let o = rtrace(&["dump", cut.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    assert!(text(&o).contains("fork request 3"));
+    assert!(stdout(&o).contains("fork request 3"));
     assert!(stderr(&o).contains("cut short"), "{}", stderr(&o));
     // An empty file is a log cut short too.
     let empty = d.join("empty.trace");
@@ -204,7 +160,7 @@ fn dump_stats_export_and_errors() {
     std::fs::write(&dmg, &damaged).unwrap();
     let o = rtrace(&["dump", dmg.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(text(&o).contains("fork request 1"), "{}", text(&o));
+    assert!(stdout(&o).contains("fork request 1"), "{}", stdout(&o));
     assert!(stderr(&o).contains("corrupt"), "{}", stderr(&o));
 }
 
@@ -224,7 +180,7 @@ fn usage_errors_and_help() {
     );
     let o = rtrace(&["-h"]);
     assert!(o.status.success());
-    let h = text(&o);
+    let h = stdout(&o);
     assert!(h.starts_with("Read posixrt trace logs"), "{h}");
     assert!(!h.contains("Command-line tools for posixrt"), "{h}");
     for code in ["2  usage error", "3  corrupt", "4  cut short"] {
@@ -279,11 +235,11 @@ fn stdout_output_and_piped_input() {
         w.join().unwrap();
         assert!(o.status.success(), "{name}: {}", stderr(&o));
         assert!(
-            text(&o)
+            stdout(&o)
                 .lines()
                 .any(|l| l.trim_start().starts_with("3 ") && l.contains("fork request")),
             "{name}: {}",
-            text(&o)
+            stdout(&o)
         );
     }
 }
@@ -358,7 +314,7 @@ fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
 
     let o = rtrace(&["dump", ps]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let out = text(&o);
+    let out = stdout(&o);
     let rows: Vec<(f64, &str)> = out
         .lines()
         .filter(|l| !l.starts_with('#'))
@@ -391,7 +347,7 @@ fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
 
     let o = rtrace(&["stats", ps]);
     assert!(o.status.success());
-    let s = text(&o);
+    let s = stdout(&o);
     let span_line = s.lines().find(|l| l.starts_with("time span:")).unwrap();
     let secs: f64 = span_line
         .rsplit('(')
@@ -419,7 +375,7 @@ fn flushed_log_dump_stats_and_ctf_are_in_time_order() {
         "babeltrace2 failed: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let bt = text(&o);
+    let bt = stdout(&o);
     assert_eq!(bt.matches("rtrace_test_ordered:").count(), 8);
     let flush: Vec<&str> = bt
         .lines()
@@ -510,7 +466,7 @@ fn stats_does_not_count_tid_0_as_a_thread() {
     let bytes = with_records(&std::fs::read(&log).unwrap(), &[overflow(0, 2, 0)]);
     std::fs::write(&crafted, bytes).unwrap();
     let o = rtrace(&["stats", crafted.to_str().unwrap()]);
-    let s = text(&o);
+    let s = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(s.contains("overflow:   2 events"), "{s}");
     assert!(s.contains("threads:    1\n"), "{s}");
@@ -557,7 +513,7 @@ fn stats_counts_threads_by_pid_and_tid() {
     )
     .unwrap();
     let o = rtrace(&["stats", crafted.to_str().unwrap()]);
-    let s = text(&o);
+    let s = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(s.contains("overflow:   1 events"), "{s}");
     assert!(s.contains("threads:    2\n"), "{s}");
@@ -576,7 +532,7 @@ fn stats_overflow_total_saturates() {
     let bytes = with_records(&std::fs::read(&log).unwrap(), &extra);
     std::fs::write(&crafted, bytes).unwrap();
     let o = rtrace(&["stats", crafted.to_str().unwrap()]);
-    let s = text(&o);
+    let s = stdout(&o);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         s.contains(&format!("overflow:   {} events", u64::MAX)),
@@ -672,7 +628,7 @@ fn dump_text_is_unambiguous() {
     }
     let o = rtrace(&["dump", log.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let out = text(&o);
+    let out = stdout(&o);
     let shown: Vec<&str> = out
         .lines()
         .filter_map(|l| Some(&l[l.find("rtrace_test_text ")? + 17..]))
@@ -688,6 +644,6 @@ fn dump_text_is_unambiguous() {
     );
     let o = rtrace(&["dump", "--help"]);
     assert!(o.status.success());
-    let h = text(&o);
+    let h = stdout(&o);
     assert!(h.contains("text=\"...\"") && h.contains("`\\xHH`"), "{h}");
 }

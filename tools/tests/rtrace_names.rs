@@ -5,34 +5,19 @@
 use std::ffi::OsStr;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use posixrt::trace::{self, Trace, TraceAttr};
 
-/// Streams record every `event()` of the process: tests that record take turns.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn rtrace(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtrace"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::{dir, rtrace, serial, stderr, stdout};
 
 fn rtrace_os(args: &[&OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rtrace"))
         .args(args)
         .output()
         .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// An empty log (START and STOP) at `p`.
@@ -42,33 +27,6 @@ fn empty_log(p: &Path) {
     t.start().unwrap();
     t.stop().unwrap();
     t.shutdown().unwrap();
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A scratch directory for one test, removed with its contents when dropped.
-struct Scratch(PathBuf);
-
-impl std::ops::Deref for Scratch {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn dir(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("rtrace-names-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    Scratch(d)
 }
 
 /// An event name is the program's choice (`eventid_open` refuses only NUL): one
@@ -91,7 +49,7 @@ fn control_characters_in_event_names_are_escaped() {
     for cmd in ["dump", "stats"] {
         let o = rtrace(&[cmd, logs]);
         assert!(o.status.success(), "{cmd}: {o:?}");
-        let out = text(&o);
+        let out = stdout(&o);
         assert!(!out.contains('\x1b'), "{cmd}: raw ESC: {out:?}");
         assert!(
             !out.lines().any(|l| l.starts_with("FAKE")),
@@ -138,7 +96,7 @@ fn a_name_of_bytes_shows_as_its_bytes() {
     for cmd in ["dump", "stats"] {
         let o = rtrace(&[cmd, logs]);
         assert!(o.status.success(), "{cmd}: {o:?}");
-        let out = text(&o);
+        let out = stdout(&o);
         assert!(
             !out.contains('\0') && !out.contains("\\u{0}"),
             "{cmd}: {out:?}"
@@ -206,7 +164,7 @@ fn a_stream_name_of_bytes_shows_as_its_bytes() {
         for cmd in ["dump", "stats"] {
             let o = rtrace(&[cmd, p.to_str().unwrap()]);
             assert!(o.status.success(), "{cmd}: {o:?}");
-            let out = text(&o);
+            let out = stdout(&o);
             assert_eq!(shown_stream_name(cmd, &out), want, "{cmd}: {out}");
         }
     }
@@ -244,7 +202,7 @@ fn a_path_of_bytes_shows_as_its_bytes() {
     empty_log(&p);
     let o = rtrace_os(&["stats".as_ref(), p.as_os_str()]);
     assert!(o.status.success(), "{o:?}");
-    let out = text(&o);
+    let out = stdout(&o);
     let line = out.lines().find(|l| l.starts_with("log:")).unwrap_or("");
     assert!(line.ends_with("/caf\\xe9.trace"), "{out}");
     let json = d.join(OsStr::from_bytes(b"out\xe8.json"));

@@ -168,3 +168,48 @@ pub fn as_nobody(cmd: &mut Command) {
         })
     };
 }
+
+/// Streams record every `event()` of the process: tests that record take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes the test binary's turn to record (see [`SERIAL`]).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `rtrace` with `args`.
+pub fn rtrace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// A tool's standard error, as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scratch directory for one test, removed with its contents when dropped.
+pub struct Scratch(std::path::PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A new, empty scratch directory `rtrace-test-PID-NAME` in the temp dir.
+pub fn dir(name: &str) -> Scratch {
+    let d = std::env::temp_dir().join(format!("rtrace-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    Scratch(d)
+}
