@@ -65,7 +65,12 @@ fn name_of(log: &TraceLog, id: EventId) -> String {
 /// show bytes. So two names never show as one: the byte `\xe9` shows as
 /// `\xe9`, the four characters `\xe9` as `\\xe9`.
 pub fn shown_name(name: &str) -> String {
-    let bytes = super::ids::name_bytes(name);
+    shown_bytes(&super::ids::name_bytes(name))
+}
+
+/// A name of bytes as [`shown_name`] shows it (a stream's name,
+/// [`TraceAttr::name_bytes`](super::TraceAttr::name_bytes)).
+fn shown_bytes(bytes: &[u8]) -> String {
     let mut o = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         o.push_str(&ctf_name(chunk.valid()));
@@ -195,7 +200,10 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// in the log (a forked child's) show in that process; an event without a pid
 /// (pid 0, `POSIX_TRACE_WOPID_EVENTS`) goes under the process of its thread
 /// (the pid the log's other events of its tid carry), else the log's. Every
-/// process is named after the trace and its pid, every thread `tid N`.
+/// process is named after the trace and its pid (`NAME (pid N)`, the stream's
+/// name of any bytes as [`shown_name`] writes it: `\xHH` for each byte that is
+/// not part of a UTF-8 character, so its bytes can be recovered), every thread
+/// `tid N`.
 ///
 /// An event's `name` is its type's name as [`shown_name`] writes it, as the
 /// CTF export shows it: a name of bytes that are not UTF-8 (the C API's) with
@@ -220,7 +228,7 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     let name = l
         .log
         .attr()
-        .map(|a| a.name().to_string())
+        .map(|a| shown_bytes(a.name_bytes()))
         .unwrap_or_default();
     // The log's process first, named even without events, then every other
     // process with events in the log.
@@ -539,7 +547,7 @@ pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     let name = l
         .log
         .attr()
-        .map(|a| a.name().to_string())
+        .map(|a| shown_bytes(a.name_bytes()))
         .unwrap_or_default();
     let _ = write!(
         m,
@@ -548,7 +556,7 @@ env {{\n    domain = \"posixrt\";\n    tracer_name = \"posixrt-trace\";\n    tra
 clock {{\n    name = monotonic;\n    description = \"CLOCK_MONOTONIC\";\n    freq = 1000000000;\n    offset = 0;\n    absolute = false;\n}};\n\n\
 typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := clock_ns_t;\n\n\
 stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
-        tsdl_str(&ctf_name(&name))
+        tsdl_str(&name)
     );
     // The ids of the events that `keep` keeps, sorted, each once.
     let ids_where = |keep: &dyn Fn(&Event) -> bool| -> Vec<u16> {
