@@ -95,7 +95,10 @@ pub struct ProcessMarks {
 pub struct Snapshot {
     /// Processes with at least one live marked thread, by pid.
     pub processes: Vec<ProcessMarks>,
-    /// Processes whose registry could not be read (another user's, without root).
+    /// Processes whose registry could not be read: another user's (mode 0600:
+    /// read it as root or as that user), or a file cut short (truncated by
+    /// another process, e.g. an admin's `truncate -s 0`; its owner repairs it
+    /// at its next claim, a thread's first mark).
     pub unreadable: usize,
     /// Processes whose registry has another layout version (a different posixrt
     /// release) or a malformed header.

@@ -32,7 +32,9 @@ use serde_json::{json, Value};
 /// (`posixrt::sync::set_tracking(Tracking::Counts)` or `Timing`): it then
 /// publishes its objects every 50 ms in `/dev/shm/posixrt-sync-<pid>-<start>`,
 /// mode 0600 (run rtstat as its user or as root). Registries that cannot be read
-/// (another user's, another posixrt release's) are counted on standard error.
+/// (another user's; one cut short, e.g. truncated by someone, until its owner
+/// repairs it at its next claim; another posixrt release's) are counted on
+/// standard error.
 #[derive(Parser, Debug)]
 #[command(
     name = "rtstat",
@@ -188,7 +190,7 @@ fn main() -> ExitCode {
     // an empty `[]` alone would read as "no process tracks anything".
     if unreadable > 0 {
         eprintln!(
-            "rtstat: {unreadable} registr{} of other users not readable (mode 0600): run as their user or as root to see them",
+            "rtstat: {unreadable} registr{} not readable: another user's (mode 0600: run as their user or as root to see them), or a file cut short (e.g. truncated by someone: its owner repairs it at its next claim)",
             if unreadable == 1 { "y" } else { "ies" }
         );
     }

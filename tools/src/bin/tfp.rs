@@ -31,14 +31,15 @@ use serde::Serialize;
 /// zero-width characters in markers and paths are shown escaped, e.g. `\n`,
 /// `\u{202e}`, a backslash as `\\`, and a double quote in a quoted path or
 /// kernel name as `\"`). Processes whose
-/// registry cannot be read (another user's, without root) are skipped and counted
-/// on standard error; a process named with -p whose registry cannot be read, or
+/// registry cannot be read (another user's, without root; or a file cut short,
+/// e.g. truncated by someone, until its owner repairs it at its next claim) are
+/// skipped and counted on standard error; a process named with -p whose registry cannot be read, or
 /// that has no marked thread, is an error (exit 1).
 #[derive(Parser, Debug)]
 #[command(
     name = "tfp",
     version,
-    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, another posixrt release's) or that has no marked thread, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
@@ -173,7 +174,7 @@ fn main() -> ExitCode {
         }
         if snap.unreadable > 0 {
             warn(format_args!(
-                "{} process(es) skipped: registry not readable (run as root or as their user)",
+                "{} process(es) skipped: registry not readable (another user's: run as root or as their user; or a file cut short, e.g. truncated by someone: its owner repairs it at its next claim)",
                 snap.unreadable
             ));
         }
@@ -227,7 +228,8 @@ fn not_a_process(pid: i32) -> Option<String> {
 }
 
 /// The snapshot of `-p pid` (a process), or why it would list nothing: its mark
-/// registry cannot be read (another user's, without root), has a layout this
+/// registry cannot be read (another user's, without root; or cut short, e.g.
+/// truncated by someone), has a layout this
 /// tfp does not know (another posixrt release), or is absent (no thread of it
 /// is marked).
 fn listed(pid: i32) -> Result<Snapshot, String> {
@@ -239,7 +241,7 @@ fn listed(pid: i32) -> Result<Snapshot, String> {
         Ok(snap)
     } else if snap.unreadable > 0 {
         Err(format!(
-            "the mark registry of process {pid} is not readable by this user; hint: the registry file is mode 0600: run tfp as the process's user or as root"
+            "the mark registry of process {pid} is not readable by this user; hint: the registry file is mode 0600: run tfp as the process's user or as root; or the file was cut short (truncated by someone): its owner repairs it at its next claim (a thread's first mark)"
         ))
     } else if snap.incompatible > 0 {
         Err(format!(
