@@ -105,6 +105,11 @@ pub struct Snapshot {
     pub incompatible: usize,
     /// Threads skipped because their marker changed during every retry.
     pub busy: usize,
+    /// Marked threads skipped because their slot holds a malformed payload (a
+    /// marker length over [`MARKER_MAX`], a payload shorter than the layout):
+    /// a damaged file, or bytes another writer put there. Their process is
+    /// listed without them (not at all if no thread of it is left).
+    pub malformed: usize,
 }
 
 impl Snapshot {
@@ -128,7 +133,8 @@ impl Snapshot {
 ///
 /// Only if `/dev/shm` exists but cannot be listed (the errno's kind, e.g.
 /// `PermissionDenied`). A registry that cannot be read is counted in
-/// [`Snapshot::unreadable`] or [`Snapshot::incompatible`], not an error.
+/// [`Snapshot::unreadable`] or [`Snapshot::incompatible`], a thread whose slot
+/// is malformed in [`Snapshot::malformed`], not an error.
 ///
 /// ```
 /// posixrt::mark::set("doc example")?;
@@ -158,13 +164,17 @@ fn read(pid: Option<i32>) -> Result<Snapshot> {
         unreadable: scan.unreadable,
         incompatible: scan.incompatible,
         busy: scan.busy,
+        malformed: 0,
     };
     for p in scan.processes {
-        let mut threads: Vec<ThreadMark> = p
-            .slots
-            .iter()
-            .filter_map(|s| decode(s.tid, &s.payload, s.task.as_ref()?))
-            .collect();
+        let mut threads: Vec<ThreadMark> = Vec::with_capacity(p.slots.len());
+        // A slot owned by the process (no thread) holds no mark: skipped.
+        for (s, task) in p.slots.iter().filter_map(|s| Some((s, s.task.as_ref()?))) {
+            match decode(s.tid, &s.payload, task) {
+                Some(t) => threads.push(t),
+                None => snap.malformed += 1,
+            }
+        }
         if threads.is_empty() {
             continue;
         }
@@ -186,6 +196,8 @@ fn word(payload: &[u8], i: usize) -> u64 {
     u64::from_ne_bytes(b)
 }
 
+/// The thread of a slot; `None` if its payload is malformed (see
+/// [`Snapshot::malformed`]).
 fn decode(tid: i32, payload: &[u8], task: &TaskStat) -> Option<ThreadMark> {
     let len_flags = word(payload, layout::W_LEN);
     let len = (len_flags & 0xffff_ffff) as usize;

@@ -33,13 +33,15 @@ use serde::Serialize;
 /// kernel name as `\"`). Processes whose
 /// registry cannot be read (another user's, without root; or a file cut short,
 /// e.g. truncated by someone, until its owner repairs it at its next claim) are
-/// skipped and counted on standard error; a process named with -p whose registry cannot be read, or
-/// that has no marked thread, is an error (exit 1).
+/// skipped and counted on standard error, as are marked threads whose registry
+/// slot is malformed (a damaged file), which cannot be shown; a process named
+/// with -p whose registry cannot be read, or that has no marked thread that can
+/// be shown, is an error (exit 1).
 #[derive(Parser, Debug)]
 #[command(
     name = "tfp",
     version,
-    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty)\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread that can be shown, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
@@ -184,6 +186,12 @@ fn main() -> ExitCode {
                 snap.incompatible
             ));
         }
+        if snap.malformed > 0 {
+            warn(format_args!(
+                "{} marked thread(s) could not be shown: their registry slot holds a malformed payload (a damaged registry file)",
+                snap.malformed
+            ));
+        }
         iteration += 1;
         match args.watch {
             Some(secs) if args.iterations.map_or(true, |n| iteration < n) => {
@@ -246,6 +254,11 @@ fn listed(pid: i32) -> Result<Snapshot, String> {
     } else if snap.incompatible > 0 {
         Err(format!(
             "the mark registry of process {pid} has a layout this tfp does not know; hint: read it with the tfp of the posixrt release the process uses"
+        ))
+    } else if snap.malformed > 0 {
+        Err(format!(
+            "process {pid} has {} marked thread(s), none of which can be shown: their registry slots hold a malformed payload; hint: the registry file is damaged (written by something other than posixrt)",
+            snap.malformed
         ))
     } else {
         Err(format!(
@@ -325,6 +338,7 @@ fn combine(snaps: impl IntoIterator<Item = Snapshot>, args: &Args) -> Snapshot {
         all.unreadable += s.unreadable;
         all.incompatible += s.incompatible;
         all.busy += s.busy;
+        all.malformed += s.malformed;
     }
     all.processes
         .retain(|p| args.names.is_empty() || args.names.iter().any(|n| name_matches(&p.exe, n)));
@@ -388,12 +402,13 @@ fn print_text(out: &mut impl Write, snap: &Snapshot, args: &Args) -> io::Result<
         let threads: usize = snap.processes.iter().map(|p| p.threads.len()).sum();
         writeln!(
             out,
-            "# {} process(es), {} marked thread(s), {} unreadable, {} incompatible, {} busy",
+            "# {} process(es), {} marked thread(s), {} unreadable, {} incompatible, {} busy, {} malformed",
             snap.processes.len(),
             threads,
             snap.unreadable,
             snap.incompatible,
-            snap.busy
+            snap.busy,
+            snap.malformed
         )?;
     }
     Ok(())
@@ -438,14 +453,15 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
 }
 
 /// `--json`: one document, `{"processes": [{"pid", "exe", "threads": [...]}],
-/// "unreadable", "incompatible", "busy"}` (serde escapes every string, whatever
-/// a marker holds).
+/// "unreadable", "incompatible", "busy", "malformed"}` (serde escapes every
+/// string, whatever a marker holds).
 #[derive(Serialize)]
 struct JsonSnapshot<'a> {
     processes: Vec<JsonProcess<'a>>,
     unreadable: usize,
     incompatible: usize,
     busy: usize,
+    malformed: usize,
 }
 
 #[derive(Serialize)]
@@ -514,6 +530,7 @@ fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
         unreadable: snap.unreadable,
         incompatible: snap.incompatible,
         busy: snap.busy,
+        malformed: snap.malformed,
     };
     serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
     writeln!(out)

@@ -1,0 +1,70 @@
+//! A marked thread whose slot holds a malformed payload (a marker length over
+//! `MARKER_MAX`: another writer's bytes, a damaged file) cannot be shown, and
+//! the snapshot says so (`Snapshot::malformed`) instead of dropping the thread
+//! silently. (Alone in its binary: the count is this process's.)
+
+use std::os::unix::fs::FileExt;
+use std::sync::mpsc;
+
+use posixrt::mark::{self, MARKER_MAX};
+
+const HEADER: u64 = 128;
+const SLOT_HEADER: u64 = 32;
+const S_TID: u64 = 8;
+/// The marker length word in the payload.
+const P_LEN: u64 = 8;
+
+/// Writes `len` as the marker length of thread `tid`'s slot in this process's
+/// mark registry, as another writer (or a damaged file) would.
+fn write_marker_len(tid: i32, len: u32) {
+    let path = mark::registry_path().expect("a registry");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    let mut hdr = [0u8; 64];
+    f.read_exact_at(&mut hdr, 0).unwrap();
+    let get = |o: usize| u32::from_ne_bytes(hdr[o..o + 4].try_into().unwrap()) as u64;
+    let (slot_size, count) = (get(48), get(52));
+    let slot = (0..count)
+        .map(|i| HEADER + i * slot_size)
+        .find(|&off| {
+            let mut t = [0u8; 8];
+            f.read_exact_at(&mut t, off + S_TID).unwrap();
+            u64::from_ne_bytes(t) as i32 == tid
+        })
+        .expect("the thread's slot");
+    f.write_all_at(&len.to_ne_bytes(), slot + SLOT_HEADER + P_LEN)
+        .unwrap();
+}
+
+#[test]
+fn a_slot_with_a_marker_longer_than_the_limit_is_counted_as_malformed() {
+    let me = std::process::id() as i32;
+    mark::set("mark_malformed good").unwrap();
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let (tid_tx, tid_rx) = mpsc::channel::<i32>();
+    let bad = std::thread::spawn(move || {
+        mark::set("mark_malformed bad").unwrap();
+        tid_tx
+            .send(rustix::thread::gettid().as_raw_nonzero().get())
+            .unwrap();
+        let _ = stop_rx.recv();
+    });
+    let tid = tid_rx.recv().unwrap();
+    let before = mark::snapshot_pid(me).unwrap();
+    assert_eq!(before.malformed, 0, "{before:?}");
+    assert!(before.threads().any(|(_, t)| t.tid == tid));
+    write_marker_len(tid, MARKER_MAX as u32 + 1);
+    let after = mark::snapshot_pid(me).unwrap();
+    drop(stop_tx);
+    bad.join().unwrap();
+    assert_eq!(after.malformed, 1, "{after:?}");
+    assert!(!after.threads().any(|(_, t)| t.tid == tid), "{after:?}");
+    // The other marked thread is still listed.
+    assert!(after
+        .threads()
+        .any(|(_, t)| t.marker == "mark_malformed good"));
+    mark::clear();
+}
