@@ -18,7 +18,8 @@ pub(crate) enum How {
 /// The fixed fields, then at most this many bytes of marker text.
 const TEXT_MAX: usize = 128;
 
-/// The calling thread's marker became `text` (empty for a clear).
+/// The calling thread's marker became `text` (empty for a clear): called
+/// once the marker is stored, never for a mark that failed.
 #[inline(always)]
 pub(crate) fn marker(how: How, text: &[u8]) {
     if crate::trace::system_events::enabled() {

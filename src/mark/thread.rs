@@ -200,8 +200,11 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 #[inline]
 pub fn update(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
-    super::hook::marker(super::hook::How::Update, bytes);
-    with_slot(|slot, _| slot.write(|p| store_marker(p, bytes)))
+    with_slot(|slot, _| {
+        slot.write(|p| store_marker(p, bytes));
+        // Once the marker is stored: a mark that fails changes nothing.
+        super::hook::marker(super::hook::How::Update, bytes);
+    })
 }
 
 /// `tfp_mark(string)`: sets the calling thread's marker and timestamp, and the
@@ -236,10 +239,12 @@ pub fn update(marker: &str) -> Result<()> {
 #[doc(alias = "PR_SET_NAME")]
 pub fn set(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
-    super::hook::marker(super::hook::How::Set, bytes);
     let name = kernel_name(bytes);
     with_slot(|slot, local| {
         slot.write(|p| store_marker(p, bytes));
+        // Once the marker is stored (a refused kernel name below leaves it
+        // set): a mark that fails changes nothing.
+        super::hook::marker(super::hook::How::Set, bytes);
         // An empty prefix (empty marker, or a leading NUL) would leave the thread,
         // or on the main thread the process, nameless: keep the current name.
         let changed = *local.comm_len as usize != name.len() || &local.comm[..name.len()] != name;
