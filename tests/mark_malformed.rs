@@ -17,6 +17,11 @@ const P_LEN: u64 = 8;
 /// Writes `len` as the marker length of thread `tid`'s slot in this process's
 /// mark registry, as another writer (or a damaged file) would.
 fn write_marker_len(tid: i32, len: u32) {
+    write_payload_at(tid, P_LEN, &len.to_ne_bytes());
+}
+
+/// Writes `bytes` at payload offset `at` of thread `tid`'s slot.
+fn write_payload_at(tid: i32, at: u64, bytes: &[u8]) {
     let path = mark::registry_path().expect("a registry");
     let f = std::fs::OpenOptions::new()
         .read(true)
@@ -35,8 +40,7 @@ fn write_marker_len(tid: i32, len: u32) {
             u64::from_ne_bytes(t) as i32 == tid
         })
         .expect("the thread's slot");
-    f.write_all_at(&len.to_ne_bytes(), slot + SLOT_HEADER + P_LEN)
-        .unwrap();
+    f.write_all_at(bytes, slot + SLOT_HEADER + at).unwrap();
 }
 
 #[test]
@@ -67,4 +71,31 @@ fn a_slot_with_a_marker_longer_than_the_limit_is_counted_as_malformed() {
         .threads()
         .any(|(_, t)| t.marker == "mark_malformed good"));
     mark::clear();
+}
+
+/// A slot claimed but not written yet (a thread's first mark, between the
+/// claim, which zeroes the payload, and the store of the marker): no marker,
+/// no raw block, no time. It is no marked thread yet: not listed (with an
+/// empty marker and a time of 1970), and not malformed either.
+#[test]
+fn a_slot_claimed_but_not_written_yet_is_not_listed() {
+    let me = std::process::id() as i32;
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let (tid_tx, tid_rx) = mpsc::channel::<i32>();
+    let t = std::thread::spawn(move || {
+        mark::set("mark_malformed claimed").unwrap();
+        tid_tx
+            .send(rustix::thread::gettid().as_raw_nonzero().get())
+            .unwrap();
+        let _ = stop_rx.recv();
+    });
+    let tid = tid_rx.recv().unwrap();
+    // The payload as the claim leaves it: time, length and flags all zero.
+    write_payload_at(tid, 0, &[0u8; 16]);
+    let snap = mark::snapshot_pid(me).unwrap();
+    drop(stop_tx);
+    t.join().unwrap();
+    let shown: Vec<_> = snap.threads().filter(|(_, t)| t.tid == tid).collect();
+    assert!(shown.is_empty(), "{shown:?}");
+    assert_eq!(snap.malformed, 0, "{snap:?}");
 }

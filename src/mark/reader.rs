@@ -171,8 +171,9 @@ fn read(pid: Option<i32>) -> Result<Snapshot> {
         // A slot owned by the process (no thread) holds no mark: skipped.
         for (s, task) in p.slots.iter().filter_map(|s| Some((s, s.task.as_ref()?))) {
             match decode(s.tid, &s.payload, task) {
-                Some(t) => threads.push(t),
-                None => snap.malformed += 1,
+                Slot::Marked(t) => threads.push(t),
+                Slot::NotYet => {}
+                Slot::Malformed => snap.malformed += 1,
             }
         }
         if threads.is_empty() {
@@ -196,19 +197,34 @@ fn word(payload: &[u8], i: usize) -> u64 {
     u64::from_ne_bytes(b)
 }
 
-/// The thread of a slot; `None` if its payload is malformed (see
-/// [`Snapshot::malformed`]).
-fn decode(tid: i32, payload: &[u8], task: &TaskStat) -> Option<ThreadMark> {
+/// What a slot holds.
+enum Slot {
+    /// A marked thread.
+    Marked(ThreadMark),
+    /// Nothing yet: claimed by a thread's first mark (which zeroes the
+    /// payload), its marker or raw block not stored yet.
+    NotYet,
+    /// A malformed payload ([`Snapshot::malformed`]).
+    Malformed,
+}
+
+fn decode(tid: i32, payload: &[u8], task: &TaskStat) -> Slot {
     let len_flags = word(payload, layout::W_LEN);
     let len = (len_flags & 0xffff_ffff) as usize;
     if len > MARKER_MAX || payload.len() < layout::PAYLOAD {
-        return None;
+        return Slot::Malformed;
+    }
+    // Every mark sets one of these (`set`/`update` the first, `write_raw`
+    // the second); a slot without either was claimed and not written yet,
+    // and would list as an empty marker updated in 1970.
+    if len_flags & (layout::FLAG_MARKED | layout::FLAG_RAW) == 0 {
+        return Slot::NotYet;
     }
     let marker = String::from_utf8_lossy(&payload[layout::MARKER_OFF..layout::MARKER_OFF + len])
         .into_owned();
     let mut raw = [0u8; RAW_LEN];
     raw.copy_from_slice(&payload[layout::RAW_OFF..layout::RAW_OFF + RAW_LEN]);
-    Some(ThreadMark {
+    Slot::Marked(ThreadMark {
         tid,
         marker,
         raw,
