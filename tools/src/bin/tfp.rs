@@ -33,8 +33,9 @@ use serde::Serialize;
 /// kernel name as `\"`). Processes whose
 /// registry cannot be read (another user's, without root; or a file cut short,
 /// e.g. truncated by someone, until its owner repairs it at its next claim) are
-/// skipped and counted on standard error, as are marked threads whose registry
-/// slot is malformed (a damaged file), which cannot be shown; a process named
+/// skipped and counted on standard error, as are marked threads that cannot be
+/// shown: their marker changed during every read (busy), or their registry slot
+/// is malformed (a damaged file); a process named
 /// with -p whose registry cannot be read, or that has no marked thread that can
 /// be shown, is an error (exit 1).
 #[derive(Parser, Debug)]
@@ -186,6 +187,12 @@ fn main() -> ExitCode {
                 snap.incompatible
             ));
         }
+        if snap.busy > 0 {
+            warn(format_args!(
+                "{} marked thread(s) skipped: their marker changed during every read (rewritten in a tight loop; try again)",
+                snap.busy
+            ));
+        }
         if snap.malformed > 0 {
             warn(format_args!(
                 "{} marked thread(s) could not be shown: their registry slot holds a malformed payload (a damaged registry file)",
@@ -254,6 +261,11 @@ fn listed(pid: i32) -> Result<Snapshot, String> {
     } else if snap.incompatible > 0 {
         Err(format!(
             "the mark registry of process {pid} has a layout this tfp does not know; hint: read it with the tfp of the posixrt release the process uses"
+        ))
+    } else if snap.busy > 0 {
+        Err(format!(
+            "process {pid} has {} marked thread(s), none of which could be read: their marker changed during every read; hint: try again (a thread rewriting its marker in a tight loop starves readers)",
+            snap.busy
         ))
     } else if snap.malformed > 0 {
         Err(format!(
