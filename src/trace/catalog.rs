@@ -22,7 +22,7 @@
 //! | `sched_change` | `tid: i32, old_policy: i32, old_prio: i32, new_policy: i32, new_prio: i32, result: i32` | every policy or priority change through `sched` (also `deadline::set`) |
 //! | `sched_affinity` | `tid: i32, old_cpus: hex64, new_cpus: hex64, result: i32` | every `set_thread_affinity` (CPUs 0–63 as a bit mask) |
 //! | `sched_thread_create` | `tid: i32, policy: i32, prio: i32, cpus: hex64` | every thread made by `sched::Builder`, with the attributes the kernel applied |
-//! | `mark_set` | `tid: u32, how: u32, len: u32`, then the marker bytes (at most 128) | every `mark::update` (`how` 0), `mark::set` (1), `mark::clear` (2, empty text) |
+//! | `mark_set` | `tid: u32, how: u32, len: u32`, then the marker bytes (at most 128) | every `mark::update` (`how` 0) and `mark::set` (1) that stores its marker, every `mark::clear` (2, empty text) |
 //! | `sched_ss_exhausted` | `tid: i32, consumed_ns: u64, overrun_ns: u64, pending: u32` | the sporadic server saw a served thread spend its budget (`consumed` since activation, `overrun` past the budget, replenishments pending after it, including the one it scheduled unless that one was already due and carried out at once) |
 //! | `sched_ss_replenished` | `tid: i32, amount_ns: u64, budget_ns: u64, pending: u32` | a replenishment of a served thread was applied (`budget` after it, capped at the initial budget; replenishments still pending after it) |
 //! | `sched_ss_switch` | `tid: i32, prio: i32, high: u32, result: i32` | the sporadic server switched a served thread between its normal (`high` 1) and low priority |
