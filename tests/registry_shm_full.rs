@@ -11,6 +11,9 @@
 
 #[path = "common/child.rs"]
 mod child;
+#[path = "common/small_shm.rs"]
+mod small_shm;
+use small_shm::small_dev_shm;
 
 use posixrt::registry::{current_thread, Registry};
 use posixrt::ErrorKind;
@@ -21,53 +24,6 @@ const CREATE_REFUSED: i32 = 10;
 const ALL_CLAIMED: i32 = 11;
 const OTHER_ERROR: i32 = 12;
 const CLAIM_REFUSED: i32 = 13;
-
-/// Writes `text` to `path` (for the id maps of a new user namespace).
-fn write_file(path: &std::ffi::CStr, text: &str) -> bool {
-    // SAFETY: a plain open/write/close of a NUL-terminated path and a buffer
-    // valid for its length.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return false;
-        }
-        let n = libc::write(fd, text.as_ptr().cast(), text.len());
-        libc::close(fd);
-        n == text.len() as isize
-    }
-}
-
-/// In the child: a private mount namespace with a 64 KiB tmpfs on /dev/shm.
-fn small_dev_shm(options: &std::ffi::CStr) -> bool {
-    // SAFETY: unshare and mount take plain flags and NUL-terminated strings.
-    unsafe {
-        if libc::unshare(libc::CLONE_NEWNS) != 0 {
-            // Not privileged: a user namespace of our own, mapping our ids.
-            let (uid, gid) = (libc::getuid(), libc::getgid());
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0
-                || !write_file(c"/proc/self/setgroups", "deny")
-                || !write_file(c"/proc/self/uid_map", &format!("{uid} {uid} 1"))
-                || !write_file(c"/proc/self/gid_map", &format!("{gid} {gid} 1"))
-            {
-                return false;
-            }
-        }
-        libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) == 0
-            && libc::mount(
-                c"tmpfs".as_ptr(),
-                c"/dev/shm".as_ptr(),
-                c"tmpfs".as_ptr(),
-                0,
-                options.as_ptr().cast(),
-            ) == 0
-    }
-}
 
 /// In the child, on a `/dev/shm` mounted with `options`: a registry of 64
 /// slots of 4 KiB (about 260 KiB), every slot claimed (each claim zeroes its

@@ -10,6 +10,9 @@
 
 #[path = "common/held_fork.rs"]
 mod held_fork;
+#[path = "common/small_shm.rs"]
+mod small_shm;
+use small_shm::small_dev_shm;
 
 use posixrt::registry::{current_thread, scan, Registry};
 
@@ -99,53 +102,6 @@ fn live_slots_after_the_file_was_truncated_repairs_it() {
     }
 }
 
-/// Writes `text` to `path` (for the id maps of a new user namespace).
-fn write_file(path: &std::ffi::CStr, text: &str) -> bool {
-    // SAFETY: a plain open/write/close of a NUL-terminated path and a buffer
-    // valid for its length.
-    unsafe {
-        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd < 0 {
-            return false;
-        }
-        let n = libc::write(fd, text.as_ptr().cast(), text.len());
-        libc::close(fd);
-        n == text.len() as isize
-    }
-}
-
-/// In a forked child: a private mount namespace (a user namespace too where
-/// that is needed) with a 256 KiB tmpfs on /dev/shm.
-fn small_dev_shm() -> bool {
-    // SAFETY: unshare and mount take plain flags and NUL-terminated strings.
-    unsafe {
-        if libc::unshare(libc::CLONE_NEWNS) != 0 {
-            let (uid, gid) = (libc::getuid(), libc::getgid());
-            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0
-                || !write_file(c"/proc/self/setgroups", "deny")
-                || !write_file(c"/proc/self/uid_map", &format!("{uid} {uid} 1"))
-                || !write_file(c"/proc/self/gid_map", &format!("{gid} {gid} 1"))
-            {
-                return false;
-            }
-        }
-        libc::mount(
-            std::ptr::null(),
-            c"/".as_ptr(),
-            std::ptr::null(),
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) == 0
-            && libc::mount(
-                c"tmpfs".as_ptr(),
-                c"/dev/shm".as_ptr(),
-                c"tmpfs".as_ptr(),
-                0,
-                c"size=256k,mode=1777".as_ptr().cast(),
-            ) == 0
-    }
-}
-
 /// Appends to `file` until the file system is full.
 fn fill(file: &mut std::fs::File) {
     use std::io::Write;
@@ -159,7 +115,7 @@ fn a_truncated_file_that_cannot_be_put_back_fails_the_claim() {
     // the claim reports it (OutOfResources, saying the file was truncated)
     // and touches no page past the end.
     let r = held_fork::in_child(|| {
-        if !small_dev_shm() {
+        if !small_dev_shm(c"size=256k,mode=1777") {
             return Err(SKIP.to_string());
         }
         let reg = Registry::create("regtruncfull", 4000, 32).map_err(|e| format!("create: {e}"))?;
