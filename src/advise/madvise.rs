@@ -78,7 +78,8 @@ impl MemAdvice {
 ///
 /// `addr` must be page-aligned ([`InvalidInput`](crate::ErrorKind::InvalidInput)
 /// otherwise); the kernel rounds `len` up to whole pages. `len == 0` succeeds
-/// without a call. ENOMEM means part of the range is not mapped; EINVAL for
+/// without a call; a range whose pages run past the end of the address space
+/// is [`InvalidInput`](crate::ErrorKind::InvalidInput), whatever the advice. ENOMEM means part of the range is not mapped; EINVAL for
 /// `HugePage` means the kernel has no transparent huge pages, and for
 /// `DontNeed` that the range holds locked pages (`mlock`, `mlockall`), which
 /// are not released.
@@ -121,6 +122,21 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: MemAdvice) -> Result<()
     }
     if len == 0 {
         return Ok(());
+    }
+    // The kernel says EINVAL for a range whose whole pages run past the top of
+    // the address space, which the hints below would put down to locked pages
+    // or a kernel without huge pages; POSIX (ENOMEM) and glibc's no-op
+    // POSIX_MADV_DONTNEED differ again. Refuse it here, for every advice.
+    if (addr as usize)
+        .checked_add(len)
+        .and_then(|end| end.checked_next_multiple_of(page))
+        .is_none()
+    {
+        return Err(Error::invalid(
+            call,
+            format!("{len} bytes at {addr:p} run past the end of the address space"),
+        )
+        .with_hint("pass the length of the memory to advise, not a bound"));
     }
     use rustix::mm::Advice as A;
     let raw = match advice {
