@@ -85,8 +85,9 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// filesystem lacks the mode, and (ENODEV) for a descriptor that is neither a
 /// regular file nor a block device (a character device, a socket), as POSIX
 /// says; [`BadFd`](crate::ErrorKind::BadFd) if the descriptor is not open for
-/// writing (a directory's never is: Linux says EBADF for one); ESPIPE for a
-/// pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied) (EPERM) for an
+/// writing (a directory's never is: Linux says EBADF for one, and for the read
+/// end of a pipe or a device opened for reading, with a hint naming the kind of
+/// file); ESPIPE for the write end of a pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied) (EPERM) for an
 /// immutable file (`chattr +i`), a hole punched in an append-only one
 /// (`chattr +a`) or a sealed memfd, with a hint naming which.
 ///
@@ -134,12 +135,26 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             ErrorKind::Unsupported => err.with_hint(
                 "this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do",
             ),
-            // The kernel checks for write access before the file type, and a
-            // directory never opens for writing.
-            ErrorKind::BadFd if is_dir(fd) => err.with_hint(
-                "fallocate applies to regular files and block devices, not to directories",
-            ),
-            ErrorKind::BadFd => err.with_hint("open the file for writing (O_WRONLY or O_RDWR)"),
+            // The kernel checks for write access before the file type: opening
+            // a directory for writing is impossible, and for any other kind
+            // of file but a regular file or a block device it only trades the
+            // EBADF for ESPIPE or ENODEV.
+            ErrorKind::BadFd => err.with_hint(match file_type(fd) {
+                Some(libc::S_IFDIR) => {
+                    "fallocate applies to regular files and block devices, not to directories"
+                }
+                Some(libc::S_IFIFO) => {
+                    "fallocate applies to regular files and block devices, not to a pipe or FIFO"
+                }
+                Some(libc::S_IFCHR) => {
+                    "fallocate applies to regular files and block devices, not to a character \
+                     device"
+                }
+                Some(libc::S_IFSOCK) => {
+                    "fallocate applies to regular files and block devices, not to a socket"
+                }
+                _ => "open the file for writing (O_WRONLY or O_RDWR)",
+            }),
             _ if e == rustix::io::Errno::SPIPE => {
                 err.with_hint("fallocate applies to regular files, not pipes or FIFOs")
             }
@@ -156,9 +171,11 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
     })
 }
 
-/// Whether `fd` is a directory.
-fn is_dir(fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    rustix::fs::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR)
+/// The kind of file `fd` is (`S_IFMT` bits), if `fstat` answers.
+fn file_type(fd: std::os::fd::BorrowedFd<'_>) -> Option<libc::mode_t> {
+    rustix::fs::fstat(fd)
+        .ok()
+        .map(|st| st.st_mode & libc::S_IFMT)
 }
 
 /// Why `fallocate` says EPERM: the inode attribute that forbids it (an immutable
