@@ -24,7 +24,10 @@
 //!   run's edges cut, and bursts right after a stall of 1 ms or more in which
 //!   neither thread ran, where a delayed sporadic thread legitimately catches up);
 //! - `competitor_share`: the competitor's CPU time over the run's length;
-//! - `max_starved_periods`: the longest time the competitor did not run, in periods.
+//! - `max_starved_periods`: the most the served thread ran inside one
+//!   stretch where the competitor did not run, in periods (0.2 is one budget);
+//!   the text output also gives `longest_gap_ms`, the longest such stretch
+//!   whoever ran in it.
 //!
 //! The kernel refuses `SCHED_DEADLINE` to a thread whose affinity is narrower than
 //! its root domain (EPERM), so unless the machine has an exclusive cpuset for one CPU
