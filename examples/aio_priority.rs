@@ -61,19 +61,19 @@ fn set_class(policy: i32, prio: i32) -> Result<(), String> {
     }
 }
 
-fn pin_to_cpu0() -> Result<(), String> {
-    // SAFETY: an all-zero cpu_set_t is empty; CPU 0 is within it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: 0 is below the set's size.
-    unsafe { libc::CPU_SET(0, &mut set) };
-    // SAFETY: `set` is a valid cpu_set_t of the size given.
-    match unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } {
-        0 => Ok(()),
-        _ => Err(format!(
-            "sched_setaffinity: {}",
-            std::io::Error::last_os_error()
-        )),
-    }
+/// Pins the process to the first CPU it may use (not CPU 0 by number: under
+/// `taskset` or in a cpuset without it, that one is refused or overrides the
+/// user's choice). Returns that CPU.
+fn pin_to_one_cpu() -> Result<usize, String> {
+    use posixrt::sched::{set_process_affinity, CpuSet};
+    let err = |e: posixrt::Error| format!("sched_setaffinity: {e}");
+    let cpu = CpuSet::allowed()
+        .map_err(err)?
+        .iter()
+        .next()
+        .ok_or("sched_getaffinity: no CPU allowed")?;
+    set_process_affinity(&CpuSet::single(cpu).map_err(err)?).map_err(err)?;
+    Ok(cpu)
 }
 
 /// `(policy, rt_priority)` of every `posixrt-aio-<n>` worker.
@@ -263,7 +263,7 @@ fn main() {
 }
 
 fn run(json: bool, other: usize) -> Result<(), String> {
-    pin_to_cpu0()?;
+    pin_to_one_cpu()?;
     let aio = Aio::builder()
         .backend(Backend::Threads)
         .build()
