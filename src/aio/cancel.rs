@@ -133,23 +133,37 @@ pub(super) fn stopped_short(op: super::table::RawOp, stream: bool, moved: i64, r
 /// one its submitting call pushed and has not entered yet: a `lio_listio`
 /// whose entries another thread cancels as soon as they are in progress):
 /// the kernel does not know it, and the cancel finds nothing (ENOENT). Then,
-/// if entries wait, they are entered and the cancel asked again. (Only then:
-/// the entries entered may be other threads' requests, which the kernel then
-/// ties to this thread, and ends if it exits.)
+/// if entries wait, they are entered (only then: the entries entered may be
+/// other threads' requests, which the kernel then ties to this thread, and
+/// ends if it exits), and the cancel is asked again, also if none waits: the
+/// submitting call may have entered its entry between the first ask and the
+/// look at the queue (an entry taken is in the kernel: the second ask finds
+/// it unless it is done).
 pub(crate) fn cancel_entered(
     inner: &Inner,
     r: &super::uring::Ring,
     ud: u64,
 ) -> std::io::Result<()> {
+    cancel_entered_after(inner, r, ud, || {})
+}
+
+/// [`cancel_entered`], with `missed` run right after the kernel's first
+/// answer was ENOENT (tests: another thread's enter lands there).
+fn cancel_entered_after(
+    inner: &Inner,
+    r: &super::uring::Ring,
+    ud: u64,
+    missed: impl FnOnce(),
+) -> std::io::Result<()> {
     match r.cancel_sync(ud) {
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            missed();
             let core = inner.lock();
             let pending = r.sq_pending();
             inner.release(core);
-            if !pending {
-                return Err(e);
+            if pending {
+                let _ = r.submit();
             }
-            let _ = r.submit();
             r.cancel_sync(ud)
         }
         other => other,
@@ -317,4 +331,70 @@ pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
         out = out.merge(cancel_one(inner, idx, gen));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::aio::notify::Notify;
+    use crate::aio::submit::Entry;
+    use crate::aio::{Aio, Backend, Op};
+
+    /// A request its submitting call pushed into the submission queue is
+    /// entered by that call just after a cancel's first ask found nothing
+    /// (ENOENT), before the cancel looked at the queue (empty by then): the
+    /// cancel asks again and ends it, instead of answering "not found"
+    /// while it runs (a read of an empty pipe: for good).
+    #[test]
+    fn a_request_entered_between_the_cancel_s_ask_and_look_is_cancelled() {
+        if !crate::sys::ringfd::tests::uring_allowed() {
+            return;
+        }
+        let aio = Aio::builder()
+            .backend(Backend::Uring)
+            .build()
+            .expect("io_uring context");
+        let Engine::Uring(r) = &aio.inner.engine else {
+            panic!("not io_uring")
+        };
+        let (rd, wr) = rustix::pipe::pipe().expect("pipe");
+        // A full pipe: a write there waits for room (a read would be a
+        // probe, which its submitting call settles: entered at once).
+        let fl = rustix::fs::fcntl_getfl(&wr).expect("F_GETFL");
+        rustix::fs::fcntl_setfl(&wr, fl | rustix::fs::OFlags::NONBLOCK).expect("F_SETFL");
+        while rustix::io::write(&wr, &[0u8; 4096]).is_ok() {}
+        rustix::fs::fcntl_setfl(&wr, fl).expect("F_SETFL");
+        // (Leaked: the write owns it until it is done, also if this test fails.)
+        let buf: &'static mut [u8] = Box::leak(vec![0u8; 8].into_boxed_slice());
+        let mut op = Op::write(&wr, 0, &*buf);
+        let mut p = op.prepare("aio_write", false).expect("prepare");
+        let ((idx, gen), deferred) = aio
+            .inner
+            .submit_one_mailed(&mut p, &mut Notify::None, None, None, Entry::Defer)
+            .expect("submit");
+        assert!(deferred, "the write waits in the submission queue");
+        // Asked for, as `cancel_one` does.
+        let mut core = aio.inner.lock();
+        core.slots[idx as usize].cancel_req = true;
+        aio.inner.release(core);
+        let got = cancel_entered_after(&aio.inner, r, user_data(idx, gen), || {
+            // The submitting call enters its entry now.
+            r.submit().expect("enter");
+        });
+        assert!(got.is_ok(), "the cancel found the write: {got:?}");
+        wait_done(&aio.inner, idx, gen);
+        let res = done(&aio.inner, idx, gen);
+        if res.is_none() {
+            // (Ended, so that the context can shut down.)
+            let mut sink = vec![0u8; 1 << 20];
+            let _ = rustix::io::read(&rd, &mut sink);
+            wait_done(&aio.inner, idx, gen);
+        }
+        assert_eq!(
+            res,
+            Some(-(libc::ECANCELED as i64)),
+            "the write ended cancelled"
+        );
+        drop(op);
+    }
 }
