@@ -101,9 +101,17 @@ impl CEngine {
                     }
                     Engine::Threads(p) => {
                         let s = &mut core.slots[idx as usize];
-                        // Set while a worker learns the fd's kind: a transfer on a
-                        // regular file or block device cannot be stopped.
-                        if s.interruptible && threads::can_stop(s) {
+                        if s.hold == Hold::Done {
+                            // Done, held until its call is out (see `hold.rs`):
+                            // all done once let go of, as on io_uring (whose
+                            // kernel no longer knows it).
+                            inner.release(core);
+                            all_done = true;
+                            self.settle(idx, gen, Duration::from_secs(5));
+                        } else if s.interruptible && threads::can_stop(s) {
+                            // (`interruptible` is set while a worker learns the
+                            // fd's kind: a transfer on a regular file or block
+                            // device cannot be stopped.)
                             s.cancel_req = true;
                             p.interrupt(s.worker);
                             inner.release(core);

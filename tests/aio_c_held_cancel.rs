@@ -1,0 +1,206 @@
+//! The C requests' twin of `aio_held_cancel.rs`: `aio_cancel` of a C request
+//! that is done but held (a `lio_listio(LIO_NOWAIT)` list's request with a
+//! notification, held until the call is out: see the library's `hold.rs`)
+//! answers `AIO_ALLDONE` once it is let go of, on the thread engine as on
+//! io_uring. The thread engine answered `AIO_NOTCANCELED` at once, as for a
+//! request still running (the Rust cancel's fix had not reached the C one).
+//!
+//! The engine is the C ABI's (`CEngine`, as `libposixrt.so` runs it), forced
+//! to the thread pool with `POSIXRT_AIO_BACKEND` (one test in this binary).
+//! To cancel while the request is held, the test thread runs at `SCHED_FIFO`
+//! on CPU 0, where the thread that lets go of held requests is pinned too:
+//! that thread cannot run until the test thread sleeps. The pool's workers
+//! are pinned to CPU 1, where the read completes meanwhile.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use posixrt::aio::capi::{error_code, Aiocb, CEngine, COp, CRequest};
+use posixrt::aio::{Backend, Notify};
+
+#[allow(unused_macros, unused_imports)]
+mod common;
+
+/// The tids of this process's threads whose name starts with `prefix`.
+fn tids_named(prefix: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.ok()?.path();
+            let c = std::fs::read_to_string(p.join("comm")).ok()?;
+            let tid = p.file_name()?.to_str()?.parse().ok()?;
+            c.trim_end().starts_with(prefix).then_some(tid)
+        })
+        .collect()
+}
+
+/// Pins thread `tid` (0: the caller) to `cpu`.
+fn pin(tid: i32, cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; CPU_SET stays in
+    // range (cpu < 2); the call only reads the set.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut s);
+        assert_eq!(
+            libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &s),
+            0,
+            "sched_setaffinity({tid})"
+        );
+    }
+}
+
+/// The calling thread's CPU set.
+fn affinity() -> libc::cpu_set_t {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set, which the call fills.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s),
+            0
+        );
+        s
+    }
+}
+
+/// Gives the calling thread its CPU set `s` back.
+fn restore(s: &libc::cpu_set_t) {
+    // SAFETY: `s` is a valid CPU set the call only reads.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), s) };
+}
+
+/// Sets the calling thread's policy and priority.
+fn set_class(policy: i32, priority: i32) -> i32 {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: `p` is a valid sched_param the call only reads.
+    unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &p) }
+}
+
+/// A zeroed aiocb (what a C program starts from), boxed so its address stays.
+fn aiocb() -> Box<Aiocb> {
+    // SAFETY: every field of `Aiocb` (ints, raw pointers, arrays of them) is
+    // valid all-zero.
+    Box::new(unsafe { std::mem::zeroed() })
+}
+
+/// Submits a one-entry `lio_listio(LIO_NOWAIT)` of a 64-byte read of `fd` at
+/// `offset` into `buf`, notifying with `notify`, as the C call does; returns
+/// the request's name.
+fn list_read(
+    eng: &CEngine,
+    cb: &mut Aiocb,
+    fd: i32,
+    offset: i64,
+    buf: &mut [u8],
+    notify: Notify,
+) -> u64 {
+    cb.aio_fildes = fd;
+    cb.aio_offset = offset;
+    cb.aio_nbytes = buf.len();
+    cb.aio_buf = buf.as_mut_ptr().cast();
+    let req = CRequest {
+        cb,
+        op: COp::Read,
+        fd,
+        offset,
+        buf: buf.as_mut_ptr(),
+        len: buf.len(),
+        reqprio: 0,
+        ordered: false,
+        nonblock: false,
+        stream: false,
+        notify,
+    };
+    // SAFETY: `cb` and `buf` outlive the request (the test waits for it to be
+    // done before either goes).
+    let names =
+        unsafe { eng.submit(vec![req], Some((Notify::None, false)), false) }.expect("submit");
+    // The call's last step.
+    drop(eng.end_call(&names));
+    names[0]
+}
+
+/// Waits (at most 10 s) for `cb`'s status to leave EINPROGRESS; returns it.
+fn status(eng: &CEngine, cb: &Aiocb) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        eng.poll();
+        // SAFETY: `cb` is a live aiocb.
+        let e = unsafe { error_code(cb) };
+        if e != libc::EINPROGRESS || t0.elapsed() > Duration::from_secs(10) {
+            return e;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn c_cancel_of_a_held_done_request_is_all_done_on_the_thread_engine() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    // (The only test of this binary: nothing else reads the environment.)
+    std::env::set_var("POSIXRT_AIO_BACKEND", "threads");
+    let eng = CEngine::new(64, 2, 1024).expect("engine");
+    assert_eq!(eng.backend().backend(), Backend::Threads);
+    let f = common::disk_temp_file(&common::pattern(4096));
+    let fd = f.as_raw_fd();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let notify = || {
+        let fired = Arc::clone(&fired);
+        Notify::thread(0, move |_| {
+            fired.fetch_add(1, Ordering::SeqCst);
+        })
+    };
+    // A first list starts the thread that lets go of held requests (and the
+    // page cache holds the file).
+    let mut cb0 = aiocb();
+    let mut buf0 = vec![0u8; 64];
+    list_read(&eng, &mut cb0, fd, 0, &mut buf0, notify());
+    assert_eq!(status(&eng, &cb0), 0);
+    // (comm keeps 15 bytes of a thread's name: "posixrt-aio-hol".)
+    let holder = tids_named("posixrt-aio-hol");
+    assert_eq!(holder.len(), 1, "one thread lets go of held requests");
+    pin(holder[0], 0);
+    for w in tids_named("posixrt-aio-") {
+        if w != holder[0] {
+            pin(w, 1);
+        }
+    }
+    let cpus = affinity();
+    pin(0, 0);
+    let rt = set_class(libc::SCHED_FIFO, 10);
+    if rt != 0 {
+        // Without CAP_SYS_NICE the hold cannot be kept for the cancel to see.
+        assert_eq!(rt, libc::EPERM, "SCHED_FIFO refused otherwise");
+        restore(&cpus);
+        return;
+    }
+    let mut cb = aiocb();
+    let mut buf = vec![0u8; 64];
+    let name = list_read(&eng, &mut cb, fd, 64, &mut buf, notify());
+    // The read completes on CPU 1 and is held: the thread that lets it go
+    // cannot run on CPU 0 while this one spins there (bounded: 300 ms).
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(300) {
+        std::hint::spin_loop();
+    }
+    // SAFETY: `cb` is a live aiocb.
+    let held = unsafe { error_code(&*cb) };
+    let out = eng.cancel(name);
+    assert_eq!(set_class(libc::SCHED_OTHER, 0), 0);
+    restore(&cpus);
+    assert_eq!(held, libc::EINPROGRESS, "the read was held when cancelled");
+    assert_eq!(out, libc::AIO_ALLDONE, "AIO_ALLDONE, not AIO_NOTCANCELED");
+    assert_eq!(status(&eng, &cb), 0, "the read succeeded");
+    assert_eq!(cb.__return_value, 64);
+    assert_eq!(&buf[..], &common::pattern(4096)[64..128]);
+    let t0 = Instant::now();
+    while fired.load(Ordering::SeqCst) < 2 && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(fired.load(Ordering::SeqCst), 2, "each callback ran once");
+}
