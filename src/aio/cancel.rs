@@ -213,16 +213,23 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
                 match cancel_entered(inner, r, user_data(idx, gen)) {
                     Ok(()) => settle(inner, idx, gen),
                     Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
-                        settle(inner, idx, gen);
-                        // Out of the kernel: done, or a write to a pipe or
+                        wait_done(inner, idx, gen);
+                        // Out of the kernel: done; or a write to a pipe or
                         // socket between two rounds (its first cut short,
                         // not reaped yet), stopped with the bytes it moved
-                        // (see `Shard::reap`): in progress, not cancelled.
+                        // (see `Shard::reap`): in progress, not cancelled;
+                        // or a read its submitting call issues again (a
+                        // socket's probe refused with ESPIPE), which finds
+                        // this cancel and ends ECANCELED: cancelled, as the
+                        // C cancel answers. Still running after the wait:
+                        // not cancelled.
                         match done(inner, idx, gen) {
+                            Some(r) if r == -(libc::ECANCELED as i64) => CancelResult::Canceled,
                             Some(r) if moved.is_some_and(|m| stopped_short(op, stream, m, r)) => {
                                 CancelResult::NotCanceled
                             }
-                            _ => CancelResult::AllDone,
+                            Some(_) => CancelResult::AllDone,
+                            None => CancelResult::NotCanceled,
                         }
                     }
                     Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
