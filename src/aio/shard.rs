@@ -284,6 +284,15 @@ impl Shard {
                     streams.push(s.op.fd);
                     true
                 }
+                // (Asked to cancel: the refusal was only the engine's
+                // question, and the request ends cancelled instead of going
+                // on, as in the kernel it would have.)
+                libc::EOPNOTSUPP | libc::EPERM
+                    if s.cancel_req && resent_unless_cancelled(s, -res as i32) =>
+                {
+                    res = -(libc::ECANCELED as i64);
+                    false
+                }
                 libc::EOPNOTSUPP if s.nonblock && (s.own_fd.is_some() || s.aiocb != 0) => {
                     s.nonblock = false;
                     true
@@ -566,6 +575,22 @@ fn build(entries: u32) -> io::Result<(IoUring, bool)> {
             .build(entries)
             .map(|r| (r, false)),
         Err(e) => Err(e),
+    }
+}
+
+/// True if a completion with `errno` (EOPNOTSUPP or EPERM) of request `s` is
+/// the engine's own question, which `Shard::reap` answers by issuing the
+/// request again: a transfer on an `O_NONBLOCK` terminal refused `RWF_NOWAIT`,
+/// or a real-time request refused its I/O class.
+fn resent_unless_cancelled(s: &super::slot::Slot, errno: i32) -> bool {
+    match errno {
+        libc::EOPNOTSUPP => s.nonblock && (s.own_fd.is_some() || s.aiocb != 0),
+        libc::EPERM => {
+            s.class.is_rt()
+                && crate::sys::prio::rt_ioprio_allowed()
+                && (s.own_fd.is_some() || s.aiocb != 0 || s.probe)
+        }
+        _ => false,
     }
 }
 
