@@ -3,45 +3,13 @@
 //! the snapshot says so (`Snapshot::malformed`) instead of dropping the thread
 //! silently. (Alone in its binary: the count is this process's.)
 
-use std::os::unix::fs::FileExt;
 use std::sync::mpsc;
 
 use posixrt::mark::{self, MARKER_MAX};
 
-const HEADER: u64 = 128;
-const SLOT_HEADER: u64 = 32;
-const S_TID: u64 = 8;
-/// The marker length word in the payload.
-const P_LEN: u64 = 8;
-
-/// Writes `len` as the marker length of thread `tid`'s slot in this process's
-/// mark registry, as another writer (or a damaged file) would.
-fn write_marker_len(tid: i32, len: u32) {
-    write_payload_at(tid, P_LEN, &len.to_ne_bytes());
-}
-
-/// Writes `bytes` at payload offset `at` of thread `tid`'s slot.
-fn write_payload_at(tid: i32, at: u64, bytes: &[u8]) {
-    let path = mark::registry_path().expect("a registry");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    let mut hdr = [0u8; 64];
-    f.read_exact_at(&mut hdr, 0).unwrap();
-    let get = |o: usize| u32::from_ne_bytes(hdr[o..o + 4].try_into().unwrap()) as u64;
-    let (slot_size, count) = (get(48), get(52));
-    let slot = (0..count)
-        .map(|i| HEADER + i * slot_size)
-        .find(|&off| {
-            let mut t = [0u8; 8];
-            f.read_exact_at(&mut t, off + S_TID).unwrap();
-            u64::from_ne_bytes(t) as i32 == tid
-        })
-        .expect("the thread's slot");
-    f.write_all_at(bytes, slot + SLOT_HEADER + at).unwrap();
-}
+#[path = "common/mark_file.rs"]
+mod mark_file;
+use mark_file::{write_marker_len, write_payload_at};
 
 #[test]
 fn a_slot_with_a_marker_longer_than_the_limit_is_counted_as_malformed() {

@@ -4,41 +4,13 @@
 //! thread never had. (Alone in its binary: it fills this process's registry.)
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::FileExt;
 
 use posixrt::trace::{Trace, TraceAttr};
 use posixrt::ErrorKind;
 
-const HEADER: u64 = 128;
-const S_STATE: u64 = 4;
-const STATE_FREE: u32 = 0;
-const STATE_RESERVED: u32 = 1;
-
-/// Sets the state of every slot of this process's mark registry that is in
-/// state `from` to `to` (RESERVED slots are neither free nor reclaimable).
-fn set_states(from: u32, to: u32) -> usize {
-    let path = posixrt::mark::registry_path().expect("a registry");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    let mut hdr = [0u8; 64];
-    f.read_exact_at(&mut hdr, 0).unwrap();
-    let get = |o: usize| u32::from_ne_bytes(hdr[o..o + 4].try_into().unwrap()) as u64;
-    let (slot_size, count) = (get(48), get(52));
-    let mut n = 0;
-    for i in 0..count {
-        let at = HEADER + i * slot_size + S_STATE;
-        let mut s = [0u8; 4];
-        f.read_exact_at(&mut s, at).unwrap();
-        if u32::from_ne_bytes(s) == from {
-            f.write_all_at(&to.to_ne_bytes(), at).unwrap();
-            n += 1;
-        }
-    }
-    n
-}
+#[path = "common/mark_file.rs"]
+mod mark_file;
+use mark_file::{set_states, STATE_FREE, STATE_RESERVED};
 
 /// The marker texts of the `mark_set` events of `tid` in `t`.
 fn mark_texts(t: &Trace, tid: u32) -> Vec<String> {

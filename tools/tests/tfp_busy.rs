@@ -4,7 +4,6 @@
 //! "has no marked thread (no posixrt mark registry)", which is not so.
 //! (One test alone in its binary: the marked threads are its own.)
 
-use std::os::unix::fs::FileExt;
 use std::sync::mpsc;
 
 use posixrt::mark;
@@ -12,33 +11,9 @@ use posixrt::mark;
 mod common;
 use common::{me, tfp};
 
-/// Adds `by` to the sequence counter of thread `tid`'s slot in this
-/// process's mark registry (odd: a write in progress).
-fn bump_seq(tid: i32, by: u32) {
-    const HEADER: u64 = 128;
-    let path = mark::registry_path().expect("a registry");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    let mut hdr = [0u8; 64];
-    f.read_exact_at(&mut hdr, 0).unwrap();
-    let get = |o: usize| u32::from_ne_bytes(hdr[o..o + 4].try_into().unwrap()) as u64;
-    let (slot_size, count) = (get(48), get(52));
-    let slot = (0..count)
-        .map(|i| HEADER + i * slot_size)
-        .find(|&off| {
-            let mut t = [0u8; 8];
-            f.read_exact_at(&mut t, off + 8).unwrap();
-            u64::from_ne_bytes(t) as i32 == tid
-        })
-        .expect("the thread's slot");
-    let mut s = [0u8; 4];
-    f.read_exact_at(&mut s, slot).unwrap();
-    let seq = u32::from_ne_bytes(s).wrapping_add(by);
-    f.write_all_at(&seq.to_ne_bytes(), slot).unwrap();
-}
+#[path = "../../tests/common/mark_file.rs"]
+mod mark_file;
+use mark_file::bump_seq;
 
 #[test]
 fn busy_threads_are_reported_and_are_not_no_marked_thread() {

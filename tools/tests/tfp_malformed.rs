@@ -3,7 +3,6 @@
 //! thread is not listed, and a silent omission would read as "not marked".
 //! (One test alone in its binary: the marked threads are its own.)
 
-use std::os::unix::fs::FileExt;
 use std::sync::mpsc;
 
 use posixrt::mark::{self, MARKER_MAX};
@@ -11,33 +10,9 @@ use posixrt::mark::{self, MARKER_MAX};
 mod common;
 use common::{me, stdout, tfp};
 
-/// Writes `len` as the marker length of thread `tid`'s slot in this process's
-/// mark registry, as a damaged file (or another writer) would hold it.
-fn write_marker_len(tid: i32, len: u32) {
-    const HEADER: u64 = 128;
-    const SLOT_HEADER: u64 = 32;
-    let path = mark::registry_path().expect("a registry");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    let mut hdr = [0u8; 64];
-    f.read_exact_at(&mut hdr, 0).unwrap();
-    let get = |o: usize| u32::from_ne_bytes(hdr[o..o + 4].try_into().unwrap()) as u64;
-    let (slot_size, count) = (get(48), get(52));
-    let slot = (0..count)
-        .map(|i| HEADER + i * slot_size)
-        .find(|&off| {
-            let mut t = [0u8; 8];
-            f.read_exact_at(&mut t, off + 8).unwrap();
-            u64::from_ne_bytes(t) as i32 == tid
-        })
-        .expect("the thread's slot");
-    // The payload's marker length word (payload offset 8).
-    f.write_all_at(&len.to_ne_bytes(), slot + SLOT_HEADER + 8)
-        .unwrap();
-}
+#[path = "../../tests/common/mark_file.rs"]
+mod mark_file;
+use mark_file::write_marker_len;
 
 /// A thread marked `marker` that stays alive until the sender is dropped.
 fn parked(marker: &'static str) -> (std::thread::JoinHandle<()>, i32, mpsc::Sender<()>) {
