@@ -24,7 +24,7 @@ use posixrt::aio::{Backend, Notify};
 mod common;
 #[path = "common/pinning.rs"]
 mod pinning;
-use pinning::{affinity, pin, restore, set_class, tids_named};
+use pinning::{hold_the_holder, restore, set_class};
 
 /// A zeroed aiocb (what a C program starts from), boxed so its address stays.
 fn aiocb() -> Box<Aiocb> {
@@ -108,24 +108,9 @@ fn c_cancel_of_a_held_done_request_is_all_done_on_the_thread_engine() {
     let mut buf0 = vec![0u8; 64];
     list_read(&eng, &mut cb0, fd, 0, &mut buf0, notify());
     assert_eq!(status(&eng, &cb0), 0);
-    // (comm keeps 15 bytes of a thread's name: "posixrt-aio-hol".)
-    let holder = tids_named("posixrt-aio-hol");
-    assert_eq!(holder.len(), 1, "one thread lets go of held requests");
-    pin(holder[0], 0);
-    for w in tids_named("posixrt-aio-") {
-        if w != holder[0] {
-            pin(w, 1);
-        }
-    }
-    let cpus = affinity();
-    pin(0, 0);
-    let rt = set_class(libc::SCHED_FIFO, 10);
-    if rt != 0 {
-        // Without CAP_SYS_NICE the hold cannot be kept for the cancel to see.
-        assert_eq!(rt, libc::EPERM, "SCHED_FIFO refused otherwise");
-        restore(&cpus);
+    let Some(cpus) = hold_the_holder() else {
         return;
-    }
+    };
     let mut cb = aiocb();
     let mut buf = vec![0u8; 64];
     let name = list_read(&eng, &mut cb, fd, 64, &mut buf, notify());

@@ -20,7 +20,7 @@ mod common;
 use common::ctx;
 #[path = "common/pinning.rs"]
 mod pinning;
-use pinning::{affinity, pin, restore, set_class, tids_named};
+use pinning::{hold_the_holder, restore, set_class};
 
 fn cancel_held(b: Backend) {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
@@ -46,24 +46,9 @@ fn cancel_held(b: Backend) {
         .unwrap();
     first.wait_all().unwrap();
     drop(first);
-    // (comm keeps 15 bytes of a thread's name: "posixrt-aio-hol".)
-    let holder = tids_named("posixrt-aio-hol");
-    assert_eq!(holder.len(), 1, "one thread lets go of held requests");
-    pin(holder[0], 0);
-    for w in tids_named("posixrt-aio-") {
-        if w != holder[0] {
-            pin(w, 1);
-        }
-    }
-    let cpus = affinity();
-    pin(0, 0);
-    let rt = set_class(libc::SCHED_FIFO, 10);
-    if rt != 0 {
-        // Without CAP_SYS_NICE the hold cannot be kept for the cancel to see.
-        assert_eq!(rt, libc::EPERM, "SCHED_FIFO refused otherwise");
-        restore(&cpus);
+    let Some(cpus) = hold_the_holder() else {
         return;
-    }
+    };
     let list = aio
         .lio_listio(
             ListMode::NoWait,

@@ -57,3 +57,30 @@ pub fn set_class(policy: i32, priority: i32) -> i32 {
     // SAFETY: `p` is a valid sched_param the call only reads.
     unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &p) }
 }
+
+/// Pins the engine's thread that lets go of held requests to CPU 0, its pool
+/// workers to CPU 1, and the calling thread to CPU 0 at SCHED_FIFO 10: that
+/// thread cannot run until the caller sleeps. Returns the caller's CPU set
+/// before, to give back with [`restore`]; `None` (and the set given back)
+/// where SCHED_FIFO is refused (EPERM, without CAP_SYS_NICE): the hold cannot
+/// be kept for a cancel to see.
+pub fn hold_the_holder() -> Option<libc::cpu_set_t> {
+    // (comm keeps 15 bytes of a thread's name: "posixrt-aio-hol".)
+    let holder = tids_named("posixrt-aio-hol");
+    assert_eq!(holder.len(), 1, "one thread lets go of held requests");
+    pin(holder[0], 0);
+    for w in tids_named("posixrt-aio-") {
+        if w != holder[0] {
+            pin(w, 1);
+        }
+    }
+    let cpus = affinity();
+    pin(0, 0);
+    let rt = set_class(libc::SCHED_FIFO, 10);
+    if rt != 0 {
+        assert_eq!(rt, libc::EPERM, "SCHED_FIFO refused otherwise");
+        restore(&cpus);
+        return None;
+    }
+    Some(cpus)
+}
