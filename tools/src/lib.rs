@@ -46,6 +46,15 @@ fn usage_line(prog: &str, msg: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "{prog}: {msg} (see {prog} --help)");
 }
 
+/// One `PROG: MSG` line on standard error. A write error (a standard error on
+/// a full disk, or a closed pipe where SIGPIPE is ignored) loses the line, but
+/// is not a panic as in `eprintln!`, which would turn the tool's documented exit
+/// status into 101.
+pub fn warn(prog: &str, msg: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{prog}: {msg}");
+}
+
 /// A process id from the command line: a number from 1 to `i32::MAX`. (Negative
 /// numbers reach this parser, with `allow_negative_numbers`, so `-1` is reported as
 /// a bad pid, not as an unknown option.)

@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+const PROG: &str = "rtrace";
 use posixrt::trace::export::{chrome_json, field_items, payload, write_ctf};
 use posixrt::trace::{event_name_bytes, Event, EventId, TraceLog};
 use posixrt_tools::{printable, printable_escaped};
@@ -519,14 +521,17 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                 Format::Ctf => write_ctf(&l.log, &l.events, &output)
                     .map_err(|e| Failure::error(e.to_string()))?,
             }
-            eprintln!(
-                "rtrace: wrote {} events to {}",
-                l.events.len(),
-                if to_stdout {
-                    "standard output".to_string()
-                } else {
-                    shown_path(&output).into_owned()
-                }
+            posixrt_tools::warn(
+                PROG,
+                format_args!(
+                    "wrote {} events to {}",
+                    l.events.len(),
+                    if to_stdout {
+                        "standard output".to_string()
+                    } else {
+                        shown_path(&output).into_owned()
+                    }
+                ),
             );
             Ok(l.cut)
         }
@@ -564,7 +569,7 @@ fn write_error(path: &Path, e: &io::Error) -> String {
 /// A usage error found after parsing: one line, exit 2 (as clap's own). A path
 /// in `msg` is shown by [`shown_path`] (a newline in it would start a second line).
 fn usage_error(msg: &str) -> ! {
-    eprintln!("rtrace: {msg} (see rtrace --help)");
+    posixrt_tools::warn(PROG, format_args!("{msg} (see rtrace --help)"));
     std::process::exit(2)
 }
 
@@ -574,7 +579,7 @@ fn main() -> ExitCode {
     // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
     // and no other thread exists yet.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-    let cli: Cli = posixrt_tools::parse_args("rtrace");
+    let cli: Cli = posixrt_tools::parse_args(PROG);
     match run(cli) {
         Ok(None) => ExitCode::SUCCESS,
         Ok(Some(stop)) => {
@@ -589,15 +594,15 @@ fn main() -> ExitCode {
                 _ => "read error",
             };
             let stop = stop.to_string();
-            eprintln!(
-                "rtrace: stopped early ({what}): {}",
-                printable_escaped(&stop)
+            posixrt_tools::warn(
+                PROG,
+                format_args!("stopped early ({what}): {}", printable_escaped(&stop)),
             );
             ExitCode::from(code)
         }
         Err(f) => {
             // One line, whatever a path named in it holds.
-            eprintln!("rtrace: {}", printable_escaped(&f.msg));
+            posixrt_tools::warn(PROG, format_args!("{}", printable_escaped(&f.msg)));
             ExitCode::from(f.code)
         }
     }

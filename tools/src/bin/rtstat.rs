@@ -156,8 +156,11 @@ fn main() -> ExitCode {
         .pid
         .and_then(|p| Some((p, posixrt_tools::process_of_thread(p as i32)?)))
     {
-        eprintln!(
-            "rtstat: no process with pid {p}: {p} is a thread of process {t} (use rtstat {t})"
+        posixrt_tools::warn(
+            PROG,
+            format_args!(
+                "no process with pid {p}: {p} is a thread of process {t} (use rtstat {t})"
+            ),
         );
         return ExitCode::from(1);
     }
@@ -170,7 +173,7 @@ fn main() -> ExitCode {
                 s.processes.iter().map(|p| p.pid as u32).collect()
             }
             Err(e) => {
-                eprintln!("rtstat: {}", plain(&e));
+                posixrt_tools::warn(PROG, format_args!("{}", plain(&e)));
                 return ExitCode::from(1);
             }
         },
@@ -180,7 +183,7 @@ fn main() -> ExitCode {
         match sync::read_process(pid) {
             Ok(o) => results.push((pid, o)),
             Err(e) if args.pid.is_some() => {
-                eprintln!("rtstat: {}", plain(&e));
+                posixrt_tools::warn(PROG, format_args!("{}", plain(&e)));
                 return ExitCode::from(1);
             }
             Err(_) => {} // gone meanwhile, or not readable
@@ -189,16 +192,16 @@ fn main() -> ExitCode {
     // With --json too: the array on stdout has no room for these counts, and
     // an empty `[]` alone would read as "no process tracks anything".
     if unreadable > 0 {
-        eprintln!(
-            "rtstat: {unreadable} registr{} not readable: another user's (mode 0600: run as their user or as root to see them), or a file cut short (e.g. truncated by someone: its owner repairs it at its next claim)",
+        posixrt_tools::warn(PROG, format_args!(
+            "{unreadable} registr{} not readable: another user's (mode 0600: run as their user or as root to see them), or a file cut short (e.g. truncated by someone: its owner repairs it at its next claim)",
             if unreadable == 1 { "y" } else { "ies" }
-        );
+        ));
     }
     if incompatible > 0 {
-        eprintln!(
-            "rtstat: {incompatible} registr{} of another layout version (another posixrt release): use its rtstat",
+        posixrt_tools::warn(PROG, format_args!(
+            "{incompatible} registr{} of another layout version (another posixrt release): use its rtstat",
             if incompatible == 1 { "y" } else { "ies" }
-        );
+        ));
     }
     if args.json {
         let mut all: Vec<Value> = results
@@ -240,7 +243,7 @@ fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> ExitCode {
     match f(&mut out).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rtstat: standard output: {e}");
+            posixrt_tools::warn(PROG, format_args!("standard output: {e}"));
             ExitCode::from(1)
         }
     }

@@ -1,0 +1,109 @@
+//! Review of the three tools as a user sees them: exit statuses that stay the
+//! documented ones when standard error cannot be written.
+
+use std::fs::File;
+use std::process::{Command, Output, Stdio};
+
+use posixrt::trace::{self, Trace, TraceAttr};
+
+/// Runs `exe ARGS` with its standard error on `/dev/full` (a full disk);
+/// `None` on a system without `/dev/full`.
+fn with_stderr_full(exe: &str, args: &[&str]) -> Option<Output> {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .ok()?;
+    Some(
+        Command::new(exe)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(full)
+            .output()
+            .expect("run the tool"),
+    )
+}
+
+fn tmp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "posixrt-tools-review-{}-{name}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A pid no process can have (above any pid_max).
+const NO_PID: &str = "2147483647";
+
+/// An unwritable standard error loses the message, but the exit status stays
+/// the documented one (1 error, 2 usage, 0 ok): before, rtstat and rtrace
+/// panicked in `eprintln!` and exited 101.
+#[test]
+fn an_unwritable_stderr_keeps_the_documented_exit_status() {
+    let rtstat = env!("CARGO_BIN_EXE_rtstat");
+    let rtrace = env!("CARGO_BIN_EXE_rtrace");
+    let tfp = env!("CARGO_BIN_EXE_tfp");
+    let Some(o) = with_stderr_full(rtstat, &[NO_PID]) else {
+        return; // no /dev/full on this system
+    };
+    assert_eq!(o.status.code(), Some(1), "rtstat {NO_PID}: {o:?}");
+    let o = with_stderr_full(rtstat, &["--bogus"]).unwrap();
+    assert_eq!(o.status.code(), Some(2), "rtstat --bogus: {o:?}");
+    let o = with_stderr_full(tfp, &["-p", NO_PID]).unwrap();
+    assert_eq!(o.status.code(), Some(1), "tfp -p {NO_PID}: {o:?}");
+
+    let d = tmp_dir("stderr");
+    let missing = d.join("missing.trace");
+    let o = with_stderr_full(rtrace, &["dump", missing.to_str().unwrap()]).unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "rtrace dump of a missing log: {o:?}"
+    );
+    // A usage error rtrace finds after parsing.
+    let o = with_stderr_full(
+        rtrace,
+        &[
+            "export",
+            "--format",
+            "ctf",
+            missing.to_str().unwrap(),
+            "-o",
+            "-",
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "rtrace export --format ctf -o -: {o:?}"
+    );
+
+    // A successful export: its "wrote N events" note is lost, the export is not.
+    let log = d.join("ok.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&log).unwrap()).unwrap();
+    let id = trace::eventid_open("review event").unwrap();
+    t.start().unwrap();
+    trace::event(id, b"x");
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let json = d.join("out.json");
+    let o = with_stderr_full(
+        rtrace,
+        &[
+            "export",
+            "--format",
+            "chrome",
+            log.to_str().unwrap(),
+            "-o",
+            json.to_str().unwrap(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(o.status.code(), Some(0), "rtrace export: {o:?}");
+    assert!(std::fs::read_to_string(&json)
+        .unwrap()
+        .contains("review event"));
+    let _ = std::fs::remove_dir_all(&d);
+}
