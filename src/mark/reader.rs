@@ -84,8 +84,12 @@ pub struct ThreadMark {
 pub struct ProcessMarks {
     /// The process id.
     pub pid: i32,
-    /// The executable path (`/proc/<pid>/exe`), or its command name, or `"(n/a)"`.
+    /// The executable path (`/proc/<pid>/exe`), or its command name, or `"(n/a)"`,
+    /// as text: each byte of it that is not UTF-8 shows as U+FFFD.
     pub exe: String,
+    /// [`exe`](ProcessMarks::exe) as the bytes it is (a path need not be UTF-8):
+    /// what to show or match when two paths must not look the same.
+    pub exe_bytes: Vec<u8>,
     /// The marked threads, by tid.
     pub threads: Vec<ThreadMark>,
 }
@@ -183,6 +187,7 @@ fn read(pid: Option<i32>) -> Result<Snapshot> {
         snap.processes.push(ProcessMarks {
             pid: p.pid,
             exe: p.exe,
+            exe_bytes: p.exe_bytes,
             threads,
         });
     }

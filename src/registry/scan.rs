@@ -2,7 +2,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsFd;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{fence, Ordering};
@@ -38,8 +38,10 @@ pub struct ProcessEntry {
     /// The process start time (clock ticks since boot).
     pub starttime: u64,
     /// The executable (`/proc/<pid>/exe`), or the first word of its command line,
-    /// or `"(n/a)"`.
+    /// or `"(n/a)"`, as text: each byte of it that is not UTF-8 shows as U+FFFD.
     pub exe: String,
+    /// [`exe`](ProcessEntry::exe) as the bytes it is (a path need not be UTF-8).
+    pub exe_bytes: Vec<u8>,
     /// The process's `/proc/<pid>/stat`.
     pub stat: TaskStat,
     /// The live slots whose owners are alive.
@@ -187,10 +189,12 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
                 }
                 FileRead::Ok(slots, busy) => {
                     out.busy += busy;
+                    let exe_bytes = process_exe(name.pid);
                     out.processes.push(ProcessEntry {
                         pid: name.pid,
                         starttime: name.starttime,
-                        exe: process_exe(name.pid),
+                        exe: String::from_utf8_lossy(&exe_bytes).into_owned(),
+                        exe_bytes,
                         stat,
                         slots,
                     });
@@ -205,16 +209,17 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
     Ok(out)
 }
 
-pub(crate) fn process_exe(pid: i32) -> String {
+/// The executable of `pid` as bytes (see [`ProcessEntry::exe`]).
+pub(crate) fn process_exe(pid: i32) -> Vec<u8> {
     if let Ok(p) = std::fs::read_link(format!("/proc/{pid}/exe")) {
-        return p.to_string_lossy().into_owned();
+        return p.into_os_string().into_vec();
     }
     if let Ok(c) = std::fs::read(format!("/proc/{pid}/cmdline")) {
         if let Some(first) = c.split(|&b| b == 0).next().filter(|s| !s.is_empty()) {
-            return String::from_utf8_lossy(first).into_owned();
+            return first.to_vec();
         }
     }
-    "(n/a)".to_string()
+    b"(n/a)".to_vec()
 }
 
 pub(crate) enum FileRead {

@@ -119,6 +119,25 @@ pub fn printable_quoted(s: &str) -> std::borrow::Cow<'_, str> {
     escape_where(s, |c| c == '\\' || c == '"' || shown_escaped(c))
 }
 
+/// [`printable_quoted`] for bytes that need not be UTF-8 (a path): each byte
+/// that is not part of a UTF-8 character shows as `\xHH` (two lowercase hex
+/// digits), as `rtrace` shows such bytes, instead of U+FFFD, which would show
+/// two paths alike and name no file. The text between has its backslashes
+/// doubled, so the byte `\xff` and the four characters `\xff` (`\\xff`) differ.
+pub fn printable_quoted_bytes(b: &[u8]) -> std::borrow::Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(b) {
+        return printable_quoted(s);
+    }
+    let mut o = String::with_capacity(b.len() + 8);
+    for chunk in b.utf8_chunks() {
+        o.push_str(&printable_quoted(chunk.valid()));
+        for x in chunk.invalid() {
+            o.push_str(&format!("\\x{x:02x}"));
+        }
+    }
+    std::borrow::Cow::Owned(o)
+}
+
 /// [`printable`] for text whose backslashes already begin escapes (a payload
 /// `rtrace` quoted, `\x..` for a byte): they are left as they are.
 pub fn printable_escaped(s: &str) -> std::borrow::Cow<'_, str> {

@@ -6,6 +6,8 @@ use std::process::{Command, Output, Stdio};
 
 use posixrt::trace::{self, Trace, TraceAttr};
 
+mod common;
+
 /// Runs `exe ARGS` with its standard error on `/dev/full` (a full disk);
 /// `None` on a system without `/dev/full`.
 fn with_stderr_full(exe: &str, args: &[&str]) -> Option<Output> {
@@ -105,5 +107,45 @@ fn an_unwritable_stderr_keeps_the_documented_exit_status() {
     assert!(std::fs::read_to_string(&json)
         .unwrap()
         .contains("review event"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A copy of tfp under a file name that is not UTF-8 (`t\xff\xfep`).
+fn non_utf8_tfp(d: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    let bin = d.join(std::ffi::OsStr::from_bytes(b"t\xff\xfep"));
+    std::fs::copy(env!("CARGO_BIN_EXE_tfp"), &bin).unwrap();
+    bin
+}
+
+/// A path is bytes: tfp showed each byte that is not UTF-8 as U+FFFD (so
+/// `t\xff\xfep` and `t\xfe\xffp` looked the same, and the name shown was
+/// no file's), and refused such a NAME as a usage error ("invalid UTF-8"), so
+/// that such a process could not be selected by name.
+#[test]
+fn tfp_shows_and_selects_a_path_that_is_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let d = tmp_dir("non-utf8");
+    let bin = non_utf8_tfp(&d);
+    // Its own listing (tfp marks its main thread), under the name that is no
+    // UTF-8, given as NAME.
+    let o = common::output_when_free(
+        Command::new(&bin).arg(std::ffi::OsStr::from_bytes(b"t\xff\xfep")),
+    );
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    let shown = format!("\"{}/t\\xff\\xfep\"", d.display());
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("PID") && l.ends_with(&shown)),
+        "no PID line ending with {shown} in:\n{text}"
+    );
+    assert!(!text.contains('\u{fffd}'), "{text}");
+    // A NAME with other bytes does not match it.
+    let o = common::output_when_free(
+        Command::new(&bin).arg(std::ffi::OsStr::from_bytes(b"t\xfe\xffp")),
+    );
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(o.stdout.is_empty(), "{o:?}");
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -11,6 +11,7 @@
 //! system, seconds), marker.
 
 use std::io::{self, IsTerminal, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, UNIX_EPOCH};
@@ -19,7 +20,7 @@ use clap::Parser;
 
 const PROG: &str = "tfp";
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
-use posixrt_tools::{printable, printable_quoted};
+use posixrt_tools::{printable, printable_quoted, printable_quoted_bytes};
 use serde::Serialize;
 
 /// List marked threads ("thread fingerprints") of every process, or of the
@@ -29,8 +30,9 @@ use serde::Serialize;
 /// thread: `TID <tid> <yyyy mm dd hh:mm:ss> <policy> <rt prio> <nice> <cpu s>
 /// <marker>` (the time is the marker's last update, local time; control, bidi and
 /// zero-width characters in markers and paths are shown escaped, e.g. `\n`,
-/// `\u{202e}`, a backslash as `\\`, and a double quote in a quoted path or
-/// kernel name as `\"`). Processes whose
+/// `\u{202e}`, a backslash as `\\`, a double quote in a quoted path or
+/// kernel name as `\"`, and a byte of a path that is not UTF-8 as `\xff`).
+/// Processes whose
 /// registry cannot be read (another user's, without root; or a file cut short,
 /// e.g. truncated by someone, until its owner repairs it at its next claim) are
 /// skipped and counted on standard error, as are marked threads that cannot be
@@ -46,8 +48,9 @@ use serde::Serialize;
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
+    // A path is bytes: a NAME need not be UTF-8 either.
     #[arg(value_name = "NAME")]
-    names: Vec<String>,
+    names: Vec<std::ffi::OsString>,
     /// Keep only this process (may be repeated). It must have a marked thread
     /// whose registry tfp can read (checked at start), or tfp exits 1.
     #[arg(short = 'p', long = "pid", value_name = "PID", allow_negative_numbers = true,
@@ -352,8 +355,13 @@ fn combine(snaps: impl IntoIterator<Item = Snapshot>, args: &Args) -> Snapshot {
         all.busy += s.busy;
         all.malformed += s.malformed;
     }
-    all.processes
-        .retain(|p| args.names.is_empty() || args.names.iter().any(|n| name_matches(&p.exe, n)));
+    all.processes.retain(|p| {
+        args.names.is_empty()
+            || args
+                .names
+                .iter()
+                .any(|n| name_matches(&p.exe_bytes, n.as_bytes()))
+    });
     all
 }
 
@@ -367,10 +375,11 @@ fn distinct(pids: &[i32]) -> Vec<i32> {
 
 /// The seed's rule: the path ends with the name (or equals it). A binary replaced
 /// while it runs reads as `/path/prog (deleted)` in /proc; it still matches `prog`.
-fn name_matches(path: &str, name: &str) -> bool {
+/// Both are bytes, as paths are.
+fn name_matches(path: &[u8], name: &[u8]) -> bool {
     path.ends_with(name)
         || path
-            .strip_suffix(" (deleted)")
+            .strip_suffix(b" (deleted)")
             .is_some_and(|p| p.ends_with(name))
 }
 
@@ -427,7 +436,12 @@ fn print_text(out: &mut impl Write, snap: &Snapshot, args: &Args) -> io::Result<
 }
 
 fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Result<()> {
-    writeln!(out, "PID {:>9} \"{}\"", p.pid, printable_quoted(&p.exe))?;
+    writeln!(
+        out,
+        "PID {:>9} \"{}\"",
+        p.pid,
+        printable_quoted_bytes(&p.exe_bytes)
+    )?;
     for t in &p.threads {
         writeln!(
             out,
