@@ -149,3 +149,47 @@ fn tfp_shows_and_selects_a_path_that_is_not_utf8() {
     assert!(o.stdout.is_empty(), "{o:?}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Input that is no trace log, from a pipe that does not end (`yes |
+/// rtrace stats -`, or `rtrace dump /dev/urandom`): rtrace copied the whole
+/// stream into memory before it looked at the first bytes, so it never
+/// answered, and a device such as /dev/zero filled the memory. It now says
+/// "not a posixrt trace log" (exit 3) once the first bytes differ from a
+/// log's.
+#[test]
+fn rtrace_refuses_an_endless_stream_that_is_no_log() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    for cmd in ["dump", "stats"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+            .args([cmd, "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Garbage, and the pipe kept open: as from `yes`, the stream has no end.
+        let mut input = child.stdin.take().unwrap();
+        let _ = input.write_all(&[b'y'; 4096]);
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        drop(input);
+        let Some(status) = status else {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("rtrace {cmd} - still reading an endless stream that is no log after 20 s");
+        };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(status.code(), Some(3), "rtrace {cmd} -: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("not a posixrt trace log"), "{err}");
+    }
+}

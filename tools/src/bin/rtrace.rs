@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, FromRawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -180,8 +180,20 @@ fn open_log(path: &Path) -> Result<TraceLog, Failure> {
         return TraceLog::open(path).map_err(|e| log_failure(path, &e));
     };
     let mut copy = memory_file().map_err(|e| Failure::error(format!("memfd_create: {e}")))?;
-    io::copy(&mut input, &mut copy)
-        .map_err(|e| Failure::error(format!("{}: {e}", path.display())))?;
+    let read_error = |e: io::Error| Failure::error(format!("{}: {e}", shown_path(path)));
+    // The magic first: a stream that is no log and does not end (`yes |`,
+    // /dev/urandom, /dev/zero) would otherwise be copied into memory forever.
+    // Its first bytes are enough for the reader to say what it is not.
+    let magic = posixrt::trace::LOG_MAGIC;
+    let mut head = Vec::with_capacity(magic.len());
+    (&mut input)
+        .take(magic.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(read_error)?;
+    copy.write_all(&head).map_err(read_error)?;
+    if head[..] == magic[..] {
+        io::copy(&mut input, &mut copy).map_err(read_error)?;
+    }
     TraceLog::from_file(copy).map_err(|e| log_failure(path, &e))
 }
 
