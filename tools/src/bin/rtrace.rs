@@ -1,13 +1,14 @@
 //! `rtrace`: read posixrt trace logs: dump, statistics, and export to Chrome trace
 //! JSON (Perfetto) or CTF 1.8 (babeltrace2, Trace Compass).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, FromRawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -325,10 +326,37 @@ fn describe(ty: Option<&posixrt::trace::EventType>, e: &Event) -> String {
     items.map_or_else(|| payload(ty, e), |items| items.join(" "))
 }
 
+/// Reads the events of `log` to its end, into `f`: `None` at the end of a
+/// complete log, else the error that stopped the reading (a cut or a corrupt
+/// record: what came before it was read).
+fn each_event(log: &mut TraceLog, mut f: impl FnMut(Event)) -> Option<posixrt::Error> {
+    loop {
+        match log.next_event() {
+            Ok(Some(e)) => f(e),
+            Ok(None) => return None,
+            Err(e) => return Some(e),
+        }
+    }
+}
+
+/// Two passes over the log, holding one event at a time (a log can be far
+/// larger than memory): the first counts the events and finds the oldest, the
+/// second prints them. (A piped log is read from its copy in memory, which
+/// can go back.)
 fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> {
-    let l = load(path)?;
-    to_stdout(|out| write_dump(out, &l, absolute))?;
-    Ok(l.cut)
+    let mut log = open_log(path)?;
+    let (mut count, mut oldest) = (0u64, None::<u128>);
+    let cut = each_event(&mut log, |e| {
+        count += 1;
+        let t = e.timestamp.as_nanos();
+        oldest = Some(oldest.map_or(t, |o| o.min(t)));
+    });
+    log.rewind().map_err(|e| log_failure(path, &e))?;
+    // The oldest event, wherever it is in the log: events of different threads
+    // can interleave across flushes, so the first one need not be the oldest.
+    let base = if absolute { 0 } else { oldest.unwrap_or(0) };
+    to_stdout(|out| write_dump(out, &mut log, count, base))?;
+    Ok(cut)
 }
 
 /// Runs `f` on a buffered standard output and flushes it. A write error (a full
@@ -341,34 +369,31 @@ fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Fai
         .map_err(|e| Failure::error(format!("standard output: {e}")))
 }
 
-fn write_dump(out: &mut dyn Write, l: &Loaded, absolute: bool) -> io::Result<()> {
-    let base = if absolute {
-        0
-    } else {
-        // The oldest event, wherever it is in the log: events of different threads
-        // can interleave across flushes, so the first one need not be the oldest.
-        l.events
-            .iter()
-            .map(|e| e.timestamp.as_nanos())
-            .min()
-            .unwrap_or(0)
-    };
-    if let Some(a) = l.log.attr() {
+/// The header and the first `count` events of `log` (those the first pass
+/// read), times from `base`.
+fn write_dump(out: &mut dyn Write, log: &mut TraceLog, count: u64, base: u128) -> io::Result<()> {
+    if let Some(a) = log.attr() {
         writeln!(
             out,
             "# trace {} of pid {}, {} events{}",
             quoted_name(a.name_bytes()),
-            l.log.pid(),
-            l.events.len(),
-            if l.log.is_complete() {
+            log.pid(),
+            count,
+            if log.is_complete() {
                 ""
             } else {
                 " (log not closed)"
             }
         )?;
     }
-    for e in &l.events {
-        let ty = l.log.event_type(e.id);
+    for _ in 0..count {
+        // The second pass ends where the first did: a log still growing has
+        // more, and a damaged one fails at the same record.
+        let Ok(Some(e)) = log.next_event() else {
+            break;
+        };
+        let e = &e;
+        let ty = log.event_type(e.id);
         let p = describe(ty, e);
         // (Its text is quoted already: its backslashes begin escapes.)
         let p = printable_escaped(&p);
@@ -378,7 +403,7 @@ fn write_dump(out: &mut dyn Write, l: &Loaded, absolute: bool) -> io::Result<()>
             fmt_ts(e.timestamp.as_nanos() - base),
             e.pid,
             e.tid,
-            name_of(&l.log, e.id),
+            name_of(log, e.id),
             if p.is_empty() { "" } else { " " },
             p,
             if e.truncated { " [truncated]" } else { "" }
@@ -387,40 +412,83 @@ fn write_dump(out: &mut dyn Write, l: &Loaded, absolute: bool) -> io::Result<()>
     Ok(())
 }
 
+/// One pass over the log, holding one event at a time (a log can be far larger
+/// than memory).
 fn stats(path: &Path) -> Result<Option<posixrt::Error>, Failure> {
-    let l = load(path)?;
-    to_stdout(|out| write_stats(out, path, &l))?;
-    Ok(l.cut)
+    let mut log = open_log(path)?;
+    let mut s = Summary::default();
+    let cut = each_event(&mut log, |e| s.add(&e));
+    to_stdout(|out| write_stats(out, path, &log, s))?;
+    Ok(cut)
 }
 
-fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
-    let mut counts: BTreeMap<u16, u64> = BTreeMap::new();
-    let mut overflow_lost = 0u64;
-    let mut truncated = 0u64;
-    for e in &l.events {
-        *counts.entry(e.id.raw()).or_default() += 1;
+/// What `stats` shows of the events, gathered as they are read.
+#[derive(Default)]
+struct Summary {
+    events: u64,
+    counts: BTreeMap<u16, u64>,
+    overflow_lost: u64,
+    truncated: u64,
+    oldest: Option<Duration>,
+    newest: Option<Duration>,
+    /// The pid of each tid, from its first event with a pid.
+    pid_of_tid: BTreeMap<u32, u32>,
+    /// The threads of the events with a pid (tid 0 is no thread).
+    threads: BTreeSet<(u32, u32)>,
+    /// The tids of the events without a pid (pid 0).
+    tids_without_pid: BTreeSet<u32>,
+}
+
+impl Summary {
+    fn add(&mut self, e: &Event) {
+        self.events += 1;
+        *self.counts.entry(e.id.raw()).or_default() += 1;
         if e.id == EventId::OVERFLOW && e.data.len() >= 8 {
             // Saturating: the counts of a damaged log can add up past u64::MAX.
-            overflow_lost = overflow_lost
+            self.overflow_lost = self
+                .overflow_lost
                 .saturating_add(u64::from_le_bytes(e.data[..8].try_into().unwrap_or([0; 8])));
         }
-        truncated += e.truncated as u64;
+        self.truncated += e.truncated as u64;
+        self.oldest = Some(self.oldest.map_or(e.timestamp, |o| o.min(e.timestamp)));
+        self.newest = Some(self.newest.map_or(e.timestamp, |n| n.max(e.timestamp)));
+        match (e.pid, e.tid) {
+            (_, 0) => {}
+            (0, tid) => {
+                self.tids_without_pid.insert(tid);
+            }
+            (pid, tid) => {
+                self.pid_of_tid.entry(tid).or_insert(pid);
+                self.threads.insert((pid, tid));
+            }
+        }
     }
+}
+
+fn write_stats(out: &mut dyn Write, path: &Path, log: &TraceLog, s: Summary) -> io::Result<()> {
+    let Summary {
+        events,
+        counts,
+        overflow_lost,
+        truncated,
+        oldest,
+        newest,
+        ..
+    } = &s;
+    let (overflow_lost, truncated) = (*overflow_lost, *truncated);
     writeln!(out, "log:        {}", shown_path(path))?;
-    if let Some(a) = l.log.attr() {
+    if let Some(a) = log.attr() {
         writeln!(
             out,
             "trace:      {} (pid {}, stream {:?}, log {:?})",
             quoted_name(a.name_bytes()),
-            l.log.pid(),
+            log.pid(),
             a.stream_full_policy(),
             a.log_full_policy()
         )?;
     }
-    writeln!(out, "events:     {}", l.events.len())?;
-    let oldest = l.events.iter().map(|e| e.timestamp).min();
-    let newest = l.events.iter().map(|e| e.timestamp).max();
-    if let (Some(f), Some(last)) = (oldest, newest) {
+    writeln!(out, "events:     {events}")?;
+    if let (Some(f), Some(last)) = (*oldest, *newest) {
         writeln!(
             out,
             "time span:  {} .. {} ({:.6} s)",
@@ -429,8 +497,8 @@ fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
             (last - f).as_secs_f64()
         )?;
     }
-    writeln!(out, "threads:    {}", thread_count(l))?;
-    match l.log.status() {
+    writeln!(out, "threads:    {}", thread_count(&s, log.pid()))?;
+    match log.status() {
         Some(s) => {
             writeln!(
                 out,
@@ -456,11 +524,11 @@ fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
     )?;
     writeln!(out, "truncated:  {truncated} events with truncated data")?;
     writeln!(out, "per type:")?;
-    let mut rows: Vec<(u16, u64)> = counts.into_iter().collect();
+    let mut rows: Vec<(u16, u64)> = counts.iter().map(|(&id, &n)| (id, n)).collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     for (id, n) in rows {
         let eid = EventId::from_raw(id).unwrap_or(EventId::START);
-        writeln!(out, "  {n:>10}  {:<5} {}", id, name_of(&l.log, eid))?;
+        writeln!(out, "  {n:>10}  {:<5} {}", id, name_of(log, eid))?;
     }
     Ok(())
 }
@@ -471,25 +539,11 @@ fn write_stats(out: &mut dyn Write, path: &Path, l: &Loaded) -> io::Result<()> {
 /// a process) is its tid's in the process the tid's other events give, else
 /// in the log's process, as the Chrome export shows it. Tid 0 is no thread:
 /// an OVERFLOW for losses of no one sub-buffer.
-fn thread_count(l: &Loaded) -> usize {
-    let mut pid_of_tid: BTreeMap<u32, u32> = BTreeMap::new();
-    for e in l.events.iter().filter(|e| e.pid != 0 && e.tid != 0) {
-        pid_of_tid.entry(e.tid).or_insert(e.pid);
+fn thread_count(s: &Summary, log_pid: u32) -> usize {
+    let mut threads = s.threads.clone();
+    for &tid in &s.tids_without_pid {
+        threads.insert((s.pid_of_tid.get(&tid).copied().unwrap_or(log_pid), tid));
     }
-    let mut threads: Vec<(u32, u32)> = l
-        .events
-        .iter()
-        .filter(|e| e.tid != 0)
-        .map(|e| match e.pid {
-            0 => (
-                pid_of_tid.get(&e.tid).copied().unwrap_or(l.log.pid()),
-                e.tid,
-            ),
-            p => (p, e.tid),
-        })
-        .collect();
-    threads.sort_unstable();
-    threads.dedup();
     threads.len()
 }
 
