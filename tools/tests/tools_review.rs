@@ -193,3 +193,28 @@ fn rtrace_refuses_an_endless_stream_that_is_no_log() {
         assert!(err.contains("not a posixrt trace log"), "{err}");
     }
 }
+
+/// `rtrace export --format chrome LOG -o DIR`: a directory is no file to write
+/// the JSON to. The message said only "DIR: Is a directory (os error 21)":
+/// now it says what to pass instead.
+#[test]
+fn rtrace_chrome_export_to_a_directory_says_what_to_pass() {
+    let d = tmp_dir("export-dir");
+    let log = d.join("ok.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&log).unwrap()).unwrap();
+    t.start().unwrap();
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtrace"))
+        .args(["export", "--format", "chrome", log.to_str().unwrap(), "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("hint:") && err.contains("trace.json"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -614,21 +614,25 @@ fn same_file(a: &Path, b: &Path) -> bool {
 }
 
 /// The failed write of `path`, with the missing directory named, or what to do
-/// about a refused permission.
+/// about a refused permission or a directory given as the file.
 fn write_error(path: &Path, e: &io::Error) -> String {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let shown = shown_path(path);
     match parent {
         Some(d) if e.kind() == io::ErrorKind::NotFound && !d.is_dir() => format!(
-            "{}: {e} (the directory {} does not exist: create it first)",
-            path.display(),
-            d.display()
+            "{shown}: {e} (the directory {} does not exist: create it first)",
+            shown_path(d)
         ),
         _ if e.kind() == io::ErrorKind::PermissionDenied => format!(
-            "{}: {e}; hint: this user may not write there: pass another -o, or run \
-             rtrace as a user who may",
-            path.display()
+            "{shown}: {e}; hint: this user may not write there: pass another -o, or run \
+             rtrace as a user who may"
         ),
-        _ => format!("{}: {e}", path.display()),
+        _ if path.is_dir() => format!(
+            "{shown}: {e}; hint: --format chrome writes one file: pass its path, e.g. \
+             -o {}/trace.json",
+            shown.trim_end_matches('/')
+        ),
+        _ => format!("{shown}: {e}"),
     }
 }
 
