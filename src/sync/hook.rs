@@ -120,6 +120,16 @@ pub(crate) fn unlock(addr: usize) {
     }
 }
 
+/// As [`unlock`], unless `refused()` says the calling thread holds nothing to
+/// release (a guard dropped by the unwinding of its own refused relock); it is
+/// called only while a stream runs.
+#[inline(always)]
+pub(crate) fn unlock_unless(addr: usize, refused: impl FnOnce() -> bool) {
+    if on() && !refused() {
+        emit_unlock(addr)
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn emit_rdlock(addr: usize, is_try: bool, result: LockResult) {

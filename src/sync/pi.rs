@@ -292,6 +292,15 @@ impl RawPiMutex {
         }
     }
 
+    /// Whether an unlock by `tid` is that of a guard whose relock the kernel
+    /// refused ([`refused_relock`](Self::refused_relock)): the word does not
+    /// name `tid` (only `tid` itself could make it do so) and the refusal
+    /// recorded is this mutex's.
+    #[cold]
+    fn unlocks_refused_relock(&self, tid: u32) -> bool {
+        self.word() & TID_MASK != tid && REFUSED.try_with(Cell::get) == Ok(self.addr())
+    }
+
     #[cold]
     #[inline(never)]
     fn lock_slow(&self, tid: u32, deadline: Option<Instant>) -> Result<()> {
@@ -506,8 +515,12 @@ unsafe impl RawMutex for RawPiMutex {
 
     #[inline]
     unsafe fn unlock(&self) {
-        let tracked = self.track.on_unlock(self.addr());
         let tid = current_tid();
+        // A guard dropped by the unwinding of its refused relock releases
+        // nothing: no unlock event (the trace would show one after the refusal).
+        let tracked = self
+            .track
+            .on_unlock_unless(self.addr(), || self.unlocks_refused_relock(tid));
         if self
             .word
             .compare_exchange(tid, 0, Ordering::Release, Ordering::Relaxed)

@@ -135,7 +135,14 @@ impl Track {
     /// Returns whether tracking is on, for [`on_released`](Self::on_released).
     #[inline(always)]
     pub(crate) fn on_unlock(&self, addr: usize) -> bool {
-        crate::sync::hook::unlock(addr);
+        self.on_unlock_unless(addr, || false)
+    }
+
+    /// [`on_unlock`](Self::on_unlock), whose trace event is left out when
+    /// `refused()` says the caller releases nothing (read only while tracing).
+    #[inline(always)]
+    pub(crate) fn on_unlock_unless(&self, addr: usize, refused: impl FnOnce() -> bool) -> bool {
+        crate::sync::hook::unlock_unless(addr, refused);
         let tracked = level() != 0;
         if tracked {
             self.releasing();
