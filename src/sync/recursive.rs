@@ -78,7 +78,9 @@ impl<T: ?Sized> RecursiveMutex<T> {
         self as *const Self as *const u8 as usize
     }
 
-    fn relocked(&self, tid: u32) -> Result<()> {
+    /// A relock by the owner `tid` (`is_try`: through `try_lock`, counted as a
+    /// successful trylock too, as the first lock's trylock is).
+    fn relocked(&self, tid: u32, is_try: bool) -> Result<()> {
         let c = self.count.load(Ordering::Relaxed);
         if c == u32::MAX {
             return Err(
@@ -91,6 +93,9 @@ impl<T: ?Sized> RecursiveMutex<T> {
             let r = self.track.record(Kind::RecursiveMutex, self.addr());
             let s = r.begin();
             r.bump(track::W_LOCKS);
+            if is_try {
+                r.bump(track::W_TRY);
+            }
             r.set(track::W_STATE, u64::from(c + 1));
             // The relock may be what made the mutex known (tracking switched on
             // while it was held): the record names the owner, as the first lock does.
@@ -135,7 +140,7 @@ impl<T: ?Sized> RecursiveMutex<T> {
     fn lock_impl(&self, deadline: Option<Instant>) -> Result<RecursiveMutexGuard<'_, T>> {
         let tid = current_tid();
         if self.word.owner() == Some(tid) {
-            if let Err(e) = self.relocked(tid) {
+            if let Err(e) = self.relocked(tid, false) {
                 self.refused_at_max(false, tid);
                 return Err(e);
             }
@@ -174,7 +179,7 @@ impl<T: ?Sized> RecursiveMutex<T> {
         if self.word.owner() == Some(tid) {
             // Reported after the attempt, with its result: at the maximum count the
             // relock is refused (EAGAIN), which is no acquisition.
-            return match self.relocked(tid) {
+            return match self.relocked(tid, true) {
                 Ok(()) => {
                     super::hook::trylock(self.addr(), || tid, super::hook::LockResult::Acquired);
                     Some(RecursiveMutexGuard {

@@ -1,0 +1,257 @@
+//! The refusals and timeouts glibc's nptl tests provoke (EDEADLK relocks,
+//! ETIMEDOUT timed locks and waits, EBUSY trylocks, EINVAL above a ceiling),
+//! seen through tracking: each leaves the object's info consistent (owner,
+//! recursion, no waiter left behind), counts only what was acquired, and
+//! leaves no deadlock cycle behind.
+//!
+//! Tracking is process-wide: every test takes `serial`.
+
+#[path = "common/panics.rs"]
+mod panics;
+use panics::quiet_expected_panic;
+
+#[path = "common/tracking.rs"]
+#[allow(dead_code)] // poll: other tests use it
+mod tracking;
+use tracking::serial;
+
+#[path = "common/self_sched.rs"]
+#[allow(dead_code)]
+mod self_sched;
+use self_sched::{have_rt, set_self};
+
+use std::time::{Duration, Instant};
+
+use posixrt::sync::{
+    self, ceiling_mutex, current_tid, Condvar, MutexExt, NormalMutex, PiCondvar, PiMutex,
+    RecursiveMutex, RwLock, Semaphore, Snapshot, Tracking,
+};
+use posixrt::ErrorKind;
+
+const SHORT: Duration = Duration::from_millis(10);
+
+fn past() -> Instant {
+    Instant::now()
+        .checked_sub(Duration::from_secs(1))
+        .unwrap_or_else(Instant::now)
+}
+
+fn no_waiter(s: &Snapshot) {
+    assert_eq!(s.info.waiters, 0, "{s:?}");
+    assert!(s.waiters.is_empty(), "{s:?}");
+    assert!(!s.info.has_waiters, "{s:?}");
+}
+
+fn in_other_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|s| s.spawn(f).join().unwrap())
+}
+
+/// The owner's EDEADLK relocks (untimed and timed) and another thread's EBUSY
+/// trylock and ETIMEDOUT timed lock: one acquisition counted, no contention,
+/// one failed trylock, the owner still named, nobody waiting.
+macro_rules! refusals {
+    ($m:expr) => {{
+        let m = &$m;
+        let raw = unsafe { m.raw() };
+        raw.set_name("glibc-refusals");
+        let me = current_tid();
+        let g = m.lock_checked().unwrap();
+        assert_eq!(
+            m.lock_checked().map(drop).unwrap_err().kind(),
+            ErrorKind::Deadlock
+        );
+        assert_eq!(
+            m.lock_until_checked(past()).map(drop).unwrap_err().kind(),
+            ErrorKind::Deadlock
+        );
+        in_other_thread(|| {
+            assert!(m.try_lock_checked().unwrap().is_none());
+            let e = m.lock_for_checked(SHORT).map(drop).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut);
+        });
+        let s = raw.snapshot().expect("known");
+        assert_eq!((s.info.locked, s.info.owner), (true, Some(me)), "{s:?}");
+        assert_eq!(s.stats.locks, 1, "only the first lock acquired: {s:?}");
+        assert_eq!(s.stats.contended, 0, "{s:?}");
+        assert_eq!(
+            (s.stats.trylocks, s.stats.trylock_failures),
+            (1, 1),
+            "{s:?}"
+        );
+        no_waiter(&s);
+        assert!(sync::find_deadlocks().is_empty());
+        drop(g);
+        let s = raw.snapshot().expect("known");
+        assert_eq!((s.info.locked, s.info.owner), (false, None), "{s:?}");
+    }};
+}
+
+#[test]
+fn pi_mutex_refusals_leave_the_info_consistent() {
+    let _g = serial(Tracking::Counts);
+    refusals!(PiMutex::new(()));
+    sync::set_tracking(Tracking::Off);
+}
+
+#[test]
+fn normal_mutex_refusals_leave_the_info_consistent() {
+    let _g = serial(Tracking::Counts);
+    refusals!(NormalMutex::new(()));
+    sync::set_tracking(Tracking::Off);
+}
+
+#[test]
+fn ceiling_mutex_refusals_leave_the_info_consistent() {
+    let _g = serial(Tracking::Counts);
+    if have_rt() {
+        in_other_thread(|| refusals!(ceiling_mutex(3, ()).unwrap()));
+        // Above the ceiling (EINVAL): nothing acquired, nothing counted.
+        in_other_thread(|| {
+            set_self(libc::SCHED_FIFO, 5).unwrap();
+            let m = ceiling_mutex(3, ()).unwrap();
+            let raw = unsafe { m.raw() };
+            raw.set_name("glibc-above");
+            let e = m.lock_checked().map(drop).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput);
+            let s = raw.snapshot().expect("known");
+            assert_eq!((s.info.locked, s.stats.locks), (false, 0), "{s:?}");
+            assert_eq!(s.info.ceiling, Some(3));
+            no_waiter(&s);
+        });
+    }
+    sync::set_tracking(Tracking::Off);
+}
+
+/// tst-mutex3 seen through tracking: the recursion count follows every lock
+/// and unlock; a failed trylock and a timeout of another thread count as such.
+#[test]
+fn recursive_mutex_counts_in_the_info() {
+    let _g = serial(Tracking::Counts);
+    let m = RecursiveMutex::new(());
+    m.set_name("glibc-recursive");
+    let me = current_tid();
+    let a = m.lock();
+    let b = m.lock();
+    let c = m.try_lock().unwrap();
+    let s = m.snapshot().unwrap();
+    assert_eq!((s.info.recursion, s.info.owner), (3, Some(me)), "{s:?}");
+    in_other_thread(|| {
+        assert!(m.try_lock().is_none());
+        assert_eq!(
+            m.lock_for(SHORT).map(drop).unwrap_err().kind(),
+            ErrorKind::TimedOut
+        );
+    });
+    let s = m.snapshot().unwrap();
+    assert_eq!(s.stats.locks, 3, "{s:?}");
+    assert_eq!(
+        (s.stats.trylocks, s.stats.trylock_failures),
+        (2, 1),
+        "{s:?}"
+    );
+    assert_eq!(s.stats.contended, 0, "{s:?}");
+    no_waiter(&s);
+    drop(b);
+    assert_eq!(m.snapshot().unwrap().info.recursion, 2);
+    drop(c);
+    drop(a);
+    let s = m.snapshot().unwrap();
+    assert_eq!(
+        (s.info.recursion, s.info.locked, s.info.owner),
+        (0, false, None),
+        "{s:?}"
+    );
+    sync::set_tracking(Tracking::Off);
+}
+
+/// tst-cond5 / tst-cond11 seen through tracking: timed waits that time out are
+/// counted as waits, timed waits and timeouts; nobody is left waiting.
+#[test]
+fn condvar_timeouts_in_the_stats() {
+    let _g = serial(Tracking::Counts);
+    let m = PiMutex::new(());
+    let cv = Condvar::new();
+    cv.set_name("glibc-cond");
+    let pcv = PiCondvar::new();
+    pcv.set_name("glibc-picond");
+    let mut g = m.lock();
+    assert!(cv.wait_for(&mut g, SHORT));
+    assert!(cv.wait_until(&mut g, past()));
+    assert!(pcv.wait_for(&mut g, SHORT).unwrap());
+    assert!(pcv.wait_until(&mut g, past()).unwrap());
+    drop(g);
+    for s in [cv.snapshot().unwrap(), pcv.snapshot().unwrap()] {
+        assert_eq!(
+            (s.stats.locks, s.stats.timed_waits, s.stats.timeouts),
+            (2, 2, 2),
+            "{s:?}"
+        );
+        no_waiter(&s);
+    }
+    assert!(!m.is_locked());
+    sync::set_tracking(Tracking::Off);
+}
+
+/// tst-sem5 / tst-sem13 seen through tracking: after timed-out waits the
+/// count is 0 and no waiter is left (glibc checks `nwaiters == 0`).
+#[test]
+fn semaphore_timeouts_leave_no_waiter() {
+    let _g = serial(Tracking::Counts);
+    let s = Semaphore::new(1).unwrap();
+    s.set_name("glibc-sem");
+    s.wait();
+    assert_eq!(s.wait_for(SHORT).unwrap_err().kind(), ErrorKind::TimedOut);
+    assert_eq!(
+        s.wait_until(past()).unwrap_err().kind(),
+        ErrorKind::TimedOut
+    );
+    assert!(!s.try_wait());
+    let snap = s.snapshot().unwrap();
+    assert_eq!(snap.info.sem_count, Some(0));
+    assert_eq!(snap.stats.locks, 1, "one successful wait: {snap:?}");
+    assert_eq!(
+        (snap.stats.trylocks, snap.stats.trylock_failures),
+        (1, 1),
+        "{snap:?}"
+    );
+    no_waiter(&snap);
+    sync::set_tracking(Tracking::Off);
+}
+
+/// tst-rwlock15 / tst-rwlock6 seen through tracking: a writer that timed out
+/// and readers that timed out leave no waiter; the reader still holding is
+/// counted; a refused relock by the writer (EDEADLK) leaves the writer named.
+#[test]
+fn rwlock_timeouts_and_relock_in_the_info() {
+    let _g = serial(Tracking::Counts);
+    quiet_expected_panic("posixrt RwLock: pthread_rwlock_");
+    let l = RwLock::new(());
+    let raw = unsafe { l.raw() };
+    raw.set_name("glibc-rwlock");
+    let r = l.read();
+    in_other_thread(|| assert!(l.try_write_for(SHORT).is_none()));
+    let s = raw.snapshot().unwrap();
+    assert_eq!((s.info.readers, s.info.write_locked), (1, false), "{s:?}");
+    no_waiter(&s);
+    drop(r);
+    let me = current_tid();
+    let w = l.write();
+    in_other_thread(|| {
+        assert!(l.try_read_for(SHORT).is_none());
+        assert!(l.try_write_for(SHORT).is_none());
+    });
+    let relock = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(l.read())));
+    assert!(relock.is_err());
+    let s = raw.snapshot().unwrap();
+    assert_eq!(
+        (s.info.owner, s.info.write_locked, s.info.readers),
+        (Some(me), true, 0),
+        "{s:?}"
+    );
+    no_waiter(&s);
+    assert!(sync::find_deadlocks().is_empty());
+    drop(w);
+    let s = raw.snapshot().unwrap();
+    assert_eq!((s.info.owner, s.info.locked), (None, false), "{s:?}");
+    sync::set_tracking(Tracking::Off);
+}
