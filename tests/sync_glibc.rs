@@ -786,3 +786,114 @@ fn cond18_pi_condvar_mixed_waiters() {
     assert_eq!(finished.load(Ordering::SeqCst), WORKERS);
     assert_eq!(cv.waiters(), 0);
 }
+
+/// tst-cond10: N threads each wait once (each held the mutex from before its
+/// hand-shake with the main thread until its wait released it); the main
+/// thread takes and drops the mutex, so all N are in `wait`, then signals N
+/// times without the mutex: no signal is lost, all N wake.
+macro_rules! cond10 {
+    ($cv:expr, $wait:expr) => {{
+        const N: usize = 8;
+        const ROUNDS: usize = 20;
+        let m = PiMutex::new(());
+        let cv = $cv;
+        for _ in 0..ROUNDS {
+            let woken = AtomicU32::new(0);
+            let shake = Barrier::new(2);
+            std::thread::scope(|s| {
+                for _ in 0..N {
+                    s.spawn(|| {
+                        let mut g = m.lock();
+                        shake.wait();
+                        #[allow(clippy::redundant_closure_call)]
+                        ($wait)(&cv, &mut g);
+                        drop(g);
+                        woken.fetch_add(1, Ordering::SeqCst);
+                    });
+                    shake.wait();
+                }
+                drop(m.lock());
+                for _ in 0..N {
+                    cv.notify_one();
+                }
+                assert!(
+                    poll(|| woken.load(Ordering::SeqCst) == N as u32),
+                    "a signal was lost: {} of {N} woke",
+                    woken.load(Ordering::SeqCst)
+                );
+            });
+        }
+    }};
+}
+
+#[test]
+fn cond10_condvar_signals_without_the_mutex() {
+    cond10!(Condvar::new(), |cv: &Condvar, g: &mut _| cv.wait(g));
+}
+
+#[test]
+fn cond10_pi_condvar_signals_without_the_mutex() {
+    cond10!(PiCondvar::new(), |cv: &PiCondvar, g: &mut _| cv
+        .wait(g)
+        .unwrap());
+}
+
+/// Whether thread `tid` of this process is blocked in `futex(2)` (its
+/// `/proc/self/task/TID/syscall` names the call it sleeps in).
+fn in_futex(tid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<i64>().ok())
+        == Some(libc::SYS_futex)
+}
+
+/// tst-cond2 / tst-cond20 counts: with N waiters asleep (each blocked in the
+/// kernel on the condvar, the mutex free), a broadcast made under the mutex
+/// wakes (or requeues) exactly N, and every waiter returns; a signal with
+/// nobody waiting wakes nobody.
+macro_rules! broadcast_count {
+    ($cv:expr, $wait:expr) => {{
+        const N: u32 = 5;
+        let m = PiMutex::new(false);
+        let cv = $cv;
+        assert!(!cv.notify_one(), "nobody waits");
+        assert_eq!(cv.notify_all(), 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            for _ in 0..N {
+                let tx = tx.clone();
+                let (m, cv) = (&m, &cv);
+                s.spawn(move || {
+                    tx.send(current_tid()).unwrap();
+                    let mut g = m.lock();
+                    while !*g {
+                        #[allow(clippy::redundant_closure_call)]
+                        ($wait)(cv, &mut g);
+                    }
+                });
+            }
+            let tids: Vec<u32> = (0..N).map(|_| rx.recv().unwrap()).collect();
+            assert!(poll(|| cv.waiters() == N
+                && !m.is_locked()
+                && tids.iter().all(|&t| in_futex(t))));
+            let mut g = m.lock();
+            *g = true;
+            assert_eq!(cv.notify_all(), N, "every sleeper woken or requeued");
+            drop(g);
+        });
+        assert_eq!(cv.waiters(), 0);
+        assert!(!cv.notify_one(), "nobody waits any more");
+    }};
+}
+
+#[test]
+fn broadcast_counts_condvar() {
+    broadcast_count!(Condvar::new(), |cv: &Condvar, g: &mut _| cv.wait(g));
+}
+
+#[test]
+fn broadcast_counts_pi_condvar() {
+    broadcast_count!(PiCondvar::new(), |cv: &PiCondvar, g: &mut _| cv
+        .wait(g)
+        .unwrap());
+}
