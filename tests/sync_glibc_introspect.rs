@@ -255,3 +255,37 @@ fn rwlock_timeouts_and_relock_in_the_info() {
     assert_eq!((s.info.owner, s.info.locked), (None, false), "{s:?}");
     sync::set_tracking(Tracking::Off);
 }
+
+/// A ceiling mutex that becomes known through another thread's failed
+/// trylock (tst-mutex2's EBUSY; it was locked before tracking was on) shows
+/// its ceiling in `objects()` (what `rtstat` publishes), not 0.
+#[test]
+fn ceiling_known_first_by_a_failed_trylock_shows_its_ceiling() {
+    let _g = serial(Tracking::Off);
+    if !have_rt() {
+        return;
+    }
+    let m = ceiling_mutex(7, ()).unwrap();
+    let addr = unsafe { m.raw() } as *const _ as usize;
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let m = &m;
+        s.spawn(move || {
+            let _g = m.lock_checked().unwrap();
+            held_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        });
+        held_rx.recv().unwrap();
+        sync::set_tracking(Tracking::Counts);
+        assert!(m.try_lock_checked().unwrap().is_none(), "held: EBUSY");
+        let known = sync::objects()
+            .into_iter()
+            .find(|o| o.info.address == addr)
+            .expect("known after the failed trylock");
+        go_tx.send(()).unwrap();
+        assert_eq!(known.info.ceiling, Some(7), "{known:?}");
+        assert_eq!(known.stats.trylock_failures, 1);
+    });
+    sync::set_tracking(Tracking::Off);
+}

@@ -281,6 +281,9 @@ impl RawCeilingMutex {
         );
         if track::level() != 0 {
             self.track.try_failed(Kind::CeilingMutex, self.addr());
+            // The failure may be what made the mutex known: its record shows the
+            // ceiling, as after a lock.
+            self.track.note_ceiling(self.ceiling());
         }
         false
     }

@@ -186,6 +186,24 @@ impl Track {
         }
     }
 
+    /// Sets the ceiling shown in the info if none is shown yet, for a thread
+    /// that does not hold the mutex (a failed trylock that made it known): a
+    /// compare-and-swap, so it never overwrites what the owner wrote (which
+    /// [`set_ceiling`](Self::set_ceiling) stores after any change).
+    pub(crate) fn note_ceiling(&self, ceiling: u32) {
+        if let Some(r) = self.get() {
+            let m = r.get(W_META);
+            if (m >> 16) & 0xff == 0 {
+                let _ = r.w[W_META].compare_exchange(
+                    m,
+                    m | (u64::from(ceiling) << 16),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+            }
+        }
+    }
+
     /// Forgets the object (it is dropped): the record goes back to the slab.
     fn release(&mut self) {
         let p = *self.rec.get_mut();
