@@ -289,3 +289,149 @@ fn ceiling_known_first_by_a_failed_trylock_shows_its_ceiling() {
     });
     sync::set_tracking(Tracking::Off);
 }
+
+/// Holds `lock` in another thread from before tracking is switched on, runs
+/// `failing_try` (a trylock that finds it held, EBUSY) with tracking on, and
+/// returns the known object at `addr` as `objects()` (and so `rtstat`) shows
+/// it then, with the holder's tid.
+fn known_through_a_failed_try<L: Sync>(
+    l: &L,
+    addr: usize,
+    lock: impl Fn(&L, &dyn Fn()) + Sync,
+    failing_try: impl Fn(&L) -> bool,
+) -> (Snapshot, u32) {
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let got = std::thread::scope(|s| {
+        let lock = &lock;
+        s.spawn(move || {
+            lock(l, &|| {
+                held_tx.send(current_tid()).unwrap();
+                go_rx.recv().unwrap();
+            })
+        });
+        let holder = held_rx.recv().unwrap();
+        sync::set_tracking(Tracking::Counts);
+        assert!(!failing_try(l), "held: the trylock fails");
+        let known = sync::objects()
+            .into_iter()
+            .find(|o| o.info.address == addr)
+            .expect("known after the failed trylock");
+        go_tx.send(()).unwrap();
+        (known, holder)
+    });
+    let after = sync::objects()
+        .into_iter()
+        .find(|o| o.info.address == addr)
+        .expect("still known");
+    assert_eq!(
+        (after.info.locked, after.info.owner),
+        (false, None),
+        "after the unlock: {after:?}"
+    );
+    sync::set_tracking(Tracking::Off);
+    got
+}
+
+fn shows_holder((s, holder): (Snapshot, u32)) {
+    assert_eq!(
+        (s.info.locked, s.info.owner, s.stats.trylock_failures),
+        (true, Some(holder), 1),
+        "{s:?}"
+    );
+}
+
+/// A mutex held since before tracking was switched on, made known by another
+/// thread's failed trylock: `objects()` shows it locked by its holder (as it
+/// does when a blocked locker makes it known), not free.
+#[test]
+fn mutexes_known_first_by_a_failed_trylock_show_their_holder() {
+    let _g = serial(Tracking::Off);
+    let p = PiMutex::new(());
+    shows_holder(known_through_a_failed_try(
+        &p,
+        unsafe { p.raw() } as *const _ as usize,
+        |m, hold| {
+            let _g = m.lock();
+            hold()
+        },
+        |m| m.try_lock().is_some(),
+    ));
+    let n = NormalMutex::new(());
+    shows_holder(known_through_a_failed_try(
+        &n,
+        unsafe { n.raw() } as *const _ as usize,
+        |m, hold| {
+            let _g = m.lock();
+            hold()
+        },
+        |m| m.try_lock().is_some(),
+    ));
+    let r = RecursiveMutex::new(());
+    let (s, holder) = known_through_a_failed_try(
+        &r,
+        &r as *const _ as usize,
+        |m, hold| {
+            let _a = m.lock();
+            let _b = m.lock();
+            hold()
+        },
+        |m| m.try_lock().is_some(),
+    );
+    shows_holder((s.clone(), holder));
+    assert_eq!(s.info.recursion, 2, "{s:?}");
+    if have_rt() {
+        let c = ceiling_mutex(9, ()).unwrap();
+        shows_holder(known_through_a_failed_try(
+            &c,
+            unsafe { c.raw() } as *const _ as usize,
+            |m, hold| {
+                let _g = m.lock_checked().unwrap();
+                hold()
+            },
+            |m| m.try_lock().is_some(),
+        ));
+    }
+}
+
+/// The same for a rwlock: write-locked before tracking, a failed try_read or
+/// try_write shows the writer; read-locked, a failed try_write shows the
+/// reader count.
+#[test]
+fn rwlock_known_first_by_a_failed_try_shows_its_state() {
+    let _g = serial(Tracking::Off);
+    for try_read in [true, false] {
+        let l = RwLock::new(());
+        let (s, holder) = known_through_a_failed_try(
+            &l,
+            unsafe { l.raw() } as *const _ as usize,
+            |l, hold| {
+                let _w = l.write();
+                hold()
+            },
+            |l| {
+                if try_read {
+                    l.try_read().is_some()
+                } else {
+                    l.try_write().is_some()
+                }
+            },
+        );
+        assert_eq!(
+            (s.info.write_locked, s.info.owner),
+            (true, Some(holder)),
+            "try_read {try_read}: {s:?}"
+        );
+    }
+    let l = RwLock::new(());
+    let (s, _) = known_through_a_failed_try(
+        &l,
+        unsafe { l.raw() } as *const _ as usize,
+        |l, hold| {
+            let _r = l.read();
+            hold()
+        },
+        |l| l.try_write().is_some(),
+    );
+    assert_eq!((s.info.readers, s.info.locked), (1, true), "{s:?}");
+}

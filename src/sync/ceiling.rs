@@ -280,7 +280,9 @@ impl RawCeilingMutex {
             super::hook::LockResult::Busy,
         );
         if track::level() != 0 {
-            self.track.try_failed(Kind::CeilingMutex, self.addr());
+            self.track.try_failed(Kind::CeilingMutex, self.addr(), &|| {
+                self.word.load() & TID_MASK
+            });
             // The failure may be what made the mutex known: its record shows the
             // ceiling, as after a lock.
             self.track.note_ceiling(self.ceiling());

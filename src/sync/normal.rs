@@ -331,7 +331,9 @@ impl RawMutexChecked for RawNormalMutex {
             if ok {
                 self.track.try_acquired(Kind::NormalMutex, self.addr(), tid);
             } else {
-                self.track.try_failed(Kind::NormalMutex, self.addr());
+                self.track.try_failed(Kind::NormalMutex, self.addr(), &|| {
+                    self.word.load() & TID_MASK
+                });
             }
         }
         Ok(ok)

@@ -580,7 +580,9 @@ impl RawMutexChecked for RawPiMutex {
         if track::level() != 0 {
             match r {
                 Ok(true) => self.track.try_acquired(Kind::PiMutex, self.addr(), tid),
-                Ok(false) => self.track.try_failed(Kind::PiMutex, self.addr()),
+                Ok(false) => self
+                    .track
+                    .try_failed(Kind::PiMutex, self.addr(), &|| self.word() & TID_MASK),
                 Err(_) => {}
             }
         }

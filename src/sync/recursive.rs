@@ -212,9 +212,32 @@ impl<T: ?Sized> RecursiveMutex<T> {
                 super::hook::LockResult::Busy,
             );
             if track::level() != 0 {
-                self.track.try_failed(Kind::RecursiveMutex, self.addr());
+                self.try_failed();
             }
             None
+        }
+    }
+
+    /// A trylock found the mutex held by another thread (tracking
+    /// on): counted; if that made the mutex known (tracking switched on while
+    /// it was held), the record gets the holder and its recursion count, as the
+    /// holder's own relock would write them.
+    #[cold]
+    fn try_failed(&self) {
+        self.track
+            .try_failed(Kind::RecursiveMutex, self.addr(), &|| {
+                self.word.owner().unwrap_or(0)
+            });
+        if let Some(r) = self.track.get() {
+            let c = self.count.load(Ordering::Relaxed);
+            // Only into a record that shows no count yet: the holder's own
+            // writes win (a compare-and-swap, not a store).
+            let _ = r.w[track::W_STATE].compare_exchange(
+                0,
+                u64::from(c),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
         }
     }
 

@@ -288,6 +288,18 @@ impl RawRwLock {
         wait
     }
 
+    /// A `try_write` that found the lock held (tracking on). It may be what made
+    /// the lock known (tracking switched on while it was held): the record gets
+    /// the writer and the readers holding it now, as a waiter's does.
+    #[cold]
+    fn try_failed_tracked(&self) {
+        self.track
+            .try_failed(Kind::RwLock, self.addr(), &|| self.writer().unwrap_or(0));
+        if let Some(r) = self.track.get() {
+            self.record_readers(r);
+        }
+    }
+
     /// Mirrors the live reader count into the record (see `Record::mirror`).
     #[cold]
     fn record_readers(&self, r: &track::Record) {
@@ -545,6 +557,9 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
                 self.record_readers(r);
             } else {
                 r.add(track::W_TRY_FAIL, 1);
+                // It may be what made the lock known: the record names the writer.
+                self.track
+                    .note_owner(&|| self.writer().unwrap_or(0), current_tid());
             }
         }
         ok
@@ -595,7 +610,7 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
                 self.track.try_acquired(Kind::RwLock, self.addr(), tid);
             }
         } else if track::level() != 0 {
-            self.track.try_failed(Kind::RwLock, self.addr());
+            self.try_failed_tracked();
         }
         ok
     }

@@ -211,10 +211,15 @@ impl Track {
     /// Only `W_TRY_FAIL` is touched: `W_TRY` (successful trylocks) is written by the
     /// owner with a plain load and store, and a concurrent `fetch_add` on it from a
     /// failing thread could be lost; [`Stats::trylocks`] is the sum of the two.
+    ///
+    /// The failure may be what made the object known (tracking switched on
+    /// while it was held): the record then names the holder `owner()` reads
+    /// (0: none), as a waiter's [`note_owner`](Self::note_owner) does.
     #[cold]
-    pub(crate) fn try_failed(&self, kind: Kind, addr: usize) {
+    pub(crate) fn try_failed(&self, kind: Kind, addr: usize, owner: &impl Fn() -> u32) {
         let r = self.record(kind, addr);
         r.add(W_TRY_FAIL, 1);
+        self.note_owner(owner, crate::sys::tid::current());
     }
 
     /// After a contended acquisition by `tid` that waited from `t0` (ticks, 0 if not
