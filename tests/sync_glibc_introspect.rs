@@ -435,3 +435,59 @@ fn rwlock_known_first_by_a_failed_try_shows_its_state() {
     );
     assert_eq!((s.info.readers, s.info.locked), (1, true), "{s:?}");
 }
+
+/// tst-mutex2's EDEADLK relock, repeated while another thread looks: the
+/// owner's refused relock is never a wait, so the owner is never listed as a
+/// waiter of its own lock and `find_deadlocks` never reports a "cycle" of one
+/// thread (the relock returns at once; nothing is stuck).
+#[test]
+fn a_refused_relock_is_never_listed_as_a_wait() {
+    let _g = serial(Tracking::Counts);
+    fn check<M: Sync>(
+        m: &M,
+        relock: impl Fn(&M) -> bool + Sync,
+        waiters: impl Fn(&M) -> u32 + Sync,
+    ) {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (seen_waiter, seen_cycle) = std::thread::scope(|s| {
+            let looker = s.spawn(|| {
+                let (mut w, mut c) = (0u32, 0u32);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    w += u32::from(waiters(m) != 0);
+                    c += u32::from(!sync::find_deadlocks().is_empty());
+                }
+                (w, c)
+            });
+            let end = Instant::now() + Duration::from_millis(400);
+            while Instant::now() < end {
+                for _ in 0..1000 {
+                    assert!(relock(m), "the relock is refused");
+                }
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            looker.join().unwrap()
+        });
+        assert_eq!(
+            (seen_waiter, seen_cycle),
+            (0, 0),
+            "waiter listings, self-cycles"
+        );
+    }
+    let p = PiMutex::new(());
+    let g = p.lock();
+    check(
+        &p,
+        |m| m.lock_checked().map(drop).unwrap_err().kind() == ErrorKind::Deadlock,
+        |m| unsafe { m.raw() }.snapshot().map_or(0, |s| s.info.waiters),
+    );
+    drop(g);
+    let n = NormalMutex::new(());
+    let g = n.lock();
+    check(
+        &n,
+        |m| m.lock_checked().map(drop).unwrap_err().kind() == ErrorKind::Deadlock,
+        |m| unsafe { m.raw() }.snapshot().map_or(0, |s| s.info.waiters),
+    );
+    drop(g);
+    sync::set_tracking(Tracking::Off);
+}

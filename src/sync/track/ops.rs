@@ -48,7 +48,14 @@ impl Track {
         inner: impl FnOnce() -> crate::Result<()>,
         owner: impl Fn() -> u32,
     ) -> crate::Result<()> {
-        let wait = self.wait_start(kind, addr, tid);
+        // A relock by the owner, which `inner` refuses at once, is no wait:
+        // listed as a waiter of its own lock, the owner would be a cycle of one
+        // thread to `find_deadlocks` (and a waiter to `rtstat`).
+        let wait = if level() != 0 && owner() == tid {
+            None
+        } else {
+            self.wait_start(kind, addr, tid)
+        };
         if wait.is_some() {
             self.note_owner(&owner, tid);
         }
