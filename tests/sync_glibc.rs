@@ -641,19 +641,21 @@ fn rwlock_prefers_a_waiting_writer() {
     std::thread::scope(|s| {
         let w = s.spawn(|| l.write().push("writer"));
         assert!(poll(|| l.try_read().is_none()), "the writer waits");
-        let r = s.spawn(|| {
-            assert!(l.try_read_for(Duration::from_millis(20)).is_none());
+        let (checked_tx, checked_rx) = std::sync::mpsc::channel();
+        let l = &l;
+        let r = s.spawn(move || {
+            // r1 is held until this is reported: the writer still waits.
+            let timed_out = l.try_read_for(Duration::from_millis(20)).is_none();
+            checked_tx.send(()).unwrap();
             let g = l.read();
-            g.clone()
+            (timed_out, g.clone())
         });
-        std::thread::sleep(Duration::from_millis(30));
+        checked_rx.recv().unwrap();
         drop(r1);
         w.join().unwrap();
-        assert_eq!(
-            r.join().unwrap(),
-            ["writer"],
-            "the reader came after the writer"
-        );
+        let (timed_out, seen) = r.join().unwrap();
+        assert!(timed_out, "a reader waits while a writer waits");
+        assert_eq!(seen, ["writer"], "the reader came after the writer");
     });
 }
 
@@ -896,4 +898,52 @@ fn broadcast_counts_pi_condvar() {
     broadcast_count!(PiCondvar::new(), |cv: &PiCondvar, g: &mut _| cv
         .wait(g)
         .unwrap());
+}
+
+/// tst-mutexpp5 nested: at SCHED_FIFO 4 holding a ceiling-6 mutex, a timed
+/// lock and a trylock of a ceiling-8 mutex held elsewhere fail (ETIMEDOUT,
+/// EBUSY) and leave the thread at 6, the ceiling it still holds; the unlock
+/// then restores 4.
+#[test]
+fn ceiling_failed_nested_locks_keep_the_held_ceiling() {
+    if !have_rt() {
+        return;
+    }
+    let m2 = ceiling_mutex(8, ()).unwrap();
+    let (held_tx, held_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|s| {
+        let m2 = &m2;
+        s.spawn(move || {
+            let _g = m2.lock_checked().unwrap();
+            held_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+        });
+        held_rx.recv().unwrap();
+        let r = s
+            .spawn(move || {
+                set_self(libc::SCHED_FIFO, 4).unwrap();
+                let m1 = ceiling_mutex(6, ()).unwrap();
+                let g1 = m1.lock_checked().unwrap();
+                assert_eq!(kernel_prio(), 6);
+                let e = m2
+                    .lock_for_checked(Duration::from_millis(10))
+                    .map(drop)
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::TimedOut);
+                assert_eq!(self_policy(), (libc::SCHED_FIFO, 6), "after the timeout");
+                assert!(m2.try_lock_checked().unwrap().is_none());
+                assert_eq!(
+                    self_policy(),
+                    (libc::SCHED_FIFO, 6),
+                    "after the busy trylock"
+                );
+                drop(g1);
+                assert_eq!(self_policy(), (libc::SCHED_FIFO, 4));
+            })
+            .join();
+        // Release the holder first, so that a failure above cannot hang.
+        go_tx.send(()).unwrap();
+        r.unwrap();
+    });
 }
