@@ -947,3 +947,65 @@ fn ceiling_failed_nested_locks_keep_the_held_ceiling() {
         r.unwrap();
     });
 }
+
+/// Far deadlines (glibc's timed calls accept any valid timespec; here an
+/// `Instant` 2^40 s ahead, and `Duration::MAX` timeouts): a wait that is then
+/// satisfied returns success, not EINVAL or a timeout.
+#[test]
+fn far_deadlines_are_waited_for() {
+    let far = Instant::now() + Duration::from_secs(1 << 40);
+    let release_soon = |f: &(dyn Fn() + Sync)| {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                f()
+            });
+        })
+    };
+    let p = PiMutex::new(());
+    let n = NormalMutex::new(());
+    let sem = Semaphore::new(0).unwrap();
+    let l = RwLock::new(());
+    std::thread::scope(|s| {
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (p, n, l) = (&p, &n, &l);
+        s.spawn(move || {
+            let (_a, _b, _c) = (p.lock(), n.lock(), l.write());
+            held_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        });
+        held_rx.recv().unwrap();
+        drop(p.lock_until_checked(far).expect("PiMutex, far deadline"));
+        drop(
+            n.lock_for_checked(Duration::MAX)
+                .expect("NormalMutex, Duration::MAX"),
+        );
+        assert!(l.try_write_until(far).is_some(), "RwLock, far deadline");
+    });
+    release_soon(&|| sem.post().unwrap());
+    sem.wait_until(far).expect("Semaphore, far deadline");
+    sem.post().unwrap();
+    sem.wait_for(Duration::MAX)
+        .expect("Semaphore, Duration::MAX");
+    let m = PiMutex::new(false);
+    let cv = Condvar::new();
+    let pcv = PiCondvar::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut g = m.lock();
+            while !*g {
+                assert!(!cv.wait_until(&mut g, far), "Condvar: no timeout");
+            }
+            *g = false;
+            while !*g {
+                assert!(!pcv.wait_for(&mut g, Duration::MAX).unwrap(), "PiCondvar");
+            }
+        });
+        assert!(poll(|| cv.waiters() == 1));
+        *m.lock() = true;
+        cv.notify_one();
+        assert!(poll(|| pcv.waiters() == 1));
+        *m.lock() = true;
+        pcv.notify_one();
+    });
+}
