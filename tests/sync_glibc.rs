@@ -212,7 +212,7 @@ fn kernel_prio() -> i32 {
 
 /// tst-mutexpp10: nested ceilings at SCHED_FIFO 4 with ceilings 6, 8 and 5:
 /// the thread runs at the highest ceiling it holds, whatever the unlock order;
-/// set_ceiling returns the old ceiling and locks under it; a thread whose
+/// set_ceiling returns the old ceiling and leaves the priority; a thread whose
 /// priority is above a ceiling gets EINVAL and keeps its priority.
 #[test]
 fn ceiling_nesting_like_tst_mutexpp10() {
@@ -1008,4 +1008,47 @@ fn far_deadlines_are_waited_for() {
         *m.lock() = true;
         pcv.notify_one();
     });
+}
+
+/// tst-mutexpp10's `pthread_mutex_setprioceiling`, called by a thread whose
+/// priority is above the old ceiling: POSIX lets the lock it takes to do so
+/// skip the protocol ("need not adhere to the priority protect protocol") and
+/// lists no EINVAL for the caller's priority, so raising a ceiling to fit the
+/// caller succeeds; the caller's priority is left alone, and a lock under the
+/// new ceiling then works.
+#[test]
+fn set_ceiling_by_a_thread_above_the_old_ceiling() {
+    if !have_rt() {
+        return;
+    }
+    std::thread::spawn(|| {
+        set_self(libc::SCHED_FIFO, 50).unwrap();
+        let m = ceiling_mutex(10, ()).unwrap();
+        let raw = unsafe { m.raw() };
+        assert_eq!(
+            m.lock_checked().map(drop).unwrap_err().kind(),
+            ErrorKind::InvalidInput,
+            "above the ceiling 10"
+        );
+        assert_eq!(raw.set_ceiling(60).expect("raise the ceiling to fit"), 10);
+        assert_eq!(raw.ceiling(), 60);
+        assert_eq!(self_policy(), (libc::SCHED_FIFO, 50), "left alone");
+        let g = m.lock_checked().expect("under the new ceiling");
+        assert_eq!(kernel_prio(), 60);
+        drop(g);
+        assert_eq!(self_policy(), (libc::SCHED_FIFO, 50));
+        // Lowering it below the caller works the same way.
+        assert_eq!(raw.set_ceiling(20).unwrap(), 60);
+        assert_eq!(self_policy(), (libc::SCHED_FIFO, 50));
+        // Still EDEADLK for the holder (as glibc's error-checking kind).
+        let m = ceiling_mutex(70, ()).unwrap();
+        let g = m.lock_checked().unwrap();
+        let e = unsafe { m.raw() }.set_ceiling(80).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Deadlock, "{e}");
+        assert_eq!(unsafe { m.raw() }.ceiling(), 70);
+        drop(g);
+        assert_eq!(self_policy(), (libc::SCHED_FIFO, 50));
+    })
+    .join()
+    .unwrap();
 }

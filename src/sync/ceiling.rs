@@ -187,20 +187,44 @@ impl RawCeilingMutex {
     }
 
     /// Changes the ceiling and returns the old one (`pthread_mutex_setprioceiling`):
-    /// like POSIX, it locks the mutex (under the old ceiling) to do so.
+    /// like POSIX, it locks the mutex to do so (waiting while another thread
+    /// holds it), but, as POSIX allows and glibc does, without the protocol:
+    /// the caller is neither checked against the old ceiling nor raised, so a
+    /// thread above the old ceiling (refused by `lock` with EINVAL), or one
+    /// without the privilege to raise itself, can change it.
+    ///
+    /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a ceiling
+    /// outside 1..=99; [`Deadlock`](crate::ErrorKind::Deadlock) if the caller
+    /// holds the mutex (as glibc's error-checking kind).
     ///
     /// # References
     /// - [pthread_mutex_setprioceiling(3p)](https://man7.org/linux/man-pages/man3/pthread_mutex_setprioceiling.3p.html)
     #[doc(alias = "pthread_mutex_setprioceiling")]
     pub fn set_ceiling(&self, ceiling: u32) -> Result<u32> {
+        const CALL: &str = "pthread_mutex_setprioceiling";
         check_ceiling(ceiling)?;
-        self.lock_checked()?;
+        let tid = current_tid();
+        if self.word.load() & TID_MASK == tid {
+            return Err(self.refused(relock_error(CALL)));
+        }
+        if self.word.try_fast(tid) {
+            self.track
+                .on_fast_acquired(Kind::CeilingMutex, self.addr(), tid);
+        } else {
+            let t = (&self.track, Kind::CeilingMutex, self.addr());
+            self.word.lock_slow(tid, None, CALL, t)?;
+        }
         let old = self.ceiling.swap(ceiling, Ordering::Relaxed);
         // The record (objects(), rtstat) shows the new ceiling at once, not at the
         // next lock.
         self.track.set_ceiling(ceiling);
-        // SAFETY: locked by this thread just above.
-        unsafe { self.unlock() };
+        // Released as `unlock` does, but with no priority to lower: none was
+        // raised.
+        let tracked = self.track.on_unlock(self.addr());
+        if !self.word.unlock_fast(tid) {
+            self.word.unlock_slow();
+        }
+        self.track.on_released(tracked, tid);
         Ok(old)
     }
 
