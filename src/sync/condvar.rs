@@ -12,7 +12,15 @@
 //! [`CeilingMutex`](super::CeilingMutex), [`NormalMutex`](super::NormalMutex)); a PI
 //! mutex is relocked with `FUTEX_LOCK_PI`, so priority inheritance holds on the way
 //! back (but the wake-up itself is not requeued onto the PI futex: use
-//! [`PiCondvar`](super::PiCondvar) for that).
+//! [`PiCondvar`](super::PiCondvar) for that). The
+//! [`RecursiveMutex`](super::RecursiveMutex) is not a `lock_api` mutex and cannot
+//! be waited with (glibc's tst-cond14 waits with a recursive mutex):
+//!
+//! ```compile_fail
+//! let m = posixrt::sync::RecursiveMutex::new(());
+//! let mut g = m.lock();
+//! posixrt::sync::Condvar::new().wait(&mut g);
+//! ```
 //!
 //! # References
 //! - [pthread_cond_wait(3p)](https://man7.org/linux/man-pages/man3/pthread_cond_wait.3p.html)

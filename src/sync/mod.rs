@@ -42,7 +42,7 @@
 //! | POSIX object | posixrt type |
 //! |---|---|
 //! | `PTHREAD_MUTEX_RECURSIVE` | [`RecursiveMutex`] |
-//! | `pthread_cond_t` | [`Condvar`] (works with every mutex above) |
+//! | `pthread_cond_t` | [`Condvar`] (works with [`PiMutex`], [`CeilingMutex`] and [`NormalMutex`]: the `lock_api` mutexes; not with the [`RecursiveMutex`], whose guard is its own) |
 //! | `pthread_cond_t` with a PI mutex | [`PiCondvar`] (requeue-PI: waiters are requeued onto the [`PiMutex`] as PI waiters) |
 //! | `sem_t` (unnamed) | [`Semaphore`] |
 //! | `pthread_rwlock_t` | [`RwLock`] (`lock_api::RwLock`, writer-preferring) |
