@@ -1052,3 +1052,67 @@ fn set_ceiling_by_a_thread_above_the_old_ceiling() {
     .join()
     .unwrap();
 }
+
+/// tst-cond16 / tst-cond17: workers take a flag in turn; each one that drops
+/// it broadcasts, before (tst-cond17) or after (tst-cond16) unlocking. Nobody
+/// is left waiting, every worker ends.
+macro_rules! cond16 {
+    ($cv:expr, $wait:expr, $broadcast_locked:expr) => {{
+        const WORKERS: u32 = 8;
+        let m = PiMutex::new((false, false)); // (taken, exiting)
+        let cv = $cv;
+        let turns = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..WORKERS {
+                s.spawn(|| loop {
+                    let mut g = m.lock();
+                    while g.0 && !g.1 {
+                        #[allow(clippy::redundant_closure_call)]
+                        ($wait)(&cv, &mut g);
+                    }
+                    g.0 = true;
+                    drop(g);
+                    turns.fetch_add(1, Ordering::Relaxed);
+                    let mut g = m.lock();
+                    g.0 = false;
+                    let exiting = g.1;
+                    if $broadcast_locked {
+                        cv.notify_all();
+                        drop(g);
+                    } else {
+                        drop(g);
+                        cv.notify_all();
+                    }
+                    if exiting {
+                        break;
+                    }
+                });
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            m.lock().1 = true;
+            cv.notify_all();
+        });
+        assert!(turns.load(Ordering::Relaxed) >= WORKERS);
+        assert_eq!(cv.waiters(), 0);
+    }};
+}
+
+#[test]
+fn cond16_17_condvar() {
+    cond16!(Condvar::new(), |cv: &Condvar, g: &mut _| cv.wait(g), false);
+    cond16!(Condvar::new(), |cv: &Condvar, g: &mut _| cv.wait(g), true);
+}
+
+#[test]
+fn cond16_17_pi_condvar() {
+    cond16!(
+        PiCondvar::new(),
+        |cv: &PiCondvar, g: &mut _| cv.wait(g).unwrap(),
+        false
+    );
+    cond16!(
+        PiCondvar::new(),
+        |cv: &PiCondvar, g: &mut _| cv.wait(g).unwrap(),
+        true
+    );
+}
