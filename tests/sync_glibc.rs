@@ -1116,3 +1116,32 @@ fn cond16_17_pi_condvar() {
         true
     );
 }
+
+/// `pthread_mutex_setprioceiling` by a thread that may not raise itself
+/// (CAP_SYS_NICE dropped from this thread's sets, RLIMIT_RTPRIO below the
+/// ceiling): the lock it takes follows no protocol, so it changes the ceiling
+/// although its own lock of the mutex is refused (EPERM).
+#[test]
+fn set_ceiling_without_the_privilege_to_raise() {
+    std::thread::spawn(|| {
+        use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+        if let Ok(mut c) = capabilities(None) {
+            c.effective.remove(CapabilitySet::SYS_NICE);
+            c.permitted.remove(CapabilitySet::SYS_NICE);
+            c.inheritable.remove(CapabilitySet::SYS_NICE);
+            let _ = set_capabilities(None, c);
+        }
+        let m = ceiling_mutex(30, ()).unwrap();
+        let raw = unsafe { m.raw() };
+        match m.lock_checked() {
+            Ok(_) => return, // RLIMIT_RTPRIO allows 30 here: nothing to check
+            Err(e) => assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}"),
+        }
+        assert_eq!(raw.set_ceiling(40).expect("no raise needed"), 30);
+        assert_eq!(raw.ceiling(), 40);
+        assert_eq!(self_policy(), (libc::SCHED_OTHER, 0));
+        assert!(!m.is_locked());
+    })
+    .join()
+    .unwrap();
+}
