@@ -93,7 +93,9 @@
 //! Another process of the same user (or root) may shrink the file: an admin's
 //! `truncate -s 0`, a clean-up script. The owner's stores to mapped pages past
 //! the new end would raise `SIGBUS` and kill the process, for the sake of a
-//! diagnostic file. [`Registry::claim`] and [`Registry::live_slots`] check the
+//! diagnostic file. [`Registry::claim`], [`Registry::live_slots`] and
+//! [`Registry::check_size`] (for an owner that writes on its own schedule, as
+//! the sync publisher does before each round) check the
 //! file's size (one `fstat`) and put a shrunk file back: its reserved pages
 //! are allocated again (`fallocate`), it is extended to its size and its
 //! header is written again, so that every writer's stores land on backed

@@ -197,6 +197,21 @@ impl Registry {
             .count()
     }
 
+    /// Puts the file back to its size if another process truncated it, as
+    /// [`claim`](Registry::claim) does first (one `fstat` when it is whole):
+    /// for an owner that writes the slots it holds on its own schedule (a
+    /// periodic publisher), so that its next stores land on backed pages.
+    /// True if it did put the file back: the slots the owner holds are then
+    /// hidden from readers until released (see [`claim`](Registry::claim)),
+    /// so an owner that wants them listed releases and claims them again.
+    ///
+    /// # Errors
+    /// Those of `fstat`, `fallocate` or `ftruncate` (ENOSPC:
+    /// `OutOfResources`), with a message saying the file was truncated.
+    pub fn check_size(&self) -> Result<bool> {
+        self.repair()
+    }
+
     fn high_water(&self) -> u32 {
         self.map
             .u32_at(H_HIGH_WATER)
@@ -240,13 +255,13 @@ impl Registry {
     /// the size when the file was truncated. A claim running while another
     /// repairs may take a wiped slot before it is reserved here, so that two
     /// writers share it (readers may show a mix of both; memory stays safe).
-    fn repair(&self) -> Result<()> {
+    fn repair(&self) -> Result<bool> {
         let total = self.slot_off(self.slot_count);
         let size = rustix::fs::fstat(&self.data)
             .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?
             .st_size;
         if size >= total as i64 {
-            return Ok(());
+            return Ok(false);
         }
         let lost = |e: Error| {
             e.with_message(format!(
@@ -282,7 +297,7 @@ impl Registry {
             self.payload_size,
             claimed,
         );
-        Ok(())
+        Ok(true)
     }
 
     fn slot_off(&self, i: u32) -> usize {

@@ -150,6 +150,15 @@ pub fn publish() -> Result<usize> {
         .with_hint("in-process introspection (objects(), snapshot()) works in the child; exec a posixrt program to publish from a new process"));
     }
     let mut slots = SLOTS_OF.lock();
+    // A file truncated by another process is put back before any slot is
+    // written (or released): a store past its new end would raise SIGBUS.
+    // The slots held then are hidden from readers until released: they are
+    // given back, and claimed again below.
+    if reg.check_size()? {
+        for (_, w) in slots.drain(..) {
+            w.release();
+        }
+    }
     let records = all_records();
     let ps = ps_per_tick();
     let copies: Vec<(usize, [u64; WORDS])> = records
@@ -206,7 +215,8 @@ pub fn publish() -> Result<usize> {
 /// Errors: [`NotFound`](crate::ErrorKind::NotFound) if there is no such process, or
 /// it has no sync registry (not a posixrt process, or tracking was never switched on
 /// there); [`PermissionDenied`](crate::ErrorKind::PermissionDenied) if its registry
-/// exists but this user may not read it; [`Unsupported`](crate::ErrorKind::Unsupported)
+/// exists but this user may not read it, or another process cut the file short
+/// (its owner puts it back at its next publish; for root, the message says so); [`Unsupported`](crate::ErrorKind::Unsupported)
 /// if it has another layout version (another posixrt release wrote it); [`InvalidInput`](crate::ErrorKind::InvalidInput)
 /// for a pid above `i32::MAX`.
 pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
@@ -237,14 +247,24 @@ pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
             .with_hint("read it with the rtstat of the posixrt release the process uses"));
         }
         if unreadable > 0 {
-            return Err(Error::new(
-                crate::ErrorKind::PermissionDenied,
-                "rtstat",
-                format!("the sync registry of process {pid} is not readable by this user"),
-            )
-            .with_hint(
-                "the registry file is mode 0600: run rtstat as the process's user or as root",
-            ));
+            // (A scan counts a file cut short as unreadable too: root reads
+            // any file, so for root that is the cause.)
+            let root = rustix::process::geteuid().is_root();
+            let cut = "the file was cut short (truncated by someone): its owner puts it back at its next publish";
+            let (what, hint) = if root {
+                (
+                    format!("the sync registry of process {pid} was cut short"),
+                    cut.to_string(),
+                )
+            } else {
+                (
+                    format!("the sync registry of process {pid} is not readable by this user, or was cut short"),
+                    format!("the registry file is mode 0600: run rtstat as the process's user or as root; or {cut}"),
+                )
+            };
+            return Err(
+                Error::new(crate::ErrorKind::PermissionDenied, "rtstat", what).with_hint(hint),
+            );
         }
         return Err(Error::new(
             crate::ErrorKind::NotFound,
