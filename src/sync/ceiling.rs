@@ -40,8 +40,15 @@
 //!   lock: as a real-time waiter (which boosts the holder) while raised.
 //! - SCHED_DEADLINE threads already outrank every SCHED_FIFO priority: their
 //!   attributes are left alone.
-//! - Changing the thread's priority yourself while it holds a ceiling mutex is
-//!   overridden when the last ceiling mutex is unlocked (the saved base comes back).
+//! - A change of the holder's priority through [`sched`](crate::sched) while it
+//!   holds a ceiling mutex (its own, or by tid from another thread) becomes its
+//!   base: the next ceiling lock or unlock sees it (one `sched_getattr`), checks
+//!   nested locks against it, lifts the thread back to the highest ceiling it
+//!   still holds if that is above, and the last unlock leaves the new priority
+//!   (POSIX: the holder runs at the higher of its priority and its ceilings).
+//!   Until that next lock or unlock the thread runs at the priority it was
+//!   given. A raw `sched_setscheduler`/`pthread_setschedparam` outside the crate
+//!   is not seen: the last unlock puts the saved base back.
 //!
 //! Raising to SCHED_FIFO needs CAP_SYS_NICE or RLIMIT_RTPRIO ≥ the ceiling; without
 //! it the lock fails with EPERM and a hint ([`MutexExt::lock_checked`](super::MutexExt)),
@@ -479,6 +486,9 @@ struct Tpp {
     cached: bool,
     /// The thread promised its base does not change behind our back.
     trust_cache: bool,
+    /// [`change_mark`](crate::sys::prio::change_mark) when the base was
+    /// read: a change through `sched` since moves it (see [`Tpp::adopt_change`]).
+    mark: u64,
 }
 
 thread_local! {
@@ -493,6 +503,7 @@ thread_local! {
             boost: 0,
             cached: false,
             trust_cache: false,
+            mark: 0,
         })
     };
 }
@@ -514,6 +525,60 @@ impl Tpp {
             sched_flags: self.base_flags & SCHED_FLAG_RESET_ON_FORK,
             ..SchedAttr::default()
         }
+    }
+
+    /// While ceiling mutexes are held: if the thread's class was changed
+    /// through `sched` since the base was read (by the thread, or by tid from
+    /// another), that change is its new base (POSIX: the holder runs at the
+    /// higher of *its* priority and the ceilings it holds), and the thread is
+    /// lifted to the highest ceiling it holds if that is above. One
+    /// `sched_getattr` then; none otherwise (a raw system call outside the
+    /// crate is not seen: the unlock puts the old base back).
+    fn adopt_change(&mut self) {
+        if self.held == 0 || self.trust_cache {
+            return;
+        }
+        let mark = crate::sys::prio::change_mark();
+        if mark == self.mark {
+            return;
+        }
+        let own_moved = mark >> 32 != self.mark >> 32;
+        self.mark = mark;
+        let Ok(a) = sys_sched::getattr(0) else {
+            return;
+        };
+        let ours = if self.boost != 0 {
+            let rt = matches!(a.sched_policy as i32, libc::SCHED_FIFO | libc::SCHED_RR);
+            rt && a.sched_priority == self.boost
+        } else {
+            a.sched_policy == self.base_policy
+                && a.sched_priority == self.base_priority
+                && a.sched_nice == self.base_nice
+        };
+        // (A counter moved by a change to a thread whose tid shares it.)
+        if ours && !own_moved {
+            return;
+        }
+        self.base_policy = a.sched_policy;
+        self.base_priority = a.sched_priority;
+        self.base_nice = a.sched_nice;
+        self.base_flags = a.sched_flags;
+        self.boost = 0;
+        if self.base_policy == SCHED_DEADLINE {
+            return;
+        }
+        let top = self.top_held();
+        if top > self.base_rt() && self.set_rt(top).is_ok() {
+            self.boost = top;
+        }
+    }
+
+    /// The highest ceiling held (0: none).
+    fn top_held(&self) -> u32 {
+        (1..=FIFO_MAX as usize)
+            .rev()
+            .find(|&p| self.counts[p] > 0)
+            .unwrap_or(0) as u32
     }
 
     fn set_rt(&self, priority: u32) -> std::result::Result<(), i32> {
@@ -553,6 +618,9 @@ fn raise(ceiling: u32) -> Result<()> {
             t.base_flags = a.sched_flags;
             t.boost = 0;
             t.cached = true;
+            t.mark = crate::sys::prio::change_mark();
+        } else {
+            t.adopt_change();
         }
         if t.base_policy != SCHED_DEADLINE {
             let base = t.base_rt();
@@ -631,15 +699,13 @@ fn lower(ceiling: u32) {
         if t.counts[c] == 0 || t.held == 0 {
             return;
         }
+        t.adopt_change();
         t.counts[c] -= 1;
         t.held -= 1;
         if t.boost == 0 {
             return;
         }
-        let top = (1..=FIFO_MAX as usize)
-            .rev()
-            .find(|&p| t.counts[p] > 0)
-            .unwrap_or(0) as u32;
+        let top = t.top_held();
         if top >= t.boost {
             return;
         }

@@ -85,6 +85,21 @@ thread_local! {
     /// another thread changed it by tid, or the thread was created with a class
     /// other than its creator's): [`current_cached`] then reads the kernel's.
     static GLIBC_STALE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// How many class changes the thread made to itself through `sched`
+    /// ([`class_changed`] with its own tid): see [`change_mark`].
+    static OWN_CHANGES: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A mark that moves whenever the crate's `sched` calls change the calling
+/// thread's class, its own or made by tid from another thread (and, rarely,
+/// when they change a thread whose tid shares its counter): a ceiling mutex
+/// compares it across its hold to tell a change the holder's priority got
+/// meanwhile, which the unlock must keep. A raw system call outside the crate
+/// does not move it.
+pub(crate) fn change_mark() -> u64 {
+    let own = OWN_CHANGES.try_with(std::cell::Cell::get).unwrap_or(0);
+    let by_tid = CHANGED[super::tid::current() as usize % CHANGED_SLOTS].load(Acquire);
+    (u64::from(own) << 32) | u64::from(by_tid)
 }
 
 /// How many calls [`current_cached`] answers from one read.
@@ -219,6 +234,9 @@ pub(crate) fn forget_cached_raw(tid: i32) {
 /// the class right; a raw `sched_*` call by tid does not.
 pub(crate) fn class_changed(tid: i32, by_pthread: bool) {
     let own = tid == 0 || tid as u32 == super::tid::current();
+    if own {
+        let _ = OWN_CHANGES.try_with(|c| c.set(c.get().wrapping_add(1)));
+    }
     if own && by_pthread {
         forget_cached();
     } else {
