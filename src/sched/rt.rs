@@ -535,15 +535,30 @@ fn thread_stack_note() -> Option<String> {
     ))
 }
 
-/// What `RLIMIT_RTTIME` (microseconds) means for the real-time threads.
+/// What `RLIMIT_RTTIME` (microseconds) means for the real-time threads, as the
+/// kernel enforces it (`check_thread_timers`): nothing while the soft limit is
+/// unlimited; at the soft limit SIGXCPU (whose default action ends the process),
+/// again every second, and SIGKILL at the hard limit; SIGKILL at once when the
+/// two are equal (systemd's `LimitRTTIME=` sets both).
 fn rttime_note(l: Limit) -> String {
-    if l.soft.is_none() && l.hard.is_none() {
+    let Some(soft) = l.soft else {
         return "unlimited: a real-time thread may run as long as it likes without blocking".into();
-    }
+    };
+    let what = match l.hard {
+        Some(hard) if hard <= soft => "is killed (SIGKILL) with no warning before: the soft \
+             limit is the hard one, so there is no signal to handle"
+            .to_string(),
+        Some(hard) => format!(
+            "gets SIGXCPU, which ends the process unless it is handled or ignored (then \
+             again every second), and SIGKILL at {hard} us"
+        ),
+        None => "gets SIGXCPU, which ends the process unless it is handled or ignored \
+             (then again every second, without end: the hard limit is unlimited)"
+            .to_string(),
+    };
     format!(
-        "{l} us: a SCHED_FIFO/RR thread that runs that long without blocking gets SIGXCPU \
-         (SIGKILL at the hard limit); raise it with `prlimit --rttime=unlimited` or \
-         LimitRTTIME=infinity for a systemd service"
+        "{l} us: a SCHED_FIFO/RR thread that runs {soft} us without blocking {what}; raise \
+         it with `prlimit --rttime=unlimited` or LimitRTTIME=infinity for a systemd service"
     )
 }
 
@@ -649,5 +664,33 @@ impl fmt::Display for SetupReport {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the checklist says about RLIMIT_RTTIME must be what the kernel does
+    /// (`check_thread_timers`): SIGKILL first when the soft limit is the hard one
+    /// (systemd's `LimitRTTIME=` sets both), and SIGXCPU, whose default action
+    /// ends the process, when the soft limit is below it. The note said "gets
+    /// SIGXCPU (SIGKILL at the hard limit)" for every limit, so a program that
+    /// installed a SIGXCPU handler to survive was killed anyway.
+    #[test]
+    fn the_rttime_note_says_which_signal_comes_first() {
+        let limit = |soft, hard| Limit { soft, hard };
+        let same = rttime_note(limit(Some(200_000), Some(200_000)));
+        assert!(same.contains("SIGKILL"), "{same}");
+        assert!(!same.contains("SIGXCPU"), "{same}");
+        let below = rttime_note(limit(Some(200_000), Some(5_000_000)));
+        assert!(below.contains("SIGXCPU"), "{below}");
+        assert!(below.contains("ends the process"), "{below}");
+        assert!(below.contains("SIGKILL at 5000000 us"), "{below}");
+        let no_hard = rttime_note(limit(Some(200_000), None));
+        assert!(no_hard.contains("SIGXCPU"), "{no_hard}");
+        assert!(!no_hard.contains("SIGKILL"), "{no_hard}");
+        let none = rttime_note(limit(None, None));
+        assert!(none.starts_with("unlimited"), "{none}");
     }
 }
