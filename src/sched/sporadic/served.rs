@@ -349,8 +349,17 @@ pub fn serve_handle<T>(
 /// consumed since activation is charged and scheduled for replenishment; waking is a
 /// new activation). On a thread that is not served it just runs `f`.
 ///
+/// Calls nest: inside `f`, another `blocking` (a helper that declares its own
+/// wait) just runs its call, and the thread counts as blocked until the
+/// outermost call returns.
+///
 /// The server cannot see a block by itself; see the [module docs](super).
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
+    if IN_BLOCKING.get() {
+        // Inside an outer call, which told the server of the block and tells it
+        // of the wake-up once the whole wait is over.
+        return f();
+    }
     let Some(srv) = current() else {
         return f();
     };
@@ -375,12 +384,20 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
     impl<S: Fn() -> (Duration, Duration)> Drop for Woke<S> {
         fn drop(&mut self) {
+            IN_BLOCKING.set(false);
             let (now, cpu) = (self.stamp)();
             self.srv.send(Command::Wake(self.tid, now, cpu));
         }
     }
+    IN_BLOCKING.set(true);
     let _woke = Woke { srv, tid, stamp };
     f()
+}
+
+thread_local! {
+    /// The calling thread is inside a [`blocking`] call that told the server it
+    /// blocks: a nested call must not tell it the thread woke up.
+    static IN_BLOCKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Stops serving the calling thread if it is served (used when a thread spawned with
