@@ -204,7 +204,12 @@ impl Builder {
                         "stack size {size} is below PTHREAD_STACK_MIN ({})",
                         libc::PTHREAD_STACK_MIN
                     ),
-                ));
+                )
+                .with_hint(format!(
+                    "give Builder::stack_size at least {} bytes (more if the thread uses \
+                     much stack or TLS), or leave it out for the default (RLIMIT_STACK)",
+                    libc::PTHREAD_STACK_MIN
+                )));
             }
             // glibc refuses a size whose guard and rounding overflow with EINVAL,
             // which `pthread_create` shares with a CPU set it cannot use; no address
@@ -461,8 +466,14 @@ fn check_name(name: &str) -> Result<CString> {
                 "thread name {name:?} is {} bytes; Linux allows 15",
                 name.len()
             ),
+        )
+        .with_hint(
+            "the kernel keeps 15 bytes of a thread's name (TASK_COMM_LEN 16 with the NUL), \
+             and posixrt does not cut it: give Builder::name at most 15 bytes",
         ));
     }
-    CString::new(name)
-        .map_err(|_| Error::invalid("pthread_setname_np", "thread name contains a NUL byte"))
+    CString::new(name).map_err(|_| {
+        Error::invalid("pthread_setname_np", "thread name contains a NUL byte")
+            .with_hint("a thread name is a C string: leave the NUL byte out of Builder::name")
+    })
 }
