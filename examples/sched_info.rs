@@ -52,9 +52,9 @@ fn run() -> posixrt::Result<()> {
 
     let rr50 = Priority::round_robin(50)?;
     let switched = match sched::set_scheduler(None, rr50) {
-        Ok(()) => {
+        Ok(former) => {
             outln!(
-                "Switched to {} (now {} {})",
+                "Switched from {former} to {} (now {} {})",
                 rr50,
                 sched::get_scheduler(None)?,
                 sched::get_param(None)?

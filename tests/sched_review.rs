@@ -24,3 +24,28 @@ fn a_bad_name_or_stack_size_is_refused_with_a_hint() {
         );
     }
 }
+
+/// `sched_setscheduler` returns the policy the thread had before (the seed: "returns
+/// as its normal result the former policy"; POSIX); a C program keeps it to
+/// restore later. `set_scheduler` returned `()`, so a port had to read the
+/// policy in a separate call first. Fair policies: no privilege needed.
+#[test]
+fn set_scheduler_returns_the_former_policy() {
+    use posixrt::sched::{self, Policy, Priority};
+    let seen = Builder::new()
+        .scheduling(Priority::other())
+        .spawn(|| {
+            let me = Some(sched::gettid());
+            let a = sched::set_scheduler(None, Priority::batch()).unwrap();
+            let b = sched::set_scheduler(me, Priority::other()).unwrap();
+            let c = sched::set_scheduler(None, Priority::other()).unwrap();
+            (a, b, c, sched::get_scheduler(None).unwrap())
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(
+        seen,
+        (Policy::Other, Policy::Batch, Policy::Other, Policy::Other)
+    );
+}

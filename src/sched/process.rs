@@ -44,26 +44,40 @@ pub fn get_scheduler(pid: Option<Tid>) -> Result<Policy> {
     raw_getscheduler(raw(pid))
 }
 
-/// Sets policy and priority of `pid` (`sched_setscheduler`). A
+/// Sets policy and priority of `pid` (`sched_setscheduler`) and returns the policy
+/// it had before, as POSIX's `sched_setscheduler` does (Linux's returns 0, so the
+/// former policy is read just before the change, with `sched_getscheduler`). A
 /// `SCHED_RESET_ON_FORK` flag the thread has is kept (Linux would clear it, or
-/// refuse to without privilege).
+/// refuse to without privilege), and left out of the policy returned.
 /// C's `sched_getscheduler` then reports the policy with the flag ORed in, as
 /// before: see [`SCHED_RESET_ON_FORK` and C
 /// callers](super#sched_reset_on_fork-and-c-callers).
 ///
 /// A `Policy::Deadline` priority is `InvalidInput` (use
 /// [`deadline::set`](super::deadline::set)). EPERM comes with the hint naming
-/// CAP_SYS_NICE and RLIMIT_RTPRIO (soft and hard values) and the fixes. (POSIX returns
-/// the previous policy; Linux returns 0, so this returns `()`: read
-/// [`get_scheduler`] first if you need it.)
+/// CAP_SYS_NICE and RLIMIT_RTPRIO (soft and hard values) and the fixes; a `pid`
+/// that names no thread is `NotFound`, and a former policy posixrt does not know
+/// is `Unsupported`, both before anything is changed.
+///
+/// ```
+/// use posixrt::sched::{self, Priority};
+///
+/// let prio = sched::get_param(None)?;
+/// let was = sched::set_scheduler(None, Priority::batch())?; // e.g. SCHED_OTHER
+/// // ... CPU-bound work as SCHED_BATCH ...
+/// let now = sched::set_scheduler(None, Priority::new(was, prio)?)?; // as it was
+/// assert_eq!(now, sched::Policy::Batch);
+/// # Ok::<(), posixrt::Error>(())
+/// ```
 ///
 /// # References
 ///  - [`sched_setscheduler(2)`](https://man7.org/linux/man-pages/man2/sched_setscheduler.2.html)
 ///  - [POSIX `sched_setscheduler`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setscheduler.html)
-#[inline]
 #[doc(alias = "sched_setscheduler")]
-pub fn set_scheduler(pid: Option<Tid>, priority: Priority) -> Result<()> {
-    super::hook::change(raw(pid), || raw_setscheduler(raw(pid), priority))
+pub fn set_scheduler(pid: Option<Tid>, priority: Priority) -> Result<Policy> {
+    let former = raw_getscheduler(raw(pid))?;
+    super::hook::change(raw(pid), || raw_setscheduler(raw(pid), priority))?;
+    Ok(former)
 }
 
 /// The priority of `pid` (`sched_getparam`, field `sched_priority`).
