@@ -132,6 +132,29 @@ impl Facts {
             self.cap_text()
         )
     }
+
+    /// Without CAP_SYS_NICE but with an RLIMIT_RTPRIO that allows the priority,
+    /// EPERM comes from RT group scheduling (the kernel checks the cgroup's budget
+    /// after the limit) or from a security module.
+    fn limit_allows_note(&self) -> String {
+        const GROUP: &str = "with RT group scheduling (CONFIG_RT_GROUP_SCHED) the \
+             thread's cgroup has no real-time budget";
+        const FIX: &str = "give the cgroup one (write e.g. 950000 to its \
+             cpu.rt_runtime_us, after its parent; cgroup v2 has no such file: run the \
+             program in the root cgroup) or run the program in a cgroup that has one";
+        const LSM: &str = "a security module (SELinux, AppArmor) refused the change: \
+             see its audit log (ausearch -m avc, dmesg)";
+        match &self.cgroup_rt_runtime {
+            Some((path, 0)) => format!("{GROUP} ({path} is 0); {FIX}"),
+            Some((path, v)) => {
+                format!("the thread's cgroup has a real-time budget ({path} is {v}), so {LSM}")
+            }
+            None => format!(
+                "either {GROUP} (its cpu.rt_runtime_us is 0, or absent under cgroup v2); \
+                 {FIX}; or {LSM}"
+            ),
+        }
+    }
 }
 
 /// The effective uid of thread `tid` (`Uid:` line of `/proc/TID/status`).
@@ -337,6 +360,16 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
              RLIMIT_RTPRIO is {limits}; fix: {}; or {nice_fix} and raise rtprio there too",
             f.cap_text(),
             f.cap_fix()
+        );
+    }
+    if f.owner_note().is_none() && need_n.is_some_and(|n| soft.map_or(true, |s| s >= n)) {
+        // The limit is not the cause: the kernel checks it first, then the
+        // cgroup's real-time budget.
+        return format!(
+            "RLIMIT_RTPRIO ({limits}) allows {}, so the limit is not why it was refused; {}: {}",
+            want.trim_end_matches(" needs"),
+            f.cap_text(),
+            f.limit_allows_note()
         );
     }
     let mut fixes = Vec::new();

@@ -208,3 +208,35 @@ fn errors_carry_hints() {
     );
     assert!(e.hint().unwrap().contains("1..=99"), "{e}");
 }
+
+/// EPERM for a real-time policy while RLIMIT_RTPRIO already allows the
+/// priority (the audio set-up: `@audio - rtprio 95` in limits.conf) does not
+/// come from the limit: with RT group scheduling the thread's cgroup has no
+/// real-time budget (a systemd slice), or a security module refused. The hint
+/// told such a user they needed CAP_SYS_NICE or RLIMIT_RTPRIO >= 10 and to add
+/// `rtprio 99` to limits.conf, which they had.
+#[test]
+fn a_refusal_the_rtprio_limit_allows_names_the_cgroup_not_the_limit() {
+    let f = Facts {
+        rtprio: (Some(95), Some(95)),
+        cgroup_rt_runtime: Some(("/sys/fs/cgroup/cpu/user.slice/cpu.rt_runtime_us".into(), 0)),
+        ..facts()
+    };
+    let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+    assert!(h.contains("allows SCHED_FIFO priority 10"), "{h}");
+    assert!(h.contains("user.slice/cpu.rt_runtime_us is 0"), "{h}");
+    assert!(!h.contains("rtprio 99"), "{h}");
+    assert!(!h.contains("needs CAP_SYS_NICE or RLIMIT_RTPRIO"), "{h}");
+    // The cgroup's budget unreadable: the causes are still named.
+    let f = Facts {
+        cgroup_rt_runtime: None,
+        ..f
+    };
+    let h = rt_hint(&f, Some(Policy::RoundRobin), Some(95));
+    assert!(h.contains("allows SCHED_RR priority 95"), "{h}");
+    assert!(h.contains("cpu.rt_runtime_us"), "{h}");
+    assert!(h.contains("security module"), "{h}");
+    // Above the limit, the limit is the cause, as before.
+    let h = rt_hint(&f, Some(Policy::Fifo), Some(96));
+    assert!(h.contains("RLIMIT_RTPRIO >= 96"), "{h}");
+}
