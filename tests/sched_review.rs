@@ -49,3 +49,64 @@ fn set_scheduler_returns_the_former_policy() {
         (Policy::Other, Policy::Batch, Policy::Other, Policy::Other)
     );
 }
+
+/// Whether the calling thread has SCHED_FLAG_RESET_ON_FORK (`sched_getattr`).
+fn resets_on_fork() -> bool {
+    posixrt::sched::deadline::get(posixrt::sched::gettid())
+        .unwrap()
+        .flags
+        & libc::SCHED_FLAG_RESET_ON_FORK as u64
+        != 0
+}
+
+/// A thread whose launcher gave it SCHED_RESET_ON_FORK (rtkit, `chrt -R`) keeps
+/// the flag through every policy change posixrt makes (the module docs), and
+/// `deadline::set` is one. It cleared it: the thread then also could not create a
+/// thread any more (a SCHED_DEADLINE thread without the flag cannot clone:
+/// EAGAIN), though it could before the switch.
+#[test]
+fn deadline_set_keeps_sched_reset_on_fork() {
+    use posixrt::sched::deadline::{self, Deadline};
+    use posixrt::sched::{self, Priority};
+    use std::time::Duration;
+    let ms = Duration::from_millis;
+    let r = Builder::new()
+        .spawn(move || {
+            let p = libc::sched_param { sched_priority: 0 };
+            let policy = libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK;
+            // SAFETY: `p` is a valid sched_param the call only reads; this thread only.
+            assert_eq!(unsafe { libc::sched_setscheduler(0, policy, &p) }, 0);
+            assert!(resets_on_fork());
+            let dl = Deadline::new(ms(2), ms(100), ms(100)).unwrap();
+            let mut tries = 0;
+            let set = loop {
+                match deadline::set(sched::gettid(), &dl) {
+                    Err(e) if e.kind() == ErrorKind::Busy && tries < 50 => {
+                        tries += 1;
+                        std::thread::sleep(ms(20));
+                    }
+                    r => break r,
+                }
+            };
+            let kept = resets_on_fork();
+            let spawned = Builder::new().spawn(|| ()).map(|h| h.join().is_ok());
+            // Back to a fair policy before the thread ends.
+            let _ = sched::set_current_scheduling(Priority::other());
+            (set, kept, spawned)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let (set, kept, spawned) = r;
+    if let Err(e) = set {
+        let privileged = rustix::thread::capabilities(None).is_ok_and(|c| {
+            c.effective
+                .contains(rustix::thread::CapabilitySet::SYS_NICE)
+        });
+        assert!(!privileged, "{e}");
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    assert!(kept, "deadline::set cleared SCHED_RESET_ON_FORK");
+    assert_eq!(spawned.map_err(|e| e.to_string()), Ok(true));
+}

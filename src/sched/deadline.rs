@@ -293,6 +293,11 @@ impl SchedAttr {
 
 /// Makes thread `tid` a `SCHED_DEADLINE` task (`sched_setattr(tid, ...)`).
 ///
+/// A `SCHED_RESET_ON_FORK` flag the thread has (rtkit, `chrt -R`) is kept, as every
+/// policy change in [`sched`](super) keeps it, whether `params` has
+/// [`DeadlineFlags::RESET_ON_FORK`] or not; [`get`] then reports it. (Linux would
+/// clear it, and a deadline thread without it cannot create threads.)
+///
 /// Errors: EBUSY (admission control) is [`ErrorKind::Busy`] with a hint naming the
 /// requested bandwidth and the limit (`sched_rt_runtime_us / sched_rt_period_us` ×
 /// CPUs); EPERM is `PermissionDenied` naming CAP_SYS_NICE and the affinity rule;
@@ -307,7 +312,7 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
     let attr = RawAttr {
         size: RawAttr::SIZE,
         sched_policy: libc::SCHED_DEADLINE as u32,
-        sched_flags: params.flags.bits(),
+        sched_flags: params.flags.bits() | kept_reset_on_fork(tid),
         sched_nice: 0,
         sched_priority: 0,
         sched_runtime: params.runtime.as_nanos() as u64,
@@ -334,6 +339,13 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// `SCHED_FLAG_RESET_ON_FORK` if thread `tid` has it now (0 otherwise, or when
+/// its attributes cannot be read: `sched_setattr` then reports why).
+fn kept_reset_on_fork(tid: Tid) -> u64 {
+    let flag = DeadlineFlags::RESET_ON_FORK.bits();
+    sys::getattr(tid.as_raw()).map_or(0, |a| a.sched_flags & flag)
 }
 
 /// The scheduling attributes of thread `tid` (`sched_getattr`), for any policy.
