@@ -110,3 +110,52 @@ fn deadline_set_keeps_sched_reset_on_fork() {
     assert!(kept, "deadline::set cleared SCHED_RESET_ON_FORK");
     assert_eq!(spawned.map_err(|e| e.to_string()), Ok(true));
 }
+
+/// A kernel thread bound to its CPU (`PF_NO_SETAFFINITY`: ksoftirqd/N,
+/// migration/N), the first visible one, with its tid and name.
+fn bound_kernel_thread() -> Option<(i32, String)> {
+    const PF_NO_SETAFFINITY: u64 = 0x0400_0000;
+    std::fs::read_dir("/proc").ok()?.find_map(|e| {
+        let tid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{tid}/stat")).ok()?;
+        let (head, rest) = stat.rsplit_once(')')?;
+        let comm = head.split_once('(')?.1.to_string();
+        // Field 9 (flags) is the 7th after the name.
+        let flags: u64 = rest.split_whitespace().nth(6)?.parse().ok()?;
+        (flags & PF_NO_SETAFFINITY != 0).then_some((tid, comm))
+    })
+}
+
+/// Moving a kernel thread bound to its CPU fails with EINVAL, whatever the set;
+/// the hint blamed the set ("no CPU of the set is both online (0-1) and allowed
+/// by this process's cpuset (0-1)") for a set of CPUs that are all online and
+/// allowed. It now says the thread itself refuses, and names it.
+#[test]
+fn a_thread_that_refuses_any_affinity_is_named_not_the_set() {
+    use posixrt::sched::{self, CpuSet, Tid};
+    let Some((tid, comm)) = bound_kernel_thread() else {
+        // A PID namespace shows no kernel thread: nothing to move.
+        println!("no bound kernel thread visible; skipped");
+        return;
+    };
+    let set = CpuSet::allowed().unwrap();
+    let before = sched::thread_affinity(Tid::from_raw(tid).unwrap()).unwrap();
+    let e = sched::set_thread_affinity(Tid::from_raw(tid).unwrap(), &set).unwrap_err();
+    let privileged = rustix::thread::capabilities(None).is_ok_and(|c| {
+        c.effective
+            .contains(rustix::thread::CapabilitySet::SYS_NICE)
+    });
+    if !privileged {
+        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+        return;
+    }
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    let hint = e.hint().unwrap_or_default();
+    assert!(!hint.contains("no CPU of the set"), "{e}");
+    assert!(hint.contains(&comm), "{e}");
+    assert!(hint.contains("kernel thread"), "{e}");
+    assert_eq!(
+        sched::thread_affinity(Tid::from_raw(tid).unwrap()).unwrap(),
+        before
+    );
+}

@@ -53,7 +53,8 @@ pub fn thread_affinity(tid: Tid) -> Result<CpuSet> {
 /// so is a set naming online CPUs that the thread's cgroup cpuset does not allow
 /// (the kernel would apply the rest and drop those silently: the thread's old mask
 /// is put back); a set with no online CPU allowed by the thread's cpuset is EINVAL
-/// from the kernel.
+/// from the kernel, and so is any set for a kernel thread bound to its CPU
+/// (ksoftirqd/N: no one may move it), whose hint names the thread.
 ///
 /// # References
 ///  - [`sched_setaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_setaffinity.2.html)
@@ -68,8 +69,14 @@ fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
     // Unreadable (a machine beyond CpuSet's 1024 CPUs): set without the check,
     // whose read-back would fail the same way.
     let old = thread_affinity(tid).ok();
-    crate::sys::sched::setaffinity(tid.as_raw(), &cpus.raw)
-        .map_err(|e| affinity_error("sched_setaffinity", e, tid))?;
+    crate::sys::sched::setaffinity(tid.as_raw(), &cpus.raw).map_err(|e| {
+        // EINVAL for a set this process could use: the thread itself refuses.
+        if e == libc::EINVAL && super::hint::affinity_usable(cpus) == Some(true) {
+            return Error::from_errno("sched_setaffinity", e)
+                .with_hint(super::hint::affinity_target_refused(tid.as_raw(), cpus));
+        }
+        affinity_error("sched_setaffinity", e, tid)
+    })?;
     let Some(old) = old else {
         return Ok(());
     };

@@ -452,6 +452,25 @@ pub(crate) fn affinity_einval_hint(call: &str) -> String {
     }
 }
 
+/// The hint for EINVAL from `sched_setaffinity(tid)` with a set that has CPUs
+/// both online and in this process's cpuset: the refusal is the target
+/// thread's, a kernel thread bound to its CPU (`PF_NO_SETAFFINITY`), which no
+/// one may move, or a thread whose own cpuset allows none of the CPUs.
+pub(crate) fn affinity_target_refused(tid: i32, cpus: &super::CpuSet) -> String {
+    let name = crate::sys::proc::read_text(&format!("/proc/{tid}/stat"))
+        .ok()
+        .and_then(|t| crate::sys::proc::TaskStat::parse(&t))
+        .map_or(String::new(), |s| format!(" ({})", s.comm));
+    format!(
+        "CPUs {cpus} are online and allowed by this process's cpuset, so thread {tid}{name} \
+         itself refuses: a kernel thread bound to its CPU (per-CPU kernel threads such as \
+         ksoftirqd/N or migration/N; the kernel lets no one change their affinity), or a \
+         thread of another cgroup whose cpuset allows none of these CPUs (see \
+         /proc/{tid}/cpuset); leave a bound kernel thread where it is, or name CPUs of \
+         the thread's own cpuset"
+    )
+}
+
 /// The refusal of an affinity the kernel narrowed: `dropped` are the online CPUs
 /// of `asked` that the thread's cpuset does not allow, `applied` what it kept.
 pub(crate) fn affinity_narrowed(
