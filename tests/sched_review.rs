@@ -159,3 +159,19 @@ fn a_thread_that_refuses_any_affinity_is_named_not_the_set() {
         before
     );
 }
+
+/// `sched_setattr` takes a zero period as "period = deadline", and C code ported
+/// from it passes 0. `Deadline::new` asks for the period explicitly; its refusal
+/// said only "all > 0", not that the kernel's 0 is the deadline, which is the
+/// value to pass.
+#[test]
+fn a_zero_deadline_period_is_refused_with_the_kernels_meaning_of_zero() {
+    use posixrt::sched::deadline::Deadline;
+    use std::time::Duration;
+    let ms = Duration::from_millis;
+    let e = Deadline::new(ms(2), ms(10), Duration::ZERO).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    let hint = e.hint().unwrap_or_default();
+    assert!(hint.contains("period = deadline"), "{e}");
+    assert!(hint.contains("10ms"), "{e}");
+}

@@ -152,8 +152,21 @@ impl Deadline {
             ("period", period),
         ] {
             if v.is_zero() {
-                return Err(Error::invalid(call, format!("SCHED_DEADLINE {name} is zero"))
-                    .with_hint("give runtime, deadline and period, all > 0, with runtime <= deadline <= period"));
+                let hint = if name == "period" && !deadline.is_zero() {
+                    // sched_setattr's 0: the C code being ported meant this.
+                    format!(
+                        "sched_setattr takes a zero period as period = deadline; here the \
+                         period is asked for explicitly: pass the deadline ({deadline:?}) as \
+                         the period"
+                    )
+                } else {
+                    "give runtime, deadline and period, all > 0, with runtime <= deadline \
+                     <= period"
+                        .to_string()
+                };
+                return Err(
+                    Error::invalid(call, format!("SCHED_DEADLINE {name} is zero")).with_hint(hint),
+                );
             }
             if v.as_nanos() >= 1u128 << 63 {
                 return Err(Error::invalid(
