@@ -52,6 +52,9 @@ pub(crate) struct Facts {
     /// The target thread (the caller without one) runs `SCHED_IDLE`: leaving that
     /// policy is bounded by RLIMIT_NICE, whatever RLIMIT_RTPRIO says.
     pub target_idle: bool,
+    /// The target thread when it belongs to another process: the kernel checks
+    /// *its* RLIMIT_RTPRIO (`task_rlimit(p, ...)`), not this process's.
+    pub target_foreign: Option<i32>,
 }
 
 impl Facts {
@@ -77,6 +80,9 @@ impl Facts {
             target_uid,
             target_idle: crate::sys::sched::getattr(tid.filter(|&t| t > 0).unwrap_or(0))
                 .is_ok_and(|a| a.sched_policy == libc::SCHED_IDLE as u32),
+            target_foreign: tid
+                .filter(|&t| t > 0 && t != rustix::thread::gettid().as_raw_nonzero().get())
+                .filter(|t| !std::path::Path::new(&format!("/proc/self/task/{t}")).exists()),
         }
     }
 
@@ -358,6 +364,18 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
         return format!(
             "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need}, and {note}; {}, \
              RLIMIT_RTPRIO is {limits}; fix: {}; or {nice_fix} and raise rtprio there too",
+            f.cap_text(),
+            f.cap_fix()
+        );
+    }
+    if let Some(t) = f.target_foreign {
+        // Raising this process's limit cannot help: the target's is checked.
+        return format!(
+            "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need} in the process of thread \
+             {t}: the kernel checks its own RLIMIT_RTPRIO (`Max realtime priority` in \
+             /proc/{t}/limits), not this process's ({limits}); {}; fix: {}; or raise that \
+             process's limit (`prlimit --pid {t} --rtprio={need}`), or add `rtprio 99` to \
+             /etc/security/limits.conf for the user it runs as",
             f.cap_text(),
             f.cap_fix()
         );

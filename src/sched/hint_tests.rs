@@ -15,6 +15,7 @@ fn facts() -> Facts {
         rt_runtime_us: Some(950000),
         target_uid: None,
         target_idle: false,
+        target_foreign: None,
     }
 }
 
@@ -239,4 +240,51 @@ fn a_refusal_the_rtprio_limit_allows_names_the_cgroup_not_the_limit() {
     // Above the limit, the limit is the cause, as before.
     let h = rt_hint(&f, Some(Policy::Fifo), Some(96));
     assert!(h.contains("RLIMIT_RTPRIO >= 96"), "{h}");
+}
+
+/// The kernel checks the *target's* RLIMIT_RTPRIO: for a thread of another
+/// process, this process's limit allowing the priority proves nothing, and the
+/// hint must not say the limit is not the cause.
+#[test]
+fn another_processs_thread_is_not_told_the_limit_allows_it() {
+    let f = Facts {
+        rtprio: (Some(99), Some(99)),
+        cgroup_rt_runtime: Some(("/sys/fs/cgroup/cpu/cpu.rt_runtime_us".into(), 950000)),
+        target_foreign: Some(4242),
+        ..facts()
+    };
+    let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+    assert!(!h.contains("allows SCHED_FIFO priority 10"), "{h}");
+    assert!(h.contains("RLIMIT_RTPRIO >= 10"), "{h}");
+    assert!(h.contains("its own RLIMIT_RTPRIO"), "{h}");
+}
+
+/// `Facts::gather` tells a thread of another process (whose own limit the
+/// kernel checks) from this process's threads.
+#[test]
+fn a_thread_of_another_process_is_told_apart() {
+    let mut other = std::process::Command::new("sleep")
+        .arg("5")
+        .spawn()
+        .unwrap();
+    let pid = other.id() as i32;
+    let foreign = Facts::gather(Some(pid)).target_foreign;
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(foreign, Some(pid));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let t = std::thread::spawn(move || {
+        tx.send(rustix::thread::gettid().as_raw_nonzero().get())
+            .unwrap();
+        let _ = wait.recv();
+    });
+    let sibling = rx.recv().unwrap();
+    let ours = Facts::gather(Some(sibling)).target_foreign;
+    drop(done);
+    t.join().unwrap();
+    assert_eq!(ours, None);
+    assert_eq!(Facts::gather(None).target_foreign, None);
+    let me = rustix::thread::gettid().as_raw_nonzero().get();
+    assert_eq!(Facts::gather(Some(me)).target_foreign, None);
 }
