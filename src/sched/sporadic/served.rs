@@ -126,14 +126,35 @@ impl Served {
         if let Some(e) = super::server::inherited() {
             return Some(e);
         }
-        match self.shared.timer_errno.load(Ordering::Relaxed) {
-            0 => match self.shared.last_errno.load(Ordering::Relaxed) {
+        let s = &self.shared;
+        match s.timer_errno.load(Ordering::Relaxed) {
+            // With the hint the call's own error has (EPERM: what is missing,
+            // from the privileges and limits as they are now).
+            0 => match s.last_errno.load(Ordering::Relaxed) {
                 0 => None,
-                e => Some(Error::from_errno("sched_setscheduler", e)),
+                e => Some(crate::sched::hint::sched_error(
+                    "sched_setscheduler",
+                    e,
+                    Some(s.tid.as_raw()),
+                    Some(Policy::Fifo),
+                    Some(s.normal_priority),
+                )),
             },
-            e => Some(Error::from_errno("timer_create", e)),
+            e => Some(timer_error(e)),
         }
     }
+}
+
+/// The server's refused `timer_create`, with the hint the call gives.
+fn timer_error(errno: i32) -> Error {
+    let e = Error::from_errno("timer_create", errno);
+    if errno != libc::EAGAIN {
+        return e;
+    }
+    e.with_hint(
+        "the kernel refused another timer (RLIMIT_SIGPENDING or memory); serve fewer \
+         threads or raise `ulimit -i`",
+    )
 }
 
 impl Drop for Served {
