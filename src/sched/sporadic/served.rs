@@ -117,7 +117,8 @@ impl Served {
     }
 
     /// The error of the server's last failed priority switch of this thread (the
-    /// server tries that switch again every millisecond until it holds), or of
+    /// server tries that switch again until it holds: 1 ms later, then at doubling
+    /// intervals up to 64 ms while it keeps failing), or of
     /// the creation of its timers (then [`is_served`](Self::is_served) is false and
     /// the server has given the thread back the policy and priority it had before
     /// it was served). In a forked child that inherited the handle, `Unsupported`:
