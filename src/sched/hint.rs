@@ -342,6 +342,24 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
     };
     let need = priority.map_or("N".to_string(), |v| v.to_string());
     let need_n = priority.and_then(|v| u64::try_from(v).ok());
+    if let Some(t) = f.target_foreign {
+        // Raising this process's limits cannot help: the target's are checked.
+        let idle = if f.target_idle {
+            "; the thread is SCHED_IDLE, and leaving SCHED_IDLE also needs that process's \
+             RLIMIT_NICE >= 20 (nice 0; `Max nice priority` there)"
+        } else {
+            ""
+        };
+        return format!(
+            "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need} in the process of thread \
+             {t}: the kernel checks its own RLIMIT_RTPRIO (`Max realtime priority` in \
+             /proc/{t}/limits), not this process's ({limits}){idle}; {}; fix: {}; or raise \
+             that process's limit (`prlimit --pid {t} --rtprio={need}`), or add `rtprio 99` \
+             to /etc/security/limits.conf for the user it runs as",
+            f.cap_text(),
+            f.cap_fix()
+        );
+    }
     if f.target_idle {
         // Without CAP_SYS_NICE the kernel lets a thread leave SCHED_IDLE only as far
         // as RLIMIT_NICE allows nice 0 (a limit of 20), before RLIMIT_RTPRIO counts.
@@ -364,18 +382,6 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
         return format!(
             "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need}, and {note}; {}, \
              RLIMIT_RTPRIO is {limits}; fix: {}; or {nice_fix} and raise rtprio there too",
-            f.cap_text(),
-            f.cap_fix()
-        );
-    }
-    if let Some(t) = f.target_foreign {
-        // Raising this process's limit cannot help: the target's is checked.
-        return format!(
-            "{owner}{want} CAP_SYS_NICE or RLIMIT_RTPRIO >= {need} in the process of thread \
-             {t}: the kernel checks its own RLIMIT_RTPRIO (`Max realtime priority` in \
-             /proc/{t}/limits), not this process's ({limits}); {}; fix: {}; or raise that \
-             process's limit (`prlimit --pid {t} --rtprio={need}`), or add `rtprio 99` to \
-             /etc/security/limits.conf for the user it runs as",
             f.cap_text(),
             f.cap_fix()
         );
@@ -426,16 +432,27 @@ pub(crate) fn fair_hint(f: &Facts, policy: Policy) -> String {
         None => "any".to_string(),
         Some(r) => (20 - r.min(40) as i64).to_string(),
     };
+    // The kernel bounds it by the target's RLIMIT_NICE (`is_nice_reduction(p, ..)`).
+    let bound = match f.target_foreign {
+        Some(t) => format!(
+            "the RLIMIT_NICE of thread {t}'s own process allows (`Max nice priority` in \
+             /proc/{t}/limits; this process's, soft {}, hard {}, does not count)",
+            fmt_limit(soft),
+            fmt_limit(hard)
+        ),
+        None => format!(
+            "RLIMIT_NICE (soft {}, hard {}: nice down to {}) allows",
+            fmt_limit(soft),
+            fmt_limit(hard),
+            floor(soft)
+        ),
+    };
     format!(
         "{}switching to {policy} was refused; {}. Without it, a thread may leave SCHED_IDLE, \
-         or lower its nice value, only as far as RLIMIT_NICE (soft {}, hard {}: nice down \
-         to {}) allows, and may not change another user's thread; fix: {}, or raise `nice` \
-         in /etc/security/limits.conf",
+         or lower its nice value, only as far as {bound}, and may not change another user's \
+         thread; fix: {}, or raise `nice` in /etc/security/limits.conf",
         f.owner_note().unwrap_or_default(),
         f.cap_text(),
-        fmt_limit(soft),
-        fmt_limit(hard),
-        floor(soft),
         f.cap_fix()
     )
 }

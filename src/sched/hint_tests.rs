@@ -288,3 +288,27 @@ fn a_thread_of_another_process_is_told_apart() {
     let me = rustix::thread::gettid().as_raw_nonzero().get();
     assert_eq!(Facts::gather(Some(me)).target_foreign, None);
 }
+
+/// Leaving SCHED_IDLE or lowering the nice value is bounded by the *target's*
+/// RLIMIT_NICE (`is_nice_reduction(p, ...)`): for a thread of another process
+/// the hint gave this process's limit as the bound.
+#[test]
+fn another_processs_thread_is_told_its_own_nice_limit_counts() {
+    let f = Facts {
+        nice: (Some(40), Some(40)),
+        target_foreign: Some(4242),
+        ..facts()
+    };
+    let h = fair_hint(&f, Policy::Other);
+    assert!(h.contains("/proc/4242/limits"), "{h}");
+    assert!(
+        !h.contains("soft 40, hard 40: nice down to -20) allows"),
+        "{h}"
+    );
+    let f = Facts {
+        target_idle: true,
+        ..f
+    };
+    let h = rt_hint(&f, Some(Policy::Fifo), Some(10));
+    assert!(h.contains("/proc/4242/limits"), "{h}");
+}
