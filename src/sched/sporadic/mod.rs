@@ -107,6 +107,16 @@
 //!   use, also when a thread of the parent was inside [`serve`] or starting the
 //!   server at the fork.
 //!
+//! **Threads a served thread creates are not served.** POSIX's default
+//! `PTHREAD_INHERIT_SCHED` would give them `SCHED_SPORADIC` with the same
+//! parameters (a budget of their own). Here a thread created by a served thread
+//! ([`Builder`](crate::sched::Builder) without a policy, `std::thread::spawn`)
+//! inherits what the kernel has: `SCHED_FIFO` at the priority the served thread
+//! runs at that moment (its normal one, usually), with no budget enforced at all.
+//! Give such a thread [`Builder::sporadic`](crate::sched::Builder::sporadic) for a
+//! budget of its own, or [`Builder::scheduling`](crate::sched::Builder::scheduling)
+//! with the priority it should have.
+//!
 //! # References
 //!  - [Scheduling policies, SCHED_SPORADIC (XSH 2.8.4)](https://pubs.opengroup.org/onlinepubs/9799919799/functions/V2_chap02.html#tag_16_08_04_03)
 //!  - [`sched_setparam`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/sched_setparam.html)
