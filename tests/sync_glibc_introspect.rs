@@ -8,6 +8,10 @@
 
 #[path = "common/panics.rs"]
 mod panics;
+#[path = "common/waits.rs"]
+mod waits;
+use waits::past;
+
 use panics::quiet_expected_panic;
 
 #[path = "common/tracking.rs"]
@@ -29,12 +33,6 @@ use posixrt::sync::{
 use posixrt::ErrorKind;
 
 const SHORT: Duration = Duration::from_millis(10);
-
-fn past() -> Instant {
-    Instant::now()
-        .checked_sub(Duration::from_secs(1))
-        .unwrap_or_else(Instant::now)
-}
 
 fn no_waiter(s: &Snapshot) {
     assert_eq!(s.info.waiters, 0, "{s:?}");

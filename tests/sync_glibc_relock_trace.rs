@@ -5,11 +5,15 @@
 
 #[path = "common/panics.rs"]
 mod panics;
+#[path = "common/waits.rs"]
+mod waits;
+use waits::poll;
+
 use panics::quiet_expected_panic;
 
 use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use posixrt::sync::{current_tid, Condvar, PiCondvar, PiMutex};
 use posixrt::trace::system_events::{self as sys, Value};
@@ -38,17 +42,6 @@ fn lock_events(t: &Trace, addr: usize, tid: u32) -> Vec<(String, i64)> {
             Some((ty.name.clone(), result))
         })
         .collect()
-}
-
-fn poll(mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    cond()
 }
 
 /// Runs the cycle: the waiter holds `n`, waits on `m` with `wait`; a blocker takes
