@@ -783,13 +783,20 @@ fn stream_flush_policy_writes_to_the_log_and_goes_on() {
 #[test]
 fn status_flush_error_is_reported_and_reset() {
     let _g = serial();
-    let f = File::options().write(true).open("/dev/full").unwrap();
-    let t = Trace::create_with_log(&TraceAttr::new(), f).unwrap();
+    // A log that takes its header, then fails: a pipe whose reader has gone
+    // (`/dev/full` is refused at creation, with ENOSPC). Rust programs ignore
+    // SIGPIPE: the write fails with EPIPE.
+    let (rd, wr) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).unwrap();
+    let a = attr_with(|a| {
+        a.set_log_full_policy(LogFullPolicy::Append);
+    });
+    let t = Trace::create_with_log(&a, File::from(wr)).unwrap();
+    drop(rd);
     t.start().unwrap();
     let err = t.flush().unwrap_err();
-    assert_eq!(err.errno(), Some(libc::ENOSPC));
+    assert_eq!(err.errno(), Some(libc::EPIPE));
     let st = t.status();
-    assert_eq!(st.flush_error, libc::ENOSPC);
+    assert_eq!(st.flush_error, libc::EPIPE);
     assert_eq!(
         t.status().flush_error,
         0,
@@ -802,7 +809,7 @@ fn status_flush_error_is_reported_and_reset() {
         .iter()
         .find(|e| e.id == EventId::ERROR)
         .expect("an ERROR event");
-    assert_eq!(e.data, libc::ENOSPC.to_le_bytes());
+    assert_eq!(e.data, libc::EPIPE.to_le_bytes());
 }
 
 #[test]

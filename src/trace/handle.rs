@@ -98,8 +98,12 @@ impl Trace {
     /// EBADF for a file not open for writing; `InvalidInput` (EINVAL, as
     /// POSIX for a file type that does not fit the log policy) for a LOOP log,
     /// the default log policy, on a pipe or socket, which cannot be rewritten
-    /// from its start (an APPEND or UNTIL_FULL log can be); those of
-    /// [`create`](Trace::create).
+    /// from its start (an APPEND or UNTIL_FULL log can be); the errno of the
+    /// write of the log's header and attributes, which happens here: ENOSPC
+    /// (as POSIX has it) for a device without the space to create the log
+    /// (`/dev/full`, a full file system), EPIPE for a pipe without a reader
+    /// (where SIGPIPE is ignored, as in Rust programs);
+    /// those of [`create`](Trace::create).
     ///
     /// # References
     /// - [`posix_trace_create_withlog`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)
@@ -145,20 +149,25 @@ impl Trace {
             .max(a.max_system_event_size()) as u64;
         let reserve = 2 * a.max_system_event_size() as u64;
         let cap = (a.stream_size as u64 + max_event + reserve + 64).next_power_of_two() as usize;
-        let writer = match log {
-            Some(f) => Some(Mutex::new(LogWriter::new(f, &a, pid).map_err(|e| {
-                let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                Error::from_errno("posix_trace_create_withlog", errno).with_hint(
-                    if errno == libc::EINVAL {
+        let writer =
+            match log {
+                Some(f) => Some(Mutex::new(LogWriter::new(f, &a, pid).map_err(|e| {
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    Error::from_errno("posix_trace_create_withlog", errno).with_hint(match errno {
+                    libc::EINVAL => {
                         "a LOOP log is rewritten from its start: give it a regular file, \
                          or use the APPEND or UNTIL_FULL log policy on a pipe or socket"
-                    } else {
-                        "pass a log file opened for writing"
-                    },
-                )
-            })?)),
-            None => None,
-        };
+                    }
+                    libc::EBADF => "pass a log file opened for writing",
+                    libc::ENOSPC | libc::EDQUOT => {
+                        "the log's file system has no space: free some, or put the log elsewhere"
+                    }
+                    _ => "the log's header could not be written: check the log file \
+                          (a pipe needs a reader)",
+                })
+                })?)),
+                None => None,
+            };
         let Some((slot, gen)) = slots::claim() else {
             return Err(Error::new(
                 ErrorKind::OutOfResources,

@@ -99,7 +99,13 @@ impl LogWriter {
         // Devices and pipes cannot be truncated or sought: write from where they are.
         let _ = file.set_len(0);
         let _ = file.seek(SeekFrom::Start(0));
-        let pending = preamble.clone();
+        // POSIX: ENOSPC when the device "does not contain the space required
+        // to create this trace log". The header and the attributes are
+        // written now, so a log that cannot take them (a full file system,
+        // `/dev/full`, a pipe without a reader) fails the creation instead of
+        // its first flush; the names follow with the flusher's first write.
+        file.write_all(&preamble)?;
+        let file_len = preamble.len() as u64;
         let mut w = LogWriter {
             file,
             policy: attr.log_full_policy(),
@@ -112,20 +118,20 @@ impl LogWriter {
             kept_lens: VecDeque::new(),
             kept_bytes: 0,
             event_bytes: 0,
-            pending,
+            pending: Vec::new(),
             block: BlockWriter::default(),
             rewrite: false,
             append,
-            file_len: 0,
+            file_len,
             full: false,
             lost: 0,
             overrun: false,
             pid,
             failed: None,
         };
+        // The names are written by the flusher (a failing write from here on
+        // reports through the status and an ERROR event).
         w.sync_types();
-        // The first write happens in the flusher (so a failing log reports through
-        // the status and an ERROR event, as any later flush).
         Ok(w)
     }
 
