@@ -327,9 +327,15 @@ impl LogWriter {
             self.rewrite = false;
             self.pending.clear();
         } else if !self.pending.is_empty() {
-            self.file.write_all(&self.pending)?;
-            self.file_len += self.pending.len() as u64;
-            self.pending.clear();
+            // A write that fails part-way (a file system that fills up) has
+            // put its first bytes in the file: they leave the queue, and the
+            // next commit goes on after them. Written again whole, they made
+            // a cut record followed by its copy, and the log read as corrupt
+            // from there on.
+            let (written, res) = write_counted(&mut self.file, &self.pending);
+            self.file_len += written as u64;
+            self.pending.drain(..written);
+            res?;
         }
         Ok(())
     }
@@ -368,6 +374,21 @@ impl LogWriter {
             r => r,
         }
     }
+}
+
+/// Writes all of `buf` to `file` (as `write_all`); returns how many bytes
+/// it wrote, also when a write fails after some did.
+fn write_counted(file: &mut File, buf: &[u8]) -> (usize, io::Result<()>) {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.write(&buf[done..]) {
+            Ok(0) => return (done, Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (done, Err(e)),
+        }
+    }
+    (done, Ok(()))
 }
 
 /// A new open file description of `file` (a regular file), with `flags`

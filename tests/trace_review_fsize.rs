@@ -1,0 +1,75 @@
+//! Review: a log whose writes fail part-way (a file size limit reached, as
+//! a full file system) and then succeed again. In a process of its own: it
+//! sets RLIMIT_FSIZE for the process.
+
+use std::fs::File;
+
+use posixrt::trace::{
+    self, EventSet, FillWhat, FilterHow, LogFullPolicy, Trace, TraceAttr, TraceLog,
+};
+
+fn set_fsize(soft: libc::rlim_t) {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: plain calls with a valid struct.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut r), 0);
+        r.rlim_cur = soft.min(r.rlim_max);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &r), 0);
+    }
+}
+
+/// A flush whose write stops part-way (EFBIG past RLIMIT_FSIZE, as ENOSPC
+/// on a file system that fills up) leaves what it wrote in the log: once
+/// writes succeed again, the log goes on after it, and reads back whole,
+/// every event once and in order, with no damaged record in the middle.
+#[test]
+fn a_log_write_cut_short_goes_on_where_it_stopped() {
+    // SAFETY: ignoring a signal; no handler runs.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    let p = std::env::temp_dir().join(format!("posixrt-review-fsize-{}", std::process::id()));
+    let ev = trace::eventid_open("review.fsize").unwrap();
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::Append);
+    let t = Trace::create_with_log(&a, File::create(&p).unwrap()).unwrap();
+    let mut f = EventSet::empty();
+    f.fill(FillWhat::All);
+    f.del(ev);
+    t.set_filter(&f, FilterHow::Set).unwrap();
+    t.start().unwrap();
+    for i in 0..100u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    t.flush().unwrap();
+    let len = std::fs::metadata(&p).unwrap().len();
+    set_fsize(len + 100);
+    for i in 100..400u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    let e = t.flush().unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EFBIG), "{e}");
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().len(),
+        len + 100,
+        "written part-way"
+    );
+    set_fsize(libc::RLIM_INFINITY);
+    for i in 400..500u64 {
+        trace::event(ev, &i.to_le_bytes());
+    }
+    t.flush().unwrap();
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(&p).unwrap();
+    let got: Result<Vec<u64>, _> = l
+        .events()
+        .filter(|e| e.as_ref().map_or(true, |e| e.id == ev))
+        .map(|e| e.map(|e| u64::from_le_bytes(e.data[..8].try_into().unwrap())))
+        .collect();
+    let _ = std::fs::remove_file(&p);
+    let got = got.unwrap();
+    assert!(l.is_complete());
+    assert_eq!(got, (0..500).collect::<Vec<_>>());
+}
