@@ -57,6 +57,9 @@ impl Drop for Flushing<'_> {
 
 /// Bytes a flush queues before it writes them (one large sequential write each).
 const WRITE_STEP: usize = 4 << 20;
+/// Bytes that may wait for a log whose writes fail (a full file system)
+/// before flushes stop taking events from the stream.
+pub(super) const MAX_BACKLOG: usize = 4 * WRITE_STEP;
 
 /// Which marks a flush writes around its batch.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -151,6 +154,16 @@ impl Stream {
         let mut st = lock(&self.reader);
         let mut w = lock(log);
         w.sync_types();
+        // A failed write leaves its bytes queued. Past a bound, write those
+        // first and take nothing more while the log fails: the stream's own
+        // full policy then drops and counts what it cannot keep, instead of
+        // every flush queueing all it holds, in memory, without end.
+        if w.backlog() > MAX_BACKLOG {
+            if let Err(e) = w.commit() {
+                drop((w, st, in_flush));
+                return Err(self.failed(e));
+            }
+        }
         let tid = crate::sys::tid::current();
         let now = Duration::from_nanos(clock::to_ns(clock::ticks()));
         // The flush runs on a thread of this process (its tid is recorded): the
@@ -218,14 +231,16 @@ impl Stream {
         self.flush_done.fetch_add(1, Release);
         drop(in_flush);
         self.maybe_resume();
-        if let Err(e) = res {
-            let errno = e.raw_os_error().unwrap_or(libc::EIO);
-            let _ = self.flush_error.compare_exchange(0, errno, AcqRel, Relaxed);
-            control_event(self.slot, EventId::ERROR, &errno.to_le_bytes());
-            return Err(Error::from_errno("posix_trace_flush", errno)
-                .with_hint("check the log file system (space, permissions)"));
-        }
-        Ok(())
+        res.map_err(|e| self.failed(e))
+    }
+
+    /// A failed write of the log: the status's flush error and an ERROR event.
+    fn failed(&self, e: std::io::Error) -> Error {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        let _ = self.flush_error.compare_exchange(0, errno, AcqRel, Relaxed);
+        control_event(self.slot, EventId::ERROR, &errno.to_le_bytes());
+        Error::from_errno("posix_trace_flush", errno)
+            .with_hint("check the log file system (space, permissions)")
     }
 
     /// The validated path (LOOP streams, or events a reader left pending): takes

@@ -203,7 +203,14 @@ impl Stream {
         }
         let _st = lock(&self.reader);
         let eighth = self.cap as u64 / 8;
+        // Not while a failing log holds a full backlog: such a flush takes
+        // nothing from the stream, and would be retried every 100 µs (an
+        // ERROR event each time); the interval's write retries it.
         self.rings_snapshot().iter().any(|r| r.used() > eighth)
+            && !self
+                .log
+                .as_ref()
+                .is_some_and(|l| lock(l).backlog() > super::flush::MAX_BACKLOG)
     }
 
     /// Whether the stream holds records or log bytes not written yet.

@@ -94,6 +94,12 @@ impl Trace {
     /// then gives the signal the disposition it had before: a handler the program
     /// installed earlier is called, the default action acts (the process ends).
     ///
+    /// A write to the log that fails (a full file system) is reported in the
+    /// status's flush error and an ERROR event, and retried: what it did not
+    /// write waits for the next write, up to 16 MiB; past that, flushes take
+    /// nothing more from the stream until the log takes it, and the stream's
+    /// full policy drops and counts what it cannot keep (an overrun).
+    ///
     /// # Errors
     /// EBADF for a file not open for writing; `InvalidInput` (EINVAL, as
     /// POSIX for a file type that does not fit the log policy) for a LOOP log,

@@ -277,6 +277,11 @@ impl LogWriter {
         !self.pending.is_empty()
     }
 
+    /// Bytes queued and not written yet (those of failed writes included).
+    pub(crate) fn backlog(&self) -> usize {
+        self.pending.len()
+    }
+
     /// Writes what is queued to the file.
     ///
     /// Log LOOP appends as the other policies do, and compacts the file (rewrites it
