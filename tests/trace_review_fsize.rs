@@ -5,7 +5,7 @@
 use std::fs::File;
 
 use posixrt::trace::{
-    self, EventSet, FillWhat, FilterHow, LogFullPolicy, Trace, TraceAttr, TraceLog,
+    self, Event, EventId, EventSet, FillWhat, FilterHow, LogFullPolicy, Trace, TraceAttr, TraceLog,
 };
 
 fn set_fsize(soft: libc::rlim_t) {
@@ -27,6 +27,7 @@ fn set_fsize(soft: libc::rlim_t) {
 /// every event once and in order, with no damaged record in the middle.
 #[test]
 fn a_log_write_cut_short_goes_on_where_it_stopped() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     // SAFETY: ignoring a signal; no handler runs.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
     let p = std::env::temp_dir().join(format!("posixrt-review-fsize-{}", std::process::id()));
@@ -72,4 +73,72 @@ fn a_log_write_cut_short_goes_on_where_it_stopped() {
     let got = got.unwrap();
     assert!(l.is_complete());
     assert_eq!(got, (0..500).collect::<Vec<_>>());
+}
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A log that refused every write for longer than its backlog holds (the
+/// stream then drops and counts what it cannot keep) takes the backlog and
+/// the events after it once writes succeed again: the log reads back whole,
+/// and every event recorded is either in it, in order, or counted lost by
+/// an OVERFLOW.
+#[test]
+fn a_log_that_recovers_from_a_long_failure_accounts_for_every_event() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: ignoring a signal; no handler runs.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    let p = std::env::temp_dir().join(format!("posixrt-review-fsize2-{}", std::process::id()));
+    let ev = trace::eventid_open("review.fsize_long").unwrap();
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::Append);
+    let t = Trace::create_with_log(&a, File::create(&p).unwrap()).unwrap();
+    let mut f = EventSet::empty();
+    f.fill(FillWhat::All);
+    f.del(ev);
+    f.del(EventId::OVERFLOW);
+    t.set_filter(&f, FilterHow::Set).unwrap();
+    t.start().unwrap();
+    t.flush().unwrap();
+    set_fsize(std::fs::metadata(&p).unwrap().len());
+    let mut n = 0u64;
+    for _ in 0..250 {
+        for _ in 0..10_000 {
+            trace::event(ev, &n.to_le_bytes());
+            n += 1;
+        }
+        assert_eq!(t.flush().unwrap_err().errno(), Some(libc::EFBIG));
+    }
+    assert!(t.status().overrun, "events were dropped");
+    set_fsize(libc::RLIM_INFINITY);
+    t.flush().unwrap(); // the backlog, then what the full sub-buffer holds
+    for _ in 0..1000 {
+        trace::event(ev, &n.to_le_bytes());
+        n += 1;
+    }
+    t.flush().unwrap();
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(&p).unwrap();
+    let evs: Result<Vec<Event>, _> = l.events().collect();
+    let _ = std::fs::remove_file(&p);
+    let evs = evs.unwrap();
+    assert!(l.is_complete());
+    let got: Vec<u64> = evs
+        .iter()
+        .filter(|e| e.id == ev)
+        .map(|e| u64::from_le_bytes(e.data[..8].try_into().unwrap()))
+        .collect();
+    let lost: u64 = evs
+        .iter()
+        .filter(|e| e.id == EventId::OVERFLOW)
+        .map(|e| u64::from_le_bytes(e.data[..8].try_into().unwrap()))
+        .sum();
+    assert!(got.windows(2).all(|w| w[0] < w[1]), "in order, once each");
+    assert_eq!(got.last(), Some(&(n - 1)), "the events after the failure");
+    assert!(lost > 0);
+    assert_eq!(
+        got.len() as u64 + lost,
+        n,
+        "every event logged or counted lost"
+    );
 }
