@@ -77,7 +77,9 @@ impl Trace {
     }
 
     /// `posix_trace_clear`: empties the stream and the log of events, keeping the
-    /// service data (attributes, names); resumes an UNTIL_FULL stream.
+    /// service data (attributes, names); resumes an UNTIL_FULL stream. A log on
+    /// a pipe or socket cannot be emptied: what it was sent stays sent, and its
+    /// size and full state start over from there.
     ///
     /// # References
     /// - [`posix_trace_clear`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_clear.html) (POSIX.1-2008)

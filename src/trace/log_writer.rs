@@ -39,6 +39,8 @@ pub(crate) struct LogWriter {
     /// The file's open file description has `O_APPEND` (the log's own could
     /// not be opened, see [`LogWriter::new`]): every write goes to the end.
     append: bool,
+    /// The file can be rewritten from its start (not a pipe or socket).
+    seekable: bool,
     /// Bytes written to the file so far.
     file_len: u64,
     pub(crate) full: bool,
@@ -98,7 +100,7 @@ impl LogWriter {
         preamble.extend_from_slice(&attr_record(attr, pid));
         // Devices and pipes cannot be truncated or sought: write from where they are.
         let _ = file.set_len(0);
-        let _ = file.seek(SeekFrom::Start(0));
+        let seekable = file.seek(SeekFrom::Start(0)).is_ok();
         // POSIX: ENOSPC when the device "does not contain the space required
         // to create this trace log". The header and the attributes are
         // written now, so a log that cannot take them (a full file system,
@@ -122,6 +124,7 @@ impl LogWriter {
             block: BlockWriter::default(),
             rewrite: false,
             append,
+            seekable,
             file_len,
             full: false,
             lost: 0,
@@ -356,6 +359,13 @@ impl LogWriter {
         // As a new log: the losses before the clear went with its events.
         self.lost = 0;
         self.overrun = false;
+        if !self.seekable {
+            // A pipe or socket (an APPEND or UNTIL_FULL log) cannot be
+            // rewritten: what it was sent stays sent, and the log starts
+            // over from here. What is queued (names, the rest of a record a
+            // failed write cut) is written next, as it must be.
+            return Ok(());
+        }
         self.pending.clear();
         self.block.reset();
         self.rewrite = true;
