@@ -111,6 +111,11 @@ fn check_name(name: &[u8]) -> Result<()> {
 impl TraceAttr {
     /// `posix_trace_attr_init`: the default attributes.
     ///
+    /// The default stream name is `"trace"`, what listing 8.17 of the source
+    /// documents prints for a default-initialised attributes object; POSIX's
+    /// `posix_trace_attr_setname` page calls the default a null string (set
+    /// `""` with [`set_name`](TraceAttr::set_name) for that).
+    ///
     /// # References
     /// - [`posix_trace_attr_init`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_attr_destroy.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_attr_init")]
