@@ -175,3 +175,30 @@ fn a_zero_deadline_period_is_refused_with_the_kernels_meaning_of_zero() {
     assert!(hint.contains("period = deadline"), "{e}");
     assert!(hint.contains("10ms"), "{e}");
 }
+
+/// A tid that names no thread of this process (one that has exited) is
+/// NotFound with a hint, for the effective priority and the thread CPU clock
+/// as for the other calls by tid.
+#[test]
+fn an_exited_thread_is_not_found_with_a_hint() {
+    let h = Builder::new().spawn(|| ()).unwrap();
+    let tid = h.tid();
+    h.join().unwrap();
+    let errors = [
+        (
+            "kernel_priority",
+            posixrt::sched::kernel_priority(tid).map(drop).unwrap_err(),
+        ),
+        (
+            "CpuClock::of_thread",
+            posixrt::sched::cputime::CpuClock::of_thread(tid)
+                .map(drop)
+                .unwrap_err(),
+        ),
+    ];
+    for (what, e) in errors {
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{what}: {e}");
+        let hint = e.hint().unwrap_or_else(|| panic!("{what}: no hint: {e}"));
+        assert!(hint.contains("exited"), "{what}: {hint}");
+    }
+}

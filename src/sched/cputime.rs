@@ -123,7 +123,8 @@ impl CpuClock {
                 ErrorKind::NotFound,
                 "clock_getres",
                 format!("no thread with tid {tid} in this process"),
-            )),
+            )
+            .with_hint(super::hint::NO_THREAD_HINT)),
             Err(e) => Err(e),
         }
     }

@@ -585,6 +585,10 @@ fn cpuset_cpus() -> Option<String> {
     }
 }
 
+/// The hint for a tid that names no thread (ESRCH, or no `/proc` entry).
+pub(crate) const NO_THREAD_HINT: &str = "the thread has exited (tids are reused: take them fresh \
+     from process_threads() or a JoinHandle), or it is in another PID namespace";
+
 /// The error for a failed scheduling call, with a hint for EPERM, EINVAL, EBUSY and
 /// ESRCH that names the cause and the fix with the current values.
 pub(crate) fn sched_error(
@@ -621,10 +625,7 @@ pub(crate) fn sched_error(
                 Some(t) => e.with_message(format!("no thread with tid {t}")),
                 None => e.with_message("the thread has ended"),
             };
-            e.with_hint(
-                "the thread has exited (tids are reused: take them fresh from \
-                 process_threads() or a JoinHandle), or it is in another PID namespace",
-            )
+            e.with_hint(NO_THREAD_HINT)
         }
         libc::EINVAL if affinity => e.with_hint(affinity_einval_hint(call)),
         libc::EBUSY if affinity => e.with_hint(

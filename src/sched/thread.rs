@@ -218,8 +218,13 @@ pub fn kernel_priority(tid: Tid) -> Result<KernelPriority> {
     // Decoded lossily: the `comm` field is the kernel name, cut at 15 bytes even
     // inside a UTF-8 character.
     let text = crate::sys::proc::read_text(&path).map_err(|e| {
-        io_error("read /proc/self/task/TID/stat", e)
-            .with_message(format!("no thread {tid} in this process ({path})"))
+        let e = io_error("read /proc/self/task/TID/stat", e)
+            .with_message(format!("no thread {tid} in this process ({path})"));
+        if e.kind() == crate::ErrorKind::NotFound {
+            e.with_hint(super::hint::NO_THREAD_HINT)
+        } else {
+            e
+        }
     })?;
     parse_stat_prio(&text).map(KernelPriority).ok_or_else(|| {
         Error::new(
