@@ -1,10 +1,8 @@
 //! For the sync tracking tests: tracking is process-wide, so each test holds
 //! [`serial`] (which sets the level it needs), and waits are bounded polls.
 
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use posixrt::sync::{self, Tracking};
+use std::sync::Mutex;
 
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -15,14 +13,7 @@ pub fn serial(level: Tracking) -> std::sync::MutexGuard<'static, ()> {
     g
 }
 
-/// Polls `cond` every millisecond for at most 5 s; returns its last value.
-pub fn poll(mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end {
-        if cond() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    cond()
-}
+#[path = "waits.rs"]
+mod waits;
+#[allow(unused_imports)]
+pub use waits::poll;
