@@ -23,6 +23,7 @@ mod offset;
 mod restart;
 mod suspend;
 mod trace;
+mod valgrind;
 
 pub use aio::*;
 pub use alias::*;
