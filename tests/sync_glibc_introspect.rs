@@ -8,16 +8,12 @@
 
 #[path = "common/panics.rs"]
 mod panics;
-#[path = "common/waits.rs"]
-mod waits;
-use waits::past;
-
 use panics::quiet_expected_panic;
 
 #[path = "common/tracking.rs"]
 #[allow(dead_code)] // poll: other tests use it
 mod tracking;
-use tracking::serial;
+use tracking::{past, serial};
 
 #[path = "common/self_sched.rs"]
 #[allow(dead_code)]

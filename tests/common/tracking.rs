@@ -16,4 +16,4 @@ pub fn serial(level: Tracking) -> std::sync::MutexGuard<'static, ()> {
 #[path = "waits.rs"]
 mod waits;
 #[allow(unused_imports)]
-pub use waits::poll;
+pub use waits::{past, poll};
