@@ -324,14 +324,14 @@ unsafe fn prepare_rw(cb: *mut Aiocb, op: COp) -> Result<CRequest, i32> {
 
 /// [`in_flight`] for an aiocb being submitted, which may come from `malloc`
 /// with its private words never written: their value is handled whatever it
-/// is, so memcheck is told the tag is defined (see [`crate::valgrind`]).
+/// is, so memcheck is told the tag is defined (see [`raw::make_mem_defined`]).
 ///
 /// # Safety
 /// `cb` points to a `struct aiocb`.
 unsafe fn in_flight_at_submit(cb: *const Aiocb) -> bool {
     // SAFETY: forwarded contract: the tag word is inside `*cb`.
     let tag = unsafe { std::ptr::addr_of!((*cb).__glibc_reserved[0]) };
-    crate::valgrind::make_mem_defined(tag.cast(), std::mem::size_of::<u64>());
+    raw::make_mem_defined(tag.cast(), std::mem::size_of::<u64>());
     // SAFETY: forwarded contract.
     unsafe { in_flight(cb) }
 }

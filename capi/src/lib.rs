@@ -23,7 +23,6 @@ mod offset;
 mod restart;
 mod suspend;
 mod trace;
-mod valgrind;
 
 pub use aio::*;
 pub use alias::*;

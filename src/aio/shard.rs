@@ -241,6 +241,10 @@ impl Shard {
                 continue;
             }
             let mut res = cqe.result() as i64;
+            if s.op.kind == OpKind::Read && res > 0 {
+                // (What the kernel wrote through the ring, unseen by memcheck.)
+                crate::sys::valgrind::make_mem_defined(s.op.ptr as *const u8, res as usize);
+            }
             if res >= 0
                 && !s.recheck
                 && (s.op.kind != OpKind::Write

@@ -42,3 +42,4 @@ pub(crate) mod signal;
 pub(crate) mod thread;
 pub(crate) mod tid;
 pub(crate) mod timer;
+pub(crate) mod valgrind;

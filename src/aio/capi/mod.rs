@@ -53,6 +53,10 @@ pub use fds::fsync_refusal;
 use fds::{note_stream, own_copy};
 pub use wait::CallSignals;
 
+/// Tells memcheck that `len` bytes at `addr` are defined (a no-op natively):
+/// for the C library's aiocb tag (see `sys/valgrind.rs`).
+pub use crate::sys::valgrind::make_mem_defined;
+
 /// glibc's `struct sigevent` (64 bytes on LP64 targets).
 #[doc(hidden)]
 #[repr(C)]

@@ -1,13 +1,17 @@
 //! Valgrind client requests: no-ops (a few register rotations) when the
 //! program does not run under valgrind.
 //!
-//! An aiocb's private tag (`__glibc_reserved[0]`) is read at submission, to
-//! refuse an aiocb already in flight, before the library ever wrote it: in an
-//! aiocb from `malloc` it is uninitialised, and memcheck reported a
-//! conditional jump on it in every program that submits such an aiocb (the
-//! seed's listings 7.7 and 7.8), where glibc gives none. Any value there is
-//! handled (only the library's own tag for this address and process matches),
-//! so the word is declared defined first.
+//! - An aiocb's private tag (`__glibc_reserved[0]`) is read at submission, to
+//!   refuse an aiocb already in flight, before the library ever wrote it: in an
+//!   aiocb from `malloc` it is uninitialised, and memcheck reported a
+//!   conditional jump on it in every program that submits such an aiocb (the
+//!   seed's listings 7.7 and 7.8), where glibc gives none. Any value there is
+//!   handled (only the library's own tag for this address and process matches),
+//!   so the word is declared defined first.
+//! - memcheck does not see the kernel fill a read's buffer through io_uring's
+//!   shared rings (it sees a `pread` of the thread engine): every use of bytes
+//!   read that way was reported as uninitialised. The reap declares the bytes
+//!   a read completion moved defined.
 
 /// memcheck's `VG_USERREQ__MAKE_MEM_DEFINED` (`VG_USERREQ_TOOL_BASE('M','C') + 2`).
 const MAKE_MEM_DEFINED: usize = 0x4d43_0002;
@@ -15,7 +19,7 @@ const MAKE_MEM_DEFINED: usize = 0x4d43_0002;
 /// Tells memcheck that `len` bytes at `addr` are defined (valgrind.h's
 /// `VALGRIND_MAKE_MEM_DEFINED`). Nothing is read or written.
 #[inline]
-pub(crate) fn make_mem_defined(addr: *const u8, len: usize) {
+pub fn make_mem_defined(addr: *const u8, len: usize) {
     let args: [usize; 6] = [MAKE_MEM_DEFINED, addr as usize, len, 0, 0, 0];
     client_request(&args);
 }
