@@ -1,7 +1,9 @@
 //! Listing 6.4 of the seed: query the scheduling policies and this process's
 //! scheduling attributes, then switch to SCHED_RR priority 50 and print the
 //! round-robin quantum (listing 6.5 shows the Linux output). The original policy is
-//! restored at the end.
+//! restored at the end. Without CAP_SYS_NICE (or RLIMIT_RTPRIO >= 50) the switch
+//! is refused: the reason goes to standard error, as the listing's `perror`, and the
+//! quantum printed is that of the unchanged policy (exit status 0, as the listing).
 //!
 //! ```sh
 //! cargo run --example sched_info
@@ -19,7 +21,7 @@ fn main() {
     // A closed pipe (`sched_info | head`) or a full disk on standard output ends
     // the example cleanly, not in a panic (support/out.rs).
     out::init("sched_info");
-    args::Args::new("sched_info", "usage: sched_info\n\nPrints the priority range of each scheduling policy, this process's policy and priority,\nthen switches to SCHED_RR 50, prints the RR quantum and restores the original policy.").none();
+    args::Args::new("sched_info", "usage: sched_info\n\nPrints the priority range of each scheduling policy, this process's policy and priority,\nthen switches to SCHED_RR 50, prints the RR quantum and restores the original policy.\nThe switch needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 50; a refusal is reported on stderr.").none();
     if let Err(e) = run() {
         eprintln!("sched_info: {e}");
         std::process::exit(1);
@@ -62,7 +64,8 @@ fn run() -> posixrt::Result<()> {
             true
         }
         Err(e) => {
-            outln!("Switch to {rr50} refused: {e}");
+            // As the listing's perror("SCHED_SETSCHEDULER"): on stderr, and on.
+            eprintln!("sched_info: switch to {rr50} refused: {e}");
             outln!("(still {policy} {prio}; sched_rr_get_interval below reports on that policy)");
             false
         }

@@ -1,0 +1,68 @@
+//! The seed examples' reports, as a user reads them: error paths go where the C
+//! listings send them, and no Rust debug notation (`None`, `Some(..)`) leaks into
+//! what they print.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+#[path = "common/example_bin.rs"]
+mod example_bin;
+use example_bin::example_bin;
+
+/// <linux/capability.h>
+const CAP_SYS_NICE: libc::c_ulong = 23;
+
+/// `sched_info` with the switch to SCHED_RR 50 refused: RLIMIT_RTPRIO 0 and, for
+/// root, CAP_SYS_NICE out of the bounding set (so the exec'd program lacks it).
+fn sched_info_refused() -> Option<std::process::Output> {
+    let mut cmd = Command::new(example_bin("sched_info"));
+    cmd.stdin(Stdio::null());
+    // SAFETY: between fork and exec the child only calls setrlimit and prctl,
+    // which are async-signal-safe system calls on values of its own.
+    unsafe {
+        cmd.pre_exec(|| {
+            let zero = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            if libc::setrlimit(libc::RLIMIT_RTPRIO, &zero) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Fails (EPERM) without CAP_SETPCAP: then the process has no
+            // CAP_SYS_NICE to drop, in the usual case.
+            let _ = libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_NICE, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let o = cmd.output().expect("run sched_info");
+    let out = String::from_utf8_lossy(&o.stdout);
+    if out.contains("Switched from") {
+        // Still allowed (an ambient capability): nothing to check.
+        return None;
+    }
+    Some(o)
+}
+
+/// Listing 6.4 reports a refused `sched_setscheduler` with `perror`, on standard
+/// error, and goes on (exit 0); the report on standard output keeps its shape.
+#[test]
+fn sched_info_reports_a_refused_switch_on_stderr() {
+    let Some(o) = sched_info_refused() else {
+        return;
+    };
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        err.starts_with("sched_info: ") && err.contains("SCHED_RR 50") && err.contains("EPERM"),
+        "the refusal belongs on stderr: {err:?}"
+    );
+    assert!(
+        !out.contains("refused") && !out.contains("EPERM"),
+        "no error text on stdout: {out:?}"
+    );
+    assert!(
+        out.contains("Round-robin quantum (sched_rr_get_interval): "),
+        "the listing still prints the quantum: {out:?}"
+    );
+}
