@@ -184,12 +184,16 @@ as read back from the shared registry that `rtstat PID` reads.
                 if !o.waiters.is_empty() {
                     waiters_seen.fetch_add(1, Ordering::Relaxed);
                     if waiters_seen.load(Ordering::Relaxed) <= 3 {
+                        // The owner as the object lines show it: a tid, or none.
+                        let owner = o
+                            .info
+                            .owner
+                            .map_or_else(|| "no owner".to_string(), |t| format!("owner {t}"));
                         say(format!(
-                            "waiters on {} {:?}: threads {:?} (owner {:?})",
+                            "waiters on {} {:?}: threads {:?} ({owner})",
                             o.info.kind.name(),
                             o.info.name.as_deref().unwrap_or("-"),
                             o.waiters,
-                            o.info.owner
                         ));
                     }
                 }

@@ -66,3 +66,26 @@ fn sched_info_reports_a_refused_switch_on_stderr() {
         "the listing still prints the quantum: {out:?}"
     );
 }
+
+/// `sync_inspect` prints the waiters it catches with their object's owner as a
+/// thread id, or says there is none, as its object lines do (`owner=TID`, `free`).
+#[test]
+fn sync_inspect_prints_no_debug_notation() {
+    let o = Command::new(example_bin("sync_inspect"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sync_inspect");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for line in out.lines() {
+        assert!(
+            !line.contains("None") && !line.contains("Some("),
+            "Rust debug notation in the report: {line:?}"
+        );
+    }
+}
