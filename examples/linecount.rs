@@ -247,9 +247,18 @@ fn io_reason(e: &io::Error) -> String {
 }
 
 fn run(args: &[OsString], jobs: usize) -> posixrt::Result<(u64, bool)> {
+    // The AIO contexts (their rings need descriptors) come before the files: when
+    // descriptors run out, the files that could not be opened are reported and
+    // the others counted, as in the listing, instead of no context at all.
+    // No more contexts than files (each context is one counting thread's).
+    let jobs = jobs.min(args.len()).max(1);
+    let mut contexts = (0..jobs)
+        .map(|_| Aio::new())
+        .collect::<posixrt::Result<Vec<Aio>>>()?;
     let (inputs, failed) = open_inputs(args);
     if jobs <= 1 || inputs.len() < 2 {
-        let (n, ok) = count(inputs)?;
+        let aio = contexts.pop().expect("jobs >= 1");
+        let (n, ok) = count(aio, inputs)?;
         return Ok((n, ok && !failed));
     }
     // Deal the files out by size, largest first, to the least loaded thread.
@@ -263,7 +272,8 @@ fn run(args: &[OsString], jobs: usize) -> posixrt::Result<(u64, bool)> {
     }
     let handles: Vec<_> = groups
         .into_iter()
-        .map(|(_, g)| std::thread::spawn(move || count(g)))
+        .zip(contexts)
+        .map(|((_, g), aio)| std::thread::spawn(move || count(aio, g)))
         .collect();
     let (mut total, mut ok) = (0, !failed);
     for h in handles {
@@ -275,8 +285,7 @@ fn run(args: &[OsString], jobs: usize) -> posixrt::Result<(u64, bool)> {
 }
 
 /// Listing 7.7's loop over `inputs`, with its own AIO context.
-fn count(mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
-    let aio = Aio::new()?;
+fn count(aio: Aio, mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
     // The descriptors, borrowed by the requests while `inputs` changes.
     let srcs: Vec<std::sync::Arc<Src>> = inputs
         .iter()

@@ -197,10 +197,20 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
     } else {
         args
     };
-    let mut failed = false;
+    // As in the listing, each file is opened and its first read submitted in one
+    // loop: the AIO context and its notification thread (they need descriptors)
+    // exist before the later files are opened, so when descriptors run out, the
+    // files that could not be opened are reported and the others counted.
+    let shared = Arc::new(Shared {
+        aio: Aio::new()?,
+        open: Mutex::new(0),
+        slots: names.iter().map(|_| Mutex::new(None)).collect(),
+        lines: AtomicU64::new(0),
+        failed: AtomicBool::new(false),
+        closed: Condvar::new(),
+    });
     let mut stdin_used = false;
-    let mut slots = Vec::new();
-    for path in names {
+    for (i, path) in names.into_iter().enumerate() {
         // For messages; the file is opened by its bytes.
         let name = path.to_string_lossy().into_owned();
         let src = if name == "-" {
@@ -212,7 +222,7 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
                     Ok(fd) => Src::Owned(fd),
                     Err(e) => {
                         eprintln!("linecount_notify: -: {e}");
-                        failed = true;
+                        shared.failed.store(true, Ordering::Relaxed);
                         continue;
                     }
                 }
@@ -222,7 +232,7 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
                     eprintln!("linecount_notify: {name}: {}", io_reason(&e));
-                    failed = true;
+                    shared.failed.store(true, Ordering::Relaxed);
                     continue;
                 }
             }
@@ -231,7 +241,7 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
             .is_ok_and(|m| rustix::fs::FileType::from_raw_mode(m.st_mode).is_dir())
         {
             eprintln!("linecount_notify: {name}: Is a directory");
-            failed = true;
+            shared.failed.store(true, Ordering::Relaxed);
             continue;
         }
         // Like `cat`: stdin redirected from a file is read from its current
@@ -247,24 +257,14 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
             }
             _ => 0,
         };
-        slots.push(Mutex::new(Some(Slot {
+        let mut g = shared.slots[i].lock().unwrap();
+        let slot = g.insert(Slot {
             name,
             src,
             offset,
             req: None,
-        })));
-    }
-    let shared = Arc::new(Shared {
-        aio: Aio::new()?,
-        open: Mutex::new(slots.len()),
-        slots,
-        lines: AtomicU64::new(0),
-        failed: AtomicBool::new(failed),
-        closed: Condvar::new(),
-    });
-    for i in 0..shared.slots.len() {
-        let mut g = shared.slots[i].lock().unwrap();
-        let slot = g.as_mut().expect("every file starts open");
+        });
+        *shared.open.lock().unwrap() += 1;
         let op = Op::read(slot.src.fd(), slot.offset, touched_buf()).notify(notify(&shared, i));
         // The file's lock is held: a callback for this request waits until the
         // handle is stored.

@@ -89,3 +89,69 @@ fn sync_inspect_prints_no_debug_notation() {
         );
     }
 }
+
+/// Runs `linecount`-like `name` on `files` with RLIMIT_NOFILE at `nofile`.
+fn count_with_few_fds(
+    name: &str,
+    files: &[std::path::PathBuf],
+    nofile: u64,
+) -> std::process::Output {
+    let mut cmd = Command::new(example_bin(name));
+    cmd.args(files).stdin(Stdio::null());
+    // SAFETY: between fork and exec the child only calls setrlimit, an
+    // async-signal-safe system call, on a value of its own.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: nofile,
+                rlim_max: nofile,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("run the line counter")
+}
+
+/// Listings 7.7 and 7.8 count the files they could open when others fail to open;
+/// the examples promise the same ("the others are still counted"), also when the
+/// files that fail are refused for want of descriptors (EMFILE): the AIO context
+/// must not be the last thing to need one.
+#[test]
+fn line_counters_count_the_files_they_opened_when_descriptors_run_out() {
+    let dir = std::env::temp_dir().join(format!("posixrt-examples-review-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let files: Vec<_> = (0..60)
+        .map(|i| {
+            let p = dir.join(format!("f{i}"));
+            std::fs::write(&p, "one\ntwo\n").unwrap();
+            p
+        })
+        .collect();
+    for name in ["linecount", "linecount_notify"] {
+        let o = count_with_few_fds(name, &files, 32);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let refused = err
+            .lines()
+            .filter(|l| l.ends_with(": Too many open files"))
+            .count();
+        // (linecount_notify closes a file once read, so later opens may succeed.)
+        assert!(refused < files.len(), "{name}: some files opened: {err}");
+        assert_eq!(
+            err.lines().count(),
+            refused,
+            "{name}: only the refused files are reported: {err}"
+        );
+        assert_eq!(
+            out.trim().parse::<usize>().ok(),
+            Some(2 * (files.len() - refused)),
+            "{name}: the lines of the files it opened; stdout {out:?}, stderr {err}"
+        );
+        let status = if refused > 0 { 1 } else { 0 };
+        assert_eq!(o.status.code(), Some(status), "{name}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
