@@ -220,6 +220,10 @@ fn listing_6_7(quiet: bool, iterations: u64, cpu: usize) -> Result<Vec<String>, 
     let sem_hi = Arc::new(Sem::new(0));
     let low = rt::max_fifo() - 31;
     rt::become_(low, cpu)?;
+    // Printed once the privilege is there: a refused run prints nothing on stdout.
+    if !quiet {
+        outln!("== Listing 6.7: priority inversion with semaphores (all threads on CPU {cpu})");
+    }
     let mi = {
         let (ev, sem_mi) = (events.clone(), sem_mi.clone());
         rt::spawn("medium", low + 15, cpu, move || {
@@ -415,9 +419,6 @@ fn main() {
     let cpu = rt::cpu();
     let need = rt::max_fifo() - 1;
 
-    if !args.json {
-        outln!("== Listing 6.7: priority inversion with semaphores (all threads on CPU {cpu})");
-    }
     if let Err(e) = listing_6_7(args.json, args.iterations, cpu) {
         // A refused privilege is a failed run: the error and the fix on stderr,
         // nothing (no JSON with empty figures) on stdout, exit 1.

@@ -12,11 +12,12 @@ use example_bin::example_bin;
 /// <linux/capability.h>
 const CAP_SYS_NICE: libc::c_ulong = 23;
 
-/// `sched_info` with the switch to SCHED_RR 50 refused: RLIMIT_RTPRIO 0 and, for
-/// root, CAP_SYS_NICE out of the bounding set (so the exec'd program lacks it).
-fn sched_info_refused() -> Option<std::process::Output> {
-    let mut cmd = Command::new(example_bin("sched_info"));
-    cmd.stdin(Stdio::null());
+/// Runs example `name` with `args` and no real-time privilege: RLIMIT_RTPRIO 0
+/// and, for root, CAP_SYS_NICE out of the bounding set (so the exec'd program
+/// lacks it).
+fn without_rt(name: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(example_bin(name));
+    cmd.args(args).stdin(Stdio::null());
     // SAFETY: between fork and exec the child only calls setrlimit and prctl,
     // which are async-signal-safe system calls on values of its own.
     unsafe {
@@ -34,7 +35,12 @@ fn sched_info_refused() -> Option<std::process::Output> {
             Ok(())
         });
     }
-    let o = cmd.output().expect("run sched_info");
+    cmd.output().expect("run the example")
+}
+
+/// `sched_info` with the switch to SCHED_RR 50 refused, if it can be refused.
+fn sched_info_refused() -> Option<std::process::Output> {
+    let o = without_rt("sched_info", &[]);
     let out = String::from_utf8_lossy(&o.stdout);
     if out.contains("Switched from") {
         // Still allowed (an ambient capability): nothing to check.
@@ -154,4 +160,27 @@ fn line_counters_count_the_files_they_opened_when_descriptors_run_out() {
         assert_eq!(o.status.code(), Some(status), "{name}: {err}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Listing 6.7 asserts its `pthread_setschedparam` before printing anything; the
+/// example's header promises the same for a refused privilege: the error and the
+/// fix on stderr, nothing on stdout, exit 1.
+#[test]
+fn priority_inversion_without_privilege_prints_nothing_on_stdout() {
+    let o = without_rt(
+        "priority_inversion",
+        &["--runs", "1", "--iterations", "1000"],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        // Still allowed (an ambient capability): nothing to check.
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot run the demonstration") && err.contains("hint:"),
+        "{err}"
+    );
+    assert_eq!(out, "", "stdout of a run that could not start");
 }
