@@ -104,14 +104,20 @@ fn count_with_few_fds(
 ) -> std::process::Output {
     let mut cmd = Command::new(example_bin(name));
     cmd.args(files).stdin(Stdio::null());
-    // SAFETY: between fork and exec the child only calls setrlimit, an
-    // async-signal-safe system call, on a value of its own.
+    // SAFETY: between fork and exec the child only calls getrlimit and
+    // setrlimit, async-signal-safe system calls, on a value of its own.
     unsafe {
         cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: nofile,
-                rlim_max: nofile,
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
             };
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Lowered only: a hard limit below `nofile` stays.
+            lim.rlim_cur = lim.rlim_max.min(nofile);
+            lim.rlim_max = lim.rlim_cur;
             if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
