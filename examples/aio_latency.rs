@@ -440,7 +440,7 @@ fn main() {
     out::init("aio_latency");
     let a = parse();
     if let Err(e) = run(&a) {
-        eprintln!("aio_latency: {e}");
+        errln!("aio_latency: {e}");
         std::process::exit(1);
     }
 }

@@ -1056,7 +1056,7 @@ fn main() {
     out::init("aio_peers"); // a closed pipe or a full disk: a clean end
     let a = parse();
     if let Err(e) = run(&a) {
-        eprintln!("aio_peers: {e}");
+        errln!("aio_peers: {e}");
         std::process::exit(1);
     }
 }

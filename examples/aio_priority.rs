@@ -257,7 +257,7 @@ fn main() {
         }
     }
     if let Err(e) = run(json, other) {
-        eprintln!("aio_priority: {e}");
+        errln!("aio_priority: {e}");
         std::process::exit(1);
     }
 }

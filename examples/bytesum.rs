@@ -58,13 +58,13 @@ fn main() -> ExitCode {
         args::usage_error("bytesum", format!("unknown option {:?}", args[1]));
     }
     if args.len() != 2 {
-        eprintln!("Usage: {me} FILE");
+        errln!("Usage: {me} FILE");
         return ExitCode::from(1);
     }
     let mut file = match std::fs::File::open(&args[1]) {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("OPEN: {}: {}", args[1].to_string_lossy(), plain(&e));
+            errln!("OPEN: {}: {}", args[1].to_string_lossy(), plain(&e));
             return ExitCode::from(2);
         }
     };
@@ -73,13 +73,13 @@ fn main() -> ExitCode {
     if let Err(e) = fadvise(&file, 0, 0, Advice::Sequential)
         .and_then(|()| fadvise(&file, 0, 0, Advice::NoReuse))
     {
-        eprintln!("POSIX_FADVISE: {e}");
+        errln!("POSIX_FADVISE: {e}");
     }
 
     let mut buf = match AlignedBuf::new(BUFSIZ, BUFSIZ) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("POSIX_MEMALIGN: {e}");
+            errln!("POSIX_MEMALIGN: {e}");
             return ExitCode::from(2);
         }
     };
@@ -92,7 +92,7 @@ fn main() -> ExitCode {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 // No (partial) sum on stdout: the failure is the whole result.
-                eprintln!("READ: {}: {}", args[1].to_string_lossy(), plain(&e));
+                errln!("READ: {}: {}", args[1].to_string_lossy(), plain(&e));
                 return ExitCode::from(2);
             }
         }

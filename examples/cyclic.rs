@@ -177,7 +177,7 @@ fn main() {
     };
     catch_stop_signals();
     if let Err(e) = run(args) {
-        eprintln!("cyclic: {e}");
+        errln!("cyclic: {e}");
         exit(1);
     }
 }
@@ -204,7 +204,7 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         .cpu_dma_latency(Some(0))
         .apply();
     for (what, e) in setup.failures() {
-        eprintln!("cyclic: note: {what} failed: {e}");
+        errln!("cyclic: note: {what} failed: {e}");
     }
 
     let prio = if a.prio == 0 {
@@ -248,8 +248,8 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let handle = match builder.clone().scheduling(prio).spawn(measure) {
         Ok(h) => h,
         Err(e) if e.kind() == posixrt::ErrorKind::PermissionDenied => {
-            eprintln!("cyclic: cannot run the measuring thread as {prio}: {e}");
-            eprintln!(
+            errln!("cyclic: cannot run the measuring thread as {prio}: {e}");
+            errln!(
                 "cyclic: measuring at normal priority (SCHED_OTHER) instead; figures will be worse"
             );
             builder.scheduling(Priority::other()).spawn(measure)?

@@ -91,7 +91,7 @@ fn open_inputs(args: &[OsString]) -> (Vec<Input>, bool) {
                 match rustix::io::fcntl_dupfd_cloexec(io::stdin(), 0) {
                     Ok(fd) => Src::Owned(fd),
                     Err(e) => {
-                        eprintln!("linecount: -: {e}");
+                        errln!("linecount: -: {e}");
                         failed = true;
                         continue;
                     }
@@ -101,7 +101,7 @@ fn open_inputs(args: &[OsString]) -> (Vec<Input>, bool) {
             match File::open(&path) {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
-                    eprintln!("linecount: {name}: {}", io_reason(&e));
+                    errln!("linecount: {name}: {}", io_reason(&e));
                     failed = true;
                     continue;
                 }
@@ -112,7 +112,7 @@ fn open_inputs(args: &[OsString]) -> (Vec<Input>, bool) {
                 (false, st.st_size)
             }
             Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir() => {
-                eprintln!("linecount: {name}: Is a directory");
+                errln!("linecount: {name}: Is a directory");
                 failed = true;
                 continue;
             }
@@ -220,7 +220,7 @@ fn main() {
             }
         }
         Err(e) => {
-            eprintln!("linecount: {e}");
+            errln!("linecount: {e}");
             std::process::exit(1);
         }
     }
@@ -345,7 +345,7 @@ fn count(aio: Aio, mut inputs: Vec<Input>) -> posixrt::Result<(u64, bool)> {
                     }
                 }
                 Err(e) => {
-                    eprintln!("linecount: {}: {}", f.name, reason(&e));
+                    errln!("linecount: {}: {}", f.name, reason(&e));
                     ok = false;
                     f.eof = true;
                 }

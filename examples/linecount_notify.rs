@@ -99,7 +99,7 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
     let done = match req.aio_return() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("linecount_notify: aio_return: {e}");
+            errln!("linecount_notify: aio_return: {e}");
             return;
         }
     };
@@ -114,7 +114,7 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
             match shared.aio.submit(op) {
                 Ok(r) => slot.req = Some(r),
                 Err(e) => {
-                    eprintln!("linecount_notify: {}: {e}", slot.name);
+                    errln!("linecount_notify: {}: {e}", slot.name);
                     shared.failed.store(true, Ordering::Relaxed);
                     close(shared, &mut g);
                 }
@@ -123,7 +123,7 @@ fn end_of_aio_op(shared: &Arc<Shared>, v: SigVal) {
         other => {
             if let Err(e) = other {
                 let name = g.as_ref().map(|s| s.name.clone()).unwrap_or_default();
-                eprintln!("linecount_notify: {name}: {}", reason(&e));
+                errln!("linecount_notify: {name}: {}", reason(&e));
                 shared.failed.store(true, Ordering::Relaxed);
             }
             // End of file: close it and tell the main thread.
@@ -166,7 +166,7 @@ fn main() {
             }
         }
         Err(e) => {
-            eprintln!("linecount_notify: {e}");
+            errln!("linecount_notify: {e}");
             std::process::exit(1);
         }
     }
@@ -221,7 +221,7 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
                 match rustix::io::fcntl_dupfd_cloexec(io::stdin(), 0) {
                     Ok(fd) => Src::Owned(fd),
                     Err(e) => {
-                        eprintln!("linecount_notify: -: {e}");
+                        errln!("linecount_notify: -: {e}");
                         shared.failed.store(true, Ordering::Relaxed);
                         continue;
                     }
@@ -231,7 +231,7 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
             match File::open(&path) {
                 Ok(f) => Src::Owned(f.into()),
                 Err(e) => {
-                    eprintln!("linecount_notify: {name}: {}", io_reason(&e));
+                    errln!("linecount_notify: {name}: {}", io_reason(&e));
                     shared.failed.store(true, Ordering::Relaxed);
                     continue;
                 }
@@ -240,7 +240,7 @@ fn run(args: Vec<OsString>) -> posixrt::Result<(u64, bool)> {
         if rustix::fs::fstat(src.fd())
             .is_ok_and(|m| rustix::fs::FileType::from_raw_mode(m.st_mode).is_dir())
         {
-            eprintln!("linecount_notify: {name}: Is a directory");
+            errln!("linecount_notify: {name}: Is a directory");
             shared.failed.store(true, Ordering::Relaxed);
             continue;
         }

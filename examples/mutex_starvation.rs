@@ -290,7 +290,7 @@ fn run(a: &Args) -> Result<(), Box<dyn std::error::Error>> {
             traced_entries > 0
         );
         for n in &notes {
-            eprintln!("note: {n}");
+            errln!("note: {n}");
         }
         return Ok(());
     }
@@ -369,7 +369,7 @@ fn main() {
         Err(e) => args::usage_error("mutex_starvation", e),
     };
     if let Err(e) = run(&a) {
-        eprintln!("mutex_starvation: {e}");
+        errln!("mutex_starvation: {e}");
         std::process::exit(1);
     }
 }

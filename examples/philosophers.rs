@@ -133,7 +133,7 @@ fn main() {
     // arguments, 1 for a failed run.
     let a = args();
     if let Err(e) = run(a) {
-        eprintln!("philosophers: {e}");
+        errln!("philosophers: {e}");
         std::process::exit(1);
     }
 }

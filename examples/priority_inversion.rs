@@ -422,7 +422,7 @@ fn main() {
     if let Err(e) = listing_6_7(args.json, args.iterations, cpu) {
         // A refused privilege is a failed run: the error and the fix on stderr,
         // nothing (no JSON with empty figures) on stdout, exit 1.
-        eprintln!(
+        errln!(
             "priority_inversion: cannot run the demonstration: {e}\n\
              hint: it needs SCHED_FIFO up to priority {need}: run as root, \
              give the binary CAP_SYS_NICE (`setcap cap_sys_nice+ep BINARY`), or raise RLIMIT_RTPRIO \
@@ -447,7 +447,7 @@ fn main() {
             match scenario(p, args.cs_ms, args.medium_ms, cpu) {
                 Ok(ms) => v.push(ms),
                 Err(e) => {
-                    eprintln!("protocol {p:?}: {e}");
+                    errln!("protocol {p:?}: {e}");
                     std::process::exit(1);
                 }
             }

@@ -23,7 +23,7 @@ fn main() {
     out::init("sched_info");
     args::Args::new("sched_info", "usage: sched_info\n\nPrints the priority range of each scheduling policy, this process's policy and priority,\nthen switches to SCHED_RR 50, prints the RR quantum and restores the original policy.\nThe switch needs CAP_SYS_NICE or RLIMIT_RTPRIO >= 50; a refusal is reported on stderr.").none();
     if let Err(e) = run() {
-        eprintln!("sched_info: {e}");
+        errln!("sched_info: {e}");
         std::process::exit(1);
     }
 }
@@ -65,7 +65,7 @@ fn run() -> posixrt::Result<()> {
         }
         Err(e) => {
             // As the listing's perror("SCHED_SETSCHEDULER"): on stderr, and on.
-            eprintln!("sched_info: switch to {rr50} refused: {e}");
+            errln!("sched_info: switch to {rr50} refused: {e}");
             outln!("(still {policy} {prio}; sched_rr_get_interval below reports on that policy)");
             false
         }

@@ -387,7 +387,7 @@ fn main() {
     let allowed = match CpuSet::allowed() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("sporadic: {e}");
+            errln!("sporadic: {e}");
             exit(1);
         }
     };
@@ -411,7 +411,7 @@ fn main() {
     let sp = match run(cpu, server_cpu, args.seconds, Served::Sporadic) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("sporadic: the sporadic run failed: {e}");
+            errln!("sporadic: the sporadic run failed: {e}");
             exit(1);
         }
     };
@@ -431,13 +431,13 @@ fn main() {
             ) {
                 Ok(o) => o,
                 Err(e) => {
-                    eprintln!("sporadic: the deadline run failed: {e}");
+                    errln!("sporadic: the deadline run failed: {e}");
                     exit(1);
                 }
             }
         }
         Err(e) => {
-            eprintln!("sporadic: the deadline run failed: {e}");
+            errln!("sporadic: the deadline run failed: {e}");
             exit(1);
         }
     };

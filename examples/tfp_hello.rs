@@ -88,8 +88,8 @@ Run `tfp -b tfp_hello` in another terminal to see them. Seconds: 0 to 86400.",
     for w in workers {
         match w.join() {
             Ok(Ok(steps)) => outln!("a worker stopped after {steps} steps"),
-            Ok(Err(e)) => eprintln!("a worker failed: {e}"),
-            Err(_) => eprintln!("a worker panicked"),
+            Ok(Err(e)) => errln!("a worker failed: {e}"),
+            Err(_) => errln!("a worker panicked"),
         }
     }
     Ok(())

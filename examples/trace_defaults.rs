@@ -24,7 +24,7 @@ fn main() {
     .none();
     // Errors in plain words on stderr (not Rust's Debug quoting), exit 1.
     if let Err(e) = run() {
-        eprintln!("trace_defaults: {e}");
+        errln!("trace_defaults: {e}");
         std::process::exit(1);
     }
 }

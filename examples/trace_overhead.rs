@@ -381,7 +381,7 @@ fn main() {
     let a = args();
     // Errors in plain words on stderr (not Rust's Debug quoting), exit 1.
     if let Err(e) = run(a) {
-        eprintln!("trace_overhead: {e}");
+        errln!("trace_overhead: {e}");
         std::process::exit(1);
     }
 }

@@ -190,3 +190,34 @@ fn priority_inversion_without_privilege_prints_nothing_on_stdout() {
     );
     assert_eq!(out, "", "stdout of a run that could not start");
 }
+
+/// An example whose standard error cannot be written (`2>/dev/full`) keeps
+/// the exit status it documents (2 for a usage error; for a file it cannot
+/// open, 1, or bytesum's errno as listing 7.10's) instead of panicking in
+/// `eprintln!` (status 101).
+#[test]
+fn an_unwritable_stderr_keeps_the_documented_exit_status() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        return;
+    };
+    let cases: [(&str, &[&str], i32); 3] = [
+        ("linecount", &["--no-such-option"], 2),
+        ("linecount", &["/nonexistent/posixrt-file"], 1),
+        // (Listing 7.10 returns the errno: ENOENT.)
+        ("bytesum", &["/nonexistent/posixrt-file"], libc::ENOENT),
+    ];
+    for (name, args, want) in cases {
+        let out = Command::new(example_bin(name))
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(full.try_clone().expect("dup /dev/full"))
+            .output()
+            .expect("run the example");
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{name} {args:?}: {:?}",
+            out.status
+        );
+    }
+}

@@ -174,6 +174,8 @@ fn print_help(prog: &str, help: &str) -> ! {
 
 /// A usage error found outside [`Args`]: one line on standard error, exit 2.
 pub fn usage_error(prog: &str, msg: impl Display) -> ! {
-    eprintln!("{prog}: {msg} (see {prog} --help)");
+    use std::io::Write;
+    // (Ignored if standard error cannot be written: the status says it.)
+    let _ = writeln!(std::io::stderr(), "{prog}: {msg} (see {prog} --help)");
     std::process::exit(USAGE_ERROR)
 }

@@ -11,7 +11,9 @@
 //!
 //! Either way the example ends at once (its `atexit` handlers run, its destructors
 //! do not), as a death by SIGPIPE would. Include it first in the crate root, call
-//! [`init`] at the top of `main`, and print with `outln!` as with `println!`:
+//! [`init`] at the top of `main`, and print with `outln!` as with `println!`
+//! (and with `errln!` as with `eprintln!`: an unwritable standard error is
+//! ignored, so the exit status stays the documented one):
 //!
 //! ```ignore
 //! #[macro_use]
@@ -47,6 +49,23 @@ macro_rules! outln {
     ($($arg:tt)*) => {
         $crate::out::line(format_args!($($arg)*))
     };
+}
+
+/// `eprintln!` that ignores a standard error that cannot be written (a full
+/// disk, a closed descriptor): the example's exit status stays the one it
+/// documents, where `eprintln!` would panic (status 101).
+#[allow(unused_macros)]
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::out::err_line(format_args!($($arg)*))
+    };
+}
+
+/// Writes `args` and a newline to standard error; a write error is ignored.
+#[allow(dead_code)]
+pub fn err_line(args: std::fmt::Arguments<'_>) {
+    let mut err = io::stderr().lock();
+    let _ = err.write_fmt(args).and_then(|()| err.write_all(b"\n"));
 }
 
 /// Writes `args` and a newline to standard output as one line (other threads'
