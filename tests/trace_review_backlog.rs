@@ -1,11 +1,13 @@
 //! Review: a log that keeps failing does not make the stream queue its
 //! events in memory without end.
 
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::filter_all_but;
+
 use std::fs::File;
 
-use posixrt::trace::{
-    self, EventSet, FillWhat, FilterHow, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr,
-};
+use posixrt::trace::{self, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr};
 
 /// A log whose writes keep failing (here a pipe whose reader has gone; a
 /// full file system alike) cannot take the stream's events: the flushes
@@ -23,10 +25,7 @@ fn a_failing_log_bounds_what_waits_for_it() {
     assert_eq!(t.attr().stream_full_policy(), StreamFullPolicy::Flush);
     drop(rd);
     let ev = trace::eventid_open("review.backlog").unwrap();
-    let mut f = EventSet::empty();
-    f.fill(FillWhat::All);
-    f.del(ev);
-    t.set_filter(&f, FilterHow::Set).unwrap();
+    filter_all_but(&t, &[ev]);
     t.start().unwrap();
     for round in 0..300u64 {
         for i in 0..10_000u64 {

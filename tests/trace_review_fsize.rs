@@ -2,11 +2,13 @@
 //! a full file system) and then succeed again. In a process of its own: it
 //! sets RLIMIT_FSIZE for the process.
 
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::filter_all_but;
+
 use std::fs::File;
 
-use posixrt::trace::{
-    self, Event, EventId, EventSet, FillWhat, FilterHow, LogFullPolicy, Trace, TraceAttr, TraceLog,
-};
+use posixrt::trace::{self, Event, EventId, LogFullPolicy, Trace, TraceAttr, TraceLog};
 
 fn set_fsize(soft: libc::rlim_t) {
     let mut r = libc::rlimit {
@@ -35,10 +37,7 @@ fn a_log_write_cut_short_goes_on_where_it_stopped() {
     let mut a = TraceAttr::new();
     a.set_log_full_policy(LogFullPolicy::Append);
     let t = Trace::create_with_log(&a, File::create(&p).unwrap()).unwrap();
-    let mut f = EventSet::empty();
-    f.fill(FillWhat::All);
-    f.del(ev);
-    t.set_filter(&f, FilterHow::Set).unwrap();
+    filter_all_but(&t, &[ev]);
     t.start().unwrap();
     for i in 0..100u64 {
         trace::event(ev, &i.to_le_bytes());
@@ -92,11 +91,7 @@ fn a_log_that_recovers_from_a_long_failure_accounts_for_every_event() {
     let mut a = TraceAttr::new();
     a.set_log_full_policy(LogFullPolicy::Append);
     let t = Trace::create_with_log(&a, File::create(&p).unwrap()).unwrap();
-    let mut f = EventSet::empty();
-    f.fill(FillWhat::All);
-    f.del(ev);
-    f.del(EventId::OVERFLOW);
-    t.set_filter(&f, FilterHow::Set).unwrap();
+    filter_all_but(&t, &[ev, EventId::OVERFLOW]);
     t.start().unwrap();
     t.flush().unwrap();
     set_fsize(std::fs::metadata(&p).unwrap().len());

@@ -1,9 +1,11 @@
 //! Review test of the user event type limit (`TRACE_USER_EVENT_MAX`): in a
 //! process of its own, as the ids it takes are process-wide.
 
-use posixrt::trace::{
-    self, EventId, EventSet, FillWhat, FilterHow, Trace, TraceAttr, TRACE_USER_EVENT_MAX,
-};
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::filter_all_but;
+
+use posixrt::trace::{self, EventId, Trace, TraceAttr, TRACE_USER_EVENT_MAX};
 
 /// POSIX `posix_trace_eventid_open`: past TRACE_USER_EVENT_MAX names, the id
 /// given is POSIX_TRACE_UNNAMED_USEREVENT, which records and reads back under
@@ -27,11 +29,7 @@ fn names_past_the_limit_get_the_unnamed_user_event() {
         EventId::UNNAMED_USER
     );
     assert_eq!(t.eventid_open("review.limit.7").unwrap(), opened[7]);
-    let mut f = EventSet::empty();
-    f.fill(FillWhat::All);
-    f.del(EventId::UNNAMED_USER);
-    f.del(opened[7]);
-    t.set_filter(&f, FilterHow::Set).unwrap();
+    filter_all_but(&t, &[EventId::UNNAMED_USER, opened[7]]);
     t.start().unwrap();
     trace::event(EventId::UNNAMED_USER, b"x");
     trace::event(opened[7], b"y");

@@ -1,12 +1,14 @@
 //! Review: `clear` of a stream whose log is a pipe (an APPEND or UNTIL_FULL
 //! log, which `create_with_log` takes on a pipe).
 
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::filter_all_but;
+
 use std::fs::File;
 use std::io::Read;
 
-use posixrt::trace::{
-    self, EventSet, FillWhat, FilterHow, LogFullPolicy, Trace, TraceAttr, TraceLog,
-};
+use posixrt::trace::{self, LogFullPolicy, Trace, TraceAttr, TraceLog};
 
 /// A pipe cannot be rewritten from its start: `clear` starts the log over
 /// from where it is (its size and full state), and the log goes on. It
@@ -26,10 +28,7 @@ fn clear_of_a_log_on_a_pipe_starts_it_over_where_it_is() {
         a.set_log_full_policy(pol);
         let t = Trace::create_with_log(&a, File::from(wr)).unwrap();
         let ev = trace::eventid_open("review.pipe_clear").unwrap();
-        let mut f = EventSet::empty();
-        f.fill(FillWhat::All);
-        f.del(ev);
-        t.set_filter(&f, FilterHow::Set).unwrap();
+        filter_all_but(&t, &[ev]);
         t.start().unwrap();
         for i in 0..100u64 {
             trace::event(ev, &i.to_le_bytes());
