@@ -53,6 +53,14 @@
 //! `lock_api` methods cannot return it), as the mutexes refuse a relock by their
 //! owner. `try_write` and `try_read` only fail then.
 //!
+//! Waking every sleeper leaves the choice of who gets a free lock to the
+//! sleepers, which `pthread_rwlock_unlock` gives to the scheduling policy: a
+//! woken writer takes the lock only if no waiting writer has a higher level
+//! (else it sleeps again), so the highest-priority writer gets it even when a
+//! lower one wakes first on another CPU. (A thread that arrives as the lock
+//! becomes free and finds it free takes it without waiting: it was not
+//! blocked on it.)
+//!
 //! # References
 //! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
 //! - [pthread_rwlock_wrlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_wrlock.3p.html)
@@ -318,7 +326,7 @@ impl RawRwLock {
         let mut waiting = self.start_waiting(&node);
         let ok = loop {
             let s = self.state.load(Ordering::Relaxed);
-            if s == 0 {
+            if s == 0 && self.writer_may_take(&node) {
                 if self
                     .state
                     .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
@@ -328,7 +336,7 @@ impl RawRwLock {
                 }
                 continue;
             }
-            let blocked = || self.state.load(Ordering::SeqCst) != 0;
+            let blocked = || self.state.load(Ordering::SeqCst) != 0 || !self.writer_may_take(&node);
             if let Err(libc::ETIMEDOUT) = self.sleep_while(blocked, deadline) {
                 break false;
             }
@@ -355,6 +363,17 @@ impl RawRwLock {
             },
         );
         ok
+    }
+
+    /// Whether the waiting writer of `node` may take the free lock: no waiting
+    /// writer has a higher level (`pthread_rwlock_unlock`: the scheduling policy
+    /// decides who gets a lock that becomes free). Every sleeper is woken when
+    /// the lock becomes free, and one woken on another CPU (or before the others
+    /// run) would otherwise take it from a higher-priority writer. `SeqCst`, for
+    /// [`Self::sleep_while`]: a writer that stops waiting without the lock lowers
+    /// `top` before it wakes the sleepers.
+    fn writer_may_take(&self, node: &WaitingWriter) -> bool {
+        node.level >= self.writers.top()
     }
 
     /// Counts the writer of `node` among the waiting writers, with its level

@@ -1,0 +1,325 @@
+//! Who gets a [`RwLock`] when it becomes free while real-time threads wait.
+//!
+//! `pthread_rwlock_unlock`: "If there are threads blocked on the lock when it
+//! becomes available, the scheduling policy shall determine which thread(s)
+//! shall acquire the lock"; under SCHED_FIFO that is the highest-priority
+//! waiter. `pthread_rwlock_rdlock`: a real-time reader does not get the lock
+//! while a writer of higher or equal priority waits (posixrt: otherwise it does).
+//!
+//! Each round: a holder thread takes the lock, the waiters (SCHED_FIFO threads,
+//! pinned) are started and known to sleep in `futex` on the lock's memory
+//! (`/proc/self/task/TID/syscall`), then the holder lets go. Each waiter notes
+//! itself in the order list while it holds the lock, so the list is the order
+//! in which they got it. Nothing is timed. The waiters are either all on one
+//! CPU (priority alone decides who runs) or, with 2 CPUs, spread so that a
+//! lower-priority waiter wakes beside the holder and a higher-priority one on
+//! the other CPU (a race the lock must not lose). Needs SCHED_FIFO; without it
+//! each test checks the documented refusal (EPERM) and returns.
+
+#[path = "common/self_sched.rs"]
+#[allow(dead_code)]
+mod self_sched;
+use self_sched::{have_rt, set_self};
+
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use posixrt::sync::RwLock;
+
+const ROUNDS: usize = 200;
+
+/// Serializes the tests of this file (they pin FIFO threads to the same CPUs).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether SCHED_FIFO may be used here; if not, the refusal must be EPERM.
+fn rt_or_skip() -> bool {
+    if have_rt() {
+        return true;
+    }
+    let e = std::thread::spawn(|| set_self(libc::SCHED_FIFO, 20))
+        .join()
+        .expect("probe thread");
+    assert_eq!(e, Err(libc::EPERM), "the documented refusal");
+    eprintln!("skipped: no SCHED_FIFO here");
+    false
+}
+
+/// The CPUs this process may use.
+fn cpus() -> Vec<usize> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set, which the call fills.
+    let set = unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s),
+            0
+        );
+        s
+    };
+    // SAFETY: CPU_ISSET reads the set within its size.
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Pins the calling thread to `cpu`.
+fn pin_self(cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; CPU_SET stays in range;
+    // the call only reads the set.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut s);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &s),
+            0,
+            "sched_setaffinity"
+        );
+    }
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Whether thread `tid` sleeps in `futex` on an address inside `range`.
+fn sleeps_in_futex_on(tid: i32, range: (usize, usize)) -> bool {
+    let Ok(s) = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) else {
+        return false;
+    };
+    let mut f = s.split_whitespace();
+    let nr = f.next().and_then(|n| n.parse::<i64>().ok());
+    let addr = f
+        .next()
+        .and_then(|a| usize::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+    matches!((nr, addr), (Some(n), Some(a)) if n == libc::SYS_futex && a >= range.0 && a < range.1)
+}
+
+/// What a thread of a round does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Read,
+    Write,
+}
+
+/// A waiter: its name in the order list, what it takes, its FIFO priority, CPU.
+#[derive(Clone, Copy)]
+struct Waiter {
+    name: &'static str,
+    op: Op,
+    prio: i32,
+    cpu: usize,
+}
+
+/// One round: a holder (FIFO `holder.1` on CPU `holder.2`) takes the lock as
+/// `holder.0`; the `waiters` start one after the other, each known asleep on the
+/// lock before the next starts; then the holder lets go. Returns the order in
+/// which the waiters held the lock.
+fn round(holder: (Op, i32, usize), waiters: &[Waiter]) -> Vec<&'static str> {
+    let lock = RwLock::new(0u32);
+    let range = {
+        let a = &lock as *const RwLock<u32> as usize;
+        (a, a + std::mem::size_of::<RwLock<u32>>())
+    };
+    let order = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        let (held_tx, held_rx) = mpsc::channel::<()>();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let lock = &lock;
+        let order = &order;
+        s.spawn(move || {
+            pin_self(holder.2);
+            set_self(libc::SCHED_FIFO, holder.1).expect("sched_setscheduler");
+            match holder.0 {
+                Op::Read => {
+                    let g = lock.read();
+                    held_tx.send(()).expect("send");
+                    go_rx.recv().expect("go");
+                    drop(g);
+                }
+                Op::Write => {
+                    let g = lock.write();
+                    held_tx.send(()).expect("send");
+                    go_rx.recv().expect("go");
+                    drop(g);
+                }
+            }
+        });
+        held_rx.recv().expect("the holder holds the lock");
+        for w in waiters.iter().copied() {
+            let (tid_tx, tid_rx) = mpsc::channel::<i32>();
+            s.spawn(move || {
+                pin_self(w.cpu);
+                set_self(libc::SCHED_FIFO, w.prio).expect("sched_setscheduler");
+                tid_tx.send(gettid()).expect("send");
+                match w.op {
+                    Op::Read => {
+                        let _g = lock.read();
+                        order.lock().expect("order").push(w.name);
+                    }
+                    Op::Write => {
+                        let _g = lock.write();
+                        order.lock().expect("order").push(w.name);
+                    }
+                }
+            });
+            let tid = tid_rx.recv().expect("the waiter's tid");
+            let end = Instant::now() + Duration::from_secs(5);
+            while !sleeps_in_futex_on(tid, range) {
+                assert!(Instant::now() < end, "{} never slept on the lock", w.name);
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        assert!(
+            order.lock().expect("order").is_empty(),
+            "a waiter got in early"
+        );
+        go_tx.send(()).expect("go");
+    });
+    order.into_inner().expect("order")
+}
+
+/// Runs `ROUNDS` rounds and asserts `want` in each.
+fn rounds(holder: (Op, i32, usize), waiters: &[Waiter], want: &[&str]) {
+    for i in 0..ROUNDS {
+        let got = round(holder, waiters);
+        assert_eq!(
+            got, want,
+            "round {i}: the order in which the waiters got the lock"
+        );
+    }
+}
+
+/// The CPU for one-CPU tests and, with 2 CPUs, another one.
+fn two_cpus() -> (usize, Option<usize>) {
+    let c = cpus();
+    let last = *c.last().expect("some CPU");
+    (last, (c.len() >= 2).then(|| c[0]))
+}
+
+fn w(name: &'static str, op: Op, prio: i32, cpu: usize) -> Waiter {
+    Waiter {
+        name,
+        op,
+        prio,
+        cpu,
+    }
+}
+
+#[test]
+fn the_higher_priority_writer_gets_the_lock_first_on_one_cpu() {
+    let _s = serial();
+    if !rt_or_skip() {
+        return;
+    }
+    let (c, _) = two_cpus();
+    // The holder above the waiters, then below them.
+    for hp in [30, 5] {
+        // The low writer waits first, the high one arrives later, and the reverse.
+        rounds(
+            (Op::Write, hp, c),
+            &[w("low", Op::Write, 10, c), w("high", Op::Write, 20, c)],
+            &["high", "low"],
+        );
+        rounds(
+            (Op::Write, hp, c),
+            &[w("high", Op::Write, 20, c), w("low", Op::Write, 10, c)],
+            &["high", "low"],
+        );
+        // Behind readers as well.
+        rounds(
+            (Op::Read, hp, c),
+            &[w("low", Op::Write, 10, c), w("high", Op::Write, 20, c)],
+            &["high", "low"],
+        );
+    }
+}
+
+#[test]
+fn the_higher_priority_writer_gets_the_lock_first_across_cpus() {
+    let _s = serial();
+    if !rt_or_skip() {
+        return;
+    }
+    let (c, Some(other)) = two_cpus() else {
+        eprintln!("skipped: one CPU");
+        return;
+    };
+    // The low writer shares the holder's CPU (it runs as soon as the holder
+    // wakes it), the high one wakes on the other CPU.
+    for holder in [Op::Write, Op::Read] {
+        rounds(
+            (holder, 5, c),
+            &[w("low", Op::Write, 10, c), w("high", Op::Write, 20, other)],
+            &["high", "low"],
+        );
+        rounds(
+            (holder, 5, c),
+            &[w("high", Op::Write, 20, other), w("low", Op::Write, 10, c)],
+            &["high", "low"],
+        );
+    }
+}
+
+#[test]
+fn a_higher_priority_reader_gets_the_lock_before_a_waiting_writer_on_one_cpu() {
+    let _s = serial();
+    if !rt_or_skip() {
+        return;
+    }
+    let (c, _) = two_cpus();
+    for hp in [30, 5] {
+        rounds(
+            (Op::Write, hp, c),
+            &[w("writer", Op::Write, 10, c), w("reader", Op::Read, 20, c)],
+            &["reader", "writer"],
+        );
+        rounds(
+            (Op::Write, hp, c),
+            &[w("reader", Op::Read, 20, c), w("writer", Op::Write, 10, c)],
+            &["reader", "writer"],
+        );
+    }
+}
+
+#[test]
+fn readers_of_equal_priority_wait_behind_a_waiting_writer() {
+    let _s = serial();
+    if !rt_or_skip() {
+        return;
+    }
+    let (c, other) = two_cpus();
+    let o = other.unwrap_or(c);
+    for holder in [Op::Read, Op::Write] {
+        for hp in [30, 5] {
+            // One CPU.
+            let got = round(
+                (holder, hp, c),
+                &[
+                    w("writer", Op::Write, 10, c),
+                    w("r1", Op::Read, 10, c),
+                    w("r2", Op::Read, 10, c),
+                ],
+            );
+            assert_eq!(got.len(), 3);
+            assert_eq!(got[0], "writer", "{got:?}");
+        }
+        // The readers beside the holder, the writer on the other CPU.
+        for _ in 0..ROUNDS {
+            let got = round(
+                (holder, 5, c),
+                &[
+                    w("writer", Op::Write, 10, o),
+                    w("r1", Op::Read, 10, c),
+                    w("r2", Op::Read, 10, c),
+                ],
+            );
+            assert_eq!(got.len(), 3);
+            assert_eq!(got[0], "writer", "{got:?}");
+        }
+    }
+}
