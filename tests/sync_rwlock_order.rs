@@ -287,6 +287,34 @@ fn a_higher_priority_reader_gets_the_lock_before_a_waiting_writer_on_one_cpu() {
 }
 
 #[test]
+fn a_higher_priority_reader_gets_the_lock_before_a_waiting_writer_across_cpus() {
+    let _s = serial();
+    if !rt_or_skip() {
+        return;
+    }
+    let (c, Some(other)) = two_cpus() else {
+        eprintln!("skipped: one CPU");
+        return;
+    };
+    rounds(
+        (Op::Write, 5, c),
+        &[
+            w("writer", Op::Write, 10, c),
+            w("reader", Op::Read, 20, other),
+        ],
+        &["reader", "writer"],
+    );
+    rounds(
+        (Op::Write, 5, c),
+        &[
+            w("reader", Op::Read, 20, other),
+            w("writer", Op::Write, 10, c),
+        ],
+        &["reader", "writer"],
+    );
+}
+
+#[test]
 fn readers_of_equal_priority_wait_behind_a_waiting_writer() {
     let _s = serial();
     if !rt_or_skip() {
@@ -321,5 +349,57 @@ fn readers_of_equal_priority_wait_behind_a_waiting_writer() {
             assert_eq!(got.len(), 3);
             assert_eq!(got[0], "writer", "{got:?}");
         }
+    }
+}
+
+/// A real-time reader that gives up waiting (a timed read that times out)
+/// holds no lower-priority writer back afterwards.
+#[test]
+fn a_reader_that_timed_out_does_not_hold_a_writer_back() {
+    let _s = serial();
+    if !rt_or_skip() {
+        return;
+    }
+    let (c, _) = two_cpus();
+    for _ in 0..20 {
+        let lock = RwLock::new(0u32);
+        let range = {
+            let a = &lock as *const RwLock<u32> as usize;
+            (a, a + std::mem::size_of::<RwLock<u32>>())
+        };
+        let g = lock.write();
+        std::thread::scope(|s| {
+            let lock = &lock;
+            let (tid_tx, tid_rx) = mpsc::channel::<i32>();
+            let writer = s.spawn(move || {
+                pin_self(c);
+                set_self(libc::SCHED_FIFO, 10).expect("sched_setscheduler");
+                tid_tx.send(gettid()).expect("send");
+                // Bounded, so that a writer held back forever fails the test
+                // instead of hanging it.
+                let mut g = lock
+                    .try_write_for(Duration::from_secs(5))
+                    .expect("the writer gets the lock once the reader gave up");
+                *g += 1;
+            });
+            let tid = tid_rx.recv().expect("the writer's tid");
+            let end = Instant::now() + Duration::from_secs(5);
+            while !sleeps_in_futex_on(tid, range) {
+                assert!(Instant::now() < end, "the writer never slept on the lock");
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            let got = s
+                .spawn(move || {
+                    pin_self(c);
+                    set_self(libc::SCHED_FIFO, 20).expect("sched_setscheduler");
+                    lock.try_read_for(Duration::from_millis(2)).is_some()
+                })
+                .join()
+                .expect("the reader");
+            assert!(!got, "the write lock is still held");
+            drop(g);
+            writer.join().expect("the writer gets the lock");
+        });
+        assert_eq!(*lock.read(), 1);
     }
 }

@@ -31,9 +31,10 @@
 //!   while any writer waits deadlocks, as `lock_api` documents).
 //!
 //! The uncontended read costs one CAS, as before (no class is read unless a
-//! writer waits). Waiting writers of a level above 0 keep it in a list of nodes
-//! on their own stacks, under a priority-inheriting futex lock taken only by
-//! writers as they start and stop waiting (also when a wait times out or
+//! writer holds the lock or waits). Waiting writers of a level above 0 keep it
+//! in a list of nodes on their own stacks (real-time readers that wait, in a
+//! second list, see below), under a priority-inheriting futex lock taken only
+//! by them as they start and stop waiting (also when a wait times out or
 //! unwinds; one lock for all the lists of the process, whose holder a forked
 //! child forgets), and publish the highest in one word readers read;
 //! `SCHED_OTHER` writers only count themselves, as before. In a forked child,
@@ -56,8 +57,11 @@
 //! Waking every sleeper leaves the choice of who gets a free lock to the
 //! sleepers, which `pthread_rwlock_unlock` gives to the scheduling policy: a
 //! woken writer takes the lock only if no waiting writer has a higher level
-//! (else it sleeps again), so the highest-priority writer gets it even when a
-//! lower one wakes first on another CPU. (A thread that arrives as the lock
+//! and no waiting `SCHED_FIFO`/`SCHED_RR` reader a higher priority (else it
+//! sleeps again), so the highest-priority waiter gets it even when a lower
+//! writer wakes first on another CPU. A reader that has to wait therefore
+//! reads its class (one `sched_getattr`) and, if real-time, lists itself as
+//! the real-time writers do. (A thread that arrives as the lock
 //! becomes free and finds it free takes it without waiting: it was not
 //! blocked on it.)
 //!
@@ -111,6 +115,8 @@ pub struct RawRwLock {
     writer: AtomicU32,
     /// The waiting writers of a level above 0, and the highest level.
     writers: WriterList,
+    /// The waiting readers of a level above 0, and the highest level.
+    readers_waiting: WriterList,
     track: Track,
 }
 
@@ -124,6 +130,7 @@ impl RawRwLock {
             epoch: AtomicU32::new(0),
             writer: AtomicU32::new(0),
             writers: WriterList::new(),
+            readers_waiting: WriterList::new(),
             track: Track::new(),
         }
     }
@@ -199,6 +206,8 @@ impl RawRwLock {
             return true;
         }
         let wait = self.wait_start(tid);
+        let node = WaitingWriter::new(level.get());
+        let mut listed = self.start_waiting_reader(&node);
         let ok = loop {
             let s = self.state.load(Ordering::Acquire);
             if s & WRITER == 0 && self.passes_waiting_writers(&level) {
@@ -226,6 +235,8 @@ impl RawRwLock {
                 break false;
             }
         };
+        listed.acquired = ok;
+        drop(listed);
         if let Some(t0) = wait {
             self.track.wait_end(tid);
             if let (true, Some(r)) = (ok, self.track.get()) {
@@ -372,8 +383,24 @@ impl RawRwLock {
     /// run) would otherwise take it from a higher-priority writer. `SeqCst`, for
     /// [`Self::sleep_while`]: a writer that stops waiting without the lock lowers
     /// `top` before it wakes the sleepers.
+    /// The same holds against a waiting real-time reader of a higher level
+    /// (which would go past this writer if it waited).
     fn writer_may_take(&self, node: &WaitingWriter) -> bool {
-        node.level >= self.writers.top()
+        node.level >= self.writers.top() && node.level >= self.readers_waiting.top()
+    }
+
+    /// Lists a reader of `node`'s level above 0 that is about to wait among the
+    /// waiting real-time readers (writers of lower level defer to it), until the
+    /// returned guard is dropped.
+    fn start_waiting_reader<'a>(&'a self, node: &'a WaitingWriter) -> WaitingReader<'a> {
+        if node.level != 0 {
+            self.readers_waiting.list(node);
+        }
+        WaitingReader {
+            lock: self,
+            node,
+            acquired: false,
+        }
     }
 
     /// Counts the writer of `node` among the waiting writers, with its level
@@ -510,6 +537,26 @@ impl Drop for Waiting<'_> {
         self.lock.writers_waiting.sub();
         if !self.acquired {
             self.lock.wake_all();
+        }
+    }
+}
+
+/// A real-time reader listed as waiting ([`RawRwLock::start_waiting_reader`]):
+/// the drop, on return or unwinding, unlists it and, unless it got the lock,
+/// wakes the writers that deferred to it.
+struct WaitingReader<'a> {
+    lock: &'a RawRwLock,
+    node: &'a WaitingWriter,
+    acquired: bool,
+}
+
+impl Drop for WaitingReader<'_> {
+    fn drop(&mut self) {
+        if self.node.level != 0 {
+            self.lock.readers_waiting.unlist(self.node);
+            if !self.acquired {
+                self.lock.wake_all();
+            }
         }
     }
 }

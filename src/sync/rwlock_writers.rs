@@ -114,7 +114,8 @@ impl WaitingWriter {
 }
 
 /// The waiting writers of a level above 0 of one lock, as a list of nodes on
-/// their stacks, and the highest of their levels.
+/// their stacks, and the highest of their levels. (A lock keeps a second one
+/// for its waiting real-time readers, with the same nodes and levels.)
 pub(super) struct WriterList {
     /// The highest level ([`writer_level`]) among waiting writers, 0 if none
     /// (see [`Self::list`]).
@@ -127,7 +128,7 @@ pub(super) struct WriterList {
 }
 
 /// The lock of every [`WriterList`] of the process, taken only by real-time
-/// writers for a moment as they start and stop waiting. One for the process
+/// writers and readers for a moment as they start and stop waiting. One for the process
 /// rather than one per list so that the fork hook can forget its holder: a
 /// writer of the parent listing or unlisting itself at the fork does not exist
 /// in the child, which would otherwise wait for it forever.
