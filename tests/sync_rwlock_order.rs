@@ -120,6 +120,12 @@ struct Waiter {
 /// lock before the next starts; then the holder lets go. Returns the order in
 /// which the waiters held the lock.
 fn round(holder: (Op, i32, usize), waiters: &[Waiter]) -> Vec<&'static str> {
+    round_with(holder, waiters, false)
+}
+
+/// [`round`]; with `relock`, the holder write-locks again at once after it lets
+/// go, and notes itself as "holder" while it holds that lock.
+fn round_with(holder: (Op, i32, usize), waiters: &[Waiter], relock: bool) -> Vec<&'static str> {
     let lock = RwLock::new(0u32);
     let range = {
         let a = &lock as *const RwLock<u32> as usize;
@@ -140,12 +146,20 @@ fn round(holder: (Op, i32, usize), waiters: &[Waiter]) -> Vec<&'static str> {
                     held_tx.send(()).expect("send");
                     go_rx.recv().expect("go");
                     drop(g);
+                    if relock {
+                        let _g = lock.write();
+                        order.lock().expect("order").push("holder");
+                    }
                 }
                 Op::Write => {
                     let g = lock.write();
                     held_tx.send(()).expect("send");
                     go_rx.recv().expect("go");
                     drop(g);
+                    if relock {
+                        let _g = lock.write();
+                        order.lock().expect("order").push("holder");
+                    }
                 }
             }
         });
@@ -401,5 +415,35 @@ fn a_reader_that_timed_out_does_not_hold_a_writer_back() {
             writer.join().expect("the writer gets the lock");
         });
         assert_eq!(*lock.read(), 1);
+    }
+}
+
+/// A thread that write-locks the lock just as it becomes free (here the holder
+/// itself, at once after its unlock) does not take it from a higher-priority
+/// waiter woken on another CPU: it was not the scheduling policy's choice.
+#[test]
+fn a_lower_priority_newcomer_does_not_take_the_lock_from_a_woken_waiter() {
+    let _s = serial();
+    if !rt_or_skip() {
+        return;
+    }
+    let (c, Some(other)) = two_cpus() else {
+        eprintln!("skipped: one CPU");
+        return;
+    };
+    for holder in [Op::Write, Op::Read] {
+        for i in 0..ROUNDS {
+            let got = round_with((holder, 5, c), &[w("high", Op::Write, 20, other)], true);
+            assert_eq!(got, ["high", "holder"], "round {i}");
+        }
+    }
+    for i in 0..ROUNDS {
+        let got = round_with((Op::Write, 5, c), &[w("reader", Op::Read, 20, other)], true);
+        assert_eq!(got, ["reader", "holder"], "round {i}");
+    }
+    // On one CPU a holder of higher priority keeps running and takes it again.
+    for i in 0..ROUNDS {
+        let got = round_with((Op::Write, 30, c), &[w("high", Op::Write, 20, c)], true);
+        assert_eq!(got, ["holder", "high"], "round {i}");
     }
 }

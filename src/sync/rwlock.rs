@@ -61,9 +61,10 @@
 //! sleeps again), so the highest-priority waiter gets it even when a lower
 //! writer wakes first on another CPU. A reader that has to wait therefore
 //! reads its class (one `sched_getattr`) and, if real-time, lists itself as
-//! the real-time writers do. (A thread that arrives as the lock
-//! becomes free and finds it free takes it without waiting: it was not
-//! blocked on it.)
+//! the real-time writers do. A writer that arrives while writers or real-time
+//! readers wait takes the slow path too, so it does not take a lock that has
+//! just become free from a woken waiter of higher priority (`try_write` does:
+//! it only fails while the lock is held).
 //!
 //! # References
 //! - [pthread_rwlock_rdlock(3p)](https://man7.org/linux/man-pages/man3/pthread_rwlock_rdlock.3p.html)
@@ -333,6 +334,7 @@ impl RawRwLock {
         let tid = current_tid();
         self.refuse_relock_by_writer(tid, "pthread_rwlock_wrlock");
         let wait = self.wait_start(tid);
+        self.readers_waiting.forget_inherited();
         let node = WaitingWriter::new(writer_level(prio::current()));
         let mut waiting = self.start_waiting(&node);
         let ok = loop {
@@ -737,12 +739,17 @@ unsafe impl RawRwLockTimed for RawRwLock {
 impl RawRwLock {
     /// The write fast path: one CAS 0 → WRITER; on success records the writer and
     /// reports the acquisition. Shared by `lock_exclusive` and `try_lock_exclusive_until`.
+    /// Not while writers or real-time readers wait: the lock may have just
+    /// become free for one of them to take, which the slow path leaves to them
+    /// unless this writer's priority is at least as high (see [`Self::writer_may_take`]).
     #[inline]
     fn try_lock_exclusive_quiet(&self) -> bool {
-        if self
-            .state
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
+        if self.writers_waiting.is_zero()
+            && self.readers_waiting.is_clear()
+            && self
+                .state
+                .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
         {
             let tid = current_tid();
             self.writer.store(tid, Ordering::Relaxed);

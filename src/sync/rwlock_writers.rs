@@ -181,6 +181,23 @@ impl WriterList {
         }
     }
 
+    /// Whether no writer may be listed (one relaxed load, for the write fast
+    /// path); `false` may be a parent's list, which [`Self::forget_inherited`]
+    /// drops.
+    #[inline(always)]
+    pub(super) fn is_clear(&self) -> bool {
+        self.top.load(Ordering::Relaxed) == 0
+    }
+
+    /// In a forked child, drops the parent's list and level if no one of this
+    /// process listed itself yet (so that [`Self::is_clear`] holds again).
+    pub(super) fn forget_inherited(&self) {
+        if self.generation.load(Ordering::SeqCst) != fork::generation() {
+            let held = lock_lists();
+            self.inherited(&held);
+        }
+    }
+
     /// Under [`LISTS`]: in a forked child whose writers have not listed
     /// themselves yet, the nodes are the parent's writers', which do not exist
     /// here (their stacks are the parent's); forgets them and their level.
