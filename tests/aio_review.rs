@@ -952,3 +952,131 @@ fn noop_waker() -> Waker {
     }
     Waker::from(Arc::new(Noop))
 }
+
+/// On an `O_APPEND` file, deferred writes (`write_async`), writes entered at
+/// once (`write`), list writes and fsyncs, made in one turn, land in call
+/// order.
+fn append_mixed_ways(b: Backend) {
+    let aio = ctx(b);
+    let f = common::temp_file(b"");
+    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
+    let app = Arc::new(
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap(),
+    );
+    let rt = common::current_rt();
+    rt.block_on(async {
+        let _idle = idle_tasks();
+        for _ in 0..3 {
+            let a = started(aio.write_async(Arc::clone(&app), 0, b"a".to_vec())).await;
+            let q = aio.write(&*app, 0, b"b".to_vec()).unwrap();
+            let c = started(aio.write_async(Arc::clone(&app), 0, b"c".to_vec())).await;
+            let s = aio.fsync(&*app, posixrt::aio::SyncMode::DataSync).unwrap();
+            let l = aio
+                .lio_listio(
+                    ListMode::NoWait,
+                    [
+                        Some(Op::write(&*app, 0, b"d".to_vec())),
+                        Some(Op::write(&*app, 0, b"e".to_vec())),
+                    ],
+                    Notify::None,
+                )
+                .unwrap();
+            let e = started(aio.write_async(Arc::clone(&app), 0, b"f\n".to_vec())).await;
+            let (a, q, c, s, l, e) = tokio::time::timeout(T, async {
+                tokio::join!(
+                    a.finish(),
+                    q.into_future(),
+                    c.finish(),
+                    s.into_future(),
+                    l.into_future(),
+                    e.finish()
+                )
+            })
+            .await
+            .expect("all done");
+            for r in [a, q, c, e] {
+                assert!(r.unwrap().result.is_ok());
+            }
+            s.unwrap().result.unwrap();
+            assert!(l
+                .unwrap()
+                .iter()
+                .all(|c| c.as_ref().unwrap().result.is_ok()));
+        }
+    });
+    let mut s = String::new();
+    std::fs::File::open(&path)
+        .unwrap()
+        .read_to_string(&mut s)
+        .unwrap();
+    assert_eq!(s, "abcdef\nabcdef\nabcdef\n", "{b:?}");
+}
+both!(append_mixed_ways, append_mixed_ways);
+
+/// A future polled once: its output, or the future still pending.
+enum Started<F: Future> {
+    Done(F::Output),
+    Pending(F),
+}
+
+/// Polls `f` once (submitting it).
+async fn started<F: Future + Unpin>(mut f: F) -> Started<F> {
+    match poll_once(&mut f).await {
+        Poll::Ready(r) => Started::Done(r),
+        Poll::Pending => Started::Pending(f),
+    }
+}
+
+impl<F: Future + Unpin> Started<F> {
+    async fn finish(self) -> F::Output {
+        match self {
+            Started::Done(r) => r,
+            Started::Pending(f) => f.await,
+        }
+    }
+}
+
+/// `O_DIRECT` through the futures: a misaligned length ends with EINVAL
+/// (with the hint), an aligned one reads the file, on both engines, whether
+/// the read waits for the turn or enters at once.
+fn direct_reads(b: Backend) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let aio = ctx(b);
+    let data = common::pattern(8192);
+    let f = common::disk_temp_file(&data);
+    f.sync_all().unwrap();
+    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
+    let Ok(d) = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+    else {
+        return; // (A file system without O_DIRECT.)
+    };
+    let d = Arc::new(d);
+    let rt = common::current_rt();
+    rt.block_on(async {
+        let _idle = idle_tasks();
+        for _ in 0..3 {
+            // A length that is no multiple of the block size.
+            let mis = vec![0u8; 100];
+            let c = tokio::time::timeout(T, aio.read_async(Arc::clone(&d), 0, mis))
+                .await
+                .expect("done")
+                .unwrap();
+            let e = c.result.unwrap_err();
+            assert_eq!(e.errno(), Some(libc::EINVAL), "{b:?}: {e}");
+            let buf = posixrt::advise::AlignedBuf::new(4096, 4096).unwrap();
+            let c = tokio::time::timeout(T, aio.read_async(Arc::clone(&d), 4096, buf))
+                .await
+                .expect("done")
+                .unwrap();
+            assert_eq!(c.result.as_ref().unwrap(), &4096, "{b:?}");
+            assert_eq!(c.buf.unwrap().as_slice(), &data[4096..], "{b:?}");
+        }
+    });
+}
+both!(direct_reads, direct_reads);
