@@ -1080,3 +1080,47 @@ fn direct_reads(b: Backend) {
     });
 }
 both!(direct_reads, direct_reads);
+
+/// A `multi_thread` runtime made and dropped on a blocking thread of a
+/// `current_thread` runtime, with a pipe read of a context both use pending
+/// in it: the outer runtime's futures of that context go on, and the pipe's
+/// bytes go to the outer read.
+fn inner_runtime_dropped(b: Backend) {
+    let aio = Arc::new(ctx(b));
+    let (r, mut w) = pipe_files();
+    let outer = common::current_rt();
+    outer.block_on(async {
+        let _idle = idle_tasks();
+        // The outer runtime's reactor watches the context first.
+        let f = Arc::new(common::temp_file(b"outer"));
+        let c = aio
+            .read_async(Arc::clone(&f), 0, vec![0u8; 5])
+            .await
+            .unwrap();
+        assert_eq!(c.data(), b"outer");
+        let (aio2, r2) = (Arc::clone(&aio), Arc::clone(&r));
+        tokio::task::spawn_blocking(move || {
+            let inner = common::multi_rt();
+            let (aio3, r3) = (Arc::clone(&aio2), Arc::clone(&r2));
+            let h = inner.spawn(async move {
+                let _ = aio3.read_async(r3, 0, vec![0u8; 1]).await;
+                panic!("an empty pipe was read");
+            });
+            inner.block_on(tokio::time::sleep(Duration::from_millis(20)));
+            drop(inner);
+            drop(h);
+        })
+        .await
+        .unwrap();
+        let read = aio.read_async(Arc::clone(&r), 0, vec![0u8; 1]);
+        let writer = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            w.write_all(b"o").unwrap();
+        };
+        let (c, ()) = tokio::time::timeout(T, async { tokio::join!(read, writer) })
+            .await
+            .expect("the outer read");
+        assert_eq!(c.unwrap().data(), b"o", "{b:?}");
+    });
+}
+both!(inner_runtime_dropped, inner_runtime_dropped);
