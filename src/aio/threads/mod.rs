@@ -30,7 +30,10 @@
 //!   the request is *parked* in the pool's one epoll set and the worker goes on
 //!   with other requests; when the descriptor is ready, the poller thread puts the
 //!   request back in the ready queue at its priority. No number of idle
-//!   descriptors can exhaust the workers. A parked request can be cancelled
+//!   descriptors can exhaust the workers, with one exception: a terminal
+//!   refuses `RWF_NOWAIT`, so a write to a blocking one that polled writable is
+//!   a plain `write(2)`, which holds its worker until the terminal took every
+//!   byte (the queue is handed on first). A parked request can be cancelled
 //!   (`AIO_CANCELED`); a transfer in progress cannot (`AIO_NOTCANCELED`).
 //! - **Datagram socket writes** park too, but their `POLLOUT` lags (unix
 //!   datagram `POLLOUT` needs the send queue below a quarter of `SO_SNDBUF`, while
