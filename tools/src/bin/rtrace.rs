@@ -29,7 +29,7 @@ use posixrt_tools::{printable, printable_escaped};
 #[command(
     name = "rtrace",
     version,
-    after_help = "Examples:\n  rtrace dump philosophers.trace\n  rtrace stats philosophers.trace\n  rtrace export --format chrome philosophers.trace -o trace.json   # open in ui.perfetto.dev\n  rtrace export --format chrome philosophers.trace -o - | head\n  rtrace export --format ctf philosophers.trace -o ctf/ && babeltrace2 ctf/\n\nExit status:\n  0  ok\n  1  error: the log cannot be read (missing, a directory, no permission) or the output cannot be written\n  2  usage error (bad command line)\n  3  corrupt: not a posixrt trace log, or a record failed its checksum (records before it are shown)\n  4  cut short: the log ends inside a record or before its end record (records before the cut are shown)"
+    after_help = "Examples:\n  rtrace dump philosophers.trace\n  rtrace stats philosophers.trace\n  rtrace export --format chrome philosophers.trace -o trace.json   # open in ui.perfetto.dev\n  rtrace export --format chrome philosophers.trace -o - | head\n  rtrace export --format ctf philosophers.trace -o ctf/ && babeltrace2 ctf/\n\nExit status:\n  0  ok, also when standard output closed by its reader (rtrace dump LOG | head) ends the output early\n  1  error: the log cannot be read (missing, a directory, no permission) or the output cannot be written\n  2  usage error (bad command line)\n  3  corrupt: not a posixrt trace log, or a record failed its checksum (records before it are shown)\n  4  cut short: the log ends inside a record or before its end record (records before the cut are shown)"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -117,6 +117,14 @@ impl Failure {
         Failure {
             msg,
             code: EXIT_ERROR,
+        }
+    }
+
+    /// Standard output closed by its reader: stop, say nothing, exit 0.
+    fn reader_gone() -> Failure {
+        Failure {
+            msg: String::new(),
+            code: 0,
         }
     }
 }
@@ -360,13 +368,24 @@ fn dump(path: &Path, absolute: bool) -> Result<Option<posixrt::Error>, Failure> 
 }
 
 /// Runs `f` on a buffered standard output and flushes it. A write error (a full
-/// disk; a closed pipe ends rtrace by SIGPIPE first) is a failure, exit 1, not a
-/// panic as in `println!`.
+/// disk) is a failure, exit 1, not a panic as in `println!`; see
+/// [`stdout_failure`] for a closed pipe.
 fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Failure> {
     let mut out = io::BufWriter::new(io::stdout().lock());
     f(&mut out)
         .and_then(|()| out.flush())
-        .map_err(|e| Failure::error(format!("standard output: {e}")))
+        .map_err(|e| stdout_failure(&e))
+}
+
+/// A failed write to standard output. Closed by its reader (`rtrace dump LOG |
+/// head`: EPIPE, SIGPIPE being ignored), it is [`Failure::reader_gone`]: rtrace
+/// stops quietly with status 0, as tfp and rtstat do. Otherwise (a full disk)
+/// exit 1 with one line.
+fn stdout_failure(e: &io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        return Failure::reader_gone();
+    }
+    Failure::error(format!("standard output: {e}"))
 }
 
 /// The header and the first `count` events of `log` (those the first pass
@@ -580,7 +599,7 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                     let mut out = io::stdout().lock();
                     out.write_all(chrome_json(&l.log, &l.events).as_bytes())
                         .and_then(|()| out.flush())
-                        .map_err(|e| Failure::error(format!("standard output: {e}")))?
+                        .map_err(|e| stdout_failure(&e))?
                 }
                 Format::Chrome => std::fs::write(&output, chrome_json(&l.log, &l.events))
                     .map_err(|e| Failure::error(write_error(&output, &e)))?,
@@ -644,11 +663,12 @@ fn usage_error(msg: &str) -> ! {
 }
 
 fn main() -> ExitCode {
-    // A closed pipe (`rtrace dump LOG | head`) ends rtrace quietly, as it does any
-    // filter, instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // A closed pipe (`rtrace dump LOG | head`) ends rtrace quietly with status 0,
+    // as it does tfp and rtstat: the write fails with EPIPE (see `stdout_failure`)
+    // instead of a death by SIGPIPE (status 141 under `set -o pipefail`).
+    // SAFETY: sets the disposition of SIGPIPE to ignored; no handler is involved
     // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let cli: Cli = posixrt_tools::parse_args(PROG);
     match run(cli) {
         Ok(None) => ExitCode::SUCCESS,
@@ -670,6 +690,7 @@ fn main() -> ExitCode {
             );
             ExitCode::from(code)
         }
+        Err(f) if f.code == 0 => ExitCode::SUCCESS,
         Err(f) => {
             // One line, whatever a path named in it holds.
             posixrt_tools::warn(PROG, format_args!("{}", printable_escaped(&f.msg)));

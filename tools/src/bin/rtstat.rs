@@ -39,7 +39,7 @@ use serde_json::{json, Value};
 #[command(
     name = "rtstat",
     version,
-    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects\n  1  error: PID names no process (or names a thread of one) or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects, and when standard output closed by its reader (rtstat | head) ends the listing early\n  1  error: PID names no process (or names a thread of one) or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
@@ -145,10 +145,12 @@ fn plain(e: &posixrt::Error) -> String {
 }
 
 fn main() -> ExitCode {
-    // `rtstat | head` ends quietly instead of a panic in println!.
-    // SAFETY: restores the default disposition of SIGPIPE; no handler is involved
+    // `rtstat | head` ends quietly with status 0, as tfp and rtrace do: a write
+    // to the closed pipe fails with EPIPE (see `to_stdout`) instead of a death
+    // by SIGPIPE (status 141 under `set -o pipefail`).
+    // SAFETY: sets the disposition of SIGPIPE to ignored; no handler is involved
     // and no other thread exists yet.
-    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
     let args: Args = posixrt_tools::parse_args(PROG);
     // A thread id is not a process id: its process's registry is under the
     // process's pid, and "no sync registry" would send the user the wrong way.
@@ -235,13 +237,15 @@ fn main() -> ExitCode {
     })
 }
 
-/// Runs `f` on a buffered standard output and flushes it. A write error (a full
-/// disk; a closed pipe ends rtstat by SIGPIPE first) is exit 1 with one line,
-/// not a panic as in `println!`.
+/// Runs `f` on a buffered standard output and flushes it. A standard output
+/// closed by its reader (`rtstat | head`: EPIPE, SIGPIPE being ignored) ends
+/// rtstat quietly with status 0: the reader has what it wanted. Another write
+/// error (a full disk) is exit 1 with one line, not a panic as in `println!`.
 fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> ExitCode {
     let mut out = io::BufWriter::new(io::stdout().lock());
     match f(&mut out).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             posixrt_tools::warn(PROG, format_args!("standard output: {e}"));
             ExitCode::from(1)
