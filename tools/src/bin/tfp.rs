@@ -20,7 +20,7 @@ use clap::Parser;
 
 const PROG: &str = "tfp";
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
-use posixrt_tools::{printable, printable_quoted, printable_quoted_bytes};
+use posixrt_tools::{printable, printable_quoted_bytes};
 use serde::Serialize;
 
 /// List marked threads ("thread fingerprints") of every process, or of the
@@ -31,7 +31,8 @@ use serde::Serialize;
 /// <marker>` (the time is the marker's last update, local time; control, bidi and
 /// zero-width characters in markers and paths are shown escaped, e.g. `\n`,
 /// `\u{202e}`, a backslash as `\\`, a double quote in a quoted path or
-/// kernel name as `\"`, and a byte of a path that is not UTF-8 as `\xff`).
+/// kernel name as `\"`, and a byte of a path or kernel name that is not
+/// UTF-8 as `\xff`).
 /// Processes whose
 /// registry cannot be read (another user's, without root; or a file cut short,
 /// e.g. truncated by someone, until its owner repairs it at its next claim) are
@@ -462,7 +463,7 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
                 t.sched.last_cpu,
                 t.sched.user_time.as_secs_f64(),
                 t.sched.system_time.as_secs_f64(),
-                printable_quoted(&t.sched.kernel_name)
+                printable_quoted_bytes(&kernel_name_bytes(p.pid, t))
             )?;
         }
         if args.block {
@@ -476,6 +477,31 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
         }
     }
     Ok(())
+}
+
+/// The kernel name (comm) of marked thread `t` of process `pid` as the bytes it
+/// is: a name need not be UTF-8 (`prctl(PR_SET_NAME)` takes any bytes, and std
+/// cuts a thread's name at 15 bytes, inside a character too), and the library's
+/// `kernel_name` shows such bytes as U+FFFD, which shows two names alike. Read
+/// again from `/proc/<pid>/task/<tid>/comm` only when the text holds U+FFFD, and
+/// kept only if it is the name the listing read (not one the thread took since).
+fn kernel_name_bytes(pid: i32, t: &ThreadMark) -> std::borrow::Cow<'_, [u8]> {
+    let text = &t.sched.kernel_name;
+    if !text.contains('\u{fffd}') {
+        return std::borrow::Cow::Borrowed(text.as_bytes());
+    }
+    match std::fs::read(format!("/proc/{pid}/task/{}/comm", t.tid)) {
+        Ok(mut b) => {
+            if b.last() == Some(&b'\n') {
+                b.pop();
+            }
+            if String::from_utf8_lossy(&b) == *text {
+                return std::borrow::Cow::Owned(b);
+            }
+            std::borrow::Cow::Borrowed(text.as_bytes())
+        }
+        Err(_) => std::borrow::Cow::Borrowed(text.as_bytes()),
+    }
 }
 
 /// `--json`: one document, `{"processes": [{"pid", "exe", "threads": [...]}],
