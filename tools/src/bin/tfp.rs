@@ -45,7 +45,7 @@ use serde::Serialize;
 #[command(
     name = "tfp",
     version,
-    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty), and when standard output closed by its reader (tfp | head) ends the listing early\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread that can be shown, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty), when every -p process has exited during --watch, and when standard output closed by its reader (tfp | head) ends the listing early\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread that can be shown, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
@@ -72,6 +72,9 @@ struct Args {
     /// `tfp: ...` line, and with --json each refresh is one JSON document per line.
     /// SIGINT, SIGTERM or SIGHUP ends it cleanly, unless tfp started with that
     /// signal ignored (SIGHUP under `nohup`), which it then keeps ignoring.
+    /// With -p, a process that exits is said on standard error
+    /// (`tfp: process PID has exited`), and the watch ends (exit 0) once every
+    /// -p process has exited.
     #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_secs)]
     watch: Option<f64>,
     /// With --watch: stop after N refreshes, N at least 1 (default: until
@@ -134,6 +137,13 @@ fn main() -> ExitCode {
     }
     let mut first =
         (!args.pids.is_empty()).then(|| combine(listed.into_iter().filter_map(Result::ok), &args));
+    // The -p processes still running, by pid and start time (a pid reused by a
+    // new process is not the one asked for; one gone since it was listed has
+    // no start time, and is said to have exited at the next refresh).
+    let mut watched: Vec<(i32, u64)> = distinct(&args.pids)
+        .into_iter()
+        .map(|p| (p, running_since(p).unwrap_or(u64::MAX)))
+        .collect();
     // Before the registry file exists, so no stop signal can leave it behind.
     if args.watch.is_some() {
         install_stop_handlers();
@@ -148,7 +158,22 @@ fn main() -> ExitCode {
     let tty = out.is_terminal();
     let mut iteration = 0u64;
     loop {
-        let snap = match first.take().map_or_else(|| take(&args), Ok) {
+        if first.is_none() && !args.pids.is_empty() {
+            // A -p process that exited is said once, not shown as an empty
+            // listing; with none left, the watch has nothing to show.
+            watched.retain(|&(pid, start)| {
+                let alive = running_since(pid) == Some(start);
+                if !alive {
+                    warn(format_args!("process {pid} has exited"));
+                }
+                alive
+            });
+            if watched.is_empty() {
+                return ExitCode::SUCCESS;
+            }
+        }
+        let pids: Vec<i32> = watched.iter().map(|&(p, _)| p).collect();
+        let snap = match first.take().map_or_else(|| take(&args, &pids), Ok) {
             Ok(s) => s,
             Err(e) => {
                 warn(&e);
@@ -331,15 +356,25 @@ fn sleep_unless_stopped(d: Duration) -> bool {
     }
 }
 
-/// Every process's marks, or those of the -p processes only: each of them is read
-/// on its own, so that the unreadable, incompatible and busy counts are theirs
-/// (with two -p as with one), not those of every registry in /dev/shm.
-fn take(args: &Args) -> posixrt::Result<Snapshot> {
+/// The start time of process `pid` if it is running (not gone, not a zombie).
+fn running_since(pid: i32) -> Option<u64> {
+    let text = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    posixrt::registry::TaskStat::parse(&String::from_utf8_lossy(&text))
+        .filter(|st| !st.is_dead())
+        .map(|st| st.starttime)
+}
+
+/// Every process's marks, or those of the -p processes (`pids`, those still
+/// running) only: each of them is read on its own, so that the unreadable,
+/// incompatible and busy counts are theirs (with two -p as with one), not those
+/// of every registry in /dev/shm.
+fn take(args: &Args, pids: &[i32]) -> posixrt::Result<Snapshot> {
     if args.pids.is_empty() {
         return Ok(combine([mark::snapshot()?], args));
     }
-    let snaps = distinct(&args.pids)
-        .into_iter()
+    let snaps = pids
+        .iter()
+        .copied()
         .map(mark::snapshot_pid)
         .collect::<posixrt::Result<Vec<_>>>()?;
     Ok(combine(snaps, args))
