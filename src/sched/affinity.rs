@@ -52,7 +52,8 @@ pub fn thread_affinity(tid: Tid) -> Result<CpuSet> {
 /// machine does not have (which the kernel would drop silently), is `InvalidInput`;
 /// so is a set naming online CPUs that the thread's cgroup cpuset does not allow
 /// (the kernel would apply the rest and drop those silently: the thread's old mask
-/// is put back); a set with no online CPU allowed by the thread's cpuset is EINVAL
+/// is put back; for a thread of another process the error names that thread's
+/// cpuset, which may differ from the caller's); a set with no online CPU allowed by the thread's cpuset is EINVAL
 /// from the kernel, and so is any set for a kernel thread bound to its CPU
 /// (ksoftirqd/N: no one may move it), whose hint names the thread.
 ///
@@ -70,8 +71,11 @@ fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
     // whose read-back would fail the same way.
     let old = thread_affinity(tid).ok();
     crate::sys::sched::setaffinity(tid.as_raw(), &cpus.raw).map_err(|e| {
-        // EINVAL for a set this process could use: the thread itself refuses.
-        if e == libc::EINVAL && super::hint::affinity_usable(cpus) == Some(true) {
+        // EINVAL for a set the thread's cpuset allows (this process's, or for a
+        // thread of another process its own): the thread itself refuses.
+        if e == libc::EINVAL
+            && super::hint::affinity_usable_for(cpus, Some(tid.as_raw())) == Some(true)
+        {
             return Error::from_errno("sched_setaffinity", e)
                 .with_hint(super::hint::affinity_target_refused(tid.as_raw(), cpus));
         }
@@ -87,7 +91,9 @@ fn set_thread_affinity_raw(tid: Tid, cpus: &CpuSet) -> Result<()> {
 }
 
 /// After `asked` was applied to thread `tid`: if the kernel narrowed it to the
-/// thread's cpuset, runs `undo` and returns the refusal naming the CPUs dropped.
+/// thread's cpuset, runs `undo` and returns the refusal naming the CPUs dropped
+/// and the cpuset that dropped them (the target's own, for a thread of another
+/// process).
 pub(crate) fn check_applied(
     call: &'static str,
     tid: Tid,
@@ -103,7 +109,11 @@ pub(crate) fn check_applied(
     }
     undo();
     Err(super::hint::affinity_narrowed(
-        call, asked, &dropped, &applied,
+        call,
+        tid.as_raw(),
+        asked,
+        &dropped,
+        &applied,
     ))
 }
 

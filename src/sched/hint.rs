@@ -459,6 +459,47 @@ pub(crate) fn fair_hint(f: &Facts, policy: Policy) -> String {
 
 /// What to say when an affinity call gets EINVAL: which CPUs are usable.
 pub(crate) fn affinity_einval_hint(call: &str) -> String {
+    affinity_einval_hint_for(call, None)
+}
+
+/// The cpuset that limits the affinity of thread `tid`, and how to name it:
+/// this process's, or, for a thread of another process (which may live in
+/// another cgroup), that thread's own (its `/proc/<tid>/cgroup`).
+struct CpusetOf {
+    /// "this process's cpuset" or "the cpuset of thread T (process P)".
+    name: String,
+    /// Its CPUs as the kernel lists them, if readable.
+    cpus: Option<String>,
+}
+
+fn cpuset_of(tid: Option<i32>) -> CpusetOf {
+    let other = tid.filter(|t| !std::path::Path::new(&format!("/proc/self/task/{t}")).exists());
+    match other {
+        None => CpusetOf {
+            name: "this process's cpuset".into(),
+            cpus: cpuset_cpus(),
+        },
+        Some(t) => {
+            let pid = crate::sys::proc::read_text(&format!("/proc/{t}/status"))
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("Tgid:"))
+                        .and_then(|v| v.trim().parse::<i32>().ok())
+                })
+                .filter(|&p| p != t)
+                .map_or(String::new(), |p| format!(" (process {p})"));
+            CpusetOf {
+                name: format!("the cpuset of thread {t}{pid}"),
+                cpus: cpuset_cpus_in(&format!("/proc/{t}/cgroup")),
+            }
+        }
+    }
+}
+
+/// [`affinity_einval_hint`] for thread `tid`: a thread of another process is
+/// limited by its own cpuset, not by this process's.
+pub(crate) fn affinity_einval_hint_for(call: &str, tid: Option<i32>) -> String {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "?".into());
@@ -475,14 +516,16 @@ pub(crate) fn affinity_einval_hint(call: &str) -> String {
     }
     // The kernel refuses a set with no CPU that is active and in the thread's
     // cpuset; any thread's own affinity (the main thread's included) is no limit.
-    match cpuset_cpus() {
+    let c = cpuset_of(tid);
+    let name = c.name;
+    match c.cpus {
         Some(cpuset) => format!(
-            "no CPU of the set is both online ({online}) and allowed by this process's \
-             cpuset ({cpuset}); name at least one CPU from both lists"
+            "no CPU of the set is both online ({online}) and allowed by {name} \
+             ({cpuset}); name at least one CPU from both lists"
         ),
         None => format!(
-            "no CPU of the set is both online ({online}) and allowed by this process's \
-             cpuset; name at least one online CPU the cpuset allows"
+            "no CPU of the set is both online ({online}) and allowed by {name}; name at \
+             least one online CPU the cpuset allows"
         ),
     }
 }
@@ -496,8 +539,11 @@ pub(crate) fn affinity_target_refused(tid: i32, cpus: &super::CpuSet) -> String 
         .ok()
         .and_then(|t| crate::sys::proc::TaskStat::parse(&t))
         .map_or(String::new(), |s| format!(" ({})", s.comm));
+    let c = cpuset_of(Some(tid));
+    let cpuset = c.cpus.map_or(String::new(), |l| format!(" ({l})"));
+    let whose = c.name;
     format!(
-        "CPUs {cpus} are online and allowed by this process's cpuset, so thread {tid}{name} \
+        "CPUs {cpus} are online and allowed by {whose}{cpuset}, so thread {tid}{name} \
          itself refuses: a kernel thread bound to its CPU (per-CPU kernel threads such as \
          ksoftirqd/N or migration/N; the kernel lets no one change their affinity), or a \
          thread of another cgroup whose cpuset allows none of these CPUs (see \
@@ -510,16 +556,19 @@ pub(crate) fn affinity_target_refused(tid: i32, cpus: &super::CpuSet) -> String 
 /// of `asked` that the thread's cpuset does not allow, `applied` what it kept.
 pub(crate) fn affinity_narrowed(
     call: &'static str,
+    tid: i32,
     asked: &super::CpuSet,
     dropped: &super::CpuSet,
     applied: &super::CpuSet,
 ) -> Error {
-    let cpuset = cpuset_cpus().map_or(String::new(), |c| format!(" ({c})"));
+    let c = cpuset_of(Some(tid));
+    let cpuset = c.cpus.map_or(String::new(), |l| format!(" ({l})"));
+    let whose = c.name;
     Error::invalid(
         call,
         format!(
-            "the affinity {asked} names CPUs {dropped} that this process's cpuset does not \
-             allow; the kernel would have run the thread on {applied} only"
+            "the affinity {asked} names CPUs {dropped} that {whose} does not allow; the \
+             kernel would have run the thread on {applied} only"
         ),
     )
     .with_hint(format!(
@@ -531,10 +580,18 @@ pub(crate) fn affinity_narrowed(
 /// Whether the kernel could run a thread on some CPU of `cpus`: one that is
 /// online and in this process's cpuset. `None` when either list cannot be read.
 pub(crate) fn affinity_usable(cpus: &super::CpuSet) -> Option<bool> {
+    affinity_usable_for(cpus, None)
+}
+
+/// [`affinity_usable`] for thread `tid`: the cpuset that counts is that of
+/// its process (its own, for a thread of another process).
+pub(crate) fn affinity_usable_for(cpus: &super::CpuSet, tid: Option<i32>) -> Option<bool> {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|s| super::cpuset::parse_cpu_list(&s))?;
-    let cpuset = cpuset_cpus().and_then(|s| super::cpuset::parse_cpu_list(&s))?;
+    let cpuset = cpuset_of(tid)
+        .cpus
+        .and_then(|s| super::cpuset::parse_cpu_list(&s))?;
     Some(
         cpus.iter()
             .any(|c| online.contains(c) && cpuset.contains(c)),
@@ -545,13 +602,18 @@ pub(crate) fn affinity_usable(cpus: &super::CpuSet) -> Option<bool> {
 /// or of the nearest ancestor that has the controller; `cpuset.effective_cpus`
 /// of cgroup v1), as the kernel lists them, if readable.
 fn cpuset_cpus() -> Option<String> {
+    cpuset_cpus_in("/proc/self/cgroup")
+}
+
+/// [`cpuset_cpus`] of the task whose `/proc/.../cgroup` file is `cgroup_file`.
+fn cpuset_cpus_in(cgroup_file: &str) -> Option<String> {
     let read = |f: &str| {
         std::fs::read_to_string(f)
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
     };
-    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let cg = std::fs::read_to_string(cgroup_file).ok()?;
     let mut v2 = None;
     for line in cg.lines() {
         let mut parts = line.splitn(3, ':');
@@ -627,7 +689,7 @@ pub(crate) fn sched_error(
             };
             e.with_hint(NO_THREAD_HINT)
         }
-        libc::EINVAL if affinity => e.with_hint(affinity_einval_hint(call)),
+        libc::EINVAL if affinity => e.with_hint(affinity_einval_hint_for(call, tid)),
         libc::EBUSY if affinity => e.with_hint(
             "the thread is SCHED_DEADLINE: its affinity must include every CPU of its root \
              domain; switch it to another policy first, or give it an exclusive cpuset",
