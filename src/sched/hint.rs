@@ -42,7 +42,9 @@ pub(crate) struct Facts {
     pub exe: String,
     /// The login name, for the limits.conf line.
     pub user: String,
-    /// `cpu.rt_runtime_us` of this process's cgroup, if RT group scheduling exposes it.
+    /// `cpu.rt_runtime_us` of the target thread's cgroup (the caller's without a
+    /// target; the kernel checks the target's task group, which for a thread of
+    /// another process may be another cgroup), if RT group scheduling exposes it.
     pub cgroup_rt_runtime: Option<(String, i64)>,
     /// `kernel.sched_rt_runtime_us`, which also sets the deadline bandwidth (0:
     /// none, -1: no limit).
@@ -73,7 +75,7 @@ impl Facts {
             nice: (n.current, n.maximum),
             exe: exe_path(),
             user: login_name(),
-            cgroup_rt_runtime: cgroup_rt_runtime(),
+            cgroup_rt_runtime: cgroup_rt_runtime(tid.filter(|&t| t > 0)),
             rt_runtime_us: std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
                 .ok()
                 .and_then(|v| v.trim().parse().ok()),
@@ -170,10 +172,14 @@ fn thread_euid(tid: i32) -> Option<u32> {
     line.split_whitespace().nth(2)?.parse().ok()
 }
 
-/// `cpu.rt_runtime_us` of this process's cgroup (v1 `cpu` controller, or v2 when the
-/// kernel exposes it), with its path.
-fn cgroup_rt_runtime() -> Option<(String, i64)> {
-    let cg = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+/// `cpu.rt_runtime_us` of thread `tid`'s cgroup, or of this thread's without
+/// one (v1 `cpu` controller, or v2 when the kernel exposes it), with its path.
+fn cgroup_rt_runtime(tid: Option<i32>) -> Option<(String, i64)> {
+    let file = tid.map_or_else(
+        || "/proc/thread-self/cgroup".to_string(),
+        |t| format!("/proc/{t}/cgroup"),
+    );
+    let cg = std::fs::read_to_string(file).ok()?;
     for line in cg.lines() {
         let mut parts = line.splitn(3, ':');
         let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
@@ -184,7 +190,7 @@ fn cgroup_rt_runtime() -> Option<(String, i64)> {
         } else {
             continue;
         };
-        let file = format!("{base}{path}/cpu.rt_runtime_us");
+        let file = format!("{base}{}/cpu.rt_runtime_us", path.trim_end_matches('/'));
         if let Some(v) = std::fs::read_to_string(&file)
             .ok()
             .and_then(|s| s.trim().parse().ok())
