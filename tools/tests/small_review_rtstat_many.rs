@@ -35,9 +35,17 @@ fn child_with_one_tracked_mutex() {
 struct Children(Vec<Child>);
 
 impl Drop for Children {
+    /// Closes their standard input, so they exit normally and remove their
+    /// registries; a child still running after 10 s is killed.
     fn drop(&mut self) {
         for c in &mut self.0 {
             drop(c.stdin.take());
+        }
+        let t0 = Instant::now();
+        for c in &mut self.0 {
+            while c.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             let _ = c.kill();
             let _ = c.wait();
         }
