@@ -81,6 +81,21 @@ pub fn process_of_thread(tid: i32) -> Option<i32> {
         .filter(|&tgid| tgid != tid)
 }
 
+/// Why process `pid` has nothing to show although /proc lists it, if it has
+/// exited: a zombie (its parent has not reaped it yet) keeps its /proc entry,
+/// and "it has no registry" would send the user to its code. `None` for a
+/// running process, or when /proc does not show `pid`.
+pub fn exited_note(pid: i32) -> Option<String> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let st = posixrt::registry::TaskStat::parse(&String::from_utf8_lossy(&stat))?;
+    st.is_dead().then(|| {
+        format!(
+            "process {pid} has exited (a zombie: its parent has not reaped it yet); hint: \
+             run the tool while the process runs"
+        )
+    })
+}
+
 /// clap's error text as one line: the message and the items listed under it, without
 /// the tips and the usage that follow.
 fn one_line(text: &str) -> String {

@@ -39,7 +39,7 @@ use serde_json::{json, Value};
 #[command(
     name = "rtstat",
     version,
-    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects, and when standard output closed by its reader (rtstat | head) ends the listing early\n  1  error: PID names no process (or names a thread of one) or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects, and when standard output closed by its reader (rtstat | head) ends the listing early\n  1  error: PID names no process (or names a thread of one, or one that has exited) or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
@@ -202,6 +202,11 @@ fn main() -> ExitCode {
                 "no process with pid {p}: {p} is a thread of process {t} (use rtstat {t})"
             ),
         );
+        return ExitCode::from(1);
+    }
+    // A zombie keeps its /proc entry, but not its registry: it has exited.
+    if let Some(why) = args.pid.and_then(|p| posixrt_tools::exited_note(p as i32)) {
+        posixrt_tools::warn(PROG, why);
         return ExitCode::from(1);
     }
     let (mut unreadable, mut incompatible) = (0, 0);

@@ -45,7 +45,7 @@ use serde::Serialize;
 #[command(
     name = "tfp",
     version,
-    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty), when every -p process has exited during --watch, and when standard output closed by its reader (tfp | head) ends the listing early\n  1  error: -p names no process (or names a thread of one), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread that can be shown, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty), when every -p process has exited during --watch, and when standard output closed by its reader (tfp | head) ends the listing early\n  1  error: -p names no process (or names a thread of one, or one that has exited), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread that can be shown, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
@@ -256,9 +256,10 @@ fn warn(msg: impl std::fmt::Display) {
     let _ = writeln!(io::stderr(), "tfp: {msg}");
 }
 
-/// Why `pid` names no process, if it does not: no such task, or a thread of
+/// Why `pid` names no process, if it does not: no such task, a thread of
 /// another process (`/proc/<tid>` exists for every thread, but its marks are
-/// listed under its process, so `-p <tid>` would print nothing).
+/// listed under its process, so `-p <tid>` would print nothing), or a process
+/// that has exited (a zombie still in /proc).
 fn not_a_process(pid: i32) -> Option<String> {
     match std::fs::metadata(format!("/proc/{pid}")) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -266,9 +267,11 @@ fn not_a_process(pid: i32) -> Option<String> {
         }
         _ => {} // or hidden from us (hidepid): the listing says so
     }
-    posixrt_tools::process_of_thread(pid).map(|t| {
-        format!("no process with pid {pid}: {pid} is a thread of process {t} (use -p {t})")
-    })
+    posixrt_tools::process_of_thread(pid)
+        .map(|t| {
+            format!("no process with pid {pid}: {pid} is a thread of process {t} (use -p {t})")
+        })
+        .or_else(|| posixrt_tools::exited_note(pid))
 }
 
 /// The snapshot of `-p pid` (a process), or why it would list nothing: its mark
