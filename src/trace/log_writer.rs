@@ -36,6 +36,12 @@ pub(crate) struct LogWriter {
     block: BlockWriter,
     /// LOOP: the file holds events older than `kept` (compact it when it grows).
     rewrite: bool,
+    /// A rewrite from the file's start failed part-way (a `clear` on a file
+    /// system that filled up): past the cut the file holds the old records,
+    /// and the file position is in their middle. The next commit rewrites
+    /// the file whole (preamble, then the events since) before anything is
+    /// appended; until then names go to the preamble only.
+    redo: bool,
     /// The file's open file description has `O_APPEND` (the log's own could
     /// not be opened, see [`LogWriter::new`]): every write goes to the end.
     append: bool,
@@ -123,6 +129,7 @@ impl LogWriter {
             pending: Vec::new(),
             block: BlockWriter::default(),
             rewrite: false,
+            redo: false,
             append,
             seekable,
             file_len,
@@ -152,7 +159,9 @@ impl LogWriter {
                 self.types_seen[t.id.0 as usize] = true;
                 let r = type_record(&t);
                 self.preamble.extend_from_slice(&r);
-                self.pending.extend_from_slice(&r);
+                if !self.redo {
+                    self.pending.extend_from_slice(&r);
+                }
             }
         }
     }
@@ -315,9 +324,21 @@ impl LogWriter {
         // Saturating: the log size may be as large as `u64::MAX` (no practical
         // limit, or ignored under APPEND).
         let limit = (self.preamble.len() as u64).saturating_add(self.size.saturating_mul(2));
-        if self.rewrite && (compact || self.file_len + self.pending.len() as u64 > limit) {
+        if self.rewrite
+            && (compact || self.redo || self.file_len + self.pending.len() as u64 > limit)
+        {
             let mut all = self.preamble.clone();
-            all.extend_from_slice(&self.kept[self.kept_start..]);
+            if self.policy == LogFullPolicy::Loop {
+                // `pending` repeats the newest of `kept`.
+                all.extend_from_slice(&self.kept[self.kept_start..]);
+            } else {
+                // Empty at a clear's rewrite; after one that failed, the
+                // events queued since (their names are in the preamble).
+                all.extend_from_slice(&self.pending);
+            }
+            // Cleared once the whole of `all` is written and the file cut
+            // after it: a failure in between leaves the file's tail unknown.
+            self.redo = true;
             if self.append {
                 // Every write goes to the end: cut first, then write (a crash
                 // in between leaves an empty log).
@@ -333,6 +354,7 @@ impl LogWriter {
             }
             self.file_len = all.len() as u64;
             self.rewrite = false;
+            self.redo = false;
             self.pending.clear();
         } else if !self.pending.is_empty() {
             // A write that fails part-way (a file system that fills up) has
