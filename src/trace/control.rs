@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering::*;
 
-use super::attr::{StreamFullPolicy, TraceAttr};
+use super::attr::{LogFullPolicy, StreamFullPolicy, TraceAttr};
 use super::handle::Trace;
 use super::ids::{self, EventId};
 use super::local::control_event;
@@ -19,6 +19,10 @@ impl Trace {
     /// as POSIX has it, when an UNTIL_FULL stream is full: one that suspended
     /// itself runs again once reading or [`clear`](Self::clear) frees space; one
     /// stopped by [`stop`](Self::stop) stays stopped until a `start` after that).
+    /// Ignored too while an UNTIL_FULL log is full (the status's `log_full`):
+    /// the log ends with the STOP that stopped the stream, and would drop
+    /// every event after it; [`clear`](Self::clear) empties it, and `start`
+    /// runs the stream again.
     ///
     /// # References
     /// - [`posix_trace_start`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html)
@@ -32,6 +36,12 @@ impl Trace {
         }
         let _ctl = lock(&self.s.ctl);
         if self.s.running() {
+            return Ok(());
+        }
+        // Set under the control lock by the flush that stopped the stream.
+        if self.s.log_full.load(Acquire)
+            && self.s.attr.log_full_policy() == LogFullPolicy::UntilFull
+        {
             return Ok(());
         }
         self.s.auto_suspended.store(false, Release);

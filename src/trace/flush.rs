@@ -207,6 +207,8 @@ impl Stream {
             // Log UNTIL_FULL: the log ends with its STOP event, and the stream
             // stops with it (the STOP is the last recorded event).
             let _ctl = lock(&self.ctl);
+            // Before the control lock goes: a `start` then sees the log full.
+            self.log_full.store(true, Release);
             if self.running() {
                 self.auto_suspended.store(false, Release);
                 set_running(self.slot, false);

@@ -1,0 +1,149 @@
+//! Conformance to the POSIX trace pages (Issue 7): start on a stream whose
+//! UNTIL_FULL log is full, the FILTER event of a filter that excludes it,
+//! and a parent's stream used in a forked child.
+//!
+//! Streams are process-wide (every running stream records every `event()` call of
+//! the process), so the tests serialise on one lock.
+
+#[path = "common/trace_read.rs"]
+mod trace_read;
+use trace_read::filter_all_but;
+
+use std::fs::File;
+use std::sync::{Mutex, MutexGuard};
+
+use posixrt::trace::{self, EventId, LogFullPolicy, Trace, TraceAttr, TraceLog};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A scratch log file in the temp dir, removed when dropped.
+struct TempPath(std::path::PathBuf);
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn open_log(name: &str) -> (TempPath, File) {
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-conform-{}-{name}",
+        std::process::id()
+    ));
+    (TempPath(p.clone()), File::create(&p).unwrap())
+}
+
+/// The (id, first data word) of every event of the log at `p`.
+fn log_events(p: &std::path::Path) -> Vec<(EventId, u64)> {
+    let mut l = TraceLog::open(p).unwrap();
+    let evs: Vec<_> = l
+        .events()
+        .map(|e| {
+            let e = e.unwrap();
+            let mut w = [0u8; 8];
+            let n = e.data.len().min(8);
+            w[..n].copy_from_slice(&e.data[..n]);
+            (e.id, u64::from_le_bytes(w))
+        })
+        .collect();
+    assert!(l.is_complete());
+    evs
+}
+
+/// posix_trace_attr_setlogfullpolicy, POSIX_TRACE_UNTIL_FULL: the stream is
+/// flushed to the log until the log is full, and the last event the log
+/// records is STOP. A `start()` then has no effect (as on a full stream,
+/// posix_trace_start): it does not run the stream, whose every event the
+/// full log would drop, until `clear()` empties the log. It ran the stream,
+/// which the next flush stopped again after dropping START and every event
+/// recorded since (a log overrun).
+#[test]
+fn start_has_no_effect_while_an_until_full_log_is_full() {
+    let _g = serial();
+    let (p, f) = open_log("until-full-start");
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::UntilFull);
+    a.set_log_size(4096).unwrap();
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let ev = trace::eventid_open("conform.log_full_start").unwrap();
+    filter_all_but(&t, &[ev, EventId::START, EventId::STOP]);
+    t.start().unwrap();
+    let mut i = 0u64;
+    while !t.status().log_full {
+        for _ in 0..64 {
+            trace::event(ev, &i.to_le_bytes());
+            i += 1;
+        }
+        t.flush().unwrap();
+        assert!(i < 1_000_000, "the log never filled");
+    }
+    let st = t.status(); // reads the overrun of the fill
+    assert!(!st.running && st.log_full, "{st:?}");
+    t.start().unwrap();
+    let st = t.status();
+    assert!(
+        !st.running && st.log_full,
+        "start ran a stream whose log is full: {st:?}"
+    );
+    trace::event(ev, &u64::MAX.to_le_bytes());
+    t.flush().unwrap();
+    let st = t.status();
+    assert!(
+        !st.log_overrun,
+        "events recorded after the log filled: {st:?}"
+    );
+    // Emptied, the log takes events again.
+    t.clear().unwrap();
+    t.start().unwrap();
+    assert!(t.status().running);
+    trace::event(ev, &7u64.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    assert_eq!(
+        log_events(&p.0),
+        [(EventId::START, 0), (ev, 7), (EventId::STOP, 0)]
+    );
+}
+
+/// The same log, read before the clear: START first, then the events that
+/// fit, and STOP last.
+#[test]
+fn a_full_until_full_log_ends_with_stop() {
+    let _g = serial();
+    let (p, f) = open_log("until-full-stop");
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::UntilFull);
+    a.set_log_size(4096).unwrap();
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let ev = trace::eventid_open("conform.log_full_stop").unwrap();
+    filter_all_but(&t, &[ev, EventId::START, EventId::STOP]);
+    t.start().unwrap();
+    let mut i = 0u64;
+    while !t.status().log_full {
+        trace::event(ev, &i.to_le_bytes());
+        i += 1;
+        if i % 64 == 0 {
+            t.flush().unwrap();
+        }
+        assert!(i < 1_000_000, "the log never filled");
+    }
+    t.start().unwrap();
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let evs = log_events(&p.0);
+    assert_eq!(evs.first().map(|e| e.0), Some(EventId::START), "{evs:?}");
+    assert_eq!(evs.last().map(|e| e.0), Some(EventId::STOP), "{evs:?}");
+    let mid: Vec<u64> = evs[1..evs.len() - 1]
+        .iter()
+        .map(|&(id, v)| {
+            assert_eq!(id, ev);
+            v
+        })
+        .collect();
+    assert!(!mid.is_empty());
+    assert_eq!(mid, (0..mid.len() as u64).collect::<Vec<_>>());
+}
