@@ -1,10 +1,11 @@
 //! Conformance to the POSIX trace pages (Issue 7): start on a stream whose
-//! UNTIL_FULL log is full, the FILTER event of a filter that excludes it,
-//! and a parent's stream used in a forked child.
+//! UNTIL_FULL log is full, and a parent's stream used in a forked child.
 //!
 //! Streams are process-wide (every running stream records every `event()` call of
 //! the process), so the tests serialise on one lock.
 
+#[path = "common/child.rs"]
+mod child;
 #[path = "common/trace_read.rs"]
 mod trace_read;
 use trace_read::filter_all_but;
@@ -13,6 +14,7 @@ use std::fs::File;
 use std::sync::{Mutex, MutexGuard};
 
 use posixrt::trace::{self, EventId, LogFullPolicy, Trace, TraceAttr, TraceLog};
+use posixrt::ErrorKind;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -146,4 +148,51 @@ fn a_full_until_full_log_ends_with_stop() {
         .collect();
     assert!(!mid.is_empty());
     assert_eq!(mid, (0..mid.len() as u64).collect::<Vec<_>>());
+}
+
+/// POSIX_TRACE_CLOSE_FOR_CHILD: in a forked child the parent's stream is
+/// not a valid trace stream (EINVAL for every call given it). The calls
+/// that can fail refuse it (`InvalidState`, as start and the others did);
+/// `eventid_open` and `eventid_name` answered for it. `valid()` says so for
+/// the calls that cannot fail, and `status()` reports a stream that does
+/// not run.
+#[test]
+fn a_forked_child_cannot_use_its_parents_stream() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("conform.fork").unwrap();
+    assert!(t.valid().is_ok());
+    t.start().unwrap();
+    // SAFETY: the child calls methods that fail before taking a lock, and
+    // leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let refused = |r: Result<(), posixrt::Error>| matches!(r, Err(e) if e.kind() == ErrorKind::InvalidState);
+        let mut code = 0;
+        if !refused(t.eventid_open("conform.fork.child").map(drop)) {
+            code |= 1;
+        }
+        if !refused(t.eventid_name(ev).map(drop)) {
+            code |= 2;
+        }
+        if !refused(t.valid()) {
+            code |= 4;
+        }
+        if t.status().running {
+            code |= 8;
+        }
+        // SAFETY: leaving the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let status = child::wait_child(pid);
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "bits: 1 eventid_open, 2 eventid_name, 4 valid, 8 status"
+    );
+    assert!(t.status().running);
+    assert_eq!(t.eventid_name(ev).unwrap(), "conform.fork");
+    t.stop().unwrap();
 }

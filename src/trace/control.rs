@@ -151,6 +151,18 @@ impl Trace {
         self.s.attr.clone()
     }
 
+    /// Whether this handle names a trace stream valid in the calling process:
+    /// `Err` (`InvalidState`, what every call that can fail returns for it,
+    /// POSIX's EINVAL) for a stream shut down, or for the parent's stream in
+    /// a forked child (`POSIX_TRACE_CLOSE_FOR_CHILD`). [`attr`](Self::attr),
+    /// [`filter`](Self::filter) and [`status`](Self::status) cannot fail:
+    /// in a forked child they answer for the parent's stream (its
+    /// attributes and filter as they were at the fork; a status of a stream
+    /// that does not run), so a caller that must refuse it checks this first.
+    pub fn valid(&self) -> Result<()> {
+        self.check_owner("posix_trace_get_status")
+    }
+
     /// Whether the stream was created with a log ([`create_with_log`](Trace::create_with_log)):
     /// its flusher then takes the events, and a read through the handle takes
     /// them from the log.
@@ -159,12 +171,19 @@ impl Trace {
     }
 
     /// `posix_trace_get_status`. The overrun flags and the flush error reset when read.
+    /// In a forked child, whose copy of the parent's stream records nothing
+    /// (see [`valid`](Self::valid)), every flag is clear: the child reads
+    /// none of the parent's state, nor takes its locks (held at the fork by
+    /// a thread the child does not have, they would never be let go).
     ///
     /// # References
     /// - [`posix_trace_get_status`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_status.html)
     #[doc(alias = "posix_trace_get_status")]
     pub fn status(&self) -> TraceStatus {
         let s = &self.s;
+        if !self.in_owner() {
+            return TraceStatus::default();
+        }
         let mut overrun = false;
         let lost = s.lost_sum();
         if s.lost_acked.swap(lost, AcqRel) != lost {
@@ -235,18 +254,21 @@ impl Trace {
     /// - [`posix_trace_trid_eventid_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_trid_eventid_open")]
     pub fn eventid_open(&self, name: &str) -> Result<EventId> {
+        self.check_owner("posix_trace_trid_eventid_open")?;
         ids::open_user(name)
     }
 
     /// `posix_trace_eventid_get_name`.
     ///
     /// # Errors
-    /// `InvalidInput` for an id no type has.
+    /// `InvalidInput` for an id no type has; `InvalidState` for a stream
+    /// shut down or the parent's stream in a forked child.
     ///
     /// # References
     /// - [`posix_trace_eventid_get_name`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_eventid_equal.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_eventid_get_name")]
     pub fn eventid_name(&self, id: EventId) -> Result<String> {
+        self.check_owner("posix_trace_eventid_get_name")?;
         ids::name_of(id).ok_or_else(|| {
             Error::invalid(
                 "posix_trace_eventid_get_name",

@@ -236,6 +236,11 @@ impl Trace {
         Ok(Trace { s, shut: false })
     }
 
+    /// Whether the calling process owns the stream (not a forked child).
+    pub(super) fn in_owner(&self) -> bool {
+        PID.load(Relaxed) == self.s.pid
+    }
+
     pub(super) fn check_owner(&self, call: &'static str) -> Result<()> {
         if self.shut {
             return Err(Error::new(
@@ -244,7 +249,7 @@ impl Trace {
                 "the stream was shut down",
             ));
         }
-        if PID.load(Relaxed) != self.s.pid {
+        if !self.in_owner() {
             return Err(Error::new(
                 ErrorKind::InvalidState,
                 call,
