@@ -52,6 +52,14 @@ impl Trace {
 
     /// `posix_trace_stop`: records STOP and suspends (ignored when suspended).
     ///
+    /// POSIX has start and stop take no effect on a full stream: a stream the
+    /// UNTIL_FULL policy suspended (it is not running, so stop records no
+    /// STOP; it stays suspended once space frees up). A LOOP or FLUSH stream
+    /// never stops by fullness (it overwrites, or flushes): its status's
+    /// `full` only says a sub-buffer is near its end, and stop and start
+    /// act on it as on any running stream (else a wrapped LOOP stream could
+    /// never be stopped).
+    ///
     /// # References
     /// - [`posix_trace_stop`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_start.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_stop")]
