@@ -894,7 +894,8 @@ fn system_event_catalogue() {
     sys::emit(id, &p); // filtered
     t.stop().unwrap(); // STOP filtered too
     let evs: Vec<Event> = t.events().collect();
-    assert_eq!(ids(&evs), [EventId::START, id]);
+    // (The change itself is recorded: the filter before it admitted FILTER.)
+    assert_eq!(ids(&evs), [EventId::START, id, EventId::FILTER]);
     let ty = t.event_types().find(|x| x.id == id).unwrap();
     let v = sys::decode(&ty.fields, &evs[1].data).unwrap();
     assert_eq!(v, [("fd", sys::Value::I(-3)), ("len", sys::Value::U(4096))]);

@@ -13,7 +13,10 @@ use trace_read::filter_all_but;
 use std::fs::File;
 use std::sync::{Mutex, MutexGuard};
 
-use posixrt::trace::{self, EventId, LogFullPolicy, Trace, TraceAttr, TraceLog};
+use posixrt::trace::system_events as sys;
+use posixrt::trace::{
+    self, EventId, EventSet, FilterHow, LogFullPolicy, Trace, TraceAttr, TraceLog,
+};
 use posixrt::ErrorKind;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -195,4 +198,72 @@ fn a_forked_child_cannot_use_its_parents_stream() {
     assert!(t.status().running);
     assert_eq!(t.eventid_name(ev).unwrap(), "conform.fork");
     t.stop().unwrap();
+}
+
+/// posix_trace_set_filter: called while the trace is in progress, it
+/// records FILTER with the old and the new sets. A filter that excludes
+/// FILTER itself is recorded too when the old one let FILTER in (the event
+/// comes as the change is made); a change made while FILTER is filtered out
+/// before and after is not. The change that excluded FILTER was not
+/// recorded: a reader saw event types vanish with no FILTER to say why.
+#[test]
+fn a_filter_that_excludes_filter_is_recorded_while_running() {
+    let _g = serial();
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = trace::eventid_open("conform.filter_self").unwrap();
+    let other = trace::eventid_open("conform.filter_other").unwrap();
+    filter_all_but(
+        &t,
+        &[ev, other, EventId::FILTER, EventId::START, EventId::STOP],
+    );
+    t.start().unwrap();
+    trace::event(ev, &1u64.to_le_bytes());
+    let mut hide = EventSet::empty();
+    hide.add(EventId::FILTER);
+    hide.add(other);
+    t.set_filter(&hide, FilterHow::Add).unwrap(); // recorded: the old filter admits FILTER
+    let excluding = t.filter();
+    trace::event(other, &2u64.to_le_bytes());
+    trace::event(ev, &3u64.to_le_bytes());
+    let mut quiet = EventSet::empty();
+    quiet.add(ev);
+    t.set_filter(&quiet, FilterHow::Add).unwrap(); // FILTER out before and after
+    trace::event(ev, &4u64.to_le_bytes());
+    let mut back = EventSet::empty();
+    back.add(EventId::FILTER);
+    back.add(ev);
+    back.add(other);
+    t.set_filter(&back, FilterHow::Sub).unwrap(); // recorded: the new filter admits it
+    trace::event(other, &5u64.to_le_bytes());
+    t.stop().unwrap();
+    let evs: Vec<_> = t.events().skip_while(|e| e.id != EventId::START).collect();
+    let ids: Vec<EventId> = evs.iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        [
+            EventId::START,
+            ev,
+            EventId::FILTER,
+            ev,
+            EventId::FILTER,
+            other,
+            EventId::STOP
+        ]
+    );
+    // The payload: the old set, then the new one.
+    assert!(excluding.contains(EventId::FILTER));
+    let layout = t
+        .event_types()
+        .find(|x| x.id == EventId::FILTER)
+        .unwrap()
+        .fields;
+    let vals = sys::decode(&layout, &evs[2].data).unwrap();
+    let sys::Value::Set(new) = &vals[1].1 else {
+        panic!("{vals:?}");
+    };
+    assert!(new.contains(&EventId::FILTER.raw()), "{vals:?}");
+    assert!(
+        new.contains(&other.raw()) && !new.contains(&ev.raw()),
+        "{vals:?}"
+    );
 }

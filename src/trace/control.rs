@@ -233,7 +233,11 @@ impl Trace {
     }
 
     /// `posix_trace_set_filter`: changes the filter and records FILTER with the old
-    /// and new sets (unless the new filter excludes FILTER itself).
+    /// and new sets. FILTER is itself subject to filtering: while the stream
+    /// runs, the event comes as the change is made, so it is recorded unless
+    /// FILTER is filtered out both before and after the change (a filter
+    /// that excludes FILTER still records the change that installs it);
+    /// while the stream is suspended, only the new filter decides.
     ///
     /// # References
     /// - [`posix_trace_set_filter`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_get_filter.html) (POSIX.1-2008)
@@ -247,11 +251,19 @@ impl Trace {
             FilterHow::Add => old.union(set),
             FilterHow::Sub => old.minus(set),
         };
-        set_filter_words(self.s.slot, &new.0);
         let mut p = Vec::with_capacity(2 * WORDS * 8);
         p.extend_from_slice(&old.to_bytes());
         p.extend_from_slice(&new.to_bytes());
-        control_event(self.s.slot, EventId::FILTER, &p);
+        // POSIX: a change while the trace is in progress is recorded. Under
+        // the old filter (still in force) when it lets FILTER in, else
+        // under the new one.
+        if self.s.running() && !old.contains(EventId::FILTER) {
+            control_event(self.s.slot, EventId::FILTER, &p);
+            set_filter_words(self.s.slot, &new.0);
+        } else {
+            set_filter_words(self.s.slot, &new.0);
+            control_event(self.s.slot, EventId::FILTER, &p);
+        }
         Ok(())
     }
 
