@@ -49,18 +49,42 @@ fn cancel_held(b: Backend) {
     let Some(cpus) = hold_the_holder() else {
         return;
     };
+    let buf = vec![0u8; 64];
+    // (The heap buffer stays where it is as the Vec moves into the request.)
+    let at = buf.as_ptr() as usize;
     let list = aio
         .lio_listio(
             ListMode::NoWait,
-            [Some(Op::read(&f, 64, vec![0u8; 64]).notify(notify()))],
+            [Some(Op::read(&f, 64, buf).notify(notify()))],
             Notify::None,
         )
         .unwrap();
-    // The read completes on CPU 1 and is
-    // held: the thread that lets it go cannot run on CPU 0 while this one
-    // spins there.
+    // The read completes on CPU 1 and is held: the thread that lets it go
+    // cannot run on CPU 0 while this one spins there. Spin until the worker
+    // has put the bytes in the buffer (then a little more, for it to mark
+    // the request done), at most 900 ms: past that, RT throttling would let
+    // the holder run on CPU 0. A worker that did not get CPU 1 in that time
+    // (a loaded machine) leaves the case unproven: the test says so and
+    // stops, instead of failing on a request cancelled before it ran.
+    let want = common::pattern(4096)[64..128].to_vec();
+    let landed = || {
+        // (Volatile: the worker writes the buffer from another thread.)
+        // SAFETY: the request's 64-byte buffer, alive until it is done, read only.
+        (0..64).all(|i| unsafe { std::ptr::read_volatile((at as *const u8).add(i)) } == want[i])
+    };
     let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_millis(300) {
+    while !landed() && t0.elapsed() < Duration::from_millis(900) {
+        std::hint::spin_loop();
+    }
+    if !landed() {
+        assert_eq!(set_class(libc::SCHED_OTHER, 0), 0);
+        restore(&cpus);
+        eprintln!("inconclusive: the worker did not run the read within 900 ms");
+        let _ = list.wait_all();
+        return;
+    }
+    let t1 = Instant::now();
+    while t1.elapsed() < Duration::from_millis(20) {
         std::hint::spin_loop();
     }
     let mut reqs = list.into_requests();

@@ -1,9 +1,13 @@
 //! A marked thread whose slot holds a malformed payload (a marker length over
 //! `MARKER_MAX`: another writer's bytes, a damaged file) cannot be shown, and
 //! the snapshot says so (`Snapshot::malformed`) instead of dropping the thread
-//! silently. (Alone in its binary: the count is this process's.)
+//! silently. The count is this process's: the tests here run one at a time
+//! ([`SERIAL`]), each thread it marks gone before the next starts.
 
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
+
+/// Held by each test: the other's marked threads would be counted too.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 use posixrt::mark::{self, MARKER_MAX};
 
@@ -13,6 +17,7 @@ use mark_file::{write_marker_len, write_payload_at};
 
 #[test]
 fn a_slot_with_a_marker_longer_than_the_limit_is_counted_as_malformed() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let me = std::process::id() as i32;
     mark::set("mark_malformed good").unwrap();
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
@@ -47,6 +52,7 @@ fn a_slot_with_a_marker_longer_than_the_limit_is_counted_as_malformed() {
 /// empty marker and a time of 1970), and not malformed either.
 #[test]
 fn a_slot_claimed_but_not_written_yet_is_not_listed() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let me = std::process::id() as i32;
     let (stop_tx, stop_rx) = mpsc::channel::<()>();
     let (tid_tx, tid_rx) = mpsc::channel::<i32>();
