@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     --dir) dir=${2:?--dir needs a value}; shift 2 ;;
     --lib) lib=${2:?--lib needs a value}; shift 2 ;;
     --rw) rw=${2:?--rw needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fio.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=${2:?--runs needs a value}; shift 2 ;;
     --lib) lib=${2:?--lib needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "listing77.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

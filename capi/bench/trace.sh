@@ -18,7 +18,7 @@ runs=7
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=${2:?--runs needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "trace.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -22,6 +22,9 @@
 #   --cflags  more compiler flags for the tests (e.g. "-include FILE" with a
 #             .symver line, to build them against an older symbol version)
 set -u
+case "${1:-}" in
+  -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
 opts=${1:?usage: $0 OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX] [--ifaces LIST] [--cflags FLAGS]}
 shift
 here=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,7 +1,7 @@
 //! Per-process, shared-memory, seqlock-read registries that other processes read.
 //!
 //! This is the one mechanism behind [`crate::mark`] (thread fingerprints, kind
-//! `"mark"`) and, later, tracked synchronisation objects (kind `"sync"`). A process
+//! `"mark"`) and the tracked synchronisation objects (kind `"sync"`, what `rtstat` reads). A process
 //! creates one registry file per kind; its threads claim fixed-size slots and write
 //! them under a sequence counter; any process with read access to the file (root,
 //! or the same user) lists all registries of a kind with [`scan()`] and gets a
