@@ -24,7 +24,7 @@ use posixrt::aio::{Backend, Notify};
 mod common;
 #[path = "common/pinning.rs"]
 mod pinning;
-use pinning::{hold_the_holder, restore, set_class};
+use pinning::{hold_the_holder, restore, set_class, spin_until_read};
 
 /// A zeroed aiocb (what a C program starts from), boxed so its address stays.
 fn aiocb() -> Box<Aiocb> {
@@ -115,32 +115,11 @@ fn c_cancel_of_a_held_done_request_is_all_done_on_the_thread_engine() {
     let mut buf = vec![0u8; 64];
     let name = list_read(&eng, &mut cb, fd, 64, &mut buf, notify());
     // The read completes on CPU 1 and is held: the thread that lets it go
-    // cannot run on CPU 0 while this one spins there. Spin until the worker
-    // has put the bytes in the buffer (then a little more, for it to mark
-    // the request done), at most 900 ms: past that, RT throttling would let
-    // the holder run on CPU 0. A worker that did not get CPU 1 in that time
-    // (a loaded machine) leaves the case unproven: the test says so and
-    // stops, instead of failing on a request cancelled before it ran.
-    let want = common::pattern(4096)[64..128].to_vec();
-    let landed = || {
-        // (Volatile: the worker writes the buffer from another thread.)
-        // SAFETY: 64 live bytes of `buf`, read only.
-        (0..64).all(|i| unsafe { std::ptr::read_volatile(buf.as_ptr().add(i)) } == want[i])
-    };
-    let t0 = Instant::now();
-    while !landed() && t0.elapsed() < Duration::from_millis(900) {
-        std::hint::spin_loop();
-    }
-    if !landed() {
-        assert_eq!(set_class(libc::SCHED_OTHER, 0), 0);
-        restore(&cpus);
-        eprintln!("inconclusive: the worker did not run the read within 900 ms");
+    // cannot run on CPU 0 while this one spins there (see `spin_until_read`).
+    let want = &common::pattern(4096)[64..128];
+    if !spin_until_read(buf.as_ptr(), want, &cpus) {
         let _ = status(&eng, &cb);
         return;
-    }
-    let t1 = Instant::now();
-    while t1.elapsed() < Duration::from_millis(20) {
-        std::hint::spin_loop();
     }
     // SAFETY: `cb` is a live aiocb.
     let held = unsafe { error_code(&*cb) };

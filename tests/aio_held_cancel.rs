@@ -20,7 +20,7 @@ mod common;
 use common::ctx;
 #[path = "common/pinning.rs"]
 mod pinning;
-use pinning::{hold_the_holder, restore, set_class};
+use pinning::{hold_the_holder, restore, set_class, spin_until_read};
 
 fn cancel_held(b: Backend) {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
@@ -60,32 +60,11 @@ fn cancel_held(b: Backend) {
         )
         .unwrap();
     // The read completes on CPU 1 and is held: the thread that lets it go
-    // cannot run on CPU 0 while this one spins there. Spin until the worker
-    // has put the bytes in the buffer (then a little more, for it to mark
-    // the request done), at most 900 ms: past that, RT throttling would let
-    // the holder run on CPU 0. A worker that did not get CPU 1 in that time
-    // (a loaded machine) leaves the case unproven: the test says so and
-    // stops, instead of failing on a request cancelled before it ran.
-    let want = common::pattern(4096)[64..128].to_vec();
-    let landed = || {
-        // (Volatile: the worker writes the buffer from another thread.)
-        // SAFETY: the request's 64-byte buffer, alive until it is done, read only.
-        (0..64).all(|i| unsafe { std::ptr::read_volatile((at as *const u8).add(i)) } == want[i])
-    };
-    let t0 = Instant::now();
-    while !landed() && t0.elapsed() < Duration::from_millis(900) {
-        std::hint::spin_loop();
-    }
-    if !landed() {
-        assert_eq!(set_class(libc::SCHED_OTHER, 0), 0);
-        restore(&cpus);
-        eprintln!("inconclusive: the worker did not run the read within 900 ms");
+    // cannot run on CPU 0 while this one spins there (see `spin_until_read`).
+    let want = &common::pattern(4096)[64..128];
+    if !spin_until_read(at as *const u8, want, &cpus) {
         let _ = list.wait_all();
         return;
-    }
-    let t1 = Instant::now();
-    while t1.elapsed() < Duration::from_millis(20) {
-        std::hint::spin_loop();
     }
     let mut reqs = list.into_requests();
     let r = reqs[0].as_mut().unwrap();

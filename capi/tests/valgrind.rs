@@ -97,12 +97,18 @@ fn the_seed_s_malloced_aiocbs_run_under_memcheck() {
     if !have_valgrind() {
         return;
     }
+    listing_7_7_under_memcheck("threads");
+}
+
+/// Listing 7.7 under `LD_PRELOAD`, counting its own source, under memcheck
+/// on `engine`.
+fn listing_7_7_under_memcheck(engine: &str) {
     let src = Path::new(CRATE).join("tests/seed/listing_7_7.c");
     let exe = build(&src, Link::Preloaded, &["-std=gnu99", "-w", "-O1"]);
     let text = std::fs::read_to_string(&src).expect("read the listing");
     let lines = text.bytes().filter(|&b| b == b'\n').count().to_string();
     let arg = src.to_str().expect("UTF-8 path");
-    memcheck(&exe, Link::Preloaded, &[arg], &lines);
+    memcheck_on(engine, &exe, Link::Preloaded, &[arg], &lines);
 }
 
 /// The same on io_uring: memcheck does not see the kernel fill the buffers
@@ -114,10 +120,5 @@ fn the_seed_s_reads_on_io_uring_run_under_memcheck() {
     if !have_valgrind() {
         return;
     }
-    let src = Path::new(CRATE).join("tests/seed/listing_7_7.c");
-    let exe = build(&src, Link::Preloaded, &["-std=gnu99", "-w", "-O1"]);
-    let text = std::fs::read_to_string(&src).expect("read the listing");
-    let lines = text.bytes().filter(|&b| b == b'\n').count().to_string();
-    let arg = src.to_str().expect("UTF-8 path");
-    memcheck_on("uring", &exe, Link::Preloaded, &[arg], &lines);
+    listing_7_7_under_memcheck("uring");
 }

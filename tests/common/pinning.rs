@@ -84,3 +84,35 @@ pub fn hold_the_holder() -> Option<libc::cpu_set_t> {
     }
     Some(cpus)
 }
+
+/// After [`hold_the_holder`]: spins on CPU 0 (the holder cannot run there)
+/// until the pool worker on CPU 1 has put `want` in the request's buffer at
+/// `at`, then 20 ms more for it to mark the request done; at most 900 ms
+/// (past that, RT throttling would let the holder run). True if the bytes
+/// landed. If not (a loaded machine gave the worker no CPU), the case is
+/// unproven: the caller's class and affinity `cpus` are restored, a line
+/// says so, and the caller stops.
+pub fn spin_until_read(at: *const u8, want: &[u8], cpus: &libc::cpu_set_t) -> bool {
+    use std::time::{Duration, Instant};
+    let landed = || {
+        // (Volatile: the worker writes the buffer from another thread.)
+        // SAFETY: the caller's request buffer of `want.len()` bytes, alive
+        // until the request is done, only read here.
+        (0..want.len()).all(|i| unsafe { std::ptr::read_volatile(at.add(i)) } == want[i])
+    };
+    let t0 = Instant::now();
+    while !landed() && t0.elapsed() < Duration::from_millis(900) {
+        std::hint::spin_loop();
+    }
+    if !landed() {
+        assert_eq!(set_class(libc::SCHED_OTHER, 0), 0);
+        restore(cpus);
+        eprintln!("inconclusive: the worker did not run the read within 900 ms");
+        return false;
+    }
+    let t1 = Instant::now();
+    while t1.elapsed() < Duration::from_millis(20) {
+        std::hint::spin_loop();
+    }
+    true
+}
