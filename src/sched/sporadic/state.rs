@@ -293,9 +293,14 @@ impl SporadicState {
     /// step saw: what a replenishment carried out at `t` charges first.
     fn catch_up(&mut self, now: Duration, cpu: Duration, out: &mut Counted) {
         let (seen_at, seen_cpu) = self.seen;
-        let cpu_at = |t: Duration| {
+        // No less than the last step saw, nor than an exhaustion found in this
+        // step charged: its replenishment gives back the CPU time consumed up to
+        // `cpu` (the overrun included), which must not be consumed again from a
+        // budget a later replenishment brings.
+        let mut floor = seen_cpu;
+        let cpu_at = |t: Duration, floor: Duration| {
             cpu.saturating_sub(now.saturating_sub(t))
-                .max(seen_cpu)
+                .max(floor)
                 .min(cpu)
         };
         // The time of the last thing carried out: nothing is dated before it.
@@ -307,11 +312,12 @@ impl SporadicState {
                 (Some(r), Some(t)) if r.at < t => {
                     clock = clock.max(r.at);
                     self.pending.remove(0);
-                    self.apply(r, clock, cpu_at(clock), out);
+                    self.apply(r, clock, cpu_at(clock, floor), out);
                 }
                 (_, Some(t)) => {
                     clock = t;
                     self.exhaust(cpu, out);
+                    floor = cpu;
                 }
                 (Some(r), None) => {
                     // Carried out late: the thread is activated when a kernel
@@ -319,7 +325,7 @@ impl SporadicState {
                     // scheduled it, though).
                     clock = clock.max(r.at);
                     self.pending.remove(0);
-                    self.apply(r, clock, cpu_at(clock), out);
+                    self.apply(r, clock, cpu_at(clock, floor), out);
                 }
                 (None, None) => break,
             }
