@@ -45,6 +45,9 @@ pub struct AlignedBuf {
     ptr: NonNull<u8>,
     len: usize,
     align: usize,
+    /// `MADV_DONTFORK` is on the pages: drop undoes it before freeing them, so
+    /// the allocator does not hand pages a forked child lacks to other owners.
+    pub(super) dont_fork: bool,
 }
 
 // SAFETY: `AlignedBuf` owns its allocation exclusively (like `Box<[u8]>`); the raw
@@ -68,14 +71,24 @@ impl AlignedBuf {
             // A dangling, correctly aligned, non-null address (align >= 8 here).
             let ptr = NonNull::new(align as *mut u8)
                 .ok_or_else(|| Error::invalid("posix_memalign", "alignment is zero"))?;
-            return Ok(AlignedBuf { ptr, len, align });
+            return Ok(AlignedBuf {
+                ptr,
+                len,
+                align,
+                dont_fork: false,
+            });
         }
         let ptr = alloc_zeroed(layout).ok_or_else(|| {
             Error::from_errno("posix_memalign", libc::ENOMEM)
                 .with_message(format!("{len} bytes aligned to {align}"))
                 .with_hint("the allocator refused the request; ask for less memory")
         })?;
-        Ok(AlignedBuf { ptr, len, align })
+        Ok(AlignedBuf {
+            ptr,
+            len,
+            align,
+            dont_fork: false,
+        })
     }
 
     /// Allocates `pages` whole pages, page-aligned: the shape that
@@ -180,6 +193,9 @@ impl Drop for AlignedBuf {
         if self.len == 0 {
             return;
         }
+        if self.dont_fork {
+            self.undo_dont_fork();
+        }
         // SAFETY: `ptr` came from `alloc_zeroed` with exactly this size and alignment
         // (checked valid when built) and is freed once, here.
         unsafe {
@@ -188,6 +204,19 @@ impl Drop for AlignedBuf {
                 Layout::from_size_align_unchecked(self.len, self.align),
             )
         }
+    }
+}
+
+impl AlignedBuf {
+    /// `MADV_DOFORK` over the buffer, on drop: the pages go back to the
+    /// allocator as they came. (Nothing to do if it fails: the range is the
+    /// buffer's own, mapped and page-granular, so it does not.)
+    fn undo_dont_fork(&mut self) {
+        let (ptr, len) = (self.ptr.as_ptr(), self.len);
+        // SAFETY: `dont_fork` is only set on a page-granular buffer, whose pages
+        // belong to it alone; MADV_DOFORK changes no data.
+        let _ = unsafe { super::madvise::madvise(ptr, len, super::madvise::MemAdvice::DoFork) };
+        self.dont_fork = false;
     }
 }
 

@@ -217,7 +217,9 @@ impl AlignedBuf {
     }
 
     /// `madvise(MADV_DONTFORK)` over the whole (page-granular) buffer: a child
-    /// created by `fork` does not receive these pages.
+    /// created by `fork` does not receive these pages. Dropping the buffer (or
+    /// [`advise`](AlignedBuf::advise) with [`MemAdvice::DoFork`]) undoes it, so the
+    /// pages go back to the allocator without the flag.
     ///
     /// # Safety
     ///
@@ -253,6 +255,12 @@ impl AlignedBuf {
         // advised pages belong to it alone; `&mut self` means no reference observes
         // the zeroing by DONTNEED (zero is a valid `u8`); the DONTFORK case is only
         // reached through `advise_dont_fork`, whose caller accepted its contract.
-        unsafe { madvise(ptr, len, advice) }
+        unsafe { madvise(ptr, len, advice) }?;
+        match advice {
+            MemAdvice::DontFork => self.dont_fork = true,
+            MemAdvice::DoFork => self.dont_fork = false,
+            _ => {}
+        }
+        Ok(())
     }
 }

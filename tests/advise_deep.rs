@@ -1,0 +1,61 @@
+//! Deeper edges of `posixrt::advise`: what a dropped buffer leaves behind in the
+//! address space.
+
+use posixrt::advise::{AlignedBuf, MemAdvice};
+
+/// The `VmFlags` of the mapping that holds `addr`, from `/proc/self/smaps`, or
+/// `None` if no mapping holds it.
+fn vm_flags_at(addr: usize) -> Option<Vec<String>> {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let mut inside = false;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if let Some((lo, hi)) = first.split_once('-') {
+            if let (Ok(lo), Ok(hi)) = (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                inside = lo <= addr && addr < hi;
+                continue;
+            }
+        }
+        if inside {
+            if let Some(flags) = line.strip_prefix("VmFlags:") {
+                return Some(flags.split_whitespace().map(str::to_string).collect());
+            }
+        }
+    }
+    None
+}
+
+/// `MADV_DONTFORK` applied through `advise_dont_fork` stays on the pages after
+/// the buffer is dropped: the allocator (here glibc's heap, which keeps small
+/// blocks mapped) hands them to other allocations, which a forked child then
+/// does not have, and it crashes touching them. Dropping the buffer must give
+/// the pages back as it found them (`MADV_DOFORK`).
+#[test]
+fn a_dropped_dont_fork_buffer_leaves_no_dont_fork_pages_behind() {
+    // Small page-granular blocks come from the heap, which stays mapped.
+    let keep: Vec<AlignedBuf> = (0..4).map(|_| AlignedBuf::with_pages(1).unwrap()).collect();
+    let mut buf = AlignedBuf::with_pages(1).unwrap();
+    let addr = buf.as_ptr() as usize;
+    // SAFETY: this test process never forks.
+    unsafe { buf.advise_dont_fork() }.unwrap();
+    let flags = vm_flags_at(addr).expect("the buffer is mapped");
+    assert!(flags.iter().any(|f| f == "dc"), "{flags:?}");
+    drop(buf);
+    if let Some(flags) = vm_flags_at(addr) {
+        assert!(
+            !flags.iter().any(|f| f == "dc"),
+            "freed pages still MADV_DONTFORK: {flags:?}"
+        );
+    }
+    // DoFork through the safe API undoes it too, and the buffer's drop then has
+    // nothing left to undo.
+    let mut buf = AlignedBuf::with_pages(1).unwrap();
+    // SAFETY: as above.
+    unsafe { buf.advise_dont_fork() }.unwrap();
+    buf.advise(MemAdvice::DoFork).unwrap();
+    let addr = buf.as_ptr() as usize;
+    assert!(!vm_flags_at(addr).unwrap().iter().any(|f| f == "dc"));
+    drop(buf);
+    drop(keep);
+}
