@@ -80,7 +80,9 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// or a non-positive length; [`OutOfResources`](crate::ErrorKind::OutOfResources)
 /// (ENOSPC) when the filesystem has no room for the range; EFBIG
 /// ([`Other`](crate::ErrorKind::Other)) if `offset + len` exceeds the maximum
-/// file size (or overflows `off_t`), as POSIX says;
+/// file size (or overflows `off_t`), as POSIX says, or the process's
+/// `RLIMIT_FSIZE` (with a hint naming the limit; the kernel also raises
+/// SIGXFSZ, which kills the process unless it is ignored or caught);
 /// [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP) where the
 /// filesystem lacks the mode, and (ENODEV) for a descriptor that is neither a
 /// regular file nor a block device (a character device, a socket), as POSIX
@@ -158,9 +160,7 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             _ if e == rustix::io::Errno::SPIPE => {
                 err.with_hint("fallocate applies to regular files, not pipes or FIFOs")
             }
-            _ if e == rustix::io::Errno::FBIG => {
-                err.with_hint("offset + len exceeds the filesystem's maximum file size")
-            }
+            _ if e == rustix::io::Errno::FBIG => err.with_hint(efbig_hint(offset, len)),
             _ if e == rustix::io::Errno::PERM => err.with_hint(eperm_hint(fd)),
             _ if e == rustix::io::Errno::NOSPC => err.with_hint(
                 "the filesystem has no room for the range (see df; on tmpfs, its size= mount \
@@ -169,6 +169,26 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             _ => err,
         }
     })
+}
+
+/// Why `fallocate` says EFBIG: the range ends past this process's file size
+/// limit (`RLIMIT_FSIZE`, for which the kernel also raises SIGXFSZ), or past the
+/// filesystem's maximum file size.
+fn efbig_hint(offset: u64, len: u64) -> String {
+    let fs = "offset + len exceeds the filesystem's maximum file size";
+    let end = match offset.checked_add(len) {
+        Some(end) if end <= i64::MAX as u64 => end,
+        _ => return fs.to_string(),
+    };
+    match rustix::process::getrlimit(rustix::process::Resource::Fsize).current {
+        Some(limit) if end > limit => format!(
+            "offset + len ({end}) exceeds this process's file size limit RLIMIT_FSIZE \
+             ({limit} bytes, see ulimit -f; the kernel also sent SIGXFSZ, which kills the \
+             process unless ignored or caught): raise it with setrlimit, or allocate less \
+             (it may exceed the filesystem's maximum file size too)"
+        ),
+        _ => fs.to_string(),
+    }
 }
 
 /// The kind of file `fd` is (`S_IFMT` bits), if `fstat` answers.
