@@ -59,3 +59,78 @@ fn a_dropped_dont_fork_buffer_leaves_no_dont_fork_pages_behind() {
     drop(buf);
     drop(keep);
 }
+
+/// A loop device over a scratch file, detached on drop.
+struct Loop {
+    dev: String,
+    img: std::path::PathBuf,
+}
+
+impl Loop {
+    /// `None` (the test then skips) without root or a loop driver.
+    fn new(tag: &str) -> Option<Loop> {
+        if !rustix::process::geteuid().is_root() {
+            println!("skip: loop devices need root");
+            return None;
+        }
+        let img = std::env::temp_dir().join(format!("posixrt-{tag}-{}", std::process::id()));
+        std::fs::File::create(&img)
+            .unwrap()
+            .set_len(4 << 20)
+            .unwrap();
+        let out = std::process::Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&img)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {
+                let dev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                Some(Loop { dev, img })
+            }
+            other => {
+                println!("skip: no loop device: {other:?}");
+                let _ = std::fs::remove_file(&img);
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.dev])
+            .status();
+        let _ = std::fs::remove_file(&self.img);
+    }
+}
+
+/// A block device has no filesystem and all its blocks are allocated: Linux
+/// takes only hole punching (and zeroing) on one, and says EOPNOTSUPP for
+/// `Allocate` and `KeepSize`. The hint must say so, not blame "this
+/// filesystem" and list filesystems that do support the mode.
+#[test]
+fn fallocate_modes_on_a_block_device_say_what_a_block_device_takes() {
+    use posixrt::advise::{fallocate_mode, FallocateMode};
+    use posixrt::ErrorKind;
+    let Some(lo) = Loop::new("deep-blk") else {
+        return;
+    };
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lo.dev)
+        .unwrap();
+    fallocate_mode(&dev, FallocateMode::PunchHole, 0, 4096).unwrap();
+    for mode in [FallocateMode::Allocate, FallocateMode::KeepSize] {
+        let e = fallocate_mode(&dev, mode, 0, 4096).unwrap_err();
+        assert_eq!(e.errno(), Some(libc::EOPNOTSUPP), "{e}");
+        assert_eq!(e.kind(), ErrorKind::Unsupported);
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains("block device") && hint.contains("PunchHole"),
+            "{hint}"
+        );
+        assert!(!hint.contains("filesystem does not support"), "{hint}");
+    }
+}

@@ -84,7 +84,8 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// `RLIMIT_FSIZE` (with a hint naming the limit; the kernel also raises
 /// SIGXFSZ, which kills the process unless it is ignored or caught);
 /// [`Unsupported`](crate::ErrorKind::Unsupported) (EOPNOTSUPP) where the
-/// filesystem lacks the mode, and (ENODEV) for a descriptor that is neither a
+/// filesystem lacks the mode (a block device takes only
+/// [`FallocateMode::PunchHole`]), and (ENODEV) for a descriptor that is neither a
 /// regular file nor a block device (a character device, a socket), as POSIX
 /// says; [`BadFd`](crate::ErrorKind::BadFd) if the descriptor is not open for
 /// writing (a directory's never is: Linux says EBADF for one, and for the read
@@ -133,6 +134,12 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             _ if e == rustix::io::Errno::NODEV => err.with_kind(ErrorKind::Unsupported).with_hint(
                 "fallocate applies to regular files and block devices, not to character \
                      devices or sockets",
+            ),
+            // A block device has every block allocated and no size to keep:
+            // Linux takes only hole punching (and zeroing) on one.
+            ErrorKind::Unsupported if file_type(fd) == Some(libc::S_IFBLK) => err.with_hint(
+                "a block device takes only FallocateMode::PunchHole (its blocks are all \
+                 allocated already, and its size is fixed)",
             ),
             ErrorKind::Unsupported => err.with_hint(
                 "this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do",
