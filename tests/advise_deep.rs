@@ -134,3 +134,19 @@ fn fallocate_modes_on_a_block_device_say_what_a_block_device_takes() {
         assert!(!hint.contains("filesystem does not support"), "{hint}");
     }
 }
+
+/// An alignment the allocator cannot meet (far past the address space) is
+/// refused as OutOfResources, not an abort; the hint must not tell someone who
+/// asked for one byte to "ask for less memory": the alignment is what it
+/// cannot meet.
+#[test]
+fn an_alignment_the_allocator_cannot_meet_is_an_error_naming_the_alignment() {
+    use posixrt::ErrorKind;
+    let e = AlignedBuf::new(1, 1 << 62).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfResources, "{e}");
+    assert!(e.hint().unwrap().contains("alignment"), "{e}");
+    // a length the allocator cannot give still says to ask for less
+    let e = AlignedBuf::new(isize::MAX as usize - 4096, 4096).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::OutOfResources, "{e}");
+    assert!(e.hint().unwrap().contains("less memory"), "{e}");
+}

@@ -79,9 +79,18 @@ impl AlignedBuf {
             });
         }
         let ptr = alloc_zeroed(layout).ok_or_else(|| {
+            // Meeting an alignment can take up to `align` bytes more than `len`:
+            // where that is most of the request, the alignment is the cause.
+            let hint = if align > len {
+                "the allocator refused the request: finding a block at this alignment \
+                 takes up to len + alignment bytes; use a smaller alignment (a page, or \
+                 the value from advise::direct_io_alignment())"
+            } else {
+                "the allocator refused the request; ask for less memory"
+            };
             Error::from_errno("posix_memalign", libc::ENOMEM)
                 .with_message(format!("{len} bytes aligned to {align}"))
-                .with_hint("the allocator refused the request; ask for less memory")
+                .with_hint(hint)
         })?;
         Ok(AlignedBuf {
             ptr,
