@@ -150,3 +150,33 @@ fn an_alignment_the_allocator_cannot_meet_is_an_error_naming_the_alignment() {
     assert_eq!(e.kind(), ErrorKind::OutOfResources, "{e}");
     assert!(e.hint().unwrap().contains("less memory"), "{e}");
 }
+
+/// On a block device Linux wants the range aligned to the logical block size
+/// and starting inside the device, and says a bare EINVAL otherwise; the
+/// arguments are fine by POSIX's rules, so the error must say which rule the
+/// device has (with its figures), not leave an unexplained "Invalid argument".
+#[test]
+fn a_misaligned_or_outside_hole_on_a_block_device_names_the_rule() {
+    use posixrt::advise::{fallocate_mode, FallocateMode};
+    use posixrt::ErrorKind;
+    let Some(lo) = Loop::new("deep-blk-einval") else {
+        return;
+    };
+    let dev = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lo.dev)
+        .unwrap();
+    let e = fallocate_mode(&dev, FallocateMode::PunchHole, 100, 4096).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+    assert_eq!(e.kind(), ErrorKind::InvalidInput);
+    let hint = e.hint().expect("a hint");
+    assert!(
+        hint.contains("logical block size") && hint.contains("512"),
+        "{hint}"
+    );
+    let e = fallocate_mode(&dev, FallocateMode::PunchHole, 8 << 20, 4096).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+    let hint = e.hint().expect("a hint");
+    assert!(hint.contains(&(4u64 << 20).to_string()), "{hint}");
+}

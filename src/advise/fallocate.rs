@@ -77,7 +77,8 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// punch hole).
 ///
 /// Errors: [`InvalidInput`](crate::ErrorKind::InvalidInput) for a negative offset
-/// or a non-positive length; [`OutOfResources`](crate::ErrorKind::OutOfResources)
+/// or a non-positive length, and on a block device for a range not aligned to
+/// its logical block size or starting past its end (with a hint giving both); [`OutOfResources`](crate::ErrorKind::OutOfResources)
 /// (ENOSPC) when the filesystem has no room for the range; EFBIG
 /// ([`Other`](crate::ErrorKind::Other)) if `offset + len` exceeds the maximum
 /// file size (or overflows `off_t`), as POSIX says, or the process's
@@ -168,6 +169,9 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
                 err.with_hint("fallocate applies to regular files, not pipes or FIFOs")
             }
             _ if e == rustix::io::Errno::FBIG => err.with_hint(efbig_hint(offset, len)),
+            _ if e == rustix::io::Errno::INVAL && file_type(fd) == Some(libc::S_IFBLK) => {
+                err.with_hint(block_device_einval_hint(fd))
+            }
             _ if e == rustix::io::Errno::PERM => err.with_hint(eperm_hint(fd)),
             _ if e == rustix::io::Errno::NOSPC => err.with_hint(
                 "the filesystem has no room for the range (see df; on tmpfs, its size= mount \
@@ -196,6 +200,28 @@ fn efbig_hint(offset: u64, len: u64) -> String {
         ),
         _ => fs.to_string(),
     }
+}
+
+/// Why `fallocate` on a block device says EINVAL to arguments POSIX accepts:
+/// Linux wants the range aligned to the device's logical block size and
+/// starting inside the device. The figures come from `BLKSSZGET` and sysfs.
+fn block_device_einval_hint(fd: std::os::fd::BorrowedFd<'_>) -> String {
+    let block = rustix::fs::ioctl_blksszget(fd)
+        .map(|b| format!(" ({b} bytes here)"))
+        .unwrap_or_default();
+    let size = rustix::fs::fstat(fd)
+        .ok()
+        .and_then(|st| {
+            let (major, minor) = (rustix::fs::major(st.st_rdev), rustix::fs::minor(st.st_rdev));
+            std::fs::read_to_string(format!("/sys/dev/block/{major}:{minor}/size")).ok()
+        })
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(|sectors| format!(" ({} bytes here)", sectors.saturating_mul(512)))
+        .unwrap_or_default();
+    format!(
+        "on a block device, offset and len must be multiples of its logical block size{block}, \
+         and offset must lie inside the device{size}"
+    )
 }
 
 /// The kind of file `fd` is (`S_IFMT` bits), if `fstat` answers.
