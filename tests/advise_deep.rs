@@ -180,3 +180,21 @@ fn a_misaligned_or_outside_hole_on_a_block_device_names_the_rule() {
     let hint = e.hint().expect("a hint");
     assert!(hint.contains(&(4u64 << 20).to_string()), "{hint}");
 }
+
+/// An alignment of 2^63 rounds even one byte past `isize::MAX`: refused as
+/// InvalidInput before any allocation, with a hint about the alignment, not
+/// one telling a caller who asked for one byte to "ask for fewer bytes".
+#[test]
+fn an_alignment_past_isize_names_the_alignment() {
+    use posixrt::ErrorKind;
+    let e = AlignedBuf::new(1, 1 << 63).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.hint().unwrap().contains("smaller alignment"), "{e}");
+    let e = AlignedBuf::new(usize::MAX - 8, 8).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+    assert!(e.hint().unwrap().contains("fewer bytes"), "{e}");
+    // an empty buffer at that alignment allocates nothing and is fine
+    let b = AlignedBuf::new(0, 1 << 63).unwrap();
+    assert_eq!(b.as_ptr() as usize % (1 << 63), 0);
+    assert!(b.is_empty());
+}

@@ -181,11 +181,18 @@ fn layout_for(call: &'static str, len: usize, align: usize) -> Result<Layout> {
         .with_hint("use e.g. 512, 4096, or the value from advise::direct_io_alignment()"));
     }
     Layout::from_size_align(len, align).map_err(|_| {
+        let hint = if align > len {
+            "use a smaller alignment: a non-empty buffer rounded up to its alignment holds \
+             at most isize::MAX bytes"
+        } else {
+            "ask for fewer bytes: a buffer rounded up to its alignment holds at most \
+             isize::MAX bytes"
+        };
         Error::invalid(
             call,
             format!("{len} bytes rounded up to alignment {align} overflow isize"),
         )
-        .with_hint("ask for fewer bytes: a buffer rounded up to its alignment holds at most isize::MAX bytes")
+        .with_hint(hint)
     })
 }
 
