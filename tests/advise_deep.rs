@@ -198,3 +198,56 @@ fn an_alignment_past_isize_names_the_alignment() {
     assert_eq!(b.as_ptr() as usize % (1 << 63), 0);
     assert!(b.is_empty());
 }
+
+/// A file on tmpfs that the caller may neither read nor write (held through an
+/// O_PATH descriptor) is still on tmpfs: the answer is tmpfs's, as for a
+/// directory there, not "not on a local block device (network, FUSE,
+/// overlay?)", which names three filesystems it is not on. The caller's
+/// permissions are dropped with a per-thread fsuid (which also drops root's
+/// CAP_DAC_OVERRIDE for that thread).
+#[test]
+fn a_tmpfs_file_the_caller_cannot_open_gets_the_tmpfs_answer() {
+    use posixrt::advise::{direct_io_alignment, AlignmentSource};
+    use std::os::unix::fs::PermissionsExt;
+    let shm = std::path::Path::new("/dev/shm");
+    // (`f_type` is an i64 on x86_64, narrower on some other targets.)
+    #[allow(clippy::unnecessary_cast)]
+    let on_tmpfs = rustix::fs::statfs(shm).is_ok_and(|s| s.f_type as i64 == 0x0102_1994);
+    if !on_tmpfs {
+        println!("skip: /dev/shm is not tmpfs");
+        return;
+    }
+    let p = shm.join(format!("posixrt-deep-noperm-{}", std::process::id()));
+    std::fs::File::create(&p).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let opath = rustix::fs::open(&p, rustix::fs::OFlags::PATH, rustix::fs::Mode::empty()).unwrap();
+    let path = p.clone();
+    let fsuid_dropped = std::thread::spawn(move || {
+        // SAFETY: setfsuid changes only this thread's filesystem uid (the
+        // thread ends here); glibc makes the plain system call.
+        unsafe { libc::setfsuid(65534) };
+        let denied = std::fs::File::open(&p).is_err();
+        (denied, direct_io_alignment(&opath))
+    })
+    .join()
+    .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let (denied, r) = fsuid_dropped;
+    if !denied {
+        println!("skip: the file opened anyway (CAP_DAC_OVERRIDE kept?)");
+        return;
+    }
+    match r {
+        Ok(a) => assert!(
+            matches!(a.source, AlignmentSource::Tmpfs | AlignmentSource::Statx),
+            "{a:?}"
+        ),
+        Err(e) => {
+            let hint = e.hint().unwrap_or("");
+            assert!(
+                !hint.contains("not on a local block device") && e.to_string().contains("tmpfs"),
+                "{e}"
+            );
+        }
+    }
+}

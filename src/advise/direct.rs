@@ -144,8 +144,9 @@ fn probe_file_alignment(dir: std::os::fd::BorrowedFd<'_>) -> Option<DirectIoAlig
 
 /// `Some` for a file on tmpfs that takes O_DIRECT (asked by opening it again
 /// with O_DIRECT through `/proc/self/fd`, for reading, or for writing where
-/// reading is not allowed); `None` for a file elsewhere, or
-/// where that open fails for another reason than EINVAL. A directory never
+/// reading is not allowed); `None` for a file elsewhere. Where that open fails
+/// for another reason than EINVAL (no permission either way), the kernel
+/// version answers, as for a directory. A directory never
 /// opens with O_DIRECT, whatever its filesystem: for one on tmpfs, which stands
 /// for the files in it, the answer is the kernel's (tmpfs files take O_DIRECT
 /// since Linux 6.6).
@@ -163,13 +164,15 @@ fn tmpfs_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<Option<DirectIoAli
         offset_align: 1,
         source: AlignmentSource::Tmpfs,
     }));
+    // Where the kernel cannot be asked by opening the file, its version answers.
+    let by_version = || match kernel_version() {
+        Some(v) if v >= (6, 6) => tmpfs.clone(),
+        Some(_) => Err(tmpfs_refuses()),
+        None => Ok(None),
+    };
     let is_dir = rustix::fs::fstat(fd).is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
     if is_dir {
-        return match kernel_version() {
-            Some(v) if v >= (6, 6) => tmpfs,
-            Some(_) => Err(tmpfs_refuses()),
-            None => Ok(None),
-        };
+        return by_version();
     }
     use rustix::fs::OFlags;
     use std::os::fd::AsRawFd;
@@ -186,10 +189,12 @@ fn tmpfs_alignment(fd: std::os::fd::BorrowedFd<'_>) -> Result<Option<DirectIoAli
         Err(e) if e == rustix::io::Errno::ACCESS => open(OFlags::WRONLY),
         r => r,
     };
+    // A file the caller may neither read nor write (held through O_PATH) is
+    // still on tmpfs: no block device answers for it.
     match reopened {
         Ok(_) => tmpfs,
         Err(e) if e == rustix::io::Errno::INVAL => Err(tmpfs_refuses()),
-        Err(_) => Ok(None),
+        Err(_) => by_version(),
     }
 }
 
