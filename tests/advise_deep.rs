@@ -251,3 +251,28 @@ fn a_tmpfs_file_the_caller_cannot_open_gets_the_tmpfs_answer() {
         }
     }
 }
+
+/// `Sequential` and `Random` set a flag on the pages (VM_SEQ_READ, VM_RAND_READ:
+/// "sr", "rr" in smaps) that outlived the buffer: the pages went back to the
+/// allocator with the advice on, for other allocations to inherit, though the
+/// README promises advice through `AlignedBuf::advise` never reaches other
+/// memory. Dropping the buffer must clear it (`MADV_NORMAL`).
+#[test]
+fn a_dropped_buffer_leaves_no_access_pattern_advice_behind() {
+    let keep: Vec<AlignedBuf> = (0..4).map(|_| AlignedBuf::with_pages(1).unwrap()).collect();
+    for (advice, flag) in [(MemAdvice::Sequential, "sr"), (MemAdvice::Random, "rr")] {
+        let mut buf = AlignedBuf::with_pages(1).unwrap();
+        let addr = buf.as_ptr() as usize;
+        buf.advise(advice).unwrap();
+        let flags = vm_flags_at(addr).expect("the buffer is mapped");
+        assert!(flags.iter().any(|f| f == flag), "{flags:?}");
+        drop(buf);
+        if let Some(flags) = vm_flags_at(addr) {
+            assert!(
+                !flags.iter().any(|f| f == flag),
+                "freed pages still {flag}: {flags:?}"
+            );
+        }
+    }
+    drop(keep);
+}

@@ -48,6 +48,9 @@ pub struct AlignedBuf {
     /// `MADV_DONTFORK` is on the pages: drop undoes it before freeing them, so
     /// the allocator does not hand pages a forked child lacks to other owners.
     pub(super) dont_fork: bool,
+    /// `MADV_SEQUENTIAL` or `MADV_RANDOM` is on the pages: drop clears it
+    /// (`MADV_NORMAL`), so the advice does not outlive the buffer either.
+    pub(super) read_pattern: bool,
 }
 
 // SAFETY: `AlignedBuf` owns its allocation exclusively (like `Box<[u8]>`); the raw
@@ -76,6 +79,7 @@ impl AlignedBuf {
                 len,
                 align,
                 dont_fork: false,
+                read_pattern: false,
             });
         }
         let ptr = alloc_zeroed(layout).ok_or_else(|| {
@@ -97,6 +101,7 @@ impl AlignedBuf {
             len,
             align,
             dont_fork: false,
+            read_pattern: false,
         })
     }
 
@@ -209,9 +214,7 @@ impl Drop for AlignedBuf {
         if self.len == 0 {
             return;
         }
-        if self.dont_fork {
-            self.undo_dont_fork();
-        }
+        self.undo_advice();
         // SAFETY: `ptr` came from `alloc_zeroed` with exactly this size and alignment
         // (checked valid when built) and is freed once, here.
         unsafe {
@@ -224,15 +227,25 @@ impl Drop for AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// `MADV_DOFORK` over the buffer, on drop: the pages go back to the
-    /// allocator as they came. (Nothing to do if it fails: the range is the
-    /// buffer's own, mapped and page-granular, so it does not.)
-    fn undo_dont_fork(&mut self) {
+    /// `MADV_DOFORK` and `MADV_NORMAL` over the buffer, on drop, where
+    /// advice set them: the pages go back to the allocator as they came.
+    /// (Nothing to do if it fails: the range is the buffer's own, mapped and
+    /// page-granular, so it does not.)
+    fn undo_advice(&mut self) {
+        use super::madvise::MemAdvice;
         let (ptr, len) = (self.ptr.as_ptr(), self.len);
-        // SAFETY: `dont_fork` is only set on a page-granular buffer, whose pages
-        // belong to it alone; MADV_DOFORK changes no data.
-        let _ = unsafe { super::madvise::madvise(ptr, len, super::madvise::MemAdvice::DoFork) };
+        for (set, undo) in [
+            (self.dont_fork, MemAdvice::DoFork),
+            (self.read_pattern, MemAdvice::Normal),
+        ] {
+            if set {
+                // SAFETY: the flags are only set on a page-granular buffer, whose
+                // pages belong to it alone; neither advice changes any data.
+                let _ = unsafe { super::madvise::madvise(ptr, len, undo) };
+            }
+        }
         self.dont_fork = false;
+        self.read_pattern = false;
     }
 }
 

@@ -188,7 +188,10 @@ impl AlignedBuf {
     /// as it is) while the pages are locked (`mlock`, `mlockall`). [`MemAdvice::DontFork`] is refused with
     /// [`InvalidInput`](crate::ErrorKind::InvalidInput): use the `unsafe`
     /// [`advise_dont_fork`](AlignedBuf::advise_dont_fork). An empty buffer
-    /// succeeds without a call.
+    /// succeeds without a call. Dropping the buffer clears `Sequential` and
+    /// `Random` (`MADV_NORMAL`) before the pages go back to the allocator;
+    /// `HugePage` and `NoHugePage` stay on them (Linux has no advice that
+    /// clears both), which only changes how later owners are backed.
     ///
     /// ```
     /// use posixrt::advise::{AlignedBuf, MemAdvice};
@@ -259,6 +262,8 @@ impl AlignedBuf {
         match advice {
             MemAdvice::DontFork => self.dont_fork = true,
             MemAdvice::DoFork => self.dont_fork = false,
+            MemAdvice::Sequential | MemAdvice::Random => self.read_pattern = true,
+            MemAdvice::Normal => self.read_pattern = false,
             _ => {}
         }
         Ok(())
