@@ -136,7 +136,7 @@ mod writer;
 
 pub use exit::generation;
 pub use layout::{DIR, HEADER_SIZE, MAGIC, MAX_RETRIES, RETRY_BUDGET, SLOT_HEADER_SIZE, VERSION};
-pub use proc::{current_thread, TaskStat};
+pub use proc::{current_thread, process_ended, TaskStat};
 pub use scan::{cleanup, scan, ProcessEntry, Scan, SlotCopy};
 pub use writer::{Payload, Registry, SlotWriter};
 

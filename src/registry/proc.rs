@@ -29,6 +29,32 @@ pub fn current_thread() -> Result<(i32, u64)> {
 pub(crate) const PROC_HINT: &str =
     "registries name processes and threads by their /proc start time: mount /proc (mount -t proc proc /proc)";
 
+/// Whether process `pid`, whose `/proc/PID/stat` reads `st`, has ended: dead,
+/// or a zombie with no thread left. A process whose first thread exited while
+/// its other threads run (a C `pthread_exit` in `main`) shows its leader as a
+/// zombie too: one of its tasks still running keeps it alive.
+pub fn process_ended(pid: i32, st: &TaskStat) -> bool {
+    if !st.is_dead() {
+        return false;
+    }
+    if st.state != 'Z' {
+        return true;
+    }
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return true;
+    };
+    !tasks.flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .and_then(|t| t.parse::<i32>().ok())
+            .is_some_and(|tid| {
+                tid != pid
+                    && read_stat(&format!("/proc/{pid}/task/{tid}/stat"))
+                        .is_ok_and(|t| !t.is_dead())
+            })
+    })
+}
+
 /// Whether thread `tid` of `pid`, started at `start`, is gone for good (no
 /// such task, another thread with its tid, or a zombie). An error reading
 /// `/proc` other than "not found" (EMFILE, ENOMEM, EACCES) tells nothing:

@@ -114,7 +114,9 @@ pub(crate) enum Liveness {
 
 pub(crate) fn process_state(name: &FileName) -> Liveness {
     match read_stat(&format!("/proc/{}/stat", name.pid)) {
-        Ok(st) if st.starttime == name.starttime && !st.is_dead() => Liveness::Alive(st),
+        Ok(st) if st.starttime == name.starttime && !super::proc::process_ended(name.pid, &st) => {
+            Liveness::Alive(st)
+        }
         Ok(_) => Liveness::Dead,
         Err(e) if e.kind() == ErrorKind::NotFound => Liveness::Dead,
         Err(_) => Liveness::Unknown,

@@ -88,7 +88,7 @@ pub fn process_of_thread(tid: i32) -> Option<i32> {
 pub fn exited_note(pid: i32) -> Option<String> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     let st = posixrt::registry::TaskStat::parse(&String::from_utf8_lossy(&stat))?;
-    st.is_dead().then(|| {
+    posixrt::registry::process_ended(pid, &st).then(|| {
         format!(
             "process {pid} has exited (a zombie: its parent has not reaped it yet); hint: \
              run the tool while the process runs"

@@ -363,7 +363,7 @@ fn sleep_unless_stopped(d: Duration) -> bool {
 fn running_since(pid: i32) -> Option<u64> {
     let text = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     posixrt::registry::TaskStat::parse(&String::from_utf8_lossy(&text))
-        .filter(|st| !st.is_dead())
+        .filter(|st| !posixrt::registry::process_ended(pid, st))
         .map(|st| st.starttime)
 }
 
