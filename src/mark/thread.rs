@@ -218,7 +218,10 @@ pub fn update(marker: &str) -> Result<()> {
 /// "worker 3: step ") costs about the same as [`update`] (16 ns against 14 ns in
 /// the `mark` bench); a changed prefix adds the `prctl` system call (270 ns in
 /// total there, more on a loaded machine). Use [`update`] to never touch the kernel
-/// name. On the main thread the kernel name is also the process name `ps` shows.
+/// name. The comparison is with the prefix this thread last gave the kernel: a
+/// rename made meanwhile outside `mark` (`pthread_setname_np`, `prctl`) is not
+/// seen, and a `set` with that same prefix leaves it in place. On the main thread
+/// the kernel name is also the process name `ps` shows.
 ///
 /// ```
 /// posixrt::mark::set("Main thread sleeping")?;
