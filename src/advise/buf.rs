@@ -232,17 +232,17 @@ impl AlignedBuf {
     /// (Nothing to do if it fails: the range is the buffer's own, mapped and
     /// page-granular, so it does not.)
     fn undo_advice(&mut self) {
-        use super::madvise::MemAdvice;
-        let (ptr, len) = (self.ptr.as_ptr(), self.len);
-        for (set, undo) in [
-            (self.dont_fork, MemAdvice::DoFork),
-            (self.read_pattern, MemAdvice::Normal),
-        ] {
-            if set {
-                // SAFETY: the flags are only set on a page-granular buffer, whose
-                // pages belong to it alone; neither advice changes any data.
-                let _ = unsafe { super::madvise::madvise(ptr, len, undo) };
-            }
+        if self.dont_fork || self.read_pattern {
+            // SAFETY: the flags are only set on a page-granular buffer, whose
+            // pages belong to it alone; neither advice changes any data.
+            unsafe {
+                crate::sys::mm::undo_advice(
+                    self.ptr.as_ptr(),
+                    self.len,
+                    self.dont_fork,
+                    self.read_pattern,
+                )
+            };
         }
         self.dont_fork = false;
         self.read_pattern = false;

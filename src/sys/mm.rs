@@ -14,3 +14,20 @@ pub(crate) unsafe fn posix_madvise_dontneed(addr: *mut u8, len: usize) -> i32 {
     // SAFETY: the caller guarantees the range.
     unsafe { libc::posix_madvise(addr.cast(), len, libc::POSIX_MADV_DONTNEED) }
 }
+
+/// `madvise(MADV_DOFORK)` and/or `madvise(MADV_NORMAL)` over `addr..addr+len`:
+/// what a buffer's drop undoes of the advice it was given, so its pages go back
+/// to the allocator as they came. Errors are ignored (nothing to do about
+/// them in a drop; neither advice changes data).
+///
+/// # Safety
+/// `addr..addr+len` must be page-granular memory of the caller's alone.
+pub(crate) unsafe fn undo_advice(addr: *mut u8, len: usize, do_fork: bool, normal: bool) {
+    use rustix::mm::Advice;
+    for (set, advice) in [(do_fork, Advice::LinuxDoFork), (normal, Advice::Normal)] {
+        if set {
+            // SAFETY: the caller guarantees the range.
+            let _ = unsafe { rustix::mm::madvise(addr.cast(), len, advice) };
+        }
+    }
+}
