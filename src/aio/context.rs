@@ -364,6 +364,11 @@ impl Aio {
     /// # Errors
     /// EBADF if `fd` is not open for writing; EINVAL if it cannot be synchronised
     /// (a pipe, socket, FIFO or terminal). Both at submission, as POSIX says.
+    /// At completion, besides the sync's own errors: the error of the first
+    /// request it covers (on `fd`, in flight when it came) that failed, as
+    /// POSIX says ("In the event that any of the queued I/O operations fail,
+    /// aio_fsync() shall return the error condition defined for read() and
+    /// write()").
     #[inline]
     #[doc(alias = "aio_fsync")]
     pub fn fsync<'fd>(&self, fd: impl BorrowFd<'fd>, mode: SyncMode) -> Result<Request<()>> {

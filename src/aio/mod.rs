@@ -122,6 +122,7 @@ mod exit_wait;
 mod files;
 mod fsync;
 mod future;
+mod gate;
 mod hold;
 pub(crate) mod hook;
 mod let_go;

@@ -134,6 +134,10 @@ pub(crate) struct Slot {
     /// and entered it again (0: none). A second EFAULT after that thread
     /// exited is its exit again, not the caller's buffer.
     pub reentered_by: u32,
+    /// An fsync's: the errno of the first request it covers (on its fd, in
+    /// flight when it came) that failed, which it reports if it succeeds
+    /// itself (POSIX aio_fsync); 0 if none. Reset by its completion.
+    pub covered: i32,
     /// io_uring: a C read on an fd number last seen to name a regular file or
     /// block device, issued with `RWF_NOWAIT` so that an EAGAIN shows whether
     /// the number names something else now (closed and reused by a pipe or
@@ -231,6 +235,7 @@ impl Slot {
             refaulted: false,
             reentered_by: 0,
             recheck: false,
+            covered: 0,
             to_worker: false,
             parked: false,
             hold: Hold::No,

@@ -36,6 +36,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::os::fd::OwnedFd;
 use std::task::Waker;
 
+use super::gate::{Gate, Gates};
 use super::hook;
 pub(crate) use super::mail::{Mail, MailAddr};
 use super::notify::{Fire, Notify};
@@ -44,9 +45,6 @@ use crate::sys::prio::SchedClass;
 
 /// Largest transfer one read or write asks for, as `read(2)` does (`MAX_RW_COUNT`).
 pub(crate) const MAX_RW: usize = 0x7fff_f000;
-
-/// fds below this get their order gate in a vector; larger ones in a map.
-const DENSE_FDS: i32 = 4096;
 
 /// The effective class of a request by a thread of class `c` with `reqprio`.
 #[inline]
@@ -70,26 +68,6 @@ fn order_key(class: SchedClass, reqprio: u8) -> i32 {
     reqprio as i32 - class.priority * 64
 }
 
-#[derive(Default)]
-struct Gate {
-    /// Requests on this fd past the gate and not yet done.
-    issued: u32,
-    /// Requests held back to keep order.
-    queue: VecDeque<u32>,
-    /// A read on this fd number found a regular file, block device or directory
-    /// (not pollable while it stays open): later reads skip the probe.
-    not_pollable: bool,
-    /// The file this number names refused `RWF_NOWAIT` (procfs, sysfs, ...):
-    /// C reads on it are not sent with it (see `Slot::recheck`).
-    no_nowait: bool,
-    /// The number was last seen open with `O_DIRECT` (thread engine: its
-    /// transfers wait for the device, so a worker hands the queue on first).
-    direct: bool,
-    /// The file this number names refused `RWF_NOWAIT` for a write (thread
-    /// engine: buffered writes on most file systems).
-    no_nowait_write: bool,
-}
-
 struct ListGroup {
     remaining: u32,
     notify: Notify,
@@ -100,9 +78,8 @@ struct ListGroup {
 pub(crate) struct Core {
     pub slots: Vec<Slot>,
     free: Vec<u32>,
-    /// Order gates of fds below `DENSE_FDS`, indexed by fd; the rest in a map.
-    gates: Vec<Gate>,
-    sparse_gates: std::collections::HashMap<i32, Gate>,
+    /// The order gates, by fd number.
+    gates: Gates,
     ready: BinaryHeap<Reverse<(i32, u64, u32)>>,
     /// Requests admitted while the engine had room for all of them: issued in
     /// submission order without going through the priority heap.
@@ -170,8 +147,7 @@ impl Core {
         Core {
             slots: Vec::with_capacity(64),
             free: Vec::with_capacity(64),
-            gates: Vec::new(),
-            sparse_gates: std::collections::HashMap::new(),
+            gates: Gates::default(),
             ready: BinaryHeap::with_capacity(64),
             direct: VecDeque::with_capacity(64),
             ready_live: 0,
@@ -241,7 +217,7 @@ impl Core {
         debug_assert!(s.own_fd.is_none() && s.waker.is_none() && s.orphan.is_none());
         debug_assert!(s.mail.is_none());
         debug_assert!(s.notify.is_none() && !s.detached && !s.probe && !s.parked);
-        debug_assert!(!s.interruptible && s.hold == Hold::No);
+        debug_assert!(!s.interruptible && s.hold == Hold::No && s.covered == 0);
         s.state = State::FdQueued;
         s.op = op;
         s.reqprio = reqprio;
@@ -284,24 +260,7 @@ impl Core {
 
     #[inline(always)]
     fn gate(&mut self, fd: i32) -> &mut Gate {
-        if (fd as u32 as usize) < self.gates.len() {
-            return &mut self.gates[fd as u32 as usize];
-        }
-        self.gate_slow(fd)
-    }
-
-    /// [`gate`](Core::gate) of an fd not seen yet, or a large one.
-    #[cold]
-    #[inline(never)]
-    fn gate_slow(&mut self, fd: i32) -> &mut Gate {
-        if !(0..DENSE_FDS).contains(&fd) {
-            return self.sparse_gates.entry(fd).or_default();
-        }
-        let i = fd as usize;
-        if self.gates.len() <= i {
-            self.gates.resize_with(i + 1, Gate::default);
-        }
-        &mut self.gates[i]
+        self.gates.get(fd)
     }
 
     /// Admits a freshly allocated request: through its fd's ordering gate, then
@@ -462,10 +421,12 @@ impl Core {
             && s.aiocb == 0
             && s.notify.is_none()
             && !s.detached
-            && s.hold == Hold::No;
+            && s.hold == Hold::No
+            && s.covered == 0;
         if !plain || crate::trace::system_events::enabled() {
             return self.complete_slow(idx, res);
         }
+        let seq = s.seq;
         let waker = s.waker.take();
         s.res = res;
         s.interruptible = false;
@@ -492,6 +453,9 @@ impl Core {
         let gate = self.gate(fd);
         gate.issued -= 1;
         if !gate.queue.is_empty() {
+            if res < 0 {
+                self.cover_failure(fd, seq, res);
+            }
             self.release_gate(fd);
         }
         if list != NO_LIST {
@@ -526,6 +490,12 @@ impl Core {
         if s.held(res) {
             return;
         }
+        // An fsync reports the first failure of a request it covers, unless
+        // it failed itself.
+        let res = match std::mem::take(&mut s.covered) {
+            e if e != 0 && res >= 0 => -(e as i64),
+            _ => res,
+        };
         match s.state {
             State::Issued => self.inflight -= 1,
             State::Ready => self.ready_live -= 1,
@@ -546,6 +516,7 @@ impl Core {
         }
         let op = s.op;
         let gen = s.gen;
+        let seq = s.seq;
         let prio = s.class.priority;
         hook::complete(
             user_data(idx, gen),
@@ -576,6 +547,9 @@ impl Core {
             gate.issued -= 1;
         }
         if !gate.queue.is_empty() {
+            if res < 0 {
+                self.cover_failure(op.fd, seq, res);
+            }
             self.release_gate(op.fd);
         }
         if list != NO_LIST {
@@ -609,6 +583,31 @@ impl Core {
                 true
             }
             _ => false,
+        }
+    }
+
+    /// A request on `fd` submitted as `seq` failed with `res` (< 0): every
+    /// fsync waiting at the fd's gate that came after it takes the error, if
+    /// it has none yet (POSIX aio_fsync: "In the event that any of the queued
+    /// I/O operations fail, aio_fsync() shall return the error condition
+    /// defined for read() and write()"). A cancelled request did not fail.
+    #[cold]
+    #[inline(never)]
+    fn cover_failure(&mut self, fd: i32, seq: u64, res: i64) {
+        if res == -(libc::ECANCELED as i64) {
+            return;
+        }
+        let Some(gate) = self.gates.find(fd) else {
+            return;
+        };
+        for &q in &gate.queue {
+            let s = &mut self.slots[q as usize];
+            if matches!(s.op.kind, OpKind::Fsync | OpKind::Fdatasync)
+                && s.seq > seq
+                && s.covered == 0
+            {
+                s.covered = (-res).min(i32::MAX as i64) as i32;
+            }
         }
     }
 

@@ -42,3 +42,81 @@ fn first_ready_class_looks_past_a_cancelled_request() {
     assert_eq!(core.first_ready_class(), None);
     assert_eq!(core.pop_ready(), None);
 }
+
+fn placed(core: &mut Core, fd: i32, kind: OpKind) -> u32 {
+    let op = RawOp {
+        kind,
+        fd,
+        offset: 0,
+        ptr: 0,
+        len: 0,
+        ordered: matches!(kind, OpKind::Fsync | OpKind::Fdatasync),
+    };
+    let class = SchedClass {
+        policy: libc::SCHED_OTHER,
+        priority: 0,
+    };
+    let (idx, _) = core.alloc_as(op, 0, class, &mut Notify::None, NO_LIST);
+    core.admit(idx, false);
+    idx
+}
+
+/// Issues what is ready (as an engine would).
+fn issue_ready(core: &mut Core) -> Vec<u32> {
+    std::iter::from_fn(|| core.pop_ready()).collect()
+}
+
+/// POSIX aio_fsync: "In the event that any of the queued I/O operations
+/// fail, aio_fsync() shall return the error condition defined for read() and
+/// write()". A write in flight when the fsync came fails: the fsync, itself
+/// successful, reports the write's error; one that failed before it came, a
+/// cancelled one, one on another fd and one that came after it do not count.
+#[test]
+fn fsync_reports_the_error_of_a_write_it_covers() {
+    let mut core = Core::new();
+    let early = placed(&mut core, 5, OpKind::Write);
+    assert_eq!(issue_ready(&mut core), vec![early]);
+    core.complete(early, -(libc::ENOSPC as i64));
+    let write = placed(&mut core, 5, OpKind::Write);
+    let read = placed(&mut core, 5, OpKind::Read);
+    let other = placed(&mut core, 6, OpKind::Write);
+    assert_eq!(issue_ready(&mut core), vec![write, read, other]);
+    let sync = placed(&mut core, 5, OpKind::Fsync);
+    let later = placed(&mut core, 5, OpKind::Write);
+    assert!(issue_ready(&mut core).is_empty(), "the fsync waits");
+    core.complete(other, -(libc::EIO as i64));
+    core.complete(read, 10);
+    core.complete(write, -(libc::EFBIG as i64));
+    // (A write after the fsync need not wait for it.)
+    assert_eq!(issue_ready(&mut core), vec![sync, later]);
+    core.complete(later, -(libc::EIO as i64));
+    core.complete(sync, 0);
+    assert_eq!(core.slots[sync as usize].res, -(libc::EFBIG as i64));
+    // A second fsync starts clean: what failed was done before it came.
+    let sync2 = placed(&mut core, 5, OpKind::Fdatasync);
+    assert_eq!(issue_ready(&mut core), vec![sync2]);
+    core.complete(sync2, 0);
+    assert_eq!(core.slots[sync2 as usize].res, 0);
+}
+
+/// The first failure is the one reported; an fsync that failed itself keeps
+/// its own error; a cancelled write is not a failed one.
+#[test]
+fn fsync_reports_the_first_covered_error_and_keeps_its_own() {
+    let mut core = Core::new();
+    let a = placed(&mut core, 7, OpKind::Write);
+    let b = placed(&mut core, 7, OpKind::Write);
+    let c = placed(&mut core, 7, OpKind::Write);
+    assert_eq!(issue_ready(&mut core), vec![a, b, c]);
+    let s1 = placed(&mut core, 7, OpKind::Fsync);
+    let s2 = placed(&mut core, 7, OpKind::Fdatasync);
+    core.complete(c, -(libc::ECANCELED as i64));
+    core.complete(b, -(libc::EIO as i64));
+    core.complete(a, -(libc::ENOSPC as i64));
+    assert_eq!(issue_ready(&mut core), vec![s1]);
+    core.complete(s1, 0);
+    assert_eq!(core.slots[s1 as usize].res, -(libc::EIO as i64));
+    assert_eq!(issue_ready(&mut core), vec![s2]);
+    core.complete(s2, -(libc::EROFS as i64));
+    assert_eq!(core.slots[s2 as usize].res, -(libc::EROFS as i64));
+}
