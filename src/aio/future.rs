@@ -34,13 +34,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::buf::{IoBuf, IoBufMut};
+use super::cancel::CancelResult;
 use super::context::Aio;
 use super::coop;
 use super::engine::{Engine, Inner};
 use super::list::{entry_done, List};
 use super::notify::Notify;
 use super::op::{check_io, Prepared};
-use super::request::{new_mail, Completion, Request, Ticket};
+use super::request::{new_mail, result_of, Completion, Request, RequestId, Ticket};
 use super::submit::Entry;
 use super::submit_fd::SubmitFd;
 use super::table::OpKind;
@@ -126,6 +127,49 @@ fn already_taken<T>() -> Poll<Result<T>> {
         "aio_return",
         "the future already completed",
     )))
+}
+
+impl<B: Send + 'static> RequestFuture<B> {
+    /// `aio_cancel(fd, aiocb)` of the future's request, as
+    /// [`Request::cancel`]: a request stopped ([`CancelResult::Canceled`])
+    /// still resolves, to ECANCELED with its buffer; one already running goes
+    /// on ([`CancelResult::NotCanceled`]). [`CancelResult::AllDone`] once
+    /// the request finished, or the future resolved.
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::future::IntoFuture;
+    /// use posixrt::aio::{Aio, CancelResult};
+    ///
+    /// let aio = Aio::new()?;
+    /// let (r, _w) = rustix::pipe::pipe()?; // nothing is written: the read waits
+    /// let fut = aio.read(&r, 0, vec![0u8; 8])?.into_future();
+    /// assert_eq!(fut.cancel()?, CancelResult::Canceled);
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let c = rt.block_on(fut)?;
+    /// assert_eq!(c.result.unwrap_err().errno(), Some(libc::ECANCELED));
+    /// assert!(c.buf.is_some()); // the buffer comes back
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "tokio"))]
+    /// # fn main() {}
+    /// ```
+    ///
+    /// # References
+    /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
+    #[doc(alias = "aio_cancel")]
+    pub fn cancel(&self) -> Result<CancelResult> {
+        match &self.req {
+            Some(r) => r.cancel(),
+            None => Ok(CancelResult::AllDone),
+        }
+    }
+
+    /// The request's name, until the future resolves.
+    pub fn id(&self) -> Option<RequestId> {
+        self.req.as_ref().map(Request::id)
+    }
 }
 
 impl<B: Send + 'static> Future for RequestFuture<B> {
@@ -334,6 +378,9 @@ pub struct SubmitFuture<'a, F: SubmitFd, B: Send + 'static> {
     flush: u64,
     /// Its last poll found the task's budget spent (see `coop::begin`).
     yielded: bool,
+    /// Cancelled before its first poll: that poll resolves to ECANCELED
+    /// without submitting.
+    cancelled: bool,
     kind: OpKind,
     fd: F,
 }
@@ -367,6 +414,60 @@ impl<F: SubmitFd, B: Send + 'static> Future for SubmitFuture<'_, F, B> {
 }
 
 impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
+    /// `aio_cancel(fd, aiocb)` of the future's request: a request stopped
+    /// ([`CancelResult::Canceled`]) still resolves, to ECANCELED with its
+    /// buffer; one already running goes on ([`CancelResult::NotCanceled`]);
+    /// [`CancelResult::AllDone`] once it finished or the future resolved. A
+    /// future not polled yet is cancelled before it submits anything: its
+    /// first poll resolves to ECANCELED with the buffer. (Dropping the
+    /// future cancels too, but the buffer then goes with it.)
+    ///
+    /// ```
+    /// # #[cfg(feature = "tokio")]
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::sync::Arc;
+    /// use posixrt::aio::{Aio, CancelResult};
+    ///
+    /// let aio = Aio::new()?;
+    /// let (r, _w) = rustix::pipe::pipe()?; // nothing is written: a read waits
+    /// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// let c = rt.block_on(async {
+    ///     let mut fut = aio.read_async(Arc::new(r), 0, vec![0u8; 8]);
+    ///     // Not done within 10 ms: cancel it, and take the buffer back.
+    ///     if tokio::time::timeout(std::time::Duration::from_millis(10), &mut fut).await.is_err() {
+    ///         assert_eq!(fut.cancel().unwrap(), CancelResult::Canceled);
+    ///     }
+    ///     fut.await
+    /// })?;
+    /// assert_eq!(c.result.unwrap_err().errno(), Some(libc::ECANCELED));
+    /// assert_eq!(c.buf.map(|b| b.len()), Some(8));
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "tokio"))]
+    /// # fn main() {}
+    /// ```
+    ///
+    /// # References
+    /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
+    #[doc(alias = "aio_cancel")]
+    pub fn cancel(&mut self) -> Result<CancelResult> {
+        if !self.started {
+            self.started = true;
+            self.cancelled = true;
+            return Ok(CancelResult::Canceled);
+        }
+        let Some(req) = self.req.as_ref() else {
+            return Ok(CancelResult::AllDone);
+        };
+        if self.flush != 0 {
+            // Still waiting for its turn's end to enter the ring: entered
+            // now, so that the kernel knows the request it is to cancel.
+            #[cfg(feature = "tokio")]
+            batch::flush_early(&self.aio.inner, std::mem::take(&mut self.flush));
+        }
+        Ok(req.cancel(&self.aio.inner))
+    }
+
     #[inline]
     fn poll_submit(
         &mut self,
@@ -405,6 +506,12 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
         }
         let Some(req) = this.req.as_mut() else {
             spend.ready();
+            if std::mem::take(&mut this.cancelled) {
+                return Poll::Ready(Ok(Completion {
+                    result: result_of("aio_return", -(libc::ECANCELED as i64)),
+                    buf: this.buf.take(),
+                }));
+            }
             return already_taken();
         };
         // (A request done stays here, taken: a later poll answers "already
@@ -549,6 +656,7 @@ impl Aio {
             started: false,
             flush: 0,
             yielded: false,
+            cancelled: false,
             kind: OpKind::Read,
             fd,
         }
@@ -579,6 +687,7 @@ impl Aio {
             started: false,
             flush: 0,
             yielded: false,
+            cancelled: false,
             kind: OpKind::Write,
             fd,
         }

@@ -232,6 +232,14 @@ impl<B: Send + 'static> Ticket<B> {
         self.mail.as_ref().and_then(|m| m.get())
     }
 
+    /// `aio_cancel` of this request (see [`Request::cancel`]).
+    pub(crate) fn cancel(&self, inner: &Arc<Inner>) -> CancelResult {
+        if self.taken.is_some() || self.mailed().is_some() {
+            return CancelResult::AllDone;
+        }
+        cancel_one(inner, self.idx, self.gen)
+    }
+
     /// The result, once done.
     #[inline(always)]
     pub(crate) fn finish(&mut self, res: i64) -> Completion<B> {
@@ -516,10 +524,7 @@ impl<B: Send + 'static> Request<B> {
     /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
     #[doc(alias = "aio_cancel")]
     pub fn cancel(&self) -> Result<CancelResult> {
-        if self.t.taken.is_some() || self.t.mailed().is_some() {
-            return Ok(CancelResult::AllDone);
-        }
-        Ok(cancel_one(&self.inner, self.t.idx, self.t.gen))
+        Ok(self.t.cancel(&self.inner))
     }
 }
 
