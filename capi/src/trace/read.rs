@@ -224,14 +224,12 @@ enum Slice {
 /// ends the call with `EINVAL`, as POSIX says of `posix_trace_shutdown`.
 fn read_slice(trid: c_ulong, o: &Outs, mode: Mode) -> Slice {
     let _nc = NoCancel::new();
-    // A read that may wait keeps signals blocked but while it naps, so a
-    // handler that runs during the call is seen (EINTR; dropped before `_nc`:
-    // a handler due runs then).
-    let sig = match mode {
-        Mode::Try => None,
-        Mode::Block | Mode::Until(_) => Some(CallSignals::block()),
-    };
-    match getnext(trid, o, mode, sig.as_ref()) {
+    // A stream read that may wait keeps signals blocked but while it naps,
+    // so a handler that runs during the call is seen (EINTR; dropped before
+    // `_nc`: a handler due runs then). Set by `getnext` once it knows the
+    // object is a stream.
+    let mut sig = None;
+    match getnext(trid, o, mode, &mut sig) {
         Ok(true) => Slice::Done(0),
         // A handler due as the slice ended interrupted the call.
         Ok(false) if sig.as_ref().is_some_and(CallSignals::due) => Slice::Done(libc::EINTR),
@@ -240,8 +238,17 @@ fn read_slice(trid: c_ulong, o: &Outs, mode: Mode) -> Slice {
     }
 }
 
-/// `Ok(false)`: the slice ended and the read goes on.
-fn getnext(trid: c_ulong, o: &Outs, mode: Mode, sig: Option<&CallSignals>) -> Result<bool, c_int> {
+/// `Ok(false)`: the slice ended and the read goes on. A stream read that may
+/// wait blocks signals into `sig` (see [`read_slice`]); a log read does not:
+/// one from a pipe waits in `read` for its writer, with no nap, and with
+/// signals blocked there no handler ran and no signal ended the process until
+/// the writer wrote again (`trace_log_wait.c`).
+fn getnext(
+    trid: c_ulong,
+    o: &Outs,
+    mode: Mode,
+    sig: &mut Option<CallSignals>,
+) -> Result<bool, c_int> {
     o.check()?;
     let obj = get(trid)?;
     let read = match &*obj {
@@ -254,19 +261,14 @@ fn getnext(trid: c_ulong, o: &Outs, mode: Mode, sig: Option<&CallSignals>) -> Re
             let r = match mode {
                 Mode::Try => trace.try_getnext(),
                 Mode::Block | Mode::Until(_) => {
+                    let sig = &*sig.get_or_insert_with(CallSignals::block);
                     let now = Instant::now();
                     let slice_end = now.checked_add(CANCEL_SLICE).unwrap_or(now);
                     let (until, last) = match mode {
                         Mode::Until(Some(d)) if d <= slice_end => (d, true),
                         _ => (slice_end, false),
                     };
-                    let mut nap = |d| match sig {
-                        Some(s) => s.nap(d),
-                        None => {
-                            std::thread::sleep(d);
-                            true
-                        }
-                    };
+                    let mut nap = |d| sig.nap(d);
                     match trace.wait_next_napping(Some(until), &mut nap) {
                         Err(e) if !last && errno_of(&e) == libc::ETIMEDOUT => return Ok(false),
                         r => r,
@@ -332,7 +334,9 @@ fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
 /// suspended and empty, or at the end of a log. `EINVAL` for an active stream
 /// with a log (read its log). `EINTR`, no event taken, when a signal handler
 /// runs while it waits (it goes on after handlers installed with
-/// `SA_RESTART`). `EINVAL` when the stream is shut down while it waits
+/// `SA_RESTART`); on a log read from a pipe or FIFO, signals come through
+/// while the read waits for the writer, and the read goes on after a
+/// handler. `EINVAL` when the stream is shut down while it waits
 /// (POSIX: the waiting thread "is unblocked with the error [EINVAL]"). A
 /// cancellation point (see [`read_cancellable`]).
 #[no_mangle]
@@ -412,7 +416,7 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
         unavailable,
     };
     let _nc = NoCancel::new();
-    match getnext(trid, &o, Mode::Try, None) {
+    match getnext(trid, &o, Mode::Try, &mut None) {
         Ok(_) => 0,
         Err(e) => e,
     }
