@@ -276,6 +276,8 @@ int posix_trace_eventtypelist_rewind(trace_id_t trid);
 
 /* ---- recording ------------------------------------------------------- */
 
+/* Data past a stream's maximum data size is neither recorded nor read (the
+ * event is POSIX_TRACE_TRUNCATED_RECORD), whatever data_len says. */
 void posix_trace_event(trace_event_id_t event_id, const void *POSIXRT_TRACE_RESTRICT data_ptr,
                        size_t data_len);
 

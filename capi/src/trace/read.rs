@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use rt::trace::{Event, EventId, TraceLog, ID_SPACE};
+use rt::trace::{Event, EventId, TraceLog, ID_SPACE, MAX_DATA_SIZE_LIMIT};
 
 use super::attr::out;
 use super::ids::{is_mutex_event, to_c, to_c_named};
@@ -23,6 +23,12 @@ const USER_BASE: c_uint = 128;
 /// running stream of the process that does not filter it (the same streams Rust's
 /// `trace::event` records into). System ids and unknown ids are ignored.
 ///
+/// No stream records more than [`MAX_DATA_SIZE_LIMIT`] bytes of an event: a
+/// longer `data_len` is taken as one byte past that limit, which truncates the
+/// record as the whole length would (`POSIX_TRACE_TRUNCATED_RECORD`) and reads
+/// no more of the caller's data than is recorded. (A slice of `data_len`
+/// bytes was made first, undefined past `isize::MAX`: `trace_limits.c`.)
+///
 /// `C-unwind`: calls from an `extern "C"` function that the compiler cannot prove
 /// never unwind get an abort landing pad, which rules out the tail call into the
 /// core; nothing on this path unwinds.
@@ -36,8 +42,10 @@ pub unsafe extern "C-unwind" fn posix_trace_event(
         let data: &[u8] = if data_ptr.is_null() || data_len == 0 {
             &[]
         } else {
-            // SAFETY: the caller passes `data_len` readable bytes at `data_ptr`.
-            unsafe { std::slice::from_raw_parts(data_ptr.cast::<u8>(), data_len) }
+            let n = data_len.min(MAX_DATA_SIZE_LIMIT + 1);
+            // SAFETY: the caller passes `data_len >= n` readable bytes at
+            // `data_ptr`, and `n` is small.
+            unsafe { std::slice::from_raw_parts(data_ptr.cast::<u8>(), n) }
         };
         if let Some(id) = EventId::from_raw(event_id as u16) {
             super::tls::event(id, data);
