@@ -222,6 +222,7 @@ fn returned_request_awaited(b: Backend) {
 common::both!(returned_request, returned_request_awaited);
 
 /// Polls `f` until ready, parking between polls (no runtime); `None` after 10 s.
+#[cfg(feature = "tokio")]
 fn park_on<F: Future + Unpin>(f: &mut F) -> Option<F::Output> {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
