@@ -3,32 +3,9 @@
 //! against `trace.h` and linked with `-lposixrt`.
 
 mod c_prog;
-use c_prog::{build, run, Link, CRATE};
 
 fn limits_test(name: &str) {
-    let include = format!("-I{CRATE}/include");
-    let flags = [
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-pedantic",
-        "-Werror",
-        "-O1",
-        "-g",
-        &include,
-    ];
-    let exe = build(&c_prog::c_src("trace_limits.c"), Link::Linked, &flags);
-    let o = run(&exe, Link::Linked, &[name], &[]);
-    assert!(
-        o.status.success(),
-        "{name}: {:?}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout).trim(),
-        format!("ok {name}")
-    );
+    c_prog::trace_prints_ok_named("trace_limits.c", name);
 }
 
 #[test]

@@ -4,32 +4,9 @@
 //! no preloaded build).
 
 mod c_prog;
-use c_prog::{build, run, Link, CRATE};
 
 fn log_test(name: &str) {
-    let include = format!("-I{CRATE}/include");
-    let flags = [
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-pedantic",
-        "-Werror",
-        "-O1",
-        "-g",
-        &include,
-    ];
-    let exe = build(&c_prog::c_src("trace_log.c"), Link::Linked, &flags);
-    let o = run(&exe, Link::Linked, &[name], &[]);
-    assert!(
-        o.status.success(),
-        "{name}: {:?}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&o.stdout).trim(),
-        format!("ok {name}")
-    );
+    c_prog::trace_prints_ok_named("trace_log.c", name);
 }
 
 macro_rules! log_tests {
@@ -49,7 +26,7 @@ log_tests!(log_open_pipe, log_open_live_pipe, log_name_bytes);
 #[test]
 fn every_c_test_is_run() {
     let src = std::fs::read_to_string(c_prog::c_src("trace_log.c")).expect("read trace_log.c");
-    let this = std::fs::read_to_string(std::path::Path::new(CRATE).join("tests/trace_log.rs"))
+    let this = std::fs::read_to_string(std::path::Path::new(c_prog::CRATE).join("tests/trace_log.rs"))
         .expect("read trace_log.rs");
     let listed = this
         .split("log_tests!(")

@@ -214,6 +214,36 @@ pub fn prints_ok(src: &str, backends: &[&str], runs: &[&[&str]]) {
     prints_ok_built(src, &strict(), backends, runs);
 }
 
+/// Builds the trace program `src` (C99, pedantic, any warning fails) against
+/// trace.h, linked with `-lposixrt` (the trace functions are not glibc's: no
+/// preloaded build), runs it with the one argument `name`, and asserts that it
+/// exits 0 and prints "ok NAME".
+pub fn trace_prints_ok_named(src: &str, name: &str) {
+    let include = format!("-I{CRATE}/include");
+    let flags = [
+        "-std=c99",
+        "-Wall",
+        "-Wextra",
+        "-pedantic",
+        "-Werror",
+        "-O1",
+        "-g",
+        &include,
+    ];
+    let exe = build(&c_src(src), Link::Linked, &flags);
+    let o = run(&exe, Link::Linked, &[name], &[]);
+    assert!(
+        o.status.success(),
+        "{name}: {:?}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("ok {name}")
+    );
+}
+
 /// [`prints_ok`] for a program compiled with `flags`.
 pub fn prints_ok_built(src: &str, flags: &[&str], backends: &[&str], runs: &[&[&str]]) {
     for link in [Link::Linked, Link::Preloaded] {
