@@ -140,6 +140,8 @@ mod event;
 pub mod export;
 mod flush;
 mod flusher;
+#[cfg(test)]
+mod full_tests;
 mod getnext;
 mod handle;
 mod ids;

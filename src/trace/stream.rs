@@ -21,6 +21,11 @@ use crate::sys::clock;
 pub(super) const STOP_CALL: u32 = 0;
 pub(super) const STOP_FULL: u32 = 1;
 
+/// The most the STOP of a full UNTIL_FULL stream can take in a sub-buffer:
+/// its record with the loss count word (32 bytes), after up to 24 bytes of
+/// padding to the end of the ring (less than a record of it).
+const STOP_ROOM: u64 = 32 + 24;
+
 /// What a reader of the stream keeps between reads: events taken from the rings
 /// but not returned yet (losses reported as OVERFLOW and RESUME).
 pub(super) struct ReaderState {
@@ -207,7 +212,7 @@ impl Stream {
             (data, false)
         };
         let head = r.head.0.load(Relaxed);
-        let reserve = if force { 0 } else { self.reserve };
+        let reserve = self.reserve_for(id, force);
         // While draining, the record that fits ends the run of drops and
         // carries their count (`room` says so with ROOM_AFTER_GAP); a control
         // event, which does not wait for half the sub-buffer to be free,
@@ -217,7 +222,7 @@ impl Stream {
         let need = r.need(head, data.len(), draining || gap_next);
         let mut room = r.room(head, need, reserve);
         if room == NO_ROOM {
-            room = self.full(r, head, need, tid, force);
+            room = self.full(r, head, need, tid, reserve, force);
             if room == NO_ROOM {
                 return false;
             }
@@ -247,6 +252,23 @@ impl Stream {
         true
     }
 
+    /// The room a record of `id` leaves free at the end of a sub-buffer:
+    /// normal events leave the room kept for control events; control events
+    /// (`force`) may take it, but under UNTIL_FULL all but a STOP leave room
+    /// for the STOP the stream records when it fills (a gap record, after
+    /// padding up to the end of the ring at worst), which POSIX has reported
+    /// after the last recorded event.
+    #[inline]
+    fn reserve_for(&self, id: u16, force: bool) -> u64 {
+        if !force {
+            self.reserve
+        } else if self.policy == StreamFullPolicy::UntilFull && id != EventId::STOP.0 {
+            STOP_ROOM
+        } else {
+            0
+        }
+    }
+
     /// An event of the calling thread (its ring `r`) while the stream is
     /// suspended by fullness (UNTIL_FULL): lost, and counted in the ring, whose
     /// next record (after the stream resumed) ends the run of losses and
@@ -263,11 +285,20 @@ impl Stream {
     }
 
     /// The ring has no room for `need` bytes at `head`: apply the stream full
-    /// policy. Returns the room to write in ([`ROOM`], or [`ROOM_AFTER_GAP`]
+    /// policy (`reserve`: the room the record leaves free, see
+    /// [`reserve_for`](Self::reserve_for)). Returns the room to write in ([`ROOM`], or [`ROOM_AFTER_GAP`]
     /// for the record that ends a FLUSH writer's run of drops), or
     /// [`NO_ROOM`]: the event is dropped.
     #[cold]
-    pub(super) fn full(&self, r: &Ring, head: u64, need: u64, tid: u32, force: bool) -> u8 {
+    pub(super) fn full(
+        &self,
+        r: &Ring,
+        head: u64,
+        need: u64,
+        tid: u32,
+        reserve: u64,
+        force: bool,
+    ) -> u8 {
         seam::at(Point::WriterFull);
         // Read before writing: in LOOP steady state every event comes here, and
         // threads must not keep writing one shared line.
@@ -281,7 +312,6 @@ impl Stream {
         // A clear may have emptied the ring since it was found full: then the
         // event is recorded, else it is dropped before any clear that has not
         // moved the tail yet, which waits for it to be counted.
-        let reserve = if force { 0 } else { self.reserve };
         let room = r.begin_drop(head, need, reserve);
         if room != NO_ROOM {
             return room;
@@ -386,7 +416,7 @@ mod tests {
             let head = r.head.0.load(Relaxed);
             // More than the ring holds: the writer finds no room even after
             // another look at the tail.
-            assert_eq!(t.s.full(r, head, r.cap, tid, false), NO_ROOM);
+            assert_eq!(t.s.full(r, head, r.cap, tid, t.s.reserve, false), NO_ROOM);
         }
         while t.try_getnext().unwrap().is_some() {}
         let st = t.status();

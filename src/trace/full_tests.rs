@@ -1,0 +1,91 @@
+//! Unit tests of the stream full policies at the edge of a sub-buffer: what
+//! the control events recorded into the room kept for them leave for the
+//! events the policies themselves record.
+
+use std::sync::atomic::Ordering::*;
+
+use super::attr::{StreamFullPolicy, TraceAttr};
+use super::handle::Trace;
+use super::ids::EventId;
+use super::scratch;
+use super::set::FilterHow;
+use super::slots::lock;
+
+/// POSIX (`posix_trace_attr_getstreamfullpolicy`, POSIX_TRACE_UNTIL_FULL):
+/// "When this trace stream is read, a POSIX_TRACE_STOP trace event shall be
+/// reported after reporting the last recorded trace event." Control events
+/// (here two filter changes, FILTER being the largest system event) go into
+/// the room a sub-buffer keeps past its normal events; they must leave room
+/// there for the STOP the stream records when it fills, or it suspends
+/// itself without one.
+#[test]
+fn filter_changes_near_the_end_leave_room_for_the_stop_of_fullness() {
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    let ev = super::eventid_open("full_tests.filter_reserve").unwrap();
+    let only = [
+        ev,
+        EventId::START,
+        EventId::STOP,
+        EventId::FILTER,
+        EventId::OVERFLOW,
+        EventId::RESUME,
+    ];
+    scratch::record_only(&t, &only);
+    let filter = t.filter();
+    t.start().unwrap();
+    super::event(ev, &0u64.to_le_bytes());
+    let tid = crate::sys::tid::current();
+    let mut i = 1u64;
+    {
+        let _st = lock(&t.s.reader);
+        let rings = t.s.rings_snapshot();
+        let r = rings.iter().find(|r| r.tid == tid).unwrap();
+        // Normal events up to their limit: less than one more fits.
+        let limit = r.cap - t.s.reserve;
+        while r.used() + 24 <= limit {
+            super::event(ev, &i.to_le_bytes());
+            i += 1;
+        }
+        assert!(t.s.running());
+        // Two changes of the filter (to the same set): FILTER is recorded
+        // into the room kept for control events, as far as it goes (the
+        // second one no longer fits once room for the STOP is left).
+        for _ in 0..2 {
+            t.set_filter(&filter, FilterHow::Set).unwrap();
+        }
+        assert_eq!(r.lost.load(Relaxed), 1, "the second FILTER");
+    }
+    // The event that no longer fits: the stream stops itself.
+    super::event(ev, &i.to_le_bytes());
+    assert!(!t.s.running());
+    let evs: Vec<(EventId, Vec<u8>)> = std::iter::from_fn(|| t.try_getnext().unwrap())
+        .filter(|e| e.tid == tid)
+        .map(|e| (e.id, e.data))
+        .collect();
+    t.shutdown().unwrap();
+    let last = evs.iter().rposition(|e| e.0 == ev).unwrap();
+    let after: Vec<EventId> = evs[last + 1..].iter().map(|e| e.0).collect();
+    let stop = evs[last + 1..].iter().position(|e| e.0 == EventId::STOP);
+    assert!(stop.is_some(), "no STOP after the last event: {after:?}");
+    assert_eq!(
+        evs[last + 1 + stop.unwrap()].1,
+        1u32.to_le_bytes(),
+        "reason: full"
+    );
+    // The first filter change, the losses (the second one and the event
+    // that did not fit), then the STOP.
+    assert_eq!(
+        after[..4],
+        [
+            EventId::FILTER,
+            EventId::OVERFLOW,
+            EventId::RESUME,
+            EventId::STOP
+        ],
+        "{after:?}"
+    );
+    assert_eq!(evs[last + 2].1[..8], 2u64.to_le_bytes());
+}
