@@ -205,11 +205,12 @@ impl Stream {
         }
         if w.full && self.attr.log_full_policy() == LogFullPolicy::UntilFull {
             // Log UNTIL_FULL: the log ends with its STOP event, and the stream
-            // stops with it (the STOP is the last recorded event).
+            // stops with it (the STOP is the last recorded event), one that its
+            // own UNTIL_FULL policy suspended too (else this flush resumes it).
             let _ctl = lock(&self.ctl);
             // Before the control lock goes: a `start` then sees the log full.
             self.log_full.store(true, Release);
-            if self.running() {
+            if self.running() || self.auto_suspended.load(Acquire) {
                 self.auto_suspended.store(false, Release);
                 set_running(self.slot, false);
             }

@@ -1,0 +1,112 @@
+//! The stream full policies against POSIX: what `stop` and `start` do on a
+//! full stream, and what a reader gets from a stream that filled.
+//!
+//! Streams are process-wide (every running stream records every `event()` call of
+//! the process), so the tests serialise on one lock.
+
+use std::fs::File;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use posixrt::trace::{
+    self, Event, EventId, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr, TraceLog,
+};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A scratch log file in the temp dir, removed when dropped.
+struct TempPath(std::path::PathBuf);
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn open_log(name: &str) -> (TempPath, File) {
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-full-policy-{}-{name}",
+        std::process::id()
+    ));
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    (TempPath(p), f)
+}
+
+/// A started UNTIL_FULL stream of the smallest size.
+fn until_full() -> Trace {
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    t.start().unwrap();
+    t
+}
+
+/// The events of this thread, and the system events that report its losses.
+fn read_all(t: &Trace) -> Vec<Event> {
+    std::iter::from_fn(|| t.try_getnext().unwrap()).collect()
+}
+
+/// An UNTIL_FULL stream with an UNTIL_FULL log stops when its log fills (the
+/// log ends with its STOP, reason 2, and drops every event after it; `start`
+/// is ignored until `clear`). A stream the UNTIL_FULL policy had suspended
+/// when the flush filled its log must stay stopped too: the flush frees its
+/// sub-buffers, which resumed it with a START, to record only events the full
+/// log then dropped.
+#[test]
+fn a_full_log_keeps_a_full_until_full_stream_stopped() {
+    let _g = serial();
+    let ev = trace::eventid_open("tfp.log_full").unwrap();
+    let (p, f) = open_log("log_full.trace");
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    a.set_log_full_policy(LogFullPolicy::UntilFull);
+    a.set_log_size(4096).unwrap();
+    // Only the explicit flush writes the log.
+    a.set_flush_interval(Duration::from_secs(3600)).unwrap();
+    let t = Trace::create_with_log(&a, f).unwrap();
+    t.start().unwrap();
+    let mut i = 0u64;
+    while t.status().running {
+        assert!(i < 10_000, "never stopped by fullness");
+        trace::event(ev, &i.to_le_bytes());
+        i += 1;
+    }
+    // The stream holds more than the log takes.
+    t.flush().unwrap();
+    let st = t.status();
+    assert!(st.log_full, "{st:?}");
+    assert!(!st.running, "resumed with a full log: {st:?}");
+    t.start().unwrap();
+    assert!(
+        !t.status().running,
+        "start is ignored while the log is full"
+    );
+    for j in 0..10u64 {
+        trace::event(ev, &(i + j).to_le_bytes());
+    }
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(&p.0).unwrap();
+    let evs: Vec<Event> = l.events().map(|e| e.unwrap()).collect();
+    let last = evs.last().unwrap();
+    assert_eq!(
+        (last.id, &last.data[..]),
+        (EventId::STOP, &2u32.to_le_bytes()[..])
+    );
+    assert_eq!(
+        evs.iter().filter(|e| e.id == EventId::START).count(),
+        1,
+        "no START after the first"
+    );
+}
