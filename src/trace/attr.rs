@@ -44,8 +44,8 @@ pub enum LogFullPolicy {
     /// compacted only then, to bound the rewriting).
     Loop,
     /// `POSIX_TRACE_UNTIL_FULL`: stop writing; a STOP event is the last event, and
-    /// the stream is suspended when the log fills (`start` runs it again, but the
-    /// log keeps nothing more until `clear`).
+    /// the stream is suspended when the log fills (`start` is ignored while the
+    /// log is full: `clear` empties it, then `start` runs the stream again).
     UntilFull,
     /// `POSIX_TRACE_APPEND`: grow without bound (the log size is ignored).
     Append,
