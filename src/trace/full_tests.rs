@@ -89,3 +89,64 @@ fn filter_changes_near_the_end_leave_room_for_the_stop_of_fullness() {
     );
     assert_eq!(evs[last + 2].1[..8], 2u64.to_le_bytes());
 }
+
+/// An UNTIL_FULL stream whose filter keeps STOP out records no STOP when it
+/// fills, the record that carries the count of the event it dropped: the
+/// next record of the writer must carry it, so that readers report the loss
+/// where it happened (before the automatic resume's START and the events
+/// after it), not after every event recorded since.
+#[test]
+fn a_full_until_full_stream_without_stop_reports_its_loss_in_place() {
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    let ev = super::eventid_open("full_tests.no_stop").unwrap();
+    // STOP is filtered out.
+    scratch::record_only(
+        &t,
+        &[ev, EventId::START, EventId::OVERFLOW, EventId::RESUME],
+    );
+    t.start().unwrap();
+    let tid = crate::sys::tid::current();
+    let mut i = 0u64;
+    while t.s.running() {
+        assert!(i < 10_000, "never stopped by fullness");
+        super::event(ev, &i.to_le_bytes());
+        i += 1;
+    }
+    let mut evs = Vec::new();
+    // Read until the stream resumes (half empty), then record after it.
+    while !t.s.running() {
+        evs.push(t.try_getnext().unwrap().expect("resumed before empty"));
+    }
+    for j in 0..5u64 {
+        super::event(ev, &(100_000 + j).to_le_bytes());
+    }
+    evs.extend(std::iter::from_fn(|| t.try_getnext().unwrap()));
+    t.shutdown().unwrap();
+    let got: Vec<(EventId, u64)> = evs
+        .iter()
+        .filter(|e| e.tid == tid)
+        .map(|e| {
+            let mut w = [0u8; 8];
+            let n = e.data.len().min(8);
+            w[..n].copy_from_slice(&e.data[..n]);
+            (e.id, u64::from_le_bytes(w))
+        })
+        .collect();
+    let kept = i - 1;
+    let at = got.iter().position(|&e| e == (ev, kept - 1)).unwrap();
+    assert_eq!(
+        got[at..at + 5],
+        [
+            (ev, kept - 1),
+            (EventId::OVERFLOW, 1),
+            (EventId::RESUME, 0),
+            (EventId::START, 0),
+            (ev, 100_000)
+        ],
+        "the loss where it happened"
+    );
+    assert_eq!(got.iter().filter(|e| e.0 == EventId::OVERFLOW).count(), 1);
+}

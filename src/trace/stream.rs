@@ -351,16 +351,21 @@ impl Stream {
                     // Suspended, but events still come here, to be counted
                     // lost (`lose`).
                     suspend_full(self.slot);
-                    if !filtered(self.slot, EventId::STOP.0) {
-                        let h = r.head.0.load(Relaxed);
-                        let p = STOP_FULL.to_le_bytes();
-                        if r.has_room(h, r.need(h, p.len(), true), 0) {
-                            // The STOP ends the run of losses: readers report
-                            // them with it, after the events kept.
-                            let lost = Some(r.lost.load(Relaxed));
-                            r.gap_next.store(false, Relaxed);
-                            r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, lost);
-                        }
+                    let h = r.head.0.load(Relaxed);
+                    let p = STOP_FULL.to_le_bytes();
+                    if !filtered(self.slot, EventId::STOP.0)
+                        && r.has_room(h, r.need(h, p.len(), true), 0)
+                    {
+                        // The STOP ends the run of losses: readers report
+                        // them with it, after the events kept.
+                        let lost = Some(r.lost.load(Relaxed));
+                        r.gap_next.store(false, Relaxed);
+                        r.put(h, EventId::STOP.0, tid, clock::ticks(), &p, false, lost);
+                    } else if !r.gap_next.load(Relaxed) {
+                        // No STOP (filtered out): the writer's next record
+                        // ends the run, as after losses while suspended.
+                        r.gap_next.store(true, Relaxed);
+                        r.no_fast_path();
                     }
                 }
             }
