@@ -29,13 +29,16 @@ impl Trace {
     #[doc(alias = "posix_trace_start")]
     pub fn start(&self) -> Result<()> {
         self.check_owner("posix_trace_start")?;
-        // Started while full, it would record START into the room kept for
-        // control events and suspend itself again at its next event.
-        if self.s.policy == StreamFullPolicy::UntilFull && self.s.is_full() {
-            return Ok(());
-        }
+        seam::at(Point::StartLocking);
         let _ctl = lock(&self.s.ctl);
         if self.s.running() {
+            return Ok(());
+        }
+        // Started while full, it would record START into the room kept for
+        // control events and suspend itself again at its next event. Under
+        // the control lock, as a writer suspends the stream by fullness: a
+        // look before it could miss a fill just after it.
+        if self.s.policy == StreamFullPolicy::UntilFull && self.s.is_full() {
             return Ok(());
         }
         // Set under the control lock by the flush that stopped the stream.

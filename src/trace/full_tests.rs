@@ -8,6 +8,7 @@ use super::attr::{StreamFullPolicy, TraceAttr};
 use super::handle::Trace;
 use super::ids::EventId;
 use super::scratch;
+use super::seam::{self, Point};
 use super::set::FilterHow;
 use super::slots::lock;
 
@@ -149,4 +150,51 @@ fn a_full_until_full_stream_without_stop_reports_its_loss_in_place() {
         "the loss where it happened"
     );
     assert_eq!(got.iter().filter(|e| e.0 == EventId::OVERFLOW).count(), 1);
+}
+
+/// POSIX (`posix_trace_start`): "If the trace stream is full, the
+/// POSIX_TRACE_START trace event shall not be recorded and the status of the
+/// trace stream shall not be changed." A `start` on a running UNTIL_FULL
+/// stream that a writer fills (and the policy suspends) before `start` takes
+/// the control lock must not run the full stream again: it looked at the
+/// fullness before the lock, and then found the stream not running.
+#[test]
+fn a_start_racing_the_fill_of_an_until_full_stream_does_not_run_it() {
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    let ev = super::eventid_open("full_tests.start_race").unwrap();
+    scratch::record_only(&t, &[ev, EventId::START, EventId::STOP]);
+    t.start().unwrap();
+    let slot = t.s.slot;
+    // Between its look at the fullness and the lock, this thread fills
+    // the stream until the policy suspends it.
+    seam::once_at(Point::StartLocking, move || {
+        let mut i = 0u64;
+        while super::slots::is_running(slot) {
+            assert!(i < 10_000, "never stopped by fullness");
+            super::event(ev, &i.to_le_bytes());
+            i += 1;
+        }
+    });
+    t.start().unwrap();
+    assert!(!t.s.running(), "a full stream started");
+    assert!(t.status().full);
+    let tid = crate::sys::tid::current();
+    let ctl: Vec<(EventId, Vec<u8>)> = std::iter::from_fn(|| t.try_getnext().unwrap())
+        .filter(|e| e.tid == tid && e.id != ev)
+        .map(|e| (e.id, e.data))
+        .collect();
+    t.shutdown().unwrap();
+    // The first START, the STOP of fullness, and the START of the
+    // automatic resume that reading it empty brings.
+    assert_eq!(
+        ctl,
+        [
+            (EventId::START, vec![]),
+            (EventId::STOP, 1u32.to_le_bytes().to_vec()),
+            (EventId::START, vec![])
+        ]
+    );
 }

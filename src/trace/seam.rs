@@ -11,6 +11,8 @@ pub(crate) enum Point {
     /// Such a writer looked at the tail again and is dropping its event
     /// (before counting it: [`Ring::begin_drop`](super::ring::Ring::begin_drop)).
     WriterDropping,
+    /// `start()` is about to take the stream's control lock.
+    StartLocking,
     /// `clear()` has emptied every sub-buffer and is not done yet.
     ClearRingsDone,
     /// `clear()` has emptied a sub-buffer whose writer is dropping an event,
