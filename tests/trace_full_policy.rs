@@ -42,21 +42,6 @@ fn open_log(name: &str) -> (TempPath, File) {
     (TempPath(p), f)
 }
 
-/// A started UNTIL_FULL stream of the smallest size.
-fn until_full() -> Trace {
-    let mut a = TraceAttr::new();
-    a.set_stream_size(4096).unwrap();
-    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
-    let t = Trace::create(&a).unwrap();
-    t.start().unwrap();
-    t
-}
-
-/// The events of this thread, and the system events that report its losses.
-fn read_all(t: &Trace) -> Vec<Event> {
-    std::iter::from_fn(|| t.try_getnext().unwrap()).collect()
-}
-
 /// An UNTIL_FULL stream with an UNTIL_FULL log stops when its log fills (the
 /// log ends with its STOP, reason 2, and drops every event after it; `start`
 /// is ignored until `clear`). A stream the UNTIL_FULL policy had suspended

@@ -26,8 +26,9 @@ log_tests!(log_open_pipe, log_open_live_pipe, log_name_bytes);
 #[test]
 fn every_c_test_is_run() {
     let src = std::fs::read_to_string(c_prog::c_src("trace_log.c")).expect("read trace_log.c");
-    let this = std::fs::read_to_string(std::path::Path::new(c_prog::CRATE).join("tests/trace_log.rs"))
-        .expect("read trace_log.rs");
+    let this =
+        std::fs::read_to_string(std::path::Path::new(c_prog::CRATE).join("tests/trace_log.rs"))
+            .expect("read trace_log.rs");
     let listed = this
         .split("log_tests!(")
         .nth(1)

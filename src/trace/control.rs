@@ -57,7 +57,12 @@ impl Trace {
     ///
     /// POSIX has start and stop take no effect on a full stream: a stream the
     /// UNTIL_FULL policy suspended (it is not running, so stop records no
-    /// STOP; it stays suspended once space frees up). A LOOP or FLUSH stream
+    /// STOP; it stays suspended once space frees up). A running UNTIL_FULL
+    /// stream near its end, whose status already says `full` (no room left
+    /// for two events of maximum size), still stops here and records STOP in
+    /// the room kept for it: ignored, the call would let the stream record
+    /// every event after it until one no longer fits (with a large maximum
+    /// data size, most of the stream). A LOOP or FLUSH stream
     /// never stops by fullness (it overwrites, or flushes): its status's
     /// `full` only says a sub-buffer is near its end, and stop and start
     /// act on it as on any running stream (else a wrapped LOOP stream could
