@@ -19,8 +19,8 @@
 //!   A transfer of up to 256 KiB at an offset is tried first with
 //!   `RWF_NOWAIT` (unless the fd is `O_DIRECT`, or its file refused the flag):
 //!   what the page cache serves is done at once. Before any call that may
-//!   wait (the rest of such a transfer, every other transfer, an fsync, a
-//!   blocking terminal write) a worker hands the queue on, waking
+//!   wait (the rest of such a transfer, every other transfer, an fsync) a
+//!   worker hands the queue on, waking
 //!   sleepers for what the other awake workers will not take. A submission
 //!   wakes only that many too ([`Pool::to_wake`]): a run of cached reads is
 //!   served by the workers awake, without a wake-up each.
@@ -30,11 +30,13 @@
 //!   the request is *parked* in the pool's one epoll set and the worker goes on
 //!   with other requests; when the descriptor is ready, the poller thread puts the
 //!   request back in the ready queue at its priority. No number of idle
-//!   descriptors can exhaust the workers, with one exception: a terminal
-//!   refuses `RWF_NOWAIT`, so a write to a blocking one that polled writable is
-//!   a plain `write(2)`, which holds its worker until the terminal took every
-//!   byte (the queue is handed on first). A parked request can be cancelled
-//!   (`AIO_CANCELED`); a transfer in progress cannot (`AIO_NOTCANCELED`).
+//!   descriptors can exhaust the workers. A terminal refuses `RWF_NOWAIT` and
+//!   its `POLLOUT` promises room for a byte or so, so the rest of a write to a
+//!   blocking one that polled writable is a plain `write(2)`, which returns
+//!   when the terminal took every byte: it runs on a thread of its own, not
+//!   on a worker (see `blocking`). A parked request can be cancelled
+//!   (`AIO_CANCELED`); a transfer in progress, such a write too, cannot
+//!   (`AIO_NOTCANCELED`).
 //! - **Datagram socket writes** park too, but their `POLLOUT` lags (unix
 //!   datagram `POLLOUT` needs the send queue below a quarter of `SO_SNDBUF`, while
 //!   `write(2)` completes as soon as the datagram fits): the poller tries them
@@ -54,6 +56,7 @@ use crate::sys::prio::{self, SchedClass};
 use crate::sys::rtlock::{self, RtCond, RtGuard};
 use crate::{Error, Result};
 
+mod blocking;
 mod dgram;
 mod transfer;
 use transfer::{borrow, learn_fd, run, Job, Outcome};
@@ -107,6 +110,8 @@ pub(crate) struct Pool {
     woken: std::sync::atomic::AtomicUsize,
     /// Parked datagram writes, which the poller retries (see `dgram`).
     retries: dgram::Retries,
+    /// Threads for writes to blocking terminals (see `blocking`).
+    spares: Arc<blocking::Spares>,
 }
 
 /// Workers that each have a bit of their own to sleep tagged with.
@@ -159,6 +164,7 @@ impl Pool {
             asleep: std::sync::atomic::AtomicUsize::new(0),
             woken: std::sync::atomic::AtomicUsize::new(0),
             retries: dgram::Retries::default(),
+            spares: Arc::default(),
         })
     }
 
@@ -478,13 +484,18 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
             if job.refused.get() {
                 c.set_fd_refuses_nowait(fd_number, job.op.kind);
             }
+            let mut blocked = None;
             match out {
                 Outcome::Done(res) => c.complete(idx, res),
                 Outcome::Park { moved } => park(&mut c, pool, idx, moved),
                 // (Learnt, so not again.)
                 Outcome::Relearn => c.complete(idx, -(libc::ESPIPE as i64)),
+                Outcome::Blocking { moved } => blocked = blocking::rest(&mut c, idx, moved),
             }
             host.release(c);
+            if let Some(b) = blocked {
+                blocking::start(&host, pool, b, &mut cur);
+            }
             core = host.table();
         } else if core.shutdown {
             // The poller stops once nothing is in flight: it learns so from
@@ -529,7 +540,8 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
 /// counts as awake, and sleepers are woken for the ready requests the other
 /// awake workers will not take (see [`Pool::to_wake`]). Its request `idx` is
 /// no longer interruptible: the call that follows may block (a terminal's
-/// `write(2)` once it polled writable) and nothing stops it, so a cancel
+/// `write(2)` made here when no thread could be started for it, see
+/// `blocking`) and nothing stops it, so a cancel
 /// meanwhile reports it not cancelled at once instead of waiting for it.
 fn hand_on<H: Host>(host: &H, pool: &Pool, idx: u32) {
     let mut c = host.table();

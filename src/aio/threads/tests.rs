@@ -288,17 +288,23 @@ fn requeued_write_cancelled(by_fd: bool) {
         "the write parked after its first bytes: {:?}",
         slot_of(&aio, wid)
     );
-    // The one worker held by a terminal write that waits for room (a
-    // terminal refuses RWF_NOWAIT: once it polls writable, its worker writes
-    // with a blocking call).
-    let (master, slave) = pty();
-    let mut hold = aio
-        .write(&slave, 0, vec![b'x'; 256 << 10])
-        .expect("pty write");
+    // The one worker held by a write to a regular file from a buffer whose
+    // page is missing under userfaultfd (a terminal write no longer holds a
+    // worker): the copy waits in the kernel until the page is supplied.
+    let stall = match Stall::new() {
+        Ok(s) => s,
+        Err(e) => {
+            // Without CAP_SYS_PTRACE (and vm.unprivileged_userfaultfd 0).
+            assert_eq!(e, libc::EPERM, "userfaultfd");
+            return;
+        }
+    };
+    let file = rustix::fs::memfd_create("hold", rustix::fs::MemfdFlags::CLOEXEC).expect("memfd");
+    let mut hold = aio.write(&file, 0, stall.buf()).expect("held write");
     let hid = hold.id();
     assert!(
         soon(|| slot_of(&aio, hid).is_some_and(|(st, parked, _)| st == State::Issued && !parked)),
-        "the worker took the terminal write"
+        "the worker took the held write"
     );
     // The reader takes what the pipe holds: the write is ready again, and
     // waits for the worker.
@@ -327,36 +333,139 @@ fn requeued_write_cancelled(by_fd: bool) {
         "the result counts what the reader got"
     );
     assert_eq!(got, data[..got.len()]);
-    // Let the terminal write go.
-    rustix::fs::fcntl_setfl(&master, rustix::fs::OFlags::NONBLOCK).expect("nonblocking");
-    let mut d = [0u8; 4096];
-    assert!(soon(|| {
-        while rustix::io::read(&master, &mut d).is_ok_and(|n| n > 0) {}
-        hold.is_done()
-    }));
-    assert_eq!(
-        hold.wait().expect("done").result.expect("written"),
-        256 << 10
-    );
+    // Let the held write go.
+    stall.release();
+    assert_eq!(hold.wait().expect("done").result.expect("written"), 4096);
 }
 
-/// A pseudo-terminal: (master, slave), both blocking.
-fn pty() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
-    use std::os::fd::FromRawFd;
-    // SAFETY: plain libc calls on the descriptors they return, each owned
-    // once; `ptsname_r` fills the buffer it is given.
-    unsafe {
-        let m = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        assert!(m >= 0, "posix_openpt");
-        let master = std::os::fd::OwnedFd::from_raw_fd(m);
-        assert!(libc::grantpt(m) == 0 && libc::unlockpt(m) == 0);
-        let mut name = [0 as libc::c_char; 128];
-        assert_eq!(libc::ptsname_r(m, name.as_mut_ptr(), name.len()), 0);
-        let s = libc::open(
-            name.as_ptr(),
-            libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+/// One page of memory registered with userfaultfd, missing until
+/// [`release`](Stall::release): a transfer from or to it waits in the kernel
+/// meanwhile.
+struct Stall {
+    uffd: std::os::fd::OwnedFd,
+    addr: usize,
+}
+
+/// One page.
+const PAGE: usize = 4096;
+
+/// `struct uffdio_api`, `uffdio_register` and `uffdio_zeropage` (the last
+/// two share the layout: a range, a mode and one word out).
+#[repr(C)]
+struct UffdArg {
+    a: u64,
+    b: u64,
+    c: u64,
+    d: u64,
+}
+
+const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
+const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
+const UFFDIO_ZEROPAGE: libc::c_ulong = 0xc020_aa04;
+
+/// `ioctl(fd, req, arg)`: 0 or the errno.
+fn uffd_ioctl(fd: &std::os::fd::OwnedFd, req: libc::c_ulong, arg: &mut UffdArg) -> i32 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `arg` is a writable struct of the size `req` encodes.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), req, arg as *mut UffdArg) } == 0 {
+        0
+    } else {
+        std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO)
+    }
+}
+
+impl Stall {
+    /// The page, or the errno userfaultfd(2) or its set-up failed with.
+    fn new() -> std::result::Result<Stall, i32> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: a plain system call; the fd it returns is owned once.
+        let fd = unsafe { libc::syscall(libc::SYS_userfaultfd, libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        // SAFETY: `fd` was just returned, owned by nothing else.
+        let uffd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd as i32) };
+        let mut api = UffdArg {
+            a: 0xAA,
+            b: 0,
+            c: 0,
+            d: 0,
+        };
+        match uffd_ioctl(&uffd, UFFDIO_API, &mut api) {
+            0 => {}
+            e => return Err(e),
+        }
+        // SAFETY: a fresh private anonymous mapping, unmapped in `drop`.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(p != libc::MAP_FAILED, "mmap");
+        let stall = Stall {
+            uffd,
+            addr: p as usize,
+        };
+        // Range, mode MISSING (1).
+        let mut reg = UffdArg {
+            a: stall.addr as u64,
+            b: PAGE as u64,
+            c: 1,
+            d: 0,
+        };
+        match uffd_ioctl(&stall.uffd, UFFDIO_REGISTER, &mut reg) {
+            0 => Ok(stall),
+            e => Err(e),
+        }
+    }
+
+    /// A buffer over the page, for a write.
+    fn buf(&self) -> StallBuf {
+        StallBuf(self.addr)
+    }
+
+    /// Supplies the page (zeros): what waited for it goes on.
+    fn release(&self) {
+        let mut z = UffdArg {
+            a: self.addr as u64,
+            b: PAGE as u64,
+            c: 0,
+            d: 0,
+        };
+        assert_eq!(
+            uffd_ioctl(&self.uffd, UFFDIO_ZEROPAGE, &mut z),
+            0,
+            "UFFDIO_ZEROPAGE"
         );
-        assert!(s >= 0, "open pty slave");
-        (master, std::os::fd::OwnedFd::from_raw_fd(s))
+    }
+}
+
+impl Drop for Stall {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `new` made; the transfers over it are done
+        // (the tests wait for them first).
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, PAGE) };
+    }
+}
+
+/// The page of a [`Stall`] as a buffer.
+struct StallBuf(usize);
+
+// SAFETY: the page stays mapped until its `Stall` drops, after the request.
+unsafe impl crate::aio::IoBuf for StallBuf {
+    fn stable_ptr(&self) -> *const u8 {
+        self.0 as *const u8
+    }
+    fn bytes_len(&self) -> usize {
+        PAGE
     }
 }

@@ -39,6 +39,10 @@ pub(super) enum Outcome {
     Park { moved: usize },
     /// The fd is not what was assumed (see `Job::assumed`): nothing moved.
     Relearn,
+    /// The rest, after `moved` more bytes, is a write that only a blocking
+    /// `write(2)` can make (a blocking terminal that polled writable): it runs
+    /// off the worker (see `blocking`).
+    Blocking { moved: usize },
 }
 
 /// Reads the kind and `O_NONBLOCK` of the job's fd (a C request's; the C
@@ -187,9 +191,9 @@ fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
     }
 }
 
-/// A transfer on a pollable descriptor: never blocks the worker (except on a
-/// terminal without `RWF_NOWAIT` support after it polled ready). What would
-/// block parks, a datagram write too (see [`retry`]).
+/// A transfer on a pollable descriptor: never blocks the worker. What would
+/// block parks, a datagram write too (see [`retry`]); the write to a blocking
+/// terminal that polled writable is given back as [`Outcome::Blocking`].
 fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
     let write = j.op.kind == OpKind::Write;
     if !write && j.op.len == 0 {
@@ -247,8 +251,14 @@ fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
             Err(libc::EOPNOTSUPP) if mode == Mode::NoWait => {
                 // No RWF_NOWAIT here (a terminal): on an O_NONBLOCK fd a plain
                 // transfer does not block; else transfer once poll says ready.
-                if j.nonblock || sio::ready_now(borrow(j.fd), write) {
-                    // (A slow terminal may still hold a write.)
+                let ready = j.nonblock || sio::ready_now(borrow(j.fd), write);
+                if ready && write && !j.nonblock {
+                    // POLLOUT promises room for a byte or so only: the write
+                    // may block until the terminal is read, off the worker.
+                    return Outcome::Blocking { moved };
+                }
+                if ready {
+                    // (A read that polled ready returns what is there.)
                     hand_on();
                     mode = Mode::Stream;
                     continue;
