@@ -59,7 +59,9 @@ fn counter_pipe(n: u8) -> (Arc<OwnedFd>, OwnedFd) {
 fn ordering(b: Backend) {
     let _g = serial();
     let aio = common::one_slot(b);
-    let hold = blocker(&aio);
+    let Some(hold) = blocker(&aio) else {
+        return;
+    };
     let (rd, _wr) = counter_pipe(16);
     let mut reqs: Vec<(&str, Request<Vec<u8>>)> = Vec::new();
     let submit = |policy: i32, prio: i32, reqprio: i32| {

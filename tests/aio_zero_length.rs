@@ -68,7 +68,9 @@ both!(
 fn terminal_queued(b: Backend) {
     let aio = common::one_slot(b);
     let (_master, slave) = pty();
-    let blocker = common::blocker(&aio);
+    let Some(blocker) = common::blocker(&aio) else {
+        return;
+    };
     let r = aio.read(&slave, 0, Vec::<u8>::new()).unwrap();
     blocker.unblock();
     assert!(

@@ -8,6 +8,7 @@ use std::time::Duration;
 use posixrt::aio::{Aio, Backend, Request};
 
 pub mod child;
+pub mod stall;
 pub mod uring;
 pub mod workers;
 
@@ -177,42 +178,83 @@ pub async fn read_pattern_block(aio: &Aio, f: &std::sync::Arc<std::fs::File>, i:
 }
 
 /// A request that holds one engine slot (an io_uring entry, or a pool worker)
-/// until `unblock` reads the other end: on io_uring, a datagram write to a
-/// socket whose peer's queue is full; on the thread engine (which parks a
-/// datagram write, as a pipe read, in its epoll set) a write of more than a
-/// pseudo-terminal holds to its slave, which its worker makes with a blocking
-/// `write(2)` once the terminal polls writable (a terminal refuses
-/// `RWF_NOWAIT`).
+/// until [`Blocker::unblock`]: on io_uring, a datagram write to a socket whose
+/// peer's queue is full; on the thread engine (which parks a datagram write,
+/// as a pipe read, in its epoll set, and writes to a blocking terminal on a
+/// thread of their own) a write to a file from pages missing under
+/// userfaultfd (see [`stall`]), longer than the engine tries without waiting
+/// (`RWF_NOWAIT`, up to 256 KiB): its worker hands the queue on, then sleeps
+/// in `pwrite(2)`, in the kernel's copy, until the pages are supplied.
 pub struct Blocker {
-    req: Request<Vec<u8>>,
-    /// The datagram socket's peer, or the terminal's master.
-    drain: std::fs::File,
-    _me: OwnedFd,
+    held: Held,
 }
 
-pub fn blocker(aio: &Aio) -> Blocker {
-    let (me, drain, len) = if aio.backend().backend() == Backend::Threads {
-        let (master, slave) = pty();
-        (slave, master, 256 << 10)
-    } else {
-        let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
-        a.set_nonblocking(true).unwrap();
-        while a.send(&[0u8; 256]).is_ok() {}
-        a.set_nonblocking(false).unwrap();
-        (
-            OwnedFd::from(a),
-            std::fs::File::from(OwnedFd::from(peer)),
-            256,
-        )
-    };
-    let req = aio.write(&me, 0, vec![b'x'; len]).unwrap();
+enum Held {
+    Datagram {
+        req: Request<Vec<u8>>,
+        /// The socket's peer.
+        drain: std::fs::File,
+        me: OwnedFd,
+    },
+    Stall {
+        req: Request<stall::StallBuf>,
+        stall: stall::Stall,
+        file: OwnedFd,
+        /// The worker that sleeps in the write.
+        worker: u32,
+    },
+}
+
+/// How many bytes the thread engine's blocker writes: more than a transfer
+/// it tries with `RWF_NOWAIT` first (256 KiB).
+pub const STALL_LEN: usize = (256 << 10) + stall::PAGE;
+
+/// Bounds the wait for the blocker's worker to reach the missing pages: long
+/// enough that only a hang reaches it.
+const HANG: Duration = Duration::from_secs(20);
+
+/// A [`Blocker`] holding `aio`'s one slot; `None` on the thread engine after
+/// saying why the test is skipped, where userfaultfd is refused (EPERM).
+pub fn blocker(aio: &Aio) -> Option<Blocker> {
+    if aio.backend().backend() == Backend::Threads {
+        let stall = stall::Stall::or_skip(STALL_LEN)?;
+        let file = rustix::fs::memfd_create("blocker", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+        let req = aio.write(&file, 0, stall.buf()).unwrap();
+        let fault = stall
+            .fault(HANG)
+            .expect("no thread reached the blocker's missing pages");
+        let comm = std::fs::read_to_string(format!("/proc/self/task/{}/comm", fault.tid))
+            .unwrap_or_default();
+        assert!(
+            workers::pool_worker(comm.trim()),
+            "the blocker's write waits on thread {} ({comm:?}), not a worker",
+            fault.tid
+        );
+        assert!(!req.is_done(), "the blocking write completed");
+        return Some(Blocker {
+            held: Held::Stall {
+                req,
+                stall,
+                file,
+                worker: fault.tid,
+            },
+        });
+    }
+    let (a, peer) = std::os::unix::net::UnixDatagram::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    while a.send(&[0u8; 256]).is_ok() {}
+    a.set_nonblocking(false).unwrap();
+    let me = OwnedFd::from(a);
+    let req = aio.write(&me, 0, vec![b'x'; 256]).unwrap();
     std::thread::sleep(Duration::from_millis(20));
     assert!(!req.is_done(), "the blocking write completed");
-    Blocker {
-        req,
-        drain,
-        _me: me,
-    }
+    Some(Blocker {
+        held: Held::Datagram {
+            req,
+            drain: std::fs::File::from(OwnedFd::from(peer)),
+            me,
+        },
+    })
 }
 
 /// A pseudo-terminal: (master, slave), both blocking.
@@ -241,15 +283,49 @@ pub fn pty() -> (std::fs::File, OwnedFd) {
 }
 
 impl Blocker {
-    pub fn unblock(mut self) {
-        use std::io::Read;
-        rustix::fs::fcntl_setfl(&self.drain, rustix::fs::OFlags::NONBLOCK).unwrap();
-        let mut b = [0u8; 4096];
-        while !self.req.is_done() {
-            while self.drain.read(&mut b).is_ok_and(|n| n > 0) {}
-            std::thread::sleep(Duration::from_millis(1));
+    /// The descriptor the held write goes to.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match &self.held {
+            Held::Datagram { me, .. } => me.as_raw_fd(),
+            Held::Stall { file, .. } => file.as_raw_fd(),
         }
-        self.req.wait().unwrap().result.unwrap();
+    }
+
+    /// The thread-engine worker held (its tid); `None` on io_uring.
+    pub fn worker(&self) -> Option<u32> {
+        match &self.held {
+            Held::Datagram { .. } => None,
+            Held::Stall { worker, .. } => Some(*worker),
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        match &self.held {
+            Held::Datagram { req, .. } => req.is_done(),
+            Held::Stall { req, .. } => req.is_done(),
+        }
+    }
+
+    /// Lets the held write go, and checks that it wrote every byte.
+    pub fn unblock(self) {
+        match self.held {
+            Held::Datagram { mut req, drain, .. } => {
+                use std::io::Read;
+                rustix::fs::fcntl_setfl(&drain, rustix::fs::OFlags::NONBLOCK).unwrap();
+                let mut b = [0u8; 4096];
+                let mut d = &drain;
+                while !req.is_done() {
+                    while d.read(&mut b).is_ok_and(|n| n > 0) {}
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                assert_eq!(req.wait().unwrap().result.unwrap(), 256);
+            }
+            Held::Stall { mut req, stall, .. } => {
+                stall.release();
+                assert_eq!(req.wait().unwrap().result.unwrap(), STALL_LEN);
+            }
+        }
     }
 }
 
