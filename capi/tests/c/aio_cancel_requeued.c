@@ -2,61 +2,36 @@
  * (thread engine, one worker).
  *
  * A write of twice the pipe's capacity fills the pipe and parks; the one
- * worker is then held by a write larger than a pseudo-terminal holds to its
- * slave (a terminal refuses RWF_NOWAIT: once it polls writable, the worker
- * writes with a blocking call). Once a reader
- * drains the pipe, the pipe write goes back to the queue, behind the busy
- * worker. It is in progress (its first bytes were read): aio_cancel, of the
- * aiocb or of the fd, must say AIO_NOTCANCELED and leave it ended with the
- * bytes it moved, not ECANCELED. The library said AIO_CANCELED for it.
+ * worker is then held by a write to a file from pages missing under
+ * userfaultfd (stall.h), longer than the engine tries without waiting
+ * (RWF_NOWAIT, up to 256 KiB): the worker hands the queue on, then sleeps in
+ * pwrite(2), in the kernel's copy, until the test supplies the pages. Once a
+ * reader drains the pipe, the pipe write goes back to the queue, behind the
+ * busy worker. It is in progress (its first bytes were read): aio_cancel, of
+ * the aiocb or of the fd, must say AIO_NOTCANCELED and leave it ended with
+ * the bytes it moved, not ECANCELED. The library said AIO_CANCELED for it.
+ *
+ * Needs userfaultfd (CAP_SYS_PTRACE): without it (EPERM) says so and prints
+ * "ok" with nothing checked.
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1. Argument "fd": cancel with aio_cancel(fd, NULL).
  */
 #define _GNU_SOURCE
 #include <aio.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "stall.h"
 
-/* True if a thread of this process other than the caller sleeps in a write
- * (the worker held by the terminal). */
-static int a_thread_sleeps_in_write(void) {
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    int found = 0;
-    long me = syscall(SYS_gettid);
-    if (d == NULL) {
-        return 0;
-    }
-    while (!found && (e = readdir(d)) != NULL) {
-        char path[300];
-        long nr = -1;
-        if (e->d_name[0] == '.' || atol(e->d_name) == me) {
-            continue;
-        }
-        snprintf(path, sizeof path, "/proc/self/task/%s/syscall", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL) {
-            continue;
-        }
-        if (fscanf(f, "%ld", &nr) == 1 &&
-            (nr == SYS_write || nr == SYS_sendto || nr == SYS_sendmsg)) {
-            found = 1;
-        }
-        fclose(f);
-    }
-    closedir(d);
-    return found;
-}
+/* The held write's length: more than the engine tries with RWF_NOWAIT. */
+#define HOLD_LEN (256 * 1024 + 4096)
 
 static void nap_ms(long ms) {
     struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
@@ -70,12 +45,18 @@ int main(int argc, char **argv) {
     init.aio_threads = 1;
     aio_init(&init);
 
+    struct stall stall;
+    int e = stall_open(&stall, HOLD_LEN);
+    if (e == EPERM) {
+        fprintf(stderr, "skipped: userfaultfd is refused here (EPERM: it needs "
+                        "CAP_SYS_PTRACE), and the test holds the worker with it\n");
+        return finish();
+    }
+    errno = e;
+    CHECK(e == 0);
     int p[2];
     CHECK(pipe(p) == 0);
-    int master = posix_openpt(O_RDWR | O_NOCTTY);
-    CHECK(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0);
-    int slave = master >= 0 ? open(ptsname(master), O_RDWR | O_NOCTTY) : -1;
-    CHECK(slave >= 0);
+    int held = temp_file("requeued-hold");
     int cap = fcntl(p[1], F_GETPIPE_SZ);
     CHECK(cap > 0);
     if (failures) {
@@ -100,21 +81,18 @@ int main(int argc, char **argv) {
     w.aio_sigevent.sigev_notify = SIGEV_NONE;
     CHECK(aio_write(&w) == 0);
 
-    /* A write to the terminal holds the one worker (once the pipe write
-     * parked: the worker takes it after). */
-    static char tty_out[256 * 1024];
-    memset(tty_out, 'x', sizeof tty_out);
+    /* A write from the missing pages holds the one worker (once the pipe
+     * write parked: the worker takes it after). */
     struct aiocb hold;
     memset(&hold, 0, sizeof hold);
-    hold.aio_fildes = slave;
-    hold.aio_buf = tty_out;
-    hold.aio_nbytes = sizeof tty_out;
+    hold.aio_fildes = held;
+    hold.aio_buf = stall.addr;
+    hold.aio_nbytes = HOLD_LEN;
     hold.aio_sigevent.sigev_notify = SIGEV_NONE;
     CHECK(aio_write(&hold) == 0);
-    for (int i = 0; i < 10000 && !a_thread_sleeps_in_write(); i++) {
-        nap_ms(1);
-    }
-    CHECK(a_thread_sleeps_in_write());
+    long waiter = stall_fault(&stall, 20000);
+    CHECK(waiter > 0 && is_pool_worker(waiter));
+    CHECK(aio_error(&hold) == EINPROGRESS);
 
     /* The reader drains the pipe: the write is ready again, and waits for
      * the worker. */
@@ -141,15 +119,14 @@ int main(int argc, char **argv) {
     CHECK(aio_return(&w) == (ssize_t)n);
     CHECK(memcmp(got, data, n) == 0);
 
-    /* The held terminal write completes once the master reads. */
-    static char sink[4096];
-    fcntl(master, F_SETFL, O_NONBLOCK);
+    /* The held write completes once the pages are supplied. */
+    CHECK(stall_release(&stall) == 0);
+    list[0] = &hold;
     while (aio_error(&hold) == EINPROGRESS) {
-        if (read(master, sink, sizeof sink) <= 0) {
-            nap_ms(1);
-        }
+        aio_suspend(list, 1, NULL);
     }
-    CHECK(aio_return(&hold) == (ssize_t)sizeof tty_out);
+    CHECK(aio_return(&hold) == HOLD_LEN);
+    stall_close(&stall);
     free(data);
     free(got);
     return finish();
