@@ -220,8 +220,10 @@ impl Builder {
 /// none of the parent's requests. Make a new context in the child. (A
 /// thread-engine context starts threads: in the child of a parent with other
 /// threads, Rust's thread start-up can hang if one of them was starting or
-/// ending at the fork. A thread engine's own threads have all started when
-/// [`Builder::build`](super::Builder::build) returns.)
+/// ending at the fork. A thread engine's workers and poller have all started
+/// when [`Builder::build`](super::Builder::build) returns; its terminal
+/// writers, `posixrt-aio-tty`, start when a write to a blocking terminal needs
+/// one and end after 2 s without work.)
 pub struct Aio {
     pub(crate) inner: Arc<Inner>,
 }
