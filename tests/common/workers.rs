@@ -48,21 +48,27 @@ pub fn pool_threads() -> Vec<(u32, u64, Option<bool>)> {
 
 /// The workers of a pool started after `before` was taken (`pool_threads`'
 /// tids then), once at least `least` of them run and every one sleeps in
-/// the kernel; None (and a note) where `/proc` does not show a thread's
-/// system call.
+/// the kernel, the same in two looks 5 ms apart (a thread seen in its futex
+/// call may not have gone to sleep yet: its switch is counted when it does,
+/// and a later look would take that for a wake-up); None (and a note) where
+/// `/proc` does not show a thread's system call.
 pub fn asleep_workers(before: &[u32], least: usize) -> Option<Vec<(u32, u64, Option<bool>)>> {
     let mut mine = Vec::new();
+    let mut last: Vec<(u32, u64, Option<bool>)> = Vec::new();
     for _ in 0..2500 {
         mine = pool_threads();
         mine.retain(|t| !before.contains(&t.0));
+        mine.sort_unstable();
         if mine.iter().any(|t| t.2.is_none()) {
             eprintln!("skipped: /proc does not show a thread's system call here");
             return None;
         }
-        if mine.len() >= least && mine.iter().all(|t| t.2 == Some(true)) {
+        let asleep = mine.len() >= least && mine.iter().all(|t| t.2 == Some(true));
+        if asleep && mine == last {
             break;
         }
-        std::thread::sleep(Duration::from_millis(2));
+        last = if asleep { mine.clone() } else { Vec::new() };
+        std::thread::sleep(Duration::from_millis(if asleep { 5 } else { 2 }));
     }
     assert!(mine.len() >= least, "the pool's workers: {mine:?}");
     assert!(
