@@ -3,13 +3,14 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use super::attr::TraceAttr;
 use super::event::Event;
 use super::ids::{EventId, EventType, ID_SPACE};
 use super::log::{self, LogStatus};
 use super::log_block::BlockReader;
-use super::log_read::{self, Cur, RecordReader};
+use super::log_read::{self, Cur, LogWaiter, RecordReader};
 use crate::{Error, ErrorKind, Result};
 
 /// A trace log opened for analysis (`posix_trace_open`): attributes, event types and
@@ -291,6 +292,70 @@ impl TraceLog {
             };
             self.done = parsed.is_err();
             return parsed.map(Some);
+        }
+    }
+
+    /// True if [`next_event`](Self::next_event) returns without reading from
+    /// the log's file: it has read ahead what the next event needs (up to the
+    /// event, the end of the log or an error), or the file can seek (its
+    /// reads wait for no writer). False when a log read from a pipe needs
+    /// bytes from it: its writer may not have written them yet, and
+    /// `next_event` would wait for them (see [`waiter`](Self::waiter)).
+    pub fn next_is_ready(&self) -> bool {
+        self.done
+            || self.block.as_ref().is_some_and(|b| b.has_more())
+            || self.reader.next_is_ready()
+    }
+
+    /// For a log read from a pipe, a FIFO or a socket: a [`LogWaiter`], to
+    /// wait for its writer without the log (another thread may use it
+    /// meanwhile). `None` for a file that can seek.
+    pub fn waiter(&self) -> Option<LogWaiter> {
+        self.reader.waiter()
+    }
+
+    /// [`next_event`](Self::next_event) that waits for a log read from a pipe
+    /// at most until `deadline` (a file that can seek never waits). Once
+    /// bytes came, a record that its writer wrote in parts waits for its
+    /// other parts, past the deadline if need be.
+    ///
+    /// # Errors
+    /// `TimedOut` (ETIMEDOUT) when the deadline passes and the writer has
+    /// not written what the next event needs (nothing was taken: a later
+    /// call reads it); else as [`next_event`](Self::next_event).
+    ///
+    /// # References
+    /// - [`posix_trace_timedgetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
+    #[doc(alias = "posix_trace_timedgetnext_event")]
+    pub fn timed_next_event(&mut self, deadline: Instant) -> Result<Option<Event>> {
+        if let Some(w) = self.waiter() {
+            while !self.next_is_ready() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Error::from_errno(
+                        "posix_trace_timedgetnext_event",
+                        libc::ETIMEDOUT,
+                    )
+                    .with_message("the log's writer wrote no event before the deadline"));
+                }
+                if w.wait(Some(left))? {
+                    break;
+                }
+            }
+        }
+        self.next_event()
+    }
+
+    /// [`timed_next_event`](Self::timed_next_event) with a timeout relative
+    /// to now (one too large to express as a deadline means no limit).
+    ///
+    /// # Errors
+    /// As [`timed_next_event`](Self::timed_next_event).
+    #[doc(alias = "posix_trace_timedgetnext_event")]
+    pub fn next_event_timeout(&mut self, timeout: Duration) -> Result<Option<Event>> {
+        match Instant::now().checked_add(timeout) {
+            Some(d) => self.timed_next_event(d),
+            None => self.next_event(),
         }
     }
 

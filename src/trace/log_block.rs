@@ -29,7 +29,7 @@ const BLOCK_BODY: usize = 32 << 10;
 
 /// Bytes of a block's body before its first event: kind, first tid, first
 /// timestamp.
-const BLOCK_HEAD: usize = 1 + 4 + 8;
+pub(crate) const BLOCK_HEAD: usize = 1 + 4 + 8;
 
 /// Bytes of an event besides its data: id, flags, at most 10 bytes of
 /// timestamp, a tid and a length.
@@ -221,6 +221,11 @@ impl BlockReader {
                 other: tid,
             },
         })
+    }
+
+    /// True while an event of the block is left.
+    pub(crate) fn has_more(&self) -> bool {
+        self.pos < self.body.len()
     }
 
     /// The next event of the block, `None` after the last; `pid` is the log's.

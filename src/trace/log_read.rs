@@ -4,15 +4,19 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
-use std::time::Duration;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::attr::{Inheritance, LogFullPolicy, StreamFullPolicy, TraceAttr};
 use super::crc::crc32c;
 use super::event::Event;
 use super::ids::{EventId, EventType};
 use super::log::{
-    compact_truncated, kind_version, LogStatus, C_NO_PID, FILE_HEADER, MAGIC, MAX_RECORD, VERSION,
+    compact_truncated, kind_version, LogStatus, C_NO_PID, FILE_HEADER, K_ATTR, K_BLOCK, K_STATUS,
+    K_TYPE, MAGIC, MAX_RECORD, VERSION,
 };
+use super::log_block::BLOCK_HEAD;
 use super::schema::FieldType;
 use crate::{Error, ErrorKind, Result};
 
@@ -23,7 +27,9 @@ use crate::{Error, ErrorKind, Result};
 /// ([`read_ahead`](Self::read_ahead)) are given back first, and
 /// [`rewind`](Self::rewind) works only while none was taken.
 pub(crate) struct RecordReader {
-    r: BufReader<File>,
+    r: BufReader<Shared>,
+    /// The file, shared with the [`LogWaiter`]s of a pipe.
+    file: Arc<File>,
     /// The format version in the header.
     version: u16,
     /// The file can seek (else it is read once, in order).
@@ -33,6 +39,28 @@ pub(crate) struct RecordReader {
     ahead: VecDeque<Result<Option<Vec<u8>>>>,
     /// A file that cannot seek: a record was taken (it cannot be read again).
     taken: bool,
+}
+
+/// The log's file, read through a shared reference (a [`LogWaiter`] polls it).
+struct Shared(Arc<File>);
+
+impl Read for Shared {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        (&*self.0).read(buf)
+    }
+}
+
+impl Seek for Shared {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        (&*self.0).seek(pos)
+    }
+}
+
+/// A record that [`TraceLog::next_event`](super::TraceLog::next_event) takes
+/// in and passes over to read the next one: a service record that does not
+/// end the log, or an event block without events.
+fn passed_over(body: &[u8]) -> bool {
+    matches!(body[0], K_ATTR | K_TYPE | K_STATUS) || body[0] == K_BLOCK && body.len() == BLOCK_HEAD
 }
 
 fn truncated(what: &str) -> Error {
@@ -78,7 +106,8 @@ impl RecordReader {
                 ))
             }
         };
-        let mut r = BufReader::with_capacity(64 << 10, file);
+        let file = Arc::new(file);
+        let mut r = BufReader::with_capacity(64 << 10, Shared(file.clone()));
         let mut h = [0u8; FILE_HEADER];
         let n = read_full(&mut r, &mut h)?;
         if n >= 8 && h[..8] != MAGIC || n < 8 && h[..n] != MAGIC[..n] {
@@ -111,6 +140,7 @@ impl RecordReader {
         }
         Ok(RecordReader {
             r,
+            file,
             version: v,
             seekable,
             ahead: VecDeque::new(),
@@ -121,6 +151,46 @@ impl RecordReader {
     /// Whether the file can seek (else it is read once, in order).
     pub(crate) fn seekable(&self) -> bool {
         self.seekable
+    }
+
+    /// A file that cannot seek: a [`LogWaiter`] on it.
+    pub(crate) fn waiter(&self) -> Option<LogWaiter> {
+        (!self.seekable).then(|| LogWaiter(self.file.clone()))
+    }
+
+    /// True if the records read ahead or buffered hold what reading the next
+    /// event needs (up to an event record, the end record or an error), so
+    /// that no byte is read from the file for it; always for a file that can
+    /// seek (its reads wait for no writer).
+    pub(crate) fn next_is_ready(&self) -> bool {
+        if self.seekable {
+            return true;
+        }
+        for r in &self.ahead {
+            match r {
+                Ok(Some(body)) if passed_over(body) => {}
+                _ => return true,
+            }
+        }
+        let mut b = self.r.buffer();
+        loop {
+            if b.len() < 8 {
+                return false;
+            }
+            let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+            let crc = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+            if len == 0 || len > MAX_RECORD {
+                // An error, read without more bytes.
+                return true;
+            }
+            let Some(body) = b.get(8..8 + len) else {
+                return false;
+            };
+            if crc32c(body) != crc || !passed_over(body) {
+                return true;
+            }
+            b = &b[8 + len..];
+        }
     }
 
     /// Back to the first record. A file that cannot seek can only "go back"
@@ -194,6 +264,53 @@ impl RecordReader {
             )));
         }
         Ok(Some(body))
+    }
+}
+
+/// Waits for a log read from a pipe, a FIFO or a socket to have bytes to
+/// read, without the [`TraceLog`](super::TraceLog) itself: a thread can wait
+/// with it while others use the log (behind a lock, say), and take the log
+/// only to read once the bytes are there
+/// ([`TraceLog::next_is_ready`](super::TraceLog::next_is_ready) first: what
+/// the log read ahead needs no wait).
+///
+/// It keeps the log's file open while it lives.
+#[derive(Clone, Debug)]
+pub struct LogWaiter(Arc<File>);
+
+impl LogWaiter {
+    /// Waits until the file has bytes to read, its end (the writer closed
+    /// it) or an error to report, or `timeout` passes (no limit with `None`):
+    /// true for the first three, false for the timeout. A signal handler that
+    /// runs meanwhile does not end the wait.
+    ///
+    /// # Errors
+    /// The error of `poll`.
+    ///
+    /// # References
+    /// - [`poll`](https://pubs.opengroup.org/onlinepubs/9799919799/functions/poll.html)
+    pub fn wait(&self, timeout: Option<Duration>) -> Result<bool> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            match self.poll(left, None) {
+                Err(e) if e.errno() == Some(libc::EINTR) => {}
+                r => return r,
+            }
+        }
+    }
+
+    /// [`wait`](Self::wait) with the thread's signal mask `mask` while it
+    /// waits (the thread's own without): `EINTR` when a handler runs.
+    fn poll(&self, timeout: Option<Duration>, mask: Option<&libc::sigset_t>) -> Result<bool> {
+        let mut fds = [libc::pollfd {
+            fd: self.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }];
+        crate::sys::poll::ppoll(&mut fds, timeout, mask)
+            .map(|n| n > 0)
+            .map_err(|e| Error::from_errno("ppoll", e.raw_os_error().unwrap_or(libc::EIO)))
     }
 }
 

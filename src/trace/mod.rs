@@ -180,6 +180,7 @@ pub use ids::{
 #[doc(hidden)]
 pub use local::ThreadRecorder;
 pub use log::{LogStatus, MAGIC as LOG_MAGIC, VERSION as LOG_VERSION};
+pub use log_read::LogWaiter;
 pub use set::{EventSet, FillWhat, FilterHow};
 #[doc(hidden)]
 pub use slots::pass_table;

@@ -1,0 +1,173 @@
+//! Waiting for the writer of a trace log read from a pipe: a read with a
+//! deadline ends with `TimedOut` while the writer is silent, takes nothing,
+//! and the events written later read back in order. (The tests take turns:
+//! a running stream records every event of the process, also the system
+//! events of another test's stream.)
+
+use std::fs::File;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use posixrt::trace::{self, LogFullPolicy, Trace, TraceAttr, TraceLog};
+use posixrt::ErrorKind;
+
+/// Held by each test.
+static TURN: Mutex<()> = Mutex::new(());
+
+/// A pipe: (read end, write end), both close-on-exec.
+fn pipe() -> (File, File) {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 stores.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned by no one else.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    (File::from(rd), File::from(wr))
+}
+
+#[test]
+fn a_timed_read_of_a_silent_pipe_ends_at_its_deadline() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let (rd, wr) = pipe();
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::Append);
+    let t = Trace::create_with_log(&a, wr).unwrap();
+    let first = trace::eventid_open("pipe_wait.first").unwrap();
+    let last = trace::eventid_open("pipe_wait.last").unwrap();
+    t.start().unwrap();
+    trace::event(first, &1u32.to_le_bytes());
+    t.flush().unwrap();
+
+    let mut l = TraceLog::from_file(rd).unwrap();
+    let w = l.waiter().expect("a pipe has a waiter");
+    // Everything the flush wrote (it returned once written): the events up to
+    // ours, and the flush's own.
+    let mut names = Vec::new();
+    while l.next_is_ready() || w.wait(Some(Duration::ZERO)).unwrap() {
+        let e = l.next_event().unwrap().expect("the log goes on");
+        names.push(l.name(e.id).map(str::to_owned));
+    }
+    assert!(names.contains(&Some("pipe_wait.first".into())), "{names:?}");
+
+    // The writer is silent: the reads end at their deadlines, twice.
+    for _ in 0..2 {
+        let r = l.timed_next_event(Instant::now() + Duration::from_millis(50));
+        assert_eq!(r.map_err(|e| e.kind()).err(), Some(ErrorKind::TimedOut));
+    }
+    let r = l.next_event_timeout(Duration::ZERO);
+    assert_eq!(r.map_err(|e| e.kind()).err(), Some(ErrorKind::TimedOut));
+
+    // Then it writes: nothing was taken, the next events read back in order
+    // (a generous deadline: the shutdown writes them at once).
+    trace::event(last, &2u32.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let mut ours = Vec::new();
+    while let Some(e) = l.next_event_timeout(Duration::from_secs(60)).unwrap() {
+        if e.id == last || l.name(e.id) == Some("pipe_wait.last") {
+            ours.push(u32::from_le_bytes(e.data[..4].try_into().unwrap()));
+        }
+    }
+    assert_eq!(ours, [2]);
+    assert!(l.is_complete());
+    assert!(l.next_is_ready(), "at the end, nothing to wait for");
+}
+
+/// A log in a file that can seek never waits: no waiter, always ready.
+#[test]
+fn a_log_file_that_seeks_needs_no_waiter() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let path = std::env::temp_dir().join(format!("posixrt-pipe-wait-{}.trace", std::process::id()));
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::Append);
+    let t = Trace::create_with_log(&a, f).unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(l.waiter().is_none());
+    assert!(l.next_is_ready());
+    while l.timed_next_event(Instant::now()).unwrap().is_some() {}
+    assert!(l.is_complete());
+}
+
+/// A log whose bytes come in two parts, cut inside a record after the first
+/// event: the reader reads what came, is not ready for the cut record (a
+/// timed read ends at its deadline, the pipe is not readable), and reads the
+/// rest once it comes.
+#[test]
+fn a_record_cut_across_two_writes_waits_for_its_rest() {
+    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let path = std::env::temp_dir().join(format!("posixrt-pipe-cut-{}.trace", std::process::id()));
+    let f = File::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::Append);
+    let t = Trace::create_with_log(&a, f).unwrap();
+    let first = trace::eventid_open("pipe_wait.cut_first").unwrap();
+    let second = trace::eventid_open("pipe_wait.cut_second").unwrap();
+    t.start().unwrap();
+    trace::event(first, &1u32.to_le_bytes());
+    t.flush().unwrap();
+    trace::event(second, &2u32.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    // The records (16-byte file header, then length, checksum, body): the
+    // cut goes in the middle of the second one that holds events.
+    let mut at = 16;
+    let mut with_events = Vec::new();
+    while at + 8 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        if matches!(bytes[at + 8], 3 | 6 | 7) {
+            with_events.push((at, len));
+        }
+        at += 8 + len;
+    }
+    let (start, len) = with_events[1];
+    let cut = start + 8 + len / 2;
+    assert!(cut < 60 << 10, "the first part fits a pipe");
+
+    let (rd, mut wr) = pipe();
+    std::io::Write::write_all(&mut wr, &bytes[..cut]).unwrap();
+    let mut l = TraceLog::from_file(rd).unwrap();
+    let w = l.waiter().unwrap();
+    let mut ours = Vec::new();
+    while l.next_is_ready() {
+        let e = l.next_event().unwrap().expect("the log goes on");
+        if l.name(e.id) == Some("pipe_wait.cut_first") {
+            ours.push(1);
+        }
+    }
+    assert_eq!(ours, [1]);
+    assert!(
+        !w.wait(Some(Duration::ZERO)).unwrap(),
+        "all that came was read"
+    );
+    let r = l.timed_next_event(Instant::now() + Duration::from_millis(20));
+    assert_eq!(r.map_err(|e| e.kind()).err(), Some(ErrorKind::TimedOut));
+
+    std::io::Write::write_all(&mut wr, &bytes[cut..]).unwrap();
+    drop(wr);
+    assert!(w.wait(None).unwrap());
+    while let Some(e) = l.next_event_timeout(Duration::from_secs(60)).unwrap() {
+        if l.name(e.id) == Some("pipe_wait.cut_second") {
+            ours.push(2);
+        }
+    }
+    assert_eq!(ours, [1, 2]);
+    assert!(l.is_complete());
+}
