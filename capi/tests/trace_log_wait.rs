@@ -1,6 +1,6 @@
 //! A trace log read from a pipe while its writer is silent
 //! (`tests/c/trace_log_wait.c`, one test each): the waiting read lets
-//! signals through. Compiled with the system `cc` against `trace.h` and
+//! signals through, and other calls on the log go on meanwhile. Compiled with the system `cc` against `trace.h` and
 //! linked with `-lposixrt`.
 
 mod c_prog;
@@ -12,4 +12,9 @@ fn log_wait_test(name: &str) {
 #[test]
 fn log_wait_signals() {
     log_wait_test("log_wait_signals");
+}
+
+#[test]
+fn log_wait_others() {
+    log_wait_test("log_wait_others");
 }

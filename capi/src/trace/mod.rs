@@ -34,7 +34,7 @@ use std::ffi::{c_int, c_ulong};
 use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use rt::trace::{Trace, TraceLog, ID_SPACE};
+use rt::trace::{LogWaiter, Trace, TraceLog, ID_SPACE};
 use rt::ErrorKind;
 
 /// What a `trace_id_t` names.
@@ -54,6 +54,9 @@ pub(crate) enum Obj {
     Log {
         /// Boxed: a log reader is several times larger than a stream handle.
         log: Box<Mutex<TraceLog>>,
+        /// A log read from a pipe, a FIFO or a socket: waits for its writer
+        /// without `log`'s lock, which the other calls on the log take.
+        waiter: Option<LogWaiter>,
         cursor: Mutex<usize>,
     },
 }

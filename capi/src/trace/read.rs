@@ -293,11 +293,23 @@ fn getnext(
                 None => o.none(),
             }
         }
-        Obj::Log { log, .. } => {
+        Obj::Log { log, waiter, .. } => {
             if !matches!(mode, Mode::Block) {
                 return Err(libc::EINVAL);
             }
             let mut l = lock(log);
+            // A log read from a pipe waits for its writer without the log's
+            // lock, which the calls on its attributes, status and names
+            // take; the lock only to read, once what the next event needs
+            // is read ahead or the pipe has bytes (or its end). (A record
+            // written in parts waits for its rest in `read`.)
+            if let Some(w) = waiter {
+                while !l.next_is_ready() && !w.wait(Some(Duration::ZERO)).unwrap_or(true) {
+                    drop(l);
+                    let _ = w.wait(None);
+                    l = lock(log);
+                }
+            }
             match l.next_event() {
                 Ok(Some(e)) => {
                     let id = to_c_named(e.id, l.name(e.id));
@@ -447,6 +459,7 @@ pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulo
         out(
             trid,
             insert(Obj::Log {
+                waiter: l.waiter(),
                 log: Box::new(Mutex::new(l)),
                 cursor: Mutex::new(0),
             }),

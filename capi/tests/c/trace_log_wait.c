@@ -1,77 +1,58 @@
 /* Reading a trace log from a pipe while its writer is silent:
  * `trace_log_wait NAME`.
  * - log_wait_signals: posix_trace_getnext_event waiting for the next record
- *   of a log read from a pipe lets signals through. A handler sent to the
- *   waiting thread runs while it waits (it used to run only once the writer
- *   wrote again: the read waited with every signal blocked, so a signal whose
- *   default action ends the process did not end it either), and the read
- *   goes on and gives the log's remaining events. */
+ *   of a log read from a pipe lets signals through. A handler (installed with
+ *   SA_RESTART) sent to the waiting thread runs while it waits (it used to
+ *   run only once the writer wrote again: the read waited with every signal
+ *   blocked, so a signal whose default action ends the process did not end
+ *   it either), and the read goes on and gives the log's remaining events.
+ * - log_wait_eintr: a handler installed without SA_RESTART that runs while
+ *   the read waits ends it with EINTR, no event taken (the read used to go
+ *   on, retried inside the library); the next read gets the next event.
+ * - log_wait_cancel: the waiting read is a cancellation point: a
+ *   pthread_cancel ends the thread while the writer stays silent (the read
+ *   used to wait in read(2) with cancellation off, until the writer wrote).
+ * - log_wait_others: while one thread waits, posix_trace_get_status,
+ *   posix_trace_get_attr and posix_trace_eventid_get_name on the same log
+ *   return in another thread (they used to wait for the writer: the waiting
+ *   read held the log's lock).
+ * - log_wait_close: posix_trace_close of the log while a thread waits on it
+ *   ends that read with EINVAL and closes the log's descriptor (the read
+ *   used to wait on, the descriptor open, until the writer wrote).
+ * - log_wait_timed: posix_trace_timedgetnext_event on the log is EINVAL at
+ *   once (it reads active streams only), whatever its deadline, while the
+ *   writer is silent. */
 #define _GNU_SOURCE
 #include "trace/test_util.h"
+#include <dirent.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 static volatile sig_atomic_t hits;
-static void on_usr1(int s)
+static void on_signal(int s)
 {
     (void)s;
     hits++;
 }
 
-struct reader {
-    trace_id_t log;
-    trace_event_id_t marker, last;
-    volatile int drained; /* the marker was read: the next read waits */
-    int result, markers, lasts;
+/* A child process whose stream logs to a pipe: the marker, flushed, then
+ * silence until `go` is written (or closed: the parent ended), then `last`
+ * and the shutdown. */
+struct writer {
+    pid_t pid;
+    int log_fd; /* the pipe's read end, in the parent */
+    int go;     /* the write end of `go`, in the parent */
 };
 
-static void *read_log(void *arg)
+static void start_writer(struct writer *w, trace_event_id_t marker, trace_event_id_t last)
 {
-    struct reader *r = arg;
-    struct posix_trace_event_info info;
-    char data[256];
-    size_t len;
-    int un;
-    for (;;) {
-        r->result = posix_trace_getnext_event(r->log, &info, data, sizeof data, &len, &un);
-        if (r->result != 0 || un)
-            return NULL;
-        if (info.posix_event_id == r->marker) {
-            r->markers++;
-            __atomic_store_n(&r->drained, 1, __ATOMIC_RELEASE);
-        }
-        if (info.posix_event_id == r->last)
-            r->lasts++;
-    }
-}
-
-/* Waits (at most 20 s) until `hits` reaches `n`. */
-static int wait_hits(int n)
-{
-    int i;
-    for (i = 0; i < 20000 && hits < n; i++) {
-        struct timespec d = {0, 1000000};
-        nanosleep(&d, NULL);
-    }
-    return hits >= n;
-}
-
-static void t_log_wait_signals(void)
-{
-    int data[2], go[2], status;
+    int data[2], go[2];
     char c = 0;
-    pid_t w;
-    pthread_t th;
-    struct reader r;
-    struct sigaction sa;
-    trace_event_id_t marker, last;
-    OK(posix_trace_eventid_open("log_wait_marker", &marker));
-    OK(posix_trace_eventid_open("log_wait_last", &last));
     OK(pipe(data));
     OK(pipe(go));
-    w = fork();
-    TRUE(w >= 0);
-    if (w == 0) {
-        /* The writer: the marker flushed, then silence until told to end. */
+    w->pid = fork();
+    TRUE(w->pid >= 0);
+    if (w->pid == 0) {
         trace_attr_t a;
         trace_id_t t;
         close(data[0]);
@@ -89,18 +70,149 @@ static void t_log_wait_signals(void)
     }
     close(data[1]);
     close(go[0]);
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_usr1; /* no SA_RESTART: the pipe read is interrupted */
-    OK(sigaction(SIGUSR1, &sa, NULL));
-    memset(&r, 0, sizeof r);
-    r.marker = marker;
-    r.last = last;
-    OK(posix_trace_open(data[0], &r.log));
-    OK(pthread_create(&th, NULL, read_log, &r));
-    while (!__atomic_load_n(&r.drained, __ATOMIC_ACQUIRE)) {
-        struct timespec d = {0, 1000000};
-        nanosleep(&d, NULL);
+    w->log_fd = data[0];
+    w->go = go[1];
+}
+
+/* Lets the writer end, and checks it did well. */
+static void end_writer(struct writer *w)
+{
+    int status;
+    char c = 0;
+    EQ(write(w->go, &c, 1), 1);
+    EQ(waitpid(w->pid, &status, 0), w->pid);
+    TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(w->go);
+}
+
+struct reader {
+    trace_id_t log;
+    trace_event_id_t marker, last;
+    volatile pid_t tid;   /* the reader's kernel thread id */
+    volatile int drained; /* the marker was read: the next read waits */
+    int result, markers, lasts;
+};
+
+static void *read_log(void *arg)
+{
+    struct reader *r = arg;
+    struct posix_trace_event_info info;
+    char data[256];
+    size_t len;
+    int un;
+    r->tid = (pid_t)syscall(SYS_gettid);
+    for (;;) {
+        r->result = posix_trace_getnext_event(r->log, &info, data, sizeof data, &len, &un);
+        if (r->result != 0 || un)
+            return NULL;
+        if (info.posix_event_id == r->marker) {
+            r->markers++;
+            __atomic_store_n(&r->drained, 1, __ATOMIC_RELEASE);
+        }
+        if (info.posix_event_id == r->last)
+            r->lasts++;
     }
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec d = {0, ms * 1000000L};
+    while (nanosleep(&d, &d) != 0 && errno == EINTR) {
+    }
+}
+
+/* The reader's /proc file `name` (stat, syscall) into buf; its length, or 0. */
+static ssize_t task_file(pid_t tid, const char *name, char *buf, size_t size)
+{
+    char path[64];
+    ssize_t n;
+    int fd;
+    snprintf(path, sizeof path, "/proc/self/task/%d/%s", (int)tid, name);
+    fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return 0;
+    n = read(fd, buf, size - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    return n;
+}
+
+/* True if thread `tid` sleeps in a read(2) or a ppoll(2) (the wait for the
+ * writer), seen before and after its state. */
+static int asleep_in_wait(pid_t tid)
+{
+    char buf[512], *p;
+    long nr;
+    if (task_file(tid, "syscall", buf, sizeof buf) == 0 || buf[0] < '0' || buf[0] > '9')
+        return 0;
+    nr = strtol(buf, NULL, 10);
+    if (nr != SYS_read && nr != SYS_ppoll)
+        return 0;
+    if (task_file(tid, "stat", buf, sizeof buf) == 0)
+        return 0;
+    p = strrchr(buf, ')');
+    if (!p || p[1] != ' ' || p[2] != 'S')
+        return 0;
+    if (task_file(tid, "syscall", buf, sizeof buf) == 0)
+        return 0;
+    return strtol(buf, NULL, 10) == nr;
+}
+
+/* Opens the writer's log and starts a reader thread on it; returns once the
+ * reader read the marker and waits for the silent writer (at most 20 s). */
+static void start_reader(struct reader *r, struct writer *w, pthread_t *th)
+{
+    int i;
+    trace_event_id_t marker, last;
+    OK(posix_trace_eventid_open("log_wait_marker", &marker));
+    OK(posix_trace_eventid_open("log_wait_last", &last));
+    start_writer(w, marker, last);
+    memset(r, 0, sizeof *r);
+    r->marker = marker;
+    r->last = last;
+    OK(posix_trace_open(w->log_fd, &r->log));
+    OK(pthread_create(th, NULL, read_log, r));
+    for (i = 0; i < 20000; i++) {
+        if (__atomic_load_n(&r->drained, __ATOMIC_ACQUIRE) && asleep_in_wait(r->tid))
+            return;
+        pause_ms(1);
+    }
+    TRUE(0 && "the reader never waited for the writer");
+}
+
+/* Joins `th`, which must end while the writer is silent: a generous bound
+ * (20 s), only so that a thread that waits for the writer fails the test
+ * instead of hanging it. */
+static void join_soon(pthread_t th, void **res)
+{
+    struct timespec until;
+    OK(clock_gettime(CLOCK_REALTIME, &until));
+    until.tv_sec += 20;
+    OK(pthread_timedjoin_np(th, res, &until));
+}
+
+/* Waits (at most 20 s) until `hits` reaches `n`. */
+static int wait_hits(int n)
+{
+    int i;
+    for (i = 0; i < 20000 && hits < n; i++)
+        pause_ms(1);
+    return hits >= n;
+}
+
+static void t_log_wait_signals(void)
+{
+    pthread_t th;
+    struct reader r;
+    struct writer w;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART; /* the read goes on after the handler */
+    OK(sigaction(SIGUSR1, &sa, NULL));
+    start_reader(&r, &w, &th);
     /* Twice, the second after the first handler ran: one of them at least
      * reaches the reader while it waits for the silent writer. */
     OK(pthread_kill(th, SIGUSR1));
@@ -108,20 +220,171 @@ static void t_log_wait_signals(void)
     OK(pthread_kill(th, SIGUSR1));
     TRUE(wait_hits(2));
     /* Let the writer end: the reader gets the rest of the log. */
-    EQ(write(go[1], &c, 1), 1);
+    end_writer(&w);
     OK(pthread_join(th, NULL));
-    EQ(waitpid(w, &status, 0), w);
-    TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     OK(r.result);
     EQ(r.markers, 1);
     EQ(r.lasts, 1);
     OK(posix_trace_close(r.log));
-    close(data[0]);
-    close(go[1]);
+    close(w.log_fd);
+}
+
+static void t_log_wait_eintr(void)
+{
+    pthread_t th;
+    struct reader r;
+    struct writer w;
+    struct sigaction sa;
+    struct posix_trace_event_info info;
+    char data[256];
+    size_t len;
+    int un;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: EINTR */
+    OK(sigaction(SIGALRM, &sa, NULL));
+    start_reader(&r, &w, &th);
+    OK(pthread_kill(th, SIGALRM));
+    join_soon(th, NULL);
+    EQ(r.result, EINTR);
+    TRUE(hits >= 1);
+    EQ(r.markers, 1);
+    /* No event was taken: the next read gets the writer's last one. */
+    end_writer(&w);
+    OK(posix_trace_getnext_event(r.log, &info, data, sizeof data, &len, &un));
+    EQ(un, 0);
+    EQ(info.posix_event_id, r.last);
+    OK(posix_trace_close(r.log));
+    close(w.log_fd);
+}
+
+static void t_log_wait_cancel(void)
+{
+    pthread_t th;
+    struct reader r;
+    struct writer w;
+    void *res = NULL;
+    start_reader(&r, &w, &th);
+    OK(pthread_cancel(th));
+    join_soon(th, &res);
+    TRUE(res == PTHREAD_CANCELED);
+    end_writer(&w);
+    OK(posix_trace_close(r.log));
+    close(w.log_fd);
+}
+
+struct others {
+    trace_id_t log;
+    trace_event_id_t marker;
+    int status, attr, name;
+    struct posix_trace_status_info st;
+    char buf[TRACE_EVENT_NAME_MAX];
+};
+
+static void *call_others(void *arg)
+{
+    struct others *o = arg;
+    trace_attr_t a;
+    o->status = posix_trace_get_status(o->log, &o->st);
+    o->attr = posix_trace_get_attr(o->log, &a);
+    if (o->attr == 0)
+        OK(posix_trace_attr_destroy(&a));
+    o->name = posix_trace_eventid_get_name(o->log, o->marker, o->buf);
+    return NULL;
+}
+
+static void t_log_wait_others(void)
+{
+    pthread_t th, other;
+    struct reader r;
+    struct writer w;
+    struct others o;
+    start_reader(&r, &w, &th);
+    memset(&o, 0, sizeof o);
+    o.log = r.log;
+    o.marker = r.marker;
+    OK(pthread_create(&other, NULL, call_others, &o));
+    join_soon(other, NULL);
+    OK(o.status);
+    OK(o.attr);
+    OK(o.name);
+    EQ(strcmp(o.buf, "log_wait_marker"), 0);
+    /* The reader still waits, and gets the last event once written. */
+    end_writer(&w);
+    OK(pthread_join(th, NULL));
+    OK(r.result);
+    EQ(r.lasts, 1);
+    OK(posix_trace_close(r.log));
+    close(w.log_fd);
+}
+
+/* The number of open descriptors of the process. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int n = 0;
+    TRUE(d != NULL);
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own */
+}
+
+static void t_log_wait_close(void)
+{
+    pthread_t th;
+    struct reader r;
+    struct writer w;
+    int before;
+    start_reader(&r, &w, &th);
+    /* The log's own copy of the pipe's read end is open: closing ours leaves
+     * it, so the count tells when the log's is closed. */
+    close(w.log_fd);
+    before = open_fds();
+    OK(posix_trace_close(r.log));
+    join_soon(th, NULL);
+    EQ(r.result, EINVAL);
+    EQ(open_fds(), before - 1);
+    end_writer(&w);
+}
+
+static void *timed_read(void *arg)
+{
+    struct reader *r = arg;
+    struct posix_trace_event_info info;
+    struct timespec until;
+    char data[256];
+    size_t len;
+    int un;
+    OK(clock_gettime(CLOCK_REALTIME, &until));
+    until.tv_sec += 2;
+    r->result = posix_trace_timedgetnext_event(r->log, &info, data, sizeof data, &len, &un,
+                                               &until);
+    return NULL;
+}
+
+static void t_log_wait_timed(void)
+{
+    pthread_t th, timed;
+    struct reader r, t;
+    struct writer w;
+    start_reader(&r, &w, &th);
+    t = r;
+    OK(pthread_create(&timed, NULL, timed_read, &t));
+    join_soon(timed, NULL);
+    EQ(t.result, EINVAL);
+    end_writer(&w);
+    OK(pthread_join(th, NULL));
+    OK(r.result);
+    EQ(r.lasts, 1);
+    OK(posix_trace_close(r.log));
+    close(w.log_fd);
 }
 
 static const struct test TESTS[] = {
-    {"log_wait_signals", t_log_wait_signals},
+    {"log_wait_signals", t_log_wait_signals}, {"log_wait_eintr", t_log_wait_eintr},
+    {"log_wait_cancel", t_log_wait_cancel},   {"log_wait_others", t_log_wait_others},
+    {"log_wait_close", t_log_wait_close},     {"log_wait_timed", t_log_wait_timed},
 };
 
 int main(int argc, char **argv)
