@@ -1,7 +1,8 @@
 //! A trace log read from a pipe while its writer is silent
 //! (`tests/c/trace_log_wait.c`, one test each): the waiting read lets
-//! signals through, and other calls on the log go on meanwhile. Compiled with the system `cc` against `trace.h` and
-//! linked with `-lposixrt`.
+//! signals through, is a cancellation point, and other calls on the log
+//! (its close too) go on meanwhile. Compiled with the system `cc` against
+//! `trace.h` and linked with `-lposixrt`.
 
 mod c_prog;
 
@@ -17,4 +18,14 @@ fn log_wait_signals() {
 #[test]
 fn log_wait_others() {
     log_wait_test("log_wait_others");
+}
+
+#[test]
+fn log_wait_cancel() {
+    log_wait_test("log_wait_cancel");
+}
+
+#[test]
+fn log_wait_close() {
+    log_wait_test("log_wait_close");
 }

@@ -300,14 +300,16 @@ fn getnext(
             let mut l = lock(log);
             // A log read from a pipe waits for its writer without the log's
             // lock, which the calls on its attributes, status and names
-            // take; the lock only to read, once what the next event needs
-            // is read ahead or the pipe has bytes (or its end). (A record
-            // written in parts waits for its rest in `read`.)
+            // take, one slice at a time (a cancel is acted on between two,
+            // and a log closed meanwhile is gone from the table at the
+            // next: `EINVAL`); the lock only to read, once what the next
+            // event needs is read ahead or the pipe has bytes (or its end).
+            // (A record written in parts waits for its rest in `read`.)
             if let Some(w) = waiter {
-                while !l.next_is_ready() && !w.wait(Some(Duration::ZERO)).unwrap_or(true) {
+                if !l.next_is_ready() && !w.wait(Some(Duration::ZERO)).unwrap_or(true) {
                     drop(l);
-                    let _ = w.wait(None);
-                    l = lock(log);
+                    let _ = w.wait(Some(CANCEL_SLICE));
+                    return Ok(false);
                 }
             }
             match l.next_event() {
