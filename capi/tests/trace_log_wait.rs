@@ -1,6 +1,6 @@
 //! A trace log read from a pipe while its writer is silent
 //! (`tests/c/trace_log_wait.c`, one test each): the waiting read lets
-//! signals through, is a cancellation point, and other calls on the log
+//! signals through (EINTR after a handler without `SA_RESTART`), is a cancellation point, and other calls on the log
 //! (its close too) go on meanwhile. Compiled with the system `cc` against
 //! `trace.h` and linked with `-lposixrt`.
 
@@ -28,4 +28,9 @@ fn log_wait_cancel() {
 #[test]
 fn log_wait_close() {
     log_wait_test("log_wait_close");
+}
+
+#[test]
+fn log_wait_eintr() {
+    log_wait_test("log_wait_eintr");
 }

@@ -300,6 +300,30 @@ impl LogWaiter {
         }
     }
 
+    /// [`wait`](Self::wait) for at most `timeout` that a signal handler
+    /// ends: every signal blocked but while it sleeps, which it does with the
+    /// thread's mask from before (`ppoll`), so that a handler due at any
+    /// moment of the call ends it (it runs before the call returns). For the
+    /// C library's reads, which end with EINTR then.
+    ///
+    /// # Errors
+    /// `Interrupted` (EINTR) when a signal handler ran; else as
+    /// [`wait`](Self::wait).
+    #[doc(hidden)]
+    pub fn wait_interruptible(&self, timeout: Duration) -> Result<bool> {
+        let mask = crate::sys::signal::block_for_wait();
+        let r = self.poll(Some(timeout), mask.sleep_mask());
+        // A handler due since the signals were blocked, which the sleep did
+        // not take (the pipe was readable first), runs as they come back.
+        let due = mask.due();
+        drop(mask);
+        match r {
+            Err(e) if e.errno() == Some(libc::EINTR) => Err(interrupted()),
+            Ok(_) if due => Err(interrupted()),
+            r => r,
+        }
+    }
+
     /// [`wait`](Self::wait) with the thread's signal mask `mask` while it
     /// waits (the thread's own without): `EINTR` when a handler runs.
     fn poll(&self, timeout: Option<Duration>, mask: Option<&libc::sigset_t>) -> Result<bool> {
@@ -312,6 +336,12 @@ impl LogWaiter {
             .map(|n| n > 0)
             .map_err(|e| Error::from_errno("ppoll", e.raw_os_error().unwrap_or(libc::EIO)))
     }
+}
+
+fn interrupted() -> Error {
+    Error::from_errno("posix_trace_getnext_event", libc::EINTR)
+        .with_kind(ErrorKind::Interrupted)
+        .with_message("a signal handler ran while the read waited for the log's writer")
 }
 
 /// A cursor over a record body.

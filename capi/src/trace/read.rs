@@ -247,10 +247,12 @@ fn read_slice(trid: c_ulong, o: &Outs, mode: Mode) -> Slice {
 }
 
 /// `Ok(false)`: the slice ended and the read goes on. A stream read that may
-/// wait blocks signals into `sig` (see [`read_slice`]); a log read does not:
-/// one from a pipe waits in `read` for its writer, with no nap, and with
-/// signals blocked there no handler ran and no signal ended the process until
-/// the writer wrote again (`trace_log_wait.c`).
+/// wait blocks signals into `sig` (see [`read_slice`]); a log read from a
+/// pipe blocks them only while it polls the pipe for its writer (its
+/// `LogWaiter`: `EINTR` when a handler ran), not while it reads, where a
+/// record written in parts waits in `read` for its rest with the program's
+/// mask (with signals blocked there, no handler would run and no signal end
+/// the process until the writer wrote again: `trace_log_wait.c`).
 fn getnext(
     trid: c_ulong,
     o: &Outs,
@@ -308,8 +310,12 @@ fn getnext(
             if let Some(w) = waiter {
                 if !l.next_is_ready() && !w.wait(Some(Duration::ZERO)).unwrap_or(true) {
                     drop(l);
-                    let _ = w.wait(Some(CANCEL_SLICE));
-                    return Ok(false);
+                    // POSIX: EINTR, "the call had no effect", when a signal
+                    // handler runs meanwhile.
+                    return match w.wait_interruptible(CANCEL_SLICE) {
+                        Err(e) if e.kind() == rt::ErrorKind::Interrupted => Err(libc::EINTR),
+                        _ => Ok(false),
+                    };
                 }
             }
             match l.next_event() {
@@ -356,11 +362,10 @@ fn read_cancellable(trid: c_ulong, o: &Outs, mode: Mode) -> c_int {
 /// suspended and empty, or at the end of a log. `EINVAL` for an active stream
 /// with a log (read its log). `EINTR`, no event taken, when a signal handler
 /// runs while it waits (it goes on after handlers installed with
-/// `SA_RESTART`); on a log read from a pipe or FIFO, signals come through
-/// while the read waits for the writer, and the read goes on after a
-/// handler. `EINVAL` when the stream is shut down while it waits
-/// (POSIX: the waiting thread "is unblocked with the error [EINVAL]"). A
-/// cancellation point (see [`read_cancellable`]).
+/// `SA_RESTART`), also on a log read from a pipe or FIFO while it waits for
+/// the writer. `EINVAL` when the stream is shut down while it waits
+/// (POSIX: the waiting thread "is unblocked with the error [EINVAL]"), or
+/// the log closed. A cancellation point (see [`read_cancellable`]).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_getnext_event(
     trid: c_ulong,
