@@ -1,8 +1,9 @@
 //! A trace log read from a pipe while its writer is silent
 //! (`tests/c/trace_log_wait.c`, one test each): the waiting read lets
-//! signals through (EINTR after a handler without `SA_RESTART`), is a cancellation point, and other calls on the log
-//! (its close too) go on meanwhile. Compiled with the system `cc` against
-//! `trace.h` and linked with `-lposixrt`.
+//! signals through (EINTR after a handler without `SA_RESTART`), is a
+//! cancellation point, and other calls on the log (its close too) go on
+//! meanwhile; a timed read of the log is `EINVAL` at once. Compiled with the
+//! system `cc` against `trace.h` and linked with `-lposixrt`.
 
 mod c_prog;
 
@@ -33,4 +34,9 @@ fn log_wait_close() {
 #[test]
 fn log_wait_eintr() {
     log_wait_test("log_wait_eintr");
+}
+
+#[test]
+fn log_wait_timed() {
+    log_wait_test("log_wait_timed");
 }
