@@ -97,6 +97,7 @@ struct reader {
     trace_event_id_t marker, last;
     volatile pid_t tid;   /* the reader's kernel thread id */
     volatile int drained; /* the marker was read: the next read waits */
+    volatile int done;    /* the reads ended */
     int result, markers, lasts;
 };
 
@@ -110,8 +111,10 @@ static void *read_log(void *arg)
     r->tid = (pid_t)syscall(SYS_gettid);
     for (;;) {
         r->result = posix_trace_getnext_event(r->log, &info, data, sizeof data, &len, &un);
-        if (r->result != 0 || un)
+        if (r->result != 0 || un) {
+            __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
             return NULL;
+        }
         if (info.posix_event_id == r->marker) {
             r->markers++;
             __atomic_store_n(&r->drained, 1, __ATOMIC_RELEASE);
@@ -245,12 +248,21 @@ static void t_log_wait_eintr(void)
     struct posix_trace_event_info info;
     char data[256];
     size_t len;
-    int un;
+    int un, i, sent = 0;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal; /* no SA_RESTART: EINTR */
     OK(sigaction(SIGALRM, &sa, NULL));
     start_reader(&r, &w, &th);
-    OK(pthread_kill(th, SIGALRM));
+    /* Again while the read goes on (at most 20 s), each time the reader
+     * sleeps in its wait once the last handler ran: a handler that runs while
+     * it is awake between two slices of its wait goes unseen. */
+    for (i = 0; i < 20000 && !__atomic_load_n(&r.done, __ATOMIC_ACQUIRE); i++) {
+        if (hits == sent && asleep_in_wait(r.tid)) {
+            OK(pthread_kill(th, SIGALRM));
+            sent++;
+        }
+        pause_ms(1);
+    }
     join_soon(th, NULL);
     EQ(r.result, EINTR);
     TRUE(hits >= 1);
