@@ -13,8 +13,8 @@
  *   pthread_cancel ends the thread while the writer stays silent (the read
  *   used to wait in read(2) with cancellation off, until the writer wrote).
  * - log_wait_others: while one thread waits, posix_trace_get_status,
- *   posix_trace_get_attr and posix_trace_eventid_get_name on the same log
- *   return in another thread (they used to wait for the writer: the waiting
+ *   posix_trace_get_attr, posix_trace_eventid_get_name and the type list
+ *   calls on the same log return in another thread (they used to wait for the writer: the waiting
  *   read held the log's lock).
  * - log_wait_close: posix_trace_close of the log while a thread waits on it
  *   ends that read with EINVAL and closes the log's descriptor (the read
@@ -294,7 +294,7 @@ static void t_log_wait_cancel(void)
 struct others {
     trace_id_t log;
     trace_event_id_t marker;
-    int status, attr, name;
+    int status, attr, name, list, types;
     struct posix_trace_status_info st;
     char buf[TRACE_EVENT_NAME_MAX];
 };
@@ -308,6 +308,15 @@ static void *call_others(void *arg)
     if (o->attr == 0)
         OK(posix_trace_attr_destroy(&a));
     o->name = posix_trace_eventid_get_name(o->log, o->marker, o->buf);
+    o->list = posix_trace_eventtypelist_rewind(o->log);
+    while (o->list == 0) {
+        trace_event_id_t id;
+        int un;
+        o->list = posix_trace_eventtypelist_getnext_id(o->log, &id, &un);
+        if (o->list != 0 || un)
+            break;
+        o->types++;
+    }
     return NULL;
 }
 
@@ -327,6 +336,8 @@ static void t_log_wait_others(void)
     OK(o.attr);
     OK(o.name);
     EQ(strcmp(o.buf, "log_wait_marker"), 0);
+    OK(o.list);
+    TRUE(o.types >= 1);
     /* The reader still waits, and gets the last event once written. */
     end_writer(&w);
     OK(pthread_join(th, NULL));
