@@ -48,6 +48,20 @@
 #include <sys/types.h>
 #include <time.h>
 #include <pthread.h>
+#include <unistd.h>
+
+/* The Trace options this library provides. POSIX names them in <unistd.h>,
+ * where glibc defines them as -1 (it has no trace): set here after including
+ * it, so that a program which tests them before it traces compiles its
+ * tracing in, whichever of the two headers it includes first. The Trace
+ * Inherit option is not provided (_POSIX_TRACE_INHERIT stays as <unistd.h>
+ * has it). sysconf(_SC_TRACE) is glibc's and still says -1. */
+#undef _POSIX_TRACE
+#define _POSIX_TRACE 200809L
+#undef _POSIX_TRACE_EVENT_FILTER
+#define _POSIX_TRACE_EVENT_FILTER 200809L
+#undef _POSIX_TRACE_LOG
+#define _POSIX_TRACE_LOG 200809L
 
 #ifdef __cplusplus
 extern "C" {

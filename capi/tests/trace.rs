@@ -355,10 +355,17 @@ fn header_declares_the_posix_interface() {
     let mut failures = Vec::new();
     let mut n = 0;
     for cc in header_compilers(false) {
-        for std in ["c99", "c11"] {
+        // (Also with <unistd.h> included before <trace.h>: the option
+        // macros hold in either order.)
+        for (std, first) in [("c99", None), ("c11", None), ("c99", Some("unistd.h"))] {
+            let pre: &[&str] = match first {
+                Some(h) => &["-include", h],
+                None => &[],
+            };
             let o = Command::new(&cc)
                 .arg(format!("-std={std}"))
                 .args(["-pedantic", "-Wall", "-Wextra", "-Werror", &include, "-c"])
+                .args(pre)
                 .arg(&src)
                 .arg("-o")
                 .arg(scratch().join(format!("posix-{n}.o")))
@@ -367,7 +374,7 @@ fn header_declares_the_posix_interface() {
             n += 1;
             if !o.status.success() || !o.stderr.is_empty() {
                 failures.push(format!(
-                    "{cc} -std={std}:\n{}",
+                    "{cc} -std={std} {pre:?}:\n{}",
                     String::from_utf8_lossy(&o.stderr)
                 ));
             }

@@ -136,3 +136,13 @@ CHECK(event_name_min,
 CHECK(sys_min, _POSIX_TRACE_SYS_MAX == 8 && TRACE_SYS_MAX >= _POSIX_TRACE_SYS_MAX);
 CHECK(user_event_min,
       _POSIX_TRACE_USER_EVENT_MAX == 32 && TRACE_USER_EVENT_MAX >= _POSIX_TRACE_USER_EVENT_MAX);
+/* The options this library provides, as <unistd.h> names them (glibc's says
+ * -1: it has no trace): a program that tests them before it traces compiles
+ * its tracing in, whichever of the two headers it includes first (this one
+ * includes <unistd.h> after <trace.h>; tests/trace.rs compiles the other
+ * order). The Trace Inherit option is not provided. */
+#include <unistd.h>
+CHECK(option_trace, _POSIX_TRACE > 0);
+CHECK(option_event_filter, _POSIX_TRACE_EVENT_FILTER > 0);
+CHECK(option_log, _POSIX_TRACE_LOG > 0);
+CHECK(option_inherit, _POSIX_TRACE_INHERIT <= 0);
