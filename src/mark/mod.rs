@@ -25,6 +25,11 @@
 //! time and never listed; a process's file is removed at normal exit, and the file
 //! of a killed process is removed by the next reader or writer.
 //!
+//! A registry file truncated by another process (`truncate -s 0`, a clean-up
+//! script) does not kill its owner with `SIGBUS` (see the `registry` module
+//! docs): the marks it wiped are lost, and each thread's next mark puts the
+//! file back and is listed again.
+//!
 //! `fork`: the child never writes or frees the parent's slots; its first mark
 //! creates the child's own registry (`posixrt-mark-<child pid>-...`), and the
 //! child's thread is listed there. As POSIX says for any child of a multi-threaded

@@ -75,9 +75,18 @@ fn tls_error() -> Error {
     )
 }
 
-/// Runs `f` on the calling thread's slot, claiming one first if needed.
+/// Writes the calling thread's slot with `write` (claiming one first if
+/// needed), then runs `then`.
+///
+/// If another process truncated the registry file, the slot may have been
+/// wiped (readers no longer list it): the file is put back and the writer
+/// moves to a new slot before the write, or after it when the write itself
+/// found the truncation (a fault past the file's end), and writes again.
 #[inline]
-fn with_slot<R>(f: impl FnOnce(&mut SlotWriter<'static>, &mut Local2) -> R) -> Result<R> {
+fn with_slot<R>(
+    write: impl Fn(&mut Payload<'_>),
+    then: impl FnOnce(&mut Local2) -> R,
+) -> Result<R> {
     LOCAL
         .try_with(|cell| {
             let mut local = cell.try_borrow_mut().map_err(|_| {
@@ -111,7 +120,10 @@ fn with_slot<R>(f: impl FnOnce(&mut SlotWriter<'static>, &mut Local2) -> R) -> R
                         comm_len: &mut l.comm_len,
                     };
                     match l.slot.as_mut() {
-                        Some(slot) => Ok(f(slot, &mut extra)),
+                        Some(slot) => {
+                            write_visible(slot, &write)?;
+                            Ok(then(&mut extra))
+                        }
                         None => Err(tls_error()),
                     }
                 }
@@ -119,6 +131,24 @@ fn with_slot<R>(f: impl FnOnce(&mut SlotWriter<'static>, &mut Local2) -> R) -> R
             }
         })
         .map_err(|_| tls_error())?
+}
+
+/// Writes `slot` with `write` so that readers list it: a slot wiped by a
+/// truncation of the file is replaced first, and again if this write found
+/// the truncation (a few rounds at most: a file truncated again and again
+/// is listed again at a later mark).
+#[inline]
+fn write_visible(slot: &mut SlotWriter<'static>, write: &impl Fn(&mut Payload<'_>)) -> Result<()> {
+    for _ in 0..3 {
+        if slot.wiped() {
+            slot.reclaim()?;
+        }
+        slot.write(write);
+        if !slot.wiped() {
+            break;
+        }
+    }
+    Ok(())
 }
 
 /// The non-slot part of [`Local`], borrowed alongside the slot.
@@ -196,15 +226,20 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 ///   the error reading `/proc/thread-self/stat` (the thread's start time:
 ///   `NotFound` without `/proc`); and, on the first mark in the process, the
 ///   error creating the registry file in `/dev/shm` (the errno's kind, e.g.
-///   `PermissionDenied`, or `OutOfResources` when `/dev/shm` is full).
+///   `PermissionDenied`, or `OutOfResources` when `/dev/shm` is full);
+/// - after another process truncated the registry file (the thread's slot is
+///   then moved to a new one, so that readers list the mark again):
+///   [`OutOfResources`](crate::ErrorKind::OutOfResources) if `/dev/shm` has no
+///   room to put the file back (the message says the file was truncated; a
+///   later mark tries again) or no slot is free.
 #[inline]
 pub fn update(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
-    with_slot(|slot, _| {
-        slot.write(|p| store_marker(p, bytes));
+    with_slot(
+        |p| store_marker(p, bytes),
         // Once the marker is stored: a mark that fails changes nothing.
-        super::hook::marker(super::hook::How::Update, bytes);
-    })
+        |_| super::hook::marker(super::hook::How::Update, bytes),
+    )
 }
 
 /// `tfp_mark(string)`: sets the calling thread's marker and timestamp, and the
@@ -243,27 +278,30 @@ pub fn update(marker: &str) -> Result<()> {
 pub fn set(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;
     let name = kernel_name(bytes);
-    with_slot(|slot, local| {
-        slot.write(|p| store_marker(p, bytes));
-        // Once the marker is stored (a refused kernel name below leaves it
-        // set): a mark that fails changes nothing.
-        super::hook::marker(super::hook::How::Set, bytes);
-        // An empty prefix (empty marker, or a leading NUL) would leave the thread,
-        // or on the main thread the process, nameless: keep the current name.
-        let changed = *local.comm_len as usize != name.len() || &local.comm[..name.len()] != name;
-        if !name.is_empty() && changed {
-            let mut buf = [0u8; 16];
-            buf[..name.len()].copy_from_slice(name);
-            let c = CStr::from_bytes_until_nul(&buf).map_err(|_| {
-                Error::invalid("prctl(PR_SET_NAME)", "kernel name is not NUL-terminated")
-            })?;
-            rustix::thread::set_name(c)
-                .map_err(|e| Error::from_errno("prctl(PR_SET_NAME)", e.raw_os_error()))?;
-            local.comm[..name.len()].copy_from_slice(name);
-            *local.comm_len = name.len() as u8;
-        }
-        Ok(())
-    })?
+    with_slot(
+        |p| store_marker(p, bytes),
+        |local| {
+            // Once the marker is stored (a refused kernel name below leaves it
+            // set): a mark that fails changes nothing.
+            super::hook::marker(super::hook::How::Set, bytes);
+            // An empty prefix (empty marker, or a leading NUL) would leave the thread,
+            // or on the main thread the process, nameless: keep the current name.
+            let changed =
+                *local.comm_len as usize != name.len() || &local.comm[..name.len()] != name;
+            if !name.is_empty() && changed {
+                let mut buf = [0u8; 16];
+                buf[..name.len()].copy_from_slice(name);
+                let c = CStr::from_bytes_until_nul(&buf).map_err(|_| {
+                    Error::invalid("prctl(PR_SET_NAME)", "kernel name is not NUL-terminated")
+                })?;
+                rustix::thread::set_name(c)
+                    .map_err(|e| Error::from_errno("prctl(PR_SET_NAME)", e.raw_os_error()))?;
+                local.comm[..name.len()].copy_from_slice(name);
+                *local.comm_len = name.len() as u8;
+            }
+            Ok(())
+        },
+    )?
 }
 
 /// The kernel-name prefix of a marker: at most 15 bytes, stopping at a NUL and
@@ -324,14 +362,15 @@ pub fn write_raw(offset: usize, data: &[u8]) -> Result<()> {
     if data.is_empty() {
         return Ok(());
     }
-    with_slot(|slot, _| {
-        slot.write(|p| {
+    with_slot(
+        |p| {
             p.store_bytes(layout::RAW_OFF + offset, data);
             let w = p.load_u64(layout::W_LEN);
             p.store_u64(layout::W_LEN, w | layout::FLAG_RAW);
             p.store_u64(layout::W_TIME, now_ns());
-        })
-    })
+        },
+        |_| (),
+    )
 }
 
 /// `tfp_read_raw_block(ptr, offset, nbytes)`: reads the calling thread's raw block

@@ -35,6 +35,34 @@ impl Mapping {
         })
     }
 
+    /// The start of the mapping.
+    pub(crate) fn base(&self) -> usize {
+        self.base as usize
+    }
+
+    /// Maps `file` again over the whole mapping, in place (pages replaced by
+    /// anonymous memory become the file's again).
+    pub(crate) fn remap(&self, file: &File) -> Result<()> {
+        use rustix::mm::{MapFlags, ProtFlags};
+        let prot = ProtFlags::READ | ProtFlags::WRITE;
+        // SAFETY: replaces our own mapping `base..base + len` in place
+        // (MAP_FIXED over exactly the range `map` made) with the same file's
+        // shared pages: every reference into it stays valid, and all access to
+        // it is atomic, as before.
+        unsafe {
+            rustix::mm::mmap(
+                self.base.cast(),
+                self.len,
+                prot,
+                MapFlags::SHARED | MapFlags::FIXED,
+                file,
+                0,
+            )
+        }
+        .map(|_| ())
+        .map_err(|e| Error::from_errno("mmap", e.raw_os_error()))
+    }
+
     /// The 32-bit atomic at `off`.
     #[inline]
     pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {

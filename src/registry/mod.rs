@@ -91,25 +91,41 @@
 //! # A file truncated under its owner
 //!
 //! Another process of the same user (or root) may shrink the file: an admin's
-//! `truncate -s 0`, a clean-up script. The owner's stores to mapped pages past
-//! the new end would raise `SIGBUS` and kill the process, for the sake of a
-//! diagnostic file. [`Registry::claim`], [`Registry::live_slots`] and
-//! [`Registry::check_size`] (for an owner that writes on its own schedule, as
-//! the sync publisher does before each round) check the
-//! file's size (one `fstat`) and put a shrunk file back: its reserved pages
-//! are allocated again (`fallocate`), it is extended to its size and its
-//! header is written again, so that every writer's stores land on backed
-//! pages from then on; if that fails (ENOSPC), the claim fails with an error
-//! saying so, and touches no slot. What the truncation wiped is lost, and a
-//! wiped slot reads as free while its writer may still hold it: every slot
-//! below the high-water mark that reads free is kept reserved (invisible to
-//! readers, never handed out again) until a writer that holds it releases it;
-//! slots that were really free then stay unused for the registry's life.
+//! `truncate -s 0`, a clean-up script. The owner's stores to (and loads from)
+//! mapped pages past the new end would raise `SIGBUS` and kill the process,
+//! for the sake of a diagnostic file. Two things keep it alive:
 //!
-//! [`SlotWriter::write`] and [`SlotWriter::release`] do not check (a system
-//! call there would cost more than the write): one made after the truncation
-//! and before the next claim, or a claim racing the truncation after its own
-//! check, still dies of `SIGBUS`; and a claim in another thread racing the
+//! - A `SIGBUS` handler, installed when the first registry is created,
+//!   catches a fault inside a registry mapping at any moment (a
+//!   [`SlotWriter::write`] or [`SlotWriter::release`] after the truncation, a
+//!   claim racing it): it extends the file to its size again and backs the
+//!   faulting page, or, when `/dev/shm` has no room for it (ENOSPC), maps
+//!   private memory over that page, so the access completes unseen by readers.
+//!   Any other fault takes the course it had before (a handler the program
+//!   installed earlier, or the default action: the process dies of `SIGBUS`
+//!   as it would have). A program that installs its own `SIGBUS` handler
+//!   after the first registry replaces this one.
+//! - [`Registry::claim`], [`Registry::live_slots`], [`Registry::check_size`]
+//!   (for an owner that writes on its own schedule, as the sync publisher
+//!   does before each round) and [`SlotWriter::reclaim`] check the file's
+//!   size (one `fstat`) and whether the handler caught a fault since, and
+//!   put the file back: its reserved pages are allocated again
+//!   (`fallocate`), it is extended to its size, the file is mapped again over
+//!   pages the handler replaced, and its header is written again; if that
+//!   fails (ENOSPC), the call fails with an error saying so, and touches no
+//!   slot.
+//!
+//! What the truncation wiped is lost, and a wiped slot reads as free while its
+//! writer may still hold it: every slot below the high-water mark that reads
+//! free is kept reserved (invisible to readers, never handed out again) until
+//! a writer that holds it releases it; slots that were really free then stay
+//! unused for the registry's life. A writer learns that its slot may have been
+//! wiped from [`SlotWriter::wiped`] (one relaxed load, no system call), and
+//! [`SlotWriter::reclaim`] moves it to a new slot that readers list again,
+//! with what its old slot still held (`mark` does both around each write, so a
+//! thread's next mark after a truncation is listed). A truncation that leaves
+//! the writer's own pages mapped (a cut inside a page) raises no fault: it is
+//! found by the next size check only. A claim in another thread racing the
 //! repair may take a wiped slot whose writer still holds it before the repair
 //! reserves it (both then write it; readers may show a mix, memory stays
 //! safe). Deleting the file (`rm`) is harmless: the owner keeps writing its
@@ -128,17 +144,20 @@
 #![allow(clippy::len_without_is_empty)]
 
 mod exit;
+mod fault;
 mod layout;
 mod map;
+mod payload;
 mod proc;
 mod scan;
 mod writer;
 
 pub use exit::generation;
 pub use layout::{DIR, HEADER_SIZE, MAGIC, MAX_RETRIES, RETRY_BUDGET, SLOT_HEADER_SIZE, VERSION};
+pub use payload::Payload;
 pub use proc::{current_thread, process_ended, TaskStat};
 pub use scan::{cleanup, scan, ProcessEntry, Scan, SlotCopy};
-pub use writer::{Payload, Registry, SlotWriter};
+pub use writer::{Registry, SlotWriter};
 
 #[cfg(test)]
 mod tests {

@@ -12,6 +12,7 @@ use crate::{Error, ErrorKind, Result};
 use super::exit::*;
 use super::layout::*;
 use super::map::*;
+use super::payload::Payload;
 use super::proc::*;
 use super::scan::cleanup;
 
@@ -34,6 +35,13 @@ pub struct Registry {
     /// The high-water mark as this owner knows it (slots `0..claimed` have
     /// been claimed), kept out of the file: a truncation wipes the file's.
     claimed: AtomicU32,
+    /// The mapping's entry in the `SIGBUS` handler's table (`None`: table
+    /// full, the mapping is not protected).
+    fault: Option<usize>,
+    /// The epoch when the table is full (see [`Registry::epoch`]).
+    own_epoch: AtomicU32,
+    /// The epoch the last repair left (a different one: a fault since).
+    repaired_at: AtomicU32,
     kind: [u8; 16],
     path: PathBuf,
     pid: i32,
@@ -141,12 +149,17 @@ impl Registry {
         std::mem::forget(tracked); // the Registry untracks it when dropped
                                    // (The mapping keeps the inode; the lock is on `lock_file`. `file`
                                    // stays open to reserve the pages of later slots.)
+        let fault = super::fault::enter(map.base(), total, file.as_raw_fd());
+        let epoch = fault.map_or(0, |i| super::fault::MAPS[i].epoch.load(Ordering::Acquire));
         Ok(Registry {
             map,
             lock_file,
             data: file,
             reserved: AtomicUsize::new(reserved),
             claimed: AtomicU32::new(0),
+            fault,
+            own_epoch: AtomicU32::new(0),
+            repaired_at: AtomicU32::new(epoch),
             kind: kind_b,
             path,
             pid,
@@ -198,12 +211,14 @@ impl Registry {
     }
 
     /// Puts the file back to its size if another process truncated it, as
-    /// [`claim`](Registry::claim) does first (one `fstat` when it is whole):
-    /// for an owner that writes the slots it holds on its own schedule (a
-    /// periodic publisher), so that its next stores land on backed pages.
-    /// True if it did put the file back: the slots the owner holds are then
-    /// hidden from readers until released (see [`claim`](Registry::claim)),
-    /// so an owner that wants them listed releases and claims them again.
+    /// [`claim`](Registry::claim) does first (one `fstat` when it is whole and
+    /// no fault was caught in the mapping since the last check): for an owner
+    /// that writes the slots it holds on its own schedule (a periodic
+    /// publisher). True if it did put the file back: the slots the owner holds
+    /// are then hidden from readers until released (see
+    /// [`claim`](Registry::claim)), so an owner that wants them listed
+    /// releases and claims them again (or [`reclaim`](SlotWriter::reclaim)s
+    /// them).
     ///
     /// # Errors
     /// Those of `fstat`, `fallocate` or `ftruncate` (ENOSPC:
@@ -248,19 +263,20 @@ impl Registry {
     /// holds one writes it unseen until it releases it, which frees it; slots
     /// that were free are lost for this registry's life.
     ///
-    /// Not checked on every write (a system call there would cost more than the
-    /// write): a store to a page past the end made after the truncation and
-    /// before the next claim or [`live_slots`](Registry::live_slots) still
-    /// raises `SIGBUS`, and so does a store by a claim that had already checked
-    /// the size when the file was truncated. A claim running while another
-    /// repairs may take a wiped slot before it is reserved here, so that two
-    /// writers share it (readers may show a mix of both; memory stays safe).
-    fn repair(&self) -> Result<bool> {
+    /// Also run after the `SIGBUS` handler caught a fault in the mapping (it
+    /// extends the file and backs the faulting page, or maps private memory
+    /// over it: the file is mapped over such pages again here). Each repair
+    /// bumps the epoch, so every slot held until then reads as
+    /// [`wiped`](SlotWriter::wiped). A claim running while another repairs
+    /// may take a wiped slot before it is reserved here, so that two writers
+    /// share it (readers may show a mix of both; memory stays safe).
+    pub(super) fn repair(&self) -> Result<bool> {
         let total = self.slot_off(self.slot_count);
+        let epoch = self.epoch().load(Ordering::Acquire);
         let size = rustix::fs::fstat(&self.data)
             .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?
             .st_size;
-        if size >= total as i64 {
+        if size >= total as i64 && epoch == self.repaired_at.load(Ordering::Acquire) {
             return Ok(false);
         }
         let lost = |e: Error| {
@@ -276,8 +292,21 @@ impl Registry {
         // rest of the file is extended as before (reserved by later claims).
         let reserved = self.reserved.load(Ordering::Acquire);
         reserve(&self.data, 0, reserved, total).map_err(lost)?;
-        rustix::fs::ftruncate(&self.data, total as u64)
-            .map_err(|e| lost(Error::from_errno("ftruncate", e.raw_os_error())))?;
+        if size < total as i64 {
+            rustix::fs::ftruncate(&self.data, total as u64)
+                .map_err(|e| lost(Error::from_errno("ftruncate", e.raw_os_error())))?;
+        }
+        // Pages the `SIGBUS` handler could not back were replaced by
+        // anonymous memory: the file is mapped over them again.
+        if let Some(i) = self.fault {
+            let detached = &super::fault::MAPS[i].detached;
+            if detached.swap(false, Ordering::AcqRel) {
+                if let Err(e) = self.map.remap(&self.data) {
+                    detached.store(true, Ordering::Release);
+                    return Err(lost(e));
+                }
+            }
+        }
         let claimed = self.claimed.load(Ordering::Acquire).min(self.slot_count);
         for i in 0..claimed {
             let _ = self.state(i).compare_exchange(
@@ -297,7 +326,19 @@ impl Registry {
             self.payload_size,
             claimed,
         );
+        // Every slot held until now may have been wiped (see `SlotWriter::wiped`).
+        let now = self.epoch().fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        self.repaired_at.store(now, Ordering::Release);
         Ok(true)
+    }
+
+    /// Bumped by the `SIGBUS` handler at each fault in this mapping and by
+    /// each repair: a slot claimed at another epoch may have been wiped.
+    fn epoch(&self) -> &AtomicU32 {
+        match self.fault {
+            Some(i) => &super::fault::MAPS[i].epoch,
+            None => &self.own_epoch,
+        }
     }
 
     fn slot_off(&self, i: u32) -> usize {
@@ -325,6 +366,8 @@ impl Registry {
     /// (ENOSPC: `OutOfResources`) and a message saying the file was truncated.
     pub fn claim(&self, tid: i32, thread_start: u64) -> Result<SlotWriter<'_>> {
         self.repair()?;
+        // Before any store to the slot: a truncation meanwhile wipes it.
+        let epoch = self.epoch().load(Ordering::Acquire);
         self.reserve_ahead()?;
         let mut unknown = None;
         let idx = self
@@ -353,6 +396,9 @@ impl Registry {
             reg: self,
             off: self.slot_off(idx),
             index: idx,
+            epoch,
+            tid,
+            thread_start,
         };
         w.begin();
         let base = w.off;
@@ -544,6 +590,9 @@ fn raw_fstat(fd: i32) -> Option<(u64, u64)> {
 
 impl Drop for Registry {
     fn drop(&mut self) {
+        if let Some(i) = self.fault {
+            super::fault::leave(i);
+        }
         let fd = self.lock_file.as_raw_fd();
         // Not while a create of the kind looks at the file (see `FILES`).
         let _files = FILES.lock();
@@ -574,6 +623,10 @@ pub struct SlotWriter<'r> {
     reg: &'r Registry,
     off: usize,
     index: u32,
+    /// The registry's epoch when the slot was claimed.
+    epoch: u32,
+    tid: i32,
+    thread_start: u64,
 }
 
 impl<'r> SlotWriter<'r> {
@@ -644,6 +697,42 @@ impl<'r> SlotWriter<'r> {
         })
     }
 
+    /// Whether another process may have wiped the slot since it was claimed:
+    /// the file was truncated (a store or load faulted past its end, or a
+    /// repair found it short) since. Readers then no longer list the slot,
+    /// or show it emptied; [`reclaim`](SlotWriter::reclaim) moves the
+    /// writer to a slot they list. One relaxed load.
+    #[inline]
+    pub fn wiped(&self) -> bool {
+        self.reg.epoch().load(Ordering::Relaxed) != self.epoch
+    }
+
+    /// Puts a truncated file back (as [`Registry::check_size`]) and moves
+    /// the writer to a newly claimed slot of the same owner, which readers
+    /// list again, with the payload this slot still has (what the
+    /// truncation wiped reads as zeros); this slot is freed.
+    ///
+    /// # Errors
+    /// Those of [`Registry::check_size`] and [`Registry::claim`]; the writer
+    /// keeps its slot then.
+    pub fn reclaim(&mut self) -> Result<()> {
+        self.reg.repair()?;
+        let mut words = vec![0u64; self.reg.payload_size / 8];
+        self.read(|p| {
+            for (i, w) in words.iter_mut().enumerate() {
+                *w = p.load_u64(i);
+            }
+        });
+        let mut new = self.reg.claim(self.tid, self.thread_start)?;
+        new.write(|p| {
+            for (i, w) in words.iter().enumerate() {
+                p.store_u64(i, *w);
+            }
+        });
+        std::mem::replace(self, new).release();
+        Ok(())
+    }
+
     /// Frees the slot: readers stop showing it at once; another owner may claim it.
     pub fn release(self) {
         self.begin();
@@ -655,92 +744,6 @@ impl<'r> SlotWriter<'r> {
         self.end();
         m.u32_at(self.off + S_STATE)
             .store(STATE_FREE, Ordering::Release);
-    }
-}
-
-/// A slot's payload, as 64-bit words (byte access is built on them).
-pub struct Payload<'a> {
-    map: &'a Mapping,
-    off: usize,
-    len: usize,
-}
-
-impl Payload<'_> {
-    /// The payload size in bytes.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Stores word `i` (byte offset `8 * i`).
-    ///
-    /// # Panics
-    /// If the word is outside the payload (a bug in the caller's layout).
-    #[inline]
-    pub fn store_u64(&mut self, i: usize, v: u64) {
-        // Not `i * 8 + 8 <= len`: that wraps for an index near `usize::MAX / 8`
-        // and lets the store land outside the payload.
-        assert!(i < self.len / 8, "payload word {i} out of range");
-        self.map
-            .u64_at(self.off + i * 8)
-            .store(v, Ordering::Relaxed);
-    }
-
-    /// Loads word `i`.
-    ///
-    /// # Panics
-    /// If the word is outside the payload.
-    #[inline]
-    pub fn load_u64(&self, i: usize) -> u64 {
-        // Not `i * 8 + 8 <= len`: that wraps for an index near `usize::MAX / 8`
-        // and lets the store land outside the payload.
-        assert!(i < self.len / 8, "payload word {i} out of range");
-        self.map.u64_at(self.off + i * 8).load(Ordering::Relaxed)
-    }
-
-    /// Stores `data` at byte offset `at` (edge words are merged).
-    ///
-    /// # Panics
-    /// If the range is outside the payload.
-    pub fn store_bytes(&mut self, at: usize, data: &[u8]) {
-        assert!(
-            at <= self.len && data.len() <= self.len - at,
-            "payload bytes out of range"
-        );
-        let mut pos = at;
-        let mut rest = data;
-        while !rest.is_empty() {
-            let w = pos / 8;
-            let within = pos % 8;
-            let n = (8 - within).min(rest.len());
-            let v = if within == 0 && n == 8 {
-                u64::from_ne_bytes([
-                    rest[0], rest[1], rest[2], rest[3], rest[4], rest[5], rest[6], rest[7],
-                ])
-            } else {
-                let mut b = self.load_u64(w).to_ne_bytes();
-                b[within..within + n].copy_from_slice(&rest[..n]);
-                u64::from_ne_bytes(b)
-            };
-            self.store_u64(w, v);
-            pos += n;
-            rest = &rest[n..];
-        }
-    }
-
-    /// Loads bytes from offset `at` into `out`.
-    ///
-    /// # Panics
-    /// If the range is outside the payload.
-    pub fn load_bytes(&self, at: usize, out: &mut [u8]) {
-        assert!(
-            at <= self.len && out.len() <= self.len - at,
-            "payload bytes out of range"
-        );
-        for (i, b) in out.iter_mut().enumerate() {
-            let p = at + i;
-            *b = self.load_u64(p / 8).to_ne_bytes()[p % 8];
-        }
     }
 }
 

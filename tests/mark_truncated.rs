@@ -1,0 +1,247 @@
+//! A mark registry file truncated by another process (an admin's
+//! `truncate -s 0 /dev/shm/posixrt-*`, a clean-up script) while its owner
+//! runs: the owner's mapping then has pages past the end of the file. A
+//! thread that was marked before and marks again (a relabel, not a new
+//! claim), reads its own mark, clears it or exits must not die of `SIGBUS`,
+//! and its next mark is listed again.
+//!
+//! Each check runs in a forked child, so that a `SIGBUS` fails the test
+//! instead of killing the test run. The tests fork: they run one at a time
+//! ([`SERIAL`]).
+
+#[path = "common/child.rs"]
+mod child;
+#[path = "common/small_shm.rs"]
+mod small_shm;
+
+use std::io::Read;
+
+use posixrt::mark;
+
+/// Held by each test: a fork while another test's threads hold locks of the
+/// crate would leave the child stuck on them.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Forks; the child runs `checks`, removes its mark registry and `_exit`s
+/// (0, or 1 with the failure's text on a pipe). The failure, or how the
+/// child died.
+fn in_child(checks: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (r, w) = rustix::pipe::pipe().expect("pipe");
+    // SAFETY: the child marks from its one thread (no other thread of this
+    // test binary is inside a mark call: SERIAL, and no other test here
+    // marks in the parent) and `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        drop(r);
+        let code = match checks() {
+            Ok(()) => 0,
+            Err(msg) => {
+                let _ = rustix::io::write(&w, msg.as_bytes());
+                1
+            }
+        };
+        child::remove_own_registries("mark");
+        // SAFETY: ends the child without the harness's destructors.
+        unsafe { libc::_exit(code) }
+    }
+    drop(w);
+    let status = child::wait_child(pid);
+    let mut msg = String::new();
+    let _ = std::fs::File::from(r).read_to_string(&mut msg);
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, _) => Err(msg),
+        _ if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS => {
+            Err("the child died of SIGBUS".into())
+        }
+        _ => Err(format!("the child died: status {status:#x}")),
+    }
+}
+
+/// Shrinks this process's mark registry file to `len` bytes, as another
+/// process would.
+fn truncate_registry(len: u64) -> Result<(), String> {
+    let path = mark::registry_path().ok_or("no registry")?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_len(len))
+        .map_err(|e| format!("truncating {}: {e}", path.display()))
+}
+
+/// The markers a reader lists for the calling thread.
+fn listed_markers() -> Result<Vec<String>, String> {
+    let me = std::process::id() as i32;
+    // SAFETY: gettid has no precondition.
+    let tid = unsafe { libc::gettid() };
+    let snap = mark::snapshot_pid(me).map_err(|e| format!("snapshot: {e}"))?;
+    Ok(snap
+        .threads()
+        .filter(|(_, t)| t.tid == tid)
+        .map(|(_, t)| t.marker.clone())
+        .collect())
+}
+
+fn unwrap(r: Result<(), String>) {
+    if let Err(e) = r {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn a_relabel_after_the_file_was_truncated_to_zero_is_listed() {
+    unwrap(in_child(|| {
+        mark::set("before").map_err(|e| format!("set: {e}"))?;
+        truncate_registry(0)?;
+        mark::update("after").map_err(|e| format!("update: {e}"))?;
+        if mark::current().as_deref() != Some("after") {
+            return Err(format!("current() is {:?}", mark::current()));
+        }
+        let listed = listed_markers()?;
+        if listed != ["after"] {
+            return Err(format!("listed after the relabel: {listed:?}"));
+        }
+        Ok(())
+    }));
+}
+
+#[test]
+fn set_and_write_raw_after_the_file_was_truncated_are_listed() {
+    unwrap(in_child(|| {
+        mark::set("first name").map_err(|e| format!("set: {e}"))?;
+        truncate_registry(0)?;
+        mark::set("second name").map_err(|e| format!("set: {e}"))?;
+        truncate_registry(0)?;
+        mark::write_raw(0, &[7; 4]).map_err(|e| format!("write_raw: {e}"))?;
+        let mut raw = [0u8; 4];
+        mark::read_raw(0, &mut raw).map_err(|e| format!("read_raw: {e}"))?;
+        if raw != [7; 4] {
+            return Err(format!("read_raw: {raw:?}"));
+        }
+        let me = std::process::id() as i32;
+        let snap = mark::snapshot_pid(me).map_err(|e| format!("snapshot: {e}"))?;
+        let shown: Vec<_> = snap.threads().map(|(_, t)| t.raw[..4].to_vec()).collect();
+        if shown != [vec![7u8; 4]] {
+            return Err(format!("raw blocks listed: {shown:?} ({snap:?})"));
+        }
+        Ok(())
+    }));
+}
+
+#[test]
+fn reading_clearing_and_exiting_after_the_file_was_truncated_survive() {
+    unwrap(in_child(|| {
+        mark::set("main").map_err(|e| format!("set: {e}"))?;
+        let (to_worker, worker_rx) = std::sync::mpsc::channel::<()>();
+        let (marked_tx, marked) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            mark::set("worker").map_err(|e| format!("worker set: {e}"))?;
+            let _ = marked_tx.send(());
+            let _ = worker_rx.recv();
+            // The thread exits: its slot is freed by a thread-local destructor.
+            Ok::<(), String>(())
+        });
+        marked.recv().map_err(|e| e.to_string())?;
+        truncate_registry(0)?;
+        let _ = to_worker.send(());
+        worker.join().map_err(|_| "the worker panicked")??;
+        let _ = mark::current();
+        let mut raw = [0u8; 8];
+        mark::read_raw(0, &mut raw).map_err(|e| format!("read_raw: {e}"))?;
+        mark::clear();
+        mark::set("again").map_err(|e| format!("set: {e}"))?;
+        let listed = listed_markers()?;
+        if listed != ["again"] {
+            return Err(format!("listed after clear and set: {listed:?}"));
+        }
+        Ok(())
+    }));
+}
+
+/// Appends to `file` until the file system is full.
+fn fill(file: &mut std::fs::File) {
+    use std::io::Write;
+    let chunk = [1u8; 4096];
+    while file.write_all(&chunk).is_ok() {}
+}
+
+/// The child's answer where it cannot mount a small `/dev/shm`.
+const SKIP: &str = "no private mount namespace for a small /dev/shm here";
+
+#[test]
+fn a_relabel_when_the_truncated_file_cannot_be_put_back_fails_and_a_later_one_is_listed() {
+    // The truncation freed the file's pages and another file took the room:
+    // the relabel says so (OutOfResources, naming the truncation) instead of
+    // dying; once there is room again, the next one is listed.
+    let r = in_child(|| {
+        if !small_shm::small_dev_shm(c"size=256k,mode=1777") {
+            return Err(SKIP.to_string());
+        }
+        mark::set("before").map_err(|e| format!("set: {e}"))?;
+        let filler_path = "/dev/shm/filler";
+        let mut filler = std::fs::File::create(filler_path).map_err(|e| e.to_string())?;
+        fill(&mut filler);
+        truncate_registry(0)?;
+        fill(&mut filler);
+        match mark::update("while full") {
+            Err(e)
+                if e.kind() == posixrt::ErrorKind::OutOfResources
+                    && e.to_string().contains("truncated") => {}
+            other => return Err(format!("update on a full /dev/shm: {other:?}")),
+        }
+        drop(filler);
+        std::fs::remove_file(filler_path).map_err(|e| e.to_string())?;
+        mark::update("room again").map_err(|e| format!("update: {e}"))?;
+        let listed = listed_markers()?;
+        if listed != ["room again"] {
+            return Err(format!("listed once there is room: {listed:?}"));
+        }
+        Ok(())
+    });
+    match r {
+        Err(e) if e == SKIP => println!("skip: {e}"),
+        r => unwrap(r),
+    }
+}
+
+#[test]
+fn a_fault_outside_the_registry_still_kills_with_sigbus() {
+    // The handler that keeps the owner alive must not swallow other faults:
+    // a store past the end of another file's mapping kills as before.
+    let r = in_child(|| {
+        mark::set("marked").map_err(|e| format!("set: {e}"))?;
+        let path = format!("/dev/shm/posixrt-test-other-{}", std::process::id());
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| e.to_string())?;
+        f.set_len(4096).map_err(|e| e.to_string())?;
+        // SAFETY: a fresh shared mapping of the file just made; nothing else
+        // refers to it.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&f),
+                0,
+            )
+        };
+        let _ = std::fs::remove_file(&path);
+        if p == libc::MAP_FAILED {
+            return Err("mmap".into());
+        }
+        f.set_len(0).map_err(|e| e.to_string())?;
+        // SAFETY: a store to the mapping, whose page is now past the file's
+        // end: it raises SIGBUS, which must end the child.
+        unsafe { std::ptr::write_volatile(p.cast::<u8>(), 1) };
+        Err("the store past the end of another file went through".into())
+    });
+    assert_eq!(r, Err("the child died of SIGBUS".to_string()));
+}
