@@ -160,6 +160,22 @@ fn reading_clearing_and_exiting_after_the_file_was_truncated_survive() {
     }));
 }
 
+#[test]
+fn a_relabel_after_the_file_was_cut_inside_its_first_page_is_listed() {
+    // The first page stays mapped (no fault), its bytes past the new end are
+    // zeroed: the thread's slot reads as free.
+    unwrap(in_child(|| {
+        mark::set("before").map_err(|e| format!("set: {e}"))?;
+        truncate_registry(64)?;
+        mark::update("after").map_err(|e| format!("update: {e}"))?;
+        let listed = listed_markers()?;
+        if listed != ["after"] {
+            return Err(format!("listed after the relabel: {listed:?}"));
+        }
+        Ok(())
+    }));
+}
+
 /// Appends to `file` until the file system is full.
 fn fill(file: &mut std::fs::File) {
     use std::io::Write;

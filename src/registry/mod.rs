@@ -124,8 +124,10 @@
 //! [`SlotWriter::reclaim`] moves it to a new slot that readers list again,
 //! with what its old slot still held (`mark` does both around each write, so a
 //! thread's next mark after a truncation is listed). A truncation that leaves
-//! the writer's own pages mapped (a cut inside a page) raises no fault: it is
-//! found by the next size check only. A claim in another thread racing the
+//! the writer's own page mapped (a cut inside that page) raises no fault: a
+//! slot whose header it zeroed reads as not live, which [`SlotWriter::wiped`]
+//! also checks; one cut inside its payload only is found by the next size
+//! check (a claim, [`Registry::check_size`]). A claim in another thread racing the
 //! repair may take a wiped slot whose writer still holds it before the repair
 //! reserves it (both then write it; readers may show a mix, memory stays
 //! safe). Deleting the file (`rm`) is harmless: the owner keeps writing its

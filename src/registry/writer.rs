@@ -346,7 +346,13 @@ impl Registry {
     }
 
     fn state(&self, i: u32) -> &AtomicU32 {
-        self.map.u32_at(self.slot_off(i) + S_STATE)
+        self.state_at(self.slot_off(i))
+    }
+
+    /// The state word of the slot at offset `off`.
+    #[inline]
+    fn state_at(&self, off: usize) -> &AtomicU32 {
+        self.map.u32_at(off + S_STATE)
     }
 
     /// Claims a free slot for an owner: `tid` and its start time `thread_start`
@@ -699,12 +705,19 @@ impl<'r> SlotWriter<'r> {
 
     /// Whether another process may have wiped the slot since it was claimed:
     /// the file was truncated (a store or load faulted past its end, or a
-    /// repair found it short) since. Readers then no longer list the slot,
-    /// or show it emptied; [`reclaim`](SlotWriter::reclaim) moves the
-    /// writer to a slot they list. One relaxed load.
+    /// repair found it short) since, or the slot no longer reads as live (a
+    /// truncation inside its page, which raises no fault, zeroed it; or the
+    /// file was overwritten). Readers then no longer list the slot, or show it
+    /// emptied; [`reclaim`](SlotWriter::reclaim) moves the writer to a slot
+    /// they list. Two relaxed loads.
+    ///
+    /// A truncation that cuts the slot's own payload but keeps its header
+    /// (and causes no fault) is not seen here: readers count the file cut
+    /// short until the next claim or [`Registry::check_size`].
     #[inline]
     pub fn wiped(&self) -> bool {
         self.reg.epoch().load(Ordering::Relaxed) != self.epoch
+            || self.reg.state_at(self.off).load(Ordering::Relaxed) != STATE_LIVE
     }
 
     /// Puts a truncated file back (as [`Registry::check_size`]) and moves
