@@ -261,3 +261,38 @@ fn a_fault_outside_the_registry_still_kills_with_sigbus() {
     });
     assert_eq!(r, Err("the child died of SIGBUS".to_string()));
 }
+
+#[test]
+fn a_thread_exiting_after_the_file_was_truncated_puts_it_back() {
+    // The first touch of the truncated file is the exiting thread's release:
+    // the file must not stay extended with a zeroed header (which readers
+    // count as another layout, incompatible) until some later claim.
+    unwrap(in_child(|| {
+        mark::set("main").map_err(|e| format!("set: {e}"))?;
+        let (marked_tx, marked) = std::sync::mpsc::channel::<()>();
+        let (go_tx, go) = std::sync::mpsc::channel::<()>();
+        let worker = std::thread::spawn(move || {
+            mark::set("worker").map_err(|e| format!("worker set: {e}"))?;
+            let _ = marked_tx.send(());
+            let _ = go.recv();
+            Ok::<(), String>(())
+        });
+        marked.recv().map_err(|e| e.to_string())?;
+        truncate_registry(0)?;
+        let _ = go_tx.send(());
+        worker.join().map_err(|_| "the worker panicked")??;
+        let me = std::process::id() as i32;
+        let snap = mark::snapshot_pid(me).map_err(|e| format!("snapshot: {e}"))?;
+        // The main thread's mark was wiped: nothing is listed, and nothing
+        // is counted as unreadable or of another layout.
+        if snap.unreadable + snap.incompatible != 0 || snap.threads().count() != 0 {
+            return Err(format!("after the exit: {snap:?}"));
+        }
+        mark::update("main again").map_err(|e| format!("update: {e}"))?;
+        let listed = listed_markers()?;
+        if listed != ["main again"] {
+            return Err(format!("listed after the relabel: {listed:?}"));
+        }
+        Ok(())
+    }));
+}

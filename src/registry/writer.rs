@@ -748,6 +748,15 @@ impl<'r> SlotWriter<'r> {
 
     /// Frees the slot: readers stop showing it at once; another owner may claim it.
     pub fn release(self) {
+        // A file truncated since the slot was claimed is put back first (the
+        // check's load of the slot's state faults if its page is gone, which
+        // the `SIGBUS` handler catches): a release may be the owner's last
+        // touch of the file for a long time (a thread exiting), and readers
+        // would count a file left extended with a zeroed header as another
+        // layout until the next claim.
+        if self.wiped() {
+            let _ = self.reg.repair();
+        }
         self.begin();
         let m = &self.reg.map;
         m.u32_at(self.off + S_STATE)
