@@ -296,3 +296,22 @@ fn a_thread_exiting_after_the_file_was_truncated_puts_it_back() {
         Ok(())
     }));
 }
+
+#[test]
+fn a_file_extended_again_before_its_repair_is_not_another_layout() {
+    // A read of the thread's own mark is the first touch of the truncated
+    // file: the fault handler extends it (zeroed) and nothing writes its
+    // header before the next mark. Readers must count it as cut short
+    // (unreadable, which tfp explains), not as another posixrt release.
+    unwrap(in_child(|| {
+        mark::set("main").map_err(|e| format!("set: {e}"))?;
+        truncate_registry(0)?;
+        let _ = mark::current();
+        let me = std::process::id() as i32;
+        let snap = mark::snapshot_pid(me).map_err(|e| format!("snapshot: {e}"))?;
+        if snap.incompatible != 0 || snap.unreadable != 1 {
+            return Err(format!("after a read: {snap:?}"));
+        }
+        Ok(())
+    }));
+}

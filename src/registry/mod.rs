@@ -612,6 +612,7 @@ mod tests {
         // Files cut short (a truncation) are unreadable, not another layout.
         for (what, bytes) in [
             ("shorter than a header", header(64, 1, 8, 1)[..100].to_vec()),
+            ("cut and extended again (zeroed)", vec![0; HEADER_SIZE + 64]),
             (
                 "slots past the end",
                 [header(64, 4, 8, 4), live_slot(64)].concat(),

@@ -56,7 +56,8 @@ pub struct Scan {
     /// Registries that could not be opened (permissions), were owned by a user
     /// the process does not run as, or were cut short by another process (shorter
     /// than a header, or than the slots their header describes, whether truncated
-    /// before or during the read: the owner puts its file back at its next claim),
+    /// before or during the read, or extended again with its header still zeroed:
+    /// the owner puts its file back at its next claim or mark),
     /// or that belong to a process this reader cannot see (`/proc` with `hidepid`,
     /// or a writer in another pid namespace that still holds its file's lock) or
     /// to a dead process whose file only its user or root may remove.
@@ -343,6 +344,13 @@ pub(crate) fn read_and_copy(file: &File, kind: &[u8; 16], name: &FileName) -> Fi
         |o: usize| u32::from_ne_bytes([header[o], header[o + 1], header[o + 2], header[o + 3]]);
     let mut start = [0u8; 8];
     start.copy_from_slice(&header[H_START..H_START + 8]);
+    // A zeroed magic: the file was cut short and extended again (its owner's
+    // `SIGBUS` handler does so at the first touch after a truncation) and its
+    // owner has not yet written the header again. Cut short, as above: no
+    // layout has a zero magic.
+    if header[..8] == [0; 8] {
+        return FileRead::Unreadable;
+    }
     if header[..8] != MAGIC
         || get(H_VERSION) != VERSION
         || get(H_HEADER_SIZE) as usize != HEADER_SIZE
