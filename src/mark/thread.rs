@@ -135,14 +135,25 @@ fn with_slot<R>(
 
 /// Writes `slot` with `write` so that readers list it: a slot wiped by a
 /// truncation of the file is replaced first, and again if this write found
-/// the truncation (a few rounds at most: a file truncated again and again
-/// is listed again at a later mark).
-#[inline]
+/// the truncation (a fault past the file's end).
+#[inline(always)]
 fn write_visible(slot: &mut SlotWriter<'static>, write: &impl Fn(&mut Payload<'_>)) -> Result<()> {
-    for _ in 0..3 {
-        if slot.wiped() {
-            slot.reclaim()?;
+    if !slot.wiped() {
+        slot.write(write);
+        if !slot.wiped() {
+            return Ok(());
         }
+    }
+    rewrite(slot, write)
+}
+
+/// [`write_visible`] of a wiped slot: a few rounds at most (a file truncated
+/// again and again is listed again at a later mark).
+#[cold]
+#[inline(never)]
+fn rewrite(slot: &mut SlotWriter<'static>, write: &impl Fn(&mut Payload<'_>)) -> Result<()> {
+    for _ in 0..3 {
+        slot.reclaim()?;
         slot.write(write);
         if !slot.wiped() {
             break;

@@ -403,6 +403,7 @@ impl Registry {
             off: self.slot_off(idx),
             index: idx,
             epoch,
+            epoch_now: self.epoch(),
             tid,
             thread_start,
         };
@@ -631,6 +632,8 @@ pub struct SlotWriter<'r> {
     index: u32,
     /// The registry's epoch when the slot was claimed.
     epoch: u32,
+    /// The registry's epoch counter (`Registry::epoch`, resolved once).
+    epoch_now: &'r AtomicU32,
     tid: i32,
     thread_start: u64,
 }
@@ -716,7 +719,7 @@ impl<'r> SlotWriter<'r> {
     /// short until the next claim or [`Registry::check_size`].
     #[inline]
     pub fn wiped(&self) -> bool {
-        self.reg.epoch().load(Ordering::Relaxed) != self.epoch
+        self.epoch_now.load(Ordering::Relaxed) != self.epoch
             || self.reg.state_at(self.off).load(Ordering::Relaxed) != STATE_LIVE
     }
 
