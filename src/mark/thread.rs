@@ -237,7 +237,9 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 ///   the error reading `/proc/thread-self/stat` (the thread's start time:
 ///   `NotFound` without `/proc`); and, on the first mark in the process, the
 ///   error creating the registry file in `/dev/shm` (the errno's kind, e.g.
-///   `PermissionDenied`, or `OutOfResources` when `/dev/shm` is full);
+///   `PermissionDenied`, or `OutOfResources` when `/dev/shm` is full; `Busy`
+///   when a live process in another pid namespace sharing `/dev/shm` holds a
+///   registry of the same name);
 /// - after another process truncated the registry file (the thread's slot is
 ///   then moved to a new one, so that readers list the mark again):
 ///   [`OutOfResources`](crate::ErrorKind::OutOfResources) if `/dev/shm` has no

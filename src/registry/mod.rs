@@ -17,7 +17,9 @@
 //! or [`Registry::create`] of the same kind once the process is gone (pid missing,
 //! start time different, or a zombie) and nobody holds the file's lock (a writer
 //! in another pid namespace sharing `/dev/shm` names itself by a pid that means
-//! nothing here; its file is kept and counted as unreadable). The owner also holds the file open
+//! nothing here; its file is kept and counted as unreadable; and a process here
+//! whose pid and start time name the same file gets `Busy` from
+//! [`Registry::create`] rather than replacing it). The owner also holds the file open
 //! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
 //! can take a shared lock knows the owner is gone even when the pid and start time
 //! still match (the process called `exec`); [`scan()`] removes such a file too

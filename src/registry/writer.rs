@@ -60,7 +60,11 @@ impl Registry {
     /// `Registry` is dropped.
     ///
     /// Errors: [`Busy`](crate::ErrorKind::Busy) if this process already has a live
-    /// registry of this kind (the file name would be the same); [`InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// registry of this kind (the file name would be the same), or another live
+    /// writer holds a file of that name (a process with the same pid and start
+    /// time in another pid namespace sharing `/dev/shm`; also, for a moment, a
+    /// child forked by this pid's previous program image just before its
+    /// `exec`, until the child first runs); [`InvalidInput`](crate::ErrorKind::InvalidInput)
     /// for a bad kind or geometry; [`OutOfResources`](crate::ErrorKind::OutOfResources)
     /// if `/dev/shm` has no room for the whole file (every page is reserved
     /// here); other errors creating the file in `/dev/shm`.
@@ -560,9 +564,11 @@ impl Drop for TrackedLockFd {
 /// Renames the filled-in `tmp` to `path`, unless `path` is a live registry of
 /// this process (a second registry of a kind gets the same name): replacing it
 /// would hide its slots from every reader, and dropping either would remove the
-/// other's file. Any other file there is left by an earlier program image of
-/// this pid (before an `exec`) and is replaced. Our registries are recognised
-/// by the descriptors their locks are held through. Called under `FILES`.
+/// other's file; nor if another live writer holds the file's lock (see
+/// [`held_by_another_writer`]). Any other file there is left by an earlier
+/// program image of this pid (before an `exec`) and is replaced. Our
+/// registries are recognised by the descriptors their locks are held
+/// through. Called under `FILES`.
 fn publish(tmp: &Path, path: &Path, kind: &str) -> Result<()> {
     if let Ok(st) = rustix::fs::stat(path) {
         let ours = LOCK_FDS.iter().any(|entry| {
@@ -580,8 +586,41 @@ fn publish(tmp: &Path, path: &Path, kind: &str) -> Result<()> {
             )
             .with_hint("create one Registry per process and kind, and share it"));
         }
+        if held_by_another_writer(path) {
+            return Err(Error::new(
+                ErrorKind::Busy,
+                "registry",
+                format!(
+                    "{} is held by another live writer: a process with the same pid and start time in another pid namespace that shares /dev/shm",
+                    path.display()
+                ),
+            )
+            .with_hint("give each container its own /dev/shm (IPC namespace), or start the processes in different clock ticks"));
+        }
     }
     std::fs::rename(tmp, path).map_err(|e| io_error("rename", &e))
+}
+
+/// Whether the file at `path` (not one of ours) is a registry whose owner
+/// still holds its exclusive `flock`. A file left by an earlier program
+/// image of this pid (before an `exec`) is not held and may be replaced;
+/// one held by a live writer elsewhere (another pid namespace sharing
+/// `/dev/shm`, whose names can collide with ours) must not be: its marks
+/// would vanish from every reader, and its exit, which removes the file
+/// by name, would remove ours.
+fn held_by_another_writer(path: &Path) -> bool {
+    // O_NONBLOCK: a FIFO planted at the name must not block the create.
+    let Ok(f) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    matches!(
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockShared),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK
+    )
 }
 
 /// The device and inode of descriptor `fd`, if it is open. A plain `fstat` on
