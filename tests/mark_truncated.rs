@@ -315,3 +315,59 @@ fn a_file_extended_again_before_its_repair_is_not_another_layout() {
         Ok(())
     }));
 }
+
+/// The descriptor through which this process writes its mark registry (the
+/// one open for writing).
+fn registry_data_fd() -> Result<i32, String> {
+    let path = mark::registry_path().ok_or("no registry")?;
+    for e in std::fs::read_dir("/proc/self/fd").map_err(|e| e.to_string())? {
+        let e = e.map_err(|e| e.to_string())?;
+        let Ok(fd) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if std::fs::read_link(e.path()).ok().as_deref() != Some(path.as_path()) {
+            continue;
+        }
+        let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{fd}"))
+            .map_err(|e| e.to_string())?;
+        let flags = info
+            .lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| i32::from_str_radix(f.trim(), 8).ok())
+            .ok_or("no flags in fdinfo")?;
+        if flags & libc::O_ACCMODE == libc::O_RDWR {
+            return Ok(fd);
+        }
+    }
+    Err("the registry's descriptor was not found".into())
+}
+
+#[test]
+fn a_truncation_after_the_program_reused_the_registrys_descriptor_touches_no_other_file() {
+    // A program that closes descriptors it did not open (a daemon's
+    // close-everything loop) lets the number of the registry's descriptor
+    // name another file. Putting a truncated registry back through it would
+    // grow and fill that file (and the store past the registry's end would
+    // fault again and again).
+    unwrap(in_child(|| {
+        mark::set("before").map_err(|e| format!("set: {e}"))?;
+        let fd = registry_data_fd()?;
+        let victim_path = format!("/dev/shm/posixrt-test-victim-{}", std::process::id());
+        let victim = std::fs::File::create(&victim_path).map_err(|e| e.to_string())?;
+        let _ = std::fs::remove_file(&victim_path);
+        // SAFETY: replaces the registry's descriptor number with the victim,
+        // as a program that closed it and opened another file would.
+        if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&victim), fd) } != fd {
+            return Err("dup2".into());
+        }
+        truncate_registry(0)?;
+        let r = mark::update("after");
+        let len = victim.metadata().map_err(|e| e.to_string())?.len();
+        if len != 0 {
+            return Err(format!(
+                "the other file grew to {len} bytes (update: {r:?})"
+            ));
+        }
+        Ok(())
+    }));
+}

@@ -244,7 +244,10 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 ///   then moved to a new one, so that readers list the mark again):
 ///   [`OutOfResources`](crate::ErrorKind::OutOfResources) if `/dev/shm` has no
 ///   room to put the file back (the message says the file was truncated; a
-///   later mark tries again) or no slot is free.
+///   later mark tries again) or no slot is free;
+///   [`InvalidState`](crate::ErrorKind::InvalidState) if the program closed
+///   the registry's descriptor (one it did not open) and its number names
+///   another file, which is left alone.
 #[inline]
 pub fn update(marker: &str) -> Result<()> {
     let bytes = check_marker(marker)?;

@@ -25,7 +25,9 @@
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{fence, AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 /// One registry mapping the handler knows.
 pub(crate) struct MapEntry {
@@ -37,6 +39,11 @@ pub(crate) struct MapEntry {
     len: AtomicUsize,
     /// The mapped file's writable descriptor.
     fd: AtomicI32,
+    /// The mapped file's device and inode: the descriptor's number may have
+    /// come to name another file (a program that closed descriptors it did
+    /// not open), which the handler must not touch.
+    dev: AtomicU64,
+    ino: AtomicU64,
     /// Bumped at each fault the handler took in this mapping, and at each
     /// repair (see [`Registry::check_size`](super::Registry::check_size)).
     pub(crate) epoch: AtomicU32,
@@ -53,6 +60,8 @@ pub(crate) static MAPS: [MapEntry; 64] = [const {
         base: AtomicUsize::new(0),
         len: AtomicUsize::new(0),
         fd: AtomicI32::new(-1),
+        dev: AtomicU64::new(0),
+        ino: AtomicU64::new(0),
         epoch: AtomicU32::new(0),
         detached: AtomicBool::new(false),
     }
@@ -60,7 +69,7 @@ pub(crate) static MAPS: [MapEntry; 64] = [const {
 
 /// Enters the mapping `base..base + len` of the file open as `fd`; the
 /// entry's index, or `None` if the table is full.
-pub(crate) fn enter(base: usize, len: usize, fd: i32) -> Option<usize> {
+pub(crate) fn enter(base: usize, len: usize, fd: i32, id: (u64, u64)) -> Option<usize> {
     install();
     for (i, e) in MAPS.iter().enumerate() {
         // Take a free, stable entry by making its counter odd.
@@ -80,6 +89,8 @@ pub(crate) fn enter(base: usize, len: usize, fd: i32) -> Option<usize> {
         }
         e.len.store(len, Ordering::Relaxed);
         e.fd.store(fd, Ordering::Relaxed);
+        e.dev.store(id.0, Ordering::Relaxed);
+        e.ino.store(id.1, Ordering::Relaxed);
         e.detached.store(false, Ordering::Relaxed);
         e.base.store(base, Ordering::Relaxed);
         e.seq.store(s + 2, Ordering::Release);
@@ -172,10 +183,11 @@ fn repair_fault(info: *mut libc::siginfo_t) -> bool {
     }
     for e in &MAPS {
         let s = e.seq.load(Ordering::Acquire);
-        let (base, len, fd) = (
+        let (base, len, fd, id) = (
             e.base.load(Ordering::Relaxed),
             e.len.load(Ordering::Relaxed),
             e.fd.load(Ordering::Relaxed),
+            (e.dev.load(Ordering::Relaxed), e.ino.load(Ordering::Relaxed)),
         );
         fence(Ordering::Acquire);
         if s & 1 == 1 || e.seq.load(Ordering::Relaxed) != s {
@@ -185,15 +197,17 @@ fn repair_fault(info: *mut libc::siginfo_t) -> bool {
             continue;
         }
         e.epoch.fetch_add(1, Ordering::AcqRel);
-        return back_page(e, base, len, fd, addr - base);
+        return back_page(e, base, len, (fd, id), addr - base);
     }
     false
 }
 
-/// Makes the page at `off` of the mapping `base..base + len` (of `fd`)
-/// accessible again: the file extended to `len` and the page backed, or the
-/// page replaced by anonymous memory. Async-signal-safe (system calls only).
-fn back_page(e: &MapEntry, base: usize, len: usize, fd: i32, off: usize) -> bool {
+/// Makes the page at `off` of the mapping `base..base + len` (of `fd`, if it
+/// still names the file `id`) accessible again: the file extended to `len`
+/// and the page backed, or the page replaced by anonymous memory.
+/// Async-signal-safe (system calls only).
+fn back_page(e: &MapEntry, base: usize, len: usize, file: (i32, (u64, u64)), off: usize) -> bool {
+    let (fd, id) = file;
     let page = PAGE.load(Ordering::Relaxed);
     let at = off & !(page - 1);
     // SAFETY: `fd` is the registry's own descriptor, open while its mapping is
@@ -201,8 +215,9 @@ fn back_page(e: &MapEntry, base: usize, len: usize, fd: i32, off: usize) -> bool
     // `ftruncate` and `fallocate` only change that file. `st` is plain data.
     let backed = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
-        let whole = libc::fstat(fd, &mut st) == 0 && st.st_size >= len as i64;
-        (whole || libc::ftruncate(fd, len as i64) == 0)
+        let ours = libc::fstat(fd, &mut st) == 0 && (st.st_dev, st.st_ino) == id;
+        let whole = st.st_size >= len as i64;
+        ours && (whole || libc::ftruncate(fd, len as i64) == 0)
             && libc::fallocate(fd, 0, at as i64, page.min(len - at) as i64) == 0
     };
     if backed {

@@ -35,6 +35,8 @@ pub struct Registry {
     /// The high-water mark as this owner knows it (slots `0..claimed` have
     /// been claimed), kept out of the file: a truncation wipes the file's.
     claimed: AtomicU32,
+    /// The file's device and inode (see [`Registry::repair`]).
+    id: (u64, u64),
     /// The mapping's entry in the `SIGBUS` handler's table (`None`: table
     /// full, the mapping is not protected).
     fault: Option<usize>,
@@ -153,7 +155,10 @@ impl Registry {
         std::mem::forget(tracked); // the Registry untracks it when dropped
                                    // (The mapping keeps the inode; the lock is on `lock_file`. `file`
                                    // stays open to reserve the pages of later slots.)
-        let fault = super::fault::enter(map.base(), total, file.as_raw_fd());
+        let id = rustix::fs::fstat(&file)
+            .map(|st| (st.st_dev, st.st_ino))
+            .map_err(|e| fail(Error::from_errno("fstat", e.raw_os_error())))?;
+        let fault = super::fault::enter(map.base(), total, file.as_raw_fd(), id);
         let epoch = fault.map_or(0, |i| super::fault::MAPS[i].epoch.load(Ordering::Acquire));
         Ok(Registry {
             map,
@@ -161,6 +166,7 @@ impl Registry {
             data: file,
             reserved: AtomicUsize::new(reserved),
             claimed: AtomicU32::new(0),
+            id,
             fault,
             own_epoch: AtomicU32::new(0),
             repaired_at: AtomicU32::new(epoch),
@@ -277,9 +283,23 @@ impl Registry {
     pub(super) fn repair(&self) -> Result<bool> {
         let total = self.slot_off(self.slot_count);
         let epoch = self.epoch().load(Ordering::Acquire);
-        let size = rustix::fs::fstat(&self.data)
-            .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?
-            .st_size;
+        let st = rustix::fs::fstat(&self.data)
+            .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?;
+        if (st.st_dev, st.st_ino) != self.id {
+            // The program closed the registry's descriptor (one it did not
+            // open) and the number names another file now: that file must
+            // not be extended or filled.
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                "registry",
+                format!(
+                    "the descriptor of {} was closed by the program and names another file now",
+                    self.path.display()
+                ),
+            )
+            .with_hint("do not close descriptors the program did not open (posixrt keeps its registry files open)"));
+        }
+        let size = st.st_size;
         if size >= total as i64 && epoch == self.repaired_at.load(Ordering::Acquire) {
             return Ok(false);
         }
