@@ -149,6 +149,7 @@
 
 mod exit;
 mod fault;
+mod file;
 mod layout;
 mod map;
 mod payload;
