@@ -102,7 +102,7 @@ pub struct Snapshot {
     /// Processes whose registry could not be read: another user's (mode 0600:
     /// read it as root or as that user), or a file cut short (truncated by
     /// another process, e.g. an admin's `truncate -s 0`; its owner repairs it
-    /// at its next claim, a thread's first mark).
+    /// at its next mark or claim, or when a thread of it exits).
     pub unreadable: usize,
     /// Processes whose registry has another layout version (a different posixrt
     /// release) or a malformed header.
