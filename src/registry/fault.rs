@@ -127,8 +127,11 @@ static SAVED: Saved = Saved(
 static PAGE: AtomicUsize = AtomicUsize::new(4096);
 
 /// Installs [`on_sigbus`] once per process (a forked child inherits it).
+/// A `ForkOnce`: a child forked while another thread of its parent ran this
+/// runs it again (a `std::sync::Once` would wait there forever), so a
+/// repeat must leave an installed handler and its saved predecessor alone.
 fn install() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
+    static ONCE: crate::sys::fork::ForkOnce = crate::sys::fork::ForkOnce::new();
     ONCE.call_once(|| {
         PAGE.store(rustix::param::page_size(), Ordering::Relaxed);
         let mut old = MaybeUninit::<libc::sigaction>::zeroed();
@@ -138,9 +141,15 @@ fn install() {
         }
         // SAFETY: `sigaction` succeeded, so `old` is initialised.
         let old = unsafe { old.assume_init() };
-        // SAFETY: written once, here, before the handler that reads it exists.
-        unsafe { (*SAVED.0.get()).write(old) };
-        SAVED.1.store(true, Ordering::Release);
+        if old.sa_sigaction == on_sigbus as *const () as usize {
+            return; // installed before a fork
+        }
+        if !SAVED.1.load(Ordering::Acquire) {
+            // SAFETY: written only here, once (a repeat in a forked child
+            // finds the flag set), before the handler that reads it exists.
+            unsafe { (*SAVED.0.get()).write(old) };
+            SAVED.1.store(true, Ordering::Release);
+        }
         // SAFETY: a zeroed sigaction is valid; we fill the handler, flags and mask.
         let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
         act.sa_sigaction = on_sigbus as *const () as usize;
