@@ -254,6 +254,13 @@ fn a_fault_outside_the_registry_still_kills_with_sigbus() {
             return Err("mmap".into());
         }
         f.set_len(0).map_err(|e| e.to_string())?;
+        // No core file of the expected death.
+        let none = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: sets this child's own core size limit from a valid struct.
+        unsafe { libc::setrlimit(libc::RLIMIT_CORE, &none) };
         // SAFETY: a store to the mapping, whose page is now past the file's
         // end: it raises SIGBUS, which must end the child.
         unsafe { std::ptr::write_volatile(p.cast::<u8>(), 1) };
