@@ -258,26 +258,17 @@ fn chain(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
         prev = unsafe { (*SAVED.0.get()).assume_init_read() };
     }
     if prev.sa_sigaction != libc::SIG_DFL && prev.sa_sigaction != libc::SIG_IGN {
-        if prev.sa_flags & libc::SA_SIGINFO != 0 {
-            type Action = extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
-            // SAFETY: with SA_SIGINFO the handler has the three-argument signature.
-            let f: Action = unsafe { std::mem::transmute::<usize, Action>(prev.sa_sigaction) };
-            f(sig, info, ctx);
-        } else {
-            // SAFETY: without SA_SIGINFO the handler takes the signal number.
-            let f: extern "C" fn(i32) =
-                unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(prev.sa_sigaction) };
-            f(sig);
-        }
+        crate::sys::sigchain::run_previous(&prev, sig, info, ctx);
         return;
     }
     // The default action: restore it; a fault then happens again when the
     // instruction is re-executed, a sent signal is raised again.
     // SAFETY: a zeroed sigaction is SIG_DFL; `sigaction` and `raise` are
     // async-signal-safe.
+    crate::sys::sigchain::reset_to_default(sig);
+    // SAFETY: `info` is null or the kernel's siginfo for this delivery;
+    // `raise` is async-signal-safe.
     unsafe {
-        let dfl: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(sig, &dfl, std::ptr::null_mut());
         if info.is_null() || (*info).si_code <= 0 {
             libc::raise(sig);
         }

@@ -38,6 +38,7 @@ pub(crate) mod process_end;
 pub(crate) mod ringfd;
 pub(crate) mod rtlock;
 pub(crate) mod sched;
+pub(crate) mod sigchain;
 pub(crate) mod signal;
 pub(crate) mod thread;
 pub(crate) mod tid;

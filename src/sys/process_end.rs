@@ -26,6 +26,8 @@ use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 
+use super::sigchain;
+
 /// The signals the hook runs on.
 pub(crate) const FATAL: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGSEGV, libc::SIGABRT];
 
@@ -142,21 +144,11 @@ fn handle(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
         // A handler the program installed before us: run it as the kernel would
         // have, and stay installed (a program that handles SIGINT and goes on
         // gets its trace written at every SIGINT).
-        if prev.sa_flags & libc::SA_RESETHAND != 0 {
-            reset_to_default(sig);
-        }
-        let nodefer = unblocks_own_signal(&prev, sig);
-        if nodefer {
-            set_blocked(sig, false);
-        }
-        call_chained(&prev, sig, info, ctx);
-        if nodefer {
-            set_blocked(sig, true);
-        }
+        sigchain::run_previous(&prev, sig, info, ctx);
         return;
     }
     // The default action: restore it and let the signal act again.
-    reset_to_default(sig);
+    sigchain::reset_to_default(sig);
     let code = if info.is_null() {
         0
     } else {
@@ -171,63 +163,6 @@ fn handle(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // runs and acts once it returns.
     // SAFETY: `raise` is async-signal-safe.
     unsafe { libc::raise(sig) };
-}
-
-/// Calls the handler of `prev` (a function, not SIG_DFL or SIG_IGN) with the
-/// signature its SA_SIGINFO flag says.
-fn call_chained(
-    prev: &libc::sigaction,
-    sig: i32,
-    info: *mut libc::siginfo_t,
-    ctx: *mut libc::c_void,
-) {
-    if prev.sa_flags & libc::SA_SIGINFO != 0 {
-        type Action = extern "C" fn(i32, *mut libc::siginfo_t, *mut libc::c_void);
-        // SAFETY: with SA_SIGINFO the handler has the three-argument signature.
-        let f: Action = unsafe { std::mem::transmute::<usize, Action>(prev.sa_sigaction) };
-        f(sig, info, ctx);
-    } else {
-        // SAFETY: without SA_SIGINFO the handler takes the signal number.
-        let f: extern "C" fn(i32) =
-            unsafe { std::mem::transmute::<usize, extern "C" fn(i32)>(prev.sa_sigaction) };
-        f(sig);
-    }
-}
-
-/// Whether the kernel would have run the handler of `prev` with `sig`
-/// unblocked: SA_NODEFER, and `sig` not in its `sa_mask` (sigaction(2)).
-fn unblocks_own_signal(prev: &libc::sigaction, sig: i32) -> bool {
-    // SAFETY: `sa_mask` is an initialised set (from `sigaction`); `sigismember`
-    // only reads it and is async-signal-safe.
-    prev.sa_flags & libc::SA_NODEFER != 0 && unsafe { libc::sigismember(&prev.sa_mask, sig) } != 1
-}
-
-/// Blocks or unblocks `sig` in the calling thread, async-signal-safe (the
-/// mask the interrupted code had comes back with the handler's return anyway).
-fn set_blocked(sig: i32, blocked: bool) {
-    let how = if blocked {
-        libc::SIG_BLOCK
-    } else {
-        libc::SIG_UNBLOCK
-    };
-    let mut set = MaybeUninit::<libc::sigset_t>::zeroed();
-    // SAFETY: builds a one-signal set on the stack; `pthread_sigmask` changes
-    // only the calling thread's mask and is async-signal-safe.
-    unsafe {
-        libc::sigemptyset(set.as_mut_ptr());
-        libc::sigaddset(set.as_mut_ptr(), sig);
-        libc::pthread_sigmask(how, set.as_ptr(), std::ptr::null_mut());
-    }
-}
-
-/// `sigaction(sig, SIG_DFL)`, async-signal-safe.
-fn reset_to_default(sig: i32) {
-    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask; `sigaction` is
-    // async-signal-safe.
-    unsafe {
-        let dfl: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(sig, &dfl, std::ptr::null_mut());
-    }
 }
 
 /// Runs `f` (which starts a helper thread) with SIGINT, SIGTERM and SIGABRT

@@ -33,7 +33,7 @@ use serde_json::{json, Value};
 /// publishes its objects every 50 ms in `/dev/shm/posixrt-sync-<pid>-<start>`,
 /// mode 0600 (run rtstat as its user or as root). Registries that cannot be read
 /// (another user's; one cut short, e.g. truncated by someone, until its owner
-/// repairs it at its next claim; another posixrt release's) are counted on
+/// repairs it when it next writes to it; another posixrt release's) are counted on
 /// standard error.
 #[derive(Parser, Debug)]
 #[command(
@@ -247,7 +247,7 @@ fn main() -> ExitCode {
     // an empty `[]` alone would read as "no process tracks anything".
     if unreadable > 0 {
         posixrt_tools::warn(PROG, format_args!(
-            "{unreadable} registr{} not readable: another user's (mode 0600: run as their user or as root to see them), or a file cut short (e.g. truncated by someone: its owner repairs it at its next claim)",
+            "{unreadable} registr{} not readable: another user's (mode 0600: run as their user or as root to see them), or a file cut short (e.g. truncated by someone: its owner repairs it when it next writes to it)",
             if unreadable == 1 { "y" } else { "ies" }
         ));
     }

@@ -35,7 +35,7 @@ use serde::Serialize;
 /// UTF-8 as `\xff`).
 /// Processes whose
 /// registry cannot be read (another user's, without root; or a file cut short,
-/// e.g. truncated by someone, until its owner repairs it at its next claim) are
+/// e.g. truncated by someone, until its owner repairs it at its next mark or thread exit) are
 /// skipped and counted on standard error, as are marked threads that cannot be
 /// shown: their marker changed during every read (busy), or their registry slot
 /// is malformed (a damaged file); a process named
@@ -206,7 +206,7 @@ fn main() -> ExitCode {
         }
         if snap.unreadable > 0 {
             warn(format_args!(
-                "{} process(es) skipped: registry not readable (another user's: run as root or as their user; or a file cut short, e.g. truncated by someone: its owner repairs it at its next claim)",
+                "{} process(es) skipped: registry not readable (another user's: run as root or as their user; or a file cut short, e.g. truncated by someone: its owner repairs it at its next mark or thread exit)",
                 snap.unreadable
             ));
         }
@@ -288,7 +288,7 @@ fn listed(pid: i32) -> Result<Snapshot, String> {
         Ok(snap)
     } else if snap.unreadable > 0 {
         Err(format!(
-            "the mark registry of process {pid} is not readable by this user; hint: the registry file is mode 0600: run tfp as the process's user or as root; or the file was cut short (truncated by someone): its owner repairs it at its next claim (a thread's first mark)"
+            "the mark registry of process {pid} is not readable by this user; hint: the registry file is mode 0600: run tfp as the process's user or as root; or the file was cut short (truncated by someone): its owner repairs it at its next mark or thread exit"
         ))
     } else if snap.incompatible > 0 {
         Err(format!(
