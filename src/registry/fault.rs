@@ -179,6 +179,10 @@ extern "C" fn on_sigbus(sig: i32, info: *mut libc::siginfo_t, ctx: *mut libc::c_
     unsafe { *libc::__errno_location() = saved };
 }
 
+/// `si_code` of a `SIGBUS` for an access to a nonexistent physical address
+/// (`<asm-generic/siginfo.h>`; the `libc` crate does not define it for Linux).
+const BUS_ADRERR: i32 = 2;
+
 /// Handles a fault inside a registry mapping; false if it is not one.
 fn repair_fault(info: *mut libc::siginfo_t) -> bool {
     if info.is_null() {
@@ -187,8 +191,11 @@ fn repair_fault(info: *mut libc::siginfo_t) -> bool {
     // SAFETY: `info` is the kernel's siginfo for this delivery (SA_SIGINFO);
     // for a fault (si_code > 0) its address field is set.
     let (code, addr) = unsafe { ((*info).si_code, (*info).si_addr() as usize) };
-    if code <= 0 {
-        return false; // sent by kill or raise, not a fault
+    // An access past the end of a file's mapping is BUS_ADRERR. Anything else
+    // (a signal sent by kill or raise, si_code <= 0; a hardware memory error,
+    // BUS_MCEERR_*, which no file repair can cure) takes its former course.
+    if code != BUS_ADRERR {
+        return false;
     }
     for e in &MAPS {
         let s = e.seq.load(Ordering::Acquire);
