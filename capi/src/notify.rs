@@ -23,6 +23,10 @@ extern "C" {
         attr: *const libc::pthread_attr_t,
         state: *mut libc::c_int,
     ) -> libc::c_int;
+    fn pthread_attr_getinheritsched(
+        attr: *const libc::pthread_attr_t,
+        inherit: *mut libc::c_int,
+    ) -> libc::c_int;
 }
 
 /// Checks a sigevent and turns it into a notification; `Err(EINVAL)` if invalid.
@@ -49,8 +53,12 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
             // word passed like `libc::sigval`.
             let f: NotifyFn = unsafe { std::mem::transmute::<usize, NotifyFn>(ev.un[0]) };
             let attr = ev.un[1];
+            // SAFETY: a non-null `sigev_notify_attributes` is, by the C contract,
+            // a valid initialized attribute object.
+            let class = unsafe { inherits_class(attr as *const libc::pthread_attr_t) }
+                .then(submitter_class);
             Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
-                spawn_notify(f, attr as *const libc::pthread_attr_t, v)
+                spawn_notify(f, attr as *const libc::pthread_attr_t, class, v)
             }))
         }
         SIGEV_THREAD_ID => {
@@ -133,9 +141,55 @@ fn send_to_thread(tid: i32, signo: i32, value: SigVal) {
     }
 }
 
+/// A thread's scheduling policy and priority.
+#[derive(Clone, Copy)]
+struct Class {
+    policy: i32,
+    priority: i32,
+}
+
+/// True if a thread created with `attr` (null: the defaults) takes its
+/// creator's scheduling class (`PTHREAD_INHERIT_SCHED`).
+///
+/// # Safety
+/// `attr` is null or a valid initialized attribute object.
+unsafe fn inherits_class(attr: *const libc::pthread_attr_t) -> bool {
+    if attr.is_null() {
+        return true;
+    }
+    let mut inherit = libc::PTHREAD_INHERIT_SCHED;
+    // SAFETY: valid by contract; the call writes one int.
+    unsafe { pthread_attr_getinheritsched(attr, &mut inherit) };
+    inherit == libc::PTHREAD_INHERIT_SCHED
+}
+
+/// The calling thread's class, as the kernel sees it (a class set with
+/// `sched_setscheduler` on the thread's tid too).
+fn submitter_class() -> Class {
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both calls are about the calling thread; `p` has room.
+    let policy = unsafe {
+        let policy = libc::sched_getscheduler(0);
+        if policy < 0 || libc::sched_getparam(0, &mut p) != 0 {
+            return Class {
+                policy: libc::SCHED_OTHER,
+                priority: 0,
+            };
+        }
+        policy
+    };
+    Class {
+        policy: policy & !libc::SCHED_RESET_ON_FORK,
+        priority: p.sched_priority,
+    }
+}
+
 struct Call {
     f: NotifyFn,
     value: usize,
+    /// The class the function runs at, for a thread that inherited its
+    /// creator's: the submitter's (see [`spawn_notify`]).
+    class: Option<Class>,
 }
 
 extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
@@ -150,6 +204,14 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
         libc::sigemptyset(none.as_mut_ptr());
         libc::pthread_sigmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
     }
+    if let Some(c) = call.class {
+        let p = libc::sched_param {
+            sched_priority: c.priority,
+        };
+        // SAFETY: `p` is a valid sched_param the call only reads. A class
+        // this thread may not take (SCHED_DEADLINE) leaves it as created.
+        unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) };
+    }
     (call.f)(libc::sigval {
         sival_ptr: call.value as *mut c_void,
     });
@@ -157,8 +219,24 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
 }
 
 /// Runs `f(value)` on a new thread made with `attr` (or detached defaults).
-fn spawn_notify(f: NotifyFn, attr: *const libc::pthread_attr_t, value: SigVal) {
-    let call = Box::into_raw(Box::new(Call { f, value: value.0 }));
+///
+/// `class`: the class of the thread that submitted the request, when `attr`
+/// lets the new thread inherit its creator's. The creator is whichever thread
+/// noticed the completion, often one of the library's, whose class is its own
+/// (the thread engine's workers rest at `SCHED_BATCH`); glibc's notification
+/// thread inherits from its AIO helper, made by the program's thread: the
+/// function runs at the submitter's class instead.
+fn spawn_notify(
+    f: NotifyFn,
+    attr: *const libc::pthread_attr_t,
+    class: Option<Class>,
+    value: SigVal,
+) {
+    let call = Box::into_raw(Box::new(Call {
+        f,
+        value: value.0,
+        class,
+    }));
     // SAFETY: `attr` is null or, by the caller's contract for
     // `sigev_notify_attributes`, a valid initialized attribute object until the
     // notification; the default attribute object lives for the call.

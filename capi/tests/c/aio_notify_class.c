@@ -1,0 +1,153 @@
+/* A SIGEV_THREAD notification runs at the scheduling class of the thread that
+ * submitted the request, unless sigev_notify_attributes says otherwise
+ * (PTHREAD_EXPLICIT_SCHED).
+ *
+ * glibc creates the notification thread from its AIO helper thread, which
+ * inherits the class of the program's thread that started it. The library's
+ * own threads run at other classes (the thread engine's workers rest at
+ * SCHED_BATCH), and a thread created with PTHREAD_INHERIT_SCHED (a NULL
+ * attribute, or one fresh from pthread_attr_init) used to take the class of
+ * whichever of them noticed the completion: SCHED_BATCH on the thread engine.
+ *
+ * Each case reads a pipe whose byte is written after the request is queued
+ * (the completion is noticed by the library, not inside aio_read) and a
+ * cached file (often done inside aio_read), and the callback records its own
+ * policy and priority. With the privilege to use SCHED_FIFO, a SCHED_FIFO
+ * submitter is checked too (its callbacks run at SCHED_FIFO, the same
+ * priority), and an explicit SCHED_RR attribute from a SCHED_OTHER
+ * submitter; without it, those cases are skipped with a printed reason.
+ *
+ * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
+ * checks and exits 1.
+ */
+#define _GNU_SOURCE
+#include <aio.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+static sem_t notified;
+static int seen_policy, seen_priority;
+static struct aiocb cb;
+static char buf[16];
+
+static void on_done(union sigval v) {
+    struct sched_param sp;
+    (void)v;
+    /* The kernel's view of this thread. */
+    seen_policy = sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+    CHECK(sched_getparam(0, &sp) == 0);
+    seen_priority = sp.sched_priority;
+    sem_post(&notified);
+}
+
+static void sem_wait_all(sem_t *s) {
+    while (sem_wait(s) != 0 && errno == EINTR) {
+    }
+}
+
+/* One SIGEV_THREAD read with `attr` (NULL or an attribute object); checks the
+ * callback's class against `policy` and `priority`. `pipe_read`: the byte
+ * comes after aio_read returned. */
+static void one(int fd, int wfd, pthread_attr_t *attr, int policy, int priority,
+                const char *what) {
+    memset(&cb, 0, sizeof cb);
+    cb.aio_fildes = fd;
+    cb.aio_buf = buf;
+    cb.aio_nbytes = 1;
+    cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+    cb.aio_sigevent.sigev_notify_function = on_done;
+    cb.aio_sigevent.sigev_notify_attributes = attr;
+    seen_policy = -1;
+    seen_priority = -1;
+    CHECK(aio_read(&cb) == 0);
+    if (wfd >= 0)
+        CHECK(write(wfd, "x", 1) == 1);
+    sem_wait_all(&notified);
+    if (seen_policy != policy || seen_priority != priority) {
+        fprintf(stderr, "%s (%s): callback at policy %d priority %d, not %d %d\n", what,
+                wfd >= 0 ? "pipe" : "file", seen_policy, seen_priority, policy, priority);
+        failures++;
+    }
+    CHECK(aio_return(&cb) == 1);
+}
+
+struct args {
+    int file, pipe_r, pipe_w, policy, priority;
+};
+
+/* Every case from the calling thread, whose class is `policy`/`priority`. */
+static void cases(const struct args *a, const char *who) {
+    pthread_attr_t inherit;
+    char what[64];
+    CHECK(pthread_attr_init(&inherit) == 0);
+    snprintf(what, sizeof what, "%s, NULL attributes", who);
+    one(a->pipe_r, a->pipe_w, NULL, a->policy, a->priority, what);
+    one(a->file, -1, NULL, a->policy, a->priority, what);
+    snprintf(what, sizeof what, "%s, default attributes", who);
+    one(a->pipe_r, a->pipe_w, &inherit, a->policy, a->priority, what);
+    one(a->file, -1, &inherit, a->policy, a->priority, what);
+    CHECK(pthread_attr_destroy(&inherit) == 0);
+}
+
+static void *fifo_submitter(void *arg) {
+    cases(arg, "SCHED_FIFO submitter");
+    return NULL;
+}
+
+int main(void) {
+    int p[2];
+    struct args a;
+    int file = temp_file("notify-class");
+    CHECK(sem_init(&notified, 0, 0) == 0);
+    CHECK(write(file, "abc", 3) == 3);
+    CHECK(pipe(p) == 0);
+    a.file = file;
+    a.pipe_r = p[0];
+    a.pipe_w = p[1];
+    a.policy = SCHED_OTHER;
+    a.priority = 0;
+    cases(&a, "SCHED_OTHER submitter");
+
+    /* A SCHED_FIFO submitter (it only submits and waits: nothing spins). */
+    {
+        pthread_attr_t fifo;
+        struct sched_param sp = {.sched_priority = 5};
+        pthread_t t;
+        int e;
+        CHECK(pthread_attr_init(&fifo) == 0);
+        CHECK(pthread_attr_setinheritsched(&fifo, PTHREAD_EXPLICIT_SCHED) == 0);
+        CHECK(pthread_attr_setschedpolicy(&fifo, SCHED_FIFO) == 0);
+        CHECK(pthread_attr_setschedparam(&fifo, &sp) == 0);
+        a.policy = SCHED_FIFO;
+        a.priority = 5;
+        e = pthread_create(&t, &fifo, fifo_submitter, &a);
+        if (e == EPERM) {
+            fprintf(stderr, "SCHED_FIFO is not allowed here: its cases are skipped\n");
+        } else {
+            CHECK(e == 0);
+            if (e == 0)
+                CHECK(pthread_join(t, NULL) == 0);
+            /* An explicit class from a SCHED_OTHER submitter is the attribute's. */
+            CHECK(pthread_attr_setschedpolicy(&fifo, SCHED_RR) == 0);
+            sp.sched_priority = 3;
+            CHECK(pthread_attr_setschedparam(&fifo, &sp) == 0);
+            one(p[0], p[1], &fifo, SCHED_RR, 3, "explicit SCHED_RR attributes");
+            one(file, -1, &fifo, SCHED_RR, 3, "explicit SCHED_RR attributes");
+        }
+        CHECK(pthread_attr_destroy(&fifo) == 0);
+    }
+    close(p[0]);
+    close(p[1]);
+    close(file);
+    return finish();
+}
