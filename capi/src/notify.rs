@@ -82,8 +82,14 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
     }
 }
 
+/// A signal the program can handle: a standard one but SIGKILL and SIGSTOP,
+/// or a real-time one. Not those between (32 and 33 with glibc): glibc's own,
+/// whose handlers `sigaction` refuses to install and whose default action
+/// ends the process.
 fn check_signal(signo: i32) -> Result<(), i32> {
-    if signo <= 0 || signo > libc::SIGRTMAX() || signo == libc::SIGKILL || signo == libc::SIGSTOP {
+    let usable = (1..=libc::SIGSYS).contains(&signo)
+        || (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signo);
+    if !usable || signo == libc::SIGKILL || signo == libc::SIGSTOP {
         debug(format_args!("signal number {signo} is not valid: EINVAL"));
         return Err(libc::EINVAL);
     }

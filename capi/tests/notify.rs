@@ -13,3 +13,13 @@ use c_prog::*;
 fn sigev_thread_runs_at_the_submitter_s_class() {
     prints_ok("aio_notify_class.c", engines(), &[&[]]);
 }
+
+/// A sigevent naming a signal reserved by the C library (between SIGSYS and
+/// SIGRTMIN: glibc's 32 and 33, which a program cannot handle and whose
+/// default action ends the process) is EINVAL at submission: `aio_read`,
+/// `aio_fsync`, `SIGEV_THREAD_ID`, and a `lio_listio` list's sigevent. It
+/// used to be accepted, and the completion killed the program.
+#[test]
+fn reserved_signals_are_refused() {
+    prints_ok("aio_notify_reserved.c", engines(), &[&[]]);
+}

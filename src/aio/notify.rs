@@ -123,12 +123,14 @@ impl Notify {
         }
     }
 
+    /// A signal the program can handle: a standard one but SIGKILL and
+    /// SIGSTOP, or a real-time one. Not those between (32 and 33 with glibc):
+    /// the C library's own, whose handlers `sigaction` refuses to install and
+    /// whose default action ends the process.
     fn validate_signal(signo: i32, call: &'static str) -> Result<()> {
-        if signo <= 0
-            || signo > libc::SIGRTMAX()
-            || signo == libc::SIGKILL
-            || signo == libc::SIGSTOP
-        {
+        let usable = (1..=libc::SIGSYS).contains(&signo)
+            || (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signo);
+        if !usable || signo == libc::SIGKILL || signo == libc::SIGSTOP {
             return Err(Error::invalid(call, format!("signal number {signo} is not valid"))
                     .with_hint(format!(
                         "use a real-time signal in SIGRTMIN..=SIGRTMAX ({}..={}) with a handler installed",
