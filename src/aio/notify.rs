@@ -75,7 +75,8 @@ pub enum Notify {
     /// [`MAX_NOTIFY_THREADS`]) so a callback that blocks does not delay another.
     /// The callback may submit new requests. It starts with every signal
     /// blocked, as glibc's notification threads do, at the scheduling class
-    /// of the thread that made the context's first `Thread` request.
+    /// of the thread that made the context's first `Thread` request, whatever
+    /// an earlier callback on the same thread changed.
     Thread {
         /// The function to call.
         callback: Callback,
@@ -382,6 +383,27 @@ impl Drop for Notifier {
     }
 }
 
+/// Puts the calling notification thread back as it started after a callback
+/// ran on it: every signal blocked, at the pool's class.
+fn fresh_thread(class: SchedClass) {
+    block_every_signal();
+    if prio::current() != class {
+        let _ = prio::set_current(class);
+    }
+}
+
+/// Blocks every signal in the calling thread, for good (glibc keeps its
+/// internal ones).
+fn block_every_signal() {
+    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads it and
+    // changes only the calling thread's mask.
+    unsafe {
+        libc::sigfillset(all.as_mut_ptr());
+        libc::pthread_sigmask(libc::SIG_SETMASK, all.as_ptr(), std::ptr::null_mut());
+    }
+}
+
 fn run(sh: Arc<Shared>) {
     // A thread takes the class of the thread that starts it: after the
     // first, often an engine thread (a pool worker, at SCHED_BATCH or at a
@@ -400,7 +422,12 @@ fn run(sh: Arc<Shared>) {
             // The callback usually submitted the next request: reap it here (a
             // cached read is complete already), so its callback runs on this
             // thread next, without a hand-off through the completion thread.
+            // (Counted as idle from here: no program code runs before the
+            // thread looks at the queue.)
             sh.reaping.fetch_add(1, Ordering::SeqCst);
+            // Each callback runs as if on a new thread: what this one changed
+            // in its thread (it is program code) is not the next one's.
+            fresh_thread(sh.class);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (sh.reap)()));
             st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
             sh.reaping.fetch_sub(1, Ordering::SeqCst);
