@@ -169,8 +169,12 @@ unsafe fn inherits_class(attr: *const libc::pthread_attr_t) -> bool {
     inherit == libc::PTHREAD_INHERIT_SCHED
 }
 
-/// The calling thread's class, as the kernel sees it (a class set with
-/// `sched_setscheduler` on the thread's tid too).
+/// Linux's `SCHED_DEADLINE`.
+const SCHED_DEADLINE: i32 = 6;
+
+/// The class a thread created by the calling thread starts at, as the kernel
+/// sees it (a class set with `sched_setscheduler` on the thread's tid too):
+/// its own, or `SCHED_OTHER` where `SCHED_RESET_ON_FORK` resets it.
 fn submitter_class() -> Class {
     let mut p = libc::sched_param { sched_priority: 0 };
     // SAFETY: both calls are about the calling thread; `p` has room.
@@ -184,8 +188,18 @@ fn submitter_class() -> Class {
         }
         policy
     };
+    let reset = policy & libc::SCHED_RESET_ON_FORK != 0;
+    let policy = policy & !libc::SCHED_RESET_ON_FORK;
+    if reset && matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE) {
+        // The threads it creates start at SCHED_OTHER: so would glibc's
+        // helper thread, and the notification thread made from it.
+        return Class {
+            policy: libc::SCHED_OTHER,
+            priority: 0,
+        };
+    }
     Class {
-        policy: policy & !libc::SCHED_RESET_ON_FORK,
+        policy,
         priority: p.sched_priority,
     }
 }

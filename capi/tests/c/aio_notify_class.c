@@ -14,8 +14,8 @@
  * cached file (often done inside aio_read), and the callback records its own
  * policy and priority. With the privilege to use SCHED_FIFO, a SCHED_FIFO
  * submitter is checked too (its callbacks run at SCHED_FIFO, the same
- * priority), and an explicit SCHED_RR attribute from a SCHED_OTHER
- * submitter; without it, those cases are skipped with a printed reason.
+ * priority; SCHED_OTHER with SCHED_RESET_ON_FORK, as a thread it creates),
+ * and an explicit SCHED_RR attribute from a SCHED_OTHER submitter; without it, those cases are skipped with a printed reason.
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
@@ -88,7 +88,7 @@ struct args {
 /* Every case from the calling thread, whose class is `policy`/`priority`. */
 static void cases(const struct args *a, const char *who) {
     pthread_attr_t inherit;
-    char what[64];
+    char what[128];
     CHECK(pthread_attr_init(&inherit) == 0);
     snprintf(what, sizeof what, "%s, NULL attributes", who);
     one(a->pipe_r, a->pipe_w, NULL, a->policy, a->priority, what);
@@ -101,6 +101,19 @@ static void cases(const struct args *a, const char *who) {
 
 static void *fifo_submitter(void *arg) {
     cases(arg, "SCHED_FIFO submitter");
+    return NULL;
+}
+
+/* A SCHED_FIFO submitter with SCHED_RESET_ON_FORK: the threads it creates
+ * start at SCHED_OTHER, and so does its notification function (glibc's
+ * helper thread, made by it, would be at SCHED_OTHER). */
+static void *reset_submitter(void *arg) {
+    struct args a = *(const struct args *)arg;
+    struct sched_param sp = {.sched_priority = 5};
+    CHECK(sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) == 0);
+    a.policy = SCHED_OTHER;
+    a.priority = 0;
+    cases(&a, "SCHED_FIFO submitter with SCHED_RESET_ON_FORK");
     return NULL;
 }
 
@@ -137,6 +150,8 @@ int main(void) {
             CHECK(e == 0);
             if (e == 0)
                 CHECK(pthread_join(t, NULL) == 0);
+            CHECK(pthread_create(&t, NULL, reset_submitter, &a) == 0);
+            CHECK(pthread_join(t, NULL) == 0);
             /* An explicit class from a SCHED_OTHER submitter is the attribute's. */
             CHECK(pthread_attr_setschedpolicy(&fifo, SCHED_RR) == 0);
             sp.sched_priority = 3;
