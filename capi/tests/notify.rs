@@ -23,3 +23,14 @@ fn sigev_thread_runs_at_the_submitter_s_class() {
 fn reserved_signals_are_refused() {
     prints_ok("aio_notify_reserved.c", engines(), &[&[]]);
 }
+
+/// Delivery of many notifications and of a cancelled request's: one queued
+/// signal per request with its value, `SI_ASYNCIO`, `si_pid` and `si_uid`;
+/// blocking notification functions do not hold up another one; a cancelled
+/// request and a partly cancelled `LIO_NOWAIT` list notify once, with the
+/// final statuses visible; a notification function may submit the next
+/// request and end its thread with `pthread_exit`.
+#[test]
+fn notifications_are_delivered_once_each() {
+    prints_ok("aio_notify_delivery.c", engines(), &[&[]]);
+}
