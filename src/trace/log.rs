@@ -42,6 +42,10 @@ pub(crate) const K_END: u8 = 5;
 pub(crate) const K_EVENT_C: u8 = 6;
 pub(crate) const K_BLOCK: u8 = 7;
 
+/// Bytes of a block's body (`K_BLOCK`) before its first event: kind, first
+/// tid, first timestamp.
+pub(crate) const BLOCK_HEAD: usize = 1 + 4 + 8;
+
 /// The first format version with records of `kind`: a log of an earlier version
 /// holding one was not written by that version (it is corrupt).
 pub(crate) fn kind_version(kind: u8) -> u16 {

@@ -20,16 +20,12 @@ use std::time::Duration;
 use super::crc::crc32c;
 use super::event::Event;
 use super::ids::EventId;
-use super::log::{OwnEvent, K_BLOCK};
+use super::log::{OwnEvent, BLOCK_HEAD, K_BLOCK};
 use super::log_read::{corrupt, Cur};
 use crate::Result;
 
 /// Body bytes after which a block is closed.
 const BLOCK_BODY: usize = 32 << 10;
-
-/// Bytes of a block's body before its first event: kind, first tid, first
-/// timestamp.
-pub(crate) const BLOCK_HEAD: usize = 1 + 4 + 8;
 
 /// Bytes of an event besides its data: id, flags, at most 10 bytes of
 /// timestamp, a tid and a length.

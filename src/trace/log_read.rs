@@ -13,10 +13,9 @@ use super::crc::crc32c;
 use super::event::Event;
 use super::ids::{EventId, EventType};
 use super::log::{
-    compact_truncated, kind_version, LogStatus, C_NO_PID, FILE_HEADER, K_ATTR, K_BLOCK, K_STATUS,
-    K_TYPE, MAGIC, MAX_RECORD, VERSION,
+    compact_truncated, kind_version, LogStatus, BLOCK_HEAD, C_NO_PID, FILE_HEADER, K_ATTR, K_BLOCK,
+    K_STATUS, K_TYPE, MAGIC, MAX_RECORD, VERSION,
 };
-use super::log_block::BLOCK_HEAD;
 use super::schema::FieldType;
 use crate::{Error, ErrorKind, Result};
 
