@@ -5,17 +5,68 @@
 mod export_log;
 
 use std::fs::File;
+use std::path::{Path, PathBuf};
 
 use export_log::{babeltrace, have_babeltrace, make_log, scratch, SERIAL};
+
 use posixrt::trace::{self, export, system_events as sys, Event, Trace, TraceAttr, TraceLog};
+
+/// Records a log at `path`, one test at a time: `emit` runs between the
+/// stream's START and STOP. The log read back and its events.
+fn record(path: &Path, emit: impl FnOnce(&Trace)) -> (TraceLog, Vec<Event>) {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(path).unwrap()).unwrap();
+    t.start().unwrap();
+    emit(&t);
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(path).unwrap();
+    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    (l, evs)
+}
+
+/// Exports `evs` to CTF in `dir/ctf`: that folder and its metadata file.
+fn export_ctf(dir: &Path, l: &TraceLog, evs: &[Event]) -> (PathBuf, String) {
+    let out = dir.join("ctf");
+    export::write_ctf(l, evs, &out).unwrap();
+    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    (out, meta)
+}
+
+/// The declaration in `meta` of the event whose text holds `needle`.
+fn event_decl<'a>(meta: &'a str, needle: &str) -> &'a str {
+    meta.split("\nevent {")
+        .find(|e| e.contains(needle))
+        .unwrap()
+}
+
+/// Each of the event names `shown` (as the export spells them) names one
+/// event in `meta`, as a TSDL literal, and one line of babeltrace2's output
+/// of the trace `out` (when installed).
+#[track_caller]
+fn assert_each_name_once(meta: &str, out: &Path, shown: &[&str]) {
+    for s in shown {
+        // As a TSDL literal: each backslash escaped once more.
+        let lit = format!("name = \"{}\";", s.replace('\\', "\\\\"));
+        assert_eq!(meta.matches(&lit).count(), 1, "{lit} in {meta}");
+    }
+    let Some(text) = babeltrace(&[], out) else {
+        return;
+    };
+    for s in shown {
+        let n = text
+            .lines()
+            .filter(|l| l.contains(&format!(") {s}: ")))
+            .count();
+        assert_eq!(n, 1, "{s} in {text}");
+    }
+}
 
 #[test]
 fn ctf_export_reads_back_in_babeltrace2() {
     let d = scratch("ctf");
     let (l, evs) = make_log(&d);
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let (out, meta) = export_ctf(&d, &l, &evs);
     assert!(meta.starts_with("/* CTF 1.8 */"));
     assert!(meta.contains("name = \"fork request\";"));
     let stream = std::fs::read(out.join("stream_0")).unwrap();
@@ -58,11 +109,8 @@ fn ctf_export_reads_back_in_babeltrace2() {
 fn ctf_export_of_a_flushed_log_is_time_ordered() {
     let d = scratch("flushed");
     let p = d.join("f.trace");
-    let (l, evs) = {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        let ev = trace::eventid_open("ctf ordered").unwrap();
-        t.start().unwrap();
+    let ev = trace::eventid_open("ctf ordered").unwrap();
+    let (l, evs) = record(&p, |t| {
         for i in 0..5i32 {
             trace::event(ev, &i.to_le_bytes());
         }
@@ -70,12 +118,7 @@ fn ctf_export_of_a_flushed_log_is_time_ordered() {
         for i in 5..10i32 {
             trace::event(ev, &i.to_le_bytes());
         }
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-        let mut l = TraceLog::open(&p).unwrap();
-        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-        (l, evs)
-    };
+    });
     assert!(evs.iter().any(|e| e.id == trace::EventId::FLUSH_START));
     let ts_of = |out: &std::path::Path| -> Vec<u64> {
         // The event timestamps as babeltrace2 reads them (`[ns] name: ...`).
@@ -115,50 +158,39 @@ fn ctf_export_of_a_flushed_log_is_time_ordered() {
 fn ctf_export_makes_field_names_valid_distinct_identifiers() {
     let d = scratch("ctf-idents");
     let p = d.join("k.trace");
-    {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        static K: [sys::Field; 7] = [
-            sys::Field {
-                name: "event",
-                ty: sys::FieldType::U8,
-            },
-            sys::Field {
-                name: "signed",
-                ty: sys::FieldType::U8,
-            },
-            sys::Field {
-                name: "uint32_t",
-                ty: sys::FieldType::U8,
-            },
-            sys::Field {
-                name: "a-b",
-                ty: sys::FieldType::U8,
-            },
-            sys::Field {
-                name: "a b",
-                ty: sys::FieldType::U8,
-            },
-            sys::Field {
-                name: "a_b",
-                ty: sys::FieldType::U8,
-            },
-            sys::Field {
-                name: "_a_b",
-                ty: sys::FieldType::U8,
-            },
-        ];
-        let k = sys::register("ctf_test_keywords", &K).unwrap();
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        t.start().unwrap();
-        sys::emit(k, &[1, 2, 3, 4, 5, 6, 7]);
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-    }
-    let mut l = TraceLog::open(&p).unwrap();
-    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    static K: [sys::Field; 7] = [
+        sys::Field {
+            name: "event",
+            ty: sys::FieldType::U8,
+        },
+        sys::Field {
+            name: "signed",
+            ty: sys::FieldType::U8,
+        },
+        sys::Field {
+            name: "uint32_t",
+            ty: sys::FieldType::U8,
+        },
+        sys::Field {
+            name: "a-b",
+            ty: sys::FieldType::U8,
+        },
+        sys::Field {
+            name: "a b",
+            ty: sys::FieldType::U8,
+        },
+        sys::Field {
+            name: "a_b",
+            ty: sys::FieldType::U8,
+        },
+        sys::Field {
+            name: "_a_b",
+            ty: sys::FieldType::U8,
+        },
+    ];
+    let k = sys::register("ctf_test_keywords", &K).unwrap();
+    let (l, evs) = record(&p, |_| sys::emit(k, &[1, 2, 3, 4, 5, 6, 7]));
+    let (out, meta) = export_ctf(&d, &l, &evs);
     let at = meta.find("name = \"ctf_test_keywords\"").unwrap();
     let body = &meta[at..];
     let body = &body[body.find("struct {").unwrap() + 8..body.find("};").unwrap()];
@@ -211,26 +243,17 @@ fn second_of_two_is_truncated(dir: &std::path::Path, name: &str, field: &str) {
 #[test]
 fn ctf_export_keeps_the_bytes_past_the_fields() {
     let d = scratch("ctf-tail");
-    let (l, evs) = {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        static L: [sys::Field; 1] = [sys::Field {
-            name: "tid",
-            ty: sys::FieldType::U32,
-        }];
-        let ev = sys::register("ctf_test_tail", &L).unwrap();
-        let p = d.join("t.trace");
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        t.start().unwrap();
+    static L: [sys::Field; 1] = [sys::Field {
+        name: "tid",
+        ty: sys::FieldType::U32,
+    }];
+    let ev = sys::register("ctf_test_tail", &L).unwrap();
+    let (l, evs) = record(&d.join("t.trace"), |_| {
         let mut with = 42u32.to_le_bytes().to_vec();
         with.extend_from_slice("worker-7 é".as_bytes());
         sys::emit(ev, &with);
         sys::emit(ev, &43u32.to_le_bytes());
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-        let mut l = TraceLog::open(&p).unwrap();
-        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-        (l, evs)
-    };
+    });
     // The dump's payload and the Chrome export keep the text too.
     let tail: Vec<&Event> = evs
         .iter()
@@ -247,9 +270,7 @@ fn ctf_export_keeps_the_bytes_past_the_fields() {
         .filter_map(|e| e["args"]["text"].as_str())
         .collect();
     assert_eq!(texts, ["\"worker-7 é\""]);
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    let (out, meta) = export_ctf(&d, &l, &evs);
     assert!(meta.contains("utf8_t text[text_len];"), "{meta}");
     let Some(text) = babeltrace(&[], &out) else {
         return;
@@ -276,26 +297,10 @@ fn ctf_export_keeps_the_bytes_past_the_fields() {
 #[test]
 fn ctf_export_keeps_the_payload_of_a_fieldless_system_event() {
     let d = scratch("ctf-fieldless");
-    let (l, evs) = {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let ev = sys::register("ctf_test_fieldless", &[]).unwrap();
-        let p = d.join("t.trace");
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        t.start().unwrap();
-        sys::emit(ev, b"abc");
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-        let mut l = TraceLog::open(&p).unwrap();
-        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-        (l, evs)
-    };
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
-    let decl = meta
-        .split("\nevent {")
-        .find(|e| e.contains("\"ctf_test_fieldless\""))
-        .unwrap();
+    let ev = sys::register("ctf_test_fieldless", &[]).unwrap();
+    let (l, evs) = record(&d.join("t.trace"), |_| sys::emit(ev, b"abc"));
+    let (out, meta) = export_ctf(&d, &l, &evs);
+    let decl = event_decl(&meta, "\"ctf_test_fieldless\"");
     assert!(decl.contains("uint8_t data[data_len];"), "{meta}");
     let Some(text) = babeltrace(&[], &out) else {
         return;
@@ -367,13 +372,8 @@ fn ctf_export_keeps_the_truncation_of_an_empty_fieldless_system_event() {
     let mut cut = evs[0].clone();
     cut.truncated = true;
     evs.insert(1, cut);
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
-    let decl = meta
-        .split("\nevent {")
-        .find(|e| e.contains("\"posix_trace_start\""))
-        .unwrap();
+    let (out, meta) = export_ctf(&d, &l, &evs);
+    let decl = event_decl(&meta, "\"posix_trace_start\"");
     assert!(decl.contains("truncated;"), "{meta}");
     second_of_two_is_truncated(&out, "posix_trace_start:", "data_len = 0");
 }
@@ -392,13 +392,8 @@ fn ctf_export_flags_a_payload_shorter_than_its_fields() {
     short.data.truncate(6);
     assert!(!short.truncated);
     evs.insert(i + 1, short);
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
-    let decl = meta
-        .split("\nevent {")
-        .find(|e| e.contains("\"ctf_test_io\""))
-        .unwrap();
+    let (out, meta) = export_ctf(&d, &l, &evs);
+    let decl = event_decl(&meta, "\"ctf_test_io\"");
     assert!(decl.contains("uint8_t truncated;"), "{meta}");
     second_of_two_is_truncated(&out, "ctf_test_io:", "fd = 5");
 }
@@ -412,28 +407,17 @@ fn ctf_export_flags_a_payload_shorter_than_its_fields() {
 fn ctf_export_keeps_the_bytes_past_a_nul() {
     let d = scratch("ctf-nul");
     let tail = b"ab\0cd\xffz";
-    let (l, evs) = {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        static L: [sys::Field; 1] = [sys::Field {
-            name: "tid",
-            ty: sys::FieldType::U32,
-        }];
-        let nul = sys::register("ctf_test_nul", &L).unwrap();
-        let text = sys::register("ctf_test_nul_text", &L).unwrap();
-        let p = d.join("t.trace");
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        t.start().unwrap();
+    static L: [sys::Field; 1] = [sys::Field {
+        name: "tid",
+        ty: sys::FieldType::U32,
+    }];
+    let nul = sys::register("ctf_test_nul", &L).unwrap();
+    let text = sys::register("ctf_test_nul_text", &L).unwrap();
+    let (l, evs) = record(&d.join("t.trace"), |_| {
         sys::emit(nul, &[&42u32.to_le_bytes()[..], tail].concat());
         sys::emit(text, &[&43u32.to_le_bytes()[..], b"ok"].concat());
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-        let mut l = TraceLog::open(&p).unwrap();
-        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-        (l, evs)
-    };
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    });
+    let (out, meta) = export_ctf(&d, &l, &evs);
     let decl = |name: &str| {
         meta.split("\nevent {")
             .find(|e| e.contains(&format!("name = \"{name}\";")))
@@ -480,43 +464,18 @@ fn ctf_export_keeps_the_bytes_past_a_nul() {
 fn ctf_export_keeps_names_that_differ_in_control_characters_distinct() {
     let d = scratch("ctf-control-names");
     let names = ["ctf a\nb", "ctf a\tb", "ctf a\\nb", "ctf a_b"];
-    let (l, evs) = {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let p = d.join("n.trace");
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        let ids: Vec<_> = names
-            .iter()
-            .map(|n| trace::eventid_open(n).unwrap())
-            .collect();
-        t.start().unwrap();
+    let ids: Vec<_> = names
+        .iter()
+        .map(|n| trace::eventid_open(n).unwrap())
+        .collect();
+    let (l, evs) = record(&d.join("n.trace"), |_| {
         for id in &ids {
             trace::event(*id, &[1]);
         }
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-        let mut l = TraceLog::open(&p).unwrap();
-        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-        (l, evs)
-    };
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    });
+    let (out, meta) = export_ctf(&d, &l, &evs);
     let shown = ["ctf a\\nb", "ctf a\\tb", "ctf a\\\\nb", "ctf a_b"];
-    for s in shown {
-        // As a TSDL literal: each backslash escaped once more.
-        let lit = format!("name = \"{}\";", s.replace('\\', "\\\\"));
-        assert_eq!(meta.matches(&lit).count(), 1, "{lit} in {meta}");
-    }
-    let Some(text) = babeltrace(&[], &out) else {
-        return;
-    };
-    for s in shown {
-        let n = text
-            .lines()
-            .filter(|l| l.contains(&format!(") {s}: ")))
-            .count();
-        assert_eq!(n, 1, "{s} in {text}");
-    }
+    assert_each_name_once(&meta, &out, &shown);
 }
 
 /// A user event opened with a system event's name (`posix_trace_start`)
@@ -527,24 +486,13 @@ fn ctf_export_keeps_names_that_differ_in_control_characters_distinct() {
 #[test]
 fn ctf_export_names_a_user_event_apart_from_the_system_event_of_its_name() {
     let d = scratch("ctf-user-sysname");
-    let (l, evs) = {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let p = d.join("u.trace");
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        let fake = trace::eventid_open("posix_trace_start").unwrap();
-        let other = trace::eventid_open("user:posix_trace_start").unwrap();
-        t.start().unwrap();
+    let fake = trace::eventid_open("posix_trace_start").unwrap();
+    let other = trace::eventid_open("user:posix_trace_start").unwrap();
+    let (l, evs) = record(&d.join("u.trace"), |_| {
         trace::event(fake, &[1]);
         trace::event(other, &[2]);
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-        let mut l = TraceLog::open(&p).unwrap();
-        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-        (l, evs)
-    };
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    });
+    let (out, meta) = export_ctf(&d, &l, &evs);
     for n in [
         "posix_trace_start",
         "user:posix_trace_start",
@@ -578,29 +526,18 @@ fn ctf_export_names_a_user_event_apart_from_the_system_event_of_its_name() {
 #[test]
 fn ctf_export_shows_a_name_of_bytes_as_its_bytes() {
     let d = scratch("ctf-byte-names");
-    let (l, evs) = {
-        let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-        let p = d.join("b.trace");
-        let t = Trace::create_with_log(&TraceAttr::new(), File::create(&p).unwrap()).unwrap();
-        let ids = [
-            trace::eventid_open_bytes(b"ctf caf\xe9").unwrap(),
-            trace::eventid_open_bytes(b"ctf caf\xe8").unwrap(),
-            trace::eventid_open("ctf caf\\xe9").unwrap(),
-            trace::eventid_open("ctf caf\u{e9}").unwrap(),
-        ];
-        t.start().unwrap();
+    let ids = [
+        trace::eventid_open_bytes(b"ctf caf\xe9").unwrap(),
+        trace::eventid_open_bytes(b"ctf caf\xe8").unwrap(),
+        trace::eventid_open("ctf caf\\xe9").unwrap(),
+        trace::eventid_open("ctf caf\u{e9}").unwrap(),
+    ];
+    let (l, evs) = record(&d.join("b.trace"), |_| {
         for id in ids {
             trace::event(id, &[1]);
         }
-        t.stop().unwrap();
-        t.shutdown().unwrap();
-        let mut l = TraceLog::open(&p).unwrap();
-        let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-        (l, evs)
-    };
-    let out = d.join("ctf");
-    export::write_ctf(&l, &evs, &out).unwrap();
-    let meta = std::fs::read_to_string(out.join("metadata")).unwrap();
+    });
+    let (out, meta) = export_ctf(&d, &l, &evs);
     assert!(!meta.contains('\0'), "{meta:?}");
     let shown = [
         "ctf caf\\xe9",
@@ -608,19 +545,5 @@ fn ctf_export_shows_a_name_of_bytes_as_its_bytes() {
         "ctf caf\\\\xe9",
         "ctf caf\u{e9}",
     ];
-    for s in shown {
-        // As a TSDL literal: each backslash escaped once more.
-        let lit = format!("name = \"{}\";", s.replace('\\', "\\\\"));
-        assert_eq!(meta.matches(&lit).count(), 1, "{lit} in {meta}");
-    }
-    let Some(text) = babeltrace(&[], &out) else {
-        return;
-    };
-    for s in shown {
-        let n = text
-            .lines()
-            .filter(|l| l.contains(&format!(") {s}: ")))
-            .count();
-        assert_eq!(n, 1, "{s} in {text}");
-    }
+    assert_each_name_once(&meta, &out, &shown);
 }
