@@ -99,6 +99,36 @@ fn sleeps_in_futex_on(tid: i32, range: (usize, usize)) -> bool {
     matches!((nr, addr), (Some(n), Some(a)) if n == libc::SYS_futex && a >= range.0 && a < range.1)
 }
 
+/// The addresses `lock` spans (its futex words are inside).
+fn memory_of(lock: &RwLock<u32>) -> (usize, usize) {
+    let a = lock as *const RwLock<u32> as usize;
+    (a, a + std::mem::size_of::<RwLock<u32>>())
+}
+
+/// Waits (bounded) until thread `tid`, `who`, sleeps in `futex` inside `range`.
+#[track_caller]
+fn wait_asleep_on(tid: i32, range: (usize, usize), who: &str) {
+    let end = Instant::now() + Duration::from_secs(5);
+    while !sleeps_in_futex_on(tid, range) {
+        assert!(Instant::now() < end, "{who} never slept on the lock");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// Takes `lock` as `op` says and runs `f` while holding it.
+fn holding(lock: &RwLock<u32>, op: Op, f: impl FnOnce()) {
+    match op {
+        Op::Read => {
+            let _g = lock.read();
+            f();
+        }
+        Op::Write => {
+            let _g = lock.write();
+            f();
+        }
+    }
+}
+
 /// What a thread of a round does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
@@ -127,10 +157,7 @@ fn round(holder: (Op, i32, usize), waiters: &[Waiter]) -> Vec<&'static str> {
 /// go, and notes itself as "holder" while it holds that lock.
 fn round_with(holder: (Op, i32, usize), waiters: &[Waiter], relock: bool) -> Vec<&'static str> {
     let lock = RwLock::new(0u32);
-    let range = {
-        let a = &lock as *const RwLock<u32> as usize;
-        (a, a + std::mem::size_of::<RwLock<u32>>())
-    };
+    let range = memory_of(&lock);
     let order = Mutex::new(Vec::new());
     std::thread::scope(|s| {
         let (held_tx, held_rx) = mpsc::channel::<()>();
@@ -140,27 +167,13 @@ fn round_with(holder: (Op, i32, usize), waiters: &[Waiter], relock: bool) -> Vec
         s.spawn(move || {
             pin_self(holder.2);
             set_self(libc::SCHED_FIFO, holder.1).expect("sched_setscheduler");
-            match holder.0 {
-                Op::Read => {
-                    let g = lock.read();
-                    held_tx.send(()).expect("send");
-                    go_rx.recv().expect("go");
-                    drop(g);
-                    if relock {
-                        let _g = lock.write();
-                        order.lock().expect("order").push("holder");
-                    }
-                }
-                Op::Write => {
-                    let g = lock.write();
-                    held_tx.send(()).expect("send");
-                    go_rx.recv().expect("go");
-                    drop(g);
-                    if relock {
-                        let _g = lock.write();
-                        order.lock().expect("order").push("holder");
-                    }
-                }
+            holding(lock, holder.0, || {
+                held_tx.send(()).expect("send");
+                go_rx.recv().expect("go");
+            });
+            if relock {
+                let _g = lock.write();
+                order.lock().expect("order").push("holder");
             }
         });
         held_rx.recv().expect("the holder holds the lock");
@@ -170,23 +183,10 @@ fn round_with(holder: (Op, i32, usize), waiters: &[Waiter], relock: bool) -> Vec
                 pin_self(w.cpu);
                 set_self(libc::SCHED_FIFO, w.prio).expect("sched_setscheduler");
                 tid_tx.send(gettid()).expect("send");
-                match w.op {
-                    Op::Read => {
-                        let _g = lock.read();
-                        order.lock().expect("order").push(w.name);
-                    }
-                    Op::Write => {
-                        let _g = lock.write();
-                        order.lock().expect("order").push(w.name);
-                    }
-                }
+                holding(lock, w.op, || order.lock().expect("order").push(w.name));
             });
             let tid = tid_rx.recv().expect("the waiter's tid");
-            let end = Instant::now() + Duration::from_secs(5);
-            while !sleeps_in_futex_on(tid, range) {
-                assert!(Instant::now() < end, "{} never slept on the lock", w.name);
-                std::thread::sleep(Duration::from_micros(100));
-            }
+            wait_asleep_on(tid, range, w.name);
         }
         assert!(
             order.lock().expect("order").is_empty(),
@@ -198,14 +198,34 @@ fn round_with(holder: (Op, i32, usize), waiters: &[Waiter], relock: bool) -> Vec
 }
 
 /// Runs `ROUNDS` rounds and asserts `want` in each.
+#[track_caller]
 fn rounds(holder: (Op, i32, usize), waiters: &[Waiter], want: &[&str]) {
+    rounds_with(holder, waiters, false, want);
+}
+
+/// [`rounds`] of [`round_with`] `relock`.
+#[track_caller]
+fn rounds_with(holder: (Op, i32, usize), waiters: &[Waiter], relock: bool, want: &[&str]) {
     for i in 0..ROUNDS {
-        let got = round(holder, waiters);
+        let got = round_with(holder, waiters, relock);
         assert_eq!(
             got, want,
             "round {i}: the order in which the waiters got the lock"
         );
     }
+}
+
+/// [`rounds`] with waiter `a` arriving first, then with `b` first.
+#[track_caller]
+fn rounds_either_first(holder: (Op, i32, usize), a: Waiter, b: Waiter, want: &[&str]) {
+    rounds(holder, &[a, b], want);
+    rounds(holder, &[b, a], want);
+}
+
+/// Serializes the test; `None` (after checking the refusal) without SCHED_FIFO.
+fn serial_rt() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let s = serial();
+    rt_or_skip().then_some(s)
 }
 
 /// The CPU for one-CPU tests and, with 2 CPUs, another one.
@@ -226,22 +246,17 @@ fn w(name: &'static str, op: Op, prio: i32, cpu: usize) -> Waiter {
 
 #[test]
 fn the_higher_priority_writer_gets_the_lock_first_on_one_cpu() {
-    let _s = serial();
-    if !rt_or_skip() {
+    let Some(_s) = serial_rt() else {
         return;
-    }
+    };
     let (c, _) = two_cpus();
     // The holder above the waiters, then below them.
     for hp in [30, 5] {
         // The low writer waits first, the high one arrives later, and the reverse.
-        rounds(
+        rounds_either_first(
             (Op::Write, hp, c),
-            &[w("low", Op::Write, 10, c), w("high", Op::Write, 20, c)],
-            &["high", "low"],
-        );
-        rounds(
-            (Op::Write, hp, c),
-            &[w("high", Op::Write, 20, c), w("low", Op::Write, 10, c)],
+            w("low", Op::Write, 10, c),
+            w("high", Op::Write, 20, c),
             &["high", "low"],
         );
         // Behind readers as well.
@@ -255,10 +270,9 @@ fn the_higher_priority_writer_gets_the_lock_first_on_one_cpu() {
 
 #[test]
 fn the_higher_priority_writer_gets_the_lock_first_across_cpus() {
-    let _s = serial();
-    if !rt_or_skip() {
+    let Some(_s) = serial_rt() else {
         return;
-    }
+    };
     let (c, Some(other)) = two_cpus() else {
         eprintln!("skipped: one CPU");
         return;
@@ -266,14 +280,10 @@ fn the_higher_priority_writer_gets_the_lock_first_across_cpus() {
     // The low writer shares the holder's CPU (it runs as soon as the holder
     // wakes it), the high one wakes on the other CPU.
     for holder in [Op::Write, Op::Read] {
-        rounds(
+        rounds_either_first(
             (holder, 5, c),
-            &[w("low", Op::Write, 10, c), w("high", Op::Write, 20, other)],
-            &["high", "low"],
-        );
-        rounds(
-            (holder, 5, c),
-            &[w("high", Op::Write, 20, other), w("low", Op::Write, 10, c)],
+            w("low", Op::Write, 10, c),
+            w("high", Op::Write, 20, other),
             &["high", "low"],
         );
     }
@@ -281,20 +291,15 @@ fn the_higher_priority_writer_gets_the_lock_first_across_cpus() {
 
 #[test]
 fn a_higher_priority_reader_gets_the_lock_before_a_waiting_writer_on_one_cpu() {
-    let _s = serial();
-    if !rt_or_skip() {
+    let Some(_s) = serial_rt() else {
         return;
-    }
+    };
     let (c, _) = two_cpus();
     for hp in [30, 5] {
-        rounds(
+        rounds_either_first(
             (Op::Write, hp, c),
-            &[w("writer", Op::Write, 10, c), w("reader", Op::Read, 20, c)],
-            &["reader", "writer"],
-        );
-        rounds(
-            (Op::Write, hp, c),
-            &[w("reader", Op::Read, 20, c), w("writer", Op::Write, 10, c)],
+            w("writer", Op::Write, 10, c),
+            w("reader", Op::Read, 20, c),
             &["reader", "writer"],
         );
     }
@@ -302,38 +307,26 @@ fn a_higher_priority_reader_gets_the_lock_before_a_waiting_writer_on_one_cpu() {
 
 #[test]
 fn a_higher_priority_reader_gets_the_lock_before_a_waiting_writer_across_cpus() {
-    let _s = serial();
-    if !rt_or_skip() {
+    let Some(_s) = serial_rt() else {
         return;
-    }
+    };
     let (c, Some(other)) = two_cpus() else {
         eprintln!("skipped: one CPU");
         return;
     };
-    rounds(
+    rounds_either_first(
         (Op::Write, 5, c),
-        &[
-            w("writer", Op::Write, 10, c),
-            w("reader", Op::Read, 20, other),
-        ],
-        &["reader", "writer"],
-    );
-    rounds(
-        (Op::Write, 5, c),
-        &[
-            w("reader", Op::Read, 20, other),
-            w("writer", Op::Write, 10, c),
-        ],
+        w("writer", Op::Write, 10, c),
+        w("reader", Op::Read, 20, other),
         &["reader", "writer"],
     );
 }
 
 #[test]
 fn readers_of_equal_priority_wait_behind_a_waiting_writer() {
-    let _s = serial();
-    if !rt_or_skip() {
+    let Some(_s) = serial_rt() else {
         return;
-    }
+    };
     let (c, other) = two_cpus();
     let o = other.unwrap_or(c);
     for holder in [Op::Read, Op::Write] {
@@ -370,17 +363,13 @@ fn readers_of_equal_priority_wait_behind_a_waiting_writer() {
 /// holds no lower-priority writer back afterwards.
 #[test]
 fn a_reader_that_timed_out_does_not_hold_a_writer_back() {
-    let _s = serial();
-    if !rt_or_skip() {
+    let Some(_s) = serial_rt() else {
         return;
-    }
+    };
     let (c, _) = two_cpus();
     for _ in 0..20 {
         let lock = RwLock::new(0u32);
-        let range = {
-            let a = &lock as *const RwLock<u32> as usize;
-            (a, a + std::mem::size_of::<RwLock<u32>>())
-        };
+        let range = memory_of(&lock);
         let g = lock.write();
         std::thread::scope(|s| {
             let lock = &lock;
@@ -397,11 +386,7 @@ fn a_reader_that_timed_out_does_not_hold_a_writer_back() {
                 *g += 1;
             });
             let tid = tid_rx.recv().expect("the writer's tid");
-            let end = Instant::now() + Duration::from_secs(5);
-            while !sleeps_in_futex_on(tid, range) {
-                assert!(Instant::now() < end, "the writer never slept on the lock");
-                std::thread::sleep(Duration::from_micros(100));
-            }
+            wait_asleep_on(tid, range, "the writer");
             let got = s
                 .spawn(move || {
                     pin_self(c);
@@ -423,27 +408,20 @@ fn a_reader_that_timed_out_does_not_hold_a_writer_back() {
 /// waiter woken on another CPU: it was not the scheduling policy's choice.
 #[test]
 fn a_lower_priority_newcomer_does_not_take_the_lock_from_a_woken_waiter() {
-    let _s = serial();
-    if !rt_or_skip() {
+    let Some(_s) = serial_rt() else {
         return;
-    }
+    };
     let (c, Some(other)) = two_cpus() else {
         eprintln!("skipped: one CPU");
         return;
     };
     for holder in [Op::Write, Op::Read] {
-        for i in 0..ROUNDS {
-            let got = round_with((holder, 5, c), &[w("high", Op::Write, 20, other)], true);
-            assert_eq!(got, ["high", "holder"], "round {i}");
-        }
+        let high = w("high", Op::Write, 20, other);
+        rounds_with((holder, 5, c), &[high], true, &["high", "holder"]);
     }
-    for i in 0..ROUNDS {
-        let got = round_with((Op::Write, 5, c), &[w("reader", Op::Read, 20, other)], true);
-        assert_eq!(got, ["reader", "holder"], "round {i}");
-    }
+    let reader = w("reader", Op::Read, 20, other);
+    rounds_with((Op::Write, 5, c), &[reader], true, &["reader", "holder"]);
     // On one CPU a holder of higher priority keeps running and takes it again.
-    for i in 0..ROUNDS {
-        let got = round_with((Op::Write, 30, c), &[w("high", Op::Write, 20, c)], true);
-        assert_eq!(got, ["holder", "high"], "round {i}");
-    }
+    let high = w("high", Op::Write, 20, c);
+    rounds_with((Op::Write, 30, c), &[high], true, &["holder", "high"]);
 }
