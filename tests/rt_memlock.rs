@@ -3,6 +3,8 @@
 
 #[path = "common/caps.rs"]
 mod caps;
+#[path = "common/memlock.rs"]
+mod memlock;
 #[path = "common/probe.rs"]
 mod probe;
 
@@ -15,13 +17,7 @@ const PROBE_ENV: &str = "POSIXRT_RT_MEMLOCK_PROBE";
 #[test]
 #[ignore = "helper: run by mlockall_beyond_memlock_names_the_fix_that_applies"]
 fn memlock_probe() {
-    if std::env::var_os(PROBE_ENV).is_none() {
-        return;
-    }
-    if caps::can_lock_memory() {
-        // CAP_IPC_LOCK could not be dropped (no CAP_SETPCAP): the limit does
-        // not apply, and there is no refusal to look at.
-        println!("MEMLOCKPROBE skip: CAP_IPC_LOCK kept");
+    if !memlock::probe_applies(PROBE_ENV, "MEMLOCKPROBE") {
         return;
     }
     let e = rt::lock_memory(LockFlags::default()).expect_err("the address space exceeds 64 KiB");
@@ -126,35 +122,12 @@ const HEAP_PROBE_ENV: &str = "POSIXRT_RT_HEAP_PROBE";
 #[test]
 #[ignore = "helper: run by the_default_heap_prefault_fits_in_memlock"]
 fn heap_probe() {
-    if std::env::var_os(HEAP_PROBE_ENV).is_none() {
+    if !memlock::probe_applies(HEAP_PROBE_ENV, "HEAPPROBE")
+        || !memlock::lock_future_mappings("HEAPPROBE")
+    {
         return;
     }
-    if caps::can_lock_memory() {
-        println!("HEAPPROBE skip: CAP_IPC_LOCK kept");
-        return;
-    }
-    // Future mappings only: the test binary's own would not fit under a hard
-    // limit of 8 MiB, which root without CAP_SYS_RESOURCE cannot raise.
-    let future = LockFlags {
-        current: false,
-        future: true,
-        on_fault: false,
-    };
-    if let Err(e) = rt::lock_memory(future) {
-        println!("HEAPPROBE skip: mlockall refused under the hard limit: {e}");
-        return;
-    }
-    let locked = rt::locked_bytes();
-    let hard = rustix::process::getrlimit(rustix::process::Resource::Memlock).maximum;
-    let soft = locked + (3 << 20);
-    rustix::process::setrlimit(
-        rustix::process::Resource::Memlock,
-        rustix::process::Rlimit {
-            current: Some(soft),
-            maximum: hard,
-        },
-    )
-    .expect("lower RLIMIT_MEMLOCK");
+    memlock::set_soft_memlock(rt::locked_bytes() + (3 << 20));
     // The heap's free top given back, so the prefault grows it (locked).
     // SAFETY: malloc_trim only returns free memory to the system.
     unsafe { libc::malloc_trim(0) };
@@ -178,18 +151,10 @@ fn heap_probe() {
 /// failing its heap step with ENOMEM every time.
 #[test]
 fn the_default_heap_prefault_fits_in_memlock() {
-    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
-    let out = unsafe {
-        probe::run("heap_probe", HEAP_PROBE_ENV, &[], || {
-            libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
-            Ok(())
-        })
-    };
-    let line = probe::line(&out, "HEAPPROBE");
-    if line.starts_with("skip") {
-        println!("{line}");
+    let Some(line) = memlock::run_without_ipc_lock("heap_probe", HEAP_PROBE_ENV, "HEAPPROBE")
+    else {
         return;
-    }
+    };
     assert!(line.contains("[x]"), "{line}");
     assert!(
         line.contains("KiB of heap (of the 8192 KiB default: RLIMIT_MEMLOCK)"),

@@ -3,10 +3,12 @@
 
 #[path = "common/caps.rs"]
 mod caps;
+#[path = "common/memlock.rs"]
+mod memlock;
 #[path = "common/probe.rs"]
 mod probe;
 
-use posixrt::sched::rt::{self, LockFlags, Setup};
+use posixrt::sched::rt::{self, Setup};
 use posixrt::sched::Builder;
 use posixrt::ErrorKind;
 
@@ -18,31 +20,10 @@ const PROBE_ENV: &str = "POSIXRT_SETUP_THREADS_PROBE";
 #[test]
 #[ignore = "helper: run by a_setup_that_leaves_no_room_for_a_thread_stack_says_so"]
 fn setup_threads_probe() {
-    if std::env::var_os(PROBE_ENV).is_none() {
+    if !memlock::probe_applies(PROBE_ENV, "THREADS") || !memlock::lock_future_mappings("THREADS") {
         return;
     }
-    if caps::can_lock_memory() {
-        println!("THREADS skip: CAP_IPC_LOCK kept");
-        return;
-    }
-    let future = LockFlags {
-        current: false,
-        future: true,
-        on_fault: false,
-    };
-    if let Err(e) = rt::lock_memory(future) {
-        println!("THREADS skip: mlockall refused: {e}");
-        return;
-    }
-    let hard = rustix::process::getrlimit(rustix::process::Resource::Memlock).maximum;
-    rustix::process::setrlimit(
-        rustix::process::Resource::Memlock,
-        rustix::process::Rlimit {
-            current: Some(rt::locked_bytes() + (1 << 20)),
-            maximum: hard,
-        },
-    )
-    .expect("lower RLIMIT_MEMLOCK");
+    memlock::set_soft_memlock(rt::locked_bytes() + (1 << 20));
     let report = Setup::none().apply();
     let spawned = Builder::new().spawn(|| ()).map(|h| h.join().is_ok());
     let text = report.to_string();
@@ -61,19 +42,10 @@ fn setup_threads_probe() {
 /// fix.
 #[test]
 fn a_setup_that_leaves_no_room_for_a_thread_stack_says_so() {
-    // SAFETY: between fork and exec the child only makes async-signal-safe calls.
-    let out = unsafe {
-        probe::run("setup_threads_probe", PROBE_ENV, &[], || {
-            // Drop CAP_IPC_LOCK (14) from the bounding set (best effort).
-            libc::prctl(libc::PR_CAPBSET_DROP, 14, 0, 0, 0);
-            Ok(())
-        })
-    };
-    let line = probe::line(&out, "THREADS");
-    if line.starts_with("skip") {
-        println!("{line}");
+    let Some(line) = memlock::run_without_ipc_lock("setup_threads_probe", PROBE_ENV, "THREADS")
+    else {
         return;
-    }
+    };
     // The situation the report must describe: a default spawn is refused.
     assert!(
         line.ends_with(&format!("spawn Err({:?})", ErrorKind::WouldBlock)),
