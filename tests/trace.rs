@@ -4,51 +4,19 @@
 //! the process), so the tests serialise on one lock.
 
 use std::fs::File;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 #[path = "common/child.rs"]
 mod child;
+#[path = "common/trace_files.rs"]
+mod trace_files;
+use trace_files::{log_events, open_log, serial, tmp, TempPath};
 
 use posixrt::trace::{
     self, sys, Event, EventId, EventSet, FillWhat, FilterHow, Inheritance, LogFullPolicy,
     StreamFullPolicy, Trace, TraceAttr, TraceLog,
 };
 use posixrt::ErrorKind;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A scratch path in the temp dir, removed (file or directory) when dropped, so a
-/// test run leaves nothing behind.
-struct TempPath(std::path::PathBuf);
-
-impl std::ops::Deref for TempPath {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl AsRef<std::path::Path> for TempPath {
-    fn as_ref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0).or_else(|_| std::fs::remove_dir_all(&self.0));
-    }
-}
-
-fn tmp(name: &str) -> TempPath {
-    let p = std::env::temp_dir().join(format!("posixrt-trace-test-{}-{name}", std::process::id()));
-    TempPath(p)
-}
 
 fn ids(evs: &[Event]) -> Vec<EventId> {
     evs.iter().map(|e| e.id).collect()
@@ -468,24 +436,6 @@ fn stream_until_full_suspends_then_resumes_with_start() {
     t.stop().unwrap();
     while t.try_getnext().unwrap().is_some() {}
     assert!(!t.status().running, "stop() cancels the automatic resume");
-}
-
-fn open_log(name: &str) -> (TempPath, File) {
-    let p = tmp(name);
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&p)
-        .unwrap();
-    (p, f)
-}
-
-fn log_events(p: &std::path::Path) -> (TraceLog, Vec<Event>) {
-    let mut l = TraceLog::open(p).unwrap();
-    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
-    (l, evs)
 }
 
 #[test]

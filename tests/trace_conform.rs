@@ -9,38 +9,15 @@ mod child;
 #[path = "common/trace_read.rs"]
 mod trace_read;
 use trace_read::filter_all_but;
-
-use std::fs::File;
-use std::sync::{Mutex, MutexGuard};
+#[path = "common/trace_files.rs"]
+mod trace_files;
+use trace_files::{open_log, serial};
 
 use posixrt::trace::system_events as sys;
 use posixrt::trace::{
     self, EventId, EventSet, FilterHow, LogFullPolicy, Trace, TraceAttr, TraceLog,
 };
 use posixrt::ErrorKind;
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A scratch log file in the temp dir, removed when dropped.
-struct TempPath(std::path::PathBuf);
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn open_log(name: &str) -> (TempPath, File) {
-    let p = std::env::temp_dir().join(format!(
-        "posixrt-trace-conform-{}-{name}",
-        std::process::id()
-    ));
-    (TempPath(p.clone()), File::create(&p).unwrap())
-}
 
 /// The (id, first data word) of every event of the log at `p`.
 fn log_events(p: &std::path::Path) -> Vec<(EventId, u64)> {

@@ -4,43 +4,15 @@
 //! Streams are process-wide (every running stream records every `event()` call of
 //! the process), so the tests serialise on one lock.
 
-use std::fs::File;
-use std::sync::{Mutex, MutexGuard};
+#[path = "common/trace_files.rs"]
+mod trace_files;
+use trace_files::{open_log, serial};
+
 use std::time::Duration;
 
 use posixrt::trace::{
     self, Event, EventId, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr, TraceLog,
 };
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// A scratch log file in the temp dir, removed when dropped.
-struct TempPath(std::path::PathBuf);
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn open_log(name: &str) -> (TempPath, File) {
-    let p = std::env::temp_dir().join(format!(
-        "posixrt-trace-full-policy-{}-{name}",
-        std::process::id()
-    ));
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&p)
-        .unwrap();
-    (TempPath(p), f)
-}
 
 /// An UNTIL_FULL stream with an UNTIL_FULL log stops when its log fills (the
 /// log ends with its STOP, reason 2, and drops every event after it; `start`
