@@ -632,11 +632,7 @@ fn pending_reads_woken_by_the_reactor(b: Backend) {
     use std::io::Write;
     let aio = ctx(b);
     for multi in [false, true] {
-        let rt = if multi {
-            common::multi_rt()
-        } else {
-            current_rt()
-        };
+        let rt = common::runtime(multi);
         let (rd, wr) = common::pipe();
         let rd = Arc::new(File::from(rd));
         let mut wr = File::from(wr);

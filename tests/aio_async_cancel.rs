@@ -27,11 +27,7 @@ fn cancel_fd_of_a_pending_future_reports_it_cancelled(b: Backend) {
     let (r, w) = common::pipe();
     let r = Arc::new(File::from(r));
     for multi in [false, true] {
-        let rt = if multi {
-            common::multi_rt()
-        } else {
-            current_rt()
-        };
+        let rt = common::runtime(multi);
         let (outcome, res) = rt.block_on(async {
             let mut fut = aio.read(&*r, 0, vec![0u8; 16]).unwrap().into_future();
             assert!(poll_once(&mut fut).await.is_pending());

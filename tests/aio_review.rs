@@ -43,11 +43,7 @@ fn zero_length_reads(b: Backend) {
     let aio = ctx(b);
     let f = Arc::new(common::temp_file(b"data"));
     for multi in [false, true] {
-        let rt = if multi {
-            common::multi_rt()
-        } else {
-            common::current_rt()
-        };
+        let rt = common::runtime(multi);
         rt.block_on(async {
             let _idle = idle_tasks();
             let c = aio.read_async(Arc::clone(&f), 0, Vec::new()).await.unwrap();
@@ -129,11 +125,7 @@ both!(offsets, offsets);
 fn timeout_gives_up_a_pipe_read(b: Backend) {
     let aio = ctx(b);
     for multi in [false, true] {
-        let rt = if multi {
-            common::multi_rt()
-        } else {
-            common::current_rt()
-        };
+        let rt = common::runtime(multi);
         let (r, mut w) = pipe_files();
         rt.block_on(async {
             let _idle = idle_tasks();
@@ -235,11 +227,7 @@ fn runtime_shut_down_with_reads_in_flight(b: Backend) {
     let aio = Arc::new(ctx(b));
     let (r, mut w) = pipe_files();
     for multi in [false, true] {
-        let rt = if multi {
-            common::multi_rt()
-        } else {
-            common::current_rt()
-        };
+        let rt = common::runtime(multi);
         let (tx, rx) = std::sync::mpsc::channel();
         for _ in 0..4 {
             let (aio, r, tx) = (Arc::clone(&aio), Arc::clone(&r), tx.clone());

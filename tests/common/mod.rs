@@ -53,6 +53,16 @@ pub fn current_rt() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// [`multi_rt`] if `multi`, else [`current_rt`].
+#[cfg(feature = "tokio")]
+pub fn runtime(multi: bool) -> tokio::runtime::Runtime {
+    if multi {
+        multi_rt()
+    } else {
+        current_rt()
+    }
+}
+
 /// Threads of this process whose name starts with `prefix`.
 pub fn threads_named(prefix: &str) -> usize {
     std::fs::read_dir("/proc/self/task")
