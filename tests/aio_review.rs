@@ -21,6 +21,12 @@ use common::{both, ctx};
 
 const T: Duration = Duration::from_secs(10);
 
+/// Awaits `f` for at most [`T`] (panicking with `what` past that) and
+/// unwraps what it gives.
+async fn done<O, E: std::fmt::Debug>(what: &str, f: impl IntoFuture<Output = Result<O, E>>) -> O {
+    tokio::time::timeout(T, f).await.expect(what).unwrap()
+}
+
 async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
     std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *f).poll(cx))).await
 }
@@ -28,6 +34,22 @@ async fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
 fn pipe_files() -> (Arc<std::fs::File>, std::fs::File) {
     let (r, w) = common::pipe();
     (Arc::new(std::fs::File::from(r)), std::fs::File::from(w))
+}
+
+/// The `/proc/self/fd` path of `f`, and `f` opened there again with `O_APPEND`.
+fn append_handle(f: &std::fs::File) -> (String, Arc<std::fs::File>) {
+    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
+    let app = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    (path, Arc::new(app))
+}
+
+/// A pipe whose ends are `O_NONBLOCK`.
+fn nonblocking_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK)
+        .unwrap()
 }
 
 /// Tasks that never end: submissions wait for the end of the turn.
@@ -206,10 +228,7 @@ fn future_moved_between_tasks(b: Backend) {
             let bt = tokio::spawn(async move {
                 let (mut fut, ready) = rx.await.unwrap();
                 if !ready {
-                    let c = tokio::time::timeout(T, &mut fut)
-                        .await
-                        .expect("moved future completes")
-                        .unwrap();
+                    let c = done("moved future completes", &mut fut).await;
                     assert_eq!(c.data(), b"moved!", "{b:?} round {round}");
                 }
             });
@@ -278,10 +297,7 @@ fn context_dropped_under_futures(b: Backend) {
         let h = tokio::spawn(async move { tokio::join!(req.into_future(), list.into_future()) });
         tokio::time::sleep(Duration::from_millis(20)).await;
         w.write_all(b"12").unwrap();
-        let (a, l) = tokio::time::timeout(T, h)
-            .await
-            .expect("both complete")
-            .unwrap();
+        let (a, l) = done("both complete", h).await;
         let a = a.unwrap();
         let l = l.unwrap();
         assert_eq!(l.len(), 3);
@@ -351,11 +367,7 @@ fn mixed_list(b: Backend) {
         assert_eq!(e.kind(), ErrorKind::BadFd, "{b:?}");
         assert_eq!(*all[4].as_ref().unwrap().result.as_ref().unwrap(), 2);
     });
-    let mut s = String::new();
-    std::fs::File::open(&path)
-        .unwrap()
-        .read_to_string(&mut s)
-        .unwrap();
+    let s = std::fs::read_to_string(&path).unwrap();
     assert_eq!(s, "01234567XY");
 }
 both!(mixed_list, mixed_list);
@@ -391,13 +403,7 @@ both!(nested_runtime, nested_runtime);
 fn append_then_fsync(b: Backend) {
     let aio = ctx(b);
     let f = common::temp_file(b"");
-    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
-    let app = Arc::new(
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap(),
-    );
+    let (path, app) = append_handle(&f);
     let rt = common::multi_rt();
     rt.block_on(async {
         let _idle = idle_tasks();
@@ -409,21 +415,12 @@ fn append_then_fsync(b: Backend) {
         // All submitted (in order) by one poll each, then the fsync.
         let s = aio.fsync(&*app, posixrt::aio::SyncMode::Sync).unwrap();
         for c in set.drain(..) {
-            let c = tokio::time::timeout(T, c).await.expect("write").unwrap();
+            let c = done("write", c).await;
             assert_eq!(c.result.unwrap(), 1);
         }
-        tokio::time::timeout(T, s)
-            .await
-            .expect("fsync")
-            .unwrap()
-            .result
-            .unwrap();
+        done("fsync", s).await.result.unwrap();
     });
-    let mut s = String::new();
-    std::fs::File::open(&path)
-        .unwrap()
-        .read_to_string(&mut s)
-        .unwrap();
+    let s = std::fs::read_to_string(&path).unwrap();
     assert_eq!(s, "abcdefghijklmnopqrst", "{b:?}");
 }
 both!(append_then_fsync, append_then_fsync);
@@ -451,9 +448,9 @@ fn handle_block_on_elsewhere(b: Backend) {
     let t = std::thread::spawn(move || {
         h.block_on(async move {
             let a = aio2.read_async(Arc::clone(&r2), 0, vec![0u8; 1]);
-            let c = tokio::time::timeout(T, a).await.expect("read a").unwrap();
+            let c = done("read a", a).await;
             let q = aio2.read(&*r2, 0, vec![0u8; 1]).unwrap();
-            let d = tokio::time::timeout(T, q).await.expect("read q").unwrap();
+            let d = done("read q", q).await;
             [c.data()[0], d.data()[0]]
         })
     });
@@ -529,12 +526,7 @@ fn aborted_readers(b: Backend) {
         w.write_all(&data).unwrap();
         let mut got = Vec::new();
         for h in live {
-            got.push(
-                tokio::time::timeout(T, h)
-                    .await
-                    .expect("a live reader")
-                    .unwrap(),
-            );
+            got.push(done("a live reader", h).await);
         }
         got.sort();
         assert_eq!(got, data, "{b:?}");
@@ -650,27 +642,19 @@ fn zero_length_writes(b: Backend) {
     let (r, w) = pipe_files();
     let w = Arc::new(w);
     let f = common::temp_file(b"abc");
-    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
-    let app = Arc::new(
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap(),
-    );
+    let (path, app) = append_handle(&f);
     let f = Arc::new(f);
     let rt = common::current_rt();
     rt.block_on(async {
         let _idle = idle_tasks();
         for fd in [Arc::clone(&w), Arc::clone(&app), Arc::clone(&f)] {
-            let c = tokio::time::timeout(T, aio.write_async(Arc::clone(&fd), 0, Vec::new()))
-                .await
-                .expect("write_async")
-                .unwrap();
+            let c = done(
+                "write_async",
+                aio.write_async(Arc::clone(&fd), 0, Vec::new()),
+            )
+            .await;
             assert_eq!(c.result.unwrap(), 0, "{b:?}");
-            let c = tokio::time::timeout(T, aio.write(&*fd, 0, Vec::new()).unwrap())
-                .await
-                .expect("write")
-                .unwrap();
+            let c = done("write", aio.write(&*fd, 0, Vec::new()).unwrap()).await;
             assert_eq!(c.result.unwrap(), 0, "{b:?}");
         }
     });
@@ -678,11 +662,7 @@ fn zero_length_writes(b: Backend) {
     let mut rest = Vec::new();
     Arc::into_inner(r).unwrap().read_to_end(&mut rest).unwrap();
     assert!(rest.is_empty(), "{b:?}");
-    let mut s = String::new();
-    std::fs::File::open(&path)
-        .unwrap()
-        .read_to_string(&mut s)
-        .unwrap();
+    let s = std::fs::read_to_string(&path).unwrap();
     assert_eq!(s, "abc", "{b:?}");
 }
 both!(zero_length_writes, zero_length_writes);
@@ -712,7 +692,7 @@ fn lists_with_nothing_to_do(b: Backend) {
                     }),
                 )
                 .unwrap();
-            let all = tokio::time::timeout(T, list).await.expect("done").unwrap();
+            let all = done("done", list).await;
             assert_eq!(all.len(), n, "{b:?}");
             assert!(all.iter().all(Option::is_none), "{b:?}");
         }
@@ -785,10 +765,7 @@ both!(runtimes_without_io, runtimes_without_io);
 /// also as the second and later read of the fd (batched in one turn).
 fn nonblocking_pipe_reads(b: Backend) {
     let aio = ctx(b);
-    let (r, w) = rustix::pipe::pipe_with(
-        rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
-    )
-    .unwrap();
+    let (r, w) = nonblocking_pipe();
     let r = Arc::new(std::fs::File::from(r));
     let rt = common::multi_rt();
     rt.block_on(async {
@@ -817,10 +794,7 @@ both!(nonblocking_pipe_reads, nonblocking_pipe_reads);
 /// read of no bytes, which returns 0 at once).
 fn nonblocking_registered_reads(b: Backend) {
     let aio = ctx(b);
-    let (r, w) = rustix::pipe::pipe_with(
-        rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
-    )
-    .unwrap();
+    let (r, w) = nonblocking_pipe();
     let (_master, slave) = common::pty();
     let reg = aio.register_fd(&r).unwrap();
     let treg = aio.register_fd(&slave).unwrap();
@@ -947,13 +921,7 @@ fn noop_waker() -> Waker {
 fn append_mixed_ways(b: Backend) {
     let aio = ctx(b);
     let f = common::temp_file(b"");
-    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
-    let app = Arc::new(
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap(),
-    );
+    let (path, app) = append_handle(&f);
     let rt = common::current_rt();
     rt.block_on(async {
         let _idle = idle_tasks();
@@ -995,11 +963,7 @@ fn append_mixed_ways(b: Backend) {
                 .all(|c| c.as_ref().unwrap().result.is_ok()));
         }
     });
-    let mut s = String::new();
-    std::fs::File::open(&path)
-        .unwrap()
-        .read_to_string(&mut s)
-        .unwrap();
+    let s = std::fs::read_to_string(&path).unwrap();
     assert_eq!(s, "abcdef\nabcdef\nabcdef\n", "{b:?}");
 }
 both!(append_mixed_ways, append_mixed_ways);
@@ -1051,17 +1015,11 @@ fn direct_reads(b: Backend) {
         for _ in 0..3 {
             // A length that is no multiple of the block size.
             let mis = vec![0u8; 100];
-            let c = tokio::time::timeout(T, aio.read_async(Arc::clone(&d), 0, mis))
-                .await
-                .expect("done")
-                .unwrap();
+            let c = done("done", aio.read_async(Arc::clone(&d), 0, mis)).await;
             let e = c.result.unwrap_err();
             assert_eq!(e.errno(), Some(libc::EINVAL), "{b:?}: {e}");
             let buf = posixrt::advise::AlignedBuf::new(4096, 4096).unwrap();
-            let c = tokio::time::timeout(T, aio.read_async(Arc::clone(&d), 4096, buf))
-                .await
-                .expect("done")
-                .unwrap();
+            let c = done("done", aio.read_async(Arc::clone(&d), 4096, buf)).await;
             assert_eq!(c.result.as_ref().unwrap(), &4096, "{b:?}");
             assert_eq!(c.buf.unwrap().as_slice(), &data[4096..], "{b:?}");
         }
