@@ -38,6 +38,34 @@ fn data_file() -> Arc<File> {
 /// The io_uring completion thread (`posixrt-aio-complete`, cut to 15 bytes).
 const COMPLETION_THREAD: &str = "posixrt-aio-com";
 
+/// On io_uring, no completion thread was started: the futures under tokio
+/// were woken by the runtime's reactor.
+#[track_caller]
+fn assert_no_completion_thread(b: Backend) {
+    if b == Backend::Uring {
+        assert_eq!(
+            threads_named(COMPLETION_THREAD),
+            0,
+            "a future under tokio must be woken by the runtime's reactor, not a completion thread"
+        );
+    }
+}
+
+/// Awaits the tasks in order; task `k` must give `want(k)`.
+async fn await_in_order(tasks: Vec<tokio::task::JoinHandle<usize>>, want: impl Fn(usize) -> usize) {
+    for (k, t) in tasks.into_iter().enumerate() {
+        assert_eq!(t.await.unwrap(), want(k), "task {k}");
+    }
+}
+
+/// Reads chunks `0..n` with `read_async`, one task each, and checks them.
+async fn read_chunks_in_tasks(aio: &Aio, f: &Arc<File>, n: usize) {
+    let tasks: Vec<_> = (0..n)
+        .map(|i| tokio::spawn(read_chunk_async(aio.clone(), Arc::clone(f), i)))
+        .collect();
+    await_in_order(tasks, |k| k).await;
+}
+
 /// Reads chunk `i` with `.await` and checks its bytes.
 async fn read_chunk(aio: Aio, f: Arc<File>, i: usize) -> usize {
     let c = aio
@@ -70,13 +98,7 @@ fn current_thread_reads(b: Backend) {
         }
         assert!(seen.iter().all(|s| *s));
     });
-    if b == Backend::Uring {
-        assert_eq!(
-            threads_named(COMPLETION_THREAD),
-            0,
-            "a future under tokio must be woken by the runtime's reactor, not a completion thread"
-        );
-    }
+    assert_no_completion_thread(b);
 }
 both!(
     current_thread_reads_need_no_helper_thread,
@@ -93,14 +115,10 @@ fn multi_thread_reads(b: Backend) {
             let tasks: Vec<_> = (0..32)
                 .map(|i| tokio::spawn(read_chunk(aio.clone(), Arc::clone(&f), i * 2)))
                 .collect();
-            for (k, t) in tasks.into_iter().enumerate() {
-                assert_eq!(t.await.unwrap(), k * 2);
-            }
+            await_in_order(tasks, |k| k * 2).await;
         }
     });
-    if b == Backend::Uring {
-        assert_eq!(threads_named(COMPLETION_THREAD), 0);
-    }
+    assert_no_completion_thread(b);
 }
 both!(multi_thread_reads_need_no_helper_thread, multi_thread_reads);
 
@@ -122,9 +140,7 @@ fn list_future(b: Backend) {
             assert_eq!(c.data()[0], byte(i * CHUNK));
         }
     });
-    if b == Backend::Uring {
-        assert_eq!(threads_named(COMPLETION_THREAD), 0);
-    }
+    assert_no_completion_thread(b);
 }
 both!(list_future_needs_no_helper_thread, list_future);
 
@@ -212,12 +228,7 @@ fn submit_on_poll_reads(b: Backend) {
             assert_eq!(read_chunk_async(aio.clone(), Arc::clone(&f), i).await, i);
         }
         for _ in 0..4 {
-            let tasks: Vec<_> = (0..CHUNKS)
-                .map(|i| tokio::spawn(read_chunk_async(aio.clone(), Arc::clone(&f), i)))
-                .collect();
-            for (k, t) in tasks.into_iter().enumerate() {
-                assert_eq!(t.await.unwrap(), k);
-            }
+            read_chunks_in_tasks(&aio, &f, CHUNKS).await;
         }
     });
     drop(rt);
@@ -238,14 +249,10 @@ fn submit_on_poll_reads(b: Backend) {
                     })
                 })
                 .collect();
-            for (k, t) in tasks.into_iter().enumerate() {
-                assert_eq!(t.await.unwrap(), k);
-            }
+            await_in_order(tasks, |k| k).await;
         }
     });
-    if b == Backend::Uring {
-        assert_eq!(threads_named(COMPLETION_THREAD), 0);
-    }
+    assert_no_completion_thread(b);
 }
 both!(
     submit_on_poll_reads_need_no_helper_thread,
@@ -278,14 +285,7 @@ fn uring_one_turn_enters_once() {
     assert_eq!(r.aio_return().unwrap().result.unwrap(), CHUNK);
     let t = posixrt::trace::Trace::create(&posixrt::trace::TraceAttr::new()).unwrap();
     t.start().unwrap();
-    rt.block_on(async {
-        let tasks: Vec<_> = (0..32)
-            .map(|i| tokio::spawn(read_chunk_async(aio.clone(), Arc::clone(&f), i)))
-            .collect();
-        for (k, t) in tasks.into_iter().enumerate() {
-            assert_eq!(t.await.unwrap(), k);
-        }
-    });
+    rt.block_on(read_chunks_in_tasks(&aio, &f, 32));
     assert_eq!(
         common::submit_complete_order(t, me, fd),
         format!("{}{}", "s".repeat(32), "c".repeat(32))
@@ -586,13 +586,9 @@ fn many_turns_reuse_slots(b: Backend) {
                 })
             })
             .collect();
-        for (k, t) in tasks.into_iter().enumerate() {
-            assert_eq!(t.await.unwrap(), k);
-        }
+        await_in_order(tasks, |k| k).await;
     });
-    if b == Backend::Uring {
-        assert_eq!(threads_named(COMPLETION_THREAD), 0);
-    }
+    assert_no_completion_thread(b);
 }
 both!(many_turns_reuse_slots, many_turns_reuse_slots);
 
@@ -653,9 +649,7 @@ fn pending_reads_woken_by_the_reactor(b: Backend) {
             }
         });
     }
-    if b == Backend::Uring {
-        assert_eq!(threads_named(COMPLETION_THREAD), 0);
-    }
+    assert_no_completion_thread(b);
 }
 both!(
     pending_reads_woken_by_the_reactor,
@@ -696,9 +690,7 @@ fn multi_thread_block_on_body(b: Backend) {
         assert_eq!(x.unwrap().data()[0], byte(5 * CHUNK));
         assert_eq!(y.unwrap().data()[0], byte(6 * CHUNK));
     });
-    if b == Backend::Uring {
-        assert_eq!(threads_named(COMPLETION_THREAD), 0);
-    }
+    assert_no_completion_thread(b);
 }
 both!(
     multi_thread_block_on_body_needs_no_helper_thread,
