@@ -87,8 +87,13 @@ fn reads(aio: &Aio, f: &Arc<std::fs::File>, park: Park, n: usize) -> Result<(), 
     Ok(())
 }
 
+/// An io_uring context.
+fn uring_ctx() -> Aio {
+    Aio::builder().backend(Backend::Uring).build().unwrap()
+}
+
 fn ctx_and_file() -> (Aio, Arc<std::fs::File>) {
-    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let aio = uring_ctx();
     (aio, Arc::new(common::temp_file(&[5u8; 4096])))
 }
 
@@ -136,19 +141,11 @@ fn another_executor_under_an_entered_runtime_woken_later() {
     if common::uring::uring_refused() {
         return;
     }
-    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
-    let (r, w) = rustix::pipe::pipe().unwrap();
-    let r = Arc::new(std::fs::File::from(r));
+    let aio = uring_ctx();
     let rt = current_rt();
     let _entered = rt.enter();
-    let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(300));
-        rustix::io::write(&w, b"later").unwrap();
-    });
-    let fut = std::pin::pin!(aio.read_async(Arc::clone(&r), 0, vec![0u8; 5]));
-    let done = park_on(fut, Park::UntilWoken, Duration::from_secs(5));
-    writer.join().unwrap();
-    assert_eq!(done.expect("never woken").unwrap().data(), b"later");
+    let done = park_on_pipe_read(&aio, b"later", LATER, Duration::from_secs(5));
+    assert_eq!(done.expect("never woken"), b"later");
 }
 
 /// Another executor inside a `current_thread` runtime's `block_on`, which it
@@ -221,20 +218,10 @@ fn another_executor_under_a_multi_thread_runtime_woken_later() {
     if common::uring::uring_refused() {
         return;
     }
-    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let aio = uring_ctx();
     let rt = common::multi_rt();
-    let read_later = move |aio: Aio| {
-        let (r, w) = rustix::pipe::pipe().unwrap();
-        let r = Arc::new(std::fs::File::from(r));
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(300));
-            rustix::io::write(&w, b"later").unwrap();
-        });
-        let fut = std::pin::pin!(aio.read_async(Arc::clone(&r), 0, vec![0u8; 5]));
-        let done = park_on(fut, Park::UntilWoken, Duration::from_secs(5));
-        writer.join().unwrap();
-        done.map(|c| c.unwrap().data().to_vec())
-    };
+    let read_later =
+        move |aio: Aio| park_on_pipe_read(&aio, b"later", LATER, Duration::from_secs(5));
     {
         let _entered = rt.enter();
         assert_eq!(read_later(aio.clone()).as_deref(), Some(&b"later"[..]));
@@ -256,7 +243,7 @@ fn multi_thread_runtime_shut_down_under_a_waiting_executor() {
     if common::uring::uring_refused() {
         return;
     }
-    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let aio = uring_ctx();
     let rt = common::multi_rt();
     let (r, w) = rustix::pipe::pipe().unwrap();
     let r = Arc::new(std::fs::File::from(r));
@@ -295,20 +282,14 @@ fn another_executor_under_a_runtime_armed_earlier_in_its_block_on() {
     if common::uring::uring_refused() {
         return;
     }
-    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let aio = uring_ctx();
     let rt = current_rt();
     let (fut, writer) = read_later(&aio, b"x");
     assert_eq!(rt.block_on(fut).unwrap().data(), b"x");
     writer.join().unwrap();
     let _entered = rt.enter();
-    let (fut, writer) = read_later(&aio, b"later");
-    let done = park_on(
-        std::pin::pin!(fut),
-        Park::UntilWoken,
-        Duration::from_secs(3),
-    );
-    writer.join().unwrap();
-    assert_eq!(done.expect("never woken").unwrap().data(), b"later");
+    let done = park_on_pipe_read(&aio, b"later", SOON, Duration::from_secs(3));
+    assert_eq!(done.expect("never woken"), b"later");
 }
 
 /// A runtime built without its I/O driver has no reactor to register with: a
@@ -321,7 +302,7 @@ fn a_runtime_without_its_io_driver() {
     if common::uring::uring_refused() {
         return;
     }
-    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let aio = uring_ctx();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
@@ -349,17 +330,16 @@ fn a_runtime_without_its_io_driver() {
     writer.join().unwrap();
     assert_eq!(c.data(), b"body");
     let _entered = rt.enter();
-    let (fut, writer) = read_later(&aio, b"entered");
-    let done = park_on(
-        std::pin::pin!(fut),
-        Park::UntilWoken,
-        Duration::from_secs(3),
-    );
-    writer.join().unwrap();
-    assert_eq!(done.expect("never woken").unwrap().data(), b"entered");
+    let done = park_on_pipe_read(&aio, b"entered", SOON, Duration::from_secs(3));
+    assert_eq!(done.expect("never woken"), b"entered");
 }
 
-/// A read of a pipe that `msg` is written to 100 ms later, and the writer.
+/// How long after its read a pipe is written to: [`read_later`]'s delay.
+const SOON: Duration = Duration::from_millis(100);
+/// A longer delay, for reads that must wait in the kernel first.
+const LATER: Duration = Duration::from_millis(300);
+
+/// A read of a pipe that `msg` is written to [`SOON`], and the writer.
 fn read_later<'a>(
     aio: &'a Aio,
     msg: &'static [u8],
@@ -367,13 +347,39 @@ fn read_later<'a>(
     posixrt::aio::SubmitFuture<'a, Arc<std::fs::File>, Vec<u8>>,
     std::thread::JoinHandle<()>,
 ) {
+    read_after(aio, msg, SOON)
+}
+
+/// A read of a pipe that `msg` is written to `delay` later, and the writer.
+fn read_after<'a>(
+    aio: &'a Aio,
+    msg: &'static [u8],
+    delay: Duration,
+) -> (
+    posixrt::aio::SubmitFuture<'a, Arc<std::fs::File>, Vec<u8>>,
+    std::thread::JoinHandle<()>,
+) {
     let (r, w) = rustix::pipe::pipe().unwrap();
     let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(delay);
         rustix::io::write(&w, msg).unwrap();
     });
     let r = Arc::new(std::fs::File::from(r));
     (aio.read_async(r, 0, vec![0u8; msg.len()]), writer)
+}
+
+/// [`read_after`] polled by [`park_on`] (until woken, for at most `limit`):
+/// the bytes read, `None` if never woken.
+fn park_on_pipe_read(
+    aio: &Aio,
+    msg: &'static [u8],
+    delay: Duration,
+    limit: Duration,
+) -> Option<Vec<u8>> {
+    let (fut, writer) = read_after(aio, msg, delay);
+    let done = park_on(std::pin::pin!(fut), Park::UntilWoken, limit);
+    writer.join().unwrap();
+    done.map(|c| c.unwrap().data().to_vec())
 }
 
 /// Polls `fut` with runtime `h` entered, as a compat wrapper does.
@@ -401,10 +407,7 @@ fn a_multi_thread_runtime_entered_inside_a_current_thread_block_on() {
     if common::uring::uring_refused() {
         return;
     }
-    let (x, y) = (
-        Aio::builder().backend(Backend::Uring).build().unwrap(),
-        Aio::builder().backend(Backend::Uring).build().unwrap(),
-    );
+    let (x, y) = (uring_ctx(), uring_ctx());
     let a = current_rt();
     let m = common::multi_rt();
     // Other tasks on the multi_thread runtime: batching pays under it.
