@@ -4,7 +4,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -980,13 +980,20 @@ fn list_take_all_and_drop(b: Backend) {
         )
         .unwrap();
     drop(list);
+    assert_nothing_waits_on_pipe(&aio, &rd, &wr, b"after");
+}
+
+/// Nothing of `aio` waits on the pipe `rd` any more: `cancel_fd` finds all
+/// done, and the next read gets `msg`, written to `wr`.
+#[track_caller]
+fn assert_nothing_waits_on_pipe(aio: &Aio, rd: &OwnedFd, wr: &OwnedFd, msg: &[u8]) {
     assert_eq!(
         aio.cancel_fd(rd.as_raw_fd()).unwrap(),
         CancelResult::AllDone
     );
-    rustix::io::write(&wr, b"after").unwrap();
-    let mut r = aio.read(&rd, 0, vec![0u8; 5]).unwrap();
-    assert_eq!(r.wait().unwrap().data(), b"after");
+    rustix::io::write(wr, msg).unwrap();
+    let mut r = aio.read(rd, 0, vec![0u8; msg.len()]).unwrap();
+    assert_eq!(r.wait().unwrap().data(), msg);
 }
 both!(list_take_all_and_drop_in_flight, list_take_all_and_drop);
 
@@ -1380,13 +1387,7 @@ fn dropped_future_cancels(b: Backend) {
     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Pending));
     drop(fut);
     // The dropped request no longer waits on the pipe: the next read gets the data.
-    assert_eq!(
-        aio.cancel_fd(rd.as_raw_fd()).unwrap(),
-        CancelResult::AllDone
-    );
-    rustix::io::write(&wr, b"fresh").unwrap();
-    let mut r = aio.read(&rd, 0, vec![0u8; 5]).unwrap();
-    assert_eq!(r.wait().unwrap().data(), b"fresh");
+    assert_nothing_waits_on_pipe(&aio, &rd, &wr, b"fresh");
 }
 both!(dropping_a_pending_future_cancels, dropped_future_cancels);
 
