@@ -109,6 +109,20 @@ fn own_block(out: &str) -> Vec<String> {
 
 /// The nice value of thread `tid` of this process, from /proc (field 19 of its
 /// stat line).
+/// Whether `line` is the TID line of thread `tid`.
+fn is_tid_line(line: &str, tid: i32) -> bool {
+    line.starts_with("TID") && parse_tid(line).tid == tid
+}
+
+/// The index in `block` of the TID line of thread `tid`.
+#[track_caller]
+fn tid_line(block: &[String], tid: i32) -> usize {
+    block
+        .iter()
+        .position(|l| is_tid_line(l, tid))
+        .expect("worker listed")
+}
+
 fn nice_of(tid: i32) -> i32 {
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
     let after = &s[s.rfind(')').unwrap() + 2..];
@@ -151,10 +165,7 @@ fn block_dump_16_bytes_a_line() {
     assert!(out.status.success());
     let text = stdout(&out);
     let block = own_block(&text);
-    let at = block
-        .iter()
-        .position(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
-        .expect("worker listed");
+    let at = tid_line(&block, w.tid());
     let dump = &block[at + 1..at + 5];
     for (k, line) in dump.iter().enumerate() {
         assert!(line.starts_with("          "), "{line:?}");
@@ -178,10 +189,7 @@ fn verbose_adds_details() {
     let text = stdout(&out);
     assert!(text.lines().next().unwrap().starts_with("# TID"), "{text}");
     let block = own_block(&text);
-    let at = block
-        .iter()
-        .position(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
-        .unwrap();
+    let at = tid_line(&block, w.tid());
     let detail = &block[at + 1];
     assert!(
         detail.contains("state ") && detail.contains("kernel name \"tfp verbose wor\""),
@@ -205,6 +213,23 @@ fn string(j: &Json) -> &str {
 
 fn arr(j: &Json) -> &[Json] {
     j.as_array().unwrap_or_else(|| panic!("not an array: {j}"))
+}
+
+/// Thread `tid` of the first process in tfp's JSON document `j`.
+#[track_caller]
+fn json_thread(j: &Json, tid: i32) -> Json {
+    arr(&arr(&j["processes"])[0]["threads"])
+        .iter()
+        .find(|t| num(&t["tid"]) as i32 == tid)
+        .cloned()
+        .expect("worker listed")
+}
+
+/// `tfp --json` of this process carries thread `tid`'s `marker` exactly.
+#[track_caller]
+fn assert_json_marker(tid: i32, marker: &str) {
+    let j = parse_json(&stdout(&tfp(&["--json", "-p", &me().to_string()])));
+    assert_eq!(string(&json_thread(&j, tid)["marker"]), marker);
 }
 
 #[test]
@@ -254,12 +279,7 @@ fn json_is_valid_whatever_the_marker_holds() {
     assert!(out.status.success(), "{out:?}");
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 1, "one line: {text:?}");
-    let j = parse_json(&text);
-    let t = arr(&arr(&j["processes"])[0]["threads"])
-        .iter()
-        .find(|t| num(&t["tid"]) as i32 == w.tid())
-        .cloned()
-        .expect("worker listed");
+    let t = json_thread(&parse_json(&text), w.tid());
     assert_eq!(string(&t["marker"]), marker);
 }
 
@@ -275,10 +295,7 @@ fn control_characters_are_escaped_in_text_and_kept_in_json() {
         "an escape sequence reached the terminal"
     );
     let block = own_block(&text);
-    let line = block
-        .iter()
-        .find(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
-        .expect("worker listed");
+    let line = &block[tid_line(&block, w.tid())];
     assert_eq!(
         parse_tid(line).marker,
         "evil\\nTID 1 fake line \\u{1b}[2J end",
@@ -289,13 +306,7 @@ fn control_characters_are_escaped_in_text_and_kept_in_json() {
         "{block:?}"
     );
     // JSON carries the marker exactly
-    let j = parse_json(&stdout(&tfp(&["--json", "-p", &me().to_string()])));
-    let t = arr(&arr(&j["processes"])[0]["threads"])
-        .iter()
-        .find(|t| num(&t["tid"]) as i32 == w.tid())
-        .cloned()
-        .expect("worker listed");
-    assert_eq!(string(&t["marker"]), marker);
+    assert_json_marker(w.tid(), marker);
 }
 
 /// A marker cannot pass for another: a right-to-left override shows the rest of
@@ -308,21 +319,12 @@ fn bidi_and_zero_width_characters_are_escaped_in_text_and_kept_in_json() {
     let out = tfp(&["-p", &me().to_string()]);
     assert!(out.status.success(), "{out:?}");
     let block = own_block(&stdout(&out));
-    let line = block
-        .iter()
-        .find(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid())
-        .expect("worker listed");
+    let line = &block[tid_line(&block, w.tid())];
     assert_eq!(
         parse_tid(line).marker,
         "worker 1\\u{202e}0 pets\\u{200b}\\u{2066}x\\u{2069}\\u{200f}\\u{feff}"
     );
-    let j = parse_json(&stdout(&tfp(&["--json", "-p", &me().to_string()])));
-    let t = arr(&arr(&j["processes"])[0]["threads"])
-        .iter()
-        .find(|t| num(&t["tid"]) as i32 == w.tid())
-        .cloned()
-        .expect("worker listed");
-    assert_eq!(string(&t["marker"]), marker);
+    assert_json_marker(w.tid(), marker);
 }
 
 #[test]
@@ -332,12 +334,7 @@ fn name_filter_keeps_matching_paths() {
     let file = exe.file_name().unwrap().to_str().unwrap();
     let out = stdout(&tfp(&[file]));
     let block = own_block(&out);
-    assert!(
-        block
-            .iter()
-            .any(|l| l.starts_with("TID") && parse_tid(l).tid == w.tid()),
-        "{out}"
-    );
+    assert!(block.iter().any(|l| is_tid_line(l, w.tid())), "{out}");
     for l in out.lines().filter(|l| l.starts_with("PID ")) {
         assert!(
             l.trim_end_matches('"').ends_with(file),
