@@ -95,16 +95,7 @@ fn child_process() {
             mark::set("child before exec").unwrap();
             println!("READY {} {me}", std::process::id());
             // Replace the image: same pid and start time, marks not rewritten.
-            let err = Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "child_process",
-                    "--exact",
-                    "--nocapture",
-                    "--test-threads=1",
-                    "--ignored",
-                ])
-                .env(CHILD_ENV, "idle")
-                .exec();
+            let err = child_command("idle").exec();
             panic!("exec failed: {err}");
         }
         "fork-exec" => {
@@ -148,16 +139,7 @@ fn child_process() {
             };
             assert_eq!(n, 1, "the grandchild never ran its fork handlers");
             println!("READY {} {me} {grandchild}", std::process::id());
-            let err = Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "child_process",
-                    "--exact",
-                    "--nocapture",
-                    "--test-threads=1",
-                    "--ignored",
-                ])
-                .env(CHILD_ENV, "idle")
-                .exec();
+            let err = child_command("idle").exec();
             panic!("exec failed: {err}");
         }
         "fork" => {
@@ -212,11 +194,34 @@ fn child_process() {
     }
 }
 
+/// This test binary running [`child_process`] in `mode`.
+fn child_command(mode: &str) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "child_process",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+        "--ignored",
+    ])
+    .env(CHILD_ENV, mode);
+    cmd
+}
+
 struct ChildProc {
     child: Child,
     pid: i32,
     tids: Vec<i32>,
     _out: BufReader<ChildStdout>,
+}
+
+impl ChildProc {
+    /// Closes the child's stdin (EOF: it exits normally) and checks it did.
+    #[track_caller]
+    fn finish(&mut self) {
+        drop(self.child.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+    }
 }
 
 impl Drop for ChildProc {
@@ -230,15 +235,7 @@ impl Drop for ChildProc {
 // The child is reaped by `ChildProc`'s destructor on every path.
 #[allow(clippy::zombie_processes)]
 fn spawn_child(mode: &str) -> ChildProc {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "child_process",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-            "--ignored",
-        ])
-        .env(CHILD_ENV, mode)
+    let mut child = child_command(mode)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -317,8 +314,7 @@ fn child_marks_are_visible_to_parent() {
     let all = mark::snapshot().unwrap();
     assert!(all.process(c.pid).is_some());
 
-    drop(c.child.stdin.take()); // EOF: the child exits normally
-    assert!(c.child.wait().unwrap().success());
+    c.finish(); // EOF: the child exits normally
     assert!(mark::snapshot_pid(c.pid).unwrap().processes.is_empty());
     assert!(registry_files(c.pid).is_empty(), "removed at exit");
 }
@@ -363,8 +359,7 @@ fn torn_reads_never_mix_markers() {
         saw_a > 0 && saw_b > 0,
         "the writer was changing the marker meanwhile"
     );
-    drop(c.child.stdin.take());
-    assert!(c.child.wait().unwrap().success());
+    c.finish();
 }
 
 #[test]
@@ -382,14 +377,17 @@ fn sigkilled_child_disappears() {
     assert_eq!(registry_files(c.pid).len(), 1);
     c.child.kill().unwrap(); // SIGKILL: no destructor, no atexit
     c.child.wait().unwrap();
-    let snap = mark::snapshot().unwrap();
+    assert_gone(c.pid, &mark::snapshot().unwrap(), "dead process listed");
+}
+
+/// Process `pid` is not in `snap` (else: `listed`), and its registry file
+/// was removed.
+#[track_caller]
+fn assert_gone(pid: i32, snap: &mark::Snapshot, listed: &str) {
+    assert!(snap.process(pid).is_none(), "{listed}: {snap:?}");
     assert!(
-        snap.process(c.pid).is_none(),
-        "dead process listed: {snap:?}"
-    );
-    assert!(
-        registry_files(c.pid).is_empty(),
-        "the reader removed the dead file"
+        registry_files(pid).is_empty(),
+        "the stale or dead file was removed"
     );
 }
 
@@ -412,17 +410,12 @@ fn exec_leaves_no_live_marks() {
     let mut c = spawn_child("exec");
     wait_idle(&mut c);
     // Same pid and start time, but the new image holds no lock on the old file.
-    let snap = mark::snapshot_pid(c.pid).unwrap();
-    assert!(
-        snap.process(c.pid).is_none(),
-        "exec'd process listed: {snap:?}"
+    assert_gone(
+        c.pid,
+        &mark::snapshot_pid(c.pid).unwrap(),
+        "exec'd process listed",
     );
-    assert!(
-        registry_files(c.pid).is_empty(),
-        "the stale file was removed"
-    );
-    drop(c.child.stdin.take());
-    assert!(c.child.wait().unwrap().success());
+    c.finish();
 }
 
 #[test]
@@ -442,16 +435,12 @@ fn exec_with_a_forked_child_still_alive_leaves_no_live_marks() {
         "the forked grandchild is alive"
     );
     let snap = mark::snapshot_pid(c.pid).unwrap();
-    assert!(
-        snap.process(c.pid).is_none(),
-        "exec'd process listed while its forked child lives: {snap:?}"
+    assert_gone(
+        c.pid,
+        &snap,
+        "exec'd process listed while its forked child lives",
     );
-    assert!(
-        registry_files(c.pid).is_empty(),
-        "the stale file was removed"
-    );
-    drop(c.child.stdin.take()); // EOF for both the child and the grandchild
-    assert!(c.child.wait().unwrap().success());
+    c.finish(); // EOF for both the child and the grandchild
 }
 
 #[test]
@@ -662,8 +651,7 @@ fn forked_child_gets_its_own_registry() {
         registry_files(forked).is_empty(),
         "the next scan removed the dead child's file"
     );
-    drop(c.child.stdin.take());
-    assert!(c.child.wait().unwrap().success());
+    c.finish();
 }
 
 #[test]
