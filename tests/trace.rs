@@ -26,6 +26,18 @@ fn seq(e: &Event) -> u64 {
     u64::from_le_bytes(e.data[..8].try_into().unwrap())
 }
 
+/// Records events of id `ev` whose data is each number of `seqs`.
+fn emit_numbered(ev: EventId, seqs: std::ops::Range<u64>) {
+    for i in seqs {
+        trace::event(ev, &i.to_le_bytes());
+    }
+}
+
+/// The numbers ([`seq`]) of the events of id `ev` in `evs`, in order.
+fn user_seqs(evs: &[Event], ev: EventId) -> Vec<u64> {
+    evs.iter().filter(|e| e.id == ev).map(seq).collect()
+}
+
 fn attr_with(f: impl FnOnce(&mut TraceAttr)) -> TraceAttr {
     let mut a = TraceAttr::new();
     f(&mut a);
@@ -309,9 +321,7 @@ fn boundary(policy: StreamFullPolicy) {
     assert_eq!((size - start_size) % per, 0, "the test fills exactly");
     let n = (size - start_size) / per;
     t.start().unwrap();
-    for i in 0..n as u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..n as u64);
     let st = t.status();
     assert!(!st.overrun, "{policy:?}: nothing lost at the boundary");
     assert!(st.running && !st.full, "{policy:?}: {st:?}");
@@ -342,9 +352,7 @@ fn stream_loop_overwrites_oldest_and_sets_overrun() {
     let ev = trace::eventid_open("tt.loop").unwrap();
     t.start().unwrap();
     let total = 5000u64;
-    for i in 0..total {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..total);
     let st = t.status();
     assert!(st.overrun && st.full && st.running, "{st:?}");
     assert!(!t.status().overrun, "overrun resets when read");
@@ -354,7 +362,7 @@ fn stream_loop_overwrites_oldest_and_sets_overrun() {
     let lost = u64::from_le_bytes(evs[0].data[..8].try_into().unwrap());
     assert_eq!(evs[0].pid, 0, "OVERFLOW is a without-pid event");
     assert_eq!(evs[1].id, EventId::RESUME);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     // The newest events survive, contiguous, up to the last one.
     assert_eq!(*user.last().unwrap(), total - 1);
     assert!(user.windows(2).all(|w| w[1] == w[0] + 1));
@@ -374,9 +382,7 @@ fn stream_until_full_suspends_then_resumes_with_start() {
     let t = Trace::create(&a).unwrap();
     let ev = trace::eventid_open("tt.untilfull").unwrap();
     t.start().unwrap();
-    for i in 0..5000u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..5000u64);
     let st = t.status();
     assert!(!st.running && st.full && st.overrun, "{st:?}");
     trace::event(ev, b"ignored while suspended");
@@ -389,7 +395,7 @@ fn stream_until_full_suspends_then_resumes_with_start() {
         1u32.to_le_bytes(),
         "STOP reason 1 = stream full"
     );
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     assert!(
         user.len() >= (4096 - 16) / 24,
         "at least the lossless bound was kept"
@@ -420,18 +426,14 @@ fn stream_until_full_suspends_then_resumes_with_start() {
     let st = t.status();
     assert!(st.running && !st.full, "{st:?}");
     // Fill again, then clear(): resumes as well.
-    for i in 0..5000u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..5000u64);
     assert!(!t.status().running);
     t.clear().unwrap();
     assert!(t.status().running);
     let evs: Vec<Event> = t.events().collect();
     assert_eq!(ids(&evs), [EventId::START]);
     // stop() while suspended by a full stream: it stays suspended after reading.
-    for i in 0..5000u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..5000u64);
     assert!(!t.status().running);
     t.stop().unwrap();
     while t.try_getnext().unwrap().is_some() {}
@@ -454,9 +456,7 @@ fn log_round_trip() {
     assert_eq!(t.attr().log_full_policy(), LogFullPolicy::Loop);
     let ev = trace::eventid_open("tt.log.roundtrip").unwrap();
     t.start().unwrap();
-    for i in 0..100u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..100u64);
     t.flush().unwrap();
     let st = t.status();
     assert_eq!((st.flushing, st.flush_error), (false, 0));
@@ -520,9 +520,7 @@ fn log_cut_at_every_byte() {
 fn log_cut_at_every_byte_with(policy: LogFullPolicy) {
     let (p, t) = started_with_log("cut", policy);
     let ev = trace::eventid_open("tt.log.cut").unwrap();
-    for i in 0..6u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..6u64);
     t.stop().unwrap();
     t.shutdown().unwrap();
     let full = std::fs::read(&p).unwrap();
@@ -643,14 +641,14 @@ fn log_full_policies() {
     let n = 500;
     // APPEND: everything, beyond the log size.
     let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::Append, "append.trace", n);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     assert_eq!(user, (0..n).collect::<Vec<_>>());
     assert_eq!(flags, 4, "running, log neither full nor overrun");
     assert!(!l.status().unwrap().log_overrun);
     // UNTIL_FULL: the oldest, then a STOP (reason 2) as the last event. In
     // event blocks, 4096 bytes hold over 256 of them (32-byte records: 127).
     let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::UntilFull, "untilfull.trace", n);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     assert!(
         user.len() > 256 && (user.len() as u64) < n,
         "{} events",
@@ -667,7 +665,7 @@ fn log_full_policies() {
     assert!(st.log_full && st.log_lost > 0);
     // LOOP: the newest events within the log size.
     let (l, evs, ev, flags) = log_policy_run(LogFullPolicy::Loop, "loop.trace", n);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     assert!(!user.is_empty() && (user.len() as u64) < n);
     assert_eq!(*user.last().unwrap(), n - 1);
     assert!(user.windows(2).all(|w| w[1] == w[0] + 1));
@@ -713,7 +711,7 @@ fn stream_flush_policy_writes_to_the_log_and_goes_on() {
     t.stop().unwrap();
     t.shutdown().unwrap();
     let (l, evs) = log_events(&p);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     // Five times what the stream holds went through it, none lost, in order.
     assert_eq!(user, (0..chunks * per).collect::<Vec<_>>());
     assert_eq!(l.status().unwrap().stream_lost, 0);
@@ -998,9 +996,7 @@ fn status_flushing_while_the_log_write_blocks() {
     // 192 KB in the stream (over half of it), at least 96 KB in the log (12
     // bytes or more per event in an event block).
     let n = 8000u64;
-    for i in 0..n {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..n);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !t.status().flushing {
         assert!(Instant::now() < deadline, "the flusher never started");
@@ -1039,7 +1035,7 @@ fn status_flushing_while_the_log_write_blocks() {
     std::fs::write(&p, &bytes).unwrap();
     let (l, evs) = log_events(&p);
     assert!(l.is_complete());
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     assert_eq!(user, (0..n).collect::<Vec<_>>());
 }
 
@@ -1158,14 +1154,12 @@ fn lossless_guarantee_at_the_boundary_with_flush_policy() {
     let ev = trace::eventid_open("tt.boundary.flush").unwrap();
     let n = (size - a.max_user_event_size(0)) / a.max_user_event_size(8);
     t.start().unwrap();
-    for i in 0..n as u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..n as u64);
     assert!(!t.status().overrun);
     t.stop().unwrap();
     t.shutdown().unwrap();
     let (l, evs) = log_events(&p);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     assert_eq!(user, (0..n as u64).collect::<Vec<_>>());
     assert_eq!(l.status().unwrap().stream_lost, 0);
 }
@@ -1377,9 +1371,7 @@ fn clear_resets_the_log_full_status() {
         let t = Trace::create_with_log(&a, f).unwrap();
         let ev = trace::eventid_open("tt.clear.full").unwrap();
         t.start().unwrap();
-        for i in 0..1000u64 {
-            trace::event(ev, &i.to_le_bytes());
-        }
+        emit_numbered(ev, 0..1000u64);
         t.flush().unwrap();
         assert!(
             t.status().log_full,
@@ -1410,33 +1402,33 @@ fn clear_resets_the_losses_the_log_reports() {
     let t = Trace::create_with_log(&a, f).unwrap();
     let ev = trace::eventid_open("tt.clear.lost").unwrap();
     t.start().unwrap();
-    for i in 0..1000u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..1000u64);
     t.flush().unwrap(); // 1000 events overrun 4096 bytes
     t.clear().unwrap();
     assert!(
         !t.status().log_overrun,
         "the log lost nothing since the clear"
     );
-    t.start().unwrap();
-    trace::event(ev, &7u64.to_le_bytes());
-    t.stop().unwrap();
-    t.shutdown().unwrap();
-    let (l, evs) = log_events(&p);
-    assert_eq!(
-        evs.iter()
-            .filter(|e| e.id == ev)
-            .map(seq)
-            .collect::<Vec<_>>(),
-        [7]
-    );
-    let st = l.status().unwrap();
+    let st = record_7_after_clear(t, ev, &p);
     assert_eq!(
         (st.log_lost, st.log_overrun, st.log_full),
         (0, false, false),
         "{st:?}"
     );
+}
+
+/// Starts `t` again after its `clear`, records event 7 of id `ev` and shuts
+/// `t` down: the log at `p` holds that event alone of that id (the ones
+/// before the clear are gone). The log's status record.
+#[track_caller]
+fn record_7_after_clear(t: Trace, ev: EventId, p: &std::path::Path) -> trace::LogStatus {
+    t.start().unwrap();
+    trace::event(ev, &7u64.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let (l, evs) = log_events(p);
+    assert_eq!(user_seqs(&evs, ev), [7]);
+    l.status().unwrap()
 }
 
 /// `clear` reinitializes the stream "as if it were returning from
@@ -1452,9 +1444,7 @@ fn clear_resets_the_stream_overrun() {
     let t = Trace::create(&a).unwrap();
     let ev = trace::eventid_open("tt.clear.overrun").unwrap();
     t.start().unwrap();
-    for i in 0..5000u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 0..5000u64);
     t.clear().unwrap();
     let st = t.status();
     assert!(!st.overrun && !st.full && st.running, "{st:?}");
@@ -1474,23 +1464,10 @@ fn clear_resets_the_stream_losses_the_log_reports() {
     let t = Trace::create_with_log(&a, f).unwrap();
     let ev = trace::eventid_open("tt.clear.stream.lost").unwrap();
     t.start().unwrap();
-    for i in 0..5000u64 {
-        trace::event(ev, &i.to_le_bytes()); // most are dropped: the stream is full
-    }
+    // Most are dropped: the stream is full.
+    emit_numbered(ev, 0..5000u64);
     t.clear().unwrap();
-    t.start().unwrap();
-    trace::event(ev, &7u64.to_le_bytes());
-    t.stop().unwrap();
-    t.shutdown().unwrap();
-    let (l, evs) = log_events(&p);
-    assert_eq!(
-        evs.iter()
-            .filter(|e| e.id == ev)
-            .map(seq)
-            .collect::<Vec<_>>(),
-        [7]
-    );
-    let st = l.status().unwrap();
+    let st = record_7_after_clear(t, ev, &p);
     assert_eq!((st.stream_lost, st.stream_overrun), (0, false), "{st:?}");
 }
 
@@ -1605,7 +1582,7 @@ fn flush_policy_under_overload_ends_each_flush_and_drops_in_runs() {
     let t = std::sync::Arc::try_unwrap(t).unwrap();
     t.shutdown().unwrap();
     let (l, evs) = log_events(&p);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     let overflows: Vec<&Event> = evs.iter().filter(|e| e.id == EventId::OVERFLOW).collect();
     let lost: u64 = overflows
         .iter()
@@ -1653,14 +1630,12 @@ fn log_with_flushes_is_in_time_order() {
         std::thread::sleep(Duration::from_micros(200));
     }
     t.flush().unwrap();
-    for i in 10..20u64 {
-        trace::event(ev, &i.to_le_bytes());
-    }
+    emit_numbered(ev, 10..20u64);
     std::thread::sleep(Duration::from_millis(2));
     t.stop().unwrap();
     t.shutdown().unwrap();
     let (_l, evs) = log_events(&p);
-    let user: Vec<u64> = evs.iter().filter(|e| e.id == ev).map(seq).collect();
+    let user = user_seqs(&evs, ev);
     assert_eq!(user, (0..20).collect::<Vec<_>>());
     for w in evs.windows(2) {
         assert!(
