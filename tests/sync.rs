@@ -512,16 +512,22 @@ fn pi_try_lock_timed_lock_and_relock() {
     assert!(!unsafe { m.raw() }.owner_died());
 }
 
+/// Locks `m` in a thread that ends without unlocking it: that thread's id.
+fn locked_by_a_thread_that_died<T: Send>(m: &PiMutex<T>) -> u32 {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::mem::forget(m.lock());
+            current_tid()
+        })
+        .join()
+        .unwrap()
+    })
+}
+
 #[test]
 fn pi_owner_death_without_waiters_is_reported() {
-    let m = Arc::new(PiMutex::new(5));
-    let m2 = m.clone();
-    let dead = std::thread::spawn(move || {
-        std::mem::forget(m2.lock());
-        current_tid()
-    })
-    .join()
-    .unwrap();
+    let m = PiMutex::new(5);
+    let dead = locked_by_a_thread_that_died(&m);
     assert_eq!(unsafe { m.raw() }.owner(), Some(dead));
     assert!(!unsafe { m.raw() }.owner_died());
     let g = m.lock();
@@ -539,14 +545,8 @@ fn pi_owner_death_without_waiters_is_reported() {
 /// asks the kernel and takes the lock over, with the owner-died mark.
 #[test]
 fn pi_owner_death_try_lock_busy_zero_timeout_takes_over() {
-    let m = Arc::new(PiMutex::new(7));
-    let m2 = m.clone();
-    let dead = std::thread::spawn(move || {
-        std::mem::forget(m2.lock());
-        current_tid()
-    })
-    .join()
-    .unwrap();
+    let m = PiMutex::new(7);
+    let dead = locked_by_a_thread_that_died(&m);
     assert!(m.try_lock().is_none());
     assert!(m.try_lock_checked().unwrap().is_none());
     assert_eq!(unsafe { m.raw() }.owner(), Some(dead));
