@@ -5,21 +5,13 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{FromRawFd, OwnedFd};
+
+#[path = "common/trace_files.rs"]
+mod trace_files;
+use trace_files::{open_log, pipe};
 
 use posixrt::trace::{self, Event, LogFullPolicy, Trace, TraceAttr, TraceLog};
 use posixrt::ErrorKind;
-
-/// A pipe: (read end, write end), both close-on-exec.
-fn pipe() -> (File, File) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 stores.
-    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
-    // SAFETY: pipe2 succeeded: both descriptors are open and owned by no one else.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    (File::from(rd), File::from(wr))
-}
 
 /// This test's events: a stream logged to `log`, `n` events of `name` with
 /// their index as data, shut down.
@@ -57,14 +49,7 @@ fn data_u32(e: &Event) -> u32 {
 /// status and shutdown record are known once read to the end.
 #[test]
 fn a_log_piped_through_cat_reads_back() {
-    let path = std::env::temp_dir().join(format!("posixrt-pipe-{}.trace", std::process::id()));
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
+    let (path, f) = open_log("pipe.trace");
     write_log(f, "pipe.cat", 20_000);
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();

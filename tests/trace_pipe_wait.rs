@@ -5,34 +5,27 @@
 //! events of another test's stream.)
 
 use std::fs::File;
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::sync::Mutex;
+
+#[path = "common/trace_files.rs"]
+mod trace_files;
 use std::time::{Duration, Instant};
+use trace_files::{open_log, pipe, serial};
 
 use posixrt::trace::{self, LogFullPolicy, Trace, TraceAttr, TraceLog};
 use posixrt::ErrorKind;
 
-/// Held by each test.
-static TURN: Mutex<()> = Mutex::new(());
-
-/// A pipe: (read end, write end), both close-on-exec.
-fn pipe() -> (File, File) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 stores.
-    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
-    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
-    // SAFETY: pipe2 succeeded: both descriptors are open and owned by no one else.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    (File::from(rd), File::from(wr))
+/// A stream whose log, `log`, takes every event (the APPEND policy).
+fn appending_to(log: File) -> Trace {
+    let mut a = TraceAttr::new();
+    a.set_log_full_policy(LogFullPolicy::Append);
+    Trace::create_with_log(&a, log).unwrap()
 }
 
 #[test]
 fn a_timed_read_of_a_silent_pipe_ends_at_its_deadline() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = serial();
     let (rd, wr) = pipe();
-    let mut a = TraceAttr::new();
-    a.set_log_full_policy(LogFullPolicy::Append);
-    let t = Trace::create_with_log(&a, wr).unwrap();
+    let t = appending_to(wr);
     let first = trace::eventid_open("pipe_wait.first").unwrap();
     let last = trace::eventid_open("pipe_wait.last").unwrap();
     t.start().unwrap();
@@ -77,18 +70,9 @@ fn a_timed_read_of_a_silent_pipe_ends_at_its_deadline() {
 /// A log in a file that can seek never waits: no waiter, always ready.
 #[test]
 fn a_log_file_that_seeks_needs_no_waiter() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let path = std::env::temp_dir().join(format!("posixrt-pipe-wait-{}.trace", std::process::id()));
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
-    let mut a = TraceAttr::new();
-    a.set_log_full_policy(LogFullPolicy::Append);
-    let t = Trace::create_with_log(&a, f).unwrap();
+    let _turn = serial();
+    let (path, f) = open_log("pipe-wait.trace");
+    let t = appending_to(f);
     t.shutdown().unwrap();
     let mut l = TraceLog::open(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
@@ -104,18 +88,9 @@ fn a_log_file_that_seeks_needs_no_waiter() {
 /// rest once it comes.
 #[test]
 fn a_record_cut_across_two_writes_waits_for_its_rest() {
-    let _turn = TURN.lock().unwrap_or_else(|p| p.into_inner());
-    let path = std::env::temp_dir().join(format!("posixrt-pipe-cut-{}.trace", std::process::id()));
-    let f = File::options()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
-    let mut a = TraceAttr::new();
-    a.set_log_full_policy(LogFullPolicy::Append);
-    let t = Trace::create_with_log(&a, f).unwrap();
+    let _turn = serial();
+    let (path, f) = open_log("pipe-cut.trace");
+    let t = appending_to(f);
     let first = trace::eventid_open("pipe_wait.cut_first").unwrap();
     let second = trace::eventid_open("pipe_wait.cut_second").unwrap();
     t.start().unwrap();

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::fs::File;
+use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -61,6 +62,17 @@ pub fn open_log(name: &str) -> (TempPath, File) {
         .open(&p)
         .unwrap();
     (p, f)
+}
+
+/// A pipe: (read end, write end), both close-on-exec.
+pub fn pipe() -> (File, File) {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 stores.
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    assert_eq!(r, 0, "pipe2: {}", std::io::Error::last_os_error());
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned by no one else.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    (File::from(rd), File::from(wr))
 }
 
 /// The log at `p` and all its events.
