@@ -5,24 +5,14 @@
 #[path = "common/trace_read.rs"]
 mod trace_read;
 use trace_read::filter_all_but;
+#[path = "common/fsize.rs"]
+mod fsize;
+use fsize::{ignore_sigxfsz, set_fsize};
 
 use std::fs::File;
 
 use posixrt::trace::{self, LogFullPolicy, Trace, TraceAttr, TraceLog};
 use posixrt::ErrorKind;
-
-fn set_fsize(soft: libc::rlim_t) {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain calls with a valid struct.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut r), 0);
-        r.rlim_cur = soft.min(r.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &r), 0);
-    }
-}
 
 /// The values (first 8 data bytes) of the events `ev` the log at `p` holds,
 /// up to a clean cut (a running log), or the read error; and whether the
@@ -50,8 +40,7 @@ fn logged(p: &std::path::Path, ev: trace::EventId) -> (Result<Vec<u64>, posixrt:
 /// them).
 #[test]
 fn a_clear_cut_short_leaves_a_log_that_later_events_extend_whole() {
-    // SAFETY: ignoring a signal; no handler runs.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    ignore_sigxfsz();
     let p = std::env::temp_dir().join(format!("posixrt-conform-fsize-{}", std::process::id()));
     let ev = trace::eventid_open("conform.clear_fsize").unwrap();
     for policy in [

@@ -5,23 +5,13 @@
 #[path = "common/trace_read.rs"]
 mod trace_read;
 use trace_read::filter_all_but;
+#[path = "common/fsize.rs"]
+mod fsize;
+use fsize::{ignore_sigxfsz, set_fsize};
 
 use std::fs::File;
 
 use posixrt::trace::{self, Event, EventId, LogFullPolicy, Trace, TraceAttr, TraceLog};
-
-fn set_fsize(soft: libc::rlim_t) {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: plain calls with a valid struct.
-    unsafe {
-        assert_eq!(libc::getrlimit(libc::RLIMIT_FSIZE, &mut r), 0);
-        r.rlim_cur = soft.min(r.rlim_max);
-        assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &r), 0);
-    }
-}
 
 /// A flush whose write stops part-way (EFBIG past RLIMIT_FSIZE, as ENOSPC
 /// on a file system that fills up) leaves what it wrote in the log: once
@@ -30,8 +20,7 @@ fn set_fsize(soft: libc::rlim_t) {
 #[test]
 fn a_log_write_cut_short_goes_on_where_it_stopped() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    // SAFETY: ignoring a signal; no handler runs.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    ignore_sigxfsz();
     let p = std::env::temp_dir().join(format!("posixrt-review-fsize-{}", std::process::id()));
     let ev = trace::eventid_open("review.fsize").unwrap();
     let mut a = TraceAttr::new();
@@ -84,8 +73,7 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn a_log_that_recovers_from_a_long_failure_accounts_for_every_event() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    // SAFETY: ignoring a signal; no handler runs.
-    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    ignore_sigxfsz();
     let p = std::env::temp_dir().join(format!("posixrt-review-fsize2-{}", std::process::id()));
     let ev = trace::eventid_open("review.fsize_long").unwrap();
     let mut a = TraceAttr::new();
