@@ -13,17 +13,15 @@ mod held_fork;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use caps::can_rt;
-use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder};
+use caps::can_serve;
+use posixrt::sched::{sporadic, sporadic::SporadicParams, Builder};
 use posixrt::ErrorKind;
 
 #[test]
 fn an_inherited_handle_reports_not_served_in_the_child() {
     let ms = Duration::from_millis;
     let params = SporadicParams::new(10, ms(50), ms(2), 4);
-    if !can_rt() {
-        let e = sporadic::serve(sched::gettid(), params, 50).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    if !can_serve(params) {
         return;
     }
     let (end_tx, end_rx) = mpsc::channel::<()>();

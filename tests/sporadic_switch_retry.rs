@@ -18,10 +18,9 @@ mod seccomp;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use caps::{can_rt, wait_for};
+use caps::{can_serve, wait_for};
 use posixrt::sched::cputime::CpuClock;
 use posixrt::sched::{self, sporadic, sporadic::SporadicParams, Builder, CpuSet, Priority};
-use posixrt::ErrorKind;
 
 const FIFO_RESET_ON_FORK: i32 = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
 
@@ -55,9 +54,7 @@ fn a_failed_demotion_is_retried_until_it_holds() {
     // 2 ms of budget; the replenishment comes back only after a minute, so
     // nothing but a retry can put the thread where it belongs meanwhile.
     let params = SporadicParams::new(10, Duration::from_secs(60), ms(2), 4);
-    if !can_rt() {
-        let e = sporadic::serve(sched::gettid(), params, 50).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{e}");
+    if !can_serve(params) {
         return;
     }
     let cpus: Vec<usize> = CpuSet::allowed().unwrap().iter().collect();

@@ -14,6 +14,19 @@ pub fn can_rt() -> bool {
         .unwrap_or(false)
 }
 
+/// May this process serve threads sporadically (SCHED_FIFO)? If not, checks
+/// that `serve` with `params` is refused as documented (PermissionDenied): the
+/// caller has nothing more to test.
+#[track_caller]
+pub fn can_serve(params: posixrt::sched::sporadic::SporadicParams) -> bool {
+    if can_rt() {
+        return true;
+    }
+    let e = posixrt::sched::sporadic::serve(posixrt::sched::gettid(), params, 50).unwrap_err();
+    assert_eq!(e.kind(), posixrt::ErrorKind::PermissionDenied, "{e}");
+    false
+}
+
 /// May this process lock memory beyond `RLIMIT_MEMLOCK` (CAP_IPC_LOCK)?
 pub fn can_lock_memory() -> bool {
     rustix::thread::capabilities(None).is_ok_and(|c| {
