@@ -10,46 +10,20 @@
 //! in `trace_programs.rs`. Everything is compiled with the system `cc`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 mod c_prog;
-use c_prog::{lib_dir, Link, CRATE};
+use c_prog::{lib_dir, ok_stdout, Link, CRATE, STRICT};
 
 /// The scratch directory, removed when the test process exits.
 fn scratch() -> &'static Path {
-    c_prog::cleanup_later();
-    c_prog::scratch()
+    c_prog::scratch_removed_at_exit()
 }
-
-const STRICT: &[&str] = &[
-    "-std=c99",
-    "-Wall",
-    "-Wextra",
-    "-pedantic",
-    "-Werror",
-    "-O1",
-];
 
 /// Compiles `src` (once) with [`STRICT`] against trace.h and `-lposixrt`:
 /// any warning fails.
 fn build(src: &Path) -> PathBuf {
-    let include = format!("-I{CRATE}/include");
-    let flags: Vec<&str> = STRICT
-        .iter()
-        .copied()
-        .chain([include.as_str(), "-pthread", "-ldl"])
-        .collect();
-    c_prog::build(src, Link::Linked, &flags)
-}
-
-fn ok_stdout(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {:?}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    c_prog::build_with_trace_h(src, STRICT)
 }
 
 // --- one test per function ---------------------------------------------------

@@ -12,12 +12,11 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 mod c_prog;
-use c_prog::{lib_dir, Link, CRATE};
+use c_prog::{lib_dir, ok_stdout, Link, CRATE, STRICT};
 
 /// The scratch directory, removed when the test process exits.
 fn scratch() -> &'static Path {
-    c_prog::cleanup_later();
-    c_prog::scratch()
+    c_prog::scratch_removed_at_exit()
 }
 
 mod common;
@@ -30,25 +29,10 @@ fn rtrace() -> &'static Path {
     })
 }
 
-const STRICT: &[&str] = &[
-    "-std=c99",
-    "-Wall",
-    "-Wextra",
-    "-pedantic",
-    "-Werror",
-    "-O1",
-];
-
 /// Compiles `src` (once per flag set) against trace.h and `-lposixrt`; any
 /// warning fails (the listings, the seed's text, are built with `-w`).
 fn build(src: &Path, flags: &[&str]) -> PathBuf {
-    let include = format!("-I{CRATE}/include");
-    let flags: Vec<&str> = flags
-        .iter()
-        .copied()
-        .chain([include.as_str(), "-pthread", "-ldl"])
-        .collect();
-    c_prog::build(src, Link::Linked, &flags)
+    c_prog::build_with_trace_h(src, flags)
 }
 
 /// Runs a program linked with `-lposixrt` (killed, failing the test, after
@@ -89,16 +73,6 @@ fn run_preloaded_for(exe: &Path, limit: Duration) -> Option<Output> {
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let killed = watchdog.join().unwrap_or(false);
     (!killed).then_some(out)
-}
-
-fn ok_stdout(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {:?}\nstderr:\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 // --- the seed's listings -------------------------------------------------------

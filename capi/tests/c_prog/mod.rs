@@ -87,6 +87,47 @@ pub enum Link {
     Preloaded,
 }
 
+/// The flags the C tests' own programs build with: any warning fails.
+pub const STRICT: &[&str] = &[
+    "-std=c99",
+    "-Wall",
+    "-Wextra",
+    "-pedantic",
+    "-Werror",
+    "-O1",
+];
+
+/// [`scratch`], removed when the test process exits ([`cleanup_later`]).
+pub fn scratch_removed_at_exit() -> &'static Path {
+    cleanup_later();
+    scratch()
+}
+
+/// Compiles `src` (once per flag set) with `flags` against trace.h, linked
+/// with `-lposixrt`.
+pub fn build_with_trace_h(src: &Path, flags: &[&str]) -> PathBuf {
+    let include = format!("-I{CRATE}/include");
+    let flags: Vec<&str> = flags
+        .iter()
+        .copied()
+        .chain([include.as_str(), "-pthread", "-ldl"])
+        .collect();
+    build(src, Link::Linked, &flags)
+}
+
+/// The standard output of a program that must have exited with 0 (`what`
+/// names it when it did not).
+#[track_caller]
+pub fn ok_stdout(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {:?}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
 /// Compiles `src` once per (link, flags) and returns the executable.
 pub fn build(src: &Path, link: Link, extra: &[&str]) -> PathBuf {
     static BUILT: OnceLock<std::sync::Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
