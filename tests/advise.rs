@@ -14,6 +14,10 @@ use posixrt::advise::{
 };
 use posixrt::ErrorKind;
 
+#[path = "common/example_bin.rs"]
+mod example_bin;
+use example_bin::example_bin;
+
 /// A scratch file on the disk filesystem (`/tmp`, or `$TMPDIR`), removed on drop.
 struct Scratch {
     path: PathBuf,
@@ -574,30 +578,6 @@ fn direct_io_alignment_errors() {
     assert!(e.hint().is_some());
 }
 
-/// Builds the example (a no-op when it is fresh: `cargo test --test advise` alone
-/// does not rebuild examples, and a stale binary must not be tested) and returns
-/// its path next to this test binary.
-fn example_bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    let bin = profile_dir.join("examples").join(name);
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--example", name])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    // The same features as this test build, so the nested build reuses the outer
-    // one's artifacts instead of rebuilding the crate with other features.
-    if cfg!(feature = "tokio") {
-        cmd.args(["--features", "tokio"]);
-    }
-    let status = cmd.status().expect("run cargo build --example");
-    assert!(status.success(), "cargo build --example {name}");
-    assert!(bin.exists(), "{} missing", bin.display());
-    bin
-}
-
 #[test]
 fn bytesum_matches_independent_sum() {
     let s = Scratch::new("bytesum");
@@ -614,6 +594,7 @@ fn bytesum_matches_independent_sum() {
     assert_ne!(expected, unsigned, "the data exercises signed char");
 
     let bin = example_bin("bytesum");
+    assert!(bin.exists(), "{} missing", bin.display());
     let out = Command::new(&bin).arg(&s.path).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(
