@@ -331,26 +331,37 @@ fn objects_show_the_owner_of_a_recursive_mutex_first_seen_relocked() {
     );
 }
 
+/// How `objects()` lists `l`, held by `guard` (taken before tracking is
+/// switched on), once tracking is on and a thread waits on it in `wait`;
+/// the guard is then dropped and the waiter ends. Tracking is off again.
+#[track_caller]
+fn listed_while_a_thread_waits<G>(
+    l: &RwLock<u32>,
+    guard: G,
+    wait: impl FnOnce() + Send,
+) -> sync::Snapshot {
+    let addr = unsafe { l.raw() } as *const _ as usize;
+    let listed = || sync::objects().into_iter().find(|o| o.info.address == addr);
+    let waiting = std::thread::scope(|s| {
+        sync::set_tracking(Tracking::Counts);
+        let waiter = s.spawn(wait);
+        assert!(poll(|| listed().is_some_and(|o| o.info.waiters == 1)));
+        let waiting = listed().expect("known through the waiter");
+        drop(guard);
+        waiter.join().unwrap();
+        waiting
+    });
+    sync::set_tracking(Tracking::Off);
+    waiting
+}
+
 /// An rwlock first known through a blocked writer (tracking switched on while
 /// readers held it) is listed with its readers, not as free with a waiter.
 #[test]
 fn objects_show_the_readers_of_an_rwlock_first_seen_by_a_writer() {
     let _g = serial(Tracking::Off);
     let l = RwLock::new(0u32);
-    let addr = unsafe { l.raw() } as *const _ as usize;
-    let listed = || sync::objects().into_iter().find(|o| o.info.address == addr);
-    let waiting = std::thread::scope(|s| {
-        let r = l.read();
-        sync::set_tracking(Tracking::Counts);
-        let writer = s.spawn(|| *l.write() += 1);
-        assert!(poll(|| listed().is_some_and(|o| o.info.waiters == 1)));
-        let waiting = listed().expect("known through the writer");
-        drop(r);
-        writer.join().unwrap();
-        waiting
-    });
-    sync::set_tracking(Tracking::Off);
-    let i = waiting.info;
+    let i = listed_while_a_thread_waits(&l, l.read(), || *l.write() += 1).info;
     assert_eq!(
         (i.locked, i.readers, i.write_locked),
         (true, 1, false),
@@ -403,20 +414,10 @@ fn deadlock_over_mutexes_locked_before_tracking_is_found() {
 fn objects_show_the_writer_of_an_rwlock_first_seen_by_a_reader() {
     let _g = serial(Tracking::Off);
     let l = RwLock::new(0u32);
-    let addr = unsafe { l.raw() } as *const _ as usize;
-    let listed = || sync::objects().into_iter().find(|o| o.info.address == addr);
-    let waiting = std::thread::scope(|s| {
-        let w = l.write();
-        sync::set_tracking(Tracking::Counts);
-        let reader = s.spawn(|| *l.read());
-        assert!(poll(|| listed().is_some_and(|o| o.info.waiters == 1)));
-        let waiting = listed().expect("known through the reader");
-        drop(w);
-        reader.join().unwrap();
-        waiting
-    });
-    sync::set_tracking(Tracking::Off);
-    let i = waiting.info;
+    let i = listed_while_a_thread_waits(&l, l.write(), || {
+        let _ = *l.read();
+    })
+    .info;
     assert_eq!(
         (i.locked, i.write_locked, i.owner),
         (true, true, Some(current_tid())),
