@@ -52,6 +52,17 @@ fn memfd(name: &str) -> File {
     File::from(rustix::fs::memfd_create(name, rustix::fs::MemfdFlags::CLOEXEC).unwrap())
 }
 
+/// Closes `a` and puts `b` at its number while a few turns of the runtime
+/// run (what a leaked future still holds would reach `b`), then closes it.
+async fn put_at_its_number(a: File, b: &File) {
+    let mut num = OwnedFd::from(a);
+    rustix::io::dup2(b, &mut num).unwrap();
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+    drop(num);
+}
+
 /// Waits for 512 bytes of `x` to land in `a` (a memfd write may finish in a
 /// kernel worker after the turn), and checks that none went to `b`.
 fn landed_in_a(a: &File, b: &File, x: u8) {
@@ -137,12 +148,7 @@ fn forgotten_write_on_a_guard_of_its_context_lands_in_its_file() {
         );
         std::mem::forget(fut);
         drop(reg);
-        let mut num = OwnedFd::from(a);
-        rustix::io::dup2(&b, &mut num).unwrap();
-        for _ in 0..4 {
-            tokio::task::yield_now().await;
-        }
-        drop(num);
+        put_at_its_number(a, &b).await;
     });
     landed_in_a(&a2, &b, 5);
 }
@@ -170,12 +176,7 @@ fn write_on_a_guard_of_another_context_is_submitted_at_once() {
         let first = poll_once(&mut fut).await;
         std::mem::forget(fut);
         drop(reg);
-        let mut num = OwnedFd::from(a);
-        rustix::io::dup2(&b, &mut num).unwrap();
-        for _ in 0..4 {
-            tokio::task::yield_now().await;
-        }
-        drop(num);
+        put_at_its_number(a, &b).await;
         match first {
             Poll::Ready(r) => assert_eq!(r.unwrap().result.unwrap(), 512),
             Poll::Pending => {}
