@@ -107,8 +107,6 @@ fn own_block(out: &str) -> Vec<String> {
     block
 }
 
-/// The nice value of thread `tid` of this process, from /proc (field 19 of its
-/// stat line).
 /// Whether `line` is the TID line of thread `tid`.
 fn is_tid_line(line: &str, tid: i32) -> bool {
     line.starts_with("TID") && parse_tid(line).tid == tid
@@ -123,6 +121,8 @@ fn tid_line(block: &[String], tid: i32) -> usize {
         .expect("worker listed")
 }
 
+/// The nice value of thread `tid` of this process, from /proc (field 19 of its
+/// stat line).
 fn nice_of(tid: i32) -> i32 {
     let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
     let after = &s[s.rfind(')').unwrap() + 2..];
