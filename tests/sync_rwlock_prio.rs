@@ -120,6 +120,14 @@ fn fifo_reader_passes_a_waiting_sched_other_writer() {
     fifo_reader_passes_a_lower_waiting_writer((OTHER, 0));
 }
 
+/// Spawns in `s` a FIFO 10 thread that write-locks `l` and adds one to it.
+fn spawn_fifo_10_writer<'scope>(s: &'scope std::thread::Scope<'scope, '_>, l: &'scope RwLock<u32>) {
+    s.spawn(|| {
+        set_self(FIFO, 10).expect("writer class");
+        *l.write() += 1;
+    });
+}
+
 /// A waiting FIFO 10 writer holds up FIFO readers of priority 10 and 5, and
 /// SCHED_OTHER readers, in `try_read` and a timed read.
 #[test]
@@ -131,10 +139,7 @@ fn readers_of_lower_or_equal_priority_wait_for_the_writer() {
     let l = RwLock::new(0u32);
     let held = l.read();
     std::thread::scope(|s| {
-        s.spawn(|| {
-            set_self(FIFO, 10).expect("writer class");
-            *l.write() += 1;
-        });
+        spawn_fifo_10_writer(s, &l);
         assert!(poll(|| l.try_read().is_none()), "the writer never waited");
         for (policy, prio) in [(FIFO, 10), (FIFO, 5), (OTHER, 0)] {
             let (tried, timed) = as_class(policy, prio, || {
@@ -167,10 +172,7 @@ fn the_priority_of_waiting_writers_follows_arrivals_and_timeouts() {
     let l = RwLock::new(0u32);
     let held = l.read();
     std::thread::scope(|s| {
-        s.spawn(|| {
-            set_self(FIFO, 10).expect("writer class");
-            *l.write() += 1;
-        });
+        spawn_fifo_10_writer(s, &l);
         assert!(poll(|| l.try_read().is_none()), "the writer never waited");
         assert!(try_read_as(&l, FIFO, 20), "FIFO 20 behind a FIFO 10 writer");
 
@@ -227,10 +229,7 @@ fn a_reader_past_a_waiting_writer_is_tracked_as_uncontended() {
     raw.set_name("rt-reader-past-writer");
     let held = l.read();
     let readers = std::thread::scope(|s| {
-        s.spawn(|| {
-            set_self(FIFO, 10).expect("writer class");
-            *l.write() += 1;
-        });
+        spawn_fifo_10_writer(s, &l);
         assert!(
             poll(|| raw.snapshot().is_some_and(|s| s.info.waiters == 1)),
             "the writer never waited"
