@@ -31,13 +31,18 @@ fn file_with(bytes: &[u8]) -> std::fs::File {
     std::fs::File::from(f)
 }
 
+/// A context of the thread engine with `workers` workers.
+fn thread_pool(workers: usize) -> Aio {
+    Aio::builder()
+        .backend(Backend::Threads)
+        .workers(workers)
+        .build()
+        .unwrap()
+}
+
 #[test]
 fn full_datagram_sockets_hold_no_worker() {
-    let aio = Aio::builder()
-        .backend(Backend::Threads)
-        .workers(2)
-        .build()
-        .unwrap();
+    let aio = thread_pool(2);
     let socks: Vec<_> = (0..2).map(|_| full_socket()).collect();
     // As many writes as workers, queued before the read (the same priority:
     // the workers take them first).
@@ -85,11 +90,7 @@ fn full_datagram_sockets_hold_no_worker() {
 /// order, each whole, once the socket is read.
 #[test]
 fn writes_to_a_full_socket_keep_their_order() {
-    let aio = Aio::builder()
-        .backend(Backend::Threads)
-        .workers(1)
-        .build()
-        .unwrap();
+    let aio = thread_pool(1);
     let (a, peer) = full_socket();
     let mut writes: Vec<_> = (1..=4u8)
         .map(|k| aio.write(&a, 0, vec![k; 100 + k as usize]).unwrap())
@@ -128,11 +129,7 @@ fn writes_to_a_full_socket_keep_their_order() {
 /// room.
 #[test]
 fn letting_go_of_a_write_to_a_full_socket_ends_it() {
-    let aio = Aio::builder()
-        .backend(Backend::Threads)
-        .workers(1)
-        .build()
-        .unwrap();
+    let aio = thread_pool(1);
     let (a, peer) = full_socket();
     let w = aio.write(&a, 0, vec![7u8; 256]).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
