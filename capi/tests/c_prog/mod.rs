@@ -261,16 +261,11 @@ pub fn prints_ok(src: &str, backends: &[&str], runs: &[&[&str]]) {
 /// exits 0 and prints "ok NAME".
 pub fn trace_prints_ok_named(src: &str, name: &str) {
     let include = format!("-I{CRATE}/include");
-    let flags = [
-        "-std=c99",
-        "-Wall",
-        "-Wextra",
-        "-pedantic",
-        "-Werror",
-        "-O1",
-        "-g",
-        &include,
-    ];
+    let flags: Vec<&str> = STRICT
+        .iter()
+        .copied()
+        .chain(["-g", include.as_str()])
+        .collect();
     let exe = build(&c_src(src), Link::Linked, &flags);
     let o = run(&exe, Link::Linked, &[name], &[]);
     assert!(
