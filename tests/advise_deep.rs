@@ -67,6 +67,15 @@ struct Loop {
 }
 
 impl Loop {
+    /// The device, open for reading and writing.
+    fn open(&self) -> std::fs::File {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&self.dev)
+            .unwrap()
+    }
+
     /// `None` (the test then skips) without root or a loop driver.
     fn new(tag: &str) -> Option<Loop> {
         if !rustix::process::geteuid().is_root() {
@@ -116,11 +125,7 @@ fn fallocate_modes_on_a_block_device_say_what_a_block_device_takes() {
     let Some(lo) = Loop::new("deep-blk") else {
         return;
     };
-    let dev = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&lo.dev)
-        .unwrap();
+    let dev = lo.open();
     fallocate_mode(&dev, FallocateMode::PunchHole, 0, 4096).unwrap();
     for mode in [FallocateMode::Allocate, FallocateMode::KeepSize] {
         let e = fallocate_mode(&dev, mode, 0, 4096).unwrap_err();
@@ -162,11 +167,7 @@ fn a_misaligned_or_outside_hole_on_a_block_device_names_the_rule() {
     let Some(lo) = Loop::new("deep-blk-einval") else {
         return;
     };
-    let dev = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&lo.dev)
-        .unwrap();
+    let dev = lo.open();
     let e = fallocate_mode(&dev, FallocateMode::PunchHole, 100, 4096).unwrap_err();
     assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
     assert_eq!(e.kind(), ErrorKind::InvalidInput);
