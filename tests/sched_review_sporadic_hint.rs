@@ -34,16 +34,11 @@ fn a_refused_switch_is_reported_with_its_hint() {
         return;
     }
     let cpu = CpuSet::allowed().unwrap().iter().last().unwrap();
-    std::thread::spawn(|| {
-        seccomp::fail_syscall(
-            libc::SYS_sched_setscheduler,
-            Some(FIFO_RESET_ON_FORK as u32),
-            libc::EPERM,
-        );
-        sporadic::server_tid().unwrap();
-    })
-    .join()
-    .unwrap();
+    seccomp::start_sporadic_server_failing(
+        libc::SYS_sched_setscheduler,
+        Some(FIFO_RESET_ON_FORK as u32),
+        libc::EPERM,
+    );
     let h = Builder::new()
         .name("ss-hint")
         .affinity(CpuSet::single(cpu).unwrap())

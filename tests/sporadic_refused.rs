@@ -27,12 +27,7 @@ fn a_thread_whose_timers_are_refused_gets_its_scheduling_back() {
         return;
     }
     // The server starts under the filter.
-    std::thread::spawn(|| {
-        seccomp::fail_syscall(libc::SYS_timer_create, None, libc::EAGAIN);
-        sporadic::server_tid().unwrap();
-    })
-    .join()
-    .unwrap();
+    seccomp::start_sporadic_server_failing(libc::SYS_timer_create, None, libc::EAGAIN);
 
     let (end_tx, end_rx) = mpsc::channel::<()>();
     let worker = Builder::new()

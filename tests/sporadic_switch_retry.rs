@@ -64,16 +64,11 @@ fn a_failed_demotion_is_retried_until_it_holds() {
     }
     let (mine, theirs) = (cpus[0], cpus[1]);
     sched::set_thread_affinity(sched::gettid(), &CpuSet::single(mine).unwrap()).unwrap();
-    std::thread::spawn(|| {
-        seccomp::fail_syscall(
-            libc::SYS_sched_setscheduler,
-            Some(FIFO_RESET_ON_FORK as u32),
-            libc::EPERM,
-        );
-        sporadic::server_tid().unwrap();
-    })
-    .join()
-    .unwrap();
+    seccomp::start_sporadic_server_failing(
+        libc::SYS_sched_setscheduler,
+        Some(FIFO_RESET_ON_FORK as u32),
+        libc::EPERM,
+    );
     sporadic::set_server_affinity(&CpuSet::single(theirs).unwrap()).unwrap();
 
     let (go_tx, go_rx) = mpsc::channel::<()>();

@@ -47,3 +47,15 @@ pub fn fail_syscall(nr: libc::c_long, arg1: Option<u32>, errno: i32) {
     };
     assert_eq!(r, 0, "seccomp: {}", std::io::Error::last_os_error());
 }
+
+/// Starts the process's sporadic server from a new thread where system call
+/// `nr` fails with `errno` (as [`fail_syscall`] says): the server thread
+/// inherits the filter, the rest of the process does not.
+pub fn start_sporadic_server_failing(nr: libc::c_long, arg1: Option<u32>, errno: i32) {
+    std::thread::spawn(move || {
+        fail_syscall(nr, arg1, errno);
+        posixrt::sched::sporadic::server_tid().unwrap();
+    })
+    .join()
+    .unwrap();
+}
