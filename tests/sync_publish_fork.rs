@@ -8,6 +8,7 @@
 
 #[path = "common/held_fork.rs"]
 mod held_fork;
+use held_fork::child;
 
 use posixrt::sync;
 
@@ -15,16 +16,7 @@ use posixrt::sync;
 /// file the child removes, as it `_exit`s without the exit hook that would).
 fn publish_in_child() -> Result<(), String> {
     let r = sync::publish();
-    let mine = format!("posixrt-sync-{}-", std::process::id());
-    for e in std::fs::read_dir("/dev/shm")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if e.file_name().to_string_lossy().starts_with(&mine) {
-            let _ = std::fs::remove_file(e.path());
-        }
-    }
+    child::remove_own_registries("sync");
     r.map(drop)
         .map_err(|e| format!("publish in the child: {e}"))
 }

@@ -14,7 +14,7 @@ use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
 #[path = "child.rs"]
-mod child;
+pub mod child;
 
 thread_local! {
     /// The size of the allocation of the thread that waits for `RELEASE`
