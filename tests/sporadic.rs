@@ -48,6 +48,8 @@ use Transition::{Exhausted, Replenished, Scheduled, Switched};
 
 #[path = "common/caps.rs"]
 mod caps;
+#[path = "common/probe.rs"]
+mod probe;
 use caps::{can_rt, wait_for};
 
 // ---------- replenishment amounts and times ----------
@@ -658,23 +660,13 @@ const CAP_SYS_NICE: libc::c_ulong = 23;
 
 #[test]
 fn without_privilege_serving_is_permission_denied_with_hint() {
-    use std::os::unix::process::CommandExt;
     if !rustix::process::geteuid().is_root() {
         return; // dropping CAP_SYS_NICE from the bounding set needs root
     }
-    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
-    cmd.args([
-        "--exact",
-        "unprivileged_probe",
-        "--ignored",
-        "--nocapture",
-        "--test-threads=1",
-    ])
-    .env(PROBE_ENV, "1");
     // SAFETY: setrlimit and prctl are async-signal-safe system calls; nothing else
     // runs between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
+    let stdout = unsafe {
+        probe::run("unprivileged_probe", PROBE_ENV, &[], || {
             let zero = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -685,15 +677,8 @@ fn without_privilege_serving_is_permission_denied_with_hint() {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
-        });
-    }
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        })
+    };
     let lines: Vec<&str> = stdout.lines().filter(|l| l.contains("PROBE ")).collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     for l in lines {
