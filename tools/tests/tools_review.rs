@@ -11,10 +11,7 @@ mod common;
 /// Runs `exe ARGS` with its standard error on `/dev/full` (a full disk);
 /// `None` on a system without `/dev/full`.
 fn with_stderr_full(exe: &str, args: &[&str]) -> Option<Output> {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .ok()?;
+    let full = common::dev_full()?;
     Some(
         Command::new(exe)
             .args(args)

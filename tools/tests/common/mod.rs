@@ -4,13 +4,18 @@
 use std::process::{Command, Output};
 use std::time::Instant;
 
+/// `/dev/full` (a full disk) open for writing; `None` on a system without it.
+pub fn dev_full() -> Option<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .ok()
+}
+
 /// Runs tool `exe` with `args` and its standard output on `/dev/full` (a full
 /// disk); `None` on a system without `/dev/full`.
 pub fn run_into_dev_full(exe: &str, args: &[&str]) -> Option<Output> {
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .ok()?;
+    let full = dev_full()?;
     Some(
         Command::new(exe)
             .args(args)
