@@ -29,6 +29,23 @@ use posixrt::sync::{
 /// How long the threads of a contention test hammer a lock.
 const SPIN: Duration = Duration::from_millis(300);
 
+/// Runs `f` over and over in four threads that start together, each for
+/// [`SPIN`].
+fn in_four_threads_for_spin(f: impl Fn() + Sync) {
+    let start = Barrier::new(4);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                start.wait();
+                let end = Instant::now() + SPIN;
+                while Instant::now() < end {
+                    f();
+                }
+            });
+        }
+    });
+}
+
 /// Readers only, from several threads at once: nothing holds or waits for the write
 /// lock, so every `try_read` must succeed (`pthread_rwlock_tryrdlock` fails only
 /// when a writer holds the lock or is waiting for it).
@@ -37,21 +54,10 @@ fn rwlock_try_read_never_fails_among_readers_alone() {
     let _g = serial(Tracking::Off);
     let l = RwLock::new(0u32);
     let fails = AtomicU32::new(0);
-    let start = Barrier::new(4);
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| {
-                start.wait();
-                let end = Instant::now() + SPIN;
-                while Instant::now() < end {
-                    match l.try_read() {
-                        Some(g) => drop(g),
-                        None => {
-                            fails.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            });
+    in_four_threads_for_spin(|| match l.try_read() {
+        Some(g) => drop(g),
+        None => {
+            fails.fetch_add(1, Ordering::Relaxed);
         }
     });
     assert_eq!(
@@ -68,18 +74,9 @@ fn rwlock_readers_alone_are_never_counted_contended() {
     let l = RwLock::new(0u32);
     unsafe { l.raw() }.set_name("readers-only");
     let reads = AtomicU32::new(0);
-    let start = Barrier::new(4);
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| {
-                start.wait();
-                let end = Instant::now() + SPIN;
-                while Instant::now() < end {
-                    drop(l.read());
-                    reads.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        }
+    in_four_threads_for_spin(|| {
+        drop(l.read());
+        reads.fetch_add(1, Ordering::Relaxed);
     });
     let st = unsafe { l.raw() }.snapshot().expect("known").stats;
     sync::set_tracking(Tracking::Off);
