@@ -146,3 +146,97 @@ fn a_record_cut_across_two_writes_waits_for_its_rest() {
     assert_eq!(ours, [1, 2]);
     assert!(l.is_complete());
 }
+
+/// The bytes of a log whose first event is `first` and a later one (in
+/// another flush) `second` with data 2u32, and where to cut it: the start of
+/// the second record that holds events, and the middle of that record.
+fn log_cut_in_second_event_record(first: &str, second: &str) -> (Vec<u8>, usize, usize) {
+    let (path, f) = open_log("pipe-parts.trace");
+    let t = appending_to(f);
+    let first = trace::eventid_open(first).unwrap();
+    let second = trace::eventid_open(second).unwrap();
+    t.start().unwrap();
+    trace::event(first, &1u32.to_le_bytes());
+    t.flush().unwrap();
+    trace::event(second, &2u32.to_le_bytes());
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let mut at = 16;
+    let mut with_events = Vec::new();
+    while at + 8 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+        if matches!(bytes[at + 8], 3 | 6 | 7) {
+            with_events.push((at, len));
+        }
+        at += 8 + len;
+    }
+    let (start, len) = with_events[1];
+    assert!(start + 8 + len < 60 << 10, "the log fits a pipe");
+    (bytes, start, start + 8 + len / 2)
+}
+
+/// A record that its writer writes in two parts, the second after a pause: a
+/// read with a deadline while only the first part came takes it in and ends
+/// with `TimedOut` (it used to wait in `read` for the rest, past its
+/// deadline, with the log taken), keeps it (the pipe is drained, nothing is
+/// lost), and once the rest comes the event reads back whole.
+#[test]
+fn a_record_written_in_two_parts_does_not_hold_a_timed_read() {
+    let _turn = serial();
+    let (bytes, start, cut) =
+        log_cut_in_second_event_record("pipe_wait.parts_first", "pipe_wait.parts_second");
+    let (rd, mut wr) = pipe();
+    std::io::Write::write_all(&mut wr, &bytes[..start]).unwrap();
+    let mut l = TraceLog::from_file(rd).unwrap();
+    let w = l.waiter().unwrap();
+    let mut ours = Vec::new();
+    while l.next_is_ready() {
+        let e = l.next_event().unwrap().expect("the log goes on");
+        if l.name(e.id) == Some("pipe_wait.parts_first") {
+            ours.push(u32::from_le_bytes(e.data[..4].try_into().unwrap()));
+        }
+    }
+    assert_eq!(ours, [1]);
+
+    let (go, wait_go) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        std::io::Write::write_all(&mut wr, &bytes[start..cut]).unwrap();
+        // The rest once the reader is done with the first part; bounded only
+        // so that a reader that waits in `read` for it fails the test
+        // instead of hanging it.
+        let _ = wait_go.recv_timeout(Duration::from_secs(20));
+        std::io::Write::write_all(&mut wr, &bytes[cut..]).unwrap();
+    });
+    // The first part is there.
+    assert!(w.wait(None).unwrap());
+    // A try (deadline now), then a read with a deadline ahead (it used to
+    // wait in `read` for the rest, 20 s here, and return the event).
+    for wait in [Duration::ZERO, Duration::from_millis(50)] {
+        let r = l.timed_next_event(Instant::now() + wait);
+        assert_eq!(
+            r.map_err(|e| e.kind()).err(),
+            Some(ErrorKind::TimedOut),
+            "only half the record came ({wait:?})"
+        );
+        assert!(!l.next_is_ready());
+    }
+    assert!(
+        !w.wait(Some(Duration::ZERO)).unwrap(),
+        "the first part was taken in"
+    );
+    let r = l.next_event_timeout(Duration::ZERO);
+    assert_eq!(r.map_err(|e| e.kind()).err(), Some(ErrorKind::TimedOut));
+
+    go.send(()).unwrap();
+    while let Some(e) = l.next_event_timeout(Duration::from_secs(60)).unwrap() {
+        if l.name(e.id) == Some("pipe_wait.parts_second") {
+            assert!(!e.truncated);
+            ours.push(u32::from_le_bytes(e.data[..4].try_into().unwrap()));
+        }
+    }
+    writer.join().unwrap();
+    assert_eq!(ours, [1, 2]);
+    assert!(l.is_complete());
+}

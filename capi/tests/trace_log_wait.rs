@@ -2,7 +2,8 @@
 //! (`tests/c/trace_log_wait.c`, one test each): the waiting read lets
 //! signals through (EINTR after a handler without `SA_RESTART`), is a
 //! cancellation point, and other calls on the log (its close too) go on
-//! meanwhile; a timed read of the log is `EINVAL` at once. Compiled with the
+//! meanwhile, also while a record came in part; a timed read of the log is
+//! `EINVAL` at once. Compiled with the
 //! system `cc` against `trace.h` and linked with `-lposixrt`.
 
 mod c_prog;
@@ -39,4 +40,9 @@ fn log_wait_eintr() {
 #[test]
 fn log_wait_timed() {
     log_wait_test("log_wait_timed");
+}
+
+#[test]
+fn log_wait_partial() {
+    log_wait_test("log_wait_partial");
 }

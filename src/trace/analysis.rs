@@ -94,7 +94,8 @@ impl TraceLog {
     /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_open")]
     pub fn from_file(f: File) -> Result<TraceLog> {
-        let reader = RecordReader::open(f)?;
+        let wait = &mut log_read::wait_for_writer;
+        let reader = RecordReader::open(f, wait)?;
         let mut l = TraceLog {
             reader,
             block: None,
@@ -110,7 +111,7 @@ impl TraceLog {
             // first event (the attributes, the types named when the log began)
             // are read ahead with the first event record, and the others taken
             // in as `next_event` reaches them.
-            while let Some(body) = l.reader.read_ahead() {
+            while let Some(body) = l.reader.read_ahead(wait)? {
                 if matches!(body[0], log::K_EVENT | log::K_EVENT_C | log::K_BLOCK)
                     || l.service(&body).is_err()
                 {
@@ -295,16 +296,35 @@ impl TraceLog {
         }
     }
 
-    /// True if [`next_event`](Self::next_event) returns without reading from
-    /// the log's file: it has read ahead what the next event needs (up to the
-    /// event, the end of the log or an error), or the file can seek (its
+    /// True if [`next_event`](Self::next_event) returns without waiting for
+    /// the log's writer: it has taken in what the next event needs (up to
+    /// the event, the end of the log or an error), or the file can seek (its
     /// reads wait for no writer). False when a log read from a pipe needs
-    /// bytes from it: its writer may not have written them yet, and
-    /// `next_event` would wait for them (see [`waiter`](Self::waiter)).
+    /// bytes its writer has not written, or that were not taken in yet (see
+    /// [`read_available`](Self::read_available)): `next_event` would wait
+    /// for them (see [`waiter`](Self::waiter)).
     pub fn next_is_ready(&self) -> bool {
         self.done
             || self.block.as_ref().is_some_and(|b| b.has_more())
             || self.reader.next_is_ready()
+    }
+
+    /// For a log read from a pipe, a FIFO or a socket: takes in, without
+    /// waiting, what its writer has written so far (a record that came in
+    /// part is kept for a later call), then returns
+    /// [`next_is_ready`](Self::next_is_ready). Always true for a file that
+    /// can seek.
+    ///
+    /// With a [`waiter`](Self::waiter), a reader that shares the log waits
+    /// for its writer without the log: take the log, call this, and while it
+    /// is false let the log go and [`wait`](LogWaiter::wait) (the pipe turns
+    /// readable when more comes).
+    pub fn read_available(&mut self) -> bool {
+        if self.next_is_ready() {
+            return true;
+        }
+        self.reader.pull();
+        self.next_is_ready()
     }
 
     /// For a log read from a pipe, a FIFO or a socket: a [`LogWaiter`], to
@@ -315,21 +335,23 @@ impl TraceLog {
     }
 
     /// [`next_event`](Self::next_event) that waits for a log read from a pipe
-    /// at most until `deadline` (a file that can seek never waits). Once
-    /// bytes came, a record that its writer wrote in parts waits for its
-    /// other parts, past the deadline if need be.
+    /// at most until `deadline` (a file that can seek never waits), also
+    /// for the rest of a record that its writer wrote in parts. A deadline
+    /// already past takes in what came and returns the event if it is whole,
+    /// without waiting.
     ///
     /// # Errors
     /// `TimedOut` (ETIMEDOUT) when the deadline passes and the writer has
-    /// not written what the next event needs (nothing was taken: a later
-    /// call reads it); else as [`next_event`](Self::next_event).
+    /// not written what the next event needs (nothing was lost: the part of
+    /// a record that came is kept, and a later call reads the event); else
+    /// as [`next_event`](Self::next_event).
     ///
     /// # References
     /// - [`posix_trace_timedgetnext_event`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_getnext_event.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_timedgetnext_event")]
     pub fn timed_next_event(&mut self, deadline: Instant) -> Result<Option<Event>> {
         if let Some(w) = self.waiter() {
-            while !self.next_is_ready() {
+            while !self.read_available() {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return Err(Error::from_errno(
@@ -338,9 +360,7 @@ impl TraceLog {
                     )
                     .with_message("the log's writer wrote no event before the deadline"));
                 }
-                if w.wait(Some(left))? {
-                    break;
-                }
+                w.wait(Some(left))?;
             }
         }
         self.next_event()

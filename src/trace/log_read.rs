@@ -16,6 +16,7 @@ use super::log::{
     compact_truncated, kind_version, LogStatus, BLOCK_HEAD, C_NO_PID, FILE_HEADER, K_ATTR, K_BLOCK,
     K_STATUS, K_TYPE, MAGIC, MAX_RECORD, VERSION,
 };
+use super::log_pipe::{End, PipeBuf};
 use super::schema::FieldType;
 use crate::{Error, ErrorKind, Result};
 
@@ -24,20 +25,41 @@ use crate::{Error, ErrorKind, Result};
 /// A log on a descriptor that cannot seek (a pipe, a FIFO, a socket: `cat log
 /// | reader`) is read once, as it comes: the records read ahead at open
 /// ([`read_ahead`](Self::read_ahead)) are given back first, and
-/// [`rewind`](Self::rewind) works only while none was taken.
+/// [`rewind`](Self::rewind) works only while none was taken. Its bytes are
+/// taken in without waiting ([`PipeBuf`]); a read that needs bytes not there
+/// yet waits for them with the [`Wait`] it is given, between two looks.
 pub(crate) struct RecordReader {
-    r: BufReader<Shared>,
+    src: Src,
     /// The file, shared with the [`LogWaiter`]s of a pipe.
     file: Arc<File>,
     /// The format version in the header.
     version: u16,
-    /// The file can seek (else it is read once, in order).
-    seekable: bool,
     /// Records read ahead and not taken yet, in order, up to the end or the
     /// error that stopped the read-ahead, if any.
     ahead: VecDeque<Result<Option<Vec<u8>>>>,
     /// A file that cannot seek: a record was taken (it cannot be read again).
     taken: bool,
+}
+
+/// Where a [`RecordReader`] reads from.
+enum Src {
+    /// A file that can seek, read through a buffer (its reads wait for no
+    /// writer).
+    Seek(BufReader<Shared>),
+    /// A file that cannot seek: its bytes as they come.
+    Pipe(PipeBuf),
+}
+
+/// How a read of a log from a pipe waits for its writer when it needs bytes
+/// that have not come: it returns once the pipe may have some (returning
+/// early is harmless: the reader looks again), or with the error that ends
+/// the read (`Interrupted` when a signal handler ran, for the C library).
+pub(crate) type Wait<'a> = &'a mut dyn FnMut(&LogWaiter) -> Result<()>;
+
+/// The [`Wait`] of the Rust API: as long as it takes, signal handlers
+/// running meanwhile.
+pub(crate) fn wait_for_writer(w: &LogWaiter) -> Result<()> {
+    w.wait(None).map(drop)
 }
 
 /// The log's file, read through a shared reference (a [`LogWaiter`] polls it).
@@ -91,10 +113,63 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> Result<usize> {
     Ok(got)
 }
 
+/// What the bytes at the start of a buffer hold.
+enum Frame<'a> {
+    /// Part of a record (or nothing): more bytes are needed.
+    Part,
+    /// A record header with a length out of range.
+    BadLen(usize),
+    /// A whole record: its checksum and body.
+    Whole(u32, &'a [u8]),
+}
+
+fn frame_at(b: &[u8]) -> Frame<'_> {
+    if b.len() < 8 {
+        return Frame::Part;
+    }
+    let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let crc = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+    if len == 0 || len > MAX_RECORD {
+        return Frame::BadLen(len);
+    }
+    match b.get(8..8 + len) {
+        Some(body) => Frame::Whole(crc, body),
+        None => Frame::Part,
+    }
+}
+
+fn bad_len(len: usize) -> Error {
+    corrupt(format!("record length {len} out of range"))
+}
+
+/// A record body read whole, checked against its checksum and the log's
+/// format `version`.
+fn checked(body: Vec<u8>, crc: u32, version: u16) -> Result<Vec<u8>> {
+    if crc32c(&body) != crc {
+        return Err(corrupt("record checksum mismatch".into()));
+    }
+    // A kind of a later format than the header's: the header or the record
+    // is damaged (no writer of that version wrote it).
+    let needs = kind_version(body[0]);
+    if needs > version {
+        return Err(corrupt(format!(
+            "record of kind {} needs format version {needs}, the log header says version {version}",
+            body[0]
+        )));
+    }
+    Ok(body)
+}
+
 impl RecordReader {
     /// Opens a log and checks its header: from its start if the file can
-    /// seek, else from where the descriptor is (a pipe's next byte).
-    pub(crate) fn open(mut file: File) -> Result<RecordReader> {
+    /// seek, else from where the descriptor is (a pipe's next byte), waiting
+    /// for the header's bytes with `wait`.
+    ///
+    /// # Errors
+    /// `Corrupt` for a bad magic, checksum or version; `Truncated` when the
+    /// file ends (its writer closed it) before the header is whole; the
+    /// error of `wait`, or of the read.
+    pub(crate) fn open(mut file: File, wait: Wait<'_>) -> Result<RecordReader> {
         let seekable = match file.seek(SeekFrom::Start(0)) {
             Ok(_) => true,
             Err(e) if e.raw_os_error() == Some(libc::ESPIPE) => false,
@@ -106,9 +181,32 @@ impl RecordReader {
             }
         };
         let file = Arc::new(file);
-        let mut r = BufReader::with_capacity(64 << 10, Shared(file.clone()));
         let mut h = [0u8; FILE_HEADER];
-        let n = read_full(&mut r, &mut h)?;
+        let (src, n) = if seekable {
+            let mut r = BufReader::with_capacity(64 << 10, Shared(file.clone()));
+            let n = read_full(&mut r, &mut h)?;
+            (Src::Seek(r), n)
+        } else {
+            let mut p = PipeBuf::new(file.clone());
+            let w = LogWaiter(file.clone());
+            loop {
+                if p.bytes().len() >= FILE_HEADER || p.end() != End::Open {
+                    break;
+                }
+                if !p.pull() {
+                    wait(&w)?;
+                }
+            }
+            let n = p.bytes().len().min(FILE_HEADER);
+            h[..n].copy_from_slice(&p.bytes()[..n]);
+            p.consume(n);
+            if let End::Failed(errno) = p.end() {
+                if n < FILE_HEADER && h[..n.min(8)] == MAGIC[..n.min(8)] {
+                    return Err(Error::from_errno("read", errno));
+                }
+            }
+            (Src::Pipe(p), n)
+        };
         if n >= 8 && h[..8] != MAGIC || n < 8 && h[..n] != MAGIC[..n] {
             return Err(Error::new(
                 ErrorKind::Corrupt,
@@ -138,10 +236,9 @@ impl RecordReader {
             .with_hint("read the log with the posixrt version that wrote it"));
         }
         Ok(RecordReader {
-            r,
+            src,
             file,
             version: v,
-            seekable,
             ahead: VecDeque::new(),
             taken: false,
         })
@@ -149,46 +246,49 @@ impl RecordReader {
 
     /// Whether the file can seek (else it is read once, in order).
     pub(crate) fn seekable(&self) -> bool {
-        self.seekable
+        matches!(self.src, Src::Seek(_))
     }
 
     /// A file that cannot seek: a [`LogWaiter`] on it.
     pub(crate) fn waiter(&self) -> Option<LogWaiter> {
-        (!self.seekable).then(|| LogWaiter(self.file.clone()))
+        (!self.seekable()).then(|| LogWaiter(self.file.clone()))
     }
 
-    /// True if the records read ahead or buffered hold what reading the next
-    /// event needs (up to an event record, the end record or an error), so
-    /// that no byte is read from the file for it; always for a file that can
-    /// seek (its reads wait for no writer).
+    /// True if the records read ahead or taken in hold what reading the next
+    /// event needs (up to an event record, the end record, the end of the
+    /// file or an error), so that no byte is waited for; always for a file
+    /// that can seek (its reads wait for no writer).
     pub(crate) fn next_is_ready(&self) -> bool {
-        if self.seekable {
+        let Src::Pipe(p) = &self.src else {
             return true;
-        }
+        };
         for r in &self.ahead {
             match r {
                 Ok(Some(body)) if passed_over(body) => {}
                 _ => return true,
             }
         }
-        let mut b = self.r.buffer();
+        let mut b = p.bytes();
         loop {
-            if b.len() < 8 {
-                return false;
-            }
-            let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
-            let crc = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
-            if len == 0 || len > MAX_RECORD {
+            match frame_at(b) {
+                Frame::Part => return p.end() != End::Open,
                 // An error, read without more bytes.
-                return true;
+                Frame::BadLen(_) => return true,
+                Frame::Whole(crc, body) => {
+                    if crc32c(body) != crc || !passed_over(body) {
+                        return true;
+                    }
+                    b = &b[8 + body.len()..];
+                }
             }
-            let Some(body) = b.get(8..8 + len) else {
-                return false;
-            };
-            if crc32c(body) != crc || !passed_over(body) {
-                return true;
-            }
-            b = &b[8 + len..];
+        }
+    }
+
+    /// A file that cannot seek: takes in, without waiting, what its writer
+    /// has written so far (see [`PipeBuf::pull`]).
+    pub(crate) fn pull(&mut self) {
+        if let Src::Pipe(p) = &mut self.src {
+            p.pull();
         }
     }
 
@@ -197,43 +297,82 @@ impl RecordReader {
     /// before): else `ESPIPE`, the error of the seek it would need, and the
     /// reader goes on where it was.
     pub(crate) fn rewind(&mut self) -> Result<()> {
-        if !self.seekable {
-            if self.taken {
+        let r = match &mut self.src {
+            Src::Seek(r) => r,
+            Src::Pipe(_) if self.taken => {
                 return Err(Error::from_errno("posix_trace_rewind", libc::ESPIPE)
                     .with_message("the log is read from a pipe or socket, which cannot go back")
-                    .with_hint("open the log again from a file to read it once more"));
+                    .with_hint("open the log again from a file to read it once more"))
             }
-            return Ok(());
-        }
-        self.r
-            .seek(SeekFrom::Start(FILE_HEADER as u64))
+            Src::Pipe(_) => return Ok(()),
+        };
+        r.seek(SeekFrom::Start(FILE_HEADER as u64))
             .map(|_| ())
             .map_err(|e| Error::from_errno("lseek", e.raw_os_error().unwrap_or(libc::EIO)))
     }
 
-    /// A file that cannot seek: reads the next record and keeps it for
-    /// [`next`](Self::next); returns a copy of its body, or `None` at the end
-    /// or an error (kept too, to be reported in order).
-    pub(crate) fn read_ahead(&mut self) -> Option<Vec<u8>> {
-        let r = self.read_record();
+    /// A file that cannot seek: reads the next record, waiting for its bytes
+    /// with `wait`, and keeps it for [`next`](Self::next); returns a copy of
+    /// its body, or `None` at the end or an error (kept too, to be reported
+    /// in order).
+    ///
+    /// # Errors
+    /// The error of `wait` (nothing is kept then: the record's bytes taken
+    /// in so far stay for the next read).
+    pub(crate) fn read_ahead(&mut self, wait: Wait<'_>) -> Result<Option<Vec<u8>>> {
+        let r = self.read_record(wait)?;
         let body = r.as_ref().ok().and_then(Clone::clone);
         self.ahead.push_back(r);
-        body
+        Ok(body)
     }
 
-    /// The next record body; `Ok(None)` at a clean end of file.
+    /// The next record body; `Ok(None)` at a clean end of file. A file that
+    /// cannot seek waits for its writer as long as it takes.
     pub(crate) fn next(&mut self) -> Result<Option<Vec<u8>>> {
         self.taken = true;
         if let Some(r) = self.ahead.pop_front() {
             return r;
         }
-        self.read_record()
+        // The wait's own error (of `ppoll`) ends the read as a read error.
+        self.read_record(&mut wait_for_writer)?
     }
 
-    /// Reads the next record body from the file.
-    fn read_record(&mut self) -> Result<Option<Vec<u8>>> {
+    /// Reads the next record body from the file: the outer error is that of
+    /// `wait`, the inner the record's (or the end, `Ok(None)`).
+    fn read_record(&mut self, wait: Wait<'_>) -> Result<Result<Option<Vec<u8>>>> {
+        let version = self.version;
+        let p = match &mut self.src {
+            Src::Seek(r) => return Ok(Self::read_seek_record(r, version)),
+            Src::Pipe(p) => p,
+        };
+        loop {
+            match frame_at(p.bytes()) {
+                Frame::BadLen(len) => return Ok(Err(bad_len(len))),
+                Frame::Whole(crc, body) => {
+                    let body = body.to_vec();
+                    p.consume(8 + body.len());
+                    return Ok(checked(body, crc, version).map(Some));
+                }
+                Frame::Part => {}
+            }
+            let left = p.bytes().len();
+            match p.end() {
+                End::Open => {}
+                End::Eof if left == 0 => return Ok(Ok(None)),
+                End::Eof if left < 8 => return Ok(Err(truncated("inside a record header"))),
+                End::Eof => return Ok(Err(truncated("inside a record"))),
+                End::Failed(errno) => return Ok(Err(Error::from_errno("read", errno))),
+            }
+            if !p.pull() {
+                wait(&LogWaiter(self.file.clone()))?;
+            }
+        }
+    }
+
+    /// Reads the next record body from a file that can seek.
+    fn read_seek_record(r: &mut BufReader<Shared>, version: u16) -> Result<Option<Vec<u8>>> {
         let mut h = [0u8; 8];
-        let n = read_full(&mut self.r, &mut h)?;
+        let n = read_full(r, &mut h)?;
         if n == 0 {
             return Ok(None);
         }
@@ -243,35 +382,23 @@ impl RecordReader {
         let len = u32::from_le_bytes([h[0], h[1], h[2], h[3]]) as usize;
         let crc = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
         if len == 0 || len > MAX_RECORD {
-            return Err(corrupt(format!("record length {len} out of range")));
+            return Err(bad_len(len));
         }
         let mut body = vec![0u8; len];
-        let got = read_full(&mut self.r, &mut body)?;
+        let got = read_full(r, &mut body)?;
         if got < len {
             return Err(truncated("inside a record"));
         }
-        if crc32c(&body) != crc {
-            return Err(corrupt("record checksum mismatch".into()));
-        }
-        // A kind of a later format than the header's: the header or the record
-        // is damaged (no writer of that version wrote it).
-        let needs = kind_version(body[0]);
-        if needs > self.version {
-            return Err(corrupt(format!(
-                "record of kind {} needs format version {needs}, the log header says version {}",
-                body[0], self.version
-            )));
-        }
-        Ok(Some(body))
+        checked(body, crc, version).map(Some)
     }
 }
 
 /// Waits for a log read from a pipe, a FIFO or a socket to have bytes to
 /// read, without the [`TraceLog`](super::TraceLog) itself: a thread can wait
 /// with it while others use the log (behind a lock, say), and take the log
-/// only to read once the bytes are there
-/// ([`TraceLog::next_is_ready`](super::TraceLog::next_is_ready) first: what
-/// the log read ahead needs no wait).
+/// only to take in the bytes once they are there
+/// ([`TraceLog::read_available`](super::TraceLog::read_available), which
+/// never waits: while it is false, the next event has not come whole).
 ///
 /// It keeps the log's file open while it lives.
 #[derive(Clone, Debug)]

@@ -148,6 +148,7 @@ mod ids;
 mod local;
 mod log;
 mod log_block;
+mod log_pipe;
 mod log_read;
 mod log_writer;
 mod read;

@@ -249,10 +249,9 @@ fn read_slice(trid: c_ulong, o: &Outs, mode: Mode) -> Slice {
 /// `Ok(false)`: the slice ended and the read goes on. A stream read that may
 /// wait blocks signals into `sig` (see [`read_slice`]); a log read from a
 /// pipe blocks them only while it polls the pipe for its writer (its
-/// `LogWaiter`: `EINTR` when a handler ran), not while it reads, where a
-/// record written in parts waits in `read` for its rest with the program's
-/// mask (with signals blocked there, no handler would run and no signal end
-/// the process until the writer wrote again: `trace_log_wait.c`).
+/// `LogWaiter`: `EINTR` when a handler ran); it never waits while it reads
+/// (it takes in what came, and a record written in parts waits for its rest
+/// as for any record: `trace_log_wait.c`).
 fn getnext(
     trid: c_ulong,
     o: &Outs,
@@ -304,11 +303,12 @@ fn getnext(
             // lock, which the calls on its attributes, status and names
             // take, one slice at a time (a cancel is acted on between two,
             // and a log closed meanwhile is gone from the table at the
-            // next: `EINVAL`); the lock only to read, once what the next
-            // event needs is read ahead or the pipe has bytes (or its end).
-            // (A record written in parts waits for its rest in `read`.)
+            // next: `EINVAL`); the lock only to take in what came, without
+            // waiting, and to read once the next event is whole (or the
+            // log ends). The first part of a record written in parts is
+            // kept, and its rest waited for here, as any record.
             if let Some(w) = waiter {
-                if !l.next_is_ready() && !w.wait(Some(Duration::ZERO)).unwrap_or(true) {
+                if !l.read_available() {
                     drop(l);
                     // POSIX: EINTR, "the call had no effect", when a signal
                     // handler runs meanwhile.

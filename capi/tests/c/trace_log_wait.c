@@ -21,10 +21,18 @@
  *   used to wait on, the descriptor open, until the writer wrote).
  * - log_wait_timed: posix_trace_timedgetnext_event on the log is EINVAL at
  *   once (it reads active streams only), whatever its deadline, while the
- *   writer is silent. */
+ *   writer is silent.
+ * - log_wait_partial: a record whose first half came while the reader
+ *   waited: the reader takes it in and waits for the rest without the log's
+ *   lock, so posix_trace_get_status and the other calls on the log return
+ *   meanwhile (they used to wait for the rest: the read waited for it in
+ *   read(2) holding the lock); once the rest comes, the event reads back
+ *   whole. */
 #define _GNU_SOURCE
 #include "trace/test_util.h"
 #include <dirent.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -99,6 +107,8 @@ struct reader {
     volatile int drained; /* the marker was read: the next read waits */
     volatile int done;    /* the reads ended */
     int result, markers, lasts;
+    char last_data[16]; /* the data of the last `last` read */
+    size_t last_len;
 };
 
 static void *read_log(void *arg)
@@ -119,8 +129,11 @@ static void *read_log(void *arg)
             r->markers++;
             __atomic_store_n(&r->drained, 1, __ATOMIC_RELEASE);
         }
-        if (info.posix_event_id == r->last)
+        if (info.posix_event_id == r->last) {
             r->lasts++;
+            r->last_len = len < sizeof r->last_data ? len : sizeof r->last_data;
+            memcpy(r->last_data, data, r->last_len);
+        }
     }
 }
 
@@ -412,10 +425,107 @@ static void t_log_wait_timed(void)
     close(w.log_fd);
 }
 
+/* A complete log in `buf` (at most `size` bytes): `marker`, a flush, then
+ * `last` with the data "partial", and the shutdown. Returns its length;
+ * `*second` is where its second record holding events starts, `*cut` the
+ * middle of that record. */
+static size_t cut_log(unsigned char *buf, size_t size, trace_event_id_t marker,
+                      trace_event_id_t last, size_t *second, size_t *cut)
+{
+    trace_attr_t a;
+    trace_id_t t;
+    size_t at = 16, n;
+    ssize_t got;
+    int fd = temp_file(), found = 0;
+    OK(posix_trace_attr_init(&a));
+    OK(posix_trace_attr_setlogfullpolicy(&a, POSIX_TRACE_APPEND));
+    OK(posix_trace_create_withlog(0, &a, fd, &t));
+    OK(posix_trace_attr_destroy(&a));
+    OK(posix_trace_start(t));
+    posix_trace_event(marker, NULL, 0);
+    OK(posix_trace_flush(t));
+    posix_trace_event(last, "partial", 7);
+    OK(posix_trace_shutdown(t));
+    got = pread(fd, buf, size, 0);
+    close(fd);
+    TRUE(got > 16 && (size_t)got < size);
+    n = (size_t)got;
+    /* Records: length (32 bits, little-endian), checksum, body (kind first:
+     * 3, 6 and 7 hold events). */
+    while (at + 8 < n) {
+        uint32_t len = (uint32_t)buf[at] | (uint32_t)buf[at + 1] << 8 |
+                       (uint32_t)buf[at + 2] << 16 | (uint32_t)buf[at + 3] << 24;
+        if ((buf[at + 8] == 3 || buf[at + 8] == 6 || buf[at + 8] == 7) && ++found == 2) {
+            *second = at;
+            *cut = at + 8 + len / 2;
+            return n;
+        }
+        at += 8 + len;
+    }
+    TRUE(0 && "no second record with events");
+    return 0;
+}
+
+static void t_log_wait_partial(void)
+{
+    static unsigned char buf[60 << 10];
+    pthread_t th, other;
+    struct reader r;
+    struct others o;
+    size_t n, second, cut;
+    int p[2], avail = -1, i;
+    memset(&r, 0, sizeof r);
+    OK(posix_trace_eventid_open("log_wait_marker", &r.marker));
+    OK(posix_trace_eventid_open("log_wait_last", &r.last));
+    n = cut_log(buf, sizeof buf, r.marker, r.last, &second, &cut);
+    OK(pipe(p));
+    EQ(write(p[1], buf, second), (ssize_t)second);
+    OK(posix_trace_open(p[0], &r.log));
+    OK(pthread_create(&th, NULL, read_log, &r));
+    for (i = 0; i < 20000; i++) {
+        if (__atomic_load_n(&r.drained, __ATOMIC_ACQUIRE) && asleep_in_wait(r.tid))
+            break;
+        pause_ms(1);
+    }
+    TRUE(i < 20000);
+    /* The first half of the next record: the reader takes it in (the pipe is
+     * drained) and waits for the rest. */
+    EQ(write(p[1], buf + second, cut - second), (ssize_t)(cut - second));
+    for (i = 0; i < 20000; i++) {
+        OK(ioctl(p[0], FIONREAD, &avail));
+        if (avail == 0 && asleep_in_wait(r.tid))
+            break;
+        pause_ms(1);
+    }
+    EQ(avail, 0);
+    memset(&o, 0, sizeof o);
+    o.log = r.log;
+    o.marker = r.marker;
+    OK(pthread_create(&other, NULL, call_others, &o));
+    join_soon(other, NULL);
+    OK(o.status);
+    OK(o.attr);
+    OK(o.name);
+    EQ(strcmp(o.buf, "log_wait_marker"), 0);
+    EQ(r.lasts, 0);
+    /* The rest, and the end: the event reads back whole. */
+    EQ(write(p[1], buf + cut, n - cut), (ssize_t)(n - cut));
+    close(p[1]);
+    join_soon(th, NULL);
+    OK(r.result);
+    EQ(r.markers, 1);
+    EQ(r.lasts, 1);
+    EQ(r.last_len, 7);
+    EQ(memcmp(r.last_data, "partial", 7), 0);
+    OK(posix_trace_close(r.log));
+    close(p[0]);
+}
+
 static const struct test TESTS[] = {
     {"log_wait_signals", t_log_wait_signals}, {"log_wait_eintr", t_log_wait_eintr},
     {"log_wait_cancel", t_log_wait_cancel},   {"log_wait_others", t_log_wait_others},
     {"log_wait_close", t_log_wait_close},     {"log_wait_timed", t_log_wait_timed},
+    {"log_wait_partial", t_log_wait_partial},
 };
 
 int main(int argc, char **argv)
