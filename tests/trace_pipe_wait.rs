@@ -240,3 +240,34 @@ fn a_record_written_in_two_parts_does_not_hold_a_timed_read() {
     assert_eq!(ours, [1, 2]);
     assert!(l.is_complete());
 }
+
+/// Opening a log on a pipe waits for its header, and reports what came
+/// instead: bytes that are not a log's header as soon as they come (`Corrupt`:
+/// it used to wait for 16 of them, as long as the writer kept the pipe
+/// open), and a pipe closed before the header was whole (`Truncated`, EINVAL
+/// in C).
+#[test]
+fn opening_a_pipe_reports_what_came_instead_of_a_header() {
+    let _turn = serial();
+    let open = |bytes: &'static [u8], close: bool| {
+        let (rd, mut wr) = pipe();
+        std::io::Write::write_all(&mut wr, bytes).unwrap();
+        let keep = (!close).then_some(wr);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(TraceLog::from_file(rd).map(drop).map_err(|e| e.kind()));
+        });
+        // Bounded only so that an open that waits on fails the test instead
+        // of hanging it.
+        let r = rx.recv_timeout(Duration::from_secs(20));
+        drop(keep);
+        r.expect("the open waited for more")
+    };
+    assert_eq!(open(b"hello", false), Err(ErrorKind::Corrupt));
+    assert_eq!(open(b"", true), Err(ErrorKind::Truncated));
+    assert_eq!(
+        open(&posixrt::trace::LOG_MAGIC, true),
+        Err(ErrorKind::Truncated)
+    );
+    assert_eq!(open(b"PXTR", true), Err(ErrorKind::Truncated));
+}

@@ -3,7 +3,8 @@
 //! signals through (EINTR after a handler without `SA_RESTART`), is a
 //! cancellation point, and other calls on the log (its close too) go on
 //! meanwhile, also while a record came in part; a timed read of the log is
-//! `EINVAL` at once. Compiled with the
+//! `EINVAL` at once; `posix_trace_open` waiting for the header lets signals
+//! through too, and refuses what is not a header as soon as it comes. Compiled with the
 //! system `cc` against `trace.h` and linked with `-lposixrt`.
 
 mod c_prog;
@@ -45,4 +46,14 @@ fn log_wait_timed() {
 #[test]
 fn log_wait_partial() {
     log_wait_test("log_wait_partial");
+}
+
+#[test]
+fn log_open_eintr() {
+    log_wait_test("log_open_eintr");
+}
+
+#[test]
+fn log_open_ends() {
+    log_wait_test("log_open_ends");
 }

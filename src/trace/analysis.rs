@@ -85,6 +85,9 @@ impl TraceLog {
     /// [`status`](Self::status) and [`is_complete`](Self::is_complete) are
     /// known once [`next_event`](Self::next_event) has read that far, and
     /// [`rewind`](Self::rewind) fails with `ESPIPE` once an event was read.
+    /// Its writer's first bytes that are not a log header's are refused as
+    /// soon as they come; a writer that closes the pipe before the header is
+    /// whole ends the open with `Truncated`.
     ///
     /// # Errors
     /// As [`open`](Self::open); the error of `lseek` for a file that can
@@ -94,7 +97,20 @@ impl TraceLog {
     /// - [`posix_trace_open`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_close.html) (POSIX.1-2008)
     #[doc(alias = "posix_trace_open")]
     pub fn from_file(f: File) -> Result<TraceLog> {
-        let wait = &mut log_read::wait_for_writer;
+        Self::from_file_waiting(f, &mut log_read::wait_for_writer)
+    }
+
+    /// [`from_file`](Self::from_file) whose waits for the writer of a log
+    /// read from a pipe are `wait(waiter)` calls: one that returns an error
+    /// (`Interrupted` when a signal handler ran) ends the open with that
+    /// error, nothing opened; one that returns early is harmless (the open
+    /// looks again). For the C library's `posix_trace_open`, whose wait
+    /// lets the program's signals through.
+    #[doc(hidden)]
+    pub fn from_file_waiting(
+        f: File,
+        wait: &mut dyn FnMut(&LogWaiter) -> Result<()>,
+    ) -> Result<TraceLog> {
         let reader = RecordReader::open(f, wait)?;
         let mut l = TraceLog {
             reader,

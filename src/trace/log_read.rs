@@ -163,7 +163,9 @@ fn checked(body: Vec<u8>, crc: u32, version: u16) -> Result<Vec<u8>> {
 impl RecordReader {
     /// Opens a log and checks its header: from its start if the file can
     /// seek, else from where the descriptor is (a pipe's next byte), waiting
-    /// for the header's bytes with `wait`.
+    /// for the header's bytes with `wait`. A header whose first bytes are not
+    /// the magic is refused as soon as they come (its writer need not end
+    /// first).
     ///
     /// # Errors
     /// `Corrupt` for a bad magic, checksum or version; `Truncated` when the
@@ -190,7 +192,9 @@ impl RecordReader {
             let mut p = PipeBuf::new(file.clone());
             let w = LogWaiter(file.clone());
             loop {
-                if p.bytes().len() >= FILE_HEADER || p.end() != End::Open {
+                let b = p.bytes();
+                let k = b.len().min(MAGIC.len());
+                if b[..k] != MAGIC[..k] || b.len() >= FILE_HEADER || p.end() != End::Open {
                     break;
                 }
                 if !p.pull() {

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
-use rt::trace::{Event, EventId, TraceLog, ID_SPACE, MAX_DATA_SIZE_LIMIT};
+use rt::trace::{Event, EventId, LogWaiter, TraceLog, ID_SPACE, MAX_DATA_SIZE_LIMIT};
 
 use super::attr::out;
 use super::ids::{is_mutex_event, to_c, to_c_named};
@@ -451,7 +451,12 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
 
 /// `EBADF` for a descriptor not open for reading; `EINVAL` for a file that is not
 /// a trace log. A descriptor that cannot seek (a pipe, a FIFO, a socket) is
-/// read once, from where it is, as the log comes (see `TraceLog::from_file`).
+/// read once, from where it is, as the log comes (see `TraceLog::from_file`):
+/// the open waits for the writer up to the first event, `EINVAL` when the
+/// writer closes its end before the header is whole or writes bytes that are
+/// not a log's (as soon as they come); `EINTR`, nothing opened, when a
+/// signal handler runs while it waits (it goes on after handlers installed
+/// with `SA_RESTART`). Not a cancellation point.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
     let _nc = NoCancel::new();
@@ -459,10 +464,11 @@ pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulo
         return libc::EINVAL;
     }
     ret(dup_fd(fildes, false).and_then(|f| {
-        let l = TraceLog::from_file(f).map_err(|e| match e.kind() {
-            rt::ErrorKind::Corrupt | rt::ErrorKind::Truncated => libc::EINVAL,
-            _ => errno_of(&e),
-        })?;
+        let l =
+            TraceLog::from_file_waiting(f, &mut wait_for_writer).map_err(|e| match e.kind() {
+                rt::ErrorKind::Corrupt | rt::ErrorKind::Truncated => libc::EINVAL,
+                _ => errno_of(&e),
+            })?;
         out(
             trid,
             insert(Obj::Log {
@@ -472,6 +478,21 @@ pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulo
             }),
         )
     }))
+}
+
+/// `posix_trace_open`'s wait for the writer of a log read from a pipe: as
+/// long as it takes, with the program's signal mask (POSIX: EINTR, "the
+/// operation was interrupted by a signal"), going on after a handler
+/// installed with `SA_RESTART` (see `crate::restart`). A handler that runs
+/// while the open is awake between two waits goes unseen, as in
+/// `posix_trace_getnext_event`'s wait.
+fn wait_for_writer(w: &LogWaiter) -> rt::Result<()> {
+    loop {
+        match w.wait_interruptible(Duration::from_secs(3600)) {
+            Err(e) if e.kind() == rt::ErrorKind::Interrupted && handlers_restart() => {}
+            r => return r.map(drop),
+        }
+    }
 }
 
 /// `EINVAL` for an active stream; `ESPIPE` for a log read from a pipe or

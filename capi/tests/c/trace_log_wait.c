@@ -27,7 +27,16 @@
  *   lock, so posix_trace_get_status and the other calls on the log return
  *   meanwhile (they used to wait for the rest: the read waited for it in
  *   read(2) holding the lock); once the rest comes, the event reads back
- *   whole. */
+ *   whole.
+ * - log_open_eintr: posix_trace_open of a pipe whose writer is silent waits
+ *   for the log's header with signals let through: a handler installed
+ *   without SA_RESTART ends it with EINTR, nothing opened (it used to wait
+ *   in read(2), the EINTR retried, until the writer wrote); after one with
+ *   SA_RESTART it goes on and opens the log once written.
+ * - log_open_ends: posix_trace_open of a pipe that is not a log's is EINVAL
+ *   as soon as its first bytes say so (it used to wait for 16 of them while
+ *   the writer kept the pipe open), as is one whose writer closes it before
+ *   the header is whole. */
 #define _GNU_SOURCE
 #include "trace/test_util.h"
 #include <dirent.h>
@@ -521,11 +530,117 @@ static void t_log_wait_partial(void)
     close(p[0]);
 }
 
+struct opener {
+    int fd;
+    volatile pid_t tid;
+    volatile int done;
+    int result;
+    trace_id_t log;
+};
+
+static void *open_log(void *arg)
+{
+    struct opener *o = arg;
+    o->tid = (pid_t)syscall(SYS_gettid);
+    o->result = posix_trace_open(o->fd, &o->log);
+    __atomic_store_n(&o->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Opens the log on `fd` in a thread, sending it `sig` each time it sleeps
+ * in its wait and the last handler ran, until the open ends or `until_hits`
+ * handlers ran (0: no limit). */
+static void open_signalled(struct opener *o, int fd, int sig, int until_hits, pthread_t *th)
+{
+    int i, sent = hits;
+    memset(o, 0, sizeof *o);
+    o->fd = fd;
+    OK(pthread_create(th, NULL, open_log, o));
+    for (i = 0; i < 20000 && !__atomic_load_n(&o->done, __ATOMIC_ACQUIRE); i++) {
+        if (until_hits && hits >= until_hits)
+            return;
+        if (hits == sent && o->tid && asleep_in_wait(o->tid)) {
+            OK(pthread_kill(*th, sig));
+            sent++;
+        }
+        pause_ms(1);
+    }
+}
+
+static void t_log_open_eintr(void)
+{
+    static unsigned char buf[60 << 10];
+    struct opener o;
+    struct sigaction sa;
+    pthread_t th;
+    trace_event_id_t marker, last;
+    size_t n, second, cut;
+    int p[2];
+    OK(pipe(p));
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: EINTR */
+    OK(sigaction(SIGALRM, &sa, NULL));
+    open_signalled(&o, p[0], SIGALRM, 0, &th);
+    join_soon(th, NULL);
+    EQ(o.result, EINTR);
+    TRUE(hits >= 1);
+    /* With SA_RESTART the open goes on (the handler without it gone: it
+     * could have run instead), and opens the log once written. */
+    sa.sa_handler = SIG_DFL;
+    OK(sigaction(SIGALRM, &sa, NULL));
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    OK(sigaction(SIGUSR1, &sa, NULL));
+    hits = 0;
+    open_signalled(&o, p[0], SIGUSR1, 2, &th);
+    TRUE(hits >= 2);
+    TRUE(!__atomic_load_n(&o.done, __ATOMIC_ACQUIRE));
+    OK(posix_trace_eventid_open("log_wait_marker", &marker));
+    OK(posix_trace_eventid_open("log_wait_last", &last));
+    n = cut_log(buf, sizeof buf, marker, last, &second, &cut);
+    EQ(write(p[1], buf, n), (ssize_t)n);
+    join_soon(th, NULL);
+    OK(o.result);
+    OK(posix_trace_close(o.log));
+    close(p[0]);
+    close(p[1]);
+}
+
+/* posix_trace_open on a pipe holding `bytes` (`len` of them), its write
+ * end closed first if `eof`. */
+static int open_pipe_holding(const void *bytes, size_t len, int eof)
+{
+    struct opener o;
+    pthread_t th;
+    int p[2];
+    OK(pipe(p));
+    EQ(write(p[1], bytes, len), (ssize_t)len);
+    if (eof)
+        close(p[1]);
+    memset(&o, 0, sizeof o);
+    o.fd = p[0];
+    OK(pthread_create(&th, NULL, open_log, &o));
+    join_soon(th, NULL);
+    if (!eof)
+        close(p[1]);
+    close(p[0]);
+    return o.result;
+}
+
+static void t_log_open_ends(void)
+{
+    EQ(open_pipe_holding("hello", 5, 0), EINVAL);
+    EQ(open_pipe_holding("", 0, 1), EINVAL);
+    EQ(open_pipe_holding("PXTRLOG", 8, 1), EINVAL);
+    EQ(open_pipe_holding("PXTR", 4, 1), EINVAL);
+}
+
 static const struct test TESTS[] = {
     {"log_wait_signals", t_log_wait_signals}, {"log_wait_eintr", t_log_wait_eintr},
     {"log_wait_cancel", t_log_wait_cancel},   {"log_wait_others", t_log_wait_others},
     {"log_wait_close", t_log_wait_close},     {"log_wait_timed", t_log_wait_timed},
-    {"log_wait_partial", t_log_wait_partial},
+    {"log_wait_partial", t_log_wait_partial}, {"log_open_eintr", t_log_open_eintr},
+    {"log_open_ends", t_log_open_ends},
 };
 
 int main(int argc, char **argv)
