@@ -338,3 +338,58 @@ fn until_full_logs_each_run_of_losses_with_its_own_stop() {
     evs.extend(l.events().map(|e| e.unwrap()));
     each_loss_before_its_stop(&evs);
 }
+
+/// POSIX (`posix_trace_get_status`): POSIX_TRACE_FULL says the stream's space
+/// is exhausted, and an UNTIL_FULL stream then stops, losing the events after.
+/// So its status says full exactly while events are lost for fullness: an
+/// event recorded while the status said full (it used to say so near the
+/// end, two events of maximum size before it, while events still fitted and
+/// stop() still stopped the stream) contradicts it, as would one lost while
+/// it said not full other than the event that found no room (which stops
+/// the stream). A large maximum data size makes the difference wide.
+#[test]
+fn an_until_full_stream_is_full_exactly_while_it_loses_events() {
+    let _g = serial();
+    let ev = trace::eventid_open("tf.full_status").unwrap();
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_max_data_size(1024).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    t.start().unwrap();
+    let mut i = 0u64;
+    loop {
+        assert!(i < 10_000, "the stream never filled");
+        // Each status read resets the overrun flag: `after.overrun` says
+        // whether event `i` was lost.
+        let before = t.status();
+        trace::event(ev, &i.to_le_bytes());
+        let after = t.status();
+        if before.full {
+            assert!(
+                after.overrun,
+                "event {i} recorded while the status said full: {before:?}"
+            );
+        } else if after.overrun {
+            assert!(
+                before.running && after.full && !after.running,
+                "event {i} lost while the status said not full: {before:?} then {after:?}"
+            );
+        }
+        if !after.running {
+            break;
+        }
+        i += 1;
+    }
+    // Full now: events are lost, the status says so, stop has no effect
+    // (it records no STOP; the stream stays full).
+    trace::event(ev, b"lost");
+    let st = t.status();
+    assert!(!st.running && st.full && st.overrun, "{st:?}");
+    t.stop().unwrap();
+    let st = t.status();
+    assert!(!st.running && st.full, "{st:?}");
+    let stops = t.events().filter(|e| e.id == EventId::STOP).count();
+    assert_eq!(stops, 1, "the STOP of fullness");
+    t.shutdown().unwrap();
+}

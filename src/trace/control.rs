@@ -58,11 +58,12 @@ impl Trace {
     /// POSIX has start and stop take no effect on a full stream: a stream the
     /// UNTIL_FULL policy suspended (it is not running, so stop records no
     /// STOP; it stays suspended once space frees up). A running UNTIL_FULL
-    /// stream near its end, whose status already says `full` (no room left
-    /// for two events of maximum size), still stops here and records STOP in
-    /// the room kept for it: ignored, the call would let the stream record
-    /// every event after it until one no longer fits (with a large maximum
-    /// data size, most of the stream). A LOOP or FLUSH stream
+    /// stream is not full (its status says so) until an event no longer
+    /// fits, also near its end (no room left for two events of maximum
+    /// size): stop stops it there and records STOP in the room kept for it
+    /// (ignored, the call would let the stream record every event after it
+    /// until one no longer fits: with a large maximum data size, most of the
+    /// stream). A LOOP or FLUSH stream
     /// never stops by fullness (it overwrites, or flushes): its status's
     /// `full` only says a sub-buffer is near its end, and stop and start
     /// act on it as on any running stream (else a wrapped LOOP stream could
@@ -333,11 +334,23 @@ impl Trace {
 }
 
 impl Stream {
-    /// `posix_stream_full_status`: an UNTIL_FULL stream suspended itself, or a
-    /// sub-buffer has no room left for two events of maximum size.
+    /// `posix_stream_full_status`: an UNTIL_FULL stream suspended itself, or
+    /// is suspended with a sub-buffer that has no room left for two events
+    /// of maximum size (a `start` would record START into the room kept for
+    /// control events, and be ignored); a LOOP or FLUSH stream has such a
+    /// sub-buffer.
+    ///
+    /// A running UNTIL_FULL stream is never full: its next event is
+    /// recorded if it fits, and the first one that does not stops the
+    /// stream (it is full from then on). Full near its end, as for the other
+    /// policies, its status contradicted the events recorded after it (and
+    /// `stop`, which still stops it there).
     fn is_full(&self) -> bool {
         if self.auto_suspended.load(Acquire) {
             return true;
+        }
+        if self.policy == StreamFullPolicy::UntilFull && self.running() {
+            return false;
         }
         let limit = self.cap as u64 - self.reserve;
         let max_event = self

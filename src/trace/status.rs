@@ -7,11 +7,16 @@
 pub struct TraceStatus {
     /// `posix_stream_status`: `POSIX_TRACE_RUNNING` (true) or `POSIX_TRACE_SUSPENDED`.
     pub running: bool,
-    /// `posix_stream_full_status`: `POSIX_TRACE_FULL`: a sub-buffer has no room left
-    /// for two events of maximum size (the next one may not fit, and a STOP must
-    /// still), or an UNTIL_FULL stream suspended itself. With a large maximum data
-    /// size in a small stream this comes early: 2 × (maximum data size + header)
-    /// bytes before the end.
+    /// `posix_stream_full_status`: `POSIX_TRACE_FULL`. An UNTIL_FULL stream is
+    /// full once it suspended itself (an event did not fit: the events after it
+    /// are lost), and while suspended (by [`stop`](super::Trace::stop)) with a
+    /// sub-buffer that has no room left for two events of maximum size (a
+    /// `start` is ignored then); never while it runs (its next event is
+    /// recorded, or stops it). A LOOP or FLUSH stream is full while a
+    /// sub-buffer has no room left for two events of maximum size (the next one
+    /// may not fit: LOOP overwrites the oldest, FLUSH drops until a flush frees
+    /// space); with a large maximum data size in a small stream this comes
+    /// early: 2 × (maximum data size + header) bytes before the end.
     pub full: bool,
     /// `posix_stream_overrun_status`: `POSIX_TRACE_OVERRUN`: events were lost since
     /// the last status read.
