@@ -71,10 +71,10 @@ fn poll_if_safe() {
     }
 }
 
-/// After a lock-free read found `cb` done: if it notifies by `SIGEV_SIGNAL`,
-/// takes the engine lock once (unless this thread is inside the library), so
-/// the completion that stored the status, and sends the signal before it
-/// releases the lock, is over. The caller then never sees a request done
+/// After a lock-free read found `cb` done: if it notifies by `SIGEV_SIGNAL`
+/// or `SIGEV_THREAD_ID`, takes the engine lock once (unless this thread is
+/// inside the library), so the completion that stored the status, and sends
+/// the signal before it releases the lock, is over. The caller then never sees a request done
 /// before its signal was generated, as with glibc (whose `aio_error` and
 /// `aio_suspend` look under its lock).
 ///
@@ -82,7 +82,8 @@ fn poll_if_safe() {
 /// `cb` points to a `struct aiocb`.
 pub(crate) unsafe fn signal_sent(cb: *const Aiocb) {
     // SAFETY: valid by contract.
-    let by_signal = unsafe { (*cb).aio_sigevent.sigev_notify } == libc::SIGEV_SIGNAL;
+    let how = unsafe { (*cb).aio_sigevent.sigev_notify };
+    let by_signal = how == libc::SIGEV_SIGNAL || how == crate::notify::SIGEV_THREAD_ID;
     if !by_signal || in_lib() {
         return;
     }

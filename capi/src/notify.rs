@@ -10,8 +10,6 @@ use rt::aio::{Notify, SigVal};
 
 use crate::debug::debug;
 
-/// `si_code` of an AIO completion signal.
-const SI_ASYNCIO: i32 = -4;
 /// Linux's `SIGEV_THREAD_ID`.
 pub(crate) const SIGEV_THREAD_ID: i32 = 4;
 
@@ -70,10 +68,14 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
                 ));
                 return Err(libc::EINVAL);
             }
-            let signo = ev.sigev_signo;
-            Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
-                send_to_thread(tid, signo, v)
-            }))
+            // Sent by the thread that completes the request, before it lets
+            // go of the engine lock, as SIGEV_SIGNAL's: before any waiter
+            // can see the request done.
+            Ok(Notify::thread_signal(
+                tid,
+                ev.sigev_signo,
+                SigVal(ev.sigev_value),
+            ))
         }
         other => {
             debug(format_args!("sigev_notify {other} is not SIGEV_NONE, SIGEV_SIGNAL, SIGEV_THREAD or SIGEV_THREAD_ID: EINVAL"));
@@ -99,52 +101,6 @@ fn check_signal(signo: i32) -> Result<(), i32> {
 fn thread_exists(tid: i32) -> bool {
     // SAFETY: tgkill with signal 0 only checks that the thread exists.
     unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, 0) == 0 }
-}
-
-/// The kernel's `siginfo_t` for a queued signal (`_rt` member of the union).
-#[repr(C)]
-struct KernelSigInfo {
-    signo: i32,
-    errno: i32,
-    code: i32,
-    _pad: i32,
-    pid: i32,
-    uid: u32,
-    value: usize,
-    _rest: [u8; 128 - 32],
-}
-
-/// Queues `signo` with `value` and `SI_ASYNCIO` to thread `tid` of this process.
-fn send_to_thread(tid: i32, signo: i32, value: SigVal) {
-    // SAFETY: getpid and getuid have no preconditions.
-    let (pid, uid) = unsafe { (libc::getpid(), libc::getuid()) };
-    let info = KernelSigInfo {
-        signo,
-        errno: 0,
-        code: SI_ASYNCIO,
-        _pad: 0,
-        pid,
-        uid,
-        value: value.0,
-        _rest: [0; 96],
-    };
-    // SAFETY: rt_tgsigqueueinfo reads a 128-byte siginfo, valid for the call;
-    // a negative si_code to our own process is allowed.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_rt_tgsigqueueinfo,
-            pid,
-            tid,
-            signo,
-            &info as *const KernelSigInfo,
-        )
-    };
-    if r != 0 {
-        debug(format_args!(
-            "SIGEV_THREAD_ID: rt_tgsigqueueinfo to thread {tid} failed: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
 }
 
 /// A thread's scheduling policy and priority.

@@ -34,3 +34,18 @@ fn reserved_signals_are_refused() {
 fn notifications_are_delivered_once_each() {
     prints_ok("aio_notify_delivery.c", engines(), &[&[]]);
 }
+
+/// A completion's `SIGEV_THREAD_ID` signal is generated before a waiter can
+/// see the request done, as a `SIGEV_SIGNAL` one is: when the thread it names
+/// waits for the request (`aio_suspend`, `aio_error`, `lio_listio` with
+/// `LIO_WAIT`) and sees it done, its handler has run there. It used to be
+/// sent by a notification thread after the waiters were woken, so the wait
+/// often returned first.
+#[test]
+fn thread_id_signal_comes_before_the_waiters_wake() {
+    prints_ok(
+        "aio_thread_id_order.c",
+        engines(),
+        &[&["suspend"], &["error"], &["lio"]],
+    );
+}

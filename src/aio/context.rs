@@ -389,9 +389,11 @@ impl Aio {
         cancel_fd(&self.inner, fd)
     }
 
-    /// How many `SIGEV_SIGNAL` notifications of this context could not be queued
-    /// (`rt_sigqueueinfo` failed, EAGAIN when `RLIMIT_SIGPENDING` is reached).
-    /// Each failure also emits the `aio_notify_failed` trace event.
+    /// How many `SIGEV_SIGNAL` and `SIGEV_THREAD_ID` notifications of this
+    /// context could not be queued (`rt_sigqueueinfo` or `rt_tgsigqueueinfo`
+    /// failed: EAGAIN when `RLIMIT_SIGPENDING` is reached, ESRCH when a
+    /// [`Notify::ThreadSignal`](super::Notify::ThreadSignal)'s thread has
+    /// ended). Each failure also emits the `aio_notify_failed` trace event.
     #[doc(alias = "rt_sigqueueinfo")]
     pub fn failed_notifications(&self) -> u64 {
         self.inner.notify_failed.load(Ordering::Relaxed)

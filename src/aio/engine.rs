@@ -475,7 +475,7 @@ impl Inner {
 
     #[inline(never)]
     fn prepare_notify_slow(self: &Arc<Inner>, n: &Notify) -> Result<()> {
-        if let Notify::Signal { signo, .. } = *n {
+        if let Notify::Signal { signo, .. } | Notify::ThreadSignal { signo, .. } = *n {
             crate::sys::signal::pass_in_waits(signo);
         }
         if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {

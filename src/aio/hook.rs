@@ -61,8 +61,9 @@ pub(crate) fn cancel(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, outc
     tc::aio_cancel(id, fd, op.code(), offset, len, outcome);
 }
 
-/// A `SIGEV_SIGNAL` notification could not be queued (`rt_sigqueueinfo` failed
-/// with `errno`, EAGAIN when `RLIMIT_SIGPENDING` is reached).
+/// A `SIGEV_SIGNAL` or `SIGEV_THREAD_ID` notification could not be queued
+/// (`rt_sigqueueinfo` or `rt_tgsigqueueinfo` failed with `errno`: EAGAIN when
+/// `RLIMIT_SIGPENDING` is reached, ESRCH when the thread has ended).
 #[inline(always)]
 pub(crate) fn notify_failed(signo: i32, errno: i32) {
     tc::aio_notify_failed(signo, errno);

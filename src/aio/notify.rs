@@ -1,8 +1,10 @@
-//! Completion notification: none, a queued real-time signal, or a callback on a
-//! notification thread (`struct sigevent` with `SIGEV_NONE`, `SIGEV_SIGNAL`,
+//! Completion notification: none, a queued real-time signal to the process
+//! or to one of its threads, or a callback on a notification thread (`struct
+//! sigevent` with `SIGEV_NONE`, `SIGEV_SIGNAL`, `SIGEV_THREAD_ID`,
 //! `SIGEV_THREAD`).
 
 use std::fmt;
+use std::num::NonZeroI32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -55,6 +57,7 @@ pub type Callback = Arc<dyn Fn(SigVal) + Send + Sync + 'static>;
 #[doc(alias = "SIGEV_NONE")]
 #[doc(alias = "SIGEV_SIGNAL")]
 #[doc(alias = "SIGEV_THREAD")]
+#[doc(alias = "SIGEV_THREAD_ID")]
 pub enum Notify {
     /// `SIGEV_NONE`: no notification; poll with `error`, wait with `suspend`.
     #[default]
@@ -65,6 +68,24 @@ pub enum Notify {
     /// can see the request done, as with glibc; the engine's own threads block
     /// every signal, so its handler runs on a thread of the program.
     Signal {
+        /// The signal number, usually `SIGRTMIN() + n`.
+        signo: i32,
+        /// The value the handler finds in `si_value`.
+        value: SigVal,
+    },
+    /// `SIGEV_THREAD_ID` (Linux): a queued signal `signo` with `si_code ==
+    /// SI_ASYNCIO` and `si_value == value`, sent to thread `tid` of this
+    /// process only, like `rt_tgsigqueueinfo(2)`. It is generated before
+    /// [`Aio::suspend`](super::Aio::suspend) or a list's wait can see the
+    /// request done, as [`Notify::Signal`]'s: when thread `tid` itself waits
+    /// for the request and sees it done, the handler has run there. `tid`
+    /// must name a thread of this process when the request is submitted; a
+    /// thread that has ended by the completion gets nothing, and the signal
+    /// counts in [`Aio::failed_notifications`](super::Aio::failed_notifications).
+    ThreadSignal {
+        /// The kernel thread id of the thread to signal (`gettid()`, as
+        /// `posixrt::sched::gettid().as_raw()` gives it).
+        tid: i32,
         /// The signal number, usually `SIGRTMIN() + n`.
         signo: i32,
         /// The value the handler finds in `si_value`.
@@ -95,6 +116,17 @@ impl Notify {
         }
     }
 
+    /// `SIGEV_THREAD_ID` with `signo` and `value`, to thread `tid` of this
+    /// process.
+    pub fn thread_signal(tid: i32, signo: i32, value: impl Into<SigVal>) -> Notify {
+        crate::sys::signal::pass_in_waits(signo);
+        Notify::ThreadSignal {
+            tid,
+            signo,
+            value: value.into(),
+        }
+    }
+
     /// `SIGEV_THREAD` running `f(value)` on the notification thread.
     pub fn thread(value: impl Into<SigVal>, f: impl Fn(SigVal) + Send + Sync + 'static) -> Notify {
         Notify::Thread {
@@ -120,6 +152,17 @@ impl Notify {
     pub(crate) fn validate(&self, call: &'static str) -> Result<()> {
         match *self {
             Notify::Signal { signo, .. } => Notify::validate_signal(signo, call),
+            Notify::ThreadSignal { tid, signo, .. } => {
+                Notify::validate_signal(signo, call)?;
+                if !crate::sys::signal::is_thread_of_process(tid) {
+                    return Err(Error::invalid(
+                        call,
+                        format!("thread {tid} is not a thread of this process"),
+                    )
+                    .with_hint("name a live thread of this process by its kernel id (gettid)"));
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -149,6 +192,12 @@ impl fmt::Debug for Notify {
             Notify::None => f.write_str("None"),
             Notify::Signal { signo, value } => f
                 .debug_struct("Signal")
+                .field("signo", signo)
+                .field("value", value)
+                .finish(),
+            Notify::ThreadSignal { tid, signo, value } => f
+                .debug_struct("ThreadSignal")
+                .field("tid", tid)
                 .field("signo", signo)
                 .field("value", value)
                 .finish(),
@@ -187,19 +236,21 @@ pub(crate) fn catch_up() {
     }
 }
 
-/// Sends the `SIGEV_SIGNAL`s among `fires` (and removes them), for a caller
-/// that holds the engine lock and releases it next: a completion's signal is
-/// then generated before any waiter, which looks under the lock, can see the
-/// request done (glibc's order: status, signal, waiters). Every signal stays
-/// blocked in the calling thread until the returned guard is dropped (after
-/// the waiters are woken), so no handler runs here while the lock is held. A
-/// signal that cannot be queued (`RLIMIT_SIGPENDING`) is counted in `failed`
-/// and traced, never silently lost.
+/// Sends the `SIGEV_SIGNAL`s and `SIGEV_THREAD_ID`s among `fires` (and
+/// removes them), for a caller that holds the engine lock and releases it
+/// next: a completion's signal is then generated before any waiter, which
+/// looks under the lock, can see the request done (glibc's order: status,
+/// signal, waiters). Every signal stays blocked in the calling thread until
+/// the returned guard is dropped (after the waiters are woken), so no handler
+/// runs here while the lock is held. A signal that cannot be queued
+/// (`RLIMIT_SIGPENDING`; for a thread's, the thread has ended) is counted in
+/// `failed` and traced, never silently lost.
 ///
 /// The kernel gives a process signal to the main thread when that thread does
 /// not block it. When the main thread sends (it reaped the completion) with
 /// the signal unblocked but for this call, the signal is queued to it, and its
 /// handler runs when the mask is restored, as if it had never been blocked.
+/// A thread's signal goes to its thread, whichever thread sends it.
 pub(crate) fn send_signals(
     fires: &mut Vec<Fire>,
     failed: &AtomicU64,
@@ -212,11 +263,13 @@ pub(crate) fn send_signals(
     let main = sig::is_main_thread();
     SENT.fetch_add(1, Ordering::Relaxed);
     fires.retain(|f| match *f {
-        Fire::Signal(signo, v) => {
-            let r = if main && !blocked.was_blocked(signo) {
-                sig::queue_to_this_thread(signo, SI_ASYNCIO, v.0)
-            } else {
-                send_signal(signo, v)
+        Fire::Signal(signo, v, to) => {
+            let r = match to {
+                Some(tid) => sig::queue_to_thread(tid.get(), signo, SI_ASYNCIO, v.0),
+                None if main && !blocked.was_blocked(signo) => {
+                    sig::queue_to_this_thread(signo, SI_ASYNCIO, v.0)
+                }
+                None => send_signal(signo, v),
             };
             if let Err(e) = r {
                 failed.fetch_add(1, Ordering::Relaxed);
@@ -232,7 +285,10 @@ pub(crate) fn send_signals(
 /// A notification due to fire: a signal before the engine lock is released,
 /// a callback after.
 pub(crate) enum Fire {
-    Signal(i32, SigVal),
+    /// A signal number and value, to the process or (`SIGEV_THREAD_ID`) to
+    /// the one thread named. One variant for both, so that `send_signals`
+    /// tells a batch without signals as cheaply as before.
+    Signal(i32, SigVal, Option<NonZeroI32>),
     Thread(Callback, SigVal),
 }
 
@@ -240,7 +296,14 @@ impl Fire {
     pub(crate) fn from_notify(n: Notify) -> Option<Fire> {
         match n {
             Notify::None => None,
-            Notify::Signal { signo, value } => Some(Fire::Signal(signo, value)),
+            Notify::Signal { signo, value } => Some(Fire::Signal(signo, value, None)),
+            Notify::ThreadSignal { tid, signo, value } => {
+                // (Submission refuses a tid that is not positive. Were one
+                // here, its send would fail and be counted, never go to the
+                // whole process.)
+                let tid = NonZeroI32::new(tid).unwrap_or(NonZeroI32::MIN);
+                Some(Fire::Signal(signo, value, Some(tid)))
+            }
             Notify::Thread { callback, value } => Some(Fire::Thread(callback, value)),
         }
     }

@@ -1,5 +1,6 @@
 //! Signals: queueing a signal with a chosen `si_code` to this process
-//! (`rt_sigqueueinfo`), the way an AIO completion is reported.
+//! (`rt_sigqueueinfo`) or to one of its threads (`rt_tgsigqueueinfo`), the
+//! way an AIO completion is reported.
 //!
 //! # References
 //! - [`rt_sigqueueinfo(2)`](https://man7.org/linux/man-pages/man2/rt_sigqueueinfo.2.html)
@@ -41,6 +42,26 @@ pub(crate) fn queue_to_self(signo: i32, code: i32, value: usize) -> Result<(), i
 #[doc(alias = "rt_tgsigqueueinfo")]
 pub(crate) fn queue_to_this_thread(signo: i32, code: i32, value: usize) -> Result<(), i32> {
     queue(signo, code, value, Some(super::tid::current() as i32))
+}
+
+/// `rt_tgsigqueueinfo(getpid(), tid, ...)`: as [`queue_to_self`], but to
+/// thread `tid` of this process only (ESRCH if it has no such thread).
+///
+/// # References
+/// - [`rt_tgsigqueueinfo(2)`](https://man7.org/linux/man-pages/man2/rt_tgsigqueueinfo.2.html)
+pub(crate) fn queue_to_thread(tid: i32, signo: i32, code: i32, value: usize) -> Result<(), i32> {
+    queue(signo, code, value, Some(tid))
+}
+
+/// True if `tid` is a thread of this process (`tgkill` with the null signal,
+/// which only checks).
+///
+/// # References
+/// - [`tgkill(2)`](https://man7.org/linux/man-pages/man2/tgkill.2.html)
+pub(crate) fn is_thread_of_process(tid: i32) -> bool {
+    let pid = rustix::process::getpid().as_raw_nonzero().get();
+    // SAFETY: tgkill with signal 0 takes plain integers and sends nothing.
+    tid > 0 && unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) } == 0
 }
 
 /// Enters the kernel once (`rt_sigprocmask` reading the mask): on the way back,

@@ -9,7 +9,7 @@
 //! | `aio_cancel` | `req: u64, fd: i32, op: u32, offset: i64, len: u64, outcome: i32` (`AIO_CANCELED` 0, `AIO_NOTCANCELED` 1, `AIO_ALLDONE` 2) | every cancel attempt on a request |
 //! | `aio_list_start` | `list: u32, entries: u32, wait: u32` | `lio_listio` start |
 //! | `aio_list_end` | `list: u32` | `lio_listio`: every entry final |
-//! | `aio_notify_failed` | `signo: i32, errno: i32` | a `SIGEV_SIGNAL` could not be queued (`RLIMIT_SIGPENDING`) |
+//! | `aio_notify_failed` | `signo: i32, errno: i32` | a `SIGEV_SIGNAL` or `SIGEV_THREAD_ID` could not be queued (`RLIMIT_SIGPENDING`; the thread ended) |
 //! | `sync_lock` | `addr: hex64, tid: u32, owner: u32, result: i32` | every blocking or timed lock of a mutex (normal, recursive, PI, ceiling) and every write lock of a rwlock |
 //! | `sync_trylock` | `addr: hex64, tid: u32, owner: u32, result: i32` | every trylock of those |
 //! | `sync_unlock` | `addr: hex64, tid: u32, result: i32` | every unlock of those (recorded before the lock is released) |
@@ -88,7 +88,8 @@ pub static AIO_CANCEL: SysEvent = SysEvent::new("aio_cancel", &CANCEL_L);
 pub static AIO_LIST_START: SysEvent = SysEvent::new("aio_list_start", &LIST_START_L);
 /// `aio_list_end`: every entry of a `lio_listio` call is final.
 pub static AIO_LIST_END: SysEvent = SysEvent::new("aio_list_end", &LIST_END_L);
-/// `aio_notify_failed`: a `SIGEV_SIGNAL` notification could not be queued.
+/// `aio_notify_failed`: a `SIGEV_SIGNAL` or `SIGEV_THREAD_ID` notification
+/// could not be queued.
 pub static AIO_NOTIFY_FAILED: SysEvent = SysEvent::new("aio_notify_failed", &NOTIFY_FAILED_L);
 
 static LOCK_L: [Field; 4] = [
