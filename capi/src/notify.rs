@@ -55,8 +55,10 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
             // a valid initialized attribute object.
             let class = unsafe { inherits_class(attr as *const libc::pthread_attr_t) }
                 .then(submitter_class);
+            // Whatever the attributes: no attribute sets a nice value.
+            let nice = submitter_nice();
             Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
-                spawn_notify(f, attr as *const libc::pthread_attr_t, class, v)
+                spawn_notify(f, attr as *const libc::pthread_attr_t, class, nice, v)
             }))
         }
         SIGEV_THREAD_ID => {
@@ -160,12 +162,43 @@ fn submitter_class() -> Class {
     }
 }
 
+/// The nice value a thread created by the calling thread starts at, as the
+/// kernel sees it (Linux keeps one per thread, set with `setpriority` on the
+/// thread's tid, and a new thread takes its creator's): its own, or 0 where
+/// `SCHED_RESET_ON_FORK` resets it (for a real-time thread, or a negative
+/// value). `None` if it cannot be read.
+fn submitter_nice() -> Option<i32> {
+    let tid = rt::sched::gettid().as_raw();
+    // The system call, not glibc's `getpriority`: it returns `20 - nice`
+    // (1..=40), so -1 is only a failure, without clearing and reading errno
+    // (glibc's wrapper returns the nice value, for which -1 is valid).
+    // SAFETY: getpriority takes plain integers and reads the nice value of
+    // thread `tid` (this one).
+    let r = unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_PROCESS, tid) };
+    if r < 0 {
+        return None;
+    }
+    let nice = 20 - r as i32;
+    // SAFETY: about the calling thread; no memory is passed.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    if policy >= 0 && policy & libc::SCHED_RESET_ON_FORK != 0 {
+        let policy = policy & !libc::SCHED_RESET_ON_FORK;
+        if nice < 0 || matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE) {
+            return Some(0);
+        }
+    }
+    Some(nice)
+}
+
 struct Call {
     f: NotifyFn,
     value: usize,
     /// The class the function runs at, for a thread that inherited its
     /// creator's: the submitter's (see [`spawn_notify`]).
     class: Option<Class>,
+    /// The nice value the function runs at: the submitter's (see
+    /// [`spawn_notify`]).
+    nice: Option<i32>,
 }
 
 extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
@@ -188,6 +221,14 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
         // this thread may not take (SCHED_DEADLINE) leaves it as created.
         unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) };
     }
+    if let Some(nice) = call.nice {
+        let tid = rt::sched::gettid().as_raw();
+        // SAFETY: setpriority changes the nice value of thread `tid` (this
+        // one); no memory is passed. A value this thread may not take (lower
+        // than its creator's, without CAP_SYS_NICE or RLIMIT_NICE) leaves it
+        // as created.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    }
     (call.f)(libc::sigval {
         sival_ptr: call.value as *mut c_void,
     });
@@ -201,17 +242,21 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
 /// noticed the completion, often one of the library's, whose class is its own
 /// (the thread engine's workers rest at `SCHED_BATCH`); glibc's notification
 /// thread inherits from its AIO helper, made by the program's thread: the
-/// function runs at the submitter's class instead.
+/// function runs at the submitter's class instead. `nice`: the nice value of
+/// the thread that submitted the request, which a new thread inherits with
+/// any attributes; the function runs at it, not at the creator's, likewise.
 fn spawn_notify(
     f: NotifyFn,
     attr: *const libc::pthread_attr_t,
     class: Option<Class>,
+    nice: Option<i32>,
     value: SigVal,
 ) {
     let call = Box::into_raw(Box::new(Call {
         f,
         value: value.0,
         class,
+        nice,
     }));
     // SAFETY: `attr` is null or, by the caller's contract for
     // `sigev_notify_attributes`, a valid initialized attribute object until the

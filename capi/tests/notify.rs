@@ -8,7 +8,9 @@ use c_prog::*;
 /// A `SIGEV_THREAD` callback runs at the class of the thread that submitted
 /// its request (NULL or inheriting attributes), or at the attributes'
 /// explicit one; it used to take the class of the library thread that
-/// noticed the completion (`SCHED_BATCH` on the thread engine).
+/// noticed the completion (`SCHED_BATCH` on the thread engine). It runs at
+/// the submitter's nice value too, with any attributes (a submitter at nice
+/// 7, SCHED_OTHER and SCHED_BATCH); it used to run at the library thread's.
 #[test]
 fn sigev_thread_runs_at_the_submitter_s_class() {
     prints_ok("aio_notify_class.c", engines(), &[&[]]);
