@@ -10,7 +10,7 @@ use super::notify::Notify;
 use super::op::Op;
 use super::request::{result_of, Completion, Request, RequestId};
 use super::table::{Core, Hold, State};
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 
 /// `lio_listio`'s mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -362,6 +362,19 @@ impl Aio {
         let n = raws.len();
         {
             let mut core = self.inner.lock();
+            // Refused before the list gets its group: a group whose
+            // submission is refused has no member to finish it, and stayed
+            // open for good (an empty list's notified, for a call that
+            // failed). Shutdown starts only when the last handle is gone, so
+            // not before `submit_many` below looks again: this call holds one.
+            if core.shutdown {
+                drop(core);
+                return Err(Error::new(
+                    ErrorKind::InvalidState,
+                    "lio_listio",
+                    "the AIO context is shutting down",
+                ));
+            }
             // Every list gets a group, so its end is seen (trace hook) and its
             // notification fires once.
             let list = core.new_list(n as u32, notify);

@@ -120,3 +120,68 @@ fn fsync_reports_the_first_covered_error_and_keeps_its_own() {
     core.complete(s2, -(libc::EROFS as i64));
     assert_eq!(core.slots[s2 as usize].res, -(libc::EROFS as i64));
 }
+
+/// Groups of `lio_listio` lists still open (not yet finished).
+fn open_lists(core: &Core) -> usize {
+    core.lists.iter().filter(|g| g.live).count()
+}
+
+/// Signals counted by `count_signal`.
+static REFUSED_LIST_SIGNALS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+extern "C" fn count_signal(_: i32) {
+    REFUSED_LIST_SIGNALS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// `lio_listio` on a context that is shutting down is refused
+/// (InvalidState) and leaves no list group open. The group was allocated
+/// before the submission was refused and never finished: it stayed open for
+/// good, with its notification (and an empty list's notification fired,
+/// for a call that failed: a signal to this thread, sent as the lock is
+/// released inside the call, has been handled when it returns).
+#[test]
+fn a_list_refused_at_shutdown_leaves_no_group_open() {
+    use crate::aio::{Aio, Backend, ListMode, Op};
+    let signo = libc::SIGRTMIN() + 6;
+    // SAFETY: installs a handler that only counts; the struct is fully set.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = count_signal as *const () as usize;
+        libc::sigemptyset(&mut sa.sa_mask);
+        assert_eq!(libc::sigaction(signo, &sa, std::ptr::null_mut()), 0);
+    }
+    let me = crate::sys::tid::current() as i32;
+    let f = rustix::fs::memfd_create("lists", rustix::fs::MemfdFlags::CLOEXEC).unwrap();
+    for backend in [Backend::Threads, Backend::Uring] {
+        let aio = match Aio::builder().backend(backend).build() {
+            Ok(aio) => aio,
+            // (io_uring refused here: the thread engine is tested.)
+            Err(_) if backend == Backend::Uring => continue,
+            Err(e) => panic!("{backend}: {e}"),
+        };
+        aio.inner.lock().shutdown = true;
+        for mode in [ListMode::NoWait, ListMode::Wait] {
+            for n in [1, 3] {
+                let ops = (0..n).map(|_| Some(Op::read(&f, 0, vec![0u8; 4])));
+                let Err(e) = aio.lio_listio(mode, ops, Notify::thread_signal(me, signo, 1)) else {
+                    panic!("{backend} {mode:?}: a list of {n} accepted at shutdown");
+                };
+                assert_eq!(e.kind(), crate::ErrorKind::InvalidState, "{e}");
+            }
+        }
+        let none = std::iter::empty::<Option<Op<'_, Vec<u8>>>>();
+        let Err(e) = aio.lio_listio(ListMode::NoWait, none, Notify::thread_signal(me, signo, 2))
+        else {
+            panic!("{backend}: an empty list accepted at shutdown");
+        };
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidState, "{e}");
+        let open = open_lists(&aio.inner.lock());
+        assert_eq!(open, 0, "{backend}: list groups left open");
+        assert_eq!(
+            REFUSED_LIST_SIGNALS.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "{backend}: a refused list notified"
+        );
+    }
+}
