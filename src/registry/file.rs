@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
 use crate::{Error, ErrorKind, Result};
@@ -69,16 +69,61 @@ impl Drop for TrackedLockFd {
     }
 }
 
+/// Creates the file a registry named `name` is filled in under before it is
+/// published: `.<name>.tmp` in [`DIR`], or, when a file that this process
+/// may not remove is there (another user's, planted in the sticky
+/// `/dev/shm`), `.<name>.<random>.tmp`. An existing file is never opened
+/// (`O_EXCL`, `O_NOFOLLOW`). Called under `FILES`.
+pub(super) fn create_tmp(name: &str) -> Result<(File, PathBuf)> {
+    use std::hash::BuildHasher;
+    let fixed = Path::new(DIR).join(format!(".{name}.tmp"));
+    // Left by an earlier program image of this pid (an `exec` between its
+    // create and its publish), or planted.
+    let _ = std::fs::remove_file(&fixed);
+    let mut tmp = fixed;
+    let mut tries = 0;
+    loop {
+        let r = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
+            .open(&tmp);
+        match r {
+            Ok(file) => return Ok((file, tmp)),
+            // Readers never look at temporary names: any other will do, and
+            // a random one cannot be planted ahead.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                tries += 1;
+                let r = std::collections::hash_map::RandomState::new().hash_one(tries);
+                tmp = Path::new(DIR).join(format!(".{name}.{r:016x}.tmp"));
+            }
+            Err(e) => {
+                return Err(io_error("open", &e)
+                    .with_message(format!("creating {}", tmp.display()))
+                    .with_hint(
+                        "posixrt registries live in /dev/shm: mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm)",
+                    ))
+            }
+        }
+    }
+}
+
 /// Renames the filled-in `tmp` to `path`, unless `path` is a live registry of
 /// this process (a second registry of a kind gets the same name): replacing it
 /// would hide its slots from every reader, and dropping either would remove the
 /// other's file; nor if another live writer holds the file's lock (see
-/// [`held_by_another_writer`]). Any other file there is left by an earlier
-/// program image of this pid (before an `exec`) and is replaced. Our
-/// registries are recognised by the descriptors their locks are held
-/// through. Called under `FILES`.
+/// [`held_by_another_writer`]). Anything else there is replaced, never opened
+/// for writing nor followed: a file left by an earlier program image of this
+/// pid (before an `exec`), or one planted by another user (a symlink, a FIFO,
+/// a file), which only root may replace in the sticky `/dev/shm` (for others,
+/// the error names its owner). Our registries are recognised by the
+/// descriptors their locks are held through. Called under `FILES`.
 pub(super) fn publish(tmp: &Path, path: &Path, kind: &str) -> Result<()> {
-    if let Ok(st) = rustix::fs::stat(path) {
+    // Not `stat`: a symlink planted at the name must not be followed.
+    let found = rustix::fs::lstat(path).ok();
+    if let Some(st) = &found {
         let ours = LOCK_FDS.iter().any(|entry| {
             let fd = entry.load(Ordering::Relaxed);
             fd >= 0 && raw_fstat(fd).is_some_and(|id| id == (st.st_dev, st.st_ino))
@@ -106,7 +151,31 @@ pub(super) fn publish(tmp: &Path, path: &Path, kind: &str) -> Result<()> {
             .with_hint("give each container its own /dev/shm (IPC namespace), or start the processes in different clock ticks"));
         }
     }
-    std::fs::rename(tmp, path).map_err(|e| io_error("rename", &e))
+    std::fs::rename(tmp, path).map_err(|e| {
+        let me = rustix::process::geteuid().as_raw();
+        match &found {
+            // Not ours to replace (the sticky /dev/shm, or a directory).
+            Some(st) if st.st_uid != me || st.st_mode & libc::S_IFMT != libc::S_IFREG => {
+                let what = match st.st_mode & libc::S_IFMT {
+                    libc::S_IFREG => "a file",
+                    libc::S_IFLNK => "a symlink",
+                    libc::S_IFDIR => "a directory",
+                    _ => "a special file",
+                };
+                io_error("rename", &e)
+                    .with_message(format!(
+                        "{} is in the way: {what} of uid {} that this process did not create and may not replace (planted by another user?)",
+                        path.display(),
+                        st.st_uid
+                    ))
+                    .with_hint(format!(
+                        "remove it as root (rm -r {}), then start the program again; no reader takes it for this process's registry",
+                        path.display()
+                    ))
+            }
+            _ => io_error("rename", &e),
+        }
+    })
 }
 
 /// Whether the file at `path` (not one of ours) is a registry whose owner
@@ -115,7 +184,10 @@ pub(super) fn publish(tmp: &Path, path: &Path, kind: &str) -> Result<()> {
 /// one held by a live writer elsewhere (another pid namespace sharing
 /// `/dev/shm`, whose names can collide with ours) must not be: its marks
 /// would vanish from every reader, and its exit, which removes the file
-/// by name, would remove ours.
+/// by name, would remove ours. Only a regular file of this process's user
+/// or of root counts (those readers accept as its registry): another user
+/// could plant a file at the name and hold its lock to keep this process
+/// from publishing.
 fn held_by_another_writer(path: &Path) -> bool {
     // O_NONBLOCK: a FIFO planted at the name must not block the create.
     let Ok(f) = OpenOptions::new()
@@ -125,10 +197,16 @@ fn held_by_another_writer(path: &Path) -> bool {
     else {
         return false;
     };
-    matches!(
-        rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockShared),
-        Err(e) if e == rustix::io::Errno::WOULDBLOCK
-    )
+    // Checked on what was opened, not on the name (which may change).
+    let me = rustix::process::geteuid().as_raw();
+    let writers = rustix::fs::fstat(&f).is_ok_and(|st| {
+        st.st_mode & libc::S_IFMT == libc::S_IFREG && (st.st_uid == me || st.st_uid == 0)
+    });
+    writers
+        && matches!(
+            rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockShared),
+            Err(e) if e == rustix::io::Errno::WOULDBLOCK
+        )
 }
 
 /// The device and inode of descriptor `fd`, if it is open. A plain `fstat` on

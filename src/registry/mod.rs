@@ -12,7 +12,12 @@
 //! `/dev/shm/posixrt-<KIND>-<PID>-<STARTTIME>`, mode 0600, where `STARTTIME` is
 //! field 22 of `/proc/<PID>/stat` (clock ticks since boot at process start), so a
 //! recycled pid never matches an old file. It is created under a temporary name,
-//! filled in, then renamed, so readers never see a half-written header. It is
+//! filled in, then renamed, so readers never see a half-written header. The
+//! name is predictable and `/dev/shm` world-writable: what another user
+//! planted there (a file, a symlink, a FIFO) is replaced by that rename, never
+//! opened for writing nor followed, and never taken for another live writer's
+//! file (see [`Registry::create`]); readers skip a file that belongs neither
+//! to root nor to a user the named process runs as. It is
 //! removed at normal process exit (an `atexit` handler), and by the next [`scan()`]
 //! or [`Registry::create`] of the same kind once the process is gone (pid missing,
 //! start time different, or a zombie) and nobody holds the file's lock (a writer

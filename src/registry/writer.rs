@@ -70,7 +70,20 @@ impl Registry {
     /// `exec`, until the child first runs); [`InvalidInput`](crate::ErrorKind::InvalidInput)
     /// for a bad kind or geometry; [`OutOfResources`](crate::ErrorKind::OutOfResources)
     /// if `/dev/shm` has no room for the whole file (every page is reserved
-    /// here); other errors creating the file in `/dev/shm`.
+    /// here); [`PermissionDenied`](crate::ErrorKind::PermissionDenied) if a
+    /// file of another user is at the name (planted: the name is predictable)
+    /// and this process may not replace it (in the sticky `/dev/shm` only
+    /// root or its owner may), naming its owner; other errors creating the
+    /// file in `/dev/shm`.
+    ///
+    /// Whatever is at the name and not a live writer's registry is replaced
+    /// (an atomic `rename` over it), never opened for writing nor followed:
+    /// a symlink, a FIFO, a file left by this pid's program image before an
+    /// `exec`, or a file of another user (neither this process's user nor
+    /// root), which no reader would take for this process's registry, even
+    /// while its owner holds its lock. A file of another user at the
+    /// temporary name the registry is filled in under (`.<name>.tmp`) is
+    /// avoided by taking another, random, one.
     pub fn create(kind: &str, payload_size: usize, slot_count: u32) -> Result<Registry> {
         let kind_b = kind_bytes(kind)?;
         let (payload, slot, total) = geometry(payload_size, slot_count)?;
@@ -87,22 +100,9 @@ impl Registry {
 
         let name = format!("posixrt-{kind}-{pid}-{starttime}");
         let path = Path::new(DIR).join(&name);
-        let tmp = Path::new(DIR).join(format!(".{name}.tmp"));
         // Until the file is published and known as ours (see `FILES`).
         let _files = FILES.lock();
-        let _ = std::fs::remove_file(&tmp);
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW)
-            .open(&tmp)
-            .map_err(|e| {
-                io_error("open", &e).with_message(format!("creating {}", tmp.display())).with_hint(
-                    "posixrt registries live in /dev/shm: mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm)",
-                )
-            })?;
+        let (file, tmp) = create_tmp(&name)?;
         let fail = |e: Error| {
             let _ = std::fs::remove_file(&tmp);
             e
