@@ -273,6 +273,51 @@ pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
         )
         .with_hint("the process must use posixrt::sync with set_tracking(Tracking::Counts or Timing) on, and you need to be root or its user"));
     };
+    Ok(snapshots_of(pid, p))
+}
+
+/// What [`read_all`] found: every process whose sync registry it read, by
+/// pid, and the registries it skipped (counted as
+/// [`registry::scan`] counts them, one for each file).
+#[derive(Debug, Clone, Default)]
+pub struct Published {
+    /// Each process's pid and its objects, by pid.
+    pub processes: Vec<(u32, Vec<Snapshot>)>,
+    /// Registries not readable by this user, or cut short by another process
+    /// (see [`registry::Scan::unreadable`]).
+    pub unreadable: usize,
+    /// Registries of another layout version (another posixrt release).
+    pub incompatible: usize,
+}
+
+/// The tracked objects every posixrt process on the machine has published
+/// (what `rtstat` without a pid shows), reading each registry file once.
+///
+/// Every file is counted: a process with more than one file under its pid (a
+/// writer in another pid namespace sharing `/dev/shm` with the same pid, or
+/// another user's file left by an earlier process of that pid) is listed
+/// once, with its own registry, and the other files are counted as skipped.
+///
+/// # Errors
+/// Those of [`registry::scan`] (listing `/dev/shm`).
+pub fn read_all() -> Result<Published> {
+    let scan = registry::scan(REGISTRY_KIND, None)?;
+    Ok(Published {
+        unreadable: scan.unreadable,
+        incompatible: scan.incompatible,
+        processes: scan
+            .processes
+            .into_iter()
+            .filter_map(|p| {
+                let pid = u32::try_from(p.pid).ok()?;
+                Some((pid, snapshots_of(pid, p)))
+            })
+            .collect(),
+    })
+}
+
+/// The objects in the live slots of `p`, the registry of process `pid`.
+fn snapshots_of(pid: u32, p: registry::ProcessEntry) -> Vec<Snapshot> {
     let mut out = Vec::new();
     for s in p.slots {
         let mut words = [0u64; WORDS];
@@ -289,5 +334,5 @@ pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
             out.push(snap);
         }
     }
-    Ok(out)
+    out
 }

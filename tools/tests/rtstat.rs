@@ -310,3 +310,48 @@ fn skipped_registries_are_not_called_tracking_off() {
         assert!(out.contains("standard error"), "{out}");
     }
 }
+
+/// A process with a second sync registry file under its pid (a writer in
+/// another pid namespace sharing /dev/shm, with the same pid and another
+/// start time, holding its lock): rtstat without a pid lists the process
+/// once, and counts the other file as not readable, as the scan of every
+/// registry (and `tfp`) counts it, instead of losing it behind the pid it
+/// shares.
+#[test]
+fn a_second_registry_file_under_a_listed_pid_is_counted_not_lost() {
+    use std::os::fd::AsRawFd;
+    let _t = tracking();
+    sync::set_tracking(Tracking::Counts);
+    let m = NormalMutex::new(0u32);
+    // SAFETY: the raw lock is only named, not locked or moved.
+    unsafe { m.raw() }.set_name("two files");
+    *m.lock() += 1;
+    let me = std::process::id();
+    let t0 = Instant::now();
+    while !rtstat(&[&me.to_string()]).status.success() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "never published");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let other = format!("/dev/shm/posixrt-sync-{me}-{}", common::starttime(me) + 1);
+    let f = std::fs::File::create(&other).unwrap();
+    // SAFETY: a plain flock on a descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let o = rtstat(&["--json"]);
+    drop(f);
+    let _ = std::fs::remove_file(&other);
+    sync::set_tracking(Tracking::Off);
+    assert!(o.status.success(), "{o:?}");
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mine = j
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["pid"].as_u64() == Some(u64::from(me)))
+        .count();
+    assert_eq!(mine, 1, "{j}");
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("not readable"), "{e}");
+}

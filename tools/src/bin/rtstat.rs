@@ -134,44 +134,6 @@ fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> Value {
     json!({ "pid": pid, "objects": objects, "deadlocks": deadlocks })
 }
 
-/// The pids that have a sync registry file in /dev/shm, from the file names
-/// alone, in order: each is then read once, by `sync::read_process`. (A scan
-/// of every registry first, as `registry::scan` does, would read each file
-/// twice.) No /dev/shm: no registry.
-fn registry_pids() -> io::Result<Vec<u32>> {
-    let dir = match std::fs::read_dir(posixrt::registry::DIR) {
-        Ok(d) => d,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    let prefix = format!("posixrt-{}-", sync::REGISTRY_KIND);
-    let mut pids: Vec<u32> = dir
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name();
-            let rest = name.to_str()?.strip_prefix(&prefix)?;
-            let (pid, start) = rest.split_once('-')?;
-            start.parse::<u64>().ok()?;
-            posixrt_tools::parse_pid(pid).ok().map(|p| p as u32)
-        })
-        .collect();
-    pids.sort_unstable();
-    pids.dedup();
-    Ok(pids)
-}
-
-/// Whether a sync registry file of `pid` is still in /dev/shm.
-fn registry_file_left(pid: u32) -> bool {
-    let prefix = format!("posixrt-{}-{pid}-", sync::REGISTRY_KIND);
-    std::fs::read_dir(posixrt::registry::DIR).is_ok_and(|d| {
-        d.flatten().any(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.starts_with(&prefix))
-        })
-    })
-}
-
 /// An error's text without a leading "rtstat failed: " (the program's name is
 /// already the prefix of the line).
 fn plain(e: &posixrt::Error) -> String {
@@ -209,40 +171,26 @@ fn main() -> ExitCode {
         posixrt_tools::warn(PROG, why);
         return ExitCode::from(1);
     }
-    let (mut unreadable, mut incompatible) = (0, 0);
-    let pids = match args.pid {
-        Some(p) => vec![p],
-        None => match registry_pids() {
-            Ok(p) => p,
+    // Without a pid: one scan of /dev/shm, reading each registry once and
+    // counting every file it skips, also a second file under a listed pid
+    // (a writer in another pid namespace with the same pid).
+    let (results, unreadable, incompatible) = match args.pid {
+        Some(pid) => match sync::read_process(pid) {
+            Ok(o) => (vec![(pid, o)], 0, 0),
             Err(e) => {
-                posixrt_tools::warn(
-                    PROG,
-                    format_args!("listing {}: {e}", posixrt::registry::DIR),
-                );
+                posixrt_tools::warn(PROG, format_args!("{}", plain(&e)));
+                return ExitCode::from(1);
+            }
+        },
+        None => match sync::read_all() {
+            Ok(all) => (all.processes, all.unreadable, all.incompatible),
+            Err(e) => {
+                // ("opendir failed: listing /dev/shm: ...")
+                posixrt_tools::warn(PROG, format_args!("{e}"));
                 return ExitCode::from(1);
             }
         },
     };
-    let mut results = Vec::new();
-    for pid in pids {
-        match sync::read_process(pid) {
-            Ok(o) => results.push((pid, o)),
-            Err(e) if args.pid.is_some() => {
-                posixrt_tools::warn(PROG, format_args!("{}", plain(&e)));
-                return ExitCode::from(1);
-            }
-            // Counted as the scan of every registry counts them.
-            Err(e) => match e.kind() {
-                posixrt::ErrorKind::PermissionDenied => unreadable += 1,
-                posixrt::ErrorKind::Unsupported => incompatible += 1,
-                // No such process: its file is gone (removed by the read) or
-                // is another's that this user cannot remove (a dead process
-                // of another user, or a writer in another pid namespace).
-                posixrt::ErrorKind::NotFound if registry_file_left(pid) => unreadable += 1,
-                _ => {} // exited meanwhile, or no registry any more
-            },
-        }
-    }
     // With --json too: the array on stdout has no room for these counts, and
     // an empty `[]` alone would read as "no process tracks anything".
     if unreadable > 0 {
