@@ -4,7 +4,7 @@
 //! cancellation point, and other calls on the log (its close too) go on
 //! meanwhile, also while a record came in part; a timed read of the log is
 //! `EINVAL` at once; `posix_trace_open` waiting for the header lets signals
-//! through too, and refuses what is not a header as soon as it comes. Compiled with the
+//! through too (until it took the header: then it goes on), and refuses what is not a header as soon as it comes. Compiled with the
 //! system `cc` against `trace.h` and linked with `-lposixrt`.
 
 mod c_prog;
@@ -51,6 +51,11 @@ fn log_wait_partial() {
 #[test]
 fn log_open_eintr() {
     log_wait_test("log_open_eintr");
+}
+
+#[test]
+fn log_open_eintr_taken() {
+    log_wait_test("log_open_eintr_taken");
 }
 
 #[test]

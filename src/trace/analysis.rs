@@ -104,8 +104,11 @@ impl TraceLog {
     /// read from a pipe are `wait(waiter)` calls: one that returns an error
     /// (`Interrupted` when a signal handler ran) ends the open with that
     /// error, nothing opened; one that returns early is harmless (the open
-    /// looks again). For the C library's `posix_trace_open`, whose wait
-    /// lets the program's signals through.
+    /// looks again). Once the open has taken bytes of the log from the pipe
+    /// (its header, or part of it), an `Interrupted` wait no longer ends it:
+    /// it waits again, since the bytes cannot go back and a later open of
+    /// the pipe would find no header. For the C library's
+    /// `posix_trace_open`, whose wait lets the program's signals through.
     #[doc(hidden)]
     pub fn from_file_waiting(
         f: File,
@@ -127,7 +130,10 @@ impl TraceLog {
             // first event (the attributes, the types named when the log began)
             // are read ahead with the first event record, and the others taken
             // in as `next_event` reaches them.
-            while let Some(body) = l.reader.read_ahead(wait)? {
+            // The header was taken from the pipe: a signal handler no
+            // longer ends the open (see `wait_taken`).
+            let mut wait = |w: &LogWaiter| log_read::wait_taken(&mut *wait, w);
+            while let Some(body) = l.reader.read_ahead(&mut wait)? {
                 if matches!(body[0], log::K_EVENT | log::K_EVENT_C | log::K_BLOCK)
                     || l.service(&body).is_err()
                 {

@@ -62,6 +62,20 @@ pub(crate) fn wait_for_writer(w: &LogWaiter) -> Result<()> {
     w.wait(None).map(drop)
 }
 
+/// `wait`, for an open that has taken bytes from the pipe: a wait that a
+/// signal handler ended (`Interrupted`) waits again. The bytes cannot go
+/// back into the pipe, so an open ended then would leave a pipe that no
+/// later open can read (its header gone); as `read(2)`, which returns what
+/// it took rather than `EINTR`, the open goes on.
+pub(crate) fn wait_taken(wait: Wait<'_>, w: &LogWaiter) -> Result<()> {
+    loop {
+        match wait(w) {
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            r => return r,
+        }
+    }
+}
+
 /// The log's file, read through a shared reference (a [`LogWaiter`] polls it).
 struct Shared(Arc<File>);
 
@@ -163,9 +177,10 @@ fn checked(body: Vec<u8>, crc: u32, version: u16) -> Result<Vec<u8>> {
 impl RecordReader {
     /// Opens a log and checks its header: from its start if the file can
     /// seek, else from where the descriptor is (a pipe's next byte), waiting
-    /// for the header's bytes with `wait`. A header whose first bytes are not
-    /// the magic is refused as soon as they come (its writer need not end
-    /// first).
+    /// for the header's bytes with `wait` (once some came, a wait a signal
+    /// handler ended waits again: see [`wait_taken`]). A header whose first
+    /// bytes are not the magic is refused as soon as they come (its writer
+    /// need not end first).
     ///
     /// # Errors
     /// `Corrupt` for a bad magic, checksum or version; `Truncated` when the
@@ -198,7 +213,11 @@ impl RecordReader {
                     break;
                 }
                 if !p.pull() {
-                    wait(&w)?;
+                    if p.bytes().is_empty() {
+                        wait(&w)?;
+                    } else {
+                        wait_taken(&mut *wait, &w)?;
+                    }
                 }
             }
             let n = p.bytes().len().min(FILE_HEADER);

@@ -456,7 +456,9 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
 /// writer closes its end before the header is whole or writes bytes that are
 /// not a log's (as soon as they come); `EINTR`, nothing opened, when a
 /// signal handler runs while it waits (it goes on after handlers installed
-/// with `SA_RESTART`). Not a cancellation point.
+/// with `SA_RESTART`) before any byte of the log came: once it took some
+/// from the pipe, which cannot give them back, it goes on after every
+/// handler. Not a cancellation point.
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
     let _nc = NoCancel::new();

@@ -33,6 +33,11 @@
  *   without SA_RESTART ends it with EINTR, nothing opened (it used to wait
  *   in read(2), the EINTR retried, until the writer wrote); after one with
  *   SA_RESTART it goes on and opens the log once written.
+ * - log_open_eintr_taken: a handler without SA_RESTART that runs once the
+ *   open took the log's header from the pipe (it waits for the first event)
+ *   does not end it: the header is gone from the pipe, so an EINTR, nothing
+ *   opened, left a pipe no later open could read (EINVAL, not a header); the
+ *   open goes on and opens the log once written.
  * - log_open_ends: posix_trace_open of a pipe that is not a log's is EINVAL
  *   as soon as its first bytes say so (it used to wait for 16 of them while
  *   the writer kept the pipe open), as is one whose writer closes it before
@@ -606,6 +611,50 @@ static void t_log_open_eintr(void)
     close(p[1]);
 }
 
+static void t_log_open_eintr_taken(void)
+{
+    static unsigned char buf[60 << 10];
+    struct opener o;
+    struct sigaction sa;
+    pthread_t th;
+    trace_event_id_t marker, last;
+    size_t n, second, cut;
+    int p[2], avail = -1, i;
+    OK(posix_trace_eventid_open("log_wait_marker", &marker));
+    OK(posix_trace_eventid_open("log_wait_last", &last));
+    n = cut_log(buf, sizeof buf, marker, last, &second, &cut);
+    OK(pipe(p));
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART */
+    OK(sigaction(SIGALRM, &sa, NULL));
+    hits = 0;
+    /* The header only: the open takes it in, then waits for the rest. */
+    EQ(write(p[1], buf, 16), 16);
+    memset(&o, 0, sizeof o);
+    o.fd = p[0];
+    OK(pthread_create(&th, NULL, open_log, &o));
+    for (i = 0; i < 20000; i++) {
+        OK(ioctl(p[0], FIONREAD, &avail));
+        if (avail == 0 && o.tid && asleep_in_wait(o.tid))
+            break;
+        pause_ms(1);
+    }
+    TRUE(i < 20000);
+    /* Once the handler ran there, the open waits on (or ended: EINTR). */
+    for (i = 0; i < 20000 && hits < 1; i++) {
+        if (asleep_in_wait(o.tid))
+            OK(pthread_kill(th, SIGALRM));
+        pause_ms(1);
+    }
+    TRUE(hits >= 1);
+    EQ(write(p[1], buf + 16, n - 16), (ssize_t)(n - 16));
+    join_soon(th, NULL);
+    EQ(o.result, 0);
+    OK(posix_trace_close(o.log));
+    close(p[0]);
+    close(p[1]);
+}
+
 /* posix_trace_open on a pipe holding `bytes` (`len` of them), its write
  * end closed first if `eof`. */
 static int open_pipe_holding(const void *bytes, size_t len, int eof)
@@ -640,7 +689,7 @@ static const struct test TESTS[] = {
     {"log_wait_cancel", t_log_wait_cancel},   {"log_wait_others", t_log_wait_others},
     {"log_wait_close", t_log_wait_close},     {"log_wait_timed", t_log_wait_timed},
     {"log_wait_partial", t_log_wait_partial}, {"log_open_eintr", t_log_open_eintr},
-    {"log_open_ends", t_log_open_ends},
+    {"log_open_ends", t_log_open_ends},       {"log_open_eintr_taken", t_log_open_eintr_taken},
 };
 
 int main(int argc, char **argv)
