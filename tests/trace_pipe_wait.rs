@@ -271,3 +271,56 @@ fn opening_a_pipe_reports_what_came_instead_of_a_header() {
     );
     assert_eq!(open(b"PXTR", true), Err(ErrorKind::Truncated));
 }
+
+/// A writer that closes the pipe inside a record, after the open: the read
+/// that reaches the cut ends with `Truncated` (a timed one too, not
+/// `TimedOut`: the rest will never come), at once, cut inside the record's
+/// header or inside its body, and every event before the cut reads back.
+/// (It passed when written: it pins the edge `log_pipe.rs` takes over from
+/// the blocking reads it replaced.)
+#[test]
+fn a_pipe_closed_inside_a_record_ends_the_log_truncated() {
+    let _turn = serial();
+    let (bytes, start, cut) =
+        log_cut_in_second_event_record("pipe_wait.eof_first", "pipe_wait.eof_second");
+    for (end, timed) in [
+        (cut, false),
+        (cut, true),
+        (start + 4, false),
+        (start + 4, true),
+    ] {
+        let (rd, mut wr) = pipe();
+        std::io::Write::write_all(&mut wr, &bytes[..end]).unwrap();
+        drop(wr);
+        let mut l = TraceLog::from_file(rd).unwrap();
+        let mut firsts = 0;
+        let err = loop {
+            assert!(l.read_available(), "the writer closed: nothing to wait for");
+            let r = if timed {
+                l.timed_next_event(Instant::now())
+            } else {
+                l.next_event()
+            };
+            match r {
+                Ok(Some(e)) => firsts += usize::from(l.name(e.id) == Some("pipe_wait.eof_first")),
+                Ok(None) => panic!("a clean end at byte {end}"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(
+            err.kind(),
+            ErrorKind::Truncated,
+            "cut at byte {end}, timed: {timed}"
+        );
+        // Not the clean end of a log without its shutdown record (also
+        // `Truncated`): the record the writer began.
+        let inside = if end == cut {
+            "inside a record"
+        } else {
+            "inside a record header"
+        };
+        assert!(err.to_string().contains(inside), "cut at byte {end}: {err}");
+        assert_eq!(firsts, 1);
+        assert!(!l.is_complete());
+    }
+}
