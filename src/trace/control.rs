@@ -206,10 +206,11 @@ impl Trace {
         if s.lost_acked.swap(lost, AcqRel) != lost {
             overrun = true;
         }
-        let full = s.is_full();
+        // Both from one look at the stream (see `full_and_running`).
+        let (full, running) = s.full_and_running();
         let (log_overrun, log_full) = (s.log_overrun.swap(false, AcqRel), s.log_full.load(Acquire));
         TraceStatus {
-            running: s.running(),
+            running,
             full,
             overrun,
             flushing: s.flushing.load(Acquire) != 0,
@@ -346,11 +347,26 @@ impl Stream {
     /// policies, its status contradicted the events recorded after it (and
     /// `stop`, which still stops it there).
     fn is_full(&self) -> bool {
+        self.full_and_running().0
+    }
+
+    /// [`is_full`](Self::is_full), and whether the stream runs, from one look
+    /// at each flag, for the status: a running UNTIL_FULL stream is not full,
+    /// so the two answers must be of one moment. Read apart, a writer that
+    /// fills the stream between the two (the policy sets `auto_suspended`,
+    /// then stops it) made the status say suspended and not full, which the
+    /// stream never was (and on which a `start` is ignored). A stream whose
+    /// policy has decided to suspend it is no longer running; one seen
+    /// running before the writer set the flag and stopped after it is
+    /// suspended with a sub-buffer near its end (the event did not fit): full.
+    fn full_and_running(&self) -> (bool, bool) {
         if self.auto_suspended.load(Acquire) {
-            return true;
+            return (true, false);
         }
-        if self.policy == StreamFullPolicy::UntilFull && self.running() {
-            return false;
+        seam::at(Point::StatusLooking);
+        let running = self.running();
+        if self.policy == StreamFullPolicy::UntilFull && running {
+            return (false, true);
         }
         let limit = self.cap as u64 - self.reserve;
         let max_event = self
@@ -361,9 +377,10 @@ impl Stream {
         // writes, and the status must answer during a flush (FLUSHING). The
         // rings lock keeps every listed ring alive: reclaim frees a ring only
         // after taking it off the list under that lock.
-        lock(&self.rings)
+        let full = lock(&self.rings)
             .iter()
-            .any(|r| r.used() + 2 * max_event > limit)
+            .any(|r| r.used() + 2 * max_event > limit);
+        (full, running)
     }
 }
 

@@ -198,3 +198,36 @@ fn a_start_racing_the_fill_of_an_until_full_stream_does_not_run_it() {
         ]
     );
 }
+
+/// A status read while a writer fills a running UNTIL_FULL stream (the
+/// policy suspends it between the status's looks at its fullness and at
+/// whether it runs) says what the stream is at one moment: running and not
+/// full, or suspended and full. Never suspended and not full, which no
+/// moment of a stream that suspended itself had (and on which a `start`,
+/// called since the stream is "merely stopped", is ignored).
+#[test]
+fn a_status_read_while_the_stream_fills_is_of_one_moment() {
+    let mut a = TraceAttr::new();
+    a.set_stream_size(4096).unwrap();
+    a.set_stream_full_policy(StreamFullPolicy::UntilFull);
+    let t = Trace::create(&a).unwrap();
+    let ev = super::eventid_open("full_tests.status_race").unwrap();
+    scratch::record_only(&t, &[ev, EventId::START, EventId::STOP]);
+    t.start().unwrap();
+    let slot = t.s.slot;
+    seam::once_at(Point::StatusLooking, move || {
+        let mut i = 0u64;
+        while super::slots::is_running(slot) {
+            assert!(i < 10_000, "never stopped by fullness");
+            super::event(ev, &i.to_le_bytes());
+            i += 1;
+        }
+    });
+    let st = t.status();
+    assert!(!t.s.running(), "the hook filled the stream");
+    assert_eq!(
+        st.running, !st.full,
+        "neither the status before the fill nor after it: {st:?}"
+    );
+    t.shutdown().unwrap();
+}

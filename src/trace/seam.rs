@@ -18,6 +18,9 @@ pub(crate) enum Point {
     /// `clear()` has emptied a sub-buffer whose writer is dropping an event,
     /// and waits for it to count the drop.
     ClearWaitsForDrop,
+    /// `status()` has looked at whether the stream suspended itself by
+    /// fullness, and not yet at whether it runs.
+    StatusLooking,
 }
 
 /// Runs the test's code for `p` if this thread has some (once).
