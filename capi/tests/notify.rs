@@ -51,3 +51,17 @@ fn thread_id_signal_comes_before_the_waiters_wake() {
         &[&["suspend"], &["error"], &["lio"]],
     );
 }
+
+/// `aio_error`, `aio_return` and `aio_suspend` (zero timeout) called by a
+/// `SIGEV_SIGNAL` handler on requests still in progress, while other
+/// requests that notify by `SIGEV_SIGNAL` and `SIGEV_THREAD` complete,
+/// allocate nothing, free nothing and start no thread in the handler (the
+/// program counts its own `malloc`, `free` and `pthread_create` calls there,
+/// hence `-rdynamic`). Their reap used to grow the notifications' list, free
+/// it, and start the `SIGEV_THREAD` functions' threads from the handler.
+#[test]
+fn polls_from_a_signal_handler_do_not_allocate() {
+    let mut flags = strict();
+    flags.extend(["-rdynamic", "-ldl"]);
+    prints_ok_built("aio_handler_no_alloc.c", &flags, engines(), &[&[]]);
+}

@@ -303,10 +303,17 @@ impl Inner {
         // release, takes its place with its room: no allocation per batch.)
         let spare = SPARE_WAKERS.try_with(|s| s.take()).unwrap_or_default();
         let mut wakers = std::mem::replace(&mut core.wakers, spare);
-        let mut fires = std::mem::take(&mut core.fires);
         // Signals go before the lock, so before a waiter (which looks under
         // it) can see their requests done: glibc's order (see `send_signals`).
-        let blocked = send_signals(&mut fires, &self.notify_failed);
+        let blocked = send_signals(&mut core.fires, &self.notify_failed);
+        // The callbacks left go out in a list of their own: the core's keeps
+        // its room, so that a reap in a signal handler pushes without
+        // allocating (see `capi::release`).
+        let fires = if core.fires.is_empty() {
+            Vec::new()
+        } else {
+            take_callbacks(&mut core.fires)
+        };
         drop(core);
         if wake_cond {
             self.wake_waiters();
@@ -327,8 +334,17 @@ impl Inner {
         }
     }
 
+    /// Wakes the completion thread (io_uring, once started): it reaps, and
+    /// its release runs the callbacks and wakers a signal handler's release
+    /// left in the core (see `capi::release`).
+    pub(crate) fn wake_completion_thread(&self) {
+        if let Some(efd) = self.efd.get() {
+            let _ = rustix::io::write(efd, &1u64.to_ne_bytes());
+        }
+    }
+
     /// Wakes the threads counted in `Core::waiters`.
-    fn wake_waiters(&self) {
+    pub(crate) fn wake_waiters(&self) {
         self.cond.notify_all();
         if let Some(f) = self.wake_hook.get() {
             f();
@@ -635,6 +651,16 @@ impl Drop for Inner {
             }
         }
     }
+}
+
+/// The callbacks among a release's notifications, moved into a list of their
+/// own. Not `mem::take`: the core's list keeps its room.
+#[cold]
+#[inline(never)]
+fn take_callbacks(fires: &mut Vec<Fire>) -> Vec<Fire> {
+    let mut out = Vec::with_capacity(fires.len());
+    out.append(fires);
+    out
 }
 
 /// The error of a context used in a forked child that its parent made (see

@@ -48,6 +48,7 @@ use crate::{Error, ErrorKind, Result};
 
 mod cancel;
 mod fds;
+mod release;
 mod wait;
 pub use fds::fsync_refusal;
 use fds::{note_stream, own_copy};
@@ -601,6 +602,11 @@ impl CEngine {
             if hold {
                 core.hold(idx);
             }
+        }
+        if needs_bg {
+            // Room for these requests' notifications, so that a reap in a
+            // signal handler does not allocate for them (see `release`).
+            release::room_for_fires(&mut core);
         }
         let mut wake = Kicked::default();
         if core.ready_len() > 0 {

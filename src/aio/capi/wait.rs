@@ -3,15 +3,16 @@
 //! signal mask a wait sleeps with).
 
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustix::thread::futex::{self, Flags};
 
-use super::super::engine::Engine;
+use super::super::engine::{CoreGuard, Engine, Inner};
 use super::super::notify::catch_up;
 use super::super::sleep::wait_fd;
 use super::super::table::{split_user_data, Core, State};
 use super::super::wait::due;
+use super::release::release_signal_safe;
 use super::{looked, wake_waiters, CEngine, SEQ, WAITERS};
 use crate::sys::signal::{block_for_wait, WaitMask};
 
@@ -82,7 +83,8 @@ impl CEngine {
     }
 
     /// Reaps finished requests without blocking (io_uring), so their aiocbs get
-    /// their status.
+    /// their status. Async-signal-safe for a thread not inside the library
+    /// (`aio_error`, `aio_return`): see `release.rs`.
     #[inline]
     pub fn poll(&self) {
         looked();
@@ -90,7 +92,7 @@ impl CEngine {
             self.flush();
             let mut core = self.inner.lock();
             self.inner.poll_completions(&mut core);
-            self.inner.release(core);
+            release_signal_safe(&self.inner, core);
         }
     }
 
@@ -120,7 +122,10 @@ impl CEngine {
     }
 
     /// `masked`: the signals blocked for the wait; None blocks them from the
-    /// first sleep on.
+    /// first sleep on. Its reaps release the lock as `release.rs` says: a
+    /// wait that ends without sleeping (done, or a zero timeout) is
+    /// async-signal-safe for a thread not inside the library (`aio_suspend`,
+    /// `aio_error` on a done request that notifies by signal).
     pub(super) fn wait_core(
         &self,
         deadline: Option<Instant>,
@@ -142,14 +147,14 @@ impl CEngine {
                 core.waiters -= 1;
                 counted = false;
             }
-            let (mut core, remaining) = match inner.round(core, deadline, done) {
+            let (mut core, remaining) = match round(inner, core, deadline, done) {
                 Ok(sleep) => sleep,
                 Err(r) => return Ok(r),
             };
             // A handler ran while the call waited for the lock, before signals
             // were blocked for its sleeps.
             if masked.is_none() && crate::sys::rtlock::handler_ran_in_lock() {
-                inner.release(core);
+                release_signal_safe(inner, core);
                 return Err(libc::EINTR);
             }
             match &inner.engine {
@@ -157,7 +162,7 @@ impl CEngine {
                 // (its final release wakes the sleepers on `SEQ`).
                 Engine::Uring(r) if !core.reaper && core.probing == 0 => {
                     core.reaper = true;
-                    inner.release(core);
+                    release_signal_safe(inner, core);
                     let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
                     let res = r.wait(remaining, mask);
                     let mut core = inner.lock();
@@ -170,7 +175,7 @@ impl CEngine {
                     let now_done = done(&core);
                     // After the signals of what was reaped: whoever sleeps on
                     // the futex may now become the reaper.
-                    inner.release(core);
+                    release_signal_safe(inner, core);
                     wake_waiters();
                     if now_done {
                         catch_up();
@@ -190,14 +195,14 @@ impl CEngine {
                         let (core, handled) = inner.sleep_on_fd(core, &fd, remaining, masked, done);
                         if handled {
                             let now_done = done(&core);
-                            inner.release(core);
+                            release_signal_safe(inner, core);
                             if now_done {
                                 catch_up();
                                 return Ok(true);
                             }
                             return Err(libc::EINTR);
                         }
-                        inner.release(core);
+                        release_signal_safe(inner, core);
                     }
                     // (No eventfd could be made: the shared futex, where a handler
                     // run while the thread is awake goes unseen.)
@@ -207,7 +212,7 @@ impl CEngine {
                             // come through again first, outside the lock (a
                             // handler may call into the library).
                             let due = m.due();
-                            inner.release(core);
+                            release_signal_safe(inner, core);
                             drop(m);
                             if due {
                                 return Err(libc::EINTR);
@@ -218,7 +223,7 @@ impl CEngine {
                         WAITERS.fetch_add(1, Ordering::Relaxed);
                         core.waiters += 1;
                         counted = true;
-                        inner.release(core);
+                        release_signal_safe(inner, core);
                         // Another thread reaps the ring (or the pool completes): a
                         // completion after `seen` was read (under the lock) bumps
                         // SEQ as its lock is released, and so does a reaper when it
@@ -233,7 +238,7 @@ impl CEngine {
                         if r == Err(rustix::io::Errno::INTR) {
                             let mut core = inner.lock();
                             core.waiters -= 1;
-                            inner.release(core);
+                            release_signal_safe(inner, core);
                             return Err(libc::EINTR);
                         }
                     }
@@ -241,6 +246,33 @@ impl CEngine {
             }
         }
     }
+}
+
+/// A wait's round, under the lock, as `Inner::round`, releasing the lock
+/// with [`release_signal_safe`]: reaps what is there, then either the wait
+/// returns (`Err(true)`: done; `Err(false)`: `deadline` passed; the lock
+/// released) or it sleeps, for at most the time it returns.
+fn round<'a>(
+    inner: &Inner,
+    mut core: CoreGuard<'a>,
+    deadline: Option<Instant>,
+    done: &mut dyn FnMut(&Core) -> bool,
+) -> std::result::Result<(CoreGuard<'a>, Option<Duration>), bool> {
+    inner.poll_completions(&mut core);
+    if done(&core) {
+        release_signal_safe(inner, core);
+        catch_up();
+        return Err(true);
+    }
+    let Some(d) = deadline else {
+        return Ok((core, None));
+    };
+    let now = Instant::now();
+    if now >= d {
+        release_signal_safe(inner, core);
+        return Err(false);
+    }
+    Ok((core, Some(d - now)))
 }
 
 /// Every signal but those of completion notifications blocked in the calling
