@@ -81,7 +81,11 @@ pub enum Notify {
     /// for the request and sees it done, the handler has run there. `tid`
     /// must name a thread of this process when the request is submitted; a
     /// thread that has ended by the completion gets nothing, and the signal
-    /// counts in [`Aio::failed_notifications`](super::Aio::failed_notifications).
+    /// counts in [`Aio::failed_notifications`](super::Aio::failed_notifications),
+    /// unless the kernel gave its id to a newer thread of the process
+    /// meanwhile, which then receives it (ids are the kernel's, and reused).
+    /// A signal sent to one of the library's own threads (they block every
+    /// signal) stays pending there and is not counted.
     ThreadSignal {
         /// The kernel thread id of the thread to signal (`gettid()`, as
         /// `posixrt::sched::gettid().as_raw()` gives it).

@@ -12,7 +12,9 @@ pub struct TraceStatus {
     /// are lost), and while suspended (by [`stop`](super::Trace::stop)) with a
     /// sub-buffer that has no room left for two events of maximum size (a
     /// `start` is ignored then); never while it runs (its next event is
-    /// recorded, or stops it). A LOOP or FLUSH stream is full while a
+    /// recorded, or stops it; one that finds no room while a `start`, `stop`
+    /// or `clear` holds the stream's control lock is lost, shows as
+    /// `overrun`, and the next event decides). A LOOP or FLUSH stream is full while a
     /// sub-buffer has no room left for two events of maximum size (the next one
     /// may not fit: LOOP overwrites the oldest, FLUSH drops until a flush frees
     /// space); with a large maximum data size in a small stream this comes
