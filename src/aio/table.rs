@@ -77,6 +77,8 @@ struct ListGroup {
 /// The request table of one context.
 pub(crate) struct Core {
     pub slots: Vec<Slot>,
+    /// The free slots. Its capacity is at least `slots.len()` (see
+    /// [`new_slot`](Core::new_slot)): freeing never allocates.
     free: Vec<u32>,
     /// The order gates, by fd number.
     gates: Gates,
@@ -205,10 +207,7 @@ impl Core {
         let class = effective(class, reqprio);
         let idx = match self.free.pop() {
             Some(i) => i,
-            None => {
-                self.slots.push(Slot::empty());
-                (self.slots.len() - 1) as u32
-            }
+            None => self.new_slot(),
         };
         self.seq += 1;
         let seq = self.seq;
@@ -256,6 +255,19 @@ impl Core {
             class.priority,
         );
         (idx, gen)
+    }
+
+    /// Adds a slot (none is free) and returns its index. The free list gets
+    /// room for every slot here, at submission: a reap frees slots where
+    /// nothing may allocate (in a C signal handler that calls `aio_error`),
+    /// and its pushes must never grow the list.
+    #[cold]
+    #[inline(never)]
+    fn new_slot(&mut self) -> u32 {
+        self.slots.push(Slot::empty());
+        // (The list is empty: no slot is free.)
+        self.free.reserve(self.slots.len());
+        (self.slots.len() - 1) as u32
     }
 
     #[inline(always)]

@@ -185,3 +185,32 @@ fn a_list_refused_at_shutdown_leaves_no_group_open() {
         );
     }
 }
+
+/// A reap can run where nothing may allocate (a C signal handler calling
+/// `aio_error` on a request in progress): the frees it makes must fit in the
+/// free list's room, made when the slots were added at submission. 200
+/// requests in flight at once, past the 64 slots made at first, then all
+/// completed and freed: the free list is never reallocated.
+#[test]
+fn freeing_every_slot_never_grows_the_free_list() {
+    let mut core = Core::new();
+    let n = 200;
+    let idxs: Vec<u32> = (0..n)
+        .map(|i| placed(&mut core, 10 + i, OpKind::Read))
+        .collect();
+    assert_eq!(issue_ready(&mut core).len(), idxs.len());
+    assert_eq!(core.slots.len(), idxs.len(), "one slot each, none free");
+    assert!(
+        core.free.capacity() >= core.slots.len(),
+        "room for {} frees, {} slots",
+        core.free.capacity(),
+        core.slots.len()
+    );
+    let (ptr, cap) = (core.free.as_ptr(), core.free.capacity());
+    for &idx in &idxs {
+        core.complete(idx, 0);
+        core.free_slot(idx);
+    }
+    assert_eq!(core.free.len(), idxs.len());
+    assert_eq!((core.free.as_ptr(), core.free.capacity()), (ptr, cap));
+}
