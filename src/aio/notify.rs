@@ -100,8 +100,17 @@ pub enum Notify {
     /// [`MAX_NOTIFY_THREADS`]) so a callback that blocks does not delay another.
     /// The callback may submit new requests. It starts with every signal
     /// blocked, as glibc's notification threads do, at the scheduling class
-    /// of the thread that made the context's first `Thread` request, whatever
-    /// an earlier callback on the same thread changed.
+    /// and nice value of the thread that made the context's first `Thread`
+    /// request, whatever an earlier callback on the same thread changed. The
+    /// nice value is the one a thread created by that thread would take
+    /// (Linux keeps one per thread): its own, or 0 where
+    /// `SCHED_RESET_ON_FORK` resets it (a real-time or deadline thread, or a
+    /// negative value), as the C library's `SIGEV_THREAD` functions get.
+    /// Lowering a notification thread's nice value needs the privilege to
+    /// (CAP_SYS_NICE or `RLIMIT_NICE`): without it, a callback on a thread
+    /// started at a higher value (by an engine thread made by a thread at a
+    /// higher one, say), or after a callback that raised its own, runs at
+    /// that higher value.
     Thread {
         /// The function to call.
         callback: Callback,
@@ -354,6 +363,10 @@ struct Shared {
     /// The scheduling class of the program's thread that started the pool:
     /// every notification thread takes it (see [`run`]).
     class: SchedClass,
+    /// The nice value a thread created by that thread would take (see
+    /// [`submitter_nice`]): every notification thread takes it too. `None`
+    /// if it could not be read.
+    nice: Option<i32>,
 }
 
 /// What a notification thread runs after each callback: reap the context's
@@ -370,7 +383,7 @@ pub(crate) struct Notifier {
 impl Notifier {
     /// Starts the pool; `reap` is run by a thread after each callback (see
     /// [`Reap`]). Called on the program's thread whose request needs it: its
-    /// scheduling class is the pool's.
+    /// scheduling class and nice value are the pool's.
     pub(crate) fn start(reap: Reap) -> Result<Notifier> {
         let n = Notifier {
             shared: Arc::new(Shared {
@@ -385,6 +398,7 @@ impl Notifier {
                 reaping: std::sync::atomic::AtomicUsize::new(0),
                 reap,
                 class: prio::current(),
+                nice: submitter_nice(),
             }),
         };
         n.spawn()?;
@@ -451,11 +465,51 @@ impl Drop for Notifier {
 }
 
 /// Puts the calling notification thread back as it started after a callback
-/// ran on it: every signal blocked, at the pool's class.
-fn fresh_thread(class: SchedClass) {
+/// ran on it: every signal blocked, at the pool's class and nice value.
+fn fresh_thread(class: SchedClass, nice: Option<i32>) {
     block_every_signal();
     if prio::current() != class {
         let _ = prio::set_current(class);
+    }
+    take_nice(nice);
+}
+
+/// The nice value a thread created by the calling thread starts at (Linux
+/// keeps one per thread, and a new thread takes its creator's): its own, or 0
+/// where `SCHED_RESET_ON_FORK` resets it, as the kernel does for a real-time
+/// or deadline thread or a negative value. `None` if it cannot be read.
+fn submitter_nice() -> Option<i32> {
+    let nice = own_nice()?;
+    let reset = crate::sys::sched::getscheduler(0).is_ok_and(|p| {
+        p & libc::SCHED_RESET_ON_FORK != 0
+            && (nice < 0
+                || matches!(
+                    p & !libc::SCHED_RESET_ON_FORK,
+                    libc::SCHED_FIFO | libc::SCHED_RR | libc::SCHED_DEADLINE
+                ))
+    });
+    Some(if reset { 0 } else { nice })
+}
+
+/// The calling thread's own id, for the per-thread nice value calls (Linux
+/// applies `PRIO_PROCESS` to the one thread a tid names).
+fn own_pid() -> Option<rustix::process::Pid> {
+    rustix::process::Pid::from_raw(crate::sys::tid::current() as i32)
+}
+
+/// The calling thread's nice value (`getpriority` on its tid).
+fn own_nice() -> Option<i32> {
+    rustix::process::getpriority_process(own_pid()).ok()
+}
+
+/// Moves the calling thread to nice value `nice` where it is elsewhere. A
+/// value it may not take (lower than its own, without CAP_SYS_NICE or
+/// `RLIMIT_NICE`) leaves it as it is, as for the class.
+fn take_nice(nice: Option<i32>) {
+    if let Some(n) = nice {
+        if own_nice() != Some(n) {
+            let _ = rustix::process::setpriority_process(own_pid(), n);
+        }
     }
 }
 
@@ -472,13 +526,14 @@ fn block_every_signal() {
 }
 
 fn run(sh: Arc<Shared>) {
-    // A thread takes the class of the thread that starts it: after the
-    // first, often an engine thread (a pool worker, at SCHED_BATCH or at a
-    // real-time request's class). Every callback runs at the program's class
-    // instead, on either engine.
+    // A thread takes the class and nice value of the thread that starts it:
+    // after the first, often an engine thread (a pool worker, at SCHED_BATCH
+    // or at a real-time request's class). Every callback runs at the
+    // program's class and nice value instead, on either engine.
     if prio::current() != sh.class {
         let _ = prio::set_current(sh.class);
     }
+    take_nice(sh.nice);
     let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
     st.starting -= 1;
     loop {
@@ -494,7 +549,7 @@ fn run(sh: Arc<Shared>) {
             sh.reaping.fetch_add(1, Ordering::SeqCst);
             // Each callback runs as if on a new thread: what this one changed
             // in its thread (it is program code) is not the next one's.
-            fresh_thread(sh.class);
+            fresh_thread(sh.class, sh.nice);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (sh.reap)()));
             st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
             sh.reaping.fetch_sub(1, Ordering::SeqCst);
