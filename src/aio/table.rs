@@ -720,7 +720,12 @@ impl Core {
             }
             None => {
                 self.lists.push(g);
-                (self.lists.len() - 1) as u32
+                // Room to free every group without allocating: the last
+                // member's completion frees it in a reap, which may run in a
+                // signal handler (C `aio_error`).
+                let n = self.lists.len();
+                self.free_lists.reserve(n - self.free_lists.len());
+                (n - 1) as u32
             }
         }
     }

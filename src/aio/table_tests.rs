@@ -214,3 +214,30 @@ fn freeing_every_slot_never_grows_the_free_list() {
     assert_eq!(core.free.len(), idxs.len());
     assert_eq!((core.free.as_ptr(), core.free.capacity()), (ptr, cap));
 }
+
+/// The same for `lio_listio` groups: the last member's completion frees its
+/// list's group during a reap (possibly in a signal handler), so the groups'
+/// free list has room for every group, made when the group was added. 100
+/// lists open at once, then finished: the free list is never reallocated.
+#[test]
+fn finishing_every_list_never_grows_the_free_list() {
+    let mut core = Core::new();
+    let lists: Vec<u32> = (0..100).map(|_| core.new_list(1, Notify::None)).collect();
+    assert_eq!(open_lists(&core), lists.len());
+    assert!(
+        core.free_lists.capacity() >= core.lists.len(),
+        "room for {} frees, {} groups",
+        core.free_lists.capacity(),
+        core.lists.len()
+    );
+    let (ptr, cap) = (core.free_lists.as_ptr(), core.free_lists.capacity());
+    for &l in &lists {
+        core.finish_list(l);
+    }
+    assert_eq!(open_lists(&core), 0);
+    assert_eq!(core.free_lists.len(), lists.len());
+    assert_eq!(
+        (core.free_lists.as_ptr(), core.free_lists.capacity()),
+        (ptr, cap)
+    );
+}
