@@ -127,6 +127,7 @@ mod hold;
 pub(crate) mod hook;
 mod let_go;
 mod list;
+mod list_group;
 mod mail;
 mod notify;
 mod op;

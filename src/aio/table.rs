@@ -38,6 +38,7 @@ use std::task::Waker;
 
 use super::gate::{Gate, Gates};
 use super::hook;
+use super::list_group::ListGroups;
 pub(crate) use super::mail::{Mail, MailAddr};
 use super::notify::{Fire, Notify};
 pub(crate) use super::slot::{Hold, OpKind, RawOp, Slot, State, NO_LIST};
@@ -68,12 +69,6 @@ fn order_key(class: SchedClass, reqprio: u8) -> i32 {
     reqprio as i32 - class.priority * 64
 }
 
-struct ListGroup {
-    remaining: u32,
-    notify: Notify,
-    live: bool,
-}
-
 /// The request table of one context.
 pub(crate) struct Core {
     pub slots: Vec<Slot>,
@@ -90,8 +85,7 @@ pub(crate) struct Core {
     /// Requests in state `Issued`.
     pub inflight: u32,
     seq: u64,
-    lists: Vec<ListGroup>,
-    free_lists: Vec<u32>,
+    lists: ListGroups,
     /// A thread is blocked in `io_uring_enter` waiting for completions: only it
     /// reaps the completion queue until it clears the flag.
     pub reaper: bool,
@@ -155,8 +149,7 @@ impl Core {
             ready_live: 0,
             inflight: 0,
             seq: 0,
-            lists: Vec::new(),
-            free_lists: Vec::new(),
+            lists: ListGroups::default(),
             reaper: false,
             efd_quiet: false,
             quiet_skip: 0,
@@ -708,52 +701,27 @@ impl Core {
 
     /// Starts a `lio_listio` notification group of `n` members.
     pub(crate) fn new_list(&mut self, n: u32, notify: Notify) -> u32 {
-        let g = ListGroup {
-            remaining: n,
-            notify,
-            live: true,
-        };
-        match self.free_lists.pop() {
-            Some(i) => {
-                self.lists[i as usize] = g;
-                i
-            }
-            None => {
-                self.lists.push(g);
-                // Room to free every group without allocating: the last
-                // member's completion frees it in a reap, which may run in a
-                // signal handler (C `aio_error`).
-                let n = self.lists.len();
-                self.free_lists.reserve(n - self.free_lists.len());
-                (n - 1) as u32
-            }
-        }
+        self.lists.open(n, notify)
     }
 
     fn list_member_done(&mut self, list: u32) {
-        let g = &mut self.lists[list as usize];
-        if !g.live {
-            return;
-        }
-        g.remaining -= 1;
-        if g.remaining == 0 {
-            self.finish_list(list);
+        if let Some(n) = self.lists.member_done(list) {
+            self.list_finished(list, n);
         }
     }
 
     /// Fires a list's notification (once) and frees the group.
     pub(crate) fn finish_list(&mut self, list: u32) {
-        let g = &mut self.lists[list as usize];
-        if !g.live {
-            return;
+        if let Some(n) = self.lists.finish(list) {
+            self.list_finished(list, n);
         }
-        g.live = false;
-        let n = std::mem::take(&mut g.notify);
+    }
+
+    fn list_finished(&mut self, list: u32, n: Notify) {
         if let Some(f) = Fire::from_notify(n) {
             self.fires.push(f);
         }
         hook::list_end(list);
-        self.free_lists.push(list);
     }
 
     /// Slots of live requests on `fd`, an interrupted `LIO_WAIT` list's too

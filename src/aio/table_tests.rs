@@ -123,7 +123,7 @@ fn fsync_reports_the_first_covered_error_and_keeps_its_own() {
 
 /// Groups of `lio_listio` lists still open (not yet finished).
 fn open_lists(core: &Core) -> usize {
-    core.lists.iter().filter(|g| g.live).count()
+    core.lists.open_count()
 }
 
 /// Signals counted by `count_signal`.
@@ -224,20 +224,11 @@ fn finishing_every_list_never_grows_the_free_list() {
     let mut core = Core::new();
     let lists: Vec<u32> = (0..100).map(|_| core.new_list(1, Notify::None)).collect();
     assert_eq!(open_lists(&core), lists.len());
-    assert!(
-        core.free_lists.capacity() >= core.lists.len(),
-        "room for {} frees, {} groups",
-        core.free_lists.capacity(),
-        core.lists.len()
-    );
-    let (ptr, cap) = (core.free_lists.as_ptr(), core.free_lists.capacity());
+    let ((ptr, cap, _), groups) = core.lists.free_list_shape();
+    assert!(cap >= groups, "room for {cap} frees, {groups} groups");
     for &l in &lists {
         core.finish_list(l);
     }
     assert_eq!(open_lists(&core), 0);
-    assert_eq!(core.free_lists.len(), lists.len());
-    assert_eq!(
-        (core.free_lists.as_ptr(), core.free_lists.capacity()),
-        (ptr, cap)
-    );
+    assert_eq!(core.lists.free_list_shape().0, (ptr, cap, lists.len()));
 }
