@@ -253,12 +253,7 @@ impl Inner {
     #[inline]
     pub(crate) fn release(&self, mut core: CoreGuard<'_>) {
         // Nothing to wake or fire (the common case): just unlock.
-        let quiet = !core.nudge
-            && core.wakers.is_empty()
-            && core.fires.is_empty()
-            && !(core.completed && (core.waiters > 0 || !core.wait_fds.is_empty()));
-        if quiet {
-            core.completed = false;
+        if nothing_to_wake(&mut core) {
             drop(core);
             return;
         }
@@ -268,15 +263,7 @@ impl Inner {
     /// [`release`](Inner::release) with something to wake or fire.
     #[inline(never)]
     fn release_slow(&self, mut core: CoreGuard<'_>) {
-        if core.nudge {
-            core.nudge = false;
-            if core.reaper {
-                if let Engine::Uring(r) = &self.engine {
-                    r.nudge();
-                }
-            }
-        }
-        let wake_cond = core.completed && core.waiters > 0;
+        let wake_cond = self.nudge_reaper(&mut core);
         // Interruptible waiters are woken after the lock is released (so they do
         // not wake into a held lock), through shared handles of their eventfds
         // (open while we write, whatever the waiter does meanwhile).
@@ -332,6 +319,24 @@ impl Inner {
                 }
             }
         }
+    }
+
+    /// The start of a release with something to wake or fire (also
+    /// `capi::release`'s): wakes the reaper asleep in the kernel if a
+    /// request finished without a completion, and returns whether the
+    /// threads counted in `Core::waiters` are to be woken. Inlined, so that
+    /// the futures' release costs what it did when it was written out there.
+    #[inline(always)]
+    pub(crate) fn nudge_reaper(&self, core: &mut Core) -> bool {
+        if core.nudge {
+            core.nudge = false;
+            if core.reaper {
+                if let Engine::Uring(r) = &self.engine {
+                    r.nudge();
+                }
+            }
+        }
+        core.completed && core.waiters > 0
     }
 
     /// Wakes the completion thread (io_uring, once started): it reaps, and
@@ -651,6 +656,21 @@ impl Drop for Inner {
             }
         }
     }
+}
+
+/// True if a release has nothing to wake or fire (the common case; also
+/// `capi::release`'s test): then it only unlocks, after clearing
+/// `Core::completed` here.
+#[inline(always)]
+pub(crate) fn nothing_to_wake(core: &mut Core) -> bool {
+    let quiet = !core.nudge
+        && core.wakers.is_empty()
+        && core.fires.is_empty()
+        && !(core.completed && (core.waiters > 0 || !core.wait_fds.is_empty()));
+    if quiet {
+        core.completed = false;
+    }
+    quiet
 }
 
 /// The callbacks among a release's notifications, moved into a list of their

@@ -15,7 +15,7 @@
 //! the core for the completion thread, which it wakes: that thread's next
 //! release runs them.
 
-use super::super::engine::{CoreGuard, Engine, Inner};
+use super::super::engine::{nothing_to_wake, CoreGuard, Inner};
 use super::super::notify::send_signals;
 use super::super::table::Core;
 
@@ -32,12 +32,7 @@ use super::super::table::Core;
 /// engine has no wakers.
 #[inline]
 pub(super) fn release_signal_safe(inner: &Inner, mut core: CoreGuard<'_>) {
-    let quiet = !core.nudge
-        && core.wakers.is_empty()
-        && core.fires.is_empty()
-        && !(core.completed && (core.waiters > 0 || !core.wait_fds.is_empty()));
-    if quiet {
-        core.completed = false;
+    if nothing_to_wake(&mut core) {
         drop(core);
         return;
     }
@@ -47,15 +42,7 @@ pub(super) fn release_signal_safe(inner: &Inner, mut core: CoreGuard<'_>) {
 /// [`release_signal_safe`] with something to wake or fire.
 #[inline(never)]
 fn release_slow(inner: &Inner, mut core: CoreGuard<'_>) {
-    if core.nudge {
-        core.nudge = false;
-        if core.reaper {
-            if let Engine::Uring(r) = &inner.engine {
-                r.nudge();
-            }
-        }
-    }
-    let wake_cond = core.completed && core.waiters > 0;
+    let wake_cond = inner.nudge_reaper(&mut core);
     // In place: the signals' entries go, the callbacks' stay. (Before the
     // lock is released, as `Inner::release` sends them: glibc's order.)
     let blocked = send_signals(&mut core.fires, &inner.notify_failed);
