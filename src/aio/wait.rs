@@ -60,16 +60,22 @@ impl Inner {
 
     /// A wait's round, under the lock: reaps what is there, then either the
     /// wait returns (`Err(true)`: done; `Err(false)`: `deadline` passed; the
-    /// lock released) or it sleeps, for at most the time it returns.
-    pub(super) fn round<'a, F: FnMut(&Core) -> bool + ?Sized>(
+    /// lock released with `release`: [`Inner::release`], or the C library's
+    /// signal-safe one) or it sleeps, for at most the time it returns.
+    pub(super) fn round<'a, F, R>(
         &self,
         mut core: CoreGuard<'a>,
         deadline: Option<Instant>,
         done: &mut F,
-    ) -> std::result::Result<(CoreGuard<'a>, Option<Duration>), bool> {
+        release: R,
+    ) -> std::result::Result<(CoreGuard<'a>, Option<Duration>), bool>
+    where
+        F: FnMut(&Core) -> bool + ?Sized,
+        R: Fn(&Inner, CoreGuard<'a>),
+    {
         self.poll_completions(&mut core);
         if done(&core) {
-            self.release(core);
+            release(self, core);
             catch_up();
             return Err(true);
         }
@@ -78,7 +84,7 @@ impl Inner {
         };
         let now = Instant::now();
         if now >= d {
-            self.release(core);
+            release(self, core);
             return Err(false);
         }
         Ok((core, Some(d - now)))
@@ -124,7 +130,7 @@ impl Inner {
         let mut core = self.lock();
         loop {
             let remaining;
-            (core, remaining) = match self.round(core, deadline, &mut done) {
+            (core, remaining) = match self.round(core, deadline, &mut done, Inner::release) {
                 Ok(sleep) => sleep,
                 Err(r) => return Ok(r),
             };

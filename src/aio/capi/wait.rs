@@ -3,11 +3,11 @@
 //! signal mask a wait sleeps with).
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rustix::thread::futex::{self, Flags};
 
-use super::super::engine::{CoreGuard, Engine, Inner};
+use super::super::engine::Engine;
 use super::super::notify::catch_up;
 use super::super::sleep::wait_fd;
 use super::super::table::{split_user_data, Core, State};
@@ -147,7 +147,8 @@ impl CEngine {
                 core.waiters -= 1;
                 counted = false;
             }
-            let (mut core, remaining) = match round(inner, core, deadline, done) {
+            let (mut core, remaining) = match inner.round(core, deadline, done, release_signal_safe)
+            {
                 Ok(sleep) => sleep,
                 Err(r) => return Ok(r),
             };
@@ -246,33 +247,6 @@ impl CEngine {
             }
         }
     }
-}
-
-/// A wait's round, under the lock, as `Inner::round`, releasing the lock
-/// with [`release_signal_safe`]: reaps what is there, then either the wait
-/// returns (`Err(true)`: done; `Err(false)`: `deadline` passed; the lock
-/// released) or it sleeps, for at most the time it returns.
-fn round<'a>(
-    inner: &Inner,
-    mut core: CoreGuard<'a>,
-    deadline: Option<Instant>,
-    done: &mut dyn FnMut(&Core) -> bool,
-) -> std::result::Result<(CoreGuard<'a>, Option<Duration>), bool> {
-    inner.poll_completions(&mut core);
-    if done(&core) {
-        release_signal_safe(inner, core);
-        catch_up();
-        return Err(true);
-    }
-    let Some(d) = deadline else {
-        return Ok((core, None));
-    };
-    let now = Instant::now();
-    if now >= d {
-        release_signal_safe(inner, core);
-        return Err(false);
-    }
-    Ok((core, Some(d - now)))
 }
 
 /// Every signal but those of completion notifications blocked in the calling
