@@ -89,32 +89,9 @@ fn a_log_file_that_seeks_needs_no_waiter() {
 #[test]
 fn a_record_cut_across_two_writes_waits_for_its_rest() {
     let _turn = serial();
-    let (path, f) = open_log("pipe-cut.trace");
-    let t = appending_to(f);
-    let first = trace::eventid_open("pipe_wait.cut_first").unwrap();
-    let second = trace::eventid_open("pipe_wait.cut_second").unwrap();
-    t.start().unwrap();
-    trace::event(first, &1u32.to_le_bytes());
-    t.flush().unwrap();
-    trace::event(second, &2u32.to_le_bytes());
-    t.stop().unwrap();
-    t.shutdown().unwrap();
-    let bytes = std::fs::read(&path).unwrap();
-    std::fs::remove_file(&path).unwrap();
-    // The records (16-byte file header, then length, checksum, body): the
-    // cut goes in the middle of the second one that holds events.
-    let mut at = 16;
-    let mut with_events = Vec::new();
-    while at + 8 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-        if matches!(bytes[at + 8], 3 | 6 | 7) {
-            with_events.push((at, len));
-        }
-        at += 8 + len;
-    }
-    let (start, len) = with_events[1];
-    let cut = start + 8 + len / 2;
-    assert!(cut < 60 << 10, "the first part fits a pipe");
+    // The cut goes in the middle of the second record that holds events.
+    let (bytes, _, cut) =
+        log_cut_in_second_event_record("pipe_wait.cut_first", "pipe_wait.cut_second");
 
     let (rd, mut wr) = pipe();
     std::io::Write::write_all(&mut wr, &bytes[..cut]).unwrap();
@@ -147,9 +124,10 @@ fn a_record_cut_across_two_writes_waits_for_its_rest() {
     assert!(l.is_complete());
 }
 
-/// The bytes of a log whose first event is `first` and a later one (in
-/// another flush) `second` with data 2u32, and where to cut it: the start of
-/// the second record that holds events, and the middle of that record.
+/// The bytes of a log whose first event is `first` with data 1u32 and a
+/// later one (in another flush) `second` with data 2u32, and where to cut
+/// it: the start of the second record that holds events, and the middle of
+/// that record. The log fits a pipe.
 fn log_cut_in_second_event_record(first: &str, second: &str) -> (Vec<u8>, usize, usize) {
     let (path, f) = open_log("pipe-parts.trace");
     let t = appending_to(f);
@@ -163,6 +141,7 @@ fn log_cut_in_second_event_record(first: &str, second: &str) -> (Vec<u8>, usize,
     t.shutdown().unwrap();
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
+    // The records: a 16-byte file header, then length, checksum, body.
     let mut at = 16;
     let mut with_events = Vec::new();
     while at + 8 <= bytes.len() {
