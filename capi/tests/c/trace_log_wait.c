@@ -347,22 +347,31 @@ static void *call_others(void *arg)
     return NULL;
 }
 
+/* Runs call_others on `r`'s log in another thread, which must end while
+ * the writer is silent (see join_soon), and checks that the status, the
+ * attributes and the marker's name came back. */
+static void others_answer(struct others *o, const struct reader *r)
+{
+    pthread_t other;
+    memset(o, 0, sizeof *o);
+    o->log = r->log;
+    o->marker = r->marker;
+    OK(pthread_create(&other, NULL, call_others, o));
+    join_soon(other, NULL);
+    OK(o->status);
+    OK(o->attr);
+    OK(o->name);
+    EQ(strcmp(o->buf, "log_wait_marker"), 0);
+}
+
 static void t_log_wait_others(void)
 {
-    pthread_t th, other;
+    pthread_t th;
     struct reader r;
     struct writer w;
     struct others o;
     start_reader(&r, &w, &th);
-    memset(&o, 0, sizeof o);
-    o.log = r.log;
-    o.marker = r.marker;
-    OK(pthread_create(&other, NULL, call_others, &o));
-    join_soon(other, NULL);
-    OK(o.status);
-    OK(o.attr);
-    OK(o.name);
-    EQ(strcmp(o.buf, "log_wait_marker"), 0);
+    others_answer(&o, &r);
     OK(o.list);
     TRUE(o.types >= 1);
     /* The reader still waits, and gets the last event once written. */
@@ -483,7 +492,7 @@ static size_t cut_log(unsigned char *buf, size_t size, trace_event_id_t marker,
 static void t_log_wait_partial(void)
 {
     static unsigned char buf[60 << 10];
-    pthread_t th, other;
+    pthread_t th;
     struct reader r;
     struct others o;
     size_t n, second, cut;
@@ -512,15 +521,7 @@ static void t_log_wait_partial(void)
         pause_ms(1);
     }
     EQ(avail, 0);
-    memset(&o, 0, sizeof o);
-    o.log = r.log;
-    o.marker = r.marker;
-    OK(pthread_create(&other, NULL, call_others, &o));
-    join_soon(other, NULL);
-    OK(o.status);
-    OK(o.attr);
-    OK(o.name);
-    EQ(strcmp(o.buf, "log_wait_marker"), 0);
+    others_answer(&o, &r);
     EQ(r.lasts, 0);
     /* The rest, and the end: the event reads back whole. */
     EQ(write(p[1], buf + cut, n - cut), (ssize_t)(n - cut));
