@@ -37,14 +37,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "signal_order.h"
 
-#define ROUNDS 200
-
-static int pipefd[2];
-static struct aiocb cb;
-static volatile sig_atomic_t last_value;
-static sem_t go_writer, go_helper, helper_done;
-static volatile int quit;
+static sem_t go_helper, helper_done;
 
 static void on_signal(int signo, siginfo_t *si, void *uc) {
     (void)signo;
@@ -54,37 +49,12 @@ static void on_signal(int signo, siginfo_t *si, void *uc) {
     }
 }
 
-static void pause_us(long us) {
-    struct timespec t = {0, us * 1000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
-}
-
-static void sem_wait_all(sem_t *s) {
-    while (sem_wait(s) != 0 && errno == EINTR) {
-    }
-}
-
 /* Waits until the round's request is done. */
 static void wait_done(void) {
     const struct aiocb *list[1] = {&cb};
     while (aio_error(&cb) == EINPROGRESS) {
         int r = aio_suspend(list, 1, NULL);
         CHECK(r == 0 || errno == EINTR);
-    }
-}
-
-static void *writer(void *arg) {
-    (void)arg;
-    for (;;) {
-        sem_wait_all(&go_writer);
-        if (quit) {
-            return NULL;
-        }
-        pause_us(2000);
-        if (write(pipefd[1], "x", 1) != 1) {
-            abort();
-        }
     }
 }
 
@@ -106,17 +76,10 @@ int main(int argc, char **argv) {
     int signo = SIGRTMIN + 1;
     int early = 0;
     char byte;
-    struct sigaction sa;
     sigset_t set, old;
     pthread_t w, h;
 
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(signo, &sa, NULL) == 0);
-    CHECK(pipe(pipefd) == 0);
-    CHECK(sem_init(&go_writer, 0, 0) == 0);
+    order_setup(signo, on_signal);
     CHECK(sem_init(&go_helper, 0, 0) == 0);
     CHECK(sem_init(&helper_done, 0, 0) == 0);
     /* The threads of the test block the signal (but the writer in "open"
@@ -135,13 +98,7 @@ int main(int argc, char **argv) {
     }
 
     for (int round = 1; round <= ROUNDS; round++) {
-        memset(&cb, 0, sizeof cb);
-        cb.aio_fildes = pipefd[0];
-        cb.aio_buf = &byte;
-        cb.aio_nbytes = 1;
-        cb.aio_sigevent.sigev_notify = SIGEV_SIGNAL;
-        cb.aio_sigevent.sigev_signo = signo;
-        cb.aio_sigevent.sigev_value.sival_int = round;
+        round_read(&byte, SIGEV_SIGNAL, signo, round);
         CHECK(aio_read(&cb) == 0);
         sem_post(&go_writer);
         if (with_helper) {
@@ -152,16 +109,7 @@ int main(int argc, char **argv) {
         wait_done();
         /* The signal was generated before the request was seen done, and only
          * this thread takes it: its handler has run. */
-        if (last_value != round) {
-            early++;
-        }
-        /* Whatever happened, let the handler run before the next round. */
-        for (int i = 0; i < 2000 && last_value != round; i++) {
-            pause_us(1000);
-        }
-        CHECK(last_value == round);
-        CHECK(aio_error(&cb) == 0);
-        CHECK(aio_return(&cb) == 1);
+        early += round_early(round);
         if (with_helper) {
             sem_wait_all(&helper_done);
         }
@@ -175,9 +123,8 @@ int main(int argc, char **argv) {
     }
     CHECK(early == 0);
     quit = 1;
-    sem_post(&go_writer);
     sem_post(&go_helper);
-    pthread_join(w, NULL);
     pthread_join(h, NULL);
+    writer_stop(w);
     return finish();
 }

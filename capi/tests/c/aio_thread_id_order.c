@@ -37,22 +37,16 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "signal_order.h"
 
 #ifndef SIGEV_THREAD_ID
 #define SIGEV_THREAD_ID 4
 #endif
 
-#define ROUNDS 200
-
 enum mode { SUSPEND, ERROR, LIO };
 
-static int pipefd[2];
-static struct aiocb cb;
-static volatile sig_atomic_t last_value;
 static volatile sig_atomic_t wrong_code, wrong_thread;
 static volatile pid_t waiter_tid;
-static sem_t go_writer;
-static volatile int quit;
 static enum mode mode;
 static int signo;
 
@@ -67,31 +61,6 @@ static void on_signal(int s, siginfo_t *si, void *uc) {
         wrong_thread++;
     }
     last_value = si->si_value.sival_int;
-}
-
-static void pause_us(long us) {
-    struct timespec t = {0, us * 1000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
-}
-
-static void sem_wait_all(sem_t *s) {
-    while (sem_wait(s) != 0 && errno == EINTR) {
-    }
-}
-
-static void *writer(void *arg) {
-    (void)arg;
-    for (;;) {
-        sem_wait_all(&go_writer);
-        if (quit) {
-            return NULL;
-        }
-        pause_us(2000);
-        if (write(pipefd[1], "x", 1) != 1) {
-            abort();
-        }
-    }
 }
 
 /* Submits the round's read and waits until it is done (by `mode`). */
@@ -136,27 +105,12 @@ static void *waiter(void *arg) {
     (void)arg;
     waiter_tid = (pid_t)syscall(SYS_gettid);
     for (int round = 1; round <= ROUNDS; round++) {
-        memset(&cb, 0, sizeof cb);
-        cb.aio_fildes = pipefd[0];
-        cb.aio_buf = &byte;
-        cb.aio_nbytes = 1;
-        cb.aio_sigevent.sigev_notify = SIGEV_THREAD_ID;
-        cb.aio_sigevent.sigev_signo = signo;
-        cb.aio_sigevent.sigev_value.sival_int = round;
+        round_read(&byte, SIGEV_THREAD_ID, signo, round);
         cb.aio_sigevent._sigev_un._tid = waiter_tid;
         submit_and_wait();
         /* The signal was generated before the request was seen done, and it
          * was sent to this thread: its handler has run. */
-        if (last_value != round) {
-            early++;
-        }
-        /* Whatever happened, let the handler run before the next round. */
-        for (int i = 0; i < 2000 && last_value != round; i++) {
-            pause_us(1000);
-        }
-        CHECK(last_value == round);
-        CHECK(aio_error(&cb) == 0);
-        CHECK(aio_return(&cb) == 1);
+        early += round_early(round);
         if (failures > 10) {
             break;
         }
@@ -170,7 +124,6 @@ static void *waiter(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    struct sigaction sa;
     pthread_t w, t;
 
     if (argc < 2 || strcmp(argv[1], "suspend") == 0) {
@@ -181,13 +134,7 @@ int main(int argc, char **argv) {
         mode = LIO;
     }
     signo = SIGRTMIN + 1;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(signo, &sa, NULL) == 0);
-    CHECK(pipe(pipefd) == 0);
-    CHECK(sem_init(&go_writer, 0, 0) == 0);
+    order_setup(signo, on_signal);
     CHECK(pthread_create(&w, NULL, writer, NULL) == 0);
     CHECK(pthread_create(&t, NULL, waiter, NULL) == 0);
     if (failures != 0) {
@@ -196,8 +143,6 @@ int main(int argc, char **argv) {
     CHECK(pthread_join(t, NULL) == 0);
     CHECK(wrong_code == 0);
     CHECK(wrong_thread == 0);
-    quit = 1;
-    sem_post(&go_writer);
-    pthread_join(w, NULL);
+    writer_stop(w);
     return finish();
 }
