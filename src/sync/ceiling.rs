@@ -538,8 +538,17 @@ impl Tpp {
         if self.held == 0 || self.trust_cache {
             return;
         }
+        self.reread(false);
+    }
+
+    /// [`adopt_change`](Self::adopt_change)'s check, made also with the cache
+    /// trusted and without a change through `sched` when `told` (the thread
+    /// called [`refresh_ceiling_base`]): the class the kernel reports is the new
+    /// base unless it is the one this module set. (A raw change to exactly that
+    /// class cannot be told from none.)
+    fn reread(&mut self, told: bool) {
         let mark = crate::sys::prio::change_mark();
-        if mark == self.mark {
+        if mark == self.mark && !told {
             return;
         }
         let own_moved = mark >> 32 != self.mark >> 32;
@@ -680,11 +689,19 @@ pub fn cache_ceiling_base(enable: bool) {
 
 /// Forgets the calling thread's cached base attributes (see [`cache_ceiling_base`]);
 /// the next outermost ceiling lock reads them again.
+///
+/// While the thread holds ceiling mutexes, the base is read again at once (one
+/// `sched_getattr`): a change made since it was read, also a raw
+/// `sched_setscheduler` the crate cannot see, becomes the base the last unlock
+/// leaves, and the thread is lifted back to the highest ceiling it holds if that
+/// is above. (Not refreshed then, the unlock would put the old base back.)
 pub fn refresh_ceiling_base() {
     TPP.with(|t| {
         let mut t = t.borrow_mut();
         if t.held == 0 {
             t.cached = false;
+        } else {
+            t.reread(true);
         }
     })
 }

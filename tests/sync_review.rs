@@ -1,0 +1,97 @@
+//! Review tests of posixrt::sync: behaviours a port of POSIX real-time C code
+//! relies on, each found missing once.
+//!
+//! Tests that change scheduling are serialised and run their real-time threads
+//! pinned to one CPU; none spins, and none asserts a duration.
+
+#[path = "common/self_sched.rs"]
+mod self_sched;
+use self_sched::{have_rt, self_policy, set_self};
+
+use std::sync::Mutex;
+
+use posixrt::sched;
+use posixrt::sync::{cache_ceiling_base, ceiling_mutex, current_tid, refresh_ceiling_base};
+
+static SCHED_LOCK: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SCHED_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Field 18 (prio) of /proc/self/task/TID/stat: -1 - p for SCHED_FIFO priority p.
+fn kernel_prio(tid: u32) -> i64 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("stat");
+    let after = &s[s.rfind(')').expect("comm") + 2..];
+    after
+        .split(' ')
+        .nth(15)
+        .expect("field 18")
+        .parse()
+        .expect("prio")
+}
+
+/// Runs `f` in a thread pinned to the first allowed CPU at SCHED_FIFO `prio`.
+fn at_fifo<T: Send + 'static>(prio: i32, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let cpu = sched::CpuSet::allowed()
+        .unwrap()
+        .iter()
+        .next()
+        .expect("some CPU");
+    sched::Builder::new()
+        .scheduling(sched::Priority::fifo(prio).unwrap())
+        .affinity(sched::CpuSet::single(cpu).unwrap())
+        .spawn(f)
+        .expect("SCHED_FIFO thread")
+        .join()
+        .unwrap()
+}
+
+/// A thread that changes its priority behind the crate's back while it holds a
+/// ceiling mutex, and says so with `refresh_ceiling_base` (as the docs of
+/// `cache_ceiling_base` ask, and as the only way to report a raw change): the
+/// new priority is its base from then on. It runs at the ceiling while it
+/// holds the mutex (POSIX: the higher of its priority and the ceiling), and the
+/// unlock leaves it at the new priority, not the one read before the change.
+/// A refresh with no change in between changes nothing.
+#[test]
+fn a_refresh_while_holding_a_ceiling_mutex_adopts_the_new_priority() {
+    let _g = serial();
+    if !have_rt() {
+        assert_eq!(set_self(libc::SCHED_FIFO, 10), Err(libc::EPERM));
+        return;
+    }
+    let seen = at_fifo(10, || {
+        let me = current_tid();
+        let m = ceiling_mutex(30, ()).unwrap();
+        let mut seen = Vec::new();
+        for cached in [true, false] {
+            set_self(libc::SCHED_FIFO, 10).unwrap();
+            cache_ceiling_base(cached);
+            let g = m.lock();
+            set_self(libc::SCHED_FIFO, 20).unwrap();
+            refresh_ceiling_base();
+            let inside = kernel_prio(me);
+            drop(g);
+            seen.push((cached, inside, kernel_prio(me), self_policy()));
+            // No change since: the refresh keeps the base (20).
+            let g = m.lock();
+            refresh_ceiling_base();
+            let inside = kernel_prio(me);
+            drop(g);
+            seen.push((cached, inside, kernel_prio(me), self_policy()));
+        }
+        cache_ceiling_base(false);
+        seen
+    });
+    let fifo20 = (libc::SCHED_FIFO, 20);
+    assert_eq!(
+        seen,
+        [
+            (true, -31, -21, fifo20),
+            (true, -31, -21, fifo20),
+            (false, -31, -21, fifo20),
+            (false, -31, -21, fifo20),
+        ]
+    );
+}
