@@ -95,3 +95,41 @@ fn a_refresh_while_holding_a_ceiling_mutex_adopts_the_new_priority() {
         ]
     );
 }
+
+/// Hold times are measured at the timing level only. A hold that began at
+/// the timing level and ended while tracking was off left its start in the
+/// record; with tracking back on at the counts level, the next unlock added
+/// the time since that start (the whole untracked stretch) as a hold.
+#[test]
+fn the_counts_level_records_no_hold_time_left_from_the_timing_level() {
+    use posixrt::sync::{reset_stats, set_tracking, NormalMutex, PiMutex, Tracking};
+    let _g = serial();
+    let n = NormalMutex::new(());
+    let p = PiMutex::new(());
+    // SAFETY (both raw() calls): the raw locks are only named and read.
+    unsafe { n.raw() }.set_name("review-normal");
+    unsafe { p.raw() }.set_name("review-pi");
+    set_tracking(Tracking::Timing);
+    let (gn, gp) = (n.lock(), p.lock());
+    set_tracking(Tracking::Off);
+    drop((gn, gp));
+    // Some untracked time passes (its length does not matter: it must not
+    // show at all).
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    set_tracking(Tracking::Counts);
+    reset_stats();
+    drop(n.lock());
+    drop(p.lock());
+    let sn = unsafe { n.raw() }.snapshot().expect("named");
+    let sp = unsafe { p.raw() }.snapshot().expect("named");
+    set_tracking(Tracking::Off);
+    for s in [sn, sp] {
+        assert_eq!(s.stats.locks, 1, "{:?}", s.info.name);
+        assert_eq!(
+            (s.stats.hold_total, s.stats.hold_max),
+            (std::time::Duration::ZERO, std::time::Duration::ZERO),
+            "{:?}",
+            s.info.name
+        );
+    }
+}

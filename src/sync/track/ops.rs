@@ -193,9 +193,7 @@ impl Track {
         let s = r.begin();
         r.bump(W_LOCKS);
         r.set(W_OWNER, u64::from(tid));
-        if level() >= Tracking::Timing as u8 {
-            r.set(W_ACQ, ticks());
-        }
+        hold_starts(r);
         r.end(s);
     }
 
@@ -207,9 +205,7 @@ impl Track {
         r.bump(W_LOCKS);
         r.bump(W_TRY);
         r.set(W_OWNER, u64::from(tid));
-        if level() >= Tracking::Timing as u8 {
-            r.set(W_ACQ, ticks());
-        }
+        hold_starts(r);
         r.end(s);
     }
 
@@ -246,6 +242,8 @@ impl Track {
                 r.set(W_WAIT_MAX, w);
             }
             r.set(W_ACQ, now);
+        } else {
+            hold_starts(r);
         }
         r.end(s);
     }
@@ -304,5 +302,19 @@ impl Track {
         if let Some(r) = self.get() {
             r.remove_waiter(tid);
         }
+    }
+}
+
+/// A hold begins (in the owner's write of record `r`): its start is kept for the
+/// hold time at the timing level. Below it no hold is timed, and a start left by
+/// a hold that began at the timing level and ended untracked (tracking off at
+/// its unlock) is cleared: the next unlock would otherwise add the time since
+/// that start, untracked stretch included, as a hold ([`Track::releasing`]).
+#[inline]
+fn hold_starts(r: &Record) {
+    if level() >= Tracking::Timing as u8 {
+        r.set(W_ACQ, ticks());
+    } else if r.get(W_ACQ) != 0 {
+        r.set(W_ACQ, 0);
     }
 }
