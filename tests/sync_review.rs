@@ -133,3 +133,27 @@ fn the_counts_level_records_no_hold_time_left_from_the_timing_level() {
         );
     }
 }
+
+/// An owner recorded before tracking was switched off, which unlocked while it
+/// was off, is not shown once tracking is back on: it would name a thread that
+/// holds nothing (in `objects()`, `rtstat` and `find_deadlocks`, where it made
+/// cycles that do not exist), and a waiter could not note the real owner over it.
+#[test]
+fn an_owner_that_unlocked_while_tracking_was_off_is_forgotten() {
+    use posixrt::sync::{objects, set_tracking, NormalMutex, Tracking};
+    let _g = serial();
+    let m = NormalMutex::new(());
+    // SAFETY: the raw lock is only named.
+    unsafe { m.raw() }.set_name("review-stale-owner");
+    set_tracking(Tracking::Counts);
+    let g = m.lock();
+    set_tracking(Tracking::Off);
+    drop(g);
+    set_tracking(Tracking::Counts);
+    let owner = objects()
+        .into_iter()
+        .find(|s| s.info.name.as_deref() == Some("review-stale-owner"))
+        .map(|s| (s.info.owner, s.info.locked));
+    set_tracking(Tracking::Off);
+    assert_eq!(owner, Some((None, false)));
+}

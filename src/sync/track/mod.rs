@@ -62,10 +62,20 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 /// `td_ta_sync_tracking_enable`). Objects used while it is on become known; switching
 /// it off keeps the known objects and their statistics but stops updating them.
 ///
+/// Switching it back on forgets the owners recorded before: they may have
+/// unlocked while it was off, unrecorded, and a stale owner would make
+/// [`find_deadlocks`] report cycles that do not exist. A lock still held across
+/// the switch shows its owner again once a thread waits for it or fails to
+/// trylock it, as one first seen while held does.
+///
 /// # References
 /// - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (`td_ta_sync_tracking_enable`)
 #[doc(alias = "td_ta_sync_tracking_enable")]
 pub fn set_tracking(level: Tracking) {
+    if level != Tracking::Off && level::level() == 0 {
+        // Before any owner is recorded again.
+        snapshot::forget_owners();
+    }
     level::set_level_and_clock(level);
     if level != Tracking::Off {
         super::shared::start_publisher();

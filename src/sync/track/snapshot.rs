@@ -216,6 +216,15 @@ pub fn objects() -> Vec<Snapshot> {
     all.into_iter().filter_map(snapshot).collect()
 }
 
+/// Clears the owner recorded in every known object, as tracking goes back on
+/// (see [`set_tracking`](super::set_tracking)). A single-word store, as an
+/// unlock's at the counts level.
+pub(crate) fn forget_owners() {
+    for r in all_records() {
+        r.set(W_OWNER, 0);
+    }
+}
+
 /// Clears the statistics of every known object (the counters restart from 0).
 pub fn reset_stats() {
     let all: Vec<&'static Record> = all_records();
