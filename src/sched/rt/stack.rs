@@ -31,10 +31,17 @@ pub fn prefault_stack(bytes: usize) -> Result<()> {
     let here = std::hint::black_box(0u8);
     let here = &here as *const u8 as usize;
     let until = here.saturating_sub(bytes);
-    check_locked_growth(here, until)?;
+    check_locked_growth(here, until.saturating_sub(TOUCH_BELOW))?;
     touch_stack(until);
     Ok(())
 }
+
+/// How far below its target [`touch_stack`] may reach. Its last frame is the
+/// first whose page-sized array starts at or below the target: up to one frame
+/// (the page and the frame's overhead: return address, saved registers,
+/// padding) below it, with that overhead below the array too. The growth check
+/// covers these pages: one page past `RLIMIT_MEMLOCK` is a SIGSEGV.
+const TOUCH_BELOW: usize = 2 * PAGE;
 
 /// The mapping that holds the calling thread's stack, from `/proc/self/smaps`.
 struct StackVma {
@@ -72,9 +79,9 @@ fn stack_vma(addr: usize) -> Option<StackVma> {
     None
 }
 
-/// Refuses to touch the stack from `here` down to `until` if that grows a locked
-/// stack mapping beyond `RLIMIT_MEMLOCK` (the kernel would answer the fault with
-/// SIGSEGV). Unknown facts let the touch go ahead, as it always did.
+/// Refuses to touch the stack from `here` down to `until` (the lowest address the
+/// touch may reach) if that grows a locked stack mapping beyond `RLIMIT_MEMLOCK`
+/// (the kernel would answer the fault with SIGSEGV). Unknown facts let the touch go ahead, as it always did.
 fn check_locked_growth(here: usize, until: usize) -> Result<()> {
     let Some(vma) = stack_vma(here) else {
         return Ok(());
