@@ -311,7 +311,12 @@ impl Builder {
             f,
             shared: Arc::clone(&shared),
         });
-        let native = attr.create(start, attr_prio, self.affinity.as_ref(), self.stack_size)?;
+        let native = attr
+            .create(start, attr_prio, self.affinity.as_ref(), self.stack_size)
+            .map_err(|e| match self.sporadic {
+                Some((params, normal)) => sporadic_refusal(e, params.low_priority, normal),
+                None => e,
+            })?;
 
         // From here the new thread waits at the gate. The guard opens it (Abort) and
         // joins the thread on every way out that does not hand it to a JoinHandle,
@@ -384,6 +389,38 @@ fn fair_creation_policy() -> Option<Priority> {
         Some(Policy::Other | Policy::Batch | Policy::Idle) => None,
         _ => Some(Priority::other()),
     }
+}
+
+/// EPERM creating a sporadic thread at its low priority `low`: serving it needs
+/// more than that (its normal priority, and the server's top one until the
+/// server runs), so a hint naming `low` would name a limit that only moves the
+/// refusal on. The hint names the priority the whole setup needs.
+fn sporadic_refusal(e: Error, low: i32, normal: i32) -> Error {
+    if e.errno() != Some(libc::EPERM) {
+        return e;
+    }
+    let Ok(need) = super::sporadic::needed_priority(normal) else {
+        return e;
+    };
+    let server = if need > normal {
+        format!(
+            ", and the sporadic server thread (started for the first served thread) \
+             runs at {need}"
+        )
+    } else {
+        String::new()
+    };
+    super::hint::sched_error(
+        "pthread_create",
+        libc::EPERM,
+        None,
+        Some(Policy::Fifo),
+        Some(need),
+    )
+    .with_message(format!(
+        "the sporadic thread was refused SCHED_FIFO at its low priority {low}; it also \
+         runs at its normal priority {normal}{server}"
+    ))
 }
 
 /// Holds a new thread at its start gate; see [`Builder::spawn`].

@@ -141,3 +141,13 @@ pub(crate) use served::{leave_current, serve_spawned};
 pub use server::{server_tid, set_server_affinity};
 pub use shared::SporadicStats;
 pub use state::{Level, Replenishment, SporadicState, Transition};
+
+/// The highest `SCHED_FIFO` priority this process must be allowed for a thread
+/// to be served at `normal_priority`: the server's own, the top one, until the
+/// server runs (the first served thread starts it), then the normal priority.
+pub(crate) fn needed_priority(normal_priority: i32) -> crate::Result<i32> {
+    if server::current().is_some() {
+        return Ok(normal_priority);
+    }
+    crate::sched::Policy::Fifo.priority_max()
+}
