@@ -18,17 +18,19 @@ impl Attr {
         Ok(Attr(a))
     }
 
-    fn ptr(&self) -> *mut libc::pthread_attr_t {
-        &*self.0 as *const libc::pthread_attr_t as *mut libc::pthread_attr_t
+    /// For the setters, which write the attributes: from `&mut self`, so
+    /// nothing else reads them meanwhile.
+    fn ptr(&mut self) -> *mut libc::pthread_attr_t {
+        &mut *self.0
     }
 
-    pub(super) fn stack_size(&self, size: usize) -> Result<()> {
+    pub(super) fn stack_size(&mut self, size: usize) -> Result<()> {
         // SAFETY: the attr is initialised.
         let r = unsafe { libc::pthread_attr_setstacksize(self.ptr(), size) };
         crate::error::check_pthread("pthread_attr_setstacksize", r)
     }
 
-    pub(super) fn explicit_sched(&self, p: Priority) -> Result<()> {
+    pub(super) fn explicit_sched(&mut self, p: Priority) -> Result<()> {
         let param = p.param();
         // SAFETY: the attr is initialised; `param` is only read.
         let r =
@@ -59,7 +61,7 @@ impl Attr {
         Ok(())
     }
 
-    pub(super) fn affinity(&self, cpus: &CpuSet) -> Result<()> {
+    pub(super) fn affinity(&mut self, cpus: &CpuSet) -> Result<()> {
         crate::sched::cpuset::check_not_empty(
             "pthread_attr_setaffinity_np",
             cpus,
@@ -93,7 +95,7 @@ impl Attr {
         // SAFETY: the attr is initialised; `thread_start::<F, T>` takes ownership of
         // `arg` (a leaked Box<Start<F, T>>) if and only if creation succeeds.
         let r = unsafe {
-            libc::pthread_create(&mut native, self.ptr(), thread_start::<F, T>, arg.cast())
+            libc::pthread_create(&mut native, &*self.0, thread_start::<F, T>, arg.cast())
         };
         if r != 0 {
             // SAFETY: creation failed, so no thread took `arg`; reclaim it once.

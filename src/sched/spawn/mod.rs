@@ -272,7 +272,7 @@ impl Builder {
             },
         };
 
-        let attr = Attr::new()?;
+        let mut attr = Attr::new()?;
         if let Some(size) = self.stack_size {
             attr.stack_size(size)?;
         }
