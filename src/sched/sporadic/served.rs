@@ -171,8 +171,16 @@ fn unserve(tid: Tid) {
     // Only a started server has served tids (`serve` takes back its insert when
     // the start fails); a forked child leaves the inherited set and lock alone.
     let Some(s) = current() else { return };
-    served_set().remove(&tid.as_raw());
+    // The Remove is queued before the set's lock goes: a `serve` of the same
+    // tid, which takes that lock to insert it, then queues its Add after this
+    // Remove. (Queued once the lock went, the Remove could follow that Add,
+    // and the server would take the new entry off.)
+    let mut set = served_set();
+    set.remove(&tid.as_raw());
+    #[cfg(test)]
+    tests::between_remove_and_send();
     s.send(Command::Remove(tid));
+    drop(set);
 }
 
 /// The served tids. Behind a priority-inheriting lock: [`blocking`], on a served
@@ -428,3 +436,7 @@ thread_local! {
 pub(crate) fn leave_current() {
     unserve(crate::sched::gettid());
 }
+
+#[cfg(test)]
+#[path = "served_tests.rs"]
+mod tests;
