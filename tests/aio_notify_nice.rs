@@ -57,10 +57,10 @@ fn callbacks_run_at_the_submitters_nice(b: Backend) {
     // Raising the number needs no privilege. The callbacks raise theirs once
     // more, to 19.
     let mine = (base + 7).min(18);
-    assert!(
-        mine > base,
-        "the test runs at nice {base}: no room above it"
-    );
+    if mine <= base {
+        eprintln!("skipped: the test runs at nice {base}, no room above it");
+        return;
+    }
     let restores = may_lower_nice_to(mine);
     // The context, and the engine threads it starts, at the test's nice
     // value; the pool is started by the thread at `mine`.
@@ -168,11 +168,13 @@ fn pool_threads_at_the_submitters_nice(b: Backend, setup: fn() -> Option<i32>) {
 /// A submitter 7 above the test's nice value (no privilege needed).
 fn raised() -> Option<i32> {
     let mine = (nice() + 7).min(19);
-    assert!(
-        mine > nice(),
-        "the test runs at nice {}: no room above it",
-        nice()
-    );
+    if mine <= nice() {
+        eprintln!(
+            "skipped: the test runs at nice {}, no room above it",
+            nice()
+        );
+        return None;
+    }
     assert!(set_nice(mine), "raising the nice value to {mine}");
     Some(mine)
 }
