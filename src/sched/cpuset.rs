@@ -160,7 +160,9 @@ pub(crate) fn check_not_empty(call: &'static str, cpus: &CpuSet, also: &str) -> 
 
 /// Refuses a set that names a CPU this machine cannot have (not in
 /// `/sys/devices/system/cpu/possible`): the kernel would drop it silently and
-/// apply the rest. Offline CPUs that exist are accepted (the kernel keeps them).
+/// apply the rest. Offline CPUs that exist are accepted: in the top cpuset the
+/// kernel keeps them in the thread's mask; in another cpuset it drops them
+/// silently (and [`narrowed`] does not report them: it looks at online CPUs).
 pub(crate) fn check_cpus_exist(call: &'static str, cpus: &CpuSet) -> Result<()> {
     let Some(possible) = std::fs::read_to_string("/sys/devices/system/cpu/possible")
         .ok()
@@ -187,8 +189,9 @@ pub(crate) fn check_cpus_exist(call: &'static str, cpus: &CpuSet) -> Result<()> 
 }
 
 /// The online CPUs of `asked` missing from `applied`, the mask the kernel reports
-/// after applying `asked`: those the thread's cpuset does not allow (the kernel
-/// keeps offline CPUs in the mask but reports only active ones, hence online).
+/// after applying `asked`: those the thread's cpuset does not allow (offline
+/// CPUs are left out: the kernel reports only active ones, and drops offline
+/// ones outside the top cpuset).
 /// Empty when the online list cannot be read.
 pub(crate) fn narrowed(asked: &CpuSet, applied: &CpuSet) -> CpuSet {
     let Some(online) = std::fs::read_to_string("/sys/devices/system/cpu/online")
