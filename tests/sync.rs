@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 #[path = "common/self_sched.rs"]
 mod self_sched;
-use self_sched::{have_rt, self_policy, set_self};
+use self_sched::{have_rt, kernel_prio, self_policy, set_self};
 
 use posixrt::sync::{
     ceiling_mutex, current_tid, CeilingMutex, Condvar, MutexExt, NormalMutex, PiCondvar, PiMutex,
@@ -61,20 +61,6 @@ fn spawn_fifo<T: Send + 'static>(
         .affinity(sched::CpuSet::single(cpu).unwrap())
         .spawn(f)
         .expect("SCHED_FIFO thread")
-}
-
-/// Field 18 (prio) of /proc/self/task/TID/stat: the effective priority the kernel
-/// schedules with; -1 - p for SCHED_FIFO priority p, 20 + nice for SCHED_OTHER.
-fn kernel_prio(tid: u32) -> i64 {
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("stat");
-    let after = &s[s.rfind(')').expect("comm") + 2..];
-    // `after` starts at field 3 (state); field 18 is index 15.
-    after
-        .split(' ')
-        .nth(15)
-        .expect("field 18")
-        .parse()
-        .expect("prio")
 }
 
 /// `voluntary_ctxt_switches` of thread `tid` of this process.

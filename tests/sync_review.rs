@@ -6,7 +6,7 @@
 
 #[path = "common/self_sched.rs"]
 mod self_sched;
-use self_sched::{have_rt, self_policy, set_self};
+use self_sched::{have_rt, kernel_prio, self_policy, set_self};
 
 use std::sync::Mutex;
 
@@ -17,18 +17,6 @@ static SCHED_LOCK: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SCHED_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Field 18 (prio) of /proc/self/task/TID/stat: -1 - p for SCHED_FIFO priority p.
-fn kernel_prio(tid: u32) -> i64 {
-    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("stat");
-    let after = &s[s.rfind(')').expect("comm") + 2..];
-    after
-        .split(' ')
-        .nth(15)
-        .expect("field 18")
-        .parse()
-        .expect("prio")
 }
 
 /// Runs `f` in a thread pinned to the first allowed CPU at SCHED_FIFO `prio`.

@@ -32,3 +32,19 @@ pub fn have_rt() -> bool {
         .join()
         .unwrap()
 }
+
+/// Field 18 (prio) of /proc/self/task/TID/stat: the effective priority the
+/// kernel schedules thread `tid` of this process with; -1 - p for SCHED_FIFO
+/// priority p, 20 + nice for SCHED_OTHER.
+#[allow(dead_code)]
+pub fn kernel_prio(tid: u32) -> i64 {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("stat");
+    let after = &s[s.rfind(')').expect("comm") + 2..];
+    // `after` starts at field 3 (state); field 18 is index 15.
+    after
+        .split(' ')
+        .nth(15)
+        .expect("field 18")
+        .parse()
+        .expect("prio")
+}
