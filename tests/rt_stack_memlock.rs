@@ -49,19 +49,8 @@ fn probe() -> String {
         .find_map(|l| l.strip_prefix("VmSize:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(u64::MAX / 2048);
-    let lim = rustix::process::getrlimit(rustix::process::Resource::Memlock);
-    let soft = vm_kib * 1024 + (2 << 20);
-    if lim.maximum.is_some_and(|h| h < soft) {
-        return format!("skip: the hard RLIMIT_MEMLOCK is below {soft}");
-    }
-    if let Err(e) = rustix::process::setrlimit(
-        rustix::process::Resource::Memlock,
-        rustix::process::Rlimit {
-            current: Some(soft),
-            maximum: lim.maximum,
-        },
-    ) {
-        return format!("skip: setrlimit: {e}");
+    if let Err(skip) = memlock_soft_limit(vm_kib * 1024 + (2 << 20)) {
+        return skip;
     }
     if let Err(e) = rt::lock_memory(LockFlags::default()) {
         return format!("skip: mlockall refused: {e}");
@@ -70,6 +59,23 @@ fn probe() -> String {
         Ok(()) => format!("Ok, {} bytes locked", rt::locked_bytes()),
         Err(e) => format!("{:?} | {e}", e.kind()),
     }
+}
+
+/// Sets the soft `RLIMIT_MEMLOCK` to `soft` bytes; the probe's skip line if
+/// the hard limit is below it or the call fails.
+fn memlock_soft_limit(soft: u64) -> Result<(), String> {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Memlock);
+    if lim.maximum.is_some_and(|h| h < soft) {
+        return Err(format!("skip: the hard RLIMIT_MEMLOCK is below {soft}"));
+    }
+    rustix::process::setrlimit(
+        rustix::process::Resource::Memlock,
+        rustix::process::Rlimit {
+            current: Some(soft),
+            maximum: lim.maximum,
+        },
+    )
+    .map_err(|e| format!("skip: setrlimit: {e}"))
 }
 
 /// Locks memory, leaves 64 KiB of `RLIMIT_MEMLOCK` for the stack to grow
@@ -92,18 +98,8 @@ fn edge_probe() -> String {
     if let Err(e) = rt::lock_memory(LockFlags::default()) {
         return format!("skip: mlockall refused: {e}");
     }
-    let soft = rt::locked_bytes() + (64 << 10);
-    if lim.maximum.is_some_and(|h| h < soft) {
-        return format!("skip: the hard RLIMIT_MEMLOCK is below {soft}");
-    }
-    if let Err(e) = rustix::process::setrlimit(
-        rustix::process::Resource::Memlock,
-        rustix::process::Rlimit {
-            current: Some(soft),
-            maximum: lim.maximum,
-        },
-    ) {
-        return format!("skip: setrlimit: {e}");
+    if let Err(skip) = memlock_soft_limit(rt::locked_bytes() + (64 << 10)) {
+        return skip;
     }
     // Well past the 64 KiB: the refusal must come long before the loop ends.
     for bytes in (4096..(1 << 20)).step_by(512) {
