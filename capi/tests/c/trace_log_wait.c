@@ -219,6 +219,19 @@ static void start_reader(struct reader *r, struct writer *w, pthread_t *th)
     TRUE(0 && "the reader never waited for the writer");
 }
 
+/* Lets the writer end, joins the reader `th` started by `start_reader`, which
+ * must have read the log to its end (the last event once), and closes the
+ * log and the writer's descriptor. */
+static void end_reading(struct reader *r, struct writer *w, pthread_t th)
+{
+    end_writer(w);
+    OK(pthread_join(th, NULL));
+    OK(r->result);
+    EQ(r->lasts, 1);
+    OK(posix_trace_close(r->log));
+    close(w->log_fd);
+}
+
 /* Joins `th`, which must end while the writer is silent: a generous bound
  * (20 s), only so that a thread that waits for the writer fails the test
  * instead of hanging it. */
@@ -257,13 +270,8 @@ static void t_log_wait_signals(void)
     OK(pthread_kill(th, SIGUSR1));
     TRUE(wait_hits(2));
     /* Let the writer end: the reader gets the rest of the log. */
-    end_writer(&w);
-    OK(pthread_join(th, NULL));
-    OK(r.result);
+    end_reading(&r, &w, th);
     EQ(r.markers, 1);
-    EQ(r.lasts, 1);
-    OK(posix_trace_close(r.log));
-    close(w.log_fd);
 }
 
 static void t_log_wait_eintr(void)
@@ -375,12 +383,7 @@ static void t_log_wait_others(void)
     OK(o.list);
     TRUE(o.types >= 1);
     /* The reader still waits, and gets the last event once written. */
-    end_writer(&w);
-    OK(pthread_join(th, NULL));
-    OK(r.result);
-    EQ(r.lasts, 1);
-    OK(posix_trace_close(r.log));
-    close(w.log_fd);
+    end_reading(&r, &w, th);
 }
 
 /* The number of open descriptors of the process. */
@@ -440,12 +443,7 @@ static void t_log_wait_timed(void)
     OK(pthread_create(&timed, NULL, timed_read, &t));
     join_soon(timed, NULL);
     EQ(t.result, EINVAL);
-    end_writer(&w);
-    OK(pthread_join(th, NULL));
-    OK(r.result);
-    EQ(r.lasts, 1);
-    OK(posix_trace_close(r.log));
-    close(w.log_fd);
+    end_reading(&r, &w, th);
 }
 
 /* A complete log in `buf` (at most `size` bytes): `marker`, a flush, then
