@@ -77,7 +77,7 @@ use lock_api::{GuardNoSend, RawRwLockTimed};
 
 use super::checked::deadline_after;
 use super::rwlock_writers::{writer_level, ReaderLevel, WaitingCount, WaitingWriter, WriterList};
-use super::track::{self, Kind, Snapshot, Track};
+use super::track::{self, Kind, Snapshot, StateWrite, Track};
 use crate::sys::futex;
 use crate::sys::prio;
 use crate::sys::tid::current as current_tid;
@@ -248,6 +248,8 @@ impl RawRwLock {
                 }
                 self.record_readers(r);
             }
+        } else if ok {
+            self.readers_changed_untracked();
         }
         super::hook::rdlock(
             self.addr(),
@@ -284,8 +286,10 @@ impl RawRwLock {
     #[inline]
     fn read_acquired(&self) {
         super::hook::rdlock(self.addr(), false, super::hook::LockResult::Acquired);
-        if track::level() != 0 {
-            self.read_tracked();
+        match track::state_write() {
+            StateWrite::Skip => {}
+            StateWrite::Track => self.read_tracked(),
+            StateWrite::Mirror => self.readers_changed_untracked(),
         }
     }
 
@@ -326,6 +330,16 @@ impl RawRwLock {
         r.mirror(track::W_STATE, || {
             u64::from(self.state.load(Ordering::Relaxed) & READERS)
         });
+    }
+
+    /// After a change of the reader count that tracking does not count (it is
+    /// off, or was when the wait began): a known lock's record still gets the
+    /// count, so inspection shows it right once tracking is back on.
+    #[cold]
+    fn readers_changed_untracked(&self) {
+        if let Some(r) = self.track.get() {
+            self.record_readers(r);
+        }
     }
 
     #[cold]
@@ -617,17 +631,25 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
     fn try_lock_shared(&self) -> bool {
         let ok = self.try_read_fast() || self.read_past_writers(&ReaderLevel::new());
         super::hook::rdlock(self.addr(), true, super::hook::LockResult::of_try(ok));
-        if track::level() != 0 {
-            let r = self.track.record(Kind::RwLock, self.addr());
-            if ok {
-                r.add(track::W_TRY, 1);
-                r.add(track::W_A, 1);
-                self.record_readers(r);
-            } else {
-                r.add(track::W_TRY_FAIL, 1);
-                // It may be what made the lock known: the record names the writer.
-                self.track
-                    .note_owner(&|| self.writer().unwrap_or(0), current_tid());
+        match track::state_write() {
+            StateWrite::Skip => {}
+            StateWrite::Track => {
+                let r = self.track.record(Kind::RwLock, self.addr());
+                if ok {
+                    r.add(track::W_TRY, 1);
+                    r.add(track::W_A, 1);
+                    self.record_readers(r);
+                } else {
+                    r.add(track::W_TRY_FAIL, 1);
+                    // It may be what made the lock known: the record names the writer.
+                    self.track
+                        .note_owner(&|| self.writer().unwrap_or(0), current_tid());
+                }
+            }
+            StateWrite::Mirror => {
+                if ok {
+                    self.readers_changed_untracked();
+                }
             }
         }
         ok
@@ -640,10 +662,10 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
         if prev & READERS == 1 {
             self.wake_all();
         }
-        if track::level() != 0 {
-            if let Some(r) = self.track.get() {
-                self.record_readers(r);
-            }
+        // Tracked or not (`StateWrite::Mirror`): a known lock's record gets
+        // the count.
+        if track::state_write() != StateWrite::Skip {
+            self.readers_changed_untracked();
         }
     }
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
-use super::track::{self, Kind, Snapshot, Track};
+use super::track::{self, Kind, Snapshot, StateWrite, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
 use crate::{Error, Result};
@@ -104,10 +104,22 @@ impl Semaphore {
         });
     }
 
+    /// After a change of the count that tracking does not count (it is off, or
+    /// was when the wait began): a known semaphore's record still gets the
+    /// count, so inspection shows it right once tracking is back on.
+    #[cold]
+    fn count_changed_untracked(&self) {
+        if let Some(r) = self.track.get() {
+            self.record_count(r);
+        }
+    }
+
     fn wait_impl(&self, deadline: Option<Instant>) -> Result<()> {
         if let Some(after) = self.try_take() {
-            if track::level() != 0 {
-                self.taken(after, false, 0);
+            match track::state_write() {
+                StateWrite::Skip => {}
+                StateWrite::Track => self.taken(after, false, 0),
+                StateWrite::Mirror => self.count_changed_untracked(),
             }
             super::hook::sem_wait(self.addr(), after, super::hook::LockResult::Acquired);
             return Ok(());
@@ -133,6 +145,8 @@ impl Semaphore {
             if let Ok(after) = r {
                 self.taken(after, true, t0);
             }
+        } else if r.is_ok() {
+            self.count_changed_untracked();
         }
         super::hook::sem_wait(
             self.addr(),
@@ -169,14 +183,22 @@ impl Semaphore {
                 super::hook::LockResult::Acquired
             }),
         );
-        if track::level() != 0 {
-            let rec = self.track.record(Kind::Semaphore, self.addr());
-            match r {
-                Some(after) => {
-                    rec.add(track::W_TRY, 1);
-                    self.taken(after, false, 0)
+        match track::state_write() {
+            StateWrite::Skip => {}
+            StateWrite::Track => {
+                let rec = self.track.record(Kind::Semaphore, self.addr());
+                match r {
+                    Some(after) => {
+                        rec.add(track::W_TRY, 1);
+                        self.taken(after, false, 0)
+                    }
+                    None => rec.add(track::W_TRY_FAIL, 1),
                 }
-                None => rec.add(track::W_TRY_FAIL, 1),
+            }
+            StateWrite::Mirror => {
+                if r.is_some() {
+                    self.count_changed_untracked();
+                }
             }
         }
         r.is_some()
@@ -228,11 +250,15 @@ impl Semaphore {
                 Err(now) => v = now,
             }
         }
-        if track::level() != 0 {
-            let r = self.track.record(Kind::Semaphore, self.addr());
-            r.add(track::W_A, 1);
-            note_counts(r, v, v + 1);
-            self.record_count(r);
+        match track::state_write() {
+            StateWrite::Skip => {}
+            StateWrite::Track => {
+                let r = self.track.record(Kind::Semaphore, self.addr());
+                r.add(track::W_A, 1);
+                note_counts(r, v, v + 1);
+                self.record_count(r);
+            }
+            StateWrite::Mirror => self.count_changed_untracked(),
         }
         super::hook::sem_post(self.addr(), v + 1);
         if self.sleepers.load(Ordering::SeqCst) > 0 {

@@ -14,12 +14,57 @@ pub enum Tracking {
     Timing = 2,
 }
 
+/// The tracking level in the low bits ([`LEVEL_BITS`]), and [`MIRRORED`].
 pub(crate) static LEVEL: AtomicU8 = AtomicU8::new(0);
+
+/// The bits of [`LEVEL`] that hold the tracking level.
+const LEVEL_BITS: u8 = 0x03;
+
+/// Set in [`LEVEL`] (for good) once an object whose record mirrors a state
+/// that threads change without owning it (an rwlock's readers, a semaphore's
+/// count) is known: their operations then keep that state current in known
+/// records while tracking is off too, so that [`objects`](super::objects) and
+/// `rtstat` show it right when tracking is back on (no object can be reached
+/// from its record to read it then: objects move). In the same byte as the
+/// level, so a process that never tracks such an object pays one load and one
+/// branch per operation, as for the other kinds.
+const MIRRORED: u8 = 0x80;
 
 /// The current tracking level: one relaxed load.
 #[inline(always)]
 pub(crate) fn level() -> u8 {
-    LEVEL.load(Ordering::Relaxed)
+    LEVEL.load(Ordering::Relaxed) & LEVEL_BITS
+}
+
+/// What an operation that changes a mirrored state (see [`MIRRORED`]) writes
+/// into the object's record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StateWrite {
+    /// Nothing: tracking is off and no such object is known.
+    Skip,
+    /// Statistics and the state: tracking is on.
+    Track,
+    /// The state only, if the object is known: tracking is off.
+    Mirror,
+}
+
+/// [`StateWrite`] for an operation now: one relaxed load (and one branch
+/// while it is [`StateWrite::Skip`]).
+#[inline(always)]
+pub(crate) fn state_write() -> StateWrite {
+    match LEVEL.load(Ordering::Relaxed) {
+        0 => StateWrite::Skip,
+        v if v & LEVEL_BITS != 0 => StateWrite::Track,
+        _ => StateWrite::Mirror,
+    }
+}
+
+/// Notes that an object of a mirrored kind became known (see [`MIRRORED`]),
+/// before its record is first written.
+pub(crate) fn note_mirrored() {
+    if LEVEL.load(Ordering::Relaxed) & MIRRORED == 0 {
+        LEVEL.fetch_or(MIRRORED, Ordering::SeqCst);
+    }
 }
 
 /// Switches tracking on or off for the whole process (the analogue of Solaris
@@ -32,7 +77,9 @@ pub(crate) fn set_level_and_clock(level: Tracking) {
     if level == Tracking::Timing {
         calibrate();
     }
-    LEVEL.store(level as u8, Ordering::Relaxed);
+    let _ = LEVEL.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v & MIRRORED | level as u8)
+    });
 }
 
 /// The current tracking level.

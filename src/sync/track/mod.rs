@@ -8,7 +8,13 @@
 //! `td_ta_sync_tracking_enable`):
 //!
 //! - [`Tracking::Off`]: each lock and unlock adds one relaxed load of a global and a
-//!   not-taken branch to the uncontended path. Nothing is recorded.
+//!   not-taken branch to the uncontended path. Nothing is recorded but the state
+//!   of known rwlocks and semaphores: once a process has known one, the reads,
+//!   read unlocks, posts and waits of a known one keep its reader count or
+//!   count current in its record (a store between two `SeqCst` fences, as when
+//!   tracking is on; those of an unknown one add a load and a branch), so
+//!   [`objects`] and `rtstat` show it right as soon as tracking is back on: an
+//!   object cannot be reached from its record then (objects move).
 //! - [`Tracking::Counts`]: an object becomes *known* the first time it is used (it
 //!   gets a record, allocated once, off the fast path). Counters are written only by
 //!   the thread that holds the lock, with plain relaxed stores inside a sequence
@@ -51,7 +57,7 @@ pub(crate) mod slab;
 pub(crate) mod snapshot;
 
 pub use deadlock::{find_deadlocks, find_deadlocks_in, Deadlock};
-pub(crate) use level::{level, ticks};
+pub(crate) use level::{level, state_write, ticks, StateWrite};
 pub use level::{tracking, Tracking};
 pub use record::Kind;
 pub(crate) use record::*;
@@ -60,7 +66,9 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 
 /// Switches tracking on or off for the whole process (the analogue of Solaris
 /// `td_ta_sync_tracking_enable`). Objects used while it is on become known; switching
-/// it off keeps the known objects and their statistics but stops updating them.
+/// it off keeps the known objects and their statistics but stops updating them
+/// (but for the reader count of a known rwlock and the count of a known
+/// semaphore, which stay current: see the [module docs](self)).
 ///
 /// Switching it back on forgets the owners recorded before: they may have
 /// unlocked while it was off, unrecorded, and a stale owner would make

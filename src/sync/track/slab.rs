@@ -133,6 +133,9 @@ impl Track {
     #[cold]
     #[inline(never)]
     fn register(&self, kind: Kind, addr: usize) -> &'static Record {
+        if matches!(kind, Kind::RwLock | Kind::Semaphore) {
+            super::level::note_mirrored();
+        }
         let r = pop_free().unwrap_or_else(new_record);
         r.clear();
         r.set(W_ADDR, addr as u64);
