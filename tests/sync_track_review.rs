@@ -78,3 +78,40 @@ fn semaphore_count_is_current_right_after_tracking_is_back_on() {
     assert_eq!(s.value(), 2);
     assert_eq!(counts, [Some(2), Some(2)]);
 }
+
+/// A hold that began while tracking was off is not timed when it ends with
+/// tracking back on at the timing level: its start is unknown. Before, the
+/// record kept the start of the last hold timed before tracking went off, and
+/// the unlock added the time since then (the lock free in between included)
+/// as one hold, so hold_max showed a critical section that never was.
+#[test]
+fn a_hold_begun_while_tracking_was_off_is_not_timed_from_an_older_start() {
+    use posixrt::sync::{NormalMutex, PiMutex};
+    let _g = serial(Tracking::Timing);
+    let n = NormalMutex::new(());
+    let p = PiMutex::new(());
+    // SAFETY (both raw() calls): the raw locks are only named and read.
+    unsafe { n.raw() }.set_name("review-hold-normal");
+    unsafe { p.raw() }.set_name("review-hold-pi");
+    let (gn, gp) = (n.lock(), p.lock());
+    sync::set_tracking(Tracking::Off);
+    drop((gn, gp));
+    // Locked again while tracking is off, unlocked with it on.
+    let (gn, gp) = (n.lock(), p.lock());
+    sync::set_tracking(Tracking::Timing);
+    sync::reset_stats();
+    drop((gn, gp));
+    let holds: Vec<_> = listed_and_published("review-hold-normal")
+        .into_iter()
+        .chain(listed_and_published("review-hold-pi"))
+        .map(|o| (o.info.name, o.stats.hold_total, o.stats.hold_max))
+        .collect();
+    sync::set_tracking(Tracking::Off);
+    for (name, total, max) in holds {
+        assert_eq!(
+            (total, max),
+            (std::time::Duration::ZERO, std::time::Duration::ZERO),
+            "{name:?}"
+        );
+    }
+}

@@ -74,7 +74,9 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 /// unlocked while it was off, unrecorded, and a stale owner would make
 /// [`find_deadlocks`] report cycles that do not exist. A lock still held across
 /// the switch shows its owner again once a thread waits for it or fails to
-/// trylock it, as one first seen while held does.
+/// trylock it, as one first seen while held does. Their holds are not timed
+/// either (their start is not known: the hold may have begun while tracking
+/// was off).
 ///
 /// # References
 /// - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (`td_ta_sync_tracking_enable`)
@@ -82,7 +84,7 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 pub fn set_tracking(level: Tracking) {
     if level != Tracking::Off && level::level() == 0 {
         // Before any owner is recorded again.
-        snapshot::forget_owners();
+        snapshot::forget_holds();
     }
     level::set_level_and_clock(level);
     if level != Tracking::Off {

@@ -216,12 +216,15 @@ pub fn objects() -> Vec<Snapshot> {
     all.into_iter().filter_map(snapshot).collect()
 }
 
-/// Clears the owner recorded in every known object, as tracking goes back on
-/// (see [`set_tracking`](super::set_tracking)). A single-word store, as an
-/// unlock's at the counts level.
-pub(crate) fn forget_owners() {
+/// Clears the owner recorded in every known object, and the start of its
+/// hold, as tracking goes back on (see [`set_tracking`](super::set_tracking)).
+/// Single-word stores, as an unlock's at the counts level. A hold start kept
+/// would time the next tracked unlock from it, though the lock may have been
+/// released and taken again while tracking was off: a hold that never was.
+pub(crate) fn forget_holds() {
     for r in all_records() {
         r.set(W_OWNER, 0);
+        r.set(W_ACQ, 0);
     }
 }
 
