@@ -5,9 +5,11 @@
 //! Tracking is process-wide: every test holds `serial`, which sets the level it
 //! needs. Nothing asserts a duration.
 
+#[path = "common/child.rs"]
+mod child;
 #[path = "common/tracking.rs"]
 mod tracking;
-use tracking::serial;
+use tracking::{poll, serial};
 
 use posixrt::sync::{self, objects, RwLock, Semaphore, Snapshot, Tracking};
 
@@ -114,4 +116,86 @@ fn a_hold_begun_while_tracking_was_off_is_not_timed_from_an_older_start() {
             "{name:?}"
         );
     }
+}
+
+/// Forks; the child runs `checks` and `_exit`s (0, or 1 with the failure's text
+/// on a pipe); the parent waits (a hung child is killed and fails the test) and
+/// returns the failure, if any.
+fn in_child(checks: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    use std::io::Read;
+    let (r, w) = rustix::pipe::pipe().expect("pipe");
+    // SAFETY: the child runs `checks` and `_exit`s; the other threads of this
+    // process sleep in futex waits and hold no lock the checks take.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        drop(r);
+        let code = match checks() {
+            Ok(()) => 0,
+            Err(msg) => {
+                let _ = rustix::io::write(&w, msg.as_bytes());
+                1
+            }
+        };
+        // SAFETY: ends the child without the parent's atexit handlers or the
+        // test harness's destructors.
+        unsafe { libc::_exit(code) }
+    }
+    drop(w);
+    let status = child::wait_child(pid);
+    let mut msg = String::new();
+    let _ = std::fs::File::from(r).read_to_string(&mut msg);
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, _) => Err(msg),
+        _ => Err(format!("the child died: status {status:#x}")),
+    }
+}
+
+/// The waiters `objects()` lists for the object named `name`: (count, has
+/// waiters, tids).
+fn listed_waiters(name: &str) -> Option<(u32, bool, Vec<u32>)> {
+    objects()
+        .into_iter()
+        .find(|o| o.info.name.as_deref() == Some(name))
+        .map(|o| (o.info.waiters, o.info.has_waiters, o.waiters))
+}
+
+/// In a child forked while threads of the parent were blocked on a mutex and
+/// a semaphore, nothing waits for them (those threads do not exist there), and
+/// `objects()` says so (the child's registry, which `rtstat CHILD` reads, is
+/// copied from the same records). Before, the child listed the parent's
+/// waiters, tids of threads it does not have.
+#[test]
+fn a_forked_child_lists_no_waiter_of_the_parent() {
+    use posixrt::sync::NormalMutex;
+    let _g = serial(Tracking::Counts);
+    let m = NormalMutex::new(());
+    // SAFETY: the raw lock is only named.
+    unsafe { m.raw() }.set_name("review-fork-mutex");
+    let s = Semaphore::new(0).expect("semaphore");
+    s.set_name("review-fork-sem");
+    let held = m.lock();
+    let child = std::thread::scope(|scope| {
+        scope.spawn(|| drop(m.lock()));
+        scope.spawn(|| s.wait());
+        let blocked = |name| listed_waiters(name).is_some_and(|w| w.0 == 1);
+        assert!(poll(
+            || blocked("review-fork-mutex") && blocked("review-fork-sem")
+        ));
+        let child = in_child(|| {
+            for name in ["review-fork-mutex", "review-fork-sem"] {
+                let w = listed_waiters(name);
+                if w != Some((0, false, Vec::new())) {
+                    return Err(format!("{name}: waiters {w:?} in the child"));
+                }
+            }
+            Ok(())
+        });
+        drop(held);
+        s.post().expect("post");
+        child
+    });
+    sync::set_tracking(Tracking::Off);
+    child.unwrap();
 }

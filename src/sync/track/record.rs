@@ -195,6 +195,15 @@ impl Record {
         }
     }
 
+    /// Forgets every waiter (count and tids): in a forked child, where none
+    /// of them exists.
+    pub(crate) fn forget_waiters(&self) {
+        self.set(W_WAITERS, 0);
+        for i in 0..MAX_WAITER_TIDS {
+            self.set(waiter_word(i), 0);
+        }
+    }
+
     pub(crate) fn clear(&self) {
         for w in &self.w {
             w.store(0, Ordering::Relaxed);

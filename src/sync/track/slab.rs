@@ -21,9 +21,22 @@ static POP: PiLocked<()> = PiLocked::new(());
 
 /// In a forked child, POP may have been held by a parent thread that does not
 /// exist there; the lists themselves are always consistent between two CASes.
+///
+/// The waiters the records list are threads of the parent (the forking thread
+/// waits for nothing), which do not exist in the child either: they are
+/// forgotten, or `objects()` and the child's registry would list them, and
+/// `find_deadlocks` chain through them. Async-signal-safe: loads and stores
+/// only, along the list of every record.
 fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing.
     unsafe { POP.raw() }.reset_in_child();
+    let mut p = ALL.load(Ordering::Acquire);
+    while !p.is_null() {
+        // SAFETY: records are leaked ('static) and never freed.
+        let r: &'static Record = unsafe { &*p };
+        r.forget_waiters();
+        p = r.next_all.load(Ordering::Relaxed);
+    }
 }
 
 fn push_all(r: &'static Record) {
