@@ -5,6 +5,8 @@
 //! Tracking is process-wide: every test holds `serial`, which sets the level it
 //! needs. Nothing asserts a duration.
 
+#[path = "common/caps.rs"]
+mod caps;
 #[path = "common/child.rs"]
 mod child;
 #[path = "common/tracking.rs"]
@@ -198,4 +200,66 @@ fn a_forked_child_lists_no_waiter_of_the_parent() {
     });
     sync::set_tracking(Tracking::Off);
     child.unwrap();
+}
+
+/// An object named while it is held shows its holder in `objects()` and the
+/// registry right away (as one first known through a waiter does): naming
+/// registers it, and before, the record said free (no owner, no readers)
+/// until a waiter or a failed trylock came, or for good if none came. (The
+/// ceiling mutex only where this process may take real-time priorities: its
+/// holder runs at the ceiling.)
+#[test]
+fn an_object_named_while_held_shows_its_holder() {
+    use posixrt::sync::{ceiling_mutex, current_tid, NormalMutex, PiMutex, RecursiveMutex};
+    // Taken before tracking is on, so that naming makes them known.
+    let _g = serial(Tracking::Off);
+    let me = current_tid();
+    let (n, p) = (NormalMutex::new(()), PiMutex::new(()));
+    let c = ceiling_mutex(1, ()).expect("ceiling mutex");
+    let rec = RecursiveMutex::new(());
+    let (l, w) = (RwLock::new(()), RwLock::new(()));
+    let held = (n.lock(), p.lock(), rec.lock(), rec.lock());
+    let cg = caps::can_rt().then(|| c.lock());
+    let (r1, r2) = (l.read(), l.read());
+    let wg = w.write();
+    sync::set_tracking(Tracking::Counts);
+    // SAFETY (all raw() calls): the raw locks are only named.
+    unsafe {
+        n.raw().set_name("review-named-normal");
+        p.raw().set_name("review-named-pi");
+        c.raw().set_name("review-named-ceiling");
+        l.raw().set_name("review-named-readers");
+        w.raw().set_name("review-named-writer");
+    }
+    rec.set_name("review-named-recursive");
+    let owned = vec![(true, Some(me), 0, 0); 2];
+    let mut expected = vec![
+        ("review-named-normal", owned.clone()),
+        ("review-named-pi", owned.clone()),
+        ("review-named-recursive", vec![(true, Some(me), 2, 0); 2]),
+        ("review-named-readers", vec![(true, None, 0, 2); 2]),
+        ("review-named-writer", owned.clone()),
+    ];
+    if cg.is_some() {
+        expected.push(("review-named-ceiling", owned));
+    }
+    let seen: Vec<_> = expected
+        .iter()
+        .map(|&(name, _)| {
+            let state = listed_and_published(name)
+                .map(|o| {
+                    (
+                        o.info.locked,
+                        o.info.owner,
+                        o.info.recursion,
+                        o.info.readers,
+                    )
+                })
+                .to_vec();
+            (name, state)
+        })
+        .collect();
+    drop((held, cg, r1, r2, wg));
+    sync::set_tracking(Tracking::Off);
+    assert_eq!(seen, expected);
 }

@@ -158,6 +158,7 @@ impl RawCeilingMutex {
     pub fn set_name(&self, name: &str) {
         self.track.set_name(Kind::CeilingMutex, self.addr(), name);
         self.track.set_ceiling(self.ceiling());
+        self.track.note_held(&|| self.owner().unwrap_or(0));
     }
 
     /// Forces the mutex to unlocked and wakes one waiter (Solaris `td_sync_setstate`).

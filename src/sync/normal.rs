@@ -191,7 +191,8 @@ impl RawNormalMutex {
 
     /// Gives the mutex a name shown by introspection (and registers it now).
     pub fn set_name(&self, name: &str) {
-        self.track.set_name(Kind::NormalMutex, self.addr(), name)
+        self.track.set_name(Kind::NormalMutex, self.addr(), name);
+        self.track.note_held(&|| self.owner().unwrap_or(0));
     }
 
     /// Forces the mutex to unlocked and wakes one waiter (Solaris `td_sync_setstate`).

@@ -124,7 +124,8 @@ impl RawPiMutex {
 
     /// Gives the mutex a name shown by introspection (and registers it now).
     pub fn set_name(&self, name: &str) {
-        self.track.set_name(Kind::PiMutex, self.addr(), name)
+        self.track.set_name(Kind::PiMutex, self.addr(), name);
+        self.track.note_held(&|| self.owner().unwrap_or(0));
     }
 
     /// Forces the mutex to unlocked, whoever holds it: the analogue of Solaris

@@ -228,10 +228,16 @@ impl<T: ?Sized> RecursiveMutex<T> {
             .try_failed(Kind::RecursiveMutex, self.addr(), &|| {
                 self.word.owner().unwrap_or(0)
             });
+        self.note_count();
+    }
+
+    /// Writes the recursion count into a known record that shows none yet
+    /// (the mutex became known while held, by a thread other than the
+    /// holder's lock): the holder's own writes win (a compare-and-swap, not a
+    /// store).
+    fn note_count(&self) {
         if let Some(r) = self.track.get() {
             let c = self.count.load(Ordering::Relaxed);
-            // Only into a record that shows no count yet: the holder's own
-            // writes win (a compare-and-swap, not a store).
             let _ = r.w[track::W_STATE].compare_exchange(
                 0,
                 u64::from(c),
@@ -275,7 +281,11 @@ impl<T: ?Sized> RecursiveMutex<T> {
 
     /// Gives the mutex a name shown by introspection (and registers it now).
     pub fn set_name(&self, name: &str) {
-        self.track.set_name(Kind::RecursiveMutex, self.addr(), name)
+        self.track.set_name(Kind::RecursiveMutex, self.addr(), name);
+        self.track.note_held(&|| self.word.owner().unwrap_or(0));
+        if track::level() != 0 {
+            self.note_count();
+        }
     }
 
     /// Forces the mutex to unlocked (count 0) and wakes one waiter (Solaris

@@ -491,7 +491,11 @@ impl RawRwLock {
 
     /// Gives the lock a name shown by introspection (and registers it now).
     pub fn set_name(&self, name: &str) {
-        self.track.set_name(Kind::RwLock, self.addr(), name)
+        self.track.set_name(Kind::RwLock, self.addr(), name);
+        // Held now, by holders that wrote nothing (it was not known then):
+        // the record gets them, as from a waiter (`wait_start`).
+        self.readers_changed_untracked();
+        self.track.note_held(&|| self.writer().unwrap_or(0));
     }
 
     /// Forces the lock to free (no readers, no writer) and wakes every waiter

@@ -88,6 +88,7 @@ impl Track {
     /// waits begun while tracking is on is found even over locks taken before.
     #[cold]
     pub(crate) fn note_owner(&self, owner: &impl Fn() -> u32, tid: u32) {
+        // (`tid` 0: no thread waits, see `note_held`.)
         let Some(r) = self.get() else { return };
         let o = owner();
         if o == 0 || o == tid {
@@ -101,6 +102,18 @@ impl Track {
             if owner() != o {
                 let _ = w.compare_exchange(u64::from(o), 0, Ordering::SeqCst, Ordering::Relaxed);
             }
+        }
+    }
+
+    /// After naming an exclusive lock (which registers it): a lock held now,
+    /// whose holder wrote nothing (it was not known then), shows its holder
+    /// `owner()` reads (0: none), as when a waiter notes it
+    /// ([`note_owner`](Self::note_owner), which the naming thread may do for
+    /// itself: it waits for nothing). Only while tracking is on, when the
+    /// holder's unlock clears it.
+    pub(crate) fn note_held(&self, owner: &impl Fn() -> u32) {
+        if level() != 0 {
+            self.note_owner(owner, 0);
         }
     }
 
