@@ -263,3 +263,46 @@ fn an_object_named_while_held_shows_its_holder() {
     sync::set_tracking(Tracking::Off);
     assert_eq!(seen, expected);
 }
+
+/// A recursive mutex whose holder unlocked some of its levels while tracking
+/// was off shows its real recursion count once a waiter (or a failed trylock)
+/// shows the holder again with tracking back on: before, the record kept the
+/// count of the last tracked lock (3 for a mutex held once).
+#[test]
+fn a_recursion_count_changed_while_tracking_was_off_is_not_shown_stale() {
+    use posixrt::sync::{current_tid, RecursiveMutex};
+    let _g = serial(Tracking::Counts);
+    let m = RecursiveMutex::new(());
+    m.set_name("review-recursion-off");
+    let (a, b, c) = (m.lock(), m.lock(), m.lock());
+    sync::set_tracking(Tracking::Off);
+    drop((b, c));
+    sync::set_tracking(Tracking::Counts);
+    let shown = || {
+        listed_and_published("review-recursion-off")
+            .map(|o| (o.info.owner, o.info.recursion))
+            .to_vec()
+    };
+    let me = current_tid();
+    let (tried, waited) = std::thread::scope(|s| {
+        let tried = s
+            .spawn(|| {
+                assert!(m.try_lock().is_none());
+                shown()
+            })
+            .join()
+            .expect("trylock thread");
+        sync::set_tracking(Tracking::Off);
+        sync::set_tracking(Tracking::Counts);
+        s.spawn(|| drop(m.lock()));
+        assert!(poll(
+            || listed_waiters("review-recursion-off").is_some_and(|w| w.0 == 1)
+        ));
+        let waited = shown();
+        drop(a);
+        (tried, waited)
+    });
+    sync::set_tracking(Tracking::Off);
+    assert_eq!(tried, vec![(Some(me), 1); 2], "after a failed trylock");
+    assert_eq!(waited, vec![(Some(me), 1); 2], "with a waiter");
+}

@@ -121,6 +121,11 @@ impl<T: ?Sized> RecursiveMutex<T> {
     /// The first (outermost) acquisition: already done by the fast CAS, or `slow`.
     fn first(&self, tid: u32, slow: bool, deadline: Option<Instant>) -> Result<()> {
         if slow {
+            if track::level() != 0 {
+                // The wait may be what shows the holder (it notes it, as in
+                // `try_failed`): with its count.
+                self.note_count();
+            }
             self.word.lock_slow(
                 tid,
                 deadline,
@@ -232,9 +237,9 @@ impl<T: ?Sized> RecursiveMutex<T> {
     }
 
     /// Writes the recursion count into a known record that shows none yet
-    /// (the mutex became known while held, by a thread other than the
-    /// holder's lock): the holder's own writes win (a compare-and-swap, not a
-    /// store).
+    /// (the mutex became known while held, or tracking was switched back on
+    /// while it was: its holder wrote nothing since): the holder's own writes
+    /// win (a compare-and-swap, not a store).
     fn note_count(&self) {
         if let Some(r) = self.track.get() {
             let c = self.count.load(Ordering::Relaxed);
