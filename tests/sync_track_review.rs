@@ -306,3 +306,55 @@ fn a_recursion_count_changed_while_tracking_was_off_is_not_shown_stale() {
     assert_eq!(tried, vec![(Some(me), 1); 2], "after a failed trylock");
     assert_eq!(waited, vec![(Some(me), 1); 2], "with a waiter");
 }
+
+/// A record recycled from a dropped object to a new one while `objects()`
+/// copies it gives either object's identity, never a mix: a semaphore listed
+/// with the condition variable's name, or the reverse. Before, dropping and
+/// registering wrote the record outside its sequence counter (and a record
+/// of a semaphore or condvar is never written under it otherwise), so a copy
+/// taken across the recycle passed as consistent.
+#[test]
+fn a_record_recycled_while_listed_is_never_a_mix_of_two_objects() {
+    use posixrt::sync::{Condvar, Kind};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _g = serial(Tracking::Counts);
+    let stop = AtomicBool::new(false);
+    let mixed = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                let sem = Semaphore::new(0).expect("semaphore");
+                sem.set_name("review-recycled-sem");
+                drop(sem);
+                let cv = Condvar::new();
+                cv.set_name("review-recycled-cv");
+                drop(cv);
+            }
+        });
+        let mut mixed = Vec::new();
+        for _ in 0..200_000 {
+            for o in objects() {
+                let expected = match o.info.kind {
+                    Kind::Semaphore => "review-recycled-sem",
+                    Kind::Condvar => "review-recycled-cv",
+                    _ => continue,
+                };
+                match o.info.name.as_deref() {
+                    Some(n) if n.starts_with("review-recycled") && n != expected => {
+                        mixed.push((o.info.kind, n.to_string()))
+                    }
+                    _ => {}
+                }
+            }
+            if mixed.len() >= 3 {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        mixed
+    });
+    sync::set_tracking(Tracking::Off);
+    assert!(
+        mixed.is_empty(),
+        "listed with another object's name: {mixed:?}"
+    );
+}

@@ -204,8 +204,10 @@ impl Record {
         }
     }
 
+    /// Zeroes every word but the sequence counter (a reader that copied the
+    /// record before must see it move).
     pub(crate) fn clear(&self) {
-        for w in &self.w {
+        for w in &self.w[W_SEQ + 1..] {
             w.store(0, Ordering::Relaxed);
         }
     }

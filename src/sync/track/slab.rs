@@ -132,7 +132,7 @@ impl Track {
             // SAFETY: records are leaked ('static) and never freed.
             return unsafe { &*p };
         }
-        self.register(kind, addr)
+        self.register(kind, addr, None).0
     }
 
     /// The record if the object is known.
@@ -143,19 +143,40 @@ impl Track {
         (!p.is_null()).then(|| unsafe { &*p })
     }
 
+    /// Gives the object a record (of the dropped object it recycles, or a new
+    /// one), named `name` if given; returns it, and whether it is this call's
+    /// (not another thread's, which registered the object meanwhile).
+    ///
+    /// The record is filled, and emptied again if another thread won, under
+    /// its sequence counter (this thread is its only writer: it is on no
+    /// object): a reader copying it meanwhile retries, instead of taking a
+    /// mix of the dropped object's words and the new one's (or a new name cut
+    /// short) for a consistent copy.
     #[cold]
     #[inline(never)]
-    fn register(&self, kind: Kind, addr: usize) -> &'static Record {
+    fn register(
+        &self,
+        kind: Kind,
+        addr: usize,
+        name: Option<&[u64; NAME_BYTES / 8]>,
+    ) -> (&'static Record, bool) {
         if matches!(kind, Kind::RwLock | Kind::Semaphore) {
             super::level::note_mirrored();
         }
         let r = pop_free().unwrap_or_else(new_record);
+        let s = r.begin();
         r.clear();
         r.set(W_ADDR, addr as u64);
-        r.set(W_META, kind as u64 | META_LIVE);
+        if let Some(words) = name {
+            for (i, w) in words.iter().enumerate() {
+                r.set(W_NAME + i, *w);
+            }
+        }
         if kind == Kind::Semaphore {
             r.set(W_C, u64::MAX);
         }
+        r.set(W_META, kind as u64 | META_LIVE);
+        r.end(s);
         let p = r as *const Record as *mut Record;
         match self.rec.compare_exchange(
             std::ptr::null_mut(),
@@ -163,20 +184,27 @@ impl Track {
             Ordering::AcqRel,
             Ordering::Acquire,
         ) {
-            Ok(_) => r,
+            Ok(_) => (r, true),
             Err(theirs) => {
                 // Another thread registered the object meanwhile: use its record.
+                let s = r.begin();
                 r.set(W_META, 0);
+                r.end(s);
                 push_free(r);
                 // SAFETY: records are leaked ('static) and never freed.
-                unsafe { &*theirs }
+                (unsafe { &*theirs }, false)
             }
         }
     }
 
     /// Registers the object now (whatever the level) and sets its name.
+    ///
+    /// The name of an object not known yet is written as it is registered
+    /// (readers see it named from the start). Renaming a known object writes
+    /// the name words one by one: a reader copying them meanwhile may see a
+    /// mix of the old name and the new (its holder may be writing the record
+    /// under the sequence counter, which has one writer at a time).
     pub(crate) fn set_name(&self, kind: Kind, addr: usize, name: &str) {
-        let r = self.record(kind, addr);
         let mut buf = [0u8; NAME_BYTES];
         // The longest prefix of whole characters that fits (a character cut in
         // two would read back as U+FFFD).
@@ -185,12 +213,23 @@ impl Track {
             n -= 1;
         }
         buf[..n].copy_from_slice(&name.as_bytes()[..n]);
-        // One namer at a time, so two names never mix.
-        let _one_namer = POP.lock();
-        for i in 0..NAME_BYTES / 8 {
+        let mut words = [0u64; NAME_BYTES / 8];
+        for (i, w) in words.iter_mut().enumerate() {
             let mut b = [0u8; 8];
             b.copy_from_slice(&buf[i * 8..i * 8 + 8]);
-            r.set(W_NAME + i, u64::from_ne_bytes(b));
+            *w = u64::from_ne_bytes(b);
+        }
+        let r = match self.get() {
+            Some(r) => r,
+            None => match self.register(kind, addr, Some(&words)) {
+                (_, true) => return,
+                (r, false) => r,
+            },
+        };
+        // One namer at a time, so two names never mix.
+        let _one_namer = POP.lock();
+        for (i, w) in words.iter().enumerate() {
+            r.set(W_NAME + i, *w);
         }
     }
 
@@ -226,7 +265,11 @@ impl Track {
         if !p.is_null() {
             // SAFETY: records are 'static.
             let r: &'static Record = unsafe { &*p };
+            // Under the sequence counter (see `register`): the object is gone,
+            // so this thread is the record's only writer.
+            let s = r.begin();
             r.set(W_META, 0);
+            r.end(s);
             *self.rec.get_mut() = std::ptr::null_mut();
             push_free(r);
         }
