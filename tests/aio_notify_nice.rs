@@ -5,8 +5,10 @@
 //! whatever an earlier callback on the same thread changed. Callbacks used to
 //! run at the nice value of the thread that started their notification
 //! thread (an engine thread, or a program thread that reaped a completion),
-//! and one that raised its own passed it on to the next. `both!(name, f)`
-//! makes `name::uring` and `name::threads`.
+//! and one that raised its own passed it on to the next. Its class follows
+//! the same rule: `SCHED_RESET_ON_FORK` makes a real-time submitter's
+//! callbacks `SCHED_OTHER` (they used to take the submitter's own class).
+//! `both!(name, f)` makes `name::uring` and `name::threads`.
 
 use std::sync::mpsc;
 use std::time::Duration;
@@ -114,14 +116,33 @@ both!(
     callbacks_run_at_the_submitters_nice
 );
 
+/// The calling thread's nice value, policy (without `SCHED_RESET_ON_FORK`)
+/// and priority, the kernel's view.
+fn sched_now() -> (i32, i32, i32) {
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: both calls are about the calling thread; `p` is writable.
+    let policy = unsafe { libc::sched_getscheduler(0) };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::sched_getparam(0, &mut p) }, 0);
+    (
+        nice(),
+        policy & !libc::SCHED_RESET_ON_FORK,
+        p.sched_priority,
+    )
+}
+
+/// SCHED_OTHER's `(policy, priority)`.
+const OTHER: (i32, i32) = (libc::SCHED_OTHER, 0);
+
 /// Runs two callbacks of a context whose first `Thread` request comes from a
-/// thread that `setup` prepared (it returns the nice value the callbacks
-/// should see, or `None` where the test lacks the privilege to prepare it):
-/// the first on the pool's first thread, started by that thread, holds it
-/// until the second has run on a second notification thread, started by
-/// whichever thread reaps its completion (the test's, at its own nice value,
-/// or an engine thread). Both see the expected nice value.
-fn pool_threads_at_the_submitters_nice(b: Backend, setup: fn() -> Option<i32>) {
+/// thread that `setup` prepared (it returns the nice value, policy and
+/// priority the callbacks should see, or `None` where the test lacks the
+/// privilege to prepare it): the first on the pool's first thread, started
+/// by that thread, holds it until the second has run on a second
+/// notification thread, started by whichever thread reaps its completion
+/// (the test's, at its own nice value and class, or an engine thread). Both
+/// see the expected nice value and class.
+fn pool_threads_at_the_submitters_nice(b: Backend, setup: fn() -> Option<(i32, i32, i32)>) {
     let aio = ctx(b);
     let f = common::temp_file(&[6u8; 64]);
     let (tx, rx) = mpsc::channel();
@@ -130,7 +151,7 @@ fn pool_threads_at_the_submitters_nice(b: Backend, setup: fn() -> Option<i32>) {
     let first = {
         let tx = tx.clone();
         Notify::thread(0, move |_| {
-            let _ = tx.send(("first", nice()));
+            let _ = tx.send(("first", sched_now()));
             let _ = held.lock().unwrap().recv_timeout(Duration::from_secs(10));
         })
     };
@@ -151,7 +172,7 @@ fn pool_threads_at_the_submitters_nice(b: Backend, setup: fn() -> Option<i32>) {
         .expect("first callback");
     assert_eq!((which, n), ("first", want));
     let second = Notify::thread(1, move |_| {
-        let _ = tx.send(("second", nice()));
+        let _ = tx.send(("second", sched_now()));
     });
     let mut r1 = aio
         .submit(Op::read(&f, 4, vec![0u8; 4]).notify(second))
@@ -162,11 +183,15 @@ fn pool_threads_at_the_submitters_nice(b: Backend, setup: fn() -> Option<i32>) {
     assert_eq!(r0.wait().unwrap().data(), &[6u8; 4]);
     let (which, n) = got.expect("second callback");
     assert_eq!(which, "second");
-    assert_eq!(n, want, "the second notification thread's nice value");
+    assert_eq!(
+        n, want,
+        "the second notification thread's nice value and class"
+    );
 }
 
-/// A submitter 7 above the test's nice value (no privilege needed).
-fn raised() -> Option<i32> {
+/// A submitter 7 above the test's nice value (no privilege needed), at the
+/// test's class (SCHED_OTHER).
+fn raised() -> Option<(i32, i32, i32)> {
     let mine = (nice() + 7).min(19);
     if mine <= nice() {
         eprintln!(
@@ -176,7 +201,7 @@ fn raised() -> Option<i32> {
         return None;
     }
     assert!(set_nice(mine), "raising the nice value to {mine}");
-    Some(mine)
+    Some((mine, OTHER.0, OTHER.1))
 }
 
 fn every_pool_thread_takes_a_raised_nice(b: Backend) {
@@ -197,7 +222,7 @@ fn reset_on_fork(policy: i32, priority: i32) {
 
 /// A `SCHED_RESET_ON_FORK` submitter at a negative nice value (-3): a thread
 /// it created would start at 0. Without the privilege, the documented refusal.
-fn negative_reset_on_fork() -> Option<i32> {
+fn negative_reset_on_fork() -> Option<(i32, i32, i32)> {
     if !may_lower_nice_to(-3) {
         assert!(!set_nice(-3), "nice -3 without CAP_SYS_NICE or RLIMIT_NICE");
         assert_eq!(
@@ -208,7 +233,7 @@ fn negative_reset_on_fork() -> Option<i32> {
     }
     assert!(set_nice(-3), "lowering the nice value to -3");
     reset_on_fork(libc::SCHED_OTHER, 0);
-    Some(0)
+    Some((0, OTHER.0, OTHER.1))
 }
 
 fn negative_nice_resets_on_fork(b: Backend) {
@@ -219,12 +244,22 @@ both!(
     negative_nice_resets_on_fork
 );
 
-/// A `SCHED_FIFO` 10 submitter with `SCHED_RESET_ON_FORK` at nice 5 above the
-/// test's: a thread it created would start at 0 (and `SCHED_OTHER`; the pool
-/// takes the submitter's own class). Without the privilege for `SCHED_FIFO`,
-/// the documented refusal.
-fn real_time_reset_on_fork() -> Option<i32> {
+/// Makes the calling thread `SCHED_FIFO` 10, pinned to CPU 0 (its callbacks
+/// block, never spin; the pin bounds what a mistake could take), at nice 5
+/// above the test's; with `SCHED_RESET_ON_FORK` if `reset`. False, after
+/// checking the documented refusal, without the privilege for `SCHED_FIFO`.
+fn real_time(reset: bool) -> bool {
     assert!(set_nice((nice() + 5).min(19)), "raising the nice value");
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; CPU 0 is in range;
+    // the call only reads the set, and pins this thread only.
+    unsafe {
+        let mut cpus: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(0, &mut cpus);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &cpus),
+            0
+        );
+    }
     let p = libc::sched_param { sched_priority: 10 };
     // SAFETY: as in `reset_on_fork`: a probe of the privilege, this thread only.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
@@ -233,13 +268,34 @@ fn real_time_reset_on_fork() -> Option<i32> {
             Some(libc::EPERM),
             "SCHED_FIFO without CAP_SYS_NICE or RLIMIT_RTPRIO"
         );
-        return None;
+        return false;
     }
-    reset_on_fork(libc::SCHED_FIFO, 10);
-    Some(0)
+    if reset {
+        reset_on_fork(libc::SCHED_FIFO, 10);
+    }
+    true
+}
+
+/// A `SCHED_FIFO` 10 submitter with `SCHED_RESET_ON_FORK`: a thread it
+/// created would start at `SCHED_OTHER` and nice 0, as the callbacks do (and
+/// as the C library's `SIGEV_THREAD` functions do). They used to take
+/// `SCHED_FIFO` 10, the submitter's own class, with nice 0.
+fn real_time_reset_on_fork() -> Option<(i32, i32, i32)> {
+    real_time(true).then_some((0, OTHER.0, OTHER.1))
 }
 
 fn real_time_resets_on_fork(b: Backend) {
     pool_threads_at_the_submitters_nice(b, real_time_reset_on_fork);
 }
 both!(real_time_with_reset_on_fork, real_time_resets_on_fork);
+
+/// A `SCHED_FIFO` 10 submitter without `SCHED_RESET_ON_FORK`: a thread it
+/// created would start at its class and nice value, as the callbacks do.
+fn real_time_inherited() -> Option<(i32, i32, i32)> {
+    real_time(false).then(|| (nice(), libc::SCHED_FIFO, 10))
+}
+
+fn real_time_passes_on(b: Backend) {
+    pool_threads_at_the_submitters_nice(b, real_time_inherited);
+}
+both!(real_time_without_reset_on_fork, real_time_passes_on);

@@ -101,11 +101,12 @@ pub enum Notify {
     /// The callback may submit new requests. It starts with every signal
     /// blocked, as glibc's notification threads do, at the scheduling class
     /// and nice value of the thread that made the context's first `Thread`
-    /// request, whatever an earlier callback on the same thread changed. The
-    /// nice value is the one a thread created by that thread would take
-    /// (Linux keeps one per thread): its own, or 0 where
-    /// `SCHED_RESET_ON_FORK` resets it (a real-time or deadline thread, or a
-    /// negative value), as the C library's `SIGEV_THREAD` functions get.
+    /// request, whatever an earlier callback on the same thread changed:
+    /// those a thread created by that thread would take (Linux keeps a nice
+    /// value per thread). That is its own class and nice value, but where
+    /// `SCHED_RESET_ON_FORK` resets them, as the kernel does: a real-time or
+    /// deadline class becomes `SCHED_OTHER` at nice 0, and a negative nice
+    /// value 0, as the C library's `SIGEV_THREAD` functions get.
     /// Lowering a notification thread's nice value needs the privilege to
     /// (CAP_SYS_NICE or `RLIMIT_NICE`): without it, a callback on a thread
     /// started at a higher value (by an engine thread made by a thread at a
@@ -360,8 +361,9 @@ struct Shared {
     /// Reaps the context's completions (firing their notifications); run by a
     /// notification thread after each callback.
     reap: Reap,
-    /// The scheduling class of the program's thread that started the pool:
-    /// every notification thread takes it (see [`run`]).
+    /// The scheduling class a thread created by the program's thread that
+    /// started the pool would take (see [`submitter_class`]): every
+    /// notification thread takes it (see [`run`]).
     class: SchedClass,
     /// The nice value a thread created by that thread would take (see
     /// [`submitter_nice`]): every notification thread takes it too. `None`
@@ -397,7 +399,7 @@ impl Notifier {
                 cv: std::sync::Condvar::new(),
                 reaping: std::sync::atomic::AtomicUsize::new(0),
                 reap,
-                class: prio::current(),
+                class: submitter_class(),
                 nice: submitter_nice(),
             }),
         };
@@ -472,6 +474,21 @@ fn fresh_thread(class: SchedClass, nice: Option<i32>) {
         let _ = prio::set_current(class);
     }
     take_nice(nice);
+}
+
+/// The scheduling class a thread created by the calling thread starts at:
+/// its own, or `SCHED_OTHER` where `SCHED_RESET_ON_FORK` resets a real-time
+/// or deadline class, as the kernel does (its nice value then starts at 0:
+/// [`submitter_nice`]).
+fn submitter_class() -> SchedClass {
+    let class = prio::current();
+    let reset =
+        crate::sys::sched::getscheduler(0).is_ok_and(|p| p & libc::SCHED_RESET_ON_FORK != 0);
+    if reset && (class.is_rt() || class.policy == libc::SCHED_DEADLINE) {
+        SchedClass::OTHER
+    } else {
+        class
+    }
 }
 
 /// The nice value a thread created by the calling thread starts at (Linux
