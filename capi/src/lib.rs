@@ -19,6 +19,7 @@ mod debug;
 mod init;
 mod nocancel;
 mod notify;
+mod notify_retry;
 mod offset;
 mod restart;
 mod suspend;

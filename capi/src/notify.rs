@@ -1,7 +1,8 @@
 //! `struct sigevent` → [`Notify`]: SIGEV_NONE, SIGEV_SIGNAL (with signal 0, the
 //! null signal, sending nothing), SIGEV_THREAD (a new
 //! thread per notification, created with `sigev_notify_attributes`, as glibc
-//! does) and SIGEV_THREAD_ID (a queued signal to one thread).
+//! does, and tried again later where it cannot be created for the moment,
+//! which glibc does not) and SIGEV_THREAD_ID (a queued signal to one thread).
 
 use std::ffi::c_void;
 
@@ -9,6 +10,7 @@ use rt::aio::capi::SigEvent;
 use rt::aio::{Notify, SigVal};
 
 use crate::debug::debug;
+use crate::notify_retry;
 
 /// Linux's `SIGEV_THREAD_ID`.
 pub(crate) const SIGEV_THREAD_ID: i32 = 4;
@@ -236,6 +238,10 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
 }
 
 /// Runs `f(value)` on a new thread made with `attr` (or detached defaults).
+/// A thread that cannot be created for the moment (EAGAIN) is tried again
+/// later by `notify_retry` (`attr` must stay valid until the function runs,
+/// as for glibc until the notification); after another error the
+/// notification is lost (a debug line says so), as glibc loses it at any.
 ///
 /// `class`: the class of the thread that submitted the request, when `attr`
 /// lets the new thread inherit its creator's. The creator is whichever thread
@@ -261,14 +267,41 @@ fn spawn_notify(
     // SAFETY: `attr` is null or, by the caller's contract for
     // `sigev_notify_attributes`, a valid initialized attribute object until the
     // notification; the default attribute object lives for the call.
-    let r = unsafe { create(attr, call as *mut c_void) };
-    if let Err(e) = r {
-        // SAFETY: the thread was not created, so `call` is still ours.
-        drop(unsafe { Box::from_raw(call) });
-        debug(format_args!(
-            "SIGEV_THREAD: pthread_create failed with errno {e}; notification lost"
-        ));
+    match unsafe { create(attr, call as *mut c_void) } {
+        Ok(()) => notify_retry::kick(),
+        Err(e) if notify_retry::transient(e) => {
+            debug(format_args!(
+                "SIGEV_THREAD: pthread_create failed with errno {e}; trying again later"
+            ));
+            notify_retry::defer(attr as usize, call as usize, create_again, forget);
+        }
+        Err(e) => {
+            // SAFETY: the thread was not created, so `call` is still ours.
+            unsafe { forget(call as usize) };
+            debug(format_args!(
+                "SIGEV_THREAD: pthread_create failed with errno {e}; notification lost"
+            ));
+        }
     }
+}
+
+/// [`create`] for `notify_retry`.
+///
+/// # Safety
+/// As [`create`]'s, with `attr` and `arg` as addresses.
+unsafe fn create_again(attr: usize, arg: usize) -> Result<(), i32> {
+    // SAFETY: the caller's contract.
+    unsafe { create(attr as *const libc::pthread_attr_t, arg as *mut c_void) }
+}
+
+/// Frees the `Box<Call>` at `arg` of a notification whose thread was never
+/// created.
+///
+/// # Safety
+/// `arg` is a leaked `Box<Call>` that no thread has taken.
+unsafe fn forget(arg: usize) {
+    // SAFETY: the caller's contract.
+    drop(unsafe { Box::from_raw(arg as *mut Call) });
 }
 
 /// `pthread_create` of a notification thread, detached either way.

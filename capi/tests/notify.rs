@@ -65,3 +65,15 @@ fn polls_from_a_signal_handler_do_not_allocate() {
     flags.extend(["-rdynamic", "-ldl"]);
     prints_ok_built("aio_handler_no_alloc.c", &flags, engines(), &[&[]]);
 }
+
+/// A `SIGEV_THREAD` notification whose thread cannot be created for the
+/// moment (`pthread_create` fails with EAGAIN, injected by the program's own
+/// `pthread_create`, hence `-rdynamic`) is tried again until the thread is
+/// created, and its function runs once. It used to be lost, as glibc loses
+/// it.
+#[test]
+fn sigev_thread_creation_is_retried() {
+    let mut flags = strict();
+    flags.extend(["-rdynamic", "-ldl"]);
+    prints_ok_built("aio_notify_retry.c", &flags, engines(), &[&[]]);
+}
