@@ -380,6 +380,9 @@ pub(crate) type Reap = Box<dyn Fn() + Send + Sync>;
 /// [`MAX_NOTIFY_THREADS`], so a blocked callback never holds up another one.
 pub(crate) struct Notifier {
     shared: Arc<Shared>,
+    /// `sys::fork::generation()` when started: in a forked child the pool's
+    /// threads are its parent's (see its `Drop`).
+    born: u32,
 }
 
 impl Notifier {
@@ -402,6 +405,7 @@ impl Notifier {
                 class: submitter_class(),
                 nice: submitter_nice(),
             }),
+            born: crate::sys::fork::generation(),
         };
         n.spawn()?;
         Ok(n)
@@ -457,6 +461,12 @@ impl Notifier {
 
 impl Drop for Notifier {
     fn drop(&mut self) {
+        if crate::sys::fork::generation() != self.born {
+            // A forked child's copy of its parent's pool: it has no threads
+            // to tell, and one of the parent's may have held the lock at the
+            // fork (it would be held forever here).
+            return;
+        }
         self.shared
             .st
             .lock()
@@ -589,3 +599,7 @@ fn run(sh: Arc<Shared>) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "notify_tests.rs"]
+mod tests;
