@@ -1,8 +1,9 @@
 //! `SIGEV_THREAD` callbacks run on the context's notification threads, which
-//! block every signal, as the engine's other threads do (and as glibc's
-//! notification threads do): a completion signal, or a signal the program
-//! blocks in its own threads to take it with `sigwaitinfo` or a signalfd, is
-//! never delivered to one of them. And they run at the scheduling class of
+//! block every signal, as the engine's other threads do (and glibc's AIO
+//! helper threads; the threads glibc creates for a C `SIGEV_THREAD` function
+//! unblock every signal, as the C interface's do): a completion signal, or a
+//! signal the program blocks in its own threads to take it with `sigwaitinfo`
+//! or a signalfd, is never delivered to one of them. And they run at the scheduling class of
 //! the program's thread that started them, whichever thread of the engine
 //! started one more (a thread-engine worker runs at `SCHED_BATCH`, or at a
 //! real-time request's class). `both!(name, f)` makes `name::uring` and

@@ -99,7 +99,10 @@ pub enum Notify {
     /// context's notification threads, a pool that grows on demand (up to
     /// [`MAX_NOTIFY_THREADS`]) so a callback that blocks does not delay another.
     /// The callback may submit new requests. It starts with every signal
-    /// blocked, as glibc's notification threads do, at the scheduling class
+    /// blocked, like the engine's other threads, so that it never takes a
+    /// signal the program waits for with `sigwaitinfo` (unlike a C
+    /// `SIGEV_THREAD` function, which glibc, and the C interface, start with
+    /// every signal unblocked). It starts at the scheduling class
     /// and nice value of the thread that made the context's first `Thread`
     /// request, whatever an earlier callback on the same thread changed:
     /// those a thread created by that thread would take (Linux keeps a nice
@@ -415,7 +418,7 @@ impl Notifier {
         let sh = Arc::clone(&self.shared);
         // The thread starts with every signal blocked, whichever thread posts
         // (the program's, for the first callback): like the engine's other
-        // threads and glibc's notification threads, it never takes a signal
+        // threads and glibc's AIO helper threads, it never takes a signal
         // that the program blocks in its own threads (to wait for it with
         // `sigwaitinfo` or a signalfd), nor a completion signal. Not
         // `spawn_all_blocked`: a callback is program code, and may change
