@@ -9,12 +9,15 @@
 //! thread inside `aio_read` or `aio_suspend`, or one of the library's): it
 //! cannot wait there. The retry thread is started at the first failure; where
 //! it cannot be started either (the same limit), each later notification
-//! tries to start it again. A leaf over `debug`: `notify` hands it the
+//! tries to start it again. A forked child drops its parent's queue (those
+//! requests are the parent's); where the parent's retry thread held the
+//! queue's lock at the fork, the child has no queue, and loses a
+//! notification it cannot start, as glibc would. A leaf over `debug`: `notify` hands it the
 //! creation to try, so that the two import nothing from each other both ways.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::debug::debug;
@@ -59,15 +62,34 @@ static STATE: Mutex<State> = Mutex::new(State {
 /// until it looks under the lock), read without the lock by [`kick`].
 static QUEUED: AtomicUsize = AtomicUsize::new(0);
 
+/// The process that last used [`STATE`] (0: none yet), set before it takes
+/// the lock: a forked child that finds another's may find the lock held by a
+/// thread that does not exist there (the retry thread, inside its try).
+static USER: AtomicU32 = AtomicU32::new(0);
+
 /// True for a `pthread_create` failure that may pass: EAGAIN (ENOMEM where
 /// the default attribute object could not be made).
 pub(crate) fn transient(errno: i32) -> bool {
     errno == libc::EAGAIN || errno == libc::ENOMEM
 }
 
-fn state() -> std::sync::MutexGuard<'static, State> {
-    let mut st = STATE.lock().unwrap_or_else(|p| p.into_inner());
+/// The queue, as this process's: `None` in a forked child whose parent's
+/// thread held the lock at the fork (held forever there).
+fn state() -> Option<MutexGuard<'static, State>> {
     let me = std::process::id();
+    let user = USER.load(Ordering::Relaxed);
+    let mut st = if user == 0 || user == me {
+        // (SeqCst: seen, in a child, by any fork after the lock is taken.)
+        USER.store(me, Ordering::SeqCst);
+        STATE.lock().unwrap_or_else(|p| p.into_inner())
+    } else {
+        match STATE.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        }
+    };
+    USER.store(me, Ordering::Relaxed);
     if st.owner != me {
         // A forked child's copy of its parent's queue: not its notifications
         // (freed, they are this process's copies), and no retry thread here.
@@ -79,13 +101,20 @@ fn state() -> std::sync::MutexGuard<'static, State> {
         st.owner = me;
         st.running = false;
     }
-    st
+    Some(st)
 }
 
 /// Keeps the notification for `arg` (attributes `attr`), whose thread could
 /// not be created just now, to be tried again.
 pub(crate) fn defer(attr: usize, arg: usize, create: Create, forget: Forget) {
-    let mut st = state();
+    let Some(mut st) = state() else {
+        // SAFETY: the thread was not created: `arg` is still ours.
+        unsafe { forget(arg) };
+        debug(format_args!(
+            "SIGEV_THREAD: no retry queue in this forked child; notification lost"
+        ));
+        return;
+    };
     st.queue.push_back(Entry {
         attr,
         arg,
@@ -103,7 +132,9 @@ pub(crate) fn defer(attr: usize, arg: usize, create: Create, forget: Forget) {
 #[inline]
 pub(crate) fn kick() {
     if QUEUED.load(Ordering::Relaxed) != 0 {
-        start(&mut state());
+        if let Some(mut st) = state() {
+            start(&mut st);
+        }
     }
 }
 
@@ -135,7 +166,11 @@ fn run() {
     let mut pause = FIRST_PAUSE;
     loop {
         std::thread::sleep(pause);
-        let mut st = state();
+        // (This thread's own process: the lock is free or held by a live
+        // thread.)
+        let Some(mut st) = state() else {
+            return;
+        };
         while let Some(e) = st.queue.front() {
             // SAFETY: `create` and `arg` were handed over together by `defer`.
             let r = unsafe { (e.create)(e.attr, e.arg) };

@@ -13,6 +13,12 @@
  * function has not run, lets creations through again, and waits (10 s at
  * most) for the function to run.
  *
+ * With the argument "fork": the library's retry thread is held inside its
+ * try (in this pthread_create) while the program forks; the child's own
+ * SIGEV_THREAD notification must come (within 5 s; the child has 10 s). The
+ * child used to wait forever for the retry queue's lock, which the
+ * parent's retry thread held at the fork and which nothing frees there.
+ *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
  */
@@ -36,12 +42,21 @@ static create_fn next_create;
 static int refuse;
 /* Marked creations refused so far. */
 static int refused;
+/* Set: the next marked creation after the first refused one (the retry
+ * thread's) posts `inside` and waits for `go` before it fails. */
+static int hold;
+static sem_t inside, go;
 
 int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg) {
     size_t size = 0;
     if (a && pthread_attr_getstacksize(a, &size) == 0 && size == MARKER &&
         __atomic_load_n(&refuse, __ATOMIC_SEQ_CST)) {
-        __atomic_add_fetch(&refused, 1, __ATOMIC_SEQ_CST);
+        int n = __atomic_add_fetch(&refused, 1, __ATOMIC_SEQ_CST);
+        if (n > 1 && __atomic_exchange_n(&hold, 0, __ATOMIC_SEQ_CST)) {
+            sem_post(&inside);
+            while (sem_wait(&go) != 0 && errno == EINTR) {
+            }
+        }
         return EAGAIN;
     }
     return next_create(t, a, f, arg);
@@ -67,12 +82,45 @@ static int wait_10s(sem_t *s) {
     return 0;
 }
 
-int main(void) {
+static sem_t child_notified;
+
+static void on_child_done(union sigval v) {
+    (void)v;
+    sem_post(&child_notified);
+}
+
+/* In the forked child: one SIGEV_THREAD read of `fd` whose thread is
+ * created at once; 0 if its function runs within 5 s. */
+static int child_notification(int fd) {
+    alarm(10);
+    static struct aiocb ccb;
+    static char cbuf[4];
+    if (sem_init(&child_notified, 0, 0) != 0)
+        return 2;
+    aiocb_on(&ccb, fd, cbuf, 4, 0);
+    ccb.aio_sigevent.sigev_notify = SIGEV_THREAD;
+    ccb.aio_sigevent.sigev_notify_function = on_child_done;
+    if (aio_read(&ccb) != 0)
+        return 3;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 5;
+    while (sem_timedwait(&child_notified, &until) != 0)
+        if (errno != EINTR)
+            return 4;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    int fork_case = argc > 1 && strcmp(argv[1], "fork") == 0;
     next_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
     CHECK(next_create != NULL);
     if (!next_create)
         return finish();
     CHECK(sem_init(&notified, 0, 0) == 0);
+    CHECK(sem_init(&inside, 0, 0) == 0);
+    CHECK(sem_init(&go, 0, 0) == 0);
+    __atomic_store_n(&hold, fork_case, __ATOMIC_SEQ_CST);
     int fd = temp_file("notify-retry");
     CHECK(write(fd, "abcd", 4) == 4);
     pthread_attr_t attr;
@@ -95,6 +143,24 @@ int main(void) {
     }
     CHECK(__atomic_load_n(&refused, __ATOMIC_SEQ_CST) >= 1);
     CHECK(__atomic_load_n(&runs, __ATOMIC_SEQ_CST) == 0);
+    if (fork_case) {
+        /* The retry thread is inside its try. */
+        CHECK(wait_10s(&inside) == 0);
+        pid_t child = fork();
+        CHECK(child >= 0);
+        if (child == 0)
+            _exit(child_notification(fd));
+        __atomic_store_n(&refuse, 0, __ATOMIC_SEQ_CST);
+        sem_post(&go);
+        int st = 0;
+        CHECK(waitpid(child, &st, 0) == child);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "the forked child's notification: %s %d\n",
+                    WIFSIGNALED(st) ? "died of signal" : "exit code",
+                    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+            failures++;
+        }
+    }
     __atomic_store_n(&refuse, 0, __ATOMIC_SEQ_CST);
     /* Lost, it never comes. */
     if (wait_10s(&notified) != 0) {
