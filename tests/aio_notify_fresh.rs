@@ -1,7 +1,7 @@
 //! A `SIGEV_THREAD` callback runs "as if in a new thread": a callback that
-//! changes its thread's signal mask or scheduling class (it is program code,
-//! and may) does not pass the change on to the callbacks that run after it on
-//! the same notification thread. Each starts with every signal blocked, at
+//! changes its thread's signal mask, scheduling class or CPU set (it is
+//! program code, and may) does not pass the change on to the callbacks that
+//! run after it on the same notification thread. Each starts with every signal blocked, at
 //! the class of the program's thread that started the pool (see
 //! `aio_notify_mask.rs`). They used to start with whatever the previous
 //! callback on that thread left. `both!(name, f)` makes `name::uring` and
@@ -99,3 +99,96 @@ fn callbacks_start_fresh(b: Backend) {
     assert!(reused > 0, "no notification thread ran two callbacks");
 }
 both!(callbacks_start_as_on_a_new_thread, callbacks_start_fresh);
+
+/// The calling thread's CPU set.
+fn cpus() -> libc::cpu_set_t {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set, which the call fills.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        assert_eq!(
+            libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut s),
+            0
+        );
+        s
+    }
+}
+
+/// Pins the calling thread to CPU `cpu`.
+fn pin(cpu: usize) {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set; `cpu` < 2 is in
+    // range; the call only reads the set and changes this thread only.
+    unsafe {
+        let mut s: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut s);
+        assert_eq!(
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &s),
+            0
+        );
+    }
+}
+
+/// True if `s` holds CPU 0 and no other.
+fn only_cpu0(s: &libc::cpu_set_t) -> bool {
+    // SAFETY: CPU_COUNT and CPU_ISSET only read the set.
+    unsafe { libc::CPU_COUNT(s) == 1 && libc::CPU_ISSET(0, s) }
+}
+
+/// A callback starts at the CPU set of the thread that made the context's
+/// first `Thread` request (as a thread it created would), whatever an
+/// earlier callback on the same notification thread set: each one here
+/// moves its thread to CPU 1. The next callback on that thread used to start
+/// there.
+fn callbacks_start_at_the_submitters_cpus(b: Backend) {
+    let all = cpus();
+    // SAFETY: CPU_COUNT and CPU_ISSET only read the set.
+    if unsafe { !libc::CPU_ISSET(0, &all) || !libc::CPU_ISSET(1, &all) } {
+        eprintln!("skipped: the test may not run on both CPU 0 and CPU 1");
+        return;
+    }
+    // The context, and the engine threads it starts, on every CPU.
+    let aio = ctx(b);
+    let f = common::temp_file(&[4u8; 64]);
+    let starts = std::thread::scope(|sc| {
+        sc.spawn(|| {
+            pin(0);
+            let (tx, rx) = mpsc::channel();
+            let mut starts = Vec::new();
+            // One at a time: the pool reuses its idle thread. (Each callback
+            // moves its thread before it reports, so that it is about done
+            // when the next request completes: else the pool may start a
+            // thread for each.)
+            for i in 0..20 {
+                let tx = tx.clone();
+                let n = Notify::thread(i, move |_| {
+                    let start = (
+                        rustix::thread::gettid().as_raw_nonzero().get(),
+                        only_cpu0(&cpus()),
+                    );
+                    pin(1);
+                    let _ = tx.send(start);
+                });
+                let mut r = aio
+                    .submit(Op::read(&f, i as i64, vec![0u8; 4]).notify(n))
+                    .unwrap();
+                let s = rx
+                    .recv_timeout(Duration::from_secs(10))
+                    .unwrap_or_else(|_| panic!("callback {i} did not run"));
+                assert_eq!(r.wait().unwrap().data(), &[4u8; 4]);
+                starts.push(s);
+            }
+            starts
+        })
+        .join()
+        .expect("the submitting thread")
+    });
+    let mut reused = 0;
+    for (i, &(tid, on_cpu0)) in starts.iter().enumerate() {
+        reused += usize::from(starts[..i].iter().any(|e| e.0 == tid));
+        assert!(on_cpu0, "callback {i} did not start on CPU 0 alone");
+    }
+    assert!(reused > 0, "no notification thread ran two callbacks");
+}
+both!(
+    callbacks_start_at_the_submitters_cpu_set,
+    callbacks_start_at_the_submitters_cpus
+);

@@ -109,7 +109,8 @@ pub enum Notify {
     /// value per thread). That is its own class and nice value, but where
     /// `SCHED_RESET_ON_FORK` resets them, as the kernel does: a real-time or
     /// deadline class becomes `SCHED_OTHER` at nice 0, and a negative nice
-    /// value 0, as the C library's `SIGEV_THREAD` functions get.
+    /// value 0, as the C library's `SIGEV_THREAD` functions get. It starts
+    /// on that thread's CPU set too (its affinity when it made the request).
     /// Lowering a notification thread's nice value needs the privilege to
     /// (CAP_SYS_NICE or `RLIMIT_NICE`): without it, a callback on a thread
     /// started at a higher value (by an engine thread made by a thread at a
@@ -372,6 +373,10 @@ struct Shared {
     /// [`submitter_nice`]): every notification thread takes it too. `None`
     /// if it could not be read.
     nice: Option<i32>,
+    /// The CPU set of the program's thread that started the pool, which a
+    /// thread it created would take: every notification thread takes it
+    /// too. `None` if it could not be read.
+    cpus: Option<libc::cpu_set_t>,
 }
 
 /// What a notification thread runs after each callback: reap the context's
@@ -407,6 +412,7 @@ impl Notifier {
                 reap,
                 class: submitter_class(),
                 nice: submitter_nice(),
+                cpus: own_cpus(),
             }),
             born: crate::sys::fork::generation(),
         };
@@ -480,13 +486,40 @@ impl Drop for Notifier {
 }
 
 /// Puts the calling notification thread back as it started after a callback
-/// ran on it: every signal blocked, at the pool's class and nice value.
-fn fresh_thread(class: SchedClass, nice: Option<i32>) {
+/// ran on it: every signal blocked, at the pool's class, nice value and CPU
+/// set.
+fn fresh_thread(sh: &Shared) {
     block_every_signal();
-    if prio::current() != class {
-        let _ = prio::set_current(class);
+    if prio::current() != sh.class {
+        let _ = prio::set_current(sh.class);
     }
-    take_nice(nice);
+    take_nice(sh.nice);
+    take_cpus(sh.cpus.as_ref());
+}
+
+/// The calling thread's CPU set; `None` if it cannot be read.
+fn own_cpus() -> Option<libc::cpu_set_t> {
+    // SAFETY: an all-zero cpu_set_t is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    crate::sys::sched::getaffinity(0, &mut set).ok()?;
+    Some(set)
+}
+
+/// True if `a` and `b` hold the same CPUs.
+fn same_cpus(a: &libc::cpu_set_t, b: &libc::cpu_set_t) -> bool {
+    // SAFETY: CPU_EQUAL only reads the two sets.
+    unsafe { libc::CPU_EQUAL(a, b) }
+}
+
+/// Moves the calling thread to CPU set `cpus` where it is elsewhere. A set
+/// it may not take (its CPUs gone from the thread's cpuset since) leaves it
+/// as it is, as for the class.
+fn take_cpus(cpus: Option<&libc::cpu_set_t>) {
+    if let Some(want) = cpus {
+        if !own_cpus().is_some_and(|s| same_cpus(&s, want)) {
+            let _ = crate::sys::sched::setaffinity(0, want);
+        }
+    }
 }
 
 /// The scheduling class a thread created by the calling thread starts at:
@@ -556,14 +589,15 @@ fn block_every_signal() {
 }
 
 fn run(sh: Arc<Shared>) {
-    // A thread takes the class and nice value of the thread that starts it:
-    // after the first, often an engine thread (a pool worker, at SCHED_BATCH
-    // or at a real-time request's class). Every callback runs at the
-    // program's class and nice value instead, on either engine.
+    // A thread takes the class, nice value and CPU set of the thread that
+    // starts it: after the first, often an engine thread (a pool worker, at
+    // SCHED_BATCH or at a real-time request's class). Every callback runs at
+    // the program's class, nice value and CPU set instead, on either engine.
     if prio::current() != sh.class {
         let _ = prio::set_current(sh.class);
     }
     take_nice(sh.nice);
+    take_cpus(sh.cpus.as_ref());
     let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
     st.starting -= 1;
     loop {
@@ -579,7 +613,7 @@ fn run(sh: Arc<Shared>) {
             sh.reaping.fetch_add(1, Ordering::SeqCst);
             // Each callback runs as if on a new thread: what this one changed
             // in its thread (it is program code) is not the next one's.
-            fresh_thread(sh.class, sh.nice);
+            fresh_thread(&sh);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (sh.reap)()));
             st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
             sh.reaping.fetch_sub(1, Ordering::SeqCst);
