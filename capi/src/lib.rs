@@ -23,6 +23,7 @@ mod notify_retry;
 mod offset;
 mod restart;
 mod suspend;
+mod thread_attr;
 mod trace;
 
 pub use aio::*;

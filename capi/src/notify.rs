@@ -5,29 +5,19 @@
 //! which glibc does not) and SIGEV_THREAD_ID (a queued signal to one thread).
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use rt::aio::capi::SigEvent;
 use rt::aio::{Notify, SigVal};
 
 use crate::debug::debug;
 use crate::notify_retry;
+use crate::thread_attr::AttrCopy;
 
 /// Linux's `SIGEV_THREAD_ID`.
 pub(crate) const SIGEV_THREAD_ID: i32 = 4;
 
 type NotifyFn = extern "C" fn(libc::sigval);
-
-extern "C" {
-    // Not in the libc crate.
-    fn pthread_attr_getdetachstate(
-        attr: *const libc::pthread_attr_t,
-        state: *mut libc::c_int,
-    ) -> libc::c_int;
-    fn pthread_attr_getinheritsched(
-        attr: *const libc::pthread_attr_t,
-        inherit: *mut libc::c_int,
-    ) -> libc::c_int;
-}
 
 /// Checks a sigevent and turns it into a notification; `Err(EINVAL)` if invalid.
 pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
@@ -52,15 +42,30 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
             // function `void (*)(union sigval)`; `union sigval` is one pointer-sized
             // word passed like `libc::sigval`.
             let f: NotifyFn = unsafe { std::mem::transmute::<usize, NotifyFn>(ev.un[0]) };
-            let attr = ev.un[1];
-            // SAFETY: a non-null `sigev_notify_attributes` is, by the C contract,
-            // a valid initialized attribute object.
-            let class = unsafe { inherits_class(attr as *const libc::pthread_attr_t) }
-                .then(submitter_class);
+            let attr = ev.un[1] as *const libc::pthread_attr_t;
+            // Copied now: the program may destroy its object once the call
+            // returned (see `thread_attr`).
+            let attr = if attr.is_null() {
+                None
+            } else {
+                // SAFETY: a non-null `sigev_notify_attributes` is, by the C
+                // contract, a valid initialized attribute object.
+                match unsafe { AttrCopy::new(attr) } {
+                    Ok(a) => Some(Arc::new(a)),
+                    Err(e) => {
+                        debug(format_args!(
+                            "sigev_notify_attributes could not be copied (errno {e})"
+                        ));
+                        return Err(if e == libc::ENOMEM { libc::EAGAIN } else { e });
+                    }
+                }
+            };
+            let inherits = attr.as_ref().map_or(true, |a| a.inherits_class());
+            let class = inherits.then(submitter_class);
             // Whatever the attributes: no attribute sets a nice value.
             let nice = submitter_nice();
             Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
-                spawn_notify(f, attr as *const libc::pthread_attr_t, class, nice, v)
+                spawn_notify(f, attr.clone(), class, nice, v)
             }))
         }
         SIGEV_THREAD_ID => {
@@ -112,21 +117,6 @@ fn thread_exists(tid: i32) -> bool {
 struct Class {
     policy: i32,
     priority: i32,
-}
-
-/// True if a thread created with `attr` (null: the defaults) takes its
-/// creator's scheduling class (`PTHREAD_INHERIT_SCHED`).
-///
-/// # Safety
-/// `attr` is null or a valid initialized attribute object.
-unsafe fn inherits_class(attr: *const libc::pthread_attr_t) -> bool {
-    if attr.is_null() {
-        return true;
-    }
-    let mut inherit = libc::PTHREAD_INHERIT_SCHED;
-    // SAFETY: valid by contract; the call writes one int.
-    unsafe { pthread_attr_getinheritsched(attr, &mut inherit) };
-    inherit == libc::PTHREAD_INHERIT_SCHED
 }
 
 /// Linux's `SCHED_DEADLINE`.
@@ -195,6 +185,8 @@ fn submitter_nice() -> Option<i32> {
 struct Call {
     f: NotifyFn,
     value: usize,
+    /// The copy of the program's attributes (`None`: detached defaults).
+    attr: Option<Arc<AttrCopy>>,
     /// The class the function runs at, for a thread that inherited its
     /// creator's: the submitter's (see [`spawn_notify`]).
     class: Option<Class>,
@@ -237,11 +229,11 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
     std::ptr::null_mut()
 }
 
-/// Runs `f(value)` on a new thread made with `attr` (or detached defaults).
-/// A thread that cannot be created for the moment (EAGAIN) is tried again
-/// later by `notify_retry` (`attr` must stay valid until the function runs,
-/// as for glibc until the notification); after another error the
-/// notification is lost (a debug line says so), as glibc loses it at any.
+/// Runs `f(value)` on a new thread made with `attr`, the copy of the
+/// program's attributes (or detached defaults). A thread that cannot be
+/// created for the moment (EAGAIN) is tried again later by `notify_retry`;
+/// after another error the notification is lost (a debug line says so), as
+/// glibc loses it at any.
 ///
 /// `class`: the class of the thread that submitted the request, when `attr`
 /// lets the new thread inherit its creator's. The creator is whichever thread
@@ -253,7 +245,7 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
 /// any attributes; the function runs at it, not at the creator's, likewise.
 fn spawn_notify(
     f: NotifyFn,
-    attr: *const libc::pthread_attr_t,
+    attr: Option<Arc<AttrCopy>>,
     class: Option<Class>,
     nice: Option<i32>,
     value: SigVal,
@@ -261,19 +253,18 @@ fn spawn_notify(
     let call = Box::into_raw(Box::new(Call {
         f,
         value: value.0,
+        attr,
         class,
         nice,
     }));
-    // SAFETY: `attr` is null or, by the caller's contract for
-    // `sigev_notify_attributes`, a valid initialized attribute object until the
-    // notification; the default attribute object lives for the call.
-    match unsafe { create(attr, call as *mut c_void) } {
+    // SAFETY: `call` is a leaked `Box<Call>` no thread has taken.
+    match unsafe { create(call as usize) } {
         Ok(()) => notify_retry::kick(),
         Err(e) if notify_retry::transient(e) => {
             debug(format_args!(
                 "SIGEV_THREAD: pthread_create failed with errno {e}; trying again later"
             ));
-            notify_retry::defer(attr as usize, call as usize, create_again, forget);
+            notify_retry::defer(call as usize, create, forget);
         }
         Err(e) => {
             // SAFETY: the thread was not created, so `call` is still ours.
@@ -283,15 +274,6 @@ fn spawn_notify(
             ));
         }
     }
-}
-
-/// [`create`] for `notify_retry`.
-///
-/// # Safety
-/// As [`create`]'s, with `attr` and `arg` as addresses.
-unsafe fn create_again(attr: usize, arg: usize) -> Result<(), i32> {
-    // SAFETY: the caller's contract.
-    unsafe { create(attr as *const libc::pthread_attr_t, arg as *mut c_void) }
 }
 
 /// Frees the `Box<Call>` at `arg` of a notification whose thread was never
@@ -304,13 +286,20 @@ unsafe fn forget(arg: usize) {
     drop(unsafe { Box::from_raw(arg as *mut Call) });
 }
 
-/// `pthread_create` of a notification thread, detached either way.
+/// `pthread_create` of a notification thread for the `Box<Call>` at `arg`,
+/// with its attributes (or detached defaults), detached either way; the
+/// errno if refused (`arg` is then still the caller's).
 ///
 /// # Safety
-/// `attr` is null or a valid attribute object; `arg` is a leaked `Box<Call>`.
-unsafe fn create(attr: *const libc::pthread_attr_t, arg: *mut c_void) -> Result<(), i32> {
+/// `arg` is a leaked `Box<Call>` that no thread has taken.
+unsafe fn create(arg: usize) -> Result<(), i32> {
+    let call = arg as *mut Call;
+    // The thread frees its `Call`, and with it perhaps the last handle of
+    // the attributes, as soon as it runs: this one lasts the call.
+    // SAFETY: `call` is ours until a thread is created (contract).
+    let attr = unsafe { (*call).attr.clone() };
     let mut tid: libc::pthread_t = 0;
-    if attr.is_null() {
+    let Some(attr) = attr else {
         let mut a = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
         // SAFETY: pthread_attr_init initializes `a`; it is destroyed below.
         unsafe {
@@ -318,25 +307,24 @@ unsafe fn create(attr: *const libc::pthread_attr_t, arg: *mut c_void) -> Result<
                 return Err(libc::ENOMEM);
             }
             libc::pthread_attr_setdetachstate(a.as_mut_ptr(), libc::PTHREAD_CREATE_DETACHED);
-            let r = libc::pthread_create(&mut tid, a.as_ptr(), trampoline, arg);
+            let r = libc::pthread_create(&mut tid, a.as_ptr(), trampoline, call as *mut c_void);
             libc::pthread_attr_destroy(a.as_mut_ptr());
             if r != 0 {
                 return Err(r);
             }
         }
         return Ok(());
+    };
+    // SAFETY: the copy is a valid attribute object, alive for the call.
+    let r =
+        unsafe { libc::pthread_create(&mut tid, attr.as_ptr(), trampoline, call as *mut c_void) };
+    if r != 0 {
+        return Err(r);
     }
-    // SAFETY: the caller guarantees `attr` is valid.
-    unsafe {
-        let r = libc::pthread_create(&mut tid, attr, trampoline, arg);
-        if r != 0 {
-            return Err(r);
-        }
-        let mut st = 0;
-        if pthread_attr_getdetachstate(attr, &mut st) == 0 && st == libc::PTHREAD_CREATE_JOINABLE {
-            // Nobody joins a notification thread.
-            libc::pthread_detach(tid);
-        }
+    if attr.joinable() {
+        // Nobody joins a notification thread.
+        // SAFETY: `tid` was just created joinable, and is detached once.
+        unsafe { libc::pthread_detach(tid) };
     }
     Ok(())
 }

@@ -29,14 +29,13 @@ const RETRY_FOR: Duration = Duration::from_secs(30);
 const FIRST_PAUSE: Duration = Duration::from_millis(1);
 const MAX_PAUSE: Duration = Duration::from_millis(100);
 
-/// Tries once to start the notification thread for `arg` with attributes
-/// `attr`; the errno on failure (and `arg` is still the caller's).
-pub(crate) type Create = unsafe fn(attr: usize, arg: usize) -> Result<(), i32>;
+/// Tries once to start the notification thread for `arg`; the errno on
+/// failure (and `arg` is still the caller's).
+pub(crate) type Create = unsafe fn(arg: usize) -> Result<(), i32>;
 /// Frees `arg`, whose thread was never created.
 pub(crate) type Forget = unsafe fn(arg: usize);
 
 struct Entry {
-    attr: usize,
     arg: usize,
     since: Instant,
     create: Create,
@@ -104,9 +103,9 @@ fn state() -> Option<MutexGuard<'static, State>> {
     Some(st)
 }
 
-/// Keeps the notification for `arg` (attributes `attr`), whose thread could
-/// not be created just now, to be tried again.
-pub(crate) fn defer(attr: usize, arg: usize, create: Create, forget: Forget) {
+/// Keeps the notification for `arg`, whose thread could not be created just
+/// now, to be tried again.
+pub(crate) fn defer(arg: usize, create: Create, forget: Forget) {
     let Some(mut st) = state() else {
         // SAFETY: the thread was not created: `arg` is still ours.
         unsafe { forget(arg) };
@@ -116,7 +115,6 @@ pub(crate) fn defer(attr: usize, arg: usize, create: Create, forget: Forget) {
         return;
     };
     st.queue.push_back(Entry {
-        attr,
         arg,
         since: Instant::now(),
         create,
@@ -173,7 +171,7 @@ fn run() {
         };
         while let Some(e) = st.queue.front() {
             // SAFETY: `create` and `arg` were handed over together by `defer`.
-            let r = unsafe { (e.create)(e.attr, e.arg) };
+            let r = unsafe { (e.create)(e.arg) };
             match r {
                 Ok(()) => pause = FIRST_PAUSE,
                 Err(errno) if transient(errno) && e.since.elapsed() < RETRY_FOR => break,

@@ -79,3 +79,14 @@ fn sigev_thread_creation_is_retried() {
     flags.extend(["-rdynamic", "-ldl"]);
     prints_ok_built("aio_notify_retry.c", &flags, engines(), &[&[], &["fork"]]);
 }
+
+/// A `SIGEV_THREAD` notification's attributes are read at submission: the
+/// program may destroy and free the object once `aio_read` or `lio_listio`
+/// returned, and the function's thread still gets the stack size, guard size
+/// and CPU set asked for. They used to be read after the waiters were woken,
+/// from an object a program (correct under glibc, which creates the thread
+/// before `aio_suspend` returns) may have destroyed by then.
+#[test]
+fn sigev_thread_attributes_are_read_at_submission() {
+    prints_ok("aio_notify_attr_copy.c", engines(), &[&[]]);
+}

@@ -1,0 +1,210 @@
+//! A copy of a `SIGEV_THREAD` notification's `sigev_notify_attributes`,
+//! taken when the request is submitted: the program may destroy or reuse its
+//! attribute object once the submitting call returned.
+//!
+//! glibc reads the program's object when the notification fires, before
+//! `aio_suspend` can see the request done, so a glibc program may destroy it
+//! once `aio_suspend` returned. The library creates the thread after the
+//! waiters are woken (and tries again later where it cannot be created): it
+//! reads its own copy instead. The copy has every attribute `pthread_create`
+//! uses: detach state, scheduling inheritance, policy, parameters and scope,
+//! stack (size, or the program's own stack) and guard size, and CPU set. (Not
+//! the signal mask: the function's thread starts with every signal
+//! unblocked, as glibc's does.) A leaf module.
+
+use std::ffi::c_void;
+
+extern "C" {
+    // Not in the libc crate, or not for every target it builds.
+    fn pthread_attr_getdetachstate(
+        attr: *const libc::pthread_attr_t,
+        state: *mut libc::c_int,
+    ) -> libc::c_int;
+    fn pthread_attr_getinheritsched(
+        attr: *const libc::pthread_attr_t,
+        inherit: *mut libc::c_int,
+    ) -> libc::c_int;
+    fn pthread_attr_setinheritsched(
+        attr: *mut libc::pthread_attr_t,
+        inherit: libc::c_int,
+    ) -> libc::c_int;
+    fn pthread_attr_getschedpolicy(
+        attr: *const libc::pthread_attr_t,
+        policy: *mut libc::c_int,
+    ) -> libc::c_int;
+    fn pthread_attr_setschedpolicy(
+        attr: *mut libc::pthread_attr_t,
+        policy: libc::c_int,
+    ) -> libc::c_int;
+    fn pthread_attr_getschedparam(
+        attr: *const libc::pthread_attr_t,
+        param: *mut libc::sched_param,
+    ) -> libc::c_int;
+    fn pthread_attr_setschedparam(
+        attr: *mut libc::pthread_attr_t,
+        param: *const libc::sched_param,
+    ) -> libc::c_int;
+    fn pthread_attr_getscope(
+        attr: *const libc::pthread_attr_t,
+        scope: *mut libc::c_int,
+    ) -> libc::c_int;
+    fn pthread_attr_setscope(attr: *mut libc::pthread_attr_t, scope: libc::c_int) -> libc::c_int;
+    // Deprecated in the header, kept in the ABI: the one call that tells an
+    // object with the program's own stack (non-null) from one without.
+    fn pthread_attr_getstackaddr(
+        attr: *const libc::pthread_attr_t,
+        addr: *mut *mut c_void,
+    ) -> libc::c_int;
+    fn pthread_attr_getaffinity_np(
+        attr: *const libc::pthread_attr_t,
+        size: libc::size_t,
+        set: *mut u64,
+    ) -> libc::c_int;
+    fn pthread_attr_setaffinity_np(
+        attr: *mut libc::pthread_attr_t,
+        size: libc::size_t,
+        set: *const u64,
+    ) -> libc::c_int;
+}
+
+/// The library's own attribute object, destroyed when dropped.
+pub(crate) struct AttrCopy {
+    attr: Box<libc::pthread_attr_t>,
+    /// The copied object says `PTHREAD_CREATE_JOINABLE`.
+    joinable: bool,
+    /// The copied object says `PTHREAD_INHERIT_SCHED`.
+    inherits_class: bool,
+}
+
+impl AttrCopy {
+    /// Copies the program's attribute object `src`; the errno if it cannot be
+    /// (ENOMEM, or EINVAL for an object the calls refuse).
+    ///
+    /// # Safety
+    /// `src` is a valid initialized attribute object.
+    pub(crate) unsafe fn new(src: *const libc::pthread_attr_t) -> Result<AttrCopy, i32> {
+        // SAFETY: an all-zero pthread_attr_t is plain bytes, initialized by
+        // pthread_attr_init before any other use.
+        let mut attr: Box<libc::pthread_attr_t> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: `attr` has room for an attribute object.
+        ok(unsafe { libc::pthread_attr_init(&mut *attr) })?;
+        let mut copy = AttrCopy {
+            attr,
+            joinable: false,
+            inherits_class: true,
+        };
+        // SAFETY: `src` is valid (contract); `copy.attr` is initialized.
+        unsafe { copy.fill(src) }?;
+        Ok(copy)
+    }
+
+    /// Copies every attribute of `src` into `self.attr`.
+    ///
+    /// # Safety
+    /// As [`AttrCopy::new`]'s; `self.attr` is initialized.
+    unsafe fn fill(&mut self, src: *const libc::pthread_attr_t) -> Result<(), i32> {
+        let dst: *mut libc::pthread_attr_t = &mut *self.attr;
+        let (mut detach, mut inherit, mut policy, mut scope) = (0, 0, 0, 0);
+        let mut param = libc::sched_param { sched_priority: 0 };
+        let mut guard: libc::size_t = 0;
+        let mut stackaddr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `src` and `dst` are valid attribute objects; every out
+        // pointer is a local with room for its value.
+        unsafe {
+            ok(pthread_attr_getdetachstate(src, &mut detach))?;
+            ok(libc::pthread_attr_setdetachstate(dst, detach))?;
+            ok(pthread_attr_getinheritsched(src, &mut inherit))?;
+            ok(pthread_attr_setinheritsched(dst, inherit))?;
+            ok(pthread_attr_getschedpolicy(src, &mut policy))?;
+            ok(pthread_attr_setschedpolicy(dst, policy))?;
+            ok(pthread_attr_getschedparam(src, &mut param))?;
+            ok(pthread_attr_setschedparam(dst, &param))?;
+            ok(pthread_attr_getscope(src, &mut scope))?;
+            ok(pthread_attr_setscope(dst, scope))?;
+            ok(libc::pthread_attr_getguardsize(src, &mut guard))?;
+            ok(libc::pthread_attr_setguardsize(dst, guard))?;
+            ok(pthread_attr_getstackaddr(src, &mut stackaddr))?;
+            if stackaddr.is_null() {
+                let mut size: libc::size_t = 0;
+                ok(libc::pthread_attr_getstacksize(src, &mut size))?;
+                ok(libc::pthread_attr_setstacksize(dst, size))?;
+            } else {
+                // The program's own stack: the same memory (its to keep).
+                let mut addr: *mut c_void = std::ptr::null_mut();
+                let mut size: libc::size_t = 0;
+                ok(libc::pthread_attr_getstack(src, &mut addr, &mut size))?;
+                ok(libc::pthread_attr_setstack(dst, addr, size))?;
+            }
+        }
+        // SAFETY: as above.
+        unsafe { copy_affinity(src, dst) }?;
+        self.joinable = detach == libc::PTHREAD_CREATE_JOINABLE;
+        self.inherits_class = inherit == libc::PTHREAD_INHERIT_SCHED;
+        Ok(())
+    }
+
+    /// The copy, for `pthread_create`.
+    #[inline]
+    pub(crate) fn as_ptr(&self) -> *const libc::pthread_attr_t {
+        &*self.attr
+    }
+
+    /// The copied object makes a joinable thread.
+    #[inline]
+    pub(crate) fn joinable(&self) -> bool {
+        self.joinable
+    }
+
+    /// The copied object lets the thread take its creator's class
+    /// (`PTHREAD_INHERIT_SCHED`).
+    #[inline]
+    pub(crate) fn inherits_class(&self) -> bool {
+        self.inherits_class
+    }
+}
+
+impl Drop for AttrCopy {
+    fn drop(&mut self) {
+        // SAFETY: initialized in `new`, destroyed once, here.
+        unsafe { libc::pthread_attr_destroy(&mut *self.attr) };
+    }
+}
+
+/// Copies the CPU set of `src`, if it has one, into `dst`. glibc reports an
+/// object without one as having every CPU (all bits set): such an object is
+/// copied without one, so that the thread keeps its creator's, as it would
+/// have. A set larger than `cpu_set_t` (`CPU_ALLOC`) is read with a larger
+/// buffer.
+///
+/// # Safety
+/// `src` and `dst` are valid initialized attribute objects.
+unsafe fn copy_affinity(
+    src: *const libc::pthread_attr_t,
+    dst: *mut libc::pthread_attr_t,
+) -> Result<(), i32> {
+    let mut words = std::mem::size_of::<libc::cpu_set_t>() / 8;
+    loop {
+        let mut set = vec![0u64; words];
+        // SAFETY: `set` has room for `words * 8` bytes; `src` is valid.
+        let r = unsafe { pthread_attr_getaffinity_np(src, words * 8, set.as_mut_ptr()) };
+        if r == libc::EINVAL && words < 1024 {
+            // The object's set names CPUs beyond this size.
+            words *= 4;
+            continue;
+        }
+        ok(r)?;
+        if set.iter().all(|&w| w == u64::MAX) {
+            return Ok(());
+        }
+        // SAFETY: `set` holds `words * 8` bytes; `dst` is valid.
+        return ok(unsafe { pthread_attr_setaffinity_np(dst, words * 8, set.as_ptr()) });
+    }
+}
+
+fn ok(r: libc::c_int) -> Result<(), i32> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(r)
+    }
+}
