@@ -7,8 +7,10 @@
  * Listing 8.22 of the seed, completed: the parts the listing leaves out
  * (". . .") are written here; the traced parts and main() are the listing's,
  * with the extraction's breakage fixed (a missing "}" before the first
- * "else if"). One addition: with an argument, main() also records into a second
- * stream with a log written to that file, for `rtrace dump FILE`.
+ * "else if"). Additions: with an argument, main() also records into a second
+ * stream with a log written to that file, for `rtrace dump FILE`; `--help`
+ * prints the usage, and an option or a second argument is a usage error (exit
+ * 2), never taken for the log's name.
  *
  * Philosophers ask a waiter thread for their forks with a real-time signal
  * (SIGRTMIN, value no > 0), give them back with value -no; the waiter grants
@@ -223,6 +225,22 @@ int main(int argc, char *argv[])
     trace_id_t logid = 0;             /* Addition: a stream with a log */
     int logfd = -1;
     sigset_t sigs;
+
+    /* Addition: the command line. An option is never taken for the log's
+       name, which the program creates and empties. */
+    if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+        printf("usage: philosophers [LOG]\n\n"
+               "Listing 8.22: five philosophers ask a waiter for their forks with\n"
+               "real-time signals for %d ms; prints the fork and signal events of the\n"
+               "trace stream. With LOG, the events also go to that trace log (created,\n"
+               "or emptied if it exists), for `rtrace dump LOG`.\n", DINNER_MS);
+        return 0;
+    }
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        fprintf(stderr, "philosophers: %s \"%s\" (see philosophers --help)\n",
+                argc > 2 ? "one LOG at most, not also" : "unknown option", argv[argc > 2 ? 2 : 1]);
+        return 2;
+    }
 
     /* Every thread inherits this mask: the signals are taken by sigwait. */
     sigemptyset(&sigs);

@@ -372,6 +372,47 @@ fn philosophers_trace_and_its_log() {
 
 // --- C and Rust events in one stream ----------------------------------------------
 
+/// `philosophers --help` prints the usage and exits 0, and a second argument or
+/// an unknown option is a usage error (one line, exit 2): neither is taken for
+/// the log's name, so neither creates (nor empties) a file of that name in the
+/// working directory.
+#[test]
+fn philosophers_help_and_bad_arguments_create_no_file() {
+    let exe = build(&Path::new(CRATE).join("examples/philosophers.c"), STRICT);
+    let dir = scratch().join("philosophers-cli");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let in_dir = |args: &[&str]| {
+        Command::new(&exe)
+            .args(args)
+            .current_dir(&dir)
+            .env_remove("LD_PRELOAD")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run philosophers")
+    };
+    let o = in_dir(&["--help"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(out.starts_with("usage: philosophers [LOG]"), "{out}");
+    assert!(o.stderr.is_empty(), "{o:?}");
+    for args in [&["a.trace", "b.trace"][..], &["--log"][..]] {
+        let o = in_dir(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("philosophers: ") && err.contains("--help"),
+            "{args:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{args:?}: {o:?}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("read scratch dir")
+        .map(|e| e.map(|e| e.file_name()))
+        .collect();
+    assert!(left.is_empty(), "files made: {left:?}");
+}
+
 #[test]
 fn c_and_rust_events_come_out_of_one_stream_in_time_order() {
     let exe = build(&Path::new(CRATE).join("tests/c/trace_mixed.c"), STRICT);
