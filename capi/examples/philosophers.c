@@ -20,7 +20,8 @@
  * traceSigDelivery from sigwaitinfo and sigwait); traceSigCatchFunc never occurs
  * (no handler runs).
  *
- *   cc -pthread -I capi/include capi/examples/philosophers.c -L target/release -lposixrt
+ *   cc -std=c99 -pthread -I capi/include capi/examples/philosophers.c -L target/release \
+ *      -lposixrt -Wl,-rpath,"$PWD/target/release" -o philosophers
  */
 #define _POSIX_C_SOURCE 200809L
 #include <sys/types.h>
