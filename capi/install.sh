@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
     --libdir) libdir=${2:?--libdir needs a value}; shift 2 ;;
     --includedir) includedir=${2:?--includedir needs a value}; shift 2 ;;
     --profile) profile=${2:?--profile needs a value}; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
