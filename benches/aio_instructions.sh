@@ -23,7 +23,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 engines=posixrt_await,tokio_bare_uring,io_uring
 while [ $# -gt 0 ]; do
   case "$1" in
-    --engines) engines=${2:?--engines needs a value}; shift 2 ;;
+    --engines)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "aio_instructions.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --engines) engines=$2; shift 2 ;;
     --help|-h) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "aio_instructions.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac

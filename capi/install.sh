@@ -15,15 +15,19 @@ includedir=""
 profile=release
 while [ $# -gt 0 ]; do
   case "$1" in
-    --prefix) prefix=${2:?--prefix needs a value}; shift 2 ;;
-    --libdir) libdir=${2:?--libdir needs a value}; shift 2 ;;
-    --includedir) includedir=${2:?--includedir needs a value}; shift 2 ;;
-    --profile) profile=${2:?--profile needs a value}; shift 2 ;;
+    --prefix|--libdir|--includedir|--profile)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "install.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --prefix) prefix=$2; shift 2 ;;
+    --libdir) libdir=$2; shift 2 ;;
+    --includedir) includedir=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-case "$profile" in release|debug) ;; *) echo "install.sh: --profile is release or debug" >&2; exit 2 ;; esac
+case "$profile" in release|debug) ;; *) echo "install.sh: --profile is release or debug, not '$profile' (see --help)" >&2; exit 2 ;; esac
 libdir=${libdir:-$prefix/lib}
 includedir=${includedir:-$prefix/include}
 target=${CARGO_TARGET_DIR:-$root/target}

@@ -27,18 +27,28 @@ dir=""
 lib=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --runtime) runtime=${2:?--runtime needs a value}; shift 2 ;;
-    --repeat) repeat=${2:?--repeat needs a value}; shift 2 ;;
-    --dir) dir=${2:?--dir needs a value}; shift 2 ;;
-    --lib) lib=${2:?--lib needs a value}; shift 2 ;;
-    --rw) rw=${2:?--rw needs a value}; shift 2 ;;
+    --runtime|--repeat|--dir|--lib|--rw)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "fio.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --runtime) runtime=$2; shift 2 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --lib) lib=$2; shift 2 ;;
+    --rw) rw=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "fio.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$rw" in
   randread|randwrite) ;;
-  *) echo "fio.sh: --rw is randread or randwrite, not '$rw'" >&2; exit 2 ;;
+  *) echo "fio.sh: --rw is randread or randwrite, not '$rw' (see --help)" >&2; exit 2 ;;
+esac
+case "$runtime" in
+  ''|*[!0-9]*|0*) echo "fio.sh: --runtime needs a whole number of 1 or more, not '$runtime' (see --help)" >&2; exit 2 ;;
+esac
+case "$repeat" in
+  ''|*[!0-9]*|0*) echo "fio.sh: --repeat needs a whole number of 1 or more, not '$repeat' (see --help)" >&2; exit 2 ;;
 esac
 
 if ! command -v fio >/dev/null 2>&1; then

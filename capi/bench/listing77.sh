@@ -15,12 +15,19 @@ runs=11
 lib=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --runs) runs=${2:?--runs needs a value}; shift 2 ;;
-    --lib) lib=${2:?--lib needs a value}; shift 2 ;;
+    --runs|--lib)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "listing77.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
+    --lib) lib=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "listing77.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$runs" in
+  ''|*[!0-9]*|0*) echo "listing77.sh: --runs needs a whole number of 1 or more, not '$runs' (see --help)" >&2; exit 2 ;;
+esac
 # shellcheck source=lib.sh
 . "$root/capi/bench/lib.sh"
 lib=$(bench_lib "$root" "$lib")

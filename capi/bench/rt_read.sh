@@ -20,13 +20,23 @@ rounds=2
 lib=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --reads) reads=${2:?--reads needs a value}; shift 2 ;;
-    --rounds) rounds=${2:?--rounds needs a value}; shift 2 ;;
-    --lib) lib=${2:?--lib needs a value}; shift 2 ;;
+    --reads|--rounds|--lib)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "rt_read.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --reads) reads=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --lib) lib=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "rt_read.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$reads" in
+  ''|*[!0-9]*|0*) echo "rt_read.sh: --reads needs a whole number of 1 or more, not '$reads' (see --help)" >&2; exit 2 ;;
+esac
+case "$rounds" in
+  ''|*[!0-9]*|0*) echo "rt_read.sh: --rounds needs a whole number of 1 or more, not '$rounds' (see --help)" >&2; exit 2 ;;
+esac
 # shellcheck source=lib.sh
 . "$root/capi/bench/lib.sh"
 lib=$(bench_lib "$root" "$lib")

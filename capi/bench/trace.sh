@@ -17,11 +17,18 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 runs=7
 while [ $# -gt 0 ]; do
   case "$1" in
-    --runs) runs=${2:?--runs needs a value}; shift 2 ;;
+    --runs)
+      [ $# -ge 2 ] && [ -n "$2" ] || { echo "trace.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -e/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "trace.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+case "$runs" in
+  ''|*[!0-9]*|0*) echo "trace.sh: --runs needs a whole number of 1 or more, not '$runs' (see --help)" >&2; exit 2 ;;
+esac
 
 rel="$root/target/release"
 (cd "$root" && cargo build --release -p posixrt-capi --lib >&2 &&

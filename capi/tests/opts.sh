@@ -25,7 +25,11 @@ set -u
 case "${1:-}" in
   -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
-opts=${1:?usage: $0 OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX] [--ifaces LIST] [--cflags FLAGS]}
+if [ $# -lt 1 ]; then
+    echo "opts.sh: OPTS_DIR is needed: testcases/open_posix_testsuite of an LTP checkout (see --help)" >&2
+    exit 2
+fi
+opts=$1
 shift
 here=$(cd "$(dirname "$0")/../.." && pwd)
 lib=$here/target/release
@@ -38,15 +42,25 @@ ifaces=$aio_ifaces
 extra=
 while [ $# -gt 0 ]; do
     case $1 in
-    --lib) lib=$(cd "$2" && pwd); shift 2 ;;
+    --lib|--runs|--timeout|--only|--ifaces|--cflags)
+        [ $# -ge 2 ] && [ -n "$2" ] || { echo "opts.sh: $1 needs a value (see --help)" >&2; exit 2; } ;;
+    esac
+    case $1 in
+    --lib) lib=$(cd "$2" 2>/dev/null && pwd) || { echo "opts.sh: --lib $2: no such directory" >&2; exit 2; }; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --timeout) limit=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --ifaces) ifaces=${2//,/ }; shift 2 ;;
     --cflags) extra=$2; shift 2 ;;
-    *) echo "unknown argument $1" >&2; exit 2 ;;
+    *) echo "opts.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
+case $runs in
+''|*[!0-9]*|0*) echo "opts.sh: --runs needs a whole number of 1 or more, not '$runs' (see --help)" >&2; exit 2 ;;
+esac
+case $limit in
+''|*[!0-9]*|0*) echo "opts.sh: --timeout needs a whole number of seconds, 1 or more, not '$limit' (see --help)" >&2; exit 2 ;;
+esac
 [ -f "$lib/libposixrt.so" ] || { echo "no $lib/libposixrt.so (cargo build --release -p posixrt-capi)" >&2; exit 2; }
 [ -d "$opts/conformance/interfaces" ] && [ -f "$opts/include/posixtest.h" ] ||
     { echo "$opts is not open_posix_testsuite" >&2; exit 2; }

@@ -61,7 +61,10 @@ fn stubs(dir: &Scratch) -> PathBuf {
 }
 
 fn root() -> PathBuf {
-    Path::new(CRATE).parent().expect("workspace root").to_path_buf()
+    Path::new(CRATE)
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
 }
 
 /// Runs `bash SCRIPT ARGS` from `dir` with the stubs first in `PATH`, killed
@@ -80,7 +83,8 @@ fn run(script: &str, args: &[&str], dir: &Scratch) -> Output {
         .current_dir(&dir.0)
         .env("PATH", path)
         .env_remove("CARGO_TARGET_DIR")
-        .env_remove("DESTDIR")
+        // Whatever a script that got past its command line installs lands here.
+        .env("DESTDIR", dir.0.join("destdir"))
         .stdin(Stdio::null())
         .output()
         .expect("run bash")
@@ -112,6 +116,82 @@ fn help_prints_the_usage_and_no_script_line() {
                 !(l.starts_with("set -") || l.starts_with("root=")),
                 "{script} --help prints a line of the script: {l:?}\n{out}"
             );
+        }
+    }
+}
+
+/// Asserts that `script args` is refused as a usage error naming `option`.
+fn assert_usage_error(script: &str, args: &[&str], option: &str, dir: &Scratch) {
+    let o = run(script, args, dir);
+    let err = String::from_utf8_lossy(&o.stderr);
+    let what = format!("{script} {args:?}");
+    assert_eq!(o.status.code(), Some(2), "{what}: {o:?}");
+    assert!(o.stdout.is_empty(), "{what}: {o:?}");
+    assert_eq!(err.lines().count(), 1, "{what}:\n{err}");
+    assert!(
+        err.starts_with(&format!("{}: ", name(script))) && err.contains(option),
+        "{what}: {err}"
+    );
+}
+
+/// An option given last, without its value, or with an empty one, and a count
+/// that is not a whole number of 1 or more, are usage errors (bash's own `${2:?}` message, "line
+/// 18: 2: --prefix needs a value", came with status 1; `--runs x` went on to
+/// `seq x`, and `trace.sh --runs 0` ended in a Python traceback).
+#[test]
+fn a_missing_value_or_a_bad_count_is_a_usage_error() {
+    let dir = Scratch::new("values");
+    let valued: &[(&str, &[&str])] = &[
+        (
+            "capi/install.sh",
+            &["--prefix", "--libdir", "--includedir", "--profile"],
+        ),
+        (
+            "capi/bench/fio.sh",
+            &["--runtime", "--repeat", "--dir", "--lib", "--rw"],
+        ),
+        ("capi/bench/listing77.sh", &["--runs", "--lib"]),
+        ("capi/bench/rt_read.sh", &["--reads", "--rounds", "--lib"]),
+        ("capi/bench/trace.sh", &["--runs"]),
+        ("benches/aio_instructions.sh", &["--engines"]),
+    ];
+    for (script, options) in valued {
+        for option in *options {
+            assert_usage_error(script, &[option], option, &dir);
+            // An empty value (an unset variable's) is no value: `--prefix ""`
+            // must not install into /lib.
+            assert_usage_error(script, &[option, ""], option, &dir);
+        }
+    }
+    // opts.sh takes the suite's directory first.
+    assert_usage_error("capi/tests/opts.sh", &[], "OPTS_DIR", &dir);
+    for option in [
+        "--lib",
+        "--runs",
+        "--timeout",
+        "--only",
+        "--ifaces",
+        "--cflags",
+    ] {
+        assert_usage_error("capi/tests/opts.sh", &[".", option], option, &dir);
+        assert_usage_error("capi/tests/opts.sh", &[".", option, ""], option, &dir);
+    }
+    let counted: &[(&str, &[&str])] = &[
+        ("capi/bench/fio.sh", &["--runtime", "--repeat"]),
+        ("capi/bench/listing77.sh", &["--runs"]),
+        ("capi/bench/rt_read.sh", &["--reads", "--rounds"]),
+        ("capi/bench/trace.sh", &["--runs"]),
+    ];
+    for (script, options) in counted {
+        for option in *options {
+            for bad in ["x", "0", "-3", "2.5"] {
+                assert_usage_error(script, &[option, bad], option, &dir);
+            }
+        }
+    }
+    for option in ["--runs", "--timeout"] {
+        for bad in ["x", "0"] {
+            assert_usage_error("capi/tests/opts.sh", &[".", option, bad], option, &dir);
         }
     }
 }
