@@ -221,3 +221,28 @@ fn an_unwritable_stderr_keeps_the_documented_exit_status() {
         );
     }
 }
+
+/// The tour's advise section makes a file in the temp dir; where it cannot (a
+/// `TMPDIR` that does not exist), the section's error names the file and says
+/// what to set, instead of a bare "No such file or directory", and the other
+/// sections still run.
+#[test]
+fn tour_names_the_temp_file_it_cannot_create() {
+    let o = Command::new(example_bin("tour"))
+        .env("TMPDIR", "/nonexistent-posixrt-tmpdir")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the tour");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let line = out
+        .lines()
+        .find(|l| l.contains("section advise failed"))
+        .unwrap_or_else(|| panic!("no advise failure in:\n{out}"));
+    assert!(
+        line.contains("/nonexistent-posixrt-tmpdir/posixrt-tour-advise-")
+            && line.contains("TMPDIR"),
+        "{line}"
+    );
+    assert!(out.contains("== posixrt::mark"), "{out}");
+}

@@ -19,7 +19,15 @@ fn show(path: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
         .write(true)
         .create(true)
         .truncate(true)
-        .open(path)?;
+        .open(path)
+        // A bare "No such file or directory" would not say which file, nor that
+        // the temp dir is the caller's to choose.
+        .map_err(|e| {
+            format!(
+                "cannot create {}: {e}; set TMPDIR to a writable directory",
+                path.display()
+            )
+        })?;
     advise::fallocate(&f, 0, 1 << 20)?;
     outln!("   posix_fallocate: {} reserved 1 MiB", path.display());
     advise::fallocate_mode(&f, FallocateMode::KeepSize, 1 << 20, 1 << 20)?;
