@@ -30,7 +30,9 @@ case "$runs" in
   ''|*[!0-9]*|0*) echo "trace.sh: --runs needs a whole number of 1 or more, not '$runs' (see --help)" >&2; exit 2 ;;
 esac
 
-rel="$root/target/release"
+# shellcheck source=lib.sh
+. "$root/capi/bench/lib.sh"
+rel=$(bench_target_dir "$root")
 (cd "$root" && cargo build --release -p posixrt-capi --lib >&2 &&
   cargo build --release -p posixrt --example trace_overhead >&2)
 dir=$(mktemp -d)

@@ -195,3 +195,45 @@ fn a_missing_value_or_a_bad_count_is_a_usage_error() {
         }
     }
 }
+
+/// The bench scripts build the library with cargo and then preload the one
+/// cargo built: under `CARGO_TARGET_DIR` (absolute, or relative to the
+/// workspace root, where they run cargo) that is `$CARGO_TARGET_DIR/release`,
+/// not `target/release`, which then holds an older build or none.
+#[test]
+fn bench_lib_follows_cargo_target_dir() {
+    let dir = Scratch::new("target-dir");
+    let stubs = stubs(&dir);
+    // This test's cargo stand-in succeeds: the "build" is the file below.
+    std::fs::write(stubs.join("cargo"), "#!/bin/sh\nexit 0\n").expect("write stub");
+    let target = dir.0.join("elsewhere");
+    std::fs::create_dir_all(target.join("release")).expect("target dir");
+    std::fs::write(target.join("release/libposixrt.so"), "").expect("fake library");
+    let lib_sh = root().join("capi/bench/lib.sh");
+    let path = format!(
+        "{}:{}",
+        stubs.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = Command::new("bash")
+        .arg("-c")
+        .arg(r#". "$1" && bench_lib "$2" "" && bench_target_dir "$2""#)
+        .arg("bash")
+        .arg(&lib_sh)
+        .arg(root())
+        .env("PATH", path)
+        .env("CARGO_TARGET_DIR", &target)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bash");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            target.join("release/libposixrt.so").display().to_string(),
+            target.join("release").display().to_string(),
+        ],
+        "{o:?}"
+    );
+}
