@@ -90,3 +90,21 @@ fn sigev_thread_creation_is_retried() {
 fn sigev_thread_attributes_are_read_at_submission() {
     prints_ok("aio_notify_attr_copy.c", engines(), &[&[]]);
 }
+
+/// `aio_suspend` called by a `SIGEV_SIGNAL` handler on a request that
+/// completes later sleeps (a NULL timeout and a 10 s one, alone and beside
+/// another thread that waits), and allocates nothing, frees nothing and starts
+/// no thread in the handler, on a thread that never called the library
+/// before and on one that did (the program counts its own `malloc`, `free`
+/// and `pthread_create` calls there, hence `-rdynamic`).
+#[test]
+fn a_handler_s_aio_suspend_sleeps_without_allocating() {
+    let mut flags = strict();
+    flags.extend(["-rdynamic", "-ldl"]);
+    prints_ok_built(
+        "aio_handler_sleeps.c",
+        &flags,
+        engines(),
+        &[&["fresh"], &["used"]],
+    );
+}

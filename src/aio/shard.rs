@@ -145,7 +145,7 @@ impl Shard {
     ) -> io::Result<()> {
         if timeout.is_some() && !ext_arg {
             // Old kernels: poll the ring fd instead of a timed enter.
-            return poll_rings(&[self], timeout, sigmask);
+            return poll_rings([self], timeout, sigmask);
         }
         // The count to submit may include entries a concurrent enter took and
         // has not counted yet. The kernel then submits fewer and returns
@@ -169,7 +169,7 @@ impl Shard {
                     Err(e) => return Err(e),
                 }
             }
-            return poll_rings(&[self], timeout, sigmask);
+            return poll_rings([self], timeout, sigmask);
         }
         let mut r = ringfd::enter(&self.id, want, 1, timeout);
         if let Ok(n) = r {
@@ -498,23 +498,31 @@ impl Shard {
     }
 }
 
-/// `poll` on the rings' fds until one has a completion, for at most `t`
-/// (forever without). Ok on a completion or the timeout; EINTR if a signal
-/// handler ran. With `sigmask`, the thread's signal mask while it sleeps.
-pub(super) fn poll_rings(
-    rings: &[&Shard],
+/// The most rings one context uses.
+pub(crate) const MAX_RINGS: usize = 8;
+
+/// `poll` on the fds of `rings` (at most [`MAX_RINGS`]) until one has a
+/// completion, for at most `t` (forever without). Ok on a completion or the
+/// timeout; EINTR if a signal handler ran. With `sigmask`, the thread's
+/// signal mask while it sleeps. Allocates nothing: a C `aio_suspend` may
+/// sleep here in a signal handler (see `aio/capi/release.rs`).
+pub(super) fn poll_rings<'a>(
+    rings: impl IntoIterator<Item = &'a Shard>,
     t: Option<Duration>,
     sigmask: Option<&libc::sigset_t>,
 ) -> io::Result<()> {
-    let mut pfds: Vec<libc::pollfd> = rings
-        .iter()
-        .map(|s| libc::pollfd {
-            fd: s.ring.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    crate::sys::poll::ppoll(&mut pfds, t, sigmask).map(drop)
+    let mut pfds = [libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    }; MAX_RINGS];
+    let mut n = 0;
+    for (p, s) in pfds.iter_mut().zip(rings) {
+        p.fd = s.ring.as_raw_fd();
+        p.events = libc::POLLIN;
+        n += 1;
+    }
+    crate::sys::poll::ppoll(&mut pfds[..n], t, sigmask).map(drop)
 }
 
 /// True if thread `tid` of this process has exited or is exiting (false for

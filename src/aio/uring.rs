@@ -27,13 +27,11 @@ use std::time::Duration;
 use io_uring::{opcode, types};
 
 use super::files::table_size;
+pub(crate) use super::shard::MAX_RINGS;
 use super::shard::{poll_rings, Shard, INTERNAL};
 pub(super) use super::sqe::punted;
 use super::sqe::{sqe, sqe_again};
 use super::table::{user_data, Core};
-
-/// The most rings one context uses.
-pub(crate) const MAX_RINGS: usize = 8;
 
 /// Entries that go in with the eventfd signalling, after a quiet one whose
 /// request went on in the kernel (see `Ring::quiet`).
@@ -463,8 +461,7 @@ impl Ring {
             return self.main.wait(timeout, self.ext_arg, sigmask);
         }
         self.submit()?;
-        let rings: Vec<&Shard> = self.all().collect();
-        poll_rings(&rings, timeout, sigmask)
+        poll_rings(self.all(), timeout, sigmask)
     }
 
     /// Synchronous cancel of one issued request (`IORING_REGISTER_SYNC_CANCEL`),

@@ -33,17 +33,24 @@ impl Inner {
     /// after a completion, or after a reaper stops, writes it. From now on
     /// signals are blocked but while it sleeps (`masked`). Returns the lock,
     /// and whether a handler ran during the sleep (EINTR) or is due (see
-    /// [`due`]; asked only if the wait is not `done`).
-    pub(super) fn sleep_on_fd<'a, F: FnMut(&Core) -> bool + ?Sized>(
+    /// [`due`]; asked only if the wait is not `done`). The lock is released
+    /// with `release` ([`Inner::release`], or the C library's signal-safe
+    /// one, whose caller made sure `core.wait_fds` has room for `fd`).
+    pub(super) fn sleep_on_fd<'a, F, R>(
         &'a self,
         mut core: CoreGuard<'a>,
         fd: &Arc<OwnedFd>,
         t: Option<Duration>,
         masked: &mut Option<WaitMask>,
         done: &mut F,
-    ) -> (CoreGuard<'a>, bool) {
+        release: R,
+    ) -> (CoreGuard<'a>, bool)
+    where
+        F: FnMut(&Core) -> bool + ?Sized,
+        R: Fn(&Inner, CoreGuard<'a>),
+    {
         core.wait_fds.push(Arc::clone(fd));
-        self.release(core);
+        release(self, core);
         let mask = masked.get_or_insert_with(block_for_wait).sleep_mask();
         let r = sleep_on(fd, t, mask);
         let mut core = self.lock();
@@ -183,8 +190,14 @@ impl Inner {
                 _ => match intr.and_then(|c| wait_fd().map(|fd| (c, fd))) {
                     Some((call, fd)) => {
                         let handled;
-                        (core, handled) =
-                            self.sleep_on_fd(core, &fd, remaining, &mut masked, &mut done);
+                        (core, handled) = self.sleep_on_fd(
+                            core,
+                            &fd,
+                            remaining,
+                            &mut masked,
+                            &mut done,
+                            Inner::release,
+                        );
                         if handled && !done(&core) {
                             self.release(core);
                             return Err(interrupted(call));

@@ -6,12 +6,8 @@
  * nothing and start no thread (the handler may have interrupted malloc or
  * free, whose locks and lists it would find half-changed).
  *
- * This program defines malloc, calloc, realloc, free and the aligned
- * allocators (over glibc's __libc_* functions: a dlsym(RTLD_NEXT) of the
- * allocator would allocate as it is looked up) and pthread_create (over the
- * next definition, looked up with dlsym(RTLD_NEXT) before the first request),
- * hence `-rdynamic`: the library's calls come here too. Each counts the calls
- * made by a thread while it runs the handler (`in_handler`).
+ * The program counts the allocations, frees and thread creations made by a
+ * thread while it runs the handler (`in_handler`, see count_alloc.h).
  *
  * Reads of pipes stay in progress until the end (half of them notify by
  * SIGEV_SIGNAL when they complete); a feeder thread meanwhile submits batches
@@ -33,7 +29,6 @@
  */
 #define _GNU_SOURCE
 #include <aio.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -44,75 +39,13 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "count_alloc.h"
 
 #define PIPES 8
 #define BATCH 9
 #define ROUNDS 150
 #define POLLS 20
 #define BLOCK 512
-
-void *__libc_malloc(size_t);
-void *__libc_calloc(size_t, size_t);
-void *__libc_realloc(void *, size_t);
-void __libc_free(void *);
-void *__libc_memalign(size_t, size_t);
-
-/* The calling thread runs the handler. */
-static __thread int in_handler;
-static unsigned long allocs, frees, creates;
-
-static void counted(unsigned long *what) {
-    if (in_handler)
-        __atomic_fetch_add(what, 1, __ATOMIC_RELAXED);
-}
-
-void *malloc(size_t n) {
-    counted(&allocs);
-    return __libc_malloc(n);
-}
-
-void *calloc(size_t n, size_t size) {
-    counted(&allocs);
-    return __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t n) {
-    counted(&allocs);
-    return __libc_realloc(p, n);
-}
-
-void free(void *p) {
-    if (p)
-        counted(&frees);
-    __libc_free(p);
-}
-
-void *memalign(size_t align, size_t n) {
-    counted(&allocs);
-    return __libc_memalign(align, n);
-}
-
-void *aligned_alloc(size_t align, size_t n) {
-    counted(&allocs);
-    return __libc_memalign(align, n);
-}
-
-int posix_memalign(void **p, size_t align, size_t n) {
-    counted(&allocs);
-    void *r = __libc_memalign(align, n);
-    if (!r)
-        return ENOMEM;
-    *p = r;
-    return 0;
-}
-
-typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-static create_fn next_create;
-
-int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg) {
-    counted(&creates);
-    return next_create(t, a, f, arg);
-}
 
 static int sig;
 static int pipes[PIPES][2];
@@ -238,8 +171,7 @@ static void *feeder(void *arg) {
 }
 
 int main(void) {
-    next_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-    CHECK(next_create != NULL);
+    CHECK(count_alloc_start());
     if (!next_create)
         return finish();
     sig = SIGRTMIN + 3;

@@ -455,7 +455,13 @@ impl CEngine {
         // The thread engine queues every request at the submitter's class:
         // read it (one system call) before the lock, not while holding it.
         let early = matches!(inner.engine, Engine::Threads(_)).then(rt_class);
+        // The thread's wait eventfd, made here (a submission never runs in a
+        // signal handler) for its `aio_suspend`, which may (see `release`).
+        let fd_made = super::sleep::prepare_wait_fd();
         let mut core = inner.lock();
+        if fd_made {
+            release::room_for_wait_fds(&mut core);
+        }
         let n = reqs.len();
         if LIVE.load(Ordering::Relaxed).saturating_add(n) > self.max {
             drop(core);

@@ -17,6 +17,7 @@
 
 use super::super::engine::{nothing_to_wake, CoreGuard, Inner};
 use super::super::notify::send_signals;
+use super::super::sleep::WAIT_FDS;
 use super::super::table::Core;
 
 /// [`Inner::release`] for a C call that may run in a signal handler: sends
@@ -75,5 +76,18 @@ pub(super) fn room_for_fires(core: &mut Core) {
     let most = 2 * core.slots.len();
     if core.fires.capacity() - core.fires.len() < most {
         core.fires.reserve(most);
+    }
+}
+
+/// Makes room in `Core::wait_fds` for the wait eventfd of every live thread
+/// that has one, so that a C wait that sleeps on its thread's eventfd, which
+/// may run in a signal handler, never grows the list (a wait that finds no
+/// room sleeps on the futex instead). Call with the lock held when a thread
+/// made its eventfd ahead of its waits (its first C submission: see
+/// `sleep::prepare_wait_fd`).
+pub(super) fn room_for_wait_fds(core: &mut Core) {
+    let most = WAIT_FDS.load(std::sync::atomic::Ordering::Relaxed);
+    if core.wait_fds.capacity() < most {
+        core.wait_fds.reserve(most - core.wait_fds.len());
     }
 }

@@ -9,7 +9,7 @@ use rustix::thread::futex::{self, Flags};
 
 use super::super::engine::Engine;
 use super::super::notify::catch_up;
-use super::super::sleep::wait_fd;
+use super::super::sleep::wait_fd_if_made;
 use super::super::table::{split_user_data, Core, State};
 use super::super::wait::due;
 use super::release::release_signal_safe;
@@ -189,11 +189,24 @@ impl CEngine {
                         return Err(libc::EINTR);
                     }
                 }
-                _ => match wait_fd() {
+                // The thread's eventfd if it has one already, and room for
+                // it in the list (made ahead: see `room_for_wait_fds`): this
+                // wait may run in a signal handler, where neither may be
+                // made. Else the futex.
+                _ => match wait_fd_if_made()
+                    .filter(|_| core.wait_fds.len() < core.wait_fds.capacity())
+                {
                     Some(fd) => {
                         // (Another thread reaps the ring, or the pool
                         // completes.)
-                        let (core, handled) = inner.sleep_on_fd(core, &fd, remaining, masked, done);
+                        let (core, handled) = inner.sleep_on_fd(
+                            core,
+                            &fd,
+                            remaining,
+                            masked,
+                            done,
+                            release_signal_safe,
+                        );
                         if handled {
                             let now_done = done(&core);
                             release_signal_safe(inner, core);
@@ -205,8 +218,8 @@ impl CEngine {
                         }
                         release_signal_safe(inner, core);
                     }
-                    // (No eventfd could be made: the shared futex, where a handler
-                    // run while the thread is awake goes unseen.)
+                    // (No eventfd, or no room for it: the shared futex, where a
+                    // handler run while the thread is awake goes unseen.)
                     None => {
                         if let Some(m) = masked.take() {
                             // No eventfd: the futex takes no mask. Signals

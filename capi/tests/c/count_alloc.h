@@ -1,0 +1,87 @@
+/* Counts the allocations, frees and thread creations made by a thread while
+ * it runs a signal handler (`in_handler` set), for the tests that check that
+ * the library's async-signal-safe calls (aio_error, aio_return, aio_suspend)
+ * make none there.
+ *
+ * Defines malloc, calloc, realloc, free and the aligned allocators (over
+ * glibc's __libc_* functions: a dlsym(RTLD_NEXT) of the allocator would
+ * allocate as it is looked up) and pthread_create (over the next definition,
+ * which `count_alloc_start` looks up with dlsym(RTLD_NEXT) before the first
+ * request), hence `-rdynamic`: the library's calls come here too. */
+#ifndef POSIXRT_TEST_COUNT_ALLOC_H
+#define POSIXRT_TEST_COUNT_ALLOC_H
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void __libc_free(void *);
+void *__libc_memalign(size_t, size_t);
+
+/* The calling thread runs the handler. */
+static __thread int in_handler;
+static unsigned long allocs, frees, creates;
+
+static void counted(unsigned long *what) {
+    if (in_handler)
+        __atomic_fetch_add(what, 1, __ATOMIC_RELAXED);
+}
+
+void *malloc(size_t n) {
+    counted(&allocs);
+    return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size) {
+    counted(&allocs);
+    return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n) {
+    counted(&allocs);
+    return __libc_realloc(p, n);
+}
+
+void free(void *p) {
+    if (p)
+        counted(&frees);
+    __libc_free(p);
+}
+
+void *memalign(size_t align, size_t n) {
+    counted(&allocs);
+    return __libc_memalign(align, n);
+}
+
+void *aligned_alloc(size_t align, size_t n) {
+    counted(&allocs);
+    return __libc_memalign(align, n);
+}
+
+int posix_memalign(void **p, size_t align, size_t n) {
+    counted(&allocs);
+    void *r = __libc_memalign(align, n);
+    if (!r)
+        return ENOMEM;
+    *p = r;
+    return 0;
+}
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static create_fn next_create;
+
+int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), void *arg) {
+    counted(&creates);
+    return next_create(t, a, f, arg);
+}
+
+/* Looks up the next pthread_create: 0 if it is not found. */
+static int count_alloc_start(void) {
+    next_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    return next_create != NULL;
+}
+
+#endif
