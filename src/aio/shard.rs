@@ -221,10 +221,6 @@ impl Shard {
     pub(super) fn reap(&self, core: &mut Core, n: &mut usize) -> bool {
         let mut more = false;
         let shutdown = core.shutdown;
-        // Fd numbers a C read found to name a pipe or socket now, and numbers
-        // whose file refused RWF_NOWAIT.
-        let mut streams: Vec<i32> = Vec::new();
-        let mut no_nowait: Vec<i32> = Vec::new();
         // SAFETY: the completion queue is only touched under the core lock, by one
         // thread at a time (see the reaper rule in the engine).
         let cq = unsafe { self.ring.completion_shared() };
@@ -240,7 +236,7 @@ impl Shard {
             if s.gen != gen || s.state != super::table::State::Issued {
                 continue;
             }
-            let mut res = cqe.result() as i64;
+            let res = cqe.result() as i64;
             if res > 0 && crate::sys::valgrind::running() && s.op.kind == OpKind::Read {
                 // (What the kernel wrote through the ring, unseen by memcheck.)
                 crate::sys::valgrind::make_mem_defined(s.op.ptr as *const u8, res as usize);
@@ -260,241 +256,286 @@ impl Shard {
                 *n += 1;
                 continue;
             }
-            if res == -(libc::ESPIPE as i64) && s.skip_espipe {
-                // Issued again at offset -1 by its submitter, which saw this
-                // completion in the queue (see `Inner::settle_probes`).
-                s.skip_espipe = false;
-                continue;
+            more |= self.reap_rare(core, idx, ud, res, shutdown, n);
+        }
+        more
+    }
+
+    /// The rest of [`reap`](Self::reap) for a completion that is not a plain
+    /// one (an error, a short transfer, a C read sent with `RWF_NOWAIT`):
+    /// out of line, so that the common path keeps a small loop. The slot
+    /// `idx` is issued under the name `ud`; `res` is its result. True if it
+    /// was issued again (an entry pushed).
+    #[inline(never)]
+    fn reap_rare(
+        &self,
+        core: &mut Core,
+        idx: u32,
+        ud: u64,
+        res: i64,
+        shutdown: bool,
+        n: &mut usize,
+    ) -> bool {
+        let mut res = res;
+        let s = &mut core.slots[idx as usize];
+        if res == -(libc::ESPIPE as i64) && s.skip_espipe {
+            // Issued again at offset -1 by its submitter, which saw this
+            // completion in the queue (see `Inner::settle_probes`).
+            s.skip_espipe = false;
+            return false;
+        }
+        // What this completion tells of its fd number, for the next reads
+        // of it: recorded in the core right after the match below (which
+        // holds the slot), not pushed into a list that grows (a reap may run
+        // in a signal handler, where nothing may allocate: see
+        // `aio/capi/release.rs`).
+        let mut mark = None;
+        // Issued again at once, as its slot now stands, on the request's
+        // own fd copy (a read that ran on a kernel worker), or on a C
+        // request's fd, which its caller keeps open: a socket read at an
+        // offset refused with ESPIPE after its submitting call (or, a C
+        // read that is not a probe, reaped inside it), without the
+        // offset (a probe's submitter issues it again: below); a
+        // transfer on an O_NONBLOCK terminal, which refuses RWF_NOWAIT
+        // (EOPNOTSUPP), without it (the kernel then honours O_NONBLOCK
+        // itself there);
+        // a real-time request refused its I/O class, without it.
+        let again = match -res as i32 {
+            libc::ESPIPE
+                if s.op.kind == OpKind::Read
+                    && (s.own_fd.is_some() || (s.aiocb != 0 && !s.probe && !s.cancel_req)) =>
+            {
+                s.fd_kind = Some(FdKind::StreamSocket);
+                s.espipe = false;
+                // The number names a socket now: its next reads are probes
+                // instead of taking this round trip again.
+                mark = Some((s.op.fd, Mark::Stream));
+                true
             }
-            // Issued again at once, as its slot now stands, on the request's
-            // own fd copy (a read that ran on a kernel worker), or on a C
-            // request's fd, which its caller keeps open: a socket read at an
-            // offset refused with ESPIPE after its submitting call (or, a C
-            // read that is not a probe, reaped inside it), without the
-            // offset (a probe's submitter issues it again: below); a
-            // transfer on an O_NONBLOCK terminal, which refuses RWF_NOWAIT
-            // (EOPNOTSUPP), without it (the kernel then honours O_NONBLOCK
-            // itself there);
-            // a real-time request refused its I/O class, without it.
-            let again = match -res as i32 {
-                libc::ESPIPE
-                    if s.op.kind == OpKind::Read
-                        && (s.own_fd.is_some() || (s.aiocb != 0 && !s.probe && !s.cancel_req)) =>
-                {
-                    s.fd_kind = Some(FdKind::StreamSocket);
-                    s.espipe = false;
-                    // The number names a socket now: its next reads are probes
-                    // instead of taking this round trip again.
-                    streams.push(s.op.fd);
-                    true
-                }
-                // (Asked to cancel: the refusal was only the engine's
-                // question, and the request ends cancelled instead of going
-                // on, as in the kernel it would have.)
-                libc::EOPNOTSUPP | libc::EPERM
-                    if s.cancel_req && resent_unless_cancelled(s, -res as i32) =>
-                {
-                    res = -(libc::ECANCELED as i64);
-                    false
-                }
-                libc::EOPNOTSUPP if s.nonblock && (s.own_fd.is_some() || s.aiocb != 0) => {
-                    s.nonblock = false;
-                    true
-                }
-                // The real-time I/O class refused (a thread without the
-                // capability the process was thought to have): none from now.
-                // A probe is reaped inside its submitting call, which keeps
-                // the caller's fd open.
-                libc::EPERM
-                    if s.class.is_rt()
-                        && crate::sys::prio::rt_ioprio_allowed()
-                        && (s.own_fd.is_some() || s.aiocb != 0 || s.probe) =>
-                {
-                    crate::sys::prio::rt_ioprio_refused();
-                    true
-                }
-                // A C read sent with RWF_NOWAIT to a number last seen to name
-                // a regular file: the number may name a pipe or socket now.
-                // The caller keeps its fd open until the read is done.
-                libc::EAGAIN if s.recheck && !s.cancel_req && !shutdown => {
-                    s.recheck = false;
-                    match look_again(s.op.fd) {
-                        Some((kind, nonblock)) if kind.is_stream() => {
-                            // As glibc's read(2): EAGAIN on an O_NONBLOCK one,
-                            // else a read that waits (offset -1).
-                            s.fd_kind = Some(kind);
-                            s.nonblock = nonblock;
-                            streams.push(s.op.fd);
-                            !nonblock
-                        }
-                        // Still a file (a read not in the page cache), or
-                        // closed (the kernel says EBADF): issued as usual.
-                        _ => true,
+            // (Asked to cancel: the refusal was only the engine's
+            // question, and the request ends cancelled instead of going
+            // on, as in the kernel it would have.)
+            libc::EOPNOTSUPP | libc::EPERM
+                if s.cancel_req && resent_unless_cancelled(s, -res as i32) =>
+            {
+                res = -(libc::ECANCELED as i64);
+                false
+            }
+            libc::EOPNOTSUPP if s.nonblock && (s.own_fd.is_some() || s.aiocb != 0) => {
+                s.nonblock = false;
+                true
+            }
+            // The real-time I/O class refused (a thread without the
+            // capability the process was thought to have): none from now.
+            // A probe is reaped inside its submitting call, which keeps
+            // the caller's fd open.
+            libc::EPERM
+                if s.class.is_rt()
+                    && crate::sys::prio::rt_ioprio_allowed()
+                    && (s.own_fd.is_some() || s.aiocb != 0 || s.probe) =>
+            {
+                crate::sys::prio::rt_ioprio_refused();
+                true
+            }
+            // A C read sent with RWF_NOWAIT to a number last seen to name
+            // a regular file: the number may name a pipe or socket now.
+            // The caller keeps its fd open until the read is done.
+            libc::EAGAIN if s.recheck && !s.cancel_req && !shutdown => {
+                s.recheck = false;
+                match look_again(s.op.fd) {
+                    Some((kind, nonblock)) if kind.is_stream() => {
+                        // As glibc's read(2): EAGAIN on an O_NONBLOCK one,
+                        // else a read that waits (offset -1).
+                        s.fd_kind = Some(kind);
+                        s.nonblock = nonblock;
+                        mark = Some((s.op.fd, Mark::Stream));
+                        !nonblock
                     }
+                    // Still a file (a read not in the page cache), or
+                    // closed (the kernel says EBADF): issued as usual.
+                    _ => true,
                 }
-                // A file that does not take RWF_NOWAIT (procfs, sysfs, ...):
-                // issued as usual, and later reads of its number are probes.
-                // Or a terminal now (which refuses it too): issued without it
-                // (the kernel honours its O_NONBLOCK).
-                libc::EOPNOTSUPP if s.recheck && !s.cancel_req && !shutdown => {
-                    s.recheck = false;
-                    match look_again(s.op.fd) {
-                        Some((kind, _)) if kind.is_stream() => {
-                            s.fd_kind = Some(kind);
-                            streams.push(s.op.fd);
-                        }
-                        _ => no_nowait.push(s.op.fd),
+            }
+            // A file that does not take RWF_NOWAIT (procfs, sysfs, ...):
+            // issued as usual, and later reads of its number are probes.
+            // Or a terminal now (which refuses it too): issued without it
+            // (the kernel honours its O_NONBLOCK).
+            libc::EOPNOTSUPP if s.recheck && !s.cancel_req && !shutdown => {
+                s.recheck = false;
+                match look_again(s.op.fd) {
+                    Some((kind, _)) if kind.is_stream() => {
+                        s.fd_kind = Some(kind);
+                        mark = Some((s.op.fd, Mark::Stream));
                     }
-                    true
+                    _ => mark = Some((s.op.fd, Mark::NoNowait)),
                 }
-                // Ended by the kernel, not by a cancel of ours: the thread whose
-                // `io_uring_enter` submitted it (this request's submitter, or
-                // another thread that entered the ring first) has exited. The
-                // kernel cancels what had not started (ECANCELED: it waited for
-                // its fd or a kernel worker) and finishes what had without the
-                // process's memory (EFAULT: a buffered read whose page came from
-                // the disk). A POSIX request belongs to the process: issue it
-                // again, on its own fd copy, or on the caller's fd: a probe's,
-                // which its submitting call, still running, keeps open, or a C
-                // request's, which its caller keeps open until it is done (as
-                // glibc's helper threads need too; it may have been entered by
-                // a thread that called the library after its submission). The
-                // reaping thread enters it again; a second EFAULT is the
-                // caller's buffer unless that thread has exited too. (Other
-                // requests without an fd copy are waited for by their thread's
-                // exit instead: see `exit_wait.rs`.)
-                e @ (libc::ECANCELED | libc::EFAULT)
-                    if !s.cancel_req
+                true
+            }
+            // Ended by the kernel, not by a cancel of ours: the thread whose
+            // `io_uring_enter` submitted it (this request's submitter, or
+            // another thread that entered the ring first) has exited. The
+            // kernel cancels what had not started (ECANCELED: it waited for
+            // its fd or a kernel worker) and finishes what had without the
+            // process's memory (EFAULT: a buffered read whose page came from
+            // the disk). A POSIX request belongs to the process: issue it
+            // again, on its own fd copy, or on the caller's fd: a probe's,
+            // which its submitting call, still running, keeps open, or a C
+            // request's, which its caller keeps open until it is done (as
+            // glibc's helper threads need too; it may have been entered by
+            // a thread that called the library after its submission). The
+            // reaping thread enters it again; a second EFAULT is the
+            // caller's buffer unless that thread has exited too. (Other
+            // requests without an fd copy are waited for by their thread's
+            // exit instead: see `exit_wait.rs`.)
+            e @ (libc::ECANCELED | libc::EFAULT)
+                if !s.cancel_req
+                    && !shutdown
+                    && (s.own_fd.is_some() || s.probe || s.aiocb != 0)
+                    && !(if e == libc::EFAULT {
+                        s.refaulted && !thread_gone(s.reentered_by)
+                    } else {
+                        s.eagain
+                    }) =>
+            {
+                s.refaulted |= e == libc::EFAULT;
+                // Entered again by this thread (`Ring::reap`).
+                s.reentered_by = crate::sys::tid::current();
+                true
+            }
+            _ => false,
+        };
+        let s = match mark {
+            Some((fd, m)) => {
+                m.record(core, fd);
+                &mut core.slots[idx as usize]
+            }
+            None => s,
+        };
+        if again {
+            let entry = sqe_again(s).user_data(ud);
+            // SAFETY: under the core lock, which the caller holds; the buffer
+            // is owned by the runtime until this request completes.
+            if unsafe { self.push(&entry) } {
+                return true;
+            }
+        }
+        if res == -(libc::ESPIPE as i64) && s.probe && s.op.kind == OpKind::Read {
+            // A probe read at an offset on a socket: the submitter, still in
+            // its call, issues it again at offset -1.
+            s.espipe = true;
+            return false;
+        }
+        if res == -(libc::ECANCELED as i64) && s.eagain {
+            // Cancelled because it would block on an O_NONBLOCK fd, or
+            // waited for data to read none (see `Inner::settle_probes`).
+            res = if s.op.len == 0 {
+                0
+            } else {
+                -(libc::EAGAIN as i64)
+            };
+        }
+        if s.recheck && matches!(-res as i32, libc::EAGAIN | libc::EOPNOTSUPP) {
+            // Cancelled before the reaper looked at it (above): what
+            // RWF_NOWAIT said was only the engine's question.
+            res = -(libc::ECANCELED as i64);
+        }
+        // `s.res` holds the bytes moved by earlier rounds of this request.
+        // The rest is issued again, same request:
+        // - after a short write (io_uring gives one on a pipe or socket that
+        //   fills up): write(2) on a blocking fd would go on until every
+        //   byte is written, and so does aio_write; on the request's own
+        //   fd copy (the caller's number may be closed by now), or a C
+        //   write's fd, which its caller keeps open until it is done;
+        // - after a short C read sent with RWF_NOWAIT, which stops at the
+        //   first page not in the page cache (so on a page boundary; one
+        //   cut short by the end of the file mostly is not): the rest is
+        //   read as usual (0 bytes more at the end of the file), on the
+        //   caller's fd, which the caller keeps open, unless the number
+        //   names a pipe or socket now (whose short read is the answer).
+        let rest = res > 0
+            && (res as usize) < s.op.len
+            && match s.op.kind {
+                // A write on its own fd copy to a pipe, socket or
+                // terminal (one to a regular file or block device is cut
+                // where write(2) cuts it: `MAX_RW`, past which io_uring
+                // caps it too), unless a cancel asked it to stop (it
+                // ends with the bytes moved, as on the thread engine). A
+                // C write on the caller's fd, which it keeps open: an
+                // ordered one (O_APPEND or a stream) on a blocking pipe,
+                // socket or terminal (looked at on this short path only).
+                OpKind::Write => {
+                    (s.own_fd.is_some()
+                        && s.fd_kind.is_some_and(FdKind::is_stream)
+                        && !s.cancel_req
+                        && !shutdown)
+                        || (s.aiocb != 0
+                            && s.op.ordered
+                            && !s.nonblock
+                            && !s.cancel_req
+                            && !shutdown
+                            && look_again(s.op.fd).is_some_and(|(k, nb)| k.is_stream() && !nb))
+                }
+                OpKind::Read => {
+                    s.recheck
+                        && !s.cancel_req
                         && !shutdown
-                        && (s.own_fd.is_some() || s.probe || s.aiocb != 0)
-                        && !(if e == libc::EFAULT {
-                            s.refaulted && !thread_gone(s.reentered_by)
-                        } else {
-                            s.eagain
-                        }) =>
-                {
-                    s.refaulted |= e == libc::EFAULT;
-                    // Entered again by this thread (`Ring::reap`).
-                    s.reentered_by = crate::sys::tid::current();
-                    true
+                        && (s.op.offset + res) % rustix::param::page_size() as i64 == 0
+                        && look_again(s.op.fd).is_some_and(|(k, _)| !k.is_stream())
                 }
                 _ => false,
             };
-            if again {
-                let entry = sqe_again(s).user_data(ud);
-                // SAFETY: under the core lock, which the caller holds; the buffer
-                // is owned by the runtime until this request completes.
-                if unsafe { self.push(&entry) } {
-                    more = true;
-                    continue;
-                }
+        if rest {
+            s.recheck = false;
+            s.res += res;
+            s.op.ptr += res as usize;
+            s.op.len -= res as usize;
+            if !s.op.ordered {
+                s.op.offset += res;
             }
-            if res == -(libc::ESPIPE as i64) && s.probe && s.op.kind == OpKind::Read {
-                // A probe read at an offset on a socket: the submitter, still in
-                // its call, issues it again at offset -1.
-                s.espipe = true;
-                continue;
+            let entry = sqe_again(s).user_data(ud);
+            // SAFETY: under the core lock, which the caller holds; the rest of
+            // the buffer is owned by the runtime until this request completes,
+            // as in `push_ready`. (If the queue is full of internal entries the
+            // push fails and the request ends below with the bytes moved so
+            // far.)
+            if unsafe { self.push(&entry) } {
+                return true;
             }
-            if res == -(libc::ECANCELED as i64) && s.eagain {
-                // Cancelled because it would block on an O_NONBLOCK fd, or
-                // waited for data to read none (see `Inner::settle_probes`).
-                res = if s.op.len == 0 {
-                    0
-                } else {
-                    -(libc::EAGAIN as i64)
-                };
-            }
-            if s.recheck && matches!(-res as i32, libc::EAGAIN | libc::EOPNOTSUPP) {
-                // Cancelled before the reaper looked at it (above): what
-                // RWF_NOWAIT said was only the engine's question.
-                res = -(libc::ECANCELED as i64);
-            }
-            // `s.res` holds the bytes moved by earlier rounds of this request.
-            // The rest is issued again, same request:
-            // - after a short write (io_uring gives one on a pipe or socket that
-            //   fills up): write(2) on a blocking fd would go on until every
-            //   byte is written, and so does aio_write; on the request's own
-            //   fd copy (the caller's number may be closed by now), or a C
-            //   write's fd, which its caller keeps open until it is done;
-            // - after a short C read sent with RWF_NOWAIT, which stops at the
-            //   first page not in the page cache (so on a page boundary; one
-            //   cut short by the end of the file mostly is not): the rest is
-            //   read as usual (0 bytes more at the end of the file), on the
-            //   caller's fd, which the caller keeps open, unless the number
-            //   names a pipe or socket now (whose short read is the answer).
-            let rest = res > 0
-                && (res as usize) < s.op.len
-                && match s.op.kind {
-                    // A write on its own fd copy to a pipe, socket or
-                    // terminal (one to a regular file or block device is cut
-                    // where write(2) cuts it: `MAX_RW`, past which io_uring
-                    // caps it too), unless a cancel asked it to stop (it
-                    // ends with the bytes moved, as on the thread engine). A
-                    // C write on the caller's fd, which it keeps open: an
-                    // ordered one (O_APPEND or a stream) on a blocking pipe,
-                    // socket or terminal (looked at on this short path only).
-                    OpKind::Write => {
-                        (s.own_fd.is_some()
-                            && s.fd_kind.is_some_and(FdKind::is_stream)
-                            && !s.cancel_req
-                            && !shutdown)
-                            || (s.aiocb != 0
-                                && s.op.ordered
-                                && !s.nonblock
-                                && !s.cancel_req
-                                && !shutdown
-                                && look_again(s.op.fd).is_some_and(|(k, nb)| k.is_stream() && !nb))
-                    }
-                    OpKind::Read => {
-                        s.recheck
-                            && !s.cancel_req
-                            && !shutdown
-                            && (s.op.offset + res) % rustix::param::page_size() as i64 == 0
-                            && look_again(s.op.fd).is_some_and(|(k, _)| !k.is_stream())
-                    }
-                    _ => false,
-                };
-            if rest {
-                s.recheck = false;
-                s.res += res;
-                s.op.ptr += res as usize;
-                s.op.len -= res as usize;
-                if !s.op.ordered {
-                    s.op.offset += res;
-                }
-                let entry = sqe_again(s).user_data(ud);
-                // SAFETY: under the core lock, which the caller holds; the rest of
-                // the buffer is owned by the runtime until this request completes,
-                // as in `push_ready`. (If the queue is full of internal entries the
-                // push fails and the request ends below with the bytes moved so
-                // far.)
-                if unsafe { self.push(&entry) } {
-                    more = true;
-                    continue;
-                }
-                let total = s.res;
-                core.complete(idx, total);
-                *n += 1;
-                continue;
-            }
-            // An error after part of the data was written reports the part, as
-            // write(2) does.
-            let total = match (res, s.res) {
-                (r, done) if r >= 0 => done + r,
-                (_, done) if done > 0 => done,
-                (r, _) => r,
-            };
+            let total = s.res;
             core.complete(idx, total);
             *n += 1;
+            return false;
         }
-        // Their next reads look at them again (probes).
-        for fd in streams {
-            core.set_fd_not_pollable(fd, false);
+        // An error after part of the data was written reports the part, as
+        // write(2) does.
+        let total = match (res, s.res) {
+            (r, done) if r >= 0 => done + r,
+            (_, done) if done > 0 => done,
+            (r, _) => r,
+        };
+        core.complete(idx, total);
+        *n += 1;
+        false
+    }
+}
+
+/// What a reap learnt about an fd number, for the next reads of it.
+#[derive(Clone, Copy)]
+enum Mark {
+    /// It names a pipe or socket now: its next reads are probes.
+    Stream,
+    /// Its file refuses `RWF_NOWAIT`: its next reads go without.
+    NoNowait,
+}
+
+impl Mark {
+    /// Records the mark of fd number `fd` in the core.
+    #[inline(never)]
+    fn record(self, core: &mut Core, fd: i32) {
+        match self {
+            Mark::Stream => core.set_fd_not_pollable(fd, false),
+            Mark::NoNowait => core.set_fd_refuses_nowait(fd, OpKind::Read),
         }
-        for fd in no_nowait {
-            core.set_fd_refuses_nowait(fd, OpKind::Read);
-        }
-        more
     }
 }
 
