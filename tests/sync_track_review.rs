@@ -358,3 +358,41 @@ fn a_record_recycled_while_listed_is_never_a_mix_of_two_objects() {
         "listed with another object's name: {mixed:?}"
     );
 }
+
+/// `Semaphore::waiters()` in a child forked while threads of the parent
+/// sleep in its `wait` counts none of them (they do not exist there), and the
+/// child's own sleeper is counted and woken as before. Before, the child
+/// counted the parent's sleepers (the count was copied with the memory).
+#[test]
+fn a_forked_child_counts_no_sleeper_of_the_parent_on_a_semaphore() {
+    let _g = serial(Tracking::Off);
+    let s = Semaphore::new(0).expect("semaphore");
+    let child = std::thread::scope(|scope| {
+        scope.spawn(|| s.wait());
+        scope.spawn(|| s.wait());
+        assert!(poll(|| s.waiters() == 2));
+        let child = in_child(|| {
+            let n = s.waiters();
+            if n != 0 {
+                return Err(format!("waiters() = {n} in the child"));
+            }
+            let value = std::thread::scope(|c| {
+                c.spawn(|| s.wait());
+                if !poll(|| s.waiters() == 1) {
+                    return Err(format!("the child's sleeper: waiters() = {}", s.waiters()));
+                }
+                s.post().map_err(|e| e.to_string())?;
+                Ok(())
+            });
+            value?;
+            match s.waiters() {
+                0 => Ok(()),
+                n => Err(format!("waiters() = {n} after the child's sleeper left")),
+            }
+        });
+        s.post().expect("post");
+        s.post().expect("post");
+        child
+    });
+    child.unwrap();
+}

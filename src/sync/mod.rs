@@ -94,6 +94,7 @@ pub mod rwlock;
 mod rwlock_writers;
 pub mod semaphore;
 pub mod shared;
+mod waiting;
 
 pub mod track;
 

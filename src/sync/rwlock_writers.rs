@@ -3,12 +3,15 @@
 //! ([`WriterList`]), and the levels readers and writers compare (see the
 //! [rwlock module docs](super::rwlock)).
 //!
-//! Both the count and the list are stamped with the fork generation
-//! ([`fork::generation`]) that made them: in a forked child, the writers the
-//! parent counted or listed do not exist, and must hold no reader back.
+//! Both the count ([`WaitingCount`], in [`super::waiting`]) and the list are
+//! stamped with the fork generation ([`fork::generation`]) that made them: in
+//! a forked child, the writers the parent counted or listed do not exist, and
+//! must hold no reader back.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
+
+pub(super) use super::waiting::WaitingCount;
 
 use crate::sys::fork;
 use crate::sys::pilock::{PiLocked, RawPiLock};
@@ -16,85 +19,6 @@ use crate::sys::prio::{self, SchedClass};
 
 /// The level of a waiting `SCHED_DEADLINE` writer: above every real-time priority.
 const DEADLINE_LEVEL: u32 = 100;
-
-/// How many writers wait for one lock: the count in the low 32 bits, the fork
-/// generation of the process that counted them in the high 32 (0 as a whole
-/// when none waits). A writer counts itself and takes itself out again in one
-/// process (it cannot fork while it waits), so a count of another generation
-/// is that of writers of a parent process, absent here: it counts as 0.
-pub(super) struct WaitingCount(AtomicU64);
-
-impl WaitingCount {
-    pub(super) const fn new() -> WaitingCount {
-        WaitingCount(AtomicU64::new(0))
-    }
-
-    /// Whether no writer waits, for the read fast path (one relaxed load); a
-    /// `false` may be a parent's count, which [`get`](Self::get) sees through.
-    #[inline(always)]
-    pub(super) fn is_zero(&self) -> bool {
-        self.0.load(Ordering::Relaxed) == 0
-    }
-
-    /// The writers of this process that wait (`SeqCst`). A parent's count is
-    /// cleared on the way, so that the fast path works again.
-    pub(super) fn get(&self) -> u32 {
-        let v = self.0.load(Ordering::SeqCst);
-        if v == 0 {
-            return 0;
-        }
-        if (v >> 32) as u32 != fork::generation() {
-            // A writer of this process that counts itself meanwhile wins or
-            // retries from 0 (see `add`).
-            let _ = self
-                .0
-                .compare_exchange(v, 0, Ordering::SeqCst, Ordering::Relaxed);
-            return 0;
-        }
-        v as u32
-    }
-
-    /// A writer starts waiting (`SeqCst`).
-    pub(super) fn add(&self) {
-        let generation = fork::generation();
-        let mut v = self.0.load(Ordering::Relaxed);
-        loop {
-            let n = if (v >> 32) as u32 == generation {
-                v as u32
-            } else {
-                0
-            };
-            let new = u64::from(generation) << 32 | u64::from(n + 1);
-            match self
-                .0
-                .compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(now) => v = now,
-            }
-        }
-    }
-
-    /// A writer counted by [`add`](Self::add) stops waiting (`SeqCst`).
-    pub(super) fn sub(&self) {
-        let mut v = self.0.load(Ordering::Relaxed);
-        loop {
-            let n = (v as u32).saturating_sub(1);
-            let new = if n == 0 {
-                0
-            } else {
-                v & !u64::from(u32::MAX) | u64::from(n)
-            };
-            match self
-                .0
-                .compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::Relaxed)
-            {
-                Ok(_) => return,
-                Err(now) => v = now,
-            }
-        }
-    }
-}
 
 /// A waiting writer's entry in its lock's list, on the writer's stack.
 pub(super) struct WaitingWriter {

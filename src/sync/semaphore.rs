@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::checked::deadline_after;
 use super::track::{self, Kind, Snapshot, StateWrite, Track};
+use super::waiting::WaitingCount;
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
 use crate::{Error, Result};
@@ -38,7 +39,9 @@ pub const SEM_VALUE_MAX: u32 = i32::MAX as u32;
 #[doc(alias = "sem_t")]
 pub struct Semaphore {
     value: AtomicU32,
-    sleepers: AtomicU32,
+    /// Threads of this process asleep in `wait` (a forked child does not
+    /// count its parent's, which do not exist there).
+    sleepers: WaitingCount,
     track: Track,
 }
 
@@ -56,7 +59,7 @@ impl Semaphore {
         }
         Ok(Semaphore {
             value: AtomicU32::new(value),
-            sleepers: AtomicU32::new(0),
+            sleepers: WaitingCount::new(),
             track: Track::new(),
         })
     }
@@ -130,9 +133,9 @@ impl Semaphore {
             if let Some(after) = self.try_take() {
                 break Ok(after);
             }
-            self.sleepers.fetch_add(1, Ordering::SeqCst);
+            self.sleepers.add();
             let w = futex::wait(&self.value, 0, deadline);
-            self.sleepers.fetch_sub(1, Ordering::Relaxed);
+            self.sleepers.sub();
             if let Err(libc::ETIMEDOUT) = w {
                 // A post may have raced with the timeout: take it if it is there.
                 break self
@@ -261,7 +264,7 @@ impl Semaphore {
             StateWrite::Mirror => self.count_changed_untracked(),
         }
         super::hook::sem_post(self.addr(), v + 1);
-        if self.sleepers.load(Ordering::SeqCst) > 0 {
+        if self.sleepers.get() > 0 {
             futex::wake(&self.value, 1);
         }
         Ok(())
@@ -276,9 +279,10 @@ impl Semaphore {
         self.value.load(Ordering::Relaxed)
     }
 
-    /// How many threads sleep in `wait` (a snapshot).
+    /// How many threads sleep in `wait` (a snapshot). In a forked child, the
+    /// parent's sleepers are not counted: they do not exist there.
     pub fn waiters(&self) -> u32 {
-        self.sleepers.load(Ordering::Relaxed)
+        self.sleepers.get()
     }
 
     /// Info (with the count), statistics and waiters, if known to tracking.
