@@ -110,7 +110,10 @@ pub use pi_condvar::PiCondvar;
 pub use recursive::{RecursiveMutex, RecursiveMutexGuard};
 pub use rwlock::{RawRwLock, RwLock};
 pub use semaphore::{Semaphore, SEM_VALUE_MAX};
-pub use shared::{publish, read_all, read_process, Published, PUBLISH_PERIOD, REGISTRY_KIND};
+pub use shared::{
+    publish, read_all, read_process, read_process_with_status, PublishStatus, Published,
+    PUBLISH_PERIOD, REGISTRY_KIND,
+};
 pub use track::{
     find_deadlocks, find_deadlocks_in, objects, reset_stats, set_tracking, tracking, Deadlock,
     Info, Kind, Snapshot, Stats, Tracking,

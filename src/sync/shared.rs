@@ -19,15 +19,32 @@
 //!
 //! Payload of a slot (64-bit words): the record's 48 words, except word 0, which
 //! holds the picoseconds per timing tick (so the reader converts times).
+//!
+//! # Tracking switched off
+//!
+//! Publishing stops while tracking is off, and the registry keeps what was
+//! published last: owners and waiters that may have changed since, objects
+//! dropped since. So that no reader takes that for the current state, one
+//! more slot, the *status*, says whether tracking was on at the last publish,
+//! when it was switched off and when that publish was ([`PublishStatus`],
+//! which `rtstat` shows first). Switching tracking off publishes once more
+//! (the objects as they were then), the status saying "off" written before
+//! them; a publish with tracking on writes "on" after the objects. The
+//! status's word 1 (an object's kind and live bit) is 0, so a reader that
+//! does not know it skips it as a free record; word 2 holds the bytes
+//! `SYNCSTAT`, word 3 the level, word 4 when tracking went off and
+//! word 5 when it was published (nanoseconds since the Unix epoch; 0: not
+//! known).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 use super::track::level::level;
 use super::track::level::ps_per_tick;
 use super::track::record::{Record, WORDS};
 use super::track::slab::all_records;
 use super::track::snapshot::{copy_live, snapshot_words, Snapshot};
+use super::track::Tracking;
 use crate::registry::{self, Registry, SlotWriter};
 use crate::sys::pilock::{PiLocked, RawPiLock};
 use crate::{Error, Result};
@@ -36,7 +53,19 @@ use crate::{Error, Result};
 pub const REGISTRY_KIND: &str = "sync";
 /// How often the publisher refreshes the shared copies while tracking is on.
 pub const PUBLISH_PERIOD: Duration = Duration::from_millis(50);
+/// Objects a registry holds (and one slot more: the status).
 const SLOTS: u32 = 1024;
+
+/// Word 2 of the status slot (see the [module docs](self)).
+const STATUS_MAGIC: u64 = u64::from_ne_bytes(*b"SYNCSTAT");
+const ST_MAGIC: usize = 2;
+const ST_LEVEL: usize = 3;
+const ST_OFF_SINCE: usize = 4;
+const ST_PUBLISHED: usize = 5;
+
+/// When tracking was last switched from on to off, in nanoseconds since the
+/// Unix epoch (0: never).
+static OFF_SINCE: AtomicU64 = AtomicU64::new(0);
 
 /// This process's registry, or why it could not be made, once the first
 /// [`publish`] tried (kept for the process's life). Not a `OnceLock`: a fork
@@ -49,10 +78,27 @@ static REGISTRY: PiLocked<Option<std::result::Result<&'static Registry, Error>>>
 /// Whether [`after_fork_in_child`] is registered (not a `Once`, for the same
 /// reason).
 static FORK_HOOKED: AtomicBool = AtomicBool::new(false);
-/// Record address -> its slot. Taken by the publisher thread and by [`publish`]
-/// only (never by a sync object's operation); priority-inheriting, so a real-time
-/// caller of `publish` boosts the publisher instead of waiting behind it.
-static SLOTS_OF: PiLocked<Vec<(usize, SlotWriter<'static>)>> = PiLocked::new(Vec::new());
+/// The slots this process writes: record address -> its slot, and the
+/// status slot.
+struct Slots {
+    objects: Vec<(usize, SlotWriter<'static>)>,
+    status: Option<SlotWriter<'static>>,
+}
+
+impl Slots {
+    const fn new() -> Slots {
+        Slots {
+            objects: Vec::new(),
+            status: None,
+        }
+    }
+}
+
+/// The slots written. Taken by the publisher thread, by [`publish`] and by
+/// [`tracking_stopped`] only (never by a sync object's operation);
+/// priority-inheriting, so a real-time caller of `publish` boosts the
+/// publisher instead of waiting behind it.
+static SLOTS_OF: PiLocked<Slots> = PiLocked::new(Slots::new());
 /// Whether this process's publisher thread was started. Cleared in a forked
 /// child, which does not have the thread (see [`after_fork_in_child`]).
 static STARTED: AtomicBool = AtomicBool::new(false);
@@ -73,7 +119,7 @@ fn registry() -> Result<&'static Registry> {
     REGISTRY
         .lock()
         .get_or_insert_with(|| {
-            let r = Registry::create(REGISTRY_KIND, WORDS * 8, SLOTS)?;
+            let r = Registry::create(REGISTRY_KIND, WORDS * 8, SLOTS + 1)?;
             // Kept for the process's life, as in a `static`.
             Ok(&*Box::leak(Box::new(r)))
         })
@@ -92,7 +138,7 @@ fn registry() -> Result<&'static Registry> {
 ///   [`set_tracking`](super::set_tracking) starts the child's own. (Left set, no
 ///   publisher ran in the child and `rtstat CHILD` found no registry.)
 ///
-/// Async-signal-safe: stores only (`Vec::new` does not allocate).
+/// Async-signal-safe: stores only (`Slots::new` does not allocate).
 fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing; nothing reads these
     // values before the child goes on, and the old ones are overwritten without
@@ -101,9 +147,51 @@ fn after_fork_in_child() {
         REGISTRY.raw().reset_in_child();
         std::ptr::write(REGISTRY.data_ptr(), None);
         SLOTS_OF.raw().reset_in_child();
-        std::ptr::write(SLOTS_OF.data_ptr(), Vec::new());
+        std::ptr::write(SLOTS_OF.data_ptr(), Slots::new());
     }
     STARTED.store(false, Ordering::Relaxed);
+}
+
+/// Nanoseconds since the Unix epoch now (0 before it: a clock set so far back
+/// that "when" means nothing).
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Tracking was just switched from on to off: notes when, and, in a process
+/// that publishes, publishes once more (the objects as they are now), with
+/// the status saying that tracking is off since then (see the [module
+/// docs](self)). A process that never published makes no registry here.
+pub(crate) fn tracking_stopped() {
+    OFF_SINCE.store(now_ns().max(1), Ordering::Relaxed);
+    // Before the lock is first taken (see `registry`).
+    hook_fork();
+    let published = matches!(*REGISTRY.lock(), Some(Ok(_)));
+    if published {
+        let _ = publish();
+    }
+}
+
+/// Writes the status slot (see the [module docs](self)) with the tracking
+/// `level` the publish read.
+fn write_status(slots: &mut Slots, level: u8) {
+    let off_since = if level == 0 {
+        OFF_SINCE.load(Ordering::Relaxed)
+    } else {
+        0
+    };
+    let ps = ps_per_tick();
+    if let Some(w) = slots.status.as_mut() {
+        w.write(|p| {
+            p.store_u64(0, ps);
+            p.store_u64(ST_MAGIC, STATUS_MAGIC);
+            p.store_u64(ST_LEVEL, u64::from(level));
+            p.store_u64(ST_OFF_SINCE, off_since);
+            p.store_u64(ST_PUBLISHED, now_ns());
+        });
+    }
 }
 
 /// Starts the publisher thread (once), when tracking is switched on.
@@ -155,9 +243,23 @@ pub fn publish() -> Result<usize> {
     // The slots held then are hidden from readers until released: they are
     // given back, and claimed again below.
     if reg.check_size()? {
-        for (_, w) in slots.drain(..) {
+        for (_, w) in slots.objects.drain(..) {
             w.release();
         }
+        if let Some(w) = slots.status.take() {
+            w.release();
+        }
+    }
+    // The status's slot is claimed before any object's, so that a full
+    // registry still says whether what it shows is current.
+    if slots.status.is_none() {
+        slots.status = reg.claim(0, 0).ok();
+    }
+    // Tracking off: said before the objects are written, so that a reader
+    // never takes them for current (on: after them, for the same reason).
+    let level = level();
+    if level == 0 {
+        write_status(&mut slots, level);
     }
     let records = all_records();
     let ps = ps_per_tick();
@@ -167,23 +269,24 @@ pub fn publish() -> Result<usize> {
         .collect();
     // Free the slots of records that are no longer live first, so that a full
     // registry makes room for new objects as soon as old ones are dropped.
+    let objects = &mut slots.objects;
     let mut i = 0;
-    while i < slots.len() {
-        if copies.iter().any(|(k, _)| *k == slots[i].0) {
+    while i < objects.len() {
+        if copies.iter().any(|(k, _)| *k == objects[i].0) {
             i += 1;
         } else {
-            let (_, w) = slots.swap_remove(i);
+            let (_, w) = objects.swap_remove(i);
             w.release();
         }
     }
     let (mut n, mut skipped, mut err) = (0, 0, None);
     for (key, words) in &copies {
-        let pos = match slots.iter().position(|(k, _)| k == key) {
+        let pos = match objects.iter().position(|(k, _)| k == key) {
             Some(p) => p,
             None => match reg.claim(0, 0) {
                 Ok(w) => {
-                    slots.push((*key, w));
-                    slots.len() - 1
+                    objects.push((*key, w));
+                    objects.len() - 1
                 }
                 Err(e) => {
                     // Full: the other objects are still published.
@@ -193,13 +296,16 @@ pub fn publish() -> Result<usize> {
                 }
             },
         };
-        slots[pos].1.write(|p| {
+        objects[pos].1.write(|p| {
             p.store_u64(0, ps);
             for (i, w) in words.iter().enumerate().skip(1) {
                 p.store_u64(i, *w);
             }
         });
         n += 1;
+    }
+    if level != 0 {
+        write_status(&mut slots, level);
     }
     match err {
         None => Ok(n),
@@ -209,8 +315,49 @@ pub fn publish() -> Result<usize> {
     }
 }
 
+/// What a process said of its tracking when it last published (see the
+/// [module docs](self)): whether the objects it published are its current
+/// state, or the last state tracking recorded before it was switched off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PublishStatus {
+    /// The tracking level at the last publish.
+    pub tracking: Tracking,
+    /// When tracking was switched off, while it is off (`None` while it is
+    /// on, or when the process published with tracking never on).
+    pub off_since: Option<SystemTime>,
+    /// When the process last published (`None` if not known).
+    pub published_at: Option<SystemTime>,
+}
+
+impl PublishStatus {
+    /// Whether the objects published are not the current state: tracking is
+    /// off, so owners, waiters and counts may have changed since, and objects
+    /// dropped since may still be listed.
+    pub fn is_stale(&self) -> bool {
+        self.tracking == Tracking::Off
+    }
+
+    /// The status in a slot's words, if they are a status slot's.
+    fn from_words(w: &[u64; WORDS]) -> Option<PublishStatus> {
+        if w[1] != 0 || w[ST_MAGIC] != STATUS_MAGIC {
+            return None;
+        }
+        let at = |ns: u64| (ns != 0).then(|| SystemTime::UNIX_EPOCH + Duration::from_nanos(ns));
+        Some(PublishStatus {
+            tracking: match w[ST_LEVEL] {
+                0 => Tracking::Off,
+                1 => Tracking::Counts,
+                _ => Tracking::Timing,
+            },
+            off_since: at(w[ST_OFF_SINCE]),
+            published_at: at(w[ST_PUBLISHED]),
+        })
+    }
+}
+
 /// The tracked objects another posixrt process `pid` has published (what `rtstat`
-/// shows), as consistent snapshots.
+/// shows), as consistent snapshots. They may be stale: see
+/// [`read_process_with_status`].
 ///
 /// Errors: [`NotFound`](crate::ErrorKind::NotFound) if there is no such process, or
 /// it has no sync registry (not a posixrt process, or tracking was never switched on
@@ -220,6 +367,17 @@ pub fn publish() -> Result<usize> {
 /// if it has another layout version (another posixrt release wrote it); [`InvalidInput`](crate::ErrorKind::InvalidInput)
 /// for a pid above `i32::MAX`.
 pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
+    read_process_with_status(pid).map(|(objects, _)| objects)
+}
+
+/// [`read_process`], with what the process said of its tracking when it
+/// last published: `None` from a posixrt release that did not say it.
+/// While its tracking is off ([`PublishStatus::is_stale`]), the objects are
+/// the last state tracking recorded, not the current one.
+///
+/// # Errors
+/// Those of [`read_process`].
+pub fn read_process_with_status(pid: u32) -> Result<(Vec<Snapshot>, Option<PublishStatus>)> {
     let pid_i = i32::try_from(pid).map_err(|_| {
         Error::invalid("rtstat", format!("{pid} is not a valid process id"))
             .with_hint("pass the pid of a running process (see `pgrep NAME`)")
@@ -283,6 +441,9 @@ pub fn read_process(pid: u32) -> Result<Vec<Snapshot>> {
 pub struct Published {
     /// Each process's pid and its objects, by pid.
     pub processes: Vec<(u32, Vec<Snapshot>)>,
+    /// What each process of [`processes`](Self::processes) said of its
+    /// tracking, by pid (those that said it: see [`read_process_with_status`]).
+    pub statuses: Vec<(u32, PublishStatus)>,
     /// Registries not readable by this user, or cut short by another process
     /// (see [`registry::Scan::unreadable`]).
     pub unreadable: usize,
@@ -302,23 +463,36 @@ pub struct Published {
 /// Those of [`registry::scan`] (listing `/dev/shm`).
 pub fn read_all() -> Result<Published> {
     let scan = registry::scan(REGISTRY_KIND, None)?;
-    Ok(Published {
+    let mut all = Published {
         unreadable: scan.unreadable,
         incompatible: scan.incompatible,
-        processes: scan
-            .processes
-            .into_iter()
-            .filter_map(|p| {
-                let pid = u32::try_from(p.pid).ok()?;
-                Some((pid, snapshots_of(pid, p)))
-            })
-            .collect(),
-    })
+        ..Published::default()
+    };
+    for p in scan.processes {
+        let Ok(pid) = u32::try_from(p.pid) else {
+            continue;
+        };
+        let (objects, status) = snapshots_of(pid, p);
+        all.processes.push((pid, objects));
+        all.statuses.extend(status.map(|s| (pid, s)));
+    }
+    Ok(all)
 }
 
-/// The objects in the live slots of `p`, the registry of process `pid`.
-fn snapshots_of(pid: u32, p: registry::ProcessEntry) -> Vec<Snapshot> {
+impl Published {
+    /// What process `pid` said of its tracking, if it is listed and said it.
+    pub fn status(&self, pid: u32) -> Option<PublishStatus> {
+        self.statuses
+            .iter()
+            .find_map(|&(p, s)| (p == pid).then_some(s))
+    }
+}
+
+/// The objects in the live slots of `p`, the registry of process `pid`, and
+/// its status slot's status.
+fn snapshots_of(pid: u32, p: registry::ProcessEntry) -> (Vec<Snapshot>, Option<PublishStatus>) {
     let mut out = Vec::new();
+    let mut status = None;
     for s in p.slots {
         let mut words = [0u64; WORDS];
         for (i, w) in words.iter_mut().enumerate() {
@@ -332,7 +506,9 @@ fn snapshots_of(pid: u32, p: registry::ProcessEntry) -> Vec<Snapshot> {
         if let Some(mut snap) = snapshot_words(&words, ps) {
             snap.info.owner_pid = snap.info.owner.map(|_| pid);
             out.push(snap);
+        } else if let Some(st) = PublishStatus::from_words(&words) {
+            status = Some(st);
         }
     }
-    out
+    (out, status)
 }

@@ -355,3 +355,73 @@ fn a_second_registry_file_under_a_listed_pid_is_counted_not_lost() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("not readable"), "{e}");
 }
+
+/// Once the process switches tracking off, rtstat says so before its objects,
+/// in the table and in the JSON, with how long ago: the registry keeps the
+/// state of the switch-off (a lock shown held may have been released since,
+/// an object listed dropped), and a user hunting a missed deadline must not
+/// take it for the current state. Before, the listing looked as current as
+/// any other, the dropped object included.
+#[test]
+fn stale_state_after_tracking_went_off_is_marked_as_such() {
+    let _t = tracking();
+    sync::set_tracking(Tracking::Counts);
+    let name = "rtstat-off-marked";
+    let m = NormalMutex::new(0u32);
+    // SAFETY: the raw lock is only named, not locked or moved.
+    unsafe { m.raw() }.set_name(name);
+    let held = m.lock();
+    sync::publish().expect("publish");
+    sync::set_tracking(Tracking::Off);
+    drop(held);
+    drop(m);
+    let me = std::process::id().to_string();
+    let table = rtstat(&[&me]);
+    let json = rtstat(&["--json", &me]);
+    let text = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(table.status.success(), "{table:?}");
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("TRACKING OFF") && first.contains(" ago"),
+        "no warning first: {text}"
+    );
+    assert!(
+        text.contains("not the current state"),
+        "the warning does not say what it means: {text}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(j["tracking"].as_str(), Some("off"), "{j}");
+    assert_eq!(j["stale"].as_bool(), Some(true), "{j}");
+    assert!(j["tracking_off_since"].as_f64().is_some(), "{j}");
+    // The mutex shown is the state of the switch-off, held.
+    let obj = j["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .find(|o| o["name"].as_str() == Some(name))
+        .cloned();
+    assert_eq!(
+        obj.map(|o| o["locked"].clone()),
+        Some(serde_json::json!(true)),
+        "{j}"
+    );
+    // Back on: the next publish says so, and no warning is left.
+    sync::set_tracking(Tracking::Counts);
+    sync::publish().expect("publish");
+    let again = rtstat(&["--json", &me]);
+    sync::set_tracking(Tracking::Off);
+    let j: serde_json::Value = serde_json::from_slice(&again.stdout).expect("JSON");
+    assert_eq!(
+        (j["tracking"].as_str(), j["stale"].as_bool()),
+        (Some("counts"), Some(false)),
+        "{j}"
+    );
+    assert!(
+        !j["objects"]
+            .as_array()
+            .expect("objects")
+            .iter()
+            .any(|o| o["name"].as_str() == Some(name)),
+        "the dropped mutex is still listed: {j}"
+    );
+}

@@ -78,16 +78,24 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 /// either (their start is not known: the hold may have begun while tracking
 /// was off).
 ///
+/// Switching it off in a process that publishes its objects for `rtstat`
+/// ([`publish`](super::publish)) publishes them once more, marked as the state
+/// of the moment tracking went off ([`PublishStatus`](super::PublishStatus)):
+/// `rtstat` then says that what it shows is not current.
+///
 /// # References
 /// - [td_sync_get_info(3C_DB)](https://docs.oracle.com/cd/E88353_01/html/E37843/td-sync-get-info-3c-db.html) (`td_ta_sync_tracking_enable`)
 #[doc(alias = "td_ta_sync_tracking_enable")]
 pub fn set_tracking(level: Tracking) {
-    if level != Tracking::Off && level::level() == 0 {
+    let was = level::level();
+    if level != Tracking::Off && was == 0 {
         // Before any owner is recorded again.
         snapshot::forget_holds();
     }
     level::set_level_and_clock(level);
     if level != Tracking::Off {
         super::shared::start_publisher();
+    } else if was != 0 {
+        super::shared::tracking_stopped();
     }
 }

@@ -12,16 +12,17 @@
 //!
 //! The process must have switched tracking on (`posixrt::sync::set_tracking`); its
 //! objects are published in `/dev/shm/posixrt-sync-<pid>-<starttime>` (mode 0600:
-//! run as root or as its user).
+//! run as root or as its user). Once it switches tracking off, what it published
+//! last is no longer current: rtstat says so first ("TRACKING OFF since ...").
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::Parser;
 
 const PROG: &str = "rtstat";
-use posixrt::sync::{self, Snapshot};
+use posixrt::sync::{self, PublishStatus, Snapshot, Tracking};
 use serde_json::{json, Value};
 
 /// List a posixrt process's tracked synchronization objects (info, statistics,
@@ -31,7 +32,9 @@ use serde_json::{json, Value};
 /// A process is seen once it switches tracking on
 /// (`posixrt::sync::set_tracking(Tracking::Counts)` or `Timing`): it then
 /// publishes its objects every 50 ms in `/dev/shm/posixrt-sync-<pid>-<start>`,
-/// mode 0600 (run rtstat as its user or as root). Registries that cannot be read
+/// mode 0600 (run rtstat as its user or as root). Once it switches tracking off,
+/// it stops publishing: rtstat then warns first that what it shows is the state
+/// of that moment, not the current one. Registries that cannot be read
 /// (another user's; one cut short, e.g. truncated by someone, until its owner
 /// repairs it when it next writes to it; another posixrt release's) are counted on
 /// standard error.
@@ -39,7 +42,7 @@ use serde_json::{json, Value};
 #[command(
     name = "rtstat",
     version,
-    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"objects\", \"deadlocks\"}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects, and when standard output closed by its reader (rtstat | head) ends the listing early\n  1  error: PID names no process (or names a thread of one, or one that has exited) or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  rtstat                 every process that publishes its sync objects\n  rtstat 12345           one process: its objects, their waiters, any deadlock\n  rtstat --json 12345    the same as one JSON object {\"pid\", \"tracking\", \"stale\", \"objects\", \"deadlocks\", ...}\n  rtstat --json          an array of such objects, one per process\n\nExit status:\n  0  ok, also when no process publishes sync objects, and when standard output closed by its reader (rtstat | head) ends the listing early\n  1  error: PID names no process (or names a thread of one, or one that has exited) or one without a readable sync registry, /dev/shm cannot be read, or the output cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// The process id; without it, every process that publishes sync objects.
@@ -80,9 +83,69 @@ fn ms6(d: Duration) -> f64 {
     (ms(d) * 1e6).round() / 1e6
 }
 
-/// One process's objects and deadlocks as a JSON value (`{"pid", "objects",
-/// "deadlocks"}`); serde escapes every name.
-fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> Value {
+/// Seconds since the Unix epoch (fractional), for JSON.
+fn unix_secs(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// `t` as `YYYY-MM-DD HH:MM:SS UTC` (the civil calendar from days since the
+/// epoch: H. Hinnant's `civil_from_days`).
+fn utc(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as i64;
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+/// The warning shown first for a process whose tracking is off: its objects
+/// are the state of that moment, not the current one.
+fn stale_warning(pid: u32, st: &PublishStatus) -> String {
+    let since = match st.off_since {
+        Some(t) => {
+            let ago = SystemTime::now().duration_since(t).unwrap_or_default();
+            format!(" since {} ({:.1} s ago)", utc(t), ago.as_secs_f64())
+        }
+        None => String::new(),
+    };
+    format!(
+        "TRACKING OFF in pid {pid}{since}: the state below is the last one tracking recorded, not the current state (locks may have changed hands, objects dropped since may still be listed)"
+    )
+}
+
+/// The level's name in the JSON output.
+fn level_name(t: Tracking) -> &'static str {
+    match t {
+        Tracking::Off => "off",
+        Tracking::Counts => "counts",
+        _ => "timing",
+    }
+}
+
+/// One process's objects and deadlocks as a JSON value (`{"pid", "tracking",
+/// "stale", "tracking_off_since", "published_at", "objects", "deadlocks"}`);
+/// serde escapes every name.
+fn json(
+    pid: u32,
+    status: Option<PublishStatus>,
+    objs: &[Snapshot],
+    dl: &[sync::Deadlock],
+) -> Value {
     let objects: Vec<Value> = objs
         .iter()
         .map(|s| {
@@ -131,7 +194,15 @@ fn json(pid: u32, objs: &[Snapshot], dl: &[sync::Deadlock]) -> Value {
             json!({ "threads": d.threads, "locks": locks })
         })
         .collect();
-    json!({ "pid": pid, "objects": objects, "deadlocks": deadlocks })
+    json!({
+        "pid": pid,
+        "tracking": status.map(|s| level_name(s.tracking)),
+        "stale": status.is_some_and(|s| s.is_stale()),
+        "tracking_off_since": status.and_then(|s| s.off_since).map(unix_secs),
+        "published_at": status.and_then(|s| s.published_at).map(unix_secs),
+        "objects": objects,
+        "deadlocks": deadlocks,
+    })
 }
 
 /// An error's text without a leading "rtstat failed: " (the program's name is
@@ -174,16 +245,21 @@ fn main() -> ExitCode {
     // Without a pid: one scan of /dev/shm, reading each registry once and
     // counting every file it skips, also a second file under a listed pid
     // (a writer in another pid namespace with the same pid).
-    let (results, unreadable, incompatible) = match args.pid {
-        Some(pid) => match sync::read_process(pid) {
-            Ok(o) => (vec![(pid, o)], 0, 0),
+    let (results, statuses, unreadable, incompatible) = match args.pid {
+        Some(pid) => match sync::read_process_with_status(pid) {
+            Ok((o, st)) => (vec![(pid, o)], Vec::from_iter(st.map(|s| (pid, s))), 0, 0),
             Err(e) => {
                 posixrt_tools::warn(PROG, format_args!("{}", plain(&e)));
                 return ExitCode::from(1);
             }
         },
         None => match sync::read_all() {
-            Ok(all) => (all.processes, all.unreadable, all.incompatible),
+            Ok(all) => (
+                all.processes,
+                all.statuses,
+                all.unreadable,
+                all.incompatible,
+            ),
             Err(e) => {
                 // ("opendir failed: listing /dev/shm: ...")
                 posixrt_tools::warn(PROG, format_args!("{e}"));
@@ -205,10 +281,11 @@ fn main() -> ExitCode {
             if incompatible == 1 { "y" } else { "ies" }
         ));
     }
+    let status_of = |pid: u32| statuses.iter().find_map(|&(p, s)| (p == pid).then_some(s));
     if args.json {
         let mut all: Vec<Value> = results
             .iter()
-            .map(|(pid, objs)| json(*pid, objs, &sync::find_deadlocks_in(objs)))
+            .map(|(pid, objs)| json(*pid, status_of(*pid), objs, &sync::find_deadlocks_in(objs)))
             .collect();
         let doc = match args.pid {
             Some(_) => all.pop().unwrap_or_else(|| json!({})),
@@ -231,7 +308,7 @@ fn main() -> ExitCode {
             )?;
         }
         for (pid, objs) in &results {
-            table(out, *pid, objs)?;
+            table(out, *pid, status_of(*pid), objs)?;
         }
         Ok(())
     })
@@ -253,8 +330,16 @@ fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> ExitCode {
     }
 }
 
-fn table(out: &mut dyn Write, pid: u32, objs: &[Snapshot]) -> io::Result<()> {
+fn table(
+    out: &mut dyn Write,
+    pid: u32,
+    status: Option<PublishStatus>,
+    objs: &[Snapshot],
+) -> io::Result<()> {
     let dl = sync::find_deadlocks_in(objs);
+    if let Some(st) = status.filter(PublishStatus::is_stale) {
+        writeln!(out, "{}", stale_warning(pid, &st))?;
+    }
     writeln!(
         out,
         "pid {}: {} objects (published every {} ms while tracking is on)",
@@ -325,4 +410,18 @@ fn table(out: &mut dyn Write, pid: u32, objs: &[Snapshot]) -> io::Result<()> {
         writeln!(out, "{line}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formats_the_civil_date() {
+        let at = |s| utc(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(at(951_825_845), "2000-02-29 12:04:05 UTC");
+        assert_eq!(at(4_107_542_399), "2100-02-28 23:59:59 UTC");
+        assert_eq!(at(1_796_669_523), "2026-12-07 18:52:03 UTC");
+    }
 }
