@@ -396,3 +396,61 @@ fn a_forked_child_counts_no_sleeper_of_the_parent_on_a_semaphore() {
     });
     child.unwrap();
 }
+
+/// A deadlock found while tracking is on is still found after tracking is
+/// switched off and on again, in-process and in the registry: the threads of
+/// the cycle are blocked (listed waiters all along), so they cannot have
+/// released what they hold while tracking was off. Before, switching back on
+/// forgot every owner, and the blocked threads never noted theirs again: the
+/// cycle was gone for good while the threads stayed deadlocked. (The cycle
+/// is then broken with `force_unlock`.)
+#[test]
+fn a_deadlock_found_before_tracking_went_off_is_found_after_it_is_back_on() {
+    use posixrt::sync::{find_deadlocks, find_deadlocks_in, NormalMutex};
+    use std::time::Duration;
+    let _g = serial(Tracking::Counts);
+    let (a, b) = (NormalMutex::new(()), NormalMutex::new(()));
+    // SAFETY (raw() calls): the raw locks are named and read; b is forced
+    // unlocked below only to end the deadlock (its holder's guard then
+    // unlocks a free lock, which leaves it free).
+    unsafe {
+        a.raw().set_name("review-cycle-a");
+        b.raw().set_name("review-cycle-b");
+    }
+    let addr = |m: &NormalMutex<()>| unsafe { m.raw() }.snapshot().expect("known").info.address;
+    let locks = [addr(&a), addr(&b)];
+    let is_ours = |d: &sync::Deadlock| locks.iter().all(|l| d.locks.contains(l));
+    let both_hold = std::sync::Barrier::new(2);
+    const LONG: Duration = Duration::from_secs(60);
+    let (before, after, published) = std::thread::scope(|s| {
+        for (first, second) in [(&a, &b), (&b, &a)] {
+            let both_hold = &both_hold;
+            s.spawn(move || {
+                let held = first.lock();
+                both_hold.wait();
+                drop(second.try_lock_for(LONG));
+                drop(held);
+            });
+        }
+        let before = poll(|| find_deadlocks().iter().any(is_ours));
+        sync::set_tracking(Tracking::Off);
+        sync::set_tracking(Tracking::Counts);
+        let after = find_deadlocks().into_iter().filter(is_ours).count();
+        sync::publish().expect("publish");
+        let shared = sync::read_process(std::process::id()).expect("own registry");
+        let published = find_deadlocks_in(&shared)
+            .into_iter()
+            .filter(is_ours)
+            .count();
+        // SAFETY: see above.
+        unsafe { b.raw().force_unlock() };
+        (before, after, published)
+    });
+    sync::set_tracking(Tracking::Off);
+    assert!(before, "the cycle was never found");
+    assert_eq!(
+        (after, published),
+        (1, 1),
+        "the cycle after tracking came back on"
+    );
+}

@@ -46,6 +46,7 @@
 //! | `record` | the record layout (48 words under a sequence counter) |
 //! | `slab` | records: allocation and recycling (lock-free but for one `sys::pilock`), the `Track` handle |
 //! | `ops` | the lock-side helpers the sync objects call |
+//! | `resume` | what switching tracking back on keeps and forgets |
 //! | `snapshot` | [`Info`], [`Stats`], [`Snapshot`], [`objects`] |
 //! | `deadlock` | [`find_deadlocks`] |
 
@@ -53,6 +54,7 @@ mod deadlock;
 pub(crate) mod level;
 mod ops;
 pub(crate) mod record;
+mod resume;
 pub(crate) mod slab;
 pub(crate) mod snapshot;
 
@@ -76,7 +78,9 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 /// the switch shows its owner again once a thread waits for it or fails to
 /// trylock it, as one first seen while held does. Their holds are not timed
 /// either (their start is not known: the hold may have begun while tracking
-/// was off).
+/// was off). Kept are the owners that were blocked all along, in a wait on a
+/// mutex, rwlock or semaphore begun while tracking was on (they released
+/// nothing): a deadlock cycle found before stays found.
 ///
 /// Switching it off in a process that publishes its objects for `rtstat`
 /// ([`publish`](super::publish)) publishes them once more, marked as the state
@@ -89,10 +93,12 @@ pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
 pub fn set_tracking(level: Tracking) {
     let was = level::level();
     if level != Tracking::Off && was == 0 {
-        // Before any owner is recorded again.
-        snapshot::forget_holds();
+        // Forgets what may have changed unseen, before any owner is recorded
+        // again.
+        resume::resume(|| level::set_level_and_clock(level));
+    } else {
+        level::set_level_and_clock(level);
     }
-    level::set_level_and_clock(level);
     if level != Tracking::Off {
         super::shared::start_publisher();
     } else if was != 0 {

@@ -23,7 +23,11 @@ pub(crate) const W_C: usize = 15;
 pub(crate) const W_D: usize = 16;
 pub(crate) const W_E: usize = 17;
 pub(crate) const W_ACQ: usize = 18;
+/// Waiters now in the low 32 bits (what readers show), waits ended in the
+/// high 32 ([`Record::waits_ended`]).
 pub(crate) const W_WAITERS: usize = 19;
+/// One ended wait in [`W_WAITERS`].
+const WAIT_ENDED: u64 = 1 << 32;
 pub(crate) const W_WAITER0: usize = 20;
 pub(crate) const W_NAME: usize = 28;
 /// The second block of waiter words, after the name.
@@ -183,16 +187,33 @@ impl Record {
         }
     }
 
+    /// Uncounts a waiter and takes its tid off the table; counts the wait as
+    /// ended ([`waits_ended`](Self::waits_ended)).
+    ///
+    /// The tid goes first, the count after (`Release`), then a `SeqCst`
+    /// fence, for [`resume`](super::resume::resume): a switch back on that
+    /// reads the count of ended waits before this (`Acquire`) and then finds
+    /// the tid still listed sees the count move when it reads it again after
+    /// storing the level behind its fence, unless the unlocks this thread
+    /// makes next see tracking on. (The contended path only.)
     pub(crate) fn remove_waiter(&self, tid: u32) {
-        self.w[W_WAITERS].fetch_sub(1, Ordering::Relaxed);
         for i in 0..MAX_WAITER_TIDS {
             if self.w[waiter_word(i)]
                 .compare_exchange(tid as u64, 0, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
             {
-                return;
+                break;
             }
         }
+        // -1 waiter in the low half, +1 ended wait in the high half.
+        self.w[W_WAITERS].fetch_add(WAIT_ENDED - 1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
+    /// How many waits of the record have ended (modulo 2^32), for
+    /// [`resume`](super::resume::resume) (`Acquire`).
+    pub(crate) fn waits_ended(&self) -> u32 {
+        (self.w[W_WAITERS].load(Ordering::Acquire) >> 32) as u32
     }
 
     /// Forgets every waiter (count and tids): in a forked child, where none

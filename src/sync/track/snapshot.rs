@@ -216,24 +216,6 @@ pub fn objects() -> Vec<Snapshot> {
     all.into_iter().filter_map(snapshot).collect()
 }
 
-/// Clears the owner recorded in every known object, the start of its hold and
-/// a recursive mutex's count, as tracking goes back on (see
-/// [`set_tracking`](super::set_tracking)). Single-word stores, as an unlock's
-/// at the counts level. A hold start kept would time the next tracked unlock
-/// from it, though the lock may have been released and taken again while
-/// tracking was off: a hold that never was. A recursion count kept would be
-/// shown with the holder a waiter notes, though the holder may have unlocked
-/// levels meanwhile (a waiter writes the count into a record that shows none).
-pub(crate) fn forget_holds() {
-    for r in all_records() {
-        r.set(W_OWNER, 0);
-        r.set(W_ACQ, 0);
-        if r.get(W_META) as u8 == Kind::RecursiveMutex as u8 {
-            r.set(W_STATE, 0);
-        }
-    }
-}
-
 /// Clears the statistics of every known object (the counters restart from 0).
 pub fn reset_stats() {
     let all: Vec<&'static Record> = all_records();
