@@ -454,3 +454,62 @@ fn a_deadlock_found_before_tracking_went_off_is_found_after_it_is_back_on() {
         "the cycle after tracking came back on"
     );
 }
+
+/// Waiters of a `PiCondvar` that `notify_all` requeued onto the held
+/// `PiMutex` wait for the mutex: `objects()`, the registry and the mutex's
+/// snapshot list them as its waiters (and no longer as the condvar's) until
+/// they own it. Before, the mutex showed no waiter while two threads were
+/// queued on it in the kernel, and a cycle through such a waiter was never
+/// found.
+#[test]
+fn pi_condvar_waiters_requeued_onto_the_mutex_are_its_waiters() {
+    use posixrt::sync::{current_tid, PiCondvar, PiMutex};
+    let _g = serial(Tracking::Counts);
+    let m = PiMutex::new(false);
+    let cv = PiCondvar::new();
+    // SAFETY: the raw lock is only named and read.
+    unsafe { m.raw() }.set_name("review-requeue-mutex");
+    cv.set_name("review-requeue-cv");
+    let tids = std::sync::Mutex::new(Vec::new());
+    let seen = std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| {
+                tids.lock().unwrap().push(current_tid());
+                let mut g = m.lock();
+                while !*g {
+                    cv.wait(&mut g).expect("wait");
+                }
+            });
+        }
+        assert!(poll(|| cv.waiters() == 2 && !m.is_locked()));
+        let mut g = m.lock();
+        *g = true;
+        assert_eq!(cv.notify_all(), 2, "both requeued (the mutex is held)");
+        let mut expected = tids.lock().unwrap().clone();
+        expected.sort_unstable();
+        let listed = |name| {
+            listed_and_published(name)
+                .map(|o| {
+                    let mut w = o.waiters;
+                    w.sort_unstable();
+                    (o.info.waiters, w)
+                })
+                .to_vec()
+        };
+        let seen = (
+            listed("review-requeue-mutex"),
+            listed("review-requeue-cv"),
+            unsafe { m.raw() }.snapshot().map(|o| o.info.waiters),
+            expected,
+        );
+        drop(g);
+        seen
+    });
+    let after = listed_waiters("review-requeue-mutex");
+    sync::set_tracking(Tracking::Off);
+    let (mutex, condvar, snapshot, expected) = seen;
+    assert_eq!(mutex, vec![(2, expected); 2], "the mutex's waiters");
+    assert_eq!(condvar, vec![(0, Vec::new()); 2], "the condvar's waiters");
+    assert_eq!(snapshot, Some(2));
+    assert_eq!(after, Some((0, false, Vec::new())), "once they own it");
+}

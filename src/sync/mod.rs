@@ -87,6 +87,7 @@ pub(crate) mod hook;
 pub mod normal;
 pub mod pi;
 pub mod pi_condvar;
+mod pi_condvar_handover;
 #[cfg(test)]
 mod pi_tests;
 pub mod recursive;

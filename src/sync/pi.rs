@@ -222,6 +222,12 @@ impl RawPiMutex {
         &self.word
     }
 
+    /// The mutex's tracking record (registering it), for a tracked
+    /// [`PiCondvar`](super::PiCondvar) wait that may be handed over to it.
+    pub(crate) fn track_record(&self) -> &'static track::Record {
+        self.track.record(Kind::PiMutex, self.addr())
+    }
+
     /// After `FUTEX_WAIT_REQUEUE_PI` made `tid` the owner: the bookkeeping of a
     /// contended acquisition (owner-died mark, tracking, trace hook).
     pub(crate) fn acquired_by_requeue(&self, tid: u32) {

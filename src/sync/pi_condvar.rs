@@ -48,6 +48,15 @@
 //!   does not know of (a PI `pthread_mutex_t`) may still be refused, and then
 //!   sleeps on until its deadline or a later `notify` after the cycle is gone.
 //!
+//! With tracking on ([`set_tracking`](super::set_tracking)), the waiters a
+//! `notify_all` hands over to the mutex (requeued onto it, or failing their
+//! sleep and relocking it themselves) are listed as the mutex's waiters, no
+//! longer the condvar's, until they own it, so `objects()`, `rtstat` and
+//! [`find_deadlocks`](super::find_deadlocks) see them wait for it. The one a
+//! `notify_one` requeues is not: the kernel picks it (the highest-priority
+//! sleeper) without telling user space which it is; it stays listed as the
+//! condvar's waiter until it owns the mutex.
+//!
 //! A `PiCondvar` serves one [`PiMutex`](super::PiMutex) at a time (the kernel
 //! requeues onto one futex): a `wait` with another mutex while threads wait with the
 //! first is refused with [`InvalidInput`](crate::ErrorKind::InvalidInput). When no
@@ -66,6 +75,7 @@ use lock_api::{MutexGuard, RawMutex};
 
 use super::checked::{deadline_after, lock_failed, RawMutexChecked};
 use super::pi::{PiMutexGuard, RawPiMutex};
+use super::pi_condvar_handover as handover;
 use super::track::{self, Kind, Snapshot, Track};
 use crate::sys::futex;
 use crate::sys::tid::current as current_tid;
@@ -172,10 +182,18 @@ impl PiCondvar {
             return Ok(self.wait_plain(raw, tid, wait, deadline));
         }
         let s = self.seq.load(Ordering::Relaxed);
+        let mutex_record = wait.map(|_| raw.track_record());
         // SAFETY: the guard proves this thread holds the lock; it is relocked (by
         // the kernel's requeue or below) before the guard is used again.
         unsafe { raw.unlock() };
+        // Listed after the unlock (a thread that holds the mutex is never
+        // shown waiting for it), before the sleep: a `notify_all` that
+        // requeues it lists it as the mutex's waiter (see `handover`).
+        if let Some(m) = mutex_record {
+            handover::listen(self.addr(), tid, s, m);
+        }
         let r = futex::wait_requeue_pi(&self.seq, s, word, deadline);
+        let handed = mutex_record.is_some() && handover::leave(self.addr(), tid);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
         let timed_out = match r {
             Ok(()) => {
@@ -185,11 +203,11 @@ impl PiCondvar {
             Err(e) => {
                 // Not requeued (EAGAIN: notified before we slept; ETIMEDOUT; or a
                 // kernel without requeue-PI): take the mutex back ourselves.
-                self.relock(raw, tid, wait, e == libc::ETIMEDOUT);
+                self.relock(raw, tid, wait, handed, e == libc::ETIMEDOUT);
                 e == libc::ETIMEDOUT
             }
         };
-        self.track.cond_wait_done(tid, wait, timed_out);
+        self.cond_wait_done(tid, wait, handed, timed_out);
         Ok(timed_out)
     }
 
@@ -215,19 +233,29 @@ impl PiCondvar {
         self.plain.fetch_sub(1, Ordering::SeqCst);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
         let timed_out = r == Err(libc::ETIMEDOUT);
-        self.relock(raw, tid, wait, timed_out);
+        self.relock(raw, tid, wait, false, timed_out);
         self.track.cond_wait_done(tid, wait, timed_out);
         timed_out
+    }
+
+    /// The end of the wait for tracking: `handed` (over to the mutex by a
+    /// notify) is no longer listed as the condvar's waiter.
+    fn cond_wait_done(&self, tid: u32, wait: Option<u64>, handed: bool, timed_out: bool) {
+        if handed {
+            self.track.cond_wait_counted(wait, timed_out);
+        } else {
+            self.track.cond_wait_done(tid, wait, timed_out);
+        }
     }
 
     /// Takes the mutex back after a wake-up without a requeue. The guard must
     /// hold the lock when `wait` returns, so a refusal panics, as a relock
     /// through `lock_api` would.
-    fn relock(&self, raw: &RawPiMutex, tid: u32, wait: Option<u64>, timed_out: bool) {
+    fn relock(&self, raw: &RawPiMutex, tid: u32, wait: Option<u64>, handed: bool, timed_out: bool) {
         if let Err(err) = raw.lock_checked() {
             // Not a waiter any more, even though the relock panics; and the
             // guard unwinding drops holds nothing.
-            self.track.cond_wait_done(tid, wait, timed_out);
+            self.cond_wait_done(tid, wait, handed, timed_out);
             raw.refused_relock(tid);
             lock_failed(err)
         }
@@ -306,11 +334,15 @@ impl PiCondvar {
             r.add(if all { track::W_D } else { track::W_C }, 1);
         }
         super::hook::cond_signal(self.addr(), all);
-        let s = self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        let mut s = self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
         if self.sleepers.load(Ordering::SeqCst) == 0 {
             return 0;
         }
-        let mut n = self.requeue(s, all);
+        let mut n = self.requeue(&mut s, all);
+        if all && n > 0 {
+            // Tracked waiters requeued onto the mutex are its waiters now.
+            handover::notified_all(self.addr(), s, self.track.get());
+        }
         // Plain sleepers (they hold another PI mutex): woken, they relock
         // themselves. A sleeper counted after this load read the word after
         // `notify` began, like a requeue-PI waiter that reads `seq` after it moved.
@@ -322,8 +354,9 @@ impl PiCondvar {
     }
 
     /// `FUTEX_CMP_REQUEUE_PI` of the requeue-PI sleepers (one, or all) with `seq`
-    /// at `s`; how many were woken or requeued.
-    fn requeue(&self, mut s: u32, all: bool) -> u32 {
+    /// at `s` (left at the value of the last try); how many were woken or
+    /// requeued.
+    fn requeue(&self, s: &mut u32, all: bool) -> u32 {
         let requeue = if all { i32::MAX as u32 } else { 0 };
         loop {
             let m = self.mutex.load(Ordering::SeqCst);
@@ -335,10 +368,10 @@ impl PiCondvar {
             // touches it only after matching it against the key a *current* waiter
             // gave (whose guard keeps the mutex alive), EINVAL otherwise.
             let word = m as *const AtomicU32;
-            match futex::cmp_requeue_pi(&self.seq, s, word, requeue) {
+            match futex::cmp_requeue_pi(&self.seq, *s, word, requeue) {
                 Ok(n) => return n,
                 // Another notify moved the sequence: retry with its value.
-                Err(libc::EAGAIN) => s = self.seq.load(Ordering::SeqCst),
+                Err(libc::EAGAIN) => *s = self.seq.load(Ordering::SeqCst),
                 // EINVAL: a waiter rebound the condvar to another mutex meanwhile
                 // (retry with the new one) or no waiter is left; ENOSYS: no
                 // requeue-PI in this kernel, and the waiters' own wait failed the

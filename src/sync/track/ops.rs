@@ -136,8 +136,17 @@ impl Track {
     /// The end of a condvar wait begun by [`cond_wait_start`](Self::cond_wait_start):
     /// counts a timeout in `W_B` and adds the wait time (timing level).
     pub(crate) fn cond_wait_done(&self, tid: u32, wait: Option<u64>, timed_out: bool) {
+        if wait.is_some() {
+            self.wait_end(tid);
+        }
+        self.cond_wait_counted(wait, timed_out);
+    }
+
+    /// [`cond_wait_done`](Self::cond_wait_done) for a waiter no longer listed
+    /// as the condvar's (a `PiCondvar` waiter handed over to the mutex):
+    /// counts the timeout and the wait time only.
+    pub(crate) fn cond_wait_counted(&self, wait: Option<u64>, timed_out: bool) {
         let Some(t0) = wait else { return };
-        self.wait_end(tid);
         if let Some(r) = self.get() {
             if timed_out {
                 r.add(W_B, 1);
