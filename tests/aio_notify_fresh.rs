@@ -1,8 +1,8 @@
 //! A `SIGEV_THREAD` callback runs "as if in a new thread": a callback that
 //! changes its thread's signal mask, scheduling class or CPU set (it is
 //! program code, and may) does not pass the change on to the callbacks that
-//! run after it on the same notification thread. Each starts with every signal blocked, at
-//! the class of the program's thread that started the pool (see
+//! run after it on the same notification thread. Each starts with every
+//! signal blocked, at the class of the program's thread that started the pool (see
 //! `aio_notify_mask.rs`). They used to start with whatever the previous
 //! callback on that thread left. `both!(name, f)` makes `name::uring` and
 //! `name::threads`.
@@ -10,19 +10,11 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use posixrt::aio::{Backend, Notify, Op};
+use posixrt::aio::{Aio, Backend, Notify, Op, MAX_NOTIFY_THREADS};
 
 mod common;
 use common::both;
 use common::ctx;
-
-/// What a callback found when it started.
-struct Start {
-    tid: i32,
-    /// SIGUSR2 unblocked.
-    open: bool,
-    policy: i32,
-}
 
 /// The calling thread's policy (the kernel's view).
 fn policy() -> i32 {
@@ -58,45 +50,75 @@ fn change_thread() {
     }
 }
 
-fn callbacks_start_fresh(b: Backend) {
-    assert_eq!(policy(), libc::SCHED_OTHER, "the test runs at SCHED_OTHER");
-    let aio = ctx(b);
-    let f = common::temp_file(&[3u8; 64]);
+/// Runs callbacks one at a time on `aio` (for reads of `f`, 64 bytes of
+/// `byte`), from the calling thread: each records its thread id and
+/// `probe()`, then calls `change()` (which changes its thread), then
+/// reports. Returns what each found when it started, for at least 20
+/// callbacks and until a notification thread has run two of them.
+///
+/// A callback still running when the next request completes (between its
+/// report and its return: preempted on a loaded machine) makes the pool start
+/// another thread for the next one; that the reuse comes within a fixed count
+/// is a matter of timing. The pool has at most [`MAX_NOTIFY_THREADS`]
+/// threads, and one exits only after 10 s idle, so among that many callbacks
+/// plus one, one thread runs two of them: the callbacks go on until then.
+/// (Each callback also changes its thread before it reports, so that it is
+/// about done when the next request completes: a thread is usually reused at
+/// once.)
+fn one_at_a_time<T: Send + 'static>(
+    aio: &Aio,
+    f: &std::fs::File,
+    byte: u8,
+    probe: fn() -> T,
+    change: fn(),
+) -> Vec<(i32, T)> {
     let (tx, rx) = mpsc::channel();
-    let mut starts = Vec::new();
-    // One at a time: the pool reuses its idle thread.
-    for i in 0..20 {
+    let mut starts: Vec<(i32, T)> = Vec::new();
+    let mut reused = 0;
+    let mut i: usize = 0;
+    while i < 20 || (reused == 0 && i <= MAX_NOTIFY_THREADS) {
         let tx = tx.clone();
         let n = Notify::thread(i, move |_| {
-            let _ = tx.send(Start {
-                tid: rustix::thread::gettid().as_raw_nonzero().get(),
-                open: usr2_open(),
-                policy: policy(),
-            });
-            change_thread();
+            let start = (rustix::thread::gettid().as_raw_nonzero().get(), probe());
+            change();
+            let _ = tx.send(start);
         });
         let mut r = aio
-            .submit(Op::read(&f, i as i64, vec![0u8; 4]).notify(n))
+            .submit(Op::read(f, (i % 60) as i64, vec![0u8; 4]).notify(n))
             .unwrap();
         let s = rx
             .recv_timeout(Duration::from_secs(10))
             .unwrap_or_else(|_| panic!("callback {i} did not run"));
-        assert_eq!(r.wait().unwrap().data(), &[3u8; 4]);
+        assert_eq!(r.wait().unwrap().data(), &[byte; 4]);
+        reused += usize::from(starts.iter().any(|e| e.0 == s.0));
         starts.push(s);
+        i += 1;
     }
-    let mut reused = 0;
-    for (i, s) in starts.iter().enumerate() {
-        if starts[..i].iter().any(|e| e.tid == s.tid) {
-            reused += 1;
-        }
-        assert!(!s.open, "callback {i} started with SIGUSR2 unblocked");
+    assert!(
+        reused > 0,
+        "no notification thread ran two of {i} callbacks (the pool has at most {MAX_NOTIFY_THREADS})"
+    );
+    starts
+}
+
+/// What a callback finds when it starts: SIGUSR2 unblocked, and its policy.
+fn mask_and_policy() -> (bool, i32) {
+    (usr2_open(), policy())
+}
+
+fn callbacks_start_fresh(b: Backend) {
+    assert_eq!(policy(), libc::SCHED_OTHER, "the test runs at SCHED_OTHER");
+    let aio = ctx(b);
+    let f = common::temp_file(&[3u8; 64]);
+    let starts = one_at_a_time(&aio, &f, 3, mask_and_policy, change_thread);
+    for (i, &(_, (open, policy))) in starts.iter().enumerate() {
+        assert!(!open, "callback {i} started with SIGUSR2 unblocked");
         assert_eq!(
-            s.policy,
+            policy,
             libc::SCHED_OTHER,
             "callback {i} started at another class than the program's"
         );
     }
-    assert!(reused > 0, "no notification thread ran two callbacks");
 }
 both!(callbacks_start_as_on_a_new_thread, callbacks_start_fresh);
 
@@ -151,42 +173,14 @@ fn callbacks_start_at_the_submitters_cpus(b: Backend) {
     let starts = std::thread::scope(|sc| {
         sc.spawn(|| {
             pin(0);
-            let (tx, rx) = mpsc::channel();
-            let mut starts = Vec::new();
-            // One at a time: the pool reuses its idle thread. (Each callback
-            // moves its thread before it reports, so that it is about done
-            // when the next request completes: else the pool may start a
-            // thread for each.)
-            for i in 0..20 {
-                let tx = tx.clone();
-                let n = Notify::thread(i, move |_| {
-                    let start = (
-                        rustix::thread::gettid().as_raw_nonzero().get(),
-                        only_cpu0(&cpus()),
-                    );
-                    pin(1);
-                    let _ = tx.send(start);
-                });
-                let mut r = aio
-                    .submit(Op::read(&f, i as i64, vec![0u8; 4]).notify(n))
-                    .unwrap();
-                let s = rx
-                    .recv_timeout(Duration::from_secs(10))
-                    .unwrap_or_else(|_| panic!("callback {i} did not run"));
-                assert_eq!(r.wait().unwrap().data(), &[4u8; 4]);
-                starts.push(s);
-            }
-            starts
+            one_at_a_time(&aio, &f, 4, || only_cpu0(&cpus()), || pin(1))
         })
         .join()
         .expect("the submitting thread")
     });
-    let mut reused = 0;
-    for (i, &(tid, on_cpu0)) in starts.iter().enumerate() {
-        reused += usize::from(starts[..i].iter().any(|e| e.0 == tid));
+    for (i, &(_, on_cpu0)) in starts.iter().enumerate() {
         assert!(on_cpu0, "callback {i} did not start on CPU 0 alone");
     }
-    assert!(reused > 0, "no notification thread ran two callbacks");
 }
 both!(
     callbacks_start_at_the_submitters_cpu_set,
