@@ -15,6 +15,8 @@ use posixrt::aio::{Aio, Backend, Notify, Op, MAX_NOTIFY_THREADS};
 mod common;
 use common::both;
 use common::ctx;
+#[path = "common/caps.rs"]
+mod caps;
 
 /// The calling thread's policy (the kernel's view).
 fn policy() -> i32 {
@@ -185,4 +187,52 @@ fn callbacks_start_at_the_submitters_cpus(b: Backend) {
 both!(
     callbacks_start_at_the_submitters_cpu_set,
     callbacks_start_at_the_submitters_cpus
+);
+
+/// True if the calling thread has `SCHED_RESET_ON_FORK` (the kernel's view).
+fn resets_on_fork() -> bool {
+    // SAFETY: asks about the calling thread.
+    unsafe { libc::sched_getscheduler(0) & libc::SCHED_RESET_ON_FORK != 0 }
+}
+
+/// Sets `SCHED_RESET_ON_FORK` on the calling thread, at its class
+/// (SCHED_OTHER): allowed without privileges.
+fn set_reset_on_fork() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `p` is a valid sched_param the call only reads; this thread only.
+    let r =
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, &p) };
+    assert_eq!(r, 0, "SCHED_RESET_ON_FORK set");
+}
+
+/// A callback starts without `SCHED_RESET_ON_FORK`, as a new thread does (the
+/// kernel clears it in the threads a thread with it creates), whatever an
+/// earlier callback on the same notification thread set: each one here sets
+/// it, keeping its class. The next callback on that thread used to start
+/// with it (the pool put back the class only where it differed), and the
+/// threads it created started at SCHED_OTHER nice 0 whatever it asked.
+/// Clearing the flag needs CAP_SYS_NICE: without it, it stays, as documented.
+fn callbacks_start_without_reset_on_fork(b: Backend) {
+    assert!(
+        !resets_on_fork(),
+        "the test runs without SCHED_RESET_ON_FORK"
+    );
+    let aio = ctx(b);
+    let f = common::temp_file(&[5u8; 64]);
+    let starts = one_at_a_time(&aio, &f, 5, resets_on_fork, set_reset_on_fork);
+    let cleared = caps::can_rt();
+    for (i, &(tid, reset)) in starts.iter().enumerate() {
+        if cleared || !starts[..i].iter().any(|e| e.0 == tid) {
+            assert!(!reset, "callback {i} started with SCHED_RESET_ON_FORK");
+        } else {
+            assert!(
+                reset,
+                "callback {i} cleared SCHED_RESET_ON_FORK without CAP_SYS_NICE"
+            );
+        }
+    }
+}
+both!(
+    callbacks_start_without_sched_reset_on_fork,
+    callbacks_start_without_reset_on_fork
 );

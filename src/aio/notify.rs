@@ -110,7 +110,11 @@ pub enum Notify {
     /// `SCHED_RESET_ON_FORK` resets them, as the kernel does: a real-time or
     /// deadline class becomes `SCHED_OTHER` at nice 0, and a negative nice
     /// value 0, as the C library's `SIGEV_THREAD` functions get. It starts
-    /// on that thread's CPU set too (its affinity when it made the request).
+    /// on that thread's CPU set too (its affinity when it made the request),
+    /// and without `SCHED_RESET_ON_FORK`, as a new thread does, whatever an
+    /// earlier callback set (clearing the flag needs CAP_SYS_NICE: without
+    /// it, a callback after one that set the flag on its thread starts with
+    /// it).
     /// Lowering a notification thread's nice value needs the privilege to
     /// (CAP_SYS_NICE or `RLIMIT_NICE`): without it, a callback on a thread
     /// started at a higher value (by an engine thread made by a thread at a
@@ -487,14 +491,69 @@ impl Drop for Notifier {
 
 /// Puts the calling notification thread back as it started after a callback
 /// ran on it: every signal blocked, at the pool's class, nice value and CPU
-/// set.
+/// set, without `SCHED_RESET_ON_FORK`.
 fn fresh_thread(sh: &Shared) {
     block_every_signal();
-    if prio::current() != sh.class {
+    take_pool_sched(sh);
+}
+
+/// Moves the calling notification thread to the pool's class, nice value and
+/// CPU set where it is elsewhere, and clears `SCHED_RESET_ON_FORK` (a new
+/// thread never has it: the kernel clears it in the threads made by one that
+/// has). The class, nice value and flag come from one `sched_getattr` (see
+/// [`OwnSched`]), the CPU set from one `sched_getaffinity`: a callback is
+/// program code, which may change any of them by a raw system call, so they
+/// are read after each; a change is made only where one differs.
+fn take_pool_sched(sh: &Shared) {
+    let now = OwnSched::read();
+    if now.class != sh.class || now.reset_on_fork {
+        // pthread_setschedparam without the flag clears it (as the class):
+        // glibc's copy of the class stays right. Clearing it needs
+        // CAP_SYS_NICE: without, the call fails and leaves both as they are.
         let _ = prio::set_current(sh.class);
     }
-    take_nice(sh.nice);
+    take_nice(sh.nice, now.nice);
     take_cpus(sh.cpus.as_ref());
+}
+
+/// What the kernel says of the calling thread's scheduling.
+struct OwnSched {
+    class: SchedClass,
+    /// Its nice value, where `sched_getattr` gave it (the kernel reports it
+    /// for the non-real-time policies only).
+    nice: Option<i32>,
+    /// `SCHED_RESET_ON_FORK` is set.
+    reset_on_fork: bool,
+}
+
+impl OwnSched {
+    /// One `sched_getattr`; `sched_getscheduler` and `sched_getparam` where
+    /// that is refused (seccomp), and then no nice value.
+    fn read() -> OwnSched {
+        /// `SCHED_FLAG_RESET_ON_FORK` of `sched_attr.sched_flags`.
+        const FLAG_RESET_ON_FORK: u64 = 1;
+        if let Ok(a) = crate::sys::sched::getattr(0) {
+            let policy = a.sched_policy as i32 & !libc::SCHED_RESET_ON_FORK;
+            let fair = matches!(
+                policy,
+                libc::SCHED_OTHER | libc::SCHED_BATCH | libc::SCHED_IDLE
+            );
+            return OwnSched {
+                class: SchedClass {
+                    policy,
+                    priority: a.sched_priority as i32,
+                },
+                nice: fair.then_some(a.sched_nice),
+                reset_on_fork: a.sched_flags & FLAG_RESET_ON_FORK != 0,
+            };
+        }
+        OwnSched {
+            class: prio::current(),
+            nice: None,
+            reset_on_fork: crate::sys::sched::getscheduler(0)
+                .is_ok_and(|p| p & libc::SCHED_RESET_ON_FORK != 0),
+        }
+    }
 }
 
 /// The calling thread's CPU set; `None` if it cannot be read.
@@ -565,12 +624,13 @@ fn own_nice() -> Option<i32> {
     rustix::process::getpriority_process(own_pid()).ok()
 }
 
-/// Moves the calling thread to nice value `nice` where it is elsewhere. A
-/// value it may not take (lower than its own, without CAP_SYS_NICE or
-/// `RLIMIT_NICE`) leaves it as it is, as for the class.
-fn take_nice(nice: Option<i32>) {
+/// Moves the calling thread to nice value `nice` where it is elsewhere
+/// (`now`: its current value if known, else read). A value it may not take
+/// (lower than its own, without CAP_SYS_NICE or `RLIMIT_NICE`) leaves it as
+/// it is, as for the class.
+fn take_nice(nice: Option<i32>, now: Option<i32>) {
     if let Some(n) = nice {
-        if own_nice() != Some(n) {
+        if now.or_else(own_nice) != Some(n) {
             let _ = rustix::process::setpriority_process(own_pid(), n);
         }
     }
@@ -593,11 +653,7 @@ fn run(sh: Arc<Shared>) {
     // starts it: after the first, often an engine thread (a pool worker, at
     // SCHED_BATCH or at a real-time request's class). Every callback runs at
     // the program's class, nice value and CPU set instead, on either engine.
-    if prio::current() != sh.class {
-        let _ = prio::set_current(sh.class);
-    }
-    take_nice(sh.nice);
-    take_cpus(sh.cpus.as_ref());
+    take_pool_sched(&sh);
     let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
     st.starting -= 1;
     loop {
