@@ -23,6 +23,7 @@ pub struct Builder {
     workers: usize,
     worker_affinity: Option<Vec<usize>>,
     max_workers: Option<(u32, u32)>,
+    notify_stack: Option<usize>,
 }
 
 impl Default for Builder {
@@ -34,6 +35,7 @@ impl Default for Builder {
             workers: 8,
             worker_affinity: None,
             max_workers: None,
+            notify_stack: None,
         }
     }
 }
@@ -129,6 +131,31 @@ impl Builder {
         self
     }
 
+    /// The stack size, in bytes, of the threads that run the context's
+    /// [`Notify::Thread`](super::Notify::Thread) callbacks (`pthread_attr_setstacksize`
+    /// for a C `SIGEV_THREAD` function), for a callback that needs more (or
+    /// less) than Rust's default for a new thread: 2 MiB, or `RUST_MIN_STACK`
+    /// where set. Rounded up as [`std::thread::Builder::stack_size`] does (to whole pages, at least
+    /// `PTHREAD_STACK_MIN`). A size the system cannot give makes the first
+    /// `Thread` request fail with `pthread_create`'s error (EAGAIN).
+    ///
+    /// ```
+    /// use posixrt::aio::Aio;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // For callbacks that keep a 4 MiB array on their stack.
+    /// let aio = Aio::builder().notify_stack_size(8 << 20).build()?;
+    /// # drop(aio);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    #[doc(alias = "pthread_attr_setstacksize")]
+    pub fn notify_stack_size(mut self, bytes: usize) -> Builder {
+        self.notify_stack = Some(bytes);
+        self
+    }
+
     /// Creates the context (`io_uring_setup`, or the thread pool).
     ///
     /// # Errors
@@ -183,6 +210,7 @@ impl Builder {
             entries: self.entries,
             rings: self.rings,
             workers: self.workers,
+            notify_stack: self.notify_stack,
         })?;
         inner.add_user();
         let aio = Aio { inner };

@@ -65,6 +65,8 @@ pub(crate) struct Inner {
     /// Aio and Request handles alive; at zero the context shuts down.
     users: AtomicUsize,
     notifier: OnceLock<Notifier>,
+    /// The stack size of the notifier's threads (`Config::notify_stack`).
+    notify_stack: Option<usize>,
     /// Lets go of held requests once their calls returned (see `hold.rs`).
     pub(crate) holder: OnceLock<super::hold::Holder>,
     /// The ring's completion eventfd, once registered.
@@ -92,6 +94,8 @@ pub(crate) struct Config {
     /// io_uring: the most rings the context spreads its fds over.
     pub rings: usize,
     pub workers: usize,
+    /// The notification threads' stack size (`None`: Rust's default).
+    pub notify_stack: Option<usize>,
 }
 
 impl Inner {
@@ -183,6 +187,7 @@ impl Inner {
             info,
             users: AtomicUsize::new(0),
             notifier: OnceLock::new(),
+            notify_stack: cfg.notify_stack,
             holder: OnceLock::new(),
             efd: OnceLock::new(),
             bg: OnceLock::new(),
@@ -502,7 +507,9 @@ impl Inner {
         if matches!(n, Notify::Thread { .. }) && self.notifier.get().is_none() {
             let _g = self.init.lock();
             if self.notifier.get().is_none() {
-                let _ = self.notifier.set(Notifier::start(reap_hook(self))?);
+                let _ = self
+                    .notifier
+                    .set(Notifier::start(reap_hook(self), self.notify_stack)?);
             }
         }
         self.ensure_background()

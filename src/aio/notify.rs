@@ -119,7 +119,9 @@ pub enum Notify {
     /// (CAP_SYS_NICE or `RLIMIT_NICE`): without it, a callback on a thread
     /// started at a higher value (by an engine thread made by a thread at a
     /// higher one, say), or after a callback that raised its own, runs at
-    /// that higher value.
+    /// that higher value. Its thread's stack is Rust's default for a new
+    /// thread (2 MiB, or `RUST_MIN_STACK`), unless the context was built with
+    /// [`Builder::notify_stack_size`](super::Builder::notify_stack_size).
     Thread {
         /// The function to call.
         callback: Callback,
@@ -381,6 +383,8 @@ struct Shared {
     /// thread it created would take: every notification thread takes it
     /// too. `None` if it could not be read.
     cpus: Option<libc::cpu_set_t>,
+    /// The threads' stack size (`None`: Rust's default).
+    stack: Option<usize>,
 }
 
 /// What a notification thread runs after each callback: reap the context's
@@ -399,9 +403,10 @@ pub(crate) struct Notifier {
 
 impl Notifier {
     /// Starts the pool; `reap` is run by a thread after each callback (see
-    /// [`Reap`]). Called on the program's thread whose request needs it: its
+    /// [`Reap`]), with threads of `stack` bytes of stack (`None`: Rust's
+    /// default). Called on the program's thread whose request needs it: its
     /// scheduling class and nice value are the pool's.
-    pub(crate) fn start(reap: Reap) -> Result<Notifier> {
+    pub(crate) fn start(reap: Reap, stack: Option<usize>) -> Result<Notifier> {
         let n = Notifier {
             shared: Arc::new(Shared {
                 st: std::sync::Mutex::new(PoolState {
@@ -417,6 +422,7 @@ impl Notifier {
                 class: submitter_class(),
                 nice: submitter_nice(),
                 cpus: own_cpus(),
+                stack,
             }),
             born: crate::sys::fork::generation(),
         };
@@ -434,14 +440,14 @@ impl Notifier {
         // `spawn_all_blocked`: a callback is program code, and may change
         // its thread's mask.
         let _blocked = crate::sys::signal::block_all();
-        std::thread::Builder::new()
-            .name("posixrt-aio-notify".into())
-            .spawn(move || run(sh))
-            .map(drop)
-            .map_err(|e| {
-                Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                    .with_message("starting an AIO notification thread")
-            })
+        let mut b = std::thread::Builder::new().name("posixrt-aio-notify".into());
+        if let Some(size) = self.shared.stack {
+            b = b.stack_size(size);
+        }
+        b.spawn(move || run(sh)).map(drop).map_err(|e| {
+            Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
+                .with_message("starting an AIO notification thread")
+        })
     }
 
     pub(crate) fn post(&self, cb: Callback, v: SigVal) {

@@ -10,7 +10,7 @@ use super::*;
 #[test]
 fn a_forked_child_drops_the_pool_with_its_lock_held() {
     crate::sys::fork::install();
-    let n = Notifier::start(Box::new(|| {})).expect("the pool's first thread");
+    let n = Notifier::start(Box::new(|| {}), None).expect("the pool's first thread");
     let sh = Arc::clone(&n.shared);
     let (held_tx, held_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();

@@ -344,6 +344,9 @@ impl CEngine {
                 entries,
                 rings: super::uring::default_rings(),
                 workers,
+                // (A C notification runs on a thread of its own, made with
+                // the program's attributes.)
+                notify_stack: None,
             })
         })?;
         inner.lock().set_aiocb_hook(completed);
