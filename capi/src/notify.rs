@@ -1,8 +1,10 @@
 //! `struct sigevent` → [`Notify`]: SIGEV_NONE, SIGEV_SIGNAL (with signal 0, the
 //! null signal, sending nothing), SIGEV_THREAD (a new
 //! thread per notification, created with `sigev_notify_attributes`, as glibc
-//! does, and tried again later where it cannot be created for the moment,
-//! which glibc does not) and SIGEV_THREAD_ID (a queued signal to one thread).
+//! does, at the submitter's class, nice value and CPU set where those do not
+//! say otherwise, and tried again later where it cannot be created for the
+//! moment, which glibc does not) and SIGEV_THREAD_ID (a queued signal to one
+//! thread).
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -61,11 +63,13 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
                 }
             };
             let inherits = attr.as_ref().map_or(true, |a| a.inherits_class());
-            let class = inherits.then(submitter_class);
             // Whatever the attributes: no attribute sets a nice value.
-            let nice = submitter_nice();
+            let (class, nice) = submitter_sched();
+            let class = inherits.then_some(class);
+            let names_cpus = attr.as_ref().is_some_and(|a| a.names_cpus());
+            let cpus = if names_cpus { None } else { own_cpus() };
             Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
-                spawn_notify(f, attr.clone(), class, nice, v)
+                spawn_notify(f, attr.clone(), Sched { class, nice, cpus }, v)
             }))
         }
         SIGEV_THREAD_ID => {
@@ -122,6 +126,65 @@ struct Class {
 /// Linux's `SCHED_DEADLINE`.
 const SCHED_DEADLINE: i32 = 6;
 
+/// The kernel's `struct sched_attr`, version 0 (48 bytes), as
+/// `sched_getattr` fills it.
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    policy: u32,
+    flags: u64,
+    nice: i32,
+    priority: u32,
+    runtime: u64,
+    deadline: u64,
+    period: u64,
+}
+
+/// `SCHED_FLAG_RESET_ON_FORK` of `sched_attr.sched_flags`.
+const FLAG_RESET_ON_FORK: u64 = 1;
+
+/// The class and nice value a thread created by the calling thread starts at
+/// ([`submitter_class`], [`submitter_nice`]) from one `sched_getattr` (the
+/// kernel reports the nice value of the non-real-time policies only: a
+/// real-time thread's is read apart), or from the calls those make where it
+/// is refused (seccomp).
+fn submitter_sched() -> (Class, Option<i32>) {
+    let mut a = SchedAttr::default();
+    let size = std::mem::size_of::<SchedAttr>() as u32;
+    // SAFETY: `a` is writable for `size` bytes, which the kernel writes at
+    // most; it is about the calling thread.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            0,
+            &mut a as *mut SchedAttr,
+            size,
+            0u32,
+        )
+    };
+    if r != 0 {
+        return (submitter_class(), submitter_nice());
+    }
+    let policy = a.policy as i32;
+    let rt = matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR | SCHED_DEADLINE);
+    let reset = a.flags & FLAG_RESET_ON_FORK != 0;
+    if reset && rt {
+        // As submitter_class and submitter_nice: SCHED_OTHER at nice 0.
+        let other = Class {
+            policy: libc::SCHED_OTHER,
+            priority: 0,
+        };
+        return (other, Some(0));
+    }
+    let class = Class {
+        policy,
+        priority: a.priority as i32,
+    };
+    let nice = if rt { own_nice() } else { Some(a.nice) };
+    (class, nice.map(|n| if reset && n < 0 { 0 } else { n }))
+}
+
 /// The class a thread created by the calling thread starts at, as the kernel
 /// sees it (a class set with `sched_setscheduler` on the thread's tid too):
 /// its own, or `SCHED_OTHER` where `SCHED_RESET_ON_FORK` resets it.
@@ -160,17 +223,7 @@ fn submitter_class() -> Class {
 /// `SCHED_RESET_ON_FORK` resets it (for a real-time thread, or a negative
 /// value). `None` if it cannot be read.
 fn submitter_nice() -> Option<i32> {
-    let tid = rt::sched::gettid().as_raw();
-    // The system call, not glibc's `getpriority`: it returns `20 - nice`
-    // (1..=40), so -1 is only a failure, without clearing and reading errno
-    // (glibc's wrapper returns the nice value, for which -1 is valid).
-    // SAFETY: getpriority takes plain integers and reads the nice value of
-    // thread `tid` (this one).
-    let r = unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_PROCESS, tid) };
-    if r < 0 {
-        return None;
-    }
-    let nice = 20 - r as i32;
+    let nice = own_nice()?;
     // SAFETY: about the calling thread; no memory is passed.
     let policy = unsafe { libc::sched_getscheduler(0) };
     if policy >= 0 && policy & libc::SCHED_RESET_ON_FORK != 0 {
@@ -182,17 +235,49 @@ fn submitter_nice() -> Option<i32> {
     Some(nice)
 }
 
+/// The calling thread's nice value (Linux keeps one per thread); `None` if
+/// it cannot be read.
+fn own_nice() -> Option<i32> {
+    let tid = rt::sched::gettid().as_raw();
+    // The system call, not glibc's `getpriority`: it returns `20 - nice`
+    // (1..=40), so -1 is only a failure, without clearing and reading errno
+    // (glibc's wrapper returns the nice value, for which -1 is valid).
+    // SAFETY: getpriority takes plain integers and reads the nice value of
+    // thread `tid` (this one).
+    let r = unsafe { libc::syscall(libc::SYS_getpriority, libc::PRIO_PROCESS, tid) };
+    (r >= 0).then(|| 20 - r as i32)
+}
+
+/// The calling thread's CPU set; `None` if it cannot be read (a kernel with
+/// more CPUs than `cpu_set_t` names).
+fn own_cpus() -> Option<libc::cpu_set_t> {
+    // SAFETY: an all-zero cpu_set_t is a valid (empty) set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` has room for `size` bytes; about the calling thread.
+    let r = unsafe { libc::sched_getaffinity(0, size, &mut set) };
+    (r == 0).then_some(set)
+}
+
+/// Where a notification's function runs, taken from its submitter when the
+/// request was submitted (see [`spawn_notify`]).
+#[derive(Clone, Copy)]
+struct Sched {
+    /// The class, for a thread that inherits its creator's.
+    class: Option<Class>,
+    nice: Option<i32>,
+    /// The CPU set, where the attributes name none.
+    cpus: Option<libc::cpu_set_t>,
+}
+
 struct Call {
     f: NotifyFn,
     value: usize,
     /// The copy of the program's attributes (`None`: detached defaults).
     attr: Option<Arc<AttrCopy>>,
-    /// The class the function runs at, for a thread that inherited its
-    /// creator's: the submitter's (see [`spawn_notify`]).
-    class: Option<Class>,
-    /// The nice value the function runs at: the submitter's (see
-    /// [`spawn_notify`]).
-    nice: Option<i32>,
+    /// The class, nice value and CPU set the function runs at: the
+    /// submitter's (see [`spawn_notify`]).
+    sched: Sched,
 }
 
 extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
@@ -207,7 +292,13 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
         libc::sigemptyset(none.as_mut_ptr());
         libc::pthread_sigmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
     }
-    if let Some(c) = call.class {
+    if let Some(want) = &call.sched.cpus {
+        // First: a real-time class taken below never runs on the creator's
+        // CPUs. A set this thread may not take (its CPUs gone from the
+        // cpuset since) leaves it as created.
+        take_cpus(want);
+    }
+    if let Some(c) = call.sched.class {
         let p = libc::sched_param {
             sched_priority: c.priority,
         };
@@ -215,7 +306,7 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
         // this thread may not take (SCHED_DEADLINE) leaves it as created.
         unsafe { libc::pthread_setschedparam(libc::pthread_self(), c.policy, &p) };
     }
-    if let Some(nice) = call.nice {
+    if let Some(nice) = call.sched.nice {
         let tid = rt::sched::gettid().as_raw();
         // SAFETY: setpriority changes the nice value of thread `tid` (this
         // one); no memory is passed. A value this thread may not take (lower
@@ -229,33 +320,45 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
     std::ptr::null_mut()
 }
 
+/// Moves the calling thread to CPU set `want` where it is elsewhere.
+fn take_cpus(want: &libc::cpu_set_t) {
+    // SAFETY: CPU_EQUAL only reads the two sets.
+    if own_cpus().is_some_and(|now| unsafe { libc::CPU_EQUAL(&now, want) }) {
+        return;
+    }
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `want` is a valid set of `size` bytes the call only reads; it
+    // changes the calling thread only.
+    unsafe { libc::sched_setaffinity(0, size, want) };
+}
+
 /// Runs `f(value)` on a new thread made with `attr`, the copy of the
 /// program's attributes (or detached defaults). A thread that cannot be
 /// created for the moment (EAGAIN) is tried again later by `notify_retry`;
 /// after another error the notification is lost (a debug line says so), as
 /// glibc loses it at any.
 ///
-/// `class`: the class of the thread that submitted the request, when `attr`
+/// `sched.class`: the class of the thread that submitted the request, when `attr`
 /// lets the new thread inherit its creator's. The creator is whichever thread
 /// noticed the completion, often one of the library's, whose class is its own
 /// (the thread engine's workers rest at `SCHED_BATCH`); glibc's notification
 /// thread inherits from its AIO helper, made by the program's thread: the
-/// function runs at the submitter's class instead. `nice`: the nice value of
+/// function runs at the submitter's class instead. `sched.nice`: the nice value of
 /// the thread that submitted the request, which a new thread inherits with
 /// any attributes; the function runs at it, not at the creator's, likewise.
-fn spawn_notify(
-    f: NotifyFn,
-    attr: Option<Arc<AttrCopy>>,
-    class: Option<Class>,
-    nice: Option<i32>,
-    value: SigVal,
-) {
+/// `sched.cpus`: the CPU set of the thread that submitted the request, where
+/// `attr` names none (which a thread it created would take); the function
+/// runs on it, not on the creator's (the notification pool's, that of the
+/// first thread that asked for `SIGEV_THREAD`). The three are read at
+/// submission, each time (a C program changes them with glibc's calls,
+/// which the library does not see): one `sched_getattr` and one
+/// `sched_getaffinity` for a `SIGEV_THREAD` request, none for the others.
+fn spawn_notify(f: NotifyFn, attr: Option<Arc<AttrCopy>>, sched: Sched, value: SigVal) {
     let call = Box::into_raw(Box::new(Call {
         f,
         value: value.0,
         attr,
-        class,
-        nice,
+        sched,
     }));
     // SAFETY: `call` is a leaked `Box<Call>` no thread has taken.
     match unsafe { create(call as usize) } {

@@ -74,6 +74,8 @@ pub(crate) struct AttrCopy {
     joinable: bool,
     /// The copied object says `PTHREAD_INHERIT_SCHED`.
     inherits_class: bool,
+    /// The copied object names a CPU set.
+    names_cpus: bool,
 }
 
 impl AttrCopy {
@@ -92,6 +94,7 @@ impl AttrCopy {
             attr,
             joinable: false,
             inherits_class: true,
+            names_cpus: false,
         };
         // SAFETY: `src` is valid (contract); `copy.attr` is initialized.
         unsafe { copy.fill(src) }?;
@@ -137,7 +140,7 @@ impl AttrCopy {
             }
         }
         // SAFETY: as above.
-        unsafe { copy_affinity(src, dst) }?;
+        self.names_cpus = unsafe { copy_affinity(src, dst) }?;
         self.joinable = detach == libc::PTHREAD_CREATE_JOINABLE;
         self.inherits_class = inherit == libc::PTHREAD_INHERIT_SCHED;
         Ok(())
@@ -161,6 +164,13 @@ impl AttrCopy {
     pub(crate) fn inherits_class(&self) -> bool {
         self.inherits_class
     }
+
+    /// The copied object names the thread's CPU set (else it would take its
+    /// creator's).
+    #[inline]
+    pub(crate) fn names_cpus(&self) -> bool {
+        self.names_cpus
+    }
 }
 
 impl Drop for AttrCopy {
@@ -170,18 +180,20 @@ impl Drop for AttrCopy {
     }
 }
 
-/// Copies the CPU set of `src`, if it has one, into `dst`. glibc reports an
-/// object without one as having every CPU (all bits set): such an object is
-/// copied without one, so that the thread keeps its creator's, as it would
-/// have. A set larger than `cpu_set_t` (`CPU_ALLOC`) is read with a larger
-/// buffer.
+/// Copies the CPU set of `src`, if it has one, into `dst`; true if it has
+/// one. glibc reports an object without one as having every CPU (all bits
+/// set): such an object is copied without one, so that the function runs on
+/// the CPU set it would have had without attributes (its submitter's, see
+/// `notify`); so is one set to every CPU the buffer can name, which glibc
+/// reports alike. A set larger than `cpu_set_t` (`CPU_ALLOC`) is read with a
+/// larger buffer.
 ///
 /// # Safety
 /// `src` and `dst` are valid initialized attribute objects.
 unsafe fn copy_affinity(
     src: *const libc::pthread_attr_t,
     dst: *mut libc::pthread_attr_t,
-) -> Result<(), i32> {
+) -> Result<bool, i32> {
     let mut words = std::mem::size_of::<libc::cpu_set_t>() / 8;
     loop {
         let mut set = vec![0u64; words];
@@ -194,10 +206,11 @@ unsafe fn copy_affinity(
         }
         ok(r)?;
         if set.iter().all(|&w| w == u64::MAX) {
-            return Ok(());
+            return Ok(false);
         }
         // SAFETY: `set` holds `words * 8` bytes; `dst` is valid.
-        return ok(unsafe { pthread_attr_setaffinity_np(dst, words * 8, set.as_ptr()) });
+        ok(unsafe { pthread_attr_setaffinity_np(dst, words * 8, set.as_ptr()) })?;
+        return Ok(true);
     }
 }
 

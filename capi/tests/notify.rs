@@ -108,3 +108,14 @@ fn a_handler_s_aio_suspend_sleeps_without_allocating() {
         &[&["fresh"], &["used"]],
     );
 }
+
+/// A `SIGEV_THREAD` function runs on the CPU set its submitter had when it
+/// submitted (NULL attributes, attributes without a CPU set, `lio_listio`),
+/// or on the one its attributes name; a submitter that moved runs the next
+/// on its new set. It used to run on the CPU set of the library thread that
+/// created its thread (that of the first thread that asked for
+/// `SIGEV_THREAD`).
+#[test]
+fn sigev_thread_runs_on_the_submitter_s_cpus() {
+    prints_ok("aio_notify_cpus.c", engines(), &[&[]]);
+}
