@@ -236,3 +236,49 @@ both!(
     callbacks_start_without_sched_reset_on_fork,
     callbacks_start_without_reset_on_fork
 );
+
+/// The class and `SCHED_RESET_ON_FORK` of the calling thread.
+fn policy_and_reset() -> (i32, bool) {
+    (policy(), resets_on_fork())
+}
+
+/// Moves the calling thread to SCHED_BATCH with `SCHED_RESET_ON_FORK`
+/// (allowed without privileges).
+fn batch_with_reset_on_fork() {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `p` is a valid sched_param the call only reads; this thread only.
+    let r =
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH | libc::SCHED_RESET_ON_FORK, &p) };
+    assert_eq!(r, 0, "SCHED_BATCH with SCHED_RESET_ON_FORK set");
+}
+
+/// A callback starts at the program's class after one that moved its thread
+/// to another class with `SCHED_RESET_ON_FORK`, also without CAP_SYS_NICE
+/// (which clearing the flag needs: then the flag stays, the class does
+/// not). Without the privilege, the next callback on that thread used to
+/// start at SCHED_BATCH: putting the class back without the flag was
+/// refused (EPERM), and nothing else was tried.
+fn callbacks_start_at_the_class_whatever_the_flag(b: Backend) {
+    assert_eq!(policy(), libc::SCHED_OTHER, "the test runs at SCHED_OTHER");
+    let aio = ctx(b);
+    let f = common::temp_file(&[7u8; 64]);
+    let starts = one_at_a_time(&aio, &f, 7, policy_and_reset, batch_with_reset_on_fork);
+    let cleared = caps::can_rt();
+    for (i, &(tid, (policy, reset))) in starts.iter().enumerate() {
+        assert_eq!(
+            policy,
+            libc::SCHED_OTHER,
+            "callback {i} started at another class than the program's"
+        );
+        let after_one = starts[..i].iter().any(|e| e.0 == tid);
+        assert_eq!(
+            reset,
+            after_one && !cleared,
+            "callback {i}: SCHED_RESET_ON_FORK {reset} (CAP_SYS_NICE: {cleared})"
+        );
+    }
+}
+both!(
+    callbacks_start_at_the_class_after_a_class_with_reset_on_fork,
+    callbacks_start_at_the_class_whatever_the_flag
+);

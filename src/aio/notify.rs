@@ -114,7 +114,7 @@ pub enum Notify {
     /// and without `SCHED_RESET_ON_FORK`, as a new thread does, whatever an
     /// earlier callback set (clearing the flag needs CAP_SYS_NICE: without
     /// it, a callback after one that set the flag on its thread starts with
-    /// it).
+    /// it, at the class above all the same).
     /// Lowering a notification thread's nice value needs the privilege to
     /// (CAP_SYS_NICE or `RLIMIT_NICE`): without it, a callback on a thread
     /// started at a higher value (by an engine thread made by a thread at a
@@ -498,9 +498,9 @@ impl Drop for Notifier {
 /// Puts the calling notification thread back as it started after a callback
 /// ran on it: every signal blocked, at the pool's class, nice value and CPU
 /// set, without `SCHED_RESET_ON_FORK`.
-fn fresh_thread(sh: &Shared) {
+fn fresh_thread(sh: &Shared, flag_stays: &mut bool) {
     block_every_signal();
-    take_pool_sched(sh);
+    take_pool_sched(sh, flag_stays);
 }
 
 /// Moves the calling notification thread to the pool's class, nice value and
@@ -510,13 +510,29 @@ fn fresh_thread(sh: &Shared) {
 /// [`OwnSched`]), the CPU set from one `sched_getaffinity`: a callback is
 /// program code, which may change any of them by a raw system call, so they
 /// are read after each; a change is made only where one differs.
-fn take_pool_sched(sh: &Shared) {
+///
+/// Clearing the flag needs CAP_SYS_NICE: without it, the class is put back
+/// with the flag kept, and `flag_stays` (the thread's, false at its start)
+/// is set so that the thread does not try to clear it again.
+fn take_pool_sched(sh: &Shared, flag_stays: &mut bool) {
     let now = OwnSched::read();
-    if now.class != sh.class || now.reset_on_fork {
+    if now.class != sh.class || (now.reset_on_fork && !*flag_stays) {
         // pthread_setschedparam without the flag clears it (as the class):
-        // glibc's copy of the class stays right. Clearing it needs
-        // CAP_SYS_NICE: without, the call fails and leaves both as they are.
-        let _ = prio::set_current(sh.class);
+        // glibc's copy of the class stays right.
+        match prio::set_current(sh.class) {
+            Err(libc::EPERM) if now.reset_on_fork => {
+                let keep = SchedClass {
+                    policy: sh.class.policy | libc::SCHED_RESET_ON_FORK,
+                    ..sh.class
+                };
+                // (Refused for the flag, not the class, where the class
+                // was the pool's already or is taken with the flag kept.)
+                if now.class == sh.class || prio::set_current(keep).is_ok() {
+                    *flag_stays = true;
+                }
+            }
+            _ => {}
+        }
     }
     take_nice(sh.nice, now.nice);
     take_cpus(sh.cpus.as_ref());
@@ -659,7 +675,10 @@ fn run(sh: Arc<Shared>) {
     // starts it: after the first, often an engine thread (a pool worker, at
     // SCHED_BATCH or at a real-time request's class). Every callback runs at
     // the program's class, nice value and CPU set instead, on either engine.
-    take_pool_sched(&sh);
+    // Set once a callback left SCHED_RESET_ON_FORK that this thread may not
+    // clear (see take_pool_sched).
+    let mut flag_stays = false;
+    take_pool_sched(&sh, &mut flag_stays);
     let mut st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
     st.starting -= 1;
     loop {
@@ -675,7 +694,7 @@ fn run(sh: Arc<Shared>) {
             sh.reaping.fetch_add(1, Ordering::SeqCst);
             // Each callback runs as if on a new thread: what this one changed
             // in its thread (it is program code) is not the next one's.
-            fresh_thread(&sh);
+            fresh_thread(&sh, &mut flag_stays);
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (sh.reap)()));
             st = sh.st.lock().unwrap_or_else(|p| p.into_inner());
             sh.reaping.fetch_sub(1, Ordering::SeqCst);
