@@ -41,10 +41,10 @@ use std::time::{Duration, SystemTime};
 
 use super::track::level::level;
 use super::track::level::ps_per_tick;
+use super::track::level::Tracking;
 use super::track::record::{Record, WORDS};
 use super::track::slab::all_records;
 use super::track::snapshot::{copy_live, snapshot_words, Snapshot};
-use super::track::Tracking;
 use crate::registry::{self, Registry, SlotWriter};
 use crate::sys::pilock::{PiLocked, RawPiLock};
 use crate::{Error, Result};
