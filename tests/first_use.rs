@@ -347,14 +347,31 @@ fn help_into_a_closed_pipe_does_not_panic() {
 
 /// `EXAMPLE --help` is enough to run it: after the usage line, at least a line
 /// saying what the program does, and each option the program reads (each
-/// `"--name" =>` arm of its argument loop) is named in the text.
+/// `"--name" =>` arm of its argument loop, in its file or in a file it includes
+/// with `#[path]`) is named in the text.
 #[test]
 fn help_says_what_each_example_does_and_names_its_options() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     for name in all_examples() {
-        let src = std::fs::read_to_string(dir.join(format!("{name}.rs")))
-            .or_else(|_| std::fs::read_to_string(dir.join(&name).join("main.rs")))
-            .unwrap();
+        let (file, main) = match std::fs::read_to_string(dir.join(format!("{name}.rs"))) {
+            Ok(src) => (dir.join(format!("{name}.rs")), src),
+            Err(_) => {
+                let file = dir.join(&name).join("main.rs");
+                let src = std::fs::read_to_string(&file).unwrap();
+                (file, src)
+            }
+        };
+        // (aio_peers reads its options in support/peers_cli.rs.)
+        let mut src = main.clone();
+        for line in main.lines() {
+            if let Some(path) = line
+                .trim()
+                .strip_prefix("#[path = \"")
+                .and_then(|p| p.strip_suffix("\"]"))
+            {
+                src += &std::fs::read_to_string(file.parent().unwrap().join(path)).unwrap();
+            }
+        }
         let o = run(&example_bin(&name), &["--help"]);
         assert!(o.status.success(), "{name}: {o:?}");
         let help = String::from_utf8_lossy(&o.stdout).into_owned();
