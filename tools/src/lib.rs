@@ -55,6 +55,24 @@ pub fn warn(prog: &str, msg: impl std::fmt::Display) {
     let _ = writeln!(std::io::stderr(), "{prog}: {msg}");
 }
 
+/// An I/O error as `posixrt::Error` shows an errno: its text, then its name and
+/// number (`Is a directory (EISDIR 21)`), where `io::Error` ends in `(os error
+/// 21)`; so every message of the tools names an errno one way, whether the
+/// library or the tool itself made the call. An error without an errno is shown
+/// as it is.
+pub fn os_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(n) => {
+            let text = text
+                .strip_suffix(&format!(" (os error {n})"))
+                .unwrap_or(&text);
+            format!("{text} ({} {n})", posixrt::error::errno_name(n))
+        }
+        None => text,
+    }
+}
+
 /// A process id from the command line: a number from 1 to `i32::MAX`. (Negative
 /// numbers reach this parser, with `allow_negative_numbers`, so `-1` is reported as
 /// a bad pid, not as an unknown option.)

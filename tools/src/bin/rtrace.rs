@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 const PROG: &str = "rtrace";
 use posixrt::trace::export::{chrome_json, field_items, payload, write_ctf};
 use posixrt::trace::{event_name_bytes, Event, EventId, TraceLog};
-use posixrt_tools::{printable, printable_escaped};
+use posixrt_tools::{os_error, printable, printable_escaped};
 
 /// Read posixrt trace logs: dump, statistics, export for Perfetto or babeltrace2.
 ///
@@ -177,7 +177,7 @@ fn open_log(path: &Path) -> Result<TraceLog, Failure> {
             io::stdin()
                 .as_fd()
                 .try_clone_to_owned()
-                .map_err(|e| Failure::error(format!("standard input: {e}")))?,
+                .map_err(|e| Failure::error(format!("standard input: {}", os_error(&e))))?,
         ))
     } else {
         match File::open(path) {
@@ -188,8 +188,10 @@ fn open_log(path: &Path) -> Result<TraceLog, Failure> {
     let Some(mut input) = input else {
         return TraceLog::open(path).map_err(|e| log_failure(path, &e));
     };
-    let mut copy = memory_file().map_err(|e| Failure::error(format!("memfd_create: {e}")))?;
-    let read_error = |e: io::Error| Failure::error(format!("{}: {e}", shown_path(path)));
+    let mut copy =
+        memory_file().map_err(|e| Failure::error(format!("memfd_create: {}", os_error(&e))))?;
+    let read_error =
+        |e: io::Error| Failure::error(format!("{}: {}", shown_path(path), os_error(&e)));
     // The magic first: a stream that is no log and does not end (`yes |`,
     // /dev/urandom, /dev/zero) would otherwise be copied into memory forever.
     // Its first bytes are enough for the reader to say what it is not.
@@ -385,7 +387,7 @@ fn stdout_failure(e: &io::Error) -> Failure {
     if e.kind() == io::ErrorKind::BrokenPipe {
         return Failure::reader_gone();
     }
-    Failure::error(format!("standard output: {e}"))
+    Failure::error(format!("standard output: {}", os_error(e)))
 }
 
 /// The header and the first `count` events of `log` (those the first pass
@@ -637,21 +639,22 @@ fn same_file(a: &Path, b: &Path) -> bool {
 fn write_error(path: &Path, e: &io::Error) -> String {
     let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
     let shown = shown_path(path);
+    let e_text = os_error(e);
     match parent {
         Some(d) if e.kind() == io::ErrorKind::NotFound && !d.is_dir() => format!(
-            "{shown}: {e} (the directory {} does not exist: create it first)",
+            "{shown}: {e_text} (the directory {} does not exist: create it first)",
             shown_path(d)
         ),
         _ if e.kind() == io::ErrorKind::PermissionDenied => format!(
-            "{shown}: {e}; hint: this user may not write there: pass another -o, or run \
+            "{shown}: {e_text}; hint: this user may not write there: pass another -o, or run \
              rtrace as a user who may"
         ),
         _ if path.is_dir() => format!(
-            "{shown}: {e}; hint: --format chrome writes one file: pass its path, e.g. \
+            "{shown}: {e_text}; hint: --format chrome writes one file: pass its path, e.g. \
              -o {}/trace.json",
             shown.trim_end_matches('/')
         ),
-        _ => format!("{shown}: {e}"),
+        _ => format!("{shown}: {e_text}"),
     }
 }
 

@@ -324,7 +324,10 @@ fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            posixrt_tools::warn(PROG, format_args!("standard output: {e}"));
+            posixrt_tools::warn(
+                PROG,
+                format_args!("standard output: {}", posixrt_tools::os_error(&e)),
+            );
             ExitCode::from(1)
         }
     }

@@ -200,7 +200,10 @@ fn main() -> ExitCode {
             // stdout closed (e.g. piped into head): the reader has what it wanted
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
             Err(e) => {
-                warn(format_args!("standard output: {e}"));
+                warn(format_args!(
+                    "standard output: {}",
+                    posixrt_tools::os_error(&e)
+                ));
                 return ExitCode::from(1);
             }
         }
