@@ -14,7 +14,8 @@
 # usage: capi/tests/opts.sh OPTS_DIR [--lib DIR] [--runs N] [--timeout S] [--only REGEX]
 #                                   [--ifaces LIST] [--cflags FLAGS]
 #   OPTS_DIR  testcases/open_posix_testsuite of an LTP checkout
-#   --lib     the directory holding libposixrt.so (default: target/release)
+#   --lib     the directory holding libposixrt.so (default: cargo's release
+#             directory: $CARGO_TARGET_DIR/release if set, else target/release)
 #   --only    run only the tests whose "interface/name" matches REGEX
 #   --ifaces  the interface directories to run (under conformance/interfaces),
 #             separated by commas or spaces (default: the AIO ones); "interposed"
@@ -32,7 +33,10 @@ fi
 opts=$1
 shift
 here=$(cd "$(dirname "$0")/../.." && pwd)
-lib=$here/target/release
+# The library cargo builds, also under CARGO_TARGET_DIR (as the benches find it).
+# shellcheck source=../bench/lib.sh
+. "$here/capi/bench/lib.sh"
+lib=$(bench_target_dir "$here")
 runs=1
 limit=30
 only=

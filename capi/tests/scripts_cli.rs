@@ -237,3 +237,50 @@ fn bench_lib_follows_cargo_target_dir() {
         "{o:?}"
     );
 }
+
+/// `opts.sh` preloads the library cargo built, as the bench scripts do: without
+/// `--lib`, the one under `CARGO_TARGET_DIR` (absolute, or relative to the
+/// workspace root) when that is set, not `target/release`, which then holds an
+/// older build or none.
+#[test]
+fn opts_sh_follows_cargo_target_dir() {
+    let dir = Scratch::new("opts-target-dir");
+    let stubs = stubs(&dir);
+    let path = format!(
+        "{}:{}",
+        stubs.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let opts = |target: &Path| {
+        Command::new("timeout")
+            .arg("60")
+            .arg("bash")
+            .arg(root().join("capi/tests/opts.sh"))
+            .arg(&dir.0)
+            .current_dir(&dir.0)
+            .env("PATH", &path)
+            .env("CARGO_TARGET_DIR", target)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run bash")
+    };
+    // No library there: the message names the one it looked for.
+    let target = dir.0.join("elsewhere");
+    let o = opts(&target);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let want = target.join("release/libposixrt.so");
+    assert!(err.starts_with(&format!("no {} ", want.display())), "{err}");
+    // A library there: taken, and the next check (the suite's directory) speaks.
+    std::fs::create_dir_all(target.join("release")).expect("target dir");
+    std::fs::write(&want, "").expect("fake library");
+    let o = opts(&target);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(err.contains("is not open_posix_testsuite"), "{err}");
+    // Relative: to the workspace root, where cargo runs.
+    let o = opts(Path::new("posixrt-no-such-target"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let want = root().join("posixrt-no-such-target/release/libposixrt.so");
+    assert!(err.starts_with(&format!("no {} ", want.display())), "{err}");
+}
