@@ -398,6 +398,35 @@ fn help_says_what_each_example_does_and_names_its_options() {
     }
 }
 
+/// `aio_peers --help` names every engine `--only` accepts (the names its
+/// `--only` error lists), so a user need not make a mistake to learn them.
+#[cfg(feature = "peers")]
+#[test]
+fn aio_peers_help_names_the_engines_only_takes() {
+    let bin = example_bin("aio_peers");
+    let o = run(&bin, &["--only", "no-such-engine"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let e = stderr(&o);
+    let engines: Vec<&str> = e
+        .split_once("engines from ")
+        .and_then(|(_, r)| r.split_once(" (comma-separated)"))
+        .map(|(list, _)| list.split(", ").collect())
+        .unwrap_or_default();
+    assert!(engines.len() >= 10, "{e}");
+    let o = run(&bin, &["--help"]);
+    assert!(o.status.success(), "{o:?}");
+    let help = String::from_utf8_lossy(&o.stdout);
+    let words: Vec<&str> = help
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    for name in engines {
+        assert!(
+            words.contains(&name),
+            "--help does not name {name}:\n{help}"
+        );
+    }
+}
+
 /// An argument that is not valid UTF-8 is a usage error (one line, exit 2), not a
 /// panic in `std::env::args`; `bytesum`, `linecount` and `linecount_notify` take such
 /// a file name, as the listings do.

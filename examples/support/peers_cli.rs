@@ -31,10 +31,36 @@ tokio_bare_uring_mt on a multi_thread runtime: a bare io_uring read future, no p
   --qd32-ops N       QD32 reads per engine per round (320 to 10000000, default 64000)
   --file-size-mb N   size of the test file in MiB (1 to 4096, default 256; it must fit
                      in the free space of the temp dir, $TMPDIR or /tmp)
-  --only E1,E2,...   measure only these engines (ratios that need another print n/a)
+  --only E1,E2,...   measure only these engines, comma-separated (ratios that need
+                     another print n/a), from:
+{engines}
   --json             one JSON line instead of the table
 
 Build with `--features peers` (the peers are optional dependencies).";
+
+/// [`USAGE`] with the engines `--only` takes listed under it, from [`ENGINES`]
+/// (the list cannot go stale), in lines of at most 88 columns.
+fn usage() -> String {
+    const INDENT: &str = "                     ";
+    let mut lines = vec![String::from(INDENT)];
+    for (i, e) in ENGINES.iter().enumerate() {
+        let word = if i + 1 < ENGINES.len() {
+            format!("{e},")
+        } else {
+            e.to_string()
+        };
+        let line = lines.last_mut().expect("one line at least");
+        if line.len() > INDENT.len() && line.len() + 1 + word.len() > 88 {
+            lines.push(format!("{INDENT}{word}"));
+        } else {
+            if line.len() > INDENT.len() {
+                line.push(' ');
+            }
+            line.push_str(&word);
+        }
+    }
+    USAGE.replace("{engines}", &lines.join("\n"))
+}
 
 /// The command line.
 pub struct Args {
@@ -56,7 +82,7 @@ pub fn parse() -> Args {
         only: None,
         json: false,
     };
-    let mut it = args::Args::new("aio_peers", USAGE);
+    let mut it = args::Args::new("aio_peers", &usage());
     while let Some(s) = it.next() {
         match s.as_str() {
             "--rounds" => a.rounds = it.value_in("--rounds", 3..=99),
