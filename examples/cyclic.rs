@@ -72,17 +72,23 @@ fn parse() -> Result<Args, String> {
         json: false,
     };
     let mut it = args::Args::new("cyclic", USAGE);
+    // What each option takes, for the message when its value is missing or no
+    // such number (the checks below say why a number is refused).
+    let prio = "a number from 0 to 99";
+    let interval = format!("a number from 1 to {MAX_INTERVAL_US}");
+    let loops = format!("a number from 1 to {}", u64::MAX);
+    let cpu = "a CPU number";
     while let Some(arg) = it.next() {
-        let mut value = |name: &str| -> Result<String, String> {
-            it.next().ok_or_else(|| format!("{name} needs a value"))
+        let mut value = |name: &str, what: &str| -> Result<String, String> {
+            it.next().ok_or_else(|| format!("{name} needs {what}"))
         };
         match arg.as_str() {
             "--json" => a.json = true,
             "--no-pin" => a.pin = false,
-            "-p" => a.prio = num(&value("-p")?, "-p")?,
-            "-i" => a.interval_us = num(&value("-i")?, "-i")?,
-            "-l" => a.loops = num(&value("-l")?, "-l")?,
-            "-a" | "-c" => a.cpu = Some(num(&value(&arg)?, &arg)?),
+            "-p" => a.prio = num(&value("-p", prio)?, "-p", prio)?,
+            "-i" => a.interval_us = num(&value("-i", &interval)?, "-i", &interval)?,
+            "-l" => a.loops = num(&value("-l", &loops)?, "-l", &loops)?,
+            "-a" | "-c" => a.cpu = Some(num(&value(&arg, cpu)?, &arg, cpu)?),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -112,9 +118,11 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-fn num<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, String> {
+/// `s`, the value of option `name`, as a number; if it is none, an error that
+/// says what the option takes (`what`: "a number from 1 to 99").
+fn num<T: std::str::FromStr>(s: &str, name: &str, what: &str) -> Result<T, String> {
     s.parse()
-        .map_err(|_| format!("{name}: {s:?} is not a valid number"))
+        .map_err(|_| format!("{name}: {s:?} is not {what}"))
 }
 
 /// Minor and major page faults of the calling thread so far (`getrusage(RUSAGE_THREAD)`).

@@ -71,44 +71,27 @@ Both threads run SCHED_FIFO on one CPU when allowed (else it says so and runs).
 
   --cycles N        periods to run (a whole number from 1 to 10000, default 10)
   --period-ms MS    thread 1's period (more than 0, at most 60000, default 20)
-  --hold-ms MS      how long thread 1 holds the lock (default 10)
-  --offset-ms MS    when thread 2 tries, into the period (default 5);
-                    offset < hold < period is required
+  --hold-ms MS      how long thread 1 holds the lock (more than 0, at most 60000,
+                    default 10)
+  --offset-ms MS    when thread 2 tries, into the period (more than 0, at most
+                    60000, default 5); offset < hold < period is required
   --multiple M      thread 2 tries every M periods (a whole number from 1 to 1000,
                     default 1)
   --json            one object instead of the trace and verdict:
                     {\"lock_events\": N, \"trylock_failures\": N, \"second_thread_entered\": BOOL}",
     );
+    // Bounded so that the schedule's nanoseconds (epoch + j·multiple·period)
+    // cannot overflow, and nothing is truncated: a count is a whole number.
+    const MAX_MS: f64 = 60_000.0;
+    let ns = |ms: f64| (ms * 1e6) as u64;
     while let Some(arg) = it.next() {
-        let mut num = |name: &str| -> Result<f64, String> {
-            it.next()
-                .and_then(|v| v.parse::<f64>().ok())
-                .filter(|v| v.is_finite() && *v > 0.0)
-                .ok_or_else(|| format!("{name} needs a positive number"))
-        };
-        // Bounded so that the schedule's nanoseconds (epoch + j·multiple·period)
-        // cannot overflow, and nothing is truncated: a count is a whole number.
-        let ms = |name: &str, v: f64| {
-            if v <= 60_000.0 {
-                Ok((v * 1e6) as u64)
-            } else {
-                Err(format!("{name}: {v} is more than 60000 ms"))
-            }
-        };
-        let count = |name: &str, v: f64, max: f64| {
-            if v.fract() == 0.0 && v <= max {
-                Ok(v as u64)
-            } else {
-                Err(format!("{name}: {v} is not a whole number from 1 to {max}"))
-            }
-        };
         match arg.as_str() {
             "--json" => a.json = true,
-            "--cycles" => a.cycles = count("--cycles", num("--cycles")?, 10_000.0)?,
-            "--period-ms" => a.period_ns = ms("--period-ms", num("--period-ms")?)?,
-            "--hold-ms" => a.hold_ns = ms("--hold-ms", num("--hold-ms")?)?,
-            "--offset-ms" => a.offset_ns = ms("--offset-ms", num("--offset-ms")?)?,
-            "--multiple" => a.multiple = count("--multiple", num("--multiple")?, 1000.0)?,
+            "--cycles" => a.cycles = it.value_in("--cycles", 1..=10_000),
+            "--period-ms" => a.period_ns = ns(it.positive_at_most("--period-ms", MAX_MS)),
+            "--hold-ms" => a.hold_ns = ns(it.positive_at_most("--hold-ms", MAX_MS)),
+            "--offset-ms" => a.offset_ns = ns(it.positive_at_most("--offset-ms", MAX_MS)),
+            "--multiple" => a.multiple = it.value_in("--multiple", 1..=1000),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }

@@ -292,6 +292,48 @@ fn bad_values_are_one_line_usage_errors() {
     }
 }
 
+/// A number out of an option's range, or no number, is refused with the range
+/// the option accepts: `--period-ms 1e400` said "needs a positive number" where
+/// the limit is 60000.
+#[test]
+fn numeric_options_name_their_range() {
+    for (name, args, says) in [
+        (
+            "mutex_starvation",
+            &["--period-ms", "1e400"][..],
+            "at most 60000",
+        ),
+        ("mutex_starvation", &["--period-ms", "0"], "at most 60000"),
+        ("mutex_starvation", &["--hold-ms", "-1"], "at most 60000"),
+        ("mutex_starvation", &["--offset-ms"], "at most 60000"),
+        ("mutex_starvation", &["--cycles", "0"], "from 1 to 10000"),
+        (
+            "mutex_starvation",
+            &["--multiple", "1e400"],
+            "from 1 to 1000",
+        ),
+        ("priority_inversion", &["--cs-ms", "1e400"], "at most 400"),
+        ("priority_inversion", &["--cs-ms"], "at most 400"),
+        ("priority_inversion", &["--medium-ms", "0"], "at most 800"),
+        ("cyclic", &["-p", "1e9"], "from 0 to 99"),
+        (
+            "cyclic",
+            &["-i", "99999999999999999999"],
+            "from 1 to 10000000",
+        ),
+        ("cyclic", &["-l", "x"], "from 1 to"),
+    ] {
+        let o = run(&example_bin(name), args);
+        assert_eq!(o.status.code(), Some(2), "{name} {args:?}: {o:?}");
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{name} {args:?}: {e}");
+        assert!(
+            e.starts_with(&format!("{name}: {}", args[0])) && e.contains(says),
+            "{name} {args:?}: wanted {says:?}: {e}"
+        );
+    }
+}
+
 /// Every example this build has: `examples/NAME.rs` and `examples/NAME/main.rs`,
 /// less those whose feature is off.
 fn all_examples() -> Vec<String> {

@@ -132,6 +132,23 @@ impl Args {
         }
     }
 
+    /// The value after `flag`: a number more than 0 and at most `max`, fractions
+    /// allowed (a duration in milliseconds); a usage error that names the range
+    /// if it is missing, not a number, or out of the range (nothing is clamped).
+    pub fn positive_at_most(&mut self, flag: &str, max: f64) -> f64 {
+        let Some(v) = self.next() else {
+            self.fail(format!(
+                "{flag} needs a number more than 0 and at most {max}"
+            ));
+        };
+        match v.parse::<f64>() {
+            Ok(x) if x > 0.0 && x <= max => x,
+            _ => self.fail(format!(
+                "{flag}: {v:?} is not a number more than 0 and at most {max}"
+            )),
+        }
+    }
+
     /// A usage error unless a file of `mb` MiB, plus 64 MiB to spare, fits in the
     /// free space of the temp dir (`$TMPDIR` or `/tmp`); `flag` names the option.
     pub fn check_temp_space(&self, flag: &str, mb: usize) {
