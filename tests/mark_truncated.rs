@@ -14,8 +14,6 @@ mod child;
 #[path = "common/small_shm.rs"]
 mod small_shm;
 
-use std::io::Read;
-
 use posixrt::mark;
 
 /// Held by each test: a fork while another test's threads hold locks of the
@@ -27,37 +25,20 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// child died.
 fn in_child(checks: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (r, w) = rustix::pipe::pipe().expect("pipe");
     // SAFETY: the child marks from its one thread (no other thread of this
     // test binary is inside a mark call: SERIAL, and no other test here
-    // marks in the parent) and `_exit`s.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
-        drop(r);
-        let code = match checks() {
-            Ok(()) => 0,
-            Err(msg) => {
-                let _ = rustix::io::write(&w, msg.as_bytes());
-                1
-            }
-        };
-        child::remove_own_registries("mark");
-        // SAFETY: ends the child without the harness's destructors.
-        unsafe { libc::_exit(code) }
+    // marks in the parent).
+    let (status, msg) = unsafe {
+        child::fork_checks(|| {
+            let res = checks();
+            child::remove_own_registries("mark");
+            res
+        })
+    };
+    if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS {
+        return Err("the child died of SIGBUS".into());
     }
-    drop(w);
-    let status = child::wait_child(pid);
-    let mut msg = String::new();
-    let _ = std::fs::File::from(r).read_to_string(&mut msg);
-    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-        (true, 0) => Ok(()),
-        (true, _) => Err(msg),
-        _ if libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS => {
-            Err("the child died of SIGBUS".into())
-        }
-        _ => Err(format!("the child died: status {status:#x}")),
-    }
+    child::outcome(status, msg)
 }
 
 /// Shrinks this process's mark registry file to `len` bytes, as another

@@ -124,34 +124,9 @@ fn a_hold_begun_while_tracking_was_off_is_not_timed_from_an_older_start() {
 /// on a pipe); the parent waits (a hung child is killed and fails the test) and
 /// returns the failure, if any.
 fn in_child(checks: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
-    use std::io::Read;
-    let (r, w) = rustix::pipe::pipe().expect("pipe");
-    // SAFETY: the child runs `checks` and `_exit`s; the other threads of this
-    // process sleep in futex waits and hold no lock the checks take.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
-        drop(r);
-        let code = match checks() {
-            Ok(()) => 0,
-            Err(msg) => {
-                let _ = rustix::io::write(&w, msg.as_bytes());
-                1
-            }
-        };
-        // SAFETY: ends the child without the parent's atexit handlers or the
-        // test harness's destructors.
-        unsafe { libc::_exit(code) }
-    }
-    drop(w);
-    let status = child::wait_child(pid);
-    let mut msg = String::new();
-    let _ = std::fs::File::from(r).read_to_string(&mut msg);
-    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-        (true, 0) => Ok(()),
-        (true, _) => Err(msg),
-        _ => Err(format!("the child died: status {status:#x}")),
-    }
+    // SAFETY: the other threads of this process sleep in futex waits and hold
+    // no lock the checks take.
+    unsafe { child::in_child(checks) }
 }
 
 /// The waiters `objects()` lists for the object named `name`: (count, has

@@ -3,6 +3,7 @@
 //! killed and its test fails, instead of the run waiting forever.
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 /// How long a forked child of a test may run.
@@ -50,4 +51,61 @@ pub fn remove_own_registries(kind: &str) {
             let _ = std::fs::remove_file(e.path());
         }
     }
+}
+
+/// Forks; the child runs `checks` and `_exit`s (0, or 1 with the failure's
+/// text on a pipe); the parent waits with [`wait_child`] (a hung child is
+/// killed and fails the test). The child's wait status and the text it wrote.
+///
+/// # Safety
+///
+/// Only the calling thread exists in the child: no other thread may hold, at
+/// the fork, a lock that `checks` take.
+pub unsafe fn fork_checks(checks: impl FnOnce() -> Result<(), String>) -> (i32, String) {
+    let (r, w) = rustix::pipe::pipe().expect("pipe");
+    // SAFETY: the child runs `checks`, which the caller vouches for, and
+    // `_exit`s.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        drop(r);
+        let code = match checks() {
+            Ok(()) => 0,
+            Err(msg) => {
+                let _ = rustix::io::write(&w, msg.as_bytes());
+                1
+            }
+        };
+        // SAFETY: ends the child without the parent's atexit handlers or the
+        // test harness's destructors.
+        unsafe { libc::_exit(code) }
+    }
+    drop(w);
+    let status = wait_child(pid);
+    let mut msg = String::new();
+    let _ = std::fs::File::from(r).read_to_string(&mut msg);
+    (status, msg)
+}
+
+/// What a child of [`fork_checks`] that ended with `status` and wrote `msg`
+/// reports: nothing if it exited 0, its failure's text if it exited 1, or how
+/// it died.
+pub fn outcome(status: i32, msg: String) -> Result<(), String> {
+    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
+        (true, 0) => Ok(()),
+        (true, _) => Err(msg),
+        _ => Err(format!("the child died: status {status:#x}")),
+    }
+}
+
+/// [`fork_checks`] and its [`outcome`]: the failure of `checks` in a forked
+/// child, or how the child died.
+///
+/// # Safety
+///
+/// As for [`fork_checks`].
+pub unsafe fn in_child(checks: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    // SAFETY: the caller's contract is `fork_checks`'s.
+    let (status, msg) = unsafe { fork_checks(checks) };
+    outcome(status, msg)
 }

@@ -10,7 +10,6 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 
 #[path = "child.rs"]
@@ -99,31 +98,7 @@ impl Drop for ReleaseOnDrop {
 /// on a pipe); the parent waits (a hung child is killed and fails the test)
 /// and returns the failure, if any.
 pub fn in_child(checks: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
-    let (r, w) = rustix::pipe::pipe().expect("pipe");
-    // SAFETY: the child runs `checks` and `_exit`s; the thread held in the
-    // allocator holds no allocator lock, only the crate's.
-    let pid = unsafe { libc::fork() };
-    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
-    if pid == 0 {
-        drop(r);
-        let code = match checks() {
-            Ok(()) => 0,
-            Err(msg) => {
-                let _ = rustix::io::write(&w, msg.as_bytes());
-                1
-            }
-        };
-        // SAFETY: ends the child without the parent's atexit handlers or the
-        // test harness's destructors.
-        unsafe { libc::_exit(code) }
-    }
-    drop(w);
-    let status = child::wait_child(pid);
-    let mut msg = String::new();
-    let _ = std::fs::File::from(r).read_to_string(&mut msg);
-    match (libc::WIFEXITED(status), libc::WEXITSTATUS(status)) {
-        (true, 0) => Ok(()),
-        (true, _) => Err(msg),
-        _ => Err(format!("the child died: status {status:#x}")),
-    }
+    // SAFETY: the thread held in the allocator holds no allocator lock, only
+    // the crate's.
+    unsafe { child::in_child(checks) }
 }
