@@ -40,6 +40,7 @@
 
 #include "check.h"
 #include "count_alloc.h"
+#include "waits.h"
 
 #define PIPES 8
 #define BATCH 9
@@ -117,20 +118,6 @@ static void on_thread(union sigval v) {
     __atomic_fetch_add(&thread_calls, 1, __ATOMIC_RELAXED);
 }
 
-static void pause_ms(long ms) {
-    struct timespec t = {0, ms * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
-}
-
-/* Waits (up to 10 s) until `cb` is done. */
-static void wait_done(struct aiocb *cb) {
-    const struct aiocb *l[1] = {cb};
-    struct timespec slice = {0, 10000000L};
-    for (int i = 0; i < 1000 && aio_error(cb) == EINPROGRESS; i++)
-        aio_suspend(l, 1, &slice);
-}
-
 /* Submits batches of file reads that notify each way, and completes them,
  * while the handler polls on the main thread. */
 static void *feeder(void *arg) {
@@ -171,16 +158,9 @@ static void *feeder(void *arg) {
 }
 
 int main(void) {
-    CHECK(count_alloc_start());
-    if (!next_create)
-        return finish();
     sig = SIGRTMIN + 3;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(sig, &sa, NULL) == 0);
+    if (!count_alloc_setup(sig, on_signal))
+        return finish();
 
     file = temp_file("handler-no-alloc");
     static char block[BLOCK];
@@ -247,16 +227,7 @@ int main(void) {
     CHECK(wrong_return.n == 0);
     CHECK(wrong_suspend.n == 0);
 
-    /* Read before the checks: printing allocates (outside any handler). */
-    unsigned long a = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
-    unsigned long f = __atomic_load_n(&frees, __ATOMIC_RELAXED);
-    unsigned long c = __atomic_load_n(&creates, __ATOMIC_RELAXED);
-    if (a || f || c)
-        fprintf(stderr, "inside %lu handler runs: %lu allocations, %lu frees, %lu thread creations\n",
-                handled, a, f, c);
-    CHECK(a == 0);
-    CHECK(f == 0);
-    CHECK(c == 0);
+    count_alloc_check(handled);
     for (int i = 0; i < PIPES; i++) {
         close(pipes[i][0]);
         close(pipes[i][1]);

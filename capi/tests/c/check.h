@@ -59,6 +59,20 @@ static inline void aiocb_on(struct aiocb *cb, int fd, volatile void *buf, size_t
 }
 #endif
 
+#ifdef SA_SIGINFO
+/* Installs `handler` for `signo` with its siginfo (SA_RESTART: the library
+ * goes on waiting after it). (For a test that includes <signal.h> before
+ * this header.) */
+static inline void install_siginfo(int signo, void (*handler)(int, siginfo_t *, void *)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(signo, &sa, NULL) == 0);
+}
+#endif
+
 /* Runs `work` in a forked child that gets `seconds` (alarm) and exits with
  * its result. Returns 0 if the child exited 0; otherwise prints a line naming
  * `what` (the exit code or the signal) and returns 1; -1 if fork or waitpid

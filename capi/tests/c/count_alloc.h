@@ -7,13 +7,19 @@
  * glibc's __libc_* functions: a dlsym(RTLD_NEXT) of the allocator would
  * allocate as it is looked up) and pthread_create (over the next definition,
  * which `count_alloc_start` looks up with dlsym(RTLD_NEXT) before the first
- * request), hence `-rdynamic`: the library's calls come here too. */
+ * request), hence `-rdynamic`: the library's calls come here too. (For a
+ * test that defines _GNU_SOURCE.) */
 #ifndef POSIXRT_TEST_COUNT_ALLOC_H
 #define POSIXRT_TEST_COUNT_ALLOC_H
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
 
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
@@ -82,6 +88,32 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*f)(void *), vo
 static int count_alloc_start(void) {
     next_create = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
     return next_create != NULL;
+}
+
+/* Looks up the next pthread_create (`count_alloc_start`, a failed check if it
+ * is not found: then 0) and installs `handler` for `signo`
+ * (`install_siginfo`); 1 then. */
+static inline int count_alloc_setup(int signo, void (*handler)(int, siginfo_t *, void *)) {
+    CHECK(count_alloc_start());
+    if (!next_create)
+        return 0;
+    install_siginfo(signo, handler);
+    return 1;
+}
+
+/* Checks that the `handled` handler runs allocated nothing, freed nothing and
+ * created no thread, and prints the counts if they did. */
+static inline void count_alloc_check(unsigned long handled) {
+    /* Read before the checks: printing allocates (outside any handler). */
+    unsigned long a = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
+    unsigned long f = __atomic_load_n(&frees, __ATOMIC_RELAXED);
+    unsigned long c = __atomic_load_n(&creates, __ATOMIC_RELAXED);
+    if (a || f || c)
+        fprintf(stderr, "inside %lu handler runs: %lu allocations, %lu frees, %lu thread creations\n",
+                handled, a, f, c);
+    CHECK(a == 0);
+    CHECK(f == 0);
+    CHECK(c == 0);
 }
 
 #endif

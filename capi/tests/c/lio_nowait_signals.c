@@ -81,22 +81,13 @@ static void pause_us(long us) {
     }
 }
 
-static void handle(int signo, void (*f)(int, siginfo_t *, void *)) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = f;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(signo, &sa, NULL) == 0);
-}
-
 int main(void) {
     int fd = temp_file("lio-nowait");
     static char bufs[WRITES][SIZE];
     static struct aiocb cbs[WRITES];
     struct aiocb *list[WRITES];
-    handle(SIGRTMIN + 1, on_entry);
-    handle(SIGRTMIN + 2, on_list);
+    install_siginfo(SIGRTMIN + 1, on_entry);
+    install_siginfo(SIGRTMIN + 2, on_list);
     int early_entries = 0, early_lists = 0, early_rounds = 0;
     for (int round = 0; round < ROUNDS && failures == 0; round++) {
         round_now = round;

@@ -54,12 +54,7 @@ static inline void *writer(void *arg) {
 /* Installs `handler` for `signo` (SA_RESTART: the library goes on waiting
  * after it), and makes the pipe and the writer's semaphore. */
 static inline void order_setup(int signo, void (*handler)(int, siginfo_t *, void *)) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = handler;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    CHECK(sigaction(signo, &sa, NULL) == 0);
+    install_siginfo(signo, handler);
     CHECK(pipe(pipefd) == 0);
     CHECK(sem_init(&go_writer, 0, 0) == 0);
 }
