@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "waits.h"
 
 #define STACK ((size_t)3 << 20)
 #define GUARD ((size_t)64 << 10)
@@ -44,17 +45,6 @@ static void on_done(union sigval v) {
     CHECK(sched_getaffinity(0, sizeof c, &c) == 0);
     seen_cpu0_only = CPU_COUNT(&c) == 1 && CPU_ISSET(0, &c);
     sem_post(&notified);
-}
-
-/* Takes `s`, waiting 10 s at most: 0 once taken, else -1. */
-static int wait_10s(sem_t *s) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
-    while (sem_timedwait(s, &until) != 0)
-        if (errno != EINTR)
-            return -1;
-    return 0;
 }
 
 /* One read of a pipe with SIGEV_THREAD and a fresh heap attribute object
@@ -82,13 +72,7 @@ static void one(int affinity, int lio, const char *what) {
     cb.aio_sigevent.sigev_notify_attributes = attr;
     seen_stack = seen_guard = 0;
     seen_cpu0_only = -1;
-    if (lio) {
-        struct aiocb *list[1] = {&cb};
-        cb.aio_lio_opcode = LIO_READ;
-        CHECK(lio_listio(LIO_NOWAIT, list, 1, NULL) == 0);
-    } else {
-        CHECK(aio_read(&cb) == 0);
-    }
+    CHECK(submit_read(&cb, lio) == 0);
     CHECK(pthread_attr_destroy(attr) == 0);
     memset(attr, 0xa5, sizeof *attr);
     free(attr);

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "waits.h"
 
 static sem_t notified;
 static cpu_set_t seen;
@@ -38,17 +39,6 @@ static void on_done(union sigval v) {
     CPU_ZERO(&seen);
     CHECK(sched_getaffinity(0, sizeof seen, &seen) == 0);
     sem_post(&notified);
-}
-
-/* Takes `s`, waiting 10 s at most: 0 once taken, else -1. */
-static int wait_10s(sem_t *s) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
-    while (sem_timedwait(s, &until) != 0)
-        if (errno != EINTR)
-            return -1;
-    return 0;
 }
 
 static cpu_set_t only(int cpu) {
@@ -79,13 +69,7 @@ static void one(pthread_attr_t *attr, int lio, int pipe, const cpu_set_t *want, 
     cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
     cb.aio_sigevent.sigev_notify_function = on_done;
     cb.aio_sigevent.sigev_notify_attributes = attr;
-    if (lio) {
-        struct aiocb *list[1] = {&cb};
-        cb.aio_lio_opcode = LIO_READ;
-        CHECK(lio_listio(LIO_NOWAIT, list, 1, NULL) == 0);
-    } else {
-        CHECK(aio_read(&cb) == 0);
-    }
+    CHECK(submit_read(&cb, lio) == 0);
     if (pipe)
         CHECK(write(pipe_w, "x", 1) == 1);
     if (wait_10s(&notified) != 0) {

@@ -32,6 +32,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "waits.h"
 
 /* The stack size that marks the notification's thread. */
 #define MARKER ((size_t)3 << 20)
@@ -69,17 +70,6 @@ static void on_done(union sigval v) {
     CHECK(v.sival_int == 42);
     __atomic_add_fetch(&runs, 1, __ATOMIC_SEQ_CST);
     sem_post(&notified);
-}
-
-/* Takes `s`, waiting 10 s at most: 0 once taken, else -1. */
-static int wait_10s(sem_t *s) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 10;
-    while (sem_timedwait(s, &until) != 0)
-        if (errno != EINTR)
-            return -1;
-    return 0;
 }
 
 static sem_t child_notified;

@@ -57,6 +57,17 @@ static inline void aiocb_on(struct aiocb *cb, int fd, volatile void *buf, size_t
     cb->aio_nbytes = n;
     cb->aio_offset = offset;
 }
+
+/* Submits `cb` as a read by aio_read, or (if `lio`) by lio_listio with
+ * LIO_NOWAIT and a list of one: the call's result. */
+static inline int submit_read(struct aiocb *cb, int lio) {
+    if (lio) {
+        struct aiocb *list[1] = {cb};
+        cb->aio_lio_opcode = LIO_READ;
+        return lio_listio(LIO_NOWAIT, list, 1, NULL);
+    }
+    return aio_read(cb);
+}
 #endif
 
 #ifdef SA_SIGINFO
