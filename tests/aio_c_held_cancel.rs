@@ -17,21 +17,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use posixrt::aio::capi::{error_code, Aiocb, CEngine, COp, CRequest};
+use posixrt::aio::capi::{error_code, Aiocb, CEngine};
 use posixrt::aio::{Backend, Notify};
 
 #[allow(unused_macros, unused_imports)]
 mod common;
+use common::c_engine::{aiocb, read_at};
 #[path = "common/pinning.rs"]
 mod pinning;
 use pinning::{hold_the_holder, restore, set_class, spin_until_read};
-
-/// A zeroed aiocb (what a C program starts from), boxed so its address stays.
-fn aiocb() -> Box<Aiocb> {
-    // SAFETY: every field of `Aiocb` (ints, raw pointers, arrays of them) is
-    // valid all-zero.
-    Box::new(unsafe { std::mem::zeroed() })
-}
 
 /// Submits a one-entry `lio_listio(LIO_NOWAIT)` of a 64-byte read of `fd` at
 /// `offset` into `buf`, notifying with `notify`, as the C call does; returns
@@ -48,19 +42,7 @@ fn list_read(
     cb.aio_offset = offset;
     cb.aio_nbytes = buf.len();
     cb.aio_buf = buf.as_mut_ptr().cast();
-    let req = CRequest {
-        cb,
-        op: COp::Read,
-        fd,
-        offset,
-        buf: buf.as_mut_ptr(),
-        len: buf.len(),
-        reqprio: 0,
-        ordered: false,
-        nonblock: false,
-        stream: false,
-        notify,
-    };
+    let req = read_at(cb, fd, offset, buf, notify);
     // SAFETY: `cb` and `buf` outlive the request (the test waits for it to be
     // done before either goes).
     let names =

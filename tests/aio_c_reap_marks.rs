@@ -11,14 +11,14 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use posixrt::aio::capi::{error_code, Aiocb, CEngine, COp, CRequest};
-use posixrt::aio::Notify;
+use posixrt::aio::capi::{error_code, Aiocb, CEngine};
 use posixrt::aio::{Aio, Backend};
 
 #[allow(unused_macros, unused_imports)]
 mod common;
+use common::c_engine::{aiocb, read, wait_within, HeldRead};
 
 thread_local! {
     /// The calling thread's allocations are counted (in [`COUNTED`]).
@@ -58,38 +58,12 @@ unsafe impl GlobalAlloc for CountingAlloc {
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
 
-/// An all-zero aiocb (a valid initial state: SIGEV_SIGNAL 0 is not used here).
-fn aiocb() -> Box<Aiocb> {
-    // SAFETY: `Aiocb` is plain data (ints, a pointer, arrays); all zero is valid.
-    Box::new(unsafe { std::mem::zeroed() })
-}
-
-fn read(cb: &mut Aiocb, fd: i32, buf: &mut [u8]) -> CRequest {
-    CRequest {
-        cb,
-        op: COp::Read,
-        fd,
-        offset: 0,
-        buf: buf.as_mut_ptr(),
-        len: buf.len(),
-        reqprio: 0,
-        ordered: false,
-        nonblock: false,
-        stream: false,
-        notify: Notify::None,
-    }
-}
-
 /// Waits (up to 10 s) until `cb` is done; its result (bytes, or -errno).
 fn wait_done(engine: &CEngine, cb: &Aiocb) -> i64 {
-    let p: *const Aiocb = cb;
-    let done = engine.wait(Some(Instant::now() + Duration::from_secs(10)), &mut || {
-        // SAFETY: `cb` outlives the wait.
-        (unsafe { error_code(p) }) != libc::EINPROGRESS
-    });
+    let done = wait_within(engine, cb, Duration::from_secs(10));
     assert_eq!(done, Ok(true), "the read did not end");
-    // SAFETY: as above; done, so the engine no longer writes it.
-    match unsafe { error_code(p) } {
+    // SAFETY: `cb` is a live aiocb; done, so the engine no longer writes it.
+    match unsafe { error_code(cb) } {
         0 => cb.__return_value as i64,
         e => -(e as i64),
     }
@@ -119,12 +93,7 @@ fn a_reap_that_marks_fd_numbers_allocates_nothing() {
     let engine = CEngine::new(64, 2, 1024).expect("C engine");
     // A read that stays in flight, so that the next ones are deferred: left
     // in the ring (the flusher thread enters it), for `poll` to reap.
-    let (held_rd, held_wr) = common::pipe();
-    let mut held = aiocb();
-    let mut held_buf = [0u8; 4];
-    let r = read(&mut held, held_rd.as_raw_fd(), &mut held_buf);
-    // SAFETY: the aiocb and the buffer outlive the request (waited below).
-    unsafe { engine.submit(vec![r], None, false) }.expect("submit");
+    let held = HeldRead::submit(&engine);
 
     // A number that names a pipe now (EAGAIN: a stream), and one that names
     // a procfs file (EOPNOTSUPP: refuses RWF_NOWAIT).
@@ -161,6 +130,6 @@ fn a_reap_that_marks_fd_numbers_allocates_nothing() {
     rustix::io::write(&pipe_wr, b"pipe").unwrap();
     assert_eq!(wait_done(&engine, &cbs[0]), 4);
     assert_eq!(&bufs[0], b"pipe");
-    rustix::io::write(&held_wr, b"held").unwrap();
-    assert_eq!(wait_done(&engine, &held), 4);
+    rustix::io::write(&held.wr, b"held").unwrap();
+    assert_eq!(wait_done(&engine, &held.cb), 4);
 }

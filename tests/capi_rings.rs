@@ -7,34 +7,13 @@
 use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
-use posixrt::aio::capi::{error_code, Aiocb, CEngine, COp, CRequest};
+use posixrt::aio::capi::{error_code, Aiocb, CEngine};
 use posixrt::aio::Notify;
 use posixrt::aio::{Aio, Backend};
 
 #[allow(unused_macros, unused_imports)]
 mod common;
-
-/// An all-zero aiocb (a valid initial state: SIGEV_SIGNAL 0 is not used here).
-fn aiocb() -> Box<Aiocb> {
-    // SAFETY: `Aiocb` is plain data (ints, a pointer, arrays); all zero is valid.
-    Box::new(unsafe { std::mem::zeroed() })
-}
-
-fn read(cb: &mut Aiocb, fd: i32, buf: &mut [u8]) -> CRequest {
-    CRequest {
-        cb,
-        op: COp::Read,
-        fd,
-        offset: 0,
-        buf: buf.as_mut_ptr(),
-        len: buf.len(),
-        reqprio: 0,
-        ordered: false,
-        nonblock: false,
-        stream: false,
-        notify: Notify::None,
-    }
-}
+use common::c_engine::{aiocb, read, wait_within, HeldRead};
 
 #[test]
 fn a_deferred_request_in_another_ring_is_entered_by_another_threads_submission() {
@@ -49,12 +28,7 @@ fn a_deferred_request_in_another_ring_is_entered_by_another_threads_submission()
         return;
     }
     // A request that stays in flight, so that the next ones are deferred.
-    let (wait_rd, wait_wr) = common::pipe();
-    let mut held = aiocb();
-    let mut held_buf = [0u8; 4];
-    let r = read(&mut held, wait_rd.as_raw_fd(), &mut held_buf);
-    // SAFETY: the aiocb and the buffer outlive the request (waited below).
-    unsafe { engine.submit(vec![r], None, false) }.expect("submit");
+    let held = HeldRead::submit(&engine);
     // This thread's requests go into ring 1: a deferred read of a file. (A
     // first read makes the fd known as a regular file: a read of an fd not
     // yet seen is settled by its own call, never deferred.)
@@ -64,12 +38,7 @@ fn a_deferred_request_in_another_ring_is_entered_by_another_threads_submission()
     let r = read(&mut cb, f.as_raw_fd(), &mut buf);
     // SAFETY: as above; waited for at once.
     unsafe { engine.submit(vec![r], None, false) }.expect("submit");
-    let cbp: *const Aiocb = &*cb;
-    let done = engine.wait(Some(Instant::now() + Duration::from_secs(5)), &mut || {
-        // SAFETY: `cb` lives to the end of the test.
-        (unsafe { error_code(cbp) }) != libc::EINPROGRESS
-    });
-    assert_eq!(done, Ok(true));
+    assert_eq!(wait_within(&engine, &cb, Duration::from_secs(5)), Ok(true));
     buf = [0u8; 4];
     hooks.__use_ring(Some(1));
     let r = read(&mut cb, f.as_raw_fd(), &mut buf);
@@ -85,11 +54,7 @@ fn a_deferred_request_in_another_ring_is_entered_by_another_threads_submission()
             let r = read(&mut cb2, f.as_raw_fd(), &mut buf2);
             // SAFETY: as above; waited below.
             unsafe { engine.submit(vec![r], Some((Notify::None, false)), false) }.expect("submit");
-            let cbp: *const Aiocb = &*cb2;
-            let done = engine.wait(Some(Instant::now() + Duration::from_secs(5)), &mut || {
-                // SAFETY: `cb2` lives until this closure's last call.
-                (unsafe { error_code(cbp) }) != libc::EINPROGRESS
-            });
+            let done = wait_within(&engine, &cb2, Duration::from_secs(5));
             assert_eq!(done, Ok(true));
         });
     });
@@ -109,11 +74,9 @@ fn a_deferred_request_in_another_ring_is_entered_by_another_threads_submission()
         "the deferred read was never entered"
     );
     assert_eq!(&buf, b"data");
-    rustix::io::write(&wait_wr, b"done").unwrap();
-    let hp: *const Aiocb = &*held;
-    let done = engine.wait(Some(Instant::now() + Duration::from_secs(5)), &mut || {
-        // SAFETY: `held` lives to the end of the test.
-        (unsafe { error_code(hp) }) != libc::EINPROGRESS
-    });
-    assert_eq!(done, Ok(true));
+    rustix::io::write(&held.wr, b"done").unwrap();
+    assert_eq!(
+        wait_within(&engine, &held.cb, Duration::from_secs(5)),
+        Ok(true)
+    );
 }

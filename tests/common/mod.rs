@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use posixrt::aio::{Aio, Backend, Request};
 
+pub mod c_engine;
 pub mod child;
 pub mod stall;
 pub mod uring;
