@@ -195,14 +195,13 @@ fn resets_on_fork() -> bool {
     unsafe { libc::sched_getscheduler(0) & libc::SCHED_RESET_ON_FORK != 0 }
 }
 
-/// Sets `SCHED_RESET_ON_FORK` on the calling thread, at its class
-/// (SCHED_OTHER): allowed without privileges.
-fn set_reset_on_fork() {
+/// Moves the calling thread to `policy` (SCHED_OTHER or SCHED_BATCH: allowed
+/// without privileges) with `SCHED_RESET_ON_FORK`.
+fn with_reset_on_fork(policy: i32) {
     let p = libc::sched_param { sched_priority: 0 };
     // SAFETY: `p` is a valid sched_param the call only reads; this thread only.
-    let r =
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER | libc::SCHED_RESET_ON_FORK, &p) };
-    assert_eq!(r, 0, "SCHED_RESET_ON_FORK set");
+    let r = unsafe { libc::sched_setscheduler(0, policy | libc::SCHED_RESET_ON_FORK, &p) };
+    assert_eq!(r, 0, "policy {policy} with SCHED_RESET_ON_FORK set");
 }
 
 /// A callback starts without `SCHED_RESET_ON_FORK`, as a new thread does (the
@@ -219,7 +218,9 @@ fn callbacks_start_without_reset_on_fork(b: Backend) {
     );
     let aio = ctx(b);
     let f = common::temp_file(&[5u8; 64]);
-    let starts = one_at_a_time(&aio, &f, 5, resets_on_fork, set_reset_on_fork);
+    let starts = one_at_a_time(&aio, &f, 5, resets_on_fork, || {
+        with_reset_on_fork(libc::SCHED_OTHER)
+    });
     let cleared = caps::can_rt();
     for (i, &(tid, reset)) in starts.iter().enumerate() {
         if cleared || !starts[..i].iter().any(|e| e.0 == tid) {
@@ -242,16 +243,6 @@ fn policy_and_reset() -> (i32, bool) {
     (policy(), resets_on_fork())
 }
 
-/// Moves the calling thread to SCHED_BATCH with `SCHED_RESET_ON_FORK`
-/// (allowed without privileges).
-fn batch_with_reset_on_fork() {
-    let p = libc::sched_param { sched_priority: 0 };
-    // SAFETY: `p` is a valid sched_param the call only reads; this thread only.
-    let r =
-        unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH | libc::SCHED_RESET_ON_FORK, &p) };
-    assert_eq!(r, 0, "SCHED_BATCH with SCHED_RESET_ON_FORK set");
-}
-
 /// A callback starts at the program's class after one that moved its thread
 /// to another class with `SCHED_RESET_ON_FORK`, also without CAP_SYS_NICE
 /// (which clearing the flag needs: then the flag stays, the class does
@@ -262,7 +253,9 @@ fn callbacks_start_at_the_class_whatever_the_flag(b: Backend) {
     assert_eq!(policy(), libc::SCHED_OTHER, "the test runs at SCHED_OTHER");
     let aio = ctx(b);
     let f = common::temp_file(&[7u8; 64]);
-    let starts = one_at_a_time(&aio, &f, 7, policy_and_reset, batch_with_reset_on_fork);
+    let starts = one_at_a_time(&aio, &f, 7, policy_and_reset, || {
+        with_reset_on_fork(libc::SCHED_BATCH)
+    });
     let cleared = caps::can_rt();
     for (i, &(tid, (policy, reset))) in starts.iter().enumerate() {
         assert_eq!(
