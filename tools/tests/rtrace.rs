@@ -648,3 +648,45 @@ fn dump_text_is_unambiguous() {
     let h = stdout(&o);
     assert!(h.contains("text=\"...\"") && h.contains("`\\xHH`"), "{h}");
 }
+
+/// `dump` names the errno in a sync or sched trace point's nonzero `result`
+/// with the library's table (as its error messages do): ENOENT and EOWNERDEAD
+/// by name, a number without one bare. (rtrace had a table of its own, of
+/// eleven names: `result=2` showed no name.)
+#[test]
+fn dump_names_result_errnos_as_the_library_does() {
+    let _g = serial();
+    static F: [sys::Field; 1] = [sys::Field {
+        name: "result",
+        ty: sys::FieldType::I32,
+    }];
+    let ty = sys::register("sync_rtrace_errno_test", &F).unwrap();
+    let d = dir("errno_names");
+    let log = d.join("t.trace");
+    let t = Trace::create_with_log(&TraceAttr::new(), File::create(&log).unwrap()).unwrap();
+    t.start().unwrap();
+    for r in [libc::EBUSY, libc::ENOENT, libc::EOWNERDEAD, 99_999, 0] {
+        sys::emit(ty, &r.to_le_bytes());
+    }
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let o = rtrace(&["dump", log.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = stdout(&o);
+    let results: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("sync_rtrace_errno_test"))
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("result=")))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "result=16(EBUSY)",
+            "result=2(ENOENT)",
+            "result=130(EOWNERDEAD)",
+            "result=99999",
+            "result=0"
+        ],
+        "{out}"
+    );
+}

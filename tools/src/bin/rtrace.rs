@@ -300,22 +300,11 @@ fn fmt_ts(ns: u128) -> String {
     format!("{}.{:09}", ns / 1_000_000_000, ns % 1_000_000_000)
 }
 
-/// The errno names a trace point's `result` field shows most often.
+/// The symbolic name of errno `e` (the library's table, as in its error
+/// messages), if it has one.
 fn errno_name(e: i64) -> Option<&'static str> {
-    Some(match e as i32 {
-        libc::EPERM => "EPERM",
-        libc::ESRCH => "ESRCH",
-        libc::EINTR => "EINTR",
-        libc::EIO => "EIO",
-        libc::EAGAIN => "EAGAIN",
-        libc::EBUSY => "EBUSY",
-        libc::EINVAL => "EINVAL",
-        libc::EDEADLK => "EDEADLK",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::ECANCELED => "ECANCELED",
-        libc::EOWNERDEAD => "EOWNERDEAD",
-        _ => return None,
-    })
+    let name = posixrt::error::errno_name(i32::try_from(e).ok()?);
+    (name != "errno").then_some(name)
 }
 
 /// A payload for `dump`: [`payload`]'s, with a nonzero `result` of a sync or
