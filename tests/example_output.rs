@@ -72,7 +72,7 @@ fn a_full_disk_is_exit_1_with_one_line() {
         assert_eq!(
             e.lines().collect::<Vec<_>>(),
             [format!(
-                "{name}: standard output: No space left on device (os error 28)"
+                "{name}: standard output: No space left on device (ENOSPC 28)"
             )],
             "{name} {args:?}"
         );

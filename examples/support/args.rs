@@ -182,7 +182,11 @@ fn print_help(prog: &str, help: &str) -> ! {
     use std::io::Write;
     match writeln!(std::io::stdout(), "{}", help.trim_end()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            let _ = writeln!(std::io::stderr(), "{prog}: standard output: {e}");
+            let _ = writeln!(
+                std::io::stderr(),
+                "{prog}: standard output: {}",
+                super::out::os_error(&e)
+            );
             std::process::exit(1)
         }
         _ => std::process::exit(0),
