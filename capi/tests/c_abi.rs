@@ -409,6 +409,17 @@ fn cancel_does_not_wait_for_a_running_regular_file_write_threads() {
     prints_ok("aio_cancel_running.c", &["threads"], &[&[]]);
 }
 
+/// `aio_cancel` of a pipe read whose fd number named a regular file before
+/// (read through it, then closed) cancels it, on both engines. The thread
+/// engine counted the request not interruptible while its worker found out
+/// the number no longer named a regular file, and a cancel then said
+/// `AIO_NOTCANCELED` (a few rounds in 10000; `aio_semantics.c` met it once in
+/// many runs, at its cancellation-point test).
+#[test]
+fn cancel_stops_a_pipe_read_on_a_number_that_named_a_file() {
+    prints_ok("aio_cancel_reused_number.c", engines(), &[&[]]);
+}
+
 /// `aio_cancel` of writes to a full datagram socket, on both engines: the
 /// write waiting for room stays in progress (`AIO_NOTCANCELED`, as glibc and
 /// the Open POSIX Test Suite's `aio_cancel` 5-1 and 7-1 expect), the ones

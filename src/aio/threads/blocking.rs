@@ -205,7 +205,7 @@ pub(super) fn start<H: Host>(host: &Arc<H>, pool: &Pool, b: Blocked, cur: &mut S
     });
     if let Err(task) = pool.spares.run(task) {
         // No thread: this worker makes the write, as it did before.
-        hand_on(&**host, pool, idx);
+        hand_on(&**host, pool, idx, true);
         task(cur);
         let c = host.table();
         pool.awake(true);

@@ -452,12 +452,22 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
                 cur = want;
             }
             // Before a transfer that waits for a device: the queue goes to
-            // another worker (see `Pool::to_wake`), once.
-            let mut handed = false;
-            let mut hand_on = || {
+            // another worker (see `Pool::to_wake`), once. The request is not
+            // interruptible from the first call that may block for good on
+            // (`stays`: not one at an offset on a number only assumed to
+            // name a regular file, see `positioned`).
+            let (mut handed, mut stays) = (false, false);
+            let mut hand_on = |blocks: bool| {
                 if !handed {
                     handed = true;
-                    hand_on(&*host, pool, idx);
+                    stays = blocks;
+                    hand_on(&*host, pool, idx, blocks);
+                } else if blocks && !stays {
+                    // (Relearnt: a terminal's read after the assumed call.)
+                    stays = true;
+                    let mut c = host.table();
+                    c.slots[idx as usize].interruptible = false;
+                    host.release(c);
                 }
             };
             let mut out = run(&job, &mut hand_on);
@@ -538,14 +548,21 @@ fn worker<H: Host>(host: Arc<H>, w: u32) {
 
 /// A worker about to wait for a device hands the queue on: it no longer
 /// counts as awake, and sleepers are woken for the ready requests the other
-/// awake workers will not take (see [`Pool::to_wake`]). Its request `idx` is
-/// no longer interruptible: the call that follows may block (a terminal's
-/// `write(2)` made here when no thread could be started for it, see
-/// `blocking`) and nothing stops it, so a cancel
-/// meanwhile reports it not cancelled at once instead of waiting for it.
-fn hand_on<H: Host>(host: &H, pool: &Pool, idx: u32) {
+/// awake workers will not take (see [`Pool::to_wake`]). If `stays`, its
+/// request `idx` is no longer interruptible: the call that follows may block
+/// (a terminal's `write(2)` made here when no thread could be started for it,
+/// see `blocking`) and nothing stops it, so a cancel meanwhile reports it not
+/// cancelled at once instead of waiting for it. (Not for a call at an offset
+/// on an fd number only assumed to name a regular file: a pipe or socket
+/// there now fails it with ESPIPE at once, and the request parks; counted
+/// not interruptible meanwhile, a pipe read that never completes was
+/// reported not cancelled. A regular file there is not stopped either way:
+/// a cancel reads the fd's kind, see [`can_stop`].)
+fn hand_on<H: Host>(host: &H, pool: &Pool, idx: u32, stays: bool) {
     let mut c = host.table();
-    c.slots[idx as usize].interruptible = false;
+    if stays {
+        c.slots[idx as usize].interruptible = false;
+    }
     pool.awake(false);
     let wake = pool.to_wake(c.ready_len());
     host.release(c);

@@ -71,16 +71,17 @@ fn res(r: std::result::Result<usize, i32>) -> i64 {
 }
 
 /// Runs one round of a request; `hand_on` is called before a call that may
-/// wait for a device.
-pub(super) fn run(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
+/// wait for a device, with true if that call may also block for good (see
+/// the worker's `hand_on`).
+pub(super) fn run(j: &Job, hand_on: &mut dyn FnMut(bool)) -> Outcome {
     let fd = j.fd;
     match j.op.kind {
         OpKind::Fsync => {
-            hand_on();
+            hand_on(true);
             Outcome::Done(res(sio::fsync(borrow(fd)).map(|_| 0)))
         }
         OpKind::Fdatasync => {
-            hand_on();
+            hand_on(true);
             Outcome::Done(res(sio::fdatasync(borrow(fd)).map(|_| 0)))
         }
         OpKind::Read | OpKind::Write => match j.kind {
@@ -131,7 +132,7 @@ fn without_waiting(j: &Job, ptr: *mut u8, len: usize) -> Left {
 /// every other transfer (ordered, `O_DIRECT`, larger, or on a file that
 /// refuses the flag: buffered writes on many file systems, tmpfs and FUSE
 /// reads), goes after `hand_on`, as it may wait.
-fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
+fn positioned(j: &Job, hand_on: &mut dyn FnMut(bool)) -> Outcome {
     let mut len = j.op.len.min(MAX_RW);
     let mut ptr = j.op.ptr as *mut u8;
     let mut before = 0i64;
@@ -155,7 +156,10 @@ fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
             }
         }
     };
-    hand_on();
+    // (A kind assumed from the number's past may be wrong: a pipe or socket
+    // there now fails the call with ESPIPE at once, see `Outcome::Relearn`,
+    // and the request stays interruptible meanwhile.)
+    hand_on(!j.assumed);
     let done = |r: std::result::Result<usize, i32>| {
         // Bytes moved before an error are the result, as for a short transfer.
         if before > 0 && r.is_err() {
@@ -194,7 +198,7 @@ fn positioned(j: &Job, hand_on: &mut dyn FnMut()) -> Outcome {
 /// A transfer on a pollable descriptor: never blocks the worker. What would
 /// block parks, a datagram write too (see [`retry`]); the write to a blocking
 /// terminal that polled writable is given back as [`Outcome::Blocking`].
-fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
+fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut(bool)) -> Outcome {
     let write = j.op.kind == OpKind::Write;
     if !write && j.op.len == 0 {
         // read(2) of no bytes returns 0 at once on a pipe, socket or
@@ -259,7 +263,7 @@ fn stream(j: &Job, k: FdKind, hand_on: &mut dyn FnMut()) -> Outcome {
                 }
                 if ready {
                     // (A read that polled ready returns what is there.)
-                    hand_on();
+                    hand_on(true);
                     mode = Mode::Stream;
                     continue;
                 }
