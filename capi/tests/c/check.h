@@ -1,6 +1,7 @@
 /* The check the C AIO tests share: a failed condition is printed with errno
  * and counted in `failures`, and the test goes on (it exits 1 at the end if
- * any failed, see `finish`). */
+ * any failed, see `finish`). The errno printed is the one at the check: a call
+ * that returned a wrong value without failing left an older one there. */
 #ifndef POSIXRT_TEST_CHECK_H
 #define POSIXRT_TEST_CHECK_H
 #include <errno.h>
@@ -16,8 +17,8 @@ static int failures;
 #define CHECK(cond)                                                                  \
     do {                                                                             \
         if (!(cond)) {                                                               \
-            fprintf(stderr, "%s:%d: check failed: %s (errno %d: %s)\n", __FILE__,    \
-                    __LINE__, #cond, errno, strerror(errno));                        \
+            fprintf(stderr, "%s:%d: check failed: %s (errno now %d: %s)\n",         \
+                    __FILE__, __LINE__, #cond, errno, strerror(errno));              \
             failures++;                                                              \
         }                                                                            \
     } while (0)
