@@ -458,7 +458,9 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
 /// signal handler runs while it waits (it goes on after handlers installed
 /// with `SA_RESTART`) before any byte of the log came: once it took some
 /// from the pipe, which cannot give them back, it goes on after every
-/// handler. Not a cancellation point.
+/// handler. Not a cancellation point (POSIX lists it among the functions
+/// that "may" be one: a cancel acted on once bytes were taken would lose
+/// them for every later open; see capi/README.md).
 #[no_mangle]
 pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulong) -> c_int {
     let _nc = NoCancel::new();
