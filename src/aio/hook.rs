@@ -33,6 +33,31 @@ impl HookOp {
     }
 }
 
+/// Before a C submission (which may allocate): sets the calling thread up in
+/// the trace streams that live now, and registers the events a reap emits,
+/// so that the reaps of the thread's later `aio_error`, `aio_return` and
+/// `aio_suspend`, which may run in a signal handler and record under
+/// [`NoSetup`](crate::trace::system_events::NoSetup) (see [`signal_safe`]),
+/// record them instead of counting them lost. A few loads when no stream
+/// lives or the thread is set up already.
+#[inline]
+pub(crate) fn prepare_c_submission() {
+    if crate::trace::system_events::prepare_thread() {
+        for ev in [&tc::AIO_COMPLETE, &tc::AIO_LIST_END, &tc::AIO_NOTIFY_FAILED] {
+            let _ = ev.id();
+        }
+    }
+}
+
+/// Starts a C reap that may run in a signal handler: until the guard is
+/// dropped, the trace points of this thread neither set the thread up in a
+/// stream nor register an event (each takes a lock and allocates); what they
+/// cannot record is counted lost, and readers see the loss.
+#[inline]
+pub(crate) fn signal_safe() -> crate::trace::system_events::NoSetup {
+    crate::trace::system_events::NoSetup::enter()
+}
+
 /// A request entered the engine (accepted, possibly queued).
 #[inline(always)]
 pub(crate) fn submit(id: u64, fd: i32, offset: i64, len: usize, op: HookOp, prio: i32) {

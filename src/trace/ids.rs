@@ -12,7 +12,7 @@
 
 use crate::sys::pilock::{PiLocked, RawPiLock};
 use lock_api::RawMutex as _;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
 
 use super::schema::{Field, FieldType};
 
@@ -31,6 +31,16 @@ pub(crate) const USER_BASE: u16 = 128;
 pub(crate) const WOPID_BASE: u16 = 96;
 /// First id of the registered system events (of a process or not).
 const SYS_BASE: u16 = 8;
+/// `Names::next_sys`, readable without the lock (see [`next_sys_id`]).
+static NEXT_SYS: AtomicU16 = AtomicU16::new(SYS_BASE);
+
+/// The id the next registered system event of a process takes (unless another
+/// registration comes first): what a trace point that may not register asks a
+/// stream's filter about. Async-signal-safe (a load).
+pub(super) fn next_sys_id() -> u16 {
+    NEXT_SYS.load(Ordering::Relaxed)
+}
+
 /// Maximum number of named user event types per process (`TRACE_USER_EVENT_MAX`).
 pub const TRACE_USER_EVENT_MAX: usize = ID_SPACE - USER_BASE as usize - 1;
 /// Maximum system event types (built-in and registered).
@@ -351,6 +361,7 @@ pub(crate) fn register_sys(name: &str, fields: &[Field], wopid: bool) -> crate::
             n.next_wopid += 1;
         } else {
             n.next_sys += 1;
+            NEXT_SYS.store(n.next_sys, Ordering::Relaxed);
         }
         n.types[id.0 as usize] = Some(EventType {
             id,

@@ -11,6 +11,16 @@
 //! (the busy flag set), its event cannot go into the sub-buffer that record is
 //! half-way through: it is dropped and counted lost in each stream it was for
 //! ([`nested`]), and readers get an OVERFLOW for it.
+//!
+//! A call that may run in a signal handler and emits system events (the C
+//! library's `aio_error`, `aio_return` and `aio_suspend`, whose reaps emit
+//! `aio_complete`) runs under [`NoSetup`]: there a thread records only into
+//! the streams where it has its sub-buffer already, and counts the event lost
+//! in the others, since taking a busy flag (a lock, an allocation) or mapping
+//! a sub-buffer (a lock, allocations) could deadlock or corrupt the heap in a
+//! handler that interrupted `malloc`. The C submissions set their thread up
+//! ahead ([`prepare_thread`]), so a thread that submits and then polls records
+//! its completions.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{compiler_fence, AtomicPtr, AtomicU32, Ordering::*};
@@ -63,6 +73,9 @@ struct Local {
     fast_gen: [u64; FAST_LEN],
     busy: *const Busy,
     slots: [Cached; TRACE_SYS_MAX],
+    /// Set while the thread runs a call that may be in a signal handler
+    /// ([`NoSetup`]): it then neither takes a busy flag nor maps a sub-buffer.
+    no_setup: bool,
 }
 
 /// Entries of the fast arrays: indexed by a pass entry masked to this size, so
@@ -80,6 +93,7 @@ thread_local! {
             fast_gen: [u64::MAX; FAST_LEN],
             busy: std::ptr::null(),
             slots: [EMPTY; TRACE_SYS_MAX],
+            no_setup: false,
         })
     };
     static THREAD_EXIT: ThreadExit = const { ThreadExit };
@@ -335,7 +349,8 @@ fn record(slot: usize, id: u16, data: &[u8], mode: Mode) -> bool {
 fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], mode: Mode) -> bool {
     if l.busy.is_null() && !register_thread(l) {
         // The thread's clean-up has run (an event from a later thread-local
-        // destructor): it has no flag to record with any more.
+        // destructor), or it may not take a flag here ([`NoSetup`]): it has
+        // none to record with.
         count_unheld(slot);
         return false;
     }
@@ -353,8 +368,9 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], mode: Mode) ->
             c = attach_ring(l, slot, gen);
         }
         if c.gen != gen {
-            // A loss of a thread without a sub-buffer in the stream: counted
-            // in the stream (not worth mapping one for).
+            // A loss of a thread without a sub-buffer in the stream (not
+            // worth mapping one for), or an event of a thread that may not
+            // map one here ([`NoSetup`]): counted in the stream.
             count_lost(slot);
         } else if !c.ring.is_null() {
             // SAFETY: the slot's generation is live (odd) and unchanged since `busy`
@@ -379,9 +395,13 @@ fn record_local(l: &mut Local, slot: usize, id: u16, data: &[u8], mode: Mode) ->
 /// Gives the thread a busy flag, and its clean-up at exit; `false` once that
 /// clean-up has run (an event from a later destructor, a pthread key's: the
 /// rings it attached were never orphaned, so each such thread kept a whole
-/// sub-buffer until the stream shut down, and its busy flag was lost).
+/// sub-buffer until the stream shut down, and its busy flag was lost), and
+/// under [`NoSetup`] (taking a flag locks and may allocate).
 #[cold]
 fn register_thread(l: &mut Local) -> bool {
+    if l.no_setup {
+        return false;
+    }
     // Taking a flag locks (and may allocate): a signal handler's event meanwhile
     // finds this one set and is dropped.
     set_busy_ptr(l, &REGISTERING);
@@ -480,10 +500,13 @@ fn count_lost(slot: usize) {
     unsafe { (*sp).nested_lost.fetch_add(1, Relaxed) };
 }
 
+/// Maps the thread's sub-buffer in the stream of `slot` (generation `gen`),
+/// with its busy flag set; [`EMPTY`] if it cannot, or may not here
+/// ([`NoSetup`]: the stream locks its list of sub-buffers and allocates).
 #[cold]
 fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> Cached {
     let sp = SLOTS[slot].load(Acquire);
-    if sp.is_null() {
+    if sp.is_null() || l.no_setup {
         return EMPTY;
     }
     // SAFETY: as in `record_local`: the generation is live while `busy` is set, and
@@ -508,6 +531,152 @@ fn attach_ring(l: &mut Local, slot: usize, gen: u64) -> Cached {
         }
         None => EMPTY,
     }
+}
+
+/// While it lives, the calling thread records only into the streams where it
+/// has its sub-buffer already: it takes no busy flag and maps no sub-buffer,
+/// and an event for a stream where it has none is counted lost there
+/// (readers get an OVERFLOW for it, the status an overrun). For calls that
+/// may run in a signal handler and emit system events (the reaps of the C
+/// library's `aio_error`, `aio_return` and `aio_suspend`). `!Send`: it
+/// restores the thread's previous state when dropped.
+pub(crate) struct NoSetup {
+    was: bool,
+    _thread: std::marker::PhantomData<*const ()>,
+}
+
+impl NoSetup {
+    /// Starts the section (a thread-local store). Async-signal-safe.
+    #[inline]
+    pub(crate) fn enter() -> NoSetup {
+        NoSetup {
+            was: swap_no_setup(true),
+            _thread: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for NoSetup {
+    #[inline]
+    fn drop(&mut self) {
+        swap_no_setup(self.was);
+    }
+}
+
+/// Sets the calling thread's [`Local::no_setup`] to `on`, returning the old
+/// value (`true` while the thread exits: nothing is set up then anyway).
+#[inline]
+fn swap_no_setup(on: bool) -> bool {
+    let Ok(l) = LOCAL.try_with(UnsafeCell::get) else {
+        return true;
+    };
+    // SAFETY: one field of the calling thread's LOCAL, through the raw
+    // pointer and volatile, as `record` reads `busy`: this runs outside any
+    // record of this thread (a handler's record of this thread meanwhile
+    // reads the flag as before or as after the store, both consistent).
+    let was = unsafe {
+        let f = std::ptr::addr_of_mut!((*l).no_setup);
+        let was = std::ptr::read_volatile(f);
+        std::ptr::write_volatile(f, on);
+        was
+    };
+    compiler_fence(SeqCst);
+    was
+}
+
+/// Whether the calling thread is inside a [`NoSetup`] section.
+pub(super) fn setup_refused() -> bool {
+    // SAFETY: one field of the calling thread's LOCAL, read volatile (see
+    // `swap_no_setup`).
+    LOCAL
+        .try_with(|l| unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*l.get()).no_setup)) })
+        .unwrap_or(true)
+}
+
+/// Counts one event lost in every running stream (and every one suspended by
+/// fullness) that does not filter it, for a system event (of a process) that
+/// a [`NoSetup`] section may not register (the registry locks and
+/// allocates): the filters are asked about the id it would take now.
+/// Async-signal-safe.
+#[cold]
+pub(super) fn count_lost_unregistered() {
+    let id = super::ids::next_sys_id();
+    if id >= super::ids::WOPID_BASE {
+        return; // none left: it could not be registered, nor recorded
+    }
+    let running = RUNNING.load(Relaxed);
+    let mut live = (running | running >> SUSPENDED_SHIFT) & SLOT_BITS;
+    while live != 0 {
+        let slot = live.trailing_zeros() as usize;
+        live &= live - 1;
+        if !filtered(slot, id) {
+            count_unheld(slot);
+        }
+    }
+}
+
+/// Sets the calling thread up in every stream that lives now (running or
+/// not): its busy flag, and its sub-buffer in each, as its first event there
+/// would. For calls that may allocate (the C library's submissions), ahead of
+/// the [`NoSetup`] calls that may follow on the thread (a signal handler's
+/// `aio_error`), so those record instead of counting their events lost.
+/// Returns whether some stream lives; a few loads when none does, or when the
+/// thread is set up in each.
+pub(crate) fn prepare_thread() -> bool {
+    // (The thread-local is looked up only once a stream is found: in a
+    // shared library that is a call.)
+    let mut local = None;
+    let mut live = false;
+    for slot in 0..TRACE_SYS_MAX {
+        let gen = gen_of(slot).load(Relaxed);
+        if gen & 1 == 0 {
+            continue;
+        }
+        live = true;
+        let l = match local {
+            Some(l) => l,
+            None => match LOCAL.try_with(UnsafeCell::get) {
+                Ok(l) => *local.insert(l),
+                Err(_) => return true, // the thread is exiting
+            },
+        };
+        // SAFETY: one word of the calling thread's LOCAL, read through the
+        // raw pointer, outside any record of this thread (see `record`).
+        if unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*l).slots[slot].gen)) } != gen {
+            prepare_slot(l, slot);
+        }
+    }
+    live
+}
+
+/// [`prepare_thread`] for one slot whose stream the thread has no sub-buffer
+/// in: `record_local`'s protocol, without a record.
+#[cold]
+#[inline(never)]
+fn prepare_slot(l: *mut Local, slot: usize) {
+    // SAFETY: as in `record`: one word, read through the raw pointer.
+    let busy = unsafe { std::ptr::read_volatile(&(*l).busy) };
+    // SAFETY: a non-null `busy` is a leaked `Busy` or `REGISTERING`.
+    if !busy.is_null() && unsafe { &*busy }.0.load(Relaxed) != 0 {
+        // A signal handler interrupted this thread inside the recorder.
+        return;
+    }
+    // SAFETY: as in `record`: the thread is not inside the recorder, and a
+    // handler's record meanwhile stops at the busy flag set below.
+    let l = unsafe { &mut *l };
+    if l.busy.is_null() && !register_thread(l) {
+        return;
+    }
+    // SAFETY: `busy` is a leaked `Busy` owned by this thread until it exits.
+    let busy = unsafe { &*l.busy };
+    busy.0.store(1, Relaxed);
+    writer_fence();
+    // Checked after `busy` is set, as in `record_local`.
+    let gen = gen_of(slot).load(Relaxed);
+    if gen & 1 == 1 && l.slots[slot].gen != gen {
+        attach_ring(l, slot, gen);
+    }
+    busy.0.store(0, Release);
 }
 
 /// The calling thread's recording state, for a caller that cannot reach a

@@ -151,6 +151,8 @@ mod log_block;
 mod log_pipe;
 mod log_read;
 mod log_writer;
+#[cfg(test)]
+mod no_setup_tests;
 mod read;
 mod ring;
 pub mod schema;

@@ -59,6 +59,16 @@ pub fn emit(id: EventId, payload: &[u8]) {
     super::local::event(id, payload)
 }
 
+pub(crate) use super::local::NoSetup;
+
+/// Sets the calling thread up to record in every stream that lives now (see
+/// [`NoSetup`]): for a call that may allocate, ahead of the calls on the
+/// thread that may run in a signal handler. Returns whether some stream lives.
+#[inline]
+pub(crate) fn prepare_thread() -> bool {
+    super::local::prepare_thread()
+}
+
 /// Whether any stream is running, or counting events lost while an UNTIL_FULL
 /// stream is suspended (one relaxed load): lets a module skip building a
 /// payload nobody records.
@@ -125,6 +135,12 @@ impl SysEvent {
 
     #[cold]
     fn emit_slow(&self, payload: &[u8]) {
+        if self.id.load(std::sync::atomic::Ordering::Acquire) == 0 && super::local::setup_refused()
+        {
+            // Registering locks and allocates, which a call that may run in a
+            // signal handler must not (see `NoSetup`): the event is lost.
+            return super::local::count_lost_unregistered();
+        }
         if let Ok(id) = self.id() {
             emit(id, payload);
         }

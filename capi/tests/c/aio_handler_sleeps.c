@@ -15,15 +15,23 @@
  * aio_suspend for a request of its own (on io_uring, that thread reaps the
  * ring and the handler sleeps beside it; otherwise the handler reaps).
  *
+ * With "trace" after the mode, a POSIX trace stream runs from the start (made
+ * and started through posix_trace_create and posix_trace_start, looked up
+ * with dlsym, so the program also runs preloaded): the handler's reaps then
+ * emit `aio_complete`, which on a "fresh" thread, one that never recorded an
+ * event, must neither set the thread up in the trace facility (an
+ * allocation and a lock) nor fail the other checks.
+ *
  * Checked: no allocation, free or thread creation inside the handler; each
  * handler's aio_suspend returned 0 with the pipe read done; every read done
- * with its data.
+ * with its data; with "trace", the stream's calls succeed.
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
  */
 #define _GNU_SOURCE
 #include <aio.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -31,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <trace.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -80,6 +89,29 @@ static void wait_for(unsigned long *word, unsigned long want) {
         pause_ms(10);
 }
 
+typedef int (*trace_create_fn)(pid_t, const trace_attr_t *, trace_id_t *);
+typedef int (*trid_fn)(trace_id_t);
+typedef int (*status_fn)(trace_id_t, struct posix_trace_status_info *);
+
+/* The library's trace functions (found when it is linked or preloaded). */
+static trace_create_fn trace_create;
+static trid_fn trace_start, trace_shutdown;
+static status_fn trace_status;
+
+/* Makes and starts a trace stream (default attributes); 0 if that fails. */
+static int start_trace(trace_id_t *t) {
+    trace_create = (trace_create_fn)dlsym(RTLD_DEFAULT, "posix_trace_create");
+    trace_start = (trid_fn)dlsym(RTLD_DEFAULT, "posix_trace_start");
+    trace_shutdown = (trid_fn)dlsym(RTLD_DEFAULT, "posix_trace_shutdown");
+    trace_status = (status_fn)dlsym(RTLD_DEFAULT, "posix_trace_get_status");
+    CHECK(trace_create && trace_start && trace_shutdown && trace_status);
+    if (!trace_create || !trace_start || !trace_shutdown || !trace_status)
+        return 0;
+    CHECK(trace_create(0, NULL, t) == 0);
+    CHECK(trace_start(*t) == 0);
+    return 1;
+}
+
 /* The thread that runs the handler: lets the signal through only while it
  * waits for it. With `used`, it called the library first. */
 static void *handler_thread(void *arg) {
@@ -107,8 +139,12 @@ static void *other_waiter(void *arg) {
 
 int main(int argc, char **argv) {
     int used = argc > 1 && strcmp(argv[1], "used") == 0;
+    int traced = argc > 2 && strcmp(argv[2], "trace") == 0;
     sig = SIGRTMIN + 3;
     if (!count_alloc_setup(sig, on_signal))
+        return finish();
+    trace_id_t trid = 0;
+    if (traced && !start_trace(&trid))
         return finish();
     /* Only the handler's thread lets the signal through. */
     sigset_t set;
@@ -181,6 +217,12 @@ int main(int argc, char **argv) {
     CHECK(wrong == 0);
 
     count_alloc_check(handled);
+    if (traced) {
+        struct posix_trace_status_info st;
+        CHECK(trace_status(trid, &st) == 0);
+        CHECK(st.posix_stream_status == POSIX_TRACE_RUNNING);
+        CHECK(trace_shutdown(trid) == 0);
+    }
     close(file);
     return finish();
 }

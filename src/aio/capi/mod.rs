@@ -444,6 +444,9 @@ impl CEngine {
         list: Option<(Notify, bool)>,
         keep: bool,
     ) -> Result<Vec<u64>> {
+        // This thread's later reaps may run in a signal handler, where the
+        // trace points do not set it up (see `hook::signal_safe`).
+        hook::prepare_c_submission();
         let uring = matches!(self.inner.engine, Engine::Uring(_));
         let needs_bg = reqs
             .iter()

@@ -8,6 +8,7 @@ use std::time::Instant;
 use rustix::thread::futex::{self, Flags};
 
 use super::super::engine::Engine;
+use super::super::hook;
 use super::super::notify::catch_up;
 use super::super::sleep::wait_fd_if_made;
 use super::super::table::{split_user_data, Core, State};
@@ -89,6 +90,7 @@ impl CEngine {
     pub fn poll(&self) {
         looked();
         if let Engine::Uring(_) = &self.inner.engine {
+            let _no_setup = hook::signal_safe();
             self.flush();
             let mut core = self.inner.lock();
             self.inner.poll_completions(&mut core);
@@ -133,6 +135,9 @@ impl CEngine {
         masked: &mut Option<WaitMask>,
     ) -> std::result::Result<bool, i32> {
         looked();
+        // Its reaps' trace points do not set the thread up (a signal handler's
+        // call may come here).
+        let _no_setup = hook::signal_safe();
         let inner = &self.inner;
         let mut counted = false; // in `Core::waiters`, while sleeping on `SEQ`
 
