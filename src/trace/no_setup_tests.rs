@@ -132,3 +132,26 @@ fn an_unregistered_system_event_is_lost_not_registered() {
     assert_eq!((lost, recorded), (1, 1));
     t.shutdown().unwrap();
 }
+
+/// A thread that submits nothing (one that only waits for another's
+/// requests) records inside the section once it recorded one event of its own
+/// in the stream outside it: that event set it up there (capi/README.md gives
+/// this to C programs whose waiting thread records nothing else).
+#[test]
+fn one_event_outside_sets_a_waiting_thread_up() {
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    let ev = super::eventid_open("no_setup.waiter").unwrap();
+    only(&t, ev);
+    t.start().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            super::event(ev, &[1]);
+            let _g = NoSetup::enter();
+            super::event(ev, &[2]);
+            super::event(ev, &[3u8; 40]);
+        });
+    });
+    assert!(!t.status().overrun, "nothing was lost");
+    assert_eq!(read_back(&t, ev), (0, 3));
+    t.shutdown().unwrap();
+}
