@@ -85,16 +85,7 @@ fn parse() -> Args {
             "--qd32-ops" => a.qd32_ops = it.value_in("--qd32-ops", 32..=100_000_000),
             "--file-size-mb" => a.size_mb = it.value_in("--file-size-mb", 1..=65_536),
             "--json" => a.json = true,
-            "--only" => {
-                let e: String = it.value("--only");
-                if !e.split(',').all(|n| ENGINES.contains(&n)) {
-                    it.fail(format!(
-                        "--only needs engines from {} (comma-separated)",
-                        ENGINES.join(", ")
-                    ));
-                }
-                a.only = Some(e);
-            }
+            "--only" => a.only = Some(it.engines("--only", &ENGINES)),
             other => it.unknown(other),
         }
     }

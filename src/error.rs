@@ -299,6 +299,28 @@ impl Error {
     }
 }
 
+/// An `io::Error` as posixrt's errors show an errno: its text, then the
+/// errno's name and number (`"Is a directory (EISDIR 21)"`), where Rust's
+/// `Display` ends in `"(os error 21)"`. An error without an errno is shown as
+/// it is. For programs that report both (the tools, the examples).
+///
+/// ```
+/// let e = std::io::Error::from_raw_os_error(libc::ENOSPC);
+/// assert_eq!(posixrt::error::io_error_text(&e), "No space left on device (ENOSPC 28)");
+/// ```
+pub fn io_error_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match e.raw_os_error() {
+        Some(n) => {
+            let text = text
+                .strip_suffix(&format!(" (os error {n})"))
+                .unwrap_or(&text);
+            format!("{text} ({} {n})", errno_name(n))
+        }
+        None => text,
+    }
+}
+
 /// The symbolic name of an errno (`"EPERM"`), for messages.
 pub fn errno_name(errno: i32) -> &'static str {
     match errno {

@@ -109,6 +109,19 @@ impl Args {
         }
     }
 
+    /// The value after `flag`: engine names from `engines`, separated by
+    /// commas (as `--only` takes them); a usage error names them all.
+    pub fn engines(&mut self, flag: &str, engines: &[&str]) -> String {
+        let e: String = self.value(flag);
+        if !e.split(',').all(|n| engines.contains(&n)) {
+            self.fail(format!(
+                "{flag} needs engines from {} (comma-separated)",
+                engines.join(", ")
+            ));
+        }
+        e
+    }
+
     /// The value after `flag`, parsed and within `range` (nothing is clamped: a
     /// value outside is a usage error that names the range).
     pub fn value_in<T>(&mut self, flag: &str, range: RangeInclusive<T>) -> T

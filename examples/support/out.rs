@@ -95,14 +95,5 @@ pub fn failed(e: &io::Error) -> ! {
 /// `e` with its errno named as posixrt's own errors name it ("No space left on
 /// device (ENOSPC 28)", not Rust's "(os error 28)"), as the tools do.
 pub fn os_error(e: &io::Error) -> String {
-    let text = e.to_string();
-    match e.raw_os_error() {
-        Some(n) => {
-            let text = text
-                .strip_suffix(&format!(" (os error {n})"))
-                .unwrap_or(&text);
-            format!("{text} ({} {n})", posixrt::error::errno_name(n))
-        }
-        None => text,
-    }
+    posixrt::error::io_error_text(e)
 }

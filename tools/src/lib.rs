@@ -61,16 +61,7 @@ pub fn warn(prog: &str, msg: impl std::fmt::Display) {
 /// library or the tool itself made the call. An error without an errno is shown
 /// as it is.
 pub fn os_error(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match e.raw_os_error() {
-        Some(n) => {
-            let text = text
-                .strip_suffix(&format!(" (os error {n})"))
-                .unwrap_or(&text);
-            format!("{text} ({} {n})", posixrt::error::errno_name(n))
-        }
-        None => text,
-    }
+    posixrt::error::io_error_text(e)
 }
 
 /// A process id from the command line: a number from 1 to `i32::MAX`. (Negative
