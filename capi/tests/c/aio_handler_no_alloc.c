@@ -12,17 +12,31 @@
  * Reads of pipes stay in progress until the end (half of them notify by
  * SIGEV_SIGNAL when they complete); a feeder thread meanwhile submits batches
  * of file reads that notify by SIGEV_SIGNAL, SIGEV_THREAD or not at all, and
- * completes them. The SIGEV_SIGNAL handler (on the main thread, which sleeps)
- * polls: aio_error on every pipe read, aio_error and aio_return on one that
- * stays in progress until every handler has run, aio_suspend on the pipe
- * reads with a zero timeout, a few rounds. Its reaps
- * find the feeder's completions, with their signals and SIGEV_THREAD
+ * completes them. The SIGEV_SIGNAL handler (on the main thread, which sleeps,
+ * or on a SIGEV_THREAD function's thread, which starts with no signal
+ * blocked; the feeder blocks it) polls: aio_error on every pipe read,
+ * aio_error and aio_return on one that stays in progress until every handler
+ * has run, aio_suspend on the pipe reads with a zero timeout, a few rounds.
+ * Its reaps find the feeder's completions, with their signals and SIGEV_THREAD
  * functions to hand on. Then the pipes get their data, and the handler polls
  * the finished SIGEV_SIGNAL reads too (aio_error on a done request that
  * notifies by signal takes the engine's lock once).
  *
+ * With "used", the main thread submits the pipe reads; with "fresh", another
+ * thread does, and the main thread never submits a request (its own calls
+ * are the polls and waits that reap).
+ *
+ * With "trace" after the mode, a POSIX trace stream runs from the start (made
+ * and started through posix_trace_create and posix_trace_start, looked up
+ * with dlsym, so the program also runs preloaded): the handler's reaps then
+ * emit `aio_complete`, which on a thread that never recorded an event (a
+ * SIGEV_THREAD function's, or a "fresh" main thread) must neither set the
+ * thread up in the trace facility (an allocation and a lock) nor fail the
+ * other checks.
+ *
  * Checked: no allocation, free or thread creation inside the handler; every
- * read done with its data, every notification delivered once.
+ * read done with its data, every notification delivered once; with "trace",
+ * the stream's calls succeed.
  *
  * Exits 0 and prints "ok" when every check passes; otherwise prints the failed
  * checks and exits 1.
@@ -36,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <trace.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -157,17 +172,9 @@ static void *feeder(void *arg) {
     return NULL;
 }
 
-int main(void) {
-    sig = SIGRTMIN + 3;
-    if (!count_alloc_setup(sig, on_signal))
-        return finish();
-
-    file = temp_file("handler-no-alloc");
-    static char block[BLOCK];
-    for (int k = 0; k < BATCH; k++) {
-        memset(block, 'a' + k, BLOCK);
-        CHECK(write(file, block, BLOCK) == BLOCK);
-    }
+/* Submits the pipe reads and the idle read. */
+static void *submit_pipe_reads(void *arg) {
+    (void)arg;
     for (int i = 0; i < PIPES; i++) {
         CHECK(pipe(pipes[i]) == 0);
         aiocb_on(&pipe_cbs[i], pipes[i][0], pipe_bufs[i], 4, 0);
@@ -184,8 +191,33 @@ int main(void) {
     aiocb_on(&idle_cb, idle_pipe[0], idle_buf, 4, 0);
     idle_cb.aio_sigevent.sigev_notify = SIGEV_NONE;
     CHECK(aio_read(&idle_cb) == 0);
+    return NULL;
+}
 
+int main(int argc, char **argv) {
+    int fresh = argc > 1 && strcmp(argv[1], "fresh") == 0;
+    int traced = argc > 2 && strcmp(argv[2], "trace") == 0;
+    sig = SIGRTMIN + 3;
+    if (!count_alloc_setup(sig, on_signal))
+        return finish();
+    struct count_trace trace;
+    if (traced && !start_trace(&trace))
+        return finish();
+
+    file = temp_file("handler-no-alloc");
+    static char block[BLOCK];
+    for (int k = 0; k < BATCH; k++) {
+        memset(block, 'a' + k, BLOCK);
+        CHECK(write(file, block, BLOCK) == BLOCK);
+    }
     pthread_t t;
+    if (fresh) {
+        CHECK(pthread_create(&t, NULL, submit_pipe_reads, NULL) == 0);
+        CHECK(pthread_join(t, NULL) == 0);
+    } else {
+        submit_pipe_reads(NULL);
+    }
+
     CHECK(pthread_create(&t, NULL, feeder, NULL) == 0);
     /* The main thread sleeps (outside the library): the handler runs here. */
     CHECK(pthread_join(t, NULL) == 0);
@@ -228,6 +260,8 @@ int main(void) {
     CHECK(wrong_suspend.n == 0);
 
     count_alloc_check(handled);
+    if (traced)
+        end_trace(&trace);
     for (int i = 0; i < PIPES; i++) {
         close(pipes[i][0]);
         close(pipes[i][1]);

@@ -31,7 +31,6 @@
  */
 #define _GNU_SOURCE
 #include <aio.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -89,29 +88,6 @@ static void wait_for(unsigned long *word, unsigned long want) {
         pause_ms(10);
 }
 
-typedef int (*trace_create_fn)(pid_t, const trace_attr_t *, trace_id_t *);
-typedef int (*trid_fn)(trace_id_t);
-typedef int (*status_fn)(trace_id_t, struct posix_trace_status_info *);
-
-/* The library's trace functions (found when it is linked or preloaded). */
-static trace_create_fn trace_create;
-static trid_fn trace_start, trace_shutdown;
-static status_fn trace_status;
-
-/* Makes and starts a trace stream (default attributes); 0 if that fails. */
-static int start_trace(trace_id_t *t) {
-    trace_create = (trace_create_fn)dlsym(RTLD_DEFAULT, "posix_trace_create");
-    trace_start = (trid_fn)dlsym(RTLD_DEFAULT, "posix_trace_start");
-    trace_shutdown = (trid_fn)dlsym(RTLD_DEFAULT, "posix_trace_shutdown");
-    trace_status = (status_fn)dlsym(RTLD_DEFAULT, "posix_trace_get_status");
-    CHECK(trace_create && trace_start && trace_shutdown && trace_status);
-    if (!trace_create || !trace_start || !trace_shutdown || !trace_status)
-        return 0;
-    CHECK(trace_create(0, NULL, t) == 0);
-    CHECK(trace_start(*t) == 0);
-    return 1;
-}
-
 /* The thread that runs the handler: lets the signal through only while it
  * waits for it. With `used`, it called the library first. */
 static void *handler_thread(void *arg) {
@@ -143,8 +119,8 @@ int main(int argc, char **argv) {
     sig = SIGRTMIN + 3;
     if (!count_alloc_setup(sig, on_signal))
         return finish();
-    trace_id_t trid = 0;
-    if (traced && !start_trace(&trid))
+    struct count_trace trace;
+    if (traced && !start_trace(&trace))
         return finish();
     /* Only the handler's thread lets the signal through. */
     sigset_t set;
@@ -217,12 +193,8 @@ int main(int argc, char **argv) {
     CHECK(wrong == 0);
 
     count_alloc_check(handled);
-    if (traced) {
-        struct posix_trace_status_info st;
-        CHECK(trace_status(trid, &st) == 0);
-        CHECK(st.posix_stream_status == POSIX_TRACE_RUNNING);
-        CHECK(trace_shutdown(trid) == 0);
-    }
+    if (traced)
+        end_trace(&trace);
     close(file);
     return finish();
 }

@@ -7,8 +7,9 @@
  * glibc's __libc_* functions: a dlsym(RTLD_NEXT) of the allocator would
  * allocate as it is looked up) and pthread_create (over the next definition,
  * which `count_alloc_start` looks up with dlsym(RTLD_NEXT) before the first
- * request), hence `-rdynamic`: the library's calls come here too. (For a
- * test that defines _GNU_SOURCE.) */
+ * request), hence `-rdynamic`: the library's calls come here too. With
+ * <trace.h> included first, also starts a trace stream for such a test
+ * (`start_trace`, `end_trace`). (For a test that defines _GNU_SOURCE.) */
 #ifndef POSIXRT_TEST_COUNT_ALLOC_H
 #define POSIXRT_TEST_COUNT_ALLOC_H
 #include <dlfcn.h>
@@ -115,5 +116,50 @@ static inline void count_alloc_check(unsigned long handled) {
     CHECK(f == 0);
     CHECK(c == 0);
 }
+
+#ifdef POSIXRT_TRACE_H
+typedef int (*count_trace_create_fn)(pid_t, const trace_attr_t *, trace_id_t *);
+typedef int (*count_trid_fn)(trace_id_t);
+typedef int (*count_status_fn)(trace_id_t, struct posix_trace_status_info *);
+
+/* A trace stream of this process, made and started by `start_trace` through
+ * the library's functions looked up with dlsym (found when it is linked or
+ * preloaded: the trace functions are not glibc's). (For a test that includes
+ * <trace.h> before this header.) */
+struct count_trace {
+    trace_id_t trid;
+    count_trid_fn shutdown;
+    count_status_fn status;
+};
+
+/* Makes and starts a trace stream (default attributes) in `*t`: 1, or 0 (a
+ * failed check) if a function is missing or a call fails. */
+static inline int start_trace(struct count_trace *t) {
+    count_trace_create_fn create =
+        (count_trace_create_fn)dlsym(RTLD_DEFAULT, "posix_trace_create");
+    count_trid_fn start = (count_trid_fn)dlsym(RTLD_DEFAULT, "posix_trace_start");
+    t->shutdown = (count_trid_fn)dlsym(RTLD_DEFAULT, "posix_trace_shutdown");
+    t->status = (count_status_fn)dlsym(RTLD_DEFAULT, "posix_trace_get_status");
+    CHECK(create && start && t->shutdown && t->status);
+    if (!create || !start || !t->shutdown || !t->status)
+        return 0;
+    int made = create(0, NULL, &t->trid) == 0;
+    CHECK(made);
+    if (!made)
+        return 0;
+    int started = start(t->trid) == 0;
+    CHECK(started);
+    return started;
+}
+
+/* Checks that the stream `start_trace` started still runs (the handler runs
+ * did not stop or break it), and shuts it down. */
+static inline void end_trace(struct count_trace *t) {
+    struct posix_trace_status_info st;
+    CHECK(t->status(t->trid, &st) == 0);
+    CHECK(st.posix_stream_status == POSIX_TRACE_RUNNING);
+    CHECK(t->shutdown(t->trid) == 0);
+}
+#endif
 
 #endif
