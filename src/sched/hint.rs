@@ -57,6 +57,11 @@ pub(crate) struct Facts {
     /// The target thread when it belongs to another process: the kernel checks
     /// *its* RLIMIT_RTPRIO (`task_rlimit(p, ...)`), not this process's.
     pub target_foreign: Option<i32>,
+    /// The target thread's CPU affinity and the online CPUs it leaves out, as
+    /// `taskset -c` lists, when it leaves some out: the kernel refuses
+    /// SCHED_DEADLINE (EPERM) to a thread whose affinity does not cover its root
+    /// domain, which is every online CPU unless a cpuset partition splits them.
+    pub affinity_gap: Option<(String, String)>,
 }
 
 impl Facts {
@@ -85,6 +90,7 @@ impl Facts {
             target_foreign: tid
                 .filter(|&t| t > 0 && t != rustix::thread::gettid().as_raw_nonzero().get())
                 .filter(|t| !std::path::Path::new(&format!("/proc/self/task/{t}")).exists()),
+            affinity_gap: affinity_gap(tid.filter(|&t| t > 0).unwrap_or(0)),
         }
     }
 
@@ -166,6 +172,21 @@ impl Facts {
 }
 
 /// The effective uid of thread `tid` (`Uid:` line of `/proc/TID/status`).
+/// Thread `tid`'s affinity (0: the caller) and the online CPUs it leaves out,
+/// if it leaves out any; `None` when either cannot be read.
+fn affinity_gap(tid: i32) -> Option<(String, String)> {
+    let mut affinity = super::CpuSet::new();
+    crate::sys::sched::getaffinity(tid, &mut affinity.raw).ok()?;
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| super::cpuset::parse_cpu_list(&s))?;
+    let mut left_out = online;
+    for c in affinity.iter() {
+        left_out.remove(c);
+    }
+    (!left_out.is_empty()).then(|| (affinity.to_string(), left_out.to_string()))
+}
+
 fn thread_euid(tid: i32) -> Option<u32> {
     let s = crate::sys::proc::read_text(&format!("/proc/{tid}/status")).ok()?;
     let line = s.lines().find(|l| l.starts_with("Uid:"))?;
@@ -318,6 +339,19 @@ pub(crate) fn rt_hint(f: &Facts, policy: Option<Policy>, priority: Option<i32>) 
     );
     let owner = f.owner_note().unwrap_or_default();
     if policy == Some(Policy::Deadline) {
+        if let (Some(true), Some((affinity, left_out))) = (f.cap_sys_nice, &f.affinity_gap) {
+            // The affinity shows the cause: say it, not every possible one.
+            return format!(
+                "{owner}{}, so the refusal comes from the thread's CPU affinity: its \
+                 affinity is {affinity}, which leaves out CPUs {left_out} (online), and the kernel admits a \
+                 SCHED_DEADLINE thread only if its affinity covers every CPU of its root \
+                 domain (every online CPU, unless a cpuset partition splits them); fix: widen \
+                 the thread's affinity first (posixrt::sched::set_thread_affinity with every \
+                 online CPU), then set SCHED_DEADLINE; or run it in a cpuset partition \
+                 (cpuset.cpus.partition = root) of the CPUs it should use",
+                f.cap_text()
+            );
+        }
         if f.cap_sys_nice == Some(true) {
             let runtime = f
                 .rt_runtime_us

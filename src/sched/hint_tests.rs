@@ -16,6 +16,7 @@ fn facts() -> Facts {
         target_uid: None,
         target_idle: false,
         target_foreign: None,
+        affinity_gap: None,
     }
 }
 
@@ -162,6 +163,24 @@ fn a_privileged_deadline_refusal_names_affinity_and_bandwidth_not_rt_groups() {
     assert!(d.contains("affinity"), "{d}");
     assert!(d.contains("sched_rt_runtime_us is 0"), "{d}");
     assert!(!d.contains("RT group"), "{d}");
+}
+
+/// With CAP_SYS_NICE and an affinity that leaves out online CPUs, the
+/// DEADLINE refusal names the affinity as the cause, not every possible one.
+#[test]
+fn a_privileged_deadline_refusal_of_a_pinned_thread_names_the_affinity() {
+    let f = Facts {
+        cap_sys_nice: Some(true),
+        affinity_gap: Some(("0".into(), "1-3".into())),
+        ..facts()
+    };
+    let d = rt_hint(&f, Some(Policy::Deadline), None);
+    assert!(
+        d.contains("affinity is 0, which leaves out CPUs 1-3"),
+        "{d}"
+    );
+    assert!(d.contains("set_thread_affinity"), "{d}");
+    assert!(!d.contains("sched_rt_runtime_us"), "{d}");
 }
 
 #[test]
