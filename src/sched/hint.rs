@@ -497,6 +497,20 @@ pub(crate) fn fair_hint(f: &Facts, policy: Policy) -> String {
     )
 }
 
+/// The fix for EPERM from a priority-only call (`sched_setparam`) on a thread
+/// of a fair policy: it keeps the policy and the nice value, so without
+/// CAP_SYS_NICE the kernel refuses it only for another user's thread.
+pub(crate) fn fair_priority_hint(f: &Facts, policy: Policy) -> String {
+    format!(
+        "{}changing only the priority of a {policy} thread (its policy and nice value \
+         stay) was refused; {}, which a thread needs to change another user's thread; \
+         fix: run as that user, or {}",
+        f.owner_note().unwrap_or_default(),
+        f.cap_text(),
+        f.cap_fix()
+    )
+}
+
 /// What to say when an affinity call gets EINVAL: which CPUs are usable.
 pub(crate) fn affinity_einval_hint(call: &str) -> String {
     affinity_einval_hint_for(call, None)
@@ -716,6 +730,13 @@ pub(crate) fn sched_error(
         libc::EPERM => {
             let f = Facts::gather(tid);
             match policy {
+                // A priority-only call keeps the policy: for a fair thread
+                // only the owner check can refuse it.
+                Some(p @ (Policy::Other | Policy::Batch | Policy::Idle))
+                    if matches!(call, "sched_setparam" | "pthread_setschedprio") =>
+                {
+                    e.with_hint(fair_priority_hint(&f, p))
+                }
                 Some(p @ (Policy::Other | Policy::Batch | Policy::Idle)) => {
                     e.with_hint(fair_hint(&f, p))
                 }
