@@ -414,10 +414,22 @@ impl From<Error> for io::Error {
     /// A bare errno error becomes `io::Error::from_raw_os_error`, so `raw_os_error()`
     /// answers. One with a message or hint is wrapped instead, so its text survives;
     /// the errno is then reachable through `get_ref()` and a downcast to [`Error`].
+    /// Either way the kind is std's for the errnos of storage that std names
+    /// more precisely than [`ErrorKind`] does (ENOSPC `StorageFull`, EDQUOT
+    /// `QuotaExceeded`, EFBIG `FileTooLarge`, ESPIPE `NotSeekable`, EROFS
+    /// `ReadOnlyFilesystem`, as the running std names them),
+    /// so code matching on a `std::fs` error's kind matches these too.
     fn from(e: Error) -> io::Error {
         match e.errno() {
             Some(errno) if e.hint().is_none() && e.message().is_none() => {
                 io::Error::from_raw_os_error(errno)
+            }
+            Some(
+                errno @ (libc::ENOSPC | libc::EDQUOT | libc::EFBIG | libc::ESPIPE | libc::EROFS),
+            ) => {
+                // Asked of std rather than named: these kinds are newer than
+                // the crate's minimum Rust version.
+                io::Error::new(io::Error::from_raw_os_error(errno).kind(), e)
             }
             _ => io::Error::new(e.kind().io_kind(), e),
         }
