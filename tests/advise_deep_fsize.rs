@@ -39,4 +39,19 @@ fn fallocate_past_rlimit_fsize_names_the_limit() {
     assert_eq!(e.errno(), Some(libc::EFBIG), "{e}");
     assert_eq!(e.kind(), ErrorKind::Other);
     assert!(e.hint().unwrap().contains("maximum file size"), "{e}");
+    // Past ext4's maximum file size (16 TiB with 4 KiB blocks) but inside off_t,
+    // the kernel says EFBIG before it looks at RLIMIT_FSIZE (and raises no
+    // SIGXFSZ): the hint must not send the caller to raise the limit.
+    const EXT4_SUPER_MAGIC: i64 = 0xEF53;
+    #[allow(clippy::unnecessary_cast)]
+    let on_ext4 = rustix::fs::fstatfs(&f).is_ok_and(|st| st.f_type as i64 == EXT4_SUPER_MAGIC);
+    if on_ext4 {
+        let e = fallocate(&f, 1 << 50, 4096).unwrap_err();
+        assert_eq!(e.errno(), Some(libc::EFBIG), "{e}");
+        let hint = e.hint().unwrap();
+        assert!(hint.contains("maximum file size"), "{hint}");
+        assert!(!hint.contains("RLIMIT_FSIZE"), "{hint}");
+    } else {
+        println!("skip the ext4 case: {} is not on ext4", dir.display());
+    }
 }

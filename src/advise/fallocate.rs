@@ -168,7 +168,7 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             _ if e == rustix::io::Errno::SPIPE => {
                 err.with_hint("fallocate applies to regular files, not pipes or FIFOs")
             }
-            _ if e == rustix::io::Errno::FBIG => err.with_hint(efbig_hint(offset, len)),
+            _ if e == rustix::io::Errno::FBIG => err.with_hint(efbig_hint(fd, offset, len)),
             _ if e == rustix::io::Errno::INVAL && file_type(fd) == Some(libc::S_IFBLK) => {
                 err.with_hint(block_device_einval_hint(fd))
             }
@@ -184,13 +184,18 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
 
 /// Why `fallocate` says EFBIG: the range ends past this process's file size
 /// limit (`RLIMIT_FSIZE`, for which the kernel also raises SIGXFSZ), or past the
-/// filesystem's maximum file size.
-fn efbig_hint(offset: u64, len: u64) -> String {
+/// filesystem's maximum file size. The kernel checks the latter first (and
+/// raises no signal for it), so a range past both is put down to the
+/// filesystem: raising the limit would not help.
+fn efbig_hint(fd: std::os::fd::BorrowedFd<'_>, offset: u64, len: u64) -> String {
     let fs = "offset + len exceeds the filesystem's maximum file size";
     let end = match offset.checked_add(len) {
         Some(end) if end <= i64::MAX as u64 => end,
         _ => return fs.to_string(),
     };
+    if past_filesystem_max(fd, end) {
+        return fs.to_string();
+    }
     match rustix::process::getrlimit(rustix::process::Resource::Fsize).current {
         Some(limit) if end > limit => format!(
             "offset + len ({end}) exceeds this process's file size limit RLIMIT_FSIZE \
@@ -199,6 +204,27 @@ fn efbig_hint(offset: u64, len: u64) -> String {
              (it may exceed the filesystem's maximum file size too)"
         ),
         _ => fs.to_string(),
+    }
+}
+
+/// Whether `end` lies past the largest size the filesystem allows `fd`'s
+/// regular file (`s_maxbytes`, the limit `fallocate` checks first): `lseek`
+/// refuses to go there (EINVAL). Asked of the file opened again for reading
+/// through `/proc/self/fd`, so the caller's file position does not move, even
+/// for a moment; `false` where it cannot be asked (another kind of file, or no
+/// permission to read it).
+fn past_filesystem_max(fd: std::os::fd::BorrowedFd<'_>, end: u64) -> bool {
+    use rustix::fs::{Mode, OFlags, SeekFrom};
+    use std::os::fd::AsRawFd;
+    if file_type(fd) != Some(libc::S_IFREG) {
+        return false;
+    }
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY;
+    match rustix::fs::open(path.as_str(), flags, Mode::empty()) {
+        Ok(probe) => rustix::fs::seek(&probe, SeekFrom::Start(end))
+            .is_err_and(|e| e == rustix::io::Errno::INVAL),
+        Err(_) => false,
     }
 }
 
