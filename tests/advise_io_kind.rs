@@ -3,31 +3,16 @@
 //! `StorageFull`, a range past the largest file `FileTooLarge`, a pipe
 //! `NotSeekable`, as for `std::fs` calls, even when the error carries a hint.
 
-use std::fs::OpenOptions;
 use std::io;
-use std::path::Path;
 
 use posixrt::advise::{fadvise, fallocate, Advice};
 
+#[allow(unused_macros, unused_imports)]
+mod common;
+use common::temp_file_in;
+
 /// `TMPFS_MAGIC` of `<linux/magic.h>`.
 const TMPFS_MAGIC: i64 = 0x0102_1994;
-
-/// A file opened for reading and writing and already unlinked, in `dir`.
-fn unlinked_file(dir: &Path, tag: &str) -> std::fs::File {
-    let path = dir.join(format!(
-        "posixrt-advise-io-kind-{tag}-{}",
-        std::process::id()
-    ));
-    let f = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
-    std::fs::remove_file(&path).unwrap();
-    f
-}
 
 /// Asserts that `e`, turned into an `io::Error`, has std's kind for its errno.
 fn assert_std_kind(e: posixrt::Error, errno: i32) {
@@ -48,7 +33,7 @@ fn assert_std_kind(e: posixrt::Error, errno: i32) {
 #[test]
 fn advise_errors_keep_std_io_kinds() {
     // EFBIG: a range past the largest off_t.
-    let f = unlinked_file(&std::env::temp_dir(), "efbig");
+    let f = temp_file_in(&std::env::temp_dir(), b"");
     assert_std_kind(fallocate(&f, i64::MAX, 1).unwrap_err(), libc::EFBIG);
 
     // ESPIPE: fadvise on a pipe, fallocate on its write end.
@@ -61,12 +46,12 @@ fn advise_errors_keep_std_io_kinds() {
 
     // ENOSPC: more than a size-limited tmpfs holds (refused at once, nothing
     // allocated).
-    let shm = Path::new("/dev/shm");
+    let shm = std::path::Path::new("/dev/shm");
     #[allow(clippy::unnecessary_cast)]
     let limited_tmpfs =
         rustix::fs::statfs(shm).is_ok_and(|st| st.f_type as i64 == TMPFS_MAGIC && st.f_blocks > 0);
     if limited_tmpfs {
-        let f = unlinked_file(shm, "enospc");
+        let f = temp_file_in(shm, b"");
         assert_std_kind(fallocate(&f, 0, 1 << 60).unwrap_err(), libc::ENOSPC);
     } else {
         println!("ENOSPC case skipped: /dev/shm is not a tmpfs with a size limit");

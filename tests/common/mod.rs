@@ -122,7 +122,8 @@ pub fn disk_temp_file(content: &[u8]) -> std::fs::File {
     temp_file_in(&dir, content)
 }
 
-fn temp_file_in(dir: &std::path::Path, content: &[u8]) -> std::fs::File {
+/// As [`temp_file`], in `dir`.
+pub fn temp_file_in(dir: &std::path::Path, content: &[u8]) -> std::fs::File {
     use std::io::Write;
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
