@@ -240,6 +240,65 @@ fn admission_hint_counts_the_root_domain_not_the_callers_affinity() {
     assert!(hint.contains(&format!("x {cpus} CPUs")), "{hint}");
 }
 
+/// Re-parameterising a thread that already is SCHED_DEADLINE asks admission
+/// control only for the difference of the two bandwidths: a refusal's hint
+/// says what the change adds (0.100 CPU from 0.9 to 1.0), not the new
+/// reservation's whole bandwidth, which would overstate what must be freed.
+#[test]
+fn admission_hint_of_a_re_parameterised_deadline_thread_names_the_difference() {
+    let _g = serial();
+    if !can_rt() {
+        return; // No reservation can be made: nothing to re-parameterise.
+    }
+    let ms = Duration::from_millis;
+    let big = Deadline::new(ms(9), ms(10), ms(10)).unwrap();
+    let small = Deadline::new(Duration::from_micros(500), ms(10), ms(10)).unwrap();
+    let (tx, rx) = crossbeam_channel::bounded::<()>(0);
+    let mut held = Vec::new();
+    let mut admitted = Vec::new();
+    // Fill the root domain with 0.9 reservations, then with 0.05 ones, until
+    // each is refused: less than 0.05 CPU is left free.
+    for dl in [big, small] {
+        for _ in 0..=4 * online_cpus() + 40 {
+            let rx = rx.clone();
+            let h = Builder::new()
+                .spawn(move || {
+                    let _ = rx.recv_timeout(Duration::from_secs(10));
+                })
+                .unwrap();
+            let ok = deadline::set(h.tid(), &dl).is_ok();
+            if ok && dl == big {
+                admitted.push(h.tid());
+            }
+            held.push(h);
+            if !ok {
+                break;
+            }
+        }
+    }
+    // 0.9 -> 1.0 adds 0.1 CPU, more than is free.
+    let whole = Deadline::new(ms(10), ms(10), ms(10)).unwrap();
+    let r = admitted.first().map(|&t| deadline::set(t, &whole));
+    drop(tx);
+    for h in held {
+        h.join().unwrap();
+    }
+    let e = match r {
+        Some(Err(e)) => e,
+        other => {
+            // Admission control is off (kernel.sched_rt_runtime_us = -1).
+            let v = std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
+            assert_eq!(v.trim(), "-1", "{other:?}");
+            return;
+        }
+    };
+    assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
+    let hint = e.hint().unwrap();
+    assert!(hint.contains("adds 0.100 CPU"), "{hint}");
+    assert!(hint.contains("0.900 CPU"), "{hint}");
+    assert!(!hint.contains("adds 10000000 / 10000000 ns"), "{hint}");
+}
+
 // ---------- spawn under locked memory ----------
 
 /// A stack no machine can back: `pthread_create` fails with EAGAIN.

@@ -322,10 +322,15 @@ impl SchedAttr {
 ///  - [`sched_setattr(2)`](https://man7.org/linux/man-pages/man2/sched_setattr.2.html)
 #[doc(alias = "sched_setattr")]
 pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
+    // What the thread has now, for its RESET_ON_FORK flag and, when it is a
+    // deadline thread already, the reservation this one replaces (admission
+    // control weighs only the difference). Unreadable: `sched_setattr` says why.
+    let now = sys::getattr(tid.as_raw()).ok();
+    let reset_on_fork = DeadlineFlags::RESET_ON_FORK.bits();
     let attr = RawAttr {
         size: RawAttr::SIZE,
         sched_policy: libc::SCHED_DEADLINE as u32,
-        sched_flags: params.flags.bits() | kept_reset_on_fork(tid),
+        sched_flags: params.flags.bits() | (now.map_or(0, |a| a.sched_flags) & reset_on_fork),
         sched_nice: 0,
         sched_priority: 0,
         sched_runtime: params.runtime.as_nanos() as u64,
@@ -338,7 +343,7 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
         return Err(match errno {
             libc::EBUSY => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("admission control refused {params} for tid {tid}"))
-                .with_hint(admission_hint(params)),
+                .with_hint(admission_hint(params, replaced(now.as_ref()))),
             libc::EINVAL => Error::from_errno("sched_setattr", errno)
                 .with_message(format!("the kernel refused {params}"))
                 .with_hint(einval_hint(params)),
@@ -354,11 +359,11 @@ pub fn set(tid: Tid, params: &Deadline) -> Result<()> {
     Ok(())
 }
 
-/// `SCHED_FLAG_RESET_ON_FORK` if thread `tid` has it now (0 otherwise, or when
-/// its attributes cannot be read: `sched_setattr` then reports why).
-fn kept_reset_on_fork(tid: Tid) -> u64 {
-    let flag = DeadlineFlags::RESET_ON_FORK.bits();
-    sys::getattr(tid.as_raw()).map_or(0, |a| a.sched_flags & flag)
+/// The reservation (runtime, period) of a thread whose attributes are `now`,
+/// if it is a `SCHED_DEADLINE` thread.
+fn replaced(now: Option<&RawAttr>) -> Option<(u64, u64)> {
+    now.filter(|a| a.sched_policy == libc::SCHED_DEADLINE as u32 && a.sched_period > 0)
+        .map(|a| (a.sched_runtime, a.sched_period))
 }
 
 /// The scheduling attributes of thread `tid` (`sched_getattr`), for any policy.
@@ -426,7 +431,7 @@ fn einval_hint(params: &Deadline) -> String {
 }
 
 /// The admission-control hint: the request's bandwidth against the limit.
-fn admission_hint(params: &Deadline) -> String {
+fn admission_hint(params: &Deadline, replaced: Option<(u64, u64)>) -> String {
     let read = |p: &str| -> Option<i64> { std::fs::read_to_string(p).ok()?.trim().parse().ok() };
     let runtime_us = read("/proc/sys/kernel/sched_rt_runtime_us");
     let period_us = read("/proc/sys/kernel/sched_rt_period_us");
@@ -442,14 +447,30 @@ fn admission_hint(params: &Deadline) -> String {
         ),
         _ => "sched_rt_runtime_us / sched_rt_period_us (unreadable)".to_string(),
     };
-    format!(
-        "admission control: the sum of runtime/period of every SCHED_DEADLINE task in the root \
-         domain (plus the kernel's fair-server reservations on 6.12+) must stay within {limit}; \
-         this request adds {} / {} ns = {:.3} CPU; fix: ask for a smaller runtime or a longer \
-         period, end other deadline tasks, or raise kernel.sched_rt_runtime_us",
+    let asked = format!(
+        "{} / {} ns = {:.3} CPU",
         params.runtime.as_nanos(),
         params.period.as_nanos(),
         params.bandwidth()
+    );
+    // A deadline thread re-parameterised gives its reservation back as it
+    // takes the new one: only the difference must fit.
+    let adds = match replaced {
+        Some((runtime, period)) => {
+            let old = runtime as f64 / period as f64;
+            format!(
+                "this request replaces the thread's {runtime} / {period} ns = {old:.3} CPU \
+                 with {asked}: it adds {:.3} CPU",
+                params.bandwidth() - old
+            )
+        }
+        None => format!("this request adds {asked}"),
+    };
+    format!(
+        "admission control: the sum of runtime/period of every SCHED_DEADLINE task in the root \
+         domain (plus the kernel's fair-server reservations on 6.12+) must stay within {limit}; \
+         {adds}; fix: ask for a smaller runtime or a longer period, end other deadline tasks, \
+         or raise kernel.sched_rt_runtime_us"
     )
 }
 
