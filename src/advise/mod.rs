@@ -9,6 +9,7 @@
 //! | `posix_memalign` | [`AlignedBuf`] |
 //! | `statx(STATX_DIOALIGN)`, `BLKSSZGET` | [`direct_io_alignment`] |
 //! | `sync`, `fsync`, `fdatasync` | [`sync()`], [`fsync`], [`fdatasync`] |
+//! | `sync_file_range` | [`sync_file_range()`] with [`SyncRangeFlags`] |
 //!
 //! Offsets and lengths are `i64` like C's `off_t`, so a negative value is reported
 //! as [`InvalidInput`](crate::ErrorKind::InvalidInput) instead of wrapping.
@@ -46,6 +47,6 @@ pub use buf::AlignedBuf;
 pub use direct::{direct_io_alignment, AlignmentSource, DirectIoAlignment};
 pub use fadvise::{fadvise, Advice};
 pub use fallocate::{fallocate, fallocate_mode, FallocateMode};
-pub use flush::{fdatasync, fsync, sync};
+pub use flush::{fdatasync, fsync, sync, sync_file_range, SyncRangeFlags};
 pub use madvise::{madvise, MemAdvice};
 pub use range::page_size;

@@ -22,9 +22,11 @@
 //! | [`prio`] | the calling thread's policy/priority (read, switch) and io_uring `ioprio` |
 //! | [`ringfd`] | `io_uring_enter` through a ring index each thread registers (`IORING_REGISTER_RING_FDS`) |
 //! | [`mm`] | `posix_madvise` (glibc's behaviour for `POSIX_MADV_DONTNEED`) |
+//! | [`file`] | `sync_file_range` |
 
 pub(crate) mod clock;
 pub(crate) mod cputime;
+pub(crate) mod file;
 pub(crate) mod fork;
 pub(crate) mod futex;
 pub(crate) mod io;
