@@ -10,7 +10,8 @@ use crate::{Error, ErrorKind, Result};
 pub enum FallocateMode {
     /// `posix_fallocate`: allocate the blocks, and grow the file if the range ends
     /// beyond it. (glibc emulates it by writing zeros where the filesystem has no
-    /// `fallocate`; posixrt does not, it reports the filesystem's refusal.)
+    /// `fallocate`; here that is [`fallocate_or_fill`](super::fallocate_or_fill):
+    /// this mode reports the filesystem's refusal.)
     Allocate,
     /// Linux `FALLOC_FL_KEEP_SIZE`: allocate the blocks but leave the file size as
     /// it is (preallocation past the end, e.g. for a log that will grow).
@@ -45,7 +46,10 @@ impl FallocateMode {
 ///
 /// Negative `offset` or a `len` that is not positive are
 /// [`InvalidInput`](crate::ErrorKind::InvalidInput), as POSIX requires. See
-/// [`fallocate_mode`] for the Linux modes.
+/// [`fallocate_mode`] for the Linux modes. Where the filesystem has no
+/// `fallocate` this is [`Unsupported`](crate::ErrorKind::Unsupported), unlike
+/// glibc's `posix_fallocate`, which then writes zeros: for that, call
+/// [`fallocate_or_fill`](super::fallocate_or_fill).
 ///
 /// ```
 /// use posixrt::advise::fallocate;
@@ -141,6 +145,11 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
             ErrorKind::Unsupported if file_type(fd) == Some(libc::S_IFBLK) => err.with_hint(
                 "a block device takes only FallocateMode::PunchHole (its blocks are all \
                  allocated already, and its size is fixed)",
+            ),
+            ErrorKind::Unsupported if mode == FallocateMode::Allocate => err.with_hint(
+                "this filesystem has no fallocate (ext4, xfs, btrfs and tmpfs have it); \
+                 advise::fallocate_or_fill writes zeros into the range instead, as glibc's \
+                 posix_fallocate does",
             ),
             ErrorKind::Unsupported => err.with_hint(
                 "this filesystem does not support the mode; ext4, xfs, btrfs and tmpfs do",

@@ -4,7 +4,7 @@
 //! | POSIX / Linux call | here |
 //! |---|---|
 //! | `posix_fadvise` | [`fadvise()`] with every [`Advice`] kind |
-//! | `posix_fallocate`, `fallocate` | [`fallocate()`], [`fallocate_mode`] ([`FallocateMode::KeepSize`], [`FallocateMode::PunchHole`]) |
+//! | `posix_fallocate`, `fallocate` | [`fallocate()`], [`fallocate_mode`] ([`FallocateMode::KeepSize`], [`FallocateMode::PunchHole`]), [`fallocate_or_fill`] (glibc's fallback: zeros written where the filesystem has no `fallocate`) |
 //! | `posix_madvise`, `madvise` | [`AlignedBuf::advise`] (safe, on memory the buffer owns), [`madvise()`] (`unsafe`, any memory), [`MemAdvice`] |
 //! | `posix_memalign` | [`AlignedBuf`] |
 //! | `statx(STATX_DIOALIGN)`, `BLKSSZGET` | [`direct_io_alignment`] |
@@ -39,6 +39,7 @@ mod buf;
 mod direct;
 mod fadvise;
 mod fallocate;
+mod fill;
 mod flush;
 mod madvise;
 mod range;
@@ -47,6 +48,7 @@ pub use buf::AlignedBuf;
 pub use direct::{direct_io_alignment, AlignmentSource, DirectIoAlignment};
 pub use fadvise::{fadvise, Advice};
 pub use fallocate::{fallocate, fallocate_mode, FallocateMode};
+pub use fill::{fallocate_or_fill, Allocation};
 pub use flush::{fdatasync, fsync, sync, sync_file_range, SyncRangeFlags};
 pub use madvise::{madvise, MemAdvice};
 pub use range::page_size;
