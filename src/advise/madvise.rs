@@ -1,7 +1,7 @@
 //! `posix_madvise` and Linux `madvise`: advice about memory the caller owns.
 
 use super::buf::AlignedBuf;
-use crate::{Error, Result};
+use crate::{Error, ErrorKind, Result};
 
 /// Advice for [`AlignedBuf::advise`] and [`madvise()`].
 ///
@@ -79,7 +79,11 @@ impl MemAdvice {
 /// `addr` must be page-aligned ([`InvalidInput`](crate::ErrorKind::InvalidInput)
 /// otherwise); the kernel rounds `len` up to whole pages. `len == 0` succeeds
 /// without a call; a range whose pages run past the end of the address space
-/// is [`InvalidInput`](crate::ErrorKind::InvalidInput), whatever the advice. ENOMEM means part of the range is not mapped; EINVAL for
+/// is [`InvalidInput`](crate::ErrorKind::InvalidInput), whatever the advice. ENOMEM
+/// where part of the range is not mapped is [`InvalidInput`](crate::ErrorKind::InvalidInput)
+/// too (POSIX's meaning of it), and [`OutOfResources`](crate::ErrorKind::OutOfResources)
+/// only where the range is mapped (the kernel short of memory, or the mapping
+/// split past `vm.max_map_count`); EINVAL for
 /// `HugePage` means the kernel has no transparent huge pages, and for
 /// `DontNeed` that the range holds locked pages (`mlock`, `mlockall`), which
 /// are not released.
@@ -172,10 +176,29 @@ pub unsafe fn madvise(addr: *mut u8, len: usize, advice: MemAdvice) -> Result<()
                  hugetlbfs or device memory), which are not released: munlock them first, or \
                  clear the data with fill(0)",
             ),
-            (rustix::io::Errno::NOMEM, _) => err.with_hint("part of the range is not mapped"),
+            // POSIX's ENOMEM: the range is not all mapped, a bad argument. Linux
+            // also says ENOMEM when splitting the mapping would pass
+            // vm.max_map_count, or paging in for WillNeed failed.
+            (rustix::io::Errno::NOMEM, _) if !all_mapped(addr, len) => err
+                .with_kind(ErrorKind::InvalidInput)
+                .with_hint("part of the range is not mapped: advise memory that is mapped"),
+            (rustix::io::Errno::NOMEM, _) => err.with_hint(
+                "the range is mapped, but the kernel is short of memory, or advising part of \
+                 a mapping would split it into more mappings than vm.max_map_count allows",
+            ),
             _ => err,
         }
     })
+}
+
+/// Whether every page of `addr..addr + len` (`addr` page-aligned, the range
+/// checked not to pass the end of the address space) is mapped: `msync` with
+/// `MS_ASYNC`, which changes nothing on Linux, says ENOMEM otherwise.
+fn all_mapped(addr: *mut u8, len: usize) -> bool {
+    // SAFETY: MS_ASYNC schedules nothing and touches no memory on Linux
+    // (since 2.6.19); it only walks the mappings of the range.
+    let r = unsafe { rustix::mm::msync(addr.cast(), len, rustix::mm::MsyncFlags::ASYNC) };
+    r != Err(rustix::io::Errno::NOMEM)
 }
 
 impl AlignedBuf {
