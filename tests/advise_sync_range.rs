@@ -1,6 +1,7 @@
 //! `posixrt::advise::sync_file_range`: the write-back it starts and waits for
 //! (the range's page-cache pages are clean afterwards, as `/proc/kpageflags`
-//! shows), the range it checks before the call, and the files it refuses.
+//! shows), the range it checks before the call, the files it refuses, and the
+//! `streaming_write` example that shows its usual pattern.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -12,6 +13,9 @@ use posixrt::ErrorKind;
 #[allow(unused_macros, unused_imports)]
 mod common;
 use common::disk_temp_file;
+
+#[path = "common/example_bin.rs"]
+mod example_bin;
 
 /// `KPF_DIRTY` and `KPF_WRITEBACK` of `<linux/kernel-page-flags.h>`.
 const KPF_DIRTY: u64 = 1 << 4;
@@ -222,4 +226,48 @@ fn flags_combine_name_and_round_trip() {
         "SYNC_FILE_RANGE_WRITE|SYNC_FILE_RANGE_WAIT_AFTER"
     );
     assert_eq!(format!("{:?}", SyncRangeFlags::NONE), "0");
+}
+
+#[test]
+fn the_streaming_write_example_writes_every_chunk() {
+    let bin = example_bin::example_bin("streaming_write");
+    let path = std::env::temp_dir().join(format!("posixrt-streaming-{}", std::process::id()));
+    let out = std::process::Command::new(&bin)
+        .args(["--mib", "3", "--chunk-kib", "192", "--out"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let data = std::fs::read(&path);
+    let _ = std::fs::remove_file(&path);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("space: 3 MiB reserved"), "{stdout}");
+    assert!(
+        stdout.contains("wrote 3 MiB in 16 chunks of 192 KiB"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("fdatasync"), "{stdout}");
+    let data = data.unwrap();
+    assert_eq!(data.len(), 3 << 20);
+    for (i, c) in data.chunks(192 << 10).enumerate() {
+        let want = (i % 251) as u8 + 1;
+        assert!(c.iter().all(|&b| b == want), "chunk {i}");
+    }
+    // A usage error is exit 2 with one line; --help is exit 0.
+    let bad = std::process::Command::new(&bin)
+        .args(["--mib", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--mib"));
+    let help = std::process::Command::new(&bin)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert!(String::from_utf8_lossy(&help.stdout).starts_with("Usage: streaming_write"));
 }
