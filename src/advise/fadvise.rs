@@ -108,7 +108,9 @@ pub fn fadvise<Fd: AsFd>(fd: Fd, offset: i64, len: i64, advice: Advice) -> Resul
             .with_message(format!("{} on {offset}+{len}", advice.name()));
         match e {
             rustix::io::Errno::SPIPE => {
-                err.with_hint("fadvise applies to regular files, not pipes, FIFOs or sockets")
+                // (Only a pipe or FIFO: Linux takes the advice on a socket or a
+                // character device and does nothing with it.)
+                err.with_hint("fadvise applies to files, not pipes or FIFOs")
             }
             rustix::io::Errno::BADF => err.with_hint(
                 "the descriptor is closed or opened with O_PATH; open the file for reading",
