@@ -181,12 +181,16 @@ impl Drop for AttrCopy {
 }
 
 /// Copies the CPU set of `src`, if it has one, into `dst`; true if it has
-/// one. glibc reports an object without one as having every CPU (all bits
-/// set): such an object is copied without one, so that the function runs on
-/// the CPU set it would have had without attributes (its submitter's, see
-/// `notify`); so is one set to every CPU the buffer can name, which glibc
-/// reports alike. A set larger than `cpu_set_t` (`CPU_ALLOC`) is read with a
-/// larger buffer.
+/// one. An object without one is copied without one, so that the function
+/// runs on the CPU set it would have had without attributes (its
+/// submitter's, see `notify`).
+///
+/// glibc reports an object without a set as having every CPU (every byte of
+/// the buffer 0xff), which an object whose set names every CPU it can hold
+/// (all 1024 of a `cpu_set_t`) reports too: the two are told apart by asking
+/// once more with one word more than the set needs, which glibc fills with
+/// zeros past a set and with ones where there is none. A set larger than
+/// `cpu_set_t` (`CPU_ALLOC`) is read with a larger buffer.
 ///
 /// # Safety
 /// `src` and `dst` are valid initialized attribute objects.
@@ -196,7 +200,8 @@ unsafe fn copy_affinity(
 ) -> Result<bool, i32> {
     let mut words = std::mem::size_of::<libc::cpu_set_t>() / 8;
     loop {
-        let mut set = vec![0u64; words];
+        // One word more than is asked for: see above.
+        let mut set = vec![0u64; words + 1];
         // SAFETY: `set` has room for `words * 8` bytes; `src` is valid.
         let r = unsafe { pthread_attr_getaffinity_np(src, words * 8, set.as_mut_ptr()) };
         if r == libc::EINVAL && words < 1024 {
@@ -205,10 +210,15 @@ unsafe fn copy_affinity(
             continue;
         }
         ok(r)?;
-        if set.iter().all(|&w| w == u64::MAX) {
-            return Ok(false);
+        if set[..words].iter().all(|&w| w == u64::MAX) {
+            // Every CPU, or no set: the word past the set tells.
+            // SAFETY: `set` has room for `(words + 1) * 8` bytes.
+            ok(unsafe { pthread_attr_getaffinity_np(src, (words + 1) * 8, set.as_mut_ptr()) })?;
+            if set[words] == u64::MAX {
+                return Ok(false);
+            }
         }
-        // SAFETY: `set` holds `words * 8` bytes; `dst` is valid.
+        // SAFETY: `set` holds at least `words * 8` bytes; `dst` is valid.
         ok(unsafe { pthread_attr_setaffinity_np(dst, words * 8, set.as_ptr()) })?;
         return Ok(true);
     }
