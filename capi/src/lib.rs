@@ -20,6 +20,7 @@ mod init;
 mod nocancel;
 mod notify;
 mod notify_retry;
+mod notify_spawn;
 mod offset;
 mod restart;
 mod suspend;

@@ -14,6 +14,7 @@ use rt::aio::{Notify, SigVal};
 
 use crate::debug::debug;
 use crate::notify_retry;
+use crate::notify_spawn::{self, Creator};
 use crate::thread_attr::AttrCopy;
 
 /// Linux's `SIGEV_THREAD_ID`.
@@ -64,12 +65,14 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
             };
             let inherits = attr.as_ref().map_or(true, |a| a.inherits_class());
             // Whatever the attributes: no attribute sets a nice value.
-            let (class, nice) = submitter_sched();
-            let class = inherits.then_some(class);
+            let (submitter, nice) = submitter_sched();
+            let class = inherits.then_some(submitter);
             let names_cpus = attr.as_ref().is_some_and(|a| a.names_cpus());
             let cpus = if names_cpus { None } else { own_cpus() };
+            let via = creator(submitter, nice);
             Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
-                spawn_notify(f, attr.clone(), Sched { class, nice, cpus }, v)
+                let sched = Sched { class, nice, cpus };
+                spawn_notify(f, attr.clone(), sched, via.clone(), v)
             }))
         }
         SIGEV_THREAD_ID => {
@@ -109,6 +112,22 @@ fn check_signal(signo: i32) -> Result<(), i32> {
         return Err(libc::EINVAL);
     }
     Ok(())
+}
+
+/// The thread that creates the notification threads of a submitter at
+/// real-time class `class` and nice value `nice`, where the library's other
+/// threads may not take that class (see `notify_spawn`): a thread started at
+/// that class by the submitter, the calling thread. `None` where any thread
+/// creates them.
+fn creator(class: Class, nice: Option<i32>) -> Option<Arc<Creator>> {
+    if !notify_spawn::needed(class.policy, class.priority) {
+        return None;
+    }
+    notify_spawn::get(notify_spawn::Key {
+        policy: class.policy,
+        priority: class.priority,
+        nice,
+    })
 }
 
 fn thread_exists(tid: i32) -> bool {
@@ -278,6 +297,9 @@ struct Call {
     /// The class, nice value and CPU set the function runs at: the
     /// submitter's (see [`spawn_notify`]).
     sched: Sched,
+    /// The thread that creates the function's thread, where it is not the
+    /// one that fires the notification (see [`creator`]).
+    via: Option<Arc<Creator>>,
 }
 
 extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
@@ -353,12 +375,25 @@ fn take_cpus(want: &libc::cpu_set_t) {
 /// submission, each time (a C program changes them with glibc's calls,
 /// which the library does not see): one `sched_getattr` and one
 /// `sched_getaffinity` for a `SIGEV_THREAD` request, none for the others.
-fn spawn_notify(f: NotifyFn, attr: Option<Arc<AttrCopy>>, sched: Sched, value: SigVal) {
+/// `via`: for a submitter at a real-time class that the library's threads
+/// may not take (no CAP_SYS_NICE, `RLIMIT_RTPRIO` below its priority; a
+/// `capget` and a `getrlimit` at submission, for a real-time submitter only),
+/// a thread the submitter started at its class, which creates the thread
+/// instead: the thread starts at that class, and keeps it, or takes the
+/// attributes' explicit one at or below it, as glibc's would.
+fn spawn_notify(
+    f: NotifyFn,
+    attr: Option<Arc<AttrCopy>>,
+    sched: Sched,
+    via: Option<Arc<Creator>>,
+    value: SigVal,
+) {
     let call = Box::into_raw(Box::new(Call {
         f,
         value: value.0,
         attr,
         sched,
+        via,
     }));
     // SAFETY: `call` is a leaked `Box<Call>` no thread has taken.
     match unsafe { create(call as usize) } {
@@ -389,13 +424,32 @@ unsafe fn forget(arg: usize) {
     drop(unsafe { Box::from_raw(arg as *mut Call) });
 }
 
+/// [`create_here`] on the thread that creates the notification threads of
+/// the `Box<Call>` at `arg`'s submitter, where it has one (see [`creator`]),
+/// else on the calling thread.
+///
+/// # Safety
+/// `arg` is a leaked `Box<Call>` that no thread has taken.
+unsafe fn create(arg: usize) -> Result<(), i32> {
+    let call = arg as *mut Call;
+    // Kept for the call: the thread created may free its `Call`.
+    // SAFETY: `call` is ours until a thread is created (contract).
+    let via = unsafe { (*call).via.clone() };
+    match via {
+        // SAFETY: the contract, passed on.
+        Some(c) => unsafe { c.create(arg, create_here) },
+        // SAFETY: the contract, passed on.
+        None => unsafe { create_here(arg) },
+    }
+}
+
 /// `pthread_create` of a notification thread for the `Box<Call>` at `arg`,
 /// with its attributes (or detached defaults), detached either way; the
 /// errno if refused (`arg` is then still the caller's).
 ///
 /// # Safety
 /// `arg` is a leaked `Box<Call>` that no thread has taken.
-unsafe fn create(arg: usize) -> Result<(), i32> {
+unsafe fn create_here(arg: usize) -> Result<(), i32> {
     let call = arg as *mut Call;
     // The thread frees its `Call`, and with it perhaps the last handle of
     // the attributes, as soon as it runs: this one lasts the call.

@@ -15,3 +15,24 @@ use c_prog::*;
 fn a_full_cpu_set_is_a_set_given() {
     prints_ok("aio_notify_cpus_full.c", engines(), &[&[]]);
 }
+
+/// A `SCHED_FIFO` submitter without the privilege to use `SCHED_FIFO`
+/// (`RLIMIT_RTPRIO` 0, uid 65534 without capabilities) gets its function run
+/// at its own class with NULL or inheriting attributes, and at the one
+/// explicit attributes name at or below its priority (a lower `SCHED_FIFO`
+/// priority, `SCHED_OTHER`), as glibc's notification thread, which inherits
+/// from a thread the submitter made. Its function used to run at
+/// `SCHED_OTHER` (the library's thread that creates it could not take the
+/// class), and explicit `SCHED_FIFO` attributes lost the notification.
+/// "other-first": the library's notification threads started at
+/// `SCHED_OTHER`; "fork": a child forked by the program after its requests
+/// makes requests too. Needs root (to drop the privilege): elsewhere the program
+/// says so and passes.
+#[test]
+fn an_unprivileged_fifo_submitter_s_function_keeps_its_class() {
+    prints_ok(
+        "aio_notify_class_unprivileged.c",
+        engines(),
+        &[&[], &["other-first"], &["fork"]],
+    );
+}
