@@ -55,6 +55,10 @@ extern "C" {
         attr: *const libc::pthread_attr_t,
         addr: *mut *mut c_void,
     ) -> libc::c_int;
+    // Deprecated too: the one call that gives an object the top of the
+    // program's own stack without its size (see `AttrCopy::fill`).
+    fn pthread_attr_setstackaddr(attr: *mut libc::pthread_attr_t, addr: *mut c_void)
+        -> libc::c_int;
     fn pthread_attr_getaffinity_np(
         attr: *const libc::pthread_attr_t,
         size: libc::size_t,
@@ -136,7 +140,14 @@ impl AttrCopy {
                 let mut addr: *mut c_void = std::ptr::null_mut();
                 let mut size: libc::size_t = 0;
                 ok(libc::pthread_attr_getstack(src, &mut addr, &mut size))?;
-                ok(libc::pthread_attr_setstack(dst, addr, size))?;
+                if size == 0 {
+                    // Its top alone (`pthread_attr_setstackaddr` without a
+                    // size): `pthread_create` puts the default size below
+                    // it, and so does it for the copy.
+                    ok(pthread_attr_setstackaddr(dst, stackaddr))?;
+                } else {
+                    ok(libc::pthread_attr_setstack(dst, addr, size))?;
+                }
             }
         }
         // SAFETY: as above.

@@ -36,3 +36,13 @@ fn an_unprivileged_fifo_submitter_s_function_keeps_its_class() {
         &[&[], &["other-first"], &["fork"]],
     );
 }
+
+/// Attributes that give the program's own stack (`pthread_attr_setstack`, or
+/// `pthread_attr_setstackaddr` with or without a size) run the function on
+/// it; with the stack's top alone, on the default size below it, as
+/// `pthread_create` does. Such an object used to be refused at submission
+/// (EINVAL from `aio_read` and `lio_listio`): its size read as 0.
+#[test]
+fn the_program_s_own_stack_is_used() {
+    prints_ok("aio_notify_own_stack.c", engines(), &[&[]]);
+}
