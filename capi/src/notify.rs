@@ -48,12 +48,14 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
             let attr = ev.un[1] as *const libc::pthread_attr_t;
             // Copied now: the program may destroy its object once the call
             // returned (see `thread_attr`).
+            // Whatever the attributes: no attribute sets a nice value.
+            let (submitter, nice) = submitter_sched();
             let attr = if attr.is_null() {
                 None
             } else {
                 // SAFETY: a non-null `sigev_notify_attributes` is, by the C
                 // contract, a valid initialized attribute object.
-                match unsafe { AttrCopy::new(attr) } {
+                match unsafe { copy_attr(attr, submitter) } {
                     Ok(a) => Some(Arc::new(a)),
                     Err(e) => {
                         debug(format_args!(
@@ -64,8 +66,6 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
                 }
             };
             let inherits = attr.as_ref().map_or(true, |a| a.inherits_class());
-            // Whatever the attributes: no attribute sets a nice value.
-            let (submitter, nice) = submitter_sched();
             let class = inherits.then_some(submitter);
             let names_cpus = attr.as_ref().is_some_and(|a| a.names_cpus());
             let cpus = if names_cpus { None } else { own_cpus() };
@@ -112,6 +112,24 @@ fn check_signal(signo: i32) -> Result<(), i32> {
         return Err(libc::EINVAL);
     }
     Ok(())
+}
+
+/// The copy of the program's attribute object `src` for a submitter at
+/// `submitter`: with its priority where the object names a real-time policy
+/// and no priority and the submitter has one (see
+/// [`AttrCopy::lacks_priority`]); glibc's notification thread, made by a
+/// thread at the submitter's class, takes it.
+///
+/// # Safety
+/// As [`AttrCopy::new`]'s.
+unsafe fn copy_attr(src: *const libc::pthread_attr_t, submitter: Class) -> Result<AttrCopy, i32> {
+    // SAFETY: the caller's contract.
+    let mut a = unsafe { AttrCopy::new(src) }?;
+    let rt = matches!(submitter.policy, libc::SCHED_FIFO | libc::SCHED_RR);
+    if a.lacks_priority() && rt {
+        a.set_priority(submitter.priority)?;
+    }
+    Ok(a)
 }
 
 /// The thread that creates the notification threads of a submitter at

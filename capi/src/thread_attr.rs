@@ -80,6 +80,8 @@ pub(crate) struct AttrCopy {
     inherits_class: bool,
     /// The copied object names a CPU set.
     names_cpus: bool,
+    /// See [`AttrCopy::lacks_priority`].
+    lacks_priority: bool,
 }
 
 impl AttrCopy {
@@ -99,6 +101,7 @@ impl AttrCopy {
             joinable: false,
             inherits_class: true,
             names_cpus: false,
+            lacks_priority: false,
         };
         // SAFETY: `src` is valid (contract); `copy.attr` is initialized.
         unsafe { copy.fill(src) }?;
@@ -123,9 +126,17 @@ impl AttrCopy {
             ok(pthread_attr_getinheritsched(src, &mut inherit))?;
             ok(pthread_attr_setinheritsched(dst, inherit))?;
             ok(pthread_attr_getschedpolicy(src, &mut policy))?;
-            ok(pthread_attr_setschedpolicy(dst, policy))?;
             ok(pthread_attr_getschedparam(src, &mut param))?;
-            ok(pthread_attr_setschedparam(dst, &param))?;
+            if is_rt(policy) && param.sched_priority == 0 {
+                // A real-time policy and no priority (none given, or one
+                // given under another policy): set as the program did,
+                // the priority first (see `lacks_priority`).
+                ok(pthread_attr_setschedparam(dst, &param))?;
+                ok(pthread_attr_setschedpolicy(dst, policy))?;
+            } else {
+                ok(pthread_attr_setschedpolicy(dst, policy))?;
+                ok(pthread_attr_setschedparam(dst, &param))?;
+            }
             ok(pthread_attr_getscope(src, &mut scope))?;
             ok(pthread_attr_setscope(dst, scope))?;
             ok(libc::pthread_attr_getguardsize(src, &mut guard))?;
@@ -154,6 +165,30 @@ impl AttrCopy {
         self.names_cpus = unsafe { copy_affinity(src, dst) }?;
         self.joinable = detach == libc::PTHREAD_CREATE_JOINABLE;
         self.inherits_class = inherit == libc::PTHREAD_INHERIT_SCHED;
+        self.lacks_priority = !self.inherits_class && is_rt(policy) && param.sched_priority == 0;
+        Ok(())
+    }
+
+    /// The copied object says `PTHREAD_EXPLICIT_SCHED` and a real-time
+    /// policy, but no priority: `pthread_create` takes the priority of the
+    /// thread that creates (where the program never set one), which for
+    /// glibc's notification thread is its AIO helper's, the submitter's. See
+    /// [`AttrCopy::set_priority`].
+    #[inline]
+    pub(crate) fn lacks_priority(&self) -> bool {
+        self.lacks_priority
+    }
+
+    /// Gives the copy priority `priority` (valid for its policy), for one
+    /// that [`lacks_priority`](AttrCopy::lacks_priority).
+    pub(crate) fn set_priority(&mut self, priority: i32) -> Result<(), i32> {
+        let p = libc::sched_param {
+            sched_priority: priority,
+        };
+        // SAFETY: `self.attr` is an initialized attribute object; `p` is
+        // only read.
+        ok(unsafe { pthread_attr_setschedparam(&mut *self.attr, &p) })?;
+        self.lacks_priority = false;
         Ok(())
     }
 
@@ -233,6 +268,10 @@ unsafe fn copy_affinity(
         ok(unsafe { pthread_attr_setaffinity_np(dst, words * 8, set.as_ptr()) })?;
         return Ok(true);
     }
+}
+
+fn is_rt(policy: i32) -> bool {
+    matches!(policy, libc::SCHED_FIFO | libc::SCHED_RR)
 }
 
 fn ok(r: libc::c_int) -> Result<(), i32> {

@@ -46,3 +46,13 @@ fn an_unprivileged_fifo_submitter_s_function_keeps_its_class() {
 fn the_program_s_own_stack_is_used() {
     prints_ok("aio_notify_own_stack.c", engines(), &[&[]]);
 }
+
+/// Explicit attributes with a real-time policy and no priority run the
+/// function at that policy and its submitter's priority, as `pthread_create`
+/// with them on the submitter does (glibc's notification thread is made by
+/// a thread at the submitter's class). The copy used to name priority 0,
+/// which no real-time policy has: the notification was lost.
+#[test]
+fn an_explicit_policy_without_a_priority_takes_the_submitter_s() {
+    prints_ok("aio_notify_explicit_policy.c", engines(), &[&[]]);
+}
