@@ -462,7 +462,7 @@ unsafe fn create(arg: usize) -> Result<(), i32> {
 }
 
 /// `pthread_create` of a notification thread for the `Box<Call>` at `arg`,
-/// with its attributes (or detached defaults), detached either way; the
+/// with its attributes (copied detached) or detached defaults; the
 /// errno if refused (`arg` is then still the caller's).
 ///
 /// # Safety
@@ -496,10 +496,7 @@ unsafe fn create_here(arg: usize) -> Result<(), i32> {
     if r != 0 {
         return Err(r);
     }
-    if attr.joinable() {
-        // Nobody joins a notification thread.
-        // SAFETY: `tid` was just created joinable, and is detached once.
-        unsafe { libc::pthread_detach(tid) };
-    }
+    // (Created detached: `tid` may name another thread already, see
+    // `thread_attr`.)
     Ok(())
 }

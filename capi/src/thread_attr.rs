@@ -7,19 +7,19 @@
 //! once `aio_suspend` returned. The library creates the thread after the
 //! waiters are woken (and tries again later where it cannot be created): it
 //! reads its own copy instead. The copy has every attribute `pthread_create`
-//! uses: detach state, scheduling inheritance, policy, parameters and scope,
-//! stack (size, or the program's own stack) and guard size, and CPU set. (Not
-//! the signal mask: the function's thread starts with every signal
-//! unblocked, as glibc's does.) A leaf module.
+//! uses: scheduling inheritance, policy, parameters and scope, stack (size,
+//! or the program's own stack) and guard size, and CPU set. Not the detach
+//! state: the copy makes a detached thread, since nobody joins it (detaching
+//! it once created would race with a function that detaches its own thread,
+//! the usual way for a glibc program not to leak it: once that thread ended,
+//! glibc gives its handle to the next thread made on its stack). Not the
+//! signal mask: the function's thread starts with every signal unblocked, as
+//! glibc's does. A leaf module.
 
 use std::ffi::c_void;
 
 extern "C" {
     // Not in the libc crate, or not for every target it builds.
-    fn pthread_attr_getdetachstate(
-        attr: *const libc::pthread_attr_t,
-        state: *mut libc::c_int,
-    ) -> libc::c_int;
     fn pthread_attr_getinheritsched(
         attr: *const libc::pthread_attr_t,
         inherit: *mut libc::c_int,
@@ -74,8 +74,6 @@ extern "C" {
 /// The library's own attribute object, destroyed when dropped.
 pub(crate) struct AttrCopy {
     attr: Box<libc::pthread_attr_t>,
-    /// The copied object says `PTHREAD_CREATE_JOINABLE`.
-    joinable: bool,
     /// The copied object says `PTHREAD_INHERIT_SCHED`.
     inherits_class: bool,
     /// The copied object names a CPU set.
@@ -98,7 +96,6 @@ impl AttrCopy {
         ok(unsafe { libc::pthread_attr_init(&mut *attr) })?;
         let mut copy = AttrCopy {
             attr,
-            joinable: false,
             inherits_class: true,
             names_cpus: false,
             lacks_priority: false,
@@ -114,15 +111,19 @@ impl AttrCopy {
     /// As [`AttrCopy::new`]'s; `self.attr` is initialized.
     unsafe fn fill(&mut self, src: *const libc::pthread_attr_t) -> Result<(), i32> {
         let dst: *mut libc::pthread_attr_t = &mut *self.attr;
-        let (mut detach, mut inherit, mut policy, mut scope) = (0, 0, 0, 0);
+        let (mut inherit, mut policy, mut scope) = (0, 0, 0);
         let mut param = libc::sched_param { sched_priority: 0 };
         let mut guard: libc::size_t = 0;
         let mut stackaddr: *mut c_void = std::ptr::null_mut();
         // SAFETY: `src` and `dst` are valid attribute objects; every out
         // pointer is a local with room for its value.
         unsafe {
-            ok(pthread_attr_getdetachstate(src, &mut detach))?;
-            ok(libc::pthread_attr_setdetachstate(dst, detach))?;
+            // Detached whatever the program's says (see the module's
+            // documentation).
+            ok(libc::pthread_attr_setdetachstate(
+                dst,
+                libc::PTHREAD_CREATE_DETACHED,
+            ))?;
             ok(pthread_attr_getinheritsched(src, &mut inherit))?;
             ok(pthread_attr_setinheritsched(dst, inherit))?;
             ok(pthread_attr_getschedpolicy(src, &mut policy))?;
@@ -163,7 +164,6 @@ impl AttrCopy {
         }
         // SAFETY: as above.
         self.names_cpus = unsafe { copy_affinity(src, dst) }?;
-        self.joinable = detach == libc::PTHREAD_CREATE_JOINABLE;
         self.inherits_class = inherit == libc::PTHREAD_INHERIT_SCHED;
         self.lacks_priority = !self.inherits_class && is_rt(policy) && param.sched_priority == 0;
         Ok(())
@@ -196,12 +196,6 @@ impl AttrCopy {
     #[inline]
     pub(crate) fn as_ptr(&self) -> *const libc::pthread_attr_t {
         &*self.attr
-    }
-
-    /// The copied object makes a joinable thread.
-    #[inline]
-    pub(crate) fn joinable(&self) -> bool {
-        self.joinable
     }
 
     /// The copied object lets the thread take its creator's class

@@ -56,3 +56,17 @@ fn the_program_s_own_stack_is_used() {
 fn an_explicit_policy_without_a_priority_takes_the_submitter_s() {
     prints_ok("aio_notify_explicit_policy.c", engines(), &[&[]]);
 }
+
+/// A function whose attributes make a joinable thread may detach its own
+/// thread (the usual way for a glibc program not to leak it): once it ended,
+/// the library leaves its handle alone, which glibc gives to the next thread
+/// made on the same stack (a joinable thread of the program's, here, made
+/// through the program's own `pthread_create`, hence `-rdynamic`). The
+/// library detached the thread after creating it, and so detached the
+/// program's thread, which could no longer be joined.
+#[test]
+fn a_self_detached_function_s_handle_is_left_alone() {
+    let mut flags = strict();
+    flags.extend(["-rdynamic", "-ldl"]);
+    prints_ok_built("aio_notify_self_detach.c", &flags, engines(), &[&[]]);
+}
