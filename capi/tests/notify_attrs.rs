@@ -26,14 +26,15 @@ fn a_full_cpu_set_is_a_set_given() {
 /// class), and explicit `SCHED_FIFO` attributes lost the notification.
 /// "other-first": the library's notification threads started at
 /// `SCHED_OTHER`; "fork": a child forked by the program after its requests
-/// makes requests too. Needs root (to drop the privilege): elsewhere the program
+/// makes requests too; "rr": at `SCHED_RR`; "rtprio-2": with
+/// `RLIMIT_RTPRIO` 2, below its priority. Needs root (to drop the privilege): elsewhere the program
 /// says so and passes.
 #[test]
 fn an_unprivileged_fifo_submitter_s_function_keeps_its_class() {
     prints_ok(
         "aio_notify_class_unprivileged.c",
         engines(),
-        &[&[], &["other-first"], &["fork"]],
+        &[&[], &["other-first"], &["fork"], &["rr"], &["rtprio-2"]],
     );
 }
 

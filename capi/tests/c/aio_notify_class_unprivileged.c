@@ -20,7 +20,8 @@
  * checks that the privilege is gone. With "other-first" the main thread makes
  * a SIGEV_THREAD request at SCHED_OTHER before that (the library's
  * notification threads start at its class); with "fork" a child forked at
- * the end makes requests too. Each case reads a pipe (its byte
+ * the end makes requests too; with "rr" the policy is SCHED_RR; with
+ * "rtprio-2" RLIMIT_RTPRIO is 2 (below the priority, and above 0). Each case reads a pipe (its byte
  * written after aio_read returned) and a cached file (often done inside
  * aio_read), by aio_read and by lio_listio; the function records its policy,
  * priority and nice value. Not as root, or where SCHED_FIFO is refused even
@@ -67,6 +68,10 @@ static void on_done(union sigval v) {
 }
 
 static int file_fd, pipe_r, pipe_w, base_nice;
+/* The submitter's policy (SCHED_FIFO, or SCHED_RR with "rr") and the
+ * RLIMIT_RTPRIO it keeps (0, or 2 with "rtprio-2": below its priority). */
+static int policy = SCHED_FIFO;
+static rlim_t rtprio;
 
 /* One SIGEV_THREAD read with `attr`, by aio_read or by lio_listio (`lio`), of
  * the pipe (`pipe`) or of the file; the function must run at `policy` and
@@ -122,9 +127,9 @@ static void explicit_class(pthread_attr_t *a, int policy, int priority) {
 /* RLIMIT_RTPRIO 0, no supplementary groups, uid and gid 65534: 0 once the
  * privilege to raise a priority is gone. */
 static int drop_privilege(void) {
-    struct rlimit none = {0, 0};
+    struct rlimit low = {rtprio, rtprio};
     struct sched_param up = {.sched_priority = 6};
-    CHECK(setrlimit(RLIMIT_RTPRIO, &none) == 0);
+    CHECK(setrlimit(RLIMIT_RTPRIO, &low) == 0);
     CHECK(setgroups(0, NULL) == 0);
     CHECK(setresgid(65534, 65534, 65534) == 0);
     CHECK(setresuid(65534, 65534, 65534) == 0);
@@ -134,7 +139,7 @@ static int drop_privilege(void) {
     CHECK(sched_setscheduler(0, SCHED_FIFO, &up) == -1 && errno == EPERM);
     errno = 0;
     CHECK(sched_setscheduler(0, SCHED_RR, &up) == -1 && errno == EPERM);
-    CHECK(sched_getscheduler(0) == SCHED_FIFO);
+    CHECK(sched_getscheduler(0) == policy);
     return failures == 0 ? 0 : -1;
 }
 
@@ -144,10 +149,23 @@ int main(int argc, char **argv) {
     pthread_attr_t inherit, fifo3, other;
     int other_first = argc > 1 && strcmp(argv[1], "other-first") == 0;
     int forked = argc > 1 && strcmp(argv[1], "fork") == 0;
+    char who[128];
+    if (argc > 1 && strcmp(argv[1], "rr") == 0)
+        policy = SCHED_RR;
+    if (argc > 1 && strcmp(argv[1], "rtprio-2") == 0)
+        rtprio = 2;
     CHECK(sem_init(&notified, 0, 0) == 0);
     if (geteuid() != 0) {
         fprintf(stderr, "not root: cannot drop a privilege, nothing to check\n");
         return finish();
+    }
+    if (rtprio != 0) {
+        struct rlimit low = {rtprio, rtprio};
+        if (setrlimit(RLIMIT_RTPRIO, &low) != 0) {
+            fprintf(stderr, "RLIMIT_RTPRIO %d refused here (errno %d): nothing to check\n",
+                    (int)rtprio, errno);
+            return finish();
+        }
     }
     file_fd = temp_file("notify-class-unprivileged");
     CHECK(write(file_fd, "abc", 3) == 3);
@@ -157,22 +175,27 @@ int main(int argc, char **argv) {
     base_nice = own_nice();
     if (other_first)
         all_ways(NULL, SCHED_OTHER, 0, "SCHED_OTHER main thread, NULL attributes");
-    if (sched_setscheduler(0, SCHED_FIFO, &fifo5) != 0) {
-        fprintf(stderr, "SCHED_FIFO is refused here (errno %d): nothing to check\n", errno);
+    if (sched_setscheduler(0, policy, &fifo5) != 0) {
+        fprintf(stderr, "a real-time policy is refused here (errno %d): nothing to check\n",
+                errno);
         return finish();
     }
     if (drop_privilege() != 0)
         return finish();
 
-    all_ways(NULL, SCHED_FIFO, 5, "unprivileged SCHED_FIFO 5 submitter, NULL attributes");
+    snprintf(who, sizeof who, "unprivileged %s 5 submitter (RLIMIT_RTPRIO %d)",
+             policy == SCHED_RR ? "SCHED_RR" : "SCHED_FIFO", (int)rtprio);
+    strcat(who, ", NULL attributes");
+    all_ways(NULL, policy, 5, who);
     CHECK(pthread_attr_init(&inherit) == 0);
-    all_ways(&inherit, SCHED_FIFO, 5, "unprivileged SCHED_FIFO 5 submitter, default attributes");
-    explicit_class(&fifo3, SCHED_FIFO, 3);
-    all_ways(&fifo3, SCHED_FIFO, 3,
-             "unprivileged SCHED_FIFO 5 submitter, explicit SCHED_FIFO 3 attributes");
+    strcpy(strrchr(who, ',') + 2, "default attributes");
+    all_ways(&inherit, policy, 5, who);
+    explicit_class(&fifo3, policy, 3);
+    strcpy(strrchr(who, ',') + 2, "explicit attributes at priority 3");
+    all_ways(&fifo3, policy, 3, who);
     explicit_class(&other, SCHED_OTHER, 0);
-    all_ways(&other, SCHED_OTHER, 0,
-             "unprivileged SCHED_FIFO 5 submitter, explicit SCHED_OTHER attributes");
+    strcpy(strrchr(who, ',') + 2, "explicit SCHED_OTHER attributes");
+    all_ways(&other, SCHED_OTHER, 0, who);
     if (forked) {
         /* A child forked after the library's threads for the class were
          * started (they are not in the child): its functions too. */
@@ -181,8 +204,8 @@ int main(int argc, char **argv) {
         CHECK(child >= 0);
         if (child == 0) {
             failures = 0;
-            all_ways(NULL, SCHED_FIFO, 5, "forked child, NULL attributes");
-            all_ways(&fifo3, SCHED_FIFO, 3, "forked child, explicit SCHED_FIFO 3 attributes");
+            all_ways(NULL, policy, 5, "forked child, NULL attributes");
+            all_ways(&fifo3, policy, 3, "forked child, explicit attributes at priority 3");
             _exit(failures == 0 ? 0 : 1);
         }
         if (child > 0) {
