@@ -70,8 +70,14 @@ pub(crate) fn from_sigevent(ev: &SigEvent) -> Result<Notify, i32> {
             let names_cpus = attr.as_ref().is_some_and(|a| a.names_cpus());
             let cpus = if names_cpus { None } else { own_cpus() };
             let via = creator(submitter, nice);
+            let name = own_name();
             Ok(Notify::thread(SigVal(ev.sigev_value), move |v| {
-                let sched = Sched { class, nice, cpus };
+                let sched = Sched {
+                    class,
+                    nice,
+                    cpus,
+                    name,
+                };
                 spawn_notify(f, attr.clone(), sched, via.clone(), v)
             }))
         }
@@ -296,6 +302,15 @@ fn own_cpus() -> Option<libc::cpu_set_t> {
     (r == 0).then_some(set)
 }
 
+/// The calling thread's name (`PR_GET_NAME`); `None` if it cannot be read.
+fn own_name() -> Option<[u8; 16]> {
+    let mut name = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes (NUL included) into `name`,
+    // about the calling thread.
+    let r = unsafe { libc::prctl(libc::PR_GET_NAME, name.as_mut_ptr(), 0, 0, 0) };
+    (r == 0).then_some(name)
+}
+
 /// Where a notification's function runs, taken from its submitter when the
 /// request was submitted (see [`spawn_notify`]).
 #[derive(Clone, Copy)]
@@ -305,6 +320,8 @@ struct Sched {
     nice: Option<i32>,
     /// The CPU set, where the attributes name none.
     cpus: Option<libc::cpu_set_t>,
+    /// The thread's name (`PR_SET_NAME`, 15 bytes and a NUL).
+    name: Option<[u8; 16]>,
 }
 
 struct Call {
@@ -331,6 +348,13 @@ extern "C" fn trampoline(arg: *mut c_void) -> *mut c_void {
     unsafe {
         libc::sigemptyset(none.as_mut_ptr());
         libc::pthread_sigmask(libc::SIG_SETMASK, none.as_ptr(), std::ptr::null_mut());
+    }
+    if let Some(name) = &call.sched.name {
+        // The submitter's name, which a thread it created would have, not
+        // that of the library's thread that created this one.
+        // SAFETY: `name` is NUL-terminated (PR_GET_NAME wrote at most 15
+        // bytes and a NUL); PR_SET_NAME reads it and names this thread.
+        unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0) };
     }
     if let Some(want) = &call.sched.cpus {
         // First: a real-time class taken below never runs on the creator's
@@ -389,10 +413,13 @@ fn take_cpus(want: &libc::cpu_set_t) {
 /// `sched.cpus`: the CPU set of the thread that submitted the request, where
 /// `attr` names none (which a thread it created would take); the function
 /// runs on it, not on the creator's (the notification pool's, that of the
-/// first thread that asked for `SIGEV_THREAD`). The three are read at
-/// submission, each time (a C program changes them with glibc's calls,
-/// which the library does not see): one `sched_getattr` and one
-/// `sched_getaffinity` for a `SIGEV_THREAD` request, none for the others.
+/// first thread that asked for `SIGEV_THREAD`). `sched.name`: the name of
+/// the thread that submitted the request, which a new thread takes; the
+/// function's thread has it, not the creator's (the library's thread names).
+/// The four are read at submission, each time (a C program changes them
+/// with glibc's calls, which the library does not see): one
+/// `sched_getattr`, one `sched_getaffinity` and one `prctl` for a
+/// `SIGEV_THREAD` request, none for the others.
 /// `via`: for a submitter at a real-time class that the library's threads
 /// may not take (no CAP_SYS_NICE, `RLIMIT_RTPRIO` below its priority; a
 /// `capget` and a `getrlimit` at submission, for a real-time submitter only),

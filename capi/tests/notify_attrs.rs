@@ -71,3 +71,13 @@ fn a_self_detached_function_s_handle_is_left_alone() {
     flags.extend(["-rdynamic", "-ldl"]);
     prints_ok_built("aio_notify_self_detach.c", &flags, engines(), &[&[]]);
 }
+
+/// A function's thread has the name its submitter had when it submitted
+/// (NULL attributes and an attribute object, `aio_read` and `lio_listio`),
+/// as a thread it created would (glibc's notification thread, made by a
+/// helper the submitter made, has it). It used to have the name of the
+/// library's thread that created it ("posixrt-aio-not...").
+#[test]
+fn a_function_s_thread_has_its_submitter_s_name() {
+    prints_ok("aio_notify_name.c", engines(), &[&[]]);
+}
