@@ -2,7 +2,9 @@
 # Runs Open POSIX Test Suite conformance tests (from an LTP checkout, not part
 # of this repository; by default the AIO interfaces) against glibc and
 # libposixrt, and prints one line per test: glibc, LD_PRELOAD on io_uring,
-# LD_PRELOAD on the thread engine, linked with -lposixrt (io_uring). Besides
+# LD_PRELOAD on the thread engine, linked with -lposixrt on io_uring and on
+# the thread engine. A test that defines test_main() instead of main() (the
+# newer ones, which LTP's own harness starts) gets a main() that calls it. Besides
 # aio_*, libposixrt interposes pthread_mutex_{lock,trylock,unlock} and the
 # signal calls (kill, sigqueue, pthread_kill, pthread_sigqueue, sigwait,
 # sigwaitinfo, sigtimedwait): --ifaces runs their directories too. Verdicts
@@ -94,6 +96,7 @@ run_one() {
         uring) POSIXRT_AIO_BACKEND=uring LD_PRELOAD=$lib/libposixrt.so timeout -k 5 "$limit" "$2" ;;
         threads) POSIXRT_AIO_BACKEND=threads LD_PRELOAD=$lib/libposixrt.so timeout -k 5 "$limit" "$2" ;;
         linked) POSIXRT_AIO_BACKEND=uring timeout -k 5 "$limit" "$2.linked" ;;
+        linked-threads) POSIXRT_AIO_BACKEND=threads timeout -k 5 "$limit" "$2.linked" ;;
         esac
     ) >"$dir.out" 2>&1
     verdict $?
@@ -109,7 +112,11 @@ cell() {
             s = c[1]; for (i = 2; i <= NR; i++) s = s "/" c[i]; print s }'
 }
 
-printf '%-28s %-14s %-14s %-14s %-14s\n' test glibc preload-uring preload-thr linked-uring
+# main() for a test that has only test_main() (LTP's harness provides one).
+shim=$work/test_main.c
+printf '%s\n' 'int test_main(int, char **);' \
+    'int main(int argc, char **argv) { return test_main(argc, argv); }' >"$shim"
+printf '%-28s %-14s %-14s %-14s %-14s %-14s\n' test glibc preload-uring preload-thr linked-uring linked-thr
 for iface in $ifaces; do
     for src in $(ls "$opts/conformance/interfaces/$iface"/*.c | sort -V); do
         name=$iface/$(basename "$src" .c)
@@ -117,8 +124,13 @@ for iface in $ifaces; do
         exe=$work/${iface}_$(basename "$src" .c)
         # shellcheck disable=SC2206 # --cflags is split into words on purpose
         cflags=(-D_GNU_SOURCE -I"$opts/include" -pthread -w $extra)
-        if ! cc "${cflags[@]}" -o "$exe" "$src" -lrt 2>/dev/null ||
-            ! cc "${cflags[@]}" -o "$exe.linked" "$src" -L"$lib" -lposixrt -Wl,-rpath,"$lib" -lrt 2>/dev/null; then
+        srcs=("$src")
+        if ! grep -qE '^[[:space:]]*int[[:space:]]+main[[:space:]]*\(' "$src" &&
+            grep -qE 'int[[:space:]]+test_main[[:space:]]*\(' "$src"; then
+            srcs+=("$shim")
+        fi
+        if ! cc "${cflags[@]}" -o "$exe" "${srcs[@]}" -lrt 2>/dev/null ||
+            ! cc "${cflags[@]}" -o "$exe.linked" "${srcs[@]}" -L"$lib" -lposixrt -Wl,-rpath,"$lib" -lrt 2>/dev/null; then
             printf '%-28s build failed\n' "$name"
             continue
         fi
@@ -126,11 +138,12 @@ for iface in $ifaces; do
         u=$(cell uring "$exe")
         t=$(cell threads "$exe")
         l=$(cell linked "$exe")
+        lt=$(cell linked-threads "$exe")
         mark=
-        if [ "$g" = PASS ] && { [ "$u" != PASS ] || [ "$t" != PASS ] || [ "$l" != PASS ]; }; then
+        if [ "$g" = PASS ] && { [ "$u" != PASS ] || [ "$t" != PASS ] || [ "$l" != PASS ] || [ "$lt" != PASS ]; }; then
             mark=" <--"
         fi
-        printf '%-28s %-14s %-14s %-14s %-14s%s\n' "$name" "$g" "$u" "$t" "$l" "$mark"
+        printf '%-28s %-14s %-14s %-14s %-14s %-14s%s\n' "$name" "$g" "$u" "$t" "$l" "$lt" "$mark"
     done
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
