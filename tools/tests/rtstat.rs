@@ -425,3 +425,44 @@ fn stale_state_after_tracking_went_off_is_marked_as_such() {
         "the dropped mutex is still listed: {j}"
     );
 }
+
+/// At the counts level no wait or hold time is measured (`Tracking::Timing`
+/// measures them): rtstat's table must say so, not show a lock held for 30 ms
+/// as held for 0.000 ms. Before, every time column read 0.000 and nothing in
+/// the table told the level, so a user hunting a long hold was sent away.
+#[test]
+fn counts_level_times_are_not_shown_as_zero() {
+    let _t = tracking();
+    sync::set_tracking(Tracking::Counts);
+    let name = "rtstat-counts-times";
+    let m = NormalMutex::new(0u32);
+    // SAFETY: the raw lock is only named, not locked or moved.
+    unsafe { m.raw() }.set_name(name);
+    {
+        let mut g = m.lock();
+        *g += 1;
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    sync::publish().expect("publish");
+    let me = std::process::id();
+    let o = rtstat(&[&me.to_string()]);
+    sync::set_tracking(Tracking::Off);
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let row = text
+        .lines()
+        .find(|l| l.contains(name))
+        .unwrap_or_else(|| panic!("{name} not listed: {text}"));
+    assert!(
+        !row.contains("0.000"),
+        "unmeasured times shown as 0: {text}"
+    );
+    let header = text
+        .lines()
+        .find(|l| l.starts_with(&format!("pid {me}:")))
+        .unwrap_or_else(|| panic!("no header: {text}"));
+    assert!(
+        header.contains("counts") && header.contains("not measured"),
+        "the header does not tell the level: {text}"
+    );
+}

@@ -34,7 +34,9 @@ use serde_json::{json, Value};
 /// publishes its objects every 50 ms in `/dev/shm/posixrt-sync-<pid>-<start>`,
 /// mode 0600 (run rtstat as its user or as root). Once it switches tracking off,
 /// it stops publishing: rtstat then warns first that what it shows is the state
-/// of that moment, not the current one. Registries that cannot be read
+/// of that moment, not the current one. At the `Counts` level no wait or hold
+/// time is measured: those columns show `-` (`Timing` measures them).
+/// Registries that cannot be read
 /// (another user's; one cut short, e.g. truncated by someone, until its owner
 /// repairs it when it next writes to it; another posixrt release's) are counted on
 /// standard error.
@@ -343,13 +345,29 @@ fn table(
     if let Some(st) = status.filter(PublishStatus::is_stale) {
         writeln!(out, "{}", stale_warning(pid, &st))?;
     }
+    // At the counts level no wait or hold time is measured: a time column
+    // left at zero is shown as "-", not as a measured 0.000 ms, and the header
+    // says why (times an earlier timing stretch measured are still shown).
+    let untimed = status.is_some_and(|s| s.tracking == Tracking::Counts);
     writeln!(
         out,
-        "pid {}: {} objects (published every {} ms while tracking is on)",
+        "pid {}: {} objects (published every {} ms while tracking is on){}",
         pid,
         objs.len(),
-        sync::PUBLISH_PERIOD.as_millis()
+        sync::PUBLISH_PERIOD.as_millis(),
+        if untimed {
+            "; tracking at counts: wait and hold times are not measured (Tracking::Timing measures them)"
+        } else {
+            ""
+        }
     )?;
+    let time = |d: Duration| {
+        if untimed && d.is_zero() {
+            "-".to_string()
+        } else {
+            format!("{:.3}", ms(d))
+        }
+    };
     writeln!(
         out,
         "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9} {:>8} {:>9}",
@@ -381,7 +399,7 @@ fn table(
         };
         writeln!(
             out,
-            "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9.3} {:>8.3} {:>9.3}",
+            "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9} {:>8} {:>9}",
             format!("{:#x}", i.address),
             i.kind.name(),
             i.name
@@ -392,9 +410,9 @@ fn table(
             locks,
             st.contended,
             format!("{}/{}", st.trylocks, st.trylock_failures),
-            ms(st.wait_total),
-            ms(st.wait_max),
-            ms(st.hold_total)
+            time(st.wait_total),
+            time(st.wait_max),
+            time(st.hold_total)
         )?;
     }
     for d in &dl {
