@@ -466,3 +466,45 @@ fn counts_level_times_are_not_shown_as_zero() {
         "the header does not tell the level: {text}"
     );
 }
+
+/// A name longer than the NAME column (names keep up to 32 bytes) must not push
+/// the rest of its row out from under the header: every row of the table is
+/// as wide as the header, each column under its title. Before, the columns
+/// had fixed widths, and a 28-character name shifted STATE, WAITERS and every
+/// figure of its row 12 columns to the right.
+#[test]
+fn a_long_name_keeps_the_columns_under_their_titles() {
+    let _t = tracking();
+    sync::set_tracking(Tracking::Counts);
+    let name = "rtstat-a-rather-long-name-28";
+    let m = NormalMutex::new(0u32);
+    // SAFETY: the raw lock is only named, not locked or moved.
+    unsafe { m.raw() }.set_name(name);
+    *m.lock() += 1;
+    let short = NormalMutex::new(0u32);
+    // SAFETY: as above.
+    unsafe { short.raw() }.set_name("rtstat-short");
+    *short.lock() += 1;
+    sync::publish().expect("publish");
+    let me = std::process::id();
+    let o = rtstat(&[&me.to_string()]);
+    sync::set_tracking(Tracking::Off);
+    assert!(o.status.success(), "{o:?}");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!("pid {me}:")));
+    lines.next();
+    let header = lines.next().unwrap_or_else(|| panic!("no header: {text}"));
+    let state_at = header.find("STATE").expect("STATE title");
+    for row in lines.take_while(|l| l.starts_with("0x")) {
+        assert_eq!(
+            row.chars().count(),
+            header.chars().count(),
+            "a row out of line with the header:\n{header}\n{row}"
+        );
+        if row.contains(name) {
+            assert_eq!(&row[state_at..state_at + 4], "free", "\n{header}\n{row}");
+        }
+    }
+}

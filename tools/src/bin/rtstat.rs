@@ -335,6 +335,9 @@ fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> ExitCode {
     }
 }
 
+/// The usual width of each column of the table (a wider cell widens its column).
+const COLUMN_WIDTHS: [usize; 11] = [16, 15, 16, 18, 20, 9, 7, 11, 9, 8, 9];
+
 fn table(
     out: &mut dyn Write,
     pid: u32,
@@ -368,21 +371,12 @@ fn table(
             format!("{:.3}", ms(d))
         }
     };
-    writeln!(
-        out,
-        "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9} {:>8} {:>9}",
-        "ADDRESS",
-        "KIND",
-        "NAME",
-        "STATE",
-        "WAITERS",
-        "LOCKS",
-        "CONT",
-        "TRY/FAIL",
-        "WAIT_MS",
-        "MAX_MS",
-        "HOLD_MS"
-    )?;
+    let header = [
+        "ADDRESS", "KIND", "NAME", "STATE", "WAITERS", "LOCKS", "CONT", "TRY/FAIL", "WAIT_MS",
+        "MAX_MS", "HOLD_MS",
+    ]
+    .map(String::from);
+    let mut rows = vec![header];
     for s in objs {
         let (i, st) = (&s.info, &s.stats);
         let waiters = if i.waiters == 0 {
@@ -397,23 +391,45 @@ fn table(
             sync::Kind::Condvar => format!("{}w/{}s/{}b", st.locks, st.signals, st.broadcasts),
             _ => st.locks.to_string(),
         };
-        writeln!(
-            out,
-            "{:<16} {:<15} {:<16} {:<18} {:<20} {:>9} {:>7} {:>11} {:>9} {:>8} {:>9}",
+        rows.push([
             format!("{:#x}", i.address),
-            i.kind.name(),
+            i.kind.name().to_string(),
             i.name
                 .as_deref()
-                .map_or("-".into(), posixrt_tools::printable),
+                .map_or("-".into(), posixrt_tools::printable)
+                .into_owned(),
             state(s),
             waiters,
             locks,
-            st.contended,
+            st.contended.to_string(),
             format!("{}/{}", st.trylocks, st.trylock_failures),
             time(st.wait_total),
             time(st.wait_max),
-            time(st.hold_total)
-        )?;
+            time(st.hold_total),
+        ]);
+    }
+    // Each column as wide as its widest cell (at least its usual width), so a
+    // long name or waiter list does not push its row out from under the titles.
+    let mut widths = COLUMN_WIDTHS;
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for row in &rows {
+        let mut line = String::new();
+        for (c, (cell, &w)) in row.iter().zip(&widths).enumerate() {
+            if c > 0 {
+                line.push(' ');
+            }
+            // The first five columns are text, left-aligned; the figures right.
+            if c < 5 {
+                line.push_str(&format!("{cell:<w$}"));
+            } else {
+                line.push_str(&format!("{cell:>w$}"));
+            }
+        }
+        writeln!(out, "{line}")?;
     }
     for d in &dl {
         let mut line = String::from("DEADLOCK:");
