@@ -83,9 +83,57 @@ fn args() -> Args {
             "--flush-dir {}: not a directory",
             a.flush_dir.display()
         )),
-        Err(e) => it.fail(format!("--flush-dir {}: {e}", a.flush_dir.display())),
+        Err(e) => it.fail(format!(
+            "--flush-dir {}: {}",
+            a.flush_dir.display(),
+            out::os_error(&e)
+        )),
+    }
+    // The logs are made there: a directory that takes no file (no write
+    // permission, a read-only or special file system) is found now too.
+    let probe = a
+        .flush_dir
+        .join(format!("trace_overhead-{}.probe", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+        }
+        Err(e) => it.fail(format!(
+            "--flush-dir {}: cannot make the logs there: {}",
+            a.flush_dir.display(),
+            out::os_error(&e)
+        )),
     }
     a
+}
+
+/// A log of the FLUSH measurements: created in `dir`, removed when dropped,
+/// so a run that fails part-way (a full disk: the log cannot be written)
+/// leaves nothing behind.
+struct ScratchLog(std::path::PathBuf);
+
+impl ScratchLog {
+    /// Creates `dir/name` and returns it with its guard.
+    fn create(
+        dir: &std::path::Path,
+        name: String,
+    ) -> Result<(ScratchLog, std::fs::File), Box<dyn std::error::Error>> {
+        let path = dir.join(name);
+        match std::fs::File::create(&path) {
+            Ok(f) => Ok((ScratchLog(path), f)),
+            Err(e) => Err(format!("{}: {}", path.display(), out::os_error(&e)).into()),
+        }
+    }
+}
+
+impl Drop for ScratchLog {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -248,12 +296,13 @@ fn flush_rate(
     secs: u64,
     dir: &std::path::Path,
 ) -> Result<(f64, u64), Box<dyn std::error::Error>> {
-    let path = dir.join(format!("trace_overhead-{}.trace", std::process::id()));
     let mut attr = TraceAttr::new();
     attr.set_stream_size(8 << 20)?;
     attr.set_stream_full_policy(StreamFullPolicy::Flush);
     attr.set_log_full_policy(LogFullPolicy::Append);
-    let t = Trace::create_with_log(&attr, std::fs::File::create(&path)?)?;
+    let (log, file) =
+        ScratchLog::create(dir, format!("trace_overhead-{}.trace", std::process::id()))?;
+    let t = Trace::create_with_log(&attr, file)?;
     let id = trace::eventid_open("overhead.flush")?;
     t.start()?;
     let per_thread = rate / 2;
@@ -283,12 +332,11 @@ fn flush_rate(
     }
     t.shutdown()?;
     let took = t0.elapsed().as_secs_f64();
-    let mut log = TraceLog::open(&path)?;
+    let mut read = TraceLog::open(&log.0)?;
     let mut written = 0u64;
-    while let Some(e) = log.next_event()? {
+    while let Some(e) = read.next_event()? {
         written += (e.id == id) as u64;
     }
-    let _ = std::fs::remove_file(&path);
     Ok((written as f64 / took, offered - written))
 }
 
@@ -309,13 +357,16 @@ fn thread_cpu_ns() -> u64 {
 /// machine does not inflate it. 1e9 / this is what a flusher with a CPU of its own
 /// writes per second.
 fn flush_cpu_ns(events: u64, dir: &std::path::Path) -> Result<f64, Box<dyn std::error::Error>> {
-    let path = dir.join(format!("trace_overhead-cap-{}.trace", std::process::id()));
     let mut attr = TraceAttr::new();
     attr.set_stream_size((events as usize * 24).next_power_of_two())?;
     attr.set_stream_full_policy(StreamFullPolicy::UntilFull);
     attr.set_log_full_policy(LogFullPolicy::Append);
     attr.set_flush_interval(Duration::from_secs(3600))?;
-    let t = Trace::create_with_log(&attr, std::fs::File::create(&path)?)?;
+    let (_log, file) = ScratchLog::create(
+        dir,
+        format!("trace_overhead-cap-{}.trace", std::process::id()),
+    )?;
+    let t = Trace::create_with_log(&attr, file)?;
     let id = trace::eventid_open("overhead.capacity")?;
     t.start()?;
     for i in 0..events {
@@ -325,7 +376,6 @@ fn flush_cpu_ns(events: u64, dir: &std::path::Path) -> Result<f64, Box<dyn std::
     t.flush()?;
     let ns = (thread_cpu_ns() - c0) as f64 / events as f64;
     t.shutdown()?;
-    let _ = std::fs::remove_file(&path);
     Ok(ns)
 }
 
