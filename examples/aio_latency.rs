@@ -236,6 +236,16 @@ fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// A failure to make or write the test file: it is the program's own file in
+/// the temp dir, so the message says so and how to choose another.
+fn test_file(path: &std::path::Path, e: &std::io::Error) -> String {
+    format!(
+        "the test file {} (in the temp dir: set TMPDIR to choose another): {}",
+        path.display(),
+        out::os_error(e)
+    )
+}
+
 // ------------------------------------------------------------------ engines
 
 fn posixrt_qd1<'a>(f: &'a File, aio: &'a Aio, ops: usize, size: usize) -> Result<Step<'a>, String> {
@@ -447,16 +457,16 @@ fn run(a: &Args) -> Result<(), String> {
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|e| test_file(&path, &e))?;
+        std::fs::remove_file(&path).map_err(|e| test_file(&path, &e))?;
         let chunk: Vec<u8> = (0..1 << 20).map(|i| (i * 31 % 253) as u8).collect();
         let mut out = &w;
         for _ in 0..a.size_mb {
-            out.write_all(&chunk).map_err(err)?;
+            out.write_all(&chunk).map_err(|e| test_file(&path, &e))?;
         }
         // Written back now, not by the kernel's flusher in the middle of the
         // rounds.
-        w.sync_data().map_err(err)?;
+        w.sync_data().map_err(|e| test_file(&path, &e))?;
         w
     };
     // Warm the page cache.

@@ -162,10 +162,27 @@ impl Args {
         }
     }
 
-    /// A usage error unless a file of `mb` MiB, plus 64 MiB to spare, fits in the
-    /// free space of the temp dir (`$TMPDIR` or `/tmp`); `flag` names the option.
+    /// A usage error unless a file can be made in the temp dir (`$TMPDIR` or
+    /// `/tmp`) and one of `mb` MiB, plus 64 MiB to spare, fits in its free space;
+    /// `flag` names the option. (The file is the program's, not the user's: the
+    /// error names the temp dir and TMPDIR, not a path the user never gave.)
     pub fn check_temp_space(&self, flag: &str, mb: usize) {
         let dir = std::env::temp_dir();
+        let probe = dir.join(format!(".posixrt-temp-probe-{}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+        {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&probe);
+            }
+            Err(e) => self.fail(format!(
+                "the temp dir {} cannot take the test file: {}; set TMPDIR to a writable directory",
+                dir.display(),
+                posixrt::error::io_error_text(&e)
+            )),
+        }
         if let Ok(st) = rustix::fs::statvfs(&dir) {
             let free_mb = st.f_bavail.saturating_mul(st.f_frsize) / (1 << 20);
             if mb as u64 + 64 > free_mb {
