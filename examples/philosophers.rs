@@ -60,7 +60,13 @@ fn args() -> Args {
         match x.as_str() {
             "--rounds" => a.rounds = it.value_in("--rounds", 1..=1000),
             "--philosophers" => a.philosophers = it.value_in("--philosophers", 2..=32),
-            "--log" => a.log = PathBuf::from(it.value::<String>("--log")),
+            "--log" => {
+                let v = it.value::<String>("--log");
+                if v.is_empty() {
+                    it.fail("--log needs a file path, not an empty one");
+                }
+                a.log = PathBuf::from(v);
+            }
             _ => it.unknown(&x),
         }
     }
@@ -148,7 +154,8 @@ fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
         attr.set_stream_size(need)?;
     }
     let t = Trace::create(&attr)?;
-    let log_file = File::create(&a.log).map_err(|e| format!("{}: {e}", a.log.display()))?;
+    let log_file =
+        File::create(&a.log).map_err(|e| format!("{}: {}", a.log.display(), out::os_error(&e)))?;
     let mut la = TraceAttr::new();
     la.set_name("philosophers")?;
     let tl = Trace::create_with_log(&la, log_file)?;
