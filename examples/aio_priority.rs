@@ -55,8 +55,9 @@ fn set_class(policy: i32, prio: i32) -> Result<(), String> {
     match unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &p) } {
         0 => Ok(()),
         e => Err(format!(
-            "pthread_setschedparam({} {prio}) failed with errno {e}: run as root or grant CAP_SYS_NICE / RLIMIT_RTPRIO >= 90",
-            policy_name(policy)
+            "pthread_setschedparam({} {prio}) failed: {}; hint: this example runs threads up to SCHED_FIFO 90: run as root, or grant CAP_SYS_NICE or RLIMIT_RTPRIO >= 90",
+            policy_name(policy),
+            out::os_error(&std::io::Error::from_raw_os_error(e))
         )),
     }
 }

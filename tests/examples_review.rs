@@ -246,3 +246,22 @@ fn tour_names_the_temp_file_it_cannot_create() {
     );
     assert!(out.contains("== posixrt::mark"), "{out}");
 }
+
+/// `aio_priority` refused SCHED_FIFO names the errno as every other message
+/// does (`Operation not permitted (EPERM 1)`) and the priority it needs, not
+/// "failed with errno 1". Exit 1, nothing on stdout.
+#[test]
+fn aio_priority_without_privilege_names_the_errno() {
+    let o = without_rt("aio_priority", &["--other", "100"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        // Still allowed (an ambient capability): nothing to check.
+        return;
+    }
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("(EPERM 1)"), "{err}");
+    assert!(!err.contains("errno 1"), "{err}");
+    assert!(err.contains("RLIMIT_RTPRIO"), "{err}");
+    assert!(o.stdout.is_empty(), "{o:?}");
+}
