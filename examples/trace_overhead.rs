@@ -111,29 +111,20 @@ fn args() -> Args {
     a
 }
 
-/// A log of the FLUSH measurements: created in `dir`, removed when dropped,
-/// so a run that fails part-way (a full disk: the log cannot be written)
-/// leaves nothing behind.
-struct ScratchLog(std::path::PathBuf);
-
-impl ScratchLog {
-    /// Creates `dir/name` and returns it with its guard.
-    fn create(
-        dir: &std::path::Path,
-        name: String,
-    ) -> Result<(ScratchLog, std::fs::File), Box<dyn std::error::Error>> {
-        let path = dir.join(name);
-        match std::fs::File::create(&path) {
-            Ok(f) => Ok((ScratchLog(path), f)),
-            Err(e) => Err(format!("{}: {}", path.display(), out::os_error(&e)).into()),
-        }
-    }
-}
-
-impl Drop for ScratchLog {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
+/// A log of the FLUSH measurements, made in `dir` and unlinked at once: the
+/// file to write it, and a second descriptor to read it back. A run that ends
+/// any way (a full disk, Ctrl-C, a kill) leaves nothing in `dir`, where the log
+/// could be hundreds of MB of /dev/shm.
+fn unlinked_log(
+    dir: &std::path::Path,
+    name: String,
+) -> Result<(std::fs::File, std::fs::File), Box<dyn std::error::Error>> {
+    let path = dir.join(name);
+    let named = |e: std::io::Error| format!("{}: {}", path.display(), out::os_error(&e));
+    let file = std::fs::File::create(&path).map_err(named)?;
+    let read = std::fs::File::open(&path);
+    std::fs::remove_file(&path).map_err(named)?;
+    Ok((file, read.map_err(named)?))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -300,8 +291,7 @@ fn flush_rate(
     attr.set_stream_size(8 << 20)?;
     attr.set_stream_full_policy(StreamFullPolicy::Flush);
     attr.set_log_full_policy(LogFullPolicy::Append);
-    let (log, file) =
-        ScratchLog::create(dir, format!("trace_overhead-{}.trace", std::process::id()))?;
+    let (file, log) = unlinked_log(dir, format!("trace_overhead-{}.trace", std::process::id()))?;
     let t = Trace::create_with_log(&attr, file)?;
     let id = trace::eventid_open("overhead.flush")?;
     t.start()?;
@@ -332,7 +322,7 @@ fn flush_rate(
     }
     t.shutdown()?;
     let took = t0.elapsed().as_secs_f64();
-    let mut read = TraceLog::open(&log.0)?;
+    let mut read = TraceLog::from_file(log)?;
     let mut written = 0u64;
     while let Some(e) = read.next_event()? {
         written += (e.id == id) as u64;
@@ -362,7 +352,7 @@ fn flush_cpu_ns(events: u64, dir: &std::path::Path) -> Result<f64, Box<dyn std::
     attr.set_stream_full_policy(StreamFullPolicy::UntilFull);
     attr.set_log_full_policy(LogFullPolicy::Append);
     attr.set_flush_interval(Duration::from_secs(3600))?;
-    let (_log, file) = ScratchLog::create(
+    let (file, _log) = unlinked_log(
         dir,
         format!("trace_overhead-cap-{}.trace", std::process::id()),
     )?;

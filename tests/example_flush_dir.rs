@@ -101,3 +101,53 @@ fn a_flush_dir_that_takes_no_file_is_a_usage_error_naming_it() {
     assert!(!err.contains("(os error"), "{err}");
     assert!(o.stdout.is_empty(), "{o:?}");
 }
+
+/// The descriptors of process `pid` open on a file of `dir`, as /proc shows
+/// their targets (` (deleted)` appended to one unlinked).
+fn files_open_in(pid: u32, dir: &std::path::Path) -> Vec<String> {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return Vec::new();
+    };
+    fds.flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter(|t| t.starts_with(dir))
+        .map(|t| t.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A run killed while it writes its log (Ctrl-C, a kill, an OOM kill) leaves
+/// nothing in the flush directory, /dev/shm by default: the log is unlinked
+/// as soon as it is made, and read back through a descriptor. Before, a
+/// Ctrl-C two seconds into the measurement left a 120 MB
+/// trace_overhead-PID.trace in /dev/shm, memory nobody would free.
+#[test]
+fn a_killed_run_leaves_no_log_behind() {
+    let dir = Scratch::new("killed");
+    let mut cmd = trace_overhead(dir.0.to_str().unwrap());
+    // Long enough that the log is open when it is killed.
+    cmd.args(["--flush-secs", "60"]).stdout(Stdio::null());
+    let mut child = cmd.spawn().expect("run trace_overhead");
+    // Until the measurement has its log open, and (for at most 10 s more,
+    // which the unlinked log needs not) until the log is unlinked.
+    let mut first_seen = None;
+    loop {
+        let open = files_open_in(child.id(), &dir.0);
+        if let Some(t) = first_seen {
+            if open.iter().all(|f| f.ends_with(" (deleted)"))
+                || std::time::Instant::now().duration_since(t).as_secs() >= 10
+            {
+                break;
+            }
+        } else if !open.is_empty() {
+            first_seen = Some(std::time::Instant::now());
+            continue;
+        }
+        if let Ok(Some(s)) = child.try_wait() {
+            panic!("trace_overhead ended before its log was open: {s}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("kill");
+    child.wait().expect("wait");
+    assert_eq!(dir.entries(), Vec::<String>::new(), "left behind");
+}
