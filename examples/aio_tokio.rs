@@ -43,7 +43,7 @@ mod args;
 const CHUNK: usize = 64 * 1024;
 const CHUNKS: usize = 64;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
     // A closed pipe (`aio_tokio | head`) or a full disk on standard output ends
     // the example cleanly, not in a panic (support/out.rs).
     out::init("aio_tokio");
@@ -52,11 +52,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "usage: aio_tokio\n\nWrites a 4 MiB memory file with one lio_listio, then checksums it with 64 tokio tasks,\neach awaiting its own 64 KiB read, then 4 reads joined in one task, and prints the AIO\nbackend in use.",
     )
     .none();
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    // A failure in plain words, one line, exit 1 (not the Debug form a `main`
+    // that returns the error prints).
+    let done = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
-        .build()?;
-    rt.block_on(run())
+        .build()
+        .map_err(|e| format!("tokio runtime: {}", out::os_error(&e)).into())
+        .and_then(|rt| rt.block_on(run()));
+    if let Err(e) = done {
+        errln!("aio_tokio: {e}");
+        std::process::exit(1);
+    }
 }
 
 async fn run() -> Result<(), Box<dyn std::error::Error>> {

@@ -37,7 +37,7 @@ fn secs(arg: Option<String>, default: f64) -> Result<Duration, String> {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
     // A closed pipe (`tfp_hello | head`) or a full disk on standard output ends
     // the example cleanly, not in a panic (support/out.rs).
     out::init("tfp_hello");
@@ -57,7 +57,15 @@ Run `tfp -b tfp_hello` in another terminal to see them. Seconds: 0 to 86400.",
     if let Some(extra) = args.next() {
         args.unknown(&extra);
     }
+    // A failure in plain words, one line, exit 1 (not the Debug form a `main`
+    // that returns the error prints).
+    if let Err(e) = run(first, second) {
+        errln!("tfp_hello: {e}");
+        std::process::exit(1);
+    }
+}
 
+fn run(first: Duration, second: Duration) -> posixrt::Result<()> {
     outln!("Hello, world");
     let stop = Arc::new(AtomicBool::new(false));
     let mut workers = Vec::new();

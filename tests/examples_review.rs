@@ -265,3 +265,56 @@ fn aio_priority_without_privilege_names_the_errno() {
     assert!(err.contains("RLIMIT_RTPRIO"), "{err}");
     assert!(o.stdout.is_empty(), "{o:?}");
 }
+
+/// Runs example `name` with `args` and RLIMIT_NOFILE at 4 (the standard
+/// streams and one more): the first registry or ring it makes fails (EMFILE).
+fn with_four_fds(name: &str, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new(example_bin(name));
+    cmd.args(args).stdin(Stdio::null());
+    // SAFETY: between fork and exec the child only calls setrlimit, an
+    // async-signal-safe system call, on a value of its own.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 4,
+                rlim_max: 4,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    cmd.output().expect("run the example")
+}
+
+/// A failure of `tfp_hello` (and of `aio_tokio`, below) is one line in plain
+/// words, `PROG: ...`, exit 1, as every other example says it, not Rust's
+/// `Error: Error { kind: OutOfResources, errno: Some((24, "EMFILE")), ... }`
+/// from a `main` that returns the error.
+#[test]
+fn tfp_hello_says_a_failure_in_plain_words() {
+    let o = with_four_fds("tfp_hello", &["0", "0"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("tfp_hello: "), "{err}");
+    assert!(
+        !err.contains(" { ") && !err.contains("Some("),
+        "debug notation: {err}"
+    );
+}
+
+#[cfg(feature = "tokio")]
+#[test]
+fn aio_tokio_says_a_failure_in_plain_words() {
+    let o = with_four_fds("aio_tokio", &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("aio_tokio: "), "{err}");
+    assert!(
+        !err.contains(" { ") && !err.contains("Some("),
+        "debug notation: {err}"
+    );
+}
