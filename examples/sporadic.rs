@@ -343,10 +343,15 @@ fn run(cpu: usize, server_cpu: usize, seconds: f64, which: Served) -> posixrt::R
         }
         Served::Deadline { pinned } => {
             let dl = Deadline::new(BUDGET, PERIOD, PERIOD)?;
-            let mut b = Builder::new().name("served").deadline(dl);
-            if pinned {
-                b = b.affinity(pin);
-            }
+            // Unpinned: every online CPU, not the affinity this process
+            // inherited (under `taskset -c N` one CPU, which the kernel
+            // refuses as well).
+            let b = Builder::new().name("served").deadline(dl);
+            let b = if pinned {
+                b.affinity(pin)
+            } else {
+                b.affinity(online_cpus()?)
+            };
             let h = b.spawn(body)?;
             let competitor = competitor()?;
             let r = h.join().map_err(|_| {
@@ -358,7 +363,7 @@ fn run(cpu: usize, server_cpu: usize, seconds: f64, which: Served) -> posixrt::R
                 format!(
                     "the deadline thread ran on any CPU of {} (SCHED_DEADLINE refuses a \
                      one-CPU affinity outside an exclusive cpuset)",
-                    CpuSet::allowed()?
+                    online_cpus()?
                 )
             };
             (r, note, competitor)
@@ -371,6 +376,26 @@ fn run(cpu: usize, server_cpu: usize, seconds: f64, which: Served) -> posixrt::R
         figures: figures(&served, &comp, start, end),
         note,
     })
+}
+
+/// The online CPUs (`/sys/devices/system/cpu/online`, e.g. `0-3,6`): the
+/// affinity SCHED_DEADLINE admits outside a cpuset partition.
+fn online_cpus() -> posixrt::Result<CpuSet> {
+    let bad = || {
+        posixrt::Error::new(
+            posixrt::ErrorKind::Other,
+            "read",
+            "/sys/devices/system/cpu/online: not a CPU list",
+        )
+    };
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online").map_err(|_| bad())?;
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+        cpus.extend(a..=b);
+    }
+    CpuSet::from_cpus(cpus)
 }
 
 fn loadavg() -> String {

@@ -318,3 +318,48 @@ fn aio_tokio_says_a_failure_in_plain_words() {
         "debug notation: {err}"
     );
 }
+
+/// `sporadic` run under `taskset -c N` (a one-CPU affinity inherited from the
+/// shell, not a cpuset): the deadline run, which the kernel refuses to a
+/// thread pinned to one CPU, takes every online CPU as it does without taskset,
+/// and both runs are reported. Before, the unpinned retry kept the inherited
+/// one-CPU affinity, was refused again, and the example exited 1 printing
+/// nothing, the sporadic run's figures included.
+#[test]
+fn sporadic_under_a_one_cpu_affinity_reports_both_runs() {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    if online.trim() == "0" {
+        println!("skip: one CPU online, nothing to narrow");
+        return;
+    }
+    let mut cmd = Command::new(example_bin("sporadic"));
+    cmd.args(["--seconds", "0.1", "--json"])
+        .stdin(Stdio::null());
+    // SAFETY: between fork and exec the child only calls sched_getcpu and
+    // sched_setaffinity, async-signal-safe system calls, on values of its own.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            let cpu = libc::sched_getcpu();
+            libc::CPU_SET(cpu.max(0) as usize, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let o = cmd.output().expect("run sporadic");
+    let (out, err) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    if err.contains("CAP_SYS_NICE") && err.contains("sporadic run failed") {
+        println!("skip: no real-time privilege: {err}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        out.contains("\"sporadic\": {") && out.contains("\"deadline\": {"),
+        "{out}{err}"
+    );
+}
