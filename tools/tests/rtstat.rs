@@ -508,3 +508,39 @@ fn a_long_name_keeps_the_columns_under_their_titles() {
         }
     }
 }
+
+/// More tracked objects than a registry holds (1024): the process publishes
+/// what fits, and rtstat must say that the listing stops there (text and
+/// JSON), not show 1024 objects as if they were all. Before, nothing told a
+/// full registry from a complete one.
+#[test]
+fn a_full_registry_is_not_shown_as_complete() {
+    let _t = tracking();
+    sync::set_tracking(Tracking::Counts);
+    let many: Vec<NormalMutex<u32>> = (0..1100).map(|_| NormalMutex::new(0)).collect();
+    for m in &many {
+        *m.lock() += 1;
+    }
+    // OutOfResources: the objects past the registry's slots are not published.
+    assert!(
+        sync::publish().is_err(),
+        "1100 objects fit in the registry?"
+    );
+    let me = std::process::id();
+    let table = rtstat(&[&me.to_string()]);
+    let json = rtstat(&["--json", &me.to_string()]);
+    sync::set_tracking(Tracking::Off);
+    drop(many);
+    let text = String::from_utf8_lossy(&table.stdout).into_owned();
+    assert!(table.status.success(), "{table:?}");
+    let header = text
+        .lines()
+        .find(|l| l.starts_with(&format!("pid {me}:")))
+        .unwrap_or_else(|| panic!("no header: {}", &text[..text.len().min(500)]));
+    assert!(
+        header.contains("registry is full"),
+        "a full registry shown as complete: {header}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(j["registry_full"].as_bool(), Some(true), "{}", j["pid"]);
+}

@@ -140,7 +140,8 @@ fn level_name(t: Tracking) -> &'static str {
 }
 
 /// One process's objects and deadlocks as a JSON value (`{"pid", "tracking",
-/// "stale", "tracking_off_since", "published_at", "objects", "deadlocks"}`);
+/// "stale", "tracking_off_since", "published_at", "registry_full", "objects",
+/// "deadlocks"}`);
 /// serde escapes every name.
 fn json(
     pid: u32,
@@ -202,6 +203,7 @@ fn json(
         "stale": status.is_some_and(|s| s.is_stale()),
         "tracking_off_since": status.and_then(|s| s.off_since).map(unix_secs),
         "published_at": status.and_then(|s| s.published_at).map(unix_secs),
+        "registry_full": objs.len() >= REGISTRY_OBJECTS,
         "objects": objects,
         "deadlocks": deadlocks,
     })
@@ -335,6 +337,11 @@ fn to_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> ExitCode {
     }
 }
 
+/// The objects a process's sync registry holds (README: "holds at most 1024
+/// objects"): a process with more publishes what fits, so a listing this long
+/// may be cut.
+const REGISTRY_OBJECTS: usize = 1024;
+
 /// The usual width of each column of the table (a wider cell widens its column).
 const COLUMN_WIDTHS: [usize; 11] = [16, 15, 16, 18, 20, 9, 7, 11, 9, 8, 9];
 
@@ -354,7 +361,7 @@ fn table(
     let untimed = status.is_some_and(|s| s.tracking == Tracking::Counts);
     writeln!(
         out,
-        "pid {}: {} objects (published every {} ms while tracking is on){}",
+        "pid {}: {} objects (published every {} ms while tracking is on){}{}",
         pid,
         objs.len(),
         sync::PUBLISH_PERIOD.as_millis(),
@@ -362,6 +369,14 @@ fn table(
             "; tracking at counts: wait and hold times are not measured (Tracking::Timing measures them)"
         } else {
             ""
+        },
+        if objs.len() >= REGISTRY_OBJECTS {
+            format!(
+                "; the registry is full: objects past these {REGISTRY_OBJECTS} are not listed \
+                 (posixrt::sync::objects() in the process has them all)"
+            )
+        } else {
+            String::new()
         }
     )?;
     let time = |d: Duration| {
