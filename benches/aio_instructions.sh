@@ -34,8 +34,14 @@ while [ $# -gt 0 ]; do
 done
 
 if ! command -v valgrind >/dev/null; then
+  # As fio.sh: only root can install, and a fresh machine's package lists may be
+  # empty until apt-get update has run.
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "aio_instructions.sh: valgrind is not installed (apt-get install valgrind as root)" >&2
+    exit 1
+  fi
   echo "aio_instructions.sh: installing valgrind (apt-get)" >&2
-  apt-get install -y -qq valgrind >/dev/null || {
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; } >/dev/null || {
     echo "aio_instructions.sh: valgrind is missing and apt-get could not install it" >&2
     exit 1
   }
