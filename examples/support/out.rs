@@ -6,8 +6,8 @@
 //!   the default action of SIGPIPE, which ends the process at its first write into
 //!   the pipe; if SIGPIPE is blocked, the write's EPIPE ends it, status 0.
 //! - Any other write error (a full disk: `example > /dev/full`) ends it with one
-//!   line on standard error, `PROG: standard output: No space left on device (os
-//!   error 28)`, and exit status 1.
+//!   line on standard error, `PROG: standard output: No space left on device
+//!   (ENOSPC 28)`, and exit status 1.
 //!
 //! Either way the example ends at once (its `atexit` handlers run, its destructors
 //! do not), as a death by SIGPIPE would. Include it first in the crate root, call
