@@ -17,7 +17,8 @@
 //!
 //! `--json` prints one object: `{"objects": N, "registry_objects": N,
 //! "contended_locks": N, "waiters_seen": N, "deadlocks_found": N, "deadlock_broken":
-//! BOOL}`.
+//! BOOL}`, where `waiters_seen` is how many of the service's threads it caught
+//! waiting.
 //!
 //! Usage: `sync_inspect [--json] [--hold-ms N]`
 
@@ -95,7 +96,7 @@ as read back from the shared registry that `rtstat PID` reads.
                 (0 to 60000, default 0)
   --json        one object instead of the text: {\"objects\": N, \"registry_objects\": N,
                 \"contended_locks\": N, \"waiters_seen\": N, \"deadlocks_found\": N,
-                \"deadlock_broken\": BOOL}",
+                \"deadlock_broken\": BOOL}; waiters_seen: the threads caught waiting",
     );
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -177,13 +178,17 @@ as read back from the shared registry that `rtstat PID` reads.
                 }
             });
         }
-        // Catch waiters while the service runs.
+        // Catch waiters while the service runs: the threads caught waiting
+        // (each once), and a line for the first three objects' waiters that
+        // differ from what was said before.
         let start = Instant::now();
+        let mut caught = std::collections::BTreeSet::new();
+        let mut said = std::collections::BTreeSet::new();
         while start.elapsed() < Duration::from_millis(150) {
             for o in objects() {
                 if !o.waiters.is_empty() {
-                    waiters_seen.fetch_add(1, Ordering::Relaxed);
-                    if waiters_seen.load(Ordering::Relaxed) <= 3 {
+                    caught.extend(o.waiters.iter().copied());
+                    if said.len() < 3 && said.insert((o.info.address, o.waiters.clone())) {
                         // The owner as the object lines show it: a tid, or none.
                         let owner = o
                             .info
@@ -200,6 +205,7 @@ as read back from the shared registry that `rtstat PID` reads.
             }
             std::thread::sleep(Duration::from_millis(1));
         }
+        waiters_seen.store(caught.len() as u32, Ordering::Relaxed);
         std::thread::sleep(Duration::from_millis(100));
         stop.store(true, Ordering::Relaxed);
         *idle_flag.lock() = true;

@@ -363,3 +363,26 @@ fn sporadic_under_a_one_cpu_affinity_reports_both_runs() {
         "{out}{err}"
     );
 }
+
+/// `sync_inspect --json`'s `waiters_seen` is how many of the service's threads
+/// it caught waiting: at most its 6 threads (2 producers, 2 consumers, a
+/// writer, a condition waiter). Before, it counted every poll (every 1 ms for
+/// 150 ms) that found an object with waiters: 255 "waiters" in a 6-thread
+/// service.
+#[test]
+fn sync_inspect_counts_the_threads_it_caught_waiting() {
+    let o = Command::new(example_bin("sync_inspect"))
+        .arg("--json")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sync_inspect");
+    assert!(o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let seen: u64 = out
+        .split("\"waiters_seen\": ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no waiters_seen: {out}"));
+    assert!(seen <= 6, "{seen} waiters seen among 6 threads: {out}");
+}
