@@ -62,6 +62,8 @@ const ST_MAGIC: usize = 2;
 const ST_LEVEL: usize = 3;
 const ST_OFF_SINCE: usize = 4;
 const ST_PUBLISHED: usize = 5;
+/// How many tracked objects the last publish left out (the registry was full).
+const ST_UNPUBLISHED: usize = 6;
 
 /// When tracking was last switched from on to off, in nanoseconds since the
 /// Unix epoch (0: never).
@@ -176,7 +178,7 @@ pub(crate) fn tracking_stopped() {
 
 /// Writes the status slot (see the [module docs](self)) with the tracking
 /// `level` the publish read.
-fn write_status(slots: &mut Slots, level: u8) {
+fn write_status(slots: &mut Slots, level: u8, unpublished: u64) {
     let off_since = if level == 0 {
         OFF_SINCE.load(Ordering::Relaxed)
     } else {
@@ -190,6 +192,7 @@ fn write_status(slots: &mut Slots, level: u8) {
             p.store_u64(ST_LEVEL, u64::from(level));
             p.store_u64(ST_OFF_SINCE, off_since);
             p.store_u64(ST_PUBLISHED, now_ns());
+            p.store_u64(ST_UNPUBLISHED, unpublished);
         });
     }
 }
@@ -259,7 +262,7 @@ pub fn publish() -> Result<usize> {
     // never takes them for current (on: after them, for the same reason).
     let level = level();
     if level == 0 {
-        write_status(&mut slots, level);
+        write_status(&mut slots, level, 0);
     }
     let records = all_records();
     let ps = ps_per_tick();
@@ -304,9 +307,8 @@ pub fn publish() -> Result<usize> {
         });
         n += 1;
     }
-    if level != 0 {
-        write_status(&mut slots, level);
-    }
+    // (Off: said again, now with what did not fit.)
+    write_status(&mut slots, level, skipped);
     match err {
         None => Ok(n),
         Some(e) => Err(e.with_message(format!(
@@ -327,6 +329,10 @@ pub struct PublishStatus {
     pub off_since: Option<SystemTime>,
     /// When the process last published (`None` if not known).
     pub published_at: Option<SystemTime>,
+    /// How many tracked objects its last publish left out because the
+    /// registry was full (it holds 1024): a listing of the published objects
+    /// is then not all of them (`sync::objects()` in the process has them all).
+    pub unpublished: usize,
 }
 
 impl PublishStatus {
@@ -351,6 +357,7 @@ impl PublishStatus {
             },
             off_since: at(w[ST_OFF_SINCE]),
             published_at: at(w[ST_PUBLISHED]),
+            unpublished: w[ST_UNPUBLISHED] as usize,
         })
     }
 }

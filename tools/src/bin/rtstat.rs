@@ -140,7 +140,8 @@ fn level_name(t: Tracking) -> &'static str {
 }
 
 /// One process's objects and deadlocks as a JSON value (`{"pid", "tracking",
-/// "stale", "tracking_off_since", "published_at", "registry_full", "objects",
+/// "stale", "tracking_off_since", "published_at", "registry_full", "unpublished",
+/// "objects",
 /// "deadlocks"}`);
 /// serde escapes every name.
 fn json(
@@ -203,7 +204,8 @@ fn json(
         "stale": status.is_some_and(|s| s.is_stale()),
         "tracking_off_since": status.and_then(|s| s.off_since).map(unix_secs),
         "published_at": status.and_then(|s| s.published_at).map(unix_secs),
-        "registry_full": objs.len() >= REGISTRY_OBJECTS,
+        "registry_full": status.is_some_and(|s| s.unpublished > 0),
+        "unpublished": status.map_or(0, |s| s.unpublished),
         "objects": objects,
         "deadlocks": deadlocks,
     })
@@ -370,13 +372,12 @@ fn table(
         } else {
             ""
         },
-        if objs.len() >= REGISTRY_OBJECTS {
-            format!(
-                "; the registry is full: objects past these {REGISTRY_OBJECTS} are not listed \
-                 (posixrt::sync::objects() in the process has them all)"
-            )
-        } else {
-            String::new()
+        match status.map_or(0, |s| s.unpublished) {
+            0 => String::new(),
+            n => format!(
+                "; the registry is full: {n} more objects are not listed (it holds \
+                 {REGISTRY_OBJECTS}; posixrt::sync::objects() in the process has them all)"
+            ),
         }
     )?;
     let time = |d: Duration| {
