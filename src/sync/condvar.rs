@@ -207,7 +207,7 @@ impl Condvar {
 struct WaitDone<'a> {
     cv: &'a Condvar,
     tid: u32,
-    wait: Option<u64>,
+    wait: Option<track::CondWait>,
     timed_out: bool,
 }
 

@@ -219,7 +219,7 @@ impl PiCondvar {
         &self,
         raw: &RawPiMutex,
         tid: u32,
-        wait: Option<u64>,
+        wait: Option<track::CondWait>,
         deadline: Option<Instant>,
     ) -> bool {
         // Counted before reading the word (SeqCst): a notify that advances the
@@ -240,7 +240,13 @@ impl PiCondvar {
 
     /// The end of the wait for tracking: `handed` (over to the mutex by a
     /// notify) is no longer listed as the condvar's waiter.
-    fn cond_wait_done(&self, tid: u32, wait: Option<u64>, handed: bool, timed_out: bool) {
+    fn cond_wait_done(
+        &self,
+        tid: u32,
+        wait: Option<track::CondWait>,
+        handed: bool,
+        timed_out: bool,
+    ) {
         if handed {
             self.track.cond_wait_counted(wait, timed_out);
         } else {
@@ -251,7 +257,14 @@ impl PiCondvar {
     /// Takes the mutex back after a wake-up without a requeue. The guard must
     /// hold the lock when `wait` returns, so a refusal panics, as a relock
     /// through `lock_api` would.
-    fn relock(&self, raw: &RawPiMutex, tid: u32, wait: Option<u64>, handed: bool, timed_out: bool) {
+    fn relock(
+        &self,
+        raw: &RawPiMutex,
+        tid: u32,
+        wait: Option<track::CondWait>,
+        handed: bool,
+        timed_out: bool,
+    ) {
         if let Err(err) = raw.lock_checked() {
             // Not a waiter any more, even though the relock panics; and the
             // guard unwinding drops holds nothing.

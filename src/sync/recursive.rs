@@ -92,6 +92,7 @@ impl<T: ?Sized> RecursiveMutex<T> {
         if track::level() != 0 {
             let r = self.track.record(Kind::RecursiveMutex, self.addr());
             let s = r.begin();
+            r.owner_fresh();
             r.bump(track::W_LOCKS);
             if is_try {
                 r.bump(track::W_TRY);

@@ -241,11 +241,15 @@ impl RawRwLock {
         if let Some(t0) = wait {
             self.track.wait_end(tid);
             if let (true, Some(r)) = (ok, self.track.get()) {
-                r.add(track::W_A, 1);
-                r.add(track::W_B, 1);
-                if t0 != 0 {
-                    r.add(track::W_C, track::ticks().saturating_sub(t0));
-                }
+                // One group against `reset_stats`; a wait begun before a
+                // reset adds no time.
+                r.group(None, || {
+                    r.add(track::W_A, 1);
+                    r.add(track::W_B, 1);
+                    if t0 != 0 && track::reset::began_since_reset(t0) {
+                        r.add(track::W_C, track::ticks().saturating_sub(t0));
+                    }
+                });
                 self.record_readers(r);
             }
         } else if ok {
@@ -640,8 +644,13 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
             StateWrite::Track => {
                 let r = self.track.record(Kind::RwLock, self.addr());
                 if ok {
-                    r.add(track::W_TRY, 1);
-                    r.add(track::W_A, 1);
+                    // In `W_D`: `W_TRY` is the writers', which the owner
+                    // writes with plain stores (and `reset_stats` leaves to
+                    // it). One group against `reset_stats`.
+                    r.group(None, || {
+                        r.add(track::W_A, 1);
+                        r.add(track::W_D, 1);
+                    });
                     self.record_readers(r);
                 } else {
                     r.add(track::W_TRY_FAIL, 1);

@@ -86,15 +86,28 @@ impl Semaphore {
 
     fn taken(&self, after: u32, contended: bool, t0: u64) {
         let r = self.track.record(Kind::Semaphore, self.addr());
-        r.add(track::W_LOCKS, 1);
-        if contended {
-            r.add(track::W_CONTENDED, 1);
+        if contended || t0 != 0 {
+            // One group against `reset_stats` (no contention or wait time
+            // kept without its wait); a wait begun before a reset adds no time.
+            r.group(None, || {
+                r.add(track::W_LOCKS, 1);
+                if contended {
+                    r.add(track::W_CONTENDED, 1);
+                }
+                if t0 != 0 && track::reset::began_since_reset(t0) {
+                    let w = track::ticks().saturating_sub(t0);
+                    r.add(track::W_WAIT_TOTAL, w);
+                    r.max(track::W_WAIT_MAX, w);
+                }
+            });
+        } else {
+            r.add(track::W_LOCKS, 1);
         }
-        if t0 != 0 {
-            let w = track::ticks().saturating_sub(t0);
-            r.add(track::W_WAIT_TOTAL, w);
-            r.max(track::W_WAIT_MAX, w);
-        }
+        self.taken_counts(r, after);
+    }
+
+    /// The counts a successful wait saw, and the count now, into record `r`.
+    fn taken_counts(&self, r: &track::Record, after: u32) {
         // This wait saw the count one above `after`.
         note_counts(r, after, after + 1);
         self.record_count(r);
@@ -192,8 +205,13 @@ impl Semaphore {
                 let rec = self.track.record(Kind::Semaphore, self.addr());
                 match r {
                     Some(after) => {
-                        rec.add(track::W_TRY, 1);
-                        self.taken(after, false, 0)
+                        // One group against `reset_stats`: no successful
+                        // trywait kept without its wait.
+                        rec.group(None, || {
+                            rec.add(track::W_LOCKS, 1);
+                            rec.add(track::W_TRY, 1);
+                        });
+                        self.taken_counts(rec, after)
                     }
                     None => rec.add(track::W_TRY_FAIL, 1),
                 }

@@ -28,7 +28,8 @@
 //!   times are taken on the contended path only.
 //!
 //! Statistics count from the moment an object became known (or from
-//! [`reset_stats`]).
+//! [`reset_stats`], which threads may use the objects across: a hold or a
+//! wait begun before it adds no time after it).
 //!
 //! # Records
 //!
@@ -46,6 +47,7 @@
 //! | `record` | the record layout (48 words under a sequence counter) |
 //! | `slab` | records: allocation and recycling (lock-free but for one `sys::pilock`), the `Track` handle |
 //! | `ops` | the lock-side helpers the sync objects call |
+//! | `reset` | [`reset_stats`] against the threads writing statistics meanwhile |
 //! | `resume` | what switching tracking back on keeps and forgets |
 //! | `snapshot` | [`Info`], [`Stats`], [`Snapshot`], [`objects`] |
 //! | `deadlock` | [`find_deadlocks`] |
@@ -54,6 +56,7 @@ mod deadlock;
 pub(crate) mod level;
 mod ops;
 pub(crate) mod record;
+pub(crate) mod reset;
 mod resume;
 pub(crate) mod slab;
 pub(crate) mod snapshot;
@@ -61,10 +64,12 @@ pub(crate) mod snapshot;
 pub use deadlock::{find_deadlocks, find_deadlocks_in, Deadlock};
 pub(crate) use level::{level, state_write, ticks, StateWrite};
 pub use level::{tracking, Tracking};
+pub(crate) use ops::CondWait;
 pub use record::Kind;
 pub(crate) use record::*;
+pub use reset::reset_stats;
 pub(crate) use slab::Track;
-pub use snapshot::{objects, reset_stats, Info, Snapshot, Stats};
+pub use snapshot::{objects, Info, Snapshot, Stats};
 
 /// Switches tracking on or off for the whole process (the analogue of Solaris
 /// `td_ta_sync_tracking_enable`). Objects used while it is on become known; switching

@@ -5,6 +5,7 @@ use std::sync::atomic::{fence, Ordering};
 
 use super::level::*;
 use super::record::*;
+use super::reset::began_since_reset;
 use super::slab::Track;
 use super::snapshot::{snapshot, Snapshot};
 
@@ -119,23 +120,28 @@ impl Track {
 
     /// The start of a condition-variable wait by `tid` (either condvar kind): when
     /// tracking is on, counts the wait (and a timed one in `W_A`) and returns
-    /// `Some(start tick)` for [`cond_wait_done`](Self::cond_wait_done).
-    pub(crate) fn cond_wait_start(&self, addr: usize, tid: u32, timed: bool) -> Option<u64> {
+    /// what [`cond_wait_done`](Self::cond_wait_done) needs.
+    pub(crate) fn cond_wait_start(&self, addr: usize, tid: u32, timed: bool) -> Option<CondWait> {
         if level() == 0 {
             return None;
         }
         let r = self.record(Kind::Condvar, addr);
-        r.add(W_LOCKS, 1);
-        r.add(W_CONTENDED, 1);
-        if timed {
-            r.add(W_A, 1);
-        }
-        Some(self.wait_begin(Kind::Condvar, addr, tid))
+        let counted = r.group(None, || {
+            r.add(W_LOCKS, 1);
+            r.add(W_CONTENDED, 1);
+            if timed {
+                r.add(W_A, 1);
+            }
+        });
+        Some(CondWait {
+            t0: self.wait_begin(Kind::Condvar, addr, tid),
+            counted,
+        })
     }
 
     /// The end of a condvar wait begun by [`cond_wait_start`](Self::cond_wait_start):
     /// counts a timeout in `W_B` and adds the wait time (timing level).
-    pub(crate) fn cond_wait_done(&self, tid: u32, wait: Option<u64>, timed_out: bool) {
+    pub(crate) fn cond_wait_done(&self, tid: u32, wait: Option<CondWait>, timed_out: bool) {
         if wait.is_some() {
             self.wait_end(tid);
         }
@@ -144,10 +150,16 @@ impl Track {
 
     /// [`cond_wait_done`](Self::cond_wait_done) for a waiter no longer listed
     /// as the condvar's (a `PiCondvar` waiter handed over to the mutex):
-    /// counts the timeout and the wait time only.
-    pub(crate) fn cond_wait_counted(&self, wait: Option<u64>, timed_out: bool) {
-        let Some(t0) = wait else { return };
-        if let Some(r) = self.get() {
+    /// counts the timeout and the wait time only, if its start was counted
+    /// after the last [`reset_stats`](super::reset_stats).
+    pub(crate) fn cond_wait_counted(&self, wait: Option<CondWait>, timed_out: bool) {
+        let Some(CondWait { t0, counted }) = wait else {
+            return;
+        };
+        let (Some(r), Some(e)) = (self.get(), counted) else {
+            return;
+        };
+        r.group(Some(e), || {
             if timed_out {
                 r.add(W_B, 1);
             }
@@ -156,7 +168,7 @@ impl Track {
                 r.add(W_WAIT_TOTAL, w);
                 r.max(W_WAIT_MAX, w);
             }
-        }
+        });
     }
 
     /// The unlock report every exclusive lock makes before releasing its word: the
@@ -213,6 +225,7 @@ impl Track {
     pub(crate) fn acquired(&self, kind: Kind, addr: usize, tid: u32) {
         let r = self.record(kind, addr);
         let s = r.begin();
+        r.owner_fresh();
         r.bump(W_LOCKS);
         r.set(W_OWNER, u64::from(tid));
         hold_starts(r);
@@ -224,6 +237,7 @@ impl Track {
     pub(crate) fn try_acquired(&self, kind: Kind, addr: usize, tid: u32) {
         let r = self.record(kind, addr);
         let s = r.begin();
+        r.owner_fresh();
         r.bump(W_LOCKS);
         r.bump(W_TRY);
         r.set(W_OWNER, u64::from(tid));
@@ -253,15 +267,19 @@ impl Track {
     pub(crate) fn acquired_after_wait(&self, kind: Kind, addr: usize, tid: u32, t0: u64) {
         let r = self.record(kind, addr);
         let s = r.begin();
+        r.owner_fresh();
         r.bump(W_LOCKS);
         r.bump(W_CONTENDED);
         r.set(W_OWNER, u64::from(tid));
         if t0 != 0 {
             let now = ticks();
-            let w = now.saturating_sub(t0);
-            r.set(W_WAIT_TOTAL, r.get(W_WAIT_TOTAL).wrapping_add(w));
-            if w > r.get(W_WAIT_MAX) {
-                r.set(W_WAIT_MAX, w);
+            // (A wait begun before a reset adds no time.)
+            if began_since_reset(t0) {
+                let w = now.saturating_sub(t0);
+                r.set(W_WAIT_TOTAL, r.get(W_WAIT_TOTAL).wrapping_add(w));
+                if w > r.get(W_WAIT_MAX) {
+                    r.set(W_WAIT_MAX, w);
+                }
             }
             r.set(W_ACQ, now);
         } else {
@@ -281,20 +299,25 @@ impl Track {
                 r.set(W_OWNER, 0);
                 return;
             }
-            self.release_timed(r, acq);
+            self.release_timed(r);
         }
     }
 
     #[inline(never)]
-    fn release_timed(&self, r: &Record, acq: u64) {
+    fn release_timed(&self, r: &Record) {
         let s = r.begin();
+        // A reset since the hold began took its start away with the counts.
+        r.owner_fresh();
         r.set(W_OWNER, 0);
-        let h = ticks().saturating_sub(acq);
-        r.set(W_HOLD_TOTAL, r.get(W_HOLD_TOTAL).wrapping_add(h));
-        if h > r.get(W_HOLD_MAX) {
-            r.set(W_HOLD_MAX, h);
+        let acq = r.get(W_ACQ);
+        if acq != 0 {
+            let h = ticks().saturating_sub(acq);
+            r.set(W_HOLD_TOTAL, r.get(W_HOLD_TOTAL).wrapping_add(h));
+            if h > r.get(W_HOLD_MAX) {
+                r.set(W_HOLD_MAX, h);
+            }
+            r.set(W_ACQ, 0);
         }
-        r.set(W_ACQ, 0);
         r.end(s);
     }
 
@@ -325,6 +348,16 @@ impl Track {
             r.remove_waiter(tid);
         }
     }
+}
+
+/// A tracked condition-variable wait under way ([`Track::cond_wait_start`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CondWait {
+    /// Its start (ticks; 0 below the timing level).
+    t0: u64,
+    /// The reset epoch its start was counted in (`None`: not counted, a reset
+    /// was running).
+    counted: Option<u64>,
 }
 
 /// A hold begins (in the owner's write of record `r`): its start is kept for the

@@ -21,7 +21,6 @@ pub(crate) const W_A: usize = 13;
 pub(crate) const W_B: usize = 14;
 pub(crate) const W_C: usize = 15;
 pub(crate) const W_D: usize = 16;
-pub(crate) const W_E: usize = 17;
 pub(crate) const W_ACQ: usize = 18;
 /// Waiters now in the low 32 bits (what readers show), waits ended in the
 /// high 32 ([`Record::waits_ended`]).
@@ -113,6 +112,11 @@ pub(crate) struct Record {
     pub(crate) next_all: AtomicPtr<Record>,
     /// The next record of the free list while this one is free ([`super::slab`]).
     pub(crate) next_free: AtomicPtr<Record>,
+    /// The reset epoch the owner-written statistics belong to (written by the
+    /// owner under the sequence counter: [`super::reset`]).
+    pub(crate) stats_epoch: AtomicU64,
+    /// Groups of atomic adds under way ([`Record::group`]).
+    pub(crate) busy: AtomicU64,
 }
 
 impl Record {
@@ -234,7 +238,15 @@ impl Record {
     }
 }
 
+#[cfg(test)]
 pub(crate) fn copy(r: &Record) -> Option<[u64; WORDS]> {
+    copy_with_epoch(r).map(|(w, _)| w)
+}
+
+/// A consistent copy of the record's words, with the reset epoch its owner
+/// words belong to ([`Record::stats_epoch`]); readers use
+/// [`copy_current`](super::reset::copy_current).
+pub(crate) fn copy_with_epoch(r: &Record) -> Option<([u64; WORDS], u64)> {
     for _ in 0..10_000 {
         let s0 = r.w[W_SEQ].load(Ordering::Acquire);
         if s0 & 1 == 1 {
@@ -245,9 +257,10 @@ pub(crate) fn copy(r: &Record) -> Option<[u64; WORDS]> {
         for (o, w) in out.iter_mut().zip(r.w.iter()) {
             *o = w.load(Ordering::Relaxed);
         }
+        let epoch = r.stats_epoch.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
         if r.w[W_SEQ].load(Ordering::Relaxed) == s0 {
-            return Some(out);
+            return Some((out, epoch));
         }
     }
     None
@@ -262,6 +275,8 @@ mod tests {
             w: [const { AtomicU64::new(0) }; WORDS],
             next_all: AtomicPtr::new(std::ptr::null_mut()),
             next_free: AtomicPtr::new(std::ptr::null_mut()),
+            stats_epoch: AtomicU64::new(0),
+            busy: AtomicU64::new(0),
         }
     }
 

@@ -30,11 +30,13 @@ static POP: PiLocked<()> = PiLocked::new(());
 fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing.
     unsafe { POP.raw() }.reset_in_child();
+    super::reset::epoch_after_fork_in_child();
     let mut p = ALL.load(Ordering::Acquire);
     while !p.is_null() {
         // SAFETY: records are leaked ('static) and never freed.
         let r: &'static Record = unsafe { &*p };
         r.forget_waiters();
+        super::reset::after_fork_in_child(r);
         p = r.next_all.load(Ordering::Relaxed);
     }
 }
@@ -106,6 +108,8 @@ fn new_record() -> &'static Record {
         w: [const { AtomicU64::new(0) }; WORDS],
         next_all: AtomicPtr::new(std::ptr::null_mut()),
         next_free: AtomicPtr::new(std::ptr::null_mut()),
+        stats_epoch: AtomicU64::new(0),
+        busy: AtomicU64::new(0),
     }));
     push_all(r);
     r
@@ -176,6 +180,7 @@ impl Track {
             r.set(W_C, u64::MAX);
         }
         r.set(W_META, kind as u64 | META_LIVE);
+        r.owner_words_current();
         r.end(s);
         let p = r as *const Record as *mut Record;
         match self.rec.compare_exchange(

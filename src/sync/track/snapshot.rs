@@ -1,10 +1,10 @@
-//! Snapshots of records: [`Info`], [`Stats`], [`Snapshot`], [`objects`] and
-//! [`reset_stats`].
+//! Snapshots of records: [`Info`], [`Stats`], [`Snapshot`], [`objects`].
 
 use std::time::Duration;
 
 use super::level::*;
 use super::record::*;
+use super::reset::copy_current;
 use super::slab::all_records;
 
 /// What an object is and what state it is in: the analogue of Solaris
@@ -169,6 +169,8 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
             info.write_locked = owner.is_some();
             info.locked = info.write_locked || info.readers > 0;
             stats.read_locks = w[W_A];
+            // Successful read trylocks (`W_TRY` counts the writers').
+            stats.trylocks = stats.trylocks.wrapping_add(w[W_D]);
             stats.read_contended = w[W_B];
             stats.read_wait_total = d(w[W_C]);
         }
@@ -200,12 +202,12 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
 
 /// A consistent copy of a live record's words.
 pub(crate) fn copy_live(r: &Record) -> Option<[u64; WORDS]> {
-    copy(r).filter(|w| w[W_META] & META_LIVE != 0)
+    copy_current(r).filter(|w| w[W_META] & META_LIVE != 0)
 }
 
 /// A consistent snapshot of one record, if it is live.
 pub(crate) fn snapshot(r: &Record) -> Option<Snapshot> {
-    snapshot_words(&copy(r)?, ps_per_tick())
+    snapshot_words(&copy_current(r)?, ps_per_tick())
 }
 
 /// Every known (tracked) object of this process: the analogue of Solaris
@@ -214,33 +216,4 @@ pub(crate) fn snapshot(r: &Record) -> Option<Snapshot> {
 pub fn objects() -> Vec<Snapshot> {
     let all: Vec<&'static Record> = all_records();
     all.into_iter().filter_map(snapshot).collect()
-}
-
-/// Clears the statistics of every known object (the counters restart from 0).
-pub fn reset_stats() {
-    let all: Vec<&'static Record> = all_records();
-    for r in all {
-        for i in [
-            W_LOCKS,
-            W_CONTENDED,
-            W_WAIT_TOTAL,
-            W_WAIT_MAX,
-            W_HOLD_TOTAL,
-            W_HOLD_MAX,
-            W_TRY,
-            W_TRY_FAIL,
-            W_A,
-            W_B,
-            W_D,
-            W_E,
-        ] {
-            r.set(i, 0);
-        }
-        let c = if r.get(W_META) as u8 == Kind::Semaphore as u8 {
-            u64::MAX
-        } else {
-            0
-        };
-        r.set(W_C, c);
-    }
 }
