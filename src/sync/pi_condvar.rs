@@ -52,10 +52,12 @@
 //! `notify_all` hands over to the mutex (requeued onto it, or failing their
 //! sleep and relocking it themselves) are listed as the mutex's waiters, no
 //! longer the condvar's, until they own it, so `objects()`, `rtstat` and
-//! [`find_deadlocks`](super::find_deadlocks) see them wait for it. The one a
-//! `notify_one` requeues is not: the kernel picks it (the highest-priority
-//! sleeper) without telling user space which it is; it stays listed as the
-//! condvar's waiter until it owns the mutex.
+//! [`find_deadlocks`](super::find_deadlocks) see them wait for it. So is the
+//! one a `notify_one` requeues when it is the condvar's only waiter. Among
+//! several, the kernel picks it (the first of the highest priority) without
+//! telling user space which it is: the mutex then counts a waiter from the
+//! condvar ([`Snapshot::waiter_from_condvar`](super::Snapshot::waiter_from_condvar),
+//! no tid) until it owns the mutex, and the condvar keeps listing all of them.
 //!
 //! A `PiCondvar` serves one [`PiMutex`](super::PiMutex) at a time (the kernel
 //! requeues onto one futex): a `wait` with another mutex while threads wait with the
@@ -193,7 +195,7 @@ impl PiCondvar {
             handover::listen(self.addr(), tid, s, m);
         }
         let r = futex::wait_requeue_pi(&self.seq, s, word, deadline);
-        let handed = mutex_record.is_some() && handover::leave(self.addr(), tid);
+        let handed = mutex_record.is_some() && handover::leave(self.addr(), tid, r.is_ok());
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
         let timed_out = match r {
             Ok(()) => {
@@ -351,10 +353,19 @@ impl PiCondvar {
         if self.sleepers.load(Ordering::SeqCst) == 0 {
             return 0;
         }
+        // Threads in a requeue-PI wait before the requeue (for `notify_one`).
+        let in_wait = self
+            .sleepers
+            .load(Ordering::SeqCst)
+            .saturating_sub(self.plain.load(Ordering::SeqCst));
         let mut n = self.requeue(&mut s, all);
-        if all && n > 0 {
+        if n > 0 {
             // Tracked waiters requeued onto the mutex are its waiters now.
-            handover::notified_all(self.addr(), s, self.track.get());
+            if all {
+                handover::notified_all(self.addr(), s, self.track.get());
+            } else {
+                handover::notified_one(self.addr(), in_wait, self.track.get());
+            }
         }
         // Plain sleepers (they hold another PI mutex): woken, they relock
         // themselves. A sleeper counted after this load read the word after

@@ -21,6 +21,10 @@ pub(crate) const W_A: usize = 13;
 pub(crate) const W_B: usize = 14;
 pub(crate) const W_C: usize = 15;
 pub(crate) const W_D: usize = 16;
+/// Mutexes: the address of the `PiCondvar` whose `notify_one` moved onto it
+/// waiters it could not tell (counted in [`W_WAITERS`], no tid listed; 0:
+/// none). Written under the handover lock only (`sync::pi_condvar_handover`).
+pub(crate) const W_REQUEUED_FROM: usize = 17;
 pub(crate) const W_ACQ: usize = 18;
 /// Waiters now in the low 32 bits (what readers show), waits ended in the
 /// high 32 ([`Record::waits_ended`]).
@@ -214,6 +218,23 @@ impl Record {
         fence(Ordering::SeqCst);
     }
 
+    /// Counts a waiter that `notify_one` of the condvar at `cv` moved onto
+    /// this mutex, not knowing which (no tid listed).
+    pub(crate) fn add_requeued(&self, cv: usize) {
+        self.set(W_REQUEUED_FROM, cv as u64);
+        self.add(W_WAITERS, 1);
+    }
+
+    /// Uncounts a waiter counted by [`add_requeued`](Self::add_requeued);
+    /// `last`: none is left (the condvar is no longer named).
+    pub(crate) fn remove_requeued(&self, last: bool) {
+        if last {
+            self.set(W_REQUEUED_FROM, 0);
+        }
+        self.w[W_WAITERS].fetch_add(WAIT_ENDED - 1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+    }
+
     /// How many waits of the record have ended (modulo 2^32), for
     /// [`resume`](super::resume::resume) (`Acquire`).
     pub(crate) fn waits_ended(&self) -> u32 {
@@ -224,6 +245,7 @@ impl Record {
     /// of them exists.
     pub(crate) fn forget_waiters(&self) {
         self.set(W_WAITERS, 0);
+        self.set(W_REQUEUED_FROM, 0);
         for i in 0..MAX_WAITER_TIDS {
             self.set(waiter_word(i), 0);
         }

@@ -111,6 +111,12 @@ pub struct Snapshot {
     pub stats: Stats,
     /// Tids of threads blocked on it (up to 24 are listed; `info.waiters` counts all).
     pub waiters: Vec<u32>,
+    /// Mutexes: the address of the [`PiCondvar`](crate::sync::PiCondvar)
+    /// whose `notify_one` moved onto this mutex a waiter it could not tell
+    /// (one of those the condvar lists; several were asleep there, and the
+    /// kernel does not say which it requeued). Counted in `info.waiters`,
+    /// not listed in [`waiters`](Self::waiters). `None` otherwise.
+    pub waiter_from_condvar: Option<usize>,
 }
 
 /// A snapshot from a record's words, with timing ticks of `ps` picoseconds.
@@ -193,10 +199,13 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
         }
         _ => {}
     }
+    let waiter_from_condvar =
+        (kind.is_mutex() && w[W_REQUEUED_FROM] != 0).then_some(w[W_REQUEUED_FROM] as usize);
     Some(Snapshot {
         info,
         stats,
         waiters,
+        waiter_from_condvar,
     })
 }
 

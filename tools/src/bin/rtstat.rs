@@ -10,6 +10,10 @@
 //! DEADLOCK: thread 12360 waits for [0x55.. right] held by thread 12361 waits for [0x55.. left] held by thread 12360
 //! ```
 //!
+//! A waiter shown as `cv:ADDRESS` was moved onto the mutex by a `notify_one`
+//! of the condition variable at that address, among several of its waiters
+//! (which one, the kernel does not tell).
+//!
 //! The process must have switched tracking on (`posixrt::sync::set_tracking`); its
 //! objects are published in `/dev/shm/posixrt-sync-<pid>-<starttime>` (mode 0600:
 //! run as root or as its user). Once it switches tracking off, what it published
@@ -164,6 +168,7 @@ fn json(
                 "owner_pid": i.owner_pid,
                 "waiters": i.waiters,
                 "waiter_tids": s.waiters,
+                "waiter_from_condvar": s.waiter_from_condvar.map(|a| format!("{a:#x}")),
                 "recursion": i.recursion,
                 "ceiling": i.ceiling,
                 "readers": i.readers,
@@ -398,7 +403,11 @@ fn table(
         let waiters = if i.waiters == 0 {
             "0".to_string()
         } else {
-            let t: Vec<String> = s.waiters.iter().map(|t| t.to_string()).collect();
+            let mut t: Vec<String> = s.waiters.iter().map(|t| t.to_string()).collect();
+            if let Some(cv) = s.waiter_from_condvar {
+                // Moved by the condvar's notify_one; which one is not known.
+                t.push(format!("cv:{cv:#x}"));
+            }
             format!("{}: {}", i.waiters, t.join(" "))
         };
         let locks = match i.kind {
