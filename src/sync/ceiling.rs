@@ -21,6 +21,9 @@
 //!   ceiling is above the thread's current priority, one `sched_setattr` raises it to
 //!   the ceiling *before* the lock is taken (SCHED_RR stays RR; SCHED_OTHER, BATCH and
 //!   IDLE threads become SCHED_FIFO at the ceiling, where glibc fails with EINVAL).
+//! - **trylock**: the same EINVAL for a caller above the ceiling, also when another
+//!   thread holds the mutex (as glibc, which checks the ceiling before the lock
+//!   word): the refusal does not depend on who holds the mutex at that moment.
 //! - **unlock**: the word is released first, then the priority drops to the highest
 //!   ceiling still held, or back to the saved base attributes (policy, priority,
 //!   nice, reset-on-fork) when none is left. Ceilings are counted per priority, so
@@ -28,6 +31,9 @@
 //! - **Cost**: a thread already at or above the ceiling pays one syscall per outermost
 //!   lock (the `sched_getattr`); a thread below it pays three (read, raise, restore).
 //!   Nested locks that need no raise pay none. The CAS fast path is the normal mutex's.
+//!   A trylock that finds the mutex held by another thread pays the `sched_getattr`
+//!   too (the ceiling check), unless the thread holds a ceiling mutex already or
+//!   trusts its cached base ([`cache_ceiling_base`]).
 //!   A thread that does not change its own scheduling behind the mutex's back can
 //!   opt in to glibc's behaviour with [`cache_ceiling_base`]: the base is read once
 //!   and an at-ceiling lock+unlock makes no syscall.
@@ -324,11 +330,20 @@ impl RawCeilingMutex {
 
     fn try_lock_impl(&self) -> Result<bool> {
         let tid = current_tid();
-        if self.word.load() & TID_MASK != 0 {
+        let ceiling = self.ceiling.load(Ordering::Relaxed);
+        let holder = self.word.load() & TID_MASK;
+        // Held by another thread: busy, but a caller above the ceiling is
+        // refused first, as when the mutex is free (glibc checks the ceiling
+        // before the word).
+        let checked = if holder != 0 && holder != tid {
+            check_not_above(ceiling)
+        } else {
+            Ok(())
+        };
+        if holder != 0 && checked.is_ok() {
             return Ok(self.try_busy());
         }
-        let ceiling = self.ceiling.load(Ordering::Relaxed);
-        if let Err(e) = raise(ceiling) {
+        if let Err(e) = checked.and_then(|()| raise(ceiling)) {
             let code = e.errno().unwrap_or(libc::EINVAL);
             let owner = || self.word.load() & TID_MASK;
             super::hook::trylock(self.addr(), owner, super::hook::LockResult::Error(code));
@@ -617,34 +632,47 @@ fn set_own_attr(attr: &SchedAttr) -> std::result::Result<(), i32> {
 const SCHED_DEADLINE: u32 = 6;
 
 /// Before locking a mutex with `ceiling`: check the caller against it and raise.
+/// Reads the calling thread's base attributes if they are not known (it
+/// holds no ceiling mutex, and no cache is trusted: one `sched_getattr`), and
+/// refuses a base SCHED_FIFO/SCHED_RR priority above `ceiling` (EINVAL).
+fn check_base(t: &mut Tpp, ceiling: u32) -> Result<()> {
+    if t.held == 0 && !(t.trust_cache && t.cached) {
+        let a = sys_sched::getattr(0).map_err(|e| Error::from_errno("sched_getattr", e))?;
+        t.base_policy = a.sched_policy;
+        t.base_priority = a.sched_priority;
+        t.base_nice = a.sched_nice;
+        t.base_flags = a.sched_flags;
+        t.boost = 0;
+        t.cached = true;
+        t.mark = crate::sys::prio::change_mark();
+    } else {
+        t.adopt_change();
+    }
+    let base = t.base_rt();
+    if t.base_policy != SCHED_DEADLINE && base > ceiling {
+        return Err(Error::invalid(
+            "pthread_mutex_lock(PRIO_PROTECT)",
+            format!("the calling thread's priority {base} is above the mutex's ceiling {ceiling}"),
+        )
+        .with_hint(
+            "set the ceiling (set_ceiling) to at least the highest priority of any thread that locks this mutex",
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_base`] alone, for a trylock that finds the mutex held (nothing is
+/// raised).
+fn check_not_above(ceiling: u32) -> Result<()> {
+    TPP.with(|t| check_base(&mut t.borrow_mut(), ceiling))
+}
+
 fn raise(ceiling: u32) -> Result<()> {
     TPP.with(|t| {
         let mut t = t.borrow_mut();
-        if t.held == 0 && !(t.trust_cache && t.cached) {
-            let a = sys_sched::getattr(0).map_err(|e| Error::from_errno("sched_getattr", e))?;
-            t.base_policy = a.sched_policy;
-            t.base_priority = a.sched_priority;
-            t.base_nice = a.sched_nice;
-            t.base_flags = a.sched_flags;
-            t.boost = 0;
-            t.cached = true;
-            t.mark = crate::sys::prio::change_mark();
-        } else {
-            t.adopt_change();
-        }
+        check_base(&mut t, ceiling)?;
         if t.base_policy != SCHED_DEADLINE {
             let base = t.base_rt();
-            if base > ceiling {
-                return Err(Error::invalid(
-                    "pthread_mutex_lock(PRIO_PROTECT)",
-                    format!(
-                        "the calling thread's priority {base} is above the mutex's ceiling {ceiling}"
-                    ),
-                )
-                .with_hint(
-                    "set the ceiling (set_ceiling) to at least the highest priority of any thread that locks this mutex",
-                ));
-            }
             if ceiling > base.max(t.boost) {
                 t.set_rt(ceiling).map_err(|e| raise_error(e, ceiling))?;
                 t.boost = ceiling;
