@@ -137,6 +137,7 @@ function_tests!(
     conf_eventtypelist_no_repeat,
     conf_shutdown_frees_before_return,
     conf_loop_log_on_pipe_einval,
+    conf_shutdown_records_stop,
 );
 
 /// Every test the C program has is run by one of the tests above.

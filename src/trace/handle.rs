@@ -260,7 +260,8 @@ impl Trace {
         Ok(())
     }
 
-    /// `posix_trace_shutdown`: stops recording, flushes to the log, writes the
+    /// `posix_trace_shutdown`: stops recording as [`stop`](Self::stop) does
+    /// (a running stream records STOP), flushes to the log, writes the
     /// service records (status, end) and closes it, and frees the stream.
     ///
     /// # References
@@ -274,11 +275,16 @@ impl Trace {
         if self.shut {
             return Ok(());
         }
-        self.shut = true;
-        let s = &self.s;
-        if PID.load(Relaxed) != s.pid {
+        if !self.in_owner() {
+            self.shut = true;
             return Ok(()); // a forked child: the parent owns the stream
         }
+        // POSIX: shutdown stops the stream "as if posix_trace_stop() had
+        // been invoked": a running stream records STOP, which its log then
+        // holds before the final flush (it ended without one).
+        let _ = self.stop();
+        self.shut = true;
+        let s = &self.s;
         {
             // No automatic resume from here on: the final flush frees the
             // sub-buffers of an UNTIL_FULL stream that suspended itself, and

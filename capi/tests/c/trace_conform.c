@@ -355,6 +355,61 @@ static void t_conf_loop_log_on_pipe_einval(void)
     close(p[1]);
 }
 
+/* Reads the ids of the events of the log in `fd` (from its start) into
+ * `ids`; returns their count. */
+static int log_ids(int fd, trace_event_id_t *ids, int max)
+{
+    struct posix_trace_event_info info;
+    trace_id_t l;
+    char buf[64];
+    size_t len;
+    int un, n = 0;
+    lseek(fd, 0, SEEK_SET);
+    OK(posix_trace_open(fd, &l));
+    for (;;) {
+        OK(posix_trace_getnext_event(l, &info, buf, sizeof buf, &len, &un));
+        if (un)
+            break;
+        if (n < max)
+            ids[n] = info.posix_event_id;
+        n++;
+    }
+    OK(posix_trace_close(l));
+    return n;
+}
+
+/* POSIX (posix_trace_shutdown): it "shall stop the tracing of trace events
+ * in the trace stream identified by trid, as if posix_trace_stop() had been
+ * invoked", then flushes the stream to its log. A running stream shut down
+ * without a stop left a log with no POSIX_TRACE_STOP: its last event, then
+ * the final flush's FLUSH_START and FLUSH_STOP. The log now has the STOP
+ * after the last event; a stream already stopped gets no second one (a stop
+ * has no effect then). */
+static void t_conf_shutdown_records_stop(void)
+{
+    trace_id_t t;
+    trace_event_id_t ev, ids[16];
+    int pass, n, fd;
+    OK(posix_trace_eventid_open("shut down running", &ev));
+    for (pass = 0; pass < 2; pass++) {
+        fd = temp_file();
+        OK(posix_trace_create_withlog(0, NULL, fd, &t));
+        OK(posix_trace_start(t));
+        posix_trace_event(ev, "x", 1);
+        if (pass == 1)
+            OK(posix_trace_stop(t));
+        OK(posix_trace_shutdown(t));
+        n = log_ids(fd, ids, 16);
+        EQ(n, 5);
+        EQ(ids[0], POSIX_TRACE_START);
+        EQ(ids[1], ev);
+        EQ(ids[2], POSIX_TRACE_STOP);
+        EQ(ids[3], POSIX_TRACE_FLUSH_START);
+        EQ(ids[4], POSIX_TRACE_FLUSH_STOP);
+        close(fd);
+    }
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
@@ -364,6 +419,7 @@ static const struct test TESTS[] = {
     {"conf_eventtypelist_no_repeat", t_conf_eventtypelist_no_repeat},
     {"conf_shutdown_frees_before_return", t_conf_shutdown_frees_before_return},
     {"conf_loop_log_on_pipe_einval", t_conf_loop_log_on_pipe_einval},
+    {"conf_shutdown_records_stop", t_conf_shutdown_records_stop},
 };
 
 int main(int argc, char **argv)
