@@ -257,6 +257,9 @@ int posix_trace_create_withlog(pid_t pid, const trace_attr_t *POSIXRT_TRACE_REST
                                int fildes, trace_id_t *POSIXRT_TRACE_RESTRICT trid);
 int posix_trace_start(trace_id_t trid);
 int posix_trace_stop(trace_id_t trid);
+/* A stream not shut down when the process calls exit (or returns from main)
+ * is shut down then, as by this call: its log gets the STOP of a running
+ * stream, the final flush and the end record. */
 int posix_trace_shutdown(trace_id_t trid);
 int posix_trace_flush(trace_id_t trid);
 int posix_trace_clear(trace_id_t trid);

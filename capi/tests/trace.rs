@@ -138,6 +138,7 @@ function_tests!(
     conf_shutdown_frees_before_return,
     conf_loop_log_on_pipe_einval,
     conf_shutdown_records_stop,
+    conf_exit_shuts_down,
 );
 
 /// Every test the C program has is run by one of the tests above.

@@ -136,6 +136,85 @@ extern "C" fn register_table_atfork() {
             Some(table_atfork_child),
         )
     };
+    // SAFETY: registers a plain function without arguments, run by `exit`.
+    unsafe { libc::atexit(shutdown_at_exit) };
+}
+
+/// POSIX: "If the process exits, ... the trace streams that the process had
+/// created and that have not yet been shut down, shall be automatically shut
+/// down as if an explicit call were made to the posix_trace_shutdown()
+/// function": at exit, every stream still in the table is shut down (its log
+/// ends as after `posix_trace_shutdown`: STOP, the final flush, the end
+/// record; it ended with what the exit's last flush wrote). A stream another
+/// thread is still inside a call on is stopped (a read waiting on it ends
+/// with `EINVAL`) and freed by that call. Nothing is done if the table's
+/// lock is held (a thread inside a lookup: waiting could hang the exit).
+/// Registered at load time, it runs after the handlers the program
+/// registers later, which may still trace. The streams are shut down on a
+/// thread of their own: the exiting thread's recording state is already gone
+/// (`exit` runs its thread-local destructors first), so the STOP it recorded
+/// was lost (an OVERFLOW in its place).
+extern "C" fn shutdown_at_exit() {
+    let _nc = crate::nocancel::NoCancel::new();
+    let streams: Vec<Arc<Obj>> = match TABLE.try_lock() {
+        Ok(mut t) => take_streams(&mut t),
+        Err(std::sync::TryLockError::Poisoned(p)) => take_streams(&mut p.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if streams.is_empty() {
+        return;
+    }
+    let shared = Arc::new(Mutex::new(streams));
+    let s2 = Arc::clone(&shared);
+    let (done, wait) = std::sync::mpsc::channel();
+    let helper = std::thread::Builder::new()
+        .name("posixrt-trace-exit".into())
+        .spawn(move || {
+            shutdown_all(&mut lock(&s2));
+            let _ = done.send(());
+        });
+    match helper {
+        // Bounded: a log on a pipe nobody reads could block its last write
+        // for ever, and the exit with it.
+        Ok(_) => {
+            let _ = wait.recv_timeout(EXIT_SHUTDOWN_WAIT);
+        }
+        // No thread: here, losing the STOP.
+        Err(_) => shutdown_all(&mut lock(&shared)),
+    }
+}
+
+/// How long `exit` waits for the streams to be shut down.
+const EXIT_SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Shuts down the streams `shutdown_at_exit` took (see there).
+fn shutdown_all(streams: &mut Vec<Arc<Obj>>) {
+    for o in streams.drain(..) {
+        match Arc::try_unwrap(o) {
+            Ok(Obj::Stream { trace, .. }) => {
+                let _ = trace.shutdown();
+            }
+            Ok(Obj::Log { .. }) => {}
+            Err(shared) => {
+                if let Obj::Stream {
+                    trace, shut_down, ..
+                } = &*shared
+                {
+                    shut_down.store(true, std::sync::atomic::Ordering::Release);
+                    let _ = trace.stop();
+                }
+            }
+        }
+    }
+}
+
+/// Takes the streams out of the table (logs stay).
+fn take_streams(t: &mut Table) -> Vec<Arc<Obj>> {
+    t.slots
+        .iter_mut()
+        .filter(|s| matches!(s.as_deref(), Some(Obj::Stream { .. })))
+        .filter_map(Option::take)
+        .collect()
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

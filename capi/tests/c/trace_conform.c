@@ -410,6 +410,52 @@ static void t_conf_shutdown_records_stop(void)
     }
 }
 
+/* POSIX (posix_trace_shutdown): "If the process exits, invokes a member of
+ * the exec family of functions, or is terminated, the trace streams that the
+ * process had created and that have not yet been shut down, shall be
+ * automatically shut down as if an explicit call were made to the
+ * posix_trace_shutdown() function." A process that returned from main or
+ * called exit with a stream still running left its log as the exit's last
+ * flush wrote it: no STOP, no final flush, no end record (a reader took it
+ * for a log cut short). It now reads as after posix_trace_shutdown: the
+ * STOP, then FLUSH_START and FLUSH_STOP. */
+static int ex_fd;
+static trace_event_id_t ex_ev;
+
+static int exit_traced(void)
+{
+    trace_id_t t;
+    if (posix_trace_create_withlog(0, NULL, ex_fd, &t) != 0 || posix_trace_start(t) != 0)
+        return 3;
+    posix_trace_event(ex_ev, "x", 1);
+    exit(0);
+}
+
+static void t_conf_exit_shuts_down(void)
+{
+    trace_event_id_t ids[16];
+    int status;
+    pid_t c;
+    OK(posix_trace_eventid_open("exits running", &ex_ev));
+    ex_fd = temp_file();
+    c = fork();
+    TRUE(c >= 0);
+    if (c == 0) {
+        alarm(20);
+        _exit(exit_traced());
+    }
+    EQ(waitpid(c, &status, 0), c);
+    TRUE(WIFEXITED(status));
+    EQ(WEXITSTATUS(status), 0);
+    EQ(log_ids(ex_fd, ids, 16), 5);
+    EQ(ids[0], POSIX_TRACE_START);
+    EQ(ids[1], ex_ev);
+    EQ(ids[2], POSIX_TRACE_STOP);
+    EQ(ids[3], POSIX_TRACE_FLUSH_START);
+    EQ(ids[4], POSIX_TRACE_FLUSH_STOP);
+    close(ex_fd);
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
@@ -420,6 +466,7 @@ static const struct test TESTS[] = {
     {"conf_shutdown_frees_before_return", t_conf_shutdown_frees_before_return},
     {"conf_loop_log_on_pipe_einval", t_conf_loop_log_on_pipe_einval},
     {"conf_shutdown_records_stop", t_conf_shutdown_records_stop},
+    {"conf_exit_shuts_down", t_conf_exit_shuts_down},
 };
 
 int main(int argc, char **argv)
