@@ -259,7 +259,10 @@ int posix_trace_start(trace_id_t trid);
 int posix_trace_stop(trace_id_t trid);
 /* A stream not shut down when the process calls exit (or returns from main)
  * is shut down then, as by this call: its log gets the STOP of a running
- * stream, the final flush and the end record. */
+ * stream, the final flush and the end record. Before execve, execv, execvp,
+ * execvpe and fexecve (interposed) every log is written, so it holds the
+ * events recorded before the exec (no end record); the streams go on if the
+ * exec fails. execl, execle and execlp are not covered. */
 int posix_trace_shutdown(trace_id_t trid);
 int posix_trace_flush(trace_id_t trid);
 int posix_trace_clear(trace_id_t trid);

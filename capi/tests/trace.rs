@@ -139,6 +139,7 @@ function_tests!(
     conf_loop_log_on_pipe_einval,
     conf_shutdown_records_stop,
     conf_exit_shuts_down,
+    conf_exec_flushes_log,
 );
 
 /// Every test the C program has is run by one of the tests above.

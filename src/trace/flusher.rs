@@ -102,6 +102,16 @@ extern "C" fn at_exit() {
     kick_and_wait(EXIT_WAIT);
 }
 
+/// Writes what every stream with a log holds to its log, as at process exit
+/// (waiting up to 2 s for the flushers): for a call that replaces the process
+/// image (`execve` and the rest of the family), which would lose the events
+/// not yet written. The streams go on as they were (an exec that fails
+/// leaves them running). Async-signal-safe, as `execve` is: atomics,
+/// `futex`, `clock_gettime` and `nanosleep` only.
+pub fn flush_before_exec() {
+    kick_and_wait(EXIT_WAIT);
+}
+
 /// Installs the exit and fatal-signal hooks and the fork reset (once).
 fn install_hooks() {
     // (Repeated in a child forked while its parent ran this: registering the

@@ -175,6 +175,7 @@ pub use attr::{
     MAX_DATA_SIZE_LIMIT, MAX_SYS_PAYLOAD, MIN_STREAM_SIZE, RECORD_HEADER, TRACE_NAME_MAX,
 };
 pub use event::{Event, EventInfo};
+pub use flusher::flush_before_exec;
 pub use handle::Trace;
 pub use ids::{
     EventId, EventType, FieldDesc, ID_SPACE, TRACE_EVENT_NAME_MAX, TRACE_SYS_EVENT_MAX,

@@ -7,7 +7,9 @@
 //! - [`mutex_interpose`]: `pthread_mutex_lock`/`trylock`/`unlock` emitting the
 //!   oc2000 mutex events;
 //! - [`signal_interpose`]: `sigqueue`, `kill`, ... and `sigwaitinfo`, ... emitting
-//!   the oc2000 signal generation and delivery events.
+//!   the oc2000 signal generation and delivery events;
+//! - [`exec_interpose`]: `execve`, `execv`, ... writing every trace log before
+//!   the process image is replaced.
 //!
 //! A `trace_id_t` is a slot of a process-wide table (index + 1 in the low 32 bits, a
 //! generation in the high bits), so a stale or made-up id is `EINVAL`, never a
@@ -23,6 +25,7 @@
 //! they wait; none of the others is.
 
 mod attr;
+mod exec_interpose;
 mod ids;
 mod mutex_interpose;
 mod read;

@@ -456,6 +456,69 @@ static void t_conf_exit_shuts_down(void)
     close(ex_fd);
 }
 
+/* The same POSIX text: a process that "invokes a member of the exec family
+ * of functions" has its streams shut down as by posix_trace_shutdown, which
+ * flushes them to their logs. A stream's events wait in memory for its
+ * flusher's next write (every 100 ms by default), which an exec forestalls:
+ * a program that recorded events and then called execv, execve, execvp or
+ * execvpe left a log without them (only its header). libposixrt now writes
+ * every log before the exec; a log so ends as that of a process killed
+ * (its events, no end record). An exec that fails leaves the streams as
+ * they were. (execl, execle and execlp go to glibc's execve directly:
+ * not covered.) */
+static int exec_traced(int how)
+{
+    static char *const argv[] = {"true", NULL};
+    static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
+    trace_id_t t;
+    if (posix_trace_create_withlog(0, NULL, ex_fd, &t) != 0 || posix_trace_start(t) != 0)
+        return 3;
+    posix_trace_event(ex_ev, "1", 1);
+    posix_trace_event(ex_ev, "2", 1);
+    if (how == 0)
+        execv("/bin/true", argv);
+    else if (how == 1)
+        execve("/bin/true", argv, envp);
+    else if (how == 2)
+        execvp("true", argv);
+    else if (how == 3)
+        execvpe("true", argv, envp);
+    else if (execv("/nonexistent/posixrt-test", argv) == -1 && errno == ENOENT) {
+        posix_trace_event(ex_ev, "3", 1);
+        return posix_trace_shutdown(t) == 0 ? 0 : 5;
+    }
+    return 4;
+}
+
+static void t_conf_exec_flushes_log(void)
+{
+    trace_event_id_t ids[16];
+    int how, status;
+    pid_t c;
+    OK(posix_trace_eventid_open("before exec", &ex_ev));
+    for (how = 0; how < 5; how++) {
+        ex_fd = temp_file();
+        c = fork();
+        TRUE(c >= 0);
+        if (c == 0) {
+            alarm(20);
+            _exit(exec_traced(how));
+        }
+        EQ(waitpid(c, &status, 0), c);
+        TRUE(WIFEXITED(status));
+        EQ(WEXITSTATUS(status), 0);
+        EQ(log_ids(ex_fd, ids, 16), how < 4 ? 3 : 7);
+        EQ(ids[0], POSIX_TRACE_START);
+        EQ(ids[1], ex_ev);
+        EQ(ids[2], ex_ev);
+        if (how == 4) {
+            EQ(ids[3], ex_ev);
+            EQ(ids[4], POSIX_TRACE_STOP);
+        }
+        close(ex_fd);
+    }
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
@@ -467,6 +530,7 @@ static const struct test TESTS[] = {
     {"conf_loop_log_on_pipe_einval", t_conf_loop_log_on_pipe_einval},
     {"conf_shutdown_records_stop", t_conf_shutdown_records_stop},
     {"conf_exit_shuts_down", t_conf_exit_shuts_down},
+    {"conf_exec_flushes_log", t_conf_exec_flushes_log},
 };
 
 int main(int argc, char **argv)
