@@ -140,6 +140,7 @@ function_tests!(
     conf_shutdown_records_stop,
     conf_exit_shuts_down,
     conf_exec_flushes_log,
+    conf_open_directory_einval,
 );
 
 /// Every test the C program has is run by one of the tests above.

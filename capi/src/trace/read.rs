@@ -450,7 +450,7 @@ pub unsafe extern "C-unwind" fn posix_trace_trygetnext_event(
 }
 
 /// `EBADF` for a descriptor not open for reading; `EINVAL` for a file that is not
-/// a trace log. A descriptor that cannot seek (a pipe, a FIFO, a socket) is
+/// a trace log (a directory too). A descriptor that cannot seek (a pipe, a FIFO, a socket) is
 /// read once, from where it is, as the log comes (see `TraceLog::from_file`):
 /// the open waits for the writer up to the first event, `EINVAL` when the
 /// writer closes its end before the header is whole or writes bytes that are
@@ -471,6 +471,9 @@ pub unsafe extern "C-unwind" fn posix_trace_open(fildes: c_int, trid: *mut c_ulo
         let l =
             TraceLog::from_file_waiting(f, &mut wait_for_writer).map_err(|e| match e.kind() {
                 rt::ErrorKind::Corrupt | rt::ErrorKind::Truncated => libc::EINVAL,
+                // A directory holds no log: POSIX's EINVAL, not the read's
+                // EISDIR.
+                _ if e.errno() == Some(libc::EISDIR) => libc::EINVAL,
                 _ => errno_of(&e),
             })?;
         out(

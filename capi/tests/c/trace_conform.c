@@ -519,6 +519,20 @@ static void t_conf_exec_flushes_log(void)
     }
 }
 
+/* POSIX (posix_trace_open): it "shall fail if: [EINVAL] The object pointed
+ * to by file_desc does not correspond to a valid trace log." A descriptor of
+ * a directory, open for reading, gave EISDIR (the error of the read), which
+ * the page does not list; now EINVAL, as for any other file that holds no
+ * log. */
+static void t_conf_open_directory_einval(void)
+{
+    trace_id_t l;
+    int dir = open("/", O_RDONLY);
+    TRUE(dir >= 0);
+    EQ(posix_trace_open(dir, &l), EINVAL);
+    close(dir);
+}
+
 static const struct test TESTS[] = {
     {"conf_truncated_read_overrides_record", t_conf_truncated_read_overrides_record},
     {"conf_event_null_data_inline", t_conf_event_null_data_inline},
@@ -531,6 +545,7 @@ static const struct test TESTS[] = {
     {"conf_shutdown_records_stop", t_conf_shutdown_records_stop},
     {"conf_exit_shuts_down", t_conf_exit_shuts_down},
     {"conf_exec_flushes_log", t_conf_exec_flushes_log},
+    {"conf_open_directory_einval", t_conf_open_directory_einval},
 };
 
 int main(int argc, char **argv)
