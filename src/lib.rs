@@ -124,7 +124,7 @@
 //! `cyclic` and `sporadic` (sched), `priority_inversion` and `sync_inspect` (sync),
 //! `linecount`, `linecount_notify`, `aio_latency`, `aio_priority`, `aio_tokio` (`--features tokio`)
 //! and `aio_peers` (`--features peers`) (aio), `trace_defaults`, `philosophers`,
-//! `trace_overhead` and `mutex_starvation` (trace), `bytesum` (advise), `tfp_hello`
+//! `trace_overhead` and `mutex_starvation` (trace), `bytesum` and `streaming_write` (advise), `tfp_hello`
 //! (mark). Every one takes `--help`:
 //!
 //! ```sh
