@@ -66,3 +66,49 @@ fn compat_pthread_kill_under_preload_is_glibcs() {
     assert_ok(&run(&exe, Some(&lib())), "LD_PRELOAD=libposixrt.so");
     let _ = std::fs::remove_file(&exe);
 }
+
+/// An `execv` made before libposixrt's load-time code ran (from the
+/// constructor of an object the loader initialises first) reaches the real
+/// one: the interposer looks it up then, where it used to fail with ENOSYS.
+#[test]
+fn an_exec_from_an_earlier_constructor_is_not_refused() {
+    let src = Path::new(CRATE).join("tests/c/exec_from_constructor.c");
+    let so = target_dir().join(format!(
+        "posixrt-interpose-{}-exec_from_constructor.so",
+        std::process::id()
+    ));
+    let o = Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
+        .args([
+            "-std=c99",
+            "-D_POSIX_C_SOURCE=200809L",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+        ])
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&so)
+        .arg(&src)
+        .output()
+        .expect("run the C compiler (cc)");
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "cc failed or warned:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // libposixrt.so first in the search order (its execv is the one called),
+    // the constructor's object initialised first (the later one is).
+    let preload = format!("{} {}", lib().display(), so.display());
+    let out = Command::new("/bin/true")
+        .env("LD_PRELOAD", preload)
+        .env("EXEC_FROM_CONSTRUCTOR", "/bin/echo")
+        .output()
+        .expect("run /bin/true");
+    let _ = std::fs::remove_file(&so);
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+        "{:?}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -50,9 +50,17 @@ extern "C" fn resolve_all() {
 }
 
 /// The next definition of function `i`, or `None` (then the call fails with
-/// `ENOSYS`).
+/// `ENOSYS`). Called before the library's load-time resolution ran (an exec
+/// from another library's constructor, which the loader may run first), it
+/// is looked up now: `dlsym` is not async-signal-safe, but an exec refused
+/// for want of it would be worse.
 fn real(i: usize) -> Option<*mut c_void> {
-    let p = REAL[i].load(Ordering::Acquire);
+    let mut p = REAL[i].load(Ordering::Acquire);
+    if p.is_null() {
+        // SAFETY: as in `resolve_all`.
+        p = unsafe { libc::dlsym(libc::RTLD_NEXT, NAMES[i].as_ptr()) };
+        REAL[i].store(p, Ordering::Release);
+    }
     (!p.is_null()).then_some(p)
 }
 
