@@ -6,7 +6,9 @@ use std::fmt;
 
 use crate::{Error, Result};
 
-/// A set of CPUs (`cpu_set_t`), CPUs `0..CpuSet::CAPACITY`.
+/// A set of CPUs (`cpu_set_t`), CPUs `0..CpuSet::CAPACITY`. `Display` writes it
+/// as a `taskset -c` list (`0-3,6`), and [`str::parse`] reads one
+/// ([`FromStr`](std::str::FromStr)).
 ///
 /// # References
 ///  - [`CPU_SET(3)`](https://man7.org/linux/man-pages/man3/CPU_SET.3.html)
@@ -125,25 +127,82 @@ impl CpuSet {
 }
 
 /// The CPUs of a kernel CPU list such as `0-3,6` (`/sys/devices/system/cpu/*`);
-/// `None` if it is malformed or names a CPU beyond the capacity.
+/// `None` if it is malformed, empty or names a CPU beyond the capacity.
 pub(crate) fn parse_cpu_list(list: &str) -> Option<CpuSet> {
+    parse_list(list).ok().filter(|s| !s.is_empty())
+}
+
+/// The set a CPU list names, or what is wrong with it: the entry, and why.
+fn parse_list(list: &str) -> std::result::Result<CpuSet, String> {
     let mut set = CpuSet::new();
-    for part in list.trim().split(',') {
+    let list = list.trim();
+    if list.is_empty() {
+        return Ok(set);
+    }
+    for part in list.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err("an empty entry (two commas, or one at an end)".into());
+        }
+        let cpu = |v: &str| {
+            v.parse::<usize>()
+                .map_err(|_| format!("entry {part:?} is not a CPU number or a range N-M"))
+        };
         let (a, b) = match part.split_once('-') {
-            Some((a, b)) => (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?),
+            Some((a, b)) => (cpu(a)?, cpu(b)?),
             None => {
-                let c = part.parse::<usize>().ok()?;
+                let c = cpu(part)?;
                 (c, c)
             }
         };
         if a > b {
-            return None;
+            return Err(format!("range {part:?} ends before it starts"));
+        }
+        if b >= CpuSet::CAPACITY {
+            return Err(format!(
+                "entry {part:?} names CPU {b}, beyond CPU_SETSIZE ({})",
+                CpuSet::CAPACITY
+            ));
         }
         for c in a..=b {
-            set.insert(c).ok()?;
+            // Below the capacity: checked above.
+            let _ = set.insert(c);
         }
     }
-    Some(set)
+    Ok(set)
+}
+
+impl std::str::FromStr for CpuSet {
+    type Err = Error;
+
+    /// A CPU list as `taskset -c`, `isolcpus=` and `/sys/devices/system/cpu/*`
+    /// write it, the inverse of `Display`: CPU numbers and ranges `N-M`
+    /// separated by commas (`0-3,6`), spaces around entries and a trailing
+    /// newline allowed. The empty list is the empty set. Anything else (an empty
+    /// entry, a reversed range, a stride such as `0-7:2`, a CPU beyond
+    /// [`CAPACITY`](CpuSet::CAPACITY)) is [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// naming the entry, never a set of fewer CPUs.
+    ///
+    /// ```
+    /// use posixrt::sched::CpuSet;
+    ///
+    /// let s: CpuSet = "0-3,6".parse()?;
+    /// assert_eq!(s, CpuSet::from_cpus([0, 1, 2, 3, 6])?);
+    /// assert_eq!(s.to_string(), "0-3,6");
+    /// assert!("3-1".parse::<CpuSet>().is_err());
+    /// # Ok::<(), posixrt::Error>(())
+    /// ```
+    fn from_str(list: &str) -> Result<CpuSet> {
+        parse_list(list).map_err(|why| {
+            Error::invalid("CpuSet::from_str", format!("CPU list {list:?}: {why}")).with_hint(
+                format!(
+                    "write CPU numbers and ranges N-M (N <= M) separated by commas, as \
+                     `taskset -c` does, e.g. \"0-3,6\"; CPUs 0..={} (no strides such as \
+                     0-7:2: list the CPUs)",
+                    CpuSet::CAPACITY - 1
+                ),
+            )
+        })
+    }
 }
 
 /// Refuses an empty set (`call` names the refusing function; `also` ends the
