@@ -110,7 +110,9 @@ impl CpuClock {
 
     /// The CPU clock of thread `tid` of this process (the kernel's
     /// `MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`, what `pthread_getcpuclockid`
-    /// returns). `NotFound` if no such thread exists in this process.
+    /// returns). `NotFound` if no such thread exists in this process (for a live
+    /// thread of another process the hint names that process: the kernel refuses
+    /// the thread clocks of other processes).
     #[doc(alias = "pthread_getcpuclockid")]
     #[doc(alias = "clock_getcpuclockid")]
     pub fn of_thread(tid: Tid) -> Result<CpuClock> {
@@ -124,7 +126,12 @@ impl CpuClock {
                 "clock_getres",
                 format!("no thread with tid {tid} in this process"),
             )
-            .with_hint(super::hint::NO_THREAD_HINT)),
+            .with_hint(super::tid::not_in_this_process_hint(
+                tid,
+                "the kernel lets a process read the CPU-time clocks of its own threads \
+                 only (so the sporadic server serves only them); for another process's \
+                 CPU time use CpuClock::of_process(pid)",
+            ))),
             Err(e) => Err(e),
         }
     }

@@ -534,13 +534,7 @@ fn cpuset_of(tid: Option<i32>) -> CpusetOf {
             cpus: cpuset_cpus(),
         },
         Some(t) => {
-            let pid = crate::sys::proc::read_text(&format!("/proc/{t}/status"))
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find_map(|l| l.strip_prefix("Tgid:"))
-                        .and_then(|v| v.trim().parse::<i32>().ok())
-                })
+            let pid = super::tid::thread_group(t)
                 .filter(|&p| p != t)
                 .map_or(String::new(), |p| format!(" (process {p})"));
             CpusetOf {
@@ -701,10 +695,6 @@ fn cpuset_cpus_in(cgroup_file: &str) -> Option<String> {
     }
 }
 
-/// The hint for a tid that names no thread (ESRCH, or no `/proc` entry).
-pub(crate) const NO_THREAD_HINT: &str = "the thread has exited (tids are reused: take them fresh \
-     from process_threads() or a JoinHandle), or it is in another PID namespace";
-
 /// The error for a failed scheduling call, with a hint for EPERM, EINVAL, EBUSY and
 /// ESRCH that names the cause and the fix with the current values.
 pub(crate) fn sched_error(
@@ -748,7 +738,7 @@ pub(crate) fn sched_error(
                 Some(t) => e.with_message(format!("no thread with tid {t}")),
                 None => e.with_message("the thread has ended"),
             };
-            e.with_hint(NO_THREAD_HINT)
+            e.with_hint(super::tid::NO_THREAD_HINT)
         }
         libc::EINVAL if affinity => e.with_hint(affinity_einval_hint_for(call, tid)),
         libc::EBUSY if affinity => e.with_hint(

@@ -209,7 +209,8 @@ impl fmt::Display for KernelPriority {
 
 /// The effective priority of thread `tid` of this process, as the kernel reports it
 /// in `/proc/self/task/TID/stat` (see [`KernelPriority`]). A tid that is not a thread
-/// of this process is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound).
+/// of this process is [`ErrorKind::NotFound`](crate::ErrorKind::NotFound); the hint
+/// names the process a live thread belongs to.
 ///
 /// # References
 ///  - [`proc_pid_stat(5)`](https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html)
@@ -221,7 +222,13 @@ pub fn kernel_priority(tid: Tid) -> Result<KernelPriority> {
         let e = io_error("read /proc/self/task/TID/stat", e)
             .with_message(format!("no thread {tid} in this process ({path})"));
         if e.kind() == crate::ErrorKind::NotFound {
-            e.with_hint(super::hint::NO_THREAD_HINT)
+            e.with_hint(super::tid::not_in_this_process_hint(
+                tid,
+                &format!(
+                    "kernel_priority reads the threads of this process (/proc/self/task); \
+                     for another process's thread read field 18 (prio) of /proc/{tid}/stat"
+                ),
+            ))
         } else {
             e
         }

@@ -87,3 +87,43 @@ pub fn process_threads() -> Result<Vec<Tid>> {
 fn io_error(call: &'static str, e: std::io::Error) -> Error {
     Error::from_errno(call, e.raw_os_error().unwrap_or(libc::EIO))
 }
+
+/// The hint for a tid that names no thread (ESRCH, or no `/proc` entry).
+pub(crate) const NO_THREAD_HINT: &str = "the thread has exited (tids are reused: take them fresh \
+     from process_threads() or a JoinHandle), or it is in another PID namespace";
+
+/// The hint for `tid` when it names no thread of this process: when it is a live
+/// thread of another process, which one, followed by `elsewhere` (what to use for
+/// such a thread); otherwise that it has exited
+/// ([`NO_THREAD_HINT`]).
+pub(crate) fn not_in_this_process_hint(tid: Tid, elsewhere: &str) -> String {
+    match owner(tid) {
+        Some((pid, name)) if pid != std::process::id() as i32 => format!(
+            "thread {tid} is alive, a thread of process {pid} ({name}), not of this one; \
+             {elsewhere}"
+        ),
+        _ => NO_THREAD_HINT.to_string(),
+    }
+}
+
+/// The process (`Tgid`) of live thread `tid` and that process's name, if `tid` is
+/// a thread visible in this PID namespace.
+fn owner(tid: Tid) -> Option<(i32, String)> {
+    let pid = thread_group(tid.as_raw())?;
+    let name = crate::sys::proc::read_text(&format!("/proc/{pid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_else(|_| "name unknown".into());
+    Some((pid, name))
+}
+
+/// The process (`Tgid` of `/proc/TID/status`) of thread `tid`, if it is a live
+/// thread visible in this PID namespace.
+pub(crate) fn thread_group(tid: i32) -> Option<i32> {
+    crate::sys::proc::read_text(&format!("/proc/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))?
+        .trim()
+        .parse()
+        .ok()
+}
