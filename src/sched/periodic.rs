@@ -3,9 +3,13 @@
 //!
 //! Each period's wake-up time is computed from the start time (`start + k·interval`),
 //! never from "now", so the loop does not drift. Right after each wake-up the timer
-//! reads `CLOCK_MONOTONIC` once; the **latency** is `now − expected wake-up`. If a
+//! reads `CLOCK_MONOTONIC` once (and once before the sleep, to see a late call);
+//! the **latency** is `now − expected wake-up`. If a
 //! wake-up comes later than a whole period, the periods missed are counted as
 //! *overruns* and skipped (the next wake-up is the next one still in the future).
+//! A loop body that runs past its period calls [`Periodic::wait`] after the
+//! wake-up was due: it does not sleep, and [`Wakeup::late_call_ns`] says how late
+//! the call came (the latency then measures the loop's overrun, not the kernel).
 //!
 //! ```
 //! use std::time::Duration;
@@ -56,6 +60,12 @@ pub struct Wakeup {
     pub latency_ns: i64,
     /// Whole periods missed before this wake-up (0 normally).
     pub overruns: u64,
+    /// How long after the due time `wait` was called (or resumed after a signal
+    /// handler), in nanoseconds; 0 when it was called in time and slept. Nonzero
+    /// means the loop body ran past its period: there was no sleep, and
+    /// `latency_ns` is mostly this lateness of the caller, not the kernel's
+    /// wake-up latency (`latency_ns - late_call_ns` is the part after the call).
+    pub late_call_ns: i64,
 }
 
 impl Wakeup {
@@ -157,6 +167,8 @@ impl Periodic {
     #[inline(always)]
     fn wait_once(&mut self) -> Result<Option<Wakeup>> {
         let expected = self.next_ns;
+        // Past the due time already: the loop body overran its period.
+        let late_call_ns = (now_ns() - expected).max(0);
         let ts = Timespec {
             tv_sec: expected / NS,
             tv_nsec: expected % NS,
@@ -174,6 +186,7 @@ impl Periodic {
             expected_ns: expected,
             latency_ns,
             overruns,
+            late_call_ns,
         }))
     }
 }
@@ -214,6 +227,7 @@ pub struct LatencyStats {
     sum_whole_us: i128,
     last_ns: i64,
     overruns: u64,
+    late_calls: u64,
     histogram: Vec<u64>,
     beyond: u64,
 }
@@ -288,6 +302,7 @@ impl LatencyStats {
             sum_whole_us: 0,
             last_ns: 0,
             overruns: 0,
+            late_calls: 0,
             histogram,
             beyond: 0,
         })
@@ -309,6 +324,7 @@ impl LatencyStats {
         self.sum_whole_us += i128::from(l / 1000);
         self.last_ns = l;
         self.overruns += w.overruns;
+        self.late_calls += u64::from(w.late_call_ns > 0);
         let b = (l.max(0) / 1000) as usize;
         match self.histogram.get_mut(b) {
             Some(c) => *c += 1,
@@ -384,6 +400,13 @@ impl LatencyStats {
         self.overruns
     }
 
+    /// Wake-ups whose `wait` was called after they were due
+    /// ([`Wakeup::late_call_ns`] > 0): the loop body overran its period, and
+    /// their latencies are the loop's lateness rather than the kernel's.
+    pub fn late_calls(&self) -> u64 {
+        self.late_calls
+    }
+
     /// The histogram: element *i* counts latencies in `[i, i+1)` µs.
     pub fn histogram(&self) -> &[u64] {
         &self.histogram
@@ -433,6 +456,7 @@ mod tests {
                 expected_ns: 0,
                 latency_ns: l,
                 overruns: 0,
+                late_call_ns: 0,
             });
         }
         assert_eq!(s.count(), 4);
@@ -469,6 +493,7 @@ mod tests {
                 expected_ns: 0,
                 latency_ns: l,
                 overruns: 0,
+                late_call_ns: 0,
             });
         }
         assert_eq!(s.histogram()[LatencyStats::MAX_BUCKETS - 1], 1);
