@@ -24,7 +24,11 @@
 //! in another pid namespace sharing `/dev/shm` names itself by a pid that means
 //! nothing here; its file is kept and counted as unreadable; and a process here
 //! whose pid and start time name the same file gets `Busy` from
-//! [`Registry::create`] rather than replacing it). The owner also holds the file open
+//! [`Registry::create`] rather than replacing it). The temporary file of a
+//! process killed between creating and renaming it
+//! (`.posixrt-<KIND>-<PID>-<STARTTIME>.tmp`, possibly with a random part
+//! before `.tmp`) is removed by the same clean-up once it is a minute old and
+//! unlocked. The owner also holds the file open
 //! (close-on-exec) with an exclusive `flock` for its whole life, so a reader that
 //! can take a shared lock knows the owner is gone even when the pid and start time
 //! still match (the process called `exec`); [`scan()`] removes such a file too

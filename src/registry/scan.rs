@@ -67,7 +67,8 @@ pub struct Scan {
     /// fields this reader refuses (magic, kind, pid, start time, slot geometry).
     /// Not a permission problem: root cannot read them either.
     pub incompatible: usize,
-    /// Files of dead processes removed during the scan.
+    /// Files of dead processes removed during the scan (their registries, and
+    /// the temporary files of processes killed while creating one).
     pub removed: usize,
     /// Slots skipped because they changed on every read for [`RETRY_BUDGET`].
     pub busy: usize,
@@ -92,10 +93,52 @@ pub(crate) fn parse_name(kind: &str, name: &[u8]) -> Option<FileName> {
     })
 }
 
-/// Removes registry files of `kind` whose process is gone; returns how many.
+/// The name a registry of `kind` is filled in under before it is published
+/// (see `create_tmp`): `.posixrt-<kind>-<pid>-<start>.tmp`, or with a random
+/// part, `.posixrt-<kind>-<pid>-<start>.<16 hex digits>.tmp`.
+pub(crate) fn parse_tmp_name(kind: &str, name: &[u8]) -> Option<FileName> {
+    let name = std::str::from_utf8(name).ok()?;
+    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let base = match inner.split_once('.') {
+        Some((base, random))
+            if random.len() == 16
+                && random
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+        {
+            base
+        }
+        Some(_) => return None,
+        None => inner,
+    };
+    parse_name(kind, base.as_bytes())
+}
+
+/// A temporary file younger than this may belong to a create in progress
+/// whose process this reader cannot see (another pid namespace sharing
+/// `/dev/shm`) and which has not locked it yet: it is left alone.
+const TMP_MIN_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes the temporary file at `path` (named for process `name`) if that
+/// process is gone: killed between creating its registry and publishing it.
+/// Its creator holds its lock from a moment after creating it; a file
+/// still locked, or too recent to be sure, is kept.
+fn remove_dead_tmp(path: &Path, name: &FileName) -> bool {
+    let old = std::fs::symlink_metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= TMP_MIN_AGE);
+    old && process_state(name) == Liveness::Dead
+        && !owner_holds_lock(path)
+        && std::fs::remove_file(path).is_ok()
+}
+
+/// Removes registry files of `kind` whose process is gone (and the temporary
+/// files of such processes killed while they created one); returns how many.
 pub fn cleanup(kind: &str) -> Result<usize> {
     let mut removed = 0;
-    for_each_file(kind, |path, name| {
+    let tmp = for_each_file(kind, |path, name| {
         if process_state(name) == Liveness::Dead
             && !owner_holds_lock(path)
             && std::fs::remove_file(path).is_ok()
@@ -103,7 +146,7 @@ pub fn cleanup(kind: &str) -> Result<usize> {
             removed += 1;
         }
     })?;
-    Ok(removed)
+    Ok(removed + tmp)
 }
 
 #[derive(PartialEq)]
@@ -141,22 +184,30 @@ pub(crate) fn owner_holds_lock(path: &Path) -> bool {
         == Err(rustix::io::Errno::WOULDBLOCK)
 }
 
-pub(crate) fn for_each_file(kind: &str, mut f: impl FnMut(&Path, &FileName)) -> Result<()> {
+/// Calls `f` for each registry file of `kind`, and removes on the way the
+/// temporary files that dead processes left (see [`remove_dead_tmp`]);
+/// returns how many of those it removed.
+pub(crate) fn for_each_file(kind: &str, mut f: impl FnMut(&Path, &FileName)) -> Result<usize> {
     let dir = match std::fs::read_dir(DIR) {
         Ok(d) => d,
         // No /dev/shm: nobody can have a registry.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
         Err(e) => {
             return Err(io_error("opendir", &e).with_message(format!("listing {DIR}")));
         }
     };
+    let mut removed = 0;
     for ent in dir.flatten() {
         let name = ent.file_name();
         if let Some(parsed) = parse_name(kind, name.as_bytes()) {
             f(&ent.path(), &parsed);
+        } else if let Some(parsed) = parse_tmp_name(kind, name.as_bytes()) {
+            if remove_dead_tmp(&ent.path(), &parsed) {
+                removed += 1;
+            }
         }
     }
-    Ok(())
+    Ok(removed)
 }
 
 /// Lists every process's registry of `kind` (or only `pid`'s), with a consistent
@@ -166,7 +217,7 @@ pub fn scan(kind: &str, pid: Option<i32>) -> Result<Scan> {
     let kind_b = kind_bytes(kind)?;
     let mut out = Scan::default();
     let mut found = Vec::new();
-    for_each_file(kind, |path, name| {
+    out.removed += for_each_file(kind, |path, name| {
         if pid.map_or(true, |p| p == name.pid) {
             found.push((path.to_path_buf(), *name));
         }
