@@ -547,7 +547,10 @@ fn kernel_name_bytes(pid: i32, t: &ThreadMark) -> std::borrow::Cow<'_, [u8]> {
 
 /// `--json`: one document, `{"processes": [{"pid", "exe", "threads": [...]}],
 /// "unreadable", "incompatible", "busy", "malformed"}` (serde escapes every
-/// string, whatever a marker holds).
+/// string, whatever a marker holds). A JSON string holds no byte that is not
+/// UTF-8: `exe` and `kernel_name` show each such byte as U+FFFD, and then
+/// `exe_bytes` and `kernel_name_bytes` (absent otherwise) carry the bytes as
+/// they are, an array of numbers.
 #[derive(Serialize)]
 struct JsonSnapshot<'a> {
     processes: Vec<JsonProcess<'a>>,
@@ -561,6 +564,8 @@ struct JsonSnapshot<'a> {
 struct JsonProcess<'a> {
     pid: i32,
     exe: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exe_bytes: Option<&'a [u8]>,
     threads: Vec<JsonThread<'a>>,
 }
 
@@ -580,6 +585,13 @@ struct JsonThread<'a> {
     system_s: f64,
     state: String,
     kernel_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_name_bytes: Option<Vec<u8>>,
+}
+
+/// `bytes` if they are not UTF-8 (their text shows U+FFFD instead).
+fn unless_utf8(bytes: &[u8]) -> Option<&[u8]> {
+    std::str::from_utf8(bytes).is_err().then_some(bytes)
 }
 
 /// Seconds rounded to milliseconds, as the text listing shows them.
@@ -595,6 +607,7 @@ fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
             .map(|p| JsonProcess {
                 pid: p.pid,
                 exe: &p.exe,
+                exe_bytes: unless_utf8(&p.exe_bytes),
                 threads: p
                     .threads
                     .iter()
@@ -616,6 +629,8 @@ fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
                         system_s: secs3(t.sched.system_time),
                         state: t.sched.state.to_string(),
                         kernel_name: &t.sched.kernel_name,
+                        kernel_name_bytes: unless_utf8(&kernel_name_bytes(p.pid, t))
+                            .map(<[u8]>::to_vec),
                     })
                     .collect(),
             })
