@@ -100,9 +100,12 @@ pub struct Snapshot {
     /// Processes with at least one live marked thread, by pid.
     pub processes: Vec<ProcessMarks>,
     /// Processes whose registry could not be read: another user's (mode 0600:
-    /// read it as root or as that user), or a file cut short (truncated by
-    /// another process, e.g. an admin's `truncate -s 0`; its owner repairs it
-    /// at its next mark or claim, or when a thread of it exits).
+    /// read it as root or as that user), one of a live process in another pid
+    /// namespace sharing `/dev/shm` (a container's, or the host's when the
+    /// reader runs in a container: its pid means nothing here), or a file cut
+    /// short (truncated by another process, e.g. an admin's `truncate -s 0`;
+    /// its owner repairs it at its next mark or claim, or when a thread of it
+    /// exits).
     pub unreadable: usize,
     /// Processes whose registry has another layout version (a different posixrt
     /// release) or a malformed header.

@@ -34,7 +34,8 @@ use serde::Serialize;
 /// kernel name as `\"`, and a byte of a path or kernel name that is not
 /// UTF-8 as `\xff`).
 /// Processes whose
-/// registry cannot be read (another user's, without root; or a file cut short,
+/// registry cannot be read (another user's, without root; one of a process in
+/// another pid namespace sharing /dev/shm; or a file cut short,
 /// e.g. truncated by someone, until its owner repairs it at its next mark or thread exit) are
 /// skipped and counted on standard error, as are marked threads that cannot be
 /// shown: their marker changed during every read (busy), or their registry slot
@@ -209,7 +210,7 @@ fn main() -> ExitCode {
         }
         if snap.unreadable > 0 {
             warn(format_args!(
-                "{} process(es) skipped: registry not readable (another user's: run as root or as their user; or a file cut short, e.g. truncated by someone: its owner repairs it at its next mark or thread exit)",
+                "{} process(es) skipped: registry not readable (another user's: run as root or as their user; a process in another pid namespace sharing /dev/shm, e.g. a container's or the host's: run tfp in that namespace; or a file cut short, e.g. truncated by someone: its owner repairs it at its next mark or thread exit)",
                 snap.unreadable
             ));
         }
