@@ -281,8 +281,8 @@ fn not_a_process(pid: i32) -> Option<String> {
 /// The snapshot of `-p pid` (a process), or why it would list nothing: its mark
 /// registry cannot be read (another user's, without root; or cut short, e.g.
 /// truncated by someone), has a layout this
-/// tfp does not know (another posixrt release), or is absent (no thread of it
-/// is marked).
+/// tfp does not know (another posixrt release), lists no marked thread (all
+/// cleared their marks or exited), or is absent (no thread of it was marked).
 fn listed(pid: i32) -> Result<Snapshot, String> {
     let snap = match mark::snapshot_pid(pid) {
         Ok(s) => s,
@@ -308,11 +308,22 @@ fn listed(pid: i32) -> Result<Snapshot, String> {
             "process {pid} has {} marked thread(s), none of which can be shown: their registry slots hold a malformed payload; hint: the registry file is damaged (written by something other than posixrt)",
             snap.malformed
         ))
+    } else if has_registry(pid) {
+        Err(format!(
+            "process {pid} has no marked thread now (its mark registry lists none: its marked threads cleared their marks or exited); hint: list it again once a thread of it marks itself"
+        ))
     } else {
         Err(format!(
             "process {pid} has no marked thread (no posixrt mark registry); hint: the process must mark a thread with posixrt::mark, and you need to be root or its user"
         ))
     }
+}
+
+/// Whether process `pid` has a mark registry that this user can read (one
+/// that lists no marked thread, when the snapshot had none).
+fn has_registry(pid: i32) -> bool {
+    posixrt::registry::scan("mark", Some(pid))
+        .is_ok_and(|s| s.processes.iter().any(|p| p.pid == pid))
 }
 
 /// Set by SIGINT, SIGTERM or SIGHUP during --watch: leave the loop and exit
