@@ -196,7 +196,7 @@ fn run() {
 }
 
 /// Blocks every signal in the calling thread; returns the mask before.
-fn block_all() -> libc::sigset_t {
+pub(crate) fn block_all() -> libc::sigset_t {
     let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
     // SAFETY: sigfillset initializes `all`; pthread_sigmask reads it and
@@ -209,7 +209,7 @@ fn block_all() -> libc::sigset_t {
 }
 
 /// Gives the calling thread the signal mask `m`.
-fn set_mask(m: &libc::sigset_t) {
+pub(crate) fn set_mask(m: &libc::sigset_t) {
     // SAFETY: `m` is a valid signal set the call only reads.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, m, std::ptr::null_mut()) };
 }

@@ -24,6 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use crate::debug::debug;
+use crate::notify_retry::{block_all, set_mask};
 
 /// How long a creator stays without work before it looks whether it can
 /// exit.
@@ -249,23 +250,4 @@ fn run(me: Arc<Creator>) {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Blocks every signal in the calling thread; returns the mask before.
-fn block_all() -> libc::sigset_t {
-    let mut all = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    let mut old = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
-    // SAFETY: sigfillset initializes `all`; pthread_sigmask reads it and
-    // writes the old mask into `old` (it cannot fail with valid arguments).
-    unsafe {
-        libc::sigfillset(all.as_mut_ptr());
-        libc::pthread_sigmask(libc::SIG_SETMASK, all.as_ptr(), old.as_mut_ptr());
-        old.assume_init()
-    }
-}
-
-/// Gives the calling thread the signal mask `m`.
-fn set_mask(m: &libc::sigset_t) {
-    // SAFETY: `m` is a valid signal set the call only reads.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, m, std::ptr::null_mut()) };
 }
