@@ -94,14 +94,8 @@ fn args() -> Args {
     let probe = a
         .flush_dir
         .join(format!("trace_overhead-{}.probe", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-        }
+    match args::takes_a_file(&probe) {
+        Ok(()) => {}
         Err(e) => it.fail(format!(
             "--flush-dir {}: cannot make the logs there: {}",
             a.flush_dir.display(),

@@ -169,14 +169,8 @@ impl Args {
     pub fn check_temp_space(&self, flag: &str, mb: usize) {
         let dir = std::env::temp_dir();
         let probe = dir.join(format!(".posixrt-temp-probe-{}", std::process::id()));
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)
-        {
-            Ok(_) => {
-                let _ = std::fs::remove_file(&probe);
-            }
+        match takes_a_file(&probe) {
+            Ok(()) => {}
             Err(e) => self.fail(format!(
                 "the temp dir {} cannot take the test file: {}; set TMPDIR to a writable directory",
                 dir.display(),
@@ -224,6 +218,18 @@ fn print_help(prog: &str, help: &str) -> ! {
 }
 
 /// A usage error found outside [`Args`]: one line on standard error, exit 2.
+/// Whether a new file can be made at `probe` (made, then removed): a directory
+/// without write permission, or on a read-only or special file system, says so
+/// now, before a run that would need it.
+pub fn takes_a_file(probe: &std::path::Path) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(probe)?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
 pub fn usage_error(prog: &str, msg: impl Display) -> ! {
     use std::io::Write;
     // (Ignored if standard error cannot be written: the status says it.)
