@@ -217,7 +217,6 @@ fn print_help(prog: &str, help: &str) -> ! {
     }
 }
 
-/// A usage error found outside [`Args`]: one line on standard error, exit 2.
 /// Whether a new file can be made at `probe` (made, then removed): a directory
 /// without write permission, or on a read-only or special file system, says so
 /// now, before a run that would need it.
@@ -230,6 +229,7 @@ pub fn takes_a_file(probe: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// A usage error found outside [`Args`]: one line on standard error, exit 2.
 pub fn usage_error(prog: &str, msg: impl Display) -> ! {
     use std::io::Write;
     // (Ignored if standard error cannot be written: the status says it.)
