@@ -212,6 +212,41 @@ fn semaphore_timeouts_leave_no_waiter() {
     sync::set_tracking(Tracking::Off);
 }
 
+/// A semaphore's timed waits that time out are counted in its statistics
+/// (timed waits, timeouts, their wait time): `rtstat` and `sync_inspect`
+/// showed a semaphore that had timed-out waiters as never waited for. A timed
+/// wait that gets the count is a timed wait too; an untimed one is not.
+/// Neither timeout is an acquisition, so `contended` stays 0.
+#[test]
+fn semaphore_timeouts_in_the_stats() {
+    let _g = serial(Tracking::Timing);
+    let s = Semaphore::new(1).unwrap();
+    s.set_name("glibc-sem-timed");
+    s.wait_for(SHORT).unwrap();
+    assert_eq!(s.wait_for(SHORT).unwrap_err().kind(), ErrorKind::TimedOut);
+    assert_eq!(
+        s.wait_until(past()).unwrap_err().kind(),
+        ErrorKind::TimedOut
+    );
+    s.post().unwrap();
+    s.wait();
+    let snap = s.snapshot().unwrap();
+    let st = &snap.stats;
+    assert_eq!(
+        (st.locks, st.contended, st.timed_waits, st.timeouts),
+        (2, 0, 3, 2),
+        "{snap:?}"
+    );
+    assert!(st.wait_total > Duration::ZERO, "{snap:?}");
+    assert!(st.wait_max <= st.wait_total, "{snap:?}");
+    no_waiter(&snap);
+    sync::reset_stats();
+    let st = s.snapshot().unwrap().stats;
+    assert_eq!((st.timed_waits, st.timeouts), (0, 0), "{st:?}");
+    assert_eq!(st.wait_total, Duration::ZERO, "{st:?}");
+    sync::set_tracking(Tracking::Off);
+}
+
 /// tst-rwlock15 / tst-rwlock6 seen through tracking: a writer that timed out
 /// and readers that timed out leave no waiter; the reader still holding is
 /// counted; a refused relock by the writer (EDEADLK) leaves the writer named.

@@ -84,9 +84,10 @@ impl Semaphore {
         None
     }
 
-    fn taken(&self, after: u32, contended: bool, t0: u64) {
+    /// A wait (`timed`: a timed one) that took the count, `after` it.
+    fn taken(&self, after: u32, contended: bool, t0: u64, timed: bool) {
         let r = self.track.record(Kind::Semaphore, self.addr());
-        if contended || t0 != 0 {
+        if contended || t0 != 0 || timed {
             // One group against `reset_stats` (no contention or wait time
             // kept without its wait); a wait begun before a reset adds no time.
             r.group(None, || {
@@ -94,16 +95,26 @@ impl Semaphore {
                 if contended {
                     r.add(track::W_CONTENDED, 1);
                 }
-                if t0 != 0 && track::reset::began_since_reset(t0) {
-                    let w = track::ticks().saturating_sub(t0);
-                    r.add(track::W_WAIT_TOTAL, w);
-                    r.max(track::W_WAIT_MAX, w);
+                if timed {
+                    r.add(track::W_D, 1);
                 }
+                add_wait_time(r, t0);
             });
         } else {
             r.add(track::W_LOCKS, 1);
         }
         self.taken_counts(r, after);
+    }
+
+    /// A timed wait begun at tick `t0` (tracking on) that timed out: a timed
+    /// wait, a timeout and its wait time, in one group against `reset_stats`.
+    fn timed_out(&self, t0: u64) {
+        let r = self.track.record(Kind::Semaphore, self.addr());
+        r.group(None, || {
+            r.add(track::W_D, 1);
+            r.add(track::W_SEM_TIMEOUTS, 1);
+            add_wait_time(r, t0);
+        });
     }
 
     /// The counts a successful wait saw, and the count now, into record `r`.
@@ -134,7 +145,7 @@ impl Semaphore {
         if let Some(after) = self.try_take() {
             match track::state_write() {
                 StateWrite::Skip => {}
-                StateWrite::Track => self.taken(after, false, 0),
+                StateWrite::Track => self.taken(after, false, 0, deadline.is_some()),
                 StateWrite::Mirror => self.count_changed_untracked(),
             }
             super::hook::sem_wait(self.addr(), after, super::hook::LockResult::Acquired);
@@ -158,8 +169,9 @@ impl Semaphore {
         };
         if let Some(t0) = wait {
             self.track.wait_end(tid);
-            if let Ok(after) = r {
-                self.taken(after, true, t0);
+            match r {
+                Ok(after) => self.taken(after, true, t0, deadline.is_some()),
+                Err(_) => self.timed_out(t0),
             }
         } else if r.is_ok() {
             self.count_changed_untracked();
@@ -337,6 +349,16 @@ impl Semaphore {
         }
         futex::wake(&self.value, i32::MAX as u32);
         Ok(())
+    }
+}
+
+/// Adds the time of a wait begun at tick `t0` (0: not timed) to record `r`,
+/// unless it began before the last `reset_stats`.
+fn add_wait_time(r: &track::Record, t0: u64) {
+    if t0 != 0 && track::reset::began_since_reset(t0) {
+        let w = track::ticks().saturating_sub(t0);
+        r.add(track::W_WAIT_TOTAL, w);
+        r.max(track::W_WAIT_MAX, w);
     }
 }
 

@@ -25,6 +25,9 @@ pub(crate) const W_D: usize = 16;
 /// waiters it could not tell (counted in [`W_WAITERS`], no tid listed; 0:
 /// none). Written under the handover lock only (`sync::pi_condvar_handover`).
 pub(crate) const W_REQUEUED_FROM: usize = 17;
+/// Semaphores: timed waits that timed out (a semaphore has no use for
+/// [`W_REQUEUED_FROM`], a mutex's word). Any thread adds to it.
+pub(crate) const W_SEM_TIMEOUTS: usize = W_REQUEUED_FROM;
 pub(crate) const W_ACQ: usize = 18;
 /// Waiters now in the low 32 bits (what readers show), waits ended in the
 /// high 32 ([`Record::waits_ended`]).

@@ -79,6 +79,8 @@ fn shared_words(kind: u8) -> &'static [usize] {
             W_TRY_FAIL,
             W_A,
             W_B,
+            W_D,
+            W_SEM_TIMEOUTS,
         ]
     } else if kind == Kind::RwLock as u8 {
         &[W_TRY_FAIL, W_A, W_B, W_C, W_D]

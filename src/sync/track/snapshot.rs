@@ -67,7 +67,8 @@ pub struct Stats {
     /// owner) counts too, without sleeping. Not counted: a blocking path that
     /// ended without the object (a timeout, an error).
     pub contended: u64,
-    /// Total time spent blocked before acquiring (timing level).
+    /// Total time spent blocked before acquiring (timing level); a
+    /// semaphore's also counts its timed waits' time before they timed out.
     pub wait_total: Duration,
     /// Longest single wait (timing level).
     pub wait_max: Duration,
@@ -86,9 +87,13 @@ pub struct Stats {
     pub read_contended: u64,
     /// Rwlock: total read wait time (timing level).
     pub read_wait_total: Duration,
-    /// Condvar: timed waits.
+    /// Condvar: timed waits. Semaphore: timed waits ended (with the count
+    /// or timed out).
     pub timed_waits: u64,
-    /// Condvar: timed waits that timed out.
+    /// Condvar and semaphore: timed waits that timed out (not
+    /// [`contended`](Self::contended): nothing was acquired; a semaphore's
+    /// time until then is in [`wait_total`](Self::wait_total) and
+    /// [`wait_max`](Self::wait_max)).
     pub timeouts: u64,
     /// Condvar: signals.
     pub signals: u64,
@@ -196,6 +201,8 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
             stats.posts = w[W_A];
             stats.max_count = w[W_B].max(state);
             stats.min_count = if w[W_C] == u64::MAX { state } else { w[W_C] };
+            stats.timed_waits = w[W_D];
+            stats.timeouts = w[W_SEM_TIMEOUTS];
         }
         _ => {}
     }
