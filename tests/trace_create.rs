@@ -207,3 +207,43 @@ fn a_log_opened_for_appending_keeps_append_mode_on_the_callers_descriptors() {
         );
     }
 }
+
+/// A file of the kernel's proc file system is no place for a log: the
+/// creation is refused before anything is written to it (`InvalidInput`,
+/// EINVAL, as POSIX for a file that does not fit), with a hint that speaks
+/// of the file, not of pipes. Before: the header's write failed with EIO and
+/// the hint said "a pipe needs a reader". Read as a log, such a file is
+/// refused as any regular file that is not a log is (`Corrupt`, bad magic).
+#[test]
+fn a_proc_file_is_refused_as_a_log_without_a_pipe_hint() {
+    let read = |p: &str| {
+        posixrt::trace::TraceLog::open(p)
+            .map(drop)
+            .map_err(|e| (e.kind(), e.errno()))
+    };
+    let p = std::env::temp_dir().join(format!(
+        "posixrt-trace-create-{}-text.trace",
+        std::process::id()
+    ));
+    std::fs::write(&p, b"not a log\n").unwrap();
+    let text = read(p.to_str().unwrap());
+    std::fs::remove_file(&p).unwrap();
+    assert_eq!(text, Err((ErrorKind::Corrupt, None)));
+    assert_eq!(read("/proc/version"), text, "read as a log");
+    // Only root may open /proc/version for writing.
+    let Ok(f) = std::fs::File::options().write(true).open("/proc/version") else {
+        return;
+    };
+    let e = Trace::create_with_log(&TraceAttr::new(), f)
+        .map(drop)
+        .expect_err("a proc file takes no log");
+    assert_eq!(
+        (e.kind(), e.errno()),
+        (ErrorKind::InvalidInput, Some(libc::EINVAL)),
+        "{e}"
+    );
+    let hint = e.hint().unwrap_or_default();
+    assert!(!hint.contains("needs a reader"), "{e}");
+    assert!(hint.contains("regular file"), "{e}");
+    assert!(e.to_string().contains("proc"), "{e}");
+}

@@ -108,7 +108,9 @@ impl Trace {
     /// write of the log's header and attributes, which happens here: ENOSPC
     /// (as POSIX has it) for a device without the space to create the log
     /// (`/dev/full`, a full file system), EPIPE for a pipe without a reader
-    /// (where SIGPIPE is ignored, as in Rust programs);
+    /// (where SIGPIPE is ignored, as in Rust programs); `InvalidInput`
+    /// (EINVAL) for a file of a kernel file system (`/proc`, `/sys`), which
+    /// holds no log, refused before anything is written to it;
     /// those of [`create`](Trace::create).
     ///
     /// # References
@@ -155,25 +157,10 @@ impl Trace {
             .max(a.max_system_event_size()) as u64;
         let reserve = 2 * a.max_system_event_size() as u64;
         let cap = (a.stream_size as u64 + max_event + reserve + 64).next_power_of_two() as usize;
-        let writer =
-            match log {
-                Some(f) => Some(Mutex::new(LogWriter::new(f, &a, pid).map_err(|e| {
-                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                    Error::from_errno("posix_trace_create_withlog", errno).with_hint(match errno {
-                    libc::EINVAL => {
-                        "a LOOP log is rewritten from its start: give it a regular file, \
-                         or use the APPEND or UNTIL_FULL log policy on a pipe or socket"
-                    }
-                    libc::EBADF => "pass a log file opened for writing",
-                    libc::ENOSPC | libc::EDQUOT => {
-                        "the log's file system has no space: free some, or put the log elsewhere"
-                    }
-                    _ => "the log's header could not be written: check the log file \
-                          (a pipe needs a reader)",
-                })
-                })?)),
-                None => None,
-            };
+        let writer = match log {
+            Some(f) => Some(Mutex::new(LogWriter::new(f, &a, pid)?)),
+            None => None,
+        };
         let Some((slot, gen)) = slots::claim() else {
             return Err(Error::new(
                 ErrorKind::OutOfResources,

@@ -58,8 +58,97 @@ pub(crate) struct LogWriter {
     failed: Option<io::Error>,
 }
 
+/// What a log's file is, for the errors of [`LogWriter::new`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// A pipe, FIFO or socket.
+    Stream,
+    /// A regular file of a kernel file system (proc, sys...), named.
+    Kernel(&'static str),
+    /// Anything else (a regular file, a device).
+    Other,
+}
+
+impl Target {
+    fn of(f: &File) -> Target {
+        use std::os::unix::fs::FileTypeExt;
+        let Ok(t) = f.metadata().map(|m| m.file_type()) else {
+            return Target::Other;
+        };
+        if t.is_fifo() || t.is_socket() {
+            return Target::Stream;
+        }
+        if !t.is_file() {
+            return Target::Other;
+        }
+        let Ok(fs) = rustix::fs::fstatfs(f) else {
+            return Target::Other;
+        };
+        // `f_type` and the magics differ in type between targets; the
+        // magics fit in 32 bits.
+        let magic = fs.f_type as u32;
+        [
+            (libc::PROC_SUPER_MAGIC as u32, "proc"),
+            (libc::SYSFS_MAGIC as u32, "sysfs"),
+            (libc::DEBUGFS_MAGIC as u32, "debugfs"),
+            (libc::TRACEFS_MAGIC as u32, "tracefs"),
+            (libc::CGROUP_SUPER_MAGIC as u32, "cgroup"),
+            (libc::CGROUP2_SUPER_MAGIC as u32, "cgroup2"),
+            (libc::SECURITYFS_MAGIC as u32, "securityfs"),
+        ]
+        .into_iter()
+        .find(|&(m, _)| m == magic)
+        .map_or(Target::Other, |(_, name)| Target::Kernel(name))
+    }
+}
+
+/// The error of a log that [`LogWriter::start`] refused or could not begin
+/// on a file of the type `target`, with a hint for it.
+fn create_error(e: &io::Error, target: Target) -> crate::Error {
+    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+    crate::Error::from_errno("posix_trace_create_withlog", errno).with_hint(match errno {
+        libc::EINVAL => {
+            "a LOOP log is rewritten from its start: give it a regular file, \
+             or use the APPEND or UNTIL_FULL log policy on a pipe or socket"
+        }
+        libc::EBADF => "pass a log file opened for writing",
+        libc::ENOSPC | libc::EDQUOT => {
+            "the log's file system has no space: free some, or put the log elsewhere"
+        }
+        libc::EPIPE => "the log's pipe or socket has no reader: start the reader first",
+        _ if target == Target::Stream => {
+            "the log's header could not be written: check the log's pipe or socket \
+             (a pipe needs a reader)"
+        }
+        _ => "the log's header could not be written: check the log file",
+    })
+}
+
 impl LogWriter {
-    pub(crate) fn new(file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
+    /// The writer of a new log on `file` (`posix_trace_create_withlog`): checks
+    /// the file, writes the log's header and attributes.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start), each with a hint for the log's file type;
+    /// `InvalidInput` (EINVAL) for a file of a kernel file system (proc,
+    /// sys), refused before anything is written to it.
+    pub(crate) fn new(file: File, attr: &TraceAttr, pid: u32) -> crate::Result<LogWriter> {
+        let target = Target::of(&file);
+        if let Target::Kernel(fs) = target {
+            return Err(
+                crate::Error::from_errno("posix_trace_create_withlog", libc::EINVAL)
+                    .with_kind(crate::ErrorKind::InvalidInput)
+                    .with_message(format!(
+                        "the log is a file of the kernel's {fs} file system, which holds no trace log"
+                    ))
+                    .with_hint("give a regular file (on a disk or tmpfs), a pipe or a socket"),
+            );
+        }
+        Self::start(file, attr, pid).map_err(|e| create_error(&e, target))
+    }
+
+    /// [`new`](Self::new) proper, with the kernel's errors.
+    fn start(file: File, attr: &TraceAttr, pid: u32) -> io::Result<LogWriter> {
         // POSIX: EBADF for a log not open for writing, found here rather than at
         // every flush.
         use rustix::fs::{fcntl_getfl, OFlags};
