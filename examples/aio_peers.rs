@@ -43,7 +43,9 @@
 //! the clock once per read, which made it about 4% slower. With `Vec` buffers,
 //! earlier, the ratio spread over 0.81–1.01 from day to day and build to build:
 //! see `block`.) The test file is written back to the disk before the rounds,
-//! so that the kernel's flusher does not write it during them.
+//! so that the kernel's flusher does not write it during them. It is made in
+//! the temp dir (`$TMPDIR` or /tmp) and unlinked at once: nothing is left
+//! there however the run ends (Ctrl-C, a kill).
 //!
 //! ```text
 //! cargo run --release --features peers --example aio_peers -- [--rounds N] [--ops N] [--qd32-ops N] [--file-size-mb N] [--only E1,E2,...] [--json]
@@ -55,7 +57,6 @@
 //! time: on a loaded machine it moves less with the other processes' load.
 
 use std::fs::File;
-use std::io::Write;
 use std::sync::Arc;
 
 #[macro_use]
@@ -75,9 +76,11 @@ mod peer_engines;
 mod posixrt_engines;
 #[path = "support/peers_report.rs"]
 mod report;
+#[path = "support/peers_file.rs"]
+mod test_file;
 
 use cli::{parse, Args, ENGINES};
-use common::{err, Engine, Offsets, QD};
+use common::{Engine, Offsets, QD};
 use report::{qd1_round, qd32_round, Figures};
 
 /// Engines measured apart, each in its own rounds after the interleaved ones.
@@ -92,7 +95,7 @@ use report::{qd1_round, qd32_round, Figures};
 /// and a pause in fast reading seems to let it go cold.
 const APART: [&str; 1] = ["tokio_fs"];
 
-/// The engine `name`, reading `file` (of `size` bytes, at `path`).
+/// The engine `name`, reading `file` (of `size` bytes; `path` opens it again).
 fn build(
     name: &str,
     file: &Arc<File>,
@@ -103,16 +106,6 @@ fn build(
         posixrt_engines::build(name, file, size)
     } else {
         peer_engines::build(name, file, path, size)
-    }
-}
-
-/// Removes the test file when dropped (the peers open it by path, so it cannot be
-/// unlinked before they have).
-struct Unlink(std::path::PathBuf);
-
-impl Drop for Unlink {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 
@@ -127,33 +120,23 @@ fn main() {
 
 fn run(a: &Args) -> Result<(), String> {
     let size = a.size_mb << 20;
-    let path = std::env::temp_dir().join(format!("posixrt-aio-peers-{}", std::process::id()));
-    let file = {
-        let w = File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        let _guard = Unlink(path.clone());
-        let chunk: Vec<u8> = (0..1 << 20).map(|i| (i * 31 % 253) as u8).collect();
-        let mut out = &w;
-        for _ in 0..a.size_mb {
-            out.write_all(&chunk).map_err(err)?;
-        }
-        // Written back now, not by the kernel's flusher in the middle of the
-        // rounds (its disk writes and CPU time would land on whichever engine
-        // runs then).
-        w.sync_data().map_err(err)?;
-        std::mem::forget(_guard);
-        Arc::new(w)
-    };
-    let guard = Unlink(path.clone());
+    // Unlinked as soon as it is made: nothing is left in the temp dir however
+    // the run ends (the peers that open a path open its descriptor's).
+    let file = Arc::new(test_file::unlinked_test_file(
+        &std::env::temp_dir(),
+        &format!("posixrt-aio-peers-{}", std::process::id()),
+        a.size_mb,
+    )?);
+    let path = test_file::fd_path(&file);
     {
         use std::io::Read;
         let mut r = &*file;
         let mut b = vec![0u8; 1 << 20];
-        while r.read(&mut b).map_err(err)? > 0 {}
+        while r
+            .read(&mut b)
+            .map_err(|e| test_file::file_error("test file", &e))?
+            > 0
+        {}
     }
     let names: Vec<&str> = ENGINES
         .iter()
@@ -168,7 +151,6 @@ fn run(a: &Args) -> Result<(), String> {
     for n in &names {
         engines.push(build(n, &file, &path, size)?);
     }
-    drop(guard); // every engine has the file open: unlink it now
 
     // Warm-up: one short round each.
     let mut scratch = Vec::new();

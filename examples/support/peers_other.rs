@@ -409,8 +409,9 @@ impl Engine for Pread {
 
 // ------------------------------------------------------------------ build
 
-/// The engine `name` other than posixrt's, reading `file` (of `size` bytes, at
-/// `path`: the peers open it by path).
+/// The engine `name` other than posixrt's, reading `file` (of `size` bytes;
+/// `path` opens it again, for the peers that open a file by path: it is
+/// unlinked, so that path is its descriptor's, under /proc/self/fd).
 pub fn build(
     name: &str,
     file: &Arc<File>,
