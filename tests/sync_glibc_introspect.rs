@@ -42,7 +42,9 @@ fn in_other_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 
 /// The owner's EDEADLK relocks (untimed and timed) and another thread's EBUSY
 /// trylock and ETIMEDOUT timed lock: one acquisition counted, no contention,
-/// one failed trylock, the owner still named, nobody waiting.
+/// one failed trylock, one timed wait that timed out (before, a timed-out
+/// lock left nothing in the statistics), the owner still named, nobody
+/// waiting.
 macro_rules! refusals {
     ($m:expr) => {{
         let m = &$m;
@@ -72,6 +74,8 @@ macro_rules! refusals {
             (1, 1),
             "{s:?}"
         );
+        // The other thread's timeout (not the owner's refused relock).
+        assert_eq!((s.stats.timed_waits, s.stats.timeouts), (1, 1), "{s:?}");
         no_waiter(&s);
         assert!(sync::find_deadlocks().is_empty());
         drop(g);
@@ -116,6 +120,52 @@ fn ceiling_mutex_refusals_leave_the_info_consistent() {
     sync::set_tracking(Tracking::Off);
 }
 
+/// The time a timed lock waited before it timed out is wait time, for every
+/// mutex kind (the owner's own wait time is kept apart: see `Stats`).
+#[test]
+fn a_timed_out_mutex_lock_adds_its_wait_time() {
+    let _g = serial(Tracking::Timing);
+    macro_rules! check {
+        ($m:expr, $name:expr) => {{
+            let m = &$m;
+            let raw = unsafe { m.raw() };
+            raw.set_name($name);
+            let g = m.lock_checked().unwrap();
+            in_other_thread(|| {
+                let e = m.lock_for_checked(SHORT).map(drop).unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::TimedOut);
+            });
+            drop(g);
+            let s = raw.snapshot().expect("known");
+            assert_eq!((s.stats.timed_waits, s.stats.timeouts), (1, 1), "{s:?}");
+            assert_eq!((s.stats.locks, s.stats.contended), (1, 0), "{s:?}");
+            assert!(s.stats.wait_total > Duration::ZERO, "{s:?}");
+            assert!(s.stats.wait_max <= s.stats.wait_total, "{s:?}");
+            sync::reset_stats();
+            let s = raw.snapshot().expect("known");
+            assert_eq!((s.stats.timed_waits, s.stats.timeouts), (0, 0), "{s:?}");
+            assert_eq!(s.stats.wait_total, Duration::ZERO, "{s:?}");
+        }};
+    }
+    check!(NormalMutex::new(()), "timed-normal");
+    check!(PiMutex::new(()), "timed-pi");
+    let m = RecursiveMutex::new(());
+    m.set_name("timed-recursive");
+    let g = m.lock();
+    in_other_thread(|| {
+        let e = m.lock_for(SHORT).map(drop).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut);
+    });
+    drop(g);
+    let s = m.snapshot().expect("known");
+    assert_eq!((s.stats.timed_waits, s.stats.timeouts), (1, 1), "{s:?}");
+    assert!(s.stats.wait_total > Duration::ZERO, "{s:?}");
+    if have_rt() {
+        in_other_thread(|| check!(ceiling_mutex(3, ()).unwrap(), "timed-ceiling"));
+    }
+    sync::set_tracking(Tracking::Off);
+}
+
 /// tst-mutex3 seen through tracking: the recursion count follows every lock
 /// and unlock; a failed trylock and a timeout of another thread count as such.
 #[test]
@@ -144,6 +194,7 @@ fn recursive_mutex_counts_in_the_info() {
         "{s:?}"
     );
     assert_eq!(s.stats.contended, 0, "{s:?}");
+    assert_eq!((s.stats.timed_waits, s.stats.timeouts), (1, 1), "{s:?}");
     no_waiter(&s);
     drop(b);
     assert_eq!(m.snapshot().unwrap().info.recursion, 2);
@@ -215,7 +266,8 @@ fn semaphore_timeouts_leave_no_waiter() {
 /// A semaphore's timed waits that time out are counted in its statistics
 /// (timed waits, timeouts, their wait time): `rtstat` and `sync_inspect`
 /// showed a semaphore that had timed-out waiters as never waited for. A timed
-/// wait that gets the count is a timed wait too; an untimed one is not.
+/// wait that gets the count at once, and an untimed one, are not timed
+/// waits (that count is of the timed waits that blocked, as `contended`).
 /// Neither timeout is an acquisition, so `contended` stays 0.
 #[test]
 fn semaphore_timeouts_in_the_stats() {
@@ -234,7 +286,7 @@ fn semaphore_timeouts_in_the_stats() {
     let st = &snap.stats;
     assert_eq!(
         (st.locks, st.contended, st.timed_waits, st.timeouts),
-        (2, 0, 3, 2),
+        (2, 0, 2, 2),
         "{snap:?}"
     );
     assert!(st.wait_total > Duration::ZERO, "{snap:?}");

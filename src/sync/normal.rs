@@ -75,6 +75,7 @@ impl TidWord {
             t.1,
             t.2,
             tid,
+            deadline.is_some(),
             || self.lock_slow_inner(tid, deadline, call),
             || self.load() & TID_MASK,
         )

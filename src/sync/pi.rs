@@ -315,6 +315,7 @@ impl RawPiMutex {
             Kind::PiMutex,
             self.addr(),
             tid,
+            deadline.is_some(),
             || self.lock_slow_inner(tid, deadline),
             || self.word() & TID_MASK,
         )

@@ -84,7 +84,8 @@ impl Semaphore {
         None
     }
 
-    /// A wait (`timed`: a timed one) that took the count, `after` it.
+    /// A wait that took the count, `after` it; `timed`: a timed one that
+    /// found the count 0 (`contended`).
     fn taken(&self, after: u32, contended: bool, t0: u64, timed: bool) {
         let r = self.track.record(Kind::Semaphore, self.addr());
         if contended || t0 != 0 || timed {
@@ -145,7 +146,7 @@ impl Semaphore {
         if let Some(after) = self.try_take() {
             match track::state_write() {
                 StateWrite::Skip => {}
-                StateWrite::Track => self.taken(after, false, 0, deadline.is_some()),
+                StateWrite::Track => self.taken(after, false, 0, false),
                 StateWrite::Mirror => self.count_changed_untracked(),
             }
             super::hook::sem_wait(self.addr(), after, super::hook::LockResult::Acquired);

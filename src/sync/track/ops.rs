@@ -38,14 +38,15 @@ impl Track {
 
     /// The contended acquisition of an exclusive lock, shared by the mutex kinds:
     /// records the wait around `inner` (tracking on) and the acquisition after it,
-    /// then reports the result to the trace hook with the owner read by `owner`
-    /// afterwards.
+    /// or (`timed`: a timed lock) its timeout, then reports the result to the
+    /// trace hook with the owner read by `owner` afterwards.
     #[inline]
     pub(crate) fn contended_lock(
         &self,
         kind: Kind,
         addr: usize,
         tid: u32,
+        timed: bool,
         inner: impl FnOnce() -> crate::Result<()>,
         owner: impl Fn() -> u32,
     ) -> crate::Result<()> {
@@ -63,8 +64,17 @@ impl Track {
         let r = inner();
         if let Some(t0) = wait {
             self.wait_end(tid);
-            if r.is_ok() {
-                self.acquired_after_wait(kind, addr, tid, t0);
+            match &r {
+                Ok(()) => {
+                    self.acquired_after_wait(kind, addr, tid, t0);
+                    if timed {
+                        self.record(kind, addr).add(W_A, 1);
+                    }
+                }
+                Err(e) if timed && e.kind() == crate::ErrorKind::TimedOut => {
+                    self.lock_timed_out(kind, addr, t0)
+                }
+                Err(_) => {}
             }
         }
         crate::sync::hook::lock(
@@ -286,6 +296,25 @@ impl Track {
             hold_starts(r);
         }
         r.end(s);
+    }
+
+    /// A timed lock of a mutex, whose wait began at tick `t0` (0: not
+    /// timed), that timed out: a timed wait (`W_A`), a timeout (`W_B`) and its
+    /// wait time (`W_C`, its longest `W_D`), added by a thread that is not
+    /// the owner, so apart from the owner's words, in one group against
+    /// `reset_stats`.
+    #[cold]
+    fn lock_timed_out(&self, kind: Kind, addr: usize, t0: u64) {
+        let r = self.record(kind, addr);
+        r.group(None, || {
+            r.add(W_A, 1);
+            r.add(W_B, 1);
+            if t0 != 0 && began_since_reset(t0) {
+                let w = ticks().saturating_sub(t0);
+                r.add(W_C, w);
+                r.max(W_D, w);
+            }
+        });
     }
 
     /// Before the owner releases the lock (tracking is on). At the counts level this

@@ -85,7 +85,9 @@ fn shared_words(kind: u8) -> &'static [usize] {
     } else if kind == Kind::RwLock as u8 {
         &[W_TRY_FAIL, W_A, W_B, W_C, W_D]
     } else {
-        &[W_TRY_FAIL]
+        // A mutex: its failed trylocks, and its timed locks' timed waits,
+        // timeouts and their wait time (`Track::lock_timed_out`).
+        &[W_TRY_FAIL, W_A, W_B, W_C, W_D]
     }
 }
 

@@ -67,10 +67,12 @@ pub struct Stats {
     /// owner) counts too, without sleeping. Not counted: a blocking path that
     /// ended without the object (a timeout, an error).
     pub contended: u64,
-    /// Total time spent blocked before acquiring (timing level); a
-    /// semaphore's also counts its timed waits' time before they timed out.
+    /// Total time spent blocked before acquiring (timing level); a mutex's
+    /// and a semaphore's also count their timed waits' time until they timed
+    /// out.
     pub wait_total: Duration,
-    /// Longest single wait (timing level).
+    /// Longest single wait (timing level), timed-out ones included as in
+    /// [`wait_total`](Self::wait_total).
     pub wait_max: Duration,
     /// Mutex and rwlock writer: total time held (timing level).
     pub hold_total: Duration,
@@ -87,13 +89,14 @@ pub struct Stats {
     pub read_contended: u64,
     /// Rwlock: total read wait time (timing level).
     pub read_wait_total: Duration,
-    /// Condvar: timed waits. Semaphore: timed waits ended (with the count
-    /// or timed out).
+    /// Condvar: timed waits. Mutex and semaphore: timed locks (timed waits)
+    /// that found it taken and blocked, as [`contended`](Self::contended)
+    /// counts them, whether they got it or timed out. (Rwlock: not counted.)
     pub timed_waits: u64,
-    /// Condvar and semaphore: timed waits that timed out (not
-    /// [`contended`](Self::contended): nothing was acquired; a semaphore's
-    /// time until then is in [`wait_total`](Self::wait_total) and
-    /// [`wait_max`](Self::wait_max)).
+    /// Condvar, mutex and semaphore: timed waits (timed locks) that timed
+    /// out. Not [`contended`](Self::contended): nothing was acquired; a
+    /// mutex's or a semaphore's time until then is in
+    /// [`wait_total`](Self::wait_total) and [`wait_max`](Self::wait_max).
     pub timeouts: u64,
     /// Condvar: signals.
     pub signals: u64,
@@ -172,6 +175,14 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
         trylock_failures: w[W_TRY_FAIL],
         ..Stats::default()
     };
+    if kind.is_mutex() {
+        // Timed locks (`Track::contended_lock`): the time of those that
+        // timed out is kept apart from the owner's words.
+        stats.timed_waits = w[W_A];
+        stats.timeouts = w[W_B];
+        stats.wait_total += d(w[W_C]);
+        stats.wait_max = stats.wait_max.max(d(w[W_D]));
+    }
     match kind {
         Kind::RecursiveMutex => info.recursion = if owner.is_some() { state as u32 } else { 0 },
         Kind::CeilingMutex => info.ceiling = Some((meta >> 16) as u32 & 0xff),
