@@ -22,12 +22,26 @@ pub(crate) fn read_stat(path: &str) -> Result<TaskStat> {
 /// The calling thread's tid and start time, as [`Registry::claim`](super::Registry::claim) wants them.
 pub fn current_thread() -> Result<(i32, u64)> {
     let tid = crate::sys::tid::current() as i32;
-    let st = read_stat("/proc/thread-self/stat").map_err(|e| e.with_hint(PROC_HINT))?;
+    let st = read_stat("/proc/thread-self/stat").map_err(proc_hint)?;
     Ok((tid, st.starttime))
 }
 
-pub(crate) const PROC_HINT: &str =
-    "registries name processes and threads by their /proc start time: mount /proc (mount -t proc proc /proc)";
+/// Adds the hint for a failed read of a start time from `/proc`: a full
+/// descriptor table (EMFILE, ENFILE) or a lack of memory is no missing
+/// `/proc`, and mounting it would not help.
+pub(crate) fn proc_hint(e: Error) -> Error {
+    let hint = match e.errno() {
+        Some(libc::EMFILE) => {
+            "this process has as many descriptors open as its limit allows (RLIMIT_NOFILE): close descriptors it no longer needs, or raise the limit (ulimit -n, setrlimit)"
+        }
+        Some(libc::ENFILE) => {
+            "the system-wide limit on open files is reached (fs.file-max): close files, or raise it (sysctl fs.file-max)"
+        }
+        Some(libc::ENOMEM) => "the kernel is out of memory: free memory, then try again",
+        _ => "registries name processes and threads by their /proc start time: mount /proc (mount -t proc proc /proc)",
+    };
+    e.with_hint(hint)
+}
 
 /// Whether process `pid`, whose `/proc/PID/stat` reads `st`, has ended: dead,
 /// or a zombie with no thread left. A process whose first thread exited while

@@ -91,10 +91,7 @@ impl Registry {
         crate::sys::fork::on_child(after_fork_in_child);
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let starttime = read_stat(&format!("/proc/{pid}/stat"))
-            .map_err(|e| {
-                e.with_message("reading this process's start time")
-                    .with_hint(PROC_HINT)
-            })?
+            .map_err(|e| proc_hint(e.with_message("reading this process's start time")))?
             .starttime;
         let _ = cleanup(kind);
 
