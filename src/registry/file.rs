@@ -102,11 +102,28 @@ pub(super) fn create_tmp(name: &str) -> Result<(File, PathBuf)> {
             Err(e) => {
                 return Err(io_error("open", &e)
                     .with_message(format!("creating {}", tmp.display()))
-                    .with_hint(
-                        "posixrt registries live in /dev/shm: mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm)",
-                    ))
+                    .with_hint(create_hint(e.raw_os_error())))
             }
         }
+    }
+}
+
+/// The hint for a file that could not be created in [`DIR`] (errno `errno`):
+/// a directory that is there but not writable by this process is not fixed
+/// by mounting a tmpfs over it.
+fn create_hint(errno: Option<i32>) -> &'static str {
+    match errno {
+        Some(libc::EROFS) => {
+            "/dev/shm is not writable: it is mounted read-only; remount it read-write (mount -o remount,rw /dev/shm) or mount a writable tmpfs there"
+        }
+        Some(libc::EACCES | libc::EPERM) => {
+            "/dev/shm is not writable by this user: give it the usual permissions (chmod 1777 /dev/shm, owned by root) or mount a writable tmpfs there (mount -t tmpfs -o mode=1777 tmpfs /dev/shm)"
+        }
+        Some(libc::ENOSPC | libc::EDQUOT) => {
+            "/dev/shm is full (or out of inodes, or over quota): free space there"
+        }
+        Some(libc::EMFILE) => NOFILE_HINT,
+        _ => "posixrt registries live in /dev/shm: mount a tmpfs there (mount -t tmpfs tmpfs /dev/shm)",
     }
 }
 

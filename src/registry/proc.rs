@@ -26,14 +26,15 @@ pub fn current_thread() -> Result<(i32, u64)> {
     Ok((tid, st.starttime))
 }
 
+/// The hint for EMFILE: the process's descriptor table is full.
+pub(crate) const NOFILE_HINT: &str = "this process has as many descriptors open as its limit allows (RLIMIT_NOFILE): close descriptors it no longer needs, or raise the limit (ulimit -n, setrlimit)";
+
 /// Adds the hint for a failed read of a start time from `/proc`: a full
 /// descriptor table (EMFILE, ENFILE) or a lack of memory is no missing
 /// `/proc`, and mounting it would not help.
 pub(crate) fn proc_hint(e: Error) -> Error {
     let hint = match e.errno() {
-        Some(libc::EMFILE) => {
-            "this process has as many descriptors open as its limit allows (RLIMIT_NOFILE): close descriptors it no longer needs, or raise the limit (ulimit -n, setrlimit)"
-        }
+        Some(libc::EMFILE) => NOFILE_HINT,
         Some(libc::ENFILE) => {
             "the system-wide limit on open files is reached (fs.file-max): close files, or raise it (sysctl fs.file-max)"
         }
