@@ -99,6 +99,17 @@ pub(crate) fn enter(base: usize, len: usize, fd: i32, id: (u64, u64)) -> Option<
     None
 }
 
+/// Tells entry `i` the new identity of the file its descriptor names (a
+/// deleted registry file replaced). Not under the entry's counter: a handler
+/// that reads half of it finds the identity wrong and maps private memory
+/// over the page (which the replacement's mapping then replaces), where an
+/// entry skipped while odd would let the fault kill the process.
+pub(crate) fn set_id(i: usize, id: (u64, u64)) {
+    let e = &MAPS[i];
+    e.dev.store(id.0, Ordering::Relaxed);
+    e.ino.store(id.1, Ordering::Relaxed);
+}
+
 /// Takes entry `i` out of the table (before its mapping is unmapped and its
 /// descriptor closed).
 pub(crate) fn leave(i: usize) {

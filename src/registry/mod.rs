@@ -141,8 +141,30 @@
 //! check (a claim, [`Registry::check_size`]). A claim in another thread racing the
 //! repair may take a wiped slot whose writer still holds it before the repair
 //! reserves it (both then write it; readers may show a mix, memory stays
-//! safe). Deleting the file (`rm`) is harmless: the owner keeps writing its
-//! mapping, and readers no longer list the process.
+//! safe).
+//!
+//! # A file deleted under its owner
+//!
+//! An `rm` of the file, or systemd-logind's `RemoveIPC=yes` (which removes a
+//! user's files in `/dev/shm` when the user's last session ends), leaves the
+//! owner writing a mapping of a file no reader can find. The owner notices
+//! it (the held descriptor's link count is 0) in the same places it notices a
+//! truncation ([`Registry::claim`], [`Registry::check_size`],
+//! [`SlotWriter::reclaim`], ...), and in [`SlotWriter::wiped`], at most once
+//! per [`DELETED_CHECK_MS`] (one `fstat`), so that `mark`'s next mark after
+//! that delay, and the sync publisher's next round, list the process again.
+//! It publishes a new file as [`Registry::create`] does (a temporary name,
+//! locked, renamed to the same name) with a copy of the header and of every
+//! claimed slot (each copied as a reader copies it), maps it over the old
+//! mapping at the same address (every reference into it stays valid), and
+//! points the descriptors it held (the lock's, the data's) at the new file.
+//! A write made while the slots were copied may have landed in the old file
+//! only: every slot held is then [`wiped`](SlotWriter::wiped), and its
+//! writer writes it again ([`SlotWriter::reclaim`] moves it to a new slot, or
+//! rewrites it in place when the registry has no free one). If the new file
+//! cannot be made (`/dev/shm` full or read-only by then), the owner keeps
+//! writing the deleted one, unlisted, and tries again at a later check. A
+//! forked child never publishes its parent's file.
 //!
 //! # Liveness
 //!
@@ -171,7 +193,7 @@ pub use layout::{DIR, HEADER_SIZE, MAGIC, MAX_RETRIES, RETRY_BUDGET, SLOT_HEADER
 pub use payload::Payload;
 pub use proc::{current_thread, process_ended, TaskStat};
 pub use scan::{cleanup, scan, ProcessEntry, Scan, SlotCopy};
-pub use writer::{Registry, SlotWriter};
+pub use writer::{Registry, SlotWriter, DELETED_CHECK_MS};
 
 #[cfg(test)]
 mod tests {

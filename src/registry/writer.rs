@@ -17,6 +17,9 @@ use super::payload::Payload;
 use super::proc::*;
 use super::scan::cleanup;
 
+mod replace;
+pub use replace::DELETED_CHECK_MS;
+
 /// This process's registry of one kind: the writer side.
 ///
 /// Create it once per process and kind (usually kept in a `static`); threads then
@@ -36,8 +39,13 @@ pub struct Registry {
     /// The high-water mark as this owner knows it (slots `0..claimed` have
     /// been claimed), kept out of the file: a truncation wipes the file's.
     claimed: AtomicU32,
-    /// The file's device and inode (see [`Registry::repair`]).
-    id: (u64, u64),
+    /// The file's device and inode (see [`Registry::repair`]): another file
+    /// once the deleted file was replaced (see [`Registry::replace_deleted`]),
+    /// which this lock serialises.
+    id: std::sync::Mutex<(u64, u64)>,
+    /// When a writer last checked whether the file was deleted (coarse
+    /// monotonic milliseconds; see [`SlotWriter::wiped`]).
+    checked_at: std::sync::atomic::AtomicU64,
     /// The mapping's entry in the `SIGBUS` handler's table (`None`: table
     /// full, the mapping is not protected).
     fault: Option<usize>,
@@ -164,7 +172,8 @@ impl Registry {
             data: file,
             reserved: AtomicUsize::new(reserved),
             claimed: AtomicU32::new(0),
-            id,
+            id: std::sync::Mutex::new(id),
+            checked_at: std::sync::atomic::AtomicU64::new(0),
             fault,
             own_epoch: AtomicU32::new(0),
             repaired_at: AtomicU32::new(epoch),
@@ -218,7 +227,9 @@ impl Registry {
             .count()
     }
 
-    /// Puts the file back to its size if another process truncated it, as
+    /// Puts the file back to its size if another process truncated it, or
+    /// publishes it again if it was deleted (see
+    /// [the module docs](super#a-file-deleted-under-its-owner)), as
     /// [`claim`](Registry::claim) does first (one `fstat` when it is whole and
     /// no fault was caught in the mapping since the last check): for an owner
     /// that writes the slots it holds on its own schedule (a periodic
@@ -281,9 +292,27 @@ impl Registry {
     pub(super) fn repair(&self) -> Result<bool> {
         let total = self.slot_off(self.slot_count);
         let epoch = self.epoch().load(Ordering::Acquire);
-        let st = rustix::fs::fstat(&self.data)
+        let mut st = rustix::fs::fstat(&self.data)
             .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?;
-        if (st.st_dev, st.st_ino) != self.id {
+        if (st.st_dev, st.st_ino) != self.id() || st.st_nlink == 0 {
+            // Checked again under the lock: another thread may have just
+            // replaced a deleted file (the descriptor names the new one).
+            let mut id = self.id.lock().unwrap_or_else(|e| e.into_inner());
+            st = rustix::fs::fstat(&self.data)
+                .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?;
+            // Not in a forked child: the file is its parent's to publish.
+            if (st.st_dev, st.st_ino) == *id && st.st_nlink == 0 && self.is_owner() {
+                // Failing that (a /dev/shm full or read-only by now), the
+                // deleted file stays mapped: the process is not listed, its
+                // writes stay safe, and a later check tries again.
+                if self.replace_deleted(&mut id).is_ok() {
+                    return Ok(true);
+                }
+                st = rustix::fs::fstat(&self.data)
+                    .map_err(|e| Error::from_errno("fstat", e.raw_os_error()))?;
+            }
+        }
+        if (st.st_dev, st.st_ino) != self.id() {
             // The program closed the registry's descriptor (one it did not
             // open) and the number names another file now: that file must
             // not be extended or filled.
@@ -352,6 +381,17 @@ impl Registry {
         let now = self.epoch().fetch_add(1, Ordering::AcqRel).wrapping_add(1);
         self.repaired_at.store(now, Ordering::Release);
         Ok(true)
+    }
+
+    /// Whether this is the process that created the registry (not a forked
+    /// child with an inherited copy).
+    fn is_owner(&self) -> bool {
+        rustix::process::getpid().as_raw_nonzero().get() == self.pid
+    }
+
+    /// The file's device and inode.
+    fn id(&self) -> (u64, u64) {
+        *self.id.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Bumped by the `SIGBUS` handler at each fault in this mapping and by
@@ -533,7 +573,7 @@ impl Drop for Registry {
         let _files = FILES.lock();
         untrack_lock_fd(fd);
         // A forked child's inherited copy must not remove the parent's file.
-        if rustix::process::getpid().as_raw_nonzero().get() == self.pid {
+        if self.is_owner() {
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -640,7 +680,14 @@ impl<'r> SlotWriter<'r> {
     /// truncation inside its page, which raises no fault, zeroed it; or the
     /// file was overwritten). Readers then no longer list the slot, or show it
     /// emptied; [`reclaim`](SlotWriter::reclaim) moves the writer to a slot
-    /// they list. Two relaxed loads.
+    /// they list. Also true when the file was deleted (`rm`, or
+    /// systemd-logind's `RemoveIPC=yes` at the end of the user's last
+    /// session), which hides the whole process from readers: `reclaim` then
+    /// publishes a new file (see
+    /// [the module docs](super#a-file-deleted-under-its-owner)). Two relaxed
+    /// loads and a coarse clock read; one `fstat` at most every
+    /// [`DELETED_CHECK_MS`](super::DELETED_CHECK_MS) per registry (by the
+    /// first writer that asks then).
     ///
     /// A truncation that cuts the slot's own payload but keeps its header
     /// (and causes no fault) is not seen here: readers count the file cut
@@ -649,6 +696,7 @@ impl<'r> SlotWriter<'r> {
     pub fn wiped(&self) -> bool {
         self.epoch_now.load(Ordering::Relaxed) != self.epoch
             || self.reg.state_at(self.off).load(Ordering::Relaxed) != STATE_LIVE
+            || self.reg.deleted_lately()
     }
 
     /// Puts a truncated file back (as [`Registry::check_size`]) and moves
@@ -661,20 +709,41 @@ impl<'r> SlotWriter<'r> {
     /// keeps its slot then.
     pub fn reclaim(&mut self) -> Result<()> {
         self.reg.repair()?;
+        let epoch = self.epoch_now.load(Ordering::Acquire);
         let mut words = vec![0u64; self.reg.payload_size / 8];
         self.read(|p| {
             for (i, w) in words.iter_mut().enumerate() {
                 *w = p.load_u64(i);
             }
         });
-        let mut new = self.reg.claim(self.tid, self.thread_start)?;
-        new.write(|p| {
+        let copy = |p: &mut Payload<'_>| {
             for (i, w) in words.iter().enumerate() {
                 p.store_u64(i, *w);
             }
-        });
+        };
+        let mut new = match self.reg.claim(self.tid, self.thread_start) {
+            Ok(new) => new,
+            // No free slot (all are live: a deleted file replaced, whose
+            // slots were copied, wipes none): a slot that still reads live
+            // and ours is written again where it is.
+            Err(e) if e.kind() == ErrorKind::OutOfResources && self.still_ours() => {
+                self.epoch = epoch;
+                self.write(copy);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        new.write(copy);
         std::mem::replace(self, new).release();
         Ok(())
+    }
+
+    /// Whether the slot still reads as live and owned by this writer's owner.
+    fn still_ours(&self) -> bool {
+        let m = &self.reg.map;
+        self.reg.state_at(self.off).load(Ordering::Acquire) == STATE_LIVE
+            && m.u32_at(self.off + S_TID).load(Ordering::Relaxed) == self.tid as u32
+            && m.u64_at(self.off + S_TSTART).load(Ordering::Relaxed) == self.thread_start
     }
 
     /// Frees the slot: readers stop showing it at once; another owner may claim it.

@@ -1,0 +1,58 @@
+//! The sync registry file deleted under its owner (`rm`, systemd-logind's
+//! `RemoveIPC=yes`): the publisher's next round publishes it again, so
+//! `rtstat` lists the process again (it never did once the file was gone).
+//!
+//! Runs in a forked child (its own sync registry, tracking set there).
+
+#[path = "common/held_fork.rs"]
+mod held_fork;
+
+use posixrt::sync::{self, shared, NormalMutex, Tracking};
+
+/// This process's sync registry file in `/dev/shm`.
+fn own_registry() -> Result<std::path::PathBuf, String> {
+    let mine = format!("posixrt-sync-{}-", std::process::id());
+    std::fs::read_dir("/dev/shm")
+        .map_err(|e| format!("/dev/shm: {e}"))?
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with(&mine))
+        .map(|e| e.path())
+        .ok_or_else(|| format!("no {mine}* in /dev/shm"))
+}
+
+#[test]
+fn publish_after_the_file_was_deleted_lists_the_process_again() {
+    let r = held_fork::in_child(|| {
+        sync::set_tracking(Tracking::Counts);
+        let a = NormalMutex::new(1u32);
+        let b = NormalMutex::new(2u32);
+        drop(a.lock());
+        drop(b.lock());
+        let n = shared::publish().map_err(|e| format!("first publish: {e}"))?;
+        if n < 2 {
+            return Err(format!("first publish: {n} objects"));
+        }
+        let path = own_registry()?;
+        std::fs::remove_file(&path).map_err(|e| format!("rm: {e}"))?;
+        if shared::read_process(std::process::id()).is_ok_and(|l| !l.is_empty()) {
+            return Err("still listed after the rm".into());
+        }
+        let n = shared::publish().map_err(|e| format!("publish after the rm: {e}"));
+        let listed = shared::read_process(std::process::id());
+        let back = path.exists();
+        let _ = std::fs::remove_file(&path);
+        let n = n?;
+        let listed = listed.map_err(|e| format!("read_process after the rm: {e}"))?;
+        if !back || n < 2 || listed.len() < 2 {
+            return Err(format!(
+                "after the rm: file back {back}, published {n}, listed {}",
+                listed.len()
+            ));
+        }
+        drop((a, b));
+        Ok(())
+    });
+    if let Err(e) = r {
+        panic!("{e}");
+    }
+}
