@@ -187,23 +187,49 @@ fn shown_escaped(c: char) -> bool {
     c.is_control() || hides_text(c)
 }
 
-/// The invisible characters that change how text reads without showing: the
-/// bidirectional controls (U+061C, U+200E, U+200F, U+202A..U+202E embeddings and
-/// overrides, U+2066..U+2069 isolates), the zero-width ones (U+200B space,
-/// U+200C/U+200D joiners, U+2060 word joiner, U+FEFF byte order mark), and the
-/// invisible operators and deprecated format characters next to them
-/// (U+2061..U+2064, U+206A..U+206F).
+/// The characters that change how text reads without showing, or that break a
+/// line: Unicode's Default_Ignorable_Code_Point set (Unicode 15.1, below), which
+/// a terminal shows as nothing, and the line and paragraph separators (U+2028,
+/// U+2029) and interlinear annotation marks (U+FFF9..U+FFFB), which are not
+/// controls (`char::is_control`) either.
+///
+/// The set holds the bidirectional controls (U+061C, U+200E, U+200F,
+/// U+202A..U+202E embeddings and overrides, U+2066..U+2069 isolates), the
+/// zero-width ones (U+200B space, U+200C/U+200D joiners, U+2060 word joiner,
+/// U+FEFF byte order mark), the invisible operators and deprecated format
+/// characters (U+2061..U+2064, U+206A..U+206F), the soft hyphen, the
+/// combining grapheme joiner, the Hangul and Khmer fillers, the Mongolian and
+/// other variation selectors, the tag characters (U+E0000..U+E007F) and the
+/// code points Unicode keeps ignorable for later use.
 fn hides_text(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061C}'
-            | '\u{200B}'..='\u{200F}'
-            | '\u{202A}'..='\u{202E}'
-            | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206F}'
-            | '\u{FEFF}'
-    )
+    let c = c as u32;
+    // Sorted, disjoint, inclusive: a binary search finds the range at or
+    // before `c`.
+    let i = HIDDEN.partition_point(|&(lo, _)| lo <= c);
+    i > 0 && c <= HIDDEN[i - 1].1
 }
+
+/// The ranges of [`hides_text`], sorted and disjoint.
+const HIDDEN: &[(u32, u32)] = &[
+    (0x00AD, 0x00AD),   // soft hyphen
+    (0x034F, 0x034F),   // combining grapheme joiner
+    (0x061C, 0x061C),   // Arabic letter mark
+    (0x115F, 0x1160),   // Hangul choseong and jungseong fillers
+    (0x17B4, 0x17B5),   // Khmer inherent vowels
+    (0x180B, 0x180F),   // Mongolian variation selectors, vowel separator
+    (0x200B, 0x200F),   // zero-width space and joiners, LRM, RLM
+    (0x2028, 0x2029),   // line and paragraph separators
+    (0x202A, 0x202E),   // bidi embeddings and overrides
+    (0x2060, 0x206F),   // word joiner, invisible operators, isolates, deprecated
+    (0x3164, 0x3164),   // Hangul filler
+    (0xFE00, 0xFE0F),   // variation selectors
+    (0xFEFF, 0xFEFF),   // zero-width no-break space (byte order mark)
+    (0xFFA0, 0xFFA0),   // halfwidth Hangul filler
+    (0xFFF0, 0xFFFB),   // unassigned ignorables, interlinear annotation marks
+    (0x1BCA0, 0x1BCA3), // shorthand format controls
+    (0x1D173, 0x1D17A), // musical symbol beam, tie, slur and phrase controls
+    (0xE0000, 0xE0FFF), // tag characters, variation selectors supplement
+];
 
 #[cfg(test)]
 mod tests {
@@ -258,6 +284,83 @@ mod tests {
                 matches!(printable(name), std::borrow::Cow::Borrowed(_)),
                 "{name:?}"
             );
+        }
+    }
+
+    #[test]
+    fn the_hidden_ranges_are_sorted_and_disjoint() {
+        for w in super::HIDDEN.windows(2) {
+            assert!(w[0].0 <= w[0].1 && w[0].1 < w[1].0, "{w:x?}");
+        }
+    }
+
+    #[test]
+    fn every_default_ignorable_character_and_separator_is_escaped() {
+        // Each range's ends: a soft hyphen, a grapheme joiner, Hangul and
+        // Khmer fillers, Mongolian selectors, the line and paragraph
+        // separators, variation selectors, interlinear annotation marks, the
+        // shorthand and musical format controls, tag characters and the
+        // supplementary variation selectors show nothing on a terminal, or
+        // break the line, and let one name pass for another.
+        for c in [
+            '\u{00AD}',
+            '\u{034F}',
+            '\u{115F}',
+            '\u{1160}',
+            '\u{17B4}',
+            '\u{17B5}',
+            '\u{180B}',
+            '\u{180E}',
+            '\u{180F}',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{2065}',
+            '\u{3164}',
+            '\u{FE00}',
+            '\u{FE0F}',
+            '\u{FFA0}',
+            '\u{FFF0}',
+            '\u{FFF9}',
+            '\u{FFFB}',
+            '\u{1BCA0}',
+            '\u{1BCA3}',
+            '\u{1D173}',
+            '\u{1D17A}',
+            '\u{E0000}',
+            '\u{E0001}',
+            '\u{E0020}',
+            '\u{E007F}',
+            '\u{E0100}',
+            '\u{E01EF}',
+            '\u{E0FFF}',
+        ] {
+            let name = format!("ad{c}min");
+            let shown = format!("ad\\u{{{:x}}}min", c as u32);
+            assert_eq!(printable(&name), shown, "U+{:04X}", c as u32);
+        }
+        // Their neighbours are visible and stay as they are.
+        for c in [
+            '\u{00AC}',
+            '\u{00AE}',
+            '\u{034E}',
+            '\u{1161}',
+            '\u{17B6}',
+            '\u{180A}',
+            '\u{1810}',
+            '\u{2027}',
+            '\u{202F}',
+            '\u{3165}',
+            '\u{FE10}',
+            '\u{FFA1}',
+            '\u{FFFC}',
+            '\u{FFFD}',
+            '\u{1D172}',
+            '\u{1D17B}',
+            '\u{DFFFF}',
+            '\u{F0000}',
+        ] {
+            let name = format!("ad{c}min");
+            assert_eq!(printable(&name), name, "U+{:04X}", c as u32);
         }
     }
 

@@ -28,9 +28,10 @@ use serde::Serialize;
 ///
 /// Each process prints a `PID <pid> "<path>"` line, then one line per marked
 /// thread: `TID <tid> <yyyy mm dd hh:mm:ss> <policy> <rt prio> <nice> <cpu s>
-/// <marker>` (the time is the marker's last update, local time; control, bidi and
-/// zero-width characters in markers and paths are shown escaped, e.g. `\n`,
-/// `\u{202e}`, a backslash as `\\`, a double quote in a quoted path or
+/// <marker>` (the time is the marker's last update, local time; control, bidi,
+/// zero-width and other invisible characters (soft hyphen, variation selectors,
+/// tag characters, line separators) in markers and paths are shown escaped,
+/// e.g. `\n`, `\u{202e}`, a backslash as `\\`, a double quote in a quoted path or
 /// kernel name as `\"`, and a byte of a path or kernel name that is not
 /// UTF-8 as `\xff`).
 /// Processes whose
