@@ -41,13 +41,13 @@ use serde::Serialize;
 /// skipped and counted on standard error, as are marked threads that cannot be
 /// shown: their marker changed during every read (busy), or their registry slot
 /// is malformed (a damaged file); a process named
-/// with -p whose registry cannot be read, or that has no marked thread that can
-/// be shown, is an error (exit 1).
+/// with -p whose registry cannot be read, that has no marked thread that can
+/// be shown, or whose path does not end with a NAME given, is an error (exit 1).
 #[derive(Parser, Debug)]
 #[command(
     name = "tfp",
     version,
-    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs (the listing is then empty), when every -p process has exited during --watch, and when standard output closed by its reader (tfp | head) ends the listing early\n  1  error: -p names no process (or names a thread of one, or one that has exited), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread that can be shown, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
+    after_help = "Examples:\n  tfp                     every marked thread of every process (tfp lists itself too)\n  tfp -b tfp_hello        the processes whose path ends with tfp_hello, with raw blocks\n  tfp -v -p 12345         one process, with each thread's state, CPU times and kernel name\n  tfp --watch 1           refresh every second until Ctrl-C (add -n N to stop after N)\n  tfp --json | python3 -m json.tool\n\nExit status:\n  0  ok, also when no process matches the NAMEs without -p (the listing is then empty), when every -p process has exited during --watch, and when standard output closed by its reader (tfp | head) ends the listing early\n  1  error: -p names no process (or names a thread of one, or one that has exited), or one whose mark registry cannot be read (another user's, one cut short, another posixrt release's) or that has no marked thread that can be shown, or whose path does not end with a NAME given, /dev/shm cannot be read, or the listing cannot be written\n  2  usage error (bad command line)"
 )]
 struct Args {
     /// Keep processes whose executable path ends with NAME (any of them).
@@ -55,7 +55,8 @@ struct Args {
     #[arg(value_name = "NAME")]
     names: Vec<std::ffi::OsString>,
     /// Keep only this process (may be repeated). It must have a marked thread
-    /// whose registry tfp can read (checked at start), or tfp exits 1.
+    /// whose registry tfp can read, and with NAMEs a path ending with one of
+    /// them (checked at start), or tfp exits 1.
     #[arg(short = 'p', long = "pid", value_name = "PID", allow_negative_numbers = true,
           value_parser = posixrt_tools::parse_pid)]
     pids: Vec<i32>,
@@ -133,6 +134,20 @@ fn main() -> ExitCode {
         .partition(Result::is_ok);
     if !unlisted.is_empty() {
         for why in unlisted.into_iter().filter_map(Result::err) {
+            warn(&why);
+        }
+        return ExitCode::from(1);
+    }
+    // And a -p process that the NAMEs leave out: `-p PID NAME` asks for both.
+    let unmatched: Vec<String> = listed
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .flat_map(|s| &s.processes)
+        .filter(|p| !kept(p, &args))
+        .map(|p| not_named(p, &args))
+        .collect();
+    if !unmatched.is_empty() {
+        for why in unmatched {
             warn(&why);
         }
         return ExitCode::from(1);
@@ -410,14 +425,33 @@ fn combine(snaps: impl IntoIterator<Item = Snapshot>, args: &Args) -> Snapshot {
         all.busy += s.busy;
         all.malformed += s.malformed;
     }
-    all.processes.retain(|p| {
-        args.names.is_empty()
-            || args
-                .names
-                .iter()
-                .any(|n| name_matches(&p.exe_bytes, n.as_bytes()))
-    });
+    all.processes.retain(|p| kept(p, args));
     all
+}
+
+/// Whether the NAMEs of `args` keep process `p` (no NAME keeps every process).
+fn kept(p: &ProcessMarks, args: &Args) -> bool {
+    args.names.is_empty()
+        || args
+            .names
+            .iter()
+            .any(|n| name_matches(&p.exe_bytes, n.as_bytes()))
+}
+
+/// Why -p process `p` is not listed although it has marks: its path does not
+/// end with any NAME of `args`.
+fn not_named(p: &ProcessMarks, args: &Args) -> String {
+    let names: Vec<String> = args
+        .names
+        .iter()
+        .map(|n| format!("\"{}\"", printable_quoted_bytes(n.as_bytes())))
+        .collect();
+    format!(
+        "the path of process {} (\"{}\") does not end with {}; hint: give a NAME its path ends with, or no NAME",
+        p.pid,
+        printable_quoted_bytes(&p.exe_bytes),
+        names.join(" or ")
+    )
 }
 
 /// The pids, each once and in order: `-p 5 -p 5` is one process.
