@@ -77,7 +77,10 @@ struct Args {
     /// signal ignored (SIGHUP under `nohup`), which it then keeps ignoring.
     /// With -p, a process that exits is said on standard error
     /// (`tfp: process PID has exited`), and the watch ends (exit 0) once every
-    /// -p process has exited.
+    /// -p process has exited; one that runs on without a marked thread tfp can
+    /// list (its marks cleared, or it ran another program) is said once too
+    /// (`tfp: process PID has no marked thread now ...`), at the second refresh
+    /// without it, and listed again once a thread of it marks itself.
     #[arg(long, value_name = "SECS", allow_negative_numbers = true, value_parser = parse_secs)]
     watch: Option<f64>,
     /// With --watch: stop after N refreshes, N at least 1 (default: until
@@ -152,14 +155,19 @@ fn main() -> ExitCode {
         }
         return ExitCode::from(1);
     }
-    let mut first =
-        (!args.pids.is_empty()).then(|| combine(listed.into_iter().filter_map(Result::ok), &args));
+    let mut first: Option<Vec<Snapshot>> =
+        (!args.pids.is_empty()).then(|| listed.into_iter().filter_map(Result::ok).collect());
     // The -p processes still running, by pid and start time (a pid reused by a
     // new process is not the one asked for; one gone since it was listed has
-    // no start time, and is said to have exited at the next refresh).
-    let mut watched: Vec<(i32, u64)> = distinct(&args.pids)
+    // no start time, and is said to have exited at the next refresh), with
+    // what the last refreshes showed of each (all listed at first).
+    let mut watched: Vec<Watched> = distinct(&args.pids)
         .into_iter()
-        .map(|p| (p, running_since(p).unwrap_or(u64::MAX)))
+        .map(|pid| Watched {
+            pid,
+            start: running_since(pid).unwrap_or(u64::MAX),
+            seen: Seen::Listed,
+        })
         .collect();
     // Before the registry file exists, so no stop signal can leave it behind.
     if args.watch.is_some() {
@@ -178,10 +186,10 @@ fn main() -> ExitCode {
         if first.is_none() && !args.pids.is_empty() {
             // A -p process that exited is said once, not shown as an empty
             // listing; with none left, the watch has nothing to show.
-            watched.retain(|&(pid, start)| {
-                let alive = running_since(pid) == Some(start);
+            watched.retain(|w| {
+                let alive = running_since(w.pid) == Some(w.start);
                 if !alive {
-                    warn(format_args!("process {pid} has exited"));
+                    warn(format_args!("process {} has exited", w.pid));
                 }
                 alive
             });
@@ -189,9 +197,17 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
         }
-        let pids: Vec<i32> = watched.iter().map(|&(p, _)| p).collect();
-        let snap = match first.take().map_or_else(|| take(&args, &pids), Ok) {
-            Ok(s) => s,
+        let pids: Vec<i32> = watched.iter().map(|w| w.pid).collect();
+        let (snap, notes) = match first.take().map_or_else(|| take(&args, &pids), Ok) {
+            Ok(snaps) => {
+                // Said after the listing, on standard error.
+                let notes: Vec<String> = watched
+                    .iter_mut()
+                    .zip(&snaps)
+                    .filter_map(|(w, s)| w.refresh(s, &args))
+                    .collect();
+                (combine(snaps, &args), notes)
+            }
             Err(e) => {
                 warn(&e);
                 return ExitCode::from(1);
@@ -223,6 +239,9 @@ fn main() -> ExitCode {
                 ));
                 return ExitCode::from(1);
             }
+        }
+        for n in &notes {
+            warn(n);
         }
         if snap.unreadable > 0 {
             warn(format_args!(
@@ -399,19 +418,67 @@ fn running_since(pid: i32) -> Option<u64> {
 }
 
 /// Every process's marks, or those of the -p processes (`pids`, those still
-/// running) only: each of them is read on its own, so that the unreadable,
-/// incompatible and busy counts are theirs (with two -p as with one), not those
-/// of every registry in /dev/shm.
-fn take(args: &Args, pids: &[i32]) -> posixrt::Result<Snapshot> {
+/// running) only, one snapshot each (in the order of `pids`): each of them is
+/// read on its own, so that the unreadable, incompatible and busy counts are
+/// theirs (with two -p as with one), not those of every registry in /dev/shm.
+fn take(args: &Args, pids: &[i32]) -> posixrt::Result<Vec<Snapshot>> {
     if args.pids.is_empty() {
-        return Ok(combine([mark::snapshot()?], args));
+        return Ok(vec![mark::snapshot()?]);
     }
-    let snaps = pids
-        .iter()
-        .copied()
-        .map(mark::snapshot_pid)
-        .collect::<posixrt::Result<Vec<_>>>()?;
-    Ok(combine(snaps, args))
+    pids.iter().copied().map(mark::snapshot_pid).collect()
+}
+
+/// A -p process still running, and what the last refreshes showed of it.
+struct Watched {
+    pid: i32,
+    start: u64,
+    seen: Seen,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Seen {
+    /// Listed by the last refresh (or skipped and counted: unreadable, busy).
+    Listed,
+    /// Not listed by the last refresh, which said nothing of it: a process
+    /// that exits removes its registry a moment before it ends, and is said to
+    /// have exited at the next refresh instead.
+    Missing,
+    /// Not listed, and said so.
+    Said,
+}
+
+impl Watched {
+    /// Takes in `snap`, this process's snapshot; returns what to say once the
+    /// process is missing from two refreshes in a row (it cleared its marks,
+    /// or ran another program, which has no marked thread or whose path the
+    /// NAMEs of `args` do not keep); a process listed again is said again
+    /// when it goes missing again.
+    fn refresh(&mut self, snap: &Snapshot, args: &Args) -> Option<String> {
+        let why = match snap.process(self.pid) {
+            Some(p) if kept(p, args) => None,
+            Some(p) => Some(not_named(p, args)),
+            None if snap.unreadable + snap.incompatible + snap.busy + snap.malformed > 0 => None,
+            None => Some(format!(
+                "process {} has no marked thread now (its marked threads cleared their marks or exited, or it runs another program); tfp lists it again once a thread of it marks itself",
+                self.pid
+            )),
+        };
+        let Some(why) = why else {
+            self.seen = Seen::Listed;
+            return None;
+        };
+        match self.seen {
+            Seen::Listed => {
+                self.seen = Seen::Missing;
+                None
+            }
+            Seen::Missing => {
+                self.seen = Seen::Said;
+                Some(why)
+            }
+            Seen::Said => None,
+        }
+    }
 }
 
 /// One listing of `snaps` (each process's own, or every process's), with the
