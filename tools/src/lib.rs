@@ -136,6 +136,21 @@ pub fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     escape_where(s, |c| c == '\\' || shown_escaped(c))
 }
 
+/// [`printable`] for a marker in `tfp`'s listing, the last field of its line,
+/// not quoted: an empty marker is shown as `""`, where it would leave the line
+/// ending with the separating space, alike one of spaces. So that `""` means an
+/// empty marker only, a double quote that starts a marker is shown escaped
+/// (`\"`).
+pub fn printable_marker(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.is_empty() {
+        return std::borrow::Cow::Borrowed("\"\"");
+    }
+    match s.strip_prefix('"') {
+        Some(rest) => std::borrow::Cow::Owned(format!("\\\"{}", printable(rest))),
+        None => printable(s),
+    }
+}
+
 /// [`printable`] for text shown between double quotes (`tfp`'s `PID <pid>
 /// "<path>"`): a double quote in it is shown escaped too (`\"`), so the field
 /// ends at the first unescaped quote whatever the text holds.
@@ -285,6 +300,17 @@ mod tests {
                 "{name:?}"
             );
         }
+    }
+
+    #[test]
+    fn an_empty_marker_is_two_quotes_and_no_other_is() {
+        use super::printable_marker as m;
+        assert_eq!(m(""), "\"\"");
+        assert_eq!(m(" "), " ");
+        assert_eq!(m("\"\""), "\\\"\"");
+        assert_eq!(m("\"a\" b\\"), "\\\"a\" b\\\\");
+        assert_eq!(m("a\"\""), "a\"\"");
+        assert_eq!(m("\"\n"), "\\\"\\n");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use clap::Parser;
 
 const PROG: &str = "tfp";
 use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
-use posixrt_tools::{printable, printable_quoted_bytes};
+use posixrt_tools::{printable_marker, printable_quoted_bytes};
 use serde::Serialize;
 
 /// List marked threads ("thread fingerprints") of every process, or of the
@@ -32,8 +32,8 @@ use serde::Serialize;
 /// zero-width and other invisible characters (soft hyphen, variation selectors,
 /// tag characters, line separators) in markers and paths are shown escaped,
 /// e.g. `\n`, `\u{202e}`, a backslash as `\\`, a double quote in a quoted path or
-/// kernel name as `\"`, and a byte of a path or kernel name that is not
-/// UTF-8 as `\xff`).
+/// kernel name, or one that starts a marker, as `\"`, and a byte of a path or
+/// kernel name that is not UTF-8 as `\xff`; an empty marker is shown as `""`).
 /// Processes whose
 /// registry cannot be read (another user's, without root; one of a process in
 /// another pid namespace sharing /dev/shm; or a file cut short,
@@ -608,7 +608,7 @@ fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Res
             t.sched.rt_priority,
             t.sched.nice,
             cpu_secs(t),
-            printable(&t.marker)
+            printable_marker(&t.marker)
         )?;
         if args.verbose {
             writeln!(
