@@ -594,8 +594,9 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                 }
                 Format::Chrome => std::fs::write(&output, chrome_json(&l.log, &l.events))
                     .map_err(|e| Failure::error(write_error(&output, &e)))?,
-                Format::Ctf => write_ctf(&l.log, &l.events, &output)
-                    .map_err(|e| Failure::error(e.to_string()))?,
+                Format::Ctf => {
+                    write_ctf(&l.log, &l.events, &output).map_err(|e| ctf_failure(&output, &e))?
+                }
             }
             posixrt_tools::warn(
                 PROG,
@@ -620,6 +621,38 @@ fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => false,
+    }
+}
+
+/// A failed CTF export in the user's terms: the directory it was writing and
+/// why, with the library's hint, not the call that failed (`mkdir failed`,
+/// `export::write_ctf failed`). The errno is left out where the library
+/// refused the directory itself (`InvalidInput`: another file in it).
+fn ctf_failure(dir: &Path, e: &posixrt::Error) -> Failure {
+    let mut msg = format!("cannot write the CTF trace into {}", shown_path(dir));
+    let whole = dir.display().to_string();
+    match e.message() {
+        // The directory, named already.
+        Some(m) if m == whole => {}
+        // `DIR holds "name", which babeltrace2 would read as a CTF stream`.
+        Some(m) => match m.strip_prefix(&whole).and_then(|r| r.strip_prefix(' ')) {
+            Some(rest) => msg.push_str(&format!(": it {rest}")),
+            None => msg.push_str(&format!(": {m}")),
+        },
+        None => {}
+    }
+    if let Some(n) = e
+        .errno()
+        .filter(|_| e.kind() != posixrt::ErrorKind::InvalidInput)
+    {
+        msg.push_str(&format!(": {}", os_error(&io::Error::from_raw_os_error(n))));
+    }
+    if let Some(h) = e.hint() {
+        msg.push_str(&format!("; hint: {h}"));
+    }
+    Failure {
+        msg,
+        code: code_of(e),
     }
 }
 
