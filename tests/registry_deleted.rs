@@ -103,15 +103,19 @@ fn a_marked_thread_is_listed_again_after_its_registry_file_is_deleted() {
             .is_ok_and(|s| s.threads().any(|(_, t)| t.tid == tid && t.marker == marker))
     };
     assert!(!listed("before-rm"));
-    // Later marks of the same thread (no new claim) publish the file again:
-    // the check runs at most once per DELETED_CHECK_MS, so marks are made
-    // until it did (a hang guard, not a timing check).
+    // `mark::update` (the fast path: no system call) does not look.
+    posixrt::mark::update("updated").unwrap();
+    assert!(!listed("updated"));
+    // A later `set` that renames the thread (no new claim) publishes the file
+    // again: the check runs at most once per DELETED_CHECK_MS, so marks are
+    // made until it did (a hang guard, not a timing check).
     let end = Instant::now() + Duration::from_secs(30);
     let mut n = 0u64;
     loop {
         n += 1;
-        let marker = format!("after-rm-{n}");
-        posixrt::mark::update(&marker).unwrap();
+        // A new kernel-name prefix (the first 15 bytes) each time.
+        let marker = format!("{n:08}-after-rm");
+        posixrt::mark::set(&marker).unwrap();
         if listed(&marker) {
             break;
         }

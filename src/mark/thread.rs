@@ -114,19 +114,18 @@ fn with_slot<R>(
                 });
             }
             match local.as_mut() {
-                Some(l) => {
-                    let mut extra = Local2 {
-                        comm: &mut l.comm,
-                        comm_len: &mut l.comm_len,
-                    };
-                    match l.slot.as_mut() {
-                        Some(slot) => {
-                            write_visible(slot, &write)?;
-                            Ok(then(&mut extra))
-                        }
-                        None => Err(tls_error()),
+                Some(l) => match l.slot.as_mut() {
+                    Some(slot) => {
+                        write_visible(slot, &write)?;
+                        let mut extra = Local2 {
+                            comm: &mut l.comm,
+                            comm_len: &mut l.comm_len,
+                            slot,
+                        };
+                        Ok(then(&mut extra))
                     }
-                }
+                    None => Err(tls_error()),
+                },
                 None => Err(tls_error()),
             }
         })
@@ -162,10 +161,11 @@ fn rewrite(slot: &mut SlotWriter<'static>, write: &impl Fn(&mut Payload<'_>)) ->
     Ok(())
 }
 
-/// The non-slot part of [`Local`], borrowed alongside the slot.
+/// [`Local`]'s parts, borrowed after the slot was written.
 struct Local2<'a> {
     comm: &'a mut [u8; 16],
     comm_len: &'a mut u8,
+    slot: &'a SlotWriter<'static>,
 }
 
 /// Wall-clock time in nanoseconds since the epoch, from the coarse clock
@@ -314,6 +314,9 @@ pub fn set(marker: &str) -> Result<()> {
                     .map_err(|e| Error::from_errno("prctl(PR_SET_NAME)", e.raw_os_error()))?;
                 local.comm[..name.len()].copy_from_slice(name);
                 *local.comm_len = name.len() as u8;
+                // A system call was made anyway: the time to look (once a
+                // second at most) for a registry file deleted under us.
+                local.slot.notice_deleted();
             }
             Ok(())
         },

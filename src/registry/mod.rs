@@ -150,9 +150,15 @@
 //! owner writing a mapping of a file no reader can find. The owner notices
 //! it (the held descriptor's link count is 0) in the same places it notices a
 //! truncation ([`Registry::claim`], [`Registry::check_size`],
-//! [`SlotWriter::reclaim`], ...), and in [`SlotWriter::wiped`], at most once
-//! per [`DELETED_CHECK_MS`] (one `fstat`), so that `mark`'s next mark after
-//! that delay, and the sync publisher's next round, list the process again.
+//! [`SlotWriter::reclaim`], ...), when a slot is released, and in
+//! [`SlotWriter::notice_deleted`], at most once per [`DELETED_CHECK_MS`] (one
+//! `fstat`): so the sync publisher's next round lists the process again, and
+//! for `mark` a thread's first mark, a `mark::set` that renames the thread
+//! (it makes a system call anyway), or a marked thread's exit, after that
+//! delay. A writer's fast path (`mark::update`, a `set` that keeps the
+//! thread's name) makes no system call and reads no clock, so it does not
+//! look: a process whose threads only update their marks stays unlisted
+//! until one of those happens.
 //! It publishes a new file as [`Registry::create`] does (a temporary name,
 //! locked, renamed to the same name) with a copy of the header and of every
 //! claimed slot (each copied as a reader copies it), maps it over the old

@@ -680,14 +680,10 @@ impl<'r> SlotWriter<'r> {
     /// truncation inside its page, which raises no fault, zeroed it; or the
     /// file was overwritten). Readers then no longer list the slot, or show it
     /// emptied; [`reclaim`](SlotWriter::reclaim) moves the writer to a slot
-    /// they list. Also true when the file was deleted (`rm`, or
-    /// systemd-logind's `RemoveIPC=yes` at the end of the user's last
-    /// session), which hides the whole process from readers: `reclaim` then
-    /// publishes a new file (see
-    /// [the module docs](super#a-file-deleted-under-its-owner)). Two relaxed
-    /// loads and a coarse clock read; one `fstat` at most every
-    /// [`DELETED_CHECK_MS`](super::DELETED_CHECK_MS) per registry (by the
-    /// first writer that asks then).
+    /// they list. Two relaxed loads: no clock read and no system call, so
+    /// that a real-time writer's fast path stays that. A deleted file is not
+    /// looked for here but by [`notice_deleted`](SlotWriter::notice_deleted)
+    /// and the repair path.
     ///
     /// A truncation that cuts the slot's own payload but keeps its header
     /// (and causes no fault) is not seen here: readers count the file cut
@@ -696,7 +692,22 @@ impl<'r> SlotWriter<'r> {
     pub fn wiped(&self) -> bool {
         self.epoch_now.load(Ordering::Relaxed) != self.epoch
             || self.reg.state_at(self.off).load(Ordering::Relaxed) != STATE_LIVE
-            || self.reg.deleted_lately()
+    }
+
+    /// Publishes the registry again if its file was deleted (`rm`, or
+    /// systemd-logind's `RemoveIPC=yes` at the end of the user's last
+    /// session), which hides the whole process from readers (see
+    /// [the module docs](super#a-file-deleted-under-its-owner)): a coarse
+    /// clock read, and one `fstat` at most every
+    /// [`DELETED_CHECK_MS`](super::DELETED_CHECK_MS) per registry (by the
+    /// first writer that asks then). For paths that make a system call
+    /// anyway (a thread renamed, a slot released), never a writer's fast
+    /// path. The slot is then [`wiped`](SlotWriter::wiped): its next write
+    /// moves it.
+    pub fn notice_deleted(&self) {
+        if self.reg.deleted_lately() {
+            let _ = self.reg.repair();
+        }
     }
 
     /// Puts a truncated file back (as [`Registry::check_size`]) and moves
@@ -754,7 +765,7 @@ impl<'r> SlotWriter<'r> {
         // touch of the file for a long time (a thread exiting), and readers
         // would count a file left extended with a zeroed header as another
         // layout until the next claim.
-        if self.wiped() {
+        if self.wiped() || self.reg.deleted_lately() {
             let _ = self.reg.repair();
         }
         self.begin();
