@@ -26,7 +26,7 @@
 //!
 //! let range = Policy::Fifo.priority_range()?;
 //! println!("SCHED_FIFO priorities {range:?}");
-//! let cpu = CpuSet::allowed()?.iter().next().expect("some CPU");
+//! let cpu = CpuSet::usable()?.iter().next().expect("some CPU");
 //! let h = Builder::new()
 //!     .name("control")
 //!     .affinity(CpuSet::single(cpu)?)

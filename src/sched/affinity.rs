@@ -26,13 +26,48 @@ use super::{CpuSet, Tid};
 use crate::{Error, Result};
 
 impl CpuSet {
-    /// The CPUs this process may run on now (the calling thread's mask).
+    /// The CPUs the calling thread may run on now: its own mask
+    /// (`sched_getaffinity(0)`). Once a thread pins itself (say to CPU 0), this is
+    /// `{0}`, and so is it for every thread it creates later; for the CPUs the
+    /// process may use whatever the caller's pin, see [`usable`](CpuSet::usable).
     ///
     /// # References
     ///  - [`sched_getaffinity(2)`](https://man7.org/linux/man-pages/man2/sched_getaffinity.2.html)
     #[doc(alias = "sched_getaffinity")]
     pub fn allowed() -> Result<CpuSet> {
         thread_affinity(super::gettid())
+    }
+
+    /// The CPUs any thread of this process may be given, whatever the caller's own
+    /// affinity: the online CPUs of the process's cgroup cpuset
+    /// (`cpuset.cpus.effective` of its cgroup v2, or of the nearest ancestor that
+    /// has the controller; `cpuset.effective_cpus` of cgroup v1). This is what
+    /// [`set_thread_affinity`] accepts without narrowing, and what the hints of
+    /// affinity refusals name.
+    ///
+    /// [`allowed`](CpuSet::allowed) is the calling thread's own mask instead: a
+    /// subset of this one, smaller once the thread (or the one that created it)
+    /// was pinned. When the cpuset cannot be read (no cgroup file system
+    /// mounted), this is every online CPU; when the online list cannot be read
+    /// either, the caller's own mask.
+    ///
+    /// ```
+    /// use posixrt::sched::CpuSet;
+    ///
+    /// let usable = CpuSet::usable()?;
+    /// let mine = CpuSet::allowed()?;
+    /// assert!(mine.iter().all(|c| usable.contains(c)));
+    /// # Ok::<(), posixrt::Error>(())
+    /// ```
+    ///
+    /// # References
+    ///  - [`cpuset(7)`](https://man7.org/linux/man-pages/man7/cpuset.7.html)
+    ///  - [cgroup v2 cpuset](https://docs.kernel.org/admin-guide/cgroup-v2.html#cpuset)
+    pub fn usable() -> Result<CpuSet> {
+        match super::cpuset::usable_cpus() {
+            Some(set) => Ok(set),
+            None => CpuSet::allowed(),
+        }
     }
 }
 

@@ -212,8 +212,8 @@ pub(crate) fn check_not_empty(call: &'static str, cpus: &CpuSet, also: &str) -> 
         return Ok(());
     }
     Err(Error::invalid(call, "empty CPU set").with_hint(format!(
-        "a thread must be allowed at least one CPU: add one to the set \
-         (CpuSet::allowed lists the usable ones){also}"
+        "a thread must be allowed at least one CPU: add one to the set{}{also}",
+        usable_note()
     )))
 }
 
@@ -242,9 +242,41 @@ pub(crate) fn check_cpus_exist(call: &'static str, cpus: &CpuSet) -> Result<()> 
     )
     .with_hint(format!(
         "this machine's CPUs are {possible}; the kernel would drop the others silently \
-         and run the thread elsewhere than asked. Name only CPUs that exist (CpuSet::allowed \
-         lists those online and allowed now)"
+         and run the thread elsewhere than asked. Name only CPUs that exist{}",
+        usable_note()
     )))
+}
+
+/// The online CPUs of this process's cgroup cpuset (every online CPU when the
+/// cpuset cannot be read); `None` when the online list cannot be read.
+pub(crate) fn usable_cpus() -> Option<CpuSet> {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_cpu_list(&s))?;
+    let Some(cpuset) = super::hint::cpuset_cpus().and_then(|s| parse_cpu_list(&s)) else {
+        return Some(online);
+    };
+    let mut set = CpuSet::new();
+    for c in online.iter().filter(|&c| cpuset.contains(c)) {
+        // `c` came from a CpuSet, so it is below the capacity.
+        let _ = set.insert(c);
+    }
+    Some(set)
+}
+
+/// The end of a hint that points to the CPUs this process may use:
+/// ` (CpuSet::usable: 0-3)`, from the process's cpuset, not from the caller's
+/// own (maybe pinned) mask.
+pub(crate) fn usable_note() -> String {
+    match super::CpuSet::usable() {
+        Ok(set) => format!(
+            " (CpuSet::usable lists the CPUs this process may use, those online and \
+             allowed by its cpuset: {set})"
+        ),
+        Err(_) => " (CpuSet::usable lists the CPUs this process may use, those online and \
+                   allowed by its cpuset)"
+            .into(),
+    }
 }
 
 /// The online CPUs of `asked` missing from `applied`, the mask the kernel reports

@@ -649,7 +649,7 @@ pub(crate) fn affinity_usable_for(cpus: &super::CpuSet, tid: Option<i32>) -> Opt
 /// The CPUs of this process's cpuset (`cpuset.cpus.effective` of its cgroup v2,
 /// or of the nearest ancestor that has the controller; `cpuset.effective_cpus`
 /// of cgroup v1), as the kernel lists them, if readable.
-fn cpuset_cpus() -> Option<String> {
+pub(crate) fn cpuset_cpus() -> Option<String> {
     cpuset_cpus_in("/proc/self/cgroup")
 }
 
