@@ -34,7 +34,7 @@ pub struct SchedFacts {
 
 impl SchedFacts {
     /// A short policy name for columns: `OTHER`, `FIFO`, `RR`, `BATCH`, `IDLE`,
-    /// `DL`, or `?`.
+    /// `DL`, `EXT`, or `?`.
     pub fn policy_short(&self) -> &'static str {
         match self.policy {
             Some(Policy::Other) => "OTHER",
@@ -43,6 +43,7 @@ impl SchedFacts {
             Some(Policy::Batch) => "BATCH",
             Some(Policy::Idle) => "IDLE",
             Some(Policy::Deadline) => "DL",
+            Some(Policy::Ext) => "EXT",
             None => "?",
         }
     }

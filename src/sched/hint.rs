@@ -722,12 +722,12 @@ pub(crate) fn sched_error(
             match policy {
                 // A priority-only call keeps the policy: for a fair thread
                 // only the owner check can refuse it.
-                Some(p @ (Policy::Other | Policy::Batch | Policy::Idle))
+                Some(p @ (Policy::Other | Policy::Batch | Policy::Idle | Policy::Ext))
                     if matches!(call, "sched_setparam" | "pthread_setschedprio") =>
                 {
                     e.with_hint(fair_priority_hint(&f, p))
                 }
-                Some(p @ (Policy::Other | Policy::Batch | Policy::Idle)) => {
+                Some(p @ (Policy::Other | Policy::Batch | Policy::Idle | Policy::Ext)) => {
                     e.with_hint(fair_hint(&f, p))
                 }
                 _ => e.with_hint(rt_hint(&f, policy, priority)),
@@ -746,6 +746,10 @@ pub(crate) fn sched_error(
              domain; switch it to another policy first, or give it an exclusive cpuset",
         ),
         libc::EINVAL => match (policy, priority) {
+            (Some(Policy::Ext), _) => e.with_message("SCHED_EXT refused").with_hint(
+                "this kernel has no sched_ext: SCHED_EXT needs Linux 6.12+ built with \
+                 CONFIG_SCHED_CLASS_EXT; use SCHED_OTHER (or SCHED_BATCH) instead",
+            ),
             (Some(p), Some(v)) => {
                 let range = p
                     .priority_range()

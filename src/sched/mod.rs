@@ -41,7 +41,9 @@
 //!   the kernel without the low-priority phase (see [`deadline`] for the mapping and
 //!   the comparison).
 //! - **`SCHED_OTHER`** (priority 0): lets a portable program say it no longer needs
-//!   real-time scheduling. Linux adds `SCHED_BATCH` and `SCHED_IDLE`.
+//!   real-time scheduling. Linux adds `SCHED_BATCH` and `SCHED_IDLE`, and (6.12+)
+//!   `SCHED_EXT` ([`Policy::Ext`]), a thread run by a sched_ext BPF scheduler,
+//!   which posixrt reports and can move a thread into or out of.
 //!
 //! On Linux, RT throttling (`/proc/sys/kernel/sched_rt_runtime_us`, 950000 of
 //! 1000000 by default) leaves 5 % of each second to non-RT tasks.

@@ -12,8 +12,9 @@ use crate::{Error, Result};
 /// A scheduling policy (`SCHED_*`).
 ///
 /// POSIX defines `SCHED_FIFO`, `SCHED_RR`, `SCHED_OTHER` and `SCHED_SPORADIC`; Linux
-/// adds `SCHED_BATCH`, `SCHED_IDLE` and `SCHED_DEADLINE` and has no `SCHED_SPORADIC`
-/// (see the [`deadline`](super::deadline) module for how it maps).
+/// adds `SCHED_BATCH`, `SCHED_IDLE`, `SCHED_DEADLINE` and (6.12+) `SCHED_EXT`, and
+/// has no `SCHED_SPORADIC` (see the [`deadline`](super::deadline) module for how
+/// it maps).
 ///
 /// # References
 ///  - [`sched(7)`](https://man7.org/linux/man-pages/man7/sched.7.html)
@@ -33,17 +34,31 @@ pub enum Policy {
     /// `SCHED_DEADLINE`: EDF with CBS reservations; set with
     /// [`deadline::set`](super::deadline::set), not with a priority.
     Deadline,
+    /// `SCHED_EXT` (7, Linux 6.12+ built with `CONFIG_SCHED_CLASS_EXT`): the
+    /// thread is scheduled by a sched_ext BPF scheduler while one is loaded, and as
+    /// a `SCHED_OTHER` thread (by its nice value) otherwise; priority is always 0.
+    /// Usually set by other code (a sched_ext scheduler's loader, `chrt --ext`);
+    /// posixrt reports it and can move a thread out of it (or into it). A kernel
+    /// without sched_ext refuses it: EINVAL, whose hint says so.
+    ///
+    /// # References
+    ///  - [sched_ext](https://docs.kernel.org/scheduler/sched-ext.html)
+    Ext,
 }
+
+/// `SCHED_EXT`, which the `libc` crate does not name on every target.
+const SCHED_EXT: i32 = 7;
 
 impl Policy {
     /// Every policy, in the order of their `SCHED_*` numbers.
-    pub const ALL: [Policy; 6] = [
+    pub const ALL: [Policy; 7] = [
         Policy::Other,
         Policy::Fifo,
         Policy::RoundRobin,
         Policy::Batch,
         Policy::Idle,
         Policy::Deadline,
+        Policy::Ext,
     ];
 
     /// The `SCHED_*` constant.
@@ -56,6 +71,7 @@ impl Policy {
             Policy::Batch => libc::SCHED_BATCH,
             Policy::Idle => libc::SCHED_IDLE,
             Policy::Deadline => libc::SCHED_DEADLINE,
+            Policy::Ext => SCHED_EXT,
         }
     }
 
@@ -69,6 +85,7 @@ impl Policy {
             libc::SCHED_BATCH => Some(Policy::Batch),
             libc::SCHED_IDLE => Some(Policy::Idle),
             libc::SCHED_DEADLINE => Some(Policy::Deadline),
+            SCHED_EXT => Some(Policy::Ext),
             _ => None,
         }
     }
@@ -82,6 +99,7 @@ impl Policy {
             Policy::Batch => "SCHED_BATCH",
             Policy::Idle => "SCHED_IDLE",
             Policy::Deadline => "SCHED_DEADLINE",
+            Policy::Ext => "SCHED_EXT",
         }
     }
 
@@ -113,7 +131,7 @@ impl Policy {
     }
 
     /// `priority_min()..=priority_max()` (1..=99 for FIFO and RR on Linux, 0..=0 for
-    /// the others).
+    /// the others; EINVAL for `SCHED_EXT` on a kernel before 6.12).
     ///
     /// # References
     ///  - [`sched_get_priority_min(2)`](https://man7.org/linux/man-pages/man2/sched_get_priority_min.2.html)
@@ -272,6 +290,23 @@ mod tests {
             Some(Policy::Fifo)
         );
         assert_eq!(Policy::from_raw(42), None);
+    }
+
+    #[test]
+    fn sched_ext_is_read_not_refused() {
+        // SCHED_EXT (7, Linux 6.12+): a thread some other code (a sched_ext
+        // scheduler's loader, `chrt --ext`) moved there must be readable, and
+        // movable back, which reads the former policy first.
+        assert_eq!(Policy::from_raw(7).map(Policy::as_raw), Some(7));
+        assert_eq!(
+            Policy::from_raw(7).map(|p| p.to_string()).as_deref(),
+            Some("SCHED_EXT")
+        );
+        assert_eq!(
+            Policy::from_raw(7 | libc::SCHED_RESET_ON_FORK).map(Policy::as_raw),
+            Some(7)
+        );
+        assert!(Policy::from_raw(7).is_some_and(|p| !p.is_realtime()));
     }
 
     #[test]

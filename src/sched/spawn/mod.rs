@@ -261,7 +261,7 @@ impl Builder {
                 Policy::Fifo | Policy::RoundRobin | Policy::Other => (Some(p), None),
                 // glibc's attr refuses these: create the thread with a fair policy,
                 // then switch it.
-                Policy::Batch | Policy::Idle => (fair_creation_policy(), Some(p)),
+                Policy::Batch | Policy::Idle | Policy::Ext => (fair_creation_policy(), Some(p)),
                 Policy::Deadline => {
                     return Err(Error::invalid(
                         "pthread_attr_setschedpolicy",
