@@ -97,7 +97,11 @@ pub fn fallocate<Fd: AsFd>(fd: Fd, offset: i64, len: i64) -> Result<()> {
 /// end of a pipe or a device opened for reading, with a hint naming the kind of
 /// file); ESPIPE for the write end of a pipe; [`PermissionDenied`](crate::ErrorKind::PermissionDenied) (EPERM) for an
 /// immutable file (`chattr +i`), a hole punched in an append-only one
-/// (`chattr +a`) or a sealed memfd, with a hint naming which.
+/// (`chattr +a`) or a sealed memfd, with a hint naming which;
+/// [`Interrupted`](crate::ErrorKind::Interrupted) (EINTR) when a signal arrived
+/// during a long allocation (tmpfs checks for one between pages), as POSIX
+/// says and glibc's `posix_fallocate` returns too: not retried, so a signal can
+/// stop the call; the hint says it can be called again with the same range.
 ///
 /// # References
 ///  - [Linux]
@@ -182,6 +186,15 @@ pub fn fallocate_mode<Fd: AsFd>(fd: Fd, mode: FallocateMode, offset: i64, len: i
                 err.with_hint(block_device_einval_hint(fd))
             }
             _ if e == rustix::io::Errno::PERM => err.with_hint(eperm_hint(fd)),
+            // POSIX: "a signal was caught during execution". Not retried here:
+            // the caller's handler may want to act (stop a long allocation).
+            _ if e == rustix::io::Errno::INTR => err.with_hint(
+                "a signal arrived while the filesystem was allocating the range (tmpfs checks \
+                 between pages and gives back what the call allocated); nothing is lost: call \
+                 it again with the same range (loop while ErrorKind::Interrupted), or block \
+                 the signal around the call. posixrt does not retry by itself, since POSIX \
+                 has posix_fallocate fail with EINTR so that a signal can stop it",
+            ),
             _ if e == rustix::io::Errno::NOSPC => err.with_hint(
                 "the filesystem has no room for the range (see df; on tmpfs, its size= mount \
                  option): free space, or allocate less",

@@ -1,0 +1,48 @@
+//! Integration tests for `posixrt::advise` errors and checks: an interrupted
+//! `posix_fallocate` says it can be retried; ENOSPC and EDQUOT from the fsync
+//! family warn, like EIO, that the data may be lost; an empty O_DIRECT buffer
+//! at any address is accepted, as the kernel accepts it.
+
+#[path = "common/seccomp.rs"]
+mod seccomp;
+
+use std::os::unix::fs::OpenOptionsExt;
+
+use posixrt::advise::fallocate;
+use posixrt::ErrorKind;
+
+fn scratch(name: &str, flags: i32) -> std::io::Result<std::fs::File> {
+    let p = std::env::temp_dir().join(format!("posixrt-leftovers-{name}-{}", std::process::id()));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(flags)
+        .open(&p);
+    let _ = std::fs::remove_file(&p);
+    f
+}
+
+/// Runs `f` in a thread of its own whose system call `nr` fails with `errno`
+/// (the filter stays with that thread).
+fn with_failing(nr: libc::c_long, errno: i32, f: impl FnOnce() + Send + 'static) {
+    std::thread::spawn(move || {
+        seccomp::fail_syscall(nr, None, errno);
+        f();
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn an_interrupted_fallocate_says_a_signal_stopped_it_and_it_can_be_retried() {
+    let f = scratch("eintr", 0).unwrap();
+    with_failing(libc::SYS_fallocate, libc::EINTR, move || {
+        let e = fallocate(&f, 0, 1 << 20).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Interrupted, "{e}");
+        let hint = e.hint().unwrap_or("");
+        assert!(hint.contains("signal"), "{hint}");
+        assert!(hint.contains("retr") || hint.contains("again"), "{hint}");
+    });
+}
