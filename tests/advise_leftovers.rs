@@ -8,7 +8,7 @@ mod seccomp;
 
 use std::os::unix::fs::OpenOptionsExt;
 
-use posixrt::advise::fallocate;
+use posixrt::advise::{direct_io_alignment, fallocate, AlignmentSource, DirectIoAlignment};
 use posixrt::ErrorKind;
 
 fn scratch(name: &str, flags: i32) -> std::io::Result<std::fs::File> {
@@ -45,4 +45,34 @@ fn an_interrupted_fallocate_says_a_signal_stopped_it_and_it_can_be_retried() {
         assert!(hint.contains("signal"), "{hint}");
         assert!(hint.contains("retr") || hint.contains("again"), "{hint}");
     });
+}
+
+#[test]
+fn an_empty_buffer_at_an_unaligned_address_passes_the_check() {
+    let a = DirectIoAlignment {
+        mem_align: 512,
+        offset_align: 512,
+        source: AlignmentSource::BlockDevice,
+    };
+    let buf = a.alloc(1024).unwrap();
+    let empty = &buf[1..1];
+    assert_ne!(empty.as_ptr() as usize % 512, 0);
+    a.check(0, empty).unwrap();
+    a.check(512, empty).unwrap();
+    // The kernel accepts it too: a 0-byte O_DIRECT read returns 0.
+    let Ok(f) = scratch("dio", libc::O_DIRECT) else {
+        println!(
+            "skip the live read: no O_DIRECT in {}",
+            std::env::temp_dir().display()
+        );
+        return;
+    };
+    let live = direct_io_alignment(&f).unwrap();
+    let mut buf = live.alloc(live.round_up(1).unwrap().max(2)).unwrap();
+    let empty = &mut buf[1..1];
+    live.check(0, empty).unwrap();
+    assert_eq!(rustix::io::pread(&f, &mut *empty, 0).unwrap(), 0);
+    // At an unaligned offset as well.
+    live.check(1, empty).unwrap();
+    assert_eq!(rustix::io::pread(&f, empty, 1).unwrap(), 0);
 }
