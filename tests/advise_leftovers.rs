@@ -8,7 +8,9 @@ mod seccomp;
 
 use std::os::unix::fs::OpenOptionsExt;
 
-use posixrt::advise::{direct_io_alignment, fallocate, AlignmentSource, DirectIoAlignment};
+use posixrt::advise::{
+    self, direct_io_alignment, fallocate, AlignmentSource, DirectIoAlignment, SyncRangeFlags,
+};
 use posixrt::ErrorKind;
 
 fn scratch(name: &str, flags: i32) -> std::io::Result<std::fs::File> {
@@ -45,6 +47,32 @@ fn an_interrupted_fallocate_says_a_signal_stopped_it_and_it_can_be_retried() {
         assert!(hint.contains("signal"), "{hint}");
         assert!(hint.contains("retr") || hint.contains("again"), "{hint}");
     });
+}
+
+#[test]
+fn enospc_and_edquot_from_the_fsync_family_warn_that_data_may_be_lost() {
+    for errno in [libc::ENOSPC, libc::EDQUOT] {
+        for (nr, name) in [
+            (libc::SYS_fsync, "fsync"),
+            (libc::SYS_fdatasync, "fdatasync"),
+            (libc::SYS_sync_file_range, "sync_file_range"),
+        ] {
+            let f = scratch("nospc", 0).unwrap();
+            with_failing(nr, errno, move || {
+                let r = match name {
+                    "fsync" => advise::fsync(&f),
+                    "fdatasync" => advise::fdatasync(&f),
+                    _ => advise::sync_file_range(&f, 0, 0, SyncRangeFlags::WRITE),
+                };
+                let e = r.unwrap_err();
+                assert_eq!(e.errno(), Some(errno), "{e}");
+                assert_eq!(e.kind(), ErrorKind::OutOfResources, "{e}");
+                let hint = e.hint().unwrap_or("");
+                assert!(hint.contains("lost"), "{name} errno {errno}: {hint}");
+                assert!(hint.contains("own copy"), "{name} errno {errno}: {hint}");
+            });
+        }
+    }
 }
 
 #[test]

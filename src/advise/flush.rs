@@ -29,7 +29,9 @@ pub fn sync() {
 /// Errors: [`BadFd`](crate::ErrorKind::BadFd) for a closed or O_PATH descriptor;
 /// EINVAL ([`InvalidInput`](crate::ErrorKind::InvalidInput)) for a file that cannot
 /// be synchronised (a pipe, a socket); EIO if write-back failed (the data may be
-/// lost: do not retry blindly).
+/// lost: do not retry blindly); [`OutOfResources`](crate::ErrorKind::OutOfResources)
+/// for ENOSPC or EDQUOT, a write-back that found no room or hit a quota, with
+/// the same risk (its hint says so).
 ///
 /// # References
 ///  - [POSIX]
@@ -167,8 +169,9 @@ impl fmt::Debug for SyncRangeFlags {
 /// the call); ESPIPE ([`Other`](crate::ErrorKind::Other)) for a pipe, FIFO,
 /// socket or character device; [`BadFd`](crate::ErrorKind::BadFd) for a closed
 /// or O_PATH descriptor (a read-only one is accepted); EIO if write-back failed;
-/// [`OutOfResources`](crate::ErrorKind::OutOfResources) (ENOSPC, ENOMEM) when
-/// write-back found no room.
+/// [`OutOfResources`](crate::ErrorKind::OutOfResources) (ENOSPC, EDQUOT, ENOMEM) when
+/// write-back found no room (for ENOSPC and EDQUOT, as for EIO, the data may be
+/// lost: the hint says to rewrite it).
 ///
 /// ```
 /// use std::io::Write;
@@ -229,6 +232,22 @@ fn sync_error(call: &'static str, e: rustix::io::Errno) -> Error {
             "write-back failed and the kernel may have dropped the dirty pages; \
              rewrite the data from your own copy before syncing again",
         ),
+        // Reported once, like EIO: the pages that found no room may be dropped,
+        // and a later sync succeeds without them.
+        rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT => {
+            let room = if e == rustix::io::Errno::NOSPC {
+                "the filesystem had no room"
+            } else {
+                "the user's or group's disk quota was exceeded"
+            };
+            err.with_kind(crate::ErrorKind::OutOfResources)
+                .with_hint(format!(
+                    "write-back failed: {room} for data written earlier, and the kernel reports \
+                 this once and may have dropped those dirty pages, so the data may be lost \
+                 (a later sync can succeed without it); free space (or raise the quota), then \
+                 rewrite the data from your own copy before syncing again"
+                ))
+        }
         _ => err,
     }
 }
