@@ -191,9 +191,12 @@ fn pause(i: u32) {
     }
 }
 
-/// Clears the statistics of every known object (the counters restart from 0):
-/// see the [module docs](self) for what it does against threads using the
-/// objects meanwhile. Resets are serialized; a reader waits while one runs.
+/// Clears the statistics of every known object (the counters restart from 0),
+/// also while other threads use the objects: a count an owner wrote before
+/// the reset is never stored back after it, and an operation that adds to
+/// several counters (a contended wait: the wait, the contention and its time)
+/// is counted whole before or whole after. Resets are serialized; a reader
+/// waits while one runs.
 ///
 /// A hold or a wait begun before the reset and ended after it adds no time;
 /// an acquisition, a wait or a trylock made while the reset runs may be
