@@ -253,7 +253,7 @@ pub(crate) fn usable_cpus() -> Option<CpuSet> {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|s| parse_cpu_list(&s))?;
-    let Some(cpuset) = super::hint::cpuset_cpus().and_then(|s| parse_cpu_list(&s)) else {
+    let Some(cpuset) = cpuset_cpus().and_then(|s| parse_cpu_list(&s)) else {
         return Some(online);
     };
     let mut set = CpuSet::new();
@@ -344,6 +344,55 @@ impl fmt::Display for CpuSet {
             i = j + 1;
         }
         Ok(())
+    }
+}
+
+/// The CPUs of this process's cpuset (`cpuset.cpus.effective` of its cgroup v2,
+/// or of the nearest ancestor that has the controller; `cpuset.effective_cpus`
+/// of cgroup v1), as the kernel lists them, if readable.
+pub(crate) fn cpuset_cpus() -> Option<String> {
+    cpuset_cpus_in("/proc/self/cgroup")
+}
+
+/// [`cpuset_cpus`] of the task whose `/proc/.../cgroup` file is `cgroup_file`.
+pub(crate) fn cpuset_cpus_in(cgroup_file: &str) -> Option<String> {
+    let read = |f: &str| {
+        std::fs::read_to_string(f)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let cg = std::fs::read_to_string(cgroup_file).ok()?;
+    let mut v2 = None;
+    for line in cg.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if controllers.split(',').any(|c| c == "cpuset") {
+            return read(&format!(
+                "/sys/fs/cgroup/{controllers}{path}/cpuset.effective_cpus"
+            ))
+            .or_else(|| {
+                read(&format!(
+                    "/sys/fs/cgroup/cpuset{path}/cpuset.effective_cpus"
+                ))
+            });
+        }
+        if controllers.is_empty() {
+            v2 = Some(path.to_string());
+        }
+    }
+    let path = v2?;
+    let mut dir = std::path::Path::new(&path);
+    loop {
+        let rel = dir.to_string_lossy();
+        let rel = rel.trim_end_matches('/');
+        if let Some(cpus) = read(&format!("/sys/fs/cgroup{rel}/cpuset.cpus.effective")) {
+            return Some(cpus);
+        }
+        dir = dir.parent()?;
     }
 }
 

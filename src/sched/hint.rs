@@ -531,7 +531,7 @@ fn cpuset_of(tid: Option<i32>) -> CpusetOf {
     match other {
         None => CpusetOf {
             name: "this process's cpuset".into(),
-            cpus: cpuset_cpus(),
+            cpus: super::cpuset::cpuset_cpus(),
         },
         Some(t) => {
             let pid = super::tid::thread_group(t)
@@ -539,7 +539,7 @@ fn cpuset_of(tid: Option<i32>) -> CpusetOf {
                 .map_or(String::new(), |p| format!(" (process {p})"));
             CpusetOf {
                 name: format!("the cpuset of thread {t}{pid}"),
-                cpus: cpuset_cpus_in(&format!("/proc/{t}/cgroup")),
+                cpus: super::cpuset::cpuset_cpus_in(&format!("/proc/{t}/cgroup")),
             }
         }
     }
@@ -644,55 +644,6 @@ pub(crate) fn affinity_usable_for(cpus: &super::CpuSet, tid: Option<i32>) -> Opt
         cpus.iter()
             .any(|c| online.contains(c) && cpuset.contains(c)),
     )
-}
-
-/// The CPUs of this process's cpuset (`cpuset.cpus.effective` of its cgroup v2,
-/// or of the nearest ancestor that has the controller; `cpuset.effective_cpus`
-/// of cgroup v1), as the kernel lists them, if readable.
-pub(crate) fn cpuset_cpus() -> Option<String> {
-    cpuset_cpus_in("/proc/self/cgroup")
-}
-
-/// [`cpuset_cpus`] of the task whose `/proc/.../cgroup` file is `cgroup_file`.
-fn cpuset_cpus_in(cgroup_file: &str) -> Option<String> {
-    let read = |f: &str| {
-        std::fs::read_to_string(f)
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
-    let cg = std::fs::read_to_string(cgroup_file).ok()?;
-    let mut v2 = None;
-    for line in cg.lines() {
-        let mut parts = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        if controllers.split(',').any(|c| c == "cpuset") {
-            return read(&format!(
-                "/sys/fs/cgroup/{controllers}{path}/cpuset.effective_cpus"
-            ))
-            .or_else(|| {
-                read(&format!(
-                    "/sys/fs/cgroup/cpuset{path}/cpuset.effective_cpus"
-                ))
-            });
-        }
-        if controllers.is_empty() {
-            v2 = Some(path.to_string());
-        }
-    }
-    let path = v2?;
-    let mut dir = std::path::Path::new(&path);
-    loop {
-        let rel = dir.to_string_lossy();
-        let rel = rel.trim_end_matches('/');
-        if let Some(cpus) = read(&format!("/sys/fs/cgroup{rel}/cpuset.cpus.effective")) {
-            return Some(cpus);
-        }
-        dir = dir.parent()?;
-    }
 }
 
 /// The error for a failed scheduling call, with a hint for EPERM, EINVAL, EBUSY and

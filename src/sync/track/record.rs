@@ -263,6 +263,30 @@ impl Record {
     }
 }
 
+/// [`reset_stats`](super::reset::reset_stats)'s epoch. Even: the number of
+/// resets done, times two; odd while one runs. (Here, not in `reset`, so
+/// that the fork handler of the record lists can end a reset without
+/// depending on `reset`, which walks those lists.)
+pub(crate) static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+/// In a forked child: ends a reset a parent thread was running (it does not
+/// end otherwise: readers and resets would wait for it for ever). Stores
+/// only.
+pub(crate) fn epoch_after_fork_in_child() {
+    let e = EPOCH.load(Ordering::Relaxed);
+    if e & 1 == 1 {
+        EPOCH.store(e + 1, Ordering::Relaxed);
+    }
+}
+
+impl Record {
+    /// In a forked child: the statistics groups under way in parent threads
+    /// do not end there (a reset would wait for them for ever). Stores only.
+    pub(crate) fn end_groups_in_child(&self) {
+        self.busy.store(0, Ordering::Relaxed);
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn copy(r: &Record) -> Option<[u64; WORDS]> {
     copy_with_epoch(r).map(|(w, _)| w)

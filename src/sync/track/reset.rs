@@ -30,8 +30,6 @@ use super::level::ticks;
 use super::record::*;
 use super::slab::all_records;
 
-/// Even: the number of resets done, times two; odd while one runs.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
 /// The tick at which the last reset began (0: none yet).
 static RESET_TICK: AtomicU64 = AtomicU64::new(0);
 
@@ -237,19 +235,4 @@ pub fn reset_stats() {
         }
     }
     EPOCH.store(e + 2, Ordering::SeqCst);
-}
-
-/// In a forked child: a reset that a parent thread was running does not end
-/// there, and the groups under way in parent threads neither. Stores only.
-pub(crate) fn after_fork_in_child(r: &Record) {
-    r.busy.store(0, Ordering::Relaxed);
-}
-
-/// In a forked child: ends a reset a parent thread was running (it does not
-/// end otherwise: readers and resets would wait for it for ever).
-pub(crate) fn epoch_after_fork_in_child() {
-    let e = EPOCH.load(Ordering::Relaxed);
-    if e & 1 == 1 {
-        EPOCH.store(e + 1, Ordering::Relaxed);
-    }
 }

@@ -30,13 +30,13 @@ static POP: PiLocked<()> = PiLocked::new(());
 fn after_fork_in_child() {
     // SAFETY: the child has one thread, which holds nothing.
     unsafe { POP.raw() }.reset_in_child();
-    super::reset::epoch_after_fork_in_child();
+    epoch_after_fork_in_child();
     let mut p = ALL.load(Ordering::Acquire);
     while !p.is_null() {
         // SAFETY: records are leaked ('static) and never freed.
         let r: &'static Record = unsafe { &*p };
         r.forget_waiters();
-        super::reset::after_fork_in_child(r);
+        r.end_groups_in_child();
         p = r.next_all.load(Ordering::Relaxed);
     }
 }
