@@ -62,6 +62,41 @@ pub struct Registry {
     payload_size: usize,
 }
 
+/// Locks a new registry file (`file`, still under its temporary name) and
+/// gives it its size, `total` bytes, mode 0600. Returns the lock's open file
+/// description and its fork tracking.
+///
+/// The lock lives on a second open file description of the same inode, one
+/// that is never mapped: a `flock` lasts until the last reference to its
+/// description goes, and a mapping is such a reference. If the mapped
+/// description held the lock, a forked child (which inherits the mapping)
+/// would keep it alive after this process exec'd. Reopening through
+/// /proc/self/fd names exactly this inode, whatever happens to the path.
+fn lock_and_size(file: &File, total: usize) -> Result<(File, TrackedLockFd)> {
+    let lock_file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(|e| io_error("open", &e).with_message("reopening the registry to lock it"))?;
+    // Tracked at once, before it is locked: a child forked from here on (by
+    // another thread) lets go of it in the fork hook. Tracked only at the end,
+    // a child forked meanwhile kept the lock for its whole life.
+    let tracked = TrackedLockFd::new(lock_file.as_raw_fd());
+    rustix::fs::flock(
+        &lock_file,
+        rustix::fs::FlockOperation::NonBlockingLockExclusive,
+    )
+    .map_err(|e| Error::from_errno("flock", e.raw_os_error()))?;
+    // umask can only clear bits, but make the mode exact anyway.
+    rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(0o600))
+        .map_err(|e| Error::from_errno("fchmod", e.raw_os_error()))?;
+    rustix::fs::ftruncate(file, total as u64).map_err(|e| {
+        Error::from_errno("ftruncate", e.raw_os_error())
+            .with_hint("/dev/shm is full or limited; free space there")
+    })?;
+    Ok((lock_file, tracked))
+}
+
 impl Registry {
     /// Creates `/dev/shm/posixrt-<kind>-<pid>-<starttime>` (mode 0600) with
     /// `slot_count` slots holding `payload_size` bytes each (rounded up to 8), after
@@ -112,37 +147,7 @@ impl Registry {
             let _ = std::fs::remove_file(&tmp);
             e
         };
-        // The lock lives on a second open file description of the same inode, one
-        // that is never mapped: a `flock` lasts until the last reference to its
-        // description goes, and a mapping is such a reference. If the mapped
-        // description held the lock, a forked child (which inherits the mapping)
-        // would keep it alive after this process exec'd. Reopening through
-        // /proc/self/fd names exactly this inode, whatever happens to the path.
-        let lock_file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
-            .map_err(|e| {
-                fail(io_error("open", &e).with_message("reopening the registry to lock it"))
-            })?;
-        // Tracked at once, before it is locked: a child forked from here on
-        // (by another thread) lets go of it in the fork hook. Tracked only at
-        // the end, a child forked meanwhile kept the lock for its whole life.
-        let tracked = TrackedLockFd::new(lock_file.as_raw_fd());
-        rustix::fs::flock(
-            &lock_file,
-            rustix::fs::FlockOperation::NonBlockingLockExclusive,
-        )
-        .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
-        // umask can only clear bits, but make the mode exact anyway.
-        rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(0o600))
-            .map_err(|e| fail(Error::from_errno("fchmod", e.raw_os_error())))?;
-        rustix::fs::ftruncate(&file, total as u64).map_err(|e| {
-            fail(
-                Error::from_errno("ftruncate", e.raw_os_error())
-                    .with_hint("/dev/shm is full or limited; free space there"),
-            )
-        })?;
+        let (lock_file, tracked) = lock_and_size(&file, total).map_err(fail)?;
         // `ftruncate` of a tmpfs file reserves no page: on a /dev/shm too small
         // for the registry (a container's 64 MiB default, nearly full) the
         // first store to a page it could not back would raise SIGBUS in

@@ -2,9 +2,8 @@
 //! `RemoveIPC=yes`): a new file is published in its place, mapped over the
 //! old mapping (see [the module docs](super::super#a-file-deleted-under-its-owner)).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{fence, Ordering};
 
 use crate::{Error, Result};
@@ -12,7 +11,6 @@ use crate::{Error, Result};
 use super::super::exit::*;
 use super::super::file::*;
 use super::super::layout::*;
-use super::super::proc::io_error;
 use super::Registry;
 
 /// At most one `fstat` per registry in this many milliseconds checks, for
@@ -75,22 +73,8 @@ impl Registry {
                 self.path.display()
             ))
         };
-        let lock_file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(format!("/proc/self/fd/{}", file.as_raw_fd()))
-            .map_err(|e| fail(io_error("open", &e)))?;
-        // A child forked meanwhile lets go of it (see `Registry::create`).
-        let tracked = TrackedLockFd::new(lock_file.as_raw_fd());
-        rustix::fs::flock(
-            &lock_file,
-            rustix::fs::FlockOperation::NonBlockingLockExclusive,
-        )
-        .map_err(|e| fail(Error::from_errno("flock", e.raw_os_error())))?;
-        rustix::fs::fchmod(&file, rustix::fs::Mode::from_raw_mode(0o600))
-            .map_err(|e| fail(Error::from_errno("fchmod", e.raw_os_error())))?;
-        rustix::fs::ftruncate(&file, total as u64)
-            .map_err(|e| fail(Error::from_errno("ftruncate", e.raw_os_error())))?;
+        // A child forked meanwhile lets go of the lock (see `Registry::create`).
+        let (lock_file, tracked) = super::lock_and_size(&file, total).map_err(fail)?;
         let reserved = self.reserved.load(Ordering::Acquire);
         reserve(&file, 0, reserved, total).map_err(fail)?;
         let claimed = self.claimed.load(Ordering::Acquire).min(self.slot_count);
