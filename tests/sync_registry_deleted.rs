@@ -9,16 +9,9 @@ mod held_fork;
 
 use posixrt::sync::{self, shared, NormalMutex, Tracking};
 
-/// This process's sync registry file in `/dev/shm`.
-fn own_registry() -> Result<std::path::PathBuf, String> {
-    let mine = format!("posixrt-sync-{}-", std::process::id());
-    std::fs::read_dir("/dev/shm")
-        .map_err(|e| format!("/dev/shm: {e}"))?
-        .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with(&mine))
-        .map(|e| e.path())
-        .ok_or_else(|| format!("no {mine}* in /dev/shm"))
-}
+#[path = "common/sync_registry.rs"]
+mod sync_registry;
+use sync_registry::own_registry;
 
 #[test]
 fn publish_after_the_file_was_deleted_lists_the_process_again() {
