@@ -139,7 +139,7 @@ fn code_of(e: &posixrt::Error) -> u8 {
 }
 
 /// A reader error naming the log once (the library names it already when `open`
-/// itself failed).
+/// itself failed: its message is the path, or begins with it).
 fn log_failure(path: &Path, e: &posixrt::Error) -> Failure {
     // A log is often another user's (a service's, root's): say what to do.
     let text = match e.kind() {
@@ -153,8 +153,14 @@ fn log_failure(path: &Path, e: &posixrt::Error) -> Failure {
         _ => e.to_string(),
     };
     let shown = path.display().to_string();
+    // By the message, not by the text: a log named `trace` or `log` is a word
+    // of the text ("posix_trace_open", "log header cut"), not named by it. The
+    // library names it in a failed `open` (the path) and for a directory.
+    let named = e.message().is_some_and(|m| {
+        m == shown || (e.errno() == Some(libc::EISDIR) && m.starts_with(&format!("{shown} ")))
+    });
     Failure {
-        msg: if text.contains(&shown) {
+        msg: if named {
             text
         } else {
             format!("{shown}: {text}")
