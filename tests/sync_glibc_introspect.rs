@@ -11,9 +11,8 @@ mod panics;
 use panics::quiet_expected_panic;
 
 #[path = "common/tracking.rs"]
-#[allow(dead_code)] // poll: other tests use it
 mod tracking;
-use tracking::{past, serial};
+use tracking::{past, poll, serial};
 
 #[path = "common/self_sched.rs"]
 #[allow(dead_code)]
@@ -334,6 +333,56 @@ fn rwlock_timeouts_and_relock_in_the_info() {
     drop(w);
     let s = raw.snapshot().unwrap();
     assert_eq!((s.info.owner, s.info.locked), (None, false), "{s:?}");
+    sync::set_tracking(Tracking::Off);
+}
+
+/// An rwlock's timed read and timed write that timed out are timed waits and
+/// timeouts, with their wait time (the read's in `read_wait_total`, the
+/// write's in `wait_total`); before, they left nothing in the statistics. A
+/// timed write that blocked and then got the lock is a timed wait, not a
+/// timeout; an untimed one is neither. A reset clears them all.
+#[test]
+fn rwlock_timeouts_in_the_stats() {
+    let _g = serial(Tracking::Timing);
+    let l = RwLock::new(());
+    let raw = unsafe { l.raw() };
+    raw.set_name("glibc-rwlock-timed");
+    let w = l.write();
+    in_other_thread(|| {
+        assert!(l.try_read_for(SHORT).is_none());
+        assert!(l.try_write_for(SHORT).is_none());
+    });
+    let s = raw.snapshot().unwrap();
+    let st = &s.stats;
+    assert_eq!((st.timed_waits, st.timeouts), (2, 2), "{s:?}");
+    assert_eq!(
+        (st.locks, st.contended, st.read_locks, st.read_contended),
+        (1, 0, 0, 0),
+        "timeouts acquire nothing: {s:?}"
+    );
+    assert!(st.wait_total > Duration::ZERO, "{s:?}");
+    assert!(st.wait_max > Duration::ZERO, "{s:?}");
+    assert!(st.wait_max <= st.wait_total, "{s:?}");
+    assert!(st.read_wait_total > Duration::ZERO, "{s:?}");
+    no_waiter(&s);
+    std::thread::scope(|sc| {
+        let timed = sc.spawn(|| drop(l.try_write_for(Duration::from_secs(600)).unwrap()));
+        assert!(poll(|| raw.snapshot().unwrap().info.waiters == 1));
+        drop(w);
+        timed.join().unwrap();
+    });
+    let st = raw.snapshot().unwrap().stats;
+    assert_eq!(
+        (st.locks, st.contended, st.timed_waits, st.timeouts),
+        (2, 1, 3, 2),
+        "{st:?}"
+    );
+    sync::reset_stats();
+    let st = raw.snapshot().unwrap().stats;
+    assert_eq!((st.timed_waits, st.timeouts), (0, 0), "{st:?}");
+    assert_eq!(st.wait_total, Duration::ZERO, "{st:?}");
+    assert_eq!(st.wait_max, Duration::ZERO, "{st:?}");
+    assert_eq!(st.read_wait_total, Duration::ZERO, "{st:?}");
     sync::set_tracking(Tracking::Off);
 }
 

@@ -242,12 +242,17 @@ impl RawRwLock {
         drop(listed);
         if let Some(t0) = wait {
             self.track.wait_end(tid);
-            if let (true, Some(r)) = (ok, self.track.get()) {
+            if !ok {
+                self.timed_out_tracked(t0, true);
+            } else if let Some(r) = self.track.get() {
                 // One group against `reset_stats`; a wait begun before a
                 // reset adds no time.
                 r.group(None, || {
                     r.add(track::W_A, 1);
                     r.add(track::W_B, 1);
+                    if deadline.is_some() {
+                        r.add(track::W_RW_TIMED, 1);
+                    }
                     if t0 != 0 && track::reset::began_since_reset(t0) {
                         r.add(track::W_C, track::ticks().saturating_sub(t0));
                     }
@@ -321,9 +326,14 @@ impl RawRwLock {
         }
         if let Some(t0) = wait {
             self.track.wait_end(tid);
-            if ok {
+            if !ok {
+                self.timed_out_tracked(t0, false);
+            } else {
                 self.track
                     .acquired_after_wait(Kind::RwLock, self.addr(), tid, t0);
+                if let (true, Some(r)) = (deadline.is_some(), self.track.get()) {
+                    r.add(track::W_RW_TIMED, 1);
+                }
             }
         }
         super::hook::lock(

@@ -17,8 +17,11 @@
 //! [`set_tracking`](super::set_tracking) starts its own publisher, as `mark` makes
 //! a child's own registry at its first mark.
 //!
-//! Payload of a slot (64-bit words): the record's 48 words, except word 0, which
-//! holds the picoseconds per timing tick (so the reader converts times).
+//! Payload of a slot (64-bit words): the record's words, except word 0, which
+//! holds the picoseconds per timing tick (so the reader converts times). Words
+//! are only added at the end: a reader reads those a slot lacks as 0 and skips
+//! those it does not know, so readers and writers of releases that differ in
+//! that only read each other's registries.
 //!
 //! # Tracking switched off
 //!

@@ -50,6 +50,29 @@ impl RawRwLock {
         }
     }
 
+    /// A timed read (`read`) or write that blocked and timed out, whose wait
+    /// began at tick `t0` (0: not timed): a timed wait, a timeout and its wait
+    /// time (a read's with the reads' in `W_C`; a write's apart from the
+    /// owner's words, which only the writer holding the lock writes), added
+    /// by a thread that holds nothing, in one group against `reset_stats`.
+    #[cold]
+    pub(super) fn timed_out_tracked(&self, t0: u64, read: bool) {
+        let Some(r) = self.track.get() else { return };
+        r.group(None, || {
+            r.add(track::W_RW_TIMED, 1);
+            r.add(track::W_RW_TIMEOUTS, 1);
+            if t0 != 0 && track::reset::began_since_reset(t0) {
+                let w = track::ticks().saturating_sub(t0);
+                if read {
+                    r.add(track::W_C, w);
+                } else {
+                    r.add(track::W_RW_TIMEOUT_WAIT, w);
+                    r.max(track::W_RW_TIMEOUT_WAIT_MAX, w);
+                }
+            }
+        });
+    }
+
     /// Mirrors the live reader count into the record (see `Record::mirror`).
     #[cold]
     pub(super) fn record_readers(&self, r: &track::Record) {

@@ -44,7 +44,7 @@
 //! | file | concern |
 //! |---|---|
 //! | `level` | the run-time switch and the clock of wait and hold times |
-//! | `record` | the record layout (48 words under a sequence counter) |
+//! | `record` | the record layout (52 words under a sequence counter) |
 //! | `slab` | records: allocation and recycling (lock-free but for one `sys::pilock`), the `Track` handle |
 //! | `ops` | the lock-side helpers the sync objects call |
 //! | `reset` | [`reset_stats`] against the threads writing statistics meanwhile |

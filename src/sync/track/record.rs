@@ -1,9 +1,10 @@
-//! The per-object record: 48 words under a sequence counter, and their layout
-//! (also the layout published to the shared registry).
+//! The per-object record: 52 words under a sequence counter, and their layout
+//! (also the layout published to the shared registry; words are only ever
+//! added at the end, which a reader of another release reads as 0 or skips).
 
 use std::sync::atomic::{fence, AtomicPtr, AtomicU64, Ordering};
 
-pub(crate) const WORDS: usize = 48;
+pub(crate) const WORDS: usize = 52;
 pub(crate) const W_SEQ: usize = 0;
 pub(crate) const W_META: usize = 1;
 pub(crate) const W_ADDR: usize = 2;
@@ -38,6 +39,18 @@ pub(crate) const W_WAITER0: usize = 20;
 pub(crate) const W_NAME: usize = 28;
 /// The second block of waiter words, after the name.
 pub(crate) const W_WAITER8: usize = 32;
+/// Rwlocks: timed reads and writes that blocked, whether they got the lock
+/// or timed out (as `W_CONTENDED` and `W_B` count the waits that got it).
+/// Any thread adds to it, as to the next three.
+pub(crate) const W_RW_TIMED: usize = 48;
+/// Rwlocks: timed reads and writes that timed out.
+pub(crate) const W_RW_TIMEOUTS: usize = 49;
+/// Rwlocks: the wait time of the timed writes that timed out (a writer's
+/// wait time that got the lock is the owner's `W_WAIT_TOTAL`; a read's,
+/// timed out or not, is in `W_C`).
+pub(crate) const W_RW_TIMEOUT_WAIT: usize = 50;
+/// Rwlocks: the longest wait of a timed write that timed out.
+pub(crate) const W_RW_TIMEOUT_WAIT_MAX: usize = 51;
 /// How many waiter tids a record lists (`info.waiters` counts all of them).
 pub(crate) const MAX_WAITER_TIDS: usize = 24;
 

@@ -81,7 +81,20 @@ fn shared_words(kind: u8) -> &'static [usize] {
             W_SEM_TIMEOUTS,
         ]
     } else if kind == Kind::RwLock as u8 {
-        &[W_TRY_FAIL, W_A, W_B, W_C, W_D]
+        // Its read locks and failed trylocks, and its timed reads' and
+        // writes' timed waits, timeouts and timed-out writes' wait time
+        // (`RawRwLock::timed_out_tracked`).
+        &[
+            W_TRY_FAIL,
+            W_A,
+            W_B,
+            W_C,
+            W_D,
+            W_RW_TIMED,
+            W_RW_TIMEOUTS,
+            W_RW_TIMEOUT_WAIT,
+            W_RW_TIMEOUT_WAIT_MAX,
+        ]
     } else {
         // A mutex: its failed trylocks, and its timed locks' timed waits,
         // timeouts and their wait time (`Track::lock_timed_out`).

@@ -69,7 +69,8 @@ pub struct Stats {
     pub contended: u64,
     /// Total time spent blocked before acquiring (timing level); a mutex's
     /// and a semaphore's also count their timed waits' time until they timed
-    /// out.
+    /// out, an rwlock's that of its timed writes that timed out (its reads'
+    /// are in [`read_wait_total`](Self::read_wait_total)).
     pub wait_total: Duration,
     /// Longest single wait (timing level), timed-out ones included as in
     /// [`wait_total`](Self::wait_total).
@@ -87,16 +88,21 @@ pub struct Stats {
     /// Rwlock: read acquisitions that entered the blocking path (a writer held
     /// or waited for the lock), as [`contended`](Self::contended) counts them.
     pub read_contended: u64,
-    /// Rwlock: total read wait time (timing level).
+    /// Rwlock: total read wait time (timing level), timed reads that timed
+    /// out included.
     pub read_wait_total: Duration,
-    /// Condvar: timed waits. Mutex and semaphore: timed locks (timed waits)
-    /// that found it taken and blocked, as [`contended`](Self::contended)
-    /// counts them, whether they got it or timed out. (Rwlock: not counted.)
+    /// Condvar: timed waits. Mutex, semaphore and rwlock: timed locks (timed
+    /// waits; an rwlock's timed reads and writes) that found it taken and
+    /// blocked, as [`contended`](Self::contended) and
+    /// [`read_contended`](Self::read_contended) count them, whether they got
+    /// it or timed out.
     pub timed_waits: u64,
-    /// Condvar, mutex and semaphore: timed waits (timed locks) that timed
-    /// out. Not [`contended`](Self::contended): nothing was acquired; a
-    /// mutex's or a semaphore's time until then is in
-    /// [`wait_total`](Self::wait_total) and [`wait_max`](Self::wait_max).
+    /// Condvar, mutex, semaphore and rwlock: timed waits (timed locks, an
+    /// rwlock's timed reads and writes) that timed out. Not
+    /// [`contended`](Self::contended): nothing was acquired; a mutex's, a
+    /// semaphore's or an rwlock writer's time until then is in
+    /// [`wait_total`](Self::wait_total) and [`wait_max`](Self::wait_max), an
+    /// rwlock reader's in [`read_wait_total`](Self::read_wait_total).
     pub timeouts: u64,
     /// Condvar: signals.
     pub signals: u64,
@@ -195,6 +201,13 @@ pub(crate) fn snapshot_words(w: &[u64; WORDS], ps: u64) -> Option<Snapshot> {
             stats.trylocks = stats.trylocks.wrapping_add(w[W_D]);
             stats.read_contended = w[W_B];
             stats.read_wait_total = d(w[W_C]);
+            // Timed reads and writes (`RawRwLock::timed_out_tracked`): the
+            // time of the writes that timed out is kept apart from the
+            // owner's words.
+            stats.timed_waits = w[W_RW_TIMED];
+            stats.timeouts = w[W_RW_TIMEOUTS];
+            stats.wait_total += d(w[W_RW_TIMEOUT_WAIT]);
+            stats.wait_max = stats.wait_max.max(d(w[W_RW_TIMEOUT_WAIT_MAX]));
         }
         Kind::Condvar => {
             info.locked = false;
