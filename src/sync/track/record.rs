@@ -258,10 +258,13 @@ impl Record {
     }
 
     /// Forgets every waiter (count and tids): in a forked child, where none
-    /// of them exists.
+    /// of them exists. (A mutex's requeued waiters with them; the same word
+    /// is a semaphore's count of timeouts, which the child keeps.)
     pub(crate) fn forget_waiters(&self) {
         self.set(W_WAITERS, 0);
-        self.set(W_REQUEUED_FROM, 0);
+        if Kind::from_u8(self.get(W_META) as u8).is_some_and(Kind::is_mutex) {
+            self.set(W_REQUEUED_FROM, 0);
+        }
         for i in 0..MAX_WAITER_TIDS {
             self.set(waiter_word(i), 0);
         }
