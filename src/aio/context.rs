@@ -136,8 +136,10 @@ impl Builder {
     /// for a C `SIGEV_THREAD` function), for a callback that needs more (or
     /// less) than Rust's default for a new thread: 2 MiB, or `RUST_MIN_STACK`
     /// where set. Rounded up as [`std::thread::Builder::stack_size`] does (to whole pages, at least
-    /// `PTHREAD_STACK_MIN`). A size the system cannot give makes the first
-    /// `Thread` request fail with `pthread_create`'s error (EAGAIN).
+    /// `PTHREAD_STACK_MIN`: 0 asks for the smallest stack the system allows).
+    /// A size above `isize::MAX` is EINVAL at [`build`](Builder::build); a
+    /// smaller one the system cannot give makes the first `Thread` request
+    /// fail with `pthread_create`'s error (EAGAIN).
     ///
     /// ```
     /// use posixrt::aio::Aio;
@@ -159,7 +161,8 @@ impl Builder {
     /// Creates the context (`io_uring_setup`, or the thread pool).
     ///
     /// # Errors
-    /// EINVAL for bad sizes; resource errors (ENOMEM, EMFILE, EAGAIN) from
+    /// EINVAL for bad sizes (entries, rings, workers, a notification stack
+    /// above `isize::MAX`, an empty or out-of-range CPU set); resource errors (ENOMEM, EMFILE, EAGAIN) from
     /// `io_uring_setup` are reported, never fallen back from.
     pub fn build(self) -> Result<Aio> {
         if !(1..=32768).contains(&self.entries) || !self.entries.is_power_of_two() {
@@ -182,6 +185,15 @@ impl Builder {
                 format!("{} pool threads", self.workers),
             )
             .with_hint("workers must be in 1..=1024"));
+        }
+        if let Some(bytes) = self.notify_stack.filter(|&b| b > isize::MAX as usize) {
+            // (pthread_create fails with EINVAL for such a size, past the
+            // first `Thread` request: say so here, naming the option.)
+            return Err(Error::invalid(
+                "posixrt::aio::Builder::build",
+                format!("a notification thread stack of {bytes} bytes"),
+            )
+            .with_hint("notify_stack_size must be at most isize::MAX bytes"));
         }
         let mut set = None;
         if let Some(cpus) = &self.worker_affinity {
