@@ -30,3 +30,38 @@ fn notify_stack_size_past_isize_max_is_refused_at_build() {
         .build()
         .expect("notify_stack_size(0)");
 }
+
+/// A forked child that drops the guard of an fd its parent registered (as
+/// any child that runs on and leaves the scope does) leaves the parent's
+/// registration alone: the rings are the parent's, and so is their file
+/// table. Before, the child's drop removed the file from the parent's table
+/// and the parent's next read of the fd failed with EBADF.
+#[test]
+fn child_dropping_a_parents_registration_leaves_it_registered() {
+    if common::uring::uring_refused() {
+        return;
+    }
+    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let f = std::fs::File::from(
+        rustix::fs::memfd_create("reg", rustix::fs::MemfdFlags::empty()).unwrap(),
+    );
+    rustix::io::pwrite(&f, b"registered", 0).unwrap();
+    let mut reg = Some(aio.register_fd(&f).unwrap());
+    assert!(reg.as_ref().is_some_and(|r| r.is_registered()));
+    // SAFETY: the child only drops its copy of the guard, which takes no lock
+    // another thread of this process could hold at the fork.
+    let outcome = unsafe {
+        common::child::in_child(|| {
+            drop(reg.take());
+            Ok(())
+        })
+    };
+    outcome.unwrap();
+    // The parent's guard is still there, and the fd still registered.
+    assert!(reg.is_some());
+    let mut r = aio.read(&f, 0, vec![0u8; 10]).unwrap();
+    let c = r.wait().unwrap();
+    assert_eq!(c.result.as_ref().ok(), Some(&10), "{:?}", c.result);
+    assert_eq!(c.data(), b"registered");
+    drop(reg);
+}

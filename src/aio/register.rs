@@ -70,6 +70,13 @@ impl Drop for RegisteredFd<'_> {
         let Some(slot) = self.slot else {
             return;
         };
+        if self.inner.inherited() {
+            // A forked child's copy: the rings and their file table are the
+            // parent's (the kernel's instance is shared), so removing the
+            // file would unregister it under the parent's requests. Nor is
+            // the lock taken: a thread of the parent may have held it.
+            return;
+        }
         let mut core = self.inner.lock();
         if core.files.drop_ref(slot) {
             // Entries still in a submission queue may name the slot: the
@@ -110,6 +117,9 @@ impl Aio {
     /// asks the kernel whether the number still names the open file
     /// registered, `kcmp`, and registers the new one in a new slot if not).
     /// A registration keeps a copy of the fd while it lasts.
+    ///
+    /// In a child made by `fork`, dropping a guard the parent made does
+    /// nothing: the registration stays the parent's.
     ///
     /// ```
     /// use posixrt::aio::Aio;
