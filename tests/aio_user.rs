@@ -65,3 +65,43 @@ fn child_dropping_a_parents_registration_leaves_it_registered() {
     assert_eq!(c.data(), b"registered");
     drop(reg);
 }
+
+/// In a forked child, `aio_cancel` through the parent's context (of one
+/// request, or of every request on an fd) is refused like a submission or a
+/// wait there ([`ErrorKind::InvalidState`]), on both engines: the requests
+/// are the parent's, and go on there. Before, the child was told `Canceled`
+/// (thread engine) or `NotCanceled` (io_uring) of a request that completed in
+/// the parent with its data.
+fn child_cancel_is_refused(b: Backend) {
+    use std::os::fd::AsRawFd;
+    let aio = Aio::builder().backend(b).build().unwrap();
+    let (pr, pw) = common::pipe();
+    let mut req = aio.read(&pr, 0, vec![0u8; 4]).unwrap();
+    // SAFETY: the child only asks the context to cancel, which it refuses
+    // before taking any lock.
+    let outcome = unsafe {
+        common::child::in_child(|| {
+            let one = req.cancel();
+            let all = aio.cancel_fd(pr.as_raw_fd());
+            for (what, r) in [("Request::cancel", one), ("Aio::cancel_fd", all)] {
+                match r {
+                    Err(e) if e.kind() == ErrorKind::InvalidState => {
+                        let text = e.to_string();
+                        if !text.contains("parent") {
+                            return Err(format!("{what}: the error does not say why: {text}"));
+                        }
+                    }
+                    other => return Err(format!("{what} in the child gave {other:?}")),
+                }
+            }
+            Ok(())
+        })
+    };
+    outcome.unwrap();
+    rustix::io::write(&pw, b"abcd").unwrap();
+    let c = req.wait().unwrap();
+    assert_eq!(c.result.as_ref().ok(), Some(&4), "{:?}", c.result);
+    assert_eq!(c.data(), b"abcd");
+}
+
+common::both!(child_cancel, child_cancel_is_refused);

@@ -287,7 +287,21 @@ pub(crate) fn cancel_one(inner: &Arc<Inner>, idx: u32, gen: u32) -> CancelResult
 }
 
 /// `aio_cancel(fd, NULL)`: cancels every request on `fd`.
+/// The refusal of `aio_cancel` through a context a forked child inherited:
+/// the requests are the parent's (on io_uring, the rings are shared with it).
+pub(crate) fn inherited_cancel() -> Error {
+    Error::new(
+        crate::ErrorKind::InvalidState,
+        "aio_cancel",
+        "this AIO context was made by the parent of this forked process",
+    )
+    .with_hint("the parent's requests are the parent's to cancel; make a new posixrt::aio::Aio in the child for its own")
+}
+
 pub(crate) fn cancel_fd(inner: &Arc<Inner>, fd: RawFd) -> Result<CancelResult> {
+    if inner.inherited() {
+        return Err(inherited_cancel());
+    }
     // SAFETY: the descriptor is only asked whether it is open (F_GETFD), which
     // is harmless whatever `fd` is; it is not kept.
     if fd < 0 || !crate::sys::io::is_open(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }) {

@@ -255,7 +255,7 @@ impl Builder {
 /// A context belongs to the process that made it. In a child made by `fork`,
 /// the parent's rings and requests are still the parent's (the rings' memory
 /// is shared with it): there a context the parent made refuses to submit, to
-/// register an fd and to wait ([`ErrorKind::InvalidState`](crate::ErrorKind),
+/// register an fd, to wait and to cancel ([`ErrorKind::InvalidState`](crate::ErrorKind),
 /// with the hint to make a new one), reaps nothing, and dropping it cancels
 /// none of the parent's requests. Make a new context in the child. (A
 /// thread-engine context starts threads: in the child of a parent with other
@@ -420,7 +420,9 @@ impl Aio {
     /// `aio_cancel(fd, NULL)`: cancels every request on `fd`.
     ///
     /// # Errors
-    /// EBADF if `fd` is not open.
+    /// EBADF if `fd` is not open; [`ErrorKind::InvalidState`](crate::ErrorKind)
+    /// in a child made by `fork`, through the parent's context (its requests
+    /// are the parent's).
     ///
     /// # References
     /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)

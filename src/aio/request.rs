@@ -520,10 +520,17 @@ impl<B: Send + 'static> Request<B> {
     /// waiting for room (it goes whole once there is room, as with glibc). The
     /// call does not wait for such a request.
     ///
+    /// # Errors
+    /// [`ErrorKind::InvalidState`] in a child made by `fork`, for a request
+    /// its parent submitted (it is the parent's, and goes on there).
+    ///
     /// # References
     /// - [`aio_cancel(3)`](https://man7.org/linux/man-pages/man3/aio_cancel.3.html)
     #[doc(alias = "aio_cancel")]
     pub fn cancel(&self) -> Result<CancelResult> {
+        if self.inner.inherited() {
+            return Err(super::cancel::inherited_cancel());
+        }
         Ok(self.t.cancel(&self.inner))
     }
 }
