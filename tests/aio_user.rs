@@ -105,3 +105,64 @@ fn child_cancel_is_refused(b: Backend) {
 }
 
 common::both!(child_cancel, child_cancel_is_refused);
+
+/// Where each error of a ported `aio_read`/`aio_write` shows, as the module
+/// docs say: a descriptor open the wrong way is not refused by the call but
+/// comes back as EBADF in the result; a read past the end of the file and
+/// transfers of 0 bytes succeed with 0; a negative offset is refused by the
+/// call with a hint.
+fn call_or_result(b: Backend) {
+    let aio = Aio::builder().backend(b).build().unwrap();
+    let dir = tempfile_dir();
+    let p = dir.join("f");
+    std::fs::write(&p, b"abc").unwrap();
+    let wo = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    let ro = std::fs::File::open(&p).unwrap();
+
+    let mut r = aio
+        .read(&wo, 0, vec![0u8; 3])
+        .expect("accepted by the call");
+    let c = r.wait().unwrap();
+    assert_eq!(
+        c.result.map_err(|e| e.errno()).err(),
+        Some(Some(libc::EBADF))
+    );
+    assert_eq!(r.error().unwrap_err().errno(), Some(libc::EBADF));
+
+    let mut w = aio
+        .write(&ro, 0, b"x".to_vec())
+        .expect("accepted by the call");
+    let c = w.wait().unwrap();
+    assert_eq!(
+        c.result.map_err(|e| e.errno()).err(),
+        Some(Some(libc::EBADF))
+    );
+
+    let mut r = aio.read(&ro, 100, vec![0u8; 4]).unwrap();
+    assert_eq!(r.wait().unwrap().result.unwrap(), 0);
+    let mut r = aio.read(&ro, 0, Vec::new()).unwrap();
+    assert_eq!(r.wait().unwrap().result.unwrap(), 0);
+    let mut w = aio.write(&wo, 0, Vec::new()).unwrap();
+    assert_eq!(w.wait().unwrap().result.unwrap(), 0);
+
+    let e = aio.read(&ro, -1, vec![0u8; 1]).unwrap_err();
+    assert_eq!(e.errno(), Some(libc::EINVAL));
+    assert!(e.hint().is_some_and(|h| h.contains(">= 0")), "{e:?}");
+    assert_eq!(std::fs::read(&p).unwrap(), b"abc");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+common::both!(call_or_result_split, call_or_result);
+
+/// A fresh directory under `TMPDIR` for one test.
+fn tempfile_dir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "posixrt-aio-user-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -18,8 +18,10 @@ use crate::{Error, Result};
 #[doc(alias = "AIO_NOTCANCELED")]
 #[doc(alias = "AIO_ALLDONE")]
 pub enum CancelResult {
-    /// `AIO_CANCELED`: every request named was cancelled; each reports ECANCELED
-    /// and sends its notification.
+    /// `AIO_CANCELED`: every request named that was not done was cancelled
+    /// (for [`Aio::cancel_fd`](super::Aio::cancel_fd), some may have been done
+    /// already, as with `aio_cancel(fd, NULL)`); each cancelled one reports
+    /// ECANCELED and sends its notification.
     Canceled,
     /// `AIO_NOTCANCELED`: at least one request was already running and could not be
     /// stopped; check each with `error`.

@@ -340,7 +340,15 @@ impl Aio {
     ///
     /// # Errors
     /// EINVAL for a `reqprio` outside 0..=20, a negative offset, an offset + length
-    /// that overflows, a bad signal number, or an `LIO_NOP`.
+    /// that overflows, a bad signal number, or an `LIO_NOP`; for an fsync, EBADF
+    /// and EINVAL (see [`Aio::fsync`]); EAGAIN
+    /// ([`OutOfResources`](crate::ErrorKind::OutOfResources)) when the request
+    /// cannot be queued for want of descriptors;
+    /// [`InvalidState`](crate::ErrorKind::InvalidState) in a child made by
+    /// `fork`, through the parent's context. What the transfer meets, such as
+    /// EBADF for a read on a descriptor not open for reading, comes in the
+    /// request's result instead ([`Request::error`]; see the
+    /// [module docs](super#errors-in-the-call-or-in-the-result)).
     ///
     /// # References
     /// - [`aio_read(3)`](https://man7.org/linux/man-pages/man3/aio_read.3.html)

@@ -300,7 +300,29 @@ impl Aio {
     /// [`ErrorKind::Interrupted`](crate::ErrorKind::Interrupted) (EINTR) when a
     /// signal handler runs while [`ListMode::Wait`] waits (also with `SA_RESTART`,
     /// where POSIX restarts): the requests go on, and notify, as submitted; their buffers
-    /// are freed when they are done.
+    /// are freed when they are done, and their results are lost with the list
+    /// (C's program keeps its `aiocb`s and asks each). To keep them whatever
+    /// signal comes, submit with [`ListMode::NoWait`] and wait with
+    /// [`List::wait_all`] or [`List::take_all`], which a handler does not end:
+    ///
+    /// ```
+    /// use posixrt::aio::{Aio, ListMode, Notify, Op};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let f = std::fs::File::from(rustix::fs::memfd_create("l", rustix::fs::MemfdFlags::empty())?);
+    /// rustix::io::pwrite(&f, b"abcdef", 0)?;
+    /// let aio = Aio::new()?;
+    /// // lio_listio(LIO_WAIT), with no EINTR to lose the list to.
+    /// let list = aio.lio_listio(
+    ///     ListMode::NoWait,
+    ///     [Some(Op::read(&f, 0, vec![0u8; 3])), Some(Op::read(&f, 3, vec![0u8; 3]))],
+    ///     Notify::None,
+    /// )?;
+    /// let done = list.take_all()?;
+    /// assert_eq!(done[1].as_ref().unwrap().data(), b"def");
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// # References
     /// - [`lio_listio(3)`](https://man7.org/linux/man-pages/man3/lio_listio.3.html)

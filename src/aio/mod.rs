@@ -23,6 +23,24 @@
 //! is left and waits a bounded time (buffers still held by the kernel after that
 //! are leaked, never freed). Nothing ever blocks forever on drop.
 //!
+//! # Errors: in the call or in the result
+//!
+//! What a request's arguments get wrong is refused by the call that submits it
+//! (its `Err`, C's `-1` with `errno`), and nothing is submitted: EINVAL for a
+//! negative offset, an offset + length past `i64::MAX`, a `reqprio` outside
+//! 0..=[`AIO_PRIO_DELTA_MAX`], a bad signal number or thread, an `LIO_NOP`
+//! given to [`Aio::submit`]; for an fsync, EBADF (not open for writing) and
+//! EINVAL (cannot be synchronised); EAGAIN
+//! ([`OutOfResources`](crate::ErrorKind::OutOfResources)) when the request
+//! cannot be queued for want of descriptors; and
+//! [`InvalidState`](crate::ErrorKind::InvalidState) through a context a forked
+//! child inherited. Everything the transfer itself meets comes in its result
+//! ([`Request::error`], [`Completion::result`], C's `aio_error`), on both
+//! engines: EBADF for a read on a descriptor not open for reading or a write
+//! on one not open for writing (POSIX lets it come either way), EAGAIN on an
+//! `O_NONBLOCK` one, ECANCELED after a cancel. A read at or past the end of
+//! the file, and a transfer of 0 bytes, succeed with 0.
+//!
 //! # Engines
 //!
 //! io_uring is the default. The thread that waits ([`Aio::suspend`], `LIO_WAIT`,
