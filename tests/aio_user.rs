@@ -166,3 +166,45 @@ fn tempfile_dir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// `SubmitFuture::cancel` in a forked child of the process whose context
+/// submitted the future's request is refused, as `Request::cancel` is: the
+/// request is the parent's, and goes on to complete there with its data.
+fn child_future_cancel_is_refused(b: Backend) {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark()
+        }
+    }
+    let aio = Aio::builder().backend(b).build().unwrap();
+    let (pr, pw) = common::pipe();
+    let mut fut = aio.read_async(Arc::new(pr), 0, vec![0u8; 4]);
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    // Submitted by its first poll; nothing to read yet.
+    assert!(std::pin::Pin::new(&mut fut).poll(&mut cx).is_pending());
+    // SAFETY: the child only asks the future to cancel, which it refuses
+    // before taking any lock.
+    let outcome = unsafe {
+        common::child::in_child(|| match fut.cancel() {
+            Err(e) if e.kind() == ErrorKind::InvalidState => Ok(()),
+            other => Err(format!("SubmitFuture::cancel in the child gave {other:?}")),
+        })
+    };
+    outcome.unwrap();
+    rustix::io::write(&pw, b"abcd").unwrap();
+    let c = loop {
+        match std::pin::Pin::new(&mut fut).poll(&mut cx) {
+            Poll::Ready(r) => break r.unwrap(),
+            Poll::Pending => std::thread::park_timeout(std::time::Duration::from_millis(100)),
+        }
+    };
+    assert_eq!(c.result.as_ref().ok(), Some(&4), "{:?}", c.result);
+    assert_eq!(c.data(), b"abcd");
+}
+
+common::both!(child_future_cancel, child_future_cancel_is_refused);

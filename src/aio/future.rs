@@ -420,7 +420,10 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
     /// [`CancelResult::AllDone`] once it finished or the future resolved. A
     /// future not polled yet is cancelled before it submits anything: its
     /// first poll resolves to ECANCELED with the buffer. (Dropping the
-    /// future cancels too, but the buffer then goes with it.)
+    /// future cancels too, but the buffer then goes with it.) In a child
+    /// forked after the request was submitted it is refused
+    /// ([`InvalidState`](crate::ErrorKind::InvalidState)): the request is the
+    /// parent's.
     ///
     /// ```
     /// # #[cfg(feature = "tokio")]
@@ -459,6 +462,11 @@ impl<F: SubmitFd, B: Send + 'static> SubmitFuture<'_, F, B> {
         let Some(req) = self.req.as_ref() else {
             return Ok(CancelResult::AllDone);
         };
+        if self.aio.inner.inherited() {
+            // A forked child's copy: the request is the parent's (and so are
+            // the rings a flush would enter), as `Request::cancel` says.
+            return Err(super::cancel::inherited_cancel());
+        }
         if self.flush != 0 {
             // Still waiting for its turn's end to enter the ring: entered
             // now, so that the kernel knows the request it is to cancel.
