@@ -208,3 +208,34 @@ fn child_future_cancel_is_refused(b: Backend) {
 }
 
 common::both!(child_future_cancel, child_future_cancel_is_refused);
+
+/// A notification by SIGKILL or SIGSTOP is refused with a hint that says why
+/// (they cannot be caught) and names the signals that work, standard ones
+/// such as SIGUSR1 among them; a number between the standard and real-time
+/// ranges is said to be the C library's.
+#[test]
+fn an_uncatchable_signal_is_refused_saying_why() {
+    let aio = Aio::new().unwrap();
+    let (pr, _pw) = common::pipe();
+    for sig in [libc::SIGKILL, libc::SIGSTOP] {
+        let e = aio
+            .submit(
+                posixrt::aio::Op::read(&pr, 0, vec![0u8; 1])
+                    .notify(posixrt::aio::Notify::signal(sig, 0)),
+            )
+            .map(|_| ())
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("cannot be caught"), "{text}");
+        assert!(text.contains("SIGUSR1"), "{text}");
+    }
+    let e = aio
+        .submit(
+            posixrt::aio::Op::read(&pr, 0, vec![0u8; 1])
+                .notify(posixrt::aio::Notify::signal(32, 0)),
+        )
+        .map(|_| ())
+        .unwrap_err();
+    assert!(e.to_string().contains("C library"), "{e}");
+}

@@ -196,17 +196,20 @@ impl Notify {
     /// the C library's own, whose handlers `sigaction` refuses to install and
     /// whose default action ends the process.
     fn validate_signal(signo: i32, call: &'static str) -> Result<()> {
-        let usable = (1..=libc::SIGSYS).contains(&signo)
-            || (libc::SIGRTMIN()..=libc::SIGRTMAX()).contains(&signo);
-        if !usable || signo == libc::SIGKILL || signo == libc::SIGSTOP {
-            return Err(Error::invalid(call, format!("signal number {signo} is not valid"))
-                    .with_hint(format!(
-                        "use a real-time signal in SIGRTMIN..=SIGRTMAX ({}..={}) with a handler installed",
-                        libc::SIGRTMIN(),
-                        libc::SIGRTMAX()
-                    )));
-        }
-        Ok(())
+        let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+        let why = if signo == libc::SIGKILL || signo == libc::SIGSTOP {
+            format!("signal {signo} ({}) cannot be caught", signal_name(signo))
+        } else if signo > libc::SIGSYS && signo < lo {
+            format!("signal {signo} is reserved by the C library (its threads' own)")
+        } else if !(1..=libc::SIGSYS).contains(&signo) && !(lo..=hi).contains(&signo) {
+            format!("signal number {signo} is not valid")
+        } else {
+            return Ok(());
+        };
+        Err(Error::invalid(call, why).with_hint(format!(
+            "use a signal with a handler installed: SIGUSR1, SIGUSR2, or a real-time signal \
+             in SIGRTMIN..=SIGRTMAX ({lo}..={hi}), which are queued and carry the value"
+        )))
     }
 }
 
@@ -721,3 +724,12 @@ fn run(sh: Arc<Shared>) {
 #[cfg(test)]
 #[path = "notify_tests.rs"]
 mod tests;
+
+/// The name of SIGKILL or SIGSTOP, for [`Notify::validate_signal`]'s message.
+fn signal_name(signo: i32) -> &'static str {
+    if signo == libc::SIGKILL {
+        "SIGKILL"
+    } else {
+        "SIGSTOP"
+    }
+}
