@@ -24,15 +24,28 @@ fn rtstat(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A tracked mutex named `name` (not locked).
+fn named_mutex(name: &str) -> NormalMutex<u32> {
+    let m = NormalMutex::new(0u32);
+    // SAFETY: the raw lock is only named, not locked or moved.
+    unsafe { m.raw() }.set_name(name);
+    m
+}
+
+/// The `pid PID: ...` header line of process `pid` in rtstat's table `text`.
+fn header_of(text: &str, pid: u32) -> &str {
+    text.lines()
+        .find(|l| l.starts_with(&format!("pid {pid}:")))
+        .unwrap_or_else(|| panic!("no header: {}", &text[..text.len().min(500)]))
+}
+
 #[test]
 fn json_is_valid_whatever_a_name_holds() {
     let _t = tracking();
     sync::set_tracking(Tracking::Counts);
     // Short enough for the registry's name field (names are cut to fit).
     let name = "q\"b\\s/\u{1}\u{1b}\n\t\u{7f}é";
-    let m = NormalMutex::new(0u32);
-    // SAFETY: the raw lock is only named, not locked or moved.
-    unsafe { m.raw() }.set_name(name);
+    let m = named_mutex(name);
     *m.lock() += 1;
     let me = std::process::id().to_string();
     let t0 = Instant::now();
@@ -82,9 +95,7 @@ fn table_escapes_control_and_invisible_characters_in_names() {
     // A name that would end the table row and drive the reader's terminal, then
     // bidi and zero-width characters that would make it pass for another name.
     let name = "ev\nFAKE\x1b[2J\u{202e}kcol\u{2066}\u{200b}\u{feff}";
-    let m = NormalMutex::new(0u32);
-    // SAFETY: the raw lock is only named, not locked or moved.
-    unsafe { m.raw() }.set_name(name);
+    let m = named_mutex(name);
     *m.lock() += 1;
     let me = std::process::id().to_string();
     let t0 = Instant::now();
@@ -322,9 +333,7 @@ fn a_second_registry_file_under_a_listed_pid_is_counted_not_lost() {
     use std::os::fd::AsRawFd;
     let _t = tracking();
     sync::set_tracking(Tracking::Counts);
-    let m = NormalMutex::new(0u32);
-    // SAFETY: the raw lock is only named, not locked or moved.
-    unsafe { m.raw() }.set_name("two files");
+    let m = named_mutex("two files");
     *m.lock() += 1;
     let me = std::process::id();
     let t0 = Instant::now();
@@ -367,9 +376,7 @@ fn stale_state_after_tracking_went_off_is_marked_as_such() {
     let _t = tracking();
     sync::set_tracking(Tracking::Counts);
     let name = "rtstat-off-marked";
-    let m = NormalMutex::new(0u32);
-    // SAFETY: the raw lock is only named, not locked or moved.
-    unsafe { m.raw() }.set_name(name);
+    let m = named_mutex(name);
     let held = m.lock();
     sync::publish().expect("publish");
     sync::set_tracking(Tracking::Off);
@@ -435,9 +442,7 @@ fn counts_level_times_are_not_shown_as_zero() {
     let _t = tracking();
     sync::set_tracking(Tracking::Counts);
     let name = "rtstat-counts-times";
-    let m = NormalMutex::new(0u32);
-    // SAFETY: the raw lock is only named, not locked or moved.
-    unsafe { m.raw() }.set_name(name);
+    let m = named_mutex(name);
     {
         let mut g = m.lock();
         *g += 1;
@@ -457,10 +462,7 @@ fn counts_level_times_are_not_shown_as_zero() {
         !row.contains("0.000"),
         "unmeasured times shown as 0: {text}"
     );
-    let header = text
-        .lines()
-        .find(|l| l.starts_with(&format!("pid {me}:")))
-        .unwrap_or_else(|| panic!("no header: {text}"));
+    let header = header_of(&text, me);
     assert!(
         header.contains("counts") && header.contains("not measured"),
         "the header does not tell the level: {text}"
@@ -477,9 +479,7 @@ fn a_long_name_keeps_the_columns_under_their_titles() {
     let _t = tracking();
     sync::set_tracking(Tracking::Counts);
     let name = "rtstat-a-rather-long-name-28";
-    let m = NormalMutex::new(0u32);
-    // SAFETY: the raw lock is only named, not locked or moved.
-    unsafe { m.raw() }.set_name(name);
+    let m = named_mutex(name);
     *m.lock() += 1;
     let short = NormalMutex::new(0u32);
     // SAFETY: as above.
@@ -533,10 +533,7 @@ fn a_full_registry_is_not_shown_as_complete() {
     drop(many);
     let text = String::from_utf8_lossy(&table.stdout).into_owned();
     assert!(table.status.success(), "{table:?}");
-    let header = text
-        .lines()
-        .find(|l| l.starts_with(&format!("pid {me}:")))
-        .unwrap_or_else(|| panic!("no header: {}", &text[..text.len().min(500)]));
+    let header = header_of(&text, me);
     assert!(
         header.contains("registry is full"),
         "a full registry shown as complete: {header}"
