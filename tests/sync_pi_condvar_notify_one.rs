@@ -24,6 +24,13 @@ fn asleep_in_futex(tid: u32) -> bool {
     state == Some("S") && (wchan.contains("futex") || wchan.is_empty() || wchan == "0")
 }
 
+/// Whether the two waiters whose tids are in `tids` sleep in `cv`'s wait,
+/// `m` free.
+fn two_asleep<T>(cv: &PiCondvar, m: &PiMutex<T>, tids: &std::sync::Mutex<Vec<u32>>) -> bool {
+    let t = tids.lock().unwrap().clone();
+    cv.waiters() == 2 && !m.is_locked() && t.len() == 2 && t.iter().all(|&t| asleep_in_futex(t))
+}
+
 fn named(name: &str) -> Snapshot {
     objects()
         .into_iter()
@@ -111,13 +118,7 @@ fn a_waiter_requeued_among_several_is_counted_as_from_the_condvar() {
                 *g -= 1;
             });
         }
-        assert!(poll(|| {
-            let t = tids.lock().unwrap().clone();
-            cv.waiters() == 2
-                && !m.is_locked()
-                && t.len() == 2
-                && t.iter().all(|&t| asleep_in_futex(t))
-        }));
+        assert!(poll(|| two_asleep(&cv, &m, &tids)));
         let mut g = m.lock();
         *g = 2;
         assert!(cv.notify_one(), "one requeued");
@@ -164,13 +165,7 @@ fn a_notify_all_after_an_unseen_move_lists_every_waiter_once() {
                 }
             });
         }
-        assert!(poll(|| {
-            let t = tids.lock().unwrap().clone();
-            cv.waiters() == 2
-                && !m.is_locked()
-                && t.len() == 2
-                && t.iter().all(|&t| asleep_in_futex(t))
-        }));
+        assert!(poll(|| two_asleep(&cv, &m, &tids)));
         let mut g = m.lock();
         *g = true;
         assert!(cv.notify_one(), "one requeued");
