@@ -67,9 +67,7 @@ static void one(int affinity, int lio, const char *what) {
     static struct aiocb cb;
     static char buf[1];
     aiocb_on(&cb, p[0], buf, 1, 0);
-    cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
-    cb.aio_sigevent.sigev_notify_function = on_done;
-    cb.aio_sigevent.sigev_notify_attributes = attr;
+    sigev_thread_on(&cb, on_done, attr);
     seen_stack = seen_guard = 0;
     seen_cpu0_only = -1;
     CHECK(submit_read(&cb, lio) == 0);

@@ -85,9 +85,7 @@ static void one(int fd, int wfd, pthread_attr_t *attr, int policy, int priority,
     cb.aio_fildes = fd;
     cb.aio_buf = buf;
     cb.aio_nbytes = 1;
-    cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
-    cb.aio_sigevent.sigev_notify_function = on_done;
-    cb.aio_sigevent.sigev_notify_attributes = attr;
+    sigev_thread_on(&cb, on_done, attr);
     seen_policy = -1;
     seen_priority = -1;
     seen_nice = -100;

@@ -73,9 +73,7 @@ static void one(pthread_attr_t *attr, int lio, int pipe, const cpu_set_t *want, 
     static struct aiocb cb;
     static char buf[1];
     aiocb_on(&cb, pipe ? pipe_r : file_fd, buf, 1, 0);
-    cb.aio_sigevent.sigev_notify = SIGEV_THREAD;
-    cb.aio_sigevent.sigev_notify_function = on_done;
-    cb.aio_sigevent.sigev_notify_attributes = attr;
+    sigev_thread_on(&cb, on_done, attr);
     CHECK(submit_read(&cb, lio) == 0);
     if (pipe)
         CHECK(write(pipe_w, "x", 1) == 1);

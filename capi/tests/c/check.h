@@ -69,6 +69,19 @@ static inline int submit_read(struct aiocb *cb, int lio) {
     }
     return aio_read(cb);
 }
+
+/* Has `cb` notify by SIGEV_THREAD: `fn` on a thread made with `attr`. */
+static inline void sigev_thread_on(struct aiocb *cb, void (*fn)(union sigval), pthread_attr_t *attr) {
+    cb->aio_sigevent.sigev_notify = SIGEV_THREAD;
+    cb->aio_sigevent.sigev_notify_function = fn;
+    cb->aio_sigevent.sigev_notify_attributes = attr;
+}
+
+/* What a SIGEV_THREAD check read, for its messages: a pipe or the file, by
+ * aio_read or (`lio`) lio_listio. */
+static inline const char *read_how(int lio, int pipe) {
+    return pipe ? (lio ? "pipe, lio_listio" : "pipe") : (lio ? "file, lio_listio" : "file");
+}
 #endif
 
 #ifdef SA_SIGINFO
