@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+mod hang;
+
 pub const CRATE: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The directory holding `libposixrt.so` of this build profile
@@ -199,24 +201,28 @@ pub fn run(exe: &Path, link: Link, args: &[&str], env: &[(&str, &str)]) -> Outpu
         let t0 = std::time::Instant::now();
         while !d2.load(std::sync::atomic::Ordering::Relaxed) {
             if t0.elapsed() > std::time::Duration::from_secs(120) {
+                // What it was doing, while it still runs.
+                let report = hang::report(pid);
                 // SAFETY: kill has no memory preconditions; the child is not
                 // reaped yet (wait_with_output below has not returned).
                 unsafe { libc::kill(pid, libc::SIGKILL) };
-                return true;
+                return Some(report);
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        false
+        None
     });
     let out = child.wait_with_output().expect("collect output");
     done.store(true, std::sync::atomic::Ordering::Relaxed);
-    let killed = watchdog.join().unwrap_or(false);
-    assert!(
-        !killed,
-        "{} {args:?} did not finish in 120 s; stderr:\n{}",
-        exe.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let hung = watchdog.join().unwrap_or(None);
+    if let Some(report) = hung {
+        panic!(
+            "{} {args:?} ({link:?}, env {env:?}) did not finish in 120 s; stdout:\n{}\nstderr:\n{}\nits threads then:\n{report}",
+            exe.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     out
 }
 
