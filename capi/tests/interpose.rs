@@ -70,6 +70,7 @@ fn compat_pthread_kill_under_preload_is_glibcs() {
 /// An `execv` made before libposixrt's load-time code ran (from the
 /// constructor of an object the loader initialises first) reaches the real
 /// one: the interposer looks it up then, where it used to fail with ENOSYS.
+/// So do `execl`, `execle` and `execlp` (their trampolines look it up alike).
 #[test]
 fn an_exec_from_an_earlier_constructor_is_not_refused() {
     let src = Path::new(CRATE).join("tests/c/exec_from_constructor.c");
@@ -95,20 +96,29 @@ fn an_exec_from_an_earlier_constructor_is_not_refused() {
         "cc failed or warned:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    // libposixrt.so first in the search order (its execv is the one called),
+    // libposixrt.so first in the search order (its exec is the one called),
     // the constructor's object initialised first (the later one is).
     let preload = format!("{} {}", lib().display(), so.display());
-    let out = Command::new("/bin/true")
-        .env("LD_PRELOAD", preload)
-        .env("EXEC_FROM_CONSTRUCTOR", "/bin/echo")
-        .output()
-        .expect("run /bin/true");
+    let outs: Vec<_> = ["execv", "execl", "execle", "execlp"]
+        .iter()
+        .map(|call| {
+            let out = Command::new("/bin/true")
+                .env("LD_PRELOAD", &preload)
+                .env("EXEC_FROM_CONSTRUCTOR", "/bin/echo")
+                .env("EXEC_FROM_CONSTRUCTOR_CALL", call)
+                .output()
+                .expect("run /bin/true");
+            (call, out)
+        })
+        .collect();
     let _ = std::fs::remove_file(&so);
-    assert!(
-        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
-        "{:?}\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for (call, out) in outs {
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok",
+            "{call}: {:?}\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

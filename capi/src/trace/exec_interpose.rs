@@ -11,8 +11,10 @@
 //! end record), and the streams are left running, so an exec that fails
 //! finds them as they were. Nothing is done when no stream has a log.
 //!
-//! `execl`, `execle` and `execlp` are not covered: they are variadic (no
-//! stable Rust definition), and glibc's go to its own `execve` directly.
+//! `execl`, `execle` and `execlp`, variadic, are trampolines in
+//! [`super::exec_variadic`] (x86_64, built by Rust 1.88 or later): glibc's go
+//! to its own `execve` directly, past this one. Their next definitions are
+//! resolved here with the others'.
 //!
 //! Async-signal-safe, as `execve` is: the flush before it only wakes the
 //! flushers and waits for them (atomics, `futex`, `nanosleep`). In a child
@@ -22,14 +24,22 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-const NAMES: [&CStr; 5] = [c"execve", c"execv", c"execvp", c"execvpe", c"fexecve"];
+const NAMES: [&CStr; 8] = [
+    c"execve", c"execv", c"execvp", c"execvpe", c"fexecve", c"execl", c"execle", c"execlp",
+];
 const EXECVE: usize = 0;
 const EXECV: usize = 1;
 const EXECVP: usize = 2;
 const EXECVPE: usize = 3;
 const FEXECVE: usize = 4;
+#[cfg(exec_trampolines)]
+pub(super) const EXECL: usize = 5;
+#[cfg(exec_trampolines)]
+pub(super) const EXECLE: usize = 6;
+#[cfg(exec_trampolines)]
+pub(super) const EXECLP: usize = 7;
 
-static REAL: [AtomicPtr<c_void>; 5] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 5];
+static REAL: [AtomicPtr<c_void>; 8] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 8];
 
 type Argv = *const *const c_char;
 
@@ -54,7 +64,7 @@ extern "C" fn resolve_all() {
 /// from another library's constructor, which the loader may run first), it
 /// is looked up now: `dlsym` is not async-signal-safe, but an exec refused
 /// for want of it would be worse.
-fn real(i: usize) -> Option<*mut c_void> {
+pub(super) fn real(i: usize) -> Option<*mut c_void> {
     let mut p = REAL[i].load(Ordering::Acquire);
     if p.is_null() {
         // SAFETY: as in `resolve_all`.
@@ -65,7 +75,7 @@ fn real(i: usize) -> Option<*mut c_void> {
 }
 
 /// Sets `errno` to `ENOSYS` and returns -1: no next definition.
-fn no_next() -> c_int {
+pub(super) fn no_next() -> c_int {
     // SAFETY: errno is the calling thread's.
     unsafe { *libc::__errno_location() = libc::ENOSYS };
     -1

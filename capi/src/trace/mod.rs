@@ -9,7 +9,8 @@
 //! - [`signal_interpose`]: `sigqueue`, `kill`, ... and `sigwaitinfo`, ... emitting
 //!   the oc2000 signal generation and delivery events;
 //! - [`exec_interpose`]: `execve`, `execv`, ... writing every trace log before
-//!   the process image is replaced.
+//!   the process image is replaced; `exec_variadic`: the same for `execl`,
+//!   `execle` and `execlp` (x86_64, Rust 1.88 or later).
 //!
 //! A `trace_id_t` is a slot of a process-wide table (index + 1 in the low 32 bits, a
 //! generation in the high bits), so a stale or made-up id is `EINVAL`, never a
@@ -26,6 +27,8 @@
 
 mod attr;
 mod exec_interpose;
+#[cfg(exec_trampolines)]
+mod exec_variadic;
 mod ids;
 mod mutex_interpose;
 mod read;

@@ -464,8 +464,7 @@ static void t_conf_exit_shuts_down(void)
  * execvpe left a log without them (only its header). libposixrt now writes
  * every log before the exec; a log so ends as that of a process killed
  * (its events, no end record). An exec that fails leaves the streams as
- * they were. (execl, execle and execlp go to glibc's execve directly:
- * not covered.) */
+ * they were. (execl, execle and execlp: conf_execl_flushes_log.) */
 static int exec_traced(int how)
 {
     static char *const argv[] = {"true", NULL};
@@ -519,6 +518,89 @@ static void t_conf_exec_flushes_log(void)
     }
 }
 
+/* The same for execl, execle and execlp, the variadic members: glibc's go
+ * to its own execve directly, past the interposed one, and their logs held
+ * no events. libposixrt now defines them too (trampolines that write the
+ * logs, then jump to glibc's with every argument as the caller passed it).
+ * The new image, sh printing its arguments and EXEC_ENV, gets all eight
+ * after the command (past the six argument registers of x86_64: the last
+ * ones, the NULL and execle's environment are on the stack) and execle's
+ * environment. */
+#define PRINT_ARGS "printf '%s|' \"$0\" \"$@\" \"$EXEC_ENV\""
+
+static int execl_traced(int how, int out)
+{
+    static char *const envp[] = {"EXEC_ENV=arrived", "PATH=/usr/bin:/bin", NULL};
+    trace_id_t t;
+    if (dup2(out, STDOUT_FILENO) != STDOUT_FILENO)
+        return 6;
+    if (posix_trace_create_withlog(0, NULL, ex_fd, &t) != 0 || posix_trace_start(t) != 0)
+        return 3;
+    posix_trace_event(ex_ev, "1", 1);
+    posix_trace_event(ex_ev, "2", 1);
+    if (how == 0)
+        execl("/bin/sh", "sh", "-c", PRINT_ARGS, "a0", "a1", "a2", "a3", "a4", "a5", "a6",
+              "a7", (char *)NULL);
+    else if (how == 1)
+        execle("/bin/sh", "sh", "-c", PRINT_ARGS, "a0", "a1", "a2", "a3", "a4", "a5", "a6",
+               "a7", (char *)NULL, envp);
+    else if (how == 2)
+        execlp("sh", "sh", "-c", PRINT_ARGS, "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7",
+               (char *)NULL);
+    else if (execl("/nonexistent/posixrt-test", "x", (char *)NULL) == -1 && errno == ENOENT) {
+        posix_trace_event(ex_ev, "3", 1);
+        return posix_trace_shutdown(t) == 0 ? 0 : 5;
+    }
+    return 4;
+}
+
+static void t_conf_execl_flushes_log(void)
+{
+    static const char *const want[] = {
+        "a0|a1|a2|a3|a4|a5|a6|a7||",
+        "a0|a1|a2|a3|a4|a5|a6|a7|arrived|",
+        "a0|a1|a2|a3|a4|a5|a6|a7||",
+        "",
+    };
+    trace_event_id_t ids[16];
+    char got[128];
+    ssize_t n;
+    int how, out, status;
+    pid_t c;
+    OK(unsetenv("EXEC_ENV"));
+    OK(posix_trace_eventid_open("before execl", &ex_ev));
+    for (how = 0; how < 4; how++) {
+        ex_fd = temp_file();
+        out = temp_file();
+        c = fork();
+        TRUE(c >= 0);
+        if (c == 0) {
+            alarm(20);
+            _exit(execl_traced(how, out));
+        }
+        EQ(waitpid(c, &status, 0), c);
+        TRUE(WIFEXITED(status));
+        EQ(WEXITSTATUS(status), 0);
+        EQ(log_ids(ex_fd, ids, 16), how < 3 ? 3 : 7);
+        EQ(ids[0], POSIX_TRACE_START);
+        EQ(ids[1], ex_ev);
+        EQ(ids[2], ex_ev);
+        if (how == 3) {
+            EQ(ids[3], ex_ev);
+            EQ(ids[4], POSIX_TRACE_STOP);
+        }
+        n = pread(out, got, sizeof got - 1, 0);
+        TRUE(n >= 0);
+        got[n] = '\0';
+        if (strcmp(got, want[how]) != 0) {
+            fprintf(stderr, "exec %d printed \"%s\", want \"%s\"\n", how, got, want[how]);
+            exit(1);
+        }
+        close(out);
+        close(ex_fd);
+    }
+}
+
 /* POSIX (posix_trace_open): it "shall fail if: [EINVAL] The object pointed
  * to by file_desc does not correspond to a valid trace log." A descriptor of
  * a directory, open for reading, gave EISDIR (the error of the read), which
@@ -545,6 +627,7 @@ static const struct test TESTS[] = {
     {"conf_shutdown_records_stop", t_conf_shutdown_records_stop},
     {"conf_exit_shuts_down", t_conf_exit_shuts_down},
     {"conf_exec_flushes_log", t_conf_exec_flushes_log},
+    {"conf_execl_flushes_log", t_conf_execl_flushes_log},
     {"conf_open_directory_einval", t_conf_open_directory_einval},
 };
 
