@@ -1,4 +1,4 @@
-//! `execve`, `execv`, `execvp`, `execvpe` and `fexecve`, interposed (a program
+//! `execve`, `execv`, `execvp`, `execvpe`, `fexecve` and `execveat`, interposed (a program
 //! linked with `-lposixrt`, or run under `LD_PRELOAD=libposixrt.so`): each
 //! writes every trace log first, then calls the next definition
 //! (`dlsym(RTLD_NEXT)`, resolved at load time).
@@ -24,8 +24,16 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-const NAMES: [&CStr; 8] = [
-    c"execve", c"execv", c"execvp", c"execvpe", c"fexecve", c"execl", c"execle", c"execlp",
+const NAMES: [&CStr; 9] = [
+    c"execve",
+    c"execv",
+    c"execvp",
+    c"execvpe",
+    c"fexecve",
+    c"execl",
+    c"execle",
+    c"execlp",
+    c"execveat",
 ];
 const EXECVE: usize = 0;
 const EXECV: usize = 1;
@@ -38,8 +46,10 @@ pub(super) const EXECL: usize = 5;
 pub(super) const EXECLE: usize = 6;
 #[cfg(exec_trampolines)]
 pub(super) const EXECLP: usize = 7;
+const EXECVEAT: usize = 8;
 
-static REAL: [AtomicPtr<c_void>; 8] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 8];
+static REAL: [AtomicPtr<c_void>; NAMES.len()] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; NAMES.len()];
 
 type Argv = *const *const c_char;
 
@@ -148,4 +158,27 @@ pub extern "C" fn execvpe(file: *const c_char, argv: Argv, envp: Argv) -> c_int 
 #[no_mangle]
 pub extern "C" fn fexecve(fd: c_int, argv: Argv, envp: Argv) -> c_int {
     call_fd(fd, argv, envp)
+}
+
+/// `execveat` (glibc 2.34 and later; where the C library has none, the call
+/// fails with `ENOSYS`, as the system call would on a kernel without it).
+#[no_mangle]
+pub extern "C" fn execveat(
+    dirfd: c_int,
+    path: *const c_char,
+    argv: Argv,
+    envp: Argv,
+    flags: c_int,
+) -> c_int {
+    rt::trace::flush_before_exec();
+    let Some(p) = real(EXECVEAT) else {
+        return no_next();
+    };
+    // SAFETY: `p` is the next definition of `execveat`; the arguments are
+    // the caller's, passed through.
+    unsafe {
+        let f: unsafe extern "C" fn(c_int, *const c_char, Argv, Argv, c_int) -> c_int =
+            std::mem::transmute(p);
+        f(dirfd, path, argv, envp, flags)
+    }
 }

@@ -460,11 +460,18 @@ static void t_conf_exit_shuts_down(void)
  * of functions" has its streams shut down as by posix_trace_shutdown, which
  * flushes them to their logs. A stream's events wait in memory for its
  * flusher's next write (every 100 ms by default), which an exec forestalls:
- * a program that recorded events and then called execv, execve, execvp or
- * execvpe left a log without them (only its header). libposixrt now writes
+ * a program that recorded events and then called execv, execve, execvp,
+ * execvpe or execveat left a log without them (only its header). libposixrt now writes
  * every log before the exec; a log so ends as that of a process killed
  * (its events, no end record). An exec that fails leaves the streams as
  * they were. (execl, execle and execlp: conf_execl_flushes_log.) */
+/* execveat: glibc 2.34 and later (else execve stands in). */
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+#define EXECVEAT(argv, envp) execveat(AT_FDCWD, "/bin/true", argv, envp, 0)
+#else
+#define EXECVEAT(argv, envp) execve("/bin/true", argv, envp)
+#endif
+
 static int exec_traced(int how)
 {
     static char *const argv[] = {"true", NULL};
@@ -482,6 +489,8 @@ static int exec_traced(int how)
         execvp("true", argv);
     else if (how == 3)
         execvpe("true", argv, envp);
+    else if (how == 4)
+        EXECVEAT(argv, envp);
     else if (execv("/nonexistent/posixrt-test", argv) == -1 && errno == ENOENT) {
         posix_trace_event(ex_ev, "3", 1);
         return posix_trace_shutdown(t) == 0 ? 0 : 5;
@@ -495,7 +504,7 @@ static void t_conf_exec_flushes_log(void)
     int how, status;
     pid_t c;
     OK(posix_trace_eventid_open("before exec", &ex_ev));
-    for (how = 0; how < 5; how++) {
+    for (how = 0; how < 6; how++) {
         ex_fd = temp_file();
         c = fork();
         TRUE(c >= 0);
@@ -506,11 +515,11 @@ static void t_conf_exec_flushes_log(void)
         EQ(waitpid(c, &status, 0), c);
         TRUE(WIFEXITED(status));
         EQ(WEXITSTATUS(status), 0);
-        EQ(log_ids(ex_fd, ids, 16), how < 4 ? 3 : 7);
+        EQ(log_ids(ex_fd, ids, 16), how < 5 ? 3 : 7);
         EQ(ids[0], POSIX_TRACE_START);
         EQ(ids[1], ex_ev);
         EQ(ids[2], ex_ev);
-        if (how == 4) {
+        if (how == 5) {
             EQ(ids[3], ex_ev);
             EQ(ids[4], POSIX_TRACE_STOP);
         }
