@@ -239,3 +239,63 @@ fn an_uncatchable_signal_is_refused_saying_why() {
         .unwrap_err();
     assert!(e.to_string().contains("C library"), "{e}");
 }
+
+/// Each call a forked child makes through its parent's context is refused
+/// naming that call, not `aio_read` for all of them: a submission of each
+/// kind, a list, the waits (`aio_suspend`, and `Request::wait`, which is
+/// one), a cancel and a registration. Before, every refusal but the
+/// cancel's said `aio_read failed`.
+fn child_refusals_name_their_call(b: Backend) {
+    use posixrt::aio::{ListMode, Notify, Op, SyncMode};
+    let aio = Aio::builder().backend(b).build().unwrap();
+    let (pr, pw) = common::pipe();
+    let mut req = aio.read(&pr, 0, vec![0u8; 4]).unwrap();
+    let f = std::fs::File::from(
+        rustix::fs::memfd_create("named", rustix::fs::MemfdFlags::empty()).unwrap(),
+    );
+    // SAFETY: each call refuses the inherited context before it takes any
+    // lock (a thread of the parent may have held one at the fork).
+    let outcome = unsafe {
+        common::child::in_child(|| {
+            let calls: [(&str, posixrt::Result<()>); 8] = [
+                ("aio_read", aio.read(&f, 0, vec![0u8; 1]).map(drop)),
+                ("aio_write", aio.write(&f, 0, vec![1u8]).map(drop)),
+                ("aio_fsync", aio.fsync(&f, SyncMode::Sync).map(drop)),
+                (
+                    "lio_listio",
+                    aio.lio_listio(
+                        ListMode::NoWait,
+                        [Some(Op::read(&f, 0, vec![0u8; 1]))],
+                        Notify::None,
+                    )
+                    .map(drop),
+                ),
+                (
+                    "aio_suspend",
+                    aio.suspend([&req], Some(std::time::Duration::ZERO)),
+                ),
+                ("aio_suspend", req.wait().map(drop)),
+                ("aio_cancel", req.cancel().map(drop)),
+                ("io_uring_register", aio.register_fd(&f).map(drop)),
+            ];
+            let mut wrong = Vec::new();
+            for (want, r) in calls {
+                match r {
+                    Err(e) if e.kind() == ErrorKind::InvalidState && e.call() == want => {}
+                    other => wrong.push(format!("{want}: {other:?}")),
+                }
+            }
+            if wrong.is_empty() {
+                Ok(())
+            } else {
+                Err(wrong.join("\n"))
+            }
+        })
+    };
+    outcome.unwrap();
+    rustix::io::write(&pw, b"abcd").unwrap();
+    let c = req.wait().unwrap();
+    assert_eq!(c.data(), b"abcd");
+}
+
+common::both!(child_refusal_names, child_refusals_name_their_call);

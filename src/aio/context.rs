@@ -367,7 +367,10 @@ impl Aio {
         let mut p = op.prepare(call, threads)?;
         let notify = std::mem::take(&mut op.notify);
         self.inner.prepare_notify(&notify)?;
-        let (idx, gen) = self.inner.submit_one(&mut p, notify)?;
+        let (idx, gen) = self
+            .inner
+            .submit_one(&mut p, notify)
+            .map_err(|e| super::engine::naming_call(e, call))?;
         Ok(Request::new(
             Arc::clone(&self.inner),
             idx,

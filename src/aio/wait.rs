@@ -13,7 +13,7 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::engine::{inherited_context, CoreGuard, Engine, Inner};
+use super::engine::{inherited_context_in, CoreGuard, Engine, Inner};
 use super::notify::catch_up;
 use super::sleep::{interrupted, sleep_on, wait_fd};
 use super::table::Core;
@@ -126,7 +126,9 @@ impl Inner {
         mut masked: Option<WaitMask>,
     ) -> Result<bool> {
         if self.inherited() {
-            return Err(inherited_context());
+            // (A wait that is not interruptible, `Request::wait` or a list's
+            // `wait_all`, is an `aio_suspend` too.)
+            return Err(inherited_context_in(intr.unwrap_or("aio_suspend")));
         }
         // An interruptible wait keeps signals blocked from its first sleep on
         // (or from when the caller blocked them: `masked`), and lets them
