@@ -299,3 +299,44 @@ fn child_refusals_name_their_call(b: Backend) {
 }
 
 common::both!(child_refusal_names, child_refusals_name_their_call);
+
+/// A forked child's submission with a notification through its parent's
+/// io_uring context is refused before the notification is prepared: the
+/// child neither starts the completion thread nor registers a completion
+/// eventfd with the rings, which are the parent's (the kernel's instance is
+/// shared). Before, the child registered its eventfd there, and the
+/// parent's first notified request failed with `io_uring_register` EBUSY
+/// (the rings have one eventfd).
+#[test]
+fn child_notified_submission_leaves_the_parents_rings_alone() {
+    use posixrt::aio::{Notify, Op};
+    use std::sync::mpsc;
+    if common::uring::uring_refused() {
+        return;
+    }
+    let aio = Aio::builder().backend(Backend::Uring).build().unwrap();
+    let f = std::fs::File::from(
+        rustix::fs::memfd_create("notified", rustix::fs::MemfdFlags::empty()).unwrap(),
+    );
+    rustix::io::pwrite(&f, b"data", 0).unwrap();
+    // SAFETY: the submission refuses the inherited context before it takes
+    // any lock or starts a thread.
+    let outcome = unsafe {
+        common::child::in_child(|| {
+            let op = Op::read(&f, 0, vec![0u8; 4]).notify(Notify::thread(0, |_| {}));
+            match aio.submit(op) {
+                Err(e) if e.kind() == ErrorKind::InvalidState && e.call() == "aio_read" => Ok(()),
+                other => Err(format!("the child's notified read gave {other:?}")),
+            }
+        })
+    };
+    outcome.unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx = std::sync::Mutex::new(tx);
+    let op = Op::read(&f, 0, vec![0u8; 4]).notify(Notify::thread(7, move |v| {
+        let _ = tx.lock().unwrap().send(v.int());
+    }));
+    let mut r = aio.submit(op).expect("the parent's notified read");
+    assert_eq!(rx.recv().unwrap(), 7);
+    assert_eq!(r.wait().unwrap().data(), b"data");
+}

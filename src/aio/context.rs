@@ -366,7 +366,7 @@ impl Aio {
         let threads = matches!(self.inner.engine, Engine::Threads(_));
         let mut p = op.prepare(call, threads)?;
         let notify = std::mem::take(&mut op.notify);
-        self.inner.prepare_notify(&notify)?;
+        self.inner.prepare_notify(&notify, call)?;
         let (idx, gen) = self
             .inner
             .submit_one(&mut p, notify)

@@ -491,16 +491,24 @@ impl Inner {
     /// Makes sure completions are noticed with nobody waiting: the notification
     /// thread for callbacks, and for io_uring an eventfd-driven completion thread
     /// (started only when a request asks for a notification or a future waits).
+    /// Refused for `call` in a forked child through its parent's context (see
+    /// [`Inner::inherited`]), before anything is started or registered.
     #[inline]
-    pub(crate) fn prepare_notify(self: &Arc<Inner>, n: &Notify) -> Result<()> {
+    pub(crate) fn prepare_notify(self: &Arc<Inner>, n: &Notify, call: &'static str) -> Result<()> {
         if n.is_none() {
             return Ok(());
         }
-        self.prepare_notify_slow(n)
+        self.prepare_notify_slow(n, call)
     }
 
     #[inline(never)]
-    fn prepare_notify_slow(self: &Arc<Inner>, n: &Notify) -> Result<()> {
+    fn prepare_notify_slow(self: &Arc<Inner>, n: &Notify, call: &'static str) -> Result<()> {
+        if self.inherited() {
+            // The rings are the parent's (the kernel's instance is shared): a
+            // completion eventfd registered here would be the parent's only
+            // one, and its own registration would then fail (EBUSY).
+            return Err(inherited_context_in(call));
+        }
         if let Notify::Signal { signo, .. } | Notify::ThreadSignal { signo, .. } = *n {
             crate::sys::signal::pass_in_waits(signo);
         }
@@ -524,6 +532,10 @@ impl Inner {
         };
         if let Some(efd) = self.efd.get() {
             return Ok(Some(efd));
+        }
+        if self.inherited() {
+            // (Nor is the lock taken: a thread of the parent may have held it.)
+            return Err(inherited_context_in("io_uring_register"));
         }
         let _g = self.init.lock();
         if let Some(efd) = self.efd.get() {
@@ -556,6 +568,11 @@ impl Inner {
     pub(crate) fn ensure_background(self: &Arc<Inner>) -> Result<()> {
         if self.bg.get().is_some() {
             return Ok(());
+        }
+        if self.inherited() {
+            // A completion thread here would read the parent's eventfd (the
+            // file is shared), and take the wake-ups of the parent's thread.
+            return Err(inherited_context_in("pthread_create"));
         }
         let Some(efd) = self.completion_eventfd()? else {
             return Ok(());

@@ -375,10 +375,10 @@ impl Aio {
         };
         notify.validate("lio_listio")?;
         let hold = Hold::needed(mode == ListMode::NoWait, need_notify || !notify.is_none());
-        self.inner.prepare_notify(&notify)?;
+        self.inner.prepare_notify(&notify, "lio_listio")?;
         if need_notify {
             for (_, n) in &raws {
-                self.inner.prepare_notify(n)?;
+                self.inner.prepare_notify(n, "lio_listio")?;
             }
         }
         let n = raws.len();
