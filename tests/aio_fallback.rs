@@ -14,6 +14,11 @@ use posixrt::aio::{Aio, Backend, Op};
 use posixrt::ErrorKind;
 
 fn run_child(mode: &str, seccomp: bool, backend_env: Option<&str>) -> String {
+    run_child_os(mode, seccomp, backend_env.map(std::ffi::OsStr::new))
+}
+
+/// [`run_child`] with any bytes in `POSIXRT_AIO_BACKEND`.
+fn run_child_os(mode: &str, seccomp: bool, backend_env: Option<&std::ffi::OsStr>) -> String {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--ignored",
@@ -160,6 +165,17 @@ fn child_entry() {
             assert_eq!(e.kind(), ErrorKind::InvalidInput);
             assert!(e.hint().unwrap().contains("uring"));
         }
+        "env-bad-bytes" => {
+            // Refused as any other unknown value, its bytes shown escaped.
+            let e = Aio::new().map(drop).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+            assert_eq!(
+                e.message(),
+                Some(r#"POSIXRT_AIO_BACKEND="thr\xffeads" is not a backend"#),
+                "{e}"
+            );
+            assert!(e.hint().unwrap().contains("`uring` or `threads`"), "{e}");
+        }
         "default" => {
             let aio = Aio::new().unwrap();
             assert_eq!(aio.backend().backend(), Backend::Uring, "{}", aio.backend());
@@ -183,6 +199,12 @@ fn seccomp_eperm_falls_back_to_threads() {
 fn env_forces_backend() {
     run_child("env-threads", false, Some("threads"));
     run_child("env-bad", false, Some("io-uring-please"));
+    // Not UTF-8: refused too, not taken as unset (the default engine).
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = std::ffi::OsStr::from_bytes(b"thr\xffeads");
+        run_child_os("env-bad-bytes", false, Some(bytes));
+    }
     if uring::uring_refused() {
         return;
     }

@@ -1,9 +1,11 @@
 //! Which engine a context runs on, and why: io_uring, or the thread pool it
 //! falls back to when the kernel refuses io_uring (with the reason in words).
 
+use std::ffi::OsStr;
 use std::fmt;
+use std::os::unix::ffi::OsStrExt;
 
-use crate::Error;
+use crate::{Error, Result};
 
 /// Which engine runs the requests of a context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -64,6 +66,37 @@ impl fmt::Display for BackendInfo {
     }
 }
 
+/// The backend that `value`, the value of `POSIXRT_AIO_BACKEND`, forces, and
+/// why in words; `None` if it is unset or empty. Any other value, also one
+/// that is not UTF-8 (shown with its bytes escaped), is refused with the
+/// values it may take: a misspelt choice never silently gives the default.
+pub(super) fn forced_by_env(value: Option<&OsStr>) -> Result<Option<(Backend, &'static str)>> {
+    let bytes = value.map_or(&b""[..], OsStr::as_bytes);
+    match bytes {
+        b"" => Ok(None),
+        b"threads" => Ok(Some((
+            Backend::Threads,
+            "forced by POSIXRT_AIO_BACKEND=threads",
+        ))),
+        b"uring" => Ok(Some((
+            Backend::Uring,
+            "forced by POSIXRT_AIO_BACKEND=uring",
+        ))),
+        _ => {
+            // As `{:?}` shows a string, but for any bytes.
+            let shown = match std::str::from_utf8(bytes) {
+                Ok(v) => format!("{v:?}"),
+                Err(_) => format!("\"{}\"", bytes.escape_ascii()),
+            };
+            Err(Error::invalid(
+                "posixrt::aio::Aio::new",
+                format!("POSIXRT_AIO_BACKEND={shown} is not a backend"),
+            )
+            .with_hint("set POSIXRT_AIO_BACKEND to `uring` or `threads`, or unset it"))
+        }
+    }
+}
+
 /// Explains an `io_uring_setup` errno: whether to fall back, and the hint.
 pub(super) fn classify_setup_error(errno: i32) -> (bool, String) {
     let sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
@@ -98,5 +131,38 @@ pub(super) fn classify_setup_error(errno: i32) -> (bool, String) {
             false,
             "io_uring_setup failed with a resource error; posixrt does not silently fall back from it (set POSIXRT_AIO_BACKEND=threads to choose the thread pool)".into(),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unset and empty give the default; the two names force their engine;
+    /// anything else is refused with the hint, a value that is not UTF-8 as
+    /// well (it used to be taken as unset), its bytes shown escaped.
+    #[test]
+    fn the_variable_forces_an_engine_or_is_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        assert_eq!(forced_by_env(None).unwrap(), None);
+        assert_eq!(forced_by_env(Some(OsStr::new(""))).unwrap(), None);
+        let forced = |v: &str| forced_by_env(Some(OsStr::new(v))).unwrap().map(|f| f.0);
+        assert_eq!(forced("threads"), Some(Backend::Threads));
+        assert_eq!(forced("uring"), Some(Backend::Uring));
+        for (value, shown) in [
+            (&b"io-uring"[..], r#""io-uring""#),
+            (b"thr\xffeads", r#""thr\xffeads""#),
+            (b"\xc3\x28\"", r#""\xc3(\"""#),
+        ] {
+            let e = forced_by_env(Some(OsStr::from_bytes(value))).unwrap_err();
+            assert_eq!(e.kind(), crate::ErrorKind::InvalidInput, "{e}");
+            assert_eq!(e.errno(), Some(libc::EINVAL), "{e}");
+            let want = format!("POSIXRT_AIO_BACKEND={shown} is not a backend");
+            assert_eq!(e.message(), Some(want.as_str()), "{e}");
+            assert_eq!(
+                e.hint(),
+                Some("set POSIXRT_AIO_BACKEND to `uring` or `threads`, or unset it")
+            );
+        }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use super::backend::{classify_setup_error, Backend, BackendInfo};
+use super::backend::{classify_setup_error, forced_by_env, Backend, BackendInfo};
 use super::notify::{send_signals, Fire, Notifier, Notify};
 use super::table::{Core, State};
 use super::threads::{Host, Pool};
@@ -102,23 +102,7 @@ impl Inner {
     pub(crate) fn new(cfg: &Config) -> Result<Arc<Inner>> {
         let forced = match cfg.backend {
             Some(b) => Some((b, "chosen by the program")),
-            None => match std::env::var("POSIXRT_AIO_BACKEND") {
-                Ok(v) if v == "threads" => {
-                    Some((Backend::Threads, "forced by POSIXRT_AIO_BACKEND=threads"))
-                }
-                Ok(v) if v == "uring" => {
-                    Some((Backend::Uring, "forced by POSIXRT_AIO_BACKEND=uring"))
-                }
-                Ok(v) if v.is_empty() => None,
-                Ok(v) => {
-                    return Err(Error::invalid(
-                        "posixrt::aio::Aio::new",
-                        format!("POSIXRT_AIO_BACKEND={v:?} is not a backend"),
-                    )
-                    .with_hint("set POSIXRT_AIO_BACKEND to `uring` or `threads`, or unset it"))
-                }
-                Err(_) => None,
-            },
+            None => forced_by_env(std::env::var_os("POSIXRT_AIO_BACKEND").as_deref())?,
         };
         let (engine, info) = match forced {
             Some((Backend::Threads, why)) => (
