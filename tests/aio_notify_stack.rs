@@ -82,3 +82,35 @@ both!(
     notification_threads_have_the_stack_size_asked_for,
     notification_threads_have_the_stack_size_asked
 );
+
+/// A notification thread the system cannot start (EAGAIN from
+/// `pthread_create`: here no memory for a stack of 1 PiB, past the address
+/// space) fails the first `Thread` request with a hint that tells the
+/// fixes: the thread limits (RLIMIT_NPROC, threads-max, pids.max) and the
+/// stack size the program chose. It used to be a bare EAGAIN.
+fn an_unstartable_notification_thread_says_why(b: Backend) {
+    let aio = Aio::builder()
+        .backend(b)
+        .notify_stack_size(1 << 50)
+        .build()
+        .expect("AIO context");
+    let f = common::temp_file(&[6u8; 8]);
+    let e = aio
+        .submit(Op::read(&f, 0, vec![0u8; 1]).notify(Notify::thread(0, |_| {})))
+        .map(drop)
+        .expect_err("a notification thread with a 1 PiB stack");
+    assert_eq!(e.errno(), Some(libc::EAGAIN), "{e}");
+    assert_eq!(e.call(), "pthread_create", "{e}");
+    let hint = e.hint().unwrap_or_default();
+    for fix in ["RLIMIT_NPROC", "ulimit -u", "threads-max", "pids.max"] {
+        assert!(hint.contains(fix), "{fix} is not in the hint: {e}");
+    }
+    assert!(
+        hint.contains(&format!("notify_stack_size, now {} bytes", 1u64 << 50)),
+        "{e}"
+    );
+}
+both!(
+    an_unstartable_notification_thread,
+    an_unstartable_notification_thread_says_why
+);

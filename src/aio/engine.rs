@@ -574,8 +574,11 @@ impl Inner {
             background(inner, own)
         })
         .map_err(|e| {
-            Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                .with_message("starting the AIO completion thread")
+            super::notify::thread_start_error(
+                e.raw_os_error().unwrap_or(libc::EAGAIN),
+                "starting the AIO completion thread",
+                None,
+            )
         })?;
         let _ = self.bg.set(());
         Ok(())

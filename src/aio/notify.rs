@@ -448,8 +448,11 @@ impl Notifier {
             b = b.stack_size(size);
         }
         b.spawn(move || run(sh)).map(drop).map_err(|e| {
-            Error::from_errno("pthread_create", e.raw_os_error().unwrap_or(libc::EAGAIN))
-                .with_message("starting an AIO notification thread")
+            thread_start_error(
+                e.raw_os_error().unwrap_or(libc::EAGAIN),
+                "starting an AIO notification thread",
+                Some(self.shared.stack),
+            )
         })
     }
 
@@ -496,6 +499,44 @@ impl Drop for Notifier {
             .closed = true;
         self.shared.cv.notify_all();
     }
+}
+
+/// The error of `pthread_create` (`errno`) when starting a thread that
+/// notifications need (`what`: a notification thread, the completion thread).
+/// EAGAIN gets the hint that tells the fixes: the thread limits, and the
+/// stack, whose memory the C library reports as EAGAIN too. `notify_stack`
+/// is `Some` for a notification thread, with the context's
+/// `Builder::notify_stack_size` (`None`: Rust's default).
+pub(crate) fn thread_start_error(
+    errno: i32,
+    what: &'static str,
+    notify_stack: Option<Option<usize>>,
+) -> Error {
+    let e = Error::from_errno("pthread_create", errno).with_message(what);
+    if errno != libc::EAGAIN {
+        return e;
+    }
+    let mut hint = String::from(
+        "the thread limit is reached or there is no memory for the thread's stack: \
+         raise RLIMIT_NPROC (`ulimit -u`), the sysctl kernel.threads-max or the \
+         cgroup's pids.max, or run fewer threads",
+    );
+    match notify_stack {
+        Some(Some(size)) => hint.push_str(&format!(
+            "; or ask for a smaller stack (Builder::notify_stack_size, now {size} bytes)"
+        )),
+        Some(None) => hint.push_str(
+            "; or ask for a smaller stack than Rust's default (Builder::notify_stack_size)",
+        ),
+        None => {}
+    }
+    if crate::sched::rt::memlock_limits_new_mappings() {
+        hint.push_str(
+            "; memory is locked (mlockall MCL_FUTURE): the stack must fit in \
+             RLIMIT_MEMLOCK (`ulimit -l`), or run with CAP_IPC_LOCK",
+        );
+    }
+    e.with_hint(hint)
 }
 
 /// Puts the calling notification thread back as it started after a callback

@@ -43,3 +43,38 @@ fn a_forked_child_drops_the_pool_with_its_lock_held() {
     );
     drop(n);
 }
+
+/// EAGAIN from starting a thread that notifications need carries the hint
+/// that tells the fixes (the thread limits; for a notification thread, its
+/// stack size too); another errno is left bare.
+#[test]
+fn an_eagain_thread_start_has_the_hint() {
+    let e = thread_start_error(libc::EAGAIN, "starting the AIO completion thread", None);
+    assert_eq!(
+        (e.call(), e.errno()),
+        ("pthread_create", Some(libc::EAGAIN))
+    );
+    let hint = e.hint().expect("a hint");
+    for fix in [
+        "RLIMIT_NPROC",
+        "`ulimit -u`",
+        "kernel.threads-max",
+        "pids.max",
+    ] {
+        assert!(hint.contains(fix), "{fix}: {hint}");
+    }
+    assert!(!hint.contains("notify_stack_size"), "{hint}");
+    let e = thread_start_error(libc::EAGAIN, "a notification thread", Some(Some(65536)));
+    let hint = e.hint().expect("a hint");
+    assert!(
+        hint.contains("notify_stack_size, now 65536 bytes"),
+        "{hint}"
+    );
+    let e = thread_start_error(libc::EAGAIN, "a notification thread", Some(None));
+    assert!(
+        e.hint().is_some_and(|h| h.contains("Rust's default")),
+        "{e}"
+    );
+    let e = thread_start_error(libc::EPERM, "a notification thread", Some(None));
+    assert_eq!(e.hint(), None, "{e}");
+}
