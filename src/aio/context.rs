@@ -370,7 +370,7 @@ impl Aio {
         let (idx, gen) = self
             .inner
             .submit_one(&mut p, notify)
-            .map_err(|e| super::engine::naming_call(e, call))?;
+            .map_err(|e| super::inherited::naming_call(e, call))?;
         Ok(Request::new(
             Arc::clone(&self.inner),
             idx,

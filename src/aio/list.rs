@@ -340,7 +340,7 @@ impl Aio {
             // (Before the lock, which a thread of the parent may have held at
             // the fork; and before the list's group, which a failed
             // submission would leave open.)
-            return Err(super::engine::inherited_context_in("lio_listio"));
+            return Err(super::inherited::inherited_context_in("lio_listio"));
         }
         if mode == ListMode::Wait {
             // (A handler run while the call sleeps for the lock interrupts it.)

@@ -143,6 +143,7 @@ mod future;
 mod gate;
 mod hold;
 pub(crate) mod hook;
+mod inherited;
 mod let_go;
 mod list;
 mod list_group;

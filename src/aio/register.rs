@@ -159,7 +159,7 @@ impl Aio {
             borrow: PhantomData,
         };
         if self.inner.inherited() {
-            return Err(super::engine::inherited_context_in("io_uring_register"));
+            return Err(super::inherited::inherited_context_in("io_uring_register"));
         }
         let Engine::Uring(r) = &self.inner.engine else {
             return Ok(guard);

@@ -13,7 +13,8 @@ use std::os::fd::OwnedFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::engine::{inherited_context_in, CoreGuard, Engine, Inner};
+use super::engine::{CoreGuard, Engine, Inner};
+use super::inherited::inherited_context_in;
 use super::notify::catch_up;
 use super::sleep::{interrupted, sleep_on, wait_fd};
 use super::table::Core;
