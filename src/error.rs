@@ -65,7 +65,11 @@ pub enum ErrorKind {
     Interrupted,
     /// Not supported by this kernel, filesystem or build (ENOSYS, EOPNOTSUPP, ENOTSUP).
     Unsupported,
-    /// Out of memory or another kernel resource (ENOMEM, ENOSPC, EMFILE, ENFILE).
+    /// Out of memory, room or another resource: memory (ENOMEM, ENOBUFS),
+    /// room on a device or in a disk quota (ENOSPC, EDQUOT), file
+    /// descriptors (EMFILE, ENFILE). As an [`io::Error`], ENOSPC and EDQUOT
+    /// have std's storage kinds (`StorageFull`, `QuotaExceeded`), as a
+    /// `std::fs` error of theirs has (see the `From` conversion).
     OutOfResources,
     /// A bad file descriptor (EBADF).
     BadFd,
@@ -104,9 +108,12 @@ impl ErrorKind {
             libc::ENOSYS | libc::EOPNOTSUPP | libc::EAFNOSUPPORT | libc::EPROTONOSUPPORT => {
                 ErrorKind::Unsupported
             }
-            libc::ENOMEM | libc::ENOSPC | libc::EMFILE | libc::ENFILE | libc::ENOBUFS => {
-                ErrorKind::OutOfResources
-            }
+            libc::ENOMEM
+            | libc::ENOSPC
+            | libc::EDQUOT
+            | libc::EMFILE
+            | libc::ENFILE
+            | libc::ENOBUFS => ErrorKind::OutOfResources,
             libc::EBADF => ErrorKind::BadFd,
             libc::ECANCELED => ErrorKind::Canceled,
             libc::EINPROGRESS => ErrorKind::InProgress,
@@ -519,6 +526,32 @@ mod tests {
         assert_eq!(ErrorKind::from_errno(libc::EBUSY), ErrorKind::Busy);
         assert_eq!(ErrorKind::from_errno(libc::EINVAL), ErrorKind::InvalidInput);
         assert_eq!(ErrorKind::from_errno(libc::ECANCELED), ErrorKind::Canceled);
+    }
+
+    /// A quota is a storage resource as the room on a device is: EDQUOT has
+    /// ENOSPC's kind (it was `Other`), and as an `io::Error` std's
+    /// `QuotaExceeded`, as ENOSPC is `StorageFull`, with or without a hint.
+    #[test]
+    fn a_quota_is_a_resource_as_a_full_device_is() {
+        for errno in [libc::ENOSPC, libc::EDQUOT] {
+            assert_eq!(ErrorKind::from_errno(errno), ErrorKind::OutOfResources);
+            let e = Error::from_errno("write", errno);
+            assert_eq!(e.kind(), ErrorKind::OutOfResources);
+            assert_eq!(e.clone().with_hint("h").kind(), ErrorKind::OutOfResources);
+            // (Named through Debug: these kinds are newer than the crate's
+            // minimum Rust version.)
+            let want = if errno == libc::EDQUOT {
+                "QuotaExceeded"
+            } else {
+                "StorageFull"
+            };
+            let bare: io::Error = e.clone().into();
+            assert_eq!(format!("{:?}", bare.kind()), want);
+            assert_eq!(bare.raw_os_error(), Some(errno));
+            let hinted: io::Error = e.with_hint("free some room").into();
+            assert_eq!(format!("{:?}", hinted.kind()), want);
+            assert!(hinted.to_string().contains("free some room"));
+        }
     }
 
     #[test]
