@@ -3,6 +3,8 @@
 
 use posixrt::aio::{Aio, Backend};
 use posixrt::ErrorKind;
+use std::future::Future;
+use std::sync::Arc;
 
 #[allow(unused_macros, unused_imports)]
 mod common;
@@ -240,9 +242,28 @@ fn an_uncatchable_signal_is_refused_saying_why() {
     assert!(e.to_string().contains("C library"), "{e}");
 }
 
+/// The first poll of `fut` (a submission future: it submits then), with a
+/// waker that does nothing: its result, or an error if it is pending.
+fn poll_once<T>(fut: impl std::future::Future<Output = posixrt::Result<T>>) -> posixrt::Result<()> {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(Arc::new(Noop));
+    let mut cx = std::task::Context::from_waker(&waker);
+    match std::pin::pin!(fut).poll(&mut cx) {
+        std::task::Poll::Ready(r) => r.map(drop),
+        std::task::Poll::Pending => Err(posixrt::Error::new(
+            ErrorKind::InvalidState,
+            "poll",
+            "still pending",
+        )),
+    }
+}
+
 /// Each call a forked child makes through its parent's context is refused
 /// naming that call, not `aio_read` for all of them: a submission of each
-/// kind, a list, the waits (`aio_suspend`, and `Request::wait`, which is
+/// kind (also as a future), a list, the waits (`aio_suspend`, and `Request::wait`, which is
 /// one), a cancel and a registration. Before, every refusal but the
 /// cancel's said `aio_read failed`.
 fn child_refusals_name_their_call(b: Backend) {
@@ -257,8 +278,16 @@ fn child_refusals_name_their_call(b: Backend) {
     // lock (a thread of the parent may have held one at the fork).
     let outcome = unsafe {
         common::child::in_child(|| {
-            let calls: [(&str, posixrt::Result<()>); 8] = [
+            let calls: [(&str, posixrt::Result<()>); 10] = [
                 ("aio_read", aio.read(&f, 0, vec![0u8; 1]).map(drop)),
+                (
+                    "aio_read",
+                    poll_once(aio.read_async(Arc::new(f.try_clone().unwrap()), 0, vec![0u8; 1])),
+                ),
+                (
+                    "aio_write",
+                    poll_once(aio.write_async(Arc::new(f.try_clone().unwrap()), 0, vec![1u8])),
+                ),
                 ("aio_write", aio.write(&f, 0, vec![1u8]).map(drop)),
                 ("aio_fsync", aio.fsync(&f, SyncMode::Sync).map(drop)),
                 (

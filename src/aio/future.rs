@@ -594,8 +594,9 @@ fn submit<B: Send + 'static>(
     } else {
         Entry::NowThenReap
     };
-    let ((idx, gen), deferred) =
-        inner.submit_one_mailed(&mut p, &mut Notify::None, mail.as_ref(), waker, entry)?;
+    let ((idx, gen), deferred) = inner
+        .submit_one_mailed(&mut p, &mut Notify::None, mail.as_ref(), waker, entry)
+        .map_err(|e| super::inherited::naming_call(e, call))?;
     #[cfg(feature = "tokio")]
     let flush = if deferred {
         batch::queued();
