@@ -112,8 +112,10 @@ fn create_error(e: &io::Error, target: Target) -> crate::Error {
              or use the APPEND or UNTIL_FULL log policy on a pipe or socket"
         }
         libc::EBADF => "pass a log file opened for writing",
-        libc::ENOSPC | libc::EDQUOT => {
-            "the log's file system has no space: free some, or put the log elsewhere"
+        libc::ENOSPC => "the log's file system has no space: free some, or put the log elsewhere",
+        libc::EDQUOT => {
+            "the user's disk quota on the log's file system is used up: free some of \
+             the user's files there, raise the quota, or put the log elsewhere"
         }
         libc::EPIPE => "the log's pipe or socket has no reader: start the reader first",
         _ if target == Target::Stream => {
@@ -587,5 +589,27 @@ mod tests {
         assert!(mine.len() > 1, "{mine:?}");
         assert_eq!(mine.last(), Some(&1999), "{mine:?}");
         assert!(mine.windows(2).all(|w| w[1] == w[0] + 1), "{mine:?}");
+    }
+
+    /// A quota used up is told apart from a full file system: the hint of
+    /// EDQUOT used to say "no space", which freeing space elsewhere on the
+    /// file system does not mend.
+    #[test]
+    fn a_quota_has_its_own_hint() {
+        let hint = |errno| {
+            let e = create_error(&io::Error::from_raw_os_error(errno), Target::Other);
+            e.hint().unwrap_or_default().to_string()
+        };
+        assert!(
+            hint(libc::EDQUOT).contains("quota"),
+            "{}",
+            hint(libc::EDQUOT)
+        );
+        assert!(
+            hint(libc::ENOSPC).contains("no space"),
+            "{}",
+            hint(libc::ENOSPC)
+        );
+        assert!(!hint(libc::ENOSPC).contains("quota"));
     }
 }
