@@ -28,7 +28,10 @@
 //! A registry file truncated by another process (`truncate -s 0`, a clean-up
 //! script) does not kill its owner with `SIGBUS` (see the `registry` module
 //! docs): the marks it wiped are lost, and each thread's next mark puts the
-//! file back and is listed again.
+//! file back and is listed again. A registry file deleted by another process
+//! (`rm`, systemd-logind's `RemoveIPC=yes`) is published again, with every
+//! thread's mark, by the first mark made 1.05 s or more after the deletion
+//! (see [`update`] for how, at no cost to the fast path).
 //!
 //! `fork`: the child never writes or frees the parent's slots; its first mark
 //! creates the child's own registry (`posixrt-mark-<child pid>-...`), and the
@@ -39,7 +42,8 @@
 //!
 //! # Cost
 //!
-//! [`update`] (marker + timestamp, no system call) is the fast path: 14 ns in the
+//! [`update`] (marker + timestamp; no system call but one `fstat` a second per
+//! process, which looks for a deleted registry file) is the fast path: 14 ns in the
 //! `mark` bench on a quiet machine, 21 ns at load 3, against 191 ns for a `prctl`
 //! rename in the same run (the goal is 50 ns). [`set`] costs about the same (16 ns) while the
 //! first 15 bytes, the kernel name, stay the same, and adds a `prctl(PR_SET_NAME)`

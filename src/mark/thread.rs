@@ -42,6 +42,13 @@ fn after_fork_in_child() {
     unsafe { REGISTRY.raw() }.reset_in_child();
 }
 
+/// How often, at most, a thread's marks look for a deleted registry file:
+/// the first mark at least this long (by the timestamp each mark reads
+/// anyway) after the thread's last look asks the registry, which makes one
+/// `fstat` per [`DELETED_CHECK_MS`](registry::DELETED_CHECK_MS) at most (see
+/// [`update`] for the delay this gives).
+const LOOK_EVERY_NS: u64 = 50_000_000;
+
 /// The calling thread's slot and what it last told the kernel.
 struct Local {
     /// [`registry::generation`] when the slot was claimed: a forked child sees a
@@ -51,6 +58,9 @@ struct Local {
     /// The kernel name last applied by `set` (`comm_len == u8::MAX`: unknown).
     comm: [u8; 16],
     comm_len: u8,
+    /// The timestamp (ns, `CLOCK_REALTIME_COARSE`) of the thread's last look
+    /// for a deleted registry file (see [`LOOK_EVERY_NS`]).
+    looked: u64,
 }
 
 impl Drop for Local {
@@ -76,15 +86,20 @@ fn tls_error() -> Error {
 }
 
 /// Writes the calling thread's slot with `write` (claiming one first if
-/// needed), then runs `then`.
+/// needed), then runs `then`. `write` returns the timestamp it stored.
 ///
 /// If another process truncated the registry file, the slot may have been
 /// wiped (readers no longer list it): the file is put back and the writer
 /// moves to a new slot before the write, or after it when the write itself
 /// found the truncation (a fault past the file's end), and writes again.
+///
+/// A registry file deleted under the process (which hides it from readers)
+/// is looked for once [`LOOK_EVERY_NS`] have passed since the thread last
+/// looked, by that timestamp (no clock read of its own): a compare on the
+/// fast path.
 #[inline]
 fn with_slot<R>(
-    write: impl Fn(&mut Payload<'_>),
+    write: impl Fn(&mut Payload<'_>) -> u64,
     then: impl FnOnce(&mut Local2) -> R,
 ) -> Result<R> {
     LOCAL
@@ -111,12 +126,18 @@ fn with_slot<R>(
                     slot: Some(slot),
                     comm: [0; 16],
                     comm_len: u8::MAX,
+                    // The claim looked (it checks the file first).
+                    looked: now_ns(),
                 });
             }
             match local.as_mut() {
                 Some(l) => match l.slot.as_mut() {
                     Some(slot) => {
-                        write_visible(slot, &write)?;
+                        let now = write_visible(slot, &write)?;
+                        // Wrapping: a clock set back looks at once.
+                        if now.wrapping_sub(l.looked) >= LOOK_EVERY_NS {
+                            look_for_deleted(slot, &mut l.looked, now);
+                        }
                         let mut extra = Local2 {
                             comm: &mut l.comm,
                             comm_len: &mut l.comm_len,
@@ -134,13 +155,17 @@ fn with_slot<R>(
 
 /// Writes `slot` with `write` so that readers list it: a slot wiped by a
 /// truncation of the file is replaced first, and again if this write found
-/// the truncation (a fault past the file's end).
+/// the truncation (a fault past the file's end). Returns the timestamp the
+/// (last) write stored.
 #[inline(always)]
-fn write_visible(slot: &mut SlotWriter<'static>, write: &impl Fn(&mut Payload<'_>)) -> Result<()> {
+fn write_visible(
+    slot: &mut SlotWriter<'static>,
+    write: &impl Fn(&mut Payload<'_>) -> u64,
+) -> Result<u64> {
     if !slot.wiped() {
-        slot.write(write);
+        let now = slot.write(write);
         if !slot.wiped() {
-            return Ok(());
+            return Ok(now);
         }
     }
     rewrite(slot, write)
@@ -150,15 +175,30 @@ fn write_visible(slot: &mut SlotWriter<'static>, write: &impl Fn(&mut Payload<'_
 /// again and again is listed again at a later mark).
 #[cold]
 #[inline(never)]
-fn rewrite(slot: &mut SlotWriter<'static>, write: &impl Fn(&mut Payload<'_>)) -> Result<()> {
+fn rewrite(
+    slot: &mut SlotWriter<'static>,
+    write: &impl Fn(&mut Payload<'_>) -> u64,
+) -> Result<u64> {
+    let mut now = 0;
     for _ in 0..3 {
         slot.reclaim()?;
-        slot.write(write);
+        now = slot.write(write);
         if !slot.wiped() {
             break;
         }
     }
-    Ok(())
+    Ok(now)
+}
+
+/// Publishes the registry again if its file was deleted (see
+/// [`SlotWriter::notice_deleted`]): once the file is replaced the slot reads
+/// [`wiped`](SlotWriter::wiped), so the next mark moves it (the new file
+/// already holds what this one wrote).
+#[cold]
+#[inline(never)]
+fn look_for_deleted(slot: &SlotWriter<'static>, looked: &mut u64, now: u64) {
+    *looked = now;
+    slot.notice_deleted();
 }
 
 /// [`Local`]'s parts, borrowed after the slot was written.
@@ -191,8 +231,9 @@ fn check_marker(marker: &str) -> Result<&[u8]> {
     Ok(b)
 }
 
+/// Stores the marker and the timestamp, and returns the timestamp.
 #[inline]
-fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
+fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) -> u64 {
     let mut chunks = bytes.chunks_exact(8);
     let mut w = layout::W_MARKER;
     for c in &mut chunks {
@@ -213,7 +254,9 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
         layout::W_LEN,
         flags | layout::FLAG_MARKED | bytes.len() as u64,
     );
-    p.store_u64(layout::W_TIME, now_ns());
+    let now = now_ns();
+    p.store_u64(layout::W_TIME, now);
+    now
 }
 
 /// Sets the calling thread's marker and timestamp, **without** touching the kernel
@@ -223,6 +266,21 @@ fn store_marker(p: &mut Payload<'_>, bytes: &[u8]) {
 /// bytes of marker and a `CLOCK_REALTIME_COARSE` read (14 ns in the `mark` bench,
 /// for a 17-byte and for a 128-byte marker). The first call on a thread claims its slot (and the first in the
 /// process creates the registry file), which costs a few microseconds.
+///
+/// A registry file deleted under the process (`rm`, systemd-logind's
+/// `RemoveIPC=yes`) hides all its marks from readers such as `tfp`. Marks
+/// look for that at almost no cost: each compares the timestamp it reads
+/// anyway with the thread's last look, and looks again 50 ms later at the
+/// earliest (a coarse clock read; and, by whichever thread looks first, one
+/// `fstat` per process per
+/// [`DELETED_CHECK_MS`](crate::registry::DELETED_CHECK_MS), 1 s: the only
+/// system call `update` makes after the first mark). So the file is published again, with every thread's mark, at the
+/// latest by the first mark (`update`, [`set`], [`write_raw`]) of any marked
+/// thread of the process made 1.05 s or more after the deletion (give or
+/// take a clock tick): within about 1.05 s for a thread that marks at 1 kHz,
+/// 1.05 s plus the gap between two marks for a slower one. A process whose
+/// threads stop marking stays unlisted until one marks again or a marked
+/// thread exits.
 ///
 /// # Errors
 ///
@@ -386,7 +444,9 @@ pub fn write_raw(offset: usize, data: &[u8]) -> Result<()> {
             p.store_bytes(layout::RAW_OFF + offset, data);
             let w = p.load_u64(layout::W_LEN);
             p.store_u64(layout::W_LEN, w | layout::FLAG_RAW);
-            p.store_u64(layout::W_TIME, now_ns());
+            let now = now_ns();
+            p.store_u64(layout::W_TIME, now);
+            now
         },
         |_| (),
     )

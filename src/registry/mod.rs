@@ -155,10 +155,12 @@
 //! `fstat`): so the sync publisher's next round lists the process again, and
 //! for `mark` a thread's first mark, a `mark::set` that renames the thread
 //! (it makes a system call anyway), or a marked thread's exit, after that
-//! delay. A writer's fast path (`mark::update`, a `set` that keeps the
-//! thread's name) makes no system call and reads no clock, so it does not
-//! look: a process whose threads only update their marks stays unlisted
-//! until one of those happens.
+//! delay. `mark`'s fast path (`mark::update`, a `set` that keeps the
+//! thread's name, `write_raw`) reads no clock of its own for it: it asks
+//! [`SlotWriter::notice_deleted`] (so makes that `fstat` a second) when the
+//! timestamp it stores anyway is 50 ms or more past the thread's last ask, so a process
+//! whose threads only update their marks is listed again by the first mark
+//! made 1.05 s or more after the deletion (see `mark::update`).
 //! It publishes a new file as [`Registry::create`] does (a temporary name,
 //! locked, renamed to the same name) with a copy of the header and of every
 //! claimed slot (each copied as a reader copies it), maps it over the old

@@ -706,9 +706,10 @@ impl<'r> SlotWriter<'r> {
     /// clock read, and one `fstat` at most every
     /// [`DELETED_CHECK_MS`](super::DELETED_CHECK_MS) per registry (by the
     /// first writer that asks then). For paths that make a system call
-    /// anyway (a thread renamed, a slot released), never a writer's fast
-    /// path. The slot is then [`wiped`](SlotWriter::wiped): its next write
-    /// moves it.
+    /// anyway (a thread renamed, a slot released), or a fast path that asks
+    /// rarely (`mark` asks at most every 50 ms per thread, by the timestamp
+    /// it reads anyway). The slot is then [`wiped`](SlotWriter::wiped): its
+    /// next write moves it.
     pub fn notice_deleted(&self) {
         if self.reg.deleted_lately() {
             let _ = self.reg.repair();
