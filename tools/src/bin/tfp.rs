@@ -11,17 +11,30 @@
 //! system, seconds), marker.
 
 use std::io::{self, IsTerminal, Write};
-use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use clap::Parser;
 
 const PROG: &str = "tfp";
-use posixrt::mark::{self, ProcessMarks, Snapshot, ThreadMark};
-use posixrt_tools::{printable_marker, printable_quoted_bytes};
-use serde::Serialize;
+use posixrt::mark::{self, Snapshot};
+
+// The parts of tfp, in `src/bin/tfp/` (only this binary uses them).
+#[path = "tfp/filter.rs"]
+mod filter;
+#[path = "tfp/json.rs"]
+mod json;
+#[path = "tfp/text.rs"]
+mod text;
+#[path = "tfp/watch.rs"]
+mod watch;
+
+use filter::{combine, distinct, kept, not_named};
+use json::print_json;
+use text::print_text;
+use watch::{
+    install_stop_handlers, refresh_header, running_since, sleep_unless_stopped, Seen, Watched,
+};
 
 /// List marked threads ("thread fingerprints") of every process, or of the
 /// processes whose executable path ends with NAME.
@@ -146,8 +159,8 @@ fn main() -> ExitCode {
         .iter()
         .filter_map(|r| r.as_ref().ok())
         .flat_map(|s| &s.processes)
-        .filter(|p| !kept(p, &args))
-        .map(|p| not_named(p, &args))
+        .filter(|p| !kept(p, &args.names))
+        .map(|p| not_named(p, &args.names))
         .collect();
     if !unmatched.is_empty() {
         for why in unmatched {
@@ -204,9 +217,9 @@ fn main() -> ExitCode {
                 let notes: Vec<String> = watched
                     .iter_mut()
                     .zip(&snaps)
-                    .filter_map(|(w, s)| w.refresh(s, &args))
+                    .filter_map(|(w, s)| w.refresh(s, &args.names))
                     .collect();
-                (combine(snaps, &args), notes)
+                (combine(snaps, &args.names), notes)
             }
             Err(e) => {
                 warn(&e);
@@ -223,7 +236,7 @@ fn main() -> ExitCode {
             if args.json {
                 print_json(&mut out, &snap)
             } else {
-                print_text(&mut out, &snap, &args)
+                print_text(&mut out, &snap, args.verbose, args.block)
             }
         });
         // Every write counts: with --no-self and nothing marked, a --watch
@@ -278,15 +291,6 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
-}
-
-/// The line that starts each --watch refresh of the text listing, after a screen
-/// clear on a terminal.
-fn refresh_header(out: &mut impl Write, secs: f64, refresh: u64, tty: bool) -> io::Result<()> {
-    if tty {
-        write!(out, "\x1b[H\x1b[2J")?;
-    }
-    writeln!(out, "tfp: every {secs}s, refresh {refresh}")
 }
 
 /// One `tfp: ...` line on standard error; a closed standard error (EPIPE, now
@@ -361,62 +365,6 @@ fn has_registry(pid: i32) -> bool {
         .is_ok_and(|s| s.processes.iter().any(|p| p.pid == pid))
 }
 
-/// Set by SIGINT, SIGTERM or SIGHUP during --watch: leave the loop and exit
-/// normally, so tfp's own registry file is removed (a signal's default action
-/// would leave it for the next reader to clean up). A signal ignored when tfp
-/// starts (SIGHUP under `nohup`, SIGINT in a script's background job) stays
-/// ignored, as a shell would leave it.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_stop_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_stop_handlers() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: `old` and `sa` are zero-initialised plain data; the query
-        // fills `old`; `sa` is then filled in, and its handler only stores to an
-        // atomic, which is async-signal-safe; a null action pointer queries,
-        // and a null old-action pointer is allowed.
-        unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(sig, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == libc::SIG_IGN
-            {
-                continue;
-            }
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
-
-/// Sleeps `d` in short steps; false if a stop signal arrived.
-fn sleep_unless_stopped(d: Duration) -> bool {
-    let step = Duration::from_millis(20);
-    let end = std::time::Instant::now() + d;
-    loop {
-        if STOP.load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = std::time::Instant::now();
-        if now >= end {
-            return true;
-        }
-        std::thread::sleep(step.min(end - now));
-    }
-}
-
-/// The start time of process `pid` if it is running (not gone, not a zombie).
-fn running_since(pid: i32) -> Option<u64> {
-    let text = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    posixrt::registry::TaskStat::parse(&String::from_utf8_lossy(&text))
-        .filter(|st| !posixrt::registry::process_ended(pid, st))
-        .map(|st| st.starttime)
-}
-
 /// Every process's marks, or those of the -p processes (`pids`, those still
 /// running) only, one snapshot each (in the order of `pids`): each of them is
 /// read on its own, so that the unreadable, incompatible and busy counts are
@@ -426,334 +374,4 @@ fn take(args: &Args, pids: &[i32]) -> posixrt::Result<Vec<Snapshot>> {
         return Ok(vec![mark::snapshot()?]);
     }
     pids.iter().copied().map(mark::snapshot_pid).collect()
-}
-
-/// A -p process still running, and what the last refreshes showed of it.
-struct Watched {
-    pid: i32,
-    start: u64,
-    seen: Seen,
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Seen {
-    /// Listed by the last refresh (or skipped and counted: unreadable, busy).
-    Listed,
-    /// Not listed by the last refresh, which said nothing of it: a process
-    /// that exits removes its registry a moment before it ends, and is said to
-    /// have exited at the next refresh instead.
-    Missing,
-    /// Not listed, and said so.
-    Said,
-}
-
-impl Watched {
-    /// Takes in `snap`, this process's snapshot; returns what to say once the
-    /// process is missing from two refreshes in a row (it cleared its marks,
-    /// or ran another program, which has no marked thread or whose path the
-    /// NAMEs of `args` do not keep); a process listed again is said again
-    /// when it goes missing again.
-    fn refresh(&mut self, snap: &Snapshot, args: &Args) -> Option<String> {
-        let why = match snap.process(self.pid) {
-            Some(p) if kept(p, args) => None,
-            Some(p) => Some(not_named(p, args)),
-            None if snap.unreadable + snap.incompatible + snap.busy + snap.malformed > 0 => None,
-            None => Some(format!(
-                "process {} has no marked thread now (its marked threads cleared their marks or exited, or it runs another program); tfp lists it again once a thread of it marks itself",
-                self.pid
-            )),
-        };
-        let Some(why) = why else {
-            self.seen = Seen::Listed;
-            return None;
-        };
-        match self.seen {
-            Seen::Listed => {
-                self.seen = Seen::Missing;
-                None
-            }
-            Seen::Missing => {
-                self.seen = Seen::Said;
-                Some(why)
-            }
-            Seen::Said => None,
-        }
-    }
-}
-
-/// One listing of `snaps` (each process's own, or every process's), with the
-/// processes the name filters of `args` keep.
-fn combine(snaps: impl IntoIterator<Item = Snapshot>, args: &Args) -> Snapshot {
-    let mut all = Snapshot::default();
-    for s in snaps {
-        all.processes.extend(s.processes);
-        all.unreadable += s.unreadable;
-        all.incompatible += s.incompatible;
-        all.busy += s.busy;
-        all.malformed += s.malformed;
-    }
-    all.processes.retain(|p| kept(p, args));
-    all
-}
-
-/// Whether the NAMEs of `args` keep process `p` (no NAME keeps every process).
-fn kept(p: &ProcessMarks, args: &Args) -> bool {
-    args.names.is_empty()
-        || args
-            .names
-            .iter()
-            .any(|n| name_matches(&p.exe_bytes, n.as_bytes()))
-}
-
-/// Why -p process `p` is not listed although it has marks: its path does not
-/// end with any NAME of `args`.
-fn not_named(p: &ProcessMarks, args: &Args) -> String {
-    let names: Vec<String> = args
-        .names
-        .iter()
-        .map(|n| format!("\"{}\"", printable_quoted_bytes(n.as_bytes())))
-        .collect();
-    format!(
-        "the path of process {} (\"{}\") does not end with {}; hint: give a NAME its path ends with, or no NAME",
-        p.pid,
-        printable_quoted_bytes(&p.exe_bytes),
-        names.join(" or ")
-    )
-}
-
-/// The pids, each once and in order: `-p 5 -p 5` is one process.
-fn distinct(pids: &[i32]) -> Vec<i32> {
-    let mut v = pids.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
-/// The seed's rule: the path ends with the name (or equals it). A binary replaced
-/// while it runs reads as `/path/prog (deleted)` in /proc; it still matches `prog`.
-/// Both are bytes, as paths are.
-fn name_matches(path: &[u8], name: &[u8]) -> bool {
-    path.ends_with(name)
-        || path
-            .strip_suffix(b" (deleted)")
-            .is_some_and(|p| p.ends_with(name))
-}
-
-fn local_time(t: std::time::SystemTime) -> String {
-    let secs = t
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
-    // SAFETY: `tm` is plain data, fully written by localtime_r on success.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are valid for the call; localtime_r is thread-safe.
-    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
-        return "0000 00 00 00:00:00".to_string();
-    }
-    format!(
-        "{:04} {:02} {:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
-}
-
-fn cpu_secs(t: &ThreadMark) -> f64 {
-    (t.sched.user_time + t.sched.system_time).as_secs_f64()
-}
-
-fn print_text(out: &mut impl Write, snap: &Snapshot, args: &Args) -> io::Result<()> {
-    if args.verbose {
-        writeln!(
-            out,
-            "# TID  yyyy mm dd hh:mm:ss  POLICY RTPRIO NICE CPU(s)  MARKER"
-        )?;
-    }
-    for p in &snap.processes {
-        print_process(out, p, args)?;
-    }
-    if args.verbose {
-        let threads: usize = snap.processes.iter().map(|p| p.threads.len()).sum();
-        writeln!(
-            out,
-            "# {} process(es), {} marked thread(s), {} unreadable, {} incompatible, {} busy, {} malformed",
-            snap.processes.len(),
-            threads,
-            snap.unreadable,
-            snap.incompatible,
-            snap.busy,
-            snap.malformed
-        )?;
-    }
-    Ok(())
-}
-
-fn print_process(out: &mut impl Write, p: &ProcessMarks, args: &Args) -> io::Result<()> {
-    writeln!(
-        out,
-        "PID {:>9} \"{}\"",
-        p.pid,
-        printable_quoted_bytes(&p.exe_bytes)
-    )?;
-    for t in &p.threads {
-        writeln!(
-            out,
-            "TID {:>9} {} {:<5} {:>3} {:>3} {:>8.2} {}",
-            t.tid,
-            local_time(t.updated),
-            t.sched.policy_short(),
-            t.sched.rt_priority,
-            t.sched.nice,
-            cpu_secs(t),
-            printable_marker(&t.marker)
-        )?;
-        if args.verbose {
-            writeln!(
-                out,
-                "          state {} cpu {} user {:.2}s sys {:.2}s kernel name \"{}\"",
-                t.sched.state,
-                t.sched.last_cpu,
-                t.sched.user_time.as_secs_f64(),
-                t.sched.system_time.as_secs_f64(),
-                printable_quoted_bytes(&kernel_name_bytes(p.pid, t))
-            )?;
-        }
-        if args.block {
-            for line in t.raw.chunks(16) {
-                write!(out, "          ")?;
-                for b in line {
-                    write!(out, "{b:02X} ")?;
-                }
-                writeln!(out)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The kernel name (comm) of marked thread `t` of process `pid` as the bytes it
-/// is: a name need not be UTF-8 (`prctl(PR_SET_NAME)` takes any bytes, and std
-/// cuts a thread's name at 15 bytes, inside a character too), and the library's
-/// `kernel_name` shows such bytes as U+FFFD, which shows two names alike. Read
-/// again from `/proc/<pid>/task/<tid>/comm` only when the text holds U+FFFD, and
-/// kept only if it is the name the listing read (not one the thread took since).
-fn kernel_name_bytes(pid: i32, t: &ThreadMark) -> std::borrow::Cow<'_, [u8]> {
-    let text = &t.sched.kernel_name;
-    if !text.contains('\u{fffd}') {
-        return std::borrow::Cow::Borrowed(text.as_bytes());
-    }
-    match std::fs::read(format!("/proc/{pid}/task/{}/comm", t.tid)) {
-        Ok(mut b) => {
-            if b.last() == Some(&b'\n') {
-                b.pop();
-            }
-            if String::from_utf8_lossy(&b) == *text {
-                return std::borrow::Cow::Owned(b);
-            }
-            std::borrow::Cow::Borrowed(text.as_bytes())
-        }
-        Err(_) => std::borrow::Cow::Borrowed(text.as_bytes()),
-    }
-}
-
-/// `--json`: one document, `{"processes": [{"pid", "exe", "threads": [...]}],
-/// "unreadable", "incompatible", "busy", "malformed"}` (serde escapes every
-/// string, whatever a marker holds). A JSON string holds no byte that is not
-/// UTF-8: `exe` and `kernel_name` show each such byte as U+FFFD, and then
-/// `exe_bytes` and `kernel_name_bytes` (absent otherwise) carry the bytes as
-/// they are, an array of numbers.
-#[derive(Serialize)]
-struct JsonSnapshot<'a> {
-    processes: Vec<JsonProcess<'a>>,
-    unreadable: usize,
-    incompatible: usize,
-    busy: usize,
-    malformed: usize,
-}
-
-#[derive(Serialize)]
-struct JsonProcess<'a> {
-    pid: i32,
-    exe: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    exe_bytes: Option<&'a [u8]>,
-    threads: Vec<JsonThread<'a>>,
-}
-
-#[derive(Serialize)]
-struct JsonThread<'a> {
-    tid: i32,
-    marker: &'a str,
-    updated_ns: u64,
-    time: String,
-    raw: String,
-    raw_written: bool,
-    policy: &'static str,
-    rt_priority: u32,
-    nice: i32,
-    last_cpu: i32,
-    user_s: f64,
-    system_s: f64,
-    state: String,
-    kernel_name: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    kernel_name_bytes: Option<Vec<u8>>,
-}
-
-/// `bytes` if they are not UTF-8 (their text shows U+FFFD instead).
-fn unless_utf8(bytes: &[u8]) -> Option<&[u8]> {
-    std::str::from_utf8(bytes).is_err().then_some(bytes)
-}
-
-/// Seconds rounded to milliseconds, as the text listing shows them.
-fn secs3(d: Duration) -> f64 {
-    (d.as_secs_f64() * 1e3).round() / 1e3
-}
-
-fn print_json(out: &mut impl Write, snap: &Snapshot) -> io::Result<()> {
-    let doc = JsonSnapshot {
-        processes: snap
-            .processes
-            .iter()
-            .map(|p| JsonProcess {
-                pid: p.pid,
-                exe: &p.exe,
-                exe_bytes: unless_utf8(&p.exe_bytes),
-                threads: p
-                    .threads
-                    .iter()
-                    .map(|t| JsonThread {
-                        tid: t.tid,
-                        marker: &t.marker,
-                        updated_ns: t
-                            .updated
-                            .duration_since(UNIX_EPOCH)
-                            .map_or(0, |d| d.as_nanos() as u64),
-                        time: local_time(t.updated),
-                        raw: t.raw.iter().map(|b| format!("{b:02x}")).collect(),
-                        raw_written: t.raw_written,
-                        policy: t.sched.policy_short(),
-                        rt_priority: t.sched.rt_priority,
-                        nice: t.sched.nice,
-                        last_cpu: t.sched.last_cpu,
-                        user_s: secs3(t.sched.user_time),
-                        system_s: secs3(t.sched.system_time),
-                        state: t.sched.state.to_string(),
-                        kernel_name: &t.sched.kernel_name,
-                        kernel_name_bytes: unless_utf8(&kernel_name_bytes(p.pid, t))
-                            .map(<[u8]>::to_vec),
-                    })
-                    .collect(),
-            })
-            .collect(),
-        unreadable: snap.unreadable,
-        incompatible: snap.incompatible,
-        busy: snap.busy,
-        malformed: snap.malformed,
-    };
-    serde_json::to_writer(&mut *out, &doc).map_err(io::Error::from)?;
-    writeln!(out)
 }
