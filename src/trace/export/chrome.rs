@@ -1,0 +1,168 @@
+//! The Chrome trace-event JSON export (Perfetto UI, chrome://tracing).
+
+use std::fmt::Write as _;
+
+use super::{
+    hex, json_str, key_in, name_of, quoted, schema, shown_bytes, tail_of, user_data, Loaded,
+};
+use crate::trace::{Event, TraceLog};
+
+/// The largest integer magnitude a JavaScript number (an IEEE double) holds
+/// exactly: `Number.MAX_SAFE_INTEGER`, 2^53 - 1.
+const JS_SAFE: u64 = (1 << 53) - 1;
+
+/// Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open): process
+/// and thread name metadata, one instant event (`"ph":"i"`, thread scope; process
+/// scope for an OVERFLOW with tid 0) per trace event, with decoded system payloads or user data (hex and readable) as `args`.
+/// Events are written oldest first (a stable sort by timestamp), with times relative
+/// to the oldest one.
+///
+/// Each event goes under its own pid (`posix_pid`), so events of another process
+/// in the log (a forked child's) show in that process; an event without a pid
+/// (pid 0, `POSIX_TRACE_WOPID_EVENTS`) goes under the process of its thread
+/// (the pid the log's other events of its tid carry), else the log's. Every
+/// process is named after the trace and its pid (`NAME (pid N)`, the stream's
+/// name of any bytes as [`shown_name`](super::shown_name) writes it: `\xHH` for each byte that is
+/// not part of a UTF-8 character, so its bytes can be recovered), every thread
+/// `tid N`.
+///
+/// An event's `name` is its type's name as [`shown_name`](super::shown_name) writes it, as the
+/// CTF export shows it: a name of bytes that are not UTF-8 (the C API's) with
+/// `\xHH` for each such byte (as `rtrace dump` shows them), a control
+/// character and a backslash escaped, so that no two names show as one.
+///
+/// `args` keys are the field names, then `text` and `truncated`; a key that
+/// would repeat one before it gets `_` appended (as in the CTF export). The
+/// `text` (the bytes past a system event's fields, as `mark_set`'s marker) is
+/// [`quoted`] as the dump shows it, in double quotes with `\xHH` for each
+/// byte that is not part of a UTF-8 character: every byte string gets its
+/// own text.
+/// Integer fields are JSON numbers while a viewer (JavaScript) reads them
+/// exactly, up to 2^53 - 1 either way; larger ones are written as strings of
+/// their decimal digits (`"offset":"18446744073709551615"`), which viewers show
+/// as they are instead of rounding. Hex fields and event sets are always strings.
+pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
+    let l = Loaded::new(log, events);
+    let pid_of = shown_pids(l.log.pid(), &l.events);
+    let base = l.events.first().map_or(0, |e| e.timestamp.as_nanos());
+    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    let name = l
+        .log
+        .attr()
+        .map(|a| shown_bytes(a.name_bytes()))
+        .unwrap_or_default();
+    // The log's process first, named even without events, then every other
+    // process with events in the log.
+    let mut pids: Vec<u32> = l.events.iter().map(|e| pid_of(e)).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids.retain(|&p| p != l.log.pid());
+    pids.insert(0, l.log.pid());
+    for (i, p) in pids.iter().enumerate() {
+        let _ = write!(
+            out,
+            "{}{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":0,\"args\":{{\"name\":{}}}}}",
+            if i == 0 { "" } else { ",\n" },
+            json_str(&format!("{name} (pid {p})"))
+        );
+    }
+    // Tid 0 is no thread (an OVERFLOW for losses of no one sub-buffer): its
+    // events go on the process, as process-scoped instants. A thread is named
+    // in its own process.
+    let mut tids: Vec<(u32, u32)> = l
+        .events
+        .iter()
+        .filter(|e| e.tid != 0)
+        .map(|e| (pid_of(e), e.tid))
+        .collect();
+    tids.sort_unstable();
+    tids.dedup();
+    for (p, t) in &tids {
+        let _ = write!(
+            out,
+            ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
+            json_str(&format!("tid {t}"))
+        );
+    }
+    for e in &l.events {
+        let pid = pid_of(e);
+        // Integer arithmetic: a double would round spans past 2^53 ns.
+        let ns = e.timestamp.as_nanos().saturating_sub(base);
+        let ts = format!("{}.{:03}", ns / 1000, ns % 1000);
+        let ty = l.log.event_type(e.id);
+        let mut args = String::new();
+        let mut sep = "";
+        // The keys written so far: a JSON object keeps one value per key.
+        let mut taken = Vec::new();
+        let fields = ty
+            .filter(|t| !t.fields.is_empty())
+            .and_then(|t| schema::decode(&t.fields, &e.data));
+        match fields {
+            Some(vals) => {
+                for (n, v) in vals {
+                    let v = match v {
+                        schema::Value::U(x) if x <= JS_SAFE => x.to_string(),
+                        schema::Value::I(x) if x.unsigned_abs() <= JS_SAFE => x.to_string(),
+                        // Past what a JavaScript number holds exactly: a
+                        // string of the same digits, not a rounded number.
+                        schema::Value::U(x) => json_str(&x.to_string()),
+                        schema::Value::I(x) => json_str(&x.to_string()),
+                        other => json_str(&other.to_string()),
+                    };
+                    let _ = write!(args, "{sep}{}:{v}", json_str(&key_in(n, &mut taken)));
+                    sep = ",";
+                }
+                if let Some(tail) = ty.and_then(|t| tail_of(t, &e.data)) {
+                    let _ = write!(
+                        args,
+                        "{sep}{}:{}",
+                        json_str(&key_in("text", &mut taken)),
+                        json_str(&quoted(tail))
+                    );
+                    sep = ",";
+                }
+            }
+            None if !e.data.is_empty() => {
+                let _ = write!(
+                    args,
+                    "\"data\":{},\"value\":{}",
+                    json_str(&hex(&e.data)),
+                    json_str(&user_data(&e.data))
+                );
+                sep = ",";
+            }
+            None => {}
+        }
+        if e.truncated {
+            let key = key_in("truncated", &mut taken);
+            let _ = write!(args, "{sep}{}:true", json_str(&key));
+        }
+        let _ = write!(
+            out,
+            ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
+            json_str(&name_of(l.log, e.id)),
+            if e.id.is_system() { "system" } else { "user" },
+            if e.tid == 0 { "p" } else { "t" },
+            if e.tid == 0 { pid } else { e.tid }
+        );
+    }
+    out.push_str("\n]}\n");
+    out
+}
+
+/// The pid each event shows under in the Chrome export: its own (`posix_pid`:
+/// events of a forked child or of another process carry theirs). An event
+/// without one (pid 0: a type not associated with a process,
+/// `POSIX_TRACE_WOPID_EVENTS`) shows under the process of the thread that
+/// recorded it, as the other events of that tid give it, else under the log's
+/// process (`log_pid`): viewers take pid 0 for the kernel's idle task.
+fn shown_pids(log_pid: u32, events: &[&Event]) -> impl Fn(&Event) -> u32 {
+    let mut of_tid = std::collections::BTreeMap::new();
+    for e in events.iter().filter(|e| e.pid != 0 && e.tid != 0) {
+        of_tid.entry(e.tid).or_insert(e.pid);
+    }
+    move |e: &Event| match e.pid {
+        0 => of_tid.get(&e.tid).copied().unwrap_or(log_pid),
+        p => p,
+    }
+}

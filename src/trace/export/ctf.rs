@@ -1,0 +1,332 @@
+//! The CTF 1.8 export (babeltrace2, Trace Compass).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use super::{io_err, name_of, schema, shown_bytes, shown_name, Loaded};
+use crate::trace::{Event, EventId, TraceLog};
+use crate::{Error, Result};
+
+/// TSDL keywords, and the type names the metadata declares: neither can name a
+/// field (babeltrace2 rejects the whole metadata).
+#[rustfmt::skip]
+const TSDL_RESERVED: &[&str] = &[
+    "align", "callsite", "const", "char", "clock", "double", "enum", "env", "event",
+    "floating_point", "float", "integer", "int", "long", "short", "signed", "stream",
+    "string", "struct", "trace", "typealias", "typedef", "unsigned", "variant", "void",
+    "_Bool", "_Complex", "_Imaginary",
+    "uint8_t", "uint16_t", "uint32_t", "uint64_t", "int32_t", "int64_t", "hex64_t", "clock_ns_t",
+    "utf8_t",
+];
+
+/// A CTF identifier from a field name, distinct from those in `taken` (the
+/// fields before it in the same structure), which it joins. Distinct as
+/// readers name it: CTF 1.8 drops one leading underscore of a field name (so
+/// `_a` reads as `a`, and babeltrace2 aborts on a structure holding both).
+fn ident_in(s: &str, taken: &mut Vec<String>) -> String {
+    let shown = |n: &str| n.strip_prefix('_').unwrap_or(n).to_string();
+    let mut o = ident(s);
+    if TSDL_RESERVED.contains(&o.as_str()) {
+        o.insert(0, '_');
+    }
+    while taken.contains(&shown(&o)) {
+        o.push('_');
+    }
+    taken.push(shown(&o));
+    o
+}
+
+/// A CTF identifier from a field name.
+fn ident(s: &str) -> String {
+    let mut o: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if o.is_empty() || o.starts_with(|c: char| c.is_ascii_digit()) {
+        o.insert(0, '_');
+    }
+    o
+}
+
+/// The name of each id of `used` (sorted) in a CTF export, as [`shown_name`]
+/// shows it, except that no two ids share one: a user event whose name is
+/// that of a system event the log knows (`eventid_open("posix_trace_start")`)
+/// or of an event before it is named `user:NAME`, and a name still taken (a
+/// damaged log's, or an id without a name whose `event#N` an event has) gets
+/// `#ID` appended. System ids come first: they keep their names.
+fn ctf_event_names(log: &TraceLog, used: &[u16]) -> Vec<String> {
+    let system: std::collections::HashSet<String> = log
+        .event_types()
+        .filter(|t| t.id.is_system())
+        .map(|t| shown_name(&t.name))
+        .collect();
+    let mut taken = std::collections::HashSet::new();
+    used.iter()
+        .map(|&id| {
+            let eid = EventId::from_raw(id).unwrap_or(EventId::START);
+            let user = !eid.is_system();
+            let clash = |n: &String, taken: &std::collections::HashSet<String>| {
+                taken.contains(n) || (user && system.contains(n))
+            };
+            let mut n = name_of(log, eid);
+            if user && clash(&n, &taken) {
+                n.insert_str(0, "user:");
+            }
+            while clash(&n, &taken) {
+                let _ = write!(n, "#{id}");
+            }
+            taken.insert(n.clone());
+            n
+        })
+        .collect()
+}
+
+/// A TSDL string literal that readers show as `shown` (see [`ctf_name`](super::ctf_name)).
+fn tsdl_str(shown: &str) -> String {
+    let mut o = String::from("\"");
+    for c in shown.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+const CTF_MAGIC: u32 = 0xC1FC_1FC1;
+
+/// The files of a CTF export: a directory holding others is refused, as
+/// babeltrace2 reads every file beside `metadata` as a stream.
+const CTF_FILES: [&str; 2] = ["metadata", "stream_0"];
+
+/// Refuses a CTF output directory that holds anything but an earlier
+/// export's files.
+fn check_ctf_dir(dir: &Path) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_err("opendir", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| io_err("readdir", dir, e))?;
+        let name = entry.file_name();
+        if !CTF_FILES.iter().any(|f| name == *f) {
+            return Err(Error::invalid(
+                "export::write_ctf",
+                format!(
+                    "{} holds {:?}, which babeltrace2 would read as a CTF stream",
+                    dir.display(),
+                    name
+                ),
+            )
+            .with_hint("pass a new or empty directory (or one of an earlier CTF export)"));
+        }
+    }
+    Ok(())
+}
+
+/// Writes a CTF 1.8 trace into `dir` (made if missing; it must hold nothing
+/// but the files of an earlier export, which are replaced): a TSDL `metadata`
+/// file and one binary `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
+/// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
+/// marker), as `text_len` and a UTF-8 `text` (a `uint8_t` sequence instead for
+/// the ids of which some event's bytes hold a NUL or are not UTF-8: readers end
+/// a CTF string at its first NUL), after a `truncated` flag for the
+/// ids of which some event was truncated or has a payload shorter than its
+/// fields (the missing fields are written as zeros, with the flag set); user events, and system events
+/// without fields that carry bytes anyway or were truncated, get `truncated`,
+/// `data_len` and a `data` byte sequence.
+/// Events are written in non-decreasing timestamp order (a stable sort, whatever the
+/// order of `events`), as CTF requires within a stream.
+///
+/// Event names (and the trace name) show as recorded, but for a control
+/// character, which shows as in a Rust string literal (`\n`, `\u{1b}`), a
+/// backslash, which shows doubled, and a byte of a name that is not UTF-8
+/// (the C API's), which shows as `\xHH` ([`shown_name`]): names that differ
+/// stay distinct. A user
+/// event named as a system event (`eventid_open("posix_trace_start")`) is
+/// named `user:NAME`, so viewers do not take it for the system event (the
+/// Chrome export sets its `cat` to `user`); `#ID` is appended to a name
+/// still taken, so every id has a name of its own.
+///
+/// # Errors
+/// `InvalidInput` for a directory holding other files (babeltrace2 would read
+/// them as streams); the errno of creating or reading the directory or writing
+/// the files.
+pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
+    let l = Loaded::new(log, events);
+    use schema::FieldType as F;
+    std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
+    check_ctf_dir(dir)?;
+    let mut m = String::from("/* CTF 1.8 */\n\n");
+    for (name, size, signed, base) in [
+        ("uint8_t", 8, false, 10),
+        ("uint16_t", 16, false, 10),
+        ("uint32_t", 32, false, 10),
+        ("uint64_t", 64, false, 10),
+        ("int32_t", 32, true, 10),
+        ("int64_t", 64, true, 10),
+        ("hex64_t", 64, false, 16),
+    ] {
+        let _ = writeln!(m, "typealias integer {{ size = {size}; align = 8; signed = {signed}; base = {base}; }} := {name};");
+    }
+    m.push_str(
+        "typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := utf8_t;\n",
+    );
+    let pid = l.log.pid();
+    let name = l
+        .log
+        .attr()
+        .map(|a| shown_bytes(a.name_bytes()))
+        .unwrap_or_default();
+    let _ = write!(
+        m,
+        "\ntrace {{\n    major = 1;\n    minor = 8;\n    byte_order = le;\n    packet.header := struct {{\n        uint32_t magic;\n        uint32_t stream_id;\n    }};\n}};\n\n\
+env {{\n    domain = \"posixrt\";\n    tracer_name = \"posixrt-trace\";\n    trace_name = {};\n    pid = {pid};\n}};\n\n\
+clock {{\n    name = monotonic;\n    description = \"CLOCK_MONOTONIC\";\n    freq = 1000000000;\n    offset = 0;\n    absolute = false;\n}};\n\n\
+typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := clock_ns_t;\n\n\
+stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
+        tsdl_str(&name)
+    );
+    // The ids of the events that `keep` keeps, sorted, each once.
+    let ids_where = |keep: &dyn Fn(&Event) -> bool| -> Vec<u16> {
+        let mut ids: Vec<u16> = l
+            .events
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| e.id.raw())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    let used = ids_where(&|_| true);
+    // Ids whose payloads go on past their fields (`mark_set`'s marker text):
+    // those bytes follow the fields as a UTF-8 sequence.
+    let fixed = |id: EventId| -> Option<usize> {
+        let t = l.log.event_type(id).filter(|t| !t.fields.is_empty())?;
+        Some(t.fields.iter().map(|f| f.1.size()).sum())
+    };
+    let tails = ids_where(&|e| fixed(e.id).is_some_and(|n| e.data.len() > n));
+    // Of those, the ids of which some event's bytes are not text (a NUL, or
+    // not UTF-8): a sequence of encoded integers is a string in CTF, which
+    // readers end at its first NUL, so these get plain bytes, every one read.
+    let bytes = ids_where(&|e| {
+        let tail = fixed(e.id).and_then(|n| e.data.get(n..)).unwrap_or(&[]);
+        tail.contains(&0) || std::str::from_utf8(tail).is_err()
+    });
+    // Ids with fields of which some event was truncated when recorded, or has
+    // a payload shorter than its fields (written out with zeros): those get a
+    // `truncated` flag after the fields.
+    let short = |e: &Event| fixed(e.id).is_some_and(|n| e.data.len() < n);
+    let cut = ids_where(&|e| (e.truncated && fixed(e.id).is_some()) || short(e));
+    // System ids without fields whose events carry bytes anyway (a type
+    // registered without a layout), or were truncated (with no bytes left):
+    // those get the user events' layout, which holds both.
+    let bare = ids_where(&|e| {
+        e.id.is_system() && fixed(e.id).is_none() && (e.truncated || !e.data.is_empty())
+    });
+    let names = ctf_event_names(l.log, &used);
+    for (id, name) in used.iter().zip(&names) {
+        let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
+        let ty = l.log.event_type(eid);
+        let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(name));
+        match ty.filter(|t| !t.fields.is_empty()) {
+            Some(t) => {
+                let mut taken = Vec::new();
+                for (n, ft) in &t.fields {
+                    let n = &ident_in(n, &mut taken);
+                    let decl = match ft {
+                        F::U8 => format!("uint8_t {n}"),
+                        F::U16 => format!("uint16_t {n}"),
+                        F::U32 => format!("uint32_t {n}"),
+                        F::U64 => format!("uint64_t {n}"),
+                        F::I32 => format!("int32_t {n}"),
+                        F::I64 => format!("int64_t {n}"),
+                        F::Hex64 => format!("hex64_t {n}"),
+                        F::EventSet => format!("uint64_t {n}[{}]", ft.size() / 8),
+                    };
+                    let _ = writeln!(m, "        {decl};");
+                }
+                if cut.binary_search(id).is_ok() {
+                    let flag = ident_in("truncated", &mut taken);
+                    let _ = writeln!(m, "        uint8_t {flag};");
+                }
+                if tails.binary_search(id).is_ok() {
+                    let len = ident_in("text_len", &mut taken);
+                    let text = ident_in("text", &mut taken);
+                    let ty = if bytes.binary_search(id).is_ok() {
+                        "uint8_t"
+                    } else {
+                        "utf8_t"
+                    };
+                    let _ = writeln!(m, "        uint16_t {len};\n        {ty} {text}[{len}];");
+                }
+            }
+            None if eid.is_system() && bare.binary_search(id).is_err() => {
+                // A payload-less system event: an empty struct.
+            }
+            None => {
+                m.push_str("        uint8_t truncated;\n        uint16_t data_len;\n        uint8_t data[data_len];\n");
+            }
+        }
+        m.push_str("    };\n};\n");
+    }
+    // One packet holding every event.
+    let mut body = Vec::new();
+    for e in &l.events {
+        body.extend_from_slice(&e.id.raw().to_le_bytes());
+        body.extend_from_slice(&(e.timestamp.as_nanos() as u64).to_le_bytes());
+        body.extend_from_slice(&e.pid.to_le_bytes());
+        body.extend_from_slice(&e.tid.to_le_bytes());
+        match l.log.event_type(e.id).filter(|t| !t.fields.is_empty()) {
+            Some(t) => {
+                let size: usize = t.fields.iter().map(|f| f.1.size()).sum();
+                let mut p = e.data.clone();
+                p.resize(size.max(p.len()), 0);
+                body.extend_from_slice(&p[..size]);
+                if cut.binary_search(&e.id.raw()).is_ok() {
+                    body.push((e.truncated || e.data.len() < size) as u8);
+                }
+                if tails.binary_search(&e.id.raw()).is_ok() {
+                    // (A payload is far below 64 KiB: the stream's events are.)
+                    let tail = &p[size..p.len().min(size + usize::from(u16::MAX))];
+                    body.extend_from_slice(&(tail.len() as u16).to_le_bytes());
+                    body.extend_from_slice(tail);
+                }
+            }
+            None if e.id.is_system() && bare.binary_search(&e.id.raw()).is_err() => {}
+            None => {
+                // `data_len` is a u16: longer data (only from a damaged or
+                // foreign log) is cut and flagged, so the events after it read.
+                let data = &e.data[..e.data.len().min(usize::from(u16::MAX))];
+                body.push((e.truncated || data.len() < e.data.len()) as u8);
+                body.extend_from_slice(&(data.len() as u16).to_le_bytes());
+                body.extend_from_slice(data);
+            }
+        }
+    }
+    let first = l
+        .events
+        .first()
+        .map_or(0, |e| e.timestamp.as_nanos() as u64);
+    let last = l.events.last().map_or(0, |e| e.timestamp.as_nanos() as u64);
+    let header_len = 8 + 32;
+    let total_bits = ((header_len + body.len()) * 8) as u64;
+    let mut s = Vec::with_capacity(header_len + body.len());
+    s.extend_from_slice(&CTF_MAGIC.to_le_bytes());
+    s.extend_from_slice(&0u32.to_le_bytes());
+    s.extend_from_slice(&total_bits.to_le_bytes());
+    s.extend_from_slice(&total_bits.to_le_bytes());
+    s.extend_from_slice(&first.to_le_bytes());
+    s.extend_from_slice(&last.to_le_bytes());
+    s.extend_from_slice(&body);
+    let (mp, sp) = (dir.join("metadata"), dir.join("stream_0"));
+    std::fs::write(&mp, m).map_err(|e| io_err("write", &mp, e))?;
+    std::fs::write(&sp, s).map_err(|e| io_err("write", &sp, e))?;
+    Ok(())
+}
