@@ -101,6 +101,39 @@ fn tsdl_str(shown: &str) -> String {
     o
 }
 
+/// The latest time CTF readers show: babeltrace2 takes a clock value as
+/// signed 64-bit nanoseconds from its origin, below `i64::MAX`, and refuses
+/// the whole trace for one past it.
+const CTF_LATEST_NS: u128 = i64::MAX as u128 - 1;
+
+/// Refuses events stamped past [`CTF_LATEST_NS`], naming the first of them
+/// (`l` is in time order), rather than writing a trace no reader opens.
+fn check_times(l: &Loaded<'_>) -> Result<()> {
+    let Some(i) = l
+        .events
+        .iter()
+        .position(|e| e.timestamp.as_nanos() > CTF_LATEST_NS)
+    else {
+        return Ok(());
+    };
+    let e = l.events[i];
+    let past = l.events.len() - i;
+    Err(Error::invalid(
+        "export::write_ctf",
+        format!(
+            "event {} is stamped {} ns, past {CTF_LATEST_NS} ns (2^63 - 2, 292 years), \
+             the latest time CTF readers (babeltrace2) show ({past} event{} that late)",
+            name_of(l.log, e.id),
+            e.timestamp.as_nanos(),
+            if past == 1 { "" } else { "s" }
+        ),
+    )
+    .with_hint(
+        "the log is likely damaged (CLOCK_MONOTONIC is far from that): leave out the events \
+         stamped that late, or export to Chrome JSON, which shows times from the first event",
+    ))
+}
+
 const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 
 /// The files of a CTF export: a directory holding others is refused, as
@@ -155,11 +188,14 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 ///
 /// # Errors
 /// `InvalidInput` for a directory holding other files (babeltrace2 would read
-/// them as streams); the errno of creating or reading the directory or writing
-/// the files.
+/// them as streams), and for an event stamped past what CTF readers show
+/// (2^63 - 2 ns: only a damaged or foreign log holds such a time), before
+/// anything is written; the errno of creating or reading the directory or
+/// writing the files.
 pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     let l = Loaded::new(log, events);
     use schema::FieldType as F;
+    check_times(&l)?;
     std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
     check_ctf_dir(dir)?;
     let mut m = String::from("/* CTF 1.8 */\n\n");
