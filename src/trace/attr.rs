@@ -76,6 +76,8 @@ pub struct TraceAttr {
     /// keeps and `posix_trace_attr_getname` gives back.
     pub(crate) raw_name: Option<Box<[u8]>>,
     pub(crate) create_time: Option<Duration>,
+    /// The timestamp clock read with `create_time`.
+    pub(crate) create_mono: Option<Duration>,
     pub(crate) clock_res: Option<Duration>,
     pub(crate) stream_size: usize,
     pub(crate) stream_full: Option<StreamFullPolicy>,
@@ -124,6 +126,7 @@ impl TraceAttr {
             name: "trace".to_string(),
             raw_name: None,
             create_time: None,
+            create_mono: None,
             clock_res: None,
             stream_size: 1 << 20,
             stream_full: None,
@@ -218,6 +221,16 @@ impl TraceAttr {
     #[doc(alias = "posix_trace_attr_getcreatetime")]
     pub fn create_time(&self) -> Option<Duration> {
         self.create_time
+    }
+
+    /// The stream's timestamp clock (ns of CLOCK_MONOTONIC, as its events are
+    /// stamped) read together with [`create_time`](Self::create_time): their
+    /// difference is CLOCK_REALTIME minus CLOCK_MONOTONIC when the stream was
+    /// created, which turns event timestamps into wall-clock times (the CTF
+    /// export's clock offset). `None` for an attribute object not read from
+    /// a stream, and for a log written before posixrt recorded it.
+    pub fn create_time_monotonic(&self) -> Option<Duration> {
+        self.create_mono
     }
 
     /// `posix_trace_attr_getclockres`: the real resolution of the timestamp clock

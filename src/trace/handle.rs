@@ -150,7 +150,12 @@ impl Trace {
         slots::setup_process();
         let pid = slots::getpid();
         PID.store(pid, Relaxed);
+        // The timestamp clock on either side of the creation time: their
+        // midpoint goes with it (the wall-clock offset of event times).
+        let before = super::now();
         a.create_time = Some(Duration::from_nanos(clock::real_ns()));
+        let after = super::now();
+        a.create_mono = Some(before + after.saturating_sub(before) / 2);
         a.clock_res = Some(clock::resolution());
         let max_event = a
             .max_user_event_size(a.max_data)

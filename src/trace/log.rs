@@ -124,6 +124,10 @@ pub(crate) fn attr_record(a: &TraceAttr, pid: u32) -> Vec<u8> {
     b.extend_from_slice(&a.log_size().to_le_bytes());
     b.push(matches!(a.inheritance(), Inheritance::Inherited) as u8);
     b.extend_from_slice(&pid.to_le_bytes());
+    // Last, so a reader of an older posixrt, which stops at the pid, reads
+    // the record as before.
+    let cm = a.create_mono.map_or(0, |d| d.as_nanos() as u64);
+    b.extend_from_slice(&cm.to_le_bytes());
     let mut out = Vec::new();
     frame(&b, &mut out);
     out

@@ -563,6 +563,13 @@ pub(crate) fn parse_attr(c: &mut Cur<'_>) -> Result<(TraceAttr, u32)> {
     };
     a.with_log = true;
     let pid = c.u32()?;
+    // The timestamp clock at creation: absent (the record ends at the pid)
+    // in a log written before it was recorded, 0 when it was not known.
+    if c.0.len() >= 8 {
+        a.create_mono = Some(c.u64()?)
+            .filter(|&ns| ns != 0)
+            .map(Duration::from_nanos);
+    }
     Ok((a, pid))
 }
 

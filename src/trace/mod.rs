@@ -92,7 +92,10 @@
 //!   - kind 1, **attributes**: name, genversion, `u64` creation time (ns of
 //!     CLOCK_REALTIME), `u64` clock resolution (ns), `u64` stream size, `u32` max data
 //!     size, `u8` stream full policy (0 LOOP, 1 UNTIL_FULL, 2 FLUSH), `u8` log full
-//!     policy (0 LOOP, 1 UNTIL_FULL, 2 APPEND), `u64` log size, `u8` inherited, `u32` pid.
+//!     policy (0 LOOP, 1 UNTIL_FULL, 2 APPEND), `u64` log size, `u8` inherited, `u32` pid,
+//!     `u64` timestamp clock read with the creation time (ns of CLOCK_MONOTONIC, 0 if
+//!     unknown; absent in logs written before it was added: readers take
+//!     the record with or without it, and pass over bytes after the fields they know).
 //!   - kind 2, **event type**: `u16` id, `u8` without-pid, name, `u8` field count,
 //!     then per field `u8` type code (1 u8, 2 u16, 3 u32, 4 u64, 5 i32, 6 i64,
 //!     7 hex u64, 8 event set of 128 bytes) and its name. Written as names are

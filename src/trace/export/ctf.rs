@@ -101,18 +101,46 @@ fn tsdl_str(shown: &str) -> String {
     o
 }
 
-/// The latest time CTF readers show: babeltrace2 takes a clock value as
-/// signed 64-bit nanoseconds from its origin, below `i64::MAX`, and refuses
-/// the whole trace for one past it.
-const CTF_LATEST_NS: u128 = i64::MAX as u128 - 1;
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC when the stream was created (ns),
+/// if the log recorded it: the CTF clock's offset, which readers add to
+/// event times to show wall-clock dates.
+fn clock_offset(log: &TraceLog) -> Option<i128> {
+    let a = log.attr()?;
+    let real = a.create_time()?.as_nanos() as i128;
+    Some(real - a.create_time_monotonic()?.as_nanos() as i128)
+}
 
-/// Refuses events stamped past [`CTF_LATEST_NS`], naming the first of them
+/// The latest event time CTF readers show with a clock `offset`:
+/// babeltrace2 takes a clock value as signed 64-bit nanoseconds below
+/// `i64::MAX`, adds the offset, and refuses the whole trace when the sum
+/// passes `i64::MAX`.
+fn ctf_latest_ns(offset: i128) -> u128 {
+    let max = i64::MAX as i128;
+    (max - 1).min(max - offset).max(0) as u128
+}
+
+/// The clock's offset lines: `offset_s` (whole seconds, negative for a wall
+/// clock before 1970) and `offset` (the rest, in ns), or `offset = 0` when
+/// the log did not record it (times since boot).
+fn clock_offset_tsdl(offset: i128) -> String {
+    if offset == 0 {
+        return "    offset = 0;\n".into();
+    }
+    let (s, ns) = (
+        offset.div_euclid(1_000_000_000),
+        offset.rem_euclid(1_000_000_000),
+    );
+    format!("    offset_s = {s};\n    offset = {ns};\n")
+}
+
+/// Refuses events stamped past [`ctf_latest_ns`], naming the first of them
 /// (`l` is in time order), rather than writing a trace no reader opens.
-fn check_times(l: &Loaded<'_>) -> Result<()> {
+fn check_times(l: &Loaded<'_>, offset: i128) -> Result<()> {
+    let latest = ctf_latest_ns(offset);
     let Some(i) = l
         .events
         .iter()
-        .position(|e| e.timestamp.as_nanos() > CTF_LATEST_NS)
+        .position(|e| e.timestamp.as_nanos() > latest)
     else {
         return Ok(());
     };
@@ -121,8 +149,9 @@ fn check_times(l: &Loaded<'_>) -> Result<()> {
     Err(Error::invalid(
         "export::write_ctf",
         format!(
-            "event {} is stamped {} ns, past {CTF_LATEST_NS} ns (2^63 - 2, 292 years), \
-             the latest time CTF readers (babeltrace2) show ({past} event{} that late)",
+            "event {} is stamped {} ns, past {latest} ns, the latest time CTF readers \
+             (babeltrace2) show for this log: 2^63 - 2 ns (292 years) less its clock's \
+             offset to the wall clock ({past} event{} that late)",
             name_of(l.log, e.id),
             e.timestamp.as_nanos(),
             if past == 1 { "" } else { "s" }
@@ -176,6 +205,12 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
 /// order of `events`), as CTF requires within a stream.
 ///
+/// The clock counts CLOCK_MONOTONIC nanoseconds, as events are stamped, and
+/// is offset (`offset_s`, `offset`) by CLOCK_REALTIME minus CLOCK_MONOTONIC
+/// when the stream was created ([`TraceAttr::create_time_monotonic`](crate::trace::TraceAttr::create_time_monotonic)),
+/// so readers show wall-clock dates; a log that did not record it (written
+/// by an older posixrt) gets offset 0: times since boot.
+///
 /// Event names (and the trace name) show as recorded, but for a control
 /// character, which shows as in a Rust string literal (`\n`, `\u{1b}`), a
 /// backslash, which shows doubled, and a byte of a name that is not UTF-8
@@ -195,7 +230,8 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     let l = Loaded::new(log, events);
     use schema::FieldType as F;
-    check_times(&l)?;
+    let offset = clock_offset(l.log).unwrap_or(0);
+    check_times(&l, offset)?;
     std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
     check_ctf_dir(dir)?;
     let mut m = String::from("/* CTF 1.8 */\n\n");
@@ -223,10 +259,11 @@ pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
         m,
         "\ntrace {{\n    major = 1;\n    minor = 8;\n    byte_order = le;\n    packet.header := struct {{\n        uint32_t magic;\n        uint32_t stream_id;\n    }};\n}};\n\n\
 env {{\n    domain = \"posixrt\";\n    tracer_name = \"posixrt-trace\";\n    trace_name = {};\n    pid = {pid};\n}};\n\n\
-clock {{\n    name = monotonic;\n    description = \"CLOCK_MONOTONIC\";\n    freq = 1000000000;\n    offset = 0;\n    absolute = false;\n}};\n\n\
+clock {{\n    name = monotonic;\n    description = \"CLOCK_MONOTONIC\";\n    freq = 1000000000;\n{}    absolute = false;\n}};\n\n\
 typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := clock_ns_t;\n\n\
 stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
-        tsdl_str(&name)
+        tsdl_str(&name),
+        clock_offset_tsdl(offset)
     );
     // The ids of the events that `keep` keeps, sorted, each once.
     let ids_where = |keep: &dyn Fn(&Event) -> bool| -> Vec<u16> {
