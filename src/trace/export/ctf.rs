@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::packets::packets;
 use super::{io_err, name_of, schema, shown_bytes, shown_name, Loaded};
 use crate::trace::{Event, EventId, TraceLog};
 use crate::{Error, Result};
@@ -165,6 +166,10 @@ fn check_times(l: &Loaded<'_>, offset: i128) -> Result<()> {
 
 const CTF_MAGIC: u32 = 0xC1FC_1FC1;
 
+/// Bytes of a packet's header (magic, stream id) and context (sizes, times,
+/// events discarded).
+const PACKET_HEAD: usize = 8 + 5 * 8;
+
 /// The files of a CTF export: a directory holding others is refused, as
 /// babeltrace2 reads every file beside `metadata` as a stream.
 const CTF_FILES: [&str; 2] = ["metadata", "stream_0"];
@@ -193,7 +198,7 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 
 /// Writes a CTF 1.8 trace into `dir` (made if missing; it must hold nothing
 /// but the files of an earlier export, which are replaced): a TSDL `metadata`
-/// file and one binary `stream_0` packet, readable by `babeltrace2 DIR`. System events get their payload
+/// file and one binary stream, `stream_0`, readable by `babeltrace2 DIR`. System events get their payload
 /// fields by name, and the bytes past them, where a payload has some (`mark_set`'s
 /// marker), as `text_len` and a UTF-8 `text` (a `uint8_t` sequence instead for
 /// the ids of which some event's bytes hold a NUL or are not UTF-8: readers end
@@ -204,6 +209,14 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// `data_len` and a `data` byte sequence.
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
 /// order of `events`), as CTF requires within a stream.
+///
+/// The events the log lost are counted in the packets' `events_discarded`,
+/// which babeltrace2 reports (`WARNING: Tracer discarded N events between
+/// [T1] and [T2]`): each OVERFLOW's count over the gap it ends (from the
+/// OVERFLOW to the next event), and the losses the log's status counts beyond
+/// them (a log's own: a LOOP log's before its first event, an UNTIL_FULL
+/// log's after its last) at the first or last event. A log without its
+/// status (cut) has only its OVERFLOW events' counts.
 ///
 /// The clock counts CLOCK_MONOTONIC nanoseconds, as events are stamped, and
 /// is offset (`offset_s`, `offset`) by CLOCK_REALTIME minus CLOCK_MONOTONIC
@@ -261,7 +274,7 @@ pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
 env {{\n    domain = \"posixrt\";\n    tracer_name = \"posixrt-trace\";\n    trace_name = {};\n    pid = {pid};\n}};\n\n\
 clock {{\n    name = monotonic;\n    description = \"CLOCK_MONOTONIC\";\n    freq = 1000000000;\n{}    absolute = false;\n}};\n\n\
 typealias integer {{ size = 64; align = 8; signed = false; map = clock.monotonic.value; }} := clock_ns_t;\n\n\
-stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
+stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet_size;\n        uint64_t content_size;\n        clock_ns_t timestamp_begin;\n        clock_ns_t timestamp_end;\n        uint64_t events_discarded;\n    }};\n    event.header := struct {{\n        uint16_t id;\n        clock_ns_t timestamp;\n    }};\n    event.context := struct {{\n        uint32_t pid;\n        uint32_t tid;\n    }};\n}};\n",
         tsdl_str(&name),
         clock_offset_tsdl(offset)
     );
@@ -349,9 +362,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         }
         m.push_str("    };\n};\n");
     }
-    // One packet holding every event.
-    let mut body = Vec::new();
-    for e in &l.events {
+    let encode = |e: &Event, body: &mut Vec<u8>| {
         body.extend_from_slice(&e.id.raw().to_le_bytes());
         body.extend_from_slice(&(e.timestamp.as_nanos() as u64).to_le_bytes());
         body.extend_from_slice(&e.pid.to_le_bytes());
@@ -382,22 +393,23 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                 body.extend_from_slice(data);
             }
         }
+    };
+    // Packets: header and context, then their events.
+    let mut s = Vec::new();
+    let mut body = Vec::new();
+    for p in packets(l.log, &l.events) {
+        body.clear();
+        for e in &l.events[p.from..p.to] {
+            encode(e, &mut body);
+        }
+        let total_bits = ((PACKET_HEAD + body.len()) * 8) as u64;
+        s.extend_from_slice(&CTF_MAGIC.to_le_bytes());
+        s.extend_from_slice(&0u32.to_le_bytes());
+        for v in [total_bits, total_bits, p.begin, p.end, p.discarded] {
+            s.extend_from_slice(&v.to_le_bytes());
+        }
+        s.extend_from_slice(&body);
     }
-    let first = l
-        .events
-        .first()
-        .map_or(0, |e| e.timestamp.as_nanos() as u64);
-    let last = l.events.last().map_or(0, |e| e.timestamp.as_nanos() as u64);
-    let header_len = 8 + 32;
-    let total_bits = ((header_len + body.len()) * 8) as u64;
-    let mut s = Vec::with_capacity(header_len + body.len());
-    s.extend_from_slice(&CTF_MAGIC.to_le_bytes());
-    s.extend_from_slice(&0u32.to_le_bytes());
-    s.extend_from_slice(&total_bits.to_le_bytes());
-    s.extend_from_slice(&total_bits.to_le_bytes());
-    s.extend_from_slice(&first.to_le_bytes());
-    s.extend_from_slice(&last.to_le_bytes());
-    s.extend_from_slice(&body);
     let (mp, sp) = (dir.join("metadata"), dir.join("stream_0"));
     std::fs::write(&mp, m).map_err(|e| io_err("write", &mp, e))?;
     std::fs::write(&sp, s).map_err(|e| io_err("write", &sp, e))?;

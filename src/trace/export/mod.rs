@@ -18,6 +18,7 @@ use crate::Error;
 
 mod chrome;
 mod ctf;
+mod packets;
 
 pub use chrome::chrome_json;
 pub use ctf::write_ctf;
