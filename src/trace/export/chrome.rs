@@ -1,6 +1,7 @@
 //! The Chrome trace-event JSON export (Perfetto UI, chrome://tracing).
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use super::{
     hex, json_str, key_in, name_of, quoted, schema, shown_bytes, tail_of, user_data, Loaded,
@@ -41,11 +42,31 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// exactly, up to 2^53 - 1 either way; larger ones are written as strings of
 /// their decimal digits (`"offset":"18446744073709551615"`), which viewers show
 /// as they are instead of rounding. Hex fields and event sets are always strings.
-pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
+///
+/// Written to `out` as it goes, through a 64 KiB buffer (so a large log's
+/// JSON is never whole in memory), and flushed; [`chrome_json`] returns the
+/// same text as a `String`.
+///
+/// # Errors
+/// The first error of writing to `out` (a full disk: `ENOSPC`; a reader that
+/// closed its pipe: `BrokenPipe`), which ends the export: `out` holds the
+/// JSON up to there.
+pub fn write_chrome_json(log: &TraceLog, events: &[Event], out: impl Write) -> io::Result<()> {
+    let mut out = io::BufWriter::with_capacity(64 << 10, out);
+    let r = write_json(log, events, &mut out).and_then(|()| out.flush());
+    if r.is_err() {
+        // Given up with the export: not written again when `out` drops.
+        drop(out.into_parts());
+    }
+    r
+}
+
+/// The JSON of [`write_chrome_json`], into `out`.
+fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Result<()> {
     let l = Loaded::new(log, events);
     let pid_of = shown_pids(l.log.pid(), &l.events);
     let base = l.events.first().map_or(0, |e| e.timestamp.as_nanos());
-    let mut out = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
     let name = l
         .log
         .attr()
@@ -59,12 +80,12 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     pids.retain(|&p| p != l.log.pid());
     pids.insert(0, l.log.pid());
     for (i, p) in pids.iter().enumerate() {
-        let _ = write!(
+        write!(
             out,
             "{}{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":0,\"args\":{{\"name\":{}}}}}",
             if i == 0 { "" } else { ",\n" },
             json_str(&format!("{name} (pid {p})"))
-        );
+        )?;
     }
     // Tid 0 is no thread (an OVERFLOW for losses of no one sub-buffer): its
     // events go on the process, as process-scoped instants. A thread is named
@@ -78,11 +99,11 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     tids.sort_unstable();
     tids.dedup();
     for (p, t) in &tids {
-        let _ = write!(
+        write!(
             out,
             ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
             json_str(&format!("tid {t}"))
-        );
+        )?;
     }
     for e in &l.events {
         let pid = pid_of(e);
@@ -137,17 +158,26 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
             let key = key_in("truncated", &mut taken);
             let _ = write!(args, "{sep}{}:true", json_str(&key));
         }
-        let _ = write!(
+        write!(
             out,
             ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
             json_str(&name_of(l.log, e.id)),
             if e.id.is_system() { "system" } else { "user" },
             if e.tid == 0 { "p" } else { "t" },
             if e.tid == 0 { pid } else { e.tid }
-        );
+        )?;
     }
-    out.push_str("\n]}\n");
-    out
+    out.write_all(b"\n]}\n")
+}
+
+/// The Chrome trace-event JSON of [`write_chrome_json`] as a `String`: the
+/// whole text in memory, for small logs and tests.
+pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
+    let mut out = Vec::new();
+    // Writing to a Vec fails only where memory runs out, which aborts.
+    let _ = write_chrome_json(log, events, &mut out);
+    // All of it is text (`str`s written whole).
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The pid each event shows under in the Chrome export: its own (`posix_pid`:

@@ -5,7 +5,8 @@
 //! use posixrt::trace::{export, TraceLog};
 //! let mut log = TraceLog::open("philosophers.trace")?;
 //! let events: Vec<_> = log.events().filter_map(Result::ok).collect();
-//! std::fs::write("out.json", export::chrome_json(&log, &events)).unwrap();
+//! let json = std::fs::File::create("out.json").unwrap();
+//! export::write_chrome_json(&log, &events, json).unwrap();
 //! export::write_ctf(&log, &events, std::path::Path::new("ctf"))?;
 //! # Ok::<(), posixrt::Error>(())
 //! ```
@@ -20,7 +21,7 @@ mod chrome;
 mod ctf;
 mod packets;
 
-pub use chrome::chrome_json;
+pub use chrome::{chrome_json, write_chrome_json};
 pub use ctf::write_ctf;
 
 struct Loaded<'a> {

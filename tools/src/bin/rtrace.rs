@@ -13,7 +13,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 const PROG: &str = "rtrace";
-use posixrt::trace::export::{chrome_json, field_items, payload, write_ctf};
+use posixrt::trace::export::{field_items, payload, write_chrome_json, write_ctf};
 use posixrt::trace::{event_name_bytes, Event, EventId, TraceLog};
 use posixrt_tools::{os_error, printable, printable_escaped};
 
@@ -592,13 +592,13 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
             }
             let l = load(&log)?;
             match format {
+                // Written as it goes (buffered), never whole in memory.
                 Format::Chrome if to_stdout => {
-                    let mut out = io::stdout().lock();
-                    out.write_all(chrome_json(&l.log, &l.events).as_bytes())
-                        .and_then(|()| out.flush())
+                    write_chrome_json(&l.log, &l.events, io::stdout().lock())
                         .map_err(|e| stdout_failure(&e))?
                 }
-                Format::Chrome => std::fs::write(&output, chrome_json(&l.log, &l.events))
+                Format::Chrome => File::create(&output)
+                    .and_then(|f| write_chrome_json(&l.log, &l.events, f))
                     .map_err(|e| Failure::error(write_error(&output, &e)))?,
                 Format::Ctf => {
                     write_ctf(&l.log, &l.events, &output).map_err(|e| ctf_failure(&output, &e))?
