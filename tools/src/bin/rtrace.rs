@@ -71,8 +71,11 @@ enum Cmd {
     },
     /// Convert the log for a viewer.
     Export {
-        /// `chrome`: trace-event JSON for Perfetto UI / chrome://tracing (one file);
-        /// `ctf`: a CTF 1.8 directory (metadata + stream) for babeltrace2.
+        /// `chrome`: trace-event JSON for Perfetto UI / chrome://tracing (one file,
+        /// times since the oldest event); `ctf`: a CTF 1.8 directory (metadata +
+        /// stream) for babeltrace2, with wall-clock times (logs of older posixrt
+        /// versions: times since boot) and the lost events, which babeltrace2
+        /// reports as discarded.
         #[arg(long, value_enum)]
         format: Format,
         /// The log file.
