@@ -3,7 +3,6 @@
 
 use posixrt::aio::{Aio, Backend};
 use posixrt::ErrorKind;
-use std::future::Future;
 use std::sync::Arc;
 
 #[allow(unused_macros, unused_imports)]
