@@ -43,8 +43,8 @@ impl Trace {
     /// # Errors
     /// `Unsupported` for [`Inheritance::Inherited`]; `InvalidInput` for the FLUSH
     /// policy without a log, or for a value the setters refuse (attributes read
-    /// back from a log are checked as they check them); `OutOfResources` when
-    /// [`TRACE_SYS_MAX`] streams exist.
+    /// back from a log are checked as they check them); `OutOfResources`
+    /// (EAGAIN, as POSIX) when [`TRACE_SYS_MAX`] streams exist.
     ///
     /// # References
     /// - [`posix_trace_create`](https://pubs.opengroup.org/onlinepubs/9699919799.2008edition/functions/posix_trace_create.html)
@@ -167,12 +167,11 @@ impl Trace {
             None => None,
         };
         let Some((slot, gen)) = slots::claim() else {
-            return Err(Error::new(
-                ErrorKind::OutOfResources,
-                "posix_trace_create",
-                format!("{TRACE_SYS_MAX} streams exist (TRACE_SYS_MAX)"),
-            )
-            .with_hint("shut down a stream before creating another"));
+            // POSIX: EAGAIN, "{TRACE_SYS_MAX} has been exceeded".
+            return Err(Error::from_errno("posix_trace_create", libc::EAGAIN)
+                .with_kind(ErrorKind::OutOfResources)
+                .with_message(format!("{TRACE_SYS_MAX} streams exist (TRACE_SYS_MAX)"))
+                .with_hint("shut down a stream before creating another"));
         };
         let s = Arc::new(Stream {
             slot,
