@@ -233,20 +233,18 @@ impl Trace {
     }
 
     pub(super) fn check_owner(&self, call: &'static str) -> Result<()> {
+        // POSIX: EINVAL, the handle names no valid trace stream.
+        let refused = |why: &'static str| {
+            Error::from_errno(call, libc::EINVAL)
+                .with_kind(ErrorKind::InvalidState)
+                .with_message(why)
+        };
         if self.shut {
-            return Err(Error::new(
-                ErrorKind::InvalidState,
-                call,
-                "the stream was shut down",
-            ));
+            return Err(refused("the stream was shut down"));
         }
         if !self.in_owner() {
-            return Err(Error::new(
-                ErrorKind::InvalidState,
-                call,
-                "the stream belongs to the parent process",
-            )
-            .with_hint("POSIX_TRACE_CLOSE_FOR_CHILD: create a new stream in the child"));
+            return Err(refused("the stream belongs to the parent process")
+                .with_hint("POSIX_TRACE_CLOSE_FOR_CHILD: create a new stream in the child"));
         }
         Ok(())
     }
