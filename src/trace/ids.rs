@@ -210,10 +210,16 @@ fn check_name(call: &'static str, name: &str) -> crate::Result<()> {
 
 /// [`check_name`] for a name of bytes.
 fn check_name_bytes(call: &'static str, name: &[u8]) -> crate::Result<()> {
-    let errno = if name.len() > TRACE_EVENT_NAME_MAX {
-        libc::ENAMETOOLONG
+    let (errno, hint) = if name.len() > TRACE_EVENT_NAME_MAX {
+        (
+            libc::ENAMETOOLONG,
+            "shorten the name (TRACE_EVENT_NAME_MAX)",
+        )
     } else if name.is_empty() || name.contains(&0) {
-        libc::EINVAL
+        (
+            libc::EINVAL,
+            "name the event type: not empty, and without NUL",
+        )
     } else {
         return Ok(());
     };
@@ -222,7 +228,7 @@ fn check_name_bytes(call: &'static str, name: &[u8]) -> crate::Result<()> {
         .with_message(format!(
             "event name {name:?} must be 1..={TRACE_EVENT_NAME_MAX} bytes without NUL"
         ))
-        .with_hint("shorten the name (TRACE_EVENT_NAME_MAX)"))
+        .with_hint(hint))
 }
 
 /// Opens a user event type by name (`posix_trace_eventid_open`).
