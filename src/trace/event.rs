@@ -43,9 +43,14 @@ pub struct EventInfo {
     pub thread: u64,
     /// `posix_timestamp` (CLOCK_MONOTONIC).
     pub timestamp: Duration,
-    /// `posix_truncation_status`: cut when recorded, or cut now because the caller's
-    /// buffer was smaller than the data.
+    /// `posix_truncation_status` is not `POSIX_TRACE_NOT_TRUNCATED`: cut when
+    /// recorded, or cut now because the caller's buffer was smaller than the data.
     pub truncated: bool,
+    /// `posix_truncation_status` is `POSIX_TRACE_TRUNCATED_READ`: cut now by the
+    /// caller's buffer (whether or not it was cut when recorded too, which POSIX
+    /// has this override); `truncated` without it is
+    /// `POSIX_TRACE_TRUNCATED_RECORD`, the data cut at the maximum data size.
+    pub truncated_read: bool,
     /// `posix_prog_address` (always 0).
     pub prog_address: u64,
     /// Bytes of data written to the caller's buffer.

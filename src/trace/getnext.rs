@@ -196,6 +196,7 @@ impl Trace {
                 thread: e.thread,
                 timestamp: e.timestamp,
                 truncated: e.truncated || n < e.data.len(),
+                truncated_read: n < e.data.len(),
                 prog_address: e.prog_address,
                 data_len: n,
             }
