@@ -31,3 +31,20 @@ fn an_empty_or_nul_name_is_not_told_to_be_shortened() {
     assert!(!e.hint().unwrap_or_default().contains("shorten"));
     t.shutdown().unwrap();
 }
+
+/// A name the stream's own `eventid_open` refuses names the call it stands
+/// for, `posix_trace_trid_eventid_open` (as its refusal of a stream that is
+/// not valid does), not the process-wide `posix_trace_eventid_open`.
+#[test]
+fn the_streams_eventid_open_names_its_own_call() {
+    let t = Trace::create(&TraceAttr::new()).unwrap();
+    for bad in [String::new(), "n".repeat(TRACE_EVENT_NAME_MAX + 1)] {
+        let e = t.eventid_open(&bad).unwrap_err();
+        assert_eq!(e.call(), "posix_trace_trid_eventid_open", "{bad:?}");
+    }
+    assert_eq!(
+        trace::eventid_open("").unwrap_err().call(),
+        "posix_trace_eventid_open"
+    );
+    t.shutdown().unwrap();
+}

@@ -285,7 +285,7 @@ impl Trace {
     #[doc(alias = "posix_trace_trid_eventid_open")]
     pub fn eventid_open(&self, name: &str) -> Result<EventId> {
         self.check_owner("posix_trace_trid_eventid_open")?;
-        ids::open_user(name)
+        ids::open_user_for("posix_trace_trid_eventid_open", name)
     }
 
     /// `posix_trace_eventid_get_name`.

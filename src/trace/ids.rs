@@ -233,7 +233,13 @@ fn check_name_bytes(call: &'static str, name: &[u8]) -> crate::Result<()> {
 
 /// Opens a user event type by name (`posix_trace_eventid_open`).
 pub(crate) fn open_user(name: &str) -> crate::Result<EventId> {
-    check_name("posix_trace_eventid_open", name)?;
+    open_user_for("posix_trace_eventid_open", name)
+}
+
+/// [`open_user`] for the C function `call` (a stream's
+/// `posix_trace_trid_eventid_open`), which a refusal names.
+pub(crate) fn open_user_for(call: &'static str, name: &str) -> crate::Result<EventId> {
+    check_name(call, name)?;
     Ok(open_checked(name))
 }
 
