@@ -362,9 +362,12 @@ mod tests {
         aio_list_end(1);
         t.stop().unwrap();
         let ty = |id| t.event_types().find(|x| x.id == id).unwrap().fields;
+        // This thread's only: the stream records the whole process, and
+        // other tests' threads (a sync test's lock events) run meanwhile.
+        let tid = crate::sys::tid::current();
         let evs: Vec<_> = t
             .events()
-            .filter(|e| e.id.is_system() && e.id.raw() >= 8)
+            .filter(|e| e.tid == tid && e.id.is_system() && e.id.raw() >= 8)
             .collect();
         let mut got = Vec::new();
         for e in &evs {
