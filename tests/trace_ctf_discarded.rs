@@ -2,6 +2,8 @@
 //! `events_discarded` (CTF 1.8), so babeltrace2 reports them, where they
 //! were lost.
 
+#[path = "common/ctf_read.rs"]
+mod ctf_read;
 #[path = "common/export_log.rs"]
 mod export_log;
 
@@ -10,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use export_log::{have_babeltrace, make_log, scratch, SERIAL};
+use export_log::{big_log, have_babeltrace, make_log, scratch, SERIAL};
 
 use posixrt::trace::{
     self, export, Event, EventId, LogFullPolicy, StreamFullPolicy, Trace, TraceAttr, TraceLog,
@@ -168,4 +170,62 @@ fn ctf_export_reports_as_many_lost_events_as_the_status_counts() {
             assert!(n >= st.log_lost, "{name}: {st:?} {found:?}");
         }
     }
+}
+
+/// A log large enough for several packets (of about 1 MiB of events), with
+/// losses in the middle of where packets would be: each OVERFLOW run keeps a
+/// packet of its own, the packets around it are cut by size without counting
+/// a loss, and babeltrace2 reports exactly the OVERFLOWs' losses, each from
+/// the OVERFLOW to the event after its run, as for a log of one packet.
+#[test]
+fn ctf_export_in_many_packets_reports_the_same_losses() {
+    let d = scratch("ctf-discarded-packets");
+    let (l, mut evs) = big_log(&d.join("big.trace"), 120_000);
+    evs.sort_by_key(|e| e.timestamp);
+    // OVERFLOWs (7 lost, then 9) after events 50,000 and 90,000 of 120,000,
+    // each stamped as the event before the loss and followed by a RESUME.
+    let mut want = Vec::new();
+    for (at, lost) in [(90_000, 9u64), (50_000, 7)] {
+        let before = evs[at - 1].clone();
+        let mut data = lost.to_le_bytes().to_vec();
+        data.extend_from_slice(&before.tid.to_le_bytes());
+        let overflow = Event {
+            id: EventId::OVERFLOW,
+            pid: 0,
+            data,
+            truncated: false,
+            ..before.clone()
+        };
+        let resume = Event {
+            id: EventId::RESUME,
+            pid: 0,
+            data: Vec::new(),
+            truncated: false,
+            ..before.clone()
+        };
+        let ns = |e: &Event| e.timestamp.as_nanos() as u64;
+        want.insert(0, (lost, ns(&before), ns(&evs[at])));
+        evs.insert(at, resume);
+        evs.insert(at, overflow);
+    }
+    let out = d.join("ctf");
+    export::write_ctf(&l, &evs, &out).unwrap();
+    let packets = ctf_read::read_ctf(&out);
+    assert!(packets.len() >= 5, "{} packets", packets.len());
+    let counts: Vec<u64> = packets.iter().map(|p| p.discarded).collect();
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    assert_eq!(counts.last(), Some(&16));
+    // The packets that count a loss hold the OVERFLOW and RESUME, nothing else.
+    for w in packets.windows(2) {
+        if w[1].discarded > w[0].discarded {
+            let ids: Vec<u16> = w[1].events.iter().map(|e| e.id).collect();
+            assert_eq!(ids, [EventId::OVERFLOW.raw(), EventId::RESUME.raw()]);
+        }
+    }
+    let read: usize = packets.iter().map(|p| p.events.len()).sum();
+    assert_eq!(read, evs.len());
+    let Some(found) = discarded(&l, &out) else {
+        return;
+    };
+    assert_eq!(found, want);
 }

@@ -108,3 +108,39 @@ pub fn babeltrace(args: &[&str], dir: &std::path::Path) -> Option<String> {
     );
     Some(String::from_utf8_lossy(&o.stdout).into_owned())
 }
+
+/// Records `n` user events (two types: 8-byte numbers, and text of 3 to 40
+/// bytes every 7th event) from two threads into a log at `path`, with a
+/// stream large enough to lose none; the log read back and its events (in
+/// log order: the two threads' flushes interleave).
+pub fn big_log(path: &std::path::Path, n: u64) -> (TraceLog, Vec<Event>) {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let mut a = TraceAttr::new();
+    a.set_stream_size(16 << 20).unwrap();
+    a.set_stream_full_policy(trace::StreamFullPolicy::Flush);
+    a.set_log_full_policy(trace::LogFullPolicy::Append);
+    let t = Trace::create_with_log(&a, File::create(path).unwrap()).unwrap();
+    let num = trace::eventid_open("big number").unwrap();
+    let text = trace::eventid_open("big text").unwrap();
+    t.start().unwrap();
+    std::thread::scope(|s| {
+        for k in 0..2u64 {
+            s.spawn(move || {
+                for i in 0..n / 2 {
+                    if i % 7 == 0 {
+                        let s = format!("k{k} {}", "x".repeat((i % 38) as usize));
+                        trace::event(text, s.as_bytes());
+                    } else {
+                        trace::event(num, &(i * 2 + k).to_le_bytes());
+                    }
+                }
+            });
+        }
+    });
+    t.stop().unwrap();
+    t.shutdown().unwrap();
+    let mut l = TraceLog::open(path).unwrap();
+    let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
+    assert_eq!(l.status().map(|s| s.stream_lost + s.log_lost), Some(0));
+    (l, evs)
+}

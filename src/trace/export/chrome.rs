@@ -64,8 +64,8 @@ pub fn write_chrome_json(log: &TraceLog, events: &[Event], out: impl Write) -> i
 /// The JSON of [`write_chrome_json`], into `out`.
 fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Result<()> {
     let l = Loaded::new(log, events);
-    let pid_of = shown_pids(l.log.pid(), &l.events);
-    let base = l.events.first().map_or(0, |e| e.timestamp.as_nanos());
+    let pid_of = shown_pids(l.log.pid(), l.iter());
+    let base = l.iter().next().map_or(0, |e| e.timestamp.as_nanos());
     out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
     let name = l
         .log
@@ -74,7 +74,7 @@ fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Res
         .unwrap_or_default();
     // The log's process first, named even without events, then every other
     // process with events in the log.
-    let mut pids: Vec<u32> = l.events.iter().map(|e| pid_of(e)).collect();
+    let mut pids: Vec<u32> = l.iter().map(&pid_of).collect();
     pids.sort_unstable();
     pids.dedup();
     pids.retain(|&p| p != l.log.pid());
@@ -91,7 +91,6 @@ fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Res
     // events go on the process, as process-scoped instants. A thread is named
     // in its own process.
     let mut tids: Vec<(u32, u32)> = l
-        .events
         .iter()
         .filter(|e| e.tid != 0)
         .map(|e| (pid_of(e), e.tid))
@@ -105,7 +104,7 @@ fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Res
             json_str(&format!("tid {t}"))
         )?;
     }
-    for e in &l.events {
+    for e in l.iter() {
         let pid = pid_of(e);
         // Integer arithmetic: a double would round spans past 2^53 ns.
         let ns = e.timestamp.as_nanos().saturating_sub(base);
@@ -186,9 +185,9 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
 /// `POSIX_TRACE_WOPID_EVENTS`) shows under the process of the thread that
 /// recorded it, as the other events of that tid give it, else under the log's
 /// process (`log_pid`): viewers take pid 0 for the kernel's idle task.
-fn shown_pids(log_pid: u32, events: &[&Event]) -> impl Fn(&Event) -> u32 {
+fn shown_pids<'a>(log_pid: u32, events: impl Iterator<Item = &'a Event>) -> impl Fn(&Event) -> u32 {
     let mut of_tid = std::collections::BTreeMap::new();
-    for e in events.iter().filter(|e| e.pid != 0 && e.tid != 0) {
+    for e in events.filter(|e| e.pid != 0 && e.tid != 0) {
         of_tid.entry(e.tid).or_insert(e.pid);
     }
     move |e: &Event| match e.pid {

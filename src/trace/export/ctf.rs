@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::packets::packets;
+use super::packets::{write_stream, Sink};
 use super::{io_err, name_of, schema, shown_bytes, shown_name, Loaded};
 use crate::trace::{Event, EventId, TraceLog};
 use crate::{Error, Result};
@@ -138,15 +138,11 @@ fn clock_offset_tsdl(offset: i128) -> String {
 /// (`l` is in time order), rather than writing a trace no reader opens.
 fn check_times(l: &Loaded<'_>, offset: i128) -> Result<()> {
     let latest = ctf_latest_ns(offset);
-    let Some(i) = l
-        .events
-        .iter()
-        .position(|e| e.timestamp.as_nanos() > latest)
-    else {
+    let Some(i) = l.iter().position(|e| e.timestamp.as_nanos() > latest) else {
         return Ok(());
     };
-    let e = l.events[i];
-    let past = l.events.len() - i;
+    let e = l.at(i);
+    let past = l.len() - i;
     Err(Error::invalid(
         "export::write_ctf",
         format!(
@@ -163,12 +159,6 @@ fn check_times(l: &Loaded<'_>, offset: i128) -> Result<()> {
          stamped that late, or export to Chrome JSON, which shows times from the first event",
     ))
 }
-
-const CTF_MAGIC: u32 = 0xC1FC_1FC1;
-
-/// Bytes of a packet's header (magic, stream id) and context (sizes, times,
-/// events discarded).
-const PACKET_HEAD: usize = 8 + 5 * 8;
 
 /// The files of a CTF export: a directory holding others is refused, as
 /// babeltrace2 reads every file beside `metadata` as a stream.
@@ -209,6 +199,14 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// `data_len` and a `data` byte sequence.
 /// Events are written in non-decreasing timestamp order (a stable sort, whatever the
 /// order of `events`), as CTF requires within a stream.
+///
+/// The stream is written packet by packet through a 64 KiB buffer, never
+/// whole in memory: a packet ends after the event that brings it to 1 MiB
+/// of events (the next packet begins at the next event), except one that
+/// counts lost events (below), which stays whole. A log of less than 1 MiB
+/// of events that lost none is one packet. Events handed over in time order
+/// (as sorted by timestamp) are written as they are; others are sorted
+/// through a list of references (8 bytes an event).
 ///
 /// The events the log lost are counted in the packets' `events_discarded`,
 /// which babeltrace2 reports (`WARNING: Tracer discarded N events between
@@ -280,15 +278,11 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     );
     // The ids of the events that `keep` keeps, sorted, each once.
     let ids_where = |keep: &dyn Fn(&Event) -> bool| -> Vec<u16> {
-        let mut ids: Vec<u16> = l
-            .events
-            .iter()
-            .filter(|e| keep(e))
-            .map(|e| e.id.raw())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids
+        let mut seen = vec![false; 1 << 16];
+        for e in l.iter().filter(|e| keep(e)) {
+            seen[usize::from(e.id.raw())] = true;
+        }
+        (0..=u16::MAX).filter(|&id| seen[usize::from(id)]).collect()
     };
     let used = ids_where(&|_| true);
     // Ids whose payloads go on past their fields (`mark_set`'s marker text):
@@ -362,25 +356,31 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         }
         m.push_str("    };\n};\n");
     }
-    let encode = |e: &Event, body: &mut Vec<u8>| {
-        body.extend_from_slice(&e.id.raw().to_le_bytes());
-        body.extend_from_slice(&(e.timestamp.as_nanos() as u64).to_le_bytes());
-        body.extend_from_slice(&e.pid.to_le_bytes());
-        body.extend_from_slice(&e.tid.to_le_bytes());
+    let encode = |e: &Event, out: &mut dyn Sink| {
+        out.put(&e.id.raw().to_le_bytes());
+        out.put(&(e.timestamp.as_nanos() as u64).to_le_bytes());
+        out.put(&e.pid.to_le_bytes());
+        out.put(&e.tid.to_le_bytes());
         match l.log.event_type(e.id).filter(|t| !t.fields.is_empty()) {
             Some(t) => {
                 let size: usize = t.fields.iter().map(|f| f.1.size()).sum();
-                let mut p = e.data.clone();
-                p.resize(size.max(p.len()), 0);
-                body.extend_from_slice(&p[..size]);
+                // The fields, with zeros for those a short payload misses.
+                let have = e.data.len().min(size);
+                out.put(&e.data[..have]);
+                let mut zeros = size - have;
+                while zeros > 0 {
+                    let n = zeros.min(ZEROS.len());
+                    out.put(&ZEROS[..n]);
+                    zeros -= n;
+                }
                 if cut.binary_search(&e.id.raw()).is_ok() {
-                    body.push((e.truncated || e.data.len() < size) as u8);
+                    out.put(&[u8::from(e.truncated || e.data.len() < size)]);
                 }
                 if tails.binary_search(&e.id.raw()).is_ok() {
                     // (A payload is far below 64 KiB: the stream's events are.)
-                    let tail = &p[size..p.len().min(size + usize::from(u16::MAX))];
-                    body.extend_from_slice(&(tail.len() as u16).to_le_bytes());
-                    body.extend_from_slice(tail);
+                    let tail = &e.data[have..e.data.len().min(size + usize::from(u16::MAX))];
+                    out.put(&(tail.len() as u16).to_le_bytes());
+                    out.put(tail);
                 }
             }
             None if e.id.is_system() && bare.binary_search(&e.id.raw()).is_err() => {}
@@ -388,30 +388,20 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
                 // `data_len` is a u16: longer data (only from a damaged or
                 // foreign log) is cut and flagged, so the events after it read.
                 let data = &e.data[..e.data.len().min(usize::from(u16::MAX))];
-                body.push((e.truncated || data.len() < e.data.len()) as u8);
-                body.extend_from_slice(&(data.len() as u16).to_le_bytes());
-                body.extend_from_slice(data);
+                out.put(&[u8::from(e.truncated || data.len() < e.data.len())]);
+                out.put(&(data.len() as u16).to_le_bytes());
+                out.put(data);
             }
         }
     };
-    // Packets: header and context, then their events.
-    let mut s = Vec::new();
-    let mut body = Vec::new();
-    for p in packets(l.log, &l.events) {
-        body.clear();
-        for e in &l.events[p.from..p.to] {
-            encode(e, &mut body);
-        }
-        let total_bits = ((PACKET_HEAD + body.len()) * 8) as u64;
-        s.extend_from_slice(&CTF_MAGIC.to_le_bytes());
-        s.extend_from_slice(&0u32.to_le_bytes());
-        for v in [total_bits, total_bits, p.begin, p.end, p.discarded] {
-            s.extend_from_slice(&v.to_le_bytes());
-        }
-        s.extend_from_slice(&body);
-    }
     let (mp, sp) = (dir.join("metadata"), dir.join("stream_0"));
     std::fs::write(&mp, m).map_err(|e| io_err("write", &mp, e))?;
-    std::fs::write(&sp, s).map_err(|e| io_err("write", &sp, e))?;
+    // Packet by packet, through a bounded buffer: never whole in memory.
+    std::fs::File::create(&sp)
+        .and_then(|f| write_stream(&l, &encode, f))
+        .map_err(|e| io_err("write", &sp, e))?;
     Ok(())
 }
+
+/// Zeros for the fields a short payload misses.
+const ZEROS: [u8; 64] = [0; 64];

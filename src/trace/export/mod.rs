@@ -26,9 +26,12 @@ pub use ctf::write_ctf;
 
 struct Loaded<'a> {
     log: &'a TraceLog,
-    /// The events in non-decreasing timestamp order (stable: equal timestamps keep
-    /// their log order).
-    events: Vec<&'a Event>,
+    /// The events as given.
+    given: &'a [Event],
+    /// `given` in non-decreasing timestamp order (stable: equal timestamps
+    /// keep their log order), where it is not in that order already (8 bytes
+    /// an event: none for events handed over in time order).
+    sorted: Option<Vec<&'a Event>>,
 }
 
 impl<'a> Loaded<'a> {
@@ -36,9 +39,40 @@ impl<'a> Loaded<'a> {
     /// of different threads can interleave across flushes, and viewers need time
     /// to go forward (CTF requires it within a stream).
     fn new(log: &'a TraceLog, events: &'a [Event]) -> Loaded<'a> {
-        let mut events: Vec<&Event> = events.iter().collect();
-        events.sort_by_key(|e| e.timestamp);
-        Loaded { log, events }
+        let in_order = events.windows(2).all(|w| w[0].timestamp <= w[1].timestamp);
+        let sorted = (!in_order).then(|| {
+            let mut v: Vec<&Event> = events.iter().collect();
+            v.sort_by_key(|e| e.timestamp);
+            v
+        });
+        Loaded {
+            log,
+            given: events,
+            sorted,
+        }
+    }
+
+    /// How many events there are.
+    fn len(&self) -> usize {
+        self.given.len()
+    }
+
+    /// The `i`th event in time order.
+    fn at(&self, i: usize) -> &'a Event {
+        match &self.sorted {
+            Some(v) => v[i],
+            None => &self.given[i],
+        }
+    }
+
+    /// The events `from..to` in time order.
+    fn range(&self, from: usize, to: usize) -> impl Iterator<Item = &'a Event> + '_ {
+        (from..to).map(move |i| self.at(i))
+    }
+
+    /// The events in time order.
+    fn iter(&self) -> impl Iterator<Item = &'a Event> + '_ {
+        self.range(0, self.len())
     }
 }
 
