@@ -4,11 +4,13 @@
 
 #[path = "common/export_log.rs"]
 mod export_log;
+#[path = "common/peak_alloc.rs"]
+mod peak_alloc;
 
 use std::io::{self, Write};
 use std::time::Duration;
 
-use export_log::{make_log, scratch, Scratch};
+use export_log::{big_log, make_log, scratch, Scratch};
 use posixrt::trace::{export, Event, TraceLog};
 
 /// A writer that keeps what it is given, the largest single write, and
@@ -90,4 +92,49 @@ fn chrome_json_stops_at_a_failed_write() {
     assert_eq!(e.raw_os_error(), Some(libc::ENOSPC), "{e}");
     assert_eq!(sink.refused, 1);
     assert!(sink.got.len() < 200_000, "{} bytes", sink.got.len());
+}
+
+/// The export's own memory does not grow with the log: writing 40,000 or
+/// 160,000 events (in time order: no order of its own to keep) to a writer
+/// that keeps nothing allocates less than 1 MiB at any time (its JSON is 5
+/// and 20 MB), and the processes and threads named are the log's.
+#[test]
+fn chrome_export_memory_does_not_grow_with_the_log() {
+    let d = scratch("chrome-memory");
+    for n in [40_000, 160_000] {
+        let (l, mut evs) = big_log(&d.join(format!("{n}.trace")), n);
+        evs.sort_by_key(|e| e.timestamp);
+        let mut written = 0u64;
+        let peak = peak_alloc::peak_bytes(|| {
+            let mut out = io::sink();
+            let mut counted = CountingWriter(&mut out, &mut written);
+            export::write_chrome_json(&l, &evs, &mut counted).unwrap();
+        });
+        assert!(written > n * 100, "{n} events: {written} bytes");
+        assert!(
+            peak < 1 << 20,
+            "{n} events ({written} bytes): {peak} bytes at once"
+        );
+        let json = export::chrome_json(&l, &evs);
+        let threads = json.matches("\"name\":\"thread_name\"").count();
+        let processes = json.matches("\"name\":\"process_name\"").count();
+        let mut tids: Vec<u32> = evs.iter().map(|e| e.tid).collect();
+        tids.sort_unstable();
+        tids.dedup();
+        assert_eq!((processes, threads), (1, tids.len()), "{n} events");
+    }
+}
+
+/// Passes writes on, counting their bytes.
+struct CountingWriter<'a, W: Write>(&'a mut W, &'a mut u64);
+
+impl<W: Write> Write for CountingWriter<'_, W> {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        let n = self.0.write(b)?;
+        *self.1 += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }

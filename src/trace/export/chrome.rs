@@ -74,9 +74,12 @@ fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Res
         .unwrap_or_default();
     // The log's process first, named even without events, then every other
     // process with events in the log.
-    let mut pids: Vec<u32> = l.iter().map(&pid_of).collect();
-    pids.sort_unstable();
-    pids.dedup();
+    // (Inserted one by one: `collect` into a set gathers every item first.)
+    let mut pids = std::collections::BTreeSet::new();
+    for e in l.iter() {
+        pids.insert(pid_of(e));
+    }
+    let mut pids: Vec<u32> = pids.into_iter().collect();
     pids.retain(|&p| p != l.log.pid());
     pids.insert(0, l.log.pid());
     for (i, p) in pids.iter().enumerate() {
@@ -90,13 +93,10 @@ fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Res
     // Tid 0 is no thread (an OVERFLOW for losses of no one sub-buffer): its
     // events go on the process, as process-scoped instants. A thread is named
     // in its own process.
-    let mut tids: Vec<(u32, u32)> = l
-        .iter()
-        .filter(|e| e.tid != 0)
-        .map(|e| (pid_of(e), e.tid))
-        .collect();
-    tids.sort_unstable();
-    tids.dedup();
+    let mut tids = std::collections::BTreeSet::new();
+    for e in l.iter().filter(|e| e.tid != 0) {
+        tids.insert((pid_of(e), e.tid));
+    }
     for (p, t) in &tids {
         write!(
             out,
