@@ -3,8 +3,9 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use super::order::{in_time_order, Scan};
 use super::{
-    hex, json_str, key_in, name_of, quoted, schema, shown_bytes, tail_of, user_data, Loaded,
+    hex, json_str, key_in, name_of, quoted, replay, schema, shown_bytes, tail_of, user_data, Source,
 };
 use crate::trace::{Event, TraceLog};
 
@@ -52,8 +53,47 @@ const JS_SAFE: u64 = (1 << 53) - 1;
 /// closed its pipe: `BrokenPipe`), which ends the export: `out` holds the
 /// JSON up to there.
 pub fn write_chrome_json(log: &TraceLog, events: &[Event], out: impl Write) -> io::Result<()> {
+    let scan = Scan::of_events(log, events);
+    buffered(out, |out| {
+        write_json(&scan, out, &mut |emit| {
+            in_time_order(&scan, events.iter(), emit)
+        })
+    })
+}
+
+/// [`write_chrome_json`] of the events of `log` that `scan` ([`Scan::read`])
+/// read, read again (the log is rewound): the log is read twice and never
+/// held, and the export's memory does not grow with the log, but for the
+/// events that come early in it (flushed late by a thread, after younger
+/// events of others), which are held until their turn. The JSON is the same
+/// as that of [`write_chrome_json`] given the same events.
+///
+/// # Errors
+/// As [`write_chrome_json`]; the error of reading the log again (a log read
+/// from a pipe cannot rewind: `ESPIPE`), or `Truncated` if it holds fewer
+/// events than `scan` read.
+pub fn write_chrome_json_scanned(
+    log: &mut TraceLog,
+    scan: &Scan,
+    out: impl Write,
+) -> io::Result<()> {
+    let mut failed = None;
+    let r = buffered(out, |out| {
+        write_json(scan, out, &mut |emit| replay(log, scan, emit, &mut failed))
+    });
+    match failed {
+        Some(e) => Err(e.into()),
+        None => r,
+    }
+}
+
+/// `write` into `out` through a 64 KiB buffer, flushed.
+fn buffered<W: Write>(
+    out: W,
+    write: impl FnOnce(&mut io::BufWriter<W>) -> io::Result<()>,
+) -> io::Result<()> {
     let mut out = io::BufWriter::with_capacity(64 << 10, out);
-    let r = write_json(log, events, &mut out).and_then(|()| out.flush());
+    let r = write(&mut out).and_then(|()| out.flush());
     if r.is_err() {
         // Given up with the export: not written again when `out` drops.
         drop(out.into_parts());
@@ -62,27 +102,17 @@ pub fn write_chrome_json(log: &TraceLog, events: &[Event], out: impl Write) -> i
 }
 
 /// The JSON of [`write_chrome_json`], into `out`.
-fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Result<()> {
-    let l = Loaded::new(log, events);
-    let pid_of = shown_pids(l.log.pid(), l.iter());
-    let base = l.iter().next().map_or(0, |e| e.timestamp.as_nanos());
+fn write_json(scan: &Scan, out: &mut impl Write, events: &mut Source<'_>) -> io::Result<()> {
+    let log = &scan.meta;
+    let base = scan.first;
     out.write_all(b"{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n")?;
-    let name = l
-        .log
+    let name = log
         .attr()
         .map(|a| shown_bytes(a.name_bytes()))
         .unwrap_or_default();
     // The log's process first, named even without events, then every other
     // process with events in the log.
-    // (Inserted one by one: `collect` into a set gathers every item first.)
-    let mut pids = std::collections::BTreeSet::new();
-    for e in l.iter() {
-        pids.insert(pid_of(e));
-    }
-    let mut pids: Vec<u32> = pids.into_iter().collect();
-    pids.retain(|&p| p != l.log.pid());
-    pids.insert(0, l.log.pid());
-    for (i, p) in pids.iter().enumerate() {
+    for (i, p) in scan.shown_pids().iter().enumerate() {
         write!(
             out,
             "{}{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":0,\"args\":{{\"name\":{}}}}}",
@@ -93,23 +123,19 @@ fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Res
     // Tid 0 is no thread (an OVERFLOW for losses of no one sub-buffer): its
     // events go on the process, as process-scoped instants. A thread is named
     // in its own process.
-    let mut tids = std::collections::BTreeSet::new();
-    for e in l.iter().filter(|e| e.tid != 0) {
-        tids.insert((pid_of(e), e.tid));
-    }
-    for (p, t) in &tids {
+    for (p, t) in &scan.shown_threads() {
         write!(
             out,
             ",\n{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{p},\"tid\":{t},\"args\":{{\"name\":{}}}}}",
             json_str(&format!("tid {t}"))
         )?;
     }
-    for e in l.iter() {
-        let pid = pid_of(e);
+    events(&mut |e| {
+        let pid = scan.shown_pid(e);
         // Integer arithmetic: a double would round spans past 2^53 ns.
         let ns = e.timestamp.as_nanos().saturating_sub(base);
         let ts = format!("{}.{:03}", ns / 1000, ns % 1000);
-        let ty = l.log.event_type(e.id);
+        let ty = log.event_type(e.id);
         let mut args = String::new();
         let mut sep = "";
         // The keys written so far: a JSON object keeps one value per key.
@@ -160,12 +186,12 @@ fn write_json(log: &TraceLog, events: &[Event], out: &mut impl Write) -> io::Res
         write!(
             out,
             ",\n{{\"name\":{},\"cat\":\"{}\",\"ph\":\"i\",\"s\":\"{}\",\"ts\":{ts},\"pid\":{pid},\"tid\":{},\"args\":{{{args}}}}}",
-            json_str(&name_of(l.log, e.id)),
+            json_str(&name_of(log, e.id)),
             if e.id.is_system() { "system" } else { "user" },
             if e.tid == 0 { "p" } else { "t" },
             if e.tid == 0 { pid } else { e.tid }
-        )?;
-    }
+        )
+    })?;
     out.write_all(b"\n]}\n")
 }
 
@@ -177,21 +203,4 @@ pub fn chrome_json(log: &TraceLog, events: &[Event]) -> String {
     let _ = write_chrome_json(log, events, &mut out);
     // All of it is text (`str`s written whole).
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-}
-
-/// The pid each event shows under in the Chrome export: its own (`posix_pid`:
-/// events of a forked child or of another process carry theirs). An event
-/// without one (pid 0: a type not associated with a process,
-/// `POSIX_TRACE_WOPID_EVENTS`) shows under the process of the thread that
-/// recorded it, as the other events of that tid give it, else under the log's
-/// process (`log_pid`): viewers take pid 0 for the kernel's idle task.
-fn shown_pids<'a>(log_pid: u32, events: impl Iterator<Item = &'a Event>) -> impl Fn(&Event) -> u32 {
-    let mut of_tid = std::collections::BTreeMap::new();
-    for e in events.filter(|e| e.pid != 0 && e.tid != 0) {
-        of_tid.entry(e.tid).or_insert(e.pid);
-    }
-    move |e: &Event| match e.pid {
-        0 => of_tid.get(&e.tid).copied().unwrap_or(log_pid),
-        p => p,
-    }
 }

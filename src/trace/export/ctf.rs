@@ -3,8 +3,12 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::order::{in_time_order, Scan, BARE, BYTES, CUT, TAIL, USED};
 use super::packets::{write_stream, Sink};
-use super::{io_err, name_of, schema, shown_bytes, shown_name, Loaded};
+use super::{
+    clock_offset, ctf_latest_ns, io_err, name_of, replay, schema, shown_bytes, shown_name, Meta,
+    Source,
+};
 use crate::trace::{Event, EventId, TraceLog};
 use crate::{Error, Result};
 
@@ -61,7 +65,7 @@ fn ident(s: &str) -> String {
 /// or of an event before it is named `user:NAME`, and a name still taken (a
 /// damaged log's, or an id without a name whose `event#N` an event has) gets
 /// `#ID` appended. System ids come first: they keep their names.
-fn ctf_event_names(log: &TraceLog, used: &[u16]) -> Vec<String> {
+fn ctf_event_names(log: &Meta, used: &[u16]) -> Vec<String> {
     let system: std::collections::HashSet<String> = log
         .event_types()
         .filter(|t| t.id.is_system())
@@ -102,24 +106,6 @@ fn tsdl_str(shown: &str) -> String {
     o
 }
 
-/// CLOCK_REALTIME minus CLOCK_MONOTONIC when the stream was created (ns),
-/// if the log recorded it: the CTF clock's offset, which readers add to
-/// event times to show wall-clock dates.
-fn clock_offset(log: &TraceLog) -> Option<i128> {
-    let a = log.attr()?;
-    let real = a.create_time()?.as_nanos() as i128;
-    Some(real - a.create_time_monotonic()?.as_nanos() as i128)
-}
-
-/// The latest event time CTF readers show with a clock `offset`:
-/// babeltrace2 takes a clock value as signed 64-bit nanoseconds below
-/// `i64::MAX`, adds the offset, and refuses the whole trace when the sum
-/// passes `i64::MAX`.
-fn ctf_latest_ns(offset: i128) -> u128 {
-    let max = i64::MAX as i128;
-    (max - 1).min(max - offset).max(0) as u128
-}
-
 /// The clock's offset lines: `offset_s` (whole seconds, negative for a wall
 /// clock before 1970) and `offset` (the rest, in ns), or `offset = 0` when
 /// the log did not record it (times since boot).
@@ -135,22 +121,21 @@ fn clock_offset_tsdl(offset: i128) -> String {
 }
 
 /// Refuses events stamped past [`ctf_latest_ns`], naming the first of them
-/// (`l` is in time order), rather than writing a trace no reader opens.
-fn check_times(l: &Loaded<'_>, offset: i128) -> Result<()> {
+/// in time order, rather than writing a trace no reader opens.
+fn check_times(scan: &Scan, offset: i128) -> Result<()> {
     let latest = ctf_latest_ns(offset);
-    let Some(i) = l.iter().position(|e| e.timestamp.as_nanos() > latest) else {
+    let Some((ts, _, id)) = scan.first_late else {
         return Ok(());
     };
-    let e = l.at(i);
-    let past = l.len() - i;
+    let past = scan.late;
     Err(Error::invalid(
         "export::write_ctf",
         format!(
             "event {} is stamped {} ns, past {latest} ns, the latest time CTF readers \
              (babeltrace2) show for this log: 2^63 - 2 ns (292 years) less its clock's \
              offset to the wall clock ({past} event{} that late)",
-            name_of(l.log, e.id),
-            e.timestamp.as_nanos(),
+            name_of(&scan.meta, id),
+            ts,
             if past == 1 { "" } else { "s" }
         ),
     )
@@ -205,8 +190,9 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// of events (the next packet begins at the next event), except one that
 /// counts lost events (below), which stays whole. A log of less than 1 MiB
 /// of events that lost none is one packet. Events handed over in time order
-/// (as sorted by timestamp) are written as they are; others are sorted
-/// through a list of references (8 bytes an event).
+/// are written as they come; one that comes before older ones (a flush of
+/// one thread ahead of an earlier flush of another) is held, by reference,
+/// until the older ones are written.
 ///
 /// The events the log lost are counted in the packets' `events_discarded`,
 /// which babeltrace2 reports (`WARNING: Tracer discarded N events between
@@ -239,10 +225,38 @@ fn check_ctf_dir(dir: &Path) -> Result<()> {
 /// anything is written; the errno of creating or reading the directory or
 /// writing the files.
 pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
-    let l = Loaded::new(log, events);
+    let scan = Scan::of_events(log, events);
+    write_with(&scan, dir, &mut |emit| {
+        in_time_order(&scan, events.iter(), emit)
+    })
+}
+
+/// [`write_ctf`] of the events of `log` that `scan` ([`Scan::read`]) read,
+/// read again (the log is rewound): the log is read twice and never held,
+/// and the export's memory does not grow with the log, but for the events
+/// that come early in it (flushed late by a thread, after younger events of
+/// others), which are held until their turn. The files are the same as
+/// those of [`write_ctf`] given the same events.
+///
+/// # Errors
+/// As [`write_ctf`]; the error of reading the log again (a log read from a
+/// pipe cannot rewind: `ESPIPE`), or `Truncated` if it holds fewer events
+/// than `scan` read.
+pub fn write_ctf_scanned(log: &mut TraceLog, scan: &Scan, dir: &Path) -> Result<()> {
+    let mut failed = None;
+    let r = write_with(scan, dir, &mut |emit| replay(log, scan, emit, &mut failed));
+    match failed {
+        Some(e) => Err(e),
+        None => r,
+    }
+}
+
+/// The export of [`write_ctf`], its events handed over by `events`.
+fn write_with(scan: &Scan, dir: &Path, events: &mut Source<'_>) -> Result<()> {
     use schema::FieldType as F;
-    let offset = clock_offset(l.log).unwrap_or(0);
-    check_times(&l, offset)?;
+    let log = &scan.meta;
+    let offset = clock_offset(log).unwrap_or(0);
+    check_times(scan, offset)?;
     std::fs::create_dir_all(dir).map_err(|e| io_err("mkdir", dir, e))?;
     check_ctf_dir(dir)?;
     let mut m = String::from("/* CTF 1.8 */\n\n");
@@ -260,9 +274,8 @@ pub fn write_ctf(log: &TraceLog, events: &[Event], dir: &Path) -> Result<()> {
     m.push_str(
         "typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := utf8_t;\n",
     );
-    let pid = l.log.pid();
-    let name = l
-        .log
+    let pid = log.pid();
+    let name = log
         .attr()
         .map(|a| shown_bytes(a.name_bytes()))
         .unwrap_or_default();
@@ -276,44 +289,32 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         tsdl_str(&name),
         clock_offset_tsdl(offset)
     );
-    // The ids of the events that `keep` keeps, sorted, each once.
-    let ids_where = |keep: &dyn Fn(&Event) -> bool| -> Vec<u16> {
-        let mut seen = vec![false; 1 << 16];
-        for e in l.iter().filter(|e| keep(e)) {
-            seen[usize::from(e.id.raw())] = true;
-        }
-        (0..=u16::MAX).filter(|&id| seen[usize::from(id)]).collect()
+    // The ids with flag `f` (see `Scan`), sorted.
+    let ids_where = |f: u8| -> Vec<u16> {
+        (0..=u16::MAX)
+            .filter(|&id| scan.flags[usize::from(id)] & f != 0)
+            .collect()
     };
-    let used = ids_where(&|_| true);
+    let used = ids_where(USED);
     // Ids whose payloads go on past their fields (`mark_set`'s marker text):
     // those bytes follow the fields as a UTF-8 sequence.
-    let fixed = |id: EventId| -> Option<usize> {
-        let t = l.log.event_type(id).filter(|t| !t.fields.is_empty())?;
-        Some(t.fields.iter().map(|f| f.1.size()).sum())
-    };
-    let tails = ids_where(&|e| fixed(e.id).is_some_and(|n| e.data.len() > n));
+    let tails = ids_where(TAIL);
     // Of those, the ids of which some event's bytes are not text (a NUL, or
     // not UTF-8): a sequence of encoded integers is a string in CTF, which
     // readers end at its first NUL, so these get plain bytes, every one read.
-    let bytes = ids_where(&|e| {
-        let tail = fixed(e.id).and_then(|n| e.data.get(n..)).unwrap_or(&[]);
-        tail.contains(&0) || std::str::from_utf8(tail).is_err()
-    });
+    let bytes = ids_where(BYTES);
     // Ids with fields of which some event was truncated when recorded, or has
     // a payload shorter than its fields (written out with zeros): those get a
     // `truncated` flag after the fields.
-    let short = |e: &Event| fixed(e.id).is_some_and(|n| e.data.len() < n);
-    let cut = ids_where(&|e| (e.truncated && fixed(e.id).is_some()) || short(e));
+    let cut = ids_where(CUT);
     // System ids without fields whose events carry bytes anyway (a type
     // registered without a layout), or were truncated (with no bytes left):
     // those get the user events' layout, which holds both.
-    let bare = ids_where(&|e| {
-        e.id.is_system() && fixed(e.id).is_none() && (e.truncated || !e.data.is_empty())
-    });
-    let names = ctf_event_names(l.log, &used);
+    let bare = ids_where(BARE);
+    let names = ctf_event_names(log, &used);
     for (id, name) in used.iter().zip(&names) {
         let eid = EventId::from_raw(*id).unwrap_or(EventId::START);
-        let ty = l.log.event_type(eid);
+        let ty = log.event_type(eid);
         let _ = write!(m, "\nevent {{\n    name = {};\n    id = {id};\n    stream_id = 0;\n    fields := struct {{\n", tsdl_str(name));
         match ty.filter(|t| !t.fields.is_empty()) {
             Some(t) => {
@@ -361,7 +362,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
         out.put(&(e.timestamp.as_nanos() as u64).to_le_bytes());
         out.put(&e.pid.to_le_bytes());
         out.put(&e.tid.to_le_bytes());
-        match l.log.event_type(e.id).filter(|t| !t.fields.is_empty()) {
+        match log.event_type(e.id).filter(|t| !t.fields.is_empty()) {
             Some(t) => {
                 let size: usize = t.fields.iter().map(|f| f.1.size()).sum();
                 // The fields, with zeros for those a short payload misses.
@@ -398,7 +399,7 @@ stream {{\n    id = 0;\n    packet.context := struct {{\n        uint64_t packet
     std::fs::write(&mp, m).map_err(|e| io_err("write", &mp, e))?;
     // Packet by packet, through a bounded buffer: never whole in memory.
     std::fs::File::create(&sp)
-        .and_then(|f| write_stream(&l, &encode, f))
+        .and_then(|f| write_stream(scan, events, &encode, f))
         .map_err(|e| io_err("write", &sp, e))?;
     Ok(())
 }

@@ -8,72 +8,147 @@
 //! let json = std::fs::File::create("out.json").unwrap();
 //! export::write_chrome_json(&log, &events, json).unwrap();
 //! export::write_ctf(&log, &events, std::path::Path::new("ctf"))?;
+//! // Or without holding the events: the log is read twice, once to find
+//! // its order (`Scan::read`), once to write in that order.
+//! let scan = export::Scan::read(&mut log)?;
+//! let json = std::fs::File::create("out2.json").unwrap();
+//! export::write_chrome_json_scanned(&mut log, &scan, json).unwrap();
+//! export::write_ctf_scanned(&mut log, &scan, std::path::Path::new("ctf2"))?;
 //! # Ok::<(), posixrt::Error>(())
 //! ```
 
 use std::fmt::Write as _;
 
 use super::schema;
-use super::{Event, EventId, EventType, TraceLog};
+use super::{Event, EventId, EventType, LogStatus, TraceAttr, TraceLog};
 use crate::Error;
 
 mod chrome;
 mod ctf;
+mod order;
 mod packets;
 
-pub use chrome::{chrome_json, write_chrome_json};
-pub use ctf::write_ctf;
+pub use chrome::{chrome_json, write_chrome_json, write_chrome_json_scanned};
+pub use ctf::{write_ctf, write_ctf_scanned};
+pub use order::Scan;
 
-struct Loaded<'a> {
-    log: &'a TraceLog,
-    /// The events as given.
-    given: &'a [Event],
-    /// `given` in non-decreasing timestamp order (stable: equal timestamps
-    /// keep their log order), where it is not in that order already (8 bytes
-    /// an event: none for events handed over in time order).
-    sorted: Option<Vec<&'a Event>>,
+/// What the exports take from the log besides its events: its attributes,
+/// process, status and event types (a copy, so the log can be read meanwhile).
+pub(super) struct Meta {
+    attr: Option<TraceAttr>,
+    pid: u32,
+    status: Option<LogStatus>,
+    /// In id order.
+    types: Vec<EventType>,
 }
 
-impl<'a> Loaded<'a> {
-    /// Sorts the events by timestamp: a log is in time order per flush, but events
-    /// of different threads can interleave across flushes, and viewers need time
-    /// to go forward (CTF requires it within a stream).
-    fn new(log: &'a TraceLog, events: &'a [Event]) -> Loaded<'a> {
-        let in_order = events.windows(2).all(|w| w[0].timestamp <= w[1].timestamp);
-        let sorted = (!in_order).then(|| {
-            let mut v: Vec<&Event> = events.iter().collect();
-            v.sort_by_key(|e| e.timestamp);
-            v
-        });
-        Loaded {
-            log,
-            given: events,
-            sorted,
+impl Meta {
+    fn of(log: &TraceLog) -> Meta {
+        Meta {
+            attr: log.attr().cloned(),
+            pid: log.pid(),
+            status: log.status(),
+            types: log.event_types().cloned().collect(),
         }
     }
 
-    /// How many events there are.
-    fn len(&self) -> usize {
-        self.given.len()
+    fn attr(&self) -> Option<&TraceAttr> {
+        self.attr.as_ref()
     }
 
-    /// The `i`th event in time order.
-    fn at(&self, i: usize) -> &'a Event {
-        match &self.sorted {
-            Some(v) => v[i],
-            None => &self.given[i],
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    fn status(&self) -> Option<LogStatus> {
+        self.status
+    }
+
+    fn event_types(&self) -> impl Iterator<Item = &EventType> {
+        self.types.iter()
+    }
+
+    fn event_type(&self, id: EventId) -> Option<&EventType> {
+        let i = self
+            .types
+            .binary_search_by_key(&id.raw(), |t| t.id.raw())
+            .ok()?;
+        self.types.get(i)
+    }
+
+    fn name(&self, id: EventId) -> Option<&str> {
+        self.event_type(id).map(|t| t.name.as_str())
+    }
+
+    /// The bytes of an id's fields, for a type with fields.
+    fn fixed(&self, id: EventId) -> Option<usize> {
+        let t = self.event_type(id).filter(|t| !t.fields.is_empty())?;
+        Some(t.fields.iter().map(|f| f.1.size()).sum())
+    }
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC when the stream was created (ns),
+/// if the log recorded it: the CTF clock's offset, which readers add to
+/// event times to show wall-clock dates.
+fn clock_offset(log: &Meta) -> Option<i128> {
+    let a = log.attr()?;
+    let real = a.create_time()?.as_nanos() as i128;
+    Some(real - a.create_time_monotonic()?.as_nanos() as i128)
+}
+
+/// The latest event time CTF readers show with a clock `offset`:
+/// babeltrace2 takes a clock value as signed 64-bit nanoseconds below
+/// `i64::MAX`, adds the offset, and refuses the whole trace when the sum
+/// passes `i64::MAX`.
+fn ctf_latest_ns(offset: i128) -> u128 {
+    let max = i64::MAX as i128;
+    (max - 1).min(max - offset).max(0) as u128
+}
+
+/// The events in time order, each handed to the function given.
+type Source<'s> =
+    dyn FnMut(&mut dyn FnMut(&Event) -> std::io::Result<()>) -> std::io::Result<()> + 's;
+
+/// Reads the first `scan.events()` events of `log` again (rewound) and hands
+/// them to `emit` in time order ([`order::in_time_order`]). A failure to read
+/// them (rewinding, or a log that now holds fewer) goes in `failed`, and ends
+/// it with an error of kind `Other`.
+fn replay(
+    log: &mut TraceLog,
+    scan: &Scan,
+    emit: impl FnMut(&Event) -> std::io::Result<()>,
+    failed: &mut Option<Error>,
+) -> std::io::Result<()> {
+    let gone = || std::io::Error::other("the log could not be read again");
+    if let Err(e) = log.rewind() {
+        *failed = Some(e);
+        return Err(gone());
+    }
+    let mut read = 0u64;
+    let mut stop = None;
+    let events = std::iter::from_fn(|| match log.next_event() {
+        Ok(Some(e)) => {
+            read += 1;
+            Some(e)
         }
+        Ok(None) => None,
+        Err(e) => {
+            stop = Some(e);
+            None
+        }
+    });
+    order::in_time_order(scan, events, emit)?;
+    if read < scan.events() {
+        *failed = Some(stop.unwrap_or_else(|| {
+            Error::new(
+                crate::ErrorKind::Truncated,
+                "posix_trace_getnext_event",
+                "the log holds fewer events than when it was first read",
+            )
+        }));
+        return Err(gone());
     }
-
-    /// The events `from..to` in time order.
-    fn range(&self, from: usize, to: usize) -> impl Iterator<Item = &'a Event> + '_ {
-        (from..to).map(move |i| self.at(i))
-    }
-
-    /// The events in time order.
-    fn iter(&self) -> impl Iterator<Item = &'a Event> + '_ {
-        self.range(0, self.len())
-    }
+    Ok(())
 }
 
 fn io_err(call: &'static str, path: &std::path::Path, e: std::io::Error) -> Error {
@@ -90,7 +165,7 @@ fn io_err(call: &'static str, path: &std::path::Path, e: std::io::Error) -> Erro
 
 /// The name of an id as the exports show it ([`shown_name`]), `event#N` for
 /// an id the log names not.
-fn name_of(log: &TraceLog, id: EventId) -> String {
+fn name_of(log: &Meta, id: EventId) -> String {
     log.name(id)
         .map(shown_name)
         .unwrap_or_else(|| format!("event#{}", id.raw()))

@@ -13,7 +13,9 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 
 const PROG: &str = "rtrace";
-use posixrt::trace::export::{field_items, payload, write_chrome_json, write_ctf};
+use posixrt::trace::export::{
+    field_items, payload, write_chrome_json_scanned, write_ctf_scanned, Scan,
+};
 use posixrt::trace::{event_name_bytes, Event, EventId, TraceLog};
 use posixrt_tools::{os_error, printable, printable_escaped};
 
@@ -94,12 +96,6 @@ enum Format {
     Chrome,
     /// Common Trace Format 1.8.
     Ctf,
-}
-
-struct Loaded {
-    log: TraceLog,
-    events: Vec<Event>,
-    cut: Option<posixrt::Error>,
 }
 
 /// Exit status 1: the log cannot be read, or the output cannot be written.
@@ -229,21 +225,12 @@ fn memory_file() -> io::Result<File> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
-fn load(path: &Path) -> Result<Loaded, Failure> {
+/// Opens a log for an export and reads it once ([`Scan::read`]): the
+/// exports read it again, in time order, never holding it whole.
+fn scan(path: &Path) -> Result<(TraceLog, Scan), Failure> {
     let mut log = open_log(path)?;
-    let mut events = Vec::new();
-    let mut cut = None;
-    loop {
-        match log.next_event() {
-            Ok(Some(e)) => events.push(e),
-            Ok(None) => break,
-            Err(e) => {
-                cut = Some(e);
-                break;
-            }
-        }
-    }
-    Ok(Loaded { log, events, cut })
+    let scan = Scan::read(&mut log).map_err(|e| log_failure(path, &e))?;
+    Ok((log, scan))
 }
 
 /// An event type's name for the terminal: a name is the traced program's choice
@@ -593,25 +580,25 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                     shown_path(&output)
                 ));
             }
-            let l = load(&log)?;
+            let path = log;
+            let (mut log, mut scan) = scan(&path)?;
             match format {
                 // Written as it goes (buffered), never whole in memory.
                 Format::Chrome if to_stdout => {
-                    write_chrome_json(&l.log, &l.events, io::stdout().lock())
+                    write_chrome_json_scanned(&mut log, &scan, io::stdout().lock())
                         .map_err(|e| stdout_failure(&e))?
                 }
                 Format::Chrome => File::create(&output)
-                    .and_then(|f| write_chrome_json(&l.log, &l.events, f))
+                    .and_then(|f| write_chrome_json_scanned(&mut log, &scan, f))
                     .map_err(|e| Failure::error(write_error(&output, &e)))?,
-                Format::Ctf => {
-                    write_ctf(&l.log, &l.events, &output).map_err(|e| ctf_failure(&output, &e))?
-                }
+                Format::Ctf => write_ctf_scanned(&mut log, &scan, &output)
+                    .map_err(|e| ctf_failure(&output, &e))?,
             }
             posixrt_tools::warn(
                 PROG,
                 format_args!(
                     "wrote {} events to {}",
-                    l.events.len(),
+                    scan.events(),
                     if to_stdout {
                         "standard output".to_string()
                     } else {
@@ -619,7 +606,7 @@ fn run(cli: Cli) -> Result<Option<posixrt::Error>, Failure> {
                     }
                 ),
             );
-            Ok(l.cut)
+            Ok(scan.take_error())
         }
     }
 }
