@@ -12,6 +12,17 @@ use super::{clock_offset, ctf_latest_ns, Meta};
 use crate::trace::{Event, EventId, TraceLog};
 use crate::Error;
 
+/// The events an OVERFLOW reports lost (its `u64` count), 0 for other events.
+pub(super) fn lost_at(e: &Event) -> u64 {
+    if e.id != EventId::OVERFLOW {
+        return 0;
+    }
+    e.data
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
 /// A stretch of the log in time order: where it begins (its first event's
 /// position in the log), and the lowest first timestamp of the stretches
 /// after it (none: `u128::MAX`), and its own first timestamp.
@@ -184,7 +195,7 @@ impl Scan {
             f |= BARE;
         }
         self.flags[usize::from(e.id.raw())] |= f;
-        self.lost = self.lost.saturating_add(super::packets::lost_at(e));
+        self.lost = self.lost.saturating_add(lost_at(e));
         if ts > self.latest {
             self.late += 1;
             let k = (ts, pos, e.id);

@@ -5,20 +5,9 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 
-use super::order::Scan;
+use super::order::{lost_at, Scan};
 use super::Source;
 use crate::trace::{Event, EventId, LogFullPolicy};
-
-/// The events an OVERFLOW reports lost (its `u64` count), 0 for other events.
-pub(super) fn lost_at(e: &Event) -> u64 {
-    if e.id != EventId::OVERFLOW {
-        return 0;
-    }
-    e.data
-        .get(..8)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
-}
 
 /// The packet header's magic number (CTF 1.8).
 const CTF_MAGIC: u32 = 0xC1FC_1FC1;
