@@ -161,7 +161,10 @@ fn streamed_export_memory_does_not_grow_with_an_in_order_log() {
     let d = scratch("streamed-memory");
     for n in [40_000, 160_000] {
         let p = d.join(format!("{n}.trace"));
-        record(&p, 1, n, 1 << 20);
+        // A stream that holds every event, so that none is lost however slow
+        // the flusher is on a loaded machine (with 1 MiB, 160,000 events
+        // once came out as 138,487).
+        record(&p, 1, n, 16 << 20);
         // (One thread's events are in time order; the flush marks, stamped
         // when a flush begins, come a little early.)
         let (_, evs) = events(&p);
