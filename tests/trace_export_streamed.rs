@@ -11,40 +11,20 @@ mod peak_alloc;
 
 use std::fs::File;
 
-use export_log::{scratch, SERIAL};
+use export_log::{record_numbers, scratch};
 use peak_alloc::peak_bytes;
-use posixrt::trace::{self, export, Event, Trace, TraceAttr, TraceLog};
+use posixrt::trace::{export, Event, TraceLog};
 
-/// Records `per` user events from each of `threads` threads (8-byte numbers,
-/// and text every 7th event) into a log at `path` whose stream holds
-/// `stream` bytes and flushes when full: with a small stream the threads'
-/// flushes interleave in time (and some events are lost: OVERFLOW events).
+/// Records `per` user events from each of `threads` threads into a log at
+/// `path` whose stream holds `stream` bytes (see `record_numbers`).
 fn record(path: &std::path::Path, threads: u64, per: u64, stream: usize) {
-    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let mut a = TraceAttr::new();
-    a.set_stream_size(stream).unwrap();
-    a.set_stream_full_policy(trace::StreamFullPolicy::Flush);
-    a.set_log_full_policy(trace::LogFullPolicy::Append);
-    let t = Trace::create_with_log(&a, File::create(path).unwrap()).unwrap();
-    let num = trace::eventid_open("streamed number").unwrap();
-    let text = trace::eventid_open("streamed text").unwrap();
-    t.start().unwrap();
-    std::thread::scope(|s| {
-        for k in 0..threads {
-            s.spawn(move || {
-                for i in 0..per {
-                    if i % 7 == 0 {
-                        let s = format!("k{k} {}", "x".repeat((i % 38) as usize));
-                        trace::event(text, s.as_bytes());
-                    } else {
-                        trace::event(num, &(i * 2 + k).to_le_bytes());
-                    }
-                }
-            });
-        }
-    });
-    t.stop().unwrap();
-    t.shutdown().unwrap();
+    record_numbers(
+        path,
+        threads,
+        per,
+        stream,
+        ("streamed number", "streamed text"),
+    );
 }
 
 /// The log's events in log order.

@@ -109,24 +109,31 @@ pub fn babeltrace(args: &[&str], dir: &std::path::Path) -> Option<String> {
     Some(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Records `n` user events (two types: 8-byte numbers, and text of 3 to 40
-/// bytes every 7th event) from two threads into a log at `path`, with a
-/// stream large enough to lose none; the log read back and its events (in
-/// log order: the two threads' flushes interleave).
-pub fn big_log(path: &std::path::Path, n: u64) -> (TraceLog, Vec<Event>) {
+/// Records `per` user events from each of `threads` threads into a log at
+/// `path` whose stream holds `stream` bytes and flushes when full: 8-byte
+/// numbers of the type `names.0`, and text of 3 to 40 bytes every 7th event
+/// of the type `names.1`. With a small stream the threads' flushes
+/// interleave in time (and some events may be lost: OVERFLOW events).
+pub fn record_numbers(
+    path: &std::path::Path,
+    threads: u64,
+    per: u64,
+    stream: usize,
+    names: (&str, &str),
+) {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let mut a = TraceAttr::new();
-    a.set_stream_size(16 << 20).unwrap();
+    a.set_stream_size(stream).unwrap();
     a.set_stream_full_policy(trace::StreamFullPolicy::Flush);
     a.set_log_full_policy(trace::LogFullPolicy::Append);
     let t = Trace::create_with_log(&a, File::create(path).unwrap()).unwrap();
-    let num = trace::eventid_open("big number").unwrap();
-    let text = trace::eventid_open("big text").unwrap();
+    let num = trace::eventid_open(names.0).unwrap();
+    let text = trace::eventid_open(names.1).unwrap();
     t.start().unwrap();
     std::thread::scope(|s| {
-        for k in 0..2u64 {
+        for k in 0..threads {
             s.spawn(move || {
-                for i in 0..n / 2 {
+                for i in 0..per {
                     if i % 7 == 0 {
                         let s = format!("k{k} {}", "x".repeat((i % 38) as usize));
                         trace::event(text, s.as_bytes());
@@ -139,6 +146,13 @@ pub fn big_log(path: &std::path::Path, n: u64) -> (TraceLog, Vec<Event>) {
     });
     t.stop().unwrap();
     t.shutdown().unwrap();
+}
+
+/// Records `n` user events (see [`record_numbers`]) from two threads into a
+/// log at `path`, with a stream large enough to lose none; the log read back
+/// and its events (in log order: the two threads' flushes interleave).
+pub fn big_log(path: &std::path::Path, n: u64) -> (TraceLog, Vec<Event>) {
+    record_numbers(path, 2, n / 2, 16 << 20, ("big number", "big text"));
     let mut l = TraceLog::open(path).unwrap();
     let evs: Vec<Event> = l.events().collect::<Result<_, _>>().unwrap();
     assert_eq!(l.status().map(|s| s.stream_lost + s.log_lost), Some(0));
