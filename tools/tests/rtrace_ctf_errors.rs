@@ -24,16 +24,21 @@ fn make_log(p: &Path) {
     t.shutdown().unwrap();
 }
 
-/// Exit 1 and one line on stderr, in the user's terms, naming `out`.
-fn assert_ctf_error(log: &Path, out: &Path, says: &str) {
-    let o = rtrace(&[
+/// `rtrace export --format ctf LOG -o OUT`.
+fn export_ctf(log: &Path, out: &Path) -> std::process::Output {
+    rtrace(&[
         "export",
         "--format",
         "ctf",
         log.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
-    ]);
+    ])
+}
+
+/// Exit 1 and one line on stderr, in the user's terms, naming `out`.
+fn assert_ctf_error(log: &Path, out: &Path, says: &str) {
+    let o = export_ctf(log, out);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     assert_eq!(e.lines().count(), 1, "{e}");
@@ -125,26 +130,12 @@ fn a_ctf_export_of_times_readers_cannot_show_says_so() {
     log_stamped(&log, 1 << 63);
     let out = d.join("ctf");
     assert_ctf_error(&log, &out, "event step is stamped 9223372036854775808 ns");
-    let e = stderr(&rtrace(&[
-        "export",
-        "--format",
-        "ctf",
-        log.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]));
+    let e = stderr(&export_ctf(&log, &out));
     assert!(e.contains("hint: the log is likely damaged"), "{e}");
     assert!(!out.exists());
     // A time readers show is exported.
     log_stamped(&log, 5_000);
-    let o = rtrace(&[
-        "export",
-        "--format",
-        "ctf",
-        log.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = export_ctf(&log, &out);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert!(out.join("metadata").exists());
 }
