@@ -372,6 +372,16 @@ impl Registry {
                 Ordering::Relaxed,
             );
         }
+        self.rewrite_header(claimed);
+        // Every slot held until now may have been wiped (see `SlotWriter::wiped`).
+        let now = self.epoch().fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        self.repaired_at.store(now, Ordering::Release);
+        Ok(true)
+    }
+
+    /// Writes this registry's header again, with `claimed` as its high-water
+    /// mark (after a repair or a replacement of the file).
+    pub(super) fn rewrite_header(&self, claimed: u32) {
         write_header(
             &self.map,
             &self.kind,
@@ -382,10 +392,6 @@ impl Registry {
             self.payload_size,
             claimed,
         );
-        // Every slot held until now may have been wiped (see `SlotWriter::wiped`).
-        let now = self.epoch().fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-        self.repaired_at.store(now, Ordering::Release);
-        Ok(true)
     }
 
     /// Whether this is the process that created the registry (not a forked

@@ -98,16 +98,7 @@ impl Registry {
         }
         self.map.remap(&self.data).map_err(fail)?;
         // A claim racing the copy may have raised the high-water mark.
-        write_header(
-            &self.map,
-            &self.kind,
-            self.pid,
-            self.starttime,
-            self.slot_size,
-            self.slot_count,
-            self.payload_size,
-            self.claimed.load(Ordering::Acquire).min(self.slot_count),
-        );
+        self.rewrite_header(self.claimed.load(Ordering::Acquire).min(self.slot_count));
         // Locked (through `lock_file`) before readers can see it: a reader
         // that could lock it would take its owner for gone and remove it.
         publish(&tmp, &self.path, kind).map_err(fail)?;
