@@ -7,25 +7,16 @@
 #[path = "common/held_fork.rs"]
 mod held_fork;
 
-use posixrt::sync::{self, shared, NormalMutex, Tracking};
+use posixrt::sync::shared;
 
 #[path = "common/sync_registry.rs"]
 mod sync_registry;
-use sync_registry::own_registry;
+use sync_registry::two_published;
 
 #[test]
 fn publish_after_the_file_was_deleted_lists_the_process_again() {
     let r = held_fork::in_child(|| {
-        sync::set_tracking(Tracking::Counts);
-        let a = NormalMutex::new(1u32);
-        let b = NormalMutex::new(2u32);
-        drop(a.lock());
-        drop(b.lock());
-        let n = shared::publish().map_err(|e| format!("first publish: {e}"))?;
-        if n < 2 {
-            return Err(format!("first publish: {n} objects"));
-        }
-        let path = own_registry()?;
+        let (a, b, path) = two_published()?;
         std::fs::remove_file(&path).map_err(|e| format!("rm: {e}"))?;
         if shared::read_process(std::process::id()).is_ok_and(|l| !l.is_empty()) {
             return Err("still listed after the rm".into());

@@ -15,7 +15,7 @@ use posixrt::sync::{self, shared, NormalMutex, Tracking};
 
 #[path = "common/sync_registry.rs"]
 mod sync_registry;
-use sync_registry::own_registry;
+use sync_registry::{own_registry, two_published};
 
 /// Shrinks the file at `path` to `len` bytes, as another process would.
 fn truncate(path: &std::path::Path, len: u64) -> Result<(), String> {
@@ -31,16 +31,7 @@ fn truncate(path: &std::path::Path, len: u64) -> Result<(), String> {
 /// released), and `publish` again: it writes the slots it holds.
 fn publish_after_truncate_to(len: u64) {
     let r = held_fork::in_child(|| {
-        sync::set_tracking(Tracking::Counts);
-        let a = NormalMutex::new(1u32);
-        let b = NormalMutex::new(2u32);
-        drop(a.lock());
-        drop(b.lock());
-        let n = shared::publish().map_err(|e| format!("first publish: {e}"))?;
-        if n < 2 {
-            return Err(format!("first publish: {n} objects"));
-        }
-        let path = own_registry()?;
+        let (a, b, path) = two_published()?;
         truncate(&path, len)?;
         drop(a);
         let c = NormalMutex::new(3u32);
